@@ -1,0 +1,598 @@
+/* host-kernels.c - the math of every compute op kind, in double precision with plain loops.
+ *
+ * Each kernel follows its comment in models/schedule.h literally; sums run in index order so
+ * results are deterministic. simpar_kern_accesses() lists what each kernel touches, and host.c
+ * checks those ranges before anything runs, so the kernels themselves never check bounds.
+ */
+#include "exec-private.h"
+#include <math.h>
+
+typedef void (*KernFn)(SimparHost *host, const SimparOp *op);
+
+/* ---- footprints --------------------------------------------------------------------------- */
+
+/* The size of each SimparKernel view, in terms of the op's rows and cols. */
+enum {
+    KERN_NONE,
+    KERN_RC,
+    KERN_ROWS,
+    KERN_ROWS2,
+    KERN_COLS
+};
+
+typedef struct {
+    guint8 in[5], out[3];
+} KernShape;
+
+static const KernShape kern_shapes[SIMPAR_N_OP_KINDS] = {
+    [SIMPAR_OP_LN_STATS] = {{KERN_RC}, {KERN_ROWS2}},
+    [SIMPAR_OP_LN_APPLY] = {{KERN_RC, KERN_ROWS2, KERN_COLS, KERN_COLS},
+                            {KERN_RC, KERN_RC, KERN_ROWS}},
+    [SIMPAR_OP_LN_BWD_STATS] = {{KERN_RC, KERN_RC, KERN_COLS}, {KERN_ROWS2, KERN_COLS, KERN_COLS}},
+    [SIMPAR_OP_LN_BWD_APPLY] = {{KERN_RC, KERN_RC, KERN_COLS, KERN_ROWS, KERN_ROWS2}, {KERN_RC}},
+    [SIMPAR_OP_BIAS_ADD] = {{KERN_COLS}, {KERN_RC}},
+    [SIMPAR_OP_BIAS_GRAD] = {{KERN_RC}, {KERN_COLS}},
+    [SIMPAR_OP_GELU] = {{KERN_RC}, {KERN_RC}},
+    [SIMPAR_OP_GELU_BWD] = {{KERN_RC, KERN_RC}, {KERN_RC}},
+    [SIMPAR_OP_DROPOUT] = {{KERN_RC}, {KERN_RC}},
+    [SIMPAR_OP_DROPOUT_BWD] = {{KERN_RC}, {KERN_RC}},
+    [SIMPAR_OP_ADD] = {{KERN_RC, KERN_RC}, {KERN_RC}},
+};
+
+static const char *const kern_in_names[5] = {"in[0]", "in[1]", "in[2]", "in[3]", "in[4]"};
+static const char *const kern_out_names[3] = {"out[0]", "out[1]", "out[2]"};
+
+static gsize
+kern_shape_elems(guint8 shape, const SimparKernel *k)
+{
+    switch (shape) {
+    case KERN_RC:
+        return exec_mul(k->rows, k->cols);
+    case KERN_ROWS:
+        return k->rows;
+    case KERN_ROWS2:
+        return exec_mul(2, k->rows);
+    case KERN_COLS:
+        return k->cols;
+    default:
+        return 0;
+    }
+}
+
+static guint
+kern_add_access(SimparHostAccess *acc, guint n, SimparView view, gsize elems, const char *what)
+{
+    if (elems == 0)
+        return n;
+    acc[n] = (SimparHostAccess){view, elems, what};
+    return n + 1;
+}
+
+/* Batch entries are `stride` apart and each holds `per` elements. */
+static gsize
+kern_batched(guint batch, gsize stride, gsize per)
+{
+    if (batch == 0 || per == 0)
+        return 0;
+    return exec_add(exec_mul(batch - 1, stride), per);
+}
+
+static guint
+kern_gemm_accesses(const SimparGemm *g, SimparHostAccess *acc)
+{
+    guint n = 0;
+    n = kern_add_access(acc, n, g->a, kern_batched(g->batch, g->stride_a, exec_mul(g->m, g->k)),
+                        "a");
+    n = kern_add_access(acc, n, g->b, kern_batched(g->batch, g->stride_b, exec_mul(g->k, g->n)),
+                        "b");
+    if (g->m > 0 && g->n > 0) /* c is written even when k == 0 */
+        n = kern_add_access(acc, n, g->c, kern_batched(g->batch, g->stride_c, exec_mul(g->m, g->n)),
+                            "c");
+    return n;
+}
+
+static guint
+kern_attn_accesses(const SimparOp *op, SimparHostAccess *acc)
+{
+    const SimparAttention *at = &op->u.attn;
+    gsize rows = exec_mul(at->nb, at->s);
+    gsize qkv = exec_mul(rows, exec_mul(at->nh, exec_mul(3, at->dh)));
+    gsize ctx = exec_mul(rows, exec_mul(at->nh, at->dh));
+    gsize probs = exec_mul(exec_mul(at->nb, at->nh), exec_mul(at->s, at->s));
+    guint n = 0;
+    n = kern_add_access(acc, n, at->in[0], qkv, "in[0] (qkv)");
+    if (op->kind == SIMPAR_OP_ATTENTION) {
+        n = kern_add_access(acc, n, at->out[0], ctx, "out[0] (ctx)");
+        return kern_add_access(acc, n, at->out[1], probs, "out[1] (probs)");
+    }
+    n = kern_add_access(acc, n, at->in[1], probs, "in[1] (probs)");
+    n = kern_add_access(acc, n, at->in[2], ctx, "in[2] (dctx)");
+    return kern_add_access(acc, n, at->out[0], qkv, "out[0] (dqkv)");
+}
+
+/* Every range a compute op reads or writes; returns how many were written to `acc`. */
+guint
+simpar_kern_accesses(const SimparOp *op, SimparHostAccess acc[SIMPAR_HOST_MAX_ACCESS])
+{
+    g_return_val_if_fail(op->kind < SIMPAR_OP_COLLECTIVE, 0);
+    if (op->kind == SIMPAR_OP_GEMM)
+        return kern_gemm_accesses(&op->u.gemm, acc);
+    if (op->kind == SIMPAR_OP_ATTENTION || op->kind == SIMPAR_OP_ATTENTION_BWD)
+        return kern_attn_accesses(op, acc);
+    const KernShape *shape = &kern_shapes[op->kind];
+    const SimparKernel *k = &op->u.kern;
+    guint n = 0;
+    for (guint i = 0; i < 5; i++)
+        n = kern_add_access(acc, n, k->in[i], kern_shape_elems(shape->in[i], k), kern_in_names[i]);
+    for (guint i = 0; i < 3; i++)
+        n = kern_add_access(acc, n, k->out[i], kern_shape_elems(shape->out[i], k),
+                            kern_out_names[i]);
+    return n;
+}
+
+static gboolean
+kern_check_p(const SimparOp *op, double p, GError **error)
+{
+    if (p >= 0.0 && p < 1.0)
+        return TRUE;
+    g_set_error(error, SIMPAR_HOST_ERROR, SIMPAR_HOST_ERROR_INVALID,
+                "op '%s' (rank %u): dropout probability %g is not in [0, 1)", op->name, op->rank,
+                p);
+    return FALSE;
+}
+
+/* Parameters a kernel divides by or feeds to the dropout mask. */
+gboolean
+simpar_kern_check(const SimparOp *op, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    switch (op->kind) {
+    case SIMPAR_OP_LN_APPLY:
+    case SIMPAR_OP_LN_BWD_APPLY:
+        if (op->u.kern.hidden > 0 || op->u.kern.rows == 0)
+            return TRUE;
+        g_set_error(error, SIMPAR_HOST_ERROR, SIMPAR_HOST_ERROR_INVALID,
+                    "op '%s' (rank %u): layer norm over hidden = 0 columns", op->name, op->rank);
+        return FALSE;
+    case SIMPAR_OP_DROPOUT:
+    case SIMPAR_OP_DROPOUT_BWD:
+        return kern_check_p(op, op->u.kern.p, error);
+    case SIMPAR_OP_ATTENTION:
+    case SIMPAR_OP_ATTENTION_BWD:
+        if (op->u.attn.dh == 0) {
+            g_set_error(error, SIMPAR_HOST_ERROR, SIMPAR_HOST_ERROR_INVALID,
+                        "op '%s' (rank %u): attention with head size 0", op->name, op->rank);
+            return FALSE;
+        }
+        return kern_check_p(op, op->u.attn.p, error);
+    default:
+        return TRUE;
+    }
+}
+
+/* ---- GEMM --------------------------------------------------------------------------------- */
+
+static double
+kern_gemm_dot(const SimparGemm *g, const double *a, const double *b, gsize i, gsize j)
+{
+    double sum = 0.0;
+    for (gsize p = 0; p < g->k; p++) {
+        double av = g->trans_a ? a[p * g->m + i] : a[i * g->k + p];
+        double bv = g->trans_b ? b[j * g->k + p] : b[p * g->n + j];
+        sum += av * bv;
+    }
+    return sum;
+}
+
+static void
+kern_gemm(SimparHost *host, const SimparOp *op)
+{
+    const SimparGemm *g = &op->u.gemm;
+    const double *a = simpar_host_view(host, g->a);
+    const double *b = simpar_host_view(host, g->b);
+    double *c = simpar_host_view(host, g->c);
+    if (g->m == 0 || g->n == 0)
+        return;
+    for (gsize bi = 0; bi < g->batch; bi++) {
+        const double *ab = g->k > 0 ? a + bi * g->stride_a : NULL;
+        const double *bb = g->k > 0 ? b + bi * g->stride_b : NULL;
+        double *cb = c + bi * g->stride_c;
+        for (gsize i = 0; i < g->m; i++) {
+            for (gsize j = 0; j < g->n; j++) {
+                double dot = kern_gemm_dot(g, ab, bb, i, j);
+                cb[i * g->n + j] = g->accumulate ? cb[i * g->n + j] + dot : dot;
+            }
+        }
+    }
+}
+
+/* ---- layer norm --------------------------------------------------------------------------- */
+
+static void
+kern_ln_stats(SimparHost *host, const SimparOp *op)
+{
+    const SimparKernel *k = &op->u.kern;
+    const double *x = simpar_host_view(host, k->in[0]);
+    double *stats = simpar_host_view(host, k->out[0]);
+    for (gsize r = 0; r < k->rows; r++) {
+        double s1 = 0.0, s2 = 0.0;
+        for (gsize c = 0; c < k->cols; c++) {
+            double v = x[r * k->cols + c];
+            s1 += v;
+            s2 += v * v;
+        }
+        stats[r] = s1;
+        stats[k->rows + r] = s2;
+    }
+}
+
+static void
+kern_ln_apply(SimparHost *host, const SimparOp *op)
+{
+    const SimparKernel *k = &op->u.kern;
+    const double *x = simpar_host_view(host, k->in[0]);
+    const double *stats = simpar_host_view(host, k->in[1]);
+    const double *gamma = simpar_host_view(host, k->in[2]);
+    const double *beta = simpar_host_view(host, k->in[3]);
+    double *y = simpar_host_view(host, k->out[0]);
+    double *xhat = simpar_host_view(host, k->out[1]);
+    double *rstd = simpar_host_view(host, k->out[2]);
+    double hidden = (double) k->hidden;
+    for (gsize r = 0; r < k->rows; r++) {
+        double mean = stats[r] / hidden;
+        double var = stats[k->rows + r] / hidden - mean * mean;
+        double rs = 1.0 / sqrt(var + k->eps);
+        for (gsize c = 0; c < k->cols; c++) {
+            gsize e = r * k->cols + c;
+            double xh = (x[e] - mean) * rs;
+            xhat[e] = xh;
+            y[e] = xh * gamma[c] + beta[c];
+        }
+        rstd[r] = rs;
+    }
+}
+
+static void
+kern_ln_bwd_stats(SimparHost *host, const SimparOp *op)
+{
+    const SimparKernel *k = &op->u.kern;
+    const double *dy = simpar_host_view(host, k->in[0]);
+    const double *xhat = simpar_host_view(host, k->in[1]);
+    const double *gamma = simpar_host_view(host, k->in[2]);
+    double *stats = simpar_host_view(host, k->out[0]);
+    double *dgamma = simpar_host_view(host, k->out[1]);
+    double *dbeta = simpar_host_view(host, k->out[2]);
+    for (gsize c = 0; c < k->cols; c++)
+        dgamma[c] = dbeta[c] = 0.0;
+    for (gsize r = 0; r < k->rows; r++) {
+        double s1 = 0.0, s2 = 0.0;
+        for (gsize c = 0; c < k->cols; c++) {
+            gsize e = r * k->cols + c;
+            double dyg = dy[e] * gamma[c];
+            s1 += dyg;
+            s2 += dyg * xhat[e];
+            dgamma[c] += dy[e] * xhat[e];
+            dbeta[c] += dy[e];
+        }
+        stats[r] = s1;
+        stats[k->rows + r] = s2;
+    }
+}
+
+static void
+kern_ln_bwd_apply(SimparHost *host, const SimparOp *op)
+{
+    const SimparKernel *k = &op->u.kern;
+    const double *dy = simpar_host_view(host, k->in[0]);
+    const double *xhat = simpar_host_view(host, k->in[1]);
+    const double *gamma = simpar_host_view(host, k->in[2]);
+    const double *rstd = simpar_host_view(host, k->in[3]);
+    const double *stats = simpar_host_view(host, k->in[4]);
+    double *dx = simpar_host_view(host, k->out[0]);
+    double hidden = (double) k->hidden;
+    for (gsize r = 0; r < k->rows; r++) {
+        double m1 = stats[r] / hidden, m2 = stats[k->rows + r] / hidden, rs = rstd[r];
+        for (gsize c = 0; c < k->cols; c++) {
+            gsize e = r * k->cols + c;
+            dx[e] = rs * (dy[e] * gamma[c] - m1 - xhat[e] * m2);
+        }
+    }
+}
+
+/* ---- elementwise -------------------------------------------------------------------------- */
+
+static void
+kern_bias_add(SimparHost *host, const SimparOp *op)
+{
+    const SimparKernel *k = &op->u.kern;
+    const double *bias = simpar_host_view(host, k->in[0]);
+    double *y = simpar_host_view(host, k->out[0]);
+    for (gsize r = 0; r < k->rows; r++)
+        for (gsize c = 0; c < k->cols; c++)
+            y[r * k->cols + c] += bias[c];
+}
+
+static void
+kern_bias_grad(SimparHost *host, const SimparOp *op)
+{
+    const SimparKernel *k = &op->u.kern;
+    const double *dy = simpar_host_view(host, k->in[0]);
+    double *db = simpar_host_view(host, k->out[0]);
+    for (gsize c = 0; c < k->cols; c++) {
+        double sum = 0.0;
+        for (gsize r = 0; r < k->rows; r++)
+            sum += dy[r * k->cols + c];
+        db[c] = sum;
+    }
+}
+
+#define KERN_GELU_C 0.7978845608028654 /* sqrt(2/pi) */
+#define KERN_GELU_A 0.044715
+
+static void
+kern_gelu(SimparHost *host, const SimparOp *op)
+{
+    const SimparKernel *k = &op->u.kern;
+    const double *x = simpar_host_view(host, k->in[0]);
+    double *y = simpar_host_view(host, k->out[0]);
+    gsize n = (gsize) k->rows * k->cols;
+    for (gsize e = 0; e < n; e++) {
+        double v = x[e];
+        y[e] = 0.5 * v * (1.0 + tanh(KERN_GELU_C * (v + KERN_GELU_A * v * v * v)));
+    }
+}
+
+/* d/dx of 0.5 x (1 + tanh(u)), u = c (x + a x^3). */
+static void
+kern_gelu_bwd(SimparHost *host, const SimparOp *op)
+{
+    const SimparKernel *k = &op->u.kern;
+    const double *dy = simpar_host_view(host, k->in[0]);
+    const double *x = simpar_host_view(host, k->in[1]);
+    double *dx = simpar_host_view(host, k->out[0]);
+    gsize n = (gsize) k->rows * k->cols;
+    for (gsize e = 0; e < n; e++) {
+        double v = x[e];
+        double t = tanh(KERN_GELU_C * (v + KERN_GELU_A * v * v * v));
+        double du = KERN_GELU_C * (1.0 + 3.0 * KERN_GELU_A * v * v);
+        dx[e] = dy[e] * (0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * du);
+    }
+}
+
+/* DROPOUT and DROPOUT_BWD are the same map: multiply by keep / (1-p). */
+static void
+kern_dropout(SimparHost *host, const SimparOp *op)
+{
+    const SimparKernel *k = &op->u.kern;
+    const double *x = simpar_host_view(host, k->in[0]);
+    double *y = simpar_host_view(host, k->out[0]);
+    double scale = 1.0 / (1.0 - k->p);
+    for (gsize r = 0; r < k->rows; r++) {
+        guint64 row = (k->row0 + r) * k->global_cols + k->col0;
+        for (gsize c = 0; c < k->cols; c++) {
+            gboolean keep = k->p == 0.0 || simpar_dropout_keep(k->seed, k->site, row + c, k->p);
+            y[r * k->cols + c] = keep ? x[r * k->cols + c] * scale : 0.0;
+        }
+    }
+}
+
+static void
+kern_add(SimparHost *host, const SimparOp *op)
+{
+    const SimparKernel *k = &op->u.kern;
+    const double *a = simpar_host_view(host, k->in[0]);
+    const double *b = simpar_host_view(host, k->in[1]);
+    double *c = simpar_host_view(host, k->out[0]);
+    gsize n = (gsize) k->rows * k->cols;
+    for (gsize e = 0; e < n; e++)
+        c[e] = a[e] + b[e];
+}
+
+/* ---- attention ---------------------------------------------------------------------------- */
+
+/* One (sequence, head) pair of an attention op, with its pointers resolved. */
+typedef struct {
+    const SimparAttention *at;
+    const double *qkv;
+    gsize n, g;   /* local sequence and head */
+    gsize ld_qkv; /* nh * 3 * dh */
+    gsize ld_ctx; /* nh * dh */
+    double sqrt_dh;
+    double scale; /* 1 / (1-p) */
+} KernAttn;
+
+static void
+kern_attn_init(KernAttn *ka, const SimparAttention *at, const double *qkv)
+{
+    *ka = (KernAttn){
+        .at = at,
+        .qkv = qkv,
+        .ld_qkv = (gsize) at->nh * 3 * at->dh,
+        .ld_ctx = (gsize) at->nh * at->dh,
+        .sqrt_dh = sqrt((double) at->dh),
+        .scale = 1.0 / (1.0 - at->p),
+    };
+}
+
+/* Row i of q (part 0), k (part 1) or v (part 2) of the current sequence and head. */
+static gsize
+kern_attn_row(const KernAttn *ka, gsize i, guint part)
+{
+    return (ka->n * ka->at->s + i) * ka->ld_qkv + (ka->g * 3 + part) * ka->at->dh;
+}
+
+/* keep / (1-p) for probability (i, j) of the current sequence and head. */
+static double
+kern_attn_keep(const KernAttn *ka, gsize i, gsize j)
+{
+    const SimparAttention *at = ka->at;
+    if (at->p == 0.0)
+        return 1.0;
+    guint64 idx = (((at->batch0 + ka->n) * at->heads + at->head0 + ka->g) * at->s + i) * at->s + j;
+    return simpar_dropout_keep(at->seed, SIMPAR_DROPOUT_ATTN, idx, at->p) ? ka->scale : 0.0;
+}
+
+static gsize
+kern_attn_len(const KernAttn *ka, gsize i)
+{
+    return ka->at->causal ? i + 1 : ka->at->s;
+}
+
+static double
+kern_dot(const double *x, const double *y, gsize n)
+{
+    double sum = 0.0;
+    for (gsize d = 0; d < n; d++)
+        sum += x[d] * y[d];
+    return sum;
+}
+
+/* P row i into prow[0..s): softmax of the scores, masked entries 0. */
+static void
+kern_attn_softmax(const KernAttn *ka, gsize i, double *prow)
+{
+    gsize s = ka->at->s, dh = ka->at->dh, len = kern_attn_len(ka, i);
+    const double *q = ka->qkv + kern_attn_row(ka, i, 0);
+    double max = -INFINITY, sum = 0.0;
+    for (gsize j = 0; j < len; j++) {
+        prow[j] = kern_dot(q, ka->qkv + kern_attn_row(ka, j, 1), dh) / ka->sqrt_dh;
+        max = MAX(max, prow[j]);
+    }
+    for (gsize j = 0; j < len; j++) {
+        prow[j] = exp(prow[j] - max);
+        sum += prow[j];
+    }
+    for (gsize j = 0; j < len; j++)
+        prow[j] /= sum;
+    for (gsize j = len; j < s; j++)
+        prow[j] = 0.0;
+}
+
+static void
+kern_attention(SimparHost *host, const SimparOp *op)
+{
+    const SimparAttention *at = &op->u.attn;
+    double *ctx = simpar_host_view(host, at->out[0]);
+    double *probs = simpar_host_view(host, at->out[1]);
+    KernAttn ka;
+    kern_attn_init(&ka, at, simpar_host_view(host, at->in[0]));
+    for (ka.n = 0; ka.n < at->nb; ka.n++) {
+        for (ka.g = 0; ka.g < at->nh; ka.g++) {
+            for (gsize i = 0; i < at->s; i++) {
+                double *prow = probs + ((ka.n * at->nh + ka.g) * at->s + i) * at->s;
+                double *crow = ctx + (ka.n * at->s + i) * ka.ld_ctx + ka.g * at->dh;
+                kern_attn_softmax(&ka, i, prow);
+                for (gsize d = 0; d < at->dh; d++)
+                    crow[d] = 0.0;
+                for (gsize j = 0; j < kern_attn_len(&ka, i); j++) {
+                    double w = prow[j] * kern_attn_keep(&ka, i, j);
+                    const double *v = ka.qkv + kern_attn_row(&ka, j, 2);
+                    for (gsize d = 0; d < at->dh; d++)
+                        crow[d] += w * v[d];
+                }
+            }
+        }
+    }
+}
+
+/* Accumulated through dqkv: dv_j += Pd_ij dctx_i, dq_i += dS_ij k_j, dk_j += dS_ij q_i; dq and
+ * dk are divided by sqrt(dh) once all rows are in (kern_attn_bwd_scale). dp is scratch[s]. */
+static void
+kern_attn_bwd_row(const KernAttn *ka, gsize i, const double *prow, const double *dctx, double *dqkv,
+                  double *dp)
+{
+    gsize dh = ka->at->dh, len = kern_attn_len(ka, i);
+    const double *q = ka->qkv + kern_attn_row(ka, i, 0);
+    double dot = 0.0;
+    for (gsize j = 0; j < len; j++) {
+        double keep = kern_attn_keep(ka, i, j);
+        double *dv = dqkv + kern_attn_row(ka, j, 2);
+        dp[j] = kern_dot(dctx, ka->qkv + kern_attn_row(ka, j, 2), dh) * keep;
+        for (gsize d = 0; d < dh; d++)
+            dv[d] += prow[j] * keep * dctx[d];
+        dot += prow[j] * dp[j];
+    }
+    double *dq = dqkv + kern_attn_row(ka, i, 0);
+    for (gsize j = 0; j < len; j++) {
+        double ds = prow[j] * (dp[j] - dot);
+        const double *k = ka->qkv + kern_attn_row(ka, j, 1);
+        double *dk = dqkv + kern_attn_row(ka, j, 1);
+        for (gsize d = 0; d < dh; d++) {
+            dq[d] += ds * k[d];
+            dk[d] += ds * q[d];
+        }
+    }
+}
+
+/* Clears the dq | dk | dv columns of the current sequence and head. */
+static void
+kern_attn_bwd_zero(const KernAttn *ka, double *dqkv)
+{
+    for (gsize i = 0; i < ka->at->s; i++) {
+        double *row = dqkv + kern_attn_row(ka, i, 0);
+        for (gsize d = 0; d < 3 * (gsize) ka->at->dh; d++)
+            row[d] = 0.0;
+    }
+}
+
+/* Divides the accumulated dq | dk columns of the current sequence and head by sqrt(dh). */
+static void
+kern_attn_bwd_scale(const KernAttn *ka, double *dqkv)
+{
+    for (gsize i = 0; i < ka->at->s; i++) {
+        double *row = dqkv + kern_attn_row(ka, i, 0);
+        for (gsize d = 0; d < 2 * (gsize) ka->at->dh; d++)
+            row[d] /= ka->sqrt_dh;
+    }
+}
+
+static void
+kern_attention_bwd(SimparHost *host, const SimparOp *op)
+{
+    const SimparAttention *at = &op->u.attn;
+    const double *probs = simpar_host_view(host, at->in[1]);
+    const double *dctx = simpar_host_view(host, at->in[2]);
+    double *dqkv = simpar_host_view(host, at->out[0]);
+    g_autofree double *dp = g_new(double, MAX(at->s, 1));
+    KernAttn ka;
+    kern_attn_init(&ka, at, simpar_host_view(host, at->in[0]));
+    for (ka.n = 0; ka.n < at->nb; ka.n++) {
+        for (ka.g = 0; ka.g < at->nh; ka.g++) {
+            kern_attn_bwd_zero(&ka, dqkv);
+            for (gsize i = 0; i < at->s; i++) {
+                const double *prow = probs + ((ka.n * at->nh + ka.g) * at->s + i) * at->s;
+                const double *drow = dctx + (ka.n * at->s + i) * ka.ld_ctx + ka.g * at->dh;
+                kern_attn_bwd_row(&ka, i, prow, drow, dqkv, dp);
+            }
+            kern_attn_bwd_scale(&ka, dqkv);
+        }
+    }
+}
+
+/* ---- dispatch ----------------------------------------------------------------------------- */
+
+static const KernFn kern_fns[SIMPAR_OP_COLLECTIVE] = {
+    [SIMPAR_OP_GEMM] = kern_gemm,
+    [SIMPAR_OP_LN_STATS] = kern_ln_stats,
+    [SIMPAR_OP_LN_APPLY] = kern_ln_apply,
+    [SIMPAR_OP_LN_BWD_STATS] = kern_ln_bwd_stats,
+    [SIMPAR_OP_LN_BWD_APPLY] = kern_ln_bwd_apply,
+    [SIMPAR_OP_BIAS_ADD] = kern_bias_add,
+    [SIMPAR_OP_BIAS_GRAD] = kern_bias_grad,
+    [SIMPAR_OP_GELU] = kern_gelu,
+    [SIMPAR_OP_GELU_BWD] = kern_gelu_bwd,
+    [SIMPAR_OP_DROPOUT] = kern_dropout,
+    [SIMPAR_OP_DROPOUT_BWD] = kern_dropout,
+    [SIMPAR_OP_ADD] = kern_add,
+    [SIMPAR_OP_ATTENTION] = kern_attention,
+    [SIMPAR_OP_ATTENTION_BWD] = kern_attention_bwd,
+};
+
+/* Runs one compute op whose accesses host.c has checked. */
+void
+simpar_kern_run(SimparHost *host, const SimparOp *op)
+{
+    g_return_if_fail(op->kind < SIMPAR_OP_COLLECTIVE);
+    g_assert(kern_fns[op->kind] != NULL);
+    kern_fns[op->kind](host, op);
+}

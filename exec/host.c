@@ -1,0 +1,575 @@
+/* host.c - the host executor: one thread per rank, collectives and send/recv over shared memory.
+ *
+ * A collective is a rendezvous of its group's threads (host_coll_run):
+ *   1. each member publishes its op and its send/recv pointers in the group's slot table, and
+ *      waits for all (barrier);
+ *   2. each member checks that all members agree on kind/count/root, then computes its own result
+ *      into a private temporary from the others' send buffers, summing in group-index order;
+ *   3. barrier again, so nobody overwrites an input that another member still reads;
+ *   4. each member copies its temporary into its recv view (in-place use is therefore safe).
+ * Send/recv are eager and buffered: a send copies into a message queued in the destination's
+ * inbox; a recv takes the first message of its (source, tag) from its own inbox, waiting if none.
+ *
+ * When an op fails, its thread records the error (the first one wins), raises `failed` and wakes
+ * every waiter; threads then give up at their next wait or op.
+ */
+#include "exec-private.h"
+#include <string.h>
+
+G_DEFINE_QUARK(simpar_host_error_quark, simpar_host_error)
+
+typedef struct {
+    const SimparOp *op; /* the member's collective */
+    const double *send;
+    double *recv;
+} HostSlot;
+
+typedef struct {
+    GMutex lock;
+    GCond cond;
+    guint size;
+    guint arrived; /* members at the current barrier */
+    guint64 gen;   /* barriers completed */
+    HostSlot *slots;
+} HostGroup;
+
+typedef struct {
+    GMutex lock;
+    GCond cond;
+    GQueue msgs; /* HostMsg, oldest first */
+} HostInbox;
+
+typedef struct {
+    guint src, tag;
+    gsize count;
+    double data[];
+} HostMsg;
+
+struct _SimparHost {
+    const SimparSchedule *sched; /* borrowed */
+    guint n_ranks, n_buffers, n_groups;
+    double **bufs;      /* per buffer, owned */
+    HostGroup *groups;  /* per group */
+    HostInbox *inboxes; /* per rank */
+    gint failed;        /* atomic: an op failed, every wait gives up */
+    GMutex error_lock;
+    GError *error; /* the run's first failure */
+};
+
+typedef struct {
+    SimparHost *host;
+    guint rank;
+} HostWorker;
+
+/* ---- lifetime ----------------------------------------------------------------------------- */
+
+SimparHost *
+simpar_host_new(const SimparSchedule *sched)
+{
+    g_return_val_if_fail(sched != NULL, NULL);
+    SimparHost *host = g_new0(SimparHost, 1);
+    host->sched = sched;
+    host->n_ranks = simpar_schedule_n_ranks(sched);
+    host->n_buffers = simpar_schedule_n_buffers(sched);
+    host->n_groups = simpar_schedule_n_groups(sched);
+    host->bufs = g_new0(double *, host->n_buffers);
+    for (guint b = 0; b < host->n_buffers; b++)
+        host->bufs[b] = g_new0(double, simpar_schedule_buffer(sched, b)->elems);
+    host->groups = g_new0(HostGroup, host->n_groups);
+    for (guint g = 0; g < host->n_groups; g++) {
+        HostGroup *grp = &host->groups[g];
+        g_mutex_init(&grp->lock);
+        g_cond_init(&grp->cond);
+        grp->size = simpar_schedule_group(sched, g)->size;
+        grp->slots = g_new0(HostSlot, grp->size);
+    }
+    host->inboxes = g_new0(HostInbox, host->n_ranks);
+    for (guint r = 0; r < host->n_ranks; r++) {
+        g_mutex_init(&host->inboxes[r].lock);
+        g_cond_init(&host->inboxes[r].cond);
+        g_queue_init(&host->inboxes[r].msgs);
+    }
+    g_mutex_init(&host->error_lock);
+    return host; /* (transfer full) */
+}
+
+static void
+host_inbox_drop(HostInbox *inbox)
+{
+    g_queue_clear_full(&inbox->msgs, g_free);
+}
+
+void
+simpar_host_free(SimparHost *host)
+{
+    if (host == NULL)
+        return;
+    for (guint b = 0; b < host->n_buffers; b++)
+        g_free(host->bufs[b]);
+    g_free(host->bufs);
+    for (guint g = 0; g < host->n_groups; g++) {
+        g_mutex_clear(&host->groups[g].lock);
+        g_cond_clear(&host->groups[g].cond);
+        g_free(host->groups[g].slots);
+    }
+    g_free(host->groups);
+    for (guint r = 0; r < host->n_ranks; r++) {
+        host_inbox_drop(&host->inboxes[r]);
+        g_mutex_clear(&host->inboxes[r].lock);
+        g_cond_clear(&host->inboxes[r].cond);
+    }
+    g_free(host->inboxes);
+    g_mutex_clear(&host->error_lock);
+    g_clear_error(&host->error);
+    g_free(host);
+}
+
+double *
+simpar_host_buffer(SimparHost *host, guint buf)
+{
+    g_return_val_if_fail(host != NULL, NULL);
+    g_return_val_if_fail(buf < host->n_buffers, NULL);
+    return host->bufs[buf]; /* (transfer none) */
+}
+
+double *
+simpar_host_view(SimparHost *host, SimparView view)
+{
+    if (view.buf >= host->n_buffers || host->bufs[view.buf] == NULL)
+        return NULL;
+    return host->bufs[view.buf] + view.off; /* (transfer none) */
+}
+
+/* ---- checks before the run ---------------------------------------------------------------- */
+
+static gboolean
+host_check_access(SimparHost *host, const SimparOp *op, const SimparHostAccess *acc, GError **error)
+{
+    guint buf = acc->view.buf;
+    if (buf == G_MAXUINT) {
+        g_set_error(error, SIMPAR_HOST_ERROR, SIMPAR_HOST_ERROR_BOUNDS,
+                    "op '%s' (rank %u): %s has no buffer but covers %" G_GSIZE_FORMAT " elements",
+                    op->name, op->rank, acc->what, acc->elems);
+        return FALSE;
+    }
+    if (buf >= host->n_buffers) {
+        g_set_error(error, SIMPAR_HOST_ERROR, SIMPAR_HOST_ERROR_BOUNDS,
+                    "op '%s' (rank %u): %s names buffer %u, but the schedule has %u buffers",
+                    op->name, op->rank, acc->what, buf, host->n_buffers);
+        return FALSE;
+    }
+    const SimparBuffer *b = simpar_schedule_buffer(host->sched, buf);
+    if (b->rank != op->rank) {
+        g_set_error(error, SIMPAR_HOST_ERROR, SIMPAR_HOST_ERROR_BOUNDS,
+                    "op '%s' (rank %u): %s is in buffer '%s' of rank %u", op->name, op->rank,
+                    acc->what, b->name, b->rank);
+        return FALSE;
+    }
+    if (acc->view.off > b->elems || acc->elems > b->elems - acc->view.off) {
+        g_set_error(error, SIMPAR_HOST_ERROR, SIMPAR_HOST_ERROR_BOUNDS,
+                    "op '%s' (rank %u): %s [%" G_GSIZE_FORMAT ", +%" G_GSIZE_FORMAT
+                    ") lies outside buffer '%s' (%" G_GSIZE_FORMAT " elements)",
+                    op->name, op->rank, acc->what, acc->view.off, acc->elems, b->name, b->elems);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* Elements a member sends and receives in a collective (see schedule.h for NCCL counts). */
+static void
+host_coll_sizes(const SimparColl *c, guint size, gboolean root, gsize *send, gsize *recv)
+{
+    gsize all = exec_mul(size, c->count);
+    switch (c->kind) {
+    case SIMPAR_COLL_ALL_GATHER:
+        *send = c->count, *recv = all;
+        break;
+    case SIMPAR_COLL_REDUCE_SCATTER:
+        *send = all, *recv = c->count;
+        break;
+    case SIMPAR_COLL_ALL_TO_ALL:
+        *send = all, *recv = all;
+        break;
+    case SIMPAR_COLL_BROADCAST: /* only the root's send is read */
+        *send = root ? c->count : 0, *recv = c->count;
+        break;
+    case SIMPAR_COLL_REDUCE: /* only the root's recv is written */
+        *send = c->count, *recv = root ? c->count : 0;
+        break;
+    default:
+        *send = c->count, *recv = c->count;
+    }
+}
+
+static gboolean
+host_check_coll(SimparHost *host, const SimparOp *op, SimparHostAccess *acc, guint *n,
+                GError **error)
+{
+    const SimparColl *c = &op->u.coll;
+    guint index =
+        c->group < host->n_groups ? simpar_group_index(host->sched, c->group, op->rank) : G_MAXUINT;
+    const char *why = NULL;
+    if (c->kind >= SIMPAR_N_COLL_KINDS)
+        why = "unknown collective kind";
+    else if (index == G_MAXUINT)
+        why = "the rank is not a member of the op's group";
+    else if ((c->kind == SIMPAR_COLL_BROADCAST || c->kind == SIMPAR_COLL_REDUCE) &&
+             c->root >= host->groups[c->group].size)
+        why = "root is not a group index";
+    if (why != NULL) {
+        g_set_error(error, SIMPAR_HOST_ERROR, SIMPAR_HOST_ERROR_INVALID,
+                    "op '%s' (rank %u): %s (group %u, root %u)", op->name, op->rank, why, c->group,
+                    c->root);
+        return FALSE;
+    }
+    gsize send, recv;
+    host_coll_sizes(c, host->groups[c->group].size, index == c->root, &send, &recv);
+    acc[0] = (SimparHostAccess){c->send, send, "send"};
+    acc[1] = (SimparHostAccess){c->recv, recv, "recv"};
+    *n = 2;
+    return TRUE;
+}
+
+static gboolean
+host_check_p2p(SimparHost *host, const SimparOp *op, SimparHostAccess *acc, guint *n,
+               GError **error)
+{
+    const SimparP2p *p = &op->u.p2p;
+    if (p->peer >= host->n_ranks) {
+        g_set_error(error, SIMPAR_HOST_ERROR, SIMPAR_HOST_ERROR_INVALID,
+                    "op '%s' (rank %u): peer rank %u does not exist (%u ranks)", op->name, op->rank,
+                    p->peer, host->n_ranks);
+        return FALSE;
+    }
+    acc[0] = (SimparHostAccess){p->buf, p->count, "buf"};
+    *n = 1;
+    return TRUE;
+}
+
+static gboolean
+host_check_op(SimparHost *host, const SimparOp *op, GError **error)
+{
+    SimparHostAccess acc[SIMPAR_HOST_MAX_ACCESS];
+    guint n = 0;
+    if (op->kind < SIMPAR_OP_COLLECTIVE) {
+        if (!simpar_kern_check(op, error))
+            return FALSE;
+        n = simpar_kern_accesses(op, acc);
+    } else if (op->kind == SIMPAR_OP_COLLECTIVE) {
+        if (!host_check_coll(host, op, acc, &n, error))
+            return FALSE;
+    } else if (op->kind == SIMPAR_OP_SEND || op->kind == SIMPAR_OP_RECV) {
+        if (!host_check_p2p(host, op, acc, &n, error))
+            return FALSE;
+    } else {
+        g_set_error(error, SIMPAR_HOST_ERROR, SIMPAR_HOST_ERROR_INVALID,
+                    "op '%s' (rank %u): unknown op kind %d", op->name, op->rank, (int) op->kind);
+        return FALSE;
+    }
+    for (guint i = 0; i < n; i++)
+        if (acc[i].elems > 0 && !host_check_access(host, op, &acc[i], error))
+            return FALSE;
+    return TRUE;
+}
+
+static gboolean
+host_check_all(SimparHost *host, GError **error)
+{
+    for (guint r = 0; r < host->n_ranks; r++) {
+        guint n;
+        const guint *ops = simpar_schedule_rank_ops(host->sched, r, &n);
+        for (guint i = 0; i < n; i++) {
+            const SimparOp *op = simpar_schedule_op(host->sched, ops[i]);
+            g_assert(op->rank == r);
+            if (!host_check_op(host, op, error))
+                return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+/* ---- failure ------------------------------------------------------------------------------ */
+
+static gboolean
+host_failed(SimparHost *host)
+{
+    return g_atomic_int_get(&host->failed) != 0;
+}
+
+/* Records `err` (taken) unless an earlier failure was recorded, then wakes every waiter. */
+static void
+host_fail(SimparHost *host, GError *err)
+{
+    g_mutex_lock(&host->error_lock);
+    if (host->error == NULL)
+        host->error = err;
+    else
+        g_error_free(err);
+    g_mutex_unlock(&host->error_lock);
+    g_atomic_int_set(&host->failed, 1);
+    for (guint g = 0; g < host->n_groups; g++) {
+        g_mutex_lock(&host->groups[g].lock);
+        g_cond_broadcast(&host->groups[g].cond);
+        g_mutex_unlock(&host->groups[g].lock);
+    }
+    for (guint r = 0; r < host->n_ranks; r++) {
+        g_mutex_lock(&host->inboxes[r].lock);
+        g_cond_broadcast(&host->inboxes[r].cond);
+        g_mutex_unlock(&host->inboxes[r].lock);
+    }
+}
+
+static gboolean
+host_aborted(const SimparOp *op, GError **error)
+{
+    g_set_error(error, SIMPAR_HOST_ERROR, SIMPAR_HOST_ERROR_MISMATCH,
+                "op '%s' (rank %u): abandoned after another rank failed", op->name, op->rank);
+    return FALSE;
+}
+
+/* ---- collectives -------------------------------------------------------------------------- */
+
+/* Waits until every member of `grp` arrived; FALSE if the run failed meanwhile. */
+static gboolean
+host_barrier(SimparHost *host, HostGroup *grp)
+{
+    g_mutex_lock(&grp->lock);
+    guint64 gen = grp->gen;
+    if (++grp->arrived == grp->size) {
+        grp->arrived = 0;
+        grp->gen++;
+        g_cond_broadcast(&grp->cond);
+    }
+    while (grp->gen == gen && !host_failed(host))
+        g_cond_wait(&grp->cond, &grp->lock);
+    gboolean passed = grp->gen != gen;
+    g_mutex_unlock(&grp->lock);
+    return passed;
+}
+
+/* Every member must have called the same collective as member 0. */
+static gboolean
+host_coll_agree(const SimparOp *op, const HostGroup *grp, GError **error)
+{
+    const SimparColl *c = &op->u.coll;
+    for (guint m = 0; m < grp->size; m++) {
+        const SimparOp *other = grp->slots[m].op;
+        const SimparColl *o = &other->u.coll;
+        if (o->kind == c->kind && o->count == c->count && o->root == c->root)
+            continue;
+        g_set_error(error, SIMPAR_HOST_ERROR, SIMPAR_HOST_ERROR_MISMATCH,
+                    "op '%s' (rank %u): %s of %" G_GSIZE_FORMAT " (root %u) on group %u meets "
+                    "op '%s' (rank %u): %s of %" G_GSIZE_FORMAT " (root %u)",
+                    op->name, op->rank, simpar_coll_kind_name(c->kind), c->count, c->root, c->group,
+                    other->name, other->rank, simpar_coll_kind_name(o->kind), o->count, o->root);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* out[e] = sum over members m = 0..size-1 of send_m[off + e], in that order. */
+static void
+host_coll_sum(const HostGroup *grp, gsize off, gsize count, double *out)
+{
+    memcpy(out, grp->slots[0].send + off, count * sizeof(double));
+    for (guint m = 1; m < grp->size; m++) {
+        const double *send = grp->slots[m].send + off;
+        for (gsize e = 0; e < count; e++)
+            out[e] += send[e];
+    }
+}
+
+/* This member's result, from every member's send buffer, into `out` (recv-sized). */
+static void
+host_coll_compute(const HostGroup *grp, const SimparColl *c, guint index, double *out)
+{
+    gsize n = c->count, bytes = n * sizeof(double);
+    switch (c->kind) {
+    case SIMPAR_COLL_ALL_REDUCE:
+        host_coll_sum(grp, 0, n, out);
+        break;
+    case SIMPAR_COLL_REDUCE:
+        if (index == c->root)
+            host_coll_sum(grp, 0, n, out);
+        break;
+    case SIMPAR_COLL_REDUCE_SCATTER:
+        host_coll_sum(grp, index * n, n, out);
+        break;
+    case SIMPAR_COLL_ALL_GATHER:
+        for (guint m = 0; m < grp->size; m++)
+            memcpy(out + m * n, grp->slots[m].send, bytes);
+        break;
+    case SIMPAR_COLL_BROADCAST:
+        memcpy(out, grp->slots[c->root].send, bytes);
+        break;
+    case SIMPAR_COLL_ALL_TO_ALL:
+        for (guint m = 0; m < grp->size; m++)
+            memcpy(out + m * n, grp->slots[m].send + index * n, bytes);
+        break;
+    default:
+        g_assert_not_reached();
+    }
+}
+
+static gboolean
+host_coll_run(SimparHost *host, const SimparOp *op, GError **error)
+{
+    const SimparColl *c = &op->u.coll;
+    HostGroup *grp = &host->groups[c->group];
+    guint index = simpar_group_index(host->sched, c->group, op->rank);
+    gsize send_n, recv_n;
+    host_coll_sizes(c, grp->size, index == c->root, &send_n, &recv_n);
+    g_autofree double *tmp = recv_n > 0 ? g_new(double, recv_n) : NULL;
+    g_mutex_lock(&grp->lock);
+    grp->slots[index] =
+        (HostSlot){op, simpar_host_view(host, c->send), simpar_host_view(host, c->recv)};
+    g_mutex_unlock(&grp->lock);
+    if (!host_barrier(host, grp))
+        return host_aborted(op, error);
+    if (!host_coll_agree(op, grp, error))
+        return FALSE;
+    if (c->count > 0)
+        host_coll_compute(grp, c, index, tmp);
+    if (!host_barrier(host, grp))
+        return host_aborted(op, error);
+    if (recv_n > 0)
+        memcpy(grp->slots[index].recv, tmp, recv_n * sizeof(double));
+    return TRUE;
+}
+
+/* ---- send / recv -------------------------------------------------------------------------- */
+
+static void
+host_send(SimparHost *host, const SimparOp *op)
+{
+    const SimparP2p *p = &op->u.p2p;
+    HostMsg *msg = g_malloc(sizeof(HostMsg) + p->count * sizeof(double));
+    msg->src = op->rank;
+    msg->tag = p->tag;
+    msg->count = p->count;
+    if (p->count > 0)
+        memcpy(msg->data, simpar_host_view(host, p->buf), p->count * sizeof(double));
+    HostInbox *inbox = &host->inboxes[p->peer];
+    g_mutex_lock(&inbox->lock);
+    g_queue_push_tail(&inbox->msgs, msg);
+    g_cond_broadcast(&inbox->cond);
+    g_mutex_unlock(&inbox->lock);
+}
+
+/* The oldest message from `src` with `tag`, unlinked; NULL if the run failed first. */
+static HostMsg *
+host_inbox_take(SimparHost *host, HostInbox *inbox, guint src, guint tag)
+{
+    HostMsg *found = NULL;
+    g_mutex_lock(&inbox->lock);
+    while (found == NULL && !host_failed(host)) {
+        for (GList *l = inbox->msgs.head; l != NULL; l = l->next) {
+            HostMsg *msg = l->data;
+            if (msg->src == src && msg->tag == tag) {
+                found = msg;
+                g_queue_delete_link(&inbox->msgs, l);
+                break;
+            }
+        }
+        if (found == NULL && !host_failed(host))
+            g_cond_wait(&inbox->cond, &inbox->lock);
+    }
+    g_mutex_unlock(&inbox->lock);
+    return found;
+}
+
+static gboolean
+host_recv(SimparHost *host, const SimparOp *op, GError **error)
+{
+    const SimparP2p *p = &op->u.p2p;
+    g_autofree HostMsg *msg = host_inbox_take(host, &host->inboxes[op->rank], p->peer, p->tag);
+    if (msg == NULL)
+        return host_aborted(op, error);
+    if (msg->count != p->count) {
+        g_set_error(error, SIMPAR_HOST_ERROR, SIMPAR_HOST_ERROR_MISMATCH,
+                    "op '%s' (rank %u): expects %" G_GSIZE_FORMAT " elements from rank %u with "
+                    "tag %u, the message holds %" G_GSIZE_FORMAT,
+                    op->name, op->rank, p->count, p->peer, p->tag, msg->count);
+        return FALSE;
+    }
+    if (p->count > 0)
+        memcpy(simpar_host_view(host, p->buf), msg->data, p->count * sizeof(double));
+    return TRUE;
+}
+
+/* ---- the run ------------------------------------------------------------------------------ */
+
+static gboolean
+host_exec_op(SimparHost *host, const SimparOp *op, GError **error)
+{
+    switch (op->kind) {
+    case SIMPAR_OP_COLLECTIVE:
+        return host_coll_run(host, op, error);
+    case SIMPAR_OP_SEND:
+        host_send(host, op);
+        return TRUE;
+    case SIMPAR_OP_RECV:
+        return host_recv(host, op, error);
+    default:
+        simpar_kern_run(host, op);
+        return TRUE;
+    }
+}
+
+static gpointer
+host_worker(gpointer data)
+{
+    HostWorker *w = data;
+    guint n;
+    const guint *ops = simpar_schedule_rank_ops(w->host->sched, w->rank, &n);
+    for (guint i = 0; i < n && !host_failed(w->host); i++) {
+        GError *err = NULL;
+        if (!host_exec_op(w->host, simpar_schedule_op(w->host->sched, ops[i]), &err)) {
+            host_fail(w->host, err);
+            break;
+        }
+    }
+    return NULL;
+}
+
+/* Forgets what a failed earlier run left behind: messages, half-met barriers, the error. */
+static void
+host_reset(SimparHost *host)
+{
+    for (guint g = 0; g < host->n_groups; g++)
+        host->groups[g].arrived = 0;
+    for (guint r = 0; r < host->n_ranks; r++)
+        host_inbox_drop(&host->inboxes[r]);
+    g_clear_error(&host->error);
+    g_atomic_int_set(&host->failed, 0);
+}
+
+gboolean
+simpar_host_run(SimparHost *host, GError **error)
+{
+    g_return_val_if_fail(host != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    if (!host_check_all(host, error))
+        return FALSE;
+    host_reset(host);
+    g_autofree HostWorker *workers = g_new0(HostWorker, host->n_ranks);
+    g_autofree GThread **threads = g_new0(GThread *, host->n_ranks);
+    for (guint r = 0; r < host->n_ranks && !host_failed(host); r++) {
+        g_autofree char *name = g_strdup_printf("simpar-rank-%u", r);
+        GError *err = NULL;
+        workers[r] = (HostWorker){host, r};
+        threads[r] = g_thread_try_new(name, host_worker, &workers[r], &err);
+        if (threads[r] == NULL) {
+            g_prefix_error(&err, "starting the thread of rank %u: ", r);
+            host_fail(host, err);
+        }
+    }
+    for (guint r = 0; r < host->n_ranks; r++)
+        if (threads[r] != NULL)
+            g_thread_join(threads[r]);
+    if (host->error != NULL) {
+        g_propagate_error(error, g_steal_pointer(&host->error));
+        return FALSE;
+    }
+    return TRUE;
+}

@@ -1,0 +1,51 @@
+/* host.h - runs any SimparSchedule on the CPU with real numbers: the project's correctness oracle.
+ *
+ * Every buffer of the schedule becomes a zero-filled array of doubles, whatever the schedule's
+ * dtype (the dtype only sets byte counts elsewhere). simpar_host_run() starts one GThread per
+ * rank; each executes its rank's ops in program order (simpar_schedule_rank_ops), which is a valid
+ * serialisation of streams and deps. Collectives meet over shared memory with NCCL semantics and
+ * sum in group-index order, so every member gets bit-identical, deterministic results; send/recv
+ * are eager and buffered (FIFO per source, destination and tag).
+ *
+ *   simpar_host_new(sched) --> buffers (zeros) <-- caller writes inputs via simpar_host_buffer()
+ *   simpar_host_run()      --> rank 0: [op] -> [op] -> [all-reduce] -> ...   (one thread each)
+ *                              rank 1: [op] -> [op] -> [all-reduce] -> ...
+ *                          --> caller reads outputs via simpar_host_buffer()
+ *
+ * Before running anything, every view of every op is checked against its buffer; an op that
+ * cannot run gives a SimparHostError naming the op, its rank and the buffer. The schedule is
+ * assumed to have passed simpar_schedule_check(): a schedule that deadlocks (a cycle, unmatched
+ * send/recv, collectives called in different orders) makes simpar_host_run() hang.
+ *
+ * Ownership: the host owns its buffers; the schedule is borrowed, must outlive the host and must
+ * not be changed while the host exists.
+ */
+#ifndef SIMPAR_HOST_H
+#define SIMPAR_HOST_H
+#include "schedule.h"
+#include <glib.h>
+G_BEGIN_DECLS
+
+#define SIMPAR_HOST_ERROR (simpar_host_error_quark())
+GQuark simpar_host_error_quark(void);
+
+typedef enum {
+    SIMPAR_HOST_ERROR_BOUNDS,   /* a view lies outside its buffer or names a missing buffer */
+    SIMPAR_HOST_ERROR_INVALID,  /* an op's parameters make no sense (group, peer, p, sizes) */
+    SIMPAR_HOST_ERROR_MISMATCH, /* peers disagree at run time (collective kind/count/root, p2p) */
+} SimparHostError;
+
+typedef struct _SimparHost SimparHost;
+
+/* (transfer full): one zero-filled double array per buffer of `sched` (borrowed). */
+SimparHost *simpar_host_new(const SimparSchedule *sched);
+void simpar_host_free(SimparHost *host);
+/* (transfer none): buffer `buf` of the schedule, simpar_schedule_buffer(sched, buf)->elems long;
+ * NULL for an empty buffer. */
+double *simpar_host_buffer(SimparHost *host, guint buf);
+/* Runs every rank's ops once on the current buffer contents. */
+gboolean simpar_host_run(SimparHost *host, GError **error);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimparHost, simpar_host_free)
+G_END_DECLS
+#endif /* SIMPAR_HOST_H */

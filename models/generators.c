@@ -1,0 +1,84 @@
+/* generators.c - the table of tensor-parallel generators and the layer entry point. */
+#include "generators.h"
+#include "tp-layer.h"
+
+static const SimparGenerator generators[] = {
+    {"1d", "Megatron-LM: column/row-parallel linears, all-reduces (--sp: all-gather and "
+           "reduce-scatter); tp = P",
+     simpar_tp1d_validate, &simpar_tp1d_scheme},
+    {"2d", "SUMMA / Optimus: q x q grid, row/column broadcasts and reduces; tp = q*q",
+     simpar_tp2d_validate, &simpar_tp2d_scheme},
+    {"2.5d", "Tesseract: d layers of a q x q SUMMA grid plus depth all-reduces; tp = q*q*d",
+     simpar_tp2p5d_validate, &simpar_tp2p5d_scheme},
+    {"3d", "Bian et al. 2021: q x q x q cube, all-gathers and reduce-scatters; tp = q*q*q",
+     simpar_tp3d_validate, &simpar_tp3d_scheme},
+};
+
+/* Larger groups are refused before anything is allocated. */
+#define GENERATORS_MAX_TP 65536
+
+const SimparGenerator *
+simpar_generators(guint *n)
+{
+    *n = G_N_ELEMENTS(generators);
+    return generators; /* (transfer none) */
+}
+
+const SimparGenerator *
+simpar_generator_lookup(const char *name, GError **error)
+{
+    g_autoptr(GString) valid = g_string_new(NULL);
+    for (guint i = 0; i < G_N_ELEMENTS(generators); i++) {
+        if (g_strcmp0(generators[i].name, name) == 0)
+            return &generators[i];
+        g_string_append_printf(valid, "%s%s", i ? ", " : "", generators[i].name);
+    }
+    g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
+                "--tp-mode %s: unknown tensor-parallel mode (valid: %s)", name, valid->str);
+    return NULL;
+}
+
+static gboolean
+generators_validate_common(const SimparGenerator *gen, const SimparPlan *plan, GError **error)
+{
+    if (plan->tp < 1 || plan->tp > GENERATORS_MAX_TP) {
+        g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
+                    "--tp %" G_GINT64_FORMAT " is out of range: the tensor-parallel group must "
+                    "have between 1 and %d GPUs",
+                    plan->tp, GENERATORS_MAX_TP);
+        return FALSE;
+    }
+    if (plan->depth != 0 && !g_str_equal(gen->name, "2.5d")) {
+        g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
+                    "--depth applies to --tp-mode 2.5d only, not %s", gen->name);
+        return FALSE;
+    }
+    if (plan->sequence_parallel && !g_str_equal(gen->name, "1d")) {
+        g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
+                    "--sp (sequence parallelism) applies to --tp-mode 1d only, not %s", gen->name);
+        return FALSE;
+    }
+    if (plan->p_hidden < 0 || plan->p_hidden >= 1 || plan->p_attn < 0 || plan->p_attn >= 1) {
+        g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
+                    "dropout probabilities must be in [0, 1)");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+SimparSchedule *
+simpar_generate_layer(const SimparModel *model, SimparPlan *plan, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    const SimparGenerator *gen = simpar_generator_lookup(plan->mode, error);
+    if (gen == NULL || !simpar_model_validate(model, error) ||
+        !generators_validate_common(gen, plan, error) || !gen->validate(model, plan, error))
+        return NULL;
+    plan->mode = g_intern_string(gen->name);
+    g_autoptr(SimparSchedule) sched = simpar_layer_build(model, plan, gen->scheme);
+    g_autoptr(GError) local = NULL;
+    /* a generated schedule that fails its own check is a bug in the generator */
+    if (!simpar_schedule_check(sched, &local))
+        g_error("generator %s built an invalid schedule: %s", gen->name, local->message);
+    return g_steal_pointer(&sched); /* (transfer full) */
+}

@@ -1,0 +1,219 @@
+/* model.c - transformer shape presets, the JSON model file and shape validation. */
+#include "model.h"
+#include <json-glib/json-glib.h>
+
+G_DEFINE_QUARK(simpar_model_error_quark, simpar_model_error)
+
+/* h, a, s, b, L, f, V. GPT-3 sizes from Brown et al. 2020 Table 2.1; the paper-3d preset is the
+ * 64-GPU V100 setting of the Optimus harness (h=2048, a=32, s=512, L=24). */
+static const SimparModelPreset model_presets[] = {
+    {"tiny", "h=64 a=4 s=32: for tests and quick looks",
+     {"tiny", 64, 4, 32, 8, 2, 256, 1024, SIMPAR_DTYPE_FP32}},
+    {"paper-3d", "h=2048 a=32 s=512 L=24, fp32: the Optimus / 3-D papers' V100 harness",
+     {"paper-3d", 2048, 32, 512, 64, 24, 8192, 51200, SIMPAR_DTYPE_FP32}},
+    {"gpt3-1.3b", "GPT-3 XL: h=2048 a=16 s=2048 L=24",
+     {"gpt3-1.3b", 2048, 16, 2048, 4, 24, 8192, 51200, SIMPAR_DTYPE_FP16}},
+    {"gpt3-6.7b", "GPT-3 6.7B: h=4096 a=32 s=2048 L=32",
+     {"gpt3-6.7b", 4096, 32, 2048, 4, 32, 16384, 51200, SIMPAR_DTYPE_FP16}},
+    {"gpt3-13b", "GPT-3 13B: h=5120 a=40 s=2048 L=40",
+     {"gpt3-13b", 5120, 40, 2048, 4, 40, 20480, 51200, SIMPAR_DTYPE_FP16}},
+    {"gpt3-175b", "GPT-3 175B: h=12288 a=96 s=2048 L=96",
+     {"gpt3-175b", 12288, 96, 2048, 1, 96, 49152, 51200, SIMPAR_DTYPE_FP16}},
+};
+
+const SimparModelPreset *
+simpar_model_presets(guint *n_presets)
+{
+    *n_presets = G_N_ELEMENTS(model_presets);
+    return model_presets; /* (transfer none) */
+}
+
+gboolean
+simpar_model_preset(const char *name, SimparModel *out, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    g_autoptr(GString) valid = g_string_new(NULL);
+    for (guint i = 0; i < G_N_ELEMENTS(model_presets); i++) {
+        if (g_strcmp0(model_presets[i].name, name) == 0) {
+            *out = model_presets[i].model;
+            out->name = g_intern_string(out->name);
+            return TRUE;
+        }
+        g_string_append_printf(valid, "%s%s", i ? ", " : "", model_presets[i].name);
+    }
+    g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_UNKNOWN_PRESET,
+                "--model %s: no such preset (valid: %s, or a .json file)", name, valid->str);
+    return FALSE;
+}
+
+static const char *const dtype_names[] = {"fp16", "bf16", "fp32", "fp64"};
+
+guint
+simpar_dtype_size(SimparDtype dtype)
+{
+    static const guint sizes[] = {2, 2, 4, 8};
+    g_return_val_if_fail(dtype <= SIMPAR_DTYPE_FP64, 0);
+    return sizes[dtype];
+}
+
+const char *
+simpar_dtype_name(SimparDtype dtype)
+{
+    g_return_val_if_fail(dtype <= SIMPAR_DTYPE_FP64, "?");
+    return dtype_names[dtype];
+}
+
+gboolean
+simpar_dtype_parse(const char *name, SimparDtype *out, GError **error)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(dtype_names); i++) {
+        if (g_strcmp0(name, dtype_names[i]) == 0) {
+            *out = (SimparDtype) i;
+            return TRUE;
+        }
+    }
+    g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
+                "dtype '%s' is not one of fp16, bf16, fp32, fp64", name);
+    return FALSE;
+}
+
+/* ----- JSON model file ----- */
+
+typedef struct {
+    const char *key;
+    gsize offset;
+} ModelField;
+
+static const ModelField model_fields[] = {
+    {"hidden", G_STRUCT_OFFSET(SimparModel, hidden)},
+    {"heads", G_STRUCT_OFFSET(SimparModel, heads)},
+    {"seq", G_STRUCT_OFFSET(SimparModel, seq)},
+    {"micro_batch", G_STRUCT_OFFSET(SimparModel, micro_batch)},
+    {"layers", G_STRUCT_OFFSET(SimparModel, layers)},
+    {"ffn", G_STRUCT_OFFSET(SimparModel, ffn)},
+    {"vocab", G_STRUCT_OFFSET(SimparModel, vocab)},
+};
+
+static gboolean
+model_read_int(JsonObject *obj, const char *path, const char *key, gint64 *out, GError **error)
+{
+    JsonNode *node = json_object_get_member(obj, key);
+    if (node == NULL)
+        return TRUE; /* optional: keeps the default */
+    if (!JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_INT64) {
+        g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_PARSE,
+                    "%s: \"%s\" must be an integer", path, key);
+        return FALSE;
+    }
+    *out = json_node_get_int(node);
+    return TRUE;
+}
+
+static gboolean
+model_check_keys(JsonObject *obj, const char *path, GError **error)
+{
+    g_autoptr(GList) members = json_object_get_members(obj);
+    for (GList *l = members; l != NULL; l = l->next) {
+        const char *key = l->data;
+        gboolean known = g_str_equal(key, "name") || g_str_equal(key, "dtype") ||
+                         g_str_equal(key, "base");
+        for (guint i = 0; i < G_N_ELEMENTS(model_fields); i++)
+            known = known || g_str_equal(key, model_fields[i].key);
+        if (!known) {
+            g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_PARSE,
+                        "%s: unknown key \"%s\" (valid: name, base, hidden, heads, seq, "
+                        "micro_batch, layers, ffn, vocab, dtype)",
+                        path, key);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static gboolean
+model_read_object(JsonObject *obj, const char *path, SimparModel *m, GError **error)
+{
+    if (!model_check_keys(obj, path, error))
+        return FALSE;
+    const char *base = json_object_get_string_member_with_default(obj, "base", "tiny");
+    if (!simpar_model_preset(base, m, error)) {
+        g_prefix_error(error, "%s: \"base\": ", path);
+        return FALSE;
+    }
+    m->name = g_intern_string(json_object_get_string_member_with_default(obj, "name", path));
+    for (guint i = 0; i < G_N_ELEMENTS(model_fields); i++) {
+        gint64 *field = G_STRUCT_MEMBER_P(m, model_fields[i].offset);
+        if (!model_read_int(obj, path, model_fields[i].key, field, error))
+            return FALSE;
+    }
+    const char *dtype = json_object_get_string_member_with_default(obj, "dtype", NULL);
+    if (dtype != NULL && !simpar_dtype_parse(dtype, &m->dtype, error)) {
+        g_prefix_error(error, "%s: \"dtype\": ", path);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* The file is one JSON object: {"name": "...", "base": "<preset>", "hidden": 4096, ...}; keys
+ * not given keep the base preset's values (default base: "tiny"). */
+gboolean
+simpar_model_load_json(const char *path, SimparModel *out, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    g_autoptr(JsonParser) parser = json_parser_new();
+    if (!json_parser_load_from_file(parser, path, error)) {
+        g_prefix_error(error, "%s: ", path);
+        return FALSE;
+    }
+    JsonNode *root = json_parser_get_root(parser);
+    if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
+        g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_PARSE,
+                    "%s: the model file must hold one JSON object", path);
+        return FALSE;
+    }
+    SimparModel m;
+    if (!model_read_object(json_node_get_object(root), path, &m, error))
+        return FALSE;
+    if (!simpar_model_validate(&m, error)) {
+        g_prefix_error(error, "%s: ", path);
+        return FALSE;
+    }
+    *out = m;
+    return TRUE;
+}
+
+gboolean
+simpar_model_validate(const SimparModel *m, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    const struct {
+        const char *flag;
+        gint64 value;
+    } dims[] = {{"--hidden", m->hidden}, {"--heads", m->heads},      {"--seq", m->seq},
+                {"--micro-batch", m->micro_batch}, {"--layers", m->layers}, {"--ffn", m->ffn},
+                {"--vocab", m->vocab}};
+    for (guint i = 0; i < G_N_ELEMENTS(dims); i++) {
+        if (dims[i].value < 1 || dims[i].value > SIMPAR_MODEL_MAX_DIM) {
+            g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
+                        "%s %" G_GINT64_FORMAT " is out of range: it must be between 1 and "
+                        "%" G_GINT64_FORMAT,
+                        dims[i].flag, dims[i].value, SIMPAR_MODEL_MAX_DIM);
+            return FALSE;
+        }
+    }
+    if (m->hidden % m->heads != 0) {
+        g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
+                    "--hidden %" G_GINT64_FORMAT " is not divisible by --heads %" G_GINT64_FORMAT
+                    ": every head needs h/a columns",
+                    m->hidden, m->heads);
+        return FALSE;
+    }
+    if (m->micro_batch * m->seq > SIMPAR_MODEL_MAX_DIM * 16) {
+        g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
+                    "--micro-batch %" G_GINT64_FORMAT " x --seq %" G_GINT64_FORMAT
+                    " tokens is absurd: at most %" G_GINT64_FORMAT " tokens per micro-batch",
+                    m->micro_batch, m->seq, SIMPAR_MODEL_MAX_DIM * 16);
+        return FALSE;
+    }
+    return TRUE;
+}

@@ -1,0 +1,43 @@
+/* plan.h - how one transformer layer is split over the GPUs of a tensor-parallel group.
+ *
+ * A SimparPlan names the tensor-parallel mode and its grid and carries the layer options that
+ * change the schedule (sequence parallelism for 1-D, the 3-D variant) or its numbers (dropout,
+ * causal mask, seed). Validation (simpar_generator_validate in generators.h) derives the grid
+ * side q and refuses plans the mode cannot use, naming the flag and what would be valid.
+ *
+ *   1-D  tp = P          one group of P ranks
+ *   2-D  tp = q*q        rank = j*q + i           (row j, column i)
+ *   2.5-D tp = q*q*d     rank = i + q*j + q*q*k   (column i, row j, depth k)
+ *   3-D  tp = q*q*q      rank = i + q*j + q*q*k   (weight i, input j, output k)
+ *
+ * Ownership: a value type; `mode` is interned.
+ */
+#ifndef SIMPAR_PLAN_H
+#define SIMPAR_PLAN_H
+#include <glib.h>
+G_BEGIN_DECLS
+
+#define SIMPAR_PLAN_ERROR (simpar_plan_error_quark())
+GQuark simpar_plan_error_quark(void);
+
+typedef enum {
+    SIMPAR_PLAN_ERROR_INVALID, /* the split cannot be built for these GPUs and shapes */
+} SimparPlanError;
+
+typedef struct {
+    const char *mode;           /* "1d", "2d", "2.5d", "3d" */
+    gint64 tp;                  /* GPUs in the tensor-parallel group */
+    gint64 depth;               /* 2.5-D depth d; 0 when not given */
+    gboolean sequence_parallel; /* 1-D only */
+    gboolean paper_3d;          /* 3-D: the paper-era variant (backward re-gathers) */
+    gboolean causal;            /* causal attention mask */
+    double p_hidden, p_attn;    /* dropout probabilities */
+    double eps;                 /* layer-norm epsilon */
+    guint64 seed;               /* dropout seed */
+    guint q;                    /* derived: grid side (1-D: P) */
+} SimparPlan;
+
+void simpar_plan_init(SimparPlan *plan);
+
+G_END_DECLS
+#endif /* SIMPAR_PLAN_H */

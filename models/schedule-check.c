@@ -1,0 +1,525 @@
+/* schedule-check.c - a schedule checks itself: bounds, collective matching, p2p matching, that it
+ * runs to completion (no cycle, no deadlock), and that streams and deps order every data hazard.
+ */
+#include "schedule-private.h"
+#include <string.h>
+
+/* ----- element ranges of an op ----- */
+
+static void
+access_add(SimparAccess *out, guint *n, SimparView v, gsize len, gboolean write)
+{
+    if (v.buf == G_MAXUINT || len == 0)
+        return;
+    g_assert(*n < SIMPAR_MAX_ACCESSES);
+    out[(*n)++] = (SimparAccess){v.buf, v.off, len, write};
+}
+
+static gsize
+access_batched(guint batch, gsize stride, gsize one)
+{
+    return (gsize) (batch - 1) * stride + one;
+}
+
+static void
+access_coll(const SimparSchedule *sched, const SimparOp *op, SimparAccess *out, guint *n)
+{
+    const SimparColl *c = &op->u.coll;
+    gsize g = simpar_schedule_group(sched, c->group)->size;
+    gsize send = c->count, recv = c->count;
+    if (c->kind == SIMPAR_COLL_ALL_GATHER || c->kind == SIMPAR_COLL_ALL_TO_ALL)
+        recv = g * c->count;
+    if (c->kind == SIMPAR_COLL_REDUCE_SCATTER || c->kind == SIMPAR_COLL_ALL_TO_ALL)
+        send = g * c->count;
+    access_add(out, n, c->send, send, FALSE);
+    access_add(out, n, c->recv, recv, TRUE);
+}
+
+static void
+access_kernel(const SimparOp *op, SimparAccess *out, guint *n)
+{
+    const SimparKernel *k = &op->u.kern;
+    gsize rc = (gsize) k->rows * k->cols, r = k->rows, c = k->cols;
+    /* lengths of in[0..4] and out[0..2] per kind; 0 = unused */
+    gsize in[5] = {rc, 0, 0, 0, 0}, outl[3] = {rc, 0, 0};
+    switch (op->kind) {
+    case SIMPAR_OP_LN_STATS:
+        outl[0] = 2 * r;
+        break;
+    case SIMPAR_OP_LN_APPLY:
+        in[1] = 2 * r, in[2] = c, in[3] = c, outl[1] = rc, outl[2] = r;
+        break;
+    case SIMPAR_OP_LN_BWD_STATS:
+        in[1] = rc, in[2] = c, outl[0] = 2 * r, outl[1] = c, outl[2] = c;
+        break;
+    case SIMPAR_OP_LN_BWD_APPLY:
+        in[1] = rc, in[2] = c, in[3] = r, in[4] = 2 * r;
+        break;
+    case SIMPAR_OP_BIAS_ADD:
+        in[0] = c;
+        access_add(out, n, k->out[0], rc, FALSE); /* read-modify-write */
+        break;
+    case SIMPAR_OP_BIAS_GRAD:
+        outl[0] = c;
+        break;
+    case SIMPAR_OP_GELU_BWD:
+    case SIMPAR_OP_ADD:
+        in[1] = rc;
+        break;
+    default:
+        break;
+    }
+    for (guint i = 0; i < 5; i++)
+        access_add(out, n, k->in[i], in[i], FALSE);
+    for (guint i = 0; i < 3; i++)
+        access_add(out, n, k->out[i], outl[i], TRUE);
+}
+
+static void
+access_attention(const SimparOp *op, SimparAccess *out, guint *n)
+{
+    const SimparAttention *a = &op->u.attn;
+    gsize tokens = (gsize) a->nb * a->s, ctx = tokens * a->nh * a->dh;
+    gsize qkv = 3 * ctx, probs = (gsize) a->nb * a->nh * a->s * a->s;
+    access_add(out, n, a->in[0], qkv, FALSE);
+    if (op->kind == SIMPAR_OP_ATTENTION) {
+        access_add(out, n, a->out[0], ctx, TRUE);
+        access_add(out, n, a->out[1], probs, TRUE);
+    } else {
+        access_add(out, n, a->in[1], probs, FALSE);
+        access_add(out, n, a->in[2], ctx, FALSE);
+        access_add(out, n, a->out[0], qkv, TRUE);
+    }
+}
+
+guint
+simpar_op_accesses(const SimparSchedule *sched, const SimparOp *op,
+                   SimparAccess out[SIMPAR_MAX_ACCESSES])
+{
+    guint n = 0;
+    const SimparGemm *g = &op->u.gemm;
+    switch (op->kind) {
+    case SIMPAR_OP_GEMM:
+        access_add(out, &n, g->a, access_batched(g->batch, g->stride_a, (gsize) g->m * g->k), 0);
+        access_add(out, &n, g->b, access_batched(g->batch, g->stride_b, (gsize) g->k * g->n), 0);
+        if (g->accumulate)
+            access_add(out, &n, g->c, access_batched(g->batch, g->stride_c, (gsize) g->m * g->n),
+                       FALSE);
+        access_add(out, &n, g->c, access_batched(g->batch, g->stride_c, (gsize) g->m * g->n), 1);
+        break;
+    case SIMPAR_OP_ATTENTION:
+    case SIMPAR_OP_ATTENTION_BWD:
+        access_attention(op, out, &n);
+        break;
+    case SIMPAR_OP_COLLECTIVE:
+        access_coll(sched, op, out, &n);
+        break;
+    case SIMPAR_OP_SEND:
+    case SIMPAR_OP_RECV:
+        access_add(out, &n, op->u.p2p.buf, op->u.p2p.count, op->kind == SIMPAR_OP_RECV);
+        break;
+    default:
+        access_kernel(op, out, &n);
+        break;
+    }
+    return n;
+}
+
+gboolean
+simpar_accesses_conflict(const SimparAccess *a, guint na, const SimparAccess *b, guint nb)
+{
+    for (guint i = 0; i < na; i++)
+        for (guint j = 0; j < nb; j++)
+            if (a[i].buf == b[j].buf && (a[i].write || b[j].write) &&
+                a[i].off < b[j].off + b[j].len && b[j].off < a[i].off + a[i].len)
+                return TRUE;
+    return FALSE;
+}
+
+/* ----- structural checks ----- */
+
+static gboolean
+check_bounds(const SimparSchedule *sched, guint i, GError **error)
+{
+    const SimparOp *op = simpar_schedule_op(sched, i);
+    SimparAccess acc[SIMPAR_MAX_ACCESSES];
+    guint n = simpar_op_accesses(sched, op, acc);
+    for (guint a = 0; a < n; a++) {
+        if (acc[a].buf >= simpar_schedule_n_buffers(sched)) {
+            g_set_error(error, SIMPAR_SCHEDULE_ERROR, SIMPAR_SCHEDULE_ERROR_BOUNDS,
+                        "op %u '%s' on rank %u names buffer %u, which does not exist", i,
+                        op->name, op->rank, acc[a].buf);
+            return FALSE;
+        }
+        const SimparBuffer *b = simpar_schedule_buffer(sched, acc[a].buf);
+        if (b->rank != op->rank || acc[a].off + acc[a].len > b->elems) {
+            g_set_error(error, SIMPAR_SCHEDULE_ERROR, SIMPAR_SCHEDULE_ERROR_BOUNDS,
+                        "op %u '%s' on rank %u touches elements [%zu, %zu) of buffer '%s' of "
+                        "rank %u, which holds %zu",
+                        i, op->name, op->rank, acc[a].off, acc[a].off + acc[a].len, b->name,
+                        b->rank, b->elems);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+/* For each group, the collective ops of each member in program order. */
+typedef struct {
+    const SimparSchedule *sched;
+    GArray **calls;  /* [group * n_ranks + member index] -> guint op indices */
+    guint *instance; /* per op: index of its call on its group; or p2p partner op */
+    guint *arrived;  /* [group][instance] arrivals, flattened through `inst_base` */
+    guint *inst_base;
+} CheckState;
+
+static GArray *
+check_calls(CheckState *st, guint group, guint member)
+{
+    return st->calls[group * simpar_schedule_n_ranks(st->sched) + member];
+}
+
+static gboolean
+check_collect_calls(CheckState *st, GError **error)
+{
+    const SimparSchedule *sched = st->sched;
+    for (guint r = 0; r < simpar_schedule_n_ranks(sched); r++) {
+        guint n;
+        const guint *ops = simpar_schedule_rank_ops(sched, r, &n);
+        for (guint i = 0; i < n; i++) {
+            const SimparOp *op = simpar_schedule_op(sched, ops[i]);
+            if (op->kind != SIMPAR_OP_COLLECTIVE)
+                continue;
+            const SimparColl *c = &op->u.coll;
+            guint idx = c->group < simpar_schedule_n_groups(sched)
+                            ? simpar_group_index(sched, c->group, r)
+                            : G_MAXUINT;
+            if (idx == G_MAXUINT || c->root >= simpar_schedule_group(sched, c->group)->size) {
+                g_set_error(error, SIMPAR_SCHEDULE_ERROR, SIMPAR_SCHEDULE_ERROR_MISMATCH,
+                            "op '%s' on rank %u: rank is not in group %u or root %u is not a "
+                            "member index",
+                            op->name, r, c->group, c->root);
+                return FALSE;
+            }
+            GArray *calls = check_calls(st, c->group, idx);
+            st->instance[ops[i]] = calls->len;
+            g_array_append_val(calls, ops[i]);
+        }
+    }
+    return TRUE;
+}
+
+static gboolean
+check_same_call(const SimparSchedule *sched, const SimparOp *a, const SimparOp *b, guint call,
+                GError **error)
+{
+    if (a->u.coll.kind == b->u.coll.kind && a->u.coll.count == b->u.coll.count &&
+        a->u.coll.root == b->u.coll.root)
+        return TRUE;
+    g_set_error(error, SIMPAR_SCHEDULE_ERROR, SIMPAR_SCHEDULE_ERROR_MISMATCH,
+                "call %u on group %u (%s): rank %u issues '%s' (%s, %zu elements, root %u) but "
+                "rank %u issues '%s' (%s, %zu elements, root %u)",
+                call, a->u.coll.group,
+                simpar_schedule_group(sched, a->u.coll.group)->axis, a->rank, a->name,
+                simpar_coll_kind_name(a->u.coll.kind), a->u.coll.count, a->u.coll.root, b->rank,
+                b->name, simpar_coll_kind_name(b->u.coll.kind), b->u.coll.count, b->u.coll.root);
+    return FALSE;
+}
+
+static gboolean
+check_match_calls(CheckState *st, GError **error)
+{
+    const SimparSchedule *sched = st->sched;
+    guint base = 0;
+    for (guint g = 0; g < simpar_schedule_n_groups(sched); g++) {
+        const SimparGroup *grp = simpar_schedule_group(sched, g);
+        const guint *ranks = simpar_schedule_group_ranks(sched, g);
+        GArray *first = check_calls(st, g, 0);
+        st->inst_base[g] = base;
+        base += first->len;
+        for (guint m = 1; m < grp->size; m++) {
+            GArray *calls = check_calls(st, g, m);
+            if (calls->len != first->len) {
+                g_set_error(error, SIMPAR_SCHEDULE_ERROR, SIMPAR_SCHEDULE_ERROR_MISMATCH,
+                            "group %u (%s): rank %u makes %u collective calls but rank %u makes %u",
+                            g, grp->axis, ranks[0], first->len, ranks[m], calls->len);
+                return FALSE;
+            }
+            for (guint c = 0; c < calls->len; c++)
+                if (!check_same_call(sched,
+                                     simpar_schedule_op(sched, g_array_index(first, guint, c)),
+                                     simpar_schedule_op(sched, g_array_index(calls, guint, c)),
+                                     c, error))
+                    return FALSE;
+        }
+    }
+    st->arrived = g_new0(guint, base + 1);
+    return TRUE;
+}
+
+/* Sends and recvs pair up in FIFO order per (src, dst, tag). */
+static gboolean
+check_match_p2p(CheckState *st, GError **error)
+{
+    const SimparSchedule *sched = st->sched;
+    g_autoptr(GHashTable) queues =
+        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify) g_queue_free);
+    for (guint i = 0; i < simpar_schedule_n_ops(sched); i++) {
+        const SimparOp *op = simpar_schedule_op(sched, i);
+        if (op->kind != SIMPAR_OP_SEND && op->kind != SIMPAR_OP_RECV)
+            continue;
+        gboolean send = op->kind == SIMPAR_OP_SEND;
+        guint src = send ? op->rank : op->u.p2p.peer, dst = send ? op->u.p2p.peer : op->rank;
+        char *key = g_strdup_printf("%u>%u#%u%c", src, dst, op->u.p2p.tag, send ? 's' : 'r');
+        GQueue *q = g_hash_table_lookup(queues, key);
+        if (q == NULL) {
+            q = g_queue_new();
+            g_hash_table_insert(queues, g_strdup(key), q);
+        }
+        g_free(key);
+        g_queue_push_tail(q, GUINT_TO_POINTER(i));
+    }
+    GHashTableIter it;
+    gpointer key, value;
+    g_hash_table_iter_init(&it, queues);
+    while (g_hash_table_iter_next(&it, &key, &value)) {
+        char *k = key;
+        if (k[strlen(k) - 1] != 's')
+            continue;
+        g_autofree char *rkey = g_strdup(k);
+        rkey[strlen(rkey) - 1] = 'r';
+        GQueue *sends = value, *recvs = g_hash_table_lookup(queues, rkey);
+        guint nr = recvs != NULL ? recvs->length : 0;
+        if (sends->length != nr) {
+            const SimparOp *op =
+                simpar_schedule_op(sched, GPOINTER_TO_UINT(g_queue_peek_head(sends)));
+            g_set_error(error, SIMPAR_SCHEDULE_ERROR, SIMPAR_SCHEDULE_ERROR_UNMATCHED,
+                        "rank %u sends %u messages to rank %u with tag %u ('%s') but %u are "
+                        "received",
+                        op->rank, sends->length, op->u.p2p.peer, op->u.p2p.tag, op->name, nr);
+            return FALSE;
+        }
+        for (GList *s = sends->head, *r = recvs->head; s != NULL; s = s->next, r = r->next) {
+            guint so = GPOINTER_TO_UINT(s->data), ro = GPOINTER_TO_UINT(r->data);
+            if (simpar_schedule_op(sched, so)->u.p2p.count !=
+                simpar_schedule_op(sched, ro)->u.p2p.count) {
+                g_set_error(error, SIMPAR_SCHEDULE_ERROR, SIMPAR_SCHEDULE_ERROR_UNMATCHED,
+                            "send '%s' and recv '%s' pair up but their counts differ",
+                            simpar_schedule_op(sched, so)->name,
+                            simpar_schedule_op(sched, ro)->name);
+                return FALSE;
+            }
+            st->instance[so] = ro;
+            st->instance[ro] = so;
+        }
+    }
+    /* recvs without any send */
+    g_hash_table_iter_init(&it, queues);
+    while (g_hash_table_iter_next(&it, &key, &value)) {
+        char *k = key;
+        g_autofree char *skey = g_strdup(k);
+        skey[strlen(skey) - 1] = 's';
+        if (k[strlen(k) - 1] == 'r' && !g_hash_table_contains(queues, skey)) {
+            const SimparOp *op =
+                simpar_schedule_op(sched, GPOINTER_TO_UINT(g_queue_peek_head(value)));
+            g_set_error(error, SIMPAR_SCHEDULE_ERROR, SIMPAR_SCHEDULE_ERROR_UNMATCHED,
+                        "rank %u waits for a message from rank %u with tag %u ('%s') that is "
+                        "never sent",
+                        op->rank, op->u.p2p.peer, op->u.p2p.tag, op->name);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+/* ----- runs to completion: a zero-time execution of every stream ----- */
+
+typedef struct {
+    GArray **lists; /* [rank * n_streams + stream] -> op indices in program order */
+    guint *cursor;
+    gboolean *done, *arrived;
+} RunState;
+
+static gboolean
+run_deps_done(const SimparSchedule *sched, const RunState *rs, const SimparOp *op)
+{
+    const guint *deps = simpar_schedule_deps(sched, op);
+    for (guint d = 0; d < op->n_deps; d++)
+        if (!rs->done[deps[d]])
+            return FALSE;
+    return TRUE;
+}
+
+/* Tries to finish op `o`; returns TRUE if it is done. Marks arrival of sync ops. */
+static gboolean
+run_try(CheckState *st, RunState *rs, guint o)
+{
+    const SimparOp *op = simpar_schedule_op(st->sched, o);
+    if (!run_deps_done(st->sched, rs, op))
+        return FALSE;
+    if (op->kind == SIMPAR_OP_COLLECTIVE) {
+        guint slot = st->inst_base[op->u.coll.group] + st->instance[o];
+        if (!rs->arrived[o]) {
+            rs->arrived[o] = TRUE;
+            st->arrived[slot]++;
+        }
+        return st->arrived[slot] == simpar_schedule_group(st->sched, op->u.coll.group)->size;
+    }
+    if (op->kind == SIMPAR_OP_SEND || op->kind == SIMPAR_OP_RECV) {
+        rs->arrived[o] = TRUE;
+        return rs->arrived[st->instance[o]];
+    }
+    return TRUE;
+}
+
+static gboolean
+run_pass(CheckState *st, RunState *rs, guint n_lists)
+{
+    gboolean progress = FALSE;
+    for (guint l = 0; l < n_lists; l++) {
+        GArray *list = rs->lists[l];
+        while (rs->cursor[l] < list->len) {
+            guint o = g_array_index(list, guint, rs->cursor[l]);
+            gboolean was = rs->arrived[o];
+            if (!run_try(st, rs, o)) {
+                progress = progress || rs->arrived[o] != was;
+                break;
+            }
+            rs->done[o] = TRUE;
+            rs->cursor[l]++;
+            progress = TRUE;
+        }
+    }
+    return progress;
+}
+
+static gboolean
+run_report(const SimparSchedule *sched, RunState *rs, guint n_lists, GError **error)
+{
+    guint ns = simpar_schedule_n_streams(sched);
+    for (guint l = 0; l < n_lists; l++) {
+        if (rs->cursor[l] == rs->lists[l]->len)
+            continue;
+        const SimparOp *op =
+            simpar_schedule_op(sched, g_array_index(rs->lists[l], guint, rs->cursor[l]));
+        g_set_error(error, SIMPAR_SCHEDULE_ERROR, SIMPAR_SCHEDULE_ERROR_CYCLE,
+                    "the schedule cannot run to completion: rank %u, stream '%s' waits forever "
+                    "at op '%s' (%s)",
+                    l / ns, simpar_schedule_stream_name(sched, l % ns), op->name,
+                    simpar_op_kind_name(op->kind));
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+check_runs(CheckState *st, GError **error)
+{
+    const SimparSchedule *sched = st->sched;
+    guint ns = simpar_schedule_n_streams(sched), n_lists = simpar_schedule_n_ranks(sched) * ns;
+    guint n_ops = simpar_schedule_n_ops(sched);
+    RunState rs = {g_new0(GArray *, n_lists), g_new0(guint, n_lists), g_new0(gboolean, n_ops),
+                   g_new0(gboolean, n_ops)};
+    for (guint l = 0; l < n_lists; l++)
+        rs.lists[l] = g_array_new(FALSE, FALSE, sizeof(guint));
+    for (guint r = 0; r < simpar_schedule_n_ranks(sched); r++) {
+        guint n;
+        const guint *ops = simpar_schedule_rank_ops(sched, r, &n);
+        for (guint i = 0; i < n; i++)
+            g_array_append_val(rs.lists[r * ns + simpar_schedule_op(sched, ops[i])->stream],
+                               ops[i]);
+    }
+    while (run_pass(st, &rs, n_lists))
+        ;
+    gboolean ok = run_report(sched, &rs, n_lists, error);
+    for (guint l = 0; l < n_lists; l++)
+        g_array_unref(rs.lists[l]);
+    g_free(rs.lists);
+    g_free(rs.cursor);
+    g_free(rs.done);
+    g_free(rs.arrived);
+    return ok;
+}
+
+gboolean
+simpar_schedule_check(const SimparSchedule *sched, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    for (guint i = 0; i < simpar_schedule_n_ops(sched); i++)
+        if (!check_bounds(sched, i, error))
+            return FALSE;
+    guint n_ranks = simpar_schedule_n_ranks(sched), n_groups = simpar_schedule_n_groups(sched);
+    CheckState st = {sched, g_new0(GArray *, (gsize) n_groups * n_ranks + 1),
+                     g_new0(guint, simpar_schedule_n_ops(sched) + 1), NULL,
+                     g_new0(guint, n_groups + 1)};
+    for (gsize i = 0; i < (gsize) n_groups * n_ranks; i++)
+        st.calls[i] = g_array_new(FALSE, FALSE, sizeof(guint));
+    gboolean ok = check_collect_calls(&st, error) && check_match_calls(&st, error) &&
+                  check_match_p2p(&st, error) && check_runs(&st, error);
+    for (gsize i = 0; i < (gsize) n_groups * n_ranks; i++)
+        g_array_unref(st.calls[i]);
+    g_free(st.calls);
+    g_free(st.instance);
+    g_free(st.arrived);
+    g_free(st.inst_base);
+    return ok;
+}
+
+/* ----- hazards: happens-before within a rank ----- */
+
+static gboolean
+hazard_rank(const SimparSchedule *sched, guint rank, GError **error)
+{
+    guint n;
+    const guint *ops = simpar_schedule_rank_ops(sched, rank, &n);
+    guint words = (n + 63) / 64;
+    g_autofree guint64 *before = g_new0(guint64, (gsize) n * words); /* before[p] bitset */
+    g_autoptr(GHashTable) pos = g_hash_table_new(NULL, NULL);
+    g_autofree guint *last = g_new(guint, simpar_schedule_n_streams(sched));
+    memset(last, 0xff, sizeof(guint) * simpar_schedule_n_streams(sched));
+    for (guint p = 0; p < n; p++) {
+        const SimparOp *op = simpar_schedule_op(sched, ops[p]);
+        g_hash_table_insert(pos, GUINT_TO_POINTER(ops[p]), GUINT_TO_POINTER(p));
+        guint preds[65], np = 0;
+        if (last[op->stream] != G_MAXUINT)
+            preds[np++] = last[op->stream];
+        last[op->stream] = p;
+        const guint *deps = simpar_schedule_deps(sched, op);
+        for (guint d = 0; d < op->n_deps && np < 65; d++)
+            preds[np++] = GPOINTER_TO_UINT(g_hash_table_lookup(pos, GUINT_TO_POINTER(deps[d])));
+        guint64 *bp = before + (gsize) p * words;
+        for (guint i = 0; i < np; i++) {
+            const guint64 *bq = before + (gsize) preds[i] * words;
+            for (guint w = 0; w < words; w++)
+                bp[w] |= bq[w];
+            bp[preds[i] / 64] |= G_GUINT64_CONSTANT(1) << (preds[i] % 64);
+        }
+        SimparAccess a[SIMPAR_MAX_ACCESSES], b[SIMPAR_MAX_ACCESSES];
+        guint na = simpar_op_accesses(sched, op, a);
+        for (guint q = 0; q < p; q++) {
+            if (bp[q / 64] & (G_GUINT64_CONSTANT(1) << (q % 64)))
+                continue;
+            const SimparOp *other = simpar_schedule_op(sched, ops[q]);
+            guint nb = simpar_op_accesses(sched, other, b);
+            if (simpar_accesses_conflict(a, na, b, nb)) {
+                g_set_error(error, SIMPAR_SCHEDULE_ERROR, SIMPAR_SCHEDULE_ERROR_HAZARD,
+                            "rank %u: '%s' (stream '%s') and '%s' (stream '%s') touch the same "
+                            "elements, one writes, and nothing orders them",
+                            rank, other->name, simpar_schedule_stream_name(sched, other->stream),
+                            op->name, simpar_schedule_stream_name(sched, op->stream));
+                return FALSE;
+            }
+        }
+    }
+    return TRUE;
+}
+
+gboolean
+simpar_schedule_check_hazards(const SimparSchedule *sched, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    for (guint r = 0; r < simpar_schedule_n_ranks(sched); r++)
+        if (!hazard_rank(sched, r, error))
+            return FALSE;
+    return TRUE;
+}

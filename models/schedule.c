@@ -1,0 +1,291 @@
+/* schedule.c - storage of the schedule IR: flat arrays of ops, deps, buffers and groups. */
+#include "schedule.h"
+
+G_DEFINE_QUARK(simpar_schedule_error_quark, simpar_schedule_error)
+
+struct _SimparSchedule {
+    guint n_ranks;
+    SimparDtype dtype;
+    GArray *ops;       /* SimparOp */
+    GArray *deps;      /* guint, op indices; each op owns a contiguous run */
+    GArray *buffers;   /* SimparBuffer */
+    GArray *groups;    /* SimparGroup */
+    GArray *members;   /* guint, global ranks of every group, concatenated */
+    GPtrArray *streams; /* interned names */
+    GArray **rank_ops; /* per rank: guint op indices in program order */
+    GArray *shards;    /* SimparShard */
+};
+
+SimparSchedule *
+simpar_schedule_new(guint n_ranks, SimparDtype dtype)
+{
+    g_return_val_if_fail(n_ranks > 0, NULL);
+    SimparSchedule *sched = g_new0(SimparSchedule, 1);
+    sched->n_ranks = n_ranks;
+    sched->dtype = dtype;
+    sched->ops = g_array_new(FALSE, FALSE, sizeof(SimparOp));
+    sched->deps = g_array_new(FALSE, FALSE, sizeof(guint));
+    sched->buffers = g_array_new(FALSE, FALSE, sizeof(SimparBuffer));
+    sched->groups = g_array_new(FALSE, FALSE, sizeof(SimparGroup));
+    sched->members = g_array_new(FALSE, FALSE, sizeof(guint));
+    sched->streams = g_ptr_array_new();
+    sched->shards = g_array_new(FALSE, FALSE, sizeof(SimparShard));
+    sched->rank_ops = g_new0(GArray *, n_ranks);
+    for (guint r = 0; r < n_ranks; r++)
+        sched->rank_ops[r] = g_array_new(FALSE, FALSE, sizeof(guint));
+    simpar_schedule_add_stream(sched, "compute");
+    return sched; /* (transfer full) */
+}
+
+void
+simpar_schedule_free(SimparSchedule *sched)
+{
+    if (sched == NULL)
+        return;
+    for (guint r = 0; r < sched->n_ranks; r++)
+        g_array_unref(sched->rank_ops[r]);
+    g_free(sched->rank_ops);
+    g_array_unref(sched->ops);
+    g_array_unref(sched->deps);
+    g_array_unref(sched->buffers);
+    g_array_unref(sched->groups);
+    g_array_unref(sched->members);
+    g_ptr_array_unref(sched->streams);
+    g_array_unref(sched->shards);
+    g_free(sched);
+}
+
+guint
+simpar_schedule_n_ranks(const SimparSchedule *sched)
+{
+    return sched->n_ranks;
+}
+
+SimparDtype
+simpar_schedule_dtype(const SimparSchedule *sched)
+{
+    return sched->dtype;
+}
+
+/* Streams are shared by all ranks; adding an existing name returns its index. */
+guint
+simpar_schedule_add_stream(SimparSchedule *sched, const char *name)
+{
+    const char *interned = g_intern_string(name);
+    for (guint i = 0; i < sched->streams->len; i++)
+        if (g_ptr_array_index(sched->streams, i) == interned)
+            return i;
+    g_ptr_array_add(sched->streams, (gpointer) interned);
+    return sched->streams->len - 1;
+}
+
+guint
+simpar_schedule_add_buffer(SimparSchedule *sched, guint rank, const char *name, gsize elems)
+{
+    g_return_val_if_fail(rank < sched->n_ranks, G_MAXUINT);
+    SimparBuffer b = {g_intern_string(name), rank, elems};
+    g_array_append_val(sched->buffers, b);
+    return sched->buffers->len - 1;
+}
+
+guint
+simpar_schedule_add_group(SimparSchedule *sched, const char *axis, const guint *ranks, guint size)
+{
+    g_return_val_if_fail(size > 0, G_MAXUINT);
+    for (guint i = 0; i < size; i++)
+        g_return_val_if_fail(ranks[i] < sched->n_ranks, G_MAXUINT);
+    SimparGroup g = {g_intern_string(axis), size, sched->members->len};
+    g_array_append_vals(sched->members, ranks, size);
+    g_array_append_val(sched->groups, g);
+    return sched->groups->len - 1;
+}
+
+guint
+simpar_schedule_add_op(SimparSchedule *sched, const SimparOp *op)
+{
+    g_return_val_if_fail(op->rank < sched->n_ranks, G_MAXUINT);
+    g_return_val_if_fail(op->stream < sched->streams->len, G_MAXUINT);
+    SimparOp copy = *op;
+    copy.name = g_intern_string(op->name != NULL ? op->name : simpar_op_kind_name(op->kind));
+    copy.dep_first = sched->deps->len;
+    copy.n_deps = 0;
+    guint index = sched->ops->len;
+    g_array_append_val(sched->ops, copy);
+    g_array_append_val(sched->rank_ops[op->rank], index);
+    return index;
+}
+
+/* Deps of an op must be added right after the op, before the next op is added: each op's deps
+ * are one contiguous run of the dep array. */
+void
+simpar_schedule_add_dep(SimparSchedule *sched, guint op, guint first)
+{
+    g_return_if_fail(op == sched->ops->len - 1);
+    g_return_if_fail(first < op);
+    SimparOp *o = &g_array_index(sched->ops, SimparOp, op);
+    g_return_if_fail(g_array_index(sched->ops, SimparOp, first).rank == o->rank);
+    for (guint i = 0; i < o->n_deps; i++)
+        if (g_array_index(sched->deps, guint, o->dep_first + i) == first)
+            return;
+    g_array_append_val(sched->deps, first);
+    o->n_deps++;
+}
+
+void
+simpar_schedule_add_shard(SimparSchedule *sched, const SimparShard *shard)
+{
+    g_return_if_fail(shard->rank < sched->n_ranks);
+    SimparShard copy = *shard;
+    copy.tensor = g_intern_string(shard->tensor);
+    g_array_append_val(sched->shards, copy);
+}
+
+const SimparShard *
+simpar_schedule_shards(const SimparSchedule *sched, guint *n)
+{
+    *n = sched->shards->len;
+    return (const SimparShard *) sched->shards->data; /* (transfer none) */
+}
+
+guint
+simpar_schedule_n_ops(const SimparSchedule *sched)
+{
+    return sched->ops->len;
+}
+
+const SimparOp *
+simpar_schedule_op(const SimparSchedule *sched, guint i)
+{
+    g_return_val_if_fail(i < sched->ops->len, NULL);
+    return &g_array_index(sched->ops, SimparOp, i); /* (transfer none) */
+}
+
+const guint *
+simpar_schedule_deps(const SimparSchedule *sched, const SimparOp *op)
+{
+    return &g_array_index(sched->deps, guint, op->dep_first); /* (transfer none) */
+}
+
+const guint *
+simpar_schedule_rank_ops(const SimparSchedule *sched, guint rank, guint *n)
+{
+    g_return_val_if_fail(rank < sched->n_ranks, NULL);
+    *n = sched->rank_ops[rank]->len;
+    return (const guint *) sched->rank_ops[rank]->data; /* (transfer none) */
+}
+
+guint
+simpar_schedule_n_buffers(const SimparSchedule *sched)
+{
+    return sched->buffers->len;
+}
+
+const SimparBuffer *
+simpar_schedule_buffer(const SimparSchedule *sched, guint i)
+{
+    g_return_val_if_fail(i < sched->buffers->len, NULL);
+    return &g_array_index(sched->buffers, SimparBuffer, i); /* (transfer none) */
+}
+
+guint
+simpar_schedule_n_groups(const SimparSchedule *sched)
+{
+    return sched->groups->len;
+}
+
+const SimparGroup *
+simpar_schedule_group(const SimparSchedule *sched, guint i)
+{
+    g_return_val_if_fail(i < sched->groups->len, NULL);
+    return &g_array_index(sched->groups, SimparGroup, i); /* (transfer none) */
+}
+
+const guint *
+simpar_schedule_group_ranks(const SimparSchedule *sched, guint group)
+{
+    const SimparGroup *g = simpar_schedule_group(sched, group);
+    return &g_array_index(sched->members, guint, g->first); /* (transfer none) */
+}
+
+guint
+simpar_schedule_n_streams(const SimparSchedule *sched)
+{
+    return sched->streams->len;
+}
+
+const char *
+simpar_schedule_stream_name(const SimparSchedule *sched, guint stream)
+{
+    g_return_val_if_fail(stream < sched->streams->len, NULL);
+    return g_ptr_array_index(sched->streams, stream);
+}
+
+guint
+simpar_group_index(const SimparSchedule *sched, guint group, guint rank)
+{
+    const SimparGroup *g = simpar_schedule_group(sched, group);
+    const guint *ranks = simpar_schedule_group_ranks(sched, group);
+    for (guint i = 0; i < g->size; i++)
+        if (ranks[i] == rank)
+            return i;
+    return G_MAXUINT;
+}
+
+gsize
+simpar_op_coll_elems(const SimparSchedule *sched, const SimparOp *op)
+{
+    g_return_val_if_fail(op->kind == SIMPAR_OP_COLLECTIVE, 0);
+    const SimparColl *c = &op->u.coll;
+    guint size = simpar_schedule_group(sched, c->group)->size;
+    switch (c->kind) {
+    case SIMPAR_COLL_ALL_GATHER:
+    case SIMPAR_COLL_REDUCE_SCATTER:
+    case SIMPAR_COLL_ALL_TO_ALL:
+        return c->count * size;
+    default:
+        return c->count;
+    }
+}
+
+const char *
+simpar_coll_kind_name(SimparCollKind kind)
+{
+    static const char *const names[SIMPAR_N_COLL_KINDS] = {
+        "all-reduce", "all-gather", "reduce-scatter", "broadcast", "reduce", "all-to-all",
+    };
+    g_return_val_if_fail(kind < SIMPAR_N_COLL_KINDS, "?");
+    return names[kind];
+}
+
+const char *
+simpar_op_kind_name(SimparOpKind kind)
+{
+    static const char *const names[SIMPAR_N_OP_KINDS] = {
+        "gemm",      "ln-stats", "ln-apply",    "ln-bwd-stats", "ln-bwd-apply", "bias-add",
+        "bias-grad", "gelu",     "gelu-bwd",    "dropout",      "dropout-bwd",  "add",
+        "attention", "attention-bwd", "collective", "send",    "recv",
+    };
+    g_return_val_if_fail(kind < SIMPAR_N_OP_KINDS, "?");
+    return names[kind];
+}
+
+/* splitmix64: a well-mixed 64-bit hash, so the mask of an element depends only on its global
+ * coordinates and never on how the tensor is split across ranks. */
+static guint64
+schedule_mix64(guint64 z)
+{
+    z += G_GUINT64_CONSTANT(0x9e3779b97f4a7c15);
+    z = (z ^ (z >> 30)) * G_GUINT64_CONSTANT(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * G_GUINT64_CONSTANT(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+gboolean
+simpar_dropout_keep(guint64 seed, guint site, guint64 index, double p)
+{
+    if (p <= 0.0)
+        return TRUE;
+    guint64 h = schedule_mix64(schedule_mix64(seed ^ ((guint64) site << 56)) ^ index);
+    double u = (double) (h >> 11) * (1.0 / 9007199254740992.0); /* 53 bits in [0, 1) */
+    return u >= p;
+}

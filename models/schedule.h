@@ -1,0 +1,253 @@
+/* schedule.h - what every rank does, in order, on which stream, and what each op waits for.
+ *
+ * Generators (models/tp-*.c) build schedules; interpreters (exec/host.c, later the SimGrid and
+ * analytic backends and the CUDA executor) run them. A schedule holds, for every rank:
+ *   - buffers: named, per-rank arrays of elements (the interpreter chooses the element type;
+ *     the dtype only sets byte counts);
+ *   - ops in program (issue) order, each on one of the schedule's streams. An op starts when the
+ *     previous op of its rank on the same stream and all of its deps (ops of the same rank) have
+ *     finished. Collectives and send/recv additionally synchronise with their peers.
+ *   - process groups: explicit lists of global ranks with an axis name ("tp", "row", "in", ...).
+ *
+ *   rank 0  compute: [LN] -> [GEMM qkv] -> [attn] -> [GEMM proj] -> [all-reduce tp] -> ...
+ *           comm:                          [reduce-scatter dW in] ...   (deps on compute ops)
+ *   rank 1  compute: [LN] -> [GEMM qkv] -> [attn] -> [GEMM proj] -> [all-reduce tp] -> ...
+ *
+ * Ops carry tensor semantics (shapes, buffers, offsets) so the host executor can run them with
+ * real numbers. Collective counts follow NCCL: all-reduce/broadcast/reduce move `count` elements;
+ * all-gather sends `count` and receives group_size*count; reduce-scatter sends group_size*count
+ * and receives `count`. simpar_op_coll_elems() gives the "full buffer" size used in summaries.
+ *
+ * Ownership: a SimparSchedule owns its ops, buffers, groups and dep lists in flat arrays; callers
+ * hold indices, never pointers kept across additions. Strings are interned.
+ */
+#ifndef SIMPAR_SCHEDULE_H
+#define SIMPAR_SCHEDULE_H
+#include "model.h"
+#include <glib.h>
+G_BEGIN_DECLS
+
+#define SIMPAR_SCHEDULE_ERROR (simpar_schedule_error_quark())
+GQuark simpar_schedule_error_quark(void);
+
+typedef enum {
+    SIMPAR_SCHEDULE_ERROR_CYCLE,     /* ops can never all run: a dependency cycle or deadlock */
+    SIMPAR_SCHEDULE_ERROR_MISMATCH,  /* group members call collectives in different order/size */
+    SIMPAR_SCHEDULE_ERROR_UNMATCHED, /* a send without its recv, or the reverse */
+    SIMPAR_SCHEDULE_ERROR_BOUNDS,    /* an op reads or writes past the end of a buffer */
+    SIMPAR_SCHEDULE_ERROR_HAZARD,    /* two unordered ops touch the same bytes, one writes */
+} SimparScheduleError;
+
+typedef enum {
+    SIMPAR_PHASE_FORWARD,
+    SIMPAR_PHASE_BACKWARD,
+    SIMPAR_N_PHASES,
+} SimparPhase;
+
+typedef enum {
+    SIMPAR_OP_GEMM,          /* c (+)= op(a) . op(b), batched with strides */
+    SIMPAR_OP_LN_STATS,      /* out[0..rows) = sum_j x, out[rows..2rows) = sum_j x^2 */
+    SIMPAR_OP_LN_APPLY,      /* xhat, rstd from x + stats over `hidden` columns; y = xhat*g+b */
+    SIMPAR_OP_LN_BWD_STATS,  /* stats of dy*g and dy*g*xhat; dgamma, dbeta accumulated */
+    SIMPAR_OP_LN_BWD_APPLY,  /* dx = rstd * (dy*g - mean(dy*g) - xhat * mean(dy*g*xhat)) */
+    SIMPAR_OP_BIAS_ADD,      /* y[r][c] += bias[c] (in place) */
+    SIMPAR_OP_BIAS_GRAD,     /* db[c] = sum_r dy[r][c] */
+    SIMPAR_OP_GELU,          /* y = gelu(x), tanh approximation */
+    SIMPAR_OP_GELU_BWD,      /* dx = dy * gelu'(x) */
+    SIMPAR_OP_DROPOUT,       /* y = x * keep(seed, site, global index) / (1-p) */
+    SIMPAR_OP_DROPOUT_BWD,   /* dx = dy * keep(...) / (1-p) */
+    SIMPAR_OP_ADD,           /* c = a + b, elementwise over rows*cols */
+    SIMPAR_OP_ATTENTION,     /* softmax(QK^T/sqrt(dh), causal) . V per (sequence, head) */
+    SIMPAR_OP_ATTENTION_BWD, /* dQ, dK, dV from the saved probabilities */
+    SIMPAR_OP_COLLECTIVE,
+    SIMPAR_OP_SEND,
+    SIMPAR_OP_RECV,
+    SIMPAR_N_OP_KINDS,
+} SimparOpKind;
+
+typedef enum {
+    SIMPAR_COLL_ALL_REDUCE,
+    SIMPAR_COLL_ALL_GATHER,
+    SIMPAR_COLL_REDUCE_SCATTER,
+    SIMPAR_COLL_BROADCAST,
+    SIMPAR_COLL_REDUCE,
+    SIMPAR_COLL_ALL_TO_ALL,
+    SIMPAR_N_COLL_KINDS,
+} SimparCollKind;
+
+/* A place in a rank's buffer: the buffer index and an element offset into it. */
+typedef struct {
+    guint buf;
+    gsize off;
+} SimparView;
+
+#define SIMPAR_NO_VIEW ((SimparView){G_MAXUINT, 0})
+
+typedef struct {
+    guint m, n, k, batch; /* per batch: c[m x n] = op(a)[m x k] . op(b)[k x n], row-major */
+    gboolean trans_a;     /* a is stored [k x m] */
+    gboolean trans_b;     /* b is stored [n x k] */
+    gboolean accumulate;  /* c += instead of c = */
+    gsize stride_a, stride_b, stride_c; /* elements between batch entries */
+    SimparView a, b, c;
+} SimparGemm;
+
+/* Elementwise and row-wise kernels on a local block x[rows x cols] (row-major, rows = tokens).
+ *   LN_STATS       in0 x; out0 stats[2*rows]: stats[r] = sum_c x, stats[rows+r] = sum_c x^2.
+ *   LN_APPLY       in0 x, in1 stats (sums over the whole row, i.e. after any all-reduce),
+ *                  in2 gamma[cols], in3 beta[cols]; out0 y, out1 xhat[rows x cols], out2 rstd[rows]:
+ *                  mean = stats[r]/hidden, var = stats[rows+r]/hidden - mean^2,
+ *                  rstd = 1/sqrt(var+eps), xhat = (x-mean)*rstd, y = xhat*gamma + beta.
+ *   LN_BWD_STATS   in0 dy, in1 xhat, in2 gamma; out0 stats[2*rows]: stats[r] = sum_c dy*gamma,
+ *                  stats[rows+r] = sum_c dy*gamma*xhat; out1 dgamma[cols] = sum_r dy*xhat,
+ *                  out2 dbeta[cols] = sum_r dy (both overwritten).
+ *   LN_BWD_APPLY   in0 dy, in1 xhat, in2 gamma, in3 rstd, in4 stats (whole-row sums);
+ *                  out0 dx = rstd*(dy*gamma - stats[r]/hidden - xhat*stats[rows+r]/hidden).
+ *   BIAS_ADD       in0 bias[cols]; out0 y, updated in place: y += bias.
+ *   BIAS_GRAD      in0 dy; out0 db[cols] = sum_r dy (overwritten).
+ *   GELU           in0 x; out0 y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+ *   GELU_BWD       in0 dy, in1 x; out0 dx = dy * gelu'(x).
+ *   DROPOUT        in0 x; out0 y = x * keep / (1-p), keep = simpar_dropout_keep(seed, site,
+ *                  (row0 + r) * global_cols + col0 + c, p).
+ *   DROPOUT_BWD    in0 dy; out0 dx = dy * keep / (1-p), same mask.
+ *   ADD            in0 a, in1 b; out0 c = a + b (rows*cols elements; c may alias a or b). */
+typedef struct {
+    guint rows, cols;    /* local block, row-major, rows = tokens */
+    SimparView in[5];    /* inputs, in the order documented per kind */
+    SimparView out[3];   /* outputs */
+    guint64 hidden;      /* LN: number of columns in the full (global) row */
+    double eps;          /* LN epsilon */
+    double p;            /* dropout probability */
+    guint64 seed;        /* dropout seed */
+    guint site;          /* dropout site (which dropout of the layer) */
+    guint64 row0, col0;  /* global position of the local block (dropout masks) */
+    guint64 global_cols; /* global row length (dropout masks) */
+} SimparKernel;
+
+/* Attention core on a local block of whole sequences and whole heads.
+ * in[0] = qkv [nb*s x nh*3*dh] (per head: q | k | v), out[0] = ctx [nb*s x nh*dh],
+ * out[1] = probabilities [nb x nh x s x s] saved for backward.
+ * Backward: in[0] = qkv, in[1] = probs, in[2] = dctx; out[0] = dqkv. */
+typedef struct {
+    guint nb, nh, s, dh;
+    gboolean causal;
+    double p;                      /* attention-probability dropout */
+    guint64 seed;
+    guint64 batch0, head0, heads;  /* global sequence index / head index of the block; a */
+    SimparView in[3];
+    SimparView out[2];
+} SimparAttention;
+
+typedef struct {
+    SimparCollKind kind;
+    guint group;
+    gsize count; /* NCCL count, see the header comment */
+    guint root;  /* index within the group (broadcast, reduce) */
+    SimparView send, recv;
+} SimparColl;
+
+typedef struct {
+    guint peer; /* global rank */
+    guint tag;
+    gsize count;
+    SimparView buf;
+} SimparP2p;
+
+typedef struct {
+    SimparOpKind kind;
+    guint rank;
+    guint stream;
+    SimparPhase phase;
+    const char *name; /* interned, e.g. "fwd.qkv.gemm" */
+    guint dep_first, n_deps;
+    union {
+        SimparGemm gemm;
+        SimparKernel kern;
+        SimparAttention attn;
+        SimparColl coll;
+        SimparP2p p2p;
+    } u;
+} SimparOp;
+
+typedef struct {
+    const char *axis; /* interned, e.g. "row" */
+    guint size;
+    guint first;      /* into the schedule's member array */
+} SimparGroup;
+
+typedef struct {
+    const char *name; /* interned */
+    guint rank;
+    gsize elems;
+} SimparBuffer;
+
+/* Where a rank keeps a block of a named global tensor ("x", "qkv.weight", "qkv.weight.grad"):
+ * the local buffer holds rows x cols of the global matrix starting at (row0, col0), row-major.
+ * Inputs are filled by whoever runs the schedule; outputs are what it computes. A block held by
+ * several ranks (replicated) has one shard per rank. */
+typedef enum {
+    SIMPAR_SHARD_INPUT,
+    SIMPAR_SHARD_OUTPUT,
+} SimparShardRole;
+
+typedef struct {
+    const char *tensor; /* interned */
+    SimparShardRole role;
+    guint rank;
+    SimparView view;
+    guint64 row0, rows, col0, cols;
+} SimparShard;
+
+typedef struct _SimparSchedule SimparSchedule;
+
+SimparSchedule *simpar_schedule_new(guint n_ranks, SimparDtype dtype); /* (transfer full) */
+void simpar_schedule_free(SimparSchedule *sched);
+guint simpar_schedule_n_ranks(const SimparSchedule *sched);
+SimparDtype simpar_schedule_dtype(const SimparSchedule *sched);
+
+guint simpar_schedule_add_stream(SimparSchedule *sched, const char *name);
+guint simpar_schedule_add_buffer(SimparSchedule *sched, guint rank, const char *name, gsize elems);
+guint simpar_schedule_add_group(SimparSchedule *sched, const char *axis, const guint *ranks,
+                                guint size);
+/* Appends `op` (its rank, stream, kind and payload set by the caller); returns its index. */
+guint simpar_schedule_add_op(SimparSchedule *sched, const SimparOp *op);
+/* `op` waits for `first`, an earlier op of the same rank (usually on another stream). */
+void simpar_schedule_add_dep(SimparSchedule *sched, guint op, guint first);
+
+void simpar_schedule_add_shard(SimparSchedule *sched, const SimparShard *shard);
+const SimparShard *simpar_schedule_shards(const SimparSchedule *sched, guint *n); /* (transfer none) */
+
+/* Read access: indices are stable, pointers are valid until the next addition. */
+guint simpar_schedule_n_ops(const SimparSchedule *sched);
+const SimparOp *simpar_schedule_op(const SimparSchedule *sched, guint i);     /* (transfer none) */
+const guint *simpar_schedule_deps(const SimparSchedule *sched, const SimparOp *op);
+const guint *simpar_schedule_rank_ops(const SimparSchedule *sched, guint rank, guint *n);
+guint simpar_schedule_n_buffers(const SimparSchedule *sched);
+const SimparBuffer *simpar_schedule_buffer(const SimparSchedule *sched, guint i);
+guint simpar_schedule_n_groups(const SimparSchedule *sched);
+const SimparGroup *simpar_schedule_group(const SimparSchedule *sched, guint i);
+const guint *simpar_schedule_group_ranks(const SimparSchedule *sched, guint group);
+guint simpar_schedule_n_streams(const SimparSchedule *sched);
+const char *simpar_schedule_stream_name(const SimparSchedule *sched, guint stream);
+
+/* Index of `rank` inside `group`, or G_MAXUINT if it is not a member. */
+guint simpar_group_index(const SimparSchedule *sched, guint group, guint rank);
+/* Full-buffer elements of a collective: all-gather output, reduce-scatter input, else count. */
+gsize simpar_op_coll_elems(const SimparSchedule *sched, const SimparOp *op);
+const char *simpar_coll_kind_name(SimparCollKind kind);
+const char *simpar_op_kind_name(SimparOpKind kind);
+
+/* Structure: deps within a rank, buffer bounds, collective order/size/root per group, matched
+ * send/recv, and that the whole schedule can run to completion (no cycle, no deadlock). */
+gboolean simpar_schedule_check(const SimparSchedule *sched, GError **error);
+/* Data races: every pair of ops of one rank that touch overlapping elements, one of them
+ * writing, must be ordered by stream order and deps (what CUDA streams need). */
+gboolean simpar_schedule_check_hazards(const SimparSchedule *sched, GError **error);
+
+/* Dropout sites of a layer; the mask is a pure function of (seed, site, global element index). */
+enum { SIMPAR_DROPOUT_ATTN = 0, SIMPAR_DROPOUT_PROJ = 1, SIMPAR_DROPOUT_FC2 = 2 };
+gboolean simpar_dropout_keep(guint64 seed, guint site, guint64 index, double p);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimparSchedule, simpar_schedule_free)
+G_END_DECLS
+#endif /* SIMPAR_SCHEDULE_H */

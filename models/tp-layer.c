@@ -1,0 +1,488 @@
+/* tp-layer.c - the layer driver shared by every tensor-parallel generator (see tp-layer.h). */
+#include "tp-layer.h"
+#include "schedule-private.h"
+
+static const char *const layer_linear_names[SIMPAR_N_LINEARS] = {"qkv", "proj", "fc1", "fc2"};
+
+const char *
+simpar_layer_linear_name(guint which)
+{
+    g_return_val_if_fail(which < SIMPAR_N_LINEARS, "?");
+    return layer_linear_names[which];
+}
+
+guint64
+simpar_layer_linear_in(const SimparModel *model, guint which)
+{
+    return which == SIMPAR_LIN_FC2 ? (guint64) model->ffn : (guint64) model->hidden;
+}
+
+guint64
+simpar_layer_linear_out(const SimparModel *model, guint which)
+{
+    const guint64 out[SIMPAR_N_LINEARS] = {3 * model->hidden, model->hidden, model->ffn,
+                                           model->hidden};
+    return out[which];
+}
+
+SimparView
+simpar_view(guint buf, gsize off)
+{
+    return (SimparView){buf, off};
+}
+
+/* "fwd.qkv.gemm-dx": phase, linear (G_MAXUINT for none) and what. */
+static const char *
+layer_op_name(const SimparLayerCtx *c, guint which, const char *what)
+{
+    g_autofree char *s = g_strdup_printf(
+        "%s.%s%s%s", c->phase == SIMPAR_PHASE_FORWARD ? "fwd" : "bwd",
+        which < SIMPAR_N_LINEARS ? layer_linear_names[which] : "", which < SIMPAR_N_LINEARS ? "." : "",
+        what);
+    return g_intern_string(s);
+}
+
+guint
+simpar_layer_buffer(SimparLayerCtx *c, guint which, const char *what, gsize elems)
+{
+    g_autofree char *s = g_strdup_printf("%s%s%s", which < SIMPAR_N_LINEARS ? layer_linear_names[which] : "",
+                                         which < SIMPAR_N_LINEARS ? "." : "", what);
+    return simpar_schedule_add_buffer(c->sched, c->rank, s, elems);
+}
+
+/* ----- op emission with derived cross-stream dependencies ----- */
+
+static void
+layer_derive_deps(SimparLayerCtx *c, guint idx)
+{
+    SimparSchedule *s = c->sched;
+    const SimparOp *op = simpar_schedule_op(s, idx);
+    SimparAccess a[SIMPAR_MAX_ACCESSES], b[SIMPAR_MAX_ACCESSES];
+    guint na = simpar_op_accesses(s, op, a), n;
+    const guint *ops = simpar_schedule_rank_ops(s, c->rank, &n);
+    if (op->stream == 0) { /* wait for async ops touching our elements; then they are joined */
+        for (guint i = 0; i < c->async->len;) {
+            guint o = g_array_index(c->async, guint, i);
+            if (simpar_accesses_conflict(a, na, b, simpar_op_accesses(s, simpar_schedule_op(s, o), b))) {
+                simpar_schedule_add_dep(s, idx, o);
+                g_array_remove_index(c->async, i);
+            } else {
+                i++;
+            }
+        }
+        return;
+    }
+    for (guint i = 0; i + 1 < n; i++) { /* an async op waits for the compute ops it conflicts with */
+        const SimparOp *other = simpar_schedule_op(s, ops[i]);
+        if (other->stream != op->stream &&
+            simpar_accesses_conflict(a, na, b, simpar_op_accesses(s, other, b)))
+            simpar_schedule_add_dep(s, idx, ops[i]);
+    }
+    g_array_append_val(c->async, idx);
+}
+
+static guint
+layer_add(SimparLayerCtx *c, SimparOp *op, guint which, const char *what)
+{
+    op->rank = c->rank;
+    op->phase = c->phase;
+    op->name = layer_op_name(c, which, what);
+    guint idx = simpar_schedule_add_op(c->sched, op);
+    layer_derive_deps(c, idx);
+    return idx;
+}
+
+void
+simpar_layer_gemm(SimparLayerCtx *c, guint which, const char *what, const SimparGemm *g)
+{
+    SimparOp op = {.kind = SIMPAR_OP_GEMM, .stream = 0, .u.gemm = *g};
+    if (op.u.gemm.batch == 0)
+        op.u.gemm.batch = 1;
+    layer_add(c, &op, which, what);
+}
+
+void
+simpar_layer_coll(SimparLayerCtx *c, guint which, const char *what, const SimparColl *coll,
+                  gboolean async)
+{
+    SimparOp op = {.kind = SIMPAR_OP_COLLECTIVE, .stream = async ? c->comm : 0, .u.coll = *coll};
+    layer_add(c, &op, which, what);
+}
+
+/* Views a kind does not use are left zero: every reader goes by the kind (schedule.h). */
+static void
+layer_kernel(SimparLayerCtx *c, SimparOpKind kind, guint which, const char *what, SimparKernel k)
+{
+    SimparOp op = {.kind = kind, .stream = 0, .u.kern = k};
+    layer_add(c, &op, which, what);
+}
+
+static void
+layer_allreduce(SimparLayerCtx *c, guint which, const char *what, guint group, SimparView v,
+                gsize count)
+{
+    if (group == SIMPAR_NO_GROUP)
+        return;
+    SimparColl coll = {SIMPAR_COLL_ALL_REDUCE, group, count, 0, v, v};
+    simpar_layer_coll(c, which, what, &coll, FALSE);
+}
+
+static void
+layer_shard(SimparLayerCtx *c, const char *tensor, SimparShardRole role, SimparView v,
+            const SimparBlock *blk)
+{
+    SimparShard s = {tensor, role, c->rank, v, blk->row0, blk->rows, blk->col0, blk->cols};
+    simpar_schedule_add_shard(c->sched, &s);
+}
+
+/* ----- parameters ----- */
+
+static void
+layer_params_linear(SimparLayerCtx *c, guint w)
+{
+    const SimparBlock *wb = &c->geom.weight[w], *bb = &c->geom.bias[w];
+    SimparLinearState *l = &c->lin[w];
+    const char *n = layer_linear_names[w];
+    l->w = simpar_layer_buffer(c, w, "weight", wb->rows * wb->cols);
+    l->b = simpar_layer_buffer(c, w, "bias", bb->cols);
+    l->dw = simpar_layer_buffer(c, w, "weight.grad", wb->rows * wb->cols);
+    l->db = simpar_layer_buffer(c, w, "bias.grad", bb->cols);
+    g_autofree char *tw = g_strdup_printf("%s.weight", n), *tb = g_strdup_printf("%s.bias", n);
+    g_autofree char *gw = g_strdup_printf("%s.weight.grad", n);
+    g_autofree char *gb = g_strdup_printf("%s.bias.grad", n);
+    layer_shard(c, tw, SIMPAR_SHARD_INPUT, simpar_view(l->w, 0), wb);
+    layer_shard(c, tb, SIMPAR_SHARD_INPUT, simpar_view(l->b, 0), bb);
+    layer_shard(c, gw, SIMPAR_SHARD_OUTPUT, simpar_view(l->dw, 0), wb);
+    layer_shard(c, gb, SIMPAR_SHARD_OUTPUT, simpar_view(l->db, 0), bb);
+}
+
+typedef struct {
+    guint params, grads; /* [gamma | beta] and their gradients, each 2*cols */
+    guint xhat, rstd;
+} LayerNorm;
+
+static void
+layer_params_ln(SimparLayerCtx *c, LayerNorm *ln, const char *name)
+{
+    const SimparBlock *res = &c->geom.res;
+    SimparBlock blk = {0, 1, res->col0, res->cols};
+    g_autofree char *p = g_strdup_printf("%s.params", name), *g = g_strdup_printf("%s.grads", name);
+    ln->params = simpar_layer_buffer(c, G_MAXUINT, p, 2 * res->cols);
+    ln->grads = simpar_layer_buffer(c, G_MAXUINT, g, 2 * res->cols);
+    const char *parts[] = {"gamma", "beta"};
+    for (guint i = 0; i < 2; i++) {
+        g_autofree char *t = g_strdup_printf("%s.%s", name, parts[i]);
+        g_autofree char *tg = g_strdup_printf("%s.%s.grad", name, parts[i]);
+        layer_shard(c, t, SIMPAR_SHARD_INPUT, simpar_view(ln->params, i * res->cols), &blk);
+        layer_shard(c, tg, SIMPAR_SHARD_OUTPUT, simpar_view(ln->grads, i * res->cols), &blk);
+    }
+}
+
+/* ----- layer norm, distributed over the columns of geom.ln_group ----- */
+
+static void
+layer_ln_stats_allreduce(SimparLayerCtx *c, guint stats, guint64 rows)
+{
+    if (c->geom.ln_split) {
+        layer_allreduce(c, G_MAXUINT, "ln.all-reduce-sum", c->geom.ln_group, simpar_view(stats, 0),
+                        rows);
+        layer_allreduce(c, G_MAXUINT, "ln.all-reduce-sumsq", c->geom.ln_group,
+                        simpar_view(stats, rows), rows);
+    } else {
+        layer_allreduce(c, G_MAXUINT, "ln.all-reduce-stats", c->geom.ln_group,
+                        simpar_view(stats, 0), 2 * rows);
+    }
+}
+
+static SimparView
+layer_ln_fwd(SimparLayerCtx *c, LayerNorm *ln, SimparView x)
+{
+    const SimparBlock *res = &c->geom.res;
+    guint stats = simpar_layer_buffer(c, G_MAXUINT, "ln.stats", 2 * res->rows);
+    guint out = simpar_layer_buffer(c, G_MAXUINT, "ln.out", res->rows * res->cols);
+    ln->xhat = simpar_layer_buffer(c, G_MAXUINT, "ln.xhat", res->rows * res->cols);
+    ln->rstd = simpar_layer_buffer(c, G_MAXUINT, "ln.rstd", res->rows);
+    SimparKernel k = {.rows = res->rows, .cols = res->cols, .in = {x}, .out = {{stats, 0}}};
+    layer_kernel(c, SIMPAR_OP_LN_STATS, G_MAXUINT, "ln.stats", k);
+    layer_ln_stats_allreduce(c, stats, res->rows);
+    k = (SimparKernel){.rows = res->rows,
+                       .cols = res->cols,
+                       .in = {x, {stats, 0}, {ln->params, 0}, {ln->params, res->cols}},
+                       .out = {{out, 0}, {ln->xhat, 0}, {ln->rstd, 0}},
+                       .hidden = c->model->hidden,
+                       .eps = c->plan->eps};
+    layer_kernel(c, SIMPAR_OP_LN_APPLY, G_MAXUINT, "ln.apply", k);
+    return simpar_view(out, 0);
+}
+
+static SimparView
+layer_ln_bwd(SimparLayerCtx *c, LayerNorm *ln, SimparView dy)
+{
+    const SimparBlock *res = &c->geom.res;
+    guint stats = simpar_layer_buffer(c, G_MAXUINT, "ln.bwd-stats", 2 * res->rows);
+    guint dx = simpar_layer_buffer(c, G_MAXUINT, "ln.dx", res->rows * res->cols);
+    SimparView gamma = simpar_view(ln->params, 0);
+    SimparKernel k = {.rows = res->rows,
+                      .cols = res->cols,
+                      .in = {dy, {ln->xhat, 0}, gamma},
+                      .out = {{stats, 0}, {ln->grads, 0}, {ln->grads, res->cols}}};
+    layer_kernel(c, SIMPAR_OP_LN_BWD_STATS, G_MAXUINT, "ln.bwd-stats", k);
+    layer_ln_stats_allreduce(c, stats, res->rows);
+    k = (SimparKernel){.rows = res->rows,
+                       .cols = res->cols,
+                       .in = {dy, {ln->xhat, 0}, gamma, {ln->rstd, 0}, {stats, 0}},
+                       .out = {{dx, 0}},
+                       .hidden = c->model->hidden};
+    layer_kernel(c, SIMPAR_OP_LN_BWD_APPLY, G_MAXUINT, "ln.bwd-apply", k);
+    layer_allreduce(c, G_MAXUINT, "ln.all-reduce-param-grads", c->geom.ln_param_group,
+                    simpar_view(ln->grads, 0), 2 * res->cols);
+    return simpar_view(dx, 0);
+}
+
+/* ----- elementwise pieces ----- */
+
+static SimparView
+layer_elementwise(SimparLayerCtx *c, SimparOpKind kind, const char *what, guint64 rows,
+                  guint64 cols, SimparView a, SimparView b)
+{
+    guint out = simpar_layer_buffer(c, G_MAXUINT, what, rows * cols);
+    SimparKernel k = {.rows = rows, .cols = cols, .in = {a, b}, .out = {{out, 0}}};
+    layer_kernel(c, kind, G_MAXUINT, what, k);
+    return simpar_view(out, 0);
+}
+
+/* Dropout on the residual-stream block; `bwd` selects the backward kernel. */
+static SimparView
+layer_dropout(SimparLayerCtx *c, guint site, const char *what, SimparView x, gboolean bwd)
+{
+    const SimparBlock *res = &c->geom.res;
+    guint out = simpar_layer_buffer(c, G_MAXUINT, what, res->rows * res->cols);
+    SimparKernel k = {.rows = res->rows,
+                      .cols = res->cols,
+                      .in = {x},
+                      .out = {{out, 0}},
+                      .p = c->plan->p_hidden,
+                      .seed = c->plan->seed,
+                      .site = site,
+                      .row0 = res->row0,
+                      .col0 = res->col0,
+                      .global_cols = c->model->hidden};
+    layer_kernel(c, bwd ? SIMPAR_OP_DROPOUT_BWD : SIMPAR_OP_DROPOUT, G_MAXUINT, what, k);
+    return simpar_view(out, 0);
+}
+
+static guint64
+layer_out_rows(const SimparLayerCtx *c, guint which)
+{
+    gboolean to_res = which == SIMPAR_LIN_PROJ || which == SIMPAR_LIN_FC2;
+    return to_res ? c->geom.res.rows : (guint64) c->geom.nb * c->model->seq;
+}
+
+static SimparView
+layer_linear_fwd(SimparLayerCtx *c, guint which, SimparView x, guint64 in_rows)
+{
+    c->lin[which].in = x;
+    c->lin[which].in_rows = in_rows;
+    SimparView y = c->scheme->linear_fwd(c, which, x);
+    SimparKernel k = {.rows = layer_out_rows(c, which),
+                      .cols = c->geom.bias[which].cols,
+                      .in = {simpar_view(c->lin[which].b, 0)},
+                      .out = {y}};
+    layer_kernel(c, SIMPAR_OP_BIAS_ADD, which, "bias-add", k);
+    return y;
+}
+
+/* dY -> dX through one linear; the bias gradient is summed over local rows, then over the
+ * ranks that hold the same columns (geom.bias_group). */
+static SimparView
+layer_linear_bwd(SimparLayerCtx *c, guint which, SimparView dy)
+{
+    SimparView dx = c->scheme->linear_bwd(c, which, dy);
+    SimparKernel k = {.rows = layer_out_rows(c, which),
+                      .cols = c->geom.bias[which].cols,
+                      .in = {dy},
+                      .out = {simpar_view(c->lin[which].db, 0)}};
+    layer_kernel(c, SIMPAR_OP_BIAS_GRAD, which, "bias-grad", k);
+    layer_allreduce(c, which, "all-reduce-bias-grad", c->geom.bias_group[which],
+                    simpar_view(c->lin[which].db, 0), c->geom.bias[which].cols);
+    return dx;
+}
+
+static SimparView
+layer_attention(SimparLayerCtx *c, SimparView qkv, SimparView dctx, guint *probs)
+{
+    const SimparLayerGeom *g = &c->geom;
+    guint dh = c->model->hidden / c->model->heads, s = c->model->seq;
+    gsize tokens = (gsize) g->nb * s;
+    SimparOp op = {.u.attn = {.nb = g->nb, .nh = g->nh, .s = s, .dh = dh,
+                              .causal = c->plan->causal, .p = c->plan->p_attn,
+                              .seed = c->plan->seed, .batch0 = g->batch0, .head0 = g->head0,
+                              .heads = c->model->heads}};
+    guint out;
+    if (dctx.buf == G_MAXUINT) {
+        out = simpar_layer_buffer(c, G_MAXUINT, "attn.ctx", tokens * g->nh * dh);
+        *probs = simpar_layer_buffer(c, G_MAXUINT, "attn.probs", (gsize) g->nb * g->nh * s * s);
+        op.kind = SIMPAR_OP_ATTENTION;
+        op.u.attn.in[0] = qkv;
+        op.u.attn.out[0] = simpar_view(out, 0);
+        op.u.attn.out[1] = simpar_view(*probs, 0);
+    } else {
+        out = simpar_layer_buffer(c, G_MAXUINT, "attn.dqkv", tokens * g->nh * 3 * dh);
+        op.kind = SIMPAR_OP_ATTENTION_BWD;
+        op.u.attn.in[0] = qkv;
+        op.u.attn.in[1] = simpar_view(*probs, 0);
+        op.u.attn.in[2] = dctx;
+        op.u.attn.out[0] = simpar_view(out, 0);
+    }
+    layer_add(c, &op, G_MAXUINT, dctx.buf == G_MAXUINT ? "attention" : "attention-bwd");
+    return simpar_view(out, 0);
+}
+
+/* ----- the layer ----- */
+
+typedef struct {
+    LayerNorm ln[2];
+    SimparView x, dy, qkv, r1, z1;
+    guint probs;
+} LayerActs;
+
+static void
+layer_forward(SimparLayerCtx *c, LayerActs *a)
+{
+    const SimparBlock *res = &c->geom.res;
+    guint64 inner = (guint64) c->geom.nb * c->model->seq;
+    c->phase = SIMPAR_PHASE_FORWARD;
+    SimparView u1 = layer_ln_fwd(c, &a->ln[0], a->x);
+    a->qkv = layer_linear_fwd(c, SIMPAR_LIN_QKV, u1, res->rows);
+    SimparView ctx = layer_attention(c, a->qkv, SIMPAR_NO_VIEW, &a->probs);
+    SimparView o = layer_linear_fwd(c, SIMPAR_LIN_PROJ, ctx, inner);
+    o = layer_dropout(c, SIMPAR_DROPOUT_PROJ, "proj.dropout", o, FALSE);
+    a->r1 = layer_elementwise(c, SIMPAR_OP_ADD, "residual1", res->rows, res->cols, a->x, o);
+    SimparView u2 = layer_ln_fwd(c, &a->ln[1], a->r1);
+    a->z1 = layer_linear_fwd(c, SIMPAR_LIN_FC1, u2, res->rows);
+    SimparView g1 = layer_elementwise(c, SIMPAR_OP_GELU, "gelu", inner, c->geom.ffn_cols, a->z1,
+                                      SIMPAR_NO_VIEW);
+    SimparView z2 = layer_linear_fwd(c, SIMPAR_LIN_FC2, g1, inner);
+    z2 = layer_dropout(c, SIMPAR_DROPOUT_FC2, "fc2.dropout", z2, FALSE);
+    guint y = simpar_layer_buffer(c, G_MAXUINT, "y", res->rows * res->cols);
+    SimparKernel k = {.rows = res->rows, .cols = res->cols, .in = {a->r1, z2}, .out = {{y, 0}}};
+    layer_kernel(c, SIMPAR_OP_ADD, G_MAXUINT, "residual2", k);
+    layer_shard(c, "y", SIMPAR_SHARD_OUTPUT, simpar_view(y, 0), res);
+}
+
+static void
+layer_backward(SimparLayerCtx *c, LayerActs *a)
+{
+    const SimparBlock *res = &c->geom.res;
+    guint64 inner = (guint64) c->geom.nb * c->model->seq;
+    c->phase = SIMPAR_PHASE_BACKWARD;
+    SimparView dz2 = layer_dropout(c, SIMPAR_DROPOUT_FC2, "fc2.dropout-bwd", a->dy, TRUE);
+    SimparView dg1 = layer_linear_bwd(c, SIMPAR_LIN_FC2, dz2);
+    SimparView dz1 = layer_elementwise(c, SIMPAR_OP_GELU_BWD, "gelu-bwd", inner,
+                                       c->geom.ffn_cols, dg1, a->z1);
+    SimparView du2 = layer_linear_bwd(c, SIMPAR_LIN_FC1, dz1);
+    SimparView dr1 = layer_ln_bwd(c, &a->ln[1], du2);
+    dr1 = layer_elementwise(c, SIMPAR_OP_ADD, "residual1-bwd", res->rows, res->cols, dr1, a->dy);
+    SimparView d_o = layer_dropout(c, SIMPAR_DROPOUT_PROJ, "proj.dropout-bwd", dr1, TRUE);
+    SimparView dctx = layer_linear_bwd(c, SIMPAR_LIN_PROJ, d_o);
+    SimparView dqkv = layer_attention(c, a->qkv, dctx, &a->probs);
+    SimparView du1 = layer_linear_bwd(c, SIMPAR_LIN_QKV, dqkv);
+    SimparView dx1 = layer_ln_bwd(c, &a->ln[0], du1);
+    guint dx = simpar_layer_buffer(c, G_MAXUINT, "dx", res->rows * res->cols);
+    SimparKernel k = {.rows = res->rows, .cols = res->cols, .in = {dx1, dr1}, .out = {{dx, 0}}};
+    layer_kernel(c, SIMPAR_OP_ADD, G_MAXUINT, "residual-bwd", k);
+    layer_shard(c, "dx", SIMPAR_SHARD_OUTPUT, simpar_view(dx, 0), res);
+}
+
+static void
+layer_inputs(SimparLayerCtx *c, LayerActs *a)
+{
+    const SimparBlock *res = &c->geom.res;
+    a->x = simpar_view(simpar_layer_buffer(c, G_MAXUINT, "x", res->rows * res->cols), 0);
+    a->dy = simpar_view(simpar_layer_buffer(c, G_MAXUINT, "dy", res->rows * res->cols), 0);
+    layer_shard(c, "x", SIMPAR_SHARD_INPUT, a->x, res);
+    layer_shard(c, "dy", SIMPAR_SHARD_INPUT, a->dy, res);
+    layer_params_ln(c, &a->ln[0], "ln1");
+    for (guint w = 0; w < SIMPAR_N_LINEARS; w++)
+        layer_params_linear(c, w);
+    layer_params_ln(c, &a->ln[1], "ln2");
+}
+
+/* One group per set of ranks that differ only in the axis's varying coordinates. */
+static void
+layer_make_axis(SimparSchedule *sched, const SimparAxis *ax, guint *table)
+{
+    guint n_ranks = simpar_schedule_n_ranks(sched);
+    guint size1 = ax->n_dims > 1 ? ax->size[1] : 1, stride1 = ax->n_dims > 1 ? ax->stride[1] : 0;
+    g_autofree guint *members = g_new(guint, (gsize) ax->size[0] * size1);
+    for (guint r = 0; r < n_ranks; r++) {
+        guint base = r - ((r / ax->stride[0]) % ax->size[0]) * ax->stride[0];
+        if (ax->n_dims > 1)
+            base -= ((r / stride1) % size1) * stride1;
+        if (base != r)
+            continue;
+        guint n = 0;
+        for (guint t1 = 0; t1 < size1; t1++)
+            for (guint t0 = 0; t0 < ax->size[0]; t0++)
+                members[n++] = base + t0 * ax->stride[0] + t1 * stride1;
+        guint gid = simpar_schedule_add_group(sched, ax->name, members, n);
+        for (guint i = 0; i < n; i++)
+            table[members[i]] = gid;
+    }
+}
+
+SimparSchedule *
+simpar_layer_build(const SimparModel *model, const SimparPlan *plan, const SimparTpScheme *scheme)
+{
+    g_autoptr(SimparSchedule) sched = simpar_schedule_new(plan->tp, model->dtype);
+    guint comm = simpar_schedule_add_stream(sched, "comm");
+    g_autofree guint *table = g_new(guint, (gsize) SIMPAR_MAX_AXES * plan->tp);
+    g_assert(scheme->n_axes <= SIMPAR_MAX_AXES);
+    for (guint a = 0; a < scheme->n_axes; a++) {
+        SimparAxis ax = scheme->axis(plan, a);
+        layer_make_axis(sched, &ax, table + (gsize) a * plan->tp);
+    }
+    for (guint r = 0; r < plan->tp; r++) {
+        SimparLayerCtx c = {.sched = sched, .model = model, .plan = plan, .scheme = scheme,
+                            .rank = r, .comm = comm};
+        c.async = g_array_new(FALSE, FALSE, sizeof(guint));
+        for (guint a = 0; a < scheme->n_axes; a++)
+            c.group[a] = table[(gsize) a * plan->tp + r];
+        scheme->setup(&c);
+        LayerActs acts = {0};
+        layer_inputs(&c, &acts);
+        layer_forward(&c, &acts);
+        layer_backward(&c, &acts);
+        g_array_unref(c.async);
+    }
+    return g_steal_pointer(&sched);
+}
+
+/* ----- validation helpers for the generators ----- */
+
+gboolean
+simpar_layer_require_divisible(const char *flag, gint64 value, gint64 by, const char *why,
+                               GError **error)
+{
+    if (value % by == 0)
+        return TRUE;
+    g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
+                "%s %" G_GINT64_FORMAT " is not divisible by %" G_GINT64_FORMAT " (%s)", flag,
+                value, by, why);
+    return FALSE;
+}
+
+/* The integer q with q^power == n, or 0 if there is none. */
+guint
+simpar_layer_int_root(gint64 n, guint power)
+{
+    for (gint64 q = 1;; q++) {
+        gint64 p = 1;
+        for (guint i = 0; i < power; i++)
+            p *= q;
+        if (p == n)
+            return (guint) q;
+        if (p > n)
+            return 0;
+    }
+}

@@ -1,0 +1,114 @@
+/* tp-layer.h - the shared driver of the tensor-parallel layer generators (private to models/).
+ *
+ * Every mode computes the same pre-LN layer
+ *   x -> LN1 -> QKV -> attention -> proj -> dropout -> +x = r1 -> LN2 -> fc1 -> GeLU -> fc2
+ *     -> dropout -> +r1 = y
+ * and its backward. The driver (tp-layer.c) emits everything but the linears: layer norms
+ * (with their statistic all-reduces on geom.ln_group), attention, GeLU, dropout, residuals, bias
+ * adds and bias-gradient all-reduces. A scheme (one per tp-*.c file) says where each rank's
+ * blocks sit (setup) and emits the communication and GEMMs of one linear forward and backward.
+ *
+ *   scheme->setup(ctx)        coordinates, groups, blocks of this rank
+ *   scheme->linear_fwd(ctx)   in -> out (without bias)   e.g. 3-D: AG x, AG w, GEMM, RS y
+ *   scheme->linear_bwd(ctx)   dy -> dx, dW               e.g. 3-D: AG dy, GEMM, RS dx, GEMM, RS dW
+ *
+ * Cross-stream dependencies are derived: an op on the compute stream waits for every earlier
+ * op of its rank on the communication stream that touches the same elements, and the reverse.
+ *
+ * Ownership: the context borrows the schedule, model and plan; it owns only its async list.
+ */
+#ifndef SIMPAR_TP_LAYER_H
+#define SIMPAR_TP_LAYER_H
+#include "generators.h"
+G_BEGIN_DECLS
+
+enum { SIMPAR_LIN_QKV, SIMPAR_LIN_PROJ, SIMPAR_LIN_FC1, SIMPAR_LIN_FC2, SIMPAR_N_LINEARS };
+
+#define SIMPAR_NO_GROUP G_MAXUINT
+#define SIMPAR_MAX_AXES 6
+
+typedef struct {
+    guint64 row0, rows, col0, cols; /* a local block of a global matrix */
+} SimparBlock;
+
+typedef struct {
+    SimparBlock res;        /* residual stream: x, r1, y and the layer-norm inputs */
+    guint nb, nh;           /* attention: local sequences and heads */
+    guint64 batch0, head0;  /* global index of the first local sequence / head */
+    guint ffn_cols;         /* local columns of the fc1 output */
+    guint ln_group;         /* sums layer-norm statistics over the row, or SIMPAR_NO_GROUP */
+    gboolean ln_split;      /* two all-reduces (sums, sums of squares) instead of one */
+    guint ln_param_group;   /* sums gamma/beta gradients, or SIMPAR_NO_GROUP */
+    SimparBlock weight[SIMPAR_N_LINEARS]; /* local block of each weight [in x out] */
+    SimparBlock bias[SIMPAR_N_LINEARS];   /* local block of each bias [1 x out] */
+    guint bias_group[SIMPAR_N_LINEARS];   /* sums bias gradients, or SIMPAR_NO_GROUP */
+} SimparLayerGeom;
+
+typedef struct {
+    guint w, b, dw, db; /* parameter and gradient buffers */
+    SimparView in;      /* the input the forward got, saved for the backward */
+    guint64 in_rows;    /* its rows */
+    guint saved[2];     /* scheme-owned saved buffers (e.g. gathered input and weight) */
+} SimparLinearState;
+
+typedef struct {
+    SimparSchedule *sched;
+    const SimparModel *model;
+    const SimparPlan *plan;
+    const SimparTpScheme *scheme;
+    guint rank;
+    guint comm; /* the asynchronous communication stream */
+    SimparPhase phase;
+    guint coord[3];                /* the scheme's coordinates of this rank */
+    guint group[SIMPAR_MAX_AXES];  /* the scheme's groups of this rank, by axis */
+    SimparLayerGeom geom;
+    SimparLinearState lin[SIMPAR_N_LINEARS];
+    GArray *async; /* op indices of this rank on the comm stream */
+} SimparLayerCtx;
+
+typedef struct {
+    const char *name; /* axis name in summaries */
+    guint n_dims;     /* how many rank coordinates vary inside one group */
+    guint stride[2], size[2];
+} SimparAxis;
+
+struct _SimparTpScheme {
+    guint n_axes;
+    SimparAxis (*axis)(const SimparPlan *plan, guint axis);
+    void (*setup)(SimparLayerCtx *c);
+    SimparView (*linear_fwd)(SimparLayerCtx *c, guint which, SimparView x);
+    SimparView (*linear_bwd)(SimparLayerCtx *c, guint which, SimparView dy);
+};
+
+SimparSchedule *simpar_layer_build(const SimparModel *model, const SimparPlan *plan,
+                                   const SimparTpScheme *scheme); /* (transfer full) */
+
+/* Helpers for schemes. Names get the phase prefix ("fwd."/"bwd.") and the linear's name. */
+const char *simpar_layer_linear_name(guint which);
+guint64 simpar_layer_linear_in(const SimparModel *model, guint which);  /* K */
+guint64 simpar_layer_linear_out(const SimparModel *model, guint which); /* N */
+guint simpar_layer_buffer(SimparLayerCtx *c, guint which, const char *what, gsize elems);
+void simpar_layer_gemm(SimparLayerCtx *c, guint which, const char *what, const SimparGemm *g);
+void simpar_layer_coll(SimparLayerCtx *c, guint which, const char *what, const SimparColl *coll,
+                       gboolean async);
+SimparView simpar_view(guint buf, gsize off);
+gboolean simpar_layer_require_divisible(const char *flag, gint64 value, gint64 by,
+                                        const char *why, GError **error);
+guint simpar_layer_int_root(gint64 n, guint power);
+
+/* The generators (one file each) and the SUMMA core shared by 2-D and 2.5-D (tp-summa.c). */
+extern const SimparTpScheme simpar_tp1d_scheme, simpar_tp2d_scheme, simpar_tp2p5d_scheme,
+    simpar_tp3d_scheme;
+gboolean simpar_tp1d_validate(const SimparModel *model, SimparPlan *plan, GError **error);
+gboolean simpar_tp2d_validate(const SimparModel *model, SimparPlan *plan, GError **error);
+gboolean simpar_tp2p5d_validate(const SimparModel *model, SimparPlan *plan, GError **error);
+gboolean simpar_tp3d_validate(const SimparModel *model, SimparPlan *plan, GError **error);
+SimparAxis simpar_summa_axis(const SimparPlan *plan, guint axis);
+void simpar_summa_setup(SimparLayerCtx *c);
+SimparView simpar_summa_linear_fwd(SimparLayerCtx *c, guint which, SimparView x);
+SimparView simpar_summa_linear_bwd(SimparLayerCtx *c, guint which, SimparView dy);
+gboolean simpar_summa_validate(const SimparModel *m, const SimparPlan *plan, guint d,
+                               GError **error);
+
+G_END_DECLS
+#endif /* SIMPAR_TP_LAYER_H */

@@ -1,0 +1,447 @@
+/* reference-layer.c - one pre-LN transformer layer, forward and backward, in plain loops.
+ *
+ * Written for obviousness, not speed: every step is a separate loop over doubles, and every
+ * intermediate the backward pass needs is kept in one workspace block (RefWork). See
+ * reference-layer.h for the math and the layout.
+ */
+#include "reference-layer.h"
+#include "schedule.h"
+#include <math.h>
+#include <string.h>
+
+static const char *const ref_names[REF_N_TENSORS] = {
+    "x",
+    "dy",
+    "ln1.gamma",
+    "ln1.beta",
+    "qkv.weight",
+    "qkv.bias",
+    "proj.weight",
+    "proj.bias",
+    "ln2.gamma",
+    "ln2.beta",
+    "fc1.weight",
+    "fc1.bias",
+    "fc2.weight",
+    "fc2.bias",
+    "y",
+    "dx",
+    "ln1.gamma.grad",
+    "ln1.beta.grad",
+    "qkv.weight.grad",
+    "qkv.bias.grad",
+    "proj.weight.grad",
+    "proj.bias.grad",
+    "ln2.gamma.grad",
+    "ln2.beta.grad",
+    "fc1.weight.grad",
+    "fc1.bias.grad",
+    "fc2.weight.grad",
+    "fc2.bias.grad",
+};
+
+const char *
+ref_tensor_name(RefTensor t)
+{
+    g_return_val_if_fail((guint) t < REF_N_TENSORS, NULL);
+    return ref_names[t];
+}
+
+/* The input whose shape an output has: y and dx are shaped like x, a grad like its parameter. */
+static RefTensor
+ref_shape_source(RefTensor t)
+{
+    if (t == REF_Y || t == REF_DX)
+        return REF_X;
+    if (t >= REF_LN1_G_GRAD)
+        return REF_LN1_G + (t - REF_LN1_G_GRAD);
+    return t;
+}
+
+void
+ref_tensor_shape(const RefShape *shape, RefTensor t, guint64 *rows, guint64 *cols)
+{
+    g_return_if_fail(shape != NULL && (guint) t < REF_N_TENSORS);
+    guint64 h = shape->h, f = shape->f;
+    *rows = 1;
+    *cols = h;
+    switch (ref_shape_source(t)) {
+    case REF_X:
+    case REF_DY:
+        *rows = (guint64) shape->b * shape->s;
+        break;
+    case REF_QKV_W:
+        *rows = h;
+        *cols = 3 * h;
+        break;
+    case REF_QKV_B:
+        *cols = 3 * h;
+        break;
+    case REF_PROJ_W:
+        *rows = h;
+        break;
+    case REF_FC1_W:
+        *rows = h;
+        *cols = f;
+        break;
+    case REF_FC1_B:
+        *cols = f;
+        break;
+    case REF_FC2_W:
+        *rows = f;
+        break;
+    default: /* gammas, betas, proj.bias, fc2.bias: [1 x h] */
+        break;
+    }
+}
+
+void
+ref_fill_random(double *a, gsize n, GRand *rng)
+{
+    for (gsize i = 0; i < n; i++)
+        a[i] = g_rand_double_range(rng, -1.0, 1.0);
+}
+
+/* ---------------------------------------------------------------- workspace */
+
+typedef struct {
+    double *block;                        /* owns everything below */
+    double *mu1, *rstd1, *u, *qkv, *prob; /* forward: LN1 stats, LN1 out, qkv, softmax P */
+    double *ctx, *o, *r1, *mu2, *rstd2;   /* attention out, dropped proj out, residual, LN2 */
+    double *wn, *z1, *g1;                 /* LN2 out, fc1 out, gelu out */
+    double *dz2, *dg1, *dz1, *dwn, *dr1;  /* backward */
+    double *dout, *dctx, *dqkv, *du, *dp; /* dp: one row of dL/dP */
+} RefWork;
+
+static double *
+ref_carve(double **cursor, gsize n)
+{
+    double *p = *cursor;
+    *cursor += n;
+    return p;
+}
+
+static void
+ref_work_init(RefWork *w, const RefShape *sh)
+{
+    gsize rows = (gsize) sh->b * sh->s, h = sh->h, f = sh->f;
+    gsize n_prob = (gsize) sh->b * sh->a * sh->s * sh->s;
+    gsize total = 4 * rows + 11 * rows * h + 4 * rows * f + 2 * rows * 3 * h + n_prob + sh->s;
+    w->block = g_new0(double, total);
+    double *c = w->block;
+    w->mu1 = ref_carve(&c, rows);
+    w->rstd1 = ref_carve(&c, rows);
+    w->mu2 = ref_carve(&c, rows);
+    w->rstd2 = ref_carve(&c, rows);
+    double **hs[] = {&w->u,   &w->ctx,  &w->o,    &w->r1, &w->wn, &w->dwn,
+                     &w->dr1, &w->dout, &w->dctx, &w->du, &w->dz2};
+    for (gsize i = 0; i < G_N_ELEMENTS(hs); i++)
+        *hs[i] = ref_carve(&c, rows * h);
+    double **fs[] = {&w->z1, &w->g1, &w->dg1, &w->dz1};
+    for (gsize i = 0; i < G_N_ELEMENTS(fs); i++)
+        *fs[i] = ref_carve(&c, rows * f);
+    w->qkv = ref_carve(&c, rows * 3 * h);
+    w->dqkv = ref_carve(&c, rows * 3 * h);
+    w->prob = ref_carve(&c, n_prob);
+    w->dp = ref_carve(&c, sh->s);
+    g_assert(c == w->block + total);
+}
+
+/* ---------------------------------------------------------------- building blocks */
+
+/* y[rows x out] = x[rows x in] . wt[in x out] + bias[out] */
+static void
+ref_linear(const double *x, const double *wt, const double *bias, gsize rows, gsize in, gsize out,
+           double *y)
+{
+    for (gsize r = 0; r < rows; r++) {
+        for (gsize o = 0; o < out; o++) {
+            double acc = bias[o];
+            for (gsize k = 0; k < in; k++)
+                acc += x[r * in + k] * wt[k * out + o];
+            y[r * out + o] = acc;
+        }
+    }
+}
+
+/* dx = dy . wt^T; dw = x^T . dy; db = column sums of dy (all overwritten) */
+static void
+ref_linear_backward(const double *x, const double *wt, const double *dy, gsize rows, gsize in,
+                    gsize out, double *dx, double *dw, double *db)
+{
+    for (gsize r = 0; r < rows; r++) {
+        for (gsize k = 0; k < in; k++) {
+            double acc = 0.0;
+            for (gsize o = 0; o < out; o++)
+                acc += dy[r * out + o] * wt[k * out + o];
+            dx[r * in + k] = acc;
+        }
+    }
+    for (gsize k = 0; k < in; k++) {
+        for (gsize o = 0; o < out; o++) {
+            double acc = 0.0;
+            for (gsize r = 0; r < rows; r++)
+                acc += x[r * in + k] * dy[r * out + o];
+            dw[k * out + o] = acc;
+        }
+    }
+    for (gsize o = 0; o < out; o++) {
+        double acc = 0.0;
+        for (gsize r = 0; r < rows; r++)
+            acc += dy[r * out + o];
+        db[o] = acc;
+    }
+}
+
+/* out = (z - mean) / sqrt(var + eps) * gamma + beta, per row; keeps mean and 1/sqrt(var+eps) */
+static void
+ref_ln_forward(const double *z, const double *gamma, const double *beta, double eps, gsize rows,
+               gsize h, double *out, double *mu, double *rstd)
+{
+    for (gsize r = 0; r < rows; r++) {
+        const double *zr = z + r * h;
+        double mean = 0.0, var = 0.0;
+        for (gsize c = 0; c < h; c++)
+            mean += zr[c];
+        mean /= (double) h;
+        for (gsize c = 0; c < h; c++)
+            var += (zr[c] - mean) * (zr[c] - mean);
+        var /= (double) h;
+        mu[r] = mean;
+        rstd[r] = 1.0 / sqrt(var + eps);
+        for (gsize c = 0; c < h; c++)
+            out[r * h + c] = (zr[c] - mean) * rstd[r] * gamma[c] + beta[c];
+    }
+}
+
+/* dz = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = dout * gamma */
+static void
+ref_ln_backward(const double *z, const double *mu, const double *rstd, const double *gamma,
+                const double *dout, gsize rows, gsize h, double *dz, double *dgamma, double *dbeta)
+{
+    memset(dgamma, 0, h * sizeof(double));
+    memset(dbeta, 0, h * sizeof(double));
+    for (gsize r = 0; r < rows; r++) {
+        double m1 = 0.0, m2 = 0.0;
+        for (gsize c = 0; c < h; c++) {
+            double xhat = (z[r * h + c] - mu[r]) * rstd[r];
+            double dxhat = dout[r * h + c] * gamma[c];
+            m1 += dxhat;
+            m2 += dxhat * xhat;
+            dgamma[c] += dout[r * h + c] * xhat;
+            dbeta[c] += dout[r * h + c];
+        }
+        m1 /= (double) h;
+        m2 /= (double) h;
+        for (gsize c = 0; c < h; c++) {
+            double xhat = (z[r * h + c] - mu[r]) * rstd[r];
+            double dxhat = dout[r * h + c] * gamma[c];
+            dz[r * h + c] = rstd[r] * (dxhat - m1 - xhat * m2);
+        }
+    }
+}
+
+/* out[i] = in[i] * keep / (1 - p), element index i = r * h + c; in place allowed */
+static void
+ref_dropout(const RefShape *sh, guint site, double p, const double *in, gsize n, double *out)
+{
+    for (gsize i = 0; i < n; i++)
+        out[i] = simpar_dropout_keep(sh->seed, site, i, p) ? in[i] / (1.0 - p) : 0.0;
+}
+
+static double
+ref_gelu_inner(double z)
+{
+    return sqrt(2.0 / G_PI) * (z + 0.044715 * z * z * z);
+}
+
+static double
+ref_gelu(double z)
+{
+    return 0.5 * z * (1.0 + tanh(ref_gelu_inner(z)));
+}
+
+static double
+ref_gelu_grad(double z)
+{
+    double t = tanh(ref_gelu_inner(z));
+    double inner_grad = sqrt(2.0 / G_PI) * (1.0 + 3.0 * 0.044715 * z * z);
+    return 0.5 * (1.0 + t) + 0.5 * z * (1.0 - t * t) * inner_grad;
+}
+
+/* ---------------------------------------------------------------- attention */
+
+/* Start of head g's q|k|v columns in token (n, i) of a [b*s x 3h] array; k = +dh, v = +2dh. */
+static gsize
+ref_head_at(const RefShape *sh, guint n, guint g, guint i)
+{
+    gsize dh = sh->h / sh->a;
+    return ((gsize) n * sh->s + i) * 3 * sh->h + (gsize) g * 3 * dh;
+}
+
+/* keep / (1 - p_attn) for P[n, g, i, j] */
+static double
+ref_attn_scale(const RefShape *sh, guint n, guint g, guint i, guint j)
+{
+    guint64 idx = (((guint64) n * sh->a + g) * sh->s + i) * sh->s + j;
+    gboolean keep = simpar_dropout_keep(sh->seed, SIMPAR_DROPOUT_ATTN, idx, sh->p_attn);
+    return keep ? 1.0 / (1.0 - sh->p_attn) : 0.0;
+}
+
+static double
+ref_dot(const double *a, const double *b, gsize n)
+{
+    double acc = 0.0;
+    for (gsize d = 0; d < n; d++)
+        acc += a[d] * b[d];
+    return acc;
+}
+
+/* Softmax row i of (n, g) into prob[0..s) and its share of ctx. */
+static void
+ref_attention_row(const RefShape *sh, const double *qkv, guint n, guint g, guint i, double *prob,
+                  double *ctx)
+{
+    gsize dh = sh->h / sh->a;
+    guint last = sh->causal ? i + 1 : sh->s;
+    const double *q = qkv + ref_head_at(sh, n, g, i);
+    double mx = -INFINITY, sum = 0.0;
+    for (guint j = 0; j < last; j++) {
+        prob[j] = ref_dot(q, qkv + ref_head_at(sh, n, g, j) + dh, dh) / sqrt((double) dh);
+        mx = MAX(mx, prob[j]);
+    }
+    for (guint j = 0; j < sh->s; j++) {
+        prob[j] = j < last ? exp(prob[j] - mx) : 0.0;
+        sum += prob[j];
+    }
+    double *out = ctx + ((gsize) n * sh->s + i) * sh->h + (gsize) g * dh;
+    for (gsize d = 0; d < dh; d++)
+        out[d] = 0.0;
+    for (guint j = 0; j < last; j++) {
+        prob[j] /= sum;
+        double pd = prob[j] * ref_attn_scale(sh, n, g, i, j);
+        const double *v = qkv + ref_head_at(sh, n, g, j) + 2 * dh;
+        for (gsize d = 0; d < dh; d++)
+            out[d] += pd * v[d];
+    }
+}
+
+static void
+ref_attention_forward(const RefShape *sh, const double *qkv, double *prob, double *ctx)
+{
+    for (guint n = 0; n < sh->b; n++)
+        for (guint g = 0; g < sh->a; g++)
+            for (guint i = 0; i < sh->s; i++) {
+                gsize at = (((gsize) n * sh->a + g) * sh->s + i) * sh->s;
+                ref_attention_row(sh, qkv, n, g, i, prob + at, ctx);
+            }
+}
+
+/* Row i of (n, g): adds its dv_j, dq_i and dk_j into dqkv; dp is scratch of s doubles. */
+static void
+ref_attention_row_backward(const RefShape *sh, const double *qkv, const double *prob,
+                           const double *dctx, guint n, guint g, guint i, double *dp, double *dqkv)
+{
+    gsize dh = sh->h / sh->a;
+    guint last = sh->causal ? i + 1 : sh->s;
+    const double *dc = dctx + ((gsize) n * sh->s + i) * sh->h + (gsize) g * dh;
+    double weighted = 0.0;
+    for (guint j = 0; j < last; j++) {
+        double scale = ref_attn_scale(sh, n, g, i, j);
+        gsize vj = ref_head_at(sh, n, g, j) + 2 * dh;
+        dp[j] = ref_dot(dc, qkv + vj, dh) * scale;
+        for (gsize d = 0; d < dh; d++)
+            dqkv[vj + d] += prob[j] * scale * dc[d];
+        weighted += prob[j] * dp[j];
+    }
+    gsize qi = ref_head_at(sh, n, g, i);
+    for (guint j = 0; j < last; j++) {
+        double ds = prob[j] * (dp[j] - weighted) / sqrt((double) dh);
+        gsize kj = ref_head_at(sh, n, g, j) + dh;
+        for (gsize d = 0; d < dh; d++) {
+            dqkv[qi + d] += ds * qkv[kj + d];
+            dqkv[kj + d] += ds * qkv[qi + d];
+        }
+    }
+}
+
+static void
+ref_attention_backward(const RefShape *sh, const RefWork *w)
+{
+    memset(w->dqkv, 0, (gsize) sh->b * sh->s * 3 * sh->h * sizeof(double));
+    for (guint n = 0; n < sh->b; n++)
+        for (guint g = 0; g < sh->a; g++)
+            for (guint i = 0; i < sh->s; i++) {
+                gsize at = (((gsize) n * sh->a + g) * sh->s + i) * sh->s;
+                ref_attention_row_backward(sh, w->qkv, w->prob + at, w->dctx, n, g, i, w->dp,
+                                           w->dqkv);
+            }
+}
+
+/* ---------------------------------------------------------------- the layer */
+
+static void
+ref_forward(const RefShape *sh, double *const t[REF_N_TENSORS], RefWork *w)
+{
+    gsize rows = (gsize) sh->b * sh->s, h = sh->h, f = sh->f;
+    ref_ln_forward(t[REF_X], t[REF_LN1_G], t[REF_LN1_B], sh->eps, rows, h, w->u, w->mu1, w->rstd1);
+    ref_linear(w->u, t[REF_QKV_W], t[REF_QKV_B], rows, h, 3 * h, w->qkv);
+    ref_attention_forward(sh, w->qkv, w->prob, w->ctx);
+    ref_linear(w->ctx, t[REF_PROJ_W], t[REF_PROJ_B], rows, h, h, w->o);
+    ref_dropout(sh, SIMPAR_DROPOUT_PROJ, sh->p_hidden, w->o, rows * h, w->o);
+    for (gsize i = 0; i < rows * h; i++)
+        w->r1[i] = t[REF_X][i] + w->o[i];
+    ref_ln_forward(w->r1, t[REF_LN2_G], t[REF_LN2_B], sh->eps, rows, h, w->wn, w->mu2, w->rstd2);
+    ref_linear(w->wn, t[REF_FC1_W], t[REF_FC1_B], rows, h, f, w->z1);
+    for (gsize i = 0; i < rows * f; i++)
+        w->g1[i] = ref_gelu(w->z1[i]);
+    double *y = t[REF_Y];
+    ref_linear(w->g1, t[REF_FC2_W], t[REF_FC2_B], rows, f, h, y);
+    ref_dropout(sh, SIMPAR_DROPOUT_FC2, sh->p_hidden, y, rows * h, y);
+    for (gsize i = 0; i < rows * h; i++)
+        y[i] += w->r1[i];
+}
+
+static void
+ref_backward(const RefShape *sh, double *const t[REF_N_TENSORS], RefWork *w)
+{
+    gsize rows = (gsize) sh->b * sh->s, h = sh->h, f = sh->f;
+    const double *dy = t[REF_DY];
+    ref_dropout(sh, SIMPAR_DROPOUT_FC2, sh->p_hidden, dy, rows * h, w->dz2);
+    ref_linear_backward(w->g1, t[REF_FC2_W], w->dz2, rows, f, h, w->dg1, t[REF_FC2_W_GRAD],
+                        t[REF_FC2_B_GRAD]);
+    for (gsize i = 0; i < rows * f; i++)
+        w->dz1[i] = w->dg1[i] * ref_gelu_grad(w->z1[i]);
+    ref_linear_backward(w->wn, t[REF_FC1_W], w->dz1, rows, h, f, w->dwn, t[REF_FC1_W_GRAD],
+                        t[REF_FC1_B_GRAD]);
+    ref_ln_backward(w->r1, w->mu2, w->rstd2, t[REF_LN2_G], w->dwn, rows, h, w->dr1,
+                    t[REF_LN2_G_GRAD], t[REF_LN2_B_GRAD]);
+    for (gsize i = 0; i < rows * h; i++)
+        w->dr1[i] += dy[i];
+    ref_dropout(sh, SIMPAR_DROPOUT_PROJ, sh->p_hidden, w->dr1, rows * h, w->dout);
+    ref_linear_backward(w->ctx, t[REF_PROJ_W], w->dout, rows, h, h, w->dctx, t[REF_PROJ_W_GRAD],
+                        t[REF_PROJ_B_GRAD]);
+    ref_attention_backward(sh, w);
+    ref_linear_backward(w->u, t[REF_QKV_W], w->dqkv, rows, h, 3 * h, w->du, t[REF_QKV_W_GRAD],
+                        t[REF_QKV_B_GRAD]);
+    double *dx = t[REF_DX];
+    ref_ln_backward(t[REF_X], w->mu1, w->rstd1, t[REF_LN1_G], w->du, rows, h, dx, t[REF_LN1_G_GRAD],
+                    t[REF_LN1_B_GRAD]);
+    for (gsize i = 0; i < rows * h; i++)
+        dx[i] += w->dr1[i];
+}
+
+void
+ref_layer_run(const RefShape *shape, double *const t[REF_N_TENSORS])
+{
+    g_return_if_fail(shape != NULL && t != NULL);
+    g_return_if_fail(shape->b > 0 && shape->s > 0 && shape->f > 0);
+    g_return_if_fail(shape->a > 0 && shape->h > 0 && shape->h % shape->a == 0);
+    g_return_if_fail(shape->p_hidden >= 0.0 && shape->p_hidden < 1.0);
+    g_return_if_fail(shape->p_attn >= 0.0 && shape->p_attn < 1.0);
+    RefWork w;
+    ref_work_init(&w, shape);
+    ref_forward(shape, t, &w);
+    ref_backward(shape, t, &w);
+    g_free(w.block);
+}

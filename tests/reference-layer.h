@@ -1,0 +1,70 @@
+/* reference-layer.h - a serial, double-precision oracle for one pre-LN transformer layer.
+ *
+ * The distributed schedules of models/ are checked against this file: it computes the forward
+ * and backward pass of one layer with plain loops and shares nothing with the project except
+ * simpar_dropout_keep() (models/schedule.h), so that masks agree element for element.
+ *
+ *   x -> LN1 -> qkv -> attention(+drop) -> proj -> drop --(+x)--> r1
+ *   r1 -> LN2 -> fc1 -> gelu -> fc2 -> drop --(+r1)--> y
+ *   dy -> (chain rule) -> dx and every parameter's gradient
+ *
+ * Rows are tokens (row r = sequence n * s + position i), arrays are row-major, weights are
+ * stored [in x out] (y = x.W + b). The qkv columns are head-major: head g owns columns
+ * [g*3dh, (g+1)*3dh) as q | k | v, dh = h/a.
+ *
+ * Ownership: the caller owns every tensor; ref_layer_run() reads the inputs and overwrites the
+ * outputs (y, dx, all gradients) and keeps nothing.
+ */
+#ifndef SIMPAR_REFERENCE_LAYER_H
+#define SIMPAR_REFERENCE_LAYER_H
+#include <glib.h>
+G_BEGIN_DECLS
+
+typedef struct {
+    guint b, s, h, a, f;     /* sequences, length, hidden, heads (dh = h/a), FFN width */
+    gboolean causal;         /* mask j > i in attention */
+    double eps;              /* layer-norm epsilon */
+    double p_hidden, p_attn; /* dropout probabilities (proj and fc2 / attention probabilities) */
+    guint64 seed;            /* dropout seed */
+} RefShape;
+
+typedef enum {
+    REF_X,
+    REF_DY,
+    REF_LN1_G,
+    REF_LN1_B,
+    REF_QKV_W,
+    REF_QKV_B,
+    REF_PROJ_W,
+    REF_PROJ_B,
+    REF_LN2_G,
+    REF_LN2_B,
+    REF_FC1_W,
+    REF_FC1_B,
+    REF_FC2_W,
+    REF_FC2_B,
+    REF_N_INPUTS,
+    REF_Y = REF_N_INPUTS,
+    REF_DX,
+    REF_LN1_G_GRAD,
+    REF_LN1_B_GRAD,
+    REF_QKV_W_GRAD,
+    REF_QKV_B_GRAD,
+    REF_PROJ_W_GRAD,
+    REF_PROJ_B_GRAD,
+    REF_LN2_G_GRAD,
+    REF_LN2_B_GRAD,
+    REF_FC1_W_GRAD,
+    REF_FC1_B_GRAD,
+    REF_FC2_W_GRAD,
+    REF_FC2_B_GRAD,
+    REF_N_TENSORS
+} RefTensor;
+
+const char *ref_tensor_name(RefTensor t); /* (transfer none) "x", "qkv.weight.grad", ... */
+void ref_tensor_shape(const RefShape *shape, RefTensor t, guint64 *rows, guint64 *cols);
+void ref_layer_run(const RefShape *shape, double *const t[REF_N_TENSORS]);
+void ref_fill_random(double *a, gsize n, GRand *rng); /* uniform in [-1, 1) */
+
+G_END_DECLS
+#endif /* SIMPAR_REFERENCE_LAYER_H */
