@@ -1,0 +1,194 @@
+/* test-layers.c - every generated schedule, run by the host executor, computes the same layer
+ * (output, input gradient, every weight, bias and layer-norm gradient) as the serial reference.
+ *
+ * Global inputs are drawn at random (seed printed; argv[1] overrides), scattered to the ranks
+ * through the schedule's shards, and every output shard of every rank is compared element by
+ * element with the reference; the shards of each output must cover the whole tensor.
+ */
+#include "exec/host.h"
+#include "generators.h"
+#include "reference-layer.h"
+#include "simpar-test.h"
+#include <math.h>
+#include <stdlib.h>
+
+static guint32 layers_seed = 20261121;
+
+typedef struct {
+    const char *mode;
+    gint64 tp, depth;
+    gboolean sp, paper;
+    gint64 b; /* micro-batch: whole sequences per GPU */
+} LayerCase;
+
+/* h = 36, a = 12, f = 72, s = 4: divisible by every grid below. */
+static const gint64 layers_h = 36, layers_a = 12, layers_f = 72, layers_s = 4;
+
+static RefTensor
+layers_tensor(const char *name)
+{
+    for (guint t = 0; t < REF_N_TENSORS; t++)
+        if (g_str_equal(ref_tensor_name((RefTensor) t), name))
+            return (RefTensor) t;
+    g_error("shard of unknown tensor '%s'", name);
+}
+
+static void
+layers_scatter(const SimparSchedule *sched, SimparHost *host, const RefShape *shape,
+               double *const t[REF_N_TENSORS])
+{
+    guint n;
+    const SimparShard *sh = simpar_schedule_shards(sched, &n);
+    for (guint i = 0; i < n; i++) {
+        if (sh[i].role != SIMPAR_SHARD_INPUT)
+            continue;
+        RefTensor id = layers_tensor(sh[i].tensor);
+        guint64 rows, cols;
+        ref_tensor_shape(shape, id, &rows, &cols);
+        CU_ASSERT_FATAL(sh[i].row0 + sh[i].rows <= rows && sh[i].col0 + sh[i].cols <= cols);
+        double *dst = simpar_host_buffer(host, sh[i].view.buf) + sh[i].view.off;
+        for (guint64 r = 0; r < sh[i].rows; r++)
+            for (guint64 c = 0; c < sh[i].cols; c++)
+                dst[r * sh[i].cols + c] = t[id][(sh[i].row0 + r) * cols + sh[i].col0 + c];
+    }
+}
+
+/* Largest relative error over all output shards; every output element must be covered. */
+static double
+layers_compare(const SimparSchedule *sched, SimparHost *host, const RefShape *shape,
+               double *const t[REF_N_TENSORS])
+{
+    guint n;
+    const SimparShard *sh = simpar_schedule_shards(sched, &n);
+    double worst = 0;
+    g_autofree gboolean *covered[REF_N_TENSORS] = {0};
+    for (guint i = 0; i < n; i++) {
+        if (sh[i].role != SIMPAR_SHARD_OUTPUT)
+            continue;
+        RefTensor id = layers_tensor(sh[i].tensor);
+        guint64 rows, cols;
+        ref_tensor_shape(shape, id, &rows, &cols);
+        if (covered[id] == NULL)
+            covered[id] = g_new0(gboolean, rows * cols);
+        double scale = 0;
+        for (guint64 e = 0; e < rows * cols; e++)
+            scale = MAX(scale, fabs(t[id][e]));
+        const double *got = simpar_host_buffer(host, sh[i].view.buf) + sh[i].view.off;
+        for (guint64 r = 0; r < sh[i].rows; r++) {
+            for (guint64 c = 0; c < sh[i].cols; c++) {
+                guint64 e = (sh[i].row0 + r) * cols + sh[i].col0 + c;
+                double want = t[id][e], err = fabs(got[r * sh[i].cols + c] - want);
+                worst = MAX(worst, err / MAX(fabs(want), 1e-3 * scale));
+                covered[id][e] = TRUE;
+            }
+        }
+    }
+    for (guint id = REF_N_INPUTS; id < REF_N_TENSORS; id++) {
+        guint64 rows, cols, missing = 0;
+        ref_tensor_shape(shape, (RefTensor) id, &rows, &cols);
+        for (guint64 e = 0; covered[id] != NULL && e < rows * cols; e++)
+            missing += !covered[id][e];
+        if (covered[id] == NULL || missing != 0)
+            printf("\n    %s: %" G_GUINT64_FORMAT " elements not produced by any rank",
+                   ref_tensor_name((RefTensor) id), covered[id] ? missing : rows * cols);
+        CU_ASSERT(covered[id] != NULL && missing == 0);
+    }
+    return worst;
+}
+
+static void
+layers_run(const LayerCase *lc, gboolean causal, double p)
+{
+    SimparModel m = {"test", layers_h, layers_a, layers_s, lc->b, 1, layers_f, 64,
+                     SIMPAR_DTYPE_FP64};
+    SimparPlan plan;
+    simpar_plan_init(&plan);
+    plan.mode = lc->mode, plan.tp = lc->tp, plan.depth = lc->depth;
+    plan.sequence_parallel = lc->sp, plan.paper_3d = lc->paper;
+    plan.causal = causal, plan.p_hidden = p, plan.p_attn = p, plan.seed = layers_seed;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(SimparSchedule) sched = simpar_generate_layer(&m, &plan, &error);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+    CU_ASSERT_TRUE(simpar_schedule_check_hazards(sched, &error));
+    if (error != NULL)
+        printf("\n    %s", error->message);
+
+    RefShape shape = {lc->b, layers_s, layers_h, layers_a, layers_f, causal, plan.eps, p, p,
+                      layers_seed};
+    g_autoptr(GRand) rng = g_rand_new_with_seed(layers_seed);
+    double *t[REF_N_TENSORS];
+    for (guint i = 0; i < REF_N_TENSORS; i++) {
+        guint64 rows, cols;
+        ref_tensor_shape(&shape, (RefTensor) i, &rows, &cols);
+        t[i] = g_new0(double, rows * cols);
+        if (i < REF_N_INPUTS)
+            ref_fill_random(t[i], rows * cols, rng);
+    }
+    ref_layer_run(&shape, t);
+    g_autoptr(SimparHost) host = simpar_host_new(sched);
+    layers_scatter(sched, host, &shape, t);
+    CU_ASSERT_TRUE_FATAL(simpar_host_run(host, &error));
+    double worst = layers_compare(sched, host, &shape, t);
+    printf("\n    %s tp=%" G_GINT64_FORMAT "%s: worst relative error %.3g ", lc->mode, lc->tp,
+           causal ? " causal" : " dropout", worst);
+    CU_ASSERT(worst < 1e-9);
+    for (guint i = 0; i < REF_N_TENSORS; i++)
+        g_free(t[i]);
+}
+
+static void
+layers_case(const LayerCase *lc)
+{
+    layers_run(lc, TRUE, 0.0);
+    layers_run(lc, FALSE, 0.1);
+}
+
+#define LAYER_TEST(fn, ...)                                                                        \
+    static void fn(void)                                                                           \
+    {                                                                                              \
+        const LayerCase lc = {__VA_ARGS__};                                                        \
+        layers_case(&lc);                                                                          \
+    }
+
+LAYER_TEST(test_1d_p2, "1d", 2, 0, FALSE, TRUE, 2)
+LAYER_TEST(test_1d_p4, "1d", 4, 0, FALSE, TRUE, 2)
+LAYER_TEST(test_1d_p4_sp, "1d", 4, 0, TRUE, TRUE, 2)
+LAYER_TEST(test_1d_p2_sp, "1d", 2, 0, TRUE, TRUE, 3)
+LAYER_TEST(test_2d_q2, "2d", 4, 0, FALSE, TRUE, 4)
+LAYER_TEST(test_2d_q3, "2d", 9, 0, FALSE, TRUE, 3)
+LAYER_TEST(test_2p5d_q2_d2, "2.5d", 8, 2, FALSE, TRUE, 4)
+LAYER_TEST(test_3d_q2_paper, "3d", 8, 0, FALSE, TRUE, 4)
+LAYER_TEST(test_3d_q2_later, "3d", 8, 0, FALSE, FALSE, 4)
+LAYER_TEST(test_3d_q3_paper, "3d", 27, 0, FALSE, TRUE, 9)
+LAYER_TEST(test_3d_q3_later, "3d", 27, 0, FALSE, FALSE, 9)
+LAYER_TEST(test_1d_p1, "1d", 1, 0, FALSE, TRUE, 2)
+
+static CU_TestInfo layers_tests[] = {
+    {"one GPU (1-D P=1) equals the serial layer", test_1d_p1},
+    {"1-D P=2 equals the serial layer", test_1d_p2},
+    {"1-D P=4 equals the serial layer", test_1d_p4},
+    {"1-D P=2 with sequence parallelism equals the serial layer", test_1d_p2_sp},
+    {"1-D P=4 with sequence parallelism equals the serial layer", test_1d_p4_sp},
+    {"2-D q=2 equals the serial layer", test_2d_q2},
+    {"2-D q=3 equals the serial layer", test_2d_q3},
+    {"2.5-D q=2 d=2 equals the serial layer", test_2p5d_q2_d2},
+    {"3-D q=2 paper variant equals the serial layer", test_3d_q2_paper},
+    {"3-D q=2 later variant equals the serial layer", test_3d_q2_later},
+    {"3-D q=3 paper variant equals the serial layer", test_3d_q3_paper},
+    {"3-D q=3 later variant equals the serial layer", test_3d_q3_later},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"distributed layer = serial layer", NULL, NULL, NULL, NULL, layers_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+int
+main(int argc, char **argv)
+{
+    if (argc > 1)
+        layers_seed = (guint32) strtoul(argv[1], NULL, 10);
+    printf("seed %u (pass another as the first argument)\n", layers_seed);
+    return simpar_test_main(suites);
+}
