@@ -3,8 +3,9 @@
 #include "tp-layer.h"
 
 static const SimparGenerator generators[] = {
-    {"1d", "Megatron-LM: column/row-parallel linears, all-reduces (--sp: all-gather and "
-           "reduce-scatter); tp = P",
+    {"1d",
+     "Megatron-LM: column/row-parallel linears, all-reduces (--sp: all-gather and "
+     "reduce-scatter); tp = P",
      simpar_tp1d_validate, &simpar_tp1d_scheme},
     {"2d", "SUMMA / Optimus: q x q grid, row/column broadcasts and reduces; tp = q*q",
      simpar_tp2d_validate, &simpar_tp2d_scheme},

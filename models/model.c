@@ -7,17 +7,23 @@ G_DEFINE_QUARK(simpar_model_error_quark, simpar_model_error)
 /* h, a, s, b, L, f, V. GPT-3 sizes from Brown et al. 2020 Table 2.1; the paper-3d preset is the
  * 64-GPU V100 setting of the Optimus harness (h=2048, a=32, s=512, L=24). */
 static const SimparModelPreset model_presets[] = {
-    {"tiny", "h=64 a=4 s=32: for tests and quick looks",
+    {"tiny",
+     "h=64 a=4 s=32: for tests and quick looks",
      {"tiny", 64, 4, 32, 8, 2, 256, 1024, SIMPAR_DTYPE_FP32}},
-    {"paper-3d", "h=2048 a=32 s=512 L=24, fp32: the Optimus / 3-D papers' V100 harness",
+    {"paper-3d",
+     "h=2048 a=32 s=512 L=24, fp32: the Optimus / 3-D papers' V100 harness",
      {"paper-3d", 2048, 32, 512, 64, 24, 8192, 51200, SIMPAR_DTYPE_FP32}},
-    {"gpt3-1.3b", "GPT-3 XL: h=2048 a=16 s=2048 L=24",
+    {"gpt3-1.3b",
+     "GPT-3 XL: h=2048 a=16 s=2048 L=24",
      {"gpt3-1.3b", 2048, 16, 2048, 4, 24, 8192, 51200, SIMPAR_DTYPE_FP16}},
-    {"gpt3-6.7b", "GPT-3 6.7B: h=4096 a=32 s=2048 L=32",
+    {"gpt3-6.7b",
+     "GPT-3 6.7B: h=4096 a=32 s=2048 L=32",
      {"gpt3-6.7b", 4096, 32, 2048, 4, 32, 16384, 51200, SIMPAR_DTYPE_FP16}},
-    {"gpt3-13b", "GPT-3 13B: h=5120 a=40 s=2048 L=40",
+    {"gpt3-13b",
+     "GPT-3 13B: h=5120 a=40 s=2048 L=40",
      {"gpt3-13b", 5120, 40, 2048, 4, 40, 20480, 51200, SIMPAR_DTYPE_FP16}},
-    {"gpt3-175b", "GPT-3 175B: h=12288 a=96 s=2048 L=96",
+    {"gpt3-175b",
+     "GPT-3 175B: h=12288 a=96 s=2048 L=96",
      {"gpt3-175b", 12288, 96, 2048, 1, 96, 49152, 51200, SIMPAR_DTYPE_FP16}},
 };
 
@@ -115,8 +121,8 @@ model_check_keys(JsonObject *obj, const char *path, GError **error)
     g_autoptr(GList) members = json_object_get_members(obj);
     for (GList *l = members; l != NULL; l = l->next) {
         const char *key = l->data;
-        gboolean known = g_str_equal(key, "name") || g_str_equal(key, "dtype") ||
-                         g_str_equal(key, "base");
+        gboolean known =
+            g_str_equal(key, "name") || g_str_equal(key, "dtype") || g_str_equal(key, "base");
         for (guint i = 0; i < G_N_ELEMENTS(model_fields); i++)
             known = known || g_str_equal(key, model_fields[i].key);
         if (!known) {
@@ -186,12 +192,15 @@ gboolean
 simpar_model_validate(const SimparModel *m, GError **error)
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+
     const struct {
         const char *flag;
         gint64 value;
-    } dims[] = {{"--hidden", m->hidden}, {"--heads", m->heads},      {"--seq", m->seq},
-                {"--micro-batch", m->micro_batch}, {"--layers", m->layers}, {"--ffn", m->ffn},
+    } dims[] = {{"--hidden", m->hidden}, {"--heads", m->heads},
+                {"--seq", m->seq},       {"--micro-batch", m->micro_batch},
+                {"--layers", m->layers}, {"--ffn", m->ffn},
                 {"--vocab", m->vocab}};
+
     for (guint i = 0; i < G_N_ELEMENTS(dims); i++) {
         if (dims[i].value < 1 || dims[i].value > SIMPAR_MODEL_MAX_DIM) {
             g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,

@@ -37,10 +37,10 @@ typedef enum {
 #define SIMPAR_MODEL_MAX_DIM (G_GINT64_CONSTANT(1) << 24)
 
 typedef struct {
-    const char *name; /* interned */
-    gint64 hidden;    /* h */
-    gint64 heads;     /* a */
-    gint64 seq;       /* s */
+    const char *name;   /* interned */
+    gint64 hidden;      /* h */
+    gint64 heads;       /* a */
+    gint64 seq;         /* s */
     gint64 micro_batch; /* b */
     gint64 layers;      /* L */
     gint64 ffn;         /* f, usually 4h */

@@ -15,6 +15,7 @@ simpar_plan_init(SimparPlan *plan)
         .p_attn = 0.0,
         .eps = 1e-5,
         .seed = 1234,
+        .paper_3d = TRUE,
         .q = 1,
     };
 }

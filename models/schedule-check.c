@@ -147,8 +147,8 @@ check_bounds(const SimparSchedule *sched, guint i, GError **error)
     for (guint a = 0; a < n; a++) {
         if (acc[a].buf >= simpar_schedule_n_buffers(sched)) {
             g_set_error(error, SIMPAR_SCHEDULE_ERROR, SIMPAR_SCHEDULE_ERROR_BOUNDS,
-                        "op %u '%s' on rank %u names buffer %u, which does not exist", i,
-                        op->name, op->rank, acc[a].buf);
+                        "op %u '%s' on rank %u names buffer %u, which does not exist", i, op->name,
+                        op->rank, acc[a].buf);
             return FALSE;
         }
         const SimparBuffer *b = simpar_schedule_buffer(sched, acc[a].buf);
@@ -219,10 +219,10 @@ check_same_call(const SimparSchedule *sched, const SimparOp *a, const SimparOp *
     g_set_error(error, SIMPAR_SCHEDULE_ERROR, SIMPAR_SCHEDULE_ERROR_MISMATCH,
                 "call %u on group %u (%s): rank %u issues '%s' (%s, %zu elements, root %u) but "
                 "rank %u issues '%s' (%s, %zu elements, root %u)",
-                call, a->u.coll.group,
-                simpar_schedule_group(sched, a->u.coll.group)->axis, a->rank, a->name,
-                simpar_coll_kind_name(a->u.coll.kind), a->u.coll.count, a->u.coll.root, b->rank,
-                b->name, simpar_coll_kind_name(b->u.coll.kind), b->u.coll.count, b->u.coll.root);
+                call, a->u.coll.group, simpar_schedule_group(sched, a->u.coll.group)->axis, a->rank,
+                a->name, simpar_coll_kind_name(a->u.coll.kind), a->u.coll.count, a->u.coll.root,
+                b->rank, b->name, simpar_coll_kind_name(b->u.coll.kind), b->u.coll.count,
+                b->u.coll.root);
     return FALSE;
 }
 
@@ -246,10 +246,9 @@ check_match_calls(CheckState *st, GError **error)
                 return FALSE;
             }
             for (guint c = 0; c < calls->len; c++)
-                if (!check_same_call(sched,
-                                     simpar_schedule_op(sched, g_array_index(first, guint, c)),
-                                     simpar_schedule_op(sched, g_array_index(calls, guint, c)),
-                                     c, error))
+                if (!check_same_call(
+                        sched, simpar_schedule_op(sched, g_array_index(first, guint, c)),
+                        simpar_schedule_op(sched, g_array_index(calls, guint, c)), c, error))
                     return FALSE;
         }
     }

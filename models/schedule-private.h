@@ -18,8 +18,7 @@ typedef struct {
 
 guint simpar_op_accesses(const SimparSchedule *sched, const SimparOp *op,
                          SimparAccess out[SIMPAR_MAX_ACCESSES]);
-gboolean simpar_accesses_conflict(const SimparAccess *a, guint na, const SimparAccess *b,
-                                  guint nb);
+gboolean simpar_accesses_conflict(const SimparAccess *a, guint na, const SimparAccess *b, guint nb);
 
 G_END_DECLS
 #endif /* SIMPAR_SCHEDULE_PRIVATE_H */

@@ -6,14 +6,14 @@ G_DEFINE_QUARK(simpar_schedule_error_quark, simpar_schedule_error)
 struct _SimparSchedule {
     guint n_ranks;
     SimparDtype dtype;
-    GArray *ops;       /* SimparOp */
-    GArray *deps;      /* guint, op indices; each op owns a contiguous run */
-    GArray *buffers;   /* SimparBuffer */
-    GArray *groups;    /* SimparGroup */
-    GArray *members;   /* guint, global ranks of every group, concatenated */
+    GArray *ops;        /* SimparOp */
+    GArray *deps;       /* guint, op indices; each op owns a contiguous run */
+    GArray *buffers;    /* SimparBuffer */
+    GArray *groups;     /* SimparGroup */
+    GArray *members;    /* guint, global ranks of every group, concatenated */
     GPtrArray *streams; /* interned names */
-    GArray **rank_ops; /* per rank: guint op indices in program order */
-    GArray *shards;    /* SimparShard */
+    GArray **rank_ops;  /* per rank: guint op indices in program order */
+    GArray *shards;     /* SimparShard */
 };
 
 SimparSchedule *
@@ -261,9 +261,9 @@ const char *
 simpar_op_kind_name(SimparOpKind kind)
 {
     static const char *const names[SIMPAR_N_OP_KINDS] = {
-        "gemm",      "ln-stats", "ln-apply",    "ln-bwd-stats", "ln-bwd-apply", "bias-add",
-        "bias-grad", "gelu",     "gelu-bwd",    "dropout",      "dropout-bwd",  "add",
-        "attention", "attention-bwd", "collective", "send",    "recv",
+        "gemm",      "ln-stats",      "ln-apply",   "ln-bwd-stats", "ln-bwd-apply", "bias-add",
+        "bias-grad", "gelu",          "gelu-bwd",   "dropout",      "dropout-bwd",  "add",
+        "attention", "attention-bwd", "collective", "send",         "recv",
     };
     g_return_val_if_fail(kind < SIMPAR_N_OP_KINDS, "?");
     return names[kind];

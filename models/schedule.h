@@ -16,7 +16,9 @@
  * Ops carry tensor semantics (shapes, buffers, offsets) so the host executor can run them with
  * real numbers. Collective counts follow NCCL: all-reduce/broadcast/reduce move `count` elements;
  * all-gather sends `count` and receives group_size*count; reduce-scatter sends group_size*count
- * and receives `count`. simpar_op_coll_elems() gives the "full buffer" size used in summaries.
+ * and receives `count`; all-to-all sends and receives group_size blocks of `count`.
+ * simpar_op_coll_elems() gives the "full buffer" size used in summaries (group_size*count for
+ * all-gather, reduce-scatter and all-to-all; `count` otherwise).
  *
  * Ownership: a SimparSchedule owns its ops, buffers, groups and dep lists in flat arrays; callers
  * hold indices, never pointers kept across additions. Strings are interned.
@@ -48,7 +50,7 @@ typedef enum {
     SIMPAR_OP_GEMM,          /* c (+)= op(a) . op(b), batched with strides */
     SIMPAR_OP_LN_STATS,      /* out[0..rows) = sum_j x, out[rows..2rows) = sum_j x^2 */
     SIMPAR_OP_LN_APPLY,      /* xhat, rstd from x + stats over `hidden` columns; y = xhat*g+b */
-    SIMPAR_OP_LN_BWD_STATS,  /* stats of dy*g and dy*g*xhat; dgamma, dbeta accumulated */
+    SIMPAR_OP_LN_BWD_STATS,  /* stats of dy*g and dy*g*xhat; dgamma, dbeta overwritten */
     SIMPAR_OP_LN_BWD_APPLY,  /* dx = rstd * (dy*g - mean(dy*g) - xhat * mean(dy*g*xhat)) */
     SIMPAR_OP_BIAS_ADD,      /* y[r][c] += bias[c] (in place) */
     SIMPAR_OP_BIAS_GRAD,     /* db[c] = sum_r dy[r][c] */
@@ -95,15 +97,13 @@ typedef struct {
 /* Elementwise and row-wise kernels on a local block x[rows x cols] (row-major, rows = tokens).
  *   LN_STATS       in0 x; out0 stats[2*rows]: stats[r] = sum_c x, stats[rows+r] = sum_c x^2.
  *   LN_APPLY       in0 x, in1 stats (sums over the whole row, i.e. after any all-reduce),
- *                  in2 gamma[cols], in3 beta[cols]; out0 y, out1 xhat[rows x cols], out2 rstd[rows]:
- *                  mean = stats[r]/hidden, var = stats[rows+r]/hidden - mean^2,
- *                  rstd = 1/sqrt(var+eps), xhat = (x-mean)*rstd, y = xhat*gamma + beta.
- *   LN_BWD_STATS   in0 dy, in1 xhat, in2 gamma; out0 stats[2*rows]: stats[r] = sum_c dy*gamma,
- *                  stats[rows+r] = sum_c dy*gamma*xhat; out1 dgamma[cols] = sum_r dy*xhat,
- *                  out2 dbeta[cols] = sum_r dy (both overwritten).
- *   LN_BWD_APPLY   in0 dy, in1 xhat, in2 gamma, in3 rstd, in4 stats (whole-row sums);
- *                  out0 dx = rstd*(dy*gamma - stats[r]/hidden - xhat*stats[rows+r]/hidden).
- *   BIAS_ADD       in0 bias[cols]; out0 y, updated in place: y += bias.
+ *                  in2 gamma[cols], in3 beta[cols]; out0 y, out1 xhat[rows x cols], out2
+ * rstd[rows]: mean = stats[r]/hidden, var = stats[rows+r]/hidden - mean^2, rstd = 1/sqrt(var+eps),
+ * xhat = (x-mean)*rstd, y = xhat*gamma + beta. LN_BWD_STATS   in0 dy, in1 xhat, in2 gamma; out0
+ * stats[2*rows]: stats[r] = sum_c dy*gamma, stats[rows+r] = sum_c dy*gamma*xhat; out1 dgamma[cols]
+ * = sum_r dy*xhat, out2 dbeta[cols] = sum_r dy (both overwritten). LN_BWD_APPLY   in0 dy, in1 xhat,
+ * in2 gamma, in3 rstd, in4 stats (whole-row sums); out0 dx = rstd*(dy*gamma - stats[r]/hidden -
+ * xhat*stats[rows+r]/hidden). BIAS_ADD       in0 bias[cols]; out0 y, updated in place: y += bias.
  *   BIAS_GRAD      in0 dy; out0 db[cols] = sum_r dy (overwritten).
  *   GELU           in0 x; out0 y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
  *   GELU_BWD       in0 dy, in1 x; out0 dx = dy * gelu'(x).
@@ -131,9 +131,10 @@ typedef struct {
 typedef struct {
     guint nb, nh, s, dh;
     gboolean causal;
-    double p;                      /* attention-probability dropout */
+    double p; /* attention-probability dropout */
     guint64 seed;
-    guint64 batch0, head0, heads;  /* global sequence index / head index of the block; a */
+    guint64 batch0, head0; /* global index of the first local sequence / head */
+    guint64 heads;         /* a: heads of the whole layer (dropout mask index) */
     SimparView in[3];
     SimparView out[2];
 } SimparAttention;
@@ -160,6 +161,7 @@ typedef struct {
     SimparPhase phase;
     const char *name; /* interned, e.g. "fwd.qkv.gemm" */
     guint dep_first, n_deps;
+
     union {
         SimparGemm gemm;
         SimparKernel kern;
@@ -172,7 +174,7 @@ typedef struct {
 typedef struct {
     const char *axis; /* interned, e.g. "row" */
     guint size;
-    guint first;      /* into the schedule's member array */
+    guint first; /* into the schedule's member array */
 } SimparGroup;
 
 typedef struct {
@@ -215,11 +217,12 @@ guint simpar_schedule_add_op(SimparSchedule *sched, const SimparOp *op);
 void simpar_schedule_add_dep(SimparSchedule *sched, guint op, guint first);
 
 void simpar_schedule_add_shard(SimparSchedule *sched, const SimparShard *shard);
-const SimparShard *simpar_schedule_shards(const SimparSchedule *sched, guint *n); /* (transfer none) */
+const SimparShard *simpar_schedule_shards(const SimparSchedule *sched,
+                                          guint *n); /* (transfer none) */
 
 /* Read access: indices are stable, pointers are valid until the next addition. */
 guint simpar_schedule_n_ops(const SimparSchedule *sched);
-const SimparOp *simpar_schedule_op(const SimparSchedule *sched, guint i);     /* (transfer none) */
+const SimparOp *simpar_schedule_op(const SimparSchedule *sched, guint i); /* (transfer none) */
 const guint *simpar_schedule_deps(const SimparSchedule *sched, const SimparOp *op);
 const guint *simpar_schedule_rank_ops(const SimparSchedule *sched, guint rank, guint *n);
 guint simpar_schedule_n_buffers(const SimparSchedule *sched);
@@ -232,7 +235,7 @@ const char *simpar_schedule_stream_name(const SimparSchedule *sched, guint strea
 
 /* Index of `rank` inside `group`, or G_MAXUINT if it is not a member. */
 guint simpar_group_index(const SimparSchedule *sched, guint group, guint rank);
-/* Full-buffer elements of a collective: all-gather output, reduce-scatter input, else count. */
+/* Full-buffer elements of a collective (see the header comment). */
 gsize simpar_op_coll_elems(const SimparSchedule *sched, const SimparOp *op);
 const char *simpar_coll_kind_name(SimparCollKind kind);
 const char *simpar_op_kind_name(SimparOpKind kind);
@@ -245,7 +248,12 @@ gboolean simpar_schedule_check(const SimparSchedule *sched, GError **error);
 gboolean simpar_schedule_check_hazards(const SimparSchedule *sched, GError **error);
 
 /* Dropout sites of a layer; the mask is a pure function of (seed, site, global element index). */
-enum { SIMPAR_DROPOUT_ATTN = 0, SIMPAR_DROPOUT_PROJ = 1, SIMPAR_DROPOUT_FC2 = 2 };
+enum {
+    SIMPAR_DROPOUT_ATTN = 0,
+    SIMPAR_DROPOUT_PROJ = 1,
+    SIMPAR_DROPOUT_FC2 = 2
+};
+
 gboolean simpar_dropout_keep(guint64 seed, guint site, guint64 index, double p);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimparSchedule, simpar_schedule_free)

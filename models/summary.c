@@ -108,14 +108,14 @@ summary_plan_text(const SimparModel *m, const SimparPlan *p)
 {
     g_autofree char *grid = NULL;
     if (g_str_equal(p->mode, "1d"))
-        grid = g_strdup_printf("P=%" G_GINT64_FORMAT "%s", p->tp, p->sequence_parallel ? " +SP" : "");
+        grid =
+            g_strdup_printf("P=%" G_GINT64_FORMAT "%s", p->tp, p->sequence_parallel ? " +SP" : "");
     else if (g_str_equal(p->mode, "2.5d"))
         grid = g_strdup_printf("q=%u d=%" G_GINT64_FORMAT, p->q, p->depth);
     else
-        grid = g_strdup_printf("q=%u%s", p->q,
-                               g_str_equal(p->mode, "3d")
-                                   ? (p->paper_3d ? " variant=paper" : " variant=later")
-                                   : "");
+        grid = g_strdup_printf(
+            "q=%u%s", p->q,
+            g_str_equal(p->mode, "3d") ? (p->paper_3d ? " variant=paper" : " variant=later") : "");
     return g_strdup_printf("%s tensor parallelism, %" G_GINT64_FORMAT " GPUs (%s); model %s: "
                            "h=%" G_GINT64_FORMAT " a=%" G_GINT64_FORMAT " s=%" G_GINT64_FORMAT
                            " b=%" G_GINT64_FORMAT " ffn=%" G_GINT64_FORMAT " %s",
@@ -130,15 +130,14 @@ simpar_summary_to_text(const SimparSummary *s, const SimparModel *m, const Simpa
     g_autofree char *head = summary_plan_text(m, p);
     g_string_append_printf(out, "%s\nper GPU per layer (rank %u%s):\n", head, s->rank,
                            s->uniform ? "; every rank the same" : "; ranks differ");
-    g_string_append_printf(out, "  %-14s %-15s %-9s %6s %16s %16s\n", "axis", "collective",
-                           "phase", "calls", "elements", "bytes");
+    g_string_append_printf(out, "  %-14s %-15s %-9s %6s %16s %16s\n", "axis", "collective", "phase",
+                           "calls", "elements", "bytes");
     for (guint i = 0; i < s->rows->len; i++) {
         const SimparSummaryRow *r = &g_array_index(s->rows, SimparSummaryRow, i);
-        g_string_append_printf(out, "  %-14s %-15s %-9s %6u %16" G_GUINT64_FORMAT
-                               " %16" G_GUINT64_FORMAT "\n",
-                               r->axis, simpar_coll_kind_name(r->kind),
-                               simpar_phase_name(r->phase), r->calls, r->elems,
-                               r->elems * s->elem_size);
+        g_string_append_printf(
+            out, "  %-14s %-15s %-9s %6u %16" G_GUINT64_FORMAT " %16" G_GUINT64_FORMAT "\n",
+            r->axis, simpar_coll_kind_name(r->kind), simpar_phase_name(r->phase), r->calls,
+            r->elems, r->elems * s->elem_size);
     }
     for (guint ph = 0; ph < SIMPAR_N_PHASES; ph++)
         g_string_append_printf(out, "  %s: %u ops, %.6g GEMM GFLOP\n",
@@ -167,11 +166,16 @@ summary_json_plan(JsonBuilder *b, const SimparModel *m, const SimparPlan *p)
     json_builder_end_object(b);
     json_builder_set_member_name(b, "model");
     json_builder_begin_object(b);
+
     const struct {
         const char *k;
         gint64 v;
-    } f[] = {{"hidden", m->hidden}, {"heads", m->heads}, {"seq", m->seq},
-             {"micro_batch", m->micro_batch}, {"ffn", m->ffn}};
+    } f[] = {{"hidden", m->hidden},
+             {"heads", m->heads},
+             {"seq", m->seq},
+             {"micro_batch", m->micro_batch},
+             {"ffn", m->ffn}};
+
     json_builder_set_member_name(b, "name");
     json_builder_add_string_value(b, m->name);
     for (guint i = 0; i < G_N_ELEMENTS(f); i++) {

@@ -25,10 +25,10 @@ typedef struct {
 typedef struct {
     guint rank;
     guint elem_size;
-    GArray *rows;                    /* SimparSummaryRow, sorted by axis, kind, phase */
-    double flops[SIMPAR_N_PHASES];   /* GEMM flops of the rank */
-    guint n_ops[SIMPAR_N_PHASES];    /* ops of the rank */
-    gboolean uniform;                /* every rank has the same collective rows */
+    GArray *rows;                  /* SimparSummaryRow, sorted by axis, kind, phase */
+    double flops[SIMPAR_N_PHASES]; /* GEMM flops of the rank */
+    guint n_ops[SIMPAR_N_PHASES];  /* ops of the rank */
+    gboolean uniform;              /* every rank has the same collective rows */
 } SimparSummary;
 
 SimparSummary *simpar_summary_new(const SimparSchedule *sched, guint rank); /* (transfer full) */

@@ -107,8 +107,8 @@ tp1d_column_bwd(SimparLayerCtx *c, guint which, SimparView dy)
     if (sp)
         x = tp1d_gather(c, which, "all-gather-x-again", x, TRUE);
     guint dxp = simpar_layer_buffer(c, which, sp ? "dx-partial" : "dx", B * K);
-    SimparGemm gx = {.m = B, .n = K, .k = n, .trans_b = TRUE, .a = dy, .b = {c->lin[which].w, 0},
-                     .c = {dxp, 0}};
+    SimparGemm gx = {
+        .m = B, .n = K, .k = n, .trans_b = TRUE, .a = dy, .b = {c->lin[which].w, 0}, .c = {dxp, 0}};
     simpar_layer_gemm(c, which, "gemm-dx", &gx);
     SimparView dx = simpar_view(dxp, 0);
     if (sp) {
@@ -119,8 +119,8 @@ tp1d_column_bwd(SimparLayerCtx *c, guint which, SimparView dy)
         SimparColl ar = {SIMPAR_COLL_ALL_REDUCE, c->group[0], B * K, 0, dx, dx};
         simpar_layer_coll(c, which, "all-reduce-dx", &ar, TRUE);
     }
-    SimparGemm gw = {.m = K, .n = n, .k = B, .trans_a = TRUE, .a = x, .b = dy,
-                     .c = {c->lin[which].dw, 0}};
+    SimparGemm gw = {
+        .m = K, .n = n, .k = B, .trans_a = TRUE, .a = x, .b = dy, .c = {c->lin[which].dw, 0}};
     simpar_layer_gemm(c, which, "gemm-dw", &gw);
     return dx;
 }
@@ -134,10 +134,15 @@ tp1d_row_bwd(SimparLayerCtx *c, guint which, SimparView dy)
     if (c->plan->sequence_parallel)
         dy = tp1d_gather(c, which, "all-gather-dy", dy, FALSE);
     guint dx = simpar_layer_buffer(c, which, "dx", B * k);
-    SimparGemm gx = {.m = B, .n = k, .k = N, .trans_b = TRUE, .a = dy, .b = {c->lin[which].w, 0},
-                     .c = {dx, 0}};
+    SimparGemm gx = {
+        .m = B, .n = k, .k = N, .trans_b = TRUE, .a = dy, .b = {c->lin[which].w, 0}, .c = {dx, 0}};
     simpar_layer_gemm(c, which, "gemm-dx", &gx);
-    SimparGemm gw = {.m = k, .n = N, .k = B, .trans_a = TRUE, .a = c->lin[which].in, .b = dy,
+    SimparGemm gw = {.m = k,
+                     .n = N,
+                     .k = B,
+                     .trans_a = TRUE,
+                     .a = c->lin[which].in,
+                     .b = dy,
                      .c = {c->lin[which].dw, 0}};
     simpar_layer_gemm(c, which, "gemm-dw", &gw);
     return simpar_view(dx, 0);

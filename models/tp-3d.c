@@ -24,7 +24,13 @@
  */
 #include "tp-layer.h"
 
-enum { CUBE_WEIGHT, CUBE_INPUT, CUBE_OUTPUT, CUBE_IW, CUBE_OW };
+enum {
+    CUBE_WEIGHT,
+    CUBE_INPUT,
+    CUBE_OUTPUT,
+    CUBE_IW,
+    CUBE_OW
+};
 
 static SimparAxis
 tp3d_axis(const SimparPlan *plan, guint axis)
@@ -67,8 +73,8 @@ tp3d_setup(SimparLayerCtx *c)
     for (guint w = 0; w < SIMPAR_N_LINEARS; w++) {
         guint64 K = simpar_layer_linear_in(m, w), N = simpar_layer_linear_out(m, w);
         guint64 cin = tp3d_swapped(w) ? k : j, cout = tp3d_swapped(w) ? j : k;
-        g->weight[w] = (SimparBlock){cout * K / q + i * K / (q * q), K / (q * q), cin * N / q,
-                                     N / q};
+        g->weight[w] =
+            (SimparBlock){cout * K / q + i * K / (q * q), K / (q * q), cin * N / q, N / q};
         g->bias[w] = (SimparBlock){0, 1, cin * N / q, N / q};
         g->bias_group[w] = tp3d_swapped(w) ? c->group[CUBE_IW] : c->group[CUBE_OW];
     }
@@ -139,8 +145,7 @@ tp3d_linear_bwd(SimparLayerCtx *c, guint which, SimparView dy)
                                         simpar_view(l->w, 0), k / q * n)
                           : simpar_view(l->saved[1], 0);
     guint dxp = simpar_layer_buffer(c, which, "dx-partial", q * R * k);
-    SimparGemm gx = {.m = q * R, .n = k, .k = n, .trans_b = TRUE, .a = dyg, .b = wg,
-                     .c = {dxp, 0}};
+    SimparGemm gx = {.m = q * R, .n = k, .k = n, .trans_b = TRUE, .a = dyg, .b = wg, .c = {dxp, 0}};
     simpar_layer_gemm(c, which, "gemm-dx", &gx);
     guint dx = simpar_layer_buffer(c, which, "dx", R * k);
     tp3d_scatter(c, which, "reduce-scatter-dx", in, dxp, simpar_view(dx, 0), R * k, !paper);
@@ -149,8 +154,7 @@ tp3d_linear_bwd(SimparLayerCtx *c, guint which, SimparView dy)
     if (paper)
         dyg = tp3d_gather(c, which, "all-gather-dy-again", out, dy, R * n);
     guint dwp = simpar_layer_buffer(c, which, "dw-partial", k * n);
-    SimparGemm gw = {.m = k, .n = n, .k = q * R, .trans_a = TRUE, .a = xg, .b = dyg,
-                     .c = {dwp, 0}};
+    SimparGemm gw = {.m = k, .n = n, .k = q * R, .trans_a = TRUE, .a = xg, .b = dyg, .c = {dwp, 0}};
     simpar_layer_gemm(c, which, "gemm-dw", &gw);
     tp3d_scatter(c, which, "reduce-scatter-dw", c->group[CUBE_WEIGHT], dwp, simpar_view(l->dw, 0),
                  k / q * n, !paper);
@@ -169,7 +173,8 @@ simpar_tp3d_validate(const SimparModel *m, SimparPlan *plan, GError **error)
         return FALSE;
     }
     plan->q = q;
-    g_autofree char *w = g_strdup_printf("3-D weight shards are [k/q^2 x n/q] with q^2 = %u", q * q);
+    g_autofree char *w =
+        g_strdup_printf("3-D weight shards are [k/q^2 x n/q] with q^2 = %u", q * q);
     g_autofree char *b = g_strdup_printf("3-D splits the batch over q^2 = %u GPUs, each needing "
                                          "whole sequences",
                                          q * q);

@@ -35,18 +35,19 @@ simpar_view(guint buf, gsize off)
 static const char *
 layer_op_name(const SimparLayerCtx *c, guint which, const char *what)
 {
-    g_autofree char *s = g_strdup_printf(
-        "%s.%s%s%s", c->phase == SIMPAR_PHASE_FORWARD ? "fwd" : "bwd",
-        which < SIMPAR_N_LINEARS ? layer_linear_names[which] : "", which < SIMPAR_N_LINEARS ? "." : "",
-        what);
+    g_autofree char *s =
+        g_strdup_printf("%s.%s%s%s", c->phase == SIMPAR_PHASE_FORWARD ? "fwd" : "bwd",
+                        which < SIMPAR_N_LINEARS ? layer_linear_names[which] : "",
+                        which < SIMPAR_N_LINEARS ? "." : "", what);
     return g_intern_string(s);
 }
 
 guint
 simpar_layer_buffer(SimparLayerCtx *c, guint which, const char *what, gsize elems)
 {
-    g_autofree char *s = g_strdup_printf("%s%s%s", which < SIMPAR_N_LINEARS ? layer_linear_names[which] : "",
-                                         which < SIMPAR_N_LINEARS ? "." : "", what);
+    g_autofree char *s =
+        g_strdup_printf("%s%s%s", which < SIMPAR_N_LINEARS ? layer_linear_names[which] : "",
+                        which < SIMPAR_N_LINEARS ? "." : "", what);
     return simpar_schedule_add_buffer(c->sched, c->rank, s, elems);
 }
 
@@ -63,7 +64,8 @@ layer_derive_deps(SimparLayerCtx *c, guint idx)
     if (op->stream == 0) { /* wait for async ops touching our elements; then they are joined */
         for (guint i = 0; i < c->async->len;) {
             guint o = g_array_index(c->async, guint, i);
-            if (simpar_accesses_conflict(a, na, b, simpar_op_accesses(s, simpar_schedule_op(s, o), b))) {
+            if (simpar_accesses_conflict(a, na, b,
+                                         simpar_op_accesses(s, simpar_schedule_op(s, o), b))) {
                 simpar_schedule_add_dep(s, idx, o);
                 g_array_remove_index(c->async, i);
             } else {
@@ -72,7 +74,8 @@ layer_derive_deps(SimparLayerCtx *c, guint idx)
         }
         return;
     }
-    for (guint i = 0; i + 1 < n; i++) { /* an async op waits for the compute ops it conflicts with */
+    for (guint i = 0; i + 1 < n;
+         i++) { /* an async op waits for the compute ops it conflicts with */
         const SimparOp *other = simpar_schedule_op(s, ops[i]);
         if (other->stream != op->stream &&
             simpar_accesses_conflict(a, na, b, simpar_op_accesses(s, other, b)))
@@ -314,9 +317,15 @@ layer_attention(SimparLayerCtx *c, SimparView qkv, SimparView dctx, guint *probs
     const SimparLayerGeom *g = &c->geom;
     guint dh = c->model->hidden / c->model->heads, s = c->model->seq;
     gsize tokens = (gsize) g->nb * s;
-    SimparOp op = {.u.attn = {.nb = g->nb, .nh = g->nh, .s = s, .dh = dh,
-                              .causal = c->plan->causal, .p = c->plan->p_attn,
-                              .seed = c->plan->seed, .batch0 = g->batch0, .head0 = g->head0,
+    SimparOp op = {.u.attn = {.nb = g->nb,
+                              .nh = g->nh,
+                              .s = s,
+                              .dh = dh,
+                              .causal = c->plan->causal,
+                              .p = c->plan->p_attn,
+                              .seed = c->plan->seed,
+                              .batch0 = g->batch0,
+                              .head0 = g->head0,
                               .heads = c->model->heads}};
     guint out;
     if (dctx.buf == G_MAXUINT) {
@@ -378,8 +387,8 @@ layer_backward(SimparLayerCtx *c, LayerActs *a)
     c->phase = SIMPAR_PHASE_BACKWARD;
     SimparView dz2 = layer_dropout(c, SIMPAR_DROPOUT_FC2, "fc2.dropout-bwd", a->dy, TRUE);
     SimparView dg1 = layer_linear_bwd(c, SIMPAR_LIN_FC2, dz2);
-    SimparView dz1 = layer_elementwise(c, SIMPAR_OP_GELU_BWD, "gelu-bwd", inner,
-                                       c->geom.ffn_cols, dg1, a->z1);
+    SimparView dz1 =
+        layer_elementwise(c, SIMPAR_OP_GELU_BWD, "gelu-bwd", inner, c->geom.ffn_cols, dg1, a->z1);
     SimparView du2 = layer_linear_bwd(c, SIMPAR_LIN_FC1, dz1);
     SimparView dr1 = layer_ln_bwd(c, &a->ln[1], du2);
     dr1 = layer_elementwise(c, SIMPAR_OP_ADD, "residual1-bwd", res->rows, res->cols, dr1, a->dy);
@@ -443,8 +452,12 @@ simpar_layer_build(const SimparModel *model, const SimparPlan *plan, const Simpa
         layer_make_axis(sched, &ax, table + (gsize) a * plan->tp);
     }
     for (guint r = 0; r < plan->tp; r++) {
-        SimparLayerCtx c = {.sched = sched, .model = model, .plan = plan, .scheme = scheme,
-                            .rank = r, .comm = comm};
+        SimparLayerCtx c = {.sched = sched,
+                            .model = model,
+                            .plan = plan,
+                            .scheme = scheme,
+                            .rank = r,
+                            .comm = comm};
         c.async = g_array_new(FALSE, FALSE, sizeof(guint));
         for (guint a = 0; a < scheme->n_axes; a++)
             c.group[a] = table[(gsize) a * plan->tp + r];

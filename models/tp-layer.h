@@ -22,7 +22,13 @@
 #include "generators.h"
 G_BEGIN_DECLS
 
-enum { SIMPAR_LIN_QKV, SIMPAR_LIN_PROJ, SIMPAR_LIN_FC1, SIMPAR_LIN_FC2, SIMPAR_N_LINEARS };
+enum {
+    SIMPAR_LIN_QKV,
+    SIMPAR_LIN_PROJ,
+    SIMPAR_LIN_FC1,
+    SIMPAR_LIN_FC2,
+    SIMPAR_N_LINEARS
+};
 
 #define SIMPAR_NO_GROUP G_MAXUINT
 #define SIMPAR_MAX_AXES 6
@@ -32,13 +38,13 @@ typedef struct {
 } SimparBlock;
 
 typedef struct {
-    SimparBlock res;        /* residual stream: x, r1, y and the layer-norm inputs */
-    guint nb, nh;           /* attention: local sequences and heads */
-    guint64 batch0, head0;  /* global index of the first local sequence / head */
-    guint ffn_cols;         /* local columns of the fc1 output */
-    guint ln_group;         /* sums layer-norm statistics over the row, or SIMPAR_NO_GROUP */
-    gboolean ln_split;      /* two all-reduces (sums, sums of squares) instead of one */
-    guint ln_param_group;   /* sums gamma/beta gradients, or SIMPAR_NO_GROUP */
+    SimparBlock res;       /* residual stream: x, r1, y and the layer-norm inputs */
+    guint nb, nh;          /* attention: local sequences and heads */
+    guint64 batch0, head0; /* global index of the first local sequence / head */
+    guint ffn_cols;        /* local columns of the fc1 output */
+    guint ln_group;        /* sums layer-norm statistics over the row, or SIMPAR_NO_GROUP */
+    gboolean ln_split;     /* two all-reduces (sums, sums of squares) instead of one */
+    guint ln_param_group;  /* sums gamma/beta gradients, or SIMPAR_NO_GROUP */
     SimparBlock weight[SIMPAR_N_LINEARS]; /* local block of each weight [in x out] */
     SimparBlock bias[SIMPAR_N_LINEARS];   /* local block of each bias [1 x out] */
     guint bias_group[SIMPAR_N_LINEARS];   /* sums bias gradients, or SIMPAR_NO_GROUP */
@@ -59,8 +65,8 @@ typedef struct {
     guint rank;
     guint comm; /* the asynchronous communication stream */
     SimparPhase phase;
-    guint coord[3];                /* the scheme's coordinates of this rank */
-    guint group[SIMPAR_MAX_AXES];  /* the scheme's groups of this rank, by axis */
+    guint coord[3];               /* the scheme's coordinates of this rank */
+    guint group[SIMPAR_MAX_AXES]; /* the scheme's groups of this rank, by axis */
     SimparLayerGeom geom;
     SimparLinearState lin[SIMPAR_N_LINEARS];
     GArray *async; /* op indices of this rank on the comm stream */
@@ -92,8 +98,8 @@ void simpar_layer_gemm(SimparLayerCtx *c, guint which, const char *what, const S
 void simpar_layer_coll(SimparLayerCtx *c, guint which, const char *what, const SimparColl *coll,
                        gboolean async);
 SimparView simpar_view(guint buf, gsize off);
-gboolean simpar_layer_require_divisible(const char *flag, gint64 value, gint64 by,
-                                        const char *why, GError **error);
+gboolean simpar_layer_require_divisible(const char *flag, gint64 value, gint64 by, const char *why,
+                                        GError **error);
 guint simpar_layer_int_root(gint64 n, guint power);
 
 /* The generators (one file each) and the SUMMA core shared by 2-D and 2.5-D (tp-summa.c). */

@@ -21,7 +21,12 @@
  */
 #include "tp-layer.h"
 
-enum { SUMMA_ROW, SUMMA_COL, SUMMA_DEP, SUMMA_XZ };
+enum {
+    SUMMA_ROW,
+    SUMMA_COL,
+    SUMMA_DEP,
+    SUMMA_XZ
+};
 
 static guint
 summa_depth(const SimparPlan *plan)
@@ -70,11 +75,11 @@ simpar_summa_setup(SimparLayerCtx *c)
 
 /* Broadcast `count` elements from the member with coordinate t of `axis` into `recv`. */
 static void
-summa_bcast(SimparLayerCtx *c, guint which, const char *what, guint axis, guint t,
-            SimparView mine, guint recv, gsize count)
+summa_bcast(SimparLayerCtx *c, guint which, const char *what, guint axis, guint t, SimparView mine,
+            guint recv, gsize count)
 {
     gboolean root = c->coord[axis == SUMMA_ROW ? 0 : 1] == t;
-    SimparColl b = {SIMPAR_COLL_BROADCAST, c->group[axis], count, t,
+    SimparColl b = {SIMPAR_COLL_BROADCAST,        c->group[axis],      count, t,
                     root ? mine : SIMPAR_NO_VIEW, simpar_view(recv, 0)};
     simpar_layer_coll(c, which, what, &b, FALSE);
 }
@@ -84,7 +89,11 @@ summa_reduce(SimparLayerCtx *c, guint which, const char *what, guint axis, guint
              SimparView result, gsize count)
 {
     gboolean root = c->coord[axis == SUMMA_ROW ? 0 : 1] == t;
-    SimparColl r = {SIMPAR_COLL_REDUCE, c->group[axis], count, t, simpar_view(send, 0),
+    SimparColl r = {SIMPAR_COLL_REDUCE,
+                    c->group[axis],
+                    count,
+                    t,
+                    simpar_view(send, 0),
                     root ? result : SIMPAR_NO_VIEW};
     simpar_layer_coll(c, which, what, &r, FALSE);
 }
@@ -102,8 +111,8 @@ simpar_summa_linear_fwd(SimparLayerCtx *c, guint which, SimparView x)
         summa_bcast(c, which, "broadcast-x", SUMMA_ROW, t, x, xt, R * k);
         summa_bcast(c, which, "broadcast-w", SUMMA_COL, t, simpar_view(c->lin[which].w, 0), wt,
                     k * n);
-        SimparGemm g = {.m = R, .n = n, .k = k, .accumulate = t > 0, .a = {xt, 0}, .b = {wt, 0},
-                        .c = {y, 0}};
+        SimparGemm g = {
+            .m = R, .n = n, .k = k, .accumulate = t > 0, .a = {xt, 0}, .b = {wt, 0}, .c = {y, 0}};
         simpar_layer_gemm(c, which, "gemm", &g);
     }
     return simpar_view(y, 0);
@@ -123,21 +132,21 @@ simpar_summa_linear_bwd(SimparLayerCtx *c, guint which, SimparView dy)
     guint cw = simpar_layer_buffer(c, which, "summa-dw-part", k * n);
     for (guint t = 0; t < q; t++) {
         summa_bcast(c, which, "broadcast-w", SUMMA_COL, t, simpar_view(l->w, 0), wt, k * n);
-        SimparGemm g = {.m = R, .n = k, .k = n, .trans_b = TRUE, .a = dy, .b = {wt, 0},
-                        .c = {cx, 0}};
+        SimparGemm g = {
+            .m = R, .n = k, .k = n, .trans_b = TRUE, .a = dy, .b = {wt, 0}, .c = {cx, 0}};
         simpar_layer_gemm(c, which, "gemm-dx", &g);
         summa_reduce(c, which, "reduce-dx", SUMMA_ROW, t, cx, simpar_view(dx, 0), R * k);
     }
     for (guint t = 0; t < q; t++) {
         summa_bcast(c, which, "broadcast-x", SUMMA_ROW, t, l->in, xt, R * k);
-        SimparGemm g = {.m = k, .n = n, .k = R, .trans_a = TRUE, .a = {xt, 0}, .b = dy,
-                        .c = {cw, 0}};
+        SimparGemm g = {
+            .m = k, .n = n, .k = R, .trans_a = TRUE, .a = {xt, 0}, .b = dy, .c = {cw, 0}};
         simpar_layer_gemm(c, which, "gemm-dw", &g);
         summa_reduce(c, which, "reduce-dw", SUMMA_COL, t, cw, simpar_view(l->dw, 0), k * n);
     }
     if (summa_depth(c->plan) > 1) {
-        SimparColl ar = {SIMPAR_COLL_ALL_REDUCE, c->group[SUMMA_DEP], k * n, 0, {l->dw, 0},
-                         {l->dw, 0}};
+        SimparColl ar = {
+            SIMPAR_COLL_ALL_REDUCE, c->group[SUMMA_DEP], k * n, 0, {l->dw, 0}, {l->dw, 0}};
         simpar_layer_coll(c, which, "all-reduce-dw-depth", &ar, FALSE);
     }
     return simpar_view(dx, 0);

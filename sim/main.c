@@ -1,1 +1,37 @@
-int main(void){return 0;}
+/* main.c - the simpar command line: dispatch, and the only place that prints an error. */
+#include "cli.h"
+#include <locale.h>
+#include <stdio.h>
+
+static const struct {
+    const char *name;
+    gboolean (*run)(int argc, char **argv, GError **error);
+} commands[] = {
+    {"schedule", simpar_cmd_schedule},
+};
+
+int
+main(int argc, char **argv)
+{
+    setlocale(LC_ALL, "C");
+    g_autoptr(GError) error = NULL;
+    gboolean ok = FALSE, found = FALSE;
+    for (guint i = 0; argc > 1 && i < G_N_ELEMENTS(commands); i++) {
+        if (g_str_equal(argv[1], commands[i].name)) {
+            found = TRUE;
+            argv[1] = argv[0]; /* the command sees "simpar" followed by its options */
+            ok = commands[i].run(argc - 1, argv + 1, &error);
+        }
+    }
+    if (!found && argc > 1 && argv[1][0] != '-') {
+        g_set_error(&error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "simpar: unknown command '%s' (valid: schedule; or --topology FILE)", argv[1]);
+    } else if (!found) {
+        ok = simpar_cmd_predict(argc, argv, &error);
+    }
+    if (!ok) {
+        fprintf(stderr, "%s\n", error->message);
+        return error->domain == SIMPAR_CLI_ERROR || error->domain == G_OPTION_ERROR ? 2 : 1;
+    }
+    return 0;
+}

@@ -10,6 +10,7 @@
  */
 #include "host.h"
 #include "schedule.h"
+#include "simpar-test.h"
 #include <CUnit/Basic.h>
 #include <math.h>
 #include <stdio.h>
@@ -378,6 +379,28 @@ enum {
     LN_N
 };
 
+/* The textbook layer norm of each row of x: mean, variance over the row, then scale and shift. */
+static void
+host_test_ln_check(double *t[LN_N], guint rows, guint cols)
+{
+    for (guint r = 0; r < rows; r++) {
+        const double *x = t[LN_X] + r * cols;
+        double mean = 0.0, var = 0.0;
+        for (guint c = 0; c < cols; c++)
+            mean += x[c] / cols;
+        for (guint c = 0; c < cols; c++)
+            var += (x[c] - mean) * (x[c] - mean) / cols;
+        double rstd = 1.0 / sqrt(var + 1e-5);
+        host_test_close("rstd", r, t[LN_RSTD][r], rstd, 1e-12);
+        for (guint c = 0; c < cols; c++) {
+            double xhat = (x[c] - mean) * rstd;
+            host_test_close("xhat", r * cols + c, t[LN_XHAT][r * cols + c], xhat, 1e-12);
+            host_test_close("y", r * cols + c, t[LN_Y][r * cols + c],
+                            xhat * t[LN_G][c] + t[LN_B][c], 1e-12);
+        }
+    }
+}
+
 static void
 test_layer_norm(void)
 {
@@ -406,21 +429,7 @@ test_layer_norm(void)
     for (guint i = 0; i < LN_N; i++)
         t[i] = simpar_host_buffer(host, b[i]);
     host_test_run(sched, host);
-    for (guint r = 0; r < rows; r++) {
-        double mean = 0.0, var = 0.0;
-        for (guint c = 0; c < cols; c++)
-            mean += t[LN_X][r * cols + c] / cols;
-        for (guint c = 0; c < cols; c++)
-            var += (t[LN_X][r * cols + c] - mean) * (t[LN_X][r * cols + c] - mean) / cols;
-        double rstd = 1.0 / sqrt(var + 1e-5);
-        host_test_close("rstd", r, t[LN_RSTD][r], rstd, 1e-12);
-        for (guint c = 0; c < cols; c++) {
-            double xhat = (t[LN_X][r * cols + c] - mean) * rstd;
-            host_test_close("xhat", r * cols + c, t[LN_XHAT][r * cols + c], xhat, 1e-12);
-            host_test_close("y", r * cols + c, t[LN_Y][r * cols + c],
-                            xhat * t[LN_G][c] + t[LN_B][c], 1e-12);
-        }
-    }
+    host_test_ln_check(t, rows, cols);
 }
 
 /* GELU at x + h and x - h, and GELU_BWD at x: dx must be dy times the central difference. */
@@ -812,15 +821,5 @@ main(int argc, char **argv)
     if (argc > 1)
         host_test_seed = g_ascii_strtoull(argv[1], NULL, 10);
     printf("test-host: seed %" G_GUINT64_FORMAT "\n", host_test_seed);
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 99;
-    if (CU_register_suites(host_suites) != CUE_SUCCESS) {
-        CU_cleanup_registry();
-        return 99;
-    }
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    int failed = CU_get_number_of_failures() != 0;
-    CU_cleanup_registry();
-    return failed;
+    return simpar_test_main(host_suites);
 }

@@ -99,8 +99,8 @@ layers_compare(const SimparSchedule *sched, SimparHost *host, const RefShape *sh
 static void
 layers_run(const LayerCase *lc, gboolean causal, double p)
 {
-    SimparModel m = {"test", layers_h, layers_a, layers_s, lc->b, 1, layers_f, 64,
-                     SIMPAR_DTYPE_FP64};
+    SimparModel m = {"test", layers_h, layers_a, layers_s,         lc->b,
+                     1,      layers_f, 64,       SIMPAR_DTYPE_FP64};
     SimparPlan plan;
     simpar_plan_init(&plan);
     plan.mode = lc->mode, plan.tp = lc->tp, plan.depth = lc->depth;
@@ -113,14 +113,14 @@ layers_run(const LayerCase *lc, gboolean causal, double p)
     if (error != NULL)
         printf("\n    %s", error->message);
 
-    RefShape shape = {lc->b, layers_s, layers_h, layers_a, layers_f, causal, plan.eps, p, p,
-                      layers_seed};
+    RefShape shape = {lc->b,  layers_s, layers_h, layers_a, layers_f,
+                      causal, plan.eps, p,        p,        layers_seed};
     g_autoptr(GRand) rng = g_rand_new_with_seed(layers_seed);
     double *t[REF_N_TENSORS];
     for (guint i = 0; i < REF_N_TENSORS; i++) {
         guint64 rows, cols;
         ref_tensor_shape(&shape, (RefTensor) i, &rows, &cols);
-        t[i] = g_new0(double, rows * cols);
+        t[i] = g_new0(double, rows *cols);
         if (i < REF_N_INPUTS)
             ref_fill_random(t[i], rows * cols, rng);
     }
