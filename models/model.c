@@ -72,6 +72,7 @@ simpar_dtype_name(SimparDtype dtype)
 gboolean
 simpar_dtype_parse(const char *name, SimparDtype *out, GError **error)
 {
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     for (guint i = 0; i < G_N_ELEMENTS(dtype_names); i++) {
         if (g_strcmp0(name, dtype_names[i]) == 0) {
             *out = (SimparDtype) i;
@@ -115,6 +116,24 @@ model_read_int(JsonObject *obj, const char *path, const char *key, gint64 *out, 
     return TRUE;
 }
 
+/* A string member, or `fallback` when absent; anything but a string is an error. */
+static gboolean
+model_read_string(JsonObject *obj, const char *path, const char *key, const char *fallback,
+                  const char **out, GError **error)
+{
+    JsonNode *node = json_object_get_member(obj, key);
+    *out = fallback;
+    if (node == NULL)
+        return TRUE;
+    if (!JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_STRING) {
+        g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_PARSE,
+                    "%s: \"%s\" must be a string", path, key);
+        return FALSE;
+    }
+    *out = json_node_get_string(node);
+    return TRUE;
+}
+
 static gboolean
 model_check_keys(JsonObject *obj, const char *path, GError **error)
 {
@@ -141,18 +160,21 @@ model_read_object(JsonObject *obj, const char *path, SimparModel *m, GError **er
 {
     if (!model_check_keys(obj, path, error))
         return FALSE;
-    const char *base = json_object_get_string_member_with_default(obj, "base", "tiny");
+    const char *base, *name, *dtype;
+    if (!model_read_string(obj, path, "base", "tiny", &base, error) ||
+        !model_read_string(obj, path, "name", path, &name, error) ||
+        !model_read_string(obj, path, "dtype", NULL, &dtype, error))
+        return FALSE;
     if (!simpar_model_preset(base, m, error)) {
         g_prefix_error(error, "%s: \"base\": ", path);
         return FALSE;
     }
-    m->name = g_intern_string(json_object_get_string_member_with_default(obj, "name", path));
+    m->name = g_intern_string(name);
     for (guint i = 0; i < G_N_ELEMENTS(model_fields); i++) {
         gint64 *field = G_STRUCT_MEMBER_P(m, model_fields[i].offset);
         if (!model_read_int(obj, path, model_fields[i].key, field, error))
             return FALSE;
     }
-    const char *dtype = json_object_get_string_member_with_default(obj, "dtype", NULL);
     if (dtype != NULL && !simpar_dtype_parse(dtype, &m->dtype, error)) {
         g_prefix_error(error, "%s: \"dtype\": ", path);
         return FALSE;
@@ -167,10 +189,8 @@ simpar_model_load_json(const char *path, SimparModel *out, GError **error)
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     g_autoptr(JsonParser) parser = json_parser_new();
-    if (!json_parser_load_from_file(parser, path, error)) {
-        g_prefix_error(error, "%s: ", path);
+    if (!json_parser_load_from_file(parser, path, error)) /* its message names the file */
         return FALSE;
-    }
     JsonNode *root = json_parser_get_root(parser);
     if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
         g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_PARSE,

@@ -142,6 +142,19 @@ static gboolean
 check_bounds(const SimparSchedule *sched, guint i, GError **error)
 {
     const SimparOp *op = simpar_schedule_op(sched, i);
+    if (op->kind == SIMPAR_OP_COLLECTIVE && op->u.coll.group >= simpar_schedule_n_groups(sched)) {
+        g_set_error(error, SIMPAR_SCHEDULE_ERROR, SIMPAR_SCHEDULE_ERROR_MISMATCH,
+                    "op %u '%s' on rank %u names group %u, which does not exist", i, op->name,
+                    op->rank, op->u.coll.group);
+        return FALSE;
+    }
+    if ((op->kind == SIMPAR_OP_SEND || op->kind == SIMPAR_OP_RECV) &&
+        op->u.p2p.peer >= simpar_schedule_n_ranks(sched)) {
+        g_set_error(error, SIMPAR_SCHEDULE_ERROR, SIMPAR_SCHEDULE_ERROR_UNMATCHED,
+                    "op %u '%s' on rank %u names peer rank %u, which does not exist", i, op->name,
+                    op->rank, op->u.p2p.peer);
+        return FALSE;
+    }
     SimparAccess acc[SIMPAR_MAX_ACCESSES];
     guint n = simpar_op_accesses(sched, op, acc);
     for (guint a = 0; a < n; a++) {
@@ -479,20 +492,20 @@ hazard_rank(const SimparSchedule *sched, guint rank, GError **error)
     for (guint p = 0; p < n; p++) {
         const SimparOp *op = simpar_schedule_op(sched, ops[p]);
         g_hash_table_insert(pos, GUINT_TO_POINTER(ops[p]), GUINT_TO_POINTER(p));
-        guint preds[65], np = 0;
-        if (last[op->stream] != G_MAXUINT)
-            preds[np++] = last[op->stream];
-        last[op->stream] = p;
-        const guint *deps = simpar_schedule_deps(sched, op);
-        for (guint d = 0; d < op->n_deps && np < 65; d++)
-            preds[np++] = GPOINTER_TO_UINT(g_hash_table_lookup(pos, GUINT_TO_POINTER(deps[d])));
         guint64 *bp = before + (gsize) p * words;
-        for (guint i = 0; i < np; i++) {
-            const guint64 *bq = before + (gsize) preds[i] * words;
+        const guint *deps = simpar_schedule_deps(sched, op);
+        for (guint d = 0; d <= op->n_deps; d++) { /* the stream predecessor, then every dep */
+            guint q = d == op->n_deps
+                          ? last[op->stream]
+                          : GPOINTER_TO_UINT(g_hash_table_lookup(pos, GUINT_TO_POINTER(deps[d])));
+            if (q == G_MAXUINT)
+                continue;
+            const guint64 *bq = before + (gsize) q * words;
             for (guint w = 0; w < words; w++)
                 bp[w] |= bq[w];
-            bp[preds[i] / 64] |= G_GUINT64_CONSTANT(1) << (preds[i] % 64);
+            bp[q / 64] |= G_GUINT64_CONSTANT(1) << (q % 64);
         }
+        last[op->stream] = p;
         SimparAccess a[SIMPAR_MAX_ACCESSES], b[SIMPAR_MAX_ACCESSES];
         guint na = simpar_op_accesses(sched, op, a);
         for (guint q = 0; q < p; q++) {

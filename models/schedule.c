@@ -235,6 +235,7 @@ gsize
 simpar_op_coll_elems(const SimparSchedule *sched, const SimparOp *op)
 {
     g_return_val_if_fail(op->kind == SIMPAR_OP_COLLECTIVE, 0);
+    g_return_val_if_fail(op->u.coll.group < simpar_schedule_n_groups(sched), 0);
     const SimparColl *c = &op->u.coll;
     guint size = simpar_schedule_group(sched, c->group)->size;
     switch (c->kind) {

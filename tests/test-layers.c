@@ -61,7 +61,7 @@ layers_compare(const SimparSchedule *sched, SimparHost *host, const RefShape *sh
     guint n;
     const SimparShard *sh = simpar_schedule_shards(sched, &n);
     double worst = 0;
-    g_autofree gboolean *covered[REF_N_TENSORS] = {0};
+    gboolean *covered[REF_N_TENSORS] = {0};
     for (guint i = 0; i < n; i++) {
         if (sh[i].role != SIMPAR_SHARD_OUTPUT)
             continue;
@@ -93,6 +93,8 @@ layers_compare(const SimparSchedule *sched, SimparHost *host, const RefShape *sh
                    ref_tensor_name((RefTensor) id), covered[id] ? missing : rows * cols);
         CU_ASSERT(covered[id] != NULL && missing == 0);
     }
+    for (guint id = 0; id < REF_N_TENSORS; id++)
+        g_free(covered[id]);
     return worst;
 }
 

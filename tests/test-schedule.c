@@ -72,7 +72,7 @@ add_kernel(SimparSchedule *s, SimparOpKind kind, guint rank, guint stream, const
  * asserting that the structural check passes) and expects a failure with `code` whose message
  * contains every string of the NULL-terminated list. */
 static void G_GNUC_NULL_TERMINATED
-expect_failure(const SimparSchedule *s, gboolean hazards, SimparScheduleError code, ...)
+expect_failure(const SimparSchedule *s, gboolean hazards, gint code, ...)
 {
     g_autoptr(GError) error = NULL;
     gboolean ok;
@@ -88,7 +88,7 @@ expect_failure(const SimparSchedule *s, gboolean hazards, SimparScheduleError co
     CU_ASSERT_FALSE(ok);
     CU_ASSERT_PTR_NOT_NULL_FATAL(error);
     printf("\n    %s ", error->message);
-    CU_ASSERT_TRUE(g_error_matches(error, SIMPAR_SCHEDULE_ERROR, (gint) code));
+    CU_ASSERT_TRUE(g_error_matches(error, SIMPAR_SCHEDULE_ERROR, code));
     va_list ap;
     va_start(ap, code);
     for (const char *needle = va_arg(ap, const char *); needle != NULL;
@@ -125,6 +125,16 @@ pair_new(guint *group)
 }
 
 /* ----- deadlocks ----- */
+
+static void
+test_a_group_that_does_not_exist_is_refused(void)
+{
+    guint g;
+    g_autoptr(SimparSchedule) s = pair_new(&g);
+    add_all_reduce(s, 0, 0, "ar.nowhere", g + 5, 8, SIMPAR_NO_VIEW);
+    expect_failure(s, FALSE, SIMPAR_SCHEDULE_ERROR_MISMATCH, "rank 0", "'ar.nowhere'",
+                   "does not exist", NULL);
+}
 
 static void
 test_crossed_group_order_deadlocks(void)
@@ -241,8 +251,8 @@ test_a_member_making_fewer_calls_is_a_mismatch(void)
     add_all_reduce(s, 0, 0, "ar.first", g, 16, at(0, 0));
     add_all_reduce(s, 0, 0, "ar.second", g, 16, at(0, 16));
     add_all_reduce(s, 1, 0, "ar.first", g, 16, at(1, 0));
-    expect_failure(s, FALSE, SIMPAR_SCHEDULE_ERROR_MISMATCH, "rank 0 makes 2",
-                   "rank 1 makes 1", NULL);
+    expect_failure(s, FALSE, SIMPAR_SCHEDULE_ERROR_MISMATCH, "rank 0 makes 2", "rank 1 makes 1",
+                   NULL);
 }
 
 static void
@@ -263,8 +273,7 @@ test_a_root_outside_the_group_is_a_mismatch(void)
     g_autoptr(SimparSchedule) s = pair_new(&g);
     for (guint r = 0; r < 2; r++)
         add_coll(s, r, 0, "reduce", SIMPAR_COLL_REDUCE, g, 8, 2, at(r, 0), at(r, 8));
-    expect_failure(s, FALSE, SIMPAR_SCHEDULE_ERROR_MISMATCH, "'reduce'", "rank 0", "root 2",
-                   NULL);
+    expect_failure(s, FALSE, SIMPAR_SCHEDULE_ERROR_MISMATCH, "'reduce'", "rank 0", "root 2", NULL);
 }
 
 /* ----- send/recv matching ----- */
@@ -331,8 +340,8 @@ test_a_gemm_output_past_the_end_is_out_of_bounds(void)
     guint b = simpar_schedule_add_buffer(s, 0, "b", 12);
     guint c = simpar_schedule_add_buffer(s, 0, "c", 15); /* needs 4 x 4 = 16 */
     add_gemm(s, 0, 0, "fwd.gemm", 4, 4, 3, at(a, 0), at(b, 0), at(c, 0));
-    expect_failure(s, FALSE, SIMPAR_SCHEDULE_ERROR_BOUNDS, "'fwd.gemm'", "rank 0", "[0, 16)",
-                   "'c'", "holds 15", NULL);
+    expect_failure(s, FALSE, SIMPAR_SCHEDULE_ERROR_BOUNDS, "'fwd.gemm'", "rank 0", "[0, 16)", "'c'",
+                   "holds 15", NULL);
 }
 
 static void
@@ -362,8 +371,8 @@ test_a_buffer_of_another_rank_is_out_of_bounds(void)
     guint g;
     g_autoptr(SimparSchedule) s = pair_new(&g); /* buffer 1 belongs to rank 1 */
     add_kernel(s, SIMPAR_OP_GELU, 0, 0, "fwd.gelu", 2, 4, at(0, 0), SIMPAR_NO_VIEW, at(1, 0));
-    expect_failure(s, FALSE, SIMPAR_SCHEDULE_ERROR_BOUNDS, "'fwd.gelu'", "on rank 0",
-                   "of rank 1", NULL);
+    expect_failure(s, FALSE, SIMPAR_SCHEDULE_ERROR_BOUNDS, "'fwd.gelu'", "on rank 0", "of rank 1",
+                   NULL);
 }
 
 static void
@@ -387,8 +396,8 @@ test_an_all_gather_output_sized_for_one_member_is_out_of_bounds(void)
         guint out = simpar_schedule_add_buffer(s, r, "out", r == 0 ? 8 : 16);
         add_coll(s, r, 0, "ag", SIMPAR_COLL_ALL_GATHER, g, 4, 0, at(in, 0), at(out, 0));
     }
-    expect_failure(s, FALSE, SIMPAR_SCHEDULE_ERROR_BOUNDS, "'ag'", "rank 0", "[0, 16)",
-                   "holds 8", NULL);
+    expect_failure(s, FALSE, SIMPAR_SCHEDULE_ERROR_BOUNDS, "'ag'", "rank 0", "[0, 16)", "holds 8",
+                   NULL);
 }
 
 /* ----- hazards across streams ----- */
@@ -483,8 +492,7 @@ test_two_readers_on_different_streams_are_no_hazard(void)
     guint y = simpar_schedule_add_buffer(s, 0, "y", 16);
     guint z = simpar_schedule_add_buffer(s, 0, "z", 16);
     add_kernel(s, SIMPAR_OP_GELU, 0, 0, "gelu", 4, 4, at(x, 0), SIMPAR_NO_VIEW, at(y, 0));
-    add_kernel(s, SIMPAR_OP_GELU, 0, comm, "gelu.copy", 4, 4, at(x, 0), SIMPAR_NO_VIEW,
-               at(z, 0));
+    add_kernel(s, SIMPAR_OP_GELU, 0, comm, "gelu.copy", 4, 4, at(x, 0), SIMPAR_NO_VIEW, at(z, 0));
     expect_valid(s);
 }
 
@@ -528,8 +536,8 @@ test_a_dep_orders_everything_before_its_target_on_that_stream(void)
     guint c = simpar_schedule_add_buffer(s, 0, "c", 16);
     guint y = simpar_schedule_add_buffer(s, 0, "y", 12);
     add_gemm(s, 0, 0, "gemm", 4, 4, 3, at(a, 0), at(b, 0), at(c, 0));
-    guint gelu = add_kernel(s, SIMPAR_OP_GELU, 0, 0, "gelu", 3, 4, at(a, 0), SIMPAR_NO_VIEW,
-                            at(y, 0));
+    guint gelu =
+        add_kernel(s, SIMPAR_OP_GELU, 0, 0, "gelu", 3, 4, at(a, 0), SIMPAR_NO_VIEW, at(y, 0));
     guint ar = add_all_reduce(s, 0, comm, "ar.c", g, 16, at(c, 0));
     simpar_schedule_add_dep(s, ar, gelu);
     expect_valid(s);
@@ -560,8 +568,8 @@ test_a_well_formed_grid_schedule_passes_both_checks(void)
         guint peer = r ^ 1;
         add_kernel(s, SIMPAR_OP_GELU, r, 0, "gelu", 4, 4, at(x, 0), SIMPAR_NO_VIEW, at(z, 0));
         add_all_reduce(s, r, 0, "ar.row", row[r / 2], 16, at(z, 0));
-        guint ag = add_coll(s, r, 0, "ag.col", SIMPAR_COLL_ALL_GATHER, col[r % 2], 16, 0,
-                            at(z, 0), at(y, 0));
+        guint ag = add_coll(s, r, 0, "ag.col", SIMPAR_COLL_ALL_GATHER, col[r % 2], 16, 0, at(z, 0),
+                            at(y, 0));
         guint first, last;
         if (r < peer) {
             first = add_p2p(s, SIMPAR_OP_SEND, r, comm, "send.x", peer, 0, 16, at(x, 0));
@@ -597,9 +605,9 @@ test_full_buffer_elements_of_each_collective_kind_on_four_ranks(void)
     guint g = simpar_schedule_add_group(s, "tp", all, 4);
     const gsize count = 5;
     const gsize want[SIMPAR_N_COLL_KINDS] = {
-        [SIMPAR_COLL_ALL_REDUCE] = 5, [SIMPAR_COLL_ALL_GATHER] = 20,
+        [SIMPAR_COLL_ALL_REDUCE] = 5,      [SIMPAR_COLL_ALL_GATHER] = 20,
         [SIMPAR_COLL_REDUCE_SCATTER] = 20, [SIMPAR_COLL_BROADCAST] = 5,
-        [SIMPAR_COLL_REDUCE] = 5, [SIMPAR_COLL_ALL_TO_ALL] = 20,
+        [SIMPAR_COLL_REDUCE] = 5,          [SIMPAR_COLL_ALL_TO_ALL] = 20,
     };
     for (guint k = 0; k < SIMPAR_N_COLL_KINDS; k++) {
         SimparOp op = {.kind = SIMPAR_OP_COLLECTIVE, .rank = 0, .name = "c"};
@@ -743,6 +751,8 @@ static CU_TestInfo matching_tests[] = {
 };
 
 static CU_TestInfo bounds_tests[] = {
+    {"a collective on a group that does not exist is refused",
+     test_a_group_that_does_not_exist_is_refused},
     {"a GEMM output one element too small is out of bounds",
      test_a_gemm_output_past_the_end_is_out_of_bounds},
     {"a view whose offset runs past the end is out of bounds",
@@ -767,7 +777,8 @@ static CU_TestInfo hazard_tests[] = {
     {"a dep on the reader removes the write-after-read hazard",
      test_a_dep_on_the_reader_removes_the_write_after_read_hazard},
     {"ops on one stream need no dep", test_ops_on_one_stream_need_no_dep},
-    {"two readers on different streams are no hazard", test_two_readers_on_different_streams_are_no_hazard},
+    {"two readers on different streams are no hazard",
+     test_two_readers_on_different_streams_are_no_hazard},
     {"writers of adjacent ranges of one buffer are no hazard",
      test_adjacent_ranges_of_one_buffer_are_no_hazard},
     {"writers of ranges sharing one element are a hazard",
