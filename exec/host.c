@@ -140,154 +140,6 @@ simpar_host_view(SimparHost *host, SimparView view)
     return host->bufs[view.buf] + view.off; /* (transfer none) */
 }
 
-/* ---- checks before the run ---------------------------------------------------------------- */
-
-static gboolean
-host_check_access(SimparHost *host, const SimparOp *op, const SimparHostAccess *acc, GError **error)
-{
-    guint buf = acc->view.buf;
-    if (buf == G_MAXUINT) {
-        g_set_error(error, SIMPAR_HOST_ERROR, SIMPAR_HOST_ERROR_BOUNDS,
-                    "op '%s' (rank %u): %s has no buffer but covers %" G_GSIZE_FORMAT " elements",
-                    op->name, op->rank, acc->what, acc->elems);
-        return FALSE;
-    }
-    if (buf >= host->n_buffers) {
-        g_set_error(error, SIMPAR_HOST_ERROR, SIMPAR_HOST_ERROR_BOUNDS,
-                    "op '%s' (rank %u): %s names buffer %u, but the schedule has %u buffers",
-                    op->name, op->rank, acc->what, buf, host->n_buffers);
-        return FALSE;
-    }
-    const SimparBuffer *b = simpar_schedule_buffer(host->sched, buf);
-    if (b->rank != op->rank) {
-        g_set_error(error, SIMPAR_HOST_ERROR, SIMPAR_HOST_ERROR_BOUNDS,
-                    "op '%s' (rank %u): %s is in buffer '%s' of rank %u", op->name, op->rank,
-                    acc->what, b->name, b->rank);
-        return FALSE;
-    }
-    if (acc->view.off > b->elems || acc->elems > b->elems - acc->view.off) {
-        g_set_error(error, SIMPAR_HOST_ERROR, SIMPAR_HOST_ERROR_BOUNDS,
-                    "op '%s' (rank %u): %s [%" G_GSIZE_FORMAT ", +%" G_GSIZE_FORMAT
-                    ") lies outside buffer '%s' (%" G_GSIZE_FORMAT " elements)",
-                    op->name, op->rank, acc->what, acc->view.off, acc->elems, b->name, b->elems);
-        return FALSE;
-    }
-    return TRUE;
-}
-
-/* Elements a member sends and receives in a collective (see schedule.h for NCCL counts). */
-static void
-host_coll_sizes(const SimparColl *c, guint size, gboolean root, gsize *send, gsize *recv)
-{
-    gsize all = exec_mul(size, c->count);
-    switch (c->kind) {
-    case SIMPAR_COLL_ALL_GATHER:
-        *send = c->count, *recv = all;
-        break;
-    case SIMPAR_COLL_REDUCE_SCATTER:
-        *send = all, *recv = c->count;
-        break;
-    case SIMPAR_COLL_ALL_TO_ALL:
-        *send = all, *recv = all;
-        break;
-    case SIMPAR_COLL_BROADCAST: /* only the root's send is read */
-        *send = root ? c->count : 0, *recv = c->count;
-        break;
-    case SIMPAR_COLL_REDUCE: /* only the root's recv is written */
-        *send = c->count, *recv = root ? c->count : 0;
-        break;
-    default:
-        *send = c->count, *recv = c->count;
-    }
-}
-
-static gboolean
-host_check_coll(SimparHost *host, const SimparOp *op, SimparHostAccess *acc, guint *n,
-                GError **error)
-{
-    const SimparColl *c = &op->u.coll;
-    guint index =
-        c->group < host->n_groups ? simpar_group_index(host->sched, c->group, op->rank) : G_MAXUINT;
-    const char *why = NULL;
-    if (c->kind >= SIMPAR_N_COLL_KINDS)
-        why = "unknown collective kind";
-    else if (index == G_MAXUINT)
-        why = "the rank is not a member of the op's group";
-    else if ((c->kind == SIMPAR_COLL_BROADCAST || c->kind == SIMPAR_COLL_REDUCE) &&
-             c->root >= host->groups[c->group].size)
-        why = "root is not a group index";
-    if (why != NULL) {
-        g_set_error(error, SIMPAR_HOST_ERROR, SIMPAR_HOST_ERROR_INVALID,
-                    "op '%s' (rank %u): %s (group %u, root %u)", op->name, op->rank, why, c->group,
-                    c->root);
-        return FALSE;
-    }
-    gsize send, recv;
-    host_coll_sizes(c, host->groups[c->group].size, index == c->root, &send, &recv);
-    acc[0] = (SimparHostAccess){c->send, send, "send"};
-    acc[1] = (SimparHostAccess){c->recv, recv, "recv"};
-    *n = 2;
-    return TRUE;
-}
-
-static gboolean
-host_check_p2p(SimparHost *host, const SimparOp *op, SimparHostAccess *acc, guint *n,
-               GError **error)
-{
-    const SimparP2p *p = &op->u.p2p;
-    if (p->peer >= host->n_ranks) {
-        g_set_error(error, SIMPAR_HOST_ERROR, SIMPAR_HOST_ERROR_INVALID,
-                    "op '%s' (rank %u): peer rank %u does not exist (%u ranks)", op->name, op->rank,
-                    p->peer, host->n_ranks);
-        return FALSE;
-    }
-    acc[0] = (SimparHostAccess){p->buf, p->count, "buf"};
-    *n = 1;
-    return TRUE;
-}
-
-static gboolean
-host_check_op(SimparHost *host, const SimparOp *op, GError **error)
-{
-    SimparHostAccess acc[SIMPAR_HOST_MAX_ACCESS];
-    guint n = 0;
-    if (op->kind < SIMPAR_OP_COLLECTIVE) {
-        if (!simpar_kern_check(op, error))
-            return FALSE;
-        n = simpar_kern_accesses(op, acc);
-    } else if (op->kind == SIMPAR_OP_COLLECTIVE) {
-        if (!host_check_coll(host, op, acc, &n, error))
-            return FALSE;
-    } else if (op->kind == SIMPAR_OP_SEND || op->kind == SIMPAR_OP_RECV) {
-        if (!host_check_p2p(host, op, acc, &n, error))
-            return FALSE;
-    } else {
-        g_set_error(error, SIMPAR_HOST_ERROR, SIMPAR_HOST_ERROR_INVALID,
-                    "op '%s' (rank %u): unknown op kind %d", op->name, op->rank, (int) op->kind);
-        return FALSE;
-    }
-    for (guint i = 0; i < n; i++)
-        if (acc[i].elems > 0 && !host_check_access(host, op, &acc[i], error))
-            return FALSE;
-    return TRUE;
-}
-
-static gboolean
-host_check_all(SimparHost *host, GError **error)
-{
-    for (guint r = 0; r < host->n_ranks; r++) {
-        guint n;
-        const guint *ops = simpar_schedule_rank_ops(host->sched, r, &n);
-        for (guint i = 0; i < n; i++) {
-            const SimparOp *op = simpar_schedule_op(host->sched, ops[i]);
-            g_assert(op->rank == r);
-            if (!host_check_op(host, op, error))
-                return FALSE;
-        }
-    }
-    return TRUE;
-}
-
 /* ---- failure ------------------------------------------------------------------------------ */
 
 static gboolean
@@ -322,7 +174,7 @@ host_fail(SimparHost *host, GError *err)
 static gboolean
 host_aborted(const SimparOp *op, GError **error)
 {
-    g_set_error(error, SIMPAR_HOST_ERROR, SIMPAR_HOST_ERROR_MISMATCH,
+    g_set_error(error, SIMPAR_HOST_ERROR, SIMPAR_HOST_ERROR_ABORTED,
                 "op '%s' (rank %u): abandoned after another rank failed", op->name, op->rank);
     return FALSE;
 }
@@ -347,24 +199,15 @@ host_barrier(SimparHost *host, HostGroup *grp)
     return passed;
 }
 
-/* Every member must have called the same collective as member 0. */
-static gboolean
-host_coll_agree(const SimparOp *op, const HostGroup *grp, GError **error)
+/* simpar_schedule_check proved that every member calls the same collective. */
+static void
+host_coll_agree(const SimparOp *op, const HostGroup *grp)
 {
     const SimparColl *c = &op->u.coll;
     for (guint m = 0; m < grp->size; m++) {
-        const SimparOp *other = grp->slots[m].op;
-        const SimparColl *o = &other->u.coll;
-        if (o->kind == c->kind && o->count == c->count && o->root == c->root)
-            continue;
-        g_set_error(error, SIMPAR_HOST_ERROR, SIMPAR_HOST_ERROR_MISMATCH,
-                    "op '%s' (rank %u): %s of %" G_GSIZE_FORMAT " (root %u) on group %u meets "
-                    "op '%s' (rank %u): %s of %" G_GSIZE_FORMAT " (root %u)",
-                    op->name, op->rank, simpar_coll_kind_name(c->kind), c->count, c->root, c->group,
-                    other->name, other->rank, simpar_coll_kind_name(o->kind), o->count, o->root);
-        return FALSE;
+        const SimparColl *o = &grp->slots[m].op->u.coll;
+        g_assert(o->kind == c->kind && o->count == c->count && o->root == c->root);
     }
-    return TRUE;
 }
 
 /* out[e] = sum over members m = 0..size-1 of send_m[off + e], in that order. */
@@ -418,7 +261,7 @@ host_coll_run(SimparHost *host, const SimparOp *op, GError **error)
     HostGroup *grp = &host->groups[c->group];
     guint index = simpar_group_index(host->sched, c->group, op->rank);
     gsize send_n, recv_n;
-    host_coll_sizes(c, grp->size, index == c->root, &send_n, &recv_n);
+    simpar_op_coll_counts(host->sched, op, &send_n, &recv_n);
     g_autofree double *tmp = recv_n > 0 ? g_new(double, recv_n) : NULL;
     g_mutex_lock(&grp->lock);
     grp->slots[index] =
@@ -426,8 +269,7 @@ host_coll_run(SimparHost *host, const SimparOp *op, GError **error)
     g_mutex_unlock(&grp->lock);
     if (!host_barrier(host, grp))
         return host_aborted(op, error);
-    if (!host_coll_agree(op, grp, error))
-        return FALSE;
+    host_coll_agree(op, grp);
     if (c->count > 0)
         host_coll_compute(grp, c, index, tmp);
     if (!host_barrier(host, grp))
@@ -485,13 +327,7 @@ host_recv(SimparHost *host, const SimparOp *op, GError **error)
     g_autofree HostMsg *msg = host_inbox_take(host, &host->inboxes[op->rank], p->peer, p->tag);
     if (msg == NULL)
         return host_aborted(op, error);
-    if (msg->count != p->count) {
-        g_set_error(error, SIMPAR_HOST_ERROR, SIMPAR_HOST_ERROR_MISMATCH,
-                    "op '%s' (rank %u): expects %" G_GSIZE_FORMAT " elements from rank %u with "
-                    "tag %u, the message holds %" G_GSIZE_FORMAT,
-                    op->name, op->rank, p->count, p->peer, p->tag, msg->count);
-        return FALSE;
-    }
+    g_assert(msg->count == p->count); /* simpar_schedule_check matched them */
     if (p->count > 0)
         memcpy(simpar_host_view(host, p->buf), msg->data, p->count * sizeof(double));
     return TRUE;
@@ -549,7 +385,7 @@ simpar_host_run(SimparHost *host, GError **error)
 {
     g_return_val_if_fail(host != NULL, FALSE);
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-    if (!host_check_all(host, error))
+    if (!simpar_schedule_check(host->sched, error))
         return FALSE;
     host_reset(host);
     g_autofree HostWorker *workers = g_new0(HostWorker, host->n_ranks);

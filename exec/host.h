@@ -5,17 +5,21 @@
  * rank; each executes its rank's ops in program order (simpar_schedule_rank_ops), which is a valid
  * serialisation of streams and deps. Collectives meet over shared memory with NCCL semantics and
  * sum in group-index order, so every member gets bit-identical, deterministic results; send/recv
- * are eager and buffered (FIFO per source, destination and tag).
+ * are eager and buffered (FIFO per source, destination and tag), which completes every schedule
+ * the rendezvous model of simpar_schedule_check() accepts.
  *
  *   simpar_host_new(sched) --> buffers (zeros) <-- caller writes inputs via simpar_host_buffer()
  *   simpar_host_run()      --> rank 0: [op] -> [op] -> [all-reduce] -> ...   (one thread each)
  *                              rank 1: [op] -> [op] -> [all-reduce] -> ...
  *                          --> caller reads outputs via simpar_host_buffer()
  *
- * Before running anything, every view of every op is checked against its buffer; an op that
- * cannot run gives a SimparHostError naming the op, its rank and the buffer. The schedule is
- * assumed to have passed simpar_schedule_check(): a schedule that deadlocks (a cycle, unmatched
- * send/recv, collectives called in different orders) makes simpar_host_run() hang.
+ * Before running anything, simpar_host_run() runs simpar_schedule_check(): a schedule it refuses
+ * (a view outside its buffer, an unusable parameter, mismatched collectives, unmatched send/recv,
+ * a deadlock) gives that SimparScheduleError and nothing runs. One case passes the check and can
+ * still hang: ops on different streams of a rank that only complete if those streams run
+ * concurrently (say a receive issued on one stream before the send, on another, that its peer
+ * waits for), since each rank runs in program order. Generated schedules issue communication in
+ * the same order on every rank and never depend on that.
  *
  * Ownership: the host owns its buffers; the schedule is borrowed, must outlive the host and must
  * not be changed while the host exists.
@@ -30,9 +34,7 @@ G_BEGIN_DECLS
 GQuark simpar_host_error_quark(void);
 
 typedef enum {
-    SIMPAR_HOST_ERROR_BOUNDS,   /* a view lies outside its buffer or names a missing buffer */
-    SIMPAR_HOST_ERROR_INVALID,  /* an op's parameters make no sense (group, peer, p, sizes) */
-    SIMPAR_HOST_ERROR_MISMATCH, /* peers disagree at run time (collective kind/count/root, p2p) */
+    SIMPAR_HOST_ERROR_ABORTED, /* a rank's thread could not be started; the run was abandoned */
 } SimparHostError;
 
 typedef struct _SimparHost SimparHost;

@@ -2,14 +2,32 @@
  * runs to completion (no cycle, no deadlock), and that streams and deps order every data hazard.
  */
 #include "schedule-private.h"
+#include <stdarg.h>
 #include <string.h>
 
 /* ----- element ranges of an op ----- */
 
+/* Size arithmetic saturating at G_MAXSIZE, so an absurd shape fails the bounds check. */
+static gsize
+access_mul(gsize a, gsize b)
+{
+    gsize r;
+    return g_size_checked_mul(&r, a, b) ? r : G_MAXSIZE;
+}
+
+static gsize
+access_add_sizes(gsize a, gsize b)
+{
+    gsize r;
+    return g_size_checked_add(&r, a, b) ? r : G_MAXSIZE;
+}
+
+/* A view the op needs for `len` elements; SIMPAR_NO_VIEW there is recorded as buffer
+ * G_MAXUINT, which the bounds check refuses. */
 static void
 access_add(SimparAccess *out, guint *n, SimparView v, gsize len, gboolean write)
 {
-    if (v.buf == G_MAXUINT || len == 0)
+    if (len == 0)
         return;
     g_assert(*n < SIMPAR_MAX_ACCESSES);
     out[(*n)++] = (SimparAccess){v.buf, v.off, len, write};
@@ -18,42 +36,67 @@ access_add(SimparAccess *out, guint *n, SimparView v, gsize len, gboolean write)
 static gsize
 access_batched(guint batch, gsize stride, gsize one)
 {
-    return (gsize) (batch - 1) * stride + one;
+    if (batch == 0 || one == 0)
+        return 0;
+    return access_add_sizes(access_mul(batch - 1, stride), one);
+}
+
+void
+simpar_op_coll_counts(const SimparSchedule *sched, const SimparOp *op, gsize *send, gsize *recv)
+{
+    const SimparColl *c = &op->u.coll;
+    gsize all = access_mul(simpar_schedule_group(sched, c->group)->size, c->count);
+    gboolean root = simpar_group_index(sched, c->group, op->rank) == c->root;
+    *send = c->count, *recv = c->count;
+    switch (c->kind) {
+    case SIMPAR_COLL_ALL_GATHER:
+        *recv = all;
+        break;
+    case SIMPAR_COLL_REDUCE_SCATTER:
+        *send = all;
+        break;
+    case SIMPAR_COLL_ALL_TO_ALL:
+        *send = all, *recv = all;
+        break;
+    case SIMPAR_COLL_BROADCAST: /* only the root's send is read */
+        *send = root ? c->count : 0;
+        break;
+    case SIMPAR_COLL_REDUCE: /* only the root's recv is written */
+        *recv = root ? c->count : 0;
+        break;
+    default:
+        break;
+    }
 }
 
 static void
 access_coll(const SimparSchedule *sched, const SimparOp *op, SimparAccess *out, guint *n)
 {
-    const SimparColl *c = &op->u.coll;
-    gsize g = simpar_schedule_group(sched, c->group)->size;
-    gsize send = c->count, recv = c->count;
-    if (c->kind == SIMPAR_COLL_ALL_GATHER || c->kind == SIMPAR_COLL_ALL_TO_ALL)
-        recv = g * c->count;
-    if (c->kind == SIMPAR_COLL_REDUCE_SCATTER || c->kind == SIMPAR_COLL_ALL_TO_ALL)
-        send = g * c->count;
-    access_add(out, n, c->send, send, FALSE);
-    access_add(out, n, c->recv, recv, TRUE);
+    gsize send, recv;
+    simpar_op_coll_counts(sched, op, &send, &recv);
+    access_add(out, n, op->u.coll.send, send, FALSE);
+    access_add(out, n, op->u.coll.recv, recv, TRUE);
 }
 
 static void
 access_kernel(const SimparOp *op, SimparAccess *out, guint *n)
 {
     const SimparKernel *k = &op->u.kern;
-    gsize rc = (gsize) k->rows * k->cols, r = k->rows, c = k->cols;
+    gsize rc = access_mul(k->rows, k->cols), r = k->rows, r2 = access_mul(2, k->rows), c = k->cols;
     /* lengths of in[0..4] and out[0..2] per kind; 0 = unused */
     gsize in[5] = {rc, 0, 0, 0, 0}, outl[3] = {rc, 0, 0};
     switch (op->kind) {
     case SIMPAR_OP_LN_STATS:
-        outl[0] = 2 * r;
+        outl[0] = r2;
         break;
     case SIMPAR_OP_LN_APPLY:
-        in[1] = 2 * r, in[2] = c, in[3] = c, outl[1] = rc, outl[2] = r;
+        in[1] = r2, in[2] = c, in[3] = c, outl[1] = rc, outl[2] = r;
         break;
     case SIMPAR_OP_LN_BWD_STATS:
-        in[1] = rc, in[2] = c, outl[0] = 2 * r, outl[1] = c, outl[2] = c;
+        in[1] = rc, in[2] = c, outl[0] = r2, outl[1] = c, outl[2] = c;
         break;
     case SIMPAR_OP_LN_BWD_APPLY:
-        in[1] = rc, in[2] = c, in[3] = r, in[4] = 2 * r;
+        in[1] = rc, in[2] = c, in[3] = r, in[4] = r2;
         break;
     case SIMPAR_OP_BIAS_ADD:
         in[0] = c;
@@ -79,8 +122,9 @@ static void
 access_attention(const SimparOp *op, SimparAccess *out, guint *n)
 {
     const SimparAttention *a = &op->u.attn;
-    gsize tokens = (gsize) a->nb * a->s, ctx = tokens * a->nh * a->dh;
-    gsize qkv = 3 * ctx, probs = (gsize) a->nb * a->nh * a->s * a->s;
+    gsize tokens = access_mul(a->nb, a->s), ctx = access_mul(tokens, access_mul(a->nh, a->dh));
+    gsize qkv = access_mul(3, ctx),
+          probs = access_mul(access_mul(a->nb, a->nh), access_mul(a->s, a->s));
     access_add(out, n, a->in[0], qkv, FALSE);
     if (op->kind == SIMPAR_OP_ATTENTION) {
         access_add(out, n, a->out[0], ctx, TRUE);
@@ -98,14 +142,16 @@ simpar_op_accesses(const SimparSchedule *sched, const SimparOp *op,
 {
     guint n = 0;
     const SimparGemm *g = &op->u.gemm;
+    gsize c_len = access_batched(g->batch, g->stride_c, access_mul(g->m, g->n));
     switch (op->kind) {
     case SIMPAR_OP_GEMM:
-        access_add(out, &n, g->a, access_batched(g->batch, g->stride_a, (gsize) g->m * g->k), 0);
-        access_add(out, &n, g->b, access_batched(g->batch, g->stride_b, (gsize) g->k * g->n), 0);
+        access_add(out, &n, g->a, access_batched(g->batch, g->stride_a, access_mul(g->m, g->k)),
+                   FALSE);
+        access_add(out, &n, g->b, access_batched(g->batch, g->stride_b, access_mul(g->k, g->n)),
+                   FALSE);
         if (g->accumulate)
-            access_add(out, &n, g->c, access_batched(g->batch, g->stride_c, (gsize) g->m * g->n),
-                       FALSE);
-        access_add(out, &n, g->c, access_batched(g->batch, g->stride_c, (gsize) g->m * g->n), 1);
+            access_add(out, &n, g->c, c_len, FALSE);
+        access_add(out, &n, g->c, c_len, TRUE);
         break;
     case SIMPAR_OP_ATTENTION:
     case SIMPAR_OP_ATTENTION_BWD:
@@ -130,50 +176,121 @@ simpar_accesses_conflict(const SimparAccess *a, guint na, const SimparAccess *b,
 {
     for (guint i = 0; i < na; i++)
         for (guint j = 0; j < nb; j++)
-            if (a[i].buf == b[j].buf && (a[i].write || b[j].write) &&
+            if (a[i].buf == b[j].buf && a[i].buf != G_MAXUINT && (a[i].write || b[j].write) &&
                 a[i].off < b[j].off + b[j].len && b[j].off < a[i].off + a[i].len)
                 return TRUE;
     return FALSE;
 }
 
-/* ----- structural checks ----- */
+/* ----- each op on its own: kinds, groups, peers, parameters, bounds ----- */
+
+static gboolean check_fail(GError **error, SimparScheduleError code, guint i, const SimparOp *op,
+                           const char *fmt, ...) G_GNUC_PRINTF(5, 6);
 
 static gboolean
-check_bounds(const SimparSchedule *sched, guint i, GError **error)
+check_fail(GError **error, SimparScheduleError code, guint i, const SimparOp *op, const char *fmt,
+           ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    g_autofree char *what = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    g_set_error(error, SIMPAR_SCHEDULE_ERROR, code, "op %u '%s' on rank %u %s", i, op->name,
+                op->rank, what);
+    return FALSE;
+}
+
+/* Group membership problems are reported as MISMATCH: the members cannot meet. */
+static gboolean
+check_coll_op(const SimparSchedule *sched, guint i, const SimparOp *op, GError **error)
+{
+    const SimparColl *c = &op->u.coll;
+    if (c->kind >= SIMPAR_N_COLL_KINDS)
+        return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,
+                          "has unknown collective kind %d", (int) c->kind);
+    if (c->group >= simpar_schedule_n_groups(sched))
+        return check_fail(error, SIMPAR_SCHEDULE_ERROR_MISMATCH, i, op,
+                          "names group %u, which does not exist", c->group);
+    if (simpar_group_index(sched, c->group, op->rank) == G_MAXUINT ||
+        c->root >= simpar_schedule_group(sched, c->group)->size)
+        return check_fail(error, SIMPAR_SCHEDULE_ERROR_MISMATCH, i, op,
+                          "is not in group %u, or root %u is not a member index", c->group,
+                          c->root);
+    return TRUE;
+}
+
+static gboolean
+check_probability(guint i, const SimparOp *op, double p, GError **error)
+{
+    if (p >= 0.0 && p < 1.0)
+        return TRUE;
+    return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,
+                      "has dropout probability %g, not in [0, 1)", p);
+}
+
+/* Parameters a kernel divides by or feeds to a dropout mask. */
+static gboolean
+check_params(guint i, const SimparOp *op, GError **error)
+{
+    switch (op->kind) {
+    case SIMPAR_OP_LN_APPLY:
+    case SIMPAR_OP_LN_BWD_APPLY:
+        if (op->u.kern.hidden == 0 && op->u.kern.rows > 0)
+            return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,
+                              "normalises over hidden = 0 columns");
+        return TRUE;
+    case SIMPAR_OP_DROPOUT:
+    case SIMPAR_OP_DROPOUT_BWD:
+        return check_probability(i, op, op->u.kern.p, error);
+    case SIMPAR_OP_ATTENTION:
+    case SIMPAR_OP_ATTENTION_BWD:
+        if (op->u.attn.dh == 0)
+            return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,
+                              "has attention head size 0");
+        return check_probability(i, op, op->u.attn.p, error);
+    default:
+        return TRUE;
+    }
+}
+
+static gboolean
+check_access(const SimparSchedule *sched, guint i, const SimparOp *op, const SimparAccess *a,
+             GError **error)
+{
+    if (a->buf == G_MAXUINT)
+        return check_fail(error, SIMPAR_SCHEDULE_ERROR_BOUNDS, i, op,
+                          "has no buffer for %zu elements it needs", a->len);
+    if (a->buf >= simpar_schedule_n_buffers(sched))
+        return check_fail(error, SIMPAR_SCHEDULE_ERROR_BOUNDS, i, op,
+                          "names buffer %u, which does not exist", a->buf);
+    const SimparBuffer *b = simpar_schedule_buffer(sched, a->buf);
+    if (b->rank == op->rank && a->off <= b->elems && a->len <= b->elems - a->off)
+        return TRUE;
+    return check_fail(error, SIMPAR_SCHEDULE_ERROR_BOUNDS, i, op,
+                      "touches elements [%zu, %zu) of buffer '%s' of rank %u, which holds %zu",
+                      a->off, access_add_sizes(a->off, a->len), b->name, b->rank, b->elems);
+}
+
+static gboolean
+check_op(const SimparSchedule *sched, guint i, GError **error)
 {
     const SimparOp *op = simpar_schedule_op(sched, i);
-    if (op->kind == SIMPAR_OP_COLLECTIVE && op->u.coll.group >= simpar_schedule_n_groups(sched)) {
-        g_set_error(error, SIMPAR_SCHEDULE_ERROR, SIMPAR_SCHEDULE_ERROR_MISMATCH,
-                    "op %u '%s' on rank %u names group %u, which does not exist", i, op->name,
-                    op->rank, op->u.coll.group);
+    if (op->kind >= SIMPAR_N_OP_KINDS)
+        return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op, "has unknown kind %d",
+                          (int) op->kind);
+    if (op->kind == SIMPAR_OP_COLLECTIVE && !check_coll_op(sched, i, op, error))
         return FALSE;
-    }
     if ((op->kind == SIMPAR_OP_SEND || op->kind == SIMPAR_OP_RECV) &&
-        op->u.p2p.peer >= simpar_schedule_n_ranks(sched)) {
-        g_set_error(error, SIMPAR_SCHEDULE_ERROR, SIMPAR_SCHEDULE_ERROR_UNMATCHED,
-                    "op %u '%s' on rank %u names peer rank %u, which does not exist", i, op->name,
-                    op->rank, op->u.p2p.peer);
+        op->u.p2p.peer >= simpar_schedule_n_ranks(sched))
+        return check_fail(error, SIMPAR_SCHEDULE_ERROR_UNMATCHED, i, op,
+                          "names peer rank %u, which does not exist", op->u.p2p.peer);
+    if (!check_params(i, op, error))
         return FALSE;
-    }
     SimparAccess acc[SIMPAR_MAX_ACCESSES];
     guint n = simpar_op_accesses(sched, op, acc);
-    for (guint a = 0; a < n; a++) {
-        if (acc[a].buf >= simpar_schedule_n_buffers(sched)) {
-            g_set_error(error, SIMPAR_SCHEDULE_ERROR, SIMPAR_SCHEDULE_ERROR_BOUNDS,
-                        "op %u '%s' on rank %u names buffer %u, which does not exist", i, op->name,
-                        op->rank, acc[a].buf);
+    for (guint a = 0; a < n; a++)
+        if (!check_access(sched, i, op, &acc[a], error))
             return FALSE;
-        }
-        const SimparBuffer *b = simpar_schedule_buffer(sched, acc[a].buf);
-        if (b->rank != op->rank || acc[a].off + acc[a].len > b->elems) {
-            g_set_error(error, SIMPAR_SCHEDULE_ERROR, SIMPAR_SCHEDULE_ERROR_BOUNDS,
-                        "op %u '%s' on rank %u touches elements [%zu, %zu) of buffer '%s' of "
-                        "rank %u, which holds %zu",
-                        i, op->name, op->rank, acc[a].off, acc[a].off + acc[a].len, b->name,
-                        b->rank, b->elems);
-            return FALSE;
-        }
-    }
     return TRUE;
 }
 
@@ -192,8 +309,8 @@ check_calls(CheckState *st, guint group, guint member)
     return st->calls[group * simpar_schedule_n_ranks(st->sched) + member];
 }
 
-static gboolean
-check_collect_calls(CheckState *st, GError **error)
+static void
+check_collect_calls(CheckState *st)
 {
     const SimparSchedule *sched = st->sched;
     for (guint r = 0; r < simpar_schedule_n_ranks(sched); r++) {
@@ -203,23 +320,12 @@ check_collect_calls(CheckState *st, GError **error)
             const SimparOp *op = simpar_schedule_op(sched, ops[i]);
             if (op->kind != SIMPAR_OP_COLLECTIVE)
                 continue;
-            const SimparColl *c = &op->u.coll;
-            guint idx = c->group < simpar_schedule_n_groups(sched)
-                            ? simpar_group_index(sched, c->group, r)
-                            : G_MAXUINT;
-            if (idx == G_MAXUINT || c->root >= simpar_schedule_group(sched, c->group)->size) {
-                g_set_error(error, SIMPAR_SCHEDULE_ERROR, SIMPAR_SCHEDULE_ERROR_MISMATCH,
-                            "op '%s' on rank %u: rank is not in group %u or root %u is not a "
-                            "member index",
-                            op->name, r, c->group, c->root);
-                return FALSE;
-            }
-            GArray *calls = check_calls(st, c->group, idx);
+            const SimparColl *c = &op->u.coll; /* membership checked by check_op */
+            GArray *calls = check_calls(st, c->group, simpar_group_index(sched, c->group, r));
             st->instance[ops[i]] = calls->len;
             g_array_append_val(calls, ops[i]);
         }
     }
-    return TRUE;
 }
 
 static gboolean
@@ -458,7 +564,7 @@ simpar_schedule_check(const SimparSchedule *sched, GError **error)
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     for (guint i = 0; i < simpar_schedule_n_ops(sched); i++)
-        if (!check_bounds(sched, i, error))
+        if (!check_op(sched, i, error))
             return FALSE;
     guint n_ranks = simpar_schedule_n_ranks(sched), n_groups = simpar_schedule_n_groups(sched);
     CheckState st = {sched, g_new0(GArray *, (gsize) n_groups * n_ranks + 1),
@@ -466,8 +572,9 @@ simpar_schedule_check(const SimparSchedule *sched, GError **error)
                      g_new0(guint, n_groups + 1)};
     for (gsize i = 0; i < (gsize) n_groups * n_ranks; i++)
         st.calls[i] = g_array_new(FALSE, FALSE, sizeof(guint));
-    gboolean ok = check_collect_calls(&st, error) && check_match_calls(&st, error) &&
-                  check_match_p2p(&st, error) && check_runs(&st, error);
+    check_collect_calls(&st);
+    gboolean ok =
+        check_match_calls(&st, error) && check_match_p2p(&st, error) && check_runs(&st, error);
     for (gsize i = 0; i < (gsize) n_groups * n_ranks; i++)
         g_array_unref(st.calls[i]);
     g_free(st.calls);

@@ -38,6 +38,7 @@ typedef enum {
     SIMPAR_SCHEDULE_ERROR_UNMATCHED, /* a send without its recv, or the reverse */
     SIMPAR_SCHEDULE_ERROR_BOUNDS,    /* an op reads or writes past the end of a buffer */
     SIMPAR_SCHEDULE_ERROR_HAZARD,    /* two unordered ops touch the same bytes, one writes */
+    SIMPAR_SCHEDULE_ERROR_INVALID,   /* an unknown kind, or a parameter no kernel can use */
 } SimparScheduleError;
 
 typedef enum {
@@ -235,13 +236,19 @@ const char *simpar_schedule_stream_name(const SimparSchedule *sched, guint strea
 
 /* Index of `rank` inside `group`, or G_MAXUINT if it is not a member. */
 guint simpar_group_index(const SimparSchedule *sched, guint group, guint rank);
+/* Elements this member of a collective reads from `send` and writes to `recv`: NCCL counts, a
+ * broadcast reads only the root's send and a reduce writes only the root's recv. */
+void simpar_op_coll_counts(const SimparSchedule *sched, const SimparOp *op, gsize *send,
+                           gsize *recv);
 /* Full-buffer elements of a collective (see the header comment). */
 gsize simpar_op_coll_elems(const SimparSchedule *sched, const SimparOp *op);
 const char *simpar_coll_kind_name(SimparCollKind kind);
 const char *simpar_op_kind_name(SimparOpKind kind);
 
-/* Structure: deps within a rank, buffer bounds, collective order/size/root per group, matched
- * send/recv, and that the whole schedule can run to completion (no cycle, no deadlock). */
+/* Each op (known kind, existing group it belongs to, usable parameters, every view it needs
+ * present and inside a buffer of its rank), collective order/size/root per group, matched
+ * send/recv, and that the whole schedule can run to completion (no cycle, no deadlock). Every
+ * interpreter runs it first, so none of them checks ops again. */
 gboolean simpar_schedule_check(const SimparSchedule *sched, GError **error);
 /* Data races: every pair of ops of one rank that touch overlapping elements, one of them
  * writing, must be ordered by stream order and deps (what CUDA streams need). */

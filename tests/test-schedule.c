@@ -25,10 +25,13 @@ add_coll(SimparSchedule *s, guint rank, guint stream, const char *name, SimparCo
     return simpar_schedule_add_op(s, &op);
 }
 
+/* With SIMPAR_NO_VIEW, the all-reduce gets a scratch buffer of its own. */
 static guint
 add_all_reduce(SimparSchedule *s, guint rank, guint stream, const char *name, guint group,
                gsize count, SimparView buf)
 {
+    if (buf.buf == G_MAXUINT)
+        buf = at(simpar_schedule_add_buffer(s, rank, "scratch", count), 0);
     return add_coll(s, rank, stream, name, SIMPAR_COLL_ALL_REDUCE, group, count, 0, buf, buf);
 }
 
@@ -122,6 +125,73 @@ pair_new(guint *group)
     for (guint r = 0; r < 2; r++)
         CU_ASSERT_EQUAL(simpar_schedule_add_buffer(s, r, "g", 64), r);
     return s; /* (transfer full) */
+}
+
+/* ----- ops on their own ----- */
+
+static void
+test_a_missing_view_is_refused(void)
+{
+    guint g;
+    g_autoptr(SimparSchedule) s = pair_new(&g);
+    add_kernel(s, SIMPAR_OP_ADD, 0, 0, "fwd.add", 2, 4, at(0, 0), SIMPAR_NO_VIEW, at(0, 8));
+    expect_failure(s, FALSE, SIMPAR_SCHEDULE_ERROR_BOUNDS, "'fwd.add'", "rank 0",
+                   "no buffer for 8 elements", NULL);
+}
+
+static void
+test_root_only_buffers_are_optional(void)
+{
+    guint g;
+    g_autoptr(SimparSchedule) s = pair_new(&g);
+    add_coll(s, 0, 0, "bcast", SIMPAR_COLL_BROADCAST, g, 8, 0, at(0, 0), at(0, 8));
+    add_coll(s, 1, 0, "bcast", SIMPAR_COLL_BROADCAST, g, 8, 0, SIMPAR_NO_VIEW, at(1, 8));
+    add_coll(s, 0, 0, "reduce", SIMPAR_COLL_REDUCE, g, 8, 1, at(0, 16), SIMPAR_NO_VIEW);
+    add_coll(s, 1, 0, "reduce", SIMPAR_COLL_REDUCE, g, 8, 1, at(1, 16), at(1, 24));
+    expect_valid(s);
+    gsize send, recv;
+    simpar_op_coll_counts(s, simpar_schedule_op(s, 1), &send, &recv);
+    CU_ASSERT(send == 0 && recv == 8);
+    simpar_op_coll_counts(s, simpar_schedule_op(s, 2), &send, &recv);
+    CU_ASSERT(send == 8 && recv == 0);
+    g_autoptr(SimparSchedule) t = pair_new(&g); /* the root itself needs both */
+    add_coll(t, 0, 0, "bcast", SIMPAR_COLL_BROADCAST, g, 8, 0, SIMPAR_NO_VIEW, at(0, 8));
+    add_coll(t, 1, 0, "bcast", SIMPAR_COLL_BROADCAST, g, 8, 0, SIMPAR_NO_VIEW, at(1, 8));
+    expect_failure(t, FALSE, SIMPAR_SCHEDULE_ERROR_BOUNDS, "'bcast'", "rank 0", "no buffer", NULL);
+}
+
+static void
+test_overflowing_sizes_are_out_of_bounds(void)
+{
+    guint g;
+    g_autoptr(SimparSchedule) s = pair_new(&g);
+    guint huge = 1u << 31;
+    add_kernel(s, SIMPAR_OP_GELU, 0, 0, "fwd.gelu", huge, huge, at(0, 0), SIMPAR_NO_VIEW, at(0, 0));
+    add_gemm(s, 1, 0, "fwd.gemm", huge, huge, huge, at(1, 0), at(1, 0), at(1, 0));
+    expect_failure(s, FALSE, SIMPAR_SCHEDULE_ERROR_BOUNDS, "'fwd.gelu'", "holds 64", NULL);
+}
+
+static void
+test_unusable_parameters_are_refused(void)
+{
+    const struct {
+        SimparOpKind kind;
+        const char *name, *want;
+    } cases[] = {{SIMPAR_OP_DROPOUT, "fwd.dropout", "probability 1"},
+                 {SIMPAR_OP_LN_APPLY, "fwd.ln", "hidden = 0"},
+                 {SIMPAR_OP_ATTENTION, "fwd.attn", "head size 0"},
+                 {SIMPAR_N_OP_KINDS, "fwd.what", "unknown kind"}};
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        guint g;
+        g_autoptr(SimparSchedule) s = pair_new(&g);
+        SimparOp op = {.kind = cases[i].kind, .name = cases[i].name};
+        op.u.kern = (SimparKernel){.rows = 2, .cols = 4, .p = 1.0, .hidden = 0};
+        if (cases[i].kind == SIMPAR_OP_ATTENTION)
+            op.u.attn = (SimparAttention){.nb = 1, .nh = 1, .s = 2, .dh = 0};
+        simpar_schedule_add_op(s, &op);
+        expect_failure(s, FALSE, SIMPAR_SCHEDULE_ERROR_INVALID, cases[i].name, cases[i].want, NULL);
+    }
 }
 
 /* ----- deadlocks ----- */
@@ -751,6 +821,12 @@ static CU_TestInfo matching_tests[] = {
 };
 
 static CU_TestInfo bounds_tests[] = {
+    {"a view an op needs but leaves unset is refused", test_a_missing_view_is_refused},
+    {"a broadcast needs no send buffer on non-roots, a reduce no recv buffer",
+     test_root_only_buffers_are_optional},
+    {"sizes that overflow are out of bounds, not wrapped",
+     test_overflowing_sizes_are_out_of_bounds},
+    {"unusable kernel parameters are refused", test_unusable_parameters_are_refused},
     {"a collective on a group that does not exist is refused",
      test_a_group_that_does_not_exist_is_refused},
     {"a GEMM output one element too small is out of bounds",
