@@ -142,9 +142,10 @@ simpar_op_accesses(const SimparSchedule *sched, const SimparOp *op,
 {
     guint n = 0;
     const SimparGemm *g = &op->u.gemm;
-    gsize c_len = access_batched(g->batch, g->stride_c, access_mul(g->m, g->n));
+    gsize c_len;
     switch (op->kind) {
     case SIMPAR_OP_GEMM:
+        c_len = access_batched(g->batch, g->stride_c, access_mul(g->m, g->n));
         access_add(out, &n, g->a, access_batched(g->batch, g->stride_a, access_mul(g->m, g->k)),
                    FALSE);
         access_add(out, &n, g->b, access_batched(g->batch, g->stride_b, access_mul(g->k, g->n)),
