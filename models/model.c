@@ -13,6 +13,10 @@ static const SimparModelPreset model_presets[] = {
     {"paper-3d",
      "h=2048 a=32 s=512 L=24, fp32: the Optimus / 3-D papers' V100 harness",
      {"paper-3d", 2048, 32, 512, 64, 24, 8192, 51200, SIMPAR_DTYPE_FP32}},
+    {"default-4k",
+     "h=4096 a=64 s=512 b=16 L=24 fp16: the default of simpar --topology; every mode splits it "
+     "over 64 GPUs",
+     {"default-4k", 4096, 64, 512, 16, 24, 16384, 51200, SIMPAR_DTYPE_FP16}},
     {"gpt3-1.3b",
      "GPT-3 XL: h=2048 a=16 s=2048 L=24",
      {"gpt3-1.3b", 2048, 16, 2048, 4, 24, 8192, 51200, SIMPAR_DTYPE_FP16}},

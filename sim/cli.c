@@ -14,6 +14,8 @@ simpar_cli_job_init(SimparCliJob *job)
                           .seq = CLI_UNSET,
                           .micro_batch = CLI_UNSET,
                           .ffn = CLI_UNSET,
+                          .layers = CLI_UNSET,
+                          .vocab = CLI_UNSET,
                           .tp = CLI_UNSET,
                           .depth = 0};
 }
@@ -32,8 +34,8 @@ simpar_cli_model_group(SimparCliJob *job)
 {
     const GOptionEntry entries[] = {
         {"model", 'm', 0, G_OPTION_ARG_STRING, &job->model,
-         "Preset name (tiny, paper-3d, gpt3-1.3b, gpt3-6.7b, gpt3-13b, gpt3-175b) or a JSON model "
-         "file; default paper-3d",
+         "Preset name (tiny, paper-3d, default-4k, gpt3-1.3b, gpt3-6.7b, gpt3-13b, gpt3-175b) or "
+         "a JSON model file; default default-4k (predict) or paper-3d (schedule)",
          "NAME|FILE"},
         {"hidden", 0, 0, G_OPTION_ARG_INT64, &job->hidden, "Hidden size h", "H"},
         {"heads", 0, 0, G_OPTION_ARG_INT64, &job->heads, "Attention heads a (h % a == 0)", "A"},
@@ -41,6 +43,8 @@ simpar_cli_model_group(SimparCliJob *job)
         {"micro-batch", 0, 0, G_OPTION_ARG_INT64, &job->micro_batch,
          "Sequences per micro-batch b (per tensor-parallel group)", "B"},
         {"ffn", 0, 0, G_OPTION_ARG_INT64, &job->ffn, "FFN width f (usually 4h)", "F"},
+        {"layers", 0, 0, G_OPTION_ARG_INT64, &job->layers, "Transformer layers L", "L"},
+        {"vocab", 0, 0, G_OPTION_ARG_INT64, &job->vocab, "Vocabulary size V", "V"},
         {"dtype", 0, 0, G_OPTION_ARG_STRING, &job->dtype, "Element type: fp16, bf16, fp32, fp64",
          "T"},
         G_OPTION_ENTRY_NULL,
@@ -67,7 +71,9 @@ simpar_cli_model(const SimparCliJob *job, SimparModel *m, GError **error)
                 {job->heads, &m->heads},
                 {job->seq, &m->seq},
                 {job->micro_batch, &m->micro_batch},
-                {job->ffn, &m->ffn}};
+                {job->ffn, &m->ffn},
+                {job->layers, &m->layers},
+                {job->vocab, &m->vocab}};
 
     for (guint i = 0; i < G_N_ELEMENTS(over); i++)
         if (over[i].given != CLI_UNSET)
@@ -77,6 +83,29 @@ simpar_cli_model(const SimparCliJob *job, SimparModel *m, GError **error)
         return FALSE;
     }
     return simpar_model_validate(m, error);
+}
+
+gboolean
+simpar_cli_plan(const SimparCliJob *job, const char *mode, SimparPlan *plan, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    simpar_plan_init(plan);
+    plan->mode = g_intern_string(mode);
+    plan->tp = job->tp;
+    plan->depth = job->depth;
+    plan->sequence_parallel = job->sp;
+    if (job->variant != NULL) {
+        if (!g_str_equal(mode, "3d") ||
+            (!g_str_equal(job->variant, "paper") && !g_str_equal(job->variant, "later"))) {
+            g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                        "--variant %s: valid only with --tp-mode 3d, as 'paper' (backward "
+                        "re-gathers) or 'later' (saved gathers, async reduce-scatters)",
+                        job->variant);
+            return FALSE;
+        }
+        plan->paper_3d = g_str_equal(job->variant, "paper");
+    }
+    return TRUE;
 }
 
 gboolean

@@ -1,85 +1,367 @@
-/* cmd-predict.c - `simpar --topology FILE`: the main job.
+/* cmd-predict.c - `simpar [predict] --topology FILE`: the main job.
  *
- * Reads the platform, counts its GPUs and, for every tensor-parallel mode, picks the largest
- * group the model can use on that many GPUs and prints that layer's per-GPU communication.
- * The step-time prediction on SimGrid builds on these schedules.
+ * Parses and checks the options in the parent, then runs every requested tensor-parallel mode
+ * in one SimGrid child process (platform.c): for each mode the plan on the used GPUs, its
+ * layer schedule, the memory check, compute times, the backend run over L layers and the
+ * report row. Modes the GPU count or the model cannot use, and configurations that do not fit
+ * in GPU memory, are reported as not simulated; asked for explicitly, they are errors.
  */
 #include "cli.h"
 #include "platform.h"
+#include "report.h"
 #include <stdio.h>
+#include <string.h>
 
-/* The largest valid group of `mode` with at most n GPUs (2.5-D: the smallest depth >= 2). */
-static gboolean
-predict_best_plan(const SimparModel *model, const char *mode, guint n, SimparPlan *plan)
+/* The documented default model of the main job: every mode can split it over 64 GPUs. */
+#define SIMPAR_PREDICT_MODEL "default-4k"
+
+typedef struct {
+    SimparCliJob job;
+    char *topology, *backend_name, *coll_mode_name, *algo_name, *proto_name, *attention_name;
+    char *calibration, *trace;
+    gint64 gpus;
+    SimparModel model;
+    const SimparBackend *backend;
+    SimparRun run; /* collective settings; the rest is filled per mode */
+    SimparAttentionImpl attention;
+} Predict;
+
+static void
+predict_clear(Predict *p)
 {
-    const SimparGenerator *gen = simpar_generator_lookup(mode, NULL);
-    gboolean depth = g_str_equal(mode, "2.5d");
-    for (gint64 tp = n; tp >= 1; tp--) {
-        for (gint64 d = depth ? 2 : 0; d <= (depth ? tp : 0); d++) {
-            simpar_plan_init(plan);
-            plan->mode = gen->name, plan->tp = tp, plan->depth = d;
-            if (gen->validate(model, plan, NULL))
-                return TRUE;
-        }
-    }
-    return FALSE;
+    simpar_cli_job_clear(&p->job);
+    g_free(p->topology), g_free(p->backend_name), g_free(p->coll_mode_name);
+    g_free(p->algo_name), g_free(p->proto_name), g_free(p->attention_name);
+    g_free(p->calibration), g_free(p->trace);
 }
 
+/* Checks every option that needs no platform. */
 static gboolean
-predict_print(const char *path, const SimparModel *model, guint n, gboolean json, GError **error)
+predict_resolve(Predict *p, GError **error)
 {
-    guint n_gen;
-    const SimparGenerator *gens = simpar_generators(&n_gen);
-    if (!json)
-        printf("%s: %u GPUs\n\n", path, n);
-    for (guint i = 0; i < n_gen; i++) {
-        SimparPlan plan;
-        if (!predict_best_plan(model, gens[i].name, n, &plan)) {
-            if (!json)
-                printf("%s: no group of at most %u GPUs fits model %s\n\n", gens[i].name, n,
-                       model->name);
+    simpar_coll_params_init(&p->run.coll);
+    if (p->topology == NULL) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "simpar: --topology FILE is required (e.g. topologies/v100x64.xml), or a "
+                    "command: schedule, collective, topology");
+        return FALSE;
+    }
+    if (p->gpus != G_MININT64 && (p->gpus < 1 || p->gpus > 1 << 20)) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "--gpus %" G_GINT64_FORMAT ": must be between 1 and the platform's GPUs",
+                    p->gpus);
+        return FALSE;
+    }
+    if (p->job.tp_mode != NULL && !g_str_equal(p->job.tp_mode, "all") &&
+        simpar_generator_lookup(p->job.tp_mode, error) == NULL)
+        return FALSE;
+    if (!simpar_backend_lookup(p->backend_name != NULL ? p->backend_name : "simgrid",
+                               &p->backend, error) ||
+        !simpar_coll_mode_parse(p->coll_mode_name != NULL ? p->coll_mode_name : "exact",
+                                &p->run.mode, error) ||
+        !simpar_coll_algo_lookup(p->algo_name != NULL ? p->algo_name : "auto", &p->run.algo,
+                                 error) ||
+        !simpar_nccl_proto_parse(p->proto_name != NULL ? p->proto_name : "none", &p->run.coll.proto,
+                       error) ||
+        !simpar_attention_parse(p->attention_name != NULL ? p->attention_name : "unfused",
+                                &p->attention, error))
+        return FALSE;
+    if (p->algo_name != NULL && p->run.algo == NULL && !g_str_equal(p->algo_name, "auto"))
+        return FALSE;
+    if (p->job.model == NULL)
+        p->job.model = g_strdup(SIMPAR_PREDICT_MODEL);
+    return simpar_cli_model(&p->job, &p->model, error);
+}
+
+/* 2.5-D without --depth: q = d when the GPU count allows it (64: q=4 d=4), else the smallest
+ * depth >= 2 the model accepts. */
+static gboolean
+predict_depth(const Predict *p, const SimparGenerator *gen, SimparPlan *plan)
+{
+    gint64 best = 0;
+    for (gint64 d = 2; d <= plan->tp; d++) {
+        SimparPlan trial = *plan;
+        trial.depth = d;
+        if (!gen->validate(&p->model, &trial, NULL))
             continue;
-        }
-        g_autofree char *text = simpar_cli_summary(model, &plan, json, error);
-        if (text == NULL)
+        if (best == 0 || (gint64) trial.q == d)
+            best = d;
+        if ((gint64) trial.q == d)
+            break;
+    }
+    plan->depth = best != 0 ? best : 2; /* 2: validation then says what is wrong */
+    return TRUE;
+}
+
+/* The plan of `mode` on `gpus` GPUs; FALSE with the reason when the mode cannot use them. */
+static gboolean
+predict_plan(const Predict *p, const char *mode, guint gpus, SimparPlan *plan, GError **error)
+{
+    const SimparGenerator *gen = simpar_generator_lookup(mode, error);
+    if (gen == NULL || !simpar_cli_plan(&p->job, mode, plan, error))
+        return FALSE;
+    if (plan->tp == G_MININT64)
+        plan->tp = gpus;
+    if (plan->tp != gpus) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "--tp %" G_GINT64_FORMAT " with %u GPUs: every used GPU is in the one "
+                    "tensor-parallel group, so --tp must equal --gpus (or leave one out)",
+                    plan->tp, gpus);
+        return FALSE;
+    }
+    if (g_str_equal(gen->name, "2.5d") && plan->depth == 0)
+        predict_depth(p, gen, plan);
+    return gen->validate(&p->model, plan, error);
+}
+
+static char *
+predict_grid(const SimparPlan *plan)
+{
+    if (g_str_equal(plan->mode, "1d"))
+        return g_strdup_printf("P=%" G_GINT64_FORMAT "%s", plan->tp,
+                               plan->sequence_parallel ? "+SP" : "");
+    if (g_str_equal(plan->mode, "2.5d"))
+        return g_strdup_printf("q=%u d=%" G_GINT64_FORMAT, plan->q, plan->depth);
+    return g_strdup_printf("q=%u%s", plan->q,
+                           g_str_equal(plan->mode, "3d") && !plan->paper_3d ? " later" : "");
+}
+
+typedef struct {
+    Predict *p;
+    const SimparPlatform *platform;
+    SimparGpu gpu;
+    guint gpus;
+    SimparReport *report;
+    JsonBuilder *trace;
+    gboolean explicit_mode;
+} PredictJob;
+
+static gboolean
+predict_gpu(PredictJob *pj, GError **error)
+{
+    if (!simpar_platform_gpu(pj->platform, 0, &pj->gpu, error))
+        return FALSE;
+    for (guint i = 1; i < pj->gpus; i++) {
+        SimparGpu other;
+        if (!simpar_platform_gpu(pj->platform, i, &other, error))
             return FALSE;
-        printf("%s\n", text);
+        if (memcmp(other.peak_flops, pj->gpu.peak_flops, sizeof other.peak_flops) != 0 ||
+            other.mem_bw_Bps != pj->gpu.mem_bw_Bps || other.mem_bytes != pj->gpu.mem_bytes) {
+            g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                        "--topology %s: GPU %u (%s) and GPU 0 (%s) differ; simpar needs the "
+                        "used GPUs to be identical",
+                        simpar_platform_path(pj->platform), i, other.model, pj->gpu.model);
+            return FALSE;
+        }
+    }
+    if (pj->p->calibration != NULL &&
+        !simpar_gpu_load_calibration(&pj->gpu, pj->p->calibration, error))
+        return FALSE;
+    if (!simpar_gpu_validate(&pj->gpu, pj->p->model.dtype, error)) {
+        g_prefix_error(error, "--topology %s: ", simpar_platform_path(pj->platform));
+        return FALSE;
     }
     return TRUE;
 }
 
+/* A mode that cannot run: an error when it was asked for, a row saying why otherwise. */
+static gboolean
+predict_skip(PredictJob *pj, const char *mode, const char *grid, const SimparMemory *mem,
+             GError **why, GError **error)
+{
+    if (pj->explicit_mode) {
+        g_propagate_error(error, g_steal_pointer(why));
+        return FALSE;
+    }
+    simpar_report_skip(pj->report, mode, grid, pj->gpus, mem, pj->gpu.mem_bytes, (*why)->message);
+    g_clear_error(why);
+    return TRUE;
+}
+
+static void
+predict_simulate(PredictJob *pj, guint index, const SimparPlan *plan, const char *grid,
+                 const SimparSchedule *sched, const SimparMemory *mem, gint64 t0)
+{
+    Predict *p = pj->p;
+    guint n_ops = simpar_schedule_n_ops(sched);
+    g_autofree double *compute = g_new(double, n_ops);
+    g_autofree guint *gpus = g_new(guint, pj->gpus);
+    for (guint i = 0; i < pj->gpus; i++)
+        gpus[i] = i;
+    simpar_compute_times(&pj->gpu, sched, p->attention, compute);
+    SimparRun run = p->run;
+    run.sched = sched, run.n_layers = (guint) p->model.layers, run.gpus = gpus;
+    run.net = simpar_platform_net(pj->platform), run.compute_s = compute;
+    g_autofree SimparSpan *spans = g_new(SimparSpan, (gsize) n_ops * run.n_layers);
+    p->backend->run(&run, spans);
+    double wall = (g_get_monotonic_time() - t0) / 1e6;
+    simpar_report_add(pj->report, plan->mode, grid, &run, spans, mem, pj->gpu.mem_bytes, wall);
+    if (pj->trace != NULL)
+        simpar_report_trace(pj->trace, index, plan->mode, &run, spans);
+}
+
+static gboolean
+predict_mode(PredictJob *pj, guint index, const char *mode, GError **error)
+{
+    gint64 t0 = g_get_monotonic_time();
+    g_autoptr(GError) why = NULL;
+    SimparPlan plan;
+    if (!predict_plan(pj->p, mode, pj->gpus, &plan, &why))
+        return predict_skip(pj, mode, "-", NULL, &why, error);
+    g_autofree char *grid = predict_grid(&plan);
+    g_autoptr(SimparSchedule) sched = simpar_generate_layer(&pj->p->model, &plan, error);
+    if (sched == NULL)
+        return FALSE;
+    SimparMemory mem;
+    simpar_memory_estimate(&pj->p->model, &plan, sched, pj->p->attention, &mem);
+    if (mem.total_B > pj->gpu.mem_bytes) {
+        g_set_error(&why, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "%s %s: does not fit in GPU memory: needs %.2f GiB per GPU (states %.2f, "
+                    "activations %.2f, transient %.2f), the %s has %.2f GiB",
+                    mode, grid, mem.total_B / (1 << 30), mem.states_B / (1 << 30),
+                    mem.activations_B / (1 << 30), mem.transient_B / (1 << 30), pj->gpu.model,
+                    pj->gpu.mem_bytes / (1 << 30));
+        return predict_skip(pj, mode, grid, &mem, &why, error);
+    }
+    predict_simulate(pj, index, &plan, grid, sched, &mem, t0);
+    return TRUE;
+}
+
+static gboolean
+predict_write_trace(JsonBuilder *b, const char *path, GError **error)
+{
+    json_builder_end_array(b);
+    json_builder_set_member_name(b, "displayTimeUnit");
+    json_builder_add_string_value(b, "ms");
+    json_builder_end_object(b);
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    g_autoptr(JsonNode) root = json_builder_get_root(b);
+    json_generator_set_root(gen, root);
+    if (!json_generator_to_file(gen, path, error)) {
+        g_prefix_error(error, "--trace %s: ", path);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+predict_modes(PredictJob *pj, GError **error)
+{
+    const char *only = pj->p->job.tp_mode;
+    pj->explicit_mode = only != NULL && !g_str_equal(only, "all");
+    guint n_gen;
+    const SimparGenerator *gens = simpar_generators(&n_gen);
+    for (guint i = 0; i < n_gen; i++)
+        if ((!pj->explicit_mode || g_str_equal(gens[i].name, only)) &&
+            !predict_mode(pj, i, gens[i].name, error))
+            return FALSE;
+    if (simpar_report_n_simulated(pj->report) == 0) {
+        g_autofree char *text = simpar_report_to_text(pj->report);
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "no tensor-parallel mode can run model %s on %u GPUs of %s:\n%s",
+                    pj->p->model.name, pj->gpus, simpar_platform_path(pj->platform), text);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+predict_job(const SimparPlatform *platform, gpointer data, GString *out, GError **error)
+{
+    Predict *p = data;
+    PredictJob pj = {p, platform, .gpus = simpar_platform_n_gpus(platform)};
+    if (p->gpus != G_MININT64 && p->gpus > pj.gpus) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "--gpus %" G_GINT64_FORMAT ": %s has only %u GPUs", p->gpus, p->topology,
+                    pj.gpus);
+        return FALSE;
+    }
+    if (p->gpus != G_MININT64)
+        pj.gpus = (guint) p->gpus;
+    if (!predict_gpu(&pj, error))
+        return FALSE;
+    g_autofree char *coll = g_strdup_printf(
+        "%s collectives, algorithm %s", p->run.mode == SIMPAR_COLL_MODE_EXACT ? "exact" : "fused",
+        p->algo_name != NULL ? p->algo_name : "auto");
+    g_autoptr(SimparReport) report =
+        simpar_report_new(&p->model, p->topology, p->backend->name, coll,
+                          simpar_attention_name(p->attention));
+    pj.report = report;
+    g_autoptr(JsonBuilder) trace = p->trace != NULL ? json_builder_new() : NULL;
+    if (trace != NULL) {
+        json_builder_begin_object(trace);
+        json_builder_set_member_name(trace, "traceEvents");
+        json_builder_begin_array(trace);
+    }
+    pj.trace = trace;
+    if (!predict_modes(&pj, error) ||
+        (trace != NULL && !predict_write_trace(trace, p->trace, error)))
+        return FALSE;
+    g_autofree char *text =
+        p->job.json ? simpar_report_to_json(report) : simpar_report_to_text(report);
+    g_string_append(out, text);
+    g_string_append_c(out, '\n');
+    return TRUE;
+}
+
+static const char predict_summary[] =
+    "Predicts the step time (L layers, forward and backward) of each tensor-parallel mode on a\n"
+    "SimGrid platform, with compute, exposed communication per group axis (intra-/inter-node),\n"
+    "memory per GPU and achieved TFLOP/s per GPU. Without --tp-mode it compares every mode the\n"
+    "GPU count allows (64 GPUs: 1-D, 2-D q=8, 2.5-D q=4 d=4, 3-D q=4).\n\n"
+    "Commands:\n"
+    "  (none)      this prediction (also: simpar predict ...)\n"
+    "  schedule    one layer's schedule summary (simpar schedule --help)\n"
+    "  collective  one collective's time, algbw and busbw (simpar collective --help)\n"
+    "  topology    write a platform of any size (simpar topology --help)";
+
 gboolean
 simpar_cmd_predict(int argc, char **argv, GError **error)
 {
-    SimparCliJob job;
-    simpar_cli_job_init(&job);
-    g_autofree char *topology = NULL;
+    Predict p = {.gpus = G_MININT64};
+    simpar_cli_job_init(&p.job);
     const GOptionEntry entries[] = {
-        {"topology", 't', 0, G_OPTION_ARG_FILENAME, &topology,
-         "SimGrid platform file (hosts named node<N>-gpu<G>), e.g. topologies/v100x64.xml", "FILE"},
-        {"json", 0, 0, G_OPTION_ARG_NONE, &job.json, "Print JSON, one object per mode", NULL},
+        {"topology", 't', 0, G_OPTION_ARG_FILENAME, &p.topology,
+         "SimGrid platform file (hosts node<N>-gpu<G>), e.g. topologies/v100x64.xml", "FILE"},
+        {"gpus", 0, 0, G_OPTION_ARG_INT64, &p.gpus, "GPUs of the platform to use (default all)",
+         "N"},
+        {"tp-mode", 0, 0, G_OPTION_ARG_STRING, &p.job.tp_mode,
+         "1d, 2d, 2.5d, 3d or all (default all)", "MODE"},
+        {"tp", 0, 0, G_OPTION_ARG_INT64, &p.job.tp,
+         "Tensor-parallel group size (default: all used GPUs)", "N"},
+        {"depth", 0, 0, G_OPTION_ARG_INT64, &p.job.depth, "2.5-D depth d (default q=d)", "D"},
+        {"sp", 0, 0, G_OPTION_ARG_NONE, &p.job.sp, "1-D: sequence parallelism", NULL},
+        {"variant", 0, 0, G_OPTION_ARG_STRING, &p.job.variant,
+         "3-D: paper (default) or later (saved gathers, async reduce-scatters)", "V"},
+        {"attention", 0, 0, G_OPTION_ARG_STRING, &p.attention_name,
+         "unfused (default; s x s scores in memory) or flash (one fused kernel)", "IMPL"},
+        {"backend", 0, 0, G_OPTION_ARG_STRING, &p.backend_name,
+         "simgrid (default; contention) or analytic (closed forms, no contention)", "B"},
+        {"collectives", 0, 0, G_OPTION_ARG_STRING, &p.coll_mode_name,
+         "SimGrid: exact (default; every round) or fused (one transfer per peer)", "MODE"},
+        {"algo", 0, 0, G_OPTION_ARG_STRING, &p.algo_name,
+         "Collective algorithm: auto (default; NCCL-like choice), ring, tree, chain, "
+         "hierarchical, pairwise (for the kinds it implements)",
+         "ALGO"},
+        {"nccl-proto", 0, 0, G_OPTION_ARG_STRING, &p.proto_name,
+         "Add NCCL's latency constants of a protocol: none (default), ll, ll128, simple", "P"},
+        {"calibration", 0, 0, G_OPTION_ARG_FILENAME, &p.calibration,
+         "JSON file overriding the compute model's GPU figures", "FILE"},
+        {"json", 0, 0, G_OPTION_ARG_NONE, &p.job.json, "Print JSON: one object per mode", NULL},
+        {"trace", 0, 0, G_OPTION_ARG_FILENAME, &p.trace,
+         "Write a Chrome trace (Perfetto): one track per GPU stream", "FILE"},
         G_OPTION_ENTRY_NULL,
     };
-    g_autoptr(GOptionContext) ctx = g_option_context_new("[COMMAND] - plan transformer training");
-    g_option_context_set_summary(ctx, "Commands:\n"
-                                      "  (none)     --topology FILE: every tensor-parallel mode on "
-                                      "that cluster\n"
-                                      "  schedule   one layer's schedule summary (simpar schedule "
-                                      "--help)");
+    g_autoptr(GOptionContext) ctx = g_option_context_new("[predict] - plan transformer training");
+    g_option_context_set_summary(ctx, predict_summary);
     g_option_context_add_main_entries(ctx, entries, NULL);
-    g_option_context_add_group(ctx, simpar_cli_model_group(&job));
-    SimparModel model;
-    guint n = 0;
+    g_option_context_add_group(ctx, simpar_cli_model_group(&p.job));
+    g_autoptr(GString) out = g_string_new(NULL);
     gboolean ok = simpar_cli_parse(ctx, "simpar", &argc, &argv, error) &&
-                  simpar_cli_model(&job, &model, error);
-    if (ok && topology == NULL) {
-        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                    "simpar: --topology FILE is required (e.g. topologies/v100x64.xml), or a "
-                    "command: schedule");
-        ok = FALSE;
-    }
-    ok = ok && simpar_platform_count_gpus(topology, &n, error) &&
-         predict_print(topology, &model, n, job.json, error);
-    simpar_cli_job_clear(&job);
+                  predict_resolve(&p, error) &&
+                  simpar_platform_run(p.topology, predict_job, &p, out, error);
+    if (ok)
+        fputs(out->str, stdout);
+    predict_clear(&p);
     return ok;
 }

@@ -5,29 +5,13 @@
 static gboolean
 schedule_plan(const SimparCliJob *job, SimparPlan *plan, GError **error)
 {
-    simpar_plan_init(plan);
-    plan->mode = g_intern_string(job->tp_mode != NULL ? job->tp_mode : "1d");
     if (job->tp == G_MININT64) {
         g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
                     "simpar schedule: --tp N is required (the tensor-parallel group size: P, q*q, "
                     "q*q*d or q*q*q)");
         return FALSE;
     }
-    plan->tp = job->tp;
-    plan->depth = job->depth;
-    plan->sequence_parallel = job->sp;
-    if (job->variant != NULL) {
-        if (g_strcmp0(job->tp_mode, "3d") != 0 ||
-            (!g_str_equal(job->variant, "paper") && !g_str_equal(job->variant, "later"))) {
-            g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                        "--variant %s: valid only with --tp-mode 3d, as 'paper' (backward "
-                        "re-gathers) or 'later' (saved gathers, async reduce-scatters)",
-                        job->variant);
-            return FALSE;
-        }
-        plan->paper_3d = g_str_equal(job->variant, "paper");
-    }
-    return TRUE;
+    return simpar_cli_plan(job, job->tp_mode != NULL ? job->tp_mode : "1d", plan, error);
 }
 
 gboolean

@@ -1,15 +1,35 @@
-/* platform.c - load a SimGrid platform after checking it is well-formed XML. */
+/* platform.c - check a platform file, load it with SimGrid in a child process, run a job. */
 #include "platform.h"
 #include <errno.h>
+#include <math.h>
+#include <simgrid/actor.h>
 #include <simgrid/engine.h>
 #include <simgrid/host.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <xbt/config.h>
 #include <xbt/log.h>
+#include <glib/gstdio.h>
 
 G_DEFINE_QUARK(simpar_platform_error_quark, simpar_platform_error)
+
+struct _SimparPlatform {
+    const char *path;
+    guint n_gpus, n_nodes;
+    sg_host_t *hosts; /* by GPU id */
+    guint *nodes;     /* node index (0-based, dense) by GPU id */
+    SimparNet net;
+    GHashTable *routes; /* (src << 32 | dst) -> SimparRoute */
+    SimparPlatformJob job;
+    gpointer data;
+    GString *out;
+    GError *error;
+};
+
+/* ------------------------------------------------------------------ well-formed XML, in parent */
 
 static void
 platform_start_element(GMarkupParseContext *ctx, const char *element, const char **names,
@@ -49,19 +69,189 @@ platform_check_xml(const char *path, GError **error)
     return TRUE;
 }
 
-static guint
-platform_gpus(void)
+/* ------------------------------------------------------------------------- GPUs, in the child */
+
+typedef struct {
+    unsigned node, gpu;
+    sg_host_t host;
+} PlatformHost;
+
+static gint
+platform_host_cmp(gconstpointer a, gconstpointer b)
 {
-    sg_host_t *hosts = sg_host_list();
-    guint n = 0;
+    const PlatformHost *x = a, *y = b;
+    if (x->node != y->node)
+        return x->node < y->node ? -1 : 1;
+    return x->gpu < y->gpu ? -1 : x->gpu > y->gpu;
+}
+
+/* GPUs are the hosts named node<N>-gpu<G>, sorted by (N, G); nodes renumbered densely. */
+static void
+platform_find_gpus(SimparPlatform *p)
+{
+    sg_host_t *all = sg_host_list();
+    g_autoptr(GArray) gpus = g_array_new(FALSE, FALSE, sizeof(PlatformHost));
     for (size_t i = 0; i < sg_host_count(); i++) {
-        unsigned node, gpu;
+        PlatformHost h = {0, 0, all[i]};
         char tail;
-        if (sscanf(sg_host_get_name(hosts[i]), "node%u-gpu%u%c", &node, &gpu, &tail) == 2)
-            n++;
+        if (sscanf(sg_host_get_name(all[i]), "node%u-gpu%u%c", &h.node, &h.gpu, &tail) == 2)
+            g_array_append_val(gpus, h);
     }
-    free(hosts);
-    return n;
+    free(all);
+    g_array_sort(gpus, platform_host_cmp);
+    p->n_gpus = gpus->len;
+    p->hosts = g_new(sg_host_t, MAX(1, gpus->len));
+    p->nodes = g_new(guint, MAX(1, gpus->len));
+    for (guint i = 0; i < gpus->len; i++) {
+        const PlatformHost *h = &g_array_index(gpus, PlatformHost, i);
+        p->hosts[i] = h->host;
+        if (i > 0 && h->node != g_array_index(gpus, PlatformHost, i - 1).node)
+            p->n_nodes++;
+        p->nodes[i] = p->n_nodes;
+    }
+    p->n_nodes += gpus->len > 0;
+}
+
+static void
+platform_route(const SimparNet *net, guint src, guint dst, SimparRoute *out)
+{
+    SimparPlatform *p = (SimparPlatform *) ((char *) net - G_STRUCT_OFFSET(SimparPlatform, net));
+    guint64 key = (guint64) src << 32 | dst;
+    SimparRoute *r = g_hash_table_lookup(p->routes, &key);
+    if (r == NULL) {
+        r = g_new(SimparRoute, 1);
+        r->lat_s = sg_host_get_route_latency(p->hosts[src], p->hosts[dst]);
+        r->bw_Bps = sg_host_get_route_bandwidth(p->hosts[src], p->hosts[dst]);
+        g_hash_table_insert(p->routes, g_memdup2(&key, sizeof key), r);
+    }
+    *out = *r;
+}
+
+static guint
+platform_node(const SimparNet *net, guint gpu)
+{
+    const SimparPlatform *p =
+        (const SimparPlatform *) ((const char *) net - G_STRUCT_OFFSET(SimparPlatform, net));
+    return p->nodes[gpu];
+}
+
+static gboolean
+platform_prop(const SimparPlatform *p, guint gpu, const char *key, gboolean required,
+              double *out, GError **error)
+{
+    const char *v = sg_host_get_property_value(p->hosts[gpu], key);
+    char *end = NULL;
+    if (v == NULL && !required)
+        return TRUE;
+    double d = v == NULL ? 0 : g_ascii_strtod(v, &end);
+    if (v == NULL || end == v || *end != '\0' || !isfinite(d) || d < 0) {
+        g_set_error(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,
+                    "--topology %s: host %s %s property %s (a number of %s, e.g. <prop id=\"%s\" "
+                    "value=\"125e12\"/>; see README, Topologies)",
+                    p->path, sg_host_get_name(p->hosts[gpu]), v == NULL ? "lacks the" : "has a bad",
+                    key, g_str_has_suffix(key, "flops") ? "FLOP/s" : "bytes (per second)", key);
+        return FALSE;
+    }
+    *out = d;
+    return TRUE;
+}
+
+gboolean
+simpar_platform_gpu(const SimparPlatform *p, guint gpu, SimparGpu *out, GError **error)
+{
+    g_return_val_if_fail(gpu < p->n_gpus, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    static const char *const peaks[] = {"peak_fp16_flops", "peak_bf16_flops", "peak_fp32_flops",
+                                        "peak_fp64_flops"};
+    simpar_gpu_init(out);
+    const char *model = sg_host_get_property_value(p->hosts[gpu], "gpu_model");
+    out->model = g_intern_string(model != NULL ? model : sg_host_get_name(p->hosts[gpu]));
+    for (guint d = 0; d < G_N_ELEMENTS(peaks); d++)
+        if (!platform_prop(p, gpu, peaks[d], d == SIMPAR_DTYPE_FP32, &out->peak_flops[d], error))
+            return FALSE;
+    return platform_prop(p, gpu, "mem_bandwidth_Bps", TRUE, &out->mem_bw_Bps, error) &&
+           platform_prop(p, gpu, "mem_bytes", TRUE, &out->mem_bytes, error);
+}
+
+const char *
+simpar_platform_path(const SimparPlatform *p)
+{
+    return p->path;
+}
+
+guint
+simpar_platform_n_gpus(const SimparPlatform *p)
+{
+    return p->n_gpus;
+}
+
+guint
+simpar_platform_n_nodes(const SimparPlatform *p)
+{
+    return p->n_nodes;
+}
+
+const SimparNet *
+simpar_platform_net(const SimparPlatform *p)
+{
+    return &p->net; /* (transfer none) */
+}
+
+/* ------------------------------------------------------------------------------ the child */
+
+static void
+platform_driver(int argc, char **argv)
+{
+    (void) argc, (void) argv;
+    SimparPlatform *p = sg_actor_self_get_data();
+    if (!p->job(p, p->data, p->out, &p->error) && p->error == NULL)
+        g_set_error(&p->error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_JOB, "failed");
+
+}
+
+static gboolean
+platform_write_all(int fd, const char *buf, gsize len)
+{
+    while (len > 0) {
+        ssize_t w = write(fd, buf, len);
+        if (w <= 0 && errno != EINTR)
+            return FALSE;
+        if (w > 0)
+            buf += w, len -= (gsize) w;
+    }
+    return TRUE;
+}
+
+static G_NORETURN void
+platform_child(SimparPlatform *p, int out, int err)
+{
+    dup2(err, STDERR_FILENO);
+    int argc = 1;
+    char *argv[] = {(char *) "simpar", NULL};
+    xbt_log_control_set("xbt_cfg.thres:warning");
+    simgrid_init(&argc, argv);
+    sg_cfg_set_string("network/model", "CM02");
+    sg_cfg_set_boolean("network/crosstraffic", "no");
+    sg_cfg_set_double("network/TCP-gamma", 0);
+    simgrid_load_platform(p->path);
+    platform_find_gpus(p);
+    p->net = (SimparNet){platform_route, platform_node, p->hosts};
+    p->routes = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
+    if (p->n_gpus == 0) {
+        g_set_error(&p->error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,
+                    "--topology %s: no host is named node<N>-gpu<G>, so no GPU was found (see "
+                    "README, Topologies)",
+                    p->path);
+    } else {
+        sg_actor_t driver = sg_actor_init("simpar", p->hosts[0]);
+        sg_actor_set_data(driver, p);
+        sg_actor_start(driver, platform_driver, 0, NULL);
+        simgrid_run();
+    }
+    const char *text = p->error != NULL ? p->error->message : p->out->str;
+    char status = p->error != NULL ? 'E' : 'O';
+    gboolean ok = platform_write_all(out, &status, 1) && platform_write_all(out, text, strlen(text));
+    _exit(ok ? 0 : 1);
 }
 
 /* SimGrid's complaint, from its log lines on stderr ("... [xbt_exception/ERROR] Parse error ...").
@@ -79,61 +269,64 @@ platform_simgrid_message(const char *log)
 }
 
 static void
-platform_child(const char *path, int out, int err)
+platform_read_all(int fd, GString *into)
 {
-    dup2(err, STDERR_FILENO);
-    int argc = 1;
-    char *argv[] = {(char *) "simpar", NULL};
-    xbt_log_control_set("xbt_cfg.thres:warning");
-    simgrid_init(&argc, argv);
-    simgrid_load_platform(path);
-    guint n = platform_gpus();
-    _exit(write(out, &n, sizeof n) == sizeof n ? 0 : 1);
+    char buf[65536];
+    ssize_t r;
+    while ((r = read(fd, buf, sizeof buf)) != 0) {
+        if (r > 0)
+            g_string_append_len(into, buf, r);
+        else if (errno != EINTR)
+            break;
+    }
 }
 
-/* SimGrid ends the process on input it cannot use, so the platform is loaded in a child. */
-static gboolean
-platform_load_isolated(const char *path, guint *n_gpus, GError **error)
+gboolean
+simpar_platform_run(const char *path, SimparPlatformJob job, gpointer data, GString *out,
+                    GError **error)
 {
-    int out[2], err[2];
-    if (pipe(out) != 0 || pipe(err) != 0)
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    if (!platform_check_xml(path, error))
+        return FALSE;
+    int pout[2];
+    g_autofree char *log_path = NULL;
+    int log_fd = g_file_open_tmp("simpar-simgrid-XXXXXX.log", &log_path, error);
+    if (log_fd < 0)
+        return FALSE;
+    if (pipe(pout) != 0)
         g_error("pipe: %s", g_strerror(errno));
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0)
         g_error("fork: %s", g_strerror(errno));
-    if (pid == 0)
-        platform_child(path, out[1], err[1]);
-    close(out[1]);
-    close(err[1]);
-    g_autoptr(GString) log = g_string_new(NULL);
-    char buf[4096];
-    ssize_t r;
-    while ((r = read(err[0], buf, sizeof buf)) > 0)
-        g_string_append_len(log, buf, r);
-    gboolean got = read(out[0], n_gpus, sizeof *n_gpus) == sizeof *n_gpus;
-    close(out[0]);
-    close(err[0]);
+    if (pid == 0) {
+        close(pout[0]);
+        SimparPlatform p = {.path = path, .job = job, .data = data, .out = g_string_new(NULL)};
+        platform_child(&p, pout[1], log_fd);
+    }
+    close(pout[1]);
+    g_autoptr(GString) reply = g_string_new(NULL);
+    platform_read_all(pout[0], reply); /* the child writes its reply only at its very end */
+    close(pout[0]);
     int status = 0;
     waitpid(pid, &status, 0);
-    if (got && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    close(log_fd);
+    g_autofree char *log = NULL;
+    if (!g_file_get_contents(log_path, &log, NULL, NULL))
+        log = g_strdup("");
+    g_unlink(log_path);
+    gboolean exited = WIFEXITED(status) && WEXITSTATUS(status) == 0 && reply->len > 0;
+    if (exited && reply->str[0] == 'O') {
+        g_string_append(out, reply->str + 1);
         return TRUE;
-    g_autofree char *msg = platform_simgrid_message(log->str);
-    g_set_error(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,
-                "--topology %s: SimGrid cannot load this platform: %s", path, g_strstrip(msg));
-    return FALSE;
-}
-
-gboolean
-simpar_platform_count_gpus(const char *path, guint *n_gpus, GError **error)
-{
-    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-    if (!platform_check_xml(path, error) || !platform_load_isolated(path, n_gpus, error))
-        return FALSE;
-    if (*n_gpus == 0) {
-        g_set_error(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,
-                    "--topology %s: no host is named node<N>-gpu<G>, so no GPU was found", path);
+    }
+    if (exited) {
+        g_set_error_literal(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_JOB,
+                            reply->str + 1);
         return FALSE;
     }
-    return TRUE;
+    g_autofree char *msg = platform_simgrid_message(log);
+    g_set_error(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,
+                "--topology %s: SimGrid cannot use this platform: %s", path, g_strstrip(msg));
+    return FALSE;
 }

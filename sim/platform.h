@@ -1,12 +1,24 @@
-/* platform.h - a SimGrid platform file as simpar sees it: how many GPUs it has.
+/* platform.h - a SimGrid platform file as simpar sees it, and the child process that uses it.
  *
- * The file is checked for well-formed XML (GMarkup, with line numbers), then SimGrid loads it in
- * a child process, since SimGrid ends the process on input it cannot use; its complaint becomes
- * the GError. GPUs are hosts named node<N>-gpu<G>.
+ * SimGrid ends the whole process on input it cannot use and loads one platform per process, so
+ * every use of a platform runs in a forked child: the file is first checked for well-formed XML
+ * (GMarkup, with line numbers), then the child loads it (network/model CM02, crosstraffic off,
+ * TCP-gamma 0: the alpha-beta reference), finds the GPUs and runs a job inside a driver actor.
+ * The job's text output or GError comes back through a pipe; a SimGrid abort becomes a GError
+ * carrying SimGrid's complaint.
+ *
+ *   parent: check XML -> fork -> read pipe -> text | GError
+ *   child:  simgrid_init -> load -> GPUs node<N>-gpu<G> sorted by (N, G) -> driver actor: job()
+ *
+ * GPU i is the i-th host in (node, gpu) order; its figures are host properties (peak_fp16_flops,
+ * peak_bf16_flops, peak_fp32_flops, peak_fp64_flops, mem_bandwidth_Bps, mem_bytes, gpu_model).
+ *
+ * Ownership: a SimparPlatform exists only inside the child, for the job's duration (borrowed).
  */
 #ifndef SIMPAR_PLATFORM_H
 #define SIMPAR_PLATFORM_H
-#include <glib.h>
+#include "compute.h"
+#include "net.h"
 G_BEGIN_DECLS
 
 #define SIMPAR_PLATFORM_ERROR (simpar_platform_error_quark())
@@ -14,9 +26,24 @@ GQuark simpar_platform_error_quark(void);
 
 typedef enum {
     SIMPAR_PLATFORM_ERROR_INVALID, /* not a SimGrid platform simpar can use */
+    SIMPAR_PLATFORM_ERROR_JOB,     /* the job failed; the message says why */
 } SimparPlatformError;
 
-gboolean simpar_platform_count_gpus(const char *path, guint *n_gpus, GError **error);
+typedef struct _SimparPlatform SimparPlatform;
+
+typedef gboolean (*SimparPlatformJob)(const SimparPlatform *platform, gpointer data,
+                                      GString *out, GError **error);
+
+/* Runs `job` in a child process with the platform loaded; its output is appended to `out`. */
+gboolean simpar_platform_run(const char *path, SimparPlatformJob job, gpointer data, GString *out,
+                             GError **error);
+
+const char *simpar_platform_path(const SimparPlatform *p);
+guint simpar_platform_n_gpus(const SimparPlatform *p);
+guint simpar_platform_n_nodes(const SimparPlatform *p);
+const SimparNet *simpar_platform_net(const SimparPlatform *p); /* (transfer none) */
+/* The figures of GPU `gpu` from its host properties (defaults for the model parameters). */
+gboolean simpar_platform_gpu(const SimparPlatform *p, guint gpu, SimparGpu *out, GError **error);
 
 G_END_DECLS
 #endif /* SIMPAR_PLATFORM_H */

@@ -1,0 +1,80 @@
+/* compute.h - how long each compute op of a schedule takes on one GPU (roofline model).
+ *
+ *   time(op) = launch_s + max(flops / (peak[dtype] * eff), bytes / (mem_bw * mem_eff))
+ *
+ * GEMM efficiency depends on the shape: eff = gemm_eff_max * g(m) * g(n) * g(k) with
+ * g(x) = x / (x + gemm_half_dim), so large square GEMMs approach gemm_eff_max and thin ones
+ * (small k or n, the per-GPU shards of a wide split) fall off. Elementwise and row-wise kernels
+ * are memory bound: bytes are what the kernel reads and writes.
+ *
+ * Fusion follows the implementations: on a rank's compute stream, bias-add + GeLU is one kernel
+ * (Megatron's bias_gelu), bias-add + dropout + residual add is one kernel (bias_dropout_add),
+ * GeLU backward + bias gradient is one, and layer-norm statistics + apply (forward or backward)
+ * are one kernel when no collective sits between them (1-D; 2-D/2.5-D/3-D all-reduce the
+ * statistics in between, so they stay two kernels). A fused group costs one launch and the
+ * bytes of its outer inputs and outputs; its time is charged to the group's first op, the
+ * others get zero.
+ *
+ * Attention (SIMPAR_OP_ATTENTION[_BWD]) has two implementations:
+ *   unfused  batched QK^T GEMM, softmax, dropout, batched AV GEMM (backward: 4 batched GEMMs,
+ *            dropout and softmax backward), with the s x s scores written and read in memory;
+ *   flash    one kernel, no s x s tensor in memory; causal masks skip half the work; the
+ *            backward recomputes QK^T (2.5x the forward FLOPs).
+ *
+ * GPU figures come from the platform's host properties (peak_<dtype>_flops, mem_bandwidth_Bps,
+ * mem_bytes) and can be overridden by a calibration file (JSON, keys as in SimparGpu):
+ *   {"gemm_eff_max": 0.8, "gemm_half_dim": 128, "mem_eff": 0.8, "launch_s": 5e-6,
+ *    "peak_fp16_flops": 125e12, "mem_bandwidth_Bps": 900e9}
+ *
+ * Ownership: value types; no allocation except simpar_compute_times' output (caller's).
+ */
+#ifndef SIMPAR_COMPUTE_H
+#define SIMPAR_COMPUTE_H
+#include "schedule.h"
+G_BEGIN_DECLS
+
+#define SIMPAR_COMPUTE_ERROR (simpar_compute_error_quark())
+GQuark simpar_compute_error_quark(void);
+
+typedef enum {
+    SIMPAR_COMPUTE_ERROR_PARSE,   /* the calibration file is not the documented JSON */
+    SIMPAR_COMPUTE_ERROR_INVALID, /* a figure is missing, zero, negative or absurd */
+} SimparComputeError;
+
+typedef enum {
+    SIMPAR_ATTENTION_UNFUSED,
+    SIMPAR_ATTENTION_FLASH,
+} SimparAttentionImpl;
+
+typedef struct {
+    const char *model;                   /* interned, e.g. "V100-SXM2-16GB" */
+    double peak_flops[SIMPAR_DTYPE_FP64 + 1]; /* by SimparDtype; 0 = not supported */
+    double mem_bw_Bps;
+    double mem_bytes;
+    double gemm_eff_max;  /* default 0.85 */
+    double gemm_half_dim; /* default 128 */
+    double mem_eff;       /* default 0.8 */
+    double launch_s;      /* default 5e-6 */
+} SimparGpu;
+
+/* Defaults for the model parameters; figures (peaks, bandwidth, memory) zero. */
+void simpar_gpu_init(SimparGpu *gpu);
+/* Every figure the model needs is present and sane for `dtype`. */
+gboolean simpar_gpu_validate(const SimparGpu *gpu, SimparDtype dtype, GError **error);
+/* Overrides fields from a calibration JSON file; unknown keys and bad values are errors that
+ * name the file and key. */
+gboolean simpar_gpu_load_calibration(SimparGpu *gpu, const char *path, GError **error);
+
+gboolean simpar_attention_parse(const char *name, SimparAttentionImpl *out, GError **error);
+const char *simpar_attention_name(SimparAttentionImpl impl);
+
+/* Seconds for every op of `sched` (times[i] for op i; collectives, send and recv get 0), with
+ * the fusion rules above. */
+void simpar_compute_times(const SimparGpu *gpu, const SimparSchedule *sched,
+                          SimparAttentionImpl attn, double *times);
+/* One GEMM of the given shape and dtype (exposed for tests and calibration). */
+double simpar_compute_gemm_time(const SimparGpu *gpu, SimparDtype dtype, double m, double n,
+                                double k, double batch);
+
+G_END_DECLS
+#endif /* SIMPAR_COMPUTE_H */

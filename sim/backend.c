@@ -1,0 +1,63 @@
+/* backend.c - the backend table and the collective-mode names. */
+#include "backend.h"
+#include "cli.h"
+
+static const SimparBackend backends[] = {
+    {"simgrid", "SimGrid flow model: contention on shared links (one actor per GPU stream)",
+     simpar_backend_simgrid_run},
+    {"analytic", "closed form per collective, dependencies and streams honoured, no contention",
+     simpar_backend_analytic_run},
+};
+
+const SimparBackend *
+simpar_backends(guint *n)
+{
+    *n = G_N_ELEMENTS(backends);
+    return backends; /* (transfer none) */
+}
+
+gboolean
+simpar_backend_lookup(const char *name, const SimparBackend **out, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    for (guint i = 0; i < G_N_ELEMENTS(backends); i++) {
+        if (g_strcmp0(name, backends[i].name) == 0) {
+            *out = &backends[i];
+            return TRUE;
+        }
+    }
+    g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                "--backend %s: unknown (valid: simgrid, analytic)", name);
+    return FALSE;
+}
+
+gboolean
+simpar_coll_mode_parse(const char *name, SimparCollMode *out, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    if (g_strcmp0(name, "exact") == 0 || g_strcmp0(name, "fused") == 0) {
+        *out = g_str_equal(name, "exact") ? SIMPAR_COLL_MODE_EXACT : SIMPAR_COLL_MODE_FUSED;
+        return TRUE;
+    }
+    g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                "--collectives %s: unknown (valid: exact (every round of every collective on "
+                "SimGrid), fused (one transfer per peer))",
+                name);
+    return FALSE;
+}
+
+gboolean
+simpar_nccl_proto_parse(const char *name, SimparProto *out, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    static const char *const names[] = {"none", "ll", "ll128", "simple"};
+    for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+        if (g_strcmp0(name, names[i]) == 0) {
+            *out = (SimparProto) i;
+            return TRUE;
+        }
+    }
+    g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                "--nccl-proto %s: unknown (valid: none, ll, ll128, simple)", name);
+    return FALSE;
+}

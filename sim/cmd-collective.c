@@ -1,0 +1,279 @@
+/* cmd-collective.c - `simpar collective`: one collective over a range of sizes, as nccl-tests
+ * reports it (time, algbw = S / t, busbw = algbw * the kind's factor), so the network model can
+ * be held against a user's own nccl-tests output.
+ *
+ * Each size is a one-op schedule per GPU (the first N GPUs of the platform in one group) run by
+ * the chosen backend, so this exercises exactly the code a prediction uses.
+ */
+#include "cli.h"
+#include "platform.h"
+#include "report.h"
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    char *topology, *op_name, *algo_name, *backend_name, *coll_mode_name, *proto_name;
+    char *bytes, *min_bytes, *max_bytes;
+    gint64 gpus;
+    gboolean json;
+    SimparCollKind kind;
+    double lo, hi;
+    const SimparBackend *backend;
+    SimparRun run;
+} Collective;
+
+static const char *const collective_ops[] = {"allreduce", "allgather", "reducescatter",
+                                             "broadcast", "reduce",    "alltoall"};
+
+/* "8", "64K", "1M", "1G" (powers of 1024, as nccl-tests reads -b / -e). */
+static gboolean
+collective_size(const char *flag, const char *text, double *out, GError **error)
+{
+    char *end = NULL;
+    guint64 v = g_ascii_strtoull(text, &end, 10);
+    double unit = 1;
+    if (end != text && *end != '\0' && end[1] == '\0') {
+        const char *units = "KMG";
+        const char *u = strchr(units, g_ascii_toupper(*end));
+        if (u != NULL)
+            unit = (double) (1ull << (10 * (u - units + 1))), end++;
+    }
+    if (end == text || *end != '\0' || v == 0 || v * unit > 64.0 * (1ull << 30)) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "%s %s: a size in bytes from 1 to 64G, optionally with K, M or G "
+                    "(powers of 1024), e.g. 8, 64K, 1M, 1G",
+                    flag, text);
+        return FALSE;
+    }
+    *out = v * unit;
+    return TRUE;
+}
+
+static gboolean
+collective_kind(const char *name, SimparCollKind *out, GError **error)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(collective_ops); i++) {
+        if (g_strcmp0(name, collective_ops[i]) == 0) {
+            *out = (SimparCollKind) i;
+            return TRUE;
+        }
+    }
+    g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                "--op %s: unknown (valid: allreduce, allgather, reducescatter, broadcast, reduce, "
+                "alltoall)",
+                name != NULL ? name : "(missing)");
+    return FALSE;
+}
+
+static gboolean
+collective_resolve(Collective *c, GError **error)
+{
+    simpar_coll_params_init(&c->run.coll);
+    if (c->topology == NULL || c->op_name == NULL || c->gpus == G_MININT64) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "simpar collective: --topology FILE, --op OP and --gpus N are required "
+                    "(see simpar collective --help)");
+        return FALSE;
+    }
+    if (c->gpus < 2 || c->gpus > 1 << 20) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "--gpus %" G_GINT64_FORMAT ": a collective needs 2 to the platform's GPUs",
+                    c->gpus);
+        return FALSE;
+    }
+    if (c->bytes != NULL && (c->min_bytes != NULL || c->max_bytes != NULL)) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "--bytes cannot be combined with --min-bytes / --max-bytes");
+        return FALSE;
+    }
+    const char *lo = c->bytes != NULL ? c->bytes : c->min_bytes != NULL ? c->min_bytes : "8";
+    const char *hi = c->bytes != NULL ? c->bytes : c->max_bytes != NULL ? c->max_bytes : "1G";
+    if (!collective_kind(c->op_name, &c->kind, error) ||
+        !collective_size(c->bytes != NULL ? "--bytes" : "--min-bytes", lo, &c->lo, error) ||
+        !collective_size(c->bytes != NULL ? "--bytes" : "--max-bytes", hi, &c->hi, error) ||
+        !simpar_backend_lookup(c->backend_name != NULL ? c->backend_name : "simgrid",
+                               &c->backend, error) ||
+        !simpar_coll_mode_parse(c->coll_mode_name != NULL ? c->coll_mode_name : "exact",
+                                &c->run.mode, error) ||
+        !simpar_coll_algo_lookup(c->algo_name != NULL ? c->algo_name : "auto", &c->run.algo,
+                                 error) ||
+        !simpar_nccl_proto_parse(c->proto_name != NULL ? c->proto_name : "none",
+                                 &c->run.coll.proto, error))
+        return FALSE;
+    if (c->lo > c->hi) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "--min-bytes %s is larger than --max-bytes %s", lo, hi);
+        return FALSE;
+    }
+    if (c->run.algo != NULL && (c->run.algo->kinds & (1u << c->kind)) == 0) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "--algo %s does not implement %s (see simpar collective --help)",
+                    c->run.algo->name, c->op_name);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* One collective per GPU, in one group of n, as a schedule. Returns the bytes S it moves. */
+static SimparSchedule *
+collective_schedule(const Collective *c, guint n, double bytes, double *actual)
+{
+    gboolean per_member = c->kind == SIMPAR_COLL_ALL_GATHER ||
+                          c->kind == SIMPAR_COLL_REDUCE_SCATTER || c->kind == SIMPAR_COLL_ALL_TO_ALL;
+    gsize count = MAX(1, (gsize) (bytes / 4 / (per_member ? n : 1)));
+    *actual = (double) count * 4 * (per_member ? n : 1);
+    SimparSchedule *s = simpar_schedule_new(n, SIMPAR_DTYPE_FP32);
+    g_autofree guint *ranks = g_new(guint, n);
+    for (guint i = 0; i < n; i++)
+        ranks[i] = i;
+    guint g = simpar_schedule_add_group(s, "coll", ranks, n);
+    for (guint r = 0; r < n; r++) {
+        gsize elems = count * (per_member ? n : 1);
+        SimparOp op = {.kind = SIMPAR_OP_COLLECTIVE, .rank = r, .name = collective_ops[c->kind]};
+        op.u.coll = (SimparColl){c->kind, g, count, 0,
+                                 {simpar_schedule_add_buffer(s, r, "send", elems), 0},
+                                 {simpar_schedule_add_buffer(s, r, "recv", elems), 0}};
+        simpar_schedule_add_op(s, &op);
+    }
+    return s; /* (transfer full) */
+}
+
+typedef struct {
+    double bytes, count, time_s, algbw, busbw;
+    const char *algo;
+} CollectiveRow;
+
+static void
+collective_run_size(const Collective *c, const SimparPlatform *platform, guint n, double size,
+                    CollectiveRow *row)
+{
+    g_autoptr(SimparSchedule) s = collective_schedule(c, n, size, &row->bytes);
+    const SimparOp *op = simpar_schedule_op(s, 0);
+    row->count = (double) op->u.coll.count;
+    g_autofree guint *gpus = g_new(guint, n);
+    for (guint i = 0; i < n; i++)
+        gpus[i] = i;
+    g_autofree double *compute = g_new0(double, simpar_schedule_n_ops(s));
+    SimparRun run = c->run;
+    run.sched = s, run.n_layers = 1, run.gpus = gpus;
+    run.net = simpar_platform_net(platform), run.compute_s = compute;
+    g_autofree SimparSpan *spans = g_new(SimparSpan, simpar_schedule_n_ops(s));
+    c->backend->run(&run, spans);
+    row->time_s = 0;
+    for (guint i = 0; i < n; i++)
+        row->time_s = MAX(row->time_s, spans[i].end);
+    row->algbw = row->bytes / row->time_s / 1e9;
+    row->busbw = row->algbw * simpar_coll_busbw_factor(c->kind, n);
+    SimparCollGroup group = {n, gpus, run.net};
+    gboolean forced = run.algo != NULL;
+    row->algo = forced ? run.algo->name
+                       : simpar_coll_choose(c->kind, &group, row->bytes, &run.coll)->name;
+}
+
+static void
+collective_json(GString *out, const CollectiveRow *rows, guint n)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    json_builder_begin_array(b);
+    for (guint i = 0; i < n; i++) {
+        json_builder_begin_object(b);
+        const struct {
+            const char *key;
+            double v;
+        } f[] = {{"bytes", rows[i].bytes},         {"count", rows[i].count},
+                 {"time_s", rows[i].time_s},       {"algbw_GBps", rows[i].algbw},
+                 {"busbw_GBps", rows[i].busbw}};
+        for (guint k = 0; k < G_N_ELEMENTS(f); k++) {
+            json_builder_set_member_name(b, f[k].key);
+            json_builder_add_double_value(b, f[k].v);
+        }
+        json_builder_set_member_name(b, "algo");
+        json_builder_add_string_value(b, rows[i].algo);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    g_autoptr(JsonNode) root = json_builder_get_root(b);
+    json_generator_set_root(gen, root);
+    json_generator_set_pretty(gen, TRUE);
+    g_autofree char *text = json_generator_to_data(gen, NULL);
+    g_string_append_printf(out, "%s\n", text);
+}
+
+static gboolean
+collective_job(const SimparPlatform *platform, gpointer data, GString *out, GError **error)
+{
+    Collective *c = data;
+    guint have = simpar_platform_n_gpus(platform);
+    if (c->gpus > have) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "--gpus %" G_GINT64_FORMAT ": %s has only %u GPUs", c->gpus, c->topology,
+                    have);
+        return FALSE;
+    }
+    g_autoptr(GArray) rows = g_array_new(FALSE, FALSE, sizeof(CollectiveRow));
+    for (double size = c->lo; size <= c->hi; size *= 2) {
+        CollectiveRow row;
+        collective_run_size(c, platform, (guint) c->gpus, size, &row);
+        g_array_append_val(rows, row);
+    }
+    if (c->json) {
+        collective_json(out, (const CollectiveRow *) rows->data, rows->len);
+        return TRUE;
+    }
+    g_string_append_printf(out,
+                           "# %s on %" G_GINT64_FORMAT " GPUs of %s, backend %s (%s), "
+                           "nccl-tests definitions\n#%13s %12s %12s %12s %12s  %s\n",
+                           c->op_name, c->gpus, c->topology, c->backend->name,
+                           c->run.mode == SIMPAR_COLL_MODE_EXACT ? "exact" : "fused", "size (B)",
+                           "count", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "algorithm");
+    for (guint i = 0; i < rows->len; i++) {
+        const CollectiveRow *r = &g_array_index(rows, CollectiveRow, i);
+        g_string_append_printf(out, "%14.0f %12.0f %12.2f %12.3f %12.3f  %s\n", r->bytes, r->count,
+                               r->time_s * 1e6, r->algbw, r->busbw, r->algo);
+    }
+    return TRUE;
+}
+
+gboolean
+simpar_cmd_collective(int argc, char **argv, GError **error)
+{
+    Collective c = {.gpus = G_MININT64};
+    const GOptionEntry entries[] = {
+        {"topology", 't', 0, G_OPTION_ARG_FILENAME, &c.topology, "SimGrid platform file", "FILE"},
+        {"op", 0, 0, G_OPTION_ARG_STRING, &c.op_name,
+         "allreduce, allgather, reducescatter, broadcast, reduce or alltoall", "OP"},
+        {"gpus", 0, 0, G_OPTION_ARG_INT64, &c.gpus, "Group size: the first N GPUs", "N"},
+        {"algo", 0, 0, G_OPTION_ARG_STRING, &c.algo_name,
+         "auto (default; NCCL-like), ring, tree, chain, hierarchical, pairwise", "ALGO"},
+        {"bytes", 0, 0, G_OPTION_ARG_STRING, &c.bytes, "One size S (nccl-tests), e.g. 64M",
+         "SIZE"},
+        {"min-bytes", 0, 0, G_OPTION_ARG_STRING, &c.min_bytes, "Smallest size (default 8)", "A"},
+        {"max-bytes", 0, 0, G_OPTION_ARG_STRING, &c.max_bytes,
+         "Largest size (default 1G); sizes double from A", "B"},
+        {"backend", 0, 0, G_OPTION_ARG_STRING, &c.backend_name, "simgrid (default) or analytic",
+         "B"},
+        {"collectives", 0, 0, G_OPTION_ARG_STRING, &c.coll_mode_name,
+         "SimGrid: exact (default) or fused", "MODE"},
+        {"nccl-proto", 0, 0, G_OPTION_ARG_STRING, &c.proto_name,
+         "Add NCCL latency constants: none (default), ll, ll128, simple", "P"},
+        {"json", 0, 0, G_OPTION_ARG_NONE, &c.json,
+         "Print a JSON list: bytes, count, time_s, algbw_GBps, busbw_GBps, algo", NULL},
+        G_OPTION_ENTRY_NULL,
+    };
+    g_autoptr(GOptionContext) ctx = g_option_context_new("- one collective's time and bandwidth");
+    g_option_context_set_summary(ctx, "time, algbw = S/t and busbw = algbw * factor (all-reduce "
+                                      "2(n-1)/n; all-gather, reduce-scatter, all-to-all (n-1)/n; "
+                                      "broadcast, reduce 1) per size, as nccl-tests reports them.");
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    g_autoptr(GString) out = g_string_new(NULL);
+    gboolean ok = simpar_cli_parse(ctx, "simpar collective", &argc, &argv, error) &&
+                  collective_resolve(&c, error) &&
+                  simpar_platform_run(c.topology, collective_job, &c, out, error);
+    if (ok)
+        fputs(out->str, stdout);
+    g_free(c.topology), g_free(c.op_name), g_free(c.algo_name), g_free(c.backend_name);
+    g_free(c.coll_mode_name), g_free(c.proto_name), g_free(c.bytes), g_free(c.min_bytes);
+    g_free(c.max_bytes);
+    return ok;
+}

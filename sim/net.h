@@ -1,0 +1,42 @@
+/* net.h - the network as the collective algorithms and the analytic backend see it.
+ *
+ * GPUs are numbered 0..n-1 in platform order (node-major: node<N>-gpu<G> sorted by N, then G).
+ * A route is what SimGrid reports for a GPU-to-GPU path on an idle network: the sum of the link
+ * latencies and the smallest link bandwidth. The SimGrid backend fills a SimparNet from the
+ * loaded platform; tests build uniform ones directly.
+ *
+ *   SimparNet { route(src, dst) -> {lat_s, bw_Bps},  node(gpu) -> node index }
+ *
+ * Ownership: the caller owns the SimparNet and whatever `data` points to.
+ */
+#ifndef SIMPAR_NET_H
+#define SIMPAR_NET_H
+#include <glib.h>
+G_BEGIN_DECLS
+
+typedef struct {
+    double lat_s;  /* sum of link latencies along the route, seconds */
+    double bw_Bps; /* bottleneck bandwidth, bytes per second (per direction) */
+} SimparRoute;
+
+typedef struct _SimparNet SimparNet;
+struct _SimparNet {
+    void (*route)(const SimparNet *net, guint src, guint dst, SimparRoute *out);
+    guint (*node)(const SimparNet *net, guint gpu);
+    gpointer data;
+};
+
+static inline void
+simpar_net_route(const SimparNet *net, guint src, guint dst, SimparRoute *out)
+{
+    net->route(net, src, dst, out);
+}
+
+static inline guint
+simpar_net_node(const SimparNet *net, guint gpu)
+{
+    return net->node(net, gpu);
+}
+
+G_END_DECLS
+#endif /* SIMPAR_NET_H */

@@ -1,0 +1,474 @@
+/* report.c - breakdown of a predicted step, and its text, JSON and Chrome-trace forms. */
+#include "report.h"
+#include <math.h>
+
+struct _SimparReport {
+    const SimparModel *model;
+    char *topology, *backend, *coll_mode, *attention;
+    GArray *rows; /* SimparReportRow */
+};
+
+SimparReport *
+simpar_report_new(const SimparModel *model, const char *topology, const char *backend,
+                  const char *coll_mode, const char *attention)
+{
+    SimparReport *rep = g_new0(SimparReport, 1);
+    rep->model = model;
+    rep->topology = g_strdup(topology);
+    rep->backend = g_strdup(backend);
+    rep->coll_mode = g_strdup(coll_mode);
+    rep->attention = g_strdup(attention);
+    rep->rows = g_array_new(FALSE, TRUE, sizeof(SimparReportRow));
+    return rep; /* (transfer full) */
+}
+
+void
+simpar_report_free(SimparReport *rep)
+{
+    if (rep == NULL)
+        return;
+    for (guint i = 0; i < rep->rows->len; i++) {
+        SimparReportRow *row = &g_array_index(rep->rows, SimparReportRow, i);
+        g_free(row->grid);
+        g_free(row->skipped);
+        if (row->axes != NULL)
+            g_array_free(row->axes, TRUE);
+    }
+    g_array_free(rep->rows, TRUE);
+    g_free(rep->topology);
+    g_free(rep->backend);
+    g_free(rep->coll_mode);
+    g_free(rep->attention);
+    g_free(rep);
+}
+
+guint
+simpar_report_n_simulated(const SimparReport *rep)
+{
+    guint n = 0;
+    for (guint i = 0; i < rep->rows->len; i++)
+        n += g_array_index(rep->rows, SimparReportRow, i).skipped == NULL;
+    return n;
+}
+
+/* ----------------------------------------------------------------------------- the breakdown */
+
+typedef struct {
+    const SimparRun *run;
+    const SimparSpan *spans;
+    guint n_ops;
+    gboolean *inter; /* per group: spans nodes */
+    SimparReportRow *row;
+} ReportCtx;
+
+static void
+report_charge(ReportCtx *c, const SimparOp *op, double s)
+{
+    if (s <= 0)
+        return;
+    if (op == NULL || op->kind != SIMPAR_OP_COLLECTIVE) {
+        c->row->other_s += s;
+        return;
+    }
+    const SimparGroup *g = simpar_schedule_group(c->run->sched, op->u.coll.group);
+    gboolean inter = c->inter[op->u.coll.group];
+    for (guint i = 0; i < c->row->axes->len; i++) {
+        SimparAxisTime *a = &g_array_index(c->row->axes, SimparAxisTime, i);
+        if (a->axis == g->axis && a->inter == inter) {
+            a->exposed_s += s;
+            return;
+        }
+    }
+    SimparAxisTime a = {g->axis, inter, s};
+    g_array_append_val(c->row->axes, a);
+}
+
+/* The dep of `inst` that ended last, or NULL when none ended after `after`. */
+static const SimparOp *
+report_blocker(const ReportCtx *c, guint inst, double after)
+{
+    const SimparOp *op = simpar_schedule_op(c->run->sched, inst % c->n_ops), *best = NULL;
+    const guint *deps = simpar_schedule_deps(c->run->sched, op);
+    guint base = inst - inst % c->n_ops;
+    for (guint d = 0; d < op->n_deps; d++) {
+        if (c->spans[base + deps[d]].end > after) {
+            after = c->spans[base + deps[d]].end;
+            best = simpar_schedule_op(c->run->sched, deps[d]);
+        }
+    }
+    return best;
+}
+
+/* Walks one rank's compute stream (stream 0) through the step. */
+static void
+report_rank(ReportCtx *c, guint rank, double step, double *compute)
+{
+    const SimparSchedule *s = c->run->sched;
+    guint n;
+    const guint *ops = simpar_schedule_rank_ops(s, rank, &n);
+    double t = 0;
+    const SimparOp *last_other = NULL;
+    double last_other_end = 0;
+    for (guint layer = 0; layer < 2 * c->run->n_layers; layer++) {
+        gboolean bwd = layer >= c->run->n_layers;
+        guint l = bwd ? 2 * c->run->n_layers - 1 - layer : layer;
+        for (guint i = 0; i < n; i++) {
+            const SimparOp *op = simpar_schedule_op(s, ops[i]);
+            const SimparSpan *sp = &c->spans[l * c->n_ops + ops[i]];
+            if (op->phase != (bwd ? SIMPAR_PHASE_BACKWARD : SIMPAR_PHASE_FORWARD))
+                continue;
+            if (op->stream != 0) {
+                if (sp->end > last_other_end)
+                    last_other_end = sp->end, last_other = op;
+                continue;
+            }
+            if (op->kind == SIMPAR_OP_COLLECTIVE) {
+                report_charge(c, op, sp->end - t);
+            } else {
+                report_charge(c, report_blocker(c, l * c->n_ops + ops[i], t), sp->start - t);
+                *compute += sp->end - sp->start;
+            }
+            t = MAX(t, sp->end);
+        }
+    }
+    report_charge(c, last_other_end > t ? last_other : NULL, step - t);
+}
+
+static gboolean *
+report_inter_groups(const SimparRun *run)
+{
+    guint n = simpar_schedule_n_groups(run->sched);
+    gboolean *inter = g_new0(gboolean, n);
+    for (guint g = 0; g < n; g++) {
+        const guint *ranks = simpar_schedule_group_ranks(run->sched, g);
+        guint first = simpar_net_node(run->net, run->gpus[ranks[0]]);
+        for (guint i = 1; i < simpar_schedule_group(run->sched, g)->size; i++)
+            inter[g] |= simpar_net_node(run->net, run->gpus[ranks[i]]) != first;
+    }
+    return inter;
+}
+
+static void
+report_times(SimparReportRow *row, const SimparRun *run, const SimparSpan *spans)
+{
+    guint n_ops = simpar_schedule_n_ops(run->sched), n_ranks = simpar_schedule_n_ranks(run->sched);
+    for (guint i = 0; i < n_ops * run->n_layers; i++) {
+        const SimparOp *op = simpar_schedule_op(run->sched, i % n_ops);
+        row->step_s = MAX(row->step_s, spans[i].end);
+        if (op->phase == SIMPAR_PHASE_FORWARD)
+            row->forward_s = MAX(row->forward_s, spans[i].end);
+    }
+    row->backward_s = row->step_s - row->forward_s;
+    ReportCtx c = {run, spans, n_ops, report_inter_groups(run), row};
+    double compute = 0;
+    for (guint r = 0; r < n_ranks; r++)
+        report_rank(&c, r, row->step_s, &compute);
+    g_free(c.inter);
+    row->compute_s = compute / n_ranks;
+    row->other_s /= n_ranks;
+    for (guint i = 0; i < row->axes->len; i++) {
+        SimparAxisTime *a = &g_array_index(row->axes, SimparAxisTime, i);
+        a->exposed_s /= n_ranks;
+        row->exposed_s += a->exposed_s;
+        *(a->inter ? &row->exposed_inter_s : &row->exposed_intra_s) += a->exposed_s;
+    }
+}
+
+/* Model FLOPs of a step, counted as the papers do (no recomputation, masks not skipped). */
+static double
+report_model_flops(const SimparModel *m)
+{
+    double b = m->micro_batch, s = m->seq, h = m->hidden, f = m->ffn;
+    double fwd = 2 * b * s * (4 * h * h + 2 * h * f) + 4 * b * s * s * h;
+    return 3 * fwd * m->layers;
+}
+
+/* Collective buffer bytes (nccl-tests S) rank 0 moves in a step. */
+static double
+report_comm_bytes(const SimparRun *run)
+{
+    guint n;
+    const guint *ops = simpar_schedule_rank_ops(run->sched, 0, &n);
+    double bytes = 0;
+    for (guint i = 0; i < n; i++) {
+        const SimparOp *op = simpar_schedule_op(run->sched, ops[i]);
+        if (op->kind == SIMPAR_OP_COLLECTIVE)
+            bytes += (double) simpar_op_coll_elems(run->sched, op);
+    }
+    return bytes * simpar_dtype_size(simpar_schedule_dtype(run->sched)) * run->n_layers;
+}
+
+static SimparReportRow *
+report_row(SimparReport *rep, const char *mode, const char *grid, guint gpus,
+           const SimparMemory *mem, double mem_capacity_B)
+{
+    SimparReportRow row = {.mode = g_intern_string(mode), .grid = g_strdup(grid), .gpus = gpus};
+    row.memory = *mem;
+    row.mem_capacity_B = mem_capacity_B;
+    row.model_flops = report_model_flops(rep->model);
+    g_array_append_val(rep->rows, row);
+    return &g_array_index(rep->rows, SimparReportRow, rep->rows->len - 1);
+}
+
+void
+simpar_report_add(SimparReport *rep, const char *mode, const char *grid, const SimparRun *run,
+                  const SimparSpan *spans, const SimparMemory *mem, double mem_capacity_B,
+                  double wall_s)
+{
+    guint gpus = simpar_schedule_n_ranks(run->sched);
+    SimparReportRow *row = report_row(rep, mode, grid, gpus, mem, mem_capacity_B);
+    row->axes = g_array_new(FALSE, FALSE, sizeof(SimparAxisTime));
+    report_times(row, run, spans);
+    row->tflops_per_gpu = row->model_flops / row->step_s / gpus / 1e12;
+    row->comm_bytes_per_gpu = report_comm_bytes(run);
+    row->wall_s = wall_s;
+}
+
+void
+simpar_report_skip(SimparReport *rep, const char *mode, const char *grid, guint gpus,
+                   const SimparMemory *mem, double mem_capacity_B, const char *why)
+{
+    SimparMemory none = {0};
+    SimparReportRow *row =
+        report_row(rep, mode, grid, gpus, mem != NULL ? mem : &none, mem_capacity_B);
+    row->skipped = g_strdup(why);
+}
+
+/* ------------------------------------------------------------------------------------- text */
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+static const SimparReportRow *
+report_baseline(const SimparReport *rep)
+{
+    for (guint i = 0; i < rep->rows->len; i++) {
+        const SimparReportRow *row = &g_array_index(rep->rows, SimparReportRow, i);
+        if (g_str_equal(row->mode, "1d") && row->skipped == NULL)
+            return row;
+    }
+    return NULL;
+}
+
+static void
+report_text_row(GString *out, const SimparReportRow *row, const SimparReportRow *base)
+{
+    g_string_append_printf(out, "%-5s %-9s %5u ", row->mode, row->grid, row->gpus);
+    if (row->skipped != NULL) {
+        g_string_append_printf(out, "  not simulated: %s\n", row->skipped);
+        return;
+    }
+    g_autofree char *speedup = base != NULL ? g_strdup_printf("%6.2fx", base->step_s / row->step_s)
+                                            : g_strdup("     -");
+    g_string_append_printf(
+        out, "%9.4f %8.4f %8.4f %9.4f %9.4f %8.4f %8.4f %7.2f %8.2f %s\n", row->step_s,
+        row->forward_s, row->backward_s, row->compute_s, row->exposed_s, row->exposed_intra_s,
+        row->exposed_inter_s, row->memory.total_B / GIB, row->tflops_per_gpu, speedup);
+}
+
+static void
+report_text_axes(GString *out, const SimparReportRow *row)
+{
+    if (row->skipped != NULL)
+        return;
+    g_string_append_printf(out, "  %-5s exposed communication per group axis:", row->mode);
+    for (guint i = 0; i < row->axes->len; i++) {
+        const SimparAxisTime *a = &g_array_index(row->axes, SimparAxisTime, i);
+        g_string_append_printf(out, " %s (%s) %.4f s;", a->axis, a->inter ? "inter" : "intra",
+                               a->exposed_s);
+    }
+    if (row->other_s > 1e-12)
+        g_string_append_printf(out, " other waits %.4f s;", row->other_s);
+    g_string_truncate(out, out->len - (out->str[out->len - 1] == ';'));
+    g_string_append_printf(out, "\n  %-5s memory per GPU %.2f GiB of %.2f (states %.2f, "
+                                "activations %.2f, transient %.2f); simulated in %.3f s\n",
+                           row->mode, row->memory.total_B / GIB, row->mem_capacity_B / GIB,
+                           row->memory.states_B / GIB, row->memory.activations_B / GIB,
+                           row->memory.transient_B / GIB, row->wall_s);
+}
+
+char *
+simpar_report_to_text(const SimparReport *rep)
+{
+    const SimparModel *m = rep->model;
+    GString *out = g_string_new(NULL);
+    g_string_append_printf(out,
+                           "%s: model %s (h=%" G_GINT64_FORMAT " a=%" G_GINT64_FORMAT
+                           " s=%" G_GINT64_FORMAT " b=%" G_GINT64_FORMAT " L=%" G_GINT64_FORMAT
+                           " ffn=%" G_GINT64_FORMAT " %s), attention %s, backend %s (%s)\n"
+                           "step = %" G_GINT64_FORMAT " layers forward + backward; times in "
+                           "seconds; exposed = communication the compute stream waits for\n\n",
+                           rep->topology, m->name, m->hidden, m->heads, m->seq, m->micro_batch,
+                           m->layers, m->ffn, simpar_dtype_name(m->dtype), rep->attention,
+                           rep->backend, rep->coll_mode, m->layers);
+    g_string_append(out, "mode  grid       GPUs    step s    fwd s    bwd s  compute s  "
+                         "exposed s  intra s  inter s mem GiB TFLOP/s  vs 1-D\n");
+    const SimparReportRow *base = report_baseline(rep);
+    for (guint i = 0; i < rep->rows->len; i++)
+        report_text_row(out, &g_array_index(rep->rows, SimparReportRow, i), base);
+    g_string_append_c(out, '\n');
+    for (guint i = 0; i < rep->rows->len; i++)
+        report_text_axes(out, &g_array_index(rep->rows, SimparReportRow, i));
+    return g_string_free(out, FALSE); /* (transfer full) */
+}
+
+/* ------------------------------------------------------------------------------------- JSON */
+
+static void
+report_json_member(JsonBuilder *b, const char *key, double v)
+{
+    json_builder_set_member_name(b, key);
+    json_builder_add_double_value(b, v);
+}
+
+static void
+report_json_memory(JsonBuilder *b, const SimparReportRow *row)
+{
+    report_json_member(b, "memory_per_gpu_gib", row->memory.total_B / GIB);
+    json_builder_set_member_name(b, "memory");
+    json_builder_begin_object(b);
+    report_json_member(b, "states_gib", row->memory.states_B / GIB);
+    report_json_member(b, "activations_gib", row->memory.activations_B / GIB);
+    report_json_member(b, "transient_gib", row->memory.transient_B / GIB);
+    report_json_member(b, "capacity_gib", row->mem_capacity_B / GIB);
+    report_json_member(b, "params_per_gpu", row->memory.params);
+    json_builder_end_object(b);
+}
+
+static void
+report_json_axes(JsonBuilder *b, const SimparReportRow *row)
+{
+    json_builder_set_member_name(b, "exposed_comm_by_axis");
+    json_builder_begin_array(b);
+    for (guint i = 0; i < row->axes->len; i++) {
+        const SimparAxisTime *a = &g_array_index(row->axes, SimparAxisTime, i);
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "axis");
+        json_builder_add_string_value(b, a->axis);
+        json_builder_set_member_name(b, "scope");
+        json_builder_add_string_value(b, a->inter ? "inter-node" : "intra-node");
+        report_json_member(b, "exposed_s", a->exposed_s);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+}
+
+static void
+report_json_row(JsonBuilder *b, const SimparReport *rep, const SimparReportRow *row)
+{
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "mode");
+    json_builder_add_string_value(b, row->mode);
+    json_builder_set_member_name(b, "grid");
+    json_builder_add_string_value(b, row->grid);
+    json_builder_set_member_name(b, "gpus");
+    json_builder_add_int_value(b, row->gpus);
+    json_builder_set_member_name(b, "backend");
+    json_builder_add_string_value(b, rep->backend);
+    json_builder_set_member_name(b, "collectives");
+    json_builder_add_string_value(b, rep->coll_mode);
+    json_builder_set_member_name(b, "attention");
+    json_builder_add_string_value(b, rep->attention);
+    json_builder_set_member_name(b, "simulated");
+    json_builder_add_boolean_value(b, row->skipped == NULL);
+    if (row->skipped != NULL) {
+        json_builder_set_member_name(b, "reason");
+        json_builder_add_string_value(b, row->skipped);
+    } else {
+        const struct {
+            const char *key;
+            double v;
+        } f[] = {{"step_time_s", row->step_s},         {"forward_s", row->forward_s},
+                 {"backward_s", row->backward_s},      {"compute_s", row->compute_s},
+                 {"exposed_comm_s", row->exposed_s},   {"exposed_intra_node_s", row->exposed_intra_s},
+                 {"exposed_inter_node_s", row->exposed_inter_s}, {"other_wait_s", row->other_s},
+                 {"tflops_per_gpu", row->tflops_per_gpu}, {"model_flops", row->model_flops},
+                 {"comm_bytes_per_gpu", row->comm_bytes_per_gpu}, {"wall_s", row->wall_s}};
+        for (guint i = 0; i < G_N_ELEMENTS(f); i++)
+            report_json_member(b, f[i].key, f[i].v);
+        report_json_axes(b, row);
+    }
+    report_json_memory(b, row);
+    json_builder_end_object(b);
+}
+
+char *
+simpar_report_to_json(const SimparReport *rep)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    json_builder_begin_array(b);
+    for (guint i = 0; i < rep->rows->len; i++)
+        report_json_row(b, rep, &g_array_index(rep->rows, SimparReportRow, i));
+    json_builder_end_array(b);
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    g_autoptr(JsonNode) root = json_builder_get_root(b);
+    json_generator_set_root(gen, root);
+    json_generator_set_pretty(gen, TRUE);
+    return json_generator_to_data(gen, NULL); /* (transfer full) */
+}
+
+/* ------------------------------------------------------------------------------ Chrome trace */
+
+static void
+report_trace_meta(JsonBuilder *b, const char *what, guint pid, guint tid, const char *name)
+{
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "ph");
+    json_builder_add_string_value(b, "M");
+    json_builder_set_member_name(b, "name");
+    json_builder_add_string_value(b, what);
+    json_builder_set_member_name(b, "pid");
+    json_builder_add_int_value(b, pid);
+    json_builder_set_member_name(b, "tid");
+    json_builder_add_int_value(b, tid);
+    json_builder_set_member_name(b, "args");
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "name");
+    json_builder_add_string_value(b, name);
+    json_builder_end_object(b);
+    json_builder_end_object(b);
+}
+
+static void
+report_trace_event(JsonBuilder *b, const SimparOp *op, guint layer, guint pid,
+                   const SimparSpan *sp)
+{
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "ph");
+    json_builder_add_string_value(b, "X");
+    json_builder_set_member_name(b, "name");
+    json_builder_add_string_value(b, op->name);
+    json_builder_set_member_name(b, "cat");
+    json_builder_add_string_value(b, simpar_op_kind_name(op->kind));
+    json_builder_set_member_name(b, "pid");
+    json_builder_add_int_value(b, pid);
+    json_builder_set_member_name(b, "tid");
+    json_builder_add_int_value(b, op->stream);
+    report_json_member(b, "ts", sp->start * 1e6);
+    report_json_member(b, "dur", (sp->end - sp->start) * 1e6);
+    json_builder_set_member_name(b, "args");
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "layer");
+    json_builder_add_int_value(b, layer);
+    json_builder_end_object(b);
+    json_builder_end_object(b);
+}
+
+void
+simpar_report_trace(JsonBuilder *b, guint mode_index, const char *mode, const SimparRun *run,
+                    const SimparSpan *spans)
+{
+    const SimparSchedule *s = run->sched;
+    guint n_ops = simpar_schedule_n_ops(s), n_ranks = simpar_schedule_n_ranks(s);
+    for (guint r = 0; r < n_ranks; r++) {
+        guint pid = mode_index * 100000 + r;
+        g_autofree char *pname = g_strdup_printf("%s rank %u (GPU %u)", mode, r, run->gpus[r]);
+        report_trace_meta(b, "process_name", pid, 0, pname);
+        for (guint st = 0; st < simpar_schedule_n_streams(s); st++)
+            report_trace_meta(b, "thread_name", pid, st, simpar_schedule_stream_name(s, st));
+    }
+    for (guint i = 0; i < n_ops * run->n_layers; i++) {
+        const SimparOp *op = simpar_schedule_op(s, i % n_ops);
+        if (spans[i].end > spans[i].start || op->kind == SIMPAR_OP_COLLECTIVE)
+            report_trace_event(b, op, i / n_ops, mode_index * 100000 + op->rank, &spans[i]);
+    }
+}

@@ -1,0 +1,66 @@
+/* report.h - where the time of a predicted step goes, and how it is printed.
+ *
+ * From the spans of a run: the step time (last end on any rank), forward and backward (the
+ * last forward op's end splits them), compute (mean over ranks of the time the compute stream
+ * spends in compute ops) and exposed communication: the time the compute stream spends in a
+ * collective or waiting for one (an asynchronous one on the communication stream, or late
+ * peers), per process-group axis and split by whether the group stays inside a node. Anything
+ * else the compute stream waits for is "other".
+ *
+ *   rank r compute stream: [gemm][ar row][gemm]....[wait for rs in]....[ln] | step end
+ *                           compute  exposed       compute   exposed      compute  tail
+ *
+ * Text and JSON (json-glib) rows; a Chrome trace (one track per rank and stream).
+ *
+ * Ownership: a SimparReport owns its rows; it borrows nothing after simpar_report_add returns.
+ */
+#ifndef SIMPAR_REPORT_H
+#define SIMPAR_REPORT_H
+#include "backend.h"
+#include "memory.h"
+#include <json-glib/json-glib.h>
+G_BEGIN_DECLS
+
+typedef struct {
+    const char *axis; /* interned group axis, e.g. "row" */
+    gboolean inter;   /* the group spans nodes */
+    double exposed_s;
+} SimparAxisTime;
+
+typedef struct {
+    const char *mode;  /* interned */
+    char *grid;        /* "q=4 d=4" */
+    guint gpus;
+    char *skipped;     /* why the mode was not simulated (does not fit, GPU count); or NULL */
+    double step_s, forward_s, backward_s, compute_s, exposed_s, exposed_intra_s,
+        exposed_inter_s, other_s;
+    GArray *axes;      /* SimparAxisTime */
+    double model_flops, tflops_per_gpu, comm_bytes_per_gpu;
+    SimparMemory memory;
+    double mem_capacity_B;
+    double wall_s;
+} SimparReportRow;
+
+typedef struct _SimparReport SimparReport;
+
+SimparReport *simpar_report_new(const SimparModel *model, const char *topology,
+                                const char *backend, const char *coll_mode,
+                                const char *attention); /* (transfer full) */
+void simpar_report_free(SimparReport *rep);
+/* A simulated mode: the breakdown of `spans` (run->n_layers layers of run->sched). */
+void simpar_report_add(SimparReport *rep, const char *mode, const char *grid,
+                       const SimparRun *run, const SimparSpan *spans, const SimparMemory *mem,
+                       double mem_capacity_B, double wall_s);
+/* A mode that was not simulated, with the reason. */
+void simpar_report_skip(SimparReport *rep, const char *mode, const char *grid, guint gpus,
+                        const SimparMemory *mem, double mem_capacity_B, const char *why);
+guint simpar_report_n_simulated(const SimparReport *rep);
+char *simpar_report_to_text(const SimparReport *rep); /* (transfer full) */
+char *simpar_report_to_json(const SimparReport *rep); /* (transfer full) */
+/* Chrome trace events of one run; mode_index keeps the modes' process ids apart. */
+void simpar_report_trace(JsonBuilder *b, guint mode_index, const char *mode, const SimparRun *run,
+                         const SimparSpan *spans);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimparReport, simpar_report_free)
+G_END_DECLS
+#endif /* SIMPAR_REPORT_H */

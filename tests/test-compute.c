@@ -1,0 +1,663 @@
+/* test-compute.c - the compute cost model (models/compute.h) and the memory model (memory.h).
+ *
+ * Expected values are written here from the formulas of the headers and from the ops' shapes
+ * (rows x cols per kernel, as schedule.h documents them), not read back from compute.c: a
+ * kernel reads and writes whole blocks of the schedule's dtype, dropout masks are one byte per
+ * element, a fused group moves only what enters or leaves it. Activations follow Korthikanti
+ * et al. (shared/reference/training-schedules.md 6.2) in their own 16-bit form.
+ */
+#include "compute.h"
+#include "generators.h"
+#include "memory.h"
+#include "simpar-test.h"
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ----- helpers ----- */
+
+/* h = 64, a = 4, s = 32, b = 16, L = 2, f = 4h: every mode below can split it. */
+static const SimparModel mem_model = {"mem", 64, 4, 32, 16, 2, 256, 1024, SIMPAR_DTYPE_FP16};
+static const SimparModel mem_model_fp32 = {"mem", 64, 4, 32, 16, 2, 256, 1024, SIMPAR_DTYPE_FP32};
+
+static void
+gpu_h100(SimparGpu *gpu)
+{
+    simpar_gpu_init(gpu);
+    gpu->model = g_intern_static_string("H100-SXM5-80GB");
+    gpu->peak_flops[SIMPAR_DTYPE_FP16] = 989e12;
+    gpu->peak_flops[SIMPAR_DTYPE_BF16] = 989e12;
+    gpu->peak_flops[SIMPAR_DTYPE_FP32] = 67e12;
+    gpu->peak_flops[SIMPAR_DTYPE_FP64] = 34e12;
+    gpu->mem_bw_Bps = 3350e9;
+    gpu->mem_bytes = 80e9;
+}
+
+static gboolean
+near(double got, double want)
+{
+    gboolean ok = fabs(got - want) <= 1e-12 * fabs(want) + 1e-18;
+    if (!ok)
+        printf("\n    got %.17g, want %.17g", got, want);
+    return ok;
+}
+
+static double
+mem_time(const SimparGpu *gpu, double bytes)
+{
+    return gpu->launch_s + bytes / (gpu->mem_bw_Bps * gpu->mem_eff);
+}
+
+static SimparSchedule *
+tiny_layer(const char *mode, gint64 tp, gboolean sp)
+{
+    SimparModel m;
+    SimparPlan plan;
+    g_assert(simpar_model_preset("tiny", &m, NULL));
+    simpar_plan_init(&plan);
+    plan.mode = mode, plan.tp = tp, plan.sequence_parallel = sp;
+    g_autoptr(GError) error = NULL;
+    SimparSchedule *sched = simpar_generate_layer(&m, &plan, &error);
+    if (sched == NULL)
+        printf("\n    %s\n", error->message);
+    return sched; /* (transfer full) */
+}
+
+/* times[] for every op of a tiny layer, with the H100 figures. */
+static double *
+tiny_times(const SimparGpu *gpu, const SimparSchedule *sched)
+{
+    double *times = g_new(double, simpar_schedule_n_ops(sched));
+    simpar_compute_times(gpu, sched, SIMPAR_ATTENTION_UNFUSED, times);
+    return times; /* (transfer full) */
+}
+
+/* ----- GEMMs ----- */
+
+static double
+gemm_formula(const SimparGpu *g, double peak, double ds, double m, double n, double k, double b)
+{
+    double h = g->gemm_half_dim;
+    double eff = g->gemm_eff_max * m / (m + h) * n / (n + h) * k / (k + h);
+    double t_flops = 2 * m * n * k * b / (peak * eff);
+    double t_mem = (m * k + k * n + m * n) * b * ds / (g->mem_bw_Bps * g->mem_eff);
+    return g->launch_s + fmax(t_flops, t_mem);
+}
+
+static void
+test_gemm_formula(void)
+{
+    SimparGpu gpu;
+    gpu_h100(&gpu);
+    const double shapes[][4] = {
+        {4096, 4096, 4096, 1}, {512, 512, 64, 32}, {8192, 1, 8192, 1}, {1, 1, 1, 1}};
+    for (guint i = 0; i < G_N_ELEMENTS(shapes); i++) {
+        const double *s = shapes[i];
+        CU_ASSERT(near(simpar_compute_gemm_time(&gpu, SIMPAR_DTYPE_BF16, s[0], s[1], s[2], s[3]),
+                       gemm_formula(&gpu, 989e12, 2, s[0], s[1], s[2], s[3])));
+        CU_ASSERT(near(simpar_compute_gemm_time(&gpu, SIMPAR_DTYPE_FP32, s[0], s[1], s[2], s[3]),
+                       gemm_formula(&gpu, 67e12, 4, s[0], s[1], s[2], s[3])));
+    }
+    /* the thin GEMM is memory bound: its time is the bytes over the bandwidth */
+    double bytes = (8192.0 * 8192 + 8192 + 8192) * 2;
+    CU_ASSERT(near(simpar_compute_gemm_time(&gpu, SIMPAR_DTYPE_BF16, 8192, 1, 8192, 1),
+                   mem_time(&gpu, bytes)));
+}
+
+/* shared/calibration/hardware.md 5.2 (XLA, sm_90, bf16); flops / time within 35%. */
+static void
+test_gemm_plausible(void)
+{
+    const double table[][4] = {{4096, 4096, 4096, 783.33},
+                               {2048, 2048, 2048, 631.98},
+                               {1024, 1024, 2048, 349.98},
+                               {4096, 512, 512, 238.82},
+                               {256, 512, 256, 11.46}};
+    SimparGpu gpu;
+    gpu_h100(&gpu);
+    for (guint i = 0; i < G_N_ELEMENTS(table); i++) {
+        const double *t = table[i];
+        double time = simpar_compute_gemm_time(&gpu, SIMPAR_DTYPE_BF16, t[0], t[1], t[2], 1);
+        double tflops = 2 * t[0] * t[1] * t[2] / time / 1e12;
+        if (fabs(tflops / t[3] - 1) > 0.35)
+            printf("\n    %gx%gx%g: %.1f TFLOP/s, XLA %.1f", t[0], t[1], t[2], tflops, t[3]);
+        CU_ASSERT(fabs(tflops / t[3] - 1) <= 0.35);
+    }
+}
+
+/* ----- kernels ----- */
+
+/* Bytes of one kernel on its own, from its shape (schedule.h's table of ins and outs). */
+static double
+kernel_bytes(const SimparOp *op, double ds)
+{
+    double r = op->u.kern.rows, c = op->u.kern.cols, rc = r * c;
+    switch (op->kind) {
+    case SIMPAR_OP_BIAS_ADD: /* bias; y read and written in place */
+        return (c + 2 * rc) * ds;
+    case SIMPAR_OP_BIAS_GRAD:
+        return (rc + c) * ds;
+    case SIMPAR_OP_DROPOUT:
+    case SIMPAR_OP_DROPOUT_BWD: /* + the mask */
+        return 2 * rc * ds + rc;
+    case SIMPAR_OP_ADD:
+    case SIMPAR_OP_GELU_BWD:
+        return 3 * rc * ds;
+    case SIMPAR_OP_GELU:
+        return 2 * rc * ds;
+    case SIMPAR_OP_LN_STATS: /* x; sums and sums of squares */
+        return (rc + 2 * r) * ds;
+    case SIMPAR_OP_LN_APPLY: /* x, stats, gamma, beta; y, xhat, rstd */
+        return (rc + 2 * r + 2 * c + 2 * rc + r) * ds;
+    case SIMPAR_OP_LN_BWD_STATS: /* dy, xhat, gamma; stats, dgamma, dbeta */
+        return (2 * rc + c + 2 * r + 2 * c) * ds;
+    case SIMPAR_OP_LN_BWD_APPLY: /* dy, xhat, gamma, rstd, stats; dx */
+        return (2 * rc + c + r + 2 * r + rc) * ds;
+    default:
+        g_assert_not_reached();
+    }
+}
+
+static gboolean
+name_in(const char *name, const char *const *names)
+{
+    for (; *names != NULL; names++)
+        if (g_str_equal(name, *names))
+            return TRUE;
+    return FALSE;
+}
+
+static void
+test_kernels_1d(void)
+{
+    static const char *const alone[] = {
+        "fwd.qkv.bias-add",  "bwd.fc2.dropout-bwd", "bwd.proj.dropout-bwd",
+        "bwd.fc2.bias-grad", "bwd.proj.bias-grad",  "bwd.qkv.bias-grad",
+        "bwd.residual1-bwd", "bwd.residual-bwd",    NULL};
+    SimparGpu gpu;
+    gpu_h100(&gpu);
+    g_autoptr(SimparSchedule) sched = tiny_layer("1d", 2, FALSE);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+    g_autofree double *times = tiny_times(&gpu, sched);
+    guint n_alone = 0, n_gemm = 0;
+    for (guint i = 0; i < simpar_schedule_n_ops(sched); i++) {
+        const SimparOp *op = simpar_schedule_op(sched, i);
+        const SimparGemm *g = &op->u.gemm;
+        if (op->kind == SIMPAR_OP_GEMM) {
+            n_gemm++;
+            CU_ASSERT(near(times[i], simpar_compute_gemm_time(&gpu, SIMPAR_DTYPE_FP32, g->m, g->n,
+                                                              g->k, g->batch)));
+        } else if (op->kind == SIMPAR_OP_COLLECTIVE) {
+            CU_ASSERT_EQUAL(times[i], 0.0);
+        } else if (name_in(op->name, alone)) {
+            n_alone++;
+            CU_ASSERT(near(times[i], mem_time(&gpu, kernel_bytes(op, 4))));
+        }
+    }
+    CU_ASSERT_EQUAL(n_alone, 2 * 8);
+    CU_ASSERT_EQUAL(n_gemm, 2 * 12);
+}
+
+/* Expected fused bytes per group leader (ds = 4, tiny fp32), rows r, cols c of the leader:
+ *   LN forward   x, gamma, beta in; y, xhat, rstd out (the stats stay on chip)
+ *   LN backward  dy, xhat, gamma, rstd in; dgamma, dbeta, dx out
+ *   bias_gelu    y, bias in; y + bias (GeLU backward reads it) and GeLU out
+ *   bias_dropout_add  y, bias, residual in; sum and 1-byte mask out
+ *   GeLU bwd + bias grad  dy, x in; dx, db out */
+static double
+fused_bytes(const SimparOp *op, double ds)
+{
+    double r = op->u.kern.rows, c = op->u.kern.cols, rc = r * c;
+    if (g_str_equal(op->name, "fwd.ln.stats"))
+        return (3 * rc + 2 * c + r) * ds;
+    if (g_str_equal(op->name, "bwd.ln.bwd-stats"))
+        return (3 * rc + 3 * c + r) * ds;
+    if (g_str_equal(op->name, "fwd.proj.bias-add") || g_str_equal(op->name, "fwd.fc2.bias-add"))
+        return (3 * rc + c) * ds + rc;
+    return (3 * rc + c) * ds; /* fwd.fc1.bias-add, bwd.gelu-bwd */
+}
+
+static void
+test_fusion_1d(void)
+{
+    static const char *const leaders[] = {"fwd.ln.stats",
+                                          "bwd.ln.bwd-stats",
+                                          "fwd.fc1.bias-add",
+                                          "fwd.proj.bias-add",
+                                          "fwd.fc2.bias-add",
+                                          "bwd.gelu-bwd",
+                                          NULL};
+    static const char *const members[] = {
+        "fwd.ln.apply",     "bwd.ln.bwd-apply",  "fwd.gelu",
+        "fwd.proj.dropout", "fwd.residual1",     "fwd.fc2.dropout",
+        "fwd.residual2",    "bwd.fc1.bias-grad", NULL};
+    SimparGpu gpu;
+    gpu_h100(&gpu);
+    g_autoptr(SimparSchedule) sched = tiny_layer("1d", 2, FALSE);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+    g_autofree double *times = tiny_times(&gpu, sched);
+    guint n_leaders = 0, n_members = 0;
+    for (guint i = 0; i < simpar_schedule_n_ops(sched); i++) {
+        const SimparOp *op = simpar_schedule_op(sched, i);
+        if (name_in(op->name, leaders)) {
+            n_leaders++;
+            CU_ASSERT(near(times[i], mem_time(&gpu, fused_bytes(op, 4))));
+        } else if (name_in(op->name, members)) {
+            n_members++;
+            CU_ASSERT_EQUAL(times[i], 0.0);
+        }
+    }
+    /* per rank: 2 LN forward, 2 LN backward, bias_gelu, 2 bias_dropout_add, GeLU bwd */
+    CU_ASSERT_EQUAL(n_leaders, 2 * 8);
+    CU_ASSERT_EQUAL(n_members, 2 * 10);
+}
+
+/* 2-D all-reduces the statistics between the two layer-norm kernels: two launches, each with
+ * its own bytes. The bias_dropout_add after the SUMMA loop still fuses. */
+static void
+test_ln_2d(void)
+{
+    SimparGpu gpu;
+    gpu_h100(&gpu);
+    g_autoptr(SimparSchedule) sched = tiny_layer("2d", 4, FALSE);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+    g_autofree double *times = tiny_times(&gpu, sched);
+    guint n_ln = 0, n_bda = 0;
+    for (guint i = 0; i < simpar_schedule_n_ops(sched); i++) {
+        const SimparOp *op = simpar_schedule_op(sched, i);
+        if (op->kind >= SIMPAR_OP_LN_STATS && op->kind <= SIMPAR_OP_LN_BWD_APPLY) {
+            n_ln++;
+            CU_ASSERT(near(times[i], mem_time(&gpu, kernel_bytes(op, 4))));
+        } else if (g_str_equal(op->name, "fwd.proj.bias-add")) {
+            n_bda++;
+            CU_ASSERT(near(times[i], mem_time(&gpu, fused_bytes(op, 4))));
+        }
+    }
+    CU_ASSERT_EQUAL(n_ln, 4 * 8);
+    CU_ASSERT_EQUAL(n_bda, 4);
+}
+
+/* Every generator's layer: a finite time for every op, none for the network's ops, and the
+ * compute stream's total shrinks when the scores stay on chip. */
+static void
+test_every_mode(void)
+{
+    const struct {
+        const char *mode;
+        gint64 tp, depth;
+        gboolean sp, paper;
+    } plans[] = {{"1d", 4, 0, TRUE, TRUE},
+                 {"2d", 4, 0, FALSE, TRUE},
+                 {"2.5d", 8, 2, FALSE, TRUE},
+                 {"3d", 8, 0, FALSE, FALSE},
+                 {"3d", 8, 0, FALSE, TRUE}};
+
+    SimparGpu gpu;
+    gpu_h100(&gpu);
+    for (guint p = 0; p < G_N_ELEMENTS(plans); p++) {
+        SimparPlan plan;
+        simpar_plan_init(&plan);
+        plan.mode = plans[p].mode, plan.tp = plans[p].tp, plan.depth = plans[p].depth;
+        plan.sequence_parallel = plans[p].sp, plan.paper_3d = plans[p].paper;
+        g_autoptr(SimparSchedule) sched = simpar_generate_layer(&mem_model_fp32, &plan, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+        guint n = simpar_schedule_n_ops(sched);
+        g_autofree double *unfused = g_new(double, n), *flash = g_new(double, n);
+        simpar_compute_times(&gpu, sched, SIMPAR_ATTENTION_UNFUSED, unfused);
+        simpar_compute_times(&gpu, sched, SIMPAR_ATTENTION_FLASH, flash);
+        double sum_unfused = 0, sum_flash = 0;
+        for (guint i = 0; i < n; i++) {
+            SimparOpKind kind = simpar_schedule_op(sched, i)->kind;
+            CU_ASSERT(isfinite(unfused[i]) && unfused[i] >= 0);
+            CU_ASSERT(kind != SIMPAR_OP_COLLECTIVE || unfused[i] == 0);
+            sum_unfused += unfused[i], sum_flash += flash[i];
+        }
+        CU_ASSERT(sum_flash < sum_unfused);
+    }
+}
+
+/* ----- attention ----- */
+
+/* One rank: an attention forward (op 0) and backward (op 1), bf16. */
+static SimparSchedule *
+attention_schedule(guint nb, guint nh, guint s, guint dh, gboolean causal)
+{
+    SimparSchedule *sched = simpar_schedule_new(1, SIMPAR_DTYPE_BF16);
+    SimparOp op = {.kind = SIMPAR_OP_ATTENTION,
+                   .name = "attention",
+                   .u.attn = {.nb = nb, .nh = nh, .s = s, .dh = dh, .causal = causal}};
+    simpar_schedule_add_op(sched, &op);
+    op.kind = SIMPAR_OP_ATTENTION_BWD, op.phase = SIMPAR_PHASE_BACKWARD;
+    op.name = "attention-bwd";
+    simpar_schedule_add_op(sched, &op);
+    return sched; /* (transfer full) */
+}
+
+static void
+attention_times(const SimparGpu *gpu, SimparAttentionImpl impl, gboolean causal, double t[2])
+{
+    g_autoptr(SimparSchedule) sched = attention_schedule(2, 8, 2048, 128, causal);
+    simpar_compute_times(gpu, sched, impl, t);
+}
+
+static void
+test_attention_unfused(void)
+{
+    SimparGpu gpu;
+    gpu_h100(&gpu);
+    double bh = 16, s = 2048, dh = 128, ds = 2, scores = bh * s * s, t[2], tc[2];
+    SimparDtype bf = SIMPAR_DTYPE_BF16;
+    double qk = simpar_compute_gemm_time(&gpu, bf, s, s, dh, bh);
+    double pv = simpar_compute_gemm_time(&gpu, bf, s, dh, s, bh);
+    double dropout = mem_time(&gpu, scores * (2 * ds + 1)); /* read, write, 1-byte mask */
+    attention_times(&gpu, SIMPAR_ATTENTION_UNFUSED, FALSE, t);
+    CU_ASSERT(near(t[0], qk + mem_time(&gpu, 2 * scores * ds) + dropout + pv));
+    /* dV, dP, dQ, dK; dropout backward; softmax backward reads dP and P, writes dS */
+    CU_ASSERT(near(t[1], 3 * pv + qk + dropout + mem_time(&gpu, 3 * scores * ds)));
+    attention_times(&gpu, SIMPAR_ATTENTION_UNFUSED, TRUE, tc); /* computes the full s x s */
+    CU_ASSERT(near(tc[0], t[0]) && near(tc[1], t[1]));
+}
+
+static double
+flash_formula(const SimparGpu *g, gboolean causal, gboolean bwd)
+{
+    double bh = 16, s = 2048, dh = 128, ds = 2, h = g->gemm_half_dim;
+    double eff = g->gemm_eff_max * s / (s + h) * s / (s + h) * dh / (dh + h);
+    double flops = 4 * bh * s * s * dh * (causal ? 0.5 : 1) * (bwd ? 2.5 : 1);
+    /* q, k, v in, ctx out; backward: q, k, v, ctx, dctx in, dq, dk, dv out; fp32 LSE per row */
+    double bytes = (bwd ? 9 : 4) * bh * s * dh * ds + bh * s * 4;
+    return g->launch_s + fmax(flops / (989e12 * eff), bytes / (g->mem_bw_Bps * g->mem_eff));
+}
+
+static void
+test_attention_flash(void)
+{
+    SimparGpu gpu;
+    gpu_h100(&gpu);
+    double full[2], causal[2];
+    attention_times(&gpu, SIMPAR_ATTENTION_FLASH, FALSE, full);
+    attention_times(&gpu, SIMPAR_ATTENTION_FLASH, TRUE, causal);
+    for (guint bwd = 0; bwd < 2; bwd++) {
+        CU_ASSERT(near(full[bwd], flash_formula(&gpu, FALSE, bwd)));
+        CU_ASSERT(near(causal[bwd], flash_formula(&gpu, TRUE, bwd)));
+        /* compute bound at this shape: half the work, half the time past the launch */
+        CU_ASSERT(near(causal[bwd] - gpu.launch_s, (full[bwd] - gpu.launch_s) / 2));
+    }
+    double unfused[2];
+    attention_times(&gpu, SIMPAR_ATTENTION_UNFUSED, FALSE, unfused);
+    CU_ASSERT(full[0] < unfused[0] && full[1] < unfused[1]);
+}
+
+static void
+test_attention_names(void)
+{
+    SimparAttentionImpl impl = SIMPAR_ATTENTION_UNFUSED;
+    CU_ASSERT_TRUE(simpar_attention_parse("flash", &impl, NULL));
+    CU_ASSERT_EQUAL(impl, SIMPAR_ATTENTION_FLASH);
+    CU_ASSERT_TRUE(simpar_attention_parse("unfused", &impl, NULL));
+    CU_ASSERT_EQUAL(impl, SIMPAR_ATTENTION_UNFUSED);
+    CU_ASSERT_STRING_EQUAL(simpar_attention_name(SIMPAR_ATTENTION_FLASH), "flash");
+    CU_ASSERT_STRING_EQUAL(simpar_attention_name(SIMPAR_ATTENTION_UNFUSED), "unfused");
+    g_autoptr(GError) error = NULL;
+    CU_ASSERT_FALSE(simpar_attention_parse("flash2", &impl, &error));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(error);
+    CU_ASSERT_PTR_NOT_NULL(strstr(error->message, "flash2"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(error->message, "unfused, flash"));
+}
+
+/* ----- GPU figures ----- */
+
+static void
+test_validate(void)
+{
+    SimparGpu gpu;
+    gpu_h100(&gpu);
+    CU_ASSERT_TRUE(simpar_gpu_validate(&gpu, SIMPAR_DTYPE_BF16, NULL));
+    gpu.peak_flops[SIMPAR_DTYPE_FP32] = 0;
+    CU_ASSERT_TRUE(simpar_gpu_validate(&gpu, SIMPAR_DTYPE_BF16, NULL)); /* not needed for bf16 */
+    g_autoptr(GError) error = NULL;
+    CU_ASSERT_FALSE(simpar_gpu_validate(&gpu, SIMPAR_DTYPE_FP32, &error));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(error);
+    CU_ASSERT_PTR_NOT_NULL(strstr(error->message, "peak_fp32_flops"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(error->message, "fp32"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(error->message, "H100-SXM5-80GB"));
+    g_clear_error(&error);
+    gpu_h100(&gpu);
+    gpu.mem_eff = 1.5;
+    CU_ASSERT_FALSE(simpar_gpu_validate(&gpu, SIMPAR_DTYPE_BF16, &error));
+    CU_ASSERT_PTR_NOT_NULL(error != NULL ? strstr(error->message, "mem_eff") : NULL);
+    g_clear_error(&error);
+    simpar_gpu_init(&gpu); /* defaults only: no bandwidth */
+    gpu.peak_flops[SIMPAR_DTYPE_FP16] = 125e12;
+    CU_ASSERT_FALSE(simpar_gpu_validate(&gpu, SIMPAR_DTYPE_FP16, &error));
+    CU_ASSERT_PTR_NOT_NULL(error != NULL ? strstr(error->message, "mem_bandwidth_Bps") : NULL);
+}
+
+/* Writes `text` to a new temporary file; returns its path (transfer full). */
+static char *
+calib_file(const char *text)
+{
+    char *path = NULL;
+    int fd = g_file_open_tmp("simpar-calib-XXXXXX.json", &path, NULL);
+    g_assert(fd >= 0);
+    close(fd);
+    g_assert(g_file_set_contents(path, text, -1, NULL));
+    return path;
+}
+
+static void
+test_calibration_good(void)
+{
+    g_autofree char *path =
+        calib_file("{\"gemm_eff_max\": 0.8, \"launch_s\": 4e-6, \"peak_fp16_flops\": 125e12,\n"
+                   " \"mem_bandwidth_Bps\": 900e9, \"mem_bytes\": 17179869184}");
+    SimparGpu gpu;
+    gpu_h100(&gpu);
+    g_autoptr(GError) error = NULL;
+    CU_ASSERT_TRUE(simpar_gpu_load_calibration(&gpu, path, &error));
+    CU_ASSERT_PTR_NULL(error);
+    CU_ASSERT_EQUAL(gpu.gemm_eff_max, 0.8);
+    CU_ASSERT_EQUAL(gpu.launch_s, 4e-6);
+    CU_ASSERT_EQUAL(gpu.peak_flops[SIMPAR_DTYPE_FP16], 125e12);
+    CU_ASSERT_EQUAL(gpu.mem_bw_Bps, 900e9);
+    CU_ASSERT_EQUAL(gpu.mem_bytes, 17179869184.0);
+    CU_ASSERT_EQUAL(gpu.gemm_half_dim, 128); /* not in the file: unchanged */
+    CU_ASSERT_EQUAL(gpu.mem_eff, 0.8);
+    CU_ASSERT_EQUAL(gpu.peak_flops[SIMPAR_DTYPE_BF16], 989e12);
+    g_unlink(path);
+}
+
+/* A bad file: an error naming the file (and the key, if any); the figures stay as they were. */
+static void
+calib_bad(const char *path, const char *key)
+{
+    SimparGpu gpu, before;
+    gpu_h100(&gpu);
+    before = gpu;
+    g_autoptr(GError) error = NULL;
+    CU_ASSERT_FALSE(simpar_gpu_load_calibration(&gpu, path, &error));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(error);
+    CU_ASSERT_PTR_NOT_NULL(strstr(error->message, path));
+    CU_ASSERT(key == NULL || strstr(error->message, key) != NULL);
+    CU_ASSERT(memcmp(&gpu, &before, sizeof gpu) == 0);
+    if (strstr(error->message, path) == NULL || (key != NULL && !strstr(error->message, key)))
+        printf("\n    %s", error->message);
+}
+
+static void
+test_calibration_bad(void)
+{
+    const struct {
+        const char *text, *key;
+    } bad[] = {
+        {"{\"launch_s\": ", NULL},                               /* not JSON */
+        {"[1, 2]", NULL},                                        /* not an object */
+        {"{\"launch_s\": 1e-6, \"gemm_eff\": 0.8}", "gemm_eff"}, /* unknown key */
+        {"{\"launch_s\": \"5us\"}", "launch_s"},                 /* a string */
+        {"{\"launch_s\": true}", "launch_s"},                    /* a boolean */
+        {"{\"launch_s\": 1e-6, \"mem_eff\": -0.5}", "mem_eff"},  /* negative */
+        {"{\"peak_bf16_flops\": 0}", "peak_bf16_flops"},         /* zero */
+        {"{\"gemm_eff_max\": 1.5}", "gemm_eff_max"},             /* absurd */
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autofree char *path = calib_file(bad[i].text);
+        calib_bad(path, bad[i].key);
+        g_unlink(path);
+    }
+    g_autofree char *missing =
+        g_build_filename(g_get_tmp_dir(), "simpar-no-such-calibration.json", NULL);
+    calib_bad(missing, NULL);
+}
+
+/* ----- memory ----- */
+
+static gboolean
+mem_estimate(const SimparModel *m, const char *mode, gint64 tp, gint64 depth, gboolean sp,
+             SimparAttentionImpl attn, SimparMemory *out, double *transient)
+{
+    SimparPlan plan;
+    simpar_plan_init(&plan);
+    plan.mode = mode, plan.tp = tp, plan.depth = depth, plan.sequence_parallel = sp;
+    g_autoptr(SimparSchedule) layer = simpar_generate_layer(m, &plan, NULL);
+    if (layer == NULL)
+        return FALSE;
+    simpar_memory_estimate(m, &plan, layer, attn, out);
+    g_autofree double *per_rank = g_new0(double, tp);
+    *transient = 0;
+    for (guint i = 0; i < simpar_schedule_n_buffers(layer); i++) {
+        const SimparBuffer *b = simpar_schedule_buffer(layer, i);
+        per_rank[b->rank] += b->elems;
+        *transient = MAX(*transient, per_rank[b->rank] * simpar_dtype_size(m->dtype));
+    }
+    return TRUE;
+}
+
+static void
+test_memory_3d_states(void)
+{
+    SimparMemory mem;
+    double transient;
+    CU_ASSERT_TRUE_FATAL(
+        mem_estimate(&mem_model, "3d", 64, 0, FALSE, SIMPAR_ATTENTION_UNFUSED, &mem, &transient));
+    double h = 64, f = 256, params = 2 * (4 * h * h + 2 * h * f + 9 * h + f);
+    CU_ASSERT_EQUAL(mem.params, params / 64);
+    CU_ASSERT_EQUAL(mem.states_B, 16 * params / 64);
+    CU_ASSERT_EQUAL(mem.transient_B, transient);
+    CU_ASSERT(near(mem.total_B, mem.states_B + mem.activations_B + mem.transient_B));
+}
+
+/* Korthikanti et al. at 16 bits: sbh(34 + 5as/h) per layer; 1-D without SP keeps 10sbh whole. */
+static void
+test_memory_activations(void)
+{
+    const struct {
+        const char *mode;
+        gint64 tp, depth;
+        gboolean sp;
+    } plans[] = {{"1d", 2, 0, FALSE}, {"1d", 4, 0, FALSE},   {"1d", 4, 0, TRUE},
+                 {"2d", 4, 0, FALSE}, {"2.5d", 8, 2, FALSE}, {"3d", 8, 0, FALSE}};
+
+    double s = 32, b = 16, h = 64, a = 4, sbh = s * b * h, L = 2;
+    for (guint i = 0; i < G_N_ELEMENTS(plans); i++) {
+        SimparMemory mem;
+        double transient, t = plans[i].tp;
+        CU_ASSERT_TRUE_FATAL(mem_estimate(&mem_model, plans[i].mode, plans[i].tp, plans[i].depth,
+                                          plans[i].sp, SIMPAR_ATTENTION_UNFUSED, &mem, &transient));
+        double want = sbh * (34 + 5 * a * s / h) / t;
+        if (g_str_equal(plans[i].mode, "1d") && !plans[i].sp)
+            want = sbh * (10 + 24 / t + 5 * a * s / (h * t));
+        CU_ASSERT(near(mem.activations_B, L * want));
+    }
+}
+
+static void
+test_memory_2p5d(void)
+{
+    SimparMemory m2, m25;
+    double transient;
+    CU_ASSERT_TRUE_FATAL(
+        mem_estimate(&mem_model, "2d", 4, 0, FALSE, SIMPAR_ATTENTION_UNFUSED, &m2, &transient));
+    CU_ASSERT_TRUE_FATAL(
+        mem_estimate(&mem_model, "2.5d", 8, 2, FALSE, SIMPAR_ATTENTION_UNFUSED, &m25, &transient));
+    CU_ASSERT_EQUAL(m25.params, m2.params); /* each depth layer holds a full q x q copy */
+    CU_ASSERT_EQUAL(m25.states_B, m2.states_B);
+    CU_ASSERT(near(m25.activations_B, m2.activations_B / 2)); /* tokens split over d = 2 */
+    CU_ASSERT_EQUAL(m25.transient_B, transient);
+}
+
+static void
+test_memory_flash(void)
+{
+    double s = 32, b = 16, a = 4, L = 2, transient;
+    for (gint64 tp = 2; tp <= 4; tp += 2) {
+        SimparMemory unfused, flash;
+        CU_ASSERT_TRUE_FATAL(mem_estimate(&mem_model, "1d", tp, 0, FALSE, SIMPAR_ATTENTION_UNFUSED,
+                                          &unfused, &transient));
+        CU_ASSERT_TRUE_FATAL(mem_estimate(&mem_model, "1d", tp, 0, FALSE, SIMPAR_ATTENTION_FLASH,
+                                          &flash, &transient));
+        /* softmax output 2as^2b, its dropout output 2as^2b and mask as^2b, split over t */
+        CU_ASSERT(near(unfused.activations_B - flash.activations_B, L * 5 * a * s * s * b / tp));
+        CU_ASSERT_EQUAL(unfused.states_B, flash.states_B);
+    }
+}
+
+static void
+test_memory_fp32(void)
+{
+    SimparModel m32 = mem_model;
+    m32.dtype = SIMPAR_DTYPE_FP32;
+    SimparMemory m16, m4;
+    double t16, t32, s = 32, b = 16, h = 64, a = 4, sbh = s * b * h, L = 2;
+    CU_ASSERT_TRUE_FATAL(
+        mem_estimate(&mem_model, "2d", 4, 0, FALSE, SIMPAR_ATTENTION_UNFUSED, &m16, &t16));
+    CU_ASSERT_TRUE_FATAL(
+        mem_estimate(&m32, "2d", 4, 0, FALSE, SIMPAR_ATTENTION_UNFUSED, &m4, &t32));
+    CU_ASSERT_EQUAL(m4.states_B, m16.states_B); /* 4 + 4 + 8 = 2 + 2 + 12 bytes per parameter */
+    /* values double, one-byte masks do not: 16 values and 2 masks per sbh, 2 values and 1 mask
+     * per as^2b */
+    CU_ASSERT(near(m4.activations_B, L * (sbh * (16 * 4 + 2) + a * s * s * b * (2 * 4 + 1)) / 4));
+    CU_ASSERT(near(m16.activations_B, L * (sbh * (16 * 2 + 2) + a * s * s * b * (2 * 2 + 1)) / 4));
+    CU_ASSERT_EQUAL(m4.transient_B, 2 * m16.transient_B);
+    CU_ASSERT_EQUAL(m4.transient_B, t32);
+}
+
+static CU_TestInfo compute_tests[] = {
+    {"a GEMM takes launch + max(flops / (peak * eff), bytes / bandwidth)", test_gemm_formula},
+    {"the defaults come within 35% of XLA's measured H100 bf16 GEMMs", test_gemm_plausible},
+    {"unfused kernels of a 1-D layer take launch + their bytes / bandwidth", test_kernels_1d},
+    {"a fused group costs one launch and its outer bytes; its other members cost nothing",
+     test_fusion_1d},
+    {"2-D layer norms stay two kernels around their statistics all-reduce", test_ln_2d},
+    {"every mode's layer gets finite op times; flash attention shortens it", test_every_mode},
+    {"unfused attention costs two batched GEMMs and softmax and dropout passes each way",
+     test_attention_unfused},
+    {"flash attention is one kernel and a causal mask halves its work", test_attention_flash},
+    {"attention implementations parse and print by name", test_attention_names},
+    {"validation names the missing or insane GPU figure and the dtype", test_validate},
+    {"a calibration file overrides only the figures it gives", test_calibration_good},
+    {"bad calibration files fail naming the file and the key", test_calibration_bad},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo memory_tests[] = {
+    {"3-D with q = 4 holds 16 bytes per parameter over 64 GPUs", test_memory_3d_states},
+    {"stored activations follow Korthikanti et al. for every mode", test_memory_activations},
+    {"2.5-D replicates parameters over depth and splits activations over it", test_memory_2p5d},
+    {"flash attention removes the s^2 activation term", test_memory_flash},
+    {"fp32 doubles values but not masks or model states", test_memory_fp32},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"compute cost model", NULL, NULL, NULL, NULL, compute_tests},
+    {"memory model", NULL, NULL, NULL, NULL, memory_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+int
+main(void)
+{
+    return simpar_test_main(suites);
+}
