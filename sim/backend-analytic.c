@@ -1,15 +1,18 @@
-/* backend-analytic.c - the schedule on an idle network, collectives by their closed forms.
+/* backend-analytic.c - the schedule on an idle network, without SimGrid.
  *
- * Every (rank, stream) advances as far as its ops' inputs allow; a collective instance starts
- * when its last member has reached it and ends, for all members, a closed form later. The sweep
- * repeats until every instance has a span. Deterministic: no ties are broken by chance.
+ * Every (rank, stream) advances as far as its ops' inputs allow. A collective instance waits
+ * for all of its members; then, in fused mode (the default), it starts when the last member
+ * arrived and ends for all of them a closed form later; in exact mode its expansion is
+ * evaluated from each member's own arrival (simpar_expansion_eval_idle), which is what the
+ * SimGrid backend's exact mode computes on an idle network. The sweep repeats until every
+ * instance has a span. Deterministic: no ties are broken by chance.
  */
 #include "replay.h"
 
 typedef struct {
-    double ready;   /* latest arrival so far */
-    guint arrived;  /* members that reached it */
-    guint *members; /* their instances */
+    guint arrived; /* members that reached it */
+    guint *inst;   /* by position in the group: the member's instance */
+    double *ready; /* by position in the group: when the member reached it */
 } AnalyticColl;
 
 typedef struct {
@@ -38,26 +41,46 @@ analytic_deps_ready(const Analytic *a, guint inst, double t)
     return t;
 }
 
-/* Registers one member at a collective; the last one to arrive gives every member its span. */
+/* Gives every member of a complete collective instance its span. */
+static void
+analytic_finish(Analytic *a, guint coll, AnalyticColl *c)
+{
+    const SimparReplayColl *rc = &g_array_index(a->r->colls, SimparReplayColl, coll);
+    guint n = rc->group.n;
+    if (a->r->run->mode == SIMPAR_COLL_MODE_EXACT && n > 1) {
+        g_autofree double *end = g_new(double, n);
+        simpar_expansion_eval_idle(simpar_replay_expansion(a->r, coll), &rc->group, c->ready,
+                                   end);
+        for (guint m = 0; m < n; m++)
+            a->spans[c->inst[m]] = (SimparSpan){c->ready[m], end[m]};
+        return;
+    }
+    double start = 0;
+    for (guint m = 0; m < n; m++)
+        start = MAX(start, c->ready[m]);
+    for (guint m = 0; m < n; m++)
+        a->spans[c->inst[m]] = (SimparSpan){c->ready[m], start + rc->time_s};
+}
+
+/* Registers one member at a collective; the last one to arrive completes it. */
 static void
 analytic_arrive(Analytic *a, guint inst, double ready)
 {
     const SimparReplay *r = a->r;
     const SimparOp *op = simpar_replay_op(r, inst);
-    const SimparReplayColl *rc =
-        &g_array_index(r->colls, SimparReplayColl, r->coll_of_op[inst % r->n_ops]);
-    guint g = op->u.coll.group;
+    guint coll = r->coll_of_op[inst % r->n_ops], g = op->u.coll.group;
+    guint n = simpar_schedule_group(r->run->sched, g)->size;
     AnalyticColl *c = &a->pending[g][r->coll_k[inst]];
-    if (c->members == NULL)
-        c->members = g_new(guint, rc->group.n);
-    c->members[c->arrived++] = inst;
-    c->ready = MAX(c->ready, ready);
+    if (c->inst == NULL)
+        c->inst = g_new(guint, n), c->ready = g_new(double, n);
+    guint pos = simpar_group_index(r->run->sched, g, op->rank);
+    c->inst[pos] = inst, c->ready[pos] = ready;
     a->arrived[inst] = TRUE;
-    if (c->arrived < rc->group.n)
+    if (++c->arrived < n)
         return;
-    for (guint m = 0; m < c->arrived; m++)
-        a->spans[c->members[m]] = (SimparSpan){c->ready, c->ready + rc->time_s};
-    g_clear_pointer(&c->members, g_free);
+    analytic_finish(a, coll, c);
+    g_clear_pointer(&c->inst, g_free);
+    g_clear_pointer(&c->ready, g_free);
 }
 
 /* Advances one stream as far as it can; returns the number of ops it moved past. */

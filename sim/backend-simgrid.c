@@ -24,6 +24,7 @@
 typedef struct {
     SimparReplay *r;
     SimparSpan *spans;
+    gboolean *awaited; /* per op: an op of another stream depends on it */
     double t0;
     sg_mutex_t *mutex; /* per rank */
     sg_cond_t *cond;   /* per rank: an op of this rank finished */
@@ -33,7 +34,17 @@ typedef struct {
 typedef struct {
     Simgrid *sg;
     guint rank, stream;
+    double pending; /* compute time not slept yet: runs of compute ops become one sleep */
 } SimgridStream;
+
+/* Sleeps the compute time accumulated so far, before anything another actor can observe. */
+static void
+simgrid_flush(SimgridStream *st)
+{
+    if (st->pending > 0)
+        sg_actor_sleep_for(st->pending);
+    st->pending = 0;
+}
 
 static char simgrid_payload; /* mailboxes need a non-NULL payload; nothing reads it */
 
@@ -137,10 +148,30 @@ simgrid_wait_deps(SimgridStream *st, guint inst, const SimparOp *op)
     Simgrid *sg = st->sg;
     const guint *deps = simpar_schedule_deps(sg->r->run->sched, op);
     guint base = inst - inst % sg->r->n_ops;
-    sg_mutex_lock(sg->mutex[st->rank]);
-    for (guint d = 0; d < op->n_deps; d++)
+    for (guint d = 0; d < op->n_deps; d++) {
+        if (sg->spans[base + deps[d]].end >= 0)
+            continue;
+        simgrid_flush(st);
+        sg_mutex_lock(sg->mutex[st->rank]);
         while (sg->spans[base + deps[d]].end < 0)
             sg_cond_wait(sg->cond[st->rank], sg->mutex[st->rank]);
+        sg_mutex_unlock(sg->mutex[st->rank]);
+    }
+}
+
+/* Records the span; wakes the rank's other streams when one of them may wait for this op. */
+static void
+simgrid_done(SimgridStream *st, guint inst, double start, double end)
+{
+    Simgrid *sg = st->sg;
+    if (!sg->awaited[inst % sg->r->n_ops]) {
+        sg->spans[inst] = (SimparSpan){start - sg->t0, end - sg->t0};
+        return;
+    }
+    simgrid_flush(st);
+    sg->spans[inst] = (SimparSpan){start - sg->t0, end - sg->t0};
+    sg_mutex_lock(sg->mutex[st->rank]);
+    sg_cond_notify_all(sg->cond[st->rank]);
     sg_mutex_unlock(sg->mutex[st->rank]);
 }
 
@@ -154,20 +185,21 @@ simgrid_stream_main(int argc, char **argv)
     for (guint i = 0; i < seq->len; i++) {
         guint inst = g_array_index(seq, guint, i);
         const SimparOp *op = simpar_replay_op(sg->r, inst);
-        simgrid_wait_deps(st, inst, op);
-        double start = simgrid_get_clock();
-        if (op->kind == SIMPAR_OP_COLLECTIVE)
-            simgrid_collective(st, inst, op);
-        else if (sg->r->run->compute_s[inst % sg->r->n_ops] > 0)
-            sg_actor_sleep_for(sg->r->run->compute_s[inst % sg->r->n_ops]);
         g_assert(op->kind != SIMPAR_OP_SEND && op->kind != SIMPAR_OP_RECV);
-        sg_mutex_lock(sg->mutex[st->rank]);
-        sg->spans[inst] = (SimparSpan){start - sg->t0, simgrid_get_clock() - sg->t0};
-        sg_cond_notify_all(sg->cond[st->rank]);
-        sg_mutex_unlock(sg->mutex[st->rank]);
+        simgrid_wait_deps(st, inst, op);
+        if (op->kind == SIMPAR_OP_COLLECTIVE) {
+            simgrid_flush(st);
+            double start = simgrid_get_clock();
+            simgrid_collective(st, inst, op);
+            simgrid_done(st, inst, start, simgrid_get_clock());
+        } else {
+            double start = simgrid_get_clock() + st->pending;
+            st->pending += sg->r->run->compute_s[inst % sg->r->n_ops];
+            simgrid_done(st, inst, start, simgrid_get_clock() + st->pending);
+        }
     }
+    simgrid_flush(st);
     sg_sem_release(sg->finished);
-
 }
 
 /* Host of GPU `gpu`: node<N>-gpu<G> in platform order (net->data is the host array). */
@@ -182,8 +214,14 @@ void
 simpar_backend_simgrid_run(const SimparRun *run, SimparSpan *spans)
 {
     g_autoptr(SimparReplay) r = simpar_replay_new(run);
-    Simgrid sg = {r, spans, simgrid_get_clock(), g_new(sg_mutex_t, r->n_ranks),
-                  g_new(sg_cond_t, r->n_ranks), sg_sem_init(0)};
+    Simgrid sg = {r, spans, g_new0(gboolean, r->n_ops), simgrid_get_clock(),
+                  g_new(sg_mutex_t, r->n_ranks), g_new(sg_cond_t, r->n_ranks), sg_sem_init(0)};
+    for (guint i = 0; i < r->n_ops; i++) {
+        const SimparOp *op = simpar_schedule_op(run->sched, i);
+        const guint *deps = simpar_schedule_deps(run->sched, op);
+        for (guint d = 0; d < op->n_deps; d++)
+            sg.awaited[deps[d]] |= simpar_schedule_op(run->sched, deps[d])->stream != op->stream;
+    }
     for (guint i = 0; i < r->n_instances; i++)
         spans[i] = (SimparSpan){-1, -1};
     g_autofree SimgridStream *streams = g_new(SimgridStream, r->n_ranks * r->n_streams);
@@ -195,7 +233,7 @@ simpar_backend_simgrid_run(const SimparRun *run, SimparSpan *spans)
             if (r->seq[rank * r->n_streams + s]->len == 0)
                 continue;
             SimgridStream *st = &streams[n_actors++];
-            *st = (SimgridStream){&sg, rank, s};
+            *st = (SimgridStream){&sg, rank, s, 0};
             char name[48];
             snprintf(name, sizeof name, "rank%u-%s", rank,
                      simpar_schedule_stream_name(run->sched, s));
@@ -212,5 +250,6 @@ simpar_backend_simgrid_run(const SimparRun *run, SimparSpan *spans)
     }
     sg_sem_destroy(sg.finished);
     g_free(sg.mutex);
+    g_free(sg.awaited);
     g_free(sg.cond);
 }

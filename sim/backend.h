@@ -7,7 +7,8 @@
  * left running at the end of a layer (asynchronous reduce-scatters on the communication stream)
  * overlap the next layer's compute, as they do in the implementations.
  *
- *   analytic  closed form per collective, starting when its last member arrives (no contention)
+ *   analytic  no contention: closed form per collective from its last member's arrival (fused),
+ *             or its expansion evaluated from each member's arrival (exact)
  *   simgrid   one SimGrid actor per GPU stream; collectives as p2p transfers on mailboxes, every
  *             round of the algorithm (exact) or one transfer per peer (fused)
  *

@@ -18,8 +18,9 @@
 typedef struct {
     SimparCliJob job;
     char *topology, *backend_name, *coll_mode_name, *algo_name, *proto_name, *attention_name;
-    char *calibration, *trace;
+    char *calibration, *trace, *replay_name;
     gint64 gpus;
+    gboolean periodic; /* simulate 1 and 2 layers and extrapolate to L */
     SimparModel model;
     const SimparBackend *backend;
     SimparRun run; /* collective settings; the rest is filled per mode */
@@ -32,7 +33,7 @@ predict_clear(Predict *p)
     simpar_cli_job_clear(&p->job);
     g_free(p->topology), g_free(p->backend_name), g_free(p->coll_mode_name);
     g_free(p->algo_name), g_free(p->proto_name), g_free(p->attention_name);
-    g_free(p->calibration), g_free(p->trace);
+    g_free(p->calibration), g_free(p->trace), g_free(p->replay_name);
 }
 
 /* Checks every option that needs no platform. */
@@ -57,7 +58,7 @@ predict_resolve(Predict *p, GError **error)
         return FALSE;
     if (!simpar_backend_lookup(p->backend_name != NULL ? p->backend_name : "simgrid",
                                &p->backend, error) ||
-        !simpar_coll_mode_parse(p->coll_mode_name != NULL ? p->coll_mode_name : "exact",
+        !simpar_coll_mode_parse(p->coll_mode_name != NULL ? p->coll_mode_name : "fused",
                                 &p->run.mode, error) ||
         !simpar_coll_algo_lookup(p->algo_name != NULL ? p->algo_name : "auto", &p->run.algo,
                                  error) ||
@@ -66,6 +67,14 @@ predict_resolve(Predict *p, GError **error)
         !simpar_attention_parse(p->attention_name != NULL ? p->attention_name : "unfused",
                                 &p->attention, error))
         return FALSE;
+    p->periodic = p->replay_name == NULL || g_str_equal(p->replay_name, "periodic");
+    if (!p->periodic && !g_str_equal(p->replay_name, "all")) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "--replay %s: unknown (valid: periodic (1 and 2 layers, extrapolated to L), "
+                    "all (every layer))",
+                    p->replay_name);
+        return FALSE;
+    }
     if (p->algo_name != NULL && p->run.algo == NULL && !g_str_equal(p->algo_name, "auto"))
         return FALSE;
     if (p->job.model == NULL)
@@ -178,22 +187,40 @@ predict_skip(PredictJob *pj, const char *mode, const char *grid, const SimparMem
     return TRUE;
 }
 
+/* The spans of `layers` stacked layers of `sched` on the backend. */
+static SimparSpan *
+predict_run(PredictJob *pj, SimparRun *run, const SimparSchedule *sched, guint layers,
+            const guint *gpus, const double *compute)
+{
+    *run = pj->p->run;
+    run->sched = sched, run->n_layers = layers, run->gpus = gpus;
+    run->net = simpar_platform_net(pj->platform), run->compute_s = compute;
+    SimparSpan *spans = g_new(SimparSpan, (gsize) simpar_schedule_n_ops(sched) * layers);
+    pj->p->backend->run(run, spans);
+    return spans; /* (transfer full) */
+}
+
 static void
 predict_simulate(PredictJob *pj, guint index, const SimparPlan *plan, const char *grid,
                  const SimparSchedule *sched, const SimparMemory *mem, gint64 t0)
 {
     Predict *p = pj->p;
-    guint n_ops = simpar_schedule_n_ops(sched);
-    g_autofree double *compute = g_new(double, n_ops);
+    guint layers = (guint) p->model.layers;
+    g_autofree double *compute = g_new(double, simpar_schedule_n_ops(sched));
     g_autofree guint *gpus = g_new(guint, pj->gpus);
     for (guint i = 0; i < pj->gpus; i++)
         gpus[i] = i;
     simpar_compute_times(&pj->gpu, sched, p->attention, compute);
-    SimparRun run = p->run;
-    run.sched = sched, run.n_layers = (guint) p->model.layers, run.gpus = gpus;
-    run.net = simpar_platform_net(pj->platform), run.compute_s = compute;
-    g_autofree SimparSpan *spans = g_new(SimparSpan, (gsize) n_ops * run.n_layers);
-    p->backend->run(&run, spans);
+    SimparRun run, one;
+    if (p->periodic && layers > 2 && pj->trace == NULL) {
+        g_autofree SimparSpan *s1 = predict_run(pj, &one, sched, 1, gpus, compute);
+        g_autofree SimparSpan *s2 = predict_run(pj, &run, sched, 2, gpus, compute);
+        double wall = (g_get_monotonic_time() - t0) / 1e6;
+        simpar_report_add_periodic(pj->report, plan->mode, grid, &one, s1, &run, s2, layers, mem,
+                                   pj->gpu.mem_bytes, wall);
+        return;
+    }
+    g_autofree SimparSpan *spans = predict_run(pj, &run, sched, layers, gpus, compute);
     double wall = (g_get_monotonic_time() - t0) / 1e6;
     simpar_report_add(pj->report, plan->mode, grid, &run, spans, mem, pj->gpu.mem_bytes, wall);
     if (pj->trace != NULL)
@@ -338,13 +365,17 @@ simpar_cmd_predict(int argc, char **argv, GError **error)
         {"backend", 0, 0, G_OPTION_ARG_STRING, &p.backend_name,
          "simgrid (default; contention) or analytic (closed forms, no contention)", "B"},
         {"collectives", 0, 0, G_OPTION_ARG_STRING, &p.coll_mode_name,
-         "SimGrid: exact (default; every round) or fused (one transfer per peer)", "MODE"},
+         "SimGrid: fused (default; one transfer per peer) or exact (every round)", "MODE"},
         {"algo", 0, 0, G_OPTION_ARG_STRING, &p.algo_name,
          "Collective algorithm: auto (default; NCCL-like choice), ring, tree, chain, "
          "hierarchical, pairwise (for the kinds it implements)",
          "ALGO"},
         {"nccl-proto", 0, 0, G_OPTION_ARG_STRING, &p.proto_name,
          "Add NCCL's latency constants of a protocol: none (default), ll, ll128, simple", "P"},
+        {"replay", 0, 0, G_OPTION_ARG_STRING, &p.replay_name,
+         "periodic (default: simulate 1 and 2 layers, extrapolate to L) or all (every layer; "
+         "always with --trace)",
+         "R"},
         {"calibration", 0, 0, G_OPTION_ARG_FILENAME, &p.calibration,
          "JSON file overriding the compute model's GPU figures", "FILE"},
         {"json", 0, 0, G_OPTION_ARG_NONE, &p.job.json, "Print JSON: one object per mode", NULL},

@@ -8,6 +8,9 @@ static const struct {
     gboolean (*run)(int argc, char **argv, GError **error);
 } commands[] = {
     {"schedule", simpar_cmd_schedule},
+    {"predict", simpar_cmd_predict},
+    {"collective", simpar_cmd_collective},
+    {"topology", simpar_cmd_topology},
 };
 
 int
@@ -25,7 +28,8 @@ main(int argc, char **argv)
     }
     if (!found && argc > 1 && argv[1][0] != '-') {
         g_set_error(&error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                    "simpar: unknown command '%s' (valid: schedule; or --topology FILE)", argv[1]);
+                    "simpar: unknown command '%s' (valid: schedule, topology; or --topology FILE)",
+                    argv[1]);
     } else if (!found) {
         ok = simpar_cmd_predict(argc, argv, &error);
     }

@@ -210,6 +210,15 @@ report_row(SimparReport *rep, const char *mode, const char *grid, guint gpus,
     return &g_array_index(rep->rows, SimparReportRow, rep->rows->len - 1);
 }
 
+/* The breakdown of one run into `row` (times, axes, bytes). */
+static void
+report_fill(SimparReportRow *row, const SimparRun *run, const SimparSpan *spans)
+{
+    row->axes = g_array_new(FALSE, FALSE, sizeof(SimparAxisTime));
+    report_times(row, run, spans);
+    row->comm_bytes_per_gpu = report_comm_bytes(run);
+}
+
 void
 simpar_report_add(SimparReport *rep, const char *mode, const char *grid, const SimparRun *run,
                   const SimparSpan *spans, const SimparMemory *mem, double mem_capacity_B,
@@ -217,10 +226,49 @@ simpar_report_add(SimparReport *rep, const char *mode, const char *grid, const S
 {
     guint gpus = simpar_schedule_n_ranks(run->sched);
     SimparReportRow *row = report_row(rep, mode, grid, gpus, mem, mem_capacity_B);
-    row->axes = g_array_new(FALSE, FALSE, sizeof(SimparAxisTime));
-    report_times(row, run, spans);
+    report_fill(row, run, spans);
     row->tflops_per_gpu = row->model_flops / row->step_s / gpus / 1e12;
-    row->comm_bytes_per_gpu = report_comm_bytes(run);
+    row->wall_s = wall_s;
+}
+
+/* x(L) = x(b) + (L - kb) * (x(b) - x(a)) / (kb - ka): every additive figure grows by the same
+ * amount per layer once the layer-to-layer pattern repeats. */
+static double
+report_line(double a, double b, guint ka, guint kb, guint layers)
+{
+    return b + ((double) layers - kb) * (b - a) / ((double) kb - ka);
+}
+
+void
+simpar_report_add_periodic(SimparReport *rep, const char *mode, const char *grid,
+                           const SimparRun *run_a, const SimparSpan *spans_a,
+                           const SimparRun *run_b, const SimparSpan *spans_b, guint layers,
+                           const SimparMemory *mem, double mem_capacity_B, double wall_s)
+{
+    guint gpus = simpar_schedule_n_ranks(run_b->sched), ka = run_a->n_layers, kb = run_b->n_layers;
+    SimparReportRow a = {0};
+    report_fill(&a, run_a, spans_a);
+    SimparReportRow *row = report_row(rep, mode, grid, gpus, mem, mem_capacity_B);
+    report_fill(row, run_b, spans_b);
+    double *fa[] = {&a.step_s, &a.forward_s, &a.backward_s, &a.compute_s, &a.exposed_s,
+                    &a.exposed_intra_s, &a.exposed_inter_s, &a.other_s, &a.comm_bytes_per_gpu};
+    double *fb[] = {&row->step_s, &row->forward_s, &row->backward_s, &row->compute_s,
+                    &row->exposed_s, &row->exposed_intra_s, &row->exposed_inter_s, &row->other_s,
+                    &row->comm_bytes_per_gpu};
+    for (guint i = 0; i < G_N_ELEMENTS(fa); i++)
+        *fb[i] = report_line(*fa[i], *fb[i], ka, kb, layers);
+    for (guint i = 0; i < row->axes->len; i++) {
+        SimparAxisTime *y = &g_array_index(row->axes, SimparAxisTime, i);
+        double x = 0;
+        for (guint j = 0; j < a.axes->len; j++) {
+            const SimparAxisTime *z = &g_array_index(a.axes, SimparAxisTime, j);
+            if (z->axis == y->axis && z->inter == y->inter)
+                x = z->exposed_s;
+        }
+        y->exposed_s = report_line(x, y->exposed_s, ka, kb, layers);
+    }
+    g_array_free(a.axes, TRUE);
+    row->tflops_per_gpu = row->model_flops / row->step_s / gpus / 1e12;
     row->wall_s = wall_s;
 }
 

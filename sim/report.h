@@ -51,6 +51,12 @@ void simpar_report_free(SimparReport *rep);
 void simpar_report_add(SimparReport *rep, const char *mode, const char *grid,
                        const SimparRun *run, const SimparSpan *spans, const SimparMemory *mem,
                        double mem_capacity_B, double wall_s);
+/* From runs of ka < kb layers, the figures of `layers` layers by linear extrapolation: exact
+ * when every further layer repeats the same pattern (see README, periodic replay). */
+void simpar_report_add_periodic(SimparReport *rep, const char *mode, const char *grid,
+                                const SimparRun *run_a, const SimparSpan *spans_a,
+                                const SimparRun *run_b, const SimparSpan *spans_b, guint layers,
+                                const SimparMemory *mem, double mem_capacity_B, double wall_s);
 /* A mode that was not simulated, with the reason. */
 void simpar_report_skip(SimparReport *rep, const char *mode, const char *grid, guint gpus,
                         const SimparMemory *mem, double mem_capacity_B, const char *why);

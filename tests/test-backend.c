@@ -12,6 +12,7 @@
 #include <glib/gstdio.h>
 #include <math.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #define XBAR_LAT 2e-6
 #define XBAR_BW 25e9
@@ -26,15 +27,18 @@ test_crossbar(guint n, guint per_node)
     for (guint i = 0; i < n; i++)
         g_string_append_printf(x, "<host id=\"node%u-gpu%u\" speed=\"1Gf\"/>\n", i / per_node,
                                i % per_node);
-    for (guint i = 0; i < n; i++)
+    for (guint i = 0; i < n; i++) /* the DTD wants every link before the first route */
         for (guint j = i + 1; j < n; j++)
             g_string_append_printf(x,
                                    "<link id=\"l%u-%u\" bandwidth=\"%gBps\" latency=\"%gs\" "
-                                   "sharing_policy=\"SPLITDUPLEX\"/>\n<route src=\"node%u-gpu%u\" "
-                                   "dst=\"node%u-gpu%u\"><link_ctn id=\"l%u-%u\" "
-                                   "direction=\"UP\"/></route>\n",
-                                   i, j, XBAR_BW, XBAR_LAT, i / per_node, i % per_node,
-                                   j / per_node, j % per_node, i, j);
+                                   "sharing_policy=\"SPLITDUPLEX\"/>\n",
+                                   i, j, XBAR_BW, XBAR_LAT);
+    for (guint i = 0; i < n; i++)
+        for (guint j = i + 1; j < n; j++)
+            g_string_append_printf(x,
+                                   "<route src=\"node%u-gpu%u\" dst=\"node%u-gpu%u\"><link_ctn "
+                                   "id=\"l%u-%u\" direction=\"UP\"/></route>\n",
+                                   i / per_node, i % per_node, j / per_node, j % per_node, i, j);
     g_string_append(x, "</zone>\n</platform>\n");
     g_autofree char *path = NULL;
     int fd = g_file_open_tmp("simpar-xbar-XXXXXX.xml", &path, NULL);
@@ -87,16 +91,22 @@ static void
 test_algo_sizes(const SimparPlatform *p, const SimparCollAlgo *algo, SimparCollKind kind,
                 GString *out)
 {
-    static const gsize counts[] = {256, 262144, 16777216}; /* 1 KiB, 1 MiB, 64 MiB of fp32 */
+    /* fp32 elements of S: 0.7 MB, 2.9 MB, 46 MB; multiples of lcm(2..16) = 720720 bytes, so
+     * every per-rank, per-chunk share is a whole number of bytes (SimGrid counts whole bytes) */
+    static const gsize counts[] = {180180, 720720, 11531520};
     guint gpus[16];
     for (guint i = 0; i < 16; i++)
         gpus[i] = i;
     for (guint n = 2; n <= 16; n++) {
         for (guint c = 0; c < G_N_ELEMENTS(counts); c++) {
             guint root = (n - 1) * (c % 2);
-            g_autoptr(SimparSchedule) s = test_coll_schedule(kind, n, counts[c] / n, root);
+            gboolean per_member = kind == SIMPAR_COLL_ALL_GATHER ||
+                                  kind == SIMPAR_COLL_REDUCE_SCATTER ||
+                                  kind == SIMPAR_COLL_ALL_TO_ALL;
+            g_autoptr(SimparSchedule) s =
+                test_coll_schedule(kind, n, per_member ? counts[c] / n : counts[c], root);
             double zero[16] = {0};
-            SimparRun run = {s, 1, gpus, simpar_platform_net(p), zero, algo};
+            SimparRun run = {.sched = s, .n_layers = 1, .gpus = gpus, .net = simpar_platform_net(p), .compute_s = zero, .algo = algo};
             simpar_coll_params_init(&run.coll);
             SimparCollGroup g = {n, gpus, run.net};
             double bytes = (double) simpar_op_coll_elems(s, simpar_schedule_op(s, 0)) * 4;
@@ -136,7 +146,10 @@ test_closed_forms(void)
     g_autofree char *xml = test_crossbar(16, 4);
     g_autoptr(GString) out = g_string_new(NULL);
     g_autoptr(GError) error = NULL;
-    CU_ASSERT_TRUE_FATAL(simpar_platform_run(xml, test_closed_forms_job, NULL, out, &error));
+    gboolean ok = simpar_platform_run(xml, test_closed_forms_job, NULL, out, &error);
+    if (!ok)
+        printf("\n    %s", error->message);
+    CU_ASSERT_TRUE_FATAL(ok);
     printf("\n    %s", out->str);
     CU_ASSERT_TRUE(g_str_has_prefix(out->str, "ok ") && atoi(out->str + 3) >= 8);
     g_unlink(xml);
@@ -198,7 +211,7 @@ test_contention_job(const SimparPlatform *p, gpointer data, GString *out, GError
     const SimparCollAlgo *ring;
     g_assert(simpar_coll_algo_lookup("ring", &ring, NULL));
     double zero[4] = {0}, S = count * 4.0, alpha = 2e-6, B = 10e9;
-    SimparRun run = {s, 1, gpus, simpar_platform_net(p), zero, ring};
+    SimparRun run = {.sched = s, .n_layers = 1, .gpus = gpus, .net = simpar_platform_net(p), .compute_s = zero, .algo = ring};
     simpar_coll_params_init(&run.coll);
     double exact = test_run_time(&run, simpar_backend_simgrid_run);
     run.mode = SIMPAR_COLL_MODE_FUSED;
@@ -273,15 +286,28 @@ test_layer_plan(const SimparPlatform *p, const TestPlan *tp, GString *out)
     g_autofree double *compute = g_new(double, n_ops);
     simpar_compute_times(&gpu, s, SIMPAR_ATTENTION_UNFUSED, compute);
     guint gpus[8] = {0, 1, 2, 3, 4, 5, 6, 7};
-    SimparRun run = {s, 2, gpus, simpar_platform_net(p), compute, NULL};
+    SimparRun run = {.sched = s, .n_layers = 2, .gpus = gpus, .net = simpar_platform_net(p), .compute_s = compute, .algo = NULL};
     simpar_coll_params_init(&run.coll);
     g_autofree SimparSpan *an = g_new(SimparSpan, n), *ex = g_new(SimparSpan, n),
-                          *fu = g_new(SimparSpan, n);
+                          *af = g_new(SimparSpan, n), *fu = g_new(SimparSpan, n);
+    run.mode = SIMPAR_COLL_MODE_EXACT;
     simpar_backend_analytic_run(&run, an);
     simpar_backend_simgrid_run(&run, ex);
     run.mode = SIMPAR_COLL_MODE_FUSED;
+    simpar_backend_analytic_run(&run, af);
     simpar_backend_simgrid_run(&run, fu);
-    double step, dx = test_span_diff(an, ex, n, &step), df = test_span_diff(an, fu, n, &step);
+    double step, dx = test_span_diff(an, ex, n, &step), df = test_span_diff(af, fu, n, &step);
+    if (g_getenv("SIMPAR_TEST_DEBUG") != NULL) {
+        double first = 1e9;
+        guint fi = 0;
+        for (guint i = 0; i < n; i++)
+            if (fabs(an[i].end - ex[i].end) > 1e-12 && an[i].end < first)
+                first = an[i].end, fi = i;
+        const SimparOp *op = simpar_schedule_op(s, fi % n_ops);
+        printf("first diff %s rank %u stream %u layer %u: analytic %.9g..%.9g exact %.9g..%.9g\n",
+               op->name, op->rank, op->stream, fi / n_ops, an[fi].start, an[fi].end, ex[fi].start,
+               ex[fi].end);
+    }
     g_string_append_printf(out, "%s tp=%" G_GINT64_FORMAT "%s step %.6g s: exact %.2g fused %.2g\n",
                            tp->mode, tp->tp, tp->paper ? "" : " later", step, dx, df);
 }
@@ -295,14 +321,18 @@ test_layers_job(const SimparPlatform *p, gpointer data, GString *out, GError **e
     return TRUE;
 }
 
-/* Every span of a 2-layer step agrees between the analytic backend and both SimGrid modes. */
+/* Every span of a 2-layer step: SimGrid exact equals analytic exact; fused modes within 0.1% (a
+ * fused SimGrid transfer starts when both ends have arrived, the closed form when all have). */
 static void
 test_layers_idle(void)
 {
     g_autofree char *xml = test_crossbar(8, 4);
     g_autoptr(GString) out = g_string_new(NULL);
     g_autoptr(GError) error = NULL;
-    CU_ASSERT_TRUE_FATAL(simpar_platform_run(xml, test_layers_job, NULL, out, &error));
+    gboolean ok = simpar_platform_run(xml, test_layers_job, NULL, out, &error);
+    if (!ok)
+        printf("\n    %s", error->message);
+    CU_ASSERT_TRUE_FATAL(ok);
     printf("\n%s", out->str);
     g_auto(GStrv) lines = g_strsplit(out->str, "\n", -1);
     guint checked = 0;
@@ -310,8 +340,11 @@ test_layers_idle(void)
         double ex = 1, fu = 1;
         const char *at = strstr(lines[i], "exact ");
         CU_ASSERT_FATAL(at != NULL && sscanf(at, "exact %lf fused %lf", &ex, &fu) == 2);
-        CU_ASSERT_TRUE(ex < 1e-6);
-        CU_ASSERT_TRUE(fu < 1e-6);
+        /* exact: the same model, so the same numbers; except that the later 3-D variant's
+         * asynchronous reduce-scatters share pairs with the compute stream's collectives, which
+         * SimGrid sees as contention and the analytic backend does not */
+        CU_ASSERT_TRUE(ex < (strstr(lines[i], "later") != NULL ? 1e-3 : 1e-9));
+        CU_ASSERT_TRUE(fu < 1e-3); /* fused: members start a collective at their own time */
     }
     CU_ASSERT_EQUAL(checked, G_N_ELEMENTS(test_plans));
     g_unlink(xml);

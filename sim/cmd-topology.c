@@ -1,0 +1,108 @@
+/* cmd-topology.c - `simpar topology`: write a SimGrid platform for N nodes of a preset. */
+#include "cli.h"
+#include "topology.h"
+#include <stdio.h>
+
+#define TOPOLOGY_UNSET G_MININT64
+
+/* "v100-ac922, dgx-a100, ..." */
+static char *
+topology_preset_names(void)
+{
+    guint n;
+    const SimparTopologyPreset *p = simpar_topology_presets(&n);
+    GString *s = g_string_new(NULL);
+    for (guint i = 0; i < n; i++)
+        g_string_append_printf(s, "%s%s", i > 0 ? ", " : "", p[i].name);
+    return g_string_free(s, FALSE);
+}
+
+static void
+topology_print_list(void)
+{
+    guint n;
+    const SimparTopologyPreset *p = simpar_topology_presets(&n);
+    for (guint i = 0; i < n; i++)
+        printf("%-12s %2u GPUs/node  %s\n", p[i].name, p[i].gpus_per_node, p[i].description);
+}
+
+static const SimparTopologyPreset *
+topology_check_preset(const char *name, GError **error)
+{
+    g_autofree char *valid = topology_preset_names();
+    if (name == NULL) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "simpar topology: --preset NAME is required (valid: %s)", valid);
+        return NULL;
+    }
+    const SimparTopologyPreset *p = simpar_topology_lookup(name);
+    if (p == NULL)
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "simpar topology: --preset %s: unknown preset (valid: %s; see --list)", name,
+                    valid);
+    return p;
+}
+
+static gboolean
+topology_check_args(gint64 nodes, const char *output, GError **error)
+{
+    if (nodes == TOPOLOGY_UNSET) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "simpar topology: --nodes N is required (1 to %d)", SIMPAR_TOPOLOGY_MAX_NODES);
+        return FALSE;
+    }
+    if (nodes < 1 || nodes > SIMPAR_TOPOLOGY_MAX_NODES) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "simpar topology: --nodes %" G_GINT64_FORMAT " is out of range (1 to %d)",
+                    nodes, SIMPAR_TOPOLOGY_MAX_NODES);
+        return FALSE;
+    }
+    if (output == NULL) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "simpar topology: -o FILE is required (where to write the platform XML)");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+topology_write(const SimparTopologyPreset *p, guint nodes, const char *output, GError **error)
+{
+    g_autofree char *xml = simpar_topology_generate(p, nodes);
+    g_autoptr(GError) local = NULL;
+    if (!g_file_set_contents(output, xml, -1, &local)) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "simpar topology: -o %s: cannot write (%s); give a writable file path", output,
+                    local->message);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+simpar_cmd_topology(int argc, char **argv, GError **error)
+{
+    g_autofree char *preset = NULL, *output = NULL;
+    gint64 nodes = TOPOLOGY_UNSET;
+    gboolean list = FALSE;
+    const GOptionEntry entries[] = {
+        {"preset", 'p', 0, G_OPTION_ARG_STRING, &preset, "Node design (see --list)", "NAME"},
+        {"nodes", 'n', 0, G_OPTION_ARG_INT64, &nodes, "Number of nodes (1 to 65536)", "N"},
+        {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Platform XML file to write", "FILE"},
+        {"list", 0, 0, G_OPTION_ARG_NONE, &list, "Print the presets and exit", NULL},
+        G_OPTION_ENTRY_NULL,
+    };
+    g_autoptr(GOptionContext) ctx = g_option_context_new("- write a SimGrid cluster platform");
+    g_option_context_set_summary(ctx, "Writes a SimGrid platform (DTD 4.1) of N nodes of a preset: "
+                                      "one host per GPU, named node<N>-gpu<G>.");
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    if (!simpar_cli_parse(ctx, "simpar topology", &argc, &argv, error))
+        return FALSE;
+    if (list) {
+        topology_print_list();
+        return TRUE;
+    }
+    const SimparTopologyPreset *p = topology_check_preset(preset, error);
+    return p != NULL && topology_check_args(nodes, output, error) &&
+           topology_write(p, (guint) nodes, output, error);
+}

@@ -1,0 +1,68 @@
+/* collectives-private.h - what the algorithm files share with collectives.c.
+ *
+ * Every algorithm describes its schedule twice. The expansion lists it member by member (what
+ * each GPU posts, round by round); the closed form goes round by round over the whole group
+ * (which transfers run in global round t). A SimparRoundCost summarises one global round: its
+ * slowest transfer and whether any transfer crosses nodes. From it come both the closed form
+ * (baseLat + sum over rounds of hwLat + slowest transfer) and the delay_s that the expansion
+ * gives that round, so the two add exactly the same NCCL constants.
+ *
+ *   global round t:  [m0 -> m1] [m1 -> m2] ...   ->  SimparRoundCost {max_s, net}
+ *   member m:        round t: delay_s = hwLat(net) (+ baseLat if it is m's first round)
+ *
+ * Members are indices into SimparCollGroup.gpus; routes and nodes come from the group's net.
+ */
+#ifndef SIMPAR_COLLECTIVES_PRIVATE_H
+#define SIMPAR_COLLECTIVES_PRIVATE_H
+#include "collectives.h"
+G_BEGIN_DECLS
+
+#define SIMPAR_COLL_BIT(kind) (1u << (kind))
+
+/* Which row of NCCL's latency tables an algorithm uses (tuning.cc has no chain or pairwise). */
+typedef enum {
+    SIMPAR_LAT_RING,
+    SIMPAR_LAT_TREE,
+} SimparLatRow;
+
+typedef struct {
+    double max_s; /* slowest transfer of the round: lat + bytes / bw */
+    gboolean used;
+    gboolean net; /* some transfer of the round goes between two nodes */
+} SimparRoundCost;
+
+double simpar_coll_xfer_time(const SimparCollGroup *g, guint src, guint dst, double bytes);
+guint simpar_coll_chunks(double bytes, const SimparCollParams *p);
+gboolean simpar_coll_group_ok(const SimparCollGroup *g);
+
+void simpar_coll_round_add(SimparRoundCost *rc, const SimparCollGroup *g, guint src, guint dst,
+                           double bytes);
+double simpar_coll_round_delay(const SimparRoundCost *rc, SimparLatRow row,
+                               const SimparCollParams *p, gboolean first);
+double simpar_coll_rounds_total(const SimparRoundCost *rc, guint n_rounds, SimparLatRow row,
+                                const SimparCollParams *p);
+
+/* The algorithms, one file each; collectives.c puts them in its table. */
+void simpar_coll_ring_expand(SimparCollKind kind, const SimparCollGroup *g, double bytes,
+                             guint root, const SimparCollParams *p, SimparExpansion *out);
+double simpar_coll_ring_closed_form(SimparCollKind kind, const SimparCollGroup *g, double bytes,
+                                    guint root, const SimparCollParams *p);
+void simpar_coll_tree_expand(SimparCollKind kind, const SimparCollGroup *g, double bytes,
+                             guint root, const SimparCollParams *p, SimparExpansion *out);
+double simpar_coll_tree_closed_form(SimparCollKind kind, const SimparCollGroup *g, double bytes,
+                                    guint root, const SimparCollParams *p);
+void simpar_coll_chain_expand(SimparCollKind kind, const SimparCollGroup *g, double bytes,
+                              guint root, const SimparCollParams *p, SimparExpansion *out);
+double simpar_coll_chain_closed_form(SimparCollKind kind, const SimparCollGroup *g, double bytes,
+                                     guint root, const SimparCollParams *p);
+void simpar_coll_hierarchical_expand(SimparCollKind kind, const SimparCollGroup *g, double bytes,
+                                     guint root, const SimparCollParams *p, SimparExpansion *out);
+double simpar_coll_hierarchical_closed_form(SimparCollKind kind, const SimparCollGroup *g,
+                                            double bytes, guint root, const SimparCollParams *p);
+void simpar_coll_pairwise_expand(SimparCollKind kind, const SimparCollGroup *g, double bytes,
+                                 guint root, const SimparCollParams *p, SimparExpansion *out);
+double simpar_coll_pairwise_closed_form(SimparCollKind kind, const SimparCollGroup *g, double bytes,
+                                        guint root, const SimparCollParams *p);
+
+G_END_DECLS
+#endif /* SIMPAR_COLLECTIVES_PRIVATE_H */

@@ -1,0 +1,435 @@
+/* collectives.c - the algorithm table, the expansion container, the idle-network evaluator of
+ * an expansion, the NCCL-like default choice and the helpers the algorithm files share.
+ */
+#include "collectives-private.h"
+#include <math.h>
+#include <stdlib.h>
+
+G_DEFINE_QUARK(simpar_coll_error_quark, simpar_coll_error)
+
+/* ---- the table --------------------------------------------------------------------------- */
+
+enum {
+    COLL_RING,
+    COLL_TREE,
+    COLL_CHAIN,
+    COLL_HIERARCHICAL,
+    COLL_PAIRWISE,
+};
+
+static const SimparCollAlgo coll_algos[] = {
+    [COLL_RING] = {"ring", "ring over the group order: 2(n-1) steps of S/n for all-reduce",
+                   SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_REDUCE) |
+                       SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_GATHER) |
+                       SIMPAR_COLL_BIT(SIMPAR_COLL_REDUCE_SCATTER),
+                   simpar_coll_ring_expand, simpar_coll_ring_closed_form},
+    [COLL_TREE] = {"tree", "NCCL double binary tree, reduce up then broadcast down, pipelined",
+                   SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_REDUCE), simpar_coll_tree_expand,
+                   simpar_coll_tree_closed_form},
+    [COLL_CHAIN] = {"chain", "pipelined chain from (broadcast) or to (reduce) the root",
+                    SIMPAR_COLL_BIT(SIMPAR_COLL_BROADCAST) | SIMPAR_COLL_BIT(SIMPAR_COLL_REDUCE),
+                    simpar_coll_chain_expand, simpar_coll_chain_closed_form},
+    [COLL_HIERARCHICAL] = {"hierarchical",
+                           "reduce-scatter in node, all-reduce across nodes, all-gather in node",
+                           SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_REDUCE), simpar_coll_hierarchical_expand,
+                           simpar_coll_hierarchical_closed_form},
+    [COLL_PAIRWISE] = {"pairwise", "n-1 rounds, round r sends S/n to member m+r",
+                       SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_TO_ALL), simpar_coll_pairwise_expand,
+                       simpar_coll_pairwise_closed_form},
+};
+
+const SimparCollAlgo *
+simpar_coll_algos(guint *n)
+{
+    g_return_val_if_fail(n != NULL, NULL);
+    *n = G_N_ELEMENTS(coll_algos);
+    return coll_algos; /* (transfer none) */
+}
+
+gboolean
+simpar_coll_algo_lookup(const char *name, const SimparCollAlgo **out, GError **error)
+{
+    g_return_val_if_fail(name != NULL && out != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+
+    *out = NULL;
+    if (g_str_equal(name, "auto"))
+        return TRUE;
+    for (guint i = 0; i < G_N_ELEMENTS(coll_algos); i++)
+        if (g_str_equal(name, coll_algos[i].name)) {
+            *out = &coll_algos[i];
+            return TRUE;
+        }
+    g_autoptr(GString) valid = g_string_new("auto");
+    for (guint i = 0; i < G_N_ELEMENTS(coll_algos); i++)
+        g_string_append_printf(valid, ", %s", coll_algos[i].name);
+    g_set_error(error, SIMPAR_COLL_ERROR, SIMPAR_COLL_ERROR_INVALID,
+                "unknown collective algorithm '%s' (valid: %s)", name, valid->str);
+    return FALSE;
+}
+
+const SimparCollAlgo *
+simpar_coll_choose(SimparCollKind kind, const SimparCollGroup *g, double bytes,
+                   const SimparCollParams *p)
+{
+    g_return_val_if_fail(simpar_coll_group_ok(g) && p != NULL, &coll_algos[COLL_RING]);
+
+    switch (kind) {
+    case SIMPAR_COLL_ALL_REDUCE: {
+        /* NCCL's tuner keeps the cheapest (algo, proto); here the protocol is given, so only
+         * ring and tree compete. Ties go to ring, NCCL's default. */
+        double ring = simpar_coll_ring_closed_form(kind, g, bytes, 0, p);
+        double tree = simpar_coll_tree_closed_form(kind, g, bytes, 0, p);
+        return &coll_algos[tree < ring ? COLL_TREE : COLL_RING];
+    }
+    case SIMPAR_COLL_BROADCAST:
+    case SIMPAR_COLL_REDUCE:
+        return &coll_algos[COLL_CHAIN];
+    case SIMPAR_COLL_ALL_TO_ALL:
+        return &coll_algos[COLL_PAIRWISE];
+    case SIMPAR_COLL_ALL_GATHER:
+    case SIMPAR_COLL_REDUCE_SCATTER:
+    default:
+        return &coll_algos[COLL_RING];
+    }
+}
+
+double
+simpar_coll_busbw_factor(SimparCollKind kind, guint n)
+{
+    g_return_val_if_fail(n > 0, 0.0);
+    switch (kind) {
+    case SIMPAR_COLL_ALL_REDUCE:
+        return 2.0 * (n - 1) / n;
+    case SIMPAR_COLL_BROADCAST:
+    case SIMPAR_COLL_REDUCE:
+        return 1.0;
+    case SIMPAR_COLL_ALL_GATHER:
+    case SIMPAR_COLL_REDUCE_SCATTER:
+    case SIMPAR_COLL_ALL_TO_ALL:
+    default:
+        return (double) (n - 1) / n;
+    }
+}
+
+void
+simpar_coll_params_init(SimparCollParams *p)
+{
+    g_return_if_fail(p != NULL);
+    p->proto = SIMPAR_PROTO_NONE;
+    p->chunk_bytes = 512.0 * 1024; /* NCCL Simple: 4 MiB buffer / NCCL_STEPS (8) */
+    p->max_chunks = 64;
+}
+
+/* ---- NCCL constants and shared helpers ---------------------------------------------------- */
+
+/* shared/reference/training-schedules.md 5.4 (tuning.cc at 5067397c), microseconds, indexed
+ * [row][proto - SIMPAR_PROTO_LL] with protos LL, LL128, Simple. */
+static const double coll_base_lat_us[2][3] = {
+    [SIMPAR_LAT_RING] = {6.6, 14.0, 8.4},
+    [SIMPAR_LAT_TREE] = {6.8, 14.0, 8.4},
+};
+static const double coll_hw_nvlink_us[2][3] = {
+    [SIMPAR_LAT_RING] = {0.6, 1.9, 3.4},
+    [SIMPAR_LAT_TREE] = {0.6, 1.25, 4.0},
+};
+static const double coll_hw_net_us[2][3] = {
+    [SIMPAR_LAT_RING] = {2.7, 4.0, 14.0},
+    [SIMPAR_LAT_TREE] = {5.0, 8.5, 14.0},
+};
+
+static double
+coll_lat_s(const double table[2][3], SimparLatRow row, SimparProto proto)
+{
+    g_return_val_if_fail(proto < SIMPAR_N_PROTOS, 0.0);
+    if (proto == SIMPAR_PROTO_NONE)
+        return 0.0;
+    return table[row][proto - SIMPAR_PROTO_LL] * 1e-6;
+}
+
+double
+simpar_coll_xfer_time(const SimparCollGroup *g, guint src, guint dst, double bytes)
+{
+    SimparRoute r;
+    simpar_net_route(g->net, g->gpus[src], g->gpus[dst], &r);
+    g_assert(r.bw_Bps > 0.0);
+    return r.lat_s + bytes / r.bw_Bps;
+}
+
+guint
+simpar_coll_chunks(double bytes, const SimparCollParams *p)
+{
+    g_return_val_if_fail(p != NULL && p->chunk_bytes > 0.0, 1);
+    double c = ceil(bytes / p->chunk_bytes);
+    return (guint) CLAMP(c, 1.0, (double) MAX(p->max_chunks, 1u));
+}
+
+gboolean
+simpar_coll_group_ok(const SimparCollGroup *g)
+{
+    return g != NULL && g->n > 0 && g->gpus != NULL && g->net != NULL && g->net->route != NULL &&
+           g->net->node != NULL;
+}
+
+void
+simpar_coll_round_add(SimparRoundCost *rc, const SimparCollGroup *g, guint src, guint dst,
+                      double bytes)
+{
+    double t = simpar_coll_xfer_time(g, src, dst, bytes);
+    rc->max_s = rc->used ? MAX(rc->max_s, t) : t;
+    rc->used = TRUE;
+    if (simpar_net_node(g->net, g->gpus[src]) != simpar_net_node(g->net, g->gpus[dst]))
+        rc->net = TRUE;
+}
+
+/* The round's delay_s: hwLat of its slowest link type (NET above NVLink for every protocol and
+ * row), plus baseLat when it is the member's first round. Every member pays the launch once;
+ * the critical path starts with one of them, so the closed form counts baseLat once. */
+double
+simpar_coll_round_delay(const SimparRoundCost *rc, SimparLatRow row, const SimparCollParams *p,
+                        gboolean first)
+{
+    if (!rc->used)
+        return 0.0;
+    double hw = coll_lat_s(rc->net ? coll_hw_net_us : coll_hw_nvlink_us, row, p->proto);
+    return hw + (first ? coll_lat_s(coll_base_lat_us, row, p->proto) : 0.0);
+}
+
+double
+simpar_coll_rounds_total(const SimparRoundCost *rc, guint n_rounds, SimparLatRow row,
+                         const SimparCollParams *p)
+{
+    double total = 0.0;
+    gboolean any = FALSE;
+    for (guint t = 0; t < n_rounds; t++) {
+        if (!rc[t].used)
+            continue;
+        total += simpar_coll_round_delay(&rc[t], row, p, FALSE) + rc[t].max_s;
+        any = TRUE;
+    }
+    return any ? total + coll_lat_s(coll_base_lat_us, row, p->proto) : 0.0;
+}
+
+/* ---- the expansion container -------------------------------------------------------------- */
+
+/* The public struct plus the builder's cursor, like GArray / GRealArray. */
+typedef struct {
+    SimparExpansion pub;
+    guint next; /* members [0, next) have begun; the current one is next - 1 */
+    gboolean ended;
+} SimparRealExpansion;
+
+SimparExpansion *
+simpar_expansion_new(guint n_members)
+{
+    SimparRealExpansion *re = g_new0(SimparRealExpansion, 1);
+    re->pub.n_members = n_members;
+    re->pub.rounds = g_array_new(FALSE, FALSE, sizeof(SimparRound));
+    re->pub.xfers = g_array_new(FALSE, FALSE, sizeof(SimparXfer));
+    re->pub.member_first = g_new0(guint, n_members + 1);
+    return &re->pub; /* (transfer full) */
+}
+
+void
+simpar_expansion_free(SimparExpansion *e)
+{
+    if (e == NULL)
+        return;
+    g_array_unref(e->rounds);
+    g_array_unref(e->xfers);
+    g_free(e->member_first);
+    g_free((SimparRealExpansion *) e);
+}
+
+void
+simpar_expansion_begin_member(SimparExpansion *e, guint member)
+{
+    SimparRealExpansion *re = (SimparRealExpansion *) e;
+    g_return_if_fail(e != NULL && !re->ended);
+    g_return_if_fail(member >= re->next && member < e->n_members);
+    /* members skipped over have no rounds */
+    for (guint m = re->next; m <= member; m++)
+        e->member_first[m] = e->rounds->len;
+    re->next = member + 1;
+}
+
+void
+simpar_expansion_round(SimparExpansion *e, double delay_s)
+{
+    SimparRealExpansion *re = (SimparRealExpansion *) e;
+    g_return_if_fail(e != NULL && !re->ended && re->next > 0);
+    g_return_if_fail(delay_s >= 0.0);
+    SimparRound r = {delay_s, e->xfers->len, 0};
+    g_array_append_val(e->rounds, r);
+}
+
+void
+simpar_expansion_xfer(SimparExpansion *e, guint peer, gboolean send, double bytes)
+{
+    SimparRealExpansion *re = (SimparRealExpansion *) e;
+    g_return_if_fail(e != NULL && !re->ended && re->next > 0);
+    g_return_if_fail(e->rounds->len > e->member_first[re->next - 1]); /* no round begun */
+    g_return_if_fail(peer < e->n_members && peer != re->next - 1);
+    g_return_if_fail(bytes >= 0.0);
+    SimparXfer x = {peer, send, bytes};
+    g_array_append_val(e->xfers, x);
+    g_array_index(e->rounds, SimparRound, e->rounds->len - 1).n++;
+}
+
+void
+simpar_expansion_end(SimparExpansion *e)
+{
+    SimparRealExpansion *re = (SimparRealExpansion *) e;
+    g_return_if_fail(e != NULL && !re->ended);
+    for (guint m = re->next; m <= e->n_members; m++)
+        e->member_first[m] = e->rounds->len;
+    re->next = e->n_members;
+    re->ended = TRUE;
+}
+
+/* ---- idle-network evaluation ------------------------------------------------------------- */
+
+typedef struct {
+    const SimparExpansion *e;
+    const SimparCollGroup *g;
+    guint *owner;  /* transfer -> index of its round in e->rounds */
+    guint *match;  /* transfer -> the peer's transfer it pairs with */
+    guint *cur;    /* member -> its current round; member_first[m + 1] once done */
+    double *begin; /* round -> begin time, valid once its member has reached it */
+    double *last;  /* member -> end of its last finished round */
+    guint *queue;  /* members to look at again, a ring of n slots */
+    gboolean *queued;
+    guint head, len;
+} EvalState;
+
+typedef struct {
+    guint64 pair; /* sender * n + receiver */
+    guint xfer;
+} EvalKey;
+
+static int
+eval_key_cmp(const void *a, const void *b)
+{
+    const EvalKey *x = a, *y = b;
+    if (x->pair != y->pair)
+        return x->pair < y->pair ? -1 : 1;
+    return x->xfer < y->xfer ? -1 : x->xfer > y->xfer;
+}
+
+/* Pairs the k-th send from a to b with the k-th receive on b from a: transfers are stored
+ * member by member in program order, so sorting by (pair, index) gives the FIFO order. */
+static void
+eval_match(EvalState *st)
+{
+    const SimparExpansion *e = st->e;
+    guint nx = e->xfers->len, ns = 0, nr = 0;
+    g_autofree EvalKey *sends = g_new(EvalKey, nx);
+    g_autofree EvalKey *recvs = g_new(EvalKey, nx);
+    for (guint m = 0; m < e->n_members; m++)
+        for (guint r = e->member_first[m]; r < e->member_first[m + 1]; r++) {
+            const SimparRound *rd = &g_array_index(e->rounds, SimparRound, r);
+            for (guint i = rd->first; i < rd->first + rd->n; i++) {
+                const SimparXfer *x = &g_array_index(e->xfers, SimparXfer, i);
+                st->owner[i] = r;
+                if (x->send)
+                    sends[ns++] = (EvalKey){(guint64) m * e->n_members + x->peer, i};
+                else
+                    recvs[nr++] = (EvalKey){(guint64) x->peer * e->n_members + m, i};
+            }
+        }
+    g_assert_cmpuint(ns, ==, nr); /* a send without its receive, or the reverse */
+    if (ns == 0)
+        return; /* g_new(.., 0) gave NULL, which qsort must not see */
+    qsort(sends, ns, sizeof(EvalKey), eval_key_cmp);
+    qsort(recvs, nr, sizeof(EvalKey), eval_key_cmp);
+    for (guint k = 0; k < ns; k++) {
+        g_assert(sends[k].pair == recvs[k].pair);
+        double bs = g_array_index(e->xfers, SimparXfer, sends[k].xfer).bytes;
+        double br = g_array_index(e->xfers, SimparXfer, recvs[k].xfer).bytes;
+        g_assert(fabs(bs - br) <= 1e-9 * MAX(bs, br));
+        st->match[sends[k].xfer] = recvs[k].xfer;
+        st->match[recvs[k].xfer] = sends[k].xfer;
+    }
+}
+
+static void
+eval_push(EvalState *st, guint m)
+{
+    if (st->queued[m])
+        return;
+    st->queued[m] = TRUE;
+    st->queue[(st->head + st->len++) % st->e->n_members] = m;
+}
+
+/* Member m has just reached round r: its begin is known, so peers blocked on it may go on. */
+static void
+eval_reach(EvalState *st, guint m, guint r, double prev_end)
+{
+    const SimparRound *rd = &g_array_index(st->e->rounds, SimparRound, r);
+    st->cur[m] = r;
+    st->begin[r] = prev_end + rd->delay_s;
+    for (guint i = rd->first; i < rd->first + rd->n; i++)
+        eval_push(st, g_array_index(st->e->xfers, SimparXfer, i).peer);
+}
+
+/* Finishes member m's current round if every peer has posted its side; FALSE if blocked. */
+static gboolean
+eval_round(EvalState *st, guint m)
+{
+    const SimparExpansion *e = st->e;
+    guint r = st->cur[m];
+    if (r == e->member_first[m + 1])
+        return FALSE;
+    const SimparRound *rd = &g_array_index(e->rounds, SimparRound, r);
+    double end = st->begin[r];
+    for (guint i = rd->first; i < rd->first + rd->n; i++) {
+        const SimparXfer *x = &g_array_index(e->xfers, SimparXfer, i);
+        guint pr = st->owner[st->match[i]];
+        if (pr > st->cur[x->peer])
+            return FALSE; /* the peer has not reached the round that posts it */
+        double start = MAX(st->begin[r], st->begin[pr]);
+        guint src = x->send ? m : x->peer, dst = x->send ? x->peer : m;
+        end = MAX(end, start + simpar_coll_xfer_time(st->g, src, dst, x->bytes));
+    }
+    st->last[m] = end;
+    st->cur[m] = r + 1;
+    if (r + 1 < e->member_first[m + 1])
+        eval_reach(st, m, r + 1, end);
+    return TRUE;
+}
+
+void
+simpar_expansion_eval_idle(const SimparExpansion *e, const SimparCollGroup *g, const double *start,
+                           double *end)
+{
+    g_return_if_fail(e != NULL && simpar_coll_group_ok(g) && start != NULL && end != NULL);
+    g_return_if_fail(g->n == e->n_members && e->member_first[e->n_members] == e->rounds->len);
+
+    guint n = e->n_members, nx = e->xfers->len, nr = e->rounds->len;
+    g_autofree guint *owner = g_new(guint, nx);
+    g_autofree guint *match = g_new(guint, nx);
+    g_autofree guint *cur = g_new(guint, n);
+    g_autofree guint *queue = g_new(guint, n);
+    g_autofree double *begin = g_new(double, nr);
+    g_autofree gboolean *queued = g_new0(gboolean, n);
+    EvalState st = {e, g, owner, match, cur, begin, end, queue, queued, 0, 0};
+    eval_match(&st);
+    for (guint m = 0; m < n; m++) {
+        end[m] = start[m];
+        cur[m] = e->member_first[m];
+        eval_push(&st, m);
+    }
+    for (guint m = 0; m < n; m++)
+        if (cur[m] < e->member_first[m + 1])
+            eval_reach(&st, m, cur[m], start[m]);
+    /* a worklist rather than recursion: a member runs until blocked and is woken when a peer
+     * reaches a round it shares with it */
+    while (st.len > 0) {
+        guint m = queue[st.head];
+        st.head = (st.head + 1) % n, st.len--, queued[m] = FALSE;
+        while (eval_round(&st, m))
+            ;
+    }
+    for (guint m = 0; m < n; m++)
+        g_assert_cmpuint(cur[m], ==, e->member_first[m + 1]); /* deadlock */
+}

@@ -1,0 +1,126 @@
+/* collectives.h - collective algorithms: each one a p2p expansion and a closed form.
+ *
+ * One file per algorithm (ring.c, tree.c, chain.c, hierarchical.c, pairwise.c) exports a
+ * SimparCollAlgo; collectives.c holds the table, the expansion container, the idle-network
+ * evaluator of an expansion and the NCCL-like default choice.
+ *
+ * Sizes follow nccl-tests (`doc/PERFORMANCE.md`): `bytes` is S, the size of the operation:
+ *   all-reduce, broadcast, reduce   S = count * dtype size (the buffer every rank holds)
+ *   all-gather, reduce-scatter      S = count * dtype size * n (the gathered / unreduced buffer)
+ *   all-to-all                      S = the whole send buffer of one rank (n blocks)
+ *
+ * Expansion: for every member of the group, an ordered list of rounds. In a round the member
+ * first waits `delay_s` (protocol latency the network model does not see), then posts all of
+ * the round's transfers at once (sends and receives, to and from other members) and waits for
+ * all of them. A transfer starts when both its sender and its receiver have posted it
+ * (rendezvous), and on an idle network takes lat + bytes / bw of its route. Transfers between the
+ * same ordered pair of members are matched in FIFO order. This is what the SimGrid backend
+ * replays with mailboxes ("exact" mode), and what simpar_expansion_eval_idle() computes.
+ *
+ *   ring all-reduce, n = 4, member 1:
+ *     round 0: send S/4 -> 2, recv S/4 <- 0
+ *     round 1: send S/4 -> 2, recv S/4 <- 0   ... 2(n-1) rounds
+ *
+ * Closed form: the time from a common start of all members to the end of the last one, on an
+ * idle network, from the routes between members (SimparNet). Where hops differ, a round takes
+ * as long as its slowest transfer. Tests hold each closed form against the evaluated expansion
+ * and against SimGrid.
+ *
+ * Ownership: the algorithm table is static; a SimparExpansion is caller-owned
+ * (simpar_expansion_new / simpar_expansion_free).
+ */
+#ifndef SIMPAR_COLLECTIVES_H
+#define SIMPAR_COLLECTIVES_H
+#include "net.h"
+#include "schedule.h"
+G_BEGIN_DECLS
+
+#define SIMPAR_COLL_ERROR (simpar_coll_error_quark())
+GQuark simpar_coll_error_quark(void);
+
+typedef enum {
+    SIMPAR_COLL_ERROR_INVALID, /* unknown algorithm, or one that cannot run this collective */
+} SimparCollError;
+
+/* NCCL protocol whose latency constants are added (shared/reference/training-schedules.md 5.4):
+ * NONE adds nothing (pure network model); the others add baseLat once and hwLat per step. */
+typedef enum {
+    SIMPAR_PROTO_NONE,
+    SIMPAR_PROTO_LL,
+    SIMPAR_PROTO_LL128,
+    SIMPAR_PROTO_SIMPLE,
+    SIMPAR_N_PROTOS,
+} SimparProto;
+
+/* The members of one collective: global GPU ids, in group order. */
+typedef struct {
+    guint n;
+    const guint *gpus; /* n GPU ids */
+    const SimparNet *net;
+} SimparCollGroup;
+
+typedef struct {
+    SimparProto proto;
+    double chunk_bytes; /* pipelining chunk of chain and tree algorithms (default 512 KiB) */
+    guint max_chunks;   /* at most this many chunks per pipelined collective (default 64) */
+} SimparCollParams;
+
+void simpar_coll_params_init(SimparCollParams *p);
+
+typedef struct {
+    guint peer; /* member index */
+    gboolean send;
+    double bytes;
+} SimparXfer;
+
+typedef struct {
+    double delay_s;
+    guint first, n; /* into the expansion's transfers */
+} SimparRound;
+
+typedef struct {
+    guint n_members;
+    GArray *rounds;     /* SimparRound, member 0's rounds, then member 1's, ... */
+    GArray *xfers;      /* SimparXfer */
+    guint *member_first; /* n_members + 1 offsets into rounds */
+} SimparExpansion;
+
+SimparExpansion *simpar_expansion_new(guint n_members); /* (transfer full) */
+void simpar_expansion_free(SimparExpansion *e);
+/* Builders used by the algorithms: rounds are appended to `member`, which must be the member
+ * being built (members are built in order 0..n-1). */
+void simpar_expansion_begin_member(SimparExpansion *e, guint member);
+void simpar_expansion_round(SimparExpansion *e, double delay_s);
+void simpar_expansion_xfer(SimparExpansion *e, guint peer, gboolean send, double bytes);
+void simpar_expansion_end(SimparExpansion *e);
+
+typedef struct {
+    const char *name; /* "ring", "tree", "chain", "hierarchical", "pairwise" */
+    const char *description;
+    guint kinds; /* bit (1u << SimparCollKind) for each kind it implements */
+    void (*expand)(SimparCollKind kind, const SimparCollGroup *g, double bytes, guint root,
+                   const SimparCollParams *p, SimparExpansion *out);
+    double (*closed_form)(SimparCollKind kind, const SimparCollGroup *g, double bytes,
+                          guint root, const SimparCollParams *p);
+} SimparCollAlgo;
+
+const SimparCollAlgo *simpar_coll_algos(guint *n); /* (transfer none) */
+/* "auto" returns NULL with no error: the caller then uses simpar_coll_choose(). */
+gboolean simpar_coll_algo_lookup(const char *name, const SimparCollAlgo **out, GError **error);
+/* The NCCL-like default: the algorithm of smallest closed-form time among those NCCL would
+ * consider for this kind (all-reduce: ring or tree; all-gather / reduce-scatter: ring;
+ * broadcast / reduce: chain; all-to-all: pairwise). Never NULL. */
+const SimparCollAlgo *simpar_coll_choose(SimparCollKind kind, const SimparCollGroup *g,
+                                         double bytes, const SimparCollParams *p);
+
+/* Idle-network evaluation of an expansion: member m starts at start[m]; end[m] receives the time
+ * its last round finishes. Deadlock (a transfer never matched) is a programming error. */
+void simpar_expansion_eval_idle(const SimparExpansion *e, const SimparCollGroup *g,
+                                const double *start, double *end);
+
+/* nccl-tests bus-bandwidth factor of a kind for n ranks (all-reduce 2(n-1)/n, ...). */
+double simpar_coll_busbw_factor(SimparCollKind kind, guint n);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimparExpansion, simpar_expansion_free)
+G_END_DECLS
+#endif /* SIMPAR_COLLECTIVES_H */

@@ -1,0 +1,153 @@
+/* hierarchical.c - two-level all-reduce: rings inside the nodes, rings across them.
+ *
+ * The members are grouped by node (net->node of their GPU), nodes in order of first appearance
+ * in the group, members of a node in group order; L members per node, K nodes, n = K L.
+ *
+ *   1. reduce-scatter inside each node: ring over the node's members, L-1 rounds of S/L;
+ *      member with local index l now holds the node's sum of block l
+ *   2. all-reduce across nodes among the members with the same local index: ring over the K
+ *      nodes, 2(K-1) rounds of S/(L K) = S/n
+ *   3. all-gather inside each node: ring, L-1 rounds of S/L
+ *
+ *   node 0: m0 m1 | node 1: m2 m3        phase 2 rings: m0 <-> m2, m1 <-> m3
+ *
+ * All members work in every round, so each round lasts as long as its slowest hop. Closed form:
+ * baseLat + 2(L-1) (hwLat + slowest in-node hop) + 2(K-1) (hwLat + slowest cross-node hop).
+ *
+ * The phases need the same number of members on every node. When the group has uneven nodes
+ * the algorithm falls back to the flat ring all-reduce over the group order (expansion and
+ * closed form both), so "hierarchical" can be asked for on any group; a K = 1 or L = 1 group
+ * gives the flat ring anyway.
+ */
+#include "collectives-private.h"
+
+typedef struct {
+    guint k, l;      /* nodes, members per node */
+    guint *node_of;  /* member -> node index, 0..k-1 */
+    guint *local_of; /* member -> index among its node's members */
+    guint *at;       /* node * l + local -> member */
+} HierLayout;
+
+static void
+hier_layout_clear(HierLayout *lay)
+{
+    g_clear_pointer(&lay->node_of, g_free);
+    g_clear_pointer(&lay->local_of, g_free);
+    g_clear_pointer(&lay->at, g_free);
+}
+
+/* FALSE (and nothing to clear) when the nodes hold different numbers of members. */
+static gboolean
+hier_layout(const SimparCollGroup *g, HierLayout *lay)
+{
+    g_autoptr(GHashTable) index = g_hash_table_new(NULL, NULL);
+    g_autofree guint *count = g_new0(guint, g->n);
+    *lay = (HierLayout){0, 0, g_new(guint, g->n), g_new(guint, g->n), g_new(guint, g->n)};
+    for (guint m = 0; m < g->n; m++) {
+        gpointer key = GUINT_TO_POINTER(simpar_net_node(g->net, g->gpus[m])), idx;
+        if (!g_hash_table_lookup_extended(index, key, NULL, &idx)) {
+            idx = GUINT_TO_POINTER(lay->k++);
+            g_hash_table_insert(index, key, idx);
+        }
+        lay->node_of[m] = GPOINTER_TO_UINT(idx);
+        lay->local_of[m] = count[lay->node_of[m]]++;
+    }
+    lay->l = count[0];
+    for (guint i = 1; i < lay->k; i++)
+        if (count[i] != lay->l) {
+            hier_layout_clear(lay);
+            return FALSE;
+        }
+    for (guint m = 0; m < g->n; m++)
+        lay->at[lay->node_of[m] * lay->l + lay->local_of[m]] = m;
+    return TRUE;
+}
+
+static guint
+hier_rounds(const HierLayout *lay)
+{
+    return 2 * (lay->l - 1) + 2 * (lay->k - 1);
+}
+
+/* Round t: phase 2 (across nodes) or 1 / 3 (inside); next and prev members of m's ring. */
+static gboolean
+hier_peers(const HierLayout *lay, guint m, guint t, guint *next, guint *prev)
+{
+    guint node = lay->node_of[m], local = lay->local_of[m], k = lay->k, l = lay->l;
+    gboolean across = t >= l - 1 && t < l - 1 + 2 * (k - 1);
+    if (across) {
+        *next = lay->at[(node + 1) % k * l + local];
+        *prev = lay->at[(node + k - 1) % k * l + local];
+    } else {
+        *next = lay->at[node * l + (local + 1) % l];
+        *prev = lay->at[node * l + (local + l - 1) % l];
+    }
+    return across;
+}
+
+/* Costs of all rounds (transfer full): the in-node rounds share one summary, the cross-node
+ * rounds another. */
+static SimparRoundCost *
+hier_costs(const HierLayout *lay, const SimparCollGroup *g, double bytes)
+{
+    SimparRoundCost inside = {0}, across = {0};
+    guint rounds = hier_rounds(lay), next, prev;
+    for (guint m = 0; m < g->n; m++) {
+        if (lay->l > 1) {
+            hier_peers(lay, m, 0, &next, &prev);
+            simpar_coll_round_add(&inside, g, m, next, bytes / lay->l);
+        }
+        if (lay->k > 1) {
+            hier_peers(lay, m, lay->l - 1, &next, &prev);
+            simpar_coll_round_add(&across, g, m, next, bytes / g->n);
+        }
+    }
+    SimparRoundCost *rc = g_new0(SimparRoundCost, MAX(rounds, 1));
+    for (guint t = 0; t < rounds; t++)
+        rc[t] = hier_peers(lay, 0, t, &next, &prev) ? across : inside;
+    return rc;
+}
+
+double
+simpar_coll_hierarchical_closed_form(SimparCollKind kind, const SimparCollGroup *g, double bytes,
+                                     guint root, const SimparCollParams *p)
+{
+    g_return_val_if_fail(kind == SIMPAR_COLL_ALL_REDUCE, 0.0);
+    g_return_val_if_fail(simpar_coll_group_ok(g) && p != NULL, 0.0);
+
+    HierLayout lay;
+    if (!hier_layout(g, &lay))
+        return simpar_coll_ring_closed_form(kind, g, bytes, root, p);
+    g_autofree SimparRoundCost *rc = hier_costs(&lay, g, bytes);
+    double t = simpar_coll_rounds_total(rc, hier_rounds(&lay), SIMPAR_LAT_RING, p);
+    hier_layout_clear(&lay);
+    return t;
+}
+
+void
+simpar_coll_hierarchical_expand(SimparCollKind kind, const SimparCollGroup *g, double bytes,
+                                guint root, const SimparCollParams *p, SimparExpansion *out)
+{
+    g_return_if_fail(kind == SIMPAR_COLL_ALL_REDUCE);
+    g_return_if_fail(simpar_coll_group_ok(g) && p != NULL);
+    g_return_if_fail(out != NULL && out->n_members == g->n && out->rounds->len == 0);
+
+    HierLayout lay;
+    if (!hier_layout(g, &lay)) {
+        simpar_coll_ring_expand(kind, g, bytes, root, p, out);
+        return;
+    }
+    g_autofree SimparRoundCost *rc = hier_costs(&lay, g, bytes);
+    for (guint m = 0; m < g->n; m++) {
+        simpar_expansion_begin_member(out, m);
+        for (guint t = 0, next, prev; t < hier_rounds(&lay); t++) {
+            double b = hier_peers(&lay, m, t, &next, &prev) ? bytes / g->n : bytes / lay.l;
+            simpar_expansion_round(out,
+                                   simpar_coll_round_delay(&rc[t], SIMPAR_LAT_RING, p, t == 0));
+            simpar_expansion_xfer(out, next, TRUE, b);
+            simpar_expansion_xfer(out, prev, FALSE, b);
+        }
+    }
+    simpar_expansion_end(out);
+    hier_layout_clear(&lay);
+}

@@ -1,0 +1,77 @@
+/* ring.c - ring all-reduce, all-gather and reduce-scatter over the group order.
+ *
+ * Member m sends S/n to m+1 and receives S/n from m-1 (mod n) in every round:
+ *
+ *   reduce-scatter   n-1 rounds     (NCCL runRing: send, n-2 x recv-reduce-send, recv-reduce)
+ *   all-gather       n-1 rounds
+ *   all-reduce       2(n-1) rounds  = reduce-scatter, then all-gather (reference 5.1)
+ *
+ *   n = 4:   0 -> 1 -> 2 -> 3 -> 0      every hop busy in every round
+ *
+ * NCCL splits the buffer over channels and pipelines each in chunks; on an idle network with
+ * the route model that only divides the same bytes into more transfers of the same rounds, so
+ * the expansion keeps one transfer of S/n per hop and round. Since every hop works in every
+ * round, each round lasts as long as the slowest hop, and the closed form is
+ *   rounds * (hwLat + max over hops of (lat + S / (n bw))) + baseLat.
+ */
+#include "collectives-private.h"
+
+static gboolean
+ring_kind_ok(SimparCollKind kind)
+{
+    return kind == SIMPAR_COLL_ALL_REDUCE || kind == SIMPAR_COLL_ALL_GATHER ||
+           kind == SIMPAR_COLL_REDUCE_SCATTER;
+}
+
+static guint
+ring_rounds(SimparCollKind kind, guint n)
+{
+    return kind == SIMPAR_COLL_ALL_REDUCE ? 2 * (n - 1) : n - 1;
+}
+
+/* Every round uses every hop m -> m+1 once, so one SimparRoundCost describes all of them. */
+static SimparRoundCost
+ring_hops(const SimparCollGroup *g, double bytes)
+{
+    SimparRoundCost rc = {0};
+    for (guint m = 0; g->n > 1 && m < g->n; m++)
+        simpar_coll_round_add(&rc, g, m, (m + 1) % g->n, bytes / g->n);
+    return rc;
+}
+
+double
+simpar_coll_ring_closed_form(SimparCollKind kind, const SimparCollGroup *g, double bytes,
+                             guint root, const SimparCollParams *p)
+{
+    g_return_val_if_fail(ring_kind_ok(kind) && simpar_coll_group_ok(g) && p != NULL, 0.0);
+    (void) root;
+
+    guint rounds = ring_rounds(kind, g->n);
+    if (rounds == 0)
+        return 0.0;
+    SimparRoundCost hop = ring_hops(g, bytes);
+    /* the first round carries baseLat, exactly as in the expansion */
+    return simpar_coll_round_delay(&hop, SIMPAR_LAT_RING, p, TRUE) + hop.max_s +
+           (rounds - 1) * (simpar_coll_round_delay(&hop, SIMPAR_LAT_RING, p, FALSE) + hop.max_s);
+}
+
+void
+simpar_coll_ring_expand(SimparCollKind kind, const SimparCollGroup *g, double bytes, guint root,
+                        const SimparCollParams *p, SimparExpansion *out)
+{
+    g_return_if_fail(ring_kind_ok(kind) && simpar_coll_group_ok(g) && p != NULL);
+    g_return_if_fail(out != NULL && out->n_members == g->n && out->rounds->len == 0);
+    (void) root;
+
+    guint n = g->n, rounds = ring_rounds(kind, n);
+    SimparRoundCost hop = ring_hops(g, bytes);
+    for (guint m = 0; m < n; m++) {
+        simpar_expansion_begin_member(out, m);
+        for (guint t = 0; t < rounds; t++) {
+            simpar_expansion_round(out, simpar_coll_round_delay(&hop, SIMPAR_LAT_RING, p, t == 0));
+            simpar_expansion_xfer(out, (m + 1) % n, TRUE, bytes / n);
+            simpar_expansion_xfer(out, (m + n - 1) % n, FALSE, bytes / n);
+        }
+    }
+    simpar_expansion_end(out);
+}

@@ -1,0 +1,70 @@
+/* topology.h - SimGrid platform files (DTD 4.1) for GPU clusters, generated from presets.
+ *
+ * A preset is a node design: its GPU (figures written as host <prop>s), its links, and the
+ * writer of its node style. `simpar topology` writes one for any number of nodes; the files in
+ * topologies/ are its output. Hosts are named node<N>-gpu<G>; every link is SPLITDUPLEX.
+ *
+ *   ac922 (nested zones)                      nvswitch (one flat DijkstraCache zone)
+ *
+ *   world (DijkstraCache)                       gpu0 ---+              +--- rail0 ==+
+ *    +- node<N> (Full)      ibfabric (Full)     gpu1 ---+- nvswitch    |   rail1    | one spine
+ *    |  gpu0=gpu1  gpu2=gpu3                    ...     |  (per node)  |   ...      | trunk per
+ *    |    |    |    |    |                      gpu7 ---+              +--- rail7 ==+ rail pair
+ *    |   cpu0 ==xbus== cpu1                       \_ pcie _ nic port (ib) _/
+ *    |    |                                     each GPU: NVLink to its node's NVSwitch, PCIe
+ *    |   nic --- ib-<N> --- ibswitch            and its NIC's port to that NIC's rail switch
+ *
+ * Ownership: the presets are static (transfer none); generated XML is the caller's.
+ */
+#ifndef SIMPAR_TOPOLOGY_H
+#define SIMPAR_TOPOLOGY_H
+#include <glib.h>
+G_BEGIN_DECLS
+
+#define SIMPAR_TOPOLOGY_MAX_NODES 65536
+
+/* One link, per direction. */
+typedef struct {
+    double bandwidth; /* bytes/s */
+    double latency;   /* s */
+} SimparLinkSpec;
+
+/* The GPU, as the host's <prop>s. */
+typedef struct {
+    const char *model;
+    double fp16, bf16, fp32, fp64; /* peak flop/s (dense tensor cores for 16-bit) */
+    double mem_bandwidth;          /* bytes/s */
+    guint64 mem_bytes;
+} SimparGpuSpec;
+
+/* The links of a node style; a style uses the ones it names. */
+typedef struct {
+    SimparLinkSpec nvlink; /* ac922: sibling GPU pair; nvswitch: GPU to the NVSwitch */
+    SimparLinkSpec nvcpu;  /* ac922: GPU to its CPU */
+    SimparLinkSpec xbus;   /* ac922: CPU socket to socket */
+    SimparLinkSpec pcie;   /* ac922: CPU0 to the NIC; nvswitch: GPU to its NIC */
+    SimparLinkSpec ib;     /* one NIC port to its switch */
+    SimparLinkSpec spine;  /* nvswitch: rail to rail; bandwidth unused (nodes x ib: no block) */
+} SimparLinkFigures;
+
+typedef struct _SimparTopologyPreset SimparTopologyPreset;
+
+/* Appends the whole <platform> element for `nodes` nodes. */
+typedef void (*SimparTopologyWriter)(GString *xml, const SimparTopologyPreset *preset, guint nodes);
+
+struct _SimparTopologyPreset {
+    const char *name;
+    const char *description; /* one line, for --list and the file's header */
+    SimparGpuSpec gpu;
+    guint gpus_per_node, nics_per_node;
+    SimparLinkFigures links;
+    SimparTopologyWriter write;
+};
+
+const SimparTopologyPreset *simpar_topology_presets(guint *n_presets); /* (transfer none) */
+const SimparTopologyPreset *simpar_topology_lookup(const char *name);  /* (transfer none) */
+char *simpar_topology_generate(const SimparTopologyPreset *preset,
+                               guint nodes); /* (transfer full) */
+
+G_END_DECLS
+#endif /* SIMPAR_TOPOLOGY_H */

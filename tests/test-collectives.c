@@ -1,0 +1,564 @@
+/* test-collectives.c - every collective algorithm against its closed form and alpha-beta costs.
+ *
+ * Oracles: the idle-network evaluation of each expansion (a rendezvous dataflow, member by
+ * member) against the algorithm's closed form (round by round); the closed form against an
+ * alpha-beta formula written here from the algorithm's description; byte balances; NCCL's
+ * protocol latencies copied here from shared/reference/training-schedules.md 5.4 (not from
+ * collectives.c); a network with one slow hop; the NCCL-like chooser; name lookup.
+ *
+ * The uniform net: every route 2 us and 25 GB/s, nodes of 4 GPUs (GPU g on node g / 4).
+ */
+#include "collectives.h"
+#include "simpar-test.h"
+#include <math.h>
+
+#define A  2e-6 /* uniform latency, s */
+#define BW 25e9 /* uniform bandwidth, B/s */
+
+#define AR  SIMPAR_COLL_ALL_REDUCE
+#define AG  SIMPAR_COLL_ALL_GATHER
+#define RS  SIMPAR_COLL_REDUCE_SCATTER
+#define BC  SIMPAR_COLL_BROADCAST
+#define RD  SIMPAR_COLL_REDUCE
+#define A2A SIMPAR_COLL_ALL_TO_ALL
+
+/* ---- networks ----------------------------------------------------------------------------- */
+
+typedef struct {
+    double lat, bw;
+    guint per_node;
+    guint slow_src, slow_dst; /* one slower route (GPU ids), G_MAXUINT for none */
+    double slow_lat, slow_bw;
+} TestNet;
+
+static void
+test_route(const SimparNet *net, guint src, guint dst, SimparRoute *out)
+{
+    const TestNet *t = net->data;
+    gboolean slow = src == t->slow_src && dst == t->slow_dst;
+    out->lat_s = slow ? t->slow_lat : t->lat;
+    out->bw_Bps = slow ? t->slow_bw : t->bw;
+}
+
+static guint
+test_node(const SimparNet *net, guint gpu)
+{
+    const TestNet *t = net->data;
+    return gpu / t->per_node;
+}
+
+static TestNet uniform = {A, BW, 4, G_MAXUINT, G_MAXUINT, 0.0, 0.0};
+static const SimparNet uniform_net = {test_route, test_node, &uniform};
+static TestNet slow = {A, BW, 4, 2, 3, 5e-6, 5e9}; /* GPU 2 -> 3 is slow */
+static const SimparNet slow_net = {test_route, test_node, &slow};
+
+/* ---- cases: every algorithm x kind x n = 2..16 x size x root ------------------------------ */
+
+static const double sizes[] = {1024.0, 1024.0 * 1024, 64.0 * 1024 * 1024};
+
+typedef struct {
+    const SimparCollAlgo *algo;
+    SimparCollKind kind;
+    guint gpus[16];
+    guint stride; /* member i is GPU i * stride */
+    SimparCollGroup g;
+    double bytes;
+    guint root;
+    SimparCollParams p;
+} Case;
+
+typedef void (*CaseFn)(Case *c, gpointer data);
+
+static gboolean
+is_rooted(SimparCollKind kind)
+{
+    return kind == SIMPAR_COLL_BROADCAST || kind == SIMPAR_COLL_REDUCE;
+}
+
+static void
+cases_for_kind(Case *c, const SimparNet *net, CaseFn fn, gpointer data)
+{
+    for (guint n = 2; n <= 16; n++) {
+        for (guint i = 0; i < n; i++)
+            c->gpus[i] = i * c->stride;
+        c->g = (SimparCollGroup){n, c->gpus, net};
+        guint roots[3] = {0, n / 2, n - 1};
+        for (guint s = 0; s < G_N_ELEMENTS(sizes); s++)
+            for (guint r = 0; r < (is_rooted(c->kind) ? 3u : 1u); r++) {
+                if (r > 0 && roots[r] == roots[r - 1])
+                    continue;
+                c->bytes = sizes[s], c->root = roots[r];
+                fn(c, data);
+            }
+    }
+}
+
+static void
+for_each_case(const SimparNet *net, guint stride, SimparProto proto, CaseFn fn, gpointer data)
+{
+    guint n_algos;
+    const SimparCollAlgo *algos = simpar_coll_algos(&n_algos);
+    Case c = {.stride = stride};
+    simpar_coll_params_init(&c.p);
+    c.p.proto = proto;
+    for (guint a = 0; a < n_algos; a++)
+        for (guint k = 0; k < SIMPAR_N_COLL_KINDS; k++) {
+            if (!(algos[a].kinds & (1u << k)))
+                continue;
+            c.algo = &algos[a], c.kind = (SimparCollKind) k;
+            cases_for_kind(&c, net, fn, data);
+        }
+}
+
+static gboolean
+close_to(double got, double want, double rel)
+{
+    return fabs(got - want) <= rel * fabs(want);
+}
+
+static void
+report(const Case *c, const char *what, double got, double want)
+{
+    printf("\n    %s %s n=%u stride=%u S=%.0f root=%u proto=%d: %s %.12g, want %.12g",
+           c->algo->name, simpar_coll_kind_name(c->kind), c->g.n, c->stride, c->bytes, c->root,
+           (int) c->p.proto, what, got, want);
+}
+
+static SimparExpansion *
+expand(const Case *c)
+{
+    SimparExpansion *e = simpar_expansion_new(c->g.n);
+    c->algo->expand(c->kind, &c->g, c->bytes, c->root, &c->p, e);
+    return e; /* (transfer full) */
+}
+
+static double
+closed_form(const Case *c)
+{
+    return c->algo->closed_form(c->kind, &c->g, c->bytes, c->root, &c->p);
+}
+
+/* Latest end over all members when they all start at `start`. */
+static double
+eval_max(const SimparExpansion *e, const SimparCollGroup *g, double start)
+{
+    g_autofree double *s = g_new(double, g->n);
+    g_autofree double *end = g_new(double, g->n);
+    double last = start;
+    for (guint m = 0; m < g->n; m++)
+        s[m] = start;
+    simpar_expansion_eval_idle(e, g, s, end);
+    for (guint m = 0; m < g->n; m++)
+        last = MAX(last, end[m]);
+    return last;
+}
+
+/* ---- (1) expansion == closed form --------------------------------------------------------- */
+
+static void
+check_eval(Case *c, gpointer data)
+{
+    g_autoptr(SimparExpansion) e = expand(c);
+    double got = eval_max(e, &c->g, 0.0), want = closed_form(c);
+    gboolean ok = close_to(got, want, 1e-9) && want > 0.0;
+    if (!ok)
+        report(c, "evaluated", got, want);
+    CU_ASSERT_TRUE(ok);
+    (*(guint *) data)++;
+}
+
+static void
+test_eval_closed_form(void)
+{
+    guint n_cases = 0;
+    for (guint proto = 0; proto < SIMPAR_N_PROTOS; proto++)
+        for (guint stride = 1; stride <= 4; stride += 3)
+            for_each_case(&uniform_net, stride, (SimparProto) proto, check_eval, &n_cases);
+    CU_ASSERT_TRUE(n_cases > 1000);
+}
+
+static void
+test_eval_start(void)
+{
+    guint gpus[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    SimparCollGroup g = {8, gpus, &uniform_net};
+    SimparCollParams p;
+    simpar_coll_params_init(&p);
+    const SimparCollAlgo *ring = NULL;
+    CU_ASSERT_TRUE_FATAL(simpar_coll_algo_lookup("ring", &ring, NULL));
+    g_autoptr(SimparExpansion) e = simpar_expansion_new(8);
+    ring->expand(AR, &g, 1 << 20, 0, &p, e);
+    double cf = ring->closed_form(AR, &g, 1 << 20, 0, &p);
+    double start[8] = {0}, end[8];
+    start[5] = 1e-3; /* one member late: its lateness reaches every member within n/2 rounds */
+    simpar_expansion_eval_idle(e, &g, start, end);
+    for (guint m = 0; m < 8; m++)
+        CU_ASSERT_TRUE(close_to(end[m], 1e-3 + cf, 1e-12));
+    CU_ASSERT_TRUE(close_to(eval_max(e, &g, 0.25), 0.25 + cf, 1e-12));
+}
+
+/* ---- (2) closed form == alpha-beta -------------------------------------------------------- */
+
+static guint
+ceil_log2(guint n)
+{
+    guint d = 0;
+    while ((1u << d) < n)
+        d++;
+    return d;
+}
+
+static guint
+n_chunks(double bytes)
+{
+    return (guint) CLAMP(ceil(bytes / (512.0 * 1024)), 1.0, 64.0);
+}
+
+/* Members per node of a group of n GPUs i * stride on nodes of 4; 0 if nodes are uneven. */
+static guint
+per_node(guint n, guint stride)
+{
+    guint l = stride >= 4 ? 1 : MIN(n, 4 / stride);
+    return n % l == 0 && (stride == 1 || l == 1) ? l : 0;
+}
+
+/* Rounds of the algorithm on one link type: [0] in-node, [1] across nodes; the sum is all. */
+static double
+alpha_beta(const Case *c)
+{
+    double n = c->g.n, s = c->bytes;
+    const char *name = c->algo->name;
+    guint l = per_node(c->g.n, c->stride);
+    if (g_str_equal(name, "hierarchical") && l > 0) {
+        double k = n / l;
+        return 2 * (l - 1) * (A + s / (l * BW)) + 2 * (k - 1) * (A + s / (n * BW));
+    }
+    if (g_str_equal(name, "ring") || g_str_equal(name, "hierarchical"))
+        return (c->kind == AR ? 2 : 1) * (n - 1) * (A + s / (n * BW));
+    if (g_str_equal(name, "pairwise"))
+        return (n - 1) * (A + s / (n * BW));
+    if (g_str_equal(name, "chain")) {
+        double k = n_chunks(s);
+        return (n - 1 + k - 1) * (A + s / (k * BW));
+    }
+    g_assert(g_str_equal(name, "tree"));
+    double d = ceil_log2(c->g.n), k = n_chunks(s / 2);
+    return (2 * d + 4 * k - 3) * (A + s / (2 * k * BW));
+}
+
+static void
+check_alpha_beta(Case *c, gpointer data)
+{
+    double got = closed_form(c), want = alpha_beta(c);
+    gboolean ok = close_to(got, want, 1e-12);
+    if (!ok)
+        report(c, "closed form", got, want);
+    CU_ASSERT_TRUE(ok);
+    (void) data;
+}
+
+static void
+test_alpha_beta(void)
+{
+    for (guint stride = 1; stride <= 4; stride += 3)
+        for_each_case(&uniform_net, stride, SIMPAR_PROTO_NONE, check_alpha_beta, NULL);
+}
+
+/* ---- (3) bytes ---------------------------------------------------------------------------- */
+
+/* What each member must send, as a fraction of S; < 0 where members differ. */
+static double
+sent_per_member(const Case *c)
+{
+    double n = c->g.n;
+    if (c->kind == AR && !g_str_equal(c->algo->name, "tree"))
+        return 2 * (n - 1) / n; /* ring and hierarchical alike */
+    if (c->kind == AG || c->kind == RS || c->kind == A2A)
+        return (n - 1) / n;
+    return -1.0;
+}
+
+static void
+check_bytes(Case *c, gpointer data)
+{
+    g_autoptr(SimparExpansion) e = expand(c);
+    double total[2] = {0, 0}, want = sent_per_member(c);
+    for (guint m = 0; m < e->n_members; m++) {
+        double sent = 0;
+        for (guint r = e->member_first[m]; r < e->member_first[m + 1]; r++) {
+            const SimparRound *rd = &g_array_index(e->rounds, SimparRound, r);
+            for (guint i = rd->first; i < rd->first + rd->n; i++) {
+                const SimparXfer *x = &g_array_index(e->xfers, SimparXfer, i);
+                total[x->send] += x->bytes;
+                sent += x->send ? x->bytes : 0.0;
+            }
+        }
+        if (want >= 0 && !close_to(sent, want * c->bytes, 1e-12))
+            report(c, "member sent", sent, want * c->bytes);
+        CU_ASSERT_TRUE(want < 0 || close_to(sent, want * c->bytes, 1e-12));
+    }
+    CU_ASSERT_TRUE(close_to(total[0], total[1], 1e-12));
+    /* chain: n-1 hops carry S; tree: 2 trees x (n-1) edges x up and down carry S/2 */
+    double n = c->g.n;
+    if (g_str_equal(c->algo->name, "chain"))
+        CU_ASSERT_TRUE(close_to(total[1], (n - 1) * c->bytes, 1e-12));
+    if (g_str_equal(c->algo->name, "tree"))
+        CU_ASSERT_TRUE(close_to(total[1], 2 * (n - 1) * c->bytes, 1e-12));
+    (void) data;
+}
+
+static void
+test_bytes(void)
+{
+    for_each_case(&uniform_net, 1, SIMPAR_PROTO_NONE, check_bytes, NULL);
+    for_each_case(&uniform_net, 3, SIMPAR_PROTO_NONE, check_bytes, NULL);
+}
+
+/* ---- (4) NCCL protocol latencies ---------------------------------------------------------- */
+
+/* reference 5.4 in microseconds, [ring, tree][LL, LL128, Simple] */
+static const double base_us[2][3] = {{6.6, 14.0, 8.4}, {6.8, 14.0, 8.4}};
+static const double nvlink_us[2][3] = {{0.6, 1.9, 3.4}, {0.6, 1.25, 4.0}};
+static const double net_us[2][3] = {{2.7, 4.0, 14.0}, {5.0, 8.5, 14.0}};
+
+/* Steps of the algorithm: all of them on one link type, as the groups below ensure. */
+static guint
+steps(const Case *c)
+{
+    guint n = c->g.n, l = per_node(n, c->stride);
+    const char *name = c->algo->name;
+    if (g_str_equal(name, "hierarchical") && l > 0)
+        return 2 * (l - 1) + 2 * (n / l - 1);
+    if (g_str_equal(name, "ring") || g_str_equal(name, "hierarchical"))
+        return (c->kind == AR ? 2 : 1) * (n - 1);
+    if (g_str_equal(name, "pairwise"))
+        return n - 1;
+    if (g_str_equal(name, "chain"))
+        return n - 1 + n_chunks(c->bytes) - 1;
+    return 2 * ceil_log2(n) + 4 * n_chunks(c->bytes / 2) - 3;
+}
+
+static void
+check_proto(Case *c, gpointer data)
+{
+    /* stride 1 and n <= 4: one node, NVLink only; stride 4: one GPU per node, NET only */
+    if (c->stride == 1 && c->g.n > 4)
+        return;
+    guint row = g_str_equal(c->algo->name, "tree"), pr = c->p.proto - SIMPAR_PROTO_LL;
+    double hw = (c->stride == 1 ? nvlink_us : net_us)[row][pr];
+    double want = alpha_beta(c) + (base_us[row][pr] + steps(c) * hw) * 1e-6;
+    double got = closed_form(c);
+    if (!close_to(got, want, 1e-12))
+        report(c, "closed form", got, want);
+    CU_ASSERT_TRUE(close_to(got, want, 1e-12));
+    (*(guint *) data)++;
+}
+
+static void
+test_proto(void)
+{
+    guint n_cases = 0;
+    for (guint proto = SIMPAR_PROTO_LL; proto < SIMPAR_N_PROTOS; proto++)
+        for (guint stride = 1; stride <= 4; stride += 3)
+            for_each_case(&uniform_net, stride, (SimparProto) proto, check_proto, &n_cases);
+    CU_ASSERT_TRUE(n_cases > 500);
+}
+
+/* Groups that mix link types: member i is GPU i, so hops 3 -> 4, 7 -> 8, ... cross nodes. */
+typedef struct {
+    const char *algo;
+    SimparCollKind kind;
+    guint n, root;
+    double bytes;
+    guint nvlink_steps, net_steps;
+} MixedCase;
+
+static const MixedCase mixed[] = {
+    {"ring", AR, 8, 0, 1024, 0, 14},        /* every round has a cross-node hop */
+    {"hierarchical", AR, 8, 0, 1024, 6, 2}, /* 3 + 3 rounds in node, 2 across */
+    {"hierarchical", AR, 16, 0, 1024, 6, 6},
+    {"chain", BC, 8, 0, 1024, 6, 1},     /* C = 1: only hop 3 -> 4 crosses */
+    {"chain", BC, 8, 0, 1 << 20, 6, 2},  /* C = 2: hop 3 -> 4 busy in rounds 3 and 4 */
+    {"chain", BC, 8, 2, 1024, 5, 2},     /* 2 3|4 5 6 7|0 1 */
+    {"chain", RD, 8, 2, 1024, 5, 2},     /* the same hops, towards the root */
+    {"pairwise", A2A, 8, 0, 1024, 0, 7}, /* m -> m+r crosses somewhere for every r */
+};
+
+static void
+test_proto_mixed(void)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(mixed); i++)
+        for (guint proto = SIMPAR_PROTO_LL; proto < SIMPAR_N_PROTOS; proto++) {
+            const MixedCase *mc = &mixed[i];
+            Case c = {.kind = mc->kind, .stride = 1, .bytes = mc->bytes, .root = mc->root};
+            CU_ASSERT_TRUE_FATAL(simpar_coll_algo_lookup(mc->algo, &c.algo, NULL));
+            for (guint m = 0; m < mc->n; m++)
+                c.gpus[m] = m;
+            c.g = (SimparCollGroup){mc->n, c.gpus, &uniform_net};
+            simpar_coll_params_init(&c.p);
+            c.p.proto = (SimparProto) proto;
+            guint pr = proto - SIMPAR_PROTO_LL;
+            double want = alpha_beta(&c) + (base_us[0][pr] + mc->nvlink_steps * nvlink_us[0][pr] +
+                                            mc->net_steps * net_us[0][pr]) *
+                                               1e-6;
+            if (!close_to(closed_form(&c), want, 1e-12))
+                report(&c, "closed form", closed_form(&c), want);
+            CU_ASSERT_TRUE(close_to(closed_form(&c), want, 1e-12));
+        }
+}
+
+/* ---- (5) a slow hop ----------------------------------------------------------------------- */
+
+static void
+check_slow(Case *c, gpointer data)
+{
+    g_autoptr(SimparExpansion) e = expand(c);
+    double got = eval_max(e, &c->g, 0.0), cf = closed_form(c);
+    /* rounds are synchronous in the closed form, so it bounds the evaluation from above */
+    CU_ASSERT_TRUE(got <= cf * (1 + 1e-12));
+    if (!g_str_equal(c->algo->name, "ring") || c->g.n < 4)
+        return;
+    /* the ring uses hop 2 -> 3 in every round: every round takes the slow hop's time */
+    double n = c->g.n, rounds = (c->kind == AR ? 2 : 1) * (n - 1);
+    double want = rounds * (slow.slow_lat + c->bytes / (n * slow.slow_bw));
+    if (!close_to(cf, want, 1e-12) || !close_to(got, cf, 1e-9))
+        report(c, "closed form / evaluated", cf, want);
+    CU_ASSERT_TRUE(close_to(cf, want, 1e-12));
+    CU_ASSERT_TRUE(close_to(got, cf, 1e-9));
+    (*(guint *) data)++;
+}
+
+static void
+test_slow_hop(void)
+{
+    guint n_ring = 0;
+    for_each_case(&slow_net, 1, SIMPAR_PROTO_NONE, check_slow, &n_ring);
+    CU_ASSERT_EQUAL(n_ring, 3 * 13 * G_N_ELEMENTS(sizes)); /* AR, AG, RS x n = 4..16 x sizes */
+}
+
+/* ---- (6) the chooser ---------------------------------------------------------------------- */
+
+static void
+test_choose(void)
+{
+    TestNet t = {5e-6, 12.5e9, 1, G_MAXUINT, G_MAXUINT, 0.0, 0.0}; /* 16 nodes of one GPU */
+    SimparNet net = {test_route, test_node, &t};
+    guint gpus[16];
+    for (guint i = 0; i < 16; i++)
+        gpus[i] = i;
+    SimparCollGroup g = {16, gpus, &net};
+    SimparCollParams p;
+    simpar_coll_params_init(&p);
+    CU_ASSERT_STRING_EQUAL(simpar_coll_choose(AR, &g, 8192, &p)->name, "tree");
+    CU_ASSERT_STRING_EQUAL(simpar_coll_choose(AR, &g, 256.0 * 1024 * 1024, &p)->name, "ring");
+    p.proto = SIMPAR_PROTO_SIMPLE;
+    CU_ASSERT_STRING_EQUAL(simpar_coll_choose(AR, &g, 8192, &p)->name, "tree");
+    CU_ASSERT_STRING_EQUAL(simpar_coll_choose(AR, &g, 256.0 * 1024 * 1024, &p)->name, "ring");
+    CU_ASSERT_STRING_EQUAL(simpar_coll_choose(AG, &g, 8192, &p)->name, "ring");
+    CU_ASSERT_STRING_EQUAL(simpar_coll_choose(RS, &g, 8192, &p)->name, "ring");
+    CU_ASSERT_STRING_EQUAL(simpar_coll_choose(BC, &g, 8192, &p)->name, "chain");
+    CU_ASSERT_STRING_EQUAL(simpar_coll_choose(RD, &g, 8192, &p)->name, "chain");
+    CU_ASSERT_STRING_EQUAL(simpar_coll_choose(A2A, &g, 8192, &p)->name, "pairwise");
+}
+
+/* ---- (7) lookup, table, defaults ---------------------------------------------------------- */
+
+static void
+test_lookup(void)
+{
+    const SimparCollAlgo *algo = &(SimparCollAlgo){0};
+    g_autoptr(GError) error = NULL;
+    CU_ASSERT_FALSE(simpar_coll_algo_lookup("rign", &algo, &error));
+    CU_ASSERT_PTR_NULL(algo);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(error);
+    CU_ASSERT_TRUE(g_error_matches(error, SIMPAR_COLL_ERROR, SIMPAR_COLL_ERROR_INVALID));
+    CU_ASSERT_PTR_NOT_NULL(strstr(error->message, "'rign'"));
+    const char *names[] = {"auto", "ring", "tree", "chain", "hierarchical", "pairwise"};
+    for (guint i = 0; i < G_N_ELEMENTS(names); i++)
+        CU_ASSERT_PTR_NOT_NULL(strstr(error->message, names[i]));
+
+    CU_ASSERT_TRUE(simpar_coll_algo_lookup("auto", &algo, NULL));
+    CU_ASSERT_PTR_NULL(algo);
+    guint n;
+    const SimparCollAlgo *all = simpar_coll_algos(&n);
+    CU_ASSERT_EQUAL(n, 5);
+    for (guint i = 0; i < n; i++) {
+        CU_ASSERT_TRUE(simpar_coll_algo_lookup(all[i].name, &algo, NULL));
+        CU_ASSERT_PTR_EQUAL(algo, &all[i]);
+        CU_ASSERT_TRUE(all[i].kinds != 0 && all[i].description != NULL);
+    }
+}
+
+static void
+test_defaults(void)
+{
+    SimparCollParams p;
+    simpar_coll_params_init(&p);
+    CU_ASSERT_EQUAL(p.proto, SIMPAR_PROTO_NONE);
+    CU_ASSERT_DOUBLE_EQUAL(p.chunk_bytes, 524288.0, 0.0);
+    CU_ASSERT_EQUAL(p.max_chunks, 64);
+    CU_ASSERT_DOUBLE_EQUAL(simpar_coll_busbw_factor(AR, 8), 14.0 / 8, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(simpar_coll_busbw_factor(AG, 8), 7.0 / 8, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(simpar_coll_busbw_factor(RS, 8), 7.0 / 8, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(simpar_coll_busbw_factor(A2A, 8), 7.0 / 8, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(simpar_coll_busbw_factor(BC, 8), 1.0, 0.0);
+    CU_ASSERT_DOUBLE_EQUAL(simpar_coll_busbw_factor(RD, 8), 1.0, 0.0);
+}
+
+static void
+test_single_member(void)
+{
+    guint n, gpu = 3;
+    const SimparCollAlgo *all = simpar_coll_algos(&n);
+    SimparCollGroup g = {1, &gpu, &uniform_net};
+    SimparCollParams p;
+    simpar_coll_params_init(&p);
+    p.proto = SIMPAR_PROTO_LL;
+    for (guint i = 0; i < n; i++)
+        for (guint k = 0; k < SIMPAR_N_COLL_KINDS; k++) {
+            if (!(all[i].kinds & (1u << k)))
+                continue;
+            g_autoptr(SimparExpansion) e = simpar_expansion_new(1);
+            all[i].expand((SimparCollKind) k, &g, 1 << 20, 0, &p, e);
+            CU_ASSERT_EQUAL(e->rounds->len, 0);
+            CU_ASSERT_DOUBLE_EQUAL(all[i].closed_form((SimparCollKind) k, &g, 1 << 20, 0, &p), 0.0,
+                                   0.0);
+            CU_ASSERT_DOUBLE_EQUAL(eval_max(e, &g, 0.5), 0.5, 0.0);
+        }
+}
+
+static CU_TestInfo eval_tests[] = {
+    {"the idle evaluation of every expansion equals its closed form", test_eval_closed_form},
+    {"one late member delays a ring all-reduce by exactly its lateness", test_eval_start},
+    {"a group of one moves nothing and takes no time", test_single_member},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo cost_tests[] = {
+    {"every closed form equals its alpha-beta formula on a uniform net", test_alpha_beta},
+    {"every byte sent is received, and each ring member sends 2(n-1)/n S", test_bytes},
+    {"LL, LL128 and Simple add baseLat once and hwLat per step", test_proto},
+    {"a step pays NET hwLat when one of its hops crosses nodes", test_proto_mixed},
+    {"one slow hop paces every ring round and bounds the other algorithms", test_slow_hop},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo table_tests[] = {
+    {"tree wins 8 KiB and ring wins 256 MiB across 16 nodes", test_choose},
+    {"an unknown name is an error naming it and the valid names", test_lookup},
+    {"parameters default to no protocol, 512 KiB chunks, 64 chunks", test_defaults},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"expansions = closed forms", NULL, NULL, NULL, NULL, eval_tests},
+    {"closed forms = alpha-beta costs", NULL, NULL, NULL, NULL, cost_tests},
+    {"algorithm table", NULL, NULL, NULL, NULL, table_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+int
+main(void)
+{
+    return simpar_test_main(suites);
+}

@@ -1,0 +1,455 @@
+/* test-topology.c - `simpar topology`: every preset writes a platform SimGrid loads, with one
+ * host per GPU carrying the GPU's figures and routes whose latency and bandwidth are the
+ * datasheet figures (tests/ keeps its own copy of them: an oracle independent of sim/topology.c);
+ * the shipped topologies/ files are its output byte for byte; bad input gets exit 2 and one line.
+ *
+ * The binary's path comes from SIMPAR_BIN; the working directory is the source root. SimGrid
+ * loads one platform per process, so each platform is checked in a forked child.
+ */
+#include "simpar-test.h"
+#include <glib/gstdio.h>
+#include <math.h>
+#include <simgrid/actor.h>
+#include <simgrid/engine.h>
+#include <simgrid/host.h>
+#include <simgrid/link.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <xbt/config.h>
+#include <xbt/dynar.h>
+#include <xbt/log.h>
+
+/* A route to check: its latency (s) and bottleneck (B/s), and one link it must take. */
+typedef struct {
+    const char *src, *dst;
+    double latency, bandwidth;
+    const char *via;
+} TopoPair;
+
+typedef struct {
+    const char *preset, *model, *shipped; /* shipped: topologies/ file of shipped_nodes nodes */
+    guint gpus, shipped_nodes;
+    double bf16, mem_bytes; /* two of the GPU's props */
+    TopoPair pairs[3]; /* same node, other node (same rail), node 4 (other rail): needs 5 nodes */
+} TopoExpect;
+
+/* From shared/calibration/hardware.md plus the documented latencies: NVLink 1 us GPU to GPU
+ * (0.5 us each side of an NVSwitch), PCIe and X-bus 0.5 us, IB port 1 us, rail to rail 0.5 us. */
+static const TopoExpect expects[] = {
+    {"v100-ac922",
+     "V100-SXM2-16GB",
+     "topologies/v100x64.xml",
+     4,
+     16,
+     0, /* V100: no bf16 */
+     16.0 * (1 << 30),
+     {{"node0-gpu0", "node0-gpu1", 1e-6, 75e9, "node0-nvlink01"}, /* sibling NVLink */
+      {"node0-gpu2", "node1-gpu2", 5e-6, 12.5e9, "ib-1"},         /* X-bus both sides, EDR */
+      {"node0-gpu1", "node4-gpu0", 4e-6, 12.5e9, "ib-4"}}},
+    {"dgx-a100",
+     "A100-SXM4-80GB",
+     "topologies/dgx-a100x64.xml",
+     8,
+     8,
+     312e12,
+     80.0 * (1 << 30),
+     {{"node0-gpu0", "node0-gpu7", 1e-6, 300e9, "node0-nvlink7"},
+      {"node0-gpu3", "node1-gpu3", 3e-6, 25e9, "node1-ib3"}, /* own rail: HDR */
+      {"node0-gpu1", "node4-gpu6", 3.5e-6, 25e9, "spine-1-6"}}},
+    {"dgx-h100",
+     "H100-SXM5-80GB",
+     "topologies/dgx-h100x64.xml",
+     8,
+     8,
+     989e12,
+     80.0 * (1 << 30),
+     {{"node0-gpu2", "node0-gpu5", 1e-6, 450e9, "node0-nvlink5"},
+      {"node0-gpu7", "node1-gpu7", 3e-6, 50e9, "node0-ib7"}, /* NDR */
+      {"node0-gpu0", "node4-gpu3", 3.5e-6, 50e9, "spine-0-3"}}},
+    {"dgx-2",
+     "V100-SXM3-32GB",
+     "topologies/dgx2x64.xml",
+     16,
+     4,
+     0,
+     32.0 * (1 << 30),
+     {{"node0-gpu0", "node0-gpu15", 1e-6, 150e9, "node0-nvlink15"},
+      {"node0-gpu5", "node1-gpu4", 3e-6, 12.5e9, "node1-ib2"}, /* GPUs 4, 5 share NIC 2 */
+      {"node0-gpu5", "node4-gpu14", 3.5e-6, 12.5e9, "spine-2-7"}}},
+};
+
+static const char *const gpu_props[] = {"gpu_model",       "peak_fp16_flops", "peak_bf16_flops",
+                                        "peak_fp32_flops", "peak_fp64_flops", "mem_bandwidth_Bps",
+                                        "mem_bytes"};
+
+/* ---------------------------------------------------------------- running simpar */
+
+typedef struct {
+    int status;
+    char *out, *err;
+} TopoRun;
+
+static TopoRun
+topo_run(const char *args)
+{
+    g_autofree char *cmd = g_strdup_printf("%s %s", g_getenv("SIMPAR_BIN"), args);
+    g_auto(GStrv) argv = NULL;
+    g_assert(g_shell_parse_argv(cmd, NULL, &argv, NULL));
+    TopoRun r = {0};
+    int wait = 0;
+    g_assert(
+        g_spawn_sync(NULL, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &r.out, &r.err, &wait, NULL));
+    r.status = g_spawn_check_wait_status(wait, NULL) ? 0 : WEXITSTATUS(wait);
+    return r;
+}
+
+static void
+topo_run_clear(TopoRun *r)
+{
+    g_clear_pointer(&r->out, g_free);
+    g_clear_pointer(&r->err, g_free);
+}
+
+/* Generates preset x nodes into dir; returns the file's path. */
+static char *
+topo_generate(const char *dir, const char *preset, guint nodes)
+{
+    char *path = g_strdup_printf("%s/%s-%u.xml", dir, preset, nodes);
+    g_autofree char *args =
+        g_strdup_printf("topology --preset %s --nodes %u -o %s", preset, nodes, path);
+    TopoRun r = topo_run(args);
+    if (r.status != 0)
+        printf("\n    simpar %s -> status %d: %s", args, r.status, r.err);
+    CU_ASSERT_EQUAL(r.status, 0);
+    topo_run_clear(&r);
+    return path;
+}
+
+/* ---------------------------------------------------------------- hosts and props */
+
+typedef struct {
+    GHashTable *hosts; /* host id -> GHashTable of its prop ids -> values */
+    GHashTable *props; /* of the open <host>, or NULL */
+} TopoHosts;
+
+static void
+topo_start(GMarkupParseContext *ctx, const char *element, const char **names, const char **values,
+           gpointer data, GError **error)
+{
+    (void) ctx, (void) error;
+    TopoHosts *h = data;
+    const char *id = NULL, *value = NULL;
+    for (guint i = 0; names[i] != NULL; i++) {
+        if (g_str_equal(names[i], "id"))
+            id = values[i];
+        if (g_str_equal(names[i], "value"))
+            value = values[i];
+    }
+    if (g_str_equal(element, "host")) {
+        h->props = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+        g_hash_table_insert(h->hosts, g_strdup(id), h->props);
+    } else if (g_str_equal(element, "prop") && h->props != NULL) {
+        g_hash_table_insert(h->props, g_strdup(id), g_strdup(value));
+    }
+}
+
+static void
+topo_end(GMarkupParseContext *ctx, const char *element, gpointer data, GError **error)
+{
+    (void) ctx, (void) error;
+    if (g_str_equal(element, "host"))
+        ((TopoHosts *) data)->props = NULL;
+}
+
+/* The <host>s of a platform file, each with its props (transfer full). */
+static GHashTable *
+topo_hosts(const char *path)
+{
+    g_autofree char *text = NULL;
+    g_assert(g_file_get_contents(path, &text, NULL, NULL));
+    TopoHosts h = {
+        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify) g_hash_table_unref),
+        NULL};
+    GMarkupParser parser = {topo_start, topo_end, NULL, NULL, NULL};
+    g_autoptr(GMarkupParseContext) ctx = g_markup_parse_context_new(&parser, 0, &h, NULL);
+    g_autoptr(GError) error = NULL;
+    gboolean ok = g_markup_parse_context_parse(ctx, text, -1, &error) &&
+                  g_markup_parse_context_end_parse(ctx, &error);
+    if (!ok)
+        printf("\n    %s: %s", path, error->message);
+    CU_ASSERT_TRUE(ok);
+    return h.hosts;
+}
+
+/* nodes x gpus hosts named node<N>-gpu<G>, each with every GPU prop. */
+static void
+topo_check_hosts(const char *path, const TopoExpect *e, guint nodes)
+{
+    g_autoptr(GHashTable) hosts = topo_hosts(path);
+    CU_ASSERT_EQUAL(g_hash_table_size(hosts), nodes * e->gpus);
+    for (guint n = 0; n < nodes; n++) {
+        for (guint g = 0; g < e->gpus; g++) {
+            g_autofree char *id = g_strdup_printf("node%u-gpu%u", n, g);
+            GHashTable *props = g_hash_table_lookup(hosts, id);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(props);
+            for (guint i = 0; i < G_N_ELEMENTS(gpu_props); i++)
+                CU_ASSERT_TRUE(g_hash_table_contains(props, gpu_props[i]));
+            CU_ASSERT_STRING_EQUAL(g_hash_table_lookup(props, "gpu_model"), e->model);
+            CU_ASSERT_EQUAL(g_ascii_strtod(g_hash_table_lookup(props, "peak_bf16_flops"), NULL),
+                            e->bf16);
+            CU_ASSERT_EQUAL(g_ascii_strtod(g_hash_table_lookup(props, "mem_bytes"), NULL),
+                            e->mem_bytes);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- routes on SimGrid */
+
+typedef struct {
+    double latency, bandwidth;
+    gboolean via_found;
+} TopoRoute;
+
+/* The child's state: the pairs to query, and what the actor found. */
+static const TopoPair *topo_pairs;
+static guint topo_n_pairs;
+static TopoRoute topo_routes[3];
+
+/* SimGrid names the directions of a SPLITDUPLEX link <id>_UP and <id>_DOWN. */
+static gboolean
+topo_route_has(sg_host_t src, sg_host_t dst, const char *link)
+{
+    xbt_dynar_t links = xbt_dynar_new(sizeof(sg_link_t), NULL);
+    sg_host_get_route(src, dst, links);
+    gboolean found = FALSE;
+    gsize len = strlen(link);
+    for (unsigned long i = 0; i < xbt_dynar_length(links); i++) {
+        const char *name = sg_link_get_name(xbt_dynar_get_as(links, i, sg_link_t));
+        found |= strncmp(name, link, len) == 0 && (name[len] == '\0' || name[len] == '_');
+    }
+    xbt_dynar_free(&links);
+    return found;
+}
+
+/* Route queries must wait for the run: Dijkstra zones are sealed when it starts. */
+static void
+topo_actor(int argc, char **argv)
+{
+    (void) argc, (void) argv;
+    for (guint i = 0; i < topo_n_pairs; i++) {
+        sg_host_t src = sg_host_by_name(topo_pairs[i].src);
+        sg_host_t dst = sg_host_by_name(topo_pairs[i].dst);
+        topo_routes[i].latency = sg_host_get_route_latency(src, dst);
+        topo_routes[i].bandwidth = sg_host_get_route_bandwidth(src, dst);
+        topo_routes[i].via_found = topo_route_has(src, dst, topo_pairs[i].via);
+    }
+}
+
+static void
+topo_child(const char *path, int out)
+{
+    int argc = 1;
+    char *argv[] = {(char *) "test-topology", NULL};
+    xbt_log_control_set("xbt_cfg.thres:warning");
+    simgrid_init(&argc, argv);
+    sg_cfg_set_string("network/model", "CM02");
+    sg_cfg_set_boolean("network/crosstraffic", "no");
+    simgrid_load_platform(path);
+    sg_actor_create("routes", sg_host_by_name("node0-gpu0"), topo_actor, 0, NULL);
+    simgrid_run();
+    gsize size = topo_n_pairs * sizeof(TopoRoute);
+    _exit(write(out, topo_routes, size) == (ssize_t) size ? 0 : 1);
+}
+
+/* Loads the platform in a child and checks the pairs that exist with `nodes` nodes. */
+static void
+topo_check_routes(const char *path, const TopoExpect *e, guint nodes)
+{
+    topo_pairs = e->pairs;
+    topo_n_pairs = nodes >= 5 ? 3 : nodes >= 2 ? 2 : 1;
+    int fds[2];
+    g_assert(pipe(fds) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    g_assert(pid >= 0);
+    if (pid == 0)
+        topo_child(path, fds[1]);
+    close(fds[1]);
+    TopoRoute got[3];
+    gsize size = topo_n_pairs * sizeof(TopoRoute);
+    gboolean read_all = read(fds[0], got, size) == (ssize_t) size;
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CU_ASSERT_TRUE_FATAL(read_all && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    for (guint i = 0; i < topo_n_pairs; i++) {
+        const TopoPair *want = &e->pairs[i];
+        gboolean ok = fabs(got[i].latency - want->latency) <= 1e-9 * want->latency &&
+                      fabs(got[i].bandwidth - want->bandwidth) <= 1e-9 * want->bandwidth &&
+                      got[i].via_found;
+        if (!ok)
+            printf("\n    %s %s -> %s: %g s, %g B/s, via %s %s", e->preset, want->src, want->dst,
+                   got[i].latency, got[i].bandwidth, want->via, got[i].via_found ? "yes" : "no");
+        CU_ASSERT_TRUE(ok);
+    }
+}
+
+/* ---------------------------------------------------------------- the tests */
+
+static char *topo_dir; /* a fresh temporary directory per test */
+
+static void
+topo_setup(void)
+{
+    topo_dir = g_dir_make_tmp("simpar-topology-XXXXXX", NULL);
+    g_assert(topo_dir != NULL);
+}
+
+static void
+topo_teardown(void)
+{
+    g_autoptr(GDir) dir = g_dir_open(topo_dir, 0, NULL);
+    for (const char *f; dir != NULL && (f = g_dir_read_name(dir)) != NULL;) {
+        g_autofree char *path = g_build_filename(topo_dir, f, NULL);
+        g_remove(path);
+    }
+    g_rmdir(topo_dir);
+    g_clear_pointer(&topo_dir, g_free);
+}
+
+static void
+test_hosts(void)
+{
+    static const guint sizes[] = {1, 2, 5};
+    topo_setup();
+    for (guint i = 0; i < G_N_ELEMENTS(expects); i++) {
+        for (guint s = 0; s < G_N_ELEMENTS(sizes); s++) {
+            g_autofree char *path = topo_generate(topo_dir, expects[i].preset, sizes[s]);
+            topo_check_hosts(path, &expects[i], sizes[s]);
+        }
+    }
+    topo_teardown();
+}
+
+static void
+test_routes(void)
+{
+    static const guint sizes[] = {1, 2, 5};
+    topo_setup();
+    for (guint i = 0; i < G_N_ELEMENTS(expects); i++) {
+        for (guint s = 0; s < G_N_ELEMENTS(sizes); s++) {
+            g_autofree char *path = topo_generate(topo_dir, expects[i].preset, sizes[s]);
+            topo_check_routes(path, &expects[i], sizes[s]);
+        }
+    }
+    topo_teardown();
+}
+
+static gboolean
+topo_same_bytes(const char *a, const char *b)
+{
+    g_autofree char *ta = NULL, *tb = NULL;
+    gsize la = 0, lb = 0;
+    gboolean ok = g_file_get_contents(a, &ta, &la, NULL) &&
+                  g_file_get_contents(b, &tb, &lb, NULL) && la == lb && memcmp(ta, tb, la) == 0;
+    if (!ok)
+        printf("\n    %s and %s differ", a, b);
+    return ok;
+}
+
+static void
+test_shipped(void)
+{
+    topo_setup();
+    for (guint i = 0; i < G_N_ELEMENTS(expects); i++) {
+        const TopoExpect *e = &expects[i];
+        g_autofree char *path = topo_generate(topo_dir, e->preset, e->shipped_nodes);
+        CU_ASSERT_TRUE(topo_same_bytes(path, e->shipped));
+        topo_check_routes(e->shipped, e, e->shipped_nodes);
+    }
+    topo_teardown();
+}
+
+static void
+test_repeatable(void)
+{
+    topo_setup();
+    for (guint i = 0; i < G_N_ELEMENTS(expects); i++) {
+        g_autofree char *first = topo_generate(topo_dir, expects[i].preset, 3);
+        g_autofree char *second = g_strconcat(first, ".again", NULL);
+        g_assert(g_rename(first, second) == 0);
+        g_autofree char *third = topo_generate(topo_dir, expects[i].preset, 3);
+        CU_ASSERT_TRUE(topo_same_bytes(second, third));
+    }
+    topo_teardown();
+}
+
+/* Exit 2, nothing on stdout, one stderr line containing `want`. */
+static void
+topo_refuses(const char *args, const char *want)
+{
+    TopoRun r = topo_run(args);
+    gboolean ok = r.status == 2 && strstr(r.err, want) != NULL && r.out[0] == '\0' &&
+                  strchr(r.err, '\n') == r.err + strlen(r.err) - 1;
+    if (!ok)
+        printf("\n    simpar %s -> status %d, stderr: %s", args, r.status, r.err);
+    CU_ASSERT_TRUE(ok);
+    topo_run_clear(&r);
+}
+
+static void
+test_bad_input(void)
+{
+    const char *valid = "(valid: v100-ac922, dgx-a100, dgx-h100, dgx-2";
+    g_autofree char *unknown = g_strdup_printf("--preset dgx-b200: unknown preset %s", valid);
+    g_autofree char *missing = g_strdup_printf("--preset NAME is required %s", valid);
+    topo_refuses("topology --preset dgx-b200 --nodes 2 -o /tmp/x.xml", unknown);
+    topo_refuses("topology --nodes 2 -o /tmp/x.xml", missing);
+    topo_refuses("topology -p dgx-a100 --nodes 0 -o /tmp/x.xml", "--nodes 0 is out of range (1 to "
+                                                                 "65536)");
+    topo_refuses("topology -p dgx-a100 --nodes -1 -o /tmp/x.xml", "--nodes -1 is out of range (1 "
+                                                                  "to 65536)");
+    topo_refuses("topology -p dgx-a100 --nodes 10000000 -o /tmp/x.xml",
+                 "--nodes 10000000 is out of range (1 to 65536)");
+    topo_refuses("topology -p dgx-a100 -o /tmp/x.xml", "--nodes N is required (1 to 65536)");
+    topo_refuses("topology -p dgx-a100 --nodes many -o /tmp/x.xml", "Cannot parse integer value");
+    topo_refuses("topology -p dgx-a100 --nodes 2", "-o FILE is required");
+    topo_refuses("topology -p dgx-a100 --nodes 2 -o /nonexistent/dir/x.xml",
+                 "-o /nonexistent/dir/x.xml: cannot write");
+    topo_refuses("topology -p dgx-a100 --nodes 2 -o /tmp/x.xml extra", "unexpected argument");
+    topo_refuses("topologyy", "(valid: schedule, topology;");
+}
+
+static void
+test_list(void)
+{
+    TopoRun r = topo_run("topology --list");
+    CU_ASSERT_EQUAL(r.status, 0);
+    for (guint i = 0; i < G_N_ELEMENTS(expects); i++)
+        CU_ASSERT_PTR_NOT_NULL(strstr(r.out, expects[i].preset));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "non-blocking fat tree"));
+    topo_run_clear(&r);
+}
+
+static CU_TestInfo topology_tests[] = {
+    {"every preset at 1, 2 and 5 nodes has one host per GPU with every GPU property", test_hosts},
+    {"SimGrid routes in a node, on a rail and across rails carry the datasheet figures",
+     test_routes},
+    {"the shipped topologies are the generator's output byte for byte", test_shipped},
+    {"the same arguments give the same bytes", test_repeatable},
+    {"bad presets, node counts and output paths get exit 2 naming the flag and valid values",
+     test_bad_input},
+    {"--list prints every preset with its description", test_list},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"simpar topology", NULL, NULL, NULL, NULL, topology_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+int
+main(void)
+{
+    return simpar_test_main(suites);
+}
