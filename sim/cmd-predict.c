@@ -111,13 +111,6 @@ predict_plan(const Predict *p, const char *mode, guint gpus, SimparPlan *plan, G
         return FALSE;
     if (plan->tp == G_MININT64)
         plan->tp = gpus;
-    if (plan->tp != gpus) {
-        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                    "--tp %" G_GINT64_FORMAT " with %u GPUs: every used GPU is in the one "
-                    "tensor-parallel group, so --tp must equal --gpus (or leave one out)",
-                    plan->tp, gpus);
-        return FALSE;
-    }
     if (g_str_equal(gen->name, "2.5d") && plan->depth == 0)
         predict_depth(p, gen, plan);
     return gen->validate(&p->model, plan, error);
@@ -283,10 +276,10 @@ predict_modes(PredictJob *pj, GError **error)
             !predict_mode(pj, i, gens[i].name, error))
             return FALSE;
     if (simpar_report_n_simulated(pj->report) == 0) {
-        g_autofree char *text = simpar_report_to_text(pj->report);
+        g_autofree char *why = simpar_report_reasons(pj->report);
         g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                    "no tensor-parallel mode can run model %s on %u GPUs of %s:\n%s",
-                    pj->p->model.name, pj->gpus, simpar_platform_path(pj->platform), text);
+                    "no tensor-parallel mode can run model %s on %u GPUs of %s: %s",
+                    pj->p->model.name, pj->gpus, simpar_platform_path(pj->platform), why);
         return FALSE;
     }
     return TRUE;
@@ -305,6 +298,13 @@ predict_job(const SimparPlatform *platform, gpointer data, GString *out, GError 
     }
     if (p->gpus != G_MININT64)
         pj.gpus = (guint) p->gpus;
+    if (p->job.tp != G_MININT64 && p->job.tp != pj.gpus) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "--tp %" G_GINT64_FORMAT " with %u GPUs: every used GPU is in the one "
+                    "tensor-parallel group, so --tp must equal --gpus (or leave one out)",
+                    p->job.tp, pj.gpus);
+        return FALSE;
+    }
     if (!predict_gpu(&pj, error))
         return FALSE;
     g_autofree char *coll = g_strdup_printf(

@@ -167,7 +167,7 @@ simpar_platform_gpu(const SimparPlatform *p, guint gpu, SimparGpu *out, GError *
     const char *model = sg_host_get_property_value(p->hosts[gpu], "gpu_model");
     out->model = g_intern_string(model != NULL ? model : sg_host_get_name(p->hosts[gpu]));
     for (guint d = 0; d < G_N_ELEMENTS(peaks); d++)
-        if (!platform_prop(p, gpu, peaks[d], d == SIMPAR_DTYPE_FP32, &out->peak_flops[d], error))
+        if (!platform_prop(p, gpu, peaks[d], FALSE, &out->peak_flops[d], error))
             return FALSE;
     return platform_prop(p, gpu, "mem_bandwidth_Bps", TRUE, &out->mem_bw_Bps, error) &&
            platform_prop(p, gpu, "mem_bytes", TRUE, &out->mem_bytes, error);

@@ -51,6 +51,18 @@ simpar_report_n_simulated(const SimparReport *rep)
     return n;
 }
 
+char *
+simpar_report_reasons(const SimparReport *rep)
+{
+    GString *out = g_string_new(NULL);
+    for (guint i = 0; i < rep->rows->len; i++) {
+        const SimparReportRow *row = &g_array_index(rep->rows, SimparReportRow, i);
+        if (row->skipped != NULL)
+            g_string_append_printf(out, "%s%s: %s", out->len ? "; " : "", row->mode, row->skipped);
+    }
+    return g_string_free(out, FALSE); /* (transfer full) */
+}
+
 /* ----------------------------------------------------------------------------- the breakdown */
 
 typedef struct {

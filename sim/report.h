@@ -61,6 +61,8 @@ void simpar_report_add_periodic(SimparReport *rep, const char *mode, const char 
 void simpar_report_skip(SimparReport *rep, const char *mode, const char *grid, guint gpus,
                         const SimparMemory *mem, double mem_capacity_B, const char *why);
 guint simpar_report_n_simulated(const SimparReport *rep);
+/* "1d: why; 2d: why" for the modes that were not simulated. */
+char *simpar_report_reasons(const SimparReport *rep); /* (transfer full) */
 char *simpar_report_to_text(const SimparReport *rep); /* (transfer full) */
 char *simpar_report_to_json(const SimparReport *rep); /* (transfer full) */
 /* Chrome trace events of one run; mode_index keeps the modes' process ids apart. */

@@ -7,6 +7,7 @@
 #include "simpar-test.h"
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
+#include <math.h>
 
 typedef struct {
     int status;
@@ -106,7 +107,7 @@ test_topology(void)
     g_autofree char *a1 = g_strdup_printf("--topology %s", bad);
     g_autofree char *a2 = g_strdup_printf("--topology %s", odd);
     cli_refuses(a1, "not well-formed XML");
-    cli_refuses(a2, "SimGrid cannot load this platform");
+    cli_refuses(a2, "SimGrid cannot use this platform");
     cli_refuses("--topology /nonexistent/p.xml", "/nonexistent/p.xml");
     cli_refuses("--topology meson.build", "not well-formed XML");
     cli_refuses("", "--topology FILE is required");
@@ -115,17 +116,145 @@ test_topology(void)
     g_rmdir(dir);
 }
 
+/* A two-GPU platform whose hosts are `names` and whose GPUs carry `props`. */
+static char *
+cli_platform(const char *dir, const char *file, const char *name0, const char *name1,
+             const char *props)
+{
+    g_autofree char *xml = g_strdup_printf(
+        "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+        "<platform version=\"4.1\"><zone id=\"w\" routing=\"Full\">\n"
+        "<host id=\"%s\" speed=\"1Gf\">%s</host><host id=\"%s\" speed=\"1Gf\">%s</host>\n"
+        "<link id=\"l\" bandwidth=\"10GBps\" latency=\"1us\"/>\n"
+        "<route src=\"%s\" dst=\"%s\"><link_ctn id=\"l\"/></route></zone></platform>\n",
+        name0, props, name1, props, name0, name1);
+    char *path = g_build_filename(dir, file, NULL);
+    g_assert(g_file_set_contents(path, xml, -1, NULL));
+    return path;
+}
+
+static void
+test_platform_content(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("simpar-cli-XXXXXX", NULL);
+    const char *v100 = "<prop id=\"peak_fp16_flops\" value=\"125e12\"/><prop "
+                       "id=\"mem_bandwidth_Bps\" value=\"900e9\"/><prop id=\"mem_bytes\" "
+                       "value=\"17179869184\"/>";
+    g_autofree char *noprops = cli_platform(dir, "noprops.xml", "node0-gpu0", "node0-gpu1", "");
+    g_autofree char *names = cli_platform(dir, "names.xml", "gpu0", "gpu1", v100);
+    g_autofree char *nofp32 = cli_platform(dir, "nofp32.xml", "node0-gpu0", "node1-gpu0", v100);
+    g_autofree char *a1 = g_strdup_printf("--topology %s --model tiny", noprops);
+    g_autofree char *a2 = g_strdup_printf("--topology %s --model tiny", names);
+    g_autofree char *a3 = g_strdup_printf("--topology %s --model tiny", nofp32);
+    g_autofree char *a4 = g_strdup_printf("--topology %s --model tiny --dtype fp16 --tp-mode 1d",
+                                          nofp32);
+    cli_refuses(a1, "lacks the property mem_bandwidth_Bps");
+    cli_refuses(a2, "no host is named node<N>-gpu<G>");
+    cli_refuses(a3, "peak_fp32_flops");
+    Run r = cli_run(a4); /* the same platform trains fp16 */
+    CU_ASSERT_EQUAL(r.status, 0);
+    g_free(r.out), g_free(r.err);
+    g_remove(noprops), g_remove(names), g_remove(nofp32);
+    g_rmdir(dir);
+}
+
+static void
+test_predict_refusals(void)
+{
+    const char *t = "--topology topologies/v100x64.xml";
+    const struct {
+        const char *args, *want;
+    } cases[] = {
+        {"--tp-mode 3d --gpus 32", "--tp 32 is not a cube"},
+        {"--tp-mode 2d --gpus 48", "--tp 48 is not a square"},
+        {"--tp-mode 1d --gpus 32 --model gpt3-175b", "does not fit in GPU memory"},
+        {"--model gpt3-175b --gpus 32", "no tensor-parallel mode can run model gpt3-175b"},
+        {"--gpus 128", "has only 64 GPUs"},
+        {"--gpus 0", "--gpus 0: must be between 1"},
+        {"--tp 16", "--tp must equal --gpus"},
+        {"--backend ns3", "--backend ns3: unknown (valid: simgrid, analytic)"},
+        {"--collectives some", "--collectives some: unknown"},
+        {"--algo butterfly", "'butterfly' (valid: auto, ring, tree"},
+        {"--attention sparse", "sparse"},
+        {"--nccl-proto ll64", "--nccl-proto ll64: unknown"},
+        {"--replay half", "--replay half: unknown"},
+        {"--tp-mode 4d", "--tp-mode 4d: unknown"},
+        {"--calibration /nonexistent/c.json", "/nonexistent/c.json"},
+        {"--trace /nonexistent/dir/t.json --tp-mode 1d --layers 1", "/nonexistent/dir/t.json"},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *args = g_strdup_printf("%s %s", t, cases[i].args);
+        cli_refuses(args, cases[i].want);
+    }
+    cli_refuses("collective --topology topologies/v100x64.xml --op gather --gpus 4",
+                "--op gather: unknown");
+    cli_refuses("collective --topology topologies/v100x64.xml --op allreduce --gpus 4 --bytes 0",
+                "--bytes 0: a size in bytes");
+    cli_refuses("collective --topology topologies/v100x64.xml --op allreduce --gpus 4 "
+                "--min-bytes 1M --max-bytes 1K",
+                "--min-bytes 1M is larger than --max-bytes 1K");
+    cli_refuses("collective --topology topologies/v100x64.xml --op allreduce --gpus 4 --algo chain",
+                "--algo chain does not implement allreduce");
+    cli_refuses("collective --topology topologies/v100x64.xml --op allreduce --gpus 65",
+                "has only 64 GPUs");
+    cli_refuses("collective --topology topologies/v100x64.xml --gpus 4", "--op OP");
+}
+
 static void
 test_main_job(void)
 {
     Run r = cli_run("--topology topologies/v100x64.xml");
     CU_ASSERT_EQUAL(r.status, 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "topologies/v100x64.xml: 64 GPUs"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "3d tensor parallelism, 64 GPUs (q=4"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "2d tensor parallelism, 64 GPUs (q=8)"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "2.5d tensor parallelism, 64 GPUs (q=4 d=4)"));
+    const char *rows[] = {"\n1d    P=64         64 ", "\n2d    q=8          64 ",
+                          "\n2.5d  q=4 d=4      64 ", "\n3d    q=4          64 "};
+    for (guint i = 0; i < G_N_ELEMENTS(rows); i++)
+        CU_ASSERT_PTR_NOT_NULL(strstr(r.out, rows[i]));
+    CU_ASSERT_PTR_NULL(strstr(r.out, "not simulated"));
     g_free(r.out);
     g_free(r.err);
+}
+
+static JsonArray *
+cli_json_rows(JsonParser *p, const char *args)
+{
+    Run r = cli_run(args);
+    CU_ASSERT_EQUAL(r.status, 0);
+    gboolean ok = json_parser_load_from_data(p, r.out, -1, NULL);
+    g_free(r.out), g_free(r.err);
+    CU_ASSERT_TRUE_FATAL(ok);
+    return json_node_get_array(json_parser_get_root(p));
+}
+
+/* The documented schema, consistent figures, and periodic replay equal to replaying every layer
+ * (analytic backend: the same dependencies, so any difference is the extrapolation's). */
+static void
+test_predict_json(void)
+{
+    g_autoptr(JsonParser) p1 = json_parser_new(), p2 = json_parser_new();
+    JsonArray *per = cli_json_rows(p1, "--topology topologies/v100x64.xml --backend analytic "
+                                       "--collectives exact --json");
+    JsonArray *all = cli_json_rows(p2, "--topology topologies/v100x64.xml --backend analytic "
+                                       "--collectives exact --json --replay all");
+    CU_ASSERT_EQUAL_FATAL(json_array_get_length(per), 4);
+    const char *keys[] = {"step_time_s", "forward_s",        "backward_s",
+                          "compute_s",   "exposed_comm_s",   "tflops_per_gpu",
+                          "memory_per_gpu_gib", "comm_bytes_per_gpu", "wall_s"};
+    for (guint i = 0; i < 4; i++) {
+        JsonObject *a = json_array_get_object_element(per, i);
+        JsonObject *b = json_array_get_object_element(all, i);
+        for (guint k = 0; k < G_N_ELEMENTS(keys); k++)
+            CU_ASSERT_TRUE(json_object_has_member(a, keys[k]));
+        CU_ASSERT_EQUAL(json_object_get_int_member(a, "gpus"), 64);
+        double step = json_object_get_double_member(a, "step_time_s");
+        double full = json_object_get_double_member(b, "step_time_s");
+        CU_ASSERT_TRUE(fabs(step - full) <= 1e-9 * full);
+        CU_ASSERT_TRUE(fabs(json_object_get_double_member(a, "forward_s") +
+                            json_object_get_double_member(a, "backward_s") - step) < 1e-12);
+        double tf = json_object_get_double_member(a, "model_flops") / step / 64 / 1e12;
+        CU_ASSERT_TRUE(fabs(tf - json_object_get_double_member(a, "tflops_per_gpu")) < 1e-9 * tf);
+        printf("\n    %s: step %.6f s periodic, %.6f s every layer",
+               json_object_get_string_member(a, "mode"), step, full);
+    }
 }
 
 /* JSON parses with json-glib and carries the 1-D numbers: 2 all-reduces of B*h forward. */
@@ -154,7 +283,12 @@ static CU_TestInfo cli_tests[] = {
     {"sizes not divisible by the grid are refused naming flag and divisor", test_divisibility},
     {"zero, negative, absurd and malformed values and unknown flags are refused", test_values},
     {"missing, malformed and unusable platform files are refused", test_topology},
-    {"the main job reads v100x64.xml and plans every mode on 64 GPUs", test_main_job},
+    {"platforms without GPU figures or GPU host names are refused", test_platform_content},
+    {"unusable plans, models that do not fit and bad predict flags are refused",
+     test_predict_refusals},
+    {"the main job predicts every mode on v100x64.xml", test_main_job},
+    {"predict JSON has the documented fields and periodic replay equals every layer",
+     test_predict_json},
     {"--json output parses and carries the summary numbers", test_json},
     CU_TEST_INFO_NULL,
 };
