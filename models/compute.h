@@ -47,7 +47,7 @@ typedef enum {
 } SimparAttentionImpl;
 
 typedef struct {
-    const char *model;                   /* interned, e.g. "V100-SXM2-16GB" */
+    const char *model;                        /* interned, e.g. "V100-SXM2-16GB" */
     double peak_flops[SIMPAR_DTYPE_FP64 + 1]; /* by SimparDtype; 0 = not supported */
     double mem_bw_Bps;
     double mem_bytes;

@@ -19,10 +19,10 @@
 G_BEGIN_DECLS
 
 typedef struct {
-    double params;      /* parameters held per GPU (elements) */
-    double states_B;    /* weights, gradients, optimizer states */
+    double params;        /* parameters held per GPU (elements) */
+    double states_B;      /* weights, gradients, optimizer states */
     double activations_B; /* stored for backward, all layers */
-    double transient_B; /* one layer's working buffers */
+    double transient_B;   /* one layer's working buffers */
     double total_B;
 } SimparMemory;
 

@@ -49,8 +49,7 @@ analytic_finish(Analytic *a, guint coll, AnalyticColl *c)
     guint n = rc->group.n;
     if (a->r->run->mode == SIMPAR_COLL_MODE_EXACT && n > 1) {
         g_autofree double *end = g_new(double, n);
-        simpar_expansion_eval_idle(simpar_replay_expansion(a->r, coll), &rc->group, c->ready,
-                                   end);
+        simpar_expansion_eval_idle(simpar_replay_expansion(a->r, coll), &rc->group, c->ready, end);
         for (guint m = 0; m < n; m++)
             a->spans[c->inst[m]] = (SimparSpan){c->ready[m], end[m]};
         return;
@@ -119,8 +118,12 @@ analytic_init(Analytic *a, SimparReplay *r, SimparSpan *spans)
 {
     guint n_streams = r->n_ranks * r->n_streams;
     guint n_groups = simpar_schedule_n_groups(r->run->sched);
-    *a = (Analytic){r, spans, g_new0(guint, n_streams), g_new0(double, n_streams),
-                    g_new0(gboolean, r->n_instances), g_new(AnalyticColl *, n_groups)};
+    *a = (Analytic){r,
+                    spans,
+                    g_new0(guint, n_streams),
+                    g_new0(double, n_streams),
+                    g_new0(gboolean, r->n_instances),
+                    g_new(AnalyticColl *, n_groups)};
     for (guint g = 0; g < n_groups; g++)
         a->pending[g] = g_new0(AnalyticColl, r->group_calls[g]);
     for (guint i = 0; i < r->n_instances; i++)

@@ -214,8 +214,13 @@ void
 simpar_backend_simgrid_run(const SimparRun *run, SimparSpan *spans)
 {
     g_autoptr(SimparReplay) r = simpar_replay_new(run);
-    Simgrid sg = {r, spans, g_new0(gboolean, r->n_ops), simgrid_get_clock(),
-                  g_new(sg_mutex_t, r->n_ranks), g_new(sg_cond_t, r->n_ranks), sg_sem_init(0)};
+    Simgrid sg = {r,
+                  spans,
+                  g_new0(gboolean, r->n_ops),
+                  simgrid_get_clock(),
+                  g_new(sg_mutex_t, r->n_ranks),
+                  g_new(sg_cond_t, r->n_ranks),
+                  sg_sem_init(0)};
     for (guint i = 0; i < r->n_ops; i++) {
         const SimparOp *op = simpar_schedule_op(run->sched, i);
         const guint *deps = simpar_schedule_deps(run->sched, op);

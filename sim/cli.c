@@ -67,12 +67,9 @@ simpar_cli_model(const SimparCliJob *job, SimparModel *m, GError **error)
     const struct {
         gint64 given;
         gint64 *field;
-    } over[] = {{job->hidden, &m->hidden},
-                {job->heads, &m->heads},
-                {job->seq, &m->seq},
-                {job->micro_batch, &m->micro_batch},
-                {job->ffn, &m->ffn},
-                {job->layers, &m->layers},
+    } over[] = {{job->hidden, &m->hidden}, {job->heads, &m->heads},
+                {job->seq, &m->seq},       {job->micro_batch, &m->micro_batch},
+                {job->ffn, &m->ffn},       {job->layers, &m->layers},
                 {job->vocab, &m->vocab}};
 
     for (guint i = 0; i < G_N_ELEMENTS(over); i++)

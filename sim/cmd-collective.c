@@ -91,14 +91,14 @@ collective_resolve(Collective *c, GError **error)
     if (!collective_kind(c->op_name, &c->kind, error) ||
         !collective_size(c->bytes != NULL ? "--bytes" : "--min-bytes", lo, &c->lo, error) ||
         !collective_size(c->bytes != NULL ? "--bytes" : "--max-bytes", hi, &c->hi, error) ||
-        !simpar_backend_lookup(c->backend_name != NULL ? c->backend_name : "simgrid",
-                               &c->backend, error) ||
+        !simpar_backend_lookup(c->backend_name != NULL ? c->backend_name : "simgrid", &c->backend,
+                               error) ||
         !simpar_coll_mode_parse(c->coll_mode_name != NULL ? c->coll_mode_name : "exact",
                                 &c->run.mode, error) ||
         !simpar_coll_algo_lookup(c->algo_name != NULL ? c->algo_name : "auto", &c->run.algo,
                                  error) ||
-        !simpar_nccl_proto_parse(c->proto_name != NULL ? c->proto_name : "none",
-                                 &c->run.coll.proto, error))
+        !simpar_nccl_proto_parse(c->proto_name != NULL ? c->proto_name : "none", &c->run.coll.proto,
+                                 error))
         return FALSE;
     if (c->lo > c->hi) {
         g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
@@ -119,7 +119,8 @@ static SimparSchedule *
 collective_schedule(const Collective *c, guint n, double bytes, double *actual)
 {
     gboolean per_member = c->kind == SIMPAR_COLL_ALL_GATHER ||
-                          c->kind == SIMPAR_COLL_REDUCE_SCATTER || c->kind == SIMPAR_COLL_ALL_TO_ALL;
+                          c->kind == SIMPAR_COLL_REDUCE_SCATTER ||
+                          c->kind == SIMPAR_COLL_ALL_TO_ALL;
     gsize count = MAX(1, (gsize) (bytes / 4 / (per_member ? n : 1)));
     *actual = (double) count * 4 * (per_member ? n : 1);
     SimparSchedule *s = simpar_schedule_new(n, SIMPAR_DTYPE_FP32);
@@ -130,7 +131,10 @@ collective_schedule(const Collective *c, guint n, double bytes, double *actual)
     for (guint r = 0; r < n; r++) {
         gsize elems = count * (per_member ? n : 1);
         SimparOp op = {.kind = SIMPAR_OP_COLLECTIVE, .rank = r, .name = collective_ops[c->kind]};
-        op.u.coll = (SimparColl){c->kind, g, count, 0,
+        op.u.coll = (SimparColl){c->kind,
+                                 g,
+                                 count,
+                                 0,
                                  {simpar_schedule_add_buffer(s, r, "send", elems), 0},
                                  {simpar_schedule_add_buffer(s, r, "recv", elems), 0}};
         simpar_schedule_add_op(s, &op);
@@ -166,8 +170,8 @@ collective_run_size(const Collective *c, const SimparPlatform *platform, guint n
     row->busbw = row->algbw * simpar_coll_busbw_factor(c->kind, n);
     SimparCollGroup group = {n, gpus, run.net};
     gboolean forced = run.algo != NULL;
-    row->algo = forced ? run.algo->name
-                       : simpar_coll_choose(c->kind, &group, row->bytes, &run.coll)->name;
+    row->algo =
+        forced ? run.algo->name : simpar_coll_choose(c->kind, &group, row->bytes, &run.coll)->name;
 }
 
 static void
@@ -177,12 +181,16 @@ collective_json(GString *out, const CollectiveRow *rows, guint n)
     json_builder_begin_array(b);
     for (guint i = 0; i < n; i++) {
         json_builder_begin_object(b);
+
         const struct {
             const char *key;
             double v;
-        } f[] = {{"bytes", rows[i].bytes},         {"count", rows[i].count},
-                 {"time_s", rows[i].time_s},       {"algbw_GBps", rows[i].algbw},
+        } f[] = {{"bytes", rows[i].bytes},
+                 {"count", rows[i].count},
+                 {"time_s", rows[i].time_s},
+                 {"algbw_GBps", rows[i].algbw},
                  {"busbw_GBps", rows[i].busbw}};
+
         for (guint k = 0; k < G_N_ELEMENTS(f); k++) {
             json_builder_set_member_name(b, f[k].key);
             json_builder_add_double_value(b, f[k].v);
@@ -207,8 +215,7 @@ collective_job(const SimparPlatform *platform, gpointer data, GString *out, GErr
     guint have = simpar_platform_n_gpus(platform);
     if (c->gpus > have) {
         g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                    "--gpus %" G_GINT64_FORMAT ": %s has only %u GPUs", c->gpus, c->topology,
-                    have);
+                    "--gpus %" G_GINT64_FORMAT ": %s has only %u GPUs", c->gpus, c->topology, have);
         return FALSE;
     }
     g_autoptr(GArray) rows = g_array_new(FALSE, FALSE, sizeof(CollectiveRow));
@@ -246,8 +253,7 @@ simpar_cmd_collective(int argc, char **argv, GError **error)
         {"gpus", 0, 0, G_OPTION_ARG_INT64, &c.gpus, "Group size: the first N GPUs", "N"},
         {"algo", 0, 0, G_OPTION_ARG_STRING, &c.algo_name,
          "auto (default; NCCL-like), ring, tree, chain, hierarchical, pairwise", "ALGO"},
-        {"bytes", 0, 0, G_OPTION_ARG_STRING, &c.bytes, "One size S (nccl-tests), e.g. 64M",
-         "SIZE"},
+        {"bytes", 0, 0, G_OPTION_ARG_STRING, &c.bytes, "One size S (nccl-tests), e.g. 64M", "SIZE"},
         {"min-bytes", 0, 0, G_OPTION_ARG_STRING, &c.min_bytes, "Smallest size (default 8)", "A"},
         {"max-bytes", 0, 0, G_OPTION_ARG_STRING, &c.max_bytes,
          "Largest size (default 1G); sizes double from A", "B"},

@@ -56,14 +56,14 @@ predict_resolve(Predict *p, GError **error)
     if (p->job.tp_mode != NULL && !g_str_equal(p->job.tp_mode, "all") &&
         simpar_generator_lookup(p->job.tp_mode, error) == NULL)
         return FALSE;
-    if (!simpar_backend_lookup(p->backend_name != NULL ? p->backend_name : "simgrid",
-                               &p->backend, error) ||
+    if (!simpar_backend_lookup(p->backend_name != NULL ? p->backend_name : "simgrid", &p->backend,
+                               error) ||
         !simpar_coll_mode_parse(p->coll_mode_name != NULL ? p->coll_mode_name : "fused",
                                 &p->run.mode, error) ||
         !simpar_coll_algo_lookup(p->algo_name != NULL ? p->algo_name : "auto", &p->run.algo,
                                  error) ||
         !simpar_nccl_proto_parse(p->proto_name != NULL ? p->proto_name : "none", &p->run.coll.proto,
-                       error) ||
+                                 error) ||
         !simpar_attention_parse(p->attention_name != NULL ? p->attention_name : "unfused",
                                 &p->attention, error))
         return FALSE;
@@ -310,9 +310,8 @@ predict_job(const SimparPlatform *platform, gpointer data, GString *out, GError 
     g_autofree char *coll = g_strdup_printf(
         "%s collectives, algorithm %s", p->run.mode == SIMPAR_COLL_MODE_EXACT ? "exact" : "fused",
         p->algo_name != NULL ? p->algo_name : "auto");
-    g_autoptr(SimparReport) report =
-        simpar_report_new(&p->model, p->topology, p->backend->name, coll,
-                          simpar_attention_name(p->attention));
+    g_autoptr(SimparReport) report = simpar_report_new(&p->model, p->topology, p->backend->name,
+                                                       coll, simpar_attention_name(p->attention));
     pj.report = report;
     g_autoptr(JsonBuilder) trace = p->trace != NULL ? json_builder_new() : NULL;
     if (trace != NULL) {

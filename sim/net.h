@@ -20,6 +20,7 @@ typedef struct {
 } SimparRoute;
 
 typedef struct _SimparNet SimparNet;
+
 struct _SimparNet {
     void (*route)(const SimparNet *net, guint src, guint dst, SimparRoute *out);
     guint (*node)(const SimparNet *net, guint gpu);

@@ -1,6 +1,7 @@
 /* platform.c - check a platform file, load it with SimGrid in a child process, run a job. */
 #include "platform.h"
 #include <errno.h>
+#include <glib/gstdio.h>
 #include <math.h>
 #include <simgrid/actor.h>
 #include <simgrid/engine.h>
@@ -12,7 +13,6 @@
 #include <unistd.h>
 #include <xbt/config.h>
 #include <xbt/log.h>
-#include <glib/gstdio.h>
 
 G_DEFINE_QUARK(simpar_platform_error_quark, simpar_platform_error)
 
@@ -136,8 +136,8 @@ platform_node(const SimparNet *net, guint gpu)
 }
 
 static gboolean
-platform_prop(const SimparPlatform *p, guint gpu, const char *key, gboolean required,
-              double *out, GError **error)
+platform_prop(const SimparPlatform *p, guint gpu, const char *key, gboolean required, double *out,
+              GError **error)
 {
     const char *v = sg_host_get_property_value(p->hosts[gpu], key);
     char *end = NULL;
@@ -206,7 +206,6 @@ platform_driver(int argc, char **argv)
     SimparPlatform *p = sg_actor_self_get_data();
     if (!p->job(p, p->data, p->out, &p->error) && p->error == NULL)
         g_set_error(&p->error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_JOB, "failed");
-
 }
 
 static gboolean
@@ -250,7 +249,8 @@ platform_child(SimparPlatform *p, int out, int err)
     }
     const char *text = p->error != NULL ? p->error->message : p->out->str;
     char status = p->error != NULL ? 'E' : 'O';
-    gboolean ok = platform_write_all(out, &status, 1) && platform_write_all(out, text, strlen(text));
+    gboolean ok =
+        platform_write_all(out, &status, 1) && platform_write_all(out, text, strlen(text));
     _exit(ok ? 0 : 1);
 }
 

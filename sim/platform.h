@@ -31,8 +31,8 @@ typedef enum {
 
 typedef struct _SimparPlatform SimparPlatform;
 
-typedef gboolean (*SimparPlatformJob)(const SimparPlatform *platform, gpointer data,
-                                      GString *out, GError **error);
+typedef gboolean (*SimparPlatformJob)(const SimparPlatform *platform, gpointer data, GString *out,
+                                      GError **error);
 
 /* Runs `job` in a child process with the platform loaded; its output is appended to `out`. */
 gboolean simpar_platform_run(const char *path, SimparPlatformJob job, gpointer data, GString *out,

@@ -56,16 +56,15 @@ replay_coll_key(SimparReplay *r, GHashTable *seen, const SimparOp *op)
     SimparReplayColl rc = {
         .group = {g->size, gpus, r->run->net},
         .kind = c->kind,
-        .bytes = (double) simpar_op_coll_elems(s, op) *
-                 simpar_dtype_size(simpar_schedule_dtype(s)),
+        .bytes = (double) simpar_op_coll_elems(s, op) * simpar_dtype_size(simpar_schedule_dtype(s)),
         .root = c->root,
     };
     gboolean forced = r->run->algo != NULL && (r->run->algo->kinds & (1u << rc.kind)) != 0;
-    rc.algo = forced ? r->run->algo
-                     : simpar_coll_choose(rc.kind, &rc.group, rc.bytes, &r->run->coll);
-    rc.time_s = g->size < 2 ? 0
-                            : rc.algo->closed_form(rc.kind, &rc.group, rc.bytes, rc.root,
-                                                   &r->run->coll);
+    rc.algo =
+        forced ? r->run->algo : simpar_coll_choose(rc.kind, &rc.group, rc.bytes, &r->run->coll);
+    rc.time_s = g->size < 2
+                    ? 0
+                    : rc.algo->closed_form(rc.kind, &rc.group, rc.bytes, rc.root, &r->run->coll);
     g_array_append_val(r->colls, rc);
     guint idx = r->colls->len - 1;
     g_hash_table_insert(seen, g_steal_pointer(&key), GUINT_TO_POINTER(idx));

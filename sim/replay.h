@@ -22,8 +22,8 @@ typedef struct {
     SimparCollKind kind;
     double bytes; /* nccl-tests S */
     guint root;
-    double time_s;         /* closed form */
-    SimparExpansion *exp;  /* built on demand (simgrid backend) */
+    double time_s;        /* closed form */
+    SimparExpansion *exp; /* built on demand (simgrid backend) */
 } SimparReplayColl;
 
 typedef struct {

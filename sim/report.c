@@ -262,11 +262,12 @@ simpar_report_add_periodic(SimparReport *rep, const char *mode, const char *grid
     report_fill(&a, run_a, spans_a);
     SimparReportRow *row = report_row(rep, mode, grid, gpus, mem, mem_capacity_B);
     report_fill(row, run_b, spans_b);
-    double *fa[] = {&a.step_s, &a.forward_s, &a.backward_s, &a.compute_s, &a.exposed_s,
-                    &a.exposed_intra_s, &a.exposed_inter_s, &a.other_s, &a.comm_bytes_per_gpu};
-    double *fb[] = {&row->step_s, &row->forward_s, &row->backward_s, &row->compute_s,
-                    &row->exposed_s, &row->exposed_intra_s, &row->exposed_inter_s, &row->other_s,
-                    &row->comm_bytes_per_gpu};
+    double *fa[] = {&a.step_s,          &a.forward_s, &a.backward_s,
+                    &a.compute_s,       &a.exposed_s, &a.exposed_intra_s,
+                    &a.exposed_inter_s, &a.other_s,   &a.comm_bytes_per_gpu};
+    double *fb[] = {&row->step_s,          &row->forward_s, &row->backward_s,
+                    &row->compute_s,       &row->exposed_s, &row->exposed_intra_s,
+                    &row->exposed_inter_s, &row->other_s,   &row->comm_bytes_per_gpu};
     for (guint i = 0; i < G_N_ELEMENTS(fa); i++)
         *fb[i] = report_line(*fa[i], *fb[i], ka, kb, layers);
     for (guint i = 0; i < row->axes->len; i++) {
@@ -317,12 +318,12 @@ report_text_row(GString *out, const SimparReportRow *row, const SimparReportRow 
         g_string_append_printf(out, "  not simulated: %s\n", row->skipped);
         return;
     }
-    g_autofree char *speedup = base != NULL ? g_strdup_printf("%6.2fx", base->step_s / row->step_s)
-                                            : g_strdup("     -");
-    g_string_append_printf(
-        out, "%9.4f %8.4f %8.4f %9.4f %9.4f %8.4f %8.4f %7.2f %8.2f %s\n", row->step_s,
-        row->forward_s, row->backward_s, row->compute_s, row->exposed_s, row->exposed_intra_s,
-        row->exposed_inter_s, row->memory.total_B / GIB, row->tflops_per_gpu, speedup);
+    g_autofree char *speedup =
+        base != NULL ? g_strdup_printf("%6.2fx", base->step_s / row->step_s) : g_strdup("     -");
+    g_string_append_printf(out, "%9.4f %8.4f %8.4f %9.4f %9.4f %8.4f %8.4f %7.2f %8.2f %s\n",
+                           row->step_s, row->forward_s, row->backward_s, row->compute_s,
+                           row->exposed_s, row->exposed_intra_s, row->exposed_inter_s,
+                           row->memory.total_B / GIB, row->tflops_per_gpu, speedup);
 }
 
 static void
@@ -336,11 +337,12 @@ report_text_axes(GString *out, const SimparReportRow *row)
         g_string_append_printf(out, " %s (%s) %.4f s;", a->axis, a->inter ? "inter" : "intra",
                                a->exposed_s);
     }
-    if (row->other_s > 1e-12)
+    if (row->other_s >= 5e-5) /* below the printed precision */
         g_string_append_printf(out, " other waits %.4f s;", row->other_s);
     g_string_truncate(out, out->len - (out->str[out->len - 1] == ';'));
-    g_string_append_printf(out, "\n  %-5s memory per GPU %.2f GiB of %.2f (states %.2f, "
-                                "activations %.2f, transient %.2f); simulated in %.3f s\n",
+    g_string_append_printf(out,
+                           "\n  %-5s memory per GPU %.2f GiB of %.2f (states %.2f, "
+                           "activations %.2f, transient %.2f); simulated in %.3f s\n",
                            row->mode, row->memory.total_B / GIB, row->mem_capacity_B / GIB,
                            row->memory.states_B / GIB, row->memory.activations_B / GIB,
                            row->memory.transient_B / GIB, row->wall_s);
@@ -437,12 +439,19 @@ report_json_row(JsonBuilder *b, const SimparReport *rep, const SimparReportRow *
         const struct {
             const char *key;
             double v;
-        } f[] = {{"step_time_s", row->step_s},         {"forward_s", row->forward_s},
-                 {"backward_s", row->backward_s},      {"compute_s", row->compute_s},
-                 {"exposed_comm_s", row->exposed_s},   {"exposed_intra_node_s", row->exposed_intra_s},
-                 {"exposed_inter_node_s", row->exposed_inter_s}, {"other_wait_s", row->other_s},
-                 {"tflops_per_gpu", row->tflops_per_gpu}, {"model_flops", row->model_flops},
-                 {"comm_bytes_per_gpu", row->comm_bytes_per_gpu}, {"wall_s", row->wall_s}};
+        } f[] = {{"step_time_s", row->step_s},
+                 {"forward_s", row->forward_s},
+                 {"backward_s", row->backward_s},
+                 {"compute_s", row->compute_s},
+                 {"exposed_comm_s", row->exposed_s},
+                 {"exposed_intra_node_s", row->exposed_intra_s},
+                 {"exposed_inter_node_s", row->exposed_inter_s},
+                 {"other_wait_s", row->other_s},
+                 {"tflops_per_gpu", row->tflops_per_gpu},
+                 {"model_flops", row->model_flops},
+                 {"comm_bytes_per_gpu", row->comm_bytes_per_gpu},
+                 {"wall_s", row->wall_s}};
+
         for (guint i = 0; i < G_N_ELEMENTS(f); i++)
             report_json_member(b, f[i].key, f[i].v);
         report_json_axes(b, row);
@@ -489,8 +498,7 @@ report_trace_meta(JsonBuilder *b, const char *what, guint pid, guint tid, const 
 }
 
 static void
-report_trace_event(JsonBuilder *b, const SimparOp *op, guint layer, guint pid,
-                   const SimparSpan *sp)
+report_trace_event(JsonBuilder *b, const SimparOp *op, guint layer, guint pid, const SimparSpan *sp)
 {
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "ph");

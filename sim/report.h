@@ -28,13 +28,13 @@ typedef struct {
 } SimparAxisTime;
 
 typedef struct {
-    const char *mode;  /* interned */
-    char *grid;        /* "q=4 d=4" */
+    const char *mode; /* interned */
+    char *grid;       /* "q=4 d=4" */
     guint gpus;
-    char *skipped;     /* why the mode was not simulated (does not fit, GPU count); or NULL */
-    double step_s, forward_s, backward_s, compute_s, exposed_s, exposed_intra_s,
-        exposed_inter_s, other_s;
-    GArray *axes;      /* SimparAxisTime */
+    char *skipped; /* why the mode was not simulated (does not fit, GPU count); or NULL */
+    double step_s, forward_s, backward_s, compute_s, exposed_s, exposed_intra_s, exposed_inter_s,
+        other_s;
+    GArray *axes; /* SimparAxisTime */
     double model_flops, tflops_per_gpu, comm_bytes_per_gpu;
     SimparMemory memory;
     double mem_capacity_B;
@@ -43,14 +43,13 @@ typedef struct {
 
 typedef struct _SimparReport SimparReport;
 
-SimparReport *simpar_report_new(const SimparModel *model, const char *topology,
-                                const char *backend, const char *coll_mode,
-                                const char *attention); /* (transfer full) */
+SimparReport *simpar_report_new(const SimparModel *model, const char *topology, const char *backend,
+                                const char *coll_mode, const char *attention); /* (transfer full) */
 void simpar_report_free(SimparReport *rep);
 /* A simulated mode: the breakdown of `spans` (run->n_layers layers of run->sched). */
-void simpar_report_add(SimparReport *rep, const char *mode, const char *grid,
-                       const SimparRun *run, const SimparSpan *spans, const SimparMemory *mem,
-                       double mem_capacity_B, double wall_s);
+void simpar_report_add(SimparReport *rep, const char *mode, const char *grid, const SimparRun *run,
+                       const SimparSpan *spans, const SimparMemory *mem, double mem_capacity_B,
+                       double wall_s);
 /* From runs of ka < kb layers, the figures of `layers` layers by linear extrapolation: exact
  * when every further layer repeats the same pattern (see README, periodic replay). */
 void simpar_report_add_periodic(SimparReport *rep, const char *mode, const char *grid,

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #define XBAR_LAT 2e-6
-#define XBAR_BW 25e9
+#define XBAR_BW  25e9
 
 /* n GPUs, `per_node` per node, one link per pair (and per direction). */
 static char *
@@ -91,9 +91,10 @@ static void
 test_algo_sizes(const SimparPlatform *p, const SimparCollAlgo *algo, SimparCollKind kind,
                 GString *out)
 {
-    /* fp32 elements of S: 0.7 MB, 2.9 MB, 46 MB; multiples of lcm(2..16) = 720720 bytes, so
-     * every per-rank, per-chunk share is a whole number of bytes (SimGrid counts whole bytes) */
-    static const gsize counts[] = {180180, 720720, 11531520};
+    /* fp32 elements of S: 0.7 MB (latency matters) and 11.5 MB (22 chunks); multiples of
+     * lcm(2..16) = 720720 bytes, so every per-rank, per-chunk share is a whole number of bytes
+     * (SimGrid counts whole bytes) */
+    static const gsize counts[] = {180180, 2882880};
     guint gpus[16];
     for (guint i = 0; i < 16; i++)
         gpus[i] = i;
@@ -106,7 +107,12 @@ test_algo_sizes(const SimparPlatform *p, const SimparCollAlgo *algo, SimparCollK
             g_autoptr(SimparSchedule) s =
                 test_coll_schedule(kind, n, per_member ? counts[c] / n : counts[c], root);
             double zero[16] = {0};
-            SimparRun run = {.sched = s, .n_layers = 1, .gpus = gpus, .net = simpar_platform_net(p), .compute_s = zero, .algo = algo};
+            SimparRun run = {.sched = s,
+                             .n_layers = 1,
+                             .gpus = gpus,
+                             .net = simpar_platform_net(p),
+                             .compute_s = zero,
+                             .algo = algo};
             simpar_coll_params_init(&run.coll);
             SimparCollGroup g = {n, gpus, run.net};
             double bytes = (double) simpar_op_coll_elems(s, simpar_schedule_op(s, 0)) * 4;
@@ -117,8 +123,9 @@ test_algo_sizes(const SimparPlatform *p, const SimparCollAlgo *algo, SimparCollK
             double analytic = test_run_time(&run, simpar_backend_analytic_run);
             if (!test_close(exact, want, 1e-6) || !test_close(fused, want, 1e-6) ||
                 !test_close(analytic, want, 1e-12))
-                g_string_append_printf(out, "%s %s n=%u S=%.0f: closed %.9g exact %.9g fused "
-                                            "%.9g analytic %.9g\n",
+                g_string_append_printf(out,
+                                       "%s %s n=%u S=%.0f: closed %.9g exact %.9g fused "
+                                       "%.9g analytic %.9g\n",
                                        algo->name, simpar_coll_kind_name(kind), n, bytes, want,
                                        exact, fused, analytic);
         }
@@ -200,18 +207,24 @@ test_contention_job(const SimparPlatform *p, gpointer data, GString *out, GError
     const gsize count = 16 << 20; /* 64 MiB of fp32 */
     g_autoptr(SimparSchedule) s = simpar_schedule_new(4, SIMPAR_DTYPE_FP32);
     guint a[] = {0, 2}, b[] = {1, 3}, gpus[] = {0, 1, 2, 3};
-    guint ga = simpar_schedule_add_group(s, "a", a, 2), gb = simpar_schedule_add_group(s, "b", b, 2);
+    guint ga = simpar_schedule_add_group(s, "a", a, 2),
+          gb = simpar_schedule_add_group(s, "b", b, 2);
     for (guint r = 0; r < 4; r++) {
         SimparOp op = {.kind = SIMPAR_OP_COLLECTIVE, .rank = r, .name = "ar"};
         guint buf = simpar_schedule_add_buffer(s, r, "buf", count);
-        op.u.coll = (SimparColl){SIMPAR_COLL_ALL_REDUCE, r % 2 ? gb : ga, count, 0, {buf, 0},
-                                 {buf, 0}};
+        op.u.coll =
+            (SimparColl){SIMPAR_COLL_ALL_REDUCE, r % 2 ? gb : ga, count, 0, {buf, 0}, {buf, 0}};
         simpar_schedule_add_op(s, &op);
     }
     const SimparCollAlgo *ring;
     g_assert(simpar_coll_algo_lookup("ring", &ring, NULL));
     double zero[4] = {0}, S = count * 4.0, alpha = 2e-6, B = 10e9;
-    SimparRun run = {.sched = s, .n_layers = 1, .gpus = gpus, .net = simpar_platform_net(p), .compute_s = zero, .algo = ring};
+    SimparRun run = {.sched = s,
+                     .n_layers = 1,
+                     .gpus = gpus,
+                     .net = simpar_platform_net(p),
+                     .compute_s = zero,
+                     .algo = ring};
     simpar_coll_params_init(&run.coll);
     double exact = test_run_time(&run, simpar_backend_simgrid_run);
     run.mode = SIMPAR_COLL_MODE_FUSED;
@@ -250,8 +263,8 @@ typedef struct {
 } TestPlan;
 
 static const TestPlan test_plans[] = {
-    {"1d", 8, 0, TRUE},  {"2d", 4, 0, TRUE},   {"2.5d", 8, 2, TRUE},
-    {"3d", 8, 0, TRUE},  {"3d", 8, 0, FALSE},
+    {"1d", 8, 0, TRUE}, {"2d", 4, 0, TRUE},  {"2.5d", 8, 2, TRUE},
+    {"3d", 8, 0, TRUE}, {"3d", 8, 0, FALSE},
 };
 
 /* Largest difference between two span arrays, relative to the step time. */
@@ -286,7 +299,12 @@ test_layer_plan(const SimparPlatform *p, const TestPlan *tp, GString *out)
     g_autofree double *compute = g_new(double, n_ops);
     simpar_compute_times(&gpu, s, SIMPAR_ATTENTION_UNFUSED, compute);
     guint gpus[8] = {0, 1, 2, 3, 4, 5, 6, 7};
-    SimparRun run = {.sched = s, .n_layers = 2, .gpus = gpus, .net = simpar_platform_net(p), .compute_s = compute, .algo = NULL};
+    SimparRun run = {.sched = s,
+                     .n_layers = 2,
+                     .gpus = gpus,
+                     .net = simpar_platform_net(p),
+                     .compute_s = compute,
+                     .algo = NULL};
     simpar_coll_params_init(&run.coll);
     g_autofree SimparSpan *an = g_new(SimparSpan, n), *ex = g_new(SimparSpan, n),
                           *af = g_new(SimparSpan, n), *fu = g_new(SimparSpan, n);

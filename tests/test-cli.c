@@ -146,8 +146,8 @@ test_platform_content(void)
     g_autofree char *a1 = g_strdup_printf("--topology %s --model tiny", noprops);
     g_autofree char *a2 = g_strdup_printf("--topology %s --model tiny", names);
     g_autofree char *a3 = g_strdup_printf("--topology %s --model tiny", nofp32);
-    g_autofree char *a4 = g_strdup_printf("--topology %s --model tiny --dtype fp16 --tp-mode 1d",
-                                          nofp32);
+    g_autofree char *a4 =
+        g_strdup_printf("--topology %s --model tiny --dtype fp16 --tp-mode 1d", nofp32);
     cli_refuses(a1, "lacks the property mem_bandwidth_Bps");
     cli_refuses(a2, "no host is named node<N>-gpu<G>");
     cli_refuses(a3, "peak_fp32_flops");
@@ -162,6 +162,7 @@ static void
 test_predict_refusals(void)
 {
     const char *t = "--topology topologies/v100x64.xml";
+
     const struct {
         const char *args, *want;
     } cases[] = {
@@ -182,6 +183,7 @@ test_predict_refusals(void)
         {"--calibration /nonexistent/c.json", "/nonexistent/c.json"},
         {"--trace /nonexistent/dir/t.json --tp-mode 1d --layers 1", "/nonexistent/dir/t.json"},
     };
+
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autofree char *args = g_strdup_printf("%s %s", t, cases[i].args);
         cli_refuses(args, cases[i].want);
@@ -236,8 +238,8 @@ test_predict_json(void)
     JsonArray *all = cli_json_rows(p2, "--topology topologies/v100x64.xml --backend analytic "
                                        "--collectives exact --json --replay all");
     CU_ASSERT_EQUAL_FATAL(json_array_get_length(per), 4);
-    const char *keys[] = {"step_time_s", "forward_s",        "backward_s",
-                          "compute_s",   "exposed_comm_s",   "tflops_per_gpu",
+    const char *keys[] = {"step_time_s",        "forward_s",          "backward_s",
+                          "compute_s",          "exposed_comm_s",     "tflops_per_gpu",
                           "memory_per_gpu_gib", "comm_bytes_per_gpu", "wall_s"};
     for (guint i = 0; i < 4; i++) {
         JsonObject *a = json_array_get_object_element(per, i);

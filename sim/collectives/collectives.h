@@ -80,8 +80,8 @@ typedef struct {
 
 typedef struct {
     guint n_members;
-    GArray *rounds;     /* SimparRound, member 0's rounds, then member 1's, ... */
-    GArray *xfers;      /* SimparXfer */
+    GArray *rounds;      /* SimparRound, member 0's rounds, then member 1's, ... */
+    GArray *xfers;       /* SimparXfer */
     guint *member_first; /* n_members + 1 offsets into rounds */
 } SimparExpansion;
 
@@ -100,8 +100,8 @@ typedef struct {
     guint kinds; /* bit (1u << SimparCollKind) for each kind it implements */
     void (*expand)(SimparCollKind kind, const SimparCollGroup *g, double bytes, guint root,
                    const SimparCollParams *p, SimparExpansion *out);
-    double (*closed_form)(SimparCollKind kind, const SimparCollGroup *g, double bytes,
-                          guint root, const SimparCollParams *p);
+    double (*closed_form)(SimparCollKind kind, const SimparCollGroup *g, double bytes, guint root,
+                          const SimparCollParams *p);
 } SimparCollAlgo;
 
 const SimparCollAlgo *simpar_coll_algos(guint *n); /* (transfer none) */

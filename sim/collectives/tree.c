@@ -92,8 +92,8 @@ tree_links(TreePair *tp, guint tree, gint r)
 static void
 tree_pair_init(TreePair *tp, guint n)
 {
-    *tp = (TreePair){n, 0, n <= 3 ? 1 : 2, g_new(gint, 2 * n), g_new(gint, 4 * n),
-                     g_new(guint, 2 * n)};
+    *tp = (TreePair){
+        n, 0, n <= 3 ? 1 : 2, g_new(gint, 2 * n), g_new(gint, 4 * n), g_new(guint, 2 * n)};
     for (guint k = 0; k < 2; k++)
         for (guint m = 0; m < n; m++)
             tree_links(tp, k, (gint) m);
