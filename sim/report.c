@@ -342,10 +342,10 @@ report_text_axes(GString *out, const SimparReportRow *row)
     g_string_truncate(out, out->len - (out->str[out->len - 1] == ';'));
     g_string_append_printf(out,
                            "\n  %-5s memory per GPU %.2f GiB of %.2f (states %.2f, "
-                           "activations %.2f, transient %.2f); simulated in %.3f s\n",
+                           "activations %.2f, transient %.2f)\n",
                            row->mode, row->memory.total_B / GIB, row->mem_capacity_B / GIB,
                            row->memory.states_B / GIB, row->memory.activations_B / GIB,
-                           row->memory.transient_B / GIB, row->wall_s);
+                           row->memory.transient_B / GIB);
 }
 
 char *

@@ -280,6 +280,56 @@ test_json(void)
     g_free(r.out), g_free(r.err), g_free(again.out), g_free(again.err);
 }
 
+/* Same input, same output: the text byte for byte, the JSON apart from wall_s. */
+static void
+test_predict_deterministic(void)
+{
+    const char *args = "--topology topologies/v100x64.xml --model tiny --gpus 4 --layers 3";
+    Run a = cli_run(args), b = cli_run(args);
+    CU_ASSERT_EQUAL(a.status, 0);
+    CU_ASSERT_STRING_EQUAL(a.out, b.out);
+    g_autofree char *jargs = g_strdup_printf("%s --json", args);
+    Run c = cli_run(jargs), d = cli_run(jargs);
+    g_autoptr(GRegex) wall = g_regex_new("\"wall_s\" : [0-9.e+-]+", 0, 0, NULL);
+    g_autofree char *c2 = g_regex_replace_literal(wall, c.out, -1, 0, "wall", 0, NULL);
+    g_autofree char *d2 = g_regex_replace_literal(wall, d.out, -1, 0, "wall", 0, NULL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(c2, "wall,"));
+    CU_ASSERT_STRING_EQUAL(c2, d2);
+    g_free(a.out), g_free(a.err), g_free(b.out), g_free(b.err);
+    g_free(c.out), g_free(c.err), g_free(d.out), g_free(d.err);
+}
+
+/* The Chrome trace parses and has complete events and named tracks for every rank and stream. */
+static void
+test_predict_trace(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("simpar-cli-XXXXXX", NULL);
+    g_autofree char *path = g_build_filename(dir, "trace.json", NULL);
+    g_autofree char *args = g_strdup_printf(
+        "--topology topologies/v100x64.xml --model tiny --layers 2 --tp-mode 3d --gpus 8 "
+        "--trace %s",
+        path);
+    Run r = cli_run(args);
+    CU_ASSERT_EQUAL_FATAL(r.status, 0);
+    g_autoptr(JsonParser) p = json_parser_new();
+    CU_ASSERT_TRUE_FATAL(json_parser_load_from_file(p, path, NULL));
+    JsonArray *ev =
+        json_object_get_array_member(json_node_get_object(json_parser_get_root(p)), "traceEvents");
+    guint complete = 0, named = 0;
+    for (guint i = 0; i < json_array_get_length(ev); i++) {
+        JsonObject *e = json_array_get_object_element(ev, i);
+        const char *ph = json_object_get_string_member(e, "ph");
+        complete += g_str_equal(ph, "X");
+        named += g_str_equal(ph, "M");
+        CU_ASSERT_TRUE(json_object_has_member(e, "pid") && json_object_has_member(e, "tid"));
+    }
+    CU_ASSERT_TRUE(complete > 8 * 2 * 10);
+    CU_ASSERT_TRUE(named >= 8 * 2); /* a process name and a track name per rank and stream */
+    g_remove(path);
+    g_rmdir(dir);
+    g_free(r.out), g_free(r.err);
+}
+
 static CU_TestInfo cli_tests[] = {
     {"GPU counts a mode cannot use are refused with the valid ones", test_grids},
     {"sizes not divisible by the grid are refused naming flag and divisor", test_divisibility},
@@ -292,6 +342,8 @@ static CU_TestInfo cli_tests[] = {
     {"predict JSON has the documented fields and periodic replay equals every layer",
      test_predict_json},
     {"--json output parses and carries the summary numbers", test_json},
+    {"the same prediction twice gives the same output", test_predict_deterministic},
+    {"--trace writes a Chrome trace with a track per GPU stream", test_predict_trace},
     CU_TEST_INFO_NULL,
 };
 
