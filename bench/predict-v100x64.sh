@@ -4,8 +4,8 @@
 #
 #   bench/predict-v100x64.sh [BUILD_DIR] [RUNS]     (default build, 5)
 #
-# Prints one line per run and a summary line; the prediction itself goes to
-# bench/results/predict-v100x64.txt.
+# Prints one line per run and a summary line; the prediction goes to
+# bench/results/predict-v100x64.txt and the summary line to bench/results/predict-v100x64.timing.
 set -eu
 build=${1:-build}
 runs=${2:-5}
@@ -25,7 +25,7 @@ median=$(printf '%s\n' $times | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(
 rss=""
 if [ -x /usr/bin/time ]; then
     rss=$(/usr/bin/time -f '%M' "$bin" --topology topologies/v100x64.xml 2>&1 >/dev/null | tail -n 1)
-    rss=", peak RSS of the parent $((rss / 1024)) MiB"
+    rss=", peak RSS $((rss / 1024)) MiB"
 fi
 printf 'predict v100x64: median %.3f s wall over %d runs%s (%s, %d cores)\n' \
-    "$median" "$runs" "$rss" "$(uname -m)" "$(nproc)"
+    "$median" "$runs" "$rss" "$(uname -m)" "$(nproc)" | tee bench/results/predict-v100x64.timing
