@@ -19,7 +19,8 @@ typedef struct {
     SimparCliJob job;
     char *topology, *backend_name, *coll_mode_name, *algo_name, *proto_name, *attention_name;
     char *calibration, *trace, *replay_name;
-    gint64 gpus;
+    gint64 gpus, jobs_arg;
+    guint jobs;        /* worker processes (modes simulated in parallel) */
     gboolean periodic; /* simulate 1 and 2 layers and extrapolate to L */
     SimparModel model;
     const SimparBackend *backend;
@@ -51,6 +52,12 @@ predict_resolve(Predict *p, GError **error)
         g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
                     "--gpus %" G_GINT64_FORMAT ": must be between 1 and the platform's GPUs",
                     p->gpus);
+        return FALSE;
+    }
+    p->jobs = p->jobs_arg == G_MININT64 ? g_get_num_processors() : (guint) p->jobs_arg;
+    if (p->jobs_arg != G_MININT64 && (p->jobs_arg < 1 || p->jobs_arg > 1024)) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "--jobs %" G_GINT64_FORMAT ": from 1 to 1024 worker processes", p->jobs_arg);
         return FALSE;
     }
     if (p->job.tp_mode != NULL && !g_str_equal(p->job.tp_mode, "all") &&
@@ -264,54 +271,69 @@ predict_write_trace(JsonBuilder *b, const char *path, GError **error)
     return TRUE;
 }
 
+/* The modes of this worker: `mode`, or every mode the user asked for. */
 static gboolean
-predict_modes(PredictJob *pj, GError **error)
+predict_modes(PredictJob *pj, const char *mode, GError **error)
 {
     const char *only = pj->p->job.tp_mode;
     pj->explicit_mode = only != NULL && !g_str_equal(only, "all");
     guint n_gen;
     const SimparGenerator *gens = simpar_generators(&n_gen);
-    for (guint i = 0; i < n_gen; i++)
-        if ((!pj->explicit_mode || g_str_equal(gens[i].name, only)) &&
-            !predict_mode(pj, i, gens[i].name, error))
+    for (guint i = 0; i < n_gen; i++) {
+        gboolean wanted = mode != NULL ? g_str_equal(gens[i].name, mode)
+                                       : !pj->explicit_mode || g_str_equal(gens[i].name, only);
+        if (wanted && !predict_mode(pj, i, gens[i].name, error))
             return FALSE;
-    if (simpar_report_n_simulated(pj->report) == 0) {
-        g_autofree char *why = simpar_report_reasons(pj->report);
-        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                    "no tensor-parallel mode can run model %s on %u GPUs of %s: %s",
-                    pj->p->model.name, pj->gpus, simpar_platform_path(pj->platform), why);
-        return FALSE;
     }
     return TRUE;
 }
 
-static gboolean
-predict_job(const SimparPlatform *platform, gpointer data, GString *out, GError **error)
+static SimparReport *
+predict_report_new(const Predict *p)
 {
-    Predict *p = data;
-    PredictJob pj = {p, platform, .gpus = simpar_platform_n_gpus(platform)};
-    if (p->gpus != G_MININT64 && p->gpus > pj.gpus) {
-        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                    "--gpus %" G_GINT64_FORMAT ": %s has only %u GPUs", p->gpus, p->topology,
-                    pj.gpus);
-        return FALSE;
-    }
-    if (p->gpus != G_MININT64)
-        pj.gpus = (guint) p->gpus;
-    if (p->job.tp != G_MININT64 && p->job.tp != pj.gpus) {
-        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                    "--tp %" G_GINT64_FORMAT " with %u GPUs: every used GPU is in the one "
-                    "tensor-parallel group, so --tp must equal --gpus (or leave one out)",
-                    p->job.tp, pj.gpus);
-        return FALSE;
-    }
-    if (!predict_gpu(&pj, error))
-        return FALSE;
     g_autofree char *coll = g_strdup_printf(
         "%s collectives, algorithm %s", p->run.mode == SIMPAR_COLL_MODE_EXACT ? "exact" : "fused",
         p->algo_name != NULL ? p->algo_name : "auto");
-    g_autoptr(SimparReport) report = simpar_report_new(&p->model, p->topology, p->backend->name,
-                                                       coll, simpar_attention_name(p->attention));
+    return simpar_report_new(&p->model, p->topology, p->backend->name, coll,
+                             simpar_attention_name(p->attention)); /* (transfer full) */
+}
+
+static gboolean
+predict_gpus(const Predict *p, PredictJob *pj, GError **error)
+{
+    if (p->gpus != G_MININT64 && p->gpus > pj->gpus) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "--gpus %" G_GINT64_FORMAT ": %s has only %u GPUs", p->gpus, p->topology,
+                    pj->gpus);
+        return FALSE;
+    }
+    if (p->gpus != G_MININT64)
+        pj->gpus = (guint) p->gpus;
+    if (p->job.tp != G_MININT64 && p->job.tp != pj->gpus) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "--tp %" G_GINT64_FORMAT " with %u GPUs: every used GPU is in the one "
+                    "tensor-parallel group, so --tp must equal --gpus (or leave one out)",
+                    p->job.tp, pj->gpus);
+        return FALSE;
+    }
+    return predict_gpu(pj, error);
+}
+
+/* One worker process: its modes' report rows as JSON. */
+typedef struct {
+    Predict *p;
+    const char *mode; /* NULL: every mode asked for */
+} PredictWork;
+
+static gboolean
+predict_job(const SimparPlatform *platform, gpointer data, GString *out, GError **error)
+{
+    PredictWork *w = data;
+    Predict *p = w->p;
+    PredictJob pj = {p, platform, .gpus = simpar_platform_n_gpus(platform)};
+    if (!predict_gpus(p, &pj, error))
+        return FALSE;
+    g_autoptr(SimparReport) report = predict_report_new(p);
     pj.report = report;
     g_autoptr(JsonBuilder) trace = p->trace != NULL ? json_builder_new() : NULL;
     if (trace != NULL) {
@@ -320,13 +342,53 @@ predict_job(const SimparPlatform *platform, gpointer data, GString *out, GError 
         json_builder_begin_array(trace);
     }
     pj.trace = trace;
-    if (!predict_modes(&pj, error) ||
+    if (!predict_modes(&pj, w->mode, error) ||
         (trace != NULL && !predict_write_trace(trace, p->trace, error)))
         return FALSE;
+    g_autofree char *json = simpar_report_to_json(report);
+    g_string_append(out, json);
+    return TRUE;
+}
+
+/* Every mode in its own worker, `jobs` at a time (one worker for a trace: one file). */
+static gboolean
+predict_workers(Predict *p, SimparReport *report, GError **error)
+{
+    guint n_gen, n = 0;
+    const SimparGenerator *gens = simpar_generators(&n_gen);
+    gboolean all = p->job.tp_mode == NULL || g_str_equal(p->job.tp_mode, "all");
+    g_autofree PredictWork *work = g_new(PredictWork, n_gen);
+    if (all && p->trace == NULL)
+        for (guint i = 0; i < n_gen; i++)
+            work[n++] = (PredictWork){p, gens[i].name};
+    else
+        work[n++] = (PredictWork){p, NULL};
+    g_autofree gpointer *data = g_new(gpointer, n);
+    g_autofree GString **outs = g_new(GString *, n);
+    for (guint i = 0; i < n; i++)
+        data[i] = &work[i], outs[i] = g_string_new(NULL);
+    gboolean ok = simpar_platform_run_many(p->topology, n, p->jobs, predict_job, data, outs, error);
+    for (guint i = 0; i < n; i++) {
+        if (ok)
+            simpar_report_merge_json(report, outs[i]->str);
+        g_string_free(outs[i], TRUE);
+    }
+    return ok;
+}
+
+static gboolean
+predict_print(const Predict *p, const SimparReport *report, GError **error)
+{
+    if (simpar_report_n_simulated(report) == 0) {
+        g_autofree char *why = simpar_report_reasons(report);
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "no tensor-parallel mode can run model %s on %s: %s", p->model.name,
+                    p->topology, why);
+        return FALSE;
+    }
     g_autofree char *text =
         p->job.json ? simpar_report_to_json(report) : simpar_report_to_text(report);
-    g_string_append(out, text);
-    g_string_append_c(out, '\n');
+    printf("%s\n", text);
     return TRUE;
 }
 
@@ -344,7 +406,7 @@ static const char predict_summary[] =
 gboolean
 simpar_cmd_predict(int argc, char **argv, GError **error)
 {
-    Predict p = {.gpus = G_MININT64};
+    Predict p = {.gpus = G_MININT64, .jobs_arg = G_MININT64};
     simpar_cli_job_init(&p.job);
     const GOptionEntry entries[] = {
         {"topology", 't', 0, G_OPTION_ARG_FILENAME, &p.topology,
@@ -377,6 +439,8 @@ simpar_cmd_predict(int argc, char **argv, GError **error)
          "R"},
         {"calibration", 0, 0, G_OPTION_ARG_FILENAME, &p.calibration,
          "JSON file overriding the compute model's GPU figures", "FILE"},
+        {"jobs", 'j', 0, G_OPTION_ARG_INT64, &p.jobs_arg,
+         "Modes simulated in parallel processes (default: the number of cores)", "N"},
         {"json", 0, 0, G_OPTION_ARG_NONE, &p.job.json, "Print JSON: one object per mode", NULL},
         {"trace", 0, 0, G_OPTION_ARG_FILENAME, &p.trace,
          "Write a Chrome trace (Perfetto): one track per GPU stream", "FILE"},
@@ -386,12 +450,10 @@ simpar_cmd_predict(int argc, char **argv, GError **error)
     g_option_context_set_summary(ctx, predict_summary);
     g_option_context_add_main_entries(ctx, entries, NULL);
     g_option_context_add_group(ctx, simpar_cli_model_group(&p.job));
-    g_autoptr(GString) out = g_string_new(NULL);
-    gboolean ok = simpar_cli_parse(ctx, "simpar", &argc, &argv, error) &&
-                  predict_resolve(&p, error) &&
-                  simpar_platform_run(p.topology, predict_job, &p, out, error);
-    if (ok)
-        fputs(out->str, stdout);
+    gboolean ok =
+        simpar_cli_parse(ctx, "simpar", &argc, &argv, error) && predict_resolve(&p, error);
+    g_autoptr(SimparReport) report = ok ? predict_report_new(&p) : NULL;
+    ok = ok && predict_workers(&p, report, error) && predict_print(&p, report, error);
     predict_clear(&p);
     return ok;
 }

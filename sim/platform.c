@@ -268,65 +268,111 @@ platform_simgrid_message(const char *log)
     return g_strdup(log[0] != '\0' ? log : "it ended without a message");
 }
 
-static void
-platform_read_all(int fd, GString *into)
+/* One child: its reply and SimGrid log files, and how it ended. */
+typedef struct {
+    pid_t pid;
+    int status;
+    char *reply_path, *log_path;
+} PlatformChild;
+
+static gboolean
+platform_spawn(const char *path, SimparPlatformJob job, gpointer data, PlatformChild *c,
+               GError **error)
 {
-    char buf[65536];
-    ssize_t r;
-    while ((r = read(fd, buf, sizeof buf)) != 0) {
-        if (r > 0)
-            g_string_append_len(into, buf, r);
-        else if (errno != EINTR)
-            break;
+    int reply_fd = g_file_open_tmp("simpar-reply-XXXXXX", &c->reply_path, error);
+    if (reply_fd < 0)
+        return FALSE;
+    int log_fd = g_file_open_tmp("simpar-simgrid-XXXXXX.log", &c->log_path, error);
+    if (log_fd < 0) {
+        close(reply_fd);
+        return FALSE;
     }
+    fflush(NULL);
+    c->pid = fork();
+    if (c->pid < 0)
+        g_error("fork: %s", g_strerror(errno));
+    if (c->pid == 0) {
+        SimparPlatform p = {.path = path, .job = job, .data = data, .out = g_string_new(NULL)};
+        platform_child(&p, reply_fd, log_fd);
+    }
+    close(reply_fd);
+    close(log_fd);
+    return TRUE;
 }
 
-gboolean
-simpar_platform_run(const char *path, SimparPlatformJob job, gpointer data, GString *out,
-                    GError **error)
+/* Waits for one running child and records how it ended. */
+static void
+platform_reap(PlatformChild *children, guint n)
 {
-    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-    if (!platform_check_xml(path, error))
-        return FALSE;
-    int pout[2];
-    g_autofree char *log_path = NULL;
-    int log_fd = g_file_open_tmp("simpar-simgrid-XXXXXX.log", &log_path, error);
-    if (log_fd < 0)
-        return FALSE;
-    if (pipe(pout) != 0)
-        g_error("pipe: %s", g_strerror(errno));
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0)
-        g_error("fork: %s", g_strerror(errno));
-    if (pid == 0) {
-        close(pout[0]);
-        SimparPlatform p = {.path = path, .job = job, .data = data, .out = g_string_new(NULL)};
-        platform_child(&p, pout[1], log_fd);
-    }
-    close(pout[1]);
-    g_autoptr(GString) reply = g_string_new(NULL);
-    platform_read_all(pout[0], reply); /* the child writes its reply only at its very end */
-    close(pout[0]);
     int status = 0;
-    waitpid(pid, &status, 0);
-    close(log_fd);
-    g_autofree char *log = NULL;
-    if (!g_file_get_contents(log_path, &log, NULL, NULL))
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, 0)) < 0 && errno == EINTR)
+        ;
+    for (guint i = 0; pid > 0 && i < n; i++)
+        if (children[i].pid == pid)
+            children[i].status = status, children[i].pid = 0;
+}
+
+/* The child's output, or its error: the job's own, or SimGrid's complaint when it died. */
+static gboolean
+platform_collect(const char *path, PlatformChild *c, GString *out, GError **error)
+{
+    g_autofree char *reply = NULL, *log = NULL;
+    gsize len = 0;
+    if (!g_file_get_contents(c->reply_path, &reply, &len, NULL))
+        reply = g_strdup(""), len = 0;
+    if (!g_file_get_contents(c->log_path, &log, NULL, NULL))
         log = g_strdup("");
-    g_unlink(log_path);
-    gboolean exited = WIFEXITED(status) && WEXITSTATUS(status) == 0 && reply->len > 0;
-    if (exited && reply->str[0] == 'O') {
-        g_string_append(out, reply->str + 1);
+    gboolean exited = WIFEXITED(c->status) && WEXITSTATUS(c->status) == 0 && len > 0;
+    if (exited && reply[0] == 'O') {
+        g_string_append(out, reply + 1);
         return TRUE;
     }
     if (exited) {
-        g_set_error_literal(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_JOB,
-                            reply->str + 1);
+        g_set_error_literal(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_JOB, reply + 1);
         return FALSE;
     }
     g_autofree char *msg = platform_simgrid_message(log);
     g_set_error(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,
                 "--topology %s: SimGrid cannot use this platform: %s", path, g_strstrip(msg));
     return FALSE;
+}
+
+gboolean
+simpar_platform_run_many(const char *path, guint n, guint parallel, SimparPlatformJob job,
+                         gpointer *data, GString **outs, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    g_return_val_if_fail(n >= 1 && parallel >= 1, FALSE);
+    if (!platform_check_xml(path, error))
+        return FALSE;
+    g_autofree PlatformChild *children = g_new0(PlatformChild, n);
+    gboolean ok = TRUE;
+    guint running = 0, started = 0;
+    for (; started < n && ok; started++) {
+        if (running == parallel)
+            platform_reap(children, started), running--;
+        ok = platform_spawn(path, job, data[started], &children[started], error);
+        running += ok;
+    }
+    for (; running > 0; running--)
+        platform_reap(children, started);
+    for (guint i = 0; i < started; i++) {
+        if (ok && children[i].reply_path != NULL)
+            ok = platform_collect(path, &children[i], outs[i], error);
+        if (children[i].reply_path != NULL)
+            g_unlink(children[i].reply_path);
+        if (children[i].log_path != NULL)
+            g_unlink(children[i].log_path);
+        g_free(children[i].reply_path);
+        g_free(children[i].log_path);
+    }
+    return ok;
+}
+
+gboolean
+simpar_platform_run(const char *path, SimparPlatformJob job, gpointer data, GString *out,
+                    GError **error)
+{
+    return simpar_platform_run_many(path, 1, 1, job, &data, &out, error);
 }

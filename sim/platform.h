@@ -4,10 +4,10 @@
  * every use of a platform runs in a forked child: the file is first checked for well-formed XML
  * (GMarkup, with line numbers), then the child loads it (network/model CM02, crosstraffic off,
  * TCP-gamma 0: the alpha-beta reference), finds the GPUs and runs a job inside a driver actor.
- * The job's text output or GError comes back through a pipe; a SimGrid abort becomes a GError
- * carrying SimGrid's complaint.
+ * The job's text output or GError comes back through a file; a SimGrid abort becomes a GError
+ * carrying SimGrid's complaint. Several jobs can run in parallel children (one per mode).
  *
- *   parent: check XML -> fork -> read pipe -> text | GError
+ *   parent: check XML -> fork (up to `parallel` children) -> wait -> reply file -> text | GError
  *   child:  simgrid_init -> load -> GPUs node<N>-gpu<G> sorted by (N, G) -> driver actor: job()
  *
  * GPU i is the i-th host in (node, gpu) order; its figures are host properties (peak_fp16_flops,
@@ -37,6 +37,11 @@ typedef gboolean (*SimparPlatformJob)(const SimparPlatform *platform, gpointer d
 /* Runs `job` in a child process with the platform loaded; its output is appended to `out`. */
 gboolean simpar_platform_run(const char *path, SimparPlatformJob job, gpointer data, GString *out,
                              GError **error);
+
+/* Runs job(data[i]) for i < n, each in its own child, at most `parallel` at a time; outs[i]
+ * receives job i's output. On failure, the error of the first failing job in job order. */
+gboolean simpar_platform_run_many(const char *path, guint n, guint parallel, SimparPlatformJob job,
+                                  gpointer *data, GString **outs, GError **error);
 
 const char *simpar_platform_path(const SimparPlatform *p);
 guint simpar_platform_n_gpus(const SimparPlatform *p);

@@ -540,3 +540,63 @@ simpar_report_trace(JsonBuilder *b, guint mode_index, const char *mode, const Si
             report_trace_event(b, op, i / n_ops, mode_index * 100000 + op->rank, &spans[i]);
     }
 }
+
+/* ------------------------------------------------------------------------- rows from JSON */
+
+static double
+report_json_double(JsonObject *o, const char *key)
+{
+    return json_object_has_member(o, key) ? json_object_get_double_member(o, key) : 0;
+}
+
+static void
+report_json_read_row(SimparReport *rep, JsonObject *o)
+{
+    const char *mode = json_object_get_string_member(o, "mode");
+    const char *grid = json_object_get_string_member(o, "grid");
+    JsonObject *mem = json_object_get_object_member(o, "memory");
+    SimparMemory m = {report_json_double(mem, "params_per_gpu"),
+                      report_json_double(mem, "states_gib") * GIB,
+                      report_json_double(mem, "activations_gib") * GIB,
+                      report_json_double(mem, "transient_gib") * GIB,
+                      report_json_double(o, "memory_per_gpu_gib") * GIB};
+    SimparReportRow *row =
+        report_row(rep, mode, grid, (guint) json_object_get_int_member(o, "gpus"), &m,
+                   report_json_double(mem, "capacity_gib") * GIB);
+    if (!json_object_get_boolean_member(o, "simulated")) {
+        row->skipped = g_strdup(json_object_get_string_member(o, "reason"));
+        return;
+    }
+    row->step_s = report_json_double(o, "step_time_s");
+    row->forward_s = report_json_double(o, "forward_s");
+    row->backward_s = report_json_double(o, "backward_s");
+    row->compute_s = report_json_double(o, "compute_s");
+    row->exposed_s = report_json_double(o, "exposed_comm_s");
+    row->exposed_intra_s = report_json_double(o, "exposed_intra_node_s");
+    row->exposed_inter_s = report_json_double(o, "exposed_inter_node_s");
+    row->other_s = report_json_double(o, "other_wait_s");
+    row->tflops_per_gpu = report_json_double(o, "tflops_per_gpu");
+    row->comm_bytes_per_gpu = report_json_double(o, "comm_bytes_per_gpu");
+    row->wall_s = report_json_double(o, "wall_s");
+    row->axes = g_array_new(FALSE, FALSE, sizeof(SimparAxisTime));
+    JsonArray *axes = json_object_get_array_member(o, "exposed_comm_by_axis");
+    for (guint i = 0; i < json_array_get_length(axes); i++) {
+        JsonObject *a = json_array_get_object_element(axes, i);
+        SimparAxisTime t = {g_intern_string(json_object_get_string_member(a, "axis")),
+                            g_str_equal(json_object_get_string_member(a, "scope"), "inter-node"),
+                            report_json_double(a, "exposed_s")};
+        g_array_append_val(row->axes, t);
+    }
+}
+
+void
+simpar_report_merge_json(SimparReport *rep, const char *json)
+{
+    g_autoptr(JsonParser) parser = json_parser_new();
+    g_autoptr(GError) error = NULL;
+    if (!json_parser_load_from_data(parser, json, -1, &error))
+        g_error("report from a worker: %s", error->message); /* written by simpar itself */
+    JsonArray *rows = json_node_get_array(json_parser_get_root(parser));
+    for (guint i = 0; i < json_array_get_length(rows); i++)
+        report_json_read_row(rep, json_array_get_object_element(rows, i));
+}

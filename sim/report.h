@@ -63,6 +63,8 @@ guint simpar_report_n_simulated(const SimparReport *rep);
 /* "1d: why; 2d: why" for the modes that were not simulated. */
 char *simpar_report_reasons(const SimparReport *rep); /* (transfer full) */
 char *simpar_report_to_text(const SimparReport *rep); /* (transfer full) */
+/* Appends the rows of simpar_report_to_json() output (a worker process's report). */
+void simpar_report_merge_json(SimparReport *rep, const char *json);
 char *simpar_report_to_json(const SimparReport *rep); /* (transfer full) */
 /* Chrome trace events of one run; mode_index keeps the modes' process ids apart. */
 void simpar_report_trace(JsonBuilder *b, guint mode_index, const char *mode, const SimparRun *run,

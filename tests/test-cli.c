@@ -179,6 +179,7 @@ test_predict_refusals(void)
         {"--attention sparse", "sparse"},
         {"--nccl-proto ll64", "--nccl-proto ll64: unknown"},
         {"--replay half", "--replay half: unknown"},
+        {"--jobs 0", "--jobs 0: from 1 to 1024"},
         {"--tp-mode 4d", "--tp-mode 4d: unknown"},
         {"--calibration /nonexistent/c.json", "/nonexistent/c.json"},
         {"--trace /nonexistent/dir/t.json --tp-mode 1d --layers 1", "/nonexistent/dir/t.json"},
@@ -280,12 +281,14 @@ test_json(void)
     g_free(r.out), g_free(r.err), g_free(again.out), g_free(again.err);
 }
 
-/* Same input, same output: the text byte for byte, the JSON apart from wall_s. */
+/* Same input, same output: the text byte for byte (with any number of worker processes), the
+ * JSON apart from wall_s. */
 static void
 test_predict_deterministic(void)
 {
     const char *args = "--topology topologies/v100x64.xml --model tiny --gpus 4 --layers 3";
-    Run a = cli_run(args), b = cli_run(args);
+    g_autofree char *one = g_strdup_printf("%s --jobs 1", args);
+    Run a = cli_run(args), b = cli_run(one); /* one worker per mode, or all in one */
     CU_ASSERT_EQUAL(a.status, 0);
     CU_ASSERT_STRING_EQUAL(a.out, b.out);
     g_autofree char *jargs = g_strdup_printf("%s --json", args);
