@@ -4,35 +4,17 @@
  * The binary's path comes from SIMPAR_BIN (set by tests/meson.build); the working directory is
  * the source root.
  */
+#include "cli-run.h"
 #include "simpar-test.h"
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <math.h>
 
-typedef struct {
-    int status;
-    char *out, *err;
-} Run;
-
-static Run
-cli_run(const char *args)
-{
-    g_autofree char *cmd = g_strdup_printf("%s %s", g_getenv("SIMPAR_BIN"), args);
-    g_auto(GStrv) argv = NULL;
-    g_assert(g_shell_parse_argv(cmd, NULL, &argv, NULL));
-    Run r = {0};
-    int wait = 0;
-    g_assert(
-        g_spawn_sync(NULL, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &r.out, &r.err, &wait, NULL));
-    r.status = g_spawn_check_wait_status(wait, NULL) ? 0 : WEXITSTATUS(wait);
-    return r;
-}
-
 /* Exits non-zero, prints nothing on stdout, and one stderr line containing `want`. */
 static void
 cli_refuses(const char *args, const char *want)
 {
-    Run r = cli_run(args);
+    SimparCliRun r = simpar_cli_run(args);
     gboolean ok = r.status != 0 && strstr(r.err, want) != NULL && r.out[0] == '\0' &&
                   strchr(r.err, '\n') == r.err + strlen(r.err) - 1;
     if (!ok)
@@ -151,7 +133,7 @@ test_platform_content(void)
     cli_refuses(a1, "lacks the property mem_bandwidth_Bps");
     cli_refuses(a2, "no host is named node<N>-gpu<G>");
     cli_refuses(a3, "peak_fp32_flops");
-    Run r = cli_run(a4); /* the same platform trains fp16 */
+    SimparCliRun r = simpar_cli_run(a4); /* the same platform trains fp16 */
     CU_ASSERT_EQUAL(r.status, 0);
     g_free(r.out), g_free(r.err);
     g_remove(noprops), g_remove(names), g_remove(nofp32);
@@ -206,7 +188,7 @@ test_predict_refusals(void)
 static void
 test_main_job(void)
 {
-    Run r = cli_run("--topology topologies/v100x64.xml");
+    SimparCliRun r = simpar_cli_run("--topology topologies/v100x64.xml");
     CU_ASSERT_EQUAL(r.status, 0);
     const char *rows[] = {"\n1d    P=64         64 ", "\n2d    q=8          64 ",
                           "\n2.5d  q=4 d=4      64 ", "\n3d    q=4          64 "};
@@ -220,7 +202,7 @@ test_main_job(void)
 static JsonArray *
 cli_json_rows(JsonParser *p, const char *args)
 {
-    Run r = cli_run(args);
+    SimparCliRun r = simpar_cli_run(args);
     CU_ASSERT_EQUAL(r.status, 0);
     gboolean ok = json_parser_load_from_data(p, r.out, -1, NULL);
     g_free(r.out), g_free(r.err);
@@ -264,7 +246,7 @@ test_predict_json(void)
 static void
 test_json(void)
 {
-    Run r = cli_run("schedule --tp-mode 1d --tp 4 --model tiny --json");
+    SimparCliRun r = simpar_cli_run("schedule --tp-mode 1d --tp 4 --model tiny --json");
     CU_ASSERT_EQUAL_FATAL(r.status, 0);
     g_autoptr(JsonParser) p = json_parser_new();
     CU_ASSERT_TRUE_FATAL(json_parser_load_from_data(p, r.out, -1, NULL));
@@ -276,7 +258,7 @@ test_json(void)
     CU_ASSERT_STRING_EQUAL(json_object_get_string_member(fwd, "phase"), "forward");
     CU_ASSERT_EQUAL(json_object_get_int_member(fwd, "calls"), 2);
     CU_ASSERT_EQUAL(json_object_get_int_member(fwd, "bytes"), 2 * 8 * 32 * 64 * 4); /* fp32 */
-    Run again = cli_run("schedule --tp-mode 1d --tp 4 --model tiny --json");
+    SimparCliRun again = simpar_cli_run("schedule --tp-mode 1d --tp 4 --model tiny --json");
     CU_ASSERT_STRING_EQUAL(again.out, r.out); /* same input, same output */
     g_free(r.out), g_free(r.err), g_free(again.out), g_free(again.err);
 }
@@ -288,11 +270,12 @@ test_predict_deterministic(void)
 {
     const char *args = "--topology topologies/v100x64.xml --model tiny --gpus 4 --layers 3";
     g_autofree char *one = g_strdup_printf("%s --jobs 1", args);
-    Run a = cli_run(args), b = cli_run(one); /* one worker per mode, or all in one */
+    SimparCliRun a = simpar_cli_run(args),
+                 b = simpar_cli_run(one); /* one worker per mode, or all in one */
     CU_ASSERT_EQUAL(a.status, 0);
     CU_ASSERT_STRING_EQUAL(a.out, b.out);
     g_autofree char *jargs = g_strdup_printf("%s --json", args);
-    Run c = cli_run(jargs), d = cli_run(jargs);
+    SimparCliRun c = simpar_cli_run(jargs), d = simpar_cli_run(jargs);
     g_autoptr(GRegex) wall = g_regex_new("\"wall_s\" : [0-9.e+-]+", 0, 0, NULL);
     g_autofree char *c2 = g_regex_replace_literal(wall, c.out, -1, 0, "wall", 0, NULL);
     g_autofree char *d2 = g_regex_replace_literal(wall, d.out, -1, 0, "wall", 0, NULL);
@@ -312,7 +295,7 @@ test_predict_trace(void)
         "--topology topologies/v100x64.xml --model tiny --layers 2 --tp-mode 3d --gpus 8 "
         "--trace %s",
         path);
-    Run r = cli_run(args);
+    SimparCliRun r = simpar_cli_run(args);
     CU_ASSERT_EQUAL_FATAL(r.status, 0);
     g_autoptr(JsonParser) p = json_parser_new();
     CU_ASSERT_TRUE_FATAL(json_parser_load_from_file(p, path, NULL));

@@ -6,6 +6,7 @@
  * The binary's path comes from SIMPAR_BIN; the working directory is the source root. SimGrid
  * loads one platform per process, so each platform is checked in a forked child.
  */
+#include "cli-run.h"
 #include "simpar-test.h"
 #include <glib/gstdio.h>
 #include <math.h>
@@ -84,32 +85,6 @@ static const char *const gpu_props[] = {"gpu_model",       "peak_fp16_flops", "p
 
 /* ---------------------------------------------------------------- running simpar */
 
-typedef struct {
-    int status;
-    char *out, *err;
-} TopoRun;
-
-static TopoRun
-topo_run(const char *args)
-{
-    g_autofree char *cmd = g_strdup_printf("%s %s", g_getenv("SIMPAR_BIN"), args);
-    g_auto(GStrv) argv = NULL;
-    g_assert(g_shell_parse_argv(cmd, NULL, &argv, NULL));
-    TopoRun r = {0};
-    int wait = 0;
-    g_assert(
-        g_spawn_sync(NULL, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &r.out, &r.err, &wait, NULL));
-    r.status = g_spawn_check_wait_status(wait, NULL) ? 0 : WEXITSTATUS(wait);
-    return r;
-}
-
-static void
-topo_run_clear(TopoRun *r)
-{
-    g_clear_pointer(&r->out, g_free);
-    g_clear_pointer(&r->err, g_free);
-}
-
 /* Generates preset x nodes into dir; returns the file's path. */
 static char *
 topo_generate(const char *dir, const char *preset, guint nodes)
@@ -117,11 +92,11 @@ topo_generate(const char *dir, const char *preset, guint nodes)
     char *path = g_strdup_printf("%s/%s-%u.xml", dir, preset, nodes);
     g_autofree char *args =
         g_strdup_printf("topology --preset %s --nodes %u -o %s", preset, nodes, path);
-    TopoRun r = topo_run(args);
+    SimparCliRun r = simpar_cli_run(args);
     if (r.status != 0)
         printf("\n    simpar %s -> status %d: %s", args, r.status, r.err);
     CU_ASSERT_EQUAL(r.status, 0);
-    topo_run_clear(&r);
+    simpar_cli_run_clear(&r);
     return path;
 }
 
@@ -388,13 +363,13 @@ test_repeatable(void)
 static void
 topo_refuses(const char *args, const char *want)
 {
-    TopoRun r = topo_run(args);
+    SimparCliRun r = simpar_cli_run(args);
     gboolean ok = r.status == 2 && strstr(r.err, want) != NULL && r.out[0] == '\0' &&
                   strchr(r.err, '\n') == r.err + strlen(r.err) - 1;
     if (!ok)
         printf("\n    simpar %s -> status %d, stderr: %s", args, r.status, r.err);
     CU_ASSERT_TRUE(ok);
-    topo_run_clear(&r);
+    simpar_cli_run_clear(&r);
 }
 
 static void
@@ -423,12 +398,12 @@ test_bad_input(void)
 static void
 test_list(void)
 {
-    TopoRun r = topo_run("topology --list");
+    SimparCliRun r = simpar_cli_run("topology --list");
     CU_ASSERT_EQUAL(r.status, 0);
     for (guint i = 0; i < G_N_ELEMENTS(expects); i++)
         CU_ASSERT_PTR_NOT_NULL(strstr(r.out, expects[i].preset));
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "non-blocking fat tree"));
-    topo_run_clear(&r);
+    simpar_cli_run_clear(&r);
 }
 
 static CU_TestInfo topology_tests[] = {
