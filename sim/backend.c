@@ -9,25 +9,20 @@ static const SimparBackend backends[] = {
      simpar_backend_analytic_run},
 };
 
-const SimparBackend *
-simpar_backends(guint *n)
-{
-    *n = G_N_ELEMENTS(backends);
-    return backends; /* (transfer none) */
-}
-
 gboolean
 simpar_backend_lookup(const char *name, const SimparBackend **out, GError **error)
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    g_autoptr(GString) valid = g_string_new(NULL);
     for (guint i = 0; i < G_N_ELEMENTS(backends); i++) {
         if (g_strcmp0(name, backends[i].name) == 0) {
             *out = &backends[i];
             return TRUE;
         }
+        g_string_append_printf(valid, "%s%s", i ? ", " : "", backends[i].name);
     }
     g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                "--backend %s: unknown (valid: simgrid, analytic)", name);
+                "--backend %s: unknown (valid: %s)", name, valid->str);
     return FALSE;
 }
 

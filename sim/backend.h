@@ -47,7 +47,6 @@ typedef struct {
     void (*run)(const SimparRun *run, SimparSpan *spans);
 } SimparBackend;
 
-const SimparBackend *simpar_backends(guint *n); /* (transfer none) */
 gboolean simpar_backend_lookup(const char *name, const SimparBackend **out, GError **error);
 gboolean simpar_nccl_proto_parse(const char *name, SimparProto *out, GError **error);
 gboolean simpar_coll_mode_parse(const char *name, SimparCollMode *out, GError **error);

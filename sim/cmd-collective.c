@@ -114,7 +114,8 @@ collective_resolve(Collective *c, GError **error)
     return TRUE;
 }
 
-/* One collective per GPU, in one group of n, as a schedule. Returns the bytes S it moves. */
+/* One collective per GPU, in one group of n, as a schedule; *actual gets the size S it moves
+ * (bytes rounded to whole fp32 elements per member). */
 static SimparSchedule *
 collective_schedule(const Collective *c, guint n, double bytes, double *actual)
 {

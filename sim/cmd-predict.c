@@ -91,7 +91,7 @@ predict_resolve(Predict *p, GError **error)
 
 /* 2.5-D without --depth: q = d when the GPU count allows it (64: q=4 d=4), else the smallest
  * depth >= 2 the model accepts. */
-static gboolean
+static void
 predict_depth(const Predict *p, const SimparGenerator *gen, SimparPlan *plan)
 {
     gint64 best = 0;
@@ -106,7 +106,6 @@ predict_depth(const Predict *p, const SimparGenerator *gen, SimparPlan *plan)
             break;
     }
     plan->depth = best != 0 ? best : 2; /* 2: validation then says what is wrong */
-    return TRUE;
 }
 
 /* The plan of `mode` on `gpus` GPUs; FALSE with the reason when the mode cannot use them. */

@@ -185,12 +185,6 @@ simpar_platform_n_gpus(const SimparPlatform *p)
     return p->n_gpus;
 }
 
-guint
-simpar_platform_n_nodes(const SimparPlatform *p)
-{
-    return p->n_nodes;
-}
-
 const SimparNet *
 simpar_platform_net(const SimparPlatform *p)
 {

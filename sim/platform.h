@@ -45,7 +45,8 @@ gboolean simpar_platform_run_many(const char *path, guint n, guint parallel, Sim
 
 const char *simpar_platform_path(const SimparPlatform *p);
 guint simpar_platform_n_gpus(const SimparPlatform *p);
-guint simpar_platform_n_nodes(const SimparPlatform *p);
+/* Routes between GPUs; its `data` is the sg_host_t array by GPU id, which the SimGrid backend
+ * uses to place its actors. */
 const SimparNet *simpar_platform_net(const SimparPlatform *p); /* (transfer none) */
 /* The figures of GPU `gpu` from its host properties (defaults for the model parameters). */
 gboolean simpar_platform_gpu(const SimparPlatform *p, guint gpu, SimparGpu *out, GError **error);
