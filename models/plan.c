@@ -19,3 +19,25 @@ simpar_plan_init(SimparPlan *plan)
         .q = 1,
     };
 }
+
+static const char *const plan_recompute_names[] = {"none", "selective", "full"};
+
+gboolean
+simpar_recompute_parse(const char *name, SimparRecompute *out, GError **error)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(plan_recompute_names); i++)
+        if (g_strcmp0(name, plan_recompute_names[i]) == 0) {
+            *out = (SimparRecompute) i;
+            return TRUE;
+        }
+    g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
+                "--recompute %s: unknown (valid: none, selective, full)", name);
+    return FALSE;
+}
+
+const char *
+simpar_recompute_name(SimparRecompute r)
+{
+    g_return_val_if_fail(r <= SIMPAR_RECOMPUTE_FULL, "?");
+    return plan_recompute_names[r];
+}

@@ -24,12 +24,20 @@ typedef enum {
     SIMPAR_PLAN_ERROR_INVALID, /* the split cannot be built for these GPUs and shapes */
 } SimparPlanError;
 
+typedef enum {
+    SIMPAR_RECOMPUTE_NONE,      /* every activation the backward needs is stored */
+    SIMPAR_RECOMPUTE_SELECTIVE, /* the attention core is recomputed in the backward */
+    SIMPAR_RECOMPUTE_FULL,      /* only the layer input is stored; the whole forward (with its
+                                   collectives) is re-run before the layer's backward */
+} SimparRecompute;
+
 typedef struct {
     const char *mode;           /* "1d", "2d", "2.5d", "3d" */
     gint64 tp;                  /* GPUs in the tensor-parallel group */
     gint64 depth;               /* 2.5-D depth d; 0 when not given */
     gboolean sequence_parallel; /* 1-D only */
     gboolean paper_3d;          /* 3-D: the paper-era variant (backward re-gathers) */
+    SimparRecompute recompute;  /* activation recomputation */
     gboolean causal;            /* causal attention mask */
     double p_hidden, p_attn;    /* dropout probabilities */
     double eps;                 /* layer-norm epsilon */
@@ -38,6 +46,8 @@ typedef struct {
 } SimparPlan;
 
 void simpar_plan_init(SimparPlan *plan);
+gboolean simpar_recompute_parse(const char *name, SimparRecompute *out, GError **error);
+const char *simpar_recompute_name(SimparRecompute r);
 
 G_END_DECLS
 #endif /* SIMPAR_PLAN_H */

@@ -65,6 +65,14 @@ typedef enum {
     SIMPAR_OP_COLLECTIVE,
     SIMPAR_OP_SEND,
     SIMPAR_OP_RECV,
+    SIMPAR_OP_EMBED,     /* vocabulary-parallel embedding lookup (SimparVocab) */
+    SIMPAR_OP_EMBED_BWD, /* its backward: scatter-add into the table gradient */
+    SIMPAR_OP_XENT_MAX,  /* vocabulary-parallel cross-entropy: local row maxima */
+    SIMPAR_OP_XENT_FWD,  /* sums of exponentials and the target's logit */
+    SIMPAR_OP_XENT_LOSS, /* the loss from the reduced statistics (accumulated) */
+    SIMPAR_OP_XENT_BWD,  /* d logits */
+    SIMPAR_OP_ADAM,      /* mixed-precision Adam update of a parameter block (SimparAdam) */
+    SIMPAR_OP_BLOCK,     /* an opaque span of compute whose time the interpreter is given */
     SIMPAR_N_OP_KINDS,
 } SimparOpKind;
 
@@ -140,13 +148,62 @@ typedef struct {
     SimparView out[2];
 } SimparAttention;
 
+typedef enum {
+    SIMPAR_RED_SUM, /* the default (zero) */
+    SIMPAR_RED_MAX,
+} SimparRedOp;
+
 typedef struct {
     SimparCollKind kind;
     guint group;
     gsize count; /* NCCL count, see the header comment */
     guint root;  /* index within the group (broadcast, reduce) */
     SimparView send, recv;
+    SimparRedOp red; /* all-reduce, reduce, reduce-scatter */
 } SimparColl;
+
+/* Vocabulary-parallel embedding and cross-entropy (Megatron-LM): this rank holds vocabulary
+ * rows [vocab0, vocab0 + vocab) of the table, or those columns of the logits. Token ids and
+ * targets are stored as element values (whole numbers in [0, V)).
+ *   EMBED      in0 tokens[rows], in1 table[vocab x cols]; out0 y[rows x cols] = table[id - vocab0]
+ *              for ids in the slice, 0 otherwise (an all-reduce over the group adds the parts).
+ *   EMBED_BWD  in0 tokens, in1 dy[rows x cols]; out0 dtable[id - vocab0] += dy[r] (accumulates).
+ *   XENT_MAX   in0 logits[rows x vocab]; out0 max[rows] = max_c logits (then all-reduce MAX).
+ *   XENT_FWD   in0 logits, in1 max (global), in2 targets[rows]; out0 stats[2*rows]:
+ *              stats[r] = sum_c exp(logit - max), stats[rows + r] = the target's logit when the
+ *              target is in the slice, else 0 (then all-reduce SUM).
+ *   XENT_LOSS  in0 max, in1 stats (global); out0 loss[0] += scale * sum_r (log stats[r] + max[r]
+ *              - stats[rows + r]).
+ *   XENT_BWD   in0 logits, in1 max, in2 targets, in3 stats (global); out0 dlogits[rows x vocab] =
+ *              scale * (exp(logit - max) / stats[r] - [vocab0 + c == target]). */
+typedef struct {
+    guint rows;            /* tokens */
+    guint cols;            /* embedding width (EMBED, EMBED_BWD) */
+    guint64 vocab0, vocab; /* this rank's slice of the vocabulary */
+    double scale;          /* XENT_LOSS, XENT_BWD: usually 1 / (tokens of the global batch) */
+    SimparView in[4];
+    SimparView out[1];
+} SimparVocab;
+
+/* Adam (Kingma and Ba) on `count` elements with bias correction at step `step` (1-based):
+ *   m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; p -= lr (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)
+ *   (+ lr * weight_decay * p, decoupled, AdamW). Mixed precision keeps fp32 master weights,
+ * momentum and variance (12 bytes per parameter) next to the 16-bit weights and gradients. */
+typedef struct {
+    gsize count;
+    double lr, beta1, beta2, eps, weight_decay;
+    guint step;
+    SimparView param, grad, m, v;
+} SimparAdam;
+
+/* A span of compute the schedule does not spell out (a whole layer forward in a step schedule
+ * built from timed blocks): its time is `count` times the time the interpreter is given for
+ * `key` (interned, e.g. "layer.fwd"); `flops` is for reports only. */
+typedef struct {
+    const char *key;
+    guint count;
+    double flops;
+} SimparBlockOp;
 
 typedef struct {
     guint peer; /* global rank */
@@ -169,6 +226,9 @@ typedef struct {
         SimparAttention attn;
         SimparColl coll;
         SimparP2p p2p;
+        SimparVocab vocab;
+        SimparAdam adam;
+        SimparBlockOp block;
     } u;
 } SimparOp;
 

@@ -62,8 +62,8 @@ tp1d_gather(SimparLayerCtx *c, guint which, const char *what, SimparView local, 
 {
     const SimparBlock *res = &c->geom.res;
     guint full = simpar_layer_buffer(c, which, what, res->rows * c->plan->tp * res->cols);
-    SimparColl ag = {SIMPAR_COLL_ALL_GATHER, c->group[0], res->rows * res->cols, 0, local,
-                     simpar_view(full, 0)};
+    SimparColl ag = {SIMPAR_COLL_ALL_GATHER, c->group[0],   res->rows * res->cols, 0, local,
+                     simpar_view(full, 0),   SIMPAR_RED_SUM};
     simpar_layer_coll(c, which, what, &ag, async);
     return simpar_view(full, 0);
 }
@@ -84,12 +84,14 @@ tp1d_linear_fwd(SimparLayerCtx *c, guint which, SimparView x)
     if (col)
         return simpar_view(y, 0);
     if (!sp) {
-        SimparColl ar = {SIMPAR_COLL_ALL_REDUCE, c->group[0], B * N, 0, {y, 0}, {y, 0}};
+        SimparColl ar = {SIMPAR_COLL_ALL_REDUCE, c->group[0], B * N, 0, {y, 0}, {y, 0},
+                         SIMPAR_RED_SUM};
         simpar_layer_coll(c, which, "all-reduce-y", &ar, FALSE);
         return simpar_view(y, 0);
     }
     guint out = simpar_layer_buffer(c, which, "y", B / P * N);
-    SimparColl rs = {SIMPAR_COLL_REDUCE_SCATTER, c->group[0], B / P * N, 0, {y, 0}, {out, 0}};
+    SimparColl rs = {
+        SIMPAR_COLL_REDUCE_SCATTER, c->group[0], B / P * N, 0, {y, 0}, {out, 0}, SIMPAR_RED_SUM};
     simpar_layer_coll(c, which, "reduce-scatter-y", &rs, FALSE);
     return simpar_view(out, 0);
 }
@@ -113,10 +115,11 @@ tp1d_column_bwd(SimparLayerCtx *c, guint which, SimparView dy)
     SimparView dx = simpar_view(dxp, 0);
     if (sp) {
         dx = simpar_view(simpar_layer_buffer(c, which, "dx", B / P * K), 0);
-        SimparColl rs = {SIMPAR_COLL_REDUCE_SCATTER, c->group[0], B / P * K, 0, {dxp, 0}, dx};
+        SimparColl rs = {
+            SIMPAR_COLL_REDUCE_SCATTER, c->group[0], B / P * K, 0, {dxp, 0}, dx, SIMPAR_RED_SUM};
         simpar_layer_coll(c, which, "reduce-scatter-dx", &rs, TRUE);
     } else {
-        SimparColl ar = {SIMPAR_COLL_ALL_REDUCE, c->group[0], B * K, 0, dx, dx};
+        SimparColl ar = {SIMPAR_COLL_ALL_REDUCE, c->group[0], B * K, 0, dx, dx, SIMPAR_RED_SUM};
         simpar_layer_coll(c, which, "all-reduce-dx", &ar, TRUE);
     }
     SimparGemm gw = {

@@ -98,7 +98,8 @@ tp3d_gather(SimparLayerCtx *c, guint which, const char *what, guint group, Simpa
             gsize count)
 {
     guint full = simpar_layer_buffer(c, which, what, count * c->plan->q);
-    SimparColl ag = {SIMPAR_COLL_ALL_GATHER, group, count, 0, mine, simpar_view(full, 0)};
+    SimparColl ag = {SIMPAR_COLL_ALL_GATHER, group,         count, 0, mine,
+                     simpar_view(full, 0),   SIMPAR_RED_SUM};
     simpar_layer_coll(c, which, what, &ag, FALSE);
     return simpar_view(full, 0);
 }
@@ -107,7 +108,8 @@ static void
 tp3d_scatter(SimparLayerCtx *c, guint which, const char *what, guint group, guint send,
              SimparView recv, gsize count, gboolean async)
 {
-    SimparColl rs = {SIMPAR_COLL_REDUCE_SCATTER, group, count, 0, simpar_view(send, 0), recv};
+    SimparColl rs = {SIMPAR_COLL_REDUCE_SCATTER, group, count,         0,
+                     simpar_view(send, 0),       recv,  SIMPAR_RED_SUM};
     simpar_layer_coll(c, which, what, &rs, async);
 }
 

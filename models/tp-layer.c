@@ -126,7 +126,7 @@ layer_allreduce(SimparLayerCtx *c, guint which, const char *what, guint group, S
 {
     if (group == SIMPAR_NO_GROUP)
         return;
-    SimparColl coll = {SIMPAR_COLL_ALL_REDUCE, group, count, 0, v, v};
+    SimparColl coll = {SIMPAR_COLL_ALL_REDUCE, group, count, 0, v, v, SIMPAR_RED_SUM};
     simpar_layer_coll(c, which, what, &coll, FALSE);
 }
 

@@ -79,8 +79,8 @@ summa_bcast(SimparLayerCtx *c, guint which, const char *what, guint axis, guint 
             guint recv, gsize count)
 {
     gboolean root = c->coord[axis == SUMMA_ROW ? 0 : 1] == t;
-    SimparColl b = {SIMPAR_COLL_BROADCAST,        c->group[axis],      count, t,
-                    root ? mine : SIMPAR_NO_VIEW, simpar_view(recv, 0)};
+    SimparColl b = {SIMPAR_COLL_BROADCAST,        c->group[axis],       count,         t,
+                    root ? mine : SIMPAR_NO_VIEW, simpar_view(recv, 0), SIMPAR_RED_SUM};
     simpar_layer_coll(c, which, what, &b, FALSE);
 }
 
@@ -94,7 +94,8 @@ summa_reduce(SimparLayerCtx *c, guint which, const char *what, guint axis, guint
                     count,
                     t,
                     simpar_view(send, 0),
-                    root ? result : SIMPAR_NO_VIEW};
+                    root ? result : SIMPAR_NO_VIEW,
+                    SIMPAR_RED_SUM};
     simpar_layer_coll(c, which, what, &r, FALSE);
 }
 
@@ -146,7 +147,8 @@ simpar_summa_linear_bwd(SimparLayerCtx *c, guint which, SimparView dy)
     }
     if (summa_depth(c->plan) > 1) {
         SimparColl ar = {
-            SIMPAR_COLL_ALL_REDUCE, c->group[SUMMA_DEP], k * n, 0, {l->dw, 0}, {l->dw, 0}};
+            SIMPAR_COLL_ALL_REDUCE, c->group[SUMMA_DEP], k * n, 0, {l->dw, 0}, {l->dw, 0},
+            SIMPAR_RED_SUM};
         simpar_layer_coll(c, which, "all-reduce-dw-depth", &ar, FALSE);
     }
     return simpar_view(dx, 0);

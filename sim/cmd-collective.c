@@ -137,7 +137,8 @@ collective_schedule(const Collective *c, guint n, double bytes, double *actual)
                                  count,
                                  0,
                                  {simpar_schedule_add_buffer(s, r, "send", elems), 0},
-                                 {simpar_schedule_add_buffer(s, r, "recv", elems), 0}};
+                                 {simpar_schedule_add_buffer(s, r, "recv", elems), 0},
+                                 SIMPAR_RED_SUM};
         simpar_schedule_add_op(s, &op);
     }
     return s; /* (transfer full) */

@@ -61,7 +61,7 @@ test_coll_schedule(SimparCollKind kind, guint n, gsize count, guint root)
     for (guint r = 0; r < n; r++) {
         SimparOp op = {.kind = SIMPAR_OP_COLLECTIVE, .rank = r, .name = "coll"};
         guint b = simpar_schedule_add_buffer(s, r, "buf", count * n);
-        op.u.coll = (SimparColl){kind, g, count, root, {b, 0}, {b, 0}};
+        op.u.coll = (SimparColl){kind, g, count, root, {b, 0}, {b, 0}, SIMPAR_RED_SUM};
         simpar_schedule_add_op(s, &op);
     }
     return s;
@@ -212,8 +212,8 @@ test_contention_job(const SimparPlatform *p, gpointer data, GString *out, GError
     for (guint r = 0; r < 4; r++) {
         SimparOp op = {.kind = SIMPAR_OP_COLLECTIVE, .rank = r, .name = "ar"};
         guint buf = simpar_schedule_add_buffer(s, r, "buf", count);
-        op.u.coll =
-            (SimparColl){SIMPAR_COLL_ALL_REDUCE, r % 2 ? gb : ga, count, 0, {buf, 0}, {buf, 0}};
+        op.u.coll = (SimparColl){
+            SIMPAR_COLL_ALL_REDUCE, r % 2 ? gb : ga, count, 0, {buf, 0}, {buf, 0}, SIMPAR_RED_SUM};
         simpar_schedule_add_op(s, &op);
     }
     const SimparCollAlgo *ring;

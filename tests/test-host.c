@@ -244,7 +244,7 @@ host_test_coll_case(SimparCollKind kind, gboolean in_place)
         bufs[m] = simpar_schedule_add_buffer(sched, host_group[m], "data", HOST_SPAN);
         HostCollViews v = host_test_coll_views(kind, in_place, m, bufs[m]);
         SimparOp op = host_test_op(SIMPAR_OP_COLLECTIVE, host_group[m], "coll");
-        op.u.coll = (SimparColl){kind, gi, HOST_COUNT, HOST_ROOT, v.send, v.recv};
+        op.u.coll = (SimparColl){kind, gi, HOST_COUNT, HOST_ROOT, v.send, v.recv, SIMPAR_RED_SUM};
         simpar_schedule_add_op(sched, &op);
     }
     g_autoptr(SimparHost) host = simpar_host_new(sched);
@@ -288,7 +288,7 @@ test_repeated_all_reduce(void)
         for (guint m = 0; m < HOST_G; m++) {
             SimparOp op = host_test_op(SIMPAR_OP_COLLECTIVE, host_group[m], "ar");
             SimparView v = host_test_view(bufs[m], 0);
-            op.u.coll = (SimparColl){SIMPAR_COLL_ALL_REDUCE, gi, 1, 0, v, v};
+            op.u.coll = (SimparColl){SIMPAR_COLL_ALL_REDUCE, gi, 1, 0, v, v, SIMPAR_RED_SUM};
             simpar_schedule_add_op(sched, &op);
         }
     }
@@ -734,7 +734,7 @@ test_invalid_ops(void)
     gelu.u.kern.in[0] = gelu.u.kern.out[0] = theirs;
     host_test_expect_error(&gelu, SIMPAR_SCHEDULE_ERROR_BOUNDS);
     SimparOp ar = host_test_op(SIMPAR_OP_COLLECTIVE, 0, "ar");
-    ar.u.coll = (SimparColl){SIMPAR_COLL_ALL_REDUCE, 0, 1, 0, theirs, theirs};
+    ar.u.coll = (SimparColl){SIMPAR_COLL_ALL_REDUCE, 0, 1, 0, theirs, theirs, SIMPAR_RED_SUM};
     host_test_expect_error(&ar, SIMPAR_SCHEDULE_ERROR_MISMATCH);
     gelu.rank = 1;
     gelu.u.kern.in[0] = SIMPAR_NO_VIEW;
@@ -760,7 +760,7 @@ test_mismatch_error(void)
     for (guint r = 0; r < 2; r++) {
         SimparOp op = host_test_op(SIMPAR_OP_COLLECTIVE, r, "ar");
         SimparView v = host_test_view(b[r], 0);
-        op.u.coll = (SimparColl){SIMPAR_COLL_ALL_REDUCE, gi, 2 + r, 0, v, v};
+        op.u.coll = (SimparColl){SIMPAR_COLL_ALL_REDUCE, gi, 2 + r, 0, v, v, SIMPAR_RED_SUM};
         simpar_schedule_add_op(sched, &op);
     }
     host_test_p2p(sched, SIMPAR_OP_SEND, 0, 2, 0, b[0], 0, 0);

@@ -21,7 +21,7 @@ add_coll(SimparSchedule *s, guint rank, guint stream, const char *name, SimparCo
          guint group, gsize count, guint root, SimparView send, SimparView recv)
 {
     SimparOp op = {.kind = SIMPAR_OP_COLLECTIVE, .rank = rank, .stream = stream, .name = name};
-    op.u.coll = (SimparColl){kind, group, count, root, send, recv};
+    op.u.coll = (SimparColl){kind, group, count, root, send, recv, SIMPAR_RED_SUM};
     return simpar_schedule_add_op(s, &op);
 }
 
@@ -681,7 +681,8 @@ test_full_buffer_elements_of_each_collective_kind_on_four_ranks(void)
     };
     for (guint k = 0; k < SIMPAR_N_COLL_KINDS; k++) {
         SimparOp op = {.kind = SIMPAR_OP_COLLECTIVE, .rank = 0, .name = "c"};
-        op.u.coll = (SimparColl){(SimparCollKind) k, g, count, 0, SIMPAR_NO_VIEW, SIMPAR_NO_VIEW};
+        op.u.coll = (SimparColl){(SimparCollKind) k, g, count, 0, SIMPAR_NO_VIEW, SIMPAR_NO_VIEW,
+                                 SIMPAR_RED_SUM};
         guint i = simpar_schedule_add_op(s, &op);
         gsize got = simpar_op_coll_elems(s, simpar_schedule_op(s, i));
         if (got != want[k])

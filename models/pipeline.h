@@ -1,0 +1,38 @@
+/* pipeline.h - the order in which one pipeline device runs its forwards and backwards.
+ *
+ * Generated from the implementations' rules, not from bubble formulas (the formulas are the
+ * tests): Megatron-LM's warm-up counts and its interleaved order table (shared/reference/
+ * training-schedules.md 3.1-3.4), local parallelism's per-micro-batch loop (1.7).
+ *
+ *   GPipe        F0 F1 .. F(m-1)  B0 B1 .. B(m-1)
+ *   1F1B         w = min(P - i - 1, m) forwards, then (F, B) pairs, then the remaining B
+ *   interleaved  w = min(m v, 2 (P - i - 1) + (v - 1) N) forwards from the table, then pairs
+ *                (next forward from the forward table, next backward from the backward table,
+ *                chunk v-1-c), then the remaining backwards; N = P micro-batches per group
+ *   local        F0 B0 F1 B1 ... (B = auxiliary head and chunk backward; no gradient leaves)
+ *
+ * Ownership: the returned arrays are the caller's.
+ */
+#ifndef SIMPAR_PIPELINE_H
+#define SIMPAR_PIPELINE_H
+#include "train.h"
+G_BEGIN_DECLS
+
+typedef struct {
+    gboolean backward;
+    guint micro; /* micro-batch, 0 .. m-1 */
+    guint chunk; /* model chunk on this device, 0 .. v-1 (virtual stage chunk * P + device) */
+} SimparPipeItem;
+
+/* Checks P, v and m for the schedule (interleaved: v >= 2 and m a multiple of P, as Megatron
+ * requires; others: v = 1), naming the flag and what would be valid. */
+gboolean simpar_pipeline_validate(SimparPipeSchedule kind, guint p, guint v, guint m,
+                                  GError **error);
+/* Forwards device `stage` runs before its first backward. */
+guint simpar_pipeline_warmup(SimparPipeSchedule kind, guint p, guint v, guint m, guint stage);
+/* The 2 m v items of device `stage` in execution order: a GArray of SimparPipeItem
+ * (transfer full). The arguments must have passed simpar_pipeline_validate. */
+GArray *simpar_pipeline_order(SimparPipeSchedule kind, guint p, guint v, guint m, guint stage);
+
+G_END_DECLS
+#endif /* SIMPAR_PIPELINE_H */

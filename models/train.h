@@ -1,0 +1,86 @@
+/* train.h - the whole training job: how a step splits over tensor, pipeline and data parallelism.
+ *
+ * A SimparTrain wraps the tensor-parallel plan of one stage (plan.h) with the step-level split:
+ * P pipeline stages (or K local-parallelism chunks), D data-parallel replicas, the pipeline
+ * schedule, micro-batches, ZeRO stage, gradient-reduction overlap and the placement of ranks.
+ *
+ *   GPUs = T x P x D           m = global_batch / (micro_batch * D) micro-batches per replica
+ *   rank = t + T * (d + D * p)  default order "tp,dp,pp": tensor-parallel innermost (inside a
+ *                               node), then data, then pipeline (Megatron-LM's order)
+ *
+ *   stage p holds layers [p*L/P, (p+1)*L/P); interleaved: device p holds v chunks, chunk c is
+ *   virtual stage c*P + p with L/(P*v) layers; the embedding sits on the first (virtual) stage,
+ *   the output layer and loss on the last.
+ *
+ * simpar_train_validate() derives m, the layer split and the rank strides, and refuses what no
+ * implementation would run, naming the flag and what would be valid.
+ *
+ * Ownership: value types; strings are interned.
+ */
+#ifndef SIMPAR_TRAIN_H
+#define SIMPAR_TRAIN_H
+#include "model.h"
+#include "plan.h"
+G_BEGIN_DECLS
+
+typedef enum {
+    SIMPAR_PIPE_GPIPE,       /* fill-drain: all forwards, then all backwards */
+    SIMPAR_PIPE_1F1B,        /* PipeDream-Flush: Megatron's non-interleaved schedule */
+    SIMPAR_PIPE_INTERLEAVED, /* Megatron's interleaved 1F1B with v model chunks per device */
+    SIMPAR_PIPE_LOCAL,       /* local parallelism: chunks trained by their own auxiliary heads */
+    SIMPAR_N_PIPE_SCHEDULES,
+} SimparPipeSchedule;
+
+/* The axes of the rank placement. */
+typedef enum {
+    SIMPAR_AXIS_TP,
+    SIMPAR_AXIS_DP,
+    SIMPAR_AXIS_PP,
+    SIMPAR_N_TRAIN_AXES,
+} SimparTrainAxis;
+
+typedef struct {
+    SimparPlan tp;              /* tensor-parallel plan of one stage (mode, T, sp, recompute) */
+    gint64 pp;                  /* pipeline stages P (local parallelism: chunks K) */
+    gint64 dp;                  /* data-parallel replicas D */
+    gint64 virtual_stages;      /* v (interleaved); 1 otherwise */
+    gint64 global_batch;        /* sequences per optimizer step, all replicas */
+    SimparPipeSchedule schedule;
+    gboolean local_async;       /* local parallelism without a flush at the end of the step */
+    gint64 aux_head_width;      /* local parallelism: auxiliary head width W (default V) */
+    gint zero;                  /* 0 (DDP) .. 3 */
+    gboolean overlap_grad_reduce;
+    gboolean scatter_gather;    /* pipeline p2p: send 1/T of the activation, all-gather after */
+    gboolean tied_embeddings;   /* output layer shares the embedding table */
+    gint64 bucket_params;       /* DP bucket size in parameters; 0: Megatron's max(4e7, 1e6*D) */
+    SimparTrainAxis order[SIMPAR_N_TRAIN_AXES]; /* placement, innermost first */
+    /* derived by simpar_train_validate */
+    gint64 micro_batches;  /* m */
+    gint64 layers_per_chunk; /* L / (P * v) */
+    gint64 stride[SIMPAR_N_TRAIN_AXES]; /* rank = sum coord[a] * stride[a] */
+} SimparTrain;
+
+/* Defaults: P = D = v = 1, 1F1B, global batch = micro-batch (m = 1), ZeRO 0, no overlap,
+ * untied embeddings, order tp,dp,pp. */
+void simpar_train_init(SimparTrain *train);
+/* Checks the split against the model and `gpus`, validates the tensor-parallel plan (filling
+ * train->tp.q) and fills the derived fields. */
+gboolean simpar_train_validate(SimparTrain *train, const SimparModel *model, guint64 gpus,
+                               GError **error);
+gboolean simpar_pipe_schedule_parse(const char *name, SimparPipeSchedule *out, GError **error);
+const char *simpar_pipe_schedule_name(SimparPipeSchedule s);
+/* "tp,dp,pp" and its permutations. */
+gboolean simpar_train_order_parse(const char *text, SimparTrainAxis *order, GError **error);
+char *simpar_train_order_name(const SimparTrain *train); /* (transfer full) */
+const char *simpar_train_axis_name(SimparTrainAxis a);
+/* The global rank of tensor-parallel rank t of replica d on stage p. */
+guint simpar_train_rank(const SimparTrain *train, guint t, guint d, guint p);
+
+/* Model FLOPs of one optimizer step, counted as Narayanan et al. count them (backward = twice
+ * the forward, no recomputation, causal attention counted in full): per token and layer
+ * 24 h^2 + 12 h f + 12 s h, plus 6 h V for the logit layer, times B s tokens; for f = 4h this is
+ * 72 B s L h^2 (1 + s / (6 h) + V / (12 L h)). */
+double simpar_train_model_flops(const SimparModel *model, const SimparTrain *train);
+
+G_END_DECLS
+#endif /* SIMPAR_TRAIN_H */
