@@ -1,0 +1,503 @@
+/* step.c - the schedule of one optimizer step built from timed blocks (see step.h). */
+#include "step.h"
+#include "pipeline.h"
+
+enum { STEP_COMPUTE, STEP_COMM, STEP_SEND_FWD, STEP_SEND_BWD, STEP_DP, STEP_GATHER, STEP_N_STREAMS };
+
+/* Local parallelism without a flush: this many steps are generated back to back and the
+ * report measures the last one (the first fills the pipeline). */
+#define STEP_ASYNC_STEPS 3
+
+typedef struct {
+    gsize off, count; /* a range of the rank's gradient buffer */
+    guint ready;      /* the op after which its gradients are final */
+} StepBucket;
+
+typedef struct {
+    SimparSchedule *s;
+    const SimparModel *model;
+    const SimparTrain *tr;
+    const SimparSchedule *layer;
+    guint T, P, D, v, m, lc, n_vs; /* lc: layers per chunk; n_vs: virtual stages */
+    gboolean local;
+    guint *dp_group, *tp_group, *embed_group;
+    /* the rank being emitted */
+    guint rank, t, d, p;
+    SimparStepRankFacts facts;
+    gsize ends; /* embedding / output / aux-head parameters of one end on this rank */
+    guint grads, params, opt_m, opt_v, act_in, act_out, grad_in, grad_out;
+    gsize layer_off[1024]; /* unused beyond n_chunks; offset of each chunk's layers */
+    gsize embed_off, head_off, aux_off, n_grads;
+    GArray *buckets;  /* StepBucket */
+    gsize open_off;   /* start of the bucket being filled */
+    gsize open_count; /* its parameters so far */
+    guint last_compute;
+    GArray *dp_ops; /* reduction ops of this rank in this step */
+    guint prefetch[2]; /* ZeRO-3: the last two layer blocks (a gather waits for the older) */
+} Step;
+
+void
+simpar_step_rank_facts(const SimparSchedule *layer, guint tp_rank, SimparStepRankFacts *out)
+{
+    *out = (SimparStepRankFacts){0};
+    guint n;
+    const SimparShard *sh = simpar_schedule_shards(layer, &n);
+    const char *x = g_intern_static_string("x"), *dy = g_intern_static_string("dy");
+    for (guint i = 0; i < n; i++) {
+        if (sh[i].rank != tp_rank || sh[i].role != SIMPAR_SHARD_INPUT)
+            continue;
+        if (sh[i].tensor == x)
+            out->act_elems = sh[i].rows * sh[i].cols;
+        else if (sh[i].tensor != dy)
+            out->layer_params += sh[i].rows * sh[i].cols;
+    }
+}
+
+/* Parameters of one end (embedding table, output layer) on a tensor-parallel rank: the
+ * vocabulary is split over the whole group, as Megatron-LM's vocabulary-parallel layers do. */
+static gsize
+step_end_params(const SimparModel *model, gint64 width, guint T)
+{
+    return (gsize) ((width + T - 1) / T * model->hidden);
+}
+
+double
+simpar_step_rank_params(const SimparModel *model, const SimparTrain *tr,
+                        const SimparSchedule *layer, guint t, guint p)
+{
+    SimparStepRankFacts f;
+    simpar_step_rank_facts(layer, t, &f);
+    guint T = (guint) tr->tp.tp, P = (guint) tr->pp;
+    double n = (double) f.layer_params * (double) (model->layers / tr->pp);
+    gsize end = step_end_params(model, model->vocab, T);
+    if (tr->schedule == SIMPAR_PIPE_LOCAL) {
+        n += p == 0 ? (double) end : 0;
+        n += p + 1 == P ? (double) end : (double) step_end_params(model, tr->aux_head_width, T);
+        return n;
+    }
+    /* interleaved: every device holds a chunk of the first and of the last virtual stage only
+     * on devices 0 and P-1 */
+    if (p == 0)
+        n += (double) end;
+    if (p + 1 == P && !(tr->tied_embeddings && P == 1))
+        n += (double) end;
+    return n;
+}
+
+/* ----- emission ----- */
+
+static guint
+step_add(Step *st, SimparOp *op, guint stream, SimparPhase phase, const char *name)
+{
+    op->rank = st->rank;
+    op->stream = stream;
+    op->phase = phase;
+    op->name = g_intern_string(name);
+    return simpar_schedule_add_op(st->s, op);
+}
+
+static guint
+step_block(Step *st, const char *key, guint count, SimparPhase phase)
+{
+    SimparOp op = {.kind = SIMPAR_OP_BLOCK,
+                   .u.block = {g_intern_string(key), count, 0}};
+    st->last_compute = step_add(st, &op, STEP_COMPUTE, phase, key);
+    return st->last_compute;
+}
+
+static guint
+step_coll(Step *st, guint stream, SimparCollKind kind, guint group, gsize count, SimparView send,
+          SimparView recv, const char *name)
+{
+    SimparOp op = {.kind = SIMPAR_OP_COLLECTIVE,
+                   .u.coll = {kind, group, count, 0, send, recv, SIMPAR_RED_SUM}};
+    return step_add(st, &op, stream, SIMPAR_PHASE_BACKWARD, name);
+}
+
+/* Messages are told apart by step, micro-batch, the boundary between virtual stages
+ * `boundary` and `boundary + 1` they cross, and direction. */
+static guint
+step_tag(const Step *st, guint step, guint micro, guint boundary, guint dir)
+{
+    return ((step * st->m + micro) * st->n_vs + boundary) * 2 + dir;
+}
+
+/* The device holding virtual stage vs, and the rank of (t, d) there. */
+static guint
+step_peer(const Step *st, guint vs)
+{
+    return simpar_train_rank(st->tr, st->t, st->d, vs % st->P);
+}
+
+static void
+step_recv(Step *st, guint from, guint tag, guint buf, SimparPhase phase, const char *name)
+{
+    gboolean sg = st->tr->scatter_gather && st->T > 1;
+    gsize count = sg ? st->facts.act_elems / st->T : st->facts.act_elems;
+    SimparOp op = {.kind = SIMPAR_OP_RECV, .u.p2p = {from, tag, count, {buf, 0}}};
+    st->last_compute = step_add(st, &op, STEP_COMPUTE, phase, name);
+    if (sg) { /* Narayanan et al.: 1/T per rank across nodes, all-gather inside the node */
+        SimparOp ag = {.kind = SIMPAR_OP_COLLECTIVE,
+                       .u.coll = {SIMPAR_COLL_ALL_GATHER,
+                                  st->tp_group[st->d * st->P + st->p], count, 0, {buf, 0},
+                                  {buf, 0}, SIMPAR_RED_SUM}};
+        st->last_compute = step_add(st, &ag, STEP_COMPUTE, phase, "p2p.all-gather");
+    }
+}
+
+static void
+step_send(Step *st, guint to, guint tag, guint buf, guint stream, SimparPhase phase,
+          const char *name)
+{
+    gboolean sg = st->tr->scatter_gather && st->T > 1;
+    gsize count = sg ? st->facts.act_elems / st->T : st->facts.act_elems;
+    SimparOp op = {.kind = SIMPAR_OP_SEND, .u.p2p = {to, tag, count, {buf, 0}}};
+    guint i = step_add(st, &op, stream, phase, name);
+    simpar_schedule_add_dep(st->s, i, st->last_compute);
+}
+
+/* Gradients [off, off + count) of the rank are final after `ready`: they join the open bucket,
+ * which closes when it reaches the bucket size. */
+static void
+step_grads_ready(Step *st, gsize off, gsize count, guint ready)
+{
+    if (st->D == 1 && st->tr->zero == 0)
+        return;
+    if (st->open_count == 0)
+        st->open_off = off;
+    g_assert(off == st->open_off + st->open_count); /* the layout follows the ready order */
+    st->open_count += count;
+    if ((gint64) st->open_count >= st->tr->bucket_params) {
+        StepBucket b = {st->open_off, st->open_count, ready};
+        g_array_append_val(st->buckets, b);
+        st->open_count = 0;
+    }
+}
+
+static void
+step_flush_bucket(Step *st, guint ready)
+{
+    if (st->open_count > 0) {
+        StepBucket b = {st->open_off, st->open_count, ready};
+        g_array_append_val(st->buckets, b);
+        st->open_count = 0;
+    }
+}
+
+/* The reduction of one bucket over the data-parallel group. */
+static void
+step_reduce_bucket(Step *st, const StepBucket *b, guint dep)
+{
+    if (st->D == 1)
+        return;
+    guint g = st->dp_group[st->t * st->P + st->p];
+    guint i;
+    if (st->tr->zero == 0)
+        i = step_coll(st, STEP_DP, SIMPAR_COLL_ALL_REDUCE, g, b->count, (SimparView){st->grads, b->off},
+                      (SimparView){st->grads, b->off}, "dp.all-reduce");
+    else
+        i = step_coll(st, STEP_DP, SIMPAR_COLL_REDUCE_SCATTER, g, b->count / st->D,
+                      (SimparView){st->grads, b->off},
+                      (SimparView){st->grads, b->off + b->count / st->D * 0}, "dp.reduce-scatter");
+    simpar_schedule_add_dep(st->s, i, dep);
+    g_array_append_val(st->dp_ops, i);
+}
+
+/* ZeRO-3: the parameters of one layer (or end) gathered before their use. */
+static guint
+step_gather(Step *st, gsize off, gsize count, const char *name)
+{
+    guint g = st->dp_group[st->t * st->P + st->p];
+    guint i = step_coll(st, STEP_GATHER, SIMPAR_COLL_ALL_GATHER, g, count / st->D,
+                        (SimparView){st->params, off}, (SimparView){st->params, off}, name);
+    if (st->prefetch[0] != G_MAXUINT)
+        simpar_schedule_add_dep(st->s, i, st->prefetch[0]);
+    return i;
+}
+
+/* Layers of one chunk, forward or backward: one block, or one per layer where data
+ * parallelism needs to know when each layer's gradients are final (`final`), or ZeRO-3 gathers
+ * each layer's parameters. */
+static void
+step_layers(Step *st, guint chunk, gboolean backward, gboolean final, guint micro)
+{
+    SimparPhase ph = backward ? SIMPAR_PHASE_BACKWARD : SIMPAR_PHASE_FORWARD;
+    const char *key = backward ? "layer.bwd" : "layer.fwd";
+    gboolean per_layer = st->tr->zero == 3 || (backward && st->tr->zero == 2) ||
+                         (backward && final && st->D > 1);
+    gsize lp = st->facts.layer_params;
+    if (!per_layer) {
+        step_block(st, key, st->lc, ph);
+        return;
+    }
+    for (guint k = 0; k < st->lc; k++) {
+        guint l = backward ? st->lc - 1 - k : k;
+        gsize off = st->layer_off[chunk] + (st->lc - 1 - l) * lp; /* last layer first */
+        guint gather = st->tr->zero == 3 ? step_gather(st, off, lp, "dp.all-gather-params")
+                                         : G_MAXUINT;
+        guint b = step_block(st, key, 1, ph);
+        if (gather != G_MAXUINT)
+            simpar_schedule_add_dep(st->s, b, gather);
+        st->prefetch[0] = st->prefetch[1];
+        st->prefetch[1] = b;
+        if (!backward)
+            continue;
+        if (st->tr->zero >= 2) {
+            StepBucket one = {off, lp, b};
+            step_reduce_bucket(st, &one, b);
+        } else if (final) {
+            step_grads_ready(st, off, lp, b);
+        }
+    }
+    (void) micro;
+}
+
+/* An end's block (embedding, output layer, auxiliary head); ZeRO-3 gathers its parameters. */
+static void
+step_end_block(Step *st, const char *key, gsize off, SimparPhase phase)
+{
+    guint gather = G_MAXUINT;
+    if (st->tr->zero == 3 && st->D > 1)
+        gather = step_gather(st, off, st->ends, "dp.all-gather-params");
+    guint b = step_block(st, key, 1, phase);
+    if (gather != G_MAXUINT)
+        simpar_schedule_add_dep(st->s, b, gather);
+}
+
+static void
+step_end_grads(Step *st, gsize off, gsize count, gboolean final)
+{
+    if (count == 0)
+        return;
+    if (st->tr->zero >= 2) {
+        StepBucket one = {off, count, st->last_compute};
+        step_reduce_bucket(st, &one, st->last_compute);
+    } else if (final) {
+        step_grads_ready(st, off, count, st->last_compute);
+    }
+}
+
+static void
+step_forward(Step *st, guint step, const SimparPipeItem *it)
+{
+    guint vs = it->chunk * st->P + st->p;
+    guint last = st->n_vs - 1;
+    if (vs > 0)
+        step_recv(st, step_peer(st, vs - 1), step_tag(st, step, it->micro, vs - 1, 0),
+                  st->act_in, SIMPAR_PHASE_FORWARD, "p2p.recv-act");
+    else
+        step_end_block(st, "embed.fwd", st->embed_off, SIMPAR_PHASE_FORWARD);
+    step_layers(st, it->chunk, FALSE, FALSE, it->micro);
+    if (vs < last)
+        step_send(st, step_peer(st, vs + 1), step_tag(st, step, it->micro, vs, 0),
+                  st->act_out, STEP_SEND_FWD, SIMPAR_PHASE_FORWARD, "p2p.send-act");
+    if (vs == last)
+        step_end_block(st, "head.fwd", st->head_off, SIMPAR_PHASE_FORWARD);
+    else if (st->local)
+        step_end_block(st, "aux.fwd", st->aux_off, SIMPAR_PHASE_FORWARD);
+}
+
+static void
+step_backward(Step *st, guint step, const SimparPipeItem *it)
+{
+    guint vs = it->chunk * st->P + st->p;
+    guint last = st->n_vs - 1;
+    gboolean final = it->micro + 1 == st->m;
+    if (vs == last) {
+        step_end_block(st, "head.bwd", st->head_off, SIMPAR_PHASE_BACKWARD);
+        step_end_grads(st, st->head_off, st->ends, final);
+    } else if (st->local) {
+        step_end_block(st, "aux.bwd", st->aux_off, SIMPAR_PHASE_BACKWARD);
+        step_end_grads(st, st->aux_off, st->ends, final);
+    } else {
+        /* the gradient comes from the next virtual stage */
+        guint tag = step_tag(st, step, it->micro, vs, 1);
+        step_recv(st, step_peer(st, vs + 1), tag, st->grad_in, SIMPAR_PHASE_BACKWARD,
+                  "p2p.recv-grad");
+    }
+    step_layers(st, it->chunk, TRUE, final, it->micro);
+    if (vs == 0) {
+        step_end_block(st, "embed.bwd", st->embed_off, SIMPAR_PHASE_BACKWARD);
+        step_end_grads(st, st->embed_off, st->ends, final);
+    } else if (!st->local) {
+        step_send(st, step_peer(st, vs - 1), step_tag(st, step, it->micro, vs - 1, 1),
+                  st->grad_out, STEP_SEND_BWD, SIMPAR_PHASE_BACKWARD, "p2p.send-grad");
+    }
+    if (final && st->D > 1 && st->tr->zero < 2)
+        step_flush_bucket(st, st->last_compute); /* buckets do not span chunks */
+}
+
+/* After the rank's last backward: the data-parallel reductions, tied embeddings, Adam and the
+ * parameter all-gather of ZeRO 1/2. */
+static void
+step_optimizer(Step *st, guint step)
+{
+    guint end_bwd = st->last_compute;
+    for (guint k = 0; k < st->buckets->len; k++) {
+        const StepBucket *b = &g_array_index(st->buckets, StepBucket, k);
+        step_reduce_bucket(st, b, st->tr->overlap_grad_reduce ? b->ready : end_bwd);
+    }
+    g_array_set_size(st->buckets, 0);
+    guint tied = G_MAXUINT;
+    if (st->embed_group != NULL && (st->p == 0 || st->p + 1 == st->P)) {
+        gsize off = st->p == 0 ? st->embed_off : st->head_off;
+        tied = step_coll(st, STEP_COMPUTE, SIMPAR_COLL_ALL_REDUCE,
+                         st->embed_group[st->t * st->D + st->d], st->ends,
+                         (SimparView){st->grads, off}, (SimparView){st->grads, off},
+                         "embed.all-reduce-tied");
+    }
+    gsize count = st->tr->zero >= 1 ? st->n_grads / st->D : st->n_grads;
+    g_autofree char *name = g_strdup_printf("optimizer.step%u", step);
+    SimparOp adam = {.kind = SIMPAR_OP_ADAM,
+                     .u.adam = {count, 1e-4, 0.9, 0.95, 1e-8, 0.0, step + 1, {st->params, 0},
+                                {st->grads, 0}, {st->opt_m, 0}, {st->opt_v, 0}}};
+    guint a = step_add(st, &adam, STEP_COMPUTE, SIMPAR_PHASE_BACKWARD, name);
+    for (guint k = 0; k < st->dp_ops->len; k++)
+        simpar_schedule_add_dep(st->s, a, g_array_index(st->dp_ops, guint, k));
+    (void) tied;
+    g_array_set_size(st->dp_ops, 0);
+    st->last_compute = a;
+    if (st->D > 1 && (st->tr->zero == 1 || st->tr->zero == 2)) {
+        guint g = st->dp_group[st->t * st->P + st->p];
+        guint i = step_coll(st, STEP_DP, SIMPAR_COLL_ALL_GATHER, g, count,
+                            (SimparView){st->params, 0}, (SimparView){st->params, 0},
+                            "dp.all-gather-params");
+        simpar_schedule_add_dep(st->s, i, a);
+    }
+}
+
+static void
+step_rank_layout(Step *st)
+{
+    gsize lp = st->facts.layer_params, n = 0;
+    gsize end = step_end_params(st->model, st->model->vocab, st->T);
+    st->embed_off = st->head_off = st->aux_off = 0;
+    st->ends = 0;
+    /* the gradient buffer in the order gradients become final: the last virtual stage first */
+    if (st->p + 1 == st->P || st->local) {
+        gboolean real_head = st->p + 1 == st->P;
+        st->ends = real_head ? end : step_end_params(st->model, st->tr->aux_head_width, st->T);
+        st->head_off = st->aux_off = n;
+        if (!(st->tr->tied_embeddings && st->P == 1 && real_head))
+            n += st->ends;
+    }
+    for (guint c = st->v; c-- > 0;) {
+        st->layer_off[c] = n;
+        n += st->lc * lp;
+    }
+    if (st->p == 0) {
+        st->ends = MAX(st->ends, end);
+        st->embed_off = n;
+        n += end;
+        if (st->tr->tied_embeddings && st->P == 1)
+            st->head_off = st->embed_off;
+    }
+    /* room for reduce-scatters of every bucket: a whole number of D-sized pieces */
+    st->n_grads = n;
+    gsize padded = n + (gsize) st->D * (gsize) st->D;
+    st->grads = simpar_schedule_add_buffer(st->s, st->rank, "grads", padded);
+    st->params = simpar_schedule_add_buffer(st->s, st->rank, "params", padded);
+    gsize opt = st->tr->zero >= 1 ? n / st->D + 1 : n;
+    st->opt_m = simpar_schedule_add_buffer(st->s, st->rank, "adam.m", opt);
+    st->opt_v = simpar_schedule_add_buffer(st->s, st->rank, "adam.v", opt);
+    gsize act = st->facts.act_elems;
+    st->act_in = simpar_schedule_add_buffer(st->s, st->rank, "p2p.act-in", act);
+    st->act_out = simpar_schedule_add_buffer(st->s, st->rank, "p2p.act-out", act);
+    st->grad_in = simpar_schedule_add_buffer(st->s, st->rank, "p2p.grad-in", act);
+    st->grad_out = simpar_schedule_add_buffer(st->s, st->rank, "p2p.grad-out", act);
+}
+
+static guint *
+step_groups(Step *st, const char *axis, guint n_outer, guint n_inner, guint size,
+            guint (*member)(const Step *st, guint outer, guint inner, guint k))
+{
+    guint *groups = g_new(guint, n_outer * n_inner);
+    g_autofree guint *ranks = g_new(guint, size);
+    for (guint o = 0; o < n_outer; o++)
+        for (guint i = 0; i < n_inner; i++) {
+            for (guint k = 0; k < size; k++)
+                ranks[k] = member(st, o, i, k);
+            groups[o * n_inner + i] = simpar_schedule_add_group(st->s, axis, ranks, size);
+        }
+    return groups;
+}
+
+static guint
+step_dp_member(const Step *st, guint t, guint p, guint k)
+{
+    return simpar_train_rank(st->tr, t, k, p);
+}
+
+static guint
+step_tp_member(const Step *st, guint d, guint p, guint k)
+{
+    return simpar_train_rank(st->tr, k, d, p);
+}
+
+static guint
+step_embed_member(const Step *st, guint t, guint d, guint k)
+{
+    return simpar_train_rank(st->tr, t, d, k == 0 ? 0 : st->P - 1);
+}
+
+SimparSchedule *
+simpar_step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule *layer)
+{
+    g_return_val_if_fail(tr->micro_batches > 0 && tr->layers_per_chunk > 0, NULL);
+    Step st = {
+        .model = model,
+        .tr = tr,
+        .layer = layer,
+        .T = (guint) tr->tp.tp,
+        .P = (guint) tr->pp,
+        .D = (guint) tr->dp,
+        .v = (guint) tr->virtual_stages,
+        .m = (guint) tr->micro_batches,
+        .lc = (guint) tr->layers_per_chunk,
+        .local = tr->schedule == SIMPAR_PIPE_LOCAL,
+    };
+    g_return_val_if_fail(st.v <= G_N_ELEMENTS(st.layer_off), NULL);
+    st.n_vs = st.local ? st.P : st.P * st.v;
+    guint n_ranks = st.T * st.P * st.D;
+    st.s = simpar_schedule_new(n_ranks, simpar_schedule_dtype(layer));
+    const char *streams[STEP_N_STREAMS] = {"compute", "comm", "p2p-send-fwd",
+                                           "p2p-send-bwd", "dp", "dp-gather"};
+    for (guint i = 1; i < STEP_N_STREAMS; i++)
+        simpar_schedule_add_stream(st.s, streams[i]);
+    if (st.D > 1)
+        st.dp_group = step_groups(&st, "dp", st.T, st.P, st.D, step_dp_member);
+    if (tr->scatter_gather && st.T > 1)
+        st.tp_group = step_groups(&st, "tp", st.D, st.P, st.T, step_tp_member);
+    if (tr->tied_embeddings && st.P > 1)
+        st.embed_group = step_groups(&st, "embed", st.T, st.D, 2, step_embed_member);
+    st.buckets = g_array_new(FALSE, FALSE, sizeof(StepBucket));
+    st.dp_ops = g_array_new(FALSE, FALSE, sizeof(guint));
+    guint steps = st.local && tr->local_async ? STEP_ASYNC_STEPS : 1;
+    for (guint p = 0; p < st.P; p++) {
+        g_autoptr(GArray) order =
+            simpar_pipeline_order(tr->schedule, st.P, st.v, st.m, p);
+        for (guint d = 0; d < st.D; d++)
+            for (guint t = 0; t < st.T; t++) {
+                st.rank = simpar_train_rank(tr, t, d, p);
+                st.t = t, st.d = d, st.p = p;
+                simpar_step_rank_facts(layer, t, &st.facts);
+                step_rank_layout(&st);
+                st.prefetch[0] = st.prefetch[1] = G_MAXUINT;
+                st.open_count = 0;
+                for (guint k = 0; k < steps; k++) {
+                    for (guint i = 0; i < order->len; i++) {
+                        const SimparPipeItem *it = &g_array_index(order, SimparPipeItem, i);
+                        if (it->backward)
+                            step_backward(&st, k, it);
+                        else
+                            step_forward(&st, k, it);
+                    }
+                    step_optimizer(&st, k);
+                }
+            }
+    }
+    g_array_unref(st.buckets);
+    g_array_unref(st.dp_ops);
+    g_free(st.dp_group), g_free(st.tp_group), g_free(st.embed_group);
+    return st.s; /* (transfer full) */
+}

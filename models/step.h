@@ -1,0 +1,56 @@
+/* step.h - the schedule of one whole optimizer step: pipeline, data parallelism, ZeRO, ends.
+ *
+ * Built from the training plan (train.h), the pipeline order of every device (pipeline.h) and
+ * the tensor-parallel layer schedule of one stage (generators.h). Every GPU of the job is a
+ * rank; each runs, in its device's pipeline order, the forwards and backwards of its model
+ * chunks, with the embedding on the first virtual stage and the output layer and loss on the
+ * last; activations and gradients travel by send/recv between neighbouring stages; gradients
+ * are reduced over the data-parallel group in buckets; the optimizer updates what the rank holds.
+ *
+ *   rank (t, d, p)  compute:  [recv act] [layers fwd j] .. [recv grad] [layers bwd j] .. [adam]
+ *                   p2p-fwd:              [send act j] ..
+ *                   p2p-bwd:                                   [send grad j] ..
+ *                   dp:                                           [bucket 0] [bucket 1] ..
+ *
+ * The compute of a chunk is a timed block (SIMPAR_OP_BLOCK, keys below), whose time the caller
+ * measures by simulating the tensor-parallel schedules of one stage on the platform: the
+ * step schedule then has a few hundred ops per rank at any model size. Blocks:
+ *   "layer.fwd" / "layer.bwd"  one layer, forward / backward (recomputation included), x count
+ *   "embed.fwd" / "embed.bwd"  vocabulary-parallel embedding over the tensor-parallel group
+ *   "head.fwd" / "head.bwd"    output layer and cross-entropy (forward with the loss)
+ *   "aux.fwd" / "aux.bwd"      local parallelism: a chunk's auxiliary head and local loss
+ *   "optimizer"                Adam over the rank's parameters (x count / 1e6: per million)
+ *
+ * Data parallelism (reference 4): buckets of train->bucket_params parameters over the
+ * gradient buffer in reverse layer order; with --overlap-grad-reduce bucket k starts when the
+ * last backward of the layers it holds ends (only the last micro-batch of each chunk produces
+ * final gradients), else after the whole backward. ZeRO 0: all-reduce; 1: reduce-scatter, Adam
+ * on 1/D, all-gather of the parameters; 2: reduce-scatter after every micro-batch's backward;
+ * 3: also all-gathers of every layer's parameters before its forward and its backward.
+ *
+ * Ownership: the schedule is the caller's.
+ */
+#ifndef SIMPAR_STEP_H
+#define SIMPAR_STEP_H
+#include "schedule.h"
+#include "train.h"
+G_BEGIN_DECLS
+
+/* Facts of one tensor-parallel rank of the layer schedule. */
+typedef struct {
+    gsize act_elems;    /* its block of the residual stream (what a pipeline stage sends) */
+    gsize layer_params; /* parameters of one layer it holds */
+} SimparStepRankFacts;
+
+void simpar_step_rank_facts(const SimparSchedule *layer, guint tp_rank, SimparStepRankFacts *out);
+/* Parameters rank (t, *, p) holds: its layers, embedding and output layer (and aux head). */
+double simpar_step_rank_params(const SimparModel *model, const SimparTrain *train,
+                               const SimparSchedule *layer, guint t, guint p);
+
+/* The step schedule with timed blocks; `layer` is the one-layer schedule of train->tp (as
+ * simpar_generate_layer built it), `train` validated. */
+SimparSchedule *simpar_step_build(const SimparModel *model, const SimparTrain *train,
+                                  const SimparSchedule *layer); /* (transfer full) */
+
+G_END_DECLS
+#endif /* SIMPAR_STEP_H */

@@ -1,0 +1,192 @@
+/* train.c - the training plan: validation, rank placement and model FLOPs (see train.h). */
+#include "train.h"
+#include "pipeline.h"
+
+static const char *const train_schedule_names[SIMPAR_N_PIPE_SCHEDULES] = {"gpipe", "1f1b",
+                                                                          "interleaved", "local"};
+static const char *const train_axis_names[SIMPAR_N_TRAIN_AXES] = {"tp", "dp", "pp"};
+
+/* Larger splits are refused before anything is allocated. */
+#define TRAIN_MAX_SPLIT (G_GINT64_CONSTANT(1) << 20)
+
+void
+simpar_train_init(SimparTrain *train)
+{
+    *train = (SimparTrain){
+        .pp = 1,
+        .dp = 1,
+        .virtual_stages = 1,
+        .global_batch = 0,
+        .schedule = SIMPAR_PIPE_1F1B,
+        .order = {SIMPAR_AXIS_TP, SIMPAR_AXIS_DP, SIMPAR_AXIS_PP},
+    };
+    simpar_plan_init(&train->tp);
+}
+
+gboolean
+simpar_pipe_schedule_parse(const char *name, SimparPipeSchedule *out, GError **error)
+{
+    for (guint i = 0; i < SIMPAR_N_PIPE_SCHEDULES; i++)
+        if (g_strcmp0(name, train_schedule_names[i]) == 0) {
+            *out = (SimparPipeSchedule) i;
+            return TRUE;
+        }
+    g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
+                "--schedule %s: unknown (valid: gpipe, 1f1b, interleaved; local parallelism is "
+                "--local-chunks K)",
+                name);
+    return FALSE;
+}
+
+const char *
+simpar_pipe_schedule_name(SimparPipeSchedule s)
+{
+    g_return_val_if_fail(s < SIMPAR_N_PIPE_SCHEDULES, "?");
+    return train_schedule_names[s];
+}
+
+const char *
+simpar_train_axis_name(SimparTrainAxis a)
+{
+    g_return_val_if_fail(a < SIMPAR_N_TRAIN_AXES, "?");
+    return train_axis_names[a];
+}
+
+gboolean
+simpar_train_order_parse(const char *text, SimparTrainAxis *order, GError **error)
+{
+    g_auto(GStrv) parts = g_strsplit(text, ",", -1);
+    guint seen = 0;
+    if (g_strv_length(parts) == SIMPAR_N_TRAIN_AXES) {
+        for (guint i = 0; i < SIMPAR_N_TRAIN_AXES; i++)
+            for (guint a = 0; a < SIMPAR_N_TRAIN_AXES; a++)
+                if (g_str_equal(g_strstrip(parts[i]), train_axis_names[a]) && !(seen & 1u << a)) {
+                    order[i] = (SimparTrainAxis) a;
+                    seen |= 1u << a;
+                }
+    }
+    if (seen != (1u << SIMPAR_N_TRAIN_AXES) - 1) {
+        g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
+                    "--order %s: give tp, dp and pp once each, innermost first (default "
+                    "tp,dp,pp)",
+                    text);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+char *
+simpar_train_order_name(const SimparTrain *train)
+{
+    return g_strdup_printf("%s,%s,%s", train_axis_names[train->order[0]],
+                           train_axis_names[train->order[1]],
+                           train_axis_names[train->order[2]]); /* (transfer full) */
+}
+
+static gboolean
+train_fail(GError **error, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+
+static gboolean
+train_fail(GError **error, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    g_set_error_literal(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID, msg);
+    return FALSE;
+}
+
+gboolean
+simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    gboolean local = t->schedule == SIMPAR_PIPE_LOCAL;
+    const char *pp_flag = local ? "--local-chunks" : "--pp";
+    if (t->pp < 1 || t->pp > TRAIN_MAX_SPLIT)
+        return train_fail(error, "%s %" G_GINT64_FORMAT ": must be between 1 and %" G_GINT64_FORMAT,
+                          pp_flag, t->pp, TRAIN_MAX_SPLIT);
+    if (t->dp < 1 || t->dp > TRAIN_MAX_SPLIT)
+        return train_fail(error, "--dp %" G_GINT64_FORMAT ": must be between 1 and %" G_GINT64_FORMAT,
+                          t->dp, TRAIN_MAX_SPLIT);
+    if (t->tp.tp < 1 || t->tp.tp > TRAIN_MAX_SPLIT)
+        return train_fail(error, "--tp %" G_GINT64_FORMAT ": must be between 1 and %" G_GINT64_FORMAT,
+                          t->tp.tp, TRAIN_MAX_SPLIT);
+    if ((guint64) (t->tp.tp * t->pp * t->dp) != gpus)
+        return train_fail(error,
+                          "--tp %" G_GINT64_FORMAT " x %s %" G_GINT64_FORMAT " x --dp %" G_GINT64_FORMAT
+                          " = %" G_GINT64_FORMAT " GPUs, but %" G_GUINT64_FORMAT
+                          " are used (--gpus or the platform): the product must equal them",
+                          t->tp.tp, pp_flag, t->pp, t->dp, t->tp.tp * t->pp * t->dp, gpus);
+    if (t->virtual_stages < 1 || t->virtual_stages > 1024)
+        return train_fail(error, "--virtual-stages %" G_GINT64_FORMAT ": must be between 1 and 1024",
+                          t->virtual_stages);
+    gint64 chunks = t->pp * t->virtual_stages;
+    if (model->layers % chunks != 0)
+        return train_fail(error,
+                          "--layers %" G_GINT64_FORMAT " cannot be split into %s %" G_GINT64_FORMAT
+                          " x --virtual-stages %" G_GINT64_FORMAT
+                          " equal chunks: use a layer count divisible by %" G_GINT64_FORMAT,
+                          model->layers, pp_flag, t->pp, t->virtual_stages, chunks);
+    gint64 per_step = model->micro_batch * t->dp;
+    if (t->global_batch == 0)
+        t->global_batch = per_step;
+    if (t->global_batch < 1 || t->global_batch > SIMPAR_MODEL_MAX_DIM ||
+        t->global_batch % per_step != 0)
+        return train_fail(error,
+                          "--global-batch %" G_GINT64_FORMAT
+                          ": must be a positive multiple of --micro-batch %" G_GINT64_FORMAT
+                          " x --dp %" G_GINT64_FORMAT " = %" G_GINT64_FORMAT,
+                          t->global_batch, model->micro_batch, t->dp, per_step);
+    t->micro_batches = t->global_batch / per_step;
+    if (!simpar_pipeline_validate(t->schedule, (guint) t->pp, (guint) t->virtual_stages,
+                                  (guint) t->micro_batches, error))
+        return FALSE;
+    if (t->zero < 0 || t->zero > 3)
+        return train_fail(error, "--zero %d: valid stages are 0 (DDP), 1, 2 and 3", t->zero);
+    if (t->zero >= 2 && t->pp > 1)
+        return train_fail(error,
+                          "--zero %d with %s %" G_GINT64_FORMAT
+                          ": ZeRO stages 2 and 3 partition gradients per micro-batch and do not "
+                          "combine with pipelining (DeepSpeed refuses it); use --zero 0 or 1",
+                          t->zero, pp_flag, t->pp);
+    if (t->local_async && !local)
+        return train_fail(error, "--local-async applies to local parallelism (--local-chunks K)");
+    if (t->aux_head_width == 0)
+        t->aux_head_width = model->vocab;
+    if (t->aux_head_width < 1 || t->aux_head_width > SIMPAR_MODEL_MAX_DIM)
+        return train_fail(error, "--aux-head-width %" G_GINT64_FORMAT ": must be between 1 and %" G_GINT64_FORMAT,
+                          t->aux_head_width, SIMPAR_MODEL_MAX_DIM);
+    if (t->bucket_params < 0 || t->bucket_params > G_GINT64_CONSTANT(1) << 40)
+        return train_fail(error, "--bucket-params %" G_GINT64_FORMAT ": must be positive",
+                          t->bucket_params);
+    if (t->bucket_params == 0)
+        t->bucket_params = MAX(G_GINT64_CONSTANT(40000000), G_GINT64_CONSTANT(1000000) * t->dp);
+    if (t->tied_embeddings && local)
+        return train_fail(error, "tied embeddings do not combine with local parallelism: each "
+                                 "chunk's head would need the embedding's gradient every step");
+    t->layers_per_chunk = model->layers / chunks;
+    const gint64 size[SIMPAR_N_TRAIN_AXES] = {t->tp.tp, t->dp, t->pp};
+    gint64 stride = 1;
+    for (guint i = 0; i < SIMPAR_N_TRAIN_AXES; i++) {
+        t->stride[t->order[i]] = stride;
+        stride *= size[t->order[i]];
+    }
+    return TRUE;
+}
+
+guint
+simpar_train_rank(const SimparTrain *train, guint t, guint d, guint p)
+{
+    return (guint) (t * train->stride[SIMPAR_AXIS_TP] + d * train->stride[SIMPAR_AXIS_DP] +
+                    p * train->stride[SIMPAR_AXIS_PP]);
+}
+
+double
+simpar_train_model_flops(const SimparModel *m, const SimparTrain *train)
+{
+    double h = (double) m->hidden, f = (double) m->ffn, s = (double) m->seq;
+    double per_token = (double) m->layers * (24 * h * h + 12 * h * f + 12 * s * h) +
+                       6 * h * (double) m->vocab;
+    return per_token * (double) train->global_batch * s;
+}
