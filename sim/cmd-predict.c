@@ -7,8 +7,10 @@
  * in GPU memory, are reported as not simulated; asked for explicitly, they are errors.
  */
 #include "cli.h"
+#include "pipeline.h"
 #include "platform.h"
 #include "report.h"
+#include "step-predict.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -18,14 +20,19 @@
 typedef struct {
     SimparCliJob job;
     char *topology, *backend_name, *coll_mode_name, *algo_name, *proto_name, *attention_name;
-    char *calibration, *trace, *replay_name;
+    char *calibration, *trace;
     gint64 gpus, jobs_arg;
-    guint jobs;        /* worker processes (modes simulated in parallel) */
-    gboolean periodic; /* simulate 1 and 2 layers and extrapolate to L */
+    guint jobs; /* worker processes (modes simulated in parallel) */
     SimparModel model;
     const SimparBackend *backend;
     SimparRun run; /* collective settings; the rest is filled per mode */
     SimparAttentionImpl attention;
+    /* the training step */
+    gint64 pp, dp, global_batch, virtual_stages, zero, local_chunks, aux_head_width, bucket_params;
+    gint64 steps_to_target;
+    char *schedule_name, *order_name;
+    gboolean overlap_grad_reduce, local_async, tied, scatter_gather;
+    SimparTrain train; /* everything but the tensor-parallel plan, checked without a platform */
 } Predict;
 
 static void
@@ -34,7 +41,92 @@ predict_clear(Predict *p)
     simpar_cli_job_clear(&p->job);
     g_free(p->topology), g_free(p->backend_name), g_free(p->coll_mode_name);
     g_free(p->algo_name), g_free(p->proto_name), g_free(p->attention_name);
-    g_free(p->calibration), g_free(p->trace), g_free(p->replay_name);
+    g_free(p->calibration), g_free(p->trace);
+    g_free(p->schedule_name), g_free(p->order_name);
+}
+
+#define PREDICT_UNSET G_MININT64
+
+/* The step-level options into p->train (the split is checked against the GPUs later). */
+static gboolean
+predict_resolve_train(Predict *p, GError **error)
+{
+    SimparTrain *t = &p->train;
+    simpar_train_init(t);
+    if (p->schedule_name != NULL &&
+        !simpar_pipe_schedule_parse(p->schedule_name, &t->schedule, error))
+        return FALSE;
+    if (p->schedule_name != NULL && t->schedule == SIMPAR_PIPE_LOCAL) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "--schedule local: give --local-chunks K for local parallelism");
+        return FALSE;
+    }
+    if (p->local_chunks != PREDICT_UNSET) {
+        if (p->pp != PREDICT_UNSET || p->schedule_name != NULL) {
+            g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                        "--local-chunks replaces --pp and --schedule: local parallelism splits "
+                        "the layers into K chunks trained by their own losses");
+            return FALSE;
+        }
+        t->schedule = SIMPAR_PIPE_LOCAL;
+        t->pp = p->local_chunks;
+    } else if (p->pp != PREDICT_UNSET) {
+        t->pp = p->pp;
+    }
+    if (p->dp != PREDICT_UNSET)
+        t->dp = p->dp;
+    if (p->virtual_stages != PREDICT_UNSET)
+        t->virtual_stages = p->virtual_stages;
+    else if (t->schedule == SIMPAR_PIPE_INTERLEAVED)
+        t->virtual_stages = 2;
+    if (p->global_batch != PREDICT_UNSET) {
+        if (p->global_batch < 1) {
+            g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                        "--global-batch %" G_GINT64_FORMAT ": must be at least 1", p->global_batch);
+            return FALSE;
+        }
+        t->global_batch = p->global_batch;
+    }
+    if (p->zero != PREDICT_UNSET)
+        t->zero = (gint) CLAMP(p->zero, -1, 4);
+    if (p->aux_head_width != PREDICT_UNSET) {
+        if (p->aux_head_width < 1) {
+            g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                        "--aux-head-width %" G_GINT64_FORMAT ": must be at least 1",
+                        p->aux_head_width);
+            return FALSE;
+        }
+        t->aux_head_width = p->aux_head_width;
+    }
+    if ((p->aux_head_width != PREDICT_UNSET || p->local_async) &&
+        p->local_chunks == PREDICT_UNSET) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "--aux-head-width and --local-async apply to local parallelism "
+                    "(--local-chunks K)");
+        return FALSE;
+    }
+    if (p->steps_to_target != PREDICT_UNSET && p->steps_to_target < 1) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "--steps-to-target %" G_GINT64_FORMAT ": must be at least 1",
+                    p->steps_to_target);
+        return FALSE;
+    }
+    if (p->bucket_params != PREDICT_UNSET) {
+        if (p->bucket_params < 1) {
+            g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                        "--bucket-params %" G_GINT64_FORMAT ": must be at least 1",
+                        p->bucket_params);
+            return FALSE;
+        }
+        t->bucket_params = p->bucket_params;
+    }
+    t->overlap_grad_reduce = p->overlap_grad_reduce;
+    t->local_async = p->local_async;
+    t->tied_embeddings = p->tied;
+    t->scatter_gather = p->scatter_gather;
+    if (p->order_name != NULL && !simpar_train_order_parse(p->order_name, t->order, error))
+        return FALSE;
+    return TRUE;
 }
 
 /* Checks every option that needs no platform. */
@@ -74,19 +166,11 @@ predict_resolve(Predict *p, GError **error)
         !simpar_attention_parse(p->attention_name != NULL ? p->attention_name : "unfused",
                                 &p->attention, error))
         return FALSE;
-    p->periodic = p->replay_name == NULL || g_str_equal(p->replay_name, "periodic");
-    if (!p->periodic && !g_str_equal(p->replay_name, "all")) {
-        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                    "--replay %s: unknown (valid: periodic (1 and 2 layers, extrapolated to L), "
-                    "all (every layer))",
-                    p->replay_name);
-        return FALSE;
-    }
     if (p->algo_name != NULL && p->run.algo == NULL && !g_str_equal(p->algo_name, "auto"))
         return FALSE;
     if (p->job.model == NULL)
         p->job.model = g_strdup(SIMPAR_PREDICT_MODEL);
-    return simpar_cli_model(&p->job, &p->model, error);
+    return predict_resolve_train(p, error) && simpar_cli_model(&p->job, &p->model, error);
 }
 
 /* 2.5-D without --depth: q = d when the GPU count allows it (64: q=4 d=4), else the smallest
@@ -186,70 +270,110 @@ predict_skip(PredictJob *pj, const char *mode, const char *grid, const SimparMem
     return TRUE;
 }
 
-/* The spans of `layers` stacked layers of `sched` on the backend. */
-static SimparSpan *
-predict_run(PredictJob *pj, SimparRun *run, const SimparSchedule *sched, guint layers,
-            const guint *gpus, const double *compute)
+static char *
+predict_split(const SimparTrain *t)
 {
-    *run = pj->p->run;
-    run->sched = sched, run->n_layers = layers, run->gpus = gpus;
-    run->net = simpar_platform_net(pj->platform), run->compute_s = compute;
-    SimparSpan *spans = g_new(SimparSpan, (gsize) simpar_schedule_n_ops(sched) * layers);
-    pj->p->backend->run(run, spans);
-    return spans; /* (transfer full) */
+    GString *out = g_string_new(NULL);
+    g_string_append_printf(
+        out, "T=%" G_GINT64_FORMAT " %s=%" G_GINT64_FORMAT " D=%" G_GINT64_FORMAT " %s", t->tp.tp,
+        t->schedule == SIMPAR_PIPE_LOCAL ? "K" : "P", t->pp, t->dp,
+        simpar_pipe_schedule_name(t->schedule));
+    if (t->schedule == SIMPAR_PIPE_LOCAL)
+        g_string_append_printf(out, "%s W=%" G_GINT64_FORMAT, t->local_async ? " async" : " sync",
+                               t->aux_head_width);
+    if (t->virtual_stages > 1)
+        g_string_append_printf(out, " v=%" G_GINT64_FORMAT, t->virtual_stages);
+    g_string_append_printf(
+        out, " m=%" G_GINT64_FORMAT " B=%" G_GINT64_FORMAT " ZeRO-%d%s recompute %s",
+        t->micro_batches, t->global_batch, t->zero, t->overlap_grad_reduce ? " overlap" : "",
+        simpar_recompute_name(t->tp.recompute));
+    return g_string_free(out, FALSE); /* (transfer full) */
 }
 
+/* Block times, the step run and its breakdown into a report row. */
 static void
-predict_simulate(PredictJob *pj, guint index, const SimparPlan *plan, const char *grid,
-                 const SimparSchedule *sched, const SimparMemory *mem, gint64 t0)
+predict_step(PredictJob *pj, guint index, const SimparTrain *train, const SimparSchedule *layer,
+             SimparReportRow *row, double *step_s)
 {
     Predict *p = pj->p;
-    guint layers = (guint) p->model.layers;
-    g_autofree double *compute = g_new(double, simpar_schedule_n_ops(sched));
+    SimparStepTimer tm = {p->backend, p->run, &pj->gpu, p->attention};
+    tm.base.net = simpar_platform_net(pj->platform);
+    SimparBlockTimes bt = {0};
+    simpar_block_times_measure(&tm, &p->model, train, layer, &bt);
+    g_autoptr(SimparSchedule) step = simpar_step_build(&p->model, train, layer);
     g_autofree guint *gpus = g_new(guint, pj->gpus);
     for (guint i = 0; i < pj->gpus; i++)
         gpus[i] = i;
-    simpar_compute_times(&pj->gpu, sched, p->attention, compute);
-    SimparRun run, one;
-    if (p->periodic && layers > 2 && pj->trace == NULL) {
-        g_autofree SimparSpan *s1 = predict_run(pj, &one, sched, 1, gpus, compute);
-        g_autofree SimparSpan *s2 = predict_run(pj, &run, sched, 2, gpus, compute);
-        double wall = (g_get_monotonic_time() - t0) / 1e6;
-        simpar_report_add_periodic(pj->report, plan->mode, grid, &one, s1, &run, s2, layers, mem,
-                                   pj->gpu.mem_bytes, wall);
-        return;
+    SimparRun run;
+    g_autofree double *compute = NULL;
+    g_autofree SimparSpan *spans = simpar_step_run(&tm, step, &bt, gpus, &run, &compute);
+    if (row != NULL) {
+        simpar_step_breakdown(&run, spans, &bt, &p->model, train, row);
+        if (pj->trace != NULL)
+            simpar_report_trace(pj->trace, index, row->mode, &run, spans);
+    } else {
+        SimparReportRow tmp = {0};
+        simpar_step_breakdown(&run, spans, &bt, &p->model, train, &tmp);
+        *step_s = tmp.step_s;
+        g_array_free(tmp.axes, TRUE);
+        g_free(tmp.step.placement);
     }
-    g_autofree SimparSpan *spans = predict_run(pj, &run, sched, layers, gpus, compute);
-    double wall = (g_get_monotonic_time() - t0) / 1e6;
-    simpar_report_add(pj->report, plan->mode, grid, &run, spans, mem, pj->gpu.mem_bytes, wall);
-    if (pj->trace != NULL)
-        simpar_report_trace(pj->trace, index, plan->mode, &run, spans);
+    simpar_block_times_clear(&bt);
 }
 
 static gboolean
 predict_mode(PredictJob *pj, guint index, const char *mode, GError **error)
 {
     gint64 t0 = g_get_monotonic_time();
+    Predict *p = pj->p;
     g_autoptr(GError) why = NULL;
+    SimparTrain train = p->train;
+    gint64 outer = train.pp * train.dp;
+    gint64 tp = p->job.tp != G_MININT64 ? p->job.tp : (gint64) pj->gpus / MAX(outer, 1);
     SimparPlan plan;
-    if (!predict_plan(pj->p, mode, pj->gpus, &plan, &why))
+    if (!predict_plan(p, mode, (guint) tp, &plan, &why))
         return predict_skip(pj, mode, "-", NULL, &why, error);
+    train.tp = plan;
     g_autofree char *grid = predict_grid(&plan);
-    g_autoptr(SimparSchedule) sched = simpar_generate_layer(&pj->p->model, &plan, error);
-    if (sched == NULL)
+    if (!simpar_train_validate(&train, &p->model, pj->gpus, &why))
+        return predict_skip(pj, mode, grid, NULL, &why, error);
+    g_autoptr(SimparSchedule) layer = simpar_generate_layer(&p->model, &train.tp, error);
+    if (layer == NULL)
         return FALSE;
     SimparMemory mem;
-    simpar_memory_estimate(&pj->p->model, &plan, sched, pj->p->attention, &mem);
+    guint peak_stage = 0;
+    SimparMemory layer_mem;
+    simpar_memory_estimate(&p->model, &train.tp, layer, p->attention, &layer_mem);
+    simpar_memory_step_peak(&p->model, &train, layer_mem.transient_B, p->attention, &mem,
+                            &peak_stage);
     if (mem.total_B > pj->gpu.mem_bytes) {
         g_set_error(&why, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                    "%s %s: does not fit in GPU memory: needs %.2f GiB per GPU (states %.2f, "
-                    "activations %.2f, transient %.2f), the %s has %.2f GiB",
-                    mode, grid, mem.total_B / (1 << 30), mem.states_B / (1 << 30),
+                    "%s %s: does not fit in GPU memory: needs %.2f GiB per GPU on pipeline "
+                    "stage %u (states %.2f, activations %.2f, transient %.2f), the %s has %.2f GiB",
+                    mode, grid, mem.total_B / (1 << 30), peak_stage, mem.states_B / (1 << 30),
                     mem.activations_B / (1 << 30), mem.transient_B / (1 << 30), pj->gpu.model,
                     pj->gpu.mem_bytes / (1 << 30));
         return predict_skip(pj, mode, grid, &mem, &why, error);
     }
-    predict_simulate(pj, index, &plan, grid, sched, &mem, t0);
+    SimparReportRow row = {
+        .mode = mode, .grid = g_strdup(grid), .memory = mem, .mem_capacity_B = pj->gpu.mem_bytes};
+    row.step.split = predict_split(&train);
+    row.step.peak_stage = peak_stage;
+    predict_step(pj, index, &train, layer, &row, NULL);
+    row.step.mfu = row.model_flops / row.step_s / pj->gpus / pj->gpu.peak_flops[p->model.dtype];
+    if (train.schedule == SIMPAR_PIPE_LOCAL) { /* next to pipelining of the same split */
+        SimparTrain pipe = train;
+        pipe.schedule = SIMPAR_PIPE_1F1B;
+        pipe.local_async = FALSE;
+        predict_step(pj, index, &pipe, layer, NULL, &row.step.pipeline_step_s);
+    }
+    if (p->steps_to_target != G_MININT64) {
+        row.step.steps_to_target = (double) p->steps_to_target;
+        row.step.time_to_target_s = row.step.steps_to_target * row.step_s;
+        row.step.gpu_hours_to_target = row.step.time_to_target_s * pj->gpus / 3600;
+    }
+    row.wall_s = (g_get_monotonic_time() - t0) / 1e6;
+    simpar_report_append(pj->report, &row);
     return TRUE;
 }
 
@@ -308,13 +432,6 @@ predict_gpus(const Predict *p, PredictJob *pj, GError **error)
     }
     if (p->gpus != G_MININT64)
         pj->gpus = (guint) p->gpus;
-    if (p->job.tp != G_MININT64 && p->job.tp != pj->gpus) {
-        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                    "--tp %" G_GINT64_FORMAT " with %u GPUs: every used GPU is in the one "
-                    "tensor-parallel group, so --tp must equal --gpus (or leave one out)",
-                    p->job.tp, pj->gpus);
-        return FALSE;
-    }
     return predict_gpu(pj, error);
 }
 
@@ -405,7 +522,17 @@ static const char predict_summary[] =
 gboolean
 simpar_cmd_predict(int argc, char **argv, GError **error)
 {
-    Predict p = {.gpus = G_MININT64, .jobs_arg = G_MININT64};
+    Predict p = {.gpus = G_MININT64,
+                 .jobs_arg = G_MININT64,
+                 .pp = G_MININT64,
+                 .dp = G_MININT64,
+                 .global_batch = G_MININT64,
+                 .virtual_stages = G_MININT64,
+                 .zero = G_MININT64,
+                 .local_chunks = G_MININT64,
+                 .aux_head_width = G_MININT64,
+                 .bucket_params = G_MININT64,
+                 .steps_to_target = G_MININT64};
     simpar_cli_job_init(&p.job);
     const GOptionEntry entries[] = {
         {"topology", 't', 0, G_OPTION_ARG_FILENAME, &p.topology,
@@ -415,7 +542,35 @@ simpar_cmd_predict(int argc, char **argv, GError **error)
         {"tp-mode", 0, 0, G_OPTION_ARG_STRING, &p.job.tp_mode,
          "1d, 2d, 2.5d, 3d or all (default all)", "MODE"},
         {"tp", 0, 0, G_OPTION_ARG_INT64, &p.job.tp,
-         "Tensor-parallel group size (default: all used GPUs)", "N"},
+         "Tensor-parallel group size T (default: GPUs / (P x D)); T x P x D = GPUs used", "T"},
+        {"pp", 0, 0, G_OPTION_ARG_INT64, &p.pp, "Pipeline stages P (default 1)", "P"},
+        {"dp", 0, 0, G_OPTION_ARG_INT64, &p.dp, "Data-parallel replicas D (default 1)", "D"},
+        {"schedule", 0, 0, G_OPTION_ARG_STRING, &p.schedule_name,
+         "Pipeline schedule: gpipe, 1f1b (default), interleaved", "S"},
+        {"virtual-stages", 0, 0, G_OPTION_ARG_INT64, &p.virtual_stages,
+         "Interleaved: model chunks v per device (default 2)", "V"},
+        {"global-batch", 0, 0, G_OPTION_ARG_INT64, &p.global_batch,
+         "Sequences per optimizer step over all replicas (default micro-batch x D: m = 1)", "B"},
+        {"zero", 0, 0, G_OPTION_ARG_INT64, &p.zero,
+         "ZeRO stage: 0 (DDP all-reduce, default), 1 (distributed optimizer), 2, 3", "Z"},
+        {"overlap-grad-reduce", 0, 0, G_OPTION_ARG_NONE, &p.overlap_grad_reduce,
+         "Reduce gradient buckets during the last backward instead of after it", NULL},
+        {"bucket-params", 0, 0, G_OPTION_ARG_INT64, &p.bucket_params,
+         "Data-parallel bucket size in parameters (default max(4e7, 1e6 x D))", "N"},
+        {"tied-embeddings", 0, 0, G_OPTION_ARG_NONE, &p.tied,
+         "The output layer shares the embedding table", NULL},
+        {"scatter-gather", 0, 0, G_OPTION_ARG_NONE, &p.scatter_gather,
+         "Pipeline p2p: send 1/T of each activation, all-gather it inside the node", NULL},
+        {"order", 0, 0, G_OPTION_ARG_STRING, &p.order_name,
+         "Rank placement, innermost first (default tp,dp,pp)", "A,B,C"},
+        {"local-chunks", 0, 0, G_OPTION_ARG_INT64, &p.local_chunks,
+         "Local parallelism: K chunks with auxiliary heads (replaces --pp)", "K"},
+        {"local-async", 0, 0, G_OPTION_ARG_NONE, &p.local_async,
+         "Local parallelism without a flush per step (steady state)", NULL},
+        {"aux-head-width", 0, 0, G_OPTION_ARG_INT64, &p.aux_head_width,
+         "Local parallelism: auxiliary head width W (default the vocabulary)", "W"},
+        {"steps-to-target", 0, 0, G_OPTION_ARG_INT64, &p.steps_to_target,
+         "Steps to the target loss: report time and GPU-hours to target", "N"},
         {"depth", 0, 0, G_OPTION_ARG_INT64, &p.job.depth, "2.5-D depth d (default q=d)", "D"},
         {"sp", 0, 0, G_OPTION_ARG_NONE, &p.job.sp, "1-D: sequence parallelism", NULL},
         {"variant", 0, 0, G_OPTION_ARG_STRING, &p.job.variant,
@@ -432,10 +587,6 @@ simpar_cmd_predict(int argc, char **argv, GError **error)
          "ALGO"},
         {"nccl-proto", 0, 0, G_OPTION_ARG_STRING, &p.proto_name,
          "Add NCCL's latency constants of a protocol: none (default), ll, ll128, simple", "P"},
-        {"replay", 0, 0, G_OPTION_ARG_STRING, &p.replay_name,
-         "periodic (default: simulate 1 and 2 layers, extrapolate to L) or all (every layer; "
-         "always with --trace)",
-         "R"},
         {"calibration", 0, 0, G_OPTION_ARG_FILENAME, &p.calibration,
          "JSON file overriding the compute model's GPU figures", "FILE"},
         {"jobs", 'j', 0, G_OPTION_ARG_INT64, &p.jobs_arg,

@@ -27,6 +27,16 @@ typedef struct {
     double exposed_s;
 } SimparAxisTime;
 
+/* The step-level figures (pipeline, data parallelism, optimizer) of a prediction. */
+typedef struct {
+    char *split;     /* "T=8 P=8 D=16 interleaved v=2 m=96 ZeRO-0" */
+    char *placement; /* "tp intra-node, dp inter-node, pp inter-node" */
+    double tp_exposed_s, bubble_s, pp_p2p_s, dp_exposed_s, optimizer_s, mfu;
+    double steps_to_target, time_to_target_s, gpu_hours_to_target;
+    double pipeline_step_s; /* local parallelism: the same split as a 1F1B pipeline */
+    guint peak_stage;       /* the pipeline stage with the largest memory */
+} SimparReportStep;
+
 typedef struct {
     const char *mode; /* interned */
     char *grid;       /* "q=4 d=4" */
@@ -39,6 +49,7 @@ typedef struct {
     SimparMemory memory;
     double mem_capacity_B;
     double wall_s;
+    SimparReportStep step;
 } SimparReportRow;
 
 typedef struct _SimparReport SimparReport;
@@ -56,6 +67,11 @@ void simpar_report_add_periodic(SimparReport *rep, const char *mode, const char 
                                 const SimparRun *run_a, const SimparSpan *spans_a,
                                 const SimparRun *run_b, const SimparSpan *spans_b, guint layers,
                                 const SimparMemory *mem, double mem_capacity_B, double wall_s);
+/* Fills row->step_s, forward/backward, compute, exposed and axes from one run (the breakdown
+ * simpar_report_add uses), without adding the row. */
+void simpar_report_breakdown(const SimparRun *run, const SimparSpan *spans, SimparReportRow *row);
+/* Appends a filled row; the report takes its strings and axes. */
+void simpar_report_append(SimparReport *rep, SimparReportRow *row);
 /* A mode that was not simulated, with the reason. */
 void simpar_report_skip(SimparReport *rep, const char *mode, const char *grid, guint gpus,
                         const SimparMemory *mem, double mem_capacity_B, const char *why);

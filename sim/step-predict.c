@@ -1,0 +1,367 @@
+/* step-predict.c - one optimizer step: block times, the step run and its breakdown. */
+#include "step-predict.h"
+#include "ends.h"
+#include <string.h>
+
+void
+simpar_block_times_clear(SimparBlockTimes *bt)
+{
+    g_clear_pointer(&bt->time_s, g_hash_table_unref);
+    g_clear_pointer(&bt->compute_s, g_hash_table_unref);
+    if (bt->layer_axes != NULL)
+        g_array_free(g_steal_pointer(&bt->layer_axes), TRUE);
+}
+
+static void
+block_set(SimparBlockTimes *bt, const char *key, double time_s, double compute_s)
+{
+    double *t = g_new(double, 1), *c = g_new(double, 1);
+    *t = MAX(time_s, 0.0);
+    *c = MIN(MAX(compute_s, 0.0), *t);
+    g_hash_table_replace(bt->time_s, (gpointer) g_intern_string(key), t);
+    g_hash_table_replace(bt->compute_s, (gpointer) g_intern_string(key), c);
+}
+
+double
+simpar_block_time(const SimparBlockTimes *bt, const char *key)
+{
+    const double *t = g_hash_table_lookup(bt->time_s, g_intern_string(key));
+    return t != NULL ? *t : 0.0;
+}
+
+static double
+block_compute(const SimparBlockTimes *bt, const char *key)
+{
+    const double *t = g_hash_table_lookup(bt->compute_s, g_intern_string(key));
+    return t != NULL ? *t : 0.0;
+}
+
+/* `sched` on the GPUs of the first tensor-parallel group for `layers` stacked layers. */
+static SimparSpan *
+block_run(const SimparStepTimer *tm, const SimparSchedule *sched, guint layers, const guint *gpus,
+          SimparRun *run, double **compute)
+{
+    *compute = g_new(double, simpar_schedule_n_ops(sched));
+    simpar_compute_times(tm->gpu, sched, tm->attn, *compute);
+    *run = tm->base;
+    run->sched = sched, run->n_layers = layers, run->gpus = gpus, run->compute_s = *compute;
+    SimparSpan *spans = g_new(SimparSpan, (gsize) simpar_schedule_n_ops(sched) * layers);
+    tm->backend->run(run, spans);
+    return spans; /* (transfer full) */
+}
+
+/* Mean over ranks of the compute-stream compute time of the ops `pick` selects. */
+static double
+block_mean_compute(const SimparSchedule *s, const double *compute, const char *prefix,
+                   SimparPhase phase)
+{
+    double sum = 0;
+    for (guint i = 0; i < simpar_schedule_n_ops(s); i++) {
+        const SimparOp *op = simpar_schedule_op(s, i);
+        if (op->stream == 0 && op->kind != SIMPAR_OP_COLLECTIVE &&
+            (prefix != NULL ? g_str_has_prefix(op->name, prefix) : op->phase == phase))
+            sum += compute[i];
+    }
+    return sum / simpar_schedule_n_ranks(s);
+}
+
+/* "layer.fwd" and "layer.bwd": the second of two stacked layers, as the first layer's
+ * ramp-up and the last one's drain do not repeat. */
+static void
+block_layers(const SimparStepTimer *tm, const SimparSchedule *layer, const guint *gpus,
+             SimparBlockTimes *bt)
+{
+    SimparRun run;
+    g_autofree double *compute = NULL;
+    g_autofree SimparSpan *sp = block_run(tm, layer, 2, gpus, &run, &compute);
+    guint n = simpar_schedule_n_ops(layer);
+    double fwd_end[2] = {0, 0}, bwd1_end = 0, end = 0;
+    for (guint l = 0; l < 2; l++)
+        for (guint i = 0; i < n; i++) {
+            const SimparOp *op = simpar_schedule_op(layer, i);
+            double e = sp[l * n + i].end;
+            end = MAX(end, e);
+            if (op->phase == SIMPAR_PHASE_FORWARD)
+                fwd_end[l] = MAX(fwd_end[l], e);
+            else if (l == 1)
+                bwd1_end = MAX(bwd1_end, e);
+        }
+    block_set(bt, "layer.fwd", fwd_end[1] - fwd_end[0],
+              block_mean_compute(layer, compute, NULL, SIMPAR_PHASE_FORWARD));
+    block_set(bt, "layer.bwd", end - bwd1_end,
+              block_mean_compute(layer, compute, NULL, SIMPAR_PHASE_BACKWARD));
+    SimparReportRow row = {0};
+    simpar_report_breakdown(&run, sp, &row);
+    for (guint i = 0; i < row.axes->len; i++)
+        g_array_index(row.axes, SimparAxisTime, i).exposed_s /= 2;
+    bt->layer_axes = row.axes;
+}
+
+/* The segments of an ends schedule, each the time from the previous segment's end to its own. */
+static void
+block_ends(const SimparStepTimer *tm, const SimparSchedule *ends, const guint *gpus,
+           SimparBlockTimes *bt)
+{
+    static const char *const segs[] = {"embed.fwd", "head.fwd", "aux.fwd",
+                                       "head.bwd",  "aux.bwd",  "embed.bwd"};
+    SimparRun run;
+    g_autofree double *compute = NULL;
+    g_autofree SimparSpan *sp = block_run(tm, ends, 1, gpus, &run, &compute);
+    double prev = 0;
+    for (guint k = 0; k < G_N_ELEMENTS(segs); k++) {
+        g_autofree char *prefix = g_strdup_printf("%s.", segs[k]);
+        double end = -1;
+        for (guint i = 0; i < simpar_schedule_n_ops(ends); i++)
+            if (g_str_has_prefix(simpar_schedule_op(ends, i)->name, prefix))
+                end = MAX(end, sp[i].end);
+        if (end < 0)
+            continue;
+        block_set(bt, segs[k], end - prev,
+                  block_mean_compute(ends, compute, prefix, SIMPAR_PHASE_FORWARD));
+        prev = end;
+    }
+}
+
+void
+simpar_block_times_measure(const SimparStepTimer *tm, const SimparModel *model,
+                           const SimparTrain *train, const SimparSchedule *layer,
+                           SimparBlockTimes *bt)
+{
+    bt->time_s = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+    bt->compute_s = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+    guint T = (guint) train->tp.tp;
+    g_autofree guint *gpus = g_new(guint, T);
+    for (guint t = 0; t < T; t++)
+        gpus[t] = simpar_train_rank(train, t, 0, 0);
+    block_layers(tm, layer, gpus, bt);
+    g_autoptr(SimparSchedule) ends = simpar_ends_build(model, &train->tp, layer, model->vocab,
+                                                       SIMPAR_ENDS_EMBED | SIMPAR_ENDS_HEAD);
+    block_ends(tm, ends, gpus, bt);
+    if (train->schedule == SIMPAR_PIPE_LOCAL) {
+        g_autoptr(SimparSchedule) aux =
+            simpar_ends_build(model, &train->tp, layer, train->aux_head_width, SIMPAR_ENDS_AUX);
+        block_ends(tm, aux, gpus, bt);
+    }
+}
+
+SimparSpan *
+simpar_step_run(const SimparStepTimer *tm, const SimparSchedule *step, const SimparBlockTimes *bt,
+                const guint *gpus, SimparRun *run, double **compute)
+{
+    guint n = simpar_schedule_n_ops(step);
+    *compute = g_new(double, n);
+    simpar_compute_times(tm->gpu, step, tm->attn, *compute);
+    for (guint i = 0; i < n; i++) {
+        const SimparOp *op = simpar_schedule_op(step, i);
+        if (op->kind == SIMPAR_OP_BLOCK)
+            (*compute)[i] = op->u.block.count * simpar_block_time(bt, op->u.block.key);
+    }
+    *run = tm->base;
+    run->sched = step, run->n_layers = 1, run->gpus = gpus, run->compute_s = *compute;
+    SimparSpan *spans = g_new(SimparSpan, n);
+    tm->backend->run(run, spans);
+    return spans; /* (transfer full) */
+}
+
+/* ----- the breakdown ----- */
+
+typedef struct {
+    const SimparRun *run;
+    const SimparSpan *spans;
+    const SimparBlockTimes *bt;
+    SimparReportRow *row;
+    double tp_exposed, layer_blocks;
+} Breakdown;
+
+static gboolean
+breakdown_inter(const SimparRun *run, const guint *ranks, guint n)
+{
+    for (guint i = 1; i < n; i++)
+        if (simpar_net_node(run->net, run->gpus[ranks[i]]) !=
+            simpar_net_node(run->net, run->gpus[ranks[0]]))
+            return TRUE;
+    return FALSE;
+}
+
+/* Which of the split's groups cross nodes (the first group of each axis; all are alike). */
+static char *
+breakdown_placement(const SimparRun *run, const SimparTrain *tr, gboolean inter[3])
+{
+    const guint size[SIMPAR_N_TRAIN_AXES] = {(guint) tr->tp.tp, (guint) tr->dp, (guint) tr->pp};
+    GString *out = g_string_new(NULL);
+    for (guint a = 0; a < SIMPAR_N_TRAIN_AXES; a++) {
+        g_autofree guint *ranks = g_new(guint, size[a]);
+        for (guint k = 0; k < size[a]; k++)
+            ranks[k] = simpar_train_rank(tr, a == SIMPAR_AXIS_TP ? k : 0,
+                                         a == SIMPAR_AXIS_DP ? k : 0, a == SIMPAR_AXIS_PP ? k : 0);
+        inter[a] = breakdown_inter(run, ranks, size[a]);
+        g_string_append_printf(out, "%s%s %s", a ? ", " : "", simpar_train_axis_name(a),
+                               size[a] == 1 ? "1 GPU"
+                               : inter[a]   ? "inter-node"
+                                            : "intra-node");
+    }
+    return g_string_free(out, FALSE); /* (transfer full) */
+}
+
+/* The transfer part of a receive: its message on an idle route. */
+static double
+breakdown_transfer(const SimparRun *run, const SimparOp *op)
+{
+    SimparRoute route;
+    simpar_net_route(run->net, run->gpus[op->u.p2p.peer], run->gpus[op->rank], &route);
+    double bytes = (double) op->u.p2p.count * simpar_dtype_size(simpar_schedule_dtype(run->sched));
+    return route.lat_s + bytes / route.bw_Bps;
+}
+
+static gboolean
+breakdown_waits_on_dp(const SimparRun *run, const SimparOp *op)
+{
+    const guint *deps = simpar_schedule_deps(run->sched, op);
+    for (guint d = 0; d < op->n_deps; d++) {
+        const SimparOp *dep = simpar_schedule_op(run->sched, deps[d]);
+        if (dep->kind == SIMPAR_OP_COLLECTIVE)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+/* Walks the compute stream of `rank` from `from` to `to`. */
+static void
+breakdown_rank(Breakdown *b, guint rank, double from, double to)
+{
+    const SimparSchedule *s = b->run->sched;
+    SimparReportRow *row = b->row;
+    guint n;
+    const guint *ops = simpar_schedule_rank_ops(s, rank, &n);
+    double t = from;
+    for (guint i = 0; i < n; i++) {
+        const SimparOp *op = simpar_schedule_op(s, ops[i]);
+        const SimparSpan *sp = &b->spans[ops[i]];
+        if (op->stream != 0 || sp->end <= from || sp->start >= to)
+            continue;
+        double gap = MAX(sp->start - t, 0.0), busy = sp->end - MAX(sp->start, t);
+        switch (op->kind) {
+        case SIMPAR_OP_BLOCK: {
+            double c = op->u.block.count * block_compute(b->bt, op->u.block.key);
+            c = MIN(c, busy);
+            row->compute_s += c;
+            b->tp_exposed += busy - c;
+            *(op->phase == SIMPAR_PHASE_FORWARD ? &row->forward_s : &row->backward_s) += busy;
+            if (g_str_has_prefix(op->u.block.key, "layer."))
+                b->layer_blocks += op->u.block.count / 2.0;
+            *(breakdown_waits_on_dp(b->run, op) ? &row->step.dp_exposed_s : &row->other_s) += gap;
+            break;
+        }
+        case SIMPAR_OP_RECV: {
+            double xfer = MIN(breakdown_transfer(b->run, op), busy);
+            row->step.pp_p2p_s += xfer;
+            row->step.bubble_s += busy - xfer + gap;
+            break;
+        }
+        case SIMPAR_OP_COLLECTIVE: {
+            const SimparGroup *g = simpar_schedule_group(s, op->u.coll.group);
+            *(g_str_equal(g->axis, "tp") ? &row->step.pp_p2p_s : &row->step.dp_exposed_s) += busy;
+            row->other_s += gap;
+            break;
+        }
+        case SIMPAR_OP_ADAM:
+            row->step.optimizer_s += busy;
+            row->step.dp_exposed_s += gap;
+            break;
+        default:
+            row->compute_s += busy;
+            row->other_s += gap;
+            break;
+        }
+        t = MAX(t, sp->end);
+    }
+    row->step.dp_exposed_s += MAX(to - t, 0.0); /* parameter all-gathers after the update */
+}
+
+/* The end of `name` (an op name) on `rank`, or -1. */
+static double
+breakdown_op_end(const SimparRun *run, const SimparSpan *spans, guint rank, const char *name)
+{
+    guint n;
+    const guint *ops = simpar_schedule_rank_ops(run->sched, rank, &n);
+    const char *key = g_intern_string(name);
+    for (guint i = n; i-- > 0;)
+        if (simpar_schedule_op(run->sched, ops[i])->name == key)
+            return spans[ops[i]].end;
+    return -1;
+}
+
+void
+simpar_step_breakdown(const SimparRun *run, const SimparSpan *spans, const SimparBlockTimes *bt,
+                      const SimparModel *model, const SimparTrain *tr, SimparReportRow *row)
+{
+    const SimparSchedule *s = run->sched;
+    guint n_ranks = simpar_schedule_n_ranks(s), n = simpar_schedule_n_ops(s);
+    /* the rank that ends last (the lowest on ties) */
+    guint crit = 0;
+    double end = 0;
+    g_autofree double *rank_end = g_new0(double, n_ranks);
+    for (guint i = 0; i < n; i++) {
+        guint r = simpar_schedule_op(s, i)->rank;
+        rank_end[r] = MAX(rank_end[r], spans[i].end);
+    }
+    for (guint r = 0; r < n_ranks; r++)
+        if (rank_end[r] > end)
+            end = rank_end[r], crit = r;
+    double from = 0, to = end;
+    /* local parallelism without a flush: the last of the generated steps, in steady state */
+    for (guint k = 1; k < 16; k++) {
+        g_autofree char *name = g_strdup_printf("optimizer.step%u", k);
+        if (breakdown_op_end(run, spans, crit, name) < 0)
+            break;
+        g_autofree char *prev = g_strdup_printf("optimizer.step%u", k - 1);
+        from = breakdown_op_end(run, spans, crit, prev);
+        to = breakdown_op_end(run, spans, crit, name);
+        double last = 0, before = 0;
+        for (guint r = 0; r < n_ranks; r++) {
+            last = MAX(last, breakdown_op_end(run, spans, r, name));
+            before = MAX(before, breakdown_op_end(run, spans, r, prev));
+        }
+        end = last - before;
+    }
+    row->step_s = end;
+    row->axes = g_array_new(FALSE, FALSE, sizeof(SimparAxisTime));
+    Breakdown b = {run, spans, bt, row, 0, 0};
+    breakdown_rank(&b, crit, from, to);
+    row->step.tp_exposed_s = b.tp_exposed;
+    gboolean inter[SIMPAR_N_TRAIN_AXES];
+    row->step.placement = breakdown_placement(run, tr, inter);
+    /* the tensor-parallel exposure by axis, in the proportions of one layer's */
+    double layer_sum = 0;
+    for (guint i = 0; i < bt->layer_axes->len; i++)
+        layer_sum += g_array_index(bt->layer_axes, SimparAxisTime, i).exposed_s;
+    for (guint i = 0; i < bt->layer_axes->len && layer_sum > 0; i++) {
+        SimparAxisTime a = g_array_index(bt->layer_axes, SimparAxisTime, i);
+        a.exposed_s = b.tp_exposed * a.exposed_s / layer_sum;
+        g_array_append_val(row->axes, a);
+    }
+
+    const struct {
+        const char *axis;
+        gboolean inter;
+        double s;
+    } more[] = {{"pp", inter[SIMPAR_AXIS_PP], row->step.pp_p2p_s},
+                {"dp", inter[SIMPAR_AXIS_DP], row->step.dp_exposed_s}};
+
+    for (guint i = 0; i < G_N_ELEMENTS(more); i++) {
+        if (more[i].s <= 0)
+            continue;
+        SimparAxisTime a = {g_intern_string(more[i].axis), more[i].inter, more[i].s};
+        g_array_append_val(row->axes, a);
+    }
+    if (layer_sum <= 0)
+        row->other_s += b.tp_exposed; /* no tensor-parallel communication to charge */
+    for (guint i = 0; i < row->axes->len; i++) {
+        const SimparAxisTime *a = &g_array_index(row->axes, SimparAxisTime, i);
+        row->exposed_s += a->exposed_s;
+        *(a->inter ? &row->exposed_inter_s : &row->exposed_intra_s) += a->exposed_s;
+    }
+    row->model_flops = simpar_train_model_flops(model, tr);
+    row->tflops_per_gpu = row->model_flops / row->step_s / n_ranks / 1e12;
+    row->gpus = n_ranks;
+}

@@ -1,0 +1,58 @@
+/* step-predict.h - predicts one optimizer step of a training plan (private to sim/).
+ *
+ *   1. time the blocks of one stage: the tensor-parallel layer schedule of the first
+ *      tensor-parallel group, simulated for two stacked layers (the second layer's forward and
+ *      backward are the steady-state "layer.fwd" / "layer.bwd"), and the ends (embedding, output
+ *      layer and loss, auxiliary heads) on the same GPUs;
+ *   2. build the step schedule (models/step.h) for every GPU and give each block its time;
+ *   3. run it on the backend (contention between pipeline, data-parallel and other traffic);
+ *   4. break the step of the rank that ends last into compute, exposed tensor-parallel
+ *      communication, pipeline bubble, pipeline transfers, exposed data-parallel reduction and
+ *      optimizer.
+ *
+ * Blocks are timed once on an otherwise idle network: tensor-parallel traffic inside a block
+ * does not see the step's pipeline and data-parallel traffic (they share no link when the
+ * tensor-parallel group stays inside a node, Megatron's placement; README, decisions).
+ *
+ * Ownership: the row's strings and axes are the row's.
+ */
+#ifndef SIMPAR_STEP_PREDICT_H
+#define SIMPAR_STEP_PREDICT_H
+#include "backend.h"
+#include "compute.h"
+#include "report.h"
+#include "step.h"
+G_BEGIN_DECLS
+
+typedef struct {
+    const SimparBackend *backend;
+    SimparRun base; /* collective settings and the network; the rest is filled per run */
+    const SimparGpu *gpu;
+    SimparAttentionImpl attn;
+} SimparStepTimer;
+
+/* Block times (seconds per count) by key, and the share of each that is compute. */
+typedef struct {
+    GHashTable *time_s;    /* interned key -> double* */
+    GHashTable *compute_s; /* interned key -> double*: compute-stream compute per block */
+    GArray *layer_axes;    /* SimparAxisTime: exposed communication of one layer fwd + bwd */
+} SimparBlockTimes;
+
+void simpar_block_times_clear(SimparBlockTimes *bt);
+/* Times the blocks of `train` (validated) with `layer` its tensor-parallel layer schedule. */
+void simpar_block_times_measure(const SimparStepTimer *tm, const SimparModel *model,
+                                const SimparTrain *train, const SimparSchedule *layer,
+                                SimparBlockTimes *bt);
+double simpar_block_time(const SimparBlockTimes *bt, const char *key);
+
+/* The step's spans (transfer full) with `run` filled; `step` is simpar_step_build's. */
+SimparSpan *simpar_step_run(const SimparStepTimer *tm, const SimparSchedule *step,
+                            const SimparBlockTimes *bt, const guint *gpus, SimparRun *run,
+                            double **compute);
+/* Fills row->step_s and the breakdown of the step (row->step, compute_s, exposed, axes). */
+void simpar_step_breakdown(const SimparRun *run, const SimparSpan *spans,
+                           const SimparBlockTimes *bt, const SimparModel *model,
+                           const SimparTrain *train, SimparReportRow *row);
+
+G_END_DECLS
+#endif /* SIMPAR_STEP_PREDICT_H */
