@@ -1,0 +1,333 @@
+/* test-step.c - whole training steps against closed forms (shared/reference/training-
+ * schedules.md 1.6, 3, 4): equal stages, blocks of given times, a network that costs nothing
+ * (or a uniform one), the analytic backend. */
+#include "generators.h"
+#include "sim/step-predict.h"
+#include "step.h"
+#include "tests/simpar-test.h"
+#include <math.h>
+#include <string.h>
+
+/* ----- a uniform network: every route `lat` seconds and `bw` bytes per second ----- */
+
+typedef struct {
+    double lat, bw;
+    guint per_node;
+} TestNet;
+
+static void
+test_route(const SimparNet *net, guint src, guint dst, SimparRoute *out)
+{
+    const TestNet *t = net->data;
+    (void) src, (void) dst;
+    *out = (SimparRoute){t->lat, t->bw};
+}
+
+static guint
+test_node(const SimparNet *net, guint gpu)
+{
+    return gpu / ((const TestNet *) net->data)->per_node;
+}
+
+typedef struct {
+    SimparModel model;
+    SimparTrain train;
+    SimparSchedule *layer, *step;
+    SimparBlockTimes bt;
+    SimparRun run;
+    SimparSpan *spans;
+    double *compute;
+    guint *gpus;
+    TestNet tnet;
+    SimparNet net;
+    SimparGpu gpu;
+    SimparReportRow row;
+} StepCase;
+
+static void
+step_case_init(StepCase *c, gint64 layers, gint64 pp, gint64 dp, SimparPipeSchedule kind, gint64 v,
+               gint64 m)
+{
+    *c = (StepCase){0};
+    g_assert(simpar_model_preset("tiny", &c->model, NULL));
+    c->model.layers = layers;
+    simpar_train_init(&c->train);
+    c->train.pp = pp, c->train.dp = dp, c->train.schedule = kind, c->train.virtual_stages = v;
+    c->train.global_batch = m * c->model.micro_batch * dp;
+    c->tnet = (TestNet){0, 1e30, 8};
+    c->net = (SimparNet){test_route, test_node, &c->tnet};
+    simpar_gpu_init(&c->gpu);
+    c->gpu.peak_flops[c->model.dtype] = 1e12;
+    c->gpu.mem_bw_Bps = 1e12, c->gpu.mem_bytes = 1e12;
+}
+
+/* Builds and runs the step with block times per chunk: forward tf, backward tb (split over the
+ * chunk's layers), ends and optimizer free unless set. */
+static void
+step_case_run(StepCase *c, double tf, double tb, double head_f, double head_b)
+{
+    g_autoptr(GError) err = NULL;
+    CU_ASSERT_TRUE_FATAL(
+        simpar_train_validate(&c->train, &c->model, (guint64) (c->train.pp * c->train.dp), &err));
+    c->layer = simpar_generate_layer(&c->model, &c->train.tp, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c->layer);
+    c->step = simpar_step_build(&c->model, &c->train, c->layer);
+    CU_ASSERT_TRUE_FATAL(simpar_schedule_check(c->step, NULL));
+    c->bt.time_s = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+    c->bt.compute_s = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+    c->bt.layer_axes = g_array_new(FALSE, FALSE, sizeof(SimparAxisTime));
+
+    const struct {
+        const char *key;
+        double t;
+    } times[] = {{"layer.fwd", tf / c->train.layers_per_chunk},
+                 {"layer.bwd", tb / c->train.layers_per_chunk},
+                 {"aux.fwd", head_f},
+                 {"aux.bwd", head_b},
+                 {"head.fwd", head_f},
+                 {"head.bwd", head_b}};
+
+    for (guint i = 0; i < G_N_ELEMENTS(times); i++) {
+        double *t = g_new(double, 1), *z = g_new(double, 1);
+        *t = *z = times[i].t;
+        g_hash_table_insert(c->bt.time_s, (gpointer) g_intern_string(times[i].key), t);
+        g_hash_table_insert(c->bt.compute_s, (gpointer) g_intern_string(times[i].key), z);
+    }
+    guint n = simpar_schedule_n_ops(c->step), ranks = simpar_schedule_n_ranks(c->step);
+    c->compute = g_new0(double, n);
+    for (guint i = 0; i < n; i++) {
+        const SimparOp *op = simpar_schedule_op(c->step, i);
+        if (op->kind == SIMPAR_OP_BLOCK)
+            c->compute[i] = op->u.block.count * simpar_block_time(&c->bt, op->u.block.key);
+    }
+    c->gpus = g_new(guint, ranks);
+    for (guint r = 0; r < ranks; r++)
+        c->gpus[r] = r;
+    const SimparBackend *be;
+    CU_ASSERT_TRUE_FATAL(simpar_backend_lookup("analytic", &be, NULL));
+    c->run = (SimparRun){.sched = c->step,
+                         .n_layers = 1,
+                         .gpus = c->gpus,
+                         .net = &c->net,
+                         .compute_s = c->compute,
+                         .mode = SIMPAR_COLL_MODE_FUSED};
+    simpar_coll_params_init(&c->run.coll);
+    c->spans = g_new(SimparSpan, n);
+    be->run(&c->run, c->spans);
+    simpar_step_breakdown(&c->run, c->spans, &c->bt, &c->model, &c->train, &c->row);
+}
+
+static void
+step_case_clear(StepCase *c)
+{
+    simpar_schedule_free(c->layer);
+    simpar_schedule_free(c->step);
+    simpar_block_times_clear(&c->bt);
+    g_free(c->spans), g_free(c->compute), g_free(c->gpus);
+    if (c->row.axes != NULL)
+        g_array_free(c->row.axes, TRUE);
+    g_free(c->row.step.placement);
+}
+
+#define EPS 1e-9
+
+/* GPipe and 1F1B: (m + P - 1)(tF + tB); bubble per device (P - 1)(tF + tB) = (P-1)/m of ideal. */
+static void
+test_step_gpipe_1f1b(void)
+{
+    const SimparPipeSchedule kinds[] = {SIMPAR_PIPE_GPIPE, SIMPAR_PIPE_1F1B};
+    const guint ps[] = {2, 4}, ms[] = {1, 4, 8};
+    for (guint k = 0; k < 2; k++)
+        for (guint a = 0; a < G_N_ELEMENTS(ps); a++)
+            for (guint b = 0; b < G_N_ELEMENTS(ms); b++) {
+                guint P = ps[a], m = ms[b];
+                StepCase c;
+                step_case_init(&c, 8, P, 1, kinds[k], 1, m);
+                step_case_run(&c, 1.0, 2.0, 0, 0);
+                CU_ASSERT_DOUBLE_EQUAL(c.row.step_s, (m + P - 1) * 3.0, EPS);
+                CU_ASSERT_DOUBLE_EQUAL(c.row.step.bubble_s / (m * 3.0), (P - 1.0) / m, EPS);
+                CU_ASSERT_DOUBLE_EQUAL(c.row.compute_s, m * 3.0, EPS);
+                step_case_clear(&c);
+            }
+}
+
+/* Interleaved: m (tF + tB) + (P - 1)(tF + tB) / v, bubble fraction (P - 1) / (v m). */
+static void
+test_step_interleaved(void)
+{
+    const guint cases[][3] = {{2, 2, 4}, {4, 2, 8}, {4, 4, 8}, {2, 3, 6}};
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        guint P = cases[i][0], v = cases[i][1], m = cases[i][2];
+        StepCase c;
+        step_case_init(&c, 48, P, 1, SIMPAR_PIPE_INTERLEAVED, v, m);
+        step_case_run(&c, 1.0 / v, 2.0 / v, 0, 0); /* per chunk: the device's tF, tB over v */
+        CU_ASSERT_DOUBLE_EQUAL(c.row.step_s, m * 3.0 + (P - 1) * 3.0 / v, EPS);
+        CU_ASSERT_DOUBLE_EQUAL(c.row.step.bubble_s / (m * 3.0), (P - 1.0) / (v * m), EPS);
+        step_case_clear(&c);
+    }
+}
+
+/* Local parallelism: synchronous (k-1) tF + m (tF + tH + tB); asynchronous, in steady state,
+ * m max_i (tF + tH + tB); the same split pipelined by 1F1B is slower. */
+static void
+test_step_local(void)
+{
+    const guint ks[] = {2, 4}, ms[] = {1, 8};
+    for (guint a = 0; a < G_N_ELEMENTS(ks); a++)
+        for (guint b = 0; b < G_N_ELEMENTS(ms); b++) {
+            guint K = ks[a], m = ms[b];
+            StepCase c;
+            step_case_init(&c, 8, K, 1, SIMPAR_PIPE_LOCAL, 1, m);
+            step_case_run(&c, 1.0, 2.0, 0.1, 0.2);
+            CU_ASSERT_DOUBLE_EQUAL(c.row.step_s, (K - 1) * 1.0 + m * 3.3, EPS);
+            step_case_clear(&c);
+            step_case_init(&c, 8, K, 1, SIMPAR_PIPE_LOCAL, 1, m);
+            c.train.local_async = TRUE;
+            step_case_run(&c, 1.0, 2.0, 0.1, 0.2);
+            CU_ASSERT_DOUBLE_EQUAL(c.row.step_s, m * 3.3, EPS);
+            step_case_clear(&c);
+        }
+    /* the worked example of the reference: k = p = 4, m = 8, heads free: 27 and 24 vs 33 */
+    StepCase c;
+    step_case_init(&c, 8, 4, 1, SIMPAR_PIPE_LOCAL, 1, 8);
+    step_case_run(&c, 1.0, 2.0, 0, 0);
+    CU_ASSERT_DOUBLE_EQUAL(c.row.step_s, 27.0, EPS);
+    step_case_clear(&c);
+}
+
+/* Bytes one rank moves over data-parallel groups (nccl-tests bus bytes: ring traffic). */
+static double
+step_dp_traffic(const SimparSchedule *s, guint rank)
+{
+    guint n;
+    const guint *ops = simpar_schedule_rank_ops(s, rank, &n);
+    double bytes = 0;
+    for (guint i = 0; i < n; i++) {
+        const SimparOp *op = simpar_schedule_op(s, ops[i]);
+        if (op->kind != SIMPAR_OP_COLLECTIVE)
+            continue;
+        const SimparGroup *g = simpar_schedule_group(s, op->u.coll.group);
+        double full = (double) simpar_op_coll_elems(s, op), f = (g->size - 1.0) / g->size;
+        bytes += full * (op->u.coll.kind == SIMPAR_COLL_ALL_REDUCE ? 2 * f : f);
+    }
+    return bytes;
+}
+
+/* ZeRO-3 moves 1.5x the data of DDP (one micro-batch); ZeRO-1 and 2 the same as DDP. */
+static void
+test_step_zero_volume(void)
+{
+    double ddp = 0;
+    for (gint z = 0; z <= 3; z++) {
+        StepCase c;
+        step_case_init(&c, 4, 1, 4, SIMPAR_PIPE_1F1B, 1, 1);
+        c.model.vocab = 1024; /* ends divisible by D */
+        c.train.zero = z;
+        c.train.bucket_params = 1000;
+        step_case_run(&c, 1.0, 2.0, 0, 0);
+        double v = step_dp_traffic(c.step, 0);
+        if (z == 0)
+            ddp = v;
+        CU_ASSERT_TRUE(v > 0);
+        CU_ASSERT_DOUBLE_EQUAL(v / ddp, z == 3 ? 1.5 : 1.0, 1e-3);
+        step_case_clear(&c);
+    }
+}
+
+/* DDP with overlap: exposed time = the last bucket's end minus the end of the backward, on a
+ * network whose reductions take real time. */
+static void
+test_step_ddp_exposed(void)
+{
+    const gboolean overlap[] = {FALSE, TRUE};
+    double exposed[2];
+    for (guint o = 0; o < 2; o++) {
+        StepCase c;
+        step_case_init(&c, 4, 1, 4, SIMPAR_PIPE_1F1B, 1, 2);
+        c.tnet = (TestNet){1e-6, 1e9, 1};
+        c.train.overlap_grad_reduce = overlap[o];
+        c.train.bucket_params = 20000;
+        step_case_run(&c, 1e-3, 2e-3, 0, 0);
+        /* on rank 0: the last backward block and the last data-parallel reduction */
+        guint n;
+        const guint *ops = simpar_schedule_rank_ops(c.step, 0, &n);
+        double bwd_end = 0, bucket_end = 0;
+        guint buckets = 0;
+        for (guint i = 0; i < n; i++) {
+            const SimparOp *op = simpar_schedule_op(c.step, ops[i]);
+            if (op->kind == SIMPAR_OP_BLOCK)
+                bwd_end = MAX(bwd_end, c.spans[ops[i]].end);
+            if (op->kind == SIMPAR_OP_COLLECTIVE)
+                bucket_end = MAX(bucket_end, c.spans[ops[i]].end), buckets++;
+        }
+        CU_ASSERT_TRUE(buckets >= 2);
+        exposed[o] = bucket_end - bwd_end;
+        CU_ASSERT_TRUE(exposed[o] > 0);
+        CU_ASSERT_DOUBLE_EQUAL(c.row.step.dp_exposed_s, exposed[o], 1e-12);
+        step_case_clear(&c);
+    }
+    CU_ASSERT_TRUE(exposed[1] < exposed[0]); /* overlap hides part of the reduction */
+}
+
+/* Megatron's placement: tensor-parallel innermost, then data, then pipeline; --order changes it. */
+static void
+test_step_placement(void)
+{
+    SimparTrain t;
+    SimparModel m;
+    g_assert(simpar_model_preset("tiny", &m, NULL));
+    m.layers = 4;
+    simpar_train_init(&t);
+    t.tp.tp = 2, t.pp = 2, t.dp = 3;
+    CU_ASSERT_TRUE(simpar_train_validate(&t, &m, 12, NULL));
+    CU_ASSERT_EQUAL(simpar_train_rank(&t, 1, 0, 0), 1);
+    CU_ASSERT_EQUAL(simpar_train_rank(&t, 0, 1, 0), 2);
+    CU_ASSERT_EQUAL(simpar_train_rank(&t, 0, 0, 1), 6);
+    CU_ASSERT_TRUE(simpar_train_order_parse("pp,tp,dp", t.order, NULL));
+    CU_ASSERT_TRUE(simpar_train_validate(&t, &m, 12, NULL));
+    CU_ASSERT_EQUAL(simpar_train_rank(&t, 0, 0, 1), 1);
+    CU_ASSERT_EQUAL(simpar_train_rank(&t, 1, 0, 0), 2);
+    CU_ASSERT_EQUAL(simpar_train_rank(&t, 0, 1, 0), 4);
+    g_autoptr(GError) err = NULL;
+    CU_ASSERT_FALSE(simpar_train_order_parse("tp,tp,pp", t.order, &err));
+    CU_ASSERT_PTR_NOT_NULL(err != NULL ? strstr(err->message, "--order") : NULL);
+    g_clear_error(&err);
+    CU_ASSERT_FALSE(simpar_train_validate(&t, &m, 16, &err)); /* 2 x 2 x 3 != 16 */
+    CU_ASSERT_PTR_NOT_NULL(err != NULL ? strstr(err->message, "= 12 GPUs") : NULL);
+}
+
+/* Model FLOPs: 72 B s L h^2 (1 + s/(6h) + V/(12 L h)) for f = 4h. */
+static void
+test_step_model_flops(void)
+{
+    SimparModel m;
+    SimparTrain t;
+    g_assert(simpar_model_preset("gpt3-175b", &m, NULL));
+    simpar_train_init(&t);
+    t.global_batch = 1536;
+    double B = 1536, s = m.seq, L = m.layers, h = m.hidden, V = m.vocab;
+    double want = 72 * B * s * L * h * h * (1 + s / (6 * h) + V / (12 * L * h));
+    CU_ASSERT_DOUBLE_EQUAL(simpar_train_model_flops(&m, &t) / want, 1.0, 1e-12);
+}
+
+static CU_TestInfo step_tests[] = {
+    {"GPipe and 1F1B: (m+P-1)(tF+tB), bubble (P-1)/m", test_step_gpipe_1f1b},
+    {"interleaved: bubble (P-1)/(v m)", test_step_interleaved},
+    {"local parallelism: synchronous and asynchronous", test_step_local},
+    {"ZeRO-3 moves 1.5x DDP's data", test_step_zero_volume},
+    {"DDP exposed = last bucket end - backward end", test_step_ddp_exposed},
+    {"placement and split validation", test_step_placement},
+    {"model FLOPs", test_step_model_flops},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"step", NULL, NULL, NULL, NULL, step_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+int
+main(void)
+{
+    return simpar_test_main(suites);
+}
