@@ -311,6 +311,69 @@ compute_kernel_bytes(const SimparSchedule *sched, const SimparOp *op)
     return elems * simpar_dtype_size(simpar_schedule_dtype(sched)) + compute_mask_bytes(op);
 }
 
+/* ----- embedding, cross-entropy, optimizer ----- */
+
+#define COMPUTE_ID_BYTES   8.0 /* token ids and targets are int64, as Megatron-LM passes them */
+#define COMPUTE_STAT_BYTES 4.0 /* per-row statistics (max, sums, loss) are fp32 */
+
+/* Exponentials, sums and the optimizer's arithmetic run on the vector units in fp32, not the
+ * tensor cores: their flops count against peak_fp32_flops (or, on a platform that does not
+ * give it, the dtype's peak) at full efficiency. They hide behind the memory traffic on every
+ * GPU listed in topologies/, but the roofline keeps them honest. */
+static double
+compute_vector_time(const SimparGpu *gpu, SimparDtype dt, double flops, double bytes)
+{
+    double peak = gpu->peak_flops[SIMPAR_DTYPE_FP32] > 0 ? gpu->peak_flops[SIMPAR_DTYPE_FP32]
+                                                         : gpu->peak_flops[dt];
+    return gpu->launch_s + MAX(flops / peak, bytes / (gpu->mem_bw_Bps * gpu->mem_eff));
+}
+
+/* Bytes, element sizes ds (the dtype), 8 per id, 4 per row statistic; r rows, c columns,
+ * v = the slice's vocabulary:
+ *   EMBED      gathers r rows of the table, reads the ids, writes y:     2 r c ds + 8 r
+ *   EMBED_BWD  reads dy and the ids, read-modify-writes r rows of dtable: 3 r c ds + 8 r
+ *   XENT_MAX   reads the logits, writes the maxima:                      r v ds + 4 r
+ *   XENT_FWD   logits, maxima, targets in; sums and target logits out:   r v ds + 20 r,
+ *              plus ~4 flops per logit (subtract, exp, add)
+ *   XENT_LOSS  maxima and statistics in, the loss read and written:      12 r + 8
+ *   XENT_BWD   logits, maxima, targets, statistics in; dlogits out:      2 r v ds + 20 r,
+ *              plus ~4 flops per logit (subtract, exp, divide, subtract) */
+static double
+compute_vocab(const SimparGpu *gpu, SimparDtype dt, const SimparOp *op)
+{
+    const SimparVocab *v = &op->u.vocab;
+    double r = v->rows, rc = r * v->cols, rv = r * (double) v->vocab, ds = simpar_dtype_size(dt);
+    double ids = COMPUTE_ID_BYTES * r, stat = COMPUTE_STAT_BYTES * r;
+    switch (op->kind) {
+    case SIMPAR_OP_EMBED:
+        return compute_memory_time(gpu, 2 * rc * ds + ids);
+    case SIMPAR_OP_EMBED_BWD:
+        return compute_memory_time(gpu, 3 * rc * ds + ids);
+    case SIMPAR_OP_XENT_MAX:
+        return compute_memory_time(gpu, rv * ds + stat);
+    case SIMPAR_OP_XENT_FWD: /* max and target in, two statistics out */
+        return compute_vector_time(gpu, dt, 4 * rv, rv * ds + 3 * stat + ids);
+    case SIMPAR_OP_XENT_LOSS:
+        return compute_memory_time(gpu, 3 * stat + 2 * COMPUTE_STAT_BYTES);
+    default: /* XENT_BWD: max, two statistics and the target in */
+        return compute_vector_time(gpu, dt, 4 * rv, 2 * rv * ds + 3 * stat + ids);
+    }
+}
+
+/* Mixed-precision Adam (schedule.h, SimparAdam) per element: with a 16-bit dtype it reads the
+ * 16-bit gradient (2 bytes), reads and writes the fp32 master weight, momentum and variance
+ * (3 x 8) and writes the 16-bit weight copy (2): 28 bytes. In fp32 or fp64 training the weight
+ * is its own master and everything has the dtype's size: the gradient read (ds) and weight,
+ * momentum, variance read and written (6 ds), 7 ds = 28 bytes for fp32. About 12 flops per
+ * element (two moment updates, bias corrections, square root, divide, decay, step). */
+static double
+compute_adam(const SimparGpu *gpu, SimparDtype dt, const SimparAdam *a)
+{
+    double ds = simpar_dtype_size(dt), n = (double) a->count;
+    double per_elem = ds == 2 ? 2 * ds + 3 * 2 * 4 : 7 * ds;
+    return compute_vector_time(gpu, dt, 12 * n, per_elem * n);
+}
+
 static double
 compute_op_time(const SimparGpu *gpu, const SimparSchedule *sched, const SimparOp *op,
                 SimparAttentionImpl attn)
@@ -318,6 +381,17 @@ compute_op_time(const SimparGpu *gpu, const SimparSchedule *sched, const SimparO
     SimparDtype dt = simpar_schedule_dtype(sched);
     const SimparGemm *g = &op->u.gemm;
     switch (op->kind) {
+    case SIMPAR_OP_EMBED:
+    case SIMPAR_OP_EMBED_BWD:
+    case SIMPAR_OP_XENT_MAX:
+    case SIMPAR_OP_XENT_FWD:
+    case SIMPAR_OP_XENT_LOSS:
+    case SIMPAR_OP_XENT_BWD:
+        return compute_vocab(gpu, dt, op);
+    case SIMPAR_OP_ADAM:
+        return compute_adam(gpu, dt, &op->u.adam);
+    case SIMPAR_OP_BLOCK:
+        return 0; /* the interpreter times blocks by their key */
     case SIMPAR_OP_GEMM:
         return compute_gemm(gpu, dt, g->m, g->n, g->k, g->batch, g->accumulate);
     case SIMPAR_OP_ATTENTION:

@@ -69,7 +69,9 @@ gboolean simpar_attention_parse(const char *name, SimparAttentionImpl *out, GErr
 const char *simpar_attention_name(SimparAttentionImpl impl);
 
 /* Seconds for every op of `sched` (times[i] for op i; collectives, send and recv get 0), with
- * the fusion rules above. */
+ * the fusion rules above. SIMPAR_OP_BLOCK ops get 0 as well: the interpreter times a block
+ * itself, `count` times the time it was given for the block's key. Embedding, cross-entropy
+ * and Adam ops are memory bound, one launch each (their bytes: compute.c). */
 void simpar_compute_times(const SimparGpu *gpu, const SimparSchedule *sched,
                           SimparAttentionImpl attn, double *times);
 /* One GEMM of the given shape and dtype (exposed for tests and calibration). */

@@ -73,8 +73,7 @@ ends_to_blocks(Ends *e, guint partial, SimparPhase phase, const char *what)
         return partial;
     }
     guint block = ends_buf(e, what, MAX(e->act, e->share));
-    ends_coll(e, SIMPAR_COLL_REDUCE_SCATTER, e->share, partial, block, SIMPAR_RED_SUM, phase,
-              what);
+    ends_coll(e, SIMPAR_COLL_REDUCE_SCATTER, e->share, partial, block, SIMPAR_RED_SUM, phase, what);
     return block;
 }
 
@@ -116,8 +115,12 @@ ends_head(Ends *e, const char *name, guint tokens, double scale)
     guint xf = ends_full_rows(e, x, SIMPAR_PHASE_FORWARD, "gather-x");
     guint logits = ends_buf(e, "logits", e->rows * e->slice);
     ends_gemm(e, SIMPAR_PHASE_FORWARD, "gemm",
-              (SimparGemm){.m = (guint) e->rows, .n = (guint) e->slice, .k = (guint) e->h,
-                           .a = {xf, 0}, .b = {w, 0}, .c = {logits, 0}});
+              (SimparGemm){.m = (guint) e->rows,
+                           .n = (guint) e->slice,
+                           .k = (guint) e->h,
+                           .a = {xf, 0},
+                           .b = {w, 0},
+                           .c = {logits, 0}});
     guint max = ends_buf(e, "max", e->rows), stats = ends_buf(e, "stats", 2 * e->rows);
     guint loss = ends_buf(e, "loss", 1);
     guint in_max[] = {logits};
@@ -136,14 +139,24 @@ ends_head(Ends *e, const char *name, guint tokens, double scale)
     guint in_bwd[] = {logits, max, tokens, stats};
     ends_vocab(e, SIMPAR_OP_XENT_BWD, SIMPAR_PHASE_BACKWARD, "xent-bwd", 0, scale, in_bwd, 4,
                dlogits);
-    guint dx = ends_buf(e, "dx-partial", e->rows * e->h), dw = ends_buf(e, "weight.grad",
-                                                                        e->h * e->slice);
+    guint dx = ends_buf(e, "dx-partial", e->rows * e->h),
+          dw = ends_buf(e, "weight.grad", e->h * e->slice);
     ends_gemm(e, SIMPAR_PHASE_BACKWARD, "gemm-dx",
-              (SimparGemm){.m = (guint) e->rows, .n = (guint) e->h, .k = (guint) e->slice,
-                           .trans_b = TRUE, .a = {dlogits, 0}, .b = {w, 0}, .c = {dx, 0}});
+              (SimparGemm){.m = (guint) e->rows,
+                           .n = (guint) e->h,
+                           .k = (guint) e->slice,
+                           .trans_b = TRUE,
+                           .a = {dlogits, 0},
+                           .b = {w, 0},
+                           .c = {dx, 0}});
     ends_gemm(e, SIMPAR_PHASE_BACKWARD, "gemm-dw",
-              (SimparGemm){.m = (guint) e->h, .n = (guint) e->slice, .k = (guint) e->rows,
-                           .trans_a = TRUE, .a = {xf, 0}, .b = {dlogits, 0}, .c = {dw, 0}});
+              (SimparGemm){.m = (guint) e->h,
+                           .n = (guint) e->slice,
+                           .k = (guint) e->rows,
+                           .trans_a = TRUE,
+                           .a = {xf, 0},
+                           .b = {dlogits, 0},
+                           .c = {dw, 0}});
     ends_to_blocks(e, dx, SIMPAR_PHASE_BACKWARD, "reduce-dx");
 }
 

@@ -71,6 +71,7 @@ SimparSchedule *
 simpar_generate_layer(const SimparModel *model, SimparPlan *plan, GError **error)
 {
     g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    g_return_val_if_fail(plan->recompute <= SIMPAR_RECOMPUTE_FULL, NULL);
     const SimparGenerator *gen = simpar_generator_lookup(plan->mode, error);
     if (gen == NULL || !simpar_model_validate(model, error) ||
         !generators_validate_common(gen, plan, error) || !gen->validate(model, plan, error))

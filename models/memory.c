@@ -1,10 +1,13 @@
 /* memory.c - bytes per GPU: model states, stored activations, one layer's buffers (memory.h).
  *
  * Symbols as in shared/reference/training-schedules.md section 6: s sequence, b micro-batch,
- * h hidden, f FFN width, a heads, t (= plan->tp) GPUs of the tensor-parallel group, ds bytes per
- * value of the model's dtype.
+ * h hidden, f FFN width, a heads, V vocabulary, t (= plan->tp) GPUs of the tensor-parallel
+ * group, ds bytes per value of the model's dtype; P pipeline stages, D data-parallel replicas,
+ * v chunks per device, m micro-batches.
  */
 #include "memory.h"
+
+/* ------------------------------------------------------------------------- one layer */
 
 /* Weights 4h^2 (qkv, proj) + 2hf (fc1, fc2), biases 3h + h + f + h, two layer norms 4h. */
 static double
@@ -31,34 +34,55 @@ memory_param_split(const SimparPlan *plan)
     return 0;
 }
 
-/* Bytes of weights, gradients and optimizer states per parameter: 16-bit weights and gradients
- * with fp32 master weights, momentum and variance (2 + 2 + 12), or fp32 training (4 + 4 + 8);
- * fp64 doubles the fp32 case. */
-static double
-memory_state_bytes(SimparDtype dtype)
+/* Bytes per parameter of weights, gradients and optimizer states (section 6.1): 16-bit weights
+ * and gradients with fp32 master weights, momentum and variance (2 + 2 + 12); fp32 training
+ * 4 + 4 + 8 (momentum, variance), fp64 8 + 8 + 16. ZeRO (section 4.1) partitions the optimizer
+ * states over the D replicas from stage 1, the gradients from 2, the weights from 3. */
+static void
+memory_state_bytes(SimparDtype dtype, gint zero, double dp, double bytes[3])
 {
-    return dtype == SIMPAR_DTYPE_FP64 ? 32 : 16;
+    double ds = simpar_dtype_size(dtype);
+    bytes[0] = ds;
+    bytes[1] = ds;
+    bytes[2] = ds == 2 ? 12 : 2 * ds;
+    for (gint i = 0; i < MIN(zero, 3); i++)
+        bytes[2 - i] /= dp;
 }
 
-/* One layer's stored activations per GPU, from Korthikanti et al.'s breakdown (section 6.2) with
- * ds bytes per value and 1 byte per dropout-mask element; at ds = 2 and f = 4h it is their
- * sbh(34 + 5as/h), and sbh(10 + 24/t + 5as/(ht)) for 1-D without sequence parallelism. */
+/* One layer's stored activations per GPU and micro-batch, from Korthikanti et al.'s breakdown
+ * (section 6.2) with ds bytes per value and 1 byte per dropout-mask element; at ds = 2 and
+ * f = 4h it is their sbh(34 + 5as/h), and sbh(10 + 24/t + 5as/(ht)) for 1-D without sequence
+ * parallelism. Selective recomputation drops the s^2 term, full keeps the layer input only. */
 static double
-memory_layer_activations(const SimparModel *m, const SimparPlan *plan, SimparAttentionImpl attn)
+memory_layer_activations(const SimparModel *m, const SimparPlan *plan, SimparAttentionImpl attn,
+                         SimparRecompute recompute)
 {
     double s = m->seq, b = m->micro_batch, h = m->hidden, f = m->ffn, a = m->heads;
     double ds = simpar_dtype_size(m->dtype), sbh = s * b * h, t = plan->tp;
-    /* the two layer-norm inputs, the qkv and fc1 inputs, two dropout masks: 1-D replicates
-     * them (the "10sbh") */
+    /* 1-D without SP keeps the layer's input (and what replicates with it) whole on every GPU;
+     * SP splits it by tokens; 2-D, 2.5-D (d q^2) and 3-D split every tensor over t */
+    gboolean whole = g_str_equal(plan->mode, "1d") && !plan->sequence_parallel;
+    if (recompute == SIMPAR_RECOMPUTE_FULL)
+        return ds * sbh / (whole ? 1 : t);
+    /* the two layer-norm inputs, the qkv and fc1 inputs, two dropout masks: the "10sbh" */
     double replicated = sbh * (4 * ds + 2);
     /* Q, K, V, the proj input, the GeLU and fc2 inputs (the "24sbh" at f = 4h) */
     double split = (4 * sbh + 2 * s * b * f) * ds;
     /* softmax output, its dropout mask and output; flash attention stores none of them */
-    double scores = attn == SIMPAR_ATTENTION_FLASH ? 0 : a * s * s * b * (2 * ds + 1);
-    if (g_str_equal(plan->mode, "1d") && !plan->sequence_parallel)
+    gboolean no_scores = attn == SIMPAR_ATTENTION_FLASH || recompute == SIMPAR_RECOMPUTE_SELECTIVE;
+    double scores = no_scores ? 0 : a * s * s * b * (2 * ds + 1);
+    if (whole)
         return replicated + (split + scores) / t;
-    /* SP splits the rest by tokens; 2-D, 2.5-D (d q^2) and 3-D split every tensor over t */
     return (replicated + split + scores) / t;
+}
+
+/* What recomputation re-creates for one layer's backward, on top of what is stored: the
+ * activations without recomputation less those kept. */
+static double
+memory_recompute_peak(const SimparModel *m, const SimparPlan *plan, SimparAttentionImpl attn)
+{
+    return memory_layer_activations(m, plan, attn, SIMPAR_RECOMPUTE_NONE) -
+           memory_layer_activations(m, plan, attn, plan->recompute);
 }
 
 /* The largest sum of one rank's buffers in the layer schedule: parameters, gradients, saved
@@ -83,12 +107,144 @@ simpar_memory_estimate(const SimparModel *model, const SimparPlan *plan,
 {
     g_return_if_fail(model != NULL && plan != NULL && layer != NULL && out != NULL);
     g_return_if_fail(plan->mode != NULL && plan->tp > 0 && plan->q > 0);
-    double split = memory_param_split(plan);
+    double split = memory_param_split(plan), bytes[3];
     g_return_if_fail(split > 0); /* an unknown mode: the plan was not validated */
     double layers = model->layers;
-    out->params = layers * memory_layer_params(model) / split;
-    out->states_B = out->params * memory_state_bytes(model->dtype);
-    out->activations_B = layers * memory_layer_activations(model, plan, attn);
+    memory_state_bytes(model->dtype, 0, 1, bytes);
+    *out = (SimparMemory){.params = layers * memory_layer_params(model) / split};
+    out->weights_B = out->params * bytes[0];
+    out->grads_B = out->params * bytes[1];
+    out->optimizer_B = out->params * bytes[2];
+    out->states_B = out->weights_B + out->grads_B + out->optimizer_B;
+    out->activations_B = layers * memory_layer_activations(model, plan, attn, plan->recompute);
+    out->recompute_B = memory_recompute_peak(model, plan, attn);
+    out->in_flight = 1;
     out->transient_B = memory_transient(layer);
-    out->total_B = out->states_B + out->activations_B + out->transient_B;
+    out->total_B = out->states_B + out->activations_B + out->recompute_B + out->transient_B;
+}
+
+/* ------------------------------------------------------------------------- a training step */
+
+/* The shape of the step as this module needs it (from a SimparTrain, validated or not). */
+typedef struct {
+    double P, v, m;       /* stages, chunks per device, micro-batches per replica */
+    double chunk_layers;  /* layers per chunk */
+    gboolean first, last; /* the device holds the first / last (virtual) stage */
+} SimparMemoryStage;
+
+static gboolean
+memory_stage(const SimparModel *model, const SimparTrain *train, guint stage, SimparMemoryStage *st)
+{
+    g_return_val_if_fail(train->pp > 0 && train->dp > 0 && stage < train->pp, FALSE);
+    gint64 v = train->schedule == SIMPAR_PIPE_INTERLEAVED ? MAX(train->virtual_stages, 1) : 1;
+    gint64 m = train->micro_batches;
+    if (m == 0) /* not validated: m = global_batch / (b D) */
+        m = MAX(train->global_batch / (model->micro_batch * train->dp), 1);
+    gint64 chunk_layers = train->layers_per_chunk;
+    if (chunk_layers == 0) {
+        g_return_val_if_fail(model->layers % (train->pp * v) == 0, FALSE);
+        chunk_layers = model->layers / (train->pp * v);
+    }
+    *st = (SimparMemoryStage){(double) train->pp,    (double) v, (double) m,
+                              (double) chunk_layers, stage == 0, stage == train->pp - 1};
+    return TRUE;
+}
+
+/* Chunk-micro-batches whose activations device `p` holds at its peak (section 3): the forwards
+ * it runs before its first backward, plus the first steady-state forward. */
+static double
+memory_chunks_in_flight(SimparPipeSchedule schedule, const SimparMemoryStage *st, double p)
+{
+    switch (schedule) {
+    case SIMPAR_PIPE_GPIPE:
+        return st->m;
+    case SIMPAR_PIPE_1F1B:
+        return MIN(st->P - p, st->m);
+    case SIMPAR_PIPE_INTERLEAVED: /* warm-up 2(P - p - 1) + (v - 1) N, N = P (pipeline.h) */
+        return MIN(st->m * st->v, 2 * (st->P - p - 1) + (st->v - 1) * st->P + 1);
+    case SIMPAR_PIPE_LOCAL: /* each micro-batch's backward follows its forward */
+        return 1;
+    default:
+        g_return_val_if_reached(0);
+    }
+}
+
+/* Parameters of the embedding (first stage), the output layer (last stage; the embedding
+ * itself when tied and P = 1) and, under local parallelism, the auxiliary head of width W of
+ * every chunk but the last, whose head is the output layer. Vocabulary-parallel: / T. */
+static double
+memory_head_params(const SimparModel *model, const SimparTrain *train, const SimparMemoryStage *st)
+{
+    double h = model->hidden, V = model->vocab, T = train->tp.tp;
+    double W = train->aux_head_width > 0 ? (double) train->aux_head_width : V, n = 0;
+    if (st->first)
+        n += h * V / T;
+    if (st->last && !(train->tied_embeddings && st->first))
+        n += h * V / T;
+    if (train->schedule == SIMPAR_PIPE_LOCAL && !st->last)
+        n += h * W / T;
+    return n;
+}
+
+/* Logits kept for the loss: b s V/T on the last stage (local parallelism: b s W/T on the
+ * others) in fp32, as Megatron's vocabulary-parallel cross entropy casts them to float and
+ * keeps the softmax for its backward; GPipe keeps all m micro-batches' until the backward
+ * phase, the other schedules run a micro-batch's loss backward right after its forward. */
+static double
+memory_logits(const SimparModel *model, const SimparTrain *train, const SimparMemoryStage *st)
+{
+    double sb = (double) model->seq * (double) model->micro_batch, T = train->tp.tp;
+    double ds = MAX(4, simpar_dtype_size(model->dtype)), V = model->vocab;
+    double W = train->aux_head_width > 0 ? (double) train->aux_head_width : V;
+    if (st->last)
+        return sb * V / T * ds * (train->schedule == SIMPAR_PIPE_GPIPE ? st->m : 1);
+    return train->schedule == SIMPAR_PIPE_LOCAL ? sb * W / T * ds : 0;
+}
+
+void
+simpar_memory_step(const SimparModel *model, const SimparTrain *train, guint stage,
+                   double transient_B, SimparAttentionImpl attn, SimparMemory *out)
+{
+    g_return_if_fail(model != NULL && train != NULL && out != NULL);
+    const SimparPlan *plan = &train->tp;
+    g_return_if_fail(plan->mode != NULL && plan->tp > 0 && plan->q > 0);
+    double split = memory_param_split(plan), bytes[3];
+    SimparMemoryStage st;
+    g_return_if_fail(split > 0); /* an unknown mode: the plan was not validated */
+    if (!memory_stage(model, train, stage, &st))
+        return;
+    memory_state_bytes(model->dtype, train->zero, (double) train->dp, bytes);
+    double layers = st.chunk_layers * st.v, layer_params = layers * memory_layer_params(model);
+    double head_params = memory_head_params(model, train, &st);
+    double chunks = memory_chunks_in_flight(train->schedule, &st, stage);
+    *out = (SimparMemory){.params = layer_params / split + head_params};
+    out->weights_B = layer_params / split * bytes[0];
+    out->grads_B = layer_params / split * bytes[1];
+    out->optimizer_B = layer_params / split * bytes[2];
+    out->embedding_B = head_params * (bytes[0] + bytes[1] + bytes[2]);
+    out->states_B = out->weights_B + out->grads_B + out->optimizer_B + out->embedding_B;
+    out->activations_B =
+        memory_layer_activations(model, plan, attn, plan->recompute) * st.chunk_layers * chunks;
+    out->in_flight = chunks / st.v;
+    out->head_B = memory_logits(model, train, &st);
+    out->recompute_B = layers > 0 ? memory_recompute_peak(model, plan, attn) : 0;
+    out->transient_B = transient_B;
+    out->total_B =
+        out->states_B + out->activations_B + out->head_B + out->recompute_B + out->transient_B;
+}
+
+void
+simpar_memory_step_peak(const SimparModel *model, const SimparTrain *train, double transient_B,
+                        SimparAttentionImpl attn, SimparMemory *out, guint *stage)
+{
+    g_return_if_fail(model != NULL && train != NULL && out != NULL && train->pp > 0);
+    for (guint p = 0; p < (guint) train->pp; p++) {
+        SimparMemory mem;
+        simpar_memory_step(model, train, p, transient_B, attn, &mem);
+        if (p == 0 || mem.total_B > out->total_B) {
+            *out = mem;
+            if (stage != NULL)
+                *stage = p;
+        }
+    }
 }

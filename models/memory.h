@@ -1,14 +1,24 @@
-/* memory.h - bytes one GPU needs to train a stack of layers with a tensor-parallel plan.
+/* memory.h - bytes one GPU needs to train: one tensor-parallel layer stack, or a whole step.
  *
- *   total = model states + stored activations (all layers) + the transient peak of one layer
+ *   total = model states + stored activations + the transient peak of one layer
+ *         (+ for a step: embedding and heads with their states, the loss logits, the layer
+ *            re-created by recomputation)
  *
  * Model states: 16 bytes per parameter held by the GPU (16-bit weights and gradients plus fp32
- * Adam master weights, momentum and variance; fp32 training: 4+4+8), parameters of the L layers
- * divided as the mode divides them (1-D P, 2-D q^2, 2.5-D q^2 (replicated over depth), 3-D q^3).
- * Activations per layer follow Korthikanti et al. (shared/reference/training-schedules.md 6.2,
- * 6.4) with the dtype's size for values and one byte per dropout-mask element; flash attention
- * drops the s x s term. The transient peak is the largest sum of one layer's schedule buffers
- * on any rank (gathered blocks included).
+ * Adam master weights, momentum and variance; fp32 training: 4+4+8; fp64: 8+8+16), parameters of
+ * the layers divided as the mode divides them (1-D P, 2-D q^2, 2.5-D q^2 (replicated over
+ * depth), 3-D q^3); ZeRO stage 1 divides the optimizer states by D, 2 also the gradients, 3 also
+ * the weights. Activations per layer follow Korthikanti et al. (shared/reference/training-
+ * schedules.md 6.2, 6.4) with the dtype's size for values and one byte per dropout-mask element;
+ * flash attention and selective recomputation drop the s x s term, full recomputation keeps the
+ * layer input (ds s b h, / T when it is split). The transient peak is one layer's buffers.
+ *
+ * A step (simpar_memory_step) multiplies the layer term by the layers on the device and the
+ * micro-batches it holds at its peak, device (stage) p of P, m micro-batches:
+ *
+ *   GPipe m | 1F1B min(P - p, m) | local parallelism 1 | interleaved, v chunks of L/(P v) layers:
+ *   min(m v, 2 (P - p - 1) + (v - 1) P + 1) chunk-micro-batches (Megatron's warm-up plus the
+ *   first steady forward; on device 0: P (1 + (P - 1)/(P v)) micro-batches of L/P layers)
  *
  * Ownership: value types.
  */
@@ -16,20 +26,40 @@
 #define SIMPAR_MEMORY_H
 #include "compute.h"
 #include "plan.h"
+#include "train.h"
 G_BEGIN_DECLS
 
 typedef struct {
-    double params;        /* parameters held per GPU (elements) */
-    double states_B;      /* weights, gradients, optimizer states */
-    double activations_B; /* stored for backward, all layers */
+    double params;        /* parameters of the GPU's share of the model (elements; tensor and
+                             pipeline splits, before ZeRO partitions them) */
+    double states_B;      /* weights, gradients, optimizer states (step: embedding_B included) */
+    double activations_B; /* stored for backward: all layers, all micro-batches held */
     double transient_B;   /* one layer's working buffers */
-    double total_B;
+    double total_B;       /* states + activations + head + recompute + transient */
+    /* the parts (simpar_memory_estimate leaves embedding_B and head_B 0, in_flight 1) */
+    double weights_B;   /* layer weights, after ZeRO-3 */
+    double grads_B;     /* layer gradients, after ZeRO-2 */
+    double optimizer_B; /* layer optimizer states, after ZeRO-1 */
+    double embedding_B; /* embedding, output layer, auxiliary heads: weights, grads, optimizer */
+    double head_B;      /* logits kept for the loss (fp32) */
+    double recompute_B; /* one layer's activations re-created in its backward (recompute) */
+    double in_flight;   /* micro-batches of the device's layers whose activations it holds */
 } SimparMemory;
 
-/* `plan` must be validated (plan->q set); `layer` is the plan's one-layer schedule. */
+/* `plan` must be validated (plan->q set); `layer` is the plan's one-layer schedule. All L layers
+ * and one micro-batch; honours plan->recompute. */
 void simpar_memory_estimate(const SimparModel *model, const SimparPlan *plan,
                             const SimparSchedule *layer, SimparAttentionImpl attn,
                             SimparMemory *out);
+/* One GPU of pipeline stage (device) `stage`, 0 <= stage < P, at its peak in a training step.
+ * `train->tp` must be validated (q set); m is train->micro_batches (when 0:
+ * global_batch / (b D)), the layers per chunk train->layers_per_chunk (when 0: L / (P v), which
+ * must divide). `transient_B` is one layer's working buffers (the caller's schedule). */
+void simpar_memory_step(const SimparModel *model, const SimparTrain *train, guint stage,
+                        double transient_B, SimparAttentionImpl attn, SimparMemory *out);
+/* The stage with the largest total (the first of equals) and its figures. */
+void simpar_memory_step_peak(const SimparModel *model, const SimparTrain *train, double transient_B,
+                             SimparAttentionImpl attn, SimparMemory *out, guint *stage);
 
 G_END_DECLS
 #endif /* SIMPAR_MEMORY_H */

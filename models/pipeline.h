@@ -4,7 +4,8 @@
  * tests): Megatron-LM's warm-up counts and its interleaved order table (shared/reference/
  * training-schedules.md 3.1-3.4), local parallelism's per-micro-batch loop (1.7).
  *
- *   GPipe        F0 F1 .. F(m-1)  B0 B1 .. B(m-1)
+ *   GPipe        F0 F1 .. F(m-1)  B0 B1 .. B(m-1)  (GPipe's paper order m-1 .. 0 gives the same
+ *                makespan; micro-batch order keeps every stage's backward order alike)
  *   1F1B         w = min(P - i - 1, m) forwards, then (F, B) pairs, then the remaining B
  *   interleaved  w = min(m v, 2 (P - i - 1) + (v - 1) N) forwards from the table, then pairs
  *                (next forward from the forward table, next backward from the backward table,
@@ -24,11 +25,16 @@ typedef struct {
     guint chunk; /* model chunk on this device, 0 .. v-1 (virtual stage chunk * P + device) */
 } SimparPipeItem;
 
-/* Checks P, v and m for the schedule (interleaved: v >= 2 and m a multiple of P, as Megatron
- * requires; others: v = 1), naming the flag and what would be valid. */
+/* Checks P, v and m for the schedule (P, m >= 1; interleaved: P >= 2, v >= 2 and m a multiple
+ * of P, as Megatron requires with N = P; others: v = 1), naming the flag and what would be
+ * valid. Errors: SIMPAR_PLAN_ERROR_INVALID. */
 gboolean simpar_pipeline_validate(SimparPipeSchedule kind, guint p, guint v, guint m,
                                   GError **error);
-/* Forwards device `stage` runs before its first backward. */
+/* Megatron's warm-up count: the forwards device `stage` runs before its first (F, B) pair
+ * (GPipe: m, no pairs; local: 0; 1F1B's last stage runs F0 B0 with warm-up 0). Interleaved
+ * clamps to m v as today's Megatron does; older Megatron-LM releases made every forward warm-up
+ * when m = P, which changes the later devices' orders but not the makespan (uniform chunks, no
+ * communication time). */
 guint simpar_pipeline_warmup(SimparPipeSchedule kind, guint p, guint v, guint m, guint stage);
 /* The 2 m v items of device `stage` in execution order: a GArray of SimparPipeItem
  * (transfer full). The arguments must have passed simpar_pipeline_validate. */

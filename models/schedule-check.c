@@ -2,6 +2,7 @@
  * runs to completion (no cycle, no deadlock), and that streams and deps order every data hazard.
  */
 #include "schedule-private.h"
+#include <math.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -136,6 +137,58 @@ access_attention(const SimparOp *op, SimparAccess *out, guint *n)
     }
 }
 
+/* Vocabulary kernels (schedule.h, SimparVocab): ids, targets and row statistics are per row;
+ * the table and the logits are this rank's vocabulary slice. */
+static void
+access_vocab(const SimparOp *op, SimparAccess *out, guint *n)
+{
+    const SimparVocab *v = &op->u.vocab;
+    gsize r = v->rows, r2 = access_mul(2, v->rows), rc = access_mul(v->rows, v->cols);
+    gsize table = access_mul(v->vocab, v->cols), logits = access_mul(v->rows, v->vocab);
+    /* lengths of in[0..3] and out[0]; 0 = unused */
+    gsize in[4] = {0, 0, 0, 0}, out0 = 0;
+    switch (op->kind) {
+    case SIMPAR_OP_EMBED:
+        in[0] = r, in[1] = table, out0 = rc;
+        break;
+    case SIMPAR_OP_EMBED_BWD: /* dtable accumulates: read-modify-write */
+        in[0] = r, in[1] = rc;
+        access_add(out, n, v->out[0], table, FALSE);
+        out0 = table;
+        break;
+    case SIMPAR_OP_XENT_MAX:
+        in[0] = logits, out0 = r;
+        break;
+    case SIMPAR_OP_XENT_FWD:
+        in[0] = logits, in[1] = r, in[2] = r, out0 = r2;
+        break;
+    case SIMPAR_OP_XENT_LOSS: /* loss[0] accumulates */
+        in[0] = r, in[1] = r2;
+        access_add(out, n, v->out[0], 1, FALSE);
+        out0 = 1;
+        break;
+    default: /* XENT_BWD */
+        in[0] = logits, in[1] = r, in[2] = r, in[3] = r2, out0 = logits;
+        break;
+    }
+    for (guint i = 0; i < 4; i++)
+        access_add(out, n, v->in[i], in[i], FALSE);
+    access_add(out, n, v->out[0], out0, TRUE);
+}
+
+/* Adam reads the gradient and updates the parameter, momentum and variance in place. */
+static void
+access_adam(const SimparOp *op, SimparAccess *out, guint *n)
+{
+    const SimparAdam *a = &op->u.adam;
+    access_add(out, n, a->grad, a->count, FALSE);
+    const SimparView rmw[3] = {a->param, a->m, a->v};
+    for (guint i = 0; i < 3; i++) {
+        access_add(out, n, rmw[i], a->count, FALSE);
+        access_add(out, n, rmw[i], a->count, TRUE);
+    }
+}
+
 guint
 simpar_op_accesses(const SimparSchedule *sched, const SimparOp *op,
                    SimparAccess out[SIMPAR_MAX_ACCESSES])
@@ -164,6 +217,19 @@ simpar_op_accesses(const SimparSchedule *sched, const SimparOp *op,
     case SIMPAR_OP_SEND:
     case SIMPAR_OP_RECV:
         access_add(out, &n, op->u.p2p.buf, op->u.p2p.count, op->kind == SIMPAR_OP_RECV);
+        break;
+    case SIMPAR_OP_EMBED:
+    case SIMPAR_OP_EMBED_BWD:
+    case SIMPAR_OP_XENT_MAX:
+    case SIMPAR_OP_XENT_FWD:
+    case SIMPAR_OP_XENT_LOSS:
+    case SIMPAR_OP_XENT_BWD:
+        access_vocab(op, out, &n);
+        break;
+    case SIMPAR_OP_ADAM:
+        access_adam(op, out, &n);
+        break;
+    case SIMPAR_OP_BLOCK: /* an opaque timed span: no data */
         break;
     default:
         access_kernel(op, out, &n);
@@ -209,6 +275,15 @@ check_coll_op(const SimparSchedule *sched, guint i, const SimparOp *op, GError *
     if (c->kind >= SIMPAR_N_COLL_KINDS)
         return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,
                           "has unknown collective kind %d", (int) c->kind);
+    if (c->red != SIMPAR_RED_SUM && c->red != SIMPAR_RED_MAX)
+        return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,
+                          "has unknown reduction op %d", (int) c->red);
+    if (c->red == SIMPAR_RED_MAX && c->kind != SIMPAR_COLL_ALL_REDUCE &&
+        c->kind != SIMPAR_COLL_REDUCE && c->kind != SIMPAR_COLL_REDUCE_SCATTER)
+        return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,
+                          "asks a %s for reduction max; only all-reduce, reduce and "
+                          "reduce-scatter reduce",
+                          simpar_coll_kind_name(c->kind));
     if (c->group >= simpar_schedule_n_groups(sched))
         return check_fail(error, SIMPAR_SCHEDULE_ERROR_MISMATCH, i, op,
                           "names group %u, which does not exist", c->group);
@@ -229,11 +304,72 @@ check_probability(guint i, const SimparOp *op, double p, GError **error)
                       "has dropout probability %g, not in [0, 1)", p);
 }
 
+/* The vocabulary slice must be addressable and the loss scale a number. */
+static gboolean
+check_vocab(guint i, const SimparOp *op, GError **error)
+{
+    const SimparVocab *v = &op->u.vocab;
+    if (v->vocab0 > G_MAXUINT64 - v->vocab)
+        return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,
+                          "has a vocabulary slice [%" G_GUINT64_FORMAT " + %" G_GUINT64_FORMAT
+                          ") past the largest id",
+                          v->vocab0, v->vocab);
+    if ((op->kind == SIMPAR_OP_XENT_LOSS || op->kind == SIMPAR_OP_XENT_BWD) && !isfinite(v->scale))
+        return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op, "has loss scale %g",
+                          v->scale);
+    return TRUE;
+}
+
+/* Adam (schedule.h): betas in [0, 1), eps > 0, lr and weight decay finite and >= 0, step >= 1
+ * (the bias corrections divide by 1 - beta^step). */
+static gboolean
+check_adam(guint i, const SimparOp *op, GError **error)
+{
+    const SimparAdam *a = &op->u.adam;
+    if (!(a->beta1 >= 0.0 && a->beta1 < 1.0 && a->beta2 >= 0.0 && a->beta2 < 1.0))
+        return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,
+                          "has Adam betas (%g, %g), not in [0, 1)", a->beta1, a->beta2);
+    if (!(a->eps > 0.0 && isfinite(a->eps)))
+        return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,
+                          "has Adam epsilon %g, not > 0", a->eps);
+    if (!(a->lr >= 0.0 && isfinite(a->lr) && a->weight_decay >= 0.0 && isfinite(a->weight_decay)))
+        return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,
+                          "has learning rate %g or weight decay %g, not finite and >= 0", a->lr,
+                          a->weight_decay);
+    if (a->step == 0)
+        return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,
+                          "has Adam step 0; steps count from 1");
+    return TRUE;
+}
+
+static gboolean
+check_block(guint i, const SimparOp *op, GError **error)
+{
+    const SimparBlockOp *b = &op->u.block;
+    if (b->key == NULL)
+        return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op, "is a block without a key");
+    if (!(b->flops >= 0.0 && isfinite(b->flops)))
+        return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op, "is a block of %g flops",
+                          b->flops);
+    return TRUE;
+}
+
 /* Parameters a kernel divides by or feeds to a dropout mask. */
 static gboolean
 check_params(guint i, const SimparOp *op, GError **error)
 {
     switch (op->kind) {
+    case SIMPAR_OP_EMBED:
+    case SIMPAR_OP_EMBED_BWD:
+    case SIMPAR_OP_XENT_MAX:
+    case SIMPAR_OP_XENT_FWD:
+    case SIMPAR_OP_XENT_LOSS:
+    case SIMPAR_OP_XENT_BWD:
+        return check_vocab(i, op, error);
+    case SIMPAR_OP_ADAM:
+        return check_adam(i, op, error);
+    case SIMPAR_OP_BLOCK:
+        return check_block(i, op, error);
     case SIMPAR_OP_LN_APPLY:
     case SIMPAR_OP_LN_BWD_APPLY:
         if (op->u.kern.hidden == 0 && op->u.kern.rows > 0)
@@ -329,20 +465,28 @@ check_collect_calls(CheckState *st)
     }
 }
 
+/* Reduction ops were checked by check_coll_op. */
+static const char *
+check_red_name(SimparRedOp red)
+{
+    return red == SIMPAR_RED_MAX ? "max" : "sum";
+}
+
 static gboolean
 check_same_call(const SimparSchedule *sched, const SimparOp *a, const SimparOp *b, guint call,
                 GError **error)
 {
-    if (a->u.coll.kind == b->u.coll.kind && a->u.coll.count == b->u.coll.count &&
-        a->u.coll.root == b->u.coll.root)
+    const SimparColl *ca = &a->u.coll, *cb = &b->u.coll;
+    if (ca->kind == cb->kind && ca->count == cb->count && ca->root == cb->root &&
+        ca->red == cb->red)
         return TRUE;
     g_set_error(error, SIMPAR_SCHEDULE_ERROR, SIMPAR_SCHEDULE_ERROR_MISMATCH,
-                "call %u on group %u (%s): rank %u issues '%s' (%s, %zu elements, root %u) but "
-                "rank %u issues '%s' (%s, %zu elements, root %u)",
-                call, a->u.coll.group, simpar_schedule_group(sched, a->u.coll.group)->axis, a->rank,
-                a->name, simpar_coll_kind_name(a->u.coll.kind), a->u.coll.count, a->u.coll.root,
-                b->rank, b->name, simpar_coll_kind_name(b->u.coll.kind), b->u.coll.count,
-                b->u.coll.root);
+                "call %u on group %u (%s): rank %u issues '%s' (%s %s, %zu elements, root %u) "
+                "but rank %u issues '%s' (%s %s, %zu elements, root %u)",
+                call, ca->group, simpar_schedule_group(sched, ca->group)->axis, a->rank, a->name,
+                simpar_coll_kind_name(ca->kind), check_red_name(ca->red), ca->count, ca->root,
+                b->rank, b->name, simpar_coll_kind_name(cb->kind), check_red_name(cb->red),
+                cb->count, cb->root);
     return FALSE;
 }
 

@@ -2,7 +2,15 @@
 #include "step.h"
 #include "pipeline.h"
 
-enum { STEP_COMPUTE, STEP_COMM, STEP_SEND_FWD, STEP_SEND_BWD, STEP_DP, STEP_GATHER, STEP_N_STREAMS };
+enum {
+    STEP_COMPUTE,
+    STEP_COMM,
+    STEP_SEND_FWD,
+    STEP_SEND_BWD,
+    STEP_DP,
+    STEP_GATHER,
+    STEP_N_STREAMS
+};
 
 /* Local parallelism without a flush: this many steps are generated back to back and the
  * report measures the last one (the first fills the pipeline). */
@@ -32,7 +40,7 @@ typedef struct {
     gsize open_off;   /* start of the bucket being filled */
     gsize open_count; /* its parameters so far */
     guint last_compute;
-    GArray *dp_ops; /* reduction ops of this rank in this step */
+    GArray *dp_ops;    /* reduction ops of this rank in this step */
     guint prefetch[2]; /* ZeRO-3: the last two layer blocks (a gather waits for the older) */
 } Step;
 
@@ -99,8 +107,7 @@ step_add(Step *st, SimparOp *op, guint stream, SimparPhase phase, const char *na
 static guint
 step_block(Step *st, const char *key, guint count, SimparPhase phase)
 {
-    SimparOp op = {.kind = SIMPAR_OP_BLOCK,
-                   .u.block = {g_intern_string(key), count, 0}};
+    SimparOp op = {.kind = SIMPAR_OP_BLOCK, .u.block = {g_intern_string(key), count, 0}};
     st->last_compute = step_add(st, &op, STEP_COMPUTE, phase, key);
     return st->last_compute;
 }
@@ -139,8 +146,12 @@ step_recv(Step *st, guint from, guint tag, guint buf, SimparPhase phase, const c
     if (sg) { /* Narayanan et al.: 1/T per rank across nodes, all-gather inside the node */
         SimparOp ag = {.kind = SIMPAR_OP_COLLECTIVE,
                        .u.coll = {SIMPAR_COLL_ALL_GATHER,
-                                  st->tp_group[st->d * st->P + st->p], count, 0, {buf, 0},
-                                  {buf, 0}, SIMPAR_RED_SUM}};
+                                  st->tp_group[st->d * st->P + st->p],
+                                  count,
+                                  0,
+                                  {buf, 0},
+                                  {buf, 0},
+                                  SIMPAR_RED_SUM}};
         st->last_compute = step_add(st, &ag, STEP_COMPUTE, phase, "p2p.all-gather");
     }
 }
@@ -193,8 +204,9 @@ step_reduce_bucket(Step *st, const StepBucket *b, guint dep)
     guint g = st->dp_group[st->t * st->P + st->p];
     guint i;
     if (st->tr->zero == 0)
-        i = step_coll(st, STEP_DP, SIMPAR_COLL_ALL_REDUCE, g, b->count, (SimparView){st->grads, b->off},
-                      (SimparView){st->grads, b->off}, "dp.all-reduce");
+        i = step_coll(st, STEP_DP, SIMPAR_COLL_ALL_REDUCE, g, b->count,
+                      (SimparView){st->grads, b->off}, (SimparView){st->grads, b->off},
+                      "dp.all-reduce");
     else
         i = step_coll(st, STEP_DP, SIMPAR_COLL_REDUCE_SCATTER, g, b->count / st->D,
                       (SimparView){st->grads, b->off},
@@ -223,8 +235,8 @@ step_layers(Step *st, guint chunk, gboolean backward, gboolean final, guint micr
 {
     SimparPhase ph = backward ? SIMPAR_PHASE_BACKWARD : SIMPAR_PHASE_FORWARD;
     const char *key = backward ? "layer.bwd" : "layer.fwd";
-    gboolean per_layer = st->tr->zero == 3 || (backward && st->tr->zero == 2) ||
-                         (backward && final && st->D > 1);
+    gboolean per_layer =
+        st->tr->zero == 3 || (backward && st->tr->zero == 2) || (backward && final && st->D > 1);
     gsize lp = st->facts.layer_params;
     if (!per_layer) {
         step_block(st, key, st->lc, ph);
@@ -233,8 +245,8 @@ step_layers(Step *st, guint chunk, gboolean backward, gboolean final, guint micr
     for (guint k = 0; k < st->lc; k++) {
         guint l = backward ? st->lc - 1 - k : k;
         gsize off = st->layer_off[chunk] + (st->lc - 1 - l) * lp; /* last layer first */
-        guint gather = st->tr->zero == 3 ? step_gather(st, off, lp, "dp.all-gather-params")
-                                         : G_MAXUINT;
+        guint gather =
+            st->tr->zero == 3 ? step_gather(st, off, lp, "dp.all-gather-params") : G_MAXUINT;
         guint b = step_block(st, key, 1, ph);
         if (gather != G_MAXUINT)
             simpar_schedule_add_dep(st->s, b, gather);
@@ -283,14 +295,14 @@ step_forward(Step *st, guint step, const SimparPipeItem *it)
     guint vs = it->chunk * st->P + st->p;
     guint last = st->n_vs - 1;
     if (vs > 0)
-        step_recv(st, step_peer(st, vs - 1), step_tag(st, step, it->micro, vs - 1, 0),
-                  st->act_in, SIMPAR_PHASE_FORWARD, "p2p.recv-act");
+        step_recv(st, step_peer(st, vs - 1), step_tag(st, step, it->micro, vs - 1, 0), st->act_in,
+                  SIMPAR_PHASE_FORWARD, "p2p.recv-act");
     else
         step_end_block(st, "embed.fwd", st->embed_off, SIMPAR_PHASE_FORWARD);
     step_layers(st, it->chunk, FALSE, FALSE, it->micro);
     if (vs < last)
-        step_send(st, step_peer(st, vs + 1), step_tag(st, step, it->micro, vs, 0),
-                  st->act_out, STEP_SEND_FWD, SIMPAR_PHASE_FORWARD, "p2p.send-act");
+        step_send(st, step_peer(st, vs + 1), step_tag(st, step, it->micro, vs, 0), st->act_out,
+                  STEP_SEND_FWD, SIMPAR_PHASE_FORWARD, "p2p.send-act");
     if (vs == last)
         step_end_block(st, "head.fwd", st->head_off, SIMPAR_PHASE_FORWARD);
     else if (st->local)
@@ -320,8 +332,8 @@ step_backward(Step *st, guint step, const SimparPipeItem *it)
         step_end_block(st, "embed.bwd", st->embed_off, SIMPAR_PHASE_BACKWARD);
         step_end_grads(st, st->embed_off, st->ends, final);
     } else if (!st->local) {
-        step_send(st, step_peer(st, vs - 1), step_tag(st, step, it->micro, vs - 1, 1),
-                  st->grad_out, STEP_SEND_BWD, SIMPAR_PHASE_BACKWARD, "p2p.send-grad");
+        step_send(st, step_peer(st, vs - 1), step_tag(st, step, it->micro, vs - 1, 1), st->grad_out,
+                  STEP_SEND_BWD, SIMPAR_PHASE_BACKWARD, "p2p.send-grad");
     }
     if (final && st->D > 1 && st->tr->zero < 2)
         step_flush_bucket(st, st->last_compute); /* buckets do not span chunks */
@@ -349,8 +361,17 @@ step_optimizer(Step *st, guint step)
     gsize count = st->tr->zero >= 1 ? st->n_grads / st->D : st->n_grads;
     g_autofree char *name = g_strdup_printf("optimizer.step%u", step);
     SimparOp adam = {.kind = SIMPAR_OP_ADAM,
-                     .u.adam = {count, 1e-4, 0.9, 0.95, 1e-8, 0.0, step + 1, {st->params, 0},
-                                {st->grads, 0}, {st->opt_m, 0}, {st->opt_v, 0}}};
+                     .u.adam = {count,
+                                1e-4,
+                                0.9,
+                                0.95,
+                                1e-8,
+                                0.0,
+                                step + 1,
+                                {st->params, 0},
+                                {st->grads, 0},
+                                {st->opt_m, 0},
+                                {st->opt_v, 0}}};
     guint a = step_add(st, &adam, STEP_COMPUTE, SIMPAR_PHASE_BACKWARD, name);
     for (guint k = 0; k < st->dp_ops->len; k++)
         simpar_schedule_add_dep(st->s, a, g_array_index(st->dp_ops, guint, k));
@@ -359,9 +380,9 @@ step_optimizer(Step *st, guint step)
     st->last_compute = a;
     if (st->D > 1 && (st->tr->zero == 1 || st->tr->zero == 2)) {
         guint g = st->dp_group[st->t * st->P + st->p];
-        guint i = step_coll(st, STEP_DP, SIMPAR_COLL_ALL_GATHER, g, count,
-                            (SimparView){st->params, 0}, (SimparView){st->params, 0},
-                            "dp.all-gather-params");
+        guint i =
+            step_coll(st, STEP_DP, SIMPAR_COLL_ALL_GATHER, g, count, (SimparView){st->params, 0},
+                      (SimparView){st->params, 0}, "dp.all-gather-params");
         simpar_schedule_add_dep(st->s, i, a);
     }
 }
@@ -460,8 +481,8 @@ simpar_step_build(const SimparModel *model, const SimparTrain *tr, const SimparS
     st.n_vs = st.local ? st.P : st.P * st.v;
     guint n_ranks = st.T * st.P * st.D;
     st.s = simpar_schedule_new(n_ranks, simpar_schedule_dtype(layer));
-    const char *streams[STEP_N_STREAMS] = {"compute", "comm", "p2p-send-fwd",
-                                           "p2p-send-bwd", "dp", "dp-gather"};
+    const char *streams[STEP_N_STREAMS] = {"compute",      "comm", "p2p-send-fwd",
+                                           "p2p-send-bwd", "dp",   "dp-gather"};
     for (guint i = 1; i < STEP_N_STREAMS; i++)
         simpar_schedule_add_stream(st.s, streams[i]);
     if (st.D > 1)
@@ -474,8 +495,7 @@ simpar_step_build(const SimparModel *model, const SimparTrain *tr, const SimparS
     st.dp_ops = g_array_new(FALSE, FALSE, sizeof(guint));
     guint steps = st.local && tr->local_async ? STEP_ASYNC_STEPS : 1;
     for (guint p = 0; p < st.P; p++) {
-        g_autoptr(GArray) order =
-            simpar_pipeline_order(tr->schedule, st.P, st.v, st.m, p);
+        g_autoptr(GArray) order = simpar_pipeline_order(tr->schedule, st.P, st.v, st.m, p);
         for (guint d = 0; d < st.D; d++)
             for (guint t = 0; t < st.T; t++) {
                 st.rank = simpar_train_rank(tr, t, d, p);

@@ -33,6 +33,8 @@ summary_rows(const SimparSchedule *sched, guint rank, double *flops, guint *n_op
             n_ops[op->phase]++;
         if (op->kind == SIMPAR_OP_GEMM && flops != NULL)
             flops[op->phase] += 2.0 * op->u.gemm.m * op->u.gemm.n * op->u.gemm.k * op->u.gemm.batch;
+        if (op->kind == SIMPAR_OP_BLOCK && flops != NULL) /* a timed span: its whole flops */
+            flops[op->phase] += op->u.block.flops;
         if (op->kind != SIMPAR_OP_COLLECTIVE)
             continue;
         SimparSummaryRow key = {simpar_schedule_group(sched, op->u.coll.group)->axis,

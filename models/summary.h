@@ -26,7 +26,7 @@ typedef struct {
     guint rank;
     guint elem_size;
     GArray *rows;                  /* SimparSummaryRow, sorted by axis, kind, phase */
-    double flops[SIMPAR_N_PHASES]; /* GEMM flops of the rank */
+    double flops[SIMPAR_N_PHASES]; /* GEMM flops of the rank, plus the flops of its blocks */
     guint n_ops[SIMPAR_N_PHASES];  /* ops of the rank */
     gboolean uniform;              /* every rank has the same collective rows */
 } SimparSummary;

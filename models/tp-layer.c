@@ -31,24 +31,36 @@ simpar_view(guint buf, gsize off)
     return (SimparView){buf, off};
 }
 
-/* "fwd.qkv.gemm-dx": phase, linear (G_MAXUINT for none) and what. */
+/* "fwd.qkv.gemm-dx": phase (and "recompute."), linear (G_MAXUINT for none) and what. */
 static const char *
 layer_op_name(const SimparLayerCtx *c, guint which, const char *what)
 {
     g_autofree char *s =
-        g_strdup_printf("%s.%s%s%s", c->phase == SIMPAR_PHASE_FORWARD ? "fwd" : "bwd",
+        g_strdup_printf("%s.%s%s%s%s", c->phase == SIMPAR_PHASE_FORWARD ? "fwd" : "bwd",
+                        c->recomputing ? "recompute." : "",
                         which < SIMPAR_N_LINEARS ? layer_linear_names[which] : "",
                         which < SIMPAR_N_LINEARS ? "." : "", what);
     return g_intern_string(s);
 }
 
+/* A new buffer; in a full recompute, the forward's buffer made by the same request. */
 guint
 simpar_layer_buffer(SimparLayerCtx *c, guint which, const char *what, gsize elems)
 {
     g_autofree char *s =
         g_strdup_printf("%s%s%s", which < SIMPAR_N_LINEARS ? layer_linear_names[which] : "",
                         which < SIMPAR_N_LINEARS ? "." : "", what);
-    return simpar_schedule_add_buffer(c->sched, c->rank, s, elems);
+    if (c->fwd_bufs != NULL && c->recomputing) {
+        g_assert(c->n_replayed < c->fwd_bufs->len);
+        guint buf = g_array_index(c->fwd_bufs, guint, c->n_replayed++);
+        const SimparBuffer *b = simpar_schedule_buffer(c->sched, buf);
+        g_assert(g_str_equal(b->name, s) && b->elems == elems); /* the forward is replayed */
+        return buf;
+    }
+    guint buf = simpar_schedule_add_buffer(c->sched, c->rank, s, elems);
+    if (c->fwd_bufs != NULL && c->phase == SIMPAR_PHASE_FORWARD)
+        g_array_append_val(c->fwd_bufs, buf);
+    return buf;
 }
 
 /* ----- op emission with derived cross-stream dependencies ----- */
@@ -311,39 +323,46 @@ layer_linear_bwd(SimparLayerCtx *c, guint which, SimparView dy)
     return dx;
 }
 
-static SimparView
-layer_attention(SimparLayerCtx *c, SimparView qkv, SimparView dctx, guint *probs)
+static SimparOp
+layer_attention_op(const SimparLayerCtx *c, SimparOpKind kind)
 {
     const SimparLayerGeom *g = &c->geom;
-    guint dh = c->model->hidden / c->model->heads, s = c->model->seq;
-    gsize tokens = (gsize) g->nb * s;
-    SimparOp op = {.u.attn = {.nb = g->nb,
-                              .nh = g->nh,
-                              .s = s,
-                              .dh = dh,
-                              .causal = c->plan->causal,
-                              .p = c->plan->p_attn,
-                              .seed = c->plan->seed,
-                              .batch0 = g->batch0,
-                              .head0 = g->head0,
-                              .heads = c->model->heads}};
-    guint out;
-    if (dctx.buf == G_MAXUINT) {
-        out = simpar_layer_buffer(c, G_MAXUINT, "attn.ctx", tokens * g->nh * dh);
-        *probs = simpar_layer_buffer(c, G_MAXUINT, "attn.probs", (gsize) g->nb * g->nh * s * s);
-        op.kind = SIMPAR_OP_ATTENTION;
-        op.u.attn.in[0] = qkv;
-        op.u.attn.out[0] = simpar_view(out, 0);
-        op.u.attn.out[1] = simpar_view(*probs, 0);
-    } else {
-        out = simpar_layer_buffer(c, G_MAXUINT, "attn.dqkv", tokens * g->nh * 3 * dh);
-        op.kind = SIMPAR_OP_ATTENTION_BWD;
-        op.u.attn.in[0] = qkv;
-        op.u.attn.in[1] = simpar_view(*probs, 0);
-        op.u.attn.in[2] = dctx;
-        op.u.attn.out[0] = simpar_view(out, 0);
-    }
-    layer_add(c, &op, G_MAXUINT, dctx.buf == G_MAXUINT ? "attention" : "attention-bwd");
+    return (SimparOp){.kind = kind,
+                      .u.attn = {.nb = g->nb,
+                                 .nh = g->nh,
+                                 .s = c->model->seq,
+                                 .dh = c->model->hidden / c->model->heads,
+                                 .causal = c->plan->causal,
+                                 .p = c->plan->p_attn,
+                                 .seed = c->plan->seed,
+                                 .batch0 = g->batch0,
+                                 .head0 = g->head0,
+                                 .heads = c->model->heads}};
+}
+
+/* qkv -> ctx, writing the probabilities the backward reads. */
+static void
+layer_attention_fwd(SimparLayerCtx *c, SimparView qkv, SimparView ctx, guint probs)
+{
+    SimparOp op = layer_attention_op(c, SIMPAR_OP_ATTENTION);
+    op.u.attn.in[0] = qkv;
+    op.u.attn.out[0] = ctx;
+    op.u.attn.out[1] = simpar_view(probs, 0);
+    layer_add(c, &op, G_MAXUINT, "attention");
+}
+
+static SimparView
+layer_attention_bwd(SimparLayerCtx *c, SimparView qkv, guint probs, SimparView dctx)
+{
+    const SimparLayerGeom *g = &c->geom;
+    gsize dh = c->model->hidden / c->model->heads, tokens = (gsize) g->nb * c->model->seq;
+    guint out = simpar_layer_buffer(c, G_MAXUINT, "attn.dqkv", tokens * g->nh * 3 * dh);
+    SimparOp op = layer_attention_op(c, SIMPAR_OP_ATTENTION_BWD);
+    op.u.attn.in[0] = qkv;
+    op.u.attn.in[1] = simpar_view(probs, 0);
+    op.u.attn.in[2] = dctx;
+    op.u.attn.out[0] = simpar_view(out, 0);
+    layer_add(c, &op, G_MAXUINT, "attention-bwd");
     return simpar_view(out, 0);
 }
 
@@ -351,7 +370,7 @@ layer_attention(SimparLayerCtx *c, SimparView qkv, SimparView dctx, guint *probs
 
 typedef struct {
     LayerNorm ln[2];
-    SimparView x, dy, qkv, r1, z1;
+    SimparView x, dy, qkv, ctx, r1, z1;
     guint probs;
 } LayerActs;
 
@@ -359,12 +378,14 @@ static void
 layer_forward(SimparLayerCtx *c, LayerActs *a)
 {
     const SimparBlock *res = &c->geom.res;
-    guint64 inner = (guint64) c->geom.nb * c->model->seq;
-    c->phase = SIMPAR_PHASE_FORWARD;
+    guint64 inner = (guint64) c->geom.nb * c->model->seq, s = c->model->seq;
+    guint64 dh = c->model->hidden / c->model->heads, nh = c->geom.nh;
     SimparView u1 = layer_ln_fwd(c, &a->ln[0], a->x);
     a->qkv = layer_linear_fwd(c, SIMPAR_LIN_QKV, u1, res->rows);
-    SimparView ctx = layer_attention(c, a->qkv, SIMPAR_NO_VIEW, &a->probs);
-    SimparView o = layer_linear_fwd(c, SIMPAR_LIN_PROJ, ctx, inner);
+    a->ctx = simpar_view(simpar_layer_buffer(c, G_MAXUINT, "attn.ctx", inner * nh * dh), 0);
+    a->probs = simpar_layer_buffer(c, G_MAXUINT, "attn.probs", c->geom.nb * nh * s * s);
+    layer_attention_fwd(c, a->qkv, a->ctx, a->probs);
+    SimparView o = layer_linear_fwd(c, SIMPAR_LIN_PROJ, a->ctx, inner);
     o = layer_dropout(c, SIMPAR_DROPOUT_PROJ, "proj.dropout", o, FALSE);
     a->r1 = layer_elementwise(c, SIMPAR_OP_ADD, "residual1", res->rows, res->cols, a->x, o);
     SimparView u2 = layer_ln_fwd(c, &a->ln[1], a->r1);
@@ -376,7 +397,28 @@ layer_forward(SimparLayerCtx *c, LayerActs *a)
     guint y = simpar_layer_buffer(c, G_MAXUINT, "y", res->rows * res->cols);
     SimparKernel k = {.rows = res->rows, .cols = res->cols, .in = {a->r1, z2}, .out = {{y, 0}}};
     layer_kernel(c, SIMPAR_OP_ADD, G_MAXUINT, "residual2", k);
-    layer_shard(c, "y", SIMPAR_SHARD_OUTPUT, simpar_view(y, 0), res);
+    if (!c->recomputing)
+        layer_shard(c, "y", SIMPAR_SHARD_OUTPUT, simpar_view(y, 0), res);
+}
+
+/* Full recompute: the forward again from the stored layer input, into the forward's buffers. */
+static void
+layer_recompute_forward(SimparLayerCtx *c, LayerActs *a)
+{
+    c->recomputing = TRUE;
+    c->n_replayed = 0;
+    layer_forward(c, a);
+    g_assert(c->n_replayed == c->fwd_bufs->len);
+    c->recomputing = FALSE;
+}
+
+/* Selective recompute: the attention core again (its s x s probabilities are not stored). */
+static void
+layer_recompute_attention(SimparLayerCtx *c, LayerActs *a)
+{
+    c->recomputing = TRUE;
+    layer_attention_fwd(c, a->qkv, a->ctx, a->probs);
+    c->recomputing = FALSE;
 }
 
 static void
@@ -385,6 +427,8 @@ layer_backward(SimparLayerCtx *c, LayerActs *a)
     const SimparBlock *res = &c->geom.res;
     guint64 inner = (guint64) c->geom.nb * c->model->seq;
     c->phase = SIMPAR_PHASE_BACKWARD;
+    if (c->plan->recompute == SIMPAR_RECOMPUTE_FULL)
+        layer_recompute_forward(c, a);
     SimparView dz2 = layer_dropout(c, SIMPAR_DROPOUT_FC2, "fc2.dropout-bwd", a->dy, TRUE);
     SimparView dg1 = layer_linear_bwd(c, SIMPAR_LIN_FC2, dz2);
     SimparView dz1 =
@@ -394,7 +438,9 @@ layer_backward(SimparLayerCtx *c, LayerActs *a)
     dr1 = layer_elementwise(c, SIMPAR_OP_ADD, "residual1-bwd", res->rows, res->cols, dr1, a->dy);
     SimparView d_o = layer_dropout(c, SIMPAR_DROPOUT_PROJ, "proj.dropout-bwd", dr1, TRUE);
     SimparView dctx = layer_linear_bwd(c, SIMPAR_LIN_PROJ, d_o);
-    SimparView dqkv = layer_attention(c, a->qkv, dctx, &a->probs);
+    if (c->plan->recompute == SIMPAR_RECOMPUTE_SELECTIVE)
+        layer_recompute_attention(c, a);
+    SimparView dqkv = layer_attention_bwd(c, a->qkv, a->probs, dctx);
     SimparView du1 = layer_linear_bwd(c, SIMPAR_LIN_QKV, dqkv);
     SimparView dx1 = layer_ln_bwd(c, &a->ln[0], du1);
     guint dx = simpar_layer_buffer(c, G_MAXUINT, "dx", res->rows * res->cols);
@@ -464,9 +510,13 @@ simpar_layer_build(const SimparModel *model, const SimparPlan *plan, const Simpa
         scheme->setup(&c);
         LayerActs acts = {0};
         layer_inputs(&c, &acts);
+        if (plan->recompute == SIMPAR_RECOMPUTE_FULL)
+            c.fwd_bufs = g_array_new(FALSE, FALSE, sizeof(guint));
+        c.phase = SIMPAR_PHASE_FORWARD;
         layer_forward(&c, &acts);
         layer_backward(&c, &acts);
         g_array_unref(c.async);
+        g_clear_pointer(&c.fwd_bufs, g_array_unref);
     }
     return g_steal_pointer(&sched);
 }

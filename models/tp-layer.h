@@ -15,7 +15,15 @@
  * Cross-stream dependencies are derived: an op on the compute stream waits for every earlier
  * op of its rank on the communication stream that touches the same elements, and the reverse.
  *
- * Ownership: the context borrows the schedule, model and plan; it owns only its async list.
+ * Recomputation (plan->recompute) is the driver's too, so every scheme has it:
+ *   selective   backward: ... proj bwd -> [attention] -> attention-bwd -> ...
+ *   full        backward: [the whole forward again, collectives included] -> fc2 bwd -> ...
+ * Recomputed ops are named "bwd.recompute.*" (backward phase). A full recompute replays the
+ * forward's buffer requests: simpar_layer_buffer hands back the buffers the forward made, in
+ * the same order, so the recomputed forward rewrites the saved activations in place.
+ *
+ * Ownership: the context borrows the schedule, model and plan; it owns its async list and its
+ * list of forward buffers.
  */
 #ifndef SIMPAR_TP_LAYER_H
 #define SIMPAR_TP_LAYER_H
@@ -69,7 +77,10 @@ typedef struct {
     guint group[SIMPAR_MAX_AXES]; /* the scheme's groups of this rank, by axis */
     SimparLayerGeom geom;
     SimparLinearState lin[SIMPAR_N_LINEARS];
-    GArray *async; /* op indices of this rank on the comm stream */
+    GArray *async;        /* op indices of this rank on the comm stream */
+    gboolean recomputing; /* emitting forward ops again in the backward */
+    GArray *fwd_bufs;     /* full recompute: buffers the forward made, in order; else NULL */
+    guint n_replayed;     /* while recomputing: forward buffers handed out again */
 } SimparLayerCtx;
 
 typedef struct {
@@ -89,7 +100,8 @@ struct _SimparTpScheme {
 SimparSchedule *simpar_layer_build(const SimparModel *model, const SimparPlan *plan,
                                    const SimparTpScheme *scheme); /* (transfer full) */
 
-/* Helpers for schemes. Names get the phase prefix ("fwd."/"bwd.") and the linear's name. */
+/* Helpers for schemes. Names get the phase prefix ("fwd."/"bwd."/"bwd.recompute.") and the
+ * linear's name. */
 const char *simpar_layer_linear_name(guint which);
 guint64 simpar_layer_linear_in(const SimparModel *model, guint which);  /* K */
 guint64 simpar_layer_linear_out(const SimparModel *model, guint which); /* N */

@@ -83,8 +83,7 @@ simpar_train_order_name(const SimparTrain *train)
                            train_axis_names[train->order[2]]); /* (transfer full) */
 }
 
-static gboolean
-train_fail(GError **error, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+static gboolean train_fail(GError **error, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 
 static gboolean
 train_fail(GError **error, const char *fmt, ...)
@@ -107,19 +106,23 @@ simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GE
         return train_fail(error, "%s %" G_GINT64_FORMAT ": must be between 1 and %" G_GINT64_FORMAT,
                           pp_flag, t->pp, TRAIN_MAX_SPLIT);
     if (t->dp < 1 || t->dp > TRAIN_MAX_SPLIT)
-        return train_fail(error, "--dp %" G_GINT64_FORMAT ": must be between 1 and %" G_GINT64_FORMAT,
+        return train_fail(error,
+                          "--dp %" G_GINT64_FORMAT ": must be between 1 and %" G_GINT64_FORMAT,
                           t->dp, TRAIN_MAX_SPLIT);
     if (t->tp.tp < 1 || t->tp.tp > TRAIN_MAX_SPLIT)
-        return train_fail(error, "--tp %" G_GINT64_FORMAT ": must be between 1 and %" G_GINT64_FORMAT,
+        return train_fail(error,
+                          "--tp %" G_GINT64_FORMAT ": must be between 1 and %" G_GINT64_FORMAT,
                           t->tp.tp, TRAIN_MAX_SPLIT);
     if ((guint64) (t->tp.tp * t->pp * t->dp) != gpus)
         return train_fail(error,
-                          "--tp %" G_GINT64_FORMAT " x %s %" G_GINT64_FORMAT " x --dp %" G_GINT64_FORMAT
-                          " = %" G_GINT64_FORMAT " GPUs, but %" G_GUINT64_FORMAT
+                          "--tp %" G_GINT64_FORMAT " x %s %" G_GINT64_FORMAT
+                          " x --dp %" G_GINT64_FORMAT " = %" G_GINT64_FORMAT
+                          " GPUs, but %" G_GUINT64_FORMAT
                           " are used (--gpus or the platform): the product must equal them",
                           t->tp.tp, pp_flag, t->pp, t->dp, t->tp.tp * t->pp * t->dp, gpus);
     if (t->virtual_stages < 1 || t->virtual_stages > 1024)
-        return train_fail(error, "--virtual-stages %" G_GINT64_FORMAT ": must be between 1 and 1024",
+        return train_fail(error,
+                          "--virtual-stages %" G_GINT64_FORMAT ": must be between 1 and 1024",
                           t->virtual_stages);
     gint64 chunks = t->pp * t->virtual_stages;
     if (model->layers % chunks != 0)
@@ -155,8 +158,9 @@ simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GE
     if (t->aux_head_width == 0)
         t->aux_head_width = model->vocab;
     if (t->aux_head_width < 1 || t->aux_head_width > SIMPAR_MODEL_MAX_DIM)
-        return train_fail(error, "--aux-head-width %" G_GINT64_FORMAT ": must be between 1 and %" G_GINT64_FORMAT,
-                          t->aux_head_width, SIMPAR_MODEL_MAX_DIM);
+        return train_fail(
+            error, "--aux-head-width %" G_GINT64_FORMAT ": must be between 1 and %" G_GINT64_FORMAT,
+            t->aux_head_width, SIMPAR_MODEL_MAX_DIM);
     if (t->bucket_params < 0 || t->bucket_params > G_GINT64_CONSTANT(1) << 40)
         return train_fail(error, "--bucket-params %" G_GINT64_FORMAT ": must be positive",
                           t->bucket_params);
@@ -186,7 +190,7 @@ double
 simpar_train_model_flops(const SimparModel *m, const SimparTrain *train)
 {
     double h = (double) m->hidden, f = (double) m->ffn, s = (double) m->seq;
-    double per_token = (double) m->layers * (24 * h * h + 12 * h * f + 12 * s * h) +
-                       6 * h * (double) m->vocab;
+    double per_token =
+        (double) m->layers * (24 * h * h + 12 * h * f + 12 * s * h) + 6 * h * (double) m->vocab;
     return per_token * (double) train->global_batch * s;
 }

@@ -31,6 +31,8 @@ simpar_report_free(SimparReport *rep)
         SimparReportRow *row = &g_array_index(rep->rows, SimparReportRow, i);
         g_free(row->grid);
         g_free(row->skipped);
+        g_free(row->step.split);
+        g_free(row->step.placement);
         if (row->axes != NULL)
             g_array_free(row->axes, TRUE);
     }
@@ -121,13 +123,15 @@ report_rank(ReportCtx *c, guint rank, double step, double *compute)
     double t = 0;
     const SimparOp *last_other = NULL;
     double last_other_end = 0;
-    for (guint layer = 0; layer < 2 * c->run->n_layers; layer++) {
+    /* as the backends replay it: one layer (a whole step) in program order */
+    guint passes = c->run->n_layers == 1 ? 1 : 2 * c->run->n_layers;
+    for (guint layer = 0; layer < passes; layer++) {
         gboolean bwd = layer >= c->run->n_layers;
         guint l = bwd ? 2 * c->run->n_layers - 1 - layer : layer;
         for (guint i = 0; i < n; i++) {
             const SimparOp *op = simpar_schedule_op(s, ops[i]);
             const SimparSpan *sp = &c->spans[l * c->n_ops + ops[i]];
-            if (op->phase != (bwd ? SIMPAR_PHASE_BACKWARD : SIMPAR_PHASE_FORWARD))
+            if (passes > 1 && op->phase != (bwd ? SIMPAR_PHASE_BACKWARD : SIMPAR_PHASE_FORWARD))
                 continue;
             if (op->stream != 0) {
                 if (sp->end > last_other_end)
@@ -136,6 +140,8 @@ report_rank(ReportCtx *c, guint rank, double step, double *compute)
             }
             if (op->kind == SIMPAR_OP_COLLECTIVE) {
                 report_charge(c, op, sp->end - t);
+            } else if (op->kind == SIMPAR_OP_SEND || op->kind == SIMPAR_OP_RECV) {
+                report_charge(c, NULL, sp->end - t); /* pipeline send/recv: other waits */
             } else {
                 report_charge(c, report_blocker(c, l * c->n_ops + ops[i], t), sp->start - t);
                 *compute += sp->end - sp->start;
@@ -229,6 +235,19 @@ report_fill(SimparReportRow *row, const SimparRun *run, const SimparSpan *spans)
     row->axes = g_array_new(FALSE, FALSE, sizeof(SimparAxisTime));
     report_times(row, run, spans);
     row->comm_bytes_per_gpu = report_comm_bytes(run);
+}
+
+void
+simpar_report_breakdown(const SimparRun *run, const SimparSpan *spans, SimparReportRow *row)
+{
+    report_fill(row, run, spans);
+}
+
+void
+simpar_report_append(SimparReport *rep, SimparReportRow *row)
+{
+    row->mode = g_intern_string(row->mode);
+    g_array_append_val(rep->rows, *row);
 }
 
 void
@@ -340,6 +359,23 @@ report_text_axes(GString *out, const SimparReportRow *row)
     if (row->other_s >= 5e-5) /* below the printed precision */
         g_string_append_printf(out, " other waits %.4f s;", row->other_s);
     g_string_truncate(out, out->len - (out->str[out->len - 1] == ';'));
+    const SimparReportStep *st = &row->step;
+    if (st->split != NULL)
+        g_string_append_printf(out,
+                               "\n  %-5s %s; %s\n  %-5s step: compute %.4f s, tensor-parallel "
+                               "exposed %.4f, bubble %.4f, pipeline p2p %.4f, data-parallel "
+                               "exposed %.4f, optimizer %.4f; MFU %.1f%%",
+                               row->mode, st->split, st->placement, row->mode, row->compute_s,
+                               st->tp_exposed_s, st->bubble_s, st->pp_p2p_s, st->dp_exposed_s,
+                               st->optimizer_s, 100 * st->mfu);
+    if (st->pipeline_step_s > 0)
+        g_string_append_printf(out,
+                               "\n  %-5s the same split as a 1F1B pipeline: step %.4f s (%.2fx)",
+                               row->mode, st->pipeline_step_s, st->pipeline_step_s / row->step_s);
+    if (st->steps_to_target > 0)
+        g_string_append_printf(out, "\n  %-5s to target: %.0f steps, %.2f h, %.1f GPU-hours",
+                               row->mode, st->steps_to_target, st->time_to_target_s / 3600,
+                               st->gpu_hours_to_target);
     g_string_append_printf(out,
                            "\n  %-5s memory per GPU %.2f GiB of %.2f (states %.2f, "
                            "activations %.2f, transient %.2f)\n",
@@ -415,6 +451,39 @@ report_json_axes(JsonBuilder *b, const SimparReportRow *row)
 }
 
 static void
+report_json_string(JsonBuilder *b, const char *key, const char *v)
+{
+    json_builder_set_member_name(b, key);
+    json_builder_add_string_value(b, v != NULL ? v : "");
+}
+
+static const struct {
+    const char *key;
+    gsize off;
+} report_step_fields[] = {
+    {"tp_exposed_s", G_STRUCT_OFFSET(SimparReportStep, tp_exposed_s)},
+    {"bubble_s", G_STRUCT_OFFSET(SimparReportStep, bubble_s)},
+    {"pp_p2p_s", G_STRUCT_OFFSET(SimparReportStep, pp_p2p_s)},
+    {"dp_exposed_s", G_STRUCT_OFFSET(SimparReportStep, dp_exposed_s)},
+    {"optimizer_s", G_STRUCT_OFFSET(SimparReportStep, optimizer_s)},
+    {"mfu", G_STRUCT_OFFSET(SimparReportStep, mfu)},
+    {"steps_to_target", G_STRUCT_OFFSET(SimparReportStep, steps_to_target)},
+    {"time_to_target_s", G_STRUCT_OFFSET(SimparReportStep, time_to_target_s)},
+    {"gpu_hours_to_target", G_STRUCT_OFFSET(SimparReportStep, gpu_hours_to_target)},
+    {"pipeline_step_s", G_STRUCT_OFFSET(SimparReportStep, pipeline_step_s)},
+};
+
+static void
+report_json_step(JsonBuilder *b, const SimparReportRow *row)
+{
+    report_json_string(b, "split", row->step.split);
+    report_json_string(b, "placement", row->step.placement);
+    for (guint i = 0; i < G_N_ELEMENTS(report_step_fields); i++)
+        report_json_member(b, report_step_fields[i].key,
+                           G_STRUCT_MEMBER(double, &row->step, report_step_fields[i].off));
+}
+
+static void
 report_json_row(JsonBuilder *b, const SimparReport *rep, const SimparReportRow *row)
 {
     json_builder_begin_object(b);
@@ -455,6 +524,7 @@ report_json_row(JsonBuilder *b, const SimparReport *rep, const SimparReportRow *
         for (guint i = 0; i < G_N_ELEMENTS(f); i++)
             report_json_member(b, f[i].key, f[i].v);
         report_json_axes(b, row);
+        report_json_step(b, row);
     }
     report_json_memory(b, row);
     json_builder_end_object(b);
@@ -536,7 +606,8 @@ simpar_report_trace(JsonBuilder *b, guint mode_index, const char *mode, const Si
     }
     for (guint i = 0; i < n_ops * run->n_layers; i++) {
         const SimparOp *op = simpar_schedule_op(s, i % n_ops);
-        if (spans[i].end > spans[i].start || op->kind == SIMPAR_OP_COLLECTIVE)
+        if (spans[i].end > spans[i].start || op->kind == SIMPAR_OP_COLLECTIVE ||
+            op->kind == SIMPAR_OP_SEND || op->kind == SIMPAR_OP_RECV)
             report_trace_event(b, op, i / n_ops, mode_index * 100000 + op->rank, &spans[i]);
     }
 }
@@ -555,11 +626,11 @@ report_json_read_row(SimparReport *rep, JsonObject *o)
     const char *mode = json_object_get_string_member(o, "mode");
     const char *grid = json_object_get_string_member(o, "grid");
     JsonObject *mem = json_object_get_object_member(o, "memory");
-    SimparMemory m = {report_json_double(mem, "params_per_gpu"),
-                      report_json_double(mem, "states_gib") * GIB,
-                      report_json_double(mem, "activations_gib") * GIB,
-                      report_json_double(mem, "transient_gib") * GIB,
-                      report_json_double(o, "memory_per_gpu_gib") * GIB};
+    SimparMemory m = {.params = report_json_double(mem, "params_per_gpu"),
+                      .states_B = report_json_double(mem, "states_gib") * GIB,
+                      .activations_B = report_json_double(mem, "activations_gib") * GIB,
+                      .transient_B = report_json_double(mem, "transient_gib") * GIB,
+                      .total_B = report_json_double(o, "memory_per_gpu_gib") * GIB};
     SimparReportRow *row =
         report_row(rep, mode, grid, (guint) json_object_get_int_member(o, "gpus"), &m,
                    report_json_double(mem, "capacity_gib") * GIB);
@@ -578,6 +649,14 @@ report_json_read_row(SimparReport *rep, JsonObject *o)
     row->tflops_per_gpu = report_json_double(o, "tflops_per_gpu");
     row->comm_bytes_per_gpu = report_json_double(o, "comm_bytes_per_gpu");
     row->wall_s = report_json_double(o, "wall_s");
+    row->model_flops = report_json_double(o, "model_flops");
+    if (json_object_has_member(o, "split")) {
+        row->step.split = g_strdup(json_object_get_string_member(o, "split"));
+        row->step.placement = g_strdup(json_object_get_string_member(o, "placement"));
+    }
+    for (guint i = 0; i < G_N_ELEMENTS(report_step_fields); i++)
+        G_STRUCT_MEMBER(double, &row->step, report_step_fields[i].off) =
+            report_json_double(o, report_step_fields[i].key);
     row->axes = g_array_new(FALSE, FALSE, sizeof(SimparAxisTime));
     JsonArray *axes = json_object_get_array_member(o, "exposed_comm_by_axis");
     for (guint i = 0; i < json_array_get_length(axes); i++) {
