@@ -17,7 +17,7 @@ G_BEGIN_DECLS
 /* (transfer none): the first element of `view`; NULL for SIMPAR_NO_VIEW or a missing buffer. */
 double *simpar_host_view(SimparHost *host, SimparView view);
 
-/* Compute ops (kind < SIMPAR_OP_COLLECTIVE) only. */
+/* Compute ops only: every kind but collectives, send and recv (a block does nothing). */
 void simpar_kern_run(SimparHost *host, const SimparOp *op);
 
 G_END_DECLS

@@ -408,9 +408,149 @@ kern_attention_bwd(SimparHost *host, const SimparOp *op)
     }
 }
 
+/* ---- vocabulary-parallel embedding and cross-entropy --------------------------------------- */
+
+/* The local row of token id `id` (an element value) in the slice [vocab0, vocab0 + vocab), or
+ * G_MAXSIZE when the id lies outside the slice or is not a whole number. */
+static gsize
+kern_vocab_row(const SimparVocab *v, double id)
+{
+    if (!(id >= 0.0 && id < 0x1p64) || id != floor(id))
+        return G_MAXSIZE;
+    guint64 u = (guint64) id;
+    return u >= v->vocab0 && u - v->vocab0 < v->vocab ? (gsize) (u - v->vocab0) : G_MAXSIZE;
+}
+
+static void
+kern_embed(SimparHost *host, const SimparOp *op)
+{
+    const SimparVocab *v = &op->u.vocab;
+    const double *tokens = simpar_host_view(host, v->in[0]);
+    const double *table = simpar_host_view(host, v->in[1]);
+    double *y = simpar_host_view(host, v->out[0]);
+    for (gsize r = 0; r < v->rows; r++) {
+        gsize row = kern_vocab_row(v, tokens[r]);
+        for (gsize c = 0; c < v->cols; c++)
+            y[r * v->cols + c] = row != G_MAXSIZE ? table[row * v->cols + c] : 0.0;
+    }
+}
+
+/* Rows in token order, so repeated ids accumulate deterministically. */
+static void
+kern_embed_bwd(SimparHost *host, const SimparOp *op)
+{
+    const SimparVocab *v = &op->u.vocab;
+    const double *tokens = simpar_host_view(host, v->in[0]);
+    const double *dy = simpar_host_view(host, v->in[1]);
+    double *dtable = simpar_host_view(host, v->out[0]);
+    for (gsize r = 0; r < v->rows; r++) {
+        gsize row = kern_vocab_row(v, tokens[r]);
+        if (row == G_MAXSIZE)
+            continue;
+        for (gsize c = 0; c < v->cols; c++)
+            dtable[row * v->cols + c] += dy[r * v->cols + c];
+    }
+}
+
+/* An empty slice gives -inf, the identity of the max all-reduce that follows. */
+static void
+kern_xent_max(SimparHost *host, const SimparOp *op)
+{
+    const SimparVocab *v = &op->u.vocab;
+    const double *logits = simpar_host_view(host, v->in[0]);
+    double *max = simpar_host_view(host, v->out[0]);
+    for (gsize r = 0; r < v->rows; r++) {
+        double m = -INFINITY;
+        for (gsize c = 0; c < v->vocab; c++)
+            m = MAX(m, logits[r * v->vocab + c]);
+        max[r] = m;
+    }
+}
+
+static void
+kern_xent_fwd(SimparHost *host, const SimparOp *op)
+{
+    const SimparVocab *v = &op->u.vocab;
+    const double *logits = simpar_host_view(host, v->in[0]);
+    const double *max = simpar_host_view(host, v->in[1]);
+    const double *targets = simpar_host_view(host, v->in[2]);
+    double *stats = simpar_host_view(host, v->out[0]);
+    for (gsize r = 0; r < v->rows; r++) {
+        const double *row = logits + r * v->vocab;
+        double sum = 0.0;
+        for (gsize c = 0; c < v->vocab; c++)
+            sum += exp(row[c] - max[r]);
+        gsize t = kern_vocab_row(v, targets[r]);
+        stats[r] = sum;
+        stats[v->rows + r] = t != G_MAXSIZE ? row[t] : 0.0;
+    }
+}
+
+static void
+kern_xent_loss(SimparHost *host, const SimparOp *op)
+{
+    const SimparVocab *v = &op->u.vocab;
+    const double *max = simpar_host_view(host, v->in[0]);
+    const double *stats = simpar_host_view(host, v->in[1]);
+    double *loss = simpar_host_view(host, v->out[0]);
+    double sum = 0.0;
+    for (gsize r = 0; r < v->rows; r++)
+        sum += log(stats[r]) + max[r] - stats[v->rows + r];
+    if (v->rows > 0)
+        loss[0] += v->scale * sum;
+}
+
+/* Element by element, so dlogits may alias logits (in place, as Megatron-LM does). */
+static void
+kern_xent_bwd(SimparHost *host, const SimparOp *op)
+{
+    const SimparVocab *v = &op->u.vocab;
+    const double *logits = simpar_host_view(host, v->in[0]);
+    const double *max = simpar_host_view(host, v->in[1]);
+    const double *targets = simpar_host_view(host, v->in[2]);
+    const double *stats = simpar_host_view(host, v->in[3]);
+    double *dlogits = simpar_host_view(host, v->out[0]);
+    for (gsize r = 0; r < v->rows; r++) {
+        gsize t = kern_vocab_row(v, targets[r]);
+        for (gsize c = 0; c < v->vocab; c++) {
+            gsize e = r * v->vocab + c;
+            double p = exp(logits[e] - max[r]) / stats[r];
+            dlogits[e] = v->scale * (p - (c == t ? 1.0 : 0.0));
+        }
+    }
+}
+
+/* ---- optimizer and timed blocks ----------------------------------------------------------- */
+
+/* AdamW: the decoupled decay uses the parameter before this step's update. */
+static void
+kern_adam(SimparHost *host, const SimparOp *op)
+{
+    const SimparAdam *a = &op->u.adam;
+    double *p = simpar_host_view(host, a->param);
+    const double *g = simpar_host_view(host, a->grad);
+    double *m = simpar_host_view(host, a->m);
+    double *v = simpar_host_view(host, a->v);
+    double c1 = 1.0 - pow(a->beta1, a->step), c2 = 1.0 - pow(a->beta2, a->step);
+    for (gsize i = 0; i < a->count; i++) {
+        m[i] = a->beta1 * m[i] + (1.0 - a->beta1) * g[i];
+        v[i] = a->beta2 * v[i] + (1.0 - a->beta2) * g[i] * g[i];
+        double update = (m[i] / c1) / (sqrt(v[i] / c2) + a->eps);
+        p[i] -= a->lr * (update + a->weight_decay * p[i]);
+    }
+}
+
+/* A timed span carries no data: nothing to compute. */
+static void
+kern_block(SimparHost *host, const SimparOp *op)
+{
+    (void) host;
+    (void) op;
+}
+
 /* ---- dispatch ----------------------------------------------------------------------------- */
 
-static const KernFn kern_fns[SIMPAR_OP_COLLECTIVE] = {
+static const KernFn kern_fns[SIMPAR_N_OP_KINDS] = {
     [SIMPAR_OP_GEMM] = kern_gemm,
     [SIMPAR_OP_LN_STATS] = kern_ln_stats,
     [SIMPAR_OP_LN_APPLY] = kern_ln_apply,
@@ -425,13 +565,21 @@ static const KernFn kern_fns[SIMPAR_OP_COLLECTIVE] = {
     [SIMPAR_OP_ADD] = kern_add,
     [SIMPAR_OP_ATTENTION] = kern_attention,
     [SIMPAR_OP_ATTENTION_BWD] = kern_attention_bwd,
+    [SIMPAR_OP_EMBED] = kern_embed,
+    [SIMPAR_OP_EMBED_BWD] = kern_embed_bwd,
+    [SIMPAR_OP_XENT_MAX] = kern_xent_max,
+    [SIMPAR_OP_XENT_FWD] = kern_xent_fwd,
+    [SIMPAR_OP_XENT_LOSS] = kern_xent_loss,
+    [SIMPAR_OP_XENT_BWD] = kern_xent_bwd,
+    [SIMPAR_OP_ADAM] = kern_adam,
+    [SIMPAR_OP_BLOCK] = kern_block,
 };
 
 /* Runs one compute op whose accesses host.c has checked. */
 void
 simpar_kern_run(SimparHost *host, const SimparOp *op)
 {
-    g_return_if_fail(op->kind < SIMPAR_OP_COLLECTIVE);
-    g_assert(kern_fns[op->kind] != NULL);
+    g_return_if_fail(op->kind < SIMPAR_N_OP_KINDS);
+    g_assert(kern_fns[op->kind] != NULL); /* collectives, send and recv are host.c's */
     kern_fns[op->kind](host, op);
 }

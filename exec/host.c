@@ -3,8 +3,9 @@
  * A collective is a rendezvous of its group's threads (host_coll_run):
  *   1. each member publishes its op and its send/recv pointers in the group's slot table, and
  *      waits for all (barrier);
- *   2. each member checks that all members agree on kind/count/root, then computes its own result
- *      into a private temporary from the others' send buffers, summing in group-index order;
+ *   2. each member checks that all members agree on kind/count/root/reduction, then computes its
+ *      own result into a private temporary from the others' send buffers, reducing (sum or
+ *      max) in group-index order;
  *   3. barrier again, so nobody overwrites an input that another member still reads;
  *   4. each member copies its temporary into its recv view (in-place use is therefore safe).
  * Send/recv are eager and buffered: a send copies into a message queued in the destination's
@@ -206,19 +207,26 @@ host_coll_agree(const SimparOp *op, const HostGroup *grp)
     const SimparColl *c = &op->u.coll;
     for (guint m = 0; m < grp->size; m++) {
         const SimparColl *o = &grp->slots[m].op->u.coll;
-        g_assert(o->kind == c->kind && o->count == c->count && o->root == c->root);
+        g_assert(o->kind == c->kind && o->count == c->count && o->root == c->root &&
+                 o->red == c->red);
     }
 }
 
-/* out[e] = sum over members m = 0..size-1 of send_m[off + e], in that order. */
+/* out[e] = send_0[off + e] (+ or max) send_1[off + e] ... send_{size-1}[off + e], in that
+ * order. */
 static void
-host_coll_sum(const HostGroup *grp, gsize off, gsize count, double *out)
+host_coll_reduce(const HostGroup *grp, SimparRedOp red, gsize off, gsize count, double *out)
 {
     memcpy(out, grp->slots[0].send + off, count * sizeof(double));
     for (guint m = 1; m < grp->size; m++) {
         const double *send = grp->slots[m].send + off;
-        for (gsize e = 0; e < count; e++)
-            out[e] += send[e];
+        if (red == SIMPAR_RED_MAX) {
+            for (gsize e = 0; e < count; e++)
+                out[e] = send[e] > out[e] ? send[e] : out[e];
+        } else {
+            for (gsize e = 0; e < count; e++)
+                out[e] += send[e];
+        }
     }
 }
 
@@ -229,14 +237,14 @@ host_coll_compute(const HostGroup *grp, const SimparColl *c, guint index, double
     gsize n = c->count, bytes = n * sizeof(double);
     switch (c->kind) {
     case SIMPAR_COLL_ALL_REDUCE:
-        host_coll_sum(grp, 0, n, out);
+        host_coll_reduce(grp, c->red, 0, n, out);
         break;
     case SIMPAR_COLL_REDUCE:
         if (index == c->root)
-            host_coll_sum(grp, 0, n, out);
+            host_coll_reduce(grp, c->red, 0, n, out);
         break;
     case SIMPAR_COLL_REDUCE_SCATTER:
-        host_coll_sum(grp, index * n, n, out);
+        host_coll_reduce(grp, c->red, index * n, n, out);
         break;
     case SIMPAR_COLL_ALL_GATHER:
         for (guint m = 0; m < grp->size; m++)

@@ -4,9 +4,9 @@
  * dtype (the dtype only sets byte counts elsewhere). simpar_host_run() starts one GThread per
  * rank; each executes its rank's ops in program order (simpar_schedule_rank_ops), which is a valid
  * serialisation of streams and deps. Collectives meet over shared memory with NCCL semantics and
- * sum in group-index order, so every member gets bit-identical, deterministic results; send/recv
- * are eager and buffered (FIFO per source, destination and tag), which completes every schedule
- * the rendezvous model of simpar_schedule_check() accepts.
+ * reduce (sum or max) in group-index order, so every member gets bit-identical, deterministic
+ * results; send/recv are eager and buffered (FIFO per source, destination and tag), which
+ * completes every schedule the rendezvous model of simpar_schedule_check() accepts.
  *
  *   simpar_host_new(sched) --> buffers (zeros) <-- caller writes inputs via simpar_host_buffer()
  *   simpar_host_run()      --> rank 0: [op] -> [op] -> [all-reduce] -> ...   (one thread each)

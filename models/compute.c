@@ -362,15 +362,15 @@ compute_vocab(const SimparGpu *gpu, SimparDtype dt, const SimparOp *op)
 
 /* Mixed-precision Adam (schedule.h, SimparAdam) per element: with a 16-bit dtype it reads the
  * 16-bit gradient (2 bytes), reads and writes the fp32 master weight, momentum and variance
- * (3 x 8) and writes the 16-bit weight copy (2): 28 bytes. In fp32 or fp64 training the weight
- * is its own master and everything has the dtype's size: the gradient read (ds) and weight,
+ * (3 x (4 + 4) = 24) and writes the 16-bit weight copy (2): 28 bytes. In fp32 or fp64 training the
+ * weight is its own master and everything has the dtype's size: the gradient read (ds) and weight,
  * momentum, variance read and written (6 ds), 7 ds = 28 bytes for fp32. About 12 flops per
  * element (two moment updates, bias corrections, square root, divide, decay, step). */
 static double
 compute_adam(const SimparGpu *gpu, SimparDtype dt, const SimparAdam *a)
 {
     double ds = simpar_dtype_size(dt), n = (double) a->count;
-    double per_elem = ds == 2 ? 2 * ds + 3 * 2 * 4 : 7 * ds;
+    double per_elem = ds == 2 ? 2 + 3 * (4 + 4) + 2 : 7 * ds;
     return compute_vector_time(gpu, dt, 12 * n, per_elem * n);
 }
 

@@ -281,8 +281,8 @@ check_coll_op(const SimparSchedule *sched, guint i, const SimparOp *op, GError *
     if (c->red == SIMPAR_RED_MAX && c->kind != SIMPAR_COLL_ALL_REDUCE &&
         c->kind != SIMPAR_COLL_REDUCE && c->kind != SIMPAR_COLL_REDUCE_SCATTER)
         return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,
-                          "asks a %s for reduction max; only all-reduce, reduce and "
-                          "reduce-scatter reduce",
+                          "has reduction max, but %s does not reduce (only all-reduce, reduce "
+                          "and reduce-scatter do)",
                           simpar_coll_kind_name(c->kind));
     if (c->group >= simpar_schedule_n_groups(sched))
         return check_fail(error, SIMPAR_SCHEDULE_ERROR_MISMATCH, i, op,

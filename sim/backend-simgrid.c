@@ -1,14 +1,20 @@
 /* backend-simgrid.c - the schedule on SimGrid: one actor per GPU stream.
  *
- * Compute ops sleep for their modelled time; a collective is its algorithm's expansion played on
- * mailboxes named (group, sequence number, sender, receiver), so concurrent collectives of one
- * group never take each other's messages. Exact mode posts every round; fused mode posts one
- * transfer per peer carrying all the bytes of the member's rounds (so shared links see the
- * whole load) and then waits out the rest of the closed form, which on an idle network makes
- * it equal to the closed form. Cross-stream deps wait on a per-rank condition variable.
+ * Compute ops (kernels, timed blocks) sleep for their modelled time; a collective is its
+ * algorithm's expansion played on mailboxes named (group, sequence number, sender, receiver),
+ * so concurrent collectives of one group never take each other's messages. Exact mode posts
+ * every round; fused mode posts one transfer per peer carrying all the bytes of the member's
+ * rounds (so shared links see the whole load) and then waits out the rest of the closed form,
+ * which on an idle network makes it equal to the closed form. A send and its recv are one
+ * blocking mailbox transfer on the channel's mailbox "p2p:<channel>" (replay.h; collective
+ * mailbox names start with a digit): SimGrid starts it when both ends have posted, as NCCL's
+ * rendezvous does, and shares the links with all other traffic. Cross-stream deps wait on a
+ * per-rank condition variable.
  *
  * Must run inside a SimGrid actor (platform.c's driver): it creates the stream actors and
- * blocks until they have all finished. Spans are relative to the clock at the call.
+ * blocks until they have all finished; if they stop making progress (a deadlock, which the
+ * schedule check rules out) it ends the process with g_error naming a blocked rank and op,
+ * rather than hang. Spans are relative to the clock at the call.
  */
 #include "replay.h"
 #include <simgrid/actor.h>
@@ -21,21 +27,35 @@
 #include <simgrid/semaphore.h>
 #include <stdio.h>
 
+/* Member m's transfers of a fused collective: one per (peer, direction), built on first use. */
+typedef struct {
+    SimparXfer *xfers;
+    guint n;
+    double idle; /* the slowest of them on an idle network */
+} SimgridFused;
+
 typedef struct {
     SimparReplay *r;
     SimparSpan *spans;
     gboolean *awaited; /* per op: an op of another stream depends on it */
     double t0;
-    sg_mutex_t *mutex; /* per rank */
-    sg_cond_t *cond;   /* per rank: an op of this rank finished */
-    sg_sem_t finished; /* released by every stream actor at its end */
+    sg_mutex_t *mutex;    /* per rank */
+    sg_cond_t *cond;      /* per rank: an op of this rank finished */
+    sg_sem_t finished;    /* released by every stream actor at its end */
+    sg_mailbox_t *chans;  /* per p2p channel */
+    SimgridFused **fused; /* per collective table entry: per member, or NULL */
+    guint64 progress;     /* ops ended so far: the driver's deadlock watch */
 } Simgrid;
 
 typedef struct {
     Simgrid *sg;
     guint rank, stream;
+    guint pos;      /* position in its sequence (where it is blocked, if it ever is) */
     double pending; /* compute time not slept yet: runs of compute ops become one sleep */
 } SimgridStream;
+
+/* No op ends for this long (simulated seconds) only when every actor waits forever. */
+#define SIMGRID_WATCH_S 1e6
 
 /* Sleeps the compute time accumulated so far, before anything another actor can observe. */
 static void
@@ -60,7 +80,9 @@ simgrid_mailbox(guint group, guint k, guint src, guint dst)
 static void
 simgrid_xfers(const SimparXfer *x, guint n, guint group, guint k, guint m)
 {
-    g_autofree sg_comm_t *comms = g_new(sg_comm_t, n);
+    sg_comm_t local[16];
+    g_autofree sg_comm_t *heap = n > G_N_ELEMENTS(local) ? g_new(sg_comm_t, n) : NULL;
+    sg_comm_t *comms = heap != NULL ? heap : local;
     for (guint i = 0; i < n; i++) {
         if (x[i].send) {
             comms[i] = sg_mailbox_put_async(simgrid_mailbox(group, k, m, x[i].peer),
@@ -86,7 +108,7 @@ simgrid_coll_exact(const SimparExpansion *e, guint group, guint k, guint m)
 
 /* All of member m's bytes, one transfer per (peer, direction), in first-use order. */
 static GArray *
-simgrid_fuse(const SimparExpansion *e, guint m)
+simgrid_fuse_xfers(const SimparExpansion *e, guint m)
 {
     GArray *out = g_array_new(FALSE, FALSE, sizeof(SimparXfer));
     for (guint i = e->member_first[m]; i < e->member_first[m + 1]; i++) {
@@ -106,22 +128,37 @@ simgrid_fuse(const SimparExpansion *e, guint m)
     return out; /* (transfer full) */
 }
 
-static void
-simgrid_coll_fused(const SimparReplayColl *rc, const SimparExpansion *e, guint group, guint k,
-                   guint m)
+/* Member m's fused transfers of collective table entry `coll`, built on first use. */
+static const SimgridFused *
+simgrid_fused(Simgrid *sg, guint coll, guint m)
 {
-    g_autoptr(GArray) fused = simgrid_fuse(e, m);
-    double idle = 0;
-    for (guint i = 0; i < fused->len; i++) {
-        const SimparXfer *x = &g_array_index(fused, SimparXfer, i);
+    const SimparReplayColl *rc = &g_array_index(sg->r->colls, SimparReplayColl, coll);
+    if (sg->fused[coll] == NULL)
+        sg->fused[coll] = g_new0(SimgridFused, rc->group.n);
+    SimgridFused *f = &sg->fused[coll][m];
+    if (f->xfers != NULL)
+        return f;
+    GArray *xfers = simgrid_fuse_xfers(simpar_replay_expansion(sg->r, coll), m);
+    for (guint i = 0; i < xfers->len; i++) {
+        const SimparXfer *x = &g_array_index(xfers, SimparXfer, i);
         guint src = rc->group.gpus[x->send ? m : x->peer];
         guint dst = rc->group.gpus[x->send ? x->peer : m];
         SimparRoute route;
         simpar_net_route(rc->group.net, src, dst, &route);
-        idle = MAX(idle, route.lat_s + x->bytes / route.bw_Bps);
+        f->idle = MAX(f->idle, route.lat_s + x->bytes / route.bw_Bps);
     }
-    simgrid_xfers((const SimparXfer *) fused->data, fused->len, group, k, m);
-    double rest = rc->time_s - idle; /* contention only ever adds to the idle transfer time */
+    f->n = xfers->len;
+    f->xfers = (SimparXfer *) g_array_free(xfers, FALSE);
+    return f;
+}
+
+static void
+simgrid_coll_fused(Simgrid *sg, guint coll, guint group, guint k, guint m)
+{
+    const SimparReplayColl *rc = &g_array_index(sg->r->colls, SimparReplayColl, coll);
+    const SimgridFused *f = simgrid_fused(sg, coll, m);
+    simgrid_xfers(f->xfers, f->n, group, k, m);
+    double rest = rc->time_s - f->idle; /* contention only ever adds to the idle transfer time */
     if (rest > 0)
         sg_actor_sleep_for(rest);
 }
@@ -135,11 +172,23 @@ simgrid_collective(SimgridStream *st, guint inst, const SimparOp *op)
     if (rc->group.n < 2)
         return;
     guint m = simpar_group_index(r->run->sched, op->u.coll.group, st->rank);
-    const SimparExpansion *e = simpar_replay_expansion(r, coll);
     if (r->run->mode == SIMPAR_COLL_MODE_EXACT)
-        simgrid_coll_exact(e, op->u.coll.group, r->coll_k[inst], m);
+        simgrid_coll_exact(simpar_replay_expansion(r, coll), op->u.coll.group, r->coll_k[inst], m);
     else
-        simgrid_coll_fused(rc, e, op->u.coll.group, r->coll_k[inst], m);
+        simgrid_coll_fused(st->sg, coll, op->u.coll.group, r->coll_k[inst], m);
+}
+
+/* One blocking transfer on the channel's mailbox: it starts when both ends have posted. */
+static void
+simgrid_p2p(SimgridStream *st, guint inst, const SimparOp *op)
+{
+    SimparReplay *r = st->sg->r;
+    sg_mailbox_t mb = st->sg->chans[r->p2p_chan[inst % r->n_ops]];
+    long bytes = (long) op->u.p2p.count * simpar_dtype_size(simpar_schedule_dtype(r->run->sched));
+    if (op->kind == SIMPAR_OP_SEND)
+        sg_mailbox_put(mb, &simgrid_payload, bytes);
+    else
+        (void) sg_mailbox_get(mb);
 }
 
 static void
@@ -164,6 +213,7 @@ static void
 simgrid_done(SimgridStream *st, guint inst, double start, double end)
 {
     Simgrid *sg = st->sg;
+    sg->progress++;
     if (!sg->awaited[inst % sg->r->n_ops]) {
         sg->spans[inst] = (SimparSpan){start - sg->t0, end - sg->t0};
         return;
@@ -182,17 +232,20 @@ simgrid_stream_main(int argc, char **argv)
     SimgridStream *st = sg_actor_self_get_data();
     Simgrid *sg = st->sg;
     GArray *seq = sg->r->seq[st->rank * sg->r->n_streams + st->stream];
-    for (guint i = 0; i < seq->len; i++) {
-        guint inst = g_array_index(seq, guint, i);
+    for (st->pos = 0; st->pos < seq->len; st->pos++) {
+        guint inst = g_array_index(seq, guint, st->pos);
         const SimparOp *op = simpar_replay_op(sg->r, inst);
-        g_assert(op->kind != SIMPAR_OP_SEND && op->kind != SIMPAR_OP_RECV);
         simgrid_wait_deps(st, inst, op);
-        if (op->kind == SIMPAR_OP_COLLECTIVE) {
+        if (op->kind == SIMPAR_OP_COLLECTIVE || op->kind == SIMPAR_OP_SEND ||
+            op->kind == SIMPAR_OP_RECV) {
             simgrid_flush(st);
             double start = simgrid_get_clock();
-            simgrid_collective(st, inst, op);
+            if (op->kind == SIMPAR_OP_COLLECTIVE)
+                simgrid_collective(st, inst, op);
+            else
+                simgrid_p2p(st, inst, op);
             simgrid_done(st, inst, start, simgrid_get_clock());
-        } else {
+        } else { /* compute: kernels, timed blocks */
             double start = simgrid_get_clock() + st->pending;
             st->pending += sg->r->run->compute_s[inst % sg->r->n_ops];
             simgrid_done(st, inst, start, simgrid_get_clock() + st->pending);
@@ -210,51 +263,119 @@ simgrid_host(const SimparRun *run, guint rank)
     return hosts[run->gpus[rank]];
 }
 
-void
-simpar_backend_simgrid_run(const SimparRun *run, SimparSpan *spans)
+static void
+simgrid_state_init(Simgrid *sg, SimparReplay *r, SimparSpan *spans)
 {
-    g_autoptr(SimparReplay) r = simpar_replay_new(run);
-    Simgrid sg = {r,
-                  spans,
-                  g_new0(gboolean, r->n_ops),
-                  simgrid_get_clock(),
-                  g_new(sg_mutex_t, r->n_ranks),
-                  g_new(sg_cond_t, r->n_ranks),
-                  sg_sem_init(0)};
+    const SimparRun *run = r->run;
+    *sg = (Simgrid){.r = r,
+                    .spans = spans,
+                    .awaited = g_new0(gboolean, r->n_ops),
+                    .t0 = simgrid_get_clock(),
+                    .mutex = g_new(sg_mutex_t, r->n_ranks),
+                    .cond = g_new(sg_cond_t, r->n_ranks),
+                    .finished = sg_sem_init(0),
+                    .chans = g_new(sg_mailbox_t, r->n_chans),
+                    .fused = g_new0(SimgridFused *, r->colls->len)};
     for (guint i = 0; i < r->n_ops; i++) {
         const SimparOp *op = simpar_schedule_op(run->sched, i);
         const guint *deps = simpar_schedule_deps(run->sched, op);
         for (guint d = 0; d < op->n_deps; d++)
-            sg.awaited[deps[d]] |= simpar_schedule_op(run->sched, deps[d])->stream != op->stream;
+            sg->awaited[deps[d]] |= simpar_schedule_op(run->sched, deps[d])->stream != op->stream;
     }
     for (guint i = 0; i < r->n_instances; i++)
         spans[i] = (SimparSpan){-1, -1};
-    g_autofree SimgridStream *streams = g_new(SimgridStream, r->n_ranks * r->n_streams);
+    for (guint rank = 0; rank < r->n_ranks; rank++) {
+        sg->mutex[rank] = sg_mutex_init();
+        sg->cond[rank] = sg_cond_init();
+    }
+    for (guint c = 0; c < r->n_chans; c++) {
+        char name[32];
+        snprintf(name, sizeof name, "p2p:%u", c);
+        sg->chans[c] = sg_mailbox_by_name(name);
+    }
+}
+
+static void
+simgrid_state_clear(Simgrid *sg)
+{
+    for (guint rank = 0; rank < sg->r->n_ranks; rank++) {
+        sg_cond_destroy(sg->cond[rank]);
+        sg_mutex_destroy(sg->mutex[rank]);
+    }
+    for (guint c = 0; c < sg->r->colls->len; c++) {
+        guint n = g_array_index(sg->r->colls, SimparReplayColl, c).group.n;
+        for (guint m = 0; sg->fused[c] != NULL && m < n; m++)
+            g_free(sg->fused[c][m].xfers);
+        g_free(sg->fused[c]);
+    }
+    sg_sem_destroy(sg->finished);
+    g_free(sg->mutex);
+    g_free(sg->awaited);
+    g_free(sg->cond);
+    g_free(sg->chans);
+    g_free(sg->fused);
+}
+
+/* One actor per (rank, stream) with ops; returns how many. */
+static guint
+simgrid_start_actors(Simgrid *sg, SimgridStream *streams)
+{
+    const SimparReplay *r = sg->r;
     guint n_actors = 0;
     for (guint rank = 0; rank < r->n_ranks; rank++) {
-        sg.mutex[rank] = sg_mutex_init();
-        sg.cond[rank] = sg_cond_init();
         for (guint s = 0; s < r->n_streams; s++) {
             if (r->seq[rank * r->n_streams + s]->len == 0)
                 continue;
             SimgridStream *st = &streams[n_actors++];
-            *st = (SimgridStream){&sg, rank, s, 0};
-            char name[48];
+            *st = (SimgridStream){sg, rank, s, 0, 0};
+            char name[64];
             snprintf(name, sizeof name, "rank%u-%s", rank,
-                     simpar_schedule_stream_name(run->sched, s));
-            sg_actor_t a = sg_actor_init(name, simgrid_host(run, rank));
+                     simpar_schedule_stream_name(r->run->sched, s));
+            sg_actor_t a = sg_actor_init(name, simgrid_host(r->run, rank));
             sg_actor_set_data(a, st);
             sg_actor_start(a, simgrid_stream_main, 0, NULL);
         }
     }
-    for (guint i = 0; i < n_actors; i++)
-        sg_sem_acquire(sg.finished);
-    for (guint rank = 0; rank < r->n_ranks; rank++) {
-        sg_cond_destroy(sg.cond[rank]);
-        sg_mutex_destroy(sg.mutex[rank]);
+    return n_actors;
+}
+
+/* Waits for every stream actor; SIMGRID_WATCH_S simulated seconds without an op ending means
+ * they all wait forever (nothing else could let time pass): names the first one blocked. */
+static void
+simgrid_wait_actors(Simgrid *sg, const SimgridStream *streams, guint n_actors)
+{
+    guint finished = 0;
+    while (finished < n_actors) {
+        guint64 progress = sg->progress;
+        if (!sg_sem_acquire_timeout(sg->finished, SIMGRID_WATCH_S)) {
+            finished++;
+            continue;
+        }
+        if (sg->progress != progress)
+            continue;
+        for (guint i = 0; i < n_actors; i++) {
+            const SimgridStream *st = &streams[i];
+            const GArray *seq = sg->r->seq[st->rank * sg->r->n_streams + st->stream];
+            if (st->pos == seq->len)
+                continue;
+            const SimparOp *op = simpar_replay_op(sg->r, g_array_index(seq, guint, st->pos));
+            g_error("simgrid backend: deadlock at t = %g s: rank %u, stream '%s' waits forever "
+                    "at op '%s' (%s), and %u of %u stream actors have not finished",
+                    simgrid_get_clock() - sg->t0, st->rank,
+                    simpar_schedule_stream_name(sg->r->run->sched, st->stream), op->name,
+                    simpar_op_kind_name(op->kind), n_actors - finished, n_actors);
+        }
     }
-    sg_sem_destroy(sg.finished);
-    g_free(sg.mutex);
-    g_free(sg.awaited);
-    g_free(sg.cond);
+}
+
+void
+simpar_backend_simgrid_run(const SimparRun *run, SimparSpan *spans)
+{
+    g_autoptr(SimparReplay) r = simpar_replay_new(run);
+    Simgrid sg;
+    simgrid_state_init(&sg, r, spans);
+    g_autofree SimgridStream *streams = g_new(SimgridStream, r->n_ranks * r->n_streams);
+    guint n_actors = simgrid_start_actors(&sg, streams);
+    simgrid_wait_actors(&sg, streams, n_actors);
+    simgrid_state_clear(&sg);
 }

@@ -1,18 +1,31 @@
 /* backend.h - interpreters that predict how long a schedule takes.
  *
- * A run replays one layer's schedule for `n_layers` layers as a training step without pipeline
- * or data parallelism: the forward ops of layers 1..L, then the backward ops of layers L..1,
- * each rank's streams in that order. An op starts when the previous op of its stream and its
- * deps (same layer) have finished; a collective also waits for every member of its group. Ops
- * left running at the end of a layer (asynchronous reduce-scatters on the communication stream)
- * overlap the next layer's compute, as they do in the implementations.
+ * A run replays a schedule on its streams. With n_layers = 1 (a whole training step, or one
+ * layer) every (rank, stream) runs its ops in program order. With n_layers = L > 1 the
+ * schedule is one layer, stacked as a step without pipeline or data parallelism: the forward
+ * ops of layers 1..L, then the backward ops of layers L..1, each stream in that order. An op
+ * starts when the previous op of its stream and its deps (same layer) have finished; a
+ * collective also waits for every member of its group. Ops left running at the end of a layer
+ * (asynchronous reduce-scatters on the communication stream) overlap the next layer's compute,
+ * as they do in the implementations.
+ *
+ * Compute ops (kernels, SIMPAR_OP_BLOCK timed spans) last compute_s[op]. A send and its recv
+ * (paired FIFO per (sender, receiver, tag), as simpar_schedule_check pairs them) are one
+ * rendezvous transfer of count * dtype-size bytes between their GPUs, as NCCL's send/recv: it
+ * starts when both ops have started and lasts route latency + bytes / route bandwidth on an
+ * idle network (latency alone for 0 bytes); both spans end when it ends, each starts at its own
+ * op's start. The collective `red` field does not change timing.
  *
  *   analytic  no contention: closed form per collective from its last member's arrival (fused),
- *             or its expansion evaluated from each member's arrival (exact)
+ *             or its expansion evaluated from each member's arrival (exact); p2p at idle route
+ *             speed. Event-driven: linear in ops, deps and members.
  *   simgrid   one SimGrid actor per GPU stream; collectives as p2p transfers on mailboxes, every
- *             round of the algorithm (exact) or one transfer per peer (fused)
+ *             round of the algorithm (exact) or one transfer per peer (fused); send/recv as one
+ *             mailbox transfer on the platform, sharing links with all other traffic
  *
- * Both fill a span (start, end) for every op instance: instance = layer * n_ops + op.
+ * Both fill a span (start, end) for every op instance: instance = layer * n_ops + op. Both
+ * expect a schedule that passed simpar_schedule_check; one that cannot run to completion ends
+ * the process with g_error naming a blocked rank and op (never a hang).
  *
  * Ownership: a SimparRun borrows everything it points to; spans are the caller's array.
  */
@@ -35,7 +48,7 @@ typedef struct {
     guint n_layers;
     const guint *gpus;          /* rank -> GPU id on the platform */
     const SimparNet *net;       /* routes between GPUs */
-    const double *compute_s;    /* per op (simpar_compute_times) */
+    const double *compute_s;    /* per op (simpar_compute_times; blocks: filled by the caller) */
     const SimparCollAlgo *algo; /* for the kinds it implements; others (and NULL): NCCL-like */
     SimparCollParams coll;
     SimparCollMode mode;

@@ -27,6 +27,7 @@ simpar_cli_job_clear(SimparCliJob *job)
     g_clear_pointer(&job->dtype, g_free);
     g_clear_pointer(&job->tp_mode, g_free);
     g_clear_pointer(&job->variant, g_free);
+    g_clear_pointer(&job->recompute, g_free);
 }
 
 GOptionGroup *
@@ -102,7 +103,8 @@ simpar_cli_plan(const SimparCliJob *job, const char *mode, SimparPlan *plan, GEr
         }
         plan->paper_3d = g_str_equal(job->variant, "paper");
     }
-    return TRUE;
+    return job->recompute == NULL ||
+           simpar_recompute_parse(job->recompute, &plan->recompute, error);
 }
 
 gboolean

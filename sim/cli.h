@@ -29,6 +29,7 @@ typedef struct {
     gint64 tp, depth;
     gboolean sp;
     char *variant;
+    char *recompute; /* none, selective, full */
     gboolean json;
 } SimparCliJob;
 
@@ -36,7 +37,7 @@ void simpar_cli_job_init(SimparCliJob *job);
 void simpar_cli_job_clear(SimparCliJob *job);
 GOptionGroup *simpar_cli_model_group(SimparCliJob *job); /* (transfer full) */
 gboolean simpar_cli_model(const SimparCliJob *job, SimparModel *model, GError **error);
-/* The plan of `mode` from --tp, --depth, --sp and --variant (not validated). */
+/* The plan of `mode` from --tp, --depth, --sp, --variant and --recompute (not validated). */
 gboolean simpar_cli_plan(const SimparCliJob *job, const char *mode, SimparPlan *plan,
                          GError **error);
 gboolean simpar_cli_parse(GOptionContext *ctx, const char *command, int *argc, char ***argv,

@@ -573,6 +573,8 @@ simpar_cmd_predict(int argc, char **argv, GError **error)
          "Steps to the target loss: report time and GPU-hours to target", "N"},
         {"depth", 0, 0, G_OPTION_ARG_INT64, &p.job.depth, "2.5-D depth d (default q=d)", "D"},
         {"sp", 0, 0, G_OPTION_ARG_NONE, &p.job.sp, "1-D: sequence parallelism", NULL},
+        {"recompute", 0, 0, G_OPTION_ARG_STRING, &p.job.recompute,
+         "Activation recomputation: none (default), selective (attention core), full", "R"},
         {"variant", 0, 0, G_OPTION_ARG_STRING, &p.job.variant,
          "3-D: paper (default) or later (saved gathers, async reduce-scatters)", "V"},
         {"attention", 0, 0, G_OPTION_ARG_STRING, &p.attention_name,

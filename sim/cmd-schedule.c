@@ -30,6 +30,10 @@ simpar_cmd_schedule(int argc, char **argv, GError **error)
          "3-D: paper (backward re-gathers; default) or later (saved gathers, async "
          "reduce-scatters)",
          "V"},
+        {"recompute", 0, 0, G_OPTION_ARG_STRING, &job.recompute,
+         "Activation recomputation: none (default), selective (attention core) or full (the "
+         "whole forward, collectives included)",
+         "R"},
         {"json", 0, 0, G_OPTION_ARG_NONE, &job.json, "Print JSON instead of a table", NULL},
         G_OPTION_ENTRY_NULL,
     };

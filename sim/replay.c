@@ -1,8 +1,9 @@
-/* replay.c - instance order and collective table shared by the backends. */
+/* replay.c - instance order, collective table and p2p pairs shared by the backends. */
 #include "replay.h"
 #include <string.h>
 
-/* Appends the instances of `rank` for one layer and phase to its streams, in program order. */
+/* Appends the instances of `rank` for one layer and phase (SIMPAR_N_PHASES: every op) to its
+ * streams, in program order. */
 static void
 replay_add_phase(SimparReplay *r, guint rank, guint layer, SimparPhase phase, guint *calls)
 {
@@ -11,7 +12,7 @@ replay_add_phase(SimparReplay *r, guint rank, guint layer, SimparPhase phase, gu
     const guint *ops = simpar_schedule_rank_ops(s, rank, &n);
     for (guint i = 0; i < n; i++) {
         const SimparOp *op = simpar_schedule_op(s, ops[i]);
-        if (op->phase != phase)
+        if (phase != SIMPAR_N_PHASES && op->phase != phase)
             continue;
         guint inst = layer * r->n_ops + ops[i];
         g_array_append_val(r->seq[rank * r->n_streams + op->stream], inst);
@@ -27,10 +28,14 @@ replay_order(SimparReplay *r)
     g_autofree guint *calls = g_new(guint, n_groups);
     for (guint rank = 0; rank < r->n_ranks; rank++) {
         memset(calls, 0, n_groups * sizeof *calls);
-        for (guint l = 0; l < r->run->n_layers; l++)
-            replay_add_phase(r, rank, l, SIMPAR_PHASE_FORWARD, calls);
-        for (guint l = r->run->n_layers; l-- > 0;)
-            replay_add_phase(r, rank, l, SIMPAR_PHASE_BACKWARD, calls);
+        if (r->run->n_layers == 1) { /* e.g. a whole step, whose phases interleave */
+            replay_add_phase(r, rank, 0, SIMPAR_N_PHASES, calls);
+        } else {
+            for (guint l = 0; l < r->run->n_layers; l++)
+                replay_add_phase(r, rank, l, SIMPAR_PHASE_FORWARD, calls);
+            for (guint l = r->run->n_layers; l-- > 0;)
+                replay_add_phase(r, rank, l, SIMPAR_PHASE_BACKWARD, calls);
+        }
         for (guint g = 0; g < n_groups; g++)
             r->group_calls[g] = MAX(r->group_calls[g], calls[g]);
     }
@@ -82,6 +87,111 @@ replay_colls(SimparReplay *r)
     }
 }
 
+/* ------------------------------------------------------------------------- point-to-point */
+
+typedef struct {
+    guint src, dst, tag, op;
+} ReplayEnd;
+
+static int
+replay_cmp(guint a, guint b)
+{
+    return a < b ? -1 : a > b;
+}
+
+/* By (sender, receiver, tag), then issue order: equal keys pair up in order. */
+static int
+replay_end_cmp(gconstpointer pa, gconstpointer pb)
+{
+    const ReplayEnd *a = pa, *b = pb;
+    int c = replay_cmp(a->src, b->src);
+    c = c != 0 ? c : replay_cmp(a->dst, b->dst);
+    c = c != 0 ? c : replay_cmp(a->tag, b->tag);
+    return c != 0 ? c : replay_cmp(a->op, b->op);
+}
+
+/* Every send to its recv, FIFO per (sender, receiver, tag) as the schedule check pairs them. */
+static void
+replay_pair(SimparReplay *r, GArray *sends)
+{
+    g_autoptr(GArray) recvs = g_array_new(FALSE, FALSE, sizeof(ReplayEnd));
+    for (guint i = 0; i < r->n_ops; i++) {
+        const SimparOp *op = simpar_schedule_op(r->run->sched, i);
+        r->p2p_peer[i] = r->p2p_chan[i] = G_MAXUINT;
+        ReplayEnd e = {op->rank, op->u.p2p.peer, op->u.p2p.tag, i};
+        if (op->kind == SIMPAR_OP_SEND)
+            g_array_append_val(sends, e);
+        if (op->kind == SIMPAR_OP_RECV)
+            e.src = op->u.p2p.peer, e.dst = op->rank, g_array_append_val(recvs, e);
+    }
+    g_array_sort(sends, replay_end_cmp);
+    g_array_sort(recvs, replay_end_cmp);
+    g_assert(sends->len == recvs->len); /* the schedule check matched them */
+    for (guint k = 0; k < sends->len; k++) {
+        const ReplayEnd *s = &g_array_index(sends, ReplayEnd, k);
+        const ReplayEnd *v = &g_array_index(recvs, ReplayEnd, k);
+        g_assert(s->src == v->src && s->dst == v->dst && s->tag == v->tag);
+        r->p2p_peer[s->op] = v->op, r->p2p_peer[v->op] = s->op;
+    }
+}
+
+/* Channel keys: src = sender stream, dst = receiver stream, op = the send. */
+static void
+replay_channels(SimparReplay *r, GArray *sends)
+{
+    for (guint k = 0; k < sends->len; k++) {
+        ReplayEnd *e = &g_array_index(sends, ReplayEnd, k);
+        guint recv = r->p2p_peer[e->op];
+        e->src = simpar_replay_stream(r, e->op), e->dst = simpar_replay_stream(r, recv);
+        e->tag = 0;
+    }
+    g_array_sort(sends, replay_end_cmp);
+    for (guint k = 0; k < sends->len; k++) {
+        const ReplayEnd *e = &g_array_index(sends, ReplayEnd, k);
+        const ReplayEnd *prev = k > 0 ? e - 1 : NULL;
+        if (prev == NULL || prev->src != e->src || prev->dst != e->dst)
+            r->n_chans++;
+        r->p2p_chan[e->op] = r->p2p_chan[r->p2p_peer[e->op]] = r->n_chans - 1;
+    }
+}
+
+/* Both ends of every channel issue its messages in the same order, so a FIFO mailbox per
+ * channel pairs them as the schedule does. */
+static void
+replay_check_channels(const SimparReplay *r)
+{
+    g_autofree guint *next = g_new0(guint, 2 * (gsize) r->n_chans);
+    g_autofree guint *k = g_new(guint, r->n_instances);
+    for (guint s = 0; s < r->n_ranks * r->n_streams; s++) {
+        for (guint i = 0; i < r->seq[s]->len; i++) {
+            guint inst = g_array_index(r->seq[s], guint, i), op = inst % r->n_ops;
+            if (r->p2p_chan[op] != G_MAXUINT)
+                k[inst] = next[2 * r->p2p_chan[op] +
+                               (simpar_replay_op(r, inst)->kind == SIMPAR_OP_RECV)]++;
+        }
+    }
+    for (guint inst = 0; inst < r->n_instances; inst++) {
+        guint op = inst % r->n_ops;
+        if (r->p2p_chan[op] != G_MAXUINT && k[inst] != k[inst - op + r->p2p_peer[op]])
+            g_error("send/recv '%s' of rank %u: its two ends issue channel %u in different "
+                    "orders (this layer order cannot run)",
+                    simpar_replay_op(r, inst)->name, simpar_replay_op(r, inst)->rank,
+                    r->p2p_chan[op]);
+    }
+}
+
+static void
+replay_p2p(SimparReplay *r)
+{
+    g_autoptr(GArray) sends = g_array_new(FALSE, FALSE, sizeof(ReplayEnd));
+    replay_pair(r, sends);
+    replay_channels(r, sends);
+    if (r->n_chans > 0)
+        replay_check_channels(r);
+}
+
+/* --------------------------------------------------------------------------------- the replay */
+
 SimparReplay *
 simpar_replay_new(const SimparRun *run)
 {
@@ -99,8 +209,11 @@ simpar_replay_new(const SimparRun *run)
     r->coll_of_op = g_new(guint, r->n_ops);
     r->colls = g_array_new(FALSE, FALSE, sizeof(SimparReplayColl));
     r->group_calls = g_new0(guint, simpar_schedule_n_groups(run->sched));
+    r->p2p_peer = g_new(guint, r->n_ops);
+    r->p2p_chan = g_new(guint, r->n_ops);
     replay_order(r);
     replay_colls(r);
+    replay_p2p(r);
     return r; /* (transfer full) */
 }
 
@@ -121,6 +234,8 @@ simpar_replay_free(SimparReplay *r)
     g_free(r->coll_k);
     g_free(r->coll_of_op);
     g_free(r->group_calls);
+    g_free(r->p2p_peer);
+    g_free(r->p2p_chan);
     g_free(r);
 }
 
@@ -139,4 +254,17 @@ simpar_replay_expansion(SimparReplay *r, guint coll)
         c->algo->expand(c->kind, &c->group, c->bytes, c->root, &r->run->coll, c->exp);
     }
     return c->exp; /* (transfer none) */
+}
+
+guint
+simpar_replay_stream(const SimparReplay *r, guint instance)
+{
+    const SimparOp *op = simpar_replay_op(r, instance);
+    return op->rank * r->n_streams + op->stream;
+}
+
+double
+simpar_replay_p2p_bytes(const SimparReplay *r, const SimparOp *op)
+{
+    return (double) op->u.p2p.count * simpar_dtype_size(simpar_schedule_dtype(r->run->sched));
 }

@@ -1,13 +1,20 @@
-/* replay.h - what both backends need to replay a layer schedule as L stacked layers
- * (private to sim/).
+/* replay.h - what both backends need to replay a schedule (private to sim/).
  *
- * For every (rank, stream) the op instances in issue order (forward of layers 0..L-1, then
- * backward of layers L-1..0); for every collective instance its sequence number in its group
+ * For every (rank, stream) the op instances in issue order: with one layer (n_layers = 1, a
+ * whole-step schedule) program order; with L stacked layers the forward of layers 0..L-1, then
+ * the backward of layers L-1..0. For every collective instance its sequence number in its group
  * (the k-th collective a member calls on that group: members agree, the schedule check proves
  * it); for every distinct collective (group, kind, count, root) its algorithm, group GPUs and
  * closed-form time, shared by the members' ops.
  *
+ * Point-to-point: every send is paired with its recv (FIFO per (sender, receiver, tag), as
+ * simpar_schedule_check pairs them; an instance's partner is in the same layer). A channel is
+ * (sender stream, receiver stream): both ends issue a channel's messages in the same order (a
+ * crossing would deadlock, which the check refuses), so one FIFO mailbox per channel carries
+ * them.
+ *
  *   instance = layer * n_ops + op        seq[rank * n_streams + stream] = [instance, ...]
+ *   p2p_peer[send op] = its recv op, p2p_peer[recv op] = its send op
  *
  * Ownership: a SimparReplay owns its arrays and borrows the run.
  */
@@ -34,6 +41,9 @@ typedef struct {
     guint *coll_of_op;  /* per op: index into colls, G_MAXUINT for other kinds */
     GArray *colls;      /* SimparReplayColl */
     guint *group_calls; /* per group: collectives each member calls in the whole run */
+    guint *p2p_peer;    /* per op: a send's recv, a recv's send; G_MAXUINT for other kinds */
+    guint *p2p_chan;    /* per op: channel of a send or recv; G_MAXUINT for other kinds */
+    guint n_chans;
 } SimparReplay;
 
 /* Builds the instance order and the collective table; closed forms need the routes, so with a
@@ -41,6 +51,10 @@ typedef struct {
 SimparReplay *simpar_replay_new(const SimparRun *run); /* (transfer full) */
 void simpar_replay_free(SimparReplay *r);
 const SimparOp *simpar_replay_op(const SimparReplay *r, guint instance); /* (transfer none) */
+/* The (rank, stream) index into seq of an op instance. */
+guint simpar_replay_stream(const SimparReplay *r, guint instance);
+/* Bytes a send or recv moves: count * dtype size. */
+double simpar_replay_p2p_bytes(const SimparReplay *r, const SimparOp *op);
 /* The collective's expansion, built on first use. */
 const SimparExpansion *simpar_replay_expansion(SimparReplay *r, guint coll); /* (transfer none) */
 

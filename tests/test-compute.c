@@ -317,6 +317,102 @@ test_every_mode(void)
     }
 }
 
+/* ----- embedding, cross-entropy, Adam, blocks ----- */
+
+#define VOCAB_R 1024.0 /* tokens */
+#define VOCAB_C 512.0  /* embedding width */
+#define VOCAB_V 8000.0 /* this rank's vocabulary slice */
+#define ADAM_N  1e6
+
+/* One op of every training-step kind, in SimparOpKind order from EMBED, then a BLOCK. */
+static SimparSchedule *
+step_ops_schedule(SimparDtype dtype)
+{
+    SimparSchedule *sched = simpar_schedule_new(1, dtype);
+    for (SimparOpKind k = SIMPAR_OP_EMBED; k <= SIMPAR_OP_BLOCK; k++) {
+        SimparOp op = {.kind = k, .name = simpar_op_kind_name(k)};
+        if (k == SIMPAR_OP_ADAM)
+            op.u.adam = (SimparAdam){.count = (gsize) ADAM_N, .step = 1};
+        else if (k == SIMPAR_OP_BLOCK)
+            op.u.block = (SimparBlockOp){"layer.fwd", 4, 1e15};
+        else
+            op.u.vocab = (SimparVocab){.rows = (guint) VOCAB_R,
+                                       .cols = (guint) VOCAB_C,
+                                       .vocab0 = 8000,
+                                       .vocab = (guint64) VOCAB_V};
+        simpar_schedule_add_op(sched, &op);
+    }
+    return sched; /* (transfer full) */
+}
+
+/* The roofline of a kernel whose flops run on the vector units (fp32 peak). */
+static double
+vector_time(const SimparGpu *gpu, double flops, double bytes)
+{
+    return gpu->launch_s + fmax(flops / gpu->peak_flops[SIMPAR_DTYPE_FP32],
+                                bytes / (gpu->mem_bw_Bps * gpu->mem_eff));
+}
+
+/* Expected times, element size ds, ids 8 bytes, row statistics 4 bytes; Adam 28 bytes per
+ * element in 16-bit and fp32 training (56 in fp64) and 12 flops. */
+static void
+step_ops_expected(const SimparGpu *gpu, double ds, double adam_bytes, double want[8])
+{
+    double r = VOCAB_R, rc = r * VOCAB_C, rv = r * VOCAB_V;
+    want[0] = mem_time(gpu, 2 * rc * ds + 8 * r);                 /* EMBED */
+    want[1] = mem_time(gpu, 3 * rc * ds + 8 * r);                 /* EMBED_BWD */
+    want[2] = mem_time(gpu, rv * ds + 4 * r);                     /* XENT_MAX */
+    want[3] = vector_time(gpu, 4 * rv, rv * ds + 20 * r);         /* XENT_FWD */
+    want[4] = mem_time(gpu, 12 * r + 8);                          /* XENT_LOSS */
+    want[5] = vector_time(gpu, 4 * rv, 2 * rv * ds + 20 * r);     /* XENT_BWD */
+    want[6] = vector_time(gpu, 12 * ADAM_N, adam_bytes * ADAM_N); /* ADAM */
+    want[7] = 0.0;                                                /* BLOCK: timed by its key */
+}
+
+static void
+step_ops_check(const SimparGpu *gpu, SimparDtype dtype, double ds, double adam_bytes)
+{
+    g_autoptr(SimparSchedule) sched = step_ops_schedule(dtype);
+    double times[8], want[8];
+    CU_ASSERT_EQUAL_FATAL(simpar_schedule_n_ops(sched), 8);
+    simpar_compute_times(gpu, sched, SIMPAR_ATTENTION_UNFUSED, times);
+    step_ops_expected(gpu, ds, adam_bytes, want);
+    for (guint i = 0; i < 8; i++) {
+        if (!near(times[i], want[i]))
+            printf(" (%s, %s)", simpar_op_kind_name(SIMPAR_OP_EMBED + i), simpar_dtype_name(dtype));
+        CU_ASSERT(near(times[i], want[i]));
+    }
+}
+
+static void
+test_step_ops(void)
+{
+    SimparGpu gpu;
+    gpu_h100(&gpu);
+    step_ops_check(&gpu, SIMPAR_DTYPE_BF16, 2, 28);
+    step_ops_check(&gpu, SIMPAR_DTYPE_FP16, 2, 28);
+    step_ops_check(&gpu, SIMPAR_DTYPE_FP32, 4, 28);
+    step_ops_check(&gpu, SIMPAR_DTYPE_FP64, 8, 56);
+    /* every one of them memory bound on an H100; the exponentials are a small share */
+    CU_ASSERT(4 * VOCAB_R * VOCAB_V / 67e12 < VOCAB_R * VOCAB_V * 2 / (3350e9 * 0.8) / 10);
+}
+
+/* A GPU with slow vector units: the cross-entropy and Adam flops then set the time. */
+static void
+test_step_ops_flop_bound(void)
+{
+    SimparGpu gpu;
+    gpu_h100(&gpu);
+    gpu.peak_flops[SIMPAR_DTYPE_FP32] = 1e9;
+    g_autoptr(SimparSchedule) sched = step_ops_schedule(SIMPAR_DTYPE_BF16);
+    double times[8];
+    simpar_compute_times(&gpu, sched, SIMPAR_ATTENTION_UNFUSED, times);
+    CU_ASSERT(near(times[3], gpu.launch_s + 4 * VOCAB_R * VOCAB_V / 1e9));
+    CU_ASSERT(near(times[5], gpu.launch_s + 4 * VOCAB_R * VOCAB_V / 1e9));
+    CU_ASSERT(near(times[6], gpu.launch_s + 12 * ADAM_N / 1e9));
+    step_ops_check(&gpu, SIMPAR_DTYPE_BF16, 2, 28); /* the same, from the formulas */
+}
+
 /* ----- attention ----- */
 
 /* One rank: an attention forward (op 0) and backward (op 1), bf16. */
@@ -635,6 +731,10 @@ static CU_TestInfo compute_tests[] = {
      test_attention_unfused},
     {"flash attention is one kernel and a causal mask halves its work", test_attention_flash},
     {"attention implementations parse and print by name", test_attention_names},
+    {"embedding, cross-entropy and Adam cost their bytes (Adam 28 per element), a block 0",
+     test_step_ops},
+    {"with slow vector units the cross-entropy and Adam flops set the time",
+     test_step_ops_flop_bound},
     {"validation names the missing or insane GPU figure and the dtype", test_validate},
     {"a calibration file overrides only the figures it gives", test_calibration_good},
     {"bad calibration files fail naming the file and the key", test_calibration_bad},

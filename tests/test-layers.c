@@ -4,6 +4,8 @@
  * Global inputs are drawn at random (seed printed; argv[1] overrides), scattered to the ranks
  * through the schedule's shards, and every output shard of every rank is compared element by
  * element with the reference; the shards of each output must cover the whole tensor.
+ * Every case runs without recomputation, with selective and with full recomputation: the two
+ * recomputing schedules must give every output bit for bit as the one without.
  */
 #include "exec/host.h"
 #include "generators.h"
@@ -11,6 +13,7 @@
 #include "simpar-test.h"
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 static guint32 layers_seed = 20261121;
 
@@ -51,6 +54,20 @@ layers_scatter(const SimparSchedule *sched, SimparHost *host, const RefShape *sh
             for (guint64 c = 0; c < sh[i].cols; c++)
                 dst[r * sh[i].cols + c] = t[id][(sh[i].row0 + r) * cols + sh[i].col0 + c];
     }
+}
+
+/* Every output shard's values, in shard order (the same in every recompute mode). */
+static GArray *
+layers_outputs(const SimparSchedule *sched, SimparHost *host)
+{
+    guint n;
+    const SimparShard *sh = simpar_schedule_shards(sched, &n);
+    GArray *out = g_array_new(FALSE, FALSE, sizeof(double));
+    for (guint i = 0; i < n; i++)
+        if (sh[i].role == SIMPAR_SHARD_OUTPUT)
+            g_array_append_vals(out, simpar_host_buffer(host, sh[i].view.buf) + sh[i].view.off,
+                                sh[i].rows * sh[i].cols);
+    return out; /* (transfer full) */
 }
 
 /* Largest relative error over all output shards; every output element must be covered. */
@@ -98,8 +115,9 @@ layers_compare(const SimparSchedule *sched, SimparHost *host, const RefShape *sh
     return worst;
 }
 
-static void
-layers_run(const LayerCase *lc, gboolean causal, double p)
+/* Runs one case against the reference; returns its output values (transfer full). */
+static GArray *
+layers_run(const LayerCase *lc, gboolean causal, double p, SimparRecompute recompute)
 {
     SimparModel m = {"test", layers_h, layers_a, layers_s,         lc->b,
                      1,      layers_f, 64,       SIMPAR_DTYPE_FP64};
@@ -108,6 +126,7 @@ layers_run(const LayerCase *lc, gboolean causal, double p)
     plan.mode = lc->mode, plan.tp = lc->tp, plan.depth = lc->depth;
     plan.sequence_parallel = lc->sp, plan.paper_3d = lc->paper;
     plan.causal = causal, plan.p_hidden = p, plan.p_attn = p, plan.seed = layers_seed;
+    plan.recompute = recompute;
     g_autoptr(GError) error = NULL;
     g_autoptr(SimparSchedule) sched = simpar_generate_layer(&m, &plan, &error);
     CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
@@ -131,18 +150,37 @@ layers_run(const LayerCase *lc, gboolean causal, double p)
     layers_scatter(sched, host, &shape, t);
     CU_ASSERT_TRUE_FATAL(simpar_host_run(host, &error));
     double worst = layers_compare(sched, host, &shape, t);
-    printf("\n    %s tp=%" G_GINT64_FORMAT "%s: worst relative error %.3g ", lc->mode, lc->tp,
-           causal ? " causal" : " dropout", worst);
+    printf("\n    %s tp=%" G_GINT64_FORMAT "%s recompute %s: worst relative error %.3g ", lc->mode,
+           lc->tp, causal ? " causal" : " dropout", simpar_recompute_name(recompute), worst);
     CU_ASSERT(worst < 1e-9);
     for (guint i = 0; i < REF_N_TENSORS; i++)
         g_free(t[i]);
+    return layers_outputs(sched, host);
+}
+
+/* Without recomputation, then selective and full: the same values, bit for bit. */
+static void
+layers_case_recompute(const LayerCase *lc, gboolean causal, double p)
+{
+    g_autoptr(GArray) none = layers_run(lc, causal, p, SIMPAR_RECOMPUTE_NONE);
+    for (SimparRecompute r = SIMPAR_RECOMPUTE_SELECTIVE; r <= SIMPAR_RECOMPUTE_FULL; r++) {
+        g_autoptr(GArray) got = layers_run(lc, causal, p, r);
+        CU_ASSERT_EQUAL_FATAL(got->len, none->len);
+        guint differ = 0;
+        for (guint i = 0; i < got->len; i++)
+            differ += memcmp(&g_array_index(got, double, i), &g_array_index(none, double, i),
+                             sizeof(double)) != 0;
+        printf("\n    recompute %s: %u of %u output values differ from none ",
+               simpar_recompute_name(r), differ, got->len);
+        CU_ASSERT_EQUAL(differ, 0);
+    }
 }
 
 static void
 layers_case(const LayerCase *lc)
 {
-    layers_run(lc, TRUE, 0.0);
-    layers_run(lc, FALSE, 0.1);
+    layers_case_recompute(lc, TRUE, 0.0);
+    layers_case_recompute(lc, FALSE, 0.1);
 }
 
 #define LAYER_TEST(fn, ...)                                                                        \
@@ -166,18 +204,24 @@ LAYER_TEST(test_3d_q3_later, "3d", 27, 0, FALSE, FALSE, 9)
 LAYER_TEST(test_1d_p1, "1d", 1, 0, FALSE, TRUE, 2)
 
 static CU_TestInfo layers_tests[] = {
-    {"one GPU (1-D P=1) equals the serial layer", test_1d_p1},
-    {"1-D P=2 equals the serial layer", test_1d_p2},
-    {"1-D P=4 equals the serial layer", test_1d_p4},
-    {"1-D P=2 with sequence parallelism equals the serial layer", test_1d_p2_sp},
-    {"1-D P=4 with sequence parallelism equals the serial layer", test_1d_p4_sp},
-    {"2-D q=2 equals the serial layer", test_2d_q2},
-    {"2-D q=3 equals the serial layer", test_2d_q3},
-    {"2.5-D q=2 d=2 equals the serial layer", test_2p5d_q2_d2},
-    {"3-D q=2 paper variant equals the serial layer", test_3d_q2_paper},
-    {"3-D q=2 later variant equals the serial layer", test_3d_q2_later},
-    {"3-D q=3 paper variant equals the serial layer", test_3d_q3_paper},
-    {"3-D q=3 later variant equals the serial layer", test_3d_q3_later},
+    {"one GPU (1-D P=1) equals the serial layer; recomputation changes no bit", test_1d_p1},
+    {"1-D P=2 equals the serial layer; recomputation changes no bit", test_1d_p2},
+    {"1-D P=4 equals the serial layer; recomputation changes no bit", test_1d_p4},
+    {"1-D P=2 with sequence parallelism equals the serial layer; recomputation changes no bit",
+     test_1d_p2_sp},
+    {"1-D P=4 with sequence parallelism equals the serial layer; recomputation changes no bit",
+     test_1d_p4_sp},
+    {"2-D q=2 equals the serial layer; recomputation changes no bit", test_2d_q2},
+    {"2-D q=3 equals the serial layer; recomputation changes no bit", test_2d_q3},
+    {"2.5-D q=2 d=2 equals the serial layer; recomputation changes no bit", test_2p5d_q2_d2},
+    {"3-D q=2 paper variant equals the serial layer; recomputation changes no bit",
+     test_3d_q2_paper},
+    {"3-D q=2 later variant equals the serial layer; recomputation changes no bit",
+     test_3d_q2_later},
+    {"3-D q=3 paper variant equals the serial layer; recomputation changes no bit",
+     test_3d_q3_paper},
+    {"3-D q=3 later variant equals the serial layer; recomputation changes no bit",
+     test_3d_q3_later},
     CU_TEST_INFO_NULL,
 };
 

@@ -1,10 +1,13 @@
 /* test-schedule.c - the schedule IR checks itself: hand-built schedules that deadlock, mismatch
  * collectives, leave messages unmatched, overrun buffers or race across streams are refused
  * with the right error code and a message naming the op and the rank; a well-formed one passes.
- * Also the collective element counts and the dropout mask.
+ * The training-step ops (embedding, cross-entropy, Adam, blocks) and reduction ops too. Also the
+ * collective element counts and the dropout mask.
  */
+#include "generators.h"
 #include "schedule.h"
 #include "simpar-test.h"
+#include <math.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -191,6 +194,204 @@ test_unusable_parameters_are_refused(void)
             op.u.attn = (SimparAttention){.nb = 1, .nh = 1, .s = 2, .dh = 0};
         simpar_schedule_add_op(s, &op);
         expect_failure(s, FALSE, SIMPAR_SCHEDULE_ERROR_INVALID, cases[i].name, cases[i].want, NULL);
+    }
+}
+
+/* ----- training-step ops: embedding, cross-entropy, Adam, blocks, reductions ----- */
+
+/* rows = 4 tokens, cols = 5, slice [10, 16) of the vocabulary. */
+#define STEP_ROWS 4
+#define STEP_COLS 5
+#define STEP_V    6
+
+/* Views each kind uses (inputs, then the output) and their lengths (schedule.h). */
+typedef struct {
+    SimparOpKind kind;
+    guint n_in;
+    gsize len[5];
+} StepKind;
+
+static const StepKind step_kinds[] = {
+    {SIMPAR_OP_EMBED, 2, {STEP_ROWS, STEP_V *STEP_COLS, STEP_ROWS *STEP_COLS}},
+    {SIMPAR_OP_EMBED_BWD, 2, {STEP_ROWS, STEP_ROWS *STEP_COLS, STEP_V *STEP_COLS}},
+    {SIMPAR_OP_XENT_MAX, 1, {STEP_ROWS * STEP_V, STEP_ROWS}},
+    {SIMPAR_OP_XENT_FWD, 3, {STEP_ROWS * STEP_V, STEP_ROWS, STEP_ROWS, 2 * STEP_ROWS}},
+    {SIMPAR_OP_XENT_LOSS, 2, {STEP_ROWS, 2 * STEP_ROWS, 1}},
+    {SIMPAR_OP_XENT_BWD,
+     4,
+     {STEP_ROWS * STEP_V, STEP_ROWS, STEP_ROWS, 2 * STEP_ROWS, STEP_ROWS *STEP_V}},
+};
+
+/* One op of `k` on rank 0: every view at the start of buffer `big`, except view `bad`, which
+ * starts at the end of buffer `small`; bad = G_MAXUINT leaves every view in bounds. */
+static SimparOp
+vocab_op(const StepKind *k, guint big, guint small, guint bad)
+{
+    SimparOp op = {.kind = k->kind, .name = simpar_op_kind_name(k->kind)};
+    op.u.vocab = (SimparVocab){.rows = STEP_ROWS, .cols = STEP_COLS, .vocab0 = 10, .vocab = STEP_V};
+    for (guint i = 0; i < 4; i++)
+        op.u.vocab.in[i] = i < k->n_in ? at(big, 0) : SIMPAR_NO_VIEW;
+    op.u.vocab.out[0] = at(big, 0);
+    if (bad < k->n_in)
+        op.u.vocab.in[bad] = at(small, 3);
+    else if (bad == k->n_in)
+        op.u.vocab.out[0] = at(small, 3);
+    return op;
+}
+
+static void
+test_every_view_of_the_vocabulary_ops_is_bounds_checked(void)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(step_kinds); i++) {
+        const StepKind *k = &step_kinds[i];
+        for (guint bad = 0; bad <= k->n_in; bad++) {
+            g_autoptr(SimparSchedule) s = simpar_schedule_new(1, SIMPAR_DTYPE_FP16);
+            guint big = simpar_schedule_add_buffer(s, 0, "big", 64);
+            guint small = simpar_schedule_add_buffer(s, 0, "small", 3);
+            SimparOp op = vocab_op(k, big, small, bad);
+            simpar_schedule_add_op(s, &op);
+            g_autofree char *range = g_strdup_printf("[3, %zu)", 3 + k->len[bad]);
+            g_autofree char *name = g_strdup_printf("'%s'", simpar_op_kind_name(k->kind));
+            expect_failure(s, FALSE, SIMPAR_SCHEDULE_ERROR_BOUNDS, name, range, "'small'", NULL);
+        }
+        g_autoptr(SimparSchedule) s = simpar_schedule_new(1, SIMPAR_DTYPE_FP16);
+        guint big = simpar_schedule_add_buffer(s, 0, "big", 64);
+        SimparOp op = vocab_op(k, big, big, G_MAXUINT);
+        simpar_schedule_add_op(s, &op);
+        g_autoptr(GError) error = NULL;
+        CU_ASSERT_TRUE(simpar_schedule_check(s, &error));
+    }
+}
+
+static SimparOp
+adam_op(const char *name, gsize count, SimparView p, SimparView g, SimparView m, SimparView v)
+{
+    SimparOp op = {.kind = SIMPAR_OP_ADAM, .name = name};
+    op.u.adam = (SimparAdam){count, 1e-3, 0.9, 0.95, 1e-8, 0.1, 1, p, g, m, v};
+    return op;
+}
+
+static void
+test_every_view_of_adam_is_bounds_checked(void)
+{
+    for (guint bad = 0; bad < 4; bad++) {
+        g_autoptr(SimparSchedule) s = simpar_schedule_new(1, SIMPAR_DTYPE_BF16);
+        SimparView v[4];
+        for (guint i = 0; i < 4; i++)
+            v[i] = at(simpar_schedule_add_buffer(s, 0, i == bad ? "short" : "state", 16), 0);
+        v[bad].off = 1;
+        SimparOp op = adam_op("adam.qkv", 16, v[0], v[1], v[2], v[3]);
+        simpar_schedule_add_op(s, &op);
+        expect_failure(s, FALSE, SIMPAR_SCHEDULE_ERROR_BOUNDS, "'adam.qkv'", "[1, 17)", "'short'",
+                       NULL);
+    }
+}
+
+/* A block needs no buffer at all; an EMBED_BWD accumulating into the table gradient races with
+ * an all-reduce of that gradient on another stream unless a dep orders them. */
+static void
+test_a_block_touches_nothing_and_table_gradients_are_hazard_checked(void)
+{
+    g_autoptr(SimparSchedule) s = simpar_schedule_new(1, SIMPAR_DTYPE_FP16);
+    SimparOp block = {.kind = SIMPAR_OP_BLOCK, .name = "layers.fwd"};
+    block.u.block = (SimparBlockOp){"layer.fwd", 3, 1e9};
+    simpar_schedule_add_op(s, &block);
+    expect_valid(s);
+    for (gboolean dep = FALSE; dep <= TRUE; dep++) {
+        g_autoptr(SimparSchedule) t = simpar_schedule_new(1, SIMPAR_DTYPE_FP16);
+        guint comm = simpar_schedule_add_stream(t, "comm");
+        const guint self[] = {0};
+        guint g = simpar_schedule_add_group(t, "dp", self, 1);
+        guint big = simpar_schedule_add_buffer(t, 0, "big", 64);
+        guint dtable = simpar_schedule_add_buffer(t, 0, "dtable", STEP_V * STEP_COLS);
+        SimparOp op = {.kind = SIMPAR_OP_EMBED_BWD, .name = "embed.bwd"};
+        op.u.vocab =
+            (SimparVocab){.rows = STEP_ROWS, .cols = STEP_COLS, .vocab0 = 10, .vocab = STEP_V};
+        op.u.vocab.in[0] = op.u.vocab.in[1] = at(big, 0);
+        op.u.vocab.out[0] = at(dtable, 0);
+        guint bwd = simpar_schedule_add_op(t, &op);
+        guint ar = add_all_reduce(t, 0, comm, "ar.dtable", g, STEP_V * STEP_COLS, at(dtable, 0));
+        if (dep)
+            simpar_schedule_add_dep(t, ar, bwd);
+        if (dep)
+            expect_valid(t);
+        else
+            expect_failure(t, TRUE, SIMPAR_SCHEDULE_ERROR_HAZARD, "'embed.bwd'", "'ar.dtable'",
+                           NULL);
+    }
+}
+
+static void
+test_unusable_training_parameters_are_refused(void)
+{
+    const struct {
+        double beta1, eps, lr;
+        guint step;
+        const char *want;
+    } adam[] = {{1.0, 1e-8, 1e-3, 1, "betas (1, 0.95)"},
+                {0.9, 0.0, 1e-3, 1, "epsilon 0"},
+                {0.9, 1e-8, -1.0, 1, "learning rate -1"},
+                {0.9, 1e-8, 1e-3, 0, "step 0"}};
+
+    for (guint i = 0; i < G_N_ELEMENTS(adam); i++) {
+        g_autoptr(SimparSchedule) s = simpar_schedule_new(1, SIMPAR_DTYPE_BF16);
+        SimparView v = at(simpar_schedule_add_buffer(s, 0, "x", 64), 0);
+        SimparOp op = adam_op("adam.bad", 16, v, v, v, v);
+        op.u.adam.beta1 = adam[i].beta1, op.u.adam.eps = adam[i].eps;
+        op.u.adam.lr = adam[i].lr, op.u.adam.step = adam[i].step;
+        simpar_schedule_add_op(s, &op);
+        expect_failure(s, FALSE, SIMPAR_SCHEDULE_ERROR_INVALID, "'adam.bad'", adam[i].want, NULL);
+    }
+    g_autoptr(SimparSchedule) s = simpar_schedule_new(1, SIMPAR_DTYPE_BF16);
+    SimparOp block = {.kind = SIMPAR_OP_BLOCK, .name = "block.nokey"};
+    simpar_schedule_add_op(s, &block);
+    expect_failure(s, FALSE, SIMPAR_SCHEDULE_ERROR_INVALID, "'block.nokey'", "without a key", NULL);
+    g_autoptr(SimparSchedule) t = simpar_schedule_new(1, SIMPAR_DTYPE_BF16);
+    guint big = simpar_schedule_add_buffer(t, 0, "big", 64);
+    SimparOp xent = vocab_op(&step_kinds[5], big, big, G_MAXUINT); /* XENT_BWD */
+    xent.u.vocab.scale = NAN;
+    simpar_schedule_add_op(t, &xent);
+    expect_failure(t, FALSE, SIMPAR_SCHEDULE_ERROR_INVALID, "'xent-bwd'", "loss scale nan", NULL);
+}
+
+/* A collective of `kind` with reduction `red` on every view at(rank, 0) -> at(rank, 16). */
+static void
+add_coll_red(SimparSchedule *s, guint rank, const char *name, SimparCollKind kind, guint group,
+             SimparRedOp red)
+{
+    SimparOp op = {.kind = SIMPAR_OP_COLLECTIVE, .rank = rank, .name = name};
+    op.u.coll = (SimparColl){kind, group, 4, 0, at(rank, 0), at(rank, 16), red};
+    simpar_schedule_add_op(s, &op);
+}
+
+static void
+test_members_reducing_with_different_ops_are_a_mismatch(void)
+{
+    guint g;
+    g_autoptr(SimparSchedule) s = pair_new(&g);
+    add_coll_red(s, 0, "ar.max.sum", SIMPAR_COLL_ALL_REDUCE, g, SIMPAR_RED_SUM);
+    add_coll_red(s, 1, "ar.max", SIMPAR_COLL_ALL_REDUCE, g, SIMPAR_RED_MAX);
+    expect_failure(s, FALSE, SIMPAR_SCHEDULE_ERROR_MISMATCH, "'ar.max.sum'", "all-reduce sum",
+                   "rank 1", "'ar.max'", "all-reduce max", NULL);
+}
+
+/* Max reduces in all-reduce, reduce and reduce-scatter only. */
+static void
+test_a_max_that_does_not_reduce_is_refused(void)
+{
+    const SimparCollKind kinds[] = {SIMPAR_COLL_ALL_REDUCE,     SIMPAR_COLL_REDUCE,
+                                    SIMPAR_COLL_REDUCE_SCATTER, SIMPAR_COLL_ALL_GATHER,
+                                    SIMPAR_COLL_BROADCAST,      SIMPAR_COLL_ALL_TO_ALL};
+    for (guint i = 0; i < G_N_ELEMENTS(kinds); i++) {
+        guint g;
+        g_autoptr(SimparSchedule) s = pair_new(&g);
+        for (guint r = 0; r < 2; r++)
+            add_coll_red(s, r, "coll.max", kinds[i], g, SIMPAR_RED_MAX);
+        if (i < 3)
+            expect_valid(s);
+        else
+            expect_failure(s, FALSE, SIMPAR_SCHEDULE_ERROR_INVALID, "'coll.max'",
+                           simpar_coll_kind_name(kinds[i]), "reduction max", NULL);
     }
 }
 
@@ -787,6 +988,303 @@ test_dropout_seeds_draw_independent_masks(void)
     CU_ASSERT_DOUBLE_EQUAL(d, 0.5, 0.03);
 }
 
+/* ----- activation recomputation in the generated layer schedules ----- */
+
+typedef struct {
+    const char *label, *mode;
+    gint64 tp, depth, b;
+    gboolean sp, paper;
+} RecomputeCase;
+
+/* Every tensor-parallel mode on h = 36, a = 12, f = 72, s = 4. */
+static const RecomputeCase recompute_cases[] = {
+    {"1-D P=4", "1d", 4, 0, 2, FALSE, TRUE},       {"1-D P=4 +SP", "1d", 4, 0, 2, TRUE, TRUE},
+    {"2-D q=2", "2d", 4, 0, 4, FALSE, TRUE},       {"2.5-D q=2 d=2", "2.5d", 8, 2, 4, FALSE, TRUE},
+    {"3-D q=2 paper", "3d", 8, 0, 4, FALSE, TRUE}, {"3-D q=2 later", "3d", 8, 0, 4, FALSE, FALSE},
+};
+
+enum {
+    RC_1D,
+    RC_1D_SP,
+    RC_2D,
+    RC_2P5D,
+    RC_3D_PAPER,
+    RC_3D_LATER
+};
+
+static SimparSchedule *
+recompute_schedule(const RecomputeCase *rc, SimparRecompute recompute)
+{
+    SimparModel m = {.name = "test",
+                     .hidden = 36,
+                     .heads = 12,
+                     .seq = 4,
+                     .micro_batch = rc->b,
+                     .layers = 1,
+                     .ffn = 72,
+                     .vocab = 64,
+                     .dtype = SIMPAR_DTYPE_FP32};
+    SimparPlan plan;
+    simpar_plan_init(&plan);
+    plan.mode = rc->mode, plan.tp = rc->tp, plan.depth = rc->depth;
+    plan.sequence_parallel = rc->sp, plan.paper_3d = rc->paper, plan.recompute = recompute;
+    g_autoptr(GError) error = NULL;
+    SimparSchedule *s = simpar_generate_layer(&m, &plan, &error);
+    if (s == NULL)
+        printf("\n    %s: %s", rc->label, error->message);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    return s; /* (transfer full) */
+}
+
+/* One rank's collectives per (group, kind): forward, recomputed ("bwd.recompute."), the rest
+ * of the backward; and its attention forwards. */
+typedef struct {
+    guint n_groups;
+    guint *fwd, *rec, *bwd; /* [group * SIMPAR_N_COLL_KINDS + kind] */
+    guint attention, attention_recomputed;
+} RecomputeCounts;
+
+static gboolean
+recompute_op_is_recomputed(const SimparOp *op)
+{
+    return g_str_has_prefix(op->name, "bwd.recompute.");
+}
+
+static void
+recompute_count(const SimparSchedule *s, guint rank, RecomputeCounts *c)
+{
+    c->n_groups = simpar_schedule_n_groups(s);
+    gsize n_cells = (gsize) c->n_groups * SIMPAR_N_COLL_KINDS;
+    c->fwd = g_new0(guint, n_cells), c->rec = g_new0(guint, n_cells);
+    c->bwd = g_new0(guint, n_cells);
+    c->attention = c->attention_recomputed = 0;
+    guint n;
+    const guint *ops = simpar_schedule_rank_ops(s, rank, &n);
+    for (guint i = 0; i < n; i++) {
+        const SimparOp *op = simpar_schedule_op(s, ops[i]);
+        gboolean rec = recompute_op_is_recomputed(op);
+        if (op->kind == SIMPAR_OP_ATTENTION) {
+            c->attention++;
+            c->attention_recomputed += rec;
+        }
+        if (op->kind != SIMPAR_OP_COLLECTIVE)
+            continue;
+        guint cell = op->u.coll.group * SIMPAR_N_COLL_KINDS + op->u.coll.kind;
+        guint *table = op->phase == SIMPAR_PHASE_FORWARD ? c->fwd : rec ? c->rec : c->bwd;
+        table[cell]++;
+    }
+}
+
+static void
+recompute_counts_clear(RecomputeCounts *c)
+{
+    g_free(c->fwd), g_free(c->rec), g_free(c->bwd);
+}
+
+/* Calls of `kind` over all groups of one table. */
+static guint
+recompute_kind_total(const RecomputeCounts *c, const guint *table, SimparCollKind kind)
+{
+    guint total = 0;
+    for (guint g = 0; g < c->n_groups; g++)
+        total += table[g * SIMPAR_N_COLL_KINDS + kind];
+    return total;
+}
+
+static gboolean
+recompute_tables_equal(const RecomputeCounts *c, const guint *a, const guint *b)
+{
+    return memcmp(a, b, (gsize) c->n_groups * SIMPAR_N_COLL_KINDS * sizeof(guint)) == 0;
+}
+
+static void
+test_full_recompute_in_1d_issues_six_all_reduces_per_layer(void)
+{
+    g_autoptr(SimparSchedule) none =
+        recompute_schedule(&recompute_cases[RC_1D], SIMPAR_RECOMPUTE_NONE);
+    g_autoptr(SimparSchedule) full =
+        recompute_schedule(&recompute_cases[RC_1D], SIMPAR_RECOMPUTE_FULL);
+    for (guint r = 0; r < simpar_schedule_n_ranks(full); r++) {
+        RecomputeCounts n, f;
+        recompute_count(none, r, &n);
+        recompute_count(full, r, &f);
+        guint fwd = recompute_kind_total(&f, f.fwd, SIMPAR_COLL_ALL_REDUCE);
+        guint rec = recompute_kind_total(&f, f.rec, SIMPAR_COLL_ALL_REDUCE);
+        guint bwd = recompute_kind_total(&f, f.bwd, SIMPAR_COLL_ALL_REDUCE);
+        guint before = recompute_kind_total(&n, n.fwd, SIMPAR_COLL_ALL_REDUCE) +
+                       recompute_kind_total(&n, n.bwd, SIMPAR_COLL_ALL_REDUCE);
+        if (r == 0)
+            printf("\n    rank 0: %u + %u recomputed + %u all-reduces (none: %u) ", fwd, rec, bwd,
+                   before);
+        CU_ASSERT_EQUAL(before, 4);
+        CU_ASSERT_EQUAL(fwd + rec + bwd, 6);
+        CU_ASSERT_EQUAL(fwd, 2);
+        CU_ASSERT_EQUAL(rec, 2);
+        recompute_counts_clear(&n), recompute_counts_clear(&f);
+    }
+}
+
+static void
+test_full_recompute_in_1d_sp_gathers_and_scatters_the_forward_twice(void)
+{
+    g_autoptr(SimparSchedule) none =
+        recompute_schedule(&recompute_cases[RC_1D_SP], SIMPAR_RECOMPUTE_NONE);
+    g_autoptr(SimparSchedule) full =
+        recompute_schedule(&recompute_cases[RC_1D_SP], SIMPAR_RECOMPUTE_FULL);
+    const SimparCollKind kinds[] = {SIMPAR_COLL_ALL_GATHER, SIMPAR_COLL_REDUCE_SCATTER};
+    for (guint r = 0; r < simpar_schedule_n_ranks(full); r++) {
+        RecomputeCounts n, f;
+        recompute_count(none, r, &n);
+        recompute_count(full, r, &f);
+        for (guint i = 0; i < G_N_ELEMENTS(kinds); i++) {
+            guint fwd = recompute_kind_total(&f, f.fwd, kinds[i]);
+            guint rec = recompute_kind_total(&f, f.rec, kinds[i]);
+            guint bwd = recompute_kind_total(&f, f.bwd, kinds[i]);
+            if (r == 0)
+                printf("\n    rank 0 %s: forward %u, recomputed %u, backward %u (none: %u) ",
+                       simpar_coll_kind_name(kinds[i]), fwd, rec, bwd,
+                       recompute_kind_total(&n, n.bwd, kinds[i]));
+            CU_ASSERT_EQUAL(fwd, 2);
+            CU_ASSERT_EQUAL(rec, 2);
+            CU_ASSERT_EQUAL(bwd, recompute_kind_total(&n, n.bwd, kinds[i]));
+        }
+        CU_ASSERT_EQUAL(recompute_kind_total(&f, f.fwd, SIMPAR_COLL_ALL_GATHER) +
+                            recompute_kind_total(&f, f.rec, SIMPAR_COLL_ALL_GATHER) +
+                            recompute_kind_total(&f, f.bwd, SIMPAR_COLL_ALL_GATHER),
+                        2 + 2 + 4); /* + dY of proj and fc2, re-gathered qkv and fc1 inputs */
+        recompute_counts_clear(&n), recompute_counts_clear(&f);
+    }
+}
+
+static void
+test_full_recompute_in_3d_issues_the_forward_collectives_twice(void)
+{
+    for (guint v = RC_3D_PAPER; v <= RC_3D_LATER; v++) {
+        const RecomputeCase *rc = &recompute_cases[v];
+        g_autoptr(SimparSchedule) none = recompute_schedule(rc, SIMPAR_RECOMPUTE_NONE);
+        g_autoptr(SimparSchedule) full = recompute_schedule(rc, SIMPAR_RECOMPUTE_FULL);
+        for (guint r = 0; r < simpar_schedule_n_ranks(full); r++) {
+            RecomputeCounts n, f;
+            recompute_count(none, r, &n);
+            recompute_count(full, r, &f);
+            guint calls = 0;
+            for (guint k = 0; k < SIMPAR_N_COLL_KINDS; k++)
+                calls += recompute_kind_total(&f, f.rec, k);
+            if (r == 0)
+                printf("\n    %s rank 0: %u collectives recomputed ", rc->label, calls);
+            CU_ASSERT(calls > 0);
+            CU_ASSERT_TRUE(recompute_tables_equal(&f, f.rec, f.fwd)); /* per group and kind */
+            CU_ASSERT_TRUE(recompute_tables_equal(&f, f.fwd, n.fwd));
+            CU_ASSERT_TRUE(recompute_tables_equal(&f, f.bwd, n.bwd));
+            recompute_counts_clear(&n), recompute_counts_clear(&f);
+        }
+    }
+}
+
+/* Selective: one more attention forward, right before the attention backward; no collective. */
+static void
+test_selective_recompute_runs_the_attention_forward_twice_and_no_collective(void)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(recompute_cases); i++) {
+        const RecomputeCase *rc = &recompute_cases[i];
+        g_autoptr(SimparSchedule) none = recompute_schedule(rc, SIMPAR_RECOMPUTE_NONE);
+        g_autoptr(SimparSchedule) sel = recompute_schedule(rc, SIMPAR_RECOMPUTE_SELECTIVE);
+        CU_ASSERT_EQUAL(simpar_schedule_n_ops(sel),
+                        simpar_schedule_n_ops(none) + simpar_schedule_n_ranks(sel));
+        for (guint r = 0; r < simpar_schedule_n_ranks(sel); r++) {
+            RecomputeCounts n, s;
+            recompute_count(none, r, &n);
+            recompute_count(sel, r, &s);
+            CU_ASSERT_EQUAL(n.attention, 1);
+            CU_ASSERT_EQUAL(s.attention, 2);
+            CU_ASSERT_EQUAL(s.attention_recomputed, 1);
+            CU_ASSERT_TRUE(recompute_tables_equal(&s, s.fwd, n.fwd));
+            CU_ASSERT_TRUE(recompute_tables_equal(&s, s.bwd, n.bwd));
+            for (guint k = 0; k < SIMPAR_N_COLL_KINDS; k++)
+                CU_ASSERT_EQUAL(recompute_kind_total(&s, s.rec, k), 0);
+            guint n_ops;
+            const guint *ops = simpar_schedule_rank_ops(sel, r, &n_ops);
+            for (guint k = 0; k + 1 < n_ops; k++) {
+                const SimparOp *op = simpar_schedule_op(sel, ops[k]);
+                if (!recompute_op_is_recomputed(op))
+                    continue;
+                const SimparOp *next = simpar_schedule_op(sel, ops[k + 1]);
+                CU_ASSERT_STRING_EQUAL(op->name, "bwd.recompute.attention");
+                CU_ASSERT_EQUAL(op->phase, SIMPAR_PHASE_BACKWARD);
+                CU_ASSERT_EQUAL(next->kind, SIMPAR_OP_ATTENTION_BWD);
+            }
+            recompute_counts_clear(&n), recompute_counts_clear(&s);
+        }
+    }
+}
+
+/* Full: the backward of every rank opens with the recomputed forward, op for op. */
+static void
+test_full_recompute_opens_the_backward_with_the_whole_forward(void)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(recompute_cases); i++) {
+        const RecomputeCase *rc = &recompute_cases[i];
+        g_autoptr(SimparSchedule) full = recompute_schedule(rc, SIMPAR_RECOMPUTE_FULL);
+        guint bad = 0;
+        for (guint r = 0; r < simpar_schedule_n_ranks(full); r++) {
+            guint n, n_fwd = 0, first_bwd = G_MAXUINT;
+            const guint *ops = simpar_schedule_rank_ops(full, r, &n);
+            for (guint k = 0; k < n; k++) {
+                const SimparOp *op = simpar_schedule_op(full, ops[k]);
+                n_fwd += op->phase == SIMPAR_PHASE_FORWARD;
+                if (op->phase == SIMPAR_PHASE_BACKWARD && first_bwd == G_MAXUINT)
+                    first_bwd = k;
+            }
+            CU_ASSERT_FATAL(first_bwd == n_fwd && 2 * n_fwd <= n);
+            for (guint k = 0; k < n_fwd; k++) {
+                const SimparOp *f = simpar_schedule_op(full, ops[k]);
+                const SimparOp *b = simpar_schedule_op(full, ops[n_fwd + k]);
+                g_autofree char *want = g_strdup_printf("bwd.recompute.%s", f->name + 4);
+                bad += b->phase != SIMPAR_PHASE_BACKWARD || f->kind != b->kind ||
+                       !g_str_equal(b->name, want);
+            }
+            for (guint k = 2 * n_fwd; k < n; k++)
+                bad += recompute_op_is_recomputed(simpar_schedule_op(full, ops[k]));
+        }
+        printf("\n    %s: %u ops out of place ", rc->label, bad);
+        CU_ASSERT_EQUAL(bad, 0);
+    }
+}
+
+static void
+test_every_mode_and_recompute_mode_passes_both_schedule_checks(void)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(recompute_cases); i++) {
+        for (SimparRecompute r = SIMPAR_RECOMPUTE_NONE; r <= SIMPAR_RECOMPUTE_FULL; r++) {
+            g_autoptr(SimparSchedule) s = recompute_schedule(&recompute_cases[i], r);
+            g_autoptr(GError) error = NULL;
+            gboolean ok =
+                simpar_schedule_check(s, &error) && simpar_schedule_check_hazards(s, &error);
+            if (!ok)
+                printf("\n    %s recompute %s: %s", recompute_cases[i].label,
+                       simpar_recompute_name(r), error->message);
+            CU_ASSERT_TRUE(ok);
+        }
+    }
+}
+
+static CU_TestInfo recompute_tests[] = {
+    {"1-D full recompute issues exactly 6 all-reduces per layer (4 without)",
+     test_full_recompute_in_1d_issues_six_all_reduces_per_layer},
+    {"1-D+SP full recompute issues the forward's all-gathers and reduce-scatters twice",
+     test_full_recompute_in_1d_sp_gathers_and_scatters_the_forward_twice},
+    {"3-D full recompute issues the forward's collectives twice, per group and kind (both "
+     "variants)",
+     test_full_recompute_in_3d_issues_the_forward_collectives_twice},
+    {"selective recompute runs exactly 2 attention forwards and recomputes no collective",
+     test_selective_recompute_runs_the_attention_forward_twice_and_no_collective},
+    {"full recompute opens every rank's backward with its whole forward, op for op",
+     test_full_recompute_opens_the_backward_with_the_whole_forward},
+    {"every mode with every recompute mode passes both schedule checks",
+     test_every_mode_and_recompute_mode_passes_both_schedule_checks},
+    CU_TEST_INFO_NULL,
+};
+
 static CU_TestInfo deadlock_tests[] = {
     {"all-reduces on two groups in crossed order deadlock (CYCLE)",
      test_crossed_group_order_deadlocks},
@@ -844,6 +1342,21 @@ static CU_TestInfo bounds_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
+static CU_TestInfo step_tests[] = {
+    {"every view of the embedding and cross-entropy ops is bounds-checked",
+     test_every_view_of_the_vocabulary_ops_is_bounds_checked},
+    {"every view of Adam is bounds-checked", test_every_view_of_adam_is_bounds_checked},
+    {"a block touches nothing; a table gradient's accumulation is hazard-checked",
+     test_a_block_touches_nothing_and_table_gradients_are_hazard_checked},
+    {"unusable Adam, block and loss-scale parameters are refused",
+     test_unusable_training_parameters_are_refused},
+    {"members reducing with different ops are a mismatch",
+     test_members_reducing_with_different_ops_are_a_mismatch},
+    {"max reduces in all-reduce, reduce and reduce-scatter only",
+     test_a_max_that_does_not_reduce_is_refused},
+    CU_TEST_INFO_NULL,
+};
+
 static CU_TestInfo hazard_tests[] = {
     {"a read after write on another stream without a dep is a hazard",
      test_a_read_after_write_on_another_stream_without_a_dep_is_a_hazard},
@@ -892,9 +1405,11 @@ static CU_SuiteInfo suites[] = {
     {"schedules that cannot run to completion", NULL, NULL, NULL, NULL, deadlock_tests},
     {"collective and send/recv matching", NULL, NULL, NULL, NULL, matching_tests},
     {"buffer bounds", NULL, NULL, NULL, NULL, bounds_tests},
+    {"training-step ops and reductions", NULL, NULL, NULL, NULL, step_tests},
     {"hazards across streams", NULL, NULL, NULL, NULL, hazard_tests},
     {"well-formed schedules and collective sizes", NULL, NULL, NULL, NULL, valid_tests},
     {"dropout mask", NULL, NULL, NULL, NULL, dropout_tests},
+    {"activation recomputation in the layer schedules", NULL, NULL, NULL, NULL, recompute_tests},
     CU_SUITE_INFO_NULL,
 };
 

@@ -1,0 +1,308 @@
+/* test-memory.c - per-GPU memory of a whole training step (models/memory.h).
+ *
+ * Expected values are written here from the sources' formulas (shared/reference/training-
+ * schedules.md): Korthikanti et al.'s per-layer activations in their 16-bit form (6.2), 16
+ * bytes per parameter and the ZeRO paper's 7.5B example (4.1, 6.1), the schedules' in-flight
+ * micro-batches (3.2, 3.4, 1.6), not read back from memory.c.
+ */
+#include "generators.h"
+#include "memory.h"
+#include "simpar-test.h"
+#include <math.h>
+
+/* ----- helpers ----- */
+
+/* h = 64, a = 4, s = 32, b = 16, L = 16, f = 4h, V = 1000, fp16. */
+static const SimparModel model16 = {"mem", 64, 4, 32, 16, 16, 256, 1000, SIMPAR_DTYPE_FP16};
+
+static gboolean
+near(double got, double want)
+{
+    gboolean ok = fabs(got - want) <= 1e-12 * fabs(want) + 1e-18;
+    if (!ok)
+        printf("\n    got %.17g, want %.17g", got, want);
+    return ok;
+}
+
+/* A 1-D plan of T GPUs under `schedule` over P stages, v chunks, m micro-batches, D = 1. */
+static SimparTrain
+train_1d(gint64 T, SimparPipeSchedule schedule, gint64 P, gint64 v, gint64 m)
+{
+    SimparTrain train = {0};
+    simpar_plan_init(&train.tp);
+    train.tp.tp = T;
+    train.tp.q = (guint) T;
+    train.pp = P, train.dp = 1, train.virtual_stages = v, train.schedule = schedule;
+    train.micro_batches = m, train.global_batch = m * model16.micro_batch;
+    return train;
+}
+
+static SimparMemory
+step(const SimparModel *model, const SimparTrain *train, guint stage)
+{
+    SimparMemory mem = {0};
+    simpar_memory_step(model, train, stage, 0, SIMPAR_ATTENTION_UNFUSED, &mem);
+    return mem;
+}
+
+/* Korthikanti et al.'s table at 16 bits, bytes per layer and micro-batch. */
+static double
+korthikanti(double t, gboolean sp, SimparRecompute rc)
+{
+    double s = 32, b = 16, h = 64, a = 4, sbh = s * b * h;
+    if (rc == SIMPAR_RECOMPUTE_FULL)
+        return sp ? 2 * sbh / t : 2 * sbh;
+    double scores = rc == SIMPAR_RECOMPUTE_SELECTIVE ? 0 : 5 * a * s / (h * t);
+    return sp ? sbh * (34 / t + scores) : sbh * (10 + 24 / t + scores);
+}
+
+/* Parameters of one layer: 12h^2 + 13h at f = 4h. */
+static double
+layer_params(const SimparModel *m)
+{
+    double h = m->hidden;
+    return 12 * h * h + 13 * h;
+}
+
+/* ----- activations per layer ----- */
+
+static void
+test_activations_table(void)
+{
+    const SimparRecompute modes[] = {SIMPAR_RECOMPUTE_NONE, SIMPAR_RECOMPUTE_SELECTIVE,
+                                     SIMPAR_RECOMPUTE_FULL};
+    for (gint64 T = 1; T <= 8; T *= 2)
+        for (guint i = 0; i < G_N_ELEMENTS(modes); i++)
+            for (gint sp = 0; sp <= 1; sp++) {
+                SimparTrain train = train_1d(T, SIMPAR_PIPE_1F1B, 1, 1, 1);
+                train.tp.sequence_parallel = sp, train.tp.recompute = modes[i];
+                SimparMemory mem = step(&model16, &train, 0);
+                double want = korthikanti((double) T, sp, modes[i]);
+                CU_ASSERT(near(mem.activations_B, 16 * want));
+                /* the layer recomputed in its backward holds what was not kept */
+                double none = korthikanti((double) T, sp, SIMPAR_RECOMPUTE_NONE);
+                CU_ASSERT(near(mem.recompute_B + want, none));
+            }
+}
+
+/* The layer-stack estimate honours the plan's recompute mode the same way. */
+static void
+test_estimate_recompute(void)
+{
+    SimparModel m = model16;
+    SimparPlan plan;
+    simpar_plan_init(&plan);
+    plan.tp = 4, plan.recompute = SIMPAR_RECOMPUTE_SELECTIVE;
+    g_autoptr(SimparSchedule) layer = simpar_generate_layer(&m, &plan, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(layer);
+    SimparMemory mem;
+    simpar_memory_estimate(&m, &plan, layer, SIMPAR_ATTENTION_UNFUSED, &mem);
+    CU_ASSERT(near(mem.activations_B, 16 * korthikanti(4, FALSE, SIMPAR_RECOMPUTE_SELECTIVE)));
+    CU_ASSERT(near(mem.states_B, 16 * 16 * layer_params(&m) / 4));
+    CU_ASSERT(
+        near(mem.total_B, mem.states_B + mem.activations_B + mem.recompute_B + mem.transient_B));
+}
+
+/* ----- model states ----- */
+
+static void
+test_states_16_bytes(void)
+{
+    const SimparDtype dtypes[] = {SIMPAR_DTYPE_FP16, SIMPAR_DTYPE_BF16, SIMPAR_DTYPE_FP32};
+    for (guint i = 0; i < G_N_ELEMENTS(dtypes); i++) {
+        SimparModel m = model16;
+        m.dtype = dtypes[i];
+        SimparTrain train = train_1d(4, SIMPAR_PIPE_1F1B, 1, 1, 1);
+        SimparMemory mem = step(&m, &train, 0);
+        double layers = 16 * layer_params(&m) / 4, heads = 2 * 64 * 1000.0 / 4;
+        CU_ASSERT(near(mem.params, layers + heads));
+        CU_ASSERT(near(mem.weights_B + mem.grads_B + mem.optimizer_B, 16 * layers));
+        CU_ASSERT(near(mem.weights_B, simpar_dtype_size(m.dtype) * layers));
+        CU_ASSERT(near(mem.embedding_B, 16 * heads));
+        CU_ASSERT(near(mem.states_B, 16 * (layers + heads)));
+    }
+}
+
+/* Psi = 26 (12h^2 + 13h) + hV = 7.5e9 exactly at h = 4800, V = 64562, tied, P = 1, T = 1. */
+static void
+test_states_zero_example(void)
+{
+    SimparModel m = {"zero", 4800, 32, 1024, 1, 26, 19200, 64562, SIMPAR_DTYPE_FP16};
+    const double want_GB[] = {120, 31.4, 16.6, 1.875};
+    const double tol_GB[] = {1e-9, 0.05, 0.05, 1e-9};
+    for (gint zero = 0; zero <= 3; zero++) {
+        SimparTrain train = train_1d(1, SIMPAR_PIPE_1F1B, 1, 1, 1);
+        train.dp = 64, train.zero = zero, train.tied_embeddings = TRUE;
+        SimparMemory mem = step(&m, &train, 0);
+        CU_ASSERT_DOUBLE_EQUAL(mem.params, 7.5e9, 0.5);
+        CU_ASSERT_DOUBLE_EQUAL(mem.states_B / 1e9, want_GB[zero], tol_GB[zero]);
+    }
+    /* the exact forms: (4 + 12/64), (2 + 14/64) bytes per parameter */
+    SimparTrain train = train_1d(1, SIMPAR_PIPE_1F1B, 1, 1, 1);
+    train.dp = 64, train.tied_embeddings = TRUE;
+    train.zero = 1;
+    CU_ASSERT(near(step(&m, &train, 0).states_B, (4 + 12.0 / 64) * 7.5e9));
+    train.zero = 2;
+    SimparMemory z2 = step(&m, &train, 0);
+    CU_ASSERT(near(z2.states_B, (2 + 14.0 / 64) * 7.5e9));
+    double layers = 26 * layer_params(&m);
+    CU_ASSERT(near(z2.weights_B, 2 * layers));
+    CU_ASSERT(near(z2.grads_B, 2 * layers / 64));
+    CU_ASSERT(near(z2.optimizer_B, 12 * layers / 64));
+}
+
+/* ----- micro-batches in flight ----- */
+
+static void
+test_1f1b_in_flight(void)
+{
+    const gint64 ms[] = {1, 2, 3, 8};
+    double layer = korthikanti(2, FALSE, SIMPAR_RECOMPUTE_NONE);
+    for (guint i = 0; i < G_N_ELEMENTS(ms); i++) {
+        SimparTrain train = train_1d(2, SIMPAR_PIPE_1F1B, 4, 1, ms[i]);
+        for (guint p = 0; p < 4; p++) {
+            SimparMemory mem = step(&model16, &train, p);
+            double held = MIN(4.0 - p, (double) ms[i]); /* stage 0 holds P, stage P-1 one */
+            CU_ASSERT_DOUBLE_EQUAL(mem.in_flight, held, 0);
+            CU_ASSERT(near(mem.activations_B, 4 * layer * held)); /* L/P = 4 layers */
+        }
+    }
+}
+
+static void
+test_gpipe_in_flight(void)
+{
+    double layer = korthikanti(2, FALSE, SIMPAR_RECOMPUTE_NONE);
+    SimparTrain train = train_1d(2, SIMPAR_PIPE_GPIPE, 4, 1, 8);
+    for (guint p = 0; p < 4; p++) {
+        SimparMemory mem = step(&model16, &train, p);
+        CU_ASSERT_DOUBLE_EQUAL(mem.in_flight, 8, 0);
+        CU_ASSERT(near(mem.activations_B, 4 * layer * 8));
+    }
+    /* the last stage keeps every micro-batch's fp32 logits until the backward phase */
+    CU_ASSERT(near(step(&model16, &train, 3).head_B, 8 * 16 * 32 * 1000.0 / 2 * 4));
+}
+
+static void
+test_interleaved_in_flight(void)
+{
+    double layer = korthikanti(2, FALSE, SIMPAR_RECOMPUTE_NONE), P = 4, v = 2;
+    SimparTrain train = train_1d(2, SIMPAR_PIPE_INTERLEAVED, 4, 2, 8);
+    /* Megatron's rule: stage 0 holds P (1 + (P - 1)/(P v)) micro-batches of L/P layers */
+    SimparMemory first = step(&model16, &train, 0);
+    CU_ASSERT(near(first.in_flight, P * (1 + (P - 1) / (P * v))));
+    CU_ASSERT(near(first.activations_B, 16 / P * layer * P * (1 + (P - 1) / (P * v))));
+    /* stage p: 2 (P - p - 1) + (v - 1) P + 1 chunks of L/(P v) = 2 layers */
+    const double chunks[] = {11, 9, 7, 5};
+    for (guint p = 0; p < 4; p++)
+        CU_ASSERT(near(step(&model16, &train, p).activations_B, 2 * layer * chunks[p]));
+    /* fewer micro-batches than the warm-up: all m v chunks */
+    train.micro_batches = 4;
+    CU_ASSERT(near(step(&model16, &train, 0).activations_B, 2 * layer * 8));
+    CU_ASSERT(near(step(&model16, &train, 3).activations_B, 2 * layer * 5));
+}
+
+/* ----- embedding, output layer, heads ----- */
+
+static void
+test_embedding_ends(void)
+{
+    double hv = 64 * 1000.0 / 2, logits = 16 * 32 * 1000.0 / 2 * 4;
+    for (gint tied = 0; tied <= 1; tied++) {
+        SimparTrain train = train_1d(2, SIMPAR_PIPE_1F1B, 4, 1, 8);
+        train.tied_embeddings = tied; /* P > 1: each end keeps its copy */
+        for (guint p = 0; p < 4; p++) {
+            SimparMemory mem = step(&model16, &train, p);
+            CU_ASSERT(near(mem.embedding_B, p == 0 || p == 3 ? 16 * hv : 0));
+            CU_ASSERT(near(mem.head_B, p == 3 ? logits : 0));
+            CU_ASSERT(
+                near(mem.params, 4 * layer_params(&model16) / 2 + (p == 0 || p == 3 ? hv : 0)));
+        }
+    }
+}
+
+static void
+test_embedding_single_stage(void)
+{
+    double hv = 64 * 1000.0 / 2;
+    SimparTrain train = train_1d(2, SIMPAR_PIPE_1F1B, 1, 1, 4);
+    CU_ASSERT(near(step(&model16, &train, 0).embedding_B, 2 * 16 * hv));
+    train.tied_embeddings = TRUE;
+    SimparMemory mem = step(&model16, &train, 0);
+    CU_ASSERT(near(mem.embedding_B, 16 * hv));
+    CU_ASSERT(near(mem.head_B, 16 * 32 * 1000.0 / 2 * 4)); /* one micro-batch's fp32 logits */
+    CU_ASSERT(near(mem.total_B, mem.weights_B + mem.grads_B + mem.optimizer_B + mem.embedding_B +
+                                    mem.activations_B + mem.head_B + mem.recompute_B +
+                                    mem.transient_B));
+}
+
+/* K = 4 chunks, aux heads W = 300: chunks 0..2 carry one, the last chunk's head is the model's
+ * output layer (V). */
+static void
+test_local_parallelism(void)
+{
+    double layer = korthikanti(2, FALSE, SIMPAR_RECOMPUTE_NONE), hv = 64 * 1000.0 / 2;
+    double hw = 64 * 300.0 / 2, sb = 16 * 32;
+    SimparTrain train = train_1d(2, SIMPAR_PIPE_LOCAL, 4, 1, 8);
+    train.aux_head_width = 300;
+    const double heads[] = {hv + hw, hw, hw, hv};
+    const double logits[] = {300, 300, 300, 1000};
+    for (guint p = 0; p < 4; p++) {
+        SimparMemory mem;
+        simpar_memory_step(&model16, &train, p, 1e6, SIMPAR_ATTENTION_UNFUSED, &mem);
+        CU_ASSERT_DOUBLE_EQUAL(mem.in_flight, 1, 0);
+        CU_ASSERT(near(mem.activations_B, 4 * layer));
+        CU_ASSERT(near(mem.embedding_B, 16 * heads[p]));
+        CU_ASSERT(near(mem.head_B, sb * logits[p] / 2 * 4));
+        CU_ASSERT_EQUAL(mem.transient_B, 1e6);
+    }
+}
+
+static void
+test_peak_stage(void)
+{
+    SimparTrain train = train_1d(2, SIMPAR_PIPE_1F1B, 4, 1, 8);
+    SimparMemory peak;
+    guint stage = 99;
+    simpar_memory_step_peak(&model16, &train, 0, SIMPAR_ATTENTION_UNFUSED, &peak, &stage);
+    double best = 0;
+    guint best_p = 0;
+    for (guint p = 0; p < 4; p++) {
+        double total = step(&model16, &train, p).total_B;
+        if (total > best)
+            best = total, best_p = p;
+    }
+    CU_ASSERT_EQUAL(stage, best_p);
+    CU_ASSERT_EQUAL(stage, 0); /* four micro-batches and the embedding */
+    CU_ASSERT_EQUAL(peak.total_B, best);
+}
+
+static CU_TestInfo memory_tests[] = {
+    {"1-D activations per layer are Korthikanti's table for every recompute and SP choice",
+     test_activations_table},
+    {"the layer-stack estimate honours selective recomputation", test_estimate_recompute},
+    {"weights, gradients and Adam states take 16 bytes per parameter", test_states_16_bytes},
+    {"ZeRO 0-3 give the paper's 120, 31.4, 16.6 and 1.875 GB for 7.5B parameters over 64",
+     test_states_zero_example},
+    {"1F1B stage p holds min(P - p, m) micro-batches", test_1f1b_in_flight},
+    {"GPipe holds all m micro-batches on every stage", test_gpipe_in_flight},
+    {"interleaved stage 0 holds 1 + (P - 1)/(P v) times P micro-batches",
+     test_interleaved_in_flight},
+    {"the embedding sits on the first stage and the output layer on the last", test_embedding_ends},
+    {"one stage with tied embeddings counts the table once", test_embedding_single_stage},
+    {"local parallelism holds one micro-batch and its chunk's auxiliary head",
+     test_local_parallelism},
+    {"the peak is the stage with the largest total", test_peak_stage},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"memory of a training step", NULL, NULL, NULL, NULL, memory_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+int
+main(void)
+{
+    return simpar_test_main(suites);
+}
