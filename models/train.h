@@ -40,23 +40,23 @@ typedef enum {
 } SimparTrainAxis;
 
 typedef struct {
-    SimparPlan tp;              /* tensor-parallel plan of one stage (mode, T, sp, recompute) */
-    gint64 pp;                  /* pipeline stages P (local parallelism: chunks K) */
-    gint64 dp;                  /* data-parallel replicas D */
-    gint64 virtual_stages;      /* v (interleaved); 1 otherwise */
-    gint64 global_batch;        /* sequences per optimizer step, all replicas */
+    SimparPlan tp;         /* tensor-parallel plan of one stage (mode, T, sp, recompute) */
+    gint64 pp;             /* pipeline stages P (local parallelism: chunks K) */
+    gint64 dp;             /* data-parallel replicas D */
+    gint64 virtual_stages; /* v (interleaved); 1 otherwise */
+    gint64 global_batch;   /* sequences per optimizer step, all replicas */
     SimparPipeSchedule schedule;
-    gboolean local_async;       /* local parallelism without a flush at the end of the step */
-    gint64 aux_head_width;      /* local parallelism: auxiliary head width W (default V) */
-    gint zero;                  /* 0 (DDP) .. 3 */
+    gboolean local_async;  /* local parallelism without a flush at the end of the step */
+    gint64 aux_head_width; /* local parallelism: auxiliary head width W (default V) */
+    gint zero;             /* 0 (DDP) .. 3 */
     gboolean overlap_grad_reduce;
-    gboolean scatter_gather;    /* pipeline p2p: send 1/T of the activation, all-gather after */
-    gboolean tied_embeddings;   /* output layer shares the embedding table */
-    gint64 bucket_params;       /* DP bucket size in parameters; 0: Megatron's max(4e7, 1e6*D) */
+    gboolean scatter_gather;  /* pipeline p2p: send 1/T of the activation, all-gather after */
+    gboolean tied_embeddings; /* output layer shares the embedding table */
+    gint64 bucket_params;     /* DP bucket size in parameters; 0: Megatron's max(4e7, 1e6*D) */
     SimparTrainAxis order[SIMPAR_N_TRAIN_AXES]; /* placement, innermost first */
     /* derived by simpar_train_validate */
-    gint64 micro_batches;  /* m */
-    gint64 layers_per_chunk; /* L / (P * v) */
+    gint64 micro_batches;               /* m */
+    gint64 layers_per_chunk;            /* L / (P * v) */
     gint64 stride[SIMPAR_N_TRAIN_AXES]; /* rank = sum coord[a] * stride[a] */
 } SimparTrain;
 
