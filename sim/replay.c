@@ -27,7 +27,8 @@ replay_order(SimparReplay *r)
     guint n_groups = simpar_schedule_n_groups(r->run->sched);
     g_autofree guint *calls = g_new(guint, n_groups);
     for (guint rank = 0; rank < r->n_ranks; rank++) {
-        memset(calls, 0, n_groups * sizeof *calls);
+        if (n_groups > 0) /* g_new(guint, 0) is NULL */
+            memset(calls, 0, n_groups * sizeof *calls);
         if (r->run->n_layers == 1) { /* e.g. a whole step, whose phases interleave */
             replay_add_phase(r, rank, 0, SIMPAR_N_PHASES, calls);
         } else {
