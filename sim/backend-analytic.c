@@ -35,7 +35,8 @@ typedef struct {
     guint *next_waiter;     /* per stream: next stream parked on the same instance */
     guint *queue;           /* ring of streams to advance */
     guint head, len;
-    gboolean *queued; /* per stream: in the ring */
+    gboolean *queued;   /* per stream: in the ring */
+    SimparRoute *route; /* per p2p channel, looked up on first use (bw_Bps 0 before) */
 } Analytic;
 
 static void
@@ -135,10 +136,12 @@ analytic_p2p(Analytic *a, guint inst, double ready, guint self)
     if (a->spans[peer].start < 0)
         return; /* the peer's arrival completes the transfer */
     const SimparOp *send = op->kind == SIMPAR_OP_SEND ? op : simpar_replay_op(r, peer);
-    SimparRoute route;
-    simpar_net_route(r->run->net, r->run->gpus[send->rank], r->run->gpus[send->u.p2p.peer], &route);
+    SimparRoute *route = &a->route[r->p2p_chan[op_index]];
+    if (route->bw_Bps == 0)
+        simpar_net_route(r->run->net, r->run->gpus[send->rank], r->run->gpus[send->u.p2p.peer],
+                         route);
     double start = MAX(ready, a->spans[peer].start);
-    double end = start + route.lat_s + simpar_replay_p2p_bytes(r, op) / route.bw_Bps;
+    double end = start + route->lat_s + simpar_replay_p2p_bytes(r, op) / route->bw_Bps;
     a->spans[inst].end = a->spans[peer].end = end;
     analytic_ended(a, inst, self);
     analytic_ended(a, peer, self);
@@ -202,7 +205,8 @@ analytic_init(Analytic *a, SimparReplay *r, SimparSpan *spans)
                     .waiters = g_new(guint, r->n_instances),
                     .next_waiter = g_new(guint, n_streams),
                     .queue = g_new(guint, n_streams),
-                    .queued = g_new0(gboolean, n_streams)};
+                    .queued = g_new0(gboolean, n_streams),
+                    .route = g_new0(SimparRoute, r->n_chans)};
     for (guint g = 0; g < n_groups; g++)
         a->pending[g] = g_new0(AnalyticColl, r->group_calls[g]);
     for (guint i = 0; i < r->n_instances; i++) {
@@ -224,6 +228,7 @@ analytic_clear(Analytic *a)
     g_free(a->next_waiter);
     g_free(a->queue);
     g_free(a->queued);
+    g_free(a->route);
 }
 
 /* The schedule check proved that every stream runs to its end: a stream left behind is a bug. */

@@ -8,8 +8,9 @@
  * which on an idle network makes it equal to the closed form. A send and its recv are one
  * blocking mailbox transfer on the channel's mailbox "p2p:<channel>" (replay.h; collective
  * mailbox names start with a digit): SimGrid starts it when both ends have posted, as NCCL's
- * rendezvous does, and shares the links with all other traffic. Cross-stream deps wait on a
- * per-rank condition variable.
+ * rendezvous does, and shares the links with all other traffic. A stream waiting for an op
+ * of another stream (a dep) parks on its own semaphore, which the actor that ends that op
+ * releases: one simcall on each side.
  *
  * Must run inside a SimGrid actor (platform.c's driver): it creates the stream actors and
  * blocks until they have all finished; if they stop making progress (a deadlock, which the
@@ -19,11 +20,9 @@
 #include "replay.h"
 #include <simgrid/actor.h>
 #include <simgrid/comm.h>
-#include <simgrid/cond.h>
 #include <simgrid/engine.h>
 #include <simgrid/host.h>
 #include <simgrid/mailbox.h>
-#include <simgrid/mutex.h>
 #include <simgrid/semaphore.h>
 #include <stdio.h>
 
@@ -31,28 +30,33 @@
 typedef struct {
     SimparXfer *xfers;
     guint n;
+    gboolean built;
     double idle; /* the slowest of them on an idle network */
 } SimgridFused;
+
+typedef struct _SimgridStream SimgridStream;
 
 typedef struct {
     SimparReplay *r;
     SimparSpan *spans;
     gboolean *awaited; /* per op: an op of another stream depends on it */
     double t0;
-    sg_mutex_t *mutex;    /* per rank */
-    sg_cond_t *cond;      /* per rank: an op of this rank finished */
-    sg_sem_t finished;    /* released by every stream actor at its end */
-    sg_mailbox_t *chans;  /* per p2p channel */
-    SimgridFused **fused; /* per collective table entry: per member, or NULL */
-    guint64 progress;     /* ops ended so far: the driver's deadlock watch */
+    SimgridStream **by_stream; /* per (rank, stream): its actor's state, or NULL */
+    sg_sem_t finished;         /* released by every stream actor at its end */
+    sg_mailbox_t *chans;       /* per p2p channel */
+    SimgridFused **fused;      /* per collective table entry: per member, or NULL */
+    guint64 progress;          /* ops ended so far: the driver's deadlock watch */
 } Simgrid;
 
-typedef struct {
+struct _SimgridStream {
     Simgrid *sg;
     guint rank, stream;
-    guint pos;      /* position in its sequence (where it is blocked, if it ever is) */
-    double pending; /* compute time not slept yet: runs of compute ops become one sleep */
-} SimgridStream;
+    guint pos;         /* position in its sequence (where it is blocked, if it ever is) */
+    double pending;    /* compute time not slept yet: runs of compute ops become one sleep */
+    guint waiting_for; /* the instance it is parked for, or G_MAXUINT */
+    sg_sem_t wake;     /* released when that instance ends */
+    GArray *comms;     /* sg_comm_t scratch for rounds of more than a few transfers, or NULL */
+};
 
 /* No op ends for this long (simulated seconds) only when every actor waits forever. */
 #define SIMGRID_WATCH_S 1e6
@@ -76,13 +80,17 @@ simgrid_mailbox(guint group, guint k, guint src, guint dst)
     return sg_mailbox_by_name(name);
 }
 
-/* Posts the transfers [first, first+n) of member `m` and waits for all of them. */
+/* Posts the transfers x[0..n) of member `m` and waits for all of them. */
 static void
-simgrid_xfers(const SimparXfer *x, guint n, guint group, guint k, guint m)
+simgrid_xfers(SimgridStream *st, const SimparXfer *x, guint n, guint group, guint k, guint m)
 {
-    sg_comm_t local[16];
-    g_autofree sg_comm_t *heap = n > G_N_ELEMENTS(local) ? g_new(sg_comm_t, n) : NULL;
-    sg_comm_t *comms = heap != NULL ? heap : local;
+    sg_comm_t local[16], *comms = local;
+    if (n > G_N_ELEMENTS(local)) {
+        if (st->comms == NULL)
+            st->comms = g_array_new(FALSE, FALSE, sizeof(sg_comm_t));
+        g_array_set_size(st->comms, n);
+        comms = (sg_comm_t *) st->comms->data;
+    }
     for (guint i = 0; i < n; i++) {
         if (x[i].send) {
             comms[i] = sg_mailbox_put_async(simgrid_mailbox(group, k, m, x[i].peer),
@@ -96,13 +104,13 @@ simgrid_xfers(const SimparXfer *x, guint n, guint group, guint k, guint m)
 }
 
 static void
-simgrid_coll_exact(const SimparExpansion *e, guint group, guint k, guint m)
+simgrid_coll_exact(SimgridStream *st, const SimparExpansion *e, guint group, guint k, guint m)
 {
     for (guint i = e->member_first[m]; i < e->member_first[m + 1]; i++) {
         const SimparRound *rd = &g_array_index(e->rounds, SimparRound, i);
         if (rd->delay_s > 0)
             sg_actor_sleep_for(rd->delay_s);
-        simgrid_xfers(&g_array_index(e->xfers, SimparXfer, rd->first), rd->n, group, k, m);
+        simgrid_xfers(st, &g_array_index(e->xfers, SimparXfer, rd->first), rd->n, group, k, m);
     }
 }
 
@@ -136,7 +144,7 @@ simgrid_fused(Simgrid *sg, guint coll, guint m)
     if (sg->fused[coll] == NULL)
         sg->fused[coll] = g_new0(SimgridFused, rc->group.n);
     SimgridFused *f = &sg->fused[coll][m];
-    if (f->xfers != NULL)
+    if (f->built)
         return f;
     GArray *xfers = simgrid_fuse_xfers(simpar_replay_expansion(sg->r, coll), m);
     for (guint i = 0; i < xfers->len; i++) {
@@ -149,15 +157,16 @@ simgrid_fused(Simgrid *sg, guint coll, guint m)
     }
     f->n = xfers->len;
     f->xfers = (SimparXfer *) g_array_free(xfers, FALSE);
+    f->built = TRUE;
     return f;
 }
 
 static void
-simgrid_coll_fused(Simgrid *sg, guint coll, guint group, guint k, guint m)
+simgrid_coll_fused(SimgridStream *st, guint coll, guint group, guint k, guint m)
 {
-    const SimparReplayColl *rc = &g_array_index(sg->r->colls, SimparReplayColl, coll);
-    const SimgridFused *f = simgrid_fused(sg, coll, m);
-    simgrid_xfers(f->xfers, f->n, group, k, m);
+    const SimparReplayColl *rc = &g_array_index(st->sg->r->colls, SimparReplayColl, coll);
+    const SimgridFused *f = simgrid_fused(st->sg, coll, m);
+    simgrid_xfers(st, f->xfers, f->n, group, k, m);
     double rest = rc->time_s - f->idle; /* contention only ever adds to the idle transfer time */
     if (rest > 0)
         sg_actor_sleep_for(rest);
@@ -173,9 +182,10 @@ simgrid_collective(SimgridStream *st, guint inst, const SimparOp *op)
         return;
     guint m = simpar_group_index(r->run->sched, op->u.coll.group, st->rank);
     if (r->run->mode == SIMPAR_COLL_MODE_EXACT)
-        simgrid_coll_exact(simpar_replay_expansion(r, coll), op->u.coll.group, r->coll_k[inst], m);
+        simgrid_coll_exact(st, simpar_replay_expansion(r, coll), op->u.coll.group, r->coll_k[inst],
+                           m);
     else
-        simgrid_coll_fused(st->sg, coll, op->u.coll.group, r->coll_k[inst], m);
+        simgrid_coll_fused(st, coll, op->u.coll.group, r->coll_k[inst], m);
 }
 
 /* One blocking transfer on the channel's mailbox: it starts when both ends have posted. */
@@ -198,17 +208,19 @@ simgrid_wait_deps(SimgridStream *st, guint inst, const SimparOp *op)
     const guint *deps = simpar_schedule_deps(sg->r->run->sched, op);
     guint base = inst - inst % sg->r->n_ops;
     for (guint d = 0; d < op->n_deps; d++) {
-        if (sg->spans[base + deps[d]].end >= 0)
+        guint dep = base + deps[d];
+        if (sg->spans[dep].end >= 0)
             continue;
-        simgrid_flush(st);
-        sg_mutex_lock(sg->mutex[st->rank]);
-        while (sg->spans[base + deps[d]].end < 0)
-            sg_cond_wait(sg->cond[st->rank], sg->mutex[st->rank]);
-        sg_mutex_unlock(sg->mutex[st->rank]);
+        simgrid_flush(st); /* may let other actors run: look again */
+        if (sg->spans[dep].end >= 0)
+            continue;
+        st->waiting_for = dep; /* actors run one at a time: nothing ends dep before the park */
+        sg_sem_acquire(st->wake);
+        g_assert(sg->spans[dep].end >= 0);
     }
 }
 
-/* Records the span; wakes the rank's other streams when one of them may wait for this op. */
+/* Records the span; wakes the rank's streams parked for this op. */
 static void
 simgrid_done(SimgridStream *st, guint inst, double start, double end)
 {
@@ -218,11 +230,15 @@ simgrid_done(SimgridStream *st, guint inst, double start, double end)
         sg->spans[inst] = (SimparSpan){start - sg->t0, end - sg->t0};
         return;
     }
-    simgrid_flush(st);
+    simgrid_flush(st); /* `end` is now in the past */
     sg->spans[inst] = (SimparSpan){start - sg->t0, end - sg->t0};
-    sg_mutex_lock(sg->mutex[st->rank]);
-    sg_cond_notify_all(sg->cond[st->rank]);
-    sg_mutex_unlock(sg->mutex[st->rank]);
+    SimgridStream **rank = &sg->by_stream[st->rank * sg->r->n_streams];
+    for (guint s = 0; s < sg->r->n_streams; s++) {
+        if (rank[s] != NULL && rank[s]->waiting_for == inst) {
+            rank[s]->waiting_for = G_MAXUINT;
+            sg_sem_release(rank[s]->wake);
+        }
+    }
 }
 
 static void
@@ -271,8 +287,7 @@ simgrid_state_init(Simgrid *sg, SimparReplay *r, SimparSpan *spans)
                     .spans = spans,
                     .awaited = g_new0(gboolean, r->n_ops),
                     .t0 = simgrid_get_clock(),
-                    .mutex = g_new(sg_mutex_t, r->n_ranks),
-                    .cond = g_new(sg_cond_t, r->n_ranks),
+                    .by_stream = g_new0(SimgridStream *, r->n_ranks * r->n_streams),
                     .finished = sg_sem_init(0),
                     .chans = g_new(sg_mailbox_t, r->n_chans),
                     .fused = g_new0(SimgridFused *, r->colls->len)};
@@ -284,10 +299,6 @@ simgrid_state_init(Simgrid *sg, SimparReplay *r, SimparSpan *spans)
     }
     for (guint i = 0; i < r->n_instances; i++)
         spans[i] = (SimparSpan){-1, -1};
-    for (guint rank = 0; rank < r->n_ranks; rank++) {
-        sg->mutex[rank] = sg_mutex_init();
-        sg->cond[rank] = sg_cond_init();
-    }
     for (guint c = 0; c < r->n_chans; c++) {
         char name[32];
         snprintf(name, sizeof name, "p2p:%u", c);
@@ -298,9 +309,12 @@ simgrid_state_init(Simgrid *sg, SimparReplay *r, SimparSpan *spans)
 static void
 simgrid_state_clear(Simgrid *sg)
 {
-    for (guint rank = 0; rank < sg->r->n_ranks; rank++) {
-        sg_cond_destroy(sg->cond[rank]);
-        sg_mutex_destroy(sg->mutex[rank]);
+    for (guint s = 0; s < sg->r->n_ranks * sg->r->n_streams; s++) {
+        if (sg->by_stream[s] != NULL) {
+            sg_sem_destroy(sg->by_stream[s]->wake);
+            if (sg->by_stream[s]->comms != NULL)
+                g_array_free(sg->by_stream[s]->comms, TRUE);
+        }
     }
     for (guint c = 0; c < sg->r->colls->len; c++) {
         guint n = g_array_index(sg->r->colls, SimparReplayColl, c).group.n;
@@ -309,9 +323,8 @@ simgrid_state_clear(Simgrid *sg)
         g_free(sg->fused[c]);
     }
     sg_sem_destroy(sg->finished);
-    g_free(sg->mutex);
     g_free(sg->awaited);
-    g_free(sg->cond);
+    g_free(sg->by_stream);
     g_free(sg->chans);
     g_free(sg->fused);
 }
@@ -327,7 +340,8 @@ simgrid_start_actors(Simgrid *sg, SimgridStream *streams)
             if (r->seq[rank * r->n_streams + s]->len == 0)
                 continue;
             SimgridStream *st = &streams[n_actors++];
-            *st = (SimgridStream){sg, rank, s, 0, 0};
+            *st = (SimgridStream){sg, rank, s, 0, 0, G_MAXUINT, sg_sem_init(0), NULL};
+            sg->by_stream[rank * r->n_streams + s] = st;
             char name[64];
             snprintf(name, sizeof name, "rank%u-%s", rank,
                      simpar_schedule_stream_name(r->run->sched, s));

@@ -25,7 +25,7 @@ static void
 replay_order(SimparReplay *r)
 {
     guint n_groups = simpar_schedule_n_groups(r->run->sched);
-    g_autofree guint *calls = g_new(guint, n_groups);
+    g_autofree guint *calls = g_new(guint, n_groups + 1); /* never NULL, even without groups */
     for (guint rank = 0; rank < r->n_ranks; rank++) {
         if (n_groups > 0) /* g_new(guint, 0) is NULL */
             memset(calls, 0, n_groups * sizeof *calls);
