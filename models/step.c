@@ -34,7 +34,7 @@ typedef struct {
     SimparStepRankFacts facts;
     gsize ends; /* embedding / output / aux-head parameters of one end on this rank */
     guint grads, params, opt_m, opt_v, act_in, act_out, grad_in, grad_out;
-    gsize layer_off[1024]; /* unused beyond n_chunks; offset of each chunk's layers */
+    gsize layer_off[1024]; /* per chunk (v <= 1024): offset of its layers in the gradients */
     gsize embed_off, head_off, aux_off, n_grads;
     GArray *buckets;  /* StepBucket */
     gsize open_off;   /* start of the bucket being filled */
@@ -67,29 +67,6 @@ static gsize
 step_end_params(const SimparModel *model, gint64 width, guint T)
 {
     return (gsize) ((width + T - 1) / T * model->hidden);
-}
-
-double
-simpar_step_rank_params(const SimparModel *model, const SimparTrain *tr,
-                        const SimparSchedule *layer, guint t, guint p)
-{
-    SimparStepRankFacts f;
-    simpar_step_rank_facts(layer, t, &f);
-    guint T = (guint) tr->tp.tp, P = (guint) tr->pp;
-    double n = (double) f.layer_params * (double) (model->layers / tr->pp);
-    gsize end = step_end_params(model, model->vocab, T);
-    if (tr->schedule == SIMPAR_PIPE_LOCAL) {
-        n += p == 0 ? (double) end : 0;
-        n += p + 1 == P ? (double) end : (double) step_end_params(model, tr->aux_head_width, T);
-        return n;
-    }
-    /* interleaved: every device holds a chunk of the first and of the last virtual stage only
-     * on devices 0 and P-1 */
-    if (p == 0)
-        n += (double) end;
-    if (p + 1 == P && !(tr->tied_embeddings && P == 1))
-        n += (double) end;
-    return n;
 }
 
 /* ----- emission ----- */
@@ -209,8 +186,8 @@ step_reduce_bucket(Step *st, const StepBucket *b, guint dep)
                       "dp.all-reduce");
     else
         i = step_coll(st, STEP_DP, SIMPAR_COLL_REDUCE_SCATTER, g, b->count / st->D,
-                      (SimparView){st->grads, b->off},
-                      (SimparView){st->grads, b->off + b->count / st->D * 0}, "dp.reduce-scatter");
+                      (SimparView){st->grads, b->off}, (SimparView){st->grads, b->off},
+                      "dp.reduce-scatter");
     simpar_schedule_add_dep(st->s, i, dep);
     g_array_append_val(st->dp_ops, i);
 }
@@ -231,7 +208,7 @@ step_gather(Step *st, gsize off, gsize count, const char *name)
  * parallelism needs to know when each layer's gradients are final (`final`), or ZeRO-3 gathers
  * each layer's parameters. */
 static void
-step_layers(Step *st, guint chunk, gboolean backward, gboolean final, guint micro)
+step_layers(Step *st, guint chunk, gboolean backward, gboolean final)
 {
     SimparPhase ph = backward ? SIMPAR_PHASE_BACKWARD : SIMPAR_PHASE_FORWARD;
     const char *key = backward ? "layer.bwd" : "layer.fwd";
@@ -261,7 +238,6 @@ step_layers(Step *st, guint chunk, gboolean backward, gboolean final, guint micr
             step_grads_ready(st, off, lp, b);
         }
     }
-    (void) micro;
 }
 
 /* An end's block (embedding, output layer, auxiliary head); ZeRO-3 gathers its parameters. */
@@ -299,7 +275,7 @@ step_forward(Step *st, guint step, const SimparPipeItem *it)
                   SIMPAR_PHASE_FORWARD, "p2p.recv-act");
     else
         step_end_block(st, "embed.fwd", st->embed_off, SIMPAR_PHASE_FORWARD);
-    step_layers(st, it->chunk, FALSE, FALSE, it->micro);
+    step_layers(st, it->chunk, FALSE, FALSE);
     if (vs < last)
         step_send(st, step_peer(st, vs + 1), step_tag(st, step, it->micro, vs, 0), st->act_out,
                   STEP_SEND_FWD, SIMPAR_PHASE_FORWARD, "p2p.send-act");
@@ -327,7 +303,7 @@ step_backward(Step *st, guint step, const SimparPipeItem *it)
         step_recv(st, step_peer(st, vs + 1), tag, st->grad_in, SIMPAR_PHASE_BACKWARD,
                   "p2p.recv-grad");
     }
-    step_layers(st, it->chunk, TRUE, final, it->micro);
+    step_layers(st, it->chunk, TRUE, final);
     if (vs == 0) {
         step_end_block(st, "embed.bwd", st->embed_off, SIMPAR_PHASE_BACKWARD);
         step_end_grads(st, st->embed_off, st->ends, final);
@@ -350,13 +326,11 @@ step_optimizer(Step *st, guint step)
         step_reduce_bucket(st, b, st->tr->overlap_grad_reduce ? b->ready : end_bwd);
     }
     g_array_set_size(st->buckets, 0);
-    guint tied = G_MAXUINT;
     if (st->embed_group != NULL && (st->p == 0 || st->p + 1 == st->P)) {
         gsize off = st->p == 0 ? st->embed_off : st->head_off;
-        tied = step_coll(st, STEP_COMPUTE, SIMPAR_COLL_ALL_REDUCE,
-                         st->embed_group[st->t * st->D + st->d], st->ends,
-                         (SimparView){st->grads, off}, (SimparView){st->grads, off},
-                         "embed.all-reduce-tied");
+        step_coll(st, STEP_COMPUTE, SIMPAR_COLL_ALL_REDUCE, st->embed_group[st->t * st->D + st->d],
+                  st->ends, (SimparView){st->grads, off}, (SimparView){st->grads, off},
+                  "embed.all-reduce-tied");
     }
     gsize count = st->tr->zero >= 1 ? st->n_grads / st->D : st->n_grads;
     g_autofree char *name = g_strdup_printf("optimizer.step%u", step);
@@ -375,7 +349,6 @@ step_optimizer(Step *st, guint step)
     guint a = step_add(st, &adam, STEP_COMPUTE, SIMPAR_PHASE_BACKWARD, name);
     for (guint k = 0; k < st->dp_ops->len; k++)
         simpar_schedule_add_dep(st->s, a, g_array_index(st->dp_ops, guint, k));
-    (void) tied;
     g_array_set_size(st->dp_ops, 0);
     st->last_compute = a;
     if (st->D > 1 && (st->tr->zero == 1 || st->tr->zero == 2)) {

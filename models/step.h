@@ -43,10 +43,6 @@ typedef struct {
 } SimparStepRankFacts;
 
 void simpar_step_rank_facts(const SimparSchedule *layer, guint tp_rank, SimparStepRankFacts *out);
-/* Parameters rank (t, *, p) holds: its layers, embedding and output layer (and aux head). */
-double simpar_step_rank_params(const SimparModel *model, const SimparTrain *train,
-                               const SimparSchedule *layer, guint t, guint p);
-
 /* The step schedule with timed blocks; `layer` is the one-layer schedule of train->tp (as
  * simpar_generate_layer built it), `train` validated. */
 SimparSchedule *simpar_step_build(const SimparModel *model, const SimparTrain *train,

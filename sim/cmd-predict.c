@@ -87,8 +87,13 @@ predict_resolve_train(Predict *p, GError **error)
         }
         t->global_batch = p->global_batch;
     }
+    if (p->zero != PREDICT_UNSET && (p->zero < 0 || p->zero > 3)) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "--zero %" G_GINT64_FORMAT ": valid stages are 0 (DDP), 1, 2 and 3", p->zero);
+        return FALSE;
+    }
     if (p->zero != PREDICT_UNSET)
-        t->zero = (gint) CLAMP(p->zero, -1, 4);
+        t->zero = (gint) p->zero;
     if (p->aux_head_width != PREDICT_UNSET) {
         if (p->aux_head_width < 1) {
             g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,

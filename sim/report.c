@@ -192,15 +192,6 @@ report_times(SimparReportRow *row, const SimparRun *run, const SimparSpan *spans
     }
 }
 
-/* Model FLOPs of a step, counted as the papers do (no recomputation, masks not skipped). */
-static double
-report_model_flops(const SimparModel *m)
-{
-    double b = m->micro_batch, s = m->seq, h = m->hidden, f = m->ffn;
-    double fwd = 2 * b * s * (4 * h * h + 2 * h * f) + 4 * b * s * s * h;
-    return 3 * fwd * m->layers;
-}
-
 /* Collective buffer bytes (nccl-tests S) rank 0 moves in a step. */
 static double
 report_comm_bytes(const SimparRun *run)
@@ -223,7 +214,6 @@ report_row(SimparReport *rep, const char *mode, const char *grid, guint gpus,
     SimparReportRow row = {.mode = g_intern_string(mode), .grid = g_strdup(grid), .gpus = gpus};
     row.memory = *mem;
     row.mem_capacity_B = mem_capacity_B;
-    row.model_flops = report_model_flops(rep->model);
     g_array_append_val(rep->rows, row);
     return &g_array_index(rep->rows, SimparReportRow, rep->rows->len - 1);
 }
@@ -248,60 +238,6 @@ simpar_report_append(SimparReport *rep, SimparReportRow *row)
 {
     row->mode = g_intern_string(row->mode);
     g_array_append_val(rep->rows, *row);
-}
-
-void
-simpar_report_add(SimparReport *rep, const char *mode, const char *grid, const SimparRun *run,
-                  const SimparSpan *spans, const SimparMemory *mem, double mem_capacity_B,
-                  double wall_s)
-{
-    guint gpus = simpar_schedule_n_ranks(run->sched);
-    SimparReportRow *row = report_row(rep, mode, grid, gpus, mem, mem_capacity_B);
-    report_fill(row, run, spans);
-    row->tflops_per_gpu = row->model_flops / row->step_s / gpus / 1e12;
-    row->wall_s = wall_s;
-}
-
-/* x(L) = x(b) + (L - kb) * (x(b) - x(a)) / (kb - ka): every additive figure grows by the same
- * amount per layer once the layer-to-layer pattern repeats. */
-static double
-report_line(double a, double b, guint ka, guint kb, guint layers)
-{
-    return b + ((double) layers - kb) * (b - a) / ((double) kb - ka);
-}
-
-void
-simpar_report_add_periodic(SimparReport *rep, const char *mode, const char *grid,
-                           const SimparRun *run_a, const SimparSpan *spans_a,
-                           const SimparRun *run_b, const SimparSpan *spans_b, guint layers,
-                           const SimparMemory *mem, double mem_capacity_B, double wall_s)
-{
-    guint gpus = simpar_schedule_n_ranks(run_b->sched), ka = run_a->n_layers, kb = run_b->n_layers;
-    SimparReportRow a = {0};
-    report_fill(&a, run_a, spans_a);
-    SimparReportRow *row = report_row(rep, mode, grid, gpus, mem, mem_capacity_B);
-    report_fill(row, run_b, spans_b);
-    double *fa[] = {&a.step_s,          &a.forward_s, &a.backward_s,
-                    &a.compute_s,       &a.exposed_s, &a.exposed_intra_s,
-                    &a.exposed_inter_s, &a.other_s,   &a.comm_bytes_per_gpu};
-    double *fb[] = {&row->step_s,          &row->forward_s, &row->backward_s,
-                    &row->compute_s,       &row->exposed_s, &row->exposed_intra_s,
-                    &row->exposed_inter_s, &row->other_s,   &row->comm_bytes_per_gpu};
-    for (guint i = 0; i < G_N_ELEMENTS(fa); i++)
-        *fb[i] = report_line(*fa[i], *fb[i], ka, kb, layers);
-    for (guint i = 0; i < row->axes->len; i++) {
-        SimparAxisTime *y = &g_array_index(row->axes, SimparAxisTime, i);
-        double x = 0;
-        for (guint j = 0; j < a.axes->len; j++) {
-            const SimparAxisTime *z = &g_array_index(a.axes, SimparAxisTime, j);
-            if (z->axis == y->axis && z->inter == y->inter)
-                x = z->exposed_s;
-        }
-        y->exposed_s = report_line(x, y->exposed_s, ka, kb, layers);
-    }
-    g_array_free(a.axes, TRUE);
-    row->tflops_per_gpu = row->model_flops / row->step_s / gpus / 1e12;
-    row->wall_s = wall_s;
 }
 
 void
@@ -389,15 +325,16 @@ simpar_report_to_text(const SimparReport *rep)
 {
     const SimparModel *m = rep->model;
     GString *out = g_string_new(NULL);
-    g_string_append_printf(out,
-                           "%s: model %s (h=%" G_GINT64_FORMAT " a=%" G_GINT64_FORMAT
-                           " s=%" G_GINT64_FORMAT " b=%" G_GINT64_FORMAT " L=%" G_GINT64_FORMAT
-                           " ffn=%" G_GINT64_FORMAT " %s), attention %s, backend %s (%s)\n"
-                           "step = %" G_GINT64_FORMAT " layers forward + backward; times in "
-                           "seconds; exposed = communication the compute stream waits for\n\n",
-                           rep->topology, m->name, m->hidden, m->heads, m->seq, m->micro_batch,
-                           m->layers, m->ffn, simpar_dtype_name(m->dtype), rep->attention,
-                           rep->backend, rep->coll_mode, m->layers);
+    g_string_append_printf(
+        out,
+        "%s: model %s (h=%" G_GINT64_FORMAT " a=%" G_GINT64_FORMAT " s=%" G_GINT64_FORMAT
+        " b=%" G_GINT64_FORMAT " L=%" G_GINT64_FORMAT " ffn=%" G_GINT64_FORMAT
+        " V=%" G_GINT64_FORMAT " %s), attention %s, backend %s (%s)\n"
+        "step = one optimizer step (embedding, layers, loss, Adam); times in "
+        "seconds of the GPU that ends last; fwd/bwd = its busy forward and "
+        "backward; exposed = communication its compute stream waits for\n\n",
+        rep->topology, m->name, m->hidden, m->heads, m->seq, m->micro_batch, m->layers, m->ffn,
+        m->vocab, simpar_dtype_name(m->dtype), rep->attention, rep->backend, rep->coll_mode);
     g_string_append(out, "mode  grid       GPUs    step s    fwd s    bwd s  compute s  "
                          "exposed s  intra s  inter s mem GiB TFLOP/s  vs 1-D\n");
     const SimparReportRow *base = report_baseline(rep);

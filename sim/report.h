@@ -10,9 +10,11 @@
  *   rank r compute stream: [gemm][ar row][gemm]....[wait for rs in]....[ln] | step end
  *                           compute  exposed       compute   exposed      compute  tail
  *
+ * That breakdown times one layer schedule (simpar_report_breakdown); a predicted step's row is
+ * filled by step-predict.c from the step's own walk and appended (simpar_report_append).
  * Text and JSON (json-glib) rows; a Chrome trace (one track per rank and stream).
  *
- * Ownership: a SimparReport owns its rows; it borrows nothing after simpar_report_add returns.
+ * Ownership: a SimparReport owns its rows; it borrows nothing once a row is appended.
  */
 #ifndef SIMPAR_REPORT_H
 #define SIMPAR_REPORT_H
@@ -57,18 +59,8 @@ typedef struct _SimparReport SimparReport;
 SimparReport *simpar_report_new(const SimparModel *model, const char *topology, const char *backend,
                                 const char *coll_mode, const char *attention); /* (transfer full) */
 void simpar_report_free(SimparReport *rep);
-/* A simulated mode: the breakdown of `spans` (run->n_layers layers of run->sched). */
-void simpar_report_add(SimparReport *rep, const char *mode, const char *grid, const SimparRun *run,
-                       const SimparSpan *spans, const SimparMemory *mem, double mem_capacity_B,
-                       double wall_s);
-/* From runs of ka < kb layers, the figures of `layers` layers by linear extrapolation: exact
- * when every further layer repeats the same pattern (see README, periodic replay). */
-void simpar_report_add_periodic(SimparReport *rep, const char *mode, const char *grid,
-                                const SimparRun *run_a, const SimparSpan *spans_a,
-                                const SimparRun *run_b, const SimparSpan *spans_b, guint layers,
-                                const SimparMemory *mem, double mem_capacity_B, double wall_s);
 /* Fills row->step_s, forward/backward, compute, exposed and axes from one run (the breakdown
- * simpar_report_add uses), without adding the row. */
+ * the step's layer timing uses), without adding the row. */
 void simpar_report_breakdown(const SimparRun *run, const SimparSpan *spans, SimparReportRow *row);
 /* Appends a filled row; the report takes its strings and axes. */
 void simpar_report_append(SimparReport *rep, SimparReportRow *row);

@@ -95,6 +95,7 @@ block_layers(const SimparStepTimer *tm, const SimparSchedule *layer, const guint
     for (guint i = 0; i < row.axes->len; i++)
         g_array_index(row.axes, SimparAxisTime, i).exposed_s /= 2;
     bt->layer_axes = row.axes;
+    bt->layer_comm_bytes = row.comm_bytes_per_gpu / 2;
 }
 
 /* The segments of an ends schedule, each the time from the previous segment's end to its own. */
@@ -237,7 +238,15 @@ breakdown_rank(Breakdown *b, guint rank, double from, double to)
     for (guint i = 0; i < n; i++) {
         const SimparOp *op = simpar_schedule_op(s, ops[i]);
         const SimparSpan *sp = &b->spans[ops[i]];
-        if (op->stream != 0 || sp->end <= from || sp->start >= to)
+        if (sp->end <= from || sp->start >= to)
+            continue;
+        if (op->kind == SIMPAR_OP_COLLECTIVE || op->kind == SIMPAR_OP_SEND ||
+            op->kind == SIMPAR_OP_RECV)
+            row->comm_bytes_per_gpu +=
+                (double) (op->kind == SIMPAR_OP_COLLECTIVE ? simpar_op_coll_elems(s, op)
+                                                           : op->u.p2p.count) *
+                simpar_dtype_size(simpar_schedule_dtype(s));
+        if (op->stream != 0)
             continue;
         double gap = MAX(sp->start - t, 0.0), busy = sp->end - MAX(sp->start, t);
         switch (op->kind) {
@@ -329,6 +338,7 @@ simpar_step_breakdown(const SimparRun *run, const SimparSpan *spans, const Simpa
     Breakdown b = {run, spans, bt, row, 0, 0};
     breakdown_rank(&b, crit, from, to);
     row->step.tp_exposed_s = b.tp_exposed;
+    row->comm_bytes_per_gpu += bt->layer_comm_bytes * b.layer_blocks;
     gboolean inter[SIMPAR_N_TRAIN_AXES];
     row->step.placement = breakdown_placement(run, tr, inter);
     /* the tensor-parallel exposure by axis, in the proportions of one layer's */

@@ -33,9 +33,10 @@ typedef struct {
 
 /* Block times (seconds per count) by key, and the share of each that is compute. */
 typedef struct {
-    GHashTable *time_s;    /* interned key -> double* */
-    GHashTable *compute_s; /* interned key -> double*: compute-stream compute per block */
-    GArray *layer_axes;    /* SimparAxisTime: exposed communication of one layer fwd + bwd */
+    GHashTable *time_s;      /* interned key -> double* */
+    GHashTable *compute_s;   /* interned key -> double*: compute-stream compute per block */
+    GArray *layer_axes;      /* SimparAxisTime: exposed communication of one layer fwd + bwd */
+    double layer_comm_bytes; /* collective bytes (nccl-tests S) of one layer fwd + bwd */
 } SimparBlockTimes;
 
 void simpar_block_times_clear(SimparBlockTimes *bt);

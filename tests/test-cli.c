@@ -160,7 +160,7 @@ test_predict_refusals(void)
         {"--tp-mode 1d --pp 4 --schedule interleaved --global-batch 48",
          "a multiple of --pp 4, got 3"},
         {"--tp-mode 1d --pp 2 --zero 3", "--zero 3 with --pp 2"},
-        {"--tp-mode 1d --zero 5", "--zero 4: valid stages are 0"},
+        {"--tp-mode 1d --zero 5", "--zero 5: valid stages are 0"},
         {"--schedule zigzag", "--schedule zigzag: unknown (valid: gpipe, 1f1b, interleaved"},
         {"--order tp,dp,tp", "--order tp,dp,tp: give tp, dp and pp once each"},
         {"--local-chunks 4 --pp 2", "--local-chunks replaces --pp"},
@@ -257,6 +257,10 @@ test_predict_json(void)
                            1e-9 * tf);
             CU_ASSERT_TRUE(json_object_get_double_member(a, "mfu") > 0 &&
                            json_object_get_double_member(a, "mfu") < 1);
+            /* 1-D P=64 of the main job: 4 all-reduces of b s h per layer, 24 layers, fp16 */
+            if (run == 0 && i == 0)
+                CU_ASSERT_DOUBLE_EQUAL(json_object_get_double_member(a, "comm_bytes_per_gpu"),
+                                       24.0 * 4 * 16 * 512 * 4096 * 2, 1.0);
             if (run == 1) {
                 CU_ASSERT_TRUE(json_object_get_double_member(a, "bubble_s") > 0);
                 CU_ASSERT_TRUE(json_object_get_double_member(a, "optimizer_s") > 0);
