@@ -8,6 +8,7 @@ typedef struct {
     guint64 share; /* rows * h / T: one rank's part of whole rows in the gathers and scatters */
     gboolean full_rows; /* the layer keeps whole rows on every rank (1-D without SP) */
     const char *segment;
+    SimparShard res; /* the rank's block of the residual stream (the layer's "x") */
 } Ends;
 
 static guint
@@ -25,6 +26,29 @@ ends_buf(Ends *e, const char *what, gsize elems)
 {
     g_autofree char *name = g_strdup_printf("%s.%s", e->segment, what);
     return simpar_schedule_add_buffer(e->s, e->rank, name, MAX(elems, 1));
+}
+
+/* A shard of this rank: a block of a global tensor at the start of `buf`. */
+static void
+ends_shard(Ends *e, const char *tensor, SimparShardRole role, guint buf, guint64 row0,
+           guint64 rows, guint64 col0, guint64 cols)
+{
+    SimparShard sh = {g_intern_string(tensor), role, e->rank, {buf, 0}, row0, rows, col0, cols};
+    simpar_schedule_add_shard(e->s, &sh);
+}
+
+/* The rank's block of the residual stream in `buf`, under the name `tensor`. */
+static void
+ends_res_shard(Ends *e, const char *tensor, SimparShardRole role, guint buf)
+{
+    ends_shard(e, tensor, role, buf, e->res.row0, e->res.rows, e->res.col0, e->res.cols);
+}
+
+/* The rank's vocabulary slice, clipped to the vocabulary (the last slice may be short). */
+static guint64
+ends_slice_rows(const Ends *e)
+{
+    return e->vocab0 >= e->width ? 0 : MIN(e->slice, e->width - e->vocab0);
 }
 
 static void
@@ -81,17 +105,23 @@ static void
 ends_embedding(Ends *e, guint tokens, gboolean backward)
 {
     e->segment = backward ? "embed.bwd" : "embed.fwd";
-    guint table = ends_buf(e, "table", e->slice * e->h);
     if (!backward) {
+        guint table = ends_buf(e, "table", e->slice * e->h);
+        ends_shard(e, "embedding.weight", SIMPAR_SHARD_INPUT, table, e->vocab0, ends_slice_rows(e),
+                   0, e->h);
         guint y = ends_buf(e, "y", e->rows * e->h);
         guint in[] = {tokens, table};
         ends_vocab(e, SIMPAR_OP_EMBED, SIMPAR_PHASE_FORWARD, "lookup", (guint) e->h, 1, in, 2, y);
-        ends_to_blocks(e, y, SIMPAR_PHASE_FORWARD, "reduce");
+        ends_res_shard(e, "embed.y", SIMPAR_SHARD_OUTPUT,
+                       ends_to_blocks(e, y, SIMPAR_PHASE_FORWARD, "reduce"));
         return;
     }
     guint dy = ends_buf(e, "dy", MAX(e->act, e->share));
+    ends_res_shard(e, "embed.dy", SIMPAR_SHARD_INPUT, dy);
     guint full = ends_full_rows(e, dy, SIMPAR_PHASE_BACKWARD, "gather-dy");
     guint dtable = ends_buf(e, "table.grad", e->slice * e->h);
+    ends_shard(e, "embedding.weight.grad", SIMPAR_SHARD_OUTPUT, dtable, e->vocab0,
+               ends_slice_rows(e), 0, e->h);
     guint in[] = {tokens, full};
     ends_vocab(e, SIMPAR_OP_EMBED_BWD, SIMPAR_PHASE_BACKWARD, "scatter-add", (guint) e->h, 1, in, 2,
                dtable);
@@ -107,11 +137,15 @@ ends_gemm(Ends *e, SimparPhase phase, const char *what, SimparGemm g)
 
 /* Output layer (or an auxiliary head) and vocabulary-parallel cross-entropy. */
 static void
-ends_head(Ends *e, const char *name, guint tokens, double scale)
+ends_head(Ends *e, gboolean aux, guint targets, double scale)
 {
+    const char *name = aux ? "aux" : "head", *tensor = aux ? "aux.weight" : "output.weight";
     g_autofree char *fwd = g_strdup_printf("%s.fwd", name), *bwd = g_strdup_printf("%s.bwd", name);
+    g_autofree char *weight_grad = g_strdup_printf("%s.grad", tensor);
     e->segment = g_intern_string(fwd);
     guint x = ends_buf(e, "x", MAX(e->act, e->share)), w = ends_buf(e, "weight", e->h * e->slice);
+    ends_res_shard(e, "head.x", SIMPAR_SHARD_INPUT, x);
+    ends_shard(e, tensor, SIMPAR_SHARD_INPUT, w, 0, e->h, e->vocab0, ends_slice_rows(e));
     guint xf = ends_full_rows(e, x, SIMPAR_PHASE_FORWARD, "gather-x");
     guint logits = ends_buf(e, "logits", e->rows * e->slice);
     ends_gemm(e, SIMPAR_PHASE_FORWARD, "gemm",
@@ -127,20 +161,22 @@ ends_head(Ends *e, const char *name, guint tokens, double scale)
     ends_vocab(e, SIMPAR_OP_XENT_MAX, SIMPAR_PHASE_FORWARD, "xent-max", 0, scale, in_max, 1, max);
     ends_coll(e, SIMPAR_COLL_ALL_REDUCE, e->rows, max, max, SIMPAR_RED_MAX, SIMPAR_PHASE_FORWARD,
               "all-reduce-max");
-    guint in_fwd[] = {logits, max, tokens};
+    guint in_fwd[] = {logits, max, targets};
     ends_vocab(e, SIMPAR_OP_XENT_FWD, SIMPAR_PHASE_FORWARD, "xent-fwd", 0, scale, in_fwd, 3, stats);
     ends_coll(e, SIMPAR_COLL_ALL_REDUCE, 2 * e->rows, stats, stats, SIMPAR_RED_SUM,
               SIMPAR_PHASE_FORWARD, "all-reduce-stats");
     guint in_loss[] = {max, stats};
     ends_vocab(e, SIMPAR_OP_XENT_LOSS, SIMPAR_PHASE_FORWARD, "xent-loss", 0, scale, in_loss, 2,
                loss);
+    ends_shard(e, "loss", SIMPAR_SHARD_OUTPUT, loss, 0, 1, 0, 1);
     e->segment = g_intern_string(bwd);
     guint dlogits = ends_buf(e, "dlogits", e->rows * e->slice);
-    guint in_bwd[] = {logits, max, tokens, stats};
+    guint in_bwd[] = {logits, max, targets, stats};
     ends_vocab(e, SIMPAR_OP_XENT_BWD, SIMPAR_PHASE_BACKWARD, "xent-bwd", 0, scale, in_bwd, 4,
                dlogits);
     guint dx = ends_buf(e, "dx-partial", e->rows * e->h),
           dw = ends_buf(e, "weight.grad", e->h * e->slice);
+    ends_shard(e, weight_grad, SIMPAR_SHARD_OUTPUT, dw, 0, e->h, e->vocab0, ends_slice_rows(e));
     ends_gemm(e, SIMPAR_PHASE_BACKWARD, "gemm-dx",
               (SimparGemm){.m = (guint) e->rows,
                            .n = (guint) e->h,
@@ -157,7 +193,20 @@ ends_head(Ends *e, const char *name, guint tokens, double scale)
                            .a = {xf, 0},
                            .b = {dlogits, 0},
                            .c = {dw, 0}});
-    ends_to_blocks(e, dx, SIMPAR_PHASE_BACKWARD, "reduce-dx");
+    ends_res_shard(e, "head.dx", SIMPAR_SHARD_OUTPUT,
+                   ends_to_blocks(e, dx, SIMPAR_PHASE_BACKWARD, "reduce-dx"));
+}
+
+/* The layer's block of the residual stream on tensor-parallel rank `rank`. */
+static SimparShard
+ends_layer_block(const SimparSchedule *layer, guint rank)
+{
+    guint n;
+    const SimparShard *sh = simpar_schedule_shards(layer, &n);
+    for (guint i = 0; i < n; i++)
+        if (sh[i].rank == rank && g_str_equal(sh[i].tensor, "x"))
+            return sh[i];
+    g_return_val_if_reached((SimparShard){0});
 }
 
 SimparSchedule *
@@ -182,21 +231,27 @@ simpar_ends_build(const SimparModel *model, const SimparPlan *plan, const Simpar
         e.act = f.act_elems;
         e.share = e.rows * e.h / T;
         e.full_rows = g_str_equal(plan->mode, "1d") && !plan->sequence_parallel;
-        guint tokens = simpar_schedule_add_buffer(s, r, "tokens", e.rows);
+        e.res = ends_layer_block(layer, r);
         double scale = 1.0 / (double) e.rows;
+        guint tokens = G_MAXUINT;
         if (parts & SIMPAR_ENDS_EMBED) {
+            tokens = simpar_schedule_add_buffer(s, r, "tokens", e.rows);
+            ends_shard(&e, "tokens", SIMPAR_SHARD_INPUT, tokens, 0, e.rows, 0, 1);
             e.width = model->vocab;
             e.slice = ((guint64) model->vocab + T - 1) / T;
             e.vocab0 = r * e.slice;
             ends_embedding(&e, tokens, FALSE);
         }
         if (parts & (SIMPAR_ENDS_HEAD | SIMPAR_ENDS_AUX)) {
+            guint targets = simpar_schedule_add_buffer(s, r, "targets", e.rows);
+            ends_shard(&e, "targets", SIMPAR_SHARD_INPUT, targets, 0, e.rows, 0, 1);
             e.width = parts & SIMPAR_ENDS_HEAD ? model->vocab : width;
             e.slice = (e.width + T - 1) / T;
             e.vocab0 = r * e.slice;
-            ends_head(&e, parts & SIMPAR_ENDS_HEAD ? "head" : "aux", tokens, scale);
+            ends_head(&e, !(parts & SIMPAR_ENDS_HEAD), targets, scale);
         }
         if (parts & SIMPAR_ENDS_EMBED) {
+            e.width = model->vocab;
             e.slice = ((guint64) model->vocab + T - 1) / T;
             e.vocab0 = r * e.slice;
             ends_embedding(&e, tokens, TRUE);

@@ -238,6 +238,55 @@ simpar_op_accesses(const SimparSchedule *sched, const SimparOp *op,
     return n;
 }
 
+guint
+simpar_op_view_fields(SimparOp *op, SimparView *out[SIMPAR_MAX_VIEWS])
+{
+    guint n = 0;
+    switch (op->kind) {
+    case SIMPAR_OP_GEMM:
+        out[n++] = &op->u.gemm.a, out[n++] = &op->u.gemm.b, out[n++] = &op->u.gemm.c;
+        break;
+    case SIMPAR_OP_ATTENTION:
+    case SIMPAR_OP_ATTENTION_BWD:
+        for (guint i = 0; i < G_N_ELEMENTS(op->u.attn.in); i++)
+            out[n++] = &op->u.attn.in[i];
+        for (guint i = 0; i < G_N_ELEMENTS(op->u.attn.out); i++)
+            out[n++] = &op->u.attn.out[i];
+        break;
+    case SIMPAR_OP_COLLECTIVE:
+        out[n++] = &op->u.coll.send, out[n++] = &op->u.coll.recv;
+        break;
+    case SIMPAR_OP_SEND:
+    case SIMPAR_OP_RECV:
+        out[n++] = &op->u.p2p.buf;
+        break;
+    case SIMPAR_OP_EMBED:
+    case SIMPAR_OP_EMBED_BWD:
+    case SIMPAR_OP_XENT_MAX:
+    case SIMPAR_OP_XENT_FWD:
+    case SIMPAR_OP_XENT_LOSS:
+    case SIMPAR_OP_XENT_BWD:
+        for (guint i = 0; i < G_N_ELEMENTS(op->u.vocab.in); i++)
+            out[n++] = &op->u.vocab.in[i];
+        out[n++] = &op->u.vocab.out[0];
+        break;
+    case SIMPAR_OP_ADAM:
+        out[n++] = &op->u.adam.param, out[n++] = &op->u.adam.grad;
+        out[n++] = &op->u.adam.m, out[n++] = &op->u.adam.v;
+        break;
+    case SIMPAR_OP_BLOCK:
+        break;
+    default:
+        for (guint i = 0; i < G_N_ELEMENTS(op->u.kern.in); i++)
+            out[n++] = &op->u.kern.in[i];
+        for (guint i = 0; i < G_N_ELEMENTS(op->u.kern.out); i++)
+            out[n++] = &op->u.kern.out[i];
+        break;
+    }
+    g_assert(n <= SIMPAR_MAX_VIEWS);
+    return n;
+}
+
 gboolean
 simpar_accesses_conflict(const SimparAccess *a, guint na, const SimparAccess *b, guint nb)
 {

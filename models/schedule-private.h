@@ -20,5 +20,10 @@ guint simpar_op_accesses(const SimparSchedule *sched, const SimparOp *op,
                          SimparAccess out[SIMPAR_MAX_ACCESSES]);
 gboolean simpar_accesses_conflict(const SimparAccess *a, guint na, const SimparAccess *b, guint nb);
 
+#define SIMPAR_MAX_VIEWS 8
+/* Every view field of `op`'s payload, used or not (unused ones hold whatever the generator left
+ * there: SIMPAR_NO_VIEW or zeros), for code that rewrites an op's buffers. */
+guint simpar_op_view_fields(SimparOp *op, SimparView *out[SIMPAR_MAX_VIEWS]);
+
 G_END_DECLS
 #endif /* SIMPAR_SCHEDULE_PRIVATE_H */

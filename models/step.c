@@ -1,48 +1,8 @@
 /* step.c - the schedule of one optimizer step built from timed blocks (see step.h). */
-#include "step.h"
+#include "step-private.h"
+#include "ends.h"
 #include "pipeline.h"
-
-enum {
-    STEP_COMPUTE,
-    STEP_COMM,
-    STEP_SEND_FWD,
-    STEP_SEND_BWD,
-    STEP_DP,
-    STEP_GATHER,
-    STEP_N_STREAMS
-};
-
-/* Local parallelism without a flush: this many steps are generated back to back and the
- * report measures the last one (the first fills the pipeline). */
-#define STEP_ASYNC_STEPS 3
-
-typedef struct {
-    gsize off, count; /* a range of the rank's gradient buffer */
-    guint ready;      /* the op after which its gradients are final */
-} StepBucket;
-
-typedef struct {
-    SimparSchedule *s;
-    const SimparModel *model;
-    const SimparTrain *tr;
-    const SimparSchedule *layer;
-    guint T, P, D, v, m, lc, n_vs; /* lc: layers per chunk; n_vs: virtual stages */
-    gboolean local;
-    guint *dp_group, *tp_group, *embed_group;
-    /* the rank being emitted */
-    guint rank, t, d, p;
-    SimparStepRankFacts facts;
-    gsize ends; /* embedding / output / aux-head parameters of one end on this rank */
-    guint grads, params, opt_m, opt_v, act_in, act_out, grad_in, grad_out;
-    gsize layer_off[1024]; /* per chunk (v <= 1024): offset of its layers in the gradients */
-    gsize embed_off, head_off, aux_off, n_grads;
-    GArray *buckets;  /* StepBucket */
-    gsize open_off;   /* start of the bucket being filled */
-    gsize open_count; /* its parameters so far */
-    guint last_compute;
-    GArray *dp_ops;    /* reduction ops of this rank in this step */
-    guint prefetch[2]; /* ZeRO-3: the last two layer blocks (a gather waits for the older) */
-} Step;
+#include <string.h>
 
 void
 simpar_step_rank_facts(const SimparSchedule *layer, guint tp_rank, SimparStepRankFacts *out)
@@ -208,13 +168,23 @@ step_gather(Step *st, gsize off, gsize count, const char *name)
  * parallelism needs to know when each layer's gradients are final (`final`), or ZeRO-3 gathers
  * each layer's parameters. */
 static void
-step_layers(Step *st, guint chunk, gboolean backward, gboolean final)
+step_layers(Step *st, guint chunk, guint micro, gboolean backward, gboolean final)
 {
     SimparPhase ph = backward ? SIMPAR_PHASE_BACKWARD : SIMPAR_PHASE_FORWARD;
     const char *key = backward ? "layer.bwd" : "layer.fwd";
     gboolean per_layer =
         st->tr->zero == 3 || (backward && st->tr->zero == 2) || (backward && final && st->D > 1);
     gsize lp = st->facts.layer_params;
+    if (st->ops != NULL) { /* zero 0 (step_ops_supported) */
+        for (guint k = 0; k < st->lc; k++) {
+            guint l = backward ? st->lc - 1 - k : k;
+            step_ops_layer(st, chunk, l, micro, backward);
+            if (backward && final)
+                step_grads_ready(st, st->layer_off[chunk] + (st->lc - 1 - l) * lp, lp,
+                                 st->last_compute);
+        }
+        return;
+    }
     if (!per_layer) {
         step_block(st, key, st->lc, ph);
         return;
@@ -242,8 +212,13 @@ step_layers(Step *st, guint chunk, gboolean backward, gboolean final)
 
 /* An end's block (embedding, output layer, auxiliary head); ZeRO-3 gathers its parameters. */
 static void
-step_end_block(Step *st, const char *key, gsize off, SimparPhase phase)
+step_end_block(Step *st, const char *key, gsize off, guint micro, SimparPhase phase)
 {
+    if (st->ops != NULL) { /* "embed.fwd" -> the "embed" end */
+        g_autofree char *end = g_strndup(key, strcspn(key, "."));
+        step_ops_end(st, end, micro, phase == SIMPAR_PHASE_BACKWARD);
+        return;
+    }
     guint gather = G_MAXUINT;
     if (st->tr->zero == 3 && st->D > 1)
         gather = step_gather(st, off, st->ends, "dp.all-gather-params");
@@ -270,19 +245,22 @@ step_forward(Step *st, guint step, const SimparPipeItem *it)
 {
     guint vs = it->chunk * st->P + st->p;
     guint last = st->n_vs - 1;
+    guint j = it->micro;
     if (vs > 0)
-        step_recv(st, step_peer(st, vs - 1), step_tag(st, step, it->micro, vs - 1, 0), st->act_in,
+        step_recv(st, step_peer(st, vs - 1), step_tag(st, step, j, vs - 1, 0),
+                  st->ops ? step_ops_res(st, vs * st->lc, j, FALSE) : st->act_in,
                   SIMPAR_PHASE_FORWARD, "p2p.recv-act");
     else
-        step_end_block(st, "embed.fwd", st->embed_off, SIMPAR_PHASE_FORWARD);
-    step_layers(st, it->chunk, FALSE, FALSE);
+        step_end_block(st, "embed.fwd", st->embed_off, j, SIMPAR_PHASE_FORWARD);
+    step_layers(st, it->chunk, j, FALSE, FALSE);
     if (vs < last)
-        step_send(st, step_peer(st, vs + 1), step_tag(st, step, it->micro, vs, 0), st->act_out,
+        step_send(st, step_peer(st, vs + 1), step_tag(st, step, j, vs, 0),
+                  st->ops ? step_ops_res(st, (vs + 1) * st->lc, j, FALSE) : st->act_out,
                   STEP_SEND_FWD, SIMPAR_PHASE_FORWARD, "p2p.send-act");
     if (vs == last)
-        step_end_block(st, "head.fwd", st->head_off, SIMPAR_PHASE_FORWARD);
+        step_end_block(st, "head.fwd", st->head_off, j, SIMPAR_PHASE_FORWARD);
     else if (st->local)
-        step_end_block(st, "aux.fwd", st->aux_off, SIMPAR_PHASE_FORWARD);
+        step_end_block(st, "aux.fwd", st->aux_off, j, SIMPAR_PHASE_FORWARD);
 }
 
 static void
@@ -290,26 +268,29 @@ step_backward(Step *st, guint step, const SimparPipeItem *it)
 {
     guint vs = it->chunk * st->P + st->p;
     guint last = st->n_vs - 1;
-    gboolean final = it->micro + 1 == st->m;
+    guint j = it->micro;
+    gboolean final = j + 1 == st->m;
     if (vs == last) {
-        step_end_block(st, "head.bwd", st->head_off, SIMPAR_PHASE_BACKWARD);
+        step_end_block(st, "head.bwd", st->head_off, j, SIMPAR_PHASE_BACKWARD);
         step_end_grads(st, st->head_off, st->ends, final);
     } else if (st->local) {
-        step_end_block(st, "aux.bwd", st->aux_off, SIMPAR_PHASE_BACKWARD);
+        step_end_block(st, "aux.bwd", st->aux_off, j, SIMPAR_PHASE_BACKWARD);
         step_end_grads(st, st->aux_off, st->ends, final);
     } else {
         /* the gradient comes from the next virtual stage */
-        guint tag = step_tag(st, step, it->micro, vs, 1);
-        step_recv(st, step_peer(st, vs + 1), tag, st->grad_in, SIMPAR_PHASE_BACKWARD,
-                  "p2p.recv-grad");
+        guint tag = step_tag(st, step, j, vs, 1);
+        step_recv(st, step_peer(st, vs + 1), tag,
+                  st->ops ? step_ops_res(st, (vs + 1) * st->lc, j, TRUE) : st->grad_in,
+                  SIMPAR_PHASE_BACKWARD, "p2p.recv-grad");
     }
-    step_layers(st, it->chunk, TRUE, final);
+    step_layers(st, it->chunk, j, TRUE, final);
     if (vs == 0) {
-        step_end_block(st, "embed.bwd", st->embed_off, SIMPAR_PHASE_BACKWARD);
+        step_end_block(st, "embed.bwd", st->embed_off, j, SIMPAR_PHASE_BACKWARD);
         step_end_grads(st, st->embed_off, st->ends, final);
     } else if (!st->local) {
-        step_send(st, step_peer(st, vs - 1), step_tag(st, step, it->micro, vs - 1, 1), st->grad_out,
-                  STEP_SEND_BWD, SIMPAR_PHASE_BACKWARD, "p2p.send-grad");
+        step_send(st, step_peer(st, vs - 1), step_tag(st, step, j, vs - 1, 1),
+                  st->ops ? step_ops_res(st, vs * st->lc, j, TRUE) : st->grad_out, STEP_SEND_BWD,
+                  SIMPAR_PHASE_BACKWARD, "p2p.send-grad");
     }
     if (final && st->D > 1 && st->tr->zero < 2)
         step_flush_bucket(st, st->last_compute); /* buckets do not span chunks */
@@ -334,13 +315,14 @@ step_optimizer(Step *st, guint step)
     }
     gsize count = st->tr->zero >= 1 ? st->n_grads / st->D : st->n_grads;
     g_autofree char *name = g_strdup_printf("optimizer.step%u", step);
+    const SimparAdamConfig *cfg = &st->tr->adam;
     SimparOp adam = {.kind = SIMPAR_OP_ADAM,
                      .u.adam = {count,
-                                1e-4,
-                                0.9,
-                                0.95,
-                                1e-8,
-                                0.0,
+                                cfg->lr,
+                                cfg->beta1,
+                                cfg->beta2,
+                                cfg->eps,
+                                cfg->weight_decay,
                                 step + 1,
                                 {st->params, 0},
                                 {st->grads, 0},
@@ -434,8 +416,9 @@ step_embed_member(const Step *st, guint t, guint d, guint k)
     return simpar_train_rank(st->tr, t, d, k == 0 ? 0 : st->P - 1);
 }
 
-SimparSchedule *
-simpar_step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule *layer)
+static SimparSchedule *
+step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule *layer,
+           gboolean ops)
 {
     g_return_val_if_fail(tr->micro_batches > 0 && tr->layers_per_chunk > 0, NULL);
     Step st = {
@@ -466,6 +449,8 @@ simpar_step_build(const SimparModel *model, const SimparTrain *tr, const SimparS
         st.embed_group = step_groups(&st, "embed", st.T, st.D, 2, step_embed_member);
     st.buckets = g_array_new(FALSE, FALSE, sizeof(StepBucket));
     st.dp_ops = g_array_new(FALSE, FALSE, sizeof(guint));
+    if (ops)
+        step_ops_init(&st);
     guint steps = st.local && tr->local_async ? STEP_ASYNC_STEPS : 1;
     for (guint p = 0; p < st.P; p++) {
         g_autoptr(GArray) order = simpar_pipeline_order(tr->schedule, st.P, st.v, st.m, p);
@@ -475,6 +460,9 @@ simpar_step_build(const SimparModel *model, const SimparTrain *tr, const SimparS
                 st.t = t, st.d = d, st.p = p;
                 simpar_step_rank_facts(layer, t, &st.facts);
                 step_rank_layout(&st);
+                st.last_compute = G_MAXUINT;
+                if (ops)
+                    step_ops_rank(&st);
                 st.prefetch[0] = st.prefetch[1] = G_MAXUINT;
                 st.open_count = 0;
                 for (guint k = 0; k < steps; k++) {
@@ -491,6 +479,23 @@ simpar_step_build(const SimparModel *model, const SimparTrain *tr, const SimparS
     }
     g_array_unref(st.buckets);
     g_array_unref(st.dp_ops);
+    if (ops)
+        step_ops_free(&st);
     g_free(st.dp_group), g_free(st.tp_group), g_free(st.embed_group);
     return st.s; /* (transfer full) */
+}
+
+SimparSchedule *
+simpar_step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule *layer)
+{
+    return step_build(model, tr, layer, FALSE);
+}
+
+SimparSchedule *
+simpar_step_build_ops(const SimparModel *model, const SimparTrain *tr,
+                      const SimparSchedule *layer, GError **error)
+{
+    if (!step_ops_supported(model, tr, error))
+        return NULL;
+    return step_build(model, tr, layer, TRUE);
 }

@@ -19,8 +19,15 @@ simpar_train_init(SimparTrain *train)
         .global_batch = 0,
         .schedule = SIMPAR_PIPE_1F1B,
         .order = {SIMPAR_AXIS_TP, SIMPAR_AXIS_DP, SIMPAR_AXIS_PP},
+        .adam = {1e-4, 0.9, 0.95, 1e-8, 0.0},
     };
     simpar_plan_init(&train->tp);
+}
+
+guint64
+simpar_train_dropout_seed(guint64 base, guint layer, guint64 micro)
+{
+    return base + 1000003u * (guint64) layer + 7919u * micro;
 }
 
 gboolean

@@ -39,8 +39,14 @@ typedef enum {
     SIMPAR_N_TRAIN_AXES,
 } SimparTrainAxis;
 
+/* Mixed-precision AdamW (schedule.h, SimparAdam), the same for every parameter. */
 typedef struct {
-    SimparPlan tp;         /* tensor-parallel plan of one stage (mode, T, sp, recompute) */
+    double lr, beta1, beta2, eps, weight_decay;
+} SimparAdamConfig;
+
+typedef struct {
+    SimparPlan tp;         /* tensor-parallel plan of one stage (mode, T, sp, recompute); its
+                            * seed is the base of the dropout seeds (simpar_train_dropout_seed) */
     gint64 pp;             /* pipeline stages P (local parallelism: chunks K) */
     gint64 dp;             /* data-parallel replicas D */
     gint64 virtual_stages; /* v (interleaved); 1 otherwise */
@@ -54,6 +60,7 @@ typedef struct {
     gboolean tied_embeddings; /* output layer shares the embedding table */
     gint64 bucket_params;     /* DP bucket size in parameters; 0: Megatron's max(4e7, 1e6*D) */
     SimparTrainAxis order[SIMPAR_N_TRAIN_AXES]; /* placement, innermost first */
+    SimparAdamConfig adam;
     /* derived by simpar_train_validate */
     gint64 micro_batches;               /* m */
     gint64 layers_per_chunk;            /* L / (P * v) */
@@ -61,7 +68,7 @@ typedef struct {
 } SimparTrain;
 
 /* Defaults: P = D = v = 1, 1F1B, global batch = micro-batch (m = 1), ZeRO 0, no overlap,
- * untied embeddings, order tp,dp,pp. */
+ * untied embeddings, order tp,dp,pp; Adam lr 1e-4, betas 0.9 / 0.95, eps 1e-8, no decay. */
 void simpar_train_init(SimparTrain *train);
 /* Checks the split against the model and `gpus`, validates the tensor-parallel plan (filling
  * train->tp.q) and fills the derived fields. */
@@ -75,6 +82,12 @@ char *simpar_train_order_name(const SimparTrain *train); /* (transfer full) */
 const char *simpar_train_axis_name(SimparTrainAxis a);
 /* The global rank of tensor-parallel rank t of replica d on stage p. */
 guint simpar_train_rank(const SimparTrain *train, guint t, guint d, guint p);
+
+/* The dropout seed of layer `layer` (0-based over the whole model) for global micro-batch
+ * `micro` (replica d's micro-batch j is d * m + j): base + 1000003 layer + 7919 micro, modulo
+ * 2^64. Every dropout site of that layer instance, forward and backward, uses it, so the masks
+ * do not depend on how the step is split. */
+guint64 simpar_train_dropout_seed(guint64 base, guint layer, guint64 micro);
 
 /* Model FLOPs of one optimizer step, counted as Narayanan et al. count them (backward = twice
  * the forward, no recomputation, causal attention counted in full): per token and layer

@@ -1,0 +1,80 @@
+/* step-private.h - the step builder's state, shared by its timed-block and executable modes
+ * (step.c, step-ops.c; private to models/).
+ *
+ * step.c walks every rank's pipeline order and emits receives, sends, data-parallel buckets
+ * and the optimizer; what a chunk of layers or an end computes is a timed block there, and in
+ * the executable mode (step-ops.c) the ops of the layer and ends schedules, copied onto the
+ * rank with their buffers, groups and dependencies mapped:
+ *
+ *   layer schedule, tp rank t --copy--> step rank (t, d, p), one instance per (layer, micro)
+ *     parameters   -> the rank's flat "params" buffer (where Adam updates them)
+ *     gradients    -> the instance's scratch, added into the flat "grads" after its backward
+ *     x, y, dx, dy -> the residual stream of (layer, micro) and its gradient, shared with the
+ *                     neighbouring layers, the ends and the pipeline's send/recv
+ *     the rest     -> fresh buffers of the instance
+ */
+#ifndef SIMPAR_STEP_PRIVATE_H
+#define SIMPAR_STEP_PRIVATE_H
+#include "step.h"
+G_BEGIN_DECLS
+
+enum {
+    STEP_COMPUTE,
+    STEP_COMM,
+    STEP_SEND_FWD,
+    STEP_SEND_BWD,
+    STEP_DP,
+    STEP_GATHER,
+    STEP_N_STREAMS
+};
+
+/* Local parallelism without a flush: this many steps are generated back to back and the
+ * report measures the last one (the first fills the pipeline). */
+#define STEP_ASYNC_STEPS 3
+
+typedef struct {
+    gsize off, count; /* a range of the rank's gradient buffer */
+    guint ready;      /* the op after which its gradients are final */
+} StepBucket;
+
+typedef struct {
+    SimparSchedule *s;
+    const SimparModel *model;
+    const SimparTrain *tr;
+    const SimparSchedule *layer;
+    guint T, P, D, v, m, lc, n_vs; /* lc: layers per chunk; n_vs: virtual stages */
+    gboolean local;
+    guint *dp_group, *tp_group, *embed_group;
+    /* the rank being emitted */
+    guint rank, t, d, p;
+    SimparStepRankFacts facts;
+    gsize ends; /* embedding / output / aux-head parameters of one end on this rank */
+    guint grads, params, opt_m, opt_v, act_in, act_out, grad_in, grad_out;
+    gsize layer_off[1024]; /* per chunk (v <= 1024): offset of its layers in the gradients */
+    gsize embed_off, head_off, aux_off, n_grads;
+    GArray *buckets;  /* StepBucket */
+    gsize open_off;   /* start of the bucket being filled */
+    gsize open_count; /* its parameters so far */
+    guint last_compute;
+    GArray *dp_ops;    /* reduction ops of this rank in this step */
+    guint prefetch[2]; /* ZeRO-3: the last two layer blocks (a gather waits for the older) */
+    struct _StepOps *ops; /* the executable mode's state, or NULL for timed blocks */
+} Step;
+
+/* ----- the executable mode (step-ops.c) ----- */
+
+gboolean step_ops_supported(const SimparModel *model, const SimparTrain *tr, GError **error);
+void step_ops_init(Step *st);
+void step_ops_free(Step *st);
+/* After step_rank_layout: the rank's residual buffers and the shards of its parameters,
+ * gradients, tokens, targets and loss. */
+void step_ops_rank(Step *st);
+/* A layer (`k` of the chunk) or an end ("embed", "head"), forward or backward, micro `j`. */
+void step_ops_layer(Step *st, guint chunk, guint k, guint j, gboolean backward);
+void step_ops_end(Step *st, const char *end, guint j, gboolean backward);
+/* The buffer of the residual stream into global layer `level` (L: the output layer's input)
+ * of micro-batch j, or of its gradient. */
+guint step_ops_res(Step *st, guint level, guint j, gboolean grad);
+
+G_END_DECLS
+#endif /* SIMPAR_STEP_PRIVATE_H */

@@ -1,0 +1,329 @@
+/* test-train-host.c - whole training steps on the host executor against the serial reference.
+ *
+ * simpar_step_build_ops spells out one optimizer step (pipeline, data parallelism, tensor-
+ * parallel layers, embedding, loss, gradient accumulation, Adam); the host executor runs it
+ * on one thread per GPU; reference-step.c computes the same step serially in double precision.
+ * Every parameter, gradient and the loss are filled and read through the schedule's shards and
+ * compared element by element: the updated weights, the gradients summed over the global
+ * batch and the loss must agree to 1e-9 (relative), and every element of every parameter must
+ * be produced by some rank. Cases: the issue's 2 stages x 2 replicas x 2-way 1-D tensor
+ * parallelism of a 2-layer model, then each pipeline schedule, sequence parallelism, 2-D,
+ * 2.5-D and 3-D layers, dropout and recomputation; and the refusals of the mode.
+ *
+ * Usage: test-train-host [SEED]   (the seed of the random parameters and tokens)
+ */
+#include "generators.h"
+#include "host.h"
+#include "reference-step.h"
+#include "simpar-test.h"
+#include "step.h"
+#include <CUnit/Basic.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static guint64 train_host_seed = 20261121;
+
+enum { TH_H = 8, TH_A = 2, TH_S = 4, TH_F = 16, TH_V = 16 };
+
+typedef struct {
+    const char *mode;
+    gint64 tp, depth, pp, dp, v, m, b, layers;
+    SimparPipeSchedule schedule;
+    gboolean sp, causal;
+    double p; /* dropout */
+    SimparRecompute recompute;
+} TrainCase;
+
+typedef struct {
+    RefStepParams *params;
+    guint64 *tokens, *targets;
+    guint replicas;
+} TrainRef;
+
+/* The reference tensor a shard belongs to (its values, or its gradient for "<name>.grad"), and
+ * its column count; NULL for the token and target ids. */
+static double *
+train_host_tensor(TrainRef *ref, const char *tensor, guint64 *cols)
+{
+    gboolean grad = g_str_has_suffix(tensor, ".grad");
+    g_autofree char *name = grad ? g_strndup(tensor, strlen(tensor) - 5) : g_strdup(tensor);
+    for (guint i = 0; i < ref->params->n; i++) {
+        RefParam *p = &ref->params->params[i];
+        if (g_str_equal(p->name, name)) {
+            *cols = p->cols;
+            return grad ? p->grad : p->value;
+        }
+    }
+    g_error("shard of unknown tensor '%s'", tensor);
+}
+
+/* Inputs: parameters and ids through the input shards. */
+static void
+train_host_scatter(const SimparSchedule *sched, SimparHost *host, TrainRef *ref)
+{
+    guint n;
+    const SimparShard *sh = simpar_schedule_shards(sched, &n);
+    for (guint i = 0; i < n; i++) {
+        if (sh[i].role != SIMPAR_SHARD_INPUT)
+            continue;
+        double *dst = simpar_host_buffer(host, sh[i].view.buf) + sh[i].view.off;
+        gboolean ids = g_str_equal(sh[i].tensor, "tokens") || g_str_equal(sh[i].tensor, "targets");
+        if (ids) {
+            const guint64 *src = g_str_equal(sh[i].tensor, "tokens") ? ref->tokens : ref->targets;
+            for (guint64 r = 0; r < sh[i].rows; r++)
+                dst[r] = (double) src[sh[i].row0 + r];
+            continue;
+        }
+        guint64 cols;
+        const double *src = train_host_tensor(ref, sh[i].tensor, &cols);
+        for (guint64 r = 0; r < sh[i].rows; r++)
+            for (guint64 c = 0; c < sh[i].cols; c++)
+                dst[r * sh[i].cols + c] = src[(sh[i].row0 + r) * cols + sh[i].col0 + c];
+    }
+}
+
+/* Largest relative error of the outputs (updated parameters, gradients) against the reference,
+ * each error relative to the element or to 1e-3 of its tensor's largest element; every element
+ * of every reference tensor must be produced. Sums the replicas' losses into *loss. */
+static double
+train_host_compare(const SimparSchedule *sched, SimparHost *host, TrainRef *ref, double *loss)
+{
+    guint n;
+    const SimparShard *sh = simpar_schedule_shards(sched, &n);
+    double worst = 0;
+    g_autofree double *losses = g_new0(double, ref->replicas);
+    g_autoptr(GHashTable) covered = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, g_free);
+    for (guint i = 0; i < n; i++) {
+        if (sh[i].role != SIMPAR_SHARD_OUTPUT)
+            continue;
+        const double *got = simpar_host_buffer(host, sh[i].view.buf) + sh[i].view.off;
+        if (g_str_equal(sh[i].tensor, "loss")) { /* replicated over the tensor-parallel group */
+            losses[sh[i].row0] = got[0];
+            continue;
+        }
+        guint64 cols;
+        const double *want = train_host_tensor(ref, sh[i].tensor, &cols);
+        gboolean *seen = g_hash_table_lookup(covered, sh[i].tensor);
+        guint64 total = 0;
+        for (guint k = 0; k < ref->params->n; k++) {
+            const RefParam *p = &ref->params->params[k];
+            if (want == p->value || want == p->grad)
+                total = p->rows * p->cols;
+        }
+        if (seen == NULL) {
+            seen = g_new0(gboolean, total);
+            g_hash_table_insert(covered, (gpointer) sh[i].tensor, seen);
+        }
+        double scale = 0;
+        for (guint64 e = 0; e < total; e++)
+            scale = MAX(scale, fabs(want[e]));
+        for (guint64 r = 0; r < sh[i].rows; r++)
+            for (guint64 c = 0; c < sh[i].cols; c++) {
+                guint64 e = (sh[i].row0 + r) * cols + sh[i].col0 + c;
+                double err = fabs(got[r * sh[i].cols + c] - want[e]);
+                double rel = err / MAX(fabs(want[e]), MAX(1e-3 * scale, 1e-12));
+                if (rel > 1e-9 && worst <= 1e-9)
+                    printf("\n    %s[%" G_GUINT64_FORMAT "]: got %.17g, want %.17g", sh[i].tensor,
+                           e, got[r * sh[i].cols + c], want[e]);
+                worst = MAX(worst, rel);
+                seen[e] = TRUE;
+            }
+    }
+    *loss = 0;
+    for (guint d = 0; d < ref->replicas; d++)
+        *loss += losses[d];
+    /* every parameter and gradient, whole */
+    for (guint k = 0; k < ref->params->n; k++) {
+        const RefParam *p = &ref->params->params[k];
+        for (guint g = 0; g < 2; g++) {
+            g_autofree char *name = g ? g_strconcat(p->name, ".grad", NULL) : g_strdup(p->name);
+            const gboolean *seen = g_hash_table_lookup(covered, name);
+            guint64 missing = 0;
+            for (guint64 e = 0; e < p->rows * p->cols; e++)
+                missing += seen == NULL || !seen[e];
+            if (missing != 0)
+                printf("\n    %s: %" G_GUINT64_FORMAT " elements produced by no rank", name,
+                       missing);
+            CU_ASSERT_EQUAL(missing, 0);
+        }
+    }
+    return worst;
+}
+
+static void
+train_host_setup(const TrainCase *c, SimparModel *model, SimparTrain *tr)
+{
+    *model = (SimparModel){"test", TH_H, TH_A, TH_S, c->b, c->layers, TH_F, TH_V,
+                           SIMPAR_DTYPE_FP64};
+    simpar_train_init(tr);
+    tr->tp.mode = g_intern_string(c->mode);
+    tr->tp.tp = c->tp, tr->tp.depth = c->depth;
+    tr->tp.sequence_parallel = c->sp, tr->tp.recompute = c->recompute;
+    tr->tp.causal = c->causal, tr->tp.p_hidden = c->p, tr->tp.p_attn = c->p;
+    tr->tp.seed = train_host_seed * 31 + 7;
+    tr->pp = c->pp, tr->dp = c->dp, tr->virtual_stages = c->v, tr->schedule = c->schedule;
+    tr->global_batch = c->m * c->b * c->dp;
+    /* eps well above rounding: a gradient that is zero in exact arithmetic (the key bias's)
+     * comes out as +-1e-17 from either side, and Adam would turn that into +-lr */
+    tr->adam = (SimparAdamConfig){1e-2, 0.9, 0.95, 1e-6, 0.01};
+}
+
+static void
+train_host_case(const TrainCase *c)
+{
+    SimparModel model;
+    SimparTrain tr;
+    train_host_setup(c, &model, &tr);
+    g_autoptr(GError) error = NULL;
+    CU_ASSERT_TRUE_FATAL(
+        simpar_train_validate(&tr, &model, (guint64) (c->tp * c->pp * c->dp), &error));
+    g_autoptr(SimparSchedule) layer = simpar_generate_layer(&model, &tr.tp, &error);
+    if (layer == NULL)
+        printf("\n    %s", error->message);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(layer);
+    g_autoptr(SimparSchedule) sched = simpar_step_build_ops(&model, &tr, layer, &error);
+    if (sched == NULL)
+        printf("\n    %s", error->message);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+    gboolean ordered = simpar_schedule_check_hazards(sched, &error);
+    if (!ordered)
+        printf("\n    %s", error->message);
+    CU_ASSERT_TRUE(ordered);
+    g_clear_error(&error);
+
+    RefStepConfig cfg = {
+        .layer = {(guint) c->b, TH_S, TH_H, TH_A, TH_F, c->causal, tr.tp.eps, c->p, c->p,
+                  tr.tp.seed},
+        .vocab = TH_V,
+        .layers = (guint) c->layers,
+        .replicas = (guint) c->dp,
+        .micro_batches = (guint) c->m,
+        .lr = tr.adam.lr,
+        .beta1 = tr.adam.beta1,
+        .beta2 = tr.adam.beta2,
+        .eps = tr.adam.eps,
+        .weight_decay = tr.adam.weight_decay,
+        .step = 1,
+    };
+    g_autoptr(GRand) rng = g_rand_new_with_seed((guint32) train_host_seed);
+    TrainRef ref = {ref_step_params_new(&cfg), NULL, NULL, (guint) c->dp};
+    ref_step_params_fill(ref.params, rng);
+    gsize ids = (gsize) (c->dp * c->m * c->b * TH_S);
+    ref.tokens = g_new(guint64, ids), ref.targets = g_new(guint64, ids);
+    for (gsize i = 0; i < ids; i++) {
+        ref.tokens[i] = (guint64) g_rand_int_range(rng, 0, TH_V);
+        ref.targets[i] = (guint64) g_rand_int_range(rng, 0, TH_V);
+    }
+    g_autoptr(SimparHost) host = simpar_host_new(sched);
+    train_host_scatter(sched, host, &ref);
+    gboolean ran = simpar_host_run(host, &error);
+    if (!ran)
+        printf("\n    %s", error->message);
+    CU_ASSERT_TRUE_FATAL(ran);
+    double want_loss = ref_step_run(&cfg, ref.params, ref.tokens, ref.targets);
+    double loss;
+    double worst = train_host_compare(sched, host, &ref, &loss);
+    printf("\n    %s T%" G_GINT64_FORMAT " P%" G_GINT64_FORMAT " D%" G_GINT64_FORMAT
+           " %s v%" G_GINT64_FORMAT " m%" G_GINT64_FORMAT "%s%s p=%g recompute %s: %u ops, loss "
+           "%.12f (reference %.12f), worst relative error %.3g ",
+           c->mode, c->tp, c->pp, c->dp, simpar_pipe_schedule_name(c->schedule), c->v, c->m,
+           c->sp ? " sp" : "", c->causal ? " causal" : "", c->p,
+           simpar_recompute_name(c->recompute), simpar_schedule_n_ops(sched), loss, want_loss,
+           worst);
+    CU_ASSERT_DOUBLE_EQUAL(loss, want_loss, 1e-10 * fabs(want_loss));
+    CU_ASSERT(worst < 1e-9);
+    ref_step_params_free(ref.params);
+    g_free(ref.tokens), g_free(ref.targets);
+}
+
+#define TRAIN_TEST(fn, ...)                                                                        \
+    static void fn(void)                                                                           \
+    {                                                                                              \
+        const TrainCase c = {__VA_ARGS__};                                                         \
+        train_host_case(&c);                                                                       \
+    }
+
+/* mode, T, depth, P, D, v, m, b, L, schedule, sp, causal, p, recompute */
+TRAIN_TEST(test_issue_case, "1d", 2, 0, 2, 2, 1, 2, 1, 2, SIMPAR_PIPE_1F1B, FALSE, TRUE, 0.0,
+           SIMPAR_RECOMPUTE_NONE)
+TRAIN_TEST(test_gpipe_dropout, "1d", 2, 0, 2, 2, 1, 3, 1, 2, SIMPAR_PIPE_GPIPE, FALSE, FALSE, 0.1,
+           SIMPAR_RECOMPUTE_NONE)
+TRAIN_TEST(test_1f1b_sp_full, "1d", 2, 0, 2, 1, 1, 4, 2, 4, SIMPAR_PIPE_1F1B, TRUE, FALSE, 0.1,
+           SIMPAR_RECOMPUTE_FULL)
+TRAIN_TEST(test_interleaved, "1d", 2, 0, 2, 1, 2, 4, 1, 4, SIMPAR_PIPE_INTERLEAVED, FALSE, FALSE,
+           0.1, SIMPAR_RECOMPUTE_SELECTIVE)
+TRAIN_TEST(test_2d_dp, "2d", 4, 0, 1, 2, 1, 2, 2, 2, SIMPAR_PIPE_1F1B, FALSE, TRUE, 0.0,
+           SIMPAR_RECOMPUTE_NONE)
+TRAIN_TEST(test_2p5d_pp, "2.5d", 8, 2, 2, 1, 1, 2, 2, 2, SIMPAR_PIPE_1F1B, FALSE, FALSE, 0.1,
+           SIMPAR_RECOMPUTE_NONE)
+TRAIN_TEST(test_3d_pp, "3d", 8, 0, 2, 1, 1, 2, 2, 2, SIMPAR_PIPE_1F1B, FALSE, TRUE, 0.0,
+           SIMPAR_RECOMPUTE_FULL)
+
+/* What the executable mode cannot run is refused, naming the flag. */
+static void
+test_refusals(void)
+{
+    static const struct {
+        const char *what, *needle;
+    } cases[] = {
+        {"zero", "--zero"},
+        {"tied", "--tied-embeddings"},
+        {"local", "--local-chunks"},
+        {"scatter", "--scatter-gather"},
+        {"vocab", "--vocab 15"},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        const TrainCase c = {"1d", 2, 0, 2, 2, 1, 2, 1, 2, SIMPAR_PIPE_1F1B, FALSE, TRUE, 0.0,
+                             SIMPAR_RECOMPUTE_NONE};
+        SimparModel model;
+        SimparTrain tr;
+        train_host_setup(&c, &model, &tr);
+        if (g_str_equal(cases[i].what, "zero"))
+            tr.zero = 1;
+        else if (g_str_equal(cases[i].what, "tied"))
+            tr.tied_embeddings = TRUE;
+        else if (g_str_equal(cases[i].what, "local"))
+            tr.schedule = SIMPAR_PIPE_LOCAL;
+        else if (g_str_equal(cases[i].what, "scatter"))
+            tr.scatter_gather = TRUE;
+        else
+            model.vocab = 15;
+        g_autoptr(GError) error = NULL;
+        CU_ASSERT_TRUE_FATAL(simpar_train_validate(&tr, &model, 8, &error));
+        g_autoptr(SimparSchedule) layer = simpar_generate_layer(&model, &tr.tp, &error);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(layer);
+        g_autoptr(SimparSchedule) sched = simpar_step_build_ops(&model, &tr, layer, &error);
+        CU_ASSERT_PTR_NULL(sched);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(error);
+        printf("\n    %s: %s", cases[i].what, error->message);
+        CU_ASSERT_PTR_NOT_NULL(strstr(error->message, cases[i].needle));
+    }
+}
+
+static CU_TestInfo train_host_tests[] = {
+    {"2 stages x 2 replicas x 2-way 1-D, 2 layers (the issue's case)", test_issue_case},
+    {"GPipe, dropout, 3 micro-batches", test_gpipe_dropout},
+    {"1F1B, sequence parallelism, full recomputation, 4 layers", test_1f1b_sp_full},
+    {"interleaved v=2, selective recomputation", test_interleaved},
+    {"2-D layers x 2 replicas", test_2d_dp},
+    {"2.5-D layers x 2 stages", test_2p5d_pp},
+    {"3-D layers x 2 stages, full recomputation", test_3d_pp},
+    {"refusals name the flag", test_refusals},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo train_host_suites[] = {
+    {"whole steps on the host executor", NULL, NULL, NULL, NULL, train_host_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+int
+main(int argc, char **argv)
+{
+    if (argc > 1)
+        train_host_seed = g_ascii_strtoull(argv[1], NULL, 10);
+    printf("test-train-host: seed %" G_GUINT64_FORMAT "\n", train_host_seed);
+    return simpar_test_main(train_host_suites);
+}
