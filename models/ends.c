@@ -30,8 +30,8 @@ ends_buf(Ends *e, const char *what, gsize elems)
 
 /* A shard of this rank: a block of a global tensor at the start of `buf`. */
 static void
-ends_shard(Ends *e, const char *tensor, SimparShardRole role, guint buf, guint64 row0,
-           guint64 rows, guint64 col0, guint64 cols)
+ends_shard(Ends *e, const char *tensor, SimparShardRole role, guint buf, guint64 row0, guint64 rows,
+           guint64 col0, guint64 cols)
 {
     SimparShard sh = {g_intern_string(tensor), role, e->rank, {buf, 0}, row0, rows, col0, cols};
     simpar_schedule_add_shard(e->s, &sh);

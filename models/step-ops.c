@@ -10,10 +10,10 @@
 
 /* What a buffer of a source schedule (layer or ends) becomes on the step's rank. */
 typedef enum {
-    BUF_FRESH,   /* a new buffer per instance */
-    BUF_PARAM,   /* the rank's flat parameters, at the instance's base + off */
-    BUF_GRAD,    /* the instance's gradient scratch, at off */
-    BUF_RES,     /* the residual stream into level + delta */
+    BUF_FRESH, /* a new buffer per instance */
+    BUF_PARAM, /* the rank's flat parameters, at the instance's base + off */
+    BUF_GRAD,  /* the instance's gradient scratch, at off */
+    BUF_RES,   /* the residual stream into level + delta */
     BUF_RES_GRAD /* its gradient */,
     BUF_TOKENS,
     BUF_TARGETS,
@@ -52,8 +52,9 @@ typedef struct _StepOps {
     guint *res;        /* per (level, micro, grad): residual buffers of the rank, or G_MAXUINT */
     guint *io;         /* per (micro, tokens/targets) */
     guint loss;
-    gsize res_elems; /* the largest residual block on the rank */
-    double scale;    /* of the cross-entropy: 1 / tokens of the global batch */
+    GHashTable *sent; /* buffer -> 1 + the send that reads it */
+    gsize res_elems;  /* the largest residual block on the rank */
+    double scale;     /* of the cross-entropy: 1 / tokens of the global batch */
 } StepOps;
 
 gboolean
@@ -75,10 +76,19 @@ step_ops_supported(const SimparModel *model, const SimparTrain *tr, GError **err
                     flag);
         return FALSE;
     }
+    if (!g_str_equal(tr->tp.mode, "1d")) {
+        g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
+                    "--tp-mode %s: an executable step needs 1-D tensor parallelism (with or "
+                    "without --sp); the ends of 2-D, 2.5-D and 3-D layers are timed, not "
+                    "spelled out as ops (their blocks are not contiguous rows)",
+                    tr->tp.mode);
+        return FALSE;
+    }
     if (model->vocab % tr->tp.tp != 0) {
         g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
-                    "--vocab %" G_GINT64_FORMAT " is not divisible by the tensor-parallel size %"
-                    G_GINT64_FORMAT "; an executable step needs equal vocabulary slices",
+                    "--vocab %" G_GINT64_FORMAT
+                    " is not divisible by the tensor-parallel size %" G_GINT64_FORMAT
+                    "; an executable step needs equal vocabulary slices",
                     model->vocab, tr->tp.tp);
         return FALSE;
     }
@@ -101,10 +111,12 @@ static const struct {
     StepBufRole role;
     guint delta;
 } step_ops_named[] = {
-    {"x", BUF_RES, 0},          {"y", BUF_RES, 1},           {"dx", BUF_RES_GRAD, 0},
-    {"dy", BUF_RES_GRAD, 1},    {"embed.y", BUF_RES, 0},     {"embed.dy", BUF_RES_GRAD, 0},
-    {"head.x", BUF_RES, 0},     {"head.dx", BUF_RES_GRAD, 0}, {"tokens", BUF_TOKENS, 0},
-    {"targets", BUF_TARGETS, 0}, {"loss", BUF_LOSS, 0},
+    {"x", BUF_RES, 0},         {"y", BUF_RES, 1},
+    {"dx", BUF_RES_GRAD, 0},   {"dy", BUF_RES_GRAD, 1},
+    {"embed.y", BUF_RES, 0},   {"embed.dy", BUF_RES_GRAD, 0},
+    {"head.x", BUF_RES, 0},    {"head.dx", BUF_RES_GRAD, 0},
+    {"tokens", BUF_TOKENS, 0}, {"targets", BUF_TARGETS, 0},
+    {"loss", BUF_LOSS, 0},
 };
 
 static const SimparShard *
@@ -180,6 +192,7 @@ step_ops_init(Step *st)
     step_ops_source_init(&o->layer, st->layer, st);
     step_ops_source_init(&o->ends, g_steal_pointer(&ends), st);
     o->insts = g_hash_table_new(g_direct_hash, g_direct_equal);
+    o->sent = g_hash_table_new(g_direct_hash, g_direct_equal);
     guint levels = (guint) st->model->layers + 1;
     o->res = g_new(guint, (gsize) levels * st->m * 2);
     o->io = g_new(guint, (gsize) st->m * 2);
@@ -192,6 +205,7 @@ step_ops_free(Step *st)
     StepOps *o = st->ops;
     g_assert(g_hash_table_size(o->insts) == 0); /* every instance ran its backward */
     g_hash_table_unref(o->insts);
+    g_hash_table_unref(o->sent);
     simpar_schedule_free((SimparSchedule *) o->ends.src);
     g_free(o->layer.map), g_free(o->layer.groups);
     g_free(o->ends.map), g_free(o->ends.groups);
@@ -247,8 +261,8 @@ void
 step_ops_rank(Step *st)
 {
     StepOps *o = st->ops;
-    guint levels = (guint) st->model->layers + 1, rows = (guint) (st->model->micro_batch *
-                                                                   st->model->seq);
+    guint levels = (guint) st->model->layers + 1,
+          rows = (guint) (st->model->micro_batch * st->model->seq);
     step_ops_source_roles(&o->layer, st->t, FALSE);
     step_ops_source_roles(&o->ends, st->t, TRUE);
     g_assert(o->layer.params == st->facts.layer_params);
@@ -257,13 +271,14 @@ step_ops_rank(Step *st)
     for (guint i = 0; i < st->m * 2; i++)
         o->io[i] = G_MAXUINT;
     o->loss = G_MAXUINT;
+    g_hash_table_remove_all(o->sent);
     o->res_elems = MAX(step_ops_res_elems(&o->layer, st->t), step_ops_res_elems(&o->ends, st->t));
     for (guint c = 0; c < st->v; c++)
         for (guint k = 0; k < st->lc; k++) {
             guint l = (c * st->P + st->p) * st->lc + k;
             g_autofree char *prefix = g_strdup_printf("layers.%u.", l);
-            step_ops_param_shards(st, &o->layer, st->layer_off[c] + (st->lc - 1 - k) * o->layer.params,
-                                  prefix);
+            step_ops_param_shards(st, &o->layer,
+                                  st->layer_off[c] + (st->lc - 1 - k) * o->layer.params, prefix);
         }
     /* the ends: their shards carry their own names; each sits at its own offset */
     guint n;
@@ -279,8 +294,8 @@ step_ops_rank(Step *st)
         if (m->role == BUF_PARAM)
             step_ops_shard(st, sh[i].tensor, SIMPAR_SHARD_INPUT, v, sh[i].row0, sh[i].rows,
                            sh[i].col0, sh[i].cols);
-        step_ops_shard(st, sh[i].tensor, SIMPAR_SHARD_OUTPUT, v, sh[i].row0, sh[i].rows,
-                       sh[i].col0, sh[i].cols);
+        step_ops_shard(st, sh[i].tensor, SIMPAR_SHARD_OUTPUT, v, sh[i].row0, sh[i].rows, sh[i].col0,
+                       sh[i].cols);
     }
     /* tokens on the first stage, targets and the loss on the last */
     for (guint j = 0; j < st->m; j++)
@@ -290,8 +305,8 @@ step_ops_rank(Step *st)
             g_autofree char *name = g_strdup_printf("%s.m%u", k ? "targets" : "tokens", j);
             o->io[j * 2 + k] = simpar_schedule_add_buffer(st->s, st->rank, name, rows);
             step_ops_shard(st, k ? "targets" : "tokens", SIMPAR_SHARD_INPUT,
-                           (SimparView){o->io[j * 2 + k], 0},
-                           ((guint64) st->d * st->m + j) * rows, rows, 0, 1);
+                           (SimparView){o->io[j * 2 + k], 0}, ((guint64) st->d * st->m + j) * rows,
+                           rows, 0, 1);
         }
     if (st->p + 1 == st->P) {
         o->loss = simpar_schedule_add_buffer(st->s, st->rank, "loss", 1);
@@ -309,6 +324,26 @@ step_ops_res(Step *st, guint level, guint j, gboolean grad)
         *b = simpar_schedule_add_buffer(st->s, st->rank, name, o->res_elems);
     }
     return *b;
+}
+
+void
+step_ops_sent(Step *st, guint buf, guint send)
+{
+    g_hash_table_insert(st->ops->sent, GUINT_TO_POINTER(buf), GUINT_TO_POINTER(send + 1));
+}
+
+/* Op `to` waits for the sends that read what it writes. */
+static void
+step_ops_after_sends(Step *st, guint to)
+{
+    SimparAccess acc[SIMPAR_MAX_ACCESSES];
+    guint na = simpar_op_accesses(st->s, simpar_schedule_op(st->s, to), acc);
+    for (guint a = 0; a < na; a++) {
+        guint send =
+            GPOINTER_TO_UINT(g_hash_table_lookup(st->ops->sent, GUINT_TO_POINTER(acc[a].buf)));
+        if (acc[a].write && send != 0)
+            simpar_schedule_add_dep(st->s, to, send - 1);
+    }
 }
 
 /* ----- copying ops ----- */
@@ -463,6 +498,7 @@ step_ops_copy(Step *st, StepInst *in, gboolean (*want)(const SimparOp *op, gcons
         }
         if (op.stream != STEP_COMPUTE && last[op.stream] == G_MAXUINT && entry != G_MAXUINT)
             simpar_schedule_add_dep(st->s, to, entry);
+        step_ops_after_sends(st, to);
         last[op.stream] = to;
         if (op.stream == STEP_COMPUTE)
             st->last_compute = to;

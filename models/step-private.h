@@ -56,8 +56,8 @@ typedef struct {
     gsize open_off;   /* start of the bucket being filled */
     gsize open_count; /* its parameters so far */
     guint last_compute;
-    GArray *dp_ops;    /* reduction ops of this rank in this step */
-    guint prefetch[2]; /* ZeRO-3: the last two layer blocks (a gather waits for the older) */
+    GArray *dp_ops;       /* reduction ops of this rank in this step */
+    guint prefetch[2];    /* ZeRO-3: the last two layer blocks (a gather waits for the older) */
     struct _StepOps *ops; /* the executable mode's state, or NULL for timed blocks */
 } Step;
 
@@ -75,6 +75,9 @@ void step_ops_end(Step *st, const char *end, guint j, gboolean backward);
 /* The buffer of the residual stream into global layer `level` (L: the output layer's input)
  * of micro-batch j, or of its gradient. */
 guint step_ops_res(Step *st, guint level, guint j, gboolean grad);
+/* `send` reads `buf`: a later op writing it (a full recomputation rewrites its layer's output
+ * in place) waits for it. */
+void step_ops_sent(Step *st, guint buf, guint send);
 
 G_END_DECLS
 #endif /* SIMPAR_STEP_PRIVATE_H */

@@ -1,7 +1,7 @@
 /* step.c - the schedule of one optimizer step built from timed blocks (see step.h). */
-#include "step-private.h"
 #include "ends.h"
 #include "pipeline.h"
+#include "step-private.h"
 #include <string.h>
 
 void
@@ -102,6 +102,8 @@ step_send(Step *st, guint to, guint tag, guint buf, guint stream, SimparPhase ph
     SimparOp op = {.kind = SIMPAR_OP_SEND, .u.p2p = {to, tag, count, {buf, 0}}};
     guint i = step_add(st, &op, stream, phase, name);
     simpar_schedule_add_dep(st->s, i, st->last_compute);
+    if (st->ops != NULL)
+        step_ops_sent(st, buf, i);
 }
 
 /* Gradients [off, off + count) of the rank are final after `ready`: they join the open bucket,
@@ -492,8 +494,8 @@ simpar_step_build(const SimparModel *model, const SimparTrain *tr, const SimparS
 }
 
 SimparSchedule *
-simpar_step_build_ops(const SimparModel *model, const SimparTrain *tr,
-                      const SimparSchedule *layer, GError **error)
+simpar_step_build_ops(const SimparModel *model, const SimparTrain *tr, const SimparSchedule *layer,
+                      GError **error)
 {
     if (!step_ops_supported(model, tr, error))
         return NULL;

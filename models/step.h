@@ -50,11 +50,11 @@ SimparSchedule *simpar_step_build(const SimparModel *model, const SimparTrain *t
 
 /* The same step with every op spelled out, for the host executor and other interpreters that
  * run real numbers: each layer of each micro-batch is the ops of `layer` (any tensor-parallel
- * mode, recomputation included) on the rank's GPUs, the ends are simpar_ends_build's, the
- * pipeline, data-parallel all-reduce buckets and Adam are as above. Gradients of every micro-
- * batch are added into the rank's "grads" buffer; the loss is the mean cross-entropy over every
- * token of the global batch (each XENT op scaled by 1 / (D m b s)); dropout masks follow
- * simpar_train_dropout_seed with train->tp.seed as the base.
+ * mode the ends support, below; recomputation included) on the rank's GPUs, the ends are
+ * simpar_ends_build's, the pipeline, data-parallel all-reduce buckets and Adam are as above.
+ * Gradients of every micro- batch are added into the rank's "grads" buffer; the loss is the mean
+ * cross-entropy over every token of the global batch (each XENT op scaled by 1 / (D m b s));
+ * dropout masks follow simpar_train_dropout_seed with train->tp.seed as the base.
  *
  * Shards (schedule.h) name what the caller fills and reads: "embedding.weight" [V x h],
  * "output.weight" [h x V], "layers.<l>.<tensor>" (the layer schedule's names, l over the whole
@@ -63,9 +63,11 @@ SimparSchedule *simpar_step_build(const SimparModel *model, const SimparTrain *t
  * replica d's micro-batch j at (d m + j) b s; "loss" [D x 1], replica d's part of the loss, on
  * its last stage.
  *
- * Refused (SIMPAR_PLAN_ERROR_INVALID, naming the flag): local parallelism, ZeRO stages above 0,
- * tied embeddings, --scatter-gather, a vocabulary not divisible by T, and steps whose schedule
- * would exceed 1e6 ops (this mode is for small models). */
+ * Refused (SIMPAR_PLAN_ERROR_INVALID, naming the flag): tensor-parallel modes other than 1-D
+ * (the ends would need their row-major results rearranged into 2-D/2.5-D/3-D blocks, which the
+ * IR has no op for), local parallelism, ZeRO stages above 0, tied embeddings,
+ * --scatter-gather, a vocabulary not divisible by T, and steps whose schedule would exceed
+ * 1e6 ops (this mode is for small models). */
 SimparSchedule *simpar_step_build_ops(const SimparModel *model, const SimparTrain *train,
                                       const SimparSchedule *layer,
                                       GError **error); /* (transfer full) */

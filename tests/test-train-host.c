@@ -7,8 +7,8 @@
  * compared element by element: the updated weights, the gradients summed over the global
  * batch and the loss must agree to 1e-9 (relative), and every element of every parameter must
  * be produced by some rank. Cases: the issue's 2 stages x 2 replicas x 2-way 1-D tensor
- * parallelism of a 2-layer model, then each pipeline schedule, sequence parallelism, 2-D,
- * 2.5-D and 3-D layers, dropout and recomputation; and the refusals of the mode.
+ * parallelism of a 2-layer model, then each pipeline schedule, sequence parallelism, dropout and
+ * each recomputation mode; and the refusals of the mode.
  *
  * Usage: test-train-host [SEED]   (the seed of the random parameters and tokens)
  */
@@ -25,7 +25,13 @@
 
 static guint64 train_host_seed = 20261121;
 
-enum { TH_H = 8, TH_A = 2, TH_S = 4, TH_F = 16, TH_V = 16 };
+enum {
+    TH_H = 8,
+    TH_A = 4,
+    TH_S = 4,
+    TH_F = 16,
+    TH_V = 16
+};
 
 typedef struct {
     const char *mode;
@@ -155,8 +161,8 @@ train_host_compare(const SimparSchedule *sched, SimparHost *host, TrainRef *ref,
 static void
 train_host_setup(const TrainCase *c, SimparModel *model, SimparTrain *tr)
 {
-    *model = (SimparModel){"test", TH_H, TH_A, TH_S, c->b, c->layers, TH_F, TH_V,
-                           SIMPAR_DTYPE_FP64};
+    *model =
+        (SimparModel){"test", TH_H, TH_A, TH_S, c->b, c->layers, TH_F, TH_V, SIMPAR_DTYPE_FP64};
     simpar_train_init(tr);
     tr->tp.mode = g_intern_string(c->mode);
     tr->tp.tp = c->tp, tr->tp.depth = c->depth;
@@ -254,12 +260,8 @@ TRAIN_TEST(test_1f1b_sp_full, "1d", 2, 0, 2, 1, 1, 4, 2, 4, SIMPAR_PIPE_1F1B, TR
            SIMPAR_RECOMPUTE_FULL)
 TRAIN_TEST(test_interleaved, "1d", 2, 0, 2, 1, 2, 4, 1, 4, SIMPAR_PIPE_INTERLEAVED, FALSE, FALSE,
            0.1, SIMPAR_RECOMPUTE_SELECTIVE)
-TRAIN_TEST(test_2d_dp, "2d", 4, 0, 1, 2, 1, 2, 2, 2, SIMPAR_PIPE_1F1B, FALSE, TRUE, 0.0,
-           SIMPAR_RECOMPUTE_NONE)
-TRAIN_TEST(test_2p5d_pp, "2.5d", 8, 2, 2, 1, 1, 2, 2, 2, SIMPAR_PIPE_1F1B, FALSE, FALSE, 0.1,
-           SIMPAR_RECOMPUTE_NONE)
-TRAIN_TEST(test_3d_pp, "3d", 8, 0, 2, 1, 1, 2, 2, 2, SIMPAR_PIPE_1F1B, FALSE, TRUE, 0.0,
-           SIMPAR_RECOMPUTE_FULL)
+TRAIN_TEST(test_t4_sp_interleaved_dp, "1d", 4, 0, 2, 2, 2, 4, 1, 4, SIMPAR_PIPE_INTERLEAVED, TRUE,
+           TRUE, 0.1, SIMPAR_RECOMPUTE_FULL)
 
 /* What the executable mode cannot run is refused, naming the flag. */
 static void
@@ -268,15 +270,19 @@ test_refusals(void)
     static const struct {
         const char *what, *needle;
     } cases[] = {
-        {"zero", "--zero"},
-        {"tied", "--tied-embeddings"},
-        {"local", "--local-chunks"},
-        {"scatter", "--scatter-gather"},
-        {"vocab", "--vocab 15"},
+        {"zero", "--zero"},          {"tied", "--tied-embeddings"},
+        {"local", "--local-chunks"}, {"scatter", "--scatter-gather"},
+        {"vocab", "--vocab 15"},     {"2d", "--tp-mode 2d"},
     };
+
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
-        const TrainCase c = {"1d", 2, 0, 2, 2, 1, 2, 1, 2, SIMPAR_PIPE_1F1B, FALSE, TRUE, 0.0,
-                             SIMPAR_RECOMPUTE_NONE};
+        const TrainCase c = {"1d",  2,
+                             0,     2,
+                             2,     1,
+                             2,     1,
+                             2,     SIMPAR_PIPE_1F1B,
+                             FALSE, TRUE,
+                             0.0,   SIMPAR_RECOMPUTE_NONE};
         SimparModel model;
         SimparTrain tr;
         train_host_setup(&c, &model, &tr);
@@ -288,6 +294,9 @@ test_refusals(void)
             tr.schedule = SIMPAR_PIPE_LOCAL;
         else if (g_str_equal(cases[i].what, "scatter"))
             tr.scatter_gather = TRUE;
+        else if (g_str_equal(cases[i].what, "2d"))
+            tr.tp.mode = g_intern_static_string("2d"), tr.tp.tp = 4, tr.pp = 1,
+            model.micro_batch = 2, tr.global_batch = 8;
         else
             model.vocab = 15;
         g_autoptr(GError) error = NULL;
@@ -297,7 +306,7 @@ test_refusals(void)
         g_autoptr(SimparSchedule) sched = simpar_step_build_ops(&model, &tr, layer, &error);
         CU_ASSERT_PTR_NULL(sched);
         CU_ASSERT_PTR_NOT_NULL_FATAL(error);
-        printf("\n    %s: %s", cases[i].what, error->message);
+        printf("\n    %s: %s ", cases[i].what, error->message);
         CU_ASSERT_PTR_NOT_NULL(strstr(error->message, cases[i].needle));
     }
 }
@@ -307,9 +316,8 @@ static CU_TestInfo train_host_tests[] = {
     {"GPipe, dropout, 3 micro-batches", test_gpipe_dropout},
     {"1F1B, sequence parallelism, full recomputation, 4 layers", test_1f1b_sp_full},
     {"interleaved v=2, selective recomputation", test_interleaved},
-    {"2-D layers x 2 replicas", test_2d_dp},
-    {"2.5-D layers x 2 stages", test_2p5d_pp},
-    {"3-D layers x 2 stages, full recomputation", test_3d_pp},
+    {"4-way 1-D + SP, interleaved, 2 replicas, dropout, full recomputation",
+     test_t4_sp_interleaved_dp},
     {"refusals name the flag", test_refusals},
     CU_TEST_INFO_NULL,
 };
