@@ -58,7 +58,8 @@ typedef struct _StepOps {
 } StepOps;
 
 gboolean
-step_ops_supported(const SimparModel *model, const SimparTrain *tr, GError **error)
+step_ops_supported(const SimparModel *model, const SimparTrain *tr, const SimparSchedule *layer,
+                   GError **error)
 {
     const char *flag = NULL;
     if (tr->schedule == SIMPAR_PIPE_LOCAL)
@@ -92,13 +93,14 @@ step_ops_supported(const SimparModel *model, const SimparTrain *tr, GError **err
                     model->vocab, tr->tp.tp);
         return FALSE;
     }
-    double ops = (double) tr->tp.tp * (double) tr->pp * (double) tr->dp *
-                 (double) tr->micro_batches * (double) model->layers * 200.0;
+    /* every layer of every micro-batch of every replica, on its stage's T GPUs */
+    double ops = (double) simpar_schedule_n_ops(layer) * (double) tr->dp *
+                 (double) tr->micro_batches * (double) model->layers;
     if (ops > STEP_OPS_MAX) {
         g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
-                    "an executable step of %g layer instances is too large (at most %g ops); use "
-                    "fewer layers, GPUs or micro-batches",
-                    ops / 200.0, STEP_OPS_MAX);
+                    "an executable step of this size has %.3g ops, more than %g; use fewer "
+                    "--layers, --dp or micro-batches (--global-batch)",
+                    ops, STEP_OPS_MAX);
         return FALSE;
     }
     return TRUE;

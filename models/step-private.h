@@ -63,7 +63,8 @@ typedef struct {
 
 /* ----- the executable mode (step-ops.c) ----- */
 
-gboolean step_ops_supported(const SimparModel *model, const SimparTrain *tr, GError **error);
+gboolean step_ops_supported(const SimparModel *model, const SimparTrain *tr,
+                            const SimparSchedule *layer, GError **error);
 void step_ops_init(Step *st);
 void step_ops_free(Step *st);
 /* After step_rank_layout: the rank's residual buffers and the shards of its parameters,

@@ -497,7 +497,7 @@ SimparSchedule *
 simpar_step_build_ops(const SimparModel *model, const SimparTrain *tr, const SimparSchedule *layer,
                       GError **error)
 {
-    if (!step_ops_supported(model, tr, error))
+    if (!step_ops_supported(model, tr, layer, error))
         return NULL;
     return step_build(model, tr, layer, TRUE);
 }

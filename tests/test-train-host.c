@@ -273,6 +273,7 @@ test_refusals(void)
         {"zero", "--zero"},          {"tied", "--tied-embeddings"},
         {"local", "--local-chunks"}, {"scatter", "--scatter-gather"},
         {"vocab", "--vocab 15"},     {"2d", "--tp-mode 2d"},
+        {"size", "more than 1e+06"},
     };
 
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -294,6 +295,8 @@ test_refusals(void)
             tr.schedule = SIMPAR_PIPE_LOCAL;
         else if (g_str_equal(cases[i].what, "scatter"))
             tr.scatter_gather = TRUE;
+        else if (g_str_equal(cases[i].what, "size"))
+            tr.global_batch = 4000 * model.micro_batch * tr.dp;
         else if (g_str_equal(cases[i].what, "2d"))
             tr.tp.mode = g_intern_static_string("2d"), tr.tp.tp = 4, tr.pp = 1,
             model.micro_batch = 2, tr.global_batch = 8;
