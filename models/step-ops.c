@@ -68,8 +68,6 @@ step_ops_supported(const SimparModel *model, const SimparTrain *tr, const Simpar
         flag = "--zero 1|2|3";
     else if (tr->tied_embeddings)
         flag = "--tied-embeddings";
-    else if (tr->scatter_gather)
-        flag = "--scatter-gather";
     if (flag != NULL) {
         g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
                     "%s is modelled from timed blocks only; an executable step has ZeRO 0, untied "

@@ -78,7 +78,8 @@ step_recv(Step *st, guint from, guint tag, guint buf, SimparPhase phase, const c
 {
     gboolean sg = st->tr->scatter_gather && st->T > 1;
     gsize count = sg ? st->facts.act_elems / st->T : st->facts.act_elems;
-    SimparOp op = {.kind = SIMPAR_OP_RECV, .u.p2p = {from, tag, count, {buf, 0}}};
+    SimparView own = {buf, sg ? st->t * count : 0}; /* this rank's part */
+    SimparOp op = {.kind = SIMPAR_OP_RECV, .u.p2p = {from, tag, count, own}};
     st->last_compute = step_add(st, &op, STEP_COMPUTE, phase, name);
     if (sg) { /* Narayanan et al.: 1/T per rank across nodes, all-gather inside the node */
         SimparOp ag = {.kind = SIMPAR_OP_COLLECTIVE,
@@ -86,7 +87,7 @@ step_recv(Step *st, guint from, guint tag, guint buf, SimparPhase phase, const c
                                   st->tp_group[st->d * st->P + st->p],
                                   count,
                                   0,
-                                  {buf, 0},
+                                  own,
                                   {buf, 0},
                                   SIMPAR_RED_SUM}};
         st->last_compute = step_add(st, &ag, STEP_COMPUTE, phase, "p2p.all-gather");
@@ -99,7 +100,8 @@ step_send(Step *st, guint to, guint tag, guint buf, guint stream, SimparPhase ph
 {
     gboolean sg = st->tr->scatter_gather && st->T > 1;
     gsize count = sg ? st->facts.act_elems / st->T : st->facts.act_elems;
-    SimparOp op = {.kind = SIMPAR_OP_SEND, .u.p2p = {to, tag, count, {buf, 0}}};
+    SimparOp op = {.kind = SIMPAR_OP_SEND,
+                   .u.p2p = {to, tag, count, {buf, sg ? st->t * count : 0}}};
     guint i = step_add(st, &op, stream, phase, name);
     simpar_schedule_add_dep(st->s, i, st->last_compute);
     if (st->ops != NULL)

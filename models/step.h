@@ -65,9 +65,8 @@ SimparSchedule *simpar_step_build(const SimparModel *model, const SimparTrain *t
  *
  * Refused (SIMPAR_PLAN_ERROR_INVALID, naming the flag): tensor-parallel modes other than 1-D
  * (the ends would need their row-major results rearranged into 2-D/2.5-D/3-D blocks, which the
- * IR has no op for), local parallelism, ZeRO stages above 0, tied embeddings,
- * --scatter-gather, a vocabulary not divisible by T, and steps whose schedule would exceed
- * 1e6 ops (this mode is for small models). */
+ * IR has no op for), local parallelism, ZeRO stages above 0, tied embeddings, a vocabulary not
+ * divisible by T, and steps whose schedule would exceed 1e6 ops (this mode is for small models). */
 SimparSchedule *simpar_step_build_ops(const SimparModel *model, const SimparTrain *train,
                                       const SimparSchedule *layer,
                                       GError **error); /* (transfer full) */

@@ -173,6 +173,11 @@ simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GE
                           t->bucket_params);
     if (t->bucket_params == 0)
         t->bucket_params = MAX(G_GINT64_CONSTANT(40000000), G_GINT64_CONSTANT(1000000) * t->dp);
+    if (t->scatter_gather && t->tp.tp > 1 &&
+        (g_strcmp0(t->tp.mode, "1d") != 0 || t->tp.sequence_parallel))
+        return train_fail(error, "--scatter-gather applies to 1-D tensor parallelism without --sp, "
+                                 "where every tensor-parallel rank holds the whole activation; "
+                                 "here each rank already sends only its own block");
     if (t->tied_embeddings && local)
         return train_fail(error, "tied embeddings do not combine with local parallelism: each "
                                  "chunk's head would need the embedding's gradient every step");

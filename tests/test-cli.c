@@ -161,6 +161,8 @@ test_predict_refusals(void)
          "a multiple of --pp 4, got 3"},
         {"--tp-mode 1d --pp 2 --zero 3", "--zero 3 with --pp 2"},
         {"--tp-mode 1d --zero 5", "--zero 5: valid stages are 0"},
+        {"--tp-mode 1d --sp --scatter-gather", "--scatter-gather applies to 1-D tensor parallelism "
+                                               "without --sp"},
         {"--schedule zigzag", "--schedule zigzag: unknown (valid: gpipe, 1f1b, interleaved"},
         {"--order tp,dp,tp", "--order tp,dp,tp: give tp, dp and pp once each"},
         {"--local-chunks 4 --pp 2", "--local-chunks replaces --pp"},

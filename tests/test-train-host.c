@@ -40,6 +40,7 @@ typedef struct {
     gboolean sp, causal;
     double p; /* dropout */
     SimparRecompute recompute;
+    gboolean scatter_gather;
 } TrainCase;
 
 typedef struct {
@@ -170,6 +171,7 @@ train_host_setup(const TrainCase *c, SimparModel *model, SimparTrain *tr)
     tr->tp.causal = c->causal, tr->tp.p_hidden = c->p, tr->tp.p_attn = c->p;
     tr->tp.seed = train_host_seed * 31 + 7;
     tr->pp = c->pp, tr->dp = c->dp, tr->virtual_stages = c->v, tr->schedule = c->schedule;
+    tr->scatter_gather = c->scatter_gather;
     tr->global_batch = c->m * c->b * c->dp;
     /* eps well above rounding: a gradient that is zero in exact arithmetic (the key bias's)
      * comes out as +-1e-17 from either side, and Adam would turn that into +-lr */
@@ -232,12 +234,12 @@ train_host_case(const TrainCase *c)
     double loss;
     double worst = train_host_compare(sched, host, &ref, &loss);
     printf("\n    %s T%" G_GINT64_FORMAT " P%" G_GINT64_FORMAT " D%" G_GINT64_FORMAT
-           " %s v%" G_GINT64_FORMAT " m%" G_GINT64_FORMAT "%s%s p=%g recompute %s: %u ops, loss "
+           " %s v%" G_GINT64_FORMAT " m%" G_GINT64_FORMAT "%s%s%s p=%g recompute %s: %u ops, loss "
            "%.12f (reference %.12f), worst relative error %.3g ",
            c->mode, c->tp, c->pp, c->dp, simpar_pipe_schedule_name(c->schedule), c->v, c->m,
-           c->sp ? " sp" : "", c->causal ? " causal" : "", c->p,
-           simpar_recompute_name(c->recompute), simpar_schedule_n_ops(sched), loss, want_loss,
-           worst);
+           c->sp ? " sp" : "", c->scatter_gather ? " scatter-gather" : "",
+           c->causal ? " causal" : "", c->p, simpar_recompute_name(c->recompute),
+           simpar_schedule_n_ops(sched), loss, want_loss, worst);
     CU_ASSERT_DOUBLE_EQUAL(loss, want_loss, 1e-10 * fabs(want_loss));
     CU_ASSERT(worst < 1e-9);
     ref_step_params_free(ref.params);
@@ -251,17 +253,19 @@ train_host_case(const TrainCase *c)
         train_host_case(&c);                                                                       \
     }
 
-/* mode, T, depth, P, D, v, m, b, L, schedule, sp, causal, p, recompute */
+/* mode, T, depth, P, D, v, m, b, L, schedule, sp, causal, p, recompute[, scatter-gather] */
 TRAIN_TEST(test_issue_case, "1d", 2, 0, 2, 2, 1, 2, 1, 2, SIMPAR_PIPE_1F1B, FALSE, TRUE, 0.0,
-           SIMPAR_RECOMPUTE_NONE)
+           SIMPAR_RECOMPUTE_NONE, FALSE)
+TRAIN_TEST(test_scatter_gather, "1d", 2, 0, 2, 2, 1, 2, 1, 2, SIMPAR_PIPE_1F1B, FALSE, TRUE, 0.0,
+           SIMPAR_RECOMPUTE_NONE, TRUE)
 TRAIN_TEST(test_gpipe_dropout, "1d", 2, 0, 2, 2, 1, 3, 1, 2, SIMPAR_PIPE_GPIPE, FALSE, FALSE, 0.1,
-           SIMPAR_RECOMPUTE_NONE)
+           SIMPAR_RECOMPUTE_NONE, FALSE)
 TRAIN_TEST(test_1f1b_sp_full, "1d", 2, 0, 2, 1, 1, 4, 2, 4, SIMPAR_PIPE_1F1B, TRUE, FALSE, 0.1,
-           SIMPAR_RECOMPUTE_FULL)
+           SIMPAR_RECOMPUTE_FULL, FALSE)
 TRAIN_TEST(test_interleaved, "1d", 2, 0, 2, 1, 2, 4, 1, 4, SIMPAR_PIPE_INTERLEAVED, FALSE, FALSE,
-           0.1, SIMPAR_RECOMPUTE_SELECTIVE)
+           0.1, SIMPAR_RECOMPUTE_SELECTIVE, FALSE)
 TRAIN_TEST(test_t4_sp_interleaved_dp, "1d", 4, 0, 2, 2, 2, 4, 1, 4, SIMPAR_PIPE_INTERLEAVED, TRUE,
-           TRUE, 0.1, SIMPAR_RECOMPUTE_FULL)
+           TRUE, 0.1, SIMPAR_RECOMPUTE_FULL, FALSE)
 
 /* What the executable mode cannot run is refused, naming the flag. */
 static void
@@ -270,20 +274,14 @@ test_refusals(void)
     static const struct {
         const char *what, *needle;
     } cases[] = {
-        {"zero", "--zero"},          {"tied", "--tied-embeddings"},
-        {"local", "--local-chunks"}, {"scatter", "--scatter-gather"},
-        {"vocab", "--vocab 15"},     {"2d", "--tp-mode 2d"},
-        {"size", "more than 1e+06"},
+        {"zero", "--zero"},      {"tied", "--tied-embeddings"}, {"local", "--local-chunks"},
+        {"vocab", "--vocab 15"}, {"2d", "--tp-mode 2d"},        {"size", "more than 1e+06"},
     };
 
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
-        const TrainCase c = {"1d",  2,
-                             0,     2,
-                             2,     1,
-                             2,     1,
-                             2,     SIMPAR_PIPE_1F1B,
-                             FALSE, TRUE,
-                             0.0,   SIMPAR_RECOMPUTE_NONE};
+        const TrainCase c = {
+            "1d", 2, 0, 2, 2, 1, 2, 1, 2, SIMPAR_PIPE_1F1B, FALSE, TRUE, 0.0, SIMPAR_RECOMPUTE_NONE,
+            FALSE};
         SimparModel model;
         SimparTrain tr;
         train_host_setup(&c, &model, &tr);
@@ -293,8 +291,6 @@ test_refusals(void)
             tr.tied_embeddings = TRUE;
         else if (g_str_equal(cases[i].what, "local"))
             tr.schedule = SIMPAR_PIPE_LOCAL;
-        else if (g_str_equal(cases[i].what, "scatter"))
-            tr.scatter_gather = TRUE;
         else if (g_str_equal(cases[i].what, "size"))
             tr.global_batch = 4000 * model.micro_batch * tr.dp;
         else if (g_str_equal(cases[i].what, "2d"))
@@ -316,6 +312,7 @@ test_refusals(void)
 
 static CU_TestInfo train_host_tests[] = {
     {"2 stages x 2 replicas x 2-way 1-D, 2 layers (the issue's case)", test_issue_case},
+    {"the same with --scatter-gather", test_scatter_gather},
     {"GPipe, dropout, 3 micro-batches", test_gpipe_dropout},
     {"1F1B, sequence parallelism, full recomputation, 4 layers", test_1f1b_sp_full},
     {"interleaved v=2, selective recomputation", test_interleaved},
