@@ -10,11 +10,11 @@
 
 /* What a buffer of a source schedule (layer or ends) becomes on the step's rank. */
 typedef enum {
-    BUF_FRESH, /* a new buffer per instance */
-    BUF_PARAM, /* the rank's flat parameters, at the instance's base + off */
-    BUF_GRAD,  /* the instance's gradient scratch, at off */
-    BUF_RES,   /* the residual stream into level + delta */
-    BUF_RES_GRAD /* its gradient */,
+    BUF_FRESH,    /* a new buffer per instance */
+    BUF_PARAM,    /* the rank's flat parameters, at the instance's base + off */
+    BUF_GRAD,     /* the instance's gradient scratch, at off */
+    BUF_RES,      /* the residual stream into level + delta */
+    BUF_RES_GRAD, /* its gradient */
     BUF_TOKENS,
     BUF_TARGETS,
     BUF_LOSS,
