@@ -13,8 +13,14 @@
  *   aux.*      local parallelism's auxiliary head: the head with width W instead of V
  *
  * Colossal-AI's 2-D/2.5-D/3-D classifiers split the vocabulary over the grid instead; simpar
- * keeps one vocabulary-parallel split for all modes (README, decisions). 3-D keeps each
- * residual block on q ranks; the gathers and scatters move one copy (1/T of the rows each).
+ * keeps one vocabulary-parallel split for all modes (README, decisions). In every mode the T
+ * ranks' residual blocks tile the [b s x h] matrix, so the gathers and scatters move 1/T of it
+ * each. They move contiguous row-major chunks, which are the layer's blocks for 1-D (whole
+ * rows, or 1/T of them with SP) but not for the 2-D, 2.5-D and 3-D tiles: there the bytes and
+ * times are right and the values are not, so the executable step (step.h) runs 1-D ends only.
+ * Shards name the parameters ("embedding.weight", "output.weight" / "aux.weight", "<name>.grad"),
+ * the ids ("tokens", "targets"), the loss and the residual blocks in and out ("embed.y",
+ * "embed.dy", "head.x", "head.dx").
  * Op names carry the segment ("head.fwd.gemm"); the caller times each segment.
  *
  * Ownership: the schedule is the caller's.
