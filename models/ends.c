@@ -197,18 +197,6 @@ ends_head(Ends *e, gboolean aux, guint targets, double scale)
                    ends_to_blocks(e, dx, SIMPAR_PHASE_BACKWARD, "reduce-dx"));
 }
 
-/* The layer's block of the residual stream on tensor-parallel rank `rank`. */
-static SimparShard
-ends_layer_block(const SimparSchedule *layer, guint rank)
-{
-    guint n;
-    const SimparShard *sh = simpar_schedule_shards(layer, &n);
-    for (guint i = 0; i < n; i++)
-        if (sh[i].rank == rank && g_str_equal(sh[i].tensor, "x"))
-            return sh[i];
-    g_return_val_if_reached((SimparShard){0});
-}
-
 SimparSchedule *
 simpar_ends_build(const SimparModel *model, const SimparPlan *plan, const SimparSchedule *layer,
                   gint64 width, guint parts)
@@ -231,7 +219,9 @@ simpar_ends_build(const SimparModel *model, const SimparPlan *plan, const Simpar
         e.act = f.act_elems;
         e.share = e.rows * e.h / T;
         e.full_rows = g_str_equal(plan->mode, "1d") && !plan->sequence_parallel;
-        e.res = ends_layer_block(layer, r);
+        const SimparShard *x = simpar_schedule_find_shard(layer, r, "x");
+        g_return_val_if_fail(x != NULL, s);
+        e.res = *x;
         double scale = 1.0 / (double) e.rows;
         guint tokens = G_MAXUINT;
         if (parts & SIMPAR_ENDS_EMBED) {

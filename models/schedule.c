@@ -141,6 +141,17 @@ simpar_schedule_add_shard(SimparSchedule *sched, const SimparShard *shard)
 }
 
 const SimparShard *
+simpar_schedule_find_shard(const SimparSchedule *sched, guint rank, const char *tensor)
+{
+    guint n;
+    const SimparShard *sh = simpar_schedule_shards(sched, &n);
+    for (guint i = 0; i < n; i++)
+        if (sh[i].rank == rank && g_str_equal(sh[i].tensor, tensor))
+            return &sh[i];
+    return NULL;
+}
+
+const SimparShard *
 simpar_schedule_shards(const SimparSchedule *sched, guint *n)
 {
     *n = sched->shards->len;

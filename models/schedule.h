@@ -278,6 +278,9 @@ guint simpar_schedule_add_op(SimparSchedule *sched, const SimparOp *op);
 void simpar_schedule_add_dep(SimparSchedule *sched, guint op, guint first);
 
 void simpar_schedule_add_shard(SimparSchedule *sched, const SimparShard *shard);
+/* The first shard of `tensor` on `rank`, or NULL. */
+const SimparShard *simpar_schedule_find_shard(const SimparSchedule *sched, guint rank,
+                                              const char *tensor); /* (transfer none) */
 const SimparShard *simpar_schedule_shards(const SimparSchedule *sched,
                                           guint *n); /* (transfer none) */
 

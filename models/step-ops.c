@@ -119,17 +119,6 @@ static const struct {
     {"loss", BUF_LOSS, 0},
 };
 
-static const SimparShard *
-step_ops_find_shard(const SimparSchedule *src, guint rank, const char *tensor)
-{
-    guint n;
-    const SimparShard *sh = simpar_schedule_shards(src, &n);
-    for (guint i = 0; i < n; i++)
-        if (sh[i].rank == rank && g_str_equal(sh[i].tensor, tensor))
-            return &sh[i];
-    return NULL;
-}
-
 static gboolean
 step_ops_is_grad(const char *tensor)
 {
@@ -166,7 +155,7 @@ step_ops_source_roles(StepSource *so, guint t, gboolean one_block)
         if (sh[i].rank != t || !step_ops_is_grad(sh[i].tensor))
             continue;
         g_autofree char *param = g_strndup(sh[i].tensor, strlen(sh[i].tensor) - strlen(".grad"));
-        const SimparShard *p = step_ops_find_shard(so->src, t, param);
+        const SimparShard *p = simpar_schedule_find_shard(so->src, t, param);
         g_assert(p != NULL && p->view.off == sh[i].view.off);
         so->map[sh[i].view.buf] = (StepBufMap){BUF_GRAD, so->map[p->view.buf].off, 0};
     }

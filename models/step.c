@@ -1,5 +1,4 @@
 /* step.c - the schedule of one optimizer step built from timed blocks (see step.h). */
-#include "ends.h"
 #include "pipeline.h"
 #include "step-private.h"
 #include <string.h>

@@ -49,20 +49,15 @@ typedef struct {
     guint replicas;
 } TrainRef;
 
-/* The reference tensor a shard belongs to (its values, or its gradient for "<name>.grad"), and
- * its column count; NULL for the token and target ids. */
-static double *
-train_host_tensor(TrainRef *ref, const char *tensor, guint64 *cols)
+/* The reference parameter a shard belongs to; *grad: the shard is its gradient ("<name>.grad"). */
+static RefParam *
+train_host_param(TrainRef *ref, const char *tensor, gboolean *grad)
 {
-    gboolean grad = g_str_has_suffix(tensor, ".grad");
-    g_autofree char *name = grad ? g_strndup(tensor, strlen(tensor) - 5) : g_strdup(tensor);
-    for (guint i = 0; i < ref->params->n; i++) {
-        RefParam *p = &ref->params->params[i];
-        if (g_str_equal(p->name, name)) {
-            *cols = p->cols;
-            return grad ? p->grad : p->value;
-        }
-    }
+    *grad = g_str_has_suffix(tensor, ".grad");
+    g_autofree char *name = *grad ? g_strndup(tensor, strlen(tensor) - 5) : g_strdup(tensor);
+    for (guint i = 0; i < ref->params->n; i++)
+        if (g_str_equal(ref->params->params[i].name, name))
+            return &ref->params->params[i];
     g_error("shard of unknown tensor '%s'", tensor);
 }
 
@@ -83,11 +78,11 @@ train_host_scatter(const SimparSchedule *sched, SimparHost *host, TrainRef *ref)
                 dst[r] = (double) src[sh[i].row0 + r];
             continue;
         }
-        guint64 cols;
-        const double *src = train_host_tensor(ref, sh[i].tensor, &cols);
+        gboolean grad;
+        const RefParam *p = train_host_param(ref, sh[i].tensor, &grad);
         for (guint64 r = 0; r < sh[i].rows; r++)
             for (guint64 c = 0; c < sh[i].cols; c++)
-                dst[r * sh[i].cols + c] = src[(sh[i].row0 + r) * cols + sh[i].col0 + c];
+                dst[r * sh[i].cols + c] = p->value[(sh[i].row0 + r) * p->cols + sh[i].col0 + c];
     }
 }
 
@@ -110,15 +105,11 @@ train_host_compare(const SimparSchedule *sched, SimparHost *host, TrainRef *ref,
             losses[sh[i].row0] = got[0];
             continue;
         }
-        guint64 cols;
-        const double *want = train_host_tensor(ref, sh[i].tensor, &cols);
+        gboolean grad;
+        const RefParam *p = train_host_param(ref, sh[i].tensor, &grad);
+        const double *want = grad ? p->grad : p->value;
+        guint64 cols = p->cols, total = p->rows * p->cols;
         gboolean *seen = g_hash_table_lookup(covered, sh[i].tensor);
-        guint64 total = 0;
-        for (guint k = 0; k < ref->params->n; k++) {
-            const RefParam *p = &ref->params->params[k];
-            if (want == p->value || want == p->grad)
-                total = p->rows * p->cols;
-        }
         if (seen == NULL) {
             seen = g_new0(gboolean, total);
             g_hash_table_insert(covered, (gpointer) sh[i].tensor, seen);
