@@ -1,0 +1,2 @@
+/* bench.c: placeholder until written */
+typedef int simpar_placeholder_bench_c;

@@ -1,0 +1,2 @@
+/* cuda-compute.c: placeholder until written */
+typedef int simpar_placeholder_cuda_compute_c;

@@ -1,0 +1,86 @@
+/* cuda-private.h - what the CUDA executor's files share inside exec/ (built with -Dcuda).
+ *
+ *   cuda.c           devices, buffers, streams and events, NCCL communicators, collectives,
+ *                    send/recv, threads, timing, timeouts          --- simpar_cu_compute() -->
+ *   cuda-compute.c   one compute op: cuBLAS for GEMMs and attention's batched products, the
+ *                    kernels of cuda-kernels.cu for the rest       <-- launches -------------
+ *   cuda-kernels.cu  CUDA kernels (one per compute op kind, templated on the element type)
+ *                    behind extern "C" launchers declared in cuda-kernels.h
+ *
+ * Element types: every buffer holds the schedule's dtype, except the buffers that hold
+ * statistics, token ids or optimizer moments (simpar_cu_buffer_types), which hold fp32 (fp64 in
+ * an fp64 schedule) so that sums, ids up to 2^24 and Adam's moments stay exact enough. Kernels
+ * accumulate in fp32 (fp64 for fp64). The math of every kind is exec/host-kernels.c's, which is
+ * the reference the correctness mode compares against.
+ *
+ * Ownership: SimparCuBuf and SimparCuCtx borrow device memory, streams and handles from cuda.c.
+ */
+#ifndef SIMPAR_CUDA_PRIVATE_H
+#define SIMPAR_CUDA_PRIVATE_H
+#include "cuda.h"
+#include "schedule.h"
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <glib.h>
+#include <nccl.h>
+G_BEGIN_DECLS
+
+typedef enum {
+    SIMPAR_CU_F16,
+    SIMPAR_CU_BF16,
+    SIMPAR_CU_F32,
+    SIMPAR_CU_F64,
+    SIMPAR_CU_N_TYPES,
+} SimparCuType;
+
+/* One device buffer of a rank. */
+typedef struct {
+    void *ptr; /* device memory; NULL for an empty buffer */
+    SimparCuType type;
+    gsize elems;
+} SimparCuBuf;
+
+/* Where and how a compute op runs. */
+typedef struct {
+    cudaStream_t stream;
+    cublasHandle_t cublas; /* of the op's device; simpar_cu_compute binds it to `stream` */
+    gboolean tf32;
+    void *work; /* device scratch of at least simpar_cu_workspace() bytes, used only by the op */
+    gsize work_bytes;
+} SimparCuCtx;
+
+SimparCuType simpar_cu_type_of_dtype(SimparDtype dtype);
+gsize simpar_cu_type_size(SimparCuType type);
+const char *simpar_cu_type_name(SimparCuType type); /* "bf16" ... */
+ncclDataType_t simpar_cu_nccl_type(SimparCuType type);
+/* types[b] for every buffer b of the schedule (see the header comment). */
+void simpar_cu_buffer_types(const SimparSchedule *sched, SimparCuType *types);
+/* Device scratch bytes a compute op needs (0 for most kinds; attention needs its s x s
+ * dropped probabilities and gradients). */
+gsize simpar_cu_workspace(const SimparSchedule *sched, const SimparOp *op);
+
+/* Launches one compute op (any kind but collectives, send, recv and blocks, which do nothing)
+ * on ctx->stream; `bufs` are all buffers of the schedule, indexed like it (only the op's rank's
+ * are used). Asynchronous: errors of the launch itself only. */
+gboolean simpar_cu_compute(const SimparCuCtx *ctx, const SimparSchedule *sched,
+                           const SimparOp *op, const SimparCuBuf *bufs, GError **error);
+
+/* Conversions for simpar_cuda_write/read: `n` doubles at `src64` (device memory) into buf from
+ * element `off`, and back. Asynchronous on `stream`. */
+gboolean simpar_cu_from_f64(SimparCuBuf buf, gsize off, const double *src64, gsize n,
+                            cudaStream_t stream, GError **error);
+gboolean simpar_cu_to_f64(SimparCuBuf buf, gsize off, double *dst64, gsize n,
+                          cudaStream_t stream, GError **error);
+
+/* Each returns TRUE for success; otherwise sets a SIMPAR_CUDA_ERROR_CALL naming `call` and the
+ * library's own message ("cudaMalloc(&p, bytes): out of memory"). */
+gboolean simpar_cu_check(cudaError_t e, const char *call, GError **error);
+gboolean simpar_cu_check_blas(cublasStatus_t s, const char *call, GError **error);
+gboolean simpar_cu_check_nccl(ncclResult_t r, const char *call, GError **error);
+
+#define SIMPAR_CU_TRY(error, call) simpar_cu_check((call), #call, (error))
+#define SIMPAR_CUBLAS_TRY(error, call) simpar_cu_check_blas((call), #call, (error))
+#define SIMPAR_NCCL_TRY(error, call) simpar_cu_check_nccl((call), #call, (error))
+
+G_END_DECLS
+#endif /* SIMPAR_CUDA_PRIVATE_H */

@@ -1,0 +1,2 @@
+/* cuda.c: placeholder until written */
+typedef int simpar_placeholder_cuda_c;
