@@ -11,6 +11,7 @@
 #ifndef SIMPAR_CLI_H
 #define SIMPAR_CLI_H
 #include "generators.h"
+#include "job.h"
 G_BEGIN_DECLS
 
 #define SIMPAR_CLI_ERROR (simpar_cli_error_quark())
@@ -20,28 +21,10 @@ typedef enum {
     SIMPAR_CLI_ERROR_USAGE, /* unknown flag or command, missing or malformed value */
 } SimparCliError;
 
-/* Model and plan flags shared by the commands. */
-typedef struct {
-    char *model;
-    gint64 hidden, heads, seq, micro_batch, ffn, layers, vocab;
-    char *dtype;
-    char *tp_mode;
-    gint64 tp, depth;
-    gboolean sp;
-    char *variant;
-    char *recompute; /* none, selective, full */
-    gboolean json;
-} SimparCliJob;
-
-void simpar_cli_job_init(SimparCliJob *job);
-void simpar_cli_job_clear(SimparCliJob *job);
-GOptionGroup *simpar_cli_model_group(SimparCliJob *job); /* (transfer full) */
-gboolean simpar_cli_model(const SimparCliJob *job, SimparModel *model, GError **error);
-/* The plan of `mode` from --tp, --depth, --sp, --variant and --recompute (not validated). */
-gboolean simpar_cli_plan(const SimparCliJob *job, const char *mode, SimparPlan *plan,
-                         GError **error);
 gboolean simpar_cli_parse(GOptionContext *ctx, const char *command, int *argc, char ***argv,
                           GError **error);
+/* Exit status of a failed command: 2 for usage errors (options, job options), 1 otherwise. */
+int simpar_cli_exit_status(const GError *error);
 char *simpar_cli_summary(const SimparModel *model, SimparPlan *plan, gboolean json,
                          GError **error); /* (transfer full) */
 

@@ -18,7 +18,8 @@
 #define SIMPAR_PREDICT_MODEL "default-4k"
 
 typedef struct {
-    SimparCliJob job;
+    SimparJobArgs job;
+    gboolean json;
     char *topology, *backend_name, *coll_mode_name, *algo_name, *proto_name, *attention_name;
     char *calibration, *trace;
     gint64 gpus, jobs_arg;
@@ -27,111 +28,30 @@ typedef struct {
     const SimparBackend *backend;
     SimparRun run; /* collective settings; the rest is filled per mode */
     SimparAttentionImpl attention;
-    /* the training step */
-    gint64 pp, dp, global_batch, virtual_stages, zero, local_chunks, aux_head_width, bucket_params;
     gint64 steps_to_target;
-    char *schedule_name, *order_name;
-    gboolean overlap_grad_reduce, local_async, tied, scatter_gather;
     SimparTrain train; /* everything but the tensor-parallel plan, checked without a platform */
 } Predict;
 
 static void
 predict_clear(Predict *p)
 {
-    simpar_cli_job_clear(&p->job);
+    simpar_job_args_clear(&p->job);
     g_free(p->topology), g_free(p->backend_name), g_free(p->coll_mode_name);
     g_free(p->algo_name), g_free(p->proto_name), g_free(p->attention_name);
     g_free(p->calibration), g_free(p->trace);
-    g_free(p->schedule_name), g_free(p->order_name);
 }
-
-#define PREDICT_UNSET G_MININT64
 
 /* The step-level options into p->train (the split is checked against the GPUs later). */
 static gboolean
 predict_resolve_train(Predict *p, GError **error)
 {
-    SimparTrain *t = &p->train;
-    simpar_train_init(t);
-    if (p->schedule_name != NULL &&
-        !simpar_pipe_schedule_parse(p->schedule_name, &t->schedule, error))
-        return FALSE;
-    if (p->schedule_name != NULL && t->schedule == SIMPAR_PIPE_LOCAL) {
-        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                    "--schedule local: give --local-chunks K for local parallelism");
-        return FALSE;
-    }
-    if (p->local_chunks != PREDICT_UNSET) {
-        if (p->pp != PREDICT_UNSET || p->schedule_name != NULL) {
-            g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                        "--local-chunks replaces --pp and --schedule: local parallelism splits "
-                        "the layers into K chunks trained by their own losses");
-            return FALSE;
-        }
-        t->schedule = SIMPAR_PIPE_LOCAL;
-        t->pp = p->local_chunks;
-    } else if (p->pp != PREDICT_UNSET) {
-        t->pp = p->pp;
-    }
-    if (p->dp != PREDICT_UNSET)
-        t->dp = p->dp;
-    if (p->virtual_stages != PREDICT_UNSET)
-        t->virtual_stages = p->virtual_stages;
-    else if (t->schedule == SIMPAR_PIPE_INTERLEAVED)
-        t->virtual_stages = 2;
-    if (p->global_batch != PREDICT_UNSET) {
-        if (p->global_batch < 1) {
-            g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                        "--global-batch %" G_GINT64_FORMAT ": must be at least 1", p->global_batch);
-            return FALSE;
-        }
-        t->global_batch = p->global_batch;
-    }
-    if (p->zero != PREDICT_UNSET && (p->zero < 0 || p->zero > 3)) {
-        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                    "--zero %" G_GINT64_FORMAT ": valid stages are 0 (DDP), 1, 2 and 3", p->zero);
-        return FALSE;
-    }
-    if (p->zero != PREDICT_UNSET)
-        t->zero = (gint) p->zero;
-    if (p->aux_head_width != PREDICT_UNSET) {
-        if (p->aux_head_width < 1) {
-            g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                        "--aux-head-width %" G_GINT64_FORMAT ": must be at least 1",
-                        p->aux_head_width);
-            return FALSE;
-        }
-        t->aux_head_width = p->aux_head_width;
-    }
-    if ((p->aux_head_width != PREDICT_UNSET || p->local_async) &&
-        p->local_chunks == PREDICT_UNSET) {
-        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                    "--aux-head-width and --local-async apply to local parallelism "
-                    "(--local-chunks K)");
-        return FALSE;
-    }
-    if (p->steps_to_target != PREDICT_UNSET && p->steps_to_target < 1) {
+    if (p->steps_to_target != SIMPAR_JOB_UNSET && p->steps_to_target < 1) {
         g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
                     "--steps-to-target %" G_GINT64_FORMAT ": must be at least 1",
                     p->steps_to_target);
         return FALSE;
     }
-    if (p->bucket_params != PREDICT_UNSET) {
-        if (p->bucket_params < 1) {
-            g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                        "--bucket-params %" G_GINT64_FORMAT ": must be at least 1",
-                        p->bucket_params);
-            return FALSE;
-        }
-        t->bucket_params = p->bucket_params;
-    }
-    t->overlap_grad_reduce = p->overlap_grad_reduce;
-    t->local_async = p->local_async;
-    t->tied_embeddings = p->tied;
-    t->scatter_gather = p->scatter_gather;
-    if (p->order_name != NULL && !simpar_train_order_parse(p->order_name, t->order, error))
-        return FALSE;
-    return TRUE;
+    return simpar_job_train(&p->job, &p->train, error);
 }
 
 /* Checks every option that needs no platform. */
@@ -173,9 +93,8 @@ predict_resolve(Predict *p, GError **error)
         return FALSE;
     if (p->algo_name != NULL && p->run.algo == NULL && !g_str_equal(p->algo_name, "auto"))
         return FALSE;
-    if (p->job.model == NULL)
-        p->job.model = g_strdup(SIMPAR_PREDICT_MODEL);
-    return predict_resolve_train(p, error) && simpar_cli_model(&p->job, &p->model, error);
+    return predict_resolve_train(p, error) &&
+           simpar_job_model(&p->job, SIMPAR_PREDICT_MODEL, &p->model, error);
 }
 
 /* 2.5-D without --depth: q = d when the GPU count allows it (64: q=4 d=4), else the smallest
@@ -202,7 +121,7 @@ static gboolean
 predict_plan(const Predict *p, const char *mode, guint gpus, SimparPlan *plan, GError **error)
 {
     const SimparGenerator *gen = simpar_generator_lookup(mode, error);
-    if (gen == NULL || !simpar_cli_plan(&p->job, mode, plan, error))
+    if (gen == NULL || !simpar_job_plan(&p->job, mode, plan, error))
         return FALSE;
     if (plan->tp == G_MININT64)
         plan->tp = gpus;
@@ -507,8 +426,7 @@ predict_print(const Predict *p, const SimparReport *report, GError **error)
                     p->topology, why);
         return FALSE;
     }
-    g_autofree char *text =
-        p->job.json ? simpar_report_to_json(report) : simpar_report_to_text(report);
+    g_autofree char *text = p->json ? simpar_report_to_json(report) : simpar_report_to_text(report);
     printf("%s\n", text);
     return TRUE;
 }
@@ -527,61 +445,15 @@ static const char predict_summary[] =
 gboolean
 simpar_cmd_predict(int argc, char **argv, GError **error)
 {
-    Predict p = {.gpus = G_MININT64,
-                 .jobs_arg = G_MININT64,
-                 .pp = G_MININT64,
-                 .dp = G_MININT64,
-                 .global_batch = G_MININT64,
-                 .virtual_stages = G_MININT64,
-                 .zero = G_MININT64,
-                 .local_chunks = G_MININT64,
-                 .aux_head_width = G_MININT64,
-                 .bucket_params = G_MININT64,
-                 .steps_to_target = G_MININT64};
-    simpar_cli_job_init(&p.job);
+    Predict p = {.gpus = G_MININT64, .jobs_arg = G_MININT64, .steps_to_target = G_MININT64};
+    simpar_job_args_init(&p.job);
     const GOptionEntry entries[] = {
         {"topology", 't', 0, G_OPTION_ARG_FILENAME, &p.topology,
          "SimGrid platform file (hosts node<N>-gpu<G>), e.g. topologies/v100x64.xml", "FILE"},
         {"gpus", 0, 0, G_OPTION_ARG_INT64, &p.gpus, "GPUs of the platform to use (default all)",
          "N"},
-        {"tp-mode", 0, 0, G_OPTION_ARG_STRING, &p.job.tp_mode,
-         "1d, 2d, 2.5d, 3d or all (default all)", "MODE"},
-        {"tp", 0, 0, G_OPTION_ARG_INT64, &p.job.tp,
-         "Tensor-parallel group size T (default: GPUs / (P x D)); T x P x D = GPUs used", "T"},
-        {"pp", 0, 0, G_OPTION_ARG_INT64, &p.pp, "Pipeline stages P (default 1)", "P"},
-        {"dp", 0, 0, G_OPTION_ARG_INT64, &p.dp, "Data-parallel replicas D (default 1)", "D"},
-        {"schedule", 0, 0, G_OPTION_ARG_STRING, &p.schedule_name,
-         "Pipeline schedule: gpipe, 1f1b (default), interleaved", "S"},
-        {"virtual-stages", 0, 0, G_OPTION_ARG_INT64, &p.virtual_stages,
-         "Interleaved: model chunks v per device (default 2)", "V"},
-        {"global-batch", 0, 0, G_OPTION_ARG_INT64, &p.global_batch,
-         "Sequences per optimizer step over all replicas (default micro-batch x D: m = 1)", "B"},
-        {"zero", 0, 0, G_OPTION_ARG_INT64, &p.zero,
-         "ZeRO stage: 0 (DDP all-reduce, default), 1 (distributed optimizer), 2, 3", "Z"},
-        {"overlap-grad-reduce", 0, 0, G_OPTION_ARG_NONE, &p.overlap_grad_reduce,
-         "Reduce gradient buckets during the last backward instead of after it", NULL},
-        {"bucket-params", 0, 0, G_OPTION_ARG_INT64, &p.bucket_params,
-         "Data-parallel bucket size in parameters (default max(4e7, 1e6 x D))", "N"},
-        {"tied-embeddings", 0, 0, G_OPTION_ARG_NONE, &p.tied,
-         "The output layer shares the embedding table", NULL},
-        {"scatter-gather", 0, 0, G_OPTION_ARG_NONE, &p.scatter_gather,
-         "Pipeline p2p: send 1/T of each activation, all-gather it inside the node", NULL},
-        {"order", 0, 0, G_OPTION_ARG_STRING, &p.order_name,
-         "Rank placement, innermost first (default tp,dp,pp)", "A,B,C"},
-        {"local-chunks", 0, 0, G_OPTION_ARG_INT64, &p.local_chunks,
-         "Local parallelism: K chunks with auxiliary heads (replaces --pp)", "K"},
-        {"local-async", 0, 0, G_OPTION_ARG_NONE, &p.local_async,
-         "Local parallelism without a flush per step (steady state)", NULL},
-        {"aux-head-width", 0, 0, G_OPTION_ARG_INT64, &p.aux_head_width,
-         "Local parallelism: auxiliary head width W (default the vocabulary)", "W"},
         {"steps-to-target", 0, 0, G_OPTION_ARG_INT64, &p.steps_to_target,
          "Steps to the target loss: report time and GPU-hours to target", "N"},
-        {"depth", 0, 0, G_OPTION_ARG_INT64, &p.job.depth, "2.5-D depth d (default q=d)", "D"},
-        {"sp", 0, 0, G_OPTION_ARG_NONE, &p.job.sp, "1-D: sequence parallelism", NULL},
-        {"recompute", 0, 0, G_OPTION_ARG_STRING, &p.job.recompute,
-         "Activation recomputation: none (default), selective (attention core), full", "R"},
-        {"variant", 0, 0, G_OPTION_ARG_STRING, &p.job.variant,
-         "3-D: paper (default) or later (saved gathers, async reduce-scatters)", "V"},
         {"attention", 0, 0, G_OPTION_ARG_STRING, &p.attention_name,
          "unfused (default; s x s scores in memory) or flash (one fused kernel)", "IMPL"},
         {"backend", 0, 0, G_OPTION_ARG_STRING, &p.backend_name,
@@ -598,7 +470,7 @@ simpar_cmd_predict(int argc, char **argv, GError **error)
          "JSON file overriding the compute model's GPU figures", "FILE"},
         {"jobs", 'j', 0, G_OPTION_ARG_INT64, &p.jobs_arg,
          "Modes simulated in parallel processes (default: the number of cores)", "N"},
-        {"json", 0, 0, G_OPTION_ARG_NONE, &p.job.json, "Print JSON: one object per mode", NULL},
+        {"json", 0, 0, G_OPTION_ARG_NONE, &p.json, "Print JSON: one object per mode", NULL},
         {"trace", 0, 0, G_OPTION_ARG_FILENAME, &p.trace,
          "Write a Chrome trace (Perfetto): one track per GPU stream", "FILE"},
         G_OPTION_ENTRY_NULL,
@@ -606,7 +478,7 @@ simpar_cmd_predict(int argc, char **argv, GError **error)
     g_autoptr(GOptionContext) ctx = g_option_context_new("[predict] - plan transformer training");
     g_option_context_set_summary(ctx, predict_summary);
     g_option_context_add_main_entries(ctx, entries, NULL);
-    g_option_context_add_group(ctx, simpar_cli_model_group(&p.job));
+    simpar_job_add_options(ctx, &p.job, SIMPAR_JOB_OPTIONS_ALL);
     gboolean ok =
         simpar_cli_parse(ctx, "simpar", &argc, &argv, error) && predict_resolve(&p, error);
     g_autoptr(SimparReport) report = ok ? predict_report_new(&p) : NULL;

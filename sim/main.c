@@ -35,7 +35,7 @@ main(int argc, char **argv)
     }
     if (!ok) {
         fprintf(stderr, "%s\n", error->message);
-        return error->domain == SIMPAR_CLI_ERROR || error->domain == G_OPTION_ERROR ? 2 : 1;
+        return simpar_cli_exit_status(error);
     }
     return 0;
 }

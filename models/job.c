@@ -1,0 +1,323 @@
+/* job.c - the job options shared by simpar and simpar-exec, and their round trip through an
+ * argument vector. One table per option set; the vector is written by walking the same tables,
+ * so an option added to a table is stored in measured runs without further code. */
+#include "job.h"
+#include "model.h"
+
+G_DEFINE_QUARK(simpar_job_error_quark, simpar_job_error)
+
+void
+simpar_job_args_init(SimparJobArgs *args)
+{
+    *args = (SimparJobArgs){0};
+    gint64 *unset[] = {&args->hidden,
+                       &args->heads,
+                       &args->seq,
+                       &args->micro_batch,
+                       &args->ffn,
+                       &args->layers,
+                       &args->vocab,
+                       &args->tp,
+                       &args->depth,
+                       &args->pp,
+                       &args->dp,
+                       &args->global_batch,
+                       &args->virtual_stages,
+                       &args->zero,
+                       &args->local_chunks,
+                       &args->aux_head_width,
+                       &args->bucket_params};
+    for (guint i = 0; i < G_N_ELEMENTS(unset); i++)
+        *unset[i] = SIMPAR_JOB_UNSET;
+}
+
+void
+simpar_job_args_clear(SimparJobArgs *args)
+{
+    char **strs[] = {&args->model,     &args->dtype,    &args->tp_mode, &args->variant,
+                     &args->recompute, &args->schedule, &args->order};
+    for (guint i = 0; i < G_N_ELEMENTS(strs); i++)
+        g_clear_pointer(strs[i], g_free);
+}
+
+/* ---- option tables ------------------------------------------------------------------------ */
+
+enum {
+    JOB_MAX_ENTRIES = 24
+};
+
+/* The entries of one set, pointing into `a`, NULL-terminated; returns their number. */
+static guint
+job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
+{
+    const GOptionEntry model[] = {
+        {"model", 'm', 0, G_OPTION_ARG_STRING, &a->model,
+         "Preset name (tiny, paper-3d, default-4k, gpt3-1.3b, gpt3-6.7b, gpt3-13b, gpt3-175b) or "
+         "a JSON model file; default default-4k (predict) or paper-3d (schedule)",
+         "NAME|FILE"},
+        {"hidden", 0, 0, G_OPTION_ARG_INT64, &a->hidden, "Hidden size h", "H"},
+        {"heads", 0, 0, G_OPTION_ARG_INT64, &a->heads, "Attention heads a (h % a == 0)", "A"},
+        {"seq", 0, 0, G_OPTION_ARG_INT64, &a->seq, "Sequence length s", "S"},
+        {"micro-batch", 0, 0, G_OPTION_ARG_INT64, &a->micro_batch,
+         "Sequences per micro-batch b (per tensor-parallel group)", "B"},
+        {"ffn", 0, 0, G_OPTION_ARG_INT64, &a->ffn, "FFN width f (usually 4h)", "F"},
+        {"layers", 0, 0, G_OPTION_ARG_INT64, &a->layers, "Transformer layers L", "L"},
+        {"vocab", 0, 0, G_OPTION_ARG_INT64, &a->vocab, "Vocabulary size V", "V"},
+        {"dtype", 0, 0, G_OPTION_ARG_STRING, &a->dtype, "Element type: fp16, bf16, fp32, fp64",
+         "T"},
+        G_OPTION_ENTRY_NULL,
+    };
+    const GOptionEntry plan[] = {
+        {"tp-mode", 0, 0, G_OPTION_ARG_STRING, &a->tp_mode,
+         "Tensor-parallel mode: 1d, 2d, 2.5d, 3d (predict: also all, the default)", "MODE"},
+        {"tp", 0, 0, G_OPTION_ARG_INT64, &a->tp,
+         "Tensor-parallel group size T: P (1d), q*q (2d), q*q*d (2.5d), q*q*q (3d); predict: "
+         "default GPUs / (P x D)",
+         "T"},
+        {"depth", 0, 0, G_OPTION_ARG_INT64, &a->depth, "2.5-D depth d (default q=d)", "D"},
+        {"sp", 0, 0, G_OPTION_ARG_NONE, &a->sp, "1-D: sequence parallelism", NULL},
+        {"variant", 0, 0, G_OPTION_ARG_STRING, &a->variant,
+         "3-D: paper (backward re-gathers; default) or later (saved gathers, async "
+         "reduce-scatters)",
+         "V"},
+        {"recompute", 0, 0, G_OPTION_ARG_STRING, &a->recompute,
+         "Activation recomputation: none (default), selective (attention core) or full (the "
+         "whole forward, collectives included)",
+         "R"},
+        G_OPTION_ENTRY_NULL,
+    };
+    const GOptionEntry train[] = {
+        {"pp", 0, 0, G_OPTION_ARG_INT64, &a->pp, "Pipeline stages P (default 1)", "P"},
+        {"dp", 0, 0, G_OPTION_ARG_INT64, &a->dp, "Data-parallel replicas D (default 1)", "D"},
+        {"schedule", 0, 0, G_OPTION_ARG_STRING, &a->schedule,
+         "Pipeline schedule: gpipe, 1f1b (default), interleaved", "S"},
+        {"virtual-stages", 0, 0, G_OPTION_ARG_INT64, &a->virtual_stages,
+         "Interleaved: model chunks v per device (default 2)", "V"},
+        {"global-batch", 0, 0, G_OPTION_ARG_INT64, &a->global_batch,
+         "Sequences per optimizer step over all replicas (default micro-batch x D: m = 1)", "B"},
+        {"zero", 0, 0, G_OPTION_ARG_INT64, &a->zero,
+         "ZeRO stage: 0 (DDP all-reduce, default), 1 (distributed optimizer), 2, 3", "Z"},
+        {"overlap-grad-reduce", 0, 0, G_OPTION_ARG_NONE, &a->overlap_grad_reduce,
+         "Reduce gradient buckets during the last backward instead of after it", NULL},
+        {"bucket-params", 0, 0, G_OPTION_ARG_INT64, &a->bucket_params,
+         "Data-parallel bucket size in parameters (default max(4e7, 1e6 x D))", "N"},
+        {"tied-embeddings", 0, 0, G_OPTION_ARG_NONE, &a->tied_embeddings,
+         "The output layer shares the embedding table", NULL},
+        {"scatter-gather", 0, 0, G_OPTION_ARG_NONE, &a->scatter_gather,
+         "Pipeline p2p: send 1/T of each activation, all-gather it inside the node", NULL},
+        {"order", 0, 0, G_OPTION_ARG_STRING, &a->order,
+         "Rank placement, innermost first (default tp,dp,pp)", "A,B,C"},
+        {"local-chunks", 0, 0, G_OPTION_ARG_INT64, &a->local_chunks,
+         "Local parallelism: K chunks with auxiliary heads (replaces --pp)", "K"},
+        {"local-async", 0, 0, G_OPTION_ARG_NONE, &a->local_async,
+         "Local parallelism without a flush per step (steady state)", NULL},
+        {"aux-head-width", 0, 0, G_OPTION_ARG_INT64, &a->aux_head_width,
+         "Local parallelism: auxiliary head width W (default the vocabulary)", "W"},
+        G_OPTION_ENTRY_NULL,
+    };
+    const GOptionEntry *src = set == SIMPAR_JOB_OPTIONS_MODEL  ? model
+                              : set == SIMPAR_JOB_OPTIONS_PLAN ? plan
+                                                               : train;
+    guint n = 0;
+    while (src[n].long_name != NULL)
+        n++;
+    g_assert(n < JOB_MAX_ENTRIES);
+    for (guint i = 0; i <= n; i++)
+        out[i] = src[i];
+    return n;
+}
+
+static const SimparJobOptions job_sets[] = {SIMPAR_JOB_OPTIONS_MODEL, SIMPAR_JOB_OPTIONS_PLAN,
+                                            SIMPAR_JOB_OPTIONS_TRAIN};
+
+void
+simpar_job_add_options(GOptionContext *ctx, SimparJobArgs *args, SimparJobOptions which)
+{
+    for (guint s = 0; s < G_N_ELEMENTS(job_sets); s++) {
+        if (!(which & job_sets[s]))
+            continue;
+        GOptionEntry entries[JOB_MAX_ENTRIES];
+        job_entries(args, job_sets[s], entries);
+        if (job_sets[s] != SIMPAR_JOB_OPTIONS_MODEL) {
+            g_option_context_add_main_entries(ctx, entries, NULL);
+            continue;
+        }
+        GOptionGroup *g = g_option_group_new("model", "Model shapes (override the preset or file):",
+                                             "Show model options", NULL, NULL);
+        g_option_group_add_entries(g, entries);
+        g_option_context_add_group(ctx, g);
+    }
+}
+
+char **
+simpar_job_args_to_argv(const SimparJobArgs *args)
+{
+    SimparJobArgs copy = *args; /* the tables want writable pointers; nothing is written */
+    g_autoptr(GPtrArray) out = g_ptr_array_new();
+    for (guint s = 0; s < G_N_ELEMENTS(job_sets); s++) {
+        GOptionEntry entries[JOB_MAX_ENTRIES];
+        guint n = job_entries(&copy, job_sets[s], entries);
+        for (guint i = 0; i < n; i++) {
+            const GOptionEntry *e = &entries[i];
+            if (e->arg == G_OPTION_ARG_INT64 && *(gint64 *) e->arg_data != SIMPAR_JOB_UNSET)
+                g_ptr_array_add(out, g_strdup_printf("--%s=%" G_GINT64_FORMAT, e->long_name,
+                                                     *(gint64 *) e->arg_data));
+            else if (e->arg == G_OPTION_ARG_STRING && *(char **) e->arg_data != NULL)
+                g_ptr_array_add(out,
+                                g_strdup_printf("--%s=%s", e->long_name, *(char **) e->arg_data));
+            else if (e->arg == G_OPTION_ARG_NONE && *(gboolean *) e->arg_data)
+                g_ptr_array_add(out, g_strdup_printf("--%s", e->long_name));
+        }
+    }
+    g_ptr_array_add(out, NULL);
+    return (char **) g_ptr_array_free(g_steal_pointer(&out), FALSE); /* (transfer full) */
+}
+
+gboolean
+simpar_job_args_from_argv(SimparJobArgs *args, const char *const *argv, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    g_autoptr(GOptionContext) ctx = g_option_context_new(NULL);
+    g_option_context_set_help_enabled(ctx, FALSE);
+    simpar_job_add_options(ctx, args, SIMPAR_JOB_OPTIONS_ALL);
+    g_autoptr(GPtrArray) v = g_ptr_array_new_with_free_func(g_free);
+    g_ptr_array_add(v, g_strdup("job"));
+    for (guint i = 0; argv[i] != NULL; i++)
+        g_ptr_array_add(v, g_strdup(argv[i]));
+    int argc = (int) v->len;
+    g_ptr_array_add(v, NULL);
+    char **pv = g_memdup2(v->pdata, sizeof(char *) * v->len); /* parsing reorders the vector */
+    char **parse = pv;
+    gboolean ok = g_option_context_parse(ctx, &argc, &parse, error);
+    if (ok && argc > 1) {
+        g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE, "'%s' is not a job option",
+                    parse[1]);
+        ok = FALSE;
+    }
+    g_free(pv);
+    return ok;
+}
+
+/* ---- model, plan, split ------------------------------------------------------------------- */
+
+gboolean
+simpar_job_model(const SimparJobArgs *args, const char *fallback, SimparModel *m, GError **error)
+{
+    const char *name = args->model != NULL ? args->model : fallback;
+    gboolean ok = g_str_has_suffix(name, ".json") ? simpar_model_load_json(name, m, error)
+                                                  : simpar_model_preset(name, m, error);
+    if (!ok)
+        return FALSE;
+
+    const struct {
+        gint64 given;
+        gint64 *field;
+    } over[] = {{args->hidden, &m->hidden}, {args->heads, &m->heads},
+                {args->seq, &m->seq},       {args->micro_batch, &m->micro_batch},
+                {args->ffn, &m->ffn},       {args->layers, &m->layers},
+                {args->vocab, &m->vocab}};
+
+    for (guint i = 0; i < G_N_ELEMENTS(over); i++)
+        if (over[i].given != SIMPAR_JOB_UNSET)
+            *over[i].field = over[i].given;
+    if (args->dtype != NULL && !simpar_dtype_parse(args->dtype, &m->dtype, error)) {
+        g_prefix_error(error, "--dtype: ");
+        return FALSE;
+    }
+    return simpar_model_validate(m, error);
+}
+
+gboolean
+simpar_job_plan(const SimparJobArgs *args, const char *mode, SimparPlan *plan, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    simpar_plan_init(plan);
+    plan->mode = g_intern_string(mode);
+    plan->tp = args->tp;
+    plan->depth = args->depth == SIMPAR_JOB_UNSET ? 0 : args->depth;
+    plan->sequence_parallel = args->sp;
+    if (args->variant != NULL) {
+        if (!g_str_equal(mode, "3d") ||
+            (!g_str_equal(args->variant, "paper") && !g_str_equal(args->variant, "later"))) {
+            g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
+                        "--variant %s: valid only with --tp-mode 3d, as 'paper' (backward "
+                        "re-gathers) or 'later' (saved gathers, async reduce-scatters)",
+                        args->variant);
+            return FALSE;
+        }
+        plan->paper_3d = g_str_equal(args->variant, "paper");
+    }
+    return args->recompute == NULL ||
+           simpar_recompute_parse(args->recompute, &plan->recompute, error);
+}
+
+/* An integer option that must be at least `min` when given. */
+static gboolean
+job_at_least(gint64 value, gint64 min, const char *flag, GError **error)
+{
+    if (value == SIMPAR_JOB_UNSET || value >= min)
+        return TRUE;
+    g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
+                "%s %" G_GINT64_FORMAT ": must be at least %" G_GINT64_FORMAT, flag, value, min);
+    return FALSE;
+}
+
+static gboolean
+job_usage(GError **error, const char *message)
+{
+    g_set_error_literal(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE, message);
+    return FALSE;
+}
+
+gboolean
+simpar_job_train(const SimparJobArgs *a, SimparTrain *t, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    simpar_train_init(t);
+    if (a->schedule != NULL && !simpar_pipe_schedule_parse(a->schedule, &t->schedule, error))
+        return FALSE;
+    if (a->schedule != NULL && t->schedule == SIMPAR_PIPE_LOCAL)
+        return job_usage(error, "--schedule local: give --local-chunks K for local parallelism");
+    if (a->local_chunks != SIMPAR_JOB_UNSET) {
+        if (a->pp != SIMPAR_JOB_UNSET || a->schedule != NULL)
+            return job_usage(error, "--local-chunks replaces --pp and --schedule: local "
+                                    "parallelism splits the layers into K chunks trained by "
+                                    "their own losses");
+        t->schedule = SIMPAR_PIPE_LOCAL;
+        t->pp = a->local_chunks;
+    } else if (a->pp != SIMPAR_JOB_UNSET) {
+        t->pp = a->pp;
+    }
+    if (a->dp != SIMPAR_JOB_UNSET)
+        t->dp = a->dp;
+    if (a->virtual_stages != SIMPAR_JOB_UNSET)
+        t->virtual_stages = a->virtual_stages;
+    else if (t->schedule == SIMPAR_PIPE_INTERLEAVED)
+        t->virtual_stages = 2;
+    if (!job_at_least(a->global_batch, 1, "--global-batch", error) ||
+        !job_at_least(a->aux_head_width, 1, "--aux-head-width", error) ||
+        !job_at_least(a->bucket_params, 1, "--bucket-params", error))
+        return FALSE;
+    if (a->global_batch != SIMPAR_JOB_UNSET)
+        t->global_batch = a->global_batch;
+    if (a->zero != SIMPAR_JOB_UNSET && (a->zero < 0 || a->zero > 3)) {
+        g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
+                    "--zero %" G_GINT64_FORMAT ": valid stages are 0 (DDP), 1, 2 and 3", a->zero);
+        return FALSE;
+    }
+    if (a->zero != SIMPAR_JOB_UNSET)
+        t->zero = (gint) a->zero;
+    if (a->aux_head_width != SIMPAR_JOB_UNSET)
+        t->aux_head_width = a->aux_head_width;
+    if ((a->aux_head_width != SIMPAR_JOB_UNSET || a->local_async) &&
+        a->local_chunks == SIMPAR_JOB_UNSET)
+        return job_usage(error, "--aux-head-width and --local-async apply to local parallelism "
+                                "(--local-chunks K)");
+    if (a->bucket_params != SIMPAR_JOB_UNSET)
+        t->bucket_params = a->bucket_params;
+    t->overlap_grad_reduce = a->overlap_grad_reduce;
+    t->local_async = a->local_async;
+    t->tied_embeddings = a->tied_embeddings;
+    t->scatter_gather = a->scatter_gather;
+    return a->order == NULL || simpar_train_order_parse(a->order, t->order, error);
+}

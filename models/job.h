@@ -1,0 +1,78 @@
+/* job.h - the job as a command line gives it: model shapes, the tensor-parallel plan and the
+ * training split.
+ *
+ * simpar (predict, schedule, validate) and simpar-exec take the same job options, parsed into a
+ * SimparJobArgs and turned into a SimparModel, SimparPlan and SimparTrain here, so a job means
+ * the same thing to the predictor and to the executor. A measured run stores its job as the
+ * argument vector simpar_job_args_to_argv() gives, and `simpar validate` parses that vector
+ * back, so it predicts exactly the job that ran:
+ *
+ *   simpar-exec --model tiny --tp 2 ...  ->  SimparJobArgs  ->  ["--model=tiny", "--tp=2", ...]
+ *        (RUN.json "job_args")           ->  SimparJobArgs  ->  model, plan, train  -> schedule
+ *
+ * Ownership: a SimparJobArgs owns its strings (simpar_job_args_clear frees them).
+ */
+#ifndef SIMPAR_JOB_H
+#define SIMPAR_JOB_H
+#include "plan.h"
+#include "train.h"
+#include <glib.h>
+G_BEGIN_DECLS
+
+#define SIMPAR_JOB_ERROR (simpar_job_error_quark())
+GQuark simpar_job_error_quark(void);
+
+typedef enum {
+    SIMPAR_JOB_ERROR_USAGE, /* a job option out of range or inconsistent with another */
+} SimparJobError;
+
+#define SIMPAR_JOB_UNSET G_MININT64
+
+/* Option storage; integers are SIMPAR_JOB_UNSET and strings NULL when not given. */
+typedef struct {
+    /* model (--model and its overrides) */
+    char *model;
+    gint64 hidden, heads, seq, micro_batch, ffn, layers, vocab;
+    char *dtype;
+    /* tensor-parallel plan */
+    char *tp_mode;
+    gint64 tp, depth;
+    gboolean sp;
+    char *variant;   /* 3-D: paper, later */
+    char *recompute; /* none, selective, full */
+    /* training split */
+    gint64 pp, dp, global_batch, virtual_stages, zero, local_chunks, aux_head_width, bucket_params;
+    char *schedule, *order;
+    gboolean overlap_grad_reduce, local_async, tied_embeddings, scatter_gather;
+} SimparJobArgs;
+
+typedef enum {
+    SIMPAR_JOB_OPTIONS_MODEL = 1 << 0, /* a "model" group: --model, --hidden, ... --dtype */
+    SIMPAR_JOB_OPTIONS_PLAN = 1 << 1,  /* main entries: --tp-mode, --tp, --depth, --sp, ... */
+    SIMPAR_JOB_OPTIONS_TRAIN = 1 << 2, /* main entries: --pp, --dp, --schedule, ... */
+    SIMPAR_JOB_OPTIONS_ALL = 7,
+} SimparJobOptions;
+
+void simpar_job_args_init(SimparJobArgs *args);
+void simpar_job_args_clear(SimparJobArgs *args);
+/* Adds the chosen option sets, storing into `args` (which must outlive the context). */
+void simpar_job_add_options(GOptionContext *ctx, SimparJobArgs *args, SimparJobOptions which);
+/* (transfer full): "--name=value" for every option that was given, in a fixed order;
+ * NULL-terminated. Parsing it with simpar_job_add_options(ALL) gives back equal args. */
+char **simpar_job_args_to_argv(const SimparJobArgs *args);
+/* Parses such a vector (and nothing else) into `args` (initialised by the caller). */
+gboolean simpar_job_args_from_argv(SimparJobArgs *args, const char *const *argv, GError **error);
+
+/* The model: the preset or JSON file of --model (`fallback` when not given), the overrides,
+ * validated. */
+gboolean simpar_job_model(const SimparJobArgs *args, const char *fallback, SimparModel *model,
+                          GError **error);
+/* The plan of `mode` from --tp, --depth, --sp, --variant and --recompute (not validated). */
+gboolean simpar_job_plan(const SimparJobArgs *args, const char *mode, SimparPlan *plan,
+                         GError **error);
+/* The step-level split into `train` (simpar_train_init'ed here; the tensor-parallel plan and
+ * the check against the GPUs are left to simpar_train_validate). */
+gboolean simpar_job_train(const SimparJobArgs *args, SimparTrain *train, GError **error);
+
+G_END_DECLS
+#endif /* SIMPAR_JOB_H */
