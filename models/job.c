@@ -2,7 +2,9 @@
  * argument vector. One table per option set; the vector is written by walking the same tables,
  * so an option added to a table is stored in measured runs without further code. */
 #include "job.h"
+#include "generators.h"
 #include "model.h"
+#include "step.h"
 
 G_DEFINE_QUARK(simpar_job_error_quark, simpar_job_error)
 
@@ -320,4 +322,66 @@ simpar_job_train(const SimparJobArgs *a, SimparTrain *t, GError **error)
     t->tied_embeddings = a->tied_embeddings;
     t->scatter_gather = a->scatter_gather;
     return a->order == NULL || simpar_train_order_parse(a->order, t->order, error);
+}
+
+/* ---- the schedule of a measured run ------------------------------------------------------- */
+
+static const char *const job_run_names[] = {"layer", "step"};
+
+gboolean
+simpar_job_run_parse(const char *name, SimparJobRun *out, GError **error)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(job_run_names); i++) {
+        if (g_str_equal(name, job_run_names[i])) {
+            *out = (SimparJobRun) i;
+            return TRUE;
+        }
+    }
+    g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
+                "--run %s: valid are layer (one tensor-parallel layer, forward and backward) and "
+                "step (the whole training step)",
+                name);
+    return FALSE;
+}
+
+const char *
+simpar_job_run_name(SimparJobRun run)
+{
+    g_return_val_if_fail(run < G_N_ELEMENTS(job_run_names), "?");
+    return job_run_names[run];
+}
+
+SimparSchedule *
+simpar_job_schedule(const SimparJobArgs *args, SimparJobRun run, const char *fallback,
+                    SimparModel *model, SimparTrain *train, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    const char *mode = args->tp_mode != NULL ? args->tp_mode : "1d";
+    if (!simpar_job_model(args, fallback, model, error) || !simpar_job_train(args, train, error) ||
+        simpar_generator_lookup(mode, error) == NULL ||
+        !simpar_job_plan(args, mode, &train->tp, error))
+        return NULL;
+    if (train->tp.tp == SIMPAR_JOB_UNSET)
+        train->tp.tp = 1;
+    if (run == SIMPAR_JOB_RUN_LAYER && (train->pp != 1 || train->dp != 1)) {
+        g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
+                    "--run layer runs one tensor-parallel group: --pp and --dp apply to --run "
+                    "step");
+        return NULL;
+    }
+    if (train->tp.tp < 1 || train->tp.tp > 1 << 20 || train->pp < 1 || train->pp > 1 << 20 ||
+        train->dp < 1 || train->dp > 1 << 20) {
+        g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
+                    "--tp %" G_GINT64_FORMAT ", --pp %" G_GINT64_FORMAT ", --dp %" G_GINT64_FORMAT
+                    ": each must be between 1 and 1048576",
+                    train->tp.tp, train->pp, train->dp);
+        return NULL;
+    }
+    guint64 gpus = (guint64) train->tp.tp * (guint64) train->pp * (guint64) train->dp;
+    if (!simpar_train_validate(train, model, gpus, error))
+        return NULL;
+    g_autoptr(SimparSchedule) layer = simpar_generate_layer(model, &train->tp, error);
+    if (layer == NULL || run == SIMPAR_JOB_RUN_LAYER)
+        return g_steal_pointer(&layer);                       /* (transfer full) */
+    return simpar_step_build_ops(model, train, layer, error); /* (transfer full) */
 }

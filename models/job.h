@@ -15,6 +15,7 @@
 #ifndef SIMPAR_JOB_H
 #define SIMPAR_JOB_H
 #include "plan.h"
+#include "schedule.h"
 #include "train.h"
 #include <glib.h>
 G_BEGIN_DECLS
@@ -73,6 +74,24 @@ gboolean simpar_job_plan(const SimparJobArgs *args, const char *mode, SimparPlan
 /* The step-level split into `train` (simpar_train_init'ed here; the tensor-parallel plan and
  * the check against the GPUs are left to simpar_train_validate). */
 gboolean simpar_job_train(const SimparJobArgs *args, SimparTrain *train, GError **error);
+
+/* What a measured run executes. */
+typedef enum {
+    SIMPAR_JOB_RUN_LAYER, /* one tensor-parallel layer, forward and backward */
+    SIMPAR_JOB_RUN_STEP,  /* the executable training step (simpar_step_build_ops) */
+} SimparJobRun;
+
+gboolean simpar_job_run_parse(const char *name, SimparJobRun *out, GError **error);
+const char *simpar_job_run_name(SimparJobRun run);
+
+/* (transfer full): the schedule of `run` for the job, with `model` (`fallback` model when
+ * --model is not given) and `train` (validated; train->tp is the layer's plan) filled:
+ *   layer  the layer schedule of --tp-mode (default 1d) on T = --tp (default 1) ranks;
+ *   step   simpar_step_build_ops on T x P x D ranks (T default 1).
+ * NULL with the error of whichever check refused the job. */
+SimparSchedule *simpar_job_schedule(const SimparJobArgs *args, SimparJobRun run,
+                                    const char *fallback, SimparModel *model, SimparTrain *train,
+                                    GError **error);
 
 G_END_DECLS
 #endif /* SIMPAR_JOB_H */
