@@ -411,6 +411,22 @@ static const SimparTopologyPreset presets[] = {
       .ib = {50e9, 1e-6},        /* NDR 400 Gb/s */
       .spine = {0, 0.5e-6}},
      nvswitch_write},
+    {"h100-sxm",
+     "One H100 SXM5 80 GB per node (a single-GPU machine, or one GPU of an HGX board used "
+     "alone), PCIe Gen5 to one NDR 400 Gb/s port",
+     {"H100-SXM5-80GB", 989e12, 989e12, 67e12, 34e12, 3350e9, 80 * GIB},
+     1,
+     1,
+     {.nvlink = {450e9, 0.5e-6}, .pcie = {64e9, 0.5e-6}, .ib = {50e9, 1e-6}, .spine = {0, 0.5e-6}},
+     nvswitch_write},
+    {"h200-sxm",
+     "One H200 SXM 141 GB per node (HBM3e, 4.8 TB/s; H100's compute), PCIe Gen5 to one NDR "
+     "400 Gb/s port",
+     {"H200-SXM-141GB", 989e12, 989e12, 67e12, 34e12, 4800e9, 141000000000ull},
+     1,
+     1,
+     {.nvlink = {450e9, 0.5e-6}, .pcie = {64e9, 0.5e-6}, .ib = {50e9, 1e-6}, .spine = {0, 0.5e-6}},
+     nvswitch_write},
     {"dgx-2",
      "NVIDIA DGX-2: 16 x V100 SXM3 32 GB on NVSwitch (NVLink 2), 8 x EDR 100 Gb/s rails (one "
      "NIC per GPU pair), non-blocking fat tree",

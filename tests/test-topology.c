@@ -375,7 +375,7 @@ topo_refuses(const char *args, const char *want)
 static void
 test_bad_input(void)
 {
-    const char *valid = "(valid: v100-ac922, dgx-a100, dgx-h100, dgx-2";
+    const char *valid = "(valid: v100-ac922, dgx-a100, dgx-h100, h100-sxm, h200-sxm, dgx-2";
     g_autofree char *unknown = g_strdup_printf("--preset dgx-b200: unknown preset %s", valid);
     g_autofree char *missing = g_strdup_printf("--preset NAME is required %s", valid);
     topo_refuses("topology --preset dgx-b200 --nodes 2 -o /tmp/x.xml", unknown);
