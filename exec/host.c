@@ -16,6 +16,7 @@
  */
 #include "exec-private.h"
 #include <string.h>
+#include <time.h>
 
 G_DEFINE_QUARK(simpar_host_error_quark, simpar_host_error)
 
@@ -60,6 +61,8 @@ struct _SimparHost {
 typedef struct {
     SimparHost *host;
     guint rank;
+    gint64 t0_ns;              /* the run's start */
+    double *op_start, *op_end; /* by op index, or NULL: no timing */
 } HostWorker;
 
 /* ---- lifetime ----------------------------------------------------------------------------- */
@@ -360,6 +363,21 @@ host_exec_op(SimparHost *host, const SimparOp *op, GError **error)
     }
 }
 
+/* The monotonic clock in nanoseconds (g_get_monotonic_time has only microseconds). */
+static gint64
+host_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (gint64) ts.tv_sec * G_GINT64_CONSTANT(1000000000) + ts.tv_nsec;
+}
+
+static double
+host_since(const HostWorker *w)
+{
+    return (double) (host_now_ns() - w->t0_ns) * 1e-9;
+}
+
 static gpointer
 host_worker(gpointer data)
 {
@@ -368,10 +386,14 @@ host_worker(gpointer data)
     const guint *ops = simpar_schedule_rank_ops(w->host->sched, w->rank, &n);
     for (guint i = 0; i < n && !host_failed(w->host); i++) {
         GError *err = NULL;
+        if (w->op_start != NULL)
+            w->op_start[ops[i]] = host_since(w);
         if (!host_exec_op(w->host, simpar_schedule_op(w->host->sched, ops[i]), &err)) {
             host_fail(w->host, err);
             break;
         }
+        if (w->op_end != NULL)
+            w->op_end[ops[i]] = host_since(w);
     }
     return NULL;
 }
@@ -391,17 +413,25 @@ host_reset(SimparHost *host)
 gboolean
 simpar_host_run(SimparHost *host, GError **error)
 {
+    return simpar_host_run_timed(host, NULL, NULL, error);
+}
+
+gboolean
+simpar_host_run_timed(SimparHost *host, double *op_start, double *op_end, GError **error)
+{
     g_return_val_if_fail(host != NULL, FALSE);
+    g_return_val_if_fail((op_start == NULL) == (op_end == NULL), FALSE);
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     if (!simpar_schedule_check(host->sched, error))
         return FALSE;
     host_reset(host);
     g_autofree HostWorker *workers = g_new0(HostWorker, host->n_ranks);
     g_autofree GThread **threads = g_new0(GThread *, host->n_ranks);
+    gint64 t0 = host_now_ns();
     for (guint r = 0; r < host->n_ranks && !host_failed(host); r++) {
         g_autofree char *name = g_strdup_printf("simpar-rank-%u", r);
         GError *err = NULL;
-        workers[r] = (HostWorker){host, r};
+        workers[r] = (HostWorker){host, r, t0, op_start, op_end};
         threads[r] = g_thread_try_new(name, host_worker, &workers[r], &err);
         if (threads[r] == NULL) {
             g_prefix_error(&err, "starting the thread of rank %u: ", r);

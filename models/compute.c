@@ -18,6 +18,7 @@
 #include "compute.h"
 #include "schedule-private.h"
 #include <json-glib/json-glib.h>
+#include <math.h>
 
 G_DEFINE_QUARK(simpar_compute_error_quark, simpar_compute_error)
 
@@ -102,12 +103,34 @@ gpu_field_lookup(const char *key)
     return NULL;
 }
 
+/* Members of a calibration file that are not the GPU's: the network's link figures (read by
+ * sim/platform.c) and the file's provenance and fit residuals (written by simpar calibrate). */
+static const char *const gpu_other_keys[] = {
+    "intra_node_bandwidth_Bps",
+    "intra_node_latency_s",
+    "inter_node_bandwidth_Bps",
+    "inter_node_latency_s",
+    "source",
+    "fit",
+};
+
+static gboolean
+gpu_other_key(const char *key)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(gpu_other_keys); i++)
+        if (g_str_equal(key, gpu_other_keys[i]))
+            return TRUE;
+    return FALSE;
+}
+
 static gboolean
 gpu_unknown_key(const char *path, const char *key, GError **error)
 {
     g_autoptr(GString) valid = g_string_new(NULL);
     for (guint i = 0; i < G_N_ELEMENTS(gpu_fields); i++)
         g_string_append_printf(valid, "%s%s", i ? ", " : "", gpu_fields[i].key);
+    for (guint i = 0; i < G_N_ELEMENTS(gpu_other_keys); i++)
+        g_string_append_printf(valid, ", %s", gpu_other_keys[i]);
     g_set_error(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_PARSE,
                 "%s: unknown key \"%s\" (valid: %s)", path, key, valid->str);
     return FALSE;
@@ -154,7 +177,8 @@ simpar_gpu_load_calibration(SimparGpu *gpu, const char *path, GError **error)
     g_autoptr(GList) members = json_object_get_members(obj);
     SimparGpu updated = *gpu; /* a bad file leaves the caller's figures untouched */
     for (GList *l = members; l != NULL; l = l->next)
-        if (!gpu_read_member(&updated, path, l->data, json_object_get_member(obj, l->data), error))
+        if (!gpu_other_key(l->data) &&
+            !gpu_read_member(&updated, path, l->data, json_object_get_member(obj, l->data), error))
             return FALSE;
     *gpu = updated;
     return TRUE;
@@ -404,6 +428,24 @@ compute_op_time(const SimparGpu *gpu, const SimparSchedule *sched, const SimparO
     default:
         return compute_memory_time(gpu, compute_kernel_bytes(sched, op));
     }
+}
+
+/* The same roofline with unit figures and no launch overhead reads back each side on its own:
+ * infinite peaks and a unit bandwidth make every time the bytes, infinite bandwidth and unit
+ * peaks at full efficiency (gemm_half_dim ~0: g(x) = 1 for x >= 1) make it the FLOPs. */
+void
+simpar_compute_op_cost(const SimparSchedule *sched, const SimparOp *op, SimparAttentionImpl attn,
+                       double *flops, double *bytes)
+{
+    g_return_if_fail(sched != NULL && op != NULL && flops != NULL && bytes != NULL);
+    SimparGpu by_bytes = {
+        .gemm_eff_max = 1, .gemm_half_dim = 1e-300, .mem_eff = 1, .mem_bw_Bps = 1};
+    SimparGpu by_flops = by_bytes;
+    by_flops.mem_bw_Bps = INFINITY;
+    for (guint d = 0; d <= SIMPAR_DTYPE_FP64; d++)
+        by_bytes.peak_flops[d] = INFINITY, by_flops.peak_flops[d] = 1;
+    *bytes = compute_op_time(&by_bytes, sched, op, attn);
+    *flops = compute_op_time(&by_flops, sched, op, attn);
 }
 
 /* ----- fusion ----- */

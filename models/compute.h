@@ -62,7 +62,9 @@ void simpar_gpu_init(SimparGpu *gpu);
 /* Every figure the model needs is present and sane for `dtype`. */
 gboolean simpar_gpu_validate(const SimparGpu *gpu, SimparDtype dtype, GError **error);
 /* Overrides fields from a calibration JSON file; unknown keys and bad values are errors that
- * name the file and key. */
+ * name the file and key. The link keys (intra_node_bandwidth_Bps, intra_node_latency_s,
+ * inter_node_bandwidth_Bps, inter_node_latency_s; sim/platform.c reads them) and "source" and
+ * "fit" (what simpar calibrate records) are skipped here. */
 gboolean simpar_gpu_load_calibration(SimparGpu *gpu, const char *path, GError **error);
 
 gboolean simpar_attention_parse(const char *name, SimparAttentionImpl *out, GError **error);
@@ -77,6 +79,11 @@ void simpar_compute_times(const SimparGpu *gpu, const SimparSchedule *sched,
 /* One GEMM of the given shape and dtype (exposed for tests and calibration). */
 double simpar_compute_gemm_time(const SimparGpu *gpu, SimparDtype dtype, double m, double n,
                                 double k, double batch);
+/* The FLOPs and memory bytes the model counts for one op on its own (no fusion; 0 and 0 for
+ * collectives, send, recv and blocks): the roofline's two sides, for microbenchmarks and for
+ * sizing work (simpar-exec). */
+void simpar_compute_op_cost(const SimparSchedule *sched, const SimparOp *op,
+                            SimparAttentionImpl attn, double *flops, double *bytes);
 
 G_END_DECLS
 #endif /* SIMPAR_COMPUTE_H */

@@ -1,0 +1,135 @@
+/* measure.h - what simpar-exec's files share: the executor interface, the process world (threads
+ * or MPI), measured runs (RUN.json) and microbenchmarks (BENCH.json). Private to exec/.
+ *
+ *   exec-main.c  options, dispatch, the only printer
+ *        |  run                              |  bench
+ *   measure.c  inputs from --seed, warm-up,  bench.c  one-op schedules (GEMM, kernels,
+ *              repeats, --check, RUN.json             collectives), BENCH.json
+ *        \___________________  __________________/
+ *                            \/
+ *   executor.c  SimparExecutor: {host, cuda} behind {new, write, read, run, free};
+ *               SimparExecWorld: this process runs every rank (threads) or one (mpirun)
+ *
+ * Both runs and benches drive an executor the same way: write the inputs (doubles), run with
+ * per-op start/end times, read the outputs. Times are seconds from the run's origin (host: the
+ * run's start; cuda: each rank's start event after a barrier).
+ *
+ * Ownership: a SimparExecutor borrows its schedule, which must outlive it; results own their
+ * arrays.
+ */
+#ifndef SIMPAR_MEASURE_H
+#define SIMPAR_MEASURE_H
+#include "compute.h"
+#include "job.h"
+#include "schedule.h"
+#include <glib.h>
+#include <json-glib/json-glib.h>
+G_BEGIN_DECLS
+
+#define SIMPAR_EXEC_ERROR (simpar_exec_error_quark())
+GQuark simpar_exec_error_quark(void);
+
+typedef enum {
+    SIMPAR_EXEC_ERROR_USAGE,  /* a flag or value simpar-exec cannot use (exit status 2) */
+    SIMPAR_EXEC_ERROR_FAILED, /* a run that did not do what it should (failed --check, MPI) */
+} SimparExecError;
+
+/* ---- the process world -------------------------------------------------------------------- */
+
+/* mpi: started by mpirun (OMPI_COMM_WORLD_SIZE set) in a build with MPI: this process runs
+ * world rank `rank` on GPU `local_rank`. Otherwise rank 0 of a world of 1 runs every rank. */
+typedef struct {
+    gboolean mpi;
+    int rank, size, local_rank;
+} SimparExecWorld;
+
+gboolean simpar_exec_world_init(SimparExecWorld *world, int *argc, char ***argv, GError **error);
+void simpar_exec_world_finish(const SimparExecWorld *world, int status);
+/* Element-wise maximum (sum) of `x` over the processes, in place; nothing without MPI. */
+void simpar_exec_world_max(const SimparExecWorld *world, double *x, guint n);
+void simpar_exec_world_sum(const SimparExecWorld *world, double *x, guint n);
+
+/* ---- executors ---------------------------------------------------------------------------- */
+
+typedef struct {
+    const int *devices; /* --devices, n_devices of them, or NULL for 0, 1, ... */
+    guint n_devices;
+    gboolean tf32;
+    double timeout_s; /* 0: the executor's default */
+} SimparExecConfig;
+
+typedef struct _SimparExecutor SimparExecutor;
+
+typedef struct {
+    const char *name;
+    const char *description;
+    /* The backend's own object over `sched`'s ranks local to `world`; its device in *device. */
+    gpointer (*new)(const SimparSchedule *sched, const SimparExecWorld *world,
+                    const SimparExecConfig *cfg, char **device, GError **error);
+    gboolean (*write)(gpointer impl, guint buf, const double *src, GError **error);
+    gboolean (*read)(gpointer impl, guint buf, double *dst, GError **error);
+    gboolean (*run)(gpointer impl, double *op_start, double *op_end, GError **error);
+    void (*free)(gpointer impl);
+    /* Ranks a collective bench spans by default: 4 threads (host), every visible GPU (cuda). */
+    gboolean (*default_gpus)(guint *n, GError **error);
+} SimparExecutorClass;
+
+/* (transfer none): the table's entry, or a usage error listing the valid names; "cuda" in a
+ * build without CUDA is an error that says so. */
+const SimparExecutorClass *simpar_executor_lookup(const char *name, GError **error);
+const char *simpar_executor_default(void); /* cuda when built with it, else host */
+char *simpar_executor_help(void);          /* (transfer full): for --executor's help */
+
+SimparExecutor *simpar_executor_new(const SimparExecutorClass *klass, const SimparSchedule *sched,
+                                    const SimparExecWorld *world, const SimparExecConfig *cfg,
+                                    GError **error); /* (transfer full) */
+void simpar_executor_free(SimparExecutor *ex);
+const char *simpar_executor_device(const SimparExecutor *ex); /* (transfer none) */
+gboolean simpar_executor_is_local(const SimparExecutor *ex, guint rank);
+/* Buffers of local ranks only, as simpar_schedule_buffer(sched, buf)->elems doubles. */
+gboolean simpar_executor_write(SimparExecutor *ex, guint buf, const double *src, GError **error);
+gboolean simpar_executor_read(SimparExecutor *ex, guint buf, double *dst, GError **error);
+/* Runs once; op_start/op_end (n_ops each, or both NULL) get the times of local ranks' ops and
+ * -1 elsewhere. */
+gboolean simpar_executor_run(SimparExecutor *ex, double *op_start, double *op_end, GError **error);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimparExecutor, simpar_executor_free)
+
+/* ---- runs (measure.c) and benches (bench.c) ----------------------------------------------- */
+
+typedef struct {
+    SimparJobArgs job;
+    SimparJobRun run;
+    const SimparExecutorClass *executor;
+    SimparExecConfig cfg;
+    SimparAttentionImpl attention; /* recorded only */
+    guint warmup, repeats;
+    gboolean check;
+    guint64 seed;
+} SimparRunOptions;
+
+/* Zero (G_MAXUINT for warmup) means the default, which depends on the executor and --quick:
+ *   warmup 2, repeats 10 (quick: 1, 3); gpus: executor's default_gpus; min_bytes 8;
+ *   max_bytes cuda 1 GiB (quick 64 MiB), host 16 MiB (quick 64 KiB). */
+typedef struct {
+    gboolean gemm, kernels, collectives; /* the sections to measure */
+    SimparJobArgs job; /* the GEMM and kernel shapes: model (host: tiny; cuda: gpt3-13b in bf16) */
+    const SimparExecutorClass *executor;
+    SimparExecConfig cfg;
+    guint warmup, repeats, gpus;
+    guint64 min_bytes, max_bytes;
+    gboolean quick;
+} SimparBenchOptions;
+
+/* (transfer full): a RUN.json document (simpar-run, version 1), or NULL with the error;
+ * *summary gets the human summary and *check the --check table (NULL without --check). */
+JsonNode *simpar_measure_run(const SimparRunOptions *opts, const SimparExecWorld *world,
+                             char **summary, char **check, GError **error);
+/* (transfer full): a BENCH.json document (simpar-bench, version 1); *text a human table. */
+JsonNode *simpar_bench_run(const SimparBenchOptions *opts, const SimparExecWorld *world,
+                           char **text, GError **error);
+/* Pretty-printed JSON into `path`. */
+gboolean simpar_measure_write_json(JsonNode *root, const char *path, GError **error);
+
+G_END_DECLS
+#endif /* SIMPAR_MEASURE_H */
