@@ -55,7 +55,7 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
     const GOptionEntry model[] = {
         {"model", 'm', 0, G_OPTION_ARG_STRING, &a->model,
          "Preset name (tiny, paper-3d, default-4k, gpt3-1.3b, gpt3-6.7b, gpt3-13b, gpt3-175b) or "
-         "a JSON model file; default default-4k (predict) or paper-3d (schedule)",
+         "a JSON model file; default default-4k (predict), paper-3d (schedule), tiny (simpar-exec)",
          "NAME|FILE"},
         {"hidden", 0, 0, G_OPTION_ARG_INT64, &a->hidden, "Hidden size h", "H"},
         {"heads", 0, 0, G_OPTION_ARG_INT64, &a->heads, "Attention heads a (h % a == 0)", "A"},
