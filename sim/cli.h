@@ -4,6 +4,9 @@
  *   simpar schedule [...]             one layer's schedule summary (cmd-schedule.c)
  *   simpar collective [...]           one collective over a range of sizes (cmd-collective.c)
  *   simpar topology [...]             writes a platform of a preset (cmd-topology.c)
+ *   simpar validate [...]             a measured run against its prediction (cmd-validate.c)
+ *   simpar calibrate [...]            fits the compute and link figures to microbenchmarks
+ *                                     (cmd-calibrate.c)
  *
  * Each command parses its own options with GOptionContext and returns FALSE with a GError for
  * anything the user got wrong; main() is the only place that prints an error.
@@ -12,6 +15,7 @@
 #define SIMPAR_CLI_H
 #include "generators.h"
 #include "job.h"
+#include <json-glib/json-glib.h>
 G_BEGIN_DECLS
 
 #define SIMPAR_CLI_ERROR (simpar_cli_error_quark())
@@ -32,6 +36,10 @@ gboolean simpar_cmd_schedule(int argc, char **argv, GError **error);
 gboolean simpar_cmd_topology(int argc, char **argv, GError **error);
 gboolean simpar_cmd_predict(int argc, char **argv, GError **error);
 gboolean simpar_cmd_collective(int argc, char **argv, GError **error);
+gboolean simpar_cmd_validate(int argc, char **argv, GError **error);
+gboolean simpar_cmd_calibrate(int argc, char **argv, GError **error);
+/* Ends the Chrome trace `b` (an object with an open "traceEvents" array) and writes it. */
+gboolean simpar_cli_write_trace(JsonBuilder *b, const char *path, GError **error);
 
 G_END_DECLS
 #endif /* SIMPAR_CLI_H */

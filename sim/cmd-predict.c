@@ -171,7 +171,8 @@ predict_gpu(PredictJob *pj, GError **error)
         }
     }
     if (pj->p->calibration != NULL &&
-        !simpar_gpu_load_calibration(&pj->gpu, pj->p->calibration, error))
+        (!simpar_gpu_load_calibration(&pj->gpu, pj->p->calibration, error) ||
+         !simpar_platform_calibrate_links(pj->platform, pj->p->calibration, error)))
         return FALSE;
     if (!simpar_gpu_validate(&pj->gpu, pj->p->model.dtype, error)) {
         g_prefix_error(error, "--topology %s: ", simpar_platform_path(pj->platform));
@@ -301,8 +302,8 @@ predict_mode(PredictJob *pj, guint index, const char *mode, GError **error)
     return TRUE;
 }
 
-static gboolean
-predict_write_trace(JsonBuilder *b, const char *path, GError **error)
+gboolean
+simpar_cli_write_trace(JsonBuilder *b, const char *path, GError **error)
 {
     json_builder_end_array(b);
     json_builder_set_member_name(b, "displayTimeUnit");
@@ -383,7 +384,7 @@ predict_job(const SimparPlatform *platform, gpointer data, GString *out, GError 
     }
     pj.trace = trace;
     if (!predict_modes(&pj, w->mode, error) ||
-        (trace != NULL && !predict_write_trace(trace, p->trace, error)))
+        (trace != NULL && !simpar_cli_write_trace(trace, p->trace, error)))
         return FALSE;
     g_autofree char *json = simpar_report_to_json(report);
     g_string_append(out, json);
@@ -440,7 +441,9 @@ static const char predict_summary[] =
     "  (none)      this prediction (also: simpar predict ...)\n"
     "  schedule    one layer's schedule summary (simpar schedule --help)\n"
     "  collective  one collective's time, algbw and busbw (simpar collective --help)\n"
-    "  topology    write a platform of any size (simpar topology --help)";
+    "  topology    write a platform of any size (simpar topology --help)\n"
+    "  validate    a run measured by simpar-exec against its prediction (simpar validate --help)\n"
+    "  calibrate   fit the compute and link figures to simpar-exec's microbenchmarks";
 
 gboolean
 simpar_cmd_predict(int argc, char **argv, GError **error)
@@ -467,7 +470,8 @@ simpar_cmd_predict(int argc, char **argv, GError **error)
         {"nccl-proto", 0, 0, G_OPTION_ARG_STRING, &p.proto_name,
          "Add NCCL's latency constants of a protocol: none (default), ll, ll128, simple", "P"},
         {"calibration", 0, 0, G_OPTION_ARG_FILENAME, &p.calibration,
-         "JSON file overriding the compute model's GPU figures", "FILE"},
+         "JSON file overriding the compute model's GPU figures and the links (simpar calibrate)",
+         "FILE"},
         {"jobs", 'j', 0, G_OPTION_ARG_INT64, &p.jobs_arg,
          "Modes simulated in parallel processes (default: the number of cores)", "N"},
         {"json", 0, 0, G_OPTION_ARG_NONE, &p.json, "Print JSON: one object per mode", NULL},

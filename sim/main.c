@@ -11,6 +11,9 @@ static const struct {
     {"predict", simpar_cmd_predict},
     {"collective", simpar_cmd_collective},
     {"topology", simpar_cmd_topology},
+    /* against what simpar-exec measured */
+    {"validate", simpar_cmd_validate},
+    {"calibrate", simpar_cmd_calibrate},
 };
 
 int

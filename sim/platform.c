@@ -2,10 +2,12 @@
 #include "platform.h"
 #include <errno.h>
 #include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
 #include <math.h>
 #include <simgrid/actor.h>
 #include <simgrid/engine.h>
 #include <simgrid/host.h>
+#include <simgrid/link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,6 +191,123 @@ const SimparNet *
 simpar_platform_net(const SimparPlatform *p)
 {
     return &p->net; /* (transfer none) */
+}
+
+/* ------------------------------------------------------------ link calibration, in the child */
+
+/* A link is intra-node when it lies on a route between two GPUs of the same node (NVLink,
+ * NVSwitch, X-bus, host memory); every other link (NIC PCIe, InfiniBand, switches) is
+ * inter-node. */
+static void
+platform_route_links(const SimparPlatform *p, guint a, guint b, GPtrArray *out)
+{
+    xbt_dynar_t links = xbt_dynar_new(sizeof(sg_link_t), NULL);
+    sg_host_get_route(p->hosts[a], p->hosts[b], links);
+    for (unsigned long i = 0; i < xbt_dynar_length(links); i++)
+        g_ptr_array_add(out, xbt_dynar_get_as(links, i, sg_link_t));
+    xbt_dynar_free(&links);
+}
+
+static GHashTable *
+platform_intra_links(const SimparPlatform *p)
+{
+    GHashTable *intra = g_hash_table_new(NULL, NULL);
+    g_autoptr(GPtrArray) route = g_ptr_array_new();
+    for (guint a = 0; a < p->n_gpus; a++)
+        for (guint b = a + 1; b < p->n_gpus && p->nodes[b] == p->nodes[a]; b++) {
+            g_ptr_array_set_size(route, 0);
+            platform_route_links(p, a, b, route);
+            for (guint i = 0; i < route->len; i++)
+                g_hash_table_add(intra, route->pdata[i]);
+        }
+    return intra; /* (transfer full) */
+}
+
+/* Links of `intra` (or, with `want_intra` FALSE, of none) on the route a -> b. */
+static guint
+platform_count_links(const SimparPlatform *p, guint a, guint b, GHashTable *intra,
+                     gboolean want_intra)
+{
+    g_autoptr(GPtrArray) route = g_ptr_array_new();
+    platform_route_links(p, a, b, route);
+    guint n = 0;
+    for (guint i = 0; i < route->len; i++)
+        n += g_hash_table_contains(intra, route->pdata[i]) == want_intra;
+    return n;
+}
+
+/* A route figure `key` of the calibration file, or 0 when it is not given. */
+static gboolean
+platform_link_figure(JsonObject *o, const char *path, const char *key, double max, double *out,
+                     GError **error)
+{
+    *out = 0;
+    JsonNode *node = json_object_get_member(o, key);
+    if (node == NULL)
+        return TRUE;
+    GType type = JSON_NODE_HOLDS_VALUE(node) ? json_node_get_value_type(node) : G_TYPE_INVALID;
+    double v = type == G_TYPE_INT64 || type == G_TYPE_DOUBLE ? json_node_get_double(node) : -1;
+    if (!(v > 0 && v <= max)) {
+        g_set_error(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,
+                    "--calibration %s: \"%s\" must be a number > 0 and at most %g", path, key, max);
+        return FALSE;
+    }
+    *out = v;
+    return TRUE;
+}
+
+/* Sets bandwidth `bw` and latency `lat` / `hops` on the links `intra` holds (or lacks). */
+static void
+platform_set_links(GHashTable *intra, gboolean want_intra, double bw, double lat, guint hops)
+{
+    sg_link_t *all = sg_link_list();
+    for (size_t i = 0; i < sg_link_count(); i++) {
+        if (g_hash_table_contains(intra, all[i]) != want_intra)
+            continue;
+        if (bw > 0)
+            sg_link_set_bandwidth(all[i], bw);
+        if (lat > 0 && hops > 0)
+            sg_link_set_latency(all[i], lat / hops);
+    }
+    free(all);
+}
+
+gboolean
+simpar_platform_calibrate_links(const SimparPlatform *p, const char *path, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    g_autoptr(JsonParser) parser = json_parser_new();
+    if (!json_parser_load_from_file(parser, path, error))
+        return FALSE;
+    JsonNode *root = json_parser_get_root(parser);
+    if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
+        g_set_error(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,
+                    "--calibration %s: a calibration file holds one JSON object", path);
+        return FALSE;
+    }
+    JsonObject *o = json_node_get_object(root);
+    double f[4]; /* intra bandwidth, latency; inter bandwidth, latency */
+    if (!platform_link_figure(o, path, "intra_node_bandwidth_Bps", 1e14, &f[0], error) ||
+        !platform_link_figure(o, path, "intra_node_latency_s", 1, &f[1], error) ||
+        !platform_link_figure(o, path, "inter_node_bandwidth_Bps", 1e14, &f[2], error) ||
+        !platform_link_figure(o, path, "inter_node_latency_s", 1, &f[3], error))
+        return FALSE;
+    if (f[0] == 0 && f[1] == 0 && f[2] == 0 && f[3] == 0)
+        return TRUE;
+    g_autoptr(GHashTable) intra = platform_intra_links(p);
+    /* route latencies: split evenly over the links of the route between a node's first two
+     * GPUs (intra), and over the inter-node links between the first GPUs of nodes 0 and 1 */
+    guint intra_hops = 0, inter_hops = 0, second_node = 0;
+    if (p->n_gpus > 1 && p->nodes[1] == p->nodes[0])
+        intra_hops = platform_count_links(p, 0, 1, intra, TRUE);
+    while (second_node < p->n_gpus && p->nodes[second_node] == p->nodes[0])
+        second_node++;
+    if (second_node < p->n_gpus)
+        inter_hops = platform_count_links(p, 0, second_node, intra, FALSE);
+    platform_set_links(intra, TRUE, f[0], f[1], intra_hops);
+    platform_set_links(intra, FALSE, f[2], f[3], inter_hops);
+    g_hash_table_remove_all(p->routes); /* routes seen before now are stale */
+    return TRUE;
 }
 
 /* ------------------------------------------------------------------------------ the child */

@@ -50,6 +50,13 @@ guint simpar_platform_n_gpus(const SimparPlatform *p);
 const SimparNet *simpar_platform_net(const SimparPlatform *p); /* (transfer none) */
 /* The figures of GPU `gpu` from its host properties (defaults for the model parameters). */
 gboolean simpar_platform_gpu(const SimparPlatform *p, guint gpu, SimparGpu *out, GError **error);
+/* Applies the link keys of a calibration file (README, calibrate): every link on a route
+ * between two GPUs of one node gets intra_node_bandwidth_Bps and every other link
+ * inter_node_bandwidth_Bps; the route latencies intra_node_latency_s (between a node's first two
+ * GPUs) and inter_node_latency_s (the inter-node links between the first GPUs of nodes 0 and 1)
+ * are split evenly over those routes' links. Keys not given leave the links as they are. Both
+ * backends see the result: SimGrid's links and the routes of simpar_platform_net(). */
+gboolean simpar_platform_calibrate_links(const SimparPlatform *p, const char *path, GError **error);
 
 G_END_DECLS
 #endif /* SIMPAR_PLATFORM_H */

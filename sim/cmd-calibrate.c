@@ -1,0 +1,653 @@
+/* cmd-calibrate.c - `simpar calibrate --measured BENCH.json -o CALIB.json`: the compute model's
+ * figures (models/compute.c) and the intra-node links fitted to simpar-exec's microbenchmarks.
+ *
+ * Every fit minimises the squared relative error, sum ((model_i - t_i) / t_i)^2, and is
+ * deterministic: linear least squares with non-negative parameters (every subset of the free
+ * parameters solved, the best feasible kept) inside a scan over what is not linear.
+ *
+ *   compute     GEMM  t = launch_s + max(flops / (peak * gemm_eff_max * g(m) g(n) g(k)),
+ *                                        bytes / (mem_bw * mem_eff)),  g(x) = x / (x + half_dim)
+ *               kernel t = launch_s + bytes / (mem_bw * mem_eff)
+ *               one fit of launch_s, 1 / mem_eff and 1 / gemm_eff_max for each half_dim, the
+ *               GEMMs' roofline side re-chosen until it settles; half_dim on a log2 grid
+ *               (1 .. 65536, 8 points per octave), then golden section around the best point.
+ *               The flops and bytes of a GEMM are compute.c's own (simpar_compute_gemm_time
+ *               with unit figures), a kernel's are the bench's "bytes" (compute.c's count).
+ *               With --topology the peaks and mem_bw are GPU 0's; without it, and always for
+ *               the host executor (whose "GPU" is a CPU core), the products are what can be
+ *               known: gemm_eff_max = mem_eff = 1 and the peak (every dtype for the host, which
+ *               computes in doubles) and mem_bandwidth_Bps are fitted.
+ *   links       t = c1 a + c2 / B, the closed form of the algorithm simpar would pick for the
+ *               collective (sim/collectives, NCCL-like choice) on n GPUs joined by routes of
+ *               latency a and bandwidth B, re-chosen until the choices settle. The bench's group
+ *               stays inside one node: the fit gives the intra-node route (README, calibrate).
+ *
+ * Attention kernels are left out of the compute fit: compute.c prices them as GEMMs plus
+ * memory passes, not as one memory-bound kernel.
+ */
+#include "cli.h"
+#include "measured.h"
+#include "platform.h"
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define FIT_K 3 /* at most three linear parameters */
+
+/* --------------------------------------------------------------- least squares, x >= 0 */
+
+/* Solves the normal equations of the columns in `mask` (columns scaled to unit norm). */
+static gboolean
+fit_solve(const double *a, const double *y, guint n, guint mask, double *x)
+{
+    guint cols[FIT_K], k = 0;
+    double scale[FIT_K], m[FIT_K][FIT_K + 1] = {{0}};
+    for (guint j = 0; j < FIT_K; j++)
+        if (mask & (1u << j))
+            cols[k++] = j;
+    for (guint c = 0; c < k; c++) {
+        double s = 0;
+        for (guint i = 0; i < n; i++)
+            s += a[i * FIT_K + cols[c]] * a[i * FIT_K + cols[c]];
+        if (!(s > 0))
+            return FALSE;
+        scale[c] = 1 / sqrt(s);
+    }
+    for (guint r = 0; r < k; r++)
+        for (guint i = 0; i < n; i++) {
+            double ar = a[i * FIT_K + cols[r]] * scale[r];
+            for (guint c = 0; c < k; c++)
+                m[r][c] += ar * a[i * FIT_K + cols[c]] * scale[c];
+            m[r][k] += ar * y[i];
+        }
+    for (guint p = 0; p < k; p++) { /* Gaussian elimination, partial pivoting */
+        guint best = p;
+        for (guint r = p + 1; r < k; r++)
+            best = fabs(m[r][p]) > fabs(m[best][p]) ? r : best;
+        for (guint c = 0; c <= k; c++) {
+            double t = m[p][c];
+            m[p][c] = m[best][c], m[best][c] = t;
+        }
+        if (fabs(m[p][p]) < 1e-13)
+            return FALSE;
+        for (guint r = 0; r < k; r++) {
+            double f = r == p ? 0 : m[r][p] / m[p][p];
+            for (guint c = p; c <= k; c++)
+                m[r][c] -= f * m[p][c];
+        }
+    }
+    for (guint j = 0; j < FIT_K; j++)
+        x[j] = 0;
+    for (guint c = 0; c < k; c++)
+        x[cols[c]] = m[c][k] / m[c][c] * scale[c];
+    return TRUE;
+}
+
+/* min |A x - y|^2 over x >= 0 with x_j = 0 outside `free_mask`; A is n x FIT_K. */
+static void
+fit_nnls(const double *a, const double *y, guint n, guint free_mask, double *x)
+{
+    double best = INFINITY, cand[FIT_K];
+    for (guint j = 0; j < FIT_K; j++)
+        x[j] = 0;
+    for (guint mask = 1; mask < (1u << FIT_K); mask++) {
+        if ((mask & ~free_mask) != 0 || !fit_solve(a, y, n, mask, cand))
+            continue;
+        gboolean feasible = TRUE;
+        for (guint j = 0; j < FIT_K; j++)
+            feasible = feasible && cand[j] >= 0;
+        double r = 0;
+        for (guint i = 0; i < n && feasible; i++) {
+            double e = -y[i];
+            for (guint j = 0; j < FIT_K; j++)
+                e += a[i * FIT_K + j] * cand[j];
+            r += e * e;
+        }
+        if (feasible && r < best)
+            best = r, memcpy(x, cand, sizeof cand);
+    }
+}
+
+/* -------------------------------------------------------------------------- the compute fit */
+
+enum {
+    P_LAUNCH, /* launch_s */
+    P_MEM,    /* seconds per byte / (1 / mem_bw): 1 / mem_eff, or 1 / mem_bw when fitted */
+    P_FLOP,   /* seconds per flop / (1 / peak): 1 / gemm_eff_max, or 1 / peak when fitted */
+};
+
+typedef struct {
+    const SimparBench *b;
+    gboolean own_peak;  /* fit the peak and the memory bandwidth (host, or no platform) */
+    SimparGpu platform; /* GPU 0 of --topology (zero without one) */
+    GArray *kernels;    /* SimparBenchKernel: the bench's, attention left out */
+    double mem_pinned;  /* without kernels: P_MEM held at this (0: memory side ignored) */
+} ComputeFit;
+
+typedef struct {
+    double half_dim, p[FIT_K];
+    double rms_gemm, rms_kernels, rms;
+} ComputeParams;
+
+/* The GEMM's time with unit figures: its flops / g(m)g(n)g(k), or its bytes. */
+static double
+fit_gemm_unit(const SimparBenchGemm *g, double half_dim, gboolean flops)
+{
+    SimparGpu gpu;
+    simpar_gpu_init(&gpu);
+    gpu.launch_s = 0, gpu.gemm_eff_max = 1, gpu.mem_eff = 1, gpu.gemm_half_dim = half_dim;
+    gpu.peak_flops[g->dtype] = flops ? 1 : 1e300;
+    gpu.mem_bw_Bps = flops ? 1e300 : 1;
+    return simpar_compute_gemm_time(&gpu, g->dtype, g->m, g->n, g->k, g->batch);
+}
+
+/* Coefficients of point i (GEMMs first, then kernels) for P_MEM and P_FLOP. */
+static void
+fit_compute_coefs(const ComputeFit *f, double half_dim, double *mem, double *flop, double *t)
+{
+    guint ng = f->b->gemm->len;
+    for (guint i = 0; i < ng; i++) {
+        const SimparBenchGemm *g = &g_array_index(f->b->gemm, SimparBenchGemm, i);
+        mem[i] = fit_gemm_unit(g, half_dim, FALSE) / (f->own_peak ? 1 : f->platform.mem_bw_Bps);
+        flop[i] =
+            fit_gemm_unit(g, half_dim, TRUE) / (f->own_peak ? 1 : f->platform.peak_flops[g->dtype]);
+        t[i] = g->time_s;
+    }
+    for (guint i = 0; i < f->kernels->len; i++) {
+        const SimparBenchKernel *k = &g_array_index(f->kernels, SimparBenchKernel, i);
+        mem[ng + i] = k->bytes / (f->own_peak ? 1 : f->platform.mem_bw_Bps);
+        flop[ng + i] = 0;
+        t[ng + i] = k->time_s;
+    }
+}
+
+/* The fitted model's relative errors: rms over GEMMs, kernels and all. */
+static void
+fit_compute_rms(const ComputeFit *f, const double *mem, const double *flop, const double *t,
+                ComputeParams *out)
+{
+    guint ng = f->b->gemm->len, n = ng + f->kernels->len;
+    double sum[2] = {0, 0};
+    for (guint i = 0; i < n; i++) {
+        double model = out->p[P_LAUNCH] + MAX(out->p[P_MEM] * mem[i], out->p[P_FLOP] * flop[i]);
+        double e = (model - t[i]) / t[i];
+        sum[i >= ng] += e * e;
+    }
+    out->rms_gemm = ng > 0 ? sqrt(sum[0] / ng) : 0;
+    out->rms_kernels = f->kernels->len > 0 ? sqrt(sum[1] / f->kernels->len) : 0;
+    out->rms = sqrt((sum[0] + sum[1]) / MAX(n, 1));
+}
+
+/* The linear parameters for one half_dim; GEMMs start compute bound. */
+static void
+fit_compute_at(const ComputeFit *f, double half_dim, ComputeParams *out)
+{
+    guint ng = f->b->gemm->len, n = ng + f->kernels->len;
+    g_autofree double *mem = g_new(double, n), *flop = g_new(double, n), *t = g_new(double, n);
+    g_autofree double *a = g_new0(double, n *FIT_K), *y = g_new(double, n);
+    g_autofree gboolean *bound = g_new(gboolean, n); /* GEMM i on its flops side */
+    fit_compute_coefs(f, half_dim, mem, flop, t);
+    guint free_mask =
+        1u << P_LAUNCH | (f->kernels->len > 0 ? 1u << P_MEM : 0) | (ng > 0 ? 1u << P_FLOP : 0);
+    for (guint i = 0; i < n; i++)
+        bound[i] = i < ng;
+    out->half_dim = half_dim;
+    for (guint iter = 0; iter < 32; iter++) {
+        for (guint i = 0; i < n; i++) {
+            gboolean pinned = !bound[i] && f->kernels->len == 0;
+            a[i * FIT_K + P_LAUNCH] = 1 / t[i];
+            a[i * FIT_K + P_MEM] = bound[i] || pinned ? 0 : mem[i] / t[i];
+            a[i * FIT_K + P_FLOP] = bound[i] ? flop[i] / t[i] : 0;
+            y[i] = 1 - (pinned ? f->mem_pinned * mem[i] / t[i] : 0);
+        }
+        fit_nnls(a, y, n, free_mask, out->p);
+        if (f->kernels->len == 0)
+            out->p[P_MEM] = f->mem_pinned;
+        gboolean changed = FALSE;
+        for (guint i = 0; i < ng; i++) {
+            gboolean b = out->p[P_FLOP] * flop[i] >= out->p[P_MEM] * mem[i];
+            changed = changed || b != bound[i];
+            bound[i] = b;
+        }
+        if (!changed)
+            break;
+    }
+    fit_compute_rms(f, mem, flop, t, out);
+}
+
+/* half_dim: the best of a log2 grid, then golden section within one grid step of it. */
+static void
+fit_compute(const ComputeFit *f, ComputeParams *best)
+{
+    fit_compute_at(f, 128, best);
+    if (f->b->gemm->len == 0)
+        return;
+    double step = 1.0 / 8, x_best = 7;
+    for (double x = 0; x <= 16; x += step) {
+        ComputeParams c;
+        fit_compute_at(f, exp2(x), &c);
+        if (c.rms < best->rms)
+            *best = c, x_best = x;
+    }
+    const double phi = (sqrt(5) - 1) / 2;
+    double lo = MAX(0, x_best - step), hi = MIN(16, x_best + step);
+    ComputeParams c1, c2;
+    double x1 = hi - phi * (hi - lo), x2 = lo + phi * (hi - lo);
+    fit_compute_at(f, exp2(x1), &c1);
+    fit_compute_at(f, exp2(x2), &c2);
+    for (guint i = 0; i < 60; i++) {
+        if (c1.rms <= c2.rms)
+            hi = x2, x2 = x1, c2 = c1, x1 = hi - phi * (hi - lo), fit_compute_at(f, exp2(x1), &c1);
+        else
+            lo = x1, x1 = x2, c1 = c2, x2 = lo + phi * (hi - lo), fit_compute_at(f, exp2(x2), &c2);
+    }
+    const ComputeParams *g = c1.rms <= c2.rms ? &c1 : &c2;
+    if (g->rms <= best->rms)
+        *best = *g;
+}
+
+/* ------------------------------------------------------------------------ the link fit */
+
+typedef struct {
+    double lat, bw;
+} FitRoute;
+
+static void
+fit_route(const SimparNet *net, guint src, guint dst, SimparRoute *out)
+{
+    const FitRoute *r = net->data;
+    (void) src, (void) dst;
+    *out = (SimparRoute){r->lat, r->bw};
+}
+
+static guint
+fit_node(const SimparNet *net, guint gpu)
+{
+    (void) net, (void) gpu;
+    return 0; /* the bench's group stays in one node */
+}
+
+/* The closed form of `algo` (or simpar's choice, when *algo is NULL: set) for the collective on
+ * routes (lat, bw). */
+static double
+fit_coll_time(const SimparBenchColl *c, const SimparCollAlgo **algo, double lat, double bw)
+{
+    FitRoute r = {lat, bw};
+    SimparNet net = {fit_route, fit_node, &r};
+    g_autofree guint *gpus = g_new(guint, c->gpus);
+    for (guint i = 0; i < c->gpus; i++)
+        gpus[i] = i;
+    SimparCollGroup g = {c->gpus, gpus, &net};
+    SimparCollParams p;
+    simpar_coll_params_init(&p);
+    if (*algo == NULL)
+        *algo = simpar_coll_choose(c->kind, &g, c->bytes, &p);
+    return (*algo)->closed_form(c->kind, &g, c->bytes, 0, &p);
+}
+
+typedef struct {
+    double lat, bw, rms;
+    gboolean fitted;
+} LinkParams;
+
+/* `colls`: SimparBenchColl of two GPUs or more. */
+static void
+fit_links(GArray *colls, LinkParams *out)
+{
+    guint n = colls->len;
+    *out = (LinkParams){1e-6, 1e10, 0, FALSE}; /* where the algorithm choice starts */
+    g_autofree double *a = g_new0(double, n *FIT_K), *y = g_new(double, n);
+    g_autofree const SimparCollAlgo **algos = g_new0(const SimparCollAlgo *, n);
+    for (guint iter = 0; iter < 32 && n >= 2; iter++) {
+        gboolean changed = FALSE;
+        for (guint i = 0; i < n; i++) { /* t = c1 lat + c2 / bw for the chosen algorithm */
+            const SimparBenchColl *c = &g_array_index(colls, SimparBenchColl, i);
+            const SimparCollAlgo *chosen = NULL;
+            fit_coll_time(c, &chosen, out->lat, out->bw);
+            changed = changed || chosen != algos[i];
+            algos[i] = chosen;
+            a[i * FIT_K + 0] = fit_coll_time(c, &chosen, 1, 1e300) / c->time_s;
+            a[i * FIT_K + 1] = fit_coll_time(c, &chosen, 0, 1) / c->time_s;
+            y[i] = 1;
+        }
+        if (!changed && out->fitted)
+            break;
+        double x[FIT_K];
+        fit_nnls(a, y, n, 3, x);
+        if (!(x[1] > 0))
+            break; /* no bandwidth term: nothing to fit a bandwidth to */
+        *out = (LinkParams){x[0], 1 / x[1], 0, TRUE};
+    }
+    for (guint i = 0; i < n && out->fitted; i++) {
+        const SimparBenchColl *c = &g_array_index(colls, SimparBenchColl, i);
+        const SimparCollAlgo *chosen = NULL;
+        double e = (fit_coll_time(c, &chosen, out->lat, out->bw) - c->time_s) / c->time_s;
+        out->rms += e * e / n;
+    }
+    out->rms = sqrt(out->rms);
+}
+
+/* -------------------------------------------------------------------------- the command */
+
+typedef struct {
+    char *measured, *output, *topology;
+    SimparBench *bench;
+    ComputeFit fit;
+    ComputeParams compute;
+    GArray *colls; /* SimparBenchColl: the bench's of two GPUs or more */
+    LinkParams links;
+} Calibrate;
+
+static void
+calibrate_clear(Calibrate *c)
+{
+    g_free(c->measured), g_free(c->output), g_free(c->topology);
+    g_clear_pointer(&c->bench, simpar_bench_free);
+    if (c->fit.kernels != NULL)
+        g_array_free(c->fit.kernels, TRUE);
+    if (c->colls != NULL)
+        g_array_free(c->colls, TRUE);
+}
+
+/* In the platform's child: GPU 0's figures, as text "peak0 peak1 peak2 peak3 mem_bw". */
+static gboolean
+calibrate_platform_job(const SimparPlatform *platform, gpointer data, GString *out, GError **error)
+{
+    (void) data;
+    SimparGpu gpu;
+    if (!simpar_platform_gpu(platform, 0, &gpu, error))
+        return FALSE;
+    for (guint d = 0; d <= SIMPAR_DTYPE_FP64; d++)
+        g_string_append_printf(out, "%.17g ", gpu.peak_flops[d]);
+    g_string_append_printf(out, "%.17g", gpu.mem_bw_Bps);
+    return TRUE;
+}
+
+static gboolean
+calibrate_platform(Calibrate *c, GError **error)
+{
+    g_autoptr(GString) out = g_string_new(NULL);
+    if (!simpar_platform_run(c->topology, calibrate_platform_job, NULL, out, error))
+        return FALSE;
+    g_auto(GStrv) v = g_strsplit(out->str, " ", -1);
+    g_assert(g_strv_length(v) == SIMPAR_DTYPE_FP64 + 2); /* written just above */
+    for (guint d = 0; d <= SIMPAR_DTYPE_FP64; d++)
+        c->fit.platform.peak_flops[d] = g_ascii_strtod(v[d], NULL);
+    c->fit.platform.mem_bw_Bps = g_ascii_strtod(v[SIMPAR_DTYPE_FP64 + 1], NULL);
+    for (guint i = 0; i < c->bench->gemm->len; i++) {
+        SimparDtype dt = g_array_index(c->bench->gemm, SimparBenchGemm, i).dtype;
+        if (c->fit.platform.peak_flops[dt] <= 0) {
+            g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                        "--topology %s: GPU 0 has no peak_%s_flops, which the GEMMs of %s need",
+                        c->topology, simpar_dtype_name(dt), c->measured);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static gboolean
+calibrate_resolve(Calibrate *c, GError **error)
+{
+    if (c->measured == NULL || c->output == NULL) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "simpar calibrate: --measured BENCH.json and -o CALIB.json are required (see "
+                    "simpar calibrate --help)");
+        return FALSE;
+    }
+    c->bench = simpar_bench_load(c->measured, error);
+    if (c->bench == NULL)
+        return FALSE;
+    const SimparBench *b = c->bench;
+    if (b->gemm->len < 3 && b->kernels->len < 2 && b->colls->len < 2) {
+        g_set_error(error, SIMPAR_MEASURED_ERROR, SIMPAR_MEASURED_ERROR_PARSE,
+                    "%s: nothing to fit: it needs at least 3 gemm rows, 2 kernels rows or 2 "
+                    "collectives rows (simpar-exec --bench all)",
+                    c->measured);
+        return FALSE;
+    }
+    c->fit.b = b;
+    c->fit.own_peak = c->topology == NULL || g_str_equal(b->executor, "host");
+    c->fit.kernels = g_array_new(FALSE, FALSE, sizeof(SimparBenchKernel));
+    for (guint i = 0; i < b->kernels->len; i++) {
+        const SimparBenchKernel *k = &g_array_index(b->kernels, SimparBenchKernel, i);
+        if (!g_str_has_prefix(k->kind, "attention"))
+            g_array_append_val(c->fit.kernels, *k);
+    }
+    c->colls = g_array_new(FALSE, FALSE, sizeof(SimparBenchColl));
+    for (guint i = 0; i < b->colls->len; i++) /* one GPU: no link to fit */
+        if (g_array_index(b->colls, SimparBenchColl, i).gpus >= 2)
+            g_array_append_val(c->colls, g_array_index(b->colls, SimparBenchColl, i));
+    if (c->topology != NULL && !c->fit.own_peak && !calibrate_platform(c, error))
+        return FALSE;
+    /* no kernels: GEMMs' memory side at the default mem_eff, or ignored without a bandwidth */
+    SimparGpu defaults;
+    simpar_gpu_init(&defaults);
+    c->fit.mem_pinned = c->fit.own_peak ? 0 : 1 / defaults.mem_eff;
+    return TRUE;
+}
+
+/* ----- CALIB.json ----- */
+
+static void
+calibrate_member(JsonBuilder *b, const char *key, double v)
+{
+    json_builder_set_member_name(b, key);
+    json_builder_add_double_value(b, v);
+}
+
+/* A figure of CALIB.json (key, value, where it comes from), for the file and the summary. */
+typedef struct {
+    char key[32];
+    double value;
+    const char *from;
+} CalibrateFigure;
+
+static void
+calibrate_figure(CalibrateFigure *f, guint *n, const char *key, double value, const char *from)
+{
+    if (!(value > 0 && isfinite(value)))
+        return; /* a parameter the data left at zero: keep the model's own figure */
+    g_strlcpy(f[*n].key, key, sizeof f[*n].key);
+    f[*n].value = value, f[*n].from = from;
+    (*n)++;
+}
+
+/* GEMM figures: gemm_eff_max and the peaks that carry what it cannot (above 1, or fitted). */
+static void
+calibrate_gemm_figures(const Calibrate *c, CalibrateFigure *f, guint *n)
+{
+    const ComputeParams *p = &c->compute;
+    SimparDtype dt = c->bench->dtype;
+    double eff = 1 / p->p[P_FLOP]; /* own peak: the peak itself */
+    calibrate_figure(f, n, "gemm_eff_max", c->fit.own_peak ? 1 : MIN(eff, 1.0),
+                     c->fit.own_peak ? "1: the fitted peak holds it" : "GEMMs");
+    calibrate_figure(f, n, "gemm_half_dim", p->half_dim, "GEMMs");
+    for (guint d = 0; d <= SIMPAR_DTYPE_FP64; d++) {
+        g_autofree char *key = g_strdup_printf("peak_%s_flops", simpar_dtype_name(d));
+        gboolean host = g_str_equal(c->bench->executor, "host");
+        if (c->fit.own_peak && (d == dt || host))
+            calibrate_figure(f, n, key, eff,
+                             host ? "GEMMs (the host computes every dtype in doubles)"
+                                  : "GEMMs (no platform: the peak is fitted)");
+        else if (!c->fit.own_peak && d == dt && eff > 1)
+            calibrate_figure(f, n, key, eff * c->fit.platform.peak_flops[d],
+                             "GEMMs (faster than the platform's peak)");
+    }
+}
+
+/* The figures in CALIB.json order; returns how many. */
+static guint
+calibrate_figures(const Calibrate *c, CalibrateFigure *f)
+{
+    const ComputeParams *p = &c->compute;
+    guint n = 0;
+    if (c->bench->gemm->len >= 3 || c->fit.kernels->len >= 2)
+        calibrate_figure(f, &n, "launch_s", MAX(p->p[P_LAUNCH], 1e-9),
+                         "GEMMs and kernels (at least 1 ns)");
+    if (c->bench->gemm->len >= 3)
+        calibrate_gemm_figures(c, f, &n);
+    if (c->fit.kernels->len >= 2) {
+        double eff = 1 / p->p[P_MEM]; /* own peak: the bandwidth itself */
+        gboolean own = c->fit.own_peak || eff > 1;
+        calibrate_figure(f, &n, "mem_eff", own ? 1 : eff,
+                         own ? "1: the fitted bandwidth holds it" : "kernels");
+        if (own)
+            calibrate_figure(f, &n, "mem_bandwidth_Bps",
+                             eff * (c->fit.own_peak ? 1 : c->fit.platform.mem_bw_Bps), "kernels");
+    }
+    if (c->links.fitted) {
+        calibrate_figure(f, &n, "intra_node_bandwidth_Bps", c->links.bw, "collectives");
+        calibrate_figure(f, &n, "intra_node_latency_s", MAX(c->links.lat, 1e-12),
+                         "collectives (at least 1 ps)");
+    }
+    return n;
+}
+
+static void
+calibrate_json_fit(JsonBuilder *b, const char *name, double rms, guint points, const char *method)
+{
+    json_builder_set_member_name(b, name);
+    json_builder_begin_object(b);
+    calibrate_member(b, "rms_rel_error", rms);
+    json_builder_set_member_name(b, "points");
+    json_builder_add_int_value(b, points);
+    json_builder_set_member_name(b, "method");
+    json_builder_add_string_value(b, method);
+    json_builder_end_object(b);
+}
+
+static void
+calibrate_json_source(JsonBuilder *b, const Calibrate *c)
+{
+    const struct {
+        const char *key, *value;
+    } src[] = {{"bench", c->measured},
+               {"executor", c->bench->executor},
+               {"device", c->bench->device},
+               {"dtype", simpar_dtype_name(c->bench->dtype)},
+               {"topology", c->topology != NULL ? c->topology : ""}};
+
+    json_builder_set_member_name(b, "source");
+    json_builder_begin_object(b);
+    for (guint i = 0; i < G_N_ELEMENTS(src); i++) {
+        json_builder_set_member_name(b, src[i].key);
+        json_builder_add_string_value(b, src[i].value);
+    }
+    json_builder_end_object(b);
+}
+
+static gboolean
+calibrate_write(const Calibrate *c, const CalibrateFigure *f, guint n, GError **error)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    json_builder_begin_object(b);
+    for (guint i = 0; i < n; i++)
+        calibrate_member(b, f[i].key, f[i].value);
+    calibrate_json_source(b, c);
+    json_builder_set_member_name(b, "fit");
+    json_builder_begin_object(b);
+    if (c->bench->gemm->len >= 3)
+        calibrate_json_fit(b, "gemm", c->compute.rms_gemm, c->bench->gemm->len,
+                           "least squares of the relative error; half_dim by log2 grid and golden "
+                           "section, the rest linear (non-negative)");
+    if (c->fit.kernels->len >= 2)
+        calibrate_json_fit(b, "kernels", c->compute.rms_kernels, c->fit.kernels->len,
+                           "least squares of the relative error, jointly with the GEMMs (one "
+                           "launch_s); attention kernels left out");
+    if (c->links.fitted)
+        calibrate_json_fit(b, "collectives", c->links.rms, c->colls->len,
+                           "least squares of the relative error of simpar's closed form (the "
+                           "algorithm it would pick) on routes of latency a and bandwidth B");
+    json_builder_end_object(b);
+    json_builder_end_object(b);
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    g_autoptr(JsonNode) root = json_builder_get_root(b);
+    json_generator_set_root(gen, root);
+    json_generator_set_pretty(gen, TRUE);
+    if (!json_generator_to_file(gen, c->output, error)) {
+        g_prefix_error(error, "-o %s: ", c->output);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static void
+calibrate_print_fit(GString *out, const char *name, guint points, guint min, double rms)
+{
+    if (points >= min)
+        g_string_append_printf(out, "%-12s %6u %13.2f%%\n", name, points, 100 * rms);
+    else
+        g_string_append_printf(out, "%-12s %6u   not fitted (fewer than %u points)\n", name, points,
+                               min);
+}
+
+static void
+calibrate_print(const Calibrate *c, const CalibrateFigure *f, guint n)
+{
+    const SimparBench *b = c->bench;
+    g_autoptr(GString) out = g_string_new(NULL);
+    g_string_append_printf(out, "%s: %s executor, %s, %s -> %s\n\n%-26s %14s  %s\n", c->measured,
+                           b->executor, b->device, simpar_dtype_name(b->dtype), c->output, "figure",
+                           "value", "fitted from");
+    for (guint i = 0; i < n; i++)
+        g_string_append_printf(out, "%-26s %14.6g  %s\n", f[i].key, f[i].value, f[i].from);
+    g_string_append_printf(out, "\n%-12s %6s %14s\n", "fit", "points", "rms rel. error");
+    calibrate_print_fit(out, "GEMM", b->gemm->len, 3, c->compute.rms_gemm);
+    calibrate_print_fit(out, "kernels", c->fit.kernels->len, 2, c->compute.rms_kernels);
+    calibrate_print_fit(out, "collectives", c->colls->len, 2, c->links.rms);
+    if (c->colls->len < b->colls->len)
+        g_string_append_printf(out, "collectives: %u rows on one GPU left out (no link)\n",
+                               b->colls->len - c->colls->len);
+    if (c->colls->len >= 2 && !c->links.fitted)
+        g_string_append(out, "collectives: no bandwidth term fits these times; links not fitted\n");
+    g_string_append(out,
+                    "inter-node links: not fitted (the bench's collectives run inside one node)\n");
+    if (c->topology != NULL && c->fit.own_peak)
+        g_string_append_printf(out,
+                               "--topology %s: not used (the host executor's peak and "
+                               "bandwidth are fitted)\n",
+                               c->topology);
+    printf("%s", out->str);
+}
+
+static const char calibrate_summary[] =
+    "Fits the compute model (launch_s, gemm_eff_max, gemm_half_dim, mem_eff; the peak and\n"
+    "memory bandwidth too for the host executor or without --topology) and the intra-node\n"
+    "links (bandwidth and latency of a GPU-to-GPU route) to simpar-exec's microbenchmarks, by\n"
+    "least squares of the relative error, and writes them as a calibration file for\n"
+    "simpar predict and simpar validate (--calibration).";
+
+gboolean
+simpar_cmd_calibrate(int argc, char **argv, GError **error)
+{
+    Calibrate c = {0};
+    const GOptionEntry entries[] = {
+        {"measured", 0, 0, G_OPTION_ARG_FILENAME, &c.measured,
+         "BENCH.json written by simpar-exec --bench ... -o FILE", "BENCH.json"},
+        {"output", 'o', 0, G_OPTION_ARG_FILENAME, &c.output, "Calibration file to write",
+         "CALIB.json"},
+        {"topology", 't', 0, G_OPTION_ARG_FILENAME, &c.topology,
+         "Platform whose GPU 0 gives the peaks and memory bandwidth (not for the host executor)",
+         "FILE"},
+        G_OPTION_ENTRY_NULL,
+    };
+    g_autoptr(GOptionContext) ctx =
+        g_option_context_new("- fit compute and link figures to microbenchmarks");
+    g_option_context_set_summary(ctx, calibrate_summary);
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    gboolean ok = simpar_cli_parse(ctx, "simpar calibrate", &argc, &argv, error) &&
+                  calibrate_resolve(&c, error);
+    if (ok) {
+        if (c.bench->gemm->len + c.fit.kernels->len > 0)
+            fit_compute(&c.fit, &c.compute);
+        fit_links(c.colls, &c.links);
+        CalibrateFigure figures[16];
+        guint n = calibrate_figures(&c, figures);
+        ok = calibrate_write(&c, figures, n, error);
+        if (ok)
+            calibrate_print(&c, figures, n);
+    }
+    calibrate_clear(&c);
+    return ok;
+}
