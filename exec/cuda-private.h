@@ -62,15 +62,15 @@ gsize simpar_cu_workspace(const SimparSchedule *sched, const SimparOp *op);
 /* Launches one compute op (any kind but collectives, send, recv and blocks, which do nothing)
  * on ctx->stream; `bufs` are all buffers of the schedule, indexed like it (only the op's rank's
  * are used). Asynchronous: errors of the launch itself only. */
-gboolean simpar_cu_compute(const SimparCuCtx *ctx, const SimparSchedule *sched,
-                           const SimparOp *op, const SimparCuBuf *bufs, GError **error);
+gboolean simpar_cu_compute(const SimparCuCtx *ctx, const SimparSchedule *sched, const SimparOp *op,
+                           const SimparCuBuf *bufs, GError **error);
 
 /* Conversions for simpar_cuda_write/read: `n` doubles at `src64` (device memory) into buf from
  * element `off`, and back. Asynchronous on `stream`. */
 gboolean simpar_cu_from_f64(SimparCuBuf buf, gsize off, const double *src64, gsize n,
                             cudaStream_t stream, GError **error);
-gboolean simpar_cu_to_f64(SimparCuBuf buf, gsize off, double *dst64, gsize n,
-                          cudaStream_t stream, GError **error);
+gboolean simpar_cu_to_f64(SimparCuBuf buf, gsize off, double *dst64, gsize n, cudaStream_t stream,
+                          GError **error);
 
 /* Each returns TRUE for success; otherwise sets a SIMPAR_CUDA_ERROR_CALL naming `call` and the
  * library's own message ("cudaMalloc(&p, bytes): out of memory"). */
@@ -78,9 +78,9 @@ gboolean simpar_cu_check(cudaError_t e, const char *call, GError **error);
 gboolean simpar_cu_check_blas(cublasStatus_t s, const char *call, GError **error);
 gboolean simpar_cu_check_nccl(ncclResult_t r, const char *call, GError **error);
 
-#define SIMPAR_CU_TRY(error, call) simpar_cu_check((call), #call, (error))
+#define SIMPAR_CU_TRY(error, call)     simpar_cu_check((call), #call, (error))
 #define SIMPAR_CUBLAS_TRY(error, call) simpar_cu_check_blas((call), #call, (error))
-#define SIMPAR_NCCL_TRY(error, call) simpar_cu_check_nccl((call), #call, (error))
+#define SIMPAR_NCCL_TRY(error, call)   simpar_cu_check_nccl((call), #call, (error))
 
 G_END_DECLS
 #endif /* SIMPAR_CUDA_PRIVATE_H */

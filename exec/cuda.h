@@ -44,13 +44,13 @@ typedef enum {
 #define SIMPAR_CUDA_ID_BYTES 128 /* NCCL_UNIQUE_ID_BYTES */
 
 typedef struct {
-    guint n_local;           /* ranks this process runs (>= 1) */
-    const guint *ranks;      /* their global ranks, n_local of them */
-    const int *devices;      /* the CUDA device of each, n_local of them, all different */
-    const guint8 *nccl_id;   /* SIMPAR_CUDA_ID_BYTES from simpar_cuda_unique_id() on one process,
-                              * the same on every process */
-    gboolean tf32;           /* fp32 GEMMs on tensor cores (TF32); off: exact fp32 */
-    double timeout_s;        /* per run; 0 means 600 */
+    guint n_local;         /* ranks this process runs (>= 1) */
+    const guint *ranks;    /* their global ranks, n_local of them */
+    const int *devices;    /* the CUDA device of each, n_local of them, all different */
+    const guint8 *nccl_id; /* SIMPAR_CUDA_ID_BYTES from simpar_cuda_unique_id() on one process,
+                            * the same on every process */
+    gboolean tf32;         /* fp32 GEMMs on tensor cores (TF32); off: exact fp32 */
+    double timeout_s;      /* per run; 0 means 600 */
 } SimparCudaConfig;
 
 /* The number of usable CUDA devices; FALSE with SIMPAR_CUDA_ERROR_NO_DEVICE (the message says
