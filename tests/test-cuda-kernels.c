@@ -148,11 +148,12 @@ kt_cuda_ok(cudaError_t e, const char *call)
 
 #define KT_CUDA(call) kt_cuda_ok((call), #call)
 
+/* `error` is read only here, after the call that sets it has returned. */
 static gboolean
-kt_ok(gboolean ok, GError *error)
+kt_ok(gboolean ok, GError **error)
 {
     if (!ok)
-        printf("\n    %s", error != NULL ? error->message : "failed without an error");
+        printf("\n    %s", *error != NULL ? (*error)->message : "failed without an error");
     CU_ASSERT_TRUE(ok);
     return ok;
 }
@@ -163,14 +164,14 @@ kt_upload(SimparCuBuf buf, const double *host, double *d64)
 {
     g_autoptr(GError) error = NULL;
     return KT_CUDA(cudaMemcpy(d64, host, buf.elems * sizeof(double), cudaMemcpyHostToDevice)) &&
-           kt_ok(simpar_cu_from_f64(buf, 0, d64, buf.elems, kt_stream, &error), error);
+           kt_ok(simpar_cu_from_f64(buf, 0, d64, buf.elems, kt_stream, &error), &error);
 }
 
 static gboolean
 kt_download(SimparCuBuf buf, double *host, double *d64)
 {
     g_autoptr(GError) error = NULL;
-    return kt_ok(simpar_cu_to_f64(buf, 0, d64, buf.elems, kt_stream, &error), error) &&
+    return kt_ok(simpar_cu_to_f64(buf, 0, d64, buf.elems, kt_stream, &error), &error) &&
            KT_CUDA(cudaStreamSynchronize(kt_stream)) &&
            KT_CUDA(cudaMemcpy(host, d64, buf.elems * sizeof(double), cudaMemcpyDeviceToHost));
 }
@@ -262,7 +263,7 @@ kt_device_run(KtDevice *d, const KtCase *c)
     for (guint i = 0; i < simpar_schedule_n_ops(c->sched); i++) {
         g_autoptr(GError) error = NULL;
         const SimparOp *op = simpar_schedule_op(c->sched, i);
-        if (!kt_ok(simpar_cu_compute(&ctx, c->sched, op, d->bufs, &error), error))
+        if (!kt_ok(simpar_cu_compute(&ctx, c->sched, op, d->bufs, &error), &error))
             return FALSE;
     }
     return KT_CUDA(cudaStreamSynchronize(kt_stream));
@@ -280,7 +281,7 @@ kt_case_run(KtCase *c)
                 simpar_schedule_buffer(c->sched, b)->elems, rng);
     KtDevice d = {0};
     g_autoptr(GError) error = NULL;
-    if (kt_device_init(&d, c, host) && kt_ok(simpar_host_run(host, &error), error) &&
+    if (kt_device_init(&d, c, host) && kt_ok(simpar_host_run(host, &error), &error) &&
         kt_device_run(&d, c)) {
         for (guint b = 0; b < n; b++) {
             g_autofree double *got = g_new(double, MAX(d.bufs[b].elems, 1));
@@ -768,7 +769,7 @@ kt_convert_case(SimparCuType type)
         KT_CUDA(cudaMalloc((void **) &d64, 10 * sizeof(double))) &&
         KT_CUDA(cudaMemset(buf.ptr, 0, 10 * simpar_cu_type_size(type))) &&
         KT_CUDA(cudaMemcpy(d64, in, sizeof(in), cudaMemcpyHostToDevice)) &&
-        kt_ok(simpar_cu_from_f64(buf, 3, d64, 4, kt_stream, &error), error) &&
+        kt_ok(simpar_cu_from_f64(buf, 3, d64, 4, kt_stream, &error), &error) &&
         kt_download(buf, out, d64)) {
         for (guint i = 0; i < 10; i++) {
             double want = i >= 3 && i < 7 ? in[i - 3] : 0.0;
