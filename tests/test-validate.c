@@ -84,6 +84,14 @@ run_ok(const char *args, gboolean json)
     return root; /* (transfer full) */
 }
 
+/* gnuplot is on PATH (the plots need it). */
+static gboolean
+have_gnuplot(void)
+{
+    g_autofree char *path = g_find_program_in_path("gnuplot");
+    return path != NULL;
+}
+
 /* ------------------------------------------------------------------- RUN.json fixtures */
 
 typedef struct {
@@ -333,7 +341,7 @@ test_validate_outputs(void)
     CU_ASSERT_TRUE_FATAL(g_file_get_contents(trace, &text, NULL, NULL));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"measured rank 1 (GPU 1)\""));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"predicted rank 0 (GPU 0)\""));
-    if (g_find_program_in_path("gnuplot") == NULL) {
+    if (!have_gnuplot()) {
         printf("\n    gnuplot missing: plots not checked ");
         return;
     }
@@ -770,9 +778,7 @@ test_host_loop(void)
     CU_ASSERT_TRUE_FATAL(exec_run(a2));
     g_autofree char *c1 = g_strdup_printf("calibrate --measured %s -o %s", bench, cal);
     run_ok(c1, FALSE);
-    g_autofree char *plot = g_find_program_in_path("gnuplot") != NULL
-                                ? g_strdup_printf("--plot %s", png)
-                                : g_strdup("");
+    g_autofree char *plot = have_gnuplot() ? g_strdup_printf("--plot %s", png) : g_strdup("");
     g_autofree char *extra = g_strdup_printf("--calibration %s %s", cal, plot);
     g_autoptr(JsonNode) root = validate_json(run, "simgrid", extra);
     JsonObject *o = json_node_get_object(root);
