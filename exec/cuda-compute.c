@@ -211,6 +211,19 @@ cu_slot(const SimparOp *op, guint slot)
     }
 }
 
+/* How messages name a slot: "in[1]", "out[0]", GEMM's "a", Adam's "m". */
+static const char *
+cu_slot_name(const SimparOp *op, guint slot)
+{
+    static const char *const kern[CU_SLOTS] = {"in[0]", "in[1]",  "in[2]",  "in[3]",
+                                               "in[4]", "out[0]", "out[1]", "out[2]"};
+    static const char *const gemm[CU_SLOTS] = {"a", "b", "?", "?", "?", "c", "?", "?"};
+    static const char *const adam[CU_SLOTS] = {"param", "grad", "m", "v", "?", "?", "?", "?"};
+    if (op->kind == SIMPAR_OP_GEMM)
+        return gemm[slot];
+    return op->kind == SIMPAR_OP_ADAM ? adam[slot] : kern[slot];
+}
+
 /* Whether a view of size class `size` (see CuRoles) has elements. */
 static gboolean
 cu_slot_used(const SimparOp *op, char size)
@@ -281,10 +294,10 @@ cu_bind_slot(const SimparSchedule *sched, const SimparOp *op, const SimparCuBuf 
     gboolean stats = role[0] == 'S';
     SimparCuType *want = stats ? &b->s : &b->t;
     if (seen[stats] && buf->type != *want)
-        return cu_invalid(
-            error, op, "view %u is in buffer '%s' of %s, its other %s views are of %s", slot,
-            simpar_schedule_buffer(sched, v.buf)->name, simpar_cu_type_name(buf->type),
-            stats ? "statistics" : "activation", simpar_cu_type_name(*want));
+        return cu_invalid(error, op, "%s is in buffer '%s' of %s, its other %s views are of %s",
+                          cu_slot_name(op, slot), simpar_schedule_buffer(sched, v.buf)->name,
+                          simpar_cu_type_name(buf->type), stats ? "statistics" : "activation",
+                          simpar_cu_type_name(*want));
     *want = buf->type;
     seen[stats] = TRUE;
     b->ptr[slot] = (char *) buf->ptr + v.off * simpar_cu_type_size(buf->type);

@@ -32,163 +32,93 @@
 #include <math.h>
 #include <type_traits>
 
-namespace {
+namespace
+{
 
 /* ---- element types ------------------------------------------------------------------------ */
 
-template <class T> struct Elem;
-
-template <> struct Elem<__half> {
-    static __device__ float get(__half x)
-    {
-        return __half2float(x);
-    }
-    static __device__ __half put(float v)
-    {
-        return __float2half_rn(v);
-    }
-    static __device__ __half put(double v)
-    {
-        return __double2half(v);
-    }
-};
-
-template <> struct Elem<__nv_bfloat16> {
-    static __device__ float get(__nv_bfloat16 x)
-    {
-        return __bfloat162float(x);
-    }
-    static __device__ __nv_bfloat16 put(float v)
-    {
-        return __float2bfloat16_rn(v);
-    }
-    static __device__ __nv_bfloat16 put(double v)
-    {
-        return __double2bfloat16(v);
-    }
-};
-
-template <> struct Elem<float> {
-    static __device__ float get(float x)
-    {
-        return x;
-    }
-    static __device__ float put(float v)
-    {
-        return v;
-    }
-    static __device__ float put(double v)
-    {
-        return (float) v;
-    }
-};
-
-template <> struct Elem<double> {
-    static __device__ double get(double x)
-    {
-        return x;
-    }
-    static __device__ double put(float v)
-    {
-        return v;
-    }
-    static __device__ double put(double v)
-    {
-        return v;
-    }
-};
+template <class X, class Y> constexpr bool same = std::is_same<X, Y>::value;
 
 /* The math type of a kernel touching elements of types X...: double if any is double. */
 template <class... X>
-using Acc = typename std::conditional<(std::is_same<X, double>::value || ...), double, float>::type;
+using Acc = typename std::conditional<(same<X, double> || ...), double, float>::type;
 
+/* Element i of p, in the math type A. */
 template <class A, class T>
 __device__ __forceinline__ A
 ld(const T *p, size_t i)
 {
-    return static_cast<A>(Elem<T>::get(p[i]));
+    if constexpr (same<T, __half>)
+        return (A) __half2float(p[i]);
+    else if constexpr (same<T, __nv_bfloat16>)
+        return (A) __bfloat162float(p[i]);
+    else
+        return (A) p[i];
 }
 
+/* Element i of p = v, rounded once to nearest. */
 template <class T, class A>
 __device__ __forceinline__ void
 st(T *p, size_t i, A v)
 {
-    p[i] = Elem<T>::put(v);
+    if constexpr (same<T, __half>)
+        p[i] = same<A, double> ? __double2half((double) v) : __float2half_rn((float) v);
+    else if constexpr (same<T, __nv_bfloat16>)
+        p[i] = same<A, double> ? __double2bfloat16((double) v) : __float2bfloat16_rn((float) v);
+    else
+        p[i] = (T) v;
 }
 
-/* Math functions by type, so templates pick expf for float and exp for double. */
-__device__ __forceinline__ float
-dexp(float x)
+/* Math functions by type: expf for float, exp for double. */
+template <class A>
+__device__ __forceinline__ A
+dexp(A x)
 {
-    return expf(x);
+    if constexpr (same<A, double>)
+        return exp(x);
+    else
+        return expf(x);
 }
 
-__device__ __forceinline__ double
-dexp(double x)
+template <class A>
+__device__ __forceinline__ A
+dlog(A x)
 {
-    return exp(x);
+    if constexpr (same<A, double>)
+        return log(x);
+    else
+        return logf(x);
 }
 
-__device__ __forceinline__ float
-dlog(float x)
+template <class A>
+__device__ __forceinline__ A
+dtanh(A x)
 {
-    return logf(x);
+    if constexpr (same<A, double>)
+        return tanh(x);
+    else
+        return tanhf(x);
 }
 
-__device__ __forceinline__ double
-dlog(double x)
+template <class A>
+__device__ __forceinline__ A
+dsqrt(A x)
 {
-    return log(x);
+    if constexpr (same<A, double>)
+        return sqrt(x);
+    else
+        return sqrtf(x);
 }
 
-__device__ __forceinline__ float
-dtanh(float x)
-{
-    return tanhf(x);
-}
-
-__device__ __forceinline__ double
-dtanh(double x)
-{
-    return tanh(x);
-}
-
-__device__ __forceinline__ float
-dsqrt(float x)
-{
-    return sqrtf(x);
-}
-
-__device__ __forceinline__ double
-dsqrt(double x)
-{
-    return sqrt(x);
-}
-
-/* atomicAdd on the table gradient's type: 16-bit atomics need sm_70 (half) and sm_80 (bf16),
- * which meson's -gencode list (sm_80, sm_90) guarantees. */
+/* atomicAdd on the table gradient's type, the value rounded to it first: 16-bit atomics need
+ * sm_70 (half) and sm_80 (bf16), which meson's -gencode list (sm_80, sm_90) guarantees. */
+template <class T, class A>
 __device__ __forceinline__ void
-atomic_add(float *p, float v)
+atomic_add(T *p, A v)
 {
-    atomicAdd(p, v);
-}
-
-__device__ __forceinline__ void
-atomic_add(double *p, double v)
-{
-    atomicAdd(p, v);
-}
-
-__device__ __forceinline__ void
-atomic_add(__half *p, float v)
-{
-    atomicAdd(p, __float2half_rn(v));
-}
-
-__device__ __forceinline__ void
-atomic_add(__nv_bfloat16 *p, float v)
-{
-    atomicAdd(p, __float2bfloat16_rn(v));
+    T t;
+    st(&t, 0, v);
+    atomicAdd(p, t);
 }
 
 /* ---- dropout mask and vocabulary rows ----------------------------------------------------- */
@@ -282,14 +212,19 @@ row_blocks(size_t rows)
 }
 
 struct Sum {
-    template <class A> __device__ A operator()(A a, A b) const
+    template <class A>
+    __device__ A
+    operator()(A a, A b) const
     {
         return a + b;
     }
 };
 
-struct Max { /* GLib's MAX(a, b) */
-    template <class A> __device__ A operator()(A a, A b) const
+/* GLib's MAX(a, b). */
+struct Max {
+    template <class A>
+    __device__ A
+    operator()(A a, A b) const
     {
         return a > b ? a : b;
     }
@@ -383,7 +318,9 @@ __global__ void
 from_f64_kernel(T *dst, const double *src, size_t n)
 {
     GRID_STRIDE(i, n)
-    st(dst, i, src[i]);
+    {
+        st(dst, i, src[i]);
+    }
 }
 
 template <class T>
@@ -391,7 +328,9 @@ __global__ void
 to_f64_kernel(const T *src, double *dst, size_t n)
 {
     GRID_STRIDE(i, n)
-    dst[i] = ld<double>(src, i);
+    {
+        dst[i] = ld<double>(src, i);
+    }
 }
 
 /* ---- layer norm --------------------------------------------------------------------------- */
@@ -445,8 +384,7 @@ ln_apply_kernel(const T *x, const S *stats, const T *gamma, const T *beta, T *y,
 /* stats[r] = sum_c dy*gamma, stats[rows + r] = sum_c dy*gamma*xhat (dgamma, dbeta: colsum). */
 template <class T, class S>
 __global__ void
-ln_bwd_stats_kernel(const T *dy, const T *xhat, const T *gamma, S *stats, size_t rows,
-                    size_t cols)
+ln_bwd_stats_kernel(const T *dy, const T *xhat, const T *gamma, S *stats, size_t rows, size_t cols)
 {
     using A = Acc<T, S>;
     ROW_LOOP(r, rows)
@@ -505,7 +443,10 @@ col_chunks(size_t rows)
 template <class T> struct BiasGradTerm {
     const T *dy;
     size_t cols;
-    template <class A> __device__ void operator()(size_t r, size_t c, A *acc) const
+
+    template <class A>
+    __device__ void
+    operator()(size_t r, size_t c, A *acc) const
     {
         acc[0] += ld<A>(dy, r * cols + c);
     }
@@ -514,7 +455,10 @@ template <class T> struct BiasGradTerm {
 template <class T> struct LnGradTerm {
     const T *dy, *xhat;
     size_t cols;
-    template <class A> __device__ void operator()(size_t r, size_t c, A *acc) const
+
+    template <class A>
+    __device__ void
+    operator()(size_t r, size_t c, A *acc) const
     {
         A d = ld<A>(dy, r * cols + c);
         acc[0] += d * ld<A>(xhat, r * cols + c);
@@ -601,7 +545,9 @@ bias_add_kernel(const T *bias, T *y, size_t n, size_t cols)
 {
     using A = Acc<T>;
     GRID_STRIDE(e, n)
-    st(y, e, ld<A>(y, e) + ld<A>(bias, e % cols));
+    {
+        st(y, e, ld<A>(y, e) + ld<A>(bias, e % cols));
+    }
 }
 
 #define GELU_C 0.7978845608028654 /* sqrt(2/pi) */
@@ -637,8 +583,8 @@ gelu_bwd_kernel(const T *dy, const T *x, T *dx, size_t n)
 
 template <class T>
 __global__ void
-dropout_kernel(const T *x, T *y, size_t rows, size_t cols, uint64_t site_h, double p,
-               uint64_t row0, uint64_t col0, uint64_t global_cols)
+dropout_kernel(const T *x, T *y, size_t rows, size_t cols, uint64_t site_h, double p, uint64_t row0,
+               uint64_t col0, uint64_t global_cols)
 {
     using A = Acc<T>;
     const A scale = (A) (1.0 / (1.0 - p));
@@ -656,7 +602,9 @@ add_kernel(const T *a, const T *b, T *c, size_t n)
 {
     using A = Acc<T>;
     GRID_STRIDE(e, n)
-    st(c, e, ld<A>(a, e) + ld<A>(b, e));
+    {
+        st(c, e, ld<A>(a, e) + ld<A>(b, e));
+    }
 }
 
 /* ---- embedding and cross-entropy ---------------------------------------------------------- */
@@ -678,8 +626,8 @@ embed_kernel(const S *tokens, const T *table, T *y, size_t rows, size_t cols, ui
 /* Repeated ids meet in atomicAdd: the order of the additions is not fixed. */
 template <class T, class S>
 __global__ void
-embed_bwd_kernel(const S *tokens, const T *dy, T *dtable, size_t rows, size_t cols,
-                 uint64_t vocab0, uint64_t vocab)
+embed_bwd_kernel(const S *tokens, const T *dy, T *dtable, size_t rows, size_t cols, uint64_t vocab0,
+                 uint64_t vocab)
 {
     using A = Acc<T, S>;
     GRID_STRIDE(e, rows * cols)
@@ -701,7 +649,9 @@ xent_max_kernel(const T *logits, S *max, size_t rows, size_t vocab)
     {
         A v[1] = {-INFINITY};
         COL_LOOP(c, vocab)
-        v[0] = Max()(v[0], ld<A>(logits, r * vocab + c));
+        {
+            v[0] = Max()(v[0], ld<A>(logits, r * vocab + c));
+        }
         block_reduce(v, Max());
         if (threadIdx.x == 0)
             st(max, r, v[0]);
@@ -718,7 +668,9 @@ xent_fwd_kernel(const T *logits, const S *max, const S *targets, S *stats, size_
     {
         A m = ld<A>(max, r), v[1] = {0};
         COL_LOOP(c, vocab)
-        v[0] += dexp(ld<A>(logits, r * vocab + c) - m);
+        {
+            v[0] += dexp(ld<A>(logits, r * vocab + c) - m);
+        }
         block_reduce(v, Sum());
         if (threadIdx.x == 0) {
             uint64_t t = vocab_row(ld<double>(targets, r), vocab0, vocab);
@@ -736,7 +688,9 @@ xent_loss_kernel(const S *max, const S *stats, S *loss, size_t rows, double scal
     using A = Acc<S>;
     A v[1] = {0};
     COL_LOOP(r, rows)
-    v[0] += dlog(ld<A>(stats, r)) + ld<A>(max, r) - ld<A>(stats, rows + r);
+    {
+        v[0] += dlog(ld<A>(stats, r)) + ld<A>(max, r) - ld<A>(stats, rows + r);
+    }
     block_reduce(v, Sum());
     if (threadIdx.x == 0)
         st(loss, 0, ld<A>(loss, 0) + (A) scale * v[0]);
@@ -805,8 +759,8 @@ soft_row(size_t row, size_t s, bool causal, uint64_t head)
 /* In place: scores -> P = softmax over the first len columns, 0 after; dropped = P*keep/(1-p). */
 template <class T>
 __global__ void
-softmax_kernel(T *probs, T *dropped, size_t heads, size_t s, bool causal, double p,
-               uint64_t site_h, uint64_t head)
+softmax_kernel(T *probs, T *dropped, size_t heads, size_t s, bool causal, double p, uint64_t site_h,
+               uint64_t head)
 {
     using A = Acc<T>;
     const A scale = (A) (1.0 / (1.0 - p));
@@ -816,10 +770,14 @@ softmax_kernel(T *probs, T *dropped, size_t heads, size_t s, bool causal, double
         T *pr = probs + row * s;
         A mx[1] = {-INFINITY}, sum[1] = {0};
         COL_LOOP(j, sr.len)
-        mx[0] = Max()(mx[0], ld<A>(pr, j));
+        {
+            mx[0] = Max()(mx[0], ld<A>(pr, j));
+        }
         block_reduce(mx, Max());
         COL_LOOP(j, sr.len)
-        sum[0] += dexp(ld<A>(pr, j) - mx[0]);
+        {
+            sum[0] += dexp(ld<A>(pr, j) - mx[0]);
+        }
         block_reduce(sum, Sum());
         const A inv = (A) 1 / sum[0];
         COL_LOOP(j, s)
@@ -929,10 +887,10 @@ simpar_cuk_ln_bwd_stats(int t, int s, const SimparCukKernel *k, void *work, cuda
         using S = Of<decltype(ss)>;
         using A = Acc<T, S>;
         if (k->rows > 0) {
-            cudaError_t e = launch(ln_bwd_stats_kernel<T, S>, row_blocks(k->rows),
-                                   row_threads(k->cols), stream, (const T *) k->in[0],
-                                   (const T *) k->in[1], (const T *) k->in[2], (S *) k->out[0],
-                                   k->rows, k->cols);
+            cudaError_t e =
+                launch(ln_bwd_stats_kernel<T, S>, row_blocks(k->rows), row_threads(k->cols), stream,
+                       (const T *) k->in[0], (const T *) k->in[1], (const T *) k->in[2],
+                       (S *) k->out[0], k->rows, k->cols);
             if (e != cudaSuccess)
                 return e;
         }
@@ -951,10 +909,10 @@ simpar_cuk_ln_bwd_apply(int t, int s, const SimparCukKernel *k, void *work, cuda
     return with_ts(t, s, [&](auto tt, auto ss) {
         using T = Of<decltype(tt)>;
         using S = Of<decltype(ss)>;
-        return launch(ln_bwd_apply_kernel<T, S>, row_blocks(k->rows), row_threads(k->cols),
-                      stream, (const T *) k->in[0], (const T *) k->in[1], (const T *) k->in[2],
-                      (const S *) k->in[3], (const S *) k->in[4], (T *) k->out[0], k->rows,
-                      k->cols, k->hidden);
+        return launch(ln_bwd_apply_kernel<T, S>, row_blocks(k->rows), row_threads(k->cols), stream,
+                      (const T *) k->in[0], (const T *) k->in[1], (const T *) k->in[2],
+                      (const S *) k->in[3], (const S *) k->in[4], (T *) k->out[0], k->rows, k->cols,
+                      k->hidden);
     });
 }
 
@@ -1021,9 +979,9 @@ simpar_cuk_dropout(int t, int s, const SimparCukKernel *k, void *work, cudaStrea
         return cudaSuccess;
     return with_t(t, [&](auto tt) {
         using T = Of<decltype(tt)>;
-        return launch(dropout_kernel<T>, flat_blocks(n), FLAT_THREADS, stream,
-                      (const T *) k->in[0], (T *) k->out[0], k->rows, k->cols,
-                      site_hash(k->seed, k->site), k->p, k->row0, k->col0, k->global_cols);
+        return launch(dropout_kernel<T>, flat_blocks(n), FLAT_THREADS, stream, (const T *) k->in[0],
+                      (T *) k->out[0], k->rows, k->cols, site_hash(k->seed, k->site), k->p, k->row0,
+                      k->col0, k->global_cols);
     });
 }
 
@@ -1155,8 +1113,8 @@ simpar_cuk_softmax(int t, const SimparCukSoftmax *sm, cudaStream_t stream)
     return with_t(t, [&](auto tt) {
         using T = Of<decltype(tt)>;
         return launch(softmax_kernel<T>, row_blocks(rows), row_threads(sm->s), stream,
-                      (T *) sm->probs, (T *) sm->dropped, sm->heads, sm->s, sm->causal != 0,
-                      sm->p, site_hash(sm->seed, sm->site), sm->head);
+                      (T *) sm->probs, (T *) sm->dropped, sm->heads, sm->s, sm->causal != 0, sm->p,
+                      site_hash(sm->seed, sm->site), sm->head);
     });
 }
 

@@ -41,17 +41,17 @@ typedef enum {
     KT_WIDE,     /* uniform in [-4, 4]: GELU's tails */
     KT_UNIT,     /* uniform in [0, 1]: probabilities */
     KT_POSITIVE, /* uniform in [0.5, 2]: rstd, variances */
-    KT_IDS,      /* whole numbers in [0, id_range), and some that match no row: -1, 2.5 */
+    KT_IDS,      /* whole numbers in [0, id_range), and some that match no row: -1, vocab0 + 2.5 */
     KT_LN_STATS, /* [sum | sum of squares] of rows of `hidden` values, variance about 1 */
     KT_XENT,     /* [sum of exponentials (positive) | target logit (signed)] */
 } KtFill;
 
 typedef struct {
     SimparSchedule *sched;
-    GArray *fills; /* KtFill per buffer */
-    double id_range;
-    double hidden;
-    char *what; /* "GEMM bf16 ..." in messages */
+    GArray *fills;           /* KtFill per buffer */
+    double id_range, vocab0; /* KT_IDS */
+    double hidden;           /* KT_LN_STATS */
+    char *what;              /* "GEMM bf16 ..." in messages */
 } KtCase;
 
 static KtCase *kt_case_new(SimparDtype dtype, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
@@ -123,7 +123,7 @@ kt_fill(const KtCase *c, KtFill fill, double *a, gsize n, GRand *rng)
             a[i] = 0.5 + 1.5 * u;
             break;
         case KT_IDS:
-            a[i] = i % 7 == 3 ? -1.0 : i % 11 == 5 ? 2.5 : floor(u * c->id_range);
+            a[i] = i % 7 == 3 ? -1.0 : i % 11 == 5 ? c->vocab0 + 2.5 : floor(u * c->id_range);
             break;
         case KT_LN_STATS:
             a[i] = c->hidden * (i < n / 2 ? 0.4 * u - 0.2 : 0.8 + 0.4 * u);
@@ -595,7 +595,7 @@ kt_embed_case(SimparDtype dtype, gboolean bwd, guint rows)
 {
     g_autoptr(KtCase) c = kt_case_new(dtype, "EMBED%s rows=%u", bwd ? "_BWD" : "", rows);
     const guint cols = 24, vocab = 13;
-    c->id_range = 25; /* the slice holds ids [5, 18) */
+    c->id_range = 25, c->vocab0 = 5; /* the slice holds ids [5, 18) */
     SimparOp op = kt_op(bwd ? SIMPAR_OP_EMBED_BWD : SIMPAR_OP_EMBED);
     op.u.vocab = (SimparVocab){.rows = rows, .cols = cols, .vocab0 = 5, .vocab = vocab};
     op.u.vocab.in[0] = kt_view(kt_buf(c, "tokens", rows, KT_IDS), 0);
@@ -616,7 +616,7 @@ kt_xent_case(SimparDtype dtype, SimparOpKind kind, guint rows, guint vocab, gboo
     SimparOp op = kt_op(kind);
     SimparVocab *v = &op.u.vocab;
     *v = (SimparVocab){.rows = rows, .vocab0 = KT_VOCAB0, .vocab = vocab, .scale = 1.0 / rows};
-    c->id_range = KT_VOCAB0 + vocab + 20;
+    c->id_range = KT_VOCAB0 + vocab + 20, c->vocab0 = KT_VOCAB0;
     guint logits = vocab > 0 ? kt_buf(c, "logits", (gsize) rows * vocab, KT_SIGNED) : G_MAXUINT;
     guint max = kt_buf(c, "max", rows, KT_SIGNED), targets = kt_buf(c, "targets", rows, KT_IDS);
     guint stats = kt_buf(c, "stats", 2 * rows, KT_XENT);
