@@ -468,15 +468,6 @@ bench_coll_scatters(SimparCollKind kind)
            kind == SIMPAR_COLL_ALL_TO_ALL;
 }
 
-/* nccl-tests' bus bandwidth factor. */
-static double
-bench_busbw_factor(SimparCollKind kind, guint n)
-{
-    if (kind == SIMPAR_COLL_ALL_REDUCE)
-        return 2.0 * (n - 1) / n;
-    return bench_coll_scatters(kind) ? (double) (n - 1) / n : 1.0;
-}
-
 static SimparSchedule *
 bench_coll_schedule(SimparDtype dtype, SimparCollKind kind, guint gpus, gsize count)
 {
@@ -507,7 +498,7 @@ bench_coll_one(Bench *bn, SimparCollKind kind, gsize count, GError **error)
     if (!bench_time(bn, s, FALSE, &t, error))
         return FALSE;
     double bytes = (double) count * ds * (bench_coll_scatters(kind) ? n : 1);
-    double algbw = bytes / t.median / 1e9, busbw = algbw * bench_busbw_factor(kind, n);
+    double algbw = bytes / t.median / 1e9, busbw = algbw * simpar_coll_busbw_factor(kind, n);
     JsonBuilder *b = bn->b;
     g_autofree char *name = bench_name(simpar_coll_kind_name(kind), '\0');
     json_builder_begin_object(b);

@@ -55,8 +55,9 @@ const char *simpar_cu_type_name(SimparCuType type); /* "bf16" ... */
 ncclDataType_t simpar_cu_nccl_type(SimparCuType type);
 /* types[b] for every buffer b of the schedule (see the header comment). */
 void simpar_cu_buffer_types(const SimparSchedule *sched, SimparCuType *types);
-/* Device scratch bytes a compute op needs (0 for most kinds; attention needs its s x s
- * dropped probabilities and gradients). */
+/* Device scratch bytes a compute op needs: attention its s x s dropped probabilities and
+ * gradients, the column sums (bias gradient, layer-norm backward statistics) their partial sums
+ * per 256 rows; 0 for the other kinds. */
 gsize simpar_cu_workspace(const SimparSchedule *sched, const SimparOp *op);
 
 /* Launches one compute op (any kind but collectives, send, recv and blocks, which do nothing)

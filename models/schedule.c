@@ -259,6 +259,24 @@ simpar_op_coll_elems(const SimparSchedule *sched, const SimparOp *op)
     }
 }
 
+double
+simpar_coll_busbw_factor(SimparCollKind kind, guint n)
+{
+    g_return_val_if_fail(n > 0, 0.0);
+    switch (kind) {
+    case SIMPAR_COLL_ALL_REDUCE:
+        return 2.0 * (n - 1) / n;
+    case SIMPAR_COLL_BROADCAST:
+    case SIMPAR_COLL_REDUCE:
+        return 1.0;
+    case SIMPAR_COLL_ALL_GATHER:
+    case SIMPAR_COLL_REDUCE_SCATTER:
+    case SIMPAR_COLL_ALL_TO_ALL:
+    default:
+        return (double) (n - 1) / n;
+    }
+}
+
 const char *
 simpar_coll_kind_name(SimparCollKind kind)
 {

@@ -306,6 +306,9 @@ void simpar_op_coll_counts(const SimparSchedule *sched, const SimparOp *op, gsiz
 /* Full-buffer elements of a collective (see the header comment). */
 gsize simpar_op_coll_elems(const SimparSchedule *sched, const SimparOp *op);
 const char *simpar_coll_kind_name(SimparCollKind kind);
+/* nccl-tests' bus-bandwidth factor of a kind for n ranks: all-reduce 2(n-1)/n; all-gather,
+ * reduce-scatter and all-to-all (n-1)/n; broadcast and reduce 1. */
+double simpar_coll_busbw_factor(SimparCollKind kind, guint n);
 const char *simpar_op_kind_name(SimparOpKind kind);
 
 /* Each op (known kind, existing group it belongs to, usable parameters, every view it needs

@@ -356,9 +356,14 @@ bench_kernel(SimparBench *b, const Loc *l, JsonObject *o, GError **error)
     return TRUE;
 }
 
-/* BENCH.json "op" names (simpar collective --op), in SimparCollKind order. */
-static const char *const bench_coll_ops[] = {"allreduce", "allgather", "reducescatter",
-                                             "broadcast", "reduce",    "alltoall"};
+/* BENCH.json names a collective as nccl-tests and `simpar collective --op` do: "allreduce". */
+static gboolean
+bench_op_is(const char *op, SimparCollKind kind)
+{
+    g_auto(GStrv) parts = g_strsplit(simpar_coll_kind_name(kind), "-", -1);
+    g_autofree char *name = g_strjoinv("", parts);
+    return g_str_equal(op, name);
+}
 
 static gboolean
 bench_coll(SimparBench *b, const Loc *l, JsonObject *o, GError **error)
@@ -370,14 +375,13 @@ bench_coll(SimparBench *b, const Loc *l, JsonObject *o, GError **error)
         !measured_number(l, o, "bytes", 1, &c.bytes, error) ||
         !measured_number(l, o, "time_s", 1e-12, &c.time_s, error))
         return FALSE;
-    guint k = 0; /* "allreduce" (simpar collective --op) or "all-reduce" (simpar_coll_kind_name) */
-    while (k < G_N_ELEMENTS(bench_coll_ops) && !g_str_equal(op, bench_coll_ops[k]) &&
-           !g_str_equal(op, simpar_coll_kind_name((SimparCollKind) k)))
+    guint k = 0; /* simpar_coll_kind_name without its hyphens, as simpar-exec writes it */
+    while (k < SIMPAR_N_COLL_KINDS && !bench_op_is(op, (SimparCollKind) k))
         k++;
-    if (k == G_N_ELEMENTS(bench_coll_ops))
+    if (k == SIMPAR_N_COLL_KINDS)
         return measured_bad(l, "op",
-                            "must be allreduce, allgather, reducescatter, broadcast, "
-                            "reduce or alltoall (or all-reduce, all-gather, ...)",
+                            "must be allreduce, allgather, reducescatter, broadcast, reduce or "
+                            "alltoall",
                             error);
     c.kind = (SimparCollKind) k;
     g_array_append_val(b->colls, c);

@@ -592,7 +592,7 @@ bench_colls(JsonBuilder *b, const Truth *t)
                                       "broadcast", "reduce",    "alltoall"};
     json_builder_set_member_name(b, "collectives");
     json_builder_begin_array(b);
-    for (guint k = 0; k < G_N_ELEMENTS(ops); k++)
+    for (guint k = 0; k < SIMPAR_N_COLL_KINDS; k++)
         for (guint n = 2; n <= 8; n *= 2)
             for (double bytes = 8; bytes <= 1 << 30; bytes *= 32) {
                 json_builder_begin_object(b);

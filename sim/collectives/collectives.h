@@ -118,9 +118,6 @@ const SimparCollAlgo *simpar_coll_choose(SimparCollKind kind, const SimparCollGr
 void simpar_expansion_eval_idle(const SimparExpansion *e, const SimparCollGroup *g,
                                 const double *start, double *end);
 
-/* nccl-tests bus-bandwidth factor of a kind for n ranks (all-reduce 2(n-1)/n, ...). */
-double simpar_coll_busbw_factor(SimparCollKind kind, guint n);
-
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimparExpansion, simpar_expansion_free)
 G_END_DECLS
 #endif /* SIMPAR_COLLECTIVES_H */
