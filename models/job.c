@@ -151,6 +151,20 @@ simpar_job_add_options(GOptionContext *ctx, SimparJobArgs *args, SimparJobOption
     }
 }
 
+GOptionEntry *
+simpar_job_option_entries(SimparJobArgs *args, const char *const *names)
+{
+    GArray *out = g_array_new(TRUE, TRUE, sizeof(GOptionEntry)); /* zero-terminated */
+    for (guint s = 0; s < G_N_ELEMENTS(job_sets); s++) {
+        GOptionEntry entries[JOB_MAX_ENTRIES];
+        guint n = job_entries(args, job_sets[s], entries);
+        for (guint i = 0; i < n; i++)
+            if (g_strv_contains(names, entries[i].long_name))
+                g_array_append_val(out, entries[i]);
+    }
+    return (GOptionEntry *) g_array_free(out, FALSE); /* (transfer container) */
+}
+
 char **
 simpar_job_args_to_argv(const SimparJobArgs *args)
 {

@@ -58,6 +58,10 @@ void simpar_job_args_init(SimparJobArgs *args);
 void simpar_job_args_clear(SimparJobArgs *args);
 /* Adds the chosen option sets, storing into `args` (which must outlive the context). */
 void simpar_job_add_options(GOptionContext *ctx, SimparJobArgs *args, SimparJobOptions which);
+/* The entries of the job options named in `names` (long names, NULL-terminated), storing into
+ * `args`, in table order, NULL-terminated (transfer container): for a command that takes some
+ * job options as they are and others its own way (simpar sweep takes lists). */
+GOptionEntry *simpar_job_option_entries(SimparJobArgs *args, const char *const *names);
 /* (transfer full): "--name=value" for every option that was given, in a fixed order;
  * NULL-terminated. Parsing it with simpar_job_add_options(ALL) gives back equal args. */
 char **simpar_job_args_to_argv(const SimparJobArgs *args);

@@ -90,7 +90,11 @@ analytic_finish(Analytic *a, guint coll, AnalyticColl *c, guint self)
     guint n = rc->group.n;
     if (a->r->run->mode == SIMPAR_COLL_MODE_EXACT && n > 1) {
         g_autofree double *end = g_new(double, n);
-        simpar_expansion_eval_idle(simpar_replay_expansion(a->r, coll), &rc->group, c->ready, end);
+        if (rc->algo->eval_idle != NULL) /* the same result without the expansion's memory */
+            rc->algo->eval_idle(rc->kind, &rc->group, rc->bytes, &a->r->run->coll, c->ready, end);
+        else
+            simpar_expansion_eval_idle(simpar_replay_expansion(a->r, coll), &rc->group, c->ready,
+                                       end);
         for (guint m = 0; m < n; m++)
             a->spans[c->inst[m]] = (SimparSpan){c->ready[m], end[m]};
     } else {

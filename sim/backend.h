@@ -52,6 +52,9 @@ typedef struct {
     const SimparCollAlgo *algo; /* for the kinds it implements; others (and NULL): NCCL-like */
     SimparCollParams coll;
     SimparCollMode mode;
+    /* exact mode: play every round on SimGrid even where the idle evaluation is proven equal
+     * (a lone ring collective on links it cannot saturate: backend-simgrid.c) */
+    gboolean play_all;
 } SimparRun;
 
 typedef struct {

@@ -20,6 +20,17 @@ simpar_cli_parse(GOptionContext *ctx, const char *command, int *argc, char ***ar
     return TRUE;
 }
 
+gboolean
+simpar_cli_usage(GError **error, const char *format, ...)
+{
+    va_list ap;
+    va_start(ap, format);
+    g_autofree char *msg = g_strdup_vprintf(format, ap);
+    va_end(ap);
+    g_set_error_literal(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE, msg);
+    return FALSE;
+}
+
 int
 simpar_cli_exit_status(const GError *error)
 {

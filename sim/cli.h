@@ -7,6 +7,9 @@
  *   simpar validate [...]             a measured run against its prediction (cmd-validate.c)
  *   simpar calibrate [...]            fits the compute and link figures to microbenchmarks
  *                                     (cmd-calibrate.c)
+ *   simpar sweep [...]                capacity planning: many configurations into a CSV
+ *                                     (cmd-sweep.c, sweep.h)
+ *   simpar plot KIND INPUT -o OUT     a picture of a saved output (cmd-plot.c, plot.c)
  *
  * Each command parses its own options with GOptionContext and returns FALSE with a GError for
  * anything the user got wrong; main() is the only place that prints an error.
@@ -29,6 +32,8 @@ gboolean simpar_cli_parse(GOptionContext *ctx, const char *command, int *argc, c
                           GError **error);
 /* Exit status of a failed command: 2 for usage errors (options, job options), 1 otherwise. */
 int simpar_cli_exit_status(const GError *error);
+/* Sets a SIMPAR_CLI_ERROR_USAGE error from a printf format; returns FALSE. */
+gboolean simpar_cli_usage(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
 char *simpar_cli_summary(const SimparModel *model, SimparPlan *plan, gboolean json,
                          GError **error); /* (transfer full) */
 
@@ -38,6 +43,8 @@ gboolean simpar_cmd_predict(int argc, char **argv, GError **error);
 gboolean simpar_cmd_collective(int argc, char **argv, GError **error);
 gboolean simpar_cmd_validate(int argc, char **argv, GError **error);
 gboolean simpar_cmd_calibrate(int argc, char **argv, GError **error);
+gboolean simpar_cmd_sweep(int argc, char **argv, GError **error);
+gboolean simpar_cmd_plot(int argc, char **argv, GError **error);
 /* Ends the Chrome trace `b` (an object with an open "traceEvents" array) and writes it. */
 gboolean simpar_cli_write_trace(JsonBuilder *b, const char *path, GError **error);
 

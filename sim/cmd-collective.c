@@ -65,6 +65,19 @@ collective_kind(const char *name, SimparCollKind *out, GError **error)
     return FALSE;
 }
 
+/* exact, fused, or played: exact without the proven shortcut for lone rings (backend.h) */
+static gboolean
+collective_mode(Collective *c, GError **error)
+{
+    c->run.play_all = g_strcmp0(c->coll_mode_name, "played") == 0;
+    if (c->run.play_all) {
+        c->run.mode = SIMPAR_COLL_MODE_EXACT;
+        return TRUE;
+    }
+    return simpar_coll_mode_parse(c->coll_mode_name != NULL ? c->coll_mode_name : "exact",
+                                  &c->run.mode, error);
+}
+
 static gboolean
 collective_resolve(Collective *c, GError **error)
 {
@@ -93,8 +106,7 @@ collective_resolve(Collective *c, GError **error)
         !collective_size(c->bytes != NULL ? "--bytes" : "--max-bytes", hi, &c->hi, error) ||
         !simpar_backend_lookup(c->backend_name != NULL ? c->backend_name : "simgrid", &c->backend,
                                error) ||
-        !simpar_coll_mode_parse(c->coll_mode_name != NULL ? c->coll_mode_name : "exact",
-                                &c->run.mode, error) ||
+        !collective_mode(c, error) ||
         !simpar_coll_algo_lookup(c->algo_name != NULL ? c->algo_name : "auto", &c->run.algo,
                                  error) ||
         !simpar_nccl_proto_parse(c->proto_name != NULL ? c->proto_name : "none", &c->run.coll.proto,
@@ -234,8 +246,11 @@ collective_job(const SimparPlatform *platform, gpointer data, GString *out, GErr
                            "# %s on %" G_GINT64_FORMAT " GPUs of %s, backend %s (%s), "
                            "nccl-tests definitions\n#%13s %12s %12s %12s %12s  %s\n",
                            c->op_name, c->gpus, c->topology, c->backend->name,
-                           c->run.mode == SIMPAR_COLL_MODE_EXACT ? "exact" : "fused", "size (B)",
-                           "count", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "algorithm");
+                           c->run.play_all                         ? "played"
+                           : c->run.mode == SIMPAR_COLL_MODE_EXACT ? "exact"
+                                                                   : "fused",
+                           "size (B)", "count", "time (us)", "algbw (GB/s)", "busbw (GB/s)",
+                           "algorithm");
     for (guint i = 0; i < rows->len; i++) {
         const CollectiveRow *r = &g_array_index(rows, CollectiveRow, i);
         g_string_append_printf(out, "%14.0f %12.0f %12.2f %12.3f %12.3f  %s\n", r->bytes, r->count,
@@ -262,7 +277,9 @@ simpar_cmd_collective(int argc, char **argv, GError **error)
         {"backend", 0, 0, G_OPTION_ARG_STRING, &c.backend_name, "simgrid (default) or analytic",
          "B"},
         {"collectives", 0, 0, G_OPTION_ARG_STRING, &c.coll_mode_name,
-         "SimGrid: exact (default) or fused", "MODE"},
+         "exact (default; a lone ring on links it cannot saturate is evaluated, not played), "
+         "played (exact, every round on SimGrid) or fused",
+         "MODE"},
         {"nccl-proto", 0, 0, G_OPTION_ARG_STRING, &c.proto_name,
          "Add NCCL latency constants: none (default), ll, ll128, simple", "P"},
         {"json", 0, 0, G_OPTION_ARG_NONE, &c.json,

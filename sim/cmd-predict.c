@@ -8,26 +8,18 @@
  */
 #include "cli.h"
 #include "pipeline.h"
-#include "platform.h"
-#include "report.h"
-#include "step-predict.h"
+#include "predict-config.h"
 #include <stdio.h>
-#include <string.h>
-
-/* The documented default model of the main job: every mode can split it over 64 GPUs. */
-#define SIMPAR_PREDICT_MODEL "default-4k"
 
 typedef struct {
     SimparJobArgs job;
     gboolean json;
-    char *topology, *backend_name, *coll_mode_name, *algo_name, *proto_name, *attention_name;
-    char *calibration, *trace;
+    char *topology, *trace;
+    SimparPredictArgs opts;
     gint64 gpus, jobs_arg;
     guint jobs; /* worker processes (modes simulated in parallel) */
     SimparModel model;
-    const SimparBackend *backend;
-    SimparRun run; /* collective settings; the rest is filled per mode */
-    SimparAttentionImpl attention;
+    SimparPredictContext base; /* backend, collective settings; the rest is filled per mode */
     gint64 steps_to_target;
     SimparTrain train; /* everything but the tensor-parallel plan, checked without a platform */
 } Predict;
@@ -36,9 +28,8 @@ static void
 predict_clear(Predict *p)
 {
     simpar_job_args_clear(&p->job);
-    g_free(p->topology), g_free(p->backend_name), g_free(p->coll_mode_name);
-    g_free(p->algo_name), g_free(p->proto_name), g_free(p->attention_name);
-    g_free(p->calibration), g_free(p->trace);
+    g_free(p->topology), g_free(p->trace);
+    simpar_predict_args_clear(&p->opts);
 }
 
 /* The step-level options into p->train (the split is checked against the GPUs later). */
@@ -58,7 +49,6 @@ predict_resolve_train(Predict *p, GError **error)
 static gboolean
 predict_resolve(Predict *p, GError **error)
 {
-    simpar_coll_params_init(&p->run.coll);
     if (p->topology == NULL) {
         g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
                     "simpar: --topology FILE is required (e.g. topologies/v100x64.xml), or a "
@@ -80,21 +70,9 @@ predict_resolve(Predict *p, GError **error)
     if (p->job.tp_mode != NULL && !g_str_equal(p->job.tp_mode, "all") &&
         simpar_generator_lookup(p->job.tp_mode, error) == NULL)
         return FALSE;
-    if (!simpar_backend_lookup(p->backend_name != NULL ? p->backend_name : "simgrid", &p->backend,
-                               error) ||
-        !simpar_coll_mode_parse(p->coll_mode_name != NULL ? p->coll_mode_name : "fused",
-                                &p->run.mode, error) ||
-        !simpar_coll_algo_lookup(p->algo_name != NULL ? p->algo_name : "auto", &p->run.algo,
-                                 error) ||
-        !simpar_nccl_proto_parse(p->proto_name != NULL ? p->proto_name : "none", &p->run.coll.proto,
-                                 error) ||
-        !simpar_attention_parse(p->attention_name != NULL ? p->attention_name : "unfused",
-                                &p->attention, error))
-        return FALSE;
-    if (p->algo_name != NULL && p->run.algo == NULL && !g_str_equal(p->algo_name, "auto"))
-        return FALSE;
-    return predict_resolve_train(p, error) &&
-           simpar_job_model(&p->job, SIMPAR_PREDICT_MODEL, &p->model, error);
+    return simpar_predict_args_resolve(&p->opts, "simgrid", &p->base, error) &&
+           predict_resolve_train(p, error) &&
+           simpar_job_model(&p->job, SIMPAR_PREDICT_DEFAULT_MODEL, &p->model, error);
 }
 
 /* 2.5-D without --depth: q = d when the GPU count allows it (64: q=4 d=4), else the smallest
@@ -116,7 +94,7 @@ predict_depth(const Predict *p, const SimparGenerator *gen, SimparPlan *plan)
     plan->depth = best != 0 ? best : 2; /* 2: validation then says what is wrong */
 }
 
-/* The plan of `mode` on `gpus` GPUs; FALSE with the reason when the mode cannot use them. */
+/* The plan of `mode` on `gpus` GPUs; FALSE with the reason when the options do not fit the mode. */
 static gboolean
 predict_plan(const Predict *p, const char *mode, guint gpus, SimparPlan *plan, GError **error)
 {
@@ -127,19 +105,7 @@ predict_plan(const Predict *p, const char *mode, guint gpus, SimparPlan *plan, G
         plan->tp = gpus;
     if (g_str_equal(gen->name, "2.5d") && plan->depth == 0)
         predict_depth(p, gen, plan);
-    return gen->validate(&p->model, plan, error);
-}
-
-static char *
-predict_grid(const SimparPlan *plan)
-{
-    if (g_str_equal(plan->mode, "1d"))
-        return g_strdup_printf("P=%" G_GINT64_FORMAT "%s", plan->tp,
-                               plan->sequence_parallel ? "+SP" : "");
-    if (g_str_equal(plan->mode, "2.5d"))
-        return g_strdup_printf("q=%u d=%" G_GINT64_FORMAT, plan->q, plan->depth);
-    return g_strdup_printf("q=%u%s", plan->q,
-                           g_str_equal(plan->mode, "3d") && !plan->paper_3d ? " later" : "");
+    return TRUE; /* validated by simpar_predict_config */
 }
 
 typedef struct {
@@ -151,35 +117,6 @@ typedef struct {
     JsonBuilder *trace;
     gboolean explicit_mode;
 } PredictJob;
-
-static gboolean
-predict_gpu(PredictJob *pj, GError **error)
-{
-    if (!simpar_platform_gpu(pj->platform, 0, &pj->gpu, error))
-        return FALSE;
-    for (guint i = 1; i < pj->gpus; i++) {
-        SimparGpu other;
-        if (!simpar_platform_gpu(pj->platform, i, &other, error))
-            return FALSE;
-        if (memcmp(other.peak_flops, pj->gpu.peak_flops, sizeof other.peak_flops) != 0 ||
-            other.mem_bw_Bps != pj->gpu.mem_bw_Bps || other.mem_bytes != pj->gpu.mem_bytes) {
-            g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                        "--topology %s: GPU %u (%s) and GPU 0 (%s) differ; simpar needs the "
-                        "used GPUs to be identical",
-                        simpar_platform_path(pj->platform), i, other.model, pj->gpu.model);
-            return FALSE;
-        }
-    }
-    if (pj->p->calibration != NULL &&
-        (!simpar_gpu_load_calibration(&pj->gpu, pj->p->calibration, error) ||
-         !simpar_platform_calibrate_links(pj->platform, pj->p->calibration, error)))
-        return FALSE;
-    if (!simpar_gpu_validate(&pj->gpu, pj->p->model.dtype, error)) {
-        g_prefix_error(error, "--topology %s: ", simpar_platform_path(pj->platform));
-        return FALSE;
-    }
-    return TRUE;
-}
 
 /* A mode that cannot run: an error when it was asked for, a row saying why otherwise. */
 static gboolean
@@ -195,111 +132,29 @@ predict_skip(PredictJob *pj, const char *mode, const char *grid, const SimparMem
     return TRUE;
 }
 
-static char *
-predict_split(const SimparTrain *t)
-{
-    GString *out = g_string_new(NULL);
-    g_string_append_printf(
-        out, "T=%" G_GINT64_FORMAT " %s=%" G_GINT64_FORMAT " D=%" G_GINT64_FORMAT " %s", t->tp.tp,
-        t->schedule == SIMPAR_PIPE_LOCAL ? "K" : "P", t->pp, t->dp,
-        simpar_pipe_schedule_name(t->schedule));
-    if (t->schedule == SIMPAR_PIPE_LOCAL)
-        g_string_append_printf(out, "%s W=%" G_GINT64_FORMAT, t->local_async ? " async" : " sync",
-                               t->aux_head_width);
-    if (t->virtual_stages > 1)
-        g_string_append_printf(out, " v=%" G_GINT64_FORMAT, t->virtual_stages);
-    g_string_append_printf(
-        out, " m=%" G_GINT64_FORMAT " B=%" G_GINT64_FORMAT " ZeRO-%d%s recompute %s",
-        t->micro_batches, t->global_batch, t->zero, t->overlap_grad_reduce ? " overlap" : "",
-        simpar_recompute_name(t->tp.recompute));
-    return g_string_free(out, FALSE); /* (transfer full) */
-}
-
-/* Block times, the step run and its breakdown into a report row. */
-static void
-predict_step(PredictJob *pj, guint index, const SimparTrain *train, const SimparSchedule *layer,
-             SimparReportRow *row, double *step_s)
-{
-    Predict *p = pj->p;
-    SimparStepTimer tm = {p->backend, p->run, &pj->gpu, p->attention};
-    tm.base.net = simpar_platform_net(pj->platform);
-    SimparBlockTimes bt = {0};
-    simpar_block_times_measure(&tm, &p->model, train, layer, &bt);
-    g_autoptr(SimparSchedule) step = simpar_step_build(&p->model, train, layer);
-    g_autofree guint *gpus = g_new(guint, pj->gpus);
-    for (guint i = 0; i < pj->gpus; i++)
-        gpus[i] = i;
-    SimparRun run;
-    g_autofree double *compute = NULL;
-    g_autofree SimparSpan *spans = simpar_step_run(&tm, step, &bt, gpus, &run, &compute);
-    if (row != NULL) {
-        simpar_step_breakdown(&run, spans, &bt, &p->model, train, row);
-        if (pj->trace != NULL)
-            simpar_report_trace(pj->trace, index, row->mode, &run, spans);
-    } else {
-        SimparReportRow tmp = {0};
-        simpar_step_breakdown(&run, spans, &bt, &p->model, train, &tmp);
-        *step_s = tmp.step_s;
-        g_array_free(tmp.axes, TRUE);
-        g_free(tmp.step.placement);
-    }
-    simpar_block_times_clear(&bt);
-}
-
 static gboolean
 predict_mode(PredictJob *pj, guint index, const char *mode, GError **error)
 {
-    gint64 t0 = g_get_monotonic_time();
     Predict *p = pj->p;
     g_autoptr(GError) why = NULL;
     SimparTrain train = p->train;
     gint64 outer = train.pp * train.dp;
     gint64 tp = p->job.tp != G_MININT64 ? p->job.tp : (gint64) pj->gpus / MAX(outer, 1);
-    SimparPlan plan;
-    if (!predict_plan(p, mode, (guint) tp, &plan, &why))
+    if (!predict_plan(p, mode, (guint) tp, &train.tp, &why))
         return predict_skip(pj, mode, "-", NULL, &why, error);
-    train.tp = plan;
-    g_autofree char *grid = predict_grid(&plan);
-    if (!simpar_train_validate(&train, &p->model, pj->gpus, &why))
-        return predict_skip(pj, mode, grid, NULL, &why, error);
-    g_autoptr(SimparSchedule) layer = simpar_generate_layer(&p->model, &train.tp, error);
-    if (layer == NULL)
+    SimparPredictContext ctx = p->base;
+    ctx.platform = pj->platform, ctx.gpu = &pj->gpu, ctx.gpus = pj->gpus;
+    ctx.steps_to_target = p->steps_to_target, ctx.trace = pj->trace, ctx.trace_index = index;
+    SimparReportRow row;
+    if (!simpar_predict_config(&ctx, &p->model, &train, &row, &why, error))
         return FALSE;
-    SimparMemory mem;
-    guint peak_stage = 0;
-    SimparMemory layer_mem;
-    simpar_memory_estimate(&p->model, &train.tp, layer, p->attention, &layer_mem);
-    simpar_memory_step_peak(&p->model, &train, layer_mem.transient_B, p->attention, &mem,
-                            &peak_stage);
-    if (mem.total_B > pj->gpu.mem_bytes) {
-        g_set_error(&why, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                    "%s %s: does not fit in GPU memory: needs %.2f GiB per GPU on pipeline "
-                    "stage %u (states %.2f, activations %.2f, transient %.2f), the %s has %.2f GiB",
-                    mode, grid, mem.total_B / (1 << 30), peak_stage, mem.states_B / (1 << 30),
-                    mem.activations_B / (1 << 30), mem.transient_B / (1 << 30), pj->gpu.model,
-                    pj->gpu.mem_bytes / (1 << 30));
-        return predict_skip(pj, mode, grid, &mem, &why, error);
+    if (why == NULL) {
+        simpar_report_append(pj->report, &row);
+        return TRUE;
     }
-    SimparReportRow row = {
-        .mode = mode, .grid = g_strdup(grid), .memory = mem, .mem_capacity_B = pj->gpu.mem_bytes};
-    row.step.split = predict_split(&train);
-    row.step.peak_stage = peak_stage;
-    predict_step(pj, index, &train, layer, &row, NULL);
-    row.step.mfu = row.model_flops / row.step_s / pj->gpus / pj->gpu.peak_flops[p->model.dtype];
-    if (train.schedule == SIMPAR_PIPE_LOCAL) { /* next to pipelining of the same split */
-        SimparTrain pipe = train;
-        pipe.schedule = SIMPAR_PIPE_1F1B;
-        pipe.local_async = FALSE;
-        predict_step(pj, index, &pipe, layer, NULL, &row.step.pipeline_step_s);
-    }
-    if (p->steps_to_target != G_MININT64) {
-        row.step.steps_to_target = (double) p->steps_to_target;
-        row.step.time_to_target_s = row.step.steps_to_target * row.step_s;
-        row.step.gpu_hours_to_target = row.step.time_to_target_s * pj->gpus / 3600;
-    }
-    row.wall_s = (g_get_monotonic_time() - t0) / 1e6;
-    simpar_report_append(pj->report, &row);
-    return TRUE;
+    gboolean ok = predict_skip(pj, mode, row.grid, &row.memory, &why, error);
+    simpar_predict_row_clear(&row);
+    return ok;
 }
 
 gboolean
@@ -339,11 +194,12 @@ predict_modes(PredictJob *pj, const char *mode, GError **error)
 static SimparReport *
 predict_report_new(const Predict *p)
 {
-    g_autofree char *coll = g_strdup_printf(
-        "%s collectives, algorithm %s", p->run.mode == SIMPAR_COLL_MODE_EXACT ? "exact" : "fused",
-        p->algo_name != NULL ? p->algo_name : "auto");
-    return simpar_report_new(&p->model, p->topology, p->backend->name, coll,
-                             simpar_attention_name(p->attention)); /* (transfer full) */
+    g_autofree char *coll =
+        g_strdup_printf("%s collectives, algorithm %s",
+                        p->base.run.mode == SIMPAR_COLL_MODE_EXACT ? "exact" : "fused",
+                        p->opts.algo != NULL ? p->opts.algo : "auto");
+    return simpar_report_new(&p->model, p->topology, p->base.backend->name, coll,
+                             simpar_attention_name(p->base.attention)); /* (transfer full) */
 }
 
 static gboolean
@@ -357,7 +213,13 @@ predict_gpus(const Predict *p, PredictJob *pj, GError **error)
     }
     if (p->gpus != G_MININT64)
         pj->gpus = (guint) p->gpus;
-    return predict_gpu(pj, error);
+    if (!simpar_predict_gpu(pj->platform, pj->gpus, p->opts.calibration, &pj->gpu, error))
+        return FALSE;
+    if (!simpar_gpu_validate(&pj->gpu, p->model.dtype, error)) {
+        g_prefix_error(error, "--topology %s: ", simpar_platform_path(pj->platform));
+        return FALSE;
+    }
+    return TRUE;
 }
 
 /* One worker process: its modes' report rows as JSON. */
@@ -443,7 +305,9 @@ static const char predict_summary[] =
     "  collective  one collective's time, algbw and busbw (simpar collective --help)\n"
     "  topology    write a platform of any size (simpar topology --help)\n"
     "  validate    a run measured by simpar-exec against its prediction (simpar validate --help)\n"
-    "  calibrate   fit the compute and link figures to simpar-exec's microbenchmarks";
+    "  sweep       capacity planning: many configurations into a CSV (simpar sweep --help)\n"
+    "  calibrate   fit the compute and link figures to simpar-exec's microbenchmarks\n"
+    "  plot        draw a sweep, prediction, validation or trace with gnuplot (simpar plot --help)";
 
 gboolean
 simpar_cmd_predict(int argc, char **argv, GError **error)
@@ -457,21 +321,6 @@ simpar_cmd_predict(int argc, char **argv, GError **error)
          "N"},
         {"steps-to-target", 0, 0, G_OPTION_ARG_INT64, &p.steps_to_target,
          "Steps to the target loss: report time and GPU-hours to target", "N"},
-        {"attention", 0, 0, G_OPTION_ARG_STRING, &p.attention_name,
-         "unfused (default; s x s scores in memory) or flash (one fused kernel)", "IMPL"},
-        {"backend", 0, 0, G_OPTION_ARG_STRING, &p.backend_name,
-         "simgrid (default; contention) or analytic (closed forms, no contention)", "B"},
-        {"collectives", 0, 0, G_OPTION_ARG_STRING, &p.coll_mode_name,
-         "SimGrid: fused (default; one transfer per peer) or exact (every round)", "MODE"},
-        {"algo", 0, 0, G_OPTION_ARG_STRING, &p.algo_name,
-         "Collective algorithm: auto (default; NCCL-like choice), ring, tree, chain, "
-         "hierarchical, pairwise (for the kinds it implements)",
-         "ALGO"},
-        {"nccl-proto", 0, 0, G_OPTION_ARG_STRING, &p.proto_name,
-         "Add NCCL's latency constants of a protocol: none (default), ll, ll128, simple", "P"},
-        {"calibration", 0, 0, G_OPTION_ARG_FILENAME, &p.calibration,
-         "JSON file overriding the compute model's GPU figures and the links (simpar calibrate)",
-         "FILE"},
         {"jobs", 'j', 0, G_OPTION_ARG_INT64, &p.jobs_arg,
          "Modes simulated in parallel processes (default: the number of cores)", "N"},
         {"json", 0, 0, G_OPTION_ARG_NONE, &p.json, "Print JSON: one object per mode", NULL},
@@ -482,6 +331,9 @@ simpar_cmd_predict(int argc, char **argv, GError **error)
     g_autoptr(GOptionContext) ctx = g_option_context_new("[predict] - plan transformer training");
     g_option_context_set_summary(ctx, predict_summary);
     g_option_context_add_main_entries(ctx, entries, NULL);
+    g_autofree GOptionEntry *opts = simpar_predict_option_entries(
+        &p.opts, "simgrid (default; contention) or analytic (closed forms, no contention)");
+    g_option_context_add_main_entries(ctx, opts, NULL);
     simpar_job_add_options(ctx, &p.job, SIMPAR_JOB_OPTIONS_ALL);
     gboolean ok =
         simpar_cli_parse(ctx, "simpar", &argc, &argv, error) && predict_resolve(&p, error);

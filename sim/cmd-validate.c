@@ -6,7 +6,7 @@
  *           (n_layers = 1) on GPUs 0..ranks-1 -> predicted spans
  *           measured spans (RUN.json) and predicted spans through the same code: the breakdown
  *           of report.c, busy time per op class, the step -> one JSON object
- *   parent: text table or that JSON; --plot runs plots/validate.gp with gnuplot
+ *   parent: text table or that JSON; --plot draws it (plot-validate.c, plots/validate.gp)
  *
  * Busy time of a class: the mean over ranks of the summed durations of its ops (a collective's
  * span includes waiting for late peers, on both sides). Errors are (predicted - measured) /
@@ -17,16 +17,11 @@
 #include "measured.h"
 #include "memory.h"
 #include "platform.h"
+#include "plot.h"
 #include "report.h"
 #include "step-predict.h"
-#include <glib/gstdio.h>
 #include <math.h>
 #include <stdio.h>
-#include <unistd.h>
-
-#ifndef SIMPAR_PLOTS_DIR
-#define SIMPAR_PLOTS_DIR "plots"
-#endif
 
 #define VALIDATE_MAPE_SHARE 0.01 /* classes below 1% of the measured step are left out */
 
@@ -39,14 +34,13 @@ typedef struct {
     SimparModel model;
     SimparTrain train;
     SimparAttentionImpl attn;
-    char *gnuplot; /* --plot: the program's path */
 } Validate;
 
 static void
 validate_clear(Validate *v)
 {
     g_free(v->measured), g_free(v->topology), g_free(v->calibration), g_free(v->backend_name);
-    g_free(v->plot), g_free(v->trace), g_free(v->gnuplot);
+    g_free(v->plot), g_free(v->trace);
     g_clear_pointer(&v->run, simpar_measured_run_free);
     g_clear_pointer(&v->sched, simpar_schedule_free);
 }
@@ -54,20 +48,10 @@ validate_clear(Validate *v)
 static gboolean
 validate_plot_check(Validate *v, GError **error)
 {
-    if (!g_str_has_suffix(v->plot, ".png") && !g_str_has_suffix(v->plot, ".svg")) {
-        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                    "--plot %s: the file name must end in .png or .svg", v->plot);
-        return FALSE;
-    }
-    v->gnuplot = g_find_program_in_path("gnuplot");
-    if (v->gnuplot == NULL) {
-        g_set_error(error, G_SPAWN_ERROR, G_SPAWN_ERROR_NOENT,
-                    "--plot %s: gnuplot is not installed (Debian: gnuplot-nox); install it or "
-                    "leave out --plot",
-                    v->plot);
-        return FALSE;
-    }
-    return TRUE;
+    if (simpar_plot_check_output(v->plot, error))
+        return TRUE;
+    g_prefix_error(error, "--plot ");
+    return FALSE;
 }
 
 /* Options, then the run and its schedule: everything that needs no platform. */
@@ -463,73 +447,6 @@ validate_text(JsonObject *o)
     return g_string_free(out, FALSE); /* (transfer full) */
 }
 
-/* Data for plots/validate.gp: block 0 the classes, block 1 the step; label, measured,
- * predicted. Points that log axes cannot show (a zero time) are left out. */
-static char *
-validate_plot_data(JsonObject *o)
-{
-    GString *out = g_string_new("# class measured_s predicted_s\n");
-    JsonArray *classes = json_object_get_array_member(o, "classes");
-    for (guint i = 0; i < json_array_get_length(classes); i++) {
-        JsonObject *c = json_array_get_object_element(classes, i);
-        double p = validate_get(c, "predicted_s"), m = validate_get(c, "measured_s");
-        if (p > 0 && m > 0)
-            g_string_append_printf(out, "\"%s\" %.9e %.9e\n",
-                                   json_object_get_string_member(c, "class"), m, p);
-    }
-    g_string_append_printf(
-        out, "\n\n\"step\" %.9e %.9e\n",
-        validate_get(json_object_get_object_member(o, "measured"), "step_time_s"),
-        validate_get(json_object_get_object_member(o, "predicted"), "step_time_s"));
-    return g_string_free(out, FALSE); /* (transfer full) */
-}
-
-/* A string gnuplot reads between single quotes. */
-static char *
-validate_gp_string(const char *s)
-{
-    char *out = g_strdup(s);
-    g_strdelimit(out, "'\\", ' ');
-    return out; /* (transfer full) */
-}
-
-static gboolean
-validate_plot(const Validate *v, JsonObject *o, GError **error)
-{
-    g_autofree char *data_path = NULL;
-    int fd = g_file_open_tmp("simpar-validate-XXXXXX.dat", &data_path, error);
-    if (fd < 0)
-        return FALSE;
-    close(fd);
-    g_autofree char *data = validate_plot_data(o);
-    g_autofree char *title = g_strdup_printf(
-        "%s, %s executor: predicted (%s on %s) against measured\nMAPE "
-        "%.1f%%, step error %+.1f%%",
-        json_object_get_string_member(o, "job"), json_object_get_string_member(o, "executor"),
-        json_object_get_string_member(o, "backend"), json_object_get_string_member(o, "topology"),
-        100 * validate_get(o, "mape"), 100 * validate_get(o, "step_error"));
-    g_autofree char *t = validate_gp_string(title), *df = validate_gp_string(data_path),
-                    *of = validate_gp_string(v->plot);
-    g_autofree char *vars =
-        g_strdup_printf("datafile='%s'; outfile='%s'; fmt='%s'; title_text='%s'", df, of,
-                        g_str_has_suffix(v->plot, ".svg") ? "svg" : "png", t);
-    const char *dir = g_getenv("SIMPAR_PLOTS_DIR");
-    g_autofree char *script =
-        g_build_filename(dir != NULL ? dir : SIMPAR_PLOTS_DIR, "validate.gp", NULL);
-    const char *argv[] = {v->gnuplot, "-e", vars, script, NULL};
-    g_autofree char *err = NULL;
-    int status = 0;
-    gboolean ok = g_file_set_contents(data_path, data, -1, error) &&
-                  g_spawn_sync(NULL, (char **) argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL,
-                               NULL, &err, &status, error) &&
-                  g_spawn_check_wait_status(status, error);
-    g_unlink(data_path);
-    if (!ok)
-        g_prefix_error(error, "--plot %s: gnuplot %s failed: %s: ", v->plot, script,
-                       err != NULL ? g_strstrip(err) : "");
-    return ok;
-}
-
 static gboolean
 validate_print(const Validate *v, const char *json, GError **error)
 {
@@ -538,7 +455,10 @@ validate_print(const Validate *v, const char *json, GError **error)
     JsonObject *o = json_node_get_object(json_parser_get_root(parser));
     g_autofree char *text = v->json ? g_strdup(json) : validate_text(o);
     printf("%s\n", text);
-    return v->plot == NULL || validate_plot(v, o, error);
+    if (v->plot == NULL || simpar_plot_validate(o, NULL, v->plot, error))
+        return TRUE;
+    g_prefix_error(error, "--plot ");
+    return FALSE;
 }
 
 static const char validate_summary[] =

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-G_DEFINE_QUARK(simpar - csv - error - quark, simpar_csv_error)
+G_DEFINE_QUARK(simpar_csv_error_quark, simpar_csv_error)
 
 /* Parser state shared with libcsv's callbacks. */
 typedef struct {

@@ -11,9 +11,11 @@ static const struct {
     {"predict", simpar_cmd_predict},
     {"collective", simpar_cmd_collective},
     {"topology", simpar_cmd_topology},
+    {"sweep", simpar_cmd_sweep},
     /* against what simpar-exec measured */
     {"validate", simpar_cmd_validate},
     {"calibrate", simpar_cmd_calibrate},
+    {"plot", simpar_cmd_plot},
 };
 
 int
@@ -30,9 +32,12 @@ main(int argc, char **argv)
         }
     }
     if (!found && argc > 1 && argv[1][0] != '-') {
+        g_autoptr(GString) valid = g_string_new(NULL);
+        for (guint i = 0; i < G_N_ELEMENTS(commands); i++)
+            g_string_append_printf(valid, "%s%s", i > 0 ? ", " : "", commands[i].name);
         g_set_error(&error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                    "simpar: unknown command '%s' (valid: schedule, topology; or --topology FILE)",
-                    argv[1]);
+                    "simpar: unknown command '%s' (valid: %s; or --topology FILE)", argv[1],
+                    valid->str);
     } else if (!found) {
         ok = simpar_cmd_predict(argc, argv, &error);
     }

@@ -1,9 +1,11 @@
 /* platform.c - check a platform file, load it with SimGrid in a child process, run a job. */
 #include "platform.h"
+#include "topology.h"
 #include <errno.h>
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <math.h>
+#include <signal.h>
 #include <simgrid/actor.h>
 #include <simgrid/engine.h>
 #include <simgrid/host.h>
@@ -11,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <xbt/config.h>
@@ -24,7 +27,8 @@ struct _SimparPlatform {
     sg_host_t *hosts; /* by GPU id */
     guint *nodes;     /* node index (0-based, dense) by GPU id */
     SimparNet net;
-    GHashTable *routes; /* (src << 32 | dst) -> SimparRoute */
+    GHashTable *routes;  /* (src << 32 | dst) -> SimparRoute */
+    guint gpus_per_node; /* of a file `simpar topology` wrote, unchanged; else 0 */
     SimparPlatformJob job;
     gpointer data;
     GString *out;
@@ -92,8 +96,9 @@ static void
 platform_find_gpus(SimparPlatform *p)
 {
     sg_host_t *all = sg_host_list();
+    size_t n_hosts = sg_host_count(); /* builds and sorts the host list: call it once */
     g_autoptr(GArray) gpus = g_array_new(FALSE, FALSE, sizeof(PlatformHost));
-    for (size_t i = 0; i < sg_host_count(); i++) {
+    for (size_t i = 0; i < n_hosts; i++) {
         PlatformHost h = {0, 0, all[i]};
         char tail;
         if (sscanf(sg_host_get_name(all[i]), "node%u-gpu%u%c", &h.node, &h.gpu, &tail) == 2)
@@ -114,10 +119,50 @@ platform_find_gpus(SimparPlatform *p)
     p->n_nodes += gpus->len > 0;
 }
 
+/* A file `simpar topology` wrote, byte for byte: every node is wired as node 0 and the fabric
+ * treats nodes alike, so a route between GPUs is the route between the same GPU indices inside
+ * node 0, or from node 0 to node 1 (node 1 to node 0 when the source's node comes later):
+ * SimGrid then runs Dijkstra from 2 nodes' GPUs, not from every source GPU (quadratic at
+ * thousands of GPUs). test-scale holds this against SimGrid for every pair of every preset. */
+static void
+platform_find_generated(SimparPlatform *p)
+{
+    g_autofree char *text = NULL;
+    char name[64];
+    gsize len;
+    guint nodes;
+    if (!g_file_get_contents(p->path, &text, &len, NULL))
+        return;
+    const char *head = strstr(text, "<!-- Preset ");
+    if (head == NULL || head - text > 512 ||
+        sscanf(head, "<!-- Preset %63[a-z0-9-], %u nodes", name, &nodes) != 2)
+        return;
+    const SimparTopologyPreset *preset = simpar_topology_lookup(name);
+    if (preset == NULL || nodes != p->n_nodes || nodes < 2 ||
+        p->n_gpus != nodes * preset->gpus_per_node)
+        return;
+    g_autofree char *generated = simpar_topology_generate(preset, nodes);
+    if (strlen(generated) == len && memcmp(generated, text, len) == 0)
+        p->gpus_per_node = preset->gpus_per_node;
+}
+
+/* The GPUs whose route equals src -> dst's (themselves on other platforms). */
+static void
+platform_representative(const SimparPlatform *p, guint *src, guint *dst)
+{
+    guint g = p->gpus_per_node;
+    if (g == 0)
+        return;
+    guint a = p->nodes[*src], b = p->nodes[*dst];
+    *src = (a > b) * g + *src % g;
+    *dst = (a < b) * g + *dst % g;
+}
+
 static void
 platform_route(const SimparNet *net, guint src, guint dst, SimparRoute *out)
 {
     SimparPlatform *p = (SimparPlatform *) ((char *) net - G_STRUCT_OFFSET(SimparPlatform, net));
+    platform_representative(p, &src, &dst);
     guint64 key = (guint64) src << 32 | dst;
     SimparRoute *r = g_hash_table_lookup(p->routes, &key);
     if (r == NULL) {
@@ -261,7 +306,8 @@ static void
 platform_set_links(GHashTable *intra, gboolean want_intra, double bw, double lat, guint hops)
 {
     sg_link_t *all = sg_link_list();
-    for (size_t i = 0; i < sg_link_count(); i++) {
+    size_t n_links = sg_link_count(); /* builds the link list: call it once */
+    for (size_t i = 0; i < n_links; i++) {
         if (g_hash_table_contains(intra, all[i]) != want_intra)
             continue;
         if (bw > 0)
@@ -347,6 +393,7 @@ platform_child(SimparPlatform *p, int out, int err)
     sg_cfg_set_double("network/TCP-gamma", 0);
     simgrid_load_platform(p->path);
     platform_find_gpus(p);
+    platform_find_generated(p);
     p->net = (SimparNet){platform_route, platform_node, p->hosts};
     p->routes = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
     if (p->n_gpus == 0) {
@@ -382,11 +429,13 @@ platform_simgrid_message(const char *log)
 }
 
 /* One child: its reply and SimGrid log files, and how it ended. */
-typedef struct {
+struct _SimparPlatformChild {
     pid_t pid;
     int status;
     char *reply_path, *log_path;
-} PlatformChild;
+    char *path; /* simpar_platform_spawn's children only */
+};
+typedef struct _SimparPlatformChild PlatformChild;
 
 static gboolean
 platform_spawn(const char *path, SimparPlatformJob job, gpointer data, PlatformChild *c,
@@ -401,10 +450,14 @@ platform_spawn(const char *path, SimparPlatformJob job, gpointer data, PlatformC
         return FALSE;
     }
     fflush(NULL);
+    pid_t parent = getpid();
     c->pid = fork();
     if (c->pid < 0)
         g_error("fork: %s", g_strerror(errno));
     if (c->pid == 0) {
+        /* die with the parent: a killed sweep or prediction leaves no worker behind */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+            _exit(1);
         SimparPlatform p = {.path = path, .job = job, .data = data, .out = g_string_new(NULL)};
         platform_child(&p, reply_fd, log_fd);
     }
@@ -451,6 +504,18 @@ platform_collect(const char *path, PlatformChild *c, GString *out, GError **erro
     return FALSE;
 }
 
+static void
+platform_child_clear(PlatformChild *c)
+{
+    if (c->reply_path != NULL)
+        g_unlink(c->reply_path);
+    if (c->log_path != NULL)
+        g_unlink(c->log_path);
+    g_clear_pointer(&c->reply_path, g_free);
+    g_clear_pointer(&c->log_path, g_free);
+    g_clear_pointer(&c->path, g_free);
+}
+
 gboolean
 simpar_platform_run_many(const char *path, guint n, guint parallel, SimparPlatformJob job,
                          gpointer *data, GString **outs, GError **error)
@@ -473,12 +538,7 @@ simpar_platform_run_many(const char *path, guint n, guint parallel, SimparPlatfo
     for (guint i = 0; i < started; i++) {
         if (ok && children[i].reply_path != NULL)
             ok = platform_collect(path, &children[i], outs[i], error);
-        if (children[i].reply_path != NULL)
-            g_unlink(children[i].reply_path);
-        if (children[i].log_path != NULL)
-            g_unlink(children[i].log_path);
-        g_free(children[i].reply_path);
-        g_free(children[i].log_path);
+        platform_child_clear(&children[i]);
     }
     return ok;
 }
@@ -488,4 +548,80 @@ simpar_platform_run(const char *path, SimparPlatformJob job, gpointer data, GStr
                     GError **error)
 {
     return simpar_platform_run_many(path, 1, 1, job, &data, &out, error);
+}
+
+/* ------------------------------------------------------------- children the caller schedules */
+
+SimparPlatformChild *
+simpar_platform_spawn(const char *path, SimparPlatformJob job, gpointer data, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    PlatformChild *c = g_new0(PlatformChild, 1);
+    if (!platform_spawn(path, job, data, c, error)) {
+        g_free(c);
+        return NULL;
+    }
+    c->path = g_strdup(path);
+    return c; /* (transfer full) */
+}
+
+gboolean
+simpar_platform_child_ended(SimparPlatformChild *c, gboolean wait)
+{
+    while (c->pid > 0) {
+        pid_t pid = waitpid(c->pid, &c->status, wait ? 0 : WNOHANG);
+        if (pid == c->pid)
+            c->pid = 0;
+        else if (pid == 0 || errno != EINTR)
+            break;
+    }
+    return c->pid == 0;
+}
+
+gboolean
+simpar_platform_child_finish(SimparPlatformChild *c, GString *out, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    simpar_platform_child_ended(c, TRUE);
+    gboolean ok = platform_collect(c->path, c, out, error);
+    platform_child_clear(c);
+    g_free(c);
+    return ok;
+}
+
+/* ------------------------------------------------------------- route links, for the backends */
+
+gboolean
+simpar_platform_route_links(const SimparNet *net, guint src, guint dst, GPtrArray *out)
+{
+    if (net->route != platform_route)
+        return FALSE;
+    const SimparPlatform *p =
+        (const SimparPlatform *) ((const char *) net - G_STRUCT_OFFSET(SimparPlatform, net));
+    guint rsrc = src, rdst = dst;
+    platform_representative(p, &rsrc, &rdst);
+    guint first = out->len;
+    platform_route_links(p, rsrc, rdst, out);
+    if (rsrc == src && rdst == dst)
+        return TRUE;
+    /* the representative's node links "node<k>-..." are the same links of the real nodes;
+     * rail trunks "spine-..." are everybody's; any other link: ask SimGrid for the real route
+     * (nested-zone presets, whose routes are cheap) */
+    for (guint i = first; i < out->len; i++) {
+        const char *name = sg_link_get_name(out->pdata[i]);
+        guint k;
+        int off = 0;
+        if (g_str_has_prefix(name, "spine-"))
+            continue;
+        if (sscanf(name, "node%u-%n", &k, &off) != 1 || off == 0) {
+            g_ptr_array_set_size(out, first);
+            platform_route_links(p, src, dst, out);
+            return TRUE;
+        }
+        guint real = k == p->nodes[rsrc] ? p->nodes[src] : p->nodes[dst];
+        g_autofree char *real_name = g_strdup_printf("node%u-%s", real, name + off);
+        out->pdata[i] = sg_link_by_name(real_name);
+        g_assert(out->pdata[i] != NULL);
+    }
+    return TRUE;
 }

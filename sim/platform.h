@@ -5,7 +5,8 @@
  * (GMarkup, with line numbers), then the child loads it (network/model CM02, crosstraffic off,
  * TCP-gamma 0: the alpha-beta reference), finds the GPUs and runs a job inside a driver actor.
  * The job's text output or GError comes back through a file; a SimGrid abort becomes a GError
- * carrying SimGrid's complaint. Several jobs can run in parallel children (one per mode).
+ * carrying SimGrid's complaint. Several jobs can run in parallel children (one per mode). A
+ * child dies with its parent (PR_SET_PDEATHSIG).
  *
  *   parent: check XML -> fork (up to `parallel` children) -> wait -> reply file -> text | GError
  *   child:  simgrid_init -> load -> GPUs node<N>-gpu<G> sorted by (N, G) -> driver actor: job()
@@ -43,6 +44,16 @@ gboolean simpar_platform_run(const char *path, SimparPlatformJob job, gpointer d
 gboolean simpar_platform_run_many(const char *path, guint n, guint parallel, SimparPlatformJob job,
                                   gpointer *data, GString **outs, GError **error);
 
+/* A child running one job, for callers that schedule their own children (simpar sweep). The
+ * file is not checked first: give one simpar_platform_run() has loaded, or a generated one. */
+typedef struct _SimparPlatformChild SimparPlatformChild;
+SimparPlatformChild *simpar_platform_spawn(const char *path, SimparPlatformJob job, gpointer data,
+                                           GError **error); /* (transfer full) */
+/* Whether the child has ended; with `wait`, waits until it has. */
+gboolean simpar_platform_child_ended(SimparPlatformChild *child, gboolean wait);
+/* Waits for the child and frees it: its output appended to `out`, or its error. */
+gboolean simpar_platform_child_finish(SimparPlatformChild *child, GString *out, GError **error);
+
 const char *simpar_platform_path(const SimparPlatform *p);
 guint simpar_platform_n_gpus(const SimparPlatform *p);
 /* Routes between GPUs; its `data` is the sg_host_t array by GPU id, which the SimGrid backend
@@ -56,6 +67,9 @@ gboolean simpar_platform_gpu(const SimparPlatform *p, guint gpu, SimparGpu *out,
  * GPUs) and inter_node_latency_s (the inter-node links between the first GPUs of nodes 0 and 1)
  * are split evenly over those routes' links. Keys not given leave the links as they are. Both
  * backends see the result: SimGrid's links and the routes of simpar_platform_net(). */
+/* Appends the SimGrid links (sg_link_t, one per direction) of the route src -> dst of a net
+ * from simpar_platform_net(); FALSE, appending nothing, for any other net. */
+gboolean simpar_platform_route_links(const SimparNet *net, guint src, guint dst, GPtrArray *out);
 gboolean simpar_platform_calibrate_links(const SimparPlatform *p, const char *path, GError **error);
 
 G_END_DECLS

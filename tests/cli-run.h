@@ -1,8 +1,11 @@
 /* cli-run.h - run the simpar binary from a test (path from SIMPAR_BIN, set by
- * tests/meson.build) and keep its exit status, stdout and stderr. */
+ * tests/meson.build) and keep its exit status, stdout and stderr; a suite's temporary folder. */
 #ifndef SIMPAR_CLI_RUN_H
 #define SIMPAR_CLI_RUN_H
 #include <glib.h>
+#include <glib/gstdio.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/wait.h>
 
 typedef struct {
@@ -29,6 +32,34 @@ simpar_cli_run_clear(SimparCliRun *r)
 {
     g_clear_pointer(&r->out, g_free);
     g_clear_pointer(&r->err, g_free);
+}
+
+/* TRUE when simpar `args` exits with `status`, prints nothing on stdout and one stderr line
+ * containing `want`; otherwise prints what it got. */
+static inline gboolean
+simpar_cli_refused(const char *args, int status, const char *want)
+{
+    SimparCliRun r = simpar_cli_run(args);
+    gboolean ok = r.status == status && strstr(r.err, want) != NULL && r.out[0] == '\0' &&
+                  strchr(r.err, '\n') == r.err + strlen(r.err) - 1;
+    if (!ok)
+        printf("\n    simpar %s -> status %d (want %d), stderr: %s", args, r.status, status, r.err);
+    simpar_cli_run_clear(&r);
+    return ok;
+}
+
+/* Removes a suite's temporary folder (g_dir_make_tmp) and the files in it; frees `dir`. */
+static inline void
+simpar_test_tmpdir_remove(char *dir)
+{
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    const char *name;
+    while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
+        g_autofree char *p = g_build_filename(dir, name, NULL);
+        g_remove(p);
+    }
+    g_rmdir(dir);
+    g_free(dir);
 }
 
 #endif /* SIMPAR_CLI_RUN_H */

@@ -9,6 +9,7 @@
  * The binary's path comes from SIMPAR_EXEC_BIN (tests/meson.build); the working directory is
  * the source root.
  */
+#include "cli-run.h"
 #include "compute.h"
 #include "job.h"
 #include "simpar-test.h"
@@ -56,14 +57,7 @@ suite_init(void)
 static int
 suite_clean(void)
 {
-    g_autoptr(GDir) d = g_dir_open(tmpdir, 0, NULL);
-    const char *name;
-    while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
-        g_autofree char *p = g_build_filename(tmpdir, name, NULL);
-        g_remove(p);
-    }
-    g_rmdir(tmpdir);
-    g_free(tmpdir);
+    simpar_test_tmpdir_remove(tmpdir);
     return 0;
 }
 

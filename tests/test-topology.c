@@ -392,7 +392,9 @@ test_bad_input(void)
     topo_refuses("topology -p dgx-a100 --nodes 2 -o /nonexistent/dir/x.xml",
                  "-o /nonexistent/dir/x.xml: cannot write");
     topo_refuses("topology -p dgx-a100 --nodes 2 -o /tmp/x.xml extra", "unexpected argument");
-    topo_refuses("topologyy", "(valid: schedule, topology;");
+    topo_refuses(
+        "topologyy",
+        "(valid: schedule, predict, collective, topology, sweep, validate, calibrate, plot;");
 }
 
 static void

@@ -36,14 +36,7 @@ suite_init(void)
 static int
 suite_clean(void)
 {
-    g_autoptr(GDir) d = g_dir_open(tmpdir, 0, NULL);
-    const char *name;
-    while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
-        g_autofree char *p = g_build_filename(tmpdir, name, NULL);
-        g_remove(p);
-    }
-    g_rmdir(tmpdir);
-    g_free(tmpdir);
+    simpar_test_tmpdir_remove(tmpdir);
     return 0;
 }
 
@@ -57,13 +50,7 @@ tmp_path(const char *name)
 static void
 refuses(const char *args, int status, const char *want)
 {
-    SimparCliRun r = simpar_cli_run(args);
-    gboolean ok = r.status == status && strstr(r.err, want) != NULL && r.out[0] == '\0' &&
-                  strchr(r.err, '\n') == r.err + strlen(r.err) - 1;
-    if (!ok)
-        printf("\n    simpar %s -> status %d (want %d), stderr: %s", args, r.status, status, r.err);
-    CU_ASSERT_TRUE(ok);
-    simpar_cli_run_clear(&r);
+    CU_ASSERT_TRUE(simpar_cli_refused(args, status, want));
 }
 
 /* Runs simpar, which must succeed; its stdout parsed as JSON (or NULL when `json` is FALSE). */

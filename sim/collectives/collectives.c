@@ -22,7 +22,8 @@ static const SimparCollAlgo coll_algos[] = {
                    SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_REDUCE) |
                        SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_GATHER) |
                        SIMPAR_COLL_BIT(SIMPAR_COLL_REDUCE_SCATTER),
-                   simpar_coll_ring_expand, simpar_coll_ring_closed_form},
+                   simpar_coll_ring_expand, simpar_coll_ring_closed_form,
+                   simpar_coll_ring_eval_idle},
     [COLL_TREE] = {"tree", "NCCL double binary tree, reduce up then broadcast down, pipelined",
                    SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_REDUCE), simpar_coll_tree_expand,
                    simpar_coll_tree_closed_form},

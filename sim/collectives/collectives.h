@@ -102,6 +102,10 @@ typedef struct {
                    const SimparCollParams *p, SimparExpansion *out);
     double (*closed_form)(SimparCollKind kind, const SimparCollGroup *g, double bytes, guint root,
                           const SimparCollParams *p);
+    /* Optional: what simpar_expansion_eval_idle() gives for its expansion, bit for bit, without
+     * building it (the ring's expansion holds 4n(n-1) transfers); NULL: evaluate the expansion. */
+    void (*eval_idle)(SimparCollKind kind, const SimparCollGroup *g, double bytes,
+                      const SimparCollParams *p, const double *start, double *end);
 } SimparCollAlgo;
 
 const SimparCollAlgo *simpar_coll_algos(guint *n); /* (transfer none) */

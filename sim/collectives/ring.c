@@ -75,3 +75,36 @@ simpar_coll_ring_expand(SimparCollKind kind, const SimparCollGroup *g, double by
     }
     simpar_expansion_end(out);
 }
+
+/* The expansion evaluated on an idle network (simpar_expansion_eval_idle) without building it:
+ * in round t member m's send pairs with m+1's receive of round t and its receive with m-1's
+ * send, so round t ends at max(begin_m, max(begin_m, begin_m+1) + hop m, max(begin_m-1,
+ * begin_m) + hop m-1), and round t+1 begins that much later plus its delay. The same sums and
+ * maxima as the generic evaluator, in O(n) memory instead of O(n^2) transfers. */
+void
+simpar_coll_ring_eval_idle(SimparCollKind kind, const SimparCollGroup *g, double bytes,
+                           const SimparCollParams *p, const double *start, double *end)
+{
+    g_return_if_fail(ring_kind_ok(kind) && simpar_coll_group_ok(g) && p != NULL);
+    guint n = g->n, rounds = ring_rounds(kind, n);
+    for (guint m = 0; m < n; m++)
+        end[m] = start[m];
+    if (rounds == 0)
+        return;
+    SimparRoundCost cost = ring_hops(g, bytes);
+    g_autofree double *hop = g_new(double, n);
+    g_autofree double *begin = g_new(double, n);
+    for (guint m = 0; m < n; m++)
+        hop[m] = simpar_coll_xfer_time(g, m, (m + 1) % n, bytes / n);
+    for (guint t = 0; t < rounds; t++) {
+        double delay = simpar_coll_round_delay(&cost, SIMPAR_LAT_RING, p, t == 0);
+        for (guint m = 0; m < n; m++)
+            begin[m] = end[m] + delay;
+        for (guint m = 0; m < n; m++) {
+            guint next = (m + 1) % n, prev = (m + n - 1) % n;
+            double e = begin[m];
+            e = MAX(e, MAX(begin[m], begin[next]) + hop[m]);
+            end[m] = MAX(e, MAX(begin[prev], begin[m]) + hop[prev]);
+        }
+    }
+}

@@ -1,0 +1,260 @@
+/* cmd-sweep.c - `simpar sweep`: capacity planning over lists of configurations (sweep.h). */
+#include "cli.h"
+#include "plot.h"
+#include "sweep.h"
+#include <stdio.h>
+#include <string.h>
+
+static const char sweep_summary_text[] =
+    "Predicts every configuration of the lists given (one CSV row each: step time, throughput,\n"
+    "cost, memory; configurations that do not fit are kept with the reason) and ranks them.\n"
+    "Evaluation is `simpar predict` of that configuration (default --backend analytic).\n\n"
+    "Lists: comma-separated items N, A..B, A..B:+S (step S) or A..B:*F (factor F). A..B doubles\n"
+    "for sizes (--gpus --tp --pp --dp --hidden --layers --seq --micro-batch --global-batch) and\n"
+    "steps by 1 for grid sides (--q --depth). Left out, the split axes are enumerated per GPU\n"
+    "count G: 1-D T = powers of two dividing G; 2-D/3-D every q >= 2 whose T = q^2 / q^3 divides\n"
+    "G; 2.5-D every q >= 2 and d >= 2 with q^2 d dividing G; P = powers of two dividing G / T up\n"
+    "to the layers; D = G / (T P). A swept --hidden keeps the base model's head dimension and\n"
+    "FFN ratio unless --heads / --ffn are given.\n\n"
+    "  simpar sweep --preset dgx-a100 --gpus 64..4096 --model gpt3-175b -o sweep.csv\n"
+    "  simpar sweep --merge -o ALL.csv PART0.csv PART1.csv ...      (shards of one sweep)";
+
+/* The pictures of a finished sweep: scaling in FILE, memory and breakdown beside it. */
+static gboolean
+sweep_plot(const SimparSweepArgs *a, GError **error)
+{
+    const char *kinds[] = {"scaling", "memory", "breakdown"};
+    const char *dot = strrchr(a->plot, '.');
+    g_autofree char *stem = g_strndup(a->plot, (gsize) (dot - a->plot));
+    for (guint i = 0; i < G_N_ELEMENTS(kinds); i++) {
+        g_autofree char *out =
+            i == 0 ? g_strdup(a->plot) : g_strdup_printf("%s-%s%s", stem, kinds[i], dot);
+        g_autoptr(GError) local = NULL;
+        if (!simpar_plot_render(kinds[i], a->output, out, NULL, &local)) {
+            if (i > 0 && g_error_matches(local, SIMPAR_PLOT_ERROR, SIMPAR_PLOT_ERROR_EMPTY))
+                continue; /* e.g. no row has memory figures */
+            g_propagate_prefixed_error(error, g_steal_pointer(&local), "--plot %s: ", out);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+/* --plot is checked before the sweep runs; a shard is not a whole sweep to plot. */
+static gboolean
+sweep_check_plot(const SimparSweepArgs *a, GError **error)
+{
+    if (a->plot == NULL)
+        return TRUE;
+    if (a->shard != NULL) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "--plot %s: a shard holds part of a sweep; plot the merged CSV (simpar sweep "
+                    "--merge ... --plot FILE, or simpar plot)",
+                    a->plot);
+        return FALSE;
+    }
+    return simpar_plot_check_output(a->plot, error);
+}
+
+/* Options a spec file may also give, keyed by their long name. */
+static gboolean
+sweep_spec_set(const GOptionEntry *e, GKeyFile *kf, const char *key, GError **error)
+{
+    switch (e->arg) {
+    case G_OPTION_ARG_STRING:
+    case G_OPTION_ARG_FILENAME:
+        if (*(char **) e->arg_data == NULL)
+            *(char **) e->arg_data = g_key_file_get_string(kf, "sweep", key, error);
+        return *(char **) e->arg_data != NULL;
+    case G_OPTION_ARG_INT64:
+        if (*(gint64 *) e->arg_data == SIMPAR_JOB_UNSET)
+            *(gint64 *) e->arg_data = g_key_file_get_int64(kf, "sweep", key, error);
+        return error == NULL || *error == NULL;
+    case G_OPTION_ARG_NONE:
+        if (!*(gboolean *) e->arg_data)
+            *(gboolean *) e->arg_data = g_key_file_get_boolean(kf, "sweep", key, error);
+        return error == NULL || *error == NULL;
+    default:
+        g_assert_not_reached();
+    }
+}
+
+/* --spec FILE: [sweep] keys named like the long flags; the command line wins. */
+static gboolean
+sweep_load_spec(const char *path, const GOptionEntry *const *tables, GError **error)
+{
+    g_autoptr(GKeyFile) kf = g_key_file_new();
+    g_autoptr(GError) local = NULL;
+    if (!g_key_file_load_from_file(kf, path, G_KEY_FILE_NONE, &local) ||
+        !g_key_file_has_group(kf, "sweep")) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "--spec %s: %s (a key file with a [sweep] group)", path,
+                    local != NULL ? local->message : "no [sweep] group");
+        return FALSE;
+    }
+    g_auto(GStrv) keys = g_key_file_get_keys(kf, "sweep", NULL, NULL);
+    for (guint k = 0; keys[k] != NULL; k++) {
+        const GOptionEntry *e = NULL;
+        for (guint t = 0; tables[t] != NULL && e == NULL; t++)
+            for (const GOptionEntry *x = tables[t]; x->long_name != NULL && e == NULL; x++)
+                if (g_str_equal(x->long_name, keys[k]))
+                    e = x;
+        if (e == NULL || g_str_equal(keys[k], "spec") || g_str_equal(keys[k], "merge")) {
+            g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                        "--spec %s: [sweep] %s is not a sweep option (keys are the long flag "
+                        "names, e.g. gpus = 64..4096)",
+                        path, keys[k]);
+            return FALSE;
+        }
+        if (!sweep_spec_set(e, kf, keys[k], &local)) {
+            g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE, "--spec %s: %s", path,
+                        local->message);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+/* --merge takes the part files, -o and --rank-by only. */
+static gboolean
+sweep_merge(SimparSweep *sw, char **parts, char **summary, GError **error)
+{
+    const SimparSweepArgs *a = &sw->args;
+    gboolean other = a->preset != NULL || a->topology != NULL || a->shard != NULL ||
+                     a->refine != SIMPAR_JOB_UNSET;
+    for (guint i = 0; i < SIMPAR_SWEEP_N_NUMBERS; i++)
+        other = other || a->numbers[i] != NULL;
+    for (guint i = 0; i < SIMPAR_SWEEP_N_NAMES; i++)
+        other = other || a->names[i] != NULL;
+    if (other) {
+        g_set_error(
+            error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+            "simpar sweep --merge takes -o FILE, --rank-by, --plot and the shard files only (the "
+            "sweep's options are in the shards)");
+        return FALSE;
+    }
+    if (a->output == NULL) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "simpar sweep --merge: -o FILE is required (the merged CSV)");
+        return FALSE;
+    }
+    return simpar_sweep_parse_rank_by(a->rank_by, &sw->rank_by, error) &&
+           simpar_sweep_merge(sw, parts, summary, error);
+}
+
+/* The options; *parts the arguments left (--merge's shard files). */
+static gboolean
+sweep_parse(GOptionContext *ctx, const SimparSweepArgs *a, int argc, char **argv, GStrv *parts,
+            GError **error)
+{
+    if (!g_option_context_parse(ctx, &argc, &argv, error)) {
+        g_prefix_error(error, "simpar sweep: ");
+        return FALSE;
+    }
+    *parts = g_new0(char *, argc);
+    for (int i = 1; i < argc; i++)
+        (*parts)[i - 1] = g_strdup(argv[i]);
+    if (argc > 1 && !a->merge) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "simpar sweep: unexpected argument '%s' (see simpar sweep --help)", argv[1]);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+simpar_cmd_sweep(int argc, char **argv, GError **error)
+{
+    SimparSweep sw = {0};
+    SimparSweepArgs *a = &sw.args;
+    simpar_job_args_init(&a->job);
+    a->jobs = a->refine = SIMPAR_JOB_UNSET;
+    char **n = a->numbers, **s = a->names;
+    const GOptionEntry entries[] = {
+        {"preset", 0, 0, G_OPTION_ARG_STRING, &a->preset,
+         "Node design (simpar topology --list): a platform generated per GPU count", "NAME"},
+        {"topology", 't', 0, G_OPTION_ARG_FILENAME, &a->topology,
+         "A fixed platform file instead of --preset", "FILE"},
+        {"gpus", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_GPUS],
+         "GPU counts (--topology: default all its GPUs)", "LIST"},
+        {"tp-mode", 0, 0, G_OPTION_ARG_STRING, &s[SIMPAR_SWEEP_MODES],
+         "Tensor-parallel modes 1d, 2d, 2.5d, 3d, or all (default)", "LIST"},
+        {"tp", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_TP], "1-D tensor-parallel sizes T",
+         "LIST"},
+        {"q", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_Q],
+         "Grid sides of 2d (T = q^2), 2.5d (q^2 d) and 3d (q^3)", "LIST"},
+        {"depth", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_DEPTH], "2.5-D depths d", "LIST"},
+        {"pp", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_PP], "Pipeline stages P", "LIST"},
+        {"dp", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_DP], "Data-parallel replicas D", "LIST"},
+        {"micro-batch", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_MICRO_BATCH],
+         "Sequences per micro-batch b (default the model's)", "LIST"},
+        {"global-batch", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_GLOBAL_BATCH],
+         "Sequences per step B (default b x D: one micro-batch per replica)", "LIST"},
+        {"recompute", 0, 0, G_OPTION_ARG_STRING, &s[SIMPAR_SWEEP_RECOMPUTE],
+         "Recomputation: none (default), selective, full", "LIST"},
+        {"schedule", 0, 0, G_OPTION_ARG_STRING, &s[SIMPAR_SWEEP_SCHEDULE],
+         "Pipeline schedules: gpipe, 1f1b (default), interleaved", "LIST"},
+        {"model", 'm', 0, G_OPTION_ARG_STRING, &s[SIMPAR_SWEEP_MODELS],
+         "Model presets or JSON files (default default-4k)", "LIST"},
+        {"hidden", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_HIDDEN], "Hidden sizes h", "LIST"},
+        {"layers", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_LAYERS], "Layer counts L", "LIST"},
+        {"seq", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_SEQ], "Sequence lengths s", "LIST"},
+        {"output", 'o', 0, G_OPTION_ARG_FILENAME, &a->output,
+         "The CSV to write (journal: FILE.part, resumed when rerun)", "FILE"},
+        {"jobs", 'j', 0, G_OPTION_ARG_INT64, &a->jobs,
+         "Worker processes (default: the number of cores)", "N"},
+        {"refine", 0, 0, G_OPTION_ARG_INT64, &a->refine,
+         "Re-simulate the K best configurations with SimGrid", "K"},
+        {"rank-by", 0, 0, G_OPTION_ARG_STRING, &a->rank_by,
+         "throughput (default: tokens/s), time (step time) or cost (GPU-hours per token)", "R"},
+        {"shard", 0, 0, G_OPTION_ARG_STRING, &a->shard,
+         "Evaluate the configurations with index % n == i only (a shard file)", "i/n"},
+        {"merge", 0, 0, G_OPTION_ARG_NONE, &a->merge,
+         "Merge shard files (arguments) into -o, as one unsharded run writes it", NULL},
+        {"plot", 0, 0, G_OPTION_ARG_FILENAME, &a->plot,
+         "Plot the result: FILE (.png or .svg) step time and throughput per mode and GPU count, "
+         "FILE-memory and FILE-breakdown beside it",
+         "FILE"},
+        {"quiet", 'q', 0, G_OPTION_ARG_NONE, &a->quiet, "No progress on stderr", NULL},
+        {"spec", 0, 0, G_OPTION_ARG_FILENAME, &a->spec,
+         "Key file with a [sweep] group of these options (the command line wins)", "FILE"},
+        G_OPTION_ENTRY_NULL,
+    };
+    /* the single-valued job and prediction options, as simpar predict takes them */
+    static const char *const job_singles[] = {"heads",
+                                              "ffn",
+                                              "vocab",
+                                              "dtype",
+                                              "sp",
+                                              "variant",
+                                              "zero",
+                                              "virtual-stages",
+                                              "overlap-grad-reduce",
+                                              "bucket-params",
+                                              "tied-embeddings",
+                                              "scatter-gather",
+                                              "order",
+                                              NULL};
+    g_autofree GOptionEntry *job = simpar_job_option_entries(&a->job, job_singles);
+    g_autofree GOptionEntry *predict = simpar_predict_option_entries(
+        &a->predict, "analytic (default; closed forms) or simgrid (contention)");
+    const GOptionEntry *tables[] = {entries, job, predict, NULL};
+    g_autoptr(GOptionContext) ctx = g_option_context_new("- sweep configurations into a CSV");
+    g_option_context_set_summary(ctx, sweep_summary_text);
+    for (guint t = 0; tables[t] != NULL; t++)
+        g_option_context_add_main_entries(ctx, tables[t], NULL);
+    g_autofree char *summary = NULL;
+    g_auto(GStrv) parts = NULL;
+    gboolean ok = sweep_parse(ctx, a, argc, argv, &parts, error) &&
+                  (a->spec == NULL || sweep_load_spec(a->spec, tables, error));
+    ok = ok && sweep_check_plot(a, error);
+    if (ok && a->merge)
+        ok = sweep_merge(&sw, parts, &summary, error);
+    else if (ok)
+        ok = simpar_sweep_resolve(&sw, error) && simpar_sweep_run(&sw, &summary, error);
+    if (ok)
+        printf("%s", summary);
+    ok = ok && (a->plot == NULL || sweep_plot(a, error));
+    simpar_sweep_clear(&sw);
+    return ok;
+}

@@ -1,0 +1,292 @@
+/* plot.c - the plot kinds' table, and the one place that runs gnuplot. */
+#include "cli.h"
+#include "plot-private.h"
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+
+#ifndef SIMPAR_PLOTS_DIR
+#define SIMPAR_PLOTS_DIR "plots"
+#endif
+
+G_DEFINE_QUARK(simpar_plot_error_quark, simpar_plot_error)
+
+typedef struct {
+    const char *name, *script, *input, *description;
+    SimparPlotDataFunc data;
+} SimparPlotKind;
+
+static const SimparPlotKind plot_kinds[] = {
+    {"scaling", "scaling.gp", "sweep CSV",
+     "best step time and throughput against GPUs, one line per mode", simpar_plot_scaling_data},
+    {"memory", "memory.gp", "sweep CSV",
+     "memory per GPU against q (T for 1-D), one line per mode, and the device memory",
+     simpar_plot_memory_data},
+    {"breakdown", "breakdown.gp", "sweep CSV or predict/validate --json",
+     "stacked bars: where the step goes, per configuration", simpar_plot_breakdown_data},
+    {"validate", "validate.gp", "validate --json", "predicted against measured busy time per class",
+     simpar_plot_validate_data},
+    {"timeline", "timeline.gp", "Chrome trace (--trace)",
+     "one step as a Gantt chart: a track per rank and stream", simpar_plot_timeline_data},
+};
+
+void
+simpar_plot_options_init(SimparPlotOptions *opt)
+{
+    *opt = (SimparPlotOptions){.top = 12, .rank_first = 0, .rank_last = 15};
+}
+
+char *
+simpar_plot_kinds_help(void)
+{
+    GString *out = g_string_new(NULL);
+    for (guint i = 0; i < G_N_ELEMENTS(plot_kinds); i++)
+        g_string_append_printf(out, "%s  %-10s %s\n  %-10s (input: %s)", i > 0 ? "\n" : "",
+                               plot_kinds[i].name, plot_kinds[i].description, "",
+                               plot_kinds[i].input);
+    return g_string_free(out, FALSE); /* (transfer full) */
+}
+
+static const SimparPlotKind *
+plot_kind_lookup(const char *name, GError **error)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(plot_kinds); i++)
+        if (g_str_equal(name, plot_kinds[i].name))
+            return &plot_kinds[i];
+    g_autoptr(GString) valid = g_string_new(NULL);
+    for (guint i = 0; i < G_N_ELEMENTS(plot_kinds); i++)
+        g_string_append_printf(valid, "%s%s", i > 0 ? ", " : "", plot_kinds[i].name);
+    g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                "unknown plot kind '%s' (valid: %s)", name, valid->str);
+    return NULL;
+}
+
+gboolean
+simpar_plot_check_output(const char *output, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    if (!g_str_has_suffix(output, ".png") && !g_str_has_suffix(output, ".svg")) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "%s: the file name must end in .png or .svg", output);
+        return FALSE;
+    }
+    g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
+    if (gnuplot == NULL) {
+        g_set_error(error, G_SPAWN_ERROR, G_SPAWN_ERROR_NOENT,
+                    "%s: gnuplot is not installed (Debian, Ubuntu: apt-get install gnuplot-nox)",
+                    output);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* ------------------------------------------------------------------------ out and variables */
+
+void
+simpar_plot_out_clear(SimparPlotOut *out)
+{
+    if (out->data != NULL)
+        g_string_free(out->data, TRUE);
+    if (out->vars != NULL)
+        g_string_free(out->vars, TRUE);
+    g_clear_pointer(&out->title, g_free);
+    out->data = out->vars = NULL;
+}
+
+/* `s` between single quotes as gnuplot reads it: a quote inside is doubled. */
+static void
+plot_append_quoted(GString *out, const char *s)
+{
+    g_string_append_c(out, '\'');
+    for (const char *p = s; *p != '\0'; p++) {
+        if (*p == '\'')
+            g_string_append_c(out, '\'');
+        g_string_append_c(out, *p);
+    }
+    g_string_append_c(out, '\'');
+}
+
+void
+simpar_plot_var_string(SimparPlotOut *out, const char *name, const char *value)
+{
+    g_string_append_printf(out->vars, "%s=", name);
+    plot_append_quoted(out->vars, value);
+    g_string_append(out->vars, "; ");
+}
+
+void
+simpar_plot_var_number(SimparPlotOut *out, const char *name, double value)
+{
+    char buf[G_ASCII_DTOSTR_BUF_SIZE];
+    g_assert(isfinite(value));
+    g_string_append_printf(out->vars, "%s=%s; ", name,
+                           g_ascii_formatd(buf, sizeof buf, "%.9g", value));
+}
+
+void
+simpar_plot_var_series(SimparPlotOut *out, const char *const *names, guint n)
+{
+    simpar_plot_var_number(out, "n_series", n);
+    for (guint i = 0; i < n; i++) {
+        g_autofree char *name = g_strdup_printf("series_%u", i + 1);
+        simpar_plot_var_string(out, name, names[i]);
+    }
+}
+
+void
+simpar_plot_append_label(GString *data, const char *label)
+{
+    g_autofree char *s = g_strdup(label);
+    g_strdelimit(s, "\"\n\t", ' ');
+    g_string_append_printf(data, "\"%s\"", s);
+}
+
+/* ------------------------------------------------------------------------------- gnuplot */
+
+static gboolean
+plot_spawn(const char *const *argv, const char *output, GError **error)
+{
+    g_autofree char *err = NULL;
+    int status = 0;
+    if (!g_spawn_sync(NULL, (char **) argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL,
+                      &err, &status, error)) {
+        g_prefix_error(error, "%s: gnuplot: ", output);
+        return FALSE;
+    }
+    if (!g_spawn_check_wait_status(status, NULL)) {
+        g_set_error(error, SIMPAR_PLOT_ERROR, SIMPAR_PLOT_ERROR_GNUPLOT,
+                    "%s: gnuplot %s failed: %s", output, argv[3], g_strstrip(err));
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+simpar_plot_run(const char *script, const char *data, const char *vars, const char *output,
+                GError **error)
+{
+    if (!simpar_plot_check_output(output, error))
+        return FALSE;
+    g_autofree char *dir = g_dir_make_tmp("simpar-plot-XXXXXX", error);
+    if (dir == NULL)
+        return FALSE;
+    g_autofree char *data_path = g_build_filename(dir, "plot.dat", NULL);
+    const char *plots = g_getenv("SIMPAR_PLOTS_DIR");
+    g_autofree char *script_path =
+        g_build_filename(plots != NULL ? plots : SIMPAR_PLOTS_DIR, script, NULL);
+    g_autoptr(GString) all = g_string_new("datafile=");
+    plot_append_quoted(all, data_path);
+    g_string_append(all, "; outfile=");
+    plot_append_quoted(all, output);
+    g_string_append_printf(all, "; fmt='%s'; %s", g_str_has_suffix(output, ".svg") ? "svg" : "png",
+                           vars);
+    g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
+    const char *argv[] = {gnuplot, "-e", all->str, script_path, NULL};
+    gboolean ok =
+        g_file_set_contents(data_path, data, -1, error) && plot_spawn(argv, output, error);
+    g_unlink(data_path);
+    g_rmdir(dir);
+    return ok;
+}
+
+/* ------------------------------------------------------------------------------ the kinds */
+
+static gboolean
+plot_prepare(const char *kind, const char *input, const SimparPlotOptions *opt,
+             const SimparPlotKind **k, SimparPlotOut *out, GError **error)
+{
+    g_return_val_if_fail(kind != NULL && input != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    SimparPlotOptions defaults;
+    simpar_plot_options_init(&defaults);
+    if (opt == NULL)
+        opt = &defaults;
+    *k = plot_kind_lookup(kind, error);
+    if (*k == NULL)
+        return FALSE;
+    *out = (SimparPlotOut){g_string_new(NULL), g_string_new(NULL), NULL};
+    if (!(*k)->data(input, opt, out, error))
+        return FALSE;
+    simpar_plot_var_string(out, "title_text", opt->title != NULL ? opt->title : out->title);
+    return TRUE;
+}
+
+char *
+simpar_plot_data(const char *kind, const char *input, const SimparPlotOptions *opt, GError **error)
+{
+    const SimparPlotKind *k;
+    SimparPlotOut out = {0};
+    char *data = NULL;
+    if (plot_prepare(kind, input, opt, &k, &out, error))
+        data = g_strdup(out.data->str);
+    simpar_plot_out_clear(&out);
+    return data; /* (transfer full) */
+}
+
+gboolean
+simpar_plot_render(const char *kind, const char *input, const char *output,
+                   const SimparPlotOptions *opt, GError **error)
+{
+    g_return_val_if_fail(output != NULL, FALSE);
+    const SimparPlotKind *k;
+    SimparPlotOut out = {0};
+    gboolean ok = simpar_plot_check_output(output, error) &&
+                  plot_prepare(kind, input, opt, &k, &out, error) &&
+                  simpar_plot_run(k->script, out.data->str, out.vars->str, output, error);
+    simpar_plot_out_clear(&out);
+    return ok;
+}
+
+/* ------------------------------------------------------------------------------- JSON input */
+
+JsonNode *
+simpar_plot_parse_json(const char *text, gssize len, const char *path, GError **error)
+{
+    g_autoptr(JsonParser) parser = json_parser_new();
+    g_autoptr(GError) local = NULL;
+    if (!json_parser_load_from_data(parser, text, len, &local)) {
+        const char *msg = local->message; /* "<data>:2:0: Parse error: ..." */
+        if (g_str_has_prefix(msg, "<data>:"))
+            msg += strlen("<data>:");
+        else if (g_str_has_prefix(msg, "<data>"))
+            msg += strlen("<data>");
+        g_set_error(error, SIMPAR_PLOT_ERROR, SIMPAR_PLOT_ERROR_INPUT, "%s:%s", path, msg);
+        return NULL;
+    }
+    JsonNode *root = json_parser_get_root(parser);
+    if (root == NULL || (!JSON_NODE_HOLDS_OBJECT(root) && !JSON_NODE_HOLDS_ARRAY(root))) {
+        g_set_error(error, SIMPAR_PLOT_ERROR, SIMPAR_PLOT_ERROR_INPUT,
+                    "%s: expected a JSON object or array", path);
+        return NULL;
+    }
+    return json_node_copy(root); /* (transfer full) */
+}
+
+JsonNode *
+simpar_plot_load_json(const char *path, GError **error)
+{
+    g_autofree char *text = NULL;
+    gsize len;
+    if (!g_file_get_contents(path, &text, &len, error))
+        return NULL;
+    return simpar_plot_parse_json(text, (gssize) len, path, error); /* (transfer full) */
+}
+
+const char *
+simpar_plot_json_string(JsonObject *o, const char *key)
+{
+    JsonNode *n = json_object_get_member(o, key);
+    return n != NULL && JSON_NODE_HOLDS_VALUE(n) && json_node_get_value_type(n) == G_TYPE_STRING
+               ? json_node_get_string(n)
+               : NULL;
+}
+
+double
+simpar_plot_json_number(JsonObject *o, const char *key)
+{
+    JsonNode *n = json_object_get_member(o, key);
+    if (n == NULL || !JSON_NODE_HOLDS_VALUE(n))
+        return NAN;
+    GType t = json_node_get_value_type(n);
+    return t == G_TYPE_DOUBLE || t == G_TYPE_INT64 ? json_node_get_double(n) : NAN;
+}

@@ -1,0 +1,73 @@
+/* predict-config.h - one configuration predicted on a loaded platform (private to sim/).
+ *
+ * A configuration is a model, a tensor-parallel plan and a training split on the first `gpus`
+ * GPUs of a platform. `simpar predict` evaluates one per mode, `simpar sweep` one per row; both
+ * call simpar_predict_config(), inside the child process that holds the platform (platform.h):
+ *
+ *   plan --validate--> grid --split validate--> layer schedule --memory--> fits --> step run
+ *        \ refused          \ refused                                 \ refused     \ row
+ *          (grid "-")         (no memory)                               (memory kept)
+ *
+ * A refusal is not a failure: the row then carries the reason as a GError (`why`) for the
+ * caller to report or propagate, and the memory figures when they were computed. A failure
+ * (`error`) is something no configuration should hit.
+ *
+ * Ownership: a context borrows everything; a row owns its strings and axes
+ * (simpar_predict_row_clear frees them).
+ */
+#ifndef SIMPAR_PREDICT_CONFIG_H
+#define SIMPAR_PREDICT_CONFIG_H
+#include "platform.h"
+#include "report.h"
+#include "train.h"
+G_BEGIN_DECLS
+
+/* The model of `simpar predict` and `simpar sweep` without --model: every mode can split it
+ * over 64 GPUs. */
+#define SIMPAR_PREDICT_DEFAULT_MODEL "default-4k"
+
+typedef struct {
+    const SimparBackend *backend;
+    SimparRun run; /* collective settings (algo, mode, params); the rest is filled per run */
+    SimparAttentionImpl attention;
+    const SimparPlatform *platform;
+    const SimparGpu *gpu;   /* of simpar_predict_gpu() */
+    guint gpus;             /* the platform's first `gpus` GPUs are used */
+    gint64 steps_to_target; /* SIMPAR_JOB_UNSET (G_MININT64) when not asked for */
+    JsonBuilder *trace;     /* Chrome trace events of the step, or NULL */
+    guint trace_index;      /* keeps the configurations' trace processes apart */
+} SimparPredictContext;
+
+/* The prediction options as given (NULL when not given): --backend, --collectives, --algo,
+ * --nccl-proto, --attention, --calibration. */
+typedef struct {
+    char *backend, *coll_mode, *algo, *proto, *attention, *calibration;
+} SimparPredictArgs;
+
+void simpar_predict_args_clear(SimparPredictArgs *args);
+/* Their entries, storing into `args`, NULL-terminated (transfer container); `backend_help`
+ * describes --backend (whose default differs between commands). */
+GOptionEntry *simpar_predict_option_entries(SimparPredictArgs *args, const char *backend_help);
+/* Checks them into ctx->backend (`backend` when not given), ctx->run and ctx->attention. */
+gboolean simpar_predict_args_resolve(const SimparPredictArgs *args, const char *backend,
+                                     SimparPredictContext *ctx, GError **error);
+
+/* The figures of GPU 0, after checking that the first `gpus` GPUs are identical, with the
+ * calibration file (or NULL) applied to them and to the platform's links. The dtype is not
+ * checked here (simpar_gpu_validate). */
+gboolean simpar_predict_gpu(const SimparPlatform *platform, guint gpus, const char *calibration,
+                            SimparGpu *gpu, GError **error);
+
+/* Predicts `train` of `model`; train->tp is the plan (mode, T, depth, ...), not yet validated,
+ * and train is validated here. TRUE with either a simulated row, or *why set and row->mode,
+ * row->grid, row->gpus (and row->memory when the configuration does not fit) filled. */
+gboolean simpar_predict_config(const SimparPredictContext *ctx, const SimparModel *model,
+                               SimparTrain *train, SimparReportRow *row, GError **why,
+                               GError **error);
+void simpar_predict_row_clear(SimparReportRow *row);
+
+/* "P=8+SP", "q=4 d=4", "q=4 later" (transfer full); the plan must be validated. */
+char *simpar_predict_grid(const SimparPlan *plan);
+
+G_END_DECLS
+#endif /* SIMPAR_PREDICT_CONFIG_H */

@@ -1,0 +1,272 @@
+/* sweep-row.c - one configuration of a sweep: its job options, its prediction (in a worker,
+ * through predict-config.c, as `simpar predict` computes it) and its CSV line. */
+#include "predict-config.h"
+#include "sweep.h"
+#include <string.h>
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+const char *const simpar_sweep_columns[SIMPAR_SWEEP_N_COLUMNS] = {
+#define SWEEP_COLUMN_NAME(id, name) name,
+    SIMPAR_SWEEP_COLUMNS(SWEEP_COLUMN_NAME)
+#undef SWEEP_COLUMN_NAME
+};
+
+/* The fields of one row, owned; NULL prints as an empty field. */
+typedef struct {
+    char *f[SIMPAR_SWEEP_N_COLUMNS];
+} SweepRow;
+
+static void
+row_set(SweepRow *r, SimparSweepColumn col, char *owned)
+{
+    g_free(r->f[col]);
+    r->f[col] = owned;
+}
+
+static void
+row_int(SweepRow *r, SimparSweepColumn col, gint64 v)
+{
+    row_set(r, col, v > 0 ? g_strdup_printf("%" G_GINT64_FORMAT, v) : NULL);
+}
+
+static void
+row_num(SweepRow *r, SimparSweepColumn col, double v)
+{
+    row_set(r, col, g_strdup_printf("%.9g", v));
+}
+
+static void
+row_finish(SweepRow *r, GString *line)
+{
+    simpar_csv_append_row(line, (const char *const *) r->f, SIMPAR_SWEEP_N_COLUMNS);
+    for (guint i = 0; i < SIMPAR_SWEEP_N_COLUMNS; i++)
+        g_free(r->f[i]);
+}
+
+/* A reason on one line (the journal is read back line by line). */
+static void
+row_status(SweepRow *r, const char *status, const char *reason)
+{
+    row_set(r, SIMPAR_SWEEP_COL_STATUS, g_strdup(status));
+    char *text = reason != NULL ? g_strdup(reason) : NULL;
+    for (char *p = text; p != NULL && *p != '\0'; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    row_set(r, SIMPAR_SWEEP_COL_REASON, text);
+}
+
+static guint
+row_nodes(const SimparSweep *sw, guint gpus)
+{
+    if (sw->preset != NULL)
+        return (gpus + sw->preset->gpus_per_node - 1) / sw->preset->gpus_per_node;
+    return gpus <= sw->platform_nodes->len ? g_array_index(sw->platform_nodes, guint, gpus - 1) + 1
+                                           : 0;
+}
+
+static char *
+row_grid(const SimparSweepConfig *c, gboolean sp)
+{
+    if (g_str_equal(c->mode, "1d"))
+        return g_strdup_printf("P=%" G_GINT64_FORMAT "%s", c->tp, sp ? "+SP" : "");
+    if (c->depth > 0)
+        return g_strdup_printf("q=%" G_GINT64_FORMAT " d=%" G_GINT64_FORMAT, c->q, c->depth);
+    return g_strdup_printf("q=%" G_GINT64_FORMAT, c->q);
+}
+
+/* What the configuration itself says, before any prediction. */
+static void
+row_config(const SimparSweep *sw, const SimparSweepConfig *c, const SimparBackend *backend,
+           SweepRow *r)
+{
+    const SimparModel *base = &g_array_index(sw->models, SimparModel, c->model);
+    const SimparJobArgs *j = &sw->args.job;
+    r->f[SIMPAR_SWEEP_COL_INDEX] = g_strdup_printf("%" G_GUINT64_FORMAT, c->index);
+    row_set(r, SIMPAR_SWEEP_COL_MODEL, g_strdup(base->name));
+    row_int(r, SIMPAR_SWEEP_COL_HIDDEN, c->hidden);
+    row_int(r, SIMPAR_SWEEP_COL_HEADS, c->heads);
+    row_int(r, SIMPAR_SWEEP_COL_LAYERS, c->layers);
+    row_int(r, SIMPAR_SWEEP_COL_SEQ, c->seq);
+    row_set(r, SIMPAR_SWEEP_COL_DTYPE, g_strdup(simpar_dtype_name(base->dtype)));
+    row_set(r, SIMPAR_SWEEP_COL_PRESET,
+            sw->preset != NULL ? g_strdup(sw->preset->name)
+                               : g_path_get_basename(sw->args.topology));
+    row_int(r, SIMPAR_SWEEP_COL_NODES, row_nodes(sw, c->gpus));
+    row_int(r, SIMPAR_SWEEP_COL_GPUS, c->gpus);
+    row_set(r, SIMPAR_SWEEP_COL_MODE, g_strdup(c->mode));
+    row_set(r, SIMPAR_SWEEP_COL_GRID, row_grid(c, j->sp));
+    row_int(r, SIMPAR_SWEEP_COL_TP, c->tp);
+    row_int(r, SIMPAR_SWEEP_COL_Q, c->q);
+    row_int(r, SIMPAR_SWEEP_COL_DEPTH, c->depth);
+    row_int(r, SIMPAR_SWEEP_COL_PP, c->pp);
+    row_int(r, SIMPAR_SWEEP_COL_DP, c->dp);
+    row_set(r, SIMPAR_SWEEP_COL_SCHEDULE, g_strdup(c->schedule != NULL ? c->schedule : "1f1b"));
+    row_int(r, SIMPAR_SWEEP_COL_MICRO_BATCH, c->micro_batch);
+    row_int(r, SIMPAR_SWEEP_COL_GLOBAL_BATCH,
+            c->global_batch != SIMPAR_JOB_UNSET ? c->global_batch : c->micro_batch * c->dp);
+    row_set(r, SIMPAR_SWEEP_COL_RECOMPUTE, g_strdup(c->recompute != NULL ? c->recompute : "none"));
+    row_set(r, SIMPAR_SWEEP_COL_ZERO,
+            g_strdup_printf("%" G_GINT64_FORMAT, j->zero != SIMPAR_JOB_UNSET ? j->zero : 0));
+    row_set(r, SIMPAR_SWEEP_COL_BACKEND, g_strdup(backend->name));
+}
+
+/* The job options of the configuration: `simpar predict` given these (and --gpus, --topology
+ * and the predict options) computes the same row. Strings borrowed. */
+static void
+row_job_args(const SimparSweep *sw, const SimparSweepConfig *c, SimparJobArgs *a)
+{
+    *a = sw->args.job;
+    a->model = sw->names[SIMPAR_SWEEP_MODELS]->pdata[c->model];
+    a->hidden = c->hidden, a->heads = c->heads, a->ffn = c->ffn, a->layers = c->layers;
+    a->seq = c->seq, a->micro_batch = c->micro_batch, a->global_batch = c->global_batch;
+    a->tp_mode = (char *) c->mode, a->tp = c->tp;
+    a->depth = c->depth > 0 ? c->depth : SIMPAR_JOB_UNSET;
+    a->pp = c->pp, a->dp = c->dp;
+    a->schedule = (char *) c->schedule, a->recompute = (char *) c->recompute;
+}
+
+/* The sweep's own refusals: a 2.5-D grid without a depth, T x P x D that cannot be G. */
+static gboolean
+row_check_split(const SimparSweepConfig *c, GError **why)
+{
+    if (g_str_equal(c->mode, "2.5d") && c->depth == 0) {
+        g_set_error(why, SIMPAR_SWEEP_ERROR, SIMPAR_SWEEP_ERROR_SPLIT,
+                    "2.5d q=%" G_GINT64_FORMAT ": no depth d >= 2 makes q*q*d divide the %u GPUs "
+                    "(give --depth)",
+                    c->q, c->gpus);
+        return FALSE;
+    }
+    if (c->pp > 0 && c->dp > 0)
+        return TRUE;
+    g_autofree char *p =
+        c->pp > 0 ? g_strdup_printf(" x P=%" G_GINT64_FORMAT, c->pp) : g_strdup("");
+    g_autofree char *d =
+        c->dp > 0 ? g_strdup_printf(" x D=%" G_GINT64_FORMAT, c->dp) : g_strdup("");
+    g_set_error(why, SIMPAR_SWEEP_ERROR, SIMPAR_SWEEP_ERROR_SPLIT,
+                "%s T=%" G_GINT64_FORMAT "%s%s does not divide the %u GPUs: T x P x D must equal "
+                "them",
+                c->mode, c->tp, p, d, c->gpus);
+    return FALSE;
+}
+
+/* Tensor-parallel exposure inside and across nodes: the axes other than pp and dp. */
+static void
+row_tp_scopes(const SimparReportRow *row, double *intra, double *inter)
+{
+    *intra = *inter = 0;
+    for (guint i = 0; row->axes != NULL && i < row->axes->len; i++) {
+        const SimparAxisTime *a = &g_array_index(row->axes, SimparAxisTime, i);
+        if (!g_str_equal(a->axis, "pp") && !g_str_equal(a->axis, "dp"))
+            *(a->inter ? inter : intra) += a->exposed_s;
+    }
+}
+
+static void
+row_memory(SweepRow *r, const SimparReportRow *row)
+{
+    if (row->memory.total_B <= 0)
+        return;
+    row_num(r, SIMPAR_SWEEP_COL_MEM, row->memory.total_B / GIB);
+    row_num(r, SIMPAR_SWEEP_COL_MEM_CAPACITY, row->mem_capacity_B / GIB);
+    row_num(r, SIMPAR_SWEEP_COL_STATES, row->memory.states_B / GIB);
+    row_num(r, SIMPAR_SWEEP_COL_ACTIVATIONS, row->memory.activations_B / GIB);
+    row_num(r, SIMPAR_SWEEP_COL_TRANSIENT, row->memory.transient_B / GIB);
+}
+
+/* The figures of a simulated row. */
+static void
+row_figures(SweepRow *r, const SimparReportRow *row, const SimparTrain *t, gint64 seq,
+            const SimparBackend *backend)
+{
+    double tokens = (double) t->global_batch * (double) seq, intra, inter;
+    row_num(r, SIMPAR_SWEEP_COL_STEP, row->step_s);
+    row_num(r, SIMPAR_SWEEP_COL_TOKENS, tokens / row->step_s);
+    row_num(r, SIMPAR_SWEEP_COL_GPU_HOURS, row->gpus * row->step_s / 3600 / (tokens / 1e9));
+    row_num(r, SIMPAR_SWEEP_COL_TFLOPS, row->tflops_per_gpu);
+    row_num(r, SIMPAR_SWEEP_COL_MFU, row->step.mfu);
+    row_num(r, SIMPAR_SWEEP_COL_COMPUTE, row->compute_s);
+    row_num(r, SIMPAR_SWEEP_COL_TP_EXPOSED, row->step.tp_exposed_s);
+    row_tp_scopes(row, &intra, &inter);
+    row_num(r, SIMPAR_SWEEP_COL_TP_INTRA, intra);
+    row_num(r, SIMPAR_SWEEP_COL_TP_INTER, inter);
+    row_num(r, SIMPAR_SWEEP_COL_BUBBLE, row->step.bubble_s);
+    row_num(r, SIMPAR_SWEEP_COL_PP_P2P, row->step.pp_p2p_s);
+    row_num(r, SIMPAR_SWEEP_COL_DP_EXPOSED, row->step.dp_exposed_s);
+    row_num(r, SIMPAR_SWEEP_COL_OPTIMIZER, row->step.optimizer_s);
+    if (g_str_equal(backend->name, "analytic"))
+        row_num(r, SIMPAR_SWEEP_COL_ANALYTIC_STEP, row->step_s);
+}
+
+/* What the split became once validated (defaults filled in). */
+static void
+row_train(SweepRow *r, const SimparTrain *t)
+{
+    row_set(r, SIMPAR_SWEEP_COL_SCHEDULE, g_strdup(simpar_pipe_schedule_name(t->schedule)));
+    row_int(r, SIMPAR_SWEEP_COL_VIRTUAL_STAGES, t->virtual_stages);
+    row_int(r, SIMPAR_SWEEP_COL_GLOBAL_BATCH, t->global_batch);
+    row_set(r, SIMPAR_SWEEP_COL_RECOMPUTE, g_strdup(simpar_recompute_name(t->tp.recompute)));
+    row_set(r, SIMPAR_SWEEP_COL_ZERO, g_strdup_printf("%d", t->zero));
+}
+
+/* The model, the GPU's dtype, the split as options: the checks before the prediction. */
+static gboolean
+row_prepare(const SimparSweep *sw, const SimparSweepConfig *c, const SimparGpu *gpu,
+            SimparModel *model, SimparTrain *train, GError **why)
+{
+    SimparJobArgs a;
+    row_job_args(sw, c, &a);
+    if (!simpar_job_model(&a, SIMPAR_PREDICT_DEFAULT_MODEL, model, why))
+        return FALSE;
+    if (!simpar_gpu_validate(gpu, model->dtype, why)) {
+        g_prefix_error(why, "%s: ", sw->preset != NULL ? sw->preset->name : sw->args.topology);
+        return FALSE;
+    }
+    return row_check_split(c, why) && simpar_job_train(&a, train, why) &&
+           simpar_job_plan(&a, c->mode, &train->tp, why);
+}
+
+void
+simpar_sweep_row_predict(const SimparSweep *sw, const SimparSweepConfig *c,
+                         const SimparPlatform *platform, const SimparGpu *gpu,
+                         const SimparBackend *backend, GString *line)
+{
+    SweepRow r = {0};
+    row_config(sw, c, backend, &r);
+    g_autoptr(GError) why = NULL, failure = NULL;
+    SimparModel model;
+    SimparTrain train;
+    if (!row_prepare(sw, c, gpu, &model, &train, &why)) {
+        row_status(&r, "skipped", why->message);
+        row_finish(&r, line);
+        return;
+    }
+    SimparPredictContext ctx = {backend, sw->run,    sw->attention, platform,        gpu,
+                                c->gpus, G_MININT64, NULL,          (guint) c->index};
+    SimparReportRow row;
+    if (!simpar_predict_config(&ctx, &model, &train, &row, &why, &failure)) {
+        row_status(&r, "failed", failure->message);
+        row_finish(&r, line);
+        return;
+    }
+    if (!g_str_equal(row.grid, "-"))
+        row_set(&r, SIMPAR_SWEEP_COL_GRID, g_strdup(row.grid));
+    if (why == NULL || row.memory.total_B > 0)
+        row_train(&r, &train);
+    row_memory(&r, &row);
+    row_status(&r, why != NULL ? "skipped" : "ok", why != NULL ? why->message : NULL);
+    if (why == NULL)
+        row_figures(&r, &row, &train, model.seq, backend);
+    simpar_predict_row_clear(&row);
+    row_finish(&r, line);
+}
+
+void
+simpar_sweep_row_failed(const SimparSweep *sw, const SimparSweepConfig *c,
+                        const SimparBackend *backend, const char *reason, GString *line)
+{
+    SweepRow r = {0};
+    row_config(sw, c, backend, &r);
+    row_status(&r, "failed", reason);
+    row_finish(&r, line);
+}

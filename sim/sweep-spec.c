@@ -1,0 +1,686 @@
+/* sweep-spec.c - the sweep's options: lists, checks, identity and the enumeration. */
+#include "cli.h"
+#include "generators.h"
+#include "model.h"
+#include "predict-config.h"
+#include "sweep.h"
+#include <string.h>
+
+G_DEFINE_QUARK(simpar_sweep_error_quark, simpar_sweep_error)
+
+/* More values than this in one list, or configurations than SWEEP_MAX_CONFIGS in a sweep,
+ * are refused as absurd. */
+#define SWEEP_MAX_VALUES  4096
+#define SWEEP_MAX_CONFIGS 1000000
+
+static const struct {
+    const char *flag;
+    gboolean doubling; /* A..B doubles (sizes) or steps by 1 (grid sides) */
+    gint64 min, max;
+} sweep_axes[SIMPAR_SWEEP_N_NUMBERS] = {
+    [SIMPAR_SWEEP_GPUS] = {"gpus", TRUE, 1, 1 << 20},
+    [SIMPAR_SWEEP_TP] = {"tp", TRUE, 1, 1 << 20},
+    [SIMPAR_SWEEP_Q] = {"q", FALSE, 1, 1024},
+    [SIMPAR_SWEEP_DEPTH] = {"depth", FALSE, 1, 1024},
+    [SIMPAR_SWEEP_PP] = {"pp", TRUE, 1, 1 << 20},
+    [SIMPAR_SWEEP_DP] = {"dp", TRUE, 1, 1 << 20},
+    [SIMPAR_SWEEP_MICRO_BATCH] = {"micro-batch", TRUE, 1, SIMPAR_MODEL_MAX_DIM},
+    [SIMPAR_SWEEP_GLOBAL_BATCH] = {"global-batch", TRUE, 1, SIMPAR_MODEL_MAX_DIM},
+    [SIMPAR_SWEEP_HIDDEN] = {"hidden", TRUE, 1, SIMPAR_MODEL_MAX_DIM},
+    [SIMPAR_SWEEP_LAYERS] = {"layers", TRUE, 1, SIMPAR_MODEL_MAX_DIM},
+    [SIMPAR_SWEEP_SEQ] = {"seq", TRUE, 1, SIMPAR_MODEL_MAX_DIM},
+};
+
+static const char *const sweep_name_flags[SIMPAR_SWEEP_N_NAMES] = {"tp-mode", "model", "recompute",
+                                                                   "schedule"};
+
+/* A refusal from another module, as a usage error (exit status 2). */
+static gboolean
+sweep_usage_from(GError **error, GError *local)
+{
+    simpar_cli_usage(error, "%s", local->message);
+    g_error_free(local);
+    return FALSE;
+}
+
+/* ------------------------------------------------------------------------------------ lists */
+
+static gboolean
+sweep_list_number(const char *flag, const char *text, const char *s, gint64 min, gint64 max,
+                  gint64 *out, GError **error)
+{
+    gint64 v;
+    if (!g_ascii_string_to_signed(s, 10, G_MININT64, G_MAXINT64, &v, NULL))
+        return simpar_cli_usage(
+            error,
+            "--%s %s: '%s' is not a whole number (a list is comma-separated items "
+            "N, A..B, A..B:+S or A..B:*F)",
+            flag, text, s);
+    if (v < min || v > max)
+        return simpar_cli_usage(error,
+                                "--%s %s: %" G_GINT64_FORMAT
+                                " is out of range (from %" G_GINT64_FORMAT " to %" G_GINT64_FORMAT
+                                ")",
+                                flag, text, v, min, max);
+    *out = v;
+    return TRUE;
+}
+
+/* "A..B", "A..B:+S" or "A..B:*F" into its values. */
+static gboolean
+sweep_list_range(const char *flag, const char *text, const char *item, gboolean doubling,
+                 gint64 min, gint64 max, GArray *out, GError **error)
+{
+    const char *dots = strstr(item, "..");
+    g_autofree char *a_text = g_strndup(item, (gsize) (dots - item));
+    g_auto(GStrv) tail = g_strsplit(dots + 2, ":", 2);
+    gint64 a, b, step = doubling ? 2 : 1;
+    gboolean times = doubling;
+    if (!sweep_list_number(flag, text, a_text, min, max, &a, error) ||
+        !sweep_list_number(flag, text, tail[0], min, max, &b, error))
+        return FALSE;
+    if (a > b)
+        return simpar_cli_usage(error, "--%s %s: in the range %s the start must not exceed the end",
+                                flag, text, item);
+    if (tail[1] != NULL) {
+        times = tail[1][0] == '*';
+        if ((tail[1][0] != '*' && tail[1][0] != '+') ||
+            !g_ascii_string_to_signed(tail[1] + 1, 10, times ? 2 : 1, 1 << 20, &step, NULL))
+            return simpar_cli_usage(error,
+                                    "--%s %s: the step of %s must be :+S (S >= 1) or :*F (F >= 2)",
+                                    flag, text, item);
+    }
+    for (gint64 v = a; v <= b; v = times ? v * step : v + step) {
+        if (out->len >= SWEEP_MAX_VALUES)
+            return simpar_cli_usage(error, "--%s %s: more than %d values", flag, text,
+                                    SWEEP_MAX_VALUES);
+        g_array_append_val(out, v);
+    }
+    return TRUE;
+}
+
+gboolean
+simpar_sweep_parse_list(const char *flag, const char *text, gboolean doubling, gint64 min,
+                        gint64 max, GArray *out, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    g_auto(GStrv) items = g_strsplit(text, ",", -1);
+    for (guint i = 0; items[0] == NULL || items[i] != NULL; i++) {
+        char *item = items[0] != NULL ? g_strstrip(items[i]) : NULL;
+        if (item == NULL || item[0] == '\0')
+            return simpar_cli_usage(error,
+                                    "--%s '%s': an empty item (give N, A..B, A..B:+S or A..B:*F, "
+                                    "comma-separated)",
+                                    flag, text);
+        guint before = out->len;
+        gint64 v;
+        gboolean ok = strstr(item, "..") != NULL
+                          ? sweep_list_range(flag, text, item, doubling, min, max, out, error)
+                          : sweep_list_number(flag, text, item, min, max, &v, error);
+        if (!ok)
+            return FALSE;
+        if (out->len == before)
+            g_array_append_val(out, v);
+        if (out->len > SWEEP_MAX_VALUES)
+            return simpar_cli_usage(error, "--%s %s: more than %d values", flag, text,
+                                    SWEEP_MAX_VALUES);
+    }
+    for (guint i = 0; i < out->len; i++)
+        for (guint j = 0; j < i; j++)
+            if (g_array_index(out, gint64, i) == g_array_index(out, gint64, j))
+                return simpar_cli_usage(error, "--%s %s: %" G_GINT64_FORMAT " appears twice", flag,
+                                        text, g_array_index(out, gint64, i));
+    return TRUE;
+}
+
+/* One name of a name list, checked; `all` for --tp-mode. */
+static gboolean
+sweep_check_name(SimparSweepNames which, const char *name, GError **error)
+{
+    GError *local = NULL;
+    SimparRecompute r;
+    SimparPipeSchedule s;
+    gboolean ok = TRUE;
+    if (which == SIMPAR_SWEEP_MODES)
+        ok = simpar_generator_lookup(name, &local) != NULL;
+    else if (which == SIMPAR_SWEEP_RECOMPUTE)
+        ok = simpar_recompute_parse(name, &r, &local);
+    else if (which == SIMPAR_SWEEP_SCHEDULE && simpar_pipe_schedule_parse(name, &s, &local) &&
+             s == SIMPAR_PIPE_LOCAL)
+        return simpar_cli_usage(error, "--schedule local: simpar sweep does not sweep local "
+                                       "parallelism (valid: gpipe, 1f1b, interleaved)");
+    return local == NULL && ok ? TRUE : sweep_usage_from(error, local);
+}
+
+static gboolean
+sweep_parse_names(SimparSweep *sw, SimparSweepNames which, GError **error)
+{
+    const char *text = sw->args.names[which];
+    const char *flag = sweep_name_flags[which];
+    GPtrArray *out = sw->names[which];
+    if (text == NULL)
+        text = which == SIMPAR_SWEEP_MODES    ? "all"
+               : which == SIMPAR_SWEEP_MODELS ? SIMPAR_PREDICT_DEFAULT_MODEL
+                                              : NULL;
+    g_autofree char *trimmed = text != NULL ? g_strstrip(g_strdup(text)) : NULL;
+    if (trimmed != NULL && which == SIMPAR_SWEEP_MODES && g_str_equal(trimmed, "all")) {
+        guint n;
+        const SimparGenerator *gens = simpar_generators(&n);
+        for (guint i = 0; i < n; i++)
+            g_ptr_array_add(out, g_strdup(gens[i].name));
+        return TRUE;
+    }
+    g_auto(GStrv) items = text != NULL ? g_strsplit(text, ",", -1) : g_new0(char *, 1);
+    for (guint i = 0; items[i] != NULL; i++) {
+        const char *item = g_strstrip(items[i]);
+        if (item[0] == '\0')
+            return simpar_cli_usage(error, "--%s '%s': an empty item (comma-separated names)", flag,
+                                    text);
+        for (guint j = 0; j < out->len; j++)
+            if (g_str_equal(out->pdata[j], item))
+                return simpar_cli_usage(error, "--%s %s: %s appears twice", flag, text, item);
+        if (which != SIMPAR_SWEEP_MODELS && !sweep_check_name(which, item, error))
+            return FALSE;
+        g_ptr_array_add(out, g_strdup(item));
+    }
+    return TRUE;
+}
+
+/* The base models of --model, with --vocab and --dtype (the shapes are per configuration). */
+static gboolean
+sweep_load_models(SimparSweep *sw, GError **error)
+{
+    GPtrArray *names = sw->names[SIMPAR_SWEEP_MODELS];
+    for (guint i = 0; i < names->len; i++) {
+        SimparJobArgs a;
+        simpar_job_args_init(&a);
+        a.model = names->pdata[i], a.vocab = sw->args.job.vocab, a.dtype = sw->args.job.dtype;
+        SimparModel m;
+        GError *local = NULL;
+        if (!simpar_job_model(&a, SIMPAR_PREDICT_DEFAULT_MODEL, &m, &local))
+            return sweep_usage_from(error, local);
+        g_array_append_val(sw->models, m);
+    }
+    return TRUE;
+}
+
+/* ----------------------------------------------------------------------------- the options */
+
+static gboolean
+sweep_has_mode(const SimparSweep *sw, const char *mode)
+{
+    for (guint i = 0; i < sw->names[SIMPAR_SWEEP_MODES]->len; i++)
+        if (g_str_equal(sw->names[SIMPAR_SWEEP_MODES]->pdata[i], mode))
+            return TRUE;
+    return FALSE;
+}
+
+/* --tp is 1-D's, --q the grids', --depth 2.5-D's: each needs its mode in the sweep. */
+static gboolean
+sweep_check_axes(const SimparSweep *sw, GError **error)
+{
+    gboolean grid =
+        sweep_has_mode(sw, "2d") || sweep_has_mode(sw, "2.5d") || sweep_has_mode(sw, "3d");
+    if (sw->args.numbers[SIMPAR_SWEEP_TP] != NULL && !sweep_has_mode(sw, "1d"))
+        return simpar_cli_usage(error,
+                                "--tp %s: the 1-D tensor-parallel size needs 1d in --tp-mode "
+                                "(2d, 2.5d and 3d take --q and --depth)",
+                                sw->args.numbers[SIMPAR_SWEEP_TP]);
+    if (sw->args.numbers[SIMPAR_SWEEP_Q] != NULL && !grid)
+        return simpar_cli_usage(error, "--q %s: the grid side needs 2d, 2.5d or 3d in --tp-mode",
+                                sw->args.numbers[SIMPAR_SWEEP_Q]);
+    if (sw->args.numbers[SIMPAR_SWEEP_DEPTH] != NULL && !sweep_has_mode(sw, "2.5d"))
+        return simpar_cli_usage(error, "--depth %s: the depth needs 2.5d in --tp-mode",
+                                sw->args.numbers[SIMPAR_SWEEP_DEPTH]);
+    return TRUE;
+}
+
+/* The single-valued job options, checked once (a wrong one would refuse every row). */
+static gboolean
+sweep_check_job(const SimparSweep *sw, GError **error)
+{
+    const SimparJobArgs *j = &sw->args.job;
+
+    const struct {
+        const char *flag;
+        gint64 v;
+    } dims[] = {{"heads", j->heads}, {"ffn", j->ffn}, {"vocab", j->vocab}};
+
+    for (guint i = 0; i < G_N_ELEMENTS(dims); i++)
+        if (dims[i].v != SIMPAR_JOB_UNSET && (dims[i].v < 1 || dims[i].v > SIMPAR_MODEL_MAX_DIM))
+            return simpar_cli_usage(
+                error, "--%s %" G_GINT64_FORMAT ": must be from 1 to %" G_GINT64_FORMAT,
+                dims[i].flag, dims[i].v, SIMPAR_MODEL_MAX_DIM);
+    if (j->variant != NULL && !g_str_equal(j->variant, "paper") &&
+        !g_str_equal(j->variant, "later"))
+        return simpar_cli_usage(error, "--variant %s: valid are paper and later", j->variant);
+    SimparTrain train;
+    GError *local = NULL;
+    return simpar_job_train(j, &train, &local) ? TRUE : sweep_usage_from(error, local);
+}
+
+static gboolean
+sweep_resolve_predict(SimparSweep *sw, GError **error)
+{
+    GError *local = NULL;
+    SimparPredictContext ctx = {0};
+    if (!simpar_predict_args_resolve(&sw->args.predict, "analytic", &ctx, &local))
+        return sweep_usage_from(error, local);
+    sw->backend = ctx.backend, sw->run = ctx.run, sw->attention = ctx.attention;
+    return TRUE;
+}
+
+gboolean
+simpar_sweep_parse_rank_by(const char *name, SimparSweepRankBy *out, GError **error)
+{
+    const char *rank[] = {"time", "throughput", "cost"};
+    for (guint i = 0; i < G_N_ELEMENTS(rank); i++)
+        if (g_str_equal(name != NULL ? name : "throughput", rank[i])) {
+            *out = (SimparSweepRankBy) i;
+            return TRUE;
+        }
+    return simpar_cli_usage(error, "--rank-by %s: valid are throughput (default), time and cost",
+                            name);
+}
+
+static gboolean
+sweep_resolve_run(SimparSweep *sw, GError **error)
+{
+    const SimparSweepArgs *a = &sw->args;
+    if (!simpar_sweep_parse_rank_by(a->rank_by, &sw->rank_by, error))
+        return FALSE;
+    if (a->jobs != SIMPAR_JOB_UNSET && (a->jobs < 1 || a->jobs > 1024))
+        return simpar_cli_usage(
+            error, "--jobs %" G_GINT64_FORMAT ": from 1 to 1024 worker processes", a->jobs);
+    sw->jobs = a->jobs != SIMPAR_JOB_UNSET ? (guint) a->jobs : g_get_num_processors();
+    if (a->output == NULL)
+        return simpar_cli_usage(error, "simpar sweep: -o FILE is required (the CSV to write)");
+    if (a->shard != NULL) {
+        guint64 i, n;
+        char *end = NULL;
+        i = g_ascii_strtoull(a->shard, &end, 10);
+        if (end == a->shard || *end != '/' ||
+            !g_ascii_string_to_unsigned(end + 1, 10, 1, 1 << 20, &n, NULL) || i >= n)
+            return simpar_cli_usage(error, "--shard %s: give i/n with 0 <= i < n (e.g. 0/4)",
+                                    a->shard);
+        sw->shard = (guint) i, sw->n_shards = (guint) n;
+    }
+    if (a->refine != SIMPAR_JOB_UNSET && (a->refine < 0 || a->refine > 10000))
+        return simpar_cli_usage(
+            error, "--refine %" G_GINT64_FORMAT ": from 0 to 10000 configurations", a->refine);
+    if (a->refine > 0 && !g_str_equal(sw->backend->name, "analytic"))
+        return simpar_cli_usage(error,
+                                "--refine %" G_GINT64_FORMAT ": refines an analytic sweep "
+                                "with SimGrid; this one already runs on --backend %s",
+                                a->refine, sw->backend->name);
+    if (a->refine > 0 && sw->n_shards > 0)
+        return simpar_cli_usage(error, "--refine with --shard: refinement needs every row; refine "
+                                       "after --merge with an unsharded run, or leave it out");
+    return TRUE;
+}
+
+static gboolean
+sweep_resolve_platform(SimparSweep *sw, GError **error)
+{
+    const SimparSweepArgs *a = &sw->args;
+    if ((a->preset == NULL) == (a->topology == NULL))
+        return simpar_cli_usage(error,
+                                "simpar sweep: give either --preset NAME with --gpus LIST (a "
+                                "generated platform per GPU count) or --topology FILE");
+    if (a->preset != NULL && (sw->preset = simpar_topology_lookup(a->preset)) == NULL)
+        return simpar_cli_usage(error, "--preset %s: unknown (see simpar topology --list)",
+                                a->preset);
+    if (a->preset != NULL && a->numbers[SIMPAR_SWEEP_GPUS] == NULL)
+        return simpar_cli_usage(error, "--preset %s needs --gpus LIST (e.g. --gpus 64..4096)",
+                                a->preset);
+    GArray *gpus = sw->numbers[SIMPAR_SWEEP_GPUS];
+    for (guint i = 0; sw->preset != NULL && i < gpus->len; i++) {
+        gint64 g = g_array_index(gpus, gint64, i);
+        if ((g + sw->preset->gpus_per_node - 1) / sw->preset->gpus_per_node >
+            SIMPAR_TOPOLOGY_MAX_NODES)
+            return simpar_cli_usage(error, "--gpus %" G_GINT64_FORMAT ": more than %d nodes of %s",
+                                    g, SIMPAR_TOPOLOGY_MAX_NODES, sw->preset->name);
+    }
+    return TRUE;
+}
+
+gboolean
+simpar_sweep_resolve(SimparSweep *sw, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    for (guint i = 0; i < SIMPAR_SWEEP_N_NUMBERS; i++) {
+        sw->numbers[i] = g_array_new(FALSE, FALSE, sizeof(gint64));
+        if (sw->args.numbers[i] != NULL &&
+            !simpar_sweep_parse_list(sweep_axes[i].flag, sw->args.numbers[i],
+                                     sweep_axes[i].doubling, sweep_axes[i].min, sweep_axes[i].max,
+                                     sw->numbers[i], error))
+            return FALSE;
+    }
+    for (guint i = 0; i < SIMPAR_SWEEP_N_NAMES; i++) {
+        sw->names[i] = g_ptr_array_new_with_free_func(g_free);
+        if (!sweep_parse_names(sw, (SimparSweepNames) i, error))
+            return FALSE;
+    }
+    sw->models = g_array_new(FALSE, FALSE, sizeof(SimparModel));
+    sw->platform_nodes = g_array_new(FALSE, FALSE, sizeof(guint));
+    return sweep_resolve_platform(sw, error) && sweep_load_models(sw, error) &&
+           sweep_check_axes(sw, error) && sweep_check_job(sw, error) &&
+           sweep_resolve_predict(sw, error) && sweep_resolve_run(sw, error);
+}
+
+void
+simpar_sweep_clear(SimparSweep *sw)
+{
+    SimparSweepArgs *a = &sw->args;
+    for (guint i = 0; i < SIMPAR_SWEEP_N_NUMBERS; i++) {
+        g_clear_pointer(&a->numbers[i], g_free);
+        if (sw->numbers[i] != NULL)
+            g_array_free(g_steal_pointer(&sw->numbers[i]), TRUE);
+    }
+    for (guint i = 0; i < SIMPAR_SWEEP_N_NAMES; i++) {
+        g_clear_pointer(&a->names[i], g_free);
+        g_clear_pointer(&sw->names[i], g_ptr_array_unref);
+    }
+    char **strs[] = {&a->preset, &a->topology, &a->output, &a->rank_by,   &a->shard,
+                     &a->spec,   &a->plot,     &sw->id,    &sw->spec_text};
+    for (guint i = 0; i < G_N_ELEMENTS(strs); i++)
+        g_clear_pointer(strs[i], g_free);
+    simpar_job_args_clear(&a->job);
+    simpar_predict_args_clear(&a->predict);
+    if (sw->models != NULL)
+        g_array_free(g_steal_pointer(&sw->models), TRUE);
+    if (sw->platform_nodes != NULL)
+        g_array_free(g_steal_pointer(&sw->platform_nodes), TRUE);
+    g_clear_pointer(&sw->per_gpus, g_free);
+}
+
+/* ---------------------------------------------------------------------------- enumeration */
+
+typedef struct {
+    gint64 tp, q, depth;
+} SweepGrid;
+
+typedef struct {
+    const SimparSweep *sw;
+    SimparSweepVisit visit;
+    gpointer data;
+    guint64 next;
+} SweepEnum;
+
+static void
+sweep_add_grid(GArray *out, gint64 tp, gint64 q, gint64 depth)
+{
+    SweepGrid g = {tp, q, depth};
+    g_array_append_val(out, g);
+}
+
+/* 2.5-D: every d of --depth, or by default every d >= 2 with q*q*d dividing G. */
+static void
+sweep_grids_2p5d(const SimparSweep *sw, gint64 q, gint64 G, gboolean q_given, GArray *out)
+{
+    const GArray *depths = sw->numbers[SIMPAR_SWEEP_DEPTH];
+    guint before = out->len;
+    for (guint i = 0; i < depths->len; i++)
+        sweep_add_grid(out, q * q * g_array_index(depths, gint64, i), q,
+                       g_array_index(depths, gint64, i));
+    for (gint64 d = 2; depths->len == 0 && q * q * d <= G; d++)
+        if (G % (q * q * d) == 0)
+            sweep_add_grid(out, q * q * d, q, d);
+    if (out->len == before && q_given) /* a grid side you gave is always tried */
+        sweep_add_grid(out, q * q, q, 0);
+}
+
+/* The tensor-parallel sizes of `mode` on G GPUs: the values given, or by default every size
+ * the mode allows that divides G (1-D: powers of two; grids: q >= 2). */
+static void
+sweep_grids(const SimparSweep *sw, const char *mode, gint64 G, GArray *out)
+{
+    const GArray *tp = sw->numbers[SIMPAR_SWEEP_TP], *qs = sw->numbers[SIMPAR_SWEEP_Q];
+    if (g_str_equal(mode, "1d")) {
+        for (guint i = 0; i < tp->len; i++)
+            sweep_add_grid(out, g_array_index(tp, gint64, i), 0, 0);
+        for (gint64 t = 1; tp->len == 0 && t <= G && G % t == 0; t *= 2)
+            sweep_add_grid(out, t, 0, 0);
+        return;
+    }
+    gboolean p2p5d = g_str_equal(mode, "2.5d");
+    guint n = qs->len > 0 ? qs->len : G_MAXUINT;
+    for (guint i = 0; i < n; i++) {
+        gint64 q = qs->len > 0 ? g_array_index(qs, gint64, i) : i + 2;
+        gint64 t = g_str_equal(mode, "3d") ? q * q * q : q * q;
+        if (qs->len == 0 && t * (p2p5d ? 2 : 1) > G)
+            break;
+        if (p2p5d)
+            sweep_grids_2p5d(sw, q, G, qs->len > 0, out);
+        else if (qs->len > 0 || G % t == 0)
+            sweep_add_grid(out, t, q, 0);
+    }
+}
+
+/* (P, D) pairs for T on G GPUs: the values given; D = G / (T P) and P = G / (T D) when one is
+ * left out; neither: P every power of two dividing G / T up to the layers. 0: no integer fits
+ * (the row says so). */
+static void
+sweep_splits(const SimparSweep *sw, gint64 G, gint64 T, gint64 layers, GArray *out)
+{
+    const GArray *pp = sw->numbers[SIMPAR_SWEEP_PP], *dp = sw->numbers[SIMPAR_SWEEP_DP];
+    for (guint i = 0; i < MAX(pp->len, 1) && (pp->len > 0 || dp->len > 0); i++)
+        for (guint j = 0; j < MAX(dp->len, 1); j++) {
+            gint64 p = pp->len > 0 ? g_array_index(pp, gint64, i) : 0;
+            gint64 d = dp->len > 0 ? g_array_index(dp, gint64, j) : 0;
+            if (p == 0)
+                p = G % (T * d) == 0 ? G / (T * d) : 0;
+            if (d == 0)
+                d = G % (T * p) == 0 ? G / (T * p) : 0;
+            gint64 pair[2] = {p, d};
+            g_array_append_vals(out, pair, 2);
+        }
+    if (pp->len > 0 || dp->len > 0)
+        return;
+    for (gint64 p = 1; T > 0 && G % T == 0 && p <= layers && (G / T) % p == 0; p *= 2) {
+        gint64 pair[2] = {p, G / (T * p)};
+        g_array_append_vals(out, pair, 2);
+    }
+    if (out->len == 0) {
+        gint64 none[2] = {0, 0};
+        g_array_append_vals(out, none, 2);
+    }
+}
+
+/* Schedules and recomputation, innermost. */
+static gboolean
+sweep_enum_leaves(SweepEnum *e, SimparSweepConfig *c, GError **error)
+{
+    const GPtrArray *sch = e->sw->names[SIMPAR_SWEEP_SCHEDULE];
+    const GPtrArray *rec = e->sw->names[SIMPAR_SWEEP_RECOMPUTE];
+    for (guint i = 0; i < MAX(sch->len, 1); i++)
+        for (guint j = 0; j < MAX(rec->len, 1); j++) {
+            c->schedule = sch->len > 0 ? sch->pdata[i] : NULL;
+            c->recompute = rec->len > 0 ? rec->pdata[j] : NULL;
+            c->index = e->next++;
+            if (!e->visit(c, e->data, error))
+                return FALSE;
+        }
+    return TRUE;
+}
+
+static gboolean
+sweep_enum_mode(SweepEnum *e, SimparSweepConfig *c, GError **error)
+{
+    g_autoptr(GArray) grids = g_array_new(FALSE, FALSE, sizeof(SweepGrid));
+    sweep_grids(e->sw, c->mode, c->gpus, grids);
+    for (guint i = 0; i < grids->len; i++) {
+        const SweepGrid *g = &g_array_index(grids, SweepGrid, i);
+        c->tp = g->tp, c->q = g->q, c->depth = g->depth;
+        g_autoptr(GArray) splits = g_array_new(FALSE, TRUE, sizeof(gint64));
+        if (g->depth == 0 && g_str_equal(c->mode, "2.5d")) /* no depth: one row says so */
+            g_array_set_size(splits, 2);
+        else
+            sweep_splits(e->sw, c->gpus, c->tp, c->layers, splits);
+        for (guint j = 0; j < splits->len; j += 2) {
+            c->pp = g_array_index(splits, gint64, j), c->dp = g_array_index(splits, gint64, j + 1);
+            if (!sweep_enum_leaves(e, c, error))
+                return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+/* The value of axis `a` at position k, or `fallback` when the axis was not given. */
+static gint64
+sweep_value(const SimparSweep *sw, SimparSweepAxis a, guint k, gint64 fallback)
+{
+    const GArray *v = sw->numbers[a];
+    return v->len > 0 ? g_array_index(v, gint64, k) : fallback;
+}
+
+/* The shapes of one configuration: a swept hidden size keeps the base model's head dimension
+ * and FFN ratio unless --heads / --ffn are given. */
+static void
+sweep_shapes(const SimparSweep *sw, const SimparModel *base, const guint *k, SimparSweepConfig *c)
+{
+    const SimparJobArgs *j = &sw->args.job;
+    gboolean swept = sw->numbers[SIMPAR_SWEEP_HIDDEN]->len > 0;
+    c->hidden = sweep_value(sw, SIMPAR_SWEEP_HIDDEN, k[0], base->hidden);
+    c->heads = j->heads != SIMPAR_JOB_UNSET ? j->heads
+               : swept                      ? MAX(1, c->hidden / (base->hidden / base->heads))
+                                            : base->heads;
+    c->ffn = j->ffn != SIMPAR_JOB_UNSET ? j->ffn
+             : swept                    ? MAX(1, c->hidden * base->ffn / base->hidden)
+                                        : base->ffn;
+    c->layers = sweep_value(sw, SIMPAR_SWEEP_LAYERS, k[1], base->layers);
+    c->seq = sweep_value(sw, SIMPAR_SWEEP_SEQ, k[2], base->seq);
+    c->micro_batch = sweep_value(sw, SIMPAR_SWEEP_MICRO_BATCH, k[3], base->micro_batch);
+    c->global_batch = sweep_value(sw, SIMPAR_SWEEP_GLOBAL_BATCH, k[4], SIMPAR_JOB_UNSET);
+}
+
+/* Every shape of model m on the slot-th GPU count, then every mode. */
+static gboolean
+sweep_enum_shapes(SweepEnum *e, guint slot, guint m, GError **error)
+{
+    const SimparSweep *sw = e->sw;
+    const SimparSweepAxis axes[] = {SIMPAR_SWEEP_HIDDEN, SIMPAR_SWEEP_LAYERS, SIMPAR_SWEEP_SEQ,
+                                    SIMPAR_SWEEP_MICRO_BATCH, SIMPAR_SWEEP_GLOBAL_BATCH};
+    guint64 n = 1;
+    for (guint a = 0; a < G_N_ELEMENTS(axes); a++)
+        n *= MAX(sw->numbers[axes[a]]->len, 1);
+    for (guint64 i = 0; i < n; i++) {
+        guint k[G_N_ELEMENTS(axes)];
+        guint64 rest = i;
+        for (guint a = G_N_ELEMENTS(axes); a-- > 0;) { /* the last axis turns fastest */
+            guint len = MAX(sw->numbers[axes[a]]->len, 1);
+            k[a] = (guint) (rest % len), rest /= len;
+        }
+        SimparSweepConfig c = {.gpus_slot = slot, .model = m};
+        c.gpus = (guint) g_array_index(sw->numbers[SIMPAR_SWEEP_GPUS], gint64, slot);
+        sweep_shapes(sw, &g_array_index(sw->models, SimparModel, m), k, &c);
+        for (guint mode = 0; mode < sw->names[SIMPAR_SWEEP_MODES]->len; mode++) {
+            c.mode = g_intern_string(sw->names[SIMPAR_SWEEP_MODES]->pdata[mode]);
+            if (!sweep_enum_mode(e, &c, error))
+                return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+gboolean
+simpar_sweep_enumerate(const SimparSweep *sw, SimparSweepVisit visit, gpointer data, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    SweepEnum e = {sw, visit, data, 0};
+    for (guint g = 0; g < sw->numbers[SIMPAR_SWEEP_GPUS]->len; g++)
+        for (guint m = 0; m < sw->models->len; m++)
+            if (!sweep_enum_shapes(&e, g, m, error))
+                return FALSE;
+    return TRUE;
+}
+
+/* ------------------------------------------------------------------------------- identity */
+
+/* "path@sha256-prefix": a file's name and content. */
+static char *
+sweep_file_tag(const char *path)
+{
+    g_autofree char *data = NULL;
+    gsize len = 0;
+    if (!g_file_get_contents(path, &data, &len, NULL))
+        return g_strdup(path);
+    g_autofree char *sum = g_compute_checksum_for_data(G_CHECKSUM_SHA256, (guchar *) data, len);
+    return g_strdup_printf("%s@%.12s", path, sum); /* (transfer full) */
+}
+
+static void
+sweep_spec_names(const SimparSweep *sw, GString *s)
+{
+    for (guint i = 0; i < SIMPAR_SWEEP_N_NAMES; i++) {
+        g_string_append_printf(s, ";%s=", sweep_name_flags[i]);
+        const GPtrArray *v = sw->names[i];
+        for (guint k = 0; k < v->len; k++) {
+            const char *name = v->pdata[k];
+            g_autofree char *tag = i == SIMPAR_SWEEP_MODELS && g_str_has_suffix(name, ".json")
+                                       ? sweep_file_tag(name)
+                                       : g_strdup(name);
+            g_string_append_printf(s, "%s%s", k > 0 ? "," : "", tag);
+        }
+    }
+}
+
+/* Every option that changes a row, in a fixed order, lists expanded. */
+static char *
+sweep_spec_text(const SimparSweep *sw)
+{
+    const SimparSweepArgs *a = &sw->args;
+    GString *s = g_string_new(NULL);
+    g_autofree char *topo = a->topology != NULL ? sweep_file_tag(a->topology) : NULL;
+    g_string_append_printf(s, "%s=%s", a->preset != NULL ? "preset" : "topology",
+                           a->preset != NULL ? a->preset : topo);
+    for (guint i = 0; i < SIMPAR_SWEEP_N_NUMBERS; i++) {
+        g_string_append_printf(s, ";%s=", sweep_axes[i].flag);
+        for (guint k = 0; k < sw->numbers[i]->len; k++)
+            g_string_append_printf(s, "%s%" G_GINT64_FORMAT, k > 0 ? "," : "",
+                                   g_array_index(sw->numbers[i], gint64, k));
+    }
+    sweep_spec_names(sw, s);
+    g_auto(GStrv) job = simpar_job_args_to_argv(&a->job);
+    g_autofree char *job_text = g_strjoinv(" ", job);
+    const SimparPredictArgs *p = &a->predict;
+    g_autofree char *calib = p->calibration != NULL ? sweep_file_tag(p->calibration) : NULL;
+    g_string_append_printf(s,
+                           ";job=%s;backend=%s;collectives=%s;algo=%s;nccl-proto=%s;attention=%s;"
+                           "calibration=%s",
+                           job_text, sw->backend->name, p->coll_mode ? p->coll_mode : "fused",
+                           p->algo ? p->algo : "auto", p->proto ? p->proto : "none",
+                           simpar_attention_name(sw->attention), calib ? calib : "");
+    return g_string_free(s, FALSE); /* (transfer full) */
+}
+
+static gboolean
+sweep_count(const SimparSweepConfig *c, gpointer data, GError **error)
+{
+    SimparSweep *sw = data;
+    if (++sw->total > SWEEP_MAX_CONFIGS)
+        return simpar_cli_usage(error,
+                                "simpar sweep: more than %d configurations; narrow the lists "
+                                "or split the sweep",
+                                SWEEP_MAX_CONFIGS);
+    sw->per_gpus[c->gpus_slot]++;
+    return TRUE;
+}
+
+gboolean
+simpar_sweep_identify(SimparSweep *sw, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    sw->spec_text = sweep_spec_text(sw);
+    g_autofree char *sum = g_compute_checksum_for_string(G_CHECKSUM_SHA256, sw->spec_text, -1);
+    sw->id = g_strndup(sum, 16);
+    sw->total = 0;
+    sw->per_gpus = g_new0(guint64, sw->numbers[SIMPAR_SWEEP_GPUS]->len);
+    if (!simpar_sweep_enumerate(sw, sweep_count, sw, error))
+        return FALSE;
+    if (sw->total == 0)
+        return simpar_cli_usage(error, "simpar sweep: these lists give no configuration (no "
+                                       "grid of the modes divides the GPU counts; give --q or "
+                                       "--tp to try one anyway)");
+    return TRUE;
+}

@@ -1,0 +1,495 @@
+/* test-plot.c - `simpar plot` and sim/plot.c against hand-made inputs whose pictures are known.
+ *
+ *   aggregation  simpar_plot_data() of each kind, in-process: the smallest step and largest
+ *                throughput per (mode, GPUs) over the ok rows, the smallest memory per (mode,
+ *                q or T) over the ok and skipped rows, the breakdown's parts adding up to the
+ *                step, a trace's boxes per track and class in ms;
+ *   rendering    every kind to PNG and SVG through the binary (skipped without gnuplot): the
+ *                PNG signature, the SVG's title and legend entries;
+ *   refusals     each bad input or option: exit status and one line naming the file, line,
+ *                column or option.
+ *
+ * Fixtures are written to a temporary folder; the binary's path comes from SIMPAR_BIN.
+ */
+#include "cli-run.h"
+#include "sim/plot.h"
+#include "simpar-test.h"
+#include <math.h>
+#include <stdlib.h>
+
+static char *tmpdir;
+
+/* The sweep CSV header (simpar sweep writes it; plot reads columns by name). */
+static const char sweep_header[] =
+    "index,model,hidden,heads,layers,seq,dtype,preset,nodes,gpus,mode,grid,tp,q,depth,pp,dp,"
+    "schedule,virtual_stages,micro_batch,global_batch,recompute,zero,backend,status,reason,"
+    "step_time_s,tokens_per_s,gpu_hours_per_btok,tflops_per_gpu,mfu,compute_s,tp_exposed_s,"
+    "tp_exposed_intra_s,tp_exposed_inter_s,bubble_s,pp_p2p_s,dp_exposed_s,optimizer_s,mem_GiB,"
+    "mem_capacity_GiB,states_GiB,activations_GiB,transient_GiB,analytic_step_time_s,rank";
+
+/* The rows, "column=value ..."; the others are empty. Step times: row 5 < 3 < 4 < 2 < 1 < 0. */
+static const char *const sweep_rows[] = {
+    "mode=1d gpus=8 tp=8 pp=1 dp=1 status=ok step_time_s=2.0 tokens_per_s=1000 compute_s=1.0 "
+    "tp_exposed_intra_s=0.2 tp_exposed_inter_s=0.3 bubble_s=0 pp_p2p_s=0 dp_exposed_s=0.1 "
+    "optimizer_s=0.1 mem_GiB=10 mem_capacity_GiB=16 rank=6",
+    "mode=1d gpus=8 tp=4 pp=2 dp=1 status=ok step_time_s=1.5 tokens_per_s=1500 compute_s=1.0 "
+    "tp_exposed_intra_s=0.1 tp_exposed_inter_s=0 bubble_s=0.2 pp_p2p_s=0.05 dp_exposed_s=0 "
+    "optimizer_s=0.05 mem_GiB=12 mem_capacity_GiB=16 rank=5",
+    "mode=1d gpus=16 tp=16 pp=1 dp=1 status=ok step_time_s=1.2 tokens_per_s=2000 compute_s=0.5 "
+    "tp_exposed_intra_s=0.2 tp_exposed_inter_s=0.3 bubble_s=0 pp_p2p_s=0 dp_exposed_s=0.1 "
+    "optimizer_s=0.1 mem_GiB=6 mem_capacity_GiB=16 rank=4",
+    "mode=3d gpus=8 tp=8 q=2 depth=2 pp=1 dp=1 schedule=1f1b status=ok step_time_s=1.0 "
+    "tokens_per_s=1800 compute_s=0.6 tp_exposed_intra_s=0.1 tp_exposed_inter_s=0.1 bubble_s=0 "
+    "pp_p2p_s=0 dp_exposed_s=0.1 optimizer_s=0.1 mem_GiB=4 mem_capacity_GiB=16 rank=2",
+    "mode=3d gpus=8 tp=8 q=2 depth=2 pp=1 dp=1 schedule=gpipe status=ok step_time_s=1.1 "
+    "tokens_per_s=2100 compute_s=0.6 tp_exposed_intra_s=0.1 tp_exposed_inter_s=0.2 bubble_s=0 "
+    "pp_p2p_s=0 dp_exposed_s=0.1 optimizer_s=0.1 mem_GiB=4.5 mem_capacity_GiB=16 rank=3",
+    "mode=2d gpus=16 tp=16 q=4 pp=1 dp=1 status=ok step_time_s=0.9 tokens_per_s=3000 "
+    "compute_s=0.5 tp_exposed_intra_s=0.1 tp_exposed_inter_s=0.2 bubble_s=0 pp_p2p_s=0 "
+    "dp_exposed_s=0 optimizer_s=0.1 mem_GiB=5 mem_capacity_GiB=16 rank=1",
+    "mode=3d gpus=64 tp=64 q=4 depth=4 pp=1 dp=1 status=skipped reason=does_not_fit mem_GiB=40 "
+    "mem_capacity_GiB=16",
+    "mode=2d gpus=64 tp=64 q=8 pp=1 dp=1 status=failed reason=crashed",
+    "mode=1d gpus=64 tp=64 pp=1 dp=1 status=skipped reason=heads",
+};
+
+static const char predict_json[] =
+    "[{\"mode\": \"1d\", \"grid\": \"P=4\", \"gpus\": 8, \"simulated\": true, \"step_time_s\": 2.0,"
+    " \"compute_s\": 1.0, \"bubble_s\": 0.3, \"optimizer_s\": 0.1, \"split\": \"T=4 P=2 D=1 1f1b\","
+    " \"exposed_comm_by_axis\": [{\"axis\": \"tp\", \"scope\": \"intra-node\", \"exposed_s\": 0.2},"
+    " {\"axis\": \"pp\", \"scope\": \"inter-node\", \"exposed_s\": 0.05},"
+    " {\"axis\": \"dp\", \"scope\": \"inter-node\", \"exposed_s\": 0.15}]},"
+    " {\"mode\": \"2d\", \"grid\": \"q=2\", \"gpus\": 8, \"simulated\": true, \"step_time_s\": 1.5,"
+    " \"compute_s\": 0.8, \"bubble_s\": 0.2, \"optimizer_s\": 0.1,"
+    " \"exposed_comm_by_axis\": [{\"axis\": \"row\", \"scope\": \"intra-node\", \"exposed_s\": "
+    "0.1},"
+    " {\"axis\": \"col\", \"scope\": \"inter-node\", \"exposed_s\": 0.3}]},"
+    " {\"mode\": \"3d\", \"grid\": \"-\", \"gpus\": 8, \"simulated\": false, \"reason\": "
+    "\"cube\"}]";
+
+static const char validate_json[] =
+    "{\"job\": \"--model=tiny --tp=2\", \"executor\": \"host\", \"backend\": \"simgrid\","
+    " \"topology\": \"topologies/host.xml\","
+    " \"measured\": {\"mode\": \"1d\", \"step_time_s\": 0.1, \"compute_s\": 0.08,"
+    " \"exposed_comm_by_axis\": [{\"axis\": \"tp\", \"scope\": \"intra-node\", \"exposed_s\": "
+    "0.02}]},"
+    " \"predicted\": {\"mode\": \"1d\", \"step_time_s\": 0.125, \"compute_s\": 0.1,"
+    " \"exposed_comm_by_axis\": [{\"axis\": \"tp\", \"scope\": \"intra-node\", \"exposed_s\": "
+    "0.025}]},"
+    " \"classes\": [{\"class\": \"gemm\", \"predicted_s\": 0.05, \"measured_s\": 0.04},"
+    " {\"class\": \"optimizer\", \"predicted_s\": 0, \"measured_s\": 0.001},"
+    " {\"class\": \"all-reduce tp\", \"predicted_s\": 0.025, \"measured_s\": 0.02}],"
+    " \"step_error\": 0.25, \"mape\": 0.25}";
+
+/* Two modes, A (ranks 0 and 1) and B (rank 0); streams compute, comm and p2p. */
+static const char trace_json[] =
+    "{\"traceEvents\": ["
+    "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 0, \"tid\": 0,"
+    " \"args\": {\"name\": \"A rank 0 (GPU 0)\"}},"
+    "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 1, \"tid\": 0,"
+    " \"args\": {\"name\": \"A rank 1 (GPU 1)\"}},"
+    "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 100000, \"tid\": 0,"
+    " \"args\": {\"name\": \"B rank 0 (GPU 0)\"}},"
+    "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 0, \"tid\": 0, \"args\": {\"name\": "
+    "\"compute\"}},"
+    "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 0, \"tid\": 1, \"args\": {\"name\": "
+    "\"comm\"}},"
+    "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 1, \"tid\": 0, \"args\": {\"name\": "
+    "\"compute\"}},"
+    "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 1, \"tid\": 2, \"args\": {\"name\": "
+    "\"p2p\"}},"
+    "{\"ph\": \"X\", \"name\": \"layer.bwd\", \"cat\": \"block\", \"pid\": 0, \"tid\": 0,"
+    " \"ts\": 1500, \"dur\": 2000},"
+    "{\"ph\": \"X\", \"name\": \"fwd.gemm\", \"cat\": \"gemm\", \"pid\": 0, \"tid\": 0,"
+    " \"ts\": 0, \"dur\": 1000},"
+    "{\"ph\": \"X\", \"name\": \"fwd.all-reduce\", \"cat\": \"collective\", \"pid\": 0, \"tid\": 1,"
+    " \"ts\": 1000, \"dur\": 500},"
+    "{\"ph\": \"X\", \"name\": \"fwd.gemm\", \"cat\": \"gemm\", \"pid\": 1, \"tid\": 0,"
+    " \"ts\": 100, \"dur\": 1000},"
+    "{\"ph\": \"X\", \"name\": \"p2p.send-act\", \"cat\": \"send\", \"pid\": 1, \"tid\": 2,"
+    " \"ts\": 1100, \"dur\": 100},"
+    "{\"ph\": \"X\", \"name\": \"fwd.gemm\", \"cat\": \"gemm\", \"pid\": 100000, \"tid\": 0,"
+    " \"ts\": 0, \"dur\": 2000}"
+    "]}";
+
+static char *
+tmp_path(const char *name)
+{
+    return g_build_filename(tmpdir, name, NULL); /* (transfer full) */
+}
+
+/* The value of `key` in "k=v k=v ...", or "". */
+static char *
+row_value(const char *row, const char *key)
+{
+    g_auto(GStrv) pairs = g_strsplit(row, " ", -1);
+    for (guint i = 0; pairs[i] != NULL; i++) {
+        const char *eq = strchr(pairs[i], '=');
+        if (eq != NULL && strlen(key) == (gsize) (eq - pairs[i]) &&
+            strncmp(pairs[i], key, strlen(key)) == 0)
+            return g_strdup(eq + 1);
+    }
+    return g_strdup("");
+}
+
+static char *
+sweep_csv(void)
+{
+    g_auto(GStrv) columns = g_strsplit(sweep_header, ",", -1);
+    GString *out = g_string_new("# a hand-made sweep\n");
+    g_string_append_printf(out, "%s\n", sweep_header);
+    for (guint r = 0; r < G_N_ELEMENTS(sweep_rows); r++)
+        for (guint c = 0; columns[c] != NULL; c++) {
+            g_autofree char *v = g_str_equal(columns[c], "index")
+                                     ? g_strdup_printf("%u", r)
+                                     : row_value(sweep_rows[r], columns[c]);
+            g_string_append_printf(out, "%s%s", v, columns[c + 1] != NULL ? "," : "\n");
+        }
+    return g_string_free(out, FALSE); /* (transfer full) */
+}
+
+static void
+write_fixture(const char *name, const char *text)
+{
+    g_autofree char *path = tmp_path(name);
+    g_assert(g_file_set_contents(path, text, -1, NULL));
+}
+
+static int
+suite_init(void)
+{
+    tmpdir = g_dir_make_tmp("simpar-plot-XXXXXX", NULL);
+    if (tmpdir == NULL)
+        return 1;
+    g_autofree char *sweep = sweep_csv();
+    write_fixture("sweep.csv", sweep);
+    write_fixture("predict.json", predict_json);
+    write_fixture("validate.json", validate_json);
+    write_fixture("trace.json", trace_json);
+    write_fixture("nocol.csv", "status,mode,gpus\nok,3d,8\n");
+    write_fixture("short.csv",
+                  "status,mode,gpus,step_time_s,tokens_per_s\nok,3d,8,1,2\nok,3d,8,1\n");
+    write_fixture("nook.csv", "status,mode,gpus,step_time_s,tokens_per_s\nskipped,3d,8,,\n");
+    write_fixture("nan.csv", "status,mode,gpus,step_time_s,tokens_per_s\nok,3d,8,abc,2\n");
+    write_fixture("bad.json", "{\"traceEvents\": [\n");
+    return 0;
+}
+
+static int
+suite_clean(void)
+{
+    simpar_test_tmpdir_remove(tmpdir);
+    return 0;
+}
+
+/* simpar_plot_data() of `kind` on the fixture `name`; NULL (with the message printed) if it
+ * failed. */
+static char *
+plot_data(const char *kind, const char *name, const SimparPlotOptions *opt)
+{
+    g_autofree char *path = tmp_path(name);
+    g_autoptr(GError) error = NULL;
+    char *data = simpar_plot_data(kind, path, opt, &error);
+    if (data == NULL)
+        printf("\n    plot %s %s: %s", kind, name, error->message);
+    return data; /* (transfer full) */
+}
+
+static gboolean
+have_gnuplot(void)
+{
+    g_autofree char *path = g_find_program_in_path("gnuplot");
+    return path != NULL;
+}
+
+/* ------------------------------------------------------------------------------ aggregation */
+
+static void
+test_scaling_data(void)
+{
+    g_autofree char *data = plot_data("scaling", "sweep.csv", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    /* 1-D at 8 GPUs: the step of row 1 (1.5 < 2.0), the throughput of row 1 (1500 > 1000);
+     * 3-D at 8: the step of row 3, the throughput of row 4; skipped and failed rows nowhere */
+    CU_ASSERT_STRING_EQUAL(data, "# gpus best_step_time_s best_tokens_per_s (status ok rows)\n"
+                                 "# mode 1d\n8 1.5 1500\n16 1.2 2000\n\n\n"
+                                 "# mode 2d\n16 0.9 3000\n\n\n"
+                                 "# mode 3d\n8 1 2100\n");
+}
+
+static void
+test_memory_data(void)
+{
+    g_autofree char *data = plot_data("memory", "sweep.csv", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    /* x = T for 1-D, q for the grids; the skipped 3-D q=4 row keeps its 40 GiB; the skipped
+     * 1-D row without a memory figure is left out */
+    CU_ASSERT_STRING_EQUAL(data, "# x min_mem_GiB (x = q; 1-D: T)\n"
+                                 "# mode 1d\n4 12\n8 10\n16 6\n\n\n"
+                                 "# mode 2d\n4 5\n\n\n"
+                                 "# mode 3d\n2 4\n4 40\n");
+}
+
+/* Each bar's parts (columns 3...) add up to its step (column 2). */
+static void
+check_bars_sum(const char *data, guint want_bars)
+{
+    g_auto(GStrv) lines = g_strsplit(data, "\n", -1);
+    guint bars = 0;
+    for (guint i = 0; lines[i] != NULL; i++) {
+        const char *end = lines[i][0] == '"' ? strchr(lines[i] + 1, '"') : NULL;
+        if (end == NULL)
+            continue;
+        char *p;
+        double step = g_ascii_strtod(end + 1, &p), sum = 0;
+        for (char *q = p;; q = p) {
+            double v = g_ascii_strtod(q, &p);
+            if (p == q)
+                break;
+            CU_ASSERT_TRUE(v >= 0);
+            sum += v;
+        }
+        CU_ASSERT_DOUBLE_EQUAL(sum, step, 1e-9);
+        bars++;
+    }
+    CU_ASSERT_EQUAL(bars, want_bars);
+}
+
+static void
+test_breakdown_sweep(void)
+{
+    SimparPlotOptions opt;
+    simpar_plot_options_init(&opt);
+    opt.top = 3;
+    g_autofree char *data = plot_data("breakdown", "sweep.csv", &opt);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    /* ranks 1, 2, 3 in that order; the two 3-D rows with equal labels told apart by the field
+     * in which they differ */
+    const char *a = strstr(data, "\"2d q=4 P=1 D=1 G=16\" 0.9 0.5 0.1 0.2 0 0.1\n");
+    const char *b = strstr(data, "\"3d q=2 P=1 D=1 G=8 1f1b\" 1 0.6 0.1 0.1 0.1 0.1\n");
+    const char *c = strstr(data, "\"3d q=2 P=1 D=1 G=8 gpipe\" 1.1 0.6 0.1 0.2 0.1 0.1\n");
+    CU_ASSERT_TRUE(a != NULL && b != NULL && c != NULL && a < b && b < c);
+    /* no pipeline in these three, nothing left over: no bubble, p2p or other column */
+    CU_ASSERT_PTR_NOT_NULL(strstr(data, "# label step_s 'compute' 'TP comm. intra-node' "
+                                        "'TP comm. inter-node' 'DP comm.' 'optimizer'\n"));
+    check_bars_sum(data, 3);
+    g_autofree char *all = plot_data("breakdown", "sweep.csv", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(all);
+    CU_ASSERT_PTR_NOT_NULL(strstr(all, "\"1d T=8 P=1 D=1 G=8\" 2 1 0.2 0.3 0 0 0.1 0.1 0.3\n"));
+    check_bars_sum(all, 6); /* the ok rows; "other" fills the 0.3 s that row 0's parts leave */
+}
+
+static void
+test_breakdown_json(void)
+{
+    g_autofree char *data = plot_data("breakdown", "predict.json", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    /* axes: tp -> intra-node, pp -> pipeline p2p, dp -> DP; the unsimulated 3-D has no bar */
+    CU_ASSERT_PTR_NOT_NULL(strstr(data, "\"1d T=4\" 2 1 0.2 0 0.3 0.05 0.15 0.1 0.2\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(data, "\"2d q=2\" 1.5 0.8 0.1 0.3 0.2 0 0 0.1 0\n"));
+    CU_ASSERT_PTR_NULL(strstr(data, "3d"));
+    check_bars_sum(data, 2);
+    g_autofree char *v = plot_data("breakdown", "validate.json", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+    CU_ASSERT_PTR_NOT_NULL(strstr(v, "\"measured (host)\" 0.1 0.08 0.02\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(v, "\"predicted (simgrid)\" 0.125 0.1 0.025\n"));
+}
+
+static void
+test_validate_data(void)
+{
+    g_autofree char *data = plot_data("validate", "validate.json", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    /* the optimizer's zero prediction has no place on log axes */
+    CU_ASSERT_STRING_EQUAL(data, "# class measured_s predicted_s\n"
+                                 "\"gemm\" 4.000000000e-02 5.000000000e-02\n"
+                                 "\"all-reduce tp\" 2.000000000e-02 2.500000000e-02\n"
+                                 "\n\n\"step\" 1.000000000e-01 1.250000000e-01\n");
+}
+
+static void
+test_timeline_data(void)
+{
+    g_autofree char *data = plot_data("timeline", "trace.json", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    /* mode A (the first); tracks rank 0 compute 0, comm 1, rank 1 compute 2, p2p 3; ms */
+    CU_ASSERT_PTR_NOT_NULL(strstr(data, "# backward compute\n0 1.5 3.5\n\n\n"
+                                        "# GEMM\n0 0 1\n2 0.1 1.1\n\n\n"
+                                        "# TP collective\n1 1 1.5\n\n\n"
+                                        "# pipeline p2p\n3 1.1 1.2\n\n\n"));
+    SimparPlotOptions opt;
+    simpar_plot_options_init(&opt);
+    opt.rank_first = opt.rank_last = 1;
+    g_autofree char *r1 = plot_data("timeline", "trace.json", &opt);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r1);
+    /* rank 1 alone, from its first op */
+    CU_ASSERT_PTR_NOT_NULL(strstr(r1, "# GEMM\n0 0 1\n\n\n# pipeline p2p\n1 1 1.1\n"));
+    simpar_plot_options_init(&opt);
+    opt.mode = "B";
+    g_autofree char *b = plot_data("timeline", "trace.json", &opt);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT_PTR_NOT_NULL(strstr(b, "# GEMM\n0 0 2\n\n\n"));
+    CU_ASSERT_PTR_NULL(strstr(b, "# TP collective"));
+}
+
+/* -------------------------------------------------------------------------------- rendering */
+
+/* simpar plot KIND FIXTURE -o OUT.png and .svg: a PNG, and an SVG holding every one of `want`. */
+static void
+renders(const char *kind, const char *fixture, const char *extra, const char *const *want)
+{
+    static const guchar png_magic[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    g_autofree char *in = tmp_path(fixture);
+    for (guint f = 0; f < 2; f++) {
+        g_autofree char *name = g_strdup_printf("%s.%s", kind, f == 0 ? "png" : "svg");
+        g_autofree char *out = tmp_path(name);
+        g_autofree char *args = g_strdup_printf("plot %s %s -o %s %s", kind, in, out, extra);
+        SimparCliRun r = simpar_cli_run(args);
+        if (r.status != 0)
+            printf("\n    simpar %s -> status %d: %s", args, r.status, r.err);
+        CU_ASSERT_EQUAL(r.status, 0);
+        simpar_cli_run_clear(&r);
+        g_autofree char *text = NULL;
+        gsize len = 0;
+        CU_ASSERT_TRUE_FATAL(g_file_get_contents(out, &text, &len, NULL));
+        if (f == 0)
+            CU_ASSERT_TRUE(len > 1000 && memcmp(text, png_magic, sizeof png_magic) == 0);
+        for (guint i = 0; f == 1 && want[i] != NULL; i++) {
+            g_autofree char *tag = g_strdup_printf(">%s<", want[i]);
+            if (strstr(text, tag) == NULL)
+                printf("\n    %s: no text %s", name, tag);
+            CU_ASSERT_PTR_NOT_NULL(strstr(text, tag));
+        }
+    }
+}
+
+static void
+test_render(void)
+{
+    if (!have_gnuplot()) {
+        printf("\n    gnuplot missing: rendering not checked ");
+        return;
+    }
+    static const char *const scaling[] = {
+        "Scaling: the best configuration of each mode per GPU count",
+        "1-D (Megatron)",
+        "2-D (SUMMA)",
+        "3-D",
+        "linear scaling from 8 GPUs",
+        "step time (s)",
+        "throughput (tokens/s)",
+        NULL};
+    static const char *const memory[] = {"Memory per GPU: the smallest of each mode per size",
+                                         "1-D (x = T)",
+                                         "3-D (x = q)",
+                                         "device memory (16 GiB)",
+                                         "memory per GPU (GiB), best configuration",
+                                         NULL};
+    static const char *const breakdown[] = {"compute",
+                                            "TP comm. inter-node",
+                                            "pipeline bubble",
+                                            "2d q=4 P=1 D=1 G=16",
+                                            "time per training step (s)",
+                                            NULL};
+    static const char *const predict[] = {
+        "Where the step goes, per tensor-parallel mode: 8 GPUs P=2 D=1 1f1b (not simulated: 3d)",
+        "1d T=4", "DP comm.", "pipeline p2p", NULL};
+    static const char *const validate[] = {"op classes", "step", "MAPE 25.0%, step error +25.0%",
+                                           NULL};
+    static const char *const timeline[] = {"Timeline of trace.json: A, ranks 0..1 (the trace "
+                                           "holds A, B)",
+                                           "GEMM",
+                                           "TP collective",
+                                           "rank 1 p2p",
+                                           "time from the first op drawn (ms)",
+                                           NULL};
+    static const char *const titled[] = {"my title", NULL};
+    renders("scaling", "sweep.csv", "", scaling);
+    renders("memory", "sweep.csv", "", memory);
+    renders("breakdown", "sweep.csv", "", breakdown);
+    renders("breakdown", "predict.json", "", predict);
+    renders("validate", "validate.json", "", validate);
+    renders("timeline", "trace.json", "", timeline);
+    renders("timeline", "trace.json", "--ranks 1..1 --mode A --title 'my title'", titled);
+}
+
+/* -------------------------------------------------------------------------------- refusals */
+
+static void
+test_refusals(void)
+{
+    static const struct {
+        const char *args; /* {} is the temporary folder */
+        int status;
+        const char *want;
+    } cases[] = {
+        {"plot bogus {}/sweep.csv -o {}/x.png", 2,
+         "unknown plot kind 'bogus' (valid: scaling, memory, breakdown, validate, timeline)"},
+        {"plot scaling {}/sweep.csv -o {}/x.jpg", 2,
+         "x.jpg: the file name must end in .png or .svg"},
+        {"plot scaling {}/sweep.csv", 2, "expected KIND INPUT -o OUT.png|OUT.svg"},
+        {"plot scaling {}/none.csv -o {}/x.png", 1, "none.csv"},
+        {"plot scaling {}/nocol.csv -o {}/x.png", 1, "nocol.csv: no column \"step_time_s\""},
+        {"plot scaling {}/short.csv -o {}/x.png", 1, "short.csv:3: 4 fields, the header has 5"},
+        {"plot scaling {}/nook.csv -o {}/x.png", 1,
+         "nook.csv: nothing to plot: no row with status ok"},
+        {"plot scaling {}/nan.csv -o {}/x.png", 1, "nan.csv:2: column step_time_s: \"abc\""},
+        {"plot timeline {}/bad.json -o {}/x.png", 1, "bad.json:2:"},
+        {"plot validate {}/predict.json -o {}/x.png", 1, "not a simpar validate --json object"},
+        {"plot timeline {}/sweep.csv -o {}/x.png", 1, "sweep.csv:1:"},
+        {"plot timeline {}/trace.json -o {}/x.png --ranks 5..2", 2, "--ranks 5..2: expected A..B"},
+        {"plot timeline {}/trace.json -o {}/x.png --mode C", 2, "--mode C: not in"},
+        {"plot timeline {}/trace.json -o {}/x.png --ranks 7..9", 1,
+         "nothing to plot: no event of mode A on ranks 7..9"},
+        {"plot breakdown {}/sweep.csv -o {}/x.png --top 0", 2, "--top 0: must be 1 to 1000"},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_auto(GStrv) parts = g_strsplit(cases[i].args, "{}", -1);
+        g_autofree char *args = g_strjoinv(tmpdir, parts);
+        CU_ASSERT_TRUE(simpar_cli_refused(args, cases[i].status, cases[i].want));
+    }
+}
+
+/* Without gnuplot on PATH: exit 1 and the package to install. */
+static void
+test_no_gnuplot(void)
+{
+    g_autofree char *in = tmp_path("sweep.csv"), *out = tmp_path("x.png");
+    const char *argv[] = {g_getenv("SIMPAR_BIN"), "plot", "scaling", in, "-o", out, NULL};
+    const char *envp[] = {"PATH=/nonexistent", NULL};
+    g_autofree char *sout = NULL, *serr = NULL;
+    int wait = 0;
+    CU_ASSERT_TRUE_FATAL(g_spawn_sync(NULL, (char **) argv, (char **) envp, G_SPAWN_DEFAULT, NULL,
+                                      NULL, &sout, &serr, &wait, NULL));
+    CU_ASSERT_TRUE(WIFEXITED(wait) && WEXITSTATUS(wait) == 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(serr, "gnuplot is not installed"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(serr, "gnuplot-nox"));
+}
+
+static CU_TestInfo plot_tests[] = {
+    {"scaling keeps the best step and throughput per mode and GPU count", test_scaling_data},
+    {"memory keeps the smallest per mode and q (T for 1-D), skipped rows included",
+     test_memory_data},
+    {"a sweep's breakdown: the best by rank, parts adding up to the step", test_breakdown_sweep},
+    {"predict and validate JSON breakdowns split communication by axis and scope",
+     test_breakdown_json},
+    {"validate's plot data leaves out what log axes cannot show", test_validate_data},
+    {"a trace's timeline: tracks per rank and stream, boxes per class, --ranks and --mode",
+     test_timeline_data},
+    {"every kind renders PNG and SVG with its title and legend", test_render},
+    {"bad kinds, inputs and options are refused with the file, line or option", test_refusals},
+    {"without gnuplot the error names gnuplot-nox", test_no_gnuplot},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"plot", suite_init, suite_clean, NULL, NULL, plot_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+int
+main(void)
+{
+    return simpar_test_main(suites);
+}

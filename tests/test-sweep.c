@@ -1,0 +1,476 @@
+/* test-sweep.c - `simpar sweep` through the binary (SIMPAR_BIN), on topologies/v100x64.xml with
+ * a 4-layer default-4k model and the analytic backend, so every sweep takes about a second:
+ *
+ *   determinism  --jobs 1 and --jobs 2, shards merged and a resumed journal give the same bytes
+ *   robustness   SIGKILL half-way leaves no worker and resumes to the same file; a torn last
+ *                journal line; a second sweep on the same output is refused
+ *   numbers      rows equal `simpar predict --json` of their configuration; tokens/s and
+ *                GPU-hours per billion tokens follow their closed forms; ranks; a row that does
+ *                not fit keeps its memory figures; --refine
+ *   refusals     malformed lists and options exit 2 naming the flag and the value
+ */
+#include "cli-run.h"
+#include "sim/csv-table.h"
+#include "simpar-test.h"
+#include <errno.h>
+#include <json-glib/json-glib.h>
+#include <math.h>
+#include <signal.h>
+#include <unistd.h>
+
+#define TOPO  "topologies/v100x64.xml"
+#define SMALL "sweep --topology " TOPO " --model default-4k --layers 4 -q"
+/* A longer sweep (about 800 configurations) for the SIGKILL test. */
+#define LONG                                                                                       \
+    "sweep --topology " TOPO " --gpus 16,32,64 --layers 4,8 --micro-batch 4,16 --seq 256,512 "     \
+    "--jobs 1 -q"
+
+static char *tmpdir; /* made on first use, removed with the suite */
+
+static char *
+tmp_path(const char *name)
+{
+    if (tmpdir == NULL)
+        tmpdir = g_dir_make_tmp("simpar-sweep-test-XXXXXX", NULL);
+    g_assert(tmpdir != NULL);
+    return g_build_filename(tmpdir, name, NULL); /* (transfer full) */
+}
+
+static int
+suite_clean(void)
+{
+    if (tmpdir != NULL)
+        simpar_test_tmpdir_remove(g_steal_pointer(&tmpdir));
+    return 0;
+}
+
+/* Runs simpar `args` (printf-style), which must succeed; its stdout. */
+static char *run_ok(const char *format, ...) G_GNUC_PRINTF(1, 2);
+
+static char *
+run_ok(const char *format, ...)
+{
+    va_list ap;
+    va_start(ap, format);
+    g_autofree char *args = g_strdup_vprintf(format, ap);
+    va_end(ap);
+    SimparCliRun r = simpar_cli_run(args);
+    if (r.status != 0)
+        printf("\n    simpar %s -> status %d, stderr: %s", args, r.status, r.err);
+    CU_ASSERT_EQUAL(r.status, 0);
+    g_free(r.err);
+    return r.out; /* (transfer full) */
+}
+
+static gboolean
+same_file(const char *a, const char *b)
+{
+    g_autofree char *x = NULL, *y = NULL;
+    gsize nx = 0, ny = 0;
+    gboolean ok = g_file_get_contents(a, &x, &nx, NULL) && g_file_get_contents(b, &y, &ny, NULL) &&
+                  nx == ny && memcmp(x, y, nx) == 0;
+    if (!ok)
+        printf("\n    %s and %s differ", a, b);
+    return ok;
+}
+
+static SimparCsv *
+read_csv(const char *path)
+{
+    g_autoptr(GError) error = NULL;
+    SimparCsv *csv = simpar_csv_read(path, SIMPAR_CSV_NONE, &error);
+    if (csv == NULL)
+        printf("\n    %s", error->message);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(csv);
+    return csv; /* (transfer full) */
+}
+
+static const char *
+field(const SimparCsv *csv, guint row, const char *column)
+{
+    int c = simpar_csv_column(csv, column);
+    CU_ASSERT_FATAL(c >= 0);
+    return simpar_csv_get(csv, row, c);
+}
+
+static double
+number(const SimparCsv *csv, guint row, const char *column)
+{
+    return g_ascii_strtod(field(csv, row, column), NULL);
+}
+
+/* The reference sweep's output (computed once). */
+static const char *
+small_csv(void)
+{
+    static char *path;
+    if (path == NULL) {
+        path = tmp_path("small.csv");
+        g_free(run_ok(SMALL " -o %s", path));
+    }
+    return path;
+}
+
+/* ------------------------------------------------------------------------- determinism */
+
+static void
+test_jobs_do_not_change_the_output(void)
+{
+    g_autofree char *one = tmp_path("jobs1.csv"), *two = tmp_path("jobs2.csv");
+    g_free(run_ok(SMALL " --jobs 1 -o %s", one));
+    g_free(run_ok(SMALL " --jobs 2 -o %s", two));
+    CU_ASSERT_TRUE(same_file(one, two));
+    CU_ASSERT_TRUE(same_file(one, small_csv()));
+    g_autofree char *part = g_strconcat(one, ".part", NULL);
+    CU_ASSERT_FALSE(g_file_test(part, G_FILE_TEST_EXISTS)); /* the journal is gone */
+}
+
+static void
+test_shards_merge_into_the_unsharded_output(void)
+{
+    g_autofree char *all = tmp_path("merged.csv");
+    char *p[3];
+    for (guint i = 0; i < 3; i++) {
+        g_autofree char *name = g_strdup_printf("shard%u.csv", i);
+        p[i] = tmp_path(name);
+        g_free(run_ok(SMALL " --shard %u/3 -o %s", i, p[i]));
+    }
+    g_free(run_ok("sweep --merge -o %s %s %s %s", all, p[2], p[0], p[1]));
+    CU_ASSERT_TRUE(same_file(all, small_csv()));
+    g_autofree char *missing = g_strdup_printf("sweep --merge -o %s %s %s", all, p[0], p[1]);
+    CU_ASSERT_TRUE(simpar_cli_refused(missing, 1, "shard 2/3 is missing"));
+    g_autofree char *twice =
+        g_strdup_printf("sweep --merge -o %s %s %s %s %s", all, p[0], p[1], p[2], p[1]);
+    CU_ASSERT_TRUE(simpar_cli_refused(twice, 1, "are both shard 1/3"));
+    g_autofree char *other = tmp_path("other-shard.csv");
+    g_free(run_ok(SMALL " --layers 8 --shard 1/3 -o %s", other));
+    g_autofree char *mixed =
+        g_strdup_printf("sweep --merge -o %s %s %s %s", all, p[0], other, p[2]);
+    CU_ASSERT_TRUE(simpar_cli_refused(mixed, 1, "belong to different sweeps"));
+    g_autofree char *none = g_strdup_printf("sweep --merge -o %s %s", all, small_csv());
+    CU_ASSERT_TRUE(simpar_cli_refused(none, 1, "not a shard file"));
+    for (guint i = 0; i < 3; i++)
+        g_free(p[i]);
+}
+
+/* A journal cut in the middle of a line is resumed: the torn line is run again. */
+static void
+test_a_torn_journal_resumes_to_the_same_output(void)
+{
+    g_autofree char *whole = tmp_path("torn-ref.csv"), *out = tmp_path("torn.csv");
+    g_autofree char *part = g_strconcat(out, ".part", NULL);
+    g_free(run_ok(SMALL " --shard 0/1 -o %s", whole)); /* a shard file is a sorted journal */
+    g_autofree char *text = NULL;
+    gsize len = 0;
+    CU_ASSERT_TRUE_FATAL(g_file_get_contents(whole, &text, &len, NULL));
+    CU_ASSERT_TRUE_FATAL(g_file_set_contents(part, text, (gssize) (len / 2), NULL));
+    g_autofree char *said = run_ok(SMALL " --shard 0/1 -o %s", out);
+    CU_ASSERT_PTR_NOT_NULL(strstr(said, "already in"));
+    CU_ASSERT_TRUE(same_file(whole, out));
+}
+
+/* ------------------------------------------------------------------------------ SIGKILL */
+
+/* Processes alive (not zombies) whose command line holds `text`. */
+static guint
+processes_with(const char *text)
+{
+    g_autoptr(GDir) d = g_dir_open("/proc", 0, NULL);
+    const char *name;
+    guint n = 0;
+    while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
+        if (!g_ascii_isdigit(name[0]))
+            continue;
+        g_autofree char *cmd_path = g_build_filename("/proc", name, "cmdline", NULL);
+        g_autofree char *stat_path = g_build_filename("/proc", name, "stat", NULL);
+        g_autofree char *cmd = NULL, *stat = NULL;
+        gsize len = 0;
+        if (!g_file_get_contents(cmd_path, &cmd, &len, NULL) ||
+            !g_file_get_contents(stat_path, &stat, NULL, NULL))
+            continue;
+        const char *state = strrchr(stat, ')');
+        gboolean mine = FALSE;
+        for (gsize at = 0; at < len; at += strlen(cmd + at) + 1) /* NUL-separated arguments */
+            mine = mine || strstr(cmd + at, text) != NULL;
+        if (mine && state != NULL && state[1] != '\0' && state[2] != 'Z')
+            n++;
+    }
+    return n;
+}
+
+static guint
+journal_rows(const char *part)
+{
+    g_autofree char *text = NULL;
+    if (!g_file_get_contents(part, &text, NULL, NULL))
+        return 0;
+    guint lines = 0;
+    for (const char *p = text; *p != '\0'; p++)
+        lines += *p == '\n';
+    return lines > 3 ? lines - 3 : 0; /* two comment lines and the header */
+}
+
+static GPid
+spawn_sweep(const char *out)
+{
+    g_autofree char *cmd = g_strdup_printf("%s " LONG " -o %s", g_getenv("SIMPAR_BIN"), out);
+    g_auto(GStrv) argv = NULL;
+    g_assert(g_shell_parse_argv(cmd, NULL, &argv, NULL));
+    /* the killed workers' reply files go to the suite's folder, removed with it */
+    g_auto(GStrv) env = g_environ_setenv(g_get_environ(), "TMPDIR", tmpdir, TRUE);
+    GPid pid = 0;
+    g_assert(g_spawn_async(NULL, argv, env,
+                           G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL |
+                               G_SPAWN_STDERR_TO_DEV_NULL,
+                           NULL, NULL, &pid, NULL));
+    return pid;
+}
+
+static void
+test_a_killed_sweep_leaves_no_worker_and_resumes(void)
+{
+    g_autofree char *ref = tmp_path("long-ref.csv"), *out = tmp_path("long.csv");
+    g_autofree char *part = g_strconcat(out, ".part", NULL);
+    g_free(run_ok(LONG " -o %s", ref));
+    g_autoptr(SimparCsv) whole = read_csv(ref);
+    guint total = simpar_csv_n_rows(whole);
+    GPid pid = spawn_sweep(out);
+    gboolean second_tried = FALSE;
+    gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+    guint rows;
+    /* half the rows, and a worker running (it must die with the sweep) */
+    while (((rows = journal_rows(part)) < total / 2 || processes_with(out) < 2) &&
+           g_get_monotonic_time() < deadline) {
+        if (rows > 0 && !second_tried) { /* one sweep per output at a time */
+            g_autofree char *again = g_strdup_printf(LONG " -o %s", out);
+            CU_ASSERT_TRUE(simpar_cli_refused(again, 1, "another simpar sweep"));
+            second_tried = TRUE;
+        }
+        g_usleep(2000);
+    }
+    CU_ASSERT_TRUE(kill(pid, SIGKILL) == 0);
+    int status;
+    waitpid(pid, &status, 0);
+    g_spawn_close_pid(pid);
+    rows = journal_rows(part);
+    printf("\n    killed at %u of %u rows", rows, total);
+    CU_ASSERT_TRUE(rows > 0 && rows < total);
+    for (guint i = 0; i < 500 && processes_with(out) > 0; i++) /* workers die with the parent */
+        g_usleep(10000);
+    CU_ASSERT_EQUAL(processes_with(out), 0);
+    g_autofree char *said = run_ok(LONG " -o %s", out);
+    CU_ASSERT_PTR_NOT_NULL(strstr(said, "already in"));
+    CU_ASSERT_TRUE(same_file(ref, out));
+    CU_ASSERT_TRUE(second_tried);
+}
+
+/* ------------------------------------------------------------------------------- numbers */
+
+/* The row of the sweep with this mode, tp, pp and dp. */
+static guint
+find_row(const SimparCsv *csv, const char *mode, const char *tp, const char *pp, const char *dp)
+{
+    for (guint i = 0; i < simpar_csv_n_rows(csv); i++)
+        if (g_str_equal(field(csv, i, "mode"), mode) && g_str_equal(field(csv, i, "tp"), tp) &&
+            g_str_equal(field(csv, i, "pp"), pp) && g_str_equal(field(csv, i, "dp"), dp))
+            return i;
+    CU_FAIL_FATAL("no such row");
+    return 0;
+}
+
+static char *
+json_figure(JsonObject *o, const char *key)
+{
+    return g_strdup_printf("%.9g", json_object_get_double_member(o, key));
+}
+
+static void
+test_rows_equal_predict(void)
+{
+    g_autoptr(SimparCsv) csv = read_csv(small_csv());
+    const char *cases[][5] = {{"3d", "64", "1", "1", ""},
+                              {"2.5d", "16", "4", "1", "--depth 4"},
+                              {"1d", "8", "2", "4", ""},
+                              {"2d", "16", "2", "2", ""}};
+    for (guint k = 0; k < G_N_ELEMENTS(cases); k++) {
+        guint i = find_row(csv, cases[k][0], cases[k][1], cases[k][2], cases[k][3]);
+        CU_ASSERT_STRING_EQUAL(field(csv, i, "status"), "ok");
+        g_autofree char *out =
+            run_ok("--topology " TOPO " --backend analytic --model default-4k "
+                   "--layers 4 --tp-mode %s --tp %s --pp %s --dp %s %s --json",
+                   cases[k][0], cases[k][1], cases[k][2], cases[k][3], cases[k][4]);
+        g_autoptr(JsonParser) p = json_parser_new();
+        CU_ASSERT_TRUE_FATAL(json_parser_load_from_data(p, out, -1, NULL));
+        JsonObject *o =
+            json_array_get_object_element(json_node_get_array(json_parser_get_root(p)), 0);
+        g_autofree char *step = json_figure(o, "step_time_s"),
+                        *mem = json_figure(o, "memory_per_gpu_gib");
+        g_autofree char *tp = json_figure(o, "tp_exposed_s"), *mfu = json_figure(o, "mfu");
+        CU_ASSERT_STRING_EQUAL(field(csv, i, "step_time_s"), step);
+        CU_ASSERT_STRING_EQUAL(field(csv, i, "mem_GiB"), mem);
+        CU_ASSERT_STRING_EQUAL(field(csv, i, "tp_exposed_s"), tp);
+        CU_ASSERT_STRING_EQUAL(field(csv, i, "mfu"), mfu);
+        CU_ASSERT_STRING_EQUAL(field(csv, i, "analytic_step_time_s"), step);
+    }
+}
+
+static void
+test_closed_forms_and_ranks(void)
+{
+    g_autoptr(SimparCsv) csv = read_csv(small_csv());
+    guint n = simpar_csv_n_rows(csv), ok = 0, skipped_memory = 0;
+    double last = INFINITY;
+    for (guint r = 1; r <= n; r++) /* ranks 1..ok in order of throughput (the default) */
+        for (guint i = 0; i < n; i++)
+            if (atoi(field(csv, i, "rank")) == (int) r) {
+                CU_ASSERT_TRUE(number(csv, i, "tokens_per_s") <= last);
+                last = number(csv, i, "tokens_per_s");
+                ok++;
+            }
+    for (guint i = 0; i < n; i++) {
+        CU_ASSERT_EQUAL(atoll(field(csv, i, "index")), i);
+        if (!g_str_equal(field(csv, i, "status"), "ok")) {
+            CU_ASSERT_STRING_EQUAL(field(csv, i, "rank"), "");
+            CU_ASSERT_STRING_EQUAL(field(csv, i, "step_time_s"), "");
+            if (strstr(field(csv, i, "reason"), "does not fit in GPU memory") != NULL) {
+                CU_ASSERT_STRING_EQUAL(field(csv, i, "status"), "skipped");
+                CU_ASSERT_TRUE(number(csv, i, "mem_GiB") > number(csv, i, "mem_capacity_GiB"));
+                CU_ASSERT_TRUE(number(csv, i, "states_GiB") > 0);
+                skipped_memory++;
+            }
+            continue;
+        }
+        double step = number(csv, i, "step_time_s"), gpus = number(csv, i, "gpus");
+        double tokens = number(csv, i, "global_batch") * number(csv, i, "seq");
+        CU_ASSERT_DOUBLE_EQUAL(number(csv, i, "tokens_per_s") / (tokens / step), 1, 1e-8);
+        CU_ASSERT_DOUBLE_EQUAL(
+            number(csv, i, "gpu_hours_per_btok") / (gpus * step / 3600 / (tokens / 1e9)), 1, 1e-8);
+        CU_ASSERT_EQUAL(number(csv, i, "tp") * number(csv, i, "pp") * number(csv, i, "dp"), gpus);
+    }
+    CU_ASSERT_TRUE(ok > 10);
+    CU_ASSERT_TRUE(skipped_memory > 0);
+    /* the first row: 1-D T=1 P=1 D=64 holds the whole model on each V100 */
+    CU_ASSERT_STRING_EQUAL(field(csv, 0, "status"), "skipped");
+    CU_ASSERT_TRUE(number(csv, 0, "mem_GiB") > 16);
+}
+
+static void
+test_refine_resimulates_the_best_two(void)
+{
+    g_autofree char *out = tmp_path("refined.csv");
+    g_free(run_ok(SMALL " --refine 2 -o %s", out));
+    g_autoptr(SimparCsv) a = read_csv(small_csv());
+    g_autoptr(SimparCsv) r = read_csv(out);
+    CU_ASSERT_EQUAL_FATAL(simpar_csv_n_rows(a), simpar_csv_n_rows(r));
+    guint refined = 0;
+    for (guint i = 0; i < simpar_csv_n_rows(a); i++) {
+        if (!g_str_equal(field(r, i, "backend"), "simgrid")) {
+            CU_ASSERT_STRING_EQUAL(field(r, i, "step_time_s"), field(a, i, "step_time_s"));
+            continue;
+        }
+        refined++;
+        CU_ASSERT_TRUE(atoi(field(a, i, "rank")) <= 2); /* the analytic pass's best two */
+        CU_ASSERT_STRING_EQUAL(field(r, i, "analytic_step_time_s"), field(a, i, "step_time_s"));
+        CU_ASSERT_STRING_NOT_EQUAL(field(r, i, "step_time_s"), field(a, i, "step_time_s"));
+        CU_ASSERT_STRING_EQUAL(field(r, i, "status"), "ok");
+    }
+    CU_ASSERT_EQUAL(refined, 2);
+}
+
+static void
+test_preset_platforms_and_spec_files(void)
+{
+    g_autofree char *out = tmp_path("preset.csv"), *spec = tmp_path("spec.ini");
+    g_free(run_ok("sweep --preset v100-ac922 --gpus 4..8 --model default-4k --layers 4 "
+                  "--tp-mode 1d -q -o %s",
+                  out));
+    g_autoptr(SimparCsv) csv = read_csv(out);
+    for (guint i = 0; i < simpar_csv_n_rows(csv); i++) {
+        CU_ASSERT_STRING_EQUAL(field(csv, i, "preset"), "v100-ac922");
+        CU_ASSERT_EQUAL(number(csv, i, "nodes"), number(csv, i, "gpus") / 4);
+    }
+    CU_ASSERT_TRUE(g_file_set_contents(spec,
+                                       "[sweep]\ntopology = " TOPO "\nmodel = default-4k\n"
+                                       "layers = 8\nquiet = true\n",
+                                       -1, NULL));
+    g_autofree char *from_spec = tmp_path("spec.csv");
+    g_free(run_ok("sweep --spec %s --layers 4 -o %s", spec, from_spec)); /* the flag wins */
+    CU_ASSERT_TRUE(same_file(from_spec, small_csv()));
+    CU_ASSERT_TRUE(g_file_set_contents(spec, "[sweep]\ngpu = 64\n", -1, NULL));
+    g_autofree char *bad = g_strdup_printf(SMALL " --spec %s -o %s", spec, from_spec);
+    CU_ASSERT_TRUE(simpar_cli_refused(bad, 2, "gpu is not a sweep option"));
+}
+
+/* ------------------------------------------------------------------------------ refusals */
+
+static void
+test_bad_lists_and_options_are_refused(void)
+{
+    g_autofree char *out = tmp_path("bad.csv");
+    const char *cases[][2] = {
+        {"--gpus 0", "--gpus 0: 0 is out of range"},
+        {"--gpus 64..8", "--gpus 64..8: in the range 64..8 the start must not exceed the end"},
+        {"--gpus 8..64:+0", "--gpus 8..64:+0: the step of 8..64:+0"},
+        {"--pp 1..8:*1", "--pp 1..8:*1: the step"},
+        {"--q 2,x", "--q 2,x: 'x' is not a whole number"},
+        {"--dp 1,,2", "--dp '1,,2': an empty item"},
+        {"--hidden 4096,4096", "--hidden 4096,4096: 4096 appears twice"},
+        {"--layers 1..100000:+1", "--layers 1..100000:+1: more than 4096 values"},
+        {"--tp-mode 4d", "--tp-mode 4d: unknown tensor-parallel mode"},
+        {"--recompute some", "--recompute some: unknown"},
+        {"--schedule local", "--schedule local"},
+        {"--rank-by speed", "--rank-by speed"},
+        {"--shard 3/3", "--shard 3/3"},
+        {"--gpus 128", "--gpus 128: " TOPO " has only 64 GPUs"},
+        {"--tp 4 --tp-mode 3d", "--tp 4: the 1-D tensor-parallel size needs 1d"},
+        {"--depth 2 --tp-mode 2d", "--depth 2: the depth needs 2.5d"},
+        {"--refine 2 --backend simgrid", "--refine 2"},
+        {"--jobs 0", "--jobs 0"},
+        {"--model nope", "--model nope: no such preset"},
+        {"--zero 5", "--zero 5"},
+        {"--heads 0", "--heads 0"},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *args = g_strdup_printf(SMALL " %s -o %s", cases[i][0], out);
+        CU_ASSERT_TRUE(simpar_cli_refused(args, 2, cases[i][1]));
+    }
+    CU_ASSERT_TRUE(simpar_cli_refused("sweep --topology " TOPO, 2, "-o FILE is required"));
+    CU_ASSERT_TRUE(simpar_cli_refused("sweep --gpus 8 -o x.csv", 2, "give either --preset"));
+    CU_ASSERT_TRUE(
+        simpar_cli_refused("sweep --preset nope --gpus 8 -o x.csv", 2, "--preset nope: unknown"));
+    /* a journal of another sweep */
+    g_autofree char *part = g_strconcat(out, ".part", NULL);
+    CU_ASSERT_TRUE(
+        g_file_set_contents(part, "# simpar-sweep 0123: 5 configurations\nindex\n", -1, NULL));
+    g_autofree char *other = g_strdup_printf(SMALL " -o %s", out);
+    CU_ASSERT_TRUE(simpar_cli_refused(other, 1, "is the journal of a different sweep"));
+    g_remove(part);
+}
+
+static CU_TestInfo sweep_tests[] = {
+    {"--jobs 1 and --jobs 2 write the same bytes", test_jobs_do_not_change_the_output},
+    {"shards merge into the unsharded output; missing, duplicate, foreign parts are refused",
+     test_shards_merge_into_the_unsharded_output},
+    {"a journal with a torn last line resumes to the same output",
+     test_a_torn_journal_resumes_to_the_same_output},
+    {"a sweep killed half-way leaves no worker and resumes to the same output",
+     test_a_killed_sweep_leaves_no_worker_and_resumes},
+    {"rows equal simpar predict --json of their configuration", test_rows_equal_predict},
+    {"tokens/s, GPU-hours per token and ranks follow their definitions",
+     test_closed_forms_and_ranks},
+    {"--refine 2 re-simulates the best two rows on SimGrid", test_refine_resimulates_the_best_two},
+    {"preset platforms per GPU count; spec files", test_preset_platforms_and_spec_files},
+    {"bad lists and options are refused with exit 2", test_bad_lists_and_options_are_refused},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"sweep", NULL, suite_clean, NULL, NULL, sweep_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+int
+main(void)
+{
+    return simpar_test_main(suites);
+}
