@@ -8,13 +8,17 @@
  */
 #include "cli.h"
 #include "pipeline.h"
+#include "plot.h"
 #include "predict-config.h"
+#include <errno.h>
+#include <glib/gstdio.h>
 #include <stdio.h>
+#include <string.h>
 
 typedef struct {
     SimparJobArgs job;
     gboolean json;
-    char *topology, *trace;
+    char *topology, *trace, *report_dir;
     SimparPredictArgs opts;
     gint64 gpus, jobs_arg;
     guint jobs; /* worker processes (modes simulated in parallel) */
@@ -28,7 +32,7 @@ static void
 predict_clear(Predict *p)
 {
     simpar_job_args_clear(&p->job);
-    g_free(p->topology), g_free(p->trace);
+    g_free(p->topology), g_free(p->trace), g_free(p->report_dir);
     simpar_predict_args_clear(&p->opts);
 }
 
@@ -294,6 +298,108 @@ predict_print(const Predict *p, const SimparReport *report, GError **error)
     return TRUE;
 }
 
+/* ------------------------------------------------------------------------ --report DIR */
+
+/* Before the prediction: the folder exists, gnuplot is there, the trace goes into it. */
+static gboolean
+predict_report_prepare(Predict *p, GError **error)
+{
+    if (p->report_dir == NULL)
+        return TRUE;
+    if (p->trace != NULL) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "--report %s writes its own trace (%s/trace.json): drop --trace %s",
+                    p->report_dir, p->report_dir, p->trace);
+        return FALSE;
+    }
+    if (g_mkdir_with_parents(p->report_dir, 0777) != 0) {
+        int e = errno;
+        g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(e),
+                    "--report %s: cannot create the folder: %s", p->report_dir, g_strerror(e));
+        return FALSE;
+    }
+    g_autofree char *probe = g_build_filename(p->report_dir, "breakdown.png", NULL);
+    if (!simpar_plot_check_output(probe, error)) {
+        g_prefix_error(error, "--report %s: ", p->report_dir);
+        return FALSE;
+    }
+    p->trace = g_build_filename(p->report_dir, "trace.json", NULL);
+    return TRUE;
+}
+
+static gboolean
+predict_report_file(const char *dir, const char *name, const char *text, GError **error)
+{
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+    if (!g_file_set_contents(path, text, -1, error)) {
+        g_prefix_error(error, "--report %s: ", dir);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* One timeline per simulated mode (the trace holds them all); `lines` lists the files. */
+static gboolean
+predict_report_timelines(const Predict *p, const char *json, GString *lines, GError **error)
+{
+    g_autoptr(JsonParser) parser = json_parser_new();
+    if (!json_parser_load_from_data(parser, json, -1, error))
+        return FALSE;
+    JsonArray *rows = json_node_get_array(json_parser_get_root(parser));
+    g_autofree char *trace = g_build_filename(p->report_dir, "trace.json", NULL);
+    for (guint i = 0; i < json_array_get_length(rows); i++) {
+        JsonObject *row = json_array_get_object_element(rows, i);
+        if (!json_object_get_boolean_member_with_default(row, "simulated", FALSE))
+            continue;
+        const char *mode = json_object_get_string_member(row, "mode");
+        g_autofree char *name = g_strdup_printf("timeline-%s.png", mode);
+        g_autofree char *out = g_build_filename(p->report_dir, name, NULL);
+        SimparPlotOptions opt;
+        simpar_plot_options_init(&opt);
+        opt.mode = mode;
+        if (!simpar_plot_render("timeline", trace, out, &opt, error))
+            return FALSE;
+        g_string_append_printf(lines,
+                               "- `%s`: %s, one step on the first 16 GPUs (a row per GPU "
+                               "stream, time in ms): simpar plot timeline trace.json --mode %s\n",
+                               name, mode, mode);
+    }
+    return TRUE;
+}
+
+/* After it: the table, the JSON, the plots and a README saying what each file is. */
+static gboolean
+predict_report_write(const Predict *p, const SimparReport *report, const char *command,
+                     GError **error)
+{
+    const char *dir = p->report_dir;
+    g_autofree char *text = simpar_report_to_text(report);
+    g_autofree char *json = simpar_report_to_json(report);
+    g_autofree char *json_path = g_build_filename(dir, "prediction.json", NULL);
+    g_autofree char *breakdown = g_build_filename(dir, "breakdown.png", NULL);
+    g_autoptr(GString) timelines = g_string_new(NULL);
+    if (!predict_report_file(dir, "prediction.txt", text, error) ||
+        !predict_report_file(dir, "prediction.json", json, error) ||
+        !simpar_plot_render("breakdown", json_path, breakdown, NULL, error) ||
+        !predict_report_timelines(p, json, timelines, error))
+        return FALSE;
+    g_autofree char *readme = g_strdup_printf(
+        "# simpar prediction report\n\n"
+        "Written by:\n\n    %s\n\n"
+        "- `prediction.txt`: the table simpar prints: per tensor-parallel mode the step time, "
+        "compute, exposed communication per group axis, memory per GPU, TFLOP/s per GPU (modes "
+        "that could not run say why).\n"
+        "- `prediction.json`: the same rows as JSON (simpar --json; keys in simpar's README).\n"
+        "- `trace.json`: Chrome trace of every simulated mode, one track per GPU stream; open "
+        "it in https://ui.perfetto.dev or chrome://tracing.\n"
+        "- `breakdown.png`: where each mode's step goes (compute, exposed tensor-parallel "
+        "communication intra-/inter-node, pipeline bubble and transfers, data-parallel "
+        "reduction, optimizer): simpar plot breakdown prediction.json\n"
+        "%s\nRe-render any plot as SVG with `simpar plot KIND INPUT -o FILE.svg`.\n",
+        command, timelines->str);
+    return predict_report_file(dir, "README.md", readme, error);
+}
+
 static const char predict_summary[] =
     "Predicts the step time (L layers, forward and backward) of each tensor-parallel mode on a\n"
     "SimGrid platform, with compute, exposed communication per group axis (intra-/inter-node),\n"
@@ -326,6 +432,8 @@ simpar_cmd_predict(int argc, char **argv, GError **error)
         {"json", 0, 0, G_OPTION_ARG_NONE, &p.json, "Print JSON: one object per mode", NULL},
         {"trace", 0, 0, G_OPTION_ARG_FILENAME, &p.trace,
          "Write a Chrome trace (Perfetto): one track per GPU stream", "FILE"},
+        {"report", 0, 0, G_OPTION_ARG_FILENAME, &p.report_dir,
+         "Write the table, the JSON, the Chrome trace, the plots and a README into DIR", "DIR"},
         G_OPTION_ENTRY_NULL,
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("[predict] - plan transformer training");
@@ -335,10 +443,19 @@ simpar_cmd_predict(int argc, char **argv, GError **error)
         &p.opts, "simgrid (default; contention) or analytic (closed forms, no contention)");
     g_option_context_add_main_entries(ctx, opts, NULL);
     simpar_job_add_options(ctx, &p.job, SIMPAR_JOB_OPTIONS_ALL);
-    gboolean ok =
-        simpar_cli_parse(ctx, "simpar", &argc, &argv, error) && predict_resolve(&p, error);
+    g_autoptr(GString) command = g_string_new("simpar"); /* for the report's README */
+    for (int i = 1; i < argc; i++) {
+        gboolean plain = argv[i][0] != '\0';
+        for (const char *c = argv[i]; *c != '\0' && plain; c++)
+            plain = g_ascii_isalnum(*c) || strchr("_./=:,+-", *c) != NULL;
+        g_autofree char *quoted = plain ? g_strdup(argv[i]) : g_shell_quote(argv[i]);
+        g_string_append_printf(command, " %s", quoted);
+    }
+    gboolean ok = simpar_cli_parse(ctx, "simpar", &argc, &argv, error) &&
+                  predict_resolve(&p, error) && predict_report_prepare(&p, error);
     g_autoptr(SimparReport) report = ok ? predict_report_new(&p) : NULL;
-    ok = ok && predict_workers(&p, report, error) && predict_print(&p, report, error);
+    ok = ok && predict_workers(&p, report, error) && predict_print(&p, report, error) &&
+         (p.report_dir == NULL || predict_report_write(&p, report, command->str, error));
     predict_clear(&p);
     return ok;
 }

@@ -467,6 +467,46 @@ test_no_gnuplot(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(serr, "gnuplot-nox"));
 }
 
+/* -------------------------------------------------------------------- simpar predict --report */
+
+static void
+test_report(void)
+{
+    if (!have_gnuplot()) {
+        printf("\n    gnuplot missing: --report not checked ");
+        return;
+    }
+    g_autofree char *dir = tmp_path("report");
+    g_autofree char *args = g_strdup_printf(
+        "--topology topologies/v100x64.xml --gpus 8 --backend analytic --tp-mode 1d --layers 4 "
+        "--micro-batch 4 --report %s",
+        dir);
+    SimparCliRun r = simpar_cli_run(args);
+    CU_ASSERT_EQUAL(r.status, 0);
+    static const char *const files[] = {"README.md",  "prediction.txt", "prediction.json",
+                                        "trace.json", "breakdown.png",  "timeline-1d.png",
+                                        NULL};
+    for (guint i = 0; files[i] != NULL; i++) {
+        g_autofree char *path = g_build_filename(dir, files[i], NULL);
+        g_autofree char *text = NULL;
+        CU_ASSERT_TRUE(g_file_get_contents(path, &text, NULL, NULL));
+        if (text != NULL && i == 1) /* the table is what simpar printed */
+            CU_ASSERT_TRUE(g_str_has_prefix(r.out, text));
+        if (text != NULL && i == 0)
+            for (guint j = 1; files[j] != NULL; j++) {
+                g_autofree char *entry = g_strdup_printf("`%s`", files[j]);
+                CU_ASSERT_PTR_NOT_NULL(strstr(text, entry));
+            }
+        if (text != NULL && i == 0)
+            CU_ASSERT_PTR_NOT_NULL(strstr(text, "simpar --topology topologies/v100x64.xml"));
+    }
+    simpar_cli_run_clear(&r);
+    g_autofree char *both = g_strdup_printf(
+        "--topology topologies/v100x64.xml --report %s --trace %s/t.json", dir, dir);
+    CU_ASSERT_TRUE(simpar_cli_refused(both, 2, "drop --trace"));
+    simpar_test_tmpdir_remove(g_steal_pointer(&dir));
+}
+
 static CU_TestInfo plot_tests[] = {
     {"scaling keeps the best step and throughput per mode and GPU count", test_scaling_data},
     {"memory keeps the smallest per mode and q (T for 1-D), skipped rows included",
@@ -480,6 +520,7 @@ static CU_TestInfo plot_tests[] = {
     {"every kind renders PNG and SVG with its title and legend", test_render},
     {"bad kinds, inputs and options are refused with the file, line or option", test_refusals},
     {"without gnuplot the error names gnuplot-nox", test_no_gnuplot},
+    {"simpar predict --report writes the table, JSON, trace, plots and a README", test_report},
     CU_TEST_INFO_NULL,
 };
 
