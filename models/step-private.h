@@ -43,6 +43,8 @@ typedef struct {
     const SimparTrain *tr;
     const SimparSchedule *layer;
     guint T, P, D, v, m, lc, n_vs; /* lc: layers per chunk; n_vs: virtual stages */
+    guint slice;                   /* the tensor-parallel index built, or G_MAXUINT: all of them */
+    SimparTrain numbering;         /* ranks: tr itself, or the slice's split with T = 1 */
     gboolean local;
     guint *dp_group, *tp_group, *embed_group;
     /* the rank being emitted */

@@ -3,21 +3,22 @@
 #include "step-private.h"
 #include <string.h>
 
-void
-simpar_step_rank_facts(const SimparSchedule *layer, guint tp_rank, SimparStepRankFacts *out)
+SimparStepRankFacts *
+simpar_step_facts(const SimparSchedule *layer)
 {
-    *out = (SimparStepRankFacts){0};
+    SimparStepRankFacts *out = g_new0(SimparStepRankFacts, simpar_schedule_n_ranks(layer));
     guint n;
     const SimparShard *sh = simpar_schedule_shards(layer, &n);
     const char *x = g_intern_static_string("x"), *dy = g_intern_static_string("dy");
     for (guint i = 0; i < n; i++) {
-        if (sh[i].rank != tp_rank || sh[i].role != SIMPAR_SHARD_INPUT)
+        if (sh[i].role != SIMPAR_SHARD_INPUT)
             continue;
         if (sh[i].tensor == x)
-            out->act_elems = sh[i].rows * sh[i].cols;
+            out[sh[i].rank].act_elems = sh[i].rows * sh[i].cols;
         else if (sh[i].tensor != dy)
-            out->layer_params += sh[i].rows * sh[i].cols;
+            out[sh[i].rank].layer_params += sh[i].rows * sh[i].cols;
     }
+    return out; /* (transfer full) */
 }
 
 /* Parameters of one end (embedding table, output layer) on a tensor-parallel rank: the
@@ -65,11 +66,18 @@ step_tag(const Step *st, guint step, guint micro, guint boundary, guint dir)
     return ((step * st->m + micro) * st->n_vs + boundary) * 2 + dir;
 }
 
+/* The schedule rank of (t, d, p): the job's rank, or in a slice its rank among the slice's. */
+static guint
+step_rank(const Step *st, guint t, guint d, guint p)
+{
+    return simpar_train_rank(&st->numbering, st->slice == G_MAXUINT ? t : 0, d, p);
+}
+
 /* The device holding virtual stage vs, and the rank of (t, d) there. */
 static guint
 step_peer(const Step *st, guint vs)
 {
-    return simpar_train_rank(st->tr, st->t, st->d, vs % st->P);
+    return step_rank(st, st->t, st->d, vs % st->P);
 }
 
 static void
@@ -112,7 +120,7 @@ step_send(Step *st, guint to, guint tag, guint buf, guint stream, SimparPhase ph
 static void
 step_grads_ready(Step *st, gsize off, gsize count, guint ready)
 {
-    if (st->D == 1 && st->tr->zero == 0)
+    if (st->D == 1) /* nothing to reduce, whatever the ZeRO stage */
         return;
     if (st->open_count == 0)
         st->open_off = off;
@@ -195,8 +203,9 @@ step_layers(Step *st, guint chunk, guint micro, gboolean backward, gboolean fina
     for (guint k = 0; k < st->lc; k++) {
         guint l = backward ? st->lc - 1 - k : k;
         gsize off = st->layer_off[chunk] + (st->lc - 1 - l) * lp; /* last layer first */
-        guint gather =
-            st->tr->zero == 3 ? step_gather(st, off, lp, "dp.all-gather-params") : G_MAXUINT;
+        guint gather = st->tr->zero == 3 && st->D > 1
+                           ? step_gather(st, off, lp, "dp.all-gather-params")
+                           : G_MAXUINT;
         guint b = step_block(st, key, 1, ph);
         if (gather != G_MAXUINT)
             simpar_schedule_add_dep(st->s, b, gather);
@@ -275,7 +284,8 @@ step_backward(Step *st, guint step, const SimparPipeItem *it)
     gboolean final = j + 1 == st->m;
     if (vs == last) {
         step_end_block(st, "head.bwd", st->head_off, j, SIMPAR_PHASE_BACKWARD);
-        step_end_grads(st, st->head_off, st->ends, final);
+        if (!(st->tr->tied_embeddings && st->P == 1)) /* else the embedding's table, below */
+            step_end_grads(st, st->head_off, st->ends, final);
     } else if (st->local) {
         step_end_block(st, "aux.bwd", st->aux_off, j, SIMPAR_PHASE_BACKWARD);
         step_end_grads(st, st->aux_off, st->ends, final);
@@ -386,6 +396,8 @@ step_rank_layout(Step *st)
     st->grad_out = simpar_schedule_add_buffer(st->s, st->rank, "p2p.grad-out", act);
 }
 
+/* Groups per (outer, inner); in a slice only those of its tensor-parallel index (`outer` is
+ * the index t for every axis but "tp", which a slice never has). */
 static guint *
 step_groups(Step *st, const char *axis, guint n_outer, guint n_inner, guint size,
             guint (*member)(const Step *st, guint outer, guint inner, guint k))
@@ -394,6 +406,10 @@ step_groups(Step *st, const char *axis, guint n_outer, guint n_inner, guint size
     g_autofree guint *ranks = g_new(guint, size);
     for (guint o = 0; o < n_outer; o++)
         for (guint i = 0; i < n_inner; i++) {
+            if (st->slice != G_MAXUINT && o != st->slice) {
+                groups[o * n_inner + i] = G_MAXUINT;
+                continue;
+            }
             for (guint k = 0; k < size; k++)
                 ranks[k] = member(st, o, i, k);
             groups[o * n_inner + i] = simpar_schedule_add_group(st->s, axis, ranks, size);
@@ -404,24 +420,24 @@ step_groups(Step *st, const char *axis, guint n_outer, guint n_inner, guint size
 static guint
 step_dp_member(const Step *st, guint t, guint p, guint k)
 {
-    return simpar_train_rank(st->tr, t, k, p);
+    return step_rank(st, t, k, p);
 }
 
 static guint
 step_tp_member(const Step *st, guint d, guint p, guint k)
 {
-    return simpar_train_rank(st->tr, k, d, p);
+    return step_rank(st, k, d, p);
 }
 
 static guint
 step_embed_member(const Step *st, guint t, guint d, guint k)
 {
-    return simpar_train_rank(st->tr, t, d, k == 0 ? 0 : st->P - 1);
+    return step_rank(st, t, d, k == 0 ? 0 : st->P - 1);
 }
 
 static SimparSchedule *
 step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule *layer,
-           gboolean ops)
+           gboolean ops, guint slice)
 {
     g_return_val_if_fail(tr->micro_batches > 0 && tr->layers_per_chunk > 0, NULL);
     Step st = {
@@ -435,10 +451,14 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
         .m = (guint) tr->micro_batches,
         .lc = (guint) tr->layers_per_chunk,
         .local = tr->schedule == SIMPAR_PIPE_LOCAL,
+        .slice = slice,
+        .numbering = *tr,
     };
+    if (slice != G_MAXUINT)
+        simpar_train_tp_slice(tr, &st.numbering);
     g_return_val_if_fail(st.v <= G_N_ELEMENTS(st.layer_off), NULL);
     st.n_vs = st.local ? st.P : st.P * st.v;
-    guint n_ranks = st.T * st.P * st.D;
+    guint n_ranks = (slice == G_MAXUINT ? st.T : 1) * st.P * st.D;
     st.s = simpar_schedule_new(n_ranks, simpar_schedule_dtype(layer));
     const char *streams[STEP_N_STREAMS] = {"compute",      "comm", "p2p-send-fwd",
                                            "p2p-send-bwd", "dp",   "dp-gather"};
@@ -455,13 +475,16 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
     if (ops)
         step_ops_init(&st);
     guint steps = st.local && tr->local_async ? STEP_ASYNC_STEPS : 1;
+    g_autofree SimparStepRankFacts *facts = simpar_step_facts(layer);
     for (guint p = 0; p < st.P; p++) {
         g_autoptr(GArray) order = simpar_pipeline_order(tr->schedule, st.P, st.v, st.m, p);
         for (guint d = 0; d < st.D; d++)
             for (guint t = 0; t < st.T; t++) {
-                st.rank = simpar_train_rank(tr, t, d, p);
+                if (slice != G_MAXUINT && t != slice)
+                    continue;
+                st.rank = step_rank(&st, t, d, p);
                 st.t = t, st.d = d, st.p = p;
-                simpar_step_rank_facts(layer, t, &st.facts);
+                st.facts = facts[t];
                 step_rank_layout(&st);
                 st.last_compute = G_MAXUINT;
                 if (ops)
@@ -491,7 +514,15 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
 SimparSchedule *
 simpar_step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule *layer)
 {
-    return step_build(model, tr, layer, FALSE);
+    return step_build(model, tr, layer, FALSE, G_MAXUINT);
+}
+
+SimparSchedule *
+simpar_step_build_slice(const SimparModel *model, const SimparTrain *tr,
+                        const SimparSchedule *layer, guint t)
+{
+    g_return_val_if_fail(t < tr->tp.tp && !(tr->scatter_gather && tr->tp.tp > 1), NULL);
+    return step_build(model, tr, layer, FALSE, t);
 }
 
 SimparSchedule *
@@ -500,5 +531,5 @@ simpar_step_build_ops(const SimparModel *model, const SimparTrain *tr, const Sim
 {
     if (!step_ops_supported(model, tr, layer, error))
         return NULL;
-    return step_build(model, tr, layer, TRUE);
+    return step_build(model, tr, layer, TRUE, G_MAXUINT);
 }

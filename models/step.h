@@ -42,11 +42,18 @@ typedef struct {
     gsize layer_params; /* parameters of one layer it holds */
 } SimparStepRankFacts;
 
-void simpar_step_rank_facts(const SimparSchedule *layer, guint tp_rank, SimparStepRankFacts *out);
+/* Per tensor-parallel rank of the layer schedule, in one pass over its shards. */
+SimparStepRankFacts *simpar_step_facts(const SimparSchedule *layer); /* (transfer full) */
 /* The step schedule with timed blocks; `layer` is the one-layer schedule of train->tp (as
  * simpar_generate_layer built it), `train` validated. */
 SimparSchedule *simpar_step_build(const SimparModel *model, const SimparTrain *train,
                                   const SimparSchedule *layer); /* (transfer full) */
+/* The ranks of tensor-parallel index t only (P x D of them, numbered as
+ * simpar_train_tp_slice's split numbers them), with the groups among them; every op is the one
+ * simpar_step_build gives rank (t, d, p). Not with scatter/gather (a tensor-parallel group
+ * between stages would join the slices). */
+SimparSchedule *simpar_step_build_slice(const SimparModel *model, const SimparTrain *train,
+                                        const SimparSchedule *layer, guint t); /* (transfer full) */
 
 /* The same step with every op spelled out, for the host executor and other interpreters that
  * run real numbers: each layer of each micro-batch is the ops of `layer` (any tensor-parallel

@@ -31,15 +31,16 @@ simpar_view(guint buf, gsize off)
     return (SimparView){buf, off};
 }
 
-/* "fwd.qkv.gemm-dx": phase (and "recompute."), linear (G_MAXUINT for none) and what. */
+/* "fwd.qkv.gemm-dx": phase (and "recompute."), linear (G_MAXUINT for none) and what. Names
+ * are joined with g_strconcat, not printf: every op has one, and printf is slow in a process
+ * that loads libquadmath (SimGrid does), which registers a printf modifier. */
 static const char *
 layer_op_name(const SimparLayerCtx *c, guint which, const char *what)
 {
-    g_autofree char *s =
-        g_strdup_printf("%s.%s%s%s%s", c->phase == SIMPAR_PHASE_FORWARD ? "fwd" : "bwd",
-                        c->recomputing ? "recompute." : "",
-                        which < SIMPAR_N_LINEARS ? layer_linear_names[which] : "",
-                        which < SIMPAR_N_LINEARS ? "." : "", what);
+    gboolean lin = which < SIMPAR_N_LINEARS;
+    g_autofree char *s = g_strconcat(
+        c->phase == SIMPAR_PHASE_FORWARD ? "fwd." : "bwd.", c->recomputing ? "recompute." : "",
+        lin ? layer_linear_names[which] : "", lin ? "." : "", what, NULL);
     return g_intern_string(s);
 }
 
@@ -47,9 +48,9 @@ layer_op_name(const SimparLayerCtx *c, guint which, const char *what)
 guint
 simpar_layer_buffer(SimparLayerCtx *c, guint which, const char *what, gsize elems)
 {
+    gboolean lin = which < SIMPAR_N_LINEARS;
     g_autofree char *s =
-        g_strdup_printf("%s%s%s", which < SIMPAR_N_LINEARS ? layer_linear_names[which] : "",
-                        which < SIMPAR_N_LINEARS ? "." : "", what);
+        g_strconcat(lin ? layer_linear_names[which] : "", lin ? "." : "", what, NULL);
     if (c->fwd_bufs != NULL && c->recomputing) {
         g_assert(c->n_replayed < c->fwd_bufs->len);
         guint buf = g_array_index(c->fwd_bufs, guint, c->n_replayed++);
@@ -162,9 +163,9 @@ layer_params_linear(SimparLayerCtx *c, guint w)
     l->b = simpar_layer_buffer(c, w, "bias", bb->cols);
     l->dw = simpar_layer_buffer(c, w, "weight.grad", wb->rows * wb->cols);
     l->db = simpar_layer_buffer(c, w, "bias.grad", bb->cols);
-    g_autofree char *tw = g_strdup_printf("%s.weight", n), *tb = g_strdup_printf("%s.bias", n);
-    g_autofree char *gw = g_strdup_printf("%s.weight.grad", n);
-    g_autofree char *gb = g_strdup_printf("%s.bias.grad", n);
+    g_autofree char *tw = g_strconcat(n, ".weight", NULL), *tb = g_strconcat(n, ".bias", NULL);
+    g_autofree char *gw = g_strconcat(n, ".weight.grad", NULL);
+    g_autofree char *gb = g_strconcat(n, ".bias.grad", NULL);
     layer_shard(c, tw, SIMPAR_SHARD_INPUT, simpar_view(l->w, 0), wb);
     layer_shard(c, tb, SIMPAR_SHARD_INPUT, simpar_view(l->b, 0), bb);
     layer_shard(c, gw, SIMPAR_SHARD_OUTPUT, simpar_view(l->dw, 0), wb);
@@ -181,13 +182,13 @@ layer_params_ln(SimparLayerCtx *c, LayerNorm *ln, const char *name)
 {
     const SimparBlock *res = &c->geom.res;
     SimparBlock blk = {0, 1, res->col0, res->cols};
-    g_autofree char *p = g_strdup_printf("%s.params", name), *g = g_strdup_printf("%s.grads", name);
+    g_autofree char *p = g_strconcat(name, ".params", NULL), *g = g_strconcat(name, ".grads", NULL);
     ln->params = simpar_layer_buffer(c, G_MAXUINT, p, 2 * res->cols);
     ln->grads = simpar_layer_buffer(c, G_MAXUINT, g, 2 * res->cols);
     const char *parts[] = {"gamma", "beta"};
     for (guint i = 0; i < 2; i++) {
-        g_autofree char *t = g_strdup_printf("%s.%s", name, parts[i]);
-        g_autofree char *tg = g_strdup_printf("%s.%s.grad", name, parts[i]);
+        g_autofree char *t = g_strconcat(name, ".", parts[i], NULL);
+        g_autofree char *tg = g_strconcat(name, ".", parts[i], ".grad", NULL);
         layer_shard(c, t, SIMPAR_SHARD_INPUT, simpar_view(ln->params, i * res->cols), &blk);
         layer_shard(c, tg, SIMPAR_SHARD_OUTPUT, simpar_view(ln->grads, i * res->cols), &blk);
     }

@@ -103,6 +103,18 @@ train_fail(GError **error, const char *fmt, ...)
     return FALSE;
 }
 
+/* Rank strides of the axes, in the split's order (the first varies fastest). */
+static void
+train_strides(SimparTrain *t)
+{
+    const gint64 size[SIMPAR_N_TRAIN_AXES] = {t->tp.tp, t->dp, t->pp};
+    gint64 stride = 1;
+    for (guint i = 0; i < SIMPAR_N_TRAIN_AXES; i++) {
+        t->stride[t->order[i]] = stride;
+        stride *= size[t->order[i]];
+    }
+}
+
 gboolean
 simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GError **error)
 {
@@ -182,13 +194,16 @@ simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GE
         return train_fail(error, "tied embeddings do not combine with local parallelism: each "
                                  "chunk's head would need the embedding's gradient every step");
     t->layers_per_chunk = model->layers / chunks;
-    const gint64 size[SIMPAR_N_TRAIN_AXES] = {t->tp.tp, t->dp, t->pp};
-    gint64 stride = 1;
-    for (guint i = 0; i < SIMPAR_N_TRAIN_AXES; i++) {
-        t->stride[t->order[i]] = stride;
-        stride *= size[t->order[i]];
-    }
+    train_strides(t);
     return TRUE;
+}
+
+void
+simpar_train_tp_slice(const SimparTrain *train, SimparTrain *slice)
+{
+    *slice = *train;
+    slice->tp.tp = 1;
+    train_strides(slice);
 }
 
 guint

@@ -82,6 +82,10 @@ char *simpar_train_order_name(const SimparTrain *train); /* (transfer full) */
 const char *simpar_train_axis_name(SimparTrainAxis a);
 /* The global rank of tensor-parallel rank t of replica d on stage p. */
 guint simpar_train_rank(const SimparTrain *train, guint t, guint d, guint p);
+/* The numbering of one tensor-parallel slice (the ranks of one index t): the same split with
+ * T = 1, so that simpar_train_rank(slice, 0, d, p) numbers the slice's P x D ranks in the
+ * job's order. */
+void simpar_train_tp_slice(const SimparTrain *train, SimparTrain *slice);
 
 /* The dropout seed of layer `layer` (0-based over the whole model) for global micro-batch
  * `micro` (replica d's micro-batch j is d * m + j): base + 1000003 layer + 7919 micro, modulo

@@ -1,16 +1,17 @@
 /* backend-simgrid.c - the schedule on SimGrid: one actor per GPU stream.
  *
  * Compute ops (kernels, timed blocks) sleep for their modelled time; a collective is its
- * algorithm's expansion played on mailboxes named (group, sequence number, sender, receiver),
- * so concurrent collectives of one group never take each other's messages. Exact mode posts
- * every round; fused mode posts one transfer per peer carrying all the bytes of the member's
- * rounds (so shared links see the whole load) and then waits out the rest of the closed form,
- * which on an idle network makes it equal to the closed form. A send and its recv are one
- * blocking mailbox transfer on the channel's mailbox "p2p:<channel>" (replay.h; collective
- * mailbox names start with a digit): SimGrid starts it when both ends have posted, as NCCL's
- * rendezvous does, and shares the links with all other traffic. A stream waiting for an op
- * of another stream (a dep) parks on its own semaphore, which the actor that ends that op
- * releases: one simcall on each side.
+ * algorithm's expansion played on a mailbox per transfer (group, sequence number, sender,
+ * receiver), so concurrent collectives of one group never take each other's messages; the
+ * mailboxes "coll:<i>" are lent to transfers in flight and reused, not named per transfer
+ * (SimGrid never frees a mailbox, and making one is a simcall). Exact mode posts every round;
+ * fused mode posts one transfer per peer carrying all the bytes of the member's rounds (so
+ * shared links see the whole load) and then waits out the rest of the closed form, which on an
+ * idle network makes it equal to the closed form. A send and its recv are one blocking mailbox
+ * transfer on the channel's mailbox "p2p:<channel>" (replay.h): SimGrid starts it when both
+ * ends have posted, as NCCL's rendezvous does, and shares the links with all other traffic. A
+ * stream waiting for an op of another stream (a dep) parks on its own semaphore, which the
+ * actor that ends that op releases: one simcall on each side.
  *
  * Must run inside a SimGrid actor (platform.c's driver): it creates the stream actors and
  * blocks until they have all finished; if they stop making progress (a deadlock, which the
@@ -38,6 +39,15 @@ typedef struct {
 
 typedef struct _SimgridStream SimgridStream;
 
+/* The mailbox lent to a collective's transfer (group, sequence number, sender -> receiver) while
+ * it holds posts of one side that the other side has not matched yet; emptied, it goes back to
+ * the spares. Each transfer thus has a mailbox of its own, as if named after it. */
+typedef struct {
+    guint group, k, src, dst;
+    sg_mailbox_t mb;
+    int queued; /* sends (> 0) or recvs (< 0) posted and not matched yet */
+} SimgridRendezvous;
+
 typedef struct {
     SimparReplay *r;
     SimparSpan *spans;
@@ -47,6 +57,9 @@ typedef struct {
     sg_sem_t finished;         /* released by every stream actor at its end */
     sg_mailbox_t *chans;       /* per p2p channel */
     SimgridFused **fused;      /* per collective table entry: per member, or NULL */
+    GHashTable *rendezvous;    /* the SimgridRendezvous in use (owned) */
+    GPtrArray *spare;          /* the empty ones (owned), mailbox and all */
+    guint n_mailboxes;         /* rendezvous made */
     guint64 progress;          /* ops ended so far: the driver's deadlock watch */
 } Simgrid;
 
@@ -74,12 +87,56 @@ simgrid_flush(SimgridStream *st)
 
 static char simgrid_payload; /* mailboxes need a non-NULL payload; nothing reads it */
 
-static sg_mailbox_t
-simgrid_mailbox(guint group, guint k, guint src, guint dst)
+static guint
+simgrid_rendezvous_hash(gconstpointer p)
 {
-    char name[64];
-    snprintf(name, sizeof name, "%u:%u:%u>%u", group, k, src, dst);
-    return sg_mailbox_by_name(name);
+    const SimgridRendezvous *r = p;
+    return ((r->group * 1000003u ^ r->k) * 1000003u ^ r->src) * 1000003u ^ r->dst;
+}
+
+static gboolean
+simgrid_rendezvous_equal(gconstpointer a, gconstpointer b)
+{
+    const SimgridRendezvous *x = a, *y = b;
+    return x->group == y->group && x->k == y->k && x->src == y->src && x->dst == y->dst;
+}
+
+/* A spare rendezvous with a new mailbox "coll:<i>". Making a mailbox is a simcall: other actors
+ * run meanwhile. */
+static void
+simgrid_rendezvous_make(Simgrid *sg)
+{
+    char name[32];
+    snprintf(name, sizeof name, "coll:%u", sg->n_mailboxes++);
+    SimgridRendezvous *r = g_new0(SimgridRendezvous, 1);
+    r->mb = sg_mailbox_by_name(name);
+    g_ptr_array_add(sg->spare, r);
+}
+
+/* The mailbox of transfer (group, k, src -> dst) for a post of one side (`send` or recv), made
+ * right after this call (no simcall in between): SimGrid handles simcalls in the order the
+ * actors ran, so `queued` follows the mailbox's queue, and a post matching the last one queued
+ * empties it. */
+static sg_mailbox_t
+simgrid_mailbox(Simgrid *sg, guint group, guint k, guint src, guint dst, gboolean send)
+{
+    SimgridRendezvous key = {group, k, src, dst, NULL, 0};
+    SimgridRendezvous *r = g_hash_table_lookup(sg->rendezvous, &key);
+    if (r == NULL && sg->spare->len == 0) {
+        simgrid_rendezvous_make(sg);
+        r = g_hash_table_lookup(sg->rendezvous, &key); /* the other side may have come */
+    }
+    if (r == NULL) {
+        r = g_ptr_array_steal_index_fast(sg->spare, sg->spare->len - 1);
+        r->group = group, r->k = k, r->src = src, r->dst = dst, r->queued = 0;
+        g_hash_table_add(sg->rendezvous, r);
+    }
+    r->queued += send ? 1 : -1;
+    if (r->queued == 0) { /* this post matches the last one queued: the mailbox is empty now */
+        g_hash_table_steal(sg->rendezvous, r);
+        g_ptr_array_add(sg->spare, r);
+    }
+    return r->mb;
 }
 
 /* Posts the transfers x[0..n) of member `m` and waits for all of them. */
@@ -95,11 +152,12 @@ simgrid_xfers(SimgridStream *st, const SimparXfer *x, guint n, guint group, guin
     }
     for (guint i = 0; i < n; i++) {
         if (x[i].send) {
-            comms[i] = sg_mailbox_put_async(simgrid_mailbox(group, k, m, x[i].peer),
+            comms[i] = sg_mailbox_put_async(simgrid_mailbox(st->sg, group, k, m, x[i].peer, TRUE),
                                             &simgrid_payload, x[i].bytes);
         } else {
             static void *data;
-            comms[i] = sg_mailbox_get_async(simgrid_mailbox(group, k, x[i].peer, m), &data);
+            comms[i] =
+                sg_mailbox_get_async(simgrid_mailbox(st->sg, group, k, x[i].peer, m, FALSE), &data);
         }
     }
     sg_comm_wait_all(comms, n);
@@ -116,28 +174,6 @@ simgrid_coll_exact(SimgridStream *st, const SimparExpansion *e, guint group, gui
     }
 }
 
-/* All of member m's bytes, one transfer per (peer, direction), in first-use order. */
-static GArray *
-simgrid_fuse_xfers(const SimparExpansion *e, guint m)
-{
-    GArray *out = g_array_new(FALSE, FALSE, sizeof(SimparXfer));
-    for (guint i = e->member_first[m]; i < e->member_first[m + 1]; i++) {
-        const SimparRound *rd = &g_array_index(e->rounds, SimparRound, i);
-        for (guint j = rd->first; j < rd->first + rd->n; j++) {
-            const SimparXfer *x = &g_array_index(e->xfers, SimparXfer, j);
-            guint f = 0;
-            while (f < out->len && (g_array_index(out, SimparXfer, f).peer != x->peer ||
-                                    g_array_index(out, SimparXfer, f).send != x->send))
-                f++;
-            if (f == out->len)
-                g_array_append_vals(out, x, 1);
-            else
-                g_array_index(out, SimparXfer, f).bytes += x->bytes;
-        }
-    }
-    return out; /* (transfer full) */
-}
-
 /* Member m's fused transfers of collective table entry `coll`, built on first use. */
 static const SimgridFused *
 simgrid_fused(Simgrid *sg, guint coll, guint m)
@@ -148,7 +184,7 @@ simgrid_fused(Simgrid *sg, guint coll, guint m)
     SimgridFused *f = &sg->fused[coll][m];
     if (f->built)
         return f;
-    GArray *xfers = simgrid_fuse_xfers(simpar_replay_expansion(sg->r, coll), m);
+    GArray *xfers = simpar_replay_member_xfers(sg->r, coll, m);
     for (guint i = 0; i < xfers->len; i++) {
         const SimparXfer *x = &g_array_index(xfers, SimparXfer, i);
         guint src = rc->group.gpus[x->send ? m : x->peer];
@@ -292,7 +328,10 @@ simgrid_state_init(Simgrid *sg, SimparReplay *r, SimparSpan *spans)
                     .by_stream = g_new0(SimgridStream *, r->n_ranks * r->n_streams),
                     .finished = sg_sem_init(0),
                     .chans = g_new(sg_mailbox_t, r->n_chans),
-                    .fused = g_new0(SimgridFused *, r->colls->len)};
+                    .fused = g_new0(SimgridFused *, r->colls->len),
+                    .rendezvous = g_hash_table_new_full(simgrid_rendezvous_hash,
+                                                        simgrid_rendezvous_equal, g_free, NULL),
+                    .spare = g_ptr_array_new_with_free_func(g_free)};
     for (guint i = 0; i < r->n_ops; i++) {
         const SimparOp *op = simpar_schedule_op(run->sched, i);
         const guint *deps = simpar_schedule_deps(run->sched, op);
@@ -325,6 +364,9 @@ simgrid_state_clear(Simgrid *sg)
         g_free(sg->fused[c]);
     }
     sg_sem_destroy(sg->finished);
+    g_assert(g_hash_table_size(sg->rendezvous) == 0); /* every post met its other side */
+    g_hash_table_unref(sg->rendezvous);
+    g_ptr_array_unref(sg->spare);
     g_free(sg->awaited);
     g_free(sg->by_stream);
     g_free(sg->chans);

@@ -4,9 +4,11 @@
 
 static const SimparBackend backends[] = {
     {"simgrid", "SimGrid flow model: contention on shared links (one actor per GPU stream)",
-     simpar_backend_simgrid_run},
+     simpar_backend_simgrid_run, FALSE},
     {"analytic", "closed form per collective, dependencies and streams honoured, no contention",
-     simpar_backend_analytic_run},
+     simpar_backend_analytic_run, FALSE},
+    {"formula", "analytic, with the training step from closed forms per pipeline stage (sweeps)",
+     simpar_backend_analytic_run, TRUE},
 };
 
 gboolean

@@ -19,6 +19,8 @@
  *   analytic  no contention: closed form per collective from its last member's arrival (fused),
  *             or its expansion evaluated from each member's arrival (exact); p2p at idle route
  *             speed. Event-driven: linear in ops, deps and members.
+ *   formula   the analytic backend, except for a whole training step: closed forms per pipeline
+ *             stage (sim/step-formula.h), the same figures without replaying every rank
  *   simgrid   one SimGrid actor per GPU stream; collectives as p2p transfers on mailboxes, every
  *             round of the algorithm (exact) or one transfer per peer (fused); send/recv as one
  *             mailbox transfer on the platform, sharing links with all other traffic
@@ -61,6 +63,9 @@ typedef struct {
     const char *name;
     const char *description;
     void (*run)(const SimparRun *run, SimparSpan *spans);
+    /* a training step from closed forms (step-formula.h) instead of its replay; `run` times
+     * the blocks and replays what has no closed form */
+    gboolean formula;
 } SimparBackend;
 
 gboolean simpar_backend_lookup(const char *name, const SimparBackend **out, GError **error);

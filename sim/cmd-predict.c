@@ -257,11 +257,13 @@ predict_job(const SimparPlatform *platform, gpointer data, GString *out, GError 
     return TRUE;
 }
 
-/* Every mode in its own worker, `jobs` at a time (one worker for a trace: one file). */
+/* Every mode in its own worker, `jobs` at a time (one worker for a trace: one file). Workers
+ * start longest first, so that the last to start is a short one and no core idles long at the
+ * end: 1-D, with the fewest collectives per layer, is the quickest mode, so it starts last. */
 static gboolean
 predict_workers(Predict *p, SimparReport *report, GError **error)
 {
-    guint n_gen, n = 0;
+    guint n_gen, n = 0, k = 0;
     const SimparGenerator *gens = simpar_generators(&n_gen);
     gboolean all = p->job.tp_mode == NULL || g_str_equal(p->job.tp_mode, "all");
     g_autofree PredictWork *work = g_new(PredictWork, n_gen);
@@ -270,11 +272,17 @@ predict_workers(Predict *p, SimparReport *report, GError **error)
             work[n++] = (PredictWork){p, gens[i].name};
     else
         work[n++] = (PredictWork){p, NULL};
+    g_autofree guint *order = g_new(guint, n);
+    for (guint last = 0; last < 2; last++)
+        for (guint i = 0; i < n; i++)
+            if ((work[i].mode != NULL && g_str_equal(work[i].mode, "1d")) == last)
+                order[k++] = i;
     g_autofree gpointer *data = g_new(gpointer, n);
     g_autofree GString **outs = g_new(GString *, n);
     for (guint i = 0; i < n; i++)
         data[i] = &work[i], outs[i] = g_string_new(NULL);
-    gboolean ok = simpar_platform_run_many(p->topology, n, p->jobs, predict_job, data, outs, error);
+    gboolean ok =
+        simpar_platform_run_many(p->topology, n, p->jobs, predict_job, data, order, outs, error);
     for (guint i = 0; i < n; i++) {
         if (ok)
             simpar_report_merge_json(report, outs[i]->str);
@@ -440,7 +448,8 @@ simpar_cmd_predict(int argc, char **argv, GError **error)
     g_option_context_set_summary(ctx, predict_summary);
     g_option_context_add_main_entries(ctx, entries, NULL);
     g_autofree GOptionEntry *opts = simpar_predict_option_entries(
-        &p.opts, "simgrid (default; contention) or analytic (closed forms, no contention)");
+        &p.opts, "simgrid (default; contention), analytic (closed forms, no contention) or formula "
+                 "(analytic figures without a step replay)");
     g_option_context_add_main_entries(ctx, opts, NULL);
     simpar_job_add_options(ctx, &p.job, SIMPAR_JOB_OPTIONS_ALL);
     g_autoptr(GString) command = g_string_new("simpar"); /* for the report's README */

@@ -8,7 +8,8 @@
 static const char sweep_summary_text[] =
     "Predicts every configuration of the lists given (one CSV row each: step time, throughput,\n"
     "cost, memory; configurations that do not fit are kept with the reason) and ranks them.\n"
-    "Evaluation is `simpar predict` of that configuration (default --backend analytic).\n\n"
+    "Evaluation is `simpar predict` of that configuration (default --backend analytic;\n"
+    "--backend formula gives the same figures at thousands of configurations per second).\n\n"
     "Lists: comma-separated items N, A..B, A..B:+S (step S) or A..B:*F (factor F). A..B doubles\n"
     "for sizes (--gpus --tp --pp --dp --hidden --layers --seq --micro-batch --global-batch) and\n"
     "steps by 1 for grid sides (--q --depth). Left out, the split axes are enumerated per GPU\n"
@@ -237,7 +238,8 @@ simpar_cmd_sweep(int argc, char **argv, GError **error)
                                               NULL};
     g_autofree GOptionEntry *job = simpar_job_option_entries(&a->job, job_singles);
     g_autofree GOptionEntry *predict = simpar_predict_option_entries(
-        &a->predict, "analytic (default; closed forms) or simgrid (contention)");
+        &a->predict, "analytic (default; closed forms), formula (the analytic figures, the step "
+                     "from closed forms per pipeline stage: fastest) or simgrid (contention)");
     const GOptionEntry *tables[] = {entries, job, predict, NULL};
     g_autoptr(GOptionContext) ctx = g_option_context_new("- sweep configurations into a CSV");
     g_option_context_set_summary(ctx, sweep_summary_text);

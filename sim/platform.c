@@ -21,14 +21,21 @@
 
 G_DEFINE_QUARK(simpar_platform_error_quark, simpar_platform_error)
 
+/* What a platform file says it is, when `simpar topology` wrote it byte for byte: the preset's
+ * GPUs per node and the node count (0, 0 for any other file). */
+typedef struct {
+    guint gpus_per_node, nodes;
+} PlatformGenerated;
+
 struct _SimparPlatform {
     const char *path;
     guint n_gpus, n_nodes;
     sg_host_t *hosts; /* by GPU id */
     guint *nodes;     /* node index (0-based, dense) by GPU id */
     SimparNet net;
-    GHashTable *routes;  /* (src << 32 | dst) -> SimparRoute */
-    guint gpus_per_node; /* of a file `simpar topology` wrote, unchanged; else 0 */
+    GHashTable *routes;                 /* (src << 32 | dst) -> SimparRoute */
+    guint gpus_per_node;                /* of a file `simpar topology` wrote, unchanged; else 0 */
+    const PlatformGenerated *generated; /* the file as the parent found it, or NULL */
     SimparPlatformJob job;
     gpointer data;
     GString *out;
@@ -47,8 +54,29 @@ platform_start_element(GMarkupParseContext *ctx, const char *element, const char
         *seen_root = g_str_equal(element, "platform");
 }
 
+/* Whether `simpar topology` wrote `text` (its header names the preset and node count, and the
+ * preset regenerates it byte for byte). */
+static void
+platform_generated(const char *text, gsize len, PlatformGenerated *out)
+{
+    char name[64];
+    guint nodes;
+    *out = (PlatformGenerated){0, 0};
+    const char *head = strstr(text, "<!-- Preset ");
+    if (head == NULL || head - text > 512 ||
+        sscanf(head, "<!-- Preset %63[a-z0-9-], %u nodes", name, &nodes) != 2)
+        return;
+    const SimparTopologyPreset *preset = simpar_topology_lookup(name);
+    if (preset == NULL || nodes < 2)
+        return;
+    g_autofree char *generated = simpar_topology_generate(preset, nodes);
+    if (strlen(generated) == len && memcmp(generated, text, len) == 0)
+        *out = (PlatformGenerated){preset->gpus_per_node, nodes};
+}
+
+/* Checks the file and finds whether `simpar topology` wrote it, once for every child. */
 static gboolean
-platform_check_xml(const char *path, GError **error)
+platform_check_xml(const char *path, PlatformGenerated *generated, GError **error)
 {
     g_autofree char *text = NULL;
     gsize len;
@@ -72,6 +100,7 @@ platform_check_xml(const char *path, GError **error)
                     path);
         return FALSE;
     }
+    platform_generated(text, len, generated);
     return TRUE;
 }
 
@@ -127,23 +156,15 @@ platform_find_gpus(SimparPlatform *p)
 static void
 platform_find_generated(SimparPlatform *p)
 {
+    PlatformGenerated g = {0, 0};
     g_autofree char *text = NULL;
-    char name[64];
     gsize len;
-    guint nodes;
-    if (!g_file_get_contents(p->path, &text, &len, NULL))
-        return;
-    const char *head = strstr(text, "<!-- Preset ");
-    if (head == NULL || head - text > 512 ||
-        sscanf(head, "<!-- Preset %63[a-z0-9-], %u nodes", name, &nodes) != 2)
-        return;
-    const SimparTopologyPreset *preset = simpar_topology_lookup(name);
-    if (preset == NULL || nodes != p->n_nodes || nodes < 2 ||
-        p->n_gpus != nodes * preset->gpus_per_node)
-        return;
-    g_autofree char *generated = simpar_topology_generate(preset, nodes);
-    if (strlen(generated) == len && memcmp(generated, text, len) == 0)
-        p->gpus_per_node = preset->gpus_per_node;
+    if (p->generated != NULL)
+        g = *p->generated;
+    else if (g_file_get_contents(p->path, &text, &len, NULL))
+        platform_generated(text, len, &g);
+    if (g.gpus_per_node > 0 && g.nodes == p->n_nodes && p->n_gpus == g.nodes * g.gpus_per_node)
+        p->gpus_per_node = g.gpus_per_node;
 }
 
 /* The GPUs whose route equals src -> dst's (themselves on other platforms). */
@@ -156,6 +177,14 @@ platform_representative(const SimparPlatform *p, guint *src, guint *dst)
     guint a = p->nodes[*src], b = p->nodes[*dst];
     *src = (a > b) * g + *src % g;
     *dst = (a < b) * g + *dst % g;
+}
+
+/* Keys src << 32 | dst: g_int64_hash (src ^ dst) would put every pair and its reverse, and most
+ * pairs of a few GPUs, on one hash value. */
+static guint
+platform_route_hash(gconstpointer key)
+{
+    return (guint) (*(const guint64 *) key * G_GUINT64_CONSTANT(0x9E3779B97F4A7C15) >> 32);
 }
 
 static void
@@ -395,7 +424,7 @@ platform_child(SimparPlatform *p, int out, int err)
     platform_find_gpus(p);
     platform_find_generated(p);
     p->net = (SimparNet){platform_route, platform_node, p->hosts};
-    p->routes = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
+    p->routes = g_hash_table_new_full(platform_route_hash, g_int64_equal, g_free, g_free);
     if (p->n_gpus == 0) {
         g_set_error(&p->error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,
                     "--topology %s: no host is named node<N>-gpu<G>, so no GPU was found (see "
@@ -438,8 +467,8 @@ struct _SimparPlatformChild {
 typedef struct _SimparPlatformChild PlatformChild;
 
 static gboolean
-platform_spawn(const char *path, SimparPlatformJob job, gpointer data, PlatformChild *c,
-               GError **error)
+platform_spawn(const char *path, const PlatformGenerated *generated, SimparPlatformJob job,
+               gpointer data, PlatformChild *c, GError **error)
 {
     int reply_fd = g_file_open_tmp("simpar-reply-XXXXXX", &c->reply_path, error);
     if (reply_fd < 0)
@@ -458,7 +487,11 @@ platform_spawn(const char *path, SimparPlatformJob job, gpointer data, PlatformC
         /* die with the parent: a killed sweep or prediction leaves no worker behind */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
             _exit(1);
-        SimparPlatform p = {.path = path, .job = job, .data = data, .out = g_string_new(NULL)};
+        SimparPlatform p = {.path = path,
+                            .generated = generated,
+                            .job = job,
+                            .data = data,
+                            .out = g_string_new(NULL)};
         platform_child(&p, reply_fd, log_fd);
     }
     close(reply_fd);
@@ -518,24 +551,27 @@ platform_child_clear(PlatformChild *c)
 
 gboolean
 simpar_platform_run_many(const char *path, guint n, guint parallel, SimparPlatformJob job,
-                         gpointer *data, GString **outs, GError **error)
+                         gpointer *data, const guint *order, GString **outs, GError **error)
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     g_return_val_if_fail(n >= 1 && parallel >= 1, FALSE);
-    if (!platform_check_xml(path, error))
+    PlatformGenerated generated;
+    if (!platform_check_xml(path, &generated, error))
         return FALSE;
     g_autofree PlatformChild *children = g_new0(PlatformChild, n);
     gboolean ok = TRUE;
-    guint running = 0, started = 0;
-    for (; started < n && ok; started++) {
+    guint running = 0;
+    for (guint k = 0; k < n && ok; k++) {
+        guint i = order != NULL ? order[k] : k;
+        g_assert(i < n && children[i].reply_path == NULL);
         if (running == parallel)
-            platform_reap(children, started), running--;
-        ok = platform_spawn(path, job, data[started], &children[started], error);
+            platform_reap(children, n), running--;
+        ok = platform_spawn(path, &generated, job, data[i], &children[i], error);
         running += ok;
     }
     for (; running > 0; running--)
-        platform_reap(children, started);
-    for (guint i = 0; i < started; i++) {
+        platform_reap(children, n);
+    for (guint i = 0; i < n; i++) {
         if (ok && children[i].reply_path != NULL)
             ok = platform_collect(path, &children[i], outs[i], error);
         platform_child_clear(&children[i]);
@@ -547,7 +583,7 @@ gboolean
 simpar_platform_run(const char *path, SimparPlatformJob job, gpointer data, GString *out,
                     GError **error)
 {
-    return simpar_platform_run_many(path, 1, 1, job, &data, &out, error);
+    return simpar_platform_run_many(path, 1, 1, job, &data, NULL, &out, error);
 }
 
 /* ------------------------------------------------------------- children the caller schedules */
@@ -557,7 +593,7 @@ simpar_platform_spawn(const char *path, SimparPlatformJob job, gpointer data, GE
 {
     g_return_val_if_fail(error == NULL || *error == NULL, NULL);
     PlatformChild *c = g_new0(PlatformChild, 1);
-    if (!platform_spawn(path, job, data, c, error)) {
+    if (!platform_spawn(path, NULL, job, data, c, error)) {
         g_free(c);
         return NULL;
     }

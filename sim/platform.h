@@ -8,7 +8,8 @@
  * carrying SimGrid's complaint. Several jobs can run in parallel children (one per mode). A
  * child dies with its parent (PR_SET_PDEATHSIG).
  *
- *   parent: check XML -> fork (up to `parallel` children) -> wait -> reply file -> text | GError
+ *   parent: check XML (and whether `simpar topology` wrote it) -> fork (up to `parallel`
+ *           children, in the order asked) -> wait -> reply file -> text | GError
  *   child:  simgrid_init -> load -> GPUs node<N>-gpu<G> sorted by (N, G) -> driver actor: job()
  *
  * GPU i is the i-th host in (node, gpu) order; its figures are host properties (peak_fp16_flops,
@@ -39,10 +40,12 @@ typedef gboolean (*SimparPlatformJob)(const SimparPlatform *platform, gpointer d
 gboolean simpar_platform_run(const char *path, SimparPlatformJob job, gpointer data, GString *out,
                              GError **error);
 
-/* Runs job(data[i]) for i < n, each in its own child, at most `parallel` at a time; outs[i]
- * receives job i's output. On failure, the error of the first failing job in job order. */
+/* Runs job(data[i]) for i < n, each in its own child, at most `parallel` at a time, starting
+ * job order[k] k-th (order NULL: 0, 1, ...); outs[i] receives job i's output. On failure, the
+ * error of the first failing job in job order (by i, whatever the start order). */
 gboolean simpar_platform_run_many(const char *path, guint n, guint parallel, SimparPlatformJob job,
-                                  gpointer *data, GString **outs, GError **error);
+                                  gpointer *data, const guint *order, GString **outs,
+                                  GError **error);
 
 /* A child running one job, for callers that schedule their own children (simpar sweep). The
  * file is not checked first: give one simpar_platform_run() has loaded, or a generated one. */

@@ -2,14 +2,15 @@
 #include "predict-config.h"
 #include "cli.h"
 #include "pipeline.h"
-#include "step-predict.h"
+#include "step-formula.h"
+#include "step-slice.h"
 #include <string.h>
 
 void
 simpar_predict_args_clear(SimparPredictArgs *a)
 {
-    char **strs[] = {&a->backend, &a->coll_mode, &a->algo,
-                     &a->proto,   &a->attention, &a->calibration};
+    char **strs[] = {&a->backend,   &a->coll_mode,   &a->algo,      &a->proto,
+                     &a->attention, &a->calibration, &a->tp_slices, &a->block_backend};
     for (guint i = 0; i < G_N_ELEMENTS(strs); i++)
         g_clear_pointer(strs[i], g_free);
 }
@@ -32,6 +33,17 @@ simpar_predict_option_entries(SimparPredictArgs *a, const char *backend_help)
         {"calibration", 0, 0, G_OPTION_ARG_FILENAME, &a->calibration,
          "JSON file overriding the compute model's GPU figures and the links (simpar calibrate)",
          "FILE"},
+        {"block-backend", 0, 0, G_OPTION_ARG_STRING, &a->block_backend,
+         "Backend that times the layer and end blocks on the first tensor-parallel group "
+         "(default: --backend's); analytic with SimGrid: the blocks on an idle network, seconds "
+         "instead of a minute for a group of thousands of GPUs, without the contention inside "
+         "the group (README \"Speed\": its measured error)",
+         "B"},
+        {"tp-slices", 0, 0, G_OPTION_ARG_STRING, &a->tp_slices,
+         "one (default): simulate the step of one tensor-parallel slice (the ranks of one index "
+         "t) when the others provably run alike (no tensor-parallel op between stages, alike "
+         "routes on links no two slices share), else every rank; all: every rank",
+         "one|all"},
         G_OPTION_ENTRY_NULL,
     };
     return g_memdup2(entries, sizeof entries); /* (transfer container) */
@@ -43,6 +55,22 @@ simpar_predict_args_resolve(const SimparPredictArgs *a, const char *backend,
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     simpar_coll_params_init(&ctx->run.coll);
+    ctx->block_backend = NULL;
+    if (a->block_backend != NULL &&
+        ((!g_str_equal(a->block_backend, "simgrid") &&
+          !g_str_equal(a->block_backend, "analytic")) ||
+         !simpar_backend_lookup(a->block_backend, &ctx->block_backend, NULL))) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "--block-backend %s: unknown (valid: simgrid, analytic)", a->block_backend);
+        return FALSE;
+    }
+    const char *slices = a->tp_slices != NULL ? a->tp_slices : "one";
+    if (!g_str_equal(slices, "one") && !g_str_equal(slices, "all")) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "--tp-slices %s: unknown (valid: one, all)", slices);
+        return FALSE;
+    }
+    ctx->all_slices = g_str_equal(slices, "all");
     return simpar_backend_lookup(a->backend != NULL ? a->backend : backend, &ctx->backend, error) &&
            simpar_coll_mode_parse(a->coll_mode != NULL ? a->coll_mode : "fused", &ctx->run.mode,
                                   error) &&
@@ -129,25 +157,35 @@ predict_step(const SimparPredictContext *ctx, const SimparModel *model, const Si
     SimparStepTimer tm = {ctx->backend, ctx->run, ctx->gpu, ctx->attention};
     tm.base.net = simpar_platform_net(ctx->platform);
     SimparBlockTimes bt = {0};
-    simpar_block_times_measure(&tm, model, train, layer, &bt);
-    g_autoptr(SimparSchedule) step = simpar_step_build(model, train, layer);
-    g_autofree guint *gpus = g_new(guint, ctx->gpus);
-    for (guint i = 0; i < ctx->gpus; i++)
-        gpus[i] = i;
+    SimparStepTimer blocks = tm; /* the layer and end blocks, maybe on another backend */
+    if (ctx->block_backend != NULL)
+        blocks.backend = ctx->block_backend;
+    if (row != NULL && blocks.backend != tm.backend)
+        row->step.block_backend = blocks.backend->name;
+    simpar_predict_cache_blocks(ctx->cache, &blocks, model, train, layer, &bt);
+    if (ctx->backend->formula && ctx->trace == NULL &&
+        simpar_step_formula(&tm, &bt, model, train, layer, ctx->cache, row, step_s)) {
+        simpar_block_times_clear(&bt); /* closed forms; else (step-formula.h) the replay */
+        return;
+    }
+    SimparStepPlan plan;
+    simpar_step_plan(&tm, model, train, layer, !ctx->all_slices && ctx->trace == NULL, &plan);
     SimparRun run;
     g_autofree double *compute = NULL;
-    g_autofree SimparSpan *spans = simpar_step_run(&tm, step, &bt, gpus, &run, &compute);
+    g_autofree SimparSpan *spans = simpar_step_run(&tm, plan.step, &bt, plan.gpus, &run, &compute);
     if (row != NULL) {
-        simpar_step_breakdown(&run, spans, &bt, model, train, row);
+        simpar_step_breakdown(&run, spans, &bt, model, train, plan.job_gpus, row);
+        row->step.slices = plan.slices;
         if (ctx->trace != NULL)
             simpar_report_trace(ctx->trace, ctx->trace_index, row->mode, &run, spans);
     } else {
         SimparReportRow tmp = {0};
-        simpar_step_breakdown(&run, spans, &bt, model, train, &tmp);
+        simpar_step_breakdown(&run, spans, &bt, model, train, plan.job_gpus, &tmp);
         *step_s = tmp.step_s;
         g_array_free(tmp.axes, TRUE);
         g_free(tmp.step.placement);
     }
+    simpar_step_plan_clear(&plan);
     simpar_block_times_clear(&bt);
 }
 
@@ -192,11 +230,14 @@ simpar_predict_config(const SimparPredictContext *ctx, const SimparModel *model,
     row->grid = simpar_predict_grid(&train->tp);
     if (!simpar_train_validate(train, model, ctx->gpus, why))
         return TRUE;
-    g_autoptr(SimparSchedule) layer = simpar_generate_layer(model, &train->tp, error);
+    g_autoptr(SimparPredictCache) own = ctx->cache == NULL ? simpar_predict_cache_new() : NULL;
+    SimparPredictContext cached = *ctx; /* the layer and its block times: the process's */
+    cached.cache = ctx->cache != NULL ? ctx->cache : own;
+    SimparMemory layer_mem, mem;
+    const SimparSchedule *layer = simpar_predict_cache_layer(cached.cache, model, &train->tp,
+                                                             ctx->attention, &layer_mem, error);
     if (layer == NULL)
         return FALSE;
-    SimparMemory layer_mem, mem;
-    simpar_memory_estimate(model, &train->tp, layer, ctx->attention, &layer_mem);
     simpar_memory_step_peak(model, train, layer_mem.transient_B, ctx->attention, &mem,
                             &row->step.peak_stage);
     row->memory = mem;
@@ -209,7 +250,7 @@ simpar_predict_config(const SimparPredictContext *ctx, const SimparModel *model,
                     mem.transient_B / (1 << 30), ctx->gpu->model, ctx->gpu->mem_bytes / (1 << 30));
         return TRUE;
     }
-    predict_simulate(ctx, model, train, layer, row);
+    predict_simulate(&cached, model, train, layer, row);
     row->wall_s = (g_get_monotonic_time() - t0) / 1e6;
     return TRUE;
 }

@@ -18,6 +18,7 @@
 #ifndef SIMPAR_PREDICT_CONFIG_H
 #define SIMPAR_PREDICT_CONFIG_H
 #include "platform.h"
+#include "predict-cache.h"
 #include "report.h"
 #include "train.h"
 G_BEGIN_DECLS
@@ -31,17 +32,20 @@ typedef struct {
     SimparRun run; /* collective settings (algo, mode, params); the rest is filled per run */
     SimparAttentionImpl attention;
     const SimparPlatform *platform;
-    const SimparGpu *gpu;   /* of simpar_predict_gpu() */
-    guint gpus;             /* the platform's first `gpus` GPUs are used */
-    gint64 steps_to_target; /* SIMPAR_JOB_UNSET (G_MININT64) when not asked for */
-    JsonBuilder *trace;     /* Chrome trace events of the step, or NULL */
-    guint trace_index;      /* keeps the configurations' trace processes apart */
+    const SimparGpu *gpu;               /* of simpar_predict_gpu() */
+    guint gpus;                         /* the platform's first `gpus` GPUs are used */
+    gint64 steps_to_target;             /* SIMPAR_JOB_UNSET (G_MININT64) when not asked for */
+    gboolean all_slices;                /* simulate every rank of the step (step-slice.h) */
+    const SimparBackend *block_backend; /* --block-backend, or NULL: `backend` */
+    JsonBuilder *trace;                 /* Chrome trace events of the step (every rank), or NULL */
+    guint trace_index;                  /* keeps the configurations' trace processes apart */
+    SimparPredictCache *cache; /* layers and block times of earlier configurations, or NULL */
 } SimparPredictContext;
 
 /* The prediction options as given (NULL when not given): --backend, --collectives, --algo,
- * --nccl-proto, --attention, --calibration. */
+ * --nccl-proto, --attention, --calibration, --tp-slices, --block-backend. */
 typedef struct {
-    char *backend, *coll_mode, *algo, *proto, *attention, *calibration;
+    char *backend, *coll_mode, *algo, *proto, *attention, *calibration, *tp_slices, *block_backend;
 } SimparPredictArgs;
 
 void simpar_predict_args_clear(SimparPredictArgs *args);

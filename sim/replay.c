@@ -42,16 +42,37 @@ replay_order(SimparReplay *r)
     }
 }
 
+/* What members of one collective share: its table entry. */
+typedef struct {
+    guint group, root;
+    SimparCollKind kind;
+    gsize count;
+} ReplayCollKey;
+
+static guint
+replay_coll_hash(gconstpointer p)
+{
+    const ReplayCollKey *k = p;
+    return ((k->group * 1000003u ^ k->root) * 1000003u ^ (guint) k->kind) * 1000003u ^
+           (guint) (k->count ^ k->count >> 32);
+}
+
+static gboolean
+replay_coll_equal(gconstpointer a, gconstpointer b)
+{
+    const ReplayCollKey *x = a, *y = b;
+    return x->group == y->group && x->root == y->root && x->kind == y->kind && x->count == y->count;
+}
+
 /* Members of one collective share its table entry: same group, kind, count and root. */
 static guint
 replay_coll_key(SimparReplay *r, GHashTable *seen, const SimparOp *op)
 {
     const SimparSchedule *s = r->run->sched;
     const SimparColl *c = &op->u.coll;
-    g_autofree char *key =
-        g_strdup_printf("%u/%d/%" G_GSIZE_FORMAT "/%u", c->group, c->kind, c->count, c->root);
+    ReplayCollKey key = {c->group, c->root, c->kind, c->count};
     gpointer found;
-    if (g_hash_table_lookup_extended(seen, key, NULL, &found))
+    if (g_hash_table_lookup_extended(seen, &key, NULL, &found))
         return GPOINTER_TO_UINT(found);
 
     const SimparGroup *g = simpar_schedule_group(s, c->group);
@@ -73,14 +94,15 @@ replay_coll_key(SimparReplay *r, GHashTable *seen, const SimparOp *op)
                     : rc.algo->closed_form(rc.kind, &rc.group, rc.bytes, rc.root, &r->run->coll);
     g_array_append_val(r->colls, rc);
     guint idx = r->colls->len - 1;
-    g_hash_table_insert(seen, g_steal_pointer(&key), GUINT_TO_POINTER(idx));
+    g_hash_table_insert(seen, g_memdup2(&key, sizeof key), GUINT_TO_POINTER(idx));
     return idx;
 }
 
 static void
 replay_colls(SimparReplay *r)
 {
-    g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    g_autoptr(GHashTable) seen =
+        g_hash_table_new_full(replay_coll_hash, replay_coll_equal, g_free, NULL);
     for (guint i = 0; i < r->n_ops; i++) {
         const SimparOp *op = simpar_schedule_op(r->run->sched, i);
         r->coll_of_op[i] =
@@ -255,6 +277,18 @@ simpar_replay_expansion(SimparReplay *r, guint coll)
         c->algo->expand(c->kind, &c->group, c->bytes, c->root, &r->run->coll, c->exp);
     }
     return c->exp; /* (transfer none) */
+}
+
+GArray *
+simpar_replay_member_xfers(SimparReplay *r, guint coll, guint m)
+{
+    const SimparReplayColl *c = &g_array_index(r->colls, SimparReplayColl, coll);
+    GArray *out = g_array_new(FALSE, FALSE, sizeof(SimparXfer));
+    if (c->algo->fuse != NULL)
+        c->algo->fuse(c->kind, &c->group, c->bytes, m, out);
+    else
+        simpar_expansion_fuse(simpar_replay_expansion(r, coll), m, out);
+    return out; /* (transfer full) */
 }
 
 guint

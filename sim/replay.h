@@ -57,6 +57,9 @@ guint simpar_replay_stream(const SimparReplay *r, guint instance);
 double simpar_replay_p2p_bytes(const SimparReplay *r, const SimparOp *op);
 /* The collective's expansion, built on first use. */
 const SimparExpansion *simpar_replay_expansion(SimparReplay *r, guint coll); /* (transfer none) */
+/* Member m's transfers of the collective summed per (peer, direction), in first-use order:
+ * from the algorithm's fuse() when it has one (no expansion built), else the expansion's. */
+GArray *simpar_replay_member_xfers(SimparReplay *r, guint coll, guint m); /* (transfer full) */
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimparReplay, simpar_replay_free)
 G_END_DECLS

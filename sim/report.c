@@ -296,14 +296,20 @@ report_text_axes(GString *out, const SimparReportRow *row)
         g_string_append_printf(out, " other waits %.4f s;", row->other_s);
     g_string_truncate(out, out->len - (out->str[out->len - 1] == ';'));
     const SimparReportStep *st = &row->step;
+    g_autoptr(GString) notes = g_string_new(NULL);
+    if (st->slices > 1)
+        g_string_append_printf(notes, "; step simulated on 1 of %.0f alike tensor-parallel slices",
+                               st->slices);
+    if (st->block_backend != NULL)
+        g_string_append_printf(notes, "; blocks timed on the %s backend", st->block_backend);
     if (st->split != NULL)
         g_string_append_printf(out,
-                               "\n  %-5s %s; %s\n  %-5s step: compute %.4f s, tensor-parallel "
+                               "\n  %-5s %s; %s%s\n  %-5s step: compute %.4f s, tensor-parallel "
                                "exposed %.4f, bubble %.4f, pipeline p2p %.4f, data-parallel "
                                "exposed %.4f, optimizer %.4f; MFU %.1f%%",
-                               row->mode, st->split, st->placement, row->mode, row->compute_s,
-                               st->tp_exposed_s, st->bubble_s, st->pp_p2p_s, st->dp_exposed_s,
-                               st->optimizer_s, 100 * st->mfu);
+                               row->mode, st->split, st->placement, notes->str, row->mode,
+                               row->compute_s, st->tp_exposed_s, st->bubble_s, st->pp_p2p_s,
+                               st->dp_exposed_s, st->optimizer_s, 100 * st->mfu);
     if (st->pipeline_step_s > 0)
         g_string_append_printf(out,
                                "\n  %-5s the same split as a 1F1B pipeline: step %.4f s (%.2fx)",
@@ -408,6 +414,7 @@ static const struct {
     {"time_to_target_s", G_STRUCT_OFFSET(SimparReportStep, time_to_target_s)},
     {"gpu_hours_to_target", G_STRUCT_OFFSET(SimparReportStep, gpu_hours_to_target)},
     {"pipeline_step_s", G_STRUCT_OFFSET(SimparReportStep, pipeline_step_s)},
+    {"step_slices", G_STRUCT_OFFSET(SimparReportStep, slices)},
 };
 
 static void
@@ -415,6 +422,8 @@ report_json_step(JsonBuilder *b, const SimparReportRow *row)
 {
     report_json_string(b, "split", row->step.split);
     report_json_string(b, "placement", row->step.placement);
+    if (row->step.block_backend != NULL) /* blocks not timed on the run's backend */
+        report_json_string(b, "block_backend", row->step.block_backend);
     for (guint i = 0; i < G_N_ELEMENTS(report_step_fields); i++)
         report_json_member(b, report_step_fields[i].key,
                            G_STRUCT_MEMBER(double, &row->step, report_step_fields[i].off));
@@ -591,6 +600,9 @@ report_json_read_row(SimparReport *rep, JsonObject *o)
         row->step.split = g_strdup(json_object_get_string_member(o, "split"));
         row->step.placement = g_strdup(json_object_get_string_member(o, "placement"));
     }
+    if (json_object_has_member(o, "block_backend"))
+        row->step.block_backend =
+            g_intern_string(json_object_get_string_member(o, "block_backend"));
     for (guint i = 0; i < G_N_ELEMENTS(report_step_fields); i++)
         G_STRUCT_MEMBER(double, &row->step, report_step_fields[i].off) =
             report_json_double(o, report_step_fields[i].key);

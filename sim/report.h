@@ -36,7 +36,10 @@ typedef struct {
     double tp_exposed_s, bubble_s, pp_p2p_s, dp_exposed_s, optimizer_s, mfu;
     double steps_to_target, time_to_target_s, gpu_hours_to_target;
     double pipeline_step_s; /* local parallelism: the same split as a 1F1B pipeline */
-    guint peak_stage;       /* the pipeline stage with the largest memory */
+    double slices; /* the step ran one tensor-parallel slice for this many (step-slice.h), or 1 */
+    const char *block_backend; /* interned: the backend that timed the blocks when it is not
+                                * the run's, else NULL */
+    guint peak_stage;          /* the pipeline stage with the largest memory */
 } SimparReportStep;
 
 typedef struct {

@@ -175,18 +175,20 @@ typedef struct {
 } Breakdown;
 
 static gboolean
-breakdown_inter(const SimparRun *run, const guint *ranks, guint n)
+breakdown_inter(const SimparRun *run, const guint *job_gpus, const guint *ranks, guint n)
 {
     for (guint i = 1; i < n; i++)
-        if (simpar_net_node(run->net, run->gpus[ranks[i]]) !=
-            simpar_net_node(run->net, run->gpus[ranks[0]]))
+        if (simpar_net_node(run->net, job_gpus[ranks[i]]) !=
+            simpar_net_node(run->net, job_gpus[ranks[0]]))
             return TRUE;
     return FALSE;
 }
 
-/* Which of the split's groups cross nodes (the first group of each axis; all are alike). */
+/* Which of the split's groups cross nodes (the first group of each axis; all are alike);
+ * job_gpus: the GPU of each rank of the job. */
 static char *
-breakdown_placement(const SimparRun *run, const SimparTrain *tr, gboolean inter[3])
+breakdown_placement(const SimparRun *run, const guint *job_gpus, const SimparTrain *tr,
+                    gboolean inter[3])
 {
     const guint size[SIMPAR_N_TRAIN_AXES] = {(guint) tr->tp.tp, (guint) tr->dp, (guint) tr->pp};
     GString *out = g_string_new(NULL);
@@ -195,7 +197,7 @@ breakdown_placement(const SimparRun *run, const SimparTrain *tr, gboolean inter[
         for (guint k = 0; k < size[a]; k++)
             ranks[k] = simpar_train_rank(tr, a == SIMPAR_AXIS_TP ? k : 0,
                                          a == SIMPAR_AXIS_DP ? k : 0, a == SIMPAR_AXIS_PP ? k : 0);
-        inter[a] = breakdown_inter(run, ranks, size[a]);
+        inter[a] = breakdown_inter(run, job_gpus, ranks, size[a]);
         g_string_append_printf(out, "%s%s %s", a ? ", " : "", simpar_train_axis_name(a),
                                size[a] == 1 ? "1 GPU"
                                : inter[a]   ? "inter-node"
@@ -302,7 +304,8 @@ breakdown_op_end(const SimparRun *run, const SimparSpan *spans, guint rank, cons
 
 void
 simpar_step_breakdown(const SimparRun *run, const SimparSpan *spans, const SimparBlockTimes *bt,
-                      const SimparModel *model, const SimparTrain *tr, SimparReportRow *row)
+                      const SimparModel *model, const SimparTrain *tr, const guint *job_gpus,
+                      SimparReportRow *row)
 {
     const SimparSchedule *s = run->sched;
     guint n_ranks = simpar_schedule_n_ranks(s), n = simpar_schedule_n_ops(s);
@@ -337,10 +340,21 @@ simpar_step_breakdown(const SimparRun *run, const SimparSpan *spans, const Simpa
     row->axes = g_array_new(FALSE, FALSE, sizeof(SimparAxisTime));
     Breakdown b = {run, spans, bt, row, 0, 0};
     breakdown_rank(&b, crit, from, to);
+    simpar_step_breakdown_finish(run, job_gpus, bt, model, tr, b.tp_exposed, b.layer_blocks, row);
+}
+
+void
+simpar_step_breakdown_finish(const SimparRun *run, const guint *job_gpus,
+                             const SimparBlockTimes *bt, const SimparModel *model,
+                             const SimparTrain *tr, double tp_exposed, double layer_blocks,
+                             SimparReportRow *row)
+{
+    Breakdown b = {.tp_exposed = tp_exposed, .layer_blocks = layer_blocks};
     row->step.tp_exposed_s = b.tp_exposed;
     row->comm_bytes_per_gpu += bt->layer_comm_bytes * b.layer_blocks;
     gboolean inter[SIMPAR_N_TRAIN_AXES];
-    row->step.placement = breakdown_placement(run, tr, inter);
+    row->step.placement =
+        breakdown_placement(run, job_gpus != NULL ? job_gpus : run->gpus, tr, inter);
     /* the tensor-parallel exposure by axis, in the proportions of one layer's */
     double layer_sum = 0;
     for (guint i = 0; i < bt->layer_axes->len; i++)
@@ -372,6 +386,6 @@ simpar_step_breakdown(const SimparRun *run, const SimparSpan *spans, const Simpa
         *(a->inter ? &row->exposed_inter_s : &row->exposed_intra_s) += a->exposed_s;
     }
     row->model_flops = simpar_train_model_flops(model, tr);
-    row->tflops_per_gpu = row->model_flops / row->step_s / n_ranks / 1e12;
-    row->gpus = n_ranks;
+    row->gpus = (guint) (tr->tp.tp * tr->pp * tr->dp); /* a slice's step stands for them all */
+    row->tflops_per_gpu = row->model_flops / row->step_s / row->gpus / 1e12;
 }

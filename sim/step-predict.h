@@ -50,10 +50,19 @@ double simpar_block_time(const SimparBlockTimes *bt, const char *key);
 SimparSpan *simpar_step_run(const SimparStepTimer *tm, const SimparSchedule *step,
                             const SimparBlockTimes *bt, const guint *gpus, SimparRun *run,
                             double **compute);
-/* Fills row->step_s and the breakdown of the step (row->step, compute_s, exposed, axes). */
+/* Fills row->step_s and the breakdown of the step (row->step, compute_s, exposed, axes);
+ * job_gpus: the GPU of every rank of the job when the step is one slice of it
+ * (step-slice.h), NULL when it is the whole job. */
 void simpar_step_breakdown(const SimparRun *run, const SimparSpan *spans,
                            const SimparBlockTimes *bt, const SimparModel *model,
-                           const SimparTrain *train, SimparReportRow *row);
+                           const SimparTrain *train, const guint *job_gpus, SimparReportRow *row);
+/* Its second half, once the walk of the rank that ends last filled row->step_s, compute,
+ * bubble, p2p, dp, optimizer, other, comm bytes and row->axes (empty): the tensor-parallel
+ * exposure (`tp_exposed` over `layer_blocks` layers) by axis, placement, FLOPs. */
+void simpar_step_breakdown_finish(const SimparRun *run, const guint *job_gpus,
+                                  const SimparBlockTimes *bt, const SimparModel *model,
+                                  const SimparTrain *train, double tp_exposed, double layer_blocks,
+                                  SimparReportRow *row);
 
 G_END_DECLS
 #endif /* SIMPAR_STEP_PREDICT_H */

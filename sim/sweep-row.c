@@ -2,6 +2,8 @@
  * through predict-config.c, as `simpar predict` computes it) and its CSV line. */
 #include "predict-config.h"
 #include "sweep.h"
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -24,16 +26,107 @@ row_set(SweepRow *r, SimparSweepColumn col, char *owned)
     r->f[col] = owned;
 }
 
+/* ----- numbers: printf's "%.9g" and "%d" without printf ----- */
+
+/* A row prints some thirty numbers, and in simpar every printf takes glibc's slow positional
+ * path (libquadmath, which SimGrid's libraries pull in, registers printf extensions when it
+ * loads): a third of a formula row's time went there. */
+
+static const long double row_pow10[] = {1e0L,  1e1L,  1e2L,  1e3L,  1e4L,  1e5L,  1e6L,
+                                        1e7L,  1e8L,  1e9L,  1e10L, 1e11L, 1e12L, 1e13L,
+                                        1e14L, 1e15L, 1e16L, 1e17L, 1e18L, 1e19L, 1e20L,
+                                        1e21L, 1e22L, 1e23L, 1e24L, 1e25L, 1e26L, 1e27L};
+
+/* v's decimal digits at p (v < 10^19); the end. */
+static char *
+row_digits(char *p, guint64 v)
+{
+    char tmp[20];
+    guint n = 0;
+    do
+        tmp[n++] = (char) ('0' + v % 10);
+    while ((v /= 10) > 0);
+    while (n > 0)
+        *p++ = tmp[--n];
+    return p;
+}
+
+/* a (> 0) rounded to 9 significant digits, q in [10^8, 10^9), a ~ q 10^(e - 8): FALSE when the
+ * rounding is too close to call in long double (|error| < 1e-9 of a unit; exact ties included)
+ * or 10^(8 - e) is not exact (|8 - e| > 27: 5^27 < 2^64). */
+static gboolean
+row_round9(double a, int *e, guint64 *q)
+{
+    for (guint tries = 0; tries < 3; tries++) {
+        int k = 8 - *e;
+        if (k > 27 || k < -27)
+            return FALSE;
+        long double s = k >= 0 ? (long double) a * row_pow10[k] : (long double) a / row_pow10[-k];
+        long double whole = floorl(s), frac = s - whole;
+        if (fabsl(frac - 0.5L) < 1e-8L)
+            return FALSE;
+        *q = (guint64) whole + (frac > 0.5L);
+        if (*q >= 1000000000u)
+            ++*e;
+        else if (*q < 100000000u)
+            --*e;
+        else
+            return TRUE;
+    }
+    return FALSE;
+}
+
+void
+simpar_sweep_format_number(double v, char *out)
+{
+    int e = v != 0 && isfinite(v) ? (int) floor(log10(fabs(v))) : 0;
+    guint64 q;
+    if (v == 0 || !isfinite(v) || !row_round9(fabs(v), &e, &q)) {
+        snprintf(out, SIMPAR_SWEEP_NUMBER_LEN, "%.9g", v);
+        return;
+    }
+    char digits[9], *p = out;
+    row_digits(digits, q);
+    guint n = 9; /* significant digits left once trailing zeros go */
+    while (n > 1 && digits[n - 1] == '0')
+        n--;
+    if (v < 0)
+        *p++ = '-';
+    if (e < -4 || e >= 9) { /* d.ddd e+XX */
+        *p++ = digits[0];
+        if (n > 1)
+            *p++ = '.', memcpy(p, digits + 1, n - 1), p += n - 1;
+        *p++ = 'e', *p++ = e < 0 ? '-' : '+';
+        if (ABS(e) < 10)
+            *p++ = '0';
+        p = row_digits(p, (guint64) ABS(e));
+    } else if (e >= 0) { /* ddd.ddd */
+        memcpy(p, digits, (gsize) e + 1), p += e + 1;
+        if (n > (guint) e + 1)
+            *p++ = '.', memcpy(p, digits + e + 1, n - e - 1), p += n - e - 1;
+    } else { /* 0.000ddd */
+        *p++ = '0', *p++ = '.';
+        for (int z = -1; z > e; z--)
+            *p++ = '0';
+        memcpy(p, digits, n), p += n;
+    }
+    *p = '\0';
+}
+
 static void
 row_int(SweepRow *r, SimparSweepColumn col, gint64 v)
 {
-    row_set(r, col, v > 0 ? g_strdup_printf("%" G_GINT64_FORMAT, v) : NULL);
+    char text[24];
+    *row_digits(text, (guint64) MAX(v, 0)) = '\0';
+    row_set(r, col, v > 0 ? g_strdup(text) : NULL);
 }
 
 static void
 row_num(SweepRow *r, SimparSweepColumn col, double v)
 {
-    row_set(r, col, g_strdup_printf("%.9g", v));
+    char text[SIMPAR_SWEEP_NUMBER_LEN];
+    simpar_sweep_format_number(v, text);
+    row_set(r, col, g_strdup(text));
 }
 
 static void
@@ -82,7 +175,9 @@ row_config(const SimparSweep *sw, const SimparSweepConfig *c, const SimparBacken
 {
     const SimparModel *base = &g_array_index(sw->models, SimparModel, c->model);
     const SimparJobArgs *j = &sw->args.job;
-    r->f[SIMPAR_SWEEP_COL_INDEX] = g_strdup_printf("%" G_GUINT64_FORMAT, c->index);
+    char index[24];
+    *row_digits(index, c->index) = '\0';
+    r->f[SIMPAR_SWEEP_COL_INDEX] = g_strdup(index);
     row_set(r, SIMPAR_SWEEP_COL_MODEL, g_strdup(base->name));
     row_int(r, SIMPAR_SWEEP_COL_HIDDEN, c->hidden);
     row_int(r, SIMPAR_SWEEP_COL_HEADS, c->heads);
@@ -194,8 +289,8 @@ row_figures(SweepRow *r, const SimparReportRow *row, const SimparTrain *t, gint6
     row_num(r, SIMPAR_SWEEP_COL_PP_P2P, row->step.pp_p2p_s);
     row_num(r, SIMPAR_SWEEP_COL_DP_EXPOSED, row->step.dp_exposed_s);
     row_num(r, SIMPAR_SWEEP_COL_OPTIMIZER, row->step.optimizer_s);
-    if (g_str_equal(backend->name, "analytic"))
-        row_num(r, SIMPAR_SWEEP_COL_ANALYTIC_STEP, row->step_s);
+    if (g_str_equal(backend->name, "analytic") || g_str_equal(backend->name, "formula"))
+        row_num(r, SIMPAR_SWEEP_COL_ANALYTIC_STEP, row->step_s); /* formula: the same figure */
 }
 
 /* What the split became once validated (defaults filled in). */
@@ -229,7 +324,7 @@ row_prepare(const SimparSweep *sw, const SimparSweepConfig *c, const SimparGpu *
 void
 simpar_sweep_row_predict(const SimparSweep *sw, const SimparSweepConfig *c,
                          const SimparPlatform *platform, const SimparGpu *gpu,
-                         const SimparBackend *backend, GString *line)
+                         const SimparBackend *backend, SimparPredictCache *cache, GString *line)
 {
     SweepRow r = {0};
     row_config(sw, c, backend, &r);
@@ -241,8 +336,16 @@ simpar_sweep_row_predict(const SimparSweep *sw, const SimparSweepConfig *c,
         row_finish(&r, line);
         return;
     }
-    SimparPredictContext ctx = {backend, sw->run,    sw->attention, platform,        gpu,
-                                c->gpus, G_MININT64, NULL,          (guint) c->index};
+    SimparPredictContext ctx = {.backend = backend,
+                                .run = sw->run,
+                                .attention = sw->attention,
+                                .platform = platform,
+                                .gpu = gpu,
+                                .gpus = c->gpus,
+                                .steps_to_target = G_MININT64,
+                                .all_slices = sw->all_slices,
+                                .trace_index = (guint) c->index,
+                                .cache = cache};
     SimparReportRow row;
     if (!simpar_predict_config(&ctx, &model, &train, &row, &why, &failure)) {
         row_status(&r, "failed", failure->message);

@@ -1,13 +1,14 @@
 /* sweep-run.c - a sweep's worker processes, its journal, resume and the SimGrid refinement.
  *
  * The parent enumerates the configurations, skips those the journal already holds, groups the
- * others into chunks of one GPU count and starts a worker per chunk (platform.c: one platform
- * per process, at most --jobs at a time). A worker appends each row to the journal with one
- * write() (O_APPEND) and then the row's index to a pipe, which is how the parent counts
- * progress. A worker that dies has its unfinished configurations run again one per worker;
- * one that fails alone becomes a "failed" row. SimGrid runs are one configuration per worker:
- * the simulated clock goes on between runs in a process, and a row must not depend on which
- * rows ran before it in the same worker.
+ * others into chunks of one platform file and starts a worker per chunk (platform.c: one
+ * platform per process, at most --jobs at a time); a worker's cache (predict-cache.h) serves
+ * its rows. A worker appends its rows to the journal in batches of whole lines, one write()
+ * each (O_APPEND; a batch closes after 512 rows or 50 ms), then their indices to a pipe, which
+ * is how the parent counts progress. A worker that dies has its unfinished configurations run
+ * again one per worker; one that fails alone becomes a "failed" row. SimGrid runs are one
+ * configuration per worker: the simulated clock goes on between runs in a process, and a row
+ * must not depend on which rows ran before it in the same worker.
  */
 #include "cli.h"
 #include "predict-config.h"
@@ -21,13 +22,15 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#define SWEEP_MAX_CHUNK 64
+#define SWEEP_MAX_CHUNK         64     /* analytic: ~10 ms a row */
+#define SWEEP_MAX_FORMULA_CHUNK 100000 /* formula: ~50 us a row, a platform load ~30 ms */
 
 typedef struct {
     const SimparSweep *sw;
     const SimparBackend *backend;
-    guint gpus;
-    GArray *configs; /* SimparSweepConfig */
+    const char *platform; /* the configurations' platform file (the run's) */
+    guint gpus;           /* the largest GPU count among them */
+    GArray *configs;      /* SimparSweepConfig */
     int journal_fd, progress_fd;
     SimparPlatformChild *child;
 } SweepChunk;
@@ -83,6 +86,31 @@ sweep_io_error(GError **error, const char *what, const char *path)
 
 /* ------------------------------------------------------------------------- in the worker */
 
+/* Rows go to the journal and their indices to the parent in batches: at most this many rows
+ * (one pipe write stays atomic: PIPE_BUF >= 4096), or after this long. */
+#define SWEEP_BATCH_ROWS 512
+#define SWEEP_BATCH_US   50000
+
+typedef struct {
+    GString *lines;
+    guint64 index[SWEEP_BATCH_ROWS];
+    guint n;
+    gint64 since_us; /* when the first row of the batch was added */
+} SweepBatch;
+
+static gboolean
+sweep_batch_flush(const SweepChunk *ch, SweepBatch *b, GError **error)
+{
+    if (b->n == 0)
+        return TRUE;
+    if (!sweep_write_all(ch->journal_fd, b->lines->str, b->lines->len) ||
+        !sweep_write_all(ch->progress_fd, b->index, b->n * sizeof b->index[0]))
+        return sweep_io_error(error, "cannot write the journal", "");
+    g_string_truncate(b->lines, 0);
+    b->n = 0;
+    return TRUE;
+}
+
 static gboolean
 sweep_chunk_job(const SimparPlatform *platform, gpointer data, GString *out, GError **error)
 {
@@ -91,16 +119,20 @@ sweep_chunk_job(const SimparPlatform *platform, gpointer data, GString *out, GEr
     SimparGpu gpu;
     if (!simpar_predict_gpu(platform, ch->gpus, ch->sw->args.predict.calibration, &gpu, error))
         return FALSE;
-    g_autoptr(GString) line = g_string_new(NULL);
+    g_autoptr(GString) lines = g_string_new(NULL);
+    SweepBatch b = {.lines = lines};
+    g_autoptr(SimparPredictCache) cache = simpar_predict_cache_new();
     for (guint i = 0; i < ch->configs->len; i++) {
         const SimparSweepConfig *c = &g_array_index(ch->configs, SimparSweepConfig, i);
-        g_string_truncate(line, 0);
-        simpar_sweep_row_predict(ch->sw, c, platform, &gpu, ch->backend, line);
-        if (!sweep_write_all(ch->journal_fd, line->str, line->len) ||
-            !sweep_write_all(ch->progress_fd, &c->index, sizeof c->index))
-            return sweep_io_error(error, "cannot write the journal", "");
+        simpar_sweep_row_predict(ch->sw, c, platform, &gpu, ch->backend, cache, lines);
+        gint64 now = g_get_monotonic_time();
+        b.since_us = b.n == 0 ? now : b.since_us;
+        b.index[b.n++] = c->index;
+        if ((b.n == SWEEP_BATCH_ROWS || now - b.since_us >= SWEEP_BATCH_US) &&
+            !sweep_batch_flush(ch, &b, error))
+            return FALSE;
     }
-    return TRUE;
+    return sweep_batch_flush(ch, &b, error);
 }
 
 /* ----------------------------------------------------------------------------- platforms */
@@ -321,8 +353,7 @@ sweep_wait(SweepRun *r, GError **error)
 static gboolean
 sweep_spawn(SweepRun *r, SweepChunk *ch, GError **error)
 {
-    const char *path = sweep_platform(r, ch->gpus, error);
-    ch->child = path != NULL ? simpar_platform_spawn(path, sweep_chunk_job, ch, error) : NULL;
+    ch->child = simpar_platform_spawn(ch->platform, sweep_chunk_job, ch, error);
     if (ch->child == NULL) {
         sweep_chunk_free(ch);
         return FALSE;
@@ -348,13 +379,18 @@ sweep_start(SweepRun *r, SweepChunk *ch, GError **error)
     return TRUE;
 }
 
-/* Configurations per worker: a share of the GPU count's (the platform loads once per
- * worker); SimGrid: one. */
+/* Configurations per worker (the platform loads once per worker, and its cache serves its rows):
+ * SimGrid one; analytic a share of the GPU count's; formula, whose rows cost less than a load,
+ * the pass's share of each worker (two per worker with several, for balance). */
 static guint
 sweep_chunk_size(const SweepRun *r, guint slot)
 {
-    if (!g_str_equal(r->backend->name, "analytic"))
+    if (g_str_equal(r->backend->name, "simgrid"))
         return 1;
+    if (r->backend->formula) {
+        guint64 chunks = r->sw->jobs > 1 ? 2 * (guint64) r->sw->jobs : 1;
+        return (guint) CLAMP((r->pass_total + chunks - 1) / chunks, 1, SWEEP_MAX_FORMULA_CHUNK);
+    }
     guint64 share = (r->sw->per_gpus[slot] + 2 * r->sw->jobs - 1) / (2 * r->sw->jobs);
     return (guint) CLAMP(share, 1, SWEEP_MAX_CHUNK);
 }
@@ -366,21 +402,26 @@ sweep_visit(const SimparSweepConfig *c, gpointer data, GError **error)
     const SimparSweep *sw = r->sw;
     if (!sweep_mine(r, c->index) || sweep_is_done(r, c->index))
         return TRUE;
+    const char *platform = sweep_platform(r, c->gpus, error);
+    if (platform == NULL)
+        return FALSE;
     SweepChunk *ch = r->pending;
     if (ch != NULL &&
-        (ch->gpus != c->gpus || ch->configs->len >= sweep_chunk_size(r, c->gpus_slot)))
+        (ch->platform != platform || ch->configs->len >= sweep_chunk_size(r, c->gpus_slot)))
         if (!sweep_start(r, g_steal_pointer(&r->pending), error))
             return FALSE;
     if (r->pending == NULL) {
         r->pending = g_new0(SweepChunk, 1);
         *r->pending = (SweepChunk){sw,
                                    r->backend,
+                                   platform,
                                    c->gpus,
                                    g_array_new(FALSE, FALSE, sizeof(SimparSweepConfig)),
                                    r->journal_fd,
                                    r->pipe[1],
                                    NULL};
     }
+    r->pending->gpus = MAX(r->pending->gpus, c->gpus);
     g_array_append_val(r->pending->configs, *c);
     return TRUE;
 }
@@ -506,14 +547,15 @@ sweep_run_clear(SweepRun *r)
     g_clear_pointer(&r->retry, g_ptr_array_unref);
 }
 
-/* Re-runs the K best analytic rows on SimGrid; `refined` receives their indices. */
+/* Re-runs the K best analytic (or formula) rows on SimGrid; `refined` receives their indices. */
 static gboolean
 sweep_refine(SweepRun *r, GHashTable *refined, GError **error)
 {
     g_autoptr(SimparCsv) csv = simpar_csv_read(r->journal, SIMPAR_CSV_DROP_TORN_TAIL, error);
     if (csv == NULL)
         return FALSE;
-    g_autoptr(GArray) best = simpar_sweep_best(r->sw, csv, "analytic", (guint) r->sw->args.refine);
+    g_autoptr(GArray) best =
+        simpar_sweep_best(r->sw, csv, r->sw->backend->name, (guint) r->sw->args.refine);
     g_clear_pointer(&r->only, g_hash_table_unref);
     r->only = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
     for (guint i = 0; i < best->len; i++) {

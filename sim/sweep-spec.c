@@ -267,6 +267,7 @@ sweep_resolve_predict(SimparSweep *sw, GError **error)
     if (!simpar_predict_args_resolve(&sw->args.predict, "analytic", &ctx, &local))
         return sweep_usage_from(error, local);
     sw->backend = ctx.backend, sw->run = ctx.run, sw->attention = ctx.attention;
+    sw->all_slices = ctx.all_slices;
     return TRUE;
 }
 
@@ -308,10 +309,10 @@ sweep_resolve_run(SimparSweep *sw, GError **error)
     if (a->refine != SIMPAR_JOB_UNSET && (a->refine < 0 || a->refine > 10000))
         return simpar_cli_usage(
             error, "--refine %" G_GINT64_FORMAT ": from 0 to 10000 configurations", a->refine);
-    if (a->refine > 0 && !g_str_equal(sw->backend->name, "analytic"))
+    if (a->refine > 0 && g_str_equal(sw->backend->name, "simgrid"))
         return simpar_cli_usage(error,
-                                "--refine %" G_GINT64_FORMAT ": refines an analytic sweep "
-                                "with SimGrid; this one already runs on --backend %s",
+                                "--refine %" G_GINT64_FORMAT ": refines an analytic or formula "
+                                "sweep with SimGrid; this one already runs on --backend %s",
                                 a->refine, sw->backend->name);
     if (a->refine > 0 && sw->n_shards > 0)
         return simpar_cli_usage(error, "--refine with --shard: refinement needs every row; refine "
@@ -651,6 +652,8 @@ sweep_spec_text(const SimparSweep *sw)
                            job_text, sw->backend->name, p->coll_mode ? p->coll_mode : "fused",
                            p->algo ? p->algo : "auto", p->proto ? p->proto : "none",
                            simpar_attention_name(sw->attention), calib ? calib : "");
+    if (sw->all_slices)
+        g_string_append(s, ";tp-slices=all");
     return g_string_free(s, FALSE); /* (transfer full) */
 }
 

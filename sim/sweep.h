@@ -130,6 +130,7 @@ typedef struct {
     const SimparBackend *backend;
     SimparRun run; /* collective settings */
     SimparAttentionImpl attention;
+    gboolean all_slices; /* --tp-slices all */
     SimparSweepRankBy rank_by;
     guint jobs, shard, n_shards; /* n_shards 0: not sharded */
     char *id, *spec_text;        /* the sweep's identity */
@@ -155,10 +156,16 @@ void simpar_sweep_clear(SimparSweep *sw);
 
 /* sweep-row.c: one row */
 extern const char *const simpar_sweep_columns[SIMPAR_SWEEP_N_COLUMNS];
-/* The configuration's CSV line predicted on `platform` (in a worker), with `backend`. */
+/* The configuration's CSV line predicted on `platform` (in a worker), with `backend`; `cache`
+ * (or NULL) holds what the worker's earlier rows computed. */
 void simpar_sweep_row_predict(const SimparSweep *sw, const SimparSweepConfig *c,
                               const SimparPlatform *platform, const SimparGpu *gpu,
-                              const SimparBackend *backend, GString *line);
+                              const SimparBackend *backend, SimparPredictCache *cache,
+                              GString *line);
+/* v as printf's "%.9g" writes it, the rows' number format, into out[SIMPAR_SWEEP_NUMBER_LEN]
+ * (faster than printf in a worker). */
+#define SIMPAR_SWEEP_NUMBER_LEN 32
+void simpar_sweep_format_number(double v, char *out);
 /* A row of status "failed" with `reason`, from the configuration alone. */
 void simpar_sweep_row_failed(const SimparSweep *sw, const SimparSweepConfig *c,
                              const SimparBackend *backend, const char *reason, GString *line);

@@ -171,7 +171,7 @@ test_predict_refusals(void)
         {"--steps-to-target -3", "--steps-to-target -3: must be at least 1"},
         {"--recompute most", "--recompute most: unknown (valid: none, selective, full)"},
         {"--tp-mode 1d --dp 64 --model gpt3-175b", "does not fit in GPU memory"},
-        {"--backend ns3", "--backend ns3: unknown (valid: simgrid, analytic)"},
+        {"--backend ns3", "--backend ns3: unknown (valid: simgrid, analytic, formula)"},
         {"--collectives some", "--collectives some: unknown"},
         {"--algo butterfly", "'butterfly' (valid: auto, ring, tree"},
         {"--attention sparse", "sparse"},

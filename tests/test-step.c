@@ -114,7 +114,7 @@ step_case_run(StepCase *c, double tf, double tb, double head_f, double head_b)
     simpar_coll_params_init(&c->run.coll);
     c->spans = g_new(SimparSpan, n);
     be->run(&c->run, c->spans);
-    simpar_step_breakdown(&c->run, c->spans, &c->bt, &c->model, &c->train, &c->row);
+    simpar_step_breakdown(&c->run, c->spans, &c->bt, &c->model, &c->train, NULL, &c->row);
 }
 
 static void
@@ -230,6 +230,37 @@ test_step_zero_volume(void)
             ddp = v;
         CU_ASSERT_TRUE(v > 0);
         CU_ASSERT_DOUBLE_EQUAL(v / ddp, z == 3 ? 1.5 : 1.0, 1e-3);
+        step_case_clear(&c);
+    }
+}
+
+/* ZeRO without data parallelism, and an embedding tied to the output layer on one stage,
+ * build and run (they once failed an assertion, or dereferenced the missing DP group): no
+ * reduction at all with D = 1, the same step as ZeRO-0; the tied table reduced once. */
+static void
+test_step_degenerate(void)
+{
+    double zero0 = 0;
+    for (gint z = 0; z <= 3; z++) {
+        StepCase c;
+        step_case_init(&c, 4, 1, 1, SIMPAR_PIPE_1F1B, 1, 2);
+        c.train.zero = z;
+        c.train.bucket_params = 1 << 30; /* the ends alone never fill a bucket */
+        step_case_run(&c, 1.0, 2.0, 0.1, 0.2);
+        CU_ASSERT_EQUAL(step_dp_traffic(c.step, 0), 0);
+        if (z == 0)
+            zero0 = c.row.step_s;
+        CU_ASSERT_DOUBLE_EQUAL(c.row.step_s, zero0, 1e-12);
+        step_case_clear(&c);
+    }
+    for (gint z = 0; z <= 1; z++) {
+        StepCase c;
+        step_case_init(&c, 4, 1, 2, SIMPAR_PIPE_1F1B, 1, 2);
+        c.train.tied_embeddings = TRUE;
+        c.train.zero = z;
+        c.train.bucket_params = 1 << 30;
+        step_case_run(&c, 1.0, 2.0, 0.1, 0.2);
+        CU_ASSERT_TRUE(step_dp_traffic(c.step, 0) > 0);
         step_case_clear(&c);
     }
 }
@@ -378,6 +409,7 @@ static CU_TestInfo step_tests[] = {
     {"local parallelism: synchronous and asynchronous", test_step_local},
     {"ZeRO-3 moves 1.5x DDP's data", test_step_zero_volume},
     {"DDP exposed = last bucket end - backward end", test_step_ddp_exposed},
+    {"ZeRO with D = 1 and a tied embedding on one stage build and run", test_step_degenerate},
     {"placement and split validation", test_step_placement},
     {"model FLOPs", test_step_model_flops},
     {"timed blocks agree with the step op by op", test_step_ops_vs_blocks},

@@ -49,6 +49,8 @@ double simpar_coll_ring_closed_form(SimparCollKind kind, const SimparCollGroup *
                                     guint root, const SimparCollParams *p);
 void simpar_coll_ring_eval_idle(SimparCollKind kind, const SimparCollGroup *g, double bytes,
                                 const SimparCollParams *p, const double *start, double *end);
+void simpar_coll_ring_fuse(SimparCollKind kind, const SimparCollGroup *g, double bytes,
+                           guint member, GArray *out);
 void simpar_coll_tree_expand(SimparCollKind kind, const SimparCollGroup *g, double bytes,
                              guint root, const SimparCollParams *p, SimparExpansion *out);
 double simpar_coll_tree_closed_form(SimparCollKind kind, const SimparCollGroup *g, double bytes,

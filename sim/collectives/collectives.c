@@ -23,7 +23,7 @@ static const SimparCollAlgo coll_algos[] = {
                        SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_GATHER) |
                        SIMPAR_COLL_BIT(SIMPAR_COLL_REDUCE_SCATTER),
                    simpar_coll_ring_expand, simpar_coll_ring_closed_form,
-                   simpar_coll_ring_eval_idle},
+                   simpar_coll_ring_eval_idle, simpar_coll_ring_fuse},
     [COLL_TREE] = {"tree", "NCCL double binary tree, reduce up then broadcast down, pipelined",
                    SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_REDUCE), simpar_coll_tree_expand,
                    simpar_coll_tree_closed_form},
@@ -379,6 +379,26 @@ eval_round(EvalState *st, guint m)
     if (r + 1 < e->member_first[m + 1])
         eval_reach(st, m, r + 1, end);
     return TRUE;
+}
+
+void
+simpar_expansion_fuse(const SimparExpansion *e, guint m, GArray *out)
+{
+    guint first = out->len;
+    for (guint i = e->member_first[m]; i < e->member_first[m + 1]; i++) {
+        const SimparRound *rd = &g_array_index(e->rounds, SimparRound, i);
+        for (guint j = rd->first; j < rd->first + rd->n; j++) {
+            const SimparXfer *x = &g_array_index(e->xfers, SimparXfer, j);
+            guint f = first;
+            while (f < out->len && (g_array_index(out, SimparXfer, f).peer != x->peer ||
+                                    g_array_index(out, SimparXfer, f).send != x->send))
+                f++;
+            if (f == out->len)
+                g_array_append_vals(out, x, 1);
+            else
+                g_array_index(out, SimparXfer, f).bytes += x->bytes;
+        }
+    }
 }
 
 void

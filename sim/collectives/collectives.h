@@ -87,6 +87,8 @@ typedef struct {
 
 SimparExpansion *simpar_expansion_new(guint n_members); /* (transfer full) */
 void simpar_expansion_free(SimparExpansion *e);
+/* Member m's transfers summed per (peer, direction), in first-use order, appended to `out`. */
+void simpar_expansion_fuse(const SimparExpansion *e, guint m, GArray *out);
 /* Builders used by the algorithms: rounds are appended to `member`, which must be the member
  * being built (members are built in order 0..n-1). */
 void simpar_expansion_begin_member(SimparExpansion *e, guint member);
@@ -106,6 +108,11 @@ typedef struct {
      * building it (the ring's expansion holds 4n(n-1) transfers); NULL: evaluate the expansion. */
     void (*eval_idle)(SimparCollKind kind, const SimparCollGroup *g, double bytes,
                       const SimparCollParams *p, const double *start, double *end);
+    /* Optional: member m's transfers of the expansion summed per (peer, direction), in
+     * first-use order, appended to `out` (SimparXfer) without building the expansion, bit for
+     * bit what simpar_expansion_fuse() gives; NULL: fuse the expansion. */
+    void (*fuse)(SimparCollKind kind, const SimparCollGroup *g, double bytes, guint member,
+                 GArray *out);
 } SimparCollAlgo;
 
 const SimparCollAlgo *simpar_coll_algos(guint *n); /* (transfer none) */

@@ -108,3 +108,20 @@ simpar_coll_ring_eval_idle(SimparCollKind kind, const SimparCollGroup *g, double
         }
     }
 }
+
+/* Member m's rounds fused: S/n to m+1 and S/n from m-1 in every round, added up round by
+ * round as simpar_expansion_fuse() adds the expansion's (n = 2: the same peer both ways). */
+void
+simpar_coll_ring_fuse(SimparCollKind kind, const SimparCollGroup *g, double bytes, guint member,
+                      GArray *out)
+{
+    g_return_if_fail(ring_kind_ok(kind) && simpar_coll_group_ok(g) && member < g->n);
+    guint n = g->n, rounds = ring_rounds(kind, n);
+    if (rounds == 0)
+        return;
+    SimparXfer x[2] = {{(member + 1) % n, TRUE, bytes / n},
+                       {(member + n - 1) % n, FALSE, bytes / n}};
+    for (guint t = 1; t < rounds; t++)
+        x[0].bytes += bytes / n, x[1].bytes += bytes / n;
+    g_array_append_vals(out, x, 2);
+}

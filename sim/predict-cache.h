@@ -1,0 +1,55 @@
+/* predict-cache.h - what the configurations predicted in one process share (private to sim/).
+ *
+ * A sweep predicts the same tensor-parallel layer under many pipeline and data-parallel splits,
+ * batches and schedules. What the layer alone decides is computed once per process and kept
+ * here, keyed by everything it depends on:
+ *
+ *   layer schedule, memory estimate   model shape (not its name), the plan (mode, T, q, depth,
+ *                                     SP, 3-D variant, recomputation, dropout), attention
+ *   block times (step-predict.h)      the above, the GPU's figures (calibration included), the
+ *                                     backend, network and collective settings, the measured
+ *                                     group's GPUs (T and the tensor-parallel rank stride) and
+ *                                     local parallelism's auxiliary head
+ *   numbers                           whatever a caller derives from these, under its own key
+ *                                     (the formula backend's collective times and step figures)
+ *
+ * A cache belongs to one platform (one network): a platform lives in one process
+ * (platform.h), and so does a cache. What it returns is what the uncached computation gives,
+ * bit for bit.
+ *
+ * Ownership: the cache owns its entries; the layer it returns is borrowed until the cache is
+ * freed; block times share its tables (simpar_block_times_clear releases them).
+ */
+#ifndef SIMPAR_PREDICT_CACHE_H
+#define SIMPAR_PREDICT_CACHE_H
+#include "memory.h"
+#include "step-predict.h"
+G_BEGIN_DECLS
+
+typedef struct _SimparPredictCache SimparPredictCache;
+
+SimparPredictCache *simpar_predict_cache_new(void); /* (transfer full) */
+void simpar_predict_cache_free(SimparPredictCache *cache);
+
+/* The layer schedule of `plan` (validated) and its memory estimate; NULL with `error` set when
+ * the generator fails. (transfer none) */
+const SimparSchedule *simpar_predict_cache_layer(SimparPredictCache *cache,
+                                                 const SimparModel *model, const SimparPlan *plan,
+                                                 SimparAttentionImpl attn, SimparMemory *layer_mem,
+                                                 GError **error);
+/* Fills `bt` as simpar_block_times_measure() does; `layer` must be the cache's layer of
+ * train->tp. With a NULL cache, measures. */
+void simpar_predict_cache_blocks(SimparPredictCache *cache, const SimparStepTimer *tm,
+                                 const SimparModel *model, const SimparTrain *train,
+                                 const SimparSchedule *layer, SimparBlockTimes *bt);
+
+/* The `value_size` bytes stored under `key` (`key_size` bytes, padding zeroed) into `value`;
+ * FALSE when there are none (and always with a NULL cache). */
+gboolean simpar_predict_cache_get(SimparPredictCache *cache, const void *key, gsize key_size,
+                                  void *value, gsize value_size);
+void simpar_predict_cache_put(SimparPredictCache *cache, const void *key, gsize key_size,
+                              const void *value, gsize value_size);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimparPredictCache, simpar_predict_cache_free)
+G_END_DECLS
+#endif /* SIMPAR_PREDICT_CACHE_H */

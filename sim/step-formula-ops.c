@@ -1,0 +1,438 @@
+/* step-formula-ops.c - one evaluation of the formula backend: the ops of its chains in
+ * models/step.c's program order, their order of evaluation, and the breakdown's walk of the rank
+ * that ends last (see step-formula-private.h). */
+#include "pipeline.h"
+#include "step-formula-private.h"
+#include <string.h>
+
+static FormulaOp *
+formula_op(const Formula *f, guint i)
+{
+    return &g_array_index(f->ops, FormulaOp, i);
+}
+
+/* ----- emission: models/step.c for rank (t, d, p) of the chain ----- */
+
+static guint
+formula_add(Formula *f, FormulaKind kind, guint stream, double a, double b, guint dep)
+{
+    guint i = f->ops->len, s = (f->chain * f->P + f->p) * FORMULA_N_STREAMS + stream;
+    g_array_set_size(f->ops, i + 1);
+    *formula_op(f, i) = (FormulaOp){.a = a,
+                                    .b = b,
+                                    .start = 0,
+                                    .end = -1,
+                                    .dep = dep,
+                                    .partner = i,
+                                    .next = FORMULA_NONE,
+                                    .chain = f->chain,
+                                    .stage = f->p,
+                                    .kind = kind,
+                                    .stream = stream};
+    if (f->last[s] != FORMULA_NONE)
+        formula_op(f, f->last[s])->next = i;
+    f->last[s] = i;
+    if (stream == FORMULA_COMPUTE)
+        f->last_compute = i;
+    else if (stream == FORMULA_DP)
+        f->last_dp = i;
+    return i;
+}
+
+/* Op i joins the ring of `first` (ops of one collective or message). */
+static void
+formula_join(Formula *f, guint first, guint i)
+{
+    formula_op(f, i)->partner = formula_op(f, first)->partner;
+    formula_op(f, first)->partner = i;
+}
+
+static guint
+formula_block(Formula *f, FormulaKey key, guint count, SimparPhase phase)
+{
+    guint i =
+        formula_add(f, FORMULA_BLOCK, FORMULA_COMPUTE, count * f->c.block_s[key], 0, FORMULA_NONE);
+    FormulaOp *op = formula_op(f, i);
+    op->key = key, op->count = count, op->phase = phase;
+    return i;
+}
+
+/* A collective of the rank on `axis`; with several chains, its group's members on them share
+ * one ring: the k-th collective of a group on every member's stream. */
+static guint
+formula_coll(Formula *f, guint stream, SimparCollKind kind, gsize count, FormulaAxis axis,
+             guint dep)
+{
+    guint n = axis == FORMULA_AXIS_DP ? f->D : axis == FORMULA_AXIS_TP ? f->T : 2;
+    gboolean per_rank = kind == SIMPAR_COLL_ALL_GATHER || kind == SIMPAR_COLL_REDUCE_SCATTER;
+    guint i = formula_add(f, FORMULA_COLL, stream, formula_coll_time(f, kind, count, axis), 0, dep);
+    FormulaOp *op = formula_op(f, i);
+    op->axis = axis, op->bytes = (double) (per_rank ? count * n : count) * f->c.dsize;
+    if (f->n_chains == 1 && axis != FORMULA_AXIS_EMBED)
+        return i; /* the other members run alike */
+    guint group = axis == FORMULA_AXIS_DP   ? f->t * f->P + f->p
+                  : axis == FORMULA_AXIS_TP ? f->d * f->P + f->p
+                                            : f->chain; /* stages 0 and P-1 of the chain */
+    guint64 key = ((guint64) axis << 60) | ((guint64) group << 32) | f->seq[axis]++;
+    gpointer first;
+    if (g_hash_table_lookup_extended(f->ring, &key, NULL, &first))
+        formula_join(f, GPOINTER_TO_UINT(first), i);
+    else
+        g_hash_table_insert(f->ring, g_memdup2(&key, sizeof key), GUINT_TO_POINTER(i));
+    return i;
+}
+
+/* A send or recv of the message crossing virtual-stage boundary `k` (between k and k + 1) in
+ * direction `dir` (0: activation forward, 1: gradient back), in one ring with its other end. */
+static void
+formula_p2p(Formula *f, FormulaKind kind, guint stream, guint k, guint micro, guint dir, guint dep)
+{
+    guint at = f->chain * f->P + k % f->P;
+    const SimparRoute *r = dir == 0 ? &f->fwd[at] : &f->bwd[at];
+    gsize msg = f->c.sg ? f->facts[f->t].act_elems / f->T : f->facts[f->t].act_elems;
+    double bytes = (double) msg * f->c.dsize;
+    guint i = formula_add(f, kind, stream, r->lat_s, bytes / r->bw_Bps, dep);
+    formula_op(f, i)->bytes = bytes;
+    guint *other = &f->pending[((f->chain * f->m + micro) * f->n_vs + k) * 2 + dir];
+    if (*other == FORMULA_NONE)
+        *other = i;
+    else
+        formula_join(f, *other, i);
+}
+
+static void
+formula_recv(Formula *f, guint k, guint micro, guint dir)
+{
+    formula_p2p(f, FORMULA_RECV, FORMULA_COMPUTE, k, micro, dir, FORMULA_NONE);
+    if (f->c.sg)
+        formula_coll(f, FORMULA_COMPUTE, SIMPAR_COLL_ALL_GATHER, f->facts[f->t].act_elems / f->T,
+                     FORMULA_AXIS_TP, FORMULA_NONE);
+}
+
+/* One bucket's reduction over the replicas. */
+static void
+formula_reduce(Formula *f, gsize count, guint dep)
+{
+    if (f->D == 1)
+        return;
+    if (f->c.zero == 0)
+        formula_coll(f, FORMULA_DP, SIMPAR_COLL_ALL_REDUCE, count, FORMULA_AXIS_DP, dep);
+    else
+        formula_coll(f, FORMULA_DP, SIMPAR_COLL_REDUCE_SCATTER, count / f->D, FORMULA_AXIS_DP, dep);
+}
+
+static void
+formula_bucket(Formula *f, guint ready)
+{
+    gsize b[2] = {f->open, ready};
+    g_array_append_vals(f->buckets, b, 2);
+    f->open = 0;
+}
+
+/* Gradients final after `ready` join the open bucket (ZeRO 0/1). */
+static void
+formula_ready(Formula *f, gsize count, guint ready)
+{
+    if (f->D == 1)
+        return; /* nothing is reduced */
+    f->open += count;
+    if ((gint64) f->open >= f->c.bucket_params)
+        formula_bucket(f, ready);
+}
+
+static void
+formula_end_grads(Formula *f, gboolean final)
+{
+    if (f->c.zero >= 2)
+        formula_reduce(f, (gsize) f->c.ends, f->last_compute);
+    else if (final)
+        formula_ready(f, (gsize) f->c.ends, f->last_compute);
+}
+
+static void
+formula_forward(Formula *f, const SimparPipeItem *it)
+{
+    guint vs = it->chunk * f->P + f->p;
+    if (vs > 0)
+        formula_recv(f, vs - 1, it->micro, 0);
+    else
+        formula_block(f, FORMULA_EMBED_FWD, 1, SIMPAR_PHASE_FORWARD);
+    formula_block(f, FORMULA_LAYER_FWD, f->lc, SIMPAR_PHASE_FORWARD);
+    if (vs + 1 < f->n_vs)
+        formula_p2p(f, FORMULA_SEND, FORMULA_SEND_FWD, vs, it->micro, 0, f->last_compute);
+    else
+        formula_block(f, FORMULA_HEAD_FWD, 1, SIMPAR_PHASE_FORWARD);
+}
+
+/* A chunk's layers backward: one block, or one per layer where ZeRO-2 reduces each or the
+ * replicas' buckets need to know when each is final. */
+static void
+formula_layers_bwd(Formula *f, gboolean final)
+{
+    gboolean zero2 = f->c.zero == 2;
+    if (!zero2 && !(final && f->D > 1)) {
+        formula_block(f, FORMULA_LAYER_BWD, f->lc, SIMPAR_PHASE_BACKWARD);
+        return;
+    }
+    for (guint k = 0; k < f->lc; k++) {
+        guint b = formula_block(f, FORMULA_LAYER_BWD, 1, SIMPAR_PHASE_BACKWARD);
+        if (zero2)
+            formula_reduce(f, f->facts[f->t].layer_params, b);
+        else
+            formula_ready(f, f->facts[f->t].layer_params, b);
+    }
+}
+
+static void
+formula_backward(Formula *f, const SimparPipeItem *it)
+{
+    guint vs = it->chunk * f->P + f->p;
+    gboolean final = it->micro + 1 == f->m;
+    if (vs + 1 == f->n_vs) {
+        formula_block(f, FORMULA_HEAD_BWD, 1, SIMPAR_PHASE_BACKWARD);
+        formula_end_grads(f, final);
+    } else {
+        formula_recv(f, vs, it->micro, 1);
+    }
+    formula_layers_bwd(f, final);
+    if (vs == 0) {
+        formula_block(f, FORMULA_EMBED_BWD, 1, SIMPAR_PHASE_BACKWARD);
+        formula_end_grads(f, final);
+    } else {
+        formula_p2p(f, FORMULA_SEND, FORMULA_SEND_BWD, vs - 1, it->micro, 1, f->last_compute);
+    }
+    if (final && f->D > 1 && f->c.zero < 2 && f->open > 0)
+        formula_bucket(f, f->last_compute); /* buckets do not span chunks */
+}
+
+/* The rank's gradients: its layers, the output layer on the last stage (unless tied to the
+ * embedding of a single stage), the embedding on the first. */
+static gsize
+formula_grads(const Formula *f)
+{
+    gsize n = (gsize) f->v * f->lc * f->facts[f->t].layer_params, ends = (gsize) f->c.ends;
+    if (f->p + 1 == f->P && !(f->c.tied && f->P == 1))
+        n += ends;
+    return f->p == 0 ? n + ends : n;
+}
+
+static void
+formula_optimizer(Formula *f)
+{
+    guint end_bwd = f->last_compute;
+    for (guint k = 0; k < f->buckets->len; k += 2) {
+        const gsize *b = &g_array_index(f->buckets, gsize, k);
+        formula_reduce(f, b[0], f->c.overlap ? (guint) b[1] : end_bwd);
+    }
+    g_array_set_size(f->buckets, 0);
+    if (f->c.tied && f->P > 1 && (f->p == 0 || f->p + 1 == f->P))
+        formula_coll(f, FORMULA_COMPUTE, SIMPAR_COLL_ALL_REDUCE, (gsize) f->c.ends,
+                     FORMULA_AXIS_EMBED, FORMULA_NONE);
+    gsize count = f->c.zero >= 1 ? formula_grads(f) / f->D : formula_grads(f);
+    guint adam =
+        formula_add(f, FORMULA_ADAM, FORMULA_COMPUTE, formula_adam_time(f, count), 0, f->last_dp);
+    if (f->D > 1 && (f->c.zero == 1 || f->c.zero == 2))
+        formula_coll(f, FORMULA_DP, SIMPAR_COLL_ALL_GATHER, count, FORMULA_AXIS_DP, adam);
+}
+
+static void
+formula_stage(Formula *f, guint chain, guint p, const GArray *order)
+{
+    f->chain = chain, f->p = p;
+    f->t = f->n_chains == 1 ? 0 : chain % f->T, f->d = f->n_chains == 1 ? 0 : chain / f->T;
+    f->last_compute = f->last_dp = FORMULA_NONE;
+    f->open = 0;
+    f->seq[FORMULA_AXIS_DP] = f->seq[FORMULA_AXIS_TP] = 0;
+    f->seq[FORMULA_AXIS_EMBED] = 0;
+    for (guint i = 0; i < order->len; i++) {
+        const SimparPipeItem *it = &g_array_index(order, SimparPipeItem, i);
+        if (it->backward)
+            formula_backward(f, it);
+        else
+            formula_forward(f, it);
+    }
+    formula_optimizer(f);
+}
+
+/* ----- evaluation: the ops in an order where all that one waits for comes first ----- */
+
+typedef struct {
+    Formula *f;
+    guint *waiting;    /* per op: its stream predecessor and dep that have not ended */
+    guint *dependents; /* per op, from first_dep[op] to first_dep[op + 1]: the ops it is dep of */
+    guint *first_dep;
+    GArray *ready; /* guint: ops whose stream predecessor and dep have ended */
+} FormulaOrder;
+
+/* Op j may start no earlier than `end`; it arrives once nothing else holds it back. */
+static void
+formula_hold(FormulaOrder *o, guint j, double end)
+{
+    FormulaOp *op = formula_op(o->f, j);
+    op->start = MAX(op->start, end);
+    if (--o->waiting[j] == 0)
+        g_array_append_val(o->ready, j);
+}
+
+/* Op i has ended: what comes after it on its stream and what depends on it may start. */
+static void
+formula_release(FormulaOrder *o, guint i)
+{
+    const FormulaOp *op = formula_op(o->f, i);
+    if (op->next != FORMULA_NONE)
+        formula_hold(o, op->next, op->end);
+    for (guint k = o->first_dep[i]; k < o->first_dep[i + 1]; k++)
+        formula_hold(o, o->dependents[k], op->end);
+}
+
+/* Op i has arrived at op->start: when every member of its ring has, they all end together,
+ * (the last arrival + a) + b, as the analytic backend ends a collective or a message. */
+static void
+formula_arrive(FormulaOrder *o, guint i)
+{
+    FormulaOp *op = formula_op(o->f, i);
+    if (op->end >= 0)
+        return; /* ended with its ring */
+    double start = op->start;
+    for (guint j = op->partner; j != i; j = formula_op(o->f, j)->partner) {
+        if (o->waiting[j] != 0)
+            return; /* the last member's arrival ends the ring */
+        start = MAX(start, formula_op(o->f, j)->start);
+    }
+    double end = start + op->a + op->b;
+    guint j = i;
+    do {
+        formula_op(o->f, j)->end = end;
+        formula_release(o, j);
+        j = formula_op(o->f, j)->partner;
+    } while (j != i);
+}
+
+/* Every op's span. Each op waits for its stream predecessor and at most one dep, so a count per
+ * op and the ops' dependents (one array, by op) order them. */
+static void
+formula_evaluate(Formula *f)
+{
+    guint n = f->ops->len;
+    FormulaOrder o = {.f = f,
+                      .waiting = g_new0(guint, n),
+                      .dependents = g_new(guint, n),
+                      .first_dep = g_new0(guint, n + 1),
+                      .ready = g_array_new(FALSE, FALSE, sizeof(guint))};
+    for (guint i = 0; i < n; i++) {
+        const FormulaOp *op = formula_op(f, i);
+        if (op->next != FORMULA_NONE)
+            o.waiting[op->next]++;
+        if (op->dep != FORMULA_NONE)
+            o.waiting[i]++, o.first_dep[op->dep + 1]++;
+    }
+    for (guint i = 0; i < n; i++)
+        o.first_dep[i + 1] += o.first_dep[i];
+    g_autofree guint *fill = g_memdup2(o.first_dep, n * sizeof(guint));
+    for (guint i = 0; i < n; i++) {
+        guint dep = formula_op(f, i)->dep;
+        if (dep != FORMULA_NONE)
+            o.dependents[fill[dep]++] = i;
+        if (o.waiting[i] == 0)
+            g_array_append_val(o.ready, i);
+    }
+    for (guint k = 0; k < o.ready->len; k++)
+        formula_arrive(&o, g_array_index(o.ready, guint, k));
+    for (guint i = 0; i < n; i++)
+        if (formula_op(f, i)->end < 0)
+            g_error("formula backend: op %u (chain %u, stage %u) never ends (a pairing bug)", i,
+                    formula_op(f, i)->chain, formula_op(f, i)->stage);
+    g_free(o.waiting), g_free(o.dependents), g_free(o.first_dep);
+    g_array_unref(o.ready);
+}
+
+/* ----- the breakdown: simpar_step_breakdown's walk of the rank that ends last ----- */
+
+/* One compute-stream op of that rank, `gap` after the previous one, `busy` long. */
+static void
+formula_charge(const Formula *f, const FormulaOp *op, double gap, double busy, double *fig)
+{
+    switch (op->kind) {
+    case FORMULA_BLOCK: {
+        double c = MIN(op->count * f->c.block_c[op->key], busy);
+        fig[FORMULA_COMPUTE_S] += c;
+        fig[FORMULA_TP_EXPOSED] += busy - c;
+        fig[op->phase == SIMPAR_PHASE_FORWARD ? FORMULA_FORWARD : FORMULA_BACKWARD] += busy;
+        if (op->key == FORMULA_LAYER_FWD || op->key == FORMULA_LAYER_BWD)
+            fig[FORMULA_LAYER_BLOCKS] += op->count / 2.0;
+        fig[FORMULA_OTHER] += gap; /* no block waits for a collective (no ZeRO-3) */
+        break;
+    }
+    case FORMULA_RECV: {
+        double xfer = MIN(op->a + op->b, busy);
+        fig[FORMULA_P2P] += xfer;
+        fig[FORMULA_BUBBLE] += busy - xfer + gap;
+        break;
+    }
+    case FORMULA_COLL:
+        fig[op->axis == FORMULA_AXIS_TP ? FORMULA_P2P : FORMULA_DP_EXPOSED] += busy;
+        fig[FORMULA_OTHER] += gap;
+        break;
+    default: /* Adam */
+        fig[FORMULA_OPTIMIZER] += busy;
+        fig[FORMULA_DP_EXPOSED] += gap;
+        break;
+    }
+}
+
+/* The figures of the evaluated ops. */
+static void
+formula_figures(const Formula *f, double *fig)
+{
+    double *end = fig + FORMULA_N_FIGURES;
+    guint n_ends = f->n_chains * f->P, crit = 0;
+    for (guint i = 0; i < f->ops->len; i++) {
+        const FormulaOp *op = formula_op(f, i);
+        guint at = op->chain * f->P + op->stage;
+        end[at] = MAX(end[at], op->end);
+    }
+    for (guint k = 1; k < n_ends; k++) /* the last to end; the lowest rank of equals */
+        if (end[k] > end[crit] || (end[k] == end[crit] && f->end_rank[k] < f->end_rank[crit]))
+            crit = k;
+    fig[FORMULA_CRIT] = crit;
+    double step = fig[FORMULA_STEP] = end[crit], t = 0;
+    for (guint i = 0; i < f->ops->len; i++) {
+        const FormulaOp *op = formula_op(f, i);
+        if (op->chain * f->P + op->stage != crit || op->end <= 0 || op->start >= step)
+            continue;
+        if (op->kind != FORMULA_BLOCK && op->kind != FORMULA_ADAM)
+            fig[FORMULA_BYTES] += op->bytes;
+        if (op->stream != FORMULA_COMPUTE)
+            continue;
+        formula_charge(f, op, MAX(op->start - t, 0.0), op->end - MAX(op->start, t), fig);
+        t = MAX(t, op->end);
+    }
+    fig[FORMULA_DP_EXPOSED] += MAX(step - t, 0.0); /* parameter all-gathers after the update */
+}
+
+void
+formula_run(Formula *f, guint m, double *fig)
+{
+    f->m = m, f->n_vs = f->P * f->v;
+    guint n_streams = f->n_chains * f->P * FORMULA_N_STREAMS;
+    gsize n_tags = (gsize) f->n_chains * m * f->n_vs * 2;
+    f->ops =
+        g_array_sized_new(FALSE, FALSE, sizeof(FormulaOp), (6 * m + 8) * f->n_vs * f->n_chains);
+    f->last = g_new(guint, n_streams), f->pending = g_new(guint, n_tags);
+    memset(f->last, 0xff, n_streams * sizeof(guint)); /* FORMULA_NONE */
+    memset(f->pending, 0xff, n_tags * sizeof(guint));
+    f->ring = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+    f->buckets = g_array_new(FALSE, FALSE, sizeof(gsize));
+    for (guint p = 0; p < f->P; p++) {
+        g_autoptr(GArray) order =
+            simpar_pipeline_order((SimparPipeSchedule) f->c.schedule, f->P, f->v, m, p);
+        for (guint chain = 0; chain < f->n_chains; chain++)
+            formula_stage(f, chain, p, order);
+    }
+    formula_evaluate(f);
+    formula_figures(f, fig);
+    g_free(f->last), g_free(f->pending);
+    g_hash_table_unref(f->ring);
+    g_array_unref(f->ops);
+    g_array_unref(f->buckets);
+}

@@ -1,0 +1,129 @@
+/* step-formula-private.h - the formula backend's state, shared by its two halves (private to
+ * sim/step-formula*.c).
+ *
+ * step-formula.c sets a configuration up (closed forms of its collectives and Adam, the routes
+ * between stages, whether one rank stands for each stage) and turns figures at m into a row;
+ * step-formula-ops.c emits the ops of the chains of one evaluation (models/step.c's program
+ * order, each op with its closed form), orders them and reads the figures off:
+ *
+ *   chain (t, d): stage 0 ops | stage 1 ops | ...        one chain (0, 0) when the ranks of a
+ *   op: end = (max(start of its ring's members) + a) + b  stage run alike, else all T x D
+ *   start = max(end of its stream predecessor, end of its dep)
+ *
+ * A ring links the members of one collective (the sender and receiver of a message, the ranks
+ * of a group that the evaluation holds); an op alone is a ring of one.
+ *
+ * Ownership: a Formula's arrays are its own (step-formula.c frees them).
+ */
+#ifndef SIMPAR_STEP_FORMULA_PRIVATE_H
+#define SIMPAR_STEP_FORMULA_PRIVATE_H
+#include "step-formula.h"
+G_BEGIN_DECLS
+
+#define FORMULA_NONE G_MAXUINT
+
+typedef enum {
+    FORMULA_BLOCK,
+    FORMULA_RECV,
+    FORMULA_SEND,
+    FORMULA_COLL,
+    FORMULA_ADAM,
+} FormulaKind;
+
+enum {
+    FORMULA_COMPUTE,
+    FORMULA_SEND_FWD,
+    FORMULA_SEND_BWD,
+    FORMULA_DP,
+    FORMULA_N_STREAMS
+};
+
+/* The block keys of step.h. */
+typedef enum {
+    FORMULA_LAYER_FWD,
+    FORMULA_LAYER_BWD,
+    FORMULA_EMBED_FWD,
+    FORMULA_EMBED_BWD,
+    FORMULA_HEAD_FWD,
+    FORMULA_HEAD_BWD,
+    FORMULA_N_KEYS,
+} FormulaKey;
+
+/* The group axes of the step's collectives. */
+typedef enum {
+    FORMULA_AXIS_DP,    /* over d: gradient reductions, parameter all-gathers */
+    FORMULA_AXIS_TP,    /* over t: scatter/gather's all-gather after a recv */
+    FORMULA_AXIS_EMBED, /* stages 0 and P-1: tied embeddings */
+    FORMULA_N_AXES,
+} FormulaAxis;
+
+/* What an evaluation gives: the breakdown's sums on the rank that ends last (its index into the
+ * ends in FORMULA_CRIT), then the end of every (chain, stage), chain-major. */
+typedef enum {
+    FORMULA_STEP,
+    FORMULA_FORWARD,
+    FORMULA_BACKWARD,
+    FORMULA_COMPUTE_S,
+    FORMULA_OTHER,
+    FORMULA_BUBBLE,
+    FORMULA_P2P,
+    FORMULA_DP_EXPOSED,
+    FORMULA_OPTIMIZER,
+    FORMULA_BYTES,
+    FORMULA_TP_EXPOSED,
+    FORMULA_LAYER_BLOCKS,
+    FORMULA_CRIT,
+    FORMULA_N_FIGURES,
+} FormulaFigure;
+
+typedef struct {
+    double a, b, bytes, start, end;
+    guint dep;     /* the op it waits for besides its stream predecessor, or NONE */
+    guint partner; /* the next member of its ring (itself when alone) */
+    guint next;    /* the next op of its stream, or NONE */
+    guint chain, stage, count;
+    guint8 kind, stream, phase, key, axis;
+} FormulaOp;
+
+/* Everything an evaluation depends on but m (with m: the memo key of its figures). */
+typedef struct {
+    gint64 T, P, D, v, lc, zero, sg, overlap, tied, bucket_params, schedule, stride[3], wide;
+    gint64 hidden, heads, seq, micro_batch, layers, ffn, vocab, dtype, recompute, sp, depth, q;
+    gint64 paper, act, layer_params, ends, proto, max_chunks, mode, m;
+    double dsize, chunk_bytes, block_s[FORMULA_N_KEYS], block_c[FORMULA_N_KEYS], adam[4];
+    const void *net, *algo, *tp_mode;
+} FormulaConfig;
+
+typedef struct {
+    const SimparStepTimer *tm;
+    const SimparTrain *tr;
+    SimparPredictCache *cache;
+    FormulaConfig c;
+    guint T, P, D, v, lc;
+    guint n_chains;             /* 1: chain (0, 0) for all; else T x D, chain t + T d */
+    SimparStepRankFacts *facts; /* per tensor-parallel rank */
+    SimparRoute *fwd, *bwd;     /* per (chain, stage p): to stage (p + 1) % P, and back */
+    guint *end_rank;            /* per (chain, stage): the lowest rank it stands for */
+    /* one evaluation */
+    guint m, n_vs;
+    GArray *ops;      /* FormulaOp, chain by chain, stage by stage in program order */
+    guint *last;      /* per (chain, stage, stream): its last op so far */
+    guint *pending;   /* per (chain, message tag): the end emitted first, or NONE */
+    GHashTable *ring; /* (axis, group, sequence) -> the ring's first op */
+    guint seq[FORMULA_N_AXES];
+    guint chain, t, d, p, last_compute, last_dp;
+    gsize open; /* gradients in the open bucket */
+    GArray *buckets;
+} Formula;
+
+/* step-formula.c: a collective of the ranks of (t, d, p) on `axis` (`count` per rank, as the
+ * op gives it), one group's time or, with one chain, the time every group takes. */
+double formula_coll_time(Formula *f, SimparCollKind kind, gsize count, FormulaAxis axis);
+double formula_adam_time(Formula *f, gsize count);
+
+/* step-formula-ops.c: the figures with m micro-batches into fig (FORMULA_N_FIGURES + n_chains P,
+ * zeroed). */
+void formula_run(Formula *f, guint m, double *fig);
+
+G_END_DECLS
+#endif /* SIMPAR_STEP_FORMULA_PRIVATE_H */

@@ -1,0 +1,417 @@
+/* step-formula.c - the step from closed forms: the configuration, its collectives' closed forms,
+ * one chain or every one, the figures at m (evaluated or extrapolated) and the row (see
+ * step-formula.h; the ops are step-formula-ops.c's). */
+#include "step-formula-private.h"
+#include <math.h>
+#include <string.h>
+
+/* Differences from a line up to this fraction of the step count as rounding. */
+#define FORMULA_AFFINE_TOL 1e-12
+
+static const char *const formula_keys[FORMULA_N_KEYS] = {"layer.fwd", "layer.bwd", "embed.fwd",
+                                                         "embed.bwd", "head.fwd",  "head.bwd"};
+
+/* ----- closed forms of collectives and Adam (memoised) ----- */
+
+typedef struct {
+    gint64 what, kind, elems, first, stride, n, T, D, P, st[3], proto, max_chunks;
+    double chunk_bytes;
+    const void *net, *algo;
+} FormulaCollKey;
+
+static void
+formula_coll_key(const Formula *f, gint64 what, SimparCollKind kind, gsize elems, FormulaCollKey *k)
+{
+    memset(k, 0, sizeof *k);
+    k->what = what, k->kind = kind, k->elems = (gint64) elems;
+    k->T = f->T, k->D = f->D, k->P = f->P;
+    memcpy(k->st, f->c.stride, sizeof k->st);
+    k->proto = f->c.proto, k->max_chunks = f->c.max_chunks, k->chunk_bytes = f->c.chunk_bytes;
+    k->net = f->c.net, k->algo = f->c.algo;
+}
+
+/* A collective over GPUs first + k stride (k < n), as the replay times it (replay.c). */
+static double
+formula_group_time(Formula *f, SimparCollKind kind, gsize elems, guint first, guint stride, guint n)
+{
+    FormulaCollKey key; /* the group alone, whatever the split */
+    formula_coll_key(f, 0, kind, elems, &key);
+    key.T = key.D = key.P = key.st[0] = key.st[1] = key.st[2] = 0;
+    key.first = first, key.stride = stride, key.n = n;
+    double t;
+    if (simpar_predict_cache_get(f->cache, &key, sizeof key, &t, sizeof t))
+        return t;
+    const SimparRun *run = &f->tm->base;
+    g_autofree guint *gpus = g_new(guint, n);
+    for (guint k = 0; k < n; k++)
+        gpus[k] = first + k * stride;
+    SimparCollGroup g = {n, gpus, run->net};
+    double bytes = (double) elems * f->c.dsize;
+    gboolean forced = run->algo != NULL && (run->algo->kinds & (1u << kind)) != 0;
+    const SimparCollAlgo *algo =
+        forced ? run->algo : simpar_coll_choose(kind, &g, bytes, &run->coll);
+    t = n < 2 ? 0 : algo->closed_form(kind, &g, bytes, 0, &run->coll);
+    simpar_predict_cache_put(f->cache, &key, sizeof key, &t, sizeof t);
+    return t;
+}
+
+static guint
+formula_axis_size(const Formula *f, FormulaAxis axis)
+{
+    return axis == FORMULA_AXIS_DP ? f->D : axis == FORMULA_AXIS_TP ? f->T : 2;
+}
+
+/* The rank distance between consecutive members of a group of `axis`. */
+static guint
+formula_axis_stride(const Formula *f, FormulaAxis axis)
+{
+    const gint64 *st = f->tr->stride;
+    return axis == FORMULA_AXIS_DP   ? (guint) st[SIMPAR_AXIS_DP]
+           : axis == FORMULA_AXIS_TP ? (guint) st[SIMPAR_AXIS_TP]
+                                     : (f->P - 1) * (guint) st[SIMPAR_AXIS_PP];
+}
+
+double
+formula_coll_time(Formula *f, SimparCollKind kind, gsize count, FormulaAxis axis)
+{
+    guint n = formula_axis_size(f, axis);
+    gboolean per_rank = kind == SIMPAR_COLL_ALL_GATHER || kind == SIMPAR_COLL_REDUCE_SCATTER;
+    guint p = f->n_chains == 1 || axis == FORMULA_AXIS_EMBED ? 0 : f->p; /* one chain: alike */
+    guint first = simpar_train_rank(f->tr, axis == FORMULA_AXIS_TP ? 0 : f->t,
+                                    axis == FORMULA_AXIS_DP ? 0 : f->d, p);
+    return formula_group_time(f, kind, per_rank ? count * n : count, first,
+                              formula_axis_stride(f, axis), n);
+}
+
+double
+formula_adam_time(Formula *f, gsize count)
+{
+    struct {
+        gint64 what, count, dtype;
+        double gpu[4];
+    } key;
+
+    memset(&key, 0, sizeof key);
+    key.what = 2, key.count = (gint64) count, key.dtype = f->c.dtype;
+    memcpy(key.gpu, f->c.adam, sizeof key.gpu);
+    double t;
+    if (simpar_predict_cache_get(f->cache, &key, sizeof key, &t, sizeof t))
+        return t;
+    g_autoptr(SimparSchedule) s = simpar_schedule_new(1, (SimparDtype) f->c.dtype);
+    SimparOp op = {.kind = SIMPAR_OP_ADAM, .name = "optimizer", .u.adam = {.count = count}};
+    simpar_schedule_add_op(s, &op); /* simpar_compute_times() times it as the step's */
+    simpar_compute_times(f->tm->gpu, s, f->tm->attn, &t);
+    simpar_predict_cache_put(f->cache, &key, sizeof key, &t, sizeof t);
+    return t;
+}
+
+/* ----- one chain for all, or every chain ----- */
+
+static gboolean
+formula_route_equal(const SimparRoute *a, const SimparRoute *b)
+{
+    return a->lat_s == b->lat_s && a->bw_Bps == b->bw_Bps;
+}
+
+/* Whether the groups of GPUs a + k stride and b + k stride (k < n) take the same time in every
+ * closed form: member by member the same routes, and the same members sharing a node (all that
+ * sim/collectives reads of a group). */
+static gboolean
+formula_groups_alike(const SimparNet *net, guint a, guint b, guint stride, guint n)
+{
+    for (guint i = 0; i < n; i++)
+        for (guint j = 0; j < n; j++) {
+            guint ai = a + i * stride, aj = a + j * stride, bi = b + i * stride,
+                  bj = b + j * stride;
+            SimparRoute ra, rb;
+            if (i == j)
+                continue;
+            simpar_net_route(net, ai, aj, &ra);
+            simpar_net_route(net, bi, bj, &rb);
+            gboolean na = simpar_net_node(net, ai) == simpar_net_node(net, aj);
+            if (!formula_route_equal(&ra, &rb) ||
+                na != (simpar_net_node(net, bi) == simpar_net_node(net, bj)))
+                return FALSE;
+        }
+    return TRUE;
+}
+
+/* Whether every group of `axis`, on every stage, is alike the first. */
+static gboolean
+formula_axis_alike(const Formula *f, FormulaAxis axis)
+{
+    guint n = formula_axis_size(f, axis), ref = simpar_train_rank(f->tr, 0, 0, 0);
+    guint n_t = axis == FORMULA_AXIS_TP ? 1 : f->T, n_d = axis == FORMULA_AXIS_DP ? 1 : f->D;
+    guint n_p = axis == FORMULA_AXIS_EMBED ? 1 : f->P;
+    gboolean alike = TRUE;
+    for (guint p = 0; p < n_p && alike; p++)
+        for (guint t = 0; t < n_t && alike; t++)
+            for (guint d = 0; d < n_d && alike; d++)
+                alike =
+                    formula_groups_alike(f->tm->base.net, ref, simpar_train_rank(f->tr, t, d, p),
+                                         formula_axis_stride(f, axis), n);
+    return alike;
+}
+
+/* Whether every (t, d) has (0, 0)'s routes between neighbouring stages, both ways. */
+static gboolean
+formula_routes_alike(const Formula *f)
+{
+    const SimparNet *net = f->tm->base.net;
+    for (guint p = 0; p < f->P && f->P > 1; p++) {
+        guint q = (p + 1) % f->P;
+        if (q == 0 && f->v == 1)
+            continue; /* no boundary from the last stage to the first */
+        SimparRoute there0, back0, there, back;
+        guint a0 = simpar_train_rank(f->tr, 0, 0, p), b0 = simpar_train_rank(f->tr, 0, 0, q);
+        simpar_net_route(net, a0, b0, &there0);
+        simpar_net_route(net, b0, a0, &back0);
+        for (guint i = 1; i < f->T * f->D; i++) {
+            guint a = simpar_train_rank(f->tr, i % f->T, i / f->T, p);
+            guint b = simpar_train_rank(f->tr, i % f->T, i / f->T, q);
+            simpar_net_route(net, a, b, &there);
+            simpar_net_route(net, b, a, &back);
+            if (!formula_route_equal(&there, &there0) || !formula_route_equal(&back, &back0))
+                return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+/* Whether the ranks of a stage all run alike (memoised per placement and layer shares). */
+static gboolean
+formula_one_chain(Formula *f, gboolean facts_alike)
+{
+    FormulaCollKey key;
+    formula_coll_key(f, 3, 0, f->v > 1, &key);
+    key.first = f->c.sg, key.stride = f->c.tied, key.n = facts_alike;
+    gboolean alike;
+    if (simpar_predict_cache_get(f->cache, &key, sizeof key, &alike, sizeof alike))
+        return alike;
+    alike = facts_alike && formula_routes_alike(f) &&
+            (f->D == 1 || formula_axis_alike(f, FORMULA_AXIS_DP)) &&
+            (!f->c.sg || formula_axis_alike(f, FORMULA_AXIS_TP)) &&
+            (!f->c.tied || f->P == 1 || formula_axis_alike(f, FORMULA_AXIS_EMBED));
+    simpar_predict_cache_put(f->cache, &key, sizeof key, &alike, sizeof alike);
+    return alike;
+}
+
+/* The chains, their routes between stages and the lowest rank each (chain, stage) stands for. */
+static void
+formula_chains(Formula *f, gboolean one)
+{
+    const SimparNet *net = f->tm->base.net;
+    f->n_chains = one ? 1 : f->T * f->D;
+    guint n = f->n_chains * f->P;
+    f->fwd = g_new0(SimparRoute, n), f->bwd = g_new0(SimparRoute, n);
+    f->end_rank = g_new(guint, n);
+    for (guint c = 0; c < f->n_chains; c++)
+        for (guint p = 0; p < f->P; p++) {
+            guint t = c % f->T, d = c / f->T, q = (p + 1) % f->P;
+            guint a = simpar_train_rank(f->tr, t, d, p), b = simpar_train_rank(f->tr, t, d, q);
+            f->end_rank[c * f->P + p] = a;
+            if (f->P > 1) {
+                simpar_net_route(net, a, b, &f->fwd[c * f->P + p]);
+                simpar_net_route(net, b, a, &f->bwd[c * f->P + p]);
+            }
+        }
+}
+
+/* ----- figures at m: evaluated, or extrapolated from probes ----- */
+
+static guint
+formula_n_ends(const Formula *f)
+{
+    return f->n_chains * f->P;
+}
+
+/* The figures at m (memoised per configuration). */
+static void
+formula_at(Formula *f, guint m, double *fig)
+{
+    gsize size = (FORMULA_N_FIGURES + formula_n_ends(f)) * sizeof(double);
+    f->c.m = m;
+    if (simpar_predict_cache_get(f->cache, &f->c, sizeof f->c, fig, size))
+        return;
+    memset(fig, 0, size);
+    formula_run(f, m, fig);
+    simpar_predict_cache_put(f->cache, &f->c, sizeof f->c, fig, size);
+}
+
+/* Whether figure i of the probes p[0..3] (n figures each, at m0, m0 + u, m1, m1 + u) lies on
+ * one line: the same slope at m0 and m1, and m0's value on m1's line k units back. */
+static gboolean
+formula_affine_at(const double *p, gsize n, guint i, guint k)
+{
+    double a = p[i], b = p[n + i], c = p[2 * n + i], d = p[3 * n + i];
+    gboolean time = i != FORMULA_BYTES && i != FORMULA_LAYER_BLOCKS;
+    double tol = FORMULA_AFFINE_TOL * (time ? p[3 * n + FORMULA_STEP] : fabs(d));
+    return fabs((d - c) - (b - a)) <= tol && fabs(c - k * (d - c) - a) <= tol;
+}
+
+/* The rank that ends last at the probes stays so, at the extrapolated figures: ahead of every
+ * other by more than rounding, or tied at every probe with one of a higher rank. */
+static gboolean
+formula_crit_holds(const Formula *f, const double *p, gsize n, const double *fig)
+{
+    guint crit = (guint) fig[FORMULA_CRIT];
+    const double *end = fig + FORMULA_N_FIGURES;
+    double tol = FORMULA_AFFINE_TOL * fig[FORMULA_STEP];
+    for (guint s = 0; s < formula_n_ends(f); s++) {
+        gboolean tied = f->end_rank[s] > f->end_rank[crit];
+        for (guint k = 0; k < 4; k++)
+            tied = tied && p[k * n + FORMULA_N_FIGURES + s] == p[k * n + FORMULA_N_FIGURES + crit];
+        if (s != crit && end[crit] - end[s] <= tol && !tied)
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* fig = the probes' line `ahead` units past m1 (m1 is k units past m0); FALSE when the probes
+ * do not lie on one line. */
+static gboolean
+formula_line(const Formula *f, const double *p, guint k, guint ahead, double *fig)
+{
+    gsize n = FORMULA_N_FIGURES + formula_n_ends(f);
+    for (guint j = 1; j < 4; j++)
+        if (p[j * n + FORMULA_CRIT] != p[FORMULA_CRIT])
+            return FALSE;
+    for (guint i = 0; i < n; i++) {
+        if (i != FORMULA_CRIT && !formula_affine_at(p, n, i, k))
+            return FALSE;
+        double at = p[2 * n + i], slope = p[3 * n + i] - at;
+        fig[i] = i == FORMULA_CRIT ? at : at + ahead * slope;
+    }
+    return formula_crit_holds(f, p, n, fig);
+}
+
+/* The figures at m: from the probes m0, m0 + u, m1 = 2 m0, m1 + u when m lies past them and they
+ * lie on one line, else evaluated. m0: two rounds of the pipeline past its start (its warm-up is
+ * at most 2 (P - 1) + (v - 1) P forwards), in whole groups of u micro-batches. */
+static void
+formula_figures_at(Formula *f, guint m, double *fig)
+{
+    guint u = f->c.schedule == SIMPAR_PIPE_INTERLEAVED ? f->P : 1;
+    guint m0 = (2 * f->P * f->v + u - 1) / u * u, m1 = 2 * m0;
+    if (m <= m1 + u) {
+        formula_at(f, m, fig);
+        return;
+    }
+    gsize n = FORMULA_N_FIGURES + formula_n_ends(f);
+    g_autofree double *p = g_new(double, 4 * n);
+    const guint at[] = {m0, m0 + u, m1, m1 + u};
+    for (guint j = 0; j < 4; j++)
+        formula_at(f, at[j], p + j * n);
+    if (!formula_line(f, p, (m1 - m0) / u, (m - m1) / u, fig))
+        formula_at(f, m, fig);
+}
+
+/* ----- the step ----- */
+
+/* Everything the figures depend on but m: the memo key. */
+static void
+formula_config(Formula *f, const SimparBlockTimes *bt, const SimparModel *model,
+               const SimparSchedule *layer)
+{
+    const SimparTrain *tr = f->tr;
+    const SimparRun *run = &f->tm->base;
+    const SimparGpu *gpu = f->tm->gpu;
+    FormulaConfig *c = &f->c;
+    memset(c, 0, sizeof *c);
+    c->T = f->T, c->P = f->P, c->D = f->D, c->v = f->v, c->lc = f->lc;
+    c->zero = tr->zero, c->sg = tr->scatter_gather && f->T > 1;
+    c->overlap = tr->overlap_grad_reduce, c->tied = tr->tied_embeddings;
+    c->bucket_params = tr->bucket_params, c->schedule = tr->schedule;
+    memcpy(c->stride, tr->stride, sizeof c->stride);
+    c->hidden = model->hidden, c->heads = model->heads, c->seq = model->seq;
+    c->micro_batch = model->micro_batch, c->layers = model->layers, c->ffn = model->ffn;
+    c->vocab = model->vocab, c->tp_mode = g_intern_string(tr->tp.mode), c->q = tr->tp.q;
+    c->recompute = tr->tp.recompute, c->sp = tr->tp.sequence_parallel, c->depth = tr->tp.depth;
+    c->paper = tr->tp.paper_3d;
+    c->ends = (model->vocab + f->T - 1) / f->T * model->hidden; /* vocabulary-parallel ends */
+    c->dtype = simpar_schedule_dtype(layer), c->dsize = simpar_dtype_size(c->dtype);
+    c->proto = run->coll.proto, c->max_chunks = run->coll.max_chunks;
+    c->chunk_bytes = run->coll.chunk_bytes, c->mode = run->mode;
+    c->net = run->net, c->algo = run->algo;
+    for (guint k = 0; k < FORMULA_N_KEYS; k++) {
+        c->block_s[k] = simpar_block_time(bt, formula_keys[k]);
+        const double *share = g_hash_table_lookup(bt->compute_s, g_intern_string(formula_keys[k]));
+        c->block_c[k] = share != NULL ? *share : 0;
+    }
+    c->adam[0] = gpu->peak_flops[SIMPAR_DTYPE_FP32], c->adam[1] = gpu->peak_flops[c->dtype];
+    c->adam[2] = gpu->mem_bw_Bps * gpu->mem_eff, c->adam[3] = gpu->launch_s;
+}
+
+/* The layer's shares per tensor-parallel rank; FALSE when they differ where they must not:
+ * scatter/gather's all-gather sums the ranks' shares of the activation. *alike: all equal. */
+static gboolean
+formula_facts(Formula *f, const SimparSchedule *layer, gboolean *alike)
+{
+    f->facts = simpar_step_facts(layer);
+    *alike = TRUE;
+    for (guint t = 1; t < f->T; t++)
+        *alike = *alike && f->facts[t].act_elems == f->facts[0].act_elems &&
+                 f->facts[t].layer_params == f->facts[0].layer_params;
+    f->c.act = (gint64) f->facts[0].act_elems,
+    f->c.layer_params = (gint64) f->facts[0].layer_params;
+    return *alike || !f->c.sg;
+}
+
+/* The row from the figures, as simpar_step_breakdown fills it. */
+static void
+formula_fill(const Formula *f, const double *fig, const SimparBlockTimes *bt,
+             const SimparModel *model, SimparReportRow *row)
+{
+    row->step_s = fig[FORMULA_STEP];
+    row->forward_s += fig[FORMULA_FORWARD], row->backward_s += fig[FORMULA_BACKWARD];
+    row->compute_s += fig[FORMULA_COMPUTE_S], row->other_s += fig[FORMULA_OTHER];
+    row->step.bubble_s += fig[FORMULA_BUBBLE], row->step.pp_p2p_s += fig[FORMULA_P2P];
+    row->step.dp_exposed_s += fig[FORMULA_DP_EXPOSED];
+    row->step.optimizer_s += fig[FORMULA_OPTIMIZER];
+    row->comm_bytes_per_gpu += fig[FORMULA_BYTES];
+    row->axes = g_array_new(FALSE, FALSE, sizeof(SimparAxisTime));
+    guint gpus = f->T * f->P * f->D;
+    g_autofree guint *job_gpus = g_new(guint, gpus);
+    for (guint i = 0; i < gpus; i++)
+        job_gpus[i] = i;
+    SimparRun run = f->tm->base;
+    run.gpus = job_gpus;
+    simpar_step_breakdown_finish(&run, job_gpus, bt, model, f->tr, fig[FORMULA_TP_EXPOSED],
+                                 fig[FORMULA_LAYER_BLOCKS], row);
+}
+
+static gboolean
+formula_supported(const SimparStepTimer *tm, const SimparTrain *train)
+{
+    return train->schedule != SIMPAR_PIPE_LOCAL && train->zero < 3 &&
+           tm->base.mode == SIMPAR_COLL_MODE_FUSED;
+}
+
+gboolean
+simpar_step_formula(const SimparStepTimer *tm, const SimparBlockTimes *bt, const SimparModel *model,
+                    const SimparTrain *train, const SimparSchedule *layer,
+                    SimparPredictCache *cache, SimparReportRow *row, double *step_s)
+{
+    g_return_val_if_fail(row != NULL || step_s != NULL, FALSE);
+    if (!formula_supported(tm, train))
+        return FALSE;
+    Formula f = {.tm = tm, .tr = train, .cache = cache};
+    f.T = (guint) train->tp.tp, f.P = (guint) train->pp, f.D = (guint) train->dp;
+    f.v = (guint) train->virtual_stages, f.lc = (guint) train->layers_per_chunk;
+    formula_config(&f, bt, model, layer);
+    gboolean alike, ok = formula_facts(&f, layer, &alike);
+    if (ok) {
+        formula_chains(&f, formula_one_chain(&f, alike));
+        f.c.wide = f.n_chains > 1;
+        g_autofree double *fig = g_new0(double, FORMULA_N_FIGURES + formula_n_ends(&f));
+        formula_figures_at(&f, (guint) train->micro_batches, fig);
+        SimparReportRow tmp = {0};
+        formula_fill(&f, fig, bt, model, row != NULL ? row : &tmp);
+        if (row == NULL)
+            *step_s = tmp.step_s;
+        g_clear_pointer(&tmp.axes, g_array_unref);
+        g_clear_pointer(&tmp.step.placement, g_free);
+    }
+    g_free(f.facts), g_free(f.fwd), g_free(f.bwd), g_free(f.end_rank);
+    return ok;
+}

@@ -1,0 +1,686 @@
+/* test-formula.c - the formula backend (sim/step-formula.h) against the analytic backend's
+ * replay and against closed forms:
+ *
+ *   grid       on topologies/dgx-a100x64.xml and v100x64.xml, a 24-layer tiny model: GPipe,
+ *              1F1B, interleaved (v = 2, 3) x P x D x m (up to 96: the probes' extrapolation
+ *              included), with ZeRO 0-2, overlap, tied embeddings, scatter/gather, small
+ *              buckets, rank orders and 1-D (+SP) / 2-D / 2.5-D / 3-D plans dealt out over it:
+ *              the step and every breakdown term agree with the analytic backend's within
+ *              FORMULA_TOL of the step, every case in closed forms, and the analytic figures
+ *              do not depend on the cache
+ *   oracles    on a network that costs nothing: 1F1B and GPipe take (m + P - 1)(tF + tB) with a
+ *              bubble fraction (P - 1) / (m + P - 1), interleaved m (tF + tB) + (P - 1)(tF + tB)
+ *              / v, up to m = 4096 (extrapolated); data-parallel reductions after the backward
+ *              add the same tail to every m; ranks on unlike routes against the replay
+ *   fallbacks  local parallelism, ZeRO-3 and exact collectives are left to the replay
+ *   cli        simpar predict and simpar sweep --backend formula print the analytic numbers
+ */
+#include "cli-run.h"
+#include "generators.h"
+#include "sim/csv-table.h"
+#include "sim/predict-config.h"
+#include "sim/step-formula.h"
+#include "sim/sweep.h"
+#include "simpar-test.h"
+#include <json-glib/json-glib.h>
+#include <math.h>
+
+/* The closed forms reproduce the replay's sums in its order, but extrapolated figures differ
+ * from the replay's sums of m terms by rounding: relative to the step. */
+#define FORMULA_TOL 1e-9
+
+/* ----- the grid, in a platform's child process ----- */
+
+/* The tensor-parallel plans dealt out: mode, T, and the 2.5-D depth or "sp". */
+static const char *const grid_plans[] = {"1d 2", "1d 4 sp", "2d 4", "3d 8", "1d 1", "2.5d 8 2"};
+
+/* Configuration i of the grid: schedule x P x D x m in full, the rest dealt out by i. */
+typedef struct {
+    SimparPipeSchedule schedule;
+    guint v, P, D, m, zero;
+    gboolean overlap, tied, sg, small_buckets, order;
+    const char *mode; /* interned */
+    gint64 tp, depth;
+    gboolean sp;
+} GridCase;
+
+static const guint grid_ps[] = {1, 2, 4}, grid_ds[] = {1, 2, 4}, grid_ms[] = {1, 3, 8, 40, 96};
+#define GRID_KINDS 4 /* gpipe, 1f1b, interleaved v = 2, interleaved v = 3 */
+#define GRID_N     (GRID_KINDS * 3 * 3 * 5)
+
+static void
+grid_case(guint i, GridCase *c)
+{
+    guint k = i / 45, rest = i % 45, P = grid_ps[rest / 15], D = grid_ds[rest / 5 % 3];
+    guint m = grid_ms[rest % 5];
+    if (k >= 2) /* interleaved: P >= 2, m a multiple of P */
+        P = MAX(P, 2), m = (m + P - 1) / P * P;
+    *c = (GridCase){.schedule = k == 0   ? SIMPAR_PIPE_GPIPE
+                                : k == 1 ? SIMPAR_PIPE_1F1B
+                                         : SIMPAR_PIPE_INTERLEAVED,
+                    .v = k < 2 ? 1 : k,
+                    .P = P,
+                    .D = D,
+                    .m = m,
+                    /* no ZeRO without replicas (models/step.c asserts), ZeRO-2 without stages */
+                    .zero = D == 1 ? 0 : i % (P > 1 ? 2 : 3),
+                    .overlap = i / 3 % 2,
+                    .tied = i / 6 % 2 && P > 1, /* P = 1: models/step.c asserts */
+                    .sg = i % 5 == 1,
+                    .small_buckets = i % 4 == 0,
+                    .order = i % 7 == 3,
+                    .sp = strstr(grid_plans[i % G_N_ELEMENTS(grid_plans)], "sp") != NULL};
+    char mode[8];
+    guint n = sscanf(grid_plans[i % G_N_ELEMENTS(grid_plans)],
+                     "%7s %" G_GINT64_FORMAT " %" G_GINT64_FORMAT, mode, &c->tp, &c->depth);
+    g_assert(n >= 2);
+    c->mode = g_intern_string(mode);
+}
+
+/* The model and split of a case; FALSE when the split cannot be (T P D > 64, P v > layers). */
+static gboolean
+grid_setup(const GridCase *c, SimparModel *model, SimparTrain *tr)
+{
+    g_assert(simpar_model_preset("tiny", model, NULL));
+    model->layers = 24;
+    simpar_train_init(tr);
+    tr->tp.mode = c->mode, tr->tp.tp = c->tp, tr->tp.depth = c->depth;
+    tr->tp.sequence_parallel = c->sp;
+    tr->schedule = c->schedule, tr->virtual_stages = c->v;
+    tr->pp = c->P, tr->dp = c->D, tr->global_batch = (gint64) c->m * model->micro_batch * c->D;
+    tr->zero = (gint) c->zero, tr->overlap_grad_reduce = c->overlap;
+    tr->tied_embeddings = c->tied, tr->scatter_gather = c->sg;
+    tr->bucket_params = c->small_buckets ? 20000 : 0;
+    if (c->order) /* pipeline innermost: stages side by side in a node */
+        g_assert(simpar_train_order_parse("pp,tp,dp", tr->order, NULL));
+    return c->tp * c->P * c->D <= 64 && c->P * c->v <= (guint) model->layers;
+}
+
+typedef struct {
+    guint n, used, fell_back;
+    double max_step, max_term;
+    guint worst;
+    GString *bad; /* one line per disagreement */
+} GridResult;
+
+/* |a - b| relative to `scale`, noted when it is the worst so far. */
+static double
+grid_rel(double a, double b, double scale)
+{
+    return scale > 0 ? fabs(a - b) / scale : fabs(a - b);
+}
+
+/* The largest difference between two rows' breakdowns, relative to the step. */
+static double
+grid_terms(const SimparReportRow *a, const SimparReportRow *b)
+{
+    double s = a->step_s, worst = 0;
+    const double pairs[][2] = {
+        {a->forward_s, b->forward_s},
+        {a->backward_s, b->backward_s},
+        {a->compute_s, b->compute_s},
+        {a->other_s, b->other_s},
+        {a->exposed_s, b->exposed_s},
+        {a->exposed_intra_s, b->exposed_intra_s},
+        {a->exposed_inter_s, b->exposed_inter_s},
+        {a->step.tp_exposed_s, b->step.tp_exposed_s},
+        {a->step.bubble_s, b->step.bubble_s},
+        {a->step.pp_p2p_s, b->step.pp_p2p_s},
+        {a->step.dp_exposed_s, b->step.dp_exposed_s},
+        {a->step.optimizer_s, b->step.optimizer_s},
+        {a->step.mfu * s, b->step.mfu * s},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(pairs); i++)
+        worst = MAX(worst, grid_rel(pairs[i][0], pairs[i][1], s));
+    worst =
+        MAX(worst, grid_rel(a->comm_bytes_per_gpu, b->comm_bytes_per_gpu, a->comm_bytes_per_gpu) *
+                       FORMULA_TOL / 1e-12); /* bytes: integers, 1e-12 of themselves */
+    if (a->axes->len != b->axes->len || g_strcmp0(a->step.placement, b->step.placement) != 0)
+        return INFINITY;
+    for (guint i = 0; i < a->axes->len; i++) {
+        const SimparAxisTime *x = &g_array_index(a->axes, SimparAxisTime, i);
+        const SimparAxisTime *y = &g_array_index(b->axes, SimparAxisTime, i);
+        if (x->axis != y->axis || x->inter != y->inter)
+            return INFINITY;
+        worst = MAX(worst, grid_rel(x->exposed_s, y->exposed_s, s));
+    }
+    return worst;
+}
+
+static gboolean
+grid_same(const SimparReportRow *a, const SimparReportRow *b)
+{
+    return a->step_s == b->step_s && grid_terms(a, b) == 0;
+}
+
+/* Whether the formula's closed forms serve the case (TRUE) or leave it to the replay. */
+static gboolean
+grid_used(const SimparPredictContext *ctx, SimparPredictCache *cache, const SimparModel *model,
+          const SimparTrain *train)
+{
+    SimparStepTimer tm = {ctx->backend, ctx->run, ctx->gpu, ctx->attention};
+    tm.base.net = simpar_platform_net(ctx->platform);
+    SimparMemory mem;
+    const SimparSchedule *layer =
+        simpar_predict_cache_layer(cache, model, &train->tp, ctx->attention, &mem, NULL);
+    SimparBlockTimes bt = {0};
+    simpar_predict_cache_blocks(cache, &tm, model, train, layer, &bt);
+    double step;
+    gboolean used = simpar_step_formula(&tm, &bt, model, train, layer, cache, NULL, &step);
+    simpar_block_times_clear(&bt);
+    return used;
+}
+
+/* Notes how the formula's row f and the analytic rows a (no cache) and c (cache) of case i
+ * compare. */
+static void
+grid_note(GridResult *res, guint i, const GridCase *k, const SimparReportRow *a,
+          const SimparReportRow *c, const SimparReportRow *f, gboolean used)
+{
+    double d_step = grid_rel(f->step_s, a->step_s, a->step_s), d_term = grid_terms(a, f);
+    res->n++, res->used += used, res->fell_back += !used;
+    if (d_step > res->max_step || d_term > res->max_term)
+        res->worst = i;
+    res->max_step = MAX(res->max_step, d_step), res->max_term = MAX(res->max_term, d_term);
+    if (grid_same(a, c) && d_step <= FORMULA_TOL && d_term <= FORMULA_TOL)
+        return;
+    g_string_append_printf(res->bad,
+                           "case %u (%s T=%" G_GINT64_FORMAT " %s v=%u P=%u D=%u m=%u "
+                           "ZeRO-%u%s%s%s): step %.12g vs %.12g, terms %.3g%s\n",
+                           i, k->mode, k->tp, simpar_pipe_schedule_name(k->schedule), k->v, k->P,
+                           k->D, k->m, k->zero, k->overlap ? " overlap" : "",
+                           k->tied ? " tied" : "", k->sg ? " sg" : "", f->step_s, a->step_s, d_term,
+                           grid_same(a, c) ? "" : "; the cache changed analytic");
+}
+
+/* One case on the platform: the analytic row without and with a cache, the formula's. */
+static void
+grid_one(const SimparPlatform *platform, const SimparGpu *gpu, SimparPredictCache *cache, guint i,
+         GridResult *res)
+{
+    GridCase c;
+    grid_case(i, &c);
+    SimparModel model;
+    SimparTrain train;
+    if (!grid_setup(&c, &model, &train))
+        return;
+    SimparPredictContext ctx = {.attention = SIMPAR_ATTENTION_UNFUSED,
+                                .platform = platform,
+                                .gpu = gpu,
+                                .gpus = (guint) (c.tp * c.P * c.D),
+                                .steps_to_target = G_MININT64};
+    simpar_coll_params_init(&ctx.run.coll);
+    ctx.run.mode = SIMPAR_COLL_MODE_FUSED;
+    SimparReportRow row[3];
+    const char *backends[] = {"analytic", "analytic", "formula"};
+    guint done = 0;
+    for (; done < 3; done++) {
+        g_autoptr(GError) why = NULL, error = NULL;
+        g_assert(simpar_backend_lookup(backends[done], &ctx.backend, NULL));
+        ctx.cache = done == 0 ? NULL : cache;
+        SimparTrain t = train;
+        g_assert(simpar_predict_config(&ctx, &model, &t, &row[done], &why, &error));
+        if (why != NULL) { /* refused (e.g. ZeRO-2 with pipeline stages) */
+            simpar_predict_row_clear(&row[done]);
+            break;
+        }
+        if (done == 2)
+            grid_note(res, i, &c, &row[0], &row[1], &row[2], grid_used(&ctx, cache, &model, &t));
+    }
+    for (guint k = 0; k < done; k++)
+        simpar_predict_row_clear(&row[k]);
+}
+
+static gboolean
+grid_job(const SimparPlatform *platform, gpointer data, GString *out, GError **error)
+{
+    (void) data;
+    SimparGpu gpu;
+    if (!simpar_predict_gpu(platform, 64, NULL, &gpu, error))
+        return FALSE;
+    g_autoptr(SimparPredictCache) cache = simpar_predict_cache_new();
+    GridResult res = {.bad = out};
+    for (guint i = 0; i < GRID_N; i++)
+        grid_one(platform, &gpu, cache, i, &res);
+    g_string_append_printf(out, "n=%u used=%u fell_back=%u max_step=%.3g max_term=%.3g worst=%u\n",
+                           res.n, res.used, res.fell_back, res.max_step, res.max_term, res.worst);
+    return TRUE;
+}
+
+/* The grid on `topology`; at least `min_used` of its cases in closed forms. */
+static void
+grid_on(const char *topology, double min_used)
+{
+    g_autoptr(GString) out = g_string_new(NULL);
+    g_autoptr(GError) error = NULL;
+    CU_ASSERT_TRUE_FATAL(simpar_platform_run(topology, grid_job, NULL, out, &error));
+    const char *summary = strstr(out->str, "n=");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(summary);
+    guint n = 0, used = 0, fell_back = 0;
+    double max_step = 1, max_term = 1;
+    CU_ASSERT_EQUAL(sscanf(summary, "n=%u used=%u fell_back=%u max_step=%lg max_term=%lg", &n,
+                           &used, &fell_back, &max_step, &max_term),
+                    5);
+    printf("\n    %s: %s", topology, summary);
+    if (summary != out->str)
+        printf("    %.*s", (int) (summary - out->str), out->str);
+    CU_ASSERT(summary == out->str); /* no case disagreed */
+    CU_ASSERT(n == 152);            /* the grid's valid cases */
+    CU_ASSERT(used >= min_used * n);
+    CU_ASSERT(max_step <= FORMULA_TOL);
+    CU_ASSERT(max_term <= FORMULA_TOL);
+}
+
+/* Nodes of 8 GPUs on NVSwitch, a NIC per GPU. */
+static void
+test_grid_dgx(void)
+{
+    grid_on("topologies/dgx-a100x64.xml", 1.0);
+}
+
+/* GPUs 2 and 3 of a node reach the NIC over the X-bus, 0 and 1 do not: splits whose stages or
+ * replicas span nodes see unlike routes, and get a chain per (t, d). */
+static void
+test_grid_v100(void)
+{
+    grid_on("topologies/v100x64.xml", 1.0);
+}
+
+/* ----- closed forms, on a network that costs nothing (or whose replicas differ) ----- */
+
+typedef struct {
+    double lat, bw;
+    guint slow; /* > 0: routes from or to GPUs g with g / slow odd have half the bandwidth */
+} OracleNet;
+
+static void
+oracle_route(const SimparNet *net, guint src, guint dst, SimparRoute *out)
+{
+    const OracleNet *o = net->data;
+    gboolean slow = o->slow > 0 && (src / o->slow % 2 || dst / o->slow % 2);
+    *out = (SimparRoute){o->lat, slow ? o->bw / 2 : o->bw};
+}
+
+static guint
+oracle_node(const SimparNet *net, guint gpu)
+{
+    (void) net;
+    return gpu / 8;
+}
+
+typedef struct {
+    SimparModel model;
+    SimparTrain train;
+    SimparSchedule *layer;
+    SimparBlockTimes bt;
+    OracleNet onet;
+    SimparNet net;
+    SimparGpu gpu;
+    SimparStepTimer tm;
+    SimparReportRow row;
+} Oracle;
+
+/* A pipeline of P stages x D replicas, blocks per chunk tF = tf, tB = tb, free ends and Adam. */
+static void
+oracle_init(Oracle *o, guint P, guint D, SimparPipeSchedule kind, guint v, guint m)
+{
+    *o = (Oracle){0};
+    g_assert(simpar_model_preset("tiny", &o->model, NULL));
+    o->model.layers = 48;
+    simpar_train_init(&o->train);
+    o->train.pp = P, o->train.dp = D, o->train.schedule = kind, o->train.virtual_stages = v;
+    o->train.global_batch = (gint64) m * o->model.micro_batch * D;
+    o->onet = (OracleNet){0, 1e30, 0};
+    o->net = (SimparNet){oracle_route, oracle_node, &o->onet};
+    simpar_gpu_init(&o->gpu);
+    o->gpu.peak_flops[o->model.dtype] = o->gpu.peak_flops[SIMPAR_DTYPE_FP32] = 1e30;
+    o->gpu.mem_bw_Bps = o->gpu.mem_bytes = 1e30, o->gpu.launch_s = 0;
+}
+
+/* The formula's step (FALSE: left to the replay) with per-chunk block times tf, tb. */
+static gboolean
+oracle_run(Oracle *o, double tf, double tb, SimparPredictCache *cache)
+{
+    g_autoptr(GError) err = NULL;
+    guint gpus = (guint) (o->train.pp * o->train.dp * o->train.tp.tp);
+    if (!simpar_train_validate(&o->train, &o->model, gpus, &err))
+        printf("\n    %s", err->message);
+    CU_ASSERT_PTR_NULL_FATAL(err);
+    o->layer = simpar_generate_layer(&o->model, &o->train.tp, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(o->layer);
+    o->bt.time_s = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+    o->bt.compute_s = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+    o->bt.layer_axes = g_array_new(FALSE, FALSE, sizeof(SimparAxisTime));
+    const char *keys[] = {"layer.fwd", "layer.bwd"};
+    const double t[] = {tf / o->train.layers_per_chunk, tb / o->train.layers_per_chunk};
+    for (guint i = 0; i < 2; i++) {
+        g_hash_table_insert(o->bt.time_s, (gpointer) g_intern_string(keys[i]),
+                            g_memdup2(&t[i], sizeof t[i]));
+        g_hash_table_insert(o->bt.compute_s, (gpointer) g_intern_string(keys[i]),
+                            g_memdup2(&t[i], sizeof t[i]));
+    }
+    const SimparBackend *be;
+    g_assert(simpar_backend_lookup("formula", &be, NULL));
+    o->tm = (SimparStepTimer){
+        be, {.net = &o->net, .mode = SIMPAR_COLL_MODE_FUSED}, &o->gpu, SIMPAR_ATTENTION_UNFUSED};
+    simpar_coll_params_init(&o->tm.base.coll);
+    return simpar_step_formula(&o->tm, &o->bt, &o->model, &o->train, o->layer, cache, &o->row,
+                               NULL);
+}
+
+static void
+oracle_clear(Oracle *o)
+{
+    simpar_schedule_free(o->layer);
+    simpar_block_times_clear(&o->bt);
+    simpar_predict_row_clear(&o->row);
+}
+
+#define REL(a, b) (fabs((a) - (b)) / fabs(b))
+
+/* 1F1B and GPipe: (m + P - 1)(tF + tB), bubble (P - 1) / (m + P - 1) of it, compute m (tF + tB);
+ * m up to 4096 (extrapolated from the probes). */
+static void
+test_oracle_1f1b_gpipe(void)
+{
+    const SimparPipeSchedule kinds[] = {SIMPAR_PIPE_GPIPE, SIMPAR_PIPE_1F1B};
+    const guint ps[] = {1, 2, 4, 8}, ms[] = {1, 4, 7, 64, 4096};
+    g_autoptr(SimparPredictCache) cache = simpar_predict_cache_new();
+    for (guint k = 0; k < G_N_ELEMENTS(kinds); k++)
+        for (guint a = 0; a < G_N_ELEMENTS(ps); a++)
+            for (guint b = 0; b < G_N_ELEMENTS(ms); b++) {
+                guint P = ps[a], m = ms[b];
+                Oracle o;
+                oracle_init(&o, P, 1, kinds[k], 1, m);
+                CU_ASSERT_TRUE_FATAL(oracle_run(&o, 1.0, 2.0, cache));
+                CU_ASSERT(REL(o.row.step_s, (m + P - 1) * 3.0) <= FORMULA_TOL);
+                CU_ASSERT(fabs(o.row.step.bubble_s / o.row.step_s - (P - 1.0) / (m + P - 1)) <=
+                          FORMULA_TOL);
+                CU_ASSERT(REL(o.row.compute_s, m * 3.0) <= FORMULA_TOL);
+                oracle_clear(&o);
+            }
+}
+
+/* Interleaved: m (tF + tB) + (P - 1)(tF + tB) / v, bubble fraction (P - 1) / (v m). */
+static void
+test_oracle_interleaved(void)
+{
+    const guint cases[][3] = {{2, 2, 4}, {4, 2, 8},    {4, 4, 8},
+                              {2, 3, 6}, {4, 2, 2048}, {8, 3, 960}};
+    g_autoptr(SimparPredictCache) cache = simpar_predict_cache_new();
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        guint P = cases[i][0], v = cases[i][1], m = cases[i][2];
+        Oracle o;
+        oracle_init(&o, P, 1, SIMPAR_PIPE_INTERLEAVED, v, m);
+        CU_ASSERT_TRUE_FATAL(oracle_run(&o, 1.0 / v, 2.0 / v, cache));
+        CU_ASSERT(REL(o.row.step_s, m * 3.0 + (P - 1) * 3.0 / v) <= FORMULA_TOL);
+        CU_ASSERT(fabs(o.row.step.bubble_s / (m * 3.0) - (P - 1.0) / (v * m)) <= FORMULA_TOL);
+        oracle_clear(&o);
+    }
+}
+
+/* Data parallelism after the backward (no overlap) on a network that costs something: the
+ * reductions add the same tail to every m, so steps differ by the pipeline's (m - m')(tF + tB),
+ * and the breakdown sums to the step. */
+static void
+test_oracle_dp_tail(void)
+{
+    const guint ms[] = {8, 9, 1000};
+    double step[G_N_ELEMENTS(ms)];
+    for (guint i = 0; i < G_N_ELEMENTS(ms); i++) {
+        Oracle o;
+        oracle_init(&o, 2, 4, SIMPAR_PIPE_1F1B, 1, ms[i]);
+        o.onet = (OracleNet){1e-5, 1e9, 0};
+        o.train.bucket_params = 20000;
+        CU_ASSERT_TRUE_FATAL(oracle_run(&o, 1.0, 2.0, NULL));
+        const SimparReportRow *r = &o.row;
+        step[i] = r->step_s;
+        CU_ASSERT(r->step.dp_exposed_s > 1e-5 && r->step.pp_p2p_s > 0);
+        CU_ASSERT(REL(r->step_s, r->compute_s + r->step.tp_exposed_s + r->step.bubble_s +
+                                     r->step.pp_p2p_s + r->step.dp_exposed_s + r->step.optimizer_s +
+                                     r->other_s) <= FORMULA_TOL);
+        oracle_clear(&o);
+    }
+    CU_ASSERT(REL(step[1] - step[0], 3.0 + 2 * (1e-5 + 0.0)) <= 1e-3); /* one more F, B pair */
+    CU_ASSERT(REL(step[2] - step[1], (1000.0 - 9.0) * (step[1] - step[0])) <= FORMULA_TOL);
+}
+
+/* What the closed forms leave to the replay. */
+static void
+test_fallbacks(void)
+{
+    for (guint c = 0; c < 3; c++) {
+        Oracle o;
+        oracle_init(&o, c == 1 ? 1 : 2, 2, SIMPAR_PIPE_1F1B, 1, 8); /* ZeRO-3: no pipeline */
+        if (c == 0) /* local parallelism: K = 2 chunks */
+            o.train.schedule = SIMPAR_PIPE_LOCAL, o.train.aux_head_width = 64;
+        else if (c == 1)
+            o.train.zero = 3;
+        gboolean used = oracle_run(&o, 1.0, 2.0, NULL);
+        if (c == 2) { /* exact collectives: the step again, in that mode */
+            o.tm.base.mode = SIMPAR_COLL_MODE_EXACT;
+            used = simpar_step_formula(&o.tm, &o.bt, &o.model, &o.train, o.layer, NULL, NULL,
+                                       &o.row.step_s);
+        }
+        CU_ASSERT_FALSE(used);
+        oracle_clear(&o);
+    }
+}
+
+/* Replicas on unlike routes (T = 2, D = 2: replica 1's GPUs, g / 2 odd, have slower links, and
+ * every group of replicas has a fast and a slow member): every (t, d) gets its own chain, and
+ * the step and its breakdown are the analytic replay's. */
+static void
+test_unlike_routes(void)
+{
+    const SimparPipeSchedule kinds[] = {SIMPAR_PIPE_1F1B, SIMPAR_PIPE_GPIPE,
+                                        SIMPAR_PIPE_INTERLEAVED};
+    for (guint k = 0; k < G_N_ELEMENTS(kinds); k++) {
+        Oracle o;
+        oracle_init(&o, 2, 2, kinds[k], k == 2 ? 2 : 1, 40);
+        o.train.tp.tp = 2, o.train.overlap_grad_reduce = k == 0, o.train.zero = k == 1;
+        o.train.tied_embeddings = TRUE, o.train.bucket_params = 20000;
+        o.onet = (OracleNet){2e-6, 1e9, 2};
+        CU_ASSERT_TRUE_FATAL(oracle_run(&o, 1e-3, 2e-3, NULL));
+        g_autoptr(SimparSchedule) step = simpar_step_build(&o.model, &o.train, o.layer);
+        guint ranks = simpar_schedule_n_ranks(step);
+        g_autofree guint *gpus = g_new(guint, ranks);
+        for (guint r = 0; r < ranks; r++)
+            gpus[r] = r;
+        SimparStepTimer tm = o.tm;
+        g_assert(simpar_backend_lookup("analytic", &tm.backend, NULL));
+        SimparRun run;
+        g_autofree double *compute = NULL;
+        g_autofree SimparSpan *spans = simpar_step_run(&tm, step, &o.bt, gpus, &run, &compute);
+        SimparReportRow replay = {0};
+        simpar_step_breakdown(&run, spans, &o.bt, &o.model, &o.train, NULL, &replay);
+        CU_ASSERT(REL(o.row.step_s, replay.step_s) <= FORMULA_TOL);
+        CU_ASSERT(grid_terms(&replay, &o.row) <= FORMULA_TOL);
+        CU_ASSERT(replay.step.pp_p2p_s > 0 && replay.step.dp_exposed_s > 0);
+        simpar_predict_row_clear(&replay);
+        oracle_clear(&o);
+    }
+}
+
+/* ----- through the binary ----- */
+
+#define CLI_TOPO "--topology topologies/v100x64.xml --model default-4k --layers 8"
+
+/* The members of two `simpar predict --json` objects agree within FORMULA_TOL of the step
+ * (times) or of themselves (other numbers), but the backend's name and the wall time. */
+static void
+cli_json_agree(JsonObject *a, JsonObject *f)
+{
+    double step = json_object_get_double_member(a, "step_time_s");
+    g_autoptr(GList) members = json_object_get_members(a);
+    for (GList *l = members; l != NULL; l = l->next) {
+        const char *name = l->data;
+        JsonNode *x = json_object_get_member(a, name), *y = json_object_get_member(f, name);
+        if (g_str_equal(name, "wall_s") || g_str_equal(name, "step_slices") ||
+            JSON_NODE_TYPE(x) != JSON_NODE_VALUE || json_node_get_value_type(x) != G_TYPE_DOUBLE)
+            continue;
+        CU_ASSERT_PTR_NOT_NULL_FATAL(y);
+        double u = json_node_get_double(x), w = json_node_get_double(y);
+        double scale = g_str_has_suffix(name, "_s") ? step : fabs(u);
+        if (fabs(u - w) > FORMULA_TOL * scale)
+            printf("\n    %s: analytic %.12g, formula %.12g", name, u, w);
+        CU_ASSERT(fabs(u - w) <= FORMULA_TOL * scale);
+    }
+}
+
+/* simpar predict: every mode's figures, for a pipelined, replicated, ZeRO-1 split. */
+static void
+test_cli_predict(void)
+{
+    const char *splits[] = {"--pp 2 --dp 4 --micro-batch 4 --global-batch 256 --zero 1 "
+                            "--overlap-grad-reduce",
+                            "--pp 4 --schedule interleaved --virtual-stages 2 --micro-batch 2 "
+                            "--global-batch 64 --tied-embeddings",
+                            "--pp 2 --dp 2 --schedule gpipe --micro-batch 1 --global-batch 64 "
+                            "--bucket-params 20000000"};
+    for (guint i = 0; i < G_N_ELEMENTS(splits); i++) {
+        JsonArray *rows[2];
+        g_autoptr(JsonParser) analytic = json_parser_new(), formula = json_parser_new();
+        JsonParser *parser[2] = {analytic, formula};
+        const char *backends[] = {"analytic", "formula"};
+        for (guint b = 0; b < 2; b++) {
+            g_autofree char *args = g_strdup_printf("predict " CLI_TOPO " --gpus 32 --jobs 1 "
+                                                    "--json --backend %s %s",
+                                                    backends[b], splits[i]);
+            SimparCliRun r = simpar_cli_run(args);
+            CU_ASSERT_EQUAL_FATAL(r.status, 0);
+            CU_ASSERT_TRUE_FATAL(json_parser_load_from_data(parser[b], r.out, -1, NULL));
+            rows[b] = json_node_get_array(json_parser_get_root(parser[b]));
+            simpar_cli_run_clear(&r);
+        }
+        CU_ASSERT_EQUAL_FATAL(json_array_get_length(rows[0]), json_array_get_length(rows[1]));
+        for (guint k = 0; k < json_array_get_length(rows[0]); k++)
+            cli_json_agree(json_array_get_object_element(rows[0], k),
+                           json_array_get_object_element(rows[1], k));
+    }
+}
+
+/* simpar sweep: every row's status and figures. */
+static void
+test_cli_sweep(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("simpar-formula-XXXXXX", NULL);
+    SimparCsv *csv[2] = {NULL, NULL};
+    const char *backends[] = {"analytic", "formula"};
+    for (guint b = 0; b < 2; b++) {
+        g_autofree char *out = g_strdup_printf("%s/%s.csv", dir, backends[b]);
+        g_autofree char *args = g_strdup_printf(
+            "sweep " CLI_TOPO " --gpus 16,32 --micro-batch 2,8 --global-batch 64,1024 "
+            "--schedule 1f1b,gpipe --overlap-grad-reduce -q --jobs 1 --backend %s -o %s",
+            backends[b], out);
+        SimparCliRun r = simpar_cli_run(args);
+        CU_ASSERT_EQUAL_FATAL(r.status, 0);
+        simpar_cli_run_clear(&r);
+        csv[b] = simpar_csv_read(out, SIMPAR_CSV_NONE, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(csv[b]);
+        g_remove(out);
+    }
+    g_rmdir(dir);
+    guint n = simpar_csv_n_rows(csv[0]), ok = 0;
+    CU_ASSERT_EQUAL_FATAL(n, simpar_csv_n_rows(csv[1]));
+    const SimparSweepColumn cols[] = {SIMPAR_SWEEP_COL_STEP,       SIMPAR_SWEEP_COL_COMPUTE,
+                                      SIMPAR_SWEEP_COL_TP_EXPOSED, SIMPAR_SWEEP_COL_BUBBLE,
+                                      SIMPAR_SWEEP_COL_PP_P2P,     SIMPAR_SWEEP_COL_DP_EXPOSED,
+                                      SIMPAR_SWEEP_COL_OPTIMIZER};
+    for (guint i = 0; i < n; i++) {
+        const char *status = simpar_csv_get(csv[0], i, SIMPAR_SWEEP_COL_STATUS);
+        CU_ASSERT_STRING_EQUAL(status, simpar_csv_get(csv[1], i, SIMPAR_SWEEP_COL_STATUS));
+        CU_ASSERT_STRING_EQUAL(simpar_csv_get(csv[1], i, SIMPAR_SWEEP_COL_BACKEND), "formula");
+        if (!g_str_equal(status, "ok"))
+            continue;
+        ok++;
+        double step = g_ascii_strtod(simpar_csv_get(csv[0], i, SIMPAR_SWEEP_COL_STEP), NULL);
+        for (guint c = 0; c < G_N_ELEMENTS(cols); c++) {
+            double a = g_ascii_strtod(simpar_csv_get(csv[0], i, cols[c]), NULL);
+            double f = g_ascii_strtod(simpar_csv_get(csv[1], i, cols[c]), NULL);
+            CU_ASSERT(fabs(a - f) <= 1e-8 * step); /* printed with 9 digits */
+        }
+    }
+    CU_ASSERT(ok >= 20);
+    simpar_csv_free(csv[0]), simpar_csv_free(csv[1]);
+}
+
+/* The rows' numbers are printf's "%.9g" (simpar_sweep_format_number prints them without
+ * printf): random magnitudes and signs, numbers on and next to rounding ties, the style
+ * boundaries (1e-5, 1e-4, 1e8, 1e9), zeros, infinities, NaN, denormals. Seeded; the seed is
+ * printed and SIMPAR_TEST_SEED replays one. */
+static void
+test_number_format(void)
+{
+    const char *given = g_getenv("SIMPAR_TEST_SEED");
+    guint32 seed = given != NULL ? (guint32) g_ascii_strtoull(given, NULL, 10) : g_random_int();
+    printf("\n    seed %u", seed);
+    g_autoptr(GRand) rand = g_rand_new_with_seed(seed);
+    const double fixed[] = {0.0,        -0.0,          1.0,         -1.0,
+                            1e-5,       9.99999999e-6, 1e-4,        0.000123456789,
+                            123456789,  999999999,     999999999.5, 999999999.4,
+                            1234567890, 1e9,           1e-9,        0.5,
+                            2.5e-7,     9.9999999995,  99999.99995, 1e300,
+                            1e-300,     4.9e-324,      1e35,        1e-19,
+                            1e-20,      1e36,          INFINITY,    -INFINITY,
+                            NAN,        65536.0 / 3};
+    guint mismatches = 0;
+    for (guint i = 0; i < G_N_ELEMENTS(fixed) + 2000000; i++) {
+        double v;
+        if (i < G_N_ELEMENTS(fixed)) {
+            v = fixed[i];
+        } else if (i % 2 == 0) { /* anywhere in 1e-25 .. 1e40 */
+            v = g_rand_double_range(rand, 1, 10) * pow(10, g_rand_int_range(rand, -25, 40));
+        } else { /* on or next to a tie of the ninth digit */
+            double q = g_rand_int_range(rand, 100000000, 1000000000) + 0.5;
+            v = (q + g_rand_int_range(rand, -2, 3) * 1e-9) *
+                pow(10, g_rand_int_range(rand, -12, 6));
+        }
+        if (g_rand_boolean(rand))
+            v = -v;
+        char want[64], got[SIMPAR_SWEEP_NUMBER_LEN];
+        snprintf(want, sizeof want, "%.9g", v);
+        simpar_sweep_format_number(v, got);
+        if (!g_str_equal(want, got) && mismatches++ < 5)
+            printf("\n    %.17g: printf %s, simpar %s", v, want, got);
+    }
+    CU_ASSERT_EQUAL(mismatches, 0);
+}
+
+static CU_TestInfo grid_tests[] = {
+    {"on the DGX A100 platform, the step and its breakdown are the analytic backend's",
+     test_grid_dgx},
+    {"on the V100 platform, the step and its breakdown are the analytic backend's", test_grid_v100},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo oracle_tests[] = {
+    {"1F1B and GPipe take (m + P - 1)(tF + tB), bubble (P - 1) / (m + P - 1)",
+     test_oracle_1f1b_gpipe},
+    {"interleaved takes m (tF + tB) + (P - 1)(tF + tB) / v", test_oracle_interleaved},
+    {"data-parallel reductions after the backward add the same tail to every m",
+     test_oracle_dp_tail},
+    {"local parallelism, ZeRO-3 and exact collectives are replayed", test_fallbacks},
+    {"ranks on unlike routes each get a chain: the analytic replay's step", test_unlike_routes},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo cli_tests[] = {
+    {"simpar predict --backend formula prints the analytic figures", test_cli_predict},
+    {"simpar sweep --backend formula writes the analytic rows", test_cli_sweep},
+    {"the rows' numbers are printf's %.9g", test_number_format},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"formula: against the analytic replay", NULL, NULL, NULL, NULL, grid_tests},
+    {"formula: closed forms", NULL, NULL, NULL, NULL, oracle_tests},
+    {"formula: through the binary", NULL, NULL, NULL, NULL, cli_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+int
+main(void)
+{
+    return simpar_test_main(suites);
+}
