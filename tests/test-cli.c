@@ -173,6 +173,8 @@ test_predict_refusals(void)
         {"--tp-mode 1d --dp 64 --model gpt3-175b", "does not fit in GPU memory"},
         {"--backend ns3", "--backend ns3: unknown (valid: simgrid, analytic, formula)"},
         {"--collectives some", "--collectives some: unknown"},
+        {"--tp-slices two", "--tp-slices two: unknown (valid: one, all)"},
+        {"--block-backend formula", "--block-backend formula: unknown (valid: simgrid, analytic)"},
         {"--algo butterfly", "'butterfly' (valid: auto, ring, tree"},
         {"--attention sparse", "sparse"},
         {"--nccl-proto ll64", "--nccl-proto ll64: unknown"},
