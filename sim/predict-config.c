@@ -55,11 +55,10 @@ simpar_predict_args_resolve(const SimparPredictArgs *a, const char *backend,
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     simpar_coll_params_init(&ctx->run.coll);
-    ctx->block_backend = NULL;
+    ctx->block_backend = NULL; /* formula's blocks are analytic's: not a block backend */
     if (a->block_backend != NULL &&
-        ((!g_str_equal(a->block_backend, "simgrid") &&
-          !g_str_equal(a->block_backend, "analytic")) ||
-         !simpar_backend_lookup(a->block_backend, &ctx->block_backend, NULL))) {
+        (!simpar_backend_lookup(a->block_backend, &ctx->block_backend, NULL) ||
+         ctx->block_backend->formula)) {
         g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
                     "--block-backend %s: unknown (valid: simgrid, analytic)", a->block_backend);
         return FALSE;

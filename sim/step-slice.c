@@ -96,10 +96,10 @@ slice_own(GHashTable *owner, sg_link_t link, guint t)
     return o == NULL || GPOINTER_TO_UINT(o) == t + 1;
 }
 
-/* NULL when every slice's routes are slice 0's, link for link, on links no two slices share
- * (step-slice.h); else why not. gpus[t]: slice t's GPU of each slice rank. */
-static const char *
-slice_routes(const SimparNet *net, guint **gpus, guint T, const GArray *pairs)
+/* Whether every slice's routes are slice 0's, link for link, on links no two slices share
+ * (step-slice.h). gpus[t]: slice t's GPU of each slice rank. */
+static gboolean
+slice_routes_alike(const SimparNet *net, guint **gpus, guint T, const GArray *pairs)
 {
     /* slice 0's routes, one after the other; first[i]: where pair i's begins */
     g_autoptr(GPtrArray) links0 = g_ptr_array_new();
@@ -109,7 +109,7 @@ slice_routes(const SimparNet *net, guint **gpus, guint T, const GArray *pairs)
         guint64 p = g_array_index(pairs, guint64, i);
         first[i] = links0->len;
         if (!simpar_platform_route_links(net, gpus[0][p >> 32], gpus[0][(guint) p], links0))
-            return "the routes are not the platform's";
+            return FALSE; /* not the platform's routes: nothing to prove with */
     }
     first[pairs->len] = links0->len;
     for (guint k = 0; k < links0->len; k++)
@@ -123,42 +123,42 @@ slice_routes(const SimparNet *net, guint **gpus, guint T, const GArray *pairs)
             g_ptr_array_set_size(links, 0);
             simpar_platform_route_links(net, gpus[t][p >> 32], gpus[t][(guint) p], links);
             if (links->len != first[i + 1] - first[i])
-                return "the slices' routes differ";
+                return FALSE; /* the routes differ in length */
             for (guint k = 0; k < links->len; k++) {
                 sg_link_t a = links0->pdata[first[i] + k], b = links->pdata[k];
                 gpointer fa = g_hash_table_lookup(fwd, a), bb = g_hash_table_lookup(back, b);
                 if (!slice_links_alike(a, b) || (fa != NULL && fa != b) || (bb != NULL && bb != a))
-                    return "the slices' routes differ";
+                    return FALSE; /* unlike links, or no one-to-one map */
                 g_hash_table_insert(fwd, a, b);
                 g_hash_table_insert(back, b, a);
                 if (!slice_own(owner, b, t))
-                    return "the slices share links";
+                    return FALSE; /* a shared link carries two slices */
             }
         }
     }
-    return NULL;
+    return TRUE;
 }
 
-/* Why the tensor-parallel ranks' steps differ, or NULL. */
-static const char *
-slice_ranks_differ(const SimparTrain *train, const SimparSchedule *layer)
+/* Whether the tensor-parallel ranks' steps are alike. */
+static gboolean
+slice_ranks_alike(const SimparTrain *train, const SimparSchedule *layer)
 {
     if (train->scatter_gather)
-        return "scatter/gather puts a tensor-parallel op between stages";
+        return FALSE; /* a tensor-parallel all-gather between stages */
     g_autofree SimparStepRankFacts *f = simpar_step_facts(layer);
     for (guint t = 1; t < train->tp.tp; t++)
         if (f[t].act_elems != f[0].act_elems || f[t].layer_params != f[0].layer_params)
-            return "the tensor-parallel ranks hold different shares";
-    return NULL;
+            return FALSE; /* the ranks hold different shares */
+    return TRUE;
 }
 
-/* Slice 0 as out->step, when it stands for the whole; else out->why_all. */
+/* Slice 0 as out->step, when it stands for the whole. */
 static gboolean
 slice_try(const SimparStepTimer *tm, const SimparModel *model, const SimparTrain *train,
           const SimparSchedule *layer, SimparStepPlan *out)
 {
     guint T = (guint) train->tp.tp, n_job = (guint) (T * train->pp * train->dp), n = n_job / T;
-    if ((out->why_all = slice_ranks_differ(train, layer)) != NULL)
+    if (!slice_ranks_alike(train, layer))
         return FALSE;
     SimparTrain num;
     simpar_train_tp_slice(train, &num);
@@ -174,10 +174,10 @@ slice_try(const SimparStepTimer *tm, const SimparModel *model, const SimparTrain
     SimparRun run = tm->base;
     run.sched = step, run.n_layers = 1, run.gpus = gpus[0];
     g_autoptr(GArray) pairs = slice_pairs(&run, n_job);
-    out->why_all = slice_routes(tm->base.net, gpus, T, pairs);
+    gboolean alike = slice_routes_alike(tm->base.net, gpus, T, pairs);
     for (guint t = 1; t < T; t++)
         g_free(gpus[t]);
-    if (out->why_all != NULL) {
+    if (!alike) {
         simpar_schedule_free(step);
         g_free(gpus[0]);
         return FALSE;
@@ -194,9 +194,7 @@ simpar_step_plan(const SimparStepTimer *tm, const SimparModel *model, const Simp
     *out = (SimparStepPlan){.job_gpus = g_new(guint, n_job), .slices = 1};
     for (guint i = 0; i < n_job; i++)
         out->job_gpus[i] = i;
-    if (train->tp.tp > 1 && !slice)
-        out->why_all = "every rank was asked for";
-    else if (train->tp.tp > 1 && slice_try(tm, model, train, layer, out))
+    if (slice && train->tp.tp > 1 && slice_try(tm, model, train, layer, out))
         return;
     out->step = simpar_step_build(model, train, layer);
     out->gpus = g_memdup2(out->job_gpus, n_job * sizeof(guint));

@@ -28,7 +28,6 @@ typedef struct {
     guint *gpus;          /* the GPU of each of its ranks */
     guint *job_gpus;      /* the GPU of each rank of the job */
     guint slices;         /* how many slices it stands for: T, or 1 for the whole step */
-    const char *why_all;  /* when the whole step is simulated: why (static), or NULL */
 } SimparStepPlan;
 
 /* The step of `train` (validated) on the platform's first T x P x D GPUs: one slice when

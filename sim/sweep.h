@@ -130,7 +130,8 @@ typedef struct {
     const SimparBackend *backend;
     SimparRun run; /* collective settings */
     SimparAttentionImpl attention;
-    gboolean all_slices; /* --tp-slices all */
+    gboolean all_slices;                /* --tp-slices all */
+    const SimparBackend *block_backend; /* --block-backend, or NULL: --backend's */
     SimparSweepRankBy rank_by;
     guint jobs, shard, n_shards; /* n_shards 0: not sharded */
     char *id, *spec_text;        /* the sweep's identity */

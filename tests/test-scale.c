@@ -354,6 +354,21 @@ test_analytic_blocks(void)
            fabs(s - e) / e);
     CU_ASSERT_TRUE(fabs(s - e) / e < 0.01);
     CU_ASSERT_TRUE(s != e); /* a different computation, not the same one */
+    /* a sweep row of the same configuration takes the option too */
+    g_autofree char *dir = g_dir_make_tmp("simpar-scale-XXXXXX", NULL);
+    g_autofree char *csv = g_build_filename(dir, "rows.csv", NULL);
+    g_autofree char *sweep =
+        g_strdup_printf("sweep --topology %s --gpus 64 --tp-mode 3d --q 4 --pp 1 --dp 1 "
+                        "--layers 4 --backend simgrid --block-backend analytic -q -o %s",
+                        xml, csv);
+    SimparCliRun r = simpar_cli_run(sweep);
+    CU_ASSERT_EQUAL(r.status, 0);
+    simpar_cli_run_clear(&r);
+    g_autofree char *text = NULL;
+    CU_ASSERT_TRUE_FATAL(g_file_get_contents(csv, &text, NULL, NULL));
+    g_autofree char *want = g_strdup_printf(",%.9g,", s);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, want));
+    simpar_test_tmpdir_remove(g_steal_pointer(&dir));
     g_unlink(xml);
 }
 
