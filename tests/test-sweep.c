@@ -354,27 +354,34 @@ test_closed_forms_and_ranks(void)
     CU_ASSERT_TRUE(number(csv, 0, "mem_GiB") > 16);
 }
 
+/* --refine K on an analytic sweep, and on a formula one (the same figures, from closed forms):
+ * the K best rows re-simulated on SimGrid keep their first figure as analytic_step_time_s. */
 static void
 test_refine_resimulates_the_best_two(void)
 {
-    g_autofree char *out = tmp_path("refined.csv");
-    g_free(run_ok(SMALL " --refine 2 -o %s", out));
-    g_autoptr(SimparCsv) a = read_csv(small_csv());
-    g_autoptr(SimparCsv) r = read_csv(out);
-    CU_ASSERT_EQUAL_FATAL(simpar_csv_n_rows(a), simpar_csv_n_rows(r));
-    guint refined = 0;
-    for (guint i = 0; i < simpar_csv_n_rows(a); i++) {
-        if (!g_str_equal(field(r, i, "backend"), "simgrid")) {
-            CU_ASSERT_STRING_EQUAL(field(r, i, "step_time_s"), field(a, i, "step_time_s"));
-            continue;
+    const char *backends[] = {"analytic", "formula"};
+    for (guint b = 0; b < G_N_ELEMENTS(backends); b++) {
+        g_autofree char *out = tmp_path("refined.csv");
+        g_free(run_ok(SMALL " --backend %s --refine 2 -o %s", backends[b], out));
+        g_autoptr(SimparCsv) a = read_csv(small_csv());
+        g_autoptr(SimparCsv) r = read_csv(out);
+        CU_ASSERT_EQUAL_FATAL(simpar_csv_n_rows(a), simpar_csv_n_rows(r));
+        guint refined = 0;
+        for (guint i = 0; i < simpar_csv_n_rows(a); i++) {
+            if (!g_str_equal(field(r, i, "backend"), "simgrid")) {
+                CU_ASSERT_STRING_EQUAL(field(r, i, "backend"), backends[b]);
+                CU_ASSERT_STRING_EQUAL(field(r, i, "step_time_s"), field(a, i, "step_time_s"));
+                continue;
+            }
+            refined++;
+            CU_ASSERT_TRUE(atoi(field(a, i, "rank")) <= 2); /* the first pass's best two */
+            CU_ASSERT_STRING_EQUAL(field(r, i, "analytic_step_time_s"), field(a, i, "step_time_s"));
+            CU_ASSERT_STRING_NOT_EQUAL(field(r, i, "step_time_s"), field(a, i, "step_time_s"));
+            CU_ASSERT_STRING_EQUAL(field(r, i, "status"), "ok");
         }
-        refined++;
-        CU_ASSERT_TRUE(atoi(field(a, i, "rank")) <= 2); /* the analytic pass's best two */
-        CU_ASSERT_STRING_EQUAL(field(r, i, "analytic_step_time_s"), field(a, i, "step_time_s"));
-        CU_ASSERT_STRING_NOT_EQUAL(field(r, i, "step_time_s"), field(a, i, "step_time_s"));
-        CU_ASSERT_STRING_EQUAL(field(r, i, "status"), "ok");
+        CU_ASSERT_EQUAL(refined, 2);
+        g_unlink(out);
     }
-    CU_ASSERT_EQUAL(refined, 2);
 }
 
 static void
@@ -458,7 +465,8 @@ static CU_TestInfo sweep_tests[] = {
     {"rows equal simpar predict --json of their configuration", test_rows_equal_predict},
     {"tokens/s, GPU-hours per token and ranks follow their definitions",
      test_closed_forms_and_ranks},
-    {"--refine 2 re-simulates the best two rows on SimGrid", test_refine_resimulates_the_best_two},
+    {"--refine 2 re-simulates the best two rows of an analytic or formula sweep on SimGrid",
+     test_refine_resimulates_the_best_two},
     {"preset platforms per GPU count; spec files", test_preset_platforms_and_spec_files},
     {"bad lists and options are refused with exit 2", test_bad_lists_and_options_are_refused},
     CU_TEST_INFO_NULL,
