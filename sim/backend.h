@@ -66,6 +66,11 @@ typedef struct {
     /* a training step from closed forms (step-formula.h) instead of its replay; `run` times
      * the blocks and replays what has no closed form */
     gboolean formula;
+    /* what simulating one activity (simpar_replay_activities) costs, in wall seconds: base +
+     * per_gpu times the GPUs of the run (SimGrid's sharing solver and routes grow with them),
+     * times exact_factor with exact collectives (more flows share the links at once); fitted to
+     * bench/predict-4096.sh on a 2-core x86-64 machine (within 2x); 0 for closed forms */
+    double activity_base_s, activity_per_gpu_s, activity_exact_factor;
 } SimparBackend;
 
 gboolean simpar_backend_lookup(const char *name, const SimparBackend **out, GError **error);

@@ -2,6 +2,7 @@
 #include "predict-config.h"
 #include "cli.h"
 #include "pipeline.h"
+#include "replay.h"
 #include "step-formula.h"
 #include "step-slice.h"
 #include <string.h>
@@ -9,8 +10,9 @@
 void
 simpar_predict_args_clear(SimparPredictArgs *a)
 {
-    char **strs[] = {&a->backend,   &a->coll_mode,   &a->algo,      &a->proto,
-                     &a->attention, &a->calibration, &a->tp_slices, &a->block_backend};
+    char **strs[] = {&a->backend,   &a->coll_mode,     &a->algo,
+                     &a->proto,     &a->attention,     &a->calibration,
+                     &a->tp_slices, &a->block_backend, &a->time_budget};
     for (guint i = 0; i < G_N_ELEMENTS(strs); i++)
         g_clear_pointer(strs[i], g_free);
 }
@@ -44,6 +46,10 @@ simpar_predict_option_entries(SimparPredictArgs *a, const char *backend_help)
          "t) when the others provably run alike (no tensor-parallel op between stages, alike "
          "routes on links no two slices share), else every rank; all: every rank",
          "one|all"},
+        {"time-budget", 0, 0, G_OPTION_ARG_STRING, &a->time_budget,
+         "Refuse a configuration whose SimGrid simulation is estimated to take longer than this "
+         "(default 60), naming the faster mode that would do",
+         "MINUTES"},
         G_OPTION_ENTRY_NULL,
     };
     return g_memdup2(entries, sizeof entries); /* (transfer container) */
@@ -70,6 +76,19 @@ simpar_predict_args_resolve(const SimparPredictArgs *a, const char *backend,
         return FALSE;
     }
     ctx->all_slices = g_str_equal(slices, "all");
+    ctx->budget_s = SIMPAR_PREDICT_BUDGET_MIN * 60.0;
+    if (a->time_budget != NULL) {
+        char *end = NULL;
+        double min = g_ascii_strtod(a->time_budget, &end);
+        if (end == a->time_budget || *end != '\0' || !(min > 0) ||
+            min > SIMPAR_PREDICT_BUDGET_MAX_MIN) {
+            g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                        "--time-budget %s: not a number of minutes in (0, %d]", a->time_budget,
+                        SIMPAR_PREDICT_BUDGET_MAX_MIN);
+            return FALSE;
+        }
+        ctx->budget_s = min * 60;
+    }
     return simpar_backend_lookup(a->backend != NULL ? a->backend : backend, &ctx->backend, error) &&
            simpar_coll_mode_parse(a->coll_mode != NULL ? a->coll_mode : "fused", &ctx->run.mode,
                                   error) &&
@@ -147,11 +166,85 @@ predict_split(const SimparTrain *t)
     return g_string_free(out, FALSE); /* (transfer full) */
 }
 
+/* What simulating `sched` (`n_layers` stacked) on `gpus` with timer `tm` is expected to cost,
+ * in seconds (0 on closed forms), adding its activities to *n; with `bound`, at most that, from
+ * the ops alone: with fused collectives a member sends to at most its n - 1 peers. */
+static double
+predict_run_cost(const SimparStepTimer *tm, const SimparSchedule *sched, guint n_layers,
+                 const guint *gpus, gboolean bound, double *n)
+{
+    const SimparBackend *b = tm->backend;
+    double per = (b->activity_base_s + b->activity_per_gpu_s * simpar_schedule_n_ranks(sched)) *
+                 (tm->base.mode == SIMPAR_COLL_MODE_EXACT ? b->activity_exact_factor : 1);
+    if (per <= 0)
+        return 0;
+    double k = 0;
+    if (bound) {
+        for (guint i = 0; i < simpar_schedule_n_ops(sched); i++) {
+            const SimparOp *op = simpar_schedule_op(sched, i);
+            k += op->kind == SIMPAR_OP_COLLECTIVE
+                     ? simpar_schedule_group(sched, op->u.coll.group)->size - 1.0
+                     : 1;
+        }
+        k *= n_layers;
+    } else {
+        SimparRun run = tm->base;
+        run.sched = sched, run.n_layers = n_layers, run.gpus = gpus;
+        g_autoptr(SimparReplay) r = simpar_replay_new(&run);
+        k = simpar_replay_activities(r);
+    }
+    *n += k;
+    return k * per;
+}
+
+/* FALSE with *why set when simulating the blocks (two stacked layers and the ends, counted as
+ * one more layer) and the step (NULL: not replayed) would take longer than the time budget. */
+static gboolean
+predict_affordable(const SimparPredictContext *ctx, const char *what, const SimparStepTimer *blocks,
+                   const SimparTrain *train, const SimparSchedule *layer, const SimparStepTimer *tm,
+                   const SimparStepPlan *plan, GError **why)
+{
+    if (ctx->budget_s <= 0)
+        return TRUE;
+    g_autofree guint *gpus = simpar_block_gpus(train);
+    double n = 0, in_blocks = 0, in_step = 0;
+    for (guint pass = ctx->run.mode == SIMPAR_COLL_MODE_FUSED ? 0 : 1; pass < 2; pass++) {
+        n = 0; /* pass 0: a bound from the ops (cheap); pass 1: the replays' count */
+        in_blocks = predict_run_cost(blocks, layer, 3, gpus, pass == 0, &n);
+        in_step =
+            plan->step != NULL ? predict_run_cost(tm, plan->step, 1, plan->gpus, pass == 0, &n) : 0;
+        if (in_blocks + in_step <= ctx->budget_s)
+            return TRUE;
+    }
+    double cost = in_blocks + in_step;
+    const char *faster;
+    if (ctx->run.mode == SIMPAR_COLL_MODE_EXACT)
+        faster = "the default --collectives fused is fast (README \"Speed\": its error against "
+                 "exact)";
+    else if (ctx->all_slices && in_step > in_blocks)
+        faster = "the default --tp-slices one is fast where it applies";
+    else if (in_blocks > in_step)
+        faster = "--block-backend analytic times the blocks in seconds (README \"Speed\": its "
+                 "error)";
+    else
+        faster = "--backend analytic or formula (no contention) is fast";
+    g_autofree char *how_long = cost >= 5400 ? g_strdup_printf("%.1f hours", cost / 3600)
+                                : cost >= 90 ? g_strdup_printf("%.0f minutes", cost / 60)
+                                             : g_strdup_printf("%.2g seconds", cost);
+    g_set_error(why, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                "%s: simulating it on SimGrid would take about %s (%.3g transfers and kernels), "
+                "more than --time-budget %g minutes: %s; or raise --time-budget",
+                what, how_long, n, ctx->budget_s / 60, faster);
+    return FALSE;
+}
+
 /* Block times, the step run and its breakdown into `row` (or only the step time into `step_s`
- * when `row` is NULL). */
-static void
+ * when `row` is NULL); FALSE with *why set, naming `what`, when simulating it would exceed the
+ * time budget. */
+static gboolean
 predict_step(const SimparPredictContext *ctx, const SimparModel *model, const SimparTrain *train,
-             const SimparSchedule *layer, SimparReportRow *row, double *step_s)
+             const SimparSchedule *layer, const char *what, SimparReportRow *row, double *step_s,
+             GError **why)
 {
     SimparStepTimer tm = {ctx->backend, ctx->run, ctx->gpu, ctx->attention};
     tm.base.net = simpar_platform_net(ctx->platform);
@@ -161,14 +254,22 @@ predict_step(const SimparPredictContext *ctx, const SimparModel *model, const Si
         blocks.backend = ctx->block_backend;
     if (row != NULL && blocks.backend != tm.backend)
         row->step.block_backend = blocks.backend->name;
-    simpar_predict_cache_blocks(ctx->cache, &blocks, model, train, layer, &bt);
-    if (ctx->backend->formula && ctx->trace == NULL &&
-        simpar_step_formula(&tm, &bt, model, train, layer, ctx->cache, row, step_s)) {
-        simpar_block_times_clear(&bt); /* closed forms; else (step-formula.h) the replay */
-        return;
+    gboolean formula = ctx->backend->formula && ctx->trace == NULL;
+    SimparStepPlan plan = {0};
+    if (!formula) /* the formula's fallback replays on the analytic backend: no cost */
+        simpar_step_plan(&tm, model, train, layer, !ctx->all_slices && ctx->trace == NULL, &plan);
+    if (!predict_affordable(ctx, what, &blocks, train, layer, &tm, &plan, why)) {
+        simpar_step_plan_clear(&plan);
+        return FALSE;
     }
-    SimparStepPlan plan;
-    simpar_step_plan(&tm, model, train, layer, !ctx->all_slices && ctx->trace == NULL, &plan);
+    simpar_predict_cache_blocks(ctx->cache, &blocks, model, train, layer, &bt);
+    if (formula) {
+        if (simpar_step_formula(&tm, &bt, model, train, layer, ctx->cache, row, step_s)) {
+            simpar_block_times_clear(&bt); /* closed forms; else (step-formula.h) the replay */
+            return TRUE;
+        }
+        simpar_step_plan(&tm, model, train, layer, !ctx->all_slices, &plan);
+    }
     SimparRun run;
     g_autofree double *compute = NULL;
     g_autofree SimparSpan *spans = simpar_step_run(&tm, plan.step, &bt, plan.gpus, &run, &compute);
@@ -186,27 +287,34 @@ predict_step(const SimparPredictContext *ctx, const SimparModel *model, const Si
     }
     simpar_step_plan_clear(&plan);
     simpar_block_times_clear(&bt);
+    return TRUE;
 }
 
-/* The step of a configuration that fits, with its derived figures. */
-static void
+/* The step of a configuration that fits, with its derived figures; FALSE with *why set when
+ * simulating it would exceed the time budget. */
+static gboolean
 predict_simulate(const SimparPredictContext *ctx, const SimparModel *model,
-                 const SimparTrain *train, const SimparSchedule *layer, SimparReportRow *row)
+                 const SimparTrain *train, const SimparSchedule *layer, SimparReportRow *row,
+                 GError **why)
 {
     row->step.split = predict_split(train);
-    predict_step(ctx, model, train, layer, row, NULL);
+    g_autofree char *what = g_strdup_printf("%s %s", row->mode, row->grid);
+    if (!predict_step(ctx, model, train, layer, what, row, NULL, why))
+        return FALSE;
     row->step.mfu = row->model_flops / row->step_s / ctx->gpus / ctx->gpu->peak_flops[model->dtype];
     if (train->schedule == SIMPAR_PIPE_LOCAL) { /* next to pipelining of the same split */
         SimparTrain pipe = *train;
         pipe.schedule = SIMPAR_PIPE_1F1B;
         pipe.local_async = FALSE;
-        predict_step(ctx, model, &pipe, layer, NULL, &row->step.pipeline_step_s);
+        if (!predict_step(ctx, model, &pipe, layer, what, NULL, &row->step.pipeline_step_s, why))
+            return FALSE;
     }
     if (ctx->steps_to_target != G_MININT64) {
         row->step.steps_to_target = (double) ctx->steps_to_target;
         row->step.time_to_target_s = row->step.steps_to_target * row->step_s;
         row->step.gpu_hours_to_target = row->step.time_to_target_s * ctx->gpus / 3600;
     }
+    return TRUE;
 }
 
 gboolean
@@ -215,7 +323,6 @@ simpar_predict_config(const SimparPredictContext *ctx, const SimparModel *model,
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     g_return_val_if_fail(why != NULL && *why == NULL, FALSE);
-    gint64 t0 = g_get_monotonic_time();
     const SimparGenerator *gen = simpar_generator_lookup(train->tp.mode, error);
     if (gen == NULL)
         return FALSE;
@@ -249,7 +356,6 @@ simpar_predict_config(const SimparPredictContext *ctx, const SimparModel *model,
                     mem.transient_B / (1 << 30), ctx->gpu->model, ctx->gpu->mem_bytes / (1 << 30));
         return TRUE;
     }
-    predict_simulate(&cached, model, train, layer, row);
-    row->wall_s = (g_get_monotonic_time() - t0) / 1e6;
+    (void) predict_simulate(&cached, model, train, layer, row, why); /* or *why */
     return TRUE;
 }

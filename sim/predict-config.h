@@ -32,10 +32,12 @@ typedef struct {
     SimparRun run; /* collective settings (algo, mode, params); the rest is filled per run */
     SimparAttentionImpl attention;
     const SimparPlatform *platform;
-    const SimparGpu *gpu;               /* of simpar_predict_gpu() */
-    guint gpus;                         /* the platform's first `gpus` GPUs are used */
-    gint64 steps_to_target;             /* SIMPAR_JOB_UNSET (G_MININT64) when not asked for */
-    gboolean all_slices;                /* simulate every rank of the step (step-slice.h) */
+    const SimparGpu *gpu;   /* of simpar_predict_gpu() */
+    guint gpus;             /* the platform's first `gpus` GPUs are used */
+    gint64 steps_to_target; /* SIMPAR_JOB_UNSET (G_MININT64) when not asked for */
+    gboolean all_slices;    /* simulate every rank of the step (step-slice.h) */
+    double
+        budget_s; /* refuse a configuration whose simulation would take longer (estimate); 0: any */
     const SimparBackend *block_backend; /* --block-backend, or NULL: `backend` */
     JsonBuilder *trace;                 /* Chrome trace events of the step (every rank), or NULL */
     guint trace_index;                  /* keeps the configurations' trace processes apart */
@@ -43,16 +45,22 @@ typedef struct {
 } SimparPredictContext;
 
 /* The prediction options as given (NULL when not given): --backend, --collectives, --algo,
- * --nccl-proto, --attention, --calibration, --tp-slices, --block-backend. */
+ * --nccl-proto, --attention, --calibration, --tp-slices, --block-backend, --time-budget. */
 typedef struct {
-    char *backend, *coll_mode, *algo, *proto, *attention, *calibration, *tp_slices, *block_backend;
+    char *backend, *coll_mode, *algo, *proto, *attention, *calibration, *tp_slices, *block_backend,
+        *time_budget;
 } SimparPredictArgs;
+
+/* --time-budget's default and largest value, in minutes */
+#define SIMPAR_PREDICT_BUDGET_MIN     60
+#define SIMPAR_PREDICT_BUDGET_MAX_MIN (7 * 24 * 60)
 
 void simpar_predict_args_clear(SimparPredictArgs *args);
 /* Their entries, storing into `args`, NULL-terminated (transfer container); `backend_help`
  * describes --backend (whose default differs between commands). */
 GOptionEntry *simpar_predict_option_entries(SimparPredictArgs *args, const char *backend_help);
-/* Checks them into ctx->backend (`backend` when not given), ctx->run and ctx->attention. */
+/* Checks them into ctx->backend (`backend` when not given), ctx->run, ctx->attention,
+ * ctx->all_slices, ctx->block_backend and ctx->budget_s. */
 gboolean simpar_predict_args_resolve(const SimparPredictArgs *args, const char *backend,
                                      SimparPredictContext *ctx, GError **error);
 

@@ -60,6 +60,11 @@ const SimparExpansion *simpar_replay_expansion(SimparReplay *r, guint coll); /* 
 /* Member m's transfers of the collective summed per (peer, direction), in first-use order:
  * from the algorithm's fuse() when it has one (no expansion built), else the expansion's. */
 GArray *simpar_replay_member_xfers(SimparReplay *r, guint coll, guint m); /* (transfer full) */
+/* How many activities the SimGrid backend simulates for the run: one per compute op and per
+ * point-to-point transfer, and per member's call of a collective one per transfer it sends
+ * (exact: in every round of its algorithm; fused: one per peer). What the run costs grows with
+ * it (predict's --time-budget). */
+double simpar_replay_activities(SimparReplay *r);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimparReplay, simpar_replay_free)
 G_END_DECLS

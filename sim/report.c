@@ -464,8 +464,7 @@ report_json_row(JsonBuilder *b, const SimparReport *rep, const SimparReportRow *
                  {"other_wait_s", row->other_s},
                  {"tflops_per_gpu", row->tflops_per_gpu},
                  {"model_flops", row->model_flops},
-                 {"comm_bytes_per_gpu", row->comm_bytes_per_gpu},
-                 {"wall_s", row->wall_s}};
+                 {"comm_bytes_per_gpu", row->comm_bytes_per_gpu}};
 
         for (guint i = 0; i < G_N_ELEMENTS(f); i++)
             report_json_member(b, f[i].key, f[i].v);
@@ -594,7 +593,6 @@ report_json_read_row(SimparReport *rep, JsonObject *o)
     row->other_s = report_json_double(o, "other_wait_s");
     row->tflops_per_gpu = report_json_double(o, "tflops_per_gpu");
     row->comm_bytes_per_gpu = report_json_double(o, "comm_bytes_per_gpu");
-    row->wall_s = report_json_double(o, "wall_s");
     row->model_flops = report_json_double(o, "model_flops");
     if (json_object_has_member(o, "split")) {
         row->step.split = g_strdup(json_object_get_string_member(o, "split"));

@@ -53,7 +53,6 @@ typedef struct {
     double model_flops, tflops_per_gpu, comm_bytes_per_gpu;
     SimparMemory memory;
     double mem_capacity_B;
-    double wall_s;
     SimparReportStep step;
 } SimparReportRow;
 

@@ -123,6 +123,16 @@ block_ends(const SimparStepTimer *tm, const SimparSchedule *ends, const guint *g
     }
 }
 
+guint *
+simpar_block_gpus(const SimparTrain *train)
+{
+    guint T = (guint) train->tp.tp;
+    guint *gpus = g_new(guint, T);
+    for (guint t = 0; t < T; t++)
+        gpus[t] = simpar_train_rank(train, t, 0, 0);
+    return gpus; /* (transfer full) */
+}
+
 void
 simpar_block_times_measure(const SimparStepTimer *tm, const SimparModel *model,
                            const SimparTrain *train, const SimparSchedule *layer,
@@ -130,10 +140,7 @@ simpar_block_times_measure(const SimparStepTimer *tm, const SimparModel *model,
 {
     bt->time_s = g_hash_table_new_full(NULL, NULL, NULL, g_free);
     bt->compute_s = g_hash_table_new_full(NULL, NULL, NULL, g_free);
-    guint T = (guint) train->tp.tp;
-    g_autofree guint *gpus = g_new(guint, T);
-    for (guint t = 0; t < T; t++)
-        gpus[t] = simpar_train_rank(train, t, 0, 0);
+    g_autofree guint *gpus = simpar_block_gpus(train);
     block_layers(tm, layer, gpus, bt);
     g_autoptr(SimparSchedule) ends = simpar_ends_build(model, &train->tp, layer, model->vocab,
                                                        SIMPAR_ENDS_EMBED | SIMPAR_ENDS_HEAD);

@@ -40,6 +40,8 @@ typedef struct {
 } SimparBlockTimes;
 
 void simpar_block_times_clear(SimparBlockTimes *bt);
+/* The GPUs the blocks are timed on: those of the first tensor-parallel group (transfer full). */
+guint *simpar_block_gpus(const SimparTrain *train);
 /* Times the blocks of `train` (validated) with `layer` its tensor-parallel layer schedule. */
 void simpar_block_times_measure(const SimparStepTimer *tm, const SimparModel *model,
                                 const SimparTrain *train, const SimparSchedule *layer,

@@ -344,6 +344,7 @@ simpar_sweep_row_predict(const SimparSweep *sw, const SimparSweepConfig *c,
                                 .gpus = c->gpus,
                                 .steps_to_target = G_MININT64,
                                 .all_slices = sw->all_slices,
+                                .budget_s = sw->budget_s,
                                 .block_backend = sw->block_backend,
                                 .trace_index = (guint) c->index,
                                 .cache = cache};

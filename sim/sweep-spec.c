@@ -268,6 +268,7 @@ sweep_resolve_predict(SimparSweep *sw, GError **error)
         return sweep_usage_from(error, local);
     sw->backend = ctx.backend, sw->run = ctx.run, sw->attention = ctx.attention;
     sw->all_slices = ctx.all_slices, sw->block_backend = ctx.block_backend;
+    sw->budget_s = ctx.budget_s;
     return TRUE;
 }
 
@@ -654,6 +655,8 @@ sweep_spec_text(const SimparSweep *sw)
                            simpar_attention_name(sw->attention), calib ? calib : "");
     if (sw->all_slices)
         g_string_append(s, ";tp-slices=all");
+    if (p->time_budget != NULL) /* which rows it skips */
+        g_string_append_printf(s, ";time-budget=%.17g", sw->budget_s);
     if (sw->block_backend != NULL)
         g_string_append_printf(s, ";block-backend=%s", sw->block_backend->name);
     return g_string_free(s, FALSE); /* (transfer full) */

@@ -131,6 +131,7 @@ typedef struct {
     SimparRun run; /* collective settings */
     SimparAttentionImpl attention;
     gboolean all_slices;                /* --tp-slices all */
+    double budget_s;                    /* --time-budget, in seconds */
     const SimparBackend *block_backend; /* --block-backend, or NULL: --backend's */
     SimparSweepRankBy rank_by;
     guint jobs, shard, n_shards; /* n_shards 0: not sharded */

@@ -11,6 +11,7 @@
 #include "backend.h"
 #include "generators.h"
 #include "platform.h"
+#include "replay.h"
 #include "simpar-test.h"
 #include "topology.h"
 #include <glib/gstdio.h>
@@ -89,8 +90,48 @@ test_close(double a, double b, double rel)
     return fabs(a - b) <= rel * MAX(fabs(a), fabs(b)) + 1e-15;
 }
 
+/* The sends of the expansion's members: all of them, or one per (member, peer) (fused). */
+static double
+test_expansion_sends(const SimparExpansion *e, gboolean fused)
+{
+    double sends = 0;
+    for (guint m = 0; m < e->n_members; m++) {
+        g_autoptr(GArray) xfers = g_array_new(FALSE, FALSE, sizeof(SimparXfer));
+        if (fused) {
+            simpar_expansion_fuse(e, m, xfers);
+        } else {
+            for (guint k = e->member_first[m]; k < e->member_first[m + 1]; k++) {
+                const SimparRound *rd = &g_array_index(e->rounds, SimparRound, k);
+                g_array_append_vals(xfers, &g_array_index(e->xfers, SimparXfer, rd->first), rd->n);
+            }
+        }
+        for (guint x = 0; x < xfers->len; x++)
+            sends += g_array_index(xfers, SimparXfer, x).send;
+    }
+    return sends;
+}
+
+/* simpar_replay_activities of a one-collective run against its expansion's sends. */
+static gboolean
+test_activities(const SimparRun *run, const SimparCollAlgo *algo, const SimparCollGroup *g,
+                SimparCollKind kind, double bytes, guint root)
+{
+    SimparExpansion *e = simpar_expansion_new(g->n);
+    algo->expand(kind, g, bytes, root, &run->coll, e);
+    gboolean ok = TRUE;
+    for (guint fused = 0; fused < 2; fused++) {
+        SimparRun r = *run;
+        r.mode = fused ? SIMPAR_COLL_MODE_FUSED : SIMPAR_COLL_MODE_EXACT;
+        g_autoptr(SimparReplay) replay = simpar_replay_new(&r);
+        ok = ok && simpar_replay_activities(replay) == test_expansion_sends(e, fused);
+    }
+    simpar_expansion_free(e);
+    return ok;
+}
+
 /* Every algorithm, every kind it implements, group sizes 2..16: exact and fused SimGrid runs and
- * the analytic backend equal the closed form. */
+ * the analytic backend equal the closed form, and the activities counted for --time-budget are
+ * the expansion's sends. */
 static void
 test_algo_sizes(const SimparPlatform *p, const SimparCollAlgo *algo, SimparCollKind kind,
                 GString *out)
@@ -125,6 +166,9 @@ test_algo_sizes(const SimparPlatform *p, const SimparCollAlgo *algo, SimparCollK
             run.mode = SIMPAR_COLL_MODE_FUSED;
             double fused = test_run_time(&run, simpar_backend_simgrid_run);
             double analytic = test_run_time(&run, simpar_backend_analytic_run);
+            if (!test_activities(&run, algo, &g, kind, bytes, root))
+                g_string_append_printf(out, "%s %s n=%u: activities are not the sends\n",
+                                       algo->name, simpar_coll_kind_name(kind), n);
             if (!test_close(exact, want, 1e-6) || !test_close(fused, want, 1e-6) ||
                 !test_close(analytic, want, 1e-12))
                 g_string_append_printf(out,

@@ -354,6 +354,26 @@ test_closed_forms_and_ranks(void)
     CU_ASSERT_TRUE(number(csv, 0, "mem_GiB") > 16);
 }
 
+/* Rows whose SimGrid simulation would exceed --time-budget are skipped, saying so and how to go
+ * faster, instead of running for hours; the budget is part of the sweep's identity. */
+static void
+test_rows_over_the_time_budget_are_skipped(void)
+{
+    g_autofree char *out = tmp_path("budget.csv");
+    g_free(run_ok(SMALL " --backend simgrid --gpus 16 --time-budget 0.00001 -o %s", out));
+    g_autoptr(SimparCsv) csv = read_csv(out);
+    guint over = 0;
+    for (guint i = 0; i < simpar_csv_n_rows(csv); i++) {
+        CU_ASSERT_STRING_NOT_EQUAL(field(csv, i, "status"), "ok");
+        if (strstr(field(csv, i, "reason"), "simulating it on SimGrid would take about") != NULL &&
+            strstr(field(csv, i, "reason"), "more than --time-budget 1e-05 minutes") != NULL) {
+            CU_ASSERT_STRING_EQUAL(field(csv, i, "status"), "skipped");
+            over++;
+        }
+    }
+    CU_ASSERT_TRUE(over > 0);
+}
+
 /* --refine K on an analytic sweep, and on a formula one (the same figures, from closed forms):
  * the K best rows re-simulated on SimGrid keep their first figure as analytic_step_time_s. */
 static void
@@ -456,6 +476,7 @@ test_bad_lists_and_options_are_refused(void)
 
 static CU_TestInfo sweep_tests[] = {
     {"--jobs 1 and --jobs 2 write the same bytes", test_jobs_do_not_change_the_output},
+    {"rows over --time-budget are skipped, saying why", test_rows_over_the_time_budget_are_skipped},
     {"shards merge into the unsharded output; missing, duplicate, foreign parts are refused",
      test_shards_merge_into_the_unsharded_output},
     {"a journal with a torn last line resumes to the same output",
