@@ -7,8 +7,9 @@
  * NCCL unique id.
  *
  *   simpar_cuda_new()   every rank: cudaSetDevice, buffers (zeros), one CUDA stream per schedule
- *                       stream, ncclCommInitRank on all ranks, then ncclCommSplit per process
- *                       group of the schedule (members only; others pass NCCL_SPLIT_NOCOLOR)
+ *                       stream, ncclCommInitRankConfig on all ranks, then ncclCommSplit per
+ *                       process group of the schedule (members only; others pass
+ *                       NCCL_SPLIT_NOCOLOR); non-blocking communicators, polled
  *   simpar_cuda_write() caller's inputs, as doubles
  *   simpar_cuda_run()   each rank's thread issues its ops in program order on their streams:
  *                       compute -> kernels / cuBLAS, collective -> NCCL on the group's
@@ -18,9 +19,12 @@
  *   simpar_cuda_read()  outputs, as doubles
  *
  * Every CUDA, cuBLAS and NCCL call is checked; a failure is a SIMPAR_CUDA_ERROR_CALL naming the
- * call and the library's message. A run that does not finish within the timeout aborts every
- * communicator (ncclCommAbort) and fails with SIMPAR_CUDA_ERROR_TIMEOUT instead of hanging; the
- * SimparCuda cannot be used after that, only freed.
+ * call and the library's message. Every wait on NCCL (communicator creation, each split, each
+ * NCCL call's enqueue, a run's completion, the finalize at free) is polled with the NCCL
+ * timeout: one that makes no progress for that long aborts every communicator of the process
+ * (ncclCommAbort) and fails with SIMPAR_WATCH_ERROR_TIMEOUT (watchdog.h), naming what hung and
+ * where, instead of hanging; an asynchronous NCCL error aborts them too. After a failed run the
+ * SimparCuda cannot be used, only freed.
  *
  * Ownership: the schedule is borrowed and must outlive the SimparCuda; device memory, streams,
  * events and communicators are the SimparCuda's.
@@ -37,7 +41,6 @@ GQuark simpar_cuda_error_quark(void);
 typedef enum {
     SIMPAR_CUDA_ERROR_NO_DEVICE, /* no driver, no GPU, or fewer GPUs than the ranks need */
     SIMPAR_CUDA_ERROR_CALL,      /* a CUDA, cuBLAS or NCCL call failed; the message names it */
-    SIMPAR_CUDA_ERROR_TIMEOUT,   /* the run did not finish in time; communicators aborted */
     SIMPAR_CUDA_ERROR_INVALID,   /* a schedule or configuration this executor cannot run */
 } SimparCudaError;
 
@@ -50,7 +53,7 @@ typedef struct {
     const guint8 *nccl_id; /* SIMPAR_CUDA_ID_BYTES from simpar_cuda_unique_id() on one process,
                             * the same on every process */
     gboolean tf32;         /* fp32 GEMMs on tensor cores (TF32); off: exact fp32 */
-    double timeout_s;      /* per run; 0 means 600 */
+    double nccl_timeout_s; /* the longest any wait on NCCL may go without progress; 0: 300 */
 } SimparCudaConfig;
 
 /* The number of usable CUDA devices; FALSE with SIMPAR_CUDA_ERROR_NO_DEVICE (the message says

@@ -8,16 +8,16 @@
  */
 #include "measure.h"
 #include <locale.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#define EXEC_UNSET G_MININT64
+#define EXEC_UNSET            G_MININT64
+#define EXEC_NCCL_TIMEOUT_MAX 86400.0 /* seconds: one day */
 
 typedef struct {
     char *executor, *run, *bench, *attention, *devices, *output, *min_bytes, *max_bytes;
+    char *nccl_timeout;
     gint64 warmup, repeats, gpus, seed;
-    double timeout;
     gboolean check, tf32, quick;
     GArray *device_list; /* int, parsed from --devices */
 } ExecArgs;
@@ -25,8 +25,8 @@ typedef struct {
 static void
 exec_args_clear(ExecArgs *a)
 {
-    char **strs[] = {&a->executor, &a->run,    &a->bench,     &a->attention,
-                     &a->devices,  &a->output, &a->min_bytes, &a->max_bytes};
+    char **strs[] = {&a->executor, &a->run,       &a->bench,     &a->attention,   &a->devices,
+                     &a->output,   &a->min_bytes, &a->max_bytes, &a->nccl_timeout};
     for (guint i = 0; i < G_N_ELEMENTS(strs); i++)
         g_clear_pointer(strs[i], g_free);
     g_clear_pointer(&a->device_list, g_array_unref);
@@ -68,8 +68,10 @@ exec_parse(ExecArgs *a, SimparJobArgs *job, int *argc, char ***argv, GError **er
         {"tf32", 0, 0, G_OPTION_ARG_NONE, &a->tf32, "cuda: fp32 GEMMs on tensor cores", NULL},
         {"devices", 0, 0, G_OPTION_ARG_STRING, &a->devices,
          "cuda: the GPU of each rank (default 0,1,...)", "0,1,..."},
-        {"timeout", 0, 0, G_OPTION_ARG_DOUBLE, &a->timeout,
-         "cuda: seconds one run may take before it is aborted (default 600)", "SECONDS"},
+        {"nccl-timeout", 0, 0, G_OPTION_ARG_STRING, &a->nccl_timeout,
+         "cuda: seconds any wait on NCCL (communicator setup, a collective, the end of a run) may "
+         "go without progress before every communicator is aborted (default 300)",
+         "SECONDS"},
         {"seed", 0, 0, G_OPTION_ARG_INT64, &a->seed, "Seed of the input values (default 1)", "N"},
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &a->output,
          "Write RUN.json / BENCH.json here instead of a summary on stdout", "FILE"},
@@ -159,22 +161,35 @@ exec_bytes(const char *flag, const char *text, guint64 *out, GError **error)
     return TRUE;
 }
 
+/* --nccl-timeout: seconds, more than 0 and at most a day; 0 (the executor's default) if unset. */
+static gboolean
+exec_nccl_timeout(const char *text, double *out, GError **error)
+{
+    char *end = NULL;
+    *out = text != NULL ? g_ascii_strtod(text, &end) : 0;
+    if (text == NULL || (end != text && *end == '\0' && *out > 0 && *out <= EXEC_NCCL_TIMEOUT_MAX))
+        return TRUE;
+    return exec_usage(error,
+                      "--nccl-timeout %s: give seconds, more than 0 and at most %.0f (a day), "
+                      "e.g. 300",
+                      text, EXEC_NCCL_TIMEOUT_MAX);
+}
+
 /* Options common to runs and benches: the executor and its configuration. */
 static gboolean
 exec_config(ExecArgs *a, const SimparExecutorClass **klass, SimparExecConfig *cfg, GError **error)
 {
     *klass = simpar_executor_lookup(a->executor != NULL ? a->executor : simpar_executor_default(),
                                     error);
-    if (*klass == NULL || (a->devices != NULL && !exec_devices(a, error)))
+    double nccl_timeout;
+    if (*klass == NULL || (a->devices != NULL && !exec_devices(a, error)) ||
+        !exec_nccl_timeout(a->nccl_timeout, &nccl_timeout, error))
         return FALSE;
-    if (!isnan(a->timeout) && !(a->timeout > 0 && a->timeout <= 1e6))
-        return exec_usage(error, "--timeout %g: give seconds, more than 0 and at most 1e6",
-                          a->timeout);
     *cfg = (SimparExecConfig){
         .devices = a->device_list != NULL ? (const int *) a->device_list->data : NULL,
         .n_devices = a->device_list != NULL ? a->device_list->len : 0,
         .tf32 = a->tf32,
-        .timeout_s = isnan(a->timeout) ? 0 : a->timeout,
+        .nccl_timeout_s = nccl_timeout,
     };
     return TRUE;
 }
@@ -272,11 +287,8 @@ exec_bench(ExecArgs *a, SimparJobArgs *job, const SimparExecWorld *world, char *
 static gboolean
 exec_main(const SimparExecWorld *world, int argc, char **argv, char **out, GError **error)
 {
-    ExecArgs a = {.warmup = EXEC_UNSET,
-                  .repeats = EXEC_UNSET,
-                  .gpus = EXEC_UNSET,
-                  .seed = EXEC_UNSET,
-                  .timeout = NAN};
+    ExecArgs a = {
+        .warmup = EXEC_UNSET, .repeats = EXEC_UNSET, .gpus = EXEC_UNSET, .seed = EXEC_UNSET};
     SimparJobArgs job;
     simpar_job_args_init(&job);
     gboolean ok = exec_parse(&a, &job, &argc, &argv, error);

@@ -265,7 +265,7 @@ exec_cuda_new(const SimparSchedule *sched, const SimparExecWorld *world,
     if (!exec_cuda_devices(sched, world, cfg, n_local, devices, error) ||
         !exec_cuda_id(world, id, error))
         return NULL;
-    SimparCudaConfig cc = {n_local, ranks, devices, id, cfg->tf32, cfg->timeout_s};
+    SimparCudaConfig cc = {n_local, ranks, devices, id, cfg->tf32, cfg->nccl_timeout_s};
     SimparCuda *cu = simpar_cuda_new(sched, &cc, error);
     if (cu != NULL)
         *device = simpar_cuda_device_name(devices[0]);

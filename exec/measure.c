@@ -6,6 +6,8 @@
  *        tensor, global row, global column), so replicated shards agree; other buffers zero
  *     -> [--check: run once here and once on the host executor, compare output shards]
  *     -> warm-up + repeats: write inputs (untimed) | run, per-op start/end | ...
+ *     -> verify the last run's outputs (verify.h): every value finite, replicated blocks equal
+ *        on every rank (over all processes); a failure is the error and no timing is reported
  *     -> the repeat with the median step time (the lower median: an actual repeat) gives "ops"
  *
  * Step time of a repeat = max end - min start over all ops (per-op times of other processes
@@ -13,6 +15,7 @@
  */
 #include "measure.h"
 #include "host.h"
+#include "verify.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -390,6 +393,44 @@ measure_repeats(Timing *tm, SimparExecutor *ex, const SimparSchedule *sched, con
     return TRUE;
 }
 
+/* ---- verification of the timed runs ------------------------------------------------------ */
+
+typedef struct {
+    guint blocks, replicated; /* output blocks, those held by several ranks */
+    double tolerance;
+} Verified;
+
+/* The outputs of the last run, every local output buffer read once: finite, and the replicas of
+ * each block equal to `tolerance` (relative to the block's largest |value|) over all
+ * processes. Runs before anything is reported: a failure is the run's error. */
+static gboolean
+measure_verify(Verified *vd, SimparExecutor *ex, const SimparSchedule *sched,
+               const SimparRunOptions *opts, const SimparExecWorld *world, GError **error)
+{
+    vd->tolerance = measure_tolerance(simpar_schedule_dtype(sched), opts->cfg.tf32);
+    g_autoptr(SimparVerify) vf = simpar_verify_new(sched, vd->tolerance);
+    for (guint b = 0; b < simpar_schedule_n_buffers(sched); b++) {
+        const SimparBuffer *buf = simpar_schedule_buffer(sched, b);
+        if (!simpar_verify_needs(vf, b) || !simpar_executor_is_local(ex, buf->rank))
+            continue;
+        g_autofree double *v = g_new(double, MAX(buf->elems, 1));
+        if (!simpar_executor_read(ex, b, v, error))
+            return FALSE;
+        simpar_verify_buffer(vf, b, v);
+    }
+    guint n;
+    double *state = simpar_verify_state(vf, &n);
+    simpar_exec_world_max(world, state, n);
+    simpar_verify_count(vf, &vd->blocks, &vd->replicated);
+    if (simpar_verify_check(vf, error))
+        return TRUE;
+    g_prefix_error(error,
+                   "the outputs of the last run on the %s executor, verified before any timing "
+                   "is reported: ",
+                   opts->executor->name);
+    return FALSE;
+}
+
 /* ---- RUN.json ----------------------------------------------------------------------------- */
 
 static void
@@ -454,6 +495,20 @@ measure_json_check(JsonBuilder *b, const Check *ck, gboolean checked)
     json_builder_end_object(b);
 }
 
+/* What every run gets, --check or not (a failed verification is an error, not a file). */
+static void
+measure_json_verified(JsonBuilder *b, const Verified *vd)
+{
+    json_builder_set_member_name(b, "verified");
+    json_builder_begin_object(b);
+    measure_json_member_str(b, "outputs", "finite, replicated blocks equal on every rank");
+    measure_json_member_int(b, "blocks", vd->blocks);
+    measure_json_member_int(b, "replicated", vd->replicated);
+    json_builder_set_member_name(b, "tolerance");
+    json_builder_add_double_value(b, vd->tolerance);
+    json_builder_end_object(b);
+}
+
 /* Collectives: coll, axis and the nccl-tests size; send/recv: peer and bytes. */
 static void
 measure_json_comm(JsonBuilder *b, const SimparSchedule *sched, const SimparOp *op)
@@ -502,6 +557,7 @@ typedef struct {
     const char *device;
     const Timing *tm;
     const Check *ck;
+    const Verified *vd;
 } RunReport;
 
 static JsonNode *
@@ -532,6 +588,7 @@ measure_json(const RunReport *rp)
     measure_json_member_int(b, "repeats", o->repeats);
     measure_json_steps(b, rp->tm);
     measure_json_check(b, rp->ck, o->check);
+    measure_json_verified(b, rp->vd);
     measure_json_ops(b, rp->sched, rp->tm);
     json_builder_end_object(b);
     return json_builder_get_root(b); /* (transfer full) */
@@ -566,13 +623,15 @@ measure_summary(const RunReport *rp)
         "executor:  %s on %s\n"
         "job:       %s%s%s (model %s, %s, %u rank%s, %s)\n"
         "ops:       %u\n"
+        "verified:  %u output blocks finite, %u replicated ones equal on every rank (to %.0e)\n"
         "step time: median %.6g ms, min %.6g ms, max %.6g ms "
         "(%u repeats after %u warm-up)\n",
         rp->opts->executor->name, rp->device, simpar_job_run_name(rp->opts->run),
         args[0] != '\0' ? " " : "", args, rp->model->name, rp->train->tp.mode,
         simpar_schedule_n_ranks(rp->sched), simpar_schedule_n_ranks(rp->sched) == 1 ? "" : "s",
-        simpar_dtype_name(rp->model->dtype), tm->n_ops, tm->step[tm->median] * 1e3, lo * 1e3,
-        hi * 1e3, tm->repeats, rp->opts->warmup);
+        simpar_dtype_name(rp->model->dtype), tm->n_ops, rp->vd->blocks, rp->vd->replicated,
+        rp->vd->tolerance, tm->step[tm->median] * 1e3, lo * 1e3, hi * 1e3, tm->repeats,
+        rp->opts->warmup);
 }
 
 static char *
@@ -611,11 +670,13 @@ simpar_measure_run(const SimparRunOptions *opts, const SimparExecWorld *world, c
     Inputs in = {0};
     Check ck = {0};
     Timing tm = {0};
+    Verified vd = {0};
     measure_inputs_init(&in, sched, ex, opts->seed, (guint64) model.vocab);
     JsonNode *root = NULL;
     if ((!opts->check || measure_check(&ck, sched, ex, &in, opts, world, model.vocab, error)) &&
-        measure_repeats(&tm, ex, sched, &in, opts, world, error)) {
-        RunReport rp = {opts, sched, &model, &train, simpar_executor_device(ex), &tm, &ck};
+        measure_repeats(&tm, ex, sched, &in, opts, world, error) &&
+        measure_verify(&vd, ex, sched, opts, world, error)) {
+        RunReport rp = {opts, sched, &model, &train, simpar_executor_device(ex), &tm, &ck, &vd};
         root = measure_json(&rp);
         *summary = measure_summary(&rp);
         *check = opts->check ? measure_check_text(&ck) : NULL;

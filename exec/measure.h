@@ -4,7 +4,8 @@
  *   exec-main.c  options, dispatch, the only printer
  *        |  run                              |  bench
  *   measure.c  inputs from --seed, warm-up,  bench.c  one-op schedules (GEMM, kernels,
- *              repeats, --check, RUN.json             collectives), BENCH.json
+ *              repeats, --check, verified             collectives), BENCH.json
+ *              outputs (verify.h), RUN.json
  *        \___________________  __________________/
  *                            \/
  *   executor.c  SimparExecutor: {host, cuda} behind {new, write, read, run, free};
@@ -55,7 +56,7 @@ typedef struct {
     const int *devices; /* --devices, n_devices of them, or NULL for 0, 1, ... */
     guint n_devices;
     gboolean tf32;
-    double timeout_s; /* 0: the executor's default */
+    double nccl_timeout_s; /* cuda: any wait on NCCL without progress; 0: the default */
 } SimparExecConfig;
 
 typedef struct _SimparExecutor SimparExecutor;

@@ -216,14 +216,26 @@ simpar_job_args_from_argv(SimparJobArgs *args, const char *const *argv, GError *
 
 /* ---- model, plan, split ------------------------------------------------------------------- */
 
+/* A flag's value that models/ refused: a usage error (exit 2), as the flags' own checks give. */
+static gboolean
+job_usage_from(GError **error, GError *local)
+{
+    g_set_error_literal(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE, local->message);
+    g_error_free(local);
+    return FALSE;
+}
+
 gboolean
 simpar_job_model(const SimparJobArgs *args, const char *fallback, SimparModel *m, GError **error)
 {
     const char *name = args->model != NULL ? args->model : fallback;
-    gboolean ok = g_str_has_suffix(name, ".json") ? simpar_model_load_json(name, m, error)
-                                                  : simpar_model_preset(name, m, error);
-    if (!ok)
-        return FALSE;
+    GError *local = NULL;
+    if (g_str_has_suffix(name, ".json")) {
+        if (!simpar_model_load_json(name, m, error)) /* the file's fault: exit 1 */
+            return FALSE;
+    } else if (!simpar_model_preset(name, m, &local)) {
+        return job_usage_from(error, local);
+    }
 
     const struct {
         gint64 given;
@@ -236,11 +248,12 @@ simpar_job_model(const SimparJobArgs *args, const char *fallback, SimparModel *m
     for (guint i = 0; i < G_N_ELEMENTS(over); i++)
         if (over[i].given != SIMPAR_JOB_UNSET)
             *over[i].field = over[i].given;
-    if (args->dtype != NULL && !simpar_dtype_parse(args->dtype, &m->dtype, error)) {
-        g_prefix_error(error, "--dtype: ");
-        return FALSE;
+    if (args->dtype != NULL && !simpar_dtype_parse(args->dtype, &m->dtype, &local)) {
+        g_prefix_error(&local, "--dtype: ");
+        return job_usage_from(error, local);
     }
-    return simpar_model_validate(m, error);
+    /* a file's values were checked as it loaded: what fails now, the flags gave */
+    return simpar_model_validate(m, &local) || job_usage_from(error, local);
 }
 
 gboolean
@@ -365,23 +378,23 @@ simpar_job_run_name(SimparJobRun run)
     return job_run_names[run];
 }
 
-SimparSchedule *
-simpar_job_schedule(const SimparJobArgs *args, SimparJobRun run, const char *fallback,
-                    SimparModel *model, SimparTrain *train, GError **error)
+gboolean
+simpar_job_check(const SimparJobArgs *args, SimparJobRun run, const char *fallback,
+                 SimparModel *model, SimparTrain *train, GError **error)
 {
-    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     const char *mode = args->tp_mode != NULL ? args->tp_mode : "1d";
     if (!simpar_job_model(args, fallback, model, error) || !simpar_job_train(args, train, error) ||
         simpar_generator_lookup(mode, error) == NULL ||
         !simpar_job_plan(args, mode, &train->tp, error))
-        return NULL;
+        return FALSE;
     if (train->tp.tp == SIMPAR_JOB_UNSET)
         train->tp.tp = 1;
     if (run == SIMPAR_JOB_RUN_LAYER && (train->pp != 1 || train->dp != 1)) {
         g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
                     "--run layer runs one tensor-parallel group: --pp and --dp apply to --run "
                     "step");
-        return NULL;
+        return FALSE;
     }
     if (train->tp.tp < 1 || train->tp.tp > 1 << 20 || train->pp < 1 || train->pp > 1 << 20 ||
         train->dp < 1 || train->dp > 1 << 20) {
@@ -389,10 +402,18 @@ simpar_job_schedule(const SimparJobArgs *args, SimparJobRun run, const char *fal
                     "--tp %" G_GINT64_FORMAT ", --pp %" G_GINT64_FORMAT ", --dp %" G_GINT64_FORMAT
                     ": each must be between 1 and 1048576",
                     train->tp.tp, train->pp, train->dp);
-        return NULL;
+        return FALSE;
     }
     guint64 gpus = (guint64) train->tp.tp * (guint64) train->pp * (guint64) train->dp;
-    if (!simpar_train_validate(train, model, gpus, error))
+    return simpar_train_validate(train, model, gpus, error);
+}
+
+SimparSchedule *
+simpar_job_schedule(const SimparJobArgs *args, SimparJobRun run, const char *fallback,
+                    SimparModel *model, SimparTrain *train, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    if (!simpar_job_check(args, run, fallback, model, train, error))
         return NULL;
     g_autoptr(SimparSchedule) layer = simpar_generate_layer(model, &train->tp, error);
     if (layer == NULL || run == SIMPAR_JOB_RUN_LAYER)

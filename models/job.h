@@ -93,6 +93,10 @@ const char *simpar_job_run_name(SimparJobRun run);
  *   layer  the layer schedule of --tp-mode (default 1d) on T = --tp (default 1) ranks;
  *   step   simpar_step_build_ops on T x P x D ranks (T default 1).
  * NULL with the error of whichever check refused the job. */
+/* Every check of simpar_job_schedule, without building the schedule: parsing and validation
+ * only, `model` and `train` filled as it fills them. */
+gboolean simpar_job_check(const SimparJobArgs *args, SimparJobRun run, const char *fallback,
+                          SimparModel *model, SimparTrain *train, GError **error);
 SimparSchedule *simpar_job_schedule(const SimparJobArgs *args, SimparJobRun run,
                                     const char *fallback, SimparModel *model, SimparTrain *train,
                                     GError **error);

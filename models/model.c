@@ -186,6 +186,68 @@ model_read_object(JsonObject *obj, const char *path, SimparModel *m, GError **er
     return TRUE;
 }
 
+/* The sizes checked, named as flags (the command line) or as keys (a model file). */
+enum {
+    DIM_HIDDEN,
+    DIM_HEADS,
+    DIM_SEQ,
+    DIM_MICRO_BATCH,
+    DIM_LAYERS,
+    DIM_FFN,
+    DIM_VOCAB,
+    N_DIMS
+};
+
+static const char *const dim_flags[N_DIMS] = {"--hidden", "--heads", "--seq",  "--micro-batch",
+                                              "--layers", "--ffn",   "--vocab"};
+static const char *const dim_keys[N_DIMS] = {
+    "\"hidden\"", "\"heads\"", "\"seq\"", "\"micro_batch\"", "\"layers\"", "\"ffn\"", "\"vocab\""};
+
+static gboolean
+model_validate(const SimparModel *m, const char *const name[N_DIMS], GError **error)
+{
+    const gint64 value[N_DIMS] = {m->hidden, m->heads, m->seq,  m->micro_batch,
+                                  m->layers, m->ffn,   m->vocab};
+    for (guint i = 0; i < N_DIMS; i++) {
+        if (value[i] < 1 || value[i] > SIMPAR_MODEL_MAX_DIM) {
+            g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
+                        "%s %" G_GINT64_FORMAT " is out of range: it must be between 1 and "
+                        "%" G_GINT64_FORMAT,
+                        name[i], value[i], SIMPAR_MODEL_MAX_DIM);
+            return FALSE;
+        }
+    }
+    if (m->hidden % m->heads != 0) {
+        g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
+                    "%s %" G_GINT64_FORMAT " is not divisible by %s %" G_GINT64_FORMAT
+                    ": every head needs h/a columns",
+                    name[DIM_HIDDEN], m->hidden, name[DIM_HEADS], m->heads);
+        return FALSE;
+    }
+    if (m->micro_batch * m->seq > SIMPAR_MODEL_MAX_DIM * 16) {
+        g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
+                    "%s %" G_GINT64_FORMAT " x %s %" G_GINT64_FORMAT
+                    " tokens is absurd: at most %" G_GINT64_FORMAT " tokens per micro-batch",
+                    name[DIM_MICRO_BATCH], m->micro_batch, name[DIM_SEQ], m->seq,
+                    SIMPAR_MODEL_MAX_DIM * 16);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+simpar_json_load_file(JsonParser *parser, const char *path, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    GError *local = NULL;
+    if (json_parser_load_from_file(parser, path, &local))
+        return TRUE;
+    if (strstr(local->message, path) == NULL)
+        g_prefix_error(&local, "%s: ", path);
+    g_propagate_error(error, local);
+    return FALSE;
+}
+
 /* The file is one JSON object: {"name": "...", "base": "<preset>", "hidden": 4096, ...}; keys
  * not given keep the base preset's values (default base: "tiny"). */
 gboolean
@@ -193,7 +255,7 @@ simpar_model_load_json(const char *path, SimparModel *out, GError **error)
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     g_autoptr(JsonParser) parser = json_parser_new();
-    if (!json_parser_load_from_file(parser, path, error)) /* its message names the file */
+    if (!simpar_json_load_file(parser, path, error))
         return FALSE;
     JsonNode *root = json_parser_get_root(parser);
     if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
@@ -204,7 +266,7 @@ simpar_model_load_json(const char *path, SimparModel *out, GError **error)
     SimparModel m;
     if (!model_read_object(json_node_get_object(root), path, &m, error))
         return FALSE;
-    if (!simpar_model_validate(&m, error)) {
+    if (!model_validate(&m, dim_keys, error)) {
         g_prefix_error(error, "%s: ", path);
         return FALSE;
     }
@@ -216,37 +278,5 @@ gboolean
 simpar_model_validate(const SimparModel *m, GError **error)
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-
-    const struct {
-        const char *flag;
-        gint64 value;
-    } dims[] = {{"--hidden", m->hidden}, {"--heads", m->heads},
-                {"--seq", m->seq},       {"--micro-batch", m->micro_batch},
-                {"--layers", m->layers}, {"--ffn", m->ffn},
-                {"--vocab", m->vocab}};
-
-    for (guint i = 0; i < G_N_ELEMENTS(dims); i++) {
-        if (dims[i].value < 1 || dims[i].value > SIMPAR_MODEL_MAX_DIM) {
-            g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
-                        "%s %" G_GINT64_FORMAT " is out of range: it must be between 1 and "
-                        "%" G_GINT64_FORMAT,
-                        dims[i].flag, dims[i].value, SIMPAR_MODEL_MAX_DIM);
-            return FALSE;
-        }
-    }
-    if (m->hidden % m->heads != 0) {
-        g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
-                    "--hidden %" G_GINT64_FORMAT " is not divisible by --heads %" G_GINT64_FORMAT
-                    ": every head needs h/a columns",
-                    m->hidden, m->heads);
-        return FALSE;
-    }
-    if (m->micro_batch * m->seq > SIMPAR_MODEL_MAX_DIM * 16) {
-        g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
-                    "--micro-batch %" G_GINT64_FORMAT " x --seq %" G_GINT64_FORMAT
-                    " tokens is absurd: at most %" G_GINT64_FORMAT " tokens per micro-batch",
-                    m->micro_batch, m->seq, SIMPAR_MODEL_MAX_DIM * 16);
-        return FALSE;
-    }
-    return TRUE;
+    return model_validate(m, dim_flags, error);
 }

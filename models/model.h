@@ -15,6 +15,7 @@
 #ifndef SIMPAR_MODEL_H
 #define SIMPAR_MODEL_H
 #include <glib.h>
+#include <json-glib/json-glib.h>
 G_BEGIN_DECLS
 
 #define SIMPAR_MODEL_ERROR (simpar_model_error_quark())
@@ -57,6 +58,9 @@ typedef struct {
 const SimparModelPreset *simpar_model_presets(guint *n_presets); /* (transfer none) */
 gboolean simpar_model_preset(const char *name, SimparModel *out, GError **error);
 gboolean simpar_model_load_json(const char *path, SimparModel *out, GError **error);
+/* json_parser_load_from_file, with an error that always names the file (JSON-GLib's parse errors
+ * do, its encoding and I/O errors do not). */
+gboolean simpar_json_load_file(JsonParser *parser, const char *path, GError **error);
 gboolean simpar_model_validate(const SimparModel *model, GError **error);
 
 guint simpar_dtype_size(SimparDtype dtype);

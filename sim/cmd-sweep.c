@@ -57,6 +57,37 @@ sweep_check_plot(const SimparSweepArgs *a, GError **error)
     return simpar_plot_check_output(a->plot, error);
 }
 
+/* A value ending in a lone backslash is refused before GLib unescapes it: GLib 2.74 sets its
+ * error twice (a warning on stderr) when another bad escape comes first. */
+static gboolean
+sweep_spec_escapes(GKeyFile *kf, const char *key, GError **error)
+{
+    g_autofree char *raw = g_key_file_get_value(kf, "sweep", key, NULL);
+    gsize len = raw != NULL ? strlen(raw) : 0, n = 0;
+    while (n < len && raw[len - 1 - n] == '\\')
+        n++;
+    if (n % 2 == 0)
+        return TRUE;
+    g_set_error(error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
+                "%s: the value ends with a lone backslash", key);
+    return FALSE;
+}
+
+/* Whether the command line left option `e` unset (the spec file then gives it). */
+static gboolean
+sweep_spec_unset(const GOptionEntry *e)
+{
+    switch (e->arg) {
+    case G_OPTION_ARG_STRING:
+    case G_OPTION_ARG_FILENAME:
+        return *(char **) e->arg_data == NULL;
+    case G_OPTION_ARG_INT64:
+        return *(gint64 *) e->arg_data == SIMPAR_JOB_UNSET;
+    default:
+        return !*(gboolean *) e->arg_data;
+    }
+}
+
 /* Options a spec file may also give, keyed by their long name. */
 static gboolean
 sweep_spec_set(const GOptionEntry *e, GKeyFile *kf, const char *key, GError **error)
@@ -64,9 +95,11 @@ sweep_spec_set(const GOptionEntry *e, GKeyFile *kf, const char *key, GError **er
     switch (e->arg) {
     case G_OPTION_ARG_STRING:
     case G_OPTION_ARG_FILENAME:
+        if (*(char **) e->arg_data == NULL && !sweep_spec_escapes(kf, key, error))
+            return FALSE;
         if (*(char **) e->arg_data == NULL)
             *(char **) e->arg_data = g_key_file_get_string(kf, "sweep", key, error);
-        return *(char **) e->arg_data != NULL;
+        return error == NULL || *error == NULL; /* "\d" gives a string and an error */
     case G_OPTION_ARG_INT64:
         if (*(gint64 *) e->arg_data == SIMPAR_JOB_UNSET)
             *(gint64 *) e->arg_data = g_key_file_get_int64(kf, "sweep", key, error);
@@ -80,9 +113,11 @@ sweep_spec_set(const GOptionEntry *e, GKeyFile *kf, const char *key, GError **er
     }
 }
 
-/* --spec FILE: [sweep] keys named like the long flags; the command line wins. */
+/* --spec FILE: [sweep] keys named like the long flags; the command line wins. The keys it
+ * gave go to `given`. */
 static gboolean
-sweep_load_spec(const char *path, const GOptionEntry *const *tables, GError **error)
+sweep_load_spec(const char *path, const GOptionEntry *const *tables, GPtrArray *given,
+                GError **error)
 {
     g_autoptr(GKeyFile) kf = g_key_file_new();
     g_autoptr(GError) local = NULL;
@@ -107,6 +142,8 @@ sweep_load_spec(const char *path, const GOptionEntry *const *tables, GError **er
                         path, keys[k]);
             return FALSE;
         }
+        if (sweep_spec_unset(e))
+            g_ptr_array_add(given, g_strdup(keys[k]));
         if (!sweep_spec_set(e, kf, keys[k], &local)) {
             g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE, "--spec %s: %s", path,
                         local->message);
@@ -164,10 +201,9 @@ sweep_parse(GOptionContext *ctx, const SimparSweepArgs *a, int argc, char **argv
 }
 
 gboolean
-simpar_cmd_sweep(int argc, char **argv, GError **error)
+simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GError **error)
 {
-    SimparSweep sw = {0};
-    SimparSweepArgs *a = &sw.args;
+    SimparSweepArgs *a = &sw->args;
     simpar_job_args_init(&a->job);
     a->jobs = a->refine = SIMPAR_JOB_UNSET;
     char **n = a->numbers, **s = a->names;
@@ -245,11 +281,34 @@ simpar_cmd_sweep(int argc, char **argv, GError **error)
     g_option_context_set_summary(ctx, sweep_summary_text);
     for (guint t = 0; tables[t] != NULL; t++)
         g_option_context_add_main_entries(ctx, tables[t], NULL);
+    a->spec_keys = g_ptr_array_new_with_free_func(g_free);
+    return sweep_parse(ctx, a, argc, argv, parts, error) &&
+           (a->spec == NULL || sweep_load_spec(a->spec, tables, a->spec_keys, error));
+}
+
+/* An error about a flag whose value came from the spec file names the file and its key too. */
+static void
+sweep_spec_blame(const SimparSweepArgs *a, GError *error)
+{
+    for (guint k = 0; a->spec_keys != NULL && k < a->spec_keys->len; k++) {
+        g_autofree char *flag = g_strdup_printf("--%s ", (char *) a->spec_keys->pdata[k]);
+        if (g_str_has_prefix(error->message, flag)) {
+            g_prefix_error(&error, "--spec %s: [sweep] %s: ", a->spec,
+                           (char *) a->spec_keys->pdata[k]);
+            return;
+        }
+    }
+}
+
+gboolean
+simpar_cmd_sweep(int argc, char **argv, GError **error)
+{
+    SimparSweep sw = {0};
+    SimparSweepArgs *a = &sw.args;
     g_autofree char *summary = NULL;
     g_auto(GStrv) parts = NULL;
-    gboolean ok = sweep_parse(ctx, a, argc, argv, &parts, error) &&
-                  (a->spec == NULL || sweep_load_spec(a->spec, tables, error));
-    ok = ok && sweep_check_plot(a, error);
+    gboolean ok =
+        simpar_sweep_parse_args(&sw, argc, argv, &parts, error) && sweep_check_plot(a, error);
     if (ok && a->merge)
         ok = sweep_merge(&sw, parts, &summary, error);
     else if (ok)
@@ -257,6 +316,8 @@ simpar_cmd_sweep(int argc, char **argv, GError **error)
     if (ok)
         printf("%s", summary);
     ok = ok && (a->plot == NULL || sweep_plot(a, error));
+    if (!ok && error != NULL && *error != NULL)
+        sweep_spec_blame(a, *error);
     simpar_sweep_clear(&sw);
     return ok;
 }

@@ -84,14 +84,15 @@ csv_feed(CsvRead *r, struct csv_parser *p, const char *data, gsize len)
         const char *nl = memchr(data + pos, '\n', len - pos);
         gsize end = nl != NULL ? (gsize) (nl - data) + 1 : len;
         if (csv_parse(p, data + pos, end - pos, csv_field, csv_row, r) != end - pos) {
-            g_set_error(&r->error, SIMPAR_CSV_ERROR, SIMPAR_CSV_ERROR_PARSE, "%s:%u: %s",
-                        r->csv->name, r->line, csv_strerror(csv_error(p)));
+            if (r->error == NULL) /* else a row of the wrong length came first on this line */
+                g_set_error(&r->error, SIMPAR_CSV_ERROR, SIMPAR_CSV_ERROR_PARSE, "%s:%u: %s",
+                            r->csv->name, r->line, csv_strerror(csv_error(p)));
             return FALSE;
         }
         pos = end;
         r->line++;
     }
-    if (r->error == NULL && csv_fini(p, csv_field, csv_row, r) != 0)
+    if (r->error == NULL && csv_fini(p, csv_field, csv_row, r) != 0 && r->error == NULL)
         g_set_error(&r->error, SIMPAR_CSV_ERROR, SIMPAR_CSV_ERROR_PARSE,
                     "%s:%u: %s (an unterminated quoted field?)", r->csv->name, r->line,
                     csv_strerror(csv_error(p)));
@@ -204,7 +205,12 @@ simpar_csv_append_row(GString *out, const char *const *fields, guint n_fields)
         gsize len = strlen(f);
         if (i > 0)
             g_string_append_c(out, ',');
-        if (strpbrk(f, ",\"\r\n") == NULL) {
+        /* quoted: separators, quotes, line breaks, spaces at either end (libcsv trims them
+         * off unquoted fields), "" alone (an empty line is no row) and a leading '#' (a
+         * comment line at the top) */
+        gboolean padded = len > 0 && (strchr(" \t", f[0]) != NULL || strchr(" \t", f[len - 1]));
+        if (strpbrk(f, ",\"\r\n") == NULL && !padded && (len > 0 || n_fields > 1) &&
+            (i > 0 || f[0] != '#')) {
             g_string_append_len(out, f, (gssize) len);
             continue;
         }

@@ -21,6 +21,18 @@ measured_bad(const Loc *l, const char *key, const char *want, GError **error)
     return FALSE;
 }
 
+/* A member that is there but wrong: its value (shortened) in the message. */
+static gboolean
+measured_bad_value(const Loc *l, const char *key, JsonNode *node, const char *want, GError **error)
+{
+    g_autofree char *text = json_to_string(node, FALSE);
+    g_autofree char *head = g_utf8_substring(text, 0, 37);
+    gboolean cut = g_utf8_strlen(text, -1) > 40;
+    g_autofree char *what =
+        g_strdup_printf("is %s%s: %s", cut ? head : text, cut ? "..." : "", want);
+    return measured_bad(l, key, what, error);
+}
+
 static JsonNode *
 measured_member(const Loc *l, JsonObject *o, const char *key, GError **error)
 {
@@ -37,7 +49,7 @@ measured_string(const Loc *l, JsonObject *o, const char *key, const char **out, 
     if (node == NULL)
         return FALSE;
     if (!JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_STRING)
-        return measured_bad(l, key, "must be a string", error);
+        return measured_bad_value(l, key, node, "must be a string", error);
     *out = json_node_get_string(node);
     return TRUE;
 }
@@ -53,8 +65,10 @@ measured_number(const Loc *l, JsonObject *o, const char *key, double min, double
     GType t = JSON_NODE_HOLDS_VALUE(node) ? json_node_get_value_type(node) : G_TYPE_INVALID;
     double v = t == G_TYPE_INT64 || t == G_TYPE_DOUBLE ? json_node_get_double(node) : NAN;
     if (!isfinite(v) || v < min) {
-        g_autofree char *want = g_strdup_printf("must be a number of at least %g", min);
-        return measured_bad(l, key, want, error);
+        g_autofree char *want = isinf(min)
+                                    ? g_strdup("must be a number")
+                                    : g_strdup_printf("must be a number of at least %g", min);
+        return measured_bad_value(l, key, node, want, error);
     }
     *out = v;
     return TRUE;
@@ -68,7 +82,7 @@ measured_uint(const Loc *l, JsonObject *o, const char *key, guint min, guint *ou
         return FALSE;
     if (v != floor(v) || v > G_MAXUINT) {
         g_autofree char *want = g_strdup_printf("must be a whole number of at least %u", min);
-        return measured_bad(l, key, want, error);
+        return measured_bad_value(l, key, json_object_get_member(o, key), want, error);
     }
     *out = (guint) v;
     return TRUE;
@@ -86,7 +100,7 @@ measured_array(const Loc *l, JsonObject *o, const char *key, gboolean optional, 
     if (node == NULL)
         return FALSE;
     if (!JSON_NODE_HOLDS_ARRAY(node))
-        return measured_bad(l, key, "must be an array", error);
+        return measured_bad_value(l, key, node, "must be an array", error);
     *out = json_node_get_array(node);
     return TRUE;
 }

@@ -67,7 +67,10 @@ platform_generated(const char *text, gsize len, PlatformGenerated *out)
         sscanf(head, "<!-- Preset %63[a-z0-9-], %u nodes", name, &nodes) != 2)
         return;
     const SimparTopologyPreset *preset = simpar_topology_lookup(name);
-    if (preset == NULL || nodes < 2)
+    /* a generated file holds ~900 bytes per GPU: a header asking for more than the file can
+     * hold names another file, and regenerating it could cost gigabytes */
+    if (preset == NULL || nodes < 2 || nodes > SIMPAR_TOPOLOGY_MAX_NODES ||
+        (guint64) nodes * preset->gpus_per_node * 256 > len)
         return;
     g_autofree char *generated = simpar_topology_generate(preset, nodes);
     if (strlen(generated) == len && memcmp(generated, text, len) == 0)
@@ -102,6 +105,14 @@ platform_check_xml(const char *path, PlatformGenerated *generated, GError **erro
     }
     platform_generated(text, len, generated);
     return TRUE;
+}
+
+gboolean
+simpar_platform_check(const char *path, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    PlatformGenerated generated;
+    return platform_check_xml(path, &generated, error);
 }
 
 /* ------------------------------------------------------------------------- GPUs, in the child */
@@ -352,7 +363,7 @@ simpar_platform_calibrate_links(const SimparPlatform *p, const char *path, GErro
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     g_autoptr(JsonParser) parser = json_parser_new();
-    if (!json_parser_load_from_file(parser, path, error))
+    if (!simpar_json_load_file(parser, path, error))
         return FALSE;
     JsonNode *root = json_parser_get_root(parser);
     if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
@@ -409,6 +420,26 @@ platform_write_all(int fd, const char *buf, gsize len)
     return TRUE;
 }
 
+/* Every link carries data and takes no negative time (SimGrid accepts "-5GBps"). */
+static gboolean
+platform_check_links(const SimparPlatform *p, GError **error)
+{
+    sg_link_t *links = sg_link_list();
+    size_t n = sg_link_count();
+    gboolean ok = TRUE;
+    for (size_t i = 0; i < n && ok; i++) {
+        double bw = sg_link_get_bandwidth(links[i]), lat = sg_link_get_latency(links[i]);
+        ok = isfinite(bw) && bw > 0 && isfinite(lat) && lat >= 0;
+        if (!ok)
+            g_set_error(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,
+                        "--topology %s: link %s has bandwidth %g B/s and latency %g s; a link "
+                        "needs a bandwidth > 0 and a latency >= 0",
+                        p->path, sg_link_get_name(links[i]), bw, lat);
+    }
+    free(links);
+    return ok;
+}
+
 static G_NORETURN void
 platform_child(SimparPlatform *p, int out, int err)
 {
@@ -430,7 +461,7 @@ platform_child(SimparPlatform *p, int out, int err)
                     "--topology %s: no host is named node<N>-gpu<G>, so no GPU was found (see "
                     "README, Topologies)",
                     p->path);
-    } else {
+    } else if (platform_check_links(p, &p->error)) {
         sg_actor_t driver = sg_actor_init("simpar", p->hosts[0]);
         sg_actor_set_data(driver, p);
         sg_actor_start(driver, platform_driver, 0, NULL);
@@ -443,18 +474,31 @@ platform_child(SimparPlatform *p, int out, int err)
     _exit(ok ? 0 : 1);
 }
 
-/* SimGrid's complaint, from its log lines on stderr ("... [xbt_exception/ERROR] Parse error ...").
- */
+/* SimGrid's complaint, one line, from its log on stderr: "... [xbt_exception/ERROR] Parse error
+ * ..." or "... [xbt_exception/CRITICAL] Uncaught exception simgrid::AssertionError by maestro/0:
+ * Refusing to create a second host named 'x'." (then a backtrace, left out). */
 static char *
 platform_simgrid_message(const char *log)
 {
+    static const char *const tags[] = {"ERROR] ", "CRITICAL] "};
     g_auto(GStrv) lines = g_strsplit(log, "\n", -1);
-    for (guint i = 0; lines[i] != NULL; i++) {
-        const char *tag = strstr(lines[i], "ERROR] ");
-        if (tag != NULL && strstr(tag, "Exiting now") == NULL)
-            return g_strdup(tag + strlen("ERROR] "));
-    }
-    return g_strdup(log[0] != '\0' ? log : "it ended without a message");
+    for (guint t = 0; t < G_N_ELEMENTS(tags); t++)
+        for (guint i = 0; lines[i] != NULL; i++) {
+            const char *m = strstr(lines[i], tags[t]);
+            if (m == NULL)
+                continue;
+            m += strlen(tags[t]);
+            if (strstr(m, "Exiting now") != NULL || g_str_has_suffix(m, "acktrace:"))
+                continue;
+            const char *by = strstr(m, "Uncaught exception ");
+            if (by != NULL && (by = strstr(by, " by ")) != NULL && (by = strstr(by, ": ")) != NULL)
+                m = by + 2;
+            return g_strdup(m);
+        }
+    for (guint i = 0; lines[i] != NULL; i++)
+        if (g_strstrip(lines[i])[0] != '\0')
+            return g_strdup(lines[i]);
+    return g_strdup("it ended without a message");
 }
 
 /* One child: its reply and SimGrid log files, and how it ended. */

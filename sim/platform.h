@@ -36,6 +36,9 @@ typedef struct _SimparPlatform SimparPlatform;
 typedef gboolean (*SimparPlatformJob)(const SimparPlatform *platform, gpointer data, GString *out,
                                       GError **error);
 
+/* The parent's check alone: well-formed XML with a <platform> root (what stops SimGrid's parser
+ * from ending the process on a broken file). */
+gboolean simpar_platform_check(const char *path, GError **error);
 /* Runs `job` in a child process with the platform loaded; its output is appended to `out`. */
 gboolean simpar_platform_run(const char *path, SimparPlatformJob job, gpointer data, GString *out,
                              GError **error);

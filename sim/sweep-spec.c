@@ -77,7 +77,7 @@ sweep_list_range(const char *flag, const char *text, const char *item, gboolean 
     gint64 a, b, step = doubling ? 2 : 1;
     gboolean times = doubling;
     if (!sweep_list_number(flag, text, a_text, min, max, &a, error) ||
-        !sweep_list_number(flag, text, tail[0], min, max, &b, error))
+        !sweep_list_number(flag, text, tail[0] != NULL ? tail[0] : "", min, max, &b, error))
         return FALSE;
     if (a > b)
         return simpar_cli_usage(error, "--%s %s: in the range %s the start must not exceed the end",
@@ -389,6 +389,7 @@ simpar_sweep_clear(SimparSweep *sw)
         g_clear_pointer(strs[i], g_free);
     simpar_job_args_clear(&a->job);
     simpar_predict_args_clear(&a->predict);
+    g_clear_pointer(&a->spec_keys, g_ptr_array_unref);
     if (sw->models != NULL)
         g_array_free(g_steal_pointer(&sw->models), TRUE);
     if (sw->platform_nodes != NULL)
@@ -556,6 +557,17 @@ sweep_shapes(const SimparSweep *sw, const SimparModel *base, const guint *k, Sim
     c->global_batch = sweep_value(sw, SIMPAR_SWEEP_GLOBAL_BATCH, k[4], SIMPAR_JOB_UNSET);
 }
 
+/* Whether some mode has a grid on G GPUs: then every shape gives configurations (a grid has at
+ * least one split row), else none does, however many shapes the lists give. */
+static gboolean
+sweep_has_grid(const SimparSweep *sw, gint64 G)
+{
+    g_autoptr(GArray) grids = g_array_new(FALSE, FALSE, sizeof(SweepGrid));
+    for (guint mode = 0; mode < sw->names[SIMPAR_SWEEP_MODES]->len && grids->len == 0; mode++)
+        sweep_grids(sw, sw->names[SIMPAR_SWEEP_MODES]->pdata[mode], G, grids);
+    return grids->len > 0;
+}
+
 /* Every shape of model m on the slot-th GPU count, then every mode. */
 static gboolean
 sweep_enum_shapes(SweepEnum *e, guint slot, guint m, GError **error)
@@ -563,6 +575,8 @@ sweep_enum_shapes(SweepEnum *e, guint slot, guint m, GError **error)
     const SimparSweep *sw = e->sw;
     const SimparSweepAxis axes[] = {SIMPAR_SWEEP_HIDDEN, SIMPAR_SWEEP_LAYERS, SIMPAR_SWEEP_SEQ,
                                     SIMPAR_SWEEP_MICRO_BATCH, SIMPAR_SWEEP_GLOBAL_BATCH};
+    if (!sweep_has_grid(sw, g_array_index(sw->numbers[SIMPAR_SWEEP_GPUS], gint64, slot)))
+        return TRUE; /* not 4096^5 empty shapes in a row */
     guint64 n = 1;
     for (guint a = 0; a < G_N_ELEMENTS(axes); a++)
         n *= MAX(sw->numbers[axes[a]]->len, 1);

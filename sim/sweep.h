@@ -102,6 +102,7 @@ typedef struct {
     SimparJobArgs job; /* the single-valued job options: --heads, --ffn, --zero, --sp, ... */
     SimparPredictArgs predict; /* --backend, --collectives, ..., --calibration */
     char *output, *rank_by, *shard, *spec, *plot;
+    GPtrArray *spec_keys; /* the flags (without "--") whose values came from --spec, or NULL */
     gint64 jobs, refine;
     gboolean merge, quiet;
 } SimparSweepArgs;
@@ -142,6 +143,12 @@ typedef struct {
 
 typedef gboolean (*SimparSweepVisit)(const SimparSweepConfig *config, gpointer data,
                                      GError **error);
+
+/* cmd-sweep.c: the command line and its --spec file into sw->args (sw zeroed by the caller,
+ * simpar_sweep_clear'ed after, even on failure); *parts the arguments left (--merge's shards).
+ * Parsing only: nothing is resolved, read (but the spec) or run. */
+gboolean simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts,
+                                 GError **error);
 
 /* sweep-spec.c: parsing and enumeration */
 gboolean simpar_sweep_parse_rank_by(const char *name, SimparSweepRankBy *out, GError **error);

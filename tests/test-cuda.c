@@ -7,7 +7,9 @@
  * and on simpar_host_* from the same inputs (random global tensors scattered through the input
  * shards, as in test-layers.c and test-train-host.c). Every element of every output shard must
  * agree to 1e-9 in fp64 schedules and 1e-4 in fp32 ones (TF32 off), relative to the element or
- * to 1e-3 of the largest element of its tensor. Then op timings, a run past its timeout, and
+ * to 1e-3 of the largest element of its tensor. Then op timings; NCCL waits that time out (a
+ * rank that never arrives at setup, a peer that never runs, a mismatched schedule: each peer in
+ * a thread of its own, as a process would be) with a clear error instead of a hang; and
  * configurations simpar_cuda_new refuses.
  *
  * Without a usable GPU the program prints why and exits 77 (meson: SKIP).
@@ -20,6 +22,7 @@
 #include "reference-step.h"
 #include "simpar-test.h"
 #include "step.h"
+#include "watchdog.h"
 #include <CUnit/Basic.h>
 #include <math.h>
 #include <stdio.h>
@@ -433,32 +436,167 @@ test_timing(void)
     }
 }
 
-/* A timeout far too short: the run fails with TIMEOUT naming a rank, the communicators are
- * aborted, and the SimparCuda refuses any further use but can still be freed. */
-static void
-test_timeout(void)
+/* Two ranks, one group of both: `n_ar` all-reduces "ar.0", "ar.1", ... of 4 floats each. */
+static SimparSchedule *
+cuda_test_pair(guint n_ar)
 {
-    g_autoptr(SimparSchedule) sched = cuda_test_timed_layer();
-    CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
-    g_autoptr(GError) error = NULL;
-    g_autoptr(SimparCuda) cu = cuda_test_new(sched, 1e-6, &error);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(cu);
-    CU_ASSERT_FALSE(simpar_cuda_run(cu, NULL, NULL, &error));
-    CU_ASSERT(g_error_matches(error, SIMPAR_CUDA_ERROR, SIMPAR_CUDA_ERROR_TIMEOUT));
-    if (error != NULL) {
-        printf("\n    %s", error->message);
-        CU_ASSERT_PTR_NOT_NULL(strstr(error->message, "rank "));
-        CU_ASSERT_PTR_NOT_NULL(strstr(error->message, "aborted"));
+    SimparSchedule *s = simpar_schedule_new(2, SIMPAR_DTYPE_FP32);
+    const guint both[2] = {0, 1};
+    guint g = simpar_schedule_add_group(s, "tp", both, 2);
+    for (guint r = 0; r < 2; r++) {
+        SimparView v = {simpar_schedule_add_buffer(s, r, "x", 4), 0};
+        for (guint i = 0; i < n_ar; i++) {
+            g_autofree char *name = g_strdup_printf("ar.%u", i);
+            SimparOp op = {.kind = SIMPAR_OP_COLLECTIVE, .rank = r, .name = name};
+            op.u.coll = (SimparColl){SIMPAR_COLL_ALL_REDUCE, g, 4, 0, v, v, SIMPAR_RED_SUM};
+            simpar_schedule_add_op(s, &op);
+        }
     }
-    g_clear_error(&error);
-    CU_ASSERT_FALSE(simpar_cuda_run(cu, NULL, NULL, &error));
-    CU_ASSERT(g_error_matches(error, SIMPAR_CUDA_ERROR, SIMPAR_CUDA_ERROR_INVALID));
-    g_clear_error(&error);
-    double x[1];
-    CU_ASSERT_FALSE(simpar_cuda_read(cu, 0, x, &error));
-    CU_ASSERT(g_error_matches(error, SIMPAR_CUDA_ERROR, SIMPAR_CUDA_ERROR_INVALID));
-    if (error != NULL)
-        printf("\n    then: %s", error->message);
+    return s; /* (transfer full) */
+}
+
+/* One rank of a two-rank run in a thread of its own, as a process of its own would run it:
+ * simpar_cuda_new, then (if `run`) one run. */
+typedef struct {
+    const SimparSchedule *sched;
+    guint rank;
+    const guint8 *id;
+    gboolean run;
+    SimparCuda *cu;
+    gboolean ran;
+    GError *error;
+    double seconds; /* how long it took */
+} CudaPeer;
+
+static gpointer
+cuda_test_peer_main(gpointer data)
+{
+    CudaPeer *p = data;
+    int device = (int) p->rank;
+    SimparCudaConfig cfg = {1, &p->rank, &device, p->id, FALSE, 1.0};
+    gint64 t0 = g_get_monotonic_time();
+    p->cu = simpar_cuda_new(p->sched, &cfg, &p->error);
+    if (p->cu != NULL && p->run)
+        p->ran = simpar_cuda_run(p->cu, NULL, NULL, &p->error);
+    p->seconds = (double) (g_get_monotonic_time() - t0) / G_USEC_PER_SEC;
+    return NULL;
+}
+
+/* Rank 0 runs s0 and rank 1 s1 (if `run1`) on GPUs 0 and 1, each in its own thread, both
+ * joined; FALSE (skipped) with fewer than 2 GPUs. */
+static gboolean
+cuda_test_peers(CudaPeer peers[2], const SimparSchedule *s0, const SimparSchedule *s1,
+                gboolean run1)
+{
+    if (cuda_test_gpus < 2) {
+        printf("\n    skipped, needs 2 GPUs");
+        return FALSE;
+    }
+    guint8 id[SIMPAR_CUDA_ID_BYTES];
+    g_autoptr(GError) error = NULL;
+    CU_ASSERT_TRUE_FATAL(simpar_cuda_unique_id(id, &error));
+    peers[0] = (CudaPeer){.sched = s0, .rank = 0, .id = id, .run = TRUE};
+    peers[1] = (CudaPeer){.sched = s1, .rank = 1, .id = id, .run = run1};
+    GThread *t[2];
+    for (guint r = 0; r < 2; r++)
+        t[r] = g_thread_new("cuda-test-peer", cuda_test_peer_main, &peers[r]);
+    for (guint r = 0; r < 2; r++)
+        g_thread_join(t[r]);
+    return TRUE;
+}
+
+static void
+cuda_test_peers_clear(CudaPeer peers[2])
+{
+    for (guint r = 0; r < 2; r++) {
+        g_clear_pointer(&peers[r].cu, simpar_cuda_free);
+        g_clear_error(&peers[r].error);
+    }
+}
+
+/* `error` is a timeout after about `timeout_s` (not a hang) whose message holds every `want`. */
+static void
+cuda_test_timed_out(const GError *error, double seconds, const char *const *want)
+{
+    CU_ASSERT(g_error_matches(error, SIMPAR_WATCH_ERROR, SIMPAR_WATCH_ERROR_TIMEOUT));
+    CU_ASSERT(seconds < 30);
+    if (error == NULL)
+        return;
+    printf("\n    after %.1f s: %s", seconds, error->message);
+    for (guint i = 0; want[i] != NULL; i++)
+        CU_ASSERT_PTR_NOT_NULL(strstr(error->message, want[i]));
+}
+
+/* A peer that never arrives: this process runs rank 0 of a two-rank schedule and nobody runs
+ * rank 1, so ncclCommInitRankConfig never completes; after the 1 s timeout simpar_cuda_new
+ * fails, names the step and the waiting rank, and says what to do. */
+static void
+test_setup_timeout(void)
+{
+    g_autoptr(SimparSchedule) sched = cuda_test_pair(1);
+    guint8 id[SIMPAR_CUDA_ID_BYTES];
+    g_autoptr(GError) error = NULL;
+    CU_ASSERT_TRUE_FATAL(simpar_cuda_unique_id(id, &error));
+    const guint rank = 0;
+    const int device = 0;
+    SimparCudaConfig cfg = {1, &rank, &device, id, FALSE, 1.0};
+    gint64 t0 = g_get_monotonic_time();
+    g_autoptr(SimparCuda) cu = simpar_cuda_new(sched, &cfg, &error);
+    double seconds = (double) (g_get_monotonic_time() - t0) / G_USEC_PER_SEC;
+    CU_ASSERT_PTR_NULL(cu);
+    const char *want[] = {"creating the NCCL communicator of all 2 ranks",
+                          "no progress for 1 s",
+                          "rank 0",
+                          "aborted",
+                          "same schedule",
+                          "--nccl-timeout",
+                          NULL};
+    cuda_test_timed_out(error, seconds, want);
+}
+
+/* Rank 1 sets up but never runs: rank 0's run hangs in its start barrier until the timeout,
+ * then fails, aborts its communicators and leaves its SimparCuda unusable but freeable. */
+static void
+test_run_timeout(void)
+{
+    g_autoptr(SimparSchedule) sched = cuda_test_pair(1);
+    g_autoptr(GError) error = NULL;
+    CudaPeer peers[2];
+    if (!cuda_test_peers(peers, sched, sched, FALSE))
+        return;
+    CU_ASSERT_PTR_NOT_NULL(peers[0].cu);
+    CU_ASSERT_PTR_NOT_NULL(peers[1].cu);
+    CU_ASSERT_FALSE(peers[0].ran);
+    const char *want[] = {"running the schedule", "rank 0 in the start barrier", "aborted", NULL};
+    cuda_test_timed_out(peers[0].error, peers[0].seconds, want);
+    if (peers[0].cu != NULL) {
+        CU_ASSERT_FALSE(simpar_cuda_run(peers[0].cu, NULL, NULL, &error));
+        CU_ASSERT(g_error_matches(error, SIMPAR_CUDA_ERROR, SIMPAR_CUDA_ERROR_INVALID));
+        g_clear_error(&error);
+        double x[4];
+        CU_ASSERT_FALSE(simpar_cuda_read(peers[0].cu, 0, x, &error));
+        CU_ASSERT(g_error_matches(error, SIMPAR_CUDA_ERROR, SIMPAR_CUDA_ERROR_INVALID));
+    }
+    cuda_test_peers_clear(peers);
+}
+
+/* A mismatched schedule: rank 0 runs two all-reduces, rank 1 (another schedule, as another
+ * process with other options would) one. Rank 1 finishes; rank 0 times out naming its second
+ * all-reduce and its group. */
+static void
+test_mismatch_timeout(void)
+{
+    g_autoptr(SimparSchedule) two = cuda_test_pair(2);
+    g_autoptr(SimparSchedule) one = cuda_test_pair(1);
+    CudaPeer peers[2];
+    if (!cuda_test_peers(peers, two, one, TRUE))
+        return;
+    CU_ASSERT_TRUE(peers[1].ran);
+    CU_ASSERT_FALSE(peers[0].ran);
+    const char *want[] = {"'ar.1'", "2 of 2 on rank 0", "all-reduce on group 0 'tp' of 2 ranks",
+                          "unfinished", NULL};
+    cuda_test_timed_out(peers[0].error, peers[0].seconds, want);
+    cuda_test_peers_clear(peers);
 }
 
 /* ---------------------------------------------------------------- refusals */
@@ -520,7 +658,12 @@ static CU_TestInfo cuda_tests[] = {
     {"fp64 training steps that fit equal the host executor's to 1e-9", test_steps_fp64},
     {"fp32 training steps that fit equal the host executor's to 1e-4", test_steps_fp32},
     {"Two runs in a row time every op with end >= start >= 0 and a positive step", test_timing},
-    {"A run past its timeout fails, names a rank, and leaves the executor unusable", test_timeout},
+    {"A rank that never arrives times out in ncclCommInitRankConfig instead of hanging",
+     test_setup_timeout},
+    {"A peer that never runs times out the start barrier; the executor is then unusable",
+     test_run_timeout},
+    {"A mismatched schedule times out naming the unfinished all-reduce and its group",
+     test_mismatch_timeout},
     {"Bad ranks, devices, collectives and overlaps are refused with the right error",
      test_refusals},
     CU_TEST_INFO_NULL,

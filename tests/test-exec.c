@@ -1,6 +1,6 @@
 /* test-exec.c - the simpar-exec binary on the host executor: RUN.json and BENCH.json hold the
- * documented fields and numbers, --check passes, job arguments round-trip, bad inputs get one
- * clear message and the documented exit status.
+ * documented fields and numbers, --check passes, every run's outputs are verified, job
+ * arguments round-trip, bad inputs get one clear message and the documented exit status.
  *
  *   simpar-exec --run layer|step ... --check -o RUN.json   <- schedule rebuilt here from the
  *                                                            same job options: op for op
@@ -160,22 +160,44 @@ check_ops(JsonObject *run, const SimparSchedule *s)
     CU_ASSERT_DOUBLE_EQUAL(last - first, med, 1e-12);
 }
 
+static guint
+exec_output_shards(const SimparSchedule *s)
+{
+    guint n, outputs = 0;
+    const SimparShard *sh = simpar_schedule_shards(s, &n);
+    for (guint i = 0; i < n; i++)
+        outputs += sh[i].role == SIMPAR_SHARD_OUTPUT;
+    return outputs;
+}
+
 /* --check against the host: passed, every output shard compared, exactly equal numbers. */
 static void
 check_check(JsonObject *run, const SimparSchedule *s, double tolerance)
 {
     JsonObject *ck = json_object_get_object_member(run, "check");
     CU_ASSERT_PTR_NOT_NULL_FATAL(ck);
-    guint n, outputs = 0;
-    const SimparShard *sh = simpar_schedule_shards(s, &n);
-    for (guint i = 0; i < n; i++)
-        outputs += sh[i].role == SIMPAR_SHARD_OUTPUT;
+    guint outputs = exec_output_shards(s);
     CU_ASSERT_STRING_EQUAL(json_object_get_string_member(ck, "against"), "host");
     CU_ASSERT_EQUAL(json_object_get_int_member(ck, "buffers"), outputs);
     CU_ASSERT_TRUE(outputs > 0);
     CU_ASSERT_EQUAL(json_object_get_double_member(ck, "max_rel_error"), 0.0);
     CU_ASSERT_EQUAL(json_object_get_double_member(ck, "tolerance"), tolerance);
     CU_ASSERT_TRUE(json_object_get_boolean_member(ck, "passed"));
+}
+
+/* Every run's outputs verified before its timings: one block per distinct (tensor, rows,
+ * columns) of the output shards, the replicated ones those held by several ranks. */
+static void
+check_verified(JsonObject *run, const SimparSchedule *s, double tolerance)
+{
+    JsonObject *vd = json_object_get_object_member(run, "verified");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(vd);
+    guint shards = exec_output_shards(s);
+    gint64 blocks = json_object_get_int_member(vd, "blocks");
+    gint64 replicated = json_object_get_int_member(vd, "replicated");
+    CU_ASSERT_TRUE(blocks > 0 && blocks <= shards && replicated <= blocks);
+    CU_ASSERT_TRUE(blocks + replicated <= shards); /* a replicated block has 2 shards or more */
+    CU_ASSERT_EQUAL(json_object_get_double_member(vd, "tolerance"), tolerance);
 }
 
 /* job_args parse back into the same schedule. */
@@ -226,6 +248,7 @@ check_run(const char *job, SimparJobRun kind, const char *mode, guint ranks, con
     check_step_s(run, 3);
     check_ops(run, s);
     check_check(run, s, tolerance);
+    check_verified(run, s, tolerance);
     check_job_args(run, s, kind);
 }
 
@@ -246,16 +269,19 @@ test_step(void)
               SIMPAR_JOB_RUN_STEP, "1d", 8, "fp16", 1e-2);
 }
 
-/* Without -o: the summary on stdout, nothing on stderr; --check adds its table. */
+/* Without -o: the summary on stdout (with the verification of the outputs), nothing on stderr;
+ * --check adds its table. */
 static void
 test_summary(void)
 {
-    ExecRun r = exec_cli("--executor host --tp 2 --repeats 2 --warmup 0 --check");
+    ExecRun r = exec_cli("--executor host --tp 2 --repeats 2 --warmup 0 --check --nccl-timeout 30");
     CU_ASSERT_EQUAL(r.status, 0);
     CU_ASSERT_STRING_EQUAL(r.err, "");
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "executor:  host on host CPU"));
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "job:       layer --tp=2 (model tiny, 1d, 2 ranks"));
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "ops:       88\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "verified:  20 output blocks finite, 8 replicated ones "
+                                         "equal on every rank (to 1e-04)\n"));
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "step time: median "));
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "(2 repeats after 0 warm-up)"));
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "check against host: 28 output shards, worst relative "
@@ -459,7 +485,13 @@ test_refusals(void)
     refuses("--executor host --run layer --pp 2", 2, "--pp and --dp apply to --run step");
     refuses("--executor host --attention sparse", 2, "--attention sparse: valid are unfused");
     refuses("--executor host --seed -1", 2, "--seed -1: must be at least 0");
-    refuses("--executor host --timeout 0", 2, "--timeout 0: give seconds");
+    refuses("--executor host --nccl-timeout 0", 2,
+            "--nccl-timeout 0: give seconds, more than 0 and at most 86400 (a day)");
+    refuses("--executor host --nccl-timeout -5", 2, "--nccl-timeout -5: give seconds");
+    refuses("--executor host --nccl-timeout 1e9", 2, "--nccl-timeout 1e9: give seconds");
+    refuses("--executor host --nccl-timeout nan", 2, "--nccl-timeout nan: give seconds");
+    refuses("--executor host --nccl-timeout 5min", 2, "--nccl-timeout 5min: give seconds");
+    refuses("--executor host --bench gemm --nccl-timeout 0", 2, "--nccl-timeout 0: give seconds");
     refuses("--executor host --devices 0,x", 2, "--devices 0,x: 'x' is not a GPU index");
     refuses("--executor host --devices 1,1", 2, "GPU 1 is listed twice");
     refuses("--executor host extra", 2, "unexpected argument 'extra'");

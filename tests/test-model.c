@@ -239,22 +239,24 @@ static void
 test_a_zero_hidden_is_refused(void)
 {
     g_autofree char *path = model_write("zero.json", "{\"hidden\": 0}");
-    model_expect_failure(path, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID, "hidden 0", NULL);
+    model_expect_failure(path, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID, "\"hidden\" 0",
+                         NULL);
 }
 
 static void
 test_a_negative_hidden_is_refused(void)
 {
     g_autofree char *path = model_write("negative.json", "{\"hidden\": -5}");
-    model_expect_failure(path, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID, "hidden -5", NULL);
+    model_expect_failure(path, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID, "\"hidden\" -5",
+                         NULL);
 }
 
 static void
 test_a_hidden_not_divisible_by_heads_is_refused(void)
 {
     g_autofree char *path = model_write("odd.json", "{\"hidden\": 100, \"heads\": 3}");
-    model_expect_failure(path, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID, "hidden 100",
-                         "heads 3", NULL);
+    model_expect_failure(path, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID, "\"hidden\" 100",
+                         "\"heads\" 3", NULL);
 }
 
 static void

@@ -1,0 +1,59 @@
+/* fuzz-cli.c - the job command line, as words separated by NUL or newline bytes: the job and
+ * prediction options of simpar predict (simpar_job_add_options, simpar_predict_option_entries)
+ * parsed by simpar_cli_parse and checked by simpar_predict_args_resolve and simpar_job_check;
+ * and the same words as a measured run's job_args (simpar_job_args_from_argv), whose
+ * simpar_job_args_to_argv vector must parse back to itself. Help is disabled: --help would end
+ * the process (GOption's exit), which is the command line's documented behaviour, not a bug. */
+#include "cli.h"
+#include "fuzz.h"
+#include "predict-config.h"
+
+static void
+fuzz_predict_options(char **words)
+{
+    SimparJobArgs job;
+    simpar_job_args_init(&job);
+    SimparPredictArgs opts = {0};
+    g_autoptr(GOptionContext) ctx = g_option_context_new(NULL);
+    g_option_context_set_help_enabled(ctx, FALSE);
+    g_autofree GOptionEntry *entries = simpar_predict_option_entries(&opts, "backend");
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    simpar_job_add_options(ctx, &job, SIMPAR_JOB_OPTIONS_ALL);
+    int argc = (int) g_strv_length(words);
+    g_autofree char **argv = g_memdup2(words, sizeof(char *) * (argc + 1)); /* reordered */
+    char **parse = argv;
+    g_autoptr(GError) error = NULL;
+    SimparPredictContext pc = {0};
+    SimparModel model;
+    SimparTrain train;
+    if (simpar_cli_parse(ctx, "simpar", &argc, &parse, &error) &&
+        simpar_predict_args_resolve(&opts, "simgrid", &pc, &error))
+        simpar_job_check(&job, SIMPAR_JOB_RUN_STEP, SIMPAR_PREDICT_DEFAULT_MODEL, &model, &train,
+                         &error);
+    simpar_job_args_clear(&job);
+    simpar_predict_args_clear(&opts);
+}
+
+static void
+fuzz_job_round_trip(char **words)
+{
+    SimparJobArgs a, b;
+    simpar_job_args_init(&a), simpar_job_args_init(&b);
+    g_autoptr(GError) error = NULL;
+    if (simpar_job_args_from_argv(&a, (const char *const *) words + 1, &error)) {
+        g_auto(GStrv) first = simpar_job_args_to_argv(&a);
+        g_assert(simpar_job_args_from_argv(&b, (const char *const *) first, NULL));
+        g_auto(GStrv) second = simpar_job_args_to_argv(&b);
+        g_assert(g_strv_equal((const char *const *) first, (const char *const *) second));
+    }
+    simpar_job_args_clear(&a), simpar_job_args_clear(&b);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    g_auto(GStrv) words = fuzz_words(data, size);
+    fuzz_predict_options(words);
+    fuzz_job_round_trip(words);
+    return 0;
+}

@@ -1,0 +1,531 @@
+/* test-bad-input.c - the bad-input matrix: model files, topology files, calibration files,
+ * measured runs, sweep specs and the command line. Each case writes its files into a fresh
+ * folder, runs the simpar binary (SIMPAR_BIN) and asserts the exit status, an empty stdout and
+ * one stderr line holding every wanted piece: the file (or flag), the key or line where there
+ * is one, the value, and what would be valid. A SimGrid parser abort (SimGrid ends the process
+ * on some platform errors) must come back as that one line too, from predict and from sweep.
+ *
+ * "@" in the arguments and in the wanted pieces stands for the case's folder; "RUN" in a file's
+ * content for a measured run that simpar-exec (SIMPAR_EXEC_BIN) wrote, edited by `edit` (a
+ * sed-like "old|new" substitution of its first occurrence).
+ */
+#include "cli-run.h"
+#include "simpar-test.h"
+#include <glib/gstdio.h>
+
+#define V100 "topologies/v100x64.xml"
+#define HOST "topologies/host.xml"
+#define XML_HEAD                                                                                   \
+    "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"      \
+    "<platform version=\"4.1\">\n<zone id=\"w\" routing=\"Full\">\n"
+#define XML_TAIL "</zone>\n</platform>\n"
+#define GPU_PROPS                                                                                  \
+    "<prop id=\"peak_fp32_flops\" value=\"15e12\"/><prop id=\"mem_bandwidth_Bps\" "                \
+    "value=\"900e9\"/><prop id=\"mem_bytes\" value=\"17179869184\"/>"
+#define GPU(n, g) "<host id=\"node" #n "-gpu" #g "\" speed=\"15Tf\">" GPU_PROPS "</host>\n"
+
+typedef struct {
+    const char *category;
+    const char *file;    /* written into the case's folder as "f" (NULL: none) */
+    const char *content; /* of the file; "RUN" = simpar-exec's run edited by `edit` */
+    const char *edit;
+    const char *args;
+    int status;
+    const char *want[4]; /* every piece must be in the message */
+} BadCase;
+
+static const BadCase cases[] = {
+    /* ---- model files: schedule --model FILE */
+    {"model",
+     "m.json",
+     "{\"hidden\": 1024, \"heads\": 16",
+     NULL,
+     "schedule --tp 4 --model @/m.json",
+     1,
+     {"@/m.json:1:", "Parse error"}},
+    {"model",
+     "m.json",
+     "{\"hidden\": \"big\"}",
+     NULL,
+     "schedule --tp 4 --model @/m.json",
+     1,
+     {"@/m.json", "\"hidden\" must be an integer"}},
+    {"model",
+     "m.json",
+     "{\"hidden\": 1024, \"colour\": 3}",
+     NULL,
+     "schedule --tp 4 --model @/m.json",
+     1,
+     {"@/m.json", "unknown key \"colour\"", "(valid: name, base, hidden, heads"}},
+    {"model",
+     "m.json",
+     "{\"hidden\": -4}",
+     NULL,
+     "schedule --tp 4 --model @/m.json",
+     1,
+     {"@/m.json", "\"hidden\" -4 is out of range", "between 1 and 16777216"}},
+    {"model",
+     "m.json",
+     "{\"hidden\": 1000000000}",
+     NULL,
+     "schedule --tp 4 --model @/m.json",
+     1,
+     {"@/m.json", "\"hidden\" 1000000000 is out of range", "between 1 and 16777216"}},
+    {"model",
+     "m.json",
+     "[1, 2]",
+     NULL,
+     "schedule --tp 4 --model @/m.json",
+     1,
+     {"@/m.json", "must hold one JSON object"}},
+    {"model",
+     "m.json",
+     "",
+     NULL,
+     "schedule --tp 4 --model @/m.json",
+     1,
+     {"@/m.json", "must hold one JSON object"}},
+    {"model",
+     "m.json",
+     "\x01\xff\xfe garbage",
+     NULL,
+     "schedule --tp 4 --model @/m.json",
+     1,
+     {"@/m.json", "UTF-8"}},
+    {"model",
+     "m.json",
+     "{\"base\": \"gpt9\"}",
+     NULL,
+     "schedule --tp 4 --model @/m.json",
+     1,
+     {"@/m.json", "\"base\"", "gpt9", "valid: tiny, paper-3d"}},
+    {"model",
+     "m.json",
+     "{\"dtype\": \"fp7\"}",
+     NULL,
+     "schedule --tp 4 --model @/m.json",
+     1,
+     {"@/m.json", "\"dtype\"", "'fp7'", "fp16, bf16, fp32, fp64"}},
+    {"model",
+     "m.json",
+     "{\"hidden\": 1000, \"heads\": 16}",
+     NULL,
+     "schedule --tp 4 --model @/m.json",
+     1,
+     {"@/m.json", "\"hidden\" 1000 is not divisible by \"heads\" 16"}},
+    {"model",
+     "m.json",
+     "{\"hidden\": 64.5}",
+     NULL,
+     "schedule --tp 4 --model @/m.json",
+     1,
+     {"@/m.json", "\"hidden\" must be an integer"}},
+    {"model", NULL, NULL, NULL, "schedule --tp 4 --model @/none.json", 1, {"@/none.json"}},
+
+    /* ---- topology files: predict --topology FILE */
+    {"topology",
+     "t.xml",
+     "<platform><zone>\n</platform>\n",
+     NULL,
+     "--topology @/t.xml --model tiny",
+     1,
+     {"--topology @/t.xml", "not well-formed XML", "line 2"}},
+    {"topology",
+     "t.xml",
+     "",
+     NULL,
+     "--topology @/t.xml --model tiny",
+     1,
+     {"--topology @/t.xml", "not well-formed XML", "empty"}},
+    {"topology",
+     "t.xml",
+     "\x01\x02 binary",
+     NULL,
+     "--topology @/t.xml --model tiny",
+     1,
+     {"--topology @/t.xml", "not well-formed XML", "line 1"}},
+    {"topology",
+     "t.xml",
+     XML_HEAD GPU(0, 0) GPU(0, 0) XML_TAIL,
+     NULL,
+     "--topology @/t.xml --model tiny",
+     1,
+     {"--topology @/t.xml", "SimGrid cannot use this platform",
+      "Refusing to create a second host named 'node0-gpu0'"}},
+    {"topology",
+     "t.xml",
+     XML_HEAD "<host id=\"node0-gpu0\" speed=\"fast\"/>\n" XML_TAIL,
+     NULL,
+     "--topology @/t.xml --model tiny",
+     1,
+     {"--topology @/t.xml", "SimGrid cannot use this platform", "t.xml:5", "fast"}},
+    {"topology",
+     "t.xml",
+     XML_HEAD GPU(0, 0) GPU(0, 1) "<link id=\"l\" bandwidth=\"-5GBps\" latency=\"1us\"/>\n"
+                                  "<route src=\"node0-gpu0\" dst=\"node0-gpu1\"><link_ctn "
+                                  "id=\"l\"/></route>\n" XML_TAIL,
+     NULL,
+     "--topology @/t.xml --model tiny",
+     1,
+     {"--topology @/t.xml", "link l has bandwidth -5e+09 B/s", "a bandwidth > 0"}},
+    {"topology",
+     "t.xml",
+     XML_HEAD GPU(0, 0) GPU(0, 1) "<route src=\"node0-gpu0\" dst=\"node0-gpu1\"><link_ctn "
+                                  "id=\"nolink\"/></route>\n" XML_TAIL,
+     NULL,
+     "--topology @/t.xml --model tiny",
+     1,
+     {"--topology @/t.xml", "SimGrid cannot use this platform", "nolink"}},
+    {"topology",
+     "t.xml",
+     XML_HEAD "<host id=\"node0-gpu0\" speed=\"1Gf\"/>\n" XML_TAIL,
+     NULL,
+     "--topology @/t.xml --model tiny",
+     1,
+     {"--topology @/t.xml", "node0-gpu0 lacks the property", "e.g. <prop id="}},
+    {"topology",
+     "t.xml",
+     XML_HEAD "<host id=\"gpu0\" speed=\"1Gf\"/>\n" XML_TAIL,
+     NULL,
+     "--topology @/t.xml --model tiny",
+     1,
+     {"--topology @/t.xml", "no host is named node<N>-gpu<G>"}},
+    {"topology", NULL, NULL, NULL, "--topology @/none.xml --model tiny", 1, {"@/none.xml"}},
+    {"topology", NULL, NULL, NULL, "--topology @ --model tiny", 1, {"@", "directory"}},
+    {"topology",
+     "t.xml",
+     XML_HEAD GPU(0, 0) GPU(0, 0) XML_TAIL,
+     NULL,
+     "sweep --topology @/t.xml --model tiny -q -o @/s.csv",
+     1,
+     {"--topology @/t.xml", "Refusing to create a second host named 'node0-gpu0'"}},
+    {"topology",
+     "t.xml",
+     "<platform><zone>\n</platform>\n",
+     NULL,
+     "sweep --topology @/t.xml --model tiny -q -o @/s.csv",
+     1,
+     {"--topology @/t.xml", "not well-formed XML"}},
+
+    /* ---- calibration files: predict --calibration FILE */
+    {"calibration",
+     "c.json",
+     "{\"gemm_eff_max\": 2.5}",
+     NULL,
+     "--topology " V100 " --model tiny --tp-mode 1d --calibration @/c.json",
+     1,
+     {"@/c.json", "\"gemm_eff_max\" = 2.5 is out of range", "> 0 and at most 1"}},
+    {"calibration",
+     "c.json",
+     "{\"gemm_eff_max\": \"x\"}",
+     NULL,
+     "--topology " V100 " --model tiny --tp-mode 1d --calibration @/c.json",
+     1,
+     {"@/c.json", "\"gemm_eff_max\" must be a number"}},
+    {"calibration",
+     "c.json",
+     "{\"links\": {}}",
+     NULL,
+     "--topology " V100 " --model tiny --tp-mode 1d --calibration @/c.json",
+     1,
+     {"@/c.json", "unknown key \"links\"", "(valid: gemm_eff_max"}},
+    {"calibration",
+     "c.json",
+     "{\"gemm_eff_max\": 0.5,",
+     NULL,
+     "--topology " V100 " --model tiny --tp-mode 1d --calibration @/c.json",
+     1,
+     {"@/c.json:1:", "Parse error"}},
+    {"calibration",
+     "c.json",
+     "\xff\xfe",
+     NULL,
+     "--topology " V100 " --model tiny --tp-mode 1d --calibration @/c.json",
+     1,
+     {"@/c.json", "UTF-8"}},
+    {"calibration",
+     "c.json",
+     "{\"intra_node_bandwidth_Bps\": -1}",
+     NULL,
+     "--topology " V100 " --model tiny --tp-mode 1d --calibration @/c.json",
+     1,
+     {"@/c.json", "\"intra_node_bandwidth_Bps\" must be a number > 0"}},
+    {"calibration",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model tiny --tp-mode 1d --calibration @/none.json",
+     1,
+     {"@/none.json"}},
+
+    /* ---- measured runs: validate --measured RUN.json */
+    {"measured",
+     "r.json",
+     "{\"format\": \"simpar-run\",",
+     NULL,
+     "validate --measured @/r.json --topology " HOST,
+     1,
+     {"@/r.json", "Parse error"}},
+    {"measured",
+     "r.json",
+     "[]",
+     NULL,
+     "validate --measured @/r.json --topology " HOST,
+     1,
+     {"@/r.json", "the top level must be one JSON object"}},
+    {"measured",
+     "r.json",
+     "{\"format\": \"simpar-run\"}",
+     NULL,
+     "validate --measured @/r.json --topology " HOST,
+     1,
+     {"@/r.json", "version is missing"}},
+    {"measured",
+     "r.json",
+     "{\"format\": \"simpar-run\", \"version\": 99}",
+     NULL,
+     "validate --measured @/r.json --topology " HOST,
+     1,
+     {"@/r.json", "\"version\" is 99", "reads version 1"}},
+    {"measured",
+     "r.json",
+     "RUN",
+     "\"ranks\" : 2|\"ranks\" : 0",
+     "validate --measured @/r.json --topology " HOST,
+     1,
+     {"@/r.json", "ranks is 0", "at least 1"}},
+    {"measured",
+     "r.json",
+     "RUN",
+     "\"ranks\" : 2|\"ranks\" : 7",
+     "validate --measured @/r.json --topology " HOST,
+     1,
+     {"@/r.json", "7 ranks, the schedule has 2", "does not match"}},
+    {"measured",
+     "r.json",
+     "RUN",
+     "\"start_s\" : |\"start_s\" : \"soon\", \"x\" : ",
+     "validate --measured @/r.json --topology " HOST,
+     1,
+     {"@/r.json", "ops[0].start_s is \"soon\"", "must be a number"}},
+    {"measured",
+     "r.json",
+     "RUN",
+     "\"--tp=2\"|\"--tpx=2\"",
+     "validate --measured @/r.json --topology " HOST,
+     1,
+     {"@/r.json", "job_args", "--tpx=2"}},
+    {"measured",
+     "r.json",
+     "RUN",
+     "\"ops\" :|\"opz\" :",
+     "validate --measured @/r.json --topology " HOST,
+     1,
+     {"@/r.json", "ops is missing"}},
+    {"measured",
+     "r.json",
+     "RUN",
+     "\"format\" : \"simpar-run\"|\"format\" : \"simpar-bench\"",
+     "validate --measured @/r.json --topology " HOST,
+     1,
+     {"@/r.json", "\"format\" is \"simpar-bench\"", "reads \"simpar-run\""}},
+
+    /* ---- sweep specs: sweep --spec FILE */
+    {"sweep spec",
+     "s.ini",
+     "gpus=16\n",
+     NULL,
+     "sweep --topology " V100 " --spec @/s.ini -o @/s.csv",
+     2,
+     {"--spec @/s.ini", "a key file with a [sweep] group"}},
+    {"sweep spec",
+     "s.ini",
+     "[sweep]\ncolour=3\n",
+     NULL,
+     "sweep --topology " V100 " --spec @/s.ini -o @/s.csv",
+     2,
+     {"--spec @/s.ini", "colour is not a sweep option", "long flag names"}},
+    {"sweep spec",
+     "s.ini",
+     "[other]\ngpus=16\n",
+     NULL,
+     "sweep --topology " V100 " --spec @/s.ini -o @/s.csv",
+     2,
+     {"--spec @/s.ini", "no [sweep] group"}},
+    {"sweep spec",
+     "s.ini",
+     "[sweep]\ngpus=abc\n",
+     NULL,
+     "sweep --topology " V100 " --spec @/s.ini -o @/s.csv",
+     2,
+     {"--spec @/s.ini: [sweep] gpus: --gpus abc", "'abc' is not a whole number", "N, A..B"}},
+    {"sweep spec",
+     "s.ini",
+     "[sweep]\nlayers=0\n",
+     NULL,
+     "sweep --topology " V100 " --spec @/s.ini -o @/s.csv",
+     2,
+     {"--spec @/s.ini: [sweep] layers: --layers 0", "out of range", "from 1 to 16777216"}},
+    {"sweep spec",
+     "s.ini",
+     "[sweep]\njobs=many\n",
+     NULL,
+     "sweep --topology " V100 " --spec @/s.ini -o @/s.csv",
+     2,
+     {"--spec @/s.ini", "jobs", "many"}},
+    {"sweep spec",
+     NULL,
+     NULL,
+     NULL,
+     "sweep --topology " V100 " --spec @/none.ini -o @/s.csv",
+     2,
+     {"--spec @/none.ini", "No such file"}},
+
+    /* ---- the command line */
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --gpus 1000000000000",
+     2,
+     {"--gpus 1000000000000", "between 1"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "schedule --tp 4 --hidden 1000000000",
+     2,
+     {"--hidden 1000000000", "out of range"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "topology --preset dgx-a100 --nodes 1000000 -o @/t.xml",
+     2,
+     {"--nodes 1000000"}},
+    {"cli", NULL, NULL, NULL, "--topology " V100 " --jobs 5000", 2, {"--jobs 5000", "1 to 1024"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --time-budget never",
+     2,
+     {"--time-budget never", "(0, 10080]"}},
+    {"cli", NULL, NULL, NULL, "sweep --topology " V100 " --gpus 0 -o @/s.csv", 2, {"--gpus 0"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --tp-mode 2d --gpus 48",
+     1,
+     {"--tp 48 is not a square"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --frobnicate",
+     2,
+     {"Unknown option --frobnicate"}},
+};
+
+static char *run_json; /* a measured run of simpar-exec, written once */
+
+static const char *
+measured_run(void)
+{
+    if (run_json != NULL)
+        return run_json;
+    g_autofree char *cmd =
+        g_strdup_printf("%s --executor host --run layer --tp-mode 1d --tp 2 --model tiny "
+                        "--repeats 1 --warmup 0",
+                        g_getenv("SIMPAR_EXEC_BIN"));
+    g_autofree char *dir = g_dir_make_tmp("simpar-bad-run-XXXXXX", NULL);
+    g_autofree char *path = g_build_filename(dir, "run.json", NULL);
+    g_autofree char *full = g_strdup_printf("%s -o %s", cmd, path);
+    g_auto(GStrv) argv = NULL;
+    g_assert(g_shell_parse_argv(full, NULL, &argv, NULL));
+    int wait = 0;
+    g_assert(g_spawn_sync(NULL, argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, NULL,
+                          &wait, NULL));
+    g_assert(g_spawn_check_wait_status(wait, NULL));
+    g_assert(g_file_get_contents(path, &run_json, NULL, NULL));
+    g_remove(path);
+    g_rmdir(dir);
+    return run_json;
+}
+
+/* `text` with "@" replaced by `dir` (transfer full). */
+static char *
+at_dir(const char *text, const char *dir)
+{
+    g_auto(GStrv) parts = g_strsplit(text, "@", -1);
+    return g_strjoinv(dir, parts);
+}
+
+static gboolean
+bad_case(const BadCase *c)
+{
+    g_autofree char *dir = g_dir_make_tmp("simpar-bad-XXXXXX", NULL);
+    g_autofree char *file = c->file != NULL ? g_build_filename(dir, c->file, NULL) : NULL;
+    if (file != NULL) {
+        g_autofree char *content = NULL;
+        if (g_str_equal(c->content, "RUN")) {
+            g_auto(GStrv) edit = g_strsplit(c->edit, "|", 2);
+            const char *run = measured_run(), *at = strstr(run, edit[0]);
+            g_assert(at != NULL); /* the edit must apply */
+            content =
+                g_strdup_printf("%.*s%s%s", (int) (at - run), run, edit[1], at + strlen(edit[0]));
+        } else {
+            content = g_strdup(c->content);
+        }
+        g_assert(g_file_set_contents(file, content, -1, NULL));
+    }
+    g_autofree char *args = at_dir(c->args, dir);
+    SimparCliRun r = simpar_cli_run(args);
+    gboolean ok = r.status == c->status && r.out[0] == '\0' && r.err[0] != '\0' &&
+                  strchr(r.err, '\n') == r.err + strlen(r.err) - 1;
+    for (guint i = 0; i < G_N_ELEMENTS(c->want) && c->want[i] != NULL; i++) {
+        g_autofree char *want = at_dir(c->want[i], dir);
+        ok = ok && strstr(r.err, want) != NULL;
+    }
+    if (!ok)
+        printf("\n    [%s] simpar %s -> status %d (want %d), stdout %zu bytes, stderr: %s",
+               c->category, args, r.status, c->status, strlen(r.out), r.err);
+    simpar_cli_run_clear(&r);
+    simpar_test_tmpdir_remove(g_steal_pointer(&dir));
+    return ok;
+}
+
+static void
+test_matrix(void)
+{
+    guint failed = 0;
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++)
+        failed += !bad_case(&cases[i]);
+    CU_ASSERT_EQUAL(failed, 0);
+    CU_ASSERT_TRUE(G_N_ELEMENTS(cases) >= 40);
+}
+
+static int
+suite_clean(void)
+{
+    g_clear_pointer(&run_json, g_free);
+    return 0;
+}
+
+static CU_TestInfo bad_input_tests[] = {
+    {"every bad input: one line naming the file or flag, the key, the value, what is valid",
+     test_matrix},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"bad inputs", NULL, suite_clean, NULL, NULL, bad_input_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+int
+main(void)
+{
+    return simpar_test_main(suites);
+}
