@@ -11,8 +11,8 @@
 # where it provably stands for all), W3 also with its blocks timed on the analytic backend
 # (--block-backend analytic), against the exact mode (every round of every collective, every
 # rank: --collectives exact --tp-slices all) where that is affordable: the same shapes on 512
-# GPUs (W2: DP 8; W3: q = 8). With --exact also W2's exact mode at 4096 GPUs (7 minutes on 2
-# cores). Wall time, peak RSS and the predicted step of each run.
+# GPUs (W2: DP 8; W3: q = 8). With --exact also W2's and W3's exact modes at 4096 GPUs (6 and 48
+# minutes on 2 cores). Wall time, peak RSS and the predicted step of each run.
 #
 #   bench/predict-4096.sh [BUILD_DIR] [--exact]     (default build)
 #
@@ -63,6 +63,7 @@ compare "W2 4096 GPUs: one slice against every rank" "$w2_default" "$step"
 run "W3 4096 GPUs (q=16), default" "$dir/a4096.xml" $w3 --tp 4096
 w3_default=$step
 run "W3 4096 GPUs (q=16), analytic blocks" "$dir/a4096.xml" $w3 --tp 4096 --block-backend analytic
+w3_fast=$step
 compare "W3 4096 GPUs: analytic blocks against default" "$step" "$w3_default"
 
 run "W2 shape on 512 GPUs (DP 8), default" "$dir/a512.xml" $w2 --dp 8
@@ -83,4 +84,8 @@ compare "W3 shape on 512 GPUs: analytic blocks against exact" "$fast" "$step"
 if [ "$exact" = "--exact" ]; then
     run "W2 4096 GPUs, exact" "$dir/a4096.xml" $w2 --dp 64 $exact_mode
     compare "W2 4096 GPUs: default against exact" "$w2_default" "$step"
+    run "W3 4096 GPUs (q=16), exact" "$dir/a4096.xml" $w3 --tp 4096 $exact_mode \
+        --time-budget 240
+    compare "W3 4096 GPUs: default against exact" "$w3_default" "$step"
+    compare "W3 4096 GPUs: analytic blocks against exact" "$w3_fast" "$step"
 fi

@@ -4,7 +4,7 @@
 
 static const SimparBackend backends[] = {
     {"simgrid", "SimGrid flow model: contention on shared links (one actor per GPU stream)",
-     simpar_backend_simgrid_run, FALSE, 7e-6, 6.5e-9, 2},
+     simpar_backend_simgrid_run, FALSE, 7e-6, 6.5e-9, 4},
     {"analytic", "closed form per collective, dependencies and streams honoured, no contention",
      simpar_backend_analytic_run, FALSE, 0, 0, 0},
     {"formula", "analytic, with the training step from closed forms per pipeline stage (sweeps)",
