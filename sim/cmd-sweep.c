@@ -88,29 +88,27 @@ sweep_spec_unset(const GOptionEntry *e)
     }
 }
 
-/* Options a spec file may also give, keyed by their long name. */
+/* An option the command line left unset (sweep_spec_unset), from the spec file's `key`. */
 static gboolean
 sweep_spec_set(const GOptionEntry *e, GKeyFile *kf, const char *key, GError **error)
 {
     switch (e->arg) {
     case G_OPTION_ARG_STRING:
     case G_OPTION_ARG_FILENAME:
-        if (*(char **) e->arg_data == NULL && !sweep_spec_escapes(kf, key, error))
+        if (!sweep_spec_escapes(kf, key, error))
             return FALSE;
-        if (*(char **) e->arg_data == NULL)
-            *(char **) e->arg_data = g_key_file_get_string(kf, "sweep", key, error);
-        return error == NULL || *error == NULL; /* "\d" gives a string and an error */
+        *(char **) e->arg_data = g_key_file_get_string(kf, "sweep", key, error);
+        break; /* "\d" gives a string and an error */
     case G_OPTION_ARG_INT64:
-        if (*(gint64 *) e->arg_data == SIMPAR_JOB_UNSET)
-            *(gint64 *) e->arg_data = g_key_file_get_int64(kf, "sweep", key, error);
-        return error == NULL || *error == NULL;
+        *(gint64 *) e->arg_data = g_key_file_get_int64(kf, "sweep", key, error);
+        break;
     case G_OPTION_ARG_NONE:
-        if (!*(gboolean *) e->arg_data)
-            *(gboolean *) e->arg_data = g_key_file_get_boolean(kf, "sweep", key, error);
-        return error == NULL || *error == NULL;
+        *(gboolean *) e->arg_data = g_key_file_get_boolean(kf, "sweep", key, error);
+        break;
     default:
         g_assert_not_reached();
     }
+    return error == NULL || *error == NULL;
 }
 
 /* --spec FILE: [sweep] keys named like the long flags; the command line wins. The keys it
@@ -142,8 +140,9 @@ sweep_load_spec(const char *path, const GOptionEntry *const *tables, GPtrArray *
                         path, keys[k]);
             return FALSE;
         }
-        if (sweep_spec_unset(e))
-            g_ptr_array_add(given, g_strdup(keys[k]));
+        if (!sweep_spec_unset(e))
+            continue; /* the command line wins */
+        g_ptr_array_add(given, g_strdup(keys[k]));
         if (!sweep_spec_set(e, kf, keys[k], &local)) {
             g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE, "--spec %s: %s", path,
                         local->message);
