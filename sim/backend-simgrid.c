@@ -61,6 +61,7 @@ typedef struct {
     GPtrArray *spare;          /* the empty ones (owned), mailbox and all */
     guint n_mailboxes;         /* rendezvous made */
     guint64 progress;          /* ops ended so far: the driver's deadlock watch */
+    const SimparQuotient *q;   /* the ranks simulated, or NULL for every rank */
 } Simgrid;
 
 struct _SimgridStream {
@@ -185,8 +186,12 @@ simgrid_fused(Simgrid *sg, guint coll, guint m)
     if (f->built)
         return f;
     GArray *xfers = simpar_replay_member_xfers(sg->r, coll, m);
+    const guint *ranks = simpar_schedule_group_ranks(sg->r->run->sched, rc->sched_group);
     for (guint i = 0; i < xfers->len; i++) {
-        const SimparXfer *x = &g_array_index(xfers, SimparXfer, i);
+        SimparXfer *x = &g_array_index(xfers, SimparXfer, i);
+        if (sg->q != NULL) /* the peer's simulated rank, a member too (replay-quotient.c) */
+            x->peer =
+                simpar_group_index(sg->r->run->sched, rc->sched_group, sg->q->rep[ranks[x->peer]]);
         guint src = rc->group.gpus[x->send ? m : x->peer];
         guint dst = rc->group.gpus[x->send ? x->peer : m];
         SimparRoute route;
@@ -218,6 +223,10 @@ simgrid_collective(SimgridStream *st, guint inst, const SimparOp *op)
     const SimparReplayColl *rc = &g_array_index(r->colls, SimparReplayColl, coll);
     if (rc->group.n < 2)
         return;
+    if (st->sg->q != NULL && st->sg->q->idle[coll]) {
+        sg_actor_sleep_for(rc->time_s);
+        return;
+    }
     guint m = simpar_group_index(r->run->sched, op->u.coll.group, st->rank);
     if (r->run->mode == SIMPAR_COLL_MODE_EXACT)
         simgrid_coll_exact(st, simpar_replay_expansion(r, coll), op->u.coll.group, r->coll_k[inst],
@@ -380,6 +389,8 @@ simgrid_start_actors(Simgrid *sg, SimgridStream *streams)
     const SimparReplay *r = sg->r;
     guint n_actors = 0;
     for (guint rank = 0; rank < r->n_ranks; rank++) {
+        if (sg->q != NULL && sg->q->rep[rank] != rank)
+            continue; /* its representative runs in its place */
         for (guint s = 0; s < r->n_streams; s++) {
             if (r->seq[rank * r->n_streams + s]->len == 0)
                 continue;
@@ -496,6 +507,42 @@ simgrid_lone_ring(const SimparReplay *r, SimparSpan *spans)
     return TRUE;
 }
 
+/* Builds every fused transfer of the simulated ranks, while the routes are the platform's. */
+static void
+simgrid_quotient_fused(Simgrid *sg)
+{
+    const SimparReplay *r = sg->r;
+    const SimparSchedule *s = r->run->sched;
+    for (guint rank = 0; rank < r->n_ranks; rank++) {
+        guint n;
+        const guint *ops = simpar_schedule_rank_ops(s, rank, &n);
+        for (guint i = 0; i < n && sg->q->rep[rank] == rank; i++) {
+            const SimparOp *op = simpar_schedule_op(s, ops[i]);
+            guint coll = r->coll_of_op[ops[i]];
+            if (op->kind == SIMPAR_OP_COLLECTIVE && !sg->q->idle[coll] &&
+                g_array_index(r->colls, SimparReplayColl, coll).group.n > 1)
+                (void) simgrid_fused(sg, coll, simpar_group_index(s, op->u.coll.group, rank));
+        }
+    }
+}
+
+/* Every rank's spans are its representative's, op for op. */
+static void
+simgrid_quotient_spans(const SimparReplay *r, const SimparQuotient *q, SimparSpan *spans)
+{
+    const SimparSchedule *s = r->run->sched;
+    for (guint rank = 0; rank < r->n_ranks; rank++) {
+        if (q->rep[rank] == rank)
+            continue;
+        guint n;
+        const guint *ops = simpar_schedule_rank_ops(s, rank, &n);
+        const guint *rops = simpar_schedule_rank_ops(s, q->rep[rank], &n);
+        for (guint l = 0; l < r->run->n_layers; l++)
+            for (guint i = 0; i < n; i++)
+                spans[l * r->n_ops + ops[i]] = spans[l * r->n_ops + rops[i]];
+    }
+}
+
 void
 simpar_backend_simgrid_run(const SimparRun *run, SimparSpan *spans)
 {
@@ -504,8 +551,22 @@ simpar_backend_simgrid_run(const SimparRun *run, SimparSpan *spans)
         return;
     Simgrid sg;
     simgrid_state_init(&sg, r, spans);
+    SimparQuotient q;
+    gboolean folded = simpar_replay_quotient(r, &q);
+    if (run->n_simulated != NULL)
+        *run->n_simulated = q.n_sim;
+    if (folded) {
+        sg.q = &q;
+        simgrid_quotient_fused(&sg);
+        (void) simpar_platform_scale_fabric(run->net, 1.0 / q.fiber);
+    }
     g_autofree SimgridStream *streams = g_new(SimgridStream, r->n_ranks * r->n_streams);
     guint n_actors = simgrid_start_actors(&sg, streams);
     simgrid_wait_actors(&sg, streams, n_actors);
+    if (sg.q != NULL) {
+        (void) simpar_platform_scale_fabric(run->net, 1);
+        simgrid_quotient_spans(r, &q, spans);
+    }
     simgrid_state_clear(&sg);
+    simpar_quotient_clear(&q);
 }

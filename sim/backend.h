@@ -57,6 +57,15 @@ typedef struct {
     /* exact mode: play every round on SimGrid even where the idle evaluation is proven equal
      * (a lone ring collective on links it cannot saturate: backend-simgrid.c) */
     gboolean play_all;
+    /* fused mode: simulate every rank on SimGrid even where a quotient of alike ranks is proven
+     * to give the same spans (replay-quotient.c) */
+    gboolean every_rank;
+    /* the run times the ends blocks (embedding, head: once per micro-batch): a quotient times
+     * their collectives that do not fold on an idle network (replay-quotient.c) */
+    gboolean ends;
+    /* out, when not NULL: how many ranks the run simulated (a quotient's: fewer than the
+     * schedule's); backends that simulate none leave it */
+    guint *n_simulated;
 } SimparRun;
 
 typedef struct {

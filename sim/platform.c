@@ -36,6 +36,10 @@ struct _SimparPlatform {
     GHashTable *routes;                 /* (src << 32 | dst) -> SimparRoute */
     guint gpus_per_node;                /* of a file `simpar topology` wrote, unchanged; else 0 */
     const PlatformGenerated *generated; /* the file as the parent found it, or NULL */
+    gint *shapes;                       /* per representative pair: its route shape, or -1 */
+    GHashTable *shape_ids;              /* route shape key -> id + 1 */
+    GPtrArray *fabric;                  /* the fabric links (sg_link_t), found on first use */
+    double *fabric_bw;                  /* their bandwidths before any scaling */
     SimparPlatformJob job;
     gpointer data;
     GString *out;
@@ -702,6 +706,94 @@ simpar_platform_route_links(const SimparNet *net, guint src, guint dst, GPtrArra
         g_autofree char *real_name = g_strdup_printf("node%u-%s", real, name + off);
         out->pdata[i] = sg_link_by_name(real_name);
         g_assert(out->pdata[i] != NULL);
+    }
+    return TRUE;
+}
+
+/* ------------------------------------------------------- route shapes and fabric, for replays */
+
+/* The shape of the route between representative GPUs a -> b: its links in order, a node link
+ * as "s:" or "d:" (the source's or the destination's node) and its name after "node<k>-", a
+ * fabric link as its name; NULL when a link is neither. */
+static char *
+platform_shape_key(const SimparPlatform *p, guint a, guint b)
+{
+    g_autoptr(GPtrArray) links = g_ptr_array_new();
+    platform_route_links(p, a, b, links);
+    GString *key = g_string_new(NULL);
+    for (guint i = 0; i < links->len; i++) {
+        const char *name = sg_link_get_name(links->pdata[i]);
+        guint k;
+        int off = 0;
+        if (g_str_has_prefix(name, "spine-")) {
+            g_string_append_printf(key, "%s;", name);
+        } else if (sscanf(name, "node%u-%n", &k, &off) == 1 && off > 0 &&
+                   (k == p->nodes[a] || k == p->nodes[b])) {
+            g_string_append_printf(key, "%c:%s;", k == p->nodes[a] ? 's' : 'd', name + off);
+        } else {
+            g_string_free(key, TRUE);
+            return NULL;
+        }
+    }
+    return g_string_free(key, FALSE);
+}
+
+gint
+simpar_platform_route_shape(const SimparNet *net, guint src, guint dst)
+{
+    if (net->route != platform_route)
+        return -1;
+    SimparPlatform *p = (SimparPlatform *) ((char *) net - G_STRUCT_OFFSET(SimparPlatform, net));
+    guint g = p->gpus_per_node;
+    if (g == 0)
+        return -1;
+    platform_representative(p, &src, &dst);
+    if (p->shapes == NULL) {
+        p->shapes = g_new(gint, 4 * g * g);
+        for (guint i = 0; i < 4 * g * g; i++)
+            p->shapes[i] = -2; /* not looked up yet */
+        p->shape_ids = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    }
+    gint *shape = &p->shapes[src * 2 * g + dst];
+    if (*shape == -2) {
+        char *key = platform_shape_key(p, src, dst);
+        if (key == NULL) {
+            *shape = -1;
+        } else {
+            gpointer id = g_hash_table_lookup(p->shape_ids, key);
+            if (id == NULL) {
+                id = GUINT_TO_POINTER(g_hash_table_size(p->shape_ids) + 1);
+                g_hash_table_insert(p->shape_ids, key, id);
+            } else {
+                g_free(key);
+            }
+            *shape = (gint) GPOINTER_TO_UINT(id) - 1;
+        }
+    }
+    return *shape;
+}
+
+gboolean
+simpar_platform_scale_fabric(const SimparNet *net, double factor)
+{
+    if (net->route != platform_route)
+        return FALSE;
+    SimparPlatform *p = (SimparPlatform *) ((char *) net - G_STRUCT_OFFSET(SimparPlatform, net));
+    if (p->fabric == NULL) {
+        p->fabric = g_ptr_array_new();
+        sg_link_t *all = sg_link_list();
+        for (size_t i = 0; i < sg_link_count(); i++)
+            if (g_str_has_prefix(sg_link_get_name(all[i]), "spine-"))
+                g_ptr_array_add(p->fabric, all[i]);
+        free(all); /* xbt_new, that is malloc */
+        p->fabric_bw = g_new(double, p->fabric->len + 1);
+        for (guint i = 0; i < p->fabric->len; i++)
+            p->fabric_bw[i] = sg_link_get_bandwidth(p->fabric->pdata[i]);
+    }
+    for (guint i = 0; i < p->fabric->len; i++) {
+        if (factor != 1) /* what calibration left, unscaled */
+            p->fabric_bw[i] = sg_link_get_bandwidth(p->fabric->pdata[i]);
+        sg_link_set_bandwidth(p->fabric->pdata[i], p->fabric_bw[i] * factor);
     }
     return TRUE;
 }

@@ -76,6 +76,15 @@ gboolean simpar_platform_gpu(const SimparPlatform *p, guint gpu, SimparGpu *out,
 /* Appends the SimGrid links (sg_link_t, one per direction) of the route src -> dst of a net
  * from simpar_platform_net(); FALSE, appending nothing, for any other net. */
 gboolean simpar_platform_route_links(const SimparNet *net, guint src, guint dst, GPtrArray *out);
+/* Of a file `simpar topology` wrote, unchanged: an id of the shape of the route src -> dst of a
+ * net from simpar_platform_net(). Two routes of one shape cross the same links, in order, up to
+ * which node's copy of a node link ("node<k>-...") they take: their source's node links for the
+ * one's source's, their destination's for the one's destination's; the shared fabric links
+ * ("spine-...") are the same. -1 for other files and nets (and a route of other links). */
+gint simpar_platform_route_shape(const SimparNet *net, guint src, guint dst);
+/* Scales the bandwidth of every fabric link ("spine-...") by `factor`; a factor of 1 restores
+ * what the last other factor scaled. In the child, between runs; FALSE for other nets. */
+gboolean simpar_platform_scale_fabric(const SimparNet *net, double factor);
 gboolean simpar_platform_calibrate_links(const SimparPlatform *p, const char *path, GError **error);
 
 G_END_DECLS

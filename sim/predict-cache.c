@@ -26,7 +26,7 @@ typedef struct {
     SimparGpu gpu; /* pointers and doubles only: no padding */
     const void *backend, *net, *algo;
     double chunk_bytes;
-    gint64 proto, max_chunks, mode, play_all, tp, tp_stride, local, aux_width;
+    gint64 proto, max_chunks, mode, play_all, every_rank, tp, tp_stride, local, aux_width;
 } CacheBlockKey;
 
 typedef struct {
@@ -153,6 +153,7 @@ cache_block_key(const SimparStepTimer *tm, const SimparModel *model, const Simpa
     k->backend = tm->backend, k->net = tm->base.net, k->algo = tm->base.algo;
     k->chunk_bytes = tm->base.coll.chunk_bytes, k->max_chunks = tm->base.coll.max_chunks;
     k->proto = tm->base.coll.proto, k->mode = tm->base.mode, k->play_all = tm->base.play_all;
+    k->every_rank = tm->base.every_rank;
     k->tp = train->tp.tp, k->tp_stride = train->stride[SIMPAR_AXIS_TP];
     k->local = train->schedule == SIMPAR_PIPE_LOCAL;
     k->aux_width = k->local ? train->aux_head_width : 0;
@@ -166,6 +167,7 @@ cache_blocks_share(const SimparBlockTimes *from, SimparBlockTimes *to)
     to->compute_s = g_hash_table_ref(from->compute_s);
     to->layer_axes = g_array_copy(from->layer_axes);
     to->layer_comm_bytes = from->layer_comm_bytes;
+    to->layer_ranks = from->layer_ranks;
 }
 
 void

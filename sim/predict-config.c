@@ -44,7 +44,9 @@ simpar_predict_option_entries(SimparPredictArgs *a, const char *backend_help)
         {"tp-slices", 0, 0, G_OPTION_ARG_STRING, &a->tp_slices,
          "one (default): simulate the step of one tensor-parallel slice (the ranks of one index "
          "t) when the others provably run alike (no tensor-parallel op between stages, alike "
-         "routes on links no two slices share), else every rank; all: every rank",
+         "routes on links no two slices share), and the blocks of fused collectives on the "
+         "ranks that provably stand for the others (a quotient of alike nodes of a generated "
+         "platform), else every rank; all: every rank",
          "one|all"},
         {"time-budget", 0, 0, G_OPTION_ARG_STRING, &a->time_budget,
          "Refuse a configuration whose SimGrid simulation is estimated to take longer than this "
@@ -76,6 +78,7 @@ simpar_predict_args_resolve(const SimparPredictArgs *a, const char *backend,
         return FALSE;
     }
     ctx->all_slices = g_str_equal(slices, "all");
+    ctx->run.every_rank = ctx->all_slices;
     ctx->budget_s = SIMPAR_PREDICT_BUDGET_MIN * 60.0;
     if (a->time_budget != NULL) {
         char *end = NULL;
@@ -174,9 +177,9 @@ predict_run_cost(const SimparStepTimer *tm, const SimparSchedule *sched, guint n
                  const guint *gpus, gboolean bound, double *n)
 {
     const SimparBackend *b = tm->backend;
-    double per = (b->activity_base_s + b->activity_per_gpu_s * simpar_schedule_n_ranks(sched)) *
-                 (tm->base.mode == SIMPAR_COLL_MODE_EXACT ? b->activity_exact_factor : 1);
-    if (per <= 0)
+    double factor = tm->base.mode == SIMPAR_COLL_MODE_EXACT ? b->activity_exact_factor : 1;
+    guint ranks = simpar_schedule_n_ranks(sched);
+    if (b->activity_base_s + b->activity_per_gpu_s <= 0)
         return 0;
     double k = 0;
     if (bound) {
@@ -191,8 +194,9 @@ predict_run_cost(const SimparStepTimer *tm, const SimparSchedule *sched, guint n
         SimparRun run = tm->base;
         run.sched = sched, run.n_layers = n_layers, run.gpus = gpus;
         g_autoptr(SimparReplay) r = simpar_replay_new(&run);
-        k = simpar_replay_activities(r);
+        k = simpar_replay_activities(r, &ranks); /* a quotient simulates fewer ranks */
     }
+    double per = (b->activity_base_s + b->activity_per_gpu_s * ranks) * factor;
     *n += k;
     return k * per;
 }

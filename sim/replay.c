@@ -82,6 +82,7 @@ replay_coll_key(SimparReplay *r, GHashTable *seen, const SimparOp *op)
         gpus[i] = r->run->gpus[ranks[i]];
     SimparReplayColl rc = {
         .group = {g->size, gpus, r->run->net},
+        .sched_group = c->group,
         .kind = c->kind,
         .bytes = (double) simpar_op_coll_elems(s, op) * simpar_dtype_size(simpar_schedule_dtype(s)),
         .root = c->root,
@@ -317,21 +318,30 @@ replay_member_sends(SimparReplay *r, guint coll, guint m)
 }
 
 double
-simpar_replay_activities(SimparReplay *r)
+simpar_replay_activities(SimparReplay *r, guint *n_sim)
 {
     const SimparSchedule *s = r->run->sched;
+    SimparQuotient q;
+    gboolean quotient = simpar_replay_quotient(r, &q);
     double sum = 0;
     for (guint i = 0; i < r->n_ops; i++) {
         const SimparOp *op = simpar_schedule_op(s, i);
+        if (quotient && q.rep[op->rank] != op->rank)
+            continue; /* not simulated */
         if (op->kind == SIMPAR_OP_COLLECTIVE) {
             guint coll = r->coll_of_op[i];
-            if (g_array_index(r->colls, SimparReplayColl, coll).group.n > 1)
+            if (quotient && q.idle[coll])
+                sum += 1; /* a sleep */
+            else if (g_array_index(r->colls, SimparReplayColl, coll).group.n > 1)
                 sum +=
                     replay_member_sends(r, coll, simpar_group_index(s, op->u.coll.group, op->rank));
         } else if (op->kind != SIMPAR_OP_RECV) { /* a send counts its transfer */
             sum += 1;
         }
     }
+    if (n_sim != NULL)
+        *n_sim = q.n_sim;
+    simpar_quotient_clear(&q);
     return sum * r->run->n_layers;
 }
 

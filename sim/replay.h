@@ -26,6 +26,7 @@ G_BEGIN_DECLS
 typedef struct {
     const SimparCollAlgo *algo;
     SimparCollGroup group; /* gpus owned by the replay */
+    guint sched_group;     /* the schedule's group */
     SimparCollKind kind;
     double bytes; /* nccl-tests S */
     guint root;
@@ -62,9 +63,24 @@ const SimparExpansion *simpar_replay_expansion(SimparReplay *r, guint coll); /* 
 GArray *simpar_replay_member_xfers(SimparReplay *r, guint coll, guint m); /* (transfer full) */
 /* How many activities the SimGrid backend simulates for the run: one per compute op and per
  * point-to-point transfer, and per member's call of a collective one per transfer it sends
- * (exact: in every round of its algorithm; fused: one per peer). What the run costs grows with
+ * (exact: in every round of its algorithm; fused: one per peer), on the ranks it simulates
+ * (*n_sim of them, when not NULL: a quotient's, or every rank). What the run costs grows with
  * it (predict's --time-budget). */
-double simpar_replay_activities(SimparReplay *r);
+double simpar_replay_activities(SimparReplay *r, guint *n_sim);
+
+/* Ranks of a fused run that SimGrid may simulate once for many (replay-quotient.c, which says
+ * why that is exact): rep[rank] is the rank simulated in its place (itself when simulated);
+ * n_sim ranks are simulated, each for `fiber` ranks. */
+typedef struct {
+    guint *rep;
+    gboolean *idle; /* per collective entry: timed at its closed form, no transfers */
+    guint n_sim, fiber;
+} SimparQuotient;
+
+/* A quotient of the run's ranks with fiber > 1, when one checks (fused mode, run->every_rank
+ * unset, no point-to-point, a platform with route shapes); else FALSE and the identity. */
+gboolean simpar_replay_quotient(SimparReplay *r, SimparQuotient *out);
+void simpar_quotient_clear(SimparQuotient *q);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimparReplay, simpar_replay_free)
 G_END_DECLS

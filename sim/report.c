@@ -300,6 +300,9 @@ report_text_axes(GString *out, const SimparReportRow *row)
     if (st->slices > 1)
         g_string_append_printf(notes, "; step simulated on 1 of %.0f alike tensor-parallel slices",
                                st->slices);
+    if (st->layer_ranks > 0 && st->layer_ranks < st->tp_ranks)
+        g_string_append_printf(notes, "; layer simulated on %.0f of %.0f ranks (alike nodes)",
+                               st->layer_ranks, st->tp_ranks);
     if (st->block_backend != NULL)
         g_string_append_printf(notes, "; blocks timed on the %s backend", st->block_backend);
     if (st->split != NULL)
@@ -415,6 +418,8 @@ static const struct {
     {"gpu_hours_to_target", G_STRUCT_OFFSET(SimparReportStep, gpu_hours_to_target)},
     {"pipeline_step_s", G_STRUCT_OFFSET(SimparReportStep, pipeline_step_s)},
     {"step_slices", G_STRUCT_OFFSET(SimparReportStep, slices)},
+    {"tp_ranks", G_STRUCT_OFFSET(SimparReportStep, tp_ranks)},
+    {"layer_ranks", G_STRUCT_OFFSET(SimparReportStep, layer_ranks)},
 };
 
 static void

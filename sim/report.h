@@ -37,6 +37,9 @@ typedef struct {
     double steps_to_target, time_to_target_s, gpu_hours_to_target;
     double pipeline_step_s; /* local parallelism: the same split as a 1F1B pipeline */
     double slices; /* the step ran one tensor-parallel slice for this many (step-slice.h), or 1 */
+    /* the layer blocks simulated this many of the tensor-parallel group's tp_ranks ranks (fewer
+     * under a quotient of alike nodes: replay-quotient.c) */
+    double layer_ranks, tp_ranks;
     const char *block_backend; /* interned: the backend that timed the blocks when it is not
                                 * the run's, else NULL */
     guint peak_stage;          /* the pipeline stage with the largest memory */

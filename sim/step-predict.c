@@ -73,7 +73,12 @@ block_layers(const SimparStepTimer *tm, const SimparSchedule *layer, const guint
 {
     SimparRun run;
     g_autofree double *compute = NULL;
-    g_autofree SimparSpan *sp = block_run(tm, layer, 2, gpus, &run, &compute);
+    guint simulated = simpar_schedule_n_ranks(layer);
+    SimparStepTimer layer_tm = *tm;
+    layer_tm.base.n_simulated = &simulated;
+    g_autofree SimparSpan *sp = block_run(&layer_tm, layer, 2, gpus, &run, &compute);
+    run.n_simulated = NULL; /* a local's address */
+    bt->layer_ranks = simulated;
     guint n = simpar_schedule_n_ops(layer);
     double fwd_end[2] = {0, 0}, bwd1_end = 0, end = 0;
     for (guint l = 0; l < 2; l++)
@@ -107,7 +112,9 @@ block_ends(const SimparStepTimer *tm, const SimparSchedule *ends, const guint *g
                                        "head.bwd",  "aux.bwd",  "embed.bwd"};
     SimparRun run;
     g_autofree double *compute = NULL;
-    g_autofree SimparSpan *sp = block_run(tm, ends, 1, gpus, &run, &compute);
+    SimparStepTimer ends_tm = *tm;
+    ends_tm.base.ends = TRUE;
+    g_autofree SimparSpan *sp = block_run(&ends_tm, ends, 1, gpus, &run, &compute);
     double prev = 0;
     for (guint k = 0; k < G_N_ELEMENTS(segs); k++) {
         g_autofree char *prefix = g_strdup_printf("%s.", segs[k]);
@@ -358,6 +365,8 @@ simpar_step_breakdown_finish(const SimparRun *run, const guint *job_gpus,
 {
     Breakdown b = {.tp_exposed = tp_exposed, .layer_blocks = layer_blocks};
     row->step.tp_exposed_s = b.tp_exposed;
+    row->step.layer_ranks = bt->layer_ranks;
+    row->step.tp_ranks = (double) tr->tp.tp;
     row->comm_bytes_per_gpu += bt->layer_comm_bytes * b.layer_blocks;
     gboolean inter[SIMPAR_N_TRAIN_AXES];
     row->step.placement =

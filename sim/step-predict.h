@@ -37,6 +37,7 @@ typedef struct {
     GHashTable *compute_s;   /* interned key -> double*: compute-stream compute per block */
     GArray *layer_axes;      /* SimparAxisTime: exposed communication of one layer fwd + bwd */
     double layer_comm_bytes; /* collective bytes (nccl-tests S) of one layer fwd + bwd */
+    double layer_ranks;      /* ranks the layer blocks simulated (fewer under a quotient) */
 } SimparBlockTimes;
 
 void simpar_block_times_clear(SimparBlockTimes *bt);

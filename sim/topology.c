@@ -240,14 +240,14 @@ ac922_fabric(GString *xml, const SimparTopologyPreset *p, guint nodes)
     topology_append(xml, 3, "<router id=\"ibswitch\"/>\n");
     topology_append(xml, 2, "</zone>\n");
     for (guint n = 0; n < nodes; n++) {
-        g_autofree char *id = g_strdup_printf("ib-%u", n);
+        g_autofree char *id = g_strdup_printf("node%u-ib", n);
         topology_link(xml, 2, id, p->links.ib.bandwidth, p->links.ib.latency);
     }
     for (guint n = 0; n < nodes; n++)
         topology_append(
             xml, 2,
             "<zoneRoute src=\"node%u\" dst=\"ibfabric\" gw_src=\"node%u-nic\" "
-            "gw_dst=\"ibswitch\"><link_ctn id=\"ib-%u\" direction=\"UP\"/></zoneRoute>\n",
+            "gw_dst=\"ibswitch\"><link_ctn id=\"node%u-ib\" direction=\"UP\"/></zoneRoute>\n",
             n, n, n);
 }
 

@@ -12,7 +12,7 @@
  *    |    |    |    |    |                      gpu7 ---+              +--- rail7 ==+ rail pair
  *    |   cpu0 ==xbus== cpu1                       \_ pcie _ nic port (ib) _/
  *    |    |                                     each GPU: NVLink to its node's NVSwitch, PCIe
- *    |   nic --- ib-<N> --- ibswitch            and its NIC's port to that NIC's rail switch
+ *    |   nic --- node<N>-ib - ibswitch           and its NIC's port to that NIC's rail switch
  *
  * Ownership: the presets are static (transfer none); generated XML is the caller's.
  */

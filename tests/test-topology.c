@@ -45,8 +45,8 @@ static const TopoExpect expects[] = {
      0, /* V100: no bf16 */
      16.0 * (1 << 30),
      {{"node0-gpu0", "node0-gpu1", 1e-6, 75e9, "node0-nvlink01"}, /* sibling NVLink */
-      {"node0-gpu2", "node1-gpu2", 5e-6, 12.5e9, "ib-1"},         /* X-bus both sides, EDR */
-      {"node0-gpu1", "node4-gpu0", 4e-6, 12.5e9, "ib-4"}}},
+      {"node0-gpu2", "node1-gpu2", 5e-6, 12.5e9, "node1-ib"},     /* X-bus both sides, EDR */
+      {"node0-gpu1", "node4-gpu0", 4e-6, 12.5e9, "node4-ib"}}},
     {"dgx-a100",
      "A100-SXM4-80GB",
      "topologies/dgx-a100x64.xml",
