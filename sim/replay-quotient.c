@@ -32,6 +32,7 @@
  */
 #include "platform.h"
 #include "replay.h"
+#include <stdlib.h>
 #include <string.h>
 
 /* At most this many coordinates. */
@@ -128,6 +129,13 @@ quotient_route(const SimparReplay *r, const guint *rep, guint a, guint b)
                (simpar_net_node(run->net, ha) == simpar_net_node(run->net, hb));
 }
 
+static int
+quotient_cmp(const void *a, const void *b)
+{
+    guint64 x = *(const guint64 *) a, y = *(const guint64 *) b;
+    return x < y ? -1 : x > y;
+}
+
 /* Whether member `rank`'s transfers in collective op `a` map onto those of op `b` of rep[rank]
  * (check 2's transfers, and 3). */
 static gboolean
@@ -142,6 +150,7 @@ quotient_xfers(SimparReplay *r, const guint *rep, guint rank, guint a, guint b)
         simpar_replay_member_xfers(r, r->coll_of_op[b], simpar_group_index(s, gb, rep[rank]));
     if (xa->len != xb->len)
         return FALSE;
+    g_autofree guint64 *to = g_new(guint64, xa->len + 1); /* (simulated peer, direction) */
     for (guint i = 0; i < xa->len; i++) {
         const SimparXfer *p = &g_array_index(xa, SimparXfer, i);
         const SimparXfer *q = &g_array_index(xb, SimparXfer, i);
@@ -150,7 +159,13 @@ quotient_xfers(SimparReplay *r, const guint *rep, guint rank, guint a, guint b)
             simpar_group_index(s, gb, rep[peer]) == G_MAXUINT ||
             !(p->send ? quotient_route(r, rep, rank, peer) : quotient_route(r, rep, peer, rank)))
             return FALSE;
+        to[i] = (guint64) rep[peer] << 1 | (p->send != 0);
     }
+    /* one transfer per simulated peer and direction: a mailbox of its own each */
+    qsort(to, xa->len, sizeof *to, quotient_cmp);
+    for (guint i = 1; i < xa->len; i++)
+        if (to[i] == to[i - 1])
+            return FALSE;
     return TRUE;
 }
 
