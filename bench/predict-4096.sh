@@ -8,7 +8,9 @@
 #       q^2 = 256 GPUs), so 6 micro-batches
 #
 # each in the default mode (SimGrid, fused collectives, one tensor-parallel slice of the step
-# where it provably stands for all), W3 also with its blocks timed on the analytic backend
+# where it provably stands for all, the layer on the ranks of alike nodes that stand for the
+# rest: sim/replay-quotient.c) and with every rank (--tp-slices all), W3 also with its blocks
+# timed on the analytic backend
 # (--block-backend analytic), against the exact mode (every round of every collective, every
 # rank: --collectives exact --tp-slices all) where that is affordable: the same shapes on 512
 # GPUs (W2: DP 8; W3: q = 8). With --exact also W2's and W3's exact modes at 4096 GPUs (6 and 48
@@ -45,14 +47,16 @@ run() {
     end=$(date +%s.%N)
     step=$(sed -n 's/.*"step_time_s" : \([0-9.e+-]*\).*/\1/p' "$dir/json" | head -n 1)
     slices=$(sed -n 's/.*"step_slices" : \([0-9.e+-]*\).*/\1/p' "$dir/json" | head -n 1)
-    printf '%-44s %7.2f s wall, peak RSS %5d MiB, step %.6f s (slices %s)\n' "$label" \
-        "$(echo "$end - $start" | bc -l)" $(($(tail -n 1 "$dir/rss") / 1024)) "$step" "$slices" |
+    ranks=$(sed -n 's/.*"layer_ranks" : \([0-9]*\).*/\1/p' "$dir/json" | head -n 1)
+    printf '%-48s %7.2f s wall, peak RSS %5d MiB, step %.6f s (slices %s, layer on %s ranks)\n' \
+        "$label" "$(echo "$end - $start" | bc -l)" $(($(tail -n 1 "$dir/rss") / 1024)) "$step" \
+        "${slices%.0}" "$ranks" |
         tee -a "$out"
 }
 
 # compare LABEL DEFAULT EXACT: the default mode's relative error against the exact mode
 compare() {
-    printf '%-44s relative error %.2g\n' "$1" \
+    printf '%-48s relative error %.2g\n' "$1" \
         "$(echo "e = ($2 - $3) / $3; if (e < 0) e = -e; e" | bc -l)" | tee -a "$out"
 }
 
@@ -62,6 +66,8 @@ run "W2 4096 GPUs, every rank (fused)" "$dir/a4096.xml" $w2 --dp 64 --tp-slices 
 compare "W2 4096 GPUs: one slice against every rank" "$w2_default" "$step"
 run "W3 4096 GPUs (q=16), default" "$dir/a4096.xml" $w3 --tp 4096
 w3_default=$step
+run "W3 4096 GPUs (q=16), every rank (fused)" "$dir/a4096.xml" $w3 --tp 4096 --tp-slices all
+compare "W3 4096 GPUs: default against every rank" "$w3_default" "$step"
 run "W3 4096 GPUs (q=16), analytic blocks" "$dir/a4096.xml" $w3 --tp 4096 --block-backend analytic
 w3_fast=$step
 compare "W3 4096 GPUs: analytic blocks against default" "$step" "$w3_default"
@@ -73,12 +79,16 @@ compare "W2 shape on 512 GPUs: default against exact" "$small" "$step"
 run "W3 shape on 512 GPUs (q=8), default" "$dir/a512.xml" $gpt3 --tp-mode 3d --tp 512 \
     --micro-batch 64
 small=$step
+run "W3 shape on 512 GPUs (q=8), every rank (fused)" "$dir/a512.xml" $gpt3 --tp-mode 3d \
+    --tp 512 --micro-batch 64 --tp-slices all
+every=$step
 run "W3 shape on 512 GPUs (q=8), analytic blocks" "$dir/a512.xml" $gpt3 --tp-mode 3d \
     --tp 512 --micro-batch 64 --block-backend analytic
 fast=$step
 run "W3 shape on 512 GPUs (q=8), exact" "$dir/a512.xml" $gpt3 --tp-mode 3d --tp 512 \
     --micro-batch 64 $exact_mode
 compare "W3 shape on 512 GPUs: default against exact" "$small" "$step"
+compare "W3 shape on 512 GPUs: every rank (fused) against exact" "$every" "$step"
 compare "W3 shape on 512 GPUs: analytic blocks against exact" "$fast" "$step"
 
 if [ "$exact" = "--exact" ]; then
