@@ -38,6 +38,15 @@
 /* At most this many coordinates. */
 #define QUOTIENT_MAX_COORDS 16
 
+/* A candidate map and what checking it needs. */
+typedef struct {
+    SimparReplay *r;
+    const guint *rep; /* the candidate */
+    const guint *pos; /* per op: its place in its rank's ops */
+    gboolean *idle;   /* per collective entry: timed idle (out) */
+    GArray ***xfers;  /* per collective entry, per member: its transfers, built on first use */
+} Quotient;
+
 /* The coordinates' strides and sizes, innermost first; how many. Each stride is a group's that
  * steps evenly from a multiple of stride * size; the last takes what is left of n_ranks. */
 static guint
@@ -136,18 +145,32 @@ quotient_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The transfers of `rank` in collective op `op` (transfer none). */
+static const GArray *
+quotient_member_xfers(Quotient *q, guint rank, guint op)
+{
+    const SimparSchedule *s = q->r->run->sched;
+    guint coll = q->r->coll_of_op[op], group = simpar_schedule_op(s, op)->u.coll.group;
+    guint n = simpar_schedule_group(s, group)->size, m = simpar_group_index(s, group, rank);
+    if (q->xfers[coll] == NULL)
+        q->xfers[coll] = g_new0(GArray *, n);
+    if (q->xfers[coll][m] == NULL)
+        q->xfers[coll][m] = simpar_replay_member_xfers(q->r, coll, m);
+    return q->xfers[coll][m];
+}
+
 /* Whether member `rank`'s transfers in collective op `a` map onto those of op `b` of rep[rank]
  * (check 2's transfers, and 3). */
 static gboolean
-quotient_xfers(SimparReplay *r, const guint *rep, guint rank, guint a, guint b)
+quotient_xfers(Quotient *qt, guint rank, guint a, guint b)
 {
+    SimparReplay *r = qt->r;
+    const guint *rep = qt->rep;
     const SimparSchedule *s = r->run->sched;
     guint ga = simpar_schedule_op(s, a)->u.coll.group, gb = simpar_schedule_op(s, b)->u.coll.group;
     const guint *ra = simpar_schedule_group_ranks(s, ga), *rb = simpar_schedule_group_ranks(s, gb);
-    g_autoptr(GArray) xa =
-        simpar_replay_member_xfers(r, r->coll_of_op[a], simpar_group_index(s, ga, rank));
-    g_autoptr(GArray) xb =
-        simpar_replay_member_xfers(r, r->coll_of_op[b], simpar_group_index(s, gb, rep[rank]));
+    const GArray *xa = quotient_member_xfers(qt, rank, a);
+    const GArray *xb = quotient_member_xfers(qt, rep[rank], b);
     if (xa->len != xb->len)
         return FALSE;
     g_autofree guint64 *to = g_new(guint64, xa->len + 1); /* (simulated peer, direction) */
@@ -184,14 +207,16 @@ quotient_latency_bound(const SimparReplay *r, const SimparReplayColl *c)
  * latency-bound or the run times the ends (once per micro-batch, against a stage's layers);
  * any other fails the check. */
 static gboolean
-quotient_coll(SimparReplay *r, const guint *rep, guint rank, guint a, guint b, gboolean *idle)
+quotient_coll(Quotient *q, guint rank, guint a, guint b)
 {
+    const SimparReplay *r = q->r;
+    gboolean *idle = q->idle;
     const SimparReplayColl *ca = &g_array_index(r->colls, SimparReplayColl, r->coll_of_op[a]);
     const SimparReplayColl *cb = &g_array_index(r->colls, SimparReplayColl, r->coll_of_op[b]);
     if (ca->algo != cb->algo || ca->kind != cb->kind || ca->bytes != cb->bytes ||
         ca->root != cb->root || ca->group.n != cb->group.n || ca->time_s != cb->time_s)
         return FALSE;
-    if (ca->group.n < 2 || idle[r->coll_of_op[b]] || quotient_xfers(r, rep, rank, a, b))
+    if (ca->group.n < 2 || idle[r->coll_of_op[b]] || quotient_xfers(q, rank, a, b))
         return TRUE;
     if (g_str_equal(cb->algo->name, "ring") || (!r->run->ends && !quotient_latency_bound(r, cb)))
         return FALSE;
@@ -199,11 +224,12 @@ quotient_coll(SimparReplay *r, const guint *rep, guint rank, guint a, guint b, g
     return TRUE;
 }
 
-/* Checks 2 and 3 for `rank`; pos[op]: its place in its rank's ops. */
+/* Checks 2 and 3 for `rank`. */
 static gboolean
-quotient_rank(SimparReplay *r, const guint *rep, const guint *pos, guint rank, gboolean *idle)
+quotient_rank(Quotient *q, guint rank)
 {
-    const SimparRun *run = r->run;
+    const guint *rep = q->rep, *pos = q->pos;
+    const SimparRun *run = q->r->run;
     const SimparSchedule *s = run->sched;
     guint n, m;
     const guint *ops = simpar_schedule_rank_ops(s, rank, &n);
@@ -222,20 +248,20 @@ quotient_rank(SimparReplay *r, const guint *rep, const guint *pos, guint rank, g
             if (simpar_schedule_op(s, da[d])->rank != rank ||
                 simpar_schedule_op(s, db[d])->rank != rep[rank] || pos[da[d]] != pos[db[d]])
                 return FALSE;
-        if (x->kind == SIMPAR_OP_COLLECTIVE && !quotient_coll(r, rep, rank, ops[i], rops[i], idle))
+        if (x->kind == SIMPAR_OP_COLLECTIVE && !quotient_coll(q, rank, ops[i], rops[i]))
             return FALSE;
     }
     return TRUE;
 }
 
-/* The fiber size of quotient `rep`, or 0 when a check fails. */
+/* The fiber size of the candidate, or 0 when a check fails. */
 static guint
-quotient_check(SimparReplay *r, const guint *rep, const guint *pos, gboolean *idle)
+quotient_check(Quotient *q)
 {
-    guint k = quotient_nodes(r, rep);
-    memset(idle, 0, r->colls->len * sizeof *idle);
-    for (guint rank = 0; k > 1 && rank < r->n_ranks; rank++)
-        if (!quotient_rank(r, rep, pos, rank, idle))
+    guint k = quotient_nodes(q->r, q->rep);
+    memset(q->idle, 0, q->r->colls->len * sizeof *q->idle);
+    for (guint rank = 0; k > 1 && rank < q->r->n_ranks; rank++)
+        if (!quotient_rank(q, rank))
             return 0;
     return k > 1 ? k : 0;
 }
@@ -262,7 +288,8 @@ simpar_replay_quotient(SimparReplay *r, SimparQuotient *out)
             pos[ops[i]] = i;
     }
     guint *rep = g_new(guint, n), fiber = 1;
-    gboolean *idle = g_new0(gboolean, r->colls->len + 1);
+    gboolean *idle = g_new0(gboolean, r->colls->len + 1), *found = NULL;
+    Quotient q = {r, rep, pos, idle, g_new0(GArray **, r->colls->len + 1)};
     for (guint c = 0; c < n_coords; c++)
         mod[c] = size[c];
     for (guint c = n_coords; c-- > 0;) {
@@ -271,22 +298,31 @@ simpar_replay_quotient(SimparReplay *r, SimparQuotient *out)
                 continue;
             mod[c] = d;
             quotient_map(n, n_coords, stride, size, mod, rep);
-            guint k = quotient_check(r, rep, pos, idle);
+            guint k = quotient_check(&q);
             if (k > 0) {
                 fiber = k;
+                g_free(found);
+                found = g_memdup2(idle, (r->colls->len + 1) * sizeof *idle);
                 break;
             }
             mod[c] = size[c];
         }
     }
+    for (guint c = 0; c < r->colls->len; c++) {
+        guint members = g_array_index(r->colls, SimparReplayColl, c).group.n;
+        for (guint m = 0; q.xfers[c] != NULL && m < members; m++)
+            if (q.xfers[c][m] != NULL)
+                g_array_free(q.xfers[c][m], TRUE);
+        g_free(q.xfers[c]);
+    }
+    g_free(q.xfers);
+    g_free(idle);
     if (fiber == 1) {
         g_free(rep);
-        g_free(idle);
         return FALSE;
     }
     quotient_map(n, n_coords, stride, size, mod, rep);
-    (void) quotient_check(r, rep, pos, idle);
-    *out = (SimparQuotient){rep, idle, n / fiber, fiber};
+    *out = (SimparQuotient){rep, found, n / fiber, fiber};
     return TRUE;
 }
 
