@@ -396,7 +396,8 @@ test_quotient_run(const char *args, double *step, double *ranks)
  * default algorithms, whose small tree all-reduces do not fold and are timed idle, the step
  * stays within 1e-3 of every rank's and 1% of the exact mode's (measured 1.3e-4 and 1.6e-3;
  * every rank's fused collectives are 1.7e-3 from exact). The 2-D layer on 16 AC922 nodes
- * does not fold: SUMMA's broadcasts are chains that are not latency-bound. */
+ * does not fold (SUMMA's broadcasts are chains that are not latency-bound), nor does a
+ * generated file edited by hand (its nodes are not known to be alike). */
 static void
 test_quotient(void)
 {
@@ -442,6 +443,15 @@ test_quotient(void)
     g_autofree char *summa = g_strdup_printf("--topology %s --tp-mode 2d --layers 4", ac922);
     test_quotient_run(summa, &fold, &ranks);
     CU_ASSERT_EQUAL(ranks, 64);
+    /* an edited file is not known to hold alike nodes: no fold */
+    g_autofree char *text = NULL, *edited = g_build_filename(dir, "edited.xml", NULL);
+    CU_ASSERT_TRUE_FATAL(g_file_get_contents(a100, &text, NULL, NULL));
+    g_autofree char *more = g_strconcat(text, "<!-- edited -->\n", NULL);
+    g_assert(g_file_set_contents(edited, more, -1, NULL));
+    g_autofree char *plain = g_strdup_printf("--topology %s --tp-mode 3d --layers 4", edited);
+    test_quotient_run(plain, &fold, &ranks);
+    CU_ASSERT_EQUAL(ranks, 64);
+    CU_ASSERT_DOUBLE_EQUAL(fold, every, every * 1e-12);
     simpar_test_tmpdir_remove(g_steal_pointer(&dir));
     g_unlink(a100);
     g_unlink(ac922);
