@@ -225,8 +225,9 @@ predict_affordable(const SimparPredictContext *ctx, const char *what, const Simp
     if (ctx->run.mode == SIMPAR_COLL_MODE_EXACT)
         faster = "the default --collectives fused is fast (README \"Speed\": its error against "
                  "exact)";
-    else if (ctx->all_slices && in_step > in_blocks)
-        faster = "the default --tp-slices one is fast where it applies";
+    else if (ctx->all_slices)
+        faster = "the default --tp-slices one is fast where it applies (one tensor-parallel "
+                 "slice of the step, the layer on a few alike nodes)";
     else if (in_blocks > in_step)
         faster = "--block-backend analytic times the blocks in seconds (README \"Speed\": its "
                  "error)";
