@@ -13,7 +13,7 @@
  *      (same rank, same place), collectives with the same algorithm, bytes, root, group size
  *      and closed form, and the same transfers per member in order (direction, bytes), the
  *      peers mapping to the same simulated ranks: rep[peer] = rep[peer of the representative],
- *      a member of the representative's group;
+ *      a member of the representative's group, one transfer per simulated peer and direction;
  *   3. every transfer and its image (rep[src] -> rep[dst]) have routes of one shape, between
  *      two GPUs of one node or of two nodes alike.
  *
@@ -25,6 +25,12 @@
  * meets every constraint of the whole with the same bottlenecks, so it is that solution; sleeps
  * and latencies are equal (2, 3). The lone ring and the exact mode are not reduced: exact mode is
  * the reference the fused mode is measured against.
+ *
+ * Not exact: a tree's or a chain's members play different parts (root, inner, leaf), so their
+ * transfers do not map. Such a collective is timed at its closed form on an idle network, with
+ * no transfers (idle[]), when at least 9/10 of that closed form is latency or the run times the
+ * ends blocks (run->ends); any other, and any ring that does not map, rejects the candidate.
+ * Its error against every rank and the exact mode is measured (test-scale, README "Speed").
  *
  * The candidates: the ranks as mixed-radix coordinates from the groups that step evenly through
  * them (3-D: i, j, k of stride 1, q, q^2), each coordinate taken modulo a divisor of its size,
