@@ -68,9 +68,10 @@ GArray *simpar_replay_member_xfers(SimparReplay *r, guint coll, guint m); /* (tr
  * it (predict's --time-budget). */
 double simpar_replay_activities(SimparReplay *r, guint *n_sim);
 
-/* Ranks of a fused run that SimGrid may simulate once for many (replay-quotient.c, which says
- * why that is exact): rep[rank] is the rank simulated in its place (itself when simulated);
- * n_sim ranks are simulated, each for `fiber` ranks. */
+/* Ranks of a fused run that SimGrid may simulate once for many (replay-quotient.c says why
+ * that is exact for what maps, and which collectives it times idle instead): rep[rank] is the
+ * rank simulated in its place (itself when simulated); n_sim ranks are simulated, each for
+ * `fiber` ranks. */
 typedef struct {
     guint *rep;
     gboolean *idle; /* per collective entry: timed at its closed form, no transfers */
