@@ -11,7 +11,10 @@
  * transfer on the channel's mailbox "p2p:<channel>" (replay.h): SimGrid starts it when both
  * ends have posted, as NCCL's rendezvous does, and shares the links with all other traffic. A
  * stream waiting for an op of another stream (a dep) parks on its own semaphore, which the
- * actor that ends that op releases: one simcall on each side.
+ * actor that ends that op releases: one simcall on each side. With fused collectives, where
+ * replay-quotient.c finds ranks of a few alike nodes that stand for the rest, only those run:
+ * each sends to the rank standing in for its peer, the fabric links carry 1/fiber of their
+ * bandwidth meanwhile, and every other rank's spans are its representative's.
  *
  * Must run inside a SimGrid actor (platform.c's driver): it creates the stream actors and
  * blocks until they have all finished; if they stop making progress (a deadlock, which the
@@ -514,9 +517,11 @@ simgrid_quotient_fused(Simgrid *sg)
     const SimparReplay *r = sg->r;
     const SimparSchedule *s = r->run->sched;
     for (guint rank = 0; rank < r->n_ranks; rank++) {
+        if (sg->q->rep[rank] != rank)
+            continue;
         guint n;
         const guint *ops = simpar_schedule_rank_ops(s, rank, &n);
-        for (guint i = 0; i < n && sg->q->rep[rank] == rank; i++) {
+        for (guint i = 0; i < n; i++) {
             const SimparOp *op = simpar_schedule_op(s, ops[i]);
             guint coll = r->coll_of_op[ops[i]];
             if (op->kind == SIMPAR_OP_COLLECTIVE && !sg->q->idle[coll] &&
