@@ -23,7 +23,9 @@
  *             stage (sim/step-formula.h), the same figures without replaying every rank
  *   simgrid   one SimGrid actor per GPU stream; collectives as p2p transfers on mailboxes, every
  *             round of the algorithm (exact) or one transfer per peer (fused); send/recv as one
- *             mailbox transfer on the platform, sharing links with all other traffic
+ *             mailbox transfer on the platform, sharing links with all other traffic; fused,
+ *             on a file `simpar topology` wrote, the ranks of a few alike nodes where they
+ *             provably stand for the rest (replay-quotient.c; every_rank turns it off)
  *
  * Both fill a span (start, end) for every op instance: instance = layer * n_ops + op. Both
  * expect a schedule that passed simpar_schedule_check; one that cannot run to completion ends
