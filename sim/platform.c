@@ -675,6 +675,17 @@ simpar_platform_child_finish(SimparPlatformChild *c, GString *out, GError **erro
 
 /* ------------------------------------------------------------- route links, for the backends */
 
+/* A generated platform's link `name`: 0 for a fabric link everybody shares ("spine-..."); for a
+ * node's own link "node<k>-...", *node = k and where the rest of the name starts; -1 else. */
+static int
+platform_node_link(const char *name, guint *node)
+{
+    int off = 0;
+    if (g_str_has_prefix(name, "spine-"))
+        return 0;
+    return sscanf(name, "node%u-%n", node, &off) == 1 && off > 0 ? off : -1;
+}
+
 gboolean
 simpar_platform_route_links(const SimparNet *net, guint src, guint dst, GPtrArray *out)
 {
@@ -694,10 +705,10 @@ simpar_platform_route_links(const SimparNet *net, guint src, guint dst, GPtrArra
     for (guint i = first; i < out->len; i++) {
         const char *name = sg_link_get_name(out->pdata[i]);
         guint k;
-        int off = 0;
-        if (g_str_has_prefix(name, "spine-"))
-            continue;
-        if (sscanf(name, "node%u-%n", &k, &off) != 1 || off == 0) {
+        int off = platform_node_link(name, &k);
+        if (off == 0)
+            continue; /* a fabric link */
+        if (off < 0) {
             g_ptr_array_set_size(out, first);
             platform_route_links(p, src, dst, out);
             return TRUE;
@@ -724,11 +735,10 @@ platform_shape_key(const SimparPlatform *p, guint a, guint b)
     for (guint i = 0; i < links->len; i++) {
         const char *name = sg_link_get_name(links->pdata[i]);
         guint k;
-        int off = 0;
-        if (g_str_has_prefix(name, "spine-")) {
+        int off = platform_node_link(name, &k);
+        if (off == 0) {
             g_string_append_printf(key, "%s;", name);
-        } else if (sscanf(name, "node%u-%n", &k, &off) == 1 && off > 0 &&
-                   (k == p->nodes[a] || k == p->nodes[b])) {
+        } else if (off > 0 && (k == p->nodes[a] || k == p->nodes[b])) {
             g_string_append_printf(key, "%c:%s;", k == p->nodes[a] ? 's' : 'd', name + off);
         } else {
             g_string_free(key, TRUE);
@@ -782,8 +792,9 @@ simpar_platform_scale_fabric(const SimparNet *net, double factor)
     if (p->fabric == NULL) {
         p->fabric = g_ptr_array_new();
         sg_link_t *all = sg_link_list();
+        guint k;
         for (size_t i = 0; i < sg_link_count(); i++)
-            if (g_str_has_prefix(sg_link_get_name(all[i]), "spine-"))
+            if (platform_node_link(sg_link_get_name(all[i]), &k) == 0)
                 g_ptr_array_add(p->fabric, all[i]);
         free(all); /* xbt_new, that is malloc */
         p->fabric_bw = g_new(double, p->fabric->len + 1);

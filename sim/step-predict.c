@@ -77,7 +77,6 @@ block_layers(const SimparStepTimer *tm, const SimparSchedule *layer, const guint
     SimparStepTimer layer_tm = *tm;
     layer_tm.base.n_simulated = &simulated;
     g_autofree SimparSpan *sp = block_run(&layer_tm, layer, 2, gpus, &run, &compute);
-    run.n_simulated = NULL; /* a local's address */
     bt->layer_ranks = simulated;
     guint n = simpar_schedule_n_ops(layer);
     double fwd_end[2] = {0, 0}, bwd1_end = 0, end = 0;
