@@ -8,7 +8,8 @@
  * rank (`simpar predict --tp-slices one` against `all`: every figure within 1e-12 relative,
  * measured equal), and the slice refused where slices share links or an op joins them; the
  * layer folded onto a quotient of alike nodes against every rank (equal with ring collectives,
- * fabric links binding or not; within 1e-3 with the default algorithms' unfolded small trees).
+ * fabric links binding or not; within 1e-3 with the default algorithms' unfolded small trees;
+ * --time-budget counting only the simulated ranks).
  */
 #include "backend.h"
 #include "cli-run.h"
@@ -439,6 +440,17 @@ test_quotient(void)
            fabs(every - ex) / ex);
     CU_ASSERT_TRUE(fabs(fold - every) / every < 1e-3);
     CU_ASSERT_TRUE(fabs(fold - ex) / ex < 0.01);
+
+    /* --time-budget counts the simulated ranks only: 0.12 s is enough for the fold (estimated
+     * 0.07 s), not for every rank (0.17 s) */
+    g_autofree char *budget = g_strdup_printf("predict %s --time-budget 0.002", base);
+    SimparCliRun ok = simpar_cli_run(budget);
+    CU_ASSERT_EQUAL(ok.status, 0);
+    simpar_cli_run_clear(&ok);
+    g_autofree char *over = g_strdup_printf("%s --tp-slices all", budget);
+    SimparCliRun refused = simpar_cli_run(over);
+    CU_ASSERT_PTR_NOT_NULL(strstr(refused.err, "more than --time-budget 0.002 minutes"));
+    simpar_cli_run_clear(&refused);
 
     g_autofree char *summa = g_strdup_printf("--topology %s --tp-mode 2d --layers 4", ac922);
     test_quotient_run(summa, &fold, &ranks);
