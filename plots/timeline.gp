@@ -1,15 +1,18 @@
 # timeline.gp - one training step as a Gantt chart: a track per rank and stream, a box per op,
 # coloured by op class (simpar plot timeline TRACE.json -o FILE [--ranks A..B] [--mode M]).
 #
-# simpar sets, with gnuplot -e:
+# simpar sets, in a file of assignments gnuplot runs before this script (sim/plot.c):
 #   datafile    one block per op class: track start end (time_unit from the first event);
-#               then one block of labels: x track "name" (the boxes wide enough for a name)
+#               one block of track names: track "name" (the y tic labels); then, when
+#               n_labels > 0, one block of labels: x track "name" (the boxes wide enough)
 #   outfile     the image to write
 #   fmt         "png" or "svg"
 #   title_text  the plot's title
 #   n_series, series_1, series_2, ...   the op classes, in block order
 #   n_tracks    the tracks (rank, stream), 0 at the top
-#   ytics_cmd   the command that names the tracks: set ytics ("rank 0 compute" 0, ...)
+#   n_labels    the lines of the labels block (0: no block)
+#
+# Names from the trace are data only: read with ytic() and `with labels`, never eval'd.
 #   rank_bounds the y between two ranks' tracks, separated by spaces ("2.5 5.5 ...")
 #   time_unit   "ms" or "us"
 #   height      the image height in pixels
@@ -30,7 +33,6 @@ colour(c) = c eq "forward compute" ? "#4e79a7" : c eq "backward compute" ? "#59a
             c eq "DP collective" ? "#f28e2b" : c eq "pipeline p2p" ? "#b07aa1" : "#bab0ac"
 
 set title title_text font ",15"
-eval ytics_cmd
 set ytics scale 0 font ",11"
 set yrange [n_tracks - 0.5:-0.5]
 set xrange [0:*]
@@ -46,4 +48,6 @@ do for [j=1:words(rank_bounds)] {
 }
 plot for [i=1:n_series] datafile index (i - 1) using (($2 + $3) / 2):1:(($3 - $2) / 2):(0.4) \
          with boxxyerror lc rgb colour(class(i)) title class(i), \
-     datafile index n_series using 1:2:3 with labels font ",9" tc rgb "#ffffff" notitle
+     datafile index n_series using (NaN):1:ytic(2) notitle, \
+     for [j=1:(n_labels > 0)] datafile index (n_series + 1) using 1:2:3 with labels font ",9" \
+         tc rgb "#ffffff" notitle

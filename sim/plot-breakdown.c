@@ -83,7 +83,7 @@ breakdown_write(GArray *bars, SimparPlotOut *out)
     g_string_append_c(out->data, '\n');
     for (guint i = 0; i < bars->len; i++) {
         const BreakdownBar *b = &g_array_index(bars, BreakdownBar, i);
-        simpar_plot_append_label(out->data, b->label);
+        simpar_plot_append_label(out->data, b->label, SIMPAR_PLOT_LABEL_MAX);
         g_string_append_printf(out->data, " %.9g", b->step_s);
         for (guint p = 0; p < N_PARTS; p++)
             if (used[p])

@@ -15,21 +15,30 @@ G_BEGIN_DECLS
 
 typedef struct {
     GString *data; /* the .dat text */
-    GString *vars; /* gnuplot assignments for -e: "name='value'; " */
+    GString *vars; /* gnuplot assignments: "name='value'; " */
     char *title;   /* the generated title */
 } SimparPlotOut;
 
 typedef gboolean (*SimparPlotDataFunc)(const char *input, const SimparPlotOptions *opt,
                                        SimparPlotOut *out, GError **error);
 
+/* The characters of a label in a .dat file beyond which it is cut (and ends in "..."): a bar's
+ * or point's label, a timeline track's name. */
+#define SIMPAR_PLOT_LABEL_MAX 100
+#define SIMPAR_PLOT_TRACK_MAX 40
+
 void simpar_plot_out_clear(SimparPlotOut *out);
-/* Appends name='value' (quotes doubled, as gnuplot reads them) or name=number to out->vars. */
+/* Appends name=value; to out->vars: a string as an expression gnuplot can only read as data
+ * (runs between single quotes, joined to "'" and "\n"; any other control character a blank),
+ * or a number. Nothing from an input may reach gnuplot any other way. */
 void simpar_plot_var_string(SimparPlotOut *out, const char *name, const char *value);
 void simpar_plot_var_number(SimparPlotOut *out, const char *name, double value);
 /* Series names for the scripts: n_series=N; series_1='...'; ... */
 void simpar_plot_var_series(SimparPlotOut *out, const char *const *names, guint n);
-/* A label for a .dat file: between double quotes, any '"' made a "'". */
-void simpar_plot_append_label(GString *data, const char *label);
+/* A label for a .dat file, which a script reads with ytic(), xtic() or `with labels`: between
+ * double quotes, a '"' or control character made a blank, invalid UTF-8 made valid, cut at `max`
+ * characters. */
+void simpar_plot_append_label(GString *data, const char *label, glong max);
 /* Runs plots/`script` on `data` with `vars`, writing `output` (.png or .svg). */
 gboolean simpar_plot_run(const char *script, const char *data, const char *vars, const char *output,
                          GError **error);

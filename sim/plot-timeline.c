@@ -6,8 +6,9 @@
  *   mode:  the process name before " rank " ("3d", "predicted"); --mode picks one (default the
  *          first in the file), --ranks A..B the ranks (default 0..15)
  *   .dat:  one block per op class: "y start end" in ms (us for a step under 1 ms) from the first
- *          event drawn, y = the track (rank, stream) counted from the top; then one block of
- *          labels, "x y name", for the boxes wide enough to hold their name
+ *          event drawn, y = the track (rank, stream) counted from the top; one block of track
+ *          names, "y name"; then, when some box is wide enough to hold its name, one block of
+ *          labels, "x y name". Names from the trace reach gnuplot only as these data.
  */
 #include "cli.h"
 #include "plot-private.h"
@@ -38,13 +39,17 @@ static const char *const timeline_classes[N_CLASSES] = {
 };
 
 typedef struct {
-    const char *mode; /* interned */
+    char *mode;
     guint rank;
 } TimelineProc;
 
+/* The largest ts or dur taken, in microseconds (31 years): sums and differences stay exact
+ * enough and finite. */
+#define TIMELINE_MAX_US 1e15
+
 typedef struct {
     guint rank;
-    gint64 pid, tid;
+    gint32 pid, tid;
     char *label; /* "rank 3 compute" */
 } TimelineTrack;
 
@@ -58,11 +63,18 @@ typedef struct {
     const char *input;
     JsonArray *events;
     GHashTable *procs;   /* pid -> TimelineProc */
-    GHashTable *threads; /* pid << 32 | tid -> thread name (borrowed) */
-    GPtrArray *modes;    /* const char * (interned), in order of first appearance */
+    GHashTable *threads; /* timeline_key(pid, tid) -> thread name (borrowed) */
+    GPtrArray *modes;    /* const char * (the first process's), in order of first appearance */
     GArray *tracks;      /* TimelineTrack */
     GArray *boxes;       /* TimelineBox */
 } Timeline;
+
+static void
+timeline_proc_free(gpointer p)
+{
+    g_free(((TimelineProc *) p)->mode);
+    g_free(p);
+}
 
 static void
 timeline_track_clear(gpointer p)
@@ -113,15 +125,26 @@ timeline_bad(const Timeline *t, guint i, const char *what, GError **error)
     return FALSE;
 }
 
-static gint64
-timeline_key(double pid, double tid)
+/* An event's pid or tid: an integer of 32 bits, as simpar and Chrome write them. */
+static gboolean
+timeline_id(JsonObject *e, const char *key, gint32 *out)
 {
-    return (gint64) pid << 32 | ((gint64) tid & 0xffffffff);
+    double v = simpar_plot_json_number(e, key);
+    if (!(v >= G_MININT32 && v <= G_MAXINT32) || v != floor(v))
+        return FALSE;
+    *out = (gint32) v;
+    return TRUE;
+}
+
+static gint64
+timeline_key(gint32 pid, gint32 tid)
+{
+    return (gint64) ((guint64) (guint32) pid << 32 | (guint32) tid);
 }
 
 /* A metadata event: the process's mode and rank ("3d rank 5 (GPU 5)"), or a thread's name. */
 static void
-timeline_meta(Timeline *t, JsonObject *e, double pid, double tid)
+timeline_meta(Timeline *t, JsonObject *e, gint32 pid, gint32 tid)
 {
     const char *what = simpar_plot_json_string(e, "name");
     JsonNode *args = json_object_get_member(e, "args");
@@ -138,9 +161,11 @@ timeline_meta(Timeline *t, JsonObject *e, double pid, double tid)
         TimelineProc *p = g_new0(TimelineProc, 1);
         const char *r = g_str_has_prefix(name, "rank ") ? name : strstr(name, " rank ");
         g_autofree char *mode = r != NULL ? g_strndup(name, (gsize) (r - name)) : g_strdup(name);
-        p->mode = g_intern_string(mode);
-        p->rank = r != NULL ? (guint) strtoul(strstr(r, "rank ") + 5, NULL, 10) : (guint) pid;
-        g_hash_table_replace(t->procs, GINT_TO_POINTER((int) pid), p);
+        p->mode = g_steal_pointer(&mode);
+        guint64 rank =
+            r != NULL ? g_ascii_strtoull(strstr(r, "rank ") + 5, NULL, 10) : (guint64) MAX(pid, 0);
+        p->rank = (guint) MIN(rank, G_MAXUINT);
+        g_hash_table_replace(t->procs, GINT_TO_POINTER(pid), p);
     }
 }
 
@@ -154,14 +179,16 @@ timeline_read_meta(Timeline *t, GError **error)
             return timeline_bad(t, i, "expected an object", error);
         JsonObject *e = json_node_get_object(n);
         const char *ph = simpar_plot_json_string(e, "ph");
-        double pid = simpar_plot_json_number(e, "pid"), tid = simpar_plot_json_number(e, "tid");
-        if (ph != NULL && g_str_equal(ph, "M") && isfinite(pid) && isfinite(tid))
+        gint32 pid, tid;
+        if (ph != NULL && g_str_equal(ph, "M") && timeline_id(e, "pid", &pid) &&
+            timeline_id(e, "tid", &tid))
             timeline_meta(t, e, pid, tid);
     }
     for (guint i = 0; i < json_array_get_length(t->events); i++) {
-        double pid = simpar_plot_json_number(json_array_get_object_element(t->events, i), "pid");
-        TimelineProc *p =
-            isfinite(pid) ? g_hash_table_lookup(t->procs, GINT_TO_POINTER((int) pid)) : NULL;
+        gint32 pid;
+        TimelineProc *p = timeline_id(json_array_get_object_element(t->events, i), "pid", &pid)
+                              ? g_hash_table_lookup(t->procs, GINT_TO_POINTER(pid))
+                              : NULL;
         if (p != NULL && !g_ptr_array_find_with_equal_func(t->modes, p->mode, g_str_equal, NULL))
             g_ptr_array_add(t->modes, (gpointer) p->mode);
     }
@@ -201,19 +228,18 @@ timeline_pick_mode(const Timeline *t, const SimparPlotOptions *opt, GError **err
 }
 
 static guint
-timeline_track(Timeline *t, guint rank, double pid, double tid)
+timeline_track(Timeline *t, guint rank, gint32 pid, gint32 tid)
 {
     for (guint i = 0; i < t->tracks->len; i++) {
         const TimelineTrack *k = &g_array_index(t->tracks, TimelineTrack, i);
-        if (k->pid == (gint64) pid && k->tid == (gint64) tid)
+        if (k->pid == pid && k->tid == tid)
             return i;
     }
     gint64 key = timeline_key(pid, tid);
     const char *stream = g_hash_table_lookup(t->threads, &key);
-    TimelineTrack k = {rank, (gint64) pid, (gint64) tid, NULL};
+    TimelineTrack k = {rank, pid, tid, NULL};
     k.label = stream != NULL ? g_strdup_printf("rank %u %s", rank, stream)
-                             : g_strdup_printf("rank %u stream %.0f", rank, tid);
-    g_strdelimit(k.label, "\"'\\", ' ');
+                             : g_strdup_printf("rank %u stream %d", rank, tid);
     g_array_append_val(t->tracks, k);
     return t->tracks->len - 1;
 }
@@ -227,12 +253,15 @@ timeline_read_boxes(Timeline *t, const char *mode, const SimparPlotOptions *opt,
         const char *ph = simpar_plot_json_string(e, "ph");
         if (ph == NULL || !g_str_equal(ph, "X"))
             continue;
-        double pid = simpar_plot_json_number(e, "pid"), tid = simpar_plot_json_number(e, "tid");
+        gint32 pid, tid;
         double ts = simpar_plot_json_number(e, "ts"), dur = simpar_plot_json_number(e, "dur");
-        if (!isfinite(pid) || !isfinite(tid) || !isfinite(ts) || !isfinite(dur))
-            return timeline_bad(t, i, "a complete event (\"ph\": \"X\") needs pid, tid, ts, dur",
+        if (!timeline_id(e, "pid", &pid) || !timeline_id(e, "tid", &tid) ||
+            !(fabs(ts) <= TIMELINE_MAX_US) || !(fabs(dur) <= TIMELINE_MAX_US))
+            return timeline_bad(t, i,
+                                "a complete event (\"ph\": \"X\") needs pid and tid (integers "
+                                "of 32 bits), ts and dur (microseconds, at most 1e15 in size)",
                                 error);
-        TimelineProc *p = g_hash_table_lookup(t->procs, GINT_TO_POINTER((int) pid));
+        TimelineProc *p = g_hash_table_lookup(t->procs, GINT_TO_POINTER(pid));
         if (p == NULL || !g_str_equal(p->mode, mode) || p->rank < opt->rank_first ||
             p->rank > opt->rank_last || dur <= 0)
             continue;
@@ -258,8 +287,8 @@ timeline_track_cmp(gconstpointer a, gconstpointer b, gpointer data)
     return (x->tid > y->tid) - (x->tid < y->tid);
 }
 
-/* Each track's row from the top (rank, then stream); the ytics command that names the rows and
- * the rows between two ranks (rank_bounds, "2.5 5.5"). */
+/* Each track's row from the top (rank, then stream), and the rows between two ranks
+ * (rank_bounds, "2.5 5.5"). */
 static guint *
 timeline_rows(const Timeline *t, SimparPlotOut *out)
 {
@@ -269,42 +298,55 @@ timeline_rows(const Timeline *t, SimparPlotOut *out)
     for (guint i = 0; i < n; i++)
         order[i] = i;
     g_qsort_with_data(order, (gint) n, sizeof(guint), timeline_track_cmp, t->tracks->data);
-    g_autoptr(GString) tics = g_string_new("set ytics (");
     g_autoptr(GString) bounds = g_string_new(NULL);
     for (guint i = 0; i < n; i++) {
         const TimelineTrack *k = &g_array_index(t->tracks, TimelineTrack, order[i]);
         row[order[i]] = i;
-        g_string_append_printf(tics, "%s\"%s\" %u", i > 0 ? ", " : "", k->label, i);
         if (i > 0 && k->rank != g_array_index(t->tracks, TimelineTrack, order[i - 1]).rank)
             g_string_append_printf(bounds, "%s%u.5", bounds->len > 0 ? " " : "", i - 1);
     }
-    g_string_append_c(tics, ')');
-    simpar_plot_var_string(out, "ytics_cmd", tics->str);
     simpar_plot_var_string(out, "rank_bounds", bounds->str);
     simpar_plot_var_number(out, "n_tracks", n);
     return row; /* (transfer full) */
 }
 
-/* The boxes wide enough to hold their names, as labels: "x y name". */
+/* The tracks' names, which the script reads as y tic labels: "y name", from the top. */
+static void
+timeline_track_names(const Timeline *t, const guint *row, SimparPlotOut *out)
+{
+    guint n = t->tracks->len;
+    g_autofree guint *at = g_new(guint, n);
+    for (guint i = 0; i < n; i++)
+        at[row[i]] = i;
+    g_string_append(out->data, "\n\n# tracks: y name\n");
+    for (guint y = 0; y < n; y++) {
+        g_string_append_printf(out->data, "%u ", y);
+        simpar_plot_append_label(out->data, g_array_index(t->tracks, TimelineTrack, at[y]).label,
+                                 SIMPAR_PLOT_TRACK_MAX);
+        g_string_append_c(out->data, '\n');
+    }
+}
+
+/* The boxes wide enough to hold their names, as labels: "x y name" (no block when none is). */
 static void
 timeline_labels(const Timeline *t, const guint *row, double t0, double scale, double span,
                 SimparPlotOut *out)
 {
     guint n = 0;
-    g_string_append(out->data, "\n\n# labels: x y name\n");
     for (guint i = 0; i < t->boxes->len && n < 200; i++) {
         const TimelineBox *b = &g_array_index(t->boxes, TimelineBox, i);
         double w = (b->end_us - b->start_us) * scale;
         if (b->name[0] == '\0' || w < (strlen(b->name) + 2) * span / 140)
             continue;
+        if (n == 0)
+            g_string_append(out->data, "\n\n# labels: x y name\n");
         g_string_append_printf(out->data, "%.9g %u ", ((b->start_us + b->end_us) / 2 - t0) * scale,
                                row[b->track]);
-        simpar_plot_append_label(out->data, b->name);
+        simpar_plot_append_label(out->data, b->name, SIMPAR_PLOT_LABEL_MAX);
         g_string_append_c(out->data, '\n');
         n++;
     }
-    if (n == 0) /* an empty block would end the file before it */
-        g_string_append(out->data, "NaN NaN \"\"\n");
+    simpar_plot_var_number(out, "n_labels", n);
 }
 
 static void
@@ -338,6 +380,7 @@ timeline_write(const Timeline *t, SimparPlotOut *out)
         if (!first)
             names[n++] = timeline_classes[k];
     }
+    timeline_track_names(t, row, out);
     timeline_labels(t, row, t0, scale, (t1 - t0) * scale, out);
     simpar_plot_var_series(out, names, n);
     simpar_plot_var_string(out, "time_unit", us ? "us" : "ms");
@@ -409,7 +452,7 @@ simpar_plot_timeline_data(const char *input, const SimparPlotOptions *opt, Simpa
     Timeline t = {
         .input = input,
         .events = events,
-        .procs = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free),
+        .procs = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, timeline_proc_free),
         .threads = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL),
         .modes = g_ptr_array_new(),
         .tracks = g_array_new(FALSE, FALSE, sizeof(TimelineTrack)),

@@ -42,7 +42,8 @@ validate_plot_data(JsonObject *o, GString *out)
         double p = simpar_plot_json_number(c, "predicted_s");
         double m = simpar_plot_json_number(c, "measured_s");
         if (p > 0 && m > 0) {
-            simpar_plot_append_label(out, simpar_plot_json_string(c, "class"));
+            simpar_plot_append_label(out, simpar_plot_json_string(c, "class"),
+                                     SIMPAR_PLOT_LABEL_MAX);
             g_string_append_printf(out, " %.9e %.9e\n", m, p);
         }
     }

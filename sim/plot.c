@@ -70,6 +70,14 @@ simpar_plot_check_output(const char *output, GError **error)
                     "%s: the file name must end in .png or .svg", output);
         return FALSE;
     }
+    for (const char *p = output; *p != '\0'; p++)
+        if (g_ascii_iscntrl(*p)) {
+            g_autofree char *shown = g_strescape(output, NULL);
+            g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                        "%s: the file name holds a control character (byte 0x%02x)", shown,
+                        (guchar) *p);
+            return FALSE;
+        }
     g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
     if (gnuplot == NULL) {
         g_set_error(error, G_SPAWN_ERROR, G_SPAWN_ERROR_NOENT,
@@ -93,24 +101,36 @@ simpar_plot_out_clear(SimparPlotOut *out)
     out->data = out->vars = NULL;
 }
 
-/* `s` between single quotes as gnuplot reads it: a quote inside is doubled. */
+/* `s` as a gnuplot string expression that is only ever data: runs of plain characters between
+ * single quotes (where gnuplot substitutes nothing: no backquotes, no macros, no escapes),
+ * joined by '.' to "'" and "\n" for the quotes and newlines (a quote doubled inside single quotes
+ * is misread where it follows the opening one, and a raw newline would end the command in a
+ * script file). Other control characters become blanks; other bytes are kept (file names). */
 static void
 plot_append_quoted(GString *out, const char *s)
 {
-    g_string_append_c(out, '\'');
+    gboolean open = FALSE, first = TRUE;
     for (const char *p = s; *p != '\0'; p++) {
-        if (*p == '\'')
+        gboolean special = *p == '\'' || *p == '\n';
+        if (open && special)
             g_string_append_c(out, '\'');
-        g_string_append_c(out, *p);
+        if ((special || !open) && !first)
+            g_string_append_c(out, '.');
+        if (special)
+            g_string_append(out, *p == '\'' ? "\"'\"" : "\"\\n\"");
+        else
+            g_string_append_printf(out, "%s%c", open ? "" : "'", g_ascii_iscntrl(*p) ? ' ' : *p);
+        open = !special, first = FALSE;
     }
-    g_string_append_c(out, '\'');
+    g_string_append(out, open ? "'" : first ? "''" : "");
 }
 
 void
 simpar_plot_var_string(SimparPlotOut *out, const char *name, const char *value)
 {
+    g_autofree char *valid = g_utf8_make_valid(value, -1); /* text cairo can draw */
     g_string_append_printf(out->vars, "%s=", name);
-    plot_append_quoted(out->vars, value);
+    plot_append_quoted(out->vars, valid);
     g_string_append(out->vars, "; ");
 }
 
@@ -134,18 +154,24 @@ simpar_plot_var_series(SimparPlotOut *out, const char *const *names, guint n)
 }
 
 void
-simpar_plot_append_label(GString *data, const char *label)
+simpar_plot_append_label(GString *data, const char *label, glong max)
 {
-    g_autofree char *s = g_strdup(label);
-    g_strdelimit(s, "\"\n\t", ' ');
-    g_string_append_printf(data, "\"%s\"", s);
+    g_autofree char *valid = g_utf8_make_valid(label, -1);
+    glong n = g_utf8_strlen(valid, -1);
+    g_autofree char *s = g_utf8_substring(valid, 0, MIN(n, max));
+    for (char *p = s; *p != '\0'; p++)
+        if (*p == '"' || g_ascii_iscntrl(*p))
+            *p = ' ';
+    g_string_append_printf(data, "\"%s%s\"", s, n > max ? "..." : "");
 }
 
 /* ------------------------------------------------------------------------------- gnuplot */
 
 static gboolean
-plot_spawn(const char *const *argv, const char *output, GError **error)
+plot_spawn(const char *gnuplot, const char *vars_path, const char *script_path, const char *output,
+           GError **error)
 {
+    const char *argv[] = {gnuplot, vars_path, script_path, NULL};
     g_autofree char *err = NULL;
     int status = 0;
     if (!g_spawn_sync(NULL, (char **) argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL,
@@ -155,36 +181,46 @@ plot_spawn(const char *const *argv, const char *output, GError **error)
     }
     if (!g_spawn_check_wait_status(status, NULL)) {
         g_set_error(error, SIMPAR_PLOT_ERROR, SIMPAR_PLOT_ERROR_GNUPLOT,
-                    "%s: gnuplot %s failed: %s", output, argv[3], g_strstrip(err));
+                    "%s: gnuplot %s failed: %s", output, script_path, g_strstrip(err));
         return FALSE;
     }
     return TRUE;
 }
 
+/* Runs gnuplot on two files in a private folder: vars.gp, the assignments (string values
+ * through plot_append_quoted, so that no input reaches gnuplot's parser as code, and no length
+ * limit of a command-line argument applies), then the script, which reads plot.dat. Both paths
+ * gnuplot opens are absolute: a name it would read as a pipe ("|cmd" for set output, "<cmd"
+ * for a data file) or a home folder ("~") cannot arise. */
 gboolean
 simpar_plot_run(const char *script, const char *data, const char *vars, const char *output,
                 GError **error)
 {
     if (!simpar_plot_check_output(output, error))
         return FALSE;
-    g_autofree char *dir = g_dir_make_tmp("simpar-plot-XXXXXX", error);
-    if (dir == NULL)
+    g_autofree char *made = g_dir_make_tmp("simpar-plot-XXXXXX", error);
+    if (made == NULL)
         return FALSE;
+    g_autofree char *dir = g_canonicalize_filename(made, NULL);
     g_autofree char *data_path = g_build_filename(dir, "plot.dat", NULL);
+    g_autofree char *vars_path = g_build_filename(dir, "vars.gp", NULL);
+    g_autofree char *out_path = g_canonicalize_filename(output, NULL);
     const char *plots = g_getenv("SIMPAR_PLOTS_DIR");
-    g_autofree char *script_path =
+    g_autofree char *script_rel =
         g_build_filename(plots != NULL ? plots : SIMPAR_PLOTS_DIR, script, NULL);
+    g_autofree char *script_path = g_canonicalize_filename(script_rel, NULL);
     g_autoptr(GString) all = g_string_new("datafile=");
     plot_append_quoted(all, data_path);
     g_string_append(all, "; outfile=");
-    plot_append_quoted(all, output);
-    g_string_append_printf(all, "; fmt='%s'; %s", g_str_has_suffix(output, ".svg") ? "svg" : "png",
-                           vars);
+    plot_append_quoted(all, out_path);
+    g_string_append_printf(all, "; fmt='%s'; %s\n",
+                           g_str_has_suffix(output, ".svg") ? "svg" : "png", vars);
     g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
-    const char *argv[] = {gnuplot, "-e", all->str, script_path, NULL};
-    gboolean ok =
-        g_file_set_contents(data_path, data, -1, error) && plot_spawn(argv, output, error);
+    gboolean ok = g_file_set_contents(data_path, data, -1, error) &&
+                  g_file_set_contents(vars_path, all->str, -1, error) &&
+                  plot_spawn(gnuplot, vars_path, script_path, output, error);
     g_unlink(data_path);
+    g_unlink(vars_path);
     g_rmdir(dir);
     return ok;
 }

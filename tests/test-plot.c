@@ -132,20 +132,37 @@ row_value(const char *row, const char *key)
     return g_strdup("");
 }
 
+/* `s` as a CSV field: between double quotes, a quote inside doubled. */
 static char *
-sweep_csv(void)
+csv_quote(const char *s)
+{
+    g_auto(GStrv) parts = g_strsplit(s, "\"", -1);
+    g_autofree char *body = g_strjoinv("\"\"", parts);
+    return g_strdup_printf("\"%s\"", body); /* (transfer full) */
+}
+
+/* The sweep CSV of `n` rows; with `modes`, row r's mode and model are modes[r]. */
+static char *
+sweep_csv_of(const char *const *rows, guint n, const char *const *modes)
 {
     g_auto(GStrv) columns = g_strsplit(sweep_header, ",", -1);
     GString *out = g_string_new("# a hand-made sweep\n");
     g_string_append_printf(out, "%s\n", sweep_header);
-    for (guint r = 0; r < G_N_ELEMENTS(sweep_rows); r++)
+    for (guint r = 0; r < n; r++)
         for (guint c = 0; columns[c] != NULL; c++) {
-            g_autofree char *v = g_str_equal(columns[c], "index")
-                                     ? g_strdup_printf("%u", r)
-                                     : row_value(sweep_rows[r], columns[c]);
+            gboolean named = g_str_equal(columns[c], "mode") || g_str_equal(columns[c], "model");
+            g_autofree char *v = g_str_equal(columns[c], "index") ? g_strdup_printf("%u", r)
+                                 : modes != NULL && named         ? csv_quote(modes[r])
+                                                                  : row_value(rows[r], columns[c]);
             g_string_append_printf(out, "%s%s", v, columns[c + 1] != NULL ? "," : "\n");
         }
     return g_string_free(out, FALSE); /* (transfer full) */
+}
+
+static char *
+sweep_csv(void)
+{
+    return sweep_csv_of(sweep_rows, G_N_ELEMENTS(sweep_rows), NULL); /* (transfer full) */
 }
 
 static void
@@ -172,6 +189,18 @@ suite_init(void)
     write_fixture("nook.csv", "status,mode,gpus,step_time_s,tokens_per_s\nskipped,3d,8,,\n");
     write_fixture("nan.csv", "status,mode,gpus,step_time_s,tokens_per_s\nok,3d,8,abc,2\n");
     write_fixture("bad.json", "{\"traceEvents\": [\n");
+    /* one op whose name is too long for its box: no label drawn */
+    g_autofree char *name = g_strnfill(200, 'a');
+    g_autofree char *unlabelled = g_strdup_printf(
+        "{\"traceEvents\": [{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 0, \"tid\": 0,"
+        " \"args\": {\"name\": \"1d rank 0\"}}, {\"ph\": \"X\", \"name\": \"%s\", \"cat\": "
+        "\"gemm\", \"pid\": 0, \"tid\": 0, \"ts\": 0, \"dur\": 1000}]}",
+        name);
+    write_fixture("unlabelled.json", unlabelled);
+    write_fixture("bigpid.json",
+                  "{\"traceEvents\": [{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 0, "
+                  "\"tid\": 0, \"args\": {\"name\": \"1d rank 0\"}}, {\"ph\": \"X\", \"pid\": "
+                  "4294967296, \"tid\": 0, \"ts\": 0, \"dur\": 1}]}");
     return 0;
 }
 
@@ -404,6 +433,7 @@ test_render(void)
                                            "time from the first op drawn (ms)",
                                            NULL};
     static const char *const titled[] = {"my title", NULL};
+    static const char *const unlabelled[] = {"rank 0 stream 0", "GEMM", NULL};
     renders("scaling", "sweep.csv", "", scaling);
     renders("memory", "sweep.csv", "", memory);
     renders("breakdown", "sweep.csv", "", breakdown);
@@ -411,6 +441,202 @@ test_render(void)
     renders("validate", "validate.json", "", validate);
     renders("timeline", "trace.json", "", timeline);
     renders("timeline", "trace.json", "--ranks 1..1 --mode A --title 'my title'", titled);
+    renders("timeline", "unlabelled.json", "", unlabelled);
+}
+
+/* ------------------------------------------------------------------------- hostile strings */
+
+/* Strings that would run `touch DIR/ran-N` if gnuplot interpreted them anywhere: backquotes
+ * (gnuplot's command substitution), a shell's $(...), quotes that would end a gnuplot string
+ * and call system(), newlines and carriage returns that would end a command line, a macro, a
+ * label of 4,000 characters. {} is the folder, # the payload's number. */
+static const char *const hostile_templates[] = {
+    "`touch {}/ran-#`",
+    "$(touch {}/ran-#)",
+    "x'; system('touch {}/ran-#'); y='",
+    "x\"; system(\"touch {}/ran-#\"); y=\"",
+    "x\nsystem('touch {}/ran-#')\ny",
+    "x\r\nsystem(\"touch {}/ran-#\")\r\n",
+    "'.system('touch {}/ran-#').'",
+    "\".system(\"touch {}/ran-#\").\"",
+    "\\`touch {}/ran-#\\` @x",
+    "x\n`touch {}/ran-#`\n",
+};
+#define N_HOSTILE (G_N_ELEMENTS(hostile_templates) + 1)
+
+/* The payloads, the last one long; NULL-terminated. */
+static char **
+hostile_strings(void)
+{
+    char **out = g_new0(char *, N_HOSTILE + 1);
+    for (guint i = 0; i < N_HOSTILE; i++) {
+        const char *t = i < G_N_ELEMENTS(hostile_templates) ? hostile_templates[i]
+                                                            : "`touch {}/ran-#` and more";
+        g_auto(GStrv) a = g_strsplit(t, "{}", -1);
+        g_autofree char *in_dir = g_strjoinv(tmpdir, a);
+        g_auto(GStrv) b = g_strsplit(in_dir, "#", -1);
+        g_autofree char *num = g_strdup_printf("%u", i);
+        out[i] = g_strjoinv(num, b);
+    }
+    g_autofree char *tail = out[N_HOSTILE - 1];
+    out[N_HOSTILE - 1] = g_strconcat(tail, g_strnfill(4000, 'W'), NULL);
+    return out; /* (transfer full) */
+}
+
+/* A JSON string literal of `s` (ASCII). */
+static char *
+json_quote(const char *s)
+{
+    g_autofree char *e = g_strescape(s, NULL);
+    return g_strdup_printf("\"%s\"", e); /* (transfer full) */
+}
+
+/* A trace of one mode named by payload 0 whose rank 0 has a track per payload (the thread's
+ * name), each with one op named and classed by the payload, wide enough for its label. */
+static char *
+hostile_trace(char **pay)
+{
+    g_autofree char *mode = json_quote(pay[0]);
+    GString *t = g_string_new("{\"traceEvents\": [");
+    g_string_append_printf(t,
+                           "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 0, \"tid\": 0, "
+                           "\"args\": {\"name\": %s}}",
+                           mode);
+    for (guint i = 0; pay[i] != NULL; i++) {
+        g_autofree char *q = json_quote(pay[i]);
+        g_string_append_printf(t,
+                               ", {\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 0, "
+                               "\"tid\": %u, \"args\": {\"name\": %s}}"
+                               ", {\"ph\": \"X\", \"name\": %s, \"cat\": %s, \"pid\": 0, "
+                               "\"tid\": %u, \"ts\": 0, \"dur\": 1000}",
+                               i, q, q, q, i);
+    }
+    g_string_append(t, "]}");
+    return g_string_free(t, FALSE); /* (transfer full) */
+}
+
+/* predict --json bars and a validate --json object whose names are the payloads. */
+static char *
+hostile_predict(char **pay)
+{
+    GString *t = g_string_new("[");
+    for (guint i = 0; pay[i] != NULL; i++) {
+        g_autofree char *q = json_quote(pay[i]);
+        g_string_append_printf(t,
+                               "%s{\"mode\": %s, \"grid\": %s, \"gpus\": 8, \"simulated\": true, "
+                               "\"step_time_s\": 1, \"compute_s\": 0.5, \"split\": %s}",
+                               i > 0 ? ", " : "", q, q, q);
+    }
+    g_string_append(t, "]");
+    return g_string_free(t, FALSE); /* (transfer full) */
+}
+
+static char *
+hostile_validate(char **pay)
+{
+    GString *t = g_string_new(NULL);
+    g_autofree char *q0 = json_quote(pay[0]), *q1 = json_quote(pay[2]), *q2 = json_quote(pay[4]);
+    g_string_append_printf(t,
+                           "{\"job\": %s, \"executor\": %s, \"backend\": %s, \"topology\": %s,"
+                           " \"measured\": {\"mode\": %s, \"step_time_s\": 0.1},"
+                           " \"predicted\": {\"mode\": %s, \"step_time_s\": 0.125}, \"classes\": [",
+                           q0, q1, q2, q0, q1, q2);
+    for (guint i = 0; pay[i] != NULL; i++) {
+        g_autofree char *q = json_quote(pay[i]);
+        g_string_append_printf(t, "%s{\"class\": %s, \"predicted_s\": %u, \"measured_s\": 1}",
+                               i > 0 ? ", " : "", q, i + 1);
+    }
+    g_string_append(t, "], \"step_error\": 0.25, \"mape\": 0.25}");
+    return g_string_free(t, FALSE); /* (transfer full) */
+}
+
+/* Files named ran-* in the folder: what a payload would have made. */
+static guint
+hostile_ran(void)
+{
+    g_autoptr(GDir) d = g_dir_open(tmpdir, 0, NULL);
+    guint n = 0;
+    for (const char *name; d != NULL && (name = g_dir_read_name(d)) != NULL;)
+        if (g_str_has_prefix(name, "ran-") || g_str_equal(name, "piped")) {
+            printf("\n    a payload ran: %s made", name);
+            n++;
+        }
+    return n;
+}
+
+/* simpar plot KIND INPUT -o OUT [--title TITLE] in the folder: exit 0 and a PNG or SVG; the
+ * SVG's text when `svg` is given (transfer full). */
+static void
+hostile_render(const char *kind, const char *input, const char *output, const char *title,
+               char **svg)
+{
+    static const guchar png_magic[] = {0x89, 'P', 'N', 'G'};
+    const char *argv[] = {
+        g_getenv("SIMPAR_BIN"), "plot", kind, input, "-o", output, "--title", title, NULL};
+    if (title == NULL)
+        argv[6] = NULL;
+    g_autofree char *sout = NULL, *serr = NULL;
+    int wait = 0;
+    CU_ASSERT_TRUE_FATAL(g_spawn_sync(tmpdir, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL,
+                                      &sout, &serr, &wait, NULL));
+    gboolean ok = g_spawn_check_wait_status(wait, NULL);
+    if (!ok)
+        printf("\n    plot %s %s -o %s: %s", kind, input, output, serr);
+    CU_ASSERT_TRUE(ok);
+    g_autofree char *path = g_build_filename(tmpdir, output, NULL);
+    g_autofree char *text = NULL;
+    gsize len = 0;
+    gboolean made = g_file_get_contents(path, &text, &len, NULL);
+    CU_ASSERT_TRUE(made);
+    if (!made)
+        return;
+    gboolean png = g_str_has_suffix(output, ".png");
+    CU_ASSERT_TRUE(png ? len > 1000 && memcmp(text, png_magic, sizeof png_magic) == 0
+                       : strstr(text, "</svg>") != NULL);
+    g_unlink(path);
+    if (svg != NULL)
+        *svg = g_steal_pointer(&text);
+}
+
+/* Every kind plots inputs whose every name is a payload, with a payload as --title and output
+ * names gnuplot would read as a pipe: the pictures are made and nothing ran. */
+static void
+test_hostile_labels(void)
+{
+    if (!have_gnuplot()) {
+        printf("\n    gnuplot missing: hostile labels not checked ");
+        return;
+    }
+    g_auto(GStrv) pay = hostile_strings();
+    g_autofree char *trace = hostile_trace(pay), *predict = hostile_predict(pay);
+    g_autofree char *validate = hostile_validate(pay);
+    const char *rows[N_HOSTILE]; /* a 3-D row (q=2) per payload */
+    for (guint i = 0; i < N_HOSTILE; i++)
+        rows[i] = sweep_rows[3];
+    g_autofree char *sweep = sweep_csv_of(rows, N_HOSTILE, (const char *const *) pay);
+    write_fixture("hostile-trace.json", trace);
+    write_fixture("`touch ran-file`.json", trace);
+    write_fixture("hostile-predict.json", predict);
+    write_fixture("hostile-validate.json", validate);
+    write_fixture("hostile-sweep.csv", sweep);
+    g_autofree char *svg = NULL;
+    hostile_render("timeline", "hostile-trace.json", "t.svg", NULL, &svg);
+    /* the track names are drawn as they are (cut at 40 characters): "rank 0 `touch DIR/r..." */
+    CU_ASSERT_PTR_NOT_NULL(svg != NULL ? strstr(svg, ">rank 0 `touch /") : NULL);
+    hostile_render("timeline", "hostile-trace.json", "t.png", NULL, NULL);
+    hostile_render("timeline", "`touch ran-file`.json", "t.png", NULL, NULL);
+    for (guint i = 0; pay[i] != NULL; i++)
+        hostile_render("timeline", "hostile-trace.json", "t.png", pay[i], NULL);
+    hostile_render("timeline", "hostile-trace.json", "|touch piped;cat>p.png", NULL, NULL);
+    hostile_render("timeline", "hostile-trace.json", "it's.png", NULL, NULL);
+    hostile_render("scaling", "hostile-sweep.csv", "s.png", NULL, NULL);
+    hostile_render("memory", "hostile-sweep.csv", "m.png", NULL, NULL);
+    hostile_render("breakdown", "hostile-sweep.csv", "b.png", NULL, NULL);
+    hostile_render("breakdown", "hostile-predict.json", "b.svg", NULL, NULL);
+    hostile_render("breakdown", "hostile-validate.json", "b.png", NULL, NULL);
+    hostile_render("validate", "hostile-validate.json", "v.png", NULL, NULL);
+    hostile_render("validate", "hostile-validate.json", "v.png", pay[4], NULL);
+    CU_ASSERT_EQUAL(hostile_ran(), 0);
 }
 
 /* -------------------------------------------------------------------------------- refusals */
@@ -428,6 +654,8 @@ test_refusals(void)
         {"plot scaling {}/sweep.csv -o {}/x.jpg", 2,
          "x.jpg: the file name must end in .png or .svg"},
         {"plot scaling {}/sweep.csv", 2, "expected KIND INPUT -o OUT.png|OUT.svg"},
+        {"plot timeline {}/trace.json -o '{}/a\tb.png'", 2,
+         "a\\tb.png: the file name holds a control character (byte 0x09)"},
         {"plot scaling {}/none.csv -o {}/x.png", 1, "none.csv"},
         {"plot scaling {}/nocol.csv -o {}/x.png", 1, "nocol.csv: no column \"step_time_s\""},
         {"plot scaling {}/short.csv -o {}/x.png", 1, "short.csv:3: 4 fields, the header has 5"},
@@ -438,6 +666,9 @@ test_refusals(void)
         {"plot validate {}/predict.json -o {}/x.png", 1, "not a simpar validate --json object"},
         {"plot timeline {}/sweep.csv -o {}/x.png", 1, "sweep.csv:1:"},
         {"plot timeline {}/trace.json -o {}/x.png --ranks 5..2", 2, "--ranks 5..2: expected A..B"},
+        {"plot timeline {}/bigpid.json -o {}/x.png", 1,
+         "bigpid.json: traceEvents[1]: a complete event (\"ph\": \"X\") needs pid and tid "
+         "(integers of 32 bits)"},
         {"plot timeline {}/trace.json -o {}/x.png --mode C", 2, "--mode C: not in"},
         {"plot timeline {}/trace.json -o {}/x.png --ranks 7..9", 1,
          "nothing to plot: no event of mode A on ranks 7..9"},
@@ -518,6 +749,8 @@ static CU_TestInfo plot_tests[] = {
     {"a trace's timeline: tracks per rank and stream, boxes per class, --ranks and --mode",
      test_timeline_data},
     {"every kind renders PNG and SVG with its title and legend", test_render},
+    {"hostile names in every input, title and output name: pictures made, nothing run",
+     test_hostile_labels},
     {"bad kinds, inputs and options are refused with the file, line or option", test_refusals},
     {"without gnuplot the error names gnuplot-nox", test_no_gnuplot},
     {"simpar predict --report writes the table, JSON, trace, plots and a README", test_report},
