@@ -297,6 +297,8 @@ platform_route_links(const SimparPlatform *p, guint a, guint b, GPtrArray *out)
     xbt_dynar_free(&links);
 }
 
+/* The links of routes between two GPUs of one node, both ways: a SPLITDUPLEX link's two
+ * directions are two SimGrid links, and a -> b uses the one that b -> a does not. */
 static GHashTable *
 platform_intra_links(const SimparPlatform *p)
 {
@@ -306,6 +308,7 @@ platform_intra_links(const SimparPlatform *p)
         for (guint b = a + 1; b < p->n_gpus && p->nodes[b] == p->nodes[a]; b++) {
             g_ptr_array_set_size(route, 0);
             platform_route_links(p, a, b, route);
+            platform_route_links(p, b, a, route);
             for (guint i = 0; i < route->len; i++)
                 g_hash_table_add(intra, route->pdata[i]);
         }
