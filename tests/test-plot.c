@@ -478,8 +478,8 @@ hostile_strings(void)
         g_autofree char *num = g_strdup_printf("%u", i);
         out[i] = g_strjoinv(num, b);
     }
-    g_autofree char *tail = out[N_HOSTILE - 1];
-    out[N_HOSTILE - 1] = g_strconcat(tail, g_strnfill(4000, 'W'), NULL);
+    g_autofree char *head = out[N_HOSTILE - 1], *tail = g_strnfill(4000, 'W');
+    out[N_HOSTILE - 1] = g_strconcat(head, tail, NULL);
     return out; /* (transfer full) */
 }
 
