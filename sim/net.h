@@ -5,7 +5,11 @@
  * latencies and the smallest link bandwidth. The SimGrid backend fills a SimparNet from the
  * loaded platform; tests build uniform ones directly.
  *
- *   SimparNet { route(src, dst) -> {lat_s, bw_Bps},  node(gpu) -> node index }
+ *   SimparNet { route(src, dst) -> {lat_s, bw_Bps},  node(gpu) -> node index,
+ *               links(src, dst) -> the route's links (optional), link_bw(link) -> bytes/s }
+ *
+ * The links let an algorithm see transfers of one round that share a link (several GPUs behind
+ * one NIC): a net without them (links NULL) gives every route links of its own.
  *
  * Ownership: the caller owns the SimparNet and whatever `data` points to.
  */
@@ -25,6 +29,10 @@ struct _SimparNet {
     void (*route)(const SimparNet *net, guint src, guint dst, SimparRoute *out);
     guint (*node)(const SimparNet *net, guint gpu);
     gpointer data;
+    /* Optional: appends the route's links (opaque, one per direction) to `out`; FALSE, with
+     * nothing appended, when they are not known. */
+    gboolean (*links)(const SimparNet *net, guint src, guint dst, GPtrArray *out);
+    double (*link_bw)(const SimparNet *net, gconstpointer link); /* bytes per second */
 };
 
 static inline void

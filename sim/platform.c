@@ -218,6 +218,13 @@ platform_route(const SimparNet *net, guint src, guint dst, SimparRoute *out)
     *out = *r;
 }
 
+static double
+platform_link_bw(const SimparNet *net, gconstpointer link)
+{
+    (void) net;
+    return sg_link_get_bandwidth((sg_link_t) link);
+}
+
 static guint
 platform_node(const SimparNet *net, guint gpu)
 {
@@ -461,7 +468,8 @@ platform_child(SimparPlatform *p, int out, int err)
     simgrid_load_platform(p->path);
     platform_find_gpus(p);
     platform_find_generated(p);
-    p->net = (SimparNet){platform_route, platform_node, p->hosts};
+    p->net = (SimparNet){platform_route, platform_node, p->hosts, simpar_platform_route_links,
+                         platform_link_bw};
     p->routes = g_hash_table_new_full(platform_route_hash, g_int64_equal, g_free, g_free);
     if (p->n_gpus == 0) {
         g_set_error(&p->error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,

@@ -8,7 +8,7 @@
  *
  * The uniform net: every route 2 us and 25 GB/s, nodes of 4 GPUs (GPU g on node g / 4).
  */
-#include "collectives.h"
+#include "collectives-private.h"
 #include "simpar-test.h"
 #include <math.h>
 
@@ -48,9 +48,9 @@ test_node(const SimparNet *net, guint gpu)
 }
 
 static TestNet uniform = {A, BW, 4, G_MAXUINT, G_MAXUINT, 0.0, 0.0};
-static const SimparNet uniform_net = {test_route, test_node, &uniform};
+static const SimparNet uniform_net = {test_route, test_node, &uniform, NULL, NULL};
 static TestNet slow = {A, BW, 4, 2, 3, 5e-6, 5e9}; /* GPU 2 -> 3 is slow */
-static const SimparNet slow_net = {test_route, test_node, &slow};
+static const SimparNet slow_net = {test_route, test_node, &slow, NULL, NULL};
 
 /* ---- cases: every algorithm x kind x n = 2..16 x size x root ------------------------------ */
 
@@ -442,7 +442,7 @@ static void
 test_choose(void)
 {
     TestNet t = {5e-6, 12.5e9, 1, G_MAXUINT, G_MAXUINT, 0.0, 0.0}; /* 16 nodes of one GPU */
-    SimparNet net = {test_route, test_node, &t};
+    SimparNet net = {test_route, test_node, &t, NULL, NULL};
     guint gpus[16];
     for (guint i = 0; i < 16; i++)
         gpus[i] = i;
@@ -459,6 +459,113 @@ test_choose(void)
     CU_ASSERT_STRING_EQUAL(simpar_coll_choose(BC, &g, 8192, &p)->name, "chain");
     CU_ASSERT_STRING_EQUAL(simpar_coll_choose(RD, &g, 8192, &p)->name, "chain");
     CU_ASSERT_STRING_EQUAL(simpar_coll_choose(A2A, &g, 8192, &p)->name, "pairwise");
+}
+
+/* ---- (6b) links shared within a round: NICs ---------------------------------------------- */
+
+/* Nodes of 4 GPUs. Inside a node a GPU reaches another over its own link (NVL_BW); between
+ * nodes it goes out through a NIC link of its node and in through one of the other node's
+ * (NIC_BW each): one NIC per node (rails FALSE) or one per GPU (rails TRUE). Link ids: 1 + 8
+ * gpu + slot, slot 0 its NVLink out, 1 its NVLink in, 2 NIC out, 3 NIC in (NIC of GPU 0 of its
+ * node without rails). */
+#define NVL_BW 100e9
+#define NIC_BW 10e9
+
+typedef struct {
+    gboolean rails;
+} NicNet;
+
+static guint
+nic_of(const NicNet *t, guint gpu)
+{
+    return t->rails ? gpu : gpu / 4 * 4;
+}
+
+static void
+nic_route(const SimparNet *net, guint src, guint dst, SimparRoute *out)
+{
+    (void) net;
+    out->lat_s = src / 4 == dst / 4 ? A : 2 * A;
+    out->bw_Bps = src / 4 == dst / 4 ? NVL_BW : NIC_BW;
+}
+
+static guint
+nic_node(const SimparNet *net, guint gpu)
+{
+    (void) net;
+    return gpu / 4;
+}
+
+static gboolean
+nic_links(const SimparNet *net, guint src, guint dst, GPtrArray *out)
+{
+    const NicNet *t = net->data;
+    gboolean same = src / 4 == dst / 4;
+    g_ptr_array_add(out, GUINT_TO_POINTER(1 + 8 * (same ? src : nic_of(t, src)) + (same ? 0 : 2)));
+    g_ptr_array_add(out, GUINT_TO_POINTER(1 + 8 * (same ? dst : nic_of(t, dst)) + (same ? 1 : 3)));
+    return TRUE;
+}
+
+static double
+nic_link_bw(const SimparNet *net, gconstpointer link)
+{
+    (void) net;
+    return (GPOINTER_TO_UINT(link) - 1) % 8 < 2 ? NVL_BW : NIC_BW;
+}
+
+/* Two transfers out of one node take twice as long through one NIC as through two; a transfer
+ * alone on its links takes lat + bytes / bw of its route, bit for bit. */
+static void
+test_hops_shared(void)
+{
+    NicNet one = {FALSE}, rails = {TRUE};
+    SimparNet one_net = {nic_route, nic_node, &one, nic_links, nic_link_bw};
+    SimparNet rail_net = {nic_route, nic_node, &rails, nic_links, nic_link_bw};
+    guint gpus[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    SimparHop hops[2] = {{0, 4, 1e6}, {1, 5, 1e6}};
+    double t[2];
+    SimparCollGroup g = {8, gpus, &one_net};
+    simpar_coll_hops_time(&g, hops, 2, t);
+    CU_ASSERT_DOUBLE_EQUAL(t[0], 2 * A + 2e6 / NIC_BW, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(t[1], t[0], 0.0);
+    g.net = &rail_net;
+    simpar_coll_hops_time(&g, hops, 2, t);
+    CU_ASSERT_EQUAL(t[0], 2 * A + 1e6 / NIC_BW);
+    CU_ASSERT_EQUAL(t[0], simpar_coll_xfer_time(&g, 0, 4, 1e6));
+}
+
+/* Hierarchical all-reduce over 2 nodes of 4: the 4 cross-node rings leave a node through one
+ * NIC (4x the bytes on it) or through 4; the expansion evaluated on an idle net equals the
+ * closed form, and the default choice compares it with the ring's. */
+static void
+test_hierarchical_nics(void)
+{
+    NicNet one = {FALSE}, rails = {TRUE};
+    SimparNet one_net = {nic_route, nic_node, &one, nic_links, nic_link_bw};
+    SimparNet rail_net = {nic_route, nic_node, &rails, nic_links, nic_link_bw};
+    guint gpus[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    SimparCollParams p;
+    simpar_coll_params_init(&p);
+    const SimparCollAlgo *hier = NULL;
+    CU_ASSERT_TRUE_FATAL(simpar_coll_algo_lookup("hierarchical", &hier, NULL));
+    const double s = 64e6;
+    const SimparNet *nets[2] = {&one_net, &rail_net};
+    for (guint k = 0; k < 2; k++) {
+        SimparCollGroup g = {8, gpus, nets[k]};
+        /* 2 x 3 in-node rounds of S/4 on own NVLinks, 2 cross-node rounds of S/8, 4 of them
+         * on one NIC or each on its own */
+        double cross = (k == 0 ? 4 : 1) * (s / 8) / NIC_BW;
+        double want = 6 * (A + s / 4 / NVL_BW) + 2 * (2 * A + cross);
+        double got = hier->closed_form(AR, &g, s, 0, &p);
+        CU_ASSERT_DOUBLE_EQUAL(got / want, 1, 1e-12);
+        g_autoptr(SimparExpansion) e = simpar_expansion_new(8);
+        hier->expand(AR, &g, s, 0, &p, e);
+        CU_ASSERT_DOUBLE_EQUAL(eval_max(e, &g, 0.0) / got, 1, 1e-12);
+        /* through one NIC, hierarchical still moves S through it where the ring moves 7/4 S */
+        double ring = simpar_coll_ring_closed_form(AR, &g, s, 0, &p);
+        CU_ASSERT_DOUBLE_EQUAL(ring / (14 * (2 * A + s / 8 / NIC_BW)), 1, 1e-12);
+        CU_ASSERT_STRING_EQUAL(simpar_coll_choose(AR, &g, s, &p)->name, "hierarchical");
+    }
 }
 
 /* ---- (7) lookup, table, defaults ---------------------------------------------------------- */
@@ -545,6 +652,10 @@ static CU_TestInfo cost_tests[] = {
 
 static CU_TestInfo table_tests[] = {
     {"tree wins 8 KiB and ring wins 256 MiB across 16 nodes", test_choose},
+    {"transfers of a round sharing a NIC take its load; alone, their route's time",
+     test_hops_shared},
+    {"hierarchical: rings sharing one NIC, or rails; chosen by default against the ring",
+     test_hierarchical_nics},
     {"an unknown name is an error naming it and the valid names", test_lookup},
     {"parameters default to no protocol, 512 KiB chunks, 64 chunks", test_defaults},
     CU_TEST_INFO_NULL,

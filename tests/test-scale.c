@@ -53,7 +53,7 @@ test_ring_eval(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(ring->eval_idle);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ring->fuse);
     TestNet t = {4};
-    SimparNet net = {test_route, test_node, &t};
+    SimparNet net = {test_route, test_node, &t, NULL, NULL};
     GRand *rand = g_rand_new_with_seed(7);
     const SimparCollKind kinds[] = {SIMPAR_COLL_ALL_REDUCE, SIMPAR_COLL_ALL_GATHER,
                                     SIMPAR_COLL_REDUCE_SCATTER};
@@ -469,6 +469,70 @@ test_quotient(void)
     g_unlink(ac922);
 }
 
+/* ----------------------------------------------- hierarchical all-reduce over NICs and rails */
+
+/* simpar collective ARGS --json on `xml`: the one size's time, busbw and algorithm (transfer
+ * full); NULL when it failed. */
+static char *
+test_collective(const char *xml, const char *args, double *time_s, double *busbw)
+{
+    g_autofree char *cmd =
+        g_strdup_printf("collective --topology %s --op allreduce --json %s", xml, args);
+    SimparCliRun r = simpar_cli_run(cmd);
+    g_autoptr(JsonParser) p = json_parser_new();
+    char *algo = NULL;
+    if (r.status == 0 && json_parser_load_from_data(p, r.out, -1, NULL)) {
+        JsonObject *o =
+            json_array_get_object_element(json_node_get_array(json_parser_get_root(p)), 0);
+        *time_s = json_object_get_double_member(o, "time_s");
+        *busbw = json_object_get_double_member(o, "busbw_GBps");
+        algo = g_strdup(json_object_get_string_member(o, "algo"));
+    } else {
+        printf("\n    simpar %s: %s", cmd, r.err);
+    }
+    simpar_cli_run_clear(&r);
+    return algo;
+}
+
+/* The hierarchical all-reduce's phases run their rings at once: on DGX A100 nodes each ring
+ * leaves through its GPU's own NIC (a rail), on AC922 nodes the 4 rings of a node share its
+ * one port. The analytic backend, which prices the links each round shares, equals SimGrid
+ * playing every round (1e-9 on rails; within 1% where SimGrid shares a port among flows that
+ * start at slightly different times), and the default choice runs it on two DGX A100 nodes
+ * at >= 150 GB/s busbw for 1 GiB (one ring through one NIC: 25). */
+static void
+test_hierarchical_rails(void)
+{
+    g_autofree char *dgx = test_platform("dgx-a100", 2), *ac922 = test_platform("v100-ac922", 4);
+
+    const struct {
+        const char *xml;
+        double tol;
+    } cases[] = {{dgx, 1e-9}, {ac922, 1e-2}};
+
+    for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
+        double ta = 0, tp = 0, bw;
+        g_autofree char *a = test_collective(
+            cases[c].xml, "--gpus 16 --bytes 64M --algo hierarchical --backend analytic", &ta, &bw);
+        g_autofree char *p =
+            test_collective(cases[c].xml,
+                            "--gpus 16 --bytes 64M --algo hierarchical --backend simgrid "
+                            "--collectives played",
+                            &tp, &bw);
+        CU_ASSERT_TRUE_FATAL(a != NULL && p != NULL);
+        printf("\n    hierarchical 64 MiB, 16 GPUs, %s: analytic %.6g s, played %.6g s",
+               c == 0 ? "DGX A100 x2" : "AC922 x4", ta, tp);
+        CU_ASSERT_TRUE(fabs(ta / tp - 1) < cases[c].tol);
+    }
+    double t, busbw;
+    g_autofree char *algo = test_collective(dgx, "--gpus 16 --bytes 1G", &t, &busbw);
+    CU_ASSERT_STRING_EQUAL(algo != NULL ? algo : "", "hierarchical");
+    printf("\n    auto, 1 GiB on two DGX A100 nodes: %s, busbw %.1f GB/s", algo, busbw);
+    CU_ASSERT_TRUE(busbw >= 150);
+    g_unlink(dgx);
+    g_unlink(ac922);
+}
+
 static CU_TestInfo scale_tests[] = {
     {"the ring's idle evaluator and fused transfers equal its expansion's bit for bit",
      test_ring_eval},
@@ -482,6 +546,8 @@ static CU_TestInfo scale_tests[] = {
     {"the layer on a quotient of alike nodes equals every rank's with rings, and is refused "
      "where a bandwidth-bound collective does not fold",
      test_quotient},
+    {"hierarchical all-reduce prices the NICs its rings share; auto runs it over DGX rails",
+     test_hierarchical_rails},
     CU_TEST_INFO_NULL,
 };
 

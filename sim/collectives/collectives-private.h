@@ -37,6 +37,21 @@ gboolean simpar_coll_group_ok(const SimparCollGroup *g);
 
 void simpar_coll_round_add(SimparRoundCost *rc, const SimparCollGroup *g, guint src, guint dst,
                            double bytes);
+
+/* One transfer of a round whose transfers all run at once (members src -> dst). */
+typedef struct {
+    guint src, dst;
+    double bytes;
+} SimparHop;
+
+/* The times of `n` transfers that run at once, sharing links: each takes its route's latency
+ * plus, over the links of its route, the longest time that link needs for all the bytes of the
+ * round that cross it (its load / its bandwidth). Where no link carries two transfers, or the
+ * net does not give links, that is lat + bytes / bw of the route, bit for bit. */
+void simpar_coll_hops_time(const SimparCollGroup *g, const SimparHop *hops, guint n, double *out);
+/* Adds the hops of such a round to `rc`, at their shared times. */
+void simpar_coll_round_add_hops(SimparRoundCost *rc, const SimparCollGroup *g,
+                                const SimparHop *hops, guint n);
 double simpar_coll_round_delay(const SimparRoundCost *rc, SimparLatRow row,
                                const SimparCollParams *p, gboolean first);
 double simpar_coll_rounds_total(const SimparRoundCost *rc, guint n_rounds, SimparLatRow row,

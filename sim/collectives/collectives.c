@@ -81,6 +81,9 @@ simpar_coll_choose(SimparCollKind kind, const SimparCollGroup *g, double bytes,
          * ring and tree compete. Ties go to ring, NCCL's default. */
         double ring = simpar_coll_ring_closed_form(kind, g, bytes, 0, p);
         double tree = simpar_coll_tree_closed_form(kind, g, bytes, 0, p);
+        double hier = simpar_coll_hierarchical_closed_form(kind, g, bytes, 0, p);
+        if (hier < MIN(ring, tree))
+            return &coll_algos[COLL_HIERARCHICAL];
         return &coll_algos[tree < ring ? COLL_TREE : COLL_RING];
     }
     case SIMPAR_COLL_BROADCAST:
@@ -163,6 +166,57 @@ simpar_coll_round_add(SimparRoundCost *rc, const SimparCollGroup *g, guint src, 
     rc->used = TRUE;
     if (simpar_net_node(g->net, g->gpus[src]) != simpar_net_node(g->net, g->gpus[dst]))
         rc->net = TRUE;
+}
+
+void
+simpar_coll_hops_time(const SimparCollGroup *g, const SimparHop *hops, guint n, double *out)
+{
+    const SimparNet *net = g->net;
+    g_autoptr(GPtrArray) links = g_ptr_array_new();
+    g_autofree guint *first = g_new(guint, n + 1);
+    gboolean known = net->links != NULL && net->link_bw != NULL;
+    for (guint i = 0; i < n && known; i++) {
+        first[i] = links->len;
+        known = net->links(net, g->gpus[hops[i].src], g->gpus[hops[i].dst], links);
+    }
+    first[n] = links->len;
+    g_autoptr(GHashTable) load = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+    gboolean shared = FALSE;
+    for (guint i = 0; i < n && known; i++)
+        for (guint j = first[i]; j < first[i + 1]; j++) {
+            double *l = g_hash_table_lookup(load, links->pdata[j]);
+            if (l == NULL)
+                g_hash_table_insert(load, links->pdata[j], l = g_new0(double, 1));
+            else
+                shared = TRUE;
+            *l += hops[i].bytes;
+        }
+    for (guint i = 0; i < n; i++) {
+        SimparRoute r;
+        simpar_net_route(net, g->gpus[hops[i].src], g->gpus[hops[i].dst], &r);
+        g_assert(r.bw_Bps > 0.0);
+        double wire = hops[i].bytes / r.bw_Bps;
+        for (guint j = first[i]; shared && j < first[i + 1]; j++) {
+            double bw = net->link_bw(net, links->pdata[j]);
+            wire = MAX(wire, *(double *) g_hash_table_lookup(load, links->pdata[j]) / bw);
+        }
+        out[i] = r.lat_s + wire;
+    }
+}
+
+void
+simpar_coll_round_add_hops(SimparRoundCost *rc, const SimparCollGroup *g, const SimparHop *hops,
+                           guint n)
+{
+    g_autofree double *t = g_new(double, MAX(n, 1));
+    simpar_coll_hops_time(g, hops, n, t);
+    for (guint i = 0; i < n; i++) {
+        rc->max_s = rc->used ? MAX(rc->max_s, t[i]) : t[i];
+        rc->used = TRUE;
+        if (simpar_net_node(g->net, g->gpus[hops[i].src]) !=
+            simpar_net_node(g->net, g->gpus[hops[i].dst]))
+            rc->net = TRUE;
+    }
 }
 
 /* The round's delay_s: hwLat of its slowest link type (NET above NVLink for every protocol and
@@ -249,12 +303,19 @@ simpar_expansion_round(SimparExpansion *e, double delay_s)
 void
 simpar_expansion_xfer(SimparExpansion *e, guint peer, gboolean send, double bytes)
 {
+    simpar_expansion_xfer_timed(e, peer, send, bytes, 0);
+}
+
+void
+simpar_expansion_xfer_timed(SimparExpansion *e, guint peer, gboolean send, double bytes,
+                            double idle_s)
+{
     SimparRealExpansion *re = (SimparRealExpansion *) e;
     g_return_if_fail(e != NULL && !re->ended && re->next > 0);
     g_return_if_fail(e->rounds->len > e->member_first[re->next - 1]); /* no round begun */
     g_return_if_fail(peer < e->n_members && peer != re->next - 1);
-    g_return_if_fail(bytes >= 0.0);
-    SimparXfer x = {peer, send, bytes};
+    g_return_if_fail(bytes >= 0.0 && idle_s >= 0.0);
+    SimparXfer x = {peer, send, bytes, idle_s};
     g_array_append_val(e->xfers, x);
     g_array_index(e->rounds, SimparRound, e->rounds->len - 1).n++;
 }
@@ -372,7 +433,8 @@ eval_round(EvalState *st, guint m)
             return FALSE; /* the peer has not reached the round that posts it */
         double start = MAX(st->begin[r], st->begin[pr]);
         guint src = x->send ? m : x->peer, dst = x->send ? x->peer : m;
-        end = MAX(end, start + simpar_coll_xfer_time(st->g, src, dst, x->bytes));
+        double t = x->idle_s > 0 ? x->idle_s : simpar_coll_xfer_time(st->g, src, dst, x->bytes);
+        end = MAX(end, start + t);
     }
     st->last[m] = end;
     st->cur[m] = r + 1;
@@ -393,9 +455,10 @@ simpar_expansion_fuse(const SimparExpansion *e, guint m, GArray *out)
             while (f < out->len && (g_array_index(out, SimparXfer, f).peer != x->peer ||
                                     g_array_index(out, SimparXfer, f).send != x->send))
                 f++;
-            if (f == out->len)
-                g_array_append_vals(out, x, 1);
-            else
+            if (f == out->len) {
+                SimparXfer sum = {x->peer, x->send, x->bytes, 0}; /* a sum has no round time */
+                g_array_append_val(out, sum);
+            } else
                 g_array_index(out, SimparXfer, f).bytes += x->bytes;
         }
     }

@@ -71,6 +71,8 @@ typedef struct {
     guint peer; /* member index */
     gboolean send;
     double bytes;
+    double idle_s; /* its time on an idle network where the algorithm knows it better than the
+                    * route (links its round shares); 0: lat + bytes / bw of the route */
 } SimparXfer;
 
 typedef struct {
@@ -94,6 +96,9 @@ void simpar_expansion_fuse(const SimparExpansion *e, guint m, GArray *out);
 void simpar_expansion_begin_member(SimparExpansion *e, guint member);
 void simpar_expansion_round(SimparExpansion *e, double delay_s);
 void simpar_expansion_xfer(SimparExpansion *e, guint peer, gboolean send, double bytes);
+/* The same with the transfer's idle time given (SimparXfer.idle_s). */
+void simpar_expansion_xfer_timed(SimparExpansion *e, guint peer, gboolean send, double bytes,
+                                 double idle_s);
 void simpar_expansion_end(SimparExpansion *e);
 
 typedef struct {

@@ -85,23 +85,42 @@ hier_peers(const HierLayout *lay, guint m, guint t, guint *next, guint *prev)
     return across;
 }
 
+/* The hops of an in-node round (phase 1 or 3: `t` = 0) or of a cross-node one (phase 2: `t` =
+ * l - 1), all members at once; their times with the links they share (all rings of a phase run
+ * together: the L cross-node rings of a node leave it through the NICs their GPUs reach, one
+ * NIC for all of them on a node with one) into `hop_s`, by sending member. */
+static void
+hier_phase(const HierLayout *lay, const SimparCollGroup *g, double bytes, guint t,
+           SimparRoundCost *rc, double *hop_s)
+{
+    g_autofree SimparHop *hops = g_new(SimparHop, g->n);
+    guint next, prev;
+    for (guint m = 0; m < g->n; m++) {
+        gboolean across = hier_peers(lay, m, t, &next, &prev);
+        hops[m] = (SimparHop){m, next, across ? bytes / g->n : bytes / lay->l};
+    }
+    simpar_coll_hops_time(g, hops, g->n, hop_s);
+    for (guint m = 0; m < g->n; m++) {
+        rc->max_s = rc->used ? MAX(rc->max_s, hop_s[m]) : hop_s[m];
+        rc->used = TRUE;
+        rc->net = rc->net || simpar_net_node(g->net, g->gpus[m]) !=
+                                 simpar_net_node(g->net, g->gpus[hops[m].dst]);
+    }
+}
+
 /* Costs of all rounds (transfer full): the in-node rounds share one summary, the cross-node
- * rounds another. */
+ * rounds another; with `inside_s` and `across_s`, each member's hop times of the two phases. */
 static SimparRoundCost *
-hier_costs(const HierLayout *lay, const SimparCollGroup *g, double bytes)
+hier_costs(const HierLayout *lay, const SimparCollGroup *g, double bytes, double *inside_s,
+           double *across_s)
 {
     SimparRoundCost inside = {0}, across = {0};
     guint rounds = hier_rounds(lay), next, prev;
-    for (guint m = 0; m < g->n; m++) {
-        if (lay->l > 1) {
-            hier_peers(lay, m, 0, &next, &prev);
-            simpar_coll_round_add(&inside, g, m, next, bytes / lay->l);
-        }
-        if (lay->k > 1) {
-            hier_peers(lay, m, lay->l - 1, &next, &prev);
-            simpar_coll_round_add(&across, g, m, next, bytes / g->n);
-        }
-    }
+    g_autofree double *scratch = g_new(double, g->n);
+    if (lay->l > 1)
+        hier_phase(lay, g, bytes, 0, &inside, inside_s != NULL ? inside_s : scratch);
+    if (lay->k > 1)
+        hier_phase(lay, g, bytes, lay->l - 1, &across, across_s != NULL ? across_s : scratch);
     SimparRoundCost *rc = g_new0(SimparRoundCost, MAX(rounds, 1));
     for (guint t = 0; t < rounds; t++)
         rc[t] = hier_peers(lay, 0, t, &next, &prev) ? across : inside;
@@ -118,7 +137,7 @@ simpar_coll_hierarchical_closed_form(SimparCollKind kind, const SimparCollGroup 
     HierLayout lay;
     if (!hier_layout(g, &lay))
         return simpar_coll_ring_closed_form(kind, g, bytes, root, p);
-    g_autofree SimparRoundCost *rc = hier_costs(&lay, g, bytes);
+    g_autofree SimparRoundCost *rc = hier_costs(&lay, g, bytes, NULL, NULL);
     double t = simpar_coll_rounds_total(rc, hier_rounds(&lay), SIMPAR_LAT_RING, p);
     hier_layout_clear(&lay);
     return t;
@@ -137,15 +156,18 @@ simpar_coll_hierarchical_expand(SimparCollKind kind, const SimparCollGroup *g, d
         simpar_coll_ring_expand(kind, g, bytes, root, p, out);
         return;
     }
-    g_autofree SimparRoundCost *rc = hier_costs(&lay, g, bytes);
+    g_autofree double *inside_s = g_new0(double, g->n), *across_s = g_new0(double, g->n);
+    g_autofree SimparRoundCost *rc = hier_costs(&lay, g, bytes, inside_s, across_s);
     for (guint m = 0; m < g->n; m++) {
         simpar_expansion_begin_member(out, m);
         for (guint t = 0, next, prev; t < hier_rounds(&lay); t++) {
-            double b = hier_peers(&lay, m, t, &next, &prev) ? bytes / g->n : bytes / lay.l;
+            gboolean across = hier_peers(&lay, m, t, &next, &prev);
+            double b = across ? bytes / g->n : bytes / lay.l;
+            const double *hop_s = across ? across_s : inside_s;
             simpar_expansion_round(out,
                                    simpar_coll_round_delay(&rc[t], SIMPAR_LAT_RING, p, t == 0));
-            simpar_expansion_xfer(out, next, TRUE, b);
-            simpar_expansion_xfer(out, prev, FALSE, b);
+            simpar_expansion_xfer_timed(out, next, TRUE, b, hop_s[m]);
+            simpar_expansion_xfer_timed(out, prev, FALSE, b, hop_s[prev]);
         }
     }
     simpar_expansion_end(out);

@@ -119,8 +119,8 @@ simpar_coll_ring_fuse(SimparCollKind kind, const SimparCollGroup *g, double byte
     guint n = g->n, rounds = ring_rounds(kind, n);
     if (rounds == 0)
         return;
-    SimparXfer x[2] = {{(member + 1) % n, TRUE, bytes / n},
-                       {(member + n - 1) % n, FALSE, bytes / n}};
+    SimparXfer x[2] = {{(member + 1) % n, TRUE, bytes / n, 0},
+                       {(member + n - 1) % n, FALSE, bytes / n, 0}};
     for (guint t = 1; t < rounds; t++)
         x[0].bytes += bytes / n, x[1].bytes += bytes / n;
     g_array_append_vals(out, x, 2);
