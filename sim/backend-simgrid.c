@@ -23,6 +23,7 @@
  */
 #include "platform.h"
 #include "replay.h"
+#include <math.h>
 #include <simgrid/actor.h>
 #include <simgrid/comm.h>
 #include <simgrid/engine.h>
@@ -442,14 +443,54 @@ simgrid_wait_actors(Simgrid *sg, const SimgridStream *streams, guint n_actors)
 
 /* ---------------------------------------------------------------- a lone ring, proven idle */
 
+/* With channels (ring.c), the hops of a round share links by design (a GPU's NVLink carries
+ * all channels but one). SimGrid gives every flow of a round the time the evaluator prices
+ * (lat + the busiest link's load / its bandwidth) when, on every shared link, all flows have the
+ * same latency and that same time: each flow's busiest link is then saturated by flows of its
+ * own rate (max-min fair), and they all start and end together, so no flow's links are freed
+ * while it runs. */
+static gboolean
+simgrid_channels_uncontended(const SimparCollGroup *g, GArray *hops, GArray *hop_s)
+{
+    g_autoptr(GHashTable) first = g_hash_table_new(NULL, NULL); /* link -> 1 + hop */
+    g_autoptr(GPtrArray) links = g_ptr_array_new();
+    for (guint i = 0; i < hops->len; i++) {
+        const SimparHop *h = &g_array_index(hops, SimparHop, i);
+        SimparRoute route, other;
+        simpar_net_route(g->net, g->gpus[h->src], g->gpus[h->dst], &route);
+        g_ptr_array_set_size(links, 0);
+        if (!simpar_platform_route_links(g->net, g->gpus[h->src], g->gpus[h->dst], links))
+            return FALSE;
+        for (guint j = 0; j < links->len; j++) {
+            guint k = GPOINTER_TO_UINT(g_hash_table_lookup(first, links->pdata[j]));
+            if (k == 0) {
+                g_hash_table_insert(first, links->pdata[j], GUINT_TO_POINTER(i + 1));
+                continue;
+            }
+            if (!sg_link_is_shared(links->pdata[j]))
+                continue;
+            const SimparHop *o = &g_array_index(hops, SimparHop, k - 1);
+            simpar_net_route(g->net, g->gpus[o->src], g->gpus[o->dst], &other);
+            double a = g_array_index(hop_s, double, i), b = g_array_index(hop_s, double, k - 1);
+            if (route.lat_s != other.lat_s || fabs(a - b) > 1e-12 * MAX(a, b))
+                return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 /* Whether the ring's hops m -> m+1, all at their idle rates (route bottlenecks) at once, fit in
  * every link. They are the only flows a lone ring ever has, at most one per hop at a time, so
  * then every flow always runs at its idle rate (any subset of a feasible set is feasible, and
  * the max-min share of a flow never exceeds its bottleneck): SimGrid's rounds take exactly the
- * idle times the ring's evaluator computes, up to floating-point rounding. */
+ * idle times the ring's evaluator computes, up to floating-point rounding. Channels: above. */
 static gboolean
-simgrid_ring_uncontended(const SimparCollGroup *g)
+simgrid_ring_uncontended(const SimparCollGroup *g, double bytes)
 {
+    g_autoptr(GArray) hops = g_array_new(FALSE, FALSE, sizeof(SimparHop));
+    g_autoptr(GArray) hop_s = g_array_new(FALSE, FALSE, sizeof(double));
+    if (simpar_coll_ring_hops(g, bytes, hops, hop_s) > 1)
+        return simgrid_channels_uncontended(g, hops, hop_s);
     g_autoptr(GHashTable) load = g_hash_table_new_full(NULL, NULL, NULL, g_free);
     g_autoptr(GPtrArray) links = g_ptr_array_new();
     for (guint m = 0; m < g->n; m++) {
@@ -493,7 +534,7 @@ simgrid_lone_ring(const SimparReplay *r, SimparSpan *spans)
     for (guint i = 0; i < r->n_ops; i++)
         if (simpar_schedule_op(run->sched, i)->kind != SIMPAR_OP_COLLECTIVE)
             return FALSE;
-    if (!simgrid_ring_uncontended(&rc->group))
+    if (!simgrid_ring_uncontended(&rc->group, rc->bytes))
         return FALSE;
     guint n = rc->group.n;
     g_autofree double *start = g_new0(double, n);

@@ -34,6 +34,7 @@ struct _SimparPlatform {
     guint *nodes;     /* node index (0-based, dense) by GPU id */
     SimparNet net;
     GHashTable *routes;                 /* (src << 32 | dst) -> SimparRoute */
+    GHashTable *route_links;            /* (src << 32 | dst) -> GPtrArray of sg_link_t */
     guint gpus_per_node;                /* of a file `simpar topology` wrote, unchanged; else 0 */
     const PlatformGenerated *generated; /* the file as the parent found it, or NULL */
     gint *shapes;                       /* per representative pair: its route shape, or -1 */
@@ -471,6 +472,8 @@ platform_child(SimparPlatform *p, int out, int err)
     p->net = (SimparNet){platform_route, platform_node, p->hosts, simpar_platform_route_links,
                          platform_link_bw};
     p->routes = g_hash_table_new_full(platform_route_hash, g_int64_equal, g_free, g_free);
+    p->route_links = g_hash_table_new_full(platform_route_hash, g_int64_equal, g_free,
+                                           (GDestroyNotify) g_ptr_array_unref);
     if (p->n_gpus == 0) {
         g_set_error(&p->error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,
                     "--topology %s: no host is named node<N>-gpu<G>, so no GPU was found (see "
@@ -697,6 +700,10 @@ platform_node_link(const char *name, guint *node)
     return sscanf(name, "node%u-%n", node, &off) == 1 && off > 0 ? off : -1;
 }
 
+static void platform_real_route_links(const SimparPlatform *p, guint src, guint dst,
+                                      GPtrArray *out);
+
+/* Kept per pair: the representative's links are renamed to the real nodes' by name. */
 gboolean
 simpar_platform_route_links(const SimparNet *net, guint src, guint dst, GPtrArray *out)
 {
@@ -704,12 +711,27 @@ simpar_platform_route_links(const SimparNet *net, guint src, guint dst, GPtrArra
         return FALSE;
     const SimparPlatform *p =
         (const SimparPlatform *) ((const char *) net - G_STRUCT_OFFSET(SimparPlatform, net));
+    guint64 key = (guint64) src << 32 | dst;
+    GPtrArray *links = g_hash_table_lookup(p->route_links, &key);
+    if (links == NULL) {
+        links = g_ptr_array_new();
+        platform_real_route_links(p, src, dst, links);
+        g_hash_table_insert(p->route_links, g_memdup2(&key, sizeof key), links);
+    }
+    for (guint i = 0; i < links->len; i++)
+        g_ptr_array_add(out, links->pdata[i]);
+    return TRUE;
+}
+
+static void
+platform_real_route_links(const SimparPlatform *p, guint src, guint dst, GPtrArray *out)
+{
     guint rsrc = src, rdst = dst;
     platform_representative(p, &rsrc, &rdst);
     guint first = out->len;
     platform_route_links(p, rsrc, rdst, out);
     if (rsrc == src && rdst == dst)
-        return TRUE;
+        return;
     /* the representative's node links "node<k>-..." are the same links of the real nodes;
      * rail trunks "spine-..." are everybody's; any other link: ask SimGrid for the real route
      * (nested-zone presets, whose routes are cheap) */
@@ -722,14 +744,14 @@ simpar_platform_route_links(const SimparNet *net, guint src, guint dst, GPtrArra
         if (off < 0) {
             g_ptr_array_set_size(out, first);
             platform_route_links(p, src, dst, out);
-            return TRUE;
+            return;
         }
         guint real = k == p->nodes[rsrc] ? p->nodes[src] : p->nodes[dst];
         g_autofree char *real_name = g_strdup_printf("node%u-%s", real, name + off);
         out->pdata[i] = sg_link_by_name(real_name);
         g_assert(out->pdata[i] != NULL);
     }
-    return TRUE;
+    return;
 }
 
 /* ------------------------------------------------------- route shapes and fabric, for replays */

@@ -300,7 +300,8 @@ replay_member_sends(SimparReplay *r, guint coll, guint m)
     const SimparReplayColl *c = &g_array_index(r->colls, SimparReplayColl, coll);
     double n = c->group.n;
     if (r->run->mode == SIMPAR_COLL_MODE_EXACT && g_str_equal(c->algo->name, "ring"))
-        return (c->kind == SIMPAR_COLL_ALL_REDUCE ? 2 : 1) * (n - 1); /* without its 4n(n-1) */
+        return (c->kind == SIMPAR_COLL_ALL_REDUCE ? 2 : 1) * (n - 1) * /* without its 4n(n-1) */
+               simpar_coll_ring_channels(&c->group, c->bytes);
     double sends = 0;
     if (r->run->mode == SIMPAR_COLL_MODE_EXACT) {
         const SimparExpansion *e = simpar_replay_expansion(r, coll);

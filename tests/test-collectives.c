@@ -561,11 +561,66 @@ test_hierarchical_nics(void)
         g_autoptr(SimparExpansion) e = simpar_expansion_new(8);
         hier->expand(AR, &g, s, 0, &p, e);
         CU_ASSERT_DOUBLE_EQUAL(eval_max(e, &g, 0.0) / got, 1, 1e-12);
-        /* through one NIC, hierarchical still moves S through it where the ring moves 7/4 S */
+        /* through one NIC, hierarchical moves S through it where the ring moves 7/4 S; on
+         * rails the ring's 4 channels move 7/16 S through each NIC (ring.c) */
         double ring = simpar_coll_ring_closed_form(AR, &g, s, 0, &p);
-        CU_ASSERT_DOUBLE_EQUAL(ring / (14 * (2 * A + s / 8 / NIC_BW)), 1, 1e-12);
-        CU_ASSERT_STRING_EQUAL(simpar_coll_choose(AR, &g, s, &p)->name, "hierarchical");
+        double ring_want = 14 * (2 * A + s / (k == 0 ? 8 : 32) / NIC_BW);
+        CU_ASSERT_DOUBLE_EQUAL(ring / ring_want, 1, 1e-12);
+        const char *best = got < MIN(ring, simpar_coll_tree_closed_form(AR, &g, s, 0, &p))
+                               ? "hierarchical"
+                               : "ring";
+        CU_ASSERT_STRING_EQUAL(simpar_coll_choose(AR, &g, s, &p)->name, best);
     }
+}
+
+/* Ring channels over 2 and 3 nodes of 4 on rails: 4 channels, each leaving a node through
+ * another GPU's NIC; behind one NIC, one ring (channels gain nothing there). The ring's idle
+ * evaluator equals its expansion's bit for bit, from uneven starts, and the
+ * lockstep evaluation equals the closed form; fused transfers sum the expansion's (within
+ * rounding: one product per peer). */
+static void
+test_ring_channels(void)
+{
+    NicNet one = {FALSE}, rails = {TRUE};
+    SimparNet one_net = {nic_route, nic_node, &one, nic_links, nic_link_bw};
+    SimparNet rail_net = {nic_route, nic_node, &rails, nic_links, nic_link_bw};
+    const SimparCollAlgo *ring = NULL;
+    CU_ASSERT_TRUE_FATAL(simpar_coll_algo_lookup("ring", &ring, NULL));
+    guint gpus[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+    const SimparCollKind kinds[] = {AR, AG, RS};
+    for (guint net = 0; net < 2; net++)
+        for (guint n = 8; n <= 12; n += 4)
+            for (guint k = 0; k < G_N_ELEMENTS(kinds); k++) {
+                SimparCollGroup g = {n, gpus, net == 0 ? &one_net : &rail_net};
+                SimparCollParams p;
+                simpar_coll_params_init(&p);
+                p.proto = SIMPAR_PROTO_LL128;
+                double s = 48e6;
+                CU_ASSERT_EQUAL(simpar_coll_ring_channels(&g, s), net == 0 ? 1 : 4);
+                g_autoptr(SimparExpansion) e = simpar_expansion_new(n);
+                ring->expand(kinds[k], &g, s, 0, &p, e);
+                double start[12], a[12], b[12];
+                for (guint m = 0; m < n; m++)
+                    start[m] = 1e-6 * ((m * 7) % 5);
+                simpar_expansion_eval_idle(e, &g, start, a);
+                ring->eval_idle(kinds[k], &g, s, &p, start, b);
+                CU_ASSERT_EQUAL(memcmp(a, b, n * sizeof *a), 0);
+                CU_ASSERT_DOUBLE_EQUAL(
+                    eval_max(e, &g, 0) / ring->closed_form(kinds[k], &g, s, 0, &p), 1, 1e-12);
+                for (guint m = 0; m < n; m++) {
+                    g_autoptr(GArray) x = g_array_new(FALSE, FALSE, sizeof(SimparXfer));
+                    g_autoptr(GArray) y = g_array_new(FALSE, FALSE, sizeof(SimparXfer));
+                    simpar_expansion_fuse(e, m, x);
+                    ring->fuse(kinds[k], &g, s, m, y);
+                    CU_ASSERT_EQUAL_FATAL(x->len, y->len);
+                    for (guint i = 0; i < x->len; i++) {
+                        const SimparXfer *u = &g_array_index(x, SimparXfer, i);
+                        const SimparXfer *v = &g_array_index(y, SimparXfer, i);
+                        CU_ASSERT(u->peer == v->peer && u->send == v->send &&
+                                  fabs(u->bytes / v->bytes - 1) < 1e-12);
+                    }
+                }
+            }
 }
 
 /* ---- (7) lookup, table, defaults ---------------------------------------------------------- */
@@ -656,6 +711,8 @@ static CU_TestInfo table_tests[] = {
      test_hops_shared},
     {"hierarchical: rings sharing one NIC, or rails; chosen by default against the ring",
      test_hierarchical_nics},
+    {"ring channels on rails: evaluator, fused transfers and closed form equal the expansion",
+     test_ring_channels},
     {"an unknown name is an error naming it and the valid names", test_lookup},
     {"parameters default to no protocol, 512 KiB chunks, 64 chunks", test_defaults},
     CU_TEST_INFO_NULL,

@@ -38,12 +38,6 @@ gboolean simpar_coll_group_ok(const SimparCollGroup *g);
 void simpar_coll_round_add(SimparRoundCost *rc, const SimparCollGroup *g, guint src, guint dst,
                            double bytes);
 
-/* One transfer of a round whose transfers all run at once (members src -> dst). */
-typedef struct {
-    guint src, dst;
-    double bytes;
-} SimparHop;
-
 /* The times of `n` transfers that run at once, sharing links: each takes its route's latency
  * plus, over the links of its route, the longest time that link needs for all the bytes of the
  * round that cross it (its load / its bandwidth). Where no link carries two transfers, or the

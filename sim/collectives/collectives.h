@@ -120,6 +120,19 @@ typedef struct {
                  GArray *out);
 } SimparCollAlgo;
 
+/* One transfer of a round whose transfers all run at once (members src -> dst). */
+typedef struct {
+    guint src, dst;
+    double bytes;
+} SimparHop;
+
+/* The hops of one round of the ring algorithm on `g` for `bytes` (ring.c: one ring over the
+ * group order, or channels rotated through the nodes), appended to `hops` (SimparHop) with
+ * their idle times, links shared, to `hop_s` (double); returns the number of channels. */
+guint simpar_coll_ring_hops(const SimparCollGroup *g, double bytes, GArray *hops, GArray *hop_s);
+/* The number of channels alone (known answers kept: cheap to ask again). */
+guint simpar_coll_ring_channels(const SimparCollGroup *g, double bytes);
+
 const SimparCollAlgo *simpar_coll_algos(guint *n); /* (transfer none) */
 /* "auto" returns NULL with no error: the caller then uses simpar_coll_choose(). */
 gboolean simpar_coll_algo_lookup(const char *name, const SimparCollAlgo **out, GError **error);

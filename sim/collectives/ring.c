@@ -1,4 +1,4 @@
-/* ring.c - ring all-reduce, all-gather and reduce-scatter over the group order.
+/* ring.c - ring all-reduce, all-gather and reduce-scatter, over one ring or over channels.
  *
  * Member m sends S/n to m+1 and receives S/n from m-1 (mod n) in every round:
  *
@@ -8,13 +8,32 @@
  *
  *   n = 4:   0 -> 1 -> 2 -> 3 -> 0      every hop busy in every round
  *
- * NCCL splits the buffer over channels and pipelines each in chunks; on an idle network with
- * the route model that only divides the same bytes into more transfers of the same rounds, so
- * the expansion keeps one transfer of S/n per hop and round. Since every hop works in every
- * round, each round lasts as long as the slowest hop, and the closed form is
- *   rounds * (hwLat + max over hops of (lat + S / (n bw))) + baseLat.
+ * Channels. NCCL splits the buffer over channels, each a ring of its own through every member
+ * (src/graph/search.cc builds them, src/graph/connect.cc links them; the ring all-reduce kernel
+ * runs one per channel). Across nodes its rings do not leave every node through the same GPU:
+ * on a DGX, with a NIC per GPU, each channel enters and leaves a node on rails of its own, so C
+ * channels drive C NICs at once. Here, for a group of K >= 2 nodes holding L >= 2 members each:
+ * the members grouped by node (nodes in order of first appearance, members in group order), and
+ * channel c visits every node's members rotated by c,
+ *
+ *   K = 2, L = 4, channel 1:  a1 a2 a3 a0 | b1 b2 b3 b0 | (a1)
+ *
+ * so that channel c leaves each node from its member c - 1 and enters the next at its member c:
+ * L channels leave a node through L different GPUs (and their NICs, where they have their
+ * own), while inside a node every channel passes the same hops. Each channel carries S/L: in
+ * every round, S/(L n) per hop and channel. Transfers of a round that cross one link share it
+ * (simpar_coll_hops_time: lat + the link's load / its bandwidth), which is what SimGrid does to
+ * the L flows of a GPU's NVLink, and to flows of several GPUs behind one NIC. The ring runs with
+ * L channels where that is faster than one ring over the group order (as NCCL's search keeps the
+ * graph of most bandwidth), else as one ring: on AC922 nodes, whose 4 GPUs share one port,
+ * channels gain nothing.
+ *
+ * Every hop works in every round, so each round lasts as long as its slowest hop; the closed
+ * form is rounds * (hwLat + slowest hop) + baseLat. The expansion keeps one transfer per hop,
+ * channel and round (NCCL's chunks only divide these bytes further).
  */
 #include "collectives-private.h"
+#include <string.h>
 
 static gboolean
 ring_kind_ok(SimparCollKind kind)
@@ -29,14 +48,249 @@ ring_rounds(SimparCollKind kind, guint n)
     return kind == SIMPAR_COLL_ALL_REDUCE ? 2 * (n - 1) : n - 1;
 }
 
-/* Every round uses every hop m -> m+1 once, so one SimparRoundCost describes all of them. */
-static SimparRoundCost
-ring_hops(const SimparCollGroup *g, double bytes)
+/* The rings of one collective: channel c's next and previous member of m, the time of its hop
+ * m -> next (links shared among all hops of a round) and the round's cost. */
+typedef struct {
+    guint n, channels;
+    guint *next, *prev; /* [c * n + m] */
+    double *hop_s;      /* [c * n + m] */
+    SimparRoundCost cost;
+} RingPlan;
+
+static void
+ring_plan_clear(RingPlan *rp)
 {
-    SimparRoundCost rc = {0};
-    for (guint m = 0; g->n > 1 && m < g->n; m++)
-        simpar_coll_round_add(&rc, g, m, (m + 1) % g->n, bytes / g->n);
-    return rc;
+    g_clear_pointer(&rp->next, g_free);
+    g_clear_pointer(&rp->prev, g_free);
+    g_clear_pointer(&rp->hop_s, g_free);
+}
+
+static void
+ring_plan_alloc(RingPlan *rp, guint n, guint channels)
+{
+    *rp = (RingPlan){.n = n,
+                     .channels = channels,
+                     .next = g_new(guint, n * channels),
+                     .prev = g_new(guint, n * channels),
+                     .hop_s = g_new(double, n *channels)};
+}
+
+/* One ring over the group order; each hop at its route's time (no link is known shared). */
+static void
+ring_plan_flat(const SimparCollGroup *g, double bytes, RingPlan *rp)
+{
+    ring_plan_alloc(rp, g->n, 1);
+    for (guint m = 0; m < g->n; m++) {
+        rp->next[m] = (m + 1) % g->n, rp->prev[m] = (m + g->n - 1) % g->n;
+        rp->hop_s[m] = simpar_coll_xfer_time(g, m, rp->next[m], bytes / g->n);
+        if (g->n > 1)
+            simpar_coll_round_add(&rp->cost, g, m, rp->next[m], bytes / g->n);
+    }
+}
+
+/* The members by node, `at`[node * l + local] (transfer full): FALSE when the group is on one
+ * node, has one member per node, or nodes of different sizes, or the net gives no links. */
+static gboolean
+ring_layout(const SimparCollGroup *g, guint **at, guint *k, guint *l)
+{
+    if (g->net->links == NULL || g->net->link_bw == NULL || g->n < 4)
+        return FALSE;
+    g_autoptr(GHashTable) index = g_hash_table_new(NULL, NULL);
+    g_autofree guint *node_of = g_new(guint, g->n), *count = g_new0(guint, g->n);
+    *k = 0;
+    for (guint m = 0; m < g->n; m++) {
+        gpointer key = GUINT_TO_POINTER(simpar_net_node(g->net, g->gpus[m])), idx;
+        if (!g_hash_table_lookup_extended(index, key, NULL, &idx))
+            g_hash_table_insert(index, key, idx = GUINT_TO_POINTER((*k)++));
+        node_of[m] = GPOINTER_TO_UINT(idx);
+        count[node_of[m]]++;
+    }
+    *l = count[0];
+    for (guint i = 1; i < *k; i++)
+        if (count[i] != *l)
+            return FALSE;
+    if (*k < 2 || *l < 2)
+        return FALSE;
+    *at = g_new(guint, g->n);
+    memset(count, 0, g->n * sizeof *count);
+    for (guint m = 0; m < g->n; m++)
+        (*at)[node_of[m] * *l + count[node_of[m]]++] = m;
+    return TRUE;
+}
+
+/* L channels, channel c through every node's members rotated by c; hops at their shared
+ * times. */
+static void
+ring_plan_channels(const SimparCollGroup *g, double bytes, const guint *at, guint k, guint l,
+                   RingPlan *rp)
+{
+    guint n = g->n;
+    ring_plan_alloc(rp, n, l);
+    g_autofree SimparHop *hops = g_new(SimparHop, n * l);
+    for (guint c = 0; c < l; c++)
+        for (guint i = 0; i < n; i++) { /* position i: node i / l, local (c + i) mod l */
+            guint j = (i + 1) % n;
+            guint m = at[i / l * l + (c + i) % l], next = at[j / l * l + (c + j) % l];
+            rp->next[c * n + m] = next, rp->prev[c * n + next] = m;
+            hops[c * n + m] = (SimparHop){m, next, bytes / ((double) l * n)};
+        }
+    simpar_coll_hops_time(g, hops, n * l, rp->hop_s);
+    for (guint i = 0; i < n * l; i++) {
+        rp->cost.max_s = rp->cost.used ? MAX(rp->cost.max_s, rp->hop_s[i]) : rp->hop_s[i];
+        rp->cost.used = TRUE;
+        rp->cost.net = rp->cost.net || simpar_net_node(g->net, g->gpus[hops[i].src]) !=
+                                           simpar_net_node(g->net, g->gpus[hops[i].dst]);
+    }
+    (void) k;
+}
+
+/* Whether channels run a group and size (their slowest hop beats the flat ring's; both rings
+ * have the same rounds and latencies), kept per (net, size, GPUs): fusing asks once per member
+ * and counting activities once per op. A net's link bandwidths are taken not to change while
+ * its collectives are built (calibration comes first). At most RING_MEMO_MAX answers are kept. */
+#define RING_MEMO_MAX  4096
+#define RING_MEMO_HOPS ((gsize) 1 << 22)
+
+typedef struct {
+    const SimparNet *net;
+    guint n;
+    double bytes;
+    guint *gpus;
+} RingKey;
+
+static guint
+ring_key_hash(gconstpointer p)
+{
+    const RingKey *k = p;
+    guint h = g_direct_hash(k->net) ^ g_double_hash(&k->bytes) ^ k->n;
+    for (guint i = 0; i < k->n; i++)
+        h = h * 31 + k->gpus[i];
+    return h;
+}
+
+static gboolean
+ring_key_equal(gconstpointer a, gconstpointer b)
+{
+    const RingKey *x = a, *y = b;
+    return x->net == y->net && x->n == y->n && x->bytes == y->bytes &&
+           memcmp(x->gpus, y->gpus, x->n * sizeof *x->gpus) == 0;
+}
+
+static void
+ring_key_free(gpointer p)
+{
+    g_free(((RingKey *) p)->gpus);
+    g_free(p);
+}
+
+G_LOCK_DEFINE_STATIC(ring_memo);
+static GHashTable *ring_memo; /* RingKey -> RingPlan (a reference) */
+static gsize ring_memo_hops;  /* the hops its plans hold */
+
+static void
+ring_plan_unref(RingPlan *rp)
+{
+    g_rc_box_release_full(rp, (GDestroyNotify) ring_plan_clear);
+}
+
+/* A new reference to the kept plan of this group and size, or NULL. */
+static RingPlan *
+ring_memo_get(const SimparCollGroup *g, double bytes)
+{
+    RingKey key = {g->net, g->n, bytes, (guint *) g->gpus};
+    G_LOCK(ring_memo);
+    RingPlan *rp = ring_memo != NULL ? g_hash_table_lookup(ring_memo, &key) : NULL;
+    if (rp != NULL)
+        g_rc_box_acquire(rp);
+    G_UNLOCK(ring_memo);
+    return rp;
+}
+
+static void
+ring_memo_set(const SimparCollGroup *g, double bytes, RingPlan *rp)
+{
+    RingKey *key = g_new(RingKey, 1);
+    *key = (RingKey){g->net, g->n, bytes, g_memdup2(g->gpus, g->n * sizeof *g->gpus)};
+    G_LOCK(ring_memo);
+    if (ring_memo == NULL)
+        ring_memo = g_hash_table_new_full(ring_key_hash, ring_key_equal, ring_key_free,
+                                          (GDestroyNotify) ring_plan_unref);
+    if (g_hash_table_size(ring_memo) >= RING_MEMO_MAX || ring_memo_hops > RING_MEMO_HOPS) {
+        g_hash_table_remove_all(ring_memo);
+        ring_memo_hops = 0;
+    }
+    ring_memo_hops += (gsize) rp->n * rp->channels;
+    g_hash_table_replace(ring_memo, key, g_rc_box_acquire(rp));
+    G_UNLOCK(ring_memo);
+}
+
+static double
+ring_plan_time(const RingPlan *rp, guint rounds, const SimparCollParams *p)
+{
+    if (rounds == 0)
+        return 0.0;
+    /* the first round carries baseLat, exactly as in the expansion */
+    const SimparRoundCost *hop = &rp->cost;
+    return simpar_coll_round_delay(hop, SIMPAR_LAT_RING, p, TRUE) + hop->max_s +
+           (rounds - 1) * (simpar_coll_round_delay(hop, SIMPAR_LAT_RING, p, FALSE) + hop->max_s);
+}
+
+/* The rings the collective runs on (a reference): channels where their slowest hop is faster
+ * than the flat ring's (the same rounds and latencies: the faster rings). Kept only for nets
+ * that give their links (a platform's, whose routes stay as they are while collectives are
+ * built); a net without them is asked again every time (tests and fits change their figures
+ * under one address). */
+static RingPlan *
+ring_plan(const SimparCollGroup *g, double bytes)
+{
+    gboolean keep = g->net->links != NULL && g->net->link_bw != NULL;
+    RingPlan *rp = keep ? ring_memo_get(g, bytes) : NULL;
+    if (rp != NULL)
+        return rp;
+    rp = g_rc_box_new0(RingPlan);
+    g_autofree guint *at = NULL;
+    guint k, l;
+    if (!ring_layout(g, &at, &k, &l)) {
+        ring_plan_flat(g, bytes, rp);
+    } else {
+        ring_plan_channels(g, bytes, at, k, l, rp);
+        RingPlan flat;
+        ring_plan_flat(g, bytes, &flat);
+        if (rp->cost.max_s < flat.cost.max_s) {
+            ring_plan_clear(&flat);
+        } else {
+            ring_plan_clear(rp);
+            *rp = flat;
+        }
+    }
+    if (keep)
+        ring_memo_set(g, bytes, rp);
+    return rp;
+}
+
+guint
+simpar_coll_ring_channels(const SimparCollGroup *g, double bytes)
+{
+    g_return_val_if_fail(simpar_coll_group_ok(g), 1);
+    RingPlan *rp = ring_plan(g, bytes);
+    guint channels = rp->channels;
+    ring_plan_unref(rp);
+    return channels;
+}
+
+guint
+simpar_coll_ring_hops(const SimparCollGroup *g, double bytes, GArray *hops, GArray *hop_s)
+{
+    g_return_val_if_fail(simpar_coll_group_ok(g) && hops != NULL && hop_s != NULL, 0);
+    RingPlan *rp = ring_plan(g, bytes);
+    for (guint i = 0; i < rp->n * rp->channels; i++) {
+        SimparHop h = {i % rp->n, rp->next[i], bytes / ((double) rp->channels * rp->n)};
+        g_array_append_val(hops, h);
+        g_array_append_val(hop_s, rp->hop_s[i]);
+    }
+    guint channels = rp->channels;
+    ring_plan_unref(rp);
+    return channels;
 }
 
 double
@@ -45,14 +299,12 @@ simpar_coll_ring_closed_form(SimparCollKind kind, const SimparCollGroup *g, doub
 {
     g_return_val_if_fail(ring_kind_ok(kind) && simpar_coll_group_ok(g) && p != NULL, 0.0);
     (void) root;
-
-    guint rounds = ring_rounds(kind, g->n);
-    if (rounds == 0)
+    if (g->n < 2)
         return 0.0;
-    SimparRoundCost hop = ring_hops(g, bytes);
-    /* the first round carries baseLat, exactly as in the expansion */
-    return simpar_coll_round_delay(&hop, SIMPAR_LAT_RING, p, TRUE) + hop.max_s +
-           (rounds - 1) * (simpar_coll_round_delay(&hop, SIMPAR_LAT_RING, p, FALSE) + hop.max_s);
+    RingPlan *rp = ring_plan(g, bytes);
+    double t = ring_plan_time(rp, ring_rounds(kind, g->n), p);
+    ring_plan_unref(rp);
+    return t;
 }
 
 void
@@ -64,23 +316,35 @@ simpar_coll_ring_expand(SimparCollKind kind, const SimparCollGroup *g, double by
     (void) root;
 
     guint n = g->n, rounds = ring_rounds(kind, n);
-    SimparRoundCost hop = ring_hops(g, bytes);
+    RingPlan *rp = ring_plan(g, bytes);
+    double b = bytes / ((double) rp->channels * n);
     for (guint m = 0; m < n; m++) {
         simpar_expansion_begin_member(out, m);
         for (guint t = 0; t < rounds; t++) {
-            simpar_expansion_round(out, simpar_coll_round_delay(&hop, SIMPAR_LAT_RING, p, t == 0));
-            simpar_expansion_xfer(out, (m + 1) % n, TRUE, bytes / n);
-            simpar_expansion_xfer(out, (m + n - 1) % n, FALSE, bytes / n);
+            simpar_expansion_round(out,
+                                   simpar_coll_round_delay(&rp->cost, SIMPAR_LAT_RING, p, t == 0));
+            if (rp->channels == 1) { /* at their routes' times */
+                simpar_expansion_xfer(out, rp->next[m], TRUE, bytes / n);
+                simpar_expansion_xfer(out, rp->prev[m], FALSE, bytes / n);
+                continue;
+            }
+            for (guint c = 0; c < rp->channels; c++) {
+                guint next = rp->next[c * n + m], prev = rp->prev[c * n + m];
+                simpar_expansion_xfer_timed(out, next, TRUE, b, rp->hop_s[c * n + m]);
+                simpar_expansion_xfer_timed(out, prev, FALSE, b, rp->hop_s[c * n + prev]);
+            }
         }
     }
     simpar_expansion_end(out);
+    ring_plan_unref(rp);
 }
 
 /* The expansion evaluated on an idle network (simpar_expansion_eval_idle) without building it:
- * in round t member m's send pairs with m+1's receive of round t and its receive with m-1's
- * send, so round t ends at max(begin_m, max(begin_m, begin_m+1) + hop m, max(begin_m-1,
- * begin_m) + hop m-1), and round t+1 begins that much later plus its delay. The same sums and
- * maxima as the generic evaluator, in O(n) memory instead of O(n^2) transfers. */
+ * in round t member m's send on channel c pairs with next_c(m)'s receive of round t and its
+ * receive with prev_c(m)'s send, so round t ends at the latest of begin_m and, over the
+ * channels, max(begin_m, begin_next) + hop m and max(begin_prev, begin_m) + hop prev; round t+1
+ * begins that much later plus its delay. The same sums and maxima as the generic evaluator, in
+ * O(C n) memory instead of O(C n^2) transfers. */
 void
 simpar_coll_ring_eval_idle(SimparCollKind kind, const SimparCollGroup *g, double bytes,
                            const SimparCollParams *p, const double *start, double *end)
@@ -91,26 +355,46 @@ simpar_coll_ring_eval_idle(SimparCollKind kind, const SimparCollGroup *g, double
         end[m] = start[m];
     if (rounds == 0)
         return;
-    SimparRoundCost cost = ring_hops(g, bytes);
-    g_autofree double *hop = g_new(double, n);
-    g_autofree double *begin = g_new(double, n);
+    RingPlan *rp = ring_plan(g, bytes);
+    /* member m's peers in a round, each with its slowest hop to or from m (a maximum of the
+     * same terms: the channels that share a peer collapse without changing a bit) */
+    guint c = rp->channels, *deg = g_new0(guint, n), *peer = g_new(guint, 2 * c * n);
+    double *hop = g_new(double, 2 * c * n);
     for (guint m = 0; m < n; m++)
-        hop[m] = simpar_coll_xfer_time(g, m, (m + 1) % n, bytes / n);
+        for (guint i = 0; i < 2 * c; i++) {
+            guint ch = i / 2, q = (i % 2 == 0 ? rp->next : rp->prev)[ch * n + m];
+            double h = rp->hop_s[ch * n + (i % 2 == 0 ? m : q)];
+            guint j = 0;
+            while (j < deg[m] && peer[2 * c * m + j] != q)
+                j++;
+            if (j == deg[m])
+                peer[2 * c * m + deg[m]++] = q, hop[2 * c * m + j] = h;
+            else
+                hop[2 * c * m + j] = MAX(hop[2 * c * m + j], h);
+        }
+    g_autofree double *begin = g_new(double, n);
     for (guint t = 0; t < rounds; t++) {
-        double delay = simpar_coll_round_delay(&cost, SIMPAR_LAT_RING, p, t == 0);
+        double delay = simpar_coll_round_delay(&rp->cost, SIMPAR_LAT_RING, p, t == 0);
         for (guint m = 0; m < n; m++)
             begin[m] = end[m] + delay;
         for (guint m = 0; m < n; m++) {
-            guint next = (m + 1) % n, prev = (m + n - 1) % n;
             double e = begin[m];
-            e = MAX(e, MAX(begin[m], begin[next]) + hop[m]);
-            end[m] = MAX(e, MAX(begin[prev], begin[m]) + hop[prev]);
+            for (guint j = 0; j < deg[m]; j++)
+                e = MAX(e, MAX(begin[m], begin[peer[2 * c * m + j]]) + hop[2 * c * m + j]);
+            end[m] = e;
         }
     }
+    g_free(deg);
+    g_free(peer);
+    g_free(hop);
+    ring_plan_unref(rp);
 }
 
-/* Member m's rounds fused: S/n to m+1 and S/n from m-1 in every round, added up round by
- * round as simpar_expansion_fuse() adds the expansion's (n = 2: the same peer both ways). */
+/* Member m's rounds fused: per channel S/(C n) to its next and from its previous member in
+ * every round, summed per peer and direction in first-use order. One ring: added round by round
+ * as simpar_expansion_fuse() adds the expansion's, bit for bit (n = 2: the same peer both ways);
+ * channels: each sum as one product, count x S/(C n), equal to the expansion's sum within its
+ * rounding (O(C) per member, where the rounds' sums would cost O(C n)). */
 void
 simpar_coll_ring_fuse(SimparCollKind kind, const SimparCollGroup *g, double bytes, guint member,
                       GArray *out)
@@ -119,9 +403,30 @@ simpar_coll_ring_fuse(SimparCollKind kind, const SimparCollGroup *g, double byte
     guint n = g->n, rounds = ring_rounds(kind, n);
     if (rounds == 0)
         return;
-    SimparXfer x[2] = {{(member + 1) % n, TRUE, bytes / n, 0},
-                       {(member + n - 1) % n, FALSE, bytes / n, 0}};
-    for (guint t = 1; t < rounds; t++)
-        x[0].bytes += bytes / n, x[1].bytes += bytes / n;
-    g_array_append_vals(out, x, 2);
+    RingPlan *rp = ring_plan(g, bytes);
+    guint first = out->len, c2 = 2 * rp->channels;
+    g_autofree guint *count = g_new0(guint, c2); /* transfers of each sum per round */
+    for (guint i = 0; i < c2; i++) {
+        guint peer = (i % 2 == 0 ? rp->next : rp->prev)[i / 2 * n + member];
+        guint f = first;
+        while (f < out->len && (g_array_index(out, SimparXfer, f).peer != peer ||
+                                g_array_index(out, SimparXfer, f).send != (i % 2 == 0)))
+            f++;
+        if (f == out->len) {
+            SimparXfer x = {peer, i % 2 == 0, 0, 0};
+            g_array_append_val(out, x);
+        }
+        count[f - first]++;
+    }
+    if (rp->channels == 1) {
+        for (guint t = 0; t < rounds; t++) /* 0 + b is b: the first add is the first transfer */
+            for (guint f = first; f < out->len; f++)
+                for (guint k = 0; k < count[f - first]; k++)
+                    g_array_index(out, SimparXfer, f).bytes += bytes / n;
+    } else {
+        double b = bytes / ((double) rp->channels * n);
+        for (guint f = first; f < out->len; f++)
+            g_array_index(out, SimparXfer, f).bytes = (double) count[f - first] * rounds * b;
+    }
+    ring_plan_unref(rp);
 }
