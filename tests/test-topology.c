@@ -34,8 +34,11 @@ typedef struct {
     TopoPair pairs[3]; /* same node, other node (same rail), node 4 (other rail): needs 5 nodes */
 } TopoExpect;
 
-/* From shared/calibration/hardware.md plus the documented latencies: NVLink 1 us GPU to GPU
- * (0.5 us each side of an NVSwitch), PCIe and X-bus 0.5 us, IB port 1 us, rail to rail 0.5 us. */
+/* Achievable rates from public sources (topologies/presets.ini names them): NCCL's per-link
+ * NVLink figures (20.0 GB/s per NVLink 2 or 3 link, 20.6 per NVLink 4 link; src/graph/topo.h),
+ * InfiniBand at 96% of the line rate (nccl-tests: 24 and 48 GB/s over 200 and 400 Gb/s; NCCL's
+ * 12 per 100 Gb/s), plus the documented latencies: NVLink 1 us GPU to GPU (0.5 us each side of
+ * an NVSwitch), PCIe and X-bus 0.5 us, IB port 1 us, rail to rail 0.5 us. */
 static const TopoExpect expects[] = {
     {"v100-ac922",
      "V100-SXM2-16GB",
@@ -44,9 +47,9 @@ static const TopoExpect expects[] = {
      16,
      0, /* V100: no bf16 */
      16.0 * (1 << 30),
-     {{"node0-gpu0", "node0-gpu1", 1e-6, 75e9, "node0-nvlink01"}, /* sibling NVLink */
-      {"node0-gpu2", "node1-gpu2", 5e-6, 12.5e9, "node1-ib"},     /* X-bus both sides, EDR */
-      {"node0-gpu1", "node4-gpu0", 4e-6, 12.5e9, "node4-ib"}}},
+     {{"node0-gpu0", "node0-gpu1", 1e-6, 60e9, "node0-nvlink01"}, /* 3 sibling NVLink 2 links */
+      {"node0-gpu2", "node1-gpu2", 5e-6, 12e9, "node1-ib"},       /* X-bus both sides, EDR */
+      {"node0-gpu1", "node4-gpu0", 4e-6, 12e9, "node4-ib"}}},
     {"dgx-a100",
      "A100-SXM4-80GB",
      "topologies/dgx-a100x64.xml",
@@ -54,9 +57,9 @@ static const TopoExpect expects[] = {
      8,
      312e12,
      80.0 * (1 << 30),
-     {{"node0-gpu0", "node0-gpu7", 1e-6, 300e9, "node0-nvlink7"},
-      {"node0-gpu3", "node1-gpu3", 3e-6, 25e9, "node1-ib3"}, /* own rail: HDR */
-      {"node0-gpu1", "node4-gpu6", 3.5e-6, 25e9, "spine-1-6"}}},
+     {{"node0-gpu0", "node0-gpu7", 1e-6, 240e9, "node0-nvlink7"}, /* 12 NVLink 3 links */
+      {"node0-gpu3", "node1-gpu3", 3e-6, 24e9, "node1-ib3"},      /* own rail: HDR */
+      {"node0-gpu1", "node4-gpu6", 3.5e-6, 24e9, "spine-1-6"}}},
     {"dgx-h100",
      "H100-SXM5-80GB",
      "topologies/dgx-h100x64.xml",
@@ -64,9 +67,9 @@ static const TopoExpect expects[] = {
      8,
      989e12,
      80.0 * (1 << 30),
-     {{"node0-gpu2", "node0-gpu5", 1e-6, 450e9, "node0-nvlink5"},
-      {"node0-gpu7", "node1-gpu7", 3e-6, 50e9, "node0-ib7"}, /* NDR */
-      {"node0-gpu0", "node4-gpu3", 3.5e-6, 50e9, "spine-0-3"}}},
+     {{"node0-gpu2", "node0-gpu5", 1e-6, 370.8e9, "node0-nvlink5"}, /* 18 NVLink 4 links */
+      {"node0-gpu7", "node1-gpu7", 3e-6, 48e9, "node0-ib7"},        /* NDR */
+      {"node0-gpu0", "node4-gpu3", 3.5e-6, 48e9, "spine-0-3"}}},
     {"dgx-2",
      "V100-SXM3-32GB",
      "topologies/dgx2x64.xml",
@@ -74,9 +77,9 @@ static const TopoExpect expects[] = {
      4,
      0,
      32.0 * (1 << 30),
-     {{"node0-gpu0", "node0-gpu15", 1e-6, 150e9, "node0-nvlink15"},
-      {"node0-gpu5", "node1-gpu4", 3e-6, 12.5e9, "node1-ib2"}, /* GPUs 4, 5 share NIC 2 */
-      {"node0-gpu5", "node4-gpu14", 3.5e-6, 12.5e9, "spine-2-7"}}},
+     {{"node0-gpu0", "node0-gpu15", 1e-6, 120e9, "node0-nvlink15"}, /* 6 NVLink 2 links */
+      {"node0-gpu5", "node1-gpu4", 3e-6, 12e9, "node1-ib2"},        /* GPUs 4, 5 share NIC 2 */
+      {"node0-gpu5", "node4-gpu14", 3.5e-6, 12e9, "spine-2-7"}}},
 };
 
 static const char *const gpu_props[] = {"gpu_model",       "peak_fp16_flops", "peak_bf16_flops",

@@ -81,9 +81,6 @@ simpar_coll_choose(SimparCollKind kind, const SimparCollGroup *g, double bytes,
          * ring and tree compete. Ties go to ring, NCCL's default. */
         double ring = simpar_coll_ring_closed_form(kind, g, bytes, 0, p);
         double tree = simpar_coll_tree_closed_form(kind, g, bytes, 0, p);
-        double hier = simpar_coll_hierarchical_closed_form(kind, g, bytes, 0, p);
-        if (hier < MIN(ring, tree))
-            return &coll_algos[COLL_HIERARCHICAL];
         return &coll_algos[tree < ring ? COLL_TREE : COLL_RING];
     }
     case SIMPAR_COLL_BROADCAST:
