@@ -47,7 +47,8 @@ gboolean
 simpar_nccl_proto_parse(const char *name, SimparProto *out, GError **error)
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-    static const char *const names[] = {"none", "ll", "ll128", "simple"};
+    static const char *const names[] = {"none", "ll", "ll128", "simple", "auto"};
+    G_STATIC_ASSERT(G_N_ELEMENTS(names) == SIMPAR_PROTO_AUTO + 1);
     for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
         if (g_strcmp0(name, names[i]) == 0) {
             *out = (SimparProto) i;
@@ -55,6 +56,6 @@ simpar_nccl_proto_parse(const char *name, SimparProto *out, GError **error)
         }
     }
     g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                "--nccl-proto %s: unknown (valid: none, ll, ll128, simple)", name);
+                "--nccl-proto %s: unknown (valid: auto, none, ll, ll128, simple)", name);
     return FALSE;
 }

@@ -109,7 +109,7 @@ collective_resolve(Collective *c, GError **error)
         !collective_mode(c, error) ||
         !simpar_coll_algo_lookup(c->algo_name != NULL ? c->algo_name : "auto", &c->run.algo,
                                  error) ||
-        !simpar_nccl_proto_parse(c->proto_name != NULL ? c->proto_name : "none", &c->run.coll.proto,
+        !simpar_nccl_proto_parse(c->proto_name != NULL ? c->proto_name : "auto", &c->run.coll.proto,
                                  error))
         return FALSE;
     if (c->lo > c->hi) {
@@ -281,7 +281,9 @@ simpar_cmd_collective(int argc, char **argv, GError **error)
          "played (exact, every round on SimGrid) or fused",
          "MODE"},
         {"nccl-proto", 0, 0, G_OPTION_ARG_STRING, &c.proto_name,
-         "Add NCCL latency constants: none (default), ll, ll128, simple", "P"},
+         "NCCL protocol: auto (default; the fastest per size, as NCCL's tuner picks), ll, "
+         "ll128, simple (its latencies and wire efficiency), none (the network alone)",
+         "P"},
         {"json", 0, 0, G_OPTION_ARG_NONE, &c.json,
          "Print a JSON list: bytes, count, time_s, algbw_GBps, busbw_GBps, algo", NULL},
         G_OPTION_ENTRY_NULL,

@@ -31,7 +31,9 @@ simpar_predict_option_entries(SimparPredictArgs *a, const char *backend_help)
          "hierarchical, pairwise (for the kinds it implements)",
          "ALGO"},
         {"nccl-proto", 0, 0, G_OPTION_ARG_STRING, &a->proto,
-         "Add NCCL's latency constants of a protocol: none (default), ll, ll128, simple", "P"},
+         "NCCL protocol: auto (default; each collective's fastest, as NCCL's tuner picks), ll, "
+         "ll128, simple (its latencies and wire efficiency), none (the network alone)",
+         "P"},
         {"calibration", 0, 0, G_OPTION_ARG_FILENAME, &a->calibration,
          "JSON file overriding the compute model's GPU figures and the links (simpar calibrate)",
          "FILE"},
@@ -96,7 +98,7 @@ simpar_predict_args_resolve(const SimparPredictArgs *a, const char *backend,
            simpar_coll_mode_parse(a->coll_mode != NULL ? a->coll_mode : "fused", &ctx->run.mode,
                                   error) &&
            simpar_coll_algo_lookup(a->algo != NULL ? a->algo : "auto", &ctx->run.algo, error) &&
-           simpar_nccl_proto_parse(a->proto != NULL ? a->proto : "none", &ctx->run.coll.proto,
+           simpar_nccl_proto_parse(a->proto != NULL ? a->proto : "auto", &ctx->run.coll.proto,
                                    error) &&
            simpar_attention_parse(a->attention != NULL ? a->attention : "unfused", &ctx->attention,
                                   error);

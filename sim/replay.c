@@ -286,7 +286,7 @@ simpar_replay_member_xfers(SimparReplay *r, guint coll, guint m)
     const SimparReplayColl *c = &g_array_index(r->colls, SimparReplayColl, coll);
     GArray *out = g_array_new(FALSE, FALSE, sizeof(SimparXfer));
     if (c->algo->fuse != NULL)
-        c->algo->fuse(c->kind, &c->group, c->bytes, m, out);
+        c->algo->fuse(c->kind, &c->group, c->bytes, &r->run->coll, m, out);
     else
         simpar_expansion_fuse(simpar_replay_expansion(r, coll), m, out);
     return out; /* (transfer full) */

@@ -665,7 +665,7 @@ sweep_spec_text(const SimparSweep *sw)
                            ";job=%s;backend=%s;collectives=%s;algo=%s;nccl-proto=%s;attention=%s;"
                            "calibration=%s",
                            job_text, sw->backend->name, p->coll_mode ? p->coll_mode : "fused",
-                           p->algo ? p->algo : "auto", p->proto ? p->proto : "none",
+                           p->algo ? p->algo : "auto", p->proto ? p->proto : "auto",
                            simpar_attention_name(sw->attention), calib ? calib : "");
     if (sw->all_slices)
         g_string_append(s, ";tp-slices=all");

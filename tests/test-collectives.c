@@ -338,6 +338,26 @@ steps(const Case *c)
     return 2 * ceil_log2(n) + 4 * n_chunks(c->bytes / 2) - 3;
 }
 
+/* Wire bytes per byte of the protocol (NCCL tuning.cc: ring LL 1/2, LL128 0.92; tree LL
+ * 1/3.8, LL128 7/9 on one node else 120/128, Simple 0.92; all-to-all at the link rate). */
+static double
+wire_factor(const Case *c, gboolean one_node)
+{
+    guint pr = c->p.proto - SIMPAR_PROTO_LL;
+    if (g_str_equal(c->algo->name, "pairwise"))
+        return 1;
+    if (g_str_equal(c->algo->name, "tree"))
+        return (const double[]){3.8, one_node ? 9.0 / 7 : 128.0 / 120, 1 / 0.92}[pr];
+    return (const double[]){2, 1 / 0.92, 1}[pr];
+}
+
+/* NCCL's per-step latency beyond the route's (A): hwLat - A where larger, in microseconds. */
+static double
+step_us(double hw)
+{
+    return MAX(0.0, hw - A * 1e6);
+}
+
 static void
 check_proto(Case *c, gpointer data)
 {
@@ -346,7 +366,9 @@ check_proto(Case *c, gpointer data)
         return;
     guint row = g_str_equal(c->algo->name, "tree"), pr = c->p.proto - SIMPAR_PROTO_LL;
     double hw = (c->stride == 1 ? nvlink_us : net_us)[row][pr];
-    double want = alpha_beta(c) + (base_us[row][pr] + steps(c) * hw) * 1e-6;
+    Case wire = *c;
+    wire.bytes = c->bytes * wire_factor(c, c->stride == 1);
+    double want = alpha_beta(&wire) + (base_us[row][pr] + steps(&wire) * step_us(hw)) * 1e-6;
     double got = closed_form(c);
     if (!close_to(got, want, 1e-12))
         report(c, "closed form", got, want);
@@ -364,7 +386,9 @@ test_proto(void)
     CU_ASSERT_TRUE(n_cases > 500);
 }
 
-/* Groups that mix link types: member i is GPU i, so hops 3 -> 4, 7 -> 8, ... cross nodes. */
+/* Groups that mix link types: member i is GPU i, so hops 3 -> 4, 7 -> 8, ... cross nodes. A
+ * ring across K nodes pays the network's hwLat on 2(K-1) all-reduce steps and the node's, at
+ * least NCCL's network overhead (1 us; Simple 3 us), on the others. */
 typedef struct {
     const char *algo;
     SimparCollKind kind;
@@ -374,7 +398,7 @@ typedef struct {
 } MixedCase;
 
 static const MixedCase mixed[] = {
-    {"ring", AR, 8, 0, 1024, 0, 14},        /* every round has a cross-node hop */
+    {"ring", AR, 8, 0, 1024, 12, 2},        /* 2 nodes: 2 network steps */
     {"hierarchical", AR, 8, 0, 1024, 6, 2}, /* 3 + 3 rounds in node, 2 across */
     {"hierarchical", AR, 16, 0, 1024, 6, 6},
     {"chain", BC, 8, 0, 1024, 6, 1},     /* C = 1: only hop 3 -> 4 crosses */
@@ -398,9 +422,17 @@ test_proto_mixed(void)
             simpar_coll_params_init(&c.p);
             c.p.proto = (SimparProto) proto;
             guint pr = proto - SIMPAR_PROTO_LL;
-            double want = alpha_beta(&c) + (base_us[0][pr] + mc->nvlink_steps * nvlink_us[0][pr] +
-                                            mc->net_steps * net_us[0][pr]) *
-                                               1e-6;
+            double node = nvlink_us[0][pr];
+            if (g_str_equal(mc->algo, "ring")) /* NCCL's network overhead on the node's steps */
+                node = MAX(node, proto == SIMPAR_PROTO_SIMPLE ? 3.0 : 1.0);
+            Case wire = c;
+            wire.bytes = c.bytes * wire_factor(&c, FALSE);
+            guint nvl = mc->nvlink_steps, net = mc->net_steps;
+            if (g_str_equal(mc->algo, "chain") && mc->root == 0) /* hop 3 -> 4 busy C rounds */
+                nvl = mc->n - 2, net = n_chunks(wire.bytes);
+            double want =
+                alpha_beta(&wire) +
+                (base_us[0][pr] + nvl * step_us(node) + net * step_us(net_us[0][pr])) * 1e-6;
             if (!close_to(closed_form(&c), want, 1e-12))
                 report(&c, "closed form", closed_form(&c), want);
             CU_ASSERT_TRUE(close_to(closed_form(&c), want, 1e-12));
@@ -610,7 +642,7 @@ test_ring_channels(void)
                     g_autoptr(GArray) x = g_array_new(FALSE, FALSE, sizeof(SimparXfer));
                     g_autoptr(GArray) y = g_array_new(FALSE, FALSE, sizeof(SimparXfer));
                     simpar_expansion_fuse(e, m, x);
-                    ring->fuse(kinds[k], &g, s, m, y);
+                    ring->fuse(kinds[k], &g, s, &p, m, y);
                     CU_ASSERT_EQUAL_FATAL(x->len, y->len);
                     for (guint i = 0; i < x->len; i++) {
                         const SimparXfer *u = &g_array_index(x, SimparXfer, i);
@@ -620,6 +652,35 @@ test_ring_channels(void)
                     }
                 }
             }
+}
+
+/* AUTO runs each collective with the protocol of smallest closed form (NCCL's tuner): on one
+ * node of the uniform net, LL for 64 KiB (its 6.6 us launch and half-rate wire win), Simple
+ * for 256 MiB (full rate); the closed form is that protocol's. */
+static void
+test_proto_auto(void)
+{
+    guint gpus[4] = {0, 1, 2, 3};
+    SimparCollGroup g = {4, gpus, &uniform_net};
+    const SimparCollAlgo *ring = NULL;
+    CU_ASSERT_TRUE_FATAL(simpar_coll_algo_lookup("ring", &ring, NULL));
+
+    const struct {
+        double bytes;
+        SimparProto want;
+    } cases[] = {{64 * 1024, SIMPAR_PROTO_LL}, {256.0 * 1024 * 1024, SIMPAR_PROTO_SIMPLE}};
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        SimparCollParams p, q;
+        simpar_coll_params_init(&p);
+        p.proto = SIMPAR_PROTO_AUTO;
+        CU_ASSERT_EQUAL(simpar_coll_proto(ring, AR, &g, cases[i].bytes, 0, &p), cases[i].want);
+        q = p;
+        double best = G_MAXDOUBLE;
+        for (q.proto = SIMPAR_PROTO_LL; q.proto < SIMPAR_N_PROTOS; q.proto++)
+            best = MIN(best, ring->closed_form(AR, &g, cases[i].bytes, 0, &q));
+        CU_ASSERT_EQUAL(ring->closed_form(AR, &g, cases[i].bytes, 0, &p), best);
+    }
 }
 
 /* ---- (7) lookup, table, defaults ---------------------------------------------------------- */
@@ -700,6 +761,7 @@ static CU_TestInfo cost_tests[] = {
     {"every byte sent is received, and each ring member sends 2(n-1)/n S", test_bytes},
     {"LL, LL128 and Simple add baseLat once and hwLat per step", test_proto},
     {"a step pays NET hwLat when one of its hops crosses nodes", test_proto_mixed},
+    {"auto: LL for 64 KiB, Simple for 256 MiB, the smallest closed form", test_proto_auto},
     {"one slow hop paces every ring round and bounds the other algorithms", test_slow_hop},
     CU_TEST_INFO_NULL,
 };

@@ -79,7 +79,7 @@ test_ring_eval(void)
                     g_autoptr(GArray) x = g_array_new(FALSE, FALSE, sizeof(SimparXfer));
                     g_autoptr(GArray) y = g_array_new(FALSE, FALSE, sizeof(SimparXfer));
                     simpar_expansion_fuse(e, m, x);
-                    ring->fuse(kinds[k], &g, bytes, m, y);
+                    ring->fuse(kinds[k], &g, bytes, &p, m, y);
                     CU_ASSERT_EQUAL_FATAL(x->len, y->len);
                     for (guint i = 0; i < x->len; i++) {
                         const SimparXfer *u = &g_array_index(x, SimparXfer, i);

@@ -29,6 +29,7 @@ typedef struct {
     double max_s; /* slowest transfer of the round: lat + bytes / bw */
     gboolean used;
     gboolean net; /* some transfer of the round goes between two nodes */
+    double lat_s; /* the largest route latency among its transfers */
 } SimparRoundCost;
 
 double simpar_coll_xfer_time(const SimparCollGroup *g, guint src, guint dst, double bytes);
@@ -37,6 +38,9 @@ gboolean simpar_coll_group_ok(const SimparCollGroup *g);
 
 void simpar_coll_round_add(SimparRoundCost *rc, const SimparCollGroup *g, guint src, guint dst,
                            double bytes);
+/* Adds to `rc` a transfer src -> dst that takes `time_s`. */
+void simpar_coll_round_note(SimparRoundCost *rc, const SimparCollGroup *g, guint src, guint dst,
+                            double time_s);
 
 /* The times of `n` transfers that run at once, sharing links: each takes its route's latency
  * plus, over the links of its route, the longest time that link needs for all the bytes of the
@@ -48,6 +52,14 @@ void simpar_coll_round_add_hops(SimparRoundCost *rc, const SimparCollGroup *g,
                                 const SimparHop *hops, guint n);
 double simpar_coll_round_delay(const SimparRoundCost *rc, SimparLatRow row,
                                const SimparCollParams *p, gboolean first);
+/* NCCL's constants (µs in tuning.cc, seconds here) of a concrete protocol: baseLat, and hwLat
+ * over NVLink and the network; 0 for NONE. */
+double simpar_coll_base_lat(SimparLatRow row, SimparProto proto);
+double simpar_coll_hw_lat(SimparLatRow row, SimparProto proto, gboolean net);
+/* A step's delay beyond its transfers: hwLat less what the route latency already takes. */
+double simpar_coll_step_delay(double hw_s, double route_lat_s);
+/* The nodes among the group's members. */
+guint simpar_coll_group_nodes(const SimparCollGroup *g);
 double simpar_coll_rounds_total(const SimparRoundCost *rc, guint n_rounds, SimparLatRow row,
                                 const SimparCollParams *p);
 

@@ -15,29 +15,138 @@ enum {
     COLL_CHAIN,
     COLL_HIERARCHICAL,
     COLL_PAIRWISE,
+    N_COLL_ALGOS,
 };
+
+/* The algorithm files' functions, which take a concrete protocol and wire bytes; the table's
+ * entries wrap them (coll_wire). */
+typedef struct {
+    SimparLatRow row;
+    double (*closed_form)(SimparCollKind, const SimparCollGroup *, double, guint,
+                          const SimparCollParams *);
+    void (*expand)(SimparCollKind, const SimparCollGroup *, double, guint, const SimparCollParams *,
+                   SimparExpansion *);
+    void (*eval_idle)(SimparCollKind, const SimparCollGroup *, double, const SimparCollParams *,
+                      const double *, double *);
+} CollRaw;
+
+static const CollRaw coll_raw[N_COLL_ALGOS] = {
+    [COLL_RING] = {SIMPAR_LAT_RING, simpar_coll_ring_closed_form, simpar_coll_ring_expand,
+                   simpar_coll_ring_eval_idle},
+    [COLL_TREE] = {SIMPAR_LAT_TREE, simpar_coll_tree_closed_form, simpar_coll_tree_expand, NULL},
+    [COLL_CHAIN] = {SIMPAR_LAT_RING, simpar_coll_chain_closed_form, simpar_coll_chain_expand, NULL},
+    [COLL_HIERARCHICAL] = {SIMPAR_LAT_RING, simpar_coll_hierarchical_closed_form,
+                           simpar_coll_hierarchical_expand, NULL},
+    [COLL_PAIRWISE] = {SIMPAR_LAT_RING, simpar_coll_pairwise_closed_form,
+                       simpar_coll_pairwise_expand, NULL},
+};
+
+/* How many wire bytes a protocol moves per byte of data: NCCL's tuner scales the bandwidth of
+ * (algorithm, protocol) by these (tuning.cc at 5067397c, ncclTopoTuneModel): ring LL x 0.5,
+ * LL128 x 0.92; tree LL x 1/3.8, LL128 x 7/9 on one node or 120/128 across nodes, Simple x
+ * 0.92. All-to-all runs as point-to-point sends, at the link rate. */
+static double
+coll_wire_factor(guint a, SimparProto proto, gboolean one_node)
+{
+    if (proto == SIMPAR_PROTO_NONE || a == COLL_PAIRWISE)
+        return 1.0;
+    if (coll_raw[a].row == SIMPAR_LAT_TREE)
+        return proto == SIMPAR_PROTO_LL      ? 3.8
+               : proto == SIMPAR_PROTO_LL128 ? (one_node ? 9.0 / 7.0 : 128.0 / 120.0)
+                                             : 1.0 / 0.92;
+    return proto == SIMPAR_PROTO_LL ? 2.0 : proto == SIMPAR_PROTO_LL128 ? 1.0 / 0.92 : 1.0;
+}
+
+/* The concrete protocol of this collective (`q`, from `p`) and the bytes its transfers carry. */
+static double
+coll_wire(guint a, SimparCollKind kind, const SimparCollGroup *g, double bytes, guint root,
+          const SimparCollParams *p, SimparCollParams *q)
+{
+    *q = *p;
+    gboolean one_node = simpar_coll_group_nodes(g) < 2;
+    if (p->proto == SIMPAR_PROTO_AUTO) {
+        double best = G_MAXDOUBLE;
+        for (SimparProto c = SIMPAR_PROTO_LL; c < SIMPAR_N_PROTOS; c++) {
+            SimparCollParams t = *p;
+            t.proto = c;
+            double s = coll_raw[a].closed_form(kind, g, bytes * coll_wire_factor(a, c, one_node),
+                                               root, &t);
+            if (s < best) /* ties: the lower protocol, as NCCL's loop keeps the first minimum */
+                best = s, q->proto = c;
+        }
+    }
+    return bytes * coll_wire_factor(a, q->proto, one_node);
+}
+
+#define COLL_ENTRIES(A, prefix)                                                                    \
+    static double prefix##_closed_form(SimparCollKind kind, const SimparCollGroup *g,              \
+                                       double bytes, guint root, const SimparCollParams *p)        \
+    {                                                                                              \
+        SimparCollParams q;                                                                        \
+        double wire = coll_wire(A, kind, g, bytes, root, p, &q);                                   \
+        return coll_raw[A].closed_form(kind, g, wire, root, &q);                                   \
+    }                                                                                              \
+    static void prefix##_expand(SimparCollKind kind, const SimparCollGroup *g, double bytes,       \
+                                guint root, const SimparCollParams *p, SimparExpansion *out)       \
+    {                                                                                              \
+        SimparCollParams q;                                                                        \
+        double wire = coll_wire(A, kind, g, bytes, root, p, &q);                                   \
+        coll_raw[A].expand(kind, g, wire, root, &q, out);                                          \
+    }
+
+COLL_ENTRIES(COLL_RING, coll_ring)
+COLL_ENTRIES(COLL_TREE, coll_tree)
+COLL_ENTRIES(COLL_CHAIN, coll_chain)
+COLL_ENTRIES(COLL_HIERARCHICAL, coll_hier)
+COLL_ENTRIES(COLL_PAIRWISE, coll_pairwise)
+
+static void
+coll_ring_eval_idle(SimparCollKind kind, const SimparCollGroup *g, double bytes,
+                    const SimparCollParams *p, const double *start, double *end)
+{
+    SimparCollParams q;
+    double wire = coll_wire(COLL_RING, kind, g, bytes, 0, p, &q);
+    simpar_coll_ring_eval_idle(kind, g, wire, &q, start, end);
+}
+
+static void
+coll_ring_fuse(SimparCollKind kind, const SimparCollGroup *g, double bytes,
+               const SimparCollParams *p, guint member, GArray *out)
+{
+    SimparCollParams q;
+    simpar_coll_ring_fuse(kind, g, coll_wire(COLL_RING, kind, g, bytes, 0, p, &q), member, out);
+}
 
 static const SimparCollAlgo coll_algos[] = {
     [COLL_RING] = {"ring", "ring over the group order: 2(n-1) steps of S/n for all-reduce",
                    SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_REDUCE) |
                        SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_GATHER) |
                        SIMPAR_COLL_BIT(SIMPAR_COLL_REDUCE_SCATTER),
-                   simpar_coll_ring_expand, simpar_coll_ring_closed_form,
-                   simpar_coll_ring_eval_idle, simpar_coll_ring_fuse},
+                   coll_ring_expand, coll_ring_closed_form, coll_ring_eval_idle, coll_ring_fuse},
     [COLL_TREE] = {"tree", "NCCL double binary tree, reduce up then broadcast down, pipelined",
-                   SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_REDUCE), simpar_coll_tree_expand,
-                   simpar_coll_tree_closed_form},
+                   SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_REDUCE), coll_tree_expand,
+                   coll_tree_closed_form},
     [COLL_CHAIN] = {"chain", "pipelined chain from (broadcast) or to (reduce) the root",
                     SIMPAR_COLL_BIT(SIMPAR_COLL_BROADCAST) | SIMPAR_COLL_BIT(SIMPAR_COLL_REDUCE),
-                    simpar_coll_chain_expand, simpar_coll_chain_closed_form},
+                    coll_chain_expand, coll_chain_closed_form},
     [COLL_HIERARCHICAL] = {"hierarchical",
                            "reduce-scatter in node, all-reduce across nodes, all-gather in node",
-                           SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_REDUCE), simpar_coll_hierarchical_expand,
-                           simpar_coll_hierarchical_closed_form},
+                           SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_REDUCE), coll_hier_expand,
+                           coll_hier_closed_form},
     [COLL_PAIRWISE] = {"pairwise", "n-1 rounds, round r sends S/n to member m+r",
-                       SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_TO_ALL), simpar_coll_pairwise_expand,
-                       simpar_coll_pairwise_closed_form},
+                       SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_TO_ALL), coll_pairwise_expand,
+                       coll_pairwise_closed_form},
 };
+
+SimparProto
+simpar_coll_proto(const SimparCollAlgo *algo, SimparCollKind kind, const SimparCollGroup *g,
+                  double bytes, guint root, const SimparCollParams *p)
+{
+    g_return_val_if_fail(algo >= coll_algos && algo < coll_algos + N_COLL_ALGOS, SIMPAR_PROTO_NONE);
+    SimparCollParams q;
+    coll_wire((guint) (algo - coll_algos), kind, g, bytes, root, p, &q);
+    return q.proto;
+}
 
 const SimparCollAlgo *
 simpar_coll_algos(guint *n)
@@ -79,8 +188,8 @@ simpar_coll_choose(SimparCollKind kind, const SimparCollGroup *g, double bytes,
     case SIMPAR_COLL_ALL_REDUCE: {
         /* NCCL's tuner keeps the cheapest (algo, proto); here the protocol is given, so only
          * ring and tree compete. Ties go to ring, NCCL's default. */
-        double ring = simpar_coll_ring_closed_form(kind, g, bytes, 0, p);
-        double tree = simpar_coll_tree_closed_form(kind, g, bytes, 0, p);
+        double ring = coll_ring_closed_form(kind, g, bytes, 0, p);
+        double tree = coll_tree_closed_form(kind, g, bytes, 0, p);
         return &coll_algos[tree < ring ? COLL_TREE : COLL_RING];
     }
     case SIMPAR_COLL_BROADCAST:
@@ -124,7 +233,7 @@ static const double coll_hw_net_us[2][3] = {
 static double
 coll_lat_s(const double table[2][3], SimparLatRow row, SimparProto proto)
 {
-    g_return_val_if_fail(proto < SIMPAR_N_PROTOS, 0.0);
+    g_return_val_if_fail(proto < SIMPAR_N_PROTOS, 0.0); /* AUTO is resolved before */
     if (proto == SIMPAR_PROTO_NONE)
         return 0.0;
     return table[row][proto - SIMPAR_PROTO_LL] * 1e-6;
@@ -147,6 +256,15 @@ simpar_coll_chunks(double bytes, const SimparCollParams *p)
     return (guint) CLAMP(c, 1.0, (double) MAX(p->max_chunks, 1u));
 }
 
+guint
+simpar_coll_group_nodes(const SimparCollGroup *g)
+{
+    g_autoptr(GHashTable) nodes = g_hash_table_new(NULL, NULL);
+    for (guint m = 0; m < g->n; m++)
+        g_hash_table_add(nodes, GUINT_TO_POINTER(simpar_net_node(g->net, g->gpus[m]) + 1));
+    return g_hash_table_size(nodes);
+}
+
 gboolean
 simpar_coll_group_ok(const SimparCollGroup *g)
 {
@@ -155,14 +273,23 @@ simpar_coll_group_ok(const SimparCollGroup *g)
 }
 
 void
-simpar_coll_round_add(SimparRoundCost *rc, const SimparCollGroup *g, guint src, guint dst,
-                      double bytes)
+simpar_coll_round_note(SimparRoundCost *rc, const SimparCollGroup *g, guint src, guint dst,
+                       double time_s)
 {
-    double t = simpar_coll_xfer_time(g, src, dst, bytes);
-    rc->max_s = rc->used ? MAX(rc->max_s, t) : t;
+    SimparRoute r;
+    simpar_net_route(g->net, g->gpus[src], g->gpus[dst], &r);
+    rc->max_s = rc->used ? MAX(rc->max_s, time_s) : time_s;
+    rc->lat_s = rc->used ? MAX(rc->lat_s, r.lat_s) : r.lat_s;
     rc->used = TRUE;
     if (simpar_net_node(g->net, g->gpus[src]) != simpar_net_node(g->net, g->gpus[dst]))
         rc->net = TRUE;
+}
+
+void
+simpar_coll_round_add(SimparRoundCost *rc, const SimparCollGroup *g, guint src, guint dst,
+                      double bytes)
+{
+    simpar_coll_round_note(rc, g, src, dst, simpar_coll_xfer_time(g, src, dst, bytes));
 }
 
 void
@@ -207,26 +334,40 @@ simpar_coll_round_add_hops(SimparRoundCost *rc, const SimparCollGroup *g, const 
 {
     g_autofree double *t = g_new(double, MAX(n, 1));
     simpar_coll_hops_time(g, hops, n, t);
-    for (guint i = 0; i < n; i++) {
-        rc->max_s = rc->used ? MAX(rc->max_s, t[i]) : t[i];
-        rc->used = TRUE;
-        if (simpar_net_node(g->net, g->gpus[hops[i].src]) !=
-            simpar_net_node(g->net, g->gpus[hops[i].dst]))
-            rc->net = TRUE;
-    }
+    for (guint i = 0; i < n; i++)
+        simpar_coll_round_note(rc, g, hops[i].src, hops[i].dst, t[i]);
+}
+
+double
+simpar_coll_base_lat(SimparLatRow row, SimparProto proto)
+{
+    return coll_lat_s(coll_base_lat_us, row, proto);
+}
+
+double
+simpar_coll_hw_lat(SimparLatRow row, SimparProto proto, gboolean net)
+{
+    return coll_lat_s(net ? coll_hw_net_us : coll_hw_nvlink_us, row, proto);
+}
+
+double
+simpar_coll_step_delay(double hw_s, double route_lat_s)
+{
+    return hw_s > route_lat_s ? hw_s - route_lat_s : 0.0;
 }
 
 /* The round's delay_s: hwLat of its slowest link type (NET above NVLink for every protocol and
- * row), plus baseLat when it is the member's first round. Every member pays the launch once;
- * the critical path starts with one of them, so the closed form counts baseLat once. */
+ * row) beyond the latency its routes already take, plus baseLat when it is the member's first
+ * round. Every member pays the launch once; the critical path starts with one of them, so the
+ * closed form counts baseLat once. */
 double
 simpar_coll_round_delay(const SimparRoundCost *rc, SimparLatRow row, const SimparCollParams *p,
                         gboolean first)
 {
     if (!rc->used)
         return 0.0;
-    double hw = coll_lat_s(rc->net ? coll_hw_net_us : coll_hw_nvlink_us, row, p->proto);
-    return hw + (first ? coll_lat_s(coll_base_lat_us, row, p->proto) : 0.0);
+    double hw = simpar_coll_step_delay(simpar_coll_hw_lat(row, p->proto, rc->net), rc->lat_s);
+    return hw + (first ? simpar_coll_base_lat(row, p->proto) : 0.0);
 }
 
 double

@@ -42,14 +42,23 @@ typedef enum {
     SIMPAR_COLL_ERROR_INVALID, /* unknown algorithm, or one that cannot run this collective */
 } SimparCollError;
 
-/* NCCL protocol whose latency constants are added (shared/reference/training-schedules.md 5.4):
- * NONE adds nothing (pure network model); the others add baseLat once and hwLat per step. */
+/* The NCCL protocol a collective runs with, as NCCL's tuner models it (NVIDIA/nccl
+ * src/graph/tuning.cc at 5067397c): baseLat once, then per step hwLat of the step's link type,
+ * where it exceeds the latency of the step's routes (hwLat is NCCL's whole per-step latency);
+ * a ring across K nodes pays the network's hwLat on 2(K-1) of its all-reduce steps (K-1 for
+ * all-gather and reduce-scatter) and on the others its in-node one, at least NCCL's network
+ * overhead (1 us, 3 us for Simple). Each protocol moves its data at a fraction of the link rate:
+ * the transfers carry bytes / efficiency (ring: LL 1/2, LL128 0.92, Simple 1; tree: LL 1/3.8,
+ * LL128 7/9 on one node and 120/128 across nodes, Simple 0.92). NONE adds nothing (the network
+ * alone). AUTO runs each collective with the protocol of smallest closed form for its algorithm,
+ * as NCCL's tuner keeps the cheapest (algorithm, protocol). */
 typedef enum {
     SIMPAR_PROTO_NONE,
     SIMPAR_PROTO_LL,
     SIMPAR_PROTO_LL128,
     SIMPAR_PROTO_SIMPLE,
     SIMPAR_N_PROTOS,
+    SIMPAR_PROTO_AUTO = SIMPAR_N_PROTOS, /* not a protocol: choose one */
 } SimparProto;
 
 /* The members of one collective: global GPU ids, in group order. */
@@ -116,9 +125,12 @@ typedef struct {
     /* Optional: member m's transfers of the expansion summed per (peer, direction), in
      * first-use order, appended to `out` (SimparXfer) without building the expansion, bit for
      * bit what simpar_expansion_fuse() gives; NULL: fuse the expansion. */
-    void (*fuse)(SimparCollKind kind, const SimparCollGroup *g, double bytes, guint member,
-                 GArray *out);
+    void (*fuse)(SimparCollKind kind, const SimparCollGroup *g, double bytes,
+                 const SimparCollParams *p, guint member, GArray *out);
 } SimparCollAlgo;
+
+/* The table's functions resolve the protocol (simpar_coll_proto) and give the transfers their
+ * protocol's wire bytes before the algorithm runs. */
 
 /* One transfer of a round whose transfers all run at once (members src -> dst). */
 typedef struct {
@@ -141,6 +153,11 @@ gboolean simpar_coll_algo_lookup(const char *name, const SimparCollAlgo **out, G
  * broadcast / reduce: chain; all-to-all: pairwise). Never NULL. */
 const SimparCollAlgo *simpar_coll_choose(SimparCollKind kind, const SimparCollGroup *g,
                                          double bytes, const SimparCollParams *p);
+/* The protocol `p` resolves to for this collective and algorithm (AUTO: the one of smallest
+ * closed form; others: themselves). */
+SimparProto simpar_coll_proto(const SimparCollAlgo *algo, SimparCollKind kind,
+                              const SimparCollGroup *g, double bytes, guint root,
+                              const SimparCollParams *p);
 
 /* Idle-network evaluation of an expansion: member m starts at start[m]; end[m] receives the time
  * its last round finishes. Deadlock (a transfer never matched) is a programming error. */

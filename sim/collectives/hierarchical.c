@@ -100,12 +100,8 @@ hier_phase(const HierLayout *lay, const SimparCollGroup *g, double bytes, guint 
         hops[m] = (SimparHop){m, next, across ? bytes / g->n : bytes / lay->l};
     }
     simpar_coll_hops_time(g, hops, g->n, hop_s);
-    for (guint m = 0; m < g->n; m++) {
-        rc->max_s = rc->used ? MAX(rc->max_s, hop_s[m]) : hop_s[m];
-        rc->used = TRUE;
-        rc->net = rc->net || simpar_net_node(g->net, g->gpus[m]) !=
-                                 simpar_net_node(g->net, g->gpus[hops[m].dst]);
-    }
+    for (guint m = 0; m < g->n; m++)
+        simpar_coll_round_note(rc, g, m, hops[m].dst, hop_s[m]);
 }
 
 /* Costs of all rounds (transfer full): the in-node rounds share one summary, the cross-node

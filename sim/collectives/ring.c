@@ -51,7 +51,7 @@ ring_rounds(SimparCollKind kind, guint n)
 /* The rings of one collective: channel c's next and previous member of m, the time of its hop
  * m -> next (links shared among all hops of a round) and the round's cost. */
 typedef struct {
-    guint n, channels;
+    guint n, channels, nodes;
     guint *next, *prev; /* [c * n + m] */
     double *hop_s;      /* [c * n + m] */
     SimparRoundCost cost;
@@ -80,6 +80,7 @@ static void
 ring_plan_flat(const SimparCollGroup *g, double bytes, RingPlan *rp)
 {
     ring_plan_alloc(rp, g->n, 1);
+    rp->nodes = simpar_coll_group_nodes(g);
     for (guint m = 0; m < g->n; m++) {
         rp->next[m] = (m + 1) % g->n, rp->prev[m] = (m + g->n - 1) % g->n;
         rp->hop_s[m] = simpar_coll_xfer_time(g, m, rp->next[m], bytes / g->n);
@@ -126,6 +127,7 @@ ring_plan_channels(const SimparCollGroup *g, double bytes, const guint *at, guin
 {
     guint n = g->n;
     ring_plan_alloc(rp, n, l);
+    rp->nodes = k;
     g_autofree SimparHop *hops = g_new(SimparHop, n * l);
     for (guint c = 0; c < l; c++)
         for (guint i = 0; i < n; i++) { /* position i: node i / l, local (c + i) mod l */
@@ -135,13 +137,8 @@ ring_plan_channels(const SimparCollGroup *g, double bytes, const guint *at, guin
             hops[c * n + m] = (SimparHop){m, next, bytes / ((double) l * n)};
         }
     simpar_coll_hops_time(g, hops, n * l, rp->hop_s);
-    for (guint i = 0; i < n * l; i++) {
-        rp->cost.max_s = rp->cost.used ? MAX(rp->cost.max_s, rp->hop_s[i]) : rp->hop_s[i];
-        rp->cost.used = TRUE;
-        rp->cost.net = rp->cost.net || simpar_net_node(g->net, g->gpus[hops[i].src]) !=
-                                           simpar_net_node(g->net, g->gpus[hops[i].dst]);
-    }
-    (void) k;
+    for (guint i = 0; i < n * l; i++)
+        simpar_coll_round_note(&rp->cost, g, hops[i].src, hops[i].dst, rp->hop_s[i]);
 }
 
 /* Whether channels run a group and size (their slowest hop beats the flat ring's; both rings
@@ -224,15 +221,35 @@ ring_memo_set(const SimparCollGroup *g, double bytes, RingPlan *rp)
     G_UNLOCK(ring_memo);
 }
 
+/* Round t's delay (NCCL's latency of a ring step, tuning.cc): of the rounds of a ring across K
+ * nodes, the first 2(K-1) (all-reduce; K-1 otherwise) pay the network's hwLat, the others the
+ * in-node one, at least NCCL's network overhead when K > 1 (1 us, 3 us for Simple), each less
+ * what the route latency already takes; round 0 adds baseLat. */
 static double
-ring_plan_time(const RingPlan *rp, guint rounds, const SimparCollParams *p)
+ring_delay(const RingPlan *rp, SimparCollKind kind, guint t, const SimparCollParams *p)
+{
+    if (!rp->cost.used || p->proto == SIMPAR_PROTO_NONE)
+        return 0.0;
+    guint inter = (kind == SIMPAR_COLL_ALL_REDUCE ? 2 : 1) * (rp->nodes - 1);
+    double hw = simpar_coll_hw_lat(SIMPAR_LAT_RING, p->proto, t < inter);
+    if (t >= inter && rp->nodes > 1)
+        hw = MAX(hw, (p->proto == SIMPAR_PROTO_SIMPLE ? 3 : 1) * 1e-6);
+    return simpar_coll_step_delay(hw, rp->cost.lat_s) +
+           (t == 0 ? simpar_coll_base_lat(SIMPAR_LAT_RING, p->proto) : 0.0);
+}
+
+static double
+ring_plan_time(const RingPlan *rp, SimparCollKind kind, guint rounds, const SimparCollParams *p)
 {
     if (rounds == 0)
         return 0.0;
-    /* the first round carries baseLat, exactly as in the expansion */
-    const SimparRoundCost *hop = &rp->cost;
-    return simpar_coll_round_delay(hop, SIMPAR_LAT_RING, p, TRUE) + hop->max_s +
-           (rounds - 1) * (simpar_coll_round_delay(hop, SIMPAR_LAT_RING, p, FALSE) + hop->max_s);
+    /* rounds 0, then the network's, then the node's: the sums the expansion's rounds add */
+    guint inter = MIN((kind == SIMPAR_COLL_ALL_REDUCE ? 2 : 1) * (rp->nodes - 1), rounds);
+    double first = ring_delay(rp, kind, 0, p) + rp->cost.max_s;
+    double net = inter > 1 ? (inter - 1) * (ring_delay(rp, kind, 1, p) + rp->cost.max_s) : 0.0;
+    guint rest = rounds - MAX(inter, 1);
+    double node = rest > 0 ? rest * (ring_delay(rp, kind, rounds - 1, p) + rp->cost.max_s) : 0.0;
+    return first + net + node;
 }
 
 /* The rings the collective runs on (a reference): channels where their slowest hop is faster
@@ -302,7 +319,7 @@ simpar_coll_ring_closed_form(SimparCollKind kind, const SimparCollGroup *g, doub
     if (g->n < 2)
         return 0.0;
     RingPlan *rp = ring_plan(g, bytes);
-    double t = ring_plan_time(rp, ring_rounds(kind, g->n), p);
+    double t = ring_plan_time(rp, kind, ring_rounds(kind, g->n), p);
     ring_plan_unref(rp);
     return t;
 }
@@ -321,8 +338,7 @@ simpar_coll_ring_expand(SimparCollKind kind, const SimparCollGroup *g, double by
     for (guint m = 0; m < n; m++) {
         simpar_expansion_begin_member(out, m);
         for (guint t = 0; t < rounds; t++) {
-            simpar_expansion_round(out,
-                                   simpar_coll_round_delay(&rp->cost, SIMPAR_LAT_RING, p, t == 0));
+            simpar_expansion_round(out, ring_delay(rp, kind, t, p));
             if (rp->channels == 1) { /* at their routes' times */
                 simpar_expansion_xfer(out, rp->next[m], TRUE, bytes / n);
                 simpar_expansion_xfer(out, rp->prev[m], FALSE, bytes / n);
@@ -374,7 +390,7 @@ simpar_coll_ring_eval_idle(SimparCollKind kind, const SimparCollGroup *g, double
         }
     g_autofree double *begin = g_new(double, n);
     for (guint t = 0; t < rounds; t++) {
-        double delay = simpar_coll_round_delay(&rp->cost, SIMPAR_LAT_RING, p, t == 0);
+        double delay = ring_delay(rp, kind, t, p);
         for (guint m = 0; m < n; m++)
             begin[m] = end[m] + delay;
         for (guint m = 0; m < n; m++) {

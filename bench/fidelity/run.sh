@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# bench/fidelity/run.sh [BUILD_DIR]: holds simpar's collectives against public nccl-tests figures
+# (bench/fidelity/nccl-tests.csv, each row with its source). For every row it writes the preset's
+# platform for that many nodes (simpar topology), runs `simpar collective` with the default
+# algorithm and protocol choice, and prints predicted against measured busbw and the error;
+# then the mean absolute percentage error per preset over the rows of 1 MiB and up, with and
+# without the rows where NCCL ran NVLink SHARP (NVLS), which simpar does not model.
+# Writes bench/results/fidelity.txt (the table) and bench/results/fidelity.md (the same, in
+# Markdown, for docs/fidelity.md).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${1:-build}
+bin="$build/sim/simpar"
+[ -x "$bin" ] || { echo "fidelity: $bin not found (meson compile -C $build first)" >&2; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p bench/results
+rows="$work/rows"
+: > "$rows"
+
+grep -v '^#' bench/fidelity/nccl-tests.csv | tail -n +2 |
+  while IFS=, read -r source preset nodes gpus op bytes measured algo; do
+    platform="$work/$preset-$nodes.xml"
+    [ -f "$platform" ] || "$bin" topology --preset "$preset" --nodes "$nodes" -o "$platform"
+    json=$("$bin" collective --topology "$platform" --op "$op" --gpus "$gpus" --bytes "$bytes" \
+      --backend analytic --json)
+    busbw=$(printf '%s\n' "$json" | sed -n 's/.*"busbw_GBps" : \([0-9.e+-]*\).*/\1/p')
+    ran=$(printf '%s\n' "$json" | sed -n 's/.*"algo" : "\([a-z]*\)".*/\1/p')
+    echo "$source $preset $nodes $gpus $op $bytes $measured $algo $busbw $ran" >> "$rows"
+  done
+
+awk -v date="$(date -u +%Y-%m-%d)" '
+function size(b) {
+  return b >= 2^30 ? sprintf("%g GiB", b / 2^30) : b >= 2^20 ? sprintf("%g MiB", b / 2^20) \
+                                                  : sprintf("%g KiB", b / 2^10)
+}
+{
+  err = ($9 - $7) / $7
+  n++
+  line[n] = sprintf("%-6s %-9s %5d %4d %-13s %9s %10.2f %10.2f %+8.1f%%  %-5s %s", $1, $2, $3, $4,
+                    $5, size($6), $7, $9, 100 * err, $8, $10)
+  md[n] = sprintf("| %s | %s | %d | %d | %s | %s | %.2f | %.2f | %+.1f%% | %s | %s |", $1, $2, $3,
+                  $4, $5, size($6), $7, $9, 100 * err, $8, $10)
+  if ($6 >= 2^20) {
+    all[$2] += (err < 0 ? -err : err); alln[$2]++
+    if ($8 != "nvls") { ring[$2] += (err < 0 ? -err : err); ringn[$2]++ }
+  }
+}
+END {
+  out = "bench/results/fidelity.txt"; mdout = "bench/results/fidelity.md"
+  printf "# %s: simpar collective (default algorithm and protocol, --backend analytic) against " \
+         "public nccl-tests busbw (bench/fidelity/nccl-tests.csv)\n", date > out
+  printf "%-6s %-9s %5s %4s %-13s %9s %10s %10s %9s  %-5s %s\n", "source", "preset", "nodes",
+         "GPUs", "op", "size", "measured", "simpar", "error", "NCCL", "simpar algorithm" >> out
+  print "| source | preset | nodes | GPUs | op | size | measured busbw (GB/s) | simpar | error | NCCL ran | simpar ran |" > mdout
+  print "|---|---|---|---|---|---|---|---|---|---|---|" >> mdout
+  for (i = 1; i <= n; i++) { print line[i] >> out; print md[i] >> mdout }
+  print "" >> out; print "" >> mdout
+  print "| preset | MAPE, 1 MiB and up | rows | MAPE without NVLS rows | rows |" >> mdout
+  print "|---|---|---|---|---|" >> mdout
+  for (p in all) {
+    r = ringn[p] > 0 ? sprintf("%.1f%%", 100 * ring[p] / ringn[p]) : "-"
+    printf "MAPE %-9s 1 MiB and up: %.1f%% over %d rows; without NVLS rows: %s over %d rows\n", p,
+           100 * all[p] / alln[p], alln[p], r, ringn[p] >> out
+    printf "| %s | %.1f%% | %d | %s | %d |\n", p, 100 * all[p] / alln[p], alln[p], r, ringn[p] >> mdout
+  }
+}' "$rows"
+cat bench/results/fidelity.txt
