@@ -43,13 +43,22 @@ simpar_coll_mode_parse(const char *name, SimparCollMode *out, GError **error)
     return FALSE;
 }
 
+static const char *const nccl_proto_names[] = {"none", "ll", "ll128", "simple", "auto"};
+G_STATIC_ASSERT(G_N_ELEMENTS(nccl_proto_names) == SIMPAR_PROTO_AUTO + 1);
+
+const char *
+simpar_nccl_proto_name(SimparProto proto)
+{
+    g_return_val_if_fail(proto <= SIMPAR_PROTO_AUTO, "?");
+    return nccl_proto_names[proto];
+}
+
 gboolean
 simpar_nccl_proto_parse(const char *name, SimparProto *out, GError **error)
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-    static const char *const names[] = {"none", "ll", "ll128", "simple", "auto"};
-    G_STATIC_ASSERT(G_N_ELEMENTS(names) == SIMPAR_PROTO_AUTO + 1);
-    for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+    const char *const *names = nccl_proto_names;
+    for (guint i = 0; i < G_N_ELEMENTS(nccl_proto_names); i++) {
         if (g_strcmp0(name, names[i]) == 0) {
             *out = (SimparProto) i;
             return TRUE;

@@ -87,6 +87,8 @@ typedef struct {
 
 gboolean simpar_backend_lookup(const char *name, const SimparBackend **out, GError **error);
 gboolean simpar_nccl_proto_parse(const char *name, SimparProto *out, GError **error);
+/* "none", "ll", "ll128", "simple" or "auto" (transfer none). */
+const char *simpar_nccl_proto_name(SimparProto proto);
 gboolean simpar_coll_mode_parse(const char *name, SimparCollMode *out, GError **error);
 
 void simpar_backend_analytic_run(const SimparRun *run, SimparSpan *spans);

@@ -158,7 +158,7 @@ collective_schedule(const Collective *c, guint n, double bytes, double *actual)
 
 typedef struct {
     double bytes, count, time_s, algbw, busbw;
-    const char *algo;
+    const char *algo, *proto;
 } CollectiveRow;
 
 static void
@@ -184,8 +184,11 @@ collective_run_size(const Collective *c, const SimparPlatform *platform, guint n
     row->busbw = row->algbw * simpar_coll_busbw_factor(c->kind, n);
     SimparCollGroup group = {n, gpus, run.net};
     gboolean forced = run.algo != NULL;
-    row->algo =
-        forced ? run.algo->name : simpar_coll_choose(c->kind, &group, row->bytes, &run.coll)->name;
+    const SimparCollAlgo *algo =
+        forced ? run.algo : simpar_coll_choose(c->kind, &group, row->bytes, &run.coll);
+    row->algo = algo->name;
+    row->proto =
+        simpar_nccl_proto_name(simpar_coll_proto(algo, c->kind, &group, row->bytes, 0, &run.coll));
 }
 
 static void
@@ -211,6 +214,8 @@ collective_json(GString *out, const CollectiveRow *rows, guint n)
         }
         json_builder_set_member_name(b, "algo");
         json_builder_add_string_value(b, rows[i].algo);
+        json_builder_set_member_name(b, "proto");
+        json_builder_add_string_value(b, rows[i].proto);
         json_builder_end_object(b);
     }
     json_builder_end_array(b);
@@ -250,11 +255,11 @@ collective_job(const SimparPlatform *platform, gpointer data, GString *out, GErr
                            : c->run.mode == SIMPAR_COLL_MODE_EXACT ? "exact"
                                                                    : "fused",
                            "size (B)", "count", "time (us)", "algbw (GB/s)", "busbw (GB/s)",
-                           "algorithm");
+                           "algorithm/protocol");
     for (guint i = 0; i < rows->len; i++) {
         const CollectiveRow *r = &g_array_index(rows, CollectiveRow, i);
-        g_string_append_printf(out, "%14.0f %12.0f %12.2f %12.3f %12.3f  %s\n", r->bytes, r->count,
-                               r->time_s * 1e6, r->algbw, r->busbw, r->algo);
+        g_string_append_printf(out, "%14.0f %12.0f %12.2f %12.3f %12.3f  %s/%s\n", r->bytes,
+                               r->count, r->time_s * 1e6, r->algbw, r->busbw, r->algo, r->proto);
     }
     return TRUE;
 }

@@ -26,6 +26,8 @@ grep -v '^#' bench/fidelity/nccl-tests.csv | tail -n +2 |
       --backend analytic --json)
     busbw=$(printf '%s\n' "$json" | sed -n 's/.*"busbw_GBps" : \([0-9.e+-]*\).*/\1/p')
     ran=$(printf '%s\n' "$json" | sed -n 's/.*"algo" : "\([a-z]*\)".*/\1/p')
+    proto=$(printf '%s\n' "$json" | sed -n 's/.*"proto" : "\([a-z0-9]*\)".*/\1/p')
+    ran="$ran/$proto"
     echo "$source $preset $nodes $gpus $op $bytes $measured $algo $busbw $ran" >> "$rows"
   done
 

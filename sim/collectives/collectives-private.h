@@ -47,6 +47,11 @@ void simpar_coll_round_note(SimparRoundCost *rc, const SimparCollGroup *g, guint
  * round that cross it (its load / its bandwidth). Where no link carries two transfers, or the
  * net does not give links, that is lat + bytes / bw of the route, bit for bit. */
 void simpar_coll_hops_time(const SimparCollGroup *g, const SimparHop *hops, guint n, double *out);
+/* For hops of a round that all carry the same bytes: each one's route latency and the bandwidth
+ * it gets, the smallest of its route's and, over its links, a link's bandwidth divided by the
+ * hops on it (the route's alone where the net gives no links). */
+void simpar_coll_hops_share(const SimparCollGroup *g, const SimparHop *hops, guint n, double *lat_s,
+                            double *bw);
 /* Adds the hops of such a round to `rc`, at their shared times. */
 void simpar_coll_round_add_hops(SimparRoundCost *rc, const SimparCollGroup *g,
                                 const SimparHop *hops, guint n);

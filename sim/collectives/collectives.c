@@ -4,6 +4,7 @@
 #include "collectives-private.h"
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 G_DEFINE_QUARK(simpar_coll_error_quark, simpar_coll_error)
 
@@ -57,13 +58,105 @@ coll_wire_factor(guint a, SimparProto proto, gboolean one_node)
     return proto == SIMPAR_PROTO_LL ? 2.0 : proto == SIMPAR_PROTO_LL128 ? 1.0 / 0.92 : 1.0;
 }
 
+/* The protocols AUTO resolved to, for a platform's net (one that gives its links: its routes
+ * stay as they are while collectives are built), as collectives are asked about again and
+ * again (fused transfers member by member, blocks instance by instance). Keyed by the group's
+ * array and figures; a hit also compares the GPUs (an array freed and reused). At most
+ * COLL_WIRE_MAX are kept. */
+#define COLL_WIRE_MAX 65536
+
+typedef struct {
+    guint a, n, root, kind, max_chunks;
+    const SimparNet *net;
+    const guint *gpus_at;
+    double bytes, chunk_bytes;
+    guint *gpus;       /* a copy */
+    SimparProto proto; /* the answer */
+    gboolean one_node;
+} CollWireKey;
+
+static guint
+coll_wire_hash(gconstpointer p)
+{
+    const CollWireKey *k = p;
+    return g_direct_hash(k->gpus_at) ^ g_direct_hash(k->net) ^ g_double_hash(&k->bytes) ^
+           (k->a * 131 + k->kind * 31 + k->root * 7 + k->n);
+}
+
+static gboolean
+coll_wire_equal(gconstpointer p, gconstpointer q)
+{
+    const CollWireKey *x = p, *y = q;
+    return x->a == y->a && x->n == y->n && x->root == y->root && x->kind == y->kind &&
+           x->max_chunks == y->max_chunks && x->net == y->net && x->gpus_at == y->gpus_at &&
+           x->bytes == y->bytes && x->chunk_bytes == y->chunk_bytes;
+}
+
+static void
+coll_wire_free(gpointer p)
+{
+    g_free(((CollWireKey *) p)->gpus);
+    g_free(p);
+}
+
+G_LOCK_DEFINE_STATIC(coll_wire_memo);
+static GHashTable *coll_wire_memo; /* CollWireKey set */
+
+static CollWireKey
+coll_wire_key(guint a, SimparCollKind kind, const SimparCollGroup *g, double bytes, guint root,
+              const SimparCollParams *p)
+{
+    return (CollWireKey){a,     g->n,           root, kind, p->max_chunks, g->net, g->gpus,
+                         bytes, p->chunk_bytes, NULL, 0,    FALSE};
+}
+
+static gboolean
+coll_wire_known(guint a, SimparCollKind kind, const SimparCollGroup *g, double bytes, guint root,
+                const SimparCollParams *p, SimparProto *proto, gboolean *one_node)
+{
+    CollWireKey key = coll_wire_key(a, kind, g, bytes, root, p);
+    G_LOCK(coll_wire_memo);
+    const CollWireKey *k =
+        coll_wire_memo != NULL ? g_hash_table_lookup(coll_wire_memo, &key) : NULL;
+    gboolean hit = k != NULL && memcmp(k->gpus, g->gpus, g->n * sizeof *g->gpus) == 0;
+    if (hit)
+        *proto = k->proto, *one_node = k->one_node;
+    G_UNLOCK(coll_wire_memo);
+    return hit;
+}
+
+static void
+coll_wire_keep(guint a, SimparCollKind kind, const SimparCollGroup *g, double bytes, guint root,
+               const SimparCollParams *p, SimparProto proto, gboolean one_node)
+{
+    CollWireKey *k = g_new(CollWireKey, 1);
+    *k = coll_wire_key(a, kind, g, bytes, root, p);
+    k->gpus = g_memdup2(g->gpus, g->n * sizeof *g->gpus);
+    k->proto = proto, k->one_node = one_node;
+    G_LOCK(coll_wire_memo);
+    if (coll_wire_memo == NULL)
+        coll_wire_memo =
+            g_hash_table_new_full(coll_wire_hash, coll_wire_equal, coll_wire_free, NULL);
+    if (g_hash_table_size(coll_wire_memo) >= COLL_WIRE_MAX)
+        g_hash_table_remove_all(coll_wire_memo);
+    g_hash_table_add(coll_wire_memo, k);
+    G_UNLOCK(coll_wire_memo);
+}
+
 /* The concrete protocol of this collective (`q`, from `p`) and the bytes its transfers carry. */
 static double
 coll_wire(guint a, SimparCollKind kind, const SimparCollGroup *g, double bytes, guint root,
           const SimparCollParams *p, SimparCollParams *q)
 {
     *q = *p;
-    gboolean one_node = simpar_coll_group_nodes(g) < 2;
+    if (p->proto == SIMPAR_PROTO_NONE)
+        return bytes;
+    gboolean keep = g->net->links != NULL && p->proto == SIMPAR_PROTO_AUTO;
+    gboolean one_node = TRUE;
+    if (keep && coll_wire_known(a, kind, g, bytes, root, p, &q->proto, &one_node))
+        return bytes * coll_wire_factor(a, q->proto, one_node);
+    if (coll_raw[a].row == SIMPAR_LAT_TREE || p->proto == SIMPAR_PROTO_AUTO)
+        one_node = simpar_coll_group_nodes(g) < 2;
     if (p->proto == SIMPAR_PROTO_AUTO) {
         double best = G_MAXDOUBLE;
         for (SimparProto c = SIMPAR_PROTO_LL; c < SIMPAR_N_PROTOS; c++) {
@@ -74,6 +167,8 @@ coll_wire(guint a, SimparCollKind kind, const SimparCollGroup *g, double bytes, 
             if (s < best) /* ties: the lower protocol, as NCCL's loop keeps the first minimum */
                 best = s, q->proto = c;
         }
+        if (keep)
+            coll_wire_keep(a, kind, g, bytes, root, p, q->proto, one_node);
     }
     return bytes * coll_wire_factor(a, q->proto, one_node);
 }
@@ -256,13 +351,29 @@ simpar_coll_chunks(double bytes, const SimparCollParams *p)
     return (guint) CLAMP(c, 1.0, (double) MAX(p->max_chunks, 1u));
 }
 
+static int
+coll_uint_cmp(const void *a, const void *b)
+{
+    guint x = *(const guint *) a, y = *(const guint *) b;
+    return (x > y) - (x < y);
+}
+
 guint
 simpar_coll_group_nodes(const SimparCollGroup *g)
 {
-    g_autoptr(GHashTable) nodes = g_hash_table_new(NULL, NULL);
-    for (guint m = 0; m < g->n; m++)
-        g_hash_table_add(nodes, GUINT_TO_POINTER(simpar_net_node(g->net, g->gpus[m]) + 1));
-    return g_hash_table_size(nodes);
+    guint first = g->n > 0 ? simpar_net_node(g->net, g->gpus[0]) : 0, m = 1;
+    while (m < g->n && simpar_net_node(g->net, g->gpus[m]) == first)
+        m++;
+    if (m >= g->n) /* the common case of one node: no sort */
+        return g->n > 0;
+    g_autofree guint *nodes = g_new(guint, g->n);
+    for (m = 0; m < g->n; m++)
+        nodes[m] = simpar_net_node(g->net, g->gpus[m]);
+    qsort(nodes, g->n, sizeof *nodes, coll_uint_cmp);
+    guint k = 1;
+    for (m = 1; m < g->n; m++)
+        k += nodes[m] != nodes[m - 1];
+    return k;
 }
 
 gboolean
@@ -325,6 +436,39 @@ simpar_coll_hops_time(const SimparCollGroup *g, const SimparHop *hops, guint n, 
             wire = MAX(wire, *(double *) g_hash_table_lookup(load, links->pdata[j]) / bw);
         }
         out[i] = r.lat_s + wire;
+    }
+}
+
+void
+simpar_coll_hops_share(const SimparCollGroup *g, const SimparHop *hops, guint n, double *lat_s,
+                       double *bw)
+{
+    const SimparNet *net = g->net;
+    g_autoptr(GPtrArray) links = g_ptr_array_new();
+    g_autofree guint *first = g_new(guint, n + 1);
+    gboolean known = net->links != NULL && net->link_bw != NULL;
+    for (guint i = 0; i < n && known; i++) {
+        first[i] = links->len;
+        known = net->links(net, g->gpus[hops[i].src], g->gpus[hops[i].dst], links);
+    }
+    first[n] = known ? links->len : 0;
+    g_autoptr(GHashTable) count = g_hash_table_new(NULL, NULL); /* link -> hops on it */
+    for (guint i = 0; i < n && known; i++)
+        for (guint j = first[i]; j < first[i + 1]; j++)
+            g_hash_table_insert(
+                count, links->pdata[j],
+                GUINT_TO_POINTER(GPOINTER_TO_UINT(g_hash_table_lookup(count, links->pdata[j])) +
+                                 1));
+    for (guint i = 0; i < n; i++) {
+        SimparRoute r;
+        simpar_net_route(net, g->gpus[hops[i].src], g->gpus[hops[i].dst], &r);
+        g_assert(r.bw_Bps > 0.0);
+        lat_s[i] = r.lat_s, bw[i] = r.bw_Bps;
+        for (guint j = first[i]; known && j < first[i + 1]; j++) {
+            guint k = GPOINTER_TO_UINT(g_hash_table_lookup(count, links->pdata[j]));
+            if (k > 1)
+                bw[i] = MIN(bw[i], net->link_bw(net, links->pdata[j]) / k);
+        }
     }
 }
 

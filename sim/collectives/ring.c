@@ -21,10 +21,11 @@
  * so that channel c leaves each node from its member c - 1 and enters the next at its member c:
  * L channels leave a node through L different GPUs (and their NICs, where they have their
  * own), while inside a node every channel passes the same hops. Each channel carries S/L: in
- * every round, S/(L n) per hop and channel. Transfers of a round that cross one link share it
- * (simpar_coll_hops_time: lat + the link's load / its bandwidth), which is what SimGrid does to
- * the L flows of a GPU's NVLink, and to flows of several GPUs behind one NIC. The ring runs with
- * L channels where that is faster than one ring over the group order (as NCCL's search keeps the
+ * every round, S/(L n) per hop and channel. Transfers of a round that cross one link share it: a
+ * hop gets the smallest of its route's bandwidth and, over its links, a link's bandwidth divided
+ * by the hops on it (simpar_coll_hops_share), which is what SimGrid gives the L flows of a GPU's
+ * NVLink and the flows of several GPUs behind one NIC. The ring runs with L channels where they
+ * move more bytes per second than one ring over the group order (as NCCL's search keeps the
  * graph of most bandwidth), else as one ring: on AC922 nodes, whose 4 GPUs share one port,
  * channels gain nothing.
  *
@@ -48,13 +49,14 @@ ring_rounds(SimparCollKind kind, guint n)
     return kind == SIMPAR_COLL_ALL_REDUCE ? 2 * (n - 1) : n - 1;
 }
 
-/* The rings of one collective: channel c's next and previous member of m, the time of its hop
- * m -> next (links shared among all hops of a round) and the round's cost. */
+/* The rings of one group, whatever the size: channel c's next and previous member of m, and
+ * its hop m -> next as a route latency and the bandwidth the hop gets. */
 typedef struct {
     guint n, channels, nodes;
     guint *next, *prev; /* [c * n + m] */
-    double *hop_s;      /* [c * n + m] */
-    SimparRoundCost cost;
+    double *lat_s, *bw; /* [c * n + m] */
+    double max_lat;     /* the largest route latency of a hop */
+    gboolean net;       /* some hop goes between two nodes */
 } RingPlan;
 
 static void
@@ -62,7 +64,8 @@ ring_plan_clear(RingPlan *rp)
 {
     g_clear_pointer(&rp->next, g_free);
     g_clear_pointer(&rp->prev, g_free);
-    g_clear_pointer(&rp->hop_s, g_free);
+    g_clear_pointer(&rp->lat_s, g_free);
+    g_clear_pointer(&rp->bw, g_free);
 }
 
 static void
@@ -72,20 +75,46 @@ ring_plan_alloc(RingPlan *rp, guint n, guint channels)
                      .channels = channels,
                      .next = g_new(guint, n * channels),
                      .prev = g_new(guint, n * channels),
-                     .hop_s = g_new(double, n *channels)};
+                     .lat_s = g_new(double, n *channels),
+                     .bw = g_new(double, n *channels)};
 }
 
-/* One ring over the group order; each hop at its route's time (no link is known shared). */
+/* The bytes each hop of a round carries for a collective of `bytes`. */
+static double
+ring_hop_bytes(const RingPlan *rp, double bytes)
+{
+    return rp->channels == 1 ? bytes / rp->n : bytes / ((double) rp->channels * rp->n);
+}
+
+/* Hop i's time for a collective of `bytes`: one ring, lat + bytes / bw of its route, as
+ * simpar_coll_xfer_time gives it. */
+static double
+ring_hop_s(const RingPlan *rp, guint i, double bytes)
+{
+    return rp->lat_s[i] + ring_hop_bytes(rp, bytes) / rp->bw[i];
+}
+
 static void
-ring_plan_flat(const SimparCollGroup *g, double bytes, RingPlan *rp)
+ring_plan_note(RingPlan *rp, const SimparCollGroup *g, guint i, guint m)
+{
+    rp->max_lat = i == 0 ? rp->lat_s[i] : MAX(rp->max_lat, rp->lat_s[i]);
+    rp->net = rp->net ||
+              simpar_net_node(g->net, g->gpus[m]) != simpar_net_node(g->net, g->gpus[rp->next[i]]);
+}
+
+/* One ring over the group order; each hop at its route's figures. */
+static void
+ring_plan_flat(const SimparCollGroup *g, RingPlan *rp)
 {
     ring_plan_alloc(rp, g->n, 1);
     rp->nodes = simpar_coll_group_nodes(g);
     for (guint m = 0; m < g->n; m++) {
         rp->next[m] = (m + 1) % g->n, rp->prev[m] = (m + g->n - 1) % g->n;
-        rp->hop_s[m] = simpar_coll_xfer_time(g, m, rp->next[m], bytes / g->n);
-        if (g->n > 1)
-            simpar_coll_round_add(&rp->cost, g, m, rp->next[m], bytes / g->n);
+        SimparRoute r;
+        simpar_net_route(g->net, g->gpus[m], g->gpus[rp->next[m]], &r);
+        g_assert(r.bw_Bps > 0.0);
+        rp->lat_s[m] = r.lat_s, rp->bw[m] = r.bw_Bps;
+        ring_plan_note(rp, g, m, m);
     }
 }
 
@@ -119,11 +148,10 @@ ring_layout(const SimparCollGroup *g, guint **at, guint *k, guint *l)
     return TRUE;
 }
 
-/* L channels, channel c through every node's members rotated by c; hops at their shared
- * times. */
+/* L channels, channel c through every node's members rotated by c; each hop at its share of
+ * the links the round's hops cross. */
 static void
-ring_plan_channels(const SimparCollGroup *g, double bytes, const guint *at, guint k, guint l,
-                   RingPlan *rp)
+ring_plan_channels(const SimparCollGroup *g, const guint *at, guint k, guint l, RingPlan *rp)
 {
     guint n = g->n;
     ring_plan_alloc(rp, n, l);
@@ -134,43 +162,51 @@ ring_plan_channels(const SimparCollGroup *g, double bytes, const guint *at, guin
             guint j = (i + 1) % n;
             guint m = at[i / l * l + (c + i) % l], next = at[j / l * l + (c + j) % l];
             rp->next[c * n + m] = next, rp->prev[c * n + next] = m;
-            hops[c * n + m] = (SimparHop){m, next, bytes / ((double) l * n)};
+            hops[c * n + m] = (SimparHop){m, next, 1};
         }
-    simpar_coll_hops_time(g, hops, n * l, rp->hop_s);
+    simpar_coll_hops_share(g, hops, n * l, rp->lat_s, rp->bw);
     for (guint i = 0; i < n * l; i++)
-        simpar_coll_round_note(&rp->cost, g, hops[i].src, hops[i].dst, rp->hop_s[i]);
+        ring_plan_note(rp, g, i, i % n);
 }
 
-/* Whether channels run a group and size (their slowest hop beats the flat ring's; both rings
- * have the same rounds and latencies), kept per (net, size, GPUs): fusing asks once per member
- * and counting activities once per op. A net's link bandwidths are taken not to change while
- * its collectives are built (calibration comes first). At most RING_MEMO_MAX answers are kept. */
+/* The slowest hop's bandwidth: what a byte of the collective costs, per round, is 1 / (hop
+ * share of the collective x this). */
+static double
+ring_plan_min_bw(const RingPlan *rp)
+{
+    double bw = rp->bw[0];
+    for (guint i = 1; i < rp->n * rp->channels; i++)
+        bw = MIN(bw, rp->bw[i]);
+    return bw * rp->channels;
+}
+
+/* The plans of groups, kept per (net, GPUs): closed forms, evaluations, fusing (once per
+ * member) and counting activities (once per op) ask again and again. A net's link bandwidths
+ * are taken not to change while its collectives are built (calibration comes first). At most
+ * RING_MEMO_MAX plans, RING_MEMO_HOPS hops in all, are kept. Keyed by the group's array; a hit
+ * also compares the GPUs (an array freed and reused). */
 #define RING_MEMO_MAX  4096
 #define RING_MEMO_HOPS ((gsize) 1 << 22)
 
 typedef struct {
     const SimparNet *net;
     guint n;
-    double bytes;
-    guint *gpus;
+    const guint *gpus_at; /* the group's array: the key */
+    guint *gpus;          /* a copy, compared on a hit */
 } RingKey;
 
 static guint
 ring_key_hash(gconstpointer p)
 {
     const RingKey *k = p;
-    guint h = g_direct_hash(k->net) ^ g_double_hash(&k->bytes) ^ k->n;
-    for (guint i = 0; i < k->n; i++)
-        h = h * 31 + k->gpus[i];
-    return h;
+    return g_direct_hash(k->net) ^ g_direct_hash(k->gpus_at) ^ k->n;
 }
 
 static gboolean
 ring_key_equal(gconstpointer a, gconstpointer b)
 {
     const RingKey *x = a, *y = b;
-    return x->net == y->net && x->n == y->n && x->bytes == y->bytes &&
-           memcmp(x->gpus, y->gpus, x->n * sizeof *x->gpus) == 0;
+    return x->net == y->net && x->n == y->n && x->gpus_at == y->gpus_at;
 }
 
 static void
@@ -190,24 +226,29 @@ ring_plan_unref(RingPlan *rp)
     g_rc_box_release_full(rp, (GDestroyNotify) ring_plan_clear);
 }
 
-/* A new reference to the kept plan of this group and size, or NULL. */
+/* A new reference to the kept plan of this group, or NULL. */
 static RingPlan *
-ring_memo_get(const SimparCollGroup *g, double bytes)
+ring_memo_get(const SimparCollGroup *g)
 {
-    RingKey key = {g->net, g->n, bytes, (guint *) g->gpus};
+    RingKey key = {g->net, g->n, g->gpus, NULL};
     G_LOCK(ring_memo);
-    RingPlan *rp = ring_memo != NULL ? g_hash_table_lookup(ring_memo, &key) : NULL;
-    if (rp != NULL)
+    RingKey *found = NULL;
+    RingPlan *rp = NULL;
+    if (ring_memo != NULL &&
+        g_hash_table_lookup_extended(ring_memo, &key, (gpointer *) &found, (gpointer *) &rp) &&
+        memcmp(found->gpus, g->gpus, g->n * sizeof *g->gpus) == 0)
         g_rc_box_acquire(rp);
+    else
+        rp = NULL;
     G_UNLOCK(ring_memo);
     return rp;
 }
 
 static void
-ring_memo_set(const SimparCollGroup *g, double bytes, RingPlan *rp)
+ring_memo_set(const SimparCollGroup *g, RingPlan *rp)
 {
     RingKey *key = g_new(RingKey, 1);
-    *key = (RingKey){g->net, g->n, bytes, g_memdup2(g->gpus, g->n * sizeof *g->gpus)};
+    *key = (RingKey){g->net, g->n, g->gpus, g_memdup2(g->gpus, g->n * sizeof *g->gpus)};
     G_LOCK(ring_memo);
     if (ring_memo == NULL)
         ring_memo = g_hash_table_new_full(ring_key_hash, ring_key_equal, ring_key_free,
@@ -221,6 +262,46 @@ ring_memo_set(const SimparCollGroup *g, double bytes, RingPlan *rp)
     G_UNLOCK(ring_memo);
 }
 
+/* The rings the group runs on (a reference): channels where they move more bytes per second
+ * than the flat ring. Kept only for nets that give their links (a platform's, whose routes stay
+ * as they are while collectives are built); a net without them is asked again every time
+ * (tests and fits change their figures under one address). */
+static RingPlan *
+ring_plan(const SimparCollGroup *g)
+{
+    gboolean keep = g->net->links != NULL && g->net->link_bw != NULL;
+    RingPlan *rp = keep ? ring_memo_get(g) : NULL;
+    if (rp != NULL)
+        return rp;
+    rp = g_rc_box_new0(RingPlan);
+    ring_plan_flat(g, rp);
+    g_autofree guint *at = NULL;
+    guint k, l;
+    if (ring_layout(g, &at, &k, &l)) {
+        RingPlan ch;
+        ring_plan_channels(g, at, k, l, &ch);
+        if (ring_plan_min_bw(&ch) > ring_plan_min_bw(rp)) {
+            ring_plan_clear(rp);
+            *rp = ch;
+        } else {
+            ring_plan_clear(&ch);
+        }
+    }
+    if (keep)
+        ring_memo_set(g, rp);
+    return rp;
+}
+
+/* A round of the collective of `bytes`: its slowest hop, largest latency, network or not. */
+static SimparRoundCost
+ring_cost(const RingPlan *rp, double bytes)
+{
+    SimparRoundCost rc = {0, rp->n > 1, rp->net, rp->max_lat};
+    for (guint i = 0; i < rp->n * rp->channels; i++)
+        rc.max_s = MAX(rc.max_s, ring_hop_s(rp, i, bytes));
+    return rc;
+}
+
 /* Round t's delay (NCCL's latency of a ring step, tuning.cc): of the rounds of a ring across K
  * nodes, the first 2(K-1) (all-reduce; K-1 otherwise) pay the network's hwLat, the others the
  * in-node one, at least NCCL's network overhead when K > 1 (1 us, 3 us for Simple), each less
@@ -228,68 +309,38 @@ ring_memo_set(const SimparCollGroup *g, double bytes, RingPlan *rp)
 static double
 ring_delay(const RingPlan *rp, SimparCollKind kind, guint t, const SimparCollParams *p)
 {
-    if (!rp->cost.used || p->proto == SIMPAR_PROTO_NONE)
+    if (rp->n < 2 || p->proto == SIMPAR_PROTO_NONE)
         return 0.0;
     guint inter = (kind == SIMPAR_COLL_ALL_REDUCE ? 2 : 1) * (rp->nodes - 1);
     double hw = simpar_coll_hw_lat(SIMPAR_LAT_RING, p->proto, t < inter);
     if (t >= inter && rp->nodes > 1)
         hw = MAX(hw, (p->proto == SIMPAR_PROTO_SIMPLE ? 3 : 1) * 1e-6);
-    return simpar_coll_step_delay(hw, rp->cost.lat_s) +
+    return simpar_coll_step_delay(hw, rp->max_lat) +
            (t == 0 ? simpar_coll_base_lat(SIMPAR_LAT_RING, p->proto) : 0.0);
 }
 
 static double
-ring_plan_time(const RingPlan *rp, SimparCollKind kind, guint rounds, const SimparCollParams *p)
+ring_plan_time(const RingPlan *rp, SimparCollKind kind, double bytes, const SimparCollParams *p)
 {
+    guint rounds = ring_rounds(kind, rp->n);
     if (rounds == 0)
         return 0.0;
-    /* rounds 0, then the network's, then the node's: the sums the expansion's rounds add */
+    double max_s = ring_cost(rp, bytes).max_s;
+    /* round 0, then the network's, then the node's: the sums the expansion's rounds add */
     guint inter = MIN((kind == SIMPAR_COLL_ALL_REDUCE ? 2 : 1) * (rp->nodes - 1), rounds);
-    double first = ring_delay(rp, kind, 0, p) + rp->cost.max_s;
-    double net = inter > 1 ? (inter - 1) * (ring_delay(rp, kind, 1, p) + rp->cost.max_s) : 0.0;
+    double first = ring_delay(rp, kind, 0, p) + max_s;
+    double net = inter > 1 ? (inter - 1) * (ring_delay(rp, kind, 1, p) + max_s) : 0.0;
     guint rest = rounds - MAX(inter, 1);
-    double node = rest > 0 ? rest * (ring_delay(rp, kind, rounds - 1, p) + rp->cost.max_s) : 0.0;
+    double node = rest > 0 ? rest * (ring_delay(rp, kind, rounds - 1, p) + max_s) : 0.0;
     return first + net + node;
-}
-
-/* The rings the collective runs on (a reference): channels where their slowest hop is faster
- * than the flat ring's (the same rounds and latencies: the faster rings). Kept only for nets
- * that give their links (a platform's, whose routes stay as they are while collectives are
- * built); a net without them is asked again every time (tests and fits change their figures
- * under one address). */
-static RingPlan *
-ring_plan(const SimparCollGroup *g, double bytes)
-{
-    gboolean keep = g->net->links != NULL && g->net->link_bw != NULL;
-    RingPlan *rp = keep ? ring_memo_get(g, bytes) : NULL;
-    if (rp != NULL)
-        return rp;
-    rp = g_rc_box_new0(RingPlan);
-    g_autofree guint *at = NULL;
-    guint k, l;
-    if (!ring_layout(g, &at, &k, &l)) {
-        ring_plan_flat(g, bytes, rp);
-    } else {
-        ring_plan_channels(g, bytes, at, k, l, rp);
-        RingPlan flat;
-        ring_plan_flat(g, bytes, &flat);
-        if (rp->cost.max_s < flat.cost.max_s) {
-            ring_plan_clear(&flat);
-        } else {
-            ring_plan_clear(rp);
-            *rp = flat;
-        }
-    }
-    if (keep)
-        ring_memo_set(g, bytes, rp);
-    return rp;
 }
 
 guint
 simpar_coll_ring_channels(const SimparCollGroup *g, double bytes)
 {
     g_return_val_if_fail(simpar_coll_group_ok(g), 1);
-    RingPlan *rp = ring_plan(g, bytes);
+    (void) bytes;
+    RingPlan *rp = ring_plan(g);
     guint channels = rp->channels;
     ring_plan_unref(rp);
     return channels;
@@ -299,11 +350,12 @@ guint
 simpar_coll_ring_hops(const SimparCollGroup *g, double bytes, GArray *hops, GArray *hop_s)
 {
     g_return_val_if_fail(simpar_coll_group_ok(g) && hops != NULL && hop_s != NULL, 0);
-    RingPlan *rp = ring_plan(g, bytes);
+    RingPlan *rp = ring_plan(g);
     for (guint i = 0; i < rp->n * rp->channels; i++) {
-        SimparHop h = {i % rp->n, rp->next[i], bytes / ((double) rp->channels * rp->n)};
+        SimparHop h = {i % rp->n, rp->next[i], ring_hop_bytes(rp, bytes)};
+        double t = ring_hop_s(rp, i, bytes);
         g_array_append_val(hops, h);
-        g_array_append_val(hop_s, rp->hop_s[i]);
+        g_array_append_val(hop_s, t);
     }
     guint channels = rp->channels;
     ring_plan_unref(rp);
@@ -318,8 +370,8 @@ simpar_coll_ring_closed_form(SimparCollKind kind, const SimparCollGroup *g, doub
     (void) root;
     if (g->n < 2)
         return 0.0;
-    RingPlan *rp = ring_plan(g, bytes);
-    double t = ring_plan_time(rp, kind, ring_rounds(kind, g->n), p);
+    RingPlan *rp = ring_plan(g);
+    double t = ring_plan_time(rp, kind, bytes, p);
     ring_plan_unref(rp);
     return t;
 }
@@ -333,21 +385,22 @@ simpar_coll_ring_expand(SimparCollKind kind, const SimparCollGroup *g, double by
     (void) root;
 
     guint n = g->n, rounds = ring_rounds(kind, n);
-    RingPlan *rp = ring_plan(g, bytes);
-    double b = bytes / ((double) rp->channels * n);
+    RingPlan *rp = ring_plan(g);
+    double b = ring_hop_bytes(rp, bytes);
     for (guint m = 0; m < n; m++) {
         simpar_expansion_begin_member(out, m);
         for (guint t = 0; t < rounds; t++) {
             simpar_expansion_round(out, ring_delay(rp, kind, t, p));
             if (rp->channels == 1) { /* at their routes' times */
-                simpar_expansion_xfer(out, rp->next[m], TRUE, bytes / n);
-                simpar_expansion_xfer(out, rp->prev[m], FALSE, bytes / n);
+                simpar_expansion_xfer(out, rp->next[m], TRUE, b);
+                simpar_expansion_xfer(out, rp->prev[m], FALSE, b);
                 continue;
             }
             for (guint c = 0; c < rp->channels; c++) {
                 guint next = rp->next[c * n + m], prev = rp->prev[c * n + m];
-                simpar_expansion_xfer_timed(out, next, TRUE, b, rp->hop_s[c * n + m]);
-                simpar_expansion_xfer_timed(out, prev, FALSE, b, rp->hop_s[c * n + prev]);
+                simpar_expansion_xfer_timed(out, next, TRUE, b, ring_hop_s(rp, c * n + m, bytes));
+                simpar_expansion_xfer_timed(out, prev, FALSE, b,
+                                            ring_hop_s(rp, c * n + prev, bytes));
             }
         }
     }
@@ -371,7 +424,7 @@ simpar_coll_ring_eval_idle(SimparCollKind kind, const SimparCollGroup *g, double
         end[m] = start[m];
     if (rounds == 0)
         return;
-    RingPlan *rp = ring_plan(g, bytes);
+    RingPlan *rp = ring_plan(g);
     /* member m's peers in a round, each with its slowest hop to or from m (a maximum of the
      * same terms: the channels that share a peer collapse without changing a bit) */
     guint c = rp->channels, *deg = g_new0(guint, n), *peer = g_new(guint, 2 * c * n);
@@ -379,7 +432,7 @@ simpar_coll_ring_eval_idle(SimparCollKind kind, const SimparCollGroup *g, double
     for (guint m = 0; m < n; m++)
         for (guint i = 0; i < 2 * c; i++) {
             guint ch = i / 2, q = (i % 2 == 0 ? rp->next : rp->prev)[ch * n + m];
-            double h = rp->hop_s[ch * n + (i % 2 == 0 ? m : q)];
+            double h = ring_hop_s(rp, ch * n + (i % 2 == 0 ? m : q), bytes);
             guint j = 0;
             while (j < deg[m] && peer[2 * c * m + j] != q)
                 j++;
@@ -419,7 +472,7 @@ simpar_coll_ring_fuse(SimparCollKind kind, const SimparCollGroup *g, double byte
     guint n = g->n, rounds = ring_rounds(kind, n);
     if (rounds == 0)
         return;
-    RingPlan *rp = ring_plan(g, bytes);
+    RingPlan *rp = ring_plan(g);
     guint first = out->len, c2 = 2 * rp->channels;
     g_autofree guint *count = g_new0(guint, c2); /* transfers of each sum per round */
     for (guint i = 0; i < c2; i++) {
@@ -434,13 +487,13 @@ simpar_coll_ring_fuse(SimparCollKind kind, const SimparCollGroup *g, double byte
         }
         count[f - first]++;
     }
+    double b = ring_hop_bytes(rp, bytes);
     if (rp->channels == 1) {
         for (guint t = 0; t < rounds; t++) /* 0 + b is b: the first add is the first transfer */
             for (guint f = first; f < out->len; f++)
                 for (guint k = 0; k < count[f - first]; k++)
-                    g_array_index(out, SimparXfer, f).bytes += bytes / n;
+                    g_array_index(out, SimparXfer, f).bytes += b;
     } else {
-        double b = bytes / ((double) rp->channels * n);
         for (guint f = first; f < out->len; f++)
             g_array_index(out, SimparXfer, f).bytes = (double) count[f - first] * rounds * b;
     }
