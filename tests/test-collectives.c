@@ -8,6 +8,7 @@
  *
  * The uniform net: every route 2 us and 25 GB/s, nodes of 4 GPUs (GPU g on node g / 4).
  */
+#include "coll-check.h"
 #include "collectives-private.h"
 #include "simpar-test.h"
 #include <math.h>
@@ -545,14 +546,16 @@ nic_link_bw(const SimparNet *net, gconstpointer link)
     return (GPOINTER_TO_UINT(link) - 1) % 8 < 2 ? NVL_BW : NIC_BW;
 }
 
+static const NicNet one_nic = {FALSE}, nic_rails = {TRUE};
+static const SimparNet one_net = {nic_route, nic_node, (gpointer) &one_nic, nic_links, nic_link_bw};
+static const SimparNet rail_net = {nic_route, nic_node, (gpointer) &nic_rails, nic_links,
+                                   nic_link_bw};
+
 /* Two transfers out of one node take twice as long through one NIC as through two; a transfer
  * alone on its links takes lat + bytes / bw of its route, bit for bit. */
 static void
 test_hops_shared(void)
 {
-    NicNet one = {FALSE}, rails = {TRUE};
-    SimparNet one_net = {nic_route, nic_node, &one, nic_links, nic_link_bw};
-    SimparNet rail_net = {nic_route, nic_node, &rails, nic_links, nic_link_bw};
     guint gpus[8] = {0, 1, 2, 3, 4, 5, 6, 7};
     SimparHop hops[2] = {{0, 4, 1e6}, {1, 5, 1e6}};
     double t[2];
@@ -572,9 +575,6 @@ test_hops_shared(void)
 static void
 test_hierarchical_nics(void)
 {
-    NicNet one = {FALSE}, rails = {TRUE};
-    SimparNet one_net = {nic_route, nic_node, &one, nic_links, nic_link_bw};
-    SimparNet rail_net = {nic_route, nic_node, &rails, nic_links, nic_link_bw};
     guint gpus[8] = {0, 1, 2, 3, 4, 5, 6, 7};
     SimparCollParams p;
     simpar_coll_params_init(&p);
@@ -612,9 +612,6 @@ test_hierarchical_nics(void)
 static void
 test_ring_channels(void)
 {
-    NicNet one = {FALSE}, rails = {TRUE};
-    SimparNet one_net = {nic_route, nic_node, &one, nic_links, nic_link_bw};
-    SimparNet rail_net = {nic_route, nic_node, &rails, nic_links, nic_link_bw};
     const SimparCollAlgo *ring = NULL;
     CU_ASSERT_TRUE_FATAL(simpar_coll_algo_lookup("ring", &ring, NULL));
     guint gpus[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
@@ -638,19 +635,7 @@ test_ring_channels(void)
                 CU_ASSERT_EQUAL(memcmp(a, b, n * sizeof *a), 0);
                 CU_ASSERT_DOUBLE_EQUAL(
                     eval_max(e, &g, 0) / ring->closed_form(kinds[k], &g, s, 0, &p), 1, 1e-12);
-                for (guint m = 0; m < n; m++) {
-                    g_autoptr(GArray) x = g_array_new(FALSE, FALSE, sizeof(SimparXfer));
-                    g_autoptr(GArray) y = g_array_new(FALSE, FALSE, sizeof(SimparXfer));
-                    simpar_expansion_fuse(e, m, x);
-                    ring->fuse(kinds[k], &g, s, &p, m, y);
-                    CU_ASSERT_EQUAL_FATAL(x->len, y->len);
-                    for (guint i = 0; i < x->len; i++) {
-                        const SimparXfer *u = &g_array_index(x, SimparXfer, i);
-                        const SimparXfer *v = &g_array_index(y, SimparXfer, i);
-                        CU_ASSERT(u->peer == v->peer && u->send == v->send &&
-                                  fabs(u->bytes / v->bytes - 1) < 1e-12);
-                    }
-                }
+                CU_ASSERT_TRUE(simpar_test_fused_equal(ring, kinds[k], &g, s, &p, e, 1e-12));
             }
 }
 

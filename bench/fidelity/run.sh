@@ -67,4 +67,10 @@ END {
     printf "| %s | %.1f%% | %d | %s | %d |\n", p, 100 * all[p] / alln[p], alln[p], r, ringn[p] >> mdout
   }
 }' "$rows"
+# docs/fidelity.md's table is the results file, between its markers
+awk -v table=bench/results/fidelity.md '
+  /^<!-- bench\/fidelity\/run.sh writes/ { print; while ((getline line < table) > 0) print line; skip = 1; next }
+  /^<!-- end of table -->/ { skip = 0 }
+  !skip' docs/fidelity.md > "$work/fidelity.md"
+cp "$work/fidelity.md" docs/fidelity.md
 cat bench/results/fidelity.txt

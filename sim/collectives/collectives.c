@@ -403,18 +403,33 @@ simpar_coll_round_add(SimparRoundCost *rc, const SimparCollGroup *g, guint src, 
     simpar_coll_round_note(rc, g, src, dst, simpar_coll_xfer_time(g, src, dst, bytes));
 }
 
+/* The links of every hop's route, hop i's at [first[i], first[i + 1]) (transfer full); NULL
+ * when the net does not give them. */
+static GPtrArray *
+coll_hop_links(const SimparCollGroup *g, const SimparHop *hops, guint n, guint *first)
+{
+    const SimparNet *net = g->net;
+    if (net->links == NULL || net->link_bw == NULL)
+        return NULL;
+    GPtrArray *links = g_ptr_array_new();
+    for (guint i = 0; i < n; i++) {
+        first[i] = links->len;
+        if (!net->links(net, g->gpus[hops[i].src], g->gpus[hops[i].dst], links)) {
+            g_ptr_array_unref(links);
+            return NULL;
+        }
+    }
+    first[n] = links->len;
+    return links;
+}
+
 void
 simpar_coll_hops_time(const SimparCollGroup *g, const SimparHop *hops, guint n, double *out)
 {
     const SimparNet *net = g->net;
-    g_autoptr(GPtrArray) links = g_ptr_array_new();
-    g_autofree guint *first = g_new(guint, n + 1);
-    gboolean known = net->links != NULL && net->link_bw != NULL;
-    for (guint i = 0; i < n && known; i++) {
-        first[i] = links->len;
-        known = net->links(net, g->gpus[hops[i].src], g->gpus[hops[i].dst], links);
-    }
-    first[n] = links->len;
+    g_autofree guint *first = g_new0(guint, n + 1);
+    g_autoptr(GPtrArray) links = coll_hop_links(g, hops, n, first);
+    gboolean known = links != NULL;
     g_autoptr(GHashTable) load = g_hash_table_new_full(NULL, NULL, NULL, g_free);
     gboolean shared = FALSE;
     for (guint i = 0; i < n && known; i++)
@@ -444,14 +459,9 @@ simpar_coll_hops_share(const SimparCollGroup *g, const SimparHop *hops, guint n,
                        double *bw)
 {
     const SimparNet *net = g->net;
-    g_autoptr(GPtrArray) links = g_ptr_array_new();
-    g_autofree guint *first = g_new(guint, n + 1);
-    gboolean known = net->links != NULL && net->link_bw != NULL;
-    for (guint i = 0; i < n && known; i++) {
-        first[i] = links->len;
-        known = net->links(net, g->gpus[hops[i].src], g->gpus[hops[i].dst], links);
-    }
-    first[n] = known ? links->len : 0;
+    g_autofree guint *first = g_new0(guint, n + 1);
+    g_autoptr(GPtrArray) links = coll_hop_links(g, hops, n, first);
+    gboolean known = links != NULL;
     g_autoptr(GHashTable) count = g_hash_table_new(NULL, NULL); /* link -> hops on it */
     for (guint i = 0; i < n && known; i++)
         for (guint j = first[i]; j < first[i + 1]; j++)
