@@ -3,8 +3,9 @@
  * Oracles: the idle-network evaluation of each expansion (a rendezvous dataflow, member by
  * member) against the algorithm's closed form (round by round); the closed form against an
  * alpha-beta formula written here from the algorithm's description; byte balances; NCCL's
- * protocol latencies copied here from shared/reference/training-schedules.md 5.4 (not from
- * collectives.c); a network with one slow hop; the NCCL-like chooser; name lookup.
+ * protocol latencies and wire efficiencies copied here from NVIDIA/nccl src/graph/tuning.cc at
+ * 5067397c (not from collectives.c); a network with one slow hop; the NCCL-like chooser;
+ * shared links (NICs, rails) and ring channels; name lookup.
  *
  * The uniform net: every route 2 us and 25 GB/s, nodes of 4 GPUs (GPU g on node g / 4).
  */

@@ -1,6 +1,7 @@
-/* test-step.c - whole training steps against closed forms (shared/reference/training-
- * schedules.md 1.6, 3, 4): equal stages, blocks of given times, a network that costs nothing
- * (or a uniform one), the analytic backend. */
+/* test-step.c - whole training steps against closed forms (pipeline schedules as GPipe, 1F1B
+ * and Megatron-LM's interleaved 1F1B define them; data parallelism and ZeRO as DDP and
+ * DeepSpeed run them): equal stages, blocks of given times, a network that costs nothing (or a
+ * uniform one), the analytic backend. */
 #include "generators.h"
 #include "sim/step-predict.h"
 #include "step.h"

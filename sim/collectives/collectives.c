@@ -310,8 +310,8 @@ simpar_coll_params_init(SimparCollParams *p)
 
 /* ---- NCCL constants and shared helpers ---------------------------------------------------- */
 
-/* shared/reference/training-schedules.md 5.4 (tuning.cc at 5067397c), microseconds, indexed
- * [row][proto - SIMPAR_PROTO_LL] with protos LL, LL128, Simple. */
+/* NCCL's baseLat and hwLat (NVIDIA/nccl src/graph/tuning.cc at 5067397c, ncclTunerConstants
+ * defaults), microseconds, indexed [row][proto - SIMPAR_PROTO_LL] with protos LL, LL128, Simple. */
 static const double coll_base_lat_us[2][3] = {
     [SIMPAR_LAT_RING] = {6.6, 14.0, 8.4},
     [SIMPAR_LAT_TREE] = {6.8, 14.0, 8.4},
