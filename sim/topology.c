@@ -436,8 +436,9 @@ static void
 topology_read(GKeyFile *kf, const char *group, SimparTopologyPreset *p)
 {
     g_autofree char *style = topology_string(kf, group, "style");
+    g_autofree char *description = topology_string(kf, group, "description");
     p->name = g_intern_string(group);
-    p->description = g_intern_string(topology_string(kf, group, "description"));
+    p->description = g_intern_string(description);
     p->write = g_str_equal(style, "ac922") ? ac922_write : nvswitch_write;
     if (!g_str_equal(style, "ac922") && !g_str_equal(style, "nvswitch"))
         topology_bad(group, "style (ac922 or nvswitch)", NULL);
