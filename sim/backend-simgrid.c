@@ -37,8 +37,8 @@
 typedef struct {
     SimparXfer *xfers;
     guint n;
-    gboolean built;
-    double idle; /* the slowest of them on an idle network */
+    gboolean built, shared; /* shared: idle holds the time with the links they share */
+    double idle;            /* the slowest of them on an idle network */
 } SimgridFused;
 
 typedef struct _SimgridStream SimgridStream;
@@ -179,13 +179,56 @@ simgrid_coll_exact(SimgridStream *st, const SimparExpansion *e, guint group, gui
     }
 }
 
+/* Whether the collective's closed form prices the links its own transfers share (ring channels,
+ * the hierarchical all-reduce): its fused transfers share them too on an idle network, and
+ * their idle time must count that, or waiting out the rest of the closed form after them would
+ * count it twice. */
+static gboolean
+simgrid_coll_shares(const SimparReplayColl *rc)
+{
+    return g_str_equal(rc->algo->name, "hierarchical") ||
+           (g_str_equal(rc->algo->name, "ring") &&
+            simpar_coll_ring_channels(&rc->group, rc->bytes) > 1);
+}
+
+/* Every member's idle time of its fused transfers when all members' run at once, sharing
+ * links (simpar_coll_hops_time over every member's sends). */
+static void
+simgrid_fused_shared(Simgrid *sg, guint coll)
+{
+    const SimparReplayColl *rc = &g_array_index(sg->r->colls, SimparReplayColl, coll);
+    g_autoptr(GArray) hops = g_array_new(FALSE, FALSE, sizeof(SimparHop));
+    for (guint m = 0; m < rc->group.n; m++) {
+        g_autoptr(GArray) xfers = simpar_replay_member_xfers(sg->r, coll, m);
+        for (guint i = 0; i < xfers->len; i++) {
+            const SimparXfer *x = &g_array_index(xfers, SimparXfer, i);
+            SimparHop h = {m, x->peer, x->bytes};
+            if (x->send)
+                g_array_append_val(hops, h);
+        }
+    }
+    g_autofree double *t = g_new(double, MAX(hops->len, 1));
+    simpar_coll_hops_time(&rc->group, (const SimparHop *) hops->data, hops->len, t);
+    SimgridFused *f = sg->fused[coll];
+    for (guint i = 0; i < hops->len; i++) {
+        const SimparHop *h = &g_array_index(hops, SimparHop, i);
+        f[h->src].idle = MAX(f[h->src].idle, t[i]);
+        f[h->dst].idle = MAX(f[h->dst].idle, t[i]);
+    }
+    for (guint m = 0; m < rc->group.n; m++)
+        f[m].shared = TRUE;
+}
+
 /* Member m's fused transfers of collective table entry `coll`, built on first use. */
 static const SimgridFused *
 simgrid_fused(Simgrid *sg, guint coll, guint m)
 {
     const SimparReplayColl *rc = &g_array_index(sg->r->colls, SimparReplayColl, coll);
-    if (sg->fused[coll] == NULL)
+    if (sg->fused[coll] == NULL) {
         sg->fused[coll] = g_new0(SimgridFused, rc->group.n);
+        if (simgrid_coll_shares(rc))
+            simgrid_fused_shared(sg, coll);
+    }
     SimgridFused *f = &sg->fused[coll][m];
     if (f->built)
         return f;
@@ -200,7 +243,8 @@ simgrid_fused(Simgrid *sg, guint coll, guint m)
         guint dst = rc->group.gpus[x->send ? x->peer : m];
         SimparRoute route;
         simpar_net_route(rc->group.net, src, dst, &route);
-        f->idle = MAX(f->idle, route.lat_s + x->bytes / route.bw_Bps);
+        if (!f->shared)
+            f->idle = MAX(f->idle, route.lat_s + x->bytes / route.bw_Bps);
     }
     f->n = xfers->len;
     f->xfers = (SimparXfer *) g_array_free(xfers, FALSE);

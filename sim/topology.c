@@ -1,8 +1,8 @@
 /* topology.c - the node presets and the SimGrid platform writers of their two node styles.
  *
- * ac922: one Full-routing zone per node (its GPUs, CPUs and NIC) under a DijkstraCache world,
- * joined by one zoneRoute per node to a one-switch IB zone. One NIC per node, so the node zone's
- * single gateway (its NIC) is exact.
+ * ac922: one DijkstraCache zone of physical edges (GPU-GPU, GPU-CPU, CPU-CPU, CPU-NIC,
+ * NIC-switch), a NIC per socket: a zoneRoute has one gateway per zone, so per-node zones could
+ * not send each socket's GPUs through their own port.
  *
  * nvswitch: a DGX has a NIC per GPU (or per GPU pair), and a zoneRoute has one gateway per zone,
  * so per-node zones cannot send each GPU through its own NIC. Instead one DijkstraCache zone holds
@@ -177,9 +177,10 @@ topology_route(GString *xml, guint depth, guint node, const char *src, const cha
     g_string_append(xml, "</route>\n");
 }
 
-/* ---------------------------------------------------------------- ac922: nested zones */
+/* ---------------------------------------------------------------- ac922: one flat zone */
 
-/* The links of an AC922 node, by which figure they carry. */
+/* The links of an AC922 node, by which figure they carry: the sibling NVLink bricks, each GPU's
+ * bricks to its CPU, the X-bus, and per socket PCIe to its NIC and the NIC's EDR port. */
 static const struct {
     const char *id;
     gsize figure; /* offset in SimparLinkFigures */
@@ -191,86 +192,74 @@ static const struct {
     {"nvcpu2", G_STRUCT_OFFSET(SimparLinkFigures, nvcpu)},
     {"nvcpu3", G_STRUCT_OFFSET(SimparLinkFigures, nvcpu)},
     {"xbus", G_STRUCT_OFFSET(SimparLinkFigures, xbus)},
-    {"pcie-nic", G_STRUCT_OFFSET(SimparLinkFigures, pcie)},
+    {"pcie0", G_STRUCT_OFFSET(SimparLinkFigures, pcie)},
+    {"pcie1", G_STRUCT_OFFSET(SimparLinkFigures, pcie)},
+    {"ib0", G_STRUCT_OFFSET(SimparLinkFigures, ib)},
+    {"ib1", G_STRUCT_OFFSET(SimparLinkFigures, ib)},
 };
 
-/* Sibling GPUs (0-1 on socket 0, 2-3 on socket 1) share NVLink bricks; the others go GPU -> CPU
- * -> X-bus -> CPU -> GPU; the NIC hangs off CPU0, so GPUs 2 and 3 reach it over the X-bus. */
+/* The physical edges of a node; SimGrid's Dijkstra finds the paths. Sibling GPUs (0-1 on
+ * socket 0, 2-3 on socket 1) share NVLink bricks (1 link); the others go GPU -> CPU -> X-bus ->
+ * CPU -> GPU (3); a GPU leaves the node through its own socket's NIC (GPU -> CPU -> NIC ->
+ * switch: 3, where the other socket's NIC is 4 away), so every path is the unique shortest. */
 static const struct {
-    const char *src, *dst;
-    TopologyHop hops[3];
-} ac922_routes[] = {
-    {"gpu0", "gpu1", {{"nvlink01", "UP"}}},
-    {"gpu2", "gpu3", {{"nvlink23", "UP"}}},
-    {"gpu0", "gpu2", {{"nvcpu0", "UP"}, {"xbus", "UP"}, {"nvcpu2", "DOWN"}}},
-    {"gpu0", "gpu3", {{"nvcpu0", "UP"}, {"xbus", "UP"}, {"nvcpu3", "DOWN"}}},
-    {"gpu1", "gpu2", {{"nvcpu1", "UP"}, {"xbus", "UP"}, {"nvcpu2", "DOWN"}}},
-    {"gpu1", "gpu3", {{"nvcpu1", "UP"}, {"xbus", "UP"}, {"nvcpu3", "DOWN"}}},
-    {"gpu0", "nic", {{"nvcpu0", "UP"}, {"pcie-nic", "UP"}}},
-    {"gpu1", "nic", {{"nvcpu1", "UP"}, {"pcie-nic", "UP"}}},
-    {"gpu2", "nic", {{"nvcpu2", "UP"}, {"xbus", "DOWN"}, {"pcie-nic", "UP"}}},
-    {"gpu3", "nic", {{"nvcpu3", "UP"}, {"xbus", "DOWN"}, {"pcie-nic", "UP"}}},
+    const char *src, *dst, *link;
+} ac922_edges[] = {
+    {"gpu0", "gpu1", "nvlink01"}, {"gpu2", "gpu3", "nvlink23"}, {"gpu0", "cpu0", "nvcpu0"},
+    {"gpu1", "cpu0", "nvcpu1"},   {"gpu2", "cpu1", "nvcpu2"},   {"gpu3", "cpu1", "nvcpu3"},
+    {"cpu0", "cpu1", "xbus"},     {"cpu0", "nic0", "pcie0"},    {"cpu1", "nic1", "pcie1"},
 };
 
 static void
 ac922_node(GString *xml, const SimparTopologyPreset *p, const char *props, guint node)
 {
-    g_assert(p->gpus_per_node == 4 && p->nics_per_node == 1);
-    topology_append(xml, 2, "<zone id=\"node%u\" routing=\"Full\">\n", node);
     for (guint g = 0; g < p->gpus_per_node; g++)
-        topology_host(xml, 3, p, props, node, g);
-    const char *routers[] = {"cpu0", "cpu1", "nic"};
+        topology_host(xml, 2, p, props, node, g);
+    const char *routers[] = {"cpu0", "cpu1", "nic0", "nic1"};
     for (guint i = 0; i < G_N_ELEMENTS(routers); i++)
-        topology_append(xml, 3, "<router id=\"node%u-%s\"/>\n", node, routers[i]);
+        topology_append(xml, 2, "<router id=\"node%u-%s\"/>\n", node, routers[i]);
     for (guint i = 0; i < G_N_ELEMENTS(ac922_links); i++) {
         const SimparLinkSpec *s = G_STRUCT_MEMBER_P(&p->links, ac922_links[i].figure);
         g_autofree char *id = g_strdup_printf("node%u-%s", node, ac922_links[i].id);
-        topology_link(xml, 3, id, s->bandwidth, s->latency);
+        topology_link(xml, 2, id, s->bandwidth, s->latency);
     }
-    for (guint i = 0; i < G_N_ELEMENTS(ac922_routes); i++)
-        topology_route(xml, 3, node, ac922_routes[i].src, ac922_routes[i].dst, ac922_routes[i].hops,
-                       G_N_ELEMENTS(ac922_routes[i].hops));
-    topology_append(xml, 2, "</zone>\n");
 }
 
-/* One IB switch in its own zone (a zone holds either zones or hosts and routers), one port link
- * per node, one zoneRoute per node from its NIC. */
 static void
-ac922_fabric(GString *xml, const SimparTopologyPreset *p, guint nodes)
+ac922_node_routes(GString *xml, guint node)
 {
-    topology_append(xml, 2, "<zone id=\"ibfabric\" routing=\"Full\">\n");
-    topology_append(xml, 3, "<router id=\"ibswitch\"/>\n");
-    topology_append(xml, 2, "</zone>\n");
-    for (guint n = 0; n < nodes; n++) {
-        g_autofree char *id = g_strdup_printf("node%u-ib", n);
-        topology_link(xml, 2, id, p->links.ib.bandwidth, p->links.ib.latency);
+    for (guint i = 0; i < G_N_ELEMENTS(ac922_edges); i++) {
+        TopologyHop hop = {ac922_edges[i].link, "UP"};
+        topology_route(xml, 2, node, ac922_edges[i].src, ac922_edges[i].dst, &hop, 1);
     }
-    for (guint n = 0; n < nodes; n++)
-        topology_append(
-            xml, 2,
-            "<zoneRoute src=\"node%u\" dst=\"ibfabric\" gw_src=\"node%u-nic\" "
-            "gw_dst=\"ibswitch\"><link_ctn id=\"node%u-ib\" direction=\"UP\"/></zoneRoute>\n",
-            n, n, n);
+    for (guint s = 0; s < 2; s++) /* each socket's NIC port into the one switch */
+        topology_append(xml, 2,
+                        "<route src=\"node%u-nic%u\" dst=\"ibswitch\"><link_ctn id=\"node%u-ib%u\" "
+                        "direction=\"UP\"/></route>\n",
+                        node, s, node, s);
 }
 
 static void
 ac922_write(GString *xml, const SimparTopologyPreset *p, guint nodes)
 {
+    g_assert(p->gpus_per_node == 4 && p->nics_per_node == 2);
     const SimparLinkFigures *l = &p->links;
     g_autofree char *nv = topology_words(&l->nvlink), *cpu = topology_words(&l->nvcpu);
     g_autofree char *xbus = topology_words(&l->xbus), *pcie = topology_words(&l->pcie);
     g_autofree char *ib = topology_words(&l->ib);
     g_autofree char *style = g_strdup_printf(
         "In each node GPU pairs 0-1 and 2-3 share a socket and NVLink bricks (%s); each GPU has "
-        "NVLink to its CPU (%s); the sockets share the X-bus (%s); CPU0 reaches the NIC over PCIe "
-        "(%s); one IB port per node (%s) into one switch.",
+        "NVLink to its CPU (%s); the sockets share the X-bus (%s); each socket reaches its own "
+        "NIC over PCIe (%s); one IB port per NIC (%s) into one switch.",
         nv, cpu, xbus, pcie, ib);
     topology_open(xml, p, nodes, style);
     topology_append(xml, 1, "<zone id=\"world\" routing=\"DijkstraCache\">\n");
-    g_autofree char *props = topology_gpu_props(&p->gpu, 4);
+    g_autofree char *props = topology_gpu_props(&p->gpu, 3);
     for (guint n = 0; n < nodes; n++)
         ac922_node(xml, p, props, n);
-    ac922_fabric(xml, p, nodes);
+    topology_append(xml, 2, "<router id=\"ibswitch\"/>\n");
+    for (guint n = 0; n < nodes; n++) /* the DTD wants routes after all of a zone's resources */
+        ac922_node_routes(xml, n);
     topology_close(xml);
 }
 

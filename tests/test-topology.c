@@ -48,8 +48,8 @@ static const TopoExpect expects[] = {
      0, /* V100: no bf16 */
      16.0 * (1 << 30),
      {{"node0-gpu0", "node0-gpu1", 1e-6, 60e9, "node0-nvlink01"}, /* 3 sibling NVLink 2 links */
-      {"node0-gpu2", "node1-gpu2", 5e-6, 12e9, "node1-ib"},       /* X-bus both sides, EDR */
-      {"node0-gpu1", "node4-gpu0", 4e-6, 12e9, "node4-ib"}}},
+      {"node0-gpu2", "node1-gpu2", 4e-6, 12e9, "node1-ib1"},      /* socket 1's own port, EDR */
+      {"node0-gpu1", "node4-gpu0", 4e-6, 12e9, "node4-ib0"}}},
     {"dgx-a100",
      "A100-SXM4-80GB",
      "topologies/dgx-a100x64.xml",

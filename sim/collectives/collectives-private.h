@@ -42,11 +42,6 @@ void simpar_coll_round_add(SimparRoundCost *rc, const SimparCollGroup *g, guint 
 void simpar_coll_round_note(SimparRoundCost *rc, const SimparCollGroup *g, guint src, guint dst,
                             double time_s);
 
-/* The times of `n` transfers that run at once, sharing links: each takes its route's latency
- * plus, over the links of its route, the longest time that link needs for all the bytes of the
- * round that cross it (its load / its bandwidth). Where no link carries two transfers, or the
- * net does not give links, that is lat + bytes / bw of the route, bit for bit. */
-void simpar_coll_hops_time(const SimparCollGroup *g, const SimparHop *hops, guint n, double *out);
 /* For hops of a round that all carry the same bytes: each one's route latency and the bandwidth
  * it gets, the smallest of its route's and, over its links, a link's bandwidth divided by the
  * hops on it (the route's alone where the net gives no links). */

@@ -138,6 +138,12 @@ typedef struct {
     double bytes;
 } SimparHop;
 
+/* The times of `n` transfers that run at once, sharing links: each takes its route's latency
+ * plus, over the links of its route, the longest time that link needs for all the bytes of the
+ * round that cross it (its load / its bandwidth). Where no link carries two transfers, or the
+ * net does not give links, that is lat + bytes / bw of the route, bit for bit. */
+void simpar_coll_hops_time(const SimparCollGroup *g, const SimparHop *hops, guint n, double *out);
+
 /* The hops of one round of the ring algorithm on `g` for `bytes` (ring.c: one ring over the
  * group order, or channels rotated through the nodes), appended to `hops` (SimparHop) with
  * their idle times, links shared, to `hop_s` (double); returns the number of channels. */
