@@ -38,9 +38,9 @@ gboolean simpar_coll_group_ok(const SimparCollGroup *g);
 
 void simpar_coll_round_add(SimparRoundCost *rc, const SimparCollGroup *g, guint src, guint dst,
                            double bytes);
-/* Adds to `rc` a transfer src -> dst that takes `time_s`. */
+/* Adds to `rc` a transfer src -> dst that takes `time_s`, on a route of latency `lat_s`. */
 void simpar_coll_round_note(SimparRoundCost *rc, const SimparCollGroup *g, guint src, guint dst,
-                            double time_s);
+                            double time_s, double lat_s);
 
 /* For hops of a round that all carry the same bytes: each one's route latency and the bandwidth
  * it gets, the smallest of its route's and, over its links, a link's bandwidth divided by the

@@ -385,12 +385,10 @@ simpar_coll_group_ok(const SimparCollGroup *g)
 
 void
 simpar_coll_round_note(SimparRoundCost *rc, const SimparCollGroup *g, guint src, guint dst,
-                       double time_s)
+                       double time_s, double lat_s)
 {
-    SimparRoute r;
-    simpar_net_route(g->net, g->gpus[src], g->gpus[dst], &r);
     rc->max_s = rc->used ? MAX(rc->max_s, time_s) : time_s;
-    rc->lat_s = rc->used ? MAX(rc->lat_s, r.lat_s) : r.lat_s;
+    rc->lat_s = rc->used ? MAX(rc->lat_s, lat_s) : lat_s;
     rc->used = TRUE;
     if (simpar_net_node(g->net, g->gpus[src]) != simpar_net_node(g->net, g->gpus[dst]))
         rc->net = TRUE;
@@ -400,7 +398,10 @@ void
 simpar_coll_round_add(SimparRoundCost *rc, const SimparCollGroup *g, guint src, guint dst,
                       double bytes)
 {
-    simpar_coll_round_note(rc, g, src, dst, simpar_coll_xfer_time(g, src, dst, bytes));
+    SimparRoute r; /* simpar_coll_xfer_time's figure, from one lookup */
+    simpar_net_route(g->net, g->gpus[src], g->gpus[dst], &r);
+    g_assert(r.bw_Bps > 0.0);
+    simpar_coll_round_note(rc, g, src, dst, r.lat_s + bytes / r.bw_Bps, r.lat_s);
 }
 
 /* The links of every hop's route, hop i's at [first[i], first[i + 1]) (transfer full); NULL
@@ -423,8 +424,9 @@ coll_hop_links(const SimparCollGroup *g, const SimparHop *hops, guint n, guint *
     return links;
 }
 
-void
-simpar_coll_hops_time(const SimparCollGroup *g, const SimparHop *hops, guint n, double *out)
+/* simpar_coll_hops_time, with each hop's route latency into `lat` (when not NULL). */
+static void
+coll_hops_time(const SimparCollGroup *g, const SimparHop *hops, guint n, double *out, double *lat)
 {
     const SimparNet *net = g->net;
     g_autofree guint *first = g_new0(guint, n + 1);
@@ -451,7 +453,15 @@ simpar_coll_hops_time(const SimparCollGroup *g, const SimparHop *hops, guint n, 
             wire = MAX(wire, *(double *) g_hash_table_lookup(load, links->pdata[j]) / bw);
         }
         out[i] = r.lat_s + wire;
+        if (lat != NULL)
+            lat[i] = r.lat_s;
     }
+}
+
+void
+simpar_coll_hops_time(const SimparCollGroup *g, const SimparHop *hops, guint n, double *out)
+{
+    coll_hops_time(g, hops, n, out, NULL);
 }
 
 void
@@ -486,10 +496,10 @@ void
 simpar_coll_round_add_hops(SimparRoundCost *rc, const SimparCollGroup *g, const SimparHop *hops,
                            guint n)
 {
-    g_autofree double *t = g_new(double, MAX(n, 1));
-    simpar_coll_hops_time(g, hops, n, t);
+    g_autofree double *t = g_new(double, MAX(n, 1)), *lat = g_new(double, MAX(n, 1));
+    coll_hops_time(g, hops, n, t, lat);
     for (guint i = 0; i < n; i++)
-        simpar_coll_round_note(rc, g, hops[i].src, hops[i].dst, t[i]);
+        simpar_coll_round_note(rc, g, hops[i].src, hops[i].dst, t[i], lat[i]);
 }
 
 double

@@ -100,8 +100,11 @@ hier_phase(const HierLayout *lay, const SimparCollGroup *g, double bytes, guint 
         hops[m] = (SimparHop){m, next, across ? bytes / g->n : bytes / lay->l};
     }
     simpar_coll_hops_time(g, hops, g->n, hop_s);
-    for (guint m = 0; m < g->n; m++)
-        simpar_coll_round_note(rc, g, m, hops[m].dst, hop_s[m]);
+    for (guint m = 0; m < g->n; m++) {
+        SimparRoute r;
+        simpar_net_route(g->net, g->gpus[m], g->gpus[hops[m].dst], &r);
+        simpar_coll_round_note(rc, g, m, hops[m].dst, hop_s[m], r.lat_s);
+    }
 }
 
 /* Costs of all rounds (transfer full): the in-node rounds share one summary, the cross-node
