@@ -26,8 +26,8 @@
  * by the hops on it (simpar_coll_hops_share), which is what SimGrid gives the L flows of a GPU's
  * NVLink and the flows of several GPUs behind one NIC. The ring runs with L channels where they
  * move more bytes per second than one ring over the group order (as NCCL's search keeps the
- * graph of most bandwidth), else as one ring: on AC922 nodes, whose 4 GPUs share one port,
- * channels gain nothing.
+ * graph of most bandwidth), else as one ring: behind a single port per node, channels gain
+ * nothing.
  *
  * Every hop works in every round, so each round lasts as long as its slowest hop; the closed
  * form is rounds * (hwLat + slowest hop) + baseLat. The expansion keeps one transfer per hop,
