@@ -268,8 +268,12 @@ simpar_platform_gpu(const SimparPlatform *p, guint gpu, SimparGpu *out, GError *
     for (guint d = 0; d < G_N_ELEMENTS(peaks); d++)
         if (!platform_prop(p, gpu, peaks[d], FALSE, &out->peak_flops[d], error))
             return FALSE;
+    /* the compute model's figures where the platform has measured ones (else the defaults) */
     return platform_prop(p, gpu, "mem_bandwidth_Bps", TRUE, &out->mem_bw_Bps, error) &&
-           platform_prop(p, gpu, "mem_bytes", TRUE, &out->mem_bytes, error);
+           platform_prop(p, gpu, "mem_bytes", TRUE, &out->mem_bytes, error) &&
+           platform_prop(p, gpu, "gemm_eff_max", FALSE, &out->gemm_eff_max, error) &&
+           platform_prop(p, gpu, "gemm_half_dim", FALSE, &out->gemm_half_dim, error) &&
+           platform_prop(p, gpu, "launch_s", FALSE, &out->launch_s, error);
 }
 
 const char *

@@ -78,6 +78,13 @@ topology_gpu_props(const SimparGpuSpec *gpu, guint depth)
                  {"peak_fp64_flops", gpu->fp64},
                  {"mem_bandwidth_Bps", gpu->mem_bandwidth}};
 
+    const struct {
+        const char *id;
+        double value;
+    } measured[] = {{"gemm_eff_max", gpu->gemm_eff_max},
+                    {"gemm_half_dim", gpu->gemm_half_dim},
+                    {"launch_s", gpu->launch_s}};
+
     GString *xml = g_string_new(NULL);
     topology_append(xml, depth, "<prop id=\"gpu_model\" value=\"%s\"/>\n", gpu->model);
     for (guint i = 0; i < G_N_ELEMENTS(props); i++) {
@@ -86,6 +93,12 @@ topology_gpu_props(const SimparGpuSpec *gpu, guint depth)
     }
     topology_append(xml, depth, "<prop id=\"mem_bytes\" value=\"%" G_GUINT64_FORMAT "\"/>\n",
                     gpu->mem_bytes);
+    for (guint i = 0; i < G_N_ELEMENTS(measured); i++) {
+        char v[G_ASCII_DTOSTR_BUF_SIZE];
+        if (measured[i].value > 0)
+            topology_append(xml, depth, "<prop id=\"%s\" value=\"%s\"/>\n", measured[i].id,
+                            topology_num(v, measured[i].value, 1));
+    }
     return g_string_free(xml, FALSE);
 }
 
@@ -442,8 +455,16 @@ topology_read(GKeyFile *kf, const char *group, SimparTopologyPreset *p)
                              topology_double(kf, group, "peak_fp32_flops", TRUE),
                              topology_double(kf, group, "peak_fp64_flops", TRUE),
                              topology_double(kf, group, "mem_bandwidth_Bps", TRUE),
-                             (guint64) topology_double(kf, group, "mem_bytes", TRUE)};
+                             (guint64) topology_double(kf, group, "mem_bytes", TRUE),
+                             0,
+                             0,
+                             0};
     g_free(topology_string(kf, group, "gpu_source"));
+    p->gpu.gemm_eff_max = topology_double(kf, group, "gemm_eff_max", FALSE);
+    p->gpu.gemm_half_dim = topology_double(kf, group, "gemm_half_dim", FALSE);
+    p->gpu.launch_s = topology_double(kf, group, "launch_s", FALSE);
+    if (p->gpu.gemm_eff_max > 0 || p->gpu.gemm_half_dim > 0 || p->gpu.launch_s > 0)
+        g_free(topology_string(kf, group, "compute_source"));
     for (guint i = 0; i < G_N_ELEMENTS(topology_link_names); i++)
         topology_read_link(kf, group, topology_link_names[i].name,
                            G_STRUCT_MEMBER_P(&p->links, topology_link_names[i].offset));

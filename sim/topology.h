@@ -35,6 +35,10 @@ typedef struct {
     double fp16, bf16, fp32, fp64; /* peak flop/s (dense tensor cores for 16-bit) */
     double mem_bandwidth;          /* bytes/s */
     guint64 mem_bytes;
+    /* The compute model's figures where measured (0: not given, simpar's defaults apply):
+     * GEMM efficiency gemm_eff_max * g(m) g(n) g(k), g(x) = x / (x + gemm_half_dim), and the
+     * launch overhead per kernel (models/compute.h). */
+    double gemm_eff_max, gemm_half_dim, launch_s;
 } SimparGpuSpec;
 
 /* The links of a node style; a style uses the ones it names. */

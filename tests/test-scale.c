@@ -544,6 +544,40 @@ test_fused_shared_ports(void)
     g_unlink(ac922);
 }
 
+/* GPU 0's compute model figures as the platform gives them: "gemm_eff_max gemm_half_dim
+ * launch_s". */
+static gboolean
+test_gpu_job(const SimparPlatform *p, gpointer data, GString *out, GError **error)
+{
+    (void) data;
+    SimparGpu gpu;
+    if (!simpar_platform_gpu(p, 0, &gpu, error))
+        return FALSE;
+    g_string_printf(out, "%.17g %.17g %.17g", gpu.gemm_eff_max, gpu.gemm_half_dim, gpu.launch_s);
+    return TRUE;
+}
+
+/* The measured compute figures a preset writes as host properties reach the compute model
+ * (H100: fitted to XLA's GEMM table); a preset without them keeps the defaults. */
+static void
+test_measured_gpu(void)
+{
+    const struct {
+        const char *preset;
+        double eff, half, launch;
+    } cases[] = {{"dgx-h100", 0.8956, 74, 6.08e-6}, {"dgx-a100", 0.85, 128, 5e-6}};
+
+    for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
+        g_autofree char *xml = test_platform(cases[c].preset, 1);
+        g_autoptr(GString) out = g_string_new(NULL);
+        CU_ASSERT_TRUE_FATAL(simpar_platform_run(xml, test_gpu_job, NULL, out, NULL));
+        double eff = 0, half = 0, launch = 0;
+        CU_ASSERT_EQUAL(sscanf(out->str, "%lf %lf %lf", &eff, &half, &launch), 3);
+        CU_ASSERT_TRUE(eff == cases[c].eff && half == cases[c].half && launch == cases[c].launch);
+        g_unlink(xml);
+    }
+}
+
 static CU_TestInfo scale_tests[] = {
     {"the ring's idle evaluator and fused transfers equal its expansion's bit for bit",
      test_ring_eval},
@@ -560,6 +594,7 @@ static CU_TestInfo scale_tests[] = {
     {"hierarchical all-reduce prices the NICs its rings share; the ring's channels use the rails",
      test_hierarchical_rails},
     {"fused channel rings count the ports their members share once", test_fused_shared_ports},
+    {"a preset's measured compute figures reach the compute model", test_measured_gpu},
     CU_TEST_INFO_NULL,
 };
 

@@ -67,6 +67,25 @@ END {
     printf "| %s | %.1f%% | %d | %s | %d |\n", p, 100 * all[p] / alln[p], alln[p], r, ringn[p] >> mdout
   }
 }' "$rows"
+# GEMMs: XLA's measured H100 table as a simpar-bench file, fitted by simpar calibrate (the fit's
+# residual is the error of the figures presets.ini ships for H100)
+{
+  printf '{"format": "simpar-bench", "version": 1, "executor": "cuda", "device": "H100", '
+  printf '"dtype": "bf16", "gpus": 1, "kernels": [], "collectives": [], "gemm": ['
+  grep -v '^#' bench/fidelity/gemm-h100-xla.csv | tail -n +2 |
+    awk -F, '{ sep = NR > 1 ? ", " : ""
+               printf "%s{\"m\": %d, \"n\": %d, \"k\": %d, \"time_s\": %.9g}", sep, $1, $2, $3,
+                      2 * $1 * $2 * $3 / ($4 * 1e12) }'
+  printf ']}\n'
+} > "$work/gemm.json"
+"$bin" topology --preset h100-sxm --nodes 1 -o "$work/h100.xml"
+"$bin" calibrate --measured "$work/gemm.json" --topology "$work/h100.xml" -o "$work/gemm-fit.json" \
+  > "$work/gemm-fit.txt"
+gemm_rms=$(sed -n 's/^GEMM *\([0-9]*\) *\([0-9.]*%\).*/\2 over \1 shapes/p' "$work/gemm-fit.txt")
+gemm_line="GEMM (XLA sm_90 bf16 table, bench/fidelity/gemm-h100-xla.csv): simpar calibrate fits gemm_eff_max, gemm_half_dim and launch_s with RMS relative error $gemm_rms"
+printf '\n%s\n' "$gemm_line" >> bench/results/fidelity.txt
+printf '\n%s\n' "$gemm_line" >> bench/results/fidelity.md
+
 # docs/fidelity.md's table is the results file, between its markers
 awk -v table=bench/results/fidelity.md '
   /^<!-- bench\/fidelity\/run.sh writes/ { print; while ((getline line < table) > 0) print line; skip = 1; next }
