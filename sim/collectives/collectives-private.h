@@ -47,9 +47,6 @@ void simpar_coll_round_note(SimparRoundCost *rc, const SimparCollGroup *g, guint
  * hops on it (the route's alone where the net gives no links). */
 void simpar_coll_hops_share(const SimparCollGroup *g, const SimparHop *hops, guint n, double *lat_s,
                             double *bw);
-/* Adds the hops of such a round to `rc`, at their shared times. */
-void simpar_coll_round_add_hops(SimparRoundCost *rc, const SimparCollGroup *g,
-                                const SimparHop *hops, guint n);
 double simpar_coll_round_delay(const SimparRoundCost *rc, SimparLatRow row,
                                const SimparCollParams *p, gboolean first);
 /* NCCL's constants (µs in tuning.cc, seconds here) of a concrete protocol: baseLat, and hwLat

@@ -424,9 +424,8 @@ coll_hop_links(const SimparCollGroup *g, const SimparHop *hops, guint n, guint *
     return links;
 }
 
-/* simpar_coll_hops_time, with each hop's route latency into `lat` (when not NULL). */
-static void
-coll_hops_time(const SimparCollGroup *g, const SimparHop *hops, guint n, double *out, double *lat)
+void
+simpar_coll_hops_time(const SimparCollGroup *g, const SimparHop *hops, guint n, double *out)
 {
     const SimparNet *net = g->net;
     g_autofree guint *first = g_new0(guint, n + 1);
@@ -453,15 +452,7 @@ coll_hops_time(const SimparCollGroup *g, const SimparHop *hops, guint n, double 
             wire = MAX(wire, *(double *) g_hash_table_lookup(load, links->pdata[j]) / bw);
         }
         out[i] = r.lat_s + wire;
-        if (lat != NULL)
-            lat[i] = r.lat_s;
     }
-}
-
-void
-simpar_coll_hops_time(const SimparCollGroup *g, const SimparHop *hops, guint n, double *out)
-{
-    coll_hops_time(g, hops, n, out, NULL);
 }
 
 void
@@ -490,16 +481,6 @@ simpar_coll_hops_share(const SimparCollGroup *g, const SimparHop *hops, guint n,
                 bw[i] = MIN(bw[i], net->link_bw(net, links->pdata[j]) / k);
         }
     }
-}
-
-void
-simpar_coll_round_add_hops(SimparRoundCost *rc, const SimparCollGroup *g, const SimparHop *hops,
-                           guint n)
-{
-    g_autofree double *t = g_new(double, MAX(n, 1)), *lat = g_new(double, MAX(n, 1));
-    coll_hops_time(g, hops, n, t, lat);
-    for (guint i = 0; i < n; i++)
-        simpar_coll_round_note(rc, g, hops[i].src, hops[i].dst, t[i], lat[i]);
 }
 
 double
