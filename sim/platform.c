@@ -1,5 +1,6 @@
 /* platform.c - check a platform file, load it with SimGrid in a child process, run a job. */
 #include "platform.h"
+#include "collectives.h"
 #include "topology.h"
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -360,16 +361,23 @@ platform_link_figure(JsonObject *o, const char *path, const char *key, double ma
     return TRUE;
 }
 
-/* Sets bandwidth `bw` and latency `lat` / `hops` on the links `intra` holds (or lacks). */
+static int platform_node_link(const char *name, guint *node);
+
+/* Sets bandwidth `bw` and latency `lat` / `hops` on the links `intra` holds (or lacks); with
+ * `fabric_scale` > 0, a generated file's fabric links are scaled by it instead. */
 static void
-platform_set_links(GHashTable *intra, gboolean want_intra, double bw, double lat, guint hops)
+platform_set_links(GHashTable *intra, gboolean want_intra, double bw, double lat, guint hops,
+                   double fabric_scale)
 {
     sg_link_t *all = sg_link_list();
     size_t n_links = sg_link_count(); /* builds the link list: call it once */
     for (size_t i = 0; i < n_links; i++) {
         if (g_hash_table_contains(intra, all[i]) != want_intra)
             continue;
-        if (bw > 0)
+        guint node;
+        if (bw > 0 && fabric_scale > 0 && platform_node_link(sg_link_get_name(all[i]), &node) == 0)
+            sg_link_set_bandwidth(all[i], sg_link_get_bandwidth(all[i]) * fabric_scale);
+        else if (bw > 0)
             sg_link_set_bandwidth(all[i], bw);
         if (lat > 0 && hops > 0)
             sg_link_set_latency(all[i], lat / hops);
@@ -407,11 +415,17 @@ simpar_platform_calibrate_links(const SimparPlatform *p, const char *path, GErro
         intra_hops = platform_count_links(p, 0, 1, intra, TRUE);
     while (second_node < p->n_gpus && p->nodes[second_node] == p->nodes[0])
         second_node++;
-    if (second_node < p->n_gpus)
+    /* a generated fabric's trunks ("spine-...") carry nodes x the port rate: they follow the
+     * port's new rate in proportion, so that the fabric stays as non-blocking as it was */
+    double fabric_scale = 0;
+    if (second_node < p->n_gpus) {
         inter_hops = platform_count_links(p, 0, second_node, intra, FALSE);
-    platform_set_links(intra, TRUE, f[0], f[1], intra_hops);
-    platform_set_links(intra, FALSE, f[2], f[3], inter_hops);
+        fabric_scale = f[2] / sg_host_get_route_bandwidth(p->hosts[0], p->hosts[second_node]);
+    }
+    platform_set_links(intra, TRUE, f[0], f[1], intra_hops, 0);
+    platform_set_links(intra, FALSE, f[2], f[3], inter_hops, fabric_scale);
     g_hash_table_remove_all(p->routes); /* routes seen before now are stale */
+    simpar_coll_forget();               /* and so are the collectives' plans */
     return TRUE;
 }
 

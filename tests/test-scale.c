@@ -544,6 +544,50 @@ test_fused_shared_ports(void)
     g_unlink(ac922);
 }
 
+/* A 16-GPU ring all-reduce's closed form before and after a calibration that halves the
+ * inter-node links (the file in `data`): "before after". */
+static gboolean
+test_recalibrate_job(const SimparPlatform *p, gpointer data, GString *out, GError **error)
+{
+    const SimparCollAlgo *ring = NULL;
+    g_assert(simpar_coll_algo_lookup("ring", &ring, NULL));
+    guint gpus[16];
+    for (guint i = 0; i < 16; i++)
+        gpus[i] = i;
+    SimparCollGroup g = {16, gpus, simpar_platform_net(p)};
+    SimparCollParams params;
+    simpar_coll_params_init(&params);
+    params.proto = SIMPAR_PROTO_AUTO;
+    double before = ring->closed_form(SIMPAR_COLL_ALL_REDUCE, &g, 1 << 30, 0, &params);
+    if (!simpar_platform_calibrate_links(p, data, error))
+        return FALSE;
+    double after = ring->closed_form(SIMPAR_COLL_ALL_REDUCE, &g, 1 << 30, 0, &params);
+    g_string_printf(out, "%.17g %.17g", before, after);
+    return TRUE;
+}
+
+/* A calibration forgets the ring plans and protocol choices kept for the platform: the
+ * channels' NIC-bound all-reduce takes about twice as long once the NICs run at half rate. */
+static void
+test_recalibrate(void)
+{
+    g_autofree char *xml = test_platform("dgx-a100", 2);
+    g_autofree char *cal = NULL;
+    int fd = g_file_open_tmp("simpar-cal-XXXXXX.json", &cal, NULL);
+    g_assert(fd >= 0);
+    close(fd);
+    g_assert(g_file_set_contents(cal, "{\"inter_node_bandwidth_Bps\": 12e9}", -1, NULL));
+    g_autoptr(GString) out = g_string_new(NULL);
+    CU_ASSERT_TRUE_FATAL(simpar_platform_run(xml, test_recalibrate_job, (gpointer) cal, out, NULL));
+    double before = 0, after = 0;
+    CU_ASSERT_EQUAL(sscanf(out->str, "%lf %lf", &before, &after), 2);
+    printf("\n    1 GiB all-reduce on 2 DGX A100 nodes: %.6g s, %.6g s with half-rate NICs", before,
+           after);
+    CU_ASSERT_TRUE(after / before > 1.8 && after / before < 2.05);
+    g_unlink(cal);
+    g_unlink(xml);
+}
+
 /* GPU 0's compute model figures as the platform gives them: "gemm_eff_max gemm_half_dim
  * launch_s". */
 static gboolean
@@ -595,6 +639,7 @@ static CU_TestInfo scale_tests[] = {
      test_hierarchical_rails},
     {"fused channel rings count the ports their members share once", test_fused_shared_ports},
     {"a preset's measured compute figures reach the compute model", test_measured_gpu},
+    {"a calibration forgets the kept ring plans and protocol choices", test_recalibrate},
     CU_TEST_INFO_NULL,
 };
 

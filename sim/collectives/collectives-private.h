@@ -60,6 +60,9 @@ guint simpar_coll_group_nodes(const SimparCollGroup *g);
 double simpar_coll_rounds_total(const SimparRoundCost *rc, guint n_rounds, SimparLatRow row,
                                 const SimparCollParams *p);
 
+/* Forgets ring.c's kept plans (simpar_coll_forget). */
+void simpar_ring_forget(void);
+
 /* The algorithms, one file each; collectives.c puts them in its table. */
 void simpar_coll_ring_expand(SimparCollKind kind, const SimparCollGroup *g, double bytes,
                              guint root, const SimparCollParams *p, SimparExpansion *out);

@@ -143,6 +143,15 @@ coll_wire_keep(guint a, SimparCollKind kind, const SimparCollGroup *g, double by
     G_UNLOCK(coll_wire_memo);
 }
 
+void
+simpar_coll_forget(void)
+{
+    G_LOCK(coll_wire_memo);
+    g_clear_pointer(&coll_wire_memo, g_hash_table_unref);
+    G_UNLOCK(coll_wire_memo);
+    simpar_ring_forget();
+}
+
 /* The concrete protocol of this collective (`q`, from `p`) and the bytes its transfers carry. */
 static double
 coll_wire(guint a, SimparCollKind kind, const SimparCollGroup *g, double bytes, guint root,

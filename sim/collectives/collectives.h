@@ -150,6 +150,9 @@ void simpar_coll_hops_time(const SimparCollGroup *g, const SimparHop *hops, guin
 guint simpar_coll_ring_hops(const SimparCollGroup *g, double bytes, GArray *hops, GArray *hop_s);
 /* The number of channels alone (known answers kept: cheap to ask again). */
 guint simpar_coll_ring_channels(const SimparCollGroup *g, double bytes);
+/* Forgets the ring plans and protocol choices kept for platform nets: to be called when a net's
+ * link figures change (calibration). */
+void simpar_coll_forget(void);
 
 const SimparCollAlgo *simpar_coll_algos(guint *n); /* (transfer none) */
 /* "auto" returns NULL with no error: the caller then uses simpar_coll_choose(). */

@@ -226,6 +226,15 @@ ring_plan_unref(RingPlan *rp)
     g_rc_box_release_full(rp, (GDestroyNotify) ring_plan_clear);
 }
 
+void
+simpar_ring_forget(void)
+{
+    G_LOCK(ring_memo);
+    g_clear_pointer(&ring_memo, g_hash_table_unref);
+    ring_memo_hops = 0;
+    G_UNLOCK(ring_memo);
+}
+
 /* A new reference to the kept plan of this group, or NULL. */
 static RingPlan *
 ring_memo_get(const SimparCollGroup *g)
