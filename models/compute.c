@@ -110,6 +110,7 @@ static const char *const gpu_other_keys[] = {
     "intra_node_latency_s",
     "inter_node_bandwidth_Bps",
     "inter_node_latency_s",
+    "fabric_bandwidth_Bps",
     "source",
     "fit",
 };

@@ -364,7 +364,8 @@ platform_link_figure(JsonObject *o, const char *path, const char *key, double ma
 static int platform_node_link(const char *name, guint *node);
 
 /* Sets bandwidth `bw` and latency `lat` / `hops` on the links `intra` holds (or lacks); with
- * `fabric_scale` > 0, a generated file's fabric links are scaled by it instead. */
+ * `fabric_scale` > 0, a generated file's fabric links are scaled by it instead; < 0, only the
+ * fabric links are set. */
 static void
 platform_set_links(GHashTable *intra, gboolean want_intra, double bw, double lat, guint hops,
                    double fabric_scale)
@@ -375,7 +376,10 @@ platform_set_links(GHashTable *intra, gboolean want_intra, double bw, double lat
         if (g_hash_table_contains(intra, all[i]) != want_intra)
             continue;
         guint node;
-        if (bw > 0 && fabric_scale > 0 && platform_node_link(sg_link_get_name(all[i]), &node) == 0)
+        gboolean fabric = platform_node_link(sg_link_get_name(all[i]), &node) == 0;
+        if (fabric_scale < 0 && !fabric)
+            continue; /* the fabric's links alone */
+        if (bw > 0 && fabric_scale > 0 && fabric)
             sg_link_set_bandwidth(all[i], sg_link_get_bandwidth(all[i]) * fabric_scale);
         else if (bw > 0)
             sg_link_set_bandwidth(all[i], bw);
@@ -399,13 +403,14 @@ simpar_platform_calibrate_links(const SimparPlatform *p, const char *path, GErro
         return FALSE;
     }
     JsonObject *o = json_node_get_object(root);
-    double f[4]; /* intra bandwidth, latency; inter bandwidth, latency */
+    double f[5]; /* intra bandwidth, latency; inter bandwidth, latency; fabric trunks */
     if (!platform_link_figure(o, path, "intra_node_bandwidth_Bps", 1e14, &f[0], error) ||
         !platform_link_figure(o, path, "intra_node_latency_s", 1, &f[1], error) ||
         !platform_link_figure(o, path, "inter_node_bandwidth_Bps", 1e14, &f[2], error) ||
-        !platform_link_figure(o, path, "inter_node_latency_s", 1, &f[3], error))
+        !platform_link_figure(o, path, "inter_node_latency_s", 1, &f[3], error) ||
+        !platform_link_figure(o, path, "fabric_bandwidth_Bps", 1e16, &f[4], error))
         return FALSE;
-    if (f[0] == 0 && f[1] == 0 && f[2] == 0 && f[3] == 0)
+    if (f[0] == 0 && f[1] == 0 && f[2] == 0 && f[3] == 0 && f[4] == 0)
         return TRUE;
     g_autoptr(GHashTable) intra = platform_intra_links(p);
     /* route latencies: split evenly over the links of the route between a node's first two
@@ -424,6 +429,8 @@ simpar_platform_calibrate_links(const SimparPlatform *p, const char *path, GErro
     }
     platform_set_links(intra, TRUE, f[0], f[1], intra_hops, 0);
     platform_set_links(intra, FALSE, f[2], f[3], inter_hops, fabric_scale);
+    if (f[4] > 0) /* a generated fabric's trunks, given outright */
+        platform_set_links(intra, FALSE, f[4], 0, 0, -1);
     g_hash_table_remove_all(p->routes); /* routes seen before now are stale */
     simpar_coll_forget();               /* and so are the collectives' plans */
     return TRUE;

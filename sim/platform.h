@@ -68,11 +68,14 @@ const SimparNet *simpar_platform_net(const SimparPlatform *p); /* (transfer none
 /* The figures of GPU `gpu` from its host properties (defaults for the model parameters). */
 gboolean simpar_platform_gpu(const SimparPlatform *p, guint gpu, SimparGpu *out, GError **error);
 /* Applies the link keys of a calibration file (README, calibrate): every link on a route
- * between two GPUs of one node gets intra_node_bandwidth_Bps and every other link
- * inter_node_bandwidth_Bps; the route latencies intra_node_latency_s (between a node's first two
- * GPUs) and inter_node_latency_s (the inter-node links between the first GPUs of nodes 0 and 1)
- * are split evenly over those routes' links. Keys not given leave the links as they are. Both
- * backends see the result: SimGrid's links and the routes of simpar_platform_net(). */
+ * between two GPUs of one node (both directions) gets intra_node_bandwidth_Bps and every other
+ * link inter_node_bandwidth_Bps, but for the trunks of a generated fabric ("spine-..."), which
+ * keep their share (scaled as the route between nodes 0 and 1) unless fabric_bandwidth_Bps
+ * gives theirs; the route latencies intra_node_latency_s (between a node's first two GPUs) and
+ * inter_node_latency_s (the inter-node links between the first GPUs of nodes 0 and 1) are split
+ * evenly over those routes' links. Keys not given leave the links as they are. Both backends see
+ * the result: SimGrid's links and the routes of simpar_platform_net(); the collectives' kept
+ * plans are forgotten. */
 /* Appends the SimGrid links (sg_link_t, one per direction) of the route src -> dst of a net
  * from simpar_platform_net(); FALSE, appending nothing, for any other net. */
 gboolean simpar_platform_route_links(const SimparNet *net, guint src, guint dst, GPtrArray *out);

@@ -396,7 +396,8 @@ test_quotient(void)
     g_autofree char *ac922 = test_platform("v100-ac922", 16);
     g_autofree char *dir = g_dir_make_tmp("simpar-scale-XXXXXX", NULL);
     g_autofree char *cal = g_build_filename(dir, "cal.json", NULL);
-    g_assert(g_file_set_contents(cal, "{\"inter_node_bandwidth_Bps\": 20e9}", -1, NULL));
+    g_assert(g_file_set_contents(
+        cal, "{\"inter_node_bandwidth_Bps\": 20e9, \"fabric_bandwidth_Bps\": 20e9}", -1, NULL));
     const char *calibrated[] = {"", "--calibration "};
     double ring_step[2] = {0, 0};
     for (guint c = 0; c < 2; c++) {
