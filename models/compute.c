@@ -1,7 +1,8 @@
 /* compute.c - the roofline time of compute ops, kernel fusion, and the GPU figures (compute.h).
  *
  * Plausibility of the defaults (gemm_eff_max 0.85, gemm_half_dim 128, launch_s 5e-6, mem_eff
- * 0.8) against XLA's measured sm_90 bf16 GEMM table (shared/calibration/hardware.md 5.2), with
+ * 0.8) against XLA's measured sm_90 bf16 GEMM table (openxla/xla
+ * xla/service/gpu/model/matmul_interpolator_data.h; bench/fidelity/gemm-h100-xla.csv), with
  * the H100 SXM datasheet figures (989e12 bf16, 3350e9 B/s), as flops / modelled time:
  *
  *   m x n x k            XLA TFLOP/s   model    m x n x k            XLA TFLOP/s   model

@@ -57,9 +57,8 @@ gboolean
 simpar_nccl_proto_parse(const char *name, SimparProto *out, GError **error)
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-    const char *const *names = nccl_proto_names;
     for (guint i = 0; i < G_N_ELEMENTS(nccl_proto_names); i++) {
-        if (g_strcmp0(name, names[i]) == 0) {
+        if (g_strcmp0(name, nccl_proto_names[i]) == 0) {
             *out = (SimparProto) i;
             return TRUE;
         }

@@ -290,7 +290,7 @@ simpar_cmd_collective(int argc, char **argv, GError **error)
          "ll128, simple (its latencies and wire efficiency), none (the network alone)",
          "P"},
         {"json", 0, 0, G_OPTION_ARG_NONE, &c.json,
-         "Print a JSON list: bytes, count, time_s, algbw_GBps, busbw_GBps, algo", NULL},
+         "Print a JSON list: bytes, count, time_s, algbw_GBps, busbw_GBps, algo, proto", NULL},
         G_OPTION_ENTRY_NULL,
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("- one collective's time and bandwidth");

@@ -57,6 +57,10 @@ double simpar_coll_hw_lat(SimparLatRow row, SimparProto proto, gboolean net);
 double simpar_coll_step_delay(double hw_s, double route_lat_s);
 /* The nodes among the group's members. */
 guint simpar_coll_group_nodes(const SimparCollGroup *g);
+/* The members by node, nodes in order of first appearance and members in group order:
+ * at[node * l + local] = member, for k nodes of l members (transfer full); NULL when the nodes
+ * hold different numbers of members. */
+guint *simpar_coll_node_layout(const SimparCollGroup *g, guint *k, guint *l);
 double simpar_coll_rounds_total(const SimparRoundCost *rc, guint n_rounds, SimparLatRow row,
                                 const SimparCollParams *p);
 

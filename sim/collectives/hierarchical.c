@@ -40,26 +40,13 @@ hier_layout_clear(HierLayout *lay)
 static gboolean
 hier_layout(const SimparCollGroup *g, HierLayout *lay)
 {
-    g_autoptr(GHashTable) index = g_hash_table_new(NULL, NULL);
-    g_autofree guint *count = g_new0(guint, g->n);
-    *lay = (HierLayout){0, 0, g_new(guint, g->n), g_new(guint, g->n), g_new(guint, g->n)};
-    for (guint m = 0; m < g->n; m++) {
-        gpointer key = GUINT_TO_POINTER(simpar_net_node(g->net, g->gpus[m])), idx;
-        if (!g_hash_table_lookup_extended(index, key, NULL, &idx)) {
-            idx = GUINT_TO_POINTER(lay->k++);
-            g_hash_table_insert(index, key, idx);
-        }
-        lay->node_of[m] = GPOINTER_TO_UINT(idx);
-        lay->local_of[m] = count[lay->node_of[m]]++;
-    }
-    lay->l = count[0];
-    for (guint i = 1; i < lay->k; i++)
-        if (count[i] != lay->l) {
-            hier_layout_clear(lay);
-            return FALSE;
-        }
-    for (guint m = 0; m < g->n; m++)
-        lay->at[lay->node_of[m] * lay->l + lay->local_of[m]] = m;
+    *lay = (HierLayout){0};
+    lay->at = simpar_coll_node_layout(g, &lay->k, &lay->l);
+    if (lay->at == NULL)
+        return FALSE;
+    lay->node_of = g_new(guint, g->n), lay->local_of = g_new(guint, g->n);
+    for (guint i = 0; i < g->n; i++)
+        lay->node_of[lay->at[i]] = i / lay->l, lay->local_of[lay->at[i]] = i % lay->l;
     return TRUE;
 }
 

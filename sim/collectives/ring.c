@@ -125,27 +125,11 @@ ring_layout(const SimparCollGroup *g, guint **at, guint *k, guint *l)
 {
     if (g->net->links == NULL || g->net->link_bw == NULL || g->n < 4)
         return FALSE;
-    g_autoptr(GHashTable) index = g_hash_table_new(NULL, NULL);
-    g_autofree guint *node_of = g_new(guint, g->n), *count = g_new0(guint, g->n);
-    *k = 0;
-    for (guint m = 0; m < g->n; m++) {
-        gpointer key = GUINT_TO_POINTER(simpar_net_node(g->net, g->gpus[m])), idx;
-        if (!g_hash_table_lookup_extended(index, key, NULL, &idx))
-            g_hash_table_insert(index, key, idx = GUINT_TO_POINTER((*k)++));
-        node_of[m] = GPOINTER_TO_UINT(idx);
-        count[node_of[m]]++;
-    }
-    *l = count[0];
-    for (guint i = 1; i < *k; i++)
-        if (count[i] != *l)
-            return FALSE;
-    if (*k < 2 || *l < 2)
-        return FALSE;
-    *at = g_new(guint, g->n);
-    memset(count, 0, g->n * sizeof *count);
-    for (guint m = 0; m < g->n; m++)
-        (*at)[node_of[m] * *l + count[node_of[m]]++] = m;
-    return TRUE;
+    *at = simpar_coll_node_layout(g, k, l);
+    if (*at != NULL && *k >= 2 && *l >= 2)
+        return TRUE;
+    g_clear_pointer(at, g_free);
+    return FALSE;
 }
 
 /* L channels, channel c through every node's members rotated by c; each hop at its share of
