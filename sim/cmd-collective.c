@@ -184,8 +184,8 @@ collective_run_size(const Collective *c, const SimparPlatform *platform, guint n
     row->busbw = row->algbw * simpar_coll_busbw_factor(c->kind, n);
     SimparCollGroup group = {n, gpus, run.net};
     gboolean forced = run.algo != NULL;
-    const SimparCollAlgo *algo =
-        forced ? run.algo : simpar_coll_choose(c->kind, &group, row->bytes, &run.coll);
+    const SimparCollAlgo *algo = forced ? simpar_coll_runs_as(run.algo, &group)
+                                        : simpar_coll_choose(c->kind, &group, row->bytes, &run.coll);
     row->algo = algo->name;
     row->proto =
         simpar_nccl_proto_name(simpar_coll_proto(algo, c->kind, &group, row->bytes, 0, &run.coll));
@@ -274,7 +274,9 @@ simpar_cmd_collective(int argc, char **argv, GError **error)
          "allreduce, allgather, reducescatter, broadcast, reduce or alltoall", "OP"},
         {"gpus", 0, 0, G_OPTION_ARG_INT64, &c.gpus, "Group size: the first N GPUs", "N"},
         {"algo", 0, 0, G_OPTION_ARG_STRING, &c.algo_name,
-         "auto (default; NCCL-like), ring, tree, chain, hierarchical, pairwise", "ALGO"},
+         "auto (default; NCCL-like), ring, tree, chain, hierarchical, pairwise, nvls (NVLink "
+         "SHARP where the node has it, else the ring)",
+         "ALGO"},
         {"bytes", 0, 0, G_OPTION_ARG_STRING, &c.bytes, "One size S (nccl-tests), e.g. 64M", "SIZE"},
         {"min-bytes", 0, 0, G_OPTION_ARG_STRING, &c.min_bytes, "Smallest size (default 8)", "A"},
         {"max-bytes", 0, 0, G_OPTION_ARG_STRING, &c.max_bytes,

@@ -6,7 +6,8 @@
  * loaded platform; tests build uniform ones directly.
  *
  *   SimparNet { route(src, dst) -> {lat_s, bw_Bps},  node(gpu) -> node index,
- *               links(src, dst) -> the route's links (optional), link_bw(link) -> bytes/s }
+ *               links(src, dst) -> the route's links (optional), link_bw(link) -> bytes/s,
+ *               nvls(gpu) -> the node's NVLink SHARP figures (optional) }
  *
  * The links let an algorithm see transfers of one round that share a link (several GPUs behind
  * one NIC): a net without them (links NULL) gives every route links of its own.
@@ -33,6 +34,10 @@ struct _SimparNet {
      * nothing appended, when they are not known. */
     gboolean (*links)(const SimparNet *net, guint src, guint dst, GPtrArray *out);
     double (*link_bw)(const SimparNet *net, gconstpointer link); /* bytes per second */
+    /* Optional: TRUE when the GPU's node has NVLink SHARP (an NVSwitch that reduces and
+     * multicasts, NCCL's NVLS algorithm), with the fraction of the GPU's NVLink rate it reaches
+     * and its latency per collective; FALSE (or NULL) where it has none. */
+    gboolean (*nvls)(const SimparNet *net, guint gpu, double *eff, double *lat_s);
 };
 
 static inline void

@@ -42,6 +42,7 @@ struct _SimparPlatform {
     GHashTable *shape_ids;              /* route shape key -> id + 1 */
     GPtrArray *fabric;                  /* the fabric links (sg_link_t), found on first use */
     double *fabric_bw;                  /* their bandwidths before any scaling */
+    double *nvls;                       /* by GPU id: NVLS efficiency, latency; NULL: none */
     SimparPlatformJob job;
     gpointer data;
     GString *out;
@@ -235,6 +236,59 @@ platform_node(const SimparNet *net, guint gpu)
     return p->nodes[gpu];
 }
 
+static gboolean platform_prop(const SimparPlatform *p, guint gpu, const char *key,
+                              gboolean required, double *out, GError **error);
+
+/* What a host property's number counts, from its name. */
+static const char *
+platform_prop_unit(const char *key)
+{
+    return g_str_has_suffix(key, "flops")   ? "a number of FLOP/s"
+           : g_str_has_suffix(key, "_Bps")  ? "a number of bytes per second"
+           : g_str_has_suffix(key, "_s")    ? "a number of seconds"
+           : g_str_has_suffix(key, "bytes") ? "a number of bytes"
+                                            : "a number";
+}
+
+static gboolean
+platform_nvls(const SimparNet *net, guint gpu, double *eff, double *lat_s)
+{
+    const SimparPlatform *p =
+        (const SimparPlatform *) ((const char *) net - G_STRUCT_OFFSET(SimparPlatform, net));
+    if (p->nvls == NULL || p->nvls[2 * gpu] <= 0)
+        return FALSE;
+    *eff = p->nvls[2 * gpu], *lat_s = p->nvls[2 * gpu + 1];
+    return TRUE;
+}
+
+/* The GPUs' NVLink SHARP figures: the host properties nvls_efficiency (in (0, 1]) and
+ * nvls_latency_s, both or neither. */
+static gboolean
+platform_read_nvls(SimparPlatform *p, GError **error)
+{
+    for (guint gpu = 0; gpu < p->n_gpus; gpu++) {
+        double eff = 0, lat = 0;
+        gboolean has = sg_host_get_property_value(p->hosts[gpu], "nvls_efficiency") != NULL ||
+                       sg_host_get_property_value(p->hosts[gpu], "nvls_latency_s") != NULL;
+        if (!has)
+            continue;
+        if (!platform_prop(p, gpu, "nvls_efficiency", TRUE, &eff, error) ||
+            !platform_prop(p, gpu, "nvls_latency_s", TRUE, &lat, error))
+            return FALSE;
+        if (!(eff > 0 && eff <= 1)) {
+            g_set_error(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,
+                        "--topology %s: host %s has nvls_efficiency %g; it must be in (0, 1] (the "
+                        "fraction of the NVLink rate NVLink SHARP reaches; see README, Topologies)",
+                        p->path, sg_host_get_name(p->hosts[gpu]), eff);
+            return FALSE;
+        }
+        if (p->nvls == NULL)
+            p->nvls = g_new0(double, 2 * p->n_gpus);
+        p->nvls[2 * gpu] = eff, p->nvls[2 * gpu + 1] = lat;
+    }
+    return TRUE;
+}
+
 static gboolean
 platform_prop(const SimparPlatform *p, guint gpu, const char *key, gboolean required, double *out,
               GError **error)
@@ -246,10 +300,10 @@ platform_prop(const SimparPlatform *p, guint gpu, const char *key, gboolean requ
     double d = v == NULL ? 0 : g_ascii_strtod(v, &end);
     if (v == NULL || end == v || *end != '\0' || !isfinite(d) || d < 0) {
         g_set_error(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,
-                    "--topology %s: host %s %s property %s (a number of %s, e.g. <prop id=\"%s\" "
+                    "--topology %s: host %s %s property %s (%s, e.g. <prop id=\"%s\" "
                     "value=\"125e12\"/>; see README, Topologies)",
                     p->path, sg_host_get_name(p->hosts[gpu]), v == NULL ? "lacks the" : "has a bad",
-                    key, g_str_has_suffix(key, "flops") ? "FLOP/s" : "bytes (per second)", key);
+                    key, platform_prop_unit(key), key);
         return FALSE;
     }
     *out = d;
@@ -495,7 +549,7 @@ platform_child(SimparPlatform *p, int out, int err)
     platform_find_gpus(p);
     platform_find_generated(p);
     p->net = (SimparNet){platform_route, platform_node, p->hosts, simpar_platform_route_links,
-                         platform_link_bw};
+                         platform_link_bw, platform_nvls};
     p->routes = g_hash_table_new_full(platform_route_hash, g_int64_equal, g_free, g_free);
     p->route_links = g_hash_table_new_full(platform_route_hash, g_int64_equal, g_free,
                                            (GDestroyNotify) g_ptr_array_unref);
@@ -504,7 +558,7 @@ platform_child(SimparPlatform *p, int out, int err)
                     "--topology %s: no host is named node<N>-gpu<G>, so no GPU was found (see "
                     "README, Topologies)",
                     p->path);
-    } else if (platform_check_links(p, &p->error)) {
+    } else if (platform_check_links(p, &p->error) && platform_read_nvls(p, &p->error)) {
         sg_actor_t driver = sg_actor_init("simpar", p->hosts[0]);
         sg_actor_set_data(driver, p);
         sg_actor_start(driver, platform_driver, 0, NULL);

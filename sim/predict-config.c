@@ -28,7 +28,8 @@ simpar_predict_option_entries(SimparPredictArgs *a, const char *backend_help)
          "SimGrid: fused (default; one transfer per peer) or exact (every round)", "MODE"},
         {"algo", 0, 0, G_OPTION_ARG_STRING, &a->algo,
          "Collective algorithm: auto (default; NCCL-like choice), ring, tree, chain, "
-         "hierarchical, pairwise (for the kinds it implements)",
+         "hierarchical, pairwise, nvls (for the kinds it implements; nvls where a node has NVLink "
+         "SHARP, else the ring)",
          "ALGO"},
         {"nccl-proto", 0, 0, G_OPTION_ARG_STRING, &a->proto,
          "NCCL protocol: auto (default; each collective's fastest, as NCCL's tuner picks), ll, "

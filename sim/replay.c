@@ -88,8 +88,8 @@ replay_coll_key(SimparReplay *r, GHashTable *seen, const SimparOp *op)
         .root = c->root,
     };
     gboolean forced = r->run->algo != NULL && (r->run->algo->kinds & (1u << rc.kind)) != 0;
-    rc.algo =
-        forced ? r->run->algo : simpar_coll_choose(rc.kind, &rc.group, rc.bytes, &r->run->coll);
+    rc.algo = forced ? simpar_coll_runs_as(r->run->algo, &rc.group)
+                     : simpar_coll_choose(rc.kind, &rc.group, rc.bytes, &r->run->coll);
     rc.time_s = g->size < 2
                     ? 0
                     : rc.algo->closed_form(rc.kind, &rc.group, rc.bytes, rc.root, &r->run->coll);

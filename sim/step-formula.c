@@ -48,8 +48,8 @@ formula_group_time(Formula *f, SimparCollKind kind, gsize elems, guint first, gu
     SimparCollGroup g = {n, gpus, run->net};
     double bytes = (double) elems * f->c.dsize;
     gboolean forced = run->algo != NULL && (run->algo->kinds & (1u << kind)) != 0;
-    const SimparCollAlgo *algo =
-        forced ? run->algo : simpar_coll_choose(kind, &g, bytes, &run->coll);
+    const SimparCollAlgo *algo = forced ? simpar_coll_runs_as(run->algo, &g)
+                                        : simpar_coll_choose(kind, &g, bytes, &run->coll);
     t = n < 2 ? 0 : algo->closed_form(kind, &g, bytes, 0, &run->coll);
     simpar_predict_cache_put(f->cache, &key, sizeof key, &t, sizeof t);
     return t;

@@ -83,7 +83,9 @@ topology_gpu_props(const SimparGpuSpec *gpu, guint depth)
         double value;
     } measured[] = {{"gemm_eff_max", gpu->gemm_eff_max},
                     {"gemm_half_dim", gpu->gemm_half_dim},
-                    {"launch_s", gpu->launch_s}};
+                    {"launch_s", gpu->launch_s},
+                    {"nvls_efficiency", gpu->nvls_efficiency},
+                    {"nvls_latency_s", gpu->nvls_latency_s}};
 
     GString *xml = g_string_new(NULL);
     topology_append(xml, depth, "<prop id=\"gpu_model\" value=\"%s\"/>\n", gpu->model);
@@ -458,6 +460,8 @@ topology_read(GKeyFile *kf, const char *group, SimparTopologyPreset *p)
                              (guint64) topology_double(kf, group, "mem_bytes", TRUE),
                              0,
                              0,
+                             0,
+                             0,
                              0};
     g_free(topology_string(kf, group, "gpu_source"));
     p->gpu.gemm_eff_max = topology_double(kf, group, "gemm_eff_max", FALSE);
@@ -465,6 +469,12 @@ topology_read(GKeyFile *kf, const char *group, SimparTopologyPreset *p)
     p->gpu.launch_s = topology_double(kf, group, "launch_s", FALSE);
     if (p->gpu.gemm_eff_max > 0 || p->gpu.gemm_half_dim > 0 || p->gpu.launch_s > 0)
         g_free(topology_string(kf, group, "compute_source"));
+    p->gpu.nvls_efficiency = topology_double(kf, group, "nvls_efficiency", FALSE);
+    p->gpu.nvls_latency_s = topology_double(kf, group, "nvls_latency_s", FALSE);
+    if ((p->gpu.nvls_efficiency > 0) != (p->gpu.nvls_latency_s > 0) || p->gpu.nvls_efficiency > 1)
+        topology_bad(group, "nvls_efficiency in (0, 1] with nvls_latency_s > 0", NULL);
+    if (p->gpu.nvls_efficiency > 0)
+        g_free(topology_string(kf, group, "nvls_source"));
     for (guint i = 0; i < G_N_ELEMENTS(topology_link_names); i++)
         topology_read_link(kf, group, topology_link_names[i].name,
                            G_STRUCT_MEMBER_P(&p->links, topology_link_names[i].offset));

@@ -39,6 +39,9 @@ typedef struct {
      * GEMM efficiency gemm_eff_max * g(m) g(n) g(k), g(x) = x / (x + gemm_half_dim), and the
      * launch overhead per kernel (models/compute.h). */
     double gemm_eff_max, gemm_half_dim, launch_s;
+    /* NVLink SHARP of the node's NVSwitch (0: none): the fraction of the NVLink rate its
+     * all-reduce reaches and its latency per collective (sim/collectives/nvls.c). */
+    double nvls_efficiency, nvls_latency_s;
 } SimparGpuSpec;
 
 /* The links of a node style; a style uses the ones it names. */

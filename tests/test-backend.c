@@ -22,16 +22,20 @@
 #define XBAR_LAT 2e-6
 #define XBAR_BW  25e9
 
-/* n GPUs, `per_node` per node, one link per pair (and per direction). */
+/* n GPUs, `per_node` per node, one link per pair (and per direction); with `nvls` the GPUs of
+ * node 0 have NVLink SHARP (efficiency 0.85, 20 us). */
 static char *
-test_crossbar(guint n, guint per_node)
+test_crossbar(guint n, guint per_node, gboolean nvls)
 {
     GString *x = g_string_new("<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM "
                               "\"https://simgrid.org/simgrid.dtd\">\n<platform version=\"4.1\">\n"
                               "<zone id=\"world\" routing=\"Full\">\n");
-    for (guint i = 0; i < n; i++)
-        g_string_append_printf(x, "<host id=\"node%u-gpu%u\" speed=\"1Gf\"/>\n", i / per_node,
-                               i % per_node);
+    for (guint i = 0; i < n; i++) /* with nvls, node 0 has NVLink SHARP */
+        g_string_append_printf(x, "<host id=\"node%u-gpu%u\" speed=\"1Gf\"%s\n", i / per_node,
+                               i % per_node,
+                               nvls && i < per_node ? "><prop id=\"nvls_efficiency\" value=\"0.85\"/>"
+                                              "<prop id=\"nvls_latency_s\" value=\"2e-5\"/></host>"
+                                            : "/>");
     for (guint i = 0; i < n; i++) /* the DTD wants every link before the first route */
         for (guint j = i + 1; j < n; j++)
             g_string_append_printf(x,
@@ -198,7 +202,7 @@ test_closed_forms_job(const SimparPlatform *p, gpointer data, GString *out, GErr
 static void
 test_closed_forms(void)
 {
-    g_autofree char *xml = test_crossbar(16, 4);
+    g_autofree char *xml = test_crossbar(16, 4, TRUE);
     g_autoptr(GString) out = g_string_new(NULL);
     g_autoptr(GError) error = NULL;
     gboolean ok = simpar_platform_run(xml, test_closed_forms_job, NULL, out, &error);
@@ -392,7 +396,7 @@ test_layers_job(const SimparPlatform *p, gpointer data, GString *out, GError **e
 static void
 test_layers_idle(void)
 {
-    g_autofree char *xml = test_crossbar(8, 4);
+    g_autofree char *xml = test_crossbar(8, 4, FALSE);
     g_autoptr(GString) out = g_string_new(NULL);
     g_autoptr(GError) error = NULL;
     gboolean ok = simpar_platform_run(xml, test_layers_job, NULL, out, &error);
@@ -557,7 +561,7 @@ static void
 test_p2p_sizes(void)
 {
     static const gsize counts[] = {0, 1, 1000, 262144, 16777216}; /* fp32: up to 64 MiB */
-    g_autofree char *xml = test_crossbar(2, 2);
+    g_autofree char *xml = test_crossbar(2, 2, FALSE);
     for (guint c = 0; c < G_N_ELEMENTS(counts); c++) {
         TestSched t;
         test_sched_init(&t, 2);
@@ -581,7 +585,7 @@ test_p2p_chain(void)
 {
     const gsize count = 262144; /* 1 MiB */
     const double t1 = P2P_T(count * 4.0);
-    g_autofree char *xml = test_crossbar(4, 2);
+    g_autofree char *xml = test_crossbar(4, 2, FALSE);
     TestSched t;
     test_sched_init(&t, 4);
     guint blocks[4], sends[3], recvs[4];
@@ -618,7 +622,7 @@ test_p2p_rendezvous(void)
 {
     const gsize count = 1048576; /* 4 MiB */
     const double late = 5e-4, t1 = P2P_T(count * 4.0);
-    g_autofree char *xml = test_crossbar(2, 2);
+    g_autofree char *xml = test_crossbar(2, 2, FALSE);
     TestSched t;
     test_sched_init(&t, 2);
     guint send = test_p2p(&t, SIMPAR_OP_SEND, 0, "compute", 1, 0, count, G_MAXUINT);
@@ -641,7 +645,7 @@ test_p2p_async(void)
 {
     const gsize count = 4194304; /* 16 MiB: 0.67 ms */
     const double a = 2e-4, b = 1e-3, c = 3e-4, t1 = P2P_T(count * 4.0);
-    g_autofree char *xml = test_crossbar(2, 2);
+    g_autofree char *xml = test_crossbar(2, 2, FALSE);
     TestSched t;
     test_sched_init(&t, 2);
     guint fa = test_block(&t, 0, "compute", a, G_MAXUINT);
@@ -663,7 +667,7 @@ test_p2p_async(void)
 static void
 test_blocks(void)
 {
-    g_autofree char *xml = test_crossbar(2, 2);
+    g_autofree char *xml = test_crossbar(2, 2, FALSE);
     TestSched t;
     test_sched_init(&t, 2);
     guint b0 = test_block(&t, 0, "compute", 1e-3, G_MAXUINT);
@@ -713,7 +717,7 @@ test_pipeline_rank(TestSched *t, guint rank, guint group, guint m)
 static void
 test_pipeline_idle(void)
 {
-    g_autofree char *xml = test_crossbar(4, 2);
+    g_autofree char *xml = test_crossbar(4, 2, FALSE);
     TestSched t;
     test_sched_init(&t, 4);
     guint g[2] = {simpar_schedule_add_group(t.s, "dp", (guint[]){0, 1}, 2),
@@ -795,7 +799,7 @@ test_deadlock_job(const SimparPlatform *p, gpointer data, GString *out, GError *
 static void
 test_deadlock(void)
 {
-    g_autofree char *xml = test_crossbar(2, 2);
+    g_autofree char *xml = test_crossbar(2, 2, FALSE);
     TestSched t;
     test_sched_init(&t, 2);
     for (guint r = 0; r < 2; r++) {

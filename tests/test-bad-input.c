@@ -185,6 +185,23 @@ static const BadCase cases[] = {
      {"--topology @/t.xml", "node0-gpu0 lacks the property", "e.g. <prop id="}},
     {"topology",
      "t.xml",
+     XML_HEAD "<host id=\"node0-gpu0\" speed=\"1Gf\">" GPU_PROPS
+              "<prop id=\"nvls_efficiency\" value=\"1.5\"/><prop id=\"nvls_latency_s\" "
+              "value=\"1e-4\"/></host>\n" XML_TAIL,
+     NULL,
+     "--topology @/t.xml --model tiny",
+     1,
+     {"--topology @/t.xml", "node0-gpu0 has nvls_efficiency 1.5", "(0, 1]"}},
+    {"topology",
+     "t.xml",
+     XML_HEAD "<host id=\"node0-gpu0\" speed=\"1Gf\">" GPU_PROPS
+              "<prop id=\"nvls_efficiency\" value=\"0.85\"/></host>\n" XML_TAIL,
+     NULL,
+     "--topology @/t.xml --model tiny",
+     1,
+     {"--topology @/t.xml", "node0-gpu0 lacks the property nvls_latency_s", "seconds"}},
+    {"topology",
+     "t.xml",
      XML_HEAD "<host id=\"gpu0\" speed=\"1Gf\"/>\n" XML_TAIL,
      NULL,
      "--topology @/t.xml --model tiny",

@@ -50,9 +50,9 @@ test_node(const SimparNet *net, guint gpu)
 }
 
 static TestNet uniform = {A, BW, 4, G_MAXUINT, G_MAXUINT, 0.0, 0.0};
-static const SimparNet uniform_net = {test_route, test_node, &uniform, NULL, NULL};
+static const SimparNet uniform_net = {test_route, test_node, &uniform, NULL, NULL, NULL};
 static TestNet slow = {A, BW, 4, 2, 3, 5e-6, 5e9}; /* GPU 2 -> 3 is slow */
-static const SimparNet slow_net = {test_route, test_node, &slow, NULL, NULL};
+static const SimparNet slow_net = {test_route, test_node, &slow, NULL, NULL, NULL};
 
 /* ---- cases: every algorithm x kind x n = 2..16 x size x root ------------------------------ */
 
@@ -235,7 +235,8 @@ alpha_beta(const Case *c)
         double k = n / l;
         return 2 * (l - 1) * (A + s / (l * BW)) + 2 * (k - 1) * (A + s / (n * BW));
     }
-    if (g_str_equal(name, "ring") || g_str_equal(name, "hierarchical"))
+    if (g_str_equal(name, "ring") || g_str_equal(name, "hierarchical") ||
+        g_str_equal(name, "nvls")) /* the ring: no NVLS on this net */
         return (c->kind == AR ? 2 : 1) * (n - 1) * (A + s / (n * BW));
     if (g_str_equal(name, "pairwise"))
         return (n - 1) * (A + s / (n * BW));
@@ -331,7 +332,8 @@ steps(const Case *c)
     const char *name = c->algo->name;
     if (g_str_equal(name, "hierarchical") && l > 0)
         return 2 * (l - 1) + 2 * (n / l - 1);
-    if (g_str_equal(name, "ring") || g_str_equal(name, "hierarchical"))
+    if (g_str_equal(name, "ring") || g_str_equal(name, "hierarchical") ||
+        g_str_equal(name, "nvls")) /* the ring: no NVLS on this net */
         return (c->kind == AR ? 2 : 1) * (n - 1);
     if (g_str_equal(name, "pairwise"))
         return n - 1;
@@ -476,7 +478,7 @@ static void
 test_choose(void)
 {
     TestNet t = {5e-6, 12.5e9, 1, G_MAXUINT, G_MAXUINT, 0.0, 0.0}; /* 16 nodes of one GPU */
-    SimparNet net = {test_route, test_node, &t, NULL, NULL};
+    SimparNet net = {test_route, test_node, &t, NULL, NULL, NULL};
     guint gpus[16];
     for (guint i = 0; i < 16; i++)
         gpus[i] = i;
@@ -493,6 +495,86 @@ test_choose(void)
     CU_ASSERT_STRING_EQUAL(simpar_coll_choose(BC, &g, 8192, &p)->name, "chain");
     CU_ASSERT_STRING_EQUAL(simpar_coll_choose(RD, &g, 8192, &p)->name, "chain");
     CU_ASSERT_STRING_EQUAL(simpar_coll_choose(A2A, &g, 8192, &p)->name, "pairwise");
+}
+
+/* ---- (6a) NVLink SHARP ----------------------------------------------------------------------- */
+
+#define NVLS_EFF 0.85
+#define NVLS_LAT 20e-6
+
+/* Node 0 (GPUs 0..3 of `uniform`'s layout) has NVLS; node 1 has not. */
+static gboolean
+nvls_node0(const SimparNet *net, guint gpu, double *eff, double *lat_s)
+{
+    if (test_node(net, gpu) != 0)
+        return FALSE;
+    *eff = NVLS_EFF, *lat_s = NVLS_LAT;
+    return TRUE;
+}
+
+static void
+test_nvls(void)
+{
+    SimparNet net = {test_route, test_node, &uniform, NULL, NULL, nvls_node0};
+    const SimparCollAlgo *nvls = NULL;
+    CU_ASSERT_TRUE_FATAL(simpar_coll_algo_lookup("nvls", &nvls, NULL));
+    guint gpus[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    SimparCollParams p;
+    simpar_coll_params_init(&p);
+    p.proto = SIMPAR_PROTO_AUTO;
+    for (guint n = 2; n <= 4; n++) {
+        SimparCollGroup g = {n, gpus, &net};
+        CU_ASSERT_TRUE(simpar_coll_nvls_usable(&g, NULL, NULL));
+        CU_ASSERT_PTR_EQUAL(simpar_coll_runs_as(nvls, &g), nvls);
+        CU_ASSERT_EQUAL(simpar_coll_proto(nvls, AR, &g, 1 << 20, 0, &p), SIMPAR_PROTO_SIMPLE);
+        for (guint i = 0; i < G_N_ELEMENTS(sizes); i++) {
+            double s = sizes[i];
+            /* S (n + 1) / n each way at eff of the link rate, after the latency */
+            double want = (NVLS_LAT - A) + A + s * (n + 1) / n / (NVLS_EFF * BW);
+            double got = nvls->closed_form(AR, &g, s, 0, &p);
+            CU_ASSERT_TRUE(close_to(got, want, 1e-12));
+            g_autoptr(SimparExpansion) e = simpar_expansion_new(n);
+            nvls->expand(AR, &g, s, 0, &p, e);
+            CU_ASSERT_TRUE(close_to(eval_max(e, &g, 0.0), got, 1e-12));
+            for (guint m = 0; m < n; m++) { /* every member sends and receives as much */
+                double out = 0, in = 0;
+                for (guint x = 0; x < e->xfers->len; x++) {
+                    const SimparXfer *xf = &g_array_index(e->xfers, SimparXfer, x);
+                    if (x >= g_array_index(e->rounds, SimparRound, e->member_first[m]).first &&
+                        x < g_array_index(e->rounds, SimparRound, e->member_first[m]).first +
+                                g_array_index(e->rounds, SimparRound, e->member_first[m]).n)
+                        *(xf->send ? &out : &in) += xf->bytes;
+                }
+                CU_ASSERT_TRUE(close_to(out, s * (n + 1) / n / NVLS_EFF, 1e-12));
+                CU_ASSERT_TRUE(close_to(in, out, 0));
+            }
+            /* protocol NONE: the network alone */
+            SimparCollParams none = p;
+            none.proto = SIMPAR_PROTO_NONE;
+            CU_ASSERT_TRUE(close_to(nvls->closed_form(AR, &g, s, 0, &none),
+                                    A + s * (n + 1) / n / BW, 1e-12));
+        }
+    }
+    /* the default picks NVLS for 1 GiB in the node, ring or tree when small or across nodes */
+    SimparCollGroup node = {4, gpus, &net}, both = {8, gpus, &net}, other = {4, gpus + 4, &net};
+    CU_ASSERT_STRING_EQUAL(simpar_coll_choose(AR, &node, 1 << 30, &p)->name, "nvls");
+    CU_ASSERT_STRING_NOT_EQUAL(simpar_coll_choose(AR, &node, 4096, &p)->name, "nvls");
+    CU_ASSERT_STRING_NOT_EQUAL(simpar_coll_choose(AG, &node, 1 << 30, &p)->name, "nvls");
+    CU_ASSERT_FALSE(simpar_coll_nvls_usable(&both, NULL, NULL));
+    CU_ASSERT_FALSE(simpar_coll_nvls_usable(&other, NULL, NULL));
+    CU_ASSERT_STRING_EQUAL(simpar_coll_choose(AR, &both, 1 << 30, &p)->name, "ring");
+    CU_ASSERT_STRING_EQUAL(simpar_coll_choose(AR, &other, 1 << 30, &p)->name, "ring");
+    /* asked for where it cannot run, "nvls" is the ring, bit for bit */
+    const SimparCollAlgo *ring = NULL;
+    CU_ASSERT_TRUE_FATAL(simpar_coll_algo_lookup("ring", &ring, NULL));
+    CU_ASSERT_PTR_EQUAL(simpar_coll_runs_as(nvls, &both), ring);
+    CU_ASSERT_EQUAL(nvls->closed_form(AR, &both, 1 << 30, 0, &p),
+                    ring->closed_form(AR, &both, 1 << 30, 0, &p));
+    CU_ASSERT_EQUAL(simpar_coll_proto(nvls, AR, &both, 1 << 30, 0, &p),
+                    simpar_coll_proto(ring, AR, &both, 1 << 30, 0, &p));
+    /* one GPU alone has nothing to reduce */
+    SimparCollGroup one = {1, gpus, &net};
+    CU_ASSERT_FALSE(simpar_coll_nvls_usable(&one, NULL, NULL));
 }
 
 /* ---- (6b) links shared within a round: NICs ---------------------------------------------- */
@@ -548,9 +630,10 @@ nic_link_bw(const SimparNet *net, gconstpointer link)
 }
 
 static const NicNet one_nic = {FALSE}, nic_rails = {TRUE};
-static const SimparNet one_net = {nic_route, nic_node, (gpointer) &one_nic, nic_links, nic_link_bw};
-static const SimparNet rail_net = {nic_route, nic_node, (gpointer) &nic_rails, nic_links,
-                                   nic_link_bw};
+static const SimparNet one_net = {nic_route,   nic_node, (gpointer) &one_nic,
+                                  nic_links,   nic_link_bw, NULL};
+static const SimparNet rail_net = {nic_route,   nic_node, (gpointer) &nic_rails,
+                                   nic_links,   nic_link_bw, NULL};
 
 /* Two transfers out of one node take twice as long through one NIC as through two; a transfer
  * alone on its links takes lat + bytes / bw of its route, bit for bit. */
@@ -681,7 +764,7 @@ test_lookup(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(error);
     CU_ASSERT_TRUE(g_error_matches(error, SIMPAR_COLL_ERROR, SIMPAR_COLL_ERROR_INVALID));
     CU_ASSERT_PTR_NOT_NULL(strstr(error->message, "'rign'"));
-    const char *names[] = {"auto", "ring", "tree", "chain", "hierarchical", "pairwise"};
+    const char *names[] = {"auto", "ring", "tree", "chain", "hierarchical", "pairwise", "nvls"};
     for (guint i = 0; i < G_N_ELEMENTS(names); i++)
         CU_ASSERT_PTR_NOT_NULL(strstr(error->message, names[i]));
 
@@ -689,7 +772,7 @@ test_lookup(void)
     CU_ASSERT_PTR_NULL(algo);
     guint n;
     const SimparCollAlgo *all = simpar_coll_algos(&n);
-    CU_ASSERT_EQUAL(n, 5);
+    CU_ASSERT_EQUAL(n, 6);
     for (guint i = 0; i < n; i++) {
         CU_ASSERT_TRUE(simpar_coll_algo_lookup(all[i].name, &algo, NULL));
         CU_ASSERT_PTR_EQUAL(algo, &all[i]);
@@ -754,6 +837,8 @@ static CU_TestInfo cost_tests[] = {
 
 static CU_TestInfo table_tests[] = {
     {"tree wins 8 KiB and ring wins 256 MiB across 16 nodes", test_choose},
+    {"nvls: S(n+1)/n each way at its efficiency; chosen for 1 GiB in a node; else the ring",
+     test_nvls},
     {"transfers of a round sharing a NIC take its load; alone, their route's time",
      test_hops_shared},
     {"hierarchical: rings sharing one NIC, or rails; the default stays NCCL's ring or tree",

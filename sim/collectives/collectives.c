@@ -16,6 +16,7 @@ enum {
     COLL_CHAIN,
     COLL_HIERARCHICAL,
     COLL_PAIRWISE,
+    COLL_NVLS,
     N_COLL_ALGOS,
 };
 
@@ -40,7 +41,15 @@ static const CollRaw coll_raw[N_COLL_ALGOS] = {
                            simpar_coll_hierarchical_expand, NULL},
     [COLL_PAIRWISE] = {SIMPAR_LAT_RING, simpar_coll_pairwise_closed_form,
                        simpar_coll_pairwise_expand, NULL},
+    [COLL_NVLS] = {SIMPAR_LAT_RING, simpar_coll_nvls_closed_form, simpar_coll_nvls_expand, NULL},
 };
+
+/* The algorithm that runs as `a` on `g`: NVLS runs the ring on a group that cannot use it. */
+static guint
+coll_runs_as(guint a, const SimparCollGroup *g)
+{
+    return a == COLL_NVLS && !simpar_coll_nvls_usable(g, NULL, NULL) ? COLL_RING : a;
+}
 
 /* How many wire bytes a protocol moves per byte of data: NCCL's tuner scales the bandwidth of
  * (algorithm, protocol) by these (tuning.cc at 5067397c, ncclTopoTuneModel): ring LL x 0.5,
@@ -160,6 +169,10 @@ coll_wire(guint a, SimparCollKind kind, const SimparCollGroup *g, double bytes, 
     *q = *p;
     if (p->proto == SIMPAR_PROTO_NONE)
         return bytes;
+    if (a == COLL_NVLS) { /* NVLS runs Simple only (tuning.cc); its own efficiency (nvls.c) */
+        q->proto = SIMPAR_PROTO_SIMPLE;
+        return bytes;
+    }
     gboolean keep = g->net->links != NULL && p->proto == SIMPAR_PROTO_AUTO;
     gboolean one_node = TRUE;
     if (keep && coll_wire_known(a, kind, g, bytes, root, p, &q->proto, &one_node))
@@ -187,15 +200,17 @@ coll_wire(guint a, SimparCollKind kind, const SimparCollGroup *g, double bytes, 
                                        double bytes, guint root, const SimparCollParams *p)        \
     {                                                                                              \
         SimparCollParams q;                                                                        \
-        double wire = coll_wire(A, kind, g, bytes, root, p, &q);                                   \
-        return coll_raw[A].closed_form(kind, g, wire, root, &q);                                   \
+        guint a = coll_runs_as(A, g);                                                              \
+        double wire = coll_wire(a, kind, g, bytes, root, p, &q);                                   \
+        return coll_raw[a].closed_form(kind, g, wire, root, &q);                                   \
     }                                                                                              \
     static void prefix##_expand(SimparCollKind kind, const SimparCollGroup *g, double bytes,       \
                                 guint root, const SimparCollParams *p, SimparExpansion *out)       \
     {                                                                                              \
         SimparCollParams q;                                                                        \
-        double wire = coll_wire(A, kind, g, bytes, root, p, &q);                                   \
-        coll_raw[A].expand(kind, g, wire, root, &q, out);                                          \
+        guint a = coll_runs_as(A, g);                                                              \
+        double wire = coll_wire(a, kind, g, bytes, root, p, &q);                                   \
+        coll_raw[a].expand(kind, g, wire, root, &q, out);                                          \
     }
 
 COLL_ENTRIES(COLL_RING, coll_ring)
@@ -203,6 +218,7 @@ COLL_ENTRIES(COLL_TREE, coll_tree)
 COLL_ENTRIES(COLL_CHAIN, coll_chain)
 COLL_ENTRIES(COLL_HIERARCHICAL, coll_hier)
 COLL_ENTRIES(COLL_PAIRWISE, coll_pairwise)
+COLL_ENTRIES(COLL_NVLS, coll_nvls)
 
 static void
 coll_ring_eval_idle(SimparCollKind kind, const SimparCollGroup *g, double bytes,
@@ -240,6 +256,11 @@ static const SimparCollAlgo coll_algos[] = {
     [COLL_PAIRWISE] = {"pairwise", "n-1 rounds, round r sends S/n to member m+r",
                        SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_TO_ALL), coll_pairwise_expand,
                        coll_pairwise_closed_form},
+    [COLL_NVLS] = {"nvls",
+                   "NVLink SHARP on one NVSwitch node that has it: S(n+1)/n each way per GPU "
+                   "(else the ring)",
+                   SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_REDUCE), coll_nvls_expand,
+                   coll_nvls_closed_form},
 };
 
 SimparProto
@@ -248,8 +269,15 @@ simpar_coll_proto(const SimparCollAlgo *algo, SimparCollKind kind, const SimparC
 {
     g_return_val_if_fail(algo >= coll_algos && algo < coll_algos + N_COLL_ALGOS, SIMPAR_PROTO_NONE);
     SimparCollParams q;
-    coll_wire((guint) (algo - coll_algos), kind, g, bytes, root, p, &q);
+    coll_wire(coll_runs_as((guint) (algo - coll_algos), g), kind, g, bytes, root, p, &q);
     return q.proto;
+}
+
+const SimparCollAlgo *
+simpar_coll_runs_as(const SimparCollAlgo *algo, const SimparCollGroup *g)
+{
+    g_return_val_if_fail(algo >= coll_algos && algo < coll_algos + N_COLL_ALGOS, algo);
+    return &coll_algos[coll_runs_as((guint) (algo - coll_algos), g)];
 }
 
 const SimparCollAlgo *
@@ -290,11 +318,15 @@ simpar_coll_choose(SimparCollKind kind, const SimparCollGroup *g, double bytes,
 
     switch (kind) {
     case SIMPAR_COLL_ALL_REDUCE: {
-        /* NCCL's tuner keeps the cheapest (algo, proto); here the protocol is given, so only
-         * ring and tree compete. Ties go to ring, NCCL's default. */
+        /* NCCL's tuner keeps the cheapest (algo, proto): ring, tree, and NVLS where the group
+         * can use it. Ties go to ring, NCCL's default, then tree. */
         double ring = coll_ring_closed_form(kind, g, bytes, 0, p);
         double tree = coll_tree_closed_form(kind, g, bytes, 0, p);
-        return &coll_algos[tree < ring ? COLL_TREE : COLL_RING];
+        guint best = tree < ring ? COLL_TREE : COLL_RING;
+        if (simpar_coll_nvls_usable(g, NULL, NULL) &&
+            coll_nvls_closed_form(kind, g, bytes, 0, p) < MIN(ring, tree))
+            best = COLL_NVLS;
+        return &coll_algos[best];
     }
     case SIMPAR_COLL_BROADCAST:
     case SIMPAR_COLL_REDUCE:

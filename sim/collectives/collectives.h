@@ -1,6 +1,6 @@
 /* collectives.h - collective algorithms: each one a p2p expansion and a closed form.
  *
- * One file per algorithm (ring.c, tree.c, chain.c, hierarchical.c, pairwise.c) exports a
+ * One file per algorithm (ring.c, tree.c, chain.c, hierarchical.c, pairwise.c, nvls.c) gives a
  * SimparCollAlgo; collectives.c holds the table, the expansion container, the idle-network
  * evaluator of an expansion and the NCCL-like default choice.
  *
@@ -111,7 +111,7 @@ void simpar_expansion_xfer_timed(SimparExpansion *e, guint peer, gboolean send, 
 void simpar_expansion_end(SimparExpansion *e);
 
 typedef struct {
-    const char *name; /* "ring", "tree", "chain", "hierarchical", "pairwise" */
+    const char *name; /* "ring", "tree", "chain", "hierarchical", "pairwise", "nvls" */
     const char *description;
     guint kinds; /* bit (1u << SimparCollKind) for each kind it implements */
     void (*expand)(SimparCollKind kind, const SimparCollGroup *g, double bytes, guint root,
@@ -154,11 +154,18 @@ guint simpar_coll_ring_channels(const SimparCollGroup *g, double bytes);
  * link figures change (calibration). */
 void simpar_coll_forget(void);
 
+/* TRUE when "nvls" runs as NVLink SHARP on `g` (every member on one node that has it, at
+ * least two members; nvls.c), with the smallest efficiency and largest latency of its GPUs
+ * (either pointer may be NULL); FALSE when it would run the ring. */
+gboolean simpar_coll_nvls_usable(const SimparCollGroup *g, double *eff, double *lat_s);
+/* The algorithm that runs when `algo` is asked for on `g`: "nvls" is the ring where it is not
+ * usable; every other algorithm is itself. */
+const SimparCollAlgo *simpar_coll_runs_as(const SimparCollAlgo *algo, const SimparCollGroup *g);
 const SimparCollAlgo *simpar_coll_algos(guint *n); /* (transfer none) */
 /* "auto" returns NULL with no error: the caller then uses simpar_coll_choose(). */
 gboolean simpar_coll_algo_lookup(const char *name, const SimparCollAlgo **out, GError **error);
 /* The NCCL-like default: the algorithm of smallest closed-form time among those NCCL would
- * consider for this kind (all-reduce: ring or tree; all-gather / reduce-scatter: ring;
+ * consider for this kind (all-reduce: ring, tree, and nvls where it is usable; all-gather / reduce-scatter: ring;
  * broadcast / reduce: chain; all-to-all: pairwise). Never NULL. */
 const SimparCollAlgo *simpar_coll_choose(SimparCollKind kind, const SimparCollGroup *g,
                                          double bytes, const SimparCollParams *p);
