@@ -112,6 +112,7 @@ static const char *const gpu_other_keys[] = {
     "inter_node_bandwidth_Bps",
     "inter_node_latency_s",
     "fabric_bandwidth_Bps",
+    "nvls_latency_s",
     "source",
     "fit",
 };

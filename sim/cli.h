@@ -16,8 +16,10 @@
  */
 #ifndef SIMPAR_CLI_H
 #define SIMPAR_CLI_H
+#include "backend.h"
 #include "generators.h"
 #include "job.h"
+#include "platform.h"
 #include <json-glib/json-glib.h>
 G_BEGIN_DECLS
 
@@ -43,6 +45,19 @@ gboolean simpar_cmd_predict(int argc, char **argv, GError **error);
 gboolean simpar_cmd_collective(int argc, char **argv, GError **error);
 gboolean simpar_cmd_validate(int argc, char **argv, GError **error);
 gboolean simpar_cmd_calibrate(int argc, char **argv, GError **error);
+/* What simpar collective runs for one size (cmd-collective.c): the collective `kind` of `size`
+ * bytes (rounded to whole fp32 elements per member) on the platform's first n GPUs, run by
+ * `backend` with `base`'s algorithm, parameters and mode; returns its time. */
+typedef struct {
+    double bytes, count;     /* the size S run and its elements */
+    const char *algo, *proto; /* what ran (static) */
+} SimparCollResult;
+double simpar_collective_time(const SimparPlatform *platform, const SimparBackend *backend,
+                              const SimparRun *base, SimparCollKind kind, guint n, double size,
+                              SimparCollResult *out);
+/* simpar calibrate --nccl-tests LOG... --topology FILE -o CALIB.json (calibrate-nccl.c). */
+gboolean simpar_calibrate_nccl_tests(char **logs, const char *topology, const char *output,
+                                     GError **error);
 gboolean simpar_cmd_sweep(int argc, char **argv, GError **error);
 gboolean simpar_cmd_plot(int argc, char **argv, GError **error);
 /* Ends the Chrome trace `b` (an object with an open "traceEvents" array) and writes it. */

@@ -331,6 +331,7 @@ fit_links(GArray *colls, LinkParams *out)
 
 typedef struct {
     char *measured, *output, *topology;
+    char **nccl_tests;
     SimparBench *bench;
     ComputeFit fit;
     ComputeParams compute;
@@ -342,6 +343,7 @@ static void
 calibrate_clear(Calibrate *c)
 {
     g_free(c->measured), g_free(c->output), g_free(c->topology);
+    g_strfreev(c->nccl_tests);
     g_clear_pointer(&c->bench, simpar_bench_free);
     if (c->fit.kernels != NULL)
         g_array_free(c->fit.kernels, TRUE);
@@ -389,12 +391,14 @@ calibrate_platform(Calibrate *c, GError **error)
 static gboolean
 calibrate_resolve(Calibrate *c, GError **error)
 {
-    if (c->measured == NULL || c->output == NULL) {
+    if ((c->measured == NULL) == (c->nccl_tests == NULL) || c->output == NULL) {
         g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                    "simpar calibrate: --measured BENCH.json and -o CALIB.json are required (see "
-                    "simpar calibrate --help)");
+                    "simpar calibrate: --measured BENCH.json or --nccl-tests LOG (one of them) and "
+                    "-o CALIB.json are required (see simpar calibrate --help)");
         return FALSE;
     }
+    if (c->nccl_tests != NULL)
+        return TRUE;
     c->bench = simpar_bench_load(c->measured, error);
     if (c->bench == NULL)
         return FALSE;
@@ -616,7 +620,10 @@ static const char calibrate_summary[] =
     "memory bandwidth too for the host executor or without --topology) and the intra-node\n"
     "links (bandwidth and latency of a GPU-to-GPU route) to simpar-exec's microbenchmarks, by\n"
     "least squares of the relative error, and writes them as a calibration file for\n"
-    "simpar predict and simpar validate (--calibration).";
+    "simpar predict and simpar validate (--calibration).\n"
+    "With --nccl-tests, fits the platform's network figures (intra- and inter-node bandwidth\n"
+    "and latency, NVLink SHARP latency) to nccl-tests output instead, so that simpar collective\n"
+    "--calibration reproduces it.";
 
 gboolean
 simpar_cmd_calibrate(int argc, char **argv, GError **error)
@@ -627,8 +634,14 @@ simpar_cmd_calibrate(int argc, char **argv, GError **error)
          "BENCH.json written by simpar-exec --bench ... -o FILE", "BENCH.json"},
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &c.output, "Calibration file to write",
          "CALIB.json"},
+        {"nccl-tests", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &c.nccl_tests,
+         "Output of an nccl-tests run (all_reduce_perf, all_gather_perf, reduce_scatter_perf, "
+         "alltoall_perf, broadcast_perf, reduce_perf, sendrecv_perf); repeat for several: fits "
+         "the --topology platform's link figures",
+         "LOG"},
         {"topology", 't', 0, G_OPTION_ARG_FILENAME, &c.topology,
-         "Platform whose GPU 0 gives the peaks and memory bandwidth (not for the host executor)",
+         "Platform whose GPU 0 gives the peaks and memory bandwidth (not for the host executor); "
+         "with --nccl-tests, the platform whose links are fitted",
          "FILE"},
         G_OPTION_ENTRY_NULL,
     };
@@ -638,7 +651,9 @@ simpar_cmd_calibrate(int argc, char **argv, GError **error)
     g_option_context_add_main_entries(ctx, entries, NULL);
     gboolean ok = simpar_cli_parse(ctx, "simpar calibrate", &argc, &argv, error) &&
                   calibrate_resolve(&c, error);
-    if (ok) {
+    if (ok && c.nccl_tests != NULL) {
+        ok = simpar_calibrate_nccl_tests(c.nccl_tests, c.topology, c.output, error);
+    } else if (ok) {
         if (c.bench->gemm->len + c.fit.kernels->len > 0)
             fit_compute(&c.fit, &c.compute);
         fit_links(c.colls, &c.links);

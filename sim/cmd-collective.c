@@ -13,6 +13,7 @@
 
 typedef struct {
     char *topology, *op_name, *algo_name, *backend_name, *coll_mode_name, *proto_name;
+    char *calibration;
     char *bytes, *min_bytes, *max_bytes;
     gint64 gpus;
     gboolean json;
@@ -129,11 +130,10 @@ collective_resolve(Collective *c, GError **error)
 /* One collective per GPU, in one group of n, as a schedule; *actual gets the size S it moves
  * (bytes rounded to whole fp32 elements per member). */
 static SimparSchedule *
-collective_schedule(const Collective *c, guint n, double bytes, double *actual)
+collective_schedule(SimparCollKind kind, guint n, double bytes, double *actual)
 {
-    gboolean per_member = c->kind == SIMPAR_COLL_ALL_GATHER ||
-                          c->kind == SIMPAR_COLL_REDUCE_SCATTER ||
-                          c->kind == SIMPAR_COLL_ALL_TO_ALL;
+    gboolean per_member = kind == SIMPAR_COLL_ALL_GATHER || kind == SIMPAR_COLL_REDUCE_SCATTER ||
+                          kind == SIMPAR_COLL_ALL_TO_ALL;
     gsize count = MAX(1, (gsize) (bytes / 4 / (per_member ? n : 1)));
     *actual = (double) count * 4 * (per_member ? n : 1);
     SimparSchedule *s = simpar_schedule_new(n, SIMPAR_DTYPE_FP32);
@@ -143,8 +143,8 @@ collective_schedule(const Collective *c, guint n, double bytes, double *actual)
     guint g = simpar_schedule_add_group(s, "coll", ranks, n);
     for (guint r = 0; r < n; r++) {
         gsize elems = count * (per_member ? n : 1);
-        SimparOp op = {.kind = SIMPAR_OP_COLLECTIVE, .rank = r, .name = collective_ops[c->kind]};
-        op.u.coll = (SimparColl){c->kind,
+        SimparOp op = {.kind = SIMPAR_OP_COLLECTIVE, .rank = r, .name = collective_ops[kind]};
+        op.u.coll = (SimparColl){kind,
                                  g,
                                  count,
                                  0,
@@ -161,34 +161,45 @@ typedef struct {
     const char *algo, *proto;
 } CollectiveRow;
 
-static void
-collective_run_size(const Collective *c, const SimparPlatform *platform, guint n, double size,
-                    CollectiveRow *row)
+double
+simpar_collective_time(const SimparPlatform *platform, const SimparBackend *backend,
+                       const SimparRun *base, SimparCollKind kind, guint n, double size,
+                       SimparCollResult *out)
 {
-    g_autoptr(SimparSchedule) s = collective_schedule(c, n, size, &row->bytes);
+    g_autoptr(SimparSchedule) s = collective_schedule(kind, n, size, &out->bytes);
     const SimparOp *op = simpar_schedule_op(s, 0);
-    row->count = (double) op->u.coll.count;
+    out->count = (double) op->u.coll.count;
     g_autofree guint *gpus = g_new(guint, n);
     for (guint i = 0; i < n; i++)
         gpus[i] = i;
     g_autofree double *compute = g_new0(double, simpar_schedule_n_ops(s));
-    SimparRun run = c->run;
+    SimparRun run = *base;
     run.sched = s, run.n_layers = 1, run.gpus = gpus;
     run.net = simpar_platform_net(platform), run.compute_s = compute;
     g_autofree SimparSpan *spans = g_new(SimparSpan, simpar_schedule_n_ops(s));
-    c->backend->run(&run, spans);
-    row->time_s = 0;
+    backend->run(&run, spans);
+    double time_s = 0;
     for (guint i = 0; i < n; i++)
-        row->time_s = MAX(row->time_s, spans[i].end);
+        time_s = MAX(time_s, spans[i].end);
+    SimparCollGroup group = {n, gpus, run.net};
+    const SimparCollAlgo *algo = run.algo != NULL
+                                     ? simpar_coll_runs_as(run.algo, &group)
+                                     : simpar_coll_choose(kind, &group, out->bytes, &run.coll);
+    out->algo = algo->name;
+    out->proto =
+        simpar_nccl_proto_name(simpar_coll_proto(algo, kind, &group, out->bytes, 0, &run.coll));
+    return time_s;
+}
+
+static void
+collective_run_size(const Collective *c, const SimparPlatform *platform, guint n, double size,
+                    CollectiveRow *row)
+{
+    SimparCollResult r;
+    row->time_s = simpar_collective_time(platform, c->backend, &c->run, c->kind, n, size, &r);
+    row->bytes = r.bytes, row->count = r.count, row->algo = r.algo, row->proto = r.proto;
     row->algbw = row->bytes / row->time_s / 1e9;
     row->busbw = row->algbw * simpar_coll_busbw_factor(c->kind, n);
-    SimparCollGroup group = {n, gpus, run.net};
-    gboolean forced = run.algo != NULL;
-    const SimparCollAlgo *algo = forced ? simpar_coll_runs_as(run.algo, &group)
-                                        : simpar_coll_choose(c->kind, &group, row->bytes, &run.coll);
-    row->algo = algo->name;
-    row->proto =
-        simpar_nccl_proto_name(simpar_coll_proto(algo, c->kind, &group, row->bytes, 0, &run.coll));
 }
 
 static void
@@ -237,6 +248,11 @@ collective_job(const SimparPlatform *platform, gpointer data, GString *out, GErr
                     "--gpus %" G_GINT64_FORMAT ": %s has only %u GPUs", c->gpus, c->topology, have);
         return FALSE;
     }
+    SimparGpu keys; /* the file's keys checked as simpar predict checks them */
+    simpar_gpu_init(&keys);
+    if (c->calibration != NULL && (!simpar_gpu_load_calibration(&keys, c->calibration, error) ||
+                                   !simpar_platform_calibrate_links(platform, c->calibration, error)))
+        return FALSE;
     g_autoptr(GArray) rows = g_array_new(FALSE, FALSE, sizeof(CollectiveRow));
     for (double size = c->lo; size <= c->hi; size *= 2) {
         CollectiveRow row;
@@ -291,6 +307,9 @@ simpar_cmd_collective(int argc, char **argv, GError **error)
          "NCCL protocol: auto (default; the fastest per size, as NCCL's tuner picks), ll, "
          "ll128, simple (its latencies and wire efficiency), none (the network alone)",
          "P"},
+        {"calibration", 0, 0, G_OPTION_ARG_FILENAME, &c.calibration,
+         "Calibration file whose link figures replace the platform's (simpar calibrate)",
+         "CALIB.json"},
         {"json", 0, 0, G_OPTION_ARG_NONE, &c.json,
          "Print a JSON list: bytes, count, time_s, algbw_GBps, busbw_GBps, algo, proto", NULL},
         G_OPTION_ENTRY_NULL,
@@ -308,6 +327,6 @@ simpar_cmd_collective(int argc, char **argv, GError **error)
         fputs(out->str, stdout);
     g_free(c.topology), g_free(c.op_name), g_free(c.algo_name), g_free(c.backend_name);
     g_free(c.coll_mode_name), g_free(c.proto_name), g_free(c.bytes), g_free(c.min_bytes);
-    g_free(c.max_bytes);
+    g_free(c.max_bytes), g_free(c.calibration);
     return ok;
 }

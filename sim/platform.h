@@ -67,15 +67,6 @@ guint simpar_platform_n_gpus(const SimparPlatform *p);
 const SimparNet *simpar_platform_net(const SimparPlatform *p); /* (transfer none) */
 /* The figures of GPU `gpu` from its host properties (defaults for the model parameters). */
 gboolean simpar_platform_gpu(const SimparPlatform *p, guint gpu, SimparGpu *out, GError **error);
-/* Applies the link keys of a calibration file (README, calibrate): every link on a route
- * between two GPUs of one node (both directions) gets intra_node_bandwidth_Bps and every other
- * link inter_node_bandwidth_Bps, but for the trunks of a generated fabric ("spine-..."), which
- * keep their share (scaled as the route between nodes 0 and 1) unless fabric_bandwidth_Bps
- * gives theirs; the route latencies intra_node_latency_s (between a node's first two GPUs) and
- * inter_node_latency_s (the inter-node links between the first GPUs of nodes 0 and 1) are split
- * evenly over those routes' links. Keys not given leave the links as they are. Both backends see
- * the result: SimGrid's links and the routes of simpar_platform_net(); the collectives' kept
- * plans are forgotten. */
 /* Appends the SimGrid links (sg_link_t, one per direction) of the route src -> dst of a net
  * from simpar_platform_net(); FALSE, appending nothing, for any other net. */
 gboolean simpar_platform_route_links(const SimparNet *net, guint src, guint dst, GPtrArray *out);
@@ -88,7 +79,32 @@ gint simpar_platform_route_shape(const SimparNet *net, guint src, guint dst);
 /* Scales the bandwidth of every fabric link ("spine-...") by `factor`; a factor of 1 restores
  * what the last other factor scaled. In the child, between runs; FALSE for other nets. */
 gboolean simpar_platform_scale_fabric(const SimparNet *net, double factor);
+/* The network figures of a calibration file (0: the platform's own stays). */
+typedef struct {
+    double intra_bw_Bps, intra_lat_s; /* intra_node_bandwidth_Bps, intra_node_latency_s */
+    double inter_bw_Bps, inter_lat_s; /* inter_node_bandwidth_Bps, inter_node_latency_s */
+    double fabric_bw_Bps;             /* fabric_bandwidth_Bps */
+    double nvls_lat_s;                /* nvls_latency_s: of every GPU that has NVLink SHARP */
+} SimparNetFigures;
+
+/* Applies the link keys of a calibration file (README, calibrate): every link on a route
+ * between two GPUs of one node (both directions) gets intra_node_bandwidth_Bps and every other
+ * link inter_node_bandwidth_Bps, but for the trunks of a generated fabric ("spine-..."), which
+ * keep their share (scaled as the route between nodes 0 and 1) unless fabric_bandwidth_Bps
+ * gives theirs; the route latencies intra_node_latency_s (between a node's first two GPUs) and
+ * inter_node_latency_s (the inter-node links between the first GPUs of nodes 0 and 1) are split
+ * evenly over those routes' links; nvls_latency_s is the NVLink SHARP latency of every GPU
+ * that has it. Keys not given leave the links as they are. Both backends see
+ * the result: SimGrid's links and the routes of simpar_platform_net(); the collectives' kept
+ * plans are forgotten. */
 gboolean simpar_platform_calibrate_links(const SimparPlatform *p, const char *path, GError **error);
+/* The same from figures in memory (in the child, between runs). */
+void simpar_platform_set_net_figures(const SimparPlatform *p, const SimparNetFigures *f);
+/* The platform's figures as they stand: the route between GPUs 0 and 1 when they share a node
+ * (intra); the inter-node links of the route from GPU 0 to the first GPU of the next node
+ * (inter: their smallest bandwidth, their summed latency); GPU 0's NVLS latency; 0 where there
+ * is none. fabric_bw_Bps is left 0. */
+void simpar_platform_net_figures(const SimparPlatform *p, SimparNetFigures *out);
 
 G_END_DECLS
 #endif /* SIMPAR_PLATFORM_H */

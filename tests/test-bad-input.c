@@ -22,6 +22,12 @@
 #define GPU_PROPS                                                                                  \
     "<prop id=\"peak_fp32_flops\" value=\"15e12\"/><prop id=\"mem_bandwidth_Bps\" "                \
     "value=\"900e9\"/><prop id=\"mem_bytes\" value=\"17179869184\"/>"
+/* An nccl-tests header: all_reduce_perf on 8 ranks of one host (lines 1-3). */
+#define NCCL_RANKS                                                                                 \
+    "# Collective test starting: all_reduce_perf\n#  Rank 0 Group 0 Pid 1 on h device 0\n#  Rank "   \
+    "1 Group 0 Pid 1 on h device 1\n#  Rank 2 Group 0 Pid 1 on h device 2\n#  Rank 3 Group 0 "   \
+    "Pid 1 on h device 3\n#  Rank 4 Group 0 Pid 1 on h device 4\n#  Rank 5 Group 0 Pid 1 on h "   \
+    "device 5\n#  Rank 6 Group 0 Pid 1 on h device 6\n#  Rank 7 Group 0 Pid 1 on h device 7\n"
 #define GPU(n, g) "<host id=\"node" #n "-gpu" #g "\" speed=\"15Tf\">" GPU_PROPS "</host>\n"
 
 typedef struct {
@@ -274,6 +280,51 @@ static const BadCase cases[] = {
      "--topology " V100 " --model tiny --tp-mode 1d --calibration @/none.json",
      1,
      {"@/none.json"}},
+
+    /* ---- nccl-tests logs: calibrate --nccl-tests LOG */
+    {"nccl-tests",
+     "l.txt",
+     "# Collective test starting: all_reduce_perf\n   1024 256 float sum -1 10.00 0.10 0.18 0 "
+     "10.00 0.10 0.18 0\n",
+     NULL,
+     "calibrate --nccl-tests @/l.txt --topology " V100 " -o @/c.json",
+     1,
+     {"--nccl-tests @/l.txt", "it lacks two \"#  Rank R ... on HOST\" lines or more"}},
+    {"nccl-tests",
+     "l.txt",
+     "# Collective test starting: all_to_all_perf\n",
+     NULL,
+     "calibrate --nccl-tests @/l.txt --topology " V100 " -o @/c.json",
+     1,
+     {"--nccl-tests @/l.txt", "line 1 names the test \"all_to_all_perf\"", "alltoall_perf"}},
+    {"nccl-tests",
+     "l.txt",
+     NCCL_RANKS "   1024 256 float sum -1 10.00 9.00 0.18 0 10.00 0.10 0.18 0\n",
+     NULL,
+     "calibrate --nccl-tests @/l.txt --topology " V100 " -o @/c.json",
+     1,
+     {"--nccl-tests @/l.txt", "line 10 is not a row", "time and algbw must agree"}},
+    {"nccl-tests",
+     "l.txt",
+     NCCL_RANKS "   1024 256 float sum -1 10.00 0.10 0.18 0 10.00 0.10 0.18 0\n",
+     NULL,
+     "calibrate --nccl-tests @/l.txt --topology " V100 " -o @/c.json",
+     1,
+     {"--nccl-tests @/l.txt", "8 ranks on 1 node,", "8 GPUs per node"}},
+    {"nccl-tests",
+     "l.txt",
+     NCCL_RANKS "   1024 256 float sum -1 10.00 0.10 0.18 0 10.00 0.10 0.18 0\n",
+     NULL,
+     "calibrate --nccl-tests @/l.txt --measured @/l.txt -o @/c.json",
+     2,
+     {"--measured BENCH.json or --nccl-tests LOG (one of them)"}},
+    {"nccl-tests",
+     "l.txt",
+     NCCL_RANKS "   1024 256 float sum -1 10.00 0.10 0.18 0 10.00 0.10 0.18 0\n",
+     NULL,
+     "calibrate --nccl-tests @/l.txt -o @/c.json",
+     2,
+     {"--topology FILE", "are required"}},
 
     /* ---- measured runs: validate --measured RUN.json */
     {"measured",

@@ -706,6 +706,135 @@ test_calibrate_gpu(void)
     run_ok(args, FALSE);
 }
 
+/* ------------------------------------------------------------------ nccl-tests logs */
+
+typedef struct {
+    const char *op, *test;
+    guint gpus, nodes;
+} NcclCase;
+
+/* The rows simpar collective prints for `c` on `platform` (with `calibration` when given), one
+ * per size from 64 KiB to 256 MiB (transfer full). */
+static JsonArray *
+nccl_simpar_rows(const NcclCase *c, const char *platform, const char *calibration)
+{
+    g_autofree char *args = g_strdup_printf(
+        "collective --topology %s --op %s --gpus %u --min-bytes 64K --max-bytes 256M --backend "
+        "analytic --json%s%s",
+        platform, c->op, c->gpus, calibration != NULL ? " --calibration " : "",
+        calibration != NULL ? calibration : "");
+    g_autoptr(JsonNode) root = run_ok(args, TRUE);
+    return json_array_ref(json_node_get_array(root));
+}
+
+/* The rows as nccl-tests prints them: a header with the test and one rank line per GPU (hosts
+ * node-major), then size, count, type, redop, root, time (us, 2 decimals), algbw, busbw,
+ * #wrong, out of place and in place. */
+static char *
+nccl_log_text(const NcclCase *c, JsonArray *rows)
+{
+    GString *t = g_string_new("# nccl-tests version 2.13.8 nccl-headers=21903 nccl-library=21903\n");
+    g_string_append_printf(t, "# Collective test starting: %s\n# Using devices\n", c->test);
+    for (guint r = 0; r < c->gpus; r++)
+        g_string_append_printf(t, "#  Rank %2u Group  0 Pid %5u on node-%u device  %u [0x1b] H100\n",
+                               r, 100 + r, r / (c->gpus / c->nodes), r % (c->gpus / c->nodes));
+    g_string_append(t, "#  size count type redop root time algbw busbw #wrong time algbw busbw "
+                       "#wrong\nsome MPI warning between the rows\n");
+    for (guint i = 0; i < json_array_get_length(rows); i++) {
+        JsonObject *o = json_array_get_object_element(rows, i);
+        double bytes = json_object_get_double_member(o, "bytes");
+        double us = json_object_get_double_member(o, "time_s") * 1e6;
+        double algbw = bytes / us / 1e3, busbw = json_object_get_double_member(o, "busbw_GBps");
+        g_string_append_printf(t, "%12.0f %12.0f float sum -1 %8.2f %7.2f %7.2f 0 %8.2f %7.2f "
+                                  "%7.2f N/A\n",
+                               bytes, json_object_get_double_member(o, "count"), us, algbw, busbw,
+                               us, algbw, busbw);
+    }
+    return g_string_free(t, FALSE);
+}
+
+/* Logs that simpar collective itself printed with known figures: calibrate --nccl-tests gives
+ * them back within 1%, and fed back the fit reproduces every row within 1% busbw. The public
+ * DGX H100 log (bench/fidelity/logs): every row of 8 MiB and up within 5% after the fit. */
+static void
+test_calibrate_nccl(void)
+{
+    g_autofree char *platform = tmp_path("h100x2.xml"), *truth = tmp_path("nccl-truth.json");
+    g_autofree char *fit = tmp_path("nccl-fit.json");
+    g_autofree char *topo = g_strdup_printf("topology --preset dgx-h100 --nodes 2 -o %s", platform);
+    run_ok(topo, FALSE);
+    g_assert(g_file_set_contents(truth,
+                                 "{\"intra_node_bandwidth_Bps\": 250e9, \"intra_node_latency_s\": "
+                                 "2e-6, \"inter_node_bandwidth_Bps\": 30e9, "
+                                 "\"inter_node_latency_s\": 4e-6, \"nvls_latency_s\": 90e-6}",
+                                 -1, NULL));
+    const NcclCase cases[] = {{"allreduce", "all_reduce_perf", 8, 1},
+                              {"allreduce", "all_reduce_perf", 16, 2},
+                              {"allgather", "all_gather_perf", 16, 2}};
+    g_autoptr(GString) args = g_string_new("calibrate");
+    JsonArray *made[G_N_ELEMENTS(cases)];
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        made[i] = nccl_simpar_rows(&cases[i], platform, truth);
+        g_autofree char *log = g_strdup_printf("%s/nccl-%u.txt", tmpdir, i);
+        g_autofree char *text = nccl_log_text(&cases[i], made[i]);
+        g_assert(g_file_set_contents(log, text, -1, NULL));
+        g_string_append_printf(args, " --nccl-tests %s", log);
+    }
+    g_string_append_printf(args, " --topology %s -o %s", platform, fit);
+    run_ok(args->str, FALSE);
+    g_autoptr(JsonParser) parser = json_parser_new();
+    g_assert(json_parser_load_from_file(parser, fit, NULL));
+    JsonObject *o = json_node_get_object(json_parser_get_root(parser));
+    check_figure(o, "intra_node_bandwidth_Bps", 250e9);
+    check_figure(o, "intra_node_latency_s", 2e-6);
+    check_figure(o, "inter_node_bandwidth_Bps", 30e9);
+    check_figure(o, "inter_node_latency_s", 4e-6);
+    check_figure(o, "nvls_latency_s", 90e-6);
+    JsonObject *f = json_object_get_object_member(json_object_get_object_member(o, "fit"),
+                                                  "nccl_tests");
+    CU_ASSERT_EQUAL(json_object_get_int_member(f, "points"), 3 * 13);
+    CU_ASSERT_TRUE(json_object_get_double_member(f, "max_rel_error") < 0.01);
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) { /* fed back */
+        g_autoptr(JsonArray) rows = nccl_simpar_rows(&cases[i], platform, fit);
+        CU_ASSERT_EQUAL_FATAL(json_array_get_length(rows), json_array_get_length(made[i]));
+        for (guint r = 0; r < json_array_get_length(rows); r++) {
+            double got = json_object_get_double_member(json_array_get_object_element(rows, r),
+                                                       "busbw_GBps");
+            double want = json_object_get_double_member(json_array_get_object_element(made[i], r),
+                                                        "busbw_GBps");
+            if (!(fabs(got / want - 1) < 0.01))
+                printf("\n    %s on %u GPUs, row %u: busbw %g, log %g", cases[i].op,
+                       cases[i].gpus, r, got, want);
+            CU_ASSERT_TRUE(fabs(got / want - 1) < 0.01);
+        }
+        json_array_unref(made[i]);
+    }
+
+    /* the public log: within 5% from 8 MiB up once fitted */
+    g_autofree char *one = tmp_path("h100x1.xml"), *dgxc = tmp_path("dgxc-fit.json");
+    g_autofree char *topo1 = g_strdup_printf("topology --preset dgx-h100 --nodes 1 -o %s", one);
+    run_ok(topo1, FALSE);
+    g_autofree char *cal = g_strdup_printf(
+        "calibrate --nccl-tests bench/fidelity/logs/dgxc-h100x8-all_reduce_perf.txt --topology %s "
+        "-o %s",
+        one, dgxc);
+    SimparCliRun r = simpar_cli_run(cal);
+    CU_ASSERT_EQUAL_FATAL(r.status, 0);
+    guint checked = 0;
+    g_auto(GStrv) lines = g_strsplit(r.out, "\n", -1);
+    for (guint i = 0; lines[i] != NULL; i++) {
+        double size, measured, fitted;
+        if (sscanf(lines[i], "%lf %lf %lf", &size, &measured, &fitted) != 3 || size < 8 << 20)
+            continue;
+        if (!(fabs(fitted / measured - 1) < 0.05))
+            printf("\n    dgxc %s", lines[i]);
+        CU_ASSERT_TRUE(fabs(fitted / measured - 1) < 0.05);
+        checked++;
+    }
+    CU_ASSERT_EQUAL(checked, 12); /* 8 MiB .. 16 GiB */
+    simpar_cli_run_clear(&r);
+}
+
 /* The host executor: no platform figures; the peak (every dtype) and bandwidth are fitted. */
 static void
 test_calibrate_host(void)
@@ -825,6 +954,9 @@ static CU_TestInfo validate_tests[] = {
      test_validate_refusals},
     {"calibrate recovers a GPU's figures and links within 1%", test_calibrate_gpu},
     {"calibrate recovers the host's peak, bandwidth and links within 1%", test_calibrate_host},
+    {"calibrate --nccl-tests recovers the figures of simpar's own logs within 1% and reproduces "
+     "them; the public DGX H100 log within 5% from 8 MiB",
+     test_calibrate_nccl},
     {"the host executor: bench, calibrate, run, validate", test_host_loop},
     CU_TEST_INFO_NULL,
 };

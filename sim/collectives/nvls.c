@@ -38,7 +38,8 @@ simpar_coll_nvls_usable(const SimparCollGroup *g, double *eff, double *lat_s)
     guint node = simpar_net_node(g->net, g->gpus[0]);
     for (guint m = 0; m < g->n; m++) {
         double e, l;
-        if (simpar_net_node(g->net, g->gpus[m]) != node || !g->net->nvls(g->net, g->gpus[m], &e, &l))
+        if (simpar_net_node(g->net, g->gpus[m]) != node ||
+            !g->net->nvls(g->net, g->gpus[m], &e, &l))
             return FALSE;
         e_min = MIN(e_min, e), l_max = MAX(l_max, l);
     }
