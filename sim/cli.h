@@ -45,13 +45,15 @@ gboolean simpar_cmd_predict(int argc, char **argv, GError **error);
 gboolean simpar_cmd_collective(int argc, char **argv, GError **error);
 gboolean simpar_cmd_validate(int argc, char **argv, GError **error);
 gboolean simpar_cmd_calibrate(int argc, char **argv, GError **error);
+
 /* What simpar collective runs for one size (cmd-collective.c): the collective `kind` of `size`
  * bytes (rounded to whole fp32 elements per member) on the platform's first n GPUs, run by
  * `backend` with `base`'s algorithm, parameters and mode; returns its time. */
 typedef struct {
-    double bytes, count;     /* the size S run and its elements */
+    double bytes, count;      /* the size S run and its elements */
     const char *algo, *proto; /* what ran (static) */
 } SimparCollResult;
+
 double simpar_collective_time(const SimparPlatform *platform, const SimparBackend *backend,
                               const SimparRun *base, SimparCollKind kind, guint n, double size,
                               SimparCollResult *out);

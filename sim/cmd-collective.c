@@ -250,8 +250,9 @@ collective_job(const SimparPlatform *platform, gpointer data, GString *out, GErr
     }
     SimparGpu keys; /* the file's keys checked as simpar predict checks them */
     simpar_gpu_init(&keys);
-    if (c->calibration != NULL && (!simpar_gpu_load_calibration(&keys, c->calibration, error) ||
-                                   !simpar_platform_calibrate_links(platform, c->calibration, error)))
+    if (c->calibration != NULL &&
+        (!simpar_gpu_load_calibration(&keys, c->calibration, error) ||
+         !simpar_platform_calibrate_links(platform, c->calibration, error)))
         return FALSE;
     g_autoptr(GArray) rows = g_array_new(FALSE, FALSE, sizeof(CollectiveRow));
     for (double size = c->lo; size <= c->hi; size *= 2) {

@@ -79,6 +79,7 @@ gint simpar_platform_route_shape(const SimparNet *net, guint src, guint dst);
 /* Scales the bandwidth of every fabric link ("spine-...") by `factor`; a factor of 1 restores
  * what the last other factor scaled. In the child, between runs; FALSE for other nets. */
 gboolean simpar_platform_scale_fabric(const SimparNet *net, double factor);
+
 /* The network figures of a calibration file (0: the platform's own stays). */
 typedef struct {
     double intra_bw_Bps, intra_lat_s; /* intra_node_bandwidth_Bps, intra_node_latency_s */

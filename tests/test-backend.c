@@ -31,11 +31,11 @@ test_crossbar(guint n, guint per_node, gboolean nvls)
                               "\"https://simgrid.org/simgrid.dtd\">\n<platform version=\"4.1\">\n"
                               "<zone id=\"world\" routing=\"Full\">\n");
     for (guint i = 0; i < n; i++) /* with nvls, node 0 has NVLink SHARP */
-        g_string_append_printf(x, "<host id=\"node%u-gpu%u\" speed=\"1Gf\"%s\n", i / per_node,
-                               i % per_node,
-                               nvls && i < per_node ? "><prop id=\"nvls_efficiency\" value=\"0.85\"/>"
-                                              "<prop id=\"nvls_latency_s\" value=\"2e-5\"/></host>"
-                                            : "/>");
+        g_string_append_printf(
+            x, "<host id=\"node%u-gpu%u\" speed=\"1Gf\"%s\n", i / per_node, i % per_node,
+            nvls && i < per_node ? "><prop id=\"nvls_efficiency\" value=\"0.85\"/>"
+                                   "<prop id=\"nvls_latency_s\" value=\"2e-5\"/></host>"
+                                 : "/>");
     for (guint i = 0; i < n; i++) /* the DTD wants every link before the first route */
         for (guint j = i + 1; j < n; j++)
             g_string_append_printf(x,

@@ -24,9 +24,9 @@
     "value=\"900e9\"/><prop id=\"mem_bytes\" value=\"17179869184\"/>"
 /* An nccl-tests header: all_reduce_perf on 8 ranks of one host (lines 1-3). */
 #define NCCL_RANKS                                                                                 \
-    "# Collective test starting: all_reduce_perf\n#  Rank 0 Group 0 Pid 1 on h device 0\n#  Rank "   \
-    "1 Group 0 Pid 1 on h device 1\n#  Rank 2 Group 0 Pid 1 on h device 2\n#  Rank 3 Group 0 "   \
-    "Pid 1 on h device 3\n#  Rank 4 Group 0 Pid 1 on h device 4\n#  Rank 5 Group 0 Pid 1 on h "   \
+    "# Collective test starting: all_reduce_perf\n#  Rank 0 Group 0 Pid 1 on h device 0\n#  Rank " \
+    "1 Group 0 Pid 1 on h device 1\n#  Rank 2 Group 0 Pid 1 on h device 2\n#  Rank 3 Group 0 "     \
+    "Pid 1 on h device 3\n#  Rank 4 Group 0 Pid 1 on h device 4\n#  Rank 5 Group 0 Pid 1 on h "    \
     "device 5\n#  Rank 6 Group 0 Pid 1 on h device 6\n#  Rank 7 Group 0 Pid 1 on h device 7\n"
 #define GPU(n, g) "<host id=\"node" #n "-gpu" #g "\" speed=\"15Tf\">" GPU_PROPS "</host>\n"
 

@@ -551,8 +551,8 @@ test_nvls(void)
             /* protocol NONE: the network alone */
             SimparCollParams none = p;
             none.proto = SIMPAR_PROTO_NONE;
-            CU_ASSERT_TRUE(close_to(nvls->closed_form(AR, &g, s, 0, &none),
-                                    A + s * (n + 1) / n / BW, 1e-12));
+            CU_ASSERT_TRUE(
+                close_to(nvls->closed_form(AR, &g, s, 0, &none), A + s * (n + 1) / n / BW, 1e-12));
         }
     }
     /* the default picks NVLS for 1 GiB in the node, ring or tree when small or across nodes */
@@ -630,10 +630,10 @@ nic_link_bw(const SimparNet *net, gconstpointer link)
 }
 
 static const NicNet one_nic = {FALSE}, nic_rails = {TRUE};
-static const SimparNet one_net = {nic_route,   nic_node, (gpointer) &one_nic,
-                                  nic_links,   nic_link_bw, NULL};
-static const SimparNet rail_net = {nic_route,   nic_node, (gpointer) &nic_rails,
-                                   nic_links,   nic_link_bw, NULL};
+static const SimparNet one_net = {nic_route, nic_node,    (gpointer) &one_nic,
+                                  nic_links, nic_link_bw, NULL};
+static const SimparNet rail_net = {nic_route, nic_node,    (gpointer) &nic_rails,
+                                   nic_links, nic_link_bw, NULL};
 
 /* Two transfers out of one node take twice as long through one NIC as through two; a transfer
  * alone on its links takes lat + bytes / bw of its route, bit for bit. */

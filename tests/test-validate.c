@@ -733,10 +733,12 @@ nccl_simpar_rows(const NcclCase *c, const char *platform, const char *calibratio
 static char *
 nccl_log_text(const NcclCase *c, JsonArray *rows)
 {
-    GString *t = g_string_new("# nccl-tests version 2.13.8 nccl-headers=21903 nccl-library=21903\n");
+    GString *t =
+        g_string_new("# nccl-tests version 2.13.8 nccl-headers=21903 nccl-library=21903\n");
     g_string_append_printf(t, "# Collective test starting: %s\n# Using devices\n", c->test);
     for (guint r = 0; r < c->gpus; r++)
-        g_string_append_printf(t, "#  Rank %2u Group  0 Pid %5u on node-%u device  %u [0x1b] H100\n",
+        g_string_append_printf(t,
+                               "#  Rank %2u Group  0 Pid %5u on node-%u device  %u [0x1b] H100\n",
                                r, 100 + r, r / (c->gpus / c->nodes), r % (c->gpus / c->nodes));
     g_string_append(t, "#  size count type redop root time algbw busbw #wrong time algbw busbw "
                        "#wrong\nsome MPI warning between the rows\n");
@@ -745,8 +747,9 @@ nccl_log_text(const NcclCase *c, JsonArray *rows)
         double bytes = json_object_get_double_member(o, "bytes");
         double us = json_object_get_double_member(o, "time_s") * 1e6;
         double algbw = bytes / us / 1e3, busbw = json_object_get_double_member(o, "busbw_GBps");
-        g_string_append_printf(t, "%12.0f %12.0f float sum -1 %8.2f %7.2f %7.2f 0 %8.2f %7.2f "
-                                  "%7.2f N/A\n",
+        g_string_append_printf(t,
+                               "%12.0f %12.0f float sum -1 %8.2f %7.2f %7.2f 0 %8.2f %7.2f "
+                               "%7.2f N/A\n",
                                bytes, json_object_get_double_member(o, "count"), us, algbw, busbw,
                                us, algbw, busbw);
     }
@@ -790,21 +793,21 @@ test_calibrate_nccl(void)
     check_figure(o, "inter_node_bandwidth_Bps", 30e9);
     check_figure(o, "inter_node_latency_s", 4e-6);
     check_figure(o, "nvls_latency_s", 90e-6);
-    JsonObject *f = json_object_get_object_member(json_object_get_object_member(o, "fit"),
-                                                  "nccl_tests");
+    JsonObject *f =
+        json_object_get_object_member(json_object_get_object_member(o, "fit"), "nccl_tests");
     CU_ASSERT_EQUAL(json_object_get_int_member(f, "points"), 3 * 13);
     CU_ASSERT_TRUE(json_object_get_double_member(f, "max_rel_error") < 0.01);
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) { /* fed back */
         g_autoptr(JsonArray) rows = nccl_simpar_rows(&cases[i], platform, fit);
         CU_ASSERT_EQUAL_FATAL(json_array_get_length(rows), json_array_get_length(made[i]));
         for (guint r = 0; r < json_array_get_length(rows); r++) {
-            double got = json_object_get_double_member(json_array_get_object_element(rows, r),
-                                                       "busbw_GBps");
+            double got =
+                json_object_get_double_member(json_array_get_object_element(rows, r), "busbw_GBps");
             double want = json_object_get_double_member(json_array_get_object_element(made[i], r),
                                                         "busbw_GBps");
             if (!(fabs(got / want - 1) < 0.01))
-                printf("\n    %s on %u GPUs, row %u: busbw %g, log %g", cases[i].op,
-                       cases[i].gpus, r, got, want);
+                printf("\n    %s on %u GPUs, row %u: busbw %g, log %g", cases[i].op, cases[i].gpus,
+                       r, got, want);
             CU_ASSERT_TRUE(fabs(got / want - 1) < 0.01);
         }
         json_array_unref(made[i]);

@@ -93,8 +93,8 @@ void simpar_coll_pairwise_expand(SimparCollKind kind, const SimparCollGroup *g, 
 double simpar_coll_pairwise_closed_form(SimparCollKind kind, const SimparCollGroup *g, double bytes,
                                         guint root, const SimparCollParams *p);
 
-void simpar_coll_nvls_expand(SimparCollKind kind, const SimparCollGroup *g, double bytes, guint root,
-                             const SimparCollParams *p, SimparExpansion *out);
+void simpar_coll_nvls_expand(SimparCollKind kind, const SimparCollGroup *g, double bytes,
+                             guint root, const SimparCollParams *p, SimparExpansion *out);
 double simpar_coll_nvls_closed_form(SimparCollKind kind, const SimparCollGroup *g, double bytes,
                                     guint root, const SimparCollParams *p);
 G_END_DECLS

@@ -165,8 +165,8 @@ const SimparCollAlgo *simpar_coll_algos(guint *n); /* (transfer none) */
 /* "auto" returns NULL with no error: the caller then uses simpar_coll_choose(). */
 gboolean simpar_coll_algo_lookup(const char *name, const SimparCollAlgo **out, GError **error);
 /* The NCCL-like default: the algorithm of smallest closed-form time among those NCCL would
- * consider for this kind (all-reduce: ring, tree, and nvls where it is usable; all-gather / reduce-scatter: ring;
- * broadcast / reduce: chain; all-to-all: pairwise). Never NULL. */
+ * consider for this kind (all-reduce: ring, tree, and nvls where it is usable; all-gather /
+ * reduce-scatter: ring; broadcast / reduce: chain; all-to-all: pairwise). Never NULL. */
 const SimparCollAlgo *simpar_coll_choose(SimparCollKind kind, const SimparCollGroup *g,
                                          double bytes, const SimparCollParams *p);
 /* The protocol `p` resolves to for this collective and algorithm (AUTO: the one of smallest
