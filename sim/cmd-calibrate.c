@@ -337,6 +337,8 @@ typedef struct {
     ComputeParams compute;
     GArray *colls; /* SimparBenchColl: the bench's of two GPUs or more */
     LinkParams links;
+    SimparGpu own;           /* --topology's GPU 0 as it stands (its compute figures too) */
+    double own_rms, own_max; /* the GEMMs' relative error with those figures */
 } Calibrate;
 
 static void
@@ -351,7 +353,8 @@ calibrate_clear(Calibrate *c)
         g_array_free(c->colls, TRUE);
 }
 
-/* In the platform's child: GPU 0's figures, as text "peak0 peak1 peak2 peak3 mem_bw". */
+/* In the platform's child: GPU 0's figures, as text "peak0 peak1 peak2 peak3 mem_bw
+ * gemm_eff_max gemm_half_dim launch_s" (the compute model's defaults where it gives none). */
 static gboolean
 calibrate_platform_job(const SimparPlatform *platform, gpointer data, GString *out, GError **error)
 {
@@ -359,10 +362,31 @@ calibrate_platform_job(const SimparPlatform *platform, gpointer data, GString *o
     SimparGpu gpu;
     if (!simpar_platform_gpu(platform, 0, &gpu, error))
         return FALSE;
+    SimparGpu defaults;
+    simpar_gpu_init(&defaults);
     for (guint d = 0; d <= SIMPAR_DTYPE_FP64; d++)
         g_string_append_printf(out, "%.17g ", gpu.peak_flops[d]);
-    g_string_append_printf(out, "%.17g", gpu.mem_bw_Bps);
+    g_string_append_printf(out, "%.17g %.17g %.17g %.17g", gpu.mem_bw_Bps,
+                           gpu.gemm_eff_max > 0 ? gpu.gemm_eff_max : defaults.gemm_eff_max,
+                           gpu.gemm_half_dim > 0 ? gpu.gemm_half_dim : defaults.gemm_half_dim,
+                           gpu.launch_s > 0 ? gpu.launch_s : defaults.launch_s);
     return TRUE;
+}
+
+/* The GEMMs' relative error with the platform's own figures (c->own). */
+static void
+calibrate_own_error(Calibrate *c)
+{
+    const GArray *gemm = c->bench->gemm;
+    double sum = 0;
+    c->own_max = 0;
+    for (guint i = 0; i < gemm->len; i++) {
+        const SimparBenchGemm *g = &g_array_index(gemm, SimparBenchGemm, i);
+        double t = simpar_compute_gemm_time(&c->own, g->dtype, g->m, g->n, g->k, g->batch);
+        double e = t / g->time_s - 1;
+        sum += e * e, c->own_max = MAX(c->own_max, fabs(e));
+    }
+    c->own_rms = gemm->len > 0 ? sqrt(sum / gemm->len) : 0;
 }
 
 static gboolean
@@ -372,10 +396,16 @@ calibrate_platform(Calibrate *c, GError **error)
     if (!simpar_platform_run(c->topology, calibrate_platform_job, NULL, out, error))
         return FALSE;
     g_auto(GStrv) v = g_strsplit(out->str, " ", -1);
-    g_assert(g_strv_length(v) == SIMPAR_DTYPE_FP64 + 2); /* written just above */
+    g_assert(g_strv_length(v) == SIMPAR_DTYPE_FP64 + 5); /* written just above */
     for (guint d = 0; d <= SIMPAR_DTYPE_FP64; d++)
         c->fit.platform.peak_flops[d] = g_ascii_strtod(v[d], NULL);
     c->fit.platform.mem_bw_Bps = g_ascii_strtod(v[SIMPAR_DTYPE_FP64 + 1], NULL);
+    simpar_gpu_init(&c->own);
+    memcpy(c->own.peak_flops, c->fit.platform.peak_flops, sizeof c->own.peak_flops);
+    c->own.mem_bw_Bps = c->fit.platform.mem_bw_Bps;
+    c->own.gemm_eff_max = g_ascii_strtod(v[SIMPAR_DTYPE_FP64 + 2], NULL);
+    c->own.gemm_half_dim = g_ascii_strtod(v[SIMPAR_DTYPE_FP64 + 3], NULL);
+    c->own.launch_s = g_ascii_strtod(v[SIMPAR_DTYPE_FP64 + 4], NULL);
     for (guint i = 0; i < c->bench->gemm->len; i++) {
         SimparDtype dt = g_array_index(c->bench->gemm, SimparBenchGemm, i).dtype;
         if (c->fit.platform.peak_flops[dt] <= 0) {
@@ -403,10 +433,12 @@ calibrate_resolve(Calibrate *c, GError **error)
     if (c->bench == NULL)
         return FALSE;
     const SimparBench *b = c->bench;
-    if (b->gemm->len < 3 && b->kernels->len < 2 && b->colls->len < 2) {
+    gboolean checked = c->topology != NULL && b->gemm->len > 0; /* the platform's GEMMs */
+    if (b->gemm->len < 3 && b->kernels->len < 2 && b->colls->len < 2 && !checked) {
         g_set_error(error, SIMPAR_MEASURED_ERROR, SIMPAR_MEASURED_ERROR_PARSE,
                     "%s: nothing to fit: it needs at least 3 gemm rows, 2 kernels rows or 2 "
-                    "collectives rows (simpar-exec --bench all)",
+                    "collectives rows (simpar-exec --bench all), or a gemm row and --topology "
+                    "(the platform's own figures held against it)",
                     c->measured);
         return FALSE;
     }
@@ -424,6 +456,8 @@ calibrate_resolve(Calibrate *c, GError **error)
             g_array_append_val(c->colls, g_array_index(b->colls, SimparBenchColl, i));
     if (c->topology != NULL && !c->fit.own_peak && !calibrate_platform(c, error))
         return FALSE;
+    if (c->topology != NULL && !c->fit.own_peak)
+        calibrate_own_error(c);
     /* no kernels: GEMMs' memory side at the default mem_eff, or ignored without a bandwidth */
     SimparGpu defaults;
     simpar_gpu_init(&defaults);
@@ -598,6 +632,12 @@ calibrate_print(const Calibrate *c, const CalibrateFigure *f, guint n)
         g_string_append_printf(out, "%-26s %14.6g  %s\n", f[i].key, f[i].value, f[i].from);
     g_string_append_printf(out, "\n%-12s %6s %14s\n", "fit", "points", "rms rel. error");
     calibrate_print_fit(out, "GEMM", b->gemm->len, 3, c->compute.rms_gemm);
+    if (c->topology != NULL && !c->fit.own_peak && b->gemm->len > 0)
+        g_string_append_printf(out,
+                               "GEMM with --topology %s's own figures (gemm_eff_max %g, "
+                               "gemm_half_dim %g, launch_s %g): rms %.2f%%, largest %.2f%%\n",
+                               c->topology, c->own.gemm_eff_max, c->own.gemm_half_dim,
+                               c->own.launch_s, 100 * c->own_rms, 100 * c->own_max);
     calibrate_print_fit(out, "kernels", c->fit.kernels->len, 2, c->compute.rms_kernels);
     calibrate_print_fit(out, "collectives", c->colls->len, 2, c->links.rms);
     if (c->colls->len < b->colls->len)

@@ -610,7 +610,7 @@ test_measured_gpu(void)
     const struct {
         const char *preset;
         double eff, half, launch;
-    } cases[] = {{"dgx-h100", 0.8956, 74, 6.08e-6}, {"dgx-a100", 0.85, 128, 5e-6}};
+    } cases[] = {{"dgx-h100", 0.8956, 74, 6.08e-6}, {"dgx-2", 0.85, 128, 5e-6}};
 
     for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
         g_autofree char *xml = test_platform(cases[c].preset, 1);

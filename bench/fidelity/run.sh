@@ -87,6 +87,27 @@ gemm_line="GEMM (XLA sm_90 bf16 table, bench/fidelity/gemm-h100-xla.csv): simpar
 printf '\n%s\n' "$gemm_line" >> bench/results/fidelity.txt
 printf '\n%s\n' "$gemm_line" >> bench/results/fidelity.md
 
+# GEMMs out of sample: each preset's own figures against the MAMF best shapes
+grep -v '^#' bench/fidelity/gemm-mamf.csv | tail -n +2 | cut -d, -f1 | sort -u |
+  while read -r preset; do
+    {
+      printf '{"format": "simpar-bench", "version": 1, "executor": "cuda", "device": "%s", ' "$preset"
+      printf '"dtype": "bf16", "gpus": 1, "kernels": [], "collectives": [], "gemm": ['
+      grep -v '^#' bench/fidelity/gemm-mamf.csv | tail -n +2 | awk -F, -v p="$preset" '
+        $1 == p { printf "%s{\"m\": %d, \"n\": %d, \"k\": %d, \"time_s\": %.9g}", sep, $3, $4,
+                         $5, 2 * $3 * $4 * $5 / ($6 * 1e12); sep = ", " }'
+      printf ']}\n'
+    } > "$work/mamf-$preset.json"
+    "$bin" topology --preset "$preset" --nodes 1 -o "$work/mamf-$preset.xml"
+    "$bin" calibrate --measured "$work/mamf-$preset.json" --topology "$work/mamf-$preset.xml" \
+      -o "$work/mamf-$preset-fit.json" > "$work/mamf-$preset.txt"
+    own=$(sed -n 's/^GEMM with --topology [^ ]*.s own figures (\(.*\)): rms \(.*\), largest \(.*\)$/\1; rms \2, largest \3/p' \
+      "$work/mamf-$preset.txt")
+    line="GEMM, $preset preset against MAMF best shapes (bench/fidelity/gemm-mamf.csv, out of sample): $own"
+    printf '%s\n' "$line" >> bench/results/fidelity.txt
+    printf '\n%s\n' "$line" >> bench/results/fidelity.md
+  done
+
 # docs/fidelity.md's table is the results file, between its markers
 awk -v table=bench/results/fidelity.md '
   /^<!-- bench\/fidelity\/run.sh writes/ { print; while ((getline line < table) > 0) print line; skip = 1; next }
