@@ -210,18 +210,27 @@ ceil_log2(guint n)
     return d;
 }
 
-static guint
-n_chunks(double bytes)
-{
-    return (guint) CLAMP(ceil(bytes / (512.0 * 1024)), 1.0, 64.0);
-}
-
 /* Members per node of a group of n GPUs i * stride on nodes of 4; 0 if nodes are uneven. */
 static guint
 per_node(guint n, guint stride)
 {
     guint l = stride >= 4 ? 1 : MIN(n, 4 / stride);
     return n % l == 0 && (stride == 1 || l == 1) ? l : 0;
+}
+
+/* NCCL's tree depth: a chain through the l members of a node, a binary tree over the nodes
+ * (over the members when the nodes are uneven). */
+static guint
+tree_depth(const Case *c)
+{
+    guint l = per_node(c->g.n, c->stride);
+    return l == 0 ? ceil_log2(c->g.n) : (l - 1) + ceil_log2(c->g.n / l);
+}
+
+static guint
+n_chunks(double bytes)
+{
+    return (guint) CLAMP(ceil(bytes / (512.0 * 1024)), 1.0, 64.0);
 }
 
 /* Rounds of the algorithm on one link type: [0] in-node, [1] across nodes; the sum is all. */
@@ -245,7 +254,7 @@ alpha_beta(const Case *c)
         return (n - 1 + k - 1) * (A + s / (k * BW));
     }
     g_assert(g_str_equal(name, "tree"));
-    double d = ceil_log2(c->g.n), k = n_chunks(s / 2);
+    double d = tree_depth(c), k = n_chunks(s / 2);
     return (2 * d + 4 * k - 3) * (A + s / (2 * k * BW));
 }
 
@@ -339,7 +348,7 @@ steps(const Case *c)
         return n - 1;
     if (g_str_equal(name, "chain"))
         return n - 1 + n_chunks(c->bytes) - 1;
-    return 2 * ceil_log2(n) + 4 * n_chunks(c->bytes / 2) - 3;
+    return 2 * tree_depth(c) + 4 * n_chunks(c->bytes / 2) - 3;
 }
 
 /* Wire bytes per byte of the protocol (NCCL tuning.cc: ring LL 1/2, LL128 0.92; tree LL

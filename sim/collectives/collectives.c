@@ -243,7 +243,9 @@ static const SimparCollAlgo coll_algos[] = {
                        SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_GATHER) |
                        SIMPAR_COLL_BIT(SIMPAR_COLL_REDUCE_SCATTER),
                    coll_ring_expand, coll_ring_closed_form, coll_ring_eval_idle, coll_ring_fuse},
-    [COLL_TREE] = {"tree", "NCCL double binary tree, reduce up then broadcast down, pipelined",
+    [COLL_TREE] = {"tree",
+                   "NCCL double binary tree between nodes, chains inside them; reduce up, "
+                   "broadcast down, pipelined",
                    SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_REDUCE), coll_tree_expand,
                    coll_tree_closed_form},
     [COLL_CHAIN] = {"chain", "pipelined chain from (broadcast) or to (reduce) the root",

@@ -1,17 +1,23 @@
 /* tree.c - NCCL's double binary tree all-reduce.
  *
- * Trees (NCCL src/graph/trees.cc, ncclGetBtree / ncclGetDtree): tree 0 is the bit-pattern
- * binary tree rooted at member 0 (below, n = 14); tree 1 is its mirror m -> n-1-m when n is
- * even and its shift m -> m+1 (mod n) when n is odd, so that a member that is a leaf in one
- * tree is mostly inner in the other. Both trees have depth D = ceil(log2 n).
+ * Trees as NCCL builds them (NVIDIA/nccl src/graph/trees.cc, ncclGetBtree / ncclGetDtree, and
+ * src/graph/connect.cc, connectTrees, at 5067397c): between nodes a binary tree over the node
+ * indices, and inside each node a chain through its GPUs. Tree 0 is the bit-pattern binary tree
+ * rooted at node 0 (below, 14 nodes); tree 1 is its mirror x -> K-1-x when the node count K is
+ * even and its shift x -> x+1 (mod K) when K is odd, so that a node that is a leaf in one tree
+ * is mostly inner in the other.
  *
- *   0---------------8
- *            ______/ \______
- *           4               12
- *         /   \            /  \
- *       2       6       10     \
+ *   0---------------8              inside every node, members in group order (tree 1:
+ *            ______/ \______         reversed): head -> m1 -> m2 -> ... -> m(L-1)
+ *           4               12      the head links up to its parent node's head and down to
+ *         /   \            /  \     its chain's next member and its child nodes' heads
+ *       2       6       10     \    (at most 3 children: NCCL_MAX_TREE_ARITY)
  *      / \     / \     /  \     \
  *     1   3   5   7   9   11    13
+ *
+ * Depth D = (L - 1) + the node tree's depth, NCCL's (nRanks/nNodes - 1) + log2(nNodes). On one
+ * node both trees are the one chain, run both ways. A group whose nodes hold different numbers of
+ * members gets the same trees over its members (one member per "node").
  *
  * Each tree reduces S/2 up to its root and broadcasts it back down (NCCL runTreeUpDown: the
  * reduce loop over all chunks, then the broadcast loop), pipelined in
@@ -27,20 +33,20 @@
  *   broadcast   parent(v) -> v carries chunk j in round (D + 2C - 2) + (d(v) - 1) + j
  * A parent thus receives chunk j from its children the round before it sends it up, and each
  * root starts broadcasting the round after its own last chunk arrives: 2D + 4C - 3 rounds.
- * Some member is busy in every pair of consecutive rounds, so on equal hops the rendezvous
- * evaluation of the expansion meets the round-synchronous closed form exactly (checked for
- * n up to 300; a schedule with idle rounds on the critical path would finish early instead).
  * Closed form: baseLat (tree row) + sum over rounds of (hwLat + slowest transfer); with equal
- * hops, (2D + 4C - 3) (lat + S / (2C bw)) + protocol latencies.
+ * hops, (2D + 4C - 3) (lat + S / (2C bw)) + protocol latencies. The expansion's rendezvous
+ * evaluation finishes no later (tests hold them equal on equal hops).
  */
 #include "collectives-private.h"
 
+#define TREE_ARITY 3 /* a node's head: its chain's next member and two child nodes */
+
 typedef struct {
     guint n, d;   /* members; depth of the deeper tree */
-    guint trees;  /* 2, or 1 when n <= 3: there the mirror tree reuses the same directed pairs
-                   * in the same rounds, so all 2C chunks take tree 0 (same rounds and cost) */
+    guint trees;  /* 2, or 1 for at most 3 members: there the second tree would send on the
+                   * first one's pairs in the same rounds, so all 2C chunks take tree 0 */
     gint *up;     /* [tree * n + m]: parent, -1 at the root */
-    gint *down;   /* [(tree * n + m) * 2 + i]: children, -1 where absent */
+    gint *down;   /* [(tree * n + m) * TREE_ARITY + i]: children, -1 where absent */
     guint *depth; /* [tree * n + m] */
 } TreePair;
 
@@ -73,33 +79,74 @@ tree_btree(gint n, gint r, gint *u, gint *d0, gint *d1)
     *d1 = low == 0 ? -1 : r + low;
 }
 
-/* ncclGetDtree: tree 1 maps rank x to n-1-x (even n) or x+1 mod n (odd n). */
+/* ncclGetDtree over k nodes: node x's parent and children in `tree` (1 maps x to k-1-x for
+ * even k, x+1 mod k for odd k). */
 static void
-tree_links(TreePair *tp, guint tree, gint r)
+tree_node_links(gint k, guint tree, gint x, gint v[3])
 {
-    gint n = (gint) tp->n, u, d0, d1;
-    gint s = tree == 0 ? r : n % 2 ? (r + n - 1) % n : n - 1 - r;
-    tree_btree(n, s, &u, &d0, &d1);
-    gint v[3] = {u, d0, d1};
+    gint s = tree == 0 ? x : k % 2 ? (x + k - 1) % k : k - 1 - x;
+    tree_btree(k, s, &v[0], &v[1], &v[2]);
     for (guint i = 0; i < 3 && tree == 1; i++)
         if (v[i] >= 0)
-            v[i] = n % 2 ? (v[i] + 1) % n : n - 1 - v[i];
-    tp->up[tree * tp->n + r] = v[0];
-    tp->down[(tree * tp->n + r) * 2] = v[1];
-    tp->down[(tree * tp->n + r) * 2 + 1] = v[2];
+            v[i] = k % 2 ? (v[i] + 1) % k : k - 1 - v[i];
+}
+
+/* The member at chain position i of node x in `tree`: tree 0's chain runs through the node's
+ * members in group order, tree 1's in reverse, so that the trees send their chunks the two ways
+ * of each link and leave the node through different GPUs (on DGX nodes, different NICs), as
+ * NCCL's channels do. */
+static guint
+tree_at(const guint *at, guint l, guint tree, guint x, guint i)
+{
+    return at[x * l + (tree == 0 ? i : l - 1 - i)];
+}
+
+/* The member at chain position i of node x in `tree`: its parent (the previous member of the
+ * chain, or the parent node's head) and children (the next member, and the child nodes' heads
+ * at the chain's head). */
+static void
+tree_member_links(TreePair *tp, guint tree, const guint *at, guint k, guint l, guint x, guint i)
+{
+    guint m = tree_at(at, l, tree, x, i), slot = 0;
+    gint *down = &tp->down[(tree * tp->n + m) * TREE_ARITY];
+    gint v[3];
+    tree_node_links((gint) k, tree, (gint) x, v);
+    tp->up[tree * tp->n + m] = i > 0       ? (gint) tree_at(at, l, tree, x, i - 1)
+                               : v[0] >= 0 ? (gint) tree_at(at, l, tree, (guint) v[0], 0)
+                                           : -1;
+    if (i + 1 < l)
+        down[slot++] = (gint) tree_at(at, l, tree, x, i + 1);
+    for (guint c = 1; c < 3 && i == 0; c++)
+        if (v[c] >= 0)
+            down[slot++] = (gint) tree_at(at, l, tree, (guint) v[c], 0);
 }
 
 static void
-tree_pair_init(TreePair *tp, guint n)
+tree_pair_init(TreePair *tp, const SimparCollGroup *g)
 {
-    *tp = (TreePair){
-        n, 0, n <= 3 ? 1 : 2, g_new(gint, 2 * n), g_new(gint, 4 * n), g_new(guint, 2 * n)};
-    for (guint k = 0; k < 2; k++)
+    guint n = g->n, k = 0, l = 0;
+    g_autofree guint *at = simpar_coll_node_layout(g, &k, &l);
+    if (at == NULL) { /* uneven nodes: a tree over the members, one per "node" */
+        at = g_new(guint, n);
         for (guint m = 0; m < n; m++)
-            tree_links(tp, k, (gint) m);
+            at[m] = m;
+        k = n, l = 1;
+    }
+    *tp = (TreePair){n,
+                     0,
+                     n <= 3 ? 1 : 2,
+                     g_new(gint, 2 * n),
+                     g_new(gint, 2 * n * TREE_ARITY),
+                     g_new(guint, 2 * n)};
+    for (guint i = 0; i < 2 * n * TREE_ARITY; i++)
+        tp->down[i] = -1;
+    for (guint t = 0; t < 2; t++)
+        for (guint x = 0; x < k; x++)
+            for (guint i = 0; i < l; i++)
+                tree_member_links(tp, t, at, k, l, x, i);
     for (guint i = 0; i < 2 * n; i++) {
-        guint dep = 0, k = i / n;
-        for (gint v = (gint) (i % n); tp->up[k * n + v] >= 0; v = tp->up[k * n + v])
+        guint dep = 0, t = i / n;
+        for (gint v = (gint) (i % n); tp->up[t * n + v] >= 0; v = tp->up[t * n + v])
             dep++;
         tp->depth[i] = dep;
         tp->d = MAX(tp->d, dep);
@@ -139,7 +186,7 @@ simpar_coll_tree_closed_form(SimparCollKind kind, const SimparCollGroup *g, doub
     (void) root;
 
     TreePair tp;
-    tree_pair_init(&tp, g->n);
+    tree_pair_init(&tp, g);
     guint c = simpar_coll_chunks(bytes / 2, p);
     g_autofree SimparRoundCost *rc = tree_costs(&tp, g, bytes, c);
     double t = simpar_coll_rounds_total(rc, tree_rounds(&tp, c), SIMPAR_LAT_TREE, p);
@@ -156,8 +203,8 @@ tree_busy(guint t, guint base, guint tree, guint c, guint trees)
 
 typedef struct {
     guint n;
-    guint peer[12]; /* 2 trees x (parent + 2 children) x (reduce + broadcast) */
-    gboolean send[12];
+    guint peer[16]; /* 2 trees x (parent + 3 children) x (reduce + broadcast) */
+    gboolean send[16];
 } TreeRound;
 
 static void
@@ -180,8 +227,8 @@ tree_member_round(const TreePair *tp, guint c, guint m, guint t, TreeRound *tr)
             tree_round_add(tr, up, TRUE);
         if (up >= 0 && tree_busy(t, bcast + dm - 1, k, c, tp->trees))
             tree_round_add(tr, up, FALSE);
-        for (guint i = 0; i < 2; i++) {
-            gint child = tp->down[(k * n + m) * 2 + i];
+        for (guint i = 0; i < TREE_ARITY; i++) {
+            gint child = tp->down[(k * n + m) * TREE_ARITY + i];
             if (child >= 0 && tree_busy(t, d - (dm + 1), k, c, tp->trees))
                 tree_round_add(tr, child, FALSE);
             if (child >= 0 && tree_busy(t, bcast + dm, k, c, tp->trees))
@@ -200,7 +247,7 @@ simpar_coll_tree_expand(SimparCollKind kind, const SimparCollGroup *g, double by
     (void) root;
 
     TreePair tp;
-    tree_pair_init(&tp, g->n);
+    tree_pair_init(&tp, g);
     guint c = simpar_coll_chunks(bytes / 2, p);
     g_autofree SimparRoundCost *rc = tree_costs(&tp, g, bytes, c);
     for (guint m = 0; m < g->n; m++) {
