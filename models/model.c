@@ -248,6 +248,20 @@ simpar_json_load_file(JsonParser *parser, const char *path, GError **error)
     return FALSE;
 }
 
+gboolean
+simpar_json_write_file(JsonBuilder *b, const char *flag, const char *path, GError **error)
+{
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    g_autoptr(JsonNode) root = json_builder_get_root(b);
+    json_generator_set_root(gen, root);
+    json_generator_set_pretty(gen, TRUE);
+    if (!json_generator_to_file(gen, path, error)) {
+        g_prefix_error(error, "%s %s: ", flag, path);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* The file is one JSON object: {"name": "...", "base": "<preset>", "hidden": 4096, ...}; keys
  * not given keep the base preset's values (default base: "tiny"). */
 gboolean

@@ -61,6 +61,8 @@ gboolean simpar_model_load_json(const char *path, SimparModel *out, GError **err
 /* json_parser_load_from_file, with an error that always names the file (JSON-GLib's parse errors
  * do, its encoding and I/O errors do not). */
 gboolean simpar_json_load_file(JsonParser *parser, const char *path, GError **error);
+/* The builder's root (pretty-printed) into `path`; an error prefixed with "`flag` path: ". */
+gboolean simpar_json_write_file(JsonBuilder *b, const char *flag, const char *path, GError **error);
 gboolean simpar_model_validate(const SimparModel *model, GError **error);
 
 guint simpar_dtype_size(SimparDtype dtype);

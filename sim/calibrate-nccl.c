@@ -550,20 +550,12 @@ nccl_write(const NcclFit *f, GError **error)
     json_builder_set_member_name(b, "method");
     json_builder_add_string_value(b,
                                   "least squares of the relative busbw error of simpar's default "
-                                  "algorithm and protocol, rows of 64 KiB and up; coordinate "
-                                  "descent on the figures' logarithms");
+                                  "algorithm and protocol, rows of 64 KiB and up; Nelder-Mead, "
+                                  "then one figure at a time, on the figures' logarithms");
     json_builder_end_object(b);
     json_builder_end_object(b);
     json_builder_end_object(b);
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    g_autoptr(JsonNode) root = json_builder_get_root(b);
-    json_generator_set_root(gen, root);
-    json_generator_set_pretty(gen, TRUE);
-    if (!json_generator_to_file(gen, f->output, error)) {
-        g_prefix_error(error, "-o %s: ", f->output);
-        return FALSE;
-    }
-    return TRUE;
+    return simpar_json_write_file(b, "-o", f->output, error);
 }
 
 static gboolean

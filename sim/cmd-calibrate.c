@@ -599,15 +599,7 @@ calibrate_write(const Calibrate *c, const CalibrateFigure *f, guint n, GError **
                            "algorithm it would pick) on routes of latency a and bandwidth B");
     json_builder_end_object(b);
     json_builder_end_object(b);
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    g_autoptr(JsonNode) root = json_builder_get_root(b);
-    json_generator_set_root(gen, root);
-    json_generator_set_pretty(gen, TRUE);
-    if (!json_generator_to_file(gen, c->output, error)) {
-        g_prefix_error(error, "-o %s: ", c->output);
-        return FALSE;
-    }
-    return TRUE;
+    return simpar_json_write_file(b, "-o", c->output, error);
 }
 
 static void

@@ -68,7 +68,7 @@ static const TopoExpect expects[] = {
      989e12,
      80.0 * (1 << 30),
      {{"node0-gpu2", "node0-gpu5", 0.82e-6, 370.8e9, "node0-nvlink5"}, /* 18 NVLink 4 links */
-      {"node0-gpu7", "node1-gpu7", 3e-6, 48e9, "node0-ib7"},        /* NDR */
+      {"node0-gpu7", "node1-gpu7", 3e-6, 48e9, "node0-ib7"},           /* NDR */
       {"node0-gpu0", "node4-gpu3", 3.5e-6, 48e9, "spine-0-3"}}},
     {"dgx-2",
      "V100-SXM3-32GB",
