@@ -13,7 +13,7 @@
  *   aux.*      local parallelism's auxiliary head: the head with width W instead of V
  *
  * Colossal-AI's 2-D/2.5-D/3-D classifiers split the vocabulary over the grid instead; simpar
- * keeps one vocabulary-parallel split for all modes (README, decisions). In every mode the T
+ * keeps one vocabulary-parallel split for all modes (docs/how-it-works.md). In every mode the T
  * ranks' residual blocks tile the [b s x h] matrix, so the gathers and scatters move 1/T of it
  * each. They move contiguous row-major chunks, which are the layer's blocks for 1-D (whole
  * rows, or 1/T of them with SP) but not for the 2-D, 2.5-D and 3-D tiles: there the bytes and

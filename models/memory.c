@@ -1,6 +1,6 @@
 /* memory.c - bytes per GPU: model states, stored activations, one layer's buffers (memory.h).
  *
- * Symbols as in shared/reference/training-schedules.md section 6: s sequence, b micro-batch,
+ * Symbols as in Korthikanti et al. (arXiv 2205.05198): s sequence, b micro-batch,
  * h hidden, f FFN width, a heads, V vocabulary, t (= plan->tp) GPUs of the tensor-parallel
  * group, ds bytes per value of the model's dtype; P pipeline stages, D data-parallel replicas,
  * v chunks per device, m micro-batches.

@@ -8,8 +8,8 @@
  * Adam master weights, momentum and variance; fp32 training: 4+4+8; fp64: 8+8+16), parameters of
  * the layers divided as the mode divides them (1-D P, 2-D q^2, 2.5-D q^2 (replicated over
  * depth), 3-D q^3); ZeRO stage 1 divides the optimizer states by D, 2 also the gradients, 3 also
- * the weights. Activations per layer follow Korthikanti et al. (shared/reference/training-
- * schedules.md 6.2, 6.4) with the dtype's size for values and one byte per dropout-mask element;
+ * the weights. Activations per layer follow Korthikanti et al. (arXiv 2205.05198, sections
+ * 4.1-4.2 and Table 2) with the dtype's size for values and one byte per dropout-mask element;
  * flash attention and selective recomputation drop the s x s term, full recomputation keeps the
  * layer input (ds s b h, / T when it is split). The transient peak is one layer's buffers.
  *

@@ -1,7 +1,7 @@
 /* pipeline.c - per-device forward/backward order of the four pipeline schedules.
  *
  * Every schedule is the same three-phase walk over two tables (Megatron-LM's
- * convert_schedule_table_to_order, shared/reference/training-schedules.md 3.4):
+ * convert_schedule_table_to_order, megatron/core/pipeline_parallel/schedules.py):
  *
  *   order = fwd[0 .. w)                                    warm-up
  *         + fwd[w], bwd[0], fwd[w+1], bwd[1], ...           steady (F, B) pairs

@@ -1,8 +1,9 @@
 /* pipeline.h - the order in which one pipeline device runs its forwards and backwards.
  *
  * Generated from the implementations' rules, not from bubble formulas (the formulas are the
- * tests): Megatron-LM's warm-up counts and its interleaved order table (shared/reference/
- * training-schedules.md 3.1-3.4), local parallelism's per-micro-batch loop (1.7).
+ * tests): Megatron-LM's warm-up counts and its interleaved order table (NVIDIA/Megatron-LM
+ * megatron/core/pipeline_parallel/schedules.py), local parallelism's per-micro-batch loop
+ * (Laskin et al., arXiv 2012.03837).
  *
  *   GPipe        F0 F1 .. F(m-1)  B0 B1 .. B(m-1)  (GPipe's paper order m-1 .. 0 gives the same
  *                makespan; micro-batch order keeps every stage's backward order alike)

@@ -80,7 +80,7 @@ typedef struct {
     /* what simulating one activity (simpar_replay_activities) costs, in wall seconds: base +
      * per_gpu times the GPUs of the run (SimGrid's sharing solver and routes grow with them),
      * times exact_factor with exact collectives (more flows share the links at once); fitted to
-     * bench/predict-4096.sh on a 2-core x86-64 machine (within 4x: README "--time-budget");
+     * bench/predict-4096.sh on a 2-core x86-64 machine (within 4x: docs/speed.md);
      * 0 for closed forms */
     double activity_base_s, activity_per_gpu_s, activity_exact_factor;
 } SimparBackend;

@@ -20,7 +20,7 @@
  *   links       t = c1 a + c2 / B, the closed form of the algorithm simpar would pick for the
  *               collective (sim/collectives, NCCL-like choice) on n GPUs joined by routes of
  *               latency a and bandwidth B, re-chosen until the choices settle. The bench's group
- *               stays inside one node: the fit gives the intra-node route (README, calibrate).
+ *               stays inside one node: the fit gives the intra-node route (docs/validate.md).
  *
  * Attention kernels are left out of the compute fit: compute.c prices them as GEMMs plus
  * memory passes, not as one memory-bound kernel.

@@ -278,7 +278,7 @@ platform_read_nvls(SimparPlatform *p, GError **error)
         if (!(eff > 0 && eff <= 1)) {
             g_set_error(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,
                         "--topology %s: host %s has nvls_efficiency %g; it must be in (0, 1] (the "
-                        "fraction of the NVLink rate NVLink SHARP reaches; see README, Topologies)",
+                        "fraction of the NVLink rate NVLink SHARP reaches; see docs/topologies.md)",
                         p->path, sg_host_get_name(p->hosts[gpu]), eff);
             return FALSE;
         }
@@ -301,7 +301,7 @@ platform_prop(const SimparPlatform *p, guint gpu, const char *key, gboolean requ
     if (v == NULL || end == v || *end != '\0' || !isfinite(d) || d < 0) {
         g_set_error(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,
                     "--topology %s: host %s %s property %s (%s, e.g. <prop id=\"%s\" "
-                    "value=\"125e12\"/>; see README, Topologies)",
+                    "value=\"125e12\"/>; see docs/topologies.md)",
                     p->path, sg_host_get_name(p->hosts[gpu]), v == NULL ? "lacks the" : "has a bad",
                     key, platform_prop_unit(key), key);
         return FALSE;
@@ -605,7 +605,7 @@ platform_child(SimparPlatform *p, int out, int err)
     if (p->n_gpus == 0) {
         g_set_error(&p->error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,
                     "--topology %s: no host is named node<N>-gpu<G>, so no GPU was found (see "
-                    "README, Topologies)",
+                    "docs/topologies.md)",
                     p->path);
     } else if (platform_check_links(p, &p->error) && platform_read_nvls(p, &p->error)) {
         sg_actor_t driver = sg_actor_init("simpar", p->hosts[0]);

@@ -88,7 +88,7 @@ typedef struct {
     double nvls_lat_s;                /* nvls_latency_s: of every GPU that has NVLink SHARP */
 } SimparNetFigures;
 
-/* Applies the link keys of a calibration file (README, calibrate): every link on a route
+/* Applies the link keys of a calibration file (docs/validate.md): every link on a route
  * between two GPUs of one node (both directions) gets intra_node_bandwidth_Bps and every other
  * link inter_node_bandwidth_Bps, but for the trunks of a generated fabric ("spine-..."), which
  * keep their share (scaled as the route between nodes 0 and 1) unless fabric_bandwidth_Bps

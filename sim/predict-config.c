@@ -42,7 +42,7 @@ simpar_predict_option_entries(SimparPredictArgs *a, const char *backend_help)
          "Backend that times the layer and end blocks on the first tensor-parallel group "
          "(default: --backend's); analytic with SimGrid: the blocks on an idle network, seconds "
          "instead of a minute for a group of thousands of GPUs, without the contention inside "
-         "the group (README \"Speed\": its measured error)",
+         "the group (docs/speed.md: its measured error)",
          "B"},
         {"tp-slices", 0, 0, G_OPTION_ARG_STRING, &a->tp_slices,
          "one (default): simulate the step of one tensor-parallel slice (the ranks of one index "
@@ -226,13 +226,13 @@ predict_affordable(const SimparPredictContext *ctx, const char *what, const Simp
     double cost = in_blocks + in_step;
     const char *faster;
     if (ctx->run.mode == SIMPAR_COLL_MODE_EXACT)
-        faster = "the default --collectives fused is fast (README \"Speed\": its error against "
+        faster = "the default --collectives fused is fast (docs/speed.md: its error against "
                  "exact)";
     else if (ctx->all_slices)
         faster = "the default --tp-slices one is fast where it applies (one tensor-parallel "
                  "slice of the step, the layer on a few alike nodes)";
     else if (in_blocks > in_step)
-        faster = "--block-backend analytic times the blocks in seconds (README \"Speed\": its "
+        faster = "--block-backend analytic times the blocks in seconds (docs/speed.md: its "
                  "error)";
     else
         faster = "--backend analytic or formula (no contention) is fast";

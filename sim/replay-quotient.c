@@ -30,7 +30,7 @@
  * transfers do not map. Such a collective is timed at its closed form on an idle network, with
  * no transfers (idle[]), when at least 9/10 of that closed form is latency or the run times the
  * ends blocks (run->ends); any other, and any ring that does not map, rejects the candidate.
- * Its error against every rank and the exact mode is measured (test-scale, README "Speed").
+ * Its error against every rank and the exact mode is measured (test-scale, docs/speed.md).
  *
  * The candidates: the ranks as mixed-radix coordinates from the groups that step evenly through
  * them (3-D: i, j, k of stride 1, q, q^2), each coordinate taken modulo a divisor of its size,

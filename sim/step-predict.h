@@ -12,7 +12,7 @@
  *
  * Blocks are timed once on an otherwise idle network: tensor-parallel traffic inside a block
  * does not see the step's pipeline and data-parallel traffic (they share no link when the
- * tensor-parallel group stays inside a node, Megatron's placement; README, decisions).
+ * tensor-parallel group stays inside a node, Megatron's placement; docs/how-it-works.md).
  *
  * Ownership: the row's strings and axes are the row's.
  */

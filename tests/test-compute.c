@@ -4,7 +4,7 @@
  * (rows x cols per kernel, as schedule.h documents them), not read back from compute.c: a
  * kernel reads and writes whole blocks of the schedule's dtype, dropout masks are one byte per
  * element, a fused group moves only what enters or leaves it. Activations follow Korthikanti
- * et al. (shared/reference/training-schedules.md 6.2) in their own 16-bit form.
+ * et al. (arXiv 2205.05198, Table 2) in their own 16-bit form.
  */
 #include "compute.h"
 #include "generators.h"
@@ -105,7 +105,8 @@ test_gemm_formula(void)
                    mem_time(&gpu, bytes)));
 }
 
-/* shared/calibration/hardware.md 5.2 (XLA, sm_90, bf16); flops / time within 35%. */
+/* XLA's measured sm_90 bf16 table (openxla/xla matmul_interpolator_data.h;
+ * bench/fidelity/gemm-h100-xla.csv); flops / time within 35%. */
 static void
 test_gemm_plausible(void)
 {

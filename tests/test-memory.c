@@ -1,9 +1,9 @@
 /* test-memory.c - per-GPU memory of a whole training step (models/memory.h).
  *
- * Expected values are written here from the sources' formulas (shared/reference/training-
- * schedules.md): Korthikanti et al.'s per-layer activations in their 16-bit form (6.2), 16
- * bytes per parameter and the ZeRO paper's 7.5B example (4.1, 6.1), the schedules' in-flight
- * micro-batches (3.2, 3.4, 1.6), not read back from memory.c.
+ * Expected values are written here from the sources' formulas: Korthikanti et al.'s per-layer
+ * activations in their 16-bit form (arXiv 2205.05198, Table 2), 16 bytes per parameter and the
+ * ZeRO paper's 7.5B example (Rajbhandari et al., arXiv 1910.02054, Figure 1), the schedules'
+ * in-flight micro-batches (Megatron-LM's schedules.py; GPipe), not read back from memory.c.
  */
 #include "generators.h"
 #include "memory.h"

@@ -1,9 +1,10 @@
 /* test-pipeline.c - pipeline orders against hand-derived sequences and the bubble closed forms.
  *
- * The exact sequences are written here from the rules of shared/reference/
- * training-schedules.md (1.7, 3.1-3.4), not printed by the generator. The closed forms
- * (1.6 table) are checked by a tiny list scheduler: device i runs its items in order, an item
- * starts when its device is free and its dependencies have finished (no communication time):
+ * The exact sequences are written here from the rules of Megatron-LM's schedules
+ * (megatron/core/pipeline_parallel/schedules.py) and local parallelism (arXiv 2012.03837), not
+ * printed by the generator. The closed forms (GPipe's and Megatron's bubble fractions) are checked
+ * by a tiny list scheduler: device i runs its items in order, an item starts when its device is
+ * free and its dependencies have finished (no communication time):
  *
  *   forward of virtual stage s of micro-batch j   after forward of s-1 of j
  *   backward of s of j                            after forward of s of j and backward of s+1

@@ -332,7 +332,7 @@ test_slices(void)
 
 /* --block-backend analytic (the blocks on an idle network) against the exact mode (SimGrid,
  * every round, every rank) where the fabric has a port per GPU: 3-D q = 4 on 64 DGX A100 GPUs,
- * measured 0.16%. (Where GPUs share a port it ignores their contention: README "Speed".) */
+ * measured 0.16%. (Where GPUs share a port it ignores their contention: docs/speed.md.) */
 static void
 test_analytic_blocks(void)
 {

@@ -1,7 +1,8 @@
 /* test-summary.c - per-GPU collective bytes of every generated layer against closed forms.
  *
- * The expected rows are written here from the papers' algorithms (shared/reference,
- * tensor-parallel-schedules.md section 4.3, generalised to an FFN width f), not from the
+ * The expected rows are written here from the papers' algorithms (Megatron-LM arXiv 1909.08053,
+ * Optimus arXiv 2104.05343, Tesseract arXiv 2105.14500, 3-D arXiv 2105.14450, as Colossal-AI's
+ * layers implement them; generalised to an FFN width f), not from the
  * generators: linears (K, N) = qkv (h, 3h), proj (h, h), fc1 (h, f), fc2 (f, h), so
  * sum K = 3h + f, sum K*N = 4h^2 + 2hf, sum N = 5h + f; B = b*s tokens. Elements are full
  * buffers (all-gather output, reduce-scatter input, message otherwise). Every rank must match.
