@@ -22,7 +22,7 @@ if [ ! -d "$build" ]; then
 fi
 meson compile -C "$build"
 exe=$build/exec/simpar-exec
-simpar=$build/sim/simpar
+simpar=$build/app/simpar
 mkdir -p "$out"
 
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)

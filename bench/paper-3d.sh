@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-bin="$build/sim/simpar"
+bin="$build/app/simpar"
 [ -x "$bin" ] || { echo "paper-3d: $bin not found (meson compile -C $build first)" >&2; exit 1; }
 platform=topologies/v100x64.xml
 out=bench/results/paper-3d.txt

@@ -22,7 +22,7 @@
 set -eu
 build=${1:-build}
 exact=${2:-}
-bin="$build/sim/simpar"
+bin="$build/app/simpar"
 [ -x "$bin" ] || { echo "bench: $bin not found (meson compile -C $build first)" >&2; exit 1; }
 mkdir -p bench/results
 dir=$(mktemp -d)

@@ -9,7 +9,7 @@
 # bench/results/predict-gpt3-175b.timing.
 set -eu
 build=${1:-build}
-bin="$build/sim/simpar"
+bin="$build/app/simpar"
 [ -x "$bin" ] || { echo "bench: $bin not found (meson compile -C $build first)" >&2; exit 1; }
 mkdir -p bench/results
 platform=$(mktemp -d)/dgx-a100x1024.xml

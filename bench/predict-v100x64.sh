@@ -9,7 +9,7 @@
 set -eu
 build=${1:-build}
 runs=${2:-5}
-bin="$build/sim/simpar"
+bin="$build/app/simpar"
 [ -x "$bin" ] || { echo "bench: $bin not found (meson compile -C $build first)" >&2; exit 1; }
 mkdir -p bench/results
 times=""

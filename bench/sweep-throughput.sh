@@ -17,7 +17,7 @@
 # step over the rows both backends fit. Writes bench/results/sweep-throughput.txt.
 set -eu
 build=${1:-build}
-bin="$build/sim/simpar"
+bin="$build/app/simpar"
 [ -x "$bin" ] || { echo "bench: $bin not found (meson compile -C $build first)" >&2; exit 1; }
 mkdir -p bench/results
 work=$(mktemp -d)

@@ -10,7 +10,7 @@
 # Output in bench/results/w4-allreduce-4096.txt.
 set -eu
 build=${1:-build}
-bin="$build/sim/simpar"
+bin="$build/app/simpar"
 [ -x "$bin" ] || { echo "bench: $bin not found (meson compile -C $build first)" >&2; exit 1; }
 mkdir -p bench/results
 dir=$(mktemp -d)

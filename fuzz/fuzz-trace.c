@@ -1,5 +1,5 @@
 /* fuzz-trace.c - the Chrome-trace reader of `simpar plot timeline` (simpar_plot_timeline_data,
- * sim/plot-timeline.c), with every rank and with ranks 1..3. What it hands to gnuplot is
+ * app/plot/plot-timeline.c), with every rank and with ranks 1..3. What it hands to gnuplot is
  * checked to be data only:
  *
  *   .dat   each line a comment, blank, or numbers followed by at most one label between double

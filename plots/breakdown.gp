@@ -1,7 +1,7 @@
 # breakdown.gp - where the step goes: one horizontal stacked bar per configuration, the first
 # (best) at the top (simpar plot breakdown SWEEP.csv|PREDICT.json|VALIDATE.json -o FILE).
 #
-# simpar sets, in a file of assignments gnuplot runs before this script (sim/plot.c):
+# simpar sets, in a file of assignments gnuplot runs before this script (app/plot/plot.c):
 #   datafile    a line per bar: "label" step_s part_1 ... part_n (seconds; the parts add up to
 #               the step, "other" being what the named parts leave)
 #   outfile     the image to write

@@ -2,7 +2,7 @@
 # 2-D, 2.5-D and 3-D, the group size T for 1-D; one line per mode, and the device memory
 # (simpar plot memory SWEEP.csv -o FILE.png|FILE.svg).
 #
-# simpar sets, in a file of assignments gnuplot runs before this script (sim/plot.c):
+# simpar sets, in a file of assignments gnuplot runs before this script (app/plot/plot.c):
 #   datafile    one block per mode, x ascending: x min_mem_GiB (the smallest over the rows that
 #               carry a memory figure: status ok, and skipped because they do not fit)
 #   outfile     the image to write

@@ -2,7 +2,7 @@
 # count, one line per tensor-parallel mode, two panels side by side
 # (simpar plot scaling SWEEP.csv -o FILE.png|FILE.svg).
 #
-# simpar sets, in a file of assignments gnuplot runs before this script (sim/plot.c):
+# simpar sets, in a file of assignments gnuplot runs before this script (app/plot/plot.c):
 #   datafile    one block per mode, GPUs ascending: gpus best_step_time_s best_tokens_per_s
 #               (the smallest step time and the largest tokens/s over the rows with status ok)
 #   outfile     the image to write

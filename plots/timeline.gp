@@ -1,7 +1,7 @@
 # timeline.gp - one training step as a Gantt chart: a track per rank and stream, a box per op,
 # coloured by op class (simpar plot timeline TRACE.json -o FILE [--ranks A..B] [--mode M]).
 #
-# simpar sets, in a file of assignments gnuplot runs before this script (sim/plot.c):
+# simpar sets, in a file of assignments gnuplot runs before this script (app/plot/plot.c):
 #   datafile    one block per op class: track start end (time_unit from the first event);
 #               one block of track names: track "name" (the y tic labels); then, when
 #               n_labels > 0, one block of labels: x track "name" (the boxes wide enough)

@@ -1,7 +1,7 @@
 # validate.gp - predicted against measured busy time per op class, log-log, with the y = x line
 # and a +-10% band (simpar validate --plot FILE.png|FILE.svg runs it).
 #
-# simpar sets, in a file of assignments gnuplot runs before this script (sim/plot.c):
+# simpar sets, in a file of assignments gnuplot runs before this script (app/plot/plot.c):
 #   datafile    block 0: one line per op class, "label" measured_s predicted_s;
 #               block 1: the step, "step" measured_s predicted_s
 #   outfile     the image to write

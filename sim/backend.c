@@ -1,6 +1,7 @@
 /* backend.c - the backend table and the collective-mode names. */
 #include "backend.h"
-#include "cli.h"
+
+G_DEFINE_QUARK(simpar_backend_error_quark, simpar_backend_error)
 
 static const SimparBackend backends[] = {
     {"simgrid", "SimGrid flow model: contention on shared links (one actor per GPU stream)",
@@ -23,7 +24,7 @@ simpar_backend_lookup(const char *name, const SimparBackend **out, GError **erro
         }
         g_string_append_printf(valid, "%s%s", i ? ", " : "", backends[i].name);
     }
-    g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+    g_set_error(error, SIMPAR_BACKEND_ERROR, SIMPAR_BACKEND_ERROR_OPTION,
                 "--backend %s: unknown (valid: %s)", name, valid->str);
     return FALSE;
 }
@@ -36,7 +37,7 @@ simpar_coll_mode_parse(const char *name, SimparCollMode *out, GError **error)
         *out = g_str_equal(name, "exact") ? SIMPAR_COLL_MODE_EXACT : SIMPAR_COLL_MODE_FUSED;
         return TRUE;
     }
-    g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+    g_set_error(error, SIMPAR_BACKEND_ERROR, SIMPAR_BACKEND_ERROR_OPTION,
                 "--collectives %s: unknown (valid: exact (every round of every collective on "
                 "SimGrid), fused (one transfer per peer))",
                 name);
@@ -63,7 +64,7 @@ simpar_nccl_proto_parse(const char *name, SimparProto *out, GError **error)
             return TRUE;
         }
     }
-    g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+    g_set_error(error, SIMPAR_BACKEND_ERROR, SIMPAR_BACKEND_ERROR_OPTION,
                 "--nccl-proto %s: unknown (valid: auto, none, ll, ll128, simple)", name);
     return FALSE;
 }

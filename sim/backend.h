@@ -20,7 +20,7 @@
  *             or its expansion evaluated from each member's arrival (exact); p2p at idle route
  *             speed. Event-driven: linear in ops, deps and members.
  *   formula   the analytic backend, except for a whole training step: closed forms per pipeline
- *             stage (sim/step-formula.h), the same figures without replaying every rank
+ *             stage (predict/step-formula.h), the same figures without replaying every rank
  *   simgrid   one SimGrid actor per GPU stream; collectives as p2p transfers on mailboxes, every
  *             round of the algorithm (exact) or one transfer per peer (fused); send/recv as one
  *             mailbox transfer on the platform, sharing links with all other traffic; fused,
@@ -37,6 +37,13 @@
 #define SIMPAR_BACKEND_H
 #include "collectives.h"
 G_BEGIN_DECLS
+
+#define SIMPAR_BACKEND_ERROR (simpar_backend_error_quark())
+GQuark simpar_backend_error_quark(void);
+
+typedef enum {
+    SIMPAR_BACKEND_ERROR_OPTION, /* an unknown backend, collectives mode or protocol name */
+} SimparBackendError;
 
 typedef enum {
     SIMPAR_COLL_MODE_EXACT,

@@ -1,4 +1,4 @@
-/* test-formula.c - the formula backend (sim/step-formula.h) against the analytic backend's
+/* test-formula.c - the formula backend (predict/step-formula.h) against the analytic backend's
  * replay and against closed forms:
  *
  *   grid       on topologies/dgx-a100x64.xml and v100x64.xml, a 24-layer tiny model: GPipe,
@@ -15,12 +15,12 @@
  *   fallbacks  local parallelism, ZeRO-3 and exact collectives are left to the replay
  *   cli        simpar predict and simpar sweep --backend formula print the analytic numbers
  */
+#include "app/csv-table.h"
+#include "app/sweep/sweep.h"
 #include "cli-run.h"
 #include "generators.h"
-#include "sim/csv-table.h"
-#include "sim/predict-config.h"
-#include "sim/step-formula.h"
-#include "sim/sweep.h"
+#include "predict/predict-config.h"
+#include "predict/step-formula.h"
 #include "simpar-test.h"
 #include <json-glib/json-glib.h>
 #include <math.h>

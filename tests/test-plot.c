@@ -1,4 +1,5 @@
-/* test-plot.c - `simpar plot` and sim/plot.c against hand-made inputs whose pictures are known.
+/* test-plot.c - `simpar plot` and app/plot/plot.c against hand-made inputs whose pictures are
+ * known.
  *
  *   aggregation  simpar_plot_data() of each kind, in-process: the smallest step and largest
  *                throughput per (mode, GPUs) over the ok rows, the smallest memory per (mode,
@@ -11,8 +12,8 @@
  *
  * Fixtures are written to a temporary folder; the binary's path comes from SIMPAR_BIN.
  */
+#include "app/plot/plot.h"
 #include "cli-run.h"
-#include "sim/plot.h"
 #include "simpar-test.h"
 #include <math.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * DeepSpeed run them): equal stages, blocks of given times, a network that costs nothing (or a
  * uniform one), the analytic backend. */
 #include "generators.h"
-#include "sim/step-predict.h"
+#include "predict/step-predict.h"
 #include "step.h"
 #include "tests/simpar-test.h"
 #include <math.h>

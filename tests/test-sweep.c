@@ -9,8 +9,8 @@
  *                not fit keeps its memory figures; --refine
  *   refusals     malformed lists and options exit 2 naming the flag and the value
  */
+#include "app/csv-table.h"
 #include "cli-run.h"
-#include "sim/csv-table.h"
 #include "simpar-test.h"
 #include <errno.h>
 #include <json-glib/json-glib.h>

@@ -1,7 +1,8 @@
 /* test-topology.c - `simpar topology`: every preset writes a platform SimGrid loads, with one
  * host per GPU carrying the GPU's figures and routes whose latency and bandwidth are the
- * datasheet figures (tests/ keeps its own copy of them: an oracle independent of sim/topology.c);
- * the shipped topologies/ files are its output byte for byte; bad input gets exit 2 and one line.
+ * datasheet figures (tests/ keeps its own copy of them: an oracle independent of
+ * topologies/topology.c); the shipped topologies/ files are its output byte for byte; bad input
+ * gets exit 2 and one line.
  *
  * The binary's path comes from SIMPAR_BIN; the working directory is the source root. SimGrid
  * loads one platform per process, so each platform is checked in a forked child.

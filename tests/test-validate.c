@@ -14,8 +14,8 @@
  */
 #include "cli-run.h"
 #include "job.h"
+#include "predict/step-predict.h"
 #include "sim/platform.h"
-#include "sim/step-predict.h"
 #include "simpar-test.h"
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>

@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
-bin="$build/sim/simpar"
+bin="$build/app/simpar"
 [ -x "$bin" ] || { echo "fidelity: $bin not found (meson compile -C $build first)" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

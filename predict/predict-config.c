@@ -1,11 +1,13 @@
 /* predict-config.c - one configuration predicted on a loaded platform (predict and sweep). */
 #include "predict-config.h"
-#include "cli.h"
+#include "generators.h"
 #include "pipeline.h"
 #include "replay.h"
 #include "step-formula.h"
 #include "step-slice.h"
 #include <string.h>
+
+G_DEFINE_QUARK(simpar_predict_error_quark, simpar_predict_error)
 
 void
 simpar_predict_args_clear(SimparPredictArgs *a)
@@ -70,13 +72,13 @@ simpar_predict_args_resolve(const SimparPredictArgs *a, const char *backend,
     if (a->block_backend != NULL &&
         (!simpar_backend_lookup(a->block_backend, &ctx->block_backend, NULL) ||
          ctx->block_backend->formula)) {
-        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+        g_set_error(error, SIMPAR_PREDICT_ERROR, SIMPAR_PREDICT_ERROR_REFUSED,
                     "--block-backend %s: unknown (valid: simgrid, analytic)", a->block_backend);
         return FALSE;
     }
     const char *slices = a->tp_slices != NULL ? a->tp_slices : "one";
     if (!g_str_equal(slices, "one") && !g_str_equal(slices, "all")) {
-        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+        g_set_error(error, SIMPAR_PREDICT_ERROR, SIMPAR_PREDICT_ERROR_REFUSED,
                     "--tp-slices %s: unknown (valid: one, all)", slices);
         return FALSE;
     }
@@ -88,7 +90,7 @@ simpar_predict_args_resolve(const SimparPredictArgs *a, const char *backend,
         double min = g_ascii_strtod(a->time_budget, &end);
         if (end == a->time_budget || *end != '\0' || !(min > 0) ||
             min > SIMPAR_PREDICT_BUDGET_MAX_MIN) {
-            g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+            g_set_error(error, SIMPAR_PREDICT_ERROR, SIMPAR_PREDICT_ERROR_REFUSED,
                         "--time-budget %s: not a number of minutes in (0, %d]", a->time_budget,
                         SIMPAR_PREDICT_BUDGET_MAX_MIN);
             return FALSE;
@@ -118,7 +120,7 @@ simpar_predict_gpu(const SimparPlatform *platform, guint gpus, const char *calib
             return FALSE;
         if (memcmp(other.peak_flops, gpu->peak_flops, sizeof other.peak_flops) != 0 ||
             other.mem_bw_Bps != gpu->mem_bw_Bps || other.mem_bytes != gpu->mem_bytes) {
-            g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+            g_set_error(error, SIMPAR_PREDICT_ERROR, SIMPAR_PREDICT_ERROR_REFUSED,
                         "--topology %s: GPU %u (%s) and GPU 0 (%s) differ; simpar needs the "
                         "used GPUs to be identical",
                         simpar_platform_path(platform), i, other.model, gpu->model);
@@ -239,7 +241,7 @@ predict_affordable(const SimparPredictContext *ctx, const char *what, const Simp
     g_autofree char *how_long = cost >= 5400 ? g_strdup_printf("%.1f hours", cost / 3600)
                                 : cost >= 90 ? g_strdup_printf("%.0f minutes", cost / 60)
                                              : g_strdup_printf("%.2g seconds", cost);
-    g_set_error(why, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+    g_set_error(why, SIMPAR_PREDICT_ERROR, SIMPAR_PREDICT_ERROR_REFUSED,
                 "%s: simulating it on SimGrid would take about %s (%.3g transfers and kernels), "
                 "more than --time-budget %g minutes: %s; or raise --time-budget",
                 what, how_long, n, ctx->budget_s / 60, faster);
@@ -356,7 +358,7 @@ simpar_predict_config(const SimparPredictContext *ctx, const SimparModel *model,
                             &row->step.peak_stage);
     row->memory = mem;
     if (mem.total_B > ctx->gpu->mem_bytes) {
-        g_set_error(why, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+        g_set_error(why, SIMPAR_PREDICT_ERROR, SIMPAR_PREDICT_ERROR_REFUSED,
                     "%s %s: does not fit in GPU memory: needs %.2f GiB per GPU on pipeline "
                     "stage %u (states %.2f, activations %.2f, transient %.2f), the %s has %.2f GiB",
                     row->mode, row->grid, mem.total_B / (1 << 30), row->step.peak_stage,

@@ -1,6 +1,7 @@
 /* cli.c - what the simpar commands share: option parsing, exit statuses, the schedule summary
  * (the job options themselves are models/job.c's). */
 #include "cli.h"
+#include "predict-config.h"
 #include "summary.h"
 
 G_DEFINE_QUARK(simpar_cli_error_quark, simpar_cli_error)
@@ -35,7 +36,8 @@ int
 simpar_cli_exit_status(const GError *error)
 {
     return error->domain == SIMPAR_CLI_ERROR || error->domain == SIMPAR_JOB_ERROR ||
-                   error->domain == G_OPTION_ERROR
+                   error->domain == G_OPTION_ERROR || error->domain == SIMPAR_BACKEND_ERROR ||
+                   error->domain == SIMPAR_PREDICT_ERROR
                ? 2
                : 1;
 }

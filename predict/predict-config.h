@@ -23,6 +23,14 @@
 #include "train.h"
 G_BEGIN_DECLS
 
+#define SIMPAR_PREDICT_ERROR (simpar_predict_error_quark())
+GQuark simpar_predict_error_quark(void);
+
+typedef enum {
+    /* a bad prediction option, or a configuration the platform, memory or budget refuses */
+    SIMPAR_PREDICT_ERROR_REFUSED,
+} SimparPredictError;
+
 /* The model of `simpar predict` and `simpar sweep` without --model: every mode can split it
  * over 64 GPUs. */
 #define SIMPAR_PREDICT_DEFAULT_MODEL "default-4k"
