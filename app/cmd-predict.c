@@ -7,6 +7,7 @@
  * in GPU memory, are reported as not simulated; asked for explicitly, they are errors.
  */
 #include "cli.h"
+#include "generators.h"
 #include "pipeline.h"
 #include "plot.h"
 #include "predict-config.h"
@@ -107,7 +108,7 @@ predict_plan(const Predict *p, const char *mode, guint gpus, SimparPlan *plan, G
         return FALSE;
     if (plan->tp == G_MININT64)
         plan->tp = gpus;
-    if (g_str_equal(gen->name, "2.5d") && plan->depth == 0)
+    if (gen->grid == SIMPAR_GRID_LAYERS && plan->depth == 0)
         predict_depth(p, gen, plan);
     return TRUE; /* validated by simpar_predict_config */
 }
@@ -275,7 +276,7 @@ predict_workers(Predict *p, SimparReport *report, GError **error)
     g_autofree guint *order = g_new(guint, n);
     for (guint last = 0; last < 2; last++)
         for (guint i = 0; i < n; i++)
-            if ((work[i].mode != NULL && g_str_equal(work[i].mode, "1d")) == last)
+            if ((guint) simpar_generator_is_baseline(work[i].mode) == last)
                 order[k++] = i;
     g_autofree gpointer *data = g_new(gpointer, n);
     g_autofree GString **outs = g_new(GString *, n);

@@ -1,5 +1,6 @@
 /* cmd-schedule.c - `simpar schedule`: one transformer layer's collectives per GPU. */
 #include "cli.h"
+#include "generators.h"
 #include <stdio.h>
 
 static gboolean
@@ -11,7 +12,9 @@ schedule_plan(const SimparJobArgs *job, SimparPlan *plan, GError **error)
                     "q*q*d or q*q*q)");
         return FALSE;
     }
-    return simpar_job_plan(job, job->tp_mode != NULL ? job->tp_mode : "1d", plan, error);
+    guint n;
+    const char *first = simpar_generators(&n)[0].name; /* the baseline, 1-D */
+    return simpar_job_plan(job, job->tp_mode != NULL ? job->tp_mode : first, plan, error);
 }
 
 gboolean

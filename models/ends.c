@@ -1,5 +1,6 @@
 /* ends.c - the model's ends on one tensor-parallel group (see ends.h). */
 #include "ends.h"
+#include "generators.h"
 
 typedef struct {
     SimparSchedule *s;
@@ -218,7 +219,7 @@ simpar_ends_build(const SimparModel *model, const SimparPlan *plan, const Simpar
                   .h = (guint64) model->hidden};
         e.act = f.act_elems;
         e.share = e.rows * e.h / T;
-        e.full_rows = g_str_equal(plan->mode, "1d") && !plan->sequence_parallel;
+        e.full_rows = simpar_plan_whole_rows(plan);
         const SimparShard *x = simpar_schedule_find_shard(layer, r, "x");
         g_return_val_if_fail(x != NULL, s);
         e.res = *x;

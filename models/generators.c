@@ -3,16 +3,17 @@
 #include "tp-layer.h"
 
 static const SimparGenerator generators[] = {
-    {"1d",
+    {"1d", "1-D",
      "Megatron-LM: column/row-parallel linears, all-reduces (--sp: all-gather and "
      "reduce-scatter); tp = P",
-     simpar_tp1d_validate, &simpar_tp1d_scheme},
-    {"2d", "SUMMA / Optimus: q x q grid, row/column broadcasts and reduces; tp = q*q",
-     simpar_tp2d_validate, &simpar_tp2d_scheme},
-    {"2.5d", "Tesseract: d layers of a q x q SUMMA grid plus depth all-reduces; tp = q*q*d",
-     simpar_tp2p5d_validate, &simpar_tp2p5d_scheme},
-    {"3d", "Bian et al. 2021: q x q x q cube, all-gathers and reduce-scatters; tp = q*q*q",
-     simpar_tp3d_validate, &simpar_tp3d_scheme},
+     simpar_tp1d_validate, &simpar_tp1d_scheme, SIMPAR_GRID_LINE, TRUE, FALSE},
+    {"2d", "2-D", "SUMMA / Optimus: q x q grid, row/column broadcasts and reduces; tp = q*q",
+     simpar_tp2d_validate, &simpar_tp2d_scheme, SIMPAR_GRID_SQUARE, FALSE, FALSE},
+    {"2.5d", "2.5-D",
+     "Tesseract: d layers of a q x q SUMMA grid plus depth all-reduces; tp = q*q*d",
+     simpar_tp2p5d_validate, &simpar_tp2p5d_scheme, SIMPAR_GRID_LAYERS, FALSE, FALSE},
+    {"3d", "3-D", "Bian et al. 2021: q x q x q cube, all-gathers and reduce-scatters; tp = q*q*q",
+     simpar_tp3d_validate, &simpar_tp3d_scheme, SIMPAR_GRID_CUBE, FALSE, TRUE},
 };
 
 /* Larger groups are refused before anything is allocated. */
@@ -39,6 +40,74 @@ simpar_generator_lookup(const char *name, GError **error)
     return NULL;
 }
 
+const SimparGenerator *
+simpar_generator_of(const char *name)
+{
+    for (guint i = 0; name != NULL && i < G_N_ELEMENTS(generators); i++)
+        if (g_str_equal(generators[i].name, name))
+            return &generators[i];
+    return NULL;
+}
+
+gboolean
+simpar_generator_is_baseline(const char *name)
+{
+    return simpar_generator_of(name) == &generators[0];
+}
+
+gint64
+simpar_generator_grid_tp(const SimparGenerator *gen, gint64 q, gint64 depth)
+{
+    switch (gen->grid) {
+    case SIMPAR_GRID_SQUARE:
+        return q * q;
+    case SIMPAR_GRID_LAYERS:
+        return q * q * depth;
+    case SIMPAR_GRID_CUBE:
+        return q * q * q;
+    case SIMPAR_GRID_LINE:
+    default:
+        return 0;
+    }
+}
+
+double
+simpar_plan_weight_split(const SimparPlan *plan)
+{
+    const SimparGenerator *gen = simpar_generator_of(plan->mode);
+    double q = plan->q;
+    if (gen == NULL)
+        return 0;
+    return gen->grid == SIMPAR_GRID_LINE   ? (double) plan->tp
+           : gen->grid == SIMPAR_GRID_CUBE ? q * q * q
+                                           : q * q;
+}
+
+gboolean
+simpar_plan_whole_rows(const SimparPlan *plan)
+{
+    const SimparGenerator *gen = simpar_generator_of(plan->mode);
+    return gen != NULL && gen->grid == SIMPAR_GRID_LINE && !plan->sequence_parallel;
+}
+
+char *
+simpar_plan_grid_label(const SimparPlan *plan, gboolean verbose)
+{
+    const SimparGenerator *gen = simpar_generator_of(plan->mode);
+    if (gen != NULL && gen->grid == SIMPAR_GRID_LINE)
+        return g_strdup_printf("P=%" G_GINT64_FORMAT "%s", plan->tp,
+                               !plan->sequence_parallel ? ""
+                               : verbose                ? " +SP"
+                                                        : "+SP");
+    if (gen != NULL && gen->grid == SIMPAR_GRID_LAYERS)
+        return g_strdup_printf("q=%u d=%" G_GINT64_FORMAT, plan->q, plan->depth);
+    const char *variant = gen == NULL || !gen->variants ? ""
+                          : verbose        ? (plan->paper_3d ? " variant=paper" : " variant=later")
+                          : plan->paper_3d ? ""
+                                           : " later";
+    return g_strdup_printf("q=%u%s", plan->q, variant); /* (transfer full) */
+}
+
 static gboolean
 generators_validate_common(const SimparGenerator *gen, const SimparPlan *plan, GError **error)
 {
@@ -49,12 +118,12 @@ generators_validate_common(const SimparGenerator *gen, const SimparPlan *plan, G
                     plan->tp, GENERATORS_MAX_TP);
         return FALSE;
     }
-    if (plan->depth != 0 && !g_str_equal(gen->name, "2.5d")) {
+    if (plan->depth != 0 && gen->grid != SIMPAR_GRID_LAYERS) {
         g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
                     "--depth applies to --tp-mode 2.5d only, not %s", gen->name);
         return FALSE;
     }
-    if (plan->sequence_parallel && !g_str_equal(gen->name, "1d")) {
+    if (plan->sequence_parallel && !gen->sequence_parallel) {
         g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
                     "--sp (sequence parallelism) applies to --tp-mode 1d only, not %s", gen->name);
         return FALSE;

@@ -266,7 +266,8 @@ simpar_job_plan(const SimparJobArgs *args, const char *mode, SimparPlan *plan, G
     plan->depth = args->depth == SIMPAR_JOB_UNSET ? 0 : args->depth;
     plan->sequence_parallel = args->sp;
     if (args->variant != NULL) {
-        if (!g_str_equal(mode, "3d") ||
+        const SimparGenerator *gen = simpar_generator_of(mode);
+        if (gen == NULL || !gen->variants ||
             (!g_str_equal(args->variant, "paper") && !g_str_equal(args->variant, "later"))) {
             g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
                         "--variant %s: valid only with --tp-mode 3d, as 'paper' (backward "
@@ -383,7 +384,8 @@ simpar_job_check(const SimparJobArgs *args, SimparJobRun run, const char *fallba
                  SimparModel *model, SimparTrain *train, GError **error)
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-    const char *mode = args->tp_mode != NULL ? args->tp_mode : "1d";
+    guint n_gens;
+    const char *mode = args->tp_mode != NULL ? args->tp_mode : simpar_generators(&n_gens)[0].name;
     if (!simpar_job_model(args, fallback, model, error) || !simpar_job_train(args, train, error) ||
         simpar_generator_lookup(mode, error) == NULL ||
         !simpar_job_plan(args, mode, &train->tp, error))

@@ -6,6 +6,7 @@
  * v chunks per device, m micro-batches.
  */
 #include "memory.h"
+#include "generators.h"
 
 /* ------------------------------------------------------------------------- one layer */
 
@@ -17,22 +18,10 @@ memory_layer_params(const SimparModel *m)
     return 4 * h * h + 2 * h * f + (3 * h + h + f + h) + 4 * h;
 }
 
-/* How many GPUs share one copy of the parameters (section 6.4). 1-D replicates the layer-norm
- * parameters and the row-parallel biases, 6h per layer; they are counted as split too, an
- * undercount below 6h/(4h^2 + 2hf) (0.05% at h = 1024, f = 4h). 2.5-D keeps one copy per depth
- * layer. Returns 0 for a mode it does not know. */
-static double
-memory_param_split(const SimparPlan *plan)
-{
-    double q = plan->q;
-    if (g_str_equal(plan->mode, "1d"))
-        return (double) plan->tp;
-    if (g_str_equal(plan->mode, "2d") || g_str_equal(plan->mode, "2.5d"))
-        return q * q;
-    if (g_str_equal(plan->mode, "3d"))
-        return q * q * q;
-    return 0;
-}
+/* How many GPUs share one copy of the parameters: simpar_plan_weight_split. 1-D replicates the
+ * layer-norm parameters and the row-parallel biases, 6h per layer; they are counted as split
+ * too, an undercount below 6h/(4h^2 + 2hf) (0.05% at h = 1024, f = 4h). 2.5-D keeps one copy
+ * per depth layer. */
 
 /* Bytes per parameter of weights, gradients and optimizer states (section 6.1): 16-bit weights
  * and gradients with fp32 master weights, momentum and variance (2 + 2 + 12); fp32 training
@@ -61,7 +50,7 @@ memory_layer_activations(const SimparModel *m, const SimparPlan *plan, SimparAtt
     double ds = simpar_dtype_size(m->dtype), sbh = s * b * h, t = plan->tp;
     /* 1-D without SP keeps the layer's input (and what replicates with it) whole on every GPU;
      * SP splits it by tokens; 2-D, 2.5-D (d q^2) and 3-D split every tensor over t */
-    gboolean whole = g_str_equal(plan->mode, "1d") && !plan->sequence_parallel;
+    gboolean whole = simpar_plan_whole_rows(plan);
     if (recompute == SIMPAR_RECOMPUTE_FULL)
         return ds * sbh / (whole ? 1 : t);
     /* the two layer-norm inputs, the qkv and fc1 inputs, two dropout masks: the "10sbh" */
@@ -107,7 +96,7 @@ simpar_memory_estimate(const SimparModel *model, const SimparPlan *plan,
 {
     g_return_if_fail(model != NULL && plan != NULL && layer != NULL && out != NULL);
     g_return_if_fail(plan->mode != NULL && plan->tp > 0 && plan->q > 0);
-    double split = memory_param_split(plan), bytes[3];
+    double split = simpar_plan_weight_split(plan), bytes[3];
     g_return_if_fail(split > 0); /* an unknown mode: the plan was not validated */
     double layers = model->layers;
     memory_state_bytes(model->dtype, 0, 1, bytes);
@@ -208,7 +197,7 @@ simpar_memory_step(const SimparModel *model, const SimparTrain *train, guint sta
     g_return_if_fail(model != NULL && train != NULL && out != NULL);
     const SimparPlan *plan = &train->tp;
     g_return_if_fail(plan->mode != NULL && plan->tp > 0 && plan->q > 0);
-    double split = memory_param_split(plan), bytes[3];
+    double split = simpar_plan_weight_split(plan), bytes[3];
     SimparMemoryStage st;
     g_return_if_fail(split > 0); /* an unknown mode: the plan was not validated */
     if (!memory_stage(model, train, stage, &st))

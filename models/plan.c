@@ -7,7 +7,7 @@ void
 simpar_plan_init(SimparPlan *plan)
 {
     *plan = (SimparPlan){
-        .mode = g_intern_static_string("1d"),
+        .mode = g_intern_static_string("1d"), /* the generators table's first row */
         .tp = 1,
         .depth = 0,
         .causal = TRUE,

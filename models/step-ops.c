@@ -1,6 +1,7 @@
 /* step-ops.c - the executable mode of the step builder (step.h, simpar_step_build_ops): the
  * ops of the layer and ends schedules copied onto every rank (see step-private.h). */
 #include "ends.h"
+#include "generators.h"
 #include "schedule-private.h"
 #include "step-private.h"
 #include <string.h>
@@ -75,7 +76,8 @@ step_ops_supported(const SimparModel *model, const SimparTrain *tr, const Simpar
                     flag);
         return FALSE;
     }
-    if (!g_str_equal(tr->tp.mode, "1d")) {
+    const SimparGenerator *gen = simpar_generator_of(tr->tp.mode);
+    if (gen == NULL || gen->grid != SIMPAR_GRID_LINE) {
         g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
                     "--tp-mode %s: an executable step needs 1-D tensor parallelism (with or "
                     "without --sp); the ends of 2-D, 2.5-D and 3-D layers are timed, not "

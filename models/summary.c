@@ -1,5 +1,6 @@
 /* summary.c - per-GPU collective counts and bytes by axis, kind and phase; text and JSON. */
 #include "summary.h"
+#include "generators.h"
 #include <json-glib/json-glib.h>
 #include <string.h>
 
@@ -108,16 +109,7 @@ simpar_summary_find(const SimparSummary *s, const char *axis, SimparCollKind kin
 static char *
 summary_plan_text(const SimparModel *m, const SimparPlan *p)
 {
-    g_autofree char *grid = NULL;
-    if (g_str_equal(p->mode, "1d"))
-        grid =
-            g_strdup_printf("P=%" G_GINT64_FORMAT "%s", p->tp, p->sequence_parallel ? " +SP" : "");
-    else if (g_str_equal(p->mode, "2.5d"))
-        grid = g_strdup_printf("q=%u d=%" G_GINT64_FORMAT, p->q, p->depth);
-    else
-        grid = g_strdup_printf(
-            "q=%u%s", p->q,
-            g_str_equal(p->mode, "3d") ? (p->paper_3d ? " variant=paper" : " variant=later") : "");
+    g_autofree char *grid = simpar_plan_grid_label(p, TRUE);
     return g_strdup_printf("%s tensor parallelism, %" G_GINT64_FORMAT " GPUs (%s); model %s: "
                            "h=%" G_GINT64_FORMAT " a=%" G_GINT64_FORMAT " s=%" G_GINT64_FORMAT
                            " b=%" G_GINT64_FORMAT " ffn=%" G_GINT64_FORMAT " %s",

@@ -1,5 +1,6 @@
 /* train.c - the training plan: validation, rank placement and model FLOPs (see train.h). */
 #include "train.h"
+#include "generators.h"
 #include "pipeline.h"
 
 static const char *const train_schedule_names[SIMPAR_N_PIPE_SCHEDULES] = {"gpipe", "1f1b",
@@ -185,8 +186,7 @@ simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GE
                           t->bucket_params);
     if (t->bucket_params == 0)
         t->bucket_params = MAX(G_GINT64_CONSTANT(40000000), G_GINT64_CONSTANT(1000000) * t->dp);
-    if (t->scatter_gather && t->tp.tp > 1 &&
-        (g_strcmp0(t->tp.mode, "1d") != 0 || t->tp.sequence_parallel))
+    if (t->scatter_gather && t->tp.tp > 1 && !simpar_plan_whole_rows(&t->tp))
         return train_fail(error, "--scatter-gather applies to 1-D tensor parallelism without --sp, "
                                  "where every tensor-parallel rank holds the whole activation; "
                                  "here each rank already sends only its own block");

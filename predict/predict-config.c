@@ -134,13 +134,7 @@ simpar_predict_gpu(const SimparPlatform *platform, guint gpus, const char *calib
 char *
 simpar_predict_grid(const SimparPlan *plan)
 {
-    if (g_str_equal(plan->mode, "1d"))
-        return g_strdup_printf("P=%" G_GINT64_FORMAT "%s", plan->tp,
-                               plan->sequence_parallel ? "+SP" : "");
-    if (g_str_equal(plan->mode, "2.5d"))
-        return g_strdup_printf("q=%u d=%" G_GINT64_FORMAT, plan->q, plan->depth);
-    return g_strdup_printf("q=%u%s", plan->q,
-                           g_str_equal(plan->mode, "3d") && !plan->paper_3d ? " later" : "");
+    return simpar_plan_grid_label(plan, FALSE);
 }
 
 void

@@ -1,5 +1,6 @@
 /* report.c - breakdown of a predicted step, and its text, JSON and Chrome-trace forms. */
 #include "report.h"
+#include "generators.h"
 #include <math.h>
 
 struct _SimparReport {
@@ -259,7 +260,7 @@ report_baseline(const SimparReport *rep)
 {
     for (guint i = 0; i < rep->rows->len; i++) {
         const SimparReportRow *row = &g_array_index(rep->rows, SimparReportRow, i);
-        if (g_str_equal(row->mode, "1d") && row->skipped == NULL)
+        if (simpar_generator_is_baseline(row->mode) && row->skipped == NULL)
             return row;
     }
     return NULL;

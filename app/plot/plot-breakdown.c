@@ -13,6 +13,7 @@
  * exposed_comm_by_axis: axis "pp" is pipeline p2p, "dp" data parallelism, any other axis the
  * tensor-parallel groups, split by scope.
  */
+#include "generators.h"
 #include "plot-private.h"
 #include <math.h>
 #include <string.h>
@@ -119,11 +120,12 @@ breakdown_csv_label(const SimparCsv *csv, guint r, const int *c)
 {
     const char *mode = simpar_csv_get(csv, r, c[COL_MODE]);
     GString *s = g_string_new(mode);
-    if (g_str_equal(mode, "1d"))
+    const SimparGenerator *gen = simpar_generator_of(mode);
+    if (gen != NULL && gen->grid == SIMPAR_GRID_LINE)
         g_string_append_printf(s, " T=%s", simpar_csv_get(csv, r, c[COL_TP]));
     else
         g_string_append_printf(s, " q=%s", simpar_csv_get(csv, r, c[COL_Q]));
-    if (g_str_equal(mode, "2.5d"))
+    if (gen != NULL && gen->grid == SIMPAR_GRID_LAYERS)
         g_string_append_printf(s, " d=%s", simpar_csv_get(csv, r, c[COL_DEPTH]));
     g_string_append_printf(s, " P=%s D=%s G=%s", simpar_csv_get(csv, r, c[COL_PP]),
                            simpar_csv_get(csv, r, c[COL_DP]), simpar_csv_get(csv, r, c[COL_GPUS]));

@@ -11,6 +11,7 @@
  * because they do not fit), and the device memory of the rows. A sweep over several model
  * shapes (model, hidden, layers, seq) gets a series per mode and shape ("3d h=8192").
  */
+#include "generators.h"
 #include "plot-private.h"
 #include <math.h>
 #include <stdlib.h>
@@ -84,16 +85,18 @@ sweep_point_add(GArray *points, const char *mode, double x, double y, double y2)
     g_array_append_val(points, p);
 }
 
-/* The modes in the order of the papers (1-D, 2-D, 2.5-D, 3-D), any other after them. */
+/* The modes in the generators table's order (the papers': 1-D, 2-D, 2.5-D, 3-D), any other
+ * after them. */
 static int
 sweep_mode_order(const char *series)
 {
-    static const char *const modes[] = {"1d", "2d", "2.5d", "3d"};
+    guint n;
+    const SimparGenerator *gens = simpar_generators(&n);
     gsize len = strcspn(series, " "); /* "3d" or "3d h=8192" */
-    for (guint i = 0; i < G_N_ELEMENTS(modes); i++)
-        if (strlen(modes[i]) == len && strncmp(series, modes[i], len) == 0)
+    for (guint i = 0; i < n; i++)
+        if (strlen(gens[i].name) == len && strncmp(series, gens[i].name, len) == 0)
             return (int) i;
-    return G_N_ELEMENTS(modes);
+    return (int) n;
 }
 
 /* The model shape columns; a sweep over several shapes gets one series per mode and shape. */
@@ -248,8 +251,9 @@ memory_point(const SimparCsv *csv, guint r, const int *c, const int *shape, guin
         return FALSE;
     if (mem <= 0) /* skipped before its memory was known */
         return TRUE;
-    if (!simpar_csv_get_double(csv, r, c[g_str_equal(mode, "1d") ? MEMORY_TP : MEMORY_Q], &x,
-                               error) ||
+    const SimparGenerator *gen = simpar_generator_of(mode);
+    gboolean line = gen != NULL && gen->grid == SIMPAR_GRID_LINE;
+    if (!simpar_csv_get_double(csv, r, c[line ? MEMORY_TP : MEMORY_Q], &x, error) ||
         !simpar_csv_get_double(csv, r, c[MEMORY_CAP], &cap, error))
         return FALSE;
     g_autofree char *series = sweep_series(csv, r, mode, shape, varies);

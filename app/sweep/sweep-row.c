@@ -1,5 +1,6 @@
 /* sweep-row.c - one configuration of a sweep: its job options, its prediction (in a worker,
  * through predict-config.c, as `simpar predict` computes it) and its CSV line. */
+#include "generators.h"
 #include "predict-config.h"
 #include "sweep.h"
 #include <math.h>
@@ -161,7 +162,7 @@ row_nodes(const SimparSweep *sw, guint gpus)
 static char *
 row_grid(const SimparSweepConfig *c, gboolean sp)
 {
-    if (g_str_equal(c->mode, "1d"))
+    if (simpar_generator_of(c->mode)->grid == SIMPAR_GRID_LINE)
         return g_strdup_printf("P=%" G_GINT64_FORMAT "%s", c->tp, sp ? "+SP" : "");
     if (c->depth > 0)
         return g_strdup_printf("q=%" G_GINT64_FORMAT " d=%" G_GINT64_FORMAT, c->q, c->depth);
@@ -225,7 +226,7 @@ row_job_args(const SimparSweep *sw, const SimparSweepConfig *c, SimparJobArgs *a
 static gboolean
 row_check_split(const SimparSweepConfig *c, GError **why)
 {
-    if (g_str_equal(c->mode, "2.5d") && c->depth == 0) {
+    if (simpar_generator_of(c->mode)->grid == SIMPAR_GRID_LAYERS && c->depth == 0) {
         g_set_error(why, SIMPAR_SWEEP_ERROR, SIMPAR_SWEEP_ERROR_SPLIT,
                     "2.5d q=%" G_GINT64_FORMAT ": no depth d >= 2 makes q*q*d divide the %u GPUs "
                     "(give --depth)",

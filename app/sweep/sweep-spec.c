@@ -207,21 +207,40 @@ sweep_load_models(SimparSweep *sw, GError **error)
 /* ----------------------------------------------------------------------------- the options */
 
 static gboolean
-sweep_has_mode(const SimparSweep *sw, const char *mode)
+sweep_has_shape(const SimparSweep *sw, gboolean (*want)(SimparGridShape))
 {
-    for (guint i = 0; i < sw->names[SIMPAR_SWEEP_MODES]->len; i++)
-        if (g_str_equal(sw->names[SIMPAR_SWEEP_MODES]->pdata[i], mode))
+    for (guint i = 0; i < sw->names[SIMPAR_SWEEP_MODES]->len; i++) {
+        const SimparGenerator *gen = simpar_generator_of(sw->names[SIMPAR_SWEEP_MODES]->pdata[i]);
+        if (gen != NULL && want(gen->grid))
             return TRUE;
+    }
     return FALSE;
+}
+
+static gboolean
+sweep_grid_line(SimparGridShape g)
+{
+    return g == SIMPAR_GRID_LINE;
+}
+
+static gboolean
+sweep_grid_sided(SimparGridShape g)
+{
+    return g != SIMPAR_GRID_LINE;
+}
+
+static gboolean
+sweep_grid_layers(SimparGridShape g)
+{
+    return g == SIMPAR_GRID_LAYERS;
 }
 
 /* --tp is 1-D's, --q the grids', --depth 2.5-D's: each needs its mode in the sweep. */
 static gboolean
 sweep_check_axes(const SimparSweep *sw, GError **error)
 {
-    gboolean grid =
-        sweep_has_mode(sw, "2d") || sweep_has_mode(sw, "2.5d") || sweep_has_mode(sw, "3d");
-    if (sw->args.numbers[SIMPAR_SWEEP_TP] != NULL && !sweep_has_mode(sw, "1d"))
+    gboolean grid = sweep_has_shape(sw, sweep_grid_sided);
+    if (sw->args.numbers[SIMPAR_SWEEP_TP] != NULL && !sweep_has_shape(sw, sweep_grid_line))
         return simpar_cli_usage(error,
                                 "--tp %s: the 1-D tensor-parallel size needs 1d in --tp-mode "
                                 "(2d, 2.5d and 3d take --q and --depth)",
@@ -229,7 +248,7 @@ sweep_check_axes(const SimparSweep *sw, GError **error)
     if (sw->args.numbers[SIMPAR_SWEEP_Q] != NULL && !grid)
         return simpar_cli_usage(error, "--q %s: the grid side needs 2d, 2.5d or 3d in --tp-mode",
                                 sw->args.numbers[SIMPAR_SWEEP_Q]);
-    if (sw->args.numbers[SIMPAR_SWEEP_DEPTH] != NULL && !sweep_has_mode(sw, "2.5d"))
+    if (sw->args.numbers[SIMPAR_SWEEP_DEPTH] != NULL && !sweep_has_shape(sw, sweep_grid_layers))
         return simpar_cli_usage(error, "--depth %s: the depth needs 2.5d in --tp-mode",
                                 sw->args.numbers[SIMPAR_SWEEP_DEPTH]);
     return TRUE;
@@ -439,18 +458,20 @@ static void
 sweep_grids(const SimparSweep *sw, const char *mode, gint64 G, GArray *out)
 {
     const GArray *tp = sw->numbers[SIMPAR_SWEEP_TP], *qs = sw->numbers[SIMPAR_SWEEP_Q];
-    if (g_str_equal(mode, "1d")) {
+    const SimparGenerator *gen = simpar_generator_of(mode);
+    g_return_if_fail(gen != NULL);
+    if (gen->grid == SIMPAR_GRID_LINE) {
         for (guint i = 0; i < tp->len; i++)
             sweep_add_grid(out, g_array_index(tp, gint64, i), 0, 0);
         for (gint64 t = 1; tp->len == 0 && t <= G && G % t == 0; t *= 2)
             sweep_add_grid(out, t, 0, 0);
         return;
     }
-    gboolean p2p5d = g_str_equal(mode, "2.5d");
+    gboolean p2p5d = gen->grid == SIMPAR_GRID_LAYERS;
     guint n = qs->len > 0 ? qs->len : G_MAXUINT;
     for (guint i = 0; i < n; i++) {
         gint64 q = qs->len > 0 ? g_array_index(qs, gint64, i) : i + 2;
-        gint64 t = g_str_equal(mode, "3d") ? q * q * q : q * q;
+        gint64 t = simpar_generator_grid_tp(gen, q, 1); /* 2.5-D: one layer here */
         if (qs->len == 0 && t * (p2p5d ? 2 : 1) > G)
             break;
         if (p2p5d)
@@ -516,7 +537,8 @@ sweep_enum_mode(SweepEnum *e, SimparSweepConfig *c, GError **error)
         const SweepGrid *g = &g_array_index(grids, SweepGrid, i);
         c->tp = g->tp, c->q = g->q, c->depth = g->depth;
         g_autoptr(GArray) splits = g_array_new(FALSE, TRUE, sizeof(gint64));
-        if (g->depth == 0 && g_str_equal(c->mode, "2.5d")) /* no depth: one row says so */
+        if (g->depth == 0 && simpar_generator_of(c->mode)->grid == SIMPAR_GRID_LAYERS)
+            /* no depth: one row says so */
             g_array_set_size(splits, 2);
         else
             sweep_splits(e->sw, c->gpus, c->tp, c->layers, splits);
