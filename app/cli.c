@@ -32,6 +32,36 @@ simpar_cli_usage(GError **error, const char *format, ...)
     return FALSE;
 }
 
+static const SimparCommand commands[] = {
+    {"schedule", "one layer's schedule summary", simpar_cmd_schedule},
+    {"predict", "this prediction, the default command (simpar --help)", simpar_cmd_predict},
+    {"collective", "one collective's time, algbw and busbw, as nccl-tests prints them",
+     simpar_cmd_collective},
+    {"topology", "write a platform of any size from a preset", simpar_cmd_topology},
+    {"sweep", "capacity planning: many configurations into a ranked CSV", simpar_cmd_sweep},
+    {"validate", "a run measured by simpar-exec against its prediction", simpar_cmd_validate},
+    {"calibrate", "fit the compute and link figures to microbenchmarks or nccl-tests output",
+     simpar_cmd_calibrate},
+    {"plot", "draw a sweep, prediction, validation or trace with gnuplot", simpar_cmd_plot},
+};
+
+const SimparCommand *
+simpar_commands(guint *n)
+{
+    *n = G_N_ELEMENTS(commands);
+    return commands; /* (transfer none) */
+}
+
+char *
+simpar_cli_commands_help(void)
+{
+    GString *s = g_string_new("Commands (simpar COMMAND --help for each):\n");
+    for (guint i = 0; i < G_N_ELEMENTS(commands); i++)
+        g_string_append_printf(s, "  %-11s %s%s", commands[i].name, commands[i].description,
+                               i + 1 < G_N_ELEMENTS(commands) ? "\n" : "");
+    return g_string_free(s, FALSE); /* (transfer full) */
+}
+
 int
 simpar_cli_exit_status(const GError *error)
 {

@@ -30,6 +30,18 @@ typedef enum {
     SIMPAR_CLI_ERROR_USAGE, /* unknown flag or command, missing or malformed value */
 } SimparCliError;
 
+/* The commands: `simpar NAME ...` runs `run` with "simpar" and the options after NAME; the
+ * program's help lists them from this table (simpar_cli_commands_help). */
+typedef struct {
+    const char *name;
+    const char *description;
+    gboolean (*run)(int argc, char **argv, GError **error);
+} SimparCommand;
+
+const SimparCommand *simpar_commands(guint *n); /* (transfer none) */
+/* "Commands:" and one line per command, for simpar --help (transfer full). */
+char *simpar_cli_commands_help(void);
+
 gboolean simpar_cli_parse(GOptionContext *ctx, const char *command, int *argc, char ***argv,
                           GError **error);
 /* Exit status of a failed command: 2 for usage errors (options, job options), 1 otherwise. */

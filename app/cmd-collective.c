@@ -285,15 +285,16 @@ gboolean
 simpar_cmd_collective(int argc, char **argv, GError **error)
 {
     Collective c = {.gpus = G_MININT64};
+    g_autofree char *algo = g_strdup_printf(
+        "auto (default; NCCL-like), %s (nvls: NVLink SHARP where the node has it, else the ring)",
+        simpar_coll_algo_names());
+    const char *algo_help = g_intern_string(algo); /* the option context keeps no copy */
     const GOptionEntry entries[] = {
         {"topology", 't', 0, G_OPTION_ARG_FILENAME, &c.topology, "SimGrid platform file", "FILE"},
         {"op", 0, 0, G_OPTION_ARG_STRING, &c.op_name,
          "allreduce, allgather, reducescatter, broadcast, reduce or alltoall", "OP"},
         {"gpus", 0, 0, G_OPTION_ARG_INT64, &c.gpus, "Group size: the first N GPUs", "N"},
-        {"algo", 0, 0, G_OPTION_ARG_STRING, &c.algo_name,
-         "auto (default; NCCL-like), ring, tree, chain, hierarchical, pairwise, nvls (NVLink "
-         "SHARP where the node has it, else the ring)",
-         "ALGO"},
+        {"algo", 0, 0, G_OPTION_ARG_STRING, &c.algo_name, algo_help, "ALGO"},
         {"bytes", 0, 0, G_OPTION_ARG_STRING, &c.bytes, "One size S (nccl-tests), e.g. 64M", "SIZE"},
         {"min-bytes", 0, 0, G_OPTION_ARG_STRING, &c.min_bytes, "Smallest size (default 8)", "A"},
         {"max-bytes", 0, 0, G_OPTION_ARG_STRING, &c.max_bytes,

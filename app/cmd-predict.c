@@ -414,16 +414,7 @@ static const char predict_summary[] =
     "Predicts the step time (L layers, forward and backward) of each tensor-parallel mode on a\n"
     "SimGrid platform, with compute, exposed communication per group axis (intra-/inter-node),\n"
     "memory per GPU and achieved TFLOP/s per GPU. Without --tp-mode it compares every mode the\n"
-    "GPU count allows (64 GPUs: 1-D, 2-D q=8, 2.5-D q=4 d=4, 3-D q=4).\n\n"
-    "Commands:\n"
-    "  (none)      this prediction (also: simpar predict ...)\n"
-    "  schedule    one layer's schedule summary (simpar schedule --help)\n"
-    "  collective  one collective's time, algbw and busbw (simpar collective --help)\n"
-    "  topology    write a platform of any size (simpar topology --help)\n"
-    "  validate    a run measured by simpar-exec against its prediction (simpar validate --help)\n"
-    "  sweep       capacity planning: many configurations into a CSV (simpar sweep --help)\n"
-    "  calibrate   fit the compute and link figures to simpar-exec's microbenchmarks\n"
-    "  plot        draw a sweep, prediction, validation or trace with gnuplot (simpar plot --help)";
+    "GPU count allows (64 GPUs: 1-D, 2-D q=8, 2.5-D q=4 d=4, 3-D q=4).\n\n";
 
 gboolean
 simpar_cmd_predict(int argc, char **argv, GError **error)
@@ -447,7 +438,9 @@ simpar_cmd_predict(int argc, char **argv, GError **error)
         G_OPTION_ENTRY_NULL,
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("[predict] - plan transformer training");
-    g_option_context_set_summary(ctx, predict_summary);
+    g_autofree char *commands = simpar_cli_commands_help();
+    g_autofree char *summary = g_strconcat(predict_summary, commands, NULL);
+    g_option_context_set_summary(ctx, summary);
     g_option_context_add_main_entries(ctx, entries, NULL);
     g_autofree GOptionEntry *opts = simpar_predict_option_entries(
         &p.opts, "simgrid (default; contention), analytic (closed forms, no contention) or formula "

@@ -3,28 +3,15 @@
 #include <locale.h>
 #include <stdio.h>
 
-static const struct {
-    const char *name;
-    gboolean (*run)(int argc, char **argv, GError **error);
-} commands[] = {
-    {"schedule", simpar_cmd_schedule},
-    {"predict", simpar_cmd_predict},
-    {"collective", simpar_cmd_collective},
-    {"topology", simpar_cmd_topology},
-    {"sweep", simpar_cmd_sweep},
-    /* against what simpar-exec measured */
-    {"validate", simpar_cmd_validate},
-    {"calibrate", simpar_cmd_calibrate},
-    {"plot", simpar_cmd_plot},
-};
-
 int
 main(int argc, char **argv)
 {
     setlocale(LC_ALL, "C");
     g_autoptr(GError) error = NULL;
     gboolean ok = FALSE, found = FALSE;
-    for (guint i = 0; argc > 1 && i < G_N_ELEMENTS(commands); i++) {
+    guint n_commands;
+    const SimparCommand *commands = simpar_commands(&n_commands);
+    for (guint i = 0; argc > 1 && i < n_commands; i++) {
         if (g_str_equal(argv[1], commands[i].name)) {
             found = TRUE;
             argv[1] = argv[0]; /* the command sees "simpar" followed by its options */
@@ -33,7 +20,7 @@ main(int argc, char **argv)
     }
     if (!found && argc > 1 && argv[1][0] != '-') {
         g_autoptr(GString) valid = g_string_new(NULL);
-        for (guint i = 0; i < G_N_ELEMENTS(commands); i++)
+        for (guint i = 0; i < n_commands; i++)
             g_string_append_printf(valid, "%s%s", i > 0 ? ", " : "", commands[i].name);
         g_set_error(&error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
                     "simpar: unknown command '%s' (valid: %s; or --topology FILE)", argv[1],

@@ -29,15 +29,25 @@ simpar_generators(guint *n)
 const SimparGenerator *
 simpar_generator_lookup(const char *name, GError **error)
 {
-    g_autoptr(GString) valid = g_string_new(NULL);
-    for (guint i = 0; i < G_N_ELEMENTS(generators); i++) {
-        if (g_strcmp0(generators[i].name, name) == 0)
-            return &generators[i];
-        g_string_append_printf(valid, "%s%s", i ? ", " : "", generators[i].name);
+    const SimparGenerator *gen = simpar_generator_of(name);
+    if (gen == NULL)
+        g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
+                    "--tp-mode %s: unknown tensor-parallel mode (valid: %s)", name,
+                    simpar_generator_names());
+    return gen;
+}
+
+const char *
+simpar_generator_names(void)
+{
+    static const char *names;
+    if (g_once_init_enter(&names)) {
+        g_autoptr(GString) s = g_string_new(NULL);
+        for (guint i = 0; i < G_N_ELEMENTS(generators); i++)
+            g_string_append_printf(s, "%s%s", i ? ", " : "", generators[i].name);
+        g_once_init_leave(&names, g_intern_string(s->str));
     }
-    g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
-                "--tp-mode %s: unknown tensor-parallel mode (valid: %s)", name, valid->str);
-    return NULL;
+    return names;
 }
 
 const SimparGenerator *

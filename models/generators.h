@@ -40,6 +40,8 @@ typedef struct {
 /* The table, in the papers' order; the first row is the baseline that others compare to. */
 const SimparGenerator *simpar_generators(guint *n); /* (transfer none) */
 const SimparGenerator *simpar_generator_lookup(const char *name, GError **error);
+/* "1d, 2d, 2.5d, 3d": the names, for help texts and errors (interned). */
+const char *simpar_generator_names(void);
 /* The row of `name`, or NULL for a name no row has (no error: a CSV's mode, say). */
 const SimparGenerator *simpar_generator_of(const char *name);
 /* Whether `name` is the baseline mode (the table's first row). */

@@ -69,9 +69,10 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
          "T"},
         G_OPTION_ENTRY_NULL,
     };
+    g_autofree char *tp_mode_help = g_strdup_printf(
+        "Tensor-parallel mode: %s (predict: also all, the default)", simpar_generator_names());
     const GOptionEntry plan[] = {
-        {"tp-mode", 0, 0, G_OPTION_ARG_STRING, &a->tp_mode,
-         "Tensor-parallel mode: 1d, 2d, 2.5d, 3d (predict: also all, the default)", "MODE"},
+        {"tp-mode", 0, 0, G_OPTION_ARG_STRING, &a->tp_mode, g_intern_string(tp_mode_help), "MODE"},
         {"tp", 0, 0, G_OPTION_ARG_INT64, &a->tp,
          "Tensor-parallel group size T: P (1d), q*q (2d), q*q*d (2.5d), q*q*q (3d); predict: "
          "default GPUs / (P x D)",

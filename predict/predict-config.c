@@ -22,17 +22,18 @@ simpar_predict_args_clear(SimparPredictArgs *a)
 GOptionEntry *
 simpar_predict_option_entries(SimparPredictArgs *a, const char *backend_help)
 {
+    g_autofree char *algo = g_strdup_printf(
+        "Collective algorithm: auto (default; NCCL-like choice), %s (for the kinds it implements; "
+        "nvls where a node has NVLink SHARP, else the ring)",
+        simpar_coll_algo_names());
+    const char *algo_help = g_intern_string(algo); /* the option context keeps no copy */
     const GOptionEntry entries[] = {
         {"attention", 0, 0, G_OPTION_ARG_STRING, &a->attention,
          "unfused (default; s x s scores in memory) or flash (one fused kernel)", "IMPL"},
         {"backend", 0, 0, G_OPTION_ARG_STRING, &a->backend, backend_help, "B"},
         {"collectives", 0, 0, G_OPTION_ARG_STRING, &a->coll_mode,
          "SimGrid: fused (default; one transfer per peer) or exact (every round)", "MODE"},
-        {"algo", 0, 0, G_OPTION_ARG_STRING, &a->algo,
-         "Collective algorithm: auto (default; NCCL-like choice), ring, tree, chain, "
-         "hierarchical, pairwise, nvls (for the kinds it implements; nvls where a node has NVLink "
-         "SHARP, else the ring)",
-         "ALGO"},
+        {"algo", 0, 0, G_OPTION_ARG_STRING, &a->algo, algo_help, "ALGO"},
         {"nccl-proto", 0, 0, G_OPTION_ARG_STRING, &a->proto,
          "NCCL protocol: auto (default; each collective's fastest, as NCCL's tuner picks), ll, "
          "ll128, simple (its latencies and wire efficiency), none (the network alone)",

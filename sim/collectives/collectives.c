@@ -290,6 +290,19 @@ simpar_coll_algos(guint *n)
     return coll_algos; /* (transfer none) */
 }
 
+const char *
+simpar_coll_algo_names(void)
+{
+    static const char *names;
+    if (g_once_init_enter(&names)) {
+        g_autoptr(GString) s = g_string_new(NULL);
+        for (guint i = 0; i < G_N_ELEMENTS(coll_algos); i++)
+            g_string_append_printf(s, "%s%s", i ? ", " : "", coll_algos[i].name);
+        g_once_init_leave(&names, g_intern_string(s->str));
+    }
+    return names;
+}
+
 gboolean
 simpar_coll_algo_lookup(const char *name, const SimparCollAlgo **out, GError **error)
 {
@@ -304,11 +317,9 @@ simpar_coll_algo_lookup(const char *name, const SimparCollAlgo **out, GError **e
             *out = &coll_algos[i];
             return TRUE;
         }
-    g_autoptr(GString) valid = g_string_new("auto");
-    for (guint i = 0; i < G_N_ELEMENTS(coll_algos); i++)
-        g_string_append_printf(valid, ", %s", coll_algos[i].name);
     g_set_error(error, SIMPAR_COLL_ERROR, SIMPAR_COLL_ERROR_INVALID,
-                "unknown collective algorithm '%s' (valid: %s)", name, valid->str);
+                "unknown collective algorithm '%s' (valid: auto, %s)", name,
+                simpar_coll_algo_names());
     return FALSE;
 }
 

@@ -162,6 +162,8 @@ gboolean simpar_coll_nvls_usable(const SimparCollGroup *g, double *eff, double *
  * usable; every other algorithm is itself. */
 const SimparCollAlgo *simpar_coll_runs_as(const SimparCollAlgo *algo, const SimparCollGroup *g);
 const SimparCollAlgo *simpar_coll_algos(guint *n); /* (transfer none) */
+/* "ring, tree, ...": the algorithms' names, for help texts and errors (interned). */
+const char *simpar_coll_algo_names(void);
 /* "auto" returns NULL with no error: the caller then uses simpar_coll_choose(). */
 gboolean simpar_coll_algo_lookup(const char *name, const SimparCollAlgo **out, GError **error);
 /* The NCCL-like default: the algorithm of smallest closed-form time among those NCCL would
