@@ -14,8 +14,8 @@
  */
 #ifndef SIMPAR_MEASURED_H
 #define SIMPAR_MEASURED_H
-#include "backend.h"
 #include "job.h"
+#include "schedule.h"
 G_BEGIN_DECLS
 
 #define SIMPAR_MEASURED_ERROR (simpar_measured_error_quark())

@@ -29,6 +29,12 @@
 #include <glib.h>
 G_BEGIN_DECLS
 
+/* When an op ran, or is predicted to run: seconds from the run's start. Every interpreter
+ * reports its ops' times as one span per op (the backends' predictions, measured runs). */
+typedef struct {
+    double start, end;
+} SimparSpan;
+
 #define SIMPAR_SCHEDULE_ERROR (simpar_schedule_error_quark())
 GQuark simpar_schedule_error_quark(void);
 

@@ -51,10 +51,6 @@ typedef enum {
 } SimparCollMode;
 
 typedef struct {
-    double start, end;
-} SimparSpan;
-
-typedef struct {
     const SimparSchedule *sched;
     guint n_layers;
     const guint *gpus;          /* rank -> GPU id on the platform */
