@@ -7,7 +7,7 @@
 #include "exec-private.h"
 #include <math.h>
 
-typedef void (*KernFn)(SimparHost *host, const SimparOp *op);
+typedef void (*KernFn)(const SimparHostBufs *host, const SimparOp *op);
 
 /* ---- GEMM --------------------------------------------------------------------------------- */
 
@@ -24,12 +24,12 @@ kern_gemm_dot(const SimparGemm *g, const double *a, const double *b, gsize i, gs
 }
 
 static void
-kern_gemm(SimparHost *host, const SimparOp *op)
+kern_gemm(const SimparHostBufs *host, const SimparOp *op)
 {
     const SimparGemm *g = &op->u.gemm;
-    const double *a = simpar_host_view(host, g->a);
-    const double *b = simpar_host_view(host, g->b);
-    double *c = simpar_host_view(host, g->c);
+    const double *a = simpar_host_bufs_view(host, g->a);
+    const double *b = simpar_host_bufs_view(host, g->b);
+    double *c = simpar_host_bufs_view(host, g->c);
     if (g->m == 0 || g->n == 0)
         return;
     for (gsize bi = 0; bi < g->batch; bi++) {
@@ -48,11 +48,11 @@ kern_gemm(SimparHost *host, const SimparOp *op)
 /* ---- layer norm --------------------------------------------------------------------------- */
 
 static void
-kern_ln_stats(SimparHost *host, const SimparOp *op)
+kern_ln_stats(const SimparHostBufs *host, const SimparOp *op)
 {
     const SimparKernel *k = &op->u.kern;
-    const double *x = simpar_host_view(host, k->in[0]);
-    double *stats = simpar_host_view(host, k->out[0]);
+    const double *x = simpar_host_bufs_view(host, k->in[0]);
+    double *stats = simpar_host_bufs_view(host, k->out[0]);
     for (gsize r = 0; r < k->rows; r++) {
         double s1 = 0.0, s2 = 0.0;
         for (gsize c = 0; c < k->cols; c++) {
@@ -66,16 +66,16 @@ kern_ln_stats(SimparHost *host, const SimparOp *op)
 }
 
 static void
-kern_ln_apply(SimparHost *host, const SimparOp *op)
+kern_ln_apply(const SimparHostBufs *host, const SimparOp *op)
 {
     const SimparKernel *k = &op->u.kern;
-    const double *x = simpar_host_view(host, k->in[0]);
-    const double *stats = simpar_host_view(host, k->in[1]);
-    const double *gamma = simpar_host_view(host, k->in[2]);
-    const double *beta = simpar_host_view(host, k->in[3]);
-    double *y = simpar_host_view(host, k->out[0]);
-    double *xhat = simpar_host_view(host, k->out[1]);
-    double *rstd = simpar_host_view(host, k->out[2]);
+    const double *x = simpar_host_bufs_view(host, k->in[0]);
+    const double *stats = simpar_host_bufs_view(host, k->in[1]);
+    const double *gamma = simpar_host_bufs_view(host, k->in[2]);
+    const double *beta = simpar_host_bufs_view(host, k->in[3]);
+    double *y = simpar_host_bufs_view(host, k->out[0]);
+    double *xhat = simpar_host_bufs_view(host, k->out[1]);
+    double *rstd = simpar_host_bufs_view(host, k->out[2]);
     double hidden = (double) k->hidden;
     for (gsize r = 0; r < k->rows; r++) {
         double mean = stats[r] / hidden;
@@ -92,15 +92,15 @@ kern_ln_apply(SimparHost *host, const SimparOp *op)
 }
 
 static void
-kern_ln_bwd_stats(SimparHost *host, const SimparOp *op)
+kern_ln_bwd_stats(const SimparHostBufs *host, const SimparOp *op)
 {
     const SimparKernel *k = &op->u.kern;
-    const double *dy = simpar_host_view(host, k->in[0]);
-    const double *xhat = simpar_host_view(host, k->in[1]);
-    const double *gamma = simpar_host_view(host, k->in[2]);
-    double *stats = simpar_host_view(host, k->out[0]);
-    double *dgamma = simpar_host_view(host, k->out[1]);
-    double *dbeta = simpar_host_view(host, k->out[2]);
+    const double *dy = simpar_host_bufs_view(host, k->in[0]);
+    const double *xhat = simpar_host_bufs_view(host, k->in[1]);
+    const double *gamma = simpar_host_bufs_view(host, k->in[2]);
+    double *stats = simpar_host_bufs_view(host, k->out[0]);
+    double *dgamma = simpar_host_bufs_view(host, k->out[1]);
+    double *dbeta = simpar_host_bufs_view(host, k->out[2]);
     for (gsize c = 0; c < k->cols; c++)
         dgamma[c] = dbeta[c] = 0.0;
     for (gsize r = 0; r < k->rows; r++) {
@@ -119,15 +119,15 @@ kern_ln_bwd_stats(SimparHost *host, const SimparOp *op)
 }
 
 static void
-kern_ln_bwd_apply(SimparHost *host, const SimparOp *op)
+kern_ln_bwd_apply(const SimparHostBufs *host, const SimparOp *op)
 {
     const SimparKernel *k = &op->u.kern;
-    const double *dy = simpar_host_view(host, k->in[0]);
-    const double *xhat = simpar_host_view(host, k->in[1]);
-    const double *gamma = simpar_host_view(host, k->in[2]);
-    const double *rstd = simpar_host_view(host, k->in[3]);
-    const double *stats = simpar_host_view(host, k->in[4]);
-    double *dx = simpar_host_view(host, k->out[0]);
+    const double *dy = simpar_host_bufs_view(host, k->in[0]);
+    const double *xhat = simpar_host_bufs_view(host, k->in[1]);
+    const double *gamma = simpar_host_bufs_view(host, k->in[2]);
+    const double *rstd = simpar_host_bufs_view(host, k->in[3]);
+    const double *stats = simpar_host_bufs_view(host, k->in[4]);
+    double *dx = simpar_host_bufs_view(host, k->out[0]);
     double hidden = (double) k->hidden;
     for (gsize r = 0; r < k->rows; r++) {
         double m1 = stats[r] / hidden, m2 = stats[k->rows + r] / hidden, rs = rstd[r];
@@ -141,22 +141,22 @@ kern_ln_bwd_apply(SimparHost *host, const SimparOp *op)
 /* ---- elementwise -------------------------------------------------------------------------- */
 
 static void
-kern_bias_add(SimparHost *host, const SimparOp *op)
+kern_bias_add(const SimparHostBufs *host, const SimparOp *op)
 {
     const SimparKernel *k = &op->u.kern;
-    const double *bias = simpar_host_view(host, k->in[0]);
-    double *y = simpar_host_view(host, k->out[0]);
+    const double *bias = simpar_host_bufs_view(host, k->in[0]);
+    double *y = simpar_host_bufs_view(host, k->out[0]);
     for (gsize r = 0; r < k->rows; r++)
         for (gsize c = 0; c < k->cols; c++)
             y[r * k->cols + c] += bias[c];
 }
 
 static void
-kern_bias_grad(SimparHost *host, const SimparOp *op)
+kern_bias_grad(const SimparHostBufs *host, const SimparOp *op)
 {
     const SimparKernel *k = &op->u.kern;
-    const double *dy = simpar_host_view(host, k->in[0]);
-    double *db = simpar_host_view(host, k->out[0]);
+    const double *dy = simpar_host_bufs_view(host, k->in[0]);
+    double *db = simpar_host_bufs_view(host, k->out[0]);
     for (gsize c = 0; c < k->cols; c++) {
         double sum = 0.0;
         for (gsize r = 0; r < k->rows; r++)
@@ -169,11 +169,11 @@ kern_bias_grad(SimparHost *host, const SimparOp *op)
 #define KERN_GELU_A 0.044715
 
 static void
-kern_gelu(SimparHost *host, const SimparOp *op)
+kern_gelu(const SimparHostBufs *host, const SimparOp *op)
 {
     const SimparKernel *k = &op->u.kern;
-    const double *x = simpar_host_view(host, k->in[0]);
-    double *y = simpar_host_view(host, k->out[0]);
+    const double *x = simpar_host_bufs_view(host, k->in[0]);
+    double *y = simpar_host_bufs_view(host, k->out[0]);
     gsize n = (gsize) k->rows * k->cols;
     for (gsize e = 0; e < n; e++) {
         double v = x[e];
@@ -183,12 +183,12 @@ kern_gelu(SimparHost *host, const SimparOp *op)
 
 /* d/dx of 0.5 x (1 + tanh(u)), u = c (x + a x^3). */
 static void
-kern_gelu_bwd(SimparHost *host, const SimparOp *op)
+kern_gelu_bwd(const SimparHostBufs *host, const SimparOp *op)
 {
     const SimparKernel *k = &op->u.kern;
-    const double *dy = simpar_host_view(host, k->in[0]);
-    const double *x = simpar_host_view(host, k->in[1]);
-    double *dx = simpar_host_view(host, k->out[0]);
+    const double *dy = simpar_host_bufs_view(host, k->in[0]);
+    const double *x = simpar_host_bufs_view(host, k->in[1]);
+    double *dx = simpar_host_bufs_view(host, k->out[0]);
     gsize n = (gsize) k->rows * k->cols;
     for (gsize e = 0; e < n; e++) {
         double v = x[e];
@@ -200,11 +200,11 @@ kern_gelu_bwd(SimparHost *host, const SimparOp *op)
 
 /* DROPOUT and DROPOUT_BWD are the same map: multiply by keep / (1-p). */
 static void
-kern_dropout(SimparHost *host, const SimparOp *op)
+kern_dropout(const SimparHostBufs *host, const SimparOp *op)
 {
     const SimparKernel *k = &op->u.kern;
-    const double *x = simpar_host_view(host, k->in[0]);
-    double *y = simpar_host_view(host, k->out[0]);
+    const double *x = simpar_host_bufs_view(host, k->in[0]);
+    double *y = simpar_host_bufs_view(host, k->out[0]);
     double scale = 1.0 / (1.0 - k->p);
     for (gsize r = 0; r < k->rows; r++) {
         guint64 row = (k->row0 + r) * k->global_cols + k->col0;
@@ -216,12 +216,12 @@ kern_dropout(SimparHost *host, const SimparOp *op)
 }
 
 static void
-kern_add(SimparHost *host, const SimparOp *op)
+kern_add(const SimparHostBufs *host, const SimparOp *op)
 {
     const SimparKernel *k = &op->u.kern;
-    const double *a = simpar_host_view(host, k->in[0]);
-    const double *b = simpar_host_view(host, k->in[1]);
-    double *c = simpar_host_view(host, k->out[0]);
+    const double *a = simpar_host_bufs_view(host, k->in[0]);
+    const double *b = simpar_host_bufs_view(host, k->in[1]);
+    double *c = simpar_host_bufs_view(host, k->out[0]);
     gsize n = (gsize) k->rows * k->cols;
     for (gsize e = 0; e < n; e++)
         c[e] = a[e] + b[e];
@@ -308,13 +308,13 @@ kern_attn_softmax(const KernAttn *ka, gsize i, double *prow)
 }
 
 static void
-kern_attention(SimparHost *host, const SimparOp *op)
+kern_attention(const SimparHostBufs *host, const SimparOp *op)
 {
     const SimparAttention *at = &op->u.attn;
-    double *ctx = simpar_host_view(host, at->out[0]);
-    double *probs = simpar_host_view(host, at->out[1]);
+    double *ctx = simpar_host_bufs_view(host, at->out[0]);
+    double *probs = simpar_host_bufs_view(host, at->out[1]);
     KernAttn ka;
-    kern_attn_init(&ka, at, simpar_host_view(host, at->in[0]));
+    kern_attn_init(&ka, at, simpar_host_bufs_view(host, at->in[0]));
     for (ka.n = 0; ka.n < at->nb; ka.n++) {
         for (ka.g = 0; ka.g < at->nh; ka.g++) {
             for (gsize i = 0; i < at->s; i++) {
@@ -386,15 +386,15 @@ kern_attn_bwd_scale(const KernAttn *ka, double *dqkv)
 }
 
 static void
-kern_attention_bwd(SimparHost *host, const SimparOp *op)
+kern_attention_bwd(const SimparHostBufs *host, const SimparOp *op)
 {
     const SimparAttention *at = &op->u.attn;
-    const double *probs = simpar_host_view(host, at->in[1]);
-    const double *dctx = simpar_host_view(host, at->in[2]);
-    double *dqkv = simpar_host_view(host, at->out[0]);
+    const double *probs = simpar_host_bufs_view(host, at->in[1]);
+    const double *dctx = simpar_host_bufs_view(host, at->in[2]);
+    double *dqkv = simpar_host_bufs_view(host, at->out[0]);
     g_autofree double *dp = g_new(double, MAX(at->s, 1));
     KernAttn ka;
-    kern_attn_init(&ka, at, simpar_host_view(host, at->in[0]));
+    kern_attn_init(&ka, at, simpar_host_bufs_view(host, at->in[0]));
     for (ka.n = 0; ka.n < at->nb; ka.n++) {
         for (ka.g = 0; ka.g < at->nh; ka.g++) {
             kern_attn_bwd_zero(&ka, dqkv);
@@ -422,12 +422,12 @@ kern_vocab_row(const SimparVocab *v, double id)
 }
 
 static void
-kern_embed(SimparHost *host, const SimparOp *op)
+kern_embed(const SimparHostBufs *host, const SimparOp *op)
 {
     const SimparVocab *v = &op->u.vocab;
-    const double *tokens = simpar_host_view(host, v->in[0]);
-    const double *table = simpar_host_view(host, v->in[1]);
-    double *y = simpar_host_view(host, v->out[0]);
+    const double *tokens = simpar_host_bufs_view(host, v->in[0]);
+    const double *table = simpar_host_bufs_view(host, v->in[1]);
+    double *y = simpar_host_bufs_view(host, v->out[0]);
     for (gsize r = 0; r < v->rows; r++) {
         gsize row = kern_vocab_row(v, tokens[r]);
         for (gsize c = 0; c < v->cols; c++)
@@ -437,12 +437,12 @@ kern_embed(SimparHost *host, const SimparOp *op)
 
 /* Rows in token order, so repeated ids accumulate deterministically. */
 static void
-kern_embed_bwd(SimparHost *host, const SimparOp *op)
+kern_embed_bwd(const SimparHostBufs *host, const SimparOp *op)
 {
     const SimparVocab *v = &op->u.vocab;
-    const double *tokens = simpar_host_view(host, v->in[0]);
-    const double *dy = simpar_host_view(host, v->in[1]);
-    double *dtable = simpar_host_view(host, v->out[0]);
+    const double *tokens = simpar_host_bufs_view(host, v->in[0]);
+    const double *dy = simpar_host_bufs_view(host, v->in[1]);
+    double *dtable = simpar_host_bufs_view(host, v->out[0]);
     for (gsize r = 0; r < v->rows; r++) {
         gsize row = kern_vocab_row(v, tokens[r]);
         if (row == G_MAXSIZE)
@@ -454,11 +454,11 @@ kern_embed_bwd(SimparHost *host, const SimparOp *op)
 
 /* An empty slice gives -inf, the identity of the max all-reduce that follows. */
 static void
-kern_xent_max(SimparHost *host, const SimparOp *op)
+kern_xent_max(const SimparHostBufs *host, const SimparOp *op)
 {
     const SimparVocab *v = &op->u.vocab;
-    const double *logits = simpar_host_view(host, v->in[0]);
-    double *max = simpar_host_view(host, v->out[0]);
+    const double *logits = simpar_host_bufs_view(host, v->in[0]);
+    double *max = simpar_host_bufs_view(host, v->out[0]);
     for (gsize r = 0; r < v->rows; r++) {
         double m = -INFINITY;
         for (gsize c = 0; c < v->vocab; c++)
@@ -468,13 +468,13 @@ kern_xent_max(SimparHost *host, const SimparOp *op)
 }
 
 static void
-kern_xent_fwd(SimparHost *host, const SimparOp *op)
+kern_xent_fwd(const SimparHostBufs *host, const SimparOp *op)
 {
     const SimparVocab *v = &op->u.vocab;
-    const double *logits = simpar_host_view(host, v->in[0]);
-    const double *max = simpar_host_view(host, v->in[1]);
-    const double *targets = simpar_host_view(host, v->in[2]);
-    double *stats = simpar_host_view(host, v->out[0]);
+    const double *logits = simpar_host_bufs_view(host, v->in[0]);
+    const double *max = simpar_host_bufs_view(host, v->in[1]);
+    const double *targets = simpar_host_bufs_view(host, v->in[2]);
+    double *stats = simpar_host_bufs_view(host, v->out[0]);
     for (gsize r = 0; r < v->rows; r++) {
         const double *row = logits + r * v->vocab;
         double sum = 0.0;
@@ -487,12 +487,12 @@ kern_xent_fwd(SimparHost *host, const SimparOp *op)
 }
 
 static void
-kern_xent_loss(SimparHost *host, const SimparOp *op)
+kern_xent_loss(const SimparHostBufs *host, const SimparOp *op)
 {
     const SimparVocab *v = &op->u.vocab;
-    const double *max = simpar_host_view(host, v->in[0]);
-    const double *stats = simpar_host_view(host, v->in[1]);
-    double *loss = simpar_host_view(host, v->out[0]);
+    const double *max = simpar_host_bufs_view(host, v->in[0]);
+    const double *stats = simpar_host_bufs_view(host, v->in[1]);
+    double *loss = simpar_host_bufs_view(host, v->out[0]);
     double sum = 0.0;
     for (gsize r = 0; r < v->rows; r++)
         sum += log(stats[r]) + max[r] - stats[v->rows + r];
@@ -502,14 +502,14 @@ kern_xent_loss(SimparHost *host, const SimparOp *op)
 
 /* Element by element, so dlogits may alias logits (in place, as Megatron-LM does). */
 static void
-kern_xent_bwd(SimparHost *host, const SimparOp *op)
+kern_xent_bwd(const SimparHostBufs *host, const SimparOp *op)
 {
     const SimparVocab *v = &op->u.vocab;
-    const double *logits = simpar_host_view(host, v->in[0]);
-    const double *max = simpar_host_view(host, v->in[1]);
-    const double *targets = simpar_host_view(host, v->in[2]);
-    const double *stats = simpar_host_view(host, v->in[3]);
-    double *dlogits = simpar_host_view(host, v->out[0]);
+    const double *logits = simpar_host_bufs_view(host, v->in[0]);
+    const double *max = simpar_host_bufs_view(host, v->in[1]);
+    const double *targets = simpar_host_bufs_view(host, v->in[2]);
+    const double *stats = simpar_host_bufs_view(host, v->in[3]);
+    double *dlogits = simpar_host_bufs_view(host, v->out[0]);
     for (gsize r = 0; r < v->rows; r++) {
         gsize t = kern_vocab_row(v, targets[r]);
         for (gsize c = 0; c < v->vocab; c++) {
@@ -524,13 +524,13 @@ kern_xent_bwd(SimparHost *host, const SimparOp *op)
 
 /* AdamW: the decoupled decay uses the parameter before this step's update. */
 static void
-kern_adam(SimparHost *host, const SimparOp *op)
+kern_adam(const SimparHostBufs *host, const SimparOp *op)
 {
     const SimparAdam *a = &op->u.adam;
-    double *p = simpar_host_view(host, a->param);
-    const double *g = simpar_host_view(host, a->grad);
-    double *m = simpar_host_view(host, a->m);
-    double *v = simpar_host_view(host, a->v);
+    double *p = simpar_host_bufs_view(host, a->param);
+    const double *g = simpar_host_bufs_view(host, a->grad);
+    double *m = simpar_host_bufs_view(host, a->m);
+    double *v = simpar_host_bufs_view(host, a->v);
     double c1 = 1.0 - pow(a->beta1, a->step), c2 = 1.0 - pow(a->beta2, a->step);
     for (gsize i = 0; i < a->count; i++) {
         m[i] = a->beta1 * m[i] + (1.0 - a->beta1) * g[i];
@@ -542,7 +542,7 @@ kern_adam(SimparHost *host, const SimparOp *op)
 
 /* A timed span carries no data: nothing to compute. */
 static void
-kern_block(SimparHost *host, const SimparOp *op)
+kern_block(const SimparHostBufs *host, const SimparOp *op)
 {
     (void) host;
     (void) op;
@@ -577,7 +577,7 @@ static const KernFn kern_fns[SIMPAR_N_OP_KINDS] = {
 
 /* Runs one compute op whose accesses host.c has checked. */
 void
-simpar_kern_run(SimparHost *host, const SimparOp *op)
+simpar_kern_run(const SimparHostBufs *host, const SimparOp *op)
 {
     g_return_if_fail(op->kind < SIMPAR_N_OP_KINDS);
     g_assert(kern_fns[op->kind] != NULL); /* collectives, send and recv are host.c's */

@@ -136,12 +136,11 @@ simpar_host_buffer(SimparHost *host, guint buf)
     return host->bufs[buf]; /* (transfer none) */
 }
 
-double *
-simpar_host_view(SimparHost *host, SimparView view)
+static double *
+host_view(SimparHost *host, SimparView view)
 {
-    if (view.buf >= host->n_buffers || host->bufs[view.buf] == NULL)
-        return NULL;
-    return host->bufs[view.buf] + view.off; /* (transfer none) */
+    const SimparHostBufs b = {host->bufs, host->n_buffers};
+    return simpar_host_bufs_view(&b, view); /* (transfer none) */
 }
 
 /* ---- failure ------------------------------------------------------------------------------ */
@@ -275,8 +274,7 @@ host_coll_run(SimparHost *host, const SimparOp *op, GError **error)
     simpar_op_coll_counts(host->sched, op, &send_n, &recv_n);
     g_autofree double *tmp = recv_n > 0 ? g_new(double, recv_n) : NULL;
     g_mutex_lock(&grp->lock);
-    grp->slots[index] =
-        (HostSlot){op, simpar_host_view(host, c->send), simpar_host_view(host, c->recv)};
+    grp->slots[index] = (HostSlot){op, host_view(host, c->send), host_view(host, c->recv)};
     g_mutex_unlock(&grp->lock);
     if (!host_barrier(host, grp))
         return host_aborted(op, error);
@@ -301,7 +299,7 @@ host_send(SimparHost *host, const SimparOp *op)
     msg->tag = p->tag;
     msg->count = p->count;
     if (p->count > 0)
-        memcpy(msg->data, simpar_host_view(host, p->buf), p->count * sizeof(double));
+        memcpy(msg->data, host_view(host, p->buf), p->count * sizeof(double));
     HostInbox *inbox = &host->inboxes[p->peer];
     g_mutex_lock(&inbox->lock);
     g_queue_push_tail(&inbox->msgs, msg);
@@ -340,7 +338,7 @@ host_recv(SimparHost *host, const SimparOp *op, GError **error)
         return host_aborted(op, error);
     g_assert(msg->count == p->count); /* simpar_schedule_check matched them */
     if (p->count > 0)
-        memcpy(simpar_host_view(host, p->buf), msg->data, p->count * sizeof(double));
+        memcpy(host_view(host, p->buf), msg->data, p->count * sizeof(double));
     return TRUE;
 }
 
@@ -357,9 +355,11 @@ host_exec_op(SimparHost *host, const SimparOp *op, GError **error)
         return TRUE;
     case SIMPAR_OP_RECV:
         return host_recv(host, op, error);
-    default:
-        simpar_kern_run(host, op);
+    default: {
+        const SimparHostBufs bufs = {host->bufs, host->n_buffers};
+        simpar_kern_run(&bufs, op);
         return TRUE;
+    }
     }
 }
 

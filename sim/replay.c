@@ -292,60 +292,6 @@ simpar_replay_member_xfers(SimparReplay *r, guint coll, guint m)
     return out; /* (transfer full) */
 }
 
-/* Sends member m makes in one call of the collective: exact, every round's; fused, one per peer
- * it sends to. */
-static double
-replay_member_sends(SimparReplay *r, guint coll, guint m)
-{
-    const SimparReplayColl *c = &g_array_index(r->colls, SimparReplayColl, coll);
-    double n = c->group.n;
-    if (r->run->mode == SIMPAR_COLL_MODE_EXACT && g_str_equal(c->algo->name, "ring"))
-        return (c->kind == SIMPAR_COLL_ALL_REDUCE ? 2 : 1) * (n - 1) * /* without its 4n(n-1) */
-               simpar_coll_ring_channels(&c->group, c->bytes);
-    double sends = 0;
-    if (r->run->mode == SIMPAR_COLL_MODE_EXACT) {
-        const SimparExpansion *e = simpar_replay_expansion(r, coll);
-        for (guint k = e->member_first[m]; k < e->member_first[m + 1]; k++) {
-            const SimparRound *round = &g_array_index(e->rounds, SimparRound, k);
-            for (guint x = round->first; x < round->first + round->n; x++)
-                sends += g_array_index(e->xfers, SimparXfer, x).send;
-        }
-        return sends;
-    }
-    g_autoptr(GArray) xfers = simpar_replay_member_xfers(r, coll, m);
-    for (guint x = 0; x < xfers->len; x++)
-        sends += g_array_index(xfers, SimparXfer, x).send;
-    return sends;
-}
-
-double
-simpar_replay_activities(SimparReplay *r, guint *n_sim)
-{
-    const SimparSchedule *s = r->run->sched;
-    SimparQuotient q;
-    gboolean quotient = simpar_replay_quotient(r, &q);
-    double sum = 0;
-    for (guint i = 0; i < r->n_ops; i++) {
-        const SimparOp *op = simpar_schedule_op(s, i);
-        if (quotient && q.rep[op->rank] != op->rank)
-            continue; /* not simulated */
-        if (op->kind == SIMPAR_OP_COLLECTIVE) {
-            guint coll = r->coll_of_op[i];
-            if (quotient && q.idle[coll])
-                sum += 1; /* a sleep */
-            else if (g_array_index(r->colls, SimparReplayColl, coll).group.n > 1)
-                sum +=
-                    replay_member_sends(r, coll, simpar_group_index(s, op->u.coll.group, op->rank));
-        } else if (op->kind != SIMPAR_OP_RECV) { /* a send counts its transfer */
-            sum += 1;
-        }
-    }
-    if (n_sim != NULL)
-        *n_sim = q.n_sim;
-    simpar_quotient_clear(&q);
-    return sum * r->run->n_layers;
-}
-
 guint
 simpar_replay_stream(const SimparReplay *r, guint instance)
 {
