@@ -1,0 +1,62 @@
+/* platform-private.h - what the parts of the platform share (sim/platform*.c): the loaded
+ * platform, and the helpers one part gives the others. Not used outside sim/.
+ *
+ *   platform.c            the file's check in the parent, the child that loads it, the jobs
+ *   platform-net.c        in the child: the GPUs, their properties, routes, links, shapes
+ *   platform-calibrate.c  in the child: a calibration file's network figures on the links
+ */
+#ifndef SIMPAR_PLATFORM_PRIVATE_H
+#define SIMPAR_PLATFORM_PRIVATE_H
+#include "platform.h"
+#include <simgrid/host.h>
+#include <simgrid/link.h>
+G_BEGIN_DECLS
+
+/* What a platform file says it is, when `simpar topology` wrote it byte for byte: the preset's
+ * GPUs per node and the node count (0, 0 for any other file). */
+typedef struct {
+    guint gpus_per_node, nodes;
+} PlatformGenerated;
+
+struct _SimparPlatform {
+    const char *path;
+    guint n_gpus, n_nodes;
+    sg_host_t *hosts; /* by GPU id */
+    guint *nodes;     /* node index (0-based, dense) by GPU id */
+    SimparNet net;
+    GHashTable *routes;                 /* (src << 32 | dst) -> SimparRoute */
+    GHashTable *route_links;            /* (src << 32 | dst) -> GPtrArray of sg_link_t */
+    guint gpus_per_node;                /* of a file `simpar topology` wrote, unchanged; else 0 */
+    const PlatformGenerated *generated; /* the file as the parent found it, or NULL */
+    gint *shapes;                       /* per representative pair: its route shape, or -1 */
+    GHashTable *shape_ids;              /* route shape key -> id + 1 */
+    GPtrArray *fabric;                  /* the fabric links (sg_link_t), found on first use */
+    double *fabric_bw;                  /* their bandwidths before any scaling */
+    double *nvls;                       /* by GPU id: NVLS efficiency, latency; NULL: none */
+    SimparPlatformJob job;
+    gpointer data;
+    GString *out;
+    GError *error;
+};
+
+/* platform.c: what `simpar topology` preset wrote `text` byte for byte ({0, 0} for another) */
+void platform_generated(const char *text, gsize len, PlatformGenerated *out);
+
+/* platform-net.c */
+void platform_find_gpus(SimparPlatform *p);
+void platform_find_generated(SimparPlatform *p);
+guint platform_route_hash(gconstpointer key);
+void platform_route(const SimparNet *net, guint src, guint dst, SimparRoute *out);
+double platform_link_bw(const SimparNet *net, gconstpointer link);
+guint platform_node(const SimparNet *net, guint gpu);
+gboolean platform_nvls(const SimparNet *net, guint gpu, double *eff, double *lat_s);
+gboolean platform_read_nvls(SimparPlatform *p, GError **error);
+void platform_route_links(const SimparPlatform *p, guint a, guint b, GPtrArray *out);
+GHashTable *platform_intra_links(const SimparPlatform *p);
+guint platform_count_links(const SimparPlatform *p, guint a, guint b, GHashTable *intra,
+                           gboolean want_intra);
+/* 0 with the node of a node link "node<k>-...", -1 for a fabric link */
+int platform_node_link(const char *name, guint *node);
+
+G_END_DECLS
+#endif /* SIMPAR_PLATFORM_PRIVATE_H */
