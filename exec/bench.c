@@ -73,11 +73,11 @@ bench_cmp_double(const void *a, const void *b)
 
 /* Last start to last end over the ops (one op: its duration). */
 static double
-bench_span(const double *start, const double *end, guint n)
+bench_span(const SimparSpan *spans, guint n)
 {
     double s = 0, e = 0;
     for (guint i = 0; i < n; i++)
-        s = MAX(s, start[i]), e = MAX(e, end[i]);
+        s = MAX(s, spans[i].start), e = MAX(e, spans[i].end);
     return e - s;
 }
 
@@ -93,13 +93,13 @@ bench_time(Bench *bn, const SimparSchedule *sched, gboolean fill, BenchTime *t, 
     if (bn->device == NULL)
         bn->device = g_strdup(simpar_executor_device(ex));
     guint n = simpar_schedule_n_ops(sched);
-    g_autofree double *start = g_new(double, n), *end = g_new(double, n);
+    g_autofree SimparSpan *spans = g_new(SimparSpan, n);
     g_autofree double *times = g_new(double, bn->repeats);
     for (guint i = 0; i < bn->warmup + bn->repeats; i++) {
-        if (!simpar_executor_run(ex, start, end, error))
+        if (!simpar_executor_run(ex, spans, error))
             return FALSE;
         if (i >= bn->warmup)
-            times[i - bn->warmup] = bench_span(start, end, n);
+            times[i - bn->warmup] = bench_span(spans, n);
     }
     qsort(times, bn->repeats, sizeof(double), bench_cmp_double);
     *t = (BenchTime){times[(bn->repeats - 1) / 2], times[0], times[bn->repeats - 1]};

@@ -129,7 +129,7 @@ struct _SimparCuda {
     gboolean abort_comms; /* setup did not finish: free aborts rather than destroys */
     char *unusable;       /* why only simpar_cuda_free() is left, or NULL */
     /* the current run */
-    double *op_start, *op_end;
+    SimparSpan *spans;
     gint failed; /* atomic: a rank failed or the deadline passed; every thread gives up */
     GMutex error_lock;
     GError *error;   /* the run's first failure */

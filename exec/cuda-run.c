@@ -427,15 +427,14 @@ cu_rank_wait(SimparCuda *cu, SimparCuRank *lr, GError **error)
 static gboolean
 cu_rank_times(SimparCuda *cu, SimparCuRank *lr, GError **error)
 {
-    if (cu->op_start == NULL)
+    if (cu->spans == NULL)
         return TRUE;
     for (guint i = 0; i < lr->n_ops; i++) {
         float start_ms, end_ms;
         if (!SIMPAR_CU_TRY(error, cudaEventElapsedTime(&start_ms, lr->origin, lr->ev_start[i])) ||
             !SIMPAR_CU_TRY(error, cudaEventElapsedTime(&end_ms, lr->origin, lr->ev_end[i])))
             return FALSE;
-        cu->op_start[lr->ops[i]] = start_ms / 1000.0;
-        cu->op_end[lr->ops[i]] = end_ms / 1000.0;
+        cu->spans[lr->ops[i]] = (SimparSpan){start_ms / 1000.0, end_ms / 1000.0};
     }
     return TRUE;
 }
@@ -548,14 +547,13 @@ cu_run_abort(gpointer data)
 }
 
 gboolean
-simpar_cuda_run(SimparCuda *cu, double *op_start, double *op_end, GError **error)
+simpar_cuda_run(SimparCuda *cu, SimparSpan *spans, GError **error)
 {
     g_return_val_if_fail(cu != NULL, FALSE);
-    g_return_val_if_fail((op_start == NULL) == (op_end == NULL), FALSE);
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     if (!simpar_cu_usable(cu, error))
         return FALSE;
-    cu->op_start = op_start, cu->op_end = op_end;
+    cu->spans = spans;
     cu->n_finished = cu->n_started = 0;
     cu->moved = -1;
     g_atomic_int_set(&cu->failed, 0);
@@ -580,7 +578,7 @@ simpar_cuda_run(SimparCuda *cu, double *op_start, double *op_end, GError **error
     for (guint l = 0; l < cu->n_local; l++)
         if (cu->local[l].thread != NULL)
             g_thread_join(g_steal_pointer(&cu->local[l].thread));
-    cu->op_start = cu->op_end = NULL;
+    cu->spans = NULL;
     g_clear_error(&cu->error);
     if (ok)
         return TRUE;

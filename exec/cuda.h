@@ -75,11 +75,11 @@ void simpar_cuda_free(SimparCuda *cu);
 /* Buffer `buf` (of a local rank) from / to simpar_schedule_buffer(sched, buf)->elems doubles. */
 gboolean simpar_cuda_write(SimparCuda *cu, guint buf, const double *src, GError **error);
 gboolean simpar_cuda_read(SimparCuda *cu, guint buf, double *dst, GError **error);
-/* Runs every local rank's ops once and waits for them. When op_start and op_end are not NULL
- * (n_ops each), fills them for the ops of local ranks: seconds from the rank's start event,
+/* Runs every local rank's ops once and waits for them. When `spans` is not NULL (n_ops of
+ * them), fills those of the ops of local ranks: seconds from the rank's start event,
  * recorded after a barrier over all ranks, so ranks share a time origin to within the barrier's
  * skew. Other entries are left alone. */
-gboolean simpar_cuda_run(SimparCuda *cu, double *op_start, double *op_end, GError **error);
+gboolean simpar_cuda_run(SimparCuda *cu, SimparSpan *spans, GError **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimparCuda, simpar_cuda_free)
 G_END_DECLS

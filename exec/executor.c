@@ -152,9 +152,9 @@ exec_host_read(gpointer impl, guint buf, double *dst, GError **error)
 }
 
 static gboolean
-exec_host_run(gpointer impl, double *op_start, double *op_end, GError **error)
+exec_host_run(gpointer impl, SimparSpan *spans, GError **error)
 {
-    return simpar_host_run_timed(((ExecHost *) impl)->host, op_start, op_end, error);
+    return simpar_host_run_timed(((ExecHost *) impl)->host, spans, error);
 }
 
 static void
@@ -285,9 +285,9 @@ exec_cuda_read(gpointer impl, guint buf, double *dst, GError **error)
 }
 
 static gboolean
-exec_cuda_run(gpointer impl, double *op_start, double *op_end, GError **error)
+exec_cuda_run(gpointer impl, SimparSpan *spans, GError **error)
 {
-    return simpar_cuda_run(impl, op_start, op_end, error);
+    return simpar_cuda_run(impl, spans, error);
 }
 
 static void
@@ -408,11 +408,10 @@ simpar_executor_read(SimparExecutor *ex, guint buf, double *dst, GError **error)
 }
 
 gboolean
-simpar_executor_run(SimparExecutor *ex, double *op_start, double *op_end, GError **error)
+simpar_executor_run(SimparExecutor *ex, SimparSpan *spans, GError **error)
 {
-    g_return_val_if_fail((op_start == NULL) == (op_end == NULL), FALSE);
     guint n_ops = simpar_schedule_n_ops(ex->sched);
-    for (guint i = 0; op_start != NULL && i < n_ops; i++)
-        op_start[i] = op_end[i] = -1;
-    return ex->klass->run(ex->impl, op_start, op_end, error);
+    for (guint i = 0; spans != NULL && i < n_ops; i++)
+        spans[i] = (SimparSpan){-1, -1};
+    return ex->klass->run(ex->impl, spans, error);
 }

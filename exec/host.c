@@ -61,8 +61,8 @@ struct _SimparHost {
 typedef struct {
     SimparHost *host;
     guint rank;
-    gint64 t0_ns;              /* the run's start */
-    double *op_start, *op_end; /* by op index, or NULL: no timing */
+    gint64 t0_ns;      /* the run's start */
+    SimparSpan *spans; /* by op index, or NULL: no timing */
 } HostWorker;
 
 /* ---- lifetime ----------------------------------------------------------------------------- */
@@ -386,14 +386,14 @@ host_worker(gpointer data)
     const guint *ops = simpar_schedule_rank_ops(w->host->sched, w->rank, &n);
     for (guint i = 0; i < n && !host_failed(w->host); i++) {
         GError *err = NULL;
-        if (w->op_start != NULL)
-            w->op_start[ops[i]] = host_since(w);
+        if (w->spans != NULL)
+            w->spans[ops[i]].start = host_since(w);
         if (!host_exec_op(w->host, simpar_schedule_op(w->host->sched, ops[i]), &err)) {
             host_fail(w->host, err);
             break;
         }
-        if (w->op_end != NULL)
-            w->op_end[ops[i]] = host_since(w);
+        if (w->spans != NULL)
+            w->spans[ops[i]].end = host_since(w);
     }
     return NULL;
 }
@@ -413,14 +413,13 @@ host_reset(SimparHost *host)
 gboolean
 simpar_host_run(SimparHost *host, GError **error)
 {
-    return simpar_host_run_timed(host, NULL, NULL, error);
+    return simpar_host_run_timed(host, NULL, error);
 }
 
 gboolean
-simpar_host_run_timed(SimparHost *host, double *op_start, double *op_end, GError **error)
+simpar_host_run_timed(SimparHost *host, SimparSpan *spans, GError **error)
 {
     g_return_val_if_fail(host != NULL, FALSE);
-    g_return_val_if_fail((op_start == NULL) == (op_end == NULL), FALSE);
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     if (!simpar_schedule_check(host->sched, error))
         return FALSE;
@@ -431,7 +430,7 @@ simpar_host_run_timed(SimparHost *host, double *op_start, double *op_end, GError
     for (guint r = 0; r < host->n_ranks && !host_failed(host); r++) {
         g_autofree char *name = g_strdup_printf("simpar-rank-%u", r);
         GError *err = NULL;
-        workers[r] = (HostWorker){host, r, t0, op_start, op_end};
+        workers[r] = (HostWorker){host, r, t0, spans};
         threads[r] = g_thread_try_new(name, host_worker, &workers[r], &err);
         if (threads[r] == NULL) {
             g_prefix_error(&err, "starting the thread of rank %u: ", r);

@@ -47,11 +47,11 @@ void simpar_host_free(SimparHost *host);
 double *simpar_host_buffer(SimparHost *host, guint buf);
 /* Runs every rank's ops once on the current buffer contents. */
 gboolean simpar_host_run(SimparHost *host, GError **error);
-/* The same, timed: when op_start and op_end are not NULL (simpar_schedule_n_ops entries each),
+/* The same, timed: when `spans` is not NULL (simpar_schedule_n_ops entries),
  * op i's start and end in seconds from the run's start (the monotonic clock, nanosecond
  * resolution), taken by its rank's thread around the op: a collective or a receive includes its
  * wait for the peers. Entries of ops that did not run (a failed run) are left alone. */
-gboolean simpar_host_run_timed(SimparHost *host, double *op_start, double *op_end, GError **error);
+gboolean simpar_host_run_timed(SimparHost *host, SimparSpan *spans, GError **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimparHost, simpar_host_free)
 G_END_DECLS

@@ -297,7 +297,7 @@ measure_check(Check *ck, const SimparSchedule *sched, SimparExecutor *ex, const 
             memcpy(simpar_host_buffer(ref, b), all.bufs[b],
                    simpar_schedule_buffer(sched, b)->elems * sizeof(double));
     measure_inputs_clear(&all);
-    if (!measure_write_inputs(ex, in, error) || !simpar_executor_run(ex, NULL, NULL, error))
+    if (!measure_write_inputs(ex, in, error) || !simpar_executor_run(ex, NULL, error))
         return FALSE;
     if (!simpar_host_run(ref, error)) {
         g_prefix_error(error, "--check, the host reference: ");
@@ -316,32 +316,31 @@ measure_check(Check *ck, const SimparSchedule *sched, SimparExecutor *ex, const 
 
 typedef struct {
     guint n_ops, repeats;
-    double *start, *end; /* [repeat * n_ops + op] */
-    double *step;        /* per repeat */
-    guint median;        /* the repeat with the (lower) median step time */
+    SimparSpan *spans; /* [repeat * n_ops + op] */
+    double *step;      /* per repeat */
+    guint median;      /* the repeat with the (lower) median step time */
 } Timing;
 
 static void
 measure_timing_clear(Timing *tm)
 {
-    g_clear_pointer(&tm->start, g_free);
-    g_clear_pointer(&tm->end, g_free);
+    g_clear_pointer(&tm->spans, g_free);
     g_clear_pointer(&tm->step, g_free);
 }
 
 static gboolean
-measure_step_time(const SimparExecutor *ex, const double *start, const double *end, guint n_ops,
-                  double *step, GError **error)
+measure_step_time(const SimparExecutor *ex, const SimparSpan *spans, guint n_ops, double *step,
+                  GError **error)
 {
     double first = G_MAXDOUBLE, last = 0;
     for (guint i = 0; i < n_ops; i++) {
-        if (start[i] < 0 || end[i] < start[i]) {
+        if (spans[i].start < 0 || spans[i].end < spans[i].start) {
             g_set_error(error, SIMPAR_EXEC_ERROR, SIMPAR_EXEC_ERROR_FAILED,
                         "the executor on %s gave op %u no time (start %g, end %g)",
-                        simpar_executor_device(ex), i, start[i], end[i]);
+                        simpar_executor_device(ex), i, spans[i].start, spans[i].end);
             return FALSE;
         }
-        first = MIN(first, start[i]), last = MAX(last, end[i]);
+        first = MIN(first, spans[i].start), last = MAX(last, spans[i].end);
     }
     *step = n_ops > 0 ? last - first : 0;
     return TRUE;
@@ -376,17 +375,17 @@ measure_repeats(Timing *tm, SimparExecutor *ex, const SimparSchedule *sched, con
 {
     guint n = tm->n_ops = simpar_schedule_n_ops(sched);
     tm->repeats = opts->repeats;
-    tm->start = g_new(double, (gsize) MAX(n, 1) * opts->repeats);
-    tm->end = g_new(double, (gsize) MAX(n, 1) * opts->repeats);
+    tm->spans = g_new(SimparSpan, (gsize) MAX(n, 1) * opts->repeats);
     tm->step = g_new(double, opts->repeats);
     for (guint i = 0; i < opts->warmup + opts->repeats; i++) {
         guint r = i < opts->warmup ? 0 : i - opts->warmup; /* warm-ups write into repeat 0 */
-        double *s = tm->start + (gsize) r * n, *e = tm->end + (gsize) r * n;
-        if (!measure_write_inputs(ex, in, error) || !simpar_executor_run(ex, s, e, error))
+        SimparSpan *spans = tm->spans + (gsize) r * n;
+        if (!measure_write_inputs(ex, in, error) || !simpar_executor_run(ex, spans, error))
             return FALSE;
-        simpar_exec_world_max(world, s, n);
-        simpar_exec_world_max(world, e, n);
-        if (!measure_step_time(ex, s, e, n, &tm->step[r], error))
+        /* every rank's spans to every process: a span is two doubles, maxed element by element */
+        G_STATIC_ASSERT(sizeof(SimparSpan) == 2 * sizeof(double));
+        simpar_exec_world_max(world, (double *) spans, 2 * n);
+        if (!measure_step_time(ex, spans, n, &tm->step[r], error))
             return FALSE;
     }
     tm->median = measure_median(tm->step, opts->repeats);
@@ -527,8 +526,7 @@ measure_json_comm(JsonBuilder *b, const SimparSchedule *sched, const SimparOp *o
 static void
 measure_json_ops(JsonBuilder *b, const SimparSchedule *sched, const Timing *tm)
 {
-    const double *s = tm->start + (gsize) tm->median * tm->n_ops;
-    const double *e = tm->end + (gsize) tm->median * tm->n_ops;
+    const SimparSpan *spans = tm->spans + (gsize) tm->median * tm->n_ops;
     json_builder_set_member_name(b, "ops");
     json_builder_begin_array(b);
     for (guint i = 0; i < tm->n_ops; i++) {
@@ -541,9 +539,9 @@ measure_json_ops(JsonBuilder *b, const SimparSchedule *sched, const Timing *tm)
         measure_json_member_str(b, "name", op->name != NULL ? op->name : "");
         measure_json_comm(b, sched, op);
         json_builder_set_member_name(b, "start_s");
-        json_builder_add_double_value(b, s[i]);
+        json_builder_add_double_value(b, spans[i].start);
         json_builder_set_member_name(b, "end_s");
-        json_builder_add_double_value(b, e[i]);
+        json_builder_add_double_value(b, spans[i].end);
         json_builder_end_object(b);
     }
     json_builder_end_array(b);

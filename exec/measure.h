@@ -69,7 +69,7 @@ typedef struct {
                     const SimparExecConfig *cfg, char **device, GError **error);
     gboolean (*write)(gpointer impl, guint buf, const double *src, GError **error);
     gboolean (*read)(gpointer impl, guint buf, double *dst, GError **error);
-    gboolean (*run)(gpointer impl, double *op_start, double *op_end, GError **error);
+    gboolean (*run)(gpointer impl, SimparSpan *spans, GError **error);
     void (*free)(gpointer impl);
     /* Ranks a collective bench spans by default: 4 threads (host), every visible GPU (cuda). */
     gboolean (*default_gpus)(guint *n, GError **error);
@@ -90,9 +90,8 @@ gboolean simpar_executor_is_local(const SimparExecutor *ex, guint rank);
 /* Buffers of local ranks only, as simpar_schedule_buffer(sched, buf)->elems doubles. */
 gboolean simpar_executor_write(SimparExecutor *ex, guint buf, const double *src, GError **error);
 gboolean simpar_executor_read(SimparExecutor *ex, guint buf, double *dst, GError **error);
-/* Runs once; op_start/op_end (n_ops each, or both NULL) get the times of local ranks' ops and
- * -1 elsewhere. */
-gboolean simpar_executor_run(SimparExecutor *ex, double *op_start, double *op_end, GError **error);
+/* Runs once; `spans` (n_ops, or NULL) gets the times of local ranks' ops and -1 elsewhere. */
+gboolean simpar_executor_run(SimparExecutor *ex, SimparSpan *spans, GError **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimparExecutor, simpar_executor_free)
 

@@ -137,7 +137,7 @@ cuda_test_against_host(const SimparSchedule *sched, SimparHost *host, const char
     for (guint b = 0; b < simpar_schedule_n_buffers(sched); b++)
         CU_ASSERT_TRUE_FATAL(simpar_cuda_write(cu, b, simpar_host_buffer(host, b), &error));
     CU_ASSERT_TRUE_FATAL(simpar_host_run(host, &error));
-    gboolean ran = simpar_cuda_run(cu, NULL, NULL, &error);
+    gboolean ran = simpar_cuda_run(cu, NULL, &error);
     if (!ran)
         printf("\n    %s: %s", what, error->message);
     CU_ASSERT_TRUE_FATAL(ran);
@@ -415,19 +415,19 @@ test_timing(void)
     g_autoptr(SimparCuda) cu = cuda_test_new(sched, 0, &error);
     CU_ASSERT_PTR_NOT_NULL_FATAL(cu);
     guint n = simpar_schedule_n_ops(sched);
-    g_autofree double *start = g_new(double, n), *end = g_new(double, n);
+    g_autofree SimparSpan *spans = g_new(SimparSpan, n);
     for (guint run = 0; run < 2; run++) {
         for (guint i = 0; i < n; i++)
-            start[i] = end[i] = -1.0;
-        gboolean ran = simpar_cuda_run(cu, start, end, &error);
+            spans[i] = (SimparSpan){-1.0, -1.0};
+        gboolean ran = simpar_cuda_run(cu, spans, &error);
         if (!ran)
             printf("\n    %s", error->message);
         CU_ASSERT_TRUE_FATAL(ran);
         double step = 0;
         guint bad = 0;
         for (guint i = 0; i < n; i++) {
-            bad += !(start[i] >= 0 && end[i] >= start[i]);
-            step = MAX(step, end[i]);
+            bad += !(spans[i].start >= 0 && spans[i].end >= spans[i].start);
+            step = MAX(step, spans[i].end);
         }
         printf("\n    run %u: %u ops on %u GPUs, step %.3f ms, %u ops with bad times", run + 1, n,
                simpar_schedule_n_ranks(sched), 1e3 * step, bad);
@@ -477,7 +477,7 @@ cuda_test_peer_main(gpointer data)
     gint64 t0 = g_get_monotonic_time();
     p->cu = simpar_cuda_new(p->sched, &cfg, &p->error);
     if (p->cu != NULL && p->run)
-        p->ran = simpar_cuda_run(p->cu, NULL, NULL, &p->error);
+        p->ran = simpar_cuda_run(p->cu, NULL, &p->error);
     p->seconds = (double) (g_get_monotonic_time() - t0) / G_USEC_PER_SEC;
     return NULL;
 }
@@ -570,7 +570,7 @@ test_run_timeout(void)
     const char *want[] = {"running the schedule", "rank 0 in the start barrier", "aborted", NULL};
     cuda_test_timed_out(peers[0].error, peers[0].seconds, want);
     if (peers[0].cu != NULL) {
-        CU_ASSERT_FALSE(simpar_cuda_run(peers[0].cu, NULL, NULL, &error));
+        CU_ASSERT_FALSE(simpar_cuda_run(peers[0].cu, NULL, &error));
         CU_ASSERT(g_error_matches(error, SIMPAR_CUDA_ERROR, SIMPAR_CUDA_ERROR_INVALID));
         g_clear_error(&error);
         double x[4];
