@@ -40,14 +40,7 @@ simpar_generator_lookup(const char *name, GError **error)
 const char *
 simpar_generator_names(void)
 {
-    static const char *names;
-    if (g_once_init_enter(&names)) {
-        g_autoptr(GString) s = g_string_new(NULL);
-        for (guint i = 0; i < G_N_ELEMENTS(generators); i++)
-            g_string_append_printf(s, "%s%s", i ? ", " : "", generators[i].name);
-        g_once_init_leave(&names, g_intern_string(s->str));
-    }
-    return names;
+    return simpar_intern_names(generators, G_N_ELEMENTS(generators), sizeof generators[0]);
 }
 
 const SimparGenerator *

@@ -248,6 +248,16 @@ simpar_json_load_file(JsonParser *parser, const char *path, GError **error)
     return FALSE;
 }
 
+const char *
+simpar_intern_names(gconstpointer rows, guint n, gsize row_size)
+{
+    g_autoptr(GString) s = g_string_new(NULL);
+    for (guint i = 0; i < n; i++)
+        g_string_append_printf(s, "%s%s", i ? ", " : "",
+                               *(const char *const *) ((const char *) rows + i * row_size));
+    return g_intern_string(s->str);
+}
+
 gboolean
 simpar_json_write_file(JsonBuilder *b, const char *flag, const char *path, GError **error)
 {

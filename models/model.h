@@ -61,6 +61,9 @@ gboolean simpar_model_load_json(const char *path, SimparModel *out, GError **err
 /* json_parser_load_from_file, with an error that always names the file (JSON-GLib's parse errors
  * do, its encoding and I/O errors do not). */
 gboolean simpar_json_load_file(JsonParser *parser, const char *path, GError **error);
+/* "a, b, c": the names of a table's n rows of `row_size` bytes whose first member is their
+ * `const char *` name, for help texts and errors (interned: lives as long as the process). */
+const char *simpar_intern_names(gconstpointer rows, guint n, gsize row_size);
 /* The builder's root (pretty-printed) into `path`; an error prefixed with "`flag` path: ". */
 gboolean simpar_json_write_file(JsonBuilder *b, const char *flag, const char *path, GError **error);
 gboolean simpar_model_validate(const SimparModel *model, GError **error);

@@ -292,14 +292,7 @@ simpar_coll_algos(guint *n)
 const char *
 simpar_coll_algo_names(void)
 {
-    static const char *names;
-    if (g_once_init_enter(&names)) {
-        g_autoptr(GString) s = g_string_new(NULL);
-        for (guint i = 0; i < G_N_ELEMENTS(coll_algos); i++)
-            g_string_append_printf(s, "%s%s", i ? ", " : "", coll_algos[i].name);
-        g_once_init_leave(&names, g_intern_string(s->str));
-    }
-    return names;
+    return simpar_intern_names(coll_algos, G_N_ELEMENTS(coll_algos), sizeof coll_algos[0]);
 }
 
 gboolean
