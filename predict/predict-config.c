@@ -9,6 +9,37 @@
 
 G_DEFINE_QUARK(simpar_predict_error_quark, simpar_predict_error)
 
+/* formula: a predictor mode over the analytic backend, not a backend of its own */
+static const SimparBackend predict_formula = {
+    "formula",
+    "analytic, with the training step from closed forms per pipeline stage (sweeps)",
+    simpar_backend_analytic_run,
+    0,
+    0,
+    0};
+
+gboolean
+simpar_predict_backend_lookup(const char *name, const SimparBackend **out, GError **error)
+{
+    if (g_strcmp0(name, predict_formula.name) == 0) {
+        *out = &predict_formula;
+        return TRUE;
+    }
+    g_autoptr(GError) local = NULL;
+    if (simpar_backend_lookup(name, out, &local))
+        return TRUE;
+    g_set_error(error, SIMPAR_BACKEND_ERROR, SIMPAR_BACKEND_ERROR_OPTION,
+                "--backend %s: unknown (valid: %s, %s)", name, simpar_backend_names(),
+                predict_formula.name);
+    return FALSE;
+}
+
+gboolean
+simpar_predict_backend_is_formula(const SimparBackend *backend)
+{
+    return backend == &predict_formula;
+}
+
 void
 simpar_predict_args_clear(SimparPredictArgs *a)
 {
@@ -71,8 +102,7 @@ simpar_predict_args_resolve(const SimparPredictArgs *a, const char *backend,
     simpar_coll_params_init(&ctx->run.coll);
     ctx->block_backend = NULL; /* formula's blocks are analytic's: not a block backend */
     if (a->block_backend != NULL &&
-        (!simpar_backend_lookup(a->block_backend, &ctx->block_backend, NULL) ||
-         ctx->block_backend->formula)) {
+        !simpar_backend_lookup(a->block_backend, &ctx->block_backend, NULL)) {
         g_set_error(error, SIMPAR_PREDICT_ERROR, SIMPAR_PREDICT_ERROR_REFUSED,
                     "--block-backend %s: unknown (valid: simgrid, analytic)", a->block_backend);
         return FALSE;
@@ -98,7 +128,8 @@ simpar_predict_args_resolve(const SimparPredictArgs *a, const char *backend,
         }
         ctx->budget_s = min * 60;
     }
-    return simpar_backend_lookup(a->backend != NULL ? a->backend : backend, &ctx->backend, error) &&
+    return simpar_predict_backend_lookup(a->backend != NULL ? a->backend : backend, &ctx->backend,
+                                         error) &&
            simpar_coll_mode_parse(a->coll_mode != NULL ? a->coll_mode : "fused", &ctx->run.mode,
                                   error) &&
            simpar_coll_algo_lookup(a->algo != NULL ? a->algo : "auto", &ctx->run.algo, error) &&
@@ -259,7 +290,7 @@ predict_step(const SimparPredictContext *ctx, const SimparModel *model, const Si
         blocks.backend = ctx->block_backend;
     if (row != NULL && blocks.backend != tm.backend)
         row->step.block_backend = blocks.backend->name;
-    gboolean formula = ctx->backend->formula && ctx->trace == NULL;
+    gboolean formula = simpar_predict_backend_is_formula(ctx->backend) && ctx->trace == NULL;
     SimparStepPlan plan = {0};
     if (!formula) /* the formula's fallback replays on the analytic backend: no cost */
         simpar_step_plan(&tm, model, train, layer, !ctx->all_slices && ctx->trace == NULL, &plan);

@@ -31,6 +31,13 @@ typedef enum {
     SIMPAR_PREDICT_ERROR_REFUSED,
 } SimparPredictError;
 
+/* How `simpar predict` and `simpar sweep` run a configuration (--backend): one of the backends
+ * (sim/backend.h), or "formula", the analytic backend's figures for a whole training step from
+ * closed forms per pipeline stage (step-formula.h) instead of its replay. Formula runs its
+ * blocks, and what has no closed form, on the analytic backend. */
+gboolean simpar_predict_backend_lookup(const char *name, const SimparBackend **out, GError **error);
+gboolean simpar_predict_backend_is_formula(const SimparBackend *backend);
+
 /* The model of `simpar predict` and `simpar sweep` without --model: every mode can split it
  * over 64 GPUs. */
 #define SIMPAR_PREDICT_DEFAULT_MODEL "default-4k"

@@ -5,27 +5,28 @@ G_DEFINE_QUARK(simpar_backend_error_quark, simpar_backend_error)
 
 static const SimparBackend backends[] = {
     {"simgrid", "SimGrid flow model: contention on shared links (one actor per GPU stream)",
-     simpar_backend_simgrid_run, FALSE, 7e-6, 6.5e-9, 4},
+     simpar_backend_simgrid_run, 7e-6, 6.5e-9, 4},
     {"analytic", "closed form per collective, dependencies and streams honoured, no contention",
-     simpar_backend_analytic_run, FALSE, 0, 0, 0},
-    {"formula", "analytic, with the training step from closed forms per pipeline stage (sweeps)",
-     simpar_backend_analytic_run, TRUE, 0, 0, 0},
+     simpar_backend_analytic_run, 0, 0, 0},
 };
+
+const char *
+simpar_backend_names(void)
+{
+    return simpar_intern_names(backends, G_N_ELEMENTS(backends), sizeof backends[0]);
+}
 
 gboolean
 simpar_backend_lookup(const char *name, const SimparBackend **out, GError **error)
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-    g_autoptr(GString) valid = g_string_new(NULL);
-    for (guint i = 0; i < G_N_ELEMENTS(backends); i++) {
+    for (guint i = 0; i < G_N_ELEMENTS(backends); i++)
         if (g_strcmp0(name, backends[i].name) == 0) {
             *out = &backends[i];
             return TRUE;
         }
-        g_string_append_printf(valid, "%s%s", i ? ", " : "", backends[i].name);
-    }
     g_set_error(error, SIMPAR_BACKEND_ERROR, SIMPAR_BACKEND_ERROR_OPTION,
-                "--backend %s: unknown (valid: %s)", name, valid->str);
+                "--backend %s: unknown (valid: %s)", name, simpar_backend_names());
     return FALSE;
 }
 

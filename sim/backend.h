@@ -19,8 +19,8 @@
  *   analytic  no contention: closed form per collective from its last member's arrival (fused),
  *             or its expansion evaluated from each member's arrival (exact); p2p at idle route
  *             speed. Event-driven: linear in ops, deps and members.
- *   formula   the analytic backend, except for a whole training step: closed forms per pipeline
- *             stage (predict/step-formula.h), the same figures without replaying every rank
+ (The predictor adds a third way, formula: the analytic backend's figures for a whole training
+ * step from closed forms per pipeline stage, predict/step-formula.h.)
  *   simgrid   one SimGrid actor per GPU stream; collectives as p2p transfers on mailboxes, every
  *             round of the algorithm (exact) or one transfer per peer (fused); send/recv as one
  *             mailbox transfer on the platform, sharing links with all other traffic; fused,
@@ -77,9 +77,6 @@ typedef struct {
     const char *name;
     const char *description;
     void (*run)(const SimparRun *run, SimparSpan *spans);
-    /* a training step from closed forms (step-formula.h) instead of its replay; `run` times
-     * the blocks and replays what has no closed form */
-    gboolean formula;
     /* what simulating one activity (simpar_replay_activities) costs, in wall seconds: base +
      * per_gpu times the GPUs of the run (SimGrid's sharing solver and routes grow with them),
      * times exact_factor with exact collectives (more flows share the links at once); fitted to
@@ -89,6 +86,8 @@ typedef struct {
 } SimparBackend;
 
 gboolean simpar_backend_lookup(const char *name, const SimparBackend **out, GError **error);
+/* "simgrid, analytic": the backends' names, for help texts and errors (interned). */
+const char *simpar_backend_names(void);
 gboolean simpar_nccl_proto_parse(const char *name, SimparProto *out, GError **error);
 /* "none", "ll", "ll128", "simple" or "auto" (transfer none). */
 const char *simpar_nccl_proto_name(SimparProto proto);

@@ -216,7 +216,7 @@ grid_one(const SimparPlatform *platform, const SimparGpu *gpu, SimparPredictCach
     guint done = 0;
     for (; done < 3; done++) {
         g_autoptr(GError) why = NULL, error = NULL;
-        g_assert(simpar_backend_lookup(backends[done], &ctx.backend, NULL));
+        g_assert(simpar_predict_backend_lookup(backends[done], &ctx.backend, NULL));
         ctx.cache = done == 0 ? NULL : cache;
         SimparTrain t = train;
         g_assert(simpar_predict_config(&ctx, &model, &t, &row[done], &why, &error));
@@ -360,7 +360,7 @@ oracle_run(Oracle *o, double tf, double tb, SimparPredictCache *cache)
                             g_memdup2(&t[i], sizeof t[i]));
     }
     const SimparBackend *be;
-    g_assert(simpar_backend_lookup("formula", &be, NULL));
+    g_assert(simpar_predict_backend_lookup("formula", &be, NULL));
     o->tm = (SimparStepTimer){
         be, {.net = &o->net, .mode = SIMPAR_COLL_MODE_FUSED}, &o->gpu, SIMPAR_ATTENTION_UNFUSED};
     simpar_coll_params_init(&o->tm.base.coll);

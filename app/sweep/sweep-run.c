@@ -387,7 +387,7 @@ sweep_chunk_size(const SweepRun *r, guint slot)
 {
     if (g_str_equal(r->backend->name, "simgrid"))
         return 1;
-    if (r->backend->formula) {
+    if (simpar_predict_backend_is_formula(r->backend)) {
         guint64 chunks = r->sw->jobs > 1 ? 2 * (guint64) r->sw->jobs : 1;
         return (guint) CLAMP((r->pass_total + chunks - 1) / chunks, 1, SWEEP_MAX_FORMULA_CHUNK);
     }
