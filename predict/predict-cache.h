@@ -11,7 +11,7 @@
  *                                     group's GPUs (T and the tensor-parallel rank stride) and
  *                                     local parallelism's auxiliary head
  *   numbers                           whatever a caller derives from these, under its own key
- *                                     (the formula backend's collective times and step figures)
+ *                                     (the formula mode's collective times and step figures)
  *
  * A cache belongs to one platform (one network): a platform lives in one process
  * (platform.h), and so does a cache. What it returns is what the uncached computation gives,

@@ -1,4 +1,4 @@
-/* step-formula-ops.c - one evaluation of the formula backend: the ops of its chains in
+/* step-formula-ops.c - one evaluation of the formula mode: the ops of its chains in
  * models/step.c's program order, their order of evaluation, and the breakdown's walk of the rank
  * that ends last (see step-formula-private.h). */
 #include "pipeline.h"
@@ -340,7 +340,7 @@ formula_evaluate(Formula *f)
         formula_arrive(&o, g_array_index(o.ready, guint, k));
     for (guint i = 0; i < n; i++)
         if (formula_op(f, i)->end < 0)
-            g_error("formula backend: op %u (chain %u, stage %u) never ends (a pairing bug)", i,
+            g_error("formula mode: op %u (chain %u, stage %u) never ends (a pairing bug)", i,
                     formula_op(f, i)->chain, formula_op(f, i)->stage);
     g_free(o.waiting), g_free(o.dependents), g_free(o.first_dep);
     g_array_unref(o.ready);

@@ -1,4 +1,4 @@
-/* step-formula-private.h - the formula backend's state, shared by its two halves (private to
+/* step-formula-private.h - the formula mode's state, shared by its two halves (private to
  * sim/step-formula*.c).
  *
  * step-formula.c sets a configuration up (closed forms of its collectives and Adam, the routes
