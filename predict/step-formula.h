@@ -2,7 +2,7 @@
  * (private to sim/).
  *
  * The analytic backend replays the step schedule of every GPU (models/step.h) op by op. The
- * formula backend times the blocks the same way (the layer and the ends replayed on the
+ * formula mode times the blocks the same way (the layer and the ends replayed on the
  * analytic backend, step-predict.h), then gets the step from the closed form of each op of a
  * rank, in the order of models/step.c:
  *
