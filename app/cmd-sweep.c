@@ -265,6 +265,7 @@ simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GE
                                               "variant",
                                               "zero",
                                               "virtual-stages",
+                                              "vp-group",
                                               "overlap-grad-reduce",
                                               "bucket-params",
                                               "tied-embeddings",

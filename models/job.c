@@ -28,7 +28,8 @@ simpar_job_args_init(SimparJobArgs *args)
                        &args->zero,
                        &args->local_chunks,
                        &args->aux_head_width,
-                       &args->bucket_params};
+                       &args->bucket_params,
+                       &args->vp_group};
     for (guint i = 0; i < G_N_ELEMENTS(unset); i++)
         *unset[i] = SIMPAR_JOB_UNSET;
 }
@@ -96,6 +97,11 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
          "Pipeline schedule: gpipe, 1f1b (default), interleaved", "S"},
         {"virtual-stages", 0, 0, G_OPTION_ARG_INT64, &a->virtual_stages,
          "Interleaved: model chunks v per device (default 2)", "V"},
+        {"vp-group", 0, 0, G_OPTION_ARG_INT64, &a->vp_group,
+         "Interleaved: micro-batches per virtual-stage group N, Megatron-Core's "
+         "--microbatch-group-size-per-virtual-pipeline-stage (default --pp); any micro-batch "
+         "count m with N <= m and m mod N 0 or at least --pp",
+         "N"},
         {"global-batch", 0, 0, G_OPTION_ARG_INT64, &a->global_batch,
          "Sequences per optimizer step over all replicas (default micro-batch x D: m = 1)", "B"},
         {"zero", 0, 0, G_OPTION_ARG_INT64, &a->zero,
@@ -321,11 +327,14 @@ simpar_job_train(const SimparJobArgs *a, SimparTrain *t, GError **error)
     }
     if (a->dp != SIMPAR_JOB_UNSET)
         t->dp = a->dp;
+    if (a->vp_group != SIMPAR_JOB_UNSET)
+        t->vp_group = a->vp_group;
     if (a->virtual_stages != SIMPAR_JOB_UNSET)
         t->virtual_stages = a->virtual_stages;
     else if (t->schedule == SIMPAR_PIPE_INTERLEAVED)
         t->virtual_stages = 2;
     if (!job_at_least(a->global_batch, 1, "--global-batch", error) ||
+        !job_at_least(a->vp_group, 1, "--vp-group", error) ||
         !job_at_least(a->aux_head_width, 1, "--aux-head-width", error) ||
         !job_at_least(a->bucket_params, 1, "--bucket-params", error))
         return FALSE;

@@ -34,7 +34,7 @@ pipeline_fail(GError **error, const char *format, ...)
 }
 
 static gboolean
-pipeline_validate_interleaved(guint p, guint v, guint m, GError **error)
+pipeline_validate_interleaved(guint p, guint v, guint m, guint n, GError **error)
 {
     if (p < 2)
         return pipeline_fail(error,
@@ -46,6 +46,20 @@ pipeline_validate_interleaved(guint p, guint v, guint m, GError **error)
                              "--schedule interleaved needs --virtual-stages at least 2, got %u "
                              "(with 1 chunk per device use --schedule 1f1b)",
                              v);
+    if (n != p) { /* groups of N given */
+        if (n < p || n > m)
+            return pipeline_fail(error,
+                                 "--vp-group %u: the micro-batches of a virtual-stage group must "
+                                 "be at least --pp %u and at most the %u micro-batches per replica",
+                                 n, p, m);
+        if (m % n != 0 && m % n < p)
+            return pipeline_fail(error,
+                                 "--vp-group %u: the last group would hold %u micro-batch%s "
+                                 "(%u mod %u), fewer than --pp %u; give a group size that leaves "
+                                 "0 or at least %u",
+                                 n, m % n, m % n == 1 ? "" : "es", m, n, p, p);
+        return TRUE;
+    }
     if (m % p != 0) {
         guint below = m / p * p, above = below + p;
         return pipeline_fail(error,
@@ -59,6 +73,13 @@ pipeline_validate_interleaved(guint p, guint v, guint m, GError **error)
 
 gboolean
 simpar_pipeline_validate(SimparPipeSchedule kind, guint p, guint v, guint m, GError **error)
+{
+    return simpar_pipeline_validate_grouped(kind, p, v, m, p, error);
+}
+
+gboolean
+simpar_pipeline_validate_grouped(SimparPipeSchedule kind, guint p, guint v, guint m, guint n_group,
+                                 GError **error)
 {
     g_return_val_if_fail(kind < SIMPAR_N_PIPE_SCHEDULES, FALSE);
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
@@ -74,7 +95,7 @@ simpar_pipeline_validate(SimparPipeSchedule kind, guint p, guint v, guint m, GEr
         return pipeline_fail(
             error, "%u micro-batches x %u --virtual-stages is too many pipeline items", m, v);
     if (kind == SIMPAR_PIPE_INTERLEAVED)
-        return pipeline_validate_interleaved(p, v, m, error);
+        return pipeline_validate_interleaved(p, v, m, n_group, error);
     if (v != 1)
         return pipeline_fail(error,
                              "--virtual-stages applies to --schedule interleaved only, got %u "
@@ -88,6 +109,13 @@ simpar_pipeline_validate(SimparPipeSchedule kind, guint p, guint v, guint m, GEr
 guint
 simpar_pipeline_warmup(SimparPipeSchedule kind, guint p, guint v, guint m, guint stage)
 {
+    return simpar_pipeline_warmup_grouped(kind, p, v, m, p, stage);
+}
+
+guint
+simpar_pipeline_warmup_grouped(SimparPipeSchedule kind, guint p, guint v, guint m, guint n_group,
+                               guint stage)
+{
     g_return_val_if_fail(stage < p, 0);
     switch (kind) {
     case SIMPAR_PIPE_GPIPE:
@@ -95,9 +123,10 @@ simpar_pipeline_warmup(SimparPipeSchedule kind, guint p, guint v, guint m, guint
     case SIMPAR_PIPE_1F1B:
         return MIN(p - stage - 1, m);
     case SIMPAR_PIPE_INTERLEAVED:
-        /* Megatron-LM's get_pp_rank_microbatches with group size N = P. Older Megatron-LM releases
+        /* Megatron-LM's get_pp_rank_microbatches with group size N. Older Megatron-LM releases
          * ran everything as warm-up when m == P; the cited one (and we) only clamp to m v. */
-        return (guint) MIN((guint64) m * v, 2 * (guint64) (p - stage - 1) + (guint64) (v - 1) * p);
+        return (guint) MIN((guint64) m * v,
+                           2 * (guint64) (p - stage - 1) + (guint64) (v - 1) * n_group);
     case SIMPAR_PIPE_LOCAL:
         return 0;
     default:
@@ -106,18 +135,25 @@ simpar_pipeline_warmup(SimparPipeSchedule kind, guint p, guint v, guint m, guint
 }
 
 /* Item k (0 .. m v - 1) of the forward table, or of the backward table (chunk v-1-c).
- * Interleaved: groups of P micro-batches; in each group chunk 0 for the whole group, then
- * chunk 1, ... (m is a multiple of P, so every group is full). Others: v = 1, item k is
- * micro-batch k. */
+ * Interleaved: groups of N micro-batches; in each group chunk 0 for the whole group, then
+ * chunk 1, ...; the last group holds the micro-batches left (N when N divides m), as
+ * Megatron-Core's get_schedule_table. Others: v = 1, item k is micro-batch k. */
 static SimparPipeItem
-pipeline_table(SimparPipeSchedule kind, guint p, guint v, guint k, gboolean backward)
+pipeline_table(SimparPipeSchedule kind, guint v, guint m, guint n_group, guint k, gboolean backward)
 {
-    guint group = (kind == SIMPAR_PIPE_INTERLEAVED) ? p : 1;
-    guint in_group = k % (group * v);
-    guint chunk = in_group / group;
+    guint group = (kind == SIMPAR_PIPE_INTERLEAVED) ? n_group : 1;
+    guint last = (m - 1) / group * group; /* the last group's first micro-batch */
+    guint micro, chunk;
+    if ((guint64) k < (guint64) last * v) { /* a full group */
+        guint in_group = k % (group * v);
+        chunk = in_group / group, micro = k / (group * v) * group + in_group % group;
+    } else { /* the last group, of m - last */
+        guint size = m - last, in_last = k - last * v;
+        chunk = in_last / size, micro = last + in_last % size;
+    }
     SimparPipeItem item = {
         .backward = backward,
-        .micro = k / (group * v) * group + in_group % group,
+        .micro = micro,
         .chunk = backward ? v - 1 - chunk : chunk,
     };
     return item;
@@ -128,25 +164,32 @@ pipeline_table(SimparPipeSchedule kind, guint p, guint v, guint k, gboolean back
 GArray *
 simpar_pipeline_order(SimparPipeSchedule kind, guint p, guint v, guint m, guint stage)
 {
-    g_return_val_if_fail(simpar_pipeline_validate(kind, p, v, m, NULL), NULL);
+    return simpar_pipeline_order_grouped(kind, p, v, m, p, stage);
+}
+
+GArray *
+simpar_pipeline_order_grouped(SimparPipeSchedule kind, guint p, guint v, guint m, guint n_group,
+                              guint stage)
+{
+    g_return_val_if_fail(simpar_pipeline_validate_grouped(kind, p, v, m, n_group, NULL), NULL);
     g_return_val_if_fail(stage < p, NULL);
 
     guint n = m * v;
-    guint w = simpar_pipeline_warmup(kind, p, v, m, stage);
+    guint w = simpar_pipeline_warmup_grouped(kind, p, v, m, n_group, stage);
     g_assert(w <= n);
     GArray *order = g_array_sized_new(FALSE, FALSE, sizeof(SimparPipeItem), 2 * n);
     for (guint k = 0; k < w; k++) {
-        SimparPipeItem f = pipeline_table(kind, p, v, k, FALSE);
+        SimparPipeItem f = pipeline_table(kind, v, m, n_group, k, FALSE);
         g_array_append_val(order, f);
     }
     for (guint k = w; k < n; k++) {
-        SimparPipeItem f = pipeline_table(kind, p, v, k, FALSE);
-        SimparPipeItem b = pipeline_table(kind, p, v, k - w, TRUE);
+        SimparPipeItem f = pipeline_table(kind, v, m, n_group, k, FALSE);
+        SimparPipeItem b = pipeline_table(kind, v, m, n_group, k - w, TRUE);
         g_array_append_val(order, f);
         g_array_append_val(order, b);
     }
     for (guint k = n - w; k < n; k++) {
-        SimparPipeItem b = pipeline_table(kind, p, v, k, TRUE);
+        SimparPipeItem b = pipeline_table(kind, v, m, n_group, k, TRUE);
         g_array_append_val(order, b);
     }
     g_assert(order->len == 2 * n);

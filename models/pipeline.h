@@ -31,6 +31,18 @@ typedef struct {
  * valid. Errors: SIMPAR_PLAN_ERROR_INVALID. */
 gboolean simpar_pipeline_validate(SimparPipeSchedule kind, guint p, guint v, guint m,
                                   GError **error);
+/* The interleaved schedule with Megatron-Core's micro-batch groups of N per virtual stage
+ * (--microbatch-group-size-per-virtual-pipeline-stage; the functions above take N = P): the
+ * forward table runs chunk 0 of a group's micro-batches, then chunk 1, ..., the last group
+ * holding what is left; Megatron requires P <= N <= m and m mod N either 0 or at least P
+ * (megatron/core/pipeline_parallel/schedules.py, get_schedule_table and the checks of
+ * forward_backward_pipelining_with_interleaving). Other schedules ignore N. */
+gboolean simpar_pipeline_validate_grouped(SimparPipeSchedule kind, guint p, guint v, guint m,
+                                          guint n_group, GError **error);
+guint simpar_pipeline_warmup_grouped(SimparPipeSchedule kind, guint p, guint v, guint m,
+                                     guint n_group, guint stage);
+GArray *simpar_pipeline_order_grouped(SimparPipeSchedule kind, guint p, guint v, guint m,
+                                      guint n_group, guint stage);
 /* Megatron's warm-up count: the forwards device `stage` runs before its first (F, B) pair
  * (GPipe: m, no pairs; local: 0; 1F1B's last stage runs F0 B0 with warm-up 0). Interleaved
  * clamps to m v as today's Megatron does; older Megatron-LM releases made every forward warm-up

@@ -477,7 +477,8 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
     guint steps = st.local && tr->local_async ? STEP_ASYNC_STEPS : 1;
     g_autofree SimparStepRankFacts *facts = simpar_step_facts(layer);
     for (guint p = 0; p < st.P; p++) {
-        g_autoptr(GArray) order = simpar_pipeline_order(tr->schedule, st.P, st.v, st.m, p);
+        g_autoptr(GArray) order = simpar_pipeline_order_grouped(tr->schedule, st.P, st.v, st.m,
+                                                                simpar_train_vp_group(tr), p);
         for (guint d = 0; d < st.D; d++)
             for (guint t = 0; t < st.T; t++) {
                 if (slice != G_MAXUINT && t != slice)

@@ -25,6 +25,12 @@ simpar_train_init(SimparTrain *train)
     simpar_plan_init(&train->tp);
 }
 
+guint
+simpar_train_vp_group(const SimparTrain *t)
+{
+    return (guint) (t->vp_group > 0 ? t->vp_group : t->pp);
+}
+
 guint64
 simpar_train_dropout_seed(guint64 base, guint layer, guint64 micro)
 {
@@ -162,8 +168,17 @@ simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GE
                           " x --dp %" G_GINT64_FORMAT " = %" G_GINT64_FORMAT,
                           t->global_batch, model->micro_batch, t->dp, per_step);
     t->micro_batches = t->global_batch / per_step;
-    if (!simpar_pipeline_validate(t->schedule, (guint) t->pp, (guint) t->virtual_stages,
-                                  (guint) t->micro_batches, error))
+    if (t->vp_group != 0 && t->schedule != SIMPAR_PIPE_INTERLEAVED)
+        return train_fail(error,
+                          "--vp-group applies to --schedule interleaved only (valid: leave it out, "
+                          "or --schedule interleaved)");
+    if (t->vp_group < 0 || t->vp_group > TRAIN_MAX_SPLIT)
+        return train_fail(
+            error, "--vp-group %" G_GINT64_FORMAT ": must be between 1 and %" G_GINT64_FORMAT,
+            t->vp_group, TRAIN_MAX_SPLIT);
+    if (!simpar_pipeline_validate_grouped(t->schedule, (guint) t->pp, (guint) t->virtual_stages,
+                                          (guint) t->micro_batches, simpar_train_vp_group(t),
+                                          error))
         return FALSE;
     if (t->zero < 0 || t->zero > 3)
         return train_fail(error, "--zero %d: valid stages are 0 (DDP), 1, 2 and 3", t->zero);

@@ -50,6 +50,7 @@ typedef struct {
     gint64 pp;             /* pipeline stages P (local parallelism: chunks K) */
     gint64 dp;             /* data-parallel replicas D */
     gint64 virtual_stages; /* v (interleaved); 1 otherwise */
+    gint64 vp_group;       /* interleaved: micro-batches per virtual-stage group N; 0: P */
     gint64 global_batch;   /* sequences per optimizer step, all replicas */
     SimparPipeSchedule schedule;
     gboolean local_async;  /* local parallelism without a flush at the end of the step */
@@ -74,6 +75,8 @@ void simpar_train_init(SimparTrain *train);
  * train->tp.q) and fills the derived fields. */
 gboolean simpar_train_validate(SimparTrain *train, const SimparModel *model, guint64 gpus,
                                GError **error);
+/* The interleaved schedule's micro-batch group N (--vp-group, default P). */
+guint simpar_train_vp_group(const SimparTrain *t);
 gboolean simpar_pipe_schedule_parse(const char *name, SimparPipeSchedule *out, GError **error);
 const char *simpar_pipe_schedule_name(SimparPipeSchedule s);
 /* "tp,dp,pp" and its permutations. */

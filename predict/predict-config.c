@@ -193,6 +193,8 @@ predict_split(const SimparTrain *t)
                                t->aux_head_width);
     if (t->virtual_stages > 1)
         g_string_append_printf(out, " v=%" G_GINT64_FORMAT, t->virtual_stages);
+    if (t->vp_group > 0)
+        g_string_append_printf(out, " N=%" G_GINT64_FORMAT, t->vp_group);
     g_string_append_printf(
         out, " m=%" G_GINT64_FORMAT " B=%" G_GINT64_FORMAT " ZeRO-%d%s recompute %s",
         t->micro_batches, t->global_batch, t->zero, t->overlap_grad_reduce ? " overlap" : "",

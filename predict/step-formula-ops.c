@@ -424,8 +424,8 @@ formula_run(Formula *f, guint m, double *fig)
     f->ring = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
     f->buckets = g_array_new(FALSE, FALSE, sizeof(gsize));
     for (guint p = 0; p < f->P; p++) {
-        g_autoptr(GArray) order =
-            simpar_pipeline_order((SimparPipeSchedule) f->c.schedule, f->P, f->v, m, p);
+        g_autoptr(GArray) order = simpar_pipeline_order_grouped(
+            (SimparPipeSchedule) f->c.schedule, f->P, f->v, m, (guint) f->c.vp_group, p);
         for (guint chain = 0; chain < f->n_chains; chain++)
             formula_stage(f, chain, p, order);
     }

@@ -287,13 +287,14 @@ formula_line(const Formula *f, const double *p, guint k, guint ahead, double *fi
 
 /* The figures at m: from the probes m0, m0 + u, m1 = 2 m0, m1 + u when m lies past them and they
  * lie on one line, else evaluated. m0: two rounds of the pipeline past its start (its warm-up is
- * at most 2 (P - 1) + (v - 1) P forwards), in whole groups of u micro-batches. */
+ * at most 2 (P - 1) + (v - 1) N forwards), in whole groups of u micro-batches (interleaved: its
+ * groups of N; a last group of another size is not on their line: evaluated). */
 static void
 formula_figures_at(Formula *f, guint m, double *fig)
 {
-    guint u = f->c.schedule == SIMPAR_PIPE_INTERLEAVED ? f->P : 1;
+    guint u = f->c.schedule == SIMPAR_PIPE_INTERLEAVED ? (guint) f->c.vp_group : 1;
     guint m0 = (2 * f->P * f->v + u - 1) / u * u, m1 = 2 * m0;
-    if (m <= m1 + u) {
+    if (m <= m1 + u || m % u != 0) {
         formula_at(f, m, fig);
         return;
     }
@@ -322,6 +323,7 @@ formula_config(Formula *f, const SimparBlockTimes *bt, const SimparModel *model,
     c->zero = tr->zero, c->sg = tr->scatter_gather && f->T > 1;
     c->overlap = tr->overlap_grad_reduce, c->tied = tr->tied_embeddings;
     c->bucket_params = tr->bucket_params, c->schedule = tr->schedule;
+    c->vp_group = simpar_train_vp_group(tr);
     memcpy(c->stride, tr->stride, sizeof c->stride);
     c->hidden = model->hidden, c->heads = model->heads, c->seq = model->seq;
     c->micro_batch = model->micro_batch, c->layers = model->layers, c->ffn = model->ffn;

@@ -367,11 +367,65 @@ test_validate(void)
     CU_ASSERT_TRUE(simpar_pipeline_validate(LOCAL, 4, 1, 1, NULL));
 }
 
+/* Megatron-Core's micro-batch groups (--vp-group N): its own docstring's table for P = 2, N = 3,
+ * m = 5, v = 2 (get_schedule_table: micro 0 1 2 0 1 2 3 4 3 4, chunk 0 0 0 1 1 1 0 0 1 1), its
+ * warm-up 2 (P - i - 1) + (v - 1) N, every order complete and free of deadlock, and N = P the
+ * schedule as before. */
+static void
+test_interleaved_groups(void)
+{
+    static const guint micro[] = {0, 1, 2, 0, 1, 2, 3, 4, 3, 4},
+                       chunk[] = {0, 0, 0, 1, 1, 1, 0, 0, 1, 1};
+    CU_ASSERT_EQUAL(simpar_pipeline_warmup_grouped(INTER, 2, 2, 5, 3, 0), 5);
+    CU_ASSERT_EQUAL(simpar_pipeline_warmup_grouped(INTER, 2, 2, 5, 3, 1), 3);
+    for (guint i = 0; i < 2; i++) {
+        g_autoptr(GArray) order = simpar_pipeline_order_grouped(INTER, 2, 2, 5, 3, i);
+        guint f = 0;
+        for (guint x = 0; x < order->len; x++) {
+            const SimparPipeItem *it = &g_array_index(order, SimparPipeItem, x);
+            if (it->backward)
+                continue;
+            CU_ASSERT_TRUE(it->micro == micro[f] && it->chunk == chunk[f]);
+            f++;
+        }
+        CU_ASSERT_EQUAL(f, 10);
+    }
+    static const guint cfg[][4] = {{2, 2, 5, 3},   {4, 2, 10, 5},  {4, 2, 9, 5}, {4, 3, 13, 8},
+                                   {8, 2, 20, 10}, {8, 2, 19, 10}, {4, 2, 8, 4}};
+    for (guint c = 0; c < G_N_ELEMENTS(cfg); c++) {
+        guint p = cfg[c][0], v = cfg[c][1], m = cfg[c][2], n = cfg[c][3];
+        CU_ASSERT_TRUE_FATAL(simpar_pipeline_validate_grouped(INTER, p, v, m, n, NULL));
+        g_autoptr(GPtrArray) orders =
+            g_ptr_array_new_with_free_func((GDestroyNotify) g_array_unref);
+        for (guint i = 0; i < p; i++)
+            g_ptr_array_add(orders, simpar_pipeline_order_grouped(INTER, p, v, m, n, i));
+        gint64 span = simulate_orders(FALSE, p, v, m, orders);
+        if (span < 0)
+            printf("\n    P=%u v=%u m=%u N=%u deadlocks", p, v, m, n);
+        CU_ASSERT_TRUE(span > 0);
+        if (n == p) /* the default groups: the orders of simpar_pipeline_order */
+            CU_ASSERT_EQUAL(span, simulate(INTER, p, v, m));
+    }
+    g_autoptr(GError) error = NULL;
+    CU_ASSERT_FALSE_FATAL(simpar_pipeline_validate_grouped(INTER, 4, 2, 10, 3, &error)); /* N < P */
+    CU_ASSERT_PTR_NOT_NULL(strstr(error->message, "at least --pp 4"));
+    g_clear_error(&error);
+    CU_ASSERT_FALSE_FATAL(simpar_pipeline_validate_grouped(INTER, 4, 2, 10, 7, &error));
+    CU_ASSERT_PTR_NOT_NULL(strstr(error->message, "the last group would hold 3")); /* 10 mod 7 */
+    g_clear_error(&error);
+    CU_ASSERT_FALSE_FATAL(simpar_pipeline_validate_grouped(INTER, 4, 2, 11, 12, &error));
+    CU_ASSERT_PTR_NOT_NULL(strstr(error->message, "at most the 11")); /* N > m */
+    g_clear_error(&error);
+    CU_ASSERT_TRUE(simpar_pipeline_validate_grouped(INTER, 4, 2, 10, 6, NULL)); /* 10 mod 6 = P */
+}
+
 static CU_TestInfo pipeline_tests[] = {
     {"GPipe runs every forward, then every backward in micro-batch order", test_gpipe},
     {"1F1B warms up min(P-i-1, m) forwards, then pairs, then cools down", test_1f1b},
     {"interleaved P = 2 follows Megatron's table and warm-up on both devices", test_interleaved_p2},
     {"interleaved P = 4, v = 2, m = 8 warms up 10, 8, 6, 4 forwards", test_interleaved_p4},
+    {"interleaved with micro-batch groups of N: Megatron's table, warm-up, any m, no deadlock",
+     test_interleaved_groups},
     {"local parallelism runs F0 B0 F1 B1 on every device", test_local},
     {"every order runs each (micro, chunk) forward and backward once, forward first",
      test_complete},
