@@ -72,20 +72,20 @@ kern_ln_apply(const SimparHostBufs *host, const SimparOp *op)
     const double *x = simpar_host_bufs_view(host, k->in[0]);
     const double *stats = simpar_host_bufs_view(host, k->in[1]);
     const double *gamma = simpar_host_bufs_view(host, k->in[2]);
-    const double *beta = simpar_host_bufs_view(host, k->in[3]);
+    const double *beta = k->rms ? NULL : simpar_host_bufs_view(host, k->in[3]);
     double *y = simpar_host_bufs_view(host, k->out[0]);
     double *xhat = simpar_host_bufs_view(host, k->out[1]);
     double *rstd = simpar_host_bufs_view(host, k->out[2]);
     double hidden = (double) k->hidden;
     for (gsize r = 0; r < k->rows; r++) {
-        double mean = stats[r] / hidden;
+        double mean = k->rms ? 0.0 : stats[r] / hidden;
         double var = stats[k->rows + r] / hidden - mean * mean;
         double rs = 1.0 / sqrt(var + k->eps);
         for (gsize c = 0; c < k->cols; c++) {
             gsize e = r * k->cols + c;
             double xh = (x[e] - mean) * rs;
             xhat[e] = xh;
-            y[e] = xh * gamma[c] + beta[c];
+            y[e] = xh * gamma[c] + (beta != NULL ? beta[c] : 0.0);
         }
         rstd[r] = rs;
     }
@@ -100,9 +100,12 @@ kern_ln_bwd_stats(const SimparHostBufs *host, const SimparOp *op)
     const double *gamma = simpar_host_bufs_view(host, k->in[2]);
     double *stats = simpar_host_bufs_view(host, k->out[0]);
     double *dgamma = simpar_host_bufs_view(host, k->out[1]);
-    double *dbeta = simpar_host_bufs_view(host, k->out[2]);
-    for (gsize c = 0; c < k->cols; c++)
-        dgamma[c] = dbeta[c] = 0.0;
+    double *dbeta = k->rms ? NULL : simpar_host_bufs_view(host, k->out[2]);
+    for (gsize c = 0; c < k->cols; c++) {
+        dgamma[c] = 0.0;
+        if (dbeta != NULL)
+            dbeta[c] = 0.0;
+    }
     for (gsize r = 0; r < k->rows; r++) {
         double s1 = 0.0, s2 = 0.0;
         for (gsize c = 0; c < k->cols; c++) {
@@ -111,9 +114,10 @@ kern_ln_bwd_stats(const SimparHostBufs *host, const SimparOp *op)
             s1 += dyg;
             s2 += dyg * xhat[e];
             dgamma[c] += dy[e] * xhat[e];
-            dbeta[c] += dy[e];
+            if (dbeta != NULL)
+                dbeta[c] += dy[e];
         }
-        stats[r] = s1;
+        stats[r] = k->rms ? 0.0 : s1;
         stats[k->rows + r] = s2;
     }
 }
@@ -130,7 +134,8 @@ kern_ln_bwd_apply(const SimparHostBufs *host, const SimparOp *op)
     double *dx = simpar_host_bufs_view(host, k->out[0]);
     double hidden = (double) k->hidden;
     for (gsize r = 0; r < k->rows; r++) {
-        double m1 = stats[r] / hidden, m2 = stats[k->rows + r] / hidden, rs = rstd[r];
+        double m1 = k->rms ? 0.0 : stats[r] / hidden, m2 = stats[k->rows + r] / hidden;
+        double rs = rstd[r];
         for (gsize c = 0; c < k->cols; c++) {
             gsize e = r * k->cols + c;
             dx[e] = rs * (dy[e] * gamma[c] - m1 - xhat[e] * m2);
@@ -198,6 +203,42 @@ kern_gelu_bwd(const SimparHostBufs *host, const SimparOp *op)
     }
 }
 
+static double
+kern_sigmoid(double g)
+{
+    return 1.0 / (1.0 + exp(-g));
+}
+
+/* y = silu(g) u over the (g, u) column pairs of z. */
+static void
+kern_swiglu(const SimparHostBufs *host, const SimparOp *op)
+{
+    const SimparKernel *k = &op->u.kern;
+    const double *z = simpar_host_bufs_view(host, k->in[0]);
+    double *y = simpar_host_bufs_view(host, k->out[0]);
+    gsize n = (gsize) k->rows * k->cols;
+    for (gsize e = 0; e < n; e++) {
+        double g = z[2 * e], u = z[2 * e + 1];
+        y[e] = g * kern_sigmoid(g) * u;
+    }
+}
+
+/* dg = dy u silu'(g), silu'(g) = sig(g) (1 + g (1 - sig(g))); du = dy silu(g). */
+static void
+kern_swiglu_bwd(const SimparHostBufs *host, const SimparOp *op)
+{
+    const SimparKernel *k = &op->u.kern;
+    const double *dy = simpar_host_bufs_view(host, k->in[0]);
+    const double *z = simpar_host_bufs_view(host, k->in[1]);
+    double *dz = simpar_host_bufs_view(host, k->out[0]);
+    gsize n = (gsize) k->rows * k->cols;
+    for (gsize e = 0; e < n; e++) {
+        double g = z[2 * e], u = z[2 * e + 1], sg = kern_sigmoid(g);
+        dz[2 * e] = dy[e] * u * sg * (1.0 + g * (1.0 - sg));
+        dz[2 * e + 1] = dy[e] * g * sg;
+    }
+}
+
 /* DROPOUT and DROPOUT_BWD are the same map: multiply by keep / (1-p). */
 static void
 kern_dropout(const SimparHostBufs *host, const SimparOp *op)
@@ -234,7 +275,8 @@ typedef struct {
     const SimparAttention *at;
     const double *qkv;
     gsize n, g;   /* local sequence and head */
-    gsize ld_qkv; /* nh * 3 * dh */
+    gsize r;      /* heads per key/value head */
+    gsize ld_qkv; /* (nh + 2 nkv) dh */
     gsize ld_ctx; /* nh * dh */
     double sqrt_dh;
     double scale; /* 1 / (1-p) */
@@ -243,21 +285,32 @@ typedef struct {
 static void
 kern_attn_init(KernAttn *ka, const SimparAttention *at, const double *qkv)
 {
+    gsize nkv = at->nkv != 0 ? at->nkv : at->nh;
     *ka = (KernAttn){
         .at = at,
         .qkv = qkv,
-        .ld_qkv = (gsize) at->nh * 3 * at->dh,
+        .r = at->nh / nkv,
+        .ld_qkv = (gsize) (at->nh + 2 * nkv) * at->dh,
         .ld_ctx = (gsize) at->nh * at->dh,
         .sqrt_dh = sqrt((double) at->dh),
         .scale = 1.0 / (1.0 - at->p),
     };
 }
 
+/* The column of head g's q (part 0) or its group's k (1) or v (2): group g/r holds the q of
+ * its r heads, then k, then v. */
+static gsize
+kern_attn_col(const KernAttn *ka, gsize g, guint part)
+{
+    gsize group = g / ka->r, slot = part == 0 ? g % ka->r : ka->r + part - 1;
+    return (group * (ka->r + 2) + slot) * ka->at->dh;
+}
+
 /* Row i of q (part 0), k (part 1) or v (part 2) of the current sequence and head. */
 static gsize
 kern_attn_row(const KernAttn *ka, gsize i, guint part)
 {
-    return (ka->n * ka->at->s + i) * ka->ld_qkv + (ka->g * 3 + part) * ka->at->dh;
+    return (ka->n * ka->at->s + i) * ka->ld_qkv + kern_attn_col(ka, ka->g, part);
 }
 
 /* keep / (1-p) for probability (i, j) of the current sequence and head. */
@@ -363,25 +416,26 @@ kern_attn_bwd_row(const KernAttn *ka, gsize i, const double *prow, const double 
     }
 }
 
-/* Clears the dq | dk | dv columns of the current sequence and head. */
+/* Clears the rows of the current sequence: dk and dv collect every head of their group. */
 static void
 kern_attn_bwd_zero(const KernAttn *ka, double *dqkv)
 {
-    for (gsize i = 0; i < ka->at->s; i++) {
-        double *row = dqkv + kern_attn_row(ka, i, 0);
-        for (gsize d = 0; d < 3 * (gsize) ka->at->dh; d++)
-            row[d] = 0.0;
-    }
+    double *rows = dqkv + ka->n * ka->at->s * ka->ld_qkv;
+    for (gsize e = 0; e < ka->at->s * ka->ld_qkv; e++)
+        rows[e] = 0.0;
 }
 
-/* Divides the accumulated dq | dk columns of the current sequence and head by sqrt(dh). */
+/* Divides the accumulated dq and dk columns of the current sequence by sqrt(dh), once all its
+ * heads are in; dv stays. */
 static void
 kern_attn_bwd_scale(const KernAttn *ka, double *dqkv)
 {
+    gsize dh = ka->at->dh, width = (ka->r + 2) * dh;
     for (gsize i = 0; i < ka->at->s; i++) {
-        double *row = dqkv + kern_attn_row(ka, i, 0);
-        for (gsize d = 0; d < 2 * (gsize) ka->at->dh; d++)
-            row[d] /= ka->sqrt_dh;
+        double *row = dqkv + (ka->n * ka->at->s + i) * ka->ld_qkv;
+        for (gsize c = 0; c < ka->ld_qkv; c++)
+            if (c % width < (ka->r + 1) * dh)
+                row[c] /= ka->sqrt_dh;
     }
 }
 
@@ -396,15 +450,15 @@ kern_attention_bwd(const SimparHostBufs *host, const SimparOp *op)
     KernAttn ka;
     kern_attn_init(&ka, at, simpar_host_bufs_view(host, at->in[0]));
     for (ka.n = 0; ka.n < at->nb; ka.n++) {
+        kern_attn_bwd_zero(&ka, dqkv);
         for (ka.g = 0; ka.g < at->nh; ka.g++) {
-            kern_attn_bwd_zero(&ka, dqkv);
             for (gsize i = 0; i < at->s; i++) {
                 const double *prow = probs + ((ka.n * at->nh + ka.g) * at->s + i) * at->s;
                 const double *drow = dctx + (ka.n * at->s + i) * ka.ld_ctx + ka.g * at->dh;
                 kern_attn_bwd_row(&ka, i, prow, drow, dqkv, dp);
             }
-            kern_attn_bwd_scale(&ka, dqkv);
         }
+        kern_attn_bwd_scale(&ka, dqkv);
     }
 }
 
@@ -560,6 +614,8 @@ static const KernFn kern_fns[SIMPAR_N_OP_KINDS] = {
     [SIMPAR_OP_BIAS_GRAD] = kern_bias_grad,
     [SIMPAR_OP_GELU] = kern_gelu,
     [SIMPAR_OP_GELU_BWD] = kern_gelu_bwd,
+    [SIMPAR_OP_SWIGLU] = kern_swiglu,
+    [SIMPAR_OP_SWIGLU_BWD] = kern_swiglu_bwd,
     [SIMPAR_OP_DROPOUT] = kern_dropout,
     [SIMPAR_OP_DROPOUT_BWD] = kern_dropout,
     [SIMPAR_OP_ADD] = kern_add,

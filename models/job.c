@@ -19,6 +19,7 @@ simpar_job_args_init(SimparJobArgs *args)
                        &args->ffn,
                        &args->layers,
                        &args->vocab,
+                       &args->kv_heads,
                        &args->tp,
                        &args->depth,
                        &args->pp,
@@ -37,8 +38,9 @@ simpar_job_args_init(SimparJobArgs *args)
 void
 simpar_job_args_clear(SimparJobArgs *args)
 {
-    char **strs[] = {&args->model,     &args->dtype,    &args->tp_mode, &args->variant,
-                     &args->recompute, &args->schedule, &args->order};
+    char **strs[] = {&args->model,    &args->dtype,     &args->mlp,      &args->norm,
+                     &args->tp_mode,  &args->variant,   &args->recompute, &args->schedule,
+                     &args->order};
     for (guint i = 0; i < G_N_ELEMENTS(strs); i++)
         g_clear_pointer(strs[i], g_free);
 }
@@ -53,13 +55,24 @@ enum {
 static guint
 job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
 {
+    guint n_presets;
+    const SimparModelPreset *presets = simpar_model_presets(&n_presets);
+    g_autofree char *model_help = g_strdup_printf(
+        "Preset name (%s) or a JSON model file; default default-4k (predict), paper-3d "
+        "(schedule), tiny (simpar-exec)",
+        simpar_intern_names(presets, n_presets, sizeof(*presets)));
     const GOptionEntry model[] = {
-        {"model", 'm', 0, G_OPTION_ARG_STRING, &a->model,
-         "Preset name (tiny, paper-3d, default-4k, gpt3-1.3b, gpt3-6.7b, gpt3-13b, gpt3-175b) or "
-         "a JSON model file; default default-4k (predict), paper-3d (schedule), tiny (simpar-exec)",
+        {"model", 'm', 0, G_OPTION_ARG_STRING, &a->model, g_intern_string(model_help),
          "NAME|FILE"},
         {"hidden", 0, 0, G_OPTION_ARG_INT64, &a->hidden, "Hidden size h", "H"},
         {"heads", 0, 0, G_OPTION_ARG_INT64, &a->heads, "Attention heads a (h % a == 0)", "A"},
+        {"kv-heads", 0, 0, G_OPTION_ARG_INT64, &a->kv_heads,
+         "Key/value heads (grouped-query attention; a % kv == 0; default a, 1 = multi-query)",
+         "KV"},
+        {"mlp", 0, 0, G_OPTION_ARG_STRING, &a->mlp,
+         "MLP: gelu (fc1 [h x f]) or swiglu (gate and up fused, fc1 [h x 2f])", "gelu|swiglu"},
+        {"norm", 0, 0, G_OPTION_ARG_STRING, &a->norm, "Normalisation: layernorm or rmsnorm",
+         "layernorm|rmsnorm"},
         {"seq", 0, 0, G_OPTION_ARG_INT64, &a->seq, "Sequence length s", "S"},
         {"micro-batch", 0, 0, G_OPTION_ARG_INT64, &a->micro_batch,
          "Sequences per micro-batch b (per tensor-parallel group)", "B"},
@@ -250,13 +263,28 @@ simpar_job_model(const SimparJobArgs *args, const char *fallback, SimparModel *m
     } over[] = {{args->hidden, &m->hidden}, {args->heads, &m->heads},
                 {args->seq, &m->seq},       {args->micro_batch, &m->micro_batch},
                 {args->ffn, &m->ffn},       {args->layers, &m->layers},
-                {args->vocab, &m->vocab}};
+                {args->vocab, &m->vocab},   {args->kv_heads, &m->kv_heads}};
 
     for (guint i = 0; i < G_N_ELEMENTS(over); i++)
         if (over[i].given != SIMPAR_JOB_UNSET)
             *over[i].field = over[i].given;
+    if (args->kv_heads != SIMPAR_JOB_UNSET && args->kv_heads < 1) {
+        g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
+                    "--kv-heads %" G_GINT64_FORMAT " is out of range: it must be between 1 and "
+                    "--heads %" G_GINT64_FORMAT " and divide it",
+                    args->kv_heads, m->heads);
+        return FALSE;
+    }
     if (args->dtype != NULL && !simpar_dtype_parse(args->dtype, &m->dtype, &local)) {
         g_prefix_error(&local, "--dtype: ");
+        return job_usage_from(error, local);
+    }
+    if (args->mlp != NULL && !simpar_mlp_parse(args->mlp, &m->mlp, &local)) {
+        g_prefix_error(&local, "--mlp: ");
+        return job_usage_from(error, local);
+    }
+    if (args->norm != NULL && !simpar_norm_parse(args->norm, &m->norm, &local)) {
+        g_prefix_error(&local, "--norm: ");
         return job_usage_from(error, local);
     }
     /* a file's values were checked as it loaded: what fails now, the flags gave */

@@ -33,8 +33,8 @@ typedef enum {
 typedef struct {
     /* model (--model and its overrides) */
     char *model;
-    gint64 hidden, heads, seq, micro_batch, ffn, layers, vocab;
-    char *dtype;
+    gint64 hidden, heads, seq, micro_batch, ffn, layers, vocab, kv_heads;
+    char *dtype, *mlp, *norm;
     /* tensor-parallel plan */
     char *tp_mode;
     gint64 tp, depth;

@@ -4,31 +4,46 @@
 
 G_DEFINE_QUARK(simpar_model_error_quark, simpar_model_error)
 
-/* h, a, s, b, L, f, V. GPT-3 sizes from Brown et al. 2020 Table 2.1; the paper-3d preset is the
- * 64-GPU V100 setting of the Optimus harness (h=2048, a=32, s=512, L=24). */
+/* h, a, s, b, L, f, V, dtype, kv heads, MLP, norm. GPT-3 sizes from Brown et al. 2020 Table 2.1;
+ * the paper-3d preset is the 64-GPU V100 setting of the Optimus harness (h=2048, a=32, s=512,
+ * L=24); Llama 3 shapes from "The Llama 3 Herd of Models" (arXiv 2407.21783, Table 3: layers,
+ * model dimension, FFN dimension, attention and key/value heads, vocabulary 128,000 + 256
+ * special tokens as the released configs give it; pre-training sequence 8,192). */
 static const SimparModelPreset model_presets[] = {
     {"tiny",
      "h=64 a=4 s=32: for tests and quick looks",
-     {"tiny", 64, 4, 32, 8, 2, 256, 1024, SIMPAR_DTYPE_FP32}},
+     {"tiny", 64, 4, 32, 8, 2, 256, 1024, SIMPAR_DTYPE_FP32, 0, SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM}},
     {"paper-3d",
      "h=2048 a=32 s=512 L=24, fp32: the Optimus / 3-D papers' V100 harness",
-     {"paper-3d", 2048, 32, 512, 64, 24, 8192, 51200, SIMPAR_DTYPE_FP32}},
+     {"paper-3d", 2048, 32, 512, 64, 24, 8192, 51200, SIMPAR_DTYPE_FP32, 0, SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM}},
     {"default-4k",
      "h=4096 a=64 s=512 b=16 L=24 fp16: the default of simpar --topology; every mode splits it "
      "over 64 GPUs",
-     {"default-4k", 4096, 64, 512, 16, 24, 16384, 51200, SIMPAR_DTYPE_FP16}},
+     {"default-4k", 4096, 64, 512, 16, 24, 16384, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM}},
     {"gpt3-1.3b",
      "GPT-3 XL: h=2048 a=16 s=2048 L=24",
-     {"gpt3-1.3b", 2048, 16, 2048, 4, 24, 8192, 51200, SIMPAR_DTYPE_FP16}},
+     {"gpt3-1.3b", 2048, 16, 2048, 4, 24, 8192, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM}},
     {"gpt3-6.7b",
      "GPT-3 6.7B: h=4096 a=32 s=2048 L=32",
-     {"gpt3-6.7b", 4096, 32, 2048, 4, 32, 16384, 51200, SIMPAR_DTYPE_FP16}},
+     {"gpt3-6.7b", 4096, 32, 2048, 4, 32, 16384, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM}},
     {"gpt3-13b",
      "GPT-3 13B: h=5120 a=40 s=2048 L=40",
-     {"gpt3-13b", 5120, 40, 2048, 4, 40, 20480, 51200, SIMPAR_DTYPE_FP16}},
+     {"gpt3-13b", 5120, 40, 2048, 4, 40, 20480, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM}},
     {"gpt3-175b",
      "GPT-3 175B: h=12288 a=96 s=2048 L=96",
-     {"gpt3-175b", 12288, 96, 2048, 1, 96, 49152, 51200, SIMPAR_DTYPE_FP16}},
+     {"gpt3-175b", 12288, 96, 2048, 1, 96, 49152, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM}},
+    {"llama3-8b",
+     "Llama 3 8B: h=4096 a=32 kv=8 s=8192 L=32 f=14336 V=128256, SwiGLU, RMSNorm, bf16",
+     {"llama3-8b", 4096, 32, 8192, 1, 32, 14336, 128256, SIMPAR_DTYPE_BF16, 8, SIMPAR_MLP_SWIGLU,
+      SIMPAR_NORM_RMSNORM}},
+    {"llama3-70b",
+     "Llama 3 70B: h=8192 a=64 kv=8 s=8192 L=80 f=28672 V=128256, SwiGLU, RMSNorm, bf16",
+     {"llama3-70b", 8192, 64, 8192, 1, 80, 28672, 128256, SIMPAR_DTYPE_BF16, 8, SIMPAR_MLP_SWIGLU,
+      SIMPAR_NORM_RMSNORM}},
+    {"llama3-405b",
+     "Llama 3 405B: h=16384 a=128 kv=8 s=8192 L=126 f=53248 V=128256, SwiGLU, RMSNorm, bf16",
+     {"llama3-405b", 16384, 128, 8192, 1, 126, 53248, 128256, SIMPAR_DTYPE_BF16, 8,
+      SIMPAR_MLP_SWIGLU, SIMPAR_NORM_RMSNORM}},
 };
 
 const SimparModelPreset *
@@ -88,6 +103,92 @@ simpar_dtype_parse(const char *name, SimparDtype *out, GError **error)
     return FALSE;
 }
 
+static const char *const mlp_names[] = {"gelu", "swiglu"};
+static const char *const norm_names[] = {"layernorm", "rmsnorm"};
+
+/* The index of `name` in names[n], or -1. */
+static gint
+model_name_index(const char *const *names, guint n, const char *name)
+{
+    for (guint i = 0; i < n; i++)
+        if (g_strcmp0(name, names[i]) == 0)
+            return (gint) i;
+    return -1;
+}
+
+const char *
+simpar_mlp_name(SimparMlp mlp)
+{
+    g_return_val_if_fail(mlp <= SIMPAR_MLP_SWIGLU, "?");
+    return mlp_names[mlp];
+}
+
+gboolean
+simpar_mlp_parse(const char *name, SimparMlp *out, GError **error)
+{
+    gint i = model_name_index(mlp_names, G_N_ELEMENTS(mlp_names), name);
+    if (i >= 0) {
+        *out = (SimparMlp) i;
+        return TRUE;
+    }
+    g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
+                "mlp '%s' is not one of gelu, swiglu", name);
+    return FALSE;
+}
+
+const char *
+simpar_norm_name(SimparNorm norm)
+{
+    g_return_val_if_fail(norm <= SIMPAR_NORM_RMSNORM, "?");
+    return norm_names[norm];
+}
+
+gboolean
+simpar_norm_parse(const char *name, SimparNorm *out, GError **error)
+{
+    gint i = model_name_index(norm_names, G_N_ELEMENTS(norm_names), name);
+    if (i >= 0) {
+        *out = (SimparNorm) i;
+        return TRUE;
+    }
+    g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
+                "norm '%s' is not one of layernorm, rmsnorm", name);
+    return FALSE;
+}
+
+gint64
+simpar_model_kv_heads(const SimparModel *m)
+{
+    return m->kv_heads != 0 ? m->kv_heads : m->heads;
+}
+
+gint64
+simpar_model_qkv_cols(const SimparModel *m)
+{
+    return (m->heads + 2 * simpar_model_kv_heads(m)) * (m->hidden / m->heads);
+}
+
+gint64
+simpar_model_fc1_cols(const SimparModel *m)
+{
+    return m->mlp == SIMPAR_MLP_SWIGLU ? 2 * m->ffn : m->ffn;
+}
+
+double
+simpar_model_layer_weights(const SimparModel *m)
+{
+    double h = (double) m->hidden, f = (double) m->ffn;
+    return h * ((double) simpar_model_qkv_cols(m) + h) + ((double) simpar_model_fc1_cols(m) + f) * h;
+}
+
+double
+simpar_model_layer_small_params(const SimparModel *m)
+{
+    double h = (double) m->hidden;
+    double biases = (double) simpar_model_qkv_cols(m) + h + (double) simpar_model_fc1_cols(m) + h;
+    return biases + (m->norm == SIMPAR_NORM_RMSNORM ? 2 * h : 4 * h);
+}
+
 /* ----- JSON model file ----- */
 
 typedef struct {
@@ -103,6 +204,7 @@ static const ModelField model_fields[] = {
     {"layers", G_STRUCT_OFFSET(SimparModel, layers)},
     {"ffn", G_STRUCT_OFFSET(SimparModel, ffn)},
     {"vocab", G_STRUCT_OFFSET(SimparModel, vocab)},
+    {"kv_heads", G_STRUCT_OFFSET(SimparModel, kv_heads)},
 };
 
 static gboolean
@@ -144,14 +246,15 @@ model_check_keys(JsonObject *obj, const char *path, GError **error)
     g_autoptr(GList) members = json_object_get_members(obj);
     for (GList *l = members; l != NULL; l = l->next) {
         const char *key = l->data;
-        gboolean known =
-            g_str_equal(key, "name") || g_str_equal(key, "dtype") || g_str_equal(key, "base");
+        gboolean known = g_str_equal(key, "name") || g_str_equal(key, "dtype") ||
+                         g_str_equal(key, "base") || g_str_equal(key, "mlp") ||
+                         g_str_equal(key, "norm");
         for (guint i = 0; i < G_N_ELEMENTS(model_fields); i++)
             known = known || g_str_equal(key, model_fields[i].key);
         if (!known) {
             g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_PARSE,
-                        "%s: unknown key \"%s\" (valid: name, base, hidden, heads, seq, "
-                        "micro_batch, layers, ffn, vocab, dtype)",
+                        "%s: unknown key \"%s\" (valid: name, base, hidden, heads, kv_heads, "
+                        "seq, micro_batch, layers, ffn, vocab, dtype, mlp, norm)",
                         path, key);
             return FALSE;
         }
@@ -164,10 +267,12 @@ model_read_object(JsonObject *obj, const char *path, SimparModel *m, GError **er
 {
     if (!model_check_keys(obj, path, error))
         return FALSE;
-    const char *base, *name, *dtype;
+    const char *base, *name, *dtype, *mlp, *norm;
     if (!model_read_string(obj, path, "base", "tiny", &base, error) ||
         !model_read_string(obj, path, "name", path, &name, error) ||
-        !model_read_string(obj, path, "dtype", NULL, &dtype, error))
+        !model_read_string(obj, path, "dtype", NULL, &dtype, error) ||
+        !model_read_string(obj, path, "mlp", NULL, &mlp, error) ||
+        !model_read_string(obj, path, "norm", NULL, &norm, error))
         return FALSE;
     if (!simpar_model_preset(base, m, error)) {
         g_prefix_error(error, "%s: \"base\": ", path);
@@ -179,8 +284,22 @@ model_read_object(JsonObject *obj, const char *path, SimparModel *m, GError **er
         if (!model_read_int(obj, path, model_fields[i].key, field, error))
             return FALSE;
     }
+    if (json_object_has_member(obj, "kv_heads") && m->kv_heads == 0) {
+        g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
+                    "%s: \"kv_heads\" 0 is out of range: it must be between 1 and \"heads\"",
+                    path);
+        return FALSE;
+    }
     if (dtype != NULL && !simpar_dtype_parse(dtype, &m->dtype, error)) {
         g_prefix_error(error, "%s: \"dtype\": ", path);
+        return FALSE;
+    }
+    if (mlp != NULL && !simpar_mlp_parse(mlp, &m->mlp, error)) {
+        g_prefix_error(error, "%s: \"mlp\": ", path);
+        return FALSE;
+    }
+    if (norm != NULL && !simpar_norm_parse(norm, &m->norm, error)) {
+        g_prefix_error(error, "%s: \"norm\": ", path);
         return FALSE;
     }
     return TRUE;
@@ -195,19 +314,23 @@ enum {
     DIM_LAYERS,
     DIM_FFN,
     DIM_VOCAB,
+    DIM_KV_HEADS,
     N_DIMS
 };
 
-static const char *const dim_flags[N_DIMS] = {"--hidden", "--heads", "--seq",  "--micro-batch",
-                                              "--layers", "--ffn",   "--vocab"};
-static const char *const dim_keys[N_DIMS] = {
-    "\"hidden\"", "\"heads\"", "\"seq\"", "\"micro_batch\"", "\"layers\"", "\"ffn\"", "\"vocab\""};
+static const char *const dim_flags[N_DIMS] = {"--hidden", "--heads", "--seq",   "--micro-batch",
+                                              "--layers", "--ffn",   "--vocab", "--kv-heads"};
+static const char *const dim_keys[N_DIMS] = {"\"hidden\"", "\"heads\"", "\"seq\"",
+                                             "\"micro_batch\"", "\"layers\"", "\"ffn\"",
+                                             "\"vocab\"", "\"kv_heads\""};
 
 static gboolean
 model_validate(const SimparModel *m, const char *const name[N_DIMS], GError **error)
 {
-    const gint64 value[N_DIMS] = {m->hidden, m->heads, m->seq,  m->micro_batch,
-                                  m->layers, m->ffn,   m->vocab};
+    const gint64 value[N_DIMS] = {m->hidden, m->heads, m->seq,   m->micro_batch,
+                                  m->layers, m->ffn,   m->vocab, simpar_model_kv_heads(m)};
+    /* kv_heads 0 stands for "a" in a SimparModel; a model file or flag that gives 0 is refused
+     * where it is read */
     for (guint i = 0; i < N_DIMS; i++) {
         if (value[i] < 1 || value[i] > SIMPAR_MODEL_MAX_DIM) {
             g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
@@ -222,6 +345,14 @@ model_validate(const SimparModel *m, const char *const name[N_DIMS], GError **er
                     "%s %" G_GINT64_FORMAT " is not divisible by %s %" G_GINT64_FORMAT
                     ": every head needs h/a columns",
                     name[DIM_HIDDEN], m->hidden, name[DIM_HEADS], m->heads);
+        return FALSE;
+    }
+    if (m->heads % simpar_model_kv_heads(m) != 0) {
+        g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
+                    "%s %" G_GINT64_FORMAT " is not divisible by %s %" G_GINT64_FORMAT
+                    ": every key/value head serves the same number of query heads (1 <= kv "
+                    "heads <= heads)",
+                    name[DIM_HEADS], m->heads, name[DIM_KV_HEADS], simpar_model_kv_heads(m));
         return FALSE;
     }
     if (m->micro_batch * m->seq > SIMPAR_MODEL_MAX_DIM * 16) {

@@ -1,7 +1,8 @@
 /* model.h - the shapes of the transformer being trained.
  *
  * A SimparModel is plain data: hidden size h, heads a, sequence length s, micro-batch b, layers L,
- * FFN width f, vocabulary V and the element type. It comes from a named preset
+ * FFN width f, vocabulary V, the element type, and the layer's flavour: key/value heads (GQA),
+ * the MLP (GeLU or SwiGLU) and the norm (LayerNorm or RMSNorm). It comes from a named preset
  * (simpar_model_preset) or from a JSON file (simpar_model_load_json), and command-line flags
  * override single fields. simpar_model_validate() refuses shapes no split could use (zero or
  * negative sizes, h not divisible by a, absurd sizes that would overflow byte counts).
@@ -34,6 +35,21 @@ typedef enum {
     SIMPAR_DTYPE_FP64,
 } SimparDtype;
 
+/* The MLP of a layer: GeLU (fc1 [h x f], gelu, fc2 [f x h]) or SwiGLU (Shazeer, arXiv
+ * 2002.05202, as Llama trains it: gate and up fused into one fc1 [h x 2f], silu(gate) * up,
+ * fc2 [f x h]). */
+typedef enum {
+    SIMPAR_MLP_GELU,
+    SIMPAR_MLP_SWIGLU,
+} SimparMlp;
+
+/* The normalisation before attention and before the MLP: LayerNorm (gamma, beta) or RMSNorm
+ * (Zhang and Sennrich, arXiv 1910.07467: x / rms(x) * gamma, no mean, no beta). */
+typedef enum {
+    SIMPAR_NORM_LAYERNORM,
+    SIMPAR_NORM_RMSNORM,
+} SimparNorm;
+
 /* The largest value any size field may take; bigger ones are refused as absurd. */
 #define SIMPAR_MODEL_MAX_DIM (G_GINT64_CONSTANT(1) << 24)
 
@@ -47,6 +63,9 @@ typedef struct {
     gint64 ffn;         /* f, usually 4h */
     gint64 vocab;       /* V */
     SimparDtype dtype;
+    gint64 kv_heads; /* key/value heads (grouped-query attention); 0 = a (multi-head) */
+    SimparMlp mlp;
+    SimparNorm norm;
 } SimparModel;
 
 typedef struct {
@@ -67,6 +86,22 @@ const char *simpar_intern_names(gconstpointer rows, guint n, gsize row_size);
 /* The builder's root (pretty-printed) into `path`; an error prefixed with "`flag` path: ". */
 gboolean simpar_json_write_file(JsonBuilder *b, const char *flag, const char *path, GError **error);
 gboolean simpar_model_validate(const SimparModel *model, GError **error);
+
+/* The key/value heads: kv_heads, or a when it is 0. */
+gint64 simpar_model_kv_heads(const SimparModel *model);
+/* Columns of the fused qkv projection: (a + 2 kv) h/a, 3h without grouped-query attention. */
+gint64 simpar_model_qkv_cols(const SimparModel *model);
+/* Columns of fc1: 2f for SwiGLU (gate and up), f for GeLU. */
+gint64 simpar_model_fc1_cols(const SimparModel *model);
+/* Weights of one layer's four linears: h (qkv + h) + (fc1 + f) h. */
+double simpar_model_layer_weights(const SimparModel *model);
+/* Parameters of one layer's biases and two norms: the biases' qkv + h + fc1 + h columns, 2h per
+ * LayerNorm or h per RMSNorm. */
+double simpar_model_layer_small_params(const SimparModel *model);
+const char *simpar_mlp_name(SimparMlp mlp);
+gboolean simpar_mlp_parse(const char *name, SimparMlp *out, GError **error);
+const char *simpar_norm_name(SimparNorm norm);
+gboolean simpar_norm_parse(const char *name, SimparNorm *out, GError **error);
 
 guint simpar_dtype_size(SimparDtype dtype);
 const char *simpar_dtype_name(SimparDtype dtype);

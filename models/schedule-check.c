@@ -91,10 +91,10 @@ access_kernel(const SimparOp *op, SimparAccess *out, guint *n)
         outl[0] = r2;
         break;
     case SIMPAR_OP_LN_APPLY:
-        in[1] = r2, in[2] = c, in[3] = c, outl[1] = rc, outl[2] = r;
+        in[1] = r2, in[2] = c, in[3] = k->rms ? 0 : c, outl[1] = rc, outl[2] = r;
         break;
     case SIMPAR_OP_LN_BWD_STATS:
-        in[1] = rc, in[2] = c, outl[0] = r2, outl[1] = c, outl[2] = c;
+        in[1] = rc, in[2] = c, outl[0] = r2, outl[1] = c, outl[2] = k->rms ? 0 : c;
         break;
     case SIMPAR_OP_LN_BWD_APPLY:
         in[1] = rc, in[2] = c, in[3] = r, in[4] = r2;
@@ -110,6 +110,12 @@ access_kernel(const SimparOp *op, SimparAccess *out, guint *n)
     case SIMPAR_OP_ADD:
         in[1] = rc;
         break;
+    case SIMPAR_OP_SWIGLU:
+        in[0] = access_mul(2, rc);
+        break;
+    case SIMPAR_OP_SWIGLU_BWD:
+        in[1] = access_mul(2, rc), outl[0] = access_mul(2, rc);
+        break;
     default:
         break;
     }
@@ -124,7 +130,8 @@ access_attention(const SimparOp *op, SimparAccess *out, guint *n)
 {
     const SimparAttention *a = &op->u.attn;
     gsize tokens = access_mul(a->nb, a->s), ctx = access_mul(tokens, access_mul(a->nh, a->dh));
-    gsize qkv = access_mul(3, ctx),
+    gsize kv = a->nkv != 0 ? a->nkv : a->nh;
+    gsize qkv = access_mul(tokens, access_mul(access_add_sizes(a->nh, access_mul(2, kv)), a->dh)),
           probs = access_mul(access_mul(a->nb, a->nh), access_mul(a->s, a->s));
     access_add(out, n, a->in[0], qkv, FALSE);
     if (op->kind == SIMPAR_OP_ATTENTION) {
@@ -433,6 +440,10 @@ check_params(guint i, const SimparOp *op, GError **error)
         if (op->u.attn.dh == 0)
             return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,
                               "has attention head size 0");
+        if (op->u.attn.nkv != 0 && op->u.attn.nh % op->u.attn.nkv != 0)
+            return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,
+                              "has %u heads, not a multiple of its %u key/value heads",
+                              op->u.attn.nh, op->u.attn.nkv);
         return check_probability(i, op, op->u.attn.p, error);
     default:
         return TRUE;

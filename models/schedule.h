@@ -63,6 +63,8 @@ typedef enum {
     SIMPAR_OP_BIAS_GRAD,     /* db[c] = sum_r dy[r][c] */
     SIMPAR_OP_GELU,          /* y = gelu(x), tanh approximation */
     SIMPAR_OP_GELU_BWD,      /* dx = dy * gelu'(x) */
+    SIMPAR_OP_SWIGLU,        /* y = silu(gate) * up from interleaved (gate, up) column pairs */
+    SIMPAR_OP_SWIGLU_BWD,    /* d(gate, up) from dy and the saved pairs */
     SIMPAR_OP_DROPOUT,       /* y = x * keep(seed, site, global index) / (1-p) */
     SIMPAR_OP_DROPOUT_BWD,   /* dx = dy * keep(...) / (1-p) */
     SIMPAR_OP_ADD,           /* c = a + b, elementwise over rows*cols */
@@ -118,10 +120,17 @@ typedef struct {
  * stats[2*rows]: stats[r] = sum_c dy*gamma, stats[rows+r] = sum_c dy*gamma*xhat; out1 dgamma[cols]
  * = sum_r dy*xhat, out2 dbeta[cols] = sum_r dy (both overwritten). LN_BWD_APPLY   in0 dy, in1 xhat,
  * in2 gamma, in3 rstd, in4 stats (whole-row sums); out0 dx = rstd*(dy*gamma - stats[r]/hidden -
- * xhat*stats[rows+r]/hidden). BIAS_ADD       in0 bias[cols]; out0 y, updated in place: y += bias.
+ * xhat*stats[rows+r]/hidden). With `rms` (RMSNorm) the mean terms are 0: LN_APPLY takes
+ * var = stats[rows+r]/hidden, xhat = x*rstd, y = xhat*gamma and has no in3; LN_BWD_STATS leaves
+ * stats[r] 0 and has no out2; LN_BWD_APPLY drops stats[r]/hidden. LN_STATS is the same.
+ *   BIAS_ADD       in0 bias[cols]; out0 y, updated in place: y += bias.
  *   BIAS_GRAD      in0 dy; out0 db[cols] = sum_r dy (overwritten).
  *   GELU           in0 x; out0 y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
  *   GELU_BWD       in0 dy, in1 x; out0 dx = dy * gelu'(x).
+ *   SWIGLU         in0 z[rows x 2cols], column 2c the gate g and 2c+1 the up value u of output
+ *                  column c; out0 y[rows x cols] = silu(g) * u, silu(g) = g / (1 + exp(-g)).
+ *   SWIGLU_BWD     in0 dy[rows x cols], in1 z[rows x 2cols]; out0 dz[rows x 2cols]:
+ *                  dg = dy * u * silu'(g), du = dy * silu(g).
  *   DROPOUT        in0 x; out0 y = x * keep / (1-p), keep = simpar_dropout_keep(seed, site,
  *                  (row0 + r) * global_cols + col0 + c, p).
  *   DROPOUT_BWD    in0 dy; out0 dx = dy * keep / (1-p), same mask.
@@ -137,14 +146,19 @@ typedef struct {
     guint site;          /* dropout site (which dropout of the layer) */
     guint64 row0, col0;  /* global position of the local block (dropout masks) */
     guint64 global_cols; /* global row length (dropout masks) */
+    gboolean rms;        /* LN_*: RMSNorm (no mean, no beta) */
 } SimparKernel;
 
-/* Attention core on a local block of whole sequences and whole heads.
- * in[0] = qkv [nb*s x nh*3*dh] (per head: q | k | v), out[0] = ctx [nb*s x nh*dh],
- * out[1] = probabilities [nb x nh x s x s] saved for backward.
- * Backward: in[0] = qkv, in[1] = probs, in[2] = dctx; out[0] = dqkv. */
+/* Attention core on a local block of whole sequences and whole heads, with nkv key/value heads
+ * (grouped-query attention; nkv = 0 stands for nh): the nh query heads fall into nkv groups of
+ * r = nh/nkv consecutive heads that share one key and one value head.
+ * in[0] = qkv [nb*s x (nh + 2 nkv) dh], per group: q of its r heads | k | v (with r = 1: per
+ * head q | k | v), out[0] = ctx [nb*s x nh*dh], out[1] = probabilities [nb x nh x s x s] saved
+ * for backward. Backward: in[0] = qkv, in[1] = probs, in[2] = dctx; out[0] = dqkv (dk and dv
+ * summed over the heads of their group). */
 typedef struct {
     guint nb, nh, s, dh;
+    guint nkv; /* key/value heads, 0 = nh */
     gboolean causal;
     double p; /* attention-probability dropout */
     guint64 seed;

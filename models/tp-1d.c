@@ -37,6 +37,7 @@ tp1d_setup(SimparLayerCtx *c)
     g->res = sp ? (SimparBlock){r * B / P, B / P, 0, m->hidden} : (SimparBlock){0, B, 0, m->hidden};
     g->nb = m->micro_batch;
     g->nh = m->heads / P;
+    g->nkv = simpar_model_kv_heads(m) / P;
     g->batch0 = 0;
     g->head0 = r * g->nh;
     g->ffn_cols = m->ffn / P;
@@ -163,6 +164,7 @@ simpar_tp1d_validate(const SimparModel *m, SimparPlan *plan, GError **error)
     const char *why = "1-D splits heads, hidden and FFN columns over the P GPUs of --tp";
     plan->q = plan->tp;
     return simpar_layer_require_divisible("--heads", m->heads, plan->tp, why, error) &&
+           simpar_layer_require_kv(m, plan->tp, why, error) &&
            simpar_layer_require_divisible("--ffn", m->ffn, plan->tp, why, error) &&
            (!plan->sequence_parallel ||
             simpar_layer_require_divisible("--seq", m->seq, plan->tp,

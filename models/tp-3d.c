@@ -65,6 +65,7 @@ tp3d_setup(SimparLayerCtx *c)
     g->nb = m->micro_batch / (q * q);
     g->batch0 = (i * q + k) * g->nb;
     g->nh = m->heads / q;
+    g->nkv = simpar_model_kv_heads(m) / q;
     g->head0 = j * g->nh;
     g->ffn_cols = m->ffn / q;
     g->ln_group = c->group[CUBE_OUTPUT];
@@ -184,6 +185,7 @@ simpar_tp3d_validate(const SimparModel *m, SimparPlan *plan, GError **error)
     return simpar_layer_require_divisible("--hidden", m->hidden, q * q, w, error) &&
            simpar_layer_require_divisible("--ffn", m->ffn, q * q, w, error) &&
            simpar_layer_require_divisible("--heads", m->heads, q, h, error) &&
+           simpar_layer_require_kv(m, q, h, error) &&
            simpar_layer_require_divisible("--micro-batch", m->micro_batch, q * q, b, error);
 }
 

@@ -20,8 +20,8 @@ simpar_layer_linear_in(const SimparModel *model, guint which)
 guint64
 simpar_layer_linear_out(const SimparModel *model, guint which)
 {
-    const guint64 out[SIMPAR_N_LINEARS] = {3 * model->hidden, model->hidden, model->ffn,
-                                           model->hidden};
+    const guint64 out[SIMPAR_N_LINEARS] = {simpar_model_qkv_cols(model), model->hidden,
+                                           simpar_model_fc1_cols(model), model->hidden};
     return out[which];
 }
 
@@ -173,20 +173,27 @@ layer_params_linear(SimparLayerCtx *c, guint w)
 }
 
 typedef struct {
-    guint params, grads; /* [gamma | beta] and their gradients, each 2*cols */
+    guint params, grads; /* [gamma | beta] (RMSNorm: gamma) and their gradients */
     guint xhat, rstd;
 } LayerNorm;
+
+static gboolean
+layer_rms(const SimparLayerCtx *c)
+{
+    return c->model->norm == SIMPAR_NORM_RMSNORM;
+}
 
 static void
 layer_params_ln(SimparLayerCtx *c, LayerNorm *ln, const char *name)
 {
     const SimparBlock *res = &c->geom.res;
     SimparBlock blk = {0, 1, res->col0, res->cols};
+    guint n_parts = layer_rms(c) ? 1 : 2;
     g_autofree char *p = g_strconcat(name, ".params", NULL), *g = g_strconcat(name, ".grads", NULL);
-    ln->params = simpar_layer_buffer(c, G_MAXUINT, p, 2 * res->cols);
-    ln->grads = simpar_layer_buffer(c, G_MAXUINT, g, 2 * res->cols);
+    ln->params = simpar_layer_buffer(c, G_MAXUINT, p, n_parts * res->cols);
+    ln->grads = simpar_layer_buffer(c, G_MAXUINT, g, n_parts * res->cols);
     const char *parts[] = {"gamma", "beta"};
-    for (guint i = 0; i < 2; i++) {
+    for (guint i = 0; i < n_parts; i++) {
         g_autofree char *t = g_strconcat(name, ".", parts[i], NULL);
         g_autofree char *tg = g_strconcat(name, ".", parts[i], ".grad", NULL);
         layer_shard(c, t, SIMPAR_SHARD_INPUT, simpar_view(ln->params, i * res->cols), &blk);
@@ -196,10 +203,14 @@ layer_params_ln(SimparLayerCtx *c, LayerNorm *ln, const char *name)
 
 /* ----- layer norm, distributed over the columns of geom.ln_group ----- */
 
+/* RMSNorm sums only the squares (the second half of the statistics). */
 static void
 layer_ln_stats_allreduce(SimparLayerCtx *c, guint stats, guint64 rows)
 {
-    if (c->geom.ln_split) {
+    if (layer_rms(c)) {
+        layer_allreduce(c, G_MAXUINT, "ln.all-reduce-sumsq", c->geom.ln_group,
+                        simpar_view(stats, rows), rows);
+    } else if (c->geom.ln_split) {
         layer_allreduce(c, G_MAXUINT, "ln.all-reduce-sum", c->geom.ln_group, simpar_view(stats, 0),
                         rows);
         layer_allreduce(c, G_MAXUINT, "ln.all-reduce-sumsq", c->geom.ln_group,
@@ -218,15 +229,19 @@ layer_ln_fwd(SimparLayerCtx *c, LayerNorm *ln, SimparView x)
     guint out = simpar_layer_buffer(c, G_MAXUINT, "ln.out", res->rows * res->cols);
     ln->xhat = simpar_layer_buffer(c, G_MAXUINT, "ln.xhat", res->rows * res->cols);
     ln->rstd = simpar_layer_buffer(c, G_MAXUINT, "ln.rstd", res->rows);
-    SimparKernel k = {.rows = res->rows, .cols = res->cols, .in = {x}, .out = {{stats, 0}}};
+    gboolean rms = layer_rms(c);
+    SimparKernel k = {
+        .rows = res->rows, .cols = res->cols, .in = {x}, .out = {{stats, 0}}, .rms = rms};
     layer_kernel(c, SIMPAR_OP_LN_STATS, G_MAXUINT, "ln.stats", k);
     layer_ln_stats_allreduce(c, stats, res->rows);
+    SimparView beta = rms ? SIMPAR_NO_VIEW : simpar_view(ln->params, res->cols);
     k = (SimparKernel){.rows = res->rows,
                        .cols = res->cols,
-                       .in = {x, {stats, 0}, {ln->params, 0}, {ln->params, res->cols}},
+                       .in = {x, {stats, 0}, {ln->params, 0}, beta},
                        .out = {{out, 0}, {ln->xhat, 0}, {ln->rstd, 0}},
                        .hidden = c->model->hidden,
-                       .eps = c->plan->eps};
+                       .eps = c->plan->eps,
+                       .rms = rms};
     layer_kernel(c, SIMPAR_OP_LN_APPLY, G_MAXUINT, "ln.apply", k);
     return simpar_view(out, 0);
 }
@@ -238,20 +253,24 @@ layer_ln_bwd(SimparLayerCtx *c, LayerNorm *ln, SimparView dy)
     guint stats = simpar_layer_buffer(c, G_MAXUINT, "ln.bwd-stats", 2 * res->rows);
     guint dx = simpar_layer_buffer(c, G_MAXUINT, "ln.dx", res->rows * res->cols);
     SimparView gamma = simpar_view(ln->params, 0);
+    gboolean rms = layer_rms(c);
+    SimparView dbeta = rms ? SIMPAR_NO_VIEW : simpar_view(ln->grads, res->cols);
     SimparKernel k = {.rows = res->rows,
                       .cols = res->cols,
                       .in = {dy, {ln->xhat, 0}, gamma},
-                      .out = {{stats, 0}, {ln->grads, 0}, {ln->grads, res->cols}}};
+                      .out = {{stats, 0}, {ln->grads, 0}, dbeta},
+                      .rms = rms};
     layer_kernel(c, SIMPAR_OP_LN_BWD_STATS, G_MAXUINT, "ln.bwd-stats", k);
     layer_ln_stats_allreduce(c, stats, res->rows);
     k = (SimparKernel){.rows = res->rows,
                        .cols = res->cols,
                        .in = {dy, {ln->xhat, 0}, gamma, {ln->rstd, 0}, {stats, 0}},
                        .out = {{dx, 0}},
-                       .hidden = c->model->hidden};
+                       .hidden = c->model->hidden,
+                       .rms = rms};
     layer_kernel(c, SIMPAR_OP_LN_BWD_APPLY, G_MAXUINT, "ln.bwd-apply", k);
     layer_allreduce(c, G_MAXUINT, "ln.all-reduce-param-grads", c->geom.ln_param_group,
-                    simpar_view(ln->grads, 0), 2 * res->cols);
+                    simpar_view(ln->grads, 0), (rms ? 1 : 2) * res->cols);
     return simpar_view(dx, 0);
 }
 
@@ -264,6 +283,30 @@ layer_elementwise(SimparLayerCtx *c, SimparOpKind kind, const char *what, guint6
     guint out = simpar_layer_buffer(c, G_MAXUINT, what, rows * cols);
     SimparKernel k = {.rows = rows, .cols = cols, .in = {a, b}, .out = {{out, 0}}};
     layer_kernel(c, kind, G_MAXUINT, what, k);
+    return simpar_view(out, 0);
+}
+
+/* The MLP's activation on fc1's output z1 [inner x fc1 cols]: GeLU, or SwiGLU over its
+ * (gate, up) pairs into [inner x ffn_cols]. */
+static SimparView
+layer_activation_fwd(SimparLayerCtx *c, guint64 inner, SimparView z1)
+{
+    if (c->model->mlp == SIMPAR_MLP_SWIGLU)
+        return layer_elementwise(c, SIMPAR_OP_SWIGLU, "swiglu", inner, c->geom.ffn_cols, z1,
+                                 SIMPAR_NO_VIEW);
+    return layer_elementwise(c, SIMPAR_OP_GELU, "gelu", inner, c->geom.ffn_cols, z1,
+                             SIMPAR_NO_VIEW);
+}
+
+static SimparView
+layer_activation_bwd(SimparLayerCtx *c, guint64 inner, SimparView dg1, SimparView z1)
+{
+    if (c->model->mlp != SIMPAR_MLP_SWIGLU)
+        return layer_elementwise(c, SIMPAR_OP_GELU_BWD, "gelu-bwd", inner, c->geom.ffn_cols, dg1,
+                                 z1);
+    guint out = simpar_layer_buffer(c, G_MAXUINT, "swiglu-bwd", inner * 2 * c->geom.ffn_cols);
+    SimparKernel k = {.rows = inner, .cols = c->geom.ffn_cols, .in = {dg1, z1}, .out = {{out, 0}}};
+    layer_kernel(c, SIMPAR_OP_SWIGLU_BWD, G_MAXUINT, "swiglu-bwd", k);
     return simpar_view(out, 0);
 }
 
@@ -333,6 +376,7 @@ layer_attention_op(const SimparLayerCtx *c, SimparOpKind kind)
                                  .nh = g->nh,
                                  .s = c->model->seq,
                                  .dh = c->model->hidden / c->model->heads,
+                                 .nkv = g->nkv,
                                  .causal = c->plan->causal,
                                  .p = c->plan->p_attn,
                                  .seed = c->plan->seed,
@@ -357,7 +401,7 @@ layer_attention_bwd(SimparLayerCtx *c, SimparView qkv, guint probs, SimparView d
 {
     const SimparLayerGeom *g = &c->geom;
     gsize dh = c->model->hidden / c->model->heads, tokens = (gsize) g->nb * c->model->seq;
-    guint out = simpar_layer_buffer(c, G_MAXUINT, "attn.dqkv", tokens * g->nh * 3 * dh);
+    guint out = simpar_layer_buffer(c, G_MAXUINT, "attn.dqkv", tokens * (g->nh + 2 * g->nkv) * dh);
     SimparOp op = layer_attention_op(c, SIMPAR_OP_ATTENTION_BWD);
     op.u.attn.in[0] = qkv;
     op.u.attn.in[1] = simpar_view(probs, 0);
@@ -391,8 +435,7 @@ layer_forward(SimparLayerCtx *c, LayerActs *a)
     a->r1 = layer_elementwise(c, SIMPAR_OP_ADD, "residual1", res->rows, res->cols, a->x, o);
     SimparView u2 = layer_ln_fwd(c, &a->ln[1], a->r1);
     a->z1 = layer_linear_fwd(c, SIMPAR_LIN_FC1, u2, res->rows);
-    SimparView g1 = layer_elementwise(c, SIMPAR_OP_GELU, "gelu", inner, c->geom.ffn_cols, a->z1,
-                                      SIMPAR_NO_VIEW);
+    SimparView g1 = layer_activation_fwd(c, inner, a->z1);
     SimparView z2 = layer_linear_fwd(c, SIMPAR_LIN_FC2, g1, inner);
     z2 = layer_dropout(c, SIMPAR_DROPOUT_FC2, "fc2.dropout", z2, FALSE);
     guint y = simpar_layer_buffer(c, G_MAXUINT, "y", res->rows * res->cols);
@@ -432,8 +475,7 @@ layer_backward(SimparLayerCtx *c, LayerActs *a)
         layer_recompute_forward(c, a);
     SimparView dz2 = layer_dropout(c, SIMPAR_DROPOUT_FC2, "fc2.dropout-bwd", a->dy, TRUE);
     SimparView dg1 = layer_linear_bwd(c, SIMPAR_LIN_FC2, dz2);
-    SimparView dz1 =
-        layer_elementwise(c, SIMPAR_OP_GELU_BWD, "gelu-bwd", inner, c->geom.ffn_cols, dg1, a->z1);
+    SimparView dz1 = layer_activation_bwd(c, inner, dg1, a->z1);
     SimparView du2 = layer_linear_bwd(c, SIMPAR_LIN_FC1, dz1);
     SimparView dr1 = layer_ln_bwd(c, &a->ln[1], du2);
     dr1 = layer_elementwise(c, SIMPAR_OP_ADD, "residual1-bwd", res->rows, res->cols, dr1, a->dy);
@@ -533,6 +575,20 @@ simpar_layer_require_divisible(const char *flag, gint64 value, gint64 by, const 
     g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
                 "%s %" G_GINT64_FORMAT " is not divisible by %" G_GINT64_FORMAT " (%s)", flag,
                 value, by, why);
+    return FALSE;
+}
+
+gboolean
+simpar_layer_require_kv(const SimparModel *m, gint64 by, const char *why, GError **error)
+{
+    gint64 kv = simpar_model_kv_heads(m);
+    if (kv % by == 0)
+        return TRUE;
+    g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
+                "--kv-heads %" G_GINT64_FORMAT " is not divisible by %" G_GINT64_FORMAT
+                " (%s; every GPU needs whole key/value heads: use --kv-heads a multiple of %"
+                G_GINT64_FORMAT ")",
+                kv, by, why, by);
     return FALSE;
 }
 

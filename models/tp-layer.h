@@ -3,6 +3,9 @@
  * Every mode computes the same pre-LN layer
  *   x -> LN1 -> QKV -> attention -> proj -> dropout -> +x = r1 -> LN2 -> fc1 -> GeLU -> fc2
  *     -> dropout -> +r1 = y
+ * or its modern flavours (model.h): grouped-query attention (QKV holds a + 2 kv head columns,
+ * grouped as q of the group's heads | k | v, so a column split keeps groups whole), SwiGLU (fc1
+ * holds interleaved (gate, up) column pairs, so a column split keeps pairs whole) and RMSNorm.
  * and its backward. The driver (tp-layer.c) emits everything but the linears: layer norms
  * (with their statistic all-reduces on geom.ln_group), attention, GeLU, dropout, residuals, bias
  * adds and bias-gradient all-reduces. A scheme (one per tp-*.c file) says where each rank's
@@ -47,9 +50,10 @@ typedef struct {
 
 typedef struct {
     SimparBlock res;       /* residual stream: x, r1, y and the layer-norm inputs */
-    guint nb, nh;          /* attention: local sequences and heads */
+    guint nb, nh, nkv;     /* attention: local sequences, heads and key/value heads */
     guint64 batch0, head0; /* global index of the first local sequence / head */
-    guint ffn_cols;        /* local columns of the fc1 output */
+    guint ffn_cols;        /* local columns of the activation (fc2's input; fc1's output is
+                            * twice as wide with SwiGLU) */
     guint ln_group;        /* sums layer-norm statistics over the row, or SIMPAR_NO_GROUP */
     gboolean ln_split;     /* two all-reduces (sums, sums of squares) instead of one */
     guint ln_param_group;  /* sums gamma/beta gradients, or SIMPAR_NO_GROUP */
@@ -112,6 +116,8 @@ void simpar_layer_coll(SimparLayerCtx *c, guint which, const char *what, const S
 SimparView simpar_view(guint buf, gsize off);
 gboolean simpar_layer_require_divisible(const char *flag, gint64 value, gint64 by, const char *why,
                                         GError **error);
+/* --kv-heads divisible by the `by` column blocks of QKV: a block holds whole groups. */
+gboolean simpar_layer_require_kv(const SimparModel *m, gint64 by, const char *why, GError **error);
 guint simpar_layer_int_root(gint64 n, guint power);
 
 /* The generators (one file each) and the SUMMA core shared by 2-D and 2.5-D (tp-summa.c). */

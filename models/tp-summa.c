@@ -60,6 +60,7 @@ simpar_summa_setup(SimparLayerCtx *c)
     g->nb = m->micro_batch / (d * q);
     g->batch0 = (k * q + j) * g->nb;
     g->nh = m->heads / q;
+    g->nkv = simpar_model_kv_heads(m) / q;
     g->head0 = i * g->nh;
     g->ffn_cols = m->ffn / q;
     g->ln_group = c->group[SUMMA_ROW];
@@ -163,6 +164,7 @@ simpar_summa_validate(const SimparModel *m, const SimparPlan *plan, guint d, GEr
                                              d * plan->q);
     return simpar_layer_require_divisible("--hidden", m->hidden, plan->q, grid, error) &&
            simpar_layer_require_divisible("--heads", m->heads, plan->q, grid, error) &&
+           simpar_layer_require_kv(m, plan->q, grid, error) &&
            simpar_layer_require_divisible("--ffn", m->ffn, plan->q, grid, error) &&
            simpar_layer_require_divisible("--micro-batch", m->micro_batch, (gint64) d * plan->q,
                                           batch, error);

@@ -58,6 +58,25 @@ ref_shape_source(RefTensor t)
     return t;
 }
 
+static guint
+ref_kv(const RefShape *sh)
+{
+    return sh->kv != 0 ? sh->kv : sh->a;
+}
+
+/* Columns of qkv: a query heads and kv key and value heads of dh. */
+static gsize
+ref_qkv_width(const RefShape *sh)
+{
+    return ((gsize) sh->a + 2 * (gsize) ref_kv(sh)) * (sh->h / sh->a);
+}
+
+static gsize
+ref_fc1_width(const RefShape *sh)
+{
+    return sh->swiglu ? 2 * (gsize) sh->f : sh->f;
+}
+
 void
 ref_tensor_shape(const RefShape *shape, RefTensor t, guint64 *rows, guint64 *cols)
 {
@@ -72,20 +91,24 @@ ref_tensor_shape(const RefShape *shape, RefTensor t, guint64 *rows, guint64 *col
         break;
     case REF_QKV_W:
         *rows = h;
-        *cols = 3 * h;
+        *cols = ref_qkv_width(shape);
         break;
     case REF_QKV_B:
-        *cols = 3 * h;
+        *cols = ref_qkv_width(shape);
         break;
     case REF_PROJ_W:
         *rows = h;
         break;
     case REF_FC1_W:
         *rows = h;
-        *cols = f;
+        *cols = ref_fc1_width(shape);
         break;
     case REF_FC1_B:
-        *cols = f;
+        *cols = ref_fc1_width(shape);
+        break;
+    case REF_LN1_B:
+    case REF_LN2_B:
+        *cols = shape->rms ? 0 : h;
         break;
     case REF_FC2_W:
         *rows = f;
@@ -124,9 +147,10 @@ ref_carve(double **cursor, gsize n)
 static void
 ref_work_init(RefWork *w, const RefShape *sh)
 {
-    gsize rows = (gsize) sh->b * sh->s, h = sh->h, f = sh->f;
-    gsize n_prob = (gsize) sh->b * sh->a * sh->s * sh->s;
-    gsize total = 4 * rows + 11 * rows * h + 4 * rows * f + 2 * rows * 3 * h + n_prob + sh->s;
+    gsize rows = (gsize) sh->b * sh->s, h = sh->h, f = sh->f, f1 = ref_fc1_width(sh);
+    gsize n_prob = (gsize) sh->b * sh->a * sh->s * sh->s, qkv = ref_qkv_width(sh);
+    gsize total =
+        4 * rows + 11 * rows * h + 2 * rows * (f + f1) + 2 * rows * qkv + n_prob + sh->s;
     w->block = g_new0(double, total);
     double *c = w->block;
     w->mu1 = ref_carve(&c, rows);
@@ -137,11 +161,12 @@ ref_work_init(RefWork *w, const RefShape *sh)
                      &w->dr1, &w->dout, &w->dctx, &w->du, &w->dz2};
     for (gsize i = 0; i < G_N_ELEMENTS(hs); i++)
         *hs[i] = ref_carve(&c, rows * h);
-    double **fs[] = {&w->z1, &w->g1, &w->dg1, &w->dz1};
-    for (gsize i = 0; i < G_N_ELEMENTS(fs); i++)
-        *fs[i] = ref_carve(&c, rows * f);
-    w->qkv = ref_carve(&c, rows * 3 * h);
-    w->dqkv = ref_carve(&c, rows * 3 * h);
+    w->g1 = ref_carve(&c, rows * f);
+    w->dg1 = ref_carve(&c, rows * f);
+    w->z1 = ref_carve(&c, rows * f1);
+    w->dz1 = ref_carve(&c, rows * f1);
+    w->qkv = ref_carve(&c, rows * qkv);
+    w->dqkv = ref_carve(&c, rows * qkv);
     w->prob = ref_carve(&c, n_prob);
     w->dp = ref_carve(&c, sh->s);
     g_assert(c == w->block + total);
@@ -193,7 +218,8 @@ ref_linear_backward(const double *x, const double *wt, const double *dy, gsize r
     }
 }
 
-/* out = (z - mean) / sqrt(var + eps) * gamma + beta, per row; keeps mean and 1/sqrt(var+eps) */
+/* out = (z - mean) / sqrt(var + eps) * gamma + beta, per row; keeps mean and 1/sqrt(var+eps).
+ * RMSNorm (beta NULL): out = z / sqrt(mean(z^2) + eps) * gamma, mean 0. */
 static void
 ref_ln_forward(const double *z, const double *gamma, const double *beta, double eps, gsize rows,
                gsize h, double *out, double *mu, double *rstd)
@@ -201,7 +227,7 @@ ref_ln_forward(const double *z, const double *gamma, const double *beta, double 
     for (gsize r = 0; r < rows; r++) {
         const double *zr = z + r * h;
         double mean = 0.0, var = 0.0;
-        for (gsize c = 0; c < h; c++)
+        for (gsize c = 0; c < h && beta != NULL; c++)
             mean += zr[c];
         mean /= (double) h;
         for (gsize c = 0; c < h; c++)
@@ -210,17 +236,19 @@ ref_ln_forward(const double *z, const double *gamma, const double *beta, double 
         mu[r] = mean;
         rstd[r] = 1.0 / sqrt(var + eps);
         for (gsize c = 0; c < h; c++)
-            out[r * h + c] = (zr[c] - mean) * rstd[r] * gamma[c] + beta[c];
+            out[r * h + c] = (zr[c] - mean) * rstd[r] * gamma[c] + (beta != NULL ? beta[c] : 0.0);
     }
 }
 
-/* dz = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = dout * gamma */
+/* dz = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = dout * gamma;
+ * RMSNorm (dbeta NULL): the mean(dxhat) term is 0. */
 static void
 ref_ln_backward(const double *z, const double *mu, const double *rstd, const double *gamma,
                 const double *dout, gsize rows, gsize h, double *dz, double *dgamma, double *dbeta)
 {
     memset(dgamma, 0, h * sizeof(double));
-    memset(dbeta, 0, h * sizeof(double));
+    if (dbeta != NULL)
+        memset(dbeta, 0, h * sizeof(double));
     for (gsize r = 0; r < rows; r++) {
         double m1 = 0.0, m2 = 0.0;
         for (gsize c = 0; c < h; c++) {
@@ -229,8 +257,11 @@ ref_ln_backward(const double *z, const double *mu, const double *rstd, const dou
             m1 += dxhat;
             m2 += dxhat * xhat;
             dgamma[c] += dout[r * h + c] * xhat;
-            dbeta[c] += dout[r * h + c];
+            if (dbeta != NULL)
+                dbeta[c] += dout[r * h + c];
         }
+        if (dbeta == NULL)
+            m1 = 0.0;
         m1 /= (double) h;
         m2 /= (double) h;
         for (gsize c = 0; c < h; c++) {
@@ -269,14 +300,30 @@ ref_gelu_grad(double z)
     return 0.5 * (1.0 + t) + 0.5 * z * (1.0 - t * t) * inner_grad;
 }
 
+static double
+ref_silu(double z)
+{
+    return z / (1.0 + exp(-z));
+}
+
+/* d silu / dz by the quotient rule on z / (1 + e^-z). */
+static double
+ref_silu_grad(double z)
+{
+    double e = exp(-z), d = 1.0 + e;
+    return (d + z * e) / (d * d);
+}
+
 /* ---------------------------------------------------------------- attention */
 
-/* Start of head g's q|k|v columns in token (n, i) of a [b*s x 3h] array; k = +dh, v = +2dh. */
+/* Start of head g's q (part 0), or of the k (1) or v (2) of its group, in token (n, i) of the
+ * [b*s x (a + 2kv) dh] qkv array. */
 static gsize
-ref_head_at(const RefShape *sh, guint n, guint g, guint i)
+ref_qkv_at(const RefShape *sh, guint n, guint g, guint i, guint part)
 {
-    gsize dh = sh->h / sh->a;
-    return ((gsize) n * sh->s + i) * 3 * sh->h + (gsize) g * 3 * dh;
+    gsize dh = sh->h / sh->a, r = sh->a / ref_kv(sh), group = g / r;
+    gsize col = group * (r + 2) * dh + (part == 0 ? (g % r) * dh : (r + part - 1) * dh);
+    return ((gsize) n * sh->s + i) * ref_qkv_width(sh) + col;
 }
 
 /* keep / (1 - p_attn) for P[n, g, i, j] */
@@ -304,10 +351,10 @@ ref_attention_row(const RefShape *sh, const double *qkv, guint n, guint g, guint
 {
     gsize dh = sh->h / sh->a;
     guint last = sh->causal ? i + 1 : sh->s;
-    const double *q = qkv + ref_head_at(sh, n, g, i);
+    const double *q = qkv + ref_qkv_at(sh, n, g, i, 0);
     double mx = -INFINITY, sum = 0.0;
     for (guint j = 0; j < last; j++) {
-        prob[j] = ref_dot(q, qkv + ref_head_at(sh, n, g, j) + dh, dh) / sqrt((double) dh);
+        prob[j] = ref_dot(q, qkv + ref_qkv_at(sh, n, g, j, 1), dh) / sqrt((double) dh);
         mx = MAX(mx, prob[j]);
     }
     for (guint j = 0; j < sh->s; j++) {
@@ -320,7 +367,7 @@ ref_attention_row(const RefShape *sh, const double *qkv, guint n, guint g, guint
     for (guint j = 0; j < last; j++) {
         prob[j] /= sum;
         double pd = prob[j] * ref_attn_scale(sh, n, g, i, j);
-        const double *v = qkv + ref_head_at(sh, n, g, j) + 2 * dh;
+        const double *v = qkv + ref_qkv_at(sh, n, g, j, 2);
         for (gsize d = 0; d < dh; d++)
             out[d] += pd * v[d];
     }
@@ -348,16 +395,16 @@ ref_attention_row_backward(const RefShape *sh, const double *qkv, const double *
     double weighted = 0.0;
     for (guint j = 0; j < last; j++) {
         double scale = ref_attn_scale(sh, n, g, i, j);
-        gsize vj = ref_head_at(sh, n, g, j) + 2 * dh;
+        gsize vj = ref_qkv_at(sh, n, g, j, 2);
         dp[j] = ref_dot(dc, qkv + vj, dh) * scale;
         for (gsize d = 0; d < dh; d++)
             dqkv[vj + d] += prob[j] * scale * dc[d];
         weighted += prob[j] * dp[j];
     }
-    gsize qi = ref_head_at(sh, n, g, i);
+    gsize qi = ref_qkv_at(sh, n, g, i, 0);
     for (guint j = 0; j < last; j++) {
         double ds = prob[j] * (dp[j] - weighted) / sqrt((double) dh);
-        gsize kj = ref_head_at(sh, n, g, j) + dh;
+        gsize kj = ref_qkv_at(sh, n, g, j, 1);
         for (gsize d = 0; d < dh; d++) {
             dqkv[qi + d] += ds * qkv[kj + d];
             dqkv[kj + d] += ds * qkv[qi + d];
@@ -368,7 +415,7 @@ ref_attention_row_backward(const RefShape *sh, const double *qkv, const double *
 static void
 ref_attention_backward(const RefShape *sh, const RefWork *w)
 {
-    memset(w->dqkv, 0, (gsize) sh->b * sh->s * 3 * sh->h * sizeof(double));
+    memset(w->dqkv, 0, (gsize) sh->b * sh->s * ref_qkv_width(sh) * sizeof(double));
     for (guint n = 0; n < sh->b; n++)
         for (guint g = 0; g < sh->a; g++)
             for (guint i = 0; i < sh->s; i++) {
@@ -383,18 +430,20 @@ ref_attention_backward(const RefShape *sh, const RefWork *w)
 static void
 ref_forward(const RefShape *sh, double *const t[REF_N_TENSORS], RefWork *w)
 {
-    gsize rows = (gsize) sh->b * sh->s, h = sh->h, f = sh->f;
-    ref_ln_forward(t[REF_X], t[REF_LN1_G], t[REF_LN1_B], sh->eps, rows, h, w->u, w->mu1, w->rstd1);
-    ref_linear(w->u, t[REF_QKV_W], t[REF_QKV_B], rows, h, 3 * h, w->qkv);
+    gsize rows = (gsize) sh->b * sh->s, h = sh->h, f = sh->f, f1 = ref_fc1_width(sh);
+    ref_ln_forward(t[REF_X], t[REF_LN1_G], sh->rms ? NULL : t[REF_LN1_B], sh->eps, rows, h, w->u,
+                   w->mu1, w->rstd1);
+    ref_linear(w->u, t[REF_QKV_W], t[REF_QKV_B], rows, h, ref_qkv_width(sh), w->qkv);
     ref_attention_forward(sh, w->qkv, w->prob, w->ctx);
     ref_linear(w->ctx, t[REF_PROJ_W], t[REF_PROJ_B], rows, h, h, w->o);
     ref_dropout(sh, SIMPAR_DROPOUT_PROJ, sh->p_hidden, w->o, rows * h, w->o);
     for (gsize i = 0; i < rows * h; i++)
         w->r1[i] = t[REF_X][i] + w->o[i];
-    ref_ln_forward(w->r1, t[REF_LN2_G], t[REF_LN2_B], sh->eps, rows, h, w->wn, w->mu2, w->rstd2);
-    ref_linear(w->wn, t[REF_FC1_W], t[REF_FC1_B], rows, h, f, w->z1);
+    ref_ln_forward(w->r1, t[REF_LN2_G], sh->rms ? NULL : t[REF_LN2_B], sh->eps, rows, h, w->wn,
+                   w->mu2, w->rstd2);
+    ref_linear(w->wn, t[REF_FC1_W], t[REF_FC1_B], rows, h, f1, w->z1);
     for (gsize i = 0; i < rows * f; i++)
-        w->g1[i] = ref_gelu(w->z1[i]);
+        w->g1[i] = sh->swiglu ? ref_silu(w->z1[2 * i]) * w->z1[2 * i + 1] : ref_gelu(w->z1[i]);
     double *y = t[REF_Y];
     ref_linear(w->g1, t[REF_FC2_W], t[REF_FC2_B], rows, f, h, y);
     ref_dropout(sh, SIMPAR_DROPOUT_FC2, sh->p_hidden, y, rows * h, y);
@@ -405,28 +454,35 @@ ref_forward(const RefShape *sh, double *const t[REF_N_TENSORS], RefWork *w)
 static void
 ref_backward(const RefShape *sh, double *const t[REF_N_TENSORS], RefWork *w)
 {
-    gsize rows = (gsize) sh->b * sh->s, h = sh->h, f = sh->f;
+    gsize rows = (gsize) sh->b * sh->s, h = sh->h, f = sh->f, f1 = ref_fc1_width(sh);
     const double *dy = t[REF_DY];
     ref_dropout(sh, SIMPAR_DROPOUT_FC2, sh->p_hidden, dy, rows * h, w->dz2);
     ref_linear_backward(w->g1, t[REF_FC2_W], w->dz2, rows, f, h, w->dg1, t[REF_FC2_W_GRAD],
                         t[REF_FC2_B_GRAD]);
-    for (gsize i = 0; i < rows * f; i++)
-        w->dz1[i] = w->dg1[i] * ref_gelu_grad(w->z1[i]);
-    ref_linear_backward(w->wn, t[REF_FC1_W], w->dz1, rows, h, f, w->dwn, t[REF_FC1_W_GRAD],
+    for (gsize i = 0; i < rows * f; i++) {
+        if (!sh->swiglu) {
+            w->dz1[i] = w->dg1[i] * ref_gelu_grad(w->z1[i]);
+            continue;
+        }
+        double gate = w->z1[2 * i], up = w->z1[2 * i + 1];
+        w->dz1[2 * i] = w->dg1[i] * up * ref_silu_grad(gate);
+        w->dz1[2 * i + 1] = w->dg1[i] * ref_silu(gate);
+    }
+    ref_linear_backward(w->wn, t[REF_FC1_W], w->dz1, rows, h, f1, w->dwn, t[REF_FC1_W_GRAD],
                         t[REF_FC1_B_GRAD]);
     ref_ln_backward(w->r1, w->mu2, w->rstd2, t[REF_LN2_G], w->dwn, rows, h, w->dr1,
-                    t[REF_LN2_G_GRAD], t[REF_LN2_B_GRAD]);
+                    t[REF_LN2_G_GRAD], sh->rms ? NULL : t[REF_LN2_B_GRAD]);
     for (gsize i = 0; i < rows * h; i++)
         w->dr1[i] += dy[i];
     ref_dropout(sh, SIMPAR_DROPOUT_PROJ, sh->p_hidden, w->dr1, rows * h, w->dout);
     ref_linear_backward(w->ctx, t[REF_PROJ_W], w->dout, rows, h, h, w->dctx, t[REF_PROJ_W_GRAD],
                         t[REF_PROJ_B_GRAD]);
     ref_attention_backward(sh, w);
-    ref_linear_backward(w->u, t[REF_QKV_W], w->dqkv, rows, h, 3 * h, w->du, t[REF_QKV_W_GRAD],
-                        t[REF_QKV_B_GRAD]);
+    ref_linear_backward(w->u, t[REF_QKV_W], w->dqkv, rows, h, ref_qkv_width(sh), w->du,
+                        t[REF_QKV_W_GRAD], t[REF_QKV_B_GRAD]);
     double *dx = t[REF_DX];
     ref_ln_backward(t[REF_X], w->mu1, w->rstd1, t[REF_LN1_G], w->du, rows, h, dx, t[REF_LN1_G_GRAD],
-                    t[REF_LN1_B_GRAD]);
+                    sh->rms ? NULL : t[REF_LN1_B_GRAD]);
     for (gsize i = 0; i < rows * h; i++)
         dx[i] += w->dr1[i];
 }
@@ -437,6 +493,7 @@ ref_layer_run(const RefShape *shape, double *const t[REF_N_TENSORS])
     g_return_if_fail(shape != NULL && t != NULL);
     g_return_if_fail(shape->b > 0 && shape->s > 0 && shape->f > 0);
     g_return_if_fail(shape->a > 0 && shape->h > 0 && shape->h % shape->a == 0);
+    g_return_if_fail(shape->a % ref_kv(shape) == 0);
     g_return_if_fail(shape->p_hidden >= 0.0 && shape->p_hidden < 1.0);
     g_return_if_fail(shape->p_attn >= 0.0 && shape->p_attn < 1.0);
     RefWork w;

@@ -10,7 +10,12 @@
  *
  * Rows are tokens (row r = sequence n * s + position i), arrays are row-major, weights are
  * stored [in x out] (y = x.W + b). The qkv columns are head-major: head g owns columns
- * [g*3dh, (g+1)*3dh) as q | k | v, dh = h/a.
+ * [g*3dh, (g+1)*3dh) as q | k | v, dh = h/a. With kv < a key/value heads (grouped-query
+ * attention) the a heads form kv groups of r = a/kv consecutive heads; group G owns columns
+ * [G(r+2)dh, (G+1)(r+2)dh) as the q of its r heads | k | v, which its heads share.
+ * Variants: SwiGLU (fc1 is [h x 2f], its column 2c the gate and 2c+1 the up value of column c
+ * of the [rows x f] activation silu(gate) * up) and RMSNorm (z / sqrt(mean(z^2) + eps) * gamma;
+ * the betas are then empty tensors, 1 x 0).
  *
  * Ownership: the caller owns every tensor; ref_layer_run() reads the inputs and overwrites the
  * outputs (y, dx, all gradients) and keeps nothing.
@@ -26,6 +31,8 @@ typedef struct {
     double eps;              /* layer-norm epsilon */
     double p_hidden, p_attn; /* dropout probabilities (proj and fc2 / attention probabilities) */
     guint64 seed;            /* dropout seed */
+    guint kv;                /* key/value heads (a % kv == 0); 0 = a */
+    gboolean swiglu, rms;    /* SwiGLU instead of GeLU, RMSNorm instead of LayerNorm */
 } RefShape;
 
 typedef enum {

@@ -186,13 +186,22 @@ cuda_test_tensor(const char *name)
 static SimparSchedule *
 cuda_test_layer(const CudaLayerCase *lc, SimparDtype dtype, RefShape *shape)
 {
-    SimparModel m = {"test", 48, 24, 4, lc->b, 1, 96, 64, dtype};
+    SimparModel m = {"test", 48, 24, 4, lc->b, 1, 96, 64, dtype, 0, SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM};
     SimparPlan plan;
     simpar_plan_init(&plan);
     plan.mode = lc->mode, plan.tp = lc->tp, plan.depth = lc->depth;
     plan.sequence_parallel = lc->sp, plan.recompute = lc->recompute;
     plan.causal = TRUE, plan.p_hidden = plan.p_attn = 0.1, plan.seed = cuda_test_seed;
-    *shape = (RefShape){(guint) lc->b, 4, 48, 24, 96, TRUE, plan.eps, 0.1, 0.1, cuda_test_seed};
+    *shape = (RefShape){.b = (guint) lc->b,
+                        .s = 4,
+                        .h = 48,
+                        .a = 24,
+                        .f = 96,
+                        .causal = TRUE,
+                        .eps = plan.eps,
+                        .p_hidden = 0.1,
+                        .p_attn = 0.1,
+                        .seed = cuda_test_seed};
     g_autoptr(GError) error = NULL;
     SimparSchedule *sched = simpar_generate_layer(&m, &plan, &error);
     if (sched == NULL)
@@ -290,7 +299,8 @@ static SimparSchedule *
 cuda_test_step(const CudaStepCase *c, SimparDtype dtype, RefStepConfig *cfg)
 {
     SimparModel model = {"test",    CUDA_STEP_H, CUDA_STEP_A, CUDA_STEP_S, c->b,
-                         c->layers, CUDA_STEP_F, CUDA_STEP_V, dtype};
+                         c->layers, CUDA_STEP_F, CUDA_STEP_V, dtype,
+                         0,         SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM};
     SimparTrain tr;
     simpar_train_init(&tr);
     tr.tp.mode = g_intern_static_string("1d");

@@ -21,7 +21,9 @@ typedef struct {
     const char *mode;
     gint64 tp, depth;
     gboolean sp, paper;
-    gint64 b; /* micro-batch: whole sequences per GPU */
+    gint64 b;  /* micro-batch: whole sequences per GPU */
+    gint64 kv; /* key/value heads, 0 = a */
+    gboolean llama; /* SwiGLU and RMSNorm */
 } LayerCase;
 
 /* h = 36, a = 12, f = 72, s = 4: divisible by every grid below. */
@@ -103,6 +105,8 @@ layers_compare(const SimparSchedule *sched, SimparHost *host, const RefShape *sh
     for (guint id = REF_N_INPUTS; id < REF_N_TENSORS; id++) {
         guint64 rows, cols, missing = 0;
         ref_tensor_shape(shape, (RefTensor) id, &rows, &cols);
+        if (rows * cols == 0) /* RMSNorm's betas */
+            continue;
         for (guint64 e = 0; covered[id] != NULL && e < rows * cols; e++)
             missing += !covered[id][e];
         if (covered[id] == NULL || missing != 0)
@@ -119,8 +123,18 @@ layers_compare(const SimparSchedule *sched, SimparHost *host, const RefShape *sh
 static GArray *
 layers_run(const LayerCase *lc, gboolean causal, double p, SimparRecompute recompute)
 {
-    SimparModel m = {"test", layers_h, layers_a, layers_s,         lc->b,
-                     1,      layers_f, 64,       SIMPAR_DTYPE_FP64};
+    SimparModel m = {"test",
+                     layers_h,
+                     layers_a,
+                     layers_s,
+                     lc->b,
+                     1,
+                     layers_f,
+                     64,
+                     SIMPAR_DTYPE_FP64,
+                     lc->kv,
+                     lc->llama ? SIMPAR_MLP_SWIGLU : SIMPAR_MLP_GELU,
+                     lc->llama ? SIMPAR_NORM_RMSNORM : SIMPAR_NORM_LAYERNORM};
     SimparPlan plan;
     simpar_plan_init(&plan);
     plan.mode = lc->mode, plan.tp = lc->tp, plan.depth = lc->depth;
@@ -134,8 +148,9 @@ layers_run(const LayerCase *lc, gboolean causal, double p, SimparRecompute recom
     if (error != NULL)
         printf("\n    %s", error->message);
 
-    RefShape shape = {lc->b,  layers_s, layers_h, layers_a, layers_f,
-                      causal, plan.eps, p,        p,        layers_seed};
+    RefShape shape = {lc->b,  layers_s, layers_h, layers_a,    layers_f,   causal,
+                      plan.eps, p,      p,        layers_seed, (guint) lc->kv, lc->llama,
+                      lc->llama};
     g_autoptr(GRand) rng = g_rand_new_with_seed(layers_seed);
     double *t[REF_N_TENSORS];
     for (guint i = 0; i < REF_N_TENSORS; i++) {
@@ -150,8 +165,10 @@ layers_run(const LayerCase *lc, gboolean causal, double p, SimparRecompute recom
     layers_scatter(sched, host, &shape, t);
     CU_ASSERT_TRUE_FATAL(simpar_host_run(host, &error));
     double worst = layers_compare(sched, host, &shape, t);
-    printf("\n    %s tp=%" G_GINT64_FORMAT "%s recompute %s: worst relative error %.3g ", lc->mode,
-           lc->tp, causal ? " causal" : " dropout", simpar_recompute_name(recompute), worst);
+    printf("\n    %s tp=%" G_GINT64_FORMAT " kv=%" G_GINT64_FORMAT "%s%s recompute %s: worst relative "
+           "error %.3g ",
+           lc->mode, lc->tp, simpar_model_kv_heads(&m), lc->llama ? " swiglu rmsnorm" : "",
+           causal ? " causal" : " dropout", simpar_recompute_name(recompute), worst);
     CU_ASSERT(worst < 1e-9);
     for (guint i = 0; i < REF_N_TENSORS; i++)
         g_free(t[i]);
@@ -190,22 +207,41 @@ layers_case(const LayerCase *lc)
         layers_case(&lc);                                                                          \
     }
 
-LAYER_TEST(test_1d_p2, "1d", 2, 0, FALSE, TRUE, 2)
-LAYER_TEST(test_1d_p4, "1d", 4, 0, FALSE, TRUE, 2)
-LAYER_TEST(test_1d_p4_sp, "1d", 4, 0, TRUE, TRUE, 2)
-LAYER_TEST(test_1d_p2_sp, "1d", 2, 0, TRUE, TRUE, 3)
-LAYER_TEST(test_2d_q2, "2d", 4, 0, FALSE, TRUE, 4)
-LAYER_TEST(test_2d_q3, "2d", 9, 0, FALSE, TRUE, 3)
-LAYER_TEST(test_2p5d_q2_d2, "2.5d", 8, 2, FALSE, TRUE, 4)
-LAYER_TEST(test_3d_q2_paper, "3d", 8, 0, FALSE, TRUE, 4)
-LAYER_TEST(test_3d_q2_later, "3d", 8, 0, FALSE, FALSE, 4)
-LAYER_TEST(test_3d_q3_paper, "3d", 27, 0, FALSE, TRUE, 9)
-LAYER_TEST(test_3d_q3_later, "3d", 27, 0, FALSE, FALSE, 9)
-LAYER_TEST(test_1d_p1, "1d", 1, 0, FALSE, TRUE, 2)
+LAYER_TEST(test_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 0, FALSE)
+LAYER_TEST(test_1d_p4, "1d", 4, 0, FALSE, TRUE, 2, 0, FALSE)
+LAYER_TEST(test_1d_p4_sp, "1d", 4, 0, TRUE, TRUE, 2, 0, FALSE)
+LAYER_TEST(test_1d_p2_sp, "1d", 2, 0, TRUE, TRUE, 3, 0, FALSE)
+LAYER_TEST(test_2d_q2, "2d", 4, 0, FALSE, TRUE, 4, 0, FALSE)
+LAYER_TEST(test_2d_q3, "2d", 9, 0, FALSE, TRUE, 3, 0, FALSE)
+LAYER_TEST(test_2p5d_q2_d2, "2.5d", 8, 2, FALSE, TRUE, 4, 0, FALSE)
+LAYER_TEST(test_3d_q2_paper, "3d", 8, 0, FALSE, TRUE, 4, 0, FALSE)
+LAYER_TEST(test_3d_q2_later, "3d", 8, 0, FALSE, FALSE, 4, 0, FALSE)
+LAYER_TEST(test_3d_q3_paper, "3d", 27, 0, FALSE, TRUE, 9, 0, FALSE)
+LAYER_TEST(test_3d_q3_later, "3d", 27, 0, FALSE, FALSE, 9, 0, FALSE)
+LAYER_TEST(test_1d_p1, "1d", 1, 0, FALSE, TRUE, 2, 0, FALSE)
+/* grouped-query attention (12 heads on 6, 3 or 2 key/value heads, 1 = multi-query), SwiGLU and
+ * RMSNorm in every mode */
+LAYER_TEST(test_llama_1d_p1_mqa, "1d", 1, 0, FALSE, TRUE, 2, 1, TRUE)
+LAYER_TEST(test_llama_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 2, TRUE)
+LAYER_TEST(test_llama_1d_p2_sp, "1d", 2, 0, TRUE, TRUE, 2, 6, TRUE)
+LAYER_TEST(test_gqa_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 2, FALSE)
+LAYER_TEST(test_llama_2d_q2, "2d", 4, 0, FALSE, TRUE, 4, 2, TRUE)
+LAYER_TEST(test_llama_2p5d_q2_d2, "2.5d", 8, 2, FALSE, TRUE, 4, 6, TRUE)
+LAYER_TEST(test_llama_3d_q2_later, "3d", 8, 0, FALSE, FALSE, 4, 2, TRUE)
+LAYER_TEST(test_llama_3d_q3_paper, "3d", 27, 0, FALSE, TRUE, 9, 3, TRUE)
 
 static CU_TestInfo layers_tests[] = {
     {"one GPU (1-D P=1) equals the serial layer; recomputation changes no bit", test_1d_p1},
     {"1-D P=2 equals the serial layer; recomputation changes no bit", test_1d_p2},
+    {"Llama layer (multi-query, SwiGLU, RMSNorm) on one GPU equals the serial layer",
+     test_llama_1d_p1_mqa},
+    {"Llama layer (GQA kv=2, SwiGLU, RMSNorm), 1-D P=2, equals the serial layer", test_llama_1d_p2},
+    {"Llama layer (GQA kv=6), 1-D P=2 with SP, equals the serial layer", test_llama_1d_p2_sp},
+    {"GPT layer with GQA kv=2, 1-D P=2, equals the serial layer", test_gqa_1d_p2},
+    {"Llama layer (GQA kv=2), 2-D q=2, equals the serial layer", test_llama_2d_q2},
+    {"Llama layer (GQA kv=6), 2.5-D q=2 d=2, equals the serial layer", test_llama_2p5d_q2_d2},
+    {"Llama layer (GQA kv=2), 3-D q=2 later, equals the serial layer", test_llama_3d_q2_later},
+    {"Llama layer (GQA kv=3), 3-D q=3 paper, equals the serial layer", test_llama_3d_q3_paper},
     {"1-D P=4 equals the serial layer; recomputation changes no bit", test_1d_p4},
     {"1-D P=2 with sequence parallelism equals the serial layer; recomputation changes no bit",
      test_1d_p2_sp},

@@ -97,6 +97,40 @@ test_one_token(void)
     ref_test_free(t);
 }
 
+/* The Llama flavour on one token: h = 2, a = 2 heads on kv = 1 key/value head (columns q0 | q1 |
+ * k | v), SwiGLU, RMSNorm, eps 0. x = [1, 3] -> u = x / sqrt(5); v = u0 + u1 = 4/sqrt(5) is the
+ * context of both heads -> o = ctx (proj the identity) -> r1 = x + o -> w = r1 / rms(r1) * [1, 2]
+ * -> gate = w0, up = w1 -> y = r1 + [m, -m], m = gate / (1 + e^-gate) * up. */
+static void
+test_one_token_llama(void)
+{
+    RefShape sh = {.b = 1, .s = 1, .h = 2, .a = 2, .f = 1, .kv = 1, .swiglu = TRUE, .rms = TRUE};
+    double *t[REF_N_TENSORS];
+    ref_test_alloc(&sh, t);
+    guint64 rows, cols;
+    ref_tensor_shape(&sh, REF_QKV_W, &rows, &cols);
+    CU_ASSERT(rows == 2 && cols == 4);
+    ref_tensor_shape(&sh, REF_FC1_W, &rows, &cols);
+    CU_ASSERT(rows == 2 && cols == 2);
+    ref_tensor_shape(&sh, REF_LN1_B, &rows, &cols);
+    CU_ASSERT(rows * cols == 0);
+    ref_test_set(t[REF_X], (const double[]){1, 3}, 2);
+    ref_test_set(t[REF_LN1_G], (const double[]){1, 1}, 2);
+    /* q0, q1, k arbitrary (one token), v = u0 + u1 */
+    ref_test_set(t[REF_QKV_W], (const double[]){0.7, -0.3, 0.2, 1, 0.4, 0.1, -0.6, 1}, 8);
+    ref_test_set(t[REF_PROJ_W], (const double[]){1, 0, 0, 1}, 4);
+    ref_test_set(t[REF_LN2_G], (const double[]){1, 2}, 2);
+    ref_test_set(t[REF_FC1_W], (const double[]){1, 0, 0, 1}, 4);
+    ref_test_set(t[REF_FC2_W], (const double[]){1, -1}, 2);
+    ref_layer_run(&sh, t);
+    double v = 4 / sqrt(5.0), r1[2] = {1 + v, 3 + v};
+    double rms = sqrt((r1[0] * r1[0] + r1[1] * r1[1]) / 2);
+    double gate = r1[0] / rms, up = 2 * r1[1] / rms, m = gate / (1 + exp(-gate)) * up;
+    ref_test_check_close("y[0]", t[REF_Y][0], r1[0] + m);
+    ref_test_check_close("y[1]", t[REF_Y][1], r1[1] - m);
+    ref_test_free(t);
+}
+
 /* u0 = [-1, 1], u1 = [1, -1]; q = alpha u, k = v = u with alpha = sqrt(2) ln(3) / 4, so the
  * scores are +-ln(3)/2 and every unmasked softmax row is {3/4 on itself, 1/4 on the other}.
  * The FFN weights are zero and proj is the identity: y = x + ctx. */
@@ -223,13 +257,17 @@ ref_test_worst(const RefShape *sh, double *const exact[REF_N_TENSORS],
     return worst;
 }
 
+/* `llama`: 4 heads on 2 key/value heads, SwiGLU, RMSNorm; else 2 heads, GeLU, LayerNorm. */
 static void
-ref_test_gradients(gboolean causal, double p)
+ref_test_gradients(gboolean causal, double p, gboolean llama)
 {
     RefShape sh = {.b = 2, .s = 3, .h = 8, .a = 2, .f = 12, .causal = causal, .eps = 1e-5};
+    if (llama)
+        sh.a = 4, sh.kv = 2, sh.swiglu = sh.rms = TRUE;
     sh.p_hidden = sh.p_attn = p;
     sh.seed = ref_test_seed;
-    printf("\n    causal %d, p %.2f, seed %" G_GUINT64_FORMAT ":", causal, p, sh.seed);
+    printf("\n    %scausal %d, p %.2f, seed %" G_GUINT64_FORMAT ":", llama ? "llama " : "", causal,
+           p, sh.seed);
     double *exact[REF_N_TENSORS], *probe[REF_N_TENSORS];
     ref_test_alloc(&sh, exact);
     ref_test_alloc(&sh, probe);
@@ -241,7 +279,7 @@ ref_test_gradients(gboolean causal, double p)
     }
     ref_layer_run(&sh, exact);
     for (guint in = 0; in < REF_N_INPUTS; in++) {
-        if (in == REF_DY)
+        if (in == REF_DY || ref_test_size(&sh, in) == 0)
             continue;
         double worst = ref_test_worst(&sh, exact, probe, in);
         printf(" %s %.1e", ref_tensor_name(in), worst);
@@ -256,15 +294,22 @@ ref_test_gradients(gboolean causal, double p)
 static void
 test_gradients_without_dropout(void)
 {
-    ref_test_gradients(FALSE, 0.0);
-    ref_test_gradients(TRUE, 0.0);
+    ref_test_gradients(FALSE, 0.0, FALSE);
+    ref_test_gradients(TRUE, 0.0, FALSE);
 }
 
 static void
 test_gradients_with_dropout(void)
 {
-    ref_test_gradients(FALSE, 0.1);
-    ref_test_gradients(TRUE, 0.1);
+    ref_test_gradients(FALSE, 0.1, FALSE);
+    ref_test_gradients(TRUE, 0.1, FALSE);
+}
+
+static void
+test_gradients_llama(void)
+{
+    ref_test_gradients(TRUE, 0.0, TRUE);
+    ref_test_gradients(FALSE, 0.1, TRUE);
 }
 
 /* ---------------------------------------------------------------- registry */
@@ -295,6 +340,10 @@ static CU_TestInfo ref_tests[] = {
      test_heads_and_dropout},
     {"Every gradient matches central differences without dropout", test_gradients_without_dropout},
     {"Every gradient matches central differences with dropout", test_gradients_with_dropout},
+    {"A one-token Llama layer (multi-query, SwiGLU, RMSNorm) gives the hand-computed output",
+     test_one_token_llama},
+    {"Every gradient of the Llama flavour (GQA, SwiGLU, RMSNorm) matches central differences",
+     test_gradients_llama},
     CU_TEST_INFO_NULL,
 };
 
