@@ -26,6 +26,10 @@
  * Attention, per sequence of the block (the heads of one sequence are one strided batch):
  *
  *   qkv row (nh*3*dh): | q0 k0 v0 | q1 k1 v1 | ...   head stride 3*dh, row stride nh*3*dh
+ *
+ * With grouped-query attention (r = nh/nkv > 1 heads share a k and v) the batches are the r
+ * heads of one group (q stride dh, k and v stride 0), one call per group; dK and dV sum over
+ * the group's heads, one head at a time (beta = 1 after the first).
  *   forward   probs[n] <- Q K^T / sqrt(dh)                 (cuBLAS, into the saved probs)
  *             probs[n] <- softmax (causal: 0 past i),      work = P * keep / (1-p) if p > 0
  *             ctx[n]   <- (p > 0 ? work : P) V             (cuBLAS)
@@ -166,6 +170,8 @@ static const CuRoles cu_roles[SIMPAR_N_OP_KINDS] = {
     [SIMPAR_OP_BIAS_GRAD] = {{"Tx", NULL, NULL, NULL, NULL, "Tc"}},
     [SIMPAR_OP_GELU] = {{"Tx", NULL, NULL, NULL, NULL, "Tx"}},
     [SIMPAR_OP_GELU_BWD] = {{"Tx", "Tx", NULL, NULL, NULL, "Tx"}},
+    [SIMPAR_OP_SWIGLU] = {{"Tx", NULL, NULL, NULL, NULL, "Tx"}},
+    [SIMPAR_OP_SWIGLU_BWD] = {{"Tx", "Tx", NULL, NULL, NULL, "Tx"}},
     [SIMPAR_OP_DROPOUT] = {{"Tx", NULL, NULL, NULL, NULL, "Tx"}},
     [SIMPAR_OP_DROPOUT_BWD] = {{"Tx", NULL, NULL, NULL, NULL, "Tx"}},
     [SIMPAR_OP_ADD] = {{"Tx", "Tx", NULL, NULL, NULL, "Tx"}},
@@ -313,7 +319,9 @@ cu_bind(const SimparSchedule *sched, const SimparOp *op, const SimparCuBuf *bufs
     *b = (CuBind){.t = simpar_cu_type_of_dtype(dtype), .s = cu_stats_type(dtype)};
     for (guint s = 0; s < CU_SLOTS; s++) {
         const char *role = cu_roles[op->kind].slot[s];
-        if (role != NULL && cu_slot_used(op, role[1]) &&
+        /* a view left out (RMSNorm's beta) stays NULL: simpar_schedule_check() proved that the
+         * op needs no elements there */
+        if (role != NULL && cu_slot_used(op, role[1]) && cu_slot(op, s).buf != G_MAXUINT &&
             !cu_bind_slot(sched, op, bufs, s, b, seen, error))
             return FALSE;
     }
@@ -476,49 +484,89 @@ cu_gemm_op(const SimparCuCtx *ctx, const SimparOp *op, const CuBind *b, GError *
 
 /* ---- attention ---------------------------------------------------------------------------- */
 
-/* One sequence of an attention op: its q, k, v (and dq, dk, dv) as strided batches over heads. */
+/* One sequence of an attention op: its q, k, v (and dq, dk, dv) as strided batches over heads,
+ * `calls` batches of `batch` heads (every head at once, or one key/value group at a time). */
 typedef struct {
     const SimparAttention *at;
     SimparCuType t;
     gsize es;      /* element size */
-    gsize ld_qkv;  /* nh * 3 * dh */
+    gsize r;       /* heads per key/value head */
+    gsize calls;   /* 1 without grouped-query attention, else nkv */
+    gsize batch;   /* heads per call: nh, else r */
+    gsize ld_qkv;  /* (nh + 2 nkv) dh */
     gsize ld_ctx;  /* nh * dh */
     gsize ss;      /* s * s */
     double rsqrt;  /* 1 / sqrt(dh) */
     void *work[2]; /* [nh x s x s] each */
 } CuAttn;
 
-/* Part 0 (q), 1 (k) or 2 (v) of sequence n's heads in qkv (or dqkv) at `base`. */
+/* Part 0 (q), 1 (k) or 2 (v) of sequence n's heads of call `call` in qkv (or dqkv) at `base`:
+ * group `call` holds the q of its r heads, then k, then v (r = 1: q | k | v per head). */
 static CuMat
-cu_attn_qkv(const CuAttn *ca, void *base, guint64 n, guint part)
+cu_attn_qkv(const CuAttn *ca, void *base, guint64 n, gsize call, guint part)
 {
-    gsize off = (n * ca->at->s * ca->ld_qkv + part * ca->at->dh) * ca->es;
-    return (CuMat){(char *) base + off, ca->ld_qkv, 3 * (gsize) ca->at->dh};
+    gsize dh = ca->at->dh,
+          col = call * (ca->r + 2) * dh + (part == 0 ? 0 : (ca->r + part - 1) * dh);
+    gsize stride = ca->r == 1 ? 3 * dh : part == 0 ? dh : 0;
+    return (CuMat){(char *) base + (n * ca->at->s * ca->ld_qkv + col) * ca->es, ca->ld_qkv, stride};
 }
 
-/* Sequence n's heads in ctx (or dctx). */
+/* Sequence n's heads of call `call` in ctx (or dctx). */
 static CuMat
-cu_attn_ctx(const CuAttn *ca, void *base, guint64 n)
+cu_attn_ctx(const CuAttn *ca, void *base, guint64 n, gsize call)
 {
-    return (CuMat){(char *) base + n * ca->at->s * ca->ld_ctx * ca->es, ca->ld_ctx, ca->at->dh};
+    gsize off = n * ca->at->s * ca->ld_ctx + call * ca->batch * ca->at->dh;
+    return (CuMat){(char *) base + off * ca->es, ca->ld_ctx, ca->at->dh};
 }
 
-/* Sequence n's [nh x s x s] probabilities. */
+/* Sequence n's [nh x s x s] probabilities, from the first head of call `call`. */
 static CuMat
-cu_attn_probs(const CuAttn *ca, void *base, guint64 n)
+cu_attn_probs(const CuAttn *ca, void *base, guint64 n, gsize call)
 {
-    return (CuMat){(char *) base + n * ca->at->nh * ca->ss * ca->es, ca->at->s, ca->ss};
+    gsize off = (n * ca->at->nh + call * ca->batch) * ca->ss;
+    return (CuMat){(char *) base + off * ca->es, ca->at->s, ca->ss};
 }
 
-/* c = alpha op(a) op(b) per head: m x n x k is one of s x s x dh (scores, dPd) or s x dh x s. */
+/* Head `i` of a batch `m` (its first element moved on by i strides). */
+static CuMat
+cu_attn_head(const CuAttn *ca, CuMat m, gsize i)
+{
+    return (CuMat){(char *) m.p + i * m.stride * ca->es, m.ld, m.stride};
+}
+
+/* c = alpha op(a) op(b) (+ beta c) per head of a batch: m x n x k is one of s x s x dh (scores,
+ * dPd) or s x dh x s. */
+static gboolean
+cu_attn_gemm_batch(const SimparCuCtx *ctx, const CuAttn *ca, gboolean ta, gboolean tb,
+                   gboolean scores, CuMat a, CuMat b, CuMat c, double alpha, double beta,
+                   gsize batch, GError **error)
+{
+    const SimparAttention *at = ca->at;
+    CuGemm g = {ta, tb,    at->s, scores ? at->s : at->dh, scores ? at->dh : at->s, batch, a, b,
+                c,  alpha, beta};
+    return cu_gemm(ctx, ca->t, &g, error);
+}
+
 static gboolean
 cu_attn_gemm(const SimparCuCtx *ctx, const CuAttn *ca, gboolean ta, gboolean tb, gboolean scores,
              CuMat a, CuMat b, CuMat c, double alpha, GError **error)
 {
-    const SimparAttention *at = ca->at;
-    CuGemm g = {ta, tb,    at->s, scores ? at->s : at->dh, scores ? at->dh : at->s, at->nh, a, b,
-                c,  alpha, 0.0};
-    return cu_gemm(ctx, ca->t, &g, error);
+    return cu_attn_gemm_batch(ctx, ca, ta, tb, scores, a, b, c, alpha, 0.0, ca->batch, error);
+}
+
+/* dK or dV of a group: op(a_i) b_i summed over its heads i (c is shared: stride 0). Without
+ * grouped-query attention, one batch as any other. */
+static gboolean
+cu_attn_gemm_sum(const SimparCuCtx *ctx, const CuAttn *ca, CuMat a, CuMat b, CuMat c, double alpha,
+                 GError **error)
+{
+    if (ca->r == 1)
+        return cu_attn_gemm(ctx, ca, TRUE, FALSE, FALSE, a, b, c, alpha, error);
+    for (gsize i = 0; i < ca->batch; i++)
+        if (!cu_attn_gemm_batch(ctx, ca, TRUE, FALSE, FALSE, cu_attn_head(ca, a, i),
+                                cu_attn_head(ca, b, i), c, alpha, i == 0 ? 0.0 : 1.0, 1, error))
+            return FALSE;
+    return TRUE;
 }
 
 static SimparCukSoftmax
@@ -537,49 +585,77 @@ cu_attn_softmax_args(const CuAttn *ca, guint64 n, void *probs)
     };
 }
 
+/* The work matrices' heads of call `call`. */
+static CuMat
+cu_attn_work(const CuAttn *ca, guint i, gsize call)
+{
+    return (CuMat){(char *) ca->work[i] + call * ca->batch * ca->ss * ca->es, ca->at->s, ca->ss};
+}
+
+/* Scores of every call, the softmax over all heads, then P V of every call. */
 static gboolean
 cu_attn_forward(const SimparCuCtx *ctx, const CuAttn *ca, const CuBind *b, guint64 n,
                 GError **error)
 {
-    CuMat q = cu_attn_qkv(ca, b->ptr[0], n, 0), k = cu_attn_qkv(ca, b->ptr[0], n, 1);
-    CuMat v = cu_attn_qkv(ca, b->ptr[0], n, 2), p = cu_attn_probs(ca, b->ptr[6], n);
-    CuMat dropped = {ca->work[0], ca->at->s, ca->ss};
-    SimparCukSoftmax sm = cu_attn_softmax_args(ca, n, p.p);
-    sm.dropped = ca->at->p > 0.0 ? dropped.p : NULL;
-    return cu_attn_gemm(ctx, ca, FALSE, TRUE, TRUE, q, k, p, ca->rsqrt, error) &&
-           SIMPAR_CU_TRY(error, simpar_cuk_softmax(ca->t, &sm, ctx->stream)) &&
-           cu_attn_gemm(ctx, ca, FALSE, FALSE, FALSE, sm.dropped != NULL ? dropped : p, v,
-                        cu_attn_ctx(ca, b->ptr[5], n), 1.0, error);
+    gboolean drop = ca->at->p > 0.0;
+    for (gsize c = 0; c < ca->calls; c++)
+        if (!cu_attn_gemm(ctx, ca, FALSE, TRUE, TRUE, cu_attn_qkv(ca, b->ptr[0], n, c, 0),
+                          cu_attn_qkv(ca, b->ptr[0], n, c, 1), cu_attn_probs(ca, b->ptr[6], n, c),
+                          ca->rsqrt, error))
+            return FALSE;
+    SimparCukSoftmax sm = cu_attn_softmax_args(ca, n, cu_attn_probs(ca, b->ptr[6], n, 0).p);
+    sm.dropped = drop ? ca->work[0] : NULL;
+    if (!SIMPAR_CU_TRY(error, simpar_cuk_softmax(ca->t, &sm, ctx->stream)))
+        return FALSE;
+    for (gsize c = 0; c < ca->calls; c++) {
+        CuMat p = drop ? cu_attn_work(ca, 0, c) : cu_attn_probs(ca, b->ptr[6], n, c);
+        if (!cu_attn_gemm(ctx, ca, FALSE, FALSE, FALSE, p, cu_attn_qkv(ca, b->ptr[0], n, c, 2),
+                          cu_attn_ctx(ca, b->ptr[5], n, c), 1.0, error))
+            return FALSE;
+    }
+    return TRUE;
 }
 
+/* dPd of every call, the softmax backward over all heads, then dV, dQ, dK of every call. */
 static gboolean
 cu_attn_backward(const SimparCuCtx *ctx, const CuAttn *ca, const CuBind *b, guint64 n,
                  GError **error)
 {
-    CuMat q = cu_attn_qkv(ca, b->ptr[0], n, 0), k = cu_attn_qkv(ca, b->ptr[0], n, 1);
-    CuMat v = cu_attn_qkv(ca, b->ptr[0], n, 2), dout = cu_attn_ctx(ca, b->ptr[2], n);
-    CuMat dq = cu_attn_qkv(ca, b->ptr[5], n, 0), dk = cu_attn_qkv(ca, b->ptr[5], n, 1);
-    CuMat dv = cu_attn_qkv(ca, b->ptr[5], n, 2);
-    CuMat dropped = {ca->work[0], ca->at->s, ca->ss}, ds = {ca->work[1], ca->at->s, ca->ss};
-    SimparCukSoftmax sm = cu_attn_softmax_args(ca, n, cu_attn_probs(ca, b->ptr[1], n).p);
-    sm.dropped = dropped.p;
-    sm.grad = ds.p;
-    return cu_attn_gemm(ctx, ca, FALSE, TRUE, TRUE, dout, v, ds, 1.0, error) &&
-           SIMPAR_CU_TRY(error, simpar_cuk_softmax_bwd(ca->t, &sm, ctx->stream)) &&
-           cu_attn_gemm(ctx, ca, TRUE, FALSE, FALSE, dropped, dout, dv, 1.0, error) &&
-           cu_attn_gemm(ctx, ca, FALSE, FALSE, FALSE, ds, k, dq, ca->rsqrt, error) &&
-           cu_attn_gemm(ctx, ca, TRUE, FALSE, FALSE, ds, q, dk, ca->rsqrt, error);
+    for (gsize c = 0; c < ca->calls; c++)
+        if (!cu_attn_gemm(ctx, ca, FALSE, TRUE, TRUE, cu_attn_ctx(ca, b->ptr[2], n, c),
+                          cu_attn_qkv(ca, b->ptr[0], n, c, 2), cu_attn_work(ca, 1, c), 1.0, error))
+            return FALSE;
+    SimparCukSoftmax sm = cu_attn_softmax_args(ca, n, cu_attn_probs(ca, b->ptr[1], n, 0).p);
+    sm.dropped = ca->work[0];
+    sm.grad = ca->work[1];
+    if (!SIMPAR_CU_TRY(error, simpar_cuk_softmax_bwd(ca->t, &sm, ctx->stream)))
+        return FALSE;
+    for (gsize c = 0; c < ca->calls; c++) {
+        CuMat dropped = cu_attn_work(ca, 0, c), ds = cu_attn_work(ca, 1, c);
+        if (!cu_attn_gemm_sum(ctx, ca, dropped, cu_attn_ctx(ca, b->ptr[2], n, c),
+                              cu_attn_qkv(ca, b->ptr[5], n, c, 2), 1.0, error) ||
+            !cu_attn_gemm(ctx, ca, FALSE, FALSE, FALSE, ds, cu_attn_qkv(ca, b->ptr[0], n, c, 1),
+                          cu_attn_qkv(ca, b->ptr[5], n, c, 0), ca->rsqrt, error) ||
+            !cu_attn_gemm_sum(ctx, ca, ds, cu_attn_qkv(ca, b->ptr[0], n, c, 0),
+                              cu_attn_qkv(ca, b->ptr[5], n, c, 1), ca->rsqrt, error))
+            return FALSE;
+    }
+    return TRUE;
 }
 
 static gboolean
 cu_attention_op(const SimparCuCtx *ctx, const SimparOp *op, const CuBind *b, GError **error)
 {
     const SimparAttention *at = &op->u.attn;
+    gsize nkv = at->nkv != 0 ? at->nkv : at->nh, r = at->nh / nkv;
     CuAttn ca = {
         .at = at,
         .t = b->t,
         .es = simpar_cu_type_size(b->t),
-        .ld_qkv = (gsize) at->nh * 3 * at->dh,
+        .r = r,
+        .calls = r == 1 ? 1 : nkv,
+        .batch = r == 1 ? at->nh : r,
+        .ld_qkv = (at->nh + 2 * nkv) * at->dh,
         .ld_ctx = (gsize) at->nh * at->dh,
         .ss = (gsize) at->s * at->s,
         .rsqrt = 1.0 / sqrt((double) at->dh),
@@ -626,6 +702,8 @@ static const CuKernelFn cu_kernel_fns[SIMPAR_N_OP_KINDS] = {
     [SIMPAR_OP_BIAS_GRAD] = CU_FN(simpar_cuk_bias_grad),
     [SIMPAR_OP_GELU] = CU_FN(simpar_cuk_gelu),
     [SIMPAR_OP_GELU_BWD] = CU_FN(simpar_cuk_gelu_bwd),
+    [SIMPAR_OP_SWIGLU] = CU_FN(simpar_cuk_swiglu),
+    [SIMPAR_OP_SWIGLU_BWD] = CU_FN(simpar_cuk_swiglu_bwd),
     [SIMPAR_OP_DROPOUT] = CU_FN(simpar_cuk_dropout),
     [SIMPAR_OP_DROPOUT_BWD] = CU_FN(simpar_cuk_dropout), /* the same map: dx = dy*keep/(1-p) */
     [SIMPAR_OP_ADD] = CU_FN(simpar_cuk_add),
@@ -666,6 +744,7 @@ cu_kernel_op(const SimparCuCtx *ctx, const SimparOp *op, const CuBind *b, GError
         .row0 = k->row0,
         .col0 = k->col0,
         .global_cols = k->global_cols,
+        .rms = k->rms,
     };
     for (guint i = 0; i < 5; i++)
         a.in[i] = b->ptr[i];

@@ -366,7 +366,7 @@ ln_apply_kernel(const T *x, const S *stats, const T *gamma, const T *beta, T *y,
     using A = Acc<T, S>;
     ROW_LOOP(r, rows)
     {
-        A mean = ld<A>(stats, r) / (A) hidden;
+        A mean = beta != nullptr ? ld<A>(stats, r) / (A) hidden : (A) 0; /* RMSNorm: no beta */
         A var = ld<A>(stats, rows + r) / (A) hidden - mean * mean;
         A rs = (A) 1 / dsqrt(var + (A) eps);
         COL_LOOP(c, cols)
@@ -374,17 +374,19 @@ ln_apply_kernel(const T *x, const S *stats, const T *gamma, const T *beta, T *y,
             size_t e = r * cols + c;
             A xh = (ld<A>(x, e) - mean) * rs;
             st(xhat, e, xh);
-            st(y, e, xh * ld<A>(gamma, c) + ld<A>(beta, c));
+            st(y, e, xh * ld<A>(gamma, c) + (beta != nullptr ? ld<A>(beta, c) : (A) 0));
         }
         if (threadIdx.x == 0)
             st(rstd, r, rs);
     }
 }
 
-/* stats[r] = sum_c dy*gamma, stats[rows + r] = sum_c dy*gamma*xhat (dgamma, dbeta: colsum). */
+/* stats[r] = sum_c dy*gamma (0 with `rms`), stats[rows + r] = sum_c dy*gamma*xhat (dgamma,
+ * dbeta: colsum). */
 template <class T, class S>
 __global__ void
-ln_bwd_stats_kernel(const T *dy, const T *xhat, const T *gamma, S *stats, size_t rows, size_t cols)
+ln_bwd_stats_kernel(const T *dy, const T *xhat, const T *gamma, S *stats, size_t rows, size_t cols,
+                    int rms)
 {
     using A = Acc<T, S>;
     ROW_LOOP(r, rows)
@@ -399,7 +401,7 @@ ln_bwd_stats_kernel(const T *dy, const T *xhat, const T *gamma, S *stats, size_t
         }
         block_reduce(v, Sum());
         if (threadIdx.x == 0) {
-            st(stats, r, v[0]);
+            st(stats, r, rms ? (A) 0 : v[0]);
             st(stats, rows + r, v[1]);
         }
     }
@@ -408,12 +410,13 @@ ln_bwd_stats_kernel(const T *dy, const T *xhat, const T *gamma, S *stats, size_t
 template <class T, class S>
 __global__ void
 ln_bwd_apply_kernel(const T *dy, const T *xhat, const T *gamma, const S *rstd, const S *stats,
-                    T *dx, size_t rows, size_t cols, double hidden)
+                    T *dx, size_t rows, size_t cols, double hidden, int rms)
 {
     using A = Acc<T, S>;
     ROW_LOOP(r, rows)
     {
-        A m1 = ld<A>(stats, r) / (A) hidden, m2 = ld<A>(stats, rows + r) / (A) hidden;
+        A m1 = rms ? (A) 0 : ld<A>(stats, r) / (A) hidden;
+        A m2 = ld<A>(stats, rows + r) / (A) hidden;
         A rs = ld<A>(rstd, r);
         COL_LOOP(c, cols)
         {
@@ -449,6 +452,19 @@ template <class T> struct BiasGradTerm {
     operator()(size_t r, size_t c, A *acc) const
     {
         acc[0] += ld<A>(dy, r * cols + c);
+    }
+};
+
+/* RMSNorm: dgamma only. */
+template <class T> struct RmsGradTerm {
+    const T *dy, *xhat;
+    size_t cols;
+
+    template <class A>
+    __device__ void
+    operator()(size_t r, size_t c, A *acc) const
+    {
+        acc[0] += ld<A>(dy, r * cols + c) * ld<A>(xhat, r * cols + c);
     }
 };
 
@@ -578,6 +594,40 @@ gelu_bwd_kernel(const T *dy, const T *x, T *dx, size_t n)
         A du = (A) GELU_C * ((A) 1 + (A) 3 * (A) GELU_A * v * v);
         A g = (A) 0.5 * ((A) 1 + t) + (A) 0.5 * v * ((A) 1 - t * t) * du;
         st(dx, e, ld<A>(dy, e) * g);
+    }
+}
+
+template <class A>
+__device__ A
+dsigmoid(A g)
+{
+    return (A) 1 / ((A) 1 + dexp(-g));
+}
+
+/* y[e] = silu(z[2e]) z[2e+1] over the (gate, up) column pairs. */
+template <class T>
+__global__ void
+swiglu_kernel(const T *z, T *y, size_t n)
+{
+    using A = Acc<T>;
+    GRID_STRIDE(e, n)
+    {
+        A g = ld<A>(z, 2 * e), u = ld<A>(z, 2 * e + 1);
+        st(y, e, g * dsigmoid(g) * u);
+    }
+}
+
+/* dg = dy u silu'(g), silu'(g) = sig(g) (1 + g (1 - sig(g))); du = dy silu(g). */
+template <class T>
+__global__ void
+swiglu_bwd_kernel(const T *dy, const T *z, T *dz, size_t n)
+{
+    using A = Acc<T>;
+    GRID_STRIDE(e, n)
+    {
+        A g = ld<A>(z, 2 * e), u = ld<A>(z, 2 * e + 1), sg = dsigmoid(g), d = ld<A>(dy, e);
+        st(dz, 2 * e, d * u * sg * ((A) 1 + g * ((A) 1 - sg)));
+        st(dz, 2 * e + 1, d * g * sg);
     }
 }
 
@@ -890,9 +940,14 @@ simpar_cuk_ln_bwd_stats(int t, int s, const SimparCukKernel *k, void *work, cuda
             cudaError_t e =
                 launch(ln_bwd_stats_kernel<T, S>, row_blocks(k->rows), row_threads(k->cols), stream,
                        (const T *) k->in[0], (const T *) k->in[1], (const T *) k->in[2],
-                       (S *) k->out[0], k->rows, k->cols);
+                       (S *) k->out[0], k->rows, k->cols, k->rms);
             if (e != cudaSuccess)
                 return e;
+        }
+        if (k->rms) {
+            RmsGradTerm<T> rterm = {(const T *) k->in[0], (const T *) k->in[1], k->cols};
+            ColOut<T, 1> rout = {{(T *) k->out[1]}};
+            return colsum<1, A>(rterm, k->rows, k->cols, rout, work, stream);
         }
         LnGradTerm<T> term = {(const T *) k->in[0], (const T *) k->in[1], k->cols};
         ColOut<T, 2> out = {{(T *) k->out[1], (T *) k->out[2]}};
@@ -912,7 +967,7 @@ simpar_cuk_ln_bwd_apply(int t, int s, const SimparCukKernel *k, void *work, cuda
         return launch(ln_bwd_apply_kernel<T, S>, row_blocks(k->rows), row_threads(k->cols), stream,
                       (const T *) k->in[0], (const T *) k->in[1], (const T *) k->in[2],
                       (const S *) k->in[3], (const S *) k->in[4], (T *) k->out[0], k->rows, k->cols,
-                      k->hidden);
+                      k->hidden, k->rms);
     });
 }
 
@@ -966,6 +1021,34 @@ simpar_cuk_gelu_bwd(int t, int s, const SimparCukKernel *k, void *work, cudaStre
     return with_t(t, [&](auto tt) {
         using T = Of<decltype(tt)>;
         return launch(gelu_bwd_kernel<T>, flat_blocks(n), FLAT_THREADS, stream,
+                      (const T *) k->in[0], (const T *) k->in[1], (T *) k->out[0], n);
+    });
+}
+
+extern "C" cudaError_t
+simpar_cuk_swiglu(int t, int s, const SimparCukKernel *k, void *work, cudaStream_t stream)
+{
+    (void) s, (void) work;
+    size_t n = k->rows * k->cols;
+    if (n == 0)
+        return cudaSuccess;
+    return with_t(t, [&](auto tt) {
+        using T = Of<decltype(tt)>;
+        return launch(swiglu_kernel<T>, flat_blocks(n), FLAT_THREADS, stream, (const T *) k->in[0],
+                      (T *) k->out[0], n);
+    });
+}
+
+extern "C" cudaError_t
+simpar_cuk_swiglu_bwd(int t, int s, const SimparCukKernel *k, void *work, cudaStream_t stream)
+{
+    (void) s, (void) work;
+    size_t n = k->rows * k->cols;
+    if (n == 0)
+        return cudaSuccess;
+    return with_t(t, [&](auto tt) {
+        using T = Of<decltype(tt)>;
+        return launch(swiglu_bwd_kernel<T>, flat_blocks(n), FLAT_THREADS, stream,
                       (const T *) k->in[0], (const T *) k->in[1], (T *) k->out[0], n);
     });
 }

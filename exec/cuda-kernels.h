@@ -41,11 +41,13 @@ typedef struct {
     uint64_t seed;      /* dropout mask: keep(seed, site, (row0 + r) * global_cols + col0 + c) */
     unsigned site;
     uint64_t row0, col0, global_cols;
+    int rms; /* layer norm: RMSNorm (no mean, no beta: in[3], out[2] NULL) */
 } SimparCukKernel;
 
-/* LN_STATS, LN_APPLY, LN_BWD_STATS, LN_BWD_APPLY, BIAS_ADD, BIAS_GRAD, GELU, GELU_BWD, DROPOUT
- * (and DROPOUT_BWD, the same map), ADD. `work` is device scratch of simpar_cuk_colsum_work()
- * bytes for BIAS_GRAD (1 sum) and LN_BWD_STATS (2 sums), unused by the others. */
+/* LN_STATS, LN_APPLY, LN_BWD_STATS, LN_BWD_APPLY, BIAS_ADD, BIAS_GRAD, GELU, GELU_BWD, SWIGLU,
+ * SWIGLU_BWD, DROPOUT (and DROPOUT_BWD, the same map), ADD. `work` is device scratch of
+ * simpar_cuk_colsum_work() bytes for BIAS_GRAD (1 sum) and LN_BWD_STATS (2 sums), unused by the
+ * others. */
 typedef cudaError_t (*SimparCukKernelFn)(int t, int s, const SimparCukKernel *k, void *work,
                                          cudaStream_t stream);
 cudaError_t simpar_cuk_ln_stats(int t, int s, const SimparCukKernel *k, void *work,
@@ -64,6 +66,10 @@ cudaError_t simpar_cuk_gelu(int t, int s, const SimparCukKernel *k, void *work,
                             cudaStream_t stream);
 cudaError_t simpar_cuk_gelu_bwd(int t, int s, const SimparCukKernel *k, void *work,
                                 cudaStream_t stream);
+cudaError_t simpar_cuk_swiglu(int t, int s, const SimparCukKernel *k, void *work,
+                              cudaStream_t stream);
+cudaError_t simpar_cuk_swiglu_bwd(int t, int s, const SimparCukKernel *k, void *work,
+                                  cudaStream_t stream);
 cudaError_t simpar_cuk_dropout(int t, int s, const SimparCukKernel *k, void *work,
                                cudaStream_t stream);
 cudaError_t simpar_cuk_add(int t, int s, const SimparCukKernel *k, void *work, cudaStream_t stream);

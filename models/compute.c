@@ -293,14 +293,17 @@ compute_unfused_bwd(const SimparGpu *gpu, SimparDtype dt, const SimparAttention 
 
 /* One kernel; q, k, v, ctx and (backward) dctx, dqkv cross memory once, plus the fp32
  * log-sum-exp per row that the backward needs. Causal masks skip the upper triangle's tiles;
- * the backward recomputes QK^T: 2.5x the forward FLOPs. */
+ * the backward recomputes QK^T: 2.5x the forward FLOPs. Tensors of q's size: forward q and
+ * ctx, backward q, ctx, dctx, dq and the dctx . ctx row sums' second pass over dctx (5); k and
+ * v (backward also dk, dv) are nkv/nh of that with grouped-query attention. */
 static double
 compute_flash(const SimparGpu *gpu, SimparDtype dt, const SimparAttention *a, gboolean bwd)
 {
     double bh = (double) a->nb * a->nh, s = a->s, dh = a->dh, ds = simpar_dtype_size(dt);
     double flops = 4 * bh * s * s * dh * (a->causal ? 0.5 : 1.0) * (bwd ? 2.5 : 1.0);
-    double tensor = bh * s * dh; /* elements of one of q, k, v, ctx */
-    double bytes = (bwd ? 9 : 4) * tensor * ds + bh * s * 4;
+    double tensor = bh * s * dh; /* elements of one of q, ctx */
+    double kv = a->nkv != 0 ? (double) a->nkv / a->nh : 1.0;
+    double bytes = (bwd ? 5 + 4 * kv : 2 + 2 * kv) * tensor * ds + bh * s * 4;
     return compute_roofline(gpu, dt, flops, compute_gemm_eff(gpu, s, s, dh), bytes);
 }
 
@@ -468,10 +471,10 @@ fuse_op(const FuseCtx *f, guint pos)
     return simpar_schedule_op(f->sched, f->ops[pos]);
 }
 
-/* The next op of the rank on the same stream, if it is an unfused kernel of `kind` on the same
- * block that reads `v` as input `in`; G_MAXUINT otherwise. */
+/* The next op of the rank on the same stream, if it is an unfused kernel of `kind` on `cols`
+ * columns of the same rows that reads `v` as input `in`; G_MAXUINT otherwise. */
 static guint
-fuse_next(const FuseCtx *f, guint pos, SimparOpKind kind, guint in, SimparView v)
+fuse_next_cols(const FuseCtx *f, guint pos, SimparOpKind kind, guint in, SimparView v, guint cols)
 {
     const SimparOp *op = fuse_op(f, pos);
     for (guint q = pos + 1; q < f->n; q++) {
@@ -479,41 +482,53 @@ fuse_next(const FuseCtx *f, guint pos, SimparOpKind kind, guint in, SimparView v
         if (next->stream != op->stream)
             continue;
         gboolean match = next->kind == kind && !f->fused[f->ops[q]] &&
-                         next->u.kern.rows == op->u.kern.rows &&
-                         next->u.kern.cols == op->u.kern.cols && next->u.kern.in[in].buf == v.buf &&
-                         next->u.kern.in[in].off == v.off;
+                         next->u.kern.rows == op->u.kern.rows && next->u.kern.cols == cols &&
+                         next->u.kern.in[in].buf == v.buf && next->u.kern.in[in].off == v.off;
         return match ? q : G_MAXUINT;
     }
     return G_MAXUINT;
 }
 
-/* The bias gradient may sit after the linear's GEMMs: it only needs the GeLU backward's output,
- * so anything in between leaves the fusion possible. Stops at the next GeLU backward. */
+/* The same on the same block. */
+static guint
+fuse_next(const FuseCtx *f, guint pos, SimparOpKind kind, guint in, SimparView v)
+{
+    return fuse_next_cols(f, pos, kind, in, v, fuse_op(f, pos)->u.kern.cols);
+}
+
+/* The bias gradient may sit after the linear's GEMMs: it only needs the activation backward's
+ * output (twice as wide for SwiGLU), so anything in between leaves the fusion possible. Stops at
+ * the next activation backward. */
 static guint
 fuse_bias_grad(const FuseCtx *f, guint pos)
 {
     const SimparOp *op = fuse_op(f, pos);
     SimparView dx = op->u.kern.out[0];
+    guint cols = op->u.kern.cols * (op->kind == SIMPAR_OP_SWIGLU_BWD ? 2 : 1);
     for (guint q = pos + 1; q < f->n; q++) {
         const SimparOp *next = fuse_op(f, q);
         if (next->stream != op->stream || f->fused[f->ops[q]])
             continue;
-        if (next->kind == SIMPAR_OP_GELU_BWD)
+        if (next->kind == SIMPAR_OP_GELU_BWD || next->kind == SIMPAR_OP_SWIGLU_BWD)
             return G_MAXUINT;
         if (next->kind == SIMPAR_OP_BIAS_GRAD && next->u.kern.in[0].buf == dx.buf &&
             next->u.kern.in[0].off == dx.off && next->u.kern.rows == op->u.kern.rows &&
-            next->u.kern.cols == op->u.kern.cols)
+            next->u.kern.cols == cols)
             return q;
     }
     return G_MAXUINT;
 }
 
-/* bias + dropout + residual add (bias_dropout_add) or bias + GeLU (bias_gelu). */
+/* bias + dropout + residual add (bias_dropout_add), bias + GeLU (bias_gelu) or bias + SwiGLU
+ * (bias_swiglu, on half as many output columns). */
 static guint
 fuse_bias_add(const FuseCtx *f, guint pos, guint group[COMPUTE_MAX_FUSED])
 {
-    SimparView y = fuse_op(f, pos)->u.kern.out[0];
+    const SimparOp *op = fuse_op(f, pos);
+    SimparView y = op->u.kern.out[0];
     guint q = fuse_next(f, pos, SIMPAR_OP_GELU, 0, y);
+    if (q == G_MAXUINT && op->u.kern.cols % 2 == 0)
+        q = fuse_next_cols(f, pos, SIMPAR_OP_SWIGLU, 0, y, op->u.kern.cols / 2);
     if (q != G_MAXUINT) {
         group[1] = q;
         return 2;
@@ -547,6 +562,7 @@ fuse_find(const FuseCtx *f, guint pos, guint group[COMPUTE_MAX_FUSED])
         q = fuse_next(f, pos, SIMPAR_OP_LN_BWD_APPLY, 4, op->u.kern.out[0]);
         break;
     case SIMPAR_OP_GELU_BWD:
+    case SIMPAR_OP_SWIGLU_BWD:
         q = fuse_bias_grad(f, pos);
         break;
     default:

@@ -10,12 +10,12 @@
 
 /* ------------------------------------------------------------------------- one layer */
 
-/* Weights 4h^2 (qkv, proj) + 2hf (fc1, fc2), biases 3h + h + f + h, two layer norms 4h. */
+/* Weights 4h^2 (qkv, proj) + 2hf (fc1, fc2), biases 3h + h + f + h, two layer norms 4h; with
+ * grouped-query attention, SwiGLU or RMSNorm the shapes of model.h (simpar_model_layer_*). */
 static double
 memory_layer_params(const SimparModel *m)
 {
-    double h = m->hidden, f = m->ffn;
-    return 4 * h * h + 2 * h * f + (3 * h + h + f + h) + 4 * h;
+    return simpar_model_layer_weights(m) + simpar_model_layer_small_params(m);
 }
 
 /* How many GPUs share one copy of the parameters: simpar_plan_weight_split. 1-D replicates the
@@ -47,6 +47,7 @@ memory_layer_activations(const SimparModel *m, const SimparPlan *plan, SimparAtt
                          SimparRecompute recompute)
 {
     double s = m->seq, b = m->micro_batch, h = m->hidden, f = m->ffn, a = m->heads;
+    double qkv = (double) simpar_model_qkv_cols(m), fc1 = (double) simpar_model_fc1_cols(m);
     double ds = simpar_dtype_size(m->dtype), sbh = s * b * h, t = plan->tp;
     /* 1-D without SP keeps the layer's input (and what replicates with it) whole on every GPU;
      * SP splits it by tokens; 2-D, 2.5-D (d q^2) and 3-D split every tensor over t */
@@ -55,8 +56,9 @@ memory_layer_activations(const SimparModel *m, const SimparPlan *plan, SimparAtt
         return ds * sbh / (whole ? 1 : t);
     /* the two layer-norm inputs, the qkv and fc1 inputs, two dropout masks: the "10sbh" */
     double replicated = sbh * (4 * ds + 2);
-    /* Q, K, V, the proj input, the GeLU and fc2 inputs (the "24sbh" at f = 4h) */
-    double split = (4 * sbh + 2 * s * b * f) * ds;
+    /* Q, K, V, the proj input, the GeLU and fc2 inputs (the "24sbh" at f = 4h); with GQA, K and
+     * V are kv/a of Q, with SwiGLU the activation's input is fc1's 2f columns */
+    double split = (s * b * (qkv + h) + s * b * (fc1 + f)) * ds;
     /* softmax output, its dropout mask and output; flash attention stores none of them */
     gboolean no_scores = attn == SIMPAR_ATTENTION_FLASH || recompute == SIMPAR_RECOMPUTE_SELECTIVE;
     double scores = no_scores ? 0 : a * s * s * b * (2 * ds + 1);

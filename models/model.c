@@ -12,26 +12,33 @@ G_DEFINE_QUARK(simpar_model_error_quark, simpar_model_error)
 static const SimparModelPreset model_presets[] = {
     {"tiny",
      "h=64 a=4 s=32: for tests and quick looks",
-     {"tiny", 64, 4, 32, 8, 2, 256, 1024, SIMPAR_DTYPE_FP32, 0, SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM}},
+     {"tiny", 64, 4, 32, 8, 2, 256, 1024, SIMPAR_DTYPE_FP32, 0, SIMPAR_MLP_GELU,
+      SIMPAR_NORM_LAYERNORM}},
     {"paper-3d",
      "h=2048 a=32 s=512 L=24, fp32: the Optimus / 3-D papers' V100 harness",
-     {"paper-3d", 2048, 32, 512, 64, 24, 8192, 51200, SIMPAR_DTYPE_FP32, 0, SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM}},
+     {"paper-3d", 2048, 32, 512, 64, 24, 8192, 51200, SIMPAR_DTYPE_FP32, 0, SIMPAR_MLP_GELU,
+      SIMPAR_NORM_LAYERNORM}},
     {"default-4k",
      "h=4096 a=64 s=512 b=16 L=24 fp16: the default of simpar --topology; every mode splits it "
      "over 64 GPUs",
-     {"default-4k", 4096, 64, 512, 16, 24, 16384, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM}},
+     {"default-4k", 4096, 64, 512, 16, 24, 16384, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
+      SIMPAR_NORM_LAYERNORM}},
     {"gpt3-1.3b",
      "GPT-3 XL: h=2048 a=16 s=2048 L=24",
-     {"gpt3-1.3b", 2048, 16, 2048, 4, 24, 8192, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM}},
+     {"gpt3-1.3b", 2048, 16, 2048, 4, 24, 8192, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
+      SIMPAR_NORM_LAYERNORM}},
     {"gpt3-6.7b",
      "GPT-3 6.7B: h=4096 a=32 s=2048 L=32",
-     {"gpt3-6.7b", 4096, 32, 2048, 4, 32, 16384, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM}},
+     {"gpt3-6.7b", 4096, 32, 2048, 4, 32, 16384, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
+      SIMPAR_NORM_LAYERNORM}},
     {"gpt3-13b",
      "GPT-3 13B: h=5120 a=40 s=2048 L=40",
-     {"gpt3-13b", 5120, 40, 2048, 4, 40, 20480, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM}},
+     {"gpt3-13b", 5120, 40, 2048, 4, 40, 20480, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
+      SIMPAR_NORM_LAYERNORM}},
     {"gpt3-175b",
      "GPT-3 175B: h=12288 a=96 s=2048 L=96",
-     {"gpt3-175b", 12288, 96, 2048, 1, 96, 49152, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM}},
+     {"gpt3-175b", 12288, 96, 2048, 1, 96, 49152, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
+      SIMPAR_NORM_LAYERNORM}},
     {"llama3-8b",
      "Llama 3 8B: h=4096 a=32 kv=8 s=8192 L=32 f=14336 V=128256, SwiGLU, RMSNorm, bf16",
      {"llama3-8b", 4096, 32, 8192, 1, 32, 14336, 128256, SIMPAR_DTYPE_BF16, 8, SIMPAR_MLP_SWIGLU,
@@ -156,6 +163,19 @@ simpar_norm_parse(const char *name, SimparNorm *out, GError **error)
     return FALSE;
 }
 
+const char *
+simpar_model_flavour(const SimparModel *m)
+{
+    g_autoptr(GString) s = g_string_new(NULL);
+    if (simpar_model_kv_heads(m) != m->heads)
+        g_string_append_printf(s, " kv=%" G_GINT64_FORMAT, simpar_model_kv_heads(m));
+    if (m->mlp != SIMPAR_MLP_GELU)
+        g_string_append_printf(s, " %s", simpar_mlp_name(m->mlp));
+    if (m->norm != SIMPAR_NORM_LAYERNORM)
+        g_string_append_printf(s, " %s", simpar_norm_name(m->norm));
+    return g_intern_string(s->str);
+}
+
 gint64
 simpar_model_kv_heads(const SimparModel *m)
 {
@@ -178,7 +198,8 @@ double
 simpar_model_layer_weights(const SimparModel *m)
 {
     double h = (double) m->hidden, f = (double) m->ffn;
-    return h * ((double) simpar_model_qkv_cols(m) + h) + ((double) simpar_model_fc1_cols(m) + f) * h;
+    return h * ((double) simpar_model_qkv_cols(m) + h) +
+           ((double) simpar_model_fc1_cols(m) + f) * h;
 }
 
 double
@@ -286,8 +307,7 @@ model_read_object(JsonObject *obj, const char *path, SimparModel *m, GError **er
     }
     if (json_object_has_member(obj, "kv_heads") && m->kv_heads == 0) {
         g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
-                    "%s: \"kv_heads\" 0 is out of range: it must be between 1 and \"heads\"",
-                    path);
+                    "%s: \"kv_heads\" 0 is out of range: it must be between 1 and \"heads\"", path);
         return FALSE;
     }
     if (dtype != NULL && !simpar_dtype_parse(dtype, &m->dtype, error)) {
@@ -320,9 +340,9 @@ enum {
 
 static const char *const dim_flags[N_DIMS] = {"--hidden", "--heads", "--seq",   "--micro-batch",
                                               "--layers", "--ffn",   "--vocab", "--kv-heads"};
-static const char *const dim_keys[N_DIMS] = {"\"hidden\"", "\"heads\"", "\"seq\"",
-                                             "\"micro_batch\"", "\"layers\"", "\"ffn\"",
-                                             "\"vocab\"", "\"kv_heads\""};
+static const char *const dim_keys[N_DIMS] = {"\"hidden\"",      "\"heads\"",   "\"seq\"",
+                                             "\"micro_batch\"", "\"layers\"",  "\"ffn\"",
+                                             "\"vocab\"",       "\"kv_heads\""};
 
 static gboolean
 model_validate(const SimparModel *m, const char *const name[N_DIMS], GError **error)

@@ -98,6 +98,9 @@ double simpar_model_layer_weights(const SimparModel *model);
 /* Parameters of one layer's biases and two norms: the biases' qkv + h + fc1 + h columns, 2h per
  * LayerNorm or h per RMSNorm. */
 double simpar_model_layer_small_params(const SimparModel *model);
+/* " kv=8 swiglu rmsnorm": what differs from a GPT layer (multi-head, GeLU, LayerNorm), for
+ * the one-line model descriptions; "" for a GPT layer (interned). */
+const char *simpar_model_flavour(const SimparModel *model);
 const char *simpar_mlp_name(SimparMlp mlp);
 gboolean simpar_mlp_parse(const char *name, SimparMlp *out, GError **error);
 const char *simpar_norm_name(SimparNorm norm);

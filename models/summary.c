@@ -112,9 +112,10 @@ summary_plan_text(const SimparModel *m, const SimparPlan *p)
     g_autofree char *grid = simpar_plan_grid_label(p, TRUE);
     return g_strdup_printf("%s tensor parallelism, %" G_GINT64_FORMAT " GPUs (%s); model %s: "
                            "h=%" G_GINT64_FORMAT " a=%" G_GINT64_FORMAT " s=%" G_GINT64_FORMAT
-                           " b=%" G_GINT64_FORMAT " ffn=%" G_GINT64_FORMAT " %s",
+                           " b=%" G_GINT64_FORMAT " ffn=%" G_GINT64_FORMAT "%s %s",
                            p->mode, p->tp, grid, m->name, m->hidden, m->heads, m->seq,
-                           m->micro_batch, m->ffn, simpar_dtype_name(m->dtype));
+                           m->micro_batch, m->ffn, simpar_model_flavour(m),
+                           simpar_dtype_name(m->dtype));
 }
 
 char *
@@ -164,11 +165,9 @@ summary_json_plan(JsonBuilder *b, const SimparModel *m, const SimparPlan *p)
     const struct {
         const char *k;
         gint64 v;
-    } f[] = {{"hidden", m->hidden},
-             {"heads", m->heads},
-             {"seq", m->seq},
-             {"micro_batch", m->micro_batch},
-             {"ffn", m->ffn}};
+    } f[] = {{"hidden", m->hidden}, {"heads", m->heads},
+             {"seq", m->seq},       {"micro_batch", m->micro_batch},
+             {"ffn", m->ffn},       {"kv_heads", simpar_model_kv_heads(m)}};
 
     json_builder_set_member_name(b, "name");
     json_builder_add_string_value(b, m->name);
@@ -178,6 +177,10 @@ summary_json_plan(JsonBuilder *b, const SimparModel *m, const SimparPlan *p)
     }
     json_builder_set_member_name(b, "dtype");
     json_builder_add_string_value(b, simpar_dtype_name(m->dtype));
+    json_builder_set_member_name(b, "mlp");
+    json_builder_add_string_value(b, simpar_mlp_name(m->mlp));
+    json_builder_set_member_name(b, "norm");
+    json_builder_add_string_value(b, simpar_norm_name(m->norm));
     json_builder_end_object(b);
 }
 

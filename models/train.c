@@ -231,8 +231,8 @@ simpar_train_rank(const SimparTrain *train, guint t, guint d, guint p)
 double
 simpar_train_model_flops(const SimparModel *m, const SimparTrain *train)
 {
-    double h = (double) m->hidden, f = (double) m->ffn, s = (double) m->seq;
-    double per_token =
-        (double) m->layers * (24 * h * h + 12 * h * f + 12 * s * h) + 6 * h * (double) m->vocab;
+    double h = (double) m->hidden, s = (double) m->seq;
+    double per_token = (double) m->layers * (6 * simpar_model_layer_weights(m) + 12 * s * h) +
+                       6 * h * (double) m->vocab;
     return per_token * (double) train->global_batch * s;
 }

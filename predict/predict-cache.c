@@ -13,7 +13,7 @@ struct _SimparPredictCache {
 
 /* What the layer schedule and its memory estimate depend on. */
 typedef struct {
-    gint64 hidden, heads, seq, micro_batch, layers, ffn, vocab, tp, depth;
+    gint64 hidden, heads, seq, micro_batch, layers, ffn, vocab, kv_heads, mlp, norm, tp, depth;
     double p_hidden, p_attn, eps;
     guint64 seed;
     const char *mode; /* interned */
@@ -112,6 +112,7 @@ cache_layer_key(const SimparModel *m, const SimparPlan *plan, SimparAttentionImp
     memset(k, 0, sizeof *k);
     k->hidden = m->hidden, k->heads = m->heads, k->seq = m->seq, k->layers = m->layers;
     k->micro_batch = m->micro_batch, k->ffn = m->ffn, k->vocab = m->vocab;
+    k->kv_heads = simpar_model_kv_heads(m), k->mlp = m->mlp, k->norm = m->norm;
     k->dtype = m->dtype;
     k->mode = g_intern_string(plan->mode), k->tp = plan->tp, k->depth = plan->depth;
     k->sp = plan->sequence_parallel, k->paper_3d = plan->paper_3d, k->q = plan->q;

@@ -339,12 +339,13 @@ simpar_report_to_text(const SimparReport *rep)
         out,
         "%s: model %s (h=%" G_GINT64_FORMAT " a=%" G_GINT64_FORMAT " s=%" G_GINT64_FORMAT
         " b=%" G_GINT64_FORMAT " L=%" G_GINT64_FORMAT " ffn=%" G_GINT64_FORMAT
-        " V=%" G_GINT64_FORMAT " %s), attention %s, backend %s (%s)\n"
+        " V=%" G_GINT64_FORMAT "%s %s), attention %s, backend %s (%s)\n"
         "step = one optimizer step (embedding, layers, loss, Adam); times in "
         "seconds of the GPU that ends last; fwd/bwd = its busy forward and "
         "backward; exposed = communication its compute stream waits for\n\n",
         rep->topology, m->name, m->hidden, m->heads, m->seq, m->micro_batch, m->layers, m->ffn,
-        m->vocab, simpar_dtype_name(m->dtype), rep->attention, rep->backend, rep->coll_mode);
+        m->vocab, simpar_model_flavour(m), simpar_dtype_name(m->dtype), rep->attention,
+        rep->backend, rep->coll_mode);
     g_string_append(out, "mode  grid       GPUs    step s    fwd s    bwd s  compute s  "
                          "exposed s  intra s  inter s mem GiB TFLOP/s  vs 1-D\n");
     const SimparReportRow *base = report_baseline(rep);

@@ -155,22 +155,29 @@ typedef struct {
     gint64 tp, depth, b;
     gboolean sp;
     SimparRecompute recompute;
+    gint64 kv;      /* key/value heads, 0 = a */
+    gboolean llama; /* SwiGLU and RMSNorm */
 } CudaLayerCase;
 
 /* h = 48, a = 24, f = 96, s = 4: divisible by every grid below. */
 static const CudaLayerCase cuda_layer_cases[] = {
-    {"1d", 1, 0, 2, FALSE, SIMPAR_RECOMPUTE_NONE},
-    {"1d", 2, 0, 2, FALSE, SIMPAR_RECOMPUTE_NONE},
-    {"1d", 2, 0, 2, TRUE, SIMPAR_RECOMPUTE_FULL},
-    {"1d", 4, 0, 2, FALSE, SIMPAR_RECOMPUTE_NONE},
-    {"1d", 8, 0, 2, FALSE, SIMPAR_RECOMPUTE_NONE},
-    {"2d", 1, 0, 2, FALSE, SIMPAR_RECOMPUTE_NONE},
-    {"2d", 4, 0, 4, FALSE, SIMPAR_RECOMPUTE_NONE},
-    {"2.5d", 1, 1, 2, FALSE, SIMPAR_RECOMPUTE_NONE},
-    {"2.5d", 2, 2, 4, FALSE, SIMPAR_RECOMPUTE_NONE},
-    {"2.5d", 8, 2, 4, FALSE, SIMPAR_RECOMPUTE_NONE},
-    {"3d", 1, 0, 2, FALSE, SIMPAR_RECOMPUTE_NONE},
-    {"3d", 8, 0, 4, FALSE, SIMPAR_RECOMPUTE_NONE},
+    {"1d", 1, 0, 2, FALSE, SIMPAR_RECOMPUTE_NONE, 0, FALSE},
+    {"1d", 2, 0, 2, FALSE, SIMPAR_RECOMPUTE_NONE, 0, FALSE},
+    {"1d", 2, 0, 2, TRUE, SIMPAR_RECOMPUTE_FULL, 0, FALSE},
+    {"1d", 4, 0, 2, FALSE, SIMPAR_RECOMPUTE_NONE, 0, FALSE},
+    {"1d", 8, 0, 2, FALSE, SIMPAR_RECOMPUTE_NONE, 0, FALSE},
+    {"2d", 1, 0, 2, FALSE, SIMPAR_RECOMPUTE_NONE, 0, FALSE},
+    {"2d", 4, 0, 4, FALSE, SIMPAR_RECOMPUTE_NONE, 0, FALSE},
+    {"2.5d", 1, 1, 2, FALSE, SIMPAR_RECOMPUTE_NONE, 0, FALSE},
+    {"2.5d", 2, 2, 4, FALSE, SIMPAR_RECOMPUTE_NONE, 0, FALSE},
+    {"2.5d", 8, 2, 4, FALSE, SIMPAR_RECOMPUTE_NONE, 0, FALSE},
+    {"3d", 1, 0, 2, FALSE, SIMPAR_RECOMPUTE_NONE, 0, FALSE},
+    {"3d", 8, 0, 4, FALSE, SIMPAR_RECOMPUTE_NONE, 0, FALSE},
+    /* grouped-query (24 heads on 6 or 2) and multi-query attention, SwiGLU, RMSNorm */
+    {"1d", 1, 0, 2, FALSE, SIMPAR_RECOMPUTE_NONE, 1, TRUE},
+    {"1d", 2, 0, 2, TRUE, SIMPAR_RECOMPUTE_FULL, 6, TRUE},
+    {"2d", 4, 0, 4, FALSE, SIMPAR_RECOMPUTE_NONE, 2, TRUE},
+    {"3d", 8, 0, 4, FALSE, SIMPAR_RECOMPUTE_NONE, 2, TRUE},
 };
 
 static RefTensor
@@ -186,7 +193,18 @@ cuda_test_tensor(const char *name)
 static SimparSchedule *
 cuda_test_layer(const CudaLayerCase *lc, SimparDtype dtype, RefShape *shape)
 {
-    SimparModel m = {"test", 48, 24, 4, lc->b, 1, 96, 64, dtype, 0, SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM};
+    SimparModel m = {"test",
+                     48,
+                     24,
+                     4,
+                     lc->b,
+                     1,
+                     96,
+                     64,
+                     dtype,
+                     lc->kv,
+                     lc->llama ? SIMPAR_MLP_SWIGLU : SIMPAR_MLP_GELU,
+                     lc->llama ? SIMPAR_NORM_RMSNORM : SIMPAR_NORM_LAYERNORM};
     SimparPlan plan;
     simpar_plan_init(&plan);
     plan.mode = lc->mode, plan.tp = lc->tp, plan.depth = lc->depth;
@@ -201,7 +219,10 @@ cuda_test_layer(const CudaLayerCase *lc, SimparDtype dtype, RefShape *shape)
                         .eps = plan.eps,
                         .p_hidden = 0.1,
                         .p_attn = 0.1,
-                        .seed = cuda_test_seed};
+                        .seed = cuda_test_seed,
+                        .kv = (guint) lc->kv,
+                        .swiglu = lc->llama,
+                        .rms = lc->llama};
     g_autoptr(GError) error = NULL;
     SimparSchedule *sched = simpar_generate_layer(&m, &plan, &error);
     if (sched == NULL)
@@ -244,9 +265,10 @@ cuda_test_layers(SimparDtype dtype)
     for (guint i = 0; i < G_N_ELEMENTS(cuda_layer_cases); i++) {
         const CudaLayerCase *lc = &cuda_layer_cases[i];
         g_autofree char *what = g_strdup_printf(
-            "%s tp=%" G_GINT64_FORMAT "%s%s%s", lc->mode, lc->tp, lc->sp ? " sp" : "",
+            "%s tp=%" G_GINT64_FORMAT "%s%s%s%s", lc->mode, lc->tp, lc->sp ? " sp" : "",
             lc->recompute != SIMPAR_RECOMPUTE_NONE ? " recompute " : "",
-            lc->recompute != SIMPAR_RECOMPUTE_NONE ? simpar_recompute_name(lc->recompute) : "");
+            lc->recompute != SIMPAR_RECOMPUTE_NONE ? simpar_recompute_name(lc->recompute) : "",
+            lc->llama ? " gqa swiglu rmsnorm" : "");
         RefShape shape;
         g_autoptr(SimparSchedule) sched = cuda_test_layer(lc, dtype, &shape);
         CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
@@ -298,9 +320,9 @@ enum {
 static SimparSchedule *
 cuda_test_step(const CudaStepCase *c, SimparDtype dtype, RefStepConfig *cfg)
 {
-    SimparModel model = {"test",    CUDA_STEP_H, CUDA_STEP_A, CUDA_STEP_S, c->b,
-                         c->layers, CUDA_STEP_F, CUDA_STEP_V, dtype,
-                         0,         SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM};
+    SimparModel model = {"test", CUDA_STEP_H, CUDA_STEP_A,     CUDA_STEP_S,
+                         c->b,   c->layers,   CUDA_STEP_F,     CUDA_STEP_V,
+                         dtype,  0,           SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM};
     SimparTrain tr;
     simpar_train_init(&tr);
     tr.tp.mode = g_intern_static_string("1d");
