@@ -38,9 +38,8 @@ simpar_job_args_init(SimparJobArgs *args)
 void
 simpar_job_args_clear(SimparJobArgs *args)
 {
-    char **strs[] = {&args->model,    &args->dtype,     &args->mlp,      &args->norm,
-                     &args->tp_mode,  &args->variant,   &args->recompute, &args->schedule,
-                     &args->order};
+    char **strs[] = {&args->model,   &args->dtype,     &args->mlp,      &args->norm, &args->tp_mode,
+                     &args->variant, &args->recompute, &args->schedule, &args->order};
     for (guint i = 0; i < G_N_ELEMENTS(strs); i++)
         g_clear_pointer(strs[i], g_free);
 }
@@ -62,8 +61,7 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
         "(schedule), tiny (simpar-exec)",
         simpar_intern_names(presets, n_presets, sizeof(*presets)));
     const GOptionEntry model[] = {
-        {"model", 'm', 0, G_OPTION_ARG_STRING, &a->model, g_intern_string(model_help),
-         "NAME|FILE"},
+        {"model", 'm', 0, G_OPTION_ARG_STRING, &a->model, g_intern_string(model_help), "NAME|FILE"},
         {"hidden", 0, 0, G_OPTION_ARG_INT64, &a->hidden, "Hidden size h", "H"},
         {"heads", 0, 0, G_OPTION_ARG_INT64, &a->heads, "Attention heads a (h % a == 0)", "A"},
         {"kv-heads", 0, 0, G_OPTION_ARG_INT64, &a->kv_heads,

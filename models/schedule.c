@@ -291,12 +291,11 @@ const char *
 simpar_op_kind_name(SimparOpKind kind)
 {
     static const char *const names[SIMPAR_N_OP_KINDS] = {
-        "gemm",        "ln-stats",  "ln-apply",  "ln-bwd-stats",  "ln-bwd-apply",
-        "bias-add",    "bias-grad", "gelu",      "gelu-bwd",      "swiglu",
-        "swiglu-bwd",  "dropout",   "dropout-bwd", "add",         "attention",
-        "attention-bwd", "collective", "send",   "recv",          "embed",
-        "embed-bwd",   "xent-max",  "xent-fwd",  "xent-loss",     "xent-bwd",
-        "adam",        "block",
+        "gemm",        "ln-stats", "ln-apply",  "ln-bwd-stats",  "ln-bwd-apply", "bias-add",
+        "bias-grad",   "gelu",     "gelu-bwd",  "swiglu",        "swiglu-bwd",   "dropout",
+        "dropout-bwd", "add",      "attention", "attention-bwd", "collective",   "send",
+        "recv",        "embed",    "embed-bwd", "xent-max",      "xent-fwd",     "xent-loss",
+        "xent-bwd",    "adam",     "block",
     };
     g_return_val_if_fail(kind < SIMPAR_N_OP_KINDS, "?");
     return names[kind];

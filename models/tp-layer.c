@@ -586,8 +586,8 @@ simpar_layer_require_kv(const SimparModel *m, gint64 by, const char *why, GError
         return TRUE;
     g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
                 "--kv-heads %" G_GINT64_FORMAT " is not divisible by %" G_GINT64_FORMAT
-                " (%s; every GPU needs whole key/value heads: use --kv-heads a multiple of %"
-                G_GINT64_FORMAT ")",
+                " (%s; every GPU needs whole key/value heads: use --kv-heads a multiple of "
+                "%" G_GINT64_FORMAT ")",
                 kv, by, why, by);
     return FALSE;
 }

@@ -149,8 +149,7 @@ ref_work_init(RefWork *w, const RefShape *sh)
 {
     gsize rows = (gsize) sh->b * sh->s, h = sh->h, f = sh->f, f1 = ref_fc1_width(sh);
     gsize n_prob = (gsize) sh->b * sh->a * sh->s * sh->s, qkv = ref_qkv_width(sh);
-    gsize total =
-        4 * rows + 11 * rows * h + 2 * rows * (f + f1) + 2 * rows * qkv + n_prob + sh->s;
+    gsize total = 4 * rows + 11 * rows * h + 2 * rows * (f + f1) + 2 * rows * qkv + n_prob + sh->s;
     w->block = g_new0(double, total);
     double *c = w->block;
     w->mu1 = ref_carve(&c, rows);

@@ -18,8 +18,30 @@
 /* ----- helpers ----- */
 
 /* h = 64, a = 4, s = 32, b = 16, L = 2, f = 4h: every mode below can split it. */
-static const SimparModel mem_model = {"mem", 64, 4, 32, 16, 2, 256, 1024, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM};
-static const SimparModel mem_model_fp32 = {"mem", 64, 4, 32, 16, 2, 256, 1024, SIMPAR_DTYPE_FP32, 0, SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM};
+static const SimparModel mem_model = {"mem",
+                                      64,
+                                      4,
+                                      32,
+                                      16,
+                                      2,
+                                      256,
+                                      1024,
+                                      SIMPAR_DTYPE_FP16,
+                                      0,
+                                      SIMPAR_MLP_GELU,
+                                      SIMPAR_NORM_LAYERNORM};
+static const SimparModel mem_model_fp32 = {"mem",
+                                           64,
+                                           4,
+                                           32,
+                                           16,
+                                           2,
+                                           256,
+                                           1024,
+                                           SIMPAR_DTYPE_FP32,
+                                           0,
+                                           SIMPAR_MLP_GELU,
+                                           SIMPAR_NORM_LAYERNORM};
 
 static void
 gpu_h100(SimparGpu *gpu)

@@ -21,8 +21,8 @@ typedef struct {
     const char *mode;
     gint64 tp, depth;
     gboolean sp, paper;
-    gint64 b;  /* micro-batch: whole sequences per GPU */
-    gint64 kv; /* key/value heads, 0 = a */
+    gint64 b;       /* micro-batch: whole sequences per GPU */
+    gint64 kv;      /* key/value heads, 0 = a */
     gboolean llama; /* SwiGLU and RMSNorm */
 } LayerCase;
 
@@ -148,9 +148,8 @@ layers_run(const LayerCase *lc, gboolean causal, double p, SimparRecompute recom
     if (error != NULL)
         printf("\n    %s", error->message);
 
-    RefShape shape = {lc->b,  layers_s, layers_h, layers_a,    layers_f,   causal,
-                      plan.eps, p,      p,        layers_seed, (guint) lc->kv, lc->llama,
-                      lc->llama};
+    RefShape shape = {lc->b, layers_s, layers_h,    layers_a,       layers_f,  causal,   plan.eps,
+                      p,     p,        layers_seed, (guint) lc->kv, lc->llama, lc->llama};
     g_autoptr(GRand) rng = g_rand_new_with_seed(layers_seed);
     double *t[REF_N_TENSORS];
     for (guint i = 0; i < REF_N_TENSORS; i++) {
@@ -165,7 +164,8 @@ layers_run(const LayerCase *lc, gboolean causal, double p, SimparRecompute recom
     layers_scatter(sched, host, &shape, t);
     CU_ASSERT_TRUE_FATAL(simpar_host_run(host, &error));
     double worst = layers_compare(sched, host, &shape, t);
-    printf("\n    %s tp=%" G_GINT64_FORMAT " kv=%" G_GINT64_FORMAT "%s%s recompute %s: worst relative "
+    printf("\n    %s tp=%" G_GINT64_FORMAT " kv=%" G_GINT64_FORMAT
+           "%s%s recompute %s: worst relative "
            "error %.3g ",
            lc->mode, lc->tp, simpar_model_kv_heads(&m), lc->llama ? " swiglu rmsnorm" : "",
            causal ? " causal" : " dropout", simpar_recompute_name(recompute), worst);

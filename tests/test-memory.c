@@ -13,7 +13,18 @@
 /* ----- helpers ----- */
 
 /* h = 64, a = 4, s = 32, b = 16, L = 16, f = 4h, V = 1000, fp16. */
-static const SimparModel model16 = {"mem", 64, 4, 32, 16, 16, 256, 1000, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM};
+static const SimparModel model16 = {"mem",
+                                    64,
+                                    4,
+                                    32,
+                                    16,
+                                    16,
+                                    256,
+                                    1000,
+                                    SIMPAR_DTYPE_FP16,
+                                    0,
+                                    SIMPAR_MLP_GELU,
+                                    SIMPAR_NORM_LAYERNORM};
 
 static gboolean
 near(double got, double want)
@@ -127,7 +138,18 @@ test_states_16_bytes(void)
 static void
 test_states_zero_example(void)
 {
-    SimparModel m = {"zero", 4800, 32, 1024, 1, 26, 19200, 64562, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM};
+    SimparModel m = {"zero",
+                     4800,
+                     32,
+                     1024,
+                     1,
+                     26,
+                     19200,
+                     64562,
+                     SIMPAR_DTYPE_FP16,
+                     0,
+                     SIMPAR_MLP_GELU,
+                     SIMPAR_NORM_LAYERNORM};
     const double want_GB[] = {120, 31.4, 16.6, 1.875};
     const double tol_GB[] = {1e-9, 0.05, 0.05, 1e-9};
     for (gint zero = 0; zero <= 3; zero++) {

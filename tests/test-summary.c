@@ -38,7 +38,9 @@ static void
 summary_check(const char *mode, gint64 tp, gint64 depth, gboolean sp, gboolean paper,
               const Expect *rows, guint n_rows)
 {
-    SimparModel m = {"closed-form", H, A, S, BATCH, 1, FF, 64, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM};
+    SimparModel m = {
+        "closed-form",        H, A, S, BATCH, 1, FF, 64, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
+        SIMPAR_NORM_LAYERNORM};
     SimparPlan plan;
     simpar_plan_init(&plan);
     plan.mode = mode, plan.tp = tp, plan.depth = depth, plan.sequence_parallel = sp;
@@ -161,7 +163,18 @@ test_3d(void)
 static void
 test_paper_table(void)
 {
-    SimparModel m = {"f=4h", 64, 8, 8, 16, 1, 256, 64, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM};
+    SimparModel m = {"f=4h",
+                     64,
+                     8,
+                     8,
+                     16,
+                     1,
+                     256,
+                     64,
+                     SIMPAR_DTYPE_FP16,
+                     0,
+                     SIMPAR_MLP_GELU,
+                     SIMPAR_NORM_LAYERNORM};
     guint64 h = 64, B = 16 * 8;
     SimparPlan p2, p3;
     simpar_plan_init(&p2);

@@ -153,8 +153,18 @@ train_host_compare(const SimparSchedule *sched, SimparHost *host, TrainRef *ref,
 static void
 train_host_setup(const TrainCase *c, SimparModel *model, SimparTrain *tr)
 {
-    *model =
-        (SimparModel){"test", TH_H, TH_A, TH_S, c->b, c->layers, TH_F, TH_V, SIMPAR_DTYPE_FP64, 0, SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM};
+    *model = (SimparModel){"test",
+                           TH_H,
+                           TH_A,
+                           TH_S,
+                           c->b,
+                           c->layers,
+                           TH_F,
+                           TH_V,
+                           SIMPAR_DTYPE_FP64,
+                           0,
+                           SIMPAR_MLP_GELU,
+                           SIMPAR_NORM_LAYERNORM};
     simpar_train_init(tr);
     tr->tp.mode = g_intern_string(c->mode);
     tr->tp.tp = c->tp, tr->tp.depth = c->depth;
