@@ -235,6 +235,8 @@ simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GE
         {"hidden", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_HIDDEN], "Hidden sizes h", "LIST"},
         {"layers", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_LAYERS], "Layer counts L", "LIST"},
         {"seq", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_SEQ], "Sequence lengths s", "LIST"},
+        {"kv-heads", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_KV_HEADS],
+         "Key/value heads (grouped-query attention; default the model's)", "LIST"},
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &a->output,
          "The CSV to write (journal: FILE.part, resumed when rerun)", "FILE"},
         {"jobs", 'j', 0, G_OPTION_ARG_INT64, &a->jobs,
@@ -258,6 +260,8 @@ simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GE
     };
     /* the single-valued job and prediction options, as simpar predict takes them */
     static const char *const job_singles[] = {"heads",
+                                              "mlp",
+                                              "norm",
                                               "ffn",
                                               "vocab",
                                               "dtype",

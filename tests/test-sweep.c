@@ -354,6 +354,37 @@ test_closed_forms_and_ranks(void)
     CU_ASSERT_TRUE(number(csv, 0, "mem_GiB") > 16);
 }
 
+/* --kv-heads is a list axis: grouped-query attention rows equal simpar predict, fewer key/value
+ * heads give a faster step, and a count the tensor-parallel group cannot split is a skipped row
+ * that says why. */
+static void
+test_kv_heads_axis(void)
+{
+    g_autofree char *out = tmp_path("kv.csv");
+    g_free(run_ok("sweep --topology " TOPO " --model llama3-8b --layers 2 --seq 1024 --dtype fp16 "
+                  "--gpus 8 --tp-mode 1d --tp 4 --pp 1 --kv-heads 2..8 --global-batch 8 -q -o %s",
+                  out));
+    g_autoptr(SimparCsv) csv = read_csv(out);
+    CU_ASSERT_EQUAL_FATAL(simpar_csv_n_rows(csv), 3);
+    const char *kv[] = {"2", "4", "8"};
+    for (guint i = 0; i < 3; i++)
+        CU_ASSERT_STRING_EQUAL(field(csv, i, "kv_heads"), kv[i]);
+    CU_ASSERT_STRING_EQUAL(field(csv, 0, "status"), "skipped");
+    CU_ASSERT_PTR_NOT_NULL(strstr(field(csv, 0, "reason"), "--kv-heads 2 is not divisible by 4"));
+    CU_ASSERT_STRING_EQUAL(field(csv, 1, "status"), "ok");
+    CU_ASSERT_STRING_EQUAL(field(csv, 2, "status"), "ok");
+    CU_ASSERT_TRUE(number(csv, 1, "step_time_s") < number(csv, 2, "step_time_s"));
+    CU_ASSERT_TRUE(number(csv, 1, "mem_GiB") < number(csv, 2, "mem_GiB"));
+    g_autofree char *json = run_ok("--topology " TOPO " --backend analytic --model llama3-8b "
+                                   "--layers 2 --seq 1024 --dtype fp16 --gpus 8 --tp-mode 1d "
+                                   "--tp 4 --pp 1 --dp 2 --kv-heads 4 --global-batch 8 --json");
+    g_autoptr(JsonParser) p = json_parser_new();
+    CU_ASSERT_TRUE_FATAL(json_parser_load_from_data(p, json, -1, NULL));
+    JsonObject *o = json_array_get_object_element(json_node_get_array(json_parser_get_root(p)), 0);
+    g_autofree char *step = json_figure(o, "step_time_s");
+    CU_ASSERT_STRING_EQUAL(field(csv, 1, "step_time_s"), step);
+}
+
 /* Rows whose SimGrid simulation would exceed --time-budget are skipped, saying so and how to go
  * faster, instead of running for hours; the budget is part of the sweep's identity. */
 static void
@@ -456,6 +487,8 @@ test_bad_lists_and_options_are_refused(void)
         {"--model nope", "--model nope: no such preset"},
         {"--zero 5", "--zero 5"},
         {"--heads 0", "--heads 0"},
+        {"--kv-heads 0", "--kv-heads 0"},
+        {"--mlp relu", "--mlp: mlp 'relu' is not one of gelu, swiglu"},
     };
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autofree char *args = g_strdup_printf(SMALL " %s -o %s", cases[i][0], out);
@@ -475,6 +508,7 @@ test_bad_lists_and_options_are_refused(void)
 }
 
 static CU_TestInfo sweep_tests[] = {
+    {"a --kv-heads list sweeps grouped-query attention; rows equal predict", test_kv_heads_axis},
     {"--jobs 1 and --jobs 2 write the same bytes", test_jobs_do_not_change_the_output},
     {"rows over --time-budget are skipped, saying why", test_rows_over_the_time_budget_are_skipped},
     {"shards merge into the unsharded output; missing, duplicate, foreign parts are refused",

@@ -182,6 +182,7 @@ row_config(const SimparSweep *sw, const SimparSweepConfig *c, const SimparBacken
     row_set(r, SIMPAR_SWEEP_COL_MODEL, g_strdup(base->name));
     row_int(r, SIMPAR_SWEEP_COL_HIDDEN, c->hidden);
     row_int(r, SIMPAR_SWEEP_COL_HEADS, c->heads);
+    row_int(r, SIMPAR_SWEEP_COL_KV_HEADS, c->kv_heads != SIMPAR_JOB_UNSET ? c->kv_heads : c->heads);
     row_int(r, SIMPAR_SWEEP_COL_LAYERS, c->layers);
     row_int(r, SIMPAR_SWEEP_COL_SEQ, c->seq);
     row_set(r, SIMPAR_SWEEP_COL_DTYPE, g_strdup(simpar_dtype_name(base->dtype)));
@@ -215,6 +216,7 @@ row_job_args(const SimparSweep *sw, const SimparSweepConfig *c, SimparJobArgs *a
     *a = sw->args.job;
     a->model = sw->names[SIMPAR_SWEEP_MODELS]->pdata[c->model];
     a->hidden = c->hidden, a->heads = c->heads, a->ffn = c->ffn, a->layers = c->layers;
+    a->kv_heads = c->kv_heads;
     a->seq = c->seq, a->micro_batch = c->micro_batch, a->global_batch = c->global_batch;
     a->tp_mode = (char *) c->mode, a->tp = c->tp;
     a->depth = c->depth > 0 ? c->depth : SIMPAR_JOB_UNSET;

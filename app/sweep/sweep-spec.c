@@ -29,6 +29,7 @@ static const struct {
     [SIMPAR_SWEEP_HIDDEN] = {"hidden", TRUE, 1, SIMPAR_MODEL_MAX_DIM},
     [SIMPAR_SWEEP_LAYERS] = {"layers", TRUE, 1, SIMPAR_MODEL_MAX_DIM},
     [SIMPAR_SWEEP_SEQ] = {"seq", TRUE, 1, SIMPAR_MODEL_MAX_DIM},
+    [SIMPAR_SWEEP_KV_HEADS] = {"kv-heads", TRUE, 1, SIMPAR_MODEL_MAX_DIM},
 };
 
 static const char *const sweep_name_flags[SIMPAR_SWEEP_N_NAMES] = {"tp-mode", "model", "recompute",
@@ -270,6 +271,17 @@ sweep_check_job(const SimparSweep *sw, GError **error)
             return simpar_cli_usage(
                 error, "--%s %" G_GINT64_FORMAT ": must be from 1 to %" G_GINT64_FORMAT,
                 dims[i].flag, dims[i].v, SIMPAR_MODEL_MAX_DIM);
+    SimparMlp mlp;
+    SimparNorm norm;
+    GError *flavour = NULL;
+    if (j->mlp != NULL && !simpar_mlp_parse(j->mlp, &mlp, &flavour)) {
+        g_prefix_error(&flavour, "--mlp: ");
+        return sweep_usage_from(error, flavour);
+    }
+    if (j->norm != NULL && !simpar_norm_parse(j->norm, &norm, &flavour)) {
+        g_prefix_error(&flavour, "--norm: ");
+        return sweep_usage_from(error, flavour);
+    }
     if (j->variant != NULL && !g_str_equal(j->variant, "paper") &&
         !g_str_equal(j->variant, "later"))
         return simpar_cli_usage(error, "--variant %s: valid are paper and later", j->variant);
@@ -577,6 +589,9 @@ sweep_shapes(const SimparSweep *sw, const SimparModel *base, const guint *k, Sim
     c->seq = sweep_value(sw, SIMPAR_SWEEP_SEQ, k[2], base->seq);
     c->micro_batch = sweep_value(sw, SIMPAR_SWEEP_MICRO_BATCH, k[3], base->micro_batch);
     c->global_batch = sweep_value(sw, SIMPAR_SWEEP_GLOBAL_BATCH, k[4], SIMPAR_JOB_UNSET);
+    /* a multi-head base keeps one key/value head per head, however many heads there are */
+    c->kv_heads = sweep_value(sw, SIMPAR_SWEEP_KV_HEADS, k[5],
+                              base->kv_heads != 0 ? base->kv_heads : SIMPAR_JOB_UNSET);
 }
 
 /* Whether some mode has a grid on G GPUs: then every shape gives configurations (a grid has at
@@ -595,8 +610,9 @@ static gboolean
 sweep_enum_shapes(SweepEnum *e, guint slot, guint m, GError **error)
 {
     const SimparSweep *sw = e->sw;
-    const SimparSweepAxis axes[] = {SIMPAR_SWEEP_HIDDEN, SIMPAR_SWEEP_LAYERS, SIMPAR_SWEEP_SEQ,
-                                    SIMPAR_SWEEP_MICRO_BATCH, SIMPAR_SWEEP_GLOBAL_BATCH};
+    const SimparSweepAxis axes[] = {SIMPAR_SWEEP_HIDDEN,       SIMPAR_SWEEP_LAYERS,
+                                    SIMPAR_SWEEP_SEQ,          SIMPAR_SWEEP_MICRO_BATCH,
+                                    SIMPAR_SWEEP_GLOBAL_BATCH, SIMPAR_SWEEP_KV_HEADS};
     if (!sweep_has_grid(sw, g_array_index(sw->numbers[SIMPAR_SWEEP_GPUS], gint64, slot)))
         return TRUE; /* not 4096^5 empty shapes in a row */
     guint64 n = 1;

@@ -47,7 +47,7 @@ typedef enum {
 /* clang-format off */
 #define SIMPAR_SWEEP_COLUMNS(X)                                                                    \
     X(INDEX, "index") X(MODEL, "model") X(HIDDEN, "hidden") X(HEADS, "heads")                      \
-    X(LAYERS, "layers") X(SEQ, "seq") X(DTYPE, "dtype") X(PRESET, "preset") X(NODES, "nodes")      \
+    X(KV_HEADS, "kv_heads") X(LAYERS, "layers") X(SEQ, "seq") X(DTYPE, "dtype") X(PRESET, "preset") X(NODES, "nodes")      \
     X(GPUS, "gpus") X(MODE, "mode") X(GRID, "grid") X(TP, "tp") X(Q, "q") X(DEPTH, "depth")        \
     X(PP, "pp") X(DP, "dp") X(SCHEDULE, "schedule") X(VIRTUAL_STAGES, "virtual_stages")            \
     X(MICRO_BATCH, "micro_batch") X(GLOBAL_BATCH, "global_batch") X(RECOMPUTE, "recompute")        \
@@ -83,6 +83,7 @@ typedef enum {
     SIMPAR_SWEEP_HIDDEN,
     SIMPAR_SWEEP_LAYERS,
     SIMPAR_SWEEP_SEQ,
+    SIMPAR_SWEEP_KV_HEADS,
     SIMPAR_SWEEP_N_NUMBERS,
 } SimparSweepAxis;
 
@@ -112,7 +113,7 @@ typedef struct {
     guint64 index;
     guint gpus, gpus_slot; /* the GPU count and its position in the --gpus list */
     guint model;           /* position in the --model list */
-    gint64 hidden, heads, ffn, layers, seq, micro_batch;
+    gint64 hidden, heads, kv_heads, ffn, layers, seq, micro_batch;
     gint64 global_batch; /* SIMPAR_JOB_UNSET: micro-batch x D */
     const char *mode;
     gint64 tp, q, depth; /* q, depth 0 where the mode has none; depth 0 in 2.5-D: none fits */
