@@ -39,6 +39,7 @@ typedef struct {
     SimparPipeSchedule schedule;
     guint v, P, D, m, zero;
     gboolean overlap, tied, sg, small_buckets, order;
+    gboolean llama;   /* 8 heads on 4 key/value heads, SwiGLU, RMSNorm */
     const char *mode; /* interned */
     gint64 tp, depth;
     gboolean sp;
@@ -69,6 +70,7 @@ grid_case(guint i, GridCase *c)
                     .sg = i % 5 == 1,
                     .small_buckets = i % 4 == 0,
                     .order = i % 7 == 3,
+                    .llama = i % 3 == 1,
                     .sp = strstr(grid_plans[i % G_N_ELEMENTS(grid_plans)], "sp") != NULL};
     char mode[8];
     guint n = sscanf(grid_plans[i % G_N_ELEMENTS(grid_plans)],
@@ -83,6 +85,9 @@ grid_setup(const GridCase *c, SimparModel *model, SimparTrain *tr)
 {
     g_assert(simpar_model_preset("tiny", model, NULL));
     model->layers = 24;
+    if (c->llama)
+        model->heads = 8, model->kv_heads = 4, model->mlp = SIMPAR_MLP_SWIGLU,
+        model->norm = SIMPAR_NORM_RMSNORM;
     simpar_train_init(tr);
     tr->tp.mode = c->mode, tr->tp.tp = c->tp, tr->tp.depth = c->depth;
     tr->tp.sequence_parallel = c->sp;
@@ -186,10 +191,11 @@ grid_note(GridResult *res, guint i, const GridCase *k, const SimparReportRow *a,
         return;
     g_string_append_printf(res->bad,
                            "case %u (%s T=%" G_GINT64_FORMAT " %s v=%u P=%u D=%u m=%u "
-                           "ZeRO-%u%s%s%s): step %.12g vs %.12g, terms %.3g%s\n",
+                           "ZeRO-%u%s%s%s%s): step %.12g vs %.12g, terms %.3g%s\n",
                            i, k->mode, k->tp, simpar_pipe_schedule_name(k->schedule), k->v, k->P,
                            k->D, k->m, k->zero, k->overlap ? " overlap" : "",
-                           k->tied ? " tied" : "", k->sg ? " sg" : "", f->step_s, a->step_s, d_term,
+                           k->tied ? " tied" : "", k->sg ? " sg" : "", k->llama ? " llama" : "",
+                           f->step_s, a->step_s, d_term,
                            grid_same(a, c) ? "" : "; the cache changed analytic");
 }
 

@@ -114,6 +114,29 @@ test_estimate_recompute(void)
         near(mem.total_B, mem.states_B + mem.activations_B + mem.recompute_B + mem.transient_B));
 }
 
+/* Llama 3 8B (GQA 32 heads on 8, SwiGLU, RMSNorm, untied): 8.03e9 parameters as published
+ * (arXiv 2407.21783); the layer holds q, o [h x h], k, v [h x 1024], three [h x f] MLP
+ * matrices, one gain per norm, and the biases simpar's layer carries (about 43k). Its stored
+ * activations are Korthikanti's terms with the wider fc1 output and the narrower k, v. */
+static void
+test_llama3_8b(void)
+{
+    SimparModel m;
+    CU_ASSERT_TRUE_FATAL(simpar_model_preset("llama3-8b", &m, NULL));
+    SimparTrain train = train_1d(1, SIMPAR_PIPE_1F1B, 1, 1, 1);
+    train.global_batch = m.micro_batch;
+    SimparMemory mem = step(&m, &train, 0);
+    double h = 4096, kv = 1024, f = 14336, V = 128256, L = 32;
+    double layer = h * (h + 2 * kv) + h * h + 3 * h * f + (h + 2 * kv + h + 2 * f + h) + 2 * h;
+    CU_ASSERT(near(mem.params, L * layer + 2 * h * V));
+    printf("\n    llama3-8b: %.4g parameters (published 8.03e9)", mem.params);
+    CU_ASSERT_DOUBLE_EQUAL(mem.params / 8.03e9, 1, 0.002);
+    double s = 8192, sbh = s * h, ds = 2;
+    double stored =
+        sbh * (4 * ds + 2) + s * (h + 2 * kv + h + 2 * f + f) * ds + 32 * s * s * (2 * ds + 1);
+    CU_ASSERT(near(mem.activations_B, L * stored));
+}
+
 /* ----- model states ----- */
 
 static void
@@ -300,6 +323,7 @@ test_peak_stage(void)
 }
 
 static CU_TestInfo memory_tests[] = {
+    {"Llama 3 8B: the published parameter count, activations of GQA and SwiGLU", test_llama3_8b},
     {"1-D activations per layer are Korthikanti's table for every recompute and SP choice",
      test_activations_table},
     {"the layer-stack estimate honours selective recomputation", test_estimate_recompute},
