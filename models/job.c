@@ -30,7 +30,8 @@ simpar_job_args_init(SimparJobArgs *args)
                        &args->local_chunks,
                        &args->aux_head_width,
                        &args->bucket_params,
-                       &args->vp_group};
+                       &args->vp_group,
+                       &args->shard_group};
     for (guint i = 0; i < G_N_ELEMENTS(unset); i++)
         *unset[i] = SIMPAR_JOB_UNSET;
 }
@@ -38,8 +39,9 @@ simpar_job_args_init(SimparJobArgs *args)
 void
 simpar_job_args_clear(SimparJobArgs *args)
 {
-    char **strs[] = {&args->model,   &args->dtype,     &args->mlp,      &args->norm, &args->tp_mode,
-                     &args->variant, &args->recompute, &args->schedule, &args->order};
+    char **strs[] = {
+        &args->model,   &args->dtype,     &args->mlp,      &args->norm,  &args->tp_mode,
+        &args->variant, &args->recompute, &args->schedule, &args->order, &args->grad_reduce_dtype};
     for (guint i = 0; i < G_N_ELEMENTS(strs); i++)
         g_clear_pointer(strs[i], g_free);
 }
@@ -117,6 +119,14 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
          "Sequences per optimizer step over all replicas (default micro-batch x D: m = 1)", "B"},
         {"zero", 0, 0, G_OPTION_ARG_INT64, &a->zero,
          "ZeRO stage: 0 (DDP all-reduce, default), 1 (distributed optimizer), 2, 3", "Z"},
+        {"shard-group", 0, 0, G_OPTION_ARG_INT64, &a->shard_group,
+         "ZeRO 1-3: shard over groups of N replicas and replicate across them (hybrid "
+         "sharding; default --dp)",
+         "N"},
+        {"no-reshard", 0, 0, G_OPTION_ARG_NONE, &a->no_reshard,
+         "ZeRO-3: keep the parameters the forward gathered for the backward (no re-gather)", NULL},
+        {"grad-reduce-dtype", 0, 0, G_OPTION_ARG_STRING, &a->grad_reduce_dtype,
+         "Gradient accumulation and reduction type: the model's dtype (default) or fp32", "T"},
         {"overlap-grad-reduce", 0, 0, G_OPTION_ARG_NONE, &a->overlap_grad_reduce,
          "Reduce gradient buckets during the last backward instead of after it", NULL},
         {"bucket-params", 0, 0, G_OPTION_ARG_INT64, &a->bucket_params,
@@ -381,6 +391,22 @@ simpar_job_train(const SimparJobArgs *a, SimparTrain *t, GError **error)
                                 "(--local-chunks K)");
     if (a->bucket_params != SIMPAR_JOB_UNSET)
         t->bucket_params = a->bucket_params;
+    if (!job_at_least(a->shard_group, 1, "--shard-group", error))
+        return FALSE;
+    if (a->shard_group != SIMPAR_JOB_UNSET)
+        t->shard_group = a->shard_group;
+    t->no_reshard = a->no_reshard;
+    if (a->grad_reduce_dtype != NULL) {
+        SimparDtype dt;
+        if (!simpar_dtype_parse(a->grad_reduce_dtype, &dt, NULL)) {
+            g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
+                        "--grad-reduce-dtype %s: valid are fp32 (accumulate and reduce "
+                        "gradients in fp32) and the model's dtype",
+                        a->grad_reduce_dtype);
+            return FALSE;
+        }
+        t->grad_dtype = dt, t->grad_dtype_set = TRUE;
+    }
     t->overlap_grad_reduce = a->overlap_grad_reduce;
     t->local_async = a->local_async;
     t->tied_embeddings = a->tied_embeddings;

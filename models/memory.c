@@ -25,17 +25,21 @@ memory_layer_params(const SimparModel *m)
 
 /* Bytes per parameter of weights, gradients and optimizer states (section 6.1): 16-bit weights
  * and gradients with fp32 master weights, momentum and variance (2 + 2 + 12); fp32 training
- * 4 + 4 + 8 (momentum, variance), fp64 8 + 8 + 16. ZeRO (section 4.1) partitions the optimizer
- * states over the D replicas from stage 1, the gradients from 2, the weights from 3. */
+ * 4 + 4 + 8 (momentum, variance), fp64 8 + 8 + 16; gradients kept in fp32 (--grad-reduce-dtype)
+ * take 4. ZeRO (section 4.1) partitions the optimizer states over the `shards` replicas of a
+ * shard group (all D, or --shard-group's) from stage 1, the gradients from 2, the weights from
+ * 3; with --no-reshard the weights gathered in the forward stay whole until the backward. */
 static void
-memory_state_bytes(SimparDtype dtype, gint zero, double dp, double bytes[3])
+memory_state_bytes(SimparDtype dtype, const SimparTrain *train, double bytes[3])
 {
-    double ds = simpar_dtype_size(dtype);
+    double ds = simpar_dtype_size(dtype), shards = simpar_train_shard_group(train);
     bytes[0] = ds;
-    bytes[1] = ds;
+    bytes[1] = simpar_train_grad_bytes(train, dtype);
     bytes[2] = ds == 2 ? 12 : 2 * ds;
-    for (gint i = 0; i < MIN(zero, 3); i++)
-        bytes[2 - i] /= dp;
+    for (gint i = 0; i < MIN(train->zero, 3); i++)
+        bytes[2 - i] /= shards;
+    if (train->no_reshard) /* the whole weights, beside the shard */
+        bytes[0] += ds;
 }
 
 /* One layer's stored activations per GPU and micro-batch, from Korthikanti et al.'s breakdown
@@ -101,7 +105,9 @@ simpar_memory_estimate(const SimparModel *model, const SimparPlan *plan,
     double split = simpar_plan_weight_split(plan), bytes[3];
     g_return_if_fail(split > 0); /* an unknown mode: the plan was not validated */
     double layers = model->layers;
-    memory_state_bytes(model->dtype, 0, 1, bytes);
+    SimparTrain unsplit;
+    simpar_train_init(&unsplit);
+    memory_state_bytes(model->dtype, &unsplit, bytes);
     *out = (SimparMemory){.params = layers * memory_layer_params(model) / split};
     out->weights_B = out->params * bytes[0];
     out->grads_B = out->params * bytes[1];
@@ -204,7 +210,7 @@ simpar_memory_step(const SimparModel *model, const SimparTrain *train, guint sta
     g_return_if_fail(split > 0); /* an unknown mode: the plan was not validated */
     if (!memory_stage(model, train, stage, &st))
         return;
-    memory_state_bytes(model->dtype, train->zero, (double) train->dp, bytes);
+    memory_state_bytes(model->dtype, train, bytes);
     double layers = st.chunk_layers * st.v, layer_params = layers * memory_layer_params(model);
     double head_params = memory_head_params(model, train, &st);
     double chunks = memory_chunks_in_flight(train->schedule, &st, stage);

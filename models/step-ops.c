@@ -69,10 +69,13 @@ step_ops_supported(const SimparModel *model, const SimparTrain *tr, const Simpar
         flag = "--zero 1|2|3";
     else if (tr->tied_embeddings)
         flag = "--tied-embeddings";
+    else if (tr->grad_dtype_set && tr->grad_dtype != model->dtype)
+        flag = "--grad-reduce-dtype";
     if (flag != NULL) {
         g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
                     "%s is modelled from timed blocks only; an executable step has ZeRO 0, untied "
-                    "embeddings and a pipeline schedule (gpipe, 1f1b, interleaved)",
+                    "embeddings, gradients in the model's dtype and a pipeline schedule (gpipe, "
+                    "1f1b, interleaved)",
                     flag);
         return FALSE;
     }

@@ -47,6 +47,9 @@ typedef struct {
     SimparTrain numbering;         /* ranks: tr itself, or the slice's split with T = 1 */
     gboolean local;
     guint *dp_group, *tp_group, *embed_group;
+    guint S, R;                     /* ZeRO shard groups of S replicas, R = D / S of them */
+    guint *shard_group, *rep_group; /* per (t, p, d / S) and (t, p, d % S); NULL if S = D */
+    guint gf;                       /* gradient elements per dtype element (fp32 reduction) */
     /* the rank being emitted */
     guint rank, t, d, p;
     SimparStepRankFacts facts;

@@ -143,32 +143,61 @@ step_flush_bucket(Step *st, guint ready)
     }
 }
 
-/* The reduction of one bucket over the data-parallel group. */
+/* The group ZeRO shards over: the data-parallel group, or with --shard-group this rank's group
+ * of S replicas. */
+static guint
+step_shard_group(const Step *st)
+{
+    if (st->shard_group == NULL)
+        return st->dp_group[st->t * st->P + st->p];
+    return st->shard_group[(st->t * st->P + st->p) * st->R + st->d / st->S];
+}
+
+/* Gradients [off, off + count) as the reductions see them: gf elements each (fp32 reduction of
+ * 16-bit training moves twice the bytes; the buffer is gf times as long). */
+static SimparView
+step_grad_view(const Step *st, gsize off)
+{
+    return (SimparView){st->grads, off * st->gf};
+}
+
+/* The reduction of one bucket over the data-parallel group: an all-reduce (ZeRO 0), or a
+ * reduce-scatter over the shard group and, with hybrid sharding, an all-reduce of the shard
+ * over the R replicas of it. */
 static void
 step_reduce_bucket(Step *st, const StepBucket *b, guint dep)
 {
     if (st->D == 1)
         return;
-    guint g = st->dp_group[st->t * st->P + st->p];
+    SimparView v = step_grad_view(st, b->off);
     guint i;
     if (st->tr->zero == 0)
-        i = step_coll(st, STEP_DP, SIMPAR_COLL_ALL_REDUCE, g, b->count,
-                      (SimparView){st->grads, b->off}, (SimparView){st->grads, b->off},
-                      "dp.all-reduce");
+        i = step_coll(st, STEP_DP, SIMPAR_COLL_ALL_REDUCE, st->dp_group[st->t * st->P + st->p],
+                      b->count * st->gf, v, v, "dp.all-reduce");
+    else if (st->S > 1)
+        i = step_coll(st, STEP_DP, SIMPAR_COLL_REDUCE_SCATTER, step_shard_group(st),
+                      b->count / st->S * st->gf, v, v, "dp.reduce-scatter");
     else
-        i = step_coll(st, STEP_DP, SIMPAR_COLL_REDUCE_SCATTER, g, b->count / st->D,
-                      (SimparView){st->grads, b->off}, (SimparView){st->grads, b->off},
-                      "dp.reduce-scatter");
-    simpar_schedule_add_dep(st->s, i, dep);
-    g_array_append_val(st->dp_ops, i);
+        i = G_MAXUINT; /* shard groups of one replica: nothing to scatter */
+    if (i != G_MAXUINT) {
+        simpar_schedule_add_dep(st->s, i, dep);
+        g_array_append_val(st->dp_ops, i);
+    }
+    if (st->tr->zero == 0 || st->rep_group == NULL)
+        return;
+    guint g = st->rep_group[(st->t * st->P + st->p) * st->S + st->d % st->S];
+    guint a = step_coll(st, STEP_DP, SIMPAR_COLL_ALL_REDUCE, g, b->count / st->S * st->gf, v, v,
+                        "dp.all-reduce-replicas");
+    simpar_schedule_add_dep(st->s, a, i != G_MAXUINT ? i : dep);
+    g_array_append_val(st->dp_ops, a);
 }
 
 /* ZeRO-3: the parameters of one layer (or end) gathered before their use. */
 static guint
 step_gather(Step *st, gsize off, gsize count, const char *name)
 {
-    guint g = st->dp_group[st->t * st->P + st->p];
-    guint i = step_coll(st, STEP_GATHER, SIMPAR_COLL_ALL_GATHER, g, count / st->D,
+    guint g = step_shard_group(st);
+    guint i = step_coll(st, STEP_GATHER, SIMPAR_COLL_ALL_GATHER, g, count / st->S,
                         (SimparView){st->params, off}, (SimparView){st->params, off}, name);
     if (st->prefetch[0] != G_MAXUINT)
         simpar_schedule_add_dep(st->s, i, st->prefetch[0]);
@@ -203,7 +232,7 @@ step_layers(Step *st, guint chunk, guint micro, gboolean backward, gboolean fina
     for (guint k = 0; k < st->lc; k++) {
         guint l = backward ? st->lc - 1 - k : k;
         gsize off = st->layer_off[chunk] + (st->lc - 1 - l) * lp; /* last layer first */
-        guint gather = st->tr->zero == 3 && st->D > 1
+        guint gather = st->tr->zero == 3 && st->S > 1 && !(backward && st->tr->no_reshard)
                            ? step_gather(st, off, lp, "dp.all-gather-params")
                            : G_MAXUINT;
         guint b = step_block(st, key, 1, ph);
@@ -232,7 +261,8 @@ step_end_block(Step *st, const char *key, gsize off, guint micro, SimparPhase ph
         return;
     }
     guint gather = G_MAXUINT;
-    if (st->tr->zero == 3 && st->D > 1)
+    gboolean kept = phase == SIMPAR_PHASE_BACKWARD && st->tr->no_reshard;
+    if (st->tr->zero == 3 && st->S > 1 && !kept)
         gather = step_gather(st, off, st->ends, "dp.all-gather-params");
     guint b = step_block(st, key, 1, phase);
     if (gather != G_MAXUINT)
@@ -326,7 +356,7 @@ step_optimizer(Step *st, guint step)
                   st->ends, (SimparView){st->grads, off}, (SimparView){st->grads, off},
                   "embed.all-reduce-tied");
     }
-    gsize count = st->tr->zero >= 1 ? st->n_grads / st->D : st->n_grads;
+    gsize count = st->tr->zero >= 1 ? st->n_grads / st->S : st->n_grads;
     g_autofree char *name = g_strdup_printf("optimizer.step%u", step);
     const SimparAdamConfig *cfg = &st->tr->adam;
     SimparOp adam = {.kind = SIMPAR_OP_ADAM,
@@ -346,8 +376,8 @@ step_optimizer(Step *st, guint step)
         simpar_schedule_add_dep(st->s, a, g_array_index(st->dp_ops, guint, k));
     g_array_set_size(st->dp_ops, 0);
     st->last_compute = a;
-    if (st->D > 1 && (st->tr->zero == 1 || st->tr->zero == 2)) {
-        guint g = st->dp_group[st->t * st->P + st->p];
+    if (st->S > 1 && (st->tr->zero == 1 || st->tr->zero == 2)) {
+        guint g = step_shard_group(st);
         guint i =
             step_coll(st, STEP_DP, SIMPAR_COLL_ALL_GATHER, g, count, (SimparView){st->params, 0},
                       (SimparView){st->params, 0}, "dp.all-gather-params");
@@ -384,9 +414,9 @@ step_rank_layout(Step *st)
     /* room for reduce-scatters of every bucket: a whole number of D-sized pieces */
     st->n_grads = n;
     gsize padded = n + (gsize) st->D * (gsize) st->D;
-    st->grads = simpar_schedule_add_buffer(st->s, st->rank, "grads", padded);
+    st->grads = simpar_schedule_add_buffer(st->s, st->rank, "grads", padded * st->gf);
     st->params = simpar_schedule_add_buffer(st->s, st->rank, "params", padded);
-    gsize opt = st->tr->zero >= 1 ? n / st->D + 1 : n;
+    gsize opt = st->tr->zero >= 1 ? n / st->S + 1 : n;
     st->opt_m = simpar_schedule_add_buffer(st->s, st->rank, "adam.m", opt);
     st->opt_v = simpar_schedule_add_buffer(st->s, st->rank, "adam.v", opt);
     gsize act = st->facts.act_elems;
@@ -421,6 +451,20 @@ static guint
 step_dp_member(const Step *st, guint t, guint p, guint k)
 {
     return step_rank(st, t, k, p);
+}
+
+/* Hybrid sharding: inner = p R + g, the g-th shard group of S consecutive replicas; inner =
+ * p S + i, the replicas at place i of every shard group. */
+static guint
+step_shard_member(const Step *st, guint t, guint inner, guint k)
+{
+    return step_rank(st, t, inner % st->R * st->S + k, inner / st->R);
+}
+
+static guint
+step_rep_member(const Step *st, guint t, guint inner, guint k)
+{
+    return step_rank(st, t, k * st->S + inner % st->S, inner / st->S);
 }
 
 static guint
@@ -464,8 +508,15 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
                                            "p2p-send-bwd", "dp",   "dp-gather"};
     for (guint i = 1; i < STEP_N_STREAMS; i++)
         simpar_schedule_add_stream(st.s, streams[i]);
+    st.S = tr->zero >= 1 ? simpar_train_shard_group(tr) : st.D;
+    st.R = st.D / st.S;
+    st.gf = simpar_train_grad_bytes(tr, model->dtype) / simpar_dtype_size(model->dtype);
     if (st.D > 1)
         st.dp_group = step_groups(&st, "dp", st.T, st.P, st.D, step_dp_member);
+    if (st.S < st.D && st.S > 1)
+        st.shard_group = step_groups(&st, "dp-shard", st.T, st.P * st.R, st.S, step_shard_member);
+    if (st.S < st.D)
+        st.rep_group = step_groups(&st, "dp-replica", st.T, st.P * st.S, st.R, step_rep_member);
     if (tr->scatter_gather && st.T > 1)
         st.tp_group = step_groups(&st, "tp", st.D, st.P, st.T, step_tp_member);
     if (tr->tied_embeddings && st.P > 1)
@@ -509,6 +560,7 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
     if (ops)
         step_ops_free(&st);
     g_free(st.dp_group), g_free(st.tp_group), g_free(st.embed_group);
+    g_free(st.shard_group), g_free(st.rep_group);
     return st.s; /* (transfer full) */
 }
 

@@ -26,6 +26,18 @@ simpar_train_init(SimparTrain *train)
 }
 
 guint
+simpar_train_shard_group(const SimparTrain *t)
+{
+    return (guint) (t->shard_group > 0 ? t->shard_group : t->dp);
+}
+
+guint
+simpar_train_grad_bytes(const SimparTrain *t, SimparDtype dtype)
+{
+    return simpar_dtype_size(t->grad_dtype_set ? t->grad_dtype : dtype);
+}
+
+guint
 simpar_train_vp_group(const SimparTrain *t)
 {
     return (guint) (t->vp_group > 0 ? t->vp_group : t->pp);
@@ -188,6 +200,25 @@ simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GE
                           ": ZeRO stages 2 and 3 partition gradients per micro-batch and do not "
                           "combine with pipelining (DeepSpeed refuses it); use --zero 0 or 1",
                           t->zero, pp_flag, t->pp);
+    if (t->shard_group != 0 && t->zero < 1)
+        return train_fail(error, "--shard-group applies to --zero 1, 2 or 3 (hybrid sharding: "
+                                 "the ZeRO shards span groups of N replicas, replicated across "
+                                 "them)");
+    if (t->shard_group < 0 || (t->shard_group > 0 && t->dp % t->shard_group != 0))
+        return train_fail(error,
+                          "--shard-group %" G_GINT64_FORMAT ": must divide --dp %" G_GINT64_FORMAT
+                          " (valid: a divisor of it)",
+                          t->shard_group, t->dp);
+    if (t->grad_dtype_set && t->grad_dtype != model->dtype &&
+        !(t->grad_dtype == SIMPAR_DTYPE_FP32 && simpar_dtype_size(model->dtype) == 2))
+        return train_fail(error,
+                          "--grad-reduce-dtype %s with --dtype %s: valid are %s and, for 16-bit "
+                          "training, fp32",
+                          simpar_dtype_name(t->grad_dtype), simpar_dtype_name(model->dtype),
+                          simpar_dtype_name(model->dtype));
+    if (t->no_reshard && t->zero != 3)
+        return train_fail(error, "--no-reshard applies to --zero 3 (it keeps the parameters the "
+                                 "forward gathered for the backward)");
     if (t->local_async && !local)
         return train_fail(error, "--local-async applies to local parallelism (--local-chunks K)");
     if (t->aux_head_width == 0)

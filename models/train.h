@@ -53,9 +53,14 @@ typedef struct {
     gint64 vp_group;       /* interleaved: micro-batches per virtual-stage group N; 0: P */
     gint64 global_batch;   /* sequences per optimizer step, all replicas */
     SimparPipeSchedule schedule;
-    gboolean local_async;  /* local parallelism without a flush at the end of the step */
-    gint64 aux_head_width; /* local parallelism: auxiliary head width W (default V) */
-    gint zero;             /* 0 (DDP) .. 3 */
+    gboolean local_async;    /* local parallelism without a flush at the end of the step */
+    gint64 aux_head_width;   /* local parallelism: auxiliary head width W (default V) */
+    gint zero;               /* 0 (DDP) .. 3 */
+    gint64 shard_group;      /* ZeRO >= 1: shard over groups of this many replicas, replicate
+                              * across them (hybrid sharding); 0: all D */
+    gboolean no_reshard;     /* ZeRO-3: keep the forward's gathered parameters for the backward */
+    gboolean grad_dtype_set; /* --grad-reduce-dtype given: gradients are accumulated and */
+    SimparDtype grad_dtype;  /* reduced in this type (fp32 with 16-bit training) */
     gboolean overlap_grad_reduce;
     gboolean scatter_gather;  /* pipeline p2p: send 1/T of the activation, all-gather after */
     gboolean tied_embeddings; /* output layer shares the embedding table */
@@ -75,6 +80,11 @@ void simpar_train_init(SimparTrain *train);
  * train->tp.q) and fills the derived fields. */
 gboolean simpar_train_validate(SimparTrain *train, const SimparModel *model, guint64 gpus,
                                GError **error);
+/* The replicas one ZeRO shard group spans: --shard-group, default D. */
+guint simpar_train_shard_group(const SimparTrain *t);
+/* Bytes per gradient element reduced and kept: 4 with --grad-reduce-dtype fp32, else the
+ * model dtype's. */
+guint simpar_train_grad_bytes(const SimparTrain *t, SimparDtype dtype);
 /* The interleaved schedule's micro-batch group N (--vp-group, default P). */
 guint simpar_train_vp_group(const SimparTrain *t);
 gboolean simpar_pipe_schedule_parse(const char *name, SimparPipeSchedule *out, GError **error);

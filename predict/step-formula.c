@@ -383,11 +383,13 @@ formula_fill(const Formula *f, const double *fig, const SimparBlockTimes *bt,
                                  fig[FORMULA_LAYER_BLOCKS], row);
 }
 
+/* What the closed forms cover; hybrid sharding and fp32 gradient reductions are replayed. */
 static gboolean
 formula_supported(const SimparStepTimer *tm, const SimparTrain *train)
 {
     return train->schedule != SIMPAR_PIPE_LOCAL && train->zero < 3 &&
-           tm->base.mode == SIMPAR_COLL_MODE_FUSED;
+           tm->base.mode == SIMPAR_COLL_MODE_FUSED &&
+           simpar_train_shard_group(train) == (guint) train->dp && !train->grad_dtype_set;
 }
 
 gboolean

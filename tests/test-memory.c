@@ -196,6 +196,36 @@ test_states_zero_example(void)
     CU_ASSERT(near(z2.optimizer_B, 12 * layers / 64));
 }
 
+/* The same 7.5e9 parameters over 64 replicas with the FSDP options, bytes per parameter:
+ * ZeRO-3 sharded over groups of 8: 16/8 = 2; --no-reshard keeps the whole weights too: 2 + 2;
+ * ZeRO-1 over groups of 4 with fp32 gradients: 2 + 4 + 12/4 = 9. */
+static void
+test_states_fsdp_options(void)
+{
+    SimparModel m = {"zero",
+                     4800,
+                     32,
+                     1024,
+                     1,
+                     26,
+                     19200,
+                     64562,
+                     SIMPAR_DTYPE_FP16,
+                     0,
+                     SIMPAR_MLP_GELU,
+                     SIMPAR_NORM_LAYERNORM};
+    SimparTrain train = train_1d(1, SIMPAR_PIPE_1F1B, 1, 1, 1);
+    train.dp = 64, train.tied_embeddings = TRUE;
+    train.zero = 3, train.shard_group = 8;
+    CU_ASSERT(near(step(&m, &train, 0).states_B, 2 * 7.5e9));
+    train.no_reshard = TRUE;
+    CU_ASSERT(near(step(&m, &train, 0).states_B, 4 * 7.5e9));
+    train.no_reshard = FALSE;
+    train.zero = 1, train.shard_group = 4;
+    train.grad_dtype_set = TRUE, train.grad_dtype = SIMPAR_DTYPE_FP32;
+    CU_ASSERT(near(step(&m, &train, 0).states_B, 9 * 7.5e9));
+}
+
 /* ----- micro-batches in flight ----- */
 
 static void
@@ -324,6 +354,8 @@ test_peak_stage(void)
 
 static CU_TestInfo memory_tests[] = {
     {"Llama 3 8B: the published parameter count, activations of GQA and SwiGLU", test_llama3_8b},
+    {"hybrid sharding, --no-reshard and fp32 gradients: their bytes per parameter",
+     test_states_fsdp_options},
     {"1-D activations per layer are Korthikanti's table for every recompute and SP choice",
      test_activations_table},
     {"the layer-stack estimate honours selective recomputation", test_estimate_recompute},

@@ -235,6 +235,49 @@ test_step_zero_volume(void)
     }
 }
 
+/* Hybrid sharding, --no-reshard and fp32 gradient reductions over D = 8 replicas, against the
+ * closed forms per rank in units of its parameters Psi (all-gather and reduce-scatter move
+ * (n-1)/n of the whole, all-reduce twice that; DDP moves 2 Psi 7/8):
+ *   ZeRO-3, S = 4 (R = 2):  gathers fwd + bwd 2 x 3/4, reduce-scatter 3/4, all-reduce of the
+ *                           shard over R 2 (1/4)(1/2)                          = 2.5 Psi
+ *   the same, --no-reshard: no backward gathers                               = 1.75 Psi
+ *   the same, bf16 with fp32 gradients: reductions twice the elements        = 3.5 Psi
+ *   ZeRO-1, S = 2 (R = 4):  reduce-scatter 1/2, all-reduce 2 (1/2)(3/4), gather 1/2 = 1.75
+ *   ZeRO-3, S = 1:          no gathers, all-reduce over all 8                 = 1.75 Psi */
+static void
+test_step_hybrid_sharding(void)
+{
+    const struct {
+        gint zero;
+        gint64 S;
+        gboolean no_reshard, fp32;
+        double want;
+    } cases[] = {{0, 0, FALSE, FALSE, 1.75},       {3, 4, FALSE, FALSE, 2.5},
+                 {3, 4, TRUE, FALSE, 1.75},        {3, 4, FALSE, TRUE, 3.5},
+                 {1, 2, FALSE, FALSE, 1.75},       {3, 1, FALSE, FALSE, 1.75},
+                 {3, 8, FALSE, FALSE, 3 * 7.0 / 8}};
+
+    double psi = 0;
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        StepCase c;
+        step_case_init(&c, 4, 1, 8, SIMPAR_PIPE_1F1B, 1, 1);
+        c.model.vocab = 1024, c.model.dtype = SIMPAR_DTYPE_BF16;
+        c.train.zero = cases[i].zero, c.train.shard_group = cases[i].S;
+        c.train.no_reshard = cases[i].no_reshard;
+        c.train.grad_dtype_set = cases[i].fp32, c.train.grad_dtype = SIMPAR_DTYPE_FP32;
+        c.train.bucket_params = 1000;
+        step_case_run(&c, 1.0, 2.0, 0, 0);
+        double v = step_dp_traffic(c.step, 3);
+        if (i == 0)
+            psi = v / 1.75;
+        printf("\n    ZeRO-%d S=%" G_GINT64_FORMAT "%s%s: %.4f Psi (want %.4f)", cases[i].zero,
+               cases[i].S, cases[i].no_reshard ? " no-reshard" : "", cases[i].fp32 ? " fp32" : "",
+               v / psi, cases[i].want);
+        CU_ASSERT_DOUBLE_EQUAL(v / psi, cases[i].want, 2e-3);
+        step_case_clear(&c);
+    }
+}
+
 /* ZeRO without data parallelism, and an embedding tied to the output layer on one stage,
  * build and run (they once failed an assertion, or dereferenced the missing DP group): no
  * reduction at all with D = 1, the same step as ZeRO-0; the tied table reduced once. */
@@ -409,6 +452,8 @@ static CU_TestInfo step_tests[] = {
     {"interleaved: bubble (P-1)/(v m)", test_step_interleaved},
     {"local parallelism: synchronous and asynchronous", test_step_local},
     {"ZeRO-3 moves 1.5x DDP's data", test_step_zero_volume},
+    {"hybrid sharding, --no-reshard and fp32 reductions move their closed forms",
+     test_step_hybrid_sharding},
     {"DDP exposed = last bucket end - backward end", test_step_ddp_exposed},
     {"ZeRO with D = 1 and a tied embedding on one stage build and run", test_step_degenerate},
     {"placement and split validation", test_step_placement},

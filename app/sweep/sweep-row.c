@@ -205,6 +205,8 @@ row_config(const SimparSweep *sw, const SimparSweepConfig *c, const SimparBacken
     row_set(r, SIMPAR_SWEEP_COL_RECOMPUTE, g_strdup(c->recompute != NULL ? c->recompute : "none"));
     row_set(r, SIMPAR_SWEEP_COL_ZERO,
             g_strdup_printf("%" G_GINT64_FORMAT, j->zero != SIMPAR_JOB_UNSET ? j->zero : 0));
+    row_int(r, SIMPAR_SWEEP_COL_SHARD_GROUP,
+            c->shard_group != SIMPAR_JOB_UNSET ? c->shard_group : c->dp);
     row_set(r, SIMPAR_SWEEP_COL_BACKEND, g_strdup(backend->name));
 }
 
@@ -216,7 +218,7 @@ row_job_args(const SimparSweep *sw, const SimparSweepConfig *c, SimparJobArgs *a
     *a = sw->args.job;
     a->model = sw->names[SIMPAR_SWEEP_MODELS]->pdata[c->model];
     a->hidden = c->hidden, a->heads = c->heads, a->ffn = c->ffn, a->layers = c->layers;
-    a->kv_heads = c->kv_heads;
+    a->kv_heads = c->kv_heads, a->shard_group = c->shard_group;
     a->seq = c->seq, a->micro_batch = c->micro_batch, a->global_batch = c->global_batch;
     a->tp_mode = (char *) c->mode, a->tp = c->tp;
     a->depth = c->depth > 0 ? c->depth : SIMPAR_JOB_UNSET;

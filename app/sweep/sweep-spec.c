@@ -30,6 +30,7 @@ static const struct {
     [SIMPAR_SWEEP_LAYERS] = {"layers", TRUE, 1, SIMPAR_MODEL_MAX_DIM},
     [SIMPAR_SWEEP_SEQ] = {"seq", TRUE, 1, SIMPAR_MODEL_MAX_DIM},
     [SIMPAR_SWEEP_KV_HEADS] = {"kv-heads", TRUE, 1, SIMPAR_MODEL_MAX_DIM},
+    [SIMPAR_SWEEP_SHARD_GROUP] = {"shard-group", TRUE, 1, 1 << 20},
 };
 
 static const char *const sweep_name_flags[SIMPAR_SWEEP_N_NAMES] = {"tp-mode", "model", "recompute",
@@ -592,6 +593,7 @@ sweep_shapes(const SimparSweep *sw, const SimparModel *base, const guint *k, Sim
     /* a multi-head base keeps one key/value head per head, however many heads there are */
     c->kv_heads = sweep_value(sw, SIMPAR_SWEEP_KV_HEADS, k[5],
                               base->kv_heads != 0 ? base->kv_heads : SIMPAR_JOB_UNSET);
+    c->shard_group = sweep_value(sw, SIMPAR_SWEEP_SHARD_GROUP, k[6], SIMPAR_JOB_UNSET);
 }
 
 /* Whether some mode has a grid on G GPUs: then every shape gives configurations (a grid has at
@@ -612,7 +614,8 @@ sweep_enum_shapes(SweepEnum *e, guint slot, guint m, GError **error)
     const SimparSweep *sw = e->sw;
     const SimparSweepAxis axes[] = {SIMPAR_SWEEP_HIDDEN,       SIMPAR_SWEEP_LAYERS,
                                     SIMPAR_SWEEP_SEQ,          SIMPAR_SWEEP_MICRO_BATCH,
-                                    SIMPAR_SWEEP_GLOBAL_BATCH, SIMPAR_SWEEP_KV_HEADS};
+                                    SIMPAR_SWEEP_GLOBAL_BATCH, SIMPAR_SWEEP_KV_HEADS,
+                                    SIMPAR_SWEEP_SHARD_GROUP};
     if (!sweep_has_grid(sw, g_array_index(sw->numbers[SIMPAR_SWEEP_GPUS], gint64, slot)))
         return TRUE; /* not 4096^5 empty shapes in a row */
     guint64 n = 1;

@@ -51,7 +51,7 @@ typedef enum {
     X(GPUS, "gpus") X(MODE, "mode") X(GRID, "grid") X(TP, "tp") X(Q, "q") X(DEPTH, "depth")        \
     X(PP, "pp") X(DP, "dp") X(SCHEDULE, "schedule") X(VIRTUAL_STAGES, "virtual_stages")            \
     X(MICRO_BATCH, "micro_batch") X(GLOBAL_BATCH, "global_batch") X(RECOMPUTE, "recompute")        \
-    X(ZERO, "zero") X(BACKEND, "backend") X(STATUS, "status") X(REASON, "reason")                  \
+    X(ZERO, "zero") X(SHARD_GROUP, "shard_group") X(BACKEND, "backend") X(STATUS, "status") X(REASON, "reason")                  \
     X(STEP, "step_time_s") X(TOKENS, "tokens_per_s") X(GPU_HOURS, "gpu_hours_per_btok")            \
     X(TFLOPS, "tflops_per_gpu") X(MFU, "mfu") X(COMPUTE, "compute_s")                              \
     X(TP_EXPOSED, "tp_exposed_s") X(TP_INTRA, "tp_exposed_intra_s")                                \
@@ -84,6 +84,7 @@ typedef enum {
     SIMPAR_SWEEP_LAYERS,
     SIMPAR_SWEEP_SEQ,
     SIMPAR_SWEEP_KV_HEADS,
+    SIMPAR_SWEEP_SHARD_GROUP,
     SIMPAR_SWEEP_N_NUMBERS,
 } SimparSweepAxis;
 
@@ -115,6 +116,7 @@ typedef struct {
     guint model;           /* position in the --model list */
     gint64 hidden, heads, kv_heads, ffn, layers, seq, micro_batch;
     gint64 global_batch; /* SIMPAR_JOB_UNSET: micro-batch x D */
+    gint64 shard_group;  /* SIMPAR_JOB_UNSET: D */
     const char *mode;
     gint64 tp, q, depth; /* q, depth 0 where the mode has none; depth 0 in 2.5-D: none fits */
     gint64 pp, dp;       /* 0: no integer value makes T x P x D the GPU count */
