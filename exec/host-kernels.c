@@ -268,29 +268,70 @@ kern_add(const SimparHostBufs *host, const SimparOp *op)
         c[e] = a[e] + b[e];
 }
 
+/* ---- packed columns ----------------------------------------------------------------------- */
+
+/* The element of column c of the packed block in a row of the strided one. */
+static gsize
+kern_pack_col(const SimparKernel *k, gsize c)
+{
+    return k->offset + (c / k->width) * k->stride + c % k->width;
+}
+
+static void
+kern_pack_cols(const SimparHostBufs *host, const SimparOp *op)
+{
+    const SimparKernel *k = &op->u.kern;
+    const double *w = simpar_host_bufs_view(host, k->in[0]);
+    double *p = simpar_host_bufs_view(host, k->out[0]);
+    for (gsize r = 0; r < k->rows; r++)
+        for (gsize c = 0; c < k->cols; c++)
+            p[r * k->cols + c] = w[r * k->ld + kern_pack_col(k, c)];
+}
+
+static void
+kern_unpack_cols(const SimparHostBufs *host, const SimparOp *op)
+{
+    const SimparKernel *k = &op->u.kern;
+    const double *p = simpar_host_bufs_view(host, k->in[0]);
+    double *w = simpar_host_bufs_view(host, k->out[0]);
+    for (gsize r = 0; r < k->rows; r++)
+        for (gsize c = 0; c < k->cols; c++)
+            w[r * k->ld + kern_pack_col(k, c)] = p[r * k->cols + c];
+}
+
 /* ---- attention ---------------------------------------------------------------------------- */
 
-/* One (sequence, head) pair of an attention op, with its pointers resolved. */
+/* One (sequence, head) pair of an attention op, with its pointers resolved. Keys are numbered
+ * kk = 0 .. n_keys-1: the sequence's own rows, or with context parallelism rank j's rows
+ * kk = j s + i' of the gathered kv. */
 typedef struct {
     const SimparAttention *at;
     const double *qkv;
-    gsize n, g;   /* local sequence and head */
-    gsize r;      /* heads per key/value head */
-    gsize ld_qkv; /* (nh + 2 nkv) dh */
-    gsize ld_ctx; /* nh * dh */
+    const double *kv; /* context parallelism: the gathered k | v, else NULL */
+    gsize n, g;       /* local sequence and head */
+    gsize r;          /* heads per key/value head */
+    gsize cp;         /* context-parallel ranks (1: none) */
+    gsize n_keys;     /* keys per sequence: s cp */
+    gsize ld_qkv;     /* (nh + 2 nkv) dh */
+    gsize ld_kv;      /* 2 nkv dh */
+    gsize ld_ctx;     /* nh * dh */
     double sqrt_dh;
     double scale; /* 1 / (1-p) */
 } KernAttn;
 
 static void
-kern_attn_init(KernAttn *ka, const SimparAttention *at, const double *qkv)
+kern_attn_init(KernAttn *ka, const SimparAttention *at, const SimparHostBufs *host)
 {
-    gsize nkv = at->nkv != 0 ? at->nkv : at->nh;
+    gsize nkv = at->nkv != 0 ? at->nkv : at->nh, cp = MAX(at->cp, 1);
     *ka = (KernAttn){
         .at = at,
-        .qkv = qkv,
+        .qkv = simpar_host_bufs_view(host, at->in[0]),
+        .kv = cp > 1 ? simpar_host_bufs_view(host, at->in[3]) : NULL,
         .r = at->nh / nkv,
+        .cp = cp,
+        .n_keys = (gsize) at->s * cp,
         .ld_qkv = (gsize) (at->nh + 2 * nkv) * at->dh,
+        .ld_kv = 2 * nkv * (gsize) at->dh,
         .ld_ctx = (gsize) at->nh * at->dh,
         .sqrt_dh = sqrt((double) at->dh),
         .scale = 1.0 / (1.0 - at->p),
@@ -306,28 +347,59 @@ kern_attn_col(const KernAttn *ka, gsize g, guint part)
     return (group * (ka->r + 2) + slot) * ka->at->dh;
 }
 
-/* Row i of q (part 0), k (part 1) or v (part 2) of the current sequence and head. */
+/* Query row i of the current sequence and head, in qkv (or dqkv). */
 static gsize
-kern_attn_row(const KernAttn *ka, gsize i, guint part)
+kern_attn_q(const KernAttn *ka, gsize i)
 {
-    return (ka->n * ka->at->s + i) * ka->ld_qkv + kern_attn_col(ka, ka->g, part);
+    return (ka->n * ka->at->s + i) * ka->ld_qkv + kern_attn_col(ka, ka->g, 0);
 }
 
-/* keep / (1-p) for probability (i, j) of the current sequence and head. */
+/* Key kk's k (part 1) or v (2) of the current sequence and head, in qkv (or dqkv), or in the
+ * gathered kv (or dkv) with context parallelism. */
+static gsize
+kern_attn_k(const KernAttn *ka, gsize kk, guint part)
+{
+    if (ka->cp == 1)
+        return (ka->n * ka->at->s + kk) * ka->ld_qkv + kern_attn_col(ka, ka->g, part);
+    gsize j = kk / ka->at->s, row = (j * ka->at->nb + ka->n) * ka->at->s + kk % ka->at->s;
+    return row * ka->ld_kv + (ka->g / ka->r) * 2 * ka->at->dh + (part - 1) * ka->at->dh;
+}
+
+static guint64
+kern_attn_qpos(const KernAttn *ka, gsize i)
+{
+    return simpar_cp_position((guint) ka->cp, ka->at->cp_rank, ka->at->s / 2, i);
+}
+
+static guint64
+kern_attn_kpos(const KernAttn *ka, gsize kk)
+{
+    if (ka->cp == 1)
+        return kk;
+    return simpar_cp_position((guint) ka->cp, (guint) (kk / ka->at->s), ka->at->s / 2,
+                              kk % ka->at->s);
+}
+
+/* Whether query row i sees key kk (causal: not past its position). */
+static gboolean
+kern_attn_sees(const KernAttn *ka, gsize i, gsize kk)
+{
+    return !ka->at->causal || kern_attn_kpos(ka, kk) <= kern_attn_qpos(ka, i);
+}
+
+/* keep / (1-p) for probability (i, kk) of the current sequence and head, indexed by the
+ * global positions. */
 static double
-kern_attn_keep(const KernAttn *ka, gsize i, gsize j)
+kern_attn_keep(const KernAttn *ka, gsize i, gsize kk)
 {
     const SimparAttention *at = ka->at;
     if (at->p == 0.0)
         return 1.0;
-    guint64 idx = (((at->batch0 + ka->n) * at->heads + at->head0 + ka->g) * at->s + i) * at->s + j;
+    guint64 S = ka->n_keys;
+    guint64 idx =
+        (((at->batch0 + ka->n) * at->heads + at->head0 + ka->g) * S + kern_attn_qpos(ka, i)) * S +
+        kern_attn_kpos(ka, kk);
     return simpar_dropout_keep(at->seed, SIMPAR_DROPOUT_ATTN, idx, at->p) ? ka->scale : 0.0;
-}
-
-static gsize
-kern_attn_len(const KernAttn *ka, gsize i)
-{
-    return ka->at->causal ? i + 1 : ka->at->s;
 }
 
 static double
@@ -339,25 +411,38 @@ kern_dot(const double *x, const double *y, gsize n)
     return sum;
 }
 
-/* P row i into prow[0..s): softmax of the scores, masked entries 0. */
+/* The buffer keys come from: qkv, or the gathered kv. */
+static const double *
+kern_attn_keys(const KernAttn *ka)
+{
+    return ka->cp > 1 ? ka->kv : ka->qkv;
+}
+
+/* P row i into prow[0..n_keys): softmax of the scores, keys it does not see 0. */
 static void
 kern_attn_softmax(const KernAttn *ka, gsize i, double *prow)
 {
-    gsize s = ka->at->s, dh = ka->at->dh, len = kern_attn_len(ka, i);
-    const double *q = ka->qkv + kern_attn_row(ka, i, 0);
+    gsize dh = ka->at->dh;
+    const double *q = ka->qkv + kern_attn_q(ka, i), *keys = kern_attn_keys(ka);
     double max = -INFINITY, sum = 0.0;
-    for (gsize j = 0; j < len; j++) {
-        prow[j] = kern_dot(q, ka->qkv + kern_attn_row(ka, j, 1), dh) / ka->sqrt_dh;
-        max = MAX(max, prow[j]);
+    for (gsize kk = 0; kk < ka->n_keys; kk++)
+        if (kern_attn_sees(ka, i, kk)) {
+            prow[kk] = kern_dot(q, keys + kern_attn_k(ka, kk, 1), dh) / ka->sqrt_dh;
+            max = MAX(max, prow[kk]);
+        }
+    for (gsize kk = 0; kk < ka->n_keys; kk++) {
+        prow[kk] = kern_attn_sees(ka, i, kk) ? exp(prow[kk] - max) : 0.0;
+        sum += prow[kk];
     }
-    for (gsize j = 0; j < len; j++) {
-        prow[j] = exp(prow[j] - max);
-        sum += prow[j];
-    }
-    for (gsize j = 0; j < len; j++)
-        prow[j] /= sum;
-    for (gsize j = len; j < s; j++)
-        prow[j] = 0.0;
+    for (gsize kk = 0; kk < ka->n_keys; kk++)
+        prow[kk] /= sum;
+}
+
+/* Probability row i of the current sequence and head. */
+static gsize
+kern_attn_prow(const KernAttn *ka, gsize i)
+{
+    return ((ka->n * ka->at->nh + ka->g) * ka->at->s + i) * ka->n_keys;
 }
 
 static void
@@ -367,18 +452,21 @@ kern_attention(const SimparHostBufs *host, const SimparOp *op)
     double *ctx = simpar_host_bufs_view(host, at->out[0]);
     double *probs = simpar_host_bufs_view(host, at->out[1]);
     KernAttn ka;
-    kern_attn_init(&ka, at, simpar_host_bufs_view(host, at->in[0]));
+    kern_attn_init(&ka, at, host);
+    const double *keys = kern_attn_keys(&ka);
     for (ka.n = 0; ka.n < at->nb; ka.n++) {
         for (ka.g = 0; ka.g < at->nh; ka.g++) {
             for (gsize i = 0; i < at->s; i++) {
-                double *prow = probs + ((ka.n * at->nh + ka.g) * at->s + i) * at->s;
+                double *prow = probs + kern_attn_prow(&ka, i);
                 double *crow = ctx + (ka.n * at->s + i) * ka.ld_ctx + ka.g * at->dh;
                 kern_attn_softmax(&ka, i, prow);
                 for (gsize d = 0; d < at->dh; d++)
                     crow[d] = 0.0;
-                for (gsize j = 0; j < kern_attn_len(&ka, i); j++) {
-                    double w = prow[j] * kern_attn_keep(&ka, i, j);
-                    const double *v = ka.qkv + kern_attn_row(&ka, j, 2);
+                for (gsize kk = 0; kk < ka.n_keys; kk++) {
+                    if (!kern_attn_sees(&ka, i, kk))
+                        continue;
+                    double w = prow[kk] * kern_attn_keep(&ka, i, kk);
+                    const double *v = keys + kern_attn_k(&ka, kk, 2);
                     for (gsize d = 0; d < at->dh; d++)
                         crow[d] += w * v[d];
                 }
@@ -387,28 +475,33 @@ kern_attention(const SimparHostBufs *host, const SimparOp *op)
     }
 }
 
-/* Accumulated through dqkv: dv_j += Pd_ij dctx_i, dq_i += dS_ij k_j, dk_j += dS_ij q_i; dq and
- * dk are divided by sqrt(dh) once all rows are in (kern_attn_bwd_scale). dp is scratch[s]. */
+/* Accumulated through dqkv (and dkv): dv_k += Pd_ik dctx_i, dq_i += dS_ik k_k, dk_k += dS_ik
+ * q_i; dq and dk are divided by sqrt(dh) once all rows are in (kern_attn_bwd_scale). dp is
+ * scratch[n_keys]. */
 static void
 kern_attn_bwd_row(const KernAttn *ka, gsize i, const double *prow, const double *dctx, double *dqkv,
-                  double *dp)
+                  double *dkeys, double *dp)
 {
-    gsize dh = ka->at->dh, len = kern_attn_len(ka, i);
-    const double *q = ka->qkv + kern_attn_row(ka, i, 0);
+    gsize dh = ka->at->dh;
+    const double *q = ka->qkv + kern_attn_q(ka, i), *keys = kern_attn_keys(ka);
     double dot = 0.0;
-    for (gsize j = 0; j < len; j++) {
-        double keep = kern_attn_keep(ka, i, j);
-        double *dv = dqkv + kern_attn_row(ka, j, 2);
-        dp[j] = kern_dot(dctx, ka->qkv + kern_attn_row(ka, j, 2), dh) * keep;
+    for (gsize kk = 0; kk < ka->n_keys; kk++) {
+        if (!kern_attn_sees(ka, i, kk))
+            continue;
+        double keep = kern_attn_keep(ka, i, kk);
+        double *dv = dkeys + kern_attn_k(ka, kk, 2);
+        dp[kk] = kern_dot(dctx, keys + kern_attn_k(ka, kk, 2), dh) * keep;
         for (gsize d = 0; d < dh; d++)
-            dv[d] += prow[j] * keep * dctx[d];
-        dot += prow[j] * dp[j];
+            dv[d] += prow[kk] * keep * dctx[d];
+        dot += prow[kk] * dp[kk];
     }
-    double *dq = dqkv + kern_attn_row(ka, i, 0);
-    for (gsize j = 0; j < len; j++) {
-        double ds = prow[j] * (dp[j] - dot);
-        const double *k = ka->qkv + kern_attn_row(ka, j, 1);
-        double *dk = dqkv + kern_attn_row(ka, j, 1);
+    double *dq = dqkv + kern_attn_q(ka, i);
+    for (gsize kk = 0; kk < ka->n_keys; kk++) {
+        if (!kern_attn_sees(ka, i, kk))
+            continue;
+        double ds = prow[kk] * (dp[kk] - dot);
+        const double *k = keys + kern_attn_k(ka, kk, 1);
+        double *dk = dkeys + kern_attn_k(ka, kk, 1);
         for (gsize d = 0; d < dh; d++) {
             dq[d] += ds * k[d];
             dk[d] += ds * q[d];
@@ -416,27 +509,41 @@ kern_attn_bwd_row(const KernAttn *ka, gsize i, const double *prow, const double 
     }
 }
 
-/* Clears the rows of the current sequence: dk and dv collect every head of their group. */
+/* Clears the rows of the current sequence (dk and dv collect every head of their group), and
+ * with context parallelism its rows of every rank in dkv. */
 static void
-kern_attn_bwd_zero(const KernAttn *ka, double *dqkv)
+kern_attn_bwd_zero(const KernAttn *ka, double *dqkv, double *dkv)
 {
-    double *rows = dqkv + ka->n * ka->at->s * ka->ld_qkv;
-    for (gsize e = 0; e < ka->at->s * ka->ld_qkv; e++)
+    gsize s = ka->at->s;
+    double *rows = dqkv + ka->n * s * ka->ld_qkv;
+    for (gsize e = 0; e < s * ka->ld_qkv; e++)
         rows[e] = 0.0;
+    for (gsize j = 0; dkv != NULL && j < ka->cp; j++) {
+        double *kv = dkv + (j * ka->at->nb + ka->n) * s * ka->ld_kv;
+        for (gsize e = 0; e < s * ka->ld_kv; e++)
+            kv[e] = 0.0;
+    }
 }
 
 /* Divides the accumulated dq and dk columns of the current sequence by sqrt(dh), once all its
- * heads are in; dv stays. */
+ * heads are in; dv stays. With context parallelism dk is in dkv (dqkv's k columns stay 0). */
 static void
-kern_attn_bwd_scale(const KernAttn *ka, double *dqkv)
+kern_attn_bwd_scale(const KernAttn *ka, double *dqkv, double *dkv)
 {
-    gsize dh = ka->at->dh, width = (ka->r + 2) * dh;
-    for (gsize i = 0; i < ka->at->s; i++) {
-        double *row = dqkv + (ka->n * ka->at->s + i) * ka->ld_qkv;
+    gsize dh = ka->at->dh, width = (ka->r + 2) * dh, s = ka->at->s;
+    for (gsize i = 0; i < s; i++) {
+        double *row = dqkv + (ka->n * s + i) * ka->ld_qkv;
         for (gsize c = 0; c < ka->ld_qkv; c++)
             if (c % width < (ka->r + 1) * dh)
                 row[c] /= ka->sqrt_dh;
     }
+    for (gsize j = 0; dkv != NULL && j < ka->cp; j++)
+        for (gsize i = 0; i < s; i++) {
+            double *row = dkv + ((j * ka->at->nb + ka->n) * s + i) * ka->ld_kv;
+            for (gsize c = 0; c < ka->ld_kv; c++)
+                if (c % (2 * dh) < dh)
+                    row[c] /= ka->sqrt_dh;
+        }
 }
 
 static void
@@ -446,19 +553,20 @@ kern_attention_bwd(const SimparHostBufs *host, const SimparOp *op)
     const double *probs = simpar_host_bufs_view(host, at->in[1]);
     const double *dctx = simpar_host_bufs_view(host, at->in[2]);
     double *dqkv = simpar_host_bufs_view(host, at->out[0]);
-    g_autofree double *dp = g_new(double, MAX(at->s, 1));
     KernAttn ka;
-    kern_attn_init(&ka, at, simpar_host_bufs_view(host, at->in[0]));
+    kern_attn_init(&ka, at, host);
+    double *dkv = ka.cp > 1 ? simpar_host_bufs_view(host, at->out[1]) : NULL;
+    double *dkeys = dkv != NULL ? dkv : dqkv;
+    g_autofree double *dp = g_new(double, MAX(ka.n_keys, 1));
     for (ka.n = 0; ka.n < at->nb; ka.n++) {
-        kern_attn_bwd_zero(&ka, dqkv);
+        kern_attn_bwd_zero(&ka, dqkv, dkv);
         for (ka.g = 0; ka.g < at->nh; ka.g++) {
             for (gsize i = 0; i < at->s; i++) {
-                const double *prow = probs + ((ka.n * at->nh + ka.g) * at->s + i) * at->s;
                 const double *drow = dctx + (ka.n * at->s + i) * ka.ld_ctx + ka.g * at->dh;
-                kern_attn_bwd_row(&ka, i, prow, drow, dqkv, dp);
+                kern_attn_bwd_row(&ka, i, probs + kern_attn_prow(&ka, i), drow, dqkv, dkeys, dp);
             }
         }
-        kern_attn_bwd_scale(&ka, dqkv);
+        kern_attn_bwd_scale(&ka, dqkv, dkv);
     }
 }
 
@@ -616,6 +724,8 @@ static const KernFn kern_fns[SIMPAR_N_OP_KINDS] = {
     [SIMPAR_OP_GELU_BWD] = kern_gelu_bwd,
     [SIMPAR_OP_SWIGLU] = kern_swiglu,
     [SIMPAR_OP_SWIGLU_BWD] = kern_swiglu_bwd,
+    [SIMPAR_OP_PACK_COLS] = kern_pack_cols,
+    [SIMPAR_OP_UNPACK_COLS] = kern_unpack_cols,
     [SIMPAR_OP_DROPOUT] = kern_dropout,
     [SIMPAR_OP_DROPOUT_BWD] = kern_dropout,
     [SIMPAR_OP_ADD] = kern_add,

@@ -34,7 +34,7 @@ static void
 ends_shard(Ends *e, const char *tensor, SimparShardRole role, guint buf, guint64 row0, guint64 rows,
            guint64 col0, guint64 cols)
 {
-    SimparShard sh = {g_intern_string(tensor), role, e->rank, {buf, 0}, row0, rows, col0, cols};
+    SimparShard sh = {g_intern_string(tensor), role, e->rank, {buf, 0}, row0, rows, col0, cols, 0};
     simpar_schedule_add_shard(e->s, &sh);
 }
 

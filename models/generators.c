@@ -131,6 +131,13 @@ generators_validate_common(const SimparGenerator *gen, const SimparPlan *plan, G
                     "--sp (sequence parallelism) applies to --tp-mode 1d only, not %s", gen->name);
         return FALSE;
     }
+    if (plan->cp < 0 || plan->cp > GENERATORS_MAX_TP || plan->cp * plan->tp > GENERATORS_MAX_TP) {
+        g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
+                    "--cp %" G_GINT64_FORMAT " is out of range: --tp x --cp must be between 1 and "
+                    "%d GPUs",
+                    plan->cp, GENERATORS_MAX_TP);
+        return FALSE;
+    }
     if (plan->p_hidden < 0 || plan->p_hidden >= 1 || plan->p_attn < 0 || plan->p_attn >= 1) {
         g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
                     "dropout probabilities must be in [0, 1)");
@@ -146,7 +153,19 @@ simpar_generate_layer(const SimparModel *model, SimparPlan *plan, GError **error
     g_return_val_if_fail(plan->recompute <= SIMPAR_RECOMPUTE_FULL, NULL);
     const SimparGenerator *gen = simpar_generator_lookup(plan->mode, error);
     if (gen == NULL || !simpar_model_validate(model, error) ||
-        !generators_validate_common(gen, plan, error) || !gen->validate(model, plan, error))
+        !generators_validate_common(gen, plan, error))
+        return NULL;
+    guint C = simpar_plan_cp(plan);
+    if (C > 1 && model->seq % (2 * C) != 0) {
+        g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
+                    "--seq %" G_GINT64_FORMAT " is not divisible by 2 x --cp %u: context "
+                    "parallelism cuts every sequence into 2C equal chunks (use a multiple of %u)",
+                    model->seq, C, 2 * C);
+        return NULL;
+    }
+    SimparModel share = *model; /* what each context-parallel group of T splits */
+    share.seq = model->seq / C;
+    if (!gen->validate(&share, plan, error))
         return NULL;
     plan->mode = g_intern_string(gen->name);
     g_autoptr(SimparSchedule) sched = simpar_layer_build(model, plan, gen->scheme);

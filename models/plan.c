@@ -16,8 +16,15 @@ simpar_plan_init(SimparPlan *plan)
         .eps = 1e-5,
         .seed = 1234,
         .paper_3d = TRUE,
+        .cp = 1,
         .q = 1,
     };
+}
+
+guint
+simpar_plan_cp(const SimparPlan *plan)
+{
+    return plan->cp > 1 ? (guint) plan->cp : 1;
 }
 
 static const char *const plan_recompute_names[] = {"none", "selective", "full"};

@@ -42,8 +42,12 @@ typedef struct {
     double p_hidden, p_attn;    /* dropout probabilities */
     double eps;                 /* layer-norm epsilon */
     guint64 seed;               /* dropout seed */
+    gint64 cp;                  /* context parallelism C: GPUs sharing each sequence (0, 1: none) */
     guint q;                    /* derived: grid side (1-D: P) */
 } SimparPlan;
+
+/* C of context parallelism (at least 1). */
+guint simpar_plan_cp(const SimparPlan *plan);
 
 void simpar_plan_init(SimparPlan *plan);
 gboolean simpar_recompute_parse(const char *name, SimparRecompute *out, GError **error);

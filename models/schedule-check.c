@@ -116,6 +116,13 @@ access_kernel(const SimparOp *op, SimparAccess *out, guint *n)
     case SIMPAR_OP_SWIGLU_BWD:
         in[1] = access_mul(2, rc), outl[0] = access_mul(2, rc);
         break;
+    case SIMPAR_OP_PACK_COLS: /* the strided side: whole rows of ld */
+        in[0] = access_mul(k->rows, k->ld);
+        break;
+    case SIMPAR_OP_UNPACK_COLS: /* writes some columns of whole rows: read-modify-write */
+        outl[0] = access_mul(k->rows, k->ld);
+        access_add(out, n, k->out[0], outl[0], FALSE);
+        break;
     default:
         break;
     }
@@ -130,10 +137,14 @@ access_attention(const SimparOp *op, SimparAccess *out, guint *n)
 {
     const SimparAttention *a = &op->u.attn;
     gsize tokens = access_mul(a->nb, a->s), ctx = access_mul(tokens, access_mul(a->nh, a->dh));
-    gsize kv = a->nkv != 0 ? a->nkv : a->nh;
+    gsize kv = a->nkv != 0 ? a->nkv : a->nh, cp = MAX(a->cp, 1);
     gsize qkv = access_mul(tokens, access_mul(access_add_sizes(a->nh, access_mul(2, kv)), a->dh)),
-          probs = access_mul(access_mul(a->nb, a->nh), access_mul(a->s, a->s));
+          probs = access_mul(access_mul(a->nb, a->nh), access_mul(a->s, access_mul(cp, a->s)));
+    /* context parallelism: every rank's keys and values, gathered */
+    gsize all_kv =
+        cp > 1 ? access_mul(access_mul(cp, tokens), access_mul(2, access_mul(kv, a->dh))) : 0;
     access_add(out, n, a->in[0], qkv, FALSE);
+    access_add(out, n, a->in[3], all_kv, FALSE);
     if (op->kind == SIMPAR_OP_ATTENTION) {
         access_add(out, n, a->out[0], ctx, TRUE);
         access_add(out, n, a->out[1], probs, TRUE);
@@ -141,6 +152,7 @@ access_attention(const SimparOp *op, SimparAccess *out, guint *n)
         access_add(out, n, a->in[1], probs, FALSE);
         access_add(out, n, a->in[2], ctx, FALSE);
         access_add(out, n, a->out[0], qkv, TRUE);
+        access_add(out, n, a->out[1], all_kv, TRUE);
     }
 }
 
@@ -435,6 +447,19 @@ check_params(guint i, const SimparOp *op, GError **error)
     case SIMPAR_OP_DROPOUT:
     case SIMPAR_OP_DROPOUT_BWD:
         return check_probability(i, op, op->u.kern.p, error);
+    case SIMPAR_OP_PACK_COLS:
+    case SIMPAR_OP_UNPACK_COLS: {
+        const SimparKernel *k = &op->u.kern;
+        guint64 last = k->groups == 0
+                           ? 0
+                           : (guint64) k->offset + (guint64) (k->groups - 1) * k->stride + k->width;
+        if ((guint64) k->groups * k->width != k->cols || last > k->ld)
+            return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,
+                              "packs %u groups of %u columns (stride %u from %u) as %u of rows "
+                              "of %u",
+                              k->groups, k->width, k->stride, k->offset, k->cols, k->ld);
+        return TRUE;
+    }
     case SIMPAR_OP_ATTENTION:
     case SIMPAR_OP_ATTENTION_BWD:
         if (op->u.attn.dh == 0)
@@ -444,6 +469,11 @@ check_params(guint i, const SimparOp *op, GError **error)
             return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,
                               "has %u heads, not a multiple of its %u key/value heads",
                               op->u.attn.nh, op->u.attn.nkv);
+        if (op->u.attn.cp > 1 && (op->u.attn.cp_rank >= op->u.attn.cp || op->u.attn.s % 2 != 0))
+            return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,
+                              "is rank %u of %u context-parallel ranks with %u rows per sequence "
+                              "(two equal chunks each)",
+                              op->u.attn.cp_rank, op->u.attn.cp, op->u.attn.s);
         return check_probability(i, op, op->u.attn.p, error);
     default:
         return TRUE;

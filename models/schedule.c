@@ -291,14 +291,22 @@ const char *
 simpar_op_kind_name(SimparOpKind kind)
 {
     static const char *const names[SIMPAR_N_OP_KINDS] = {
-        "gemm",        "ln-stats", "ln-apply",  "ln-bwd-stats",  "ln-bwd-apply", "bias-add",
-        "bias-grad",   "gelu",     "gelu-bwd",  "swiglu",        "swiglu-bwd",   "dropout",
-        "dropout-bwd", "add",      "attention", "attention-bwd", "collective",   "send",
-        "recv",        "embed",    "embed-bwd", "xent-max",      "xent-fwd",     "xent-loss",
-        "xent-bwd",    "adam",     "block",
+        "gemm",        "ln-stats",  "ln-apply",    "ln-bwd-stats", "ln-bwd-apply", "bias-add",
+        "bias-grad",   "gelu",      "gelu-bwd",    "swiglu",       "swiglu-bwd",   "pack-cols",
+        "unpack-cols", "dropout",   "dropout-bwd", "add",          "attention",    "attention-bwd",
+        "collective",  "send",      "recv",        "embed",        "embed-bwd",    "xent-max",
+        "xent-fwd",    "xent-loss", "xent-bwd",    "adam",         "block",
     };
     g_return_val_if_fail(kind < SIMPAR_N_OP_KINDS, "?");
     return names[kind];
+}
+
+guint64
+simpar_cp_position(guint cp, guint rank, guint64 chunk, guint64 i)
+{
+    if (cp <= 1)
+        return i;
+    return i < chunk ? rank * chunk + i : (2 * (guint64) cp - 1 - rank) * chunk + (i - chunk);
 }
 
 /* splitmix64: a well-mixed 64-bit hash, so the mask of an element depends only on its global

@@ -65,6 +65,8 @@ typedef enum {
     SIMPAR_OP_GELU_BWD,      /* dx = dy * gelu'(x) */
     SIMPAR_OP_SWIGLU,        /* y = silu(gate) * up from interleaved (gate, up) column pairs */
     SIMPAR_OP_SWIGLU_BWD,    /* d(gate, up) from dy and the saved pairs */
+    SIMPAR_OP_PACK_COLS,     /* groups of columns of a wider row, packed side by side */
+    SIMPAR_OP_UNPACK_COLS,   /* the reverse: packed columns written back into the wider rows */
     SIMPAR_OP_DROPOUT,       /* y = x * keep(seed, site, global index) / (1-p) */
     SIMPAR_OP_DROPOUT_BWD,   /* dx = dy * keep(...) / (1-p) */
     SIMPAR_OP_ADD,           /* c = a + b, elementwise over rows*cols */
@@ -131,6 +133,11 @@ typedef struct {
  *                  column c; out0 y[rows x cols] = silu(g) * u, silu(g) = g / (1 + exp(-g)).
  *   SWIGLU_BWD     in0 dy[rows x cols], in1 z[rows x 2cols]; out0 dz[rows x 2cols]:
  *                  dg = dy * u * silu'(g), du = dy * silu(g).
+ *   PACK_COLS      in0 w[rows x ld]; out0 p[rows x cols], cols = groups * width:
+ *                  p[r][g width + c] = w[r][offset + g stride + c] (context parallelism packs the
+ *                  k and v columns of every key/value group to gather them).
+ *   UNPACK_COLS    in0 p[rows x cols]; out0 w[rows x ld]: the same elements written back, the
+ *                  other columns of w left as they are.
  *   DROPOUT        in0 x; out0 y = x * keep / (1-p), keep = simpar_dropout_keep(seed, site,
  *                  (row0 + r) * global_cols + col0 + c, p).
  *   DROPOUT_BWD    in0 dy; out0 dx = dy * keep / (1-p), same mask.
@@ -147,7 +154,16 @@ typedef struct {
     guint64 row0, col0;  /* global position of the local block (dropout masks) */
     guint64 global_cols; /* global row length (dropout masks) */
     gboolean rms;        /* LN_*: RMSNorm (no mean, no beta) */
+    guint ld, groups, width, stride, offset; /* PACK_COLS / UNPACK_COLS */
 } SimparKernel;
+
+/* Context parallelism (cp = C > 1, Liu et al. ring attention; Llama 3's all-gather form): each
+ * sequence of S tokens is cut into 2C chunks of L = S/(2C); rank c holds chunks c and 2C-1-c
+ * (causal load balance), s = 2L rows per sequence: local row i sits at position
+ * simpar_cp_position(C, c, L, i). The keys and values of every rank come gathered in in[3], kv
+ * [C x nb*s x 2 nkv dh], rank j's rows in its own order, per group k | v; query row i sees key
+ * (j, i') when its position is not past i's (causal). Backward: out[1] = dkv, same layout. */
+guint64 simpar_cp_position(guint cp, guint rank, guint64 chunk, guint64 i);
 
 /* Attention core on a local block of whole sequences and whole heads, with nkv key/value heads
  * (grouped-query attention; nkv = 0 stands for nh): the nh query heads fall into nkv groups of
@@ -158,13 +174,14 @@ typedef struct {
  * summed over the heads of their group). */
 typedef struct {
     guint nb, nh, s, dh;
-    guint nkv; /* key/value heads, 0 = nh */
+    guint nkv;         /* key/value heads, 0 = nh */
+    guint cp, cp_rank; /* context parallelism: C (0 or 1: none) and this rank's index */
     gboolean causal;
     double p; /* attention-probability dropout */
     guint64 seed;
     guint64 batch0, head0; /* global index of the first local sequence / head */
     guint64 heads;         /* a: heads of the whole layer (dropout mask index) */
-    SimparView in[3];
+    SimparView in[4];
     SimparView out[2];
 } SimparAttention;
 
@@ -271,6 +288,9 @@ typedef struct {
 typedef enum {
     SIMPAR_SHARD_INPUT,
     SIMPAR_SHARD_OUTPUT,
+    SIMPAR_SHARD_PARTIAL, /* an output whose value is the sum of this block over the ranks of
+                           * `sum_group` (context parallelism's weight gradients, summed by the
+                           * step's data-parallel reduction) */
 } SimparShardRole;
 
 typedef struct {
@@ -279,6 +299,7 @@ typedef struct {
     guint rank;
     SimparView view;
     guint64 row0, rows, col0, cols;
+    guint sum_group; /* PARTIAL: the group over which the blocks sum */
 } SimparShard;
 
 typedef struct _SimparSchedule SimparSchedule;

@@ -213,7 +213,7 @@ static void
 step_ops_shard(Step *st, const char *tensor, SimparShardRole role, SimparView v, guint64 row0,
                guint64 rows, guint64 col0, guint64 cols)
 {
-    SimparShard sh = {g_intern_string(tensor), role, st->rank, v, row0, rows, col0, cols};
+    SimparShard sh = {g_intern_string(tensor), role, st->rank, v, row0, rows, col0, cols, 0};
     simpar_schedule_add_shard(st->s, &sh);
 }
 

@@ -31,7 +31,7 @@ static void
 tp1d_setup(SimparLayerCtx *c)
 {
     const SimparModel *m = c->model;
-    guint64 P = c->plan->tp, r = c->rank, B = m->micro_batch * m->seq;
+    guint64 P = c->plan->tp, r = c->trank, B = m->micro_batch * m->seq;
     gboolean sp = c->plan->sequence_parallel;
     SimparLayerGeom *g = &c->geom;
     g->res = sp ? (SimparBlock){r * B / P, B / P, 0, m->hidden} : (SimparBlock){0, B, 0, m->hidden};

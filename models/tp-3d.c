@@ -58,7 +58,7 @@ tp3d_setup(SimparLayerCtx *c)
 {
     const SimparModel *m = c->model;
     guint64 q = c->plan->q, B = m->micro_batch * m->seq, R = B / (q * q);
-    guint64 i = c->rank % q, j = (c->rank / q) % q, k = c->rank / (q * q);
+    guint64 i = c->trank % q, j = (c->trank / q) % q, k = c->trank / (q * q);
     SimparLayerGeom *g = &c->geom;
     c->coord[0] = i, c->coord[1] = j, c->coord[2] = k;
     g->res = (SimparBlock){(i * q + j) * R, R, k * m->hidden / q, m->hidden / q};

@@ -147,8 +147,16 @@ static void
 layer_shard(SimparLayerCtx *c, const char *tensor, SimparShardRole role, SimparView v,
             const SimparBlock *blk)
 {
-    SimparShard s = {tensor, role, c->rank, v, blk->row0, blk->rows, blk->col0, blk->cols};
+    SimparShard s = {tensor,    role,      c->rank,   v,          blk->row0,
+                     blk->rows, blk->col0, blk->cols, c->cp_group};
     simpar_schedule_add_shard(c->sched, &s);
+}
+
+/* A parameter's gradient: each context-parallel rank holds its tokens' share of it. */
+static SimparShardRole
+layer_grad_role(const SimparLayerCtx *c)
+{
+    return c->cp_group != SIMPAR_NO_GROUP ? SIMPAR_SHARD_PARTIAL : SIMPAR_SHARD_OUTPUT;
 }
 
 /* ----- parameters ----- */
@@ -168,8 +176,8 @@ layer_params_linear(SimparLayerCtx *c, guint w)
     g_autofree char *gb = g_strconcat(n, ".bias.grad", NULL);
     layer_shard(c, tw, SIMPAR_SHARD_INPUT, simpar_view(l->w, 0), wb);
     layer_shard(c, tb, SIMPAR_SHARD_INPUT, simpar_view(l->b, 0), bb);
-    layer_shard(c, gw, SIMPAR_SHARD_OUTPUT, simpar_view(l->dw, 0), wb);
-    layer_shard(c, gb, SIMPAR_SHARD_OUTPUT, simpar_view(l->db, 0), bb);
+    layer_shard(c, gw, layer_grad_role(c), simpar_view(l->dw, 0), wb);
+    layer_shard(c, gb, layer_grad_role(c), simpar_view(l->db, 0), bb);
 }
 
 typedef struct {
@@ -197,7 +205,7 @@ layer_params_ln(SimparLayerCtx *c, LayerNorm *ln, const char *name)
         g_autofree char *t = g_strconcat(name, ".", parts[i], NULL);
         g_autofree char *tg = g_strconcat(name, ".", parts[i], ".grad", NULL);
         layer_shard(c, t, SIMPAR_SHARD_INPUT, simpar_view(ln->params, i * res->cols), &blk);
-        layer_shard(c, tg, SIMPAR_SHARD_OUTPUT, simpar_view(ln->grads, i * res->cols), &blk);
+        layer_shard(c, tg, layer_grad_role(c), simpar_view(ln->grads, i * res->cols), &blk);
     }
 }
 
@@ -377,6 +385,8 @@ layer_attention_op(const SimparLayerCtx *c, SimparOpKind kind)
                                  .s = c->model->seq,
                                  .dh = c->model->hidden / c->model->heads,
                                  .nkv = g->nkv,
+                                 .cp = simpar_plan_cp(c->plan),
+                                 .cp_rank = c->cp_rank,
                                  .causal = c->plan->causal,
                                  .p = c->plan->p_attn,
                                  .seed = c->plan->seed,
@@ -385,19 +395,55 @@ layer_attention_op(const SimparLayerCtx *c, SimparOpKind kind)
                                  .heads = c->model->heads}};
 }
 
-/* qkv -> ctx, writing the probabilities the backward reads. */
+/* The k | v columns of every local key/value group of the rank's qkv rows, packed (dkv: written
+ * back), as context parallelism exchanges them. */
+static SimparKernel
+layer_kv_cols(const SimparLayerCtx *c)
+{
+    const SimparLayerGeom *g = &c->geom;
+    guint dh = (guint) (c->model->hidden / c->model->heads), r = g->nh / g->nkv;
+    return (SimparKernel){.rows = (guint) (g->nb * c->model->seq),
+                          .cols = g->nkv * 2 * dh,
+                          .ld = (g->nh + 2 * g->nkv) * dh,
+                          .groups = g->nkv,
+                          .width = 2 * dh,
+                          .stride = (r + 2) * dh,
+                          .offset = r * dh};
+}
+
+/* Context parallelism: every rank's keys and values, [C x tokens x 2 nkv dh]. */
+static SimparView
+layer_kv_gather(SimparLayerCtx *c, SimparView qkv)
+{
+    SimparKernel k = layer_kv_cols(c);
+    guint mine = simpar_layer_buffer(c, G_MAXUINT, "attn.kv", (gsize) k.rows * k.cols);
+    k.in[0] = qkv, k.out[0] = simpar_view(mine, 0);
+    layer_kernel(c, SIMPAR_OP_PACK_COLS, G_MAXUINT, "attn.pack-kv", k);
+    gsize count = (gsize) k.rows * k.cols;
+    guint all = simpar_layer_buffer(c, G_MAXUINT, "attn.kv-all", count * simpar_plan_cp(c->plan));
+    SimparColl ag = {SIMPAR_COLL_ALL_GATHER, c->cp_group,         count,         0,
+                     simpar_view(mine, 0),   simpar_view(all, 0), SIMPAR_RED_SUM};
+    simpar_layer_coll(c, G_MAXUINT, "attn.cp.all-gather-kv", &ag, FALSE);
+    return simpar_view(all, 0);
+}
+
+/* qkv (and, with context parallelism, the gathered kv) -> ctx, writing the probabilities the
+ * backward reads. */
 static void
-layer_attention_fwd(SimparLayerCtx *c, SimparView qkv, SimparView ctx, guint probs)
+layer_attention_fwd(SimparLayerCtx *c, SimparView qkv, SimparView kv, SimparView ctx, guint probs)
 {
     SimparOp op = layer_attention_op(c, SIMPAR_OP_ATTENTION);
     op.u.attn.in[0] = qkv;
+    op.u.attn.in[3] = kv;
     op.u.attn.out[0] = ctx;
     op.u.attn.out[1] = simpar_view(probs, 0);
     layer_add(c, &op, G_MAXUINT, "attention");
 }
 
+/* dqkv; with context parallelism the gradients of every rank's keys and values are
+ * reduce-scattered back to their owners and written into dqkv's k | v columns. */
 static SimparView
-layer_attention_bwd(SimparLayerCtx *c, SimparView qkv, guint probs, SimparView dctx)
+layer_attention_bwd(SimparLayerCtx *c, SimparView qkv, SimparView kv, guint probs, SimparView dctx)
 {
     const SimparLayerGeom *g = &c->geom;
     gsize dh = c->model->hidden / c->model->heads, tokens = (gsize) g->nb * c->model->seq;
@@ -406,8 +452,25 @@ layer_attention_bwd(SimparLayerCtx *c, SimparView qkv, guint probs, SimparView d
     op.u.attn.in[0] = qkv;
     op.u.attn.in[1] = simpar_view(probs, 0);
     op.u.attn.in[2] = dctx;
+    op.u.attn.in[3] = kv;
     op.u.attn.out[0] = simpar_view(out, 0);
+    SimparKernel k = layer_kv_cols(c);
+    gsize count = (gsize) k.rows * k.cols;
+    guint dkv_all = G_MAXUINT;
+    if (c->cp_group != SIMPAR_NO_GROUP) {
+        dkv_all =
+            simpar_layer_buffer(c, G_MAXUINT, "attn.dkv-all", count * simpar_plan_cp(c->plan));
+        op.u.attn.out[1] = simpar_view(dkv_all, 0);
+    }
     layer_add(c, &op, G_MAXUINT, "attention-bwd");
+    if (dkv_all == G_MAXUINT)
+        return simpar_view(out, 0);
+    guint mine = simpar_layer_buffer(c, G_MAXUINT, "attn.dkv", count);
+    SimparColl rs = {SIMPAR_COLL_REDUCE_SCATTER, c->cp_group,          count,         0,
+                     simpar_view(dkv_all, 0),    simpar_view(mine, 0), SIMPAR_RED_SUM};
+    simpar_layer_coll(c, G_MAXUINT, "attn.cp.reduce-scatter-dkv", &rs, FALSE);
+    k.in[0] = simpar_view(mine, 0), k.out[0] = simpar_view(out, 0);
+    layer_kernel(c, SIMPAR_OP_UNPACK_COLS, G_MAXUINT, "attn.unpack-dkv", k);
     return simpar_view(out, 0);
 }
 
@@ -415,7 +478,7 @@ layer_attention_bwd(SimparLayerCtx *c, SimparView qkv, guint probs, SimparView d
 
 typedef struct {
     LayerNorm ln[2];
-    SimparView x, dy, qkv, ctx, r1, z1;
+    SimparView x, dy, qkv, kv, ctx, r1, z1; /* kv: context parallelism's gathered k | v */
     guint probs;
 } LayerActs;
 
@@ -427,9 +490,11 @@ layer_forward(SimparLayerCtx *c, LayerActs *a)
     guint64 dh = c->model->hidden / c->model->heads, nh = c->geom.nh;
     SimparView u1 = layer_ln_fwd(c, &a->ln[0], a->x);
     a->qkv = layer_linear_fwd(c, SIMPAR_LIN_QKV, u1, res->rows);
+    a->kv = c->cp_group != SIMPAR_NO_GROUP ? layer_kv_gather(c, a->qkv) : SIMPAR_NO_VIEW;
     a->ctx = simpar_view(simpar_layer_buffer(c, G_MAXUINT, "attn.ctx", inner * nh * dh), 0);
-    a->probs = simpar_layer_buffer(c, G_MAXUINT, "attn.probs", c->geom.nb * nh * s * s);
-    layer_attention_fwd(c, a->qkv, a->ctx, a->probs);
+    a->probs = simpar_layer_buffer(c, G_MAXUINT, "attn.probs",
+                                   c->geom.nb * nh * s * s * simpar_plan_cp(c->plan));
+    layer_attention_fwd(c, a->qkv, a->kv, a->ctx, a->probs);
     SimparView o = layer_linear_fwd(c, SIMPAR_LIN_PROJ, a->ctx, inner);
     o = layer_dropout(c, SIMPAR_DROPOUT_PROJ, "proj.dropout", o, FALSE);
     a->r1 = layer_elementwise(c, SIMPAR_OP_ADD, "residual1", res->rows, res->cols, a->x, o);
@@ -461,7 +526,7 @@ static void
 layer_recompute_attention(SimparLayerCtx *c, LayerActs *a)
 {
     c->recomputing = TRUE;
-    layer_attention_fwd(c, a->qkv, a->ctx, a->probs);
+    layer_attention_fwd(c, a->qkv, a->kv, a->ctx, a->probs);
     c->recomputing = FALSE;
 }
 
@@ -483,7 +548,7 @@ layer_backward(SimparLayerCtx *c, LayerActs *a)
     SimparView dctx = layer_linear_bwd(c, SIMPAR_LIN_PROJ, d_o);
     if (c->plan->recompute == SIMPAR_RECOMPUTE_SELECTIVE)
         layer_recompute_attention(c, a);
-    SimparView dqkv = layer_attention_bwd(c, a->qkv, a->probs, dctx);
+    SimparView dqkv = layer_attention_bwd(c, a->qkv, a->kv, a->probs, dctx);
     SimparView du1 = layer_linear_bwd(c, SIMPAR_LIN_QKV, dqkv);
     SimparView dx1 = layer_ln_bwd(c, &a->ln[0], du1);
     guint dx = simpar_layer_buffer(c, G_MAXUINT, "dx", res->rows * res->cols);
@@ -532,25 +597,36 @@ layer_make_axis(SimparSchedule *sched, const SimparAxis *ax, guint *table)
 SimparSchedule *
 simpar_layer_build(const SimparModel *model, const SimparPlan *plan, const SimparTpScheme *scheme)
 {
-    g_autoptr(SimparSchedule) sched = simpar_schedule_new(plan->tp, model->dtype);
+    guint T = (guint) plan->tp, C = simpar_plan_cp(plan), n = T * C;
+    SimparModel share = *model; /* each context-parallel rank's tokens of every sequence */
+    share.seq = model->seq / C;
+    g_autoptr(SimparSchedule) sched = simpar_schedule_new(n, model->dtype);
     guint comm = simpar_schedule_add_stream(sched, "comm");
-    g_autofree guint *table = g_new(guint, (gsize) SIMPAR_MAX_AXES * plan->tp);
-    g_assert(scheme->n_axes <= SIMPAR_MAX_AXES);
-    for (guint a = 0; a < scheme->n_axes; a++) {
-        SimparAxis ax = scheme->axis(plan, a);
-        layer_make_axis(sched, &ax, table + (gsize) a * plan->tp);
+    guint n_axes = scheme->n_axes + (C > 1);
+    g_autofree guint *table = g_new(guint, (gsize) SIMPAR_MAX_AXES * n);
+    g_assert(n_axes <= SIMPAR_MAX_AXES);
+    for (guint a = 0; a < n_axes; a++) {
+        SimparAxis ax =
+            a < scheme->n_axes ? scheme->axis(plan, a) : (SimparAxis){"cp", 1, {T, 0}, {C, 0}};
+        layer_make_axis(sched, &ax, table + (gsize) a * n);
     }
-    for (guint r = 0; r < plan->tp; r++) {
+    for (guint r = 0; r < n; r++) {
         SimparLayerCtx c = {.sched = sched,
-                            .model = model,
+                            .model = &share,
                             .plan = plan,
                             .scheme = scheme,
                             .rank = r,
+                            .trank = r % T,
+                            .cp_rank = r / T,
+                            .cp_group =
+                                C > 1 ? table[(gsize) scheme->n_axes * n + r] : SIMPAR_NO_GROUP,
                             .comm = comm};
         c.async = g_array_new(FALSE, FALSE, sizeof(guint));
         for (guint a = 0; a < scheme->n_axes; a++)
-            c.group[a] = table[(gsize) a * plan->tp + r];
+            c.group[a] = table[(gsize) a * n + r];
         scheme->setup(&c);
+        /* the group's rows follow those of the groups before it (schedule.h) */
+        c.geom.res.row0 += (guint64) c.cp_rank * share.micro_batch * share.seq;
         LayerActs acts = {0};
         layer_inputs(&c, &acts);
         if (plan->recompute == SIMPAR_RECOMPUTE_FULL)

@@ -18,6 +18,12 @@
  * Cross-stream dependencies are derived: an op on the compute stream waits for every earlier
  * op of its rank on the communication stream that touches the same elements, and the reverse.
  *
+ * Context parallelism (plan->cp = C) is the driver's too: the schedule has T x C ranks, rank
+ * t + T c, and each group of T runs the scheme on its share of every sequence (chunks c and
+ * 2C-1-c, the model's seq / C), its rows placed after the other groups' in the global tensors
+ * (simpar_cp_position); attention packs the k and v columns, all-gathers them over "cp" and
+ * reduce-scatters their gradients back; weight gradients are PARTIAL shards (summed over "cp").
+ *
  * Recomputation (plan->recompute) is the driver's too, so every scheme has it:
  *   selective   backward: ... proj bwd -> [attention] -> attention-bwd -> ...
  *   full        backward: [the whole forward again, collectives included] -> fc2 bwd -> ...
@@ -71,11 +77,14 @@ typedef struct {
 
 typedef struct {
     SimparSchedule *sched;
-    const SimparModel *model;
+    const SimparModel *model; /* with context parallelism: the rank's share, seq = s / C */
     const SimparPlan *plan;
     const SimparTpScheme *scheme;
-    guint rank;
-    guint comm; /* the asynchronous communication stream */
+    guint rank;     /* in the schedule: trank + T cp_rank */
+    guint trank;    /* in the tensor-parallel group (what schemes place blocks by) */
+    guint cp_rank;  /* in the context-parallel group */
+    guint cp_group; /* that group, or SIMPAR_NO_GROUP without context parallelism */
+    guint comm;     /* the asynchronous communication stream */
     SimparPhase phase;
     guint coord[3];               /* the scheme's coordinates of this rank */
     guint group[SIMPAR_MAX_AXES]; /* the scheme's groups of this rank, by axis */

@@ -53,7 +53,7 @@ simpar_summa_setup(SimparLayerCtx *c)
 {
     const SimparModel *m = c->model;
     guint64 q = c->plan->q, d = summa_depth(c->plan), B = m->micro_batch * m->seq;
-    guint64 i = c->rank % q, j = (c->rank / q) % q, k = c->rank / (q * q), R = B / (d * q);
+    guint64 i = c->trank % q, j = (c->trank / q) % q, k = c->trank / (q * q), R = B / (d * q);
     SimparLayerGeom *g = &c->geom;
     c->coord[0] = i, c->coord[1] = j, c->coord[2] = k;
     g->res = (SimparBlock){(k * q + j) * R, R, i * m->hidden / q, m->hidden / q};

@@ -315,6 +315,19 @@ ref_silu_grad(double z)
 
 /* ---------------------------------------------------------------- attention */
 
+/* The row of position p of sequence n: n s + p, or in context-parallel order (see the header)
+ * the row of its chunk's owner. */
+static gsize
+ref_row(const RefShape *sh, guint n, guint p)
+{
+    if (sh->cp <= 1)
+        return (gsize) n * sh->s + p;
+    guint C = sh->cp, L = sh->s / (2 * C), chunk = p / L;
+    guint owner = chunk < C ? chunk : 2 * C - 1 - chunk;
+    guint local = (chunk < C ? 0 : L) + p % L;
+    return (gsize) owner * sh->b * (2 * L) + (gsize) n * (2 * L) + local;
+}
+
 /* Start of head g's q (part 0), or of the k (1) or v (2) of its group, in token (n, i) of the
  * [b*s x (a + 2kv) dh] qkv array. */
 static gsize
@@ -322,7 +335,7 @@ ref_qkv_at(const RefShape *sh, guint n, guint g, guint i, guint part)
 {
     gsize dh = sh->h / sh->a, r = sh->a / ref_kv(sh), group = g / r;
     gsize col = group * (r + 2) * dh + (part == 0 ? (g % r) * dh : (r + part - 1) * dh);
-    return ((gsize) n * sh->s + i) * ref_qkv_width(sh) + col;
+    return ref_row(sh, n, i) * ref_qkv_width(sh) + col;
 }
 
 /* keep / (1 - p_attn) for P[n, g, i, j] */
@@ -360,7 +373,7 @@ ref_attention_row(const RefShape *sh, const double *qkv, guint n, guint g, guint
         prob[j] = j < last ? exp(prob[j] - mx) : 0.0;
         sum += prob[j];
     }
-    double *out = ctx + ((gsize) n * sh->s + i) * sh->h + (gsize) g * dh;
+    double *out = ctx + ref_row(sh, n, i) * sh->h + (gsize) g * dh;
     for (gsize d = 0; d < dh; d++)
         out[d] = 0.0;
     for (guint j = 0; j < last; j++) {
@@ -390,7 +403,7 @@ ref_attention_row_backward(const RefShape *sh, const double *qkv, const double *
 {
     gsize dh = sh->h / sh->a;
     guint last = sh->causal ? i + 1 : sh->s;
-    const double *dc = dctx + ((gsize) n * sh->s + i) * sh->h + (gsize) g * dh;
+    const double *dc = dctx + ref_row(sh, n, i) * sh->h + (gsize) g * dh;
     double weighted = 0.0;
     for (guint j = 0; j < last; j++) {
         double scale = ref_attn_scale(sh, n, g, i, j);
@@ -493,6 +506,7 @@ ref_layer_run(const RefShape *shape, double *const t[REF_N_TENSORS])
     g_return_if_fail(shape->b > 0 && shape->s > 0 && shape->f > 0);
     g_return_if_fail(shape->a > 0 && shape->h > 0 && shape->h % shape->a == 0);
     g_return_if_fail(shape->a % ref_kv(shape) == 0);
+    g_return_if_fail(shape->cp <= 1 || shape->s % (2 * shape->cp) == 0);
     g_return_if_fail(shape->p_hidden >= 0.0 && shape->p_hidden < 1.0);
     g_return_if_fail(shape->p_attn >= 0.0 && shape->p_attn < 1.0);
     RefWork w;

@@ -16,6 +16,10 @@
  * Variants: SwiGLU (fc1 is [h x 2f], its column 2c the gate and 2c+1 the up value of column c
  * of the [rows x f] activation silu(gate) * up) and RMSNorm (z / sqrt(mean(z^2) + eps) * gamma;
  * the betas are then empty tensors, 1 x 0).
+ * Context-parallel row order (cp = C > 1; s divisible by 2C): every sequence is cut into 2C
+ * chunks of L = s/(2C) positions and rank c owns chunks c and 2C-1-c; the rows of x, dy, y and
+ * dx are rank 0's (sequence by sequence, its two chunks in order), then rank 1's, ... Only
+ * attention cares: it works on positions, whose rows this order gives.
  *
  * Ownership: the caller owns every tensor; ref_layer_run() reads the inputs and overwrites the
  * outputs (y, dx, all gradients) and keeps nothing.
@@ -33,6 +37,7 @@ typedef struct {
     guint64 seed;            /* dropout seed */
     guint kv;                /* key/value heads (a % kv == 0); 0 = a */
     gboolean swiglu, rms;    /* SwiGLU instead of GeLU, RMSNorm instead of LayerNorm */
+    guint cp;                /* rows in context-parallel order over cp ranks (0, 1: natural) */
 } RefShape;
 
 typedef enum {

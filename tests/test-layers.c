@@ -24,6 +24,7 @@ typedef struct {
     gint64 b;       /* micro-batch: whole sequences per GPU */
     gint64 kv;      /* key/value heads, 0 = a */
     gboolean llama; /* SwiGLU and RMSNorm */
+    gint64 cp;      /* context parallelism (0: none): C x s tokens per sequence */
 } LayerCase;
 
 /* h = 36, a = 12, f = 72, s = 4: divisible by every grid below. */
@@ -72,7 +73,56 @@ layers_outputs(const SimparSchedule *sched, SimparHost *host)
     return out; /* (transfer full) */
 }
 
-/* Largest relative error over all output shards; every output element must be covered. */
+/* The worst relative error of `got` against the reference tensor over its covered elements. */
+static double
+layers_worst(const double *got, const double *want, const gboolean *covered, guint64 n)
+{
+    double scale = 0, worst = 0;
+    for (guint64 e = 0; e < n; e++)
+        scale = MAX(scale, fabs(want[e]));
+    for (guint64 e = 0; e < n; e++)
+        if (covered[e])
+            worst = MAX(worst, fabs(got[e] - want[e]) / MAX(fabs(want[e]), 1e-3 * scale));
+    return worst;
+}
+
+/* A global tensor being assembled from shards: values added, elements covered. */
+typedef struct {
+    RefTensor id;
+    double *sum;
+    gboolean *covered;
+} LayersSum;
+
+static void
+layers_sum_free(gpointer p)
+{
+    LayersSum *s = p;
+    g_free(s->sum), g_free(s->covered), g_free(s);
+}
+
+static LayersSum *
+layers_sum_new(RefTensor id, guint64 n)
+{
+    LayersSum *s = g_new(LayersSum, 1);
+    *s = (LayersSum){id, g_new0(double, n), g_new0(gboolean, n)};
+    return s;
+}
+
+/* Adds shard sh's values into s. */
+static void
+layers_take(const SimparShard *sh, SimparHost *host, guint64 cols, LayersSum *s)
+{
+    const double *got = simpar_host_buffer(host, sh->view.buf) + sh->view.off;
+    for (guint64 r = 0; r < sh->rows; r++)
+        for (guint64 c = 0; c < sh->cols; c++) {
+            guint64 e = (sh->row0 + r) * cols + sh->col0 + c;
+            s->sum[e] += got[r * sh->cols + c];
+            s->covered[e] = TRUE;
+        }
+}
+
+/* Largest relative error over all output shards, each PARTIAL one summed over its group; every
+ * output element must be covered. */
 static double
 layers_compare(const SimparSchedule *sched, SimparHost *host, const RefShape *shape,
                double *const t[REF_N_TENSORS])
@@ -81,26 +131,36 @@ layers_compare(const SimparSchedule *sched, SimparHost *host, const RefShape *sh
     const SimparShard *sh = simpar_schedule_shards(sched, &n);
     double worst = 0;
     gboolean *covered[REF_N_TENSORS] = {0};
+    g_autoptr(GHashTable) sums =
+        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, layers_sum_free);
     for (guint i = 0; i < n; i++) {
-        if (sh[i].role != SIMPAR_SHARD_OUTPUT)
+        if (sh[i].role == SIMPAR_SHARD_INPUT)
             continue;
         RefTensor id = layers_tensor(sh[i].tensor);
         guint64 rows, cols;
         ref_tensor_shape(shape, id, &rows, &cols);
         if (covered[id] == NULL)
             covered[id] = g_new0(gboolean, rows * cols);
-        double scale = 0;
+        /* an output on its own; PARTIAL ones summed per (tensor, group) */
+        char *key = sh[i].role == SIMPAR_SHARD_PARTIAL
+                        ? g_strdup_printf("%s %u", sh[i].tensor, sh[i].sum_group)
+                        : g_strdup_printf("%s rank %u shard %u", sh[i].tensor, sh[i].rank, i);
+        LayersSum *s = g_hash_table_lookup(sums, key);
+        if (s == NULL)
+            g_hash_table_insert(sums, g_strdup(key), s = layers_sum_new(id, rows * cols));
+        g_free(key);
+        layers_take(&sh[i], host, cols, s);
         for (guint64 e = 0; e < rows * cols; e++)
-            scale = MAX(scale, fabs(t[id][e]));
-        const double *got = simpar_host_buffer(host, sh[i].view.buf) + sh[i].view.off;
-        for (guint64 r = 0; r < sh[i].rows; r++) {
-            for (guint64 c = 0; c < sh[i].cols; c++) {
-                guint64 e = (sh[i].row0 + r) * cols + sh[i].col0 + c;
-                double want = t[id][e], err = fabs(got[r * sh[i].cols + c] - want);
-                worst = MAX(worst, err / MAX(fabs(want), 1e-3 * scale));
-                covered[id][e] = TRUE;
-            }
-        }
+            covered[id][e] = covered[id][e] || s->covered[e];
+    }
+    GHashTableIter it;
+    gpointer key, value;
+    g_hash_table_iter_init(&it, sums);
+    while (g_hash_table_iter_next(&it, &key, &value)) {
+        const LayersSum *s = value;
+        guint64 rows, cols;
+        ref_tensor_shape(shape, s->id, &rows, &cols);
+        worst = MAX(worst, layers_worst(s->sum, t[s->id], s->covered, rows * cols));
     }
     for (guint id = REF_N_INPUTS; id < REF_N_TENSORS; id++) {
         guint64 rows, cols, missing = 0;
@@ -123,10 +183,11 @@ layers_compare(const SimparSchedule *sched, SimparHost *host, const RefShape *sh
 static GArray *
 layers_run(const LayerCase *lc, gboolean causal, double p, SimparRecompute recompute)
 {
+    gint64 cp = MAX(lc->cp, 1);
     SimparModel m = {"test",
                      layers_h,
                      layers_a,
-                     layers_s,
+                     layers_s * cp,
                      lc->b,
                      1,
                      layers_f,
@@ -140,7 +201,7 @@ layers_run(const LayerCase *lc, gboolean causal, double p, SimparRecompute recom
     plan.mode = lc->mode, plan.tp = lc->tp, plan.depth = lc->depth;
     plan.sequence_parallel = lc->sp, plan.paper_3d = lc->paper;
     plan.causal = causal, plan.p_hidden = p, plan.p_attn = p, plan.seed = layers_seed;
-    plan.recompute = recompute;
+    plan.recompute = recompute, plan.cp = cp;
     g_autoptr(GError) error = NULL;
     g_autoptr(SimparSchedule) sched = simpar_generate_layer(&m, &plan, &error);
     CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
@@ -148,8 +209,20 @@ layers_run(const LayerCase *lc, gboolean causal, double p, SimparRecompute recom
     if (error != NULL)
         printf("\n    %s", error->message);
 
-    RefShape shape = {lc->b, layers_s, layers_h,    layers_a,       layers_f,  causal,   plan.eps,
-                      p,     p,        layers_seed, (guint) lc->kv, lc->llama, lc->llama};
+    RefShape shape = {lc->b,
+                      (guint) (layers_s * cp),
+                      layers_h,
+                      layers_a,
+                      layers_f,
+                      causal,
+                      plan.eps,
+                      p,
+                      p,
+                      layers_seed,
+                      (guint) lc->kv,
+                      lc->llama,
+                      lc->llama,
+                      (guint) cp};
     g_autoptr(GRand) rng = g_rand_new_with_seed(layers_seed);
     double *t[REF_N_TENSORS];
     for (guint i = 0; i < REF_N_TENSORS; i++) {
@@ -164,10 +237,9 @@ layers_run(const LayerCase *lc, gboolean causal, double p, SimparRecompute recom
     layers_scatter(sched, host, &shape, t);
     CU_ASSERT_TRUE_FATAL(simpar_host_run(host, &error));
     double worst = layers_compare(sched, host, &shape, t);
-    printf("\n    %s tp=%" G_GINT64_FORMAT " kv=%" G_GINT64_FORMAT
-           "%s%s recompute %s: worst relative "
-           "error %.3g ",
-           lc->mode, lc->tp, simpar_model_kv_heads(&m), lc->llama ? " swiglu rmsnorm" : "",
+    printf("\n    %s tp=%" G_GINT64_FORMAT " cp=%" G_GINT64_FORMAT " kv=%" G_GINT64_FORMAT
+           "%s%s recompute %s: worst relative error %.3g ",
+           lc->mode, lc->tp, cp, simpar_model_kv_heads(&m), lc->llama ? " swiglu rmsnorm" : "",
            causal ? " causal" : " dropout", simpar_recompute_name(recompute), worst);
     CU_ASSERT(worst < 1e-9);
     for (guint i = 0; i < REF_N_TENSORS; i++)
@@ -207,28 +279,36 @@ layers_case(const LayerCase *lc)
         layers_case(&lc);                                                                          \
     }
 
-LAYER_TEST(test_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 0, FALSE)
-LAYER_TEST(test_1d_p4, "1d", 4, 0, FALSE, TRUE, 2, 0, FALSE)
-LAYER_TEST(test_1d_p4_sp, "1d", 4, 0, TRUE, TRUE, 2, 0, FALSE)
-LAYER_TEST(test_1d_p2_sp, "1d", 2, 0, TRUE, TRUE, 3, 0, FALSE)
-LAYER_TEST(test_2d_q2, "2d", 4, 0, FALSE, TRUE, 4, 0, FALSE)
-LAYER_TEST(test_2d_q3, "2d", 9, 0, FALSE, TRUE, 3, 0, FALSE)
-LAYER_TEST(test_2p5d_q2_d2, "2.5d", 8, 2, FALSE, TRUE, 4, 0, FALSE)
-LAYER_TEST(test_3d_q2_paper, "3d", 8, 0, FALSE, TRUE, 4, 0, FALSE)
-LAYER_TEST(test_3d_q2_later, "3d", 8, 0, FALSE, FALSE, 4, 0, FALSE)
-LAYER_TEST(test_3d_q3_paper, "3d", 27, 0, FALSE, TRUE, 9, 0, FALSE)
-LAYER_TEST(test_3d_q3_later, "3d", 27, 0, FALSE, FALSE, 9, 0, FALSE)
-LAYER_TEST(test_1d_p1, "1d", 1, 0, FALSE, TRUE, 2, 0, FALSE)
+LAYER_TEST(test_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 0, FALSE, 0)
+LAYER_TEST(test_1d_p4, "1d", 4, 0, FALSE, TRUE, 2, 0, FALSE, 0)
+LAYER_TEST(test_1d_p4_sp, "1d", 4, 0, TRUE, TRUE, 2, 0, FALSE, 0)
+LAYER_TEST(test_1d_p2_sp, "1d", 2, 0, TRUE, TRUE, 3, 0, FALSE, 0)
+LAYER_TEST(test_2d_q2, "2d", 4, 0, FALSE, TRUE, 4, 0, FALSE, 0)
+LAYER_TEST(test_2d_q3, "2d", 9, 0, FALSE, TRUE, 3, 0, FALSE, 0)
+LAYER_TEST(test_2p5d_q2_d2, "2.5d", 8, 2, FALSE, TRUE, 4, 0, FALSE, 0)
+LAYER_TEST(test_3d_q2_paper, "3d", 8, 0, FALSE, TRUE, 4, 0, FALSE, 0)
+LAYER_TEST(test_3d_q2_later, "3d", 8, 0, FALSE, FALSE, 4, 0, FALSE, 0)
+LAYER_TEST(test_3d_q3_paper, "3d", 27, 0, FALSE, TRUE, 9, 0, FALSE, 0)
+LAYER_TEST(test_3d_q3_later, "3d", 27, 0, FALSE, FALSE, 9, 0, FALSE, 0)
+LAYER_TEST(test_1d_p1, "1d", 1, 0, FALSE, TRUE, 2, 0, FALSE, 0)
 /* grouped-query attention (12 heads on 6, 3 or 2 key/value heads, 1 = multi-query), SwiGLU and
  * RMSNorm in every mode */
-LAYER_TEST(test_llama_1d_p1_mqa, "1d", 1, 0, FALSE, TRUE, 2, 1, TRUE)
-LAYER_TEST(test_llama_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 2, TRUE)
-LAYER_TEST(test_llama_1d_p2_sp, "1d", 2, 0, TRUE, TRUE, 2, 6, TRUE)
-LAYER_TEST(test_gqa_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 2, FALSE)
-LAYER_TEST(test_llama_2d_q2, "2d", 4, 0, FALSE, TRUE, 4, 2, TRUE)
-LAYER_TEST(test_llama_2p5d_q2_d2, "2.5d", 8, 2, FALSE, TRUE, 4, 6, TRUE)
-LAYER_TEST(test_llama_3d_q2_later, "3d", 8, 0, FALSE, FALSE, 4, 2, TRUE)
-LAYER_TEST(test_llama_3d_q3_paper, "3d", 27, 0, FALSE, TRUE, 9, 3, TRUE)
+LAYER_TEST(test_llama_1d_p1_mqa, "1d", 1, 0, FALSE, TRUE, 2, 1, TRUE, 0)
+LAYER_TEST(test_llama_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 2, TRUE, 0)
+LAYER_TEST(test_llama_1d_p2_sp, "1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 0)
+LAYER_TEST(test_gqa_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 2, FALSE, 0)
+LAYER_TEST(test_llama_2d_q2, "2d", 4, 0, FALSE, TRUE, 4, 2, TRUE, 0)
+LAYER_TEST(test_llama_2p5d_q2_d2, "2.5d", 8, 2, FALSE, TRUE, 4, 6, TRUE, 0)
+LAYER_TEST(test_llama_3d_q2_later, "3d", 8, 0, FALSE, FALSE, 4, 2, TRUE, 0)
+LAYER_TEST(test_llama_3d_q3_paper, "3d", 27, 0, FALSE, TRUE, 9, 3, TRUE, 0)
+/* context parallelism (all-gathered keys and values), with every tensor-parallel mode */
+LAYER_TEST(test_cp2_1d_p1, "1d", 1, 0, FALSE, TRUE, 2, 0, FALSE, 2)
+LAYER_TEST(test_cp4_1d_p1_llama, "1d", 1, 0, FALSE, TRUE, 1, 3, TRUE, 4)
+LAYER_TEST(test_cp2_1d_p2_sp_llama, "1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 2)
+LAYER_TEST(test_cp2_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 0, FALSE, 2)
+LAYER_TEST(test_cp2_2d_q2_llama, "2d", 4, 0, FALSE, TRUE, 4, 2, TRUE, 2)
+LAYER_TEST(test_cp2_2p5d_q2_d2, "2.5d", 8, 2, FALSE, TRUE, 4, 0, FALSE, 2)
+LAYER_TEST(test_cp3_3d_q2_later_llama, "3d", 8, 0, FALSE, FALSE, 4, 2, TRUE, 3)
 
 static CU_TestInfo layers_tests[] = {
     {"one GPU (1-D P=1) equals the serial layer; recomputation changes no bit", test_1d_p1},
@@ -242,6 +322,16 @@ static CU_TestInfo layers_tests[] = {
     {"Llama layer (GQA kv=6), 2.5-D q=2 d=2, equals the serial layer", test_llama_2p5d_q2_d2},
     {"Llama layer (GQA kv=2), 3-D q=2 later, equals the serial layer", test_llama_3d_q2_later},
     {"Llama layer (GQA kv=3), 3-D q=3 paper, equals the serial layer", test_llama_3d_q3_paper},
+    {"context parallelism C=2 on one GPU each equals the serial layer", test_cp2_1d_p1},
+    {"context parallelism C=4, Llama layer, equals the serial layer", test_cp4_1d_p1_llama},
+    {"context parallelism C=2 x 1-D P=2 with SP, Llama layer, equals the serial layer",
+     test_cp2_1d_p2_sp_llama},
+    {"context parallelism C=2 x 1-D P=2 equals the serial layer", test_cp2_1d_p2},
+    {"context parallelism C=2 x 2-D q=2, Llama layer, equals the serial layer",
+     test_cp2_2d_q2_llama},
+    {"context parallelism C=2 x 2.5-D q=2 d=2 equals the serial layer", test_cp2_2p5d_q2_d2},
+    {"context parallelism C=3 x 3-D q=2 later, Llama layer, equals the serial layer",
+     test_cp3_3d_q2_later_llama},
     {"1-D P=4 equals the serial layer; recomputation changes no bit", test_1d_p4},
     {"1-D P=2 with sequence parallelism equals the serial layer; recomputation changes no bit",
      test_1d_p2_sp},

@@ -23,14 +23,14 @@ verify_schedule(void)
     SimparSchedule *s = simpar_schedule_new(RANKS, SIMPAR_DTYPE_FP32);
     for (guint r = 0; r < RANKS; r++) {
         guint b = simpar_schedule_add_buffer(s, r, "out", ELEMS);
-        SimparShard y = {"y", SIMPAR_SHARD_OUTPUT, r, {b, 0}, 0, 4, 0, 8};
-        SimparShard w = {"w.grad", SIMPAR_SHARD_OUTPUT, r, {b, 32}, 2 * r, 2, 0, 4};
+        SimparShard y = {"y", SIMPAR_SHARD_OUTPUT, r, {b, 0}, 0, 4, 0, 8, 0};
+        SimparShard w = {"w.grad", SIMPAR_SHARD_OUTPUT, r, {b, 32}, 2 * r, 2, 0, 4, 0};
         y.tensor = g_intern_string("y"), w.tensor = g_intern_string("w.grad");
         simpar_schedule_add_shard(s, &y);
         simpar_schedule_add_shard(s, &w);
     }
     guint in = simpar_schedule_add_buffer(s, 0, "in", 4);
-    SimparShard x = {g_intern_string("x"), SIMPAR_SHARD_INPUT, 0, {in, 0}, 0, 1, 0, 4};
+    SimparShard x = {g_intern_string("x"), SIMPAR_SHARD_INPUT, 0, {in, 0}, 0, 1, 0, 4, 0};
     simpar_schedule_add_shard(s, &x);
     return s; /* (transfer full) */
 }
@@ -178,7 +178,7 @@ test_large_block(void)
     g_autoptr(SimparSchedule) s = simpar_schedule_new(2, SIMPAR_DTYPE_FP32);
     for (guint r = 0; r < 2; r++) {
         guint b = simpar_schedule_add_buffer(s, r, "out", n);
-        SimparShard sh = {g_intern_string("h"), SIMPAR_SHARD_OUTPUT, r, {b, 0}, 0, 100, 0, 100};
+        SimparShard sh = {g_intern_string("h"), SIMPAR_SHARD_OUTPUT, r, {b, 0}, 0, 100, 0, 100, 0};
         simpar_schedule_add_shard(s, &sh);
     }
     g_autofree double *a = g_new(double, n), *b = g_new(double, n);
