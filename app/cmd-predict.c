@@ -143,7 +143,7 @@ predict_mode(PredictJob *pj, guint index, const char *mode, GError **error)
     Predict *p = pj->p;
     g_autoptr(GError) why = NULL;
     SimparTrain train = p->train;
-    gint64 outer = train.pp * train.dp;
+    gint64 outer = train.pp * train.dp * MAX(p->job.cp, 1);
     gint64 tp = p->job.tp != G_MININT64 ? p->job.tp : (gint64) pj->gpus / MAX(outer, 1);
     if (!predict_plan(p, mode, (guint) tp, &train.tp, &why))
         return predict_skip(pj, mode, "-", NULL, &why, error);

@@ -172,6 +172,8 @@ static const CuRoles cu_roles[SIMPAR_N_OP_KINDS] = {
     [SIMPAR_OP_GELU_BWD] = {{"Tx", "Tx", NULL, NULL, NULL, "Tx"}},
     [SIMPAR_OP_SWIGLU] = {{"Tx", NULL, NULL, NULL, NULL, "Tx"}},
     [SIMPAR_OP_SWIGLU_BWD] = {{"Tx", "Tx", NULL, NULL, NULL, "Tx"}},
+    [SIMPAR_OP_PACK_COLS] = {{"Tx", NULL, NULL, NULL, NULL, "Tx"}},
+    [SIMPAR_OP_UNPACK_COLS] = {{"Tx", NULL, NULL, NULL, NULL, "Tx"}},
     [SIMPAR_OP_DROPOUT] = {{"Tx", NULL, NULL, NULL, NULL, "Tx"}},
     [SIMPAR_OP_DROPOUT_BWD] = {{"Tx", NULL, NULL, NULL, NULL, "Tx"}},
     [SIMPAR_OP_ADD] = {{"Tx", "Tx", NULL, NULL, NULL, "Tx"}},
@@ -647,6 +649,11 @@ static gboolean
 cu_attention_op(const SimparCuCtx *ctx, const SimparOp *op, const CuBind *b, GError **error)
 {
     const SimparAttention *at = &op->u.attn;
+    if (at->cp > 1)
+        return cu_invalid(error, op,
+                          "is context-parallel (rank %u of %u): the CUDA executor has no "
+                          "attention over gathered keys; run it with --executor host",
+                          at->cp_rank, at->cp);
     gsize nkv = at->nkv != 0 ? at->nkv : at->nh, r = at->nh / nkv;
     CuAttn ca = {
         .at = at,
@@ -793,6 +800,30 @@ cu_adam_op(const SimparCuCtx *ctx, const SimparOp *op, const CuBind *b, GError *
                            error);
 }
 
+/* ---- packed columns ----------------------------------------------------------------------- */
+
+/* PACK_COLS / UNPACK_COLS: one 2-D copy per group (width columns of every row). */
+static gboolean
+cu_cols_op(const SimparCuCtx *ctx, const SimparOp *op, const CuBind *b, GError **error)
+{
+    const SimparKernel *k = &op->u.kern;
+    gsize es = simpar_cu_type_size(b->t);
+    gboolean pack = op->kind == SIMPAR_OP_PACK_COLS;
+    char *wide = pack ? b->ptr[0] : b->ptr[5], *packed = pack ? b->ptr[5] : b->ptr[0];
+    for (guint g = 0; g < k->groups; g++) {
+        char *w = wide + ((gsize) k->offset + (gsize) g * k->stride) * es;
+        char *p = packed + (gsize) g * k->width * es;
+        gsize wp = (gsize) k->ld * es, pp = (gsize) k->cols * es, bytes = (gsize) k->width * es;
+        cudaError_t e = pack ? cudaMemcpy2DAsync(p, pp, w, wp, bytes, k->rows,
+                                                 cudaMemcpyDeviceToDevice, ctx->stream)
+                             : cudaMemcpy2DAsync(w, wp, p, pp, bytes, k->rows,
+                                                 cudaMemcpyDeviceToDevice, ctx->stream);
+        if (!SIMPAR_CU_TRY(error, e))
+            return FALSE;
+    }
+    return TRUE;
+}
+
 /* ---- dispatch ----------------------------------------------------------------------------- */
 
 typedef gboolean (*CuOpFn)(const SimparCuCtx *ctx, const SimparOp *op, const CuBind *b,
@@ -807,6 +838,8 @@ cu_op_fn(SimparOpKind kind)
         return cu_attention_op;
     if (kind == SIMPAR_OP_ADAM)
         return cu_adam_op;
+    if (kind == SIMPAR_OP_PACK_COLS || kind == SIMPAR_OP_UNPACK_COLS)
+        return cu_cols_op;
     if (cu_vocab_fns[kind].fn != NULL)
         return cu_vocab_op;
     if (cu_kernel_fns[kind].fn != NULL)

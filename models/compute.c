@@ -266,29 +266,37 @@ simpar_compute_gemm_time(const SimparGpu *gpu, SimparDtype dtype, double m, doub
 
 /* ----- attention ----- */
 
-/* QK^T [s x s x dh], softmax and dropout over the scores in memory, then PV [s x dh x s]. */
+/* Keys per query row: the sequence's, or with context parallelism every rank's (s C). */
+static double
+compute_keys(const SimparAttention *a)
+{
+    return (double) a->s * MAX(a->cp, 1);
+}
+
+/* QK^T [s x S x dh], softmax and dropout over the scores in memory, then PV [s x dh x S], for
+ * s query rows and S keys per sequence. */
 static double
 compute_unfused_fwd(const SimparGpu *gpu, SimparDtype dt, const SimparAttention *a)
 {
-    double bh = (double) a->nb * a->nh, s = a->s, dh = a->dh, ds = simpar_dtype_size(dt);
-    double scores = bh * s * s;
-    return compute_gemm(gpu, dt, s, s, dh, bh, FALSE) +      /* scores = Q K^T */
+    double bh = (double) a->nb * a->nh, s = a->s, S = compute_keys(a), dh = a->dh;
+    double ds = simpar_dtype_size(dt), scores = bh * s * S;
+    return compute_gemm(gpu, dt, s, S, dh, bh, FALSE) +      /* scores = Q K^T */
            compute_memory_time(gpu, 2 * scores * ds) +       /* softmax: read, write */
            compute_memory_time(gpu, scores * (2 * ds + 1)) + /* dropout: + 1-byte mask */
-           compute_gemm(gpu, dt, s, dh, s, bh, FALSE);       /* ctx = P V */
+           compute_gemm(gpu, dt, s, dh, S, bh, FALSE);       /* ctx = P V */
 }
 
 static double
 compute_unfused_bwd(const SimparGpu *gpu, SimparDtype dt, const SimparAttention *a)
 {
-    double bh = (double) a->nb * a->nh, s = a->s, dh = a->dh, ds = simpar_dtype_size(dt);
-    double scores = bh * s * s;
-    return compute_gemm(gpu, dt, s, dh, s, bh, FALSE) +      /* dV = P^T dctx */
-           compute_gemm(gpu, dt, s, s, dh, bh, FALSE) +      /* dP = dctx V^T */
+    double bh = (double) a->nb * a->nh, s = a->s, S = compute_keys(a), dh = a->dh;
+    double ds = simpar_dtype_size(dt), scores = bh * s * S;
+    return compute_gemm(gpu, dt, S, dh, s, bh, FALSE) +      /* dV = P^T dctx */
+           compute_gemm(gpu, dt, s, S, dh, bh, FALSE) +      /* dP = dctx V^T */
            compute_memory_time(gpu, scores * (2 * ds + 1)) + /* dropout backward, with mask */
            compute_memory_time(gpu, 3 * scores * ds) +       /* softmax bwd: dP, P -> dS */
-           compute_gemm(gpu, dt, s, dh, s, bh, FALSE) +      /* dQ = dS K */
-           compute_gemm(gpu, dt, s, dh, s, bh, FALSE);       /* dK = dS^T Q */
+           compute_gemm(gpu, dt, s, dh, S, bh, FALSE) +      /* dQ = dS K */
+           compute_gemm(gpu, dt, S, dh, s, bh, FALSE);       /* dK = dS^T Q */
 }
 
 /* One kernel; q, k, v, ctx and (backward) dctx, dqkv cross memory once, plus the fp32
@@ -299,12 +307,14 @@ compute_unfused_bwd(const SimparGpu *gpu, SimparDtype dt, const SimparAttention 
 static double
 compute_flash(const SimparGpu *gpu, SimparDtype dt, const SimparAttention *a, gboolean bwd)
 {
-    double bh = (double) a->nb * a->nh, s = a->s, dh = a->dh, ds = simpar_dtype_size(dt);
-    double flops = 4 * bh * s * s * dh * (a->causal ? 0.5 : 1.0) * (bwd ? 2.5 : 1.0);
-    double tensor = bh * s * dh; /* elements of one of q, ctx */
-    double kv = a->nkv != 0 ? (double) a->nkv / a->nh : 1.0;
-    double bytes = (bwd ? 5 + 4 * kv : 2 + 2 * kv) * tensor * ds + bh * s * 4;
-    return compute_roofline(gpu, dt, flops, compute_gemm_eff(gpu, s, s, dh), bytes);
+    double bh = (double) a->nb * a->nh, s = a->s, S = compute_keys(a), dh = a->dh;
+    double ds = simpar_dtype_size(dt);
+    /* causal: half the score tiles, also per context-parallel rank (chunks c and 2C-1-c) */
+    double flops = 4 * bh * s * S * dh * (a->causal ? 0.5 : 1.0) * (bwd ? 2.5 : 1.0);
+    double q = bh * s * dh; /* elements of q, ctx */
+    double kv = bh * S * dh * (a->nkv != 0 ? (double) a->nkv / a->nh : 1.0); /* of k, v */
+    double bytes = (bwd ? 5 * q + 4 * kv : 2 * q + 2 * kv) * ds + bh * s * 4;
+    return compute_roofline(gpu, dt, flops, compute_gemm_eff(gpu, s, S, dh), bytes);
 }
 
 static double
@@ -430,7 +440,11 @@ compute_op_time(const SimparGpu *gpu, const SimparSchedule *sched, const SimparO
     case SIMPAR_OP_COLLECTIVE:
     case SIMPAR_OP_SEND:
     case SIMPAR_OP_RECV:
-        return 0; /* the network's business */
+        return 0;             /* the network's business */
+    case SIMPAR_OP_PACK_COLS: /* the packed elements read and written once */
+    case SIMPAR_OP_UNPACK_COLS:
+        return compute_memory_time(gpu,
+                                   2.0 * op->u.kern.rows * op->u.kern.cols * simpar_dtype_size(dt));
     default:
         return compute_memory_time(gpu, compute_kernel_bytes(sched, op));
     }

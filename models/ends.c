@@ -202,7 +202,10 @@ SimparSchedule *
 simpar_ends_build(const SimparModel *model, const SimparPlan *plan, const SimparSchedule *layer,
                   gint64 width, guint parts)
 {
-    guint T = simpar_schedule_n_ranks(layer);
+    /* the tensor-parallel group of the first context-parallel rank: every other one does the
+     * same with its own tokens */
+    guint T = (guint) plan->tp;
+    g_return_val_if_fail(simpar_schedule_n_ranks(layer) == T * simpar_plan_cp(plan), NULL);
     SimparSchedule *s = simpar_schedule_new(T, model->dtype);
     g_autofree guint *ranks = g_new(guint, T);
     for (guint r = 0; r < T; r++)
@@ -215,7 +218,7 @@ simpar_ends_build(const SimparModel *model, const SimparPlan *plan, const Simpar
                   .rank = r,
                   .group = group,
                   .T = T,
-                  .rows = (guint64) (model->micro_batch * model->seq),
+                  .rows = (guint64) (model->micro_batch * model->seq / simpar_plan_cp(plan)),
                   .h = (guint64) model->hidden};
         e.act = f.act_elems;
         e.share = e.rows * e.h / T;

@@ -93,8 +93,8 @@ simpar_plan_whole_rows(const SimparPlan *plan)
     return gen != NULL && gen->grid == SIMPAR_GRID_LINE && !plan->sequence_parallel;
 }
 
-char *
-simpar_plan_grid_label(const SimparPlan *plan, gboolean verbose)
+static char *
+plan_grid_label(const SimparPlan *plan, gboolean verbose)
 {
     const SimparGenerator *gen = simpar_generator_of(plan->mode);
     if (gen != NULL && gen->grid == SIMPAR_GRID_LINE)
@@ -109,6 +109,17 @@ simpar_plan_grid_label(const SimparPlan *plan, gboolean verbose)
                           : plan->paper_3d ? ""
                                            : " later";
     return g_strdup_printf("q=%u%s", plan->q, variant); /* (transfer full) */
+}
+
+char *
+simpar_plan_grid_label(const SimparPlan *plan, gboolean verbose)
+{
+    char *label = plan_grid_label(plan, verbose);
+    if (simpar_plan_cp(plan) == 1)
+        return label;
+    char *with = g_strdup_printf("%s CP=%u", label, simpar_plan_cp(plan));
+    g_free(label);
+    return with; /* (transfer full) */
 }
 
 static gboolean

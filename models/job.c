@@ -22,6 +22,7 @@ simpar_job_args_init(SimparJobArgs *args)
                        &args->kv_heads,
                        &args->tp,
                        &args->depth,
+                       &args->cp,
                        &args->pp,
                        &args->dp,
                        &args->global_batch,
@@ -93,6 +94,10 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
          "T"},
         {"depth", 0, 0, G_OPTION_ARG_INT64, &a->depth, "2.5-D depth d (default q=d)", "D"},
         {"sp", 0, 0, G_OPTION_ARG_NONE, &a->sp, "1-D: sequence parallelism", NULL},
+        {"cp", 0, 0, G_OPTION_ARG_INT64, &a->cp,
+         "Context parallelism: C GPUs share each sequence (2C chunks, keys and values "
+         "all-gathered; default 1), placed right after the tensor-parallel group",
+         "C"},
         {"variant", 0, 0, G_OPTION_ARG_STRING, &a->variant,
          "3-D: paper (backward re-gathers; default) or later (saved gathers, async "
          "reduce-scatters)",
@@ -308,6 +313,14 @@ simpar_job_plan(const SimparJobArgs *args, const char *mode, SimparPlan *plan, G
     plan->tp = args->tp;
     plan->depth = args->depth == SIMPAR_JOB_UNSET ? 0 : args->depth;
     plan->sequence_parallel = args->sp;
+    if (args->cp != SIMPAR_JOB_UNSET && (args->cp < 1 || args->cp > 65536)) {
+        g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
+                    "--cp %" G_GINT64_FORMAT ": must be between 1 and 65536 (GPUs sharing each "
+                    "sequence)",
+                    args->cp);
+        return FALSE;
+    }
+    plan->cp = args->cp != SIMPAR_JOB_UNSET ? args->cp : 1;
     if (args->variant != NULL) {
         const SimparGenerator *gen = simpar_generator_of(mode);
         if (gen == NULL || !gen->variants ||
@@ -468,7 +481,7 @@ simpar_job_check(const SimparJobArgs *args, SimparJobRun run, const char *fallba
                     train->tp.tp, train->pp, train->dp);
         return FALSE;
     }
-    guint64 gpus = (guint64) train->tp.tp * (guint64) train->pp * (guint64) train->dp;
+    guint64 gpus = (guint64) simpar_train_group(train) * (guint64) train->pp * (guint64) train->dp;
     return simpar_train_validate(train, model, gpus, error);
 }
 

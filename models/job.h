@@ -37,7 +37,7 @@ typedef struct {
     char *dtype, *mlp, *norm;
     /* tensor-parallel plan */
     char *tp_mode;
-    gint64 tp, depth;
+    gint64 tp, depth, cp;
     gboolean sp;
     char *variant;   /* 3-D: paper, later */
     char *recompute; /* none, selective, full */

@@ -50,7 +50,10 @@ static double
 memory_layer_activations(const SimparModel *m, const SimparPlan *plan, SimparAttentionImpl attn,
                          SimparRecompute recompute)
 {
-    double s = m->seq, b = m->micro_batch, h = m->hidden, f = m->ffn, a = m->heads;
+    /* context parallelism: each rank keeps s / C tokens of every sequence, and its scores span
+     * all s keys */
+    double C = simpar_plan_cp(plan), S = m->seq, s = S / C, b = m->micro_batch, h = m->hidden;
+    double f = m->ffn, a = m->heads;
     double qkv = (double) simpar_model_qkv_cols(m), fc1 = (double) simpar_model_fc1_cols(m);
     double ds = simpar_dtype_size(m->dtype), sbh = s * b * h, t = plan->tp;
     /* 1-D without SP keeps the layer's input (and what replicates with it) whole on every GPU;
@@ -65,7 +68,7 @@ memory_layer_activations(const SimparModel *m, const SimparPlan *plan, SimparAtt
     double split = (s * b * (qkv + h) + s * b * (fc1 + f)) * ds;
     /* softmax output, its dropout mask and output; flash attention stores none of them */
     gboolean no_scores = attn == SIMPAR_ATTENTION_FLASH || recompute == SIMPAR_RECOMPUTE_SELECTIVE;
-    double scores = no_scores ? 0 : a * s * s * b * (2 * ds + 1);
+    double scores = no_scores ? 0 : a * s * S * b * (2 * ds + 1);
     if (whole)
         return replicated + (split + scores) / t;
     return (replicated + split + scores) / t;
@@ -81,15 +84,19 @@ memory_recompute_peak(const SimparModel *m, const SimparPlan *plan, SimparAttent
 }
 
 /* The largest sum of one rank's buffers in the layer schedule: parameters, gradients, saved
- * and gathered blocks all live together while the layer runs. */
+ * and gathered blocks all live together while the layer runs. Flash attention never holds the
+ * attention probabilities the schedule's unfused kernel writes. */
 static double
-memory_transient(const SimparSchedule *layer)
+memory_transient(const SimparSchedule *layer, SimparAttentionImpl attn)
 {
     guint n_ranks = simpar_schedule_n_ranks(layer);
     g_autofree double *elems = g_new0(double, n_ranks);
+    const char *probs = g_intern_static_string("attn.probs");
     double peak = 0;
     for (guint i = 0; i < simpar_schedule_n_buffers(layer); i++) {
         const SimparBuffer *buf = simpar_schedule_buffer(layer, i);
+        if (attn == SIMPAR_ATTENTION_FLASH && buf->name == probs)
+            continue;
         elems[buf->rank] += (double) buf->elems;
         peak = MAX(peak, elems[buf->rank]);
     }
@@ -116,7 +123,7 @@ simpar_memory_estimate(const SimparModel *model, const SimparPlan *plan,
     out->activations_B = layers * memory_layer_activations(model, plan, attn, plan->recompute);
     out->recompute_B = memory_recompute_peak(model, plan, attn);
     out->in_flight = 1;
-    out->transient_B = memory_transient(layer);
+    out->transient_B = memory_transient(layer, attn);
     out->total_B = out->states_B + out->activations_B + out->recompute_B + out->transient_B;
 }
 
@@ -190,7 +197,8 @@ memory_head_params(const SimparModel *model, const SimparTrain *train, const Sim
 static double
 memory_logits(const SimparModel *model, const SimparTrain *train, const SimparMemoryStage *st)
 {
-    double sb = (double) model->seq * (double) model->micro_batch, T = train->tp.tp;
+    double sb = (double) model->seq / simpar_plan_cp(&train->tp) * (double) model->micro_batch;
+    double T = train->tp.tp;
     double ds = MAX(4, simpar_dtype_size(model->dtype)), V = model->vocab;
     double W = train->aux_head_width > 0 ? (double) train->aux_head_width : V;
     if (st->last)

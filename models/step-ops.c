@@ -71,6 +71,8 @@ step_ops_supported(const SimparModel *model, const SimparTrain *tr, const Simpar
         flag = "--tied-embeddings";
     else if (tr->grad_dtype_set && tr->grad_dtype != model->dtype)
         flag = "--grad-reduce-dtype";
+    else if (simpar_plan_cp(&tr->tp) > 1)
+        flag = "--cp";
     if (flag != NULL) {
         g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
                     "%s is modelled from timed blocks only; an executable step has ZeRO 0, untied "

@@ -43,6 +43,7 @@ typedef struct {
     const SimparTrain *tr;
     const SimparSchedule *layer;
     guint T, P, D, v, m, lc, n_vs; /* lc: layers per chunk; n_vs: virtual stages */
+    guint Ttp, C, DR;              /* T = Ttp x C layer ranks; DR = D x C hold the same params */
     guint slice;                   /* the tensor-parallel index built, or G_MAXUINT: all of them */
     SimparTrain numbering;         /* ranks: tr itself, or the slice's split with T = 1 */
     gboolean local;

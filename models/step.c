@@ -70,7 +70,7 @@ step_tag(const Step *st, guint step, guint micro, guint boundary, guint dir)
 static guint
 step_rank(const Step *st, guint t, guint d, guint p)
 {
-    return simpar_train_rank(&st->numbering, st->slice == G_MAXUINT ? t : 0, d, p);
+    return simpar_train_rank(&st->numbering, st->slice == G_MAXUINT ? t : t / st->Ttp, d, p);
 }
 
 /* The device holding virtual stage vs, and the rank of (t, d) there. */
@@ -120,7 +120,7 @@ step_send(Step *st, guint to, guint tag, guint buf, guint stream, SimparPhase ph
 static void
 step_grads_ready(Step *st, gsize off, gsize count, guint ready)
 {
-    if (st->D == 1) /* nothing to reduce, whatever the ZeRO stage */
+    if (st->DR == 1) /* nothing to reduce, whatever the ZeRO stage */
         return;
     if (st->open_count == 0)
         st->open_off = off;
@@ -143,14 +143,28 @@ step_flush_bucket(Step *st, guint ready)
     }
 }
 
+/* This rank's data-parallel group (with context parallelism its D x C ranks) and its place in
+ * it: d C + c. */
+static guint
+step_dp_group(const Step *st)
+{
+    return st->dp_group[(st->t % st->Ttp) * st->P + st->p];
+}
+
+static guint
+step_dp_index(const Step *st)
+{
+    return st->d * st->C + st->t / st->Ttp;
+}
+
 /* The group ZeRO shards over: the data-parallel group, or with --shard-group this rank's group
  * of S replicas. */
 static guint
 step_shard_group(const Step *st)
 {
     if (st->shard_group == NULL)
-        return st->dp_group[st->t * st->P + st->p];
-    return st->shard_group[(st->t * st->P + st->p) * st->R + st->d / st->S];
+        return step_dp_group(st);
+    return st->shard_group[((st->t % st->Ttp) * st->P + st->p) * st->R + step_dp_index(st) / st->S];
 }
 
 /* Gradients [off, off + count) as the reductions see them: gf elements each (fp32 reduction of
@@ -167,13 +181,13 @@ step_grad_view(const Step *st, gsize off)
 static void
 step_reduce_bucket(Step *st, const StepBucket *b, guint dep)
 {
-    if (st->D == 1)
+    if (st->DR == 1)
         return;
     SimparView v = step_grad_view(st, b->off);
     guint i;
     if (st->tr->zero == 0)
-        i = step_coll(st, STEP_DP, SIMPAR_COLL_ALL_REDUCE, st->dp_group[st->t * st->P + st->p],
-                      b->count * st->gf, v, v, "dp.all-reduce");
+        i = step_coll(st, STEP_DP, SIMPAR_COLL_ALL_REDUCE, step_dp_group(st), b->count * st->gf, v,
+                      v, "dp.all-reduce");
     else if (st->S > 1)
         i = step_coll(st, STEP_DP, SIMPAR_COLL_REDUCE_SCATTER, step_shard_group(st),
                       b->count / st->S * st->gf, v, v, "dp.reduce-scatter");
@@ -185,7 +199,8 @@ step_reduce_bucket(Step *st, const StepBucket *b, guint dep)
     }
     if (st->tr->zero == 0 || st->rep_group == NULL)
         return;
-    guint g = st->rep_group[(st->t * st->P + st->p) * st->S + st->d % st->S];
+    guint g =
+        st->rep_group[((st->t % st->Ttp) * st->P + st->p) * st->S + step_dp_index(st) % st->S];
     guint a = step_coll(st, STEP_DP, SIMPAR_COLL_ALL_REDUCE, g, b->count / st->S * st->gf, v, v,
                         "dp.all-reduce-replicas");
     simpar_schedule_add_dep(st->s, a, i != G_MAXUINT ? i : dep);
@@ -213,7 +228,7 @@ step_layers(Step *st, guint chunk, guint micro, gboolean backward, gboolean fina
     SimparPhase ph = backward ? SIMPAR_PHASE_BACKWARD : SIMPAR_PHASE_FORWARD;
     const char *key = backward ? "layer.bwd" : "layer.fwd";
     gboolean per_layer =
-        st->tr->zero == 3 || (backward && st->tr->zero == 2) || (backward && final && st->D > 1);
+        st->tr->zero == 3 || (backward && st->tr->zero == 2) || (backward && final && st->DR > 1);
     gsize lp = st->facts.layer_params;
     if (st->ops != NULL) { /* zero 0 (step_ops_supported) */
         for (guint k = 0; k < st->lc; k++) {
@@ -335,7 +350,7 @@ step_backward(Step *st, guint step, const SimparPipeItem *it)
                   st->ops ? step_ops_res(st, vs * st->lc, j, TRUE) : st->grad_out, STEP_SEND_BWD,
                   SIMPAR_PHASE_BACKWARD, "p2p.send-grad");
     }
-    if (final && st->D > 1 && st->tr->zero < 2)
+    if (final && st->DR > 1 && st->tr->zero < 2)
         step_flush_bucket(st, st->last_compute); /* buckets do not span chunks */
 }
 
@@ -389,13 +404,13 @@ static void
 step_rank_layout(Step *st)
 {
     gsize lp = st->facts.layer_params, n = 0;
-    gsize end = step_end_params(st->model, st->model->vocab, st->T);
+    gsize end = step_end_params(st->model, st->model->vocab, st->Ttp);
     st->embed_off = st->head_off = st->aux_off = 0;
     st->ends = 0;
     /* the gradient buffer in the order gradients become final: the last virtual stage first */
     if (st->p + 1 == st->P || st->local) {
         gboolean real_head = st->p + 1 == st->P;
-        st->ends = real_head ? end : step_end_params(st->model, st->tr->aux_head_width, st->T);
+        st->ends = real_head ? end : step_end_params(st->model, st->tr->aux_head_width, st->Ttp);
         st->head_off = st->aux_off = n;
         if (!(st->tr->tied_embeddings && st->P == 1 && real_head))
             n += st->ends;
@@ -413,7 +428,7 @@ step_rank_layout(Step *st)
     }
     /* room for reduce-scatters of every bucket: a whole number of D-sized pieces */
     st->n_grads = n;
-    gsize padded = n + (gsize) st->D * (gsize) st->D;
+    gsize padded = n + (gsize) st->DR * (gsize) st->DR;
     st->grads = simpar_schedule_add_buffer(st->s, st->rank, "grads", padded * st->gf);
     st->params = simpar_schedule_add_buffer(st->s, st->rank, "params", padded);
     gsize opt = st->tr->zero >= 1 ? n / st->S + 1 : n;
@@ -436,7 +451,7 @@ step_groups(Step *st, const char *axis, guint n_outer, guint n_inner, guint size
     g_autofree guint *ranks = g_new(guint, size);
     for (guint o = 0; o < n_outer; o++)
         for (guint i = 0; i < n_inner; i++) {
-            if (st->slice != G_MAXUINT && o != st->slice) {
+            if (st->slice != G_MAXUINT && o % st->Ttp != st->slice) {
                 groups[o * n_inner + i] = G_MAXUINT;
                 continue;
             }
@@ -447,10 +462,11 @@ step_groups(Step *st, const char *axis, guint n_outer, guint n_inner, guint size
     return groups;
 }
 
+/* The k-th of the D x C ranks of tensor-parallel index t: replica k / C, context rank k % C. */
 static guint
 step_dp_member(const Step *st, guint t, guint p, guint k)
 {
-    return step_rank(st, t, k, p);
+    return step_rank(st, t + st->Ttp * (k % st->C), k / st->C, p);
 }
 
 /* Hybrid sharding: inner = p R + g, the g-th shard group of S consecutive replicas; inner =
@@ -458,13 +474,13 @@ step_dp_member(const Step *st, guint t, guint p, guint k)
 static guint
 step_shard_member(const Step *st, guint t, guint inner, guint k)
 {
-    return step_rank(st, t, inner % st->R * st->S + k, inner / st->R);
+    return step_dp_member(st, t, inner / st->R, inner % st->R * st->S + k);
 }
 
 static guint
 step_rep_member(const Step *st, guint t, guint inner, guint k)
 {
-    return step_rank(st, t, k * st->S + inner % st->S, inner / st->S);
+    return step_dp_member(st, t, inner / st->S, k * st->S + inner % st->S);
 }
 
 static guint
@@ -488,7 +504,10 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
         .model = model,
         .tr = tr,
         .layer = layer,
-        .T = (guint) tr->tp.tp,
+        .T = simpar_train_group(tr),
+        .Ttp = (guint) tr->tp.tp,
+        .C = simpar_plan_cp(&tr->tp),
+        .DR = simpar_train_replicas(tr),
         .P = (guint) tr->pp,
         .D = (guint) tr->dp,
         .v = (guint) tr->virtual_stages,
@@ -502,21 +521,21 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
         simpar_train_tp_slice(tr, &st.numbering);
     g_return_val_if_fail(st.v <= G_N_ELEMENTS(st.layer_off), NULL);
     st.n_vs = st.local ? st.P : st.P * st.v;
-    guint n_ranks = (slice == G_MAXUINT ? st.T : 1) * st.P * st.D;
+    guint n_ranks = (slice == G_MAXUINT ? st.T : st.C) * st.P * st.D;
     st.s = simpar_schedule_new(n_ranks, simpar_schedule_dtype(layer));
     const char *streams[STEP_N_STREAMS] = {"compute",      "comm", "p2p-send-fwd",
                                            "p2p-send-bwd", "dp",   "dp-gather"};
     for (guint i = 1; i < STEP_N_STREAMS; i++)
         simpar_schedule_add_stream(st.s, streams[i]);
-    st.S = tr->zero >= 1 ? simpar_train_shard_group(tr) : st.D;
-    st.R = st.D / st.S;
+    st.S = tr->zero >= 1 ? simpar_train_shard_group(tr) : st.DR;
+    st.R = st.DR / st.S;
     st.gf = simpar_train_grad_bytes(tr, model->dtype) / simpar_dtype_size(model->dtype);
-    if (st.D > 1)
-        st.dp_group = step_groups(&st, "dp", st.T, st.P, st.D, step_dp_member);
-    if (st.S < st.D && st.S > 1)
-        st.shard_group = step_groups(&st, "dp-shard", st.T, st.P * st.R, st.S, step_shard_member);
-    if (st.S < st.D)
-        st.rep_group = step_groups(&st, "dp-replica", st.T, st.P * st.S, st.R, step_rep_member);
+    if (st.DR > 1)
+        st.dp_group = step_groups(&st, "dp", st.Ttp, st.P, st.DR, step_dp_member);
+    if (st.S < st.DR && st.S > 1)
+        st.shard_group = step_groups(&st, "dp-shard", st.Ttp, st.P * st.R, st.S, step_shard_member);
+    if (st.S < st.DR)
+        st.rep_group = step_groups(&st, "dp-replica", st.Ttp, st.P * st.S, st.R, step_rep_member);
     if (tr->scatter_gather && st.T > 1)
         st.tp_group = step_groups(&st, "tp", st.D, st.P, st.T, step_tp_member);
     if (tr->tied_embeddings && st.P > 1)
@@ -532,7 +551,7 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
                                                                 simpar_train_vp_group(tr), p);
         for (guint d = 0; d < st.D; d++)
             for (guint t = 0; t < st.T; t++) {
-                if (slice != G_MAXUINT && t != slice)
+                if (slice != G_MAXUINT && t % st.Ttp != slice)
                     continue;
                 st.rank = step_rank(&st, t, d, p);
                 st.t = t, st.d = d, st.p = p;
@@ -575,6 +594,7 @@ simpar_step_build_slice(const SimparModel *model, const SimparTrain *tr,
                         const SimparSchedule *layer, guint t)
 {
     g_return_val_if_fail(t < tr->tp.tp && !(tr->scatter_gather && tr->tp.tp > 1), NULL);
+    /* slice t: the ranks t + T c of every context-parallel rank c, which reduce together */
     return step_build(model, tr, layer, FALSE, t);
 }
 

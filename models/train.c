@@ -26,9 +26,21 @@ simpar_train_init(SimparTrain *train)
 }
 
 guint
+simpar_train_group(const SimparTrain *t)
+{
+    return (guint) t->tp.tp * simpar_plan_cp(&t->tp);
+}
+
+guint
+simpar_train_replicas(const SimparTrain *t)
+{
+    return (guint) t->dp * simpar_plan_cp(&t->tp);
+}
+
+guint
 simpar_train_shard_group(const SimparTrain *t)
 {
-    return (guint) (t->shard_group > 0 ? t->shard_group : t->dp);
+    return t->shard_group > 0 ? (guint) t->shard_group : simpar_train_replicas(t);
 }
 
 guint
@@ -126,7 +138,7 @@ train_fail(GError **error, const char *fmt, ...)
 static void
 train_strides(SimparTrain *t)
 {
-    const gint64 size[SIMPAR_N_TRAIN_AXES] = {t->tp.tp, t->dp, t->pp};
+    const gint64 size[SIMPAR_N_TRAIN_AXES] = {simpar_train_group(t), t->dp, t->pp};
     gint64 stride = 1;
     for (guint i = 0; i < SIMPAR_N_TRAIN_AXES; i++) {
         t->stride[t->order[i]] = stride;
@@ -151,13 +163,17 @@ simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GE
         return train_fail(error,
                           "--tp %" G_GINT64_FORMAT ": must be between 1 and %" G_GINT64_FORMAT,
                           t->tp.tp, TRAIN_MAX_SPLIT);
-    if ((guint64) (t->tp.tp * t->pp * t->dp) != gpus)
+    gint64 C = simpar_plan_cp(&t->tp);
+    if ((guint64) (t->tp.tp * C * t->pp * t->dp) != gpus) {
+        g_autofree char *cp =
+            C > 1 ? g_strdup_printf(" x --cp %" G_GINT64_FORMAT, C) : g_strdup("");
         return train_fail(error,
-                          "--tp %" G_GINT64_FORMAT " x %s %" G_GINT64_FORMAT
+                          "--tp %" G_GINT64_FORMAT "%s x %s %" G_GINT64_FORMAT
                           " x --dp %" G_GINT64_FORMAT " = %" G_GINT64_FORMAT
                           " GPUs, but %" G_GUINT64_FORMAT
                           " are used (--gpus or the platform): the product must equal them",
-                          t->tp.tp, pp_flag, t->pp, t->dp, t->tp.tp * t->pp * t->dp, gpus);
+                          t->tp.tp, cp, pp_flag, t->pp, t->dp, t->tp.tp * C * t->pp * t->dp, gpus);
+    }
     if (t->virtual_stages < 1 || t->virtual_stages > 1024)
         return train_fail(error,
                           "--virtual-stages %" G_GINT64_FORMAT ": must be between 1 and 1024",
@@ -204,11 +220,12 @@ simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GE
         return train_fail(error, "--shard-group applies to --zero 1, 2 or 3 (hybrid sharding: "
                                  "the ZeRO shards span groups of N replicas, replicated across "
                                  "them)");
-    if (t->shard_group < 0 || (t->shard_group > 0 && t->dp % t->shard_group != 0))
+    if (t->shard_group < 0 ||
+        (t->shard_group > 0 && simpar_train_replicas(t) % t->shard_group != 0))
         return train_fail(error,
                           "--shard-group %" G_GINT64_FORMAT ": must divide --dp %" G_GINT64_FORMAT
-                          " (valid: a divisor of it)",
-                          t->shard_group, t->dp);
+                          "%s (valid: a divisor of the %u ranks that hold the same parameters)",
+                          t->shard_group, t->dp, C > 1 ? " x --cp" : "", simpar_train_replicas(t));
     if (t->grad_dtype_set && t->grad_dtype != model->dtype &&
         !(t->grad_dtype == SIMPAR_DTYPE_FP32 && simpar_dtype_size(model->dtype) == 2))
         return train_fail(error,
@@ -232,6 +249,11 @@ simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GE
                           t->bucket_params);
     if (t->bucket_params == 0)
         t->bucket_params = MAX(G_GINT64_CONSTANT(40000000), G_GINT64_CONSTANT(1000000) * t->dp);
+    if (t->scatter_gather && C > 1)
+        return train_fail(error, "--scatter-gather does not combine with --cp: each "
+                                 "context-parallel rank sends its own share of the sequence");
+    if (t->schedule == SIMPAR_PIPE_LOCAL && C > 1)
+        return train_fail(error, "--cp does not combine with local parallelism (--local-chunks)");
     if (t->scatter_gather && t->tp.tp > 1 && !simpar_plan_whole_rows(&t->tp))
         return train_fail(error, "--scatter-gather applies to 1-D tensor parallelism without --sp, "
                                  "where every tensor-parallel rank holds the whole activation; "

@@ -80,7 +80,14 @@ void simpar_train_init(SimparTrain *train);
  * train->tp.q) and fills the derived fields. */
 gboolean simpar_train_validate(SimparTrain *train, const SimparModel *model, guint64 gpus,
                                GError **error);
-/* The replicas one ZeRO shard group spans: --shard-group, default D. */
+/* The ranks of one layer schedule: T x C (tensor and context parallelism), rank t + T c,
+ * innermost of the placement's first axis ("tp": context parallelism sits right after the
+ * tensor-parallel group). */
+guint simpar_train_group(const SimparTrain *t);
+/* The ranks that hold the same parameters and reduce their gradients: D x C (Megatron's
+ * data-parallel group with context parallelism). */
+guint simpar_train_replicas(const SimparTrain *t);
+/* The ranks one ZeRO shard group spans: --shard-group, default D x C. */
 guint simpar_train_shard_group(const SimparTrain *t);
 /* Bytes per gradient element reduced and kept: 4 with --grad-reduce-dtype fp32, else the
  * model dtype's. */

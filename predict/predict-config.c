@@ -184,10 +184,11 @@ static char *
 predict_split(const SimparTrain *t)
 {
     GString *out = g_string_new(NULL);
+    g_autofree char *cp_label = g_strdup_printf(" C=%u", simpar_plan_cp(&t->tp));
     g_string_append_printf(
-        out, "T=%" G_GINT64_FORMAT " %s=%" G_GINT64_FORMAT " D=%" G_GINT64_FORMAT " %s", t->tp.tp,
-        t->schedule == SIMPAR_PIPE_LOCAL ? "K" : "P", t->pp, t->dp,
-        simpar_pipe_schedule_name(t->schedule));
+        out, "T=%" G_GINT64_FORMAT "%s %s=%" G_GINT64_FORMAT " D=%" G_GINT64_FORMAT " %s", t->tp.tp,
+        simpar_plan_cp(&t->tp) > 1 ? cp_label : "", t->schedule == SIMPAR_PIPE_LOCAL ? "K" : "P",
+        t->pp, t->dp, simpar_pipe_schedule_name(t->schedule));
     if (t->schedule == SIMPAR_PIPE_LOCAL)
         g_string_append_printf(out, "%s W=%" G_GINT64_FORMAT, t->local_async ? " async" : " sync",
                                t->aux_head_width);

@@ -132,7 +132,7 @@ block_ends(const SimparStepTimer *tm, const SimparSchedule *ends, const guint *g
 guint *
 simpar_block_gpus(const SimparTrain *train)
 {
-    guint T = (guint) train->tp.tp;
+    guint T = simpar_train_group(train); /* the layer's ranks, context-parallel ones too */
     guint *gpus = g_new(guint, T);
     for (guint t = 0; t < T; t++)
         gpus[t] = simpar_train_rank(train, t, 0, 0);
@@ -215,6 +215,14 @@ breakdown_placement(const SimparRun *run, const guint *job_gpus, const SimparTra
                                size[a] == 1 ? "1 GPU"
                                : inter[a]   ? "inter-node"
                                             : "intra-node");
+    }
+    guint C = simpar_plan_cp(&tr->tp);
+    if (C > 1) { /* context parallelism: the layer ranks t + T c */
+        g_autofree guint *ranks = g_new(guint, C);
+        for (guint c = 0; c < C; c++)
+            ranks[c] = simpar_train_rank(tr, c * (guint) tr->tp.tp, 0, 0);
+        g_string_append_printf(
+            out, ", cp %s", breakdown_inter(run, job_gpus, ranks, C) ? "inter-node" : "intra-node");
     }
     return g_string_free(out, FALSE); /* (transfer full) */
 }
@@ -401,6 +409,6 @@ simpar_step_breakdown_finish(const SimparRun *run, const guint *job_gpus,
         *(a->inter ? &row->exposed_inter_s : &row->exposed_intra_s) += a->exposed_s;
     }
     row->model_flops = simpar_train_model_flops(model, tr);
-    row->gpus = (guint) (tr->tp.tp * tr->pp * tr->dp); /* a slice's step stands for them all */
+    row->gpus = (guint) (simpar_train_group(tr) * tr->pp * tr->dp); /* a slice: them all */
     row->tflops_per_gpu = row->model_flops / row->step_s / row->gpus / 1e12;
 }

@@ -146,7 +146,7 @@ slice_ranks_alike(const SimparTrain *train, const SimparSchedule *layer)
     if (train->scatter_gather)
         return FALSE; /* a tensor-parallel all-gather between stages */
     g_autofree SimparStepRankFacts *f = simpar_step_facts(layer);
-    for (guint t = 1; t < train->tp.tp; t++)
+    for (guint t = 1; t < simpar_train_group(train); t++)
         if (f[t].act_elems != f[0].act_elems || f[t].layer_params != f[0].layer_params)
             return FALSE; /* the ranks hold different shares */
     return TRUE;
@@ -157,7 +157,9 @@ static gboolean
 slice_try(const SimparStepTimer *tm, const SimparModel *model, const SimparTrain *train,
           const SimparSchedule *layer, SimparStepPlan *out)
 {
-    guint T = (guint) train->tp.tp, n_job = (guint) (T * train->pp * train->dp), n = n_job / T;
+    /* slice t: the ranks t + T c of every context-parallel rank c, which reduce together */
+    guint T = (guint) train->tp.tp, C = simpar_plan_cp(&train->tp);
+    guint n_job = (guint) (T * C * train->pp * train->dp), n = n_job / T;
     if (!slice_ranks_alike(train, layer))
         return FALSE;
     SimparTrain num;
@@ -165,10 +167,11 @@ slice_try(const SimparStepTimer *tm, const SimparModel *model, const SimparTrain
     g_autofree guint **gpus = g_new(guint *, T);
     for (guint t = 0; t < T; t++) {
         gpus[t] = g_new(guint, n);
-        for (guint d = 0; d < train->dp; d++)
-            for (guint p = 0; p < train->pp; p++)
-                gpus[t][simpar_train_rank(&num, 0, d, p)] =
-                    out->job_gpus[simpar_train_rank(train, t, d, p)];
+        for (guint c = 0; c < C; c++)
+            for (guint d = 0; d < train->dp; d++)
+                for (guint p = 0; p < train->pp; p++)
+                    gpus[t][simpar_train_rank(&num, c, d, p)] =
+                        out->job_gpus[simpar_train_rank(train, t + T * c, d, p)];
     }
     SimparSchedule *step = simpar_step_build_slice(model, train, layer, 0);
     SimparRun run = tm->base;
@@ -190,7 +193,7 @@ void
 simpar_step_plan(const SimparStepTimer *tm, const SimparModel *model, const SimparTrain *train,
                  const SimparSchedule *layer, gboolean slice, SimparStepPlan *out)
 {
-    guint n_job = (guint) (train->tp.tp * train->pp * train->dp);
+    guint n_job = (guint) (simpar_train_group(train) * train->pp * train->dp);
     *out = (SimparStepPlan){.job_gpus = g_new(guint, n_job), .slices = 1};
     for (guint i = 0; i < n_job; i++)
         out->job_gpus[i] = i;
