@@ -237,6 +237,8 @@ simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GE
         {"seq", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_SEQ], "Sequence lengths s", "LIST"},
         {"kv-heads", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_KV_HEADS],
          "Key/value heads (grouped-query attention; default the model's)", "LIST"},
+        {"cp", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_CP],
+         "Context parallelism C (T x C x P x D = GPUs; default 1)", "LIST"},
         {"shard-group", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_SHARD_GROUP],
          "ZeRO 1-3: replicas per shard group (hybrid sharding; default D)", "LIST"},
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &a->output,

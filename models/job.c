@@ -304,6 +304,19 @@ simpar_job_model(const SimparJobArgs *args, const char *fallback, SimparModel *m
     return simpar_model_validate(m, &local) || job_usage_from(error, local);
 }
 
+/* --cp's range (checked with the other split flags, before any platform is read). */
+static gboolean
+job_cp_valid(const SimparJobArgs *args, GError **error)
+{
+    if (args->cp == SIMPAR_JOB_UNSET || (args->cp >= 1 && args->cp <= 65536))
+        return TRUE;
+    g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
+                "--cp %" G_GINT64_FORMAT ": must be between 1 and 65536 (GPUs sharing each "
+                "sequence)",
+                args->cp);
+    return FALSE;
+}
+
 gboolean
 simpar_job_plan(const SimparJobArgs *args, const char *mode, SimparPlan *plan, GError **error)
 {
@@ -313,13 +326,8 @@ simpar_job_plan(const SimparJobArgs *args, const char *mode, SimparPlan *plan, G
     plan->tp = args->tp;
     plan->depth = args->depth == SIMPAR_JOB_UNSET ? 0 : args->depth;
     plan->sequence_parallel = args->sp;
-    if (args->cp != SIMPAR_JOB_UNSET && (args->cp < 1 || args->cp > 65536)) {
-        g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
-                    "--cp %" G_GINT64_FORMAT ": must be between 1 and 65536 (GPUs sharing each "
-                    "sequence)",
-                    args->cp);
+    if (!job_cp_valid(args, error))
         return FALSE;
-    }
     plan->cp = args->cp != SIMPAR_JOB_UNSET ? args->cp : 1;
     if (args->variant != NULL) {
         const SimparGenerator *gen = simpar_generator_of(mode);
@@ -404,7 +412,7 @@ simpar_job_train(const SimparJobArgs *a, SimparTrain *t, GError **error)
                                 "(--local-chunks K)");
     if (a->bucket_params != SIMPAR_JOB_UNSET)
         t->bucket_params = a->bucket_params;
-    if (!job_at_least(a->shard_group, 1, "--shard-group", error))
+    if (!job_at_least(a->shard_group, 1, "--shard-group", error) || !job_cp_valid(a, error))
         return FALSE;
     if (a->shard_group != SIMPAR_JOB_UNSET)
         t->shard_group = a->shard_group;

@@ -226,6 +226,26 @@ test_states_fsdp_options(void)
     CU_ASSERT(near(step(&m, &train, 0).states_B, 9 * 7.5e9));
 }
 
+/* Context parallelism keeps s / C tokens of every sequence, and their scores against all s
+ * keys: every term of the stored activations (Korthikanti's sbh terms, the a s^2 b scores) and
+ * the logits fall by C; the states stay. */
+static void
+test_activations_cp(void)
+{
+    const SimparRecompute modes[] = {SIMPAR_RECOMPUTE_NONE, SIMPAR_RECOMPUTE_SELECTIVE,
+                                     SIMPAR_RECOMPUTE_FULL};
+    for (guint i = 0; i < G_N_ELEMENTS(modes); i++)
+        for (gint64 C = 2; C <= 8; C *= 2) {
+            SimparTrain one = train_1d(4, SIMPAR_PIPE_1F1B, 1, 1, 1), cp = one;
+            one.tp.recompute = cp.tp.recompute = modes[i];
+            cp.tp.cp = C;
+            SimparMemory a = step(&model16, &one, 0), b = step(&model16, &cp, 0);
+            CU_ASSERT(near(b.activations_B * C, a.activations_B));
+            CU_ASSERT(near(b.head_B * C, a.head_B));
+            CU_ASSERT(near(b.states_B, a.states_B));
+        }
+}
+
 /* ----- micro-batches in flight ----- */
 
 static void
@@ -356,6 +376,7 @@ static CU_TestInfo memory_tests[] = {
     {"Llama 3 8B: the published parameter count, activations of GQA and SwiGLU", test_llama3_8b},
     {"hybrid sharding, --no-reshard and fp32 gradients: their bytes per parameter",
      test_states_fsdp_options},
+    {"context parallelism divides activations and logits by C", test_activations_cp},
     {"1-D activations per layer are Korthikanti's table for every recompute and SP choice",
      test_activations_table},
     {"the layer-stack estimate honours selective recomputation", test_estimate_recompute},

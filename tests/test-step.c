@@ -68,8 +68,8 @@ static void
 step_case_run(StepCase *c, double tf, double tb, double head_f, double head_b)
 {
     g_autoptr(GError) err = NULL;
-    CU_ASSERT_TRUE_FATAL(
-        simpar_train_validate(&c->train, &c->model, (guint64) (c->train.pp * c->train.dp), &err));
+    guint64 gpus = (guint64) simpar_train_group(&c->train) * c->train.pp * c->train.dp;
+    CU_ASSERT_TRUE_FATAL(simpar_train_validate(&c->train, &c->model, gpus, &err));
     c->layer = simpar_generate_layer(&c->model, &c->train.tp, &err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(c->layer);
     c->step = simpar_step_build(&c->model, &c->train, c->layer);
@@ -278,6 +278,49 @@ test_step_hybrid_sharding(void)
     }
 }
 
+/* Context parallelism C = 2 with D = 2: the gradients of the ranks that hold the same
+ * parameters (t, c, d) for every c and d reduce in one group of 4, context-parallel rank fastest
+ * (Megatron's data-parallel group with context parallelism): the same volume as D = 4 without
+ * it, 2 Psi 3/4, and ZeRO-1 shards the optimizer over the 4. */
+static void
+test_step_cp_reduction(void)
+{
+    double v[2], adam[2];
+    for (guint k = 0; k < 2; k++) {
+        StepCase c;
+        step_case_init(&c, 4, 1, k == 0 ? 4 : 2, SIMPAR_PIPE_1F1B, 1, 1);
+        c.model.vocab = 1024;
+        c.train.tp.cp = k == 0 ? 1 : 2;
+        c.train.zero = 1;
+        c.train.bucket_params = 1000;
+        step_case_run(&c, 1.0, 2.0, 0, 0);
+        v[k] = step_dp_traffic(c.step, 0);
+        guint n;
+        const guint *ops = simpar_schedule_rank_ops(c.step, 0, &n);
+        adam[k] = 0;
+        for (guint i = 0; i < n; i++) {
+            const SimparOp *op = simpar_schedule_op(c.step, ops[i]);
+            if (op->kind == SIMPAR_OP_ADAM)
+                adam[k] = (double) op->u.adam.count;
+            if (op->kind != SIMPAR_OP_COLLECTIVE || k == 0)
+                continue;
+            const SimparGroup *g = simpar_schedule_group(c.step, op->u.coll.group);
+            if (!g_str_equal(g->axis, "dp"))
+                continue;
+            /* ranks t + T c + T C d with T = 1, C = 2: 0, 1 (c) then 2, 3 (d) */
+            CU_ASSERT_EQUAL(g->size, 4);
+            for (guint m = 0; m < g->size && g->size == 4; m++)
+                CU_ASSERT_EQUAL(simpar_schedule_group_ranks(c.step, op->u.coll.group)[m], m);
+        }
+        step_case_clear(&c);
+    }
+    printf("\n    dp traffic C=1 D=4 %.0f, C=2 D=2 %.0f; Adam over %.0f and %.0f", v[0], v[1],
+           adam[0], adam[1]);
+    CU_ASSERT_TRUE(v[0] > 0);
+    CU_ASSERT_DOUBLE_EQUAL(v[1] / v[0], 1, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(adam[1], adam[0], 0);
+}
+
 /* ZeRO without data parallelism, and an embedding tied to the output layer on one stage,
  * build and run (they once failed an assertion, or dereferenced the missing DP group): no
  * reduction at all with D = 1, the same step as ZeRO-0; the tied table reduced once. */
@@ -454,6 +497,8 @@ static CU_TestInfo step_tests[] = {
     {"ZeRO-3 moves 1.5x DDP's data", test_step_zero_volume},
     {"hybrid sharding, --no-reshard and fp32 reductions move their closed forms",
      test_step_hybrid_sharding},
+    {"context parallelism reduces gradients over D x C, context-parallel rank fastest",
+     test_step_cp_reduction},
     {"DDP exposed = last bucket end - backward end", test_step_ddp_exposed},
     {"ZeRO with D = 1 and a tied embedding on one stage build and run", test_step_degenerate},
     {"placement and split validation", test_step_placement},

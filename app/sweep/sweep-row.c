@@ -194,6 +194,7 @@ row_config(const SimparSweep *sw, const SimparSweepConfig *c, const SimparBacken
     row_set(r, SIMPAR_SWEEP_COL_MODE, g_strdup(c->mode));
     row_set(r, SIMPAR_SWEEP_COL_GRID, row_grid(c, j->sp));
     row_int(r, SIMPAR_SWEEP_COL_TP, c->tp);
+    row_int(r, SIMPAR_SWEEP_COL_CP, c->cp);
     row_int(r, SIMPAR_SWEEP_COL_Q, c->q);
     row_int(r, SIMPAR_SWEEP_COL_DEPTH, c->depth);
     row_int(r, SIMPAR_SWEEP_COL_PP, c->pp);
@@ -218,7 +219,7 @@ row_job_args(const SimparSweep *sw, const SimparSweepConfig *c, SimparJobArgs *a
     *a = sw->args.job;
     a->model = sw->names[SIMPAR_SWEEP_MODELS]->pdata[c->model];
     a->hidden = c->hidden, a->heads = c->heads, a->ffn = c->ffn, a->layers = c->layers;
-    a->kv_heads = c->kv_heads, a->shard_group = c->shard_group;
+    a->kv_heads = c->kv_heads, a->shard_group = c->shard_group, a->cp = c->cp;
     a->seq = c->seq, a->micro_batch = c->micro_batch, a->global_batch = c->global_batch;
     a->tp_mode = (char *) c->mode, a->tp = c->tp;
     a->depth = c->depth > 0 ? c->depth : SIMPAR_JOB_UNSET;
@@ -243,10 +244,12 @@ row_check_split(const SimparSweepConfig *c, GError **why)
         c->pp > 0 ? g_strdup_printf(" x P=%" G_GINT64_FORMAT, c->pp) : g_strdup("");
     g_autofree char *d =
         c->dp > 0 ? g_strdup_printf(" x D=%" G_GINT64_FORMAT, c->dp) : g_strdup("");
+    g_autofree char *cp =
+        c->cp > 1 ? g_strdup_printf(" x C=%" G_GINT64_FORMAT, c->cp) : g_strdup("");
     g_set_error(why, SIMPAR_SWEEP_ERROR, SIMPAR_SWEEP_ERROR_SPLIT,
-                "%s T=%" G_GINT64_FORMAT "%s%s does not divide the %u GPUs: T x P x D must equal "
-                "them",
-                c->mode, c->tp, p, d, c->gpus);
+                "%s T=%" G_GINT64_FORMAT "%s%s%s does not divide the %u GPUs: T x%s P x D must "
+                "equal them",
+                c->mode, c->tp, cp, p, d, c->gpus, c->cp > 1 ? " C x" : "");
     return FALSE;
 }
 

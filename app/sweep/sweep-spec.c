@@ -31,6 +31,7 @@ static const struct {
     [SIMPAR_SWEEP_SEQ] = {"seq", TRUE, 1, SIMPAR_MODEL_MAX_DIM},
     [SIMPAR_SWEEP_KV_HEADS] = {"kv-heads", TRUE, 1, SIMPAR_MODEL_MAX_DIM},
     [SIMPAR_SWEEP_SHARD_GROUP] = {"shard-group", TRUE, 1, 1 << 20},
+    [SIMPAR_SWEEP_CP] = {"cp", TRUE, 1, 65536},
 };
 
 static const char *const sweep_name_flags[SIMPAR_SWEEP_N_NAMES] = {"tp-mode", "model", "recompute",
@@ -545,16 +546,19 @@ static gboolean
 sweep_enum_mode(SweepEnum *e, SimparSweepConfig *c, GError **error)
 {
     g_autoptr(GArray) grids = g_array_new(FALSE, FALSE, sizeof(SweepGrid));
-    sweep_grids(e->sw, c->mode, c->gpus, grids);
+    /* T x P x D over the GPUs each context-parallel rank's share of them; C not dividing the
+     * GPUs leaves no split (its rows say so) */
+    gint64 G = c->gpus % c->cp == 0 ? c->gpus / c->cp : 0;
+    sweep_grids(e->sw, c->mode, MAX(G, 1), grids);
     for (guint i = 0; i < grids->len; i++) {
         const SweepGrid *g = &g_array_index(grids, SweepGrid, i);
         c->tp = g->tp, c->q = g->q, c->depth = g->depth;
         g_autoptr(GArray) splits = g_array_new(FALSE, TRUE, sizeof(gint64));
-        if (g->depth == 0 && simpar_generator_of(c->mode)->grid == SIMPAR_GRID_LAYERS)
-            /* no depth: one row says so */
+        if ((g->depth == 0 && simpar_generator_of(c->mode)->grid == SIMPAR_GRID_LAYERS) || G == 0)
+            /* no depth, or no split: one row says so */
             g_array_set_size(splits, 2);
         else
-            sweep_splits(e->sw, c->gpus, c->tp, c->layers, splits);
+            sweep_splits(e->sw, G, c->tp, c->layers, splits);
         for (guint j = 0; j < splits->len; j += 2) {
             c->pp = g_array_index(splits, gint64, j), c->dp = g_array_index(splits, gint64, j + 1);
             if (!sweep_enum_leaves(e, c, error))
@@ -594,6 +598,7 @@ sweep_shapes(const SimparSweep *sw, const SimparModel *base, const guint *k, Sim
     c->kv_heads = sweep_value(sw, SIMPAR_SWEEP_KV_HEADS, k[5],
                               base->kv_heads != 0 ? base->kv_heads : SIMPAR_JOB_UNSET);
     c->shard_group = sweep_value(sw, SIMPAR_SWEEP_SHARD_GROUP, k[6], SIMPAR_JOB_UNSET);
+    c->cp = sweep_value(sw, SIMPAR_SWEEP_CP, k[7], 1);
 }
 
 /* Whether some mode has a grid on G GPUs: then every shape gives configurations (a grid has at
@@ -615,7 +620,7 @@ sweep_enum_shapes(SweepEnum *e, guint slot, guint m, GError **error)
     const SimparSweepAxis axes[] = {SIMPAR_SWEEP_HIDDEN,       SIMPAR_SWEEP_LAYERS,
                                     SIMPAR_SWEEP_SEQ,          SIMPAR_SWEEP_MICRO_BATCH,
                                     SIMPAR_SWEEP_GLOBAL_BATCH, SIMPAR_SWEEP_KV_HEADS,
-                                    SIMPAR_SWEEP_SHARD_GROUP};
+                                    SIMPAR_SWEEP_SHARD_GROUP,  SIMPAR_SWEEP_CP};
     if (!sweep_has_grid(sw, g_array_index(sw->numbers[SIMPAR_SWEEP_GPUS], gint64, slot)))
         return TRUE; /* not 4096^5 empty shapes in a row */
     guint64 n = 1;
