@@ -312,11 +312,12 @@ typedef struct {
     const char *mode;
     gint64 tp, depth;
     gboolean paper;
+    gint64 cp; /* context parallelism: tp x cp ranks */
 } TestPlan;
 
 static const TestPlan test_plans[] = {
-    {"1d", 8, 0, TRUE}, {"2d", 4, 0, TRUE},  {"2.5d", 8, 2, TRUE},
-    {"3d", 8, 0, TRUE}, {"3d", 8, 0, FALSE},
+    {"1d", 8, 0, TRUE, 1},  {"2d", 4, 0, TRUE, 1}, {"2.5d", 8, 2, TRUE, 1}, {"3d", 8, 0, TRUE, 1},
+    {"3d", 8, 0, FALSE, 1}, {"1d", 4, 0, TRUE, 2}, {"2d", 4, 0, TRUE, 2},   {"1d", 1, 0, TRUE, 8},
 };
 
 /* Largest difference between two span arrays, relative to the step time. */
@@ -341,7 +342,7 @@ test_layer_plan(const SimparPlatform *p, const TestPlan *tp, GString *out)
     SimparPlan plan;
     simpar_plan_init(&plan);
     plan.mode = g_intern_string(tp->mode), plan.tp = tp->tp, plan.depth = tp->depth;
-    plan.paper_3d = tp->paper;
+    plan.paper_3d = tp->paper, plan.cp = tp->cp;
     g_autoptr(SimparSchedule) s = simpar_generate_layer(&model, &plan, NULL);
     g_assert(s != NULL);
     SimparGpu gpu;
@@ -378,8 +379,10 @@ test_layer_plan(const SimparPlatform *p, const TestPlan *tp, GString *out)
                op->name, op->rank, op->stream, fi / n_ops, an[fi].start, an[fi].end, ex[fi].start,
                ex[fi].end);
     }
-    g_string_append_printf(out, "%s tp=%" G_GINT64_FORMAT "%s step %.6g s: exact %.2g fused %.2g\n",
-                           tp->mode, tp->tp, tp->paper ? "" : " later", step, dx, df);
+    g_string_append_printf(out,
+                           "%s tp=%" G_GINT64_FORMAT " cp=%" G_GINT64_FORMAT
+                           "%s step %.6g s: exact %.2g fused %.2g\n",
+                           tp->mode, tp->tp, tp->cp, tp->paper ? "" : " later", step, dx, df);
 }
 
 static gboolean
