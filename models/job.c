@@ -32,7 +32,9 @@ simpar_job_args_init(SimparJobArgs *args)
                        &args->aux_head_width,
                        &args->bucket_params,
                        &args->vp_group,
-                       &args->shard_group};
+                       &args->shard_group,
+                       &args->first_stage_layers,
+                       &args->last_stage_layers};
     for (guint i = 0; i < G_N_ELEMENTS(unset); i++)
         *unset[i] = SIMPAR_JOB_UNSET;
 }
@@ -120,6 +122,12 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
          "--microbatch-group-size-per-virtual-pipeline-stage (default --pp); any micro-batch "
          "count m with N <= m and m mod N 0 or at least --pp",
          "N"},
+        {"first-stage-layers", 0, 0, G_OPTION_ARG_INT64, &a->first_stage_layers,
+         "Layers of the first pipeline stage (Megatron-Core's "
+         "--decoder-first-pipeline-num-layers); the other stages share the rest",
+         "N"},
+        {"last-stage-layers", 0, 0, G_OPTION_ARG_INT64, &a->last_stage_layers,
+         "Layers of the last pipeline stage (--decoder-last-pipeline-num-layers)", "N"},
         {"global-batch", 0, 0, G_OPTION_ARG_INT64, &a->global_batch,
          "Sequences per optimizer step over all replicas (default micro-batch x D: m = 1)", "B"},
         {"zero", 0, 0, G_OPTION_ARG_INT64, &a->zero,
@@ -412,8 +420,14 @@ simpar_job_train(const SimparJobArgs *a, SimparTrain *t, GError **error)
                                 "(--local-chunks K)");
     if (a->bucket_params != SIMPAR_JOB_UNSET)
         t->bucket_params = a->bucket_params;
-    if (!job_at_least(a->shard_group, 1, "--shard-group", error) || !job_cp_valid(a, error))
+    if (!job_at_least(a->shard_group, 1, "--shard-group", error) || !job_cp_valid(a, error) ||
+        !job_at_least(a->first_stage_layers, 1, "--first-stage-layers", error) ||
+        !job_at_least(a->last_stage_layers, 1, "--last-stage-layers", error))
         return FALSE;
+    if (a->first_stage_layers != SIMPAR_JOB_UNSET)
+        t->first_stage_layers = a->first_stage_layers;
+    if (a->last_stage_layers != SIMPAR_JOB_UNSET)
+        t->last_stage_layers = a->last_stage_layers;
     if (a->shard_group != SIMPAR_JOB_UNSET)
         t->shard_group = a->shard_group;
     t->no_reshard = a->no_reshard;

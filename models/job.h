@@ -45,6 +45,7 @@ typedef struct {
     gint64 pp, dp, global_batch, virtual_stages, zero, local_chunks, aux_head_width, bucket_params;
     gint64 vp_group;    /* interleaved: micro-batches per virtual-stage group N */
     gint64 shard_group; /* ZeRO: hybrid sharding over groups of N replicas */
+    gint64 first_stage_layers, last_stage_layers;
     char *schedule, *order, *grad_reduce_dtype;
     gboolean overlap_grad_reduce, local_async, tied_embeddings, scatter_gather, no_reshard;
 } SimparJobArgs;

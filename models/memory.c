@@ -144,13 +144,18 @@ memory_stage(const SimparModel *model, const SimparTrain *train, guint stage, Si
     gint64 m = train->micro_batches;
     if (m == 0) /* not validated: m = global_batch / (b D) */
         m = MAX(train->global_batch / (model->micro_batch * train->dp), 1);
-    gint64 chunk_layers = train->layers_per_chunk;
-    if (chunk_layers == 0) {
+    double chunk_layers = (double) train->layers_per_chunk;
+    if (chunk_layers == 0 && train->layers > 0) { /* uneven chunks: this device's mean */
+        double layers = 0;
+        for (gint64 c = 0; c < v; c++)
+            layers += simpar_train_stage_layers(train, (guint) (c * train->pp) + stage);
+        chunk_layers = layers / (double) v;
+    } else if (chunk_layers == 0) {
         g_return_val_if_fail(model->layers % (train->pp * v) == 0, FALSE);
-        chunk_layers = model->layers / (train->pp * v);
+        chunk_layers = (double) (model->layers / (train->pp * v));
     }
-    *st = (SimparMemoryStage){(double) train->pp,    (double) v, (double) m,
-                              (double) chunk_layers, stage == 0, stage == train->pp - 1};
+    *st = (SimparMemoryStage){(double) train->pp, (double) v, (double) m,
+                              chunk_layers,       stage == 0, stage == train->pp - 1};
     return TRUE;
 }
 

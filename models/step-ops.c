@@ -269,13 +269,15 @@ step_ops_rank(Step *st)
     o->loss = G_MAXUINT;
     g_hash_table_remove_all(o->sent);
     o->res_elems = MAX(step_ops_res_elems(&o->layer, st->t), step_ops_res_elems(&o->ends, st->t));
-    for (guint c = 0; c < st->v; c++)
-        for (guint k = 0; k < st->lc; k++) {
-            guint l = (c * st->P + st->p) * st->lc + k;
+    for (guint c = 0; c < st->v; c++) {
+        guint vs = c * st->P + st->p, lc = simpar_train_stage_layers(st->tr, vs);
+        for (guint k = 0; k < lc; k++) {
+            guint l = simpar_train_stage_first_layer(st->tr, vs) + k;
             g_autofree char *prefix = g_strdup_printf("layers.%u.", l);
-            step_ops_param_shards(st, &o->layer,
-                                  st->layer_off[c] + (st->lc - 1 - k) * o->layer.params, prefix);
+            step_ops_param_shards(st, &o->layer, st->layer_off[c] + (lc - 1 - k) * o->layer.params,
+                                  prefix);
         }
+    }
     /* the ends: their shards carry their own names; each sits at its own offset */
     guint n;
     const SimparShard *sh = simpar_schedule_shards(o->ends.src, &n);
@@ -549,9 +551,10 @@ void
 step_ops_layer(Step *st, guint chunk, guint k, guint j, gboolean backward)
 {
     StepOps *o = st->ops;
-    guint l = (chunk * st->P + st->p) * st->lc + k;
+    guint vs = chunk * st->P + st->p, lc = simpar_train_stage_layers(st->tr, vs);
+    guint l = simpar_train_stage_first_layer(st->tr, vs) + k;
     guint key = (l * st->m + j) * 2;
-    gsize base = st->layer_off[chunk] + (st->lc - 1 - k) * o->layer.params;
+    gsize base = st->layer_off[chunk] + (lc - 1 - k) * o->layer.params;
     guint64 seed = simpar_train_dropout_seed(st->tr->tp.seed, l, (guint64) st->d * st->m + j);
     g_autofree char *prefix = g_strdup_printf("layers.%u.m%u.", l, j);
     StepInst *in = step_ops_inst(st, &o->layer, key, l, j, base, seed, prefix);

@@ -42,10 +42,10 @@ typedef struct {
     const SimparModel *model;
     const SimparTrain *tr;
     const SimparSchedule *layer;
-    guint T, P, D, v, m, lc, n_vs; /* lc: layers per chunk; n_vs: virtual stages */
-    guint Ttp, C, DR;              /* T = Ttp x C layer ranks; DR = D x C hold the same params */
-    guint slice;                   /* the tensor-parallel index built, or G_MAXUINT: all of them */
-    SimparTrain numbering;         /* ranks: tr itself, or the slice's split with T = 1 */
+    guint T, P, D, v, m, n_vs; /* n_vs: virtual stages (layers of each: train.h) */
+    guint Ttp, C, DR;          /* T = Ttp x C layer ranks; DR = D x C hold the same params */
+    guint slice;               /* the tensor-parallel index built, or G_MAXUINT: all of them */
+    SimparTrain numbering;     /* ranks: tr itself, or the slice's split with T = 1 */
     gboolean local;
     guint *dp_group, *tp_group, *embed_group;
     guint S, R;                     /* ZeRO shard groups of S replicas, R = D / S of them */

@@ -222,31 +222,39 @@ step_gather(Step *st, gsize off, gsize count, const char *name)
 /* Layers of one chunk, forward or backward: one block, or one per layer where data
  * parallelism needs to know when each layer's gradients are final (`final`), or ZeRO-3 gathers
  * each layer's parameters. */
+/* Layers of this rank's chunk `chunk` (virtual stage chunk P + p). */
+static guint
+step_lc(const Step *st, guint chunk)
+{
+    return simpar_train_stage_layers(st->tr, chunk * st->P + st->p);
+}
+
 static void
 step_layers(Step *st, guint chunk, guint micro, gboolean backward, gboolean final)
 {
+    guint lc = step_lc(st, chunk);
     SimparPhase ph = backward ? SIMPAR_PHASE_BACKWARD : SIMPAR_PHASE_FORWARD;
     const char *key = backward ? "layer.bwd" : "layer.fwd";
     gboolean per_layer =
         st->tr->zero == 3 || (backward && st->tr->zero == 2) || (backward && final && st->DR > 1);
     gsize lp = st->facts.layer_params;
     if (st->ops != NULL) { /* zero 0 (step_ops_supported) */
-        for (guint k = 0; k < st->lc; k++) {
-            guint l = backward ? st->lc - 1 - k : k;
+        for (guint k = 0; k < lc; k++) {
+            guint l = backward ? lc - 1 - k : k;
             step_ops_layer(st, chunk, l, micro, backward);
             if (backward && final)
-                step_grads_ready(st, st->layer_off[chunk] + (st->lc - 1 - l) * lp, lp,
+                step_grads_ready(st, st->layer_off[chunk] + (lc - 1 - l) * lp, lp,
                                  st->last_compute);
         }
         return;
     }
     if (!per_layer) {
-        step_block(st, key, st->lc, ph);
+        step_block(st, key, lc, ph);
         return;
     }
-    for (guint k = 0; k < st->lc; k++) {
-        guint l = backward ? st->lc - 1 - k : k;
-        gsize off = st->layer_off[chunk] + (st->lc - 1 - l) * lp; /* last layer first */
+    for (guint k = 0; k < lc; k++) {
+        guint l = backward ? lc - 1 - k : k;
+        gsize off = st->layer_off[chunk] + (lc - 1 - l) * lp; /* last layer first */
         guint gather = st->tr->zero == 3 && st->S > 1 && !(backward && st->tr->no_reshard)
                            ? step_gather(st, off, lp, "dp.all-gather-params")
                            : G_MAXUINT;
@@ -305,14 +313,17 @@ step_forward(Step *st, guint step, const SimparPipeItem *it)
     guint j = it->micro;
     if (vs > 0)
         step_recv(st, step_peer(st, vs - 1), step_tag(st, step, j, vs - 1, 0),
-                  st->ops ? step_ops_res(st, vs * st->lc, j, FALSE) : st->act_in,
+                  st->ops ? step_ops_res(st, simpar_train_stage_first_layer(st->tr, vs), j, FALSE)
+                          : st->act_in,
                   SIMPAR_PHASE_FORWARD, "p2p.recv-act");
     else
         step_end_block(st, "embed.fwd", st->embed_off, j, SIMPAR_PHASE_FORWARD);
     step_layers(st, it->chunk, j, FALSE, FALSE);
     if (vs < last)
         step_send(st, step_peer(st, vs + 1), step_tag(st, step, j, vs, 0),
-                  st->ops ? step_ops_res(st, (vs + 1) * st->lc, j, FALSE) : st->act_out,
+                  st->ops
+                      ? step_ops_res(st, simpar_train_stage_first_layer(st->tr, vs + 1), j, FALSE)
+                      : st->act_out,
                   STEP_SEND_FWD, SIMPAR_PHASE_FORWARD, "p2p.send-act");
     if (vs == last)
         step_end_block(st, "head.fwd", st->head_off, j, SIMPAR_PHASE_FORWARD);
@@ -338,7 +349,9 @@ step_backward(Step *st, guint step, const SimparPipeItem *it)
         /* the gradient comes from the next virtual stage */
         guint tag = step_tag(st, step, j, vs, 1);
         step_recv(st, step_peer(st, vs + 1), tag,
-                  st->ops ? step_ops_res(st, (vs + 1) * st->lc, j, TRUE) : st->grad_in,
+                  st->ops
+                      ? step_ops_res(st, simpar_train_stage_first_layer(st->tr, vs + 1), j, TRUE)
+                      : st->grad_in,
                   SIMPAR_PHASE_BACKWARD, "p2p.recv-grad");
     }
     step_layers(st, it->chunk, j, TRUE, final);
@@ -347,8 +360,9 @@ step_backward(Step *st, guint step, const SimparPipeItem *it)
         step_end_grads(st, st->embed_off, st->ends, final);
     } else if (!st->local) {
         step_send(st, step_peer(st, vs - 1), step_tag(st, step, j, vs - 1, 1),
-                  st->ops ? step_ops_res(st, vs * st->lc, j, TRUE) : st->grad_out, STEP_SEND_BWD,
-                  SIMPAR_PHASE_BACKWARD, "p2p.send-grad");
+                  st->ops ? step_ops_res(st, simpar_train_stage_first_layer(st->tr, vs), j, TRUE)
+                          : st->grad_out,
+                  STEP_SEND_BWD, SIMPAR_PHASE_BACKWARD, "p2p.send-grad");
     }
     if (final && st->DR > 1 && st->tr->zero < 2)
         step_flush_bucket(st, st->last_compute); /* buckets do not span chunks */
@@ -417,7 +431,7 @@ step_rank_layout(Step *st)
     }
     for (guint c = st->v; c-- > 0;) {
         st->layer_off[c] = n;
-        n += st->lc * lp;
+        n += step_lc(st, c) * lp;
     }
     if (st->p == 0) {
         st->ends = MAX(st->ends, end);
@@ -499,7 +513,7 @@ static SimparSchedule *
 step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule *layer,
            gboolean ops, guint slice)
 {
-    g_return_val_if_fail(tr->micro_batches > 0 && tr->layers_per_chunk > 0, NULL);
+    g_return_val_if_fail(tr->micro_batches > 0 && tr->layers > 0, NULL);
     Step st = {
         .model = model,
         .tr = tr,
@@ -512,7 +526,7 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
         .D = (guint) tr->dp,
         .v = (guint) tr->virtual_stages,
         .m = (guint) tr->micro_batches,
-        .lc = (guint) tr->layers_per_chunk,
+
         .local = tr->schedule == SIMPAR_PIPE_LOCAL,
         .slice = slice,
         .numbering = *tr,

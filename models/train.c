@@ -25,6 +25,47 @@ simpar_train_init(SimparTrain *train)
     simpar_plan_init(&train->tp);
 }
 
+/* Layers of device p. */
+static guint
+train_device_layers(const SimparTrain *t, guint p)
+{
+    guint P = (guint) t->pp, L = (guint) t->layers;
+    gboolean ends = t->first_stage_layers > 0 || t->last_stage_layers > 0;
+    if (ends && P > 1) {
+        guint first = t->first_stage_layers > 0 ? (guint) t->first_stage_layers : 0;
+        guint last = t->last_stage_layers > 0 ? (guint) t->last_stage_layers : 0;
+        guint given = (first > 0) + (last > 0), rest = P - given;
+        guint left = L - first - last, base = rest > 0 ? left / rest : 0;
+        if (p == 0 && first > 0)
+            return first;
+        if (p == P - 1 && last > 0)
+            return last;
+        /* the middle devices, in order, the earlier ones taking the extra layers */
+        guint k = p - (first > 0);
+        return base + (k < left % MAX(rest, 1) ? 1 : 0);
+    }
+    guint base = L / P, extra = L % P, shorter = extra > 0 ? P - extra : 0;
+    guint head = (shorter + 1) / 2, tail = shorter / 2; /* short devices at both ends */
+    return base + (extra > 0 && p >= head && p < P - tail ? 1 : 0);
+}
+
+guint
+simpar_train_stage_layers(const SimparTrain *t, guint vs)
+{
+    guint P = (guint) t->pp, v = (guint) t->virtual_stages, p = vs % P, c = vs / P;
+    guint n = train_device_layers(t, p);
+    return n / v + (c < n % v ? 1 : 0);
+}
+
+guint
+simpar_train_stage_first_layer(const SimparTrain *t, guint vs)
+{
+    guint first = 0;
+    for (guint k = 0; k < vs; k++)
+        first += simpar_train_stage_layers(t, k);
+    return first;
+}
+
 guint
 simpar_train_group(const SimparTrain *t)
 {
@@ -134,6 +175,43 @@ train_fail(GError **error, const char *fmt, ...)
     return FALSE;
 }
 
+/* The layer split: every chunk at least one layer; local parallelism's chunks equal. */
+static gboolean
+train_check_layers(const SimparTrain *t, const SimparModel *model, gint64 chunks,
+                   const char *pp_flag, GError **error)
+{
+    gint64 L = model->layers, F = t->first_stage_layers, E = t->last_stage_layers;
+    gint64 v = t->virtual_stages, given = (F > 0) + (E > 0);
+    if (t->schedule == SIMPAR_PIPE_LOCAL && (L % chunks != 0 || given > 0))
+        return train_fail(error,
+                          "--layers %" G_GINT64_FORMAT " cannot be split into %s %" G_GINT64_FORMAT
+                          " equal chunks (local parallelism's chunks are equal): use a layer "
+                          "count divisible by it",
+                          L, pp_flag, chunks);
+    if (F < 0 || E < 0 || (given > 0 && t->pp < 2))
+        return train_fail(error, "--first-stage-layers and --last-stage-layers need --pp 2 or "
+                                 "more and a positive count");
+    gint64 middle = (t->pp - given) * v; /* chunks of the other devices: one layer each */
+    if (given > 0 && ((F > 0 && F < v) || (E > 0 && E < v) || F + E + middle > L ||
+                      (given == t->pp && F + E != L)))
+        return train_fail(error,
+                          "--first-stage-layers %" G_GINT64_FORMAT
+                          " and --last-stage-layers %" G_GINT64_FORMAT
+                          " leave no valid split of --layers %" G_GINT64_FORMAT
+                          ": each of the %" G_GINT64_FORMAT " x %" G_GINT64_FORMAT
+                          " chunks needs a layer (the two stages at least --virtual-stages each, "
+                          "the other stages at least %" G_GINT64_FORMAT " between them)",
+                          F, E, L, t->pp, v, middle);
+    if (L < chunks)
+        return train_fail(error,
+                          "--layers %" G_GINT64_FORMAT " cannot be split into %s %" G_GINT64_FORMAT
+                          " x --virtual-stages %" G_GINT64_FORMAT
+                          " chunks: every chunk needs a layer (use at most %" G_GINT64_FORMAT
+                          " chunks)",
+                          L, pp_flag, t->pp, v, L);
+    return TRUE;
+}
+
 /* Rank strides of the axes, in the split's order (the first varies fastest). */
 static void
 train_strides(SimparTrain *t)
@@ -179,12 +257,8 @@ simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GE
                           "--virtual-stages %" G_GINT64_FORMAT ": must be between 1 and 1024",
                           t->virtual_stages);
     gint64 chunks = t->pp * t->virtual_stages;
-    if (model->layers % chunks != 0)
-        return train_fail(error,
-                          "--layers %" G_GINT64_FORMAT " cannot be split into %s %" G_GINT64_FORMAT
-                          " x --virtual-stages %" G_GINT64_FORMAT
-                          " equal chunks: use a layer count divisible by %" G_GINT64_FORMAT,
-                          model->layers, pp_flag, t->pp, t->virtual_stages, chunks);
+    if (!train_check_layers(t, model, chunks, pp_flag, error))
+        return FALSE;
     gint64 per_step = model->micro_batch * t->dp;
     if (t->global_batch == 0)
         t->global_batch = per_step;
@@ -261,7 +335,11 @@ simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GE
     if (t->tied_embeddings && local)
         return train_fail(error, "tied embeddings do not combine with local parallelism: each "
                                  "chunk's head would need the embedding's gradient every step");
-    t->layers_per_chunk = model->layers / chunks;
+    t->layers = model->layers;
+    t->layers_per_chunk =
+        model->layers % chunks == 0 && t->first_stage_layers == 0 && t->last_stage_layers == 0
+            ? model->layers / chunks
+            : 0;
     train_strides(t);
     return TRUE;
 }

@@ -65,11 +65,13 @@ typedef struct {
     gboolean scatter_gather;  /* pipeline p2p: send 1/T of the activation, all-gather after */
     gboolean tied_embeddings; /* output layer shares the embedding table */
     gint64 bucket_params;     /* DP bucket size in parameters; 0: Megatron's max(4e7, 1e6*D) */
-    SimparTrainAxis order[SIMPAR_N_TRAIN_AXES]; /* placement, innermost first */
+    gint64 first_stage_layers, last_stage_layers; /* layers of stage 0 / P-1; 0: the spread */
+    SimparTrainAxis order[SIMPAR_N_TRAIN_AXES];   /* placement, innermost first */
     SimparAdamConfig adam;
     /* derived by simpar_train_validate */
     gint64 micro_batches;               /* m */
-    gint64 layers_per_chunk;            /* L / (P * v) */
+    gint64 layers_per_chunk;            /* L / (P * v), or 0 when the chunks differ */
+    gint64 layers;                      /* L */
     gint64 stride[SIMPAR_N_TRAIN_AXES]; /* rank = sum coord[a] * stride[a] */
 } SimparTrain;
 
@@ -87,6 +89,14 @@ guint simpar_train_group(const SimparTrain *t);
 /* The ranks that hold the same parameters and reduce their gradients: D x C (Megatron's
  * data-parallel group with context parallelism). */
 guint simpar_train_replicas(const SimparTrain *t);
+/* Layers of virtual stage vs (chunk c of device p is vs = c P + p) and the global index of its
+ * first layer. Device p holds --first-stage-layers (p = 0), --last-stage-layers (p = P-1) or an
+ * even share of the rest; without them L / P each, and when P does not divide L the devices
+ * one layer short are the first and last ones (as Llama 3 405B's 126 layers on 16 stages). A
+ * device's layers go to its v chunks as evenly as they can, the earlier chunks taking the
+ * extra one. */
+guint simpar_train_stage_layers(const SimparTrain *t, guint vs);
+guint simpar_train_stage_first_layer(const SimparTrain *t, guint vs);
 /* The ranks one ZeRO shard group spans: --shard-group, default D x C. */
 guint simpar_train_shard_group(const SimparTrain *t);
 /* Bytes per gradient element reduced and kept: 4 with --grad-reduce-dtype fp32, else the

@@ -390,7 +390,7 @@ formula_supported(const SimparStepTimer *tm, const SimparTrain *train)
     return train->schedule != SIMPAR_PIPE_LOCAL && train->zero < 3 &&
            tm->base.mode == SIMPAR_COLL_MODE_FUSED &&
            simpar_train_shard_group(train) == (guint) train->dp && !train->grad_dtype_set &&
-           simpar_plan_cp(&train->tp) == 1;
+           simpar_plan_cp(&train->tp) == 1 && train->layers_per_chunk > 0;
 }
 
 gboolean
