@@ -37,7 +37,8 @@ memory_state_bytes(SimparDtype dtype, const SimparTrain *train, double bytes[3])
     bytes[1] = simpar_train_grad_bytes(train, dtype);
     bytes[2] = ds == 2 ? 12 : 2 * ds;
     for (gint i = 0; i < MIN(train->zero, 3); i++)
-        bytes[2 - i] /= shards;
+        if (!(i == 1 && !simpar_train_reduce_each_micro(train))) /* accumulated whole */
+            bytes[2 - i] /= shards;
     if (train->no_reshard) /* the whole weights, beside the shard */
         bytes[0] += ds;
 }

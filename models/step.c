@@ -236,7 +236,8 @@ step_layers(Step *st, guint chunk, guint micro, gboolean backward, gboolean fina
     SimparPhase ph = backward ? SIMPAR_PHASE_BACKWARD : SIMPAR_PHASE_FORWARD;
     const char *key = backward ? "layer.bwd" : "layer.fwd";
     gboolean per_layer =
-        st->tr->zero == 3 || (backward && st->tr->zero == 2) || (backward && final && st->DR > 1);
+        st->tr->zero == 3 || (backward && simpar_train_reduce_each_micro(st->tr)) ||
+        (backward && final && st->DR > 1);
     gsize lp = st->facts.layer_params;
     if (st->ops != NULL) { /* zero 0 (step_ops_supported) */
         for (guint k = 0; k < lc; k++) {
@@ -265,7 +266,7 @@ step_layers(Step *st, guint chunk, guint micro, gboolean backward, gboolean fina
         st->prefetch[1] = b;
         if (!backward)
             continue;
-        if (st->tr->zero >= 2) {
+        if (simpar_train_reduce_each_micro(st->tr)) {
             StepBucket one = {off, lp, b};
             step_reduce_bucket(st, &one, b);
         } else if (final) {
@@ -297,7 +298,7 @@ step_end_grads(Step *st, gsize off, gsize count, gboolean final)
 {
     if (count == 0)
         return;
-    if (st->tr->zero >= 2) {
+    if (simpar_train_reduce_each_micro(st->tr)) {
         StepBucket one = {off, count, st->last_compute};
         step_reduce_bucket(st, &one, st->last_compute);
     } else if (final) {
@@ -364,7 +365,7 @@ step_backward(Step *st, guint step, const SimparPipeItem *it)
                           : st->grad_out,
                   STEP_SEND_BWD, SIMPAR_PHASE_BACKWARD, "p2p.send-grad");
     }
-    if (final && st->DR > 1 && st->tr->zero < 2)
+    if (final && st->DR > 1 && !simpar_train_reduce_each_micro(st->tr))
         step_flush_bucket(st, st->last_compute); /* buckets do not span chunks */
 }
 

@@ -66,6 +66,12 @@ simpar_train_stage_first_layer(const SimparTrain *t, guint vs)
     return first;
 }
 
+gboolean
+simpar_train_reduce_each_micro(const SimparTrain *t)
+{
+    return t->zero == 2 || (t->zero == 3 && t->pp == 1);
+}
+
 guint
 simpar_train_group(const SimparTrain *t)
 {
@@ -284,12 +290,13 @@ simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GE
         return FALSE;
     if (t->zero < 0 || t->zero > 3)
         return train_fail(error, "--zero %d: valid stages are 0 (DDP), 1, 2 and 3", t->zero);
-    if (t->zero >= 2 && t->pp > 1)
+    if (t->zero == 2 && t->pp > 1)
         return train_fail(error,
-                          "--zero %d with %s %" G_GINT64_FORMAT
-                          ": ZeRO stages 2 and 3 partition gradients per micro-batch and do not "
-                          "combine with pipelining (DeepSpeed refuses it); use --zero 0 or 1",
-                          t->zero, pp_flag, t->pp);
+                          "--zero 2 with %s %" G_GINT64_FORMAT
+                          ": ZeRO stage 2 partitions gradients per micro-batch and does not "
+                          "combine with pipelining (DeepSpeed refuses it); use --zero 1, or 3 "
+                          "(FSDP with pipelining)",
+                          pp_flag, t->pp);
     if (t->shard_group != 0 && t->zero < 1)
         return train_fail(error, "--shard-group applies to --zero 1, 2 or 3 (hybrid sharding: "
                                  "the ZeRO shards span groups of N replicas, replicated across "

@@ -97,6 +97,10 @@ guint simpar_train_replicas(const SimparTrain *t);
  * extra one. */
 guint simpar_train_stage_layers(const SimparTrain *t, guint vs);
 guint simpar_train_stage_first_layer(const SimparTrain *t, guint vs);
+/* Whether gradients are reduce-scattered after every micro-batch's backward (ZeRO 2, ZeRO 3
+ * without pipelining); else they accumulate whole and are reduced after the last one (ZeRO-3
+ * with pipelining as FSDP runs it: gradient sync on the last micro-batch only). */
+gboolean simpar_train_reduce_each_micro(const SimparTrain *t);
 /* The ranks one ZeRO shard group spans: --shard-group, default D x C. */
 guint simpar_train_shard_group(const SimparTrain *t);
 /* Bytes per gradient element reduced and kept: 4 with --grad-reduce-dtype fp32, else the

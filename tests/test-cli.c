@@ -161,7 +161,7 @@ test_predict_refusals(void)
         {"--tp-mode 1d --pp 4 --global-batch 24", "--global-batch 24: must be a positive multiple"},
         {"--tp-mode 1d --pp 4 --schedule interleaved --global-batch 48",
          "a multiple of --pp 4, got 3"},
-        {"--tp-mode 1d --pp 2 --zero 3", "--zero 3 with --pp 2"},
+        {"--tp-mode 1d --pp 2 --zero 2", "--zero 2 with --pp 2"},
         {"--tp-mode 1d --zero 5", "--zero 5: valid stages are 0"},
         {"--tp-mode 1d --sp --scatter-gather", "--scatter-gather applies to 1-D tensor parallelism "
                                                "without --sp"},

@@ -321,6 +321,43 @@ test_step_cp_reduction(void)
     CU_ASSERT_DOUBLE_EQUAL(adam[1], adam[0], 0);
 }
 
+/* ZeRO-3 with pipelining, as FSDP runs it: parameters gathered before every micro-batch's
+ * forward and backward, gradients accumulated whole and reduce-scattered once. Against ZeRO-1
+ * (reduce-scatter, all-gather after Adam: 2 Psi 3/4 over D = 4), per rank of stage 0:
+ * m = 1: 2 gathers + 1 reduce-scatter = 1.5x; m = 2: 4 + 1 = 2.5x; m = 2 with --no-reshard:
+ * 2 + 1 = 1.5x. */
+static void
+test_step_zero3_pipeline(void)
+{
+    const struct {
+        gint zero;
+        gint64 m;
+        gboolean no_reshard;
+        double ratio;
+    } cases[] = {{1, 1, FALSE, 1},
+                 {3, 1, FALSE, 1.5},
+                 {1, 2, FALSE, 1},
+                 {3, 2, FALSE, 2.5},
+                 {3, 2, TRUE, 1.5}};
+
+    double zero1[3] = {0, 0, 0};
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        StepCase c;
+        step_case_init(&c, 4, 2, 4, SIMPAR_PIPE_1F1B, 1, cases[i].m);
+        c.model.vocab = 1024;
+        c.train.zero = cases[i].zero, c.train.no_reshard = cases[i].no_reshard;
+        c.train.bucket_params = 1000;
+        step_case_run(&c, 1.0, 2.0, 0, 0);
+        double v = step_dp_traffic(c.step, 0);
+        if (cases[i].zero == 1)
+            zero1[cases[i].m] = v;
+        printf("\n    ZeRO-%d m=%" G_GINT64_FORMAT "%s: %.4f x ZeRO-1", cases[i].zero, cases[i].m,
+               cases[i].no_reshard ? " no-reshard" : "", v / zero1[cases[i].m]);
+        CU_ASSERT_DOUBLE_EQUAL(v / zero1[cases[i].m], cases[i].ratio, 2e-3);
+        step_case_clear(&c);
+    }
+}
+
 /* ZeRO without data parallelism, and an embedding tied to the output layer on one stage,
  * build and run (they once failed an assertion, or dereferenced the missing DP group): no
  * reduction at all with D = 1, the same step as ZeRO-0; the tied table reduced once. */
@@ -499,6 +536,7 @@ static CU_TestInfo step_tests[] = {
      test_step_hybrid_sharding},
     {"context parallelism reduces gradients over D x C, context-parallel rank fastest",
      test_step_cp_reduction},
+    {"ZeRO-3 with pipelining gathers per micro-batch and reduces once", test_step_zero3_pipeline},
     {"DDP exposed = last bucket end - backward end", test_step_ddp_exposed},
     {"ZeRO with D = 1 and a tied embedding on one stage build and run", test_step_degenerate},
     {"placement and split validation", test_step_placement},
