@@ -235,9 +235,9 @@ step_layers(Step *st, guint chunk, guint micro, gboolean backward, gboolean fina
     guint lc = step_lc(st, chunk);
     SimparPhase ph = backward ? SIMPAR_PHASE_BACKWARD : SIMPAR_PHASE_FORWARD;
     const char *key = backward ? "layer.bwd" : "layer.fwd";
-    gboolean per_layer =
-        st->tr->zero == 3 || (backward && simpar_train_reduce_each_micro(st->tr)) ||
-        (backward && final && st->DR > 1);
+    gboolean per_layer = st->tr->zero == 3 ||
+                         (backward && simpar_train_reduce_each_micro(st->tr)) ||
+                         (backward && final && st->DR > 1);
     gsize lp = st->facts.layer_params;
     if (st->ops != NULL) { /* zero 0 (step_ops_supported) */
         for (guint k = 0; k < lc; k++) {
