@@ -113,14 +113,19 @@ simpar_dtype_parse(const char *name, SimparDtype *out, GError **error)
 static const char *const mlp_names[] = {"gelu", "swiglu"};
 static const char *const norm_names[] = {"layernorm", "rmsnorm"};
 
-/* The index of `name` in names[n], or -1. */
-static gint
-model_name_index(const char *const *names, guint n, const char *name)
+/* The index of `name` in names[n] into *out; else an error naming `what` and the valid names. */
+static gboolean
+model_name_parse(const char *const *names, guint n, const char *what, const char *name, int *out,
+                 GError **error)
 {
     for (guint i = 0; i < n; i++)
-        if (g_strcmp0(name, names[i]) == 0)
-            return (gint) i;
-    return -1;
+        if (g_strcmp0(name, names[i]) == 0) {
+            *out = (int) i;
+            return TRUE;
+        }
+    g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID, "%s '%s' is not one of %s",
+                what, name, simpar_intern_names(names, n, sizeof names[0]));
+    return FALSE;
 }
 
 const char *
@@ -133,14 +138,11 @@ simpar_mlp_name(SimparMlp mlp)
 gboolean
 simpar_mlp_parse(const char *name, SimparMlp *out, GError **error)
 {
-    gint i = model_name_index(mlp_names, G_N_ELEMENTS(mlp_names), name);
-    if (i >= 0) {
-        *out = (SimparMlp) i;
-        return TRUE;
-    }
-    g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
-                "mlp '%s' is not one of gelu, swiglu", name);
-    return FALSE;
+    int i;
+    if (!model_name_parse(mlp_names, G_N_ELEMENTS(mlp_names), "mlp", name, &i, error))
+        return FALSE;
+    *out = (SimparMlp) i;
+    return TRUE;
 }
 
 const char *
@@ -153,14 +155,11 @@ simpar_norm_name(SimparNorm norm)
 gboolean
 simpar_norm_parse(const char *name, SimparNorm *out, GError **error)
 {
-    gint i = model_name_index(norm_names, G_N_ELEMENTS(norm_names), name);
-    if (i >= 0) {
-        *out = (SimparNorm) i;
-        return TRUE;
-    }
-    g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
-                "norm '%s' is not one of layernorm, rmsnorm", name);
-    return FALSE;
+    int i;
+    if (!model_name_parse(norm_names, G_N_ELEMENTS(norm_names), "norm", name, &i, error))
+        return FALSE;
+    *out = (SimparNorm) i;
+    return TRUE;
 }
 
 const char *

@@ -158,21 +158,23 @@ test_states_16_bytes(void)
 }
 
 /* Psi = 26 (12h^2 + 13h) + hV = 7.5e9 exactly at h = 4800, V = 64562, tied, P = 1, T = 1. */
+static const SimparModel zero_model = {"zero",
+                                       4800,
+                                       32,
+                                       1024,
+                                       1,
+                                       26,
+                                       19200,
+                                       64562,
+                                       SIMPAR_DTYPE_FP16,
+                                       0,
+                                       SIMPAR_MLP_GELU,
+                                       SIMPAR_NORM_LAYERNORM};
+
 static void
 test_states_zero_example(void)
 {
-    SimparModel m = {"zero",
-                     4800,
-                     32,
-                     1024,
-                     1,
-                     26,
-                     19200,
-                     64562,
-                     SIMPAR_DTYPE_FP16,
-                     0,
-                     SIMPAR_MLP_GELU,
-                     SIMPAR_NORM_LAYERNORM};
+    SimparModel m = zero_model;
     const double want_GB[] = {120, 31.4, 16.6, 1.875};
     const double tol_GB[] = {1e-9, 0.05, 0.05, 1e-9};
     for (gint zero = 0; zero <= 3; zero++) {
@@ -202,18 +204,7 @@ test_states_zero_example(void)
 static void
 test_states_fsdp_options(void)
 {
-    SimparModel m = {"zero",
-                     4800,
-                     32,
-                     1024,
-                     1,
-                     26,
-                     19200,
-                     64562,
-                     SIMPAR_DTYPE_FP16,
-                     0,
-                     SIMPAR_MLP_GELU,
-                     SIMPAR_NORM_LAYERNORM};
+    SimparModel m = zero_model;
     SimparTrain train = train_1d(1, SIMPAR_PIPE_1F1B, 1, 1, 1);
     train.dp = 64, train.tied_embeddings = TRUE;
     train.zero = 3, train.shard_group = 8;
