@@ -41,6 +41,7 @@ typedef struct {
     double p; /* dropout */
     SimparRecompute recompute;
     gboolean scatter_gather;
+    gboolean llama; /* 4 heads on 2 key/value heads, SwiGLU, RMSNorm */
 } TrainCase;
 
 typedef struct {
@@ -162,9 +163,9 @@ train_host_setup(const TrainCase *c, SimparModel *model, SimparTrain *tr)
                            TH_F,
                            TH_V,
                            SIMPAR_DTYPE_FP64,
-                           0,
-                           SIMPAR_MLP_GELU,
-                           SIMPAR_NORM_LAYERNORM};
+                           c->llama ? 2 : 0,
+                           c->llama ? SIMPAR_MLP_SWIGLU : SIMPAR_MLP_GELU,
+                           c->llama ? SIMPAR_NORM_RMSNORM : SIMPAR_NORM_LAYERNORM};
     simpar_train_init(tr);
     tr->tp.mode = g_intern_string(c->mode);
     tr->tp.tp = c->tp, tr->tp.depth = c->depth;
@@ -216,6 +217,7 @@ train_host_case(const TrainCase *c)
         .weight_decay = tr.adam.weight_decay,
         .step = 1,
     };
+    cfg.layer.kv = c->llama ? 2 : 0, cfg.layer.swiglu = cfg.layer.rms = c->llama;
     g_autoptr(GRand) rng = g_rand_new_with_seed((guint32) train_host_seed);
     TrainRef ref = {ref_step_params_new(&cfg), NULL, NULL, (guint) c->dp};
     ref_step_params_fill(ref.params, rng);
@@ -256,17 +258,21 @@ train_host_case(const TrainCase *c)
 
 /* mode, T, depth, P, D, v, m, b, L, schedule, sp, causal, p, recompute[, scatter-gather] */
 TRAIN_TEST(test_issue_case, "1d", 2, 0, 2, 2, 1, 2, 1, 2, SIMPAR_PIPE_1F1B, FALSE, TRUE, 0.0,
-           SIMPAR_RECOMPUTE_NONE, FALSE)
+           SIMPAR_RECOMPUTE_NONE, FALSE, FALSE)
 TRAIN_TEST(test_scatter_gather, "1d", 2, 0, 2, 2, 1, 2, 1, 2, SIMPAR_PIPE_1F1B, FALSE, TRUE, 0.0,
-           SIMPAR_RECOMPUTE_NONE, TRUE)
+           SIMPAR_RECOMPUTE_NONE, TRUE, FALSE)
 TRAIN_TEST(test_gpipe_dropout, "1d", 2, 0, 2, 2, 1, 3, 1, 2, SIMPAR_PIPE_GPIPE, FALSE, FALSE, 0.1,
-           SIMPAR_RECOMPUTE_NONE, FALSE)
+           SIMPAR_RECOMPUTE_NONE, FALSE, FALSE)
 TRAIN_TEST(test_1f1b_sp_full, "1d", 2, 0, 2, 1, 1, 4, 2, 4, SIMPAR_PIPE_1F1B, TRUE, FALSE, 0.1,
-           SIMPAR_RECOMPUTE_FULL, FALSE)
+           SIMPAR_RECOMPUTE_FULL, FALSE, FALSE)
 TRAIN_TEST(test_interleaved, "1d", 2, 0, 2, 1, 2, 4, 1, 4, SIMPAR_PIPE_INTERLEAVED, FALSE, FALSE,
-           0.1, SIMPAR_RECOMPUTE_SELECTIVE, FALSE)
+           0.1, SIMPAR_RECOMPUTE_SELECTIVE, FALSE, FALSE)
 TRAIN_TEST(test_t4_sp_interleaved_dp, "1d", 4, 0, 2, 2, 2, 4, 1, 4, SIMPAR_PIPE_INTERLEAVED, TRUE,
-           TRUE, 0.1, SIMPAR_RECOMPUTE_FULL, FALSE)
+           TRUE, 0.1, SIMPAR_RECOMPUTE_FULL, FALSE, FALSE)
+
+/* Llama layers (GQA, SwiGLU, RMSNorm), 3 layers on 2 stages (2 + 1: the uneven spread) */
+TRAIN_TEST(test_llama_uneven, "1d", 2, 0, 2, 2, 1, 3, 1, 3, SIMPAR_PIPE_1F1B, TRUE, TRUE, 0.1,
+           SIMPAR_RECOMPUTE_SELECTIVE, FALSE, TRUE)
 
 /* What the executable mode cannot run is refused, naming the flag. */
 static void
@@ -280,9 +286,14 @@ test_refusals(void)
     };
 
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
-        const TrainCase c = {
-            "1d", 2, 0, 2, 2, 1, 2, 1, 2, SIMPAR_PIPE_1F1B, FALSE, TRUE, 0.0, SIMPAR_RECOMPUTE_NONE,
-            FALSE};
+        const TrainCase c = {"1d",  2,
+                             0,     2,
+                             2,     1,
+                             2,     1,
+                             2,     SIMPAR_PIPE_1F1B,
+                             FALSE, TRUE,
+                             0.0,   SIMPAR_RECOMPUTE_NONE,
+                             FALSE, FALSE};
         SimparModel model;
         SimparTrain tr;
         train_host_setup(&c, &model, &tr);
@@ -319,6 +330,7 @@ static CU_TestInfo train_host_tests[] = {
     {"interleaved v=2, selective recomputation", test_interleaved},
     {"4-way 1-D + SP, interleaved, 2 replicas, dropout, full recomputation",
      test_t4_sp_interleaved_dp},
+    {"Llama layers (GQA, SwiGLU, RMSNorm), 3 layers on 2 stages, SP, dropout", test_llama_uneven},
     {"refusals name the flag", test_refusals},
     CU_TEST_INFO_NULL,
 };
