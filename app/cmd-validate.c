@@ -91,12 +91,11 @@ typedef struct {
 static const char *
 validate_class_name(const SimparSchedule *s, const SimparOp *op)
 {
+    if (simpar_op_is_attention(op->kind))
+        return "attention";
     switch (op->kind) {
     case SIMPAR_OP_GEMM:
         return "gemm";
-    case SIMPAR_OP_ATTENTION:
-    case SIMPAR_OP_ATTENTION_BWD:
-        return "attention";
     case SIMPAR_OP_EMBED:
     case SIMPAR_OP_EMBED_BWD:
     case SIMPAR_OP_XENT_MAX:

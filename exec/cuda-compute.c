@@ -824,6 +824,16 @@ cu_cols_op(const SimparCuCtx *ctx, const SimparOp *op, const CuBind *b, GError *
     return TRUE;
 }
 
+/* Ring attention's blocks have no CUDA kernels: refused, not skipped. */
+static gboolean
+cu_ring_op(const SimparCuCtx *ctx, const SimparOp *op, const CuBind *b, GError **error)
+{
+    (void) ctx, (void) b;
+    return cu_invalid(error, op,
+                      "is ring attention (--cp-mode ring): the CUDA executor has no kernel for "
+                      "it; run it with --executor host");
+}
+
 /* ---- dispatch ----------------------------------------------------------------------------- */
 
 typedef gboolean (*CuOpFn)(const SimparCuCtx *ctx, const SimparOp *op, const CuBind *b,
@@ -840,6 +850,9 @@ cu_op_fn(SimparOpKind kind)
         return cu_adam_op;
     if (kind == SIMPAR_OP_PACK_COLS || kind == SIMPAR_OP_UNPACK_COLS)
         return cu_cols_op;
+    if (kind == SIMPAR_OP_ATTN_BLOCK || kind == SIMPAR_OP_ATTN_MERGE ||
+        kind == SIMPAR_OP_ATTN_BLOCK_BWD)
+        return cu_ring_op;
     if (cu_vocab_fns[kind].fn != NULL)
         return cu_vocab_op;
     if (cu_kernel_fns[kind].fn != NULL)

@@ -570,6 +570,173 @@ kern_attention_bwd(const SimparHostBufs *host, const SimparOp *op)
     }
 }
 
+/* ---- ring attention blocks (schedule.h) --------------------------------------------------- */
+
+/* Key i' of the current sequence in the block of rank kv_rank, for part 1 (k) or 2 (v). */
+static gsize
+kern_ring_k(const KernAttn *ka, gsize i, guint part)
+{
+    return (ka->n * ka->at->s + i) * ka->ld_kv + (ka->g / ka->r) * 2 * ka->at->dh +
+           (part - 1) * ka->at->dh;
+}
+
+static guint64
+kern_ring_kpos(const KernAttn *ka, gsize i)
+{
+    return simpar_cp_position((guint) ka->cp, ka->at->kv_rank, ka->at->s / 2, i);
+}
+
+static gboolean
+kern_ring_sees(const KernAttn *ka, gsize i, gsize k)
+{
+    return !ka->at->causal || kern_ring_kpos(ka, k) <= kern_attn_qpos(ka, i);
+}
+
+/* keep / (1-p) of (query row i, block key k), by global positions as kern_attn_keep. */
+static double
+kern_ring_keep(const KernAttn *ka, gsize i, gsize k)
+{
+    const SimparAttention *at = ka->at;
+    if (at->p == 0.0)
+        return 1.0;
+    guint64 S = ka->n_keys;
+    guint64 idx =
+        (((at->batch0 + ka->n) * at->heads + at->head0 + ka->g) * S + kern_attn_qpos(ka, i)) * S +
+        kern_ring_kpos(ka, k);
+    return simpar_dropout_keep(at->seed, SIMPAR_DROPOUT_ATTN, idx, at->p) ? ka->scale : 0.0;
+}
+
+/* The log-sum-exp of row i's scores against the block's keys it sees (-inf: none); scores[k]
+ * gets each score. */
+static double
+kern_ring_lse(const KernAttn *ka, const double *kv, gsize i, double *scores)
+{
+    const double *q = ka->qkv + kern_attn_q(ka, i);
+    double max = -INFINITY, sum = 0.0;
+    for (gsize k = 0; k < ka->at->s; k++)
+        if (kern_ring_sees(ka, i, k)) {
+            scores[k] = kern_dot(q, kv + kern_ring_k(ka, k, 1), ka->at->dh) / ka->sqrt_dh;
+            max = MAX(max, scores[k]);
+        }
+    if (max == -INFINITY)
+        return -INFINITY;
+    for (gsize k = 0; k < ka->at->s; k++)
+        if (kern_ring_sees(ka, i, k))
+            sum += exp(scores[k] - max);
+    return max + log(sum);
+}
+
+/* The lse of (current sequence, head, row i) in an [nb x nh x s] array. */
+static gsize
+kern_ring_lse_at(const KernAttn *ka, gsize i)
+{
+    return (ka->n * ka->at->nh + ka->g) * ka->at->s + i;
+}
+
+static void
+kern_attn_block(const SimparHostBufs *host, const SimparOp *op)
+{
+    const SimparAttention *at = &op->u.attn;
+    const double *kv = simpar_host_bufs_view(host, at->in[3]);
+    double *o = simpar_host_bufs_view(host, at->out[0]);
+    double *lse = simpar_host_bufs_view(host, at->out[1]);
+    KernAttn ka;
+    kern_attn_init(&ka, at, host);
+    ka.kv = kv;
+    g_autofree double *scores = g_new(double, MAX(at->s, 1));
+    for (ka.n = 0; ka.n < at->nb; ka.n++)
+        for (ka.g = 0; ka.g < at->nh; ka.g++)
+            for (gsize i = 0; i < at->s; i++) {
+                double l = kern_ring_lse(&ka, kv, i, scores);
+                double *orow = o + (ka.n * at->s + i) * ka.ld_ctx + ka.g * at->dh;
+                lse[kern_ring_lse_at(&ka, i)] = l;
+                for (gsize d = 0; d < at->dh; d++)
+                    orow[d] = 0.0;
+                for (gsize k = 0; l != -INFINITY && k < at->s; k++) {
+                    if (!kern_ring_sees(&ka, i, k))
+                        continue;
+                    double w = exp(scores[k] - l) * kern_ring_keep(&ka, i, k);
+                    const double *v = kv + kern_ring_k(&ka, k, 2);
+                    for (gsize d = 0; d < at->dh; d++)
+                        orow[d] += w * v[d];
+                }
+            }
+}
+
+/* o, lse <- the merge of (o, lse) and the block's (ob, lb): softmax weights rescaled to the
+ * joint log-sum-exp. */
+static void
+kern_attn_merge(const SimparHostBufs *host, const SimparOp *op)
+{
+    const SimparAttention *at = &op->u.attn;
+    const double *ob = simpar_host_bufs_view(host, at->in[0]);
+    const double *lb = simpar_host_bufs_view(host, at->in[1]);
+    double *o = simpar_host_bufs_view(host, at->out[0]);
+    double *lse = simpar_host_bufs_view(host, at->out[1]);
+    gsize ld = (gsize) at->nh * at->dh;
+    for (gsize n = 0; n < at->nb; n++)
+        for (gsize g = 0; g < at->nh; g++)
+            for (gsize i = 0; i < at->s; i++) {
+                gsize e = (n * at->nh + g) * at->s + i;
+                double a = lse[e], b = lb[e];
+                if (b == -INFINITY)
+                    continue; /* the block adds nothing */
+                double m = MAX(a, b), joint = m + log(exp(a - m) + exp(b - m));
+                double wa = a == -INFINITY ? 0.0 : exp(a - joint), wb = exp(b - joint);
+                double *orow = o + (n * at->s + i) * ld + g * at->dh;
+                const double *brow = ob + (n * at->s + i) * ld + g * at->dh;
+                for (gsize d = 0; d < at->dh; d++)
+                    orow[d] = orow[d] * wa + brow[d] * wb;
+                lse[e] = joint;
+            }
+}
+
+/* The block's share of the gradients: P = e^(score - lse) with the final lse, D = dctx . o. */
+static void
+kern_attn_block_bwd(const SimparHostBufs *host, const SimparOp *op)
+{
+    const SimparAttention *at = &op->u.attn;
+    const double *o = simpar_host_bufs_view(host, at->in[1]);
+    const double *dctx = simpar_host_bufs_view(host, at->in[2]);
+    const double *kv = simpar_host_bufs_view(host, at->in[3]);
+    const double *lse = simpar_host_bufs_view(host, at->in[4]);
+    double *dqkv = simpar_host_bufs_view(host, at->out[0]);
+    double *dkv = simpar_host_bufs_view(host, at->out[1]);
+    KernAttn ka;
+    kern_attn_init(&ka, at, host);
+    gsize dh = at->dh, rows = (gsize) at->nb * at->s;
+    if (!at->accumulate) {
+        for (gsize e = 0; e < rows * ka.ld_qkv; e++)
+            dqkv[e] = 0.0;
+        for (gsize e = 0; e < rows * ka.ld_kv; e++)
+            dkv[e] = 0.0;
+    }
+    for (ka.n = 0; ka.n < at->nb; ka.n++)
+        for (ka.g = 0; ka.g < at->nh; ka.g++)
+            for (gsize i = 0; i < at->s; i++) {
+                double l = lse[kern_ring_lse_at(&ka, i)];
+                gsize row = (ka.n * at->s + i) * ka.ld_ctx + ka.g * dh;
+                const double *q = ka.qkv + kern_attn_q(&ka, i), *dout = dctx + row;
+                double D = kern_dot(dout, o + row, dh);
+                double *dq = dqkv + kern_attn_q(&ka, i);
+                for (gsize k = 0; l != -INFINITY && k < at->s; k++) {
+                    if (!kern_ring_sees(&ka, i, k))
+                        continue;
+                    const double *kk = kv + kern_ring_k(&ka, k, 1),
+                                 *v = kv + kern_ring_k(&ka, k, 2);
+                    double p = exp(kern_dot(q, kk, dh) / ka.sqrt_dh - l);
+                    double keep = kern_ring_keep(&ka, i, k), dp = kern_dot(dout, v, dh) * keep;
+                    double ds = p * (dp - D) / ka.sqrt_dh;
+                    double *dk = dkv + kern_ring_k(&ka, k, 1), *dv = dkv + kern_ring_k(&ka, k, 2);
+                    for (gsize d = 0; d < dh; d++) {
+                        dv[d] += p * keep * dout[d];
+                        dq[d] += ds * kk[d];
+                        dk[d] += ds * q[d];
+                    }
+                }
+            }
+}
+
 /* ---- vocabulary-parallel embedding and cross-entropy --------------------------------------- */
 
 /* The local row of token id `id` (an element value) in the slice [vocab0, vocab0 + vocab), or
@@ -726,6 +893,9 @@ static const KernFn kern_fns[SIMPAR_N_OP_KINDS] = {
     [SIMPAR_OP_SWIGLU_BWD] = kern_swiglu_bwd,
     [SIMPAR_OP_PACK_COLS] = kern_pack_cols,
     [SIMPAR_OP_UNPACK_COLS] = kern_unpack_cols,
+    [SIMPAR_OP_ATTN_BLOCK] = kern_attn_block,
+    [SIMPAR_OP_ATTN_MERGE] = kern_attn_merge,
+    [SIMPAR_OP_ATTN_BLOCK_BWD] = kern_attn_block_bwd,
     [SIMPAR_OP_DROPOUT] = kern_dropout,
     [SIMPAR_OP_DROPOUT_BWD] = kern_dropout,
     [SIMPAR_OP_ADD] = kern_add,

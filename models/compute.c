@@ -266,11 +266,13 @@ simpar_compute_gemm_time(const SimparGpu *gpu, SimparDtype dtype, double m, doub
 
 /* ----- attention ----- */
 
-/* Keys per query row: the sequence's, or with context parallelism every rank's (s C). */
+/* Keys per query row: the sequence's, with context parallelism every rank's (s C), or one
+ * ring block's (s). */
 static double
-compute_keys(const SimparAttention *a)
+compute_keys(const SimparOpKind kind, const SimparAttention *a)
 {
-    return (double) a->s * MAX(a->cp, 1);
+    gboolean block = kind == SIMPAR_OP_ATTN_BLOCK || kind == SIMPAR_OP_ATTN_BLOCK_BWD;
+    return (double) a->s * (block ? 1 : MAX(a->cp, 1));
 }
 
 /* QK^T [s x S x dh], softmax and dropout over the scores in memory, then PV [s x dh x S], for
@@ -278,7 +280,8 @@ compute_keys(const SimparAttention *a)
 static double
 compute_unfused_fwd(const SimparGpu *gpu, SimparDtype dt, const SimparAttention *a)
 {
-    double bh = (double) a->nb * a->nh, s = a->s, S = compute_keys(a), dh = a->dh;
+    double bh = (double) a->nb * a->nh, s = a->s, S = compute_keys(SIMPAR_OP_ATTENTION, a),
+           dh = a->dh;
     double ds = simpar_dtype_size(dt), scores = bh * s * S;
     return compute_gemm(gpu, dt, s, S, dh, bh, FALSE) +      /* scores = Q K^T */
            compute_memory_time(gpu, 2 * scores * ds) +       /* softmax: read, write */
@@ -289,7 +292,8 @@ compute_unfused_fwd(const SimparGpu *gpu, SimparDtype dt, const SimparAttention 
 static double
 compute_unfused_bwd(const SimparGpu *gpu, SimparDtype dt, const SimparAttention *a)
 {
-    double bh = (double) a->nb * a->nh, s = a->s, S = compute_keys(a), dh = a->dh;
+    double bh = (double) a->nb * a->nh, s = a->s, S = compute_keys(SIMPAR_OP_ATTENTION, a),
+           dh = a->dh;
     double ds = simpar_dtype_size(dt), scores = bh * s * S;
     return compute_gemm(gpu, dt, S, dh, s, bh, FALSE) +      /* dV = P^T dctx */
            compute_gemm(gpu, dt, s, S, dh, bh, FALSE) +      /* dP = dctx V^T */
@@ -305,9 +309,10 @@ compute_unfused_bwd(const SimparGpu *gpu, SimparDtype dt, const SimparAttention 
  * ctx, backward q, ctx, dctx, dq and the dctx . ctx row sums' second pass over dctx (5); k and
  * v (backward also dk, dv) are nkv/nh of that with grouped-query attention. */
 static double
-compute_flash(const SimparGpu *gpu, SimparDtype dt, const SimparAttention *a, gboolean bwd)
+compute_flash(const SimparGpu *gpu, SimparDtype dt, SimparOpKind kind, const SimparAttention *a,
+              gboolean bwd)
 {
-    double bh = (double) a->nb * a->nh, s = a->s, S = compute_keys(a), dh = a->dh;
+    double bh = (double) a->nb * a->nh, s = a->s, S = compute_keys(kind, a), dh = a->dh;
     double ds = simpar_dtype_size(dt);
     /* causal: half the score tiles, also per context-parallel rank (chunks c and 2C-1-c) */
     double flops = 4 * bh * s * S * dh * (a->causal ? 0.5 : 1.0) * (bwd ? 2.5 : 1.0);
@@ -321,9 +326,16 @@ static double
 compute_attention(const SimparGpu *gpu, SimparDtype dt, const SimparOp *op,
                   SimparAttentionImpl impl)
 {
-    gboolean bwd = op->kind == SIMPAR_OP_ATTENTION_BWD;
-    if (impl == SIMPAR_ATTENTION_FLASH)
-        return compute_flash(gpu, dt, &op->u.attn, bwd);
+    gboolean bwd = op->kind == SIMPAR_OP_ATTENTION_BWD || op->kind == SIMPAR_OP_ATTN_BLOCK_BWD;
+    if (op->kind == SIMPAR_OP_ATTN_MERGE) { /* read both outputs, write one; the lse rows */
+        const SimparAttention *a = &op->u.attn;
+        double o = (double) a->nb * a->s * a->nh * a->dh, rows = (double) a->nb * a->nh * a->s;
+        return compute_memory_time(gpu, 3 * o * simpar_dtype_size(dt) + 3 * rows * 4);
+    }
+    /* ring blocks are flash attention's kernels, whatever --attention says */
+    gboolean ring = op->kind == SIMPAR_OP_ATTN_BLOCK || op->kind == SIMPAR_OP_ATTN_BLOCK_BWD;
+    if (impl == SIMPAR_ATTENTION_FLASH || ring)
+        return compute_flash(gpu, dt, op->kind, &op->u.attn, bwd);
     return bwd ? compute_unfused_bwd(gpu, dt, &op->u.attn)
                : compute_unfused_fwd(gpu, dt, &op->u.attn);
 }
@@ -436,6 +448,9 @@ compute_op_time(const SimparGpu *gpu, const SimparSchedule *sched, const SimparO
         return compute_gemm(gpu, dt, g->m, g->n, g->k, g->batch, g->accumulate);
     case SIMPAR_OP_ATTENTION:
     case SIMPAR_OP_ATTENTION_BWD:
+    case SIMPAR_OP_ATTN_BLOCK:
+    case SIMPAR_OP_ATTN_MERGE:
+    case SIMPAR_OP_ATTN_BLOCK_BWD:
         return compute_attention(gpu, dt, op, attn);
     case SIMPAR_OP_COLLECTIVE:
     case SIMPAR_OP_SEND:

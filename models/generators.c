@@ -117,7 +117,8 @@ simpar_plan_grid_label(const SimparPlan *plan, gboolean verbose)
     char *label = plan_grid_label(plan, verbose);
     if (simpar_plan_cp(plan) == 1)
         return label;
-    char *with = g_strdup_printf("%s CP=%u", label, simpar_plan_cp(plan));
+    char *with =
+        g_strdup_printf("%s CP=%u%s", label, simpar_plan_cp(plan), plan->cp_ring ? " ring" : "");
     g_free(label);
     return with; /* (transfer full) */
 }

@@ -44,7 +44,8 @@ simpar_job_args_clear(SimparJobArgs *args)
 {
     char **strs[] = {
         &args->model,   &args->dtype,     &args->mlp,      &args->norm,  &args->tp_mode,
-        &args->variant, &args->recompute, &args->schedule, &args->order, &args->grad_reduce_dtype};
+        &args->variant, &args->recompute, &args->schedule, &args->order, &args->grad_reduce_dtype,
+        &args->cp_mode};
     for (guint i = 0; i < G_N_ELEMENTS(strs); i++)
         g_clear_pointer(strs[i], g_free);
 }
@@ -97,9 +98,13 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
         {"depth", 0, 0, G_OPTION_ARG_INT64, &a->depth, "2.5-D depth d (default q=d)", "D"},
         {"sp", 0, 0, G_OPTION_ARG_NONE, &a->sp, "1-D: sequence parallelism", NULL},
         {"cp", 0, 0, G_OPTION_ARG_INT64, &a->cp,
-         "Context parallelism: C GPUs share each sequence (2C chunks, keys and values "
-         "all-gathered; default 1), placed right after the tensor-parallel group",
+         "Context parallelism: C GPUs share each sequence (2C chunks; default 1), placed right "
+         "after the tensor-parallel group",
          "C"},
+        {"cp-mode", 0, 0, G_OPTION_ARG_STRING, &a->cp_mode,
+         "Context parallelism's attention: allgather (keys and values all-gathered, Llama 3; "
+         "default) or ring (passed around the ring, overlapped with attention blocks)",
+         "M"},
         {"variant", 0, 0, G_OPTION_ARG_STRING, &a->variant,
          "3-D: paper (backward re-gathers; default) or later (saved gathers, async "
          "reduce-scatters)",
@@ -337,6 +342,13 @@ simpar_job_plan(const SimparJobArgs *args, const char *mode, SimparPlan *plan, G
     if (!job_cp_valid(args, error))
         return FALSE;
     plan->cp = args->cp != SIMPAR_JOB_UNSET ? args->cp : 1;
+    if (args->cp_mode != NULL && !g_str_equal(args->cp_mode, "allgather") &&
+        !g_str_equal(args->cp_mode, "ring")) {
+        g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
+                    "--cp-mode %s: valid are allgather and ring", args->cp_mode);
+        return FALSE;
+    }
+    plan->cp_ring = args->cp_mode != NULL && g_str_equal(args->cp_mode, "ring");
     if (args->variant != NULL) {
         const SimparGenerator *gen = simpar_generator_of(mode);
         if (gen == NULL || !gen->variants ||

@@ -40,6 +40,7 @@ typedef struct {
     gint64 tp, depth, cp;
     gboolean sp;
     char *variant;   /* 3-D: paper, later */
+    char *cp_mode;   /* allgather, ring */
     char *recompute; /* none, selective, full */
     /* training split */
     gint64 pp, dp, global_batch, virtual_stages, zero, local_chunks, aux_head_width, bucket_params;

@@ -68,7 +68,9 @@ memory_layer_activations(const SimparModel *m, const SimparPlan *plan, SimparAtt
      * V are kv/a of Q, with SwiGLU the activation's input is fc1's 2f columns */
     double split = (s * b * (qkv + h) + s * b * (fc1 + f)) * ds;
     /* softmax output, its dropout mask and output; flash attention stores none of them */
-    gboolean no_scores = attn == SIMPAR_ATTENTION_FLASH || recompute == SIMPAR_RECOMPUTE_SELECTIVE;
+    gboolean ring = C > 1 && plan->cp_ring; /* ring blocks keep the lse, as flash attention */
+    gboolean no_scores =
+        attn == SIMPAR_ATTENTION_FLASH || recompute == SIMPAR_RECOMPUTE_SELECTIVE || ring;
     double scores = no_scores ? 0 : a * s * S * b * (2 * ds + 1);
     if (whole)
         return replicated + (split + scores) / t;

@@ -43,6 +43,7 @@ typedef struct {
     double eps;                 /* layer-norm epsilon */
     guint64 seed;               /* dropout seed */
     gint64 cp;                  /* context parallelism C: GPUs sharing each sequence (0, 1: none) */
+    gboolean cp_ring;           /* ring attention instead of all-gathered keys and values */
     guint q;                    /* derived: grid side (1-D: P) */
 } SimparPlan;
 

@@ -132,10 +132,54 @@ access_kernel(const SimparOp *op, SimparAccess *out, guint *n)
         access_add(out, n, k->out[i], outl[i], TRUE);
 }
 
+/* Ring attention's ops (schedule.h): q from qkv, one rank's key block, o and lse. */
+static void
+access_ring(const SimparOp *op, SimparAccess *out, guint *n)
+{
+    const SimparAttention *a = &op->u.attn;
+    gsize tokens = access_mul(a->nb, a->s), ctx = access_mul(tokens, access_mul(a->nh, a->dh));
+    gsize kv = a->nkv != 0 ? a->nkv : a->nh, lse = access_mul(a->nb, access_mul(a->nh, a->s));
+    gsize qkv = access_mul(tokens, access_mul(access_add_sizes(a->nh, access_mul(2, kv)), a->dh));
+    gsize block = access_mul(tokens, access_mul(2, access_mul(kv, a->dh)));
+    switch (op->kind) {
+    case SIMPAR_OP_ATTN_BLOCK:
+        access_add(out, n, a->in[0], qkv, FALSE);
+        access_add(out, n, a->in[3], block, FALSE);
+        access_add(out, n, a->out[0], ctx, TRUE);
+        access_add(out, n, a->out[1], lse, TRUE);
+        break;
+    case SIMPAR_OP_ATTN_MERGE: /* o and lse updated in place */
+        access_add(out, n, a->in[0], ctx, FALSE);
+        access_add(out, n, a->in[1], lse, FALSE);
+        for (guint w = 0; w < 2; w++) {
+            access_add(out, n, a->out[0], ctx, w);
+            access_add(out, n, a->out[1], lse, w);
+        }
+        break;
+    default: /* ATTN_BLOCK_BWD */
+        access_add(out, n, a->in[0], qkv, FALSE);
+        access_add(out, n, a->in[1], ctx, FALSE);
+        access_add(out, n, a->in[2], ctx, FALSE);
+        access_add(out, n, a->in[3], block, FALSE);
+        access_add(out, n, a->in[4], lse, FALSE);
+        if (a->accumulate) {
+            access_add(out, n, a->out[0], qkv, FALSE);
+            access_add(out, n, a->out[1], block, FALSE);
+        }
+        access_add(out, n, a->out[0], qkv, TRUE);
+        access_add(out, n, a->out[1], block, TRUE);
+        break;
+    }
+}
+
 static void
 access_attention(const SimparOp *op, SimparAccess *out, guint *n)
 {
     const SimparAttention *a = &op->u.attn;
+    if (op->kind != SIMPAR_OP_ATTENTION && op->kind != SIMPAR_OP_ATTENTION_BWD) {
+        access_ring(op, out, n);
+        return;
+    }
     gsize tokens = access_mul(a->nb, a->s), ctx = access_mul(tokens, access_mul(a->nh, a->dh));
     gsize kv = a->nkv != 0 ? a->nkv : a->nh, cp = MAX(a->cp, 1);
     gsize qkv = access_mul(tokens, access_mul(access_add_sizes(a->nh, access_mul(2, kv)), a->dh)),
@@ -228,6 +272,9 @@ simpar_op_accesses(const SimparSchedule *sched, const SimparOp *op,
         break;
     case SIMPAR_OP_ATTENTION:
     case SIMPAR_OP_ATTENTION_BWD:
+    case SIMPAR_OP_ATTN_BLOCK:
+    case SIMPAR_OP_ATTN_MERGE:
+    case SIMPAR_OP_ATTN_BLOCK_BWD:
         access_attention(op, out, &n);
         break;
     case SIMPAR_OP_COLLECTIVE:
@@ -267,6 +314,9 @@ simpar_op_view_fields(SimparOp *op, SimparView *out[SIMPAR_MAX_VIEWS])
         break;
     case SIMPAR_OP_ATTENTION:
     case SIMPAR_OP_ATTENTION_BWD:
+    case SIMPAR_OP_ATTN_BLOCK:
+    case SIMPAR_OP_ATTN_MERGE:
+    case SIMPAR_OP_ATTN_BLOCK_BWD:
         for (guint i = 0; i < G_N_ELEMENTS(op->u.attn.in); i++)
             out[n++] = &op->u.attn.in[i];
         for (guint i = 0; i < G_N_ELEMENTS(op->u.attn.out); i++)
@@ -462,6 +512,9 @@ check_params(guint i, const SimparOp *op, GError **error)
     }
     case SIMPAR_OP_ATTENTION:
     case SIMPAR_OP_ATTENTION_BWD:
+    case SIMPAR_OP_ATTN_BLOCK:
+    case SIMPAR_OP_ATTN_MERGE:
+    case SIMPAR_OP_ATTN_BLOCK_BWD:
         if (op->u.attn.dh == 0)
             return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,
                               "has attention head size 0");
@@ -469,7 +522,8 @@ check_params(guint i, const SimparOp *op, GError **error)
             return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,
                               "has %u heads, not a multiple of its %u key/value heads",
                               op->u.attn.nh, op->u.attn.nkv);
-        if (op->u.attn.cp > 1 && (op->u.attn.cp_rank >= op->u.attn.cp || op->u.attn.s % 2 != 0))
+        if (op->u.attn.cp > 1 && (op->u.attn.cp_rank >= op->u.attn.cp ||
+                                  op->u.attn.kv_rank >= op->u.attn.cp || op->u.attn.s % 2 != 0))
             return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,
                               "is rank %u of %u context-parallel ranks with %u rows per sequence "
                               "(two equal chunks each)",

@@ -8,7 +8,7 @@
 #include "schedule.h"
 G_BEGIN_DECLS
 
-#define SIMPAR_MAX_ACCESSES 8
+#define SIMPAR_MAX_ACCESSES 10
 
 typedef struct {
     guint buf;

@@ -291,14 +291,25 @@ const char *
 simpar_op_kind_name(SimparOpKind kind)
 {
     static const char *const names[SIMPAR_N_OP_KINDS] = {
-        "gemm",        "ln-stats",  "ln-apply",    "ln-bwd-stats", "ln-bwd-apply", "bias-add",
-        "bias-grad",   "gelu",      "gelu-bwd",    "swiglu",       "swiglu-bwd",   "pack-cols",
-        "unpack-cols", "dropout",   "dropout-bwd", "add",          "attention",    "attention-bwd",
-        "collective",  "send",      "recv",        "embed",        "embed-bwd",    "xent-max",
-        "xent-fwd",    "xent-loss", "xent-bwd",    "adam",         "block",
+        "gemm",           "ln-stats",      "ln-apply",    "ln-bwd-stats",
+        "ln-bwd-apply",   "bias-add",      "bias-grad",   "gelu",
+        "gelu-bwd",       "swiglu",        "swiglu-bwd",  "pack-cols",
+        "unpack-cols",    "dropout",       "dropout-bwd", "add",
+        "attention",      "attention-bwd", "attn-block",  "attn-merge",
+        "attn-block-bwd", "collective",    "send",        "recv",
+        "embed",          "embed-bwd",     "xent-max",    "xent-fwd",
+        "xent-loss",      "xent-bwd",      "adam",        "block",
     };
     g_return_val_if_fail(kind < SIMPAR_N_OP_KINDS, "?");
     return names[kind];
+}
+
+gboolean
+simpar_op_is_attention(SimparOpKind kind)
+{
+    return kind == SIMPAR_OP_ATTENTION || kind == SIMPAR_OP_ATTENTION_BWD ||
+           kind == SIMPAR_OP_ATTN_BLOCK || kind == SIMPAR_OP_ATTN_MERGE ||
+           kind == SIMPAR_OP_ATTN_BLOCK_BWD;
 }
 
 guint64

@@ -54,24 +54,27 @@ typedef enum {
 } SimparPhase;
 
 typedef enum {
-    SIMPAR_OP_GEMM,          /* c (+)= op(a) . op(b), batched with strides */
-    SIMPAR_OP_LN_STATS,      /* out[0..rows) = sum_j x, out[rows..2rows) = sum_j x^2 */
-    SIMPAR_OP_LN_APPLY,      /* xhat, rstd from x + stats over `hidden` columns; y = xhat*g+b */
-    SIMPAR_OP_LN_BWD_STATS,  /* stats of dy*g and dy*g*xhat; dgamma, dbeta overwritten */
-    SIMPAR_OP_LN_BWD_APPLY,  /* dx = rstd * (dy*g - mean(dy*g) - xhat * mean(dy*g*xhat)) */
-    SIMPAR_OP_BIAS_ADD,      /* y[r][c] += bias[c] (in place) */
-    SIMPAR_OP_BIAS_GRAD,     /* db[c] = sum_r dy[r][c] */
-    SIMPAR_OP_GELU,          /* y = gelu(x), tanh approximation */
-    SIMPAR_OP_GELU_BWD,      /* dx = dy * gelu'(x) */
-    SIMPAR_OP_SWIGLU,        /* y = silu(gate) * up from interleaved (gate, up) column pairs */
-    SIMPAR_OP_SWIGLU_BWD,    /* d(gate, up) from dy and the saved pairs */
-    SIMPAR_OP_PACK_COLS,     /* groups of columns of a wider row, packed side by side */
-    SIMPAR_OP_UNPACK_COLS,   /* the reverse: packed columns written back into the wider rows */
-    SIMPAR_OP_DROPOUT,       /* y = x * keep(seed, site, global index) / (1-p) */
-    SIMPAR_OP_DROPOUT_BWD,   /* dx = dy * keep(...) / (1-p) */
-    SIMPAR_OP_ADD,           /* c = a + b, elementwise over rows*cols */
-    SIMPAR_OP_ATTENTION,     /* softmax(QK^T/sqrt(dh), causal) . V per (sequence, head) */
-    SIMPAR_OP_ATTENTION_BWD, /* dQ, dK, dV from the saved probabilities */
+    SIMPAR_OP_GEMM,           /* c (+)= op(a) . op(b), batched with strides */
+    SIMPAR_OP_LN_STATS,       /* out[0..rows) = sum_j x, out[rows..2rows) = sum_j x^2 */
+    SIMPAR_OP_LN_APPLY,       /* xhat, rstd from x + stats over `hidden` columns; y = xhat*g+b */
+    SIMPAR_OP_LN_BWD_STATS,   /* stats of dy*g and dy*g*xhat; dgamma, dbeta overwritten */
+    SIMPAR_OP_LN_BWD_APPLY,   /* dx = rstd * (dy*g - mean(dy*g) - xhat * mean(dy*g*xhat)) */
+    SIMPAR_OP_BIAS_ADD,       /* y[r][c] += bias[c] (in place) */
+    SIMPAR_OP_BIAS_GRAD,      /* db[c] = sum_r dy[r][c] */
+    SIMPAR_OP_GELU,           /* y = gelu(x), tanh approximation */
+    SIMPAR_OP_GELU_BWD,       /* dx = dy * gelu'(x) */
+    SIMPAR_OP_SWIGLU,         /* y = silu(gate) * up from interleaved (gate, up) column pairs */
+    SIMPAR_OP_SWIGLU_BWD,     /* d(gate, up) from dy and the saved pairs */
+    SIMPAR_OP_PACK_COLS,      /* groups of columns of a wider row, packed side by side */
+    SIMPAR_OP_UNPACK_COLS,    /* the reverse: packed columns written back into the wider rows */
+    SIMPAR_OP_DROPOUT,        /* y = x * keep(seed, site, global index) / (1-p) */
+    SIMPAR_OP_DROPOUT_BWD,    /* dx = dy * keep(...) / (1-p) */
+    SIMPAR_OP_ADD,            /* c = a + b, elementwise over rows*cols */
+    SIMPAR_OP_ATTENTION,      /* softmax(QK^T/sqrt(dh), causal) . V per (sequence, head) */
+    SIMPAR_OP_ATTENTION_BWD,  /* dQ, dK, dV from the saved probabilities */
+    SIMPAR_OP_ATTN_BLOCK,     /* ring attention: one key block's output and log-sum-exp */
+    SIMPAR_OP_ATTN_MERGE,     /* ring attention: a block's output merged into the running one */
+    SIMPAR_OP_ATTN_BLOCK_BWD, /* ring attention: one key block's dQ and dK, dV, from the lse */
     SIMPAR_OP_COLLECTIVE,
     SIMPAR_OP_SEND,
     SIMPAR_OP_RECV,
@@ -164,6 +167,21 @@ typedef struct {
  * [C x nb*s x 2 nkv dh], rank j's rows in its own order, per group k | v; query row i sees key
  * (j, i') when its position is not past i's (causal). Backward: out[1] = dkv, same layout. */
 guint64 simpar_cp_position(guint cp, guint rank, guint64 chunk, guint64 i);
+/* Whether ops of `kind` carry a SimparAttention (u.attn). */
+gboolean simpar_op_is_attention(SimparOpKind kind);
+
+/* Ring attention (--cp-mode ring, Liu et al. arXiv 2310.01889): the keys and values travel
+ * around the C ranks one block at a time, each block attended as flash attention does, with
+ * the row's log-sum-exp (lse) kept instead of probabilities.
+ *   ATTN_BLOCK      in[0] qkv (q), in[3] kv block of rank kv_rank [nb*s x 2 nkv dh]; out[0]
+ *                   o [nb*s x nh dh], the block's softmax-weighted values (0 where a row sees
+ *                   none of its keys), out[1] lse [nb x nh x s] (-inf there).
+ *   ATTN_MERGE      in[0] o_b, in[1] lse_b (a block's); out[0] o, out[1] lse updated in place:
+ *                   lse' = log(e^lse + e^lse_b), o' = o e^(lse - lse') + o_b e^(lse_b - lse').
+ *   ATTN_BLOCK_BWD  in[0] qkv, in[1] o (final), in[2] dctx, in[3] kv block, in[4] lse (final);
+ *                   out[0] dqkv's q columns, out[1] dkv block [nb*s x 2 nkv dh]: the block's
+ *                   share of dQ, dK, dV with P = e^(score - lse) and D = rowsum(dctx . o),
+ *                   added (accumulate) or written. */
 
 /* Attention core on a local block of whole sequences and whole heads, with nkv key/value heads
  * (grouped-query attention; nkv = 0 stands for nh): the nh query heads fall into nkv groups of
@@ -181,7 +199,9 @@ typedef struct {
     guint64 seed;
     guint64 batch0, head0; /* global index of the first local sequence / head */
     guint64 heads;         /* a: heads of the whole layer (dropout mask index) */
-    SimparView in[4];
+    guint kv_rank;         /* ring blocks: the context-parallel rank whose keys in[3] holds */
+    gboolean accumulate;   /* ATTN_BLOCK_BWD: add into out[0], out[1] (else overwrite) */
+    SimparView in[5];
     SimparView out[2];
 } SimparAttention;
 

@@ -411,20 +411,168 @@ layer_kv_cols(const SimparLayerCtx *c)
                           .offset = r * dh};
 }
 
-/* Context parallelism: every rank's keys and values, [C x tokens x 2 nkv dh]. */
+/* This rank's keys and values, packed [tokens x 2 nkv dh]. */
 static SimparView
-layer_kv_gather(SimparLayerCtx *c, SimparView qkv)
+layer_kv_pack(SimparLayerCtx *c, SimparView qkv)
 {
     SimparKernel k = layer_kv_cols(c);
     guint mine = simpar_layer_buffer(c, G_MAXUINT, "attn.kv", (gsize) k.rows * k.cols);
     k.in[0] = qkv, k.out[0] = simpar_view(mine, 0);
     layer_kernel(c, SIMPAR_OP_PACK_COLS, G_MAXUINT, "attn.pack-kv", k);
+    return simpar_view(mine, 0);
+}
+
+/* Context parallelism: every rank's keys and values, [C x tokens x 2 nkv dh]. */
+static SimparView
+layer_kv_gather(SimparLayerCtx *c, SimparView qkv)
+{
+    SimparKernel k = layer_kv_cols(c);
+    guint mine = layer_kv_pack(c, qkv).buf;
     gsize count = (gsize) k.rows * k.cols;
     guint all = simpar_layer_buffer(c, G_MAXUINT, "attn.kv-all", count * simpar_plan_cp(c->plan));
     SimparColl ag = {SIMPAR_COLL_ALL_GATHER, c->cp_group,         count,         0,
                      simpar_view(mine, 0),   simpar_view(all, 0), SIMPAR_RED_SUM};
     simpar_layer_coll(c, G_MAXUINT, "attn.cp.all-gather-kv", &ag, FALSE);
     return simpar_view(all, 0);
+}
+
+/* ----- ring attention (--cp-mode ring): key blocks passed around the context-parallel ring -----
+ */
+
+static gboolean
+layer_ring(const SimparLayerCtx *c)
+{
+    return c->cp_group != SIMPAR_NO_GROUP && c->plan->cp_ring;
+}
+
+/* The schedule rank of this tensor-parallel rank on the context-parallel rank `step` places
+ * after this one (C - 1: the one before). */
+static guint
+layer_cp_peer(const SimparLayerCtx *c, guint step)
+{
+    guint C = simpar_plan_cp(c->plan);
+    return c->trank + (guint) c->plan->tp * ((c->cp_rank + step) % C);
+}
+
+/* Messages are told apart by phase, recomputation, what travels (kind 0: keys in the forward,
+ * 1: keys in the backward, 2: their gradients) and the ring step. */
+static guint
+layer_ring_tag(const SimparLayerCtx *c, guint kind, guint step)
+{
+    guint base = ((guint) c->phase * 2 + (c->recomputing ? 1 : 0)) * 3 + kind;
+    return base * (simpar_plan_cp(c->plan) + 1) + step;
+}
+
+static void
+layer_p2p(SimparLayerCtx *c, SimparOpKind kind, guint stream, guint peer, guint tag, guint buf,
+          gsize count, const char *what)
+{
+    SimparOp op = {.kind = kind, .stream = stream, .u.p2p = {peer, tag, count, {buf, 0}}};
+    layer_add(c, &op, G_MAXUINT, what);
+}
+
+/* Send `buf` to the next rank of the ring and receive the previous rank's into `into`, on two
+ * streams (every rank sends first: a send and its ring neighbour's receive must not wait in one
+ * queue). */
+static void
+layer_ring_shift(SimparLayerCtx *c, guint kind, guint step, guint buf, guint into, gsize count)
+{
+    guint tag = layer_ring_tag(c, kind, step), C = simpar_plan_cp(c->plan);
+    layer_p2p(c, SIMPAR_OP_SEND, c->cp_send, layer_cp_peer(c, 1), tag, buf, count,
+              kind == 2 ? "attn.cp.send-dkv" : "attn.cp.send-kv");
+    layer_p2p(c, SIMPAR_OP_RECV, c->comm, layer_cp_peer(c, C - 1), tag, into, count,
+              kind == 2 ? "attn.cp.recv-dkv" : "attn.cp.recv-kv");
+}
+
+static SimparOp
+layer_ring_op(const SimparLayerCtx *c, SimparOpKind kind, guint step)
+{
+    SimparOp op = {.kind = kind};
+    op.u.attn = (SimparAttention){.nb = c->geom.nb,
+                                  .nh = c->geom.nh,
+                                  .s = (guint) c->model->seq,
+                                  .dh = (guint) (c->model->hidden / c->model->heads),
+                                  .nkv = c->geom.nkv,
+                                  .cp = simpar_plan_cp(c->plan),
+                                  .cp_rank = c->cp_rank,
+                                  .kv_rank = (c->cp_rank + simpar_plan_cp(c->plan) - step) %
+                                             simpar_plan_cp(c->plan),
+                                  .causal = c->plan->causal,
+                                  .p = c->plan->p_attn,
+                                  .seed = c->plan->seed,
+                                  .batch0 = c->geom.batch0,
+                                  .head0 = c->geom.head0,
+                                  .heads = (guint64) c->model->heads};
+    return op;
+}
+
+/* Forward: C steps; step i attends to rank (c - i)'s keys while the next block travels; the
+ * first block writes o and lse, the others are merged in. `kv` is this rank's packed block. */
+static void
+layer_ring_fwd(SimparLayerCtx *c, SimparView qkv, SimparView kv, SimparView ctx, guint lse)
+{
+    SimparKernel k = layer_kv_cols(c);
+    gsize count = (gsize) k.rows * k.cols, C = simpar_plan_cp(c->plan);
+    gsize rows = (gsize) c->geom.nb * c->geom.nh * c->model->seq;
+    guint ring[2] = {simpar_layer_buffer(c, G_MAXUINT, "attn.kv-ring0", count),
+                     simpar_layer_buffer(c, G_MAXUINT, "attn.kv-ring1", count)};
+    guint ob =
+        simpar_layer_buffer(c, G_MAXUINT, "attn.o-block",
+                            (gsize) k.rows * c->geom.nh * (c->model->hidden / c->model->heads));
+    guint lb = simpar_layer_buffer(c, G_MAXUINT, "attn.lse-block", rows);
+    SimparView cur = kv;
+    for (guint i = 0; i < C; i++) {
+        if (i + 1 < C)
+            layer_ring_shift(c, 0, i, cur.buf, ring[i % 2], count);
+        SimparOp op = layer_ring_op(c, SIMPAR_OP_ATTN_BLOCK, i);
+        op.u.attn.in[0] = qkv, op.u.attn.in[3] = cur;
+        op.u.attn.out[0] = i == 0 ? ctx : simpar_view(ob, 0);
+        op.u.attn.out[1] = simpar_view(i == 0 ? lse : lb, 0);
+        layer_add(c, &op, G_MAXUINT, "attn.ring-block");
+        if (i > 0) {
+            SimparOp m = layer_ring_op(c, SIMPAR_OP_ATTN_MERGE, i);
+            m.u.attn.in[0] = simpar_view(ob, 0), m.u.attn.in[1] = simpar_view(lb, 0);
+            m.u.attn.out[0] = ctx, m.u.attn.out[1] = simpar_view(lse, 0);
+            layer_add(c, &m, G_MAXUINT, "attn.ring-merge");
+        }
+        cur = simpar_view(ring[i % 2], 0);
+    }
+}
+
+/* Backward: the key blocks travel again, each with its gradient: step i adds this rank's part
+ * of block (c - i)'s dK, dV to the partial sum that came with it and passes both on; after C
+ * steps each block's sum goes one more hop, home, and is written into dqkv's k | v columns. */
+static SimparView
+layer_ring_bwd(SimparLayerCtx *c, SimparView qkv, SimparView kv, SimparView ctx, guint lse,
+               SimparView dctx)
+{
+    SimparKernel k = layer_kv_cols(c);
+    gsize count = (gsize) k.rows * k.cols, C = simpar_plan_cp(c->plan);
+    guint dqkv = simpar_layer_buffer(c, G_MAXUINT, "attn.dqkv", (gsize) k.rows * k.ld);
+    guint ring[2] = {simpar_layer_buffer(c, G_MAXUINT, "attn.kv-ring-bwd0", count),
+                     simpar_layer_buffer(c, G_MAXUINT, "attn.kv-ring-bwd1", count)};
+    guint dring[3] = {simpar_layer_buffer(c, G_MAXUINT, "attn.dkv-ring0", count),
+                      simpar_layer_buffer(c, G_MAXUINT, "attn.dkv-ring1", count),
+                      simpar_layer_buffer(c, G_MAXUINT, "attn.dkv", count)};
+    SimparView cur = kv;
+    guint dcur = dring[0];
+    for (guint i = 0; i < C; i++) {
+        if (i + 1 < C)
+            layer_ring_shift(c, 1, i, cur.buf, ring[i % 2], count);
+        SimparOp op = layer_ring_op(c, SIMPAR_OP_ATTN_BLOCK_BWD, i);
+        op.u.attn.in[0] = qkv, op.u.attn.in[1] = ctx, op.u.attn.in[2] = dctx;
+        op.u.attn.in[3] = cur, op.u.attn.in[4] = simpar_view(lse, 0);
+        op.u.attn.out[0] = simpar_view(dqkv, 0), op.u.attn.out[1] = simpar_view(dcur, 0);
+        op.u.attn.accumulate = i > 0;
+        layer_add(c, &op, G_MAXUINT, "attn.ring-block-bwd");
+        /* the block's partial gradient onwards; the last one goes home */
+        guint next = i + 1 < C ? dring[(i + 1) % 2] : dring[2];
+        layer_ring_shift(c, 2, i, dcur, next, count);
+        cur = simpar_view(ring[i % 2], 0), dcur = next;
+    }
+    k.in[0] = simpar_view(dcur, 0), k.out[0] = simpar_view(dqkv, 0);
+    layer_kernel(c, SIMPAR_OP_UNPACK_COLS, G_MAXUINT, "attn.unpack-dkv", k);
+    return simpar_view(dqkv, 0);
 }
 
 /* qkv (and, with context parallelism, the gathered kv) -> ctx, writing the probabilities the
@@ -490,11 +638,17 @@ layer_forward(SimparLayerCtx *c, LayerActs *a)
     guint64 dh = c->model->hidden / c->model->heads, nh = c->geom.nh;
     SimparView u1 = layer_ln_fwd(c, &a->ln[0], a->x);
     a->qkv = layer_linear_fwd(c, SIMPAR_LIN_QKV, u1, res->rows);
-    a->kv = c->cp_group != SIMPAR_NO_GROUP ? layer_kv_gather(c, a->qkv) : SIMPAR_NO_VIEW;
     a->ctx = simpar_view(simpar_layer_buffer(c, G_MAXUINT, "attn.ctx", inner * nh * dh), 0);
-    a->probs = simpar_layer_buffer(c, G_MAXUINT, "attn.probs",
-                                   c->geom.nb * nh * s * s * simpar_plan_cp(c->plan));
-    layer_attention_fwd(c, a->qkv, a->kv, a->ctx, a->probs);
+    if (layer_ring(c)) { /* flash-like blocks: the row's log-sum-exp, no probabilities */
+        a->kv = layer_kv_pack(c, a->qkv);
+        a->probs = simpar_layer_buffer(c, G_MAXUINT, "attn.lse", c->geom.nb * nh * s);
+        layer_ring_fwd(c, a->qkv, a->kv, a->ctx, a->probs);
+    } else {
+        a->kv = c->cp_group != SIMPAR_NO_GROUP ? layer_kv_gather(c, a->qkv) : SIMPAR_NO_VIEW;
+        a->probs = simpar_layer_buffer(c, G_MAXUINT, "attn.probs",
+                                       c->geom.nb * nh * s * s * simpar_plan_cp(c->plan));
+        layer_attention_fwd(c, a->qkv, a->kv, a->ctx, a->probs);
+    }
     SimparView o = layer_linear_fwd(c, SIMPAR_LIN_PROJ, a->ctx, inner);
     o = layer_dropout(c, SIMPAR_DROPOUT_PROJ, "proj.dropout", o, FALSE);
     a->r1 = layer_elementwise(c, SIMPAR_OP_ADD, "residual1", res->rows, res->cols, a->x, o);
@@ -546,9 +700,14 @@ layer_backward(SimparLayerCtx *c, LayerActs *a)
     dr1 = layer_elementwise(c, SIMPAR_OP_ADD, "residual1-bwd", res->rows, res->cols, dr1, a->dy);
     SimparView d_o = layer_dropout(c, SIMPAR_DROPOUT_PROJ, "proj.dropout-bwd", dr1, TRUE);
     SimparView dctx = layer_linear_bwd(c, SIMPAR_LIN_PROJ, d_o);
-    if (c->plan->recompute == SIMPAR_RECOMPUTE_SELECTIVE)
-        layer_recompute_attention(c, a);
-    SimparView dqkv = layer_attention_bwd(c, a->qkv, a->kv, a->probs, dctx);
+    SimparView dqkv;
+    if (layer_ring(c)) { /* recomputes its probabilities from the lse anyway */
+        dqkv = layer_ring_bwd(c, a->qkv, a->kv, a->ctx, a->probs, dctx);
+    } else {
+        if (c->plan->recompute == SIMPAR_RECOMPUTE_SELECTIVE)
+            layer_recompute_attention(c, a);
+        dqkv = layer_attention_bwd(c, a->qkv, a->kv, a->probs, dctx);
+    }
     SimparView du1 = layer_linear_bwd(c, SIMPAR_LIN_QKV, dqkv);
     SimparView dx1 = layer_ln_bwd(c, &a->ln[0], du1);
     guint dx = simpar_layer_buffer(c, G_MAXUINT, "dx", res->rows * res->cols);
@@ -602,6 +761,7 @@ simpar_layer_build(const SimparModel *model, const SimparPlan *plan, const Simpa
     share.seq = model->seq / C;
     g_autoptr(SimparSchedule) sched = simpar_schedule_new(n, model->dtype);
     guint comm = simpar_schedule_add_stream(sched, "comm");
+    guint cp_send = C > 1 && plan->cp_ring ? simpar_schedule_add_stream(sched, "cp-send") : comm;
     guint n_axes = scheme->n_axes + (C > 1);
     g_autofree guint *table = g_new(guint, (gsize) SIMPAR_MAX_AXES * n);
     g_assert(n_axes <= SIMPAR_MAX_AXES);
@@ -620,7 +780,8 @@ simpar_layer_build(const SimparModel *model, const SimparPlan *plan, const Simpa
                             .cp_rank = r / T,
                             .cp_group =
                                 C > 1 ? table[(gsize) scheme->n_axes * n + r] : SIMPAR_NO_GROUP,
-                            .comm = comm};
+                            .comm = comm,
+                            .cp_send = cp_send};
         c.async = g_array_new(FALSE, FALSE, sizeof(guint));
         for (guint a = 0; a < scheme->n_axes; a++)
             c.group[a] = table[(gsize) a * n + r];

@@ -85,6 +85,7 @@ typedef struct {
     guint cp_rank;  /* in the context-parallel group */
     guint cp_group; /* that group, or SIMPAR_NO_GROUP without context parallelism */
     guint comm;     /* the asynchronous communication stream */
+    guint cp_send;  /* ring attention: the stream of its sends (its receives are on comm) */
     SimparPhase phase;
     guint coord[3];               /* the scheme's coordinates of this rank */
     guint group[SIMPAR_MAX_AXES]; /* the scheme's groups of this rank, by axis */

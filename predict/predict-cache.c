@@ -115,7 +115,7 @@ cache_layer_key(const SimparModel *m, const SimparPlan *plan, SimparAttentionImp
     k->kv_heads = simpar_model_kv_heads(m), k->mlp = m->mlp, k->norm = m->norm;
     k->dtype = m->dtype;
     k->mode = g_intern_string(plan->mode), k->tp = plan->tp, k->depth = plan->depth;
-    k->cp = simpar_plan_cp(plan);
+    k->cp = simpar_plan_cp(plan) * (plan->cp_ring ? -1 : 1);
     k->sp = plan->sequence_parallel, k->paper_3d = plan->paper_3d, k->q = plan->q;
     k->recompute = plan->recompute, k->causal = plan->causal, k->seed = plan->seed;
     k->p_hidden = plan->p_hidden, k->p_attn = plan->p_attn, k->eps = plan->eps;

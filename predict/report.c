@@ -76,17 +76,40 @@ typedef struct {
     SimparReportRow *row;
 } ReportCtx;
 
+/* The group of an asynchronous transfer inside a layer (ring attention's, on its context-parallel
+ * group): the first group holding both ends; G_MAXUINT for none. Pipeline transfers run on the
+ * compute stream and stay "other". */
+static guint
+report_p2p_group(const ReportCtx *c, const SimparOp *op)
+{
+    const SimparSchedule *s = c->run->sched;
+    if ((op->kind != SIMPAR_OP_SEND && op->kind != SIMPAR_OP_RECV) || op->stream == 0)
+        return G_MAXUINT;
+    for (guint g = 0; g < simpar_schedule_n_groups(s); g++) {
+        const guint *ranks = simpar_schedule_group_ranks(s, g);
+        gboolean mine = FALSE, peer = FALSE;
+        for (guint i = 0; i < simpar_schedule_group(s, g)->size; i++)
+            mine |= ranks[i] == op->rank, peer |= ranks[i] == op->u.p2p.peer;
+        if (mine && peer)
+            return g;
+    }
+    return G_MAXUINT;
+}
+
 static void
 report_charge(ReportCtx *c, const SimparOp *op, double s)
 {
     if (s <= 0)
         return;
-    if (op == NULL || op->kind != SIMPAR_OP_COLLECTIVE) {
+    guint group = op == NULL                         ? G_MAXUINT
+                  : op->kind == SIMPAR_OP_COLLECTIVE ? op->u.coll.group
+                                                     : report_p2p_group(c, op);
+    if (group == G_MAXUINT) {
         c->row->other_s += s;
         return;
     }
-    const SimparGroup *g = simpar_schedule_group(c->run->sched, op->u.coll.group);
-    gboolean inter = c->inter[op->u.coll.group];
+    const SimparGroup *g = simpar_schedule_group(c->run->sched, group);
+    gboolean inter = c->inter[group];
     for (guint i = 0; i < c->row->axes->len; i++) {
         SimparAxisTime *a = &g_array_index(c->row->axes, SimparAxisTime, i);
         if (a->axis == g->axis && a->inter == inter) {

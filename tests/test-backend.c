@@ -312,12 +312,13 @@ typedef struct {
     const char *mode;
     gint64 tp, depth;
     gboolean paper;
-    gint64 cp; /* context parallelism: tp x cp ranks */
+    gint64 cp; /* context parallelism: tp x |cp| ranks; negative: ring attention */
 } TestPlan;
 
 static const TestPlan test_plans[] = {
-    {"1d", 8, 0, TRUE, 1},  {"2d", 4, 0, TRUE, 1}, {"2.5d", 8, 2, TRUE, 1}, {"3d", 8, 0, TRUE, 1},
-    {"3d", 8, 0, FALSE, 1}, {"1d", 4, 0, TRUE, 2}, {"2d", 4, 0, TRUE, 2},   {"1d", 1, 0, TRUE, 8},
+    {"1d", 8, 0, TRUE, 1},  {"2d", 4, 0, TRUE, 1},  {"2.5d", 8, 2, TRUE, 1}, {"3d", 8, 0, TRUE, 1},
+    {"3d", 8, 0, FALSE, 1}, {"1d", 4, 0, TRUE, 2},  {"2d", 4, 0, TRUE, 2},   {"1d", 1, 0, TRUE, 8},
+    {"1d", 2, 0, TRUE, -4}, {"1d", 1, 0, TRUE, -8},
 };
 
 /* Largest difference between two span arrays, relative to the step time. */
@@ -342,7 +343,7 @@ test_layer_plan(const SimparPlatform *p, const TestPlan *tp, GString *out)
     SimparPlan plan;
     simpar_plan_init(&plan);
     plan.mode = g_intern_string(tp->mode), plan.tp = tp->tp, plan.depth = tp->depth;
-    plan.paper_3d = tp->paper, plan.cp = tp->cp;
+    plan.paper_3d = tp->paper, plan.cp = ABS(tp->cp), plan.cp_ring = tp->cp < 0;
     g_autoptr(SimparSchedule) s = simpar_generate_layer(&model, &plan, NULL);
     g_assert(s != NULL);
     SimparGpu gpu;

@@ -574,6 +574,13 @@ static const BadCase cases[] = {
      NULL,
      NULL,
      NULL,
+     "schedule --model tiny --tp 2 --cp 2 --cp-mode alltoall",
+     2,
+     {"--cp-mode alltoall: valid are allgather and ring"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
      "--topology " V100 " --model tiny --tp-mode 1d --gpus 8 --tp 2 --cp 2 --pp 2 "
      "--scatter-gather",
      1,

@@ -25,6 +25,7 @@ typedef struct {
     gint64 kv;      /* key/value heads, 0 = a */
     gboolean llama; /* SwiGLU and RMSNorm */
     gint64 cp;      /* context parallelism (0: none): C x s tokens per sequence */
+    gboolean ring;  /* --cp-mode ring */
 } LayerCase;
 
 /* h = 36, a = 12, f = 72, s = 4: divisible by every grid below. */
@@ -201,7 +202,7 @@ layers_run(const LayerCase *lc, gboolean causal, double p, SimparRecompute recom
     plan.mode = lc->mode, plan.tp = lc->tp, plan.depth = lc->depth;
     plan.sequence_parallel = lc->sp, plan.paper_3d = lc->paper;
     plan.causal = causal, plan.p_hidden = p, plan.p_attn = p, plan.seed = layers_seed;
-    plan.recompute = recompute, plan.cp = cp;
+    plan.recompute = recompute, plan.cp = cp, plan.cp_ring = lc->ring;
     g_autoptr(GError) error = NULL;
     g_autoptr(SimparSchedule) sched = simpar_generate_layer(&m, &plan, &error);
     CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
@@ -237,10 +238,11 @@ layers_run(const LayerCase *lc, gboolean causal, double p, SimparRecompute recom
     layers_scatter(sched, host, &shape, t);
     CU_ASSERT_TRUE_FATAL(simpar_host_run(host, &error));
     double worst = layers_compare(sched, host, &shape, t);
-    printf("\n    %s tp=%" G_GINT64_FORMAT " cp=%" G_GINT64_FORMAT " kv=%" G_GINT64_FORMAT
+    printf("\n    %s tp=%" G_GINT64_FORMAT " cp=%" G_GINT64_FORMAT "%s kv=%" G_GINT64_FORMAT
            "%s%s recompute %s: worst relative error %.3g ",
-           lc->mode, lc->tp, cp, simpar_model_kv_heads(&m), lc->llama ? " swiglu rmsnorm" : "",
-           causal ? " causal" : " dropout", simpar_recompute_name(recompute), worst);
+           lc->mode, lc->tp, cp, lc->ring ? " ring" : "", simpar_model_kv_heads(&m),
+           lc->llama ? " swiglu rmsnorm" : "", causal ? " causal" : " dropout",
+           simpar_recompute_name(recompute), worst);
     CU_ASSERT(worst < 1e-9);
     for (guint i = 0; i < REF_N_TENSORS; i++)
         g_free(t[i]);
@@ -279,36 +281,41 @@ layers_case(const LayerCase *lc)
         layers_case(&lc);                                                                          \
     }
 
-LAYER_TEST(test_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 0, FALSE, 0)
-LAYER_TEST(test_1d_p4, "1d", 4, 0, FALSE, TRUE, 2, 0, FALSE, 0)
-LAYER_TEST(test_1d_p4_sp, "1d", 4, 0, TRUE, TRUE, 2, 0, FALSE, 0)
-LAYER_TEST(test_1d_p2_sp, "1d", 2, 0, TRUE, TRUE, 3, 0, FALSE, 0)
-LAYER_TEST(test_2d_q2, "2d", 4, 0, FALSE, TRUE, 4, 0, FALSE, 0)
-LAYER_TEST(test_2d_q3, "2d", 9, 0, FALSE, TRUE, 3, 0, FALSE, 0)
-LAYER_TEST(test_2p5d_q2_d2, "2.5d", 8, 2, FALSE, TRUE, 4, 0, FALSE, 0)
-LAYER_TEST(test_3d_q2_paper, "3d", 8, 0, FALSE, TRUE, 4, 0, FALSE, 0)
-LAYER_TEST(test_3d_q2_later, "3d", 8, 0, FALSE, FALSE, 4, 0, FALSE, 0)
-LAYER_TEST(test_3d_q3_paper, "3d", 27, 0, FALSE, TRUE, 9, 0, FALSE, 0)
-LAYER_TEST(test_3d_q3_later, "3d", 27, 0, FALSE, FALSE, 9, 0, FALSE, 0)
-LAYER_TEST(test_1d_p1, "1d", 1, 0, FALSE, TRUE, 2, 0, FALSE, 0)
+LAYER_TEST(test_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 0, FALSE, 0, FALSE)
+LAYER_TEST(test_1d_p4, "1d", 4, 0, FALSE, TRUE, 2, 0, FALSE, 0, FALSE)
+LAYER_TEST(test_1d_p4_sp, "1d", 4, 0, TRUE, TRUE, 2, 0, FALSE, 0, FALSE)
+LAYER_TEST(test_1d_p2_sp, "1d", 2, 0, TRUE, TRUE, 3, 0, FALSE, 0, FALSE)
+LAYER_TEST(test_2d_q2, "2d", 4, 0, FALSE, TRUE, 4, 0, FALSE, 0, FALSE)
+LAYER_TEST(test_2d_q3, "2d", 9, 0, FALSE, TRUE, 3, 0, FALSE, 0, FALSE)
+LAYER_TEST(test_2p5d_q2_d2, "2.5d", 8, 2, FALSE, TRUE, 4, 0, FALSE, 0, FALSE)
+LAYER_TEST(test_3d_q2_paper, "3d", 8, 0, FALSE, TRUE, 4, 0, FALSE, 0, FALSE)
+LAYER_TEST(test_3d_q2_later, "3d", 8, 0, FALSE, FALSE, 4, 0, FALSE, 0, FALSE)
+LAYER_TEST(test_3d_q3_paper, "3d", 27, 0, FALSE, TRUE, 9, 0, FALSE, 0, FALSE)
+LAYER_TEST(test_3d_q3_later, "3d", 27, 0, FALSE, FALSE, 9, 0, FALSE, 0, FALSE)
+LAYER_TEST(test_1d_p1, "1d", 1, 0, FALSE, TRUE, 2, 0, FALSE, 0, FALSE)
 /* grouped-query attention (12 heads on 6, 3 or 2 key/value heads, 1 = multi-query), SwiGLU and
  * RMSNorm in every mode */
-LAYER_TEST(test_llama_1d_p1_mqa, "1d", 1, 0, FALSE, TRUE, 2, 1, TRUE, 0)
-LAYER_TEST(test_llama_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 2, TRUE, 0)
-LAYER_TEST(test_llama_1d_p2_sp, "1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 0)
-LAYER_TEST(test_gqa_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 2, FALSE, 0)
-LAYER_TEST(test_llama_2d_q2, "2d", 4, 0, FALSE, TRUE, 4, 2, TRUE, 0)
-LAYER_TEST(test_llama_2p5d_q2_d2, "2.5d", 8, 2, FALSE, TRUE, 4, 6, TRUE, 0)
-LAYER_TEST(test_llama_3d_q2_later, "3d", 8, 0, FALSE, FALSE, 4, 2, TRUE, 0)
-LAYER_TEST(test_llama_3d_q3_paper, "3d", 27, 0, FALSE, TRUE, 9, 3, TRUE, 0)
+LAYER_TEST(test_llama_1d_p1_mqa, "1d", 1, 0, FALSE, TRUE, 2, 1, TRUE, 0, FALSE)
+LAYER_TEST(test_llama_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 2, TRUE, 0, FALSE)
+LAYER_TEST(test_llama_1d_p2_sp, "1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 0, FALSE)
+LAYER_TEST(test_gqa_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 2, FALSE, 0, FALSE)
+LAYER_TEST(test_llama_2d_q2, "2d", 4, 0, FALSE, TRUE, 4, 2, TRUE, 0, FALSE)
+LAYER_TEST(test_llama_2p5d_q2_d2, "2.5d", 8, 2, FALSE, TRUE, 4, 6, TRUE, 0, FALSE)
+LAYER_TEST(test_llama_3d_q2_later, "3d", 8, 0, FALSE, FALSE, 4, 2, TRUE, 0, FALSE)
+LAYER_TEST(test_llama_3d_q3_paper, "3d", 27, 0, FALSE, TRUE, 9, 3, TRUE, 0, FALSE)
 /* context parallelism (all-gathered keys and values), with every tensor-parallel mode */
-LAYER_TEST(test_cp2_1d_p1, "1d", 1, 0, FALSE, TRUE, 2, 0, FALSE, 2)
-LAYER_TEST(test_cp4_1d_p1_llama, "1d", 1, 0, FALSE, TRUE, 1, 3, TRUE, 4)
-LAYER_TEST(test_cp2_1d_p2_sp_llama, "1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 2)
-LAYER_TEST(test_cp2_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 0, FALSE, 2)
-LAYER_TEST(test_cp2_2d_q2_llama, "2d", 4, 0, FALSE, TRUE, 4, 2, TRUE, 2)
-LAYER_TEST(test_cp2_2p5d_q2_d2, "2.5d", 8, 2, FALSE, TRUE, 4, 0, FALSE, 2)
-LAYER_TEST(test_cp3_3d_q2_later_llama, "3d", 8, 0, FALSE, FALSE, 4, 2, TRUE, 3)
+LAYER_TEST(test_cp2_1d_p1, "1d", 1, 0, FALSE, TRUE, 2, 0, FALSE, 2, FALSE)
+LAYER_TEST(test_cp4_1d_p1_llama, "1d", 1, 0, FALSE, TRUE, 1, 3, TRUE, 4, FALSE)
+LAYER_TEST(test_cp2_1d_p2_sp_llama, "1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 2, FALSE)
+LAYER_TEST(test_cp2_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 0, FALSE, 2, FALSE)
+LAYER_TEST(test_cp2_2d_q2_llama, "2d", 4, 0, FALSE, TRUE, 4, 2, TRUE, 2, FALSE)
+LAYER_TEST(test_cp2_2p5d_q2_d2, "2.5d", 8, 2, FALSE, TRUE, 4, 0, FALSE, 2, FALSE)
+LAYER_TEST(test_cp3_3d_q2_later_llama, "3d", 8, 0, FALSE, FALSE, 4, 2, TRUE, 3, FALSE)
+/* ring attention: key blocks passed around the context-parallel ring */
+LAYER_TEST(test_ring2_1d_p1, "1d", 1, 0, FALSE, TRUE, 2, 0, FALSE, 2, TRUE)
+LAYER_TEST(test_ring4_1d_p2_sp_llama, "1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 4, TRUE)
+LAYER_TEST(test_ring3_2d_q2, "2d", 4, 0, FALSE, TRUE, 4, 0, FALSE, 3, TRUE)
+LAYER_TEST(test_ring2_3d_q2_llama, "3d", 8, 0, FALSE, FALSE, 4, 2, TRUE, 2, TRUE)
 
 static CU_TestInfo layers_tests[] = {
     {"one GPU (1-D P=1) equals the serial layer; recomputation changes no bit", test_1d_p1},
@@ -332,6 +339,12 @@ static CU_TestInfo layers_tests[] = {
     {"context parallelism C=2 x 2.5-D q=2 d=2 equals the serial layer", test_cp2_2p5d_q2_d2},
     {"context parallelism C=3 x 3-D q=2 later, Llama layer, equals the serial layer",
      test_cp3_3d_q2_later_llama},
+    {"ring attention C=2 equals the serial layer", test_ring2_1d_p1},
+    {"ring attention C=4 x 1-D P=2 with SP, Llama layer, equals the serial layer",
+     test_ring4_1d_p2_sp_llama},
+    {"ring attention C=3 x 2-D q=2 equals the serial layer", test_ring3_2d_q2},
+    {"ring attention C=2 x 3-D q=2 later, Llama layer, equals the serial layer",
+     test_ring2_3d_q2_llama},
     {"1-D P=4 equals the serial layer; recomputation changes no bit", test_1d_p4},
     {"1-D P=2 with sequence parallelism equals the serial layer; recomputation changes no bit",
      test_1d_p2_sp},
