@@ -273,6 +273,7 @@ simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GE
                                               "variant",
                                               "zero",
                                               "no-reshard",
+                                              "cp-mode",
                                               "grad-reduce-dtype",
                                               "virtual-stages",
                                               "vp-group",
