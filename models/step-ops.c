@@ -65,8 +65,8 @@ step_ops_supported(const SimparModel *model, const SimparTrain *tr, const Simpar
     const char *flag = NULL;
     if (tr->schedule == SIMPAR_PIPE_LOCAL)
         flag = "--local-chunks (local parallelism)";
-    else if (tr->zero != 0)
-        flag = "--zero 1|2|3";
+    else if (tr->zero >= 2)
+        flag = "--zero 2|3";
     else if (tr->tied_embeddings)
         flag = "--tied-embeddings";
     else if (tr->grad_dtype_set && tr->grad_dtype != model->dtype)
@@ -75,9 +75,9 @@ step_ops_supported(const SimparModel *model, const SimparTrain *tr, const Simpar
         flag = "--cp";
     if (flag != NULL) {
         g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
-                    "%s is modelled from timed blocks only; an executable step has ZeRO 0, untied "
-                    "embeddings, gradients in the model's dtype and a pipeline schedule (gpipe, "
-                    "1f1b, interleaved)",
+                    "%s is modelled from timed blocks only; an executable step has ZeRO 0 or 1, "
+                    "untied embeddings, gradients in the model's dtype and a pipeline schedule "
+                    "(gpipe, 1f1b, interleaved)",
                     flag);
         return FALSE;
     }
@@ -219,6 +219,14 @@ step_ops_shard(Step *st, const char *tensor, SimparShardRole role, SimparView v,
     simpar_schedule_add_shard(st->s, &sh);
 }
 
+/* Whether the gradient buffer ends the step holding every summed gradient: not under ZeRO,
+ * whose reduce-scatter leaves each rank its shard. */
+static gboolean
+step_ops_grads_whole(const Step *st)
+{
+    return st->tr->zero == 0 || st->DR == 1;
+}
+
 /* The parameter shards of one source instance at flat offset `base`, named prefix + tensor:
  * the parameter (input, and output once Adam has run) and its summed gradient (output). */
 static void
@@ -228,7 +236,8 @@ step_ops_param_shards(Step *st, StepSource *so, gsize base, const char *prefix)
     const SimparShard *sh = simpar_schedule_shards(so->src, &n);
     for (guint i = 0; i < n; i++) {
         const StepBufMap *m = &so->map[sh[i].view.buf];
-        if (sh[i].rank != st->t || (m->role != BUF_PARAM && m->role != BUF_GRAD))
+        if (sh[i].rank != st->t || (m->role != BUF_PARAM && m->role != BUF_GRAD) ||
+            (m->role == BUF_GRAD && !step_ops_grads_whole(st)))
             continue;
         g_autofree char *name = g_strconcat(prefix, sh[i].tensor, NULL);
         guint buf = m->role == BUF_PARAM ? st->params : st->grads;
@@ -285,7 +294,8 @@ step_ops_rank(Step *st)
         const StepBufMap *m = &o->ends.map[sh[i].view.buf];
         gboolean embed = g_str_has_prefix(sh[i].tensor, "embedding.");
         if (sh[i].rank != st->t || (m->role != BUF_PARAM && m->role != BUF_GRAD) ||
-            (embed ? st->p != 0 : st->p + 1 != st->P))
+            (embed ? st->p != 0 : st->p + 1 != st->P) ||
+            (m->role == BUF_GRAD && !step_ops_grads_whole(st)))
             continue;
         SimparView v = {m->role == BUF_PARAM ? st->params : st->grads,
                         (embed ? st->embed_off : st->head_off) + sh[i].view.off};

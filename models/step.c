@@ -157,6 +157,13 @@ step_dp_index(const Step *st)
     return st->d * st->C + st->t / st->Ttp;
 }
 
+/* This rank's place in its ZeRO shard group. */
+static guint
+step_shard_index(const Step *st)
+{
+    return step_dp_index(st) % st->S;
+}
+
 /* The group ZeRO shards over: the data-parallel group, or with --shard-group this rank's group
  * of S replicas. */
 static guint
@@ -184,13 +191,15 @@ step_reduce_bucket(Step *st, const StepBucket *b, guint dep)
     if (st->DR == 1)
         return;
     SimparView v = step_grad_view(st, b->off);
+    /* NCCL's in-place reduce-scatter: member k's shard is the k-th piece of the bucket */
+    SimparView shard = step_grad_view(st, b->off + step_shard_index(st) * (b->count / st->S));
     guint i;
     if (st->tr->zero == 0)
         i = step_coll(st, STEP_DP, SIMPAR_COLL_ALL_REDUCE, step_dp_group(st), b->count * st->gf, v,
                       v, "dp.all-reduce");
     else if (st->S > 1)
         i = step_coll(st, STEP_DP, SIMPAR_COLL_REDUCE_SCATTER, step_shard_group(st),
-                      b->count / st->S * st->gf, v, v, "dp.reduce-scatter");
+                      b->count / st->S * st->gf, v, shard, "dp.reduce-scatter");
     else
         i = G_MAXUINT; /* shard groups of one replica: nothing to scatter */
     if (i != G_MAXUINT) {
@@ -201,8 +210,8 @@ step_reduce_bucket(Step *st, const StepBucket *b, guint dep)
         return;
     guint g =
         st->rep_group[((st->t % st->Ttp) * st->P + st->p) * st->S + step_dp_index(st) % st->S];
-    guint a = step_coll(st, STEP_DP, SIMPAR_COLL_ALL_REDUCE, g, b->count / st->S * st->gf, v, v,
-                        "dp.all-reduce-replicas");
+    guint a = step_coll(st, STEP_DP, SIMPAR_COLL_ALL_REDUCE, g, b->count / st->S * st->gf, shard,
+                        shard, "dp.all-reduce-replicas");
     simpar_schedule_add_dep(st->s, a, i != G_MAXUINT ? i : dep);
     g_array_append_val(st->dp_ops, a);
 }
@@ -375,6 +384,15 @@ static void
 step_optimizer(Step *st, guint step)
 {
     guint end_bwd = st->last_compute;
+    /* executable ZeRO-1: one bucket of whole shards, so that every rank's shard of every
+     * parameter is the same flat range (the timed buckets' shards would interleave) */
+    gboolean whole = st->ops != NULL && st->tr->zero >= 1 && st->DR > 1;
+    gsize padded = (st->n_grads + st->S - 1) / st->S * st->S;
+    if (whole) {
+        StepBucket all = {0, padded, end_bwd};
+        g_array_set_size(st->buckets, 0);
+        g_array_append_val(st->buckets, all);
+    }
     for (guint k = 0; k < st->buckets->len; k++) {
         const StepBucket *b = &g_array_index(st->buckets, StepBucket, k);
         step_reduce_bucket(st, b, st->tr->overlap_grad_reduce ? b->ready : end_bwd);
@@ -386,7 +404,9 @@ step_optimizer(Step *st, guint step)
                   st->ends, (SimparView){st->grads, off}, (SimparView){st->grads, off},
                   "embed.all-reduce-tied");
     }
-    gsize count = st->tr->zero >= 1 ? st->n_grads / st->S : st->n_grads;
+    gsize count = st->tr->zero >= 1 ? st->n_grads / st->S : st->n_grads, at = 0;
+    if (whole) /* the rank's shard of the one bucket */
+        count = padded / st->S, at = step_shard_index(st) * count;
     g_autofree char *name = g_strdup_printf("optimizer.step%u", step);
     const SimparAdamConfig *cfg = &st->tr->adam;
     SimparOp adam = {.kind = SIMPAR_OP_ADAM,
@@ -397,8 +417,8 @@ step_optimizer(Step *st, guint step)
                                 cfg->eps,
                                 cfg->weight_decay,
                                 step + 1,
-                                {st->params, 0},
-                                {st->grads, 0},
+                                {st->params, at},
+                                step_grad_view(st, at),
                                 {st->opt_m, 0},
                                 {st->opt_v, 0}}};
     guint a = step_add(st, &adam, STEP_COMPUTE, SIMPAR_PHASE_BACKWARD, name);
@@ -409,7 +429,7 @@ step_optimizer(Step *st, guint step)
     if (st->S > 1 && (st->tr->zero == 1 || st->tr->zero == 2)) {
         guint g = step_shard_group(st);
         guint i =
-            step_coll(st, STEP_DP, SIMPAR_COLL_ALL_GATHER, g, count, (SimparView){st->params, 0},
+            step_coll(st, STEP_DP, SIMPAR_COLL_ALL_GATHER, g, count, (SimparView){st->params, at},
                       (SimparView){st->params, 0}, "dp.all-gather-params");
         simpar_schedule_add_dep(st->s, i, a);
     }

@@ -42,6 +42,8 @@ typedef struct {
     SimparRecompute recompute;
     gboolean scatter_gather;
     gboolean llama; /* 4 heads on 2 key/value heads, SwiGLU, RMSNorm */
+    gint zero;      /* ZeRO-1: only the updated weights are compared */
+    gint64 shard;   /* --shard-group (0: D) */
 } TrainCase;
 
 typedef struct {
@@ -91,7 +93,8 @@ train_host_scatter(const SimparSchedule *sched, SimparHost *host, TrainRef *ref)
  * each error relative to the element or to 1e-3 of its tensor's largest element; every element
  * of every reference tensor must be produced. Sums the replicas' losses into *loss. */
 static double
-train_host_compare(const SimparSchedule *sched, SimparHost *host, TrainRef *ref, double *loss)
+train_host_compare(const SimparSchedule *sched, SimparHost *host, TrainRef *ref, gboolean grads,
+                   double *loss)
 {
     guint n;
     const SimparShard *sh = simpar_schedule_shards(sched, &n);
@@ -136,7 +139,7 @@ train_host_compare(const SimparSchedule *sched, SimparHost *host, TrainRef *ref,
     /* every parameter and gradient, whole */
     for (guint k = 0; k < ref->params->n; k++) {
         const RefParam *p = &ref->params->params[k];
-        for (guint g = 0; g < 2; g++) {
+        for (guint g = 0; g < (grads ? 2 : 1); g++) {
             g_autofree char *name = g ? g_strconcat(p->name, ".grad", NULL) : g_strdup(p->name);
             const gboolean *seen = g_hash_table_lookup(covered, name);
             guint64 missing = 0;
@@ -174,6 +177,7 @@ train_host_setup(const TrainCase *c, SimparModel *model, SimparTrain *tr)
     tr->tp.seed = train_host_seed * 31 + 7;
     tr->pp = c->pp, tr->dp = c->dp, tr->virtual_stages = c->v, tr->schedule = c->schedule;
     tr->scatter_gather = c->scatter_gather;
+    tr->zero = c->zero, tr->shard_group = c->shard;
     tr->global_batch = c->m * c->b * c->dp;
     /* eps well above rounding: a gradient that is zero in exact arithmetic (the key bias's)
      * comes out as +-1e-17 from either side, and Adam would turn that into +-lr */
@@ -235,7 +239,7 @@ train_host_case(const TrainCase *c)
     CU_ASSERT_TRUE_FATAL(ran);
     double want_loss = ref_step_run(&cfg, ref.params, ref.tokens, ref.targets);
     double loss;
-    double worst = train_host_compare(sched, host, &ref, &loss);
+    double worst = train_host_compare(sched, host, &ref, c->zero == 0, &loss);
     printf("\n    %s T%" G_GINT64_FORMAT " P%" G_GINT64_FORMAT " D%" G_GINT64_FORMAT
            " %s v%" G_GINT64_FORMAT " m%" G_GINT64_FORMAT "%s%s%s p=%g recompute %s: %u ops, loss "
            "%.12f (reference %.12f), worst relative error %.3g ",
@@ -258,21 +262,29 @@ train_host_case(const TrainCase *c)
 
 /* mode, T, depth, P, D, v, m, b, L, schedule, sp, causal, p, recompute[, scatter-gather] */
 TRAIN_TEST(test_issue_case, "1d", 2, 0, 2, 2, 1, 2, 1, 2, SIMPAR_PIPE_1F1B, FALSE, TRUE, 0.0,
-           SIMPAR_RECOMPUTE_NONE, FALSE, FALSE)
+           SIMPAR_RECOMPUTE_NONE, FALSE, FALSE, 0, 0)
 TRAIN_TEST(test_scatter_gather, "1d", 2, 0, 2, 2, 1, 2, 1, 2, SIMPAR_PIPE_1F1B, FALSE, TRUE, 0.0,
-           SIMPAR_RECOMPUTE_NONE, TRUE, FALSE)
+           SIMPAR_RECOMPUTE_NONE, TRUE, FALSE, 0, 0)
 TRAIN_TEST(test_gpipe_dropout, "1d", 2, 0, 2, 2, 1, 3, 1, 2, SIMPAR_PIPE_GPIPE, FALSE, FALSE, 0.1,
-           SIMPAR_RECOMPUTE_NONE, FALSE, FALSE)
+           SIMPAR_RECOMPUTE_NONE, FALSE, FALSE, 0, 0)
 TRAIN_TEST(test_1f1b_sp_full, "1d", 2, 0, 2, 1, 1, 4, 2, 4, SIMPAR_PIPE_1F1B, TRUE, FALSE, 0.1,
-           SIMPAR_RECOMPUTE_FULL, FALSE, FALSE)
+           SIMPAR_RECOMPUTE_FULL, FALSE, FALSE, 0, 0)
 TRAIN_TEST(test_interleaved, "1d", 2, 0, 2, 1, 2, 4, 1, 4, SIMPAR_PIPE_INTERLEAVED, FALSE, FALSE,
-           0.1, SIMPAR_RECOMPUTE_SELECTIVE, FALSE, FALSE)
+           0.1, SIMPAR_RECOMPUTE_SELECTIVE, FALSE, FALSE, 0, 0)
 TRAIN_TEST(test_t4_sp_interleaved_dp, "1d", 4, 0, 2, 2, 2, 4, 1, 4, SIMPAR_PIPE_INTERLEAVED, TRUE,
-           TRUE, 0.1, SIMPAR_RECOMPUTE_FULL, FALSE, FALSE)
+           TRUE, 0.1, SIMPAR_RECOMPUTE_FULL, FALSE, FALSE, 0, 0)
 
 /* Llama layers (GQA, SwiGLU, RMSNorm), 3 layers on 2 stages (2 + 1: the uneven spread) */
 TRAIN_TEST(test_llama_uneven, "1d", 2, 0, 2, 2, 1, 3, 1, 3, SIMPAR_PIPE_1F1B, TRUE, TRUE, 0.1,
-           SIMPAR_RECOMPUTE_SELECTIVE, FALSE, TRUE)
+           SIMPAR_RECOMPUTE_SELECTIVE, FALSE, TRUE, 0, 0)
+
+/* ZeRO-1 (the distributed optimizer): gradients reduce-scattered, Adam on each rank's shard,
+ * parameters all-gathered; over all 4 replicas, and with hybrid sharding over groups of 2 (the
+ * shard all-reduced across the 2 groups). The updated weights equal the serial step. */
+TRAIN_TEST(test_zero1, "1d", 2, 0, 1, 4, 1, 2, 1, 3, SIMPAR_PIPE_1F1B, FALSE, TRUE, 0.0,
+           SIMPAR_RECOMPUTE_NONE, FALSE, FALSE, 1, 0)
+TRAIN_TEST(test_zero1_hybrid, "1d", 2, 0, 2, 4, 1, 2, 1, 3, SIMPAR_PIPE_1F1B, TRUE, TRUE, 0.1,
+           SIMPAR_RECOMPUTE_NONE, FALSE, TRUE, 1, 2)
 
 /* What the executable mode cannot run is refused, naming the flag. */
 static void
@@ -293,12 +305,13 @@ test_refusals(void)
                              2,     SIMPAR_PIPE_1F1B,
                              FALSE, TRUE,
                              0.0,   SIMPAR_RECOMPUTE_NONE,
-                             FALSE, FALSE};
+                             FALSE, FALSE,
+                             0,     0};
         SimparModel model;
         SimparTrain tr;
         train_host_setup(&c, &model, &tr);
         if (g_str_equal(cases[i].what, "zero"))
-            tr.zero = 1;
+            tr.zero = 3;
         else if (g_str_equal(cases[i].what, "tied"))
             tr.tied_embeddings = TRUE;
         else if (g_str_equal(cases[i].what, "local"))
@@ -331,6 +344,10 @@ static CU_TestInfo train_host_tests[] = {
     {"4-way 1-D + SP, interleaved, 2 replicas, dropout, full recomputation",
      test_t4_sp_interleaved_dp},
     {"Llama layers (GQA, SwiGLU, RMSNorm), 3 layers on 2 stages, SP, dropout", test_llama_uneven},
+    {"ZeRO-1 over 4 replicas: updated weights equal the serial step", test_zero1},
+    {"ZeRO-1 sharded over groups of 2 of 4 replicas, Llama layers: updated weights equal the "
+     "serial step",
+     test_zero1_hybrid},
     {"refusals name the flag", test_refusals},
     CU_TEST_INFO_NULL,
 };
