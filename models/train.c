@@ -5,7 +5,7 @@
 
 static const char *const train_schedule_names[SIMPAR_N_PIPE_SCHEDULES] = {"gpipe", "1f1b",
                                                                           "interleaved", "local"};
-static const char *const train_axis_names[SIMPAR_N_TRAIN_AXES] = {"tp", "dp", "pp"};
+static const char *const train_axis_names[SIMPAR_N_TRAIN_AXES] = {"tp", "dp", "pp", "cp"};
 
 /* Larger splits are refused before anything is allocated. */
 #define TRAIN_MAX_SPLIT (G_GINT64_CONSTANT(1) << 20)
@@ -19,7 +19,7 @@ simpar_train_init(SimparTrain *train)
         .virtual_stages = 1,
         .global_batch = 0,
         .schedule = SIMPAR_PIPE_1F1B,
-        .order = {SIMPAR_AXIS_TP, SIMPAR_AXIS_DP, SIMPAR_AXIS_PP},
+        .order = {SIMPAR_AXIS_TP, SIMPAR_AXIS_CP, SIMPAR_AXIS_DP, SIMPAR_AXIS_PP},
         .adam = {1e-4, 0.9, 0.95, 1e-8, 0.0},
     };
     simpar_plan_init(&train->tp);
@@ -141,31 +141,38 @@ gboolean
 simpar_train_order_parse(const char *text, SimparTrainAxis *order, GError **error)
 {
     g_auto(GStrv) parts = g_strsplit(text, ",", -1);
-    guint seen = 0;
-    if (g_strv_length(parts) == SIMPAR_N_TRAIN_AXES) {
-        for (guint i = 0; i < SIMPAR_N_TRAIN_AXES; i++)
+    guint seen = 0, n = g_strv_length(parts), k = 0;
+    SimparTrainAxis got[SIMPAR_N_TRAIN_AXES];
+    if (n == SIMPAR_N_TRAIN_AXES || n == SIMPAR_N_TRAIN_AXES - 1) {
+        for (guint i = 0; i < n; i++)
             for (guint a = 0; a < SIMPAR_N_TRAIN_AXES; a++)
                 if (g_str_equal(g_strstrip(parts[i]), train_axis_names[a]) && !(seen & 1u << a)) {
-                    order[i] = (SimparTrainAxis) a;
+                    got[k++] = (SimparTrainAxis) a;
                     seen |= 1u << a;
+                    if (a == SIMPAR_AXIS_TP && n < SIMPAR_N_TRAIN_AXES) /* cp right after tp */
+                        got[k++] = SIMPAR_AXIS_CP, seen |= 1u << SIMPAR_AXIS_CP;
                 }
     }
-    if (seen != (1u << SIMPAR_N_TRAIN_AXES) - 1) {
+    if (seen != (1u << SIMPAR_N_TRAIN_AXES) - 1 || k != SIMPAR_N_TRAIN_AXES) {
         g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
-                    "--order %s: give tp, dp and pp once each, innermost first (default "
-                    "tp,dp,pp)",
+                    "--order %s: give tp, dp and pp once each, and cp if you place it (else it "
+                    "sits right after tp), innermost first (default tp,cp,dp,pp)",
                     text);
         return FALSE;
     }
+    memcpy(order, got, sizeof got);
     return TRUE;
 }
 
 char *
 simpar_train_order_name(const SimparTrain *train)
 {
-    return g_strdup_printf("%s,%s,%s", train_axis_names[train->order[0]],
-                           train_axis_names[train->order[1]],
-                           train_axis_names[train->order[2]]); /* (transfer full) */
+    GString *out = g_string_new(NULL);
+    for (guint i = 0; i < SIMPAR_N_TRAIN_AXES; i++) /* cp only where it is used */
+        if (train->order[i] != SIMPAR_AXIS_CP || simpar_plan_cp(&train->tp) > 1)
+            g_string_append_printf(out, "%s%s", out->len ? "," : "",
+                                   train_axis_names[train->order[i]]);
+    return g_string_free(out, FALSE); /* (transfer full) */
 }
 
 static gboolean train_fail(GError **error, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
@@ -222,7 +229,7 @@ train_check_layers(const SimparTrain *t, const SimparModel *model, gint64 chunks
 static void
 train_strides(SimparTrain *t)
 {
-    const gint64 size[SIMPAR_N_TRAIN_AXES] = {simpar_train_group(t), t->dp, t->pp};
+    const gint64 size[SIMPAR_N_TRAIN_AXES] = {t->tp.tp, t->dp, t->pp, simpar_plan_cp(&t->tp)};
     gint64 stride = 1;
     for (guint i = 0; i < SIMPAR_N_TRAIN_AXES; i++) {
         t->stride[t->order[i]] = stride;
@@ -362,7 +369,9 @@ simpar_train_tp_slice(const SimparTrain *train, SimparTrain *slice)
 guint
 simpar_train_rank(const SimparTrain *train, guint t, guint d, guint p)
 {
-    return (guint) (t * train->stride[SIMPAR_AXIS_TP] + d * train->stride[SIMPAR_AXIS_DP] +
+    guint T = (guint) train->tp.tp;
+    return (guint) ((t % T) * train->stride[SIMPAR_AXIS_TP] +
+                    (t / T) * train->stride[SIMPAR_AXIS_CP] + d * train->stride[SIMPAR_AXIS_DP] +
                     p * train->stride[SIMPAR_AXIS_PP]);
 }
 

@@ -36,6 +36,7 @@ typedef enum {
     SIMPAR_AXIS_TP,
     SIMPAR_AXIS_DP,
     SIMPAR_AXIS_PP,
+    SIMPAR_AXIS_CP, /* context parallelism: right after tp unless --order says otherwise */
     SIMPAR_N_TRAIN_AXES,
 } SimparTrainAxis;
 
@@ -110,11 +111,13 @@ guint simpar_train_grad_bytes(const SimparTrain *t, SimparDtype dtype);
 guint simpar_train_vp_group(const SimparTrain *t);
 gboolean simpar_pipe_schedule_parse(const char *name, SimparPipeSchedule *out, GError **error);
 const char *simpar_pipe_schedule_name(SimparPipeSchedule s);
-/* "tp,dp,pp" and its permutations. */
+/* "tp,dp,pp" and its permutations, or with cp: "tp,cp,dp,pp" and its permutations (three
+ * names put cp right after tp). */
 gboolean simpar_train_order_parse(const char *text, SimparTrainAxis *order, GError **error);
 char *simpar_train_order_name(const SimparTrain *train); /* (transfer full) */
 const char *simpar_train_axis_name(SimparTrainAxis a);
-/* The global rank of tensor-parallel rank t of replica d on stage p. */
+/* The global rank of layer rank t (tensor-parallel rank t mod T of context-parallel rank t / T)
+ * of replica d on stage p. */
 guint simpar_train_rank(const SimparTrain *train, guint t, guint d, guint p);
 /* The numbering of one tensor-parallel slice (the ranks of one index t): the same split with
  * T = 1, so that simpar_train_rank(slice, 0, d, p) numbers the slice's P x D ranks in the

@@ -26,7 +26,8 @@ typedef struct {
     SimparGpu gpu; /* pointers and doubles only: no padding */
     const void *backend, *net, *algo;
     double chunk_bytes;
-    gint64 proto, max_chunks, mode, play_all, every_rank, tp, tp_stride, local, aux_width;
+    gint64 proto, max_chunks, mode, play_all, every_rank, tp, tp_stride, cp_stride, local,
+        aux_width;
 } CacheBlockKey;
 
 typedef struct {
@@ -157,6 +158,7 @@ cache_block_key(const SimparStepTimer *tm, const SimparModel *model, const Simpa
     k->proto = tm->base.coll.proto, k->mode = tm->base.mode, k->play_all = tm->base.play_all;
     k->every_rank = tm->base.every_rank;
     k->tp = train->tp.tp, k->tp_stride = train->stride[SIMPAR_AXIS_TP];
+    k->cp_stride = train->stride[SIMPAR_AXIS_CP];
     k->local = train->schedule == SIMPAR_PIPE_LOCAL;
     k->aux_width = k->local ? train->aux_head_width : 0;
 }

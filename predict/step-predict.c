@@ -201,11 +201,12 @@ breakdown_inter(const SimparRun *run, const guint *job_gpus, const guint *ranks,
  * job_gpus: the GPU of each rank of the job. */
 static char *
 breakdown_placement(const SimparRun *run, const guint *job_gpus, const SimparTrain *tr,
-                    gboolean inter[3])
+                    gboolean inter[SIMPAR_N_TRAIN_AXES])
 {
-    const guint size[SIMPAR_N_TRAIN_AXES] = {(guint) tr->tp.tp, (guint) tr->dp, (guint) tr->pp};
+    const guint size[] = {(guint) tr->tp.tp, (guint) tr->dp, (guint) tr->pp};
     GString *out = g_string_new(NULL);
-    for (guint a = 0; a < SIMPAR_N_TRAIN_AXES; a++) {
+    inter[SIMPAR_AXIS_CP] = FALSE;
+    for (guint a = 0; a < G_N_ELEMENTS(size); a++) { /* cp after them, where it is used */
         g_autofree guint *ranks = g_new(guint, size[a]);
         for (guint k = 0; k < size[a]; k++)
             ranks[k] = simpar_train_rank(tr, a == SIMPAR_AXIS_TP ? k : 0,

@@ -449,6 +449,27 @@ test_step_placement(void)
     g_clear_error(&err);
     CU_ASSERT_FALSE(simpar_train_validate(&t, &m, 16, &err)); /* 2 x 2 x 3 != 16 */
     CU_ASSERT_PTR_NOT_NULL(err != NULL ? strstr(err->message, "= 12 GPUs") : NULL);
+    g_clear_error(&err);
+    /* context parallelism C = 2: layer rank t' = t + T c; by default right after tp (3 names
+     * put it there too), anywhere with 4 names */
+    simpar_train_init(&t);
+    t.tp.tp = 2, t.tp.cp = 2, t.pp = 2, t.dp = 3;
+    CU_ASSERT_TRUE(simpar_train_validate(&t, &m, 24, NULL));
+    CU_ASSERT_EQUAL(simpar_train_rank(&t, 1, 0, 0), 1);
+    CU_ASSERT_EQUAL(simpar_train_rank(&t, 2, 0, 0), 2); /* c = 1 */
+    CU_ASSERT_EQUAL(simpar_train_rank(&t, 0, 1, 0), 4);
+    CU_ASSERT_EQUAL(simpar_train_rank(&t, 0, 0, 1), 12);
+    CU_ASSERT_TRUE(simpar_train_order_parse("pp,tp,dp", t.order, NULL));
+    CU_ASSERT_TRUE(simpar_train_validate(&t, &m, 24, NULL));
+    CU_ASSERT_EQUAL(simpar_train_rank(&t, 2, 0, 0), 4); /* pp, tp, cp, dp */
+    CU_ASSERT_TRUE(simpar_train_order_parse("cp,tp,dp,pp", t.order, NULL));
+    CU_ASSERT_TRUE(simpar_train_validate(&t, &m, 24, NULL));
+    CU_ASSERT_EQUAL(simpar_train_rank(&t, 2, 0, 0), 1); /* c = 1 innermost */
+    CU_ASSERT_EQUAL(simpar_train_rank(&t, 1, 0, 0), 2);
+    g_autofree char *name = simpar_train_order_name(&t);
+    CU_ASSERT_STRING_EQUAL(name, "cp,tp,dp,pp");
+    CU_ASSERT_FALSE(simpar_train_order_parse("cp,tp,dp", t.order, &err));
+    CU_ASSERT_PTR_NOT_NULL(err != NULL ? strstr(err->message, "give tp, dp and pp once") : NULL);
 }
 
 /* The step from timed blocks against the same step spelled out op by op (a second, independent
