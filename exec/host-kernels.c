@@ -380,17 +380,23 @@ kern_attn_kpos(const KernAttn *ka, gsize kk)
                               kk % ka->at->s);
 }
 
-/* Whether query row i sees key kk (causal: not past its position). */
+/* Whether query row i sees the key at position kpos (causal: not past its own). */
+static gboolean
+kern_attn_sees_pos(const KernAttn *ka, gsize i, guint64 kpos)
+{
+    return !ka->at->causal || kpos <= kern_attn_qpos(ka, i);
+}
+
 static gboolean
 kern_attn_sees(const KernAttn *ka, gsize i, gsize kk)
 {
-    return !ka->at->causal || kern_attn_kpos(ka, kk) <= kern_attn_qpos(ka, i);
+    return kern_attn_sees_pos(ka, i, kern_attn_kpos(ka, kk));
 }
 
-/* keep / (1-p) for probability (i, kk) of the current sequence and head, indexed by the
- * global positions. */
+/* keep / (1-p) for probability (i, key at position kpos) of the current sequence and head,
+ * indexed by the global positions. */
 static double
-kern_attn_keep(const KernAttn *ka, gsize i, gsize kk)
+kern_attn_keep_pos(const KernAttn *ka, gsize i, guint64 kpos)
 {
     const SimparAttention *at = ka->at;
     if (at->p == 0.0)
@@ -398,8 +404,14 @@ kern_attn_keep(const KernAttn *ka, gsize i, gsize kk)
     guint64 S = ka->n_keys;
     guint64 idx =
         (((at->batch0 + ka->n) * at->heads + at->head0 + ka->g) * S + kern_attn_qpos(ka, i)) * S +
-        kern_attn_kpos(ka, kk);
+        kpos;
     return simpar_dropout_keep(at->seed, SIMPAR_DROPOUT_ATTN, idx, at->p) ? ka->scale : 0.0;
+}
+
+static double
+kern_attn_keep(const KernAttn *ka, gsize i, gsize kk)
+{
+    return kern_attn_keep_pos(ka, i, kern_attn_kpos(ka, kk));
 }
 
 static double
@@ -589,21 +601,13 @@ kern_ring_kpos(const KernAttn *ka, gsize i)
 static gboolean
 kern_ring_sees(const KernAttn *ka, gsize i, gsize k)
 {
-    return !ka->at->causal || kern_ring_kpos(ka, k) <= kern_attn_qpos(ka, i);
+    return kern_attn_sees_pos(ka, i, kern_ring_kpos(ka, k));
 }
 
-/* keep / (1-p) of (query row i, block key k), by global positions as kern_attn_keep. */
 static double
 kern_ring_keep(const KernAttn *ka, gsize i, gsize k)
 {
-    const SimparAttention *at = ka->at;
-    if (at->p == 0.0)
-        return 1.0;
-    guint64 S = ka->n_keys;
-    guint64 idx =
-        (((at->batch0 + ka->n) * at->heads + at->head0 + ka->g) * S + kern_attn_qpos(ka, i)) * S +
-        kern_ring_kpos(ka, k);
-    return simpar_dropout_keep(at->seed, SIMPAR_DROPOUT_ATTN, idx, at->p) ? ka->scale : 0.0;
+    return kern_attn_keep_pos(ka, i, kern_ring_kpos(ka, k));
 }
 
 /* The log-sum-exp of row i's scores against the block's keys it sees (-inf: none); scores[k]
