@@ -266,6 +266,7 @@ simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GE
     static const char *const job_singles[] = {"heads",
                                               "mlp",
                                               "norm",
+                                              "bias",
                                               "ffn",
                                               "vocab",
                                               "dtype",

@@ -548,6 +548,15 @@ fuse_bias_grad(const FuseCtx *f, guint pos)
     return G_MAXUINT;
 }
 
+/* The residual add that takes the dropout at `pos`'s output, or G_MAXUINT. */
+static guint
+fuse_dropout_add(const FuseCtx *f, guint pos)
+{
+    SimparView d = fuse_op(f, pos)->u.kern.out[0];
+    guint r = fuse_next(f, pos, SIMPAR_OP_ADD, 0, d);
+    return r != G_MAXUINT ? r : fuse_next(f, pos, SIMPAR_OP_ADD, 1, d);
+}
+
 /* bias + dropout + residual add (bias_dropout_add), bias + GeLU (bias_gelu) or bias + SwiGLU
  * (bias_swiglu, on half as many output columns). */
 static guint
@@ -565,9 +574,7 @@ fuse_bias_add(const FuseCtx *f, guint pos, guint group[COMPUTE_MAX_FUSED])
     q = fuse_next(f, pos, SIMPAR_OP_DROPOUT, 0, y);
     if (q == G_MAXUINT)
         return 1;
-    SimparView d = fuse_op(f, q)->u.kern.out[0];
-    guint r = fuse_next(f, q, SIMPAR_OP_ADD, 0, d);
-    r = r != G_MAXUINT ? r : fuse_next(f, q, SIMPAR_OP_ADD, 1, d);
+    guint r = fuse_dropout_add(f, q);
     if (r == G_MAXUINT)
         return 1;
     group[1] = q, group[2] = r;
@@ -593,6 +600,9 @@ fuse_find(const FuseCtx *f, guint pos, guint group[COMPUTE_MAX_FUSED])
     case SIMPAR_OP_GELU_BWD:
     case SIMPAR_OP_SWIGLU_BWD:
         q = fuse_bias_grad(f, pos);
+        break;
+    case SIMPAR_OP_DROPOUT: /* no bias before it: dropout + residual add, one kernel */
+        q = fuse_dropout_add(f, pos);
         break;
     default:
         break;

@@ -42,10 +42,18 @@ simpar_job_args_init(SimparJobArgs *args)
 void
 simpar_job_args_clear(SimparJobArgs *args)
 {
-    char **strs[] = {
-        &args->model,   &args->dtype,     &args->mlp,      &args->norm,  &args->tp_mode,
-        &args->variant, &args->recompute, &args->schedule, &args->order, &args->grad_reduce_dtype,
-        &args->cp_mode};
+    char **strs[] = {&args->model,
+                     &args->dtype,
+                     &args->mlp,
+                     &args->norm,
+                     &args->bias,
+                     &args->tp_mode,
+                     &args->variant,
+                     &args->recompute,
+                     &args->schedule,
+                     &args->order,
+                     &args->grad_reduce_dtype,
+                     &args->cp_mode};
     for (guint i = 0; i < G_N_ELEMENTS(strs); i++)
         g_clear_pointer(strs[i], g_free);
 }
@@ -77,6 +85,8 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
          "MLP: gelu (fc1 [h x f]) or swiglu (gate and up fused, fc1 [h x 2f])", "gelu|swiglu"},
         {"norm", 0, 0, G_OPTION_ARG_STRING, &a->norm, "Normalisation: layernorm or rmsnorm",
          "layernorm|rmsnorm"},
+        {"bias", 0, 0, G_OPTION_ARG_STRING, &a->bias,
+         "Biases in the linears: on (GPT presets) or off (Llama presets)", "on|off"},
         {"seq", 0, 0, G_OPTION_ARG_INT64, &a->seq, "Sequence length s", "S"},
         {"micro-batch", 0, 0, G_OPTION_ARG_INT64, &a->micro_batch,
          "Sequences per micro-batch b (per tensor-parallel group)", "B"},
@@ -313,6 +323,13 @@ simpar_job_model(const SimparJobArgs *args, const char *fallback, SimparModel *m
         g_prefix_error(&local, "--norm: ");
         return job_usage_from(error, local);
     }
+    if (args->bias != NULL && !g_str_equal(args->bias, "on") && !g_str_equal(args->bias, "off")) {
+        g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
+                    "--bias %s: valid are on and off", args->bias);
+        return FALSE;
+    }
+    if (args->bias != NULL)
+        m->no_bias = g_str_equal(args->bias, "off");
     /* a file's values were checked as it loaded: what fails now, the flags gave */
     return simpar_model_validate(m, &local) || job_usage_from(error, local);
 }

@@ -66,6 +66,7 @@ typedef struct {
     gint64 kv_heads; /* key/value heads (grouped-query attention); 0 = a (multi-head) */
     SimparMlp mlp;
     SimparNorm norm;
+    gboolean no_bias; /* linears without biases (Llama) */
 } SimparModel;
 
 typedef struct {
@@ -95,8 +96,8 @@ gint64 simpar_model_qkv_cols(const SimparModel *model);
 gint64 simpar_model_fc1_cols(const SimparModel *model);
 /* Weights of one layer's four linears: h (qkv + h) + (fc1 + f) h. */
 double simpar_model_layer_weights(const SimparModel *model);
-/* Parameters of one layer's biases and two norms: the biases' qkv + h + fc1 + h columns, 2h per
- * LayerNorm or h per RMSNorm. */
+/* Parameters of one layer's biases and two norms: the biases' qkv + h + fc1 + h columns (none
+ * without biases), 2h per LayerNorm or h per RMSNorm. */
 double simpar_model_layer_small_params(const SimparModel *model);
 /* " kv=8 swiglu rmsnorm": what differs from a GPT layer (multi-head, GeLU, LayerNorm), for
  * the one-line model descriptions; "" for a GPT layer (interned). */

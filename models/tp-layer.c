@@ -168,15 +168,18 @@ layer_params_linear(SimparLayerCtx *c, guint w)
     SimparLinearState *l = &c->lin[w];
     const char *n = layer_linear_names[w];
     l->w = simpar_layer_buffer(c, w, "weight", wb->rows * wb->cols);
-    l->b = simpar_layer_buffer(c, w, "bias", bb->cols);
     l->dw = simpar_layer_buffer(c, w, "weight.grad", wb->rows * wb->cols);
-    l->db = simpar_layer_buffer(c, w, "bias.grad", bb->cols);
-    g_autofree char *tw = g_strconcat(n, ".weight", NULL), *tb = g_strconcat(n, ".bias", NULL);
+    g_autofree char *tw = g_strconcat(n, ".weight", NULL);
     g_autofree char *gw = g_strconcat(n, ".weight.grad", NULL);
-    g_autofree char *gb = g_strconcat(n, ".bias.grad", NULL);
     layer_shard(c, tw, SIMPAR_SHARD_INPUT, simpar_view(l->w, 0), wb);
-    layer_shard(c, tb, SIMPAR_SHARD_INPUT, simpar_view(l->b, 0), bb);
     layer_shard(c, gw, layer_grad_role(c), simpar_view(l->dw, 0), wb);
+    if (c->model->no_bias)
+        return;
+    l->b = simpar_layer_buffer(c, w, "bias", bb->cols);
+    l->db = simpar_layer_buffer(c, w, "bias.grad", bb->cols);
+    g_autofree char *tb = g_strconcat(n, ".bias", NULL);
+    g_autofree char *gb = g_strconcat(n, ".bias.grad", NULL);
+    layer_shard(c, tb, SIMPAR_SHARD_INPUT, simpar_view(l->b, 0), bb);
     layer_shard(c, gb, layer_grad_role(c), simpar_view(l->db, 0), bb);
 }
 
@@ -351,6 +354,8 @@ layer_linear_fwd(SimparLayerCtx *c, guint which, SimparView x, guint64 in_rows)
     c->lin[which].in = x;
     c->lin[which].in_rows = in_rows;
     SimparView y = c->scheme->linear_fwd(c, which, x);
+    if (c->model->no_bias)
+        return y;
     SimparKernel k = {.rows = layer_out_rows(c, which),
                       .cols = c->geom.bias[which].cols,
                       .in = {simpar_view(c->lin[which].b, 0)},
@@ -365,6 +370,8 @@ static SimparView
 layer_linear_bwd(SimparLayerCtx *c, guint which, SimparView dy)
 {
     SimparView dx = c->scheme->linear_bwd(c, which, dy);
+    if (c->model->no_bias)
+        return dx;
     SimparKernel k = {.rows = layer_out_rows(c, which),
                       .cols = c->geom.bias[which].cols,
                       .in = {dy},

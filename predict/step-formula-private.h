@@ -90,7 +90,7 @@ typedef struct {
     gint64 T, P, D, v, lc, zero, sg, overlap, tied, bucket_params, schedule, stride[3], wide;
     gint64 vp_group; /* interleaved: micro-batches per virtual-stage group */
     gint64 hidden, heads, seq, micro_batch, layers, ffn, vocab, dtype, recompute, sp, depth, q;
-    gint64 kv_heads, mlp, norm;
+    gint64 kv_heads, mlp, norm, no_bias;
     gint64 paper, act, layer_params, ends, proto, max_chunks, mode, m;
     double dsize, chunk_bytes, block_s[FORMULA_N_KEYS], block_c[FORMULA_N_KEYS], adam[4];
     const void *net, *algo, *tp_mode;

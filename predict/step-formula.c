@@ -328,6 +328,7 @@ formula_config(Formula *f, const SimparBlockTimes *bt, const SimparModel *model,
     c->hidden = model->hidden, c->heads = model->heads, c->seq = model->seq;
     c->micro_batch = model->micro_batch, c->layers = model->layers, c->ffn = model->ffn;
     c->kv_heads = simpar_model_kv_heads(model), c->mlp = model->mlp, c->norm = model->norm;
+    c->no_bias = model->no_bias;
     c->vocab = model->vocab, c->tp_mode = g_intern_string(tr->tp.mode), c->q = tr->tp.q;
     c->recompute = tr->tp.recompute, c->sp = tr->tp.sequence_parallel, c->depth = tr->tp.depth;
     c->paper = tr->tp.paper_3d;

@@ -94,7 +94,11 @@ ref_tensor_shape(const RefShape *shape, RefTensor t, guint64 *rows, guint64 *col
         *cols = ref_qkv_width(shape);
         break;
     case REF_QKV_B:
-        *cols = ref_qkv_width(shape);
+        *cols = shape->no_bias ? 0 : ref_qkv_width(shape);
+        break;
+    case REF_PROJ_B:
+    case REF_FC2_B:
+        *cols = shape->no_bias ? 0 : h;
         break;
     case REF_PROJ_W:
         *rows = h;
@@ -104,7 +108,7 @@ ref_tensor_shape(const RefShape *shape, RefTensor t, guint64 *rows, guint64 *col
         *cols = ref_fc1_width(shape);
         break;
     case REF_FC1_B:
-        *cols = ref_fc1_width(shape);
+        *cols = shape->no_bias ? 0 : ref_fc1_width(shape);
         break;
     case REF_LN1_B:
     case REF_LN2_B:
@@ -124,6 +128,9 @@ ref_fill_random(double *a, gsize n, GRand *rng)
     for (gsize i = 0; i < n; i++)
         a[i] = g_rand_double_range(rng, -1.0, 1.0);
 }
+
+/* A bias tensor, or NULL for a layer without biases (whose bias tensors are empty). */
+#define REF_BIAS(sh, tensor) ((sh)->no_bias ? NULL : (tensor))
 
 /* ---------------------------------------------------------------- workspace */
 
@@ -173,14 +180,14 @@ ref_work_init(RefWork *w, const RefShape *sh)
 
 /* ---------------------------------------------------------------- building blocks */
 
-/* y[rows x out] = x[rows x in] . wt[in x out] + bias[out] */
+/* y[rows x out] = x[rows x in] . wt[in x out] + bias[out] (bias NULL: none) */
 static void
 ref_linear(const double *x, const double *wt, const double *bias, gsize rows, gsize in, gsize out,
            double *y)
 {
     for (gsize r = 0; r < rows; r++) {
         for (gsize o = 0; o < out; o++) {
-            double acc = bias[o];
+            double acc = bias != NULL ? bias[o] : 0.0;
             for (gsize k = 0; k < in; k++)
                 acc += x[r * in + k] * wt[k * out + o];
             y[r * out + o] = acc;
@@ -188,7 +195,7 @@ ref_linear(const double *x, const double *wt, const double *bias, gsize rows, gs
     }
 }
 
-/* dx = dy . wt^T; dw = x^T . dy; db = column sums of dy (all overwritten) */
+/* dx = dy . wt^T; dw = x^T . dy; db = column sums of dy (all overwritten; db NULL: none) */
 static void
 ref_linear_backward(const double *x, const double *wt, const double *dy, gsize rows, gsize in,
                     gsize out, double *dx, double *dw, double *db)
@@ -209,7 +216,7 @@ ref_linear_backward(const double *x, const double *wt, const double *dy, gsize r
             dw[k * out + o] = acc;
         }
     }
-    for (gsize o = 0; o < out; o++) {
+    for (gsize o = 0; o < out && db != NULL; o++) {
         double acc = 0.0;
         for (gsize r = 0; r < rows; r++)
             acc += dy[r * out + o];
@@ -445,19 +452,19 @@ ref_forward(const RefShape *sh, double *const t[REF_N_TENSORS], RefWork *w)
     gsize rows = (gsize) sh->b * sh->s, h = sh->h, f = sh->f, f1 = ref_fc1_width(sh);
     ref_ln_forward(t[REF_X], t[REF_LN1_G], sh->rms ? NULL : t[REF_LN1_B], sh->eps, rows, h, w->u,
                    w->mu1, w->rstd1);
-    ref_linear(w->u, t[REF_QKV_W], t[REF_QKV_B], rows, h, ref_qkv_width(sh), w->qkv);
+    ref_linear(w->u, t[REF_QKV_W], REF_BIAS(sh, t[REF_QKV_B]), rows, h, ref_qkv_width(sh), w->qkv);
     ref_attention_forward(sh, w->qkv, w->prob, w->ctx);
-    ref_linear(w->ctx, t[REF_PROJ_W], t[REF_PROJ_B], rows, h, h, w->o);
+    ref_linear(w->ctx, t[REF_PROJ_W], REF_BIAS(sh, t[REF_PROJ_B]), rows, h, h, w->o);
     ref_dropout(sh, SIMPAR_DROPOUT_PROJ, sh->p_hidden, w->o, rows * h, w->o);
     for (gsize i = 0; i < rows * h; i++)
         w->r1[i] = t[REF_X][i] + w->o[i];
     ref_ln_forward(w->r1, t[REF_LN2_G], sh->rms ? NULL : t[REF_LN2_B], sh->eps, rows, h, w->wn,
                    w->mu2, w->rstd2);
-    ref_linear(w->wn, t[REF_FC1_W], t[REF_FC1_B], rows, h, f1, w->z1);
+    ref_linear(w->wn, t[REF_FC1_W], REF_BIAS(sh, t[REF_FC1_B]), rows, h, f1, w->z1);
     for (gsize i = 0; i < rows * f; i++)
         w->g1[i] = sh->swiglu ? ref_silu(w->z1[2 * i]) * w->z1[2 * i + 1] : ref_gelu(w->z1[i]);
     double *y = t[REF_Y];
-    ref_linear(w->g1, t[REF_FC2_W], t[REF_FC2_B], rows, f, h, y);
+    ref_linear(w->g1, t[REF_FC2_W], REF_BIAS(sh, t[REF_FC2_B]), rows, f, h, y);
     ref_dropout(sh, SIMPAR_DROPOUT_FC2, sh->p_hidden, y, rows * h, y);
     for (gsize i = 0; i < rows * h; i++)
         y[i] += w->r1[i];
@@ -470,7 +477,7 @@ ref_backward(const RefShape *sh, double *const t[REF_N_TENSORS], RefWork *w)
     const double *dy = t[REF_DY];
     ref_dropout(sh, SIMPAR_DROPOUT_FC2, sh->p_hidden, dy, rows * h, w->dz2);
     ref_linear_backward(w->g1, t[REF_FC2_W], w->dz2, rows, f, h, w->dg1, t[REF_FC2_W_GRAD],
-                        t[REF_FC2_B_GRAD]);
+                        REF_BIAS(sh, t[REF_FC2_B_GRAD]));
     for (gsize i = 0; i < rows * f; i++) {
         if (!sh->swiglu) {
             w->dz1[i] = w->dg1[i] * ref_gelu_grad(w->z1[i]);
@@ -481,17 +488,17 @@ ref_backward(const RefShape *sh, double *const t[REF_N_TENSORS], RefWork *w)
         w->dz1[2 * i + 1] = w->dg1[i] * ref_silu(gate);
     }
     ref_linear_backward(w->wn, t[REF_FC1_W], w->dz1, rows, h, f1, w->dwn, t[REF_FC1_W_GRAD],
-                        t[REF_FC1_B_GRAD]);
+                        REF_BIAS(sh, t[REF_FC1_B_GRAD]));
     ref_ln_backward(w->r1, w->mu2, w->rstd2, t[REF_LN2_G], w->dwn, rows, h, w->dr1,
                     t[REF_LN2_G_GRAD], sh->rms ? NULL : t[REF_LN2_B_GRAD]);
     for (gsize i = 0; i < rows * h; i++)
         w->dr1[i] += dy[i];
     ref_dropout(sh, SIMPAR_DROPOUT_PROJ, sh->p_hidden, w->dr1, rows * h, w->dout);
     ref_linear_backward(w->ctx, t[REF_PROJ_W], w->dout, rows, h, h, w->dctx, t[REF_PROJ_W_GRAD],
-                        t[REF_PROJ_B_GRAD]);
+                        REF_BIAS(sh, t[REF_PROJ_B_GRAD]));
     ref_attention_backward(sh, w);
     ref_linear_backward(w->u, t[REF_QKV_W], w->dqkv, rows, h, ref_qkv_width(sh), w->du,
-                        t[REF_QKV_W_GRAD], t[REF_QKV_B_GRAD]);
+                        t[REF_QKV_W_GRAD], REF_BIAS(sh, t[REF_QKV_B_GRAD]));
     double *dx = t[REF_DX];
     ref_ln_backward(t[REF_X], w->mu1, w->rstd1, t[REF_LN1_G], w->du, rows, h, dx, t[REF_LN1_G_GRAD],
                     sh->rms ? NULL : t[REF_LN1_B_GRAD]);

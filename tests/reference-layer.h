@@ -38,6 +38,7 @@ typedef struct {
     guint kv;                /* key/value heads (a % kv == 0); 0 = a */
     gboolean swiglu, rms;    /* SwiGLU instead of GeLU, RMSNorm instead of LayerNorm */
     guint cp;                /* rows in context-parallel order over cp ranks (0, 1: natural) */
+    gboolean no_bias;        /* linears without biases: the biases are empty tensors, 1 x 0 */
 } RefShape;
 
 typedef enum {

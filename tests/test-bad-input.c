@@ -581,6 +581,13 @@ static const BadCase cases[] = {
      NULL,
      NULL,
      NULL,
+     "schedule --model tiny --tp 2 --bias maybe",
+     2,
+     {"--bias maybe: valid are on and off"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
      "--topology " V100 " --model tiny --tp-mode 1d --gpus 8 --tp 2 --cp 2 --pp 2 "
      "--scatter-gather",
      1,

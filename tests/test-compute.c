@@ -29,7 +29,8 @@ static const SimparModel mem_model = {"mem",
                                       SIMPAR_DTYPE_FP16,
                                       0,
                                       SIMPAR_MLP_GELU,
-                                      SIMPAR_NORM_LAYERNORM};
+                                      SIMPAR_NORM_LAYERNORM,
+                                      FALSE};
 static const SimparModel mem_model_fp32 = {"mem",
                                            64,
                                            4,
@@ -41,7 +42,8 @@ static const SimparModel mem_model_fp32 = {"mem",
                                            SIMPAR_DTYPE_FP32,
                                            0,
                                            SIMPAR_MLP_GELU,
-                                           SIMPAR_NORM_LAYERNORM};
+                                           SIMPAR_NORM_LAYERNORM,
+                                           FALSE};
 
 static void
 gpu_h100(SimparGpu *gpu)

@@ -204,7 +204,8 @@ cuda_test_layer(const CudaLayerCase *lc, SimparDtype dtype, RefShape *shape)
                      dtype,
                      lc->kv,
                      lc->llama ? SIMPAR_MLP_SWIGLU : SIMPAR_MLP_GELU,
-                     lc->llama ? SIMPAR_NORM_RMSNORM : SIMPAR_NORM_LAYERNORM};
+                     lc->llama ? SIMPAR_NORM_RMSNORM : SIMPAR_NORM_LAYERNORM,
+                     lc->llama};
     SimparPlan plan;
     simpar_plan_init(&plan);
     plan.mode = lc->mode, plan.tp = lc->tp, plan.depth = lc->depth;
@@ -222,7 +223,8 @@ cuda_test_layer(const CudaLayerCase *lc, SimparDtype dtype, RefShape *shape)
                         .seed = cuda_test_seed,
                         .kv = (guint) lc->kv,
                         .swiglu = lc->llama,
-                        .rms = lc->llama};
+                        .rms = lc->llama,
+                        .no_bias = lc->llama};
     g_autoptr(GError) error = NULL;
     SimparSchedule *sched = simpar_generate_layer(&m, &plan, &error);
     if (sched == NULL)
@@ -320,9 +322,9 @@ enum {
 static SimparSchedule *
 cuda_test_step(const CudaStepCase *c, SimparDtype dtype, RefStepConfig *cfg)
 {
-    SimparModel model = {"test", CUDA_STEP_H, CUDA_STEP_A,     CUDA_STEP_S,
-                         c->b,   c->layers,   CUDA_STEP_F,     CUDA_STEP_V,
-                         dtype,  0,           SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM};
+    SimparModel model = {"test",          CUDA_STEP_H,           CUDA_STEP_A, CUDA_STEP_S, c->b,
+                         c->layers,       CUDA_STEP_F,           CUDA_STEP_V, dtype,       0,
+                         SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM, FALSE};
     SimparTrain tr;
     simpar_train_init(&tr);
     tr.tp.mode = g_intern_static_string("1d");

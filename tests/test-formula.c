@@ -87,7 +87,7 @@ grid_setup(const GridCase *c, SimparModel *model, SimparTrain *tr)
     model->layers = 24;
     if (c->llama)
         model->heads = 8, model->kv_heads = 4, model->mlp = SIMPAR_MLP_SWIGLU,
-        model->norm = SIMPAR_NORM_RMSNORM;
+        model->norm = SIMPAR_NORM_RMSNORM, model->no_bias = TRUE;
     simpar_train_init(tr);
     tr->tp.mode = c->mode, tr->tp.tp = c->tp, tr->tp.depth = c->depth;
     tr->tp.sequence_parallel = c->sp;

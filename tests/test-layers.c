@@ -196,7 +196,8 @@ layers_run(const LayerCase *lc, gboolean causal, double p, SimparRecompute recom
                      SIMPAR_DTYPE_FP64,
                      lc->kv,
                      lc->llama ? SIMPAR_MLP_SWIGLU : SIMPAR_MLP_GELU,
-                     lc->llama ? SIMPAR_NORM_RMSNORM : SIMPAR_NORM_LAYERNORM};
+                     lc->llama ? SIMPAR_NORM_RMSNORM : SIMPAR_NORM_LAYERNORM,
+                     lc->llama}; /* Llama layers have no biases */
     SimparPlan plan;
     simpar_plan_init(&plan);
     plan.mode = lc->mode, plan.tp = lc->tp, plan.depth = lc->depth;
@@ -223,7 +224,8 @@ layers_run(const LayerCase *lc, gboolean causal, double p, SimparRecompute recom
                       (guint) lc->kv,
                       lc->llama,
                       lc->llama,
-                      (guint) cp};
+                      (guint) cp,
+                      lc->llama};
     g_autoptr(GRand) rng = g_rand_new_with_seed(layers_seed);
     double *t[REF_N_TENSORS];
     for (guint i = 0; i < REF_N_TENSORS; i++) {

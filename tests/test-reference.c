@@ -98,13 +98,22 @@ test_one_token(void)
 }
 
 /* The Llama flavour on one token: h = 2, a = 2 heads on kv = 1 key/value head (columns q0 | q1 |
- * k | v), SwiGLU, RMSNorm, eps 0. x = [1, 3] -> u = x / sqrt(5); v = u0 + u1 = 4/sqrt(5) is the
- * context of both heads -> o = ctx (proj the identity) -> r1 = x + o -> w = r1 / rms(r1) * [1, 2]
+ * k | v), SwiGLU, RMSNorm, no biases, eps 0. x = [1, 3] -> u = x / sqrt(5); v = u0 + u1 = 4/sqrt(5)
+ * is the context of both heads -> o = ctx (proj the identity) -> r1 = x + o -> w = r1 / rms(r1) *
+ * [1, 2]
  * -> gate = w0, up = w1 -> y = r1 + [m, -m], m = gate / (1 + e^-gate) * up. */
 static void
 test_one_token_llama(void)
 {
-    RefShape sh = {.b = 1, .s = 1, .h = 2, .a = 2, .f = 1, .kv = 1, .swiglu = TRUE, .rms = TRUE};
+    RefShape sh = {.b = 1,
+                   .s = 1,
+                   .h = 2,
+                   .a = 2,
+                   .f = 1,
+                   .kv = 1,
+                   .swiglu = TRUE,
+                   .rms = TRUE,
+                   .no_bias = TRUE};
     double *t[REF_N_TENSORS];
     ref_test_alloc(&sh, t);
     guint64 rows, cols;
@@ -113,6 +122,8 @@ test_one_token_llama(void)
     ref_tensor_shape(&sh, REF_FC1_W, &rows, &cols);
     CU_ASSERT(rows == 2 && cols == 2);
     ref_tensor_shape(&sh, REF_LN1_B, &rows, &cols);
+    CU_ASSERT(rows * cols == 0);
+    ref_tensor_shape(&sh, REF_QKV_B, &rows, &cols);
     CU_ASSERT(rows * cols == 0);
     ref_test_set(t[REF_X], (const double[]){1, 3}, 2);
     ref_test_set(t[REF_LN1_G], (const double[]){1, 1}, 2);
@@ -263,7 +274,7 @@ ref_test_gradients(gboolean causal, double p, gboolean llama)
 {
     RefShape sh = {.b = 2, .s = 3, .h = 8, .a = 2, .f = 12, .causal = causal, .eps = 1e-5};
     if (llama)
-        sh.a = 4, sh.kv = 2, sh.swiglu = sh.rms = TRUE;
+        sh.a = 4, sh.kv = 2, sh.swiglu = sh.rms = sh.no_bias = TRUE;
     sh.p_hidden = sh.p_attn = p;
     sh.seed = ref_test_seed;
     printf("\n    %scausal %d, p %.2f, seed %" G_GUINT64_FORMAT ":", llama ? "llama " : "", causal,

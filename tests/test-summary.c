@@ -39,8 +39,8 @@ summary_check(const char *mode, gint64 tp, gint64 depth, gboolean sp, gboolean p
               const Expect *rows, guint n_rows)
 {
     SimparModel m = {
-        "closed-form",        H, A, S, BATCH, 1, FF, 64, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-        SIMPAR_NORM_LAYERNORM};
+        "closed-form",         H,    A, S, BATCH, 1, FF, 64, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
+        SIMPAR_NORM_LAYERNORM, FALSE};
     SimparPlan plan;
     simpar_plan_init(&plan);
     plan.mode = mode, plan.tp = tp, plan.depth = depth, plan.sequence_parallel = sp;
@@ -174,7 +174,8 @@ test_paper_table(void)
                      SIMPAR_DTYPE_FP16,
                      0,
                      SIMPAR_MLP_GELU,
-                     SIMPAR_NORM_LAYERNORM};
+                     SIMPAR_NORM_LAYERNORM,
+                     FALSE};
     guint64 h = 64, B = 16 * 8;
     SimparPlan p2, p3;
     simpar_plan_init(&p2);

@@ -168,7 +168,8 @@ train_host_setup(const TrainCase *c, SimparModel *model, SimparTrain *tr)
                            SIMPAR_DTYPE_FP64,
                            c->llama ? 2 : 0,
                            c->llama ? SIMPAR_MLP_SWIGLU : SIMPAR_MLP_GELU,
-                           c->llama ? SIMPAR_NORM_RMSNORM : SIMPAR_NORM_LAYERNORM};
+                           c->llama ? SIMPAR_NORM_RMSNORM : SIMPAR_NORM_LAYERNORM,
+                           c->llama};
     simpar_train_init(tr);
     tr->tp.mode = g_intern_string(c->mode);
     tr->tp.tp = c->tp, tr->tp.depth = c->depth;
@@ -222,6 +223,7 @@ train_host_case(const TrainCase *c)
         .step = 1,
     };
     cfg.layer.kv = c->llama ? 2 : 0, cfg.layer.swiglu = cfg.layer.rms = c->llama;
+    cfg.layer.no_bias = c->llama;
     g_autoptr(GRand) rng = g_rand_new_with_seed((guint32) train_host_seed);
     TrainRef ref = {ref_step_params_new(&cfg), NULL, NULL, (guint) c->dp};
     ref_step_params_fill(ref.params, rng);
