@@ -1,4 +1,5 @@
-/* summary.c - per-GPU collective counts and bytes by axis, kind and phase; text and JSON. */
+/* summary.c - per-GPU collective counts and bytes by axis, kind and phase (and ring attention's
+ * point-to-point sends, kind "send"); text and JSON. */
 #include "summary.h"
 #include "generators.h"
 #include <json-glib/json-glib.h>
@@ -22,6 +23,28 @@ summary_row_cmp(gconstpointer pa, gconstpointer pb)
     return (gint) a->phase - (gint) b->phase;
 }
 
+/* A transfer's axis: the first group holding both ends (ring attention's "cp"), or NULL. */
+static const char *
+summary_p2p_axis(const SimparSchedule *sched, const SimparOp *op)
+{
+    for (guint g = 0; g < simpar_schedule_n_groups(sched); g++) {
+        const guint *ranks = simpar_schedule_group_ranks(sched, g);
+        gboolean mine = FALSE, peer = FALSE;
+        for (guint i = 0; i < simpar_schedule_group(sched, g)->size; i++)
+            mine |= ranks[i] == op->rank, peer |= ranks[i] == op->u.p2p.peer;
+        if (mine && peer)
+            return simpar_schedule_group(sched, g)->axis;
+    }
+    return NULL;
+}
+
+/* The kind column: a collective's name, or "send" for point-to-point transfers. */
+static const char *
+summary_kind_name(SimparCollKind kind)
+{
+    return kind == SIMPAR_N_COLL_KINDS ? "send" : simpar_coll_kind_name(kind);
+}
+
 static GArray *
 summary_rows(const SimparSchedule *sched, guint rank, double *flops, guint *n_ops)
 {
@@ -36,10 +59,12 @@ summary_rows(const SimparSchedule *sched, guint rank, double *flops, guint *n_op
             flops[op->phase] += 2.0 * op->u.gemm.m * op->u.gemm.n * op->u.gemm.k * op->u.gemm.batch;
         if (op->kind == SIMPAR_OP_BLOCK && flops != NULL) /* a timed span: its whole flops */
             flops[op->phase] += op->u.block.flops;
-        if (op->kind != SIMPAR_OP_COLLECTIVE)
+        const char *p2p = op->kind == SIMPAR_OP_SEND ? summary_p2p_axis(sched, op) : NULL;
+        if (op->kind != SIMPAR_OP_COLLECTIVE && p2p == NULL)
             continue;
-        SimparSummaryRow key = {simpar_schedule_group(sched, op->u.coll.group)->axis,
-                                op->u.coll.kind, op->phase, 0, 0};
+        SimparSummaryRow key = {
+            p2p != NULL ? p2p : simpar_schedule_group(sched, op->u.coll.group)->axis,
+            p2p != NULL ? SIMPAR_N_COLL_KINDS : op->u.coll.kind, op->phase, 0, 0};
         SimparSummaryRow *row = NULL;
         for (guint r = 0; r < rows->len && row == NULL; r++)
             if (summary_row_cmp(&g_array_index(rows, SimparSummaryRow, r), &key) == 0)
@@ -49,7 +74,7 @@ summary_rows(const SimparSchedule *sched, guint rank, double *flops, guint *n_op
             row = &g_array_index(rows, SimparSummaryRow, rows->len - 1);
         }
         row->calls++;
-        row->elems += simpar_op_coll_elems(sched, op);
+        row->elems += p2p != NULL ? op->u.p2p.count : simpar_op_coll_elems(sched, op);
     }
     g_array_sort(rows, summary_row_cmp);
     return rows;
@@ -113,8 +138,8 @@ summary_plan_text(const SimparModel *m, const SimparPlan *p)
     return g_strdup_printf("%s tensor parallelism, %" G_GINT64_FORMAT " GPUs (%s); model %s: "
                            "h=%" G_GINT64_FORMAT " a=%" G_GINT64_FORMAT " s=%" G_GINT64_FORMAT
                            " b=%" G_GINT64_FORMAT " ffn=%" G_GINT64_FORMAT "%s %s",
-                           p->mode, p->tp, grid, m->name, m->hidden, m->heads, m->seq,
-                           m->micro_batch, m->ffn, simpar_model_flavour(m),
+                           p->mode, p->tp * simpar_plan_cp(p), grid, m->name, m->hidden, m->heads,
+                           m->seq, m->micro_batch, m->ffn, simpar_model_flavour(m),
                            simpar_dtype_name(m->dtype));
 }
 
@@ -131,8 +156,8 @@ simpar_summary_to_text(const SimparSummary *s, const SimparModel *m, const Simpa
         const SimparSummaryRow *r = &g_array_index(s->rows, SimparSummaryRow, i);
         g_string_append_printf(
             out, "  %-14s %-15s %-9s %6u %16" G_GUINT64_FORMAT " %16" G_GUINT64_FORMAT "\n",
-            r->axis, simpar_coll_kind_name(r->kind), simpar_phase_name(r->phase), r->calls,
-            r->elems, r->elems * s->elem_size);
+            r->axis, summary_kind_name(r->kind), simpar_phase_name(r->phase), r->calls, r->elems,
+            r->elems * s->elem_size);
     }
     for (guint ph = 0; ph < SIMPAR_N_PHASES; ph++)
         g_string_append_printf(out, "  %s: %u ops, %.6g GEMM GFLOP\n",
@@ -195,7 +220,7 @@ summary_json_rows(JsonBuilder *b, const SimparSummary *s)
         json_builder_set_member_name(b, "axis");
         json_builder_add_string_value(b, r->axis);
         json_builder_set_member_name(b, "kind");
-        json_builder_add_string_value(b, simpar_coll_kind_name(r->kind));
+        json_builder_add_string_value(b, summary_kind_name(r->kind));
         json_builder_set_member_name(b, "phase");
         json_builder_add_string_value(b, simpar_phase_name(r->phase));
         json_builder_set_member_name(b, "calls");
