@@ -22,6 +22,7 @@ enum {
     RS = SIMPAR_COLL_REDUCE_SCATTER,
     BC = SIMPAR_COLL_BROADCAST,
     RD = SIMPAR_COLL_REDUCE,
+    SEND = SIMPAR_N_COLL_KINDS, /* ring attention's point-to-point transfers */
 };
 
 typedef struct {
@@ -34,6 +35,10 @@ typedef struct {
 /* h = 72, a = 12, s = 8, b = 36, f = 144 (not 4h, so f is checked on its own). */
 static const guint64 H = 72, A = 12, S = 8, BATCH = 36, FF = 144, T = 36 * 8;
 
+/* Context parallelism of the next summary_check: C (1: none), and the ring form. */
+static gint64 summary_cp = 1;
+static gboolean summary_ring;
+
 static void
 summary_check(const char *mode, gint64 tp, gint64 depth, gboolean sp, gboolean paper,
               const Expect *rows, guint n_rows)
@@ -44,7 +49,7 @@ summary_check(const char *mode, gint64 tp, gint64 depth, gboolean sp, gboolean p
     SimparPlan plan;
     simpar_plan_init(&plan);
     plan.mode = mode, plan.tp = tp, plan.depth = depth, plan.sequence_parallel = sp;
-    plan.paper_3d = paper;
+    plan.paper_3d = paper, plan.cp = summary_cp, plan.cp_ring = summary_ring;
     g_autoptr(GError) error = NULL;
     g_autoptr(SimparSchedule) sched = simpar_generate_layer(&m, &plan, &error);
     CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
@@ -206,7 +211,26 @@ test_paper_table(void)
         12 * h * h / 16);
 }
 
+/* Context parallelism C = 2 over 1-D P = 2: each rank holds B S / C = 144 tokens of every
+ * sequence, its k | v block 144 x 2 (a / P) (h / a) = 144 x 72. All-gather form: one all-gather
+ * of the C blocks forward, one reduce-scatter of their gradients backward; ring form: C - 1
+ * sends of a block forward, C - 1 blocks plus C gradient sums backward. The tensor-parallel
+ * all-reduces move the rank's tokens only. */
+static void
+test_cp(void)
+{
+    const guint64 tokens = BATCH * S / 2, block = tokens * 2 * (A / 2) * (H / A);
+    summary_cp = 2;
+    CHECK("1d", 2, 0, FALSE, TRUE, {"cp", AG, F, 1, 2 * block}, {"cp", RS, BW, 1, 2 * block},
+          {"tp", AR, F, 2, 2 * tokens * H}, {"tp", AR, BW, 2, 2 * tokens * H});
+    summary_ring = TRUE;
+    CHECK("1d", 2, 0, FALSE, TRUE, {"cp", SEND, F, 1, block}, {"cp", SEND, BW, 3, 3 * block},
+          {"tp", AR, F, 2, 2 * tokens * H}, {"tp", AR, BW, 2, 2 * tokens * H});
+    summary_cp = 1, summary_ring = FALSE;
+}
+
 static CU_TestInfo summary_tests[] = {
+    {"context parallelism: the all-gather's and the ring's volumes", test_cp},
     {"1-D moves two all-reduces of B*h each way", test_1d},
     {"1-D with sequence parallelism moves 2 AG + 2 RS forward, 4 AG + 2 RS backward", test_1d_sp},
     {"2-D SUMMA broadcasts and reduces match the closed forms for q = 2, 3", test_2d},
