@@ -219,6 +219,20 @@ simpar_schedule_group_ranks(const SimparSchedule *sched, guint group)
 }
 
 guint
+simpar_schedule_group_of_pair(const SimparSchedule *sched, guint a, guint b)
+{
+    for (guint g = 0; g < simpar_schedule_n_groups(sched); g++) {
+        const guint *ranks = simpar_schedule_group_ranks(sched, g);
+        gboolean has_a = FALSE, has_b = FALSE;
+        for (guint i = 0; i < simpar_schedule_group(sched, g)->size; i++)
+            has_a |= ranks[i] == a, has_b |= ranks[i] == b;
+        if (has_a && has_b)
+            return g;
+    }
+    return G_MAXUINT;
+}
+
+guint
 simpar_schedule_n_streams(const SimparSchedule *sched)
 {
     return sched->streams->len;

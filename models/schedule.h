@@ -355,6 +355,8 @@ const SimparBuffer *simpar_schedule_buffer(const SimparSchedule *sched, guint i)
 guint simpar_schedule_n_groups(const SimparSchedule *sched);
 const SimparGroup *simpar_schedule_group(const SimparSchedule *sched, guint i);
 const guint *simpar_schedule_group_ranks(const SimparSchedule *sched, guint group);
+/* The first group holding both ranks a and b (a point-to-point transfer's axis), or G_MAXUINT. */
+guint simpar_schedule_group_of_pair(const SimparSchedule *sched, guint a, guint b);
 guint simpar_schedule_n_streams(const SimparSchedule *sched);
 const char *simpar_schedule_stream_name(const SimparSchedule *sched, guint stream);
 

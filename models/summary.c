@@ -27,15 +27,8 @@ summary_row_cmp(gconstpointer pa, gconstpointer pb)
 static const char *
 summary_p2p_axis(const SimparSchedule *sched, const SimparOp *op)
 {
-    for (guint g = 0; g < simpar_schedule_n_groups(sched); g++) {
-        const guint *ranks = simpar_schedule_group_ranks(sched, g);
-        gboolean mine = FALSE, peer = FALSE;
-        for (guint i = 0; i < simpar_schedule_group(sched, g)->size; i++)
-            mine |= ranks[i] == op->rank, peer |= ranks[i] == op->u.p2p.peer;
-        if (mine && peer)
-            return simpar_schedule_group(sched, g)->axis;
-    }
-    return NULL;
+    guint g = simpar_schedule_group_of_pair(sched, op->rank, op->u.p2p.peer);
+    return g != G_MAXUINT ? simpar_schedule_group(sched, g)->axis : NULL;
 }
 
 /* The kind column: a collective's name, or "send" for point-to-point transfers. */

@@ -82,18 +82,9 @@ typedef struct {
 static guint
 report_p2p_group(const ReportCtx *c, const SimparOp *op)
 {
-    const SimparSchedule *s = c->run->sched;
     if ((op->kind != SIMPAR_OP_SEND && op->kind != SIMPAR_OP_RECV) || op->stream == 0)
         return G_MAXUINT;
-    for (guint g = 0; g < simpar_schedule_n_groups(s); g++) {
-        const guint *ranks = simpar_schedule_group_ranks(s, g);
-        gboolean mine = FALSE, peer = FALSE;
-        for (guint i = 0; i < simpar_schedule_group(s, g)->size; i++)
-            mine |= ranks[i] == op->rank, peer |= ranks[i] == op->u.p2p.peer;
-        if (mine && peer)
-            return g;
-    }
-    return G_MAXUINT;
+    return simpar_schedule_group_of_pair(c->run->sched, op->rank, op->u.p2p.peer);
 }
 
 static void
