@@ -108,8 +108,8 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
         {"depth", 0, 0, G_OPTION_ARG_INT64, &a->depth, "2.5-D depth d (default q=d)", "D"},
         {"sp", 0, 0, G_OPTION_ARG_NONE, &a->sp, "1-D: sequence parallelism", NULL},
         {"cp", 0, 0, G_OPTION_ARG_INT64, &a->cp,
-         "Context parallelism: C GPUs share each sequence (2C chunks; default 1), placed right "
-         "after the tensor-parallel group",
+         "Context parallelism: C GPUs share each sequence (2C chunks; default 1), right after "
+         "the tensor-parallel group unless --order places cp",
          "C"},
         {"cp-mode", 0, 0, G_OPTION_ARG_STRING, &a->cp_mode,
          "Context parallelism's attention: allgather (keys and values all-gathered, Llama 3; "
@@ -148,8 +148,8 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
         {"zero", 0, 0, G_OPTION_ARG_INT64, &a->zero,
          "ZeRO stage: 0 (DDP all-reduce, default), 1 (distributed optimizer), 2, 3", "Z"},
         {"shard-group", 0, 0, G_OPTION_ARG_INT64, &a->shard_group,
-         "ZeRO 1-3: shard over groups of N replicas and replicate across them (hybrid "
-         "sharding; default --dp)",
+         "ZeRO 1-3: shard over groups of N of the D x C ranks that hold the same parameters, "
+         "replicate across them (hybrid sharding; default all of them)",
          "N"},
         {"no-reshard", 0, 0, G_OPTION_ARG_NONE, &a->no_reshard,
          "ZeRO-3: keep the parameters the forward gathered for the backward (no re-gather)", NULL},
@@ -164,7 +164,8 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
         {"scatter-gather", 0, 0, G_OPTION_ARG_NONE, &a->scatter_gather,
          "Pipeline p2p: send 1/T of each activation, all-gather it inside the node", NULL},
         {"order", 0, 0, G_OPTION_ARG_STRING, &a->order,
-         "Rank placement, innermost first (default tp,dp,pp)", "A,B,C"},
+         "Rank placement, innermost first (default tp,cp,dp,pp; three names keep cp after tp)",
+         "A,B,C[,D]"},
         {"local-chunks", 0, 0, G_OPTION_ARG_INT64, &a->local_chunks,
          "Local parallelism: K chunks with auxiliary heads (replaces --pp)", "K"},
         {"local-async", 0, 0, G_OPTION_ARG_NONE, &a->local_async,
