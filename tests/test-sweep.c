@@ -345,7 +345,9 @@ test_closed_forms_and_ranks(void)
         CU_ASSERT_DOUBLE_EQUAL(number(csv, i, "tokens_per_s") / (tokens / step), 1, 1e-8);
         CU_ASSERT_DOUBLE_EQUAL(
             number(csv, i, "gpu_hours_per_btok") / (gpus * step / 3600 / (tokens / 1e9)), 1, 1e-8);
-        CU_ASSERT_EQUAL(number(csv, i, "tp") * number(csv, i, "pp") * number(csv, i, "dp"), gpus);
+        CU_ASSERT_EQUAL(number(csv, i, "tp") * number(csv, i, "cp") * number(csv, i, "pp") *
+                            number(csv, i, "dp"),
+                        gpus);
     }
     CU_ASSERT_TRUE(ok > 10);
     CU_ASSERT_TRUE(skipped_memory > 0);
@@ -383,6 +385,40 @@ test_kv_heads_axis(void)
     JsonObject *o = json_array_get_object_element(json_node_get_array(json_parser_get_root(p)), 0);
     g_autofree char *step = json_figure(o, "step_time_s");
     CU_ASSERT_STRING_EQUAL(field(csv, 1, "step_time_s"), step);
+}
+
+/* --cp and --cp-mode are list axes: one row without context parallelism (the form means nothing
+ * there), one per form with it, each equal to simpar predict; C x T x P x D = GPUs. */
+static void
+test_cp_axis(void)
+{
+    g_autofree char *out = tmp_path("cp.csv");
+    g_free(run_ok("sweep --topology " TOPO " --model llama3-8b --layers 2 --seq 4096 --dtype fp16 "
+                  "--gpus 8 --tp-mode 1d --tp 4 --pp 1 --cp 1,2 --cp-mode allgather,ring "
+                  "--global-batch 8 -q -o %s",
+                  out));
+    g_autoptr(SimparCsv) csv = read_csv(out);
+    CU_ASSERT_EQUAL_FATAL(simpar_csv_n_rows(csv), 3);
+    const char *cp[][3] = {{"1", "allgather", "2"}, {"2", "allgather", "1"}, {"2", "ring", "1"}};
+    for (guint i = 0; i < 3; i++) {
+        CU_ASSERT_STRING_EQUAL(field(csv, i, "status"), "ok");
+        CU_ASSERT_STRING_EQUAL(field(csv, i, "cp"), cp[i][0]);
+        CU_ASSERT_STRING_EQUAL(field(csv, i, "cp_mode"), cp[i][1]);
+        CU_ASSERT_STRING_EQUAL(field(csv, i, "dp"), cp[i][2]);
+        g_autofree char *json =
+            run_ok("--topology " TOPO " --backend analytic --model llama3-8b --layers 2 "
+                   "--seq 4096 --dtype fp16 --gpus 8 --tp-mode 1d --tp 4 --pp 1 --dp %s --cp %s "
+                   "--cp-mode %s --global-batch 8 --json",
+                   cp[i][2], cp[i][0], cp[i][1]);
+        g_autoptr(JsonParser) p = json_parser_new();
+        CU_ASSERT_TRUE_FATAL(json_parser_load_from_data(p, json, -1, NULL));
+        JsonObject *o =
+            json_array_get_object_element(json_node_get_array(json_parser_get_root(p)), 0);
+        g_autofree char *step = json_figure(o, "step_time_s");
+        CU_ASSERT_STRING_EQUAL(field(csv, i, "step_time_s"), step);
+    }
+    /* the two forms move different traffic, so they cannot tie */
+    CU_ASSERT_TRUE(number(csv, 1, "step_time_s") != number(csv, 2, "step_time_s"));
 }
 
 /* Rows whose SimGrid simulation would exceed --time-budget are skipped, saying so and how to go
@@ -489,6 +525,8 @@ test_bad_lists_and_options_are_refused(void)
         {"--heads 0", "--heads 0"},
         {"--kv-heads 0", "--kv-heads 0"},
         {"--mlp relu", "--mlp: mlp 'relu' is not one of gelu, swiglu"},
+        {"--cp 0", "--cp 0"},
+        {"--cp-mode ring,nope", "--cp-mode nope: valid are allgather and ring"},
     };
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autofree char *args = g_strdup_printf(SMALL " %s -o %s", cases[i][0], out);
@@ -509,6 +547,7 @@ test_bad_lists_and_options_are_refused(void)
 
 static CU_TestInfo sweep_tests[] = {
     {"a --kv-heads list sweeps grouped-query attention; rows equal predict", test_kv_heads_axis},
+    {"--cp and --cp-mode lists sweep context parallelism; rows equal predict", test_cp_axis},
     {"--jobs 1 and --jobs 2 write the same bytes", test_jobs_do_not_change_the_output},
     {"rows over --time-budget are skipped, saying why", test_rows_over_the_time_budget_are_skipped},
     {"shards merge into the unsharded output; missing, duplicate, foreign parts are refused",

@@ -35,7 +35,7 @@ static const struct {
 };
 
 static const char *const sweep_name_flags[SIMPAR_SWEEP_N_NAMES] = {"tp-mode", "model", "recompute",
-                                                                   "schedule"};
+                                                                   "schedule", "cp-mode"};
 
 /* A refusal from another module, as a usage error (exit status 2). */
 static gboolean
@@ -148,6 +148,9 @@ sweep_check_name(SimparSweepNames which, const char *name, GError **error)
         ok = simpar_generator_lookup(name, &local) != NULL;
     else if (which == SIMPAR_SWEEP_RECOMPUTE)
         ok = simpar_recompute_parse(name, &r, &local);
+    else if (which == SIMPAR_SWEEP_CP_MODE && !g_str_equal(name, "allgather") &&
+             !g_str_equal(name, "ring"))
+        return simpar_cli_usage(error, "--cp-mode %s: valid are allgather and ring", name);
     else if (which == SIMPAR_SWEEP_SCHEDULE && simpar_pipe_schedule_parse(name, &s, &local) &&
              s == SIMPAR_PIPE_LOCAL)
         return simpar_cli_usage(error, "--schedule local: simpar sweep does not sweep local "
@@ -525,20 +528,24 @@ sweep_splits(const SimparSweep *sw, gint64 G, gint64 T, gint64 layers, GArray *o
     }
 }
 
-/* Schedules and recomputation, innermost. */
+/* Schedules, recomputation and context-parallel forms, innermost. */
 static gboolean
 sweep_enum_leaves(SweepEnum *e, SimparSweepConfig *c, GError **error)
 {
     const GPtrArray *sch = e->sw->names[SIMPAR_SWEEP_SCHEDULE];
     const GPtrArray *rec = e->sw->names[SIMPAR_SWEEP_RECOMPUTE];
+    const GPtrArray *cpm = e->sw->names[SIMPAR_SWEEP_CP_MODE];
     for (guint i = 0; i < MAX(sch->len, 1); i++)
-        for (guint j = 0; j < MAX(rec->len, 1); j++) {
-            c->schedule = sch->len > 0 ? sch->pdata[i] : NULL;
-            c->recompute = rec->len > 0 ? rec->pdata[j] : NULL;
-            c->index = e->next++;
-            if (!e->visit(c, e->data, error))
-                return FALSE;
-        }
+        for (guint j = 0; j < MAX(rec->len, 1); j++)
+            /* Without context parallelism the form means nothing: one row, not one per form. */
+            for (guint k = 0; k < (c->cp > 1 ? MAX(cpm->len, 1) : 1); k++) {
+                c->schedule = sch->len > 0 ? sch->pdata[i] : NULL;
+                c->recompute = rec->len > 0 ? rec->pdata[j] : NULL;
+                c->cp_mode = cpm->len > 0 && c->cp > 1 ? cpm->pdata[k] : NULL;
+                c->index = e->next++;
+                if (!e->visit(c, e->data, error))
+                    return FALSE;
+            }
     return TRUE;
 }
 

@@ -48,7 +48,7 @@ typedef enum {
 #define SIMPAR_SWEEP_COLUMNS(X)                                                                    \
     X(INDEX, "index") X(MODEL, "model") X(HIDDEN, "hidden") X(HEADS, "heads")                      \
     X(KV_HEADS, "kv_heads") X(LAYERS, "layers") X(SEQ, "seq") X(DTYPE, "dtype") X(PRESET, "preset") X(NODES, "nodes")      \
-    X(GPUS, "gpus") X(MODE, "mode") X(GRID, "grid") X(TP, "tp") X(CP, "cp") X(Q, "q")            \
+    X(GPUS, "gpus") X(MODE, "mode") X(GRID, "grid") X(TP, "tp") X(CP, "cp") X(CP_MODE, "cp_mode") X(Q, "q")            \
     X(DEPTH, "depth")                                                                              \
     X(PP, "pp") X(DP, "dp") X(SCHEDULE, "schedule") X(VIRTUAL_STAGES, "virtual_stages")            \
     X(MICRO_BATCH, "micro_batch") X(GLOBAL_BATCH, "global_batch") X(RECOMPUTE, "recompute")        \
@@ -95,13 +95,14 @@ typedef enum {
     SIMPAR_SWEEP_MODELS,
     SIMPAR_SWEEP_RECOMPUTE,
     SIMPAR_SWEEP_SCHEDULE,
+    SIMPAR_SWEEP_CP_MODE,
     SIMPAR_SWEEP_N_NAMES,
 } SimparSweepNames;
 
 /* The command line as given (strings owned; integers SIMPAR_JOB_UNSET when not given). */
 typedef struct {
     char *numbers[SIMPAR_SWEEP_N_NUMBERS]; /* list flags, e.g. "64..4096" */
-    char *names[SIMPAR_SWEEP_N_NAMES];     /* --tp-mode, --model, --recompute, --schedule */
+    char *names[SIMPAR_SWEEP_N_NAMES]; /* --tp-mode, --model, --recompute, --schedule, --cp-mode */
     char *preset, *topology;
     SimparJobArgs job; /* the single-valued job options: --heads, --ffn, --zero, --sp, ... */
     SimparPredictArgs predict; /* --backend, --collectives, ..., --calibration */
@@ -124,6 +125,7 @@ typedef struct {
     gint64 tp, q, depth; /* q, depth 0 where the mode has none; depth 0 in 2.5-D: none fits */
     gint64 pp, dp;       /* 0: no integer value makes T x P x D the GPU count */
     const char *schedule, *recompute; /* NULL: the default */
+    const char *cp_mode;              /* NULL: the default (allgather) */
 } SimparSweepConfig;
 
 typedef struct {
