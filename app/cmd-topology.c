@@ -1,6 +1,7 @@
 /* cmd-topology.c - `simpar topology`: write a SimGrid platform for N nodes of a preset. */
 #include "cli.h"
 #include "topology.h"
+#include <math.h>
 #include <stdio.h>
 
 #define TOPOLOGY_UNSET G_MININT64
@@ -65,10 +66,43 @@ topology_check_args(gint64 nodes, const char *output, GError **error)
     return TRUE;
 }
 
+/* The fabric options given (unset: TOPOLOGY_UNSET, or NAN for the rates). */
+typedef struct {
+    gint64 rack_nodes, pod_gpus;
+    double oversubscription, nic_gbps;
+} TopologyFabricArgs;
+
+/* The preset's fabric with the options given over it; NULL for a preset without one. */
 static gboolean
-topology_write(const SimparTopologyPreset *p, guint nodes, const char *output, GError **error)
+topology_fabric(const SimparTopologyPreset *p, const TopologyFabricArgs *a, SimparFabricSpec *out,
+                GError **error)
 {
-    g_autofree char *xml = simpar_topology_generate(p, nodes);
+    gboolean given = a->rack_nodes != TOPOLOGY_UNSET || a->pod_gpus != TOPOLOGY_UNSET ||
+                     !isnan(a->oversubscription) || !isnan(a->nic_gbps);
+    *out = p->fabric;
+    if (a->rack_nodes != TOPOLOGY_UNSET)
+        out->rack_nodes = (guint) CLAMP(a->rack_nodes, 0, G_MAXUINT);
+    if (a->pod_gpus != TOPOLOGY_UNSET)
+        out->pod_gpus = (guint) CLAMP(a->pod_gpus, 0, G_MAXUINT);
+    if (!isnan(a->oversubscription))
+        out->oversubscription = a->oversubscription;
+    if (!isnan(a->nic_gbps))
+        out->nic_gbps = a->nic_gbps;
+    g_autofree char *why = given ? simpar_topology_fabric_invalid(p, out) : NULL;
+    if (why != NULL) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE, "simpar topology: %s", why);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+topology_write(const SimparTopologyPreset *p, guint nodes, const SimparFabricSpec *fabric,
+               const char *output, GError **error)
+{
+    g_autofree char *xml = simpar_topology_has_fabric(p)
+                               ? simpar_topology_generate_fabric(p, nodes, fabric)
+                               : simpar_topology_generate(p, nodes);
     g_autoptr(GError) local = NULL;
     if (!g_file_set_contents(output, xml, -1, &local)) {
         g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
@@ -85,11 +119,23 @@ simpar_cmd_topology(int argc, char **argv, GError **error)
     g_autofree char *preset = NULL, *output = NULL;
     gint64 nodes = TOPOLOGY_UNSET;
     gboolean list = FALSE;
+    TopologyFabricArgs fa = {TOPOLOGY_UNSET, TOPOLOGY_UNSET, NAN, NAN};
     const GOptionEntry entries[] = {
         {"preset", 'p', 0, G_OPTION_ARG_STRING, &preset, "Node design (see --list)", "NAME"},
         {"nodes", 'n', 0, G_OPTION_ARG_INT64, &nodes, "Number of nodes (1 to 65536)", "N"},
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Platform XML file to write", "FILE"},
         {"list", 0, 0, G_OPTION_ARG_NONE, &list, "Print the presets and exit", NULL},
+        {"rack-nodes", 0, 0, G_OPTION_ARG_INT64, &fa.rack_nodes,
+         "Clos presets: servers behind one top-of-rack switch (clos-h100: 2)", "N"},
+        {"pod-gpus", 0, 0, G_OPTION_ARG_INT64, &fa.pod_gpus,
+         "Clos presets: GPUs per pod of full bisection, whole racks (clos-h100: 3072)", "N"},
+        {"oversubscription", 0, 0, G_OPTION_ARG_DOUBLE, &fa.oversubscription,
+         "Clos presets: a pod's GPU ports over its uplink to the aggregation tier (clos-h100: 7)",
+         "X"},
+        {"nic-gbps", 0, 0, G_OPTION_ARG_DOUBLE, &fa.nic_gbps,
+         "Clos presets: line rate of each GPU's NIC port in Gb/s, 12 GB/s reached per 100 "
+         "(clos-h100: 400)",
+         "R"},
         G_OPTION_ENTRY_NULL,
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("- write a SimGrid cluster platform");
@@ -103,6 +149,8 @@ simpar_cmd_topology(int argc, char **argv, GError **error)
         return TRUE;
     }
     const SimparTopologyPreset *p = topology_check_preset(preset, error);
+    SimparFabricSpec fabric;
     return p != NULL && topology_check_args(nodes, output, error) &&
-           topology_write(p, (guint) nodes, output, error);
+           topology_fabric(p, &fa, &fabric, error) &&
+           topology_write(p, (guint) nodes, &fabric, output, error);
 }

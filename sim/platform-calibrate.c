@@ -39,8 +39,7 @@ platform_set_links(GHashTable *intra, gboolean want_intra, double bw, double lat
     for (size_t i = 0; i < n_links; i++) {
         if (g_hash_table_contains(intra, all[i]) != want_intra)
             continue;
-        guint node;
-        gboolean fabric = platform_node_link(sg_link_get_name(all[i]), &node) == 0;
+        gboolean fabric = platform_fabric_link(sg_link_get_name(all[i]));
         if (fabric_scale < 0 && !fabric)
             continue; /* the fabric's links alone */
         if (bw > 0 && fabric_scale > 0 && fabric)
@@ -107,8 +106,9 @@ simpar_platform_set_net_figures(const SimparPlatform *p, const SimparNetFigures 
     guint intra_hops = 0, inter_hops = 0, second_node = platform_second_node(p);
     if (p->n_gpus > 1 && p->nodes[1] == p->nodes[0])
         intra_hops = platform_count_links(p, 0, 1, intra, TRUE);
-    /* a generated fabric's trunks ("spine-...") carry nodes x the port rate: they follow the
-     * port's new rate in proportion, so that the fabric stays as non-blocking as it was */
+    /* a generated fabric's trunks ("spine-...") carry nodes x the port rate, a Clos fabric's
+     * uplinks a rack's or a pod's ports (over the oversubscription): they follow the port's new
+     * rate in proportion, so that the fabric stays as (non-)blocking as it was */
     double fabric_scale = 0;
     if (second_node < p->n_gpus) {
         inter_hops = platform_count_links(p, 0, second_node, intra, FALSE);

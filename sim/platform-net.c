@@ -59,27 +59,35 @@ platform_find_gpus(SimparPlatform *p)
 void
 platform_find_generated(SimparPlatform *p)
 {
-    PlatformGenerated g = {0, 0};
+    PlatformGenerated g = {0, 0, 0, 0};
     g_autofree char *text = NULL;
     gsize len;
     if (p->generated != NULL)
         g = *p->generated;
     else if (g_file_get_contents(p->path, &text, &len, NULL))
         platform_generated(text, len, &g);
-    if (g.gpus_per_node > 0 && g.nodes == p->n_nodes && p->n_gpus == g.nodes * g.gpus_per_node)
+    if (g.gpus_per_node > 0 && g.nodes == p->n_nodes && p->n_gpus == g.nodes * g.gpus_per_node) {
         p->gpus_per_node = g.gpus_per_node;
+        p->rack_nodes = g.rack_nodes, p->pod_nodes = g.pod_nodes;
+    }
 }
 
-/* The GPUs whose route equals src -> dst's (themselves on other platforms). */
+/* The GPUs whose route equals src -> dst's (themselves on other platforms): the same GPU
+ * indices in node 0 and node k, k = 1 (any two nodes of the nvswitch and ac922 styles, whose
+ * fabric treats nodes alike; two nodes of one rack of a Clos), the rack's node count (two racks
+ * of one pod) or the pod's (two pods): a Clos route climbs as far as the two nodes' lowest
+ * common tier, through links alike at every rack and pod. */
 static void
 platform_representative(const SimparPlatform *p, guint *src, guint *dst)
 {
     guint g = p->gpus_per_node;
     if (g == 0)
         return;
-    guint a = p->nodes[*src], b = p->nodes[*dst];
-    *src = (a > b) * g + *src % g;
-    *dst = (a < b) * g + *dst % g;
+    guint a = p->nodes[*src], b = p->nodes[*dst], k = 1;
+    if (p->rack_nodes > 0 && a / p->rack_nodes != b / p->rack_nodes)
+        k = a / p->pod_nodes != b / p->pod_nodes ? p->pod_nodes : p->rack_nodes;
+    *src = (a > b) * k * g + *src % g;
+    *dst = (a < b) * k * g + *dst % g;
 }
 
 /* Keys src << 32 | dst: g_int64_hash (src ^ dst) would put every pair and its reverse, and most
@@ -291,6 +299,20 @@ platform_node_link(const char *name, guint *node)
     return sscanf(name, "node%u-%n", node, &off) == 1 && off > 0 ? off : -1;
 }
 
+/* Whether a link of a generated file is its fabric's: a rail trunk "spine-...", a Clos rack's or
+ * pod's uplink "rack<j>-up", "pod<i>-up". */
+gboolean
+platform_fabric_link(const char *name)
+{
+    guint k;
+    int off = 0;
+    if (g_str_has_prefix(name, "spine-"))
+        return TRUE;
+    return (sscanf(name, "rack%u-up%n", &k, &off) == 1 ||
+            sscanf(name, "pod%u-up%n", &k, &off) == 1) &&
+           off > 0 && name[off] == '\0';
+}
+
 static void platform_real_route_links(const SimparPlatform *p, guint src, guint dst,
                                       GPtrArray *out);
 
@@ -379,7 +401,9 @@ simpar_platform_route_shape(const SimparNet *net, guint src, guint dst)
         return -1;
     SimparPlatform *p = (SimparPlatform *) ((char *) net - G_STRUCT_OFFSET(SimparPlatform, net));
     guint g = p->gpus_per_node;
-    if (g == 0)
+    /* a Clos fabric's rack and pod uplinks are each shared by the nodes below them alone, not
+     * by every node as the quotient's scaled fabric links are: no shapes there */
+    if (g == 0 || p->rack_nodes > 0)
         return -1;
     platform_representative(p, &src, &dst);
     if (p->shapes == NULL) {

@@ -13,9 +13,11 @@
 G_BEGIN_DECLS
 
 /* What a platform file says it is, when `simpar topology` wrote it byte for byte: the preset's
- * GPUs per node and the node count (0, 0 for any other file). */
+ * GPUs per node and the node count (0, 0 for any other file); of a Clos fabric, the nodes per
+ * rack and per pod (0, 0 for the other styles, whose nodes the fabric treats alike). */
 typedef struct {
     guint gpus_per_node, nodes;
+    guint rack_nodes, pod_nodes;
 } PlatformGenerated;
 
 struct _SimparPlatform {
@@ -27,6 +29,7 @@ struct _SimparPlatform {
     GHashTable *routes;                 /* (src << 32 | dst) -> SimparRoute */
     GHashTable *route_links;            /* (src << 32 | dst) -> GPtrArray of sg_link_t */
     guint gpus_per_node;                /* of a file `simpar topology` wrote, unchanged; else 0 */
+    guint rack_nodes, pod_nodes;        /* of such a Clos file; else 0 */
     const PlatformGenerated *generated; /* the file as the parent found it, or NULL */
     gint *shapes;                       /* per representative pair: its route shape, or -1 */
     GHashTable *shape_ids;              /* route shape key -> id + 1 */
@@ -57,6 +60,8 @@ guint platform_count_links(const SimparPlatform *p, guint a, guint b, GHashTable
                            gboolean want_intra);
 /* 0 with the node of a node link "node<k>-...", -1 for a fabric link */
 int platform_node_link(const char *name, guint *node);
+/* TRUE for a generated fabric's links: "spine-...", "rack<j>-up", "pod<i>-up" */
+gboolean platform_fabric_link(const char *name);
 
 G_END_DECLS
 #endif /* SIMPAR_PLATFORM_PRIVATE_H */

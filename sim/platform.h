@@ -74,7 +74,8 @@ gboolean simpar_platform_route_links(const SimparNet *net, guint src, guint dst,
  * net from simpar_platform_net(). Two routes of one shape cross the same links, in order, up to
  * which node's copy of a node link ("node<k>-...") they take: their source's node links for the
  * one's source's, their destination's for the one's destination's; the shared fabric links
- * ("spine-...") are the same. -1 for other files and nets (and a route of other links). */
+ * ("spine-...") are the same. -1 for other files and nets, a Clos fabric (whose uplinks are
+ * shared by the nodes below them only) and a route of other links. */
 gint simpar_platform_route_shape(const SimparNet *net, guint src, guint dst);
 /* Scales the bandwidth of every fabric link ("spine-...") by `factor`; a factor of 1 restores
  * what the last other factor scaled. In the child, between runs; FALSE for other nets. */
@@ -90,14 +91,14 @@ typedef struct {
 
 /* Applies the link keys of a calibration file (docs/validate.md): every link on a route
  * between two GPUs of one node (both directions) gets intra_node_bandwidth_Bps and every other
- * link inter_node_bandwidth_Bps, but for the trunks of a generated fabric ("spine-..."), which
- * keep their share (scaled as the route between nodes 0 and 1) unless fabric_bandwidth_Bps
- * gives theirs; the route latencies intra_node_latency_s (between a node's first two GPUs) and
- * inter_node_latency_s (the inter-node links between the first GPUs of nodes 0 and 1) are split
- * evenly over those routes' links; nvls_latency_s is the NVLink SHARP latency of every GPU
- * that has it. Keys not given leave the links as they are. Both backends see
- * the result: SimGrid's links and the routes of simpar_platform_net(); the collectives' kept
- * plans are forgotten. */
+ * link inter_node_bandwidth_Bps, but for the trunks of a generated fabric ("spine-...", and a
+ * Clos fabric's uplinks "rack<j>-up", "pod<i>-up"), which keep their share (scaled as the route
+ * between nodes 0 and 1) unless fabric_bandwidth_Bps gives theirs; the route latencies
+ * intra_node_latency_s (between a node's first two GPUs) and inter_node_latency_s (the inter-node
+ * links between the first GPUs of nodes 0 and 1) are split evenly over those routes' links;
+ * nvls_latency_s is the NVLink SHARP latency of every GPU that has it. Keys not given leave the
+ * links as they are. Both backends see the result: SimGrid's links and the routes of
+ * simpar_platform_net(); the collectives' kept plans are forgotten. */
 gboolean simpar_platform_calibrate_links(const SimparPlatform *p, const char *path, GError **error);
 /* The same from figures in memory (in the child, between runs). */
 void simpar_platform_set_net_figures(const SimparPlatform *p, const SimparNetFigures *f);

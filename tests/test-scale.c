@@ -14,7 +14,7 @@
 #include "backend.h"
 #include "cli-run.h"
 #include "coll-check.h"
-#include "platform.h"
+#include "platform-private.h" /* to see that a Clos file was recognised as generated */
 #include "simpar-test.h"
 #include "topology.h"
 #include <glib/gstdio.h>
@@ -86,9 +86,11 @@ test_ring_eval(void)
 /* ------------------------------------------------------------------- generated platforms */
 
 static char *
-test_platform(const char *preset, guint nodes)
+test_platform_fabric(const char *preset, guint nodes, const SimparFabricSpec *fabric)
 {
-    g_autofree char *text = simpar_topology_generate(simpar_topology_lookup(preset), nodes);
+    const SimparTopologyPreset *p = simpar_topology_lookup(preset);
+    g_autofree char *text = fabric != NULL ? simpar_topology_generate_fabric(p, nodes, fabric)
+                                           : simpar_topology_generate(p, nodes);
     char *path = NULL;
     int fd = g_file_open_tmp("simpar-scale-XXXXXX.xml", &path, NULL);
     g_assert(fd >= 0);
@@ -97,12 +99,20 @@ test_platform(const char *preset, guint nodes)
     return path; /* (transfer full) */
 }
 
-/* Every pair: lat, bw and link names equal SimGrid's own route, and the route has a shape; out
- * gets "pairs bad". */
+static char *
+test_platform(const char *preset, guint nodes)
+{
+    return test_platform_fabric(preset, nodes, NULL);
+}
+
+/* Every pair: lat, bw and link names equal SimGrid's own route, and the route has a shape (none
+ * on a Clos fabric); out gets "pairs bad rack_nodes pod_nodes", the last two what the platform
+ * read from a Clos file's header (0 0 for the other styles). */
 static gboolean
 test_routes_job(const SimparPlatform *p, gpointer data, GString *out, GError **error)
 {
     (void) data, (void) error;
+    gboolean clos = p->rack_nodes > 0;
     const SimparNet *net = simpar_platform_net(p);
     const sg_host_t *hosts = net->data;
     guint n = simpar_platform_n_gpus(p), pairs = 0, bad = 0;
@@ -122,31 +132,44 @@ test_routes_job(const SimparPlatform *p, gpointer data, GString *out, GError **e
                             r.bw_Bps == sg_host_get_route_bandwidth(hosts[a], hosts[b]);
             for (guint i = 0; same && i < links->len; i++)
                 same = links->pdata[i] == xbt_dynar_get_as(own, i, sg_link_t);
-            /* every route has a shape: a quotient of alike nodes can look at it */
-            same = same && simpar_platform_route_shape(net, a, b) >= 0;
+            /* every route has a shape: a quotient of alike nodes can look at it (not on Clos) */
+            same = same && (simpar_platform_route_shape(net, a, b) >= 0) == !clos;
             xbt_dynar_free(&own);
             pairs++, bad += !same;
         }
-    g_string_printf(out, "%u %u", pairs, bad);
+    g_string_printf(out, "%u %u %u %u", pairs, bad, p->rack_nodes, p->pod_nodes);
     return TRUE;
 }
 
 static void
 test_generated_routes(void)
 {
+    /* a Clos of 9 nodes, 2 per rack, 4 per pod: pairs in one node, one rack, one pod, two pods,
+     * and a last rack and pod of one node */
+    const SimparFabricSpec clos = {2, 32, 7, 400};
+
     const struct {
         const char *preset;
         guint nodes;
-    } cases[] = {{"dgx-a100", 4}, {"dgx-h100", 3}, {"dgx-2", 3}, {"v100-ac922", 4}};
+        const SimparFabricSpec *fabric;
+        guint rack_nodes, pod_nodes;
+    } cases[] = {{"dgx-a100", 4, NULL, 0, 0},
+                 {"dgx-h100", 3, NULL, 0, 0},
+                 {"dgx-2", 3, NULL, 0, 0},
+                 {"v100-ac922", 4, NULL, 0, 0},
+                 {"clos-h100", 9, &clos, 2, 4}};
 
     for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
-        g_autofree char *xml = test_platform(cases[c].preset, cases[c].nodes);
+        g_autofree char *xml =
+            test_platform_fabric(cases[c].preset, cases[c].nodes, cases[c].fabric);
         g_autoptr(GString) out = g_string_new(NULL);
         CU_ASSERT_TRUE_FATAL(simpar_platform_run(xml, test_routes_job, NULL, out, NULL));
-        guint pairs = 0, bad = 1;
-        CU_ASSERT_EQUAL(sscanf(out->str, "%u %u", &pairs, &bad), 2);
+        guint pairs = 0, bad = 1, rack = 99, pod = 99;
+        CU_ASSERT_EQUAL(sscanf(out->str, "%u %u %u %u", &pairs, &bad, &rack, &pod), 4);
         printf("\n    %s x %u: %u pairs, %u differ", cases[c].preset, cases[c].nodes, pairs, bad);
         CU_ASSERT_TRUE(pairs > 0 && bad == 0);
+        CU_ASSERT_EQUAL(rack, cases[c].rack_nodes);
+        CU_ASSERT_EQUAL(pod, cases[c].pod_nodes);
         g_unlink(xml);
     }
 }

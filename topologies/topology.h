@@ -14,6 +14,13 @@
  *    |    |                                     each GPU: NVLink to its node's NVSwitch, PCIe
  *    |   nic --- node<N>-ib - ibswitch           and its NIC's port to that NIC's rail switch
  *
+ *   clos (hierarchical zones: routing stays inside a rack, a pod or the top zone)
+ *
+ *   world (DijkstraCache) ---- pod<i>-up (pod GPUs x port / oversubscription) ---- agg
+ *    +- pod<i> (DijkstraCache) ---- rack<j>-up (rack GPUs x port: full bisection) ---- pod<i>-spine
+ *        +- rack<j> (DijkstraCache): rack_nodes servers, each GPU to its node's NVSwitch and
+ *           over PCIe and its NIC's port (node<N>-ib<r>) to the ToR rack<j>-tor, the gateway
+ *
  * Ownership: the presets are static (transfer none); generated XML is the caller's.
  */
 #ifndef SIMPAR_TOPOLOGY_H
@@ -52,12 +59,25 @@ typedef struct {
     SimparLinkSpec pcie;   /* ac922: CPU0 to the NIC; nvswitch: GPU to its NIC */
     SimparLinkSpec ib;     /* one NIC port to its switch */
     SimparLinkSpec spine;  /* nvswitch: rail to rail; bandwidth unused (nodes x ib: no block) */
+    SimparLinkSpec uplink; /* clos: one tier up (ToR to pod, pod to aggregation); latency only */
 } SimparLinkFigures;
+
+/* A Clos fabric's shape (style clos): the preset's, or `simpar topology`'s options. */
+typedef struct {
+    guint rack_nodes;        /* servers behind one top-of-rack switch (--rack-nodes) */
+    guint pod_gpus;          /* GPUs of a pod of full bisection, whole racks (--pod-gpus) */
+    double oversubscription; /* of the aggregation tier: a pod's GPU ports over its uplink, >= 1 */
+    double nic_gbps;         /* one NIC port's line rate, Gb/s (--nic-gbps) */
+} SimparFabricSpec;
+
+/* Bytes/s GPUs reach per Gb/s of NIC line rate: NCCL's NET_BW, 12.0 GB/s per 100 Gb/s. */
+#define SIMPAR_TOPOLOGY_NIC_BPS_PER_GBPS 1.2e8
 
 typedef struct _SimparTopologyPreset SimparTopologyPreset;
 
-/* Appends the whole <platform> element for `nodes` nodes. */
-typedef void (*SimparTopologyWriter)(GString *xml, const SimparTopologyPreset *preset, guint nodes);
+/* Appends the whole <platform> element for `nodes` nodes (fabric: style clos only). */
+typedef void (*SimparTopologyWriter)(GString *xml, const SimparTopologyPreset *preset, guint nodes,
+                                     const SimparFabricSpec *fabric);
 
 struct _SimparTopologyPreset {
     const char *name;
@@ -65,6 +85,7 @@ struct _SimparTopologyPreset {
     SimparGpuSpec gpu;
     guint gpus_per_node, nics_per_node;
     SimparLinkFigures links;
+    SimparFabricSpec fabric; /* style clos: the preset's fabric; else zeros */
     SimparTopologyWriter write;
 };
 
@@ -72,6 +93,15 @@ const SimparTopologyPreset *simpar_topology_presets(guint *n_presets); /* (trans
 const SimparTopologyPreset *simpar_topology_lookup(const char *name);  /* (transfer none) */
 char *simpar_topology_generate(const SimparTopologyPreset *preset,
                                guint nodes); /* (transfer full) */
+/* The same with a fabric of one's own (NULL: the preset's); style clos only. Check it first. */
+char *simpar_topology_generate_fabric(const SimparTopologyPreset *preset, guint nodes,
+                                      const SimparFabricSpec *fabric); /* (transfer full) */
+/* Whether a preset is a Clos fabric, whose shape the options set. */
+gboolean simpar_topology_has_fabric(const SimparTopologyPreset *preset);
+/* NULL when `fabric` is one the preset can build; else why not, naming the option and what
+ * is valid (transfer full). */
+char *simpar_topology_fabric_invalid(const SimparTopologyPreset *preset,
+                                     const SimparFabricSpec *fabric);
 
 G_END_DECLS
 #endif /* SIMPAR_TOPOLOGY_H */
