@@ -14,6 +14,7 @@ static const SimparBackend predict_formula = {
     "formula",
     "analytic, with the training step from closed forms per pipeline stage (sweeps)",
     simpar_backend_analytic_run,
+    FALSE,
     0,
     0,
     0};
@@ -311,7 +312,9 @@ predict_step(const SimparPredictContext *ctx, const SimparModel *model, const Si
     }
     SimparRun run;
     g_autofree double *compute = NULL;
+    simpar_step_plan_share(&plan, TRUE);
     g_autofree SimparSpan *spans = simpar_step_run(&tm, plan.step, &bt, plan.gpus, &run, &compute);
+    simpar_step_plan_share(&plan, FALSE);
     if (row != NULL) {
         simpar_step_breakdown(&run, spans, &bt, model, train, plan.job_gpus, row);
         row->step.slices = plan.slices;

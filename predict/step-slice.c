@@ -1,9 +1,11 @@
 /* step-slice.c - one tensor-parallel slice of a step in place of the whole (see step-slice.h). */
 #include "step-slice.h"
+#include "collectives.h"
 #include "platform.h"
 #include "replay.h"
 #include "step.h"
 #include <simgrid/link.h>
+#include <string.h>
 
 static guint64
 slice_pair(guint a, guint b)
@@ -76,6 +78,14 @@ slice_pairs(const SimparRun *run, guint n_job)
     return pairs; /* (transfer full) */
 }
 
+/* Links by name: an order that does not depend on addresses. */
+static gint
+slice_link_cmp(gconstpointer a, gconstpointer b)
+{
+    return strcmp(sg_link_get_name(*(sg_link_t const *) a),
+                  sg_link_get_name(*(sg_link_t const *) b));
+}
+
 static gboolean
 slice_links_alike(sg_link_t a, sg_link_t b)
 {
@@ -96,10 +106,28 @@ slice_own(GHashTable *owner, sg_link_t link, guint t)
     return o == NULL || GPOINTER_TO_UINT(o) == t + 1;
 }
 
-/* Whether every slice's routes are slice 0's, link for link, on links no two slices share
- * (step-slice.h). gpus[t]: slice t's GPU of each slice rank. */
+/* Slice 0's link `a` is its own image in slice t (fixed) or another link (moved); a shared link
+ * must be one or the other in every slice. */
+enum {
+    SLICE_FIXED = 1,
+    SLICE_MOVED = 2
+};
+
 static gboolean
-slice_routes_alike(const SimparNet *net, guint **gpus, guint T, const GArray *pairs)
+slice_mark(GHashTable *how, sg_link_t a, guint mark)
+{
+    guint was = GPOINTER_TO_UINT(g_hash_table_lookup(how, a));
+    g_hash_table_insert(how, a, GUINT_TO_POINTER(mark));
+    return was == 0 || was == mark;
+}
+
+/* Whether every slice's routes are slice 0's, link for link, on links no two slices share but
+ * the ones every slice crosses alike, appended to `shared` (step-slice.h; `shared_ok`: a
+ * backend without contention, where any link may be shared). gpus[t]: slice t's GPU of each
+ * slice rank. */
+static gboolean
+slice_routes_alike(const SimparNet *net, guint **gpus, guint T, const GArray *pairs,
+                   gboolean shared_ok, GPtrArray *shared)
 {
     /* slice 0's routes, one after the other; first[i]: where pair i's begins */
     g_autoptr(GPtrArray) links0 = g_ptr_array_new();
@@ -114,6 +142,10 @@ slice_routes_alike(const SimparNet *net, guint **gpus, guint T, const GArray *pa
     first[pairs->len] = links0->len;
     for (guint k = 0; k < links0->len; k++)
         (void) slice_own(owner, links0->pdata[k], 0); /* a slice never conflicts with itself */
+    /* per slice-0 link: fixed or moved; per fixed link: the narrowest link of a route through
+     * it */
+    g_autoptr(GHashTable) how = g_hash_table_new(NULL, NULL);
+    g_autoptr(GHashTable) narrowest = g_hash_table_new_full(NULL, NULL, NULL, g_free);
     g_autoptr(GPtrArray) links = g_ptr_array_new();
     for (guint t = 1; t < T; t++) {
         g_autoptr(GHashTable) fwd = g_hash_table_new(NULL, NULL);
@@ -131,10 +163,30 @@ slice_routes_alike(const SimparNet *net, guint **gpus, guint T, const GArray *pa
                     return FALSE; /* unlike links, or no one-to-one map */
                 g_hash_table_insert(fwd, a, b);
                 g_hash_table_insert(back, b, a);
-                if (!slice_own(owner, b, t))
-                    return FALSE; /* a shared link carries two slices */
+                if (shared_ok || !sg_link_is_shared(b))
+                    continue;
+                if (a != b ? !slice_mark(how, a, SLICE_MOVED) || !slice_own(owner, b, t)
+                           : !slice_mark(how, a, SLICE_FIXED))
+                    return FALSE; /* a shared link carries two slices, not all alike */
+                if (a == b) {     /* the narrowest link of the route through a */
+                    double *lo = g_hash_table_lookup(narrowest, a);
+                    if (lo == NULL) {
+                        lo = g_new(double, 1), *lo = G_MAXDOUBLE;
+                        g_hash_table_insert(narrowest, a, lo);
+                    }
+                    for (guint j = first[i]; j < first[i + 1]; j++)
+                        *lo = MIN(*lo, sg_link_get_bandwidth(links0->pdata[j]));
+                }
             }
         }
+    }
+    GHashTableIter it;
+    gpointer link, lo;
+    g_hash_table_iter_init(&it, narrowest);
+    while (g_hash_table_iter_next(&it, &link, &lo)) {
+        if (sg_link_get_bandwidth(link) / T < *(double *) lo)
+            return FALSE; /* its share would narrow a route: not the routes cached */
+        g_ptr_array_add(shared, link);
     }
     return TRUE;
 }
@@ -177,7 +229,9 @@ slice_try(const SimparStepTimer *tm, const SimparModel *model, const SimparTrain
     SimparRun run = tm->base;
     run.sched = step, run.n_layers = 1, run.gpus = gpus[0];
     g_autoptr(GArray) pairs = slice_pairs(&run, n_job);
-    gboolean alike = slice_routes_alike(tm->base.net, gpus, T, pairs);
+    g_autoptr(GPtrArray) shared = g_ptr_array_new();
+    gboolean alike =
+        slice_routes_alike(tm->base.net, gpus, T, pairs, !tm->backend->contention, shared);
     for (guint t = 1; t < T; t++)
         g_free(gpus[t]);
     if (!alike) {
@@ -186,6 +240,15 @@ slice_try(const SimparStepTimer *tm, const SimparModel *model, const SimparTrain
         return FALSE;
     }
     out->step = step, out->gpus = gpus[0], out->slices = T;
+    if (shared->len > 0) {
+        g_ptr_array_sort(shared, slice_link_cmp); /* a hash table's order: not reproducible */
+        out->shared = g_ptr_array_ref(shared);
+        out->shared_bw = g_array_new(FALSE, FALSE, sizeof(double));
+        for (guint i = 0; i < shared->len; i++) {
+            double bw = sg_link_get_bandwidth(shared->pdata[i]);
+            g_array_append_val(out->shared_bw, bw);
+        }
+    }
     return TRUE;
 }
 
@@ -204,8 +267,21 @@ simpar_step_plan(const SimparStepTimer *tm, const SimparModel *model, const Simp
 }
 
 void
+simpar_step_plan_share(const SimparStepPlan *plan, gboolean on)
+{
+    if (plan->shared == NULL)
+        return;
+    for (guint i = 0; i < plan->shared->len; i++)
+        sg_link_set_bandwidth(plan->shared->pdata[i],
+                              g_array_index(plan->shared_bw, double, i) / (on ? plan->slices : 1));
+    simpar_coll_forget(); /* plans kept from the links' other bandwidth */
+}
+
+void
 simpar_step_plan_clear(SimparStepPlan *plan)
 {
+    g_clear_pointer(&plan->shared, g_ptr_array_unref);
+    g_clear_pointer(&plan->shared_bw, g_array_unref);
     g_clear_pointer(&plan->step, simpar_schedule_free);
     g_clear_pointer(&plan->gpus, g_free);
     g_clear_pointer(&plan->job_gpus, g_free);

@@ -5,9 +5,9 @@ G_DEFINE_QUARK(simpar_backend_error_quark, simpar_backend_error)
 
 static const SimparBackend backends[] = {
     {"simgrid", "SimGrid flow model: contention on shared links (one actor per GPU stream)",
-     simpar_backend_simgrid_run, 7e-6, 6.5e-9, 4},
+     simpar_backend_simgrid_run, TRUE, 7e-6, 6.5e-9, 4},
     {"analytic", "closed form per collective, dependencies and streams honoured, no contention",
-     simpar_backend_analytic_run, 0, 0, 0},
+     simpar_backend_analytic_run, FALSE, 0, 0, 0},
 };
 
 const char *

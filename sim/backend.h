@@ -77,6 +77,9 @@ typedef struct {
     const char *name;
     const char *description;
     void (*run)(const SimparRun *run, SimparSpan *spans);
+    /* whether transfers of different collectives and sends slow each other down where they
+     * share a link (SimGrid's flows); without, each is timed on an idle network */
+    gboolean contention;
     /* what simulating one activity (simpar_replay_activities) costs, in wall seconds: base +
      * per_gpu times the GPUs of the run (SimGrid's sharing solver and routes grow with them),
      * times exact_factor with exact collectives (more flows share the links at once); fitted to

@@ -336,6 +336,45 @@ simpar_platform_route_links(const SimparNet *net, guint src, guint dst, GPtrArra
     return TRUE;
 }
 
+/* A link by name, from a table built on first use: SimGrid's own lookup searches zone by zone,
+ * linear in the zones of a Clos fabric. */
+static sg_link_t
+platform_link_by_name(const SimparPlatform *p, const char *name)
+{
+    SimparPlatform *q = (SimparPlatform *) p;
+    if (q->links_by_name == NULL) {
+        q->links_by_name = g_hash_table_new(g_str_hash, g_str_equal);
+        sg_link_t *all = sg_link_list();
+        for (size_t i = 0; i < sg_link_count(); i++) /* the names are SimGrid's, as long */
+            g_hash_table_insert(q->links_by_name, (gpointer) sg_link_get_name(all[i]), all[i]);
+        free(all);
+    }
+    return g_hash_table_lookup(q->links_by_name, name);
+}
+
+/* The real route's copy of a Clos uplink "rack<j>-up" or "pod<i>-up" of the representative
+ * route rsrc -> rdst: the source's rack or pod for the representative source's, else the
+ * destination's. NULL for another link. */
+static char *
+platform_real_uplink(const SimparPlatform *p, const char *name, guint rsrc, guint src, guint dst)
+{
+    guint k;
+    int off = 0;
+    if (p->rack_nodes == 0)
+        return NULL;
+    if (sscanf(name, "rack%u-up%n", &k, &off) == 1 && off > 0 && name[off] == '\0') {
+        guint of_src = p->nodes[rsrc] / p->rack_nodes;
+        return g_strdup_printf("rack%u-up",
+                               (k == of_src ? p->nodes[src] : p->nodes[dst]) / p->rack_nodes);
+    }
+    if (sscanf(name, "pod%u-up%n", &k, &off) == 1 && off > 0 && name[off] == '\0') {
+        guint of_src = p->nodes[rsrc] / p->pod_nodes;
+        return g_strdup_printf("pod%u-up",
+                               (k == of_src ? p->nodes[src] : p->nodes[dst]) / p->pod_nodes);
+    }
+    return NULL;
+}
+
 static void
 platform_real_route_links(const SimparPlatform *p, guint src, guint dst, GPtrArray *out)
 {
@@ -345,26 +384,29 @@ platform_real_route_links(const SimparPlatform *p, guint src, guint dst, GPtrArr
     platform_route_links(p, rsrc, rdst, out);
     if (rsrc == src && rdst == dst)
         return;
-    /* the representative's node links "node<k>-..." are the same links of the real nodes;
-     * rail trunks "spine-..." are everybody's; any other link: ask SimGrid for the real route
-     * (nested-zone presets, whose routes are cheap) */
+    /* the representative's node links "node<k>-..." are the same links of the real nodes, its
+     * Clos uplinks those of the real racks and pods; rail trunks "spine-..." are everybody's;
+     * any other link: ask SimGrid for the real route */
     for (guint i = first; i < out->len; i++) {
         const char *name = sg_link_get_name(out->pdata[i]);
         guint k;
         int off = platform_node_link(name, &k);
         if (off == 0)
             continue; /* a fabric link */
-        if (off < 0) {
+        g_autofree char *real_name = NULL;
+        if (off > 0)
+            real_name = g_strdup_printf(
+                "node%u-%s", k == p->nodes[rsrc] ? p->nodes[src] : p->nodes[dst], name + off);
+        else
+            real_name = platform_real_uplink(p, name, rsrc, src, dst);
+        if (real_name == NULL) {
             g_ptr_array_set_size(out, first);
             platform_route_links(p, src, dst, out);
             return;
         }
-        guint real = k == p->nodes[rsrc] ? p->nodes[src] : p->nodes[dst];
-        g_autofree char *real_name = g_strdup_printf("node%u-%s", real, name + off);
-        out->pdata[i] = sg_link_by_name(real_name);
+        out->pdata[i] = platform_link_by_name(p, real_name);
         g_assert(out->pdata[i] != NULL);
     }
-    return;
 }
 
 /* ------------------------------------------------------- route shapes and fabric, for replays */

@@ -36,6 +36,7 @@ struct _SimparPlatform {
     GPtrArray *fabric;                  /* the fabric links (sg_link_t), found on first use */
     double *fabric_bw;                  /* their bandwidths before any scaling */
     double *nvls;                       /* by GPU id: NVLS efficiency, latency; NULL: none */
+    GHashTable *links_by_name;          /* link name -> sg_link_t, built on first use */
     SimparPlatformJob job;
     gpointer data;
     GString *out;

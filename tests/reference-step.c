@@ -73,6 +73,8 @@ ref_step_params_fill(RefStepParams *p, GRand *rng)
     for (guint i = 0; i < p->n; i++) {
         RefParam *t = &p->params[i];
         gsize n = t->rows * t->cols;
+        if (n == 0)
+            continue; /* an empty parameter (no bias) has no storage */
         ref_fill_random(t->value, n, rng);
         memset(t->grad, 0, n * sizeof(double));
         memset(t->m, 0, n * sizeof(double));

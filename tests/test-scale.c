@@ -307,34 +307,45 @@ typedef struct {
     const char *preset;
     guint nodes;
     const char *args;
-    double slices; /* expected step_slices of --tp-slices one */
+    double slices;                  /* expected step_slices of --tp-slices one */
+    const SimparFabricSpec *fabric; /* of a Clos preset, or NULL */
 } TestSlice;
 
 static void
 test_slices(void)
 {
     const char *split = "--layers 4 --micro-batch 1 --global-batch 32";
+    /* Clos fabrics whose rack and pod uplinks every slice crosses alike: 1/8 of a pod's uplink
+     * is 64 (or 32) x 48 GB/s / 7 / 8 = 54.9 (27.4) GB/s, above (below) the NIC port's 48 */
+    const SimparFabricSpec pods64 = {2, 64, 7, 400}, pods32 = {2, 32, 7, 400};
     const TestSlice cases[] = {
+        {"clos-h100", 16, "--tp-mode 1d --tp 8 --pp 2 --dp 8", 8, &pods64},
+        {"clos-h100", 16, "--tp-mode 1d --tp 8 --dp 16 --zero 3 --collectives exact", 8, &pods64},
+        {"clos-h100", 16, "--tp-mode 1d --tp 8 --cp 4 --pp 2 --dp 2 --seq 4096", 8, &pods64},
+        {"clos-h100", 8, "--tp-mode 1d --tp 8 --pp 2 --dp 4", 1, &pods32},
         {"dgx-a100", 4,
          "--tp-mode 1d --tp 4 --pp 2 --dp 4 --schedule interleaved "
          "--virtual-stages 2",
-         4},
-        {"dgx-a100", 4, "--tp-mode 1d --tp 4 --pp 2 --dp 4 --collectives exact", 4},
-        {"dgx-a100", 4, "--tp-mode 1d --tp 8 --sp --pp 2 --dp 2 --zero 1 --overlap-grad-reduce", 8},
-        {"dgx-a100", 4, "--tp-mode 1d --tp 4 --pp 2 --dp 4 --order dp,tp,pp", 4},
-        {"dgx-a100", 4, "--tp-mode 1d --tp 4 --pp 2 --dp 4 --tied-embeddings --zero 1", 4},
-        {"dgx-a100", 4, "--tp-mode 1d --tp 4 --dp 8 --zero 3", 4},
-        {"dgx-a100", 4, "--tp-mode 1d --tp 4 --local-chunks 2 --dp 4 --local-async", 4},
-        {"dgx-a100", 4, "--tp-mode 2d --tp 4 --pp 2 --dp 4 --micro-batch 2 --backend analytic", 4},
-        {"dgx-a100", 4, "--tp-mode 1d --tp 4 --pp 4 --dp 2 --scatter-gather", 1},
+         4, NULL},
+        {"dgx-a100", 4, "--tp-mode 1d --tp 4 --pp 2 --dp 4 --collectives exact", 4, NULL},
+        {"dgx-a100", 4, "--tp-mode 1d --tp 8 --sp --pp 2 --dp 2 --zero 1 --overlap-grad-reduce", 8,
+         NULL},
+        {"dgx-a100", 4, "--tp-mode 1d --tp 4 --pp 2 --dp 4 --order dp,tp,pp", 4, NULL},
+        {"dgx-a100", 4, "--tp-mode 1d --tp 4 --pp 2 --dp 4 --tied-embeddings --zero 1", 4, NULL},
+        {"dgx-a100", 4, "--tp-mode 1d --tp 4 --dp 8 --zero 3", 4, NULL},
+        {"dgx-a100", 4, "--tp-mode 1d --tp 4 --local-chunks 2 --dp 4 --local-async", 4, NULL},
+        {"dgx-a100", 4, "--tp-mode 2d --tp 4 --pp 2 --dp 4 --micro-batch 2 --backend analytic", 4,
+         NULL},
+        {"dgx-a100", 4, "--tp-mode 1d --tp 4 --pp 4 --dp 2 --scatter-gather", 1, NULL},
         /* one port per node: the slices' inter-node traffic shares it */
-        {"v100-ac922", 8, "--tp-mode 1d --tp 4 --pp 2 --dp 4", 1},
+        {"v100-ac922", 8, "--tp-mode 1d --tp 4 --pp 2 --dp 4", 1, NULL},
         /* one NIC per pair of GPUs */
-        {"dgx-2", 2, "--tp-mode 1d --tp 2 --pp 2 --dp 8", 1},
+        {"dgx-2", 2, "--tp-mode 1d --tp 2 --pp 2 --dp 8", 1, NULL},
     };
     double worst = 0;
     for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
-        g_autofree char *xml = test_platform(cases[c].preset, cases[c].nodes);
+        g_autofree char *xml =
+            test_platform_fabric(cases[c].preset, cases[c].nodes, cases[c].fabric);
         g_autofree char *one = g_strdup_printf("--topology %s %s %s", xml, split, cases[c].args);
         g_autofree char *all = g_strdup_printf("%s --tp-slices all", one);
         JsonObject *a = NULL, *b = NULL;

@@ -292,16 +292,22 @@ nvswitch_rail(const SimparTopologyPreset *p, guint g)
     return g / (p->gpus_per_node / p->nics_per_node);
 }
 
-/* Hosts, the NVSwitch and the links of one node: GPU to NVSwitch, GPU to NIC, NIC port (of
- * `port_Bps` per direction), at indentation `depth`. */
+/* The hosts and the NVSwitch of one node, at indentation `depth`. */
 static void
-nvswitch_node(GString *xml, guint depth, const SimparTopologyPreset *p, const char *props,
-              guint node, double port_Bps)
+nvswitch_node_hosts(GString *xml, guint depth, const SimparTopologyPreset *p, const char *props,
+                    guint node)
 {
-    const SimparLinkFigures *l = &p->links;
     for (guint g = 0; g < p->gpus_per_node; g++)
         topology_host(xml, depth, p, props, node, g);
     topology_append(xml, depth, "<router id=\"node%u-nvswitch\"/>\n", node);
+}
+
+/* The links of one node: GPU to NVSwitch, GPU to NIC, NIC port (of `port_Bps` per direction). */
+static void
+nvswitch_node_links(GString *xml, guint depth, const SimparTopologyPreset *p, guint node,
+                    double port_Bps)
+{
+    const SimparLinkFigures *l = &p->links;
     for (guint g = 0; g < p->gpus_per_node; g++) {
         g_autofree char *nv = g_strdup_printf("node%u-nvlink%u", node, g);
         g_autofree char *pcie = g_strdup_printf("node%u-pcie%u", node, g);
@@ -377,8 +383,10 @@ nvswitch_write(GString *xml, const SimparTopologyPreset *p, guint nodes,
     topology_open(xml, p, nodes, style, "");
     topology_append(xml, 1, "<zone id=\"world\" routing=\"DijkstraCache\">\n");
     g_autofree char *props = topology_gpu_props(&p->gpu, 3);
-    for (guint n = 0; n < nodes; n++)
-        nvswitch_node(xml, 2, p, props, n, l->ib.bandwidth);
+    for (guint n = 0; n < nodes; n++) {
+        nvswitch_node_hosts(xml, 2, p, props, n);
+        nvswitch_node_links(xml, 2, p, n, l->ib.bandwidth);
+    }
     nvswitch_rails(xml, p, nodes);
     for (guint n = 0; n < nodes; n++) /* the DTD wants routes after all of a zone's resources */
         nvswitch_gpu_routes(xml, 2, p, n, -1);
@@ -419,11 +427,11 @@ clos_options(const SimparFabricSpec *f)
 
 static void
 clos_rack(GString *xml, const SimparTopologyPreset *p, const char *props, guint rack, guint first,
-          guint last, double port_Bps)
+          guint last)
 {
     topology_append(xml, 3, "<zone id=\"rack%u\" routing=\"DijkstraCache\">\n", rack);
     for (guint n = first; n < last; n++)
-        nvswitch_node(xml, 4, p, props, n, port_Bps);
+        nvswitch_node_hosts(xml, 4, p, props, n);
     topology_append(xml, 4, "<router id=\"rack%u-tor\"/>\n", rack);
     for (guint n = first; n < last; n++)
         nvswitch_gpu_routes(xml, 4, p, n, (int) rack);
@@ -457,17 +465,12 @@ clos_pod(GString *xml, const SimparTopologyPreset *p, const SimparFabricSpec *f,
     guint first = pod * pod_nodes, last = MIN(nodes, first + pod_nodes);
     guint first_rack = first / f->rack_nodes,
           last_rack = (last + f->rack_nodes - 1) / f->rack_nodes;
-    double port = f->nic_gbps * SIMPAR_TOPOLOGY_NIC_BPS_PER_GBPS;
     g_autofree char *spine = g_strdup_printf("pod%u-spine", pod);
     g_autofree char *spine_sw = g_strdup_printf("pod%u-spine-sw", pod);
     topology_append(xml, 2, "<zone id=\"pod%u\" routing=\"DijkstraCache\">\n", pod);
     for (guint r = first_rack; r < last_rack; r++)
-        clos_rack(xml, p, props, r, r * f->rack_nodes, MIN(last, (r + 1) * f->rack_nodes), port);
+        clos_rack(xml, p, props, r, r * f->rack_nodes, MIN(last, (r + 1) * f->rack_nodes));
     clos_switch_zone(xml, 3, spine);
-    for (guint r = first_rack; r < last_rack; r++) {
-        g_autofree char *id = g_strdup_printf("rack%u-up", r);
-        topology_link(xml, 3, id, f->rack_nodes * p->nics_per_node * port, p->links.uplink.latency);
-    }
     for (guint r = first_rack; r < last_rack; r++) {
         g_autofree char *zone = g_strdup_printf("rack%u", r),
                         *tor = g_strdup_printf("rack%u-tor", r);
@@ -500,14 +503,26 @@ clos_write(GString *xml, const SimparTopologyPreset *p, guint nodes, const Simpa
     g_autofree char *options = clos_options(f);
     topology_open(xml, p, nodes, style, options);
     topology_append(xml, 1, "<zone id=\"world\" routing=\"DijkstraCache\">\n");
+    /* every link in the top zone's first zone, before the zones whose routes name them:
+     * SimGrid looks a link up by name from the top zone down, zone by zone, so at thousands of
+     * zones loading would be quadratic; a route may name a link of any zone, and the DTD wants
+     * a zone's links after its zones */
+    topology_append(xml, 2, "<zone id=\"links\" routing=\"Full\">\n");
+    for (guint n = 0; n < nodes; n++)
+        nvswitch_node_links(xml, 3, p, n, port);
+    for (guint r = 0; r < (nodes + f->rack_nodes - 1) / f->rack_nodes; r++) {
+        g_autofree char *id = g_strdup_printf("rack%u-up", r);
+        topology_link(xml, 3, id, f->rack_nodes * p->nics_per_node * port, l->uplink.latency);
+    }
+    for (guint i = 0; i < pods; i++) {
+        g_autofree char *id = g_strdup_printf("pod%u-up", i);
+        topology_link(xml, 3, id, f->pod_gpus * port / f->oversubscription, l->uplink.latency);
+    }
+    topology_append(xml, 2, "</zone>\n");
     g_autofree char *props = topology_gpu_props(&p->gpu, 5);
     for (guint i = 0; i < pods; i++)
         clos_pod(xml, p, f, props, i, nodes);
     clos_switch_zone(xml, 2, "agg");
-    for (guint i = 0; i < pods; i++) {
-        g_autofree char *id = g_strdup_printf("pod%u-up", i);
-        topology_link(xml, 2, id, f->pod_gpus * port / f->oversubscription, l->uplink.latency);
-    }
     for (guint i = 0; i < pods; i++) {
         g_autofree char *zone = g_strdup_printf("pod%u", i);
         g_autofree char *spine_sw = g_strdup_printf("pod%u-spine-sw", i);
