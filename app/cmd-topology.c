@@ -66,11 +66,41 @@ topology_check_args(gint64 nodes, const char *output, GError **error)
     return TRUE;
 }
 
-/* The fabric options given (unset: TOPOLOGY_UNSET, or NAN for the rates). */
+/* The fabric options given (unset: TOPOLOGY_UNSET, or NULL for the rates). */
 typedef struct {
     gint64 rack_nodes, pod_gpus;
-    double oversubscription, nic_gbps;
+    const char *oversubscription, *nic_gbps;
 } TopologyFabricArgs;
+
+/* A whole-number option's value in 0 .. G_MAXUINT; a value beyond is kept out of range for the
+ * checks that name it. */
+static guint
+topology_count(const char *flag, gint64 v, GError **error)
+{
+    if (v >= 0 && v <= G_MAXUINT)
+        return (guint) v;
+    g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                "simpar topology: %s %" G_GINT64_FORMAT " is out of range (a positive count)", flag,
+                v);
+    return 0;
+}
+
+/* A rate option's finite value; FALSE with an error naming the flag otherwise. */
+static gboolean
+topology_rate(const char *flag, const char *text, double *out, GError **error)
+{
+    char *end = NULL;
+    double v = g_ascii_strtod(text, &end);
+    if (end == text || *end != '\0' || !isfinite(v)) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "simpar topology: %s %s is not a number (give a finite decimal, such as 7 or "
+                    "2.5)",
+                    flag, text);
+        return FALSE;
+    }
+    *out = v;
+    return TRUE;
+}
 
 /* The preset's fabric with the options given over it; NULL for a preset without one. */
 static gboolean
@@ -78,16 +108,21 @@ topology_fabric(const SimparTopologyPreset *p, const TopologyFabricArgs *a, Simp
                 GError **error)
 {
     gboolean given = a->rack_nodes != TOPOLOGY_UNSET || a->pod_gpus != TOPOLOGY_UNSET ||
-                     !isnan(a->oversubscription) || !isnan(a->nic_gbps);
+                     a->oversubscription != NULL || a->nic_gbps != NULL;
+    GError *bad = NULL;
     *out = p->fabric;
     if (a->rack_nodes != TOPOLOGY_UNSET)
-        out->rack_nodes = (guint) CLAMP(a->rack_nodes, 0, G_MAXUINT);
-    if (a->pod_gpus != TOPOLOGY_UNSET)
-        out->pod_gpus = (guint) CLAMP(a->pod_gpus, 0, G_MAXUINT);
-    if (!isnan(a->oversubscription))
-        out->oversubscription = a->oversubscription;
-    if (!isnan(a->nic_gbps))
-        out->nic_gbps = a->nic_gbps;
+        out->rack_nodes = topology_count("--rack-nodes", a->rack_nodes, &bad);
+    if (bad == NULL && a->pod_gpus != TOPOLOGY_UNSET)
+        out->pod_gpus = topology_count("--pod-gpus", a->pod_gpus, &bad);
+    if (bad == NULL && a->oversubscription != NULL)
+        topology_rate("--oversubscription", a->oversubscription, &out->oversubscription, &bad);
+    if (bad == NULL && a->nic_gbps != NULL)
+        topology_rate("--nic-gbps", a->nic_gbps, &out->nic_gbps, &bad);
+    if (bad != NULL) {
+        g_propagate_error(error, bad);
+        return FALSE;
+    }
     g_autofree char *why = given ? simpar_topology_fabric_invalid(p, out) : NULL;
     if (why != NULL) {
         g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE, "simpar topology: %s", why);
@@ -119,7 +154,8 @@ simpar_cmd_topology(int argc, char **argv, GError **error)
     g_autofree char *preset = NULL, *output = NULL;
     gint64 nodes = TOPOLOGY_UNSET;
     gboolean list = FALSE;
-    TopologyFabricArgs fa = {TOPOLOGY_UNSET, TOPOLOGY_UNSET, NAN, NAN};
+    g_autofree char *over = NULL, *nic = NULL;
+    TopologyFabricArgs fa = {TOPOLOGY_UNSET, TOPOLOGY_UNSET, NULL, NULL};
     const GOptionEntry entries[] = {
         {"preset", 'p', 0, G_OPTION_ARG_STRING, &preset, "Node design (see --list)", "NAME"},
         {"nodes", 'n', 0, G_OPTION_ARG_INT64, &nodes, "Number of nodes (1 to 65536)", "N"},
@@ -129,10 +165,10 @@ simpar_cmd_topology(int argc, char **argv, GError **error)
          "Clos presets: servers behind one top-of-rack switch (clos-h100: 2)", "N"},
         {"pod-gpus", 0, 0, G_OPTION_ARG_INT64, &fa.pod_gpus,
          "Clos presets: GPUs per pod of full bisection, whole racks (clos-h100: 3072)", "N"},
-        {"oversubscription", 0, 0, G_OPTION_ARG_DOUBLE, &fa.oversubscription,
+        {"oversubscription", 0, 0, G_OPTION_ARG_STRING, &over,
          "Clos presets: a pod's GPU ports over its uplink to the aggregation tier (clos-h100: 7)",
          "X"},
-        {"nic-gbps", 0, 0, G_OPTION_ARG_DOUBLE, &fa.nic_gbps,
+        {"nic-gbps", 0, 0, G_OPTION_ARG_STRING, &nic,
          "Clos presets: line rate of each GPU's NIC port in Gb/s, 12 GB/s reached per 100 "
          "(clos-h100: 400)",
          "R"},
@@ -150,6 +186,8 @@ simpar_cmd_topology(int argc, char **argv, GError **error)
     }
     const SimparTopologyPreset *p = topology_check_preset(preset, error);
     SimparFabricSpec fabric;
+    fa.oversubscription = over;
+    fa.nic_gbps = nic;
     return p != NULL && topology_check_args(nodes, output, error) &&
            topology_fabric(p, &fa, &fabric, error) &&
            topology_write(p, (guint) nodes, &fabric, output, error);

@@ -15,7 +15,7 @@
 static void
 step_param_init(RefParam *p, char *name, guint64 rows, guint64 cols)
 {
-    gsize n = rows * cols;
+    gsize n = MAX(rows * cols, 1); /* storage even for an empty parameter (no bias): never NULL */
     *p = (RefParam){name,
                     rows,
                     cols,
@@ -73,8 +73,6 @@ ref_step_params_fill(RefStepParams *p, GRand *rng)
     for (guint i = 0; i < p->n; i++) {
         RefParam *t = &p->params[i];
         gsize n = t->rows * t->cols;
-        if (n == 0)
-            continue; /* an empty parameter (no bias) has no storage */
         ref_fill_random(t->value, n, rng);
         memset(t->grad, 0, n * sizeof(double));
         memset(t->m, 0, n * sizeof(double));

@@ -81,6 +81,28 @@ static const TopoExpect expects[] = {
      {{"node0-gpu0", "node0-gpu15", 1e-6, 120e9, "node0-nvlink15"}, /* 6 NVLink 2 links */
       {"node0-gpu5", "node1-gpu4", 3e-6, 12e9, "node1-ib2"},        /* GPUs 4, 5 share NIC 2 */
       {"node0-gpu5", "node4-gpu14", 3.5e-6, 12e9, "spine-2-7"}}},
+    /* Clos (none shipped): two nodes per rack, so node 4 is in rack 2 of pod 0; a GPU's own PCIe
+     * link and 400 Gb/s port, one uplink hop of 0.25 us each way between racks */
+    {"clos-h100",
+     "H100-SXM5-80GB",
+     NULL,
+     8,
+     0,
+     989e12,
+     80.0 * (1 << 30),
+     {{"node0-gpu2", "node0-gpu5", 0.82e-6, 370.8e9, "node0-nvlink5"},
+      {"node0-gpu7", "node1-gpu7", 3e-6, 48e9, "node1-ib7"},
+      {"node0-gpu0", "node4-gpu3", 3.5e-6, 48e9, "rack2-up"}}},
+    {"clos-h200",
+     "H200-SXM-141GB",
+     NULL,
+     8,
+     0,
+     989e12,
+     141e9,
+     {{"node0-gpu2", "node0-gpu5", 0.82e-6, 370.8e9, "node0-nvlink5"},
+      {"node0-gpu7", "node1-gpu7", 3e-6, 48e9, "node0-ib7"},
+      {"node0-gpu0", "node4-gpu3", 3.5e-6, 48e9, "rack0-up"}}},
 };
 
 static const char *const gpu_props[] = {"gpu_model",       "peak_fp16_flops", "peak_bf16_flops",
@@ -89,19 +111,26 @@ static const char *const gpu_props[] = {"gpu_model",       "peak_fp16_flops", "p
 
 /* ---------------------------------------------------------------- running simpar */
 
-/* Generates preset x nodes into dir; returns the file's path. */
+/* Generates preset x nodes into dir with the further options `more` ("" for none); returns the
+ * file's path. */
 static char *
-topo_generate(const char *dir, const char *preset, guint nodes)
+topo_generate_with(const char *dir, const char *preset, guint nodes, const char *more)
 {
     char *path = g_strdup_printf("%s/%s-%u.xml", dir, preset, nodes);
     g_autofree char *args =
-        g_strdup_printf("topology --preset %s --nodes %u -o %s", preset, nodes, path);
+        g_strdup_printf("topology --preset %s --nodes %u -o %s%s", preset, nodes, path, more);
     SimparCliRun r = simpar_cli_run(args);
     if (r.status != 0)
         printf("\n    simpar %s -> status %d: %s", args, r.status, r.err);
     CU_ASSERT_EQUAL(r.status, 0);
     simpar_cli_run_clear(&r);
     return path;
+}
+
+static char *
+topo_generate(const char *dir, const char *preset, guint nodes)
+{
+    return topo_generate_with(dir, preset, nodes, "");
 }
 
 /* ---------------------------------------------------------------- hosts and props */
@@ -178,11 +207,11 @@ topo_check_hosts(const char *path, const TopoExpect *e, guint nodes)
                             e->bf16);
             CU_ASSERT_EQUAL(g_ascii_strtod(g_hash_table_lookup(props, "mem_bytes"), NULL),
                             e->mem_bytes);
-            /* H100 and A100: the compute model's figures fitted to XLA's measured GEMM table
-             * (H100's, held against A100's best shapes); the others: none, the defaults */
+            /* H100, H200 and A100 (the GPUs with bf16): the compute model's figures fitted to
+             * XLA's measured GEMM table (H100's, held against A100's best shapes); the V100s:
+             * none, the defaults */
             const char *eff = g_hash_table_lookup(props, "gemm_eff_max");
-            gboolean measured =
-                g_str_equal(e->preset, "dgx-h100") || g_str_equal(e->preset, "dgx-a100");
+            gboolean measured = e->bf16 > 0;
             CU_ASSERT_STRING_EQUAL(eff != NULL ? eff : "-", measured ? "0.8956" : "-");
         }
     }
@@ -348,10 +377,51 @@ test_shipped(void)
     topo_setup();
     for (guint i = 0; i < G_N_ELEMENTS(expects); i++) {
         const TopoExpect *e = &expects[i];
+        if (e->shipped == NULL)
+            continue;
         g_autofree char *path = topo_generate(topo_dir, e->preset, e->shipped_nodes);
         CU_ASSERT_TRUE(topo_same_bytes(path, e->shipped));
         topo_check_routes(e->shipped, e, e->shipped_nodes);
     }
+    topo_teardown();
+}
+
+/* The Clos options reshape the tiers: one node per rack, pods of two racks (nodes 0-1, 2-3, 4),
+ * 200 Gb/s ports (24 GB/s: NCCL's 12 per 100 Gb/s), the aggregation tier 4:1. A rack's uplink
+ * carries its 8 ports, 192 GB/s; a pod's its 16 ports over 4, 96 GB/s; between pods a route
+ * climbs four uplinks. */
+static void
+test_fabric_options(void)
+{
+    static const TopoExpect reshaped = {
+        "clos-h100",
+        "H100-SXM5-80GB",
+        NULL,
+        8,
+        0,
+        989e12,
+        80.0 * (1 << 30),
+        {{"node0-gpu1", "node0-gpu6", 0.82e-6, 370.8e9, "node0-nvlink1"},
+         {"node0-gpu7", "node1-gpu7", 3.5e-6, 24e9, "rack1-up"},
+         {"node1-gpu0", "node4-gpu3", 4e-6, 24e9, "pod2-up"}}};
+    topo_setup();
+    g_autofree char *path =
+        topo_generate_with(topo_dir, "clos-h100", 5,
+                           " --rack-nodes 1 --pod-gpus 16 --oversubscription 4 --nic-gbps 200");
+    topo_check_hosts(path, &reshaped, 5);
+    topo_check_routes(path, &reshaped, 5);
+    g_autofree char *xml = NULL;
+    g_assert(g_file_get_contents(path, &xml, NULL, NULL));
+    CU_ASSERT_PTR_NOT_NULL(strstr(xml, "<link id=\"rack4-up\" bandwidth=\"192GBps\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(xml, "<link id=\"pod2-up\" bandwidth=\"96GBps\""));
+    CU_ASSERT_PTR_NULL(strstr(xml, "pod3-up"));
+    /* the header says the preset's description is not this file's shape (words wrap) */
+    g_autoptr(GRegex) space = g_regex_new("\\s+", 0, 0, NULL);
+    g_autofree char *flat = g_regex_replace_literal(space, xml, -1, 0, " ", 0, NULL);
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(flat, "oversubscribed 7:1; this file's shape: the options below"));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(flat, "rack-nodes 1, pod-gpus 16, oversubscription 4, nic-gbps 200"));
     topo_teardown();
 }
 
@@ -402,6 +472,24 @@ test_bad_input(void)
     topo_refuses("topology -p dgx-a100 --nodes 2 -o /nonexistent/dir/x.xml",
                  "-o /nonexistent/dir/x.xml: cannot write");
     topo_refuses("topology -p dgx-a100 --nodes 2 -o /tmp/x.xml extra", "unexpected argument");
+    topo_refuses("topology -p clos-h100 -n 4 -o /tmp/x.xml --rack-nodes 0",
+                 "--rack-nodes 0 is out of range (1 to 1024 servers per rack)");
+    topo_refuses("topology -p clos-h100 -n 4 -o /tmp/x.xml --rack-nodes -3",
+                 "--rack-nodes -3 is out of range (a positive count)");
+    topo_refuses("topology -p clos-h100 -n 4 -o /tmp/x.xml --pod-gpus 100",
+                 "--pod-gpus 100 must be a whole number of racks of 16 GPUs (2 nodes of 8)");
+    topo_refuses("topology -p clos-h100 -n 4 -o /tmp/x.xml --oversubscription 0.5",
+                 "--oversubscription 0.5 is out of range (1 to 64:");
+    topo_refuses("topology -p clos-h100 -n 4 -o /tmp/x.xml --pod-gpus 16 --oversubscription 20",
+                 "--oversubscription 20 is out of range (1 to 16:");
+    topo_refuses("topology -p clos-h100 -n 4 -o /tmp/x.xml --oversubscription nan",
+                 "--oversubscription nan is not a number");
+    topo_refuses("topology -p clos-h100 -n 4 -o /tmp/x.xml --nic-gbps 0",
+                 "--nic-gbps 0 is out of range (1 to 3200 Gb/s per NIC port)");
+    topo_refuses("topology -p clos-h100 -n 4 -o /tmp/x.xml --nic-gbps 4x",
+                 "--nic-gbps 4x is not a number");
+    topo_refuses("topology -p dgx-h100 -n 4 -o /tmp/x.xml --rack-nodes 2",
+                 "preset dgx-h100 is not a Clos fabric");
     topo_refuses(
         "topologyy",
         "(valid: schedule, predict, collective, topology, sweep, validate, calibrate, plot;");
@@ -424,6 +512,7 @@ static CU_TestInfo topology_tests[] = {
      test_routes},
     {"the shipped topologies are the generator's output byte for byte", test_shipped},
     {"the same arguments give the same bytes", test_repeatable},
+    {"the Clos options reshape racks, pods, ports and the aggregation tier", test_fabric_options},
     {"bad presets, node counts and output paths get exit 2 naming the flag and valid values",
      test_bad_input},
     {"--list prints every preset with its description", test_list},
