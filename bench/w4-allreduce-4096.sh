@@ -3,7 +3,10 @@
 # 512-node DGX A100 platform, in each mode of `simpar collective`: SimGrid exact (the default:
 # a lone ring on links it cannot saturate is evaluated, not played), SimGrid fused, analytic
 # exact and fused. Then the error of the exact shortcut against SimGrid playing every round,
-# on 256 GPUs where that is affordable. Wall time, peak RSS and the prediction of each.
+# on 256 GPUs where that is affordable. Last, the same all-reduce over 16,384 GPUs of a 2,048-node
+# DGX H100 platform (every member's slowest hop alike: the rounds in step are one sum each) and
+# of clos-h100 (hops across racks and pods slower: every round evaluated). Wall time, peak RSS
+# and the prediction of each.
 #
 #   bench/w4-allreduce-4096.sh [BUILD_DIR]     (default build)
 #
@@ -41,4 +44,9 @@ run "simgrid played (reference)" "$dir/a256.xml" 256 --collectives played
 printf 'exact against played at 256 GPUs: relative error %.2g (%s, %d cores)\n' \
     "$(echo "e = ($exact - $last) / $last; if (e < 0) e = -e; e" | bc -l)" "$(uname -m)" \
     "$(nproc)" | tee -a "$out"
+rm -f "$dir/a4096.xml" "$dir/a256.xml"
+"$bin" topology --preset dgx-h100 --nodes 2048 -o "$dir/h16k.xml"
+run "analytic exact, dgx-h100" "$dir/h16k.xml" 16384 --backend analytic
+"$bin" topology --preset clos-h100 --nodes 2048 -o "$dir/c16k.xml"
+run "analytic exact, clos-h100" "$dir/c16k.xml" 16384 --backend analytic
 rm -rf "$dir"

@@ -699,7 +699,8 @@ test_hierarchical_nics(void)
 
 /* Ring channels over 2 and 3 nodes of 4 on rails: 4 channels, each leaving a node through
  * another GPU's NIC; behind one NIC, one ring (channels gain nothing there). The ring's idle
- * evaluator equals its expansion's bit for bit, from uneven starts, and the
+ * evaluator equals its expansion's bit for bit, from uneven starts (on the rails every slowest
+ * hop is alike, so once the starts have spread the evaluator sums the rounds in step), and the
  * lockstep evaluation equals the closed form; fused transfers sum the expansion's (within
  * rounding: one product per peer). */
 static void

@@ -406,7 +406,14 @@ simpar_coll_ring_expand(SimparCollKind kind, const SimparCollGroup *g, double by
  * receive with prev_c(m)'s send, so round t ends at the latest of begin_m and, over the
  * channels, max(begin_m, begin_next) + hop m and max(begin_prev, begin_m) + hop prev; round t+1
  * begins that much later plus its delay. The same sums and maxima as the generic evaluator, in
- * O(C n) memory instead of O(C n^2) transfers. */
+ * O(C n) memory instead of O(C n^2) transfers.
+ *
+ * Where the links prove the rounds alike (every member's slowest hop, H, is the same) and the
+ * members are in step (their rounds end at one time e, as when they all start together, or
+ * once the latest start has spread round the ring), every later round is one sum: it begins at
+ * e + delay and ends at (e + delay) + H for every member, since rounding is monotone, so
+ * max_j((e + delay) + hop_j) is (e + delay) + max_j hop_j, bit for bit the generic result. The
+ * n x 2(n-1) member-rounds of an all-reduce become 2(n-1) additions. */
 void
 simpar_coll_ring_eval_idle(SimparCollKind kind, const SimparCollGroup *g, double bytes,
                            const SimparCollParams *p, const double *start, double *end)
@@ -434,9 +441,30 @@ simpar_coll_ring_eval_idle(SimparCollKind kind, const SimparCollGroup *g, double
             else
                 hop[2 * c * m + j] = MAX(hop[2 * c * m + j], h);
         }
+    /* the rounds are alike when every member's slowest hop is the same */
+    double slowest = -1;
+    gboolean alike = TRUE;
+    for (guint m = 0; m < n && alike; m++) {
+        double h = 0;
+        for (guint j = 0; j < deg[m]; j++)
+            h = MAX(h, hop[2 * c * m + j]);
+        alike = m == 0 || h == slowest;
+        slowest = h;
+    }
     g_autofree double *begin = g_new(double, n);
     for (guint t = 0; t < rounds; t++) {
         double delay = ring_delay(rp, kind, t, p);
+        gboolean in_step = alike;
+        for (guint m = 1; m < n && in_step; m++)
+            in_step = end[m] == end[0];
+        if (in_step) { /* this round and the rest: one sum each */
+            double e = end[0];
+            for (guint u = t; u < rounds; u++)
+                e = (e + ring_delay(rp, kind, u, p)) + slowest;
+            for (guint m = 0; m < n; m++)
+                end[m] = e;
+            break;
+        }
         for (guint m = 0; m < n; m++)
             begin[m] = end[m] + delay;
         for (guint m = 0; m < n; m++) {
