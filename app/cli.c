@@ -57,8 +57,8 @@ simpar_cli_commands_help(void)
 {
     GString *s = g_string_new("Commands (simpar COMMAND --help for each):\n");
     for (guint i = 0; i < G_N_ELEMENTS(commands); i++)
-        g_string_append_printf(s, "  %-11s %s%s", commands[i].name, commands[i].description,
-                               i + 1 < G_N_ELEMENTS(commands) ? "\n" : "");
+        g_string_append_printf(s, "  %-11s %s\n", commands[i].name, commands[i].description);
+    g_string_append(s, "simpar --version prints simpar's version and its libraries'.");
     return g_string_free(s, FALSE); /* (transfer full) */
 }
 

@@ -2,6 +2,22 @@
 #include "cli.h"
 #include <locale.h>
 #include <stdio.h>
+#include <xbt/base.h> /* before simgrid/version.h, which needs its macros */
+
+#include <simgrid/version.h>
+
+/* `simpar --version`: simpar's version and the libraries it runs on. */
+static gboolean
+main_version(int argc, GError **error)
+{
+    if (argc > 2)
+        return simpar_cli_usage(error, "simpar: --version takes no other argument");
+    int major = 0, minor = 0, patch = 0;
+    sg_version_get(&major, &minor, &patch);
+    printf("simpar %s (SimGrid %d.%d.%d, GLib %u.%u.%u)\n", SIMPAR_VERSION, major, minor, patch,
+           glib_major_version, glib_minor_version, glib_micro_version);
+    return TRUE;
+}
 
 int
 main(int argc, char **argv)
@@ -11,7 +27,11 @@ main(int argc, char **argv)
     gboolean ok = FALSE, found = FALSE;
     guint n_commands;
     const SimparCommand *commands = simpar_commands(&n_commands);
-    for (guint i = 0; argc > 1 && i < n_commands; i++) {
+    if (argc > 1 && g_str_equal(argv[1], "--version")) {
+        found = TRUE;
+        ok = main_version(argc, &error);
+    }
+    for (guint i = 0; argc > 1 && !found && i < n_commands; i++) {
         if (g_str_equal(argv[1], commands[i].name)) {
             found = TRUE;
             argv[1] = argv[0]; /* the command sees "simpar" followed by its options */

@@ -18,7 +18,7 @@ typedef struct {
     char *executor, *run, *bench, *attention, *devices, *output, *min_bytes, *max_bytes;
     char *nccl_timeout;
     gint64 warmup, repeats, gpus, seed;
-    gboolean check, tf32, quick;
+    gboolean check, tf32, quick, version;
     GArray *device_list; /* int, parsed from --devices */
 } ExecArgs;
 
@@ -83,6 +83,8 @@ exec_parse(ExecArgs *a, SimparJobArgs *job, int *argc, char ***argv, GError **er
          "Bench: largest collective size (default cuda 1G, host 16M)", "BYTES"},
         {"quick", 0, 0, G_OPTION_ARG_NONE, &a->quick, "Bench: fewer shapes, sizes and repeats (CI)",
          NULL},
+        {"version", 0, 0, G_OPTION_ARG_NONE, &a->version,
+         "Print simpar-exec's version and the executors it was built with, then exit", NULL},
         G_OPTION_ENTRY_NULL,
     };
     g_autoptr(GOptionContext) ctx =
@@ -292,7 +294,11 @@ exec_main(const SimparExecWorld *world, int argc, char **argv, char **out, GErro
     SimparJobArgs job;
     simpar_job_args_init(&job);
     gboolean ok = exec_parse(&a, &job, &argc, &argv, error);
-    if (ok && a.bench != NULL)
+    if (ok && a.version) {
+        g_autofree char *names = simpar_executor_help();
+        *out = g_strdup_printf("simpar-exec %s (executors: %s; GLib %u.%u.%u)\n", SIMPAR_VERSION,
+                               names, glib_major_version, glib_minor_version, glib_micro_version);
+    } else if (ok && a.bench != NULL)
         ok = exec_bench(&a, &job, world, out, error);
     else if (ok)
         ok = exec_run(&a, &job, world, out, error);

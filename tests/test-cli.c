@@ -60,6 +60,23 @@ test_divisibility(void)
                 "--hidden 100 is not divisible by --heads 7");
 }
 
+/* simpar --version: the project's version (meson.build) and SimGrid's, exit 0; with another
+ * argument, exit 2. */
+static void
+test_version(void)
+{
+    SimparCliRun r = simpar_cli_run("--version");
+    g_autofree char *want = g_strdup_printf("simpar %s (SimGrid 3.", SIMPAR_VERSION);
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_TRUE(g_str_has_prefix(r.out, want));
+    CU_ASSERT_STRING_EQUAL(r.err, "");
+    simpar_cli_run_clear(&r);
+    cli_refuses("--version --topology x.xml", "simpar: --version takes no other argument");
+    r = simpar_cli_run("--help");
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "simpar --version prints"));
+    simpar_cli_run_clear(&r);
+}
+
 static void
 test_values(void)
 {
@@ -367,6 +384,7 @@ test_predict_trace(void)
 }
 
 static CU_TestInfo cli_tests[] = {
+    {"--version prints the version; --help says so", test_version},
     {"GPU counts a mode cannot use are refused with the valid ones", test_grids},
     {"sizes not divisible by the grid are refused naming flag and divisor", test_divisibility},
     {"zero, negative, absurd and malformed values and unknown flags are refused", test_values},

@@ -473,6 +473,16 @@ refuses(const char *args, int status, const char *want)
 }
 
 static void
+test_version(void)
+{
+    ExecRun r = exec_cli("--version");
+    g_autofree char *want = g_strdup_printf("simpar-exec %s (executors: host", SIMPAR_VERSION);
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_TRUE(g_str_has_prefix(r.out, want));
+    exec_run_clear(&r);
+}
+
+static void
 test_refusals(void)
 {
     refuses("--frobnicate", 2, "Unknown option --frobnicate");
@@ -546,6 +556,7 @@ static CU_TestInfo exec_tests[] = {
     {"--bench all --quick reports GEMM flops, model bytes and nccl-tests bandwidths", test_bench},
     {"--bench options choose the section, ranks, sizes and repeats", test_bench_options},
     {"bad flags and values are refused with exit status 2, failed jobs with 1", test_refusals},
+    {"--version prints the version and the executors", test_version},
     {"--executor cuda says why it cannot run here, or runs and checks", test_cuda},
     CU_TEST_INFO_NULL,
 };
