@@ -50,6 +50,23 @@ collective_size(const char *flag, const char *text, double *out, GError **error)
     return TRUE;
 }
 
+/* A size of whole fp32 elements for each of `per` GPUs; else an error naming the nearest. */
+static gboolean
+collective_whole(const char *flag, const char *text, double bytes, guint per, GError **error)
+{
+    guint64 unit = 4ull * per, v = (guint64) bytes;
+    if (v % unit == 0)
+        return TRUE;
+    guint64 below = v / unit * unit;
+    g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                "%s %s: %" G_GUINT64_FORMAT " bytes is not a whole number of fp32 elements%s "
+                "(multiples of %" G_GUINT64_FORMAT " bytes; the nearest: %" G_GUINT64_FORMAT
+                " or %" G_GUINT64_FORMAT ")",
+                flag, text, v, per > 1 ? " per GPU" : "", unit, below > 0 ? below : unit,
+                below > 0 ? below + unit : 2 * unit);
+    return FALSE;
+}
+
 static gboolean
 collective_kind(const char *name, SimparCollKind *out, GError **error)
 {
@@ -112,6 +129,16 @@ collective_resolve(Collective *c, GError **error)
                                  error) ||
         !simpar_nccl_proto_parse(c->proto_name != NULL ? c->proto_name : "auto", &c->run.coll.proto,
                                  error))
+        return FALSE;
+    /* whole fp32 elements; --bytes of a kind that splits S over the members: whole elements
+     * per member (as nccl-tests counts them; a range's sizes are rounded so, and printed) */
+    gboolean per_member = c->kind == SIMPAR_COLL_ALL_GATHER ||
+                          c->kind == SIMPAR_COLL_REDUCE_SCATTER ||
+                          c->kind == SIMPAR_COLL_ALL_TO_ALL;
+    if (c->bytes != NULL)
+        return collective_whole("--bytes", lo, c->lo, per_member ? (guint) c->gpus : 1, error);
+    if (!collective_whole("--min-bytes", lo, c->lo, 1, error) ||
+        !collective_whole("--max-bytes", hi, c->hi, 1, error))
         return FALSE;
     if (c->lo > c->hi) {
         g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,

@@ -232,6 +232,20 @@ test_predict_refusals(void)
     cli_refuses("collective --topology topologies/v100x64.xml --op allreduce --gpus 65",
                 "has only 64 GPUs");
     cli_refuses("collective --topology topologies/v100x64.xml --gpus 4", "--op OP");
+    /* sizes of whole fp32 elements (per GPU where the kind splits S over them), as counted */
+    cli_refuses("collective --topology topologies/v100x64.xml --op allreduce --gpus 4 --bytes 10",
+                "--bytes 10: 10 bytes is not a whole number of fp32 elements (multiples of 4 "
+                "bytes; the nearest: 8 or 12)");
+    cli_refuses("collective --topology topologies/v100x64.xml --op allgather --gpus 4 --bytes 24",
+                "--bytes 24: 24 bytes is not a whole number of fp32 elements per GPU (multiples "
+                "of 16 bytes; the nearest: 16 or 32)");
+    cli_refuses("collective --topology topologies/v100x64.xml --op allreduce --gpus 4 "
+                "--min-bytes 6",
+                "--min-bytes 6: 6 bytes is not a whole number of fp32 elements");
+    cli_refuses("collective --topology topologies/v100x64.xml --op allreduce --gpus 4 "
+                "--max-bytes 1M --min-bytes 2",
+                "--min-bytes 2: 2 bytes is not a whole number of fp32 elements (multiples of 4 "
+                "bytes; the nearest: 4 or 8)");
 }
 
 static void
