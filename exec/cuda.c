@@ -56,12 +56,14 @@ simpar_cuda_devices(int *n, GError **error)
     g_autoptr(GError) local = NULL;
     if (!SIMPAR_CU_TRY(&local, cudaGetDeviceCount(&count))) {
         g_set_error(error, SIMPAR_CUDA_ERROR, SIMPAR_CUDA_ERROR_NO_DEVICE,
-                    "no usable CUDA device: %s", local->message);
+                    "no usable CUDA device: %s; --executor host runs the same schedule on the CPU",
+                    local->message);
         return FALSE;
     }
     if (count <= 0) {
         g_set_error_literal(error, SIMPAR_CUDA_ERROR, SIMPAR_CUDA_ERROR_NO_DEVICE,
-                            "no usable CUDA device: cudaGetDeviceCount found none");
+                            "no usable CUDA device: cudaGetDeviceCount found none; --executor "
+                            "host runs the same schedule on the CPU");
         return FALSE;
     }
     *n = count;

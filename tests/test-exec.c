@@ -538,6 +538,8 @@ test_cuda(void)
     } else if (r.status != 0) {
         CU_ASSERT_EQUAL(r.status, 1);
         CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "no usable CUDA device"));
+        CU_ASSERT_PTR_NOT_NULL(
+            strstr(r.err, "; --executor host runs the same schedule on the CPU"));
     } else {
         g_autoptr(JsonParser) p = json_parser_new();
         CU_ASSERT_TRUE_FATAL(json_parser_load_from_file(p, path, NULL));
