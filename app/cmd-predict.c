@@ -437,7 +437,7 @@ simpar_cmd_predict(int argc, char **argv, GError **error)
          "Write the table, the JSON, the Chrome trace, the plots and a README into DIR", "DIR"},
         G_OPTION_ENTRY_NULL,
     };
-    g_autoptr(GOptionContext) ctx = g_option_context_new("[predict] - plan transformer training");
+    g_autoptr(GOptionContext) ctx = g_option_context_new("- plan transformer training");
     g_autofree char *commands = simpar_cli_commands_help();
     g_autofree char *summary = g_strconcat(predict_summary, commands, NULL);
     g_option_context_set_summary(ctx, summary);

@@ -35,6 +35,11 @@ main(int argc, char **argv)
         if (g_str_equal(argv[1], commands[i].name)) {
             found = TRUE;
             argv[1] = argv[0]; /* the command sees "simpar" followed by its options */
+            /* its usage line names it: GOption prints the program name */
+            g_autofree char *name =
+                g_strdup_printf(commands[i].run == simpar_cmd_predict ? "simpar [%s]" : "simpar %s",
+                                commands[i].name);
+            g_set_prgname(name);
             ok = commands[i].run(argc - 1, argv + 1, &error);
         }
     }
@@ -46,6 +51,7 @@ main(int argc, char **argv)
                     "simpar: unknown command '%s' (valid: %s; or --topology FILE)", argv[1],
                     valid->str);
     } else if (!found) {
+        g_set_prgname("simpar [predict]");
         ok = simpar_cmd_predict(argc, argv, &error);
     }
     if (!ok) {

@@ -5,6 +5,7 @@
  * the source root.
  */
 #include "cli-run.h"
+#include "cli.h"
 #include "simpar-test.h"
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
@@ -74,7 +75,24 @@ test_version(void)
     cli_refuses("--version --topology x.xml", "simpar: --version takes no other argument");
     r = simpar_cli_run("--help");
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "simpar --version prints"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "  simpar [predict] [OPTION?] - plan transformer"));
     simpar_cli_run_clear(&r);
+    /* each command's usage line names it */
+    guint n;
+    const SimparCommand *commands = simpar_commands(&n);
+    for (guint i = 0; i < n; i++) {
+        g_autofree char *args = g_strdup_printf("%s --help", commands[i].name);
+        g_autofree char *usage =
+            g_strdup_printf(g_str_equal(commands[i].name, "predict") ? "  simpar [%s] [OPTION"
+                                                                     : "  simpar %s [OPTION",
+                            commands[i].name);
+        r = simpar_cli_run(args);
+        CU_ASSERT_EQUAL(r.status, 0);
+        if (strstr(r.out, usage) == NULL)
+            printf("\n    simpar %s: no \"%s\" in its usage", args, usage);
+        CU_ASSERT_PTR_NOT_NULL(strstr(r.out, usage));
+        simpar_cli_run_clear(&r);
+    }
 }
 
 static void
