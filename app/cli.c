@@ -53,6 +53,15 @@ simpar_commands(guint *n)
 }
 
 char *
+simpar_cli_command_names(void)
+{
+    GString *s = g_string_new(NULL);
+    for (guint i = 0; i < G_N_ELEMENTS(commands); i++)
+        g_string_append_printf(s, "%s%s", i > 0 ? ", " : "", commands[i].name);
+    return g_string_free(s, FALSE); /* (transfer full) */
+}
+
+char *
 simpar_cli_commands_help(void)
 {
     GString *s = g_string_new("Commands (simpar COMMAND --help for each):\n");

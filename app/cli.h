@@ -41,6 +41,8 @@ typedef struct {
 const SimparCommand *simpar_commands(guint *n); /* (transfer none) */
 /* "Commands:" and one line per command, for simpar --help (transfer full). */
 char *simpar_cli_commands_help(void);
+/* (transfer full): the commands' names, "schedule, predict, ...", from the table. */
+char *simpar_cli_command_names(void);
 
 gboolean simpar_cli_parse(GOptionContext *ctx, const char *command, int *argc, char ***argv,
                           GError **error);

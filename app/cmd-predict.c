@@ -55,9 +55,11 @@ static gboolean
 predict_resolve(Predict *p, GError **error)
 {
     if (p->topology == NULL) {
+        g_autofree char *commands = simpar_cli_command_names();
         g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
                     "simpar: --topology FILE is required (e.g. topologies/v100x64.xml), or a "
-                    "command: schedule, collective, topology");
+                    "command: %s (simpar --help lists them)",
+                    commands);
         return FALSE;
     }
     if (p->gpus != G_MININT64 && (p->gpus < 1 || p->gpus > 1 << 20)) {

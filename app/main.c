@@ -44,12 +44,9 @@ main(int argc, char **argv)
         }
     }
     if (!found && argc > 1 && argv[1][0] != '-') {
-        g_autoptr(GString) valid = g_string_new(NULL);
-        for (guint i = 0; i < n_commands; i++)
-            g_string_append_printf(valid, "%s%s", i > 0 ? ", " : "", commands[i].name);
+        g_autofree char *valid = simpar_cli_command_names();
         g_set_error(&error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                    "simpar: unknown command '%s' (valid: %s; or --topology FILE)", argv[1],
-                    valid->str);
+                    "simpar: unknown command '%s' (valid: %s; or --topology FILE)", argv[1], valid);
     } else if (!found) {
         g_set_prgname("simpar [predict]");
         ok = simpar_cmd_predict(argc, argv, &error);

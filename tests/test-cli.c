@@ -77,6 +77,10 @@ test_version(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "simpar --version prints"));
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "  simpar [predict] [OPTION?] - plan transformer"));
     simpar_cli_run_clear(&r);
+    /* no arguments: every command of the table named */
+    cli_refuses("", "simpar: --topology FILE is required (e.g. topologies/v100x64.xml), or a "
+                    "command: schedule, predict, collective, topology, sweep, validate, calibrate, "
+                    "plot (simpar --help lists them)");
     /* each command's usage line names it */
     guint n;
     const SimparCommand *commands = simpar_commands(&n);
@@ -416,7 +420,8 @@ test_predict_trace(void)
 }
 
 static CU_TestInfo cli_tests[] = {
-    {"--version prints the version; --help says so", test_version},
+    {"--version prints the version; --help says so; usage lines and bare simpar name the commands",
+     test_version},
     {"GPU counts a mode cannot use are refused with the valid ones", test_grids},
     {"sizes not divisible by the grid are refused naming flag and divisor", test_divisibility},
     {"zero, negative, absurd and malformed values and unknown flags are refused", test_values},
