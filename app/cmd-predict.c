@@ -413,10 +413,12 @@ predict_report_write(const Predict *p, const SimparReport *report, const char *c
 }
 
 static const char predict_summary[] =
-    "Predicts the step time (L layers, forward and backward) of each tensor-parallel mode on a\n"
-    "SimGrid platform, with compute, exposed communication per group axis (intra-/inter-node),\n"
-    "memory per GPU and achieved TFLOP/s per GPU. Without --tp-mode it compares every mode the\n"
-    "GPU count allows (64 GPUs: 1-D, 2-D q=8, 2.5-D q=4 d=4, 3-D q=4).\n\n";
+    "Predicts the time of one whole optimizer step (embedding, every layer forward and\n"
+    "backward over every micro-batch, loss, pipeline, data-parallel reductions, Adam) of each\n"
+    "tensor-parallel mode on a SimGrid platform, with compute, exposed communication per group\n"
+    "axis (intra-/inter-node), memory per GPU and achieved TFLOP/s per GPU. Without\n"
+    "--tp-mode it compares every mode the GPU count allows (64 GPUs: 1-D, 2-D q=8, 2.5-D\n"
+    "q=4 d=4, 3-D q=4).\n\n";
 
 gboolean
 simpar_cmd_predict(int argc, char **argv, GError **error)

@@ -76,6 +76,7 @@ test_version(void)
     r = simpar_cli_run("--help");
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "simpar --version prints"));
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "  simpar [predict] [OPTION?] - plan transformer"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "Predicts the time of one whole optimizer step"));
     simpar_cli_run_clear(&r);
     /* no arguments: every command of the table named */
     cli_refuses("", "simpar: --topology FILE is required (e.g. topologies/v100x64.xml), or a "
