@@ -699,6 +699,43 @@ test_no_gnuplot(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(serr, "gnuplot-nox"));
 }
 
+/* A gnuplot that dies by a signal, or fails with lines on stderr: exit 1 and one stderr line
+ * with how it ended and what it said. */
+static void
+test_gnuplot_fails(void)
+{
+    g_autofree char *bin = tmp_path("bin"), *gp = tmp_path("bin/gnuplot");
+    g_autofree char *in = tmp_path("sweep.csv"), *out = tmp_path("x.png");
+    g_assert(g_mkdir_with_parents(bin, 0700) == 0);
+
+    static const struct {
+        const char *script, *want;
+    } cases[] = {
+        {"#!/bin/sh\nkill -SEGV $$\n", "failed (Child process killed by signal 11): it printed "
+                                       "nothing\n"},
+        {"#!/bin/sh\necho 'line 3: bad' >&2\necho more >&2\nexit 3\n",
+         "failed (Child process exited with code 3): line 3: bad more\n"},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_assert(g_file_set_contents(gp, cases[i].script, -1, NULL) && g_chmod(gp, 0700) == 0);
+        const char *argv[] = {g_getenv("SIMPAR_BIN"), "plot", "scaling", in, "-o", out, NULL};
+        g_autofree char *path = g_strdup_printf("PATH=%s", bin);
+        const char *envp[] = {path, NULL};
+        g_autofree char *sout = NULL, *serr = NULL;
+        int wait = 0;
+        CU_ASSERT_TRUE_FATAL(g_spawn_sync(NULL, (char **) argv, (char **) envp, G_SPAWN_DEFAULT,
+                                          NULL, NULL, &sout, &serr, &wait, NULL));
+        CU_ASSERT_TRUE(WIFEXITED(wait) && WEXITSTATUS(wait) == 1);
+        CU_ASSERT_TRUE(g_str_has_suffix(serr, cases[i].want));
+        CU_ASSERT_PTR_EQUAL(strchr(serr, '\n'), serr + strlen(serr) - 1);
+        if (!g_str_has_suffix(serr, cases[i].want))
+            printf("\n    %s", serr);
+    }
+    g_remove(gp);
+    g_rmdir(bin);
+}
+
 /* -------------------------------------------------------------------- simpar predict --report */
 
 static void
@@ -754,6 +791,8 @@ static CU_TestInfo plot_tests[] = {
      test_hostile_labels},
     {"bad kinds, inputs and options are refused with the file, line or option", test_refusals},
     {"without gnuplot the error names gnuplot-nox", test_no_gnuplot},
+    {"gnuplot's death or failure is reported with how it ended and what it said",
+     test_gnuplot_fails},
     {"simpar predict --report writes the table, JSON, trace, plots and a README", test_report},
     CU_TEST_INFO_NULL,
 };

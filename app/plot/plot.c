@@ -179,9 +179,15 @@ plot_spawn(const char *gnuplot, const char *vars_path, const char *script_path, 
         g_prefix_error(error, "%s: gnuplot: ", output);
         return FALSE;
     }
-    if (!g_spawn_check_wait_status(status, NULL)) {
+    g_autoptr(GError) how = NULL; /* "exited with code 1", "killed by signal 11", ... */
+    if (!g_spawn_check_wait_status(status, &how)) {
+        g_strstrip(err);
+        for (char *c = err; *c != '\0'; c++) /* one line */
+            if (*c == '\n')
+                *c = ' ';
         g_set_error(error, SIMPAR_PLOT_ERROR, SIMPAR_PLOT_ERROR_GNUPLOT,
-                    "%s: gnuplot %s failed: %s", output, script_path, g_strstrip(err));
+                    "%s: gnuplot %s failed (%s): %s", output, script_path, how->message,
+                    err[0] != '\0' ? err : "it printed nothing");
         return FALSE;
     }
     return TRUE;
