@@ -58,6 +58,38 @@ typedef struct _StepOps {
     double scale;     /* of the cross-entropy: 1 / tokens of the global batch */
 } StepOps;
 
+/* Executable ZeRO-3 shards each layer's and each end's parameters in S equal pieces, and
+ * reduces gradients once after the last micro-batch (as FSDP does with pipelining). */
+static gboolean
+step_ops_zero3_supported(const SimparModel *model, const SimparTrain *tr,
+                         const SimparSchedule *layer, GError **error)
+{
+    guint S = simpar_train_shard_group(tr);
+    if (S <= 1)
+        return TRUE;
+    if (tr->pp == 1 && tr->micro_batches > 1) {
+        g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
+                    "--zero 3 with --pp 1 reduce-scatters the gradients of every micro-batch, "
+                    "which an executable step would need a separate shard accumulator for; run "
+                    "it with --pp 2 or more, or one micro-batch (--global-batch)");
+        return FALSE;
+    }
+    g_autofree SimparStepRankFacts *facts = simpar_step_facts(layer);
+    gsize lp = facts[0].layer_params;
+    gsize end = (gsize) ((model->vocab + tr->tp.tp - 1) / tr->tp.tp * model->hidden);
+    if (lp % S != 0 || end % S != 0) {
+        g_set_error(
+            error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
+            "--zero 3 over %u replicas: an executable step shards each layer's %" G_GSIZE_FORMAT
+            " and each end's %" G_GSIZE_FORMAT " parameters (per tensor-parallel rank) "
+            "in equal pieces, and %u divides %s; choose another --hidden, --dp or "
+            "--shard-group",
+            S, lp, end, S, lp % S != 0 ? "not the layer's" : "not the end's");
+        return FALSE;
+    }
+    return TRUE;
+}
+
 gboolean
 step_ops_supported(const SimparModel *model, const SimparTrain *tr, const SimparSchedule *layer,
                    GError **error)
@@ -65,8 +97,8 @@ step_ops_supported(const SimparModel *model, const SimparTrain *tr, const Simpar
     const char *flag = NULL;
     if (tr->schedule == SIMPAR_PIPE_LOCAL)
         flag = "--local-chunks (local parallelism)";
-    else if (tr->zero >= 2)
-        flag = "--zero 2|3";
+    else if (tr->zero == 2)
+        flag = "--zero 2";
     else if (tr->tied_embeddings)
         flag = "--tied-embeddings";
     else if (tr->grad_dtype_set && tr->grad_dtype != model->dtype)
@@ -75,8 +107,8 @@ step_ops_supported(const SimparModel *model, const SimparTrain *tr, const Simpar
         flag = "--cp";
     if (flag != NULL) {
         g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
-                    "%s is modelled from timed blocks only; an executable step has ZeRO 0 or 1, "
-                    "untied embeddings, gradients in the model's dtype and a pipeline schedule "
+                    "%s is modelled from timed blocks only; an executable step has ZeRO 0, 1 or "
+                    "3, untied embeddings, gradients in the model's dtype and a pipeline schedule "
                     "(gpipe, 1f1b, interleaved)",
                     flag);
         return FALSE;
@@ -90,6 +122,8 @@ step_ops_supported(const SimparModel *model, const SimparTrain *tr, const Simpar
                     tr->tp.mode);
         return FALSE;
     }
+    if (tr->zero == 3 && !step_ops_zero3_supported(model, tr, layer, error))
+        return FALSE;
     if (model->vocab % tr->tp.tp != 0) {
         g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
                     "--vocab %" G_GINT64_FORMAT
@@ -219,6 +253,50 @@ step_ops_shard(Step *st, const char *tensor, SimparShardRole role, SimparView v,
     simpar_schedule_add_shard(st->s, &sh);
 }
 
+/* A parameter shard (rows x cols, row-major at v) as far as it lies in [lo, hi) of its buffer,
+ * in up to three contiguous pieces: a partial first row, whole rows, a partial last row. */
+static void
+step_ops_shard_range(Step *st, const char *tensor, SimparShardRole role, SimparView v, guint64 row0,
+                     guint64 rows, guint64 col0, guint64 cols, gsize lo, gsize hi)
+{
+    gsize e0 = MAX(v.off, lo), e1 = MIN(v.off + rows * cols, hi);
+    if (e0 >= e1)
+        return;
+    e0 -= v.off, e1 -= v.off;
+    guint64 r = e0 / cols, c = e0 % cols, r1 = e1 / cols, c1 = e1 % cols;
+    if (r == r1) {
+        step_ops_shard(st, tensor, role, (SimparView){v.buf, v.off + e0}, row0 + r, 1, col0 + c,
+                       c1 - c);
+        return;
+    }
+    if (c > 0) {
+        step_ops_shard(st, tensor, role, (SimparView){v.buf, v.off + e0}, row0 + r, 1, col0 + c,
+                       cols - c);
+        r++;
+    }
+    if (r1 > r)
+        step_ops_shard(st, tensor, role, (SimparView){v.buf, v.off + r * cols}, row0 + r, r1 - r,
+                       col0, cols);
+    if (c1 > 0)
+        step_ops_shard(st, tensor, role, (SimparView){v.buf, v.off + r1 * cols}, row0 + r1, 1, col0,
+                       c1);
+}
+
+/* A parameter's input and output shards within the region [off, off + count): under
+ * executable ZeRO-3 only the rank's own piece (the rest is gathered when used, and stale after
+ * Adam), else all of it. */
+static void
+step_ops_param_pair(Step *st, const char *tensor, SimparView v, const SimparShard *sh, gsize off,
+                    gsize count)
+{
+    gsize lo, hi;
+    step_owned(st, off, count, &lo, &hi);
+    step_ops_shard_range(st, tensor, SIMPAR_SHARD_INPUT, v, sh->row0, sh->rows, sh->col0, sh->cols,
+                         lo, hi);
+    step_ops_shard_range(st, tensor, SIMPAR_SHARD_OUTPUT, v, sh->row0, sh->rows, sh->col0, sh->cols,
+                         lo, hi);
+}
+
 /* Whether the gradient buffer ends the step holding every summed gradient: not under ZeRO,
  * whose reduce-scatter leaves each rank its shard. */
 static gboolean
@@ -243,10 +321,10 @@ step_ops_param_shards(Step *st, StepSource *so, gsize base, const char *prefix)
         guint buf = m->role == BUF_PARAM ? st->params : st->grads;
         SimparView v = {buf, base + m->off + sh[i].view.off};
         if (m->role == BUF_PARAM)
-            step_ops_shard(st, name, SIMPAR_SHARD_INPUT, v, sh[i].row0, sh[i].rows, sh[i].col0,
+            step_ops_param_pair(st, name, v, &sh[i], base, so->params);
+        else
+            step_ops_shard(st, name, SIMPAR_SHARD_OUTPUT, v, sh[i].row0, sh[i].rows, sh[i].col0,
                            sh[i].cols);
-        step_ops_shard(st, name, SIMPAR_SHARD_OUTPUT, v, sh[i].row0, sh[i].rows, sh[i].col0,
-                       sh[i].cols);
     }
 }
 
@@ -297,13 +375,13 @@ step_ops_rank(Step *st)
             (embed ? st->p != 0 : st->p + 1 != st->P) ||
             (m->role == BUF_GRAD && !step_ops_grads_whole(st)))
             continue;
-        SimparView v = {m->role == BUF_PARAM ? st->params : st->grads,
-                        (embed ? st->embed_off : st->head_off) + sh[i].view.off};
+        gsize region = embed ? st->embed_off : st->head_off;
+        SimparView v = {m->role == BUF_PARAM ? st->params : st->grads, region + sh[i].view.off};
         if (m->role == BUF_PARAM)
-            step_ops_shard(st, sh[i].tensor, SIMPAR_SHARD_INPUT, v, sh[i].row0, sh[i].rows,
+            step_ops_param_pair(st, sh[i].tensor, v, &sh[i], region, st->ends);
+        else
+            step_ops_shard(st, sh[i].tensor, SIMPAR_SHARD_OUTPUT, v, sh[i].row0, sh[i].rows,
                            sh[i].col0, sh[i].cols);
-        step_ops_shard(st, sh[i].tensor, SIMPAR_SHARD_OUTPUT, v, sh[i].row0, sh[i].rows, sh[i].col0,
-                       sh[i].cols);
     }
     /* tokens on the first stage, targets and the loss on the last */
     for (guint j = 0; j < st->m; j++)

@@ -78,6 +78,10 @@ void step_ops_free(Step *st);
 void step_ops_rank(Step *st);
 /* A layer (`k` of the chunk) or an end ("embed", "head"), forward or backward, micro `j`. */
 void step_ops_layer(Step *st, guint chunk, guint k, guint j, gboolean backward);
+/* Executable ZeRO-3: whether parameters live sharded; the rank's shard of the parameter region
+ * [off, off + count) (each layer, each end) is [*lo, *hi). Otherwise the whole region. */
+gboolean step_sharded_params(const Step *st);
+void step_owned(const Step *st, gsize off, gsize count, gsize *lo, gsize *hi);
 void step_ops_end(Step *st, const char *end, guint j, gboolean backward);
 /* The buffer of the residual stream into global layer `level` (L: the output layer's input)
  * of micro-batch j, or of its gradient. */

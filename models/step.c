@@ -216,14 +216,37 @@ step_reduce_bucket(Step *st, const StepBucket *b, guint dep)
     g_array_append_val(st->dp_ops, a);
 }
 
-/* ZeRO-3: the parameters of one layer (or end) gathered before their use. */
+gboolean
+step_sharded_params(const Step *st)
+{
+    return st->ops != NULL && st->tr->zero == 3 && st->S > 1;
+}
+
+void
+step_owned(const Step *st, gsize off, gsize count, gsize *lo, gsize *hi)
+{
+    if (!step_sharded_params(st)) {
+        *lo = off, *hi = off + count;
+        return;
+    }
+    gsize piece = count / st->S; /* whole: step_ops_supported */
+    *lo = off + step_shard_index(st) * piece, *hi = *lo + piece;
+}
+
+/* ZeRO-3: the parameters of one layer (or end) gathered before their use, in place as NCCL's
+ * all-gather does it (member k's shard is the k-th piece). Executable: on the compute stream,
+ * before the ops that read them. */
 static guint
 step_gather(Step *st, gsize off, gsize count, const char *name)
 {
     guint g = step_shard_group(st);
-    guint i = step_coll(st, STEP_GATHER, SIMPAR_COLL_ALL_GATHER, g, count / st->S,
-                        (SimparView){st->params, off}, (SimparView){st->params, off}, name);
-    if (st->prefetch[0] != G_MAXUINT)
+    SimparView own = {st->params, off + step_shard_index(st) * (count / st->S)};
+    guint stream = st->ops != NULL ? STEP_COMPUTE : STEP_GATHER;
+    guint i = step_coll(st, stream, SIMPAR_COLL_ALL_GATHER, g, count / st->S, own,
+                        (SimparView){st->params, off}, name);
+    if (st->ops != NULL)
+        st->last_compute = i;
+    else if (st->prefetch[0] != G_MAXUINT)
         simpar_schedule_add_dep(st->s, i, st->prefetch[0]);
     return i;
 }
@@ -248,9 +271,12 @@ step_layers(Step *st, guint chunk, guint micro, gboolean backward, gboolean fina
                          (backward && simpar_train_reduce_each_micro(st->tr)) ||
                          (backward && final && st->DR > 1);
     gsize lp = st->facts.layer_params;
-    if (st->ops != NULL) { /* zero 0 (step_ops_supported) */
+    if (st->ops != NULL) { /* ZeRO 0, 1 or 3 (step_ops_supported) */
         for (guint k = 0; k < lc; k++) {
             guint l = backward ? lc - 1 - k : k;
+            if (step_sharded_params(st) && !(backward && st->tr->no_reshard))
+                step_gather(st, st->layer_off[chunk] + (lc - 1 - l) * lp, lp,
+                            "dp.all-gather-params");
             step_ops_layer(st, chunk, l, micro, backward);
             if (backward && final)
                 step_grads_ready(st, st->layer_off[chunk] + (lc - 1 - l) * lp, lp,
@@ -290,6 +316,8 @@ step_end_block(Step *st, const char *key, gsize off, guint micro, SimparPhase ph
 {
     if (st->ops != NULL) { /* "embed.fwd" -> the "embed" end */
         g_autofree char *end = g_strndup(key, strcspn(key, "."));
+        if (step_sharded_params(st) && !(phase == SIMPAR_PHASE_BACKWARD && st->tr->no_reshard))
+            step_gather(st, off, st->ends, "dp.all-gather-params");
         step_ops_end(st, end, micro, phase == SIMPAR_PHASE_BACKWARD);
         return;
     }
@@ -378,6 +406,52 @@ step_backward(Step *st, guint step, const SimparPipeItem *it)
         step_flush_bucket(st, st->last_compute); /* buckets do not span chunks */
 }
 
+/* The rank's parameter regions in layout order, each one bucket: the head, the layers of every
+ * chunk, the embedding (the executable step's units of ZeRO-3 sharding). */
+static void
+step_regions(const Step *st, guint ready, GArray *out)
+{
+    gsize lp = st->facts.layer_params;
+    if (st->p + 1 == st->P) {
+        StepBucket b = {st->head_off, st->ends, ready};
+        g_array_append_val(out, b);
+    }
+    for (guint c = st->v; c-- > 0;)
+        for (guint k = 0; k < step_lc(st, c); k++) {
+            StepBucket b = {st->layer_off[c] + k * lp, lp, ready};
+            g_array_append_val(out, b);
+        }
+    if (st->p == 0) {
+        StepBucket b = {st->embed_off, st->ends, ready};
+        g_array_append_val(out, b);
+    }
+}
+
+/* Adam on [at, at + count) of the parameters, its moments at `moment`; after every
+ * data-parallel reduction. */
+static guint
+step_adam(Step *st, guint step, gsize at, gsize count, gsize moment)
+{
+    g_autofree char *name = g_strdup_printf("optimizer.step%u", step);
+    const SimparAdamConfig *cfg = &st->tr->adam;
+    SimparOp adam = {.kind = SIMPAR_OP_ADAM,
+                     .u.adam = {count,
+                                cfg->lr,
+                                cfg->beta1,
+                                cfg->beta2,
+                                cfg->eps,
+                                cfg->weight_decay,
+                                step + 1,
+                                {st->params, at},
+                                step_grad_view(st, at),
+                                {st->opt_m, moment},
+                                {st->opt_v, moment}}};
+    guint a = step_add(st, &adam, STEP_COMPUTE, SIMPAR_PHASE_BACKWARD, name);
+    for (guint k = 0; k < st->dp_ops->len; k++)
+        simpar_schedule_add_dep(st->s, a, g_array_index(st->dp_ops, guint, k));
+    return st->last_compute = a;
+}
+
 /* After the rank's last backward: the data-parallel reductions, tied embeddings, Adam and the
  * parameter all-gather of ZeRO 1/2. */
 static void
@@ -388,11 +462,15 @@ step_optimizer(Step *st, guint step)
      * parameter is the same flat range (the timed buckets' shards would interleave) */
     gboolean whole = st->ops != NULL && st->tr->zero >= 1 && st->DR > 1;
     gsize padded = (st->n_grads + st->S - 1) / st->S * st->S;
-    if (whole) {
+    if (step_sharded_params(st)) { /* executable ZeRO-3: each region its own shards */
+        g_array_set_size(st->buckets, 0);
+        step_regions(st, end_bwd, st->buckets);
+    } else if (whole) {
         StepBucket all = {0, padded, end_bwd};
         g_array_set_size(st->buckets, 0);
         g_array_append_val(st->buckets, all);
     }
+    g_autoptr(GArray) regions = step_sharded_params(st) ? g_array_copy(st->buckets) : NULL;
     for (guint k = 0; k < st->buckets->len; k++) {
         const StepBucket *b = &g_array_index(st->buckets, StepBucket, k);
         step_reduce_bucket(st, b, st->tr->overlap_grad_reduce ? b->ready : end_bwd);
@@ -407,25 +485,19 @@ step_optimizer(Step *st, guint step)
     gsize count = st->tr->zero >= 1 ? st->n_grads / st->S : st->n_grads, at = 0;
     if (whole) /* the rank's shard of the one bucket */
         count = padded / st->S, at = step_shard_index(st) * count;
-    g_autofree char *name = g_strdup_printf("optimizer.step%u", step);
-    const SimparAdamConfig *cfg = &st->tr->adam;
-    SimparOp adam = {.kind = SIMPAR_OP_ADAM,
-                     .u.adam = {count,
-                                cfg->lr,
-                                cfg->beta1,
-                                cfg->beta2,
-                                cfg->eps,
-                                cfg->weight_decay,
-                                step + 1,
-                                {st->params, at},
-                                step_grad_view(st, at),
-                                {st->opt_m, 0},
-                                {st->opt_v, 0}}};
-    guint a = step_add(st, &adam, STEP_COMPUTE, SIMPAR_PHASE_BACKWARD, name);
-    for (guint k = 0; k < st->dp_ops->len; k++)
-        simpar_schedule_add_dep(st->s, a, g_array_index(st->dp_ops, guint, k));
+    guint a = G_MAXUINT;
+    if (regions != NULL) { /* Adam on the rank's shard of each region; the moments packed */
+        gsize moment = 0, lo, hi;
+        for (guint k = 0; k < regions->len; k++) {
+            const StepBucket *r = &g_array_index(regions, StepBucket, k);
+            step_owned(st, r->off, r->count, &lo, &hi);
+            a = step_adam(st, step, lo, hi - lo, moment);
+            moment += hi - lo;
+        }
+    } else {
+        a = step_adam(st, step, at, count, 0);
+    }
     g_array_set_size(st->dp_ops, 0);
-    st->last_compute = a;
     if (st->S > 1 && (st->tr->zero == 1 || st->tr->zero == 2)) {
         guint g = step_shard_group(st);
         guint i =

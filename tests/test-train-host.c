@@ -288,6 +288,18 @@ TRAIN_TEST(test_zero1, "1d", 2, 0, 1, 4, 1, 2, 1, 3, SIMPAR_PIPE_1F1B, FALSE, TR
 TRAIN_TEST(test_zero1_hybrid, "1d", 2, 0, 2, 4, 1, 2, 1, 3, SIMPAR_PIPE_1F1B, TRUE, TRUE, 0.1,
            SIMPAR_RECOMPUTE_NONE, FALSE, TRUE, 1, 2)
 
+/* ZeRO-3 (FSDP): each rank holds only its piece of every layer's and end's parameters (the
+ * inputs fill nothing else), gathers a layer's before each use, forward and backward, every
+ * micro-batch; gradients reduce-scattered per layer after the last micro-batch, Adam on each
+ * piece. The updated pieces equal the serial step: over 2 replicas; interleaved with full
+ * recomputation; Llama layers over 4 replicas sharded in groups of 2 (hybrid). */
+TRAIN_TEST(test_zero3, "1d", 2, 0, 2, 2, 1, 2, 1, 2, SIMPAR_PIPE_1F1B, FALSE, TRUE, 0.0,
+           SIMPAR_RECOMPUTE_NONE, FALSE, FALSE, 3, 0)
+TRAIN_TEST(test_zero3_interleaved, "1d", 2, 0, 2, 2, 2, 4, 1, 4, SIMPAR_PIPE_INTERLEAVED, FALSE,
+           FALSE, 0.1, SIMPAR_RECOMPUTE_FULL, FALSE, FALSE, 3, 0)
+TRAIN_TEST(test_zero3_hybrid, "1d", 2, 0, 2, 4, 1, 2, 1, 3, SIMPAR_PIPE_1F1B, TRUE, TRUE, 0.1,
+           SIMPAR_RECOMPUTE_SELECTIVE, FALSE, TRUE, 3, 2)
+
 /* What the executable mode cannot run is refused, naming the flag. */
 static void
 test_refusals(void)
@@ -295,8 +307,13 @@ test_refusals(void)
     static const struct {
         const char *what, *needle;
     } cases[] = {
-        {"zero", "--zero"},      {"tied", "--tied-embeddings"}, {"local", "--local-chunks"},
-        {"vocab", "--vocab 15"}, {"2d", "--tp-mode 2d"},        {"size", "more than 1e+06"},
+        {"zero", "--zero 2"},
+        {"tied", "--tied-embeddings"},
+        {"local", "--local-chunks"},
+        {"zero3", "--zero 3 with --pp 1 reduce-scatters the gradients of every micro-batch"},
+        {"vocab", "--vocab 15"},
+        {"2d", "--tp-mode 2d"},
+        {"size", "more than 1e+06"},
     };
 
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -313,7 +330,9 @@ test_refusals(void)
         SimparTrain tr;
         train_host_setup(&c, &model, &tr);
         if (g_str_equal(cases[i].what, "zero"))
-            tr.zero = 3;
+            tr.zero = 2, tr.pp = 1, tr.dp = 4;
+        else if (g_str_equal(cases[i].what, "zero3"))
+            tr.zero = 3, tr.pp = 1, tr.dp = 4, tr.global_batch = 8;
         else if (g_str_equal(cases[i].what, "tied"))
             tr.tied_embeddings = TRUE;
         else if (g_str_equal(cases[i].what, "local"))
@@ -350,6 +369,9 @@ static CU_TestInfo train_host_tests[] = {
     {"ZeRO-1 sharded over groups of 2 of 4 replicas, Llama layers: updated weights equal the "
      "serial step",
      test_zero1_hybrid},
+    {"ZeRO-3 over 2 replicas, 2 stages: updated pieces equal the serial step", test_zero3},
+    {"ZeRO-3, interleaved v=2, full recomputation, dropout", test_zero3_interleaved},
+    {"ZeRO-3 sharded over groups of 2 of 4 replicas, Llama layers, SP", test_zero3_hybrid},
     {"refusals name the flag", test_refusals},
     CU_TEST_INFO_NULL,
 };
