@@ -14,9 +14,9 @@
 typedef struct {
     char *topology, *op_name, *algo_name, *backend_name, *coll_mode_name, *proto_name;
     char *calibration;
-    char *bytes, *min_bytes, *max_bytes;
+    char *bytes, *min_bytes, *max_bytes, *format;
     gint64 gpus;
-    gboolean json;
+    gboolean json, nccl_tests; /* --json or --format json; --format nccl-tests */
     SimparCollKind kind;
     double lo, hi;
     const SimparBackend *backend;
@@ -25,6 +25,17 @@ typedef struct {
 
 static const char *const collective_ops[] = {"allreduce", "allgather", "reducescatter",
                                              "broadcast", "reduce",    "alltoall"};
+
+/* nccl-tests' binary, reduction and root for each kind (NVIDIA/nccl-tests src/: the *_perf
+ * tests print "sum" for the reducing kinds, "none" otherwise, root 0 where one is used) */
+static const struct {
+    const char *test, *redop;
+    int root;
+} collective_nccl[] = {
+    {"all_reduce_perf", "sum", -1},     {"all_gather_perf", "none", -1},
+    {"reduce_scatter_perf", "sum", -1}, {"broadcast_perf", "none", 0},
+    {"reduce_perf", "sum", 0},          {"alltoall_perf", "none", -1},
+};
 
 /* "8", "64K", "1M", "1G" (powers of 1024, as nccl-tests reads -b / -e). */
 static gboolean
@@ -111,6 +122,21 @@ collective_resolve(Collective *c, GError **error)
                     "--gpus %" G_GINT64_FORMAT ": a collective needs 2 to the platform's GPUs",
                     c->gpus);
         return FALSE;
+    }
+    if (c->format != NULL) {
+        gboolean json = g_str_equal(c->format, "json");
+        c->nccl_tests = g_str_equal(c->format, "nccl-tests");
+        if (!json && !c->nccl_tests && !g_str_equal(c->format, "table")) {
+            g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                        "--format %s: valid are table (default), json, nccl-tests", c->format);
+            return FALSE;
+        }
+        if (c->json && !json) {
+            g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                        "--json and --format %s contradict each other; give one", c->format);
+            return FALSE;
+        }
+        c->json = json;
     }
     if (c->bytes != NULL && (c->min_bytes != NULL || c->max_bytes != NULL)) {
         g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
@@ -265,6 +291,58 @@ collective_json(GString *out, const CollectiveRow *rows, guint n)
     g_string_append_printf(out, "%s\n", text);
 }
 
+/* The rows as nccl-tests prints them, so that a log and a prediction can be diffed, plotted by
+ * the same scripts and read by `simpar calibrate --nccl-tests`: the test's banner, one rank line
+ * per GPU (host node<N> of the platform), the table with the in-place columns equal to the
+ * out-of-place ones (a simulation has no in-place difference) and #wrong N/A (nothing checked),
+ * and the average bus bandwidth. */
+static gboolean
+collective_nccl_tests(const Collective *c, const SimparPlatform *platform, GArray *rows,
+                      GString *out, GError **error)
+{
+    const SimparNet *net = simpar_platform_net(platform);
+    g_string_append_printf(out,
+                           "# Collective test starting: %s\n# nThread 1 nGpus 1 minBytes %.0f "
+                           "maxBytes %.0f step: 2(factor) warmup iters: 0 iters: 1 agg iters: 1 "
+                           "validation: 0 graph: 0\n#\n# simpar %s: %s, backend %s, not measured\n"
+                           "#\n# Using devices\n",
+                           collective_nccl[c->kind].test, c->lo, c->hi, SIMPAR_VERSION, c->topology,
+                           c->backend->name);
+    for (guint r = 0; r < (guint) c->gpus; r++) {
+        SimparGpu gpu;
+        if (!simpar_platform_gpu(platform, r, &gpu, error))
+            return FALSE;
+        g_string_append_printf(out, "#  Rank %2u Group  0 Pid %6u on node%u device %2u [0x00] %s\n",
+                               r, 0u, simpar_net_node(net, r), r, gpu.model);
+    }
+    g_string_append_printf(out,
+                           "#\n#%76s%33s\n#%11s %13s %9s %7s %7s %8s %7s %7s %7s %8s %7s %7s %7s\n"
+                           "#%11s %13s %34s %7s %7s %16s %7s %7s\n",
+                           "out-of-place", "in-place", "size", "count", "type", "redop", "root",
+                           "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong",
+                           "(B)", "(elements)", "(us)", "(GB/s)", "(GB/s)", "(us)", "(GB/s)",
+                           "(GB/s)");
+    double sum = 0;
+    for (guint i = 0; i < rows->len; i++) {
+        const CollectiveRow *r = &g_array_index(rows, CollectiveRow, i);
+        double us = r->time_s * 1e6;
+        char t[32]; /* 2 decimals below 100 us, 1 below 10 ms, none above, as nccl-tests */
+        g_snprintf(t, sizeof t, us < 100 ? "%.2f" : us < 10000 ? "%.1f" : "%.0f", us);
+        g_string_append_printf(out,
+                               "%12.0f  %12.0f  %8s  %6s  %6d  %7s  %6.2f  %6.2f  %6s  %7s  "
+                               "%6.2f  %6.2f  %6s\n",
+                               r->bytes, r->count, "float", collective_nccl[c->kind].redop,
+                               collective_nccl[c->kind].root, t, r->algbw, r->busbw, "N/A", t,
+                               r->algbw, r->busbw, "N/A");
+        sum += r->busbw;
+    }
+    g_string_append_printf(out,
+                           "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : %g \n#\n"
+                           "# Collective test concluded: %s\n",
+                           rows->len > 0 ? sum / rows->len : 0.0, collective_nccl[c->kind].test);
+    return TRUE;
+}
+
 static gboolean
 collective_job(const SimparPlatform *platform, gpointer data, GString *out, GError **error)
 {
@@ -291,6 +369,8 @@ collective_job(const SimparPlatform *platform, gpointer data, GString *out, GErr
         collective_json(out, (const CollectiveRow *) rows->data, rows->len);
         return TRUE;
     }
+    if (c->nccl_tests)
+        return collective_nccl_tests(c, platform, rows, out, error);
     g_string_append_printf(out,
                            "# %s on %" G_GINT64_FORMAT " GPUs of %s, backend %s (%s), "
                            "nccl-tests definitions\n#%13s %12s %12s %12s %12s  %s\n",
@@ -341,6 +421,10 @@ simpar_cmd_collective(int argc, char **argv, GError **error)
          "CALIB.json"},
         {"json", 0, 0, G_OPTION_ARG_NONE, &c.json,
          "Print a JSON list: bytes, count, time_s, algbw_GBps, busbw_GBps, algo, proto", NULL},
+        {"format", 0, 0, G_OPTION_ARG_STRING, &c.format,
+         "table (default), json (as --json) or nccl-tests (the layout of nccl-tests' *_perf "
+         "output, which simpar calibrate --nccl-tests reads)",
+         "F"},
         G_OPTION_ENTRY_NULL,
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("- one collective's time and bandwidth");
@@ -356,6 +440,6 @@ simpar_cmd_collective(int argc, char **argv, GError **error)
         fputs(out->str, stdout);
     g_free(c.topology), g_free(c.op_name), g_free(c.algo_name), g_free(c.backend_name);
     g_free(c.coll_mode_name), g_free(c.proto_name), g_free(c.bytes), g_free(c.min_bytes);
-    g_free(c.max_bytes), g_free(c.calibration);
+    g_free(c.max_bytes), g_free(c.calibration), g_free(c.format);
     return ok;
 }

@@ -255,6 +255,11 @@ test_predict_refusals(void)
     cli_refuses("collective --topology topologies/v100x64.xml --op allreduce --gpus 65",
                 "has only 64 GPUs");
     cli_refuses("collective --topology topologies/v100x64.xml --gpus 4", "--op OP");
+    cli_refuses("collective --topology topologies/v100x64.xml --op allreduce --gpus 4 --format csv",
+                "--format csv: valid are table (default), json, nccl-tests");
+    cli_refuses("collective --topology topologies/v100x64.xml --op allreduce --gpus 4 --json "
+                "--format nccl-tests",
+                "--json and --format nccl-tests contradict each other; give one");
     /* sizes of whole fp32 elements (per GPU where the kind splits S over them), as counted */
     cli_refuses("collective --topology topologies/v100x64.xml --op allreduce --gpus 4 --bytes 10",
                 "--bytes 10: 10 bytes is not a whole number of fp32 elements (multiples of 4 "

@@ -711,49 +711,82 @@ test_calibrate_gpu(void)
 typedef struct {
     const char *op, *test;
     guint gpus, nodes;
+    guint kind; /* 0: a reduction ("sum"), 1: none */
 } NcclCase;
 
-/* The rows simpar collective prints for `c` on `platform` (with `calibration` when given), one
- * per size from 64 KiB to 256 MiB (transfer full). */
+/* simpar collective for `c` on `platform` (with `calibration` when given), one row per size
+ * from 64 KiB to 256 MiB, with the further options `format` (" --json": the rows, transfer full;
+ * " --format nccl-tests": NULL, the text in *text). */
 static JsonArray *
-nccl_simpar_rows(const NcclCase *c, const char *platform, const char *calibration)
+nccl_simpar_run(const NcclCase *c, const char *platform, const char *calibration,
+                const char *format, char **text)
 {
     g_autofree char *args = g_strdup_printf(
         "collective --topology %s --op %s --gpus %u --min-bytes 64K --max-bytes 256M --backend "
-        "analytic --json%s%s",
-        platform, c->op, c->gpus, calibration != NULL ? " --calibration " : "",
+        "analytic%s%s%s",
+        platform, c->op, c->gpus, format, calibration != NULL ? " --calibration " : "",
         calibration != NULL ? calibration : "");
+    if (text != NULL) {
+        SimparCliRun r = simpar_cli_run(args);
+        CU_ASSERT_EQUAL_FATAL(r.status, 0);
+        *text = g_steal_pointer(&r.out);
+        simpar_cli_run_clear(&r);
+        return NULL;
+    }
     g_autoptr(JsonNode) root = run_ok(args, TRUE);
     return json_array_ref(json_node_get_array(root));
 }
 
-/* The rows as nccl-tests prints them: a header with the test and one rank line per GPU (hosts
- * node-major), then size, count, type, redop, root, time (us, 2 decimals), algbw, busbw,
- * #wrong, out of place and in place. */
-static char *
-nccl_log_text(const NcclCase *c, JsonArray *rows)
+static JsonArray *
+nccl_simpar_rows(const NcclCase *c, const char *platform, const char *calibration)
 {
-    GString *t =
-        g_string_new("# nccl-tests version 2.13.8 nccl-headers=21903 nccl-library=21903\n");
-    g_string_append_printf(t, "# Collective test starting: %s\n# Using devices\n", c->test);
-    for (guint r = 0; r < c->gpus; r++)
-        g_string_append_printf(t,
-                               "#  Rank %2u Group  0 Pid %5u on node-%u device  %u [0x1b] H100\n",
-                               r, 100 + r, r / (c->gpus / c->nodes), r % (c->gpus / c->nodes));
-    g_string_append(t, "#  size count type redop root time algbw busbw #wrong time algbw busbw "
-                       "#wrong\nsome MPI warning between the rows\n");
-    for (guint i = 0; i < json_array_get_length(rows); i++) {
-        JsonObject *o = json_array_get_object_element(rows, i);
-        double bytes = json_object_get_double_member(o, "bytes");
+    return nccl_simpar_run(c, platform, calibration, " --json", NULL);
+}
+
+/* The same run as nccl-tests prints it (simpar collective --format nccl-tests): its test, a
+ * rank line per GPU on hosts node0, node1, ..., and per row the size, count, out-of-place and
+ * in-place time, algbw and busbw the JSON rows give, to the printed digits; the footer's
+ * average busbw. */
+static char *
+nccl_log_text(const NcclCase *c, const char *platform, const char *calibration, JsonArray *rows)
+{
+    char *text = NULL;
+    nccl_simpar_run(c, platform, calibration, " --format nccl-tests", &text);
+    g_autofree char *start = g_strdup_printf("# Collective test starting: %s\n", c->test);
+    CU_ASSERT_TRUE(g_str_has_prefix(text, start));
+    g_autofree char *last = g_strdup_printf("#  Rank %2u Group  0 Pid      0 on node%u device %2u",
+                                            c->gpus - 1, c->nodes - 1, c->gpus - 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, last));
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    guint row = 0;
+    double sum = 0;
+    for (guint i = 0; lines[i] != NULL; i++) {
+        if (lines[i][0] == '#' || lines[i][0] == '\0')
+            continue;
+        JsonObject *o = json_array_get_object_element(rows, row++);
         double us = json_object_get_double_member(o, "time_s") * 1e6;
-        double algbw = bytes / us / 1e3, busbw = json_object_get_double_member(o, "busbw_GBps");
-        g_string_append_printf(t,
-                               "%12.0f %12.0f float sum -1 %8.2f %7.2f %7.2f 0 %8.2f %7.2f "
-                               "%7.2f N/A\n",
-                               bytes, json_object_get_double_member(o, "count"), us, algbw, busbw,
-                               us, algbw, busbw);
+        double algbw = json_object_get_double_member(o, "algbw_GBps");
+        double busbw = json_object_get_double_member(o, "busbw_GBps");
+        g_autofree char *t = g_strdup_printf(us < 100 ? "%.2f" : us < 1e4 ? "%.1f" : "%.0f", us);
+        /* root -1: the all-reduce and all-gather of these cases */
+        g_autofree char *want = g_strdup_printf(
+            "%.0f %.0f float %s -1 %s %.2f %.2f N/A %s %.2f %.2f N/A",
+            json_object_get_double_member(o, "bytes"), json_object_get_double_member(o, "count"),
+            c->kind == 0 ? "sum" : "none", t, algbw, busbw, t, algbw, busbw);
+        g_auto(GStrv) fields = g_strsplit(lines[i], " ", -1);
+        g_autoptr(GString) got = g_string_new(NULL);
+        for (guint f = 0; fields[f] != NULL; f++)
+            if (fields[f][0] != '\0')
+                g_string_append_printf(got, "%s%s", got->len > 0 ? " " : "", fields[f]);
+        if (!g_str_equal(got->str, want))
+            printf("\n    %s: got \"%s\", want \"%s\"", c->test, got->str, want);
+        CU_ASSERT_STRING_EQUAL(got->str, want);
+        sum += busbw;
     }
-    return g_string_free(t, FALSE);
+    CU_ASSERT_EQUAL(row, json_array_get_length(rows));
+    g_autofree char *avg = g_strdup_printf("# Avg bus bandwidth    : %g \n", sum / row);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, avg));
+    return text; /* (transfer full) */
 }
 
 /* Logs that simpar collective itself printed with known figures: calibrate --nccl-tests gives
@@ -771,15 +804,15 @@ test_calibrate_nccl(void)
                                  "2e-6, \"inter_node_bandwidth_Bps\": 30e9, "
                                  "\"inter_node_latency_s\": 4e-6, \"nvls_latency_s\": 90e-6}",
                                  -1, NULL));
-    const NcclCase cases[] = {{"allreduce", "all_reduce_perf", 8, 1},
-                              {"allreduce", "all_reduce_perf", 16, 2},
-                              {"allgather", "all_gather_perf", 16, 2}};
+    const NcclCase cases[] = {{"allreduce", "all_reduce_perf", 8, 1, 0},
+                              {"allreduce", "all_reduce_perf", 16, 2, 0},
+                              {"allgather", "all_gather_perf", 16, 2, 1}};
     g_autoptr(GString) args = g_string_new("calibrate");
     JsonArray *made[G_N_ELEMENTS(cases)];
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
         made[i] = nccl_simpar_rows(&cases[i], platform, truth);
         g_autofree char *log = g_strdup_printf("%s/nccl-%u.txt", tmpdir, i);
-        g_autofree char *text = nccl_log_text(&cases[i], made[i]);
+        g_autofree char *text = nccl_log_text(&cases[i], platform, truth, made[i]);
         g_assert(g_file_set_contents(log, text, -1, NULL));
         g_string_append_printf(args, " --nccl-tests %s", log);
     }
