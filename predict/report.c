@@ -380,6 +380,14 @@ report_json_member(JsonBuilder *b, const char *key, double v)
     json_builder_add_double_value(b, v);
 }
 
+/* A count (GPUs, ranks, parameters): an integer in the JSON. */
+static void
+report_json_count(JsonBuilder *b, const char *key, double v)
+{
+    json_builder_set_member_name(b, key);
+    json_builder_add_int_value(b, (gint64) llround(v));
+}
+
 static void
 report_json_memory(JsonBuilder *b, const SimparReportRow *row)
 {
@@ -390,7 +398,7 @@ report_json_memory(JsonBuilder *b, const SimparReportRow *row)
     report_json_member(b, "activations_gib", row->memory.activations_B / GIB);
     report_json_member(b, "transient_gib", row->memory.transient_B / GIB);
     report_json_member(b, "capacity_gib", row->mem_capacity_B / GIB);
-    report_json_member(b, "params_per_gpu", row->memory.params);
+    report_json_count(b, "params_per_gpu", row->memory.params);
     json_builder_end_object(b);
 }
 
@@ -419,23 +427,25 @@ report_json_string(JsonBuilder *b, const char *key, const char *v)
     json_builder_add_string_value(b, v != NULL ? v : "");
 }
 
+/* The step's figures; `count`: an integer; `target`: only with --steps-to-target. */
 static const struct {
     const char *key;
     gsize off;
+    gboolean count, target;
 } report_step_fields[] = {
-    {"tp_exposed_s", G_STRUCT_OFFSET(SimparReportStep, tp_exposed_s)},
-    {"bubble_s", G_STRUCT_OFFSET(SimparReportStep, bubble_s)},
-    {"pp_p2p_s", G_STRUCT_OFFSET(SimparReportStep, pp_p2p_s)},
-    {"dp_exposed_s", G_STRUCT_OFFSET(SimparReportStep, dp_exposed_s)},
-    {"optimizer_s", G_STRUCT_OFFSET(SimparReportStep, optimizer_s)},
-    {"mfu", G_STRUCT_OFFSET(SimparReportStep, mfu)},
-    {"steps_to_target", G_STRUCT_OFFSET(SimparReportStep, steps_to_target)},
-    {"time_to_target_s", G_STRUCT_OFFSET(SimparReportStep, time_to_target_s)},
-    {"gpu_hours_to_target", G_STRUCT_OFFSET(SimparReportStep, gpu_hours_to_target)},
-    {"pipeline_step_s", G_STRUCT_OFFSET(SimparReportStep, pipeline_step_s)},
-    {"step_slices", G_STRUCT_OFFSET(SimparReportStep, slices)},
-    {"tp_ranks", G_STRUCT_OFFSET(SimparReportStep, tp_ranks)},
-    {"layer_ranks", G_STRUCT_OFFSET(SimparReportStep, layer_ranks)},
+    {"tp_exposed_s", G_STRUCT_OFFSET(SimparReportStep, tp_exposed_s), FALSE, FALSE},
+    {"bubble_s", G_STRUCT_OFFSET(SimparReportStep, bubble_s), FALSE, FALSE},
+    {"pp_p2p_s", G_STRUCT_OFFSET(SimparReportStep, pp_p2p_s), FALSE, FALSE},
+    {"dp_exposed_s", G_STRUCT_OFFSET(SimparReportStep, dp_exposed_s), FALSE, FALSE},
+    {"optimizer_s", G_STRUCT_OFFSET(SimparReportStep, optimizer_s), FALSE, FALSE},
+    {"mfu", G_STRUCT_OFFSET(SimparReportStep, mfu), FALSE, FALSE},
+    {"steps_to_target", G_STRUCT_OFFSET(SimparReportStep, steps_to_target), TRUE, TRUE},
+    {"time_to_target_s", G_STRUCT_OFFSET(SimparReportStep, time_to_target_s), FALSE, TRUE},
+    {"gpu_hours_to_target", G_STRUCT_OFFSET(SimparReportStep, gpu_hours_to_target), FALSE, TRUE},
+    {"pipeline_step_s", G_STRUCT_OFFSET(SimparReportStep, pipeline_step_s), FALSE, FALSE},
+    {"step_slices", G_STRUCT_OFFSET(SimparReportStep, slices), TRUE, FALSE},
+    {"tp_ranks", G_STRUCT_OFFSET(SimparReportStep, tp_ranks), TRUE, FALSE},
+    {"layer_ranks", G_STRUCT_OFFSET(SimparReportStep, layer_ranks), TRUE, FALSE},
 };
 
 static void
@@ -445,9 +455,15 @@ report_json_step(JsonBuilder *b, const SimparReportRow *row)
     report_json_string(b, "placement", row->step.placement);
     if (row->step.block_backend != NULL) /* blocks not timed on the run's backend */
         report_json_string(b, "block_backend", row->step.block_backend);
-    for (guint i = 0; i < G_N_ELEMENTS(report_step_fields); i++)
-        report_json_member(b, report_step_fields[i].key,
-                           G_STRUCT_MEMBER(double, &row->step, report_step_fields[i].off));
+    for (guint i = 0; i < G_N_ELEMENTS(report_step_fields); i++) {
+        double v = G_STRUCT_MEMBER(double, &row->step, report_step_fields[i].off);
+        if (report_step_fields[i].target && row->step.steps_to_target == 0)
+            continue; /* no --steps-to-target: absent, not 0 */
+        if (report_step_fields[i].count)
+            report_json_count(b, report_step_fields[i].key, v);
+        else
+            report_json_member(b, report_step_fields[i].key, v);
+    }
 }
 
 static void
@@ -460,6 +476,9 @@ report_json_row(JsonBuilder *b, const SimparReport *rep, const SimparReportRow *
     json_builder_add_string_value(b, row->grid);
     json_builder_set_member_name(b, "gpus");
     json_builder_add_int_value(b, row->gpus);
+    report_json_string(b, "model", rep->model->name);
+    report_json_string(b, "topology", rep->topology);
+    report_json_string(b, "simpar_version", SIMPAR_VERSION);
     json_builder_set_member_name(b, "backend");
     json_builder_add_string_value(b, rep->backend);
     json_builder_set_member_name(b, "collectives");

@@ -338,6 +338,18 @@ test_predict_json(void)
             if (run == 0 && i == 0)
                 CU_ASSERT_DOUBLE_EQUAL(json_object_get_double_member(a, "comm_bytes_per_gpu"),
                                        24.0 * 4 * 16 * 512 * 4096 * 2, 1.0);
+            /* what ran, counts as integers, no target figures without --steps-to-target */
+            CU_ASSERT_STRING_EQUAL(json_object_get_string_member(a, "simpar_version"),
+                                   SIMPAR_VERSION);
+            CU_ASSERT_STRING_EQUAL(json_object_get_string_member(a, "topology"),
+                                   "topologies/v100x64.xml");
+            CU_ASSERT_STRING_EQUAL(json_object_get_string_member(a, "model"), "default-4k");
+            const char *counts[] = {"gpus", "tp_ranks", "layer_ranks", "step_slices"};
+            for (guint k = 0; k < G_N_ELEMENTS(counts); k++)
+                CU_ASSERT_EQUAL(json_node_get_value_type(json_object_get_member(a, counts[k])),
+                                G_TYPE_INT64);
+            CU_ASSERT_FALSE(json_object_has_member(a, "steps_to_target"));
+            CU_ASSERT_FALSE(json_object_has_member(a, "time_to_target_s"));
             if (run == 1) {
                 CU_ASSERT_TRUE(json_object_get_double_member(a, "bubble_s") > 0);
                 CU_ASSERT_TRUE(json_object_get_double_member(a, "optimizer_s") > 0);
