@@ -76,7 +76,7 @@ simpar_cli_exit_status(const GError *error)
 {
     return error->domain == SIMPAR_CLI_ERROR || error->domain == SIMPAR_JOB_ERROR ||
                    error->domain == G_OPTION_ERROR || error->domain == SIMPAR_BACKEND_ERROR ||
-                   error->domain == SIMPAR_PREDICT_ERROR
+                   error->domain == SIMPAR_PREDICT_ERROR || error->domain == SIMPAR_PLAN_ERROR
                ? 2
                : 1;
 }

@@ -46,7 +46,10 @@ char *simpar_cli_command_names(void);
 
 gboolean simpar_cli_parse(GOptionContext *ctx, const char *command, int *argc, char ***argv,
                           GError **error);
-/* Exit status of a failed command: 2 for usage errors (options, job options), 1 otherwise. */
+/* Exit status of a failed command, one rule: 2 when the command line is at fault (an option,
+ * its value, or a split or shape the options ask for that cannot be built or run: CLI, job,
+ * plan, predict and backend errors), 1 when a file is (a platform, model, calibration, measured
+ * run or trace) or a run fails. */
 int simpar_cli_exit_status(const GError *error);
 /* Sets a SIMPAR_CLI_ERROR_USAGE error from a printf format; returns FALSE. */
 gboolean simpar_cli_usage(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);

@@ -310,7 +310,9 @@ exec_main(const SimparExecWorld *world, int argc, char **argv, char **out, GErro
 static int
 exec_status(const GError *error)
 {
+    /* as simpar's: 2 when the command line is at fault (options, job, plan), 1 otherwise */
     gboolean usage = error->domain == G_OPTION_ERROR || error->domain == SIMPAR_JOB_ERROR ||
+                     error->domain == SIMPAR_PLAN_ERROR ||
                      (error->domain == SIMPAR_EXEC_ERROR && error->code == SIMPAR_EXEC_ERROR_USAGE);
     return usage ? 2 : 1;
 }

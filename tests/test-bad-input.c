@@ -498,7 +498,7 @@ static const BadCase cases[] = {
      NULL,
      NULL,
      "schedule --model llama3-8b --tp-mode 1d --tp 16 --seq 64 --layers 1",
-     1,
+     2,
      {"--kv-heads 8 is not divisible by 16", "use --kv-heads a multiple of 16"}},
     {"cli",
      NULL,

@@ -490,8 +490,8 @@ test_refusals(void)
     refuses("--executor host --repeats 0", 2, "--repeats 0: must be between 1 and");
     refuses("--executor host --warmup -1", 2, "--warmup -1: must be between 0 and");
     refuses("--executor host --run foo", 2, "--run foo: valid are layer");
-    refuses("--executor host --tp 3", 1, "--heads 4 is not divisible by 3");
-    refuses("--executor host --tp-mode 2d --tp 8", 1, "--tp 8 is not a square");
+    refuses("--executor host --tp 3", 2, "--heads 4 is not divisible by 3");
+    refuses("--executor host --tp-mode 2d --tp 8", 2, "--tp 8 is not a square");
     refuses("--executor host --run layer --pp 2", 2, "--pp and --dp apply to --run step");
     refuses("--executor host --attention sparse", 2, "--attention sparse: valid are unfused");
     refuses("--executor host --seed -1", 2, "--seed -1: must be at least 0");
@@ -557,7 +557,8 @@ static CU_TestInfo exec_tests[] = {
     {"without -o a run prints its summary and the check table", test_summary},
     {"--bench all --quick reports GEMM flops, model bytes and nccl-tests bandwidths", test_bench},
     {"--bench options choose the section, ranks, sizes and repeats", test_bench_options},
-    {"bad flags and values are refused with exit status 2, failed jobs with 1", test_refusals},
+    {"bad flags, values and splits are refused with exit status 2, failed jobs with 1",
+     test_refusals},
     {"--version prints the version and the executors", test_version},
     {"--executor cuda says why it cannot run here, or runs and checks", test_cuda},
     CU_TEST_INFO_NULL,
