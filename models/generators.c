@@ -74,6 +74,22 @@ simpar_generator_grid_tp(const SimparGenerator *gen, gint64 q, gint64 depth)
     }
 }
 
+gint64
+simpar_generator_batch_divisor(const SimparGenerator *gen, gint64 q, gint64 depth)
+{
+    switch (gen->grid) {
+    case SIMPAR_GRID_SQUARE:
+        return q;
+    case SIMPAR_GRID_LAYERS:
+        return q * depth;
+    case SIMPAR_GRID_CUBE:
+        return q * q;
+    case SIMPAR_GRID_LINE:
+    default:
+        return 1;
+    }
+}
+
 double
 simpar_plan_weight_split(const SimparPlan *plan)
 {
@@ -98,7 +114,7 @@ plan_grid_label(const SimparPlan *plan, gboolean verbose)
 {
     const SimparGenerator *gen = simpar_generator_of(plan->mode);
     if (gen != NULL && gen->grid == SIMPAR_GRID_LINE)
-        return g_strdup_printf("P=%" G_GINT64_FORMAT "%s", plan->tp,
+        return g_strdup_printf("T=%" G_GINT64_FORMAT "%s", plan->tp,
                                !plan->sequence_parallel ? ""
                                : verbose                ? " +SP"
                                                         : "+SP");
@@ -118,7 +134,7 @@ simpar_plan_grid_label(const SimparPlan *plan, gboolean verbose)
     if (simpar_plan_cp(plan) == 1)
         return label;
     char *with =
-        g_strdup_printf("%s CP=%u%s", label, simpar_plan_cp(plan), plan->cp_ring ? " ring" : "");
+        g_strdup_printf("%s C=%u%s", label, simpar_plan_cp(plan), plan->cp_ring ? " ring" : "");
     g_free(label);
     return with; /* (transfer full) */
 }

@@ -48,12 +48,15 @@ const SimparGenerator *simpar_generator_of(const char *name);
 gboolean simpar_generator_is_baseline(const char *name);
 /* The group size of a grid of side q (and depth d for LAYERS); LINE has no grid: 0. */
 gint64 simpar_generator_grid_tp(const SimparGenerator *gen, gint64 q, gint64 depth);
+/* What a micro-batch's sequence count must be a multiple of on a grid of side q (and depth d):
+ * 1 (LINE), q (SQUARE), q d (LAYERS), q^2 (CUBE): each GPU of the grid needs whole sequences. */
+gint64 simpar_generator_batch_divisor(const SimparGenerator *gen, gint64 q, gint64 depth);
 /* The GPUs each weight matrix is split over: P (LINE), q^2 (SQUARE and LAYERS, a copy per depth
  * layer), q^3 (CUBE); 0 for a plan of an unknown mode. */
 double simpar_plan_weight_split(const SimparPlan *plan);
 /* Whether each GPU holds the layer's activations whole (LINE without sequence parallelism). */
 gboolean simpar_plan_whole_rows(const SimparPlan *plan);
-/* The split in words: "P=64", "P=8+SP", "q=8", "q=4 d=4", "q=4 later" (verbose: "P=8 +SP",
+/* The split in words: "T=64", "T=8+SP", "q=8", "q=4 d=4", "q=4 later" (verbose: "T=8 +SP",
  * "q=4 variant=paper") (transfer full). */
 char *simpar_plan_grid_label(const SimparPlan *plan, gboolean verbose);
 /* Validates the plan (filling plan->q) and builds one layer, forward and backward. */

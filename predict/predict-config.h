@@ -93,7 +93,7 @@ gboolean simpar_predict_config(const SimparPredictContext *ctx, const SimparMode
                                GError **error);
 void simpar_predict_row_clear(SimparReportRow *row);
 
-/* "P=8+SP", "q=4 d=4", "q=4 later" (transfer full); the plan must be validated. */
+/* "T=8+SP", "q=4 d=4", "q=4 later" (transfer full); the plan must be validated. */
 char *simpar_predict_grid(const SimparPlan *plan);
 
 G_END_DECLS

@@ -281,7 +281,7 @@ test_main_job(void)
 {
     SimparCliRun r = simpar_cli_run("--topology topologies/v100x64.xml");
     CU_ASSERT_EQUAL(r.status, 0);
-    const char *rows[] = {"\n1d    P=64         64 ", "\n2d    q=8          64 ",
+    const char *rows[] = {"\n1d    T=64         64 ", "\n2d    q=8          64 ",
                           "\n2.5d  q=4 d=4      64 ", "\n3d    q=4          64 "};
     for (guint i = 0; i < G_N_ELEMENTS(rows); i++)
         CU_ASSERT_PTR_NOT_NULL(strstr(r.out, rows[i]));
@@ -334,7 +334,7 @@ test_predict_json(void)
                            1e-9 * tf);
             CU_ASSERT_TRUE(json_object_get_double_member(a, "mfu") > 0 &&
                            json_object_get_double_member(a, "mfu") < 1);
-            /* 1-D P=64 of the main job: 4 all-reduces of b s h per layer, 24 layers, fp16 */
+            /* 1-D T=64 of the main job: 4 all-reduces of b s h per layer, 24 layers, fp16 */
             if (run == 0 && i == 0)
                 CU_ASSERT_DOUBLE_EQUAL(json_object_get_double_member(a, "comm_bytes_per_gpu"),
                                        24.0 * 4 * 16 * 512 * 4096 * 2, 1.0);

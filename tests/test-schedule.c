@@ -998,7 +998,7 @@ typedef struct {
 
 /* Every tensor-parallel mode on h = 36, a = 12, f = 72, s = 4. */
 static const RecomputeCase recompute_cases[] = {
-    {"1-D P=4", "1d", 4, 0, 2, FALSE, TRUE},       {"1-D P=4 +SP", "1d", 4, 0, 2, TRUE, TRUE},
+    {"1-D T=4", "1d", 4, 0, 2, FALSE, TRUE},       {"1-D T=4 +SP", "1d", 4, 0, 2, TRUE, TRUE},
     {"2-D q=2", "2d", 4, 0, 4, FALSE, TRUE},       {"2.5-D q=2 d=2", "2.5d", 8, 2, 4, FALSE, TRUE},
     {"3-D q=2 paper", "3d", 8, 0, 4, FALSE, TRUE}, {"3-D q=2 later", "3d", 8, 0, 4, FALSE, FALSE},
 };

@@ -302,7 +302,7 @@ breakdown_json_bar(JsonNode *n, const char *label, const char *where, BreakdownB
     }
     const char *grid = simpar_plot_json_string(o, "grid");
     b->label = g_strdup_printf("%s %s", simpar_plot_json_string(o, "mode"), grid ? grid : "");
-    if (g_str_has_prefix(grid != NULL ? grid : "", "P=")) /* 1-D's size is T elsewhere */
+    if (g_str_has_prefix(grid != NULL ? grid : "", "P=")) /* 1-D's size, as files before 0.1.0 */
         b->label[strlen(b->label) - strlen(grid)] = 'T';
     return TRUE;
 }

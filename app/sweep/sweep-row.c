@@ -163,7 +163,7 @@ static char *
 row_grid(const SimparSweepConfig *c, gboolean sp)
 {
     if (simpar_generator_of(c->mode)->grid == SIMPAR_GRID_LINE)
-        return g_strdup_printf("P=%" G_GINT64_FORMAT "%s", c->tp, sp ? "+SP" : "");
+        return g_strdup_printf("T=%" G_GINT64_FORMAT "%s", c->tp, sp ? "+SP" : "");
     if (c->depth > 0)
         return g_strdup_printf("q=%" G_GINT64_FORMAT " d=%" G_GINT64_FORMAT, c->q, c->depth);
     return g_strdup_printf("q=%" G_GINT64_FORMAT, c->q);
