@@ -17,7 +17,8 @@ static const char sweep_summary_text[] =
     "G; 2.5-D every q >= 2 and d >= 2 with q^2 d dividing G; P = powers of two dividing G / T up\n"
     "to the layers; D = G / (T P). A swept --hidden keeps the base model's head dimension and\n"
     "FFN ratio unless --heads / --ffn are given.\n\n"
-    "  simpar sweep --preset dgx-a100 --gpus 64..4096 --model gpt3-175b -o sweep.csv\n"
+    "  simpar sweep --preset dgx-a100 --gpus 64..4096 --model gpt3-175b --global-batch 1536 \\\n"
+    "      -o sweep.csv\n"
     "  simpar sweep --merge -o ALL.csv PART0.csv PART1.csv ...      (shards of one sweep)";
 
 /* The pictures of a finished sweep: scaling in FILE, memory and breakdown beside it. */
@@ -223,9 +224,13 @@ simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GE
         {"pp", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_PP], "Pipeline stages P", "LIST"},
         {"dp", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_DP], "Data-parallel replicas D", "LIST"},
         {"micro-batch", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_MICRO_BATCH],
-         "Sequences per micro-batch b (default the model's)", "LIST"},
+         "Sequences per micro-batch b (default the model's, rounded up per grid to whole "
+         "sequences per GPU: q for 2-D, q d for 2.5-D, q^2 for 3-D)",
+         "LIST"},
         {"global-batch", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_GLOBAL_BATCH],
-         "Sequences per step B (default b x D: one micro-batch per replica)", "LIST"},
+         "Sequences per step B (default b x D: one micro-batch per replica; give it to compare "
+         "modes and GPU counts at one batch)",
+         "LIST"},
         {"recompute", 0, 0, G_OPTION_ARG_STRING, &s[SIMPAR_SWEEP_RECOMPUTE],
          "Recomputation: none (default), selective, full", "LIST"},
         {"schedule", 0, 0, G_OPTION_ARG_STRING, &s[SIMPAR_SWEEP_SCHEDULE],

@@ -20,6 +20,10 @@
 
 #define TOPO  "topologies/v100x64.xml"
 #define SMALL "sweep --topology " TOPO " --model default-4k --layers 4 -q"
+/* Llama 3 8B's micro-batch of 1 on a small shape, 8 GPUs */
+#define SMALL_LLAMA                                                                                \
+    "--model llama3-8b --hidden 256 --heads 8 --kv-heads 8 --ffn 1024 --layers 2 --seq 128 "       \
+    "--vocab 1024 --dtype fp16 --gpus 8 --global-batch 16"
 /* A longer sweep (about 800 configurations) for the SIGKILL test. */
 #define LONG                                                                                       \
     "sweep --topology " TOPO " --gpus 16,32,64 --layers 4,8 --micro-batch 4,16 --seq 256,512 "     \
@@ -421,6 +425,63 @@ test_cp_axis(void)
     CU_ASSERT_TRUE(number(csv, 1, "step_time_s") != number(csv, 2, "step_time_s"));
 }
 
+/* Without --micro-batch each grid gets the model's micro-batch (Llama 3's 1, on a small shape)
+ * rounded up to whole sequences per GPU of its grid: 1-D 1, 2-D q, 2.5-D q d, 3-D q^2, so every
+ * mode has a row that runs, each equal to simpar predict of its configuration; with --micro-batch 1
+ * the grid modes are refused, saying why. */
+static void
+test_micro_batch_per_mode(void)
+{
+    g_autofree char *out = tmp_path("modes.csv"), *fixed = tmp_path("modes-b1.csv");
+    g_free(run_ok("sweep --topology " TOPO " " SMALL_LLAMA " --tp-mode all --pp 1 -q -o %s", out));
+    g_free(run_ok("sweep --topology " TOPO " " SMALL_LLAMA " --micro-batch 1 --tp-mode all --pp 1 "
+                  "-q -o %s",
+                  fixed));
+    g_autoptr(SimparCsv) csv = read_csv(out);
+    g_autoptr(SimparCsv) one = read_csv(fixed);
+    CU_ASSERT_EQUAL_FATAL(simpar_csv_n_rows(csv), simpar_csv_n_rows(one));
+    guint runs[4] = {0}, refused_b1 = 0;
+    const char *modes[] = {"1d", "2d", "2.5d", "3d"};
+    for (guint i = 0; i < simpar_csv_n_rows(csv); i++) {
+        const char *mode = field(csv, i, "mode");
+        gint64 q = g_ascii_strtoll(field(csv, i, "q"), NULL, 10);
+        gint64 d = g_ascii_strtoll(field(csv, i, "depth"), NULL, 10);
+        gint64 want = g_str_equal(mode, "1d")     ? 1
+                      : g_str_equal(mode, "2d")   ? q
+                      : g_str_equal(mode, "2.5d") ? q * d
+                                                  : q * q;
+        CU_ASSERT_EQUAL(g_ascii_strtoll(field(csv, i, "micro_batch"), NULL, 10), want);
+        for (guint m = 0; m < 4; m++)
+            runs[m] += g_str_equal(mode, modes[m]) && g_str_equal(field(csv, i, "status"), "ok");
+        if (!g_str_equal(mode, "1d") && g_str_equal(field(one, i, "status"), "skipped") &&
+            strstr(field(one, i, "reason"), "--micro-batch 1 is not divisible") != NULL)
+            refused_b1++;
+    }
+    for (guint m = 0; m < 4; m++) {
+        if (runs[m] == 0)
+            printf("\n    no %s row ran", modes[m]);
+        CU_ASSERT_TRUE(runs[m] > 0);
+    }
+    CU_ASSERT_TRUE(refused_b1 > 0);
+    /* a 2-D row equals predict of its configuration */
+    for (guint i = 0; i < simpar_csv_n_rows(csv); i++) {
+        if (!g_str_equal(field(csv, i, "mode"), "2d") ||
+            !g_str_equal(field(csv, i, "status"), "ok"))
+            continue;
+        g_autofree char *json =
+            run_ok("--topology " TOPO " --backend analytic " SMALL_LLAMA " --tp-mode 2d --tp %s "
+                   "--pp 1 --dp %s --micro-batch %s --json",
+                   field(csv, i, "tp"), field(csv, i, "dp"), field(csv, i, "micro_batch"));
+        g_autoptr(JsonParser) p = json_parser_new();
+        CU_ASSERT_TRUE_FATAL(json_parser_load_from_data(p, json, -1, NULL));
+        JsonObject *o =
+            json_array_get_object_element(json_node_get_array(json_parser_get_root(p)), 0);
+        g_autofree char *step = json_figure(o, "step_time_s");
+        CU_ASSERT_STRING_EQUAL(field(csv, i, "step_time_s"), step);
+        break;
+    }
+}
+
 /* Rows whose SimGrid simulation would exceed --time-budget are skipped, saying so and how to go
  * faster, instead of running for hours; the budget is part of the sweep's identity. */
 static void
@@ -548,6 +609,8 @@ test_bad_lists_and_options_are_refused(void)
 static CU_TestInfo sweep_tests[] = {
     {"a --kv-heads list sweeps grouped-query attention; rows equal predict", test_kv_heads_axis},
     {"--cp and --cp-mode lists sweep context parallelism; rows equal predict", test_cp_axis},
+    {"without --micro-batch every mode gets whole sequences per GPU, so every mode runs",
+     test_micro_batch_per_mode},
     {"--jobs 1 and --jobs 2 write the same bytes", test_jobs_do_not_change_the_output},
     {"rows over --time-budget are skipped, saying why", test_rows_over_the_time_budget_are_skipped},
     {"shards merge into the unsharded output; missing, duplicate, foreign parts are refused",

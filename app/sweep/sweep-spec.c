@@ -549,6 +549,16 @@ sweep_enum_leaves(SweepEnum *e, SimparSweepConfig *c, GError **error)
     return TRUE;
 }
 
+static gint64
+sweep_gcd(gint64 a, gint64 b)
+{
+    while (b != 0) {
+        gint64 t = a % b;
+        a = b, b = t;
+    }
+    return a;
+}
+
 static gboolean
 sweep_enum_mode(SweepEnum *e, SimparSweepConfig *c, GError **error)
 {
@@ -557,9 +567,18 @@ sweep_enum_mode(SweepEnum *e, SimparSweepConfig *c, GError **error)
      * GPUs leaves no split (its rows say so) */
     gint64 G = c->gpus % c->cp == 0 ? c->gpus / c->cp : 0;
     sweep_grids(e->sw, c->mode, MAX(G, 1), grids);
+    /* without --micro-batch each grid gets the model's micro-batch rounded up to what the grid
+     * splits (whole sequences per GPU), so that every mode competes */
+    gint64 base_b = c->micro_batch;
+    gboolean own_b = e->sw->numbers[SIMPAR_SWEEP_MICRO_BATCH]->len == 0;
+    const SimparGenerator *gen = simpar_generator_of(c->mode);
     for (guint i = 0; i < grids->len; i++) {
         const SweepGrid *g = &g_array_index(grids, SweepGrid, i);
         c->tp = g->tp, c->q = g->q, c->depth = g->depth;
+        if (own_b) {
+            gint64 div = simpar_generator_batch_divisor(gen, g->q, MAX(g->depth, 1));
+            c->micro_batch = base_b % div == 0 ? base_b : div * base_b / sweep_gcd(base_b, div);
+        }
         g_autoptr(GArray) splits = g_array_new(FALSE, TRUE, sizeof(gint64));
         if ((g->depth == 0 && simpar_generator_of(c->mode)->grid == SIMPAR_GRID_LAYERS) || G == 0)
             /* no depth, or no split: one row says so */
