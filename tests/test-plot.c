@@ -736,6 +736,42 @@ test_gnuplot_fails(void)
     g_rmdir(bin);
 }
 
+/* An installed simpar finds the scripts installed beside it (bin/../share/simpar/plots, wherever
+ * the install was moved) before the source tree's: a copy of the binary under a fresh prefix
+ * whose scaling.gp only prints a marker into the output file. */
+static void
+test_installed_scripts(void)
+{
+    if (!have_gnuplot()) {
+        printf("\n    gnuplot missing: installed scripts not checked ");
+        return;
+    }
+    g_autofree char *bin = tmp_path("prefix/bin"), *plots = tmp_path("prefix/share/simpar/plots");
+    g_assert(g_mkdir_with_parents(bin, 0700) == 0 && g_mkdir_with_parents(plots, 0700) == 0);
+    g_autofree char *exe = g_build_filename(bin, "simpar", NULL);
+    g_autofree char *script = g_build_filename(plots, "scaling.gp", NULL);
+    g_autofree char *binary = NULL;
+    gsize len = 0;
+    g_assert(g_file_get_contents(g_getenv("SIMPAR_BIN"), &binary, &len, NULL));
+    g_assert(g_file_set_contents(exe, binary, (gssize) len, NULL) && g_chmod(exe, 0700) == 0);
+    g_assert(
+        g_file_set_contents(script, "set print outfile\nprint \"installed scripts\"\n", -1, NULL));
+    g_autofree char *in = tmp_path("sweep.csv"), *out = tmp_path("installed.png");
+    const char *argv[] = {exe, "plot", "scaling", in, "-o", out, NULL};
+    int wait = 0;
+    CU_ASSERT_TRUE_FATAL(g_spawn_sync(NULL, (char **) argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL,
+                                      NULL, NULL, NULL, &wait, NULL));
+    CU_ASSERT_TRUE(g_spawn_check_wait_status(wait, NULL));
+    g_autofree char *made = NULL;
+    CU_ASSERT_TRUE(g_file_get_contents(out, &made, NULL, NULL));
+    CU_ASSERT_STRING_EQUAL(made != NULL ? made : "", "installed scripts\n");
+    g_remove(script), g_remove(exe), g_remove(out);
+    g_rmdir(plots);
+    g_autofree char *share = tmp_path("prefix/share/simpar"), *share0 = tmp_path("prefix/share");
+    g_autofree char *prefix = tmp_path("prefix");
+    g_rmdir(share), g_rmdir(share0), g_rmdir(bin), g_rmdir(prefix);
+}
+
 /* -------------------------------------------------------------------- simpar predict --report */
 
 static void
@@ -791,6 +827,8 @@ static CU_TestInfo plot_tests[] = {
      test_hostile_labels},
     {"bad kinds, inputs and options are refused with the file, line or option", test_refusals},
     {"without gnuplot the error names gnuplot-nox", test_no_gnuplot},
+    {"an installed simpar uses the scripts installed beside it, wherever it was moved",
+     test_installed_scripts},
     {"gnuplot's death or failure is reported with how it ended and what it said",
      test_gnuplot_fails},
     {"simpar predict --report writes the table, JSON, trace, plots and a README", test_report},

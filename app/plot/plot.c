@@ -8,6 +8,12 @@
 #ifndef SIMPAR_PLOTS_DIR
 #define SIMPAR_PLOTS_DIR "plots"
 #endif
+#ifndef SIMPAR_PLOTS_INSTALLED
+#define SIMPAR_PLOTS_INSTALLED "share/simpar/plots"
+#endif
+#ifndef SIMPAR_BINDIR
+#define SIMPAR_BINDIR "bin"
+#endif
 
 G_DEFINE_QUARK(simpar_plot_error_quark, simpar_plot_error)
 
@@ -193,6 +199,33 @@ plot_spawn(const char *gnuplot, const char *vars_path, const char *script_path, 
     return TRUE;
 }
 
+/* The folder of the gnuplot scripts: $SIMPAR_PLOTS_DIR; else, for an installed simpar, the
+ * scripts installed beside it (its folder, up as many levels as bindir has, then
+ * datadir/simpar/plots: wherever the install was moved); else the source tree's plots/. */
+static char *
+plot_scripts_dir(const char *script)
+{
+    const char *env = g_getenv("SIMPAR_PLOTS_DIR");
+    if (env != NULL)
+        return g_strdup(env);
+    g_autofree char *exe = g_file_read_link("/proc/self/exe", NULL);
+    if (exe != NULL) {
+        g_autofree char *dir = g_path_get_dirname(exe);
+        g_auto(GStrv) parts = g_strsplit(SIMPAR_BINDIR, "/", -1);
+        g_autoptr(GString) up = g_string_new(dir);
+        for (guint i = 0; parts[i] != NULL; i++)
+            if (parts[i][0] != '\0')
+                g_string_append(up, "/..");
+        g_autofree char *installed = g_path_is_absolute(SIMPAR_PLOTS_INSTALLED)
+                                         ? g_strdup(SIMPAR_PLOTS_INSTALLED)
+                                         : g_build_filename(up->str, SIMPAR_PLOTS_INSTALLED, NULL);
+        g_autofree char *probe = g_build_filename(installed, script, NULL);
+        if (g_file_test(probe, G_FILE_TEST_IS_REGULAR))
+            return g_canonicalize_filename(installed, NULL);
+    }
+    return g_strdup(SIMPAR_PLOTS_DIR); /* (transfer full) */
+}
+
 /* Runs gnuplot on two files in a private folder: vars.gp, the assignments (string values
  * through plot_append_quoted, so that no input reaches gnuplot's parser as code, and no length
  * limit of a command-line argument applies), then the script, which reads plot.dat. Both paths
@@ -211,9 +244,8 @@ simpar_plot_run(const char *script, const char *data, const char *vars, const ch
     g_autofree char *data_path = g_build_filename(dir, "plot.dat", NULL);
     g_autofree char *vars_path = g_build_filename(dir, "vars.gp", NULL);
     g_autofree char *out_path = g_canonicalize_filename(output, NULL);
-    const char *plots = g_getenv("SIMPAR_PLOTS_DIR");
-    g_autofree char *script_rel =
-        g_build_filename(plots != NULL ? plots : SIMPAR_PLOTS_DIR, script, NULL);
+    g_autofree char *plots = plot_scripts_dir(script);
+    g_autofree char *script_rel = g_build_filename(plots, script, NULL);
     g_autofree char *script_path = g_canonicalize_filename(script_rel, NULL);
     g_autoptr(GString) all = g_string_new("datafile=");
     plot_append_quoted(all, data_path);
