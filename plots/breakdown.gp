@@ -28,7 +28,10 @@ colour(p) = p eq "compute" ? "#59a14f" : p eq "TP comm. intra-node" ? "#f1ce63" 
             p eq "optimizer" ? "#9c755f" : "#dddddd"
 left(i) = sum [j=1:i-1] column(j + 2)
 
-set title title_text font ",15"
+# the title from the picture's left edge, above the plot: centred over the plot area beside
+# an outside key, a long title ran off the picture's left edge
+set tmargin 3.5
+set label 9999 title_text at screen 0.01, graph 1 offset 0, 2 left font ",15" front
 set xlabel "time per training step (s)"
 set ylabel ylabel_text
 set yrange [n_bars - 0.5:-0.5]

@@ -32,7 +32,10 @@ legend(m) = m eq "1d" ? "1-D (x = T)" : m eq "2d" ? "2-D (x = q)" : \
             m eq "2.5d" ? "2.5-D (x = q)" : m eq "3d" ? "3-D (x = q)" : m." (x = q)"
 cap(j) = word(capacities, j) + 0
 
-set title title_text font ",15"
+# the title from the picture's left edge, above the plot: centred over the plot area beside
+# an outside key, a long title ran off the picture's left edge
+set tmargin 3.5
+set label 9999 title_text at screen 0.01, graph 1 offset 0, 2 left font ",15" front
 set logscale x 2
 set logscale y
 set format x "%g"
@@ -44,8 +47,9 @@ set grid xtics ytics mytics lc rgb "#dddddd"
 set key outside right top vertical box samplen 2 reverse Left
 set offsets graph 0.03, graph 0.03, 0, 0
 do for [j=1:words(capacities)] {
-    set label j sprintf("device memory %g GiB: above it does not fit", cap(j)) \
-        at graph 0.02, first cap(j) offset 0,0.8 textcolor rgb "#b00000" front
+    # in the shaded region's top left corner, clear of the dashed line and the data
+    set label j sprintf("shaded, above the dashed line: does not fit in %g GiB", cap(j)) \
+        at graph 0.02, graph 0.97 offset 0, -1.2 * (j - 1) textcolor rgb "#b00000" front
     set object j rect from graph 0, first cap(j) to graph 1, graph 1 \
         fc rgb "#fbe3e3" fs solid 0.5 noborder behind
 }

@@ -32,7 +32,10 @@ colour(c) = c eq "forward compute" ? "#4e79a7" : c eq "backward compute" ? "#59a
             c eq "optimizer" ? "#9c755f" : c eq "TP collective" ? "#e15759" : \
             c eq "DP collective" ? "#f28e2b" : c eq "pipeline p2p" ? "#b07aa1" : "#bab0ac"
 
-set title title_text font ",15"
+# the title from the picture's left edge, above the plot: centred over the plot area beside
+# an outside key, a long title ran off the picture's left edge
+set tmargin 3.5
+set label 9999 title_text at screen 0.01, graph 1 offset 0, 2 left font ",15" front
 set ytics scale 0 font ",11"
 set yrange [n_tracks - 0.5:-0.5]
 set xrange [0:*]
