@@ -42,6 +42,23 @@ sweep_plot(const SimparSweepArgs *a, GError **error)
     return TRUE;
 }
 
+/* --summary is checked before the sweep runs: a folder that exists, a whole sweep. */
+static gboolean
+sweep_check_summary(const SimparSweepArgs *a, GError **error)
+{
+    if (a->summary == NULL)
+        return TRUE;
+    g_autofree char *dir = g_path_get_dirname(a->summary);
+    const char *why = a->shard != NULL ? "a shard holds part of a sweep; give it to --merge"
+                      : !g_file_test(dir, G_FILE_TEST_IS_DIR)       ? "its folder does not exist"
+                      : g_file_test(a->summary, G_FILE_TEST_IS_DIR) ? "it is a folder"
+                                                                    : NULL;
+    if (why != NULL)
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "--summary %s: %s (give the path of a JSON file to write)", a->summary, why);
+    return why == NULL;
+}
+
 /* --plot is checked before the sweep runs; a shard is not a whole sweep to plot. */
 static gboolean
 sweep_check_plot(const SimparSweepArgs *a, GError **error)
@@ -264,6 +281,10 @@ simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GE
          "Plot the result: FILE (.png or .svg) step time and throughput per mode and GPU count, "
          "FILE-memory and FILE-breakdown beside it",
          "FILE"},
+        {"summary", 0, 0, G_OPTION_ARG_FILENAME, &a->summary,
+         "Also write a JSON summary: the counts, the best configuration per GPU count and model, "
+         "per GPU count and mode, and the top 10, each row with every CSV column",
+         "FILE.json"},
         {"quiet", 'q', 0, G_OPTION_ARG_NONE, &a->quiet, "No progress on stderr", NULL},
         {"spec", 0, 0, G_OPTION_ARG_FILENAME, &a->spec,
          "Key file with a [sweep] group of these options (the command line wins)", "FILE"},
@@ -325,8 +346,8 @@ simpar_cmd_sweep(int argc, char **argv, GError **error)
     SimparSweepArgs *a = &sw.args;
     g_autofree char *summary = NULL;
     g_auto(GStrv) parts = NULL;
-    gboolean ok =
-        simpar_sweep_parse_args(&sw, argc, argv, &parts, error) && sweep_check_plot(a, error);
+    gboolean ok = simpar_sweep_parse_args(&sw, argc, argv, &parts, error) &&
+                  sweep_check_plot(a, error) && sweep_check_summary(a, error);
     if (ok && a->merge)
         ok = sweep_merge(&sw, parts, &summary, error);
     else if (ok)

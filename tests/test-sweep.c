@@ -433,7 +433,10 @@ static void
 test_micro_batch_per_mode(void)
 {
     g_autofree char *out = tmp_path("modes.csv"), *fixed = tmp_path("modes-b1.csv");
-    g_free(run_ok("sweep --topology " TOPO " " SMALL_LLAMA " --tp-mode all --pp 1 -q -o %s", out));
+    g_autofree char *summary = tmp_path("modes.json");
+    g_free(run_ok("sweep --topology " TOPO " " SMALL_LLAMA " --tp-mode all --pp 1 -q -o %s "
+                  "--summary %s",
+                  out, summary));
     g_free(run_ok("sweep --topology " TOPO " " SMALL_LLAMA " --micro-batch 1 --tp-mode all --pp 1 "
                   "-q -o %s",
                   fixed));
@@ -463,6 +466,32 @@ test_micro_batch_per_mode(void)
         CU_ASSERT_TRUE(runs[m] > 0);
     }
     CU_ASSERT_TRUE(refused_b1 > 0);
+    /* --summary: the counts, and per mode the row of least step time (one global batch, so the
+     * most tokens per second) with its CSV figures */
+    g_autoptr(JsonParser) sp = json_parser_new();
+    CU_ASSERT_TRUE_FATAL(json_parser_load_from_file(sp, summary, NULL));
+    JsonObject *so = json_node_get_object(json_parser_get_root(sp));
+    CU_ASSERT_EQUAL(json_object_get_int_member(so, "configurations"), simpar_csv_n_rows(csv));
+    CU_ASSERT_EQUAL(json_object_get_int_member(so, "ok") +
+                        json_object_get_int_member(so, "skipped"),
+                    simpar_csv_n_rows(csv));
+    JsonArray *best = json_object_get_array_member(so, "best_per_gpu_count_and_mode");
+    CU_ASSERT_EQUAL_FATAL(json_array_get_length(best), 4);
+    for (guint k = 0; k < 4; k++) {
+        JsonObject *b = json_array_get_object_element(best, k);
+        const char *mode = json_object_get_string_member(b, "mode");
+        double least = G_MAXDOUBLE;
+        for (guint i = 0; i < simpar_csv_n_rows(csv); i++)
+            if (g_str_equal(field(csv, i, "mode"), mode) &&
+                g_str_equal(field(csv, i, "status"), "ok"))
+                least = MIN(least, number(csv, i, "step_time_s"));
+        CU_ASSERT_DOUBLE_EQUAL(json_object_get_double_member(b, "step_time_s"), least,
+                               1e-12 * least);
+        CU_ASSERT_EQUAL(json_node_get_value_type(json_object_get_member(b, "micro_batch")),
+                        G_TYPE_INT64);
+    }
+    CU_ASSERT_EQUAL(json_array_get_length(json_object_get_array_member(so, "best_per_gpu_count")),
+                    1);
     /* a 2-D row equals predict of its configuration */
     for (guint i = 0; i < simpar_csv_n_rows(csv); i++) {
         if (!g_str_equal(field(csv, i, "mode"), "2d") ||
@@ -572,6 +601,9 @@ test_bad_lists_and_options_are_refused(void)
         {"--hidden 4096,4096", "--hidden 4096,4096: 4096 appears twice"},
         {"--layers 1..100000:+1", "--layers 1..100000:+1: more than 4096 values"},
         {"--tp-mode 4d", "--tp-mode 4d: unknown tensor-parallel mode"},
+        {"--summary /nonexistent/s.json",
+         "--summary /nonexistent/s.json: its folder does not exist"},
+        {"--summary /tmp", "--summary /tmp: it is a folder"},
         {"--recompute some", "--recompute some: unknown"},
         {"--schedule local", "--schedule local"},
         {"--rank-by speed", "--rank-by speed"},

@@ -419,8 +419,8 @@ simpar_sweep_clear(SimparSweep *sw)
         g_clear_pointer(&a->names[i], g_free);
         g_clear_pointer(&sw->names[i], g_ptr_array_unref);
     }
-    char **strs[] = {&a->preset, &a->topology, &a->output, &a->rank_by,   &a->shard,
-                     &a->spec,   &a->plot,     &sw->id,    &sw->spec_text};
+    char **strs[] = {&a->preset, &a->topology, &a->output,  &a->rank_by, &a->shard,
+                     &a->spec,   &a->plot,     &a->summary, &sw->id,     &sw->spec_text};
     for (guint i = 0; i < G_N_ELEMENTS(strs); i++)
         g_clear_pointer(strs[i], g_free);
     simpar_job_args_clear(&a->job);

@@ -1,6 +1,8 @@
 /* sweep.c - a sweep's output: rows in index order, ranks, the summary, and --merge. */
 #include "sweep.h"
 #include "cli.h"
+#include <json-glib/json-glib.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -225,6 +227,120 @@ sweep_summary(const SimparSweep *sw, GPtrArray *const *rows, guint64 n, const GA
     return g_string_free(s, FALSE); /* (transfer full) */
 }
 
+/* ------------------------------------------------------------------------------ JSON summary */
+
+/* One row as an object: every column, numbers as numbers (integers where whole), empty cells
+ * left out. */
+static void
+sweep_json_row(JsonBuilder *b, const GPtrArray *row, guint64 rank)
+{
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "rank");
+    json_builder_add_int_value(b, (gint64) rank);
+    for (guint c = 0; c < SIMPAR_SWEEP_N_COLUMNS; c++) {
+        const char *v = sweep_field(row, c);
+        if (c == SIMPAR_SWEEP_COL_RANK || v == NULL || v[0] == '\0')
+            continue;
+        json_builder_set_member_name(b, simpar_sweep_columns[c]);
+        char *end = NULL;
+        gint64 i = g_ascii_strtoll(v, &end, 10);
+        if (*end == '\0') {
+            json_builder_add_int_value(b, i);
+            continue;
+        }
+        double d = g_ascii_strtod(v, &end);
+        if (*end == '\0' && isfinite(d))
+            json_builder_add_double_value(b, d);
+        else
+            json_builder_add_string_value(b, v);
+    }
+    json_builder_end_object(b);
+}
+
+/* The best row (first in `order`) per key of `cols`, in the order of their GPU counts. */
+static void
+sweep_json_best(JsonBuilder *b, const char *name, GPtrArray *const *rows, const GArray *order,
+                const SimparSweepColumn *cols, guint n_cols)
+{
+    g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    g_autoptr(GArray) best = g_array_new(FALSE, FALSE, sizeof(SweepRank)); /* (gpus, position) */
+    for (guint i = 0; i < order->len; i++) {
+        const GPtrArray *row = rows[g_array_index(order, SweepRank, i).index];
+        GString *key = g_string_new(NULL);
+        for (guint c = 0; c < n_cols; c++)
+            g_string_append_printf(key, "%s,", sweep_field(row, cols[c]));
+        SweepRank r = {g_ascii_strtod(sweep_field(row, SIMPAR_SWEEP_COL_GPUS), NULL), i};
+        if (g_hash_table_add(seen, g_string_free(key, FALSE)))
+            g_array_append_val(best, r);
+    }
+    g_array_sort(best, sweep_rank_cmp);
+    json_builder_set_member_name(b, name);
+    json_builder_begin_array(b);
+    for (guint i = 0; i < best->len; i++) {
+        guint64 at = g_array_index(best, SweepRank, i).index;
+        sweep_json_row(b, rows[g_array_index(order, SweepRank, at).index], at + 1);
+    }
+    json_builder_end_array(b);
+}
+
+/* --summary: what the text summary says, as JSON. */
+static gboolean
+sweep_json_summary(const SimparSweep *sw, GPtrArray *const *rows, const GArray *order,
+                   GError **error)
+{
+    static const char *const by[] = {"time", "throughput", "cost"};
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "simpar_version");
+    json_builder_add_string_value(b, SIMPAR_VERSION);
+    json_builder_set_member_name(b, "output");
+    json_builder_add_string_value(b, sw->args.output);
+    json_builder_set_member_name(b, "rank_by");
+    json_builder_add_string_value(b, by[sw->rank_by]);
+    guint64 count[3] = {0}; /* ok, skipped, failed */
+    for (guint64 i = 0; i < sw->total; i++) {
+        const char *status = rows[i] != NULL ? sweep_field(rows[i], SIMPAR_SWEEP_COL_STATUS) : "";
+        count[g_str_equal(status, "ok")       ? 0
+              : g_str_equal(status, "failed") ? 2
+                                              : 1] += rows[i] != NULL;
+    }
+    const char *names[] = {"ok", "skipped", "failed"};
+    json_builder_set_member_name(b, "configurations");
+    json_builder_add_int_value(b, (gint64) (count[0] + count[1] + count[2]));
+    for (guint k = 0; k < 3; k++) {
+        json_builder_set_member_name(b, names[k]);
+        json_builder_add_int_value(b, (gint64) count[k]);
+    }
+    const SimparSweepColumn per_model[] = {SIMPAR_SWEEP_COL_GPUS, SIMPAR_SWEEP_COL_MODEL,
+                                           SIMPAR_SWEEP_COL_HIDDEN, SIMPAR_SWEEP_COL_LAYERS,
+                                           SIMPAR_SWEEP_COL_SEQ};
+    const SimparSweepColumn per_mode[] = {SIMPAR_SWEEP_COL_GPUS,   SIMPAR_SWEEP_COL_MODEL,
+                                          SIMPAR_SWEEP_COL_HIDDEN, SIMPAR_SWEEP_COL_LAYERS,
+                                          SIMPAR_SWEEP_COL_SEQ,    SIMPAR_SWEEP_COL_MODE};
+    sweep_json_best(b, "best_per_gpu_count", rows, order, per_model, G_N_ELEMENTS(per_model));
+    sweep_json_best(b, "best_per_gpu_count_and_mode", rows, order, per_mode,
+                    G_N_ELEMENTS(per_mode));
+    json_builder_set_member_name(b, "top");
+    json_builder_begin_array(b);
+    for (guint i = 0; i < order->len && i < SWEEP_TOP; i++)
+        sweep_json_row(b, rows[g_array_index(order, SweepRank, i).index], i + 1);
+    json_builder_end_array(b);
+    json_builder_end_object(b);
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    g_autoptr(JsonNode) root = json_builder_get_root(b);
+    json_generator_set_root(gen, root);
+    json_generator_set_pretty(gen, TRUE);
+    g_autofree char *text = json_generator_to_data(gen, NULL);
+    g_autoptr(GError) local = NULL;
+    g_autofree char *with_nl = g_strconcat(text, "\n", NULL);
+    if (!g_file_set_contents(sw->args.summary, with_nl, -1, &local)) {
+        g_set_error(error, SIMPAR_SWEEP_ERROR, SIMPAR_SWEEP_ERROR_IO,
+                    "--summary %s: cannot write: %s", sw->args.summary, local->message);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* ----------------------------------------------------------------------------------- output */
 
 /* Writes rows[0..total) (NULL: not in this shard; every other index must be there) with ranks
@@ -257,7 +373,7 @@ sweep_output(const SimparSweep *sw, GPtrArray *const *rows, char **summary, GErr
         return FALSE;
     }
     *summary = sweep_summary(sw, rows, sw->total, order);
-    return TRUE;
+    return sw->args.summary == NULL || sweep_json_summary(sw, rows, order, error);
 }
 
 /* A copy of the refined row `row` with the analytic step of `analytic`. */

@@ -107,6 +107,7 @@ typedef struct {
     SimparJobArgs job; /* the single-valued job options: --heads, --ffn, --zero, --sp, ... */
     SimparPredictArgs predict; /* --backend, --collectives, ..., --calibration */
     char *output, *rank_by, *shard, *spec, *plot;
+    char *summary;        /* --summary FILE.json, or NULL */
     GPtrArray *spec_keys; /* the flags (without "--") whose values came from --spec, or NULL */
     gint64 jobs, refine;
     gboolean merge, quiet;
