@@ -311,7 +311,37 @@ predict_print(const Predict *p, const SimparReport *report, GError **error)
 
 /* ------------------------------------------------------------------------ --report DIR */
 
-/* Before the prediction: the folder exists, gnuplot is there, the trace goes into it. */
+#define REPORT_README_HEAD "# simpar prediction report\n"
+
+/* Whether the report's files may be written into `dir`: none of their names is taken, or the
+ * folder holds a report simpar wrote (its README.md says so); else the first name taken. */
+static char *
+predict_report_taken(const char *dir)
+{
+    g_autofree char *readme = g_build_filename(dir, "README.md", NULL);
+    g_autofree char *head = NULL;
+    if (g_file_get_contents(readme, &head, NULL, NULL) &&
+        g_str_has_prefix(head, REPORT_README_HEAD))
+        return NULL; /* an earlier report: its files are simpar's */
+    g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+    const char *fixed[] = {"README.md", "prediction.txt", "prediction.json", "trace.json",
+                           "breakdown.png"};
+    for (guint i = 0; i < G_N_ELEMENTS(fixed); i++)
+        g_ptr_array_add(names, g_strdup(fixed[i]));
+    guint n;
+    const SimparGenerator *gens = simpar_generators(&n);
+    for (guint i = 0; i < n; i++)
+        g_ptr_array_add(names, g_strdup_printf("timeline-%s.png", gens[i].name));
+    for (guint i = 0; i < names->len; i++) {
+        g_autofree char *path = g_build_filename(dir, names->pdata[i], NULL);
+        if (g_file_test(path, G_FILE_TEST_EXISTS))
+            return g_strdup(names->pdata[i]);
+    }
+    return NULL;
+}
+
+/* Before the prediction: the folder exists, holds nothing simpar did not write that the report
+ * would replace, gnuplot is there, the trace goes into it. */
 static gboolean
 predict_report_prepare(Predict *p, GError **error)
 {
@@ -327,6 +357,15 @@ predict_report_prepare(Predict *p, GError **error)
         int e = errno;
         g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(e),
                     "--report %s: cannot create the folder: %s", p->report_dir, g_strerror(e));
+        return FALSE;
+    }
+    g_autofree char *taken = predict_report_taken(p->report_dir);
+    if (taken != NULL) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "--report %s: %s is there and the folder is not a report simpar wrote (its "
+                    "README.md would begin \"# simpar prediction report\"); give a new or empty "
+                    "folder, or an earlier report's",
+                    p->report_dir, taken);
         return FALSE;
     }
     g_autofree char *probe = g_build_filename(p->report_dir, "breakdown.png", NULL);
@@ -395,7 +434,8 @@ predict_report_write(const Predict *p, const SimparReport *report, const char *c
         !predict_report_timelines(p, json, timelines, error))
         return FALSE;
     g_autofree char *readme = g_strdup_printf(
-        "# simpar prediction report\n\n"
+        REPORT_README_HEAD
+        "\n"
         "Written by:\n\n    %s\n\n"
         "- `prediction.txt`: the table simpar prints: per tensor-parallel mode the step time, "
         "compute, exposed communication per group axis, memory per GPU, TFLOP/s per GPU (modes "

@@ -809,6 +809,18 @@ test_report(void)
     g_autofree char *both = g_strdup_printf(
         "--topology topologies/v100x64.xml --report %s --trace %s/t.json", dir, dir);
     CU_ASSERT_TRUE(simpar_cli_refused(both, 2, "drop --trace"));
+    /* an earlier report is rewritten; a folder with a file of the report's names that simpar
+     * did not write is refused, the file untouched */
+    r = simpar_cli_run(args);
+    CU_ASSERT_EQUAL(r.status, 0);
+    simpar_cli_run_clear(&r);
+    g_autofree char *readme = g_build_filename(dir, "README.md", NULL);
+    g_assert(g_file_set_contents(readme, "my notes\n", -1, NULL));
+    CU_ASSERT_TRUE(simpar_cli_refused(
+        args, 2, "README.md is there and the folder is not a report simpar wrote"));
+    g_autofree char *kept = NULL;
+    CU_ASSERT_TRUE(g_file_get_contents(readme, &kept, NULL, NULL));
+    CU_ASSERT_STRING_EQUAL(kept, "my notes\n");
     simpar_test_tmpdir_remove(g_steal_pointer(&dir));
 }
 
