@@ -739,6 +739,8 @@ sweep_spec_text(const SimparSweep *sw)
                            job_text, sw->backend->name, p->coll_mode ? p->coll_mode : "fused",
                            p->algo ? p->algo : "auto", p->proto ? p->proto : "auto",
                            simpar_attention_name(sw->attention), calib ? calib : "");
+    if (sw->numbers[SIMPAR_SWEEP_MICRO_BATCH]->len == 0) /* the rows' micro-batches */
+        g_string_append(s, ";micro-batch-default=per-grid");
     if (sw->all_slices)
         g_string_append(s, ";tp-slices=all");
     if (p->time_budget != NULL) /* which rows it skips */
