@@ -326,19 +326,7 @@ sweep_json_summary(const SimparSweep *sw, GPtrArray *const *rows, const GArray *
         sweep_json_row(b, rows[g_array_index(order, SweepRank, i).index], i + 1);
     json_builder_end_array(b);
     json_builder_end_object(b);
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    g_autoptr(JsonNode) root = json_builder_get_root(b);
-    json_generator_set_root(gen, root);
-    json_generator_set_pretty(gen, TRUE);
-    g_autofree char *text = json_generator_to_data(gen, NULL);
-    g_autoptr(GError) local = NULL;
-    g_autofree char *with_nl = g_strconcat(text, "\n", NULL);
-    if (!g_file_set_contents(sw->args.summary, with_nl, -1, &local)) {
-        g_set_error(error, SIMPAR_SWEEP_ERROR, SIMPAR_SWEEP_ERROR_IO,
-                    "--summary %s: cannot write: %s", sw->args.summary, local->message);
-        return FALSE;
-    }
-    return TRUE;
+    return simpar_json_write_file(b, "--summary", sw->args.summary, error);
 }
 
 /* ----------------------------------------------------------------------------------- output */
