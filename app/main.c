@@ -1,5 +1,6 @@
 /* main.c - the simpar command line: dispatch, and the only place that prints an error. */
 #include "cli.h"
+#include <errno.h>
 #include <locale.h>
 #include <stdio.h>
 #include <xbt/base.h> /* before simgrid/version.h, which needs its macros */
@@ -50,6 +51,13 @@ main(int argc, char **argv)
     } else if (!found) {
         g_set_prgname("simpar [predict]");
         ok = simpar_cmd_predict(argc, argv, &error);
+    }
+    /* what was printed must have reached stdout: a full disk or a closed pipe is lost output */
+    if (ok && (fflush(stdout) != 0 || ferror(stdout))) {
+        int e = errno;
+        g_set_error(&error, G_FILE_ERROR, g_file_error_from_errno(e),
+                    "simpar: cannot write the output to stdout: %s", g_strerror(e));
+        ok = FALSE;
     }
     if (!ok) {
         fprintf(stderr, "%s\n", error->message);

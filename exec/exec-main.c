@@ -7,6 +7,7 @@
  * 1 for everything else (an impossible split, no GPU, a CUDA failure, a failed --check).
  */
 #include "measure.h"
+#include <errno.h>
 #include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -332,9 +333,10 @@ main(int argc, char **argv)
         else
             fprintf(stderr, "%s\n", error->message);
         status = exec_status(error);
-    } else if (out != NULL) {
-        fputs(out, stdout);
-        fflush(stdout);
+    } else if (out != NULL && (fputs(out, stdout) < 0 || fflush(stdout) != 0)) {
+        int e = errno; /* a full disk or a closed pipe: the output is lost */
+        fprintf(stderr, "simpar-exec: cannot write the output to stdout: %s\n", g_strerror(e));
+        status = 1;
     }
     simpar_exec_world_finish(&world, status);
     return status;

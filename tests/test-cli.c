@@ -100,6 +100,33 @@ test_version(void)
     }
 }
 
+/* Output that cannot be written (stdout on a full disk) is an error, exit 1 with one line, in
+ * both binaries: not lost with exit 0. */
+static void
+test_lost_output(void)
+{
+    const char *bins[] = {g_getenv("SIMPAR_BIN"), g_getenv("SIMPAR_EXEC_BIN")};
+    const char *args[] = {"--topology topologies/v100x64.xml --backend analytic --tp-mode 1d",
+                          "--executor host --tp 2 --repeats 1 --warmup 0"};
+    const char *names[] = {"simpar", "simpar-exec"};
+    for (guint i = 0; i < G_N_ELEMENTS(bins); i++) {
+        if (bins[i] == NULL)
+            continue;
+        g_autofree char *cmd = g_strdup_printf("%s %s > /dev/full", bins[i], args[i]);
+        const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+        g_autofree char *err = NULL;
+        int wait = 0;
+        CU_ASSERT_TRUE_FATAL(g_spawn_sync(NULL, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL,
+                                          NULL, &err, &wait, NULL));
+        CU_ASSERT_TRUE(WIFEXITED(wait) && WEXITSTATUS(wait) == 1);
+        g_autofree char *want = g_strdup_printf(
+            "%s: cannot write the output to stdout: No space left on device\n", names[i]);
+        if (!g_str_equal(err, want))
+            printf("\n    %s > /dev/full: %s", names[i], err);
+        CU_ASSERT_STRING_EQUAL(err, want);
+    }
+}
+
 static void
 test_values(void)
 {
@@ -438,6 +465,7 @@ test_predict_trace(void)
 }
 
 static CU_TestInfo cli_tests[] = {
+    {"output that cannot be written to stdout is an error in both binaries", test_lost_output},
     {"--version prints the version; --help says so; usage lines and bare simpar name the commands",
      test_version},
     {"GPU counts a mode cannot use are refused with the valid ones", test_grids},
