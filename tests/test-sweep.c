@@ -626,6 +626,11 @@ test_bad_lists_and_options_are_refused(void)
         CU_ASSERT_TRUE(simpar_cli_refused(args, 2, cases[i][1]));
     }
     CU_ASSERT_TRUE(simpar_cli_refused("sweep --topology " TOPO, 2, "-o FILE is required"));
+    /* an output that cannot be written is refused before any row runs */
+    CU_ASSERT_TRUE(simpar_cli_refused(
+        SMALL " -o /tmp", 2, "-o '/tmp': a folder (give the path of the CSV file to write)"));
+    CU_ASSERT_TRUE(simpar_cli_refused(SMALL " -o /nonexistent/s.csv", 2,
+                                      "-o '/nonexistent/s.csv': its folder does not exist"));
     CU_ASSERT_TRUE(simpar_cli_refused("sweep --gpus 8 -o x.csv", 2, "give either --preset"));
     CU_ASSERT_TRUE(
         simpar_cli_refused("sweep --preset nope --gpus 8 -o x.csv", 2, "--preset nope: unknown"));
