@@ -189,7 +189,13 @@ platform_child(SimparPlatform *p, int out, int err)
         sg_actor_start(driver, platform_driver, 0, NULL);
         simgrid_run();
     }
-    const char *text = p->error != NULL ? p->error->message : p->out->str;
+    /* an error goes back whole: its domain's name and code, then the message, so that the
+     * parent's caller tells a bad option from a bad file as if the job had run there */
+    g_autofree char *failed =
+        p->error != NULL ? g_strdup_printf("%s\n%d\n%s", g_quark_to_string(p->error->domain),
+                                           p->error->code, p->error->message)
+                         : NULL;
+    const char *text = p->error != NULL ? failed : p->out->str;
     char status = p->error != NULL ? 'E' : 'O';
     gboolean ok =
         platform_write_all(out, &status, 1) && platform_write_all(out, text, strlen(text));
@@ -293,8 +299,14 @@ platform_collect(const char *path, PlatformChild *c, GString *out, GError **erro
         g_string_append(out, reply + 1);
         return TRUE;
     }
-    if (exited) {
-        g_set_error_literal(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_JOB, reply + 1);
+    if (exited) { /* "domain\ncode\nmessage" */
+        g_auto(GStrv) part = g_strsplit(reply + 1, "\n", 3);
+        gboolean whole = part[0] != NULL && part[1] != NULL && part[2] != NULL;
+        gint64 code = whole ? g_ascii_strtoll(part[1], NULL, 10) : 0;
+        if (whole && part[0][0] != '\0' && code >= G_MININT && code <= G_MAXINT)
+            g_set_error_literal(error, g_quark_from_string(part[0]), (gint) code, part[2]);
+        else
+            g_set_error_literal(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_JOB, reply + 1);
         return FALSE;
     }
     g_autofree char *msg = platform_simgrid_message(log);
