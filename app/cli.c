@@ -32,6 +32,18 @@ simpar_cli_usage(GError **error, const char *format, ...)
     return FALSE;
 }
 
+gboolean
+simpar_cli_check_output(const char *flag, const char *path, const char *what, GError **error)
+{
+    g_autofree char *dir = g_path_get_dirname(path);
+    const char *why = path[0] == '\0'                         ? "an empty name"
+                      : g_file_test(path, G_FILE_TEST_IS_DIR) ? "a folder"
+                      : !g_file_test(dir, G_FILE_TEST_IS_DIR) ? "its folder does not exist"
+                                                              : NULL;
+    return why == NULL || simpar_cli_usage(error, "%s '%s': %s (give the path of %s to write)",
+                                           flag, path, why, what);
+}
+
 static const SimparCommand commands[] = {
     {"schedule", "one layer's schedule summary", simpar_cmd_schedule},
     {"predict", "this prediction, the default command (simpar --help)", simpar_cmd_predict},

@@ -48,15 +48,12 @@ sweep_check_summary(const SimparSweepArgs *a, GError **error)
 {
     if (a->summary == NULL)
         return TRUE;
-    g_autofree char *dir = g_path_get_dirname(a->summary);
-    const char *why = a->shard != NULL ? "a shard holds part of a sweep; give it to --merge"
-                      : !g_file_test(dir, G_FILE_TEST_IS_DIR)       ? "its folder does not exist"
-                      : g_file_test(a->summary, G_FILE_TEST_IS_DIR) ? "it is a folder"
-                                                                    : NULL;
-    if (why != NULL)
-        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                    "--summary %s: %s (give the path of a JSON file to write)", a->summary, why);
-    return why == NULL;
+    if (a->shard != NULL)
+        return simpar_cli_usage(error,
+                                "--summary '%s': a shard holds part of a sweep; give --summary "
+                                "to --merge",
+                                a->summary);
+    return simpar_cli_check_output("--summary", a->summary, "a JSON file", error);
 }
 
 /* --plot is checked before the sweep runs; a shard is not a whole sweep to plot. */

@@ -299,18 +299,26 @@ platform_node_link(const char *name, guint *node)
     return sscanf(name, "node%u-%n", node, &off) == 1 && off > 0 ? off : -1;
 }
 
+/* A Clos uplink's tier: "rack<j>-up" 1, "pod<i>-up" 2, with *index j or i; 0 for another link. */
+static guint
+platform_uplink(const char *name, guint *index)
+{
+    int off = 0;
+    if (sscanf(name, "rack%u-up%n", index, &off) == 1 && off > 0 && name[off] == '\0')
+        return 1;
+    off = 0;
+    if (sscanf(name, "pod%u-up%n", index, &off) == 1 && off > 0 && name[off] == '\0')
+        return 2;
+    return 0;
+}
+
 /* Whether a link of a generated file is its fabric's: a rail trunk "spine-...", a Clos rack's or
  * pod's uplink "rack<j>-up", "pod<i>-up". */
 gboolean
 platform_fabric_link(const char *name)
 {
     guint k;
-    int off = 0;
-    if (g_str_has_prefix(name, "spine-"))
-        return TRUE;
-    return (sscanf(name, "rack%u-up%n", &k, &off) == 1 ||
-            sscanf(name, "pod%u-up%n", &k, &off) == 1) &&
-           off > 0 && name[off] == '\0';
+    return g_str_has_prefix(name, "spine-") || platform_uplink(name, &k) > 0;
 }
 
 static void platform_real_route_links(const SimparPlatform *p, guint src, guint dst,
@@ -358,21 +366,12 @@ platform_link_by_name(const SimparPlatform *p, const char *name)
 static char *
 platform_real_uplink(const SimparPlatform *p, const char *name, guint rsrc, guint src, guint dst)
 {
-    guint k;
-    int off = 0;
-    if (p->rack_nodes == 0)
+    guint k, tier = p->rack_nodes > 0 ? platform_uplink(name, &k) : 0;
+    if (tier == 0)
         return NULL;
-    if (sscanf(name, "rack%u-up%n", &k, &off) == 1 && off > 0 && name[off] == '\0') {
-        guint of_src = p->nodes[rsrc] / p->rack_nodes;
-        return g_strdup_printf("rack%u-up",
-                               (k == of_src ? p->nodes[src] : p->nodes[dst]) / p->rack_nodes);
-    }
-    if (sscanf(name, "pod%u-up%n", &k, &off) == 1 && off > 0 && name[off] == '\0') {
-        guint of_src = p->nodes[rsrc] / p->pod_nodes;
-        return g_strdup_printf("pod%u-up",
-                               (k == of_src ? p->nodes[src] : p->nodes[dst]) / p->pod_nodes);
-    }
-    return NULL;
+    guint per = tier == 1 ? p->rack_nodes : p->pod_nodes; /* nodes under one such uplink */
+    guint real = (k == p->nodes[rsrc] / per ? p->nodes[src] : p->nodes[dst]) / per;
+    return g_strdup_printf("%s%u-up", tier == 1 ? "rack" : "pod", real);
 }
 
 static void

@@ -602,8 +602,9 @@ test_bad_lists_and_options_are_refused(void)
         {"--layers 1..100000:+1", "--layers 1..100000:+1: more than 4096 values"},
         {"--tp-mode 4d", "--tp-mode 4d: unknown tensor-parallel mode"},
         {"--summary /nonexistent/s.json",
-         "--summary /nonexistent/s.json: its folder does not exist"},
-        {"--summary /tmp", "--summary /tmp: it is a folder"},
+         "--summary '/nonexistent/s.json': its folder does not exist (give the path of a JSON "
+         "file to write)"},
+        {"--summary /tmp", "--summary '/tmp': a folder"},
         {"--recompute some", "--recompute some: unknown"},
         {"--schedule local", "--schedule local"},
         {"--rank-by speed", "--rank-by speed"},

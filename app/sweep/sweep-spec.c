@@ -333,15 +333,8 @@ sweep_resolve_run(SimparSweep *sw, GError **error)
     sw->jobs = a->jobs != SIMPAR_JOB_UNSET ? (guint) a->jobs : g_get_num_processors();
     if (a->output == NULL)
         return simpar_cli_usage(error, "simpar sweep: -o FILE is required (the CSV to write)");
-    /* checked before any row runs: a folder, or no name, would fail only at the end */
-    g_autofree char *out_dir = g_path_get_dirname(a->output);
-    if (a->output[0] == '\0' || g_file_test(a->output, G_FILE_TEST_IS_DIR) ||
-        !g_file_test(out_dir, G_FILE_TEST_IS_DIR))
-        return simpar_cli_usage(
-            error, "-o '%s': %s (give the path of the CSV file to write)", a->output,
-            a->output[0] == '\0'                         ? "an empty name"
-            : g_file_test(a->output, G_FILE_TEST_IS_DIR) ? "a folder"
-                                                         : "its folder does not exist");
+    if (!simpar_cli_check_output("-o", a->output, "the CSV file", error))
+        return FALSE;
     if (a->shard != NULL) {
         guint64 i, n;
         char *end = NULL;

@@ -185,6 +185,34 @@ sweep_summary_row(GString *s, const GPtrArray *row, guint64 rank)
         g_ascii_strtod(sweep_field(row, SIMPAR_SWEEP_COL_MEM), NULL));
 }
 
+/* The shape of a model the best-per-GPU-count tables tell apart, and the same per mode. */
+static const SimparSweepColumn sweep_per_model[] = {SIMPAR_SWEEP_COL_GPUS, SIMPAR_SWEEP_COL_MODEL,
+                                                    SIMPAR_SWEEP_COL_HIDDEN,
+                                                    SIMPAR_SWEEP_COL_LAYERS, SIMPAR_SWEEP_COL_SEQ};
+static const SimparSweepColumn sweep_per_mode[] = {SIMPAR_SWEEP_COL_GPUS,   SIMPAR_SWEEP_COL_MODEL,
+                                                   SIMPAR_SWEEP_COL_HIDDEN, SIMPAR_SWEEP_COL_LAYERS,
+                                                   SIMPAR_SWEEP_COL_SEQ,    SIMPAR_SWEEP_COL_MODE};
+
+/* The first row in `order` of each value of the columns `cols`, by GPU count: (gpus, its
+ * position in `order`) (transfer full). */
+static GArray *
+sweep_best(GPtrArray *const *rows, const GArray *order, const SimparSweepColumn *cols, guint n_cols)
+{
+    g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    GArray *best = g_array_new(FALSE, FALSE, sizeof(SweepRank));
+    for (guint i = 0; i < order->len; i++) {
+        const GPtrArray *row = rows[g_array_index(order, SweepRank, i).index];
+        GString *key = g_string_new(NULL);
+        for (guint c = 0; c < n_cols; c++)
+            g_string_append_printf(key, "%s,", sweep_field(row, cols[c]));
+        SweepRank r = {g_ascii_strtod(sweep_field(row, SIMPAR_SWEEP_COL_GPUS), NULL), i};
+        if (g_hash_table_add(seen, g_string_free(key, FALSE)))
+            g_array_append_val(best, r);
+    }
+    g_array_sort(best, sweep_rank_cmp);
+    return best;
+}
+
 static char *
 sweep_summary(const SimparSweep *sw, GPtrArray *const *rows, guint64 n, const GArray *order)
 {
@@ -198,20 +226,8 @@ sweep_summary(const SimparSweep *sw, GPtrArray *const *rows, guint64 n, const GA
     g_string_append_printf(s, "\nbest configuration per GPU count and model (by %s):\n",
                            by[sw->rank_by]);
     sweep_summary_header(s);
-    g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-    g_autoptr(GArray) best = g_array_new(FALSE, FALSE, sizeof(SweepRank)); /* (gpus, position) */
-    for (guint i = 0; i < order->len; i++) {
-        const GPtrArray *row = rows[g_array_index(order, SweepRank, i).index];
-        const char *gpus = sweep_field(row, SIMPAR_SWEEP_COL_GPUS);
-        SweepRank b = {g_ascii_strtod(gpus, NULL), i};
-        char *key = g_strjoin(",", gpus, sweep_field(row, SIMPAR_SWEEP_COL_MODEL),
-                              sweep_field(row, SIMPAR_SWEEP_COL_HIDDEN),
-                              sweep_field(row, SIMPAR_SWEEP_COL_LAYERS),
-                              sweep_field(row, SIMPAR_SWEEP_COL_SEQ), NULL);
-        if (g_hash_table_add(seen, key))
-            g_array_append_val(best, b);
-    }
-    g_array_sort(best, sweep_rank_cmp);
+    g_autoptr(GArray) best =
+        sweep_best(rows, order, sweep_per_model, G_N_ELEMENTS(sweep_per_model));
     for (guint b = 0; b < best->len; b++) {
         guint64 at = g_array_index(best, SweepRank, b).index;
         sweep_summary_row(s, rows[g_array_index(order, SweepRank, at).index], at + 1);
@@ -262,18 +278,7 @@ static void
 sweep_json_best(JsonBuilder *b, const char *name, GPtrArray *const *rows, const GArray *order,
                 const SimparSweepColumn *cols, guint n_cols)
 {
-    g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-    g_autoptr(GArray) best = g_array_new(FALSE, FALSE, sizeof(SweepRank)); /* (gpus, position) */
-    for (guint i = 0; i < order->len; i++) {
-        const GPtrArray *row = rows[g_array_index(order, SweepRank, i).index];
-        GString *key = g_string_new(NULL);
-        for (guint c = 0; c < n_cols; c++)
-            g_string_append_printf(key, "%s,", sweep_field(row, cols[c]));
-        SweepRank r = {g_ascii_strtod(sweep_field(row, SIMPAR_SWEEP_COL_GPUS), NULL), i};
-        if (g_hash_table_add(seen, g_string_free(key, FALSE)))
-            g_array_append_val(best, r);
-    }
-    g_array_sort(best, sweep_rank_cmp);
+    g_autoptr(GArray) best = sweep_best(rows, order, cols, n_cols);
     json_builder_set_member_name(b, name);
     json_builder_begin_array(b);
     for (guint i = 0; i < best->len; i++) {
@@ -311,15 +316,10 @@ sweep_json_summary(const SimparSweep *sw, GPtrArray *const *rows, const GArray *
         json_builder_set_member_name(b, names[k]);
         json_builder_add_int_value(b, (gint64) count[k]);
     }
-    const SimparSweepColumn per_model[] = {SIMPAR_SWEEP_COL_GPUS, SIMPAR_SWEEP_COL_MODEL,
-                                           SIMPAR_SWEEP_COL_HIDDEN, SIMPAR_SWEEP_COL_LAYERS,
-                                           SIMPAR_SWEEP_COL_SEQ};
-    const SimparSweepColumn per_mode[] = {SIMPAR_SWEEP_COL_GPUS,   SIMPAR_SWEEP_COL_MODEL,
-                                          SIMPAR_SWEEP_COL_HIDDEN, SIMPAR_SWEEP_COL_LAYERS,
-                                          SIMPAR_SWEEP_COL_SEQ,    SIMPAR_SWEEP_COL_MODE};
-    sweep_json_best(b, "best_per_gpu_count", rows, order, per_model, G_N_ELEMENTS(per_model));
-    sweep_json_best(b, "best_per_gpu_count_and_mode", rows, order, per_mode,
-                    G_N_ELEMENTS(per_mode));
+    sweep_json_best(b, "best_per_gpu_count", rows, order, sweep_per_model,
+                    G_N_ELEMENTS(sweep_per_model));
+    sweep_json_best(b, "best_per_gpu_count_and_mode", rows, order, sweep_per_mode,
+                    G_N_ELEMENTS(sweep_per_mode));
     json_builder_set_member_name(b, "top");
     json_builder_begin_array(b);
     for (guint i = 0; i < order->len && i < SWEEP_TOP; i++)
