@@ -312,12 +312,16 @@ predict_step(const SimparPredictContext *ctx, const SimparModel *model, const Si
     }
     SimparRun run;
     g_autofree double *compute = NULL;
+    guint simulated = simpar_schedule_n_ranks(plan.step);
+    tm.base.n_simulated = &simulated; /* fewer under a quotient of alike ranks */
     simpar_step_plan_share(&plan, TRUE);
     g_autofree SimparSpan *spans = simpar_step_run(&tm, plan.step, &bt, plan.gpus, &run, &compute);
     simpar_step_plan_share(&plan, FALSE);
     if (row != NULL) {
         simpar_step_breakdown(&run, spans, &bt, model, train, plan.job_gpus, row);
         row->step.slices = plan.slices;
+        row->step.slice_ranks = simpar_schedule_n_ranks(plan.step);
+        row->step.step_ranks = simulated;
         if (ctx->trace != NULL)
             simpar_report_trace(ctx->trace, ctx->trace_index, row->mode, &run, spans);
     } else {

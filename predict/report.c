@@ -315,6 +315,9 @@ report_text_axes(GString *out, const SimparReportRow *row)
     if (st->slices > 1)
         g_string_append_printf(notes, "; step simulated on 1 of %.0f alike tensor-parallel slices",
                                st->slices);
+    if (st->step_ranks > 0 && st->step_ranks < st->slice_ranks)
+        g_string_append_printf(notes, "; step simulated on %.0f of its %.0f ranks (alike ranks)",
+                               st->step_ranks, st->slice_ranks);
     if (st->layer_ranks > 0 && st->layer_ranks < st->tp_ranks)
         g_string_append_printf(notes, "; layer simulated on %.0f of %.0f ranks (alike nodes)",
                                st->layer_ranks, st->tp_ranks);
@@ -446,6 +449,8 @@ static const struct {
     {"step_slices", G_STRUCT_OFFSET(SimparReportStep, slices), TRUE, FALSE},
     {"tp_ranks", G_STRUCT_OFFSET(SimparReportStep, tp_ranks), TRUE, FALSE},
     {"layer_ranks", G_STRUCT_OFFSET(SimparReportStep, layer_ranks), TRUE, FALSE},
+    {"slice_ranks", G_STRUCT_OFFSET(SimparReportStep, slice_ranks), TRUE, FALSE},
+    {"step_ranks", G_STRUCT_OFFSET(SimparReportStep, step_ranks), TRUE, FALSE},
 };
 
 static void

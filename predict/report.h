@@ -40,6 +40,9 @@ typedef struct {
     /* the layer blocks simulated this many of the tensor-parallel group's tp_ranks ranks (fewer
      * under a quotient of alike nodes: replay-quotient.c) */
     double layer_ranks, tp_ranks;
+    /* the step simulated this many of the slice_ranks ranks of its schedule (one slice's, or
+     * every GPU's; fewer under a quotient of alike ranks) */
+    double step_ranks, slice_ranks;
     const char *block_backend; /* interned: the backend that timed the blocks when it is not
                                 * the run's, else NULL */
     guint peak_stage;          /* the pipeline stage with the largest memory */

@@ -374,7 +374,7 @@ simpar_step_breakdown_finish(const SimparRun *run, const guint *job_gpus,
     Breakdown b = {.tp_exposed = tp_exposed, .layer_blocks = layer_blocks};
     row->step.tp_exposed_s = b.tp_exposed;
     row->step.layer_ranks = bt->layer_ranks;
-    row->step.tp_ranks = (double) tr->tp.tp;
+    row->step.tp_ranks = (double) tr->tp.tp * simpar_plan_cp(&tr->tp); /* the layer's: T x C */
     row->comm_bytes_per_gpu += bt->layer_comm_bytes * b.layer_blocks;
     gboolean inter[SIMPAR_N_TRAIN_AXES];
     row->step.placement =

@@ -78,22 +78,6 @@ slice_pairs(const SimparRun *run, guint n_job)
     return pairs; /* (transfer full) */
 }
 
-/* Links by name: an order that does not depend on addresses. */
-static gint
-slice_link_cmp(gconstpointer a, gconstpointer b)
-{
-    return strcmp(sg_link_get_name(*(sg_link_t const *) a),
-                  sg_link_get_name(*(sg_link_t const *) b));
-}
-
-static gboolean
-slice_links_alike(sg_link_t a, sg_link_t b)
-{
-    return sg_link_get_bandwidth(a) == sg_link_get_bandwidth(b) &&
-           sg_link_get_latency(a) == sg_link_get_latency(b) &&
-           sg_link_is_shared(a) == sg_link_is_shared(b);
-}
-
 /* Records that slice t's traffic crosses `link`; FALSE when another slice's does too. */
 static gboolean
 slice_own(GHashTable *owner, sg_link_t link, guint t)
@@ -159,7 +143,8 @@ slice_routes_alike(const SimparNet *net, guint **gpus, guint T, const GArray *pa
             for (guint k = 0; k < links->len; k++) {
                 sg_link_t a = links0->pdata[first[i] + k], b = links->pdata[k];
                 gpointer fa = g_hash_table_lookup(fwd, a), bb = g_hash_table_lookup(back, b);
-                if (!slice_links_alike(a, b) || (fa != NULL && fa != b) || (bb != NULL && bb != a))
+                if (!simpar_platform_links_alike(a, b) || (fa != NULL && fa != b) ||
+                    (bb != NULL && bb != a))
                     return FALSE; /* unlike links, or no one-to-one map */
                 g_hash_table_insert(fwd, a, b);
                 g_hash_table_insert(back, b, a);
@@ -241,7 +226,8 @@ slice_try(const SimparStepTimer *tm, const SimparModel *model, const SimparTrain
     }
     out->step = step, out->gpus = gpus[0], out->slices = T;
     if (shared->len > 0) {
-        g_ptr_array_sort(shared, slice_link_cmp); /* a hash table's order: not reproducible */
+        g_ptr_array_sort(shared,
+                         simpar_platform_link_cmp); /* a hash table's order: not reproducible */
         out->shared = g_ptr_array_ref(shared);
         out->shared_bw = g_array_new(FALSE, FALSE, sizeof(double));
         for (guint i = 0; i < shared->len; i++) {

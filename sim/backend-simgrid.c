@@ -633,6 +633,22 @@ simgrid_quotient_spans(const SimparReplay *r, const SimparQuotient *q, SimparSpa
     }
 }
 
+/* Links mode (replay-quotient.c): the links the quotient scales set to their bandwidths
+ * (`on`, keeping the old ones in `kept`), or given back what they had. */
+static void
+simgrid_quotient_links(const SimparQuotient *q, GArray *kept, gboolean on)
+{
+    for (guint i = 0; q->scaled != NULL && i < q->scaled->len; i++) {
+        sg_link_t link = q->scaled->pdata[i];
+        if (on) {
+            double bw = sg_link_get_bandwidth(link);
+            g_array_append_val(kept, bw);
+        }
+        sg_link_set_bandwidth(link, on ? g_array_index(q->scaled_bw, double, i)
+                                       : g_array_index(kept, double, i));
+    }
+}
+
 void
 simpar_backend_simgrid_run(const SimparRun *run, SimparSpan *spans)
 {
@@ -645,16 +661,21 @@ simpar_backend_simgrid_run(const SimparRun *run, SimparSpan *spans)
     gboolean folded = simpar_replay_quotient(r, &q);
     if (run->n_simulated != NULL)
         *run->n_simulated = q.n_sim;
+    g_autoptr(GArray) kept_bw = g_array_new(FALSE, FALSE, sizeof(double));
     if (folded) {
         sg.q = &q;
         simgrid_quotient_fused(&sg);
-        (void) simpar_platform_scale_fabric(run->net, 1.0 / q.fiber);
+        simgrid_quotient_links(&q, kept_bw, TRUE);
+        if (q.scaled == NULL)
+            (void) simpar_platform_scale_fabric(run->net, 1.0 / q.fiber);
     }
     g_autofree SimgridStream *streams = g_new(SimgridStream, r->n_ranks * r->n_streams);
     guint n_actors = simgrid_start_actors(&sg, streams);
     simgrid_wait_actors(&sg, streams, n_actors);
     if (sg.q != NULL) {
-        (void) simpar_platform_scale_fabric(run->net, 1);
+        simgrid_quotient_links(&q, kept_bw, FALSE);
+        if (q.scaled == NULL)
+            (void) simpar_platform_scale_fabric(run->net, 1);
         simgrid_quotient_spans(r, &q, spans);
     }
     simgrid_state_clear(&sg);

@@ -473,6 +473,22 @@ simpar_platform_route_shape(const SimparNet *net, guint src, guint dst)
 }
 
 gboolean
+simpar_platform_links_alike(gconstpointer a, gconstpointer b)
+{
+    sg_link_t x = (sg_link_t) a, y = (sg_link_t) b;
+    return sg_link_get_bandwidth(x) == sg_link_get_bandwidth(y) &&
+           sg_link_get_latency(x) == sg_link_get_latency(y) &&
+           sg_link_is_shared(x) == sg_link_is_shared(y);
+}
+
+gint
+simpar_platform_link_cmp(gconstpointer a, gconstpointer b)
+{
+    return strcmp(sg_link_get_name(*(sg_link_t const *) a),
+                  sg_link_get_name(*(sg_link_t const *) b));
+}
+
+gboolean
 simpar_platform_scale_fabric(const SimparNet *net, double factor)
 {
     if (net->route != platform_route)

@@ -77,6 +77,11 @@ gboolean simpar_platform_route_links(const SimparNet *net, guint src, guint dst,
  * ("spine-...") are the same. -1 for other files and nets, a Clos fabric (whose uplinks are
  * shared by the nodes below them only) and a route of other links. */
 gint simpar_platform_route_shape(const SimparNet *net, guint src, guint dst);
+/* Whether two SimGrid links (sg_link_t) have the same bandwidth, latency and sharing. */
+gboolean simpar_platform_links_alike(gconstpointer a, gconstpointer b);
+/* Links (pointers to sg_link_t) by name: an order that does not depend on addresses; for
+ * g_ptr_array_sort. */
+gint simpar_platform_link_cmp(gconstpointer a, gconstpointer b);
 /* Scales the bandwidth of every fabric link ("spine-...") by `factor`; a factor of 1 restores
  * what the last other factor scaled. In the child, between runs; FALSE for other nets. */
 gboolean simpar_platform_scale_fabric(const SimparNet *net, double factor);

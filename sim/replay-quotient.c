@@ -27,6 +27,25 @@
  * and latencies are equal (2, 3). The lone ring and the exact mode are not reduced: exact mode is
  * the reference the fused mode is measured against.
  *
+ * Point-to-point sends and recvs (a step's pipeline) map as collectives do: the same count, the
+ * peer of a rank's op the image of the peer of its own (rep[peer]), the route of a send and
+ * its image of one shape.
+ *
+ * Where the platform has no route shapes (a Clos fabric, whose rack and pod uplinks are shared
+ * by the nodes below them only, or any other SimGrid file), check 3 is made on the links
+ * themselves ("links mode"). Each transfer a simulated rank sends stands for its lifts: the
+ * transfers of the `fiber` ranks it stands for, in its place. Every lift's route and its image's
+ * pair position by position into links of one bandwidth, latency and sharing, a real link L
+ * always pairing with the same simulated link phi(L). Then, where every simulated transfer
+ * crossing phi(L) has the same number k_L >= 1 of lifts crossing L (the same k for every L of
+ * one phi(L)), the constraint sum(rates) <= B on L is k times the quotient's sum over phi(L):
+ * the quotient runs with phi(L) at B / k, and max-min sharing lifts as above. As with the
+ * slice reduction (predict/step-slice.c), that share must not fall below the narrowest link of
+ * a route through it: measured, a quotient whose pod uplinks narrowed the routes was 0.2% off
+ * every rank, one that did not is equal to it. A rack's uplink
+ * carries one lift of each flow of its image (k = 1); a pod's uplink, which every simulated node
+ * of the pod stands in for, `fiber` of them. The links keep their bandwidths where k = 1.
+ *
  * Not exact: a tree's or a chain's members play different parts (root, inner, leaf), so their
  * transfers do not map. Such a collective is timed at its closed form on an idle network, with
  * no transfers (idle[]), when at least 9/10 of that closed form is latency or the run times the
@@ -39,11 +58,25 @@
  */
 #include "platform.h"
 #include "replay.h"
+#include <simgrid/link.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* At most this many coordinates. */
 #define QUOTIENT_MAX_COORDS 16
+
+/* A transfer that a collective member or a send makes: (collective entry, member, transfer) or,
+ * for a send, (G_MAXUINT, sender rank, receiver rank). */
+typedef struct {
+    guint e, m, i;
+} QuotientFlow;
+
+/* Links mode: a simulated transfer and what its lifts cross. */
+typedef struct {
+    guint src, dst;   /* its GPUs */
+    GArray *lifts;    /* guint64 (src << 32 | dst): the GPUs of each lift */
+    GHashTable *seen; /* the lifts' QuotientFlow (owned keys): each counted once */
+} QuotientImage;
 
 /* A candidate map and what checking it needs. */
 typedef struct {
@@ -52,6 +85,12 @@ typedef struct {
     const guint *pos; /* per op: its place in its rank's ops */
     gboolean *idle;   /* per collective entry: timed idle (out) */
     GArray ***xfers;  /* per collective entry, per member: its transfers, built on first use */
+    guint fiber;      /* the candidate's (check 1) */
+    /* links mode (no route shapes): the simulated transfers by QuotientFlow (owned keys and
+     * values), phi (real link -> simulated link) and the route scratch */
+    gboolean by_links;
+    GHashTable *images, *phi;
+    GPtrArray *route_a, *route_b;
 } Quotient;
 
 /* The coordinates' strides and sizes, innermost first; how many. Each stride is a group's that
@@ -145,6 +184,173 @@ quotient_route(const SimparReplay *r, const guint *rep, guint a, guint b)
                (simpar_net_node(run->net, ha) == simpar_net_node(run->net, hb));
 }
 
+static guint
+quotient_flow_hash(gconstpointer p)
+{
+    const QuotientFlow *f = p;
+    return (f->e * 1000003u ^ f->m) * 1000003u ^ f->i;
+}
+
+static gboolean
+quotient_flow_equal(gconstpointer a, gconstpointer b)
+{
+    const QuotientFlow *x = a, *y = b;
+    return x->e == y->e && x->m == y->m && x->i == y->i;
+}
+
+static void
+quotient_image_free(gpointer p)
+{
+    QuotientImage *im = p;
+    g_array_free(im->lifts, TRUE);
+    g_hash_table_unref(im->seen);
+    g_free(im);
+}
+
+/* Links mode: the transfer `lift` (GPUs a -> b), one of those the simulated `image` (GPUs
+ * ha -> hb) stands for: recorded once, its route paired with the image's link by link (phi). FALSE
+ * when the routes do not pair or the image has more lifts than the fiber. */
+static gboolean
+quotient_lift(Quotient *q, const QuotientFlow *lift, guint a, guint b, const QuotientFlow *image,
+              guint ha, guint hb)
+{
+    QuotientImage *im = g_hash_table_lookup(q->images, image);
+    if (im == NULL) {
+        im = g_new(QuotientImage, 1);
+        *im = (QuotientImage){
+            ha, hb, g_array_new(FALSE, FALSE, sizeof(guint64)),
+            g_hash_table_new_full(quotient_flow_hash, quotient_flow_equal, g_free, NULL)};
+        g_hash_table_insert(q->images, g_memdup2(image, sizeof *image), im);
+    }
+    if (im->src != ha || im->dst != hb)
+        return FALSE;
+    if (g_hash_table_contains(im->seen, lift))
+        return TRUE;
+    if (g_hash_table_size(im->seen) == q->fiber)
+        return FALSE; /* its lifts differ from one call to the next */
+    g_hash_table_add(im->seen, g_memdup2(lift, sizeof *lift));
+    guint64 pair = (guint64) a << 32 | b;
+    g_array_append_val(im->lifts, pair);
+    const SimparNet *net = q->r->run->net;
+    g_ptr_array_set_size(q->route_a, 0);
+    g_ptr_array_set_size(q->route_b, 0);
+    if (!simpar_platform_route_links(net, a, b, q->route_a) ||
+        !simpar_platform_route_links(net, ha, hb, q->route_b) || q->route_a->len != q->route_b->len)
+        return FALSE;
+    for (guint i = 0; i < q->route_a->len; i++) {
+        sg_link_t l = q->route_a->pdata[i], img = q->route_b->pdata[i];
+        gpointer was = g_hash_table_lookup(q->phi, l);
+        if ((was != NULL && was != img) || !simpar_platform_links_alike(l, img))
+            return FALSE;
+        g_hash_table_insert(q->phi, l, img);
+    }
+    return TRUE;
+}
+
+/* Check 3 for a transfer rank -> peer (`send`) or peer -> rank that `flow` names, whose image
+ * `image` the representative makes: route shapes, or in links mode its lift recorded (each
+ * transfer once, from its sender). */
+static gboolean
+quotient_flow(Quotient *q, guint rank, guint peer, gboolean send, const QuotientFlow *flow,
+              const QuotientFlow *image)
+{
+    const guint *rep = q->rep, *gpus = q->r->run->gpus;
+    if (!q->by_links)
+        return send ? quotient_route(q->r, rep, rank, peer) : quotient_route(q->r, rep, peer, rank);
+    return !send ||
+           quotient_lift(q, flow, gpus[rank], gpus[peer], image, gpus[rep[rank]], gpus[rep[peer]]);
+}
+
+/* Links mode, once every rank checked: every simulated transfer has `fiber` lifts, and each
+ * real link L carries the same number k_L >= 1 of lifts of every simulated transfer crossing
+ * phi(L), k_L the same for every L of one phi(L). The simulated links with k > 1 go to `scaled`
+ * with their bandwidth / k (in `scaled_bw`). */
+static gboolean
+quotient_links_check(Quotient *q, GPtrArray *scaled, GArray *scaled_bw)
+{
+    const SimparNet *net = q->r->run->net;
+    g_autoptr(GHashTable) k_of = g_hash_table_new(NULL, NULL);     /* L -> k_L */
+    g_autoptr(GHashTable) through = g_hash_table_new(NULL, NULL);  /* L -> images with lifts */
+    g_autoptr(GHashTable) crossing = g_hash_table_new(NULL, NULL); /* l -> images crossing */
+    g_autoptr(GHashTable) count = g_hash_table_new(NULL, NULL);
+    g_autoptr(GHashTable) narrowest = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+    g_autoptr(GPtrArray) route = g_ptr_array_new();
+    GHashTableIter it;
+    gpointer key, value;
+    g_hash_table_iter_init(&it, q->images);
+    while (g_hash_table_iter_next(&it, &key, &value)) {
+        const QuotientImage *im = value;
+        if (im->lifts->len != q->fiber)
+            return FALSE;
+        g_ptr_array_set_size(route, 0);
+        (void) simpar_platform_route_links(net, im->src, im->dst, route);
+        double lo = G_MAXDOUBLE; /* the route's narrowest link */
+        for (guint i = 0; i < route->len; i++)
+            lo = MIN(lo, sg_link_get_bandwidth(route->pdata[i]));
+        for (guint i = 0; i < route->len; i++) {
+            g_hash_table_insert(
+                crossing, route->pdata[i],
+                GUINT_TO_POINTER(GPOINTER_TO_UINT(g_hash_table_lookup(crossing, route->pdata[i])) +
+                                 1));
+            double *was = g_hash_table_lookup(narrowest, route->pdata[i]);
+            if (was == NULL)
+                g_hash_table_insert(narrowest, route->pdata[i], was = g_new(double, 1)), *was = lo;
+            *was = MIN(*was, lo);
+        }
+        g_hash_table_remove_all(count);
+        for (guint j = 0; j < im->lifts->len; j++) {
+            guint64 pair = g_array_index(im->lifts, guint64, j);
+            g_ptr_array_set_size(route, 0);
+            (void) simpar_platform_route_links(net, (guint) (pair >> 32), (guint) pair, route);
+            for (guint i = 0; i < route->len; i++)
+                g_hash_table_insert(
+                    count, route->pdata[i],
+                    GUINT_TO_POINTER(GPOINTER_TO_UINT(g_hash_table_lookup(count, route->pdata[i])) +
+                                     1));
+        }
+        GHashTableIter ci;
+        gpointer link, n;
+        g_hash_table_iter_init(&ci, count);
+        while (g_hash_table_iter_next(&ci, &link, &n)) {
+            gpointer k = g_hash_table_lookup(k_of, link);
+            if (k != NULL && k != n && sg_link_is_shared(link))
+                return FALSE; /* L carries more lifts of one image than of another */
+            g_hash_table_insert(k_of, link, n);
+            g_hash_table_insert(
+                through, link,
+                GUINT_TO_POINTER(GPOINTER_TO_UINT(g_hash_table_lookup(through, link)) + 1));
+        }
+    }
+    /* every L carries lifts of every image crossing phi(L); one k per phi(L) */
+    g_autoptr(GHashTable) k_img = g_hash_table_new(NULL, NULL); /* l -> k */
+    g_hash_table_iter_init(&it, k_of);
+    while (g_hash_table_iter_next(&it, &key, &value)) {
+        if (!sg_link_is_shared(key))
+            continue; /* a fat pipe: every flow has all of it */
+        gpointer img = g_hash_table_lookup(q->phi, key), k = g_hash_table_lookup(k_img, img);
+        if (g_hash_table_lookup(through, key) != g_hash_table_lookup(crossing, img) ||
+            (k != NULL && k != value))
+            return FALSE;
+        g_hash_table_insert(k_img, img, value);
+    }
+    g_autoptr(GPtrArray) links = g_ptr_array_new();
+    g_hash_table_iter_init(&it, k_img);
+    while (g_hash_table_iter_next(&it, &key, NULL))
+        g_ptr_array_add(links, key);
+    g_ptr_array_sort(links, simpar_platform_link_cmp); /* a hash table's order: not reproducible */
+    for (guint i = 0; i < links->len; i++) {
+        guint k = GPOINTER_TO_UINT(g_hash_table_lookup(k_img, links->pdata[i]));
+        if (k < 2)
+            continue;
+        double bw = sg_link_get_bandwidth(links->pdata[i]) / k;
+        if (bw < *(double *) g_hash_table_lookup(narrowest, links->pdata[i]))
+            return FALSE; /* its share would narrow a route through it */
+        g_ptr_array_add(scaled, links->pdata[i]);
+        g_array_append_val(scaled_bw, bw);
+    }
+    return TRUE;
+}
+
 static int
 quotient_cmp(const void *a, const void *b)
 {
@@ -185,9 +391,11 @@ quotient_xfers(Quotient *qt, guint rank, guint a, guint b)
         const SimparXfer *p = &g_array_index(xa, SimparXfer, i);
         const SimparXfer *q = &g_array_index(xb, SimparXfer, i);
         guint peer = ra[p->peer];
+        QuotientFlow flow = {r->coll_of_op[a], simpar_group_index(s, ga, rank), i};
+        QuotientFlow image = {r->coll_of_op[b], simpar_group_index(s, gb, rep[rank]), i};
         if (p->send != q->send || p->bytes != q->bytes || rep[peer] != rep[rb[q->peer]] ||
             simpar_group_index(s, gb, rep[peer]) == G_MAXUINT ||
-            !(p->send ? quotient_route(r, rep, rank, peer) : quotient_route(r, rep, peer, rank)))
+            !quotient_flow(qt, rank, peer, p->send, &flow, &image))
             return FALSE;
         to[i] = (guint64) rep[peer] << 1 | (p->send != 0);
     }
@@ -231,6 +439,17 @@ quotient_coll(Quotient *q, guint rank, guint a, guint b)
     return TRUE;
 }
 
+/* Check 2 for a send or recv of `rank` (`x`) and its place on rep[rank] (`y`): the same count,
+ * to the image of the peer; 3 for a send's route. */
+static gboolean
+quotient_p2p(Quotient *q, guint rank, const SimparP2p *x, const SimparP2p *y, gboolean send)
+{
+    if (x->count != y->count || y->peer != q->rep[x->peer])
+        return FALSE;
+    QuotientFlow flow = {G_MAXUINT, rank, x->peer}, image = {G_MAXUINT, q->rep[rank], y->peer};
+    return quotient_flow(q, rank, x->peer, send, &flow, &image);
+}
+
 /* Checks 2 and 3 for `rank`. */
 static gboolean
 quotient_rank(Quotient *q, guint rank)
@@ -257,19 +476,29 @@ quotient_rank(Quotient *q, guint rank)
                 return FALSE;
         if (x->kind == SIMPAR_OP_COLLECTIVE && !quotient_coll(q, rank, ops[i], rops[i]))
             return FALSE;
+        if ((x->kind == SIMPAR_OP_SEND || x->kind == SIMPAR_OP_RECV) &&
+            !quotient_p2p(q, rank, &x->u.p2p, &y->u.p2p, x->kind == SIMPAR_OP_SEND))
+            return FALSE;
     }
     return TRUE;
 }
 
-/* The fiber size of the candidate, or 0 when a check fails. */
+/* The fiber size of the candidate, or 0 when a check fails; in links mode the links the
+ * quotient scales, with their bandwidths, appended to `scaled` and `scaled_bw`. */
 static guint
-quotient_check(Quotient *q)
+quotient_check(Quotient *q, GPtrArray *scaled, GArray *scaled_bw)
 {
-    guint k = quotient_nodes(q->r, q->rep);
+    guint k = q->fiber = quotient_nodes(q->r, q->rep);
     memset(q->idle, 0, q->r->colls->len * sizeof *q->idle);
+    if (q->by_links) {
+        g_hash_table_remove_all(q->images);
+        g_hash_table_remove_all(q->phi);
+    }
     for (guint rank = 0; k > 1 && rank < q->r->n_ranks; rank++)
         if (!quotient_rank(q, rank))
             return 0;
+    if (k > 1 && q->by_links && !quotient_links_check(q, scaled, scaled_bw))
+        return 0;
     return k > 1 ? k : 0;
 }
 
@@ -280,10 +509,13 @@ simpar_replay_quotient(SimparReplay *r, SimparQuotient *out)
     const SimparSchedule *s = run->sched;
     guint n = r->n_ranks, stride[QUOTIENT_MAX_COORDS], size[QUOTIENT_MAX_COORDS];
     guint mod[QUOTIENT_MAX_COORDS];
-    *out = (SimparQuotient){NULL, NULL, n, 1};
-    if (run->mode != SIMPAR_COLL_MODE_FUSED || run->every_rank || n < 2 || r->n_chans > 0 ||
-        simpar_platform_route_shape(run->net, run->gpus[0], run->gpus[1]) < 0)
+    *out = (SimparQuotient){NULL, NULL, n, 1, NULL, NULL};
+    if (run->mode != SIMPAR_COLL_MODE_FUSED || run->every_rank || n < 2)
         return FALSE;
+    g_autoptr(GPtrArray) probe = g_ptr_array_new();
+    gboolean by_links = simpar_platform_route_shape(run->net, run->gpus[0], run->gpus[1]) < 0;
+    if (by_links && !simpar_platform_route_links(run->net, run->gpus[0], run->gpus[1], probe))
+        return FALSE; /* neither shapes nor links */
     guint n_coords = quotient_coords(s, n, stride, size);
     if (n_coords == 0)
         return FALSE;
@@ -296,7 +528,17 @@ simpar_replay_quotient(SimparReplay *r, SimparQuotient *out)
     }
     guint *rep = g_new(guint, n), fiber = 1;
     gboolean *idle = g_new0(gboolean, r->colls->len + 1), *found = NULL;
-    Quotient q = {r, rep, pos, idle, g_new0(GArray **, r->colls->len + 1)};
+    Quotient q = {r,    rep,  pos,  idle, g_new0(GArray **, r->colls->len + 1), 0, by_links,
+                  NULL, NULL, NULL, NULL};
+    if (by_links) {
+        q.images = g_hash_table_new_full(quotient_flow_hash, quotient_flow_equal, g_free,
+                                         quotient_image_free);
+        q.phi = g_hash_table_new(NULL, NULL);
+        q.route_a = g_ptr_array_new();
+        q.route_b = g_ptr_array_new();
+    }
+    GPtrArray *scaled = g_ptr_array_new(), *scaled_found = NULL;
+    GArray *scaled_bw = g_array_new(FALSE, FALSE, sizeof(double)), *scaled_bw_found = NULL;
     for (guint c = 0; c < n_coords; c++)
         mod[c] = size[c];
     for (guint c = n_coords; c-- > 0;) {
@@ -305,11 +547,17 @@ simpar_replay_quotient(SimparReplay *r, SimparQuotient *out)
                 continue;
             mod[c] = d;
             quotient_map(n, n_coords, stride, size, mod, rep);
-            guint k = quotient_check(&q);
+            g_ptr_array_set_size(scaled, 0);
+            g_array_set_size(scaled_bw, 0);
+            guint k = quotient_check(&q, scaled, scaled_bw);
             if (k > 0) {
                 fiber = k;
                 g_free(found);
                 found = g_memdup2(idle, (r->colls->len + 1) * sizeof *idle);
+                g_clear_pointer(&scaled_found, g_ptr_array_unref);
+                g_clear_pointer(&scaled_bw_found, g_array_unref);
+                scaled_found = g_ptr_array_copy(scaled, NULL, NULL);
+                scaled_bw_found = g_array_copy(scaled_bw);
                 break;
             }
             mod[c] = size[c];
@@ -324,12 +572,23 @@ simpar_replay_quotient(SimparReplay *r, SimparQuotient *out)
     }
     g_free(q.xfers);
     g_free(idle);
+    if (by_links) {
+        g_hash_table_unref(q.images);
+        g_hash_table_unref(q.phi);
+        g_ptr_array_unref(q.route_a);
+        g_ptr_array_unref(q.route_b);
+    }
+    g_ptr_array_unref(scaled);
+    g_array_unref(scaled_bw);
     if (fiber == 1) {
         g_free(rep);
         return FALSE;
     }
     quotient_map(n, n_coords, stride, size, mod, rep);
-    *out = (SimparQuotient){rep, found, n / fiber, fiber};
+    *out = (SimparQuotient){rep, found, n / fiber, fiber, NULL, NULL};
+    if (by_links) {
+        out->scaled = scaled_found, out->scaled_bw = scaled_bw_found;
+    }
     return TRUE;
 }
 
@@ -338,6 +597,8 @@ simpar_quotient_clear(SimparQuotient *q)
 {
     g_clear_pointer(&q->rep, g_free);
     g_clear_pointer(&q->idle, g_free);
+    g_clear_pointer(&q->scaled, g_ptr_array_unref);
+    g_clear_pointer(&q->scaled_bw, g_array_unref);
 }
 
 /* ---------------------------------------------------- what the SimGrid backend simulates */

@@ -76,10 +76,15 @@ typedef struct {
     guint *rep;
     gboolean *idle; /* per collective entry: timed at its closed form, no transfers */
     guint n_sim, fiber;
+    /* how the links must be set while it runs: NULL, the fabric links ("spine-...") at
+     * 1/fiber of their bandwidth (route shapes); else these links (sg_link_t) at these
+     * bandwidths (links mode) */
+    GPtrArray *scaled;
+    GArray *scaled_bw;
 } SimparQuotient;
 
 /* A quotient of the run's ranks with fiber > 1, when one checks (fused mode, run->every_rank
- * unset, no point-to-point, a platform with route shapes); else FALSE and the identity. */
+ * unset, a SimGrid platform); else FALSE and the identity. */
 gboolean simpar_replay_quotient(SimparReplay *r, SimparQuotient *out);
 void simpar_quotient_clear(SimparQuotient *q);
 

@@ -295,7 +295,8 @@ test_rows_differ(JsonObject *a, JsonObject *b)
         JsonNode *x = json_object_get_member(a, m->data), *y = json_object_get_member(b, m->data);
         CU_ASSERT_PTR_NOT_NULL_FATAL(y);
         if (g_str_equal(m->data, "wall_s") || g_str_equal(m->data, "step_slices") ||
-            g_str_equal(m->data, "layer_ranks") || json_node_get_value_type(x) != G_TYPE_DOUBLE)
+            g_str_equal(m->data, "layer_ranks") || g_str_equal(m->data, "slice_ranks") ||
+            g_str_equal(m->data, "step_ranks") || json_node_get_value_type(x) != G_TYPE_DOUBLE)
             continue;
         double u = json_node_get_double(x), v = json_node_get_double(y);
         worst = MAX(worst, fabs(u - v) / MAX(fabs(v), 1e-300));
@@ -309,6 +310,7 @@ typedef struct {
     const char *args;
     double slices;                  /* expected step_slices of --tp-slices one */
     const SimparFabricSpec *fabric; /* of a Clos preset, or NULL */
+    double step_ranks; /* expected ranks the step simulates (a quotient's), or 0: its schedule's */
 } TestSlice;
 
 static void
@@ -318,29 +320,42 @@ test_slices(void)
     /* Clos fabrics whose rack and pod uplinks every slice crosses alike: 1/8 of a pod's uplink
      * is 64 (or 32) x 48 GB/s / 7 / 8 = 54.9 (27.4) GB/s, above (below) the NIC port's 48 */
     const SimparFabricSpec pods64 = {2, 64, 7, 400}, pods32 = {2, 32, 7, 400};
+    /* the step on a quotient of alike ranks (replay-quotient.c's links mode): the data- and
+     * context-parallel ranks of a stage (a pod of 16 nodes, 2 per rack) fold 2:1, or 4:1 where
+     * the pod's uplinks are not oversubscribed; the pods' uplinks carry 2 (4) lifts of every
+     * pipeline send and run at 1/2 (1/4) of their slice's share, 110 / 2 (384 / 4) GB/s, above
+     * the NIC's 48. With pods of 8 nodes, 1/2 of the uplink share (27 GB/s) would narrow the
+     * routes: no quotient (measured 0.2% off every rank with one). */
+    const SimparFabricSpec pods128 = {2, 128, 7, 400}, pods128flat = {2, 128, 1, 400};
+    const char *cp_split = "--tp-mode 1d --tp 8 --cp 2 --pp 2 --dp 8 --seq 4096 --zero 3";
     const TestSlice cases[] = {
-        {"clos-h100", 16, "--tp-mode 1d --tp 8 --pp 2 --dp 8", 8, &pods64},
-        {"clos-h100", 16, "--tp-mode 1d --tp 8 --dp 16 --zero 3 --collectives exact", 8, &pods64},
-        {"clos-h100", 16, "--tp-mode 1d --tp 8 --cp 4 --pp 2 --dp 2 --seq 4096", 8, &pods64},
-        {"clos-h100", 8, "--tp-mode 1d --tp 8 --pp 2 --dp 4", 1, &pods32},
+        {"clos-h100", 32, cp_split, 8, &pods128, 16},
+        {"clos-h100", 32, cp_split, 8, &pods128flat, 8},
+        {"clos-h100", 32, "--tp-mode 1d --tp 8 --cp 2 --pp 4 --dp 4 --seq 4096 --zero 3", 8,
+         &pods64, 0},
+        {"clos-h100", 16, "--tp-mode 1d --tp 8 --pp 2 --dp 8", 8, &pods64, 0},
+        {"clos-h100", 16, "--tp-mode 1d --tp 8 --dp 16 --zero 3 --collectives exact", 8, &pods64,
+         0},
+        {"clos-h100", 16, "--tp-mode 1d --tp 8 --cp 4 --pp 2 --dp 2 --seq 4096", 8, &pods64, 0},
+        {"clos-h100", 8, "--tp-mode 1d --tp 8 --pp 2 --dp 4", 1, &pods32, 0},
         {"dgx-a100", 4,
          "--tp-mode 1d --tp 4 --pp 2 --dp 4 --schedule interleaved "
          "--virtual-stages 2",
-         4, NULL},
-        {"dgx-a100", 4, "--tp-mode 1d --tp 4 --pp 2 --dp 4 --collectives exact", 4, NULL},
+         4, NULL, 0},
+        {"dgx-a100", 4, "--tp-mode 1d --tp 4 --pp 2 --dp 4 --collectives exact", 4, NULL, 0},
         {"dgx-a100", 4, "--tp-mode 1d --tp 8 --sp --pp 2 --dp 2 --zero 1 --overlap-grad-reduce", 8,
-         NULL},
-        {"dgx-a100", 4, "--tp-mode 1d --tp 4 --pp 2 --dp 4 --order dp,tp,pp", 4, NULL},
-        {"dgx-a100", 4, "--tp-mode 1d --tp 4 --pp 2 --dp 4 --tied-embeddings --zero 1", 4, NULL},
-        {"dgx-a100", 4, "--tp-mode 1d --tp 4 --dp 8 --zero 3", 4, NULL},
-        {"dgx-a100", 4, "--tp-mode 1d --tp 4 --local-chunks 2 --dp 4 --local-async", 4, NULL},
+         NULL, 0},
+        {"dgx-a100", 4, "--tp-mode 1d --tp 4 --pp 2 --dp 4 --order dp,tp,pp", 4, NULL, 0},
+        {"dgx-a100", 4, "--tp-mode 1d --tp 4 --pp 2 --dp 4 --tied-embeddings --zero 1", 4, NULL, 0},
+        {"dgx-a100", 4, "--tp-mode 1d --tp 4 --dp 8 --zero 3", 4, NULL, 4},
+        {"dgx-a100", 4, "--tp-mode 1d --tp 4 --local-chunks 2 --dp 4 --local-async", 4, NULL, 0},
         {"dgx-a100", 4, "--tp-mode 2d --tp 4 --pp 2 --dp 4 --micro-batch 2 --backend analytic", 4,
-         NULL},
-        {"dgx-a100", 4, "--tp-mode 1d --tp 4 --pp 4 --dp 2 --scatter-gather", 1, NULL},
+         NULL, 0},
+        {"dgx-a100", 4, "--tp-mode 1d --tp 4 --pp 4 --dp 2 --scatter-gather", 1, NULL, 0},
         /* one port per node: the slices' inter-node traffic shares it */
-        {"v100-ac922", 8, "--tp-mode 1d --tp 4 --pp 2 --dp 4", 1, NULL},
+        {"v100-ac922", 8, "--tp-mode 1d --tp 4 --pp 2 --dp 4", 1, NULL, 0},
         /* one NIC per pair of GPUs */
-        {"dgx-2", 2, "--tp-mode 1d --tp 2 --pp 2 --dp 8", 1, NULL},
+        {"dgx-2", 2, "--tp-mode 1d --tp 2 --pp 2 --dp 8", 1, NULL, 0},
     };
     double worst = 0;
     for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
@@ -352,6 +367,12 @@ test_slices(void)
         g_autoptr(GPtrArray) pair = test_predict_pair(one, all, &a, &b);
         CU_ASSERT_EQUAL(json_object_get_double_member(a, "step_slices"), cases[c].slices);
         CU_ASSERT_EQUAL(json_object_get_double_member(b, "step_slices"), 1);
+        double ranks = json_object_get_double_member(a, "step_ranks");
+        CU_ASSERT_EQUAL(ranks, cases[c].step_ranks > 0
+                                   ? cases[c].step_ranks
+                                   : json_object_get_double_member(a, "slice_ranks"));
+        CU_ASSERT_EQUAL(json_object_get_double_member(b, "step_ranks"),
+                        json_object_get_double_member(b, "slice_ranks"));
         double d = test_rows_differ(a, b);
         if (d > 1e-12)
             printf("\n    %s x%u %s: one slice against every rank: %.3g", cases[c].preset,
