@@ -331,7 +331,10 @@ simpar_step_breakdown(const SimparRun *run, const SimparSpan *spans, const Simpa
 {
     const SimparSchedule *s = run->sched;
     guint n_ranks = simpar_schedule_n_ranks(s), n = simpar_schedule_n_ops(s);
-    /* the rank that ends last (the lowest on ties) */
+    /* the rank that ends last: the lowest of those within 1e-9 of the last end, so that alike
+     * ranks whose ends differ in the last bits (SimGrid's sums in another order) do not decide
+     * which one's breakdown is shown, and a slice or a quotient shows the rank every rank
+     * shows */
     guint crit = 0;
     double end = 0;
     g_autofree double *rank_end = g_new0(double, n_ranks);
@@ -340,8 +343,10 @@ simpar_step_breakdown(const SimparRun *run, const SimparSpan *spans, const Simpa
         rank_end[r] = MAX(rank_end[r], spans[i].end);
     }
     for (guint r = 0; r < n_ranks; r++)
-        if (rank_end[r] > end)
-            end = rank_end[r], crit = r;
+        end = MAX(end, rank_end[r]);
+    while (crit + 1 < n_ranks && rank_end[crit] < end * (1 - 1e-9))
+        crit++;
+    end = rank_end[crit];
     double from = 0, to = end;
     /* local parallelism without a flush: the last of the generated steps, in steady state */
     for (guint k = 1; k < 16; k++) {
