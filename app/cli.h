@@ -84,8 +84,6 @@ gboolean simpar_calibrate_nccl_tests(char **logs, const char *topology, const ch
                                      GError **error);
 gboolean simpar_cmd_sweep(int argc, char **argv, GError **error);
 gboolean simpar_cmd_plot(int argc, char **argv, GError **error);
-/* Ends the Chrome trace `b` (an object with an open "traceEvents" array) and writes it. */
-gboolean simpar_cli_write_trace(JsonBuilder *b, const char *path, GError **error);
 
 G_END_DECLS
 #endif /* SIMPAR_CLI_H */

@@ -19,7 +19,8 @@
 typedef struct {
     SimparJobArgs job;
     gboolean json;
-    char *topology, *trace, *report_dir;
+    char *topology, *trace, *trace_ranks_arg, *report_dir;
+    GArray *trace_ranks; /* --trace-ranks (guint, ascending), or NULL: one rank per role */
     SimparPredictArgs opts;
     gint64 gpus, jobs_arg;
     guint jobs; /* worker processes (modes simulated in parallel) */
@@ -33,7 +34,9 @@ static void
 predict_clear(Predict *p)
 {
     simpar_job_args_clear(&p->job);
-    g_free(p->topology), g_free(p->trace), g_free(p->report_dir);
+    g_free(p->topology), g_free(p->trace), g_free(p->trace_ranks_arg), g_free(p->report_dir);
+    if (p->trace_ranks != NULL)
+        g_array_free(p->trace_ranks, TRUE);
     simpar_predict_args_clear(&p->opts);
 }
 
@@ -48,6 +51,68 @@ predict_resolve_train(Predict *p, GError **error)
         return FALSE;
     }
     return simpar_job_train(&p->job, &p->train, error);
+}
+
+/* At most this many ranks in a --trace-ranks list. */
+#define PREDICT_TRACE_RANKS_MAX (1u << 20)
+
+static gint
+predict_guint_cmp(gconstpointer a, gconstpointer b)
+{
+    guint x = *(const guint *) a, y = *(const guint *) b;
+    return x < y ? -1 : x > y;
+}
+
+/* --trace-ranks: all, or ranks and ranges A-B separated by commas, into p->trace_ranks
+ * (ascending, once each) or p->base.trace_all. */
+static gboolean
+predict_trace_ranks(Predict *p, GError **error)
+{
+    const char *arg = p->trace_ranks_arg;
+    if (arg == NULL)
+        return TRUE;
+    if (p->trace == NULL && p->report_dir == NULL) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "--trace-ranks %s: there is no trace (give --trace FILE or --report DIR)", arg);
+        return FALSE;
+    }
+    if (g_str_equal(arg, "all")) {
+        p->base.trace_all = TRUE;
+        return TRUE;
+    }
+    g_autoptr(GArray) ranks = g_array_new(FALSE, FALSE, sizeof(guint));
+    g_auto(GStrv) items = g_strsplit(arg, ",", -1);
+    for (guint i = 0; items[i] != NULL; i++) {
+        guint64 lo, hi;
+        const char *dash = strchr(items[i], '-');
+        g_autofree char *first =
+            g_strndup(items[i], dash != NULL ? (gsize) (dash - items[i]) : strlen(items[i]));
+        gboolean ok =
+            g_ascii_string_to_unsigned(first, 10, 0, G_MAXINT32, &lo, NULL) &&
+            (dash == NULL ? (hi = lo, TRUE)
+                          : g_ascii_string_to_unsigned(dash + 1, 10, 0, G_MAXINT32, &hi, NULL)) &&
+            lo <= hi && ranks->len + (hi - lo) < PREDICT_TRACE_RANKS_MAX;
+        if (!ok) {
+            g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                        "--trace-ranks %s: '%s' is not a rank or a range A-B (A <= B); valid: "
+                        "all, or ranks and ranges separated by commas, such as 0,8-15 (at most "
+                        "%u ranks)",
+                        arg, items[i], PREDICT_TRACE_RANKS_MAX);
+            return FALSE;
+        }
+        for (guint64 r = lo; r <= hi; r++) {
+            guint v = (guint) r;
+            g_array_append_val(ranks, v);
+        }
+    }
+    g_array_sort(ranks, predict_guint_cmp);
+    guint n = 0;
+    for (guint i = 0; i < ranks->len; i++)
+        if (n == 0 || g_array_index(ranks, guint, i) != g_array_index(ranks, guint, n - 1))
+            g_array_index(ranks, guint, n++) = g_array_index(ranks, guint, i);
+    g_array_set_size(ranks, n);
+    p->trace_ranks = g_steal_pointer(&ranks);
+    return TRUE;
 }
 
 /* Checks every option that needs no platform. */
@@ -76,6 +141,8 @@ predict_resolve(Predict *p, GError **error)
     }
     if (p->job.tp_mode != NULL && !g_str_equal(p->job.tp_mode, "all") &&
         simpar_generator_lookup(p->job.tp_mode, error) == NULL)
+        return FALSE;
+    if (!predict_trace_ranks(p, error))
         return FALSE;
     return simpar_predict_args_resolve(&p->opts, "simgrid", &p->base, error) &&
            predict_resolve_train(p, error) &&
@@ -121,7 +188,7 @@ typedef struct {
     SimparGpu gpu;
     guint gpus;
     SimparReport *report;
-    JsonBuilder *trace;
+    SimparTrace *trace;
     gboolean explicit_mode;
 } PredictJob;
 
@@ -152,6 +219,7 @@ predict_mode(PredictJob *pj, guint index, const char *mode, GError **error)
     SimparPredictContext ctx = p->base;
     ctx.platform = pj->platform, ctx.gpu = &pj->gpu, ctx.gpus = pj->gpus;
     ctx.steps_to_target = p->steps_to_target, ctx.trace = pj->trace, ctx.trace_index = index;
+    ctx.trace_ranks = p->trace_ranks;
     SimparReportRow row;
     if (!simpar_predict_config(&ctx, &p->model, &train, &row, &why, error))
         return FALSE;
@@ -162,23 +230,6 @@ predict_mode(PredictJob *pj, guint index, const char *mode, GError **error)
     gboolean ok = predict_skip(pj, mode, row.grid, &row.memory, &why, error);
     simpar_predict_row_clear(&row);
     return ok;
-}
-
-gboolean
-simpar_cli_write_trace(JsonBuilder *b, const char *path, GError **error)
-{
-    json_builder_end_array(b);
-    json_builder_set_member_name(b, "displayTimeUnit");
-    json_builder_add_string_value(b, "ms");
-    json_builder_end_object(b);
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    g_autoptr(JsonNode) root = json_builder_get_root(b);
-    json_generator_set_root(gen, root);
-    if (!json_generator_to_file(gen, path, error)) {
-        g_prefix_error(error, "--trace %s: ", path);
-        return FALSE;
-    }
-    return TRUE;
 }
 
 /* The modes of this worker: `mode`, or every mode the user asked for. */
@@ -245,15 +296,21 @@ predict_job(const SimparPlatform *platform, gpointer data, GString *out, GError 
         return FALSE;
     g_autoptr(SimparReport) report = predict_report_new(p);
     pj.report = report;
-    g_autoptr(JsonBuilder) trace = p->trace != NULL ? json_builder_new() : NULL;
-    if (trace != NULL) {
-        json_builder_begin_object(trace);
-        json_builder_set_member_name(trace, "traceEvents");
-        json_builder_begin_array(trace);
+    if (p->trace != NULL && p->trace_ranks != NULL) {
+        guint last = g_array_index(p->trace_ranks, guint, p->trace_ranks->len - 1);
+        if (last >= pj.gpus) {
+            g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                        "--trace-ranks %s: rank %u is not one of the job's %u GPUs (valid: 0 to "
+                        "%u, or all)",
+                        p->trace_ranks_arg, last, pj.gpus, pj.gpus - 1);
+            return FALSE;
+        }
     }
+    g_autoptr(SimparTrace) trace = NULL;
+    if (p->trace != NULL && (trace = simpar_trace_new(p->trace, error)) == NULL)
+        return FALSE;
     pj.trace = trace;
-    if (!predict_modes(&pj, w->mode, error) ||
-        (trace != NULL && !simpar_cli_write_trace(trace, p->trace, error)))
+    if (!predict_modes(&pj, w->mode, error) || (trace != NULL && !simpar_trace_close(trace, error)))
         return FALSE;
     g_autofree char *json = simpar_report_to_json(report);
     g_string_append(out, json);
@@ -476,7 +533,13 @@ simpar_cmd_predict(int argc, char **argv, GError **error)
          "Modes simulated in parallel processes (default: the number of cores)", "N"},
         {"json", 0, 0, G_OPTION_ARG_NONE, &p.json, "Print JSON: one object per mode", NULL},
         {"trace", 0, 0, G_OPTION_ARG_FILENAME, &p.trace,
-         "Write a Chrome trace (Perfetto): one track per GPU stream", "FILE"},
+         "Write a Chrome trace (Perfetto): every op of every layer and each collective with its "
+         "axis and bytes, one track per GPU stream, for the ranks of --trace-ranks",
+         "FILE"},
+        {"trace-ranks", 0, 0, G_OPTION_ARG_STRING, &p.trace_ranks_arg,
+         "Ranks the trace shows: all, or a list such as 0,8-15 (default: one rank per role: "
+         "replica 0 of each stage, each layer rank whose ops differ)",
+         "LIST"},
         {"report", 0, 0, G_OPTION_ARG_FILENAME, &p.report_dir,
          "Write the table, the JSON, the Chrome trace, the plots and a README into DIR", "DIR"},
         G_OPTION_ENTRY_NULL,

@@ -349,13 +349,16 @@ validate_gpu(ValidateJob *vj, const SimparPlatform *platform, GError **error)
 static gboolean
 validate_trace(const ValidateJob *vj, const SimparSpan *predicted, GError **error)
 {
-    g_autoptr(JsonBuilder) b = json_builder_new();
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "traceEvents");
-    json_builder_begin_array(b);
-    simpar_report_trace(b, 0, "measured", &vj->run, vj->v->run->spans);
-    simpar_report_trace(b, 1, "predicted", &vj->run, predicted);
-    return simpar_cli_write_trace(b, vj->v->trace, error);
+    g_autoptr(SimparTrace) t = simpar_trace_new(vj->v->trace, error);
+    if (t == NULL)
+        return FALSE;
+    guint n = simpar_schedule_n_ranks(vj->run.sched);
+    g_autofree SimparTraceRank *ranks = g_new(SimparTraceRank, n);
+    for (guint r = 0; r < n; r++)
+        ranks[r] = (SimparTraceRank){r, r, vj->run.gpus[r], r};
+    simpar_report_trace(t, 0, "measured", &vj->run, vj->v->run->spans, ranks, n, NULL, NULL);
+    simpar_report_trace(t, 1, "predicted", &vj->run, predicted, ranks, n, NULL, NULL);
+    return simpar_trace_close(t, error);
 }
 
 static gboolean

@@ -278,6 +278,94 @@ predict_affordable(const SimparPredictContext *ctx, const char *what, const Simp
     return FALSE;
 }
 
+/* Per layer rank of `layer`: the lowest layer rank whose ops are alike (kinds, names, streams,
+ * phases, deps; collectives of one kind, axis, size and count, each rank its root or not;
+ * transfers of one count): the one that shows the role in a trace (transfer full). */
+static guint *
+predict_trace_layer_roles(const SimparSchedule *layer)
+{
+    guint n_ranks = simpar_schedule_n_ranks(layer);
+    guint *role = g_new(guint, n_ranks);
+    g_autoptr(GHashTable) seen = g_hash_table_new_full(
+        (GHashFunc) g_bytes_hash, (GEqualFunc) g_bytes_equal, (GDestroyNotify) g_bytes_unref, NULL);
+    g_autoptr(GArray) key = g_array_new(FALSE, FALSE, sizeof(guint64));
+    for (guint r = 0; r < n_ranks; r++) {
+        guint n;
+        const guint *ops = simpar_schedule_rank_ops(layer, r, &n);
+        g_array_set_size(key, 0);
+        for (guint i = 0; i < n; i++) {
+            const SimparOp *op = simpar_schedule_op(layer, ops[i]);
+            guint64 w[4] = {(guint64) op->kind << 32 | op->stream << 8 | op->phase,
+                            (guint64) (guintptr) op->name, op->n_deps, 0};
+            if (op->kind == SIMPAR_OP_COLLECTIVE) {
+                const SimparGroup *g = simpar_schedule_group(layer, op->u.coll.group);
+                gboolean rooted = op->u.coll.kind == SIMPAR_COLL_BROADCAST ||
+                                  op->u.coll.kind == SIMPAR_COLL_REDUCE;
+                gboolean root =
+                    rooted && simpar_group_index(layer, op->u.coll.group, r) == op->u.coll.root;
+                w[2] ^= (guint64) (guintptr) g->axis;
+                w[3] = (guint64) g->size << 40 | (guint64) op->u.coll.kind << 32 |
+                       (guint64) root << 31 | (guint64) (op->u.coll.count & 0x7fffffff);
+            } else if (op->kind == SIMPAR_OP_SEND || op->kind == SIMPAR_OP_RECV) {
+                w[3] = op->u.p2p.count;
+            }
+            g_array_append_vals(key, w, 4);
+        }
+        GBytes *k = g_bytes_new(key->data, key->len * sizeof(guint64));
+        gpointer first = g_hash_table_lookup(seen, k);
+        if (first == NULL) {
+            g_hash_table_insert(seen, k, GUINT_TO_POINTER(r + 1));
+            role[r] = r;
+        } else {
+            g_bytes_unref(k);
+            role[r] = GPOINTER_TO_UINT(first) - 1;
+        }
+    }
+    return role;
+}
+
+/* The step's trace events for the ranks asked for (or one per role: replica 0 of every stage,
+ * the layer ranks whose ops differ), its layer blocks expanded into the ops of their layers.
+ * Where one slice stands for the step, a rank's step ops are its slice rank's. */
+static void
+predict_trace(const SimparPredictContext *ctx, const SimparStepTimer *blocks,
+              const SimparTrain *train, const SimparSchedule *layer, const SimparStepPlan *plan,
+              const SimparRun *run, const SimparSpan *spans, const char *mode)
+{
+    guint T = (guint) train->tp.tp, TC = simpar_train_group(train);
+    guint n_job = TC * (guint) (train->pp * train->dp);
+    SimparTrain num;
+    simpar_train_tp_slice(train, &num);
+    g_autofree guint *where = g_new(guint, 3 * (gsize) n_job); /* job rank -> (t', d, p) */
+    g_autofree guint *run_job = plan->slices > 1 ? g_new(guint, n_job / T) : NULL;
+    for (guint t = 0; t < TC; t++)
+        for (guint d = 0; d < train->dp; d++)
+            for (guint p = 0; p < train->pp; p++) {
+                guint r = simpar_train_rank(train, t, d, p);
+                where[3 * r] = t, where[3 * r + 1] = d, where[3 * r + 2] = p;
+                if (run_job != NULL && t % T == 0)
+                    run_job[simpar_train_rank(&num, t / T, d, p)] = r;
+            }
+    g_autofree guint *role = predict_trace_layer_roles(layer);
+    g_autoptr(GArray) who = g_array_new(FALSE, FALSE, sizeof(SimparTraceRank));
+    gboolean list = ctx->trace_ranks != NULL && !ctx->trace_all;
+    for (guint k = 0; k < (list ? ctx->trace_ranks->len : n_job); k++) {
+        guint r = list ? g_array_index(ctx->trace_ranks, guint, k) : k;
+        if (r >= n_job)
+            continue; /* of the platform's GPUs, not of this split's */
+        guint t = where[3 * r], d = where[3 * r + 1], p = where[3 * r + 2];
+        if (!list && !ctx->trace_all && (d != 0 || role[t] != t))
+            continue;
+        guint run_rank = plan->slices > 1 ? simpar_train_rank(&num, t / T, d, p) : r;
+        SimparTraceRank x = {run_rank, r, plan->job_gpus[r], t};
+        g_array_append_val(who, x);
+    }
+    g_autofree SimparSpan *layer_spans = simpar_block_layer_spans(blocks, train, layer);
+    SimparTraceLayer tl = {layer, layer_spans};
+    simpar_report_trace(ctx->trace, ctx->trace_index, mode, run, spans,
+                        (const SimparTraceRank *) who->data, who->len, run_job, &tl);
+}
+
 /* Block times, the step run and its breakdown into `row` (or only the step time into `step_s`
  * when `row` is NULL); FALSE with *why set, naming `what`, when simulating it would exceed the
  * time budget. */
@@ -297,7 +385,7 @@ predict_step(const SimparPredictContext *ctx, const SimparModel *model, const Si
     gboolean formula = simpar_predict_backend_is_formula(ctx->backend) && ctx->trace == NULL;
     SimparStepPlan plan = {0};
     if (!formula) /* the formula's fallback replays on the analytic backend: no cost */
-        simpar_step_plan(&tm, model, train, layer, !ctx->all_slices && ctx->trace == NULL, &plan);
+        simpar_step_plan(&tm, model, train, layer, !ctx->all_slices, &plan);
     if (!predict_affordable(ctx, what, &blocks, train, layer, &tm, &plan, why)) {
         simpar_step_plan_clear(&plan);
         return FALSE;
@@ -323,7 +411,7 @@ predict_step(const SimparPredictContext *ctx, const SimparModel *model, const Si
         row->step.slice_ranks = simpar_schedule_n_ranks(plan.step);
         row->step.step_ranks = simulated;
         if (ctx->trace != NULL)
-            simpar_report_trace(ctx->trace, ctx->trace_index, row->mode, &run, spans);
+            predict_trace(ctx, &blocks, train, layer, &plan, &run, spans, row->mode);
     } else {
         SimparReportRow tmp = {0};
         simpar_step_breakdown(&run, spans, &bt, model, train, plan.job_gpus, &tmp);

@@ -54,8 +54,12 @@ typedef struct {
     double
         budget_s; /* refuse a configuration whose simulation would take longer (estimate); 0: any */
     const SimparBackend *block_backend; /* --block-backend, or NULL: `backend` */
-    JsonBuilder *trace;                 /* Chrome trace events of the step (every rank), or NULL */
+    SimparTrace *trace;                 /* the step's Chrome trace, or NULL */
     guint trace_index;                  /* keeps the configurations' trace processes apart */
+    /* the job ranks the trace shows (guint, ascending, each below the job's GPUs); NULL: one
+     * rank per distinct role: replica 0 of every stage, each layer rank whose ops differ) */
+    const GArray *trace_ranks;
+    gboolean trace_all;        /* the trace shows every rank */
     SimparPredictCache *cache; /* layers and block times of earlier configurations, or NULL */
 } SimparPredictContext;
 

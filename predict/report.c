@@ -537,68 +537,98 @@ simpar_report_to_json(const SimparReport *rep)
 
 /* ------------------------------------------------------------------------------ Chrome trace */
 
+/* Layer ops go on these thread ids, after the step's own streams. */
+#define REPORT_TRACE_LAYER_TID 100
+
+/* One op of `s` (rank `who`'s) from start to end. */
 static void
-report_trace_meta(JsonBuilder *b, const char *what, guint pid, guint tid, const char *name)
+report_trace_op(SimparTrace *t, const SimparSchedule *s, const SimparOp *op, guint layer, guint pid,
+                guint tid, double start, double end, const SimparTraceRank *who,
+                const guint *run_job)
 {
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "ph");
-    json_builder_add_string_value(b, "M");
-    json_builder_set_member_name(b, "name");
-    json_builder_add_string_value(b, what);
-    json_builder_set_member_name(b, "pid");
-    json_builder_add_int_value(b, pid);
-    json_builder_set_member_name(b, "tid");
-    json_builder_add_int_value(b, tid);
-    json_builder_set_member_name(b, "args");
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "name");
-    json_builder_add_string_value(b, name);
-    json_builder_end_object(b);
-    json_builder_end_object(b);
+    SimparTraceArgs a = {layer, NULL, NULL, -1, -1};
+    double elems = 0;
+    if (op->kind == SIMPAR_OP_COLLECTIVE) {
+        a.kind = simpar_coll_kind_name(op->u.coll.kind);
+        a.axis = simpar_schedule_group(s, op->u.coll.group)->axis;
+        elems = (double) simpar_op_coll_elems(s, op);
+    } else if (op->kind == SIMPAR_OP_SEND || op->kind == SIMPAR_OP_RECV) {
+        guint g = simpar_schedule_group_of_pair(s, op->rank, op->u.p2p.peer);
+        a.axis = g != G_MAXUINT ? simpar_schedule_group(s, g)->axis : NULL;
+        elems = (double) op->u.p2p.count;
+        if (who != NULL) /* a step's transfer: the peer's job rank */
+            a.peer = run_job == NULL ? op->u.p2p.peer
+                                     : (gint64) run_job[op->u.p2p.peer] +
+                                           ((gint64) who->job_rank - run_job[who->run_rank]);
+    }
+    if (elems > 0)
+        a.bytes = elems * simpar_dtype_size(simpar_schedule_dtype(s));
+    simpar_trace_event(t, op->name, simpar_op_kind_name(op->kind), pid, tid, start, end, &a);
 }
 
-static void
-report_trace_event(JsonBuilder *b, const SimparOp *op, guint layer, guint pid, const SimparSpan *sp)
+/* Whether a trace shows the op: one that takes time, or any communication. */
+static gboolean
+report_trace_shown(const SimparOp *op, const SimparSpan *sp)
 {
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "ph");
-    json_builder_add_string_value(b, "X");
-    json_builder_set_member_name(b, "name");
-    json_builder_add_string_value(b, op->name);
-    json_builder_set_member_name(b, "cat");
-    json_builder_add_string_value(b, simpar_op_kind_name(op->kind));
-    json_builder_set_member_name(b, "pid");
-    json_builder_add_int_value(b, pid);
-    json_builder_set_member_name(b, "tid");
-    json_builder_add_int_value(b, op->stream);
-    report_json_member(b, "ts", sp->start * 1e6);
-    report_json_member(b, "dur", (sp->end - sp->start) * 1e6);
-    json_builder_set_member_name(b, "args");
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "layer");
-    json_builder_add_int_value(b, layer);
-    json_builder_end_object(b);
-    json_builder_end_object(b);
+    return sp->end > sp->start || op->kind == SIMPAR_OP_COLLECTIVE || op->kind == SIMPAR_OP_SEND ||
+           op->kind == SIMPAR_OP_RECV;
+}
+
+/* The ops of layer rank `lr` standing for the `count` layers of block op `op` (rank pid). */
+static void
+report_trace_layers(SimparTrace *t, const SimparTraceLayer *tl, const SimparOp *op, guint lr,
+                    guint pid, const SimparSpan *sp)
+{
+    gboolean fwd = g_str_equal(op->u.block.key, "layer.fwd");
+    if (!fwd && !g_str_equal(op->u.block.key, "layer.bwd"))
+        return;
+    double per = (sp->end - sp->start) / MAX(op->u.block.count, 1);
+    guint n;
+    const guint *ops = simpar_schedule_rank_ops(tl->layer, lr, &n);
+    for (guint k = 0; k < op->u.block.count; k++)
+        for (guint i = 0; i < n; i++) {
+            const SimparOp *x = simpar_schedule_op(tl->layer, ops[i]);
+            const SimparSpan *r = &tl->spans[ops[i]];
+            if ((x->phase == SIMPAR_PHASE_FORWARD) != fwd || r->end < 0 ||
+                !report_trace_shown(x, r))
+                continue;
+            double at = sp->start + k * per;
+            report_trace_op(t, tl->layer, x, k, pid, REPORT_TRACE_LAYER_TID + x->stream,
+                            at + r->start, at + r->end, NULL, NULL);
+        }
 }
 
 void
-simpar_report_trace(JsonBuilder *b, guint mode_index, const char *mode, const SimparRun *run,
-                    const SimparSpan *spans)
+simpar_report_trace(SimparTrace *t, guint mode_index, const char *mode, const SimparRun *run,
+                    const SimparSpan *spans, const SimparTraceRank *ranks, guint n_ranks,
+                    const guint *run_job, const SimparTraceLayer *layers)
 {
     const SimparSchedule *s = run->sched;
-    guint n_ops = simpar_schedule_n_ops(s), n_ranks = simpar_schedule_n_ranks(s);
-    for (guint r = 0; r < n_ranks; r++) {
-        guint pid = mode_index * 100000 + r;
-        g_autofree char *pname = g_strdup_printf("%s rank %u (GPU %u)", mode, r, run->gpus[r]);
-        report_trace_meta(b, "process_name", pid, 0, pname);
+    guint n_ops = simpar_schedule_n_ops(s);
+    for (guint k = 0; k < n_ranks; k++) {
+        const SimparTraceRank *who = &ranks[k];
+        guint pid = mode_index * 100000 + who->job_rank;
+        g_autofree char *pname =
+            g_strdup_printf("%s rank %u (GPU %u)", mode, who->job_rank, who->gpu);
+        simpar_trace_meta(t, "process_name", pid, 0, pname);
         for (guint st = 0; st < simpar_schedule_n_streams(s); st++)
-            report_trace_meta(b, "thread_name", pid, st, simpar_schedule_stream_name(s, st));
-    }
-    for (guint i = 0; i < n_ops * run->n_layers; i++) {
-        const SimparOp *op = simpar_schedule_op(s, i % n_ops);
-        if (spans[i].end > spans[i].start || op->kind == SIMPAR_OP_COLLECTIVE ||
-            op->kind == SIMPAR_OP_SEND || op->kind == SIMPAR_OP_RECV)
-            report_trace_event(b, op, i / n_ops, mode_index * 100000 + op->rank, &spans[i]);
+            simpar_trace_meta(t, "thread_name", pid, st, simpar_schedule_stream_name(s, st));
+        for (guint st = 0; layers != NULL && st < simpar_schedule_n_streams(layers->layer); st++) {
+            g_autofree char *name =
+                g_strdup_printf("layer %s", simpar_schedule_stream_name(layers->layer, st));
+            simpar_trace_meta(t, "thread_name", pid, REPORT_TRACE_LAYER_TID + st, name);
+        }
+        guint n;
+        const guint *ops = simpar_schedule_rank_ops(s, who->run_rank, &n);
+        for (guint l = 0; l < run->n_layers; l++)
+            for (guint i = 0; i < n; i++) {
+                const SimparOp *op = simpar_schedule_op(s, ops[i]);
+                const SimparSpan *sp = &spans[l * n_ops + ops[i]];
+                if (report_trace_shown(op, sp))
+                    report_trace_op(t, s, op, l, pid, op->stream, sp->start, sp->end, who, run_job);
+                if (layers != NULL && op->kind == SIMPAR_OP_BLOCK)
+                    report_trace_layers(t, layers, op, who->layer_rank, pid, sp);
+            }
     }
 }
 

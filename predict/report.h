@@ -20,6 +20,7 @@
 #define SIMPAR_REPORT_H
 #include "backend.h"
 #include "memory.h"
+#include "trace.h"
 #include <json-glib/json-glib.h>
 G_BEGIN_DECLS
 
@@ -82,9 +83,32 @@ char *simpar_report_to_text(const SimparReport *rep); /* (transfer full) */
 /* Appends the rows of simpar_report_to_json() output (a worker process's report). */
 void simpar_report_merge_json(SimparReport *rep, const char *json);
 char *simpar_report_to_json(const SimparReport *rep); /* (transfer full) */
-/* Chrome trace events of one run; mode_index keeps the modes' process ids apart. */
-void simpar_report_trace(JsonBuilder *b, guint mode_index, const char *mode, const SimparRun *run,
-                         const SimparSpan *spans);
+
+/* What a step's layer blocks stand for in a trace: the layer schedule and its ops' spans within
+ * their blocks (simpar_block_layer_spans). */
+typedef struct {
+    const SimparSchedule *layer;
+    const SimparSpan *spans;
+} SimparTraceLayer;
+
+/* A rank a trace shows: job rank `job_rank` on GPU `gpu`, whose step ops are those of rank
+ * `run_rank` of the run (its slice's rank where one slice stands for all), and whose layer
+ * blocks are the ops of rank `layer_rank` of the layer. */
+typedef struct {
+    guint run_rank, job_rank, gpu, layer_rank;
+} SimparTraceRank;
+
+/* Chrome trace events of one run for `ranks`; mode_index keeps the modes' process ids apart
+ * (pid = mode_index * 100000 + job rank). Every op with its kind ("cat"), the layer index and,
+ * for collectives and point-to-point transfers, the group axis and bytes (nccl-tests S: the
+ * whole buffer, as `simpar schedule` counts them) and a transfer's peer (its job rank: run_job
+ * gives the job rank of slice 0 for every run rank, or NULL when run ranks are job ranks); with
+ * `layers` (or NULL), every "layer.fwd" / "layer.bwd" block of count c also as the ops of its c
+ * layers, on the layer's streams (thread ids from 100, "layer <stream>"), args.layer the
+ * layer's index in the block. */
+void simpar_report_trace(SimparTrace *t, guint mode_index, const char *mode, const SimparRun *run,
+                         const SimparSpan *spans, const SimparTraceRank *ranks, guint n_ranks,
+                         const guint *run_job, const SimparTraceLayer *layers);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimparReport, simpar_report_free)
 G_END_DECLS

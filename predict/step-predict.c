@@ -65,6 +65,49 @@ block_mean_compute(const SimparSchedule *s, const double *compute, const char *p
     return sum / simpar_schedule_n_ranks(s);
 }
 
+/* The bounds of the blocks in the spans `sp` of two stacked layers: b[0], b[1] the ends of the
+ * first and the second layer's forward ("layer.fwd" is the second's, from b[0] to b[1]);
+ * b[2] the end of the second layer's backward, b[3] the end (the first's, "layer.bwd"). */
+static void
+block_layer_bounds(const SimparSchedule *layer, const SimparSpan *sp, double b[4])
+{
+    guint n = simpar_schedule_n_ops(layer);
+    b[0] = b[1] = b[2] = b[3] = 0;
+    for (guint l = 0; l < 2; l++)
+        for (guint i = 0; i < n; i++) {
+            const SimparOp *op = simpar_schedule_op(layer, i);
+            double e = sp[l * n + i].end;
+            b[3] = MAX(b[3], e);
+            if (op->phase == SIMPAR_PHASE_FORWARD)
+                b[l] = MAX(b[l], e);
+            else if (l == 1)
+                b[2] = MAX(b[2], e);
+        }
+}
+
+SimparSpan *
+simpar_block_layer_spans(const SimparStepTimer *tm, const SimparTrain *train,
+                         const SimparSchedule *layer)
+{
+    SimparRun run;
+    g_autofree double *compute = NULL;
+    g_autofree guint *gpus = simpar_block_gpus(train);
+    g_autofree SimparSpan *sp = block_run(tm, layer, 2, gpus, &run, &compute);
+    double b[4];
+    block_layer_bounds(layer, sp, b);
+    guint n = simpar_schedule_n_ops(layer);
+    SimparSpan *out = g_new(SimparSpan, n);
+    for (guint i = 0; i < n; i++) {
+        gboolean fwd = simpar_schedule_op(layer, i)->phase == SIMPAR_PHASE_FORWARD;
+        SimparSpan s = fwd ? sp[n + i] : sp[i]; /* the second layer's forward, the first's back */
+        double from = fwd ? b[0] : b[2], to = fwd ? b[1] : b[3];
+        out[i] = s.end < from || s.start > to
+                     ? (SimparSpan){-1, -1}
+                     : (SimparSpan){MAX(s.start, from) - from, MIN(s.end, to) - from};
+    }
+    return out; /* (transfer full) */
+}
+
 /* "layer.fwd" and "layer.bwd": the second of two stacked layers, as the first layer's
  * ramp-up and the last one's drain do not repeat. */
 static void
@@ -78,21 +121,11 @@ block_layers(const SimparStepTimer *tm, const SimparSchedule *layer, const guint
     layer_tm.base.n_simulated = &simulated;
     g_autofree SimparSpan *sp = block_run(&layer_tm, layer, 2, gpus, &run, &compute);
     bt->layer_ranks = simulated;
-    guint n = simpar_schedule_n_ops(layer);
-    double fwd_end[2] = {0, 0}, bwd1_end = 0, end = 0;
-    for (guint l = 0; l < 2; l++)
-        for (guint i = 0; i < n; i++) {
-            const SimparOp *op = simpar_schedule_op(layer, i);
-            double e = sp[l * n + i].end;
-            end = MAX(end, e);
-            if (op->phase == SIMPAR_PHASE_FORWARD)
-                fwd_end[l] = MAX(fwd_end[l], e);
-            else if (l == 1)
-                bwd1_end = MAX(bwd1_end, e);
-        }
-    block_set(bt, "layer.fwd", fwd_end[1] - fwd_end[0],
+    double b[4];
+    block_layer_bounds(layer, sp, b);
+    block_set(bt, "layer.fwd", b[1] - b[0],
               block_mean_compute(layer, compute, NULL, SIMPAR_PHASE_FORWARD));
-    block_set(bt, "layer.bwd", end - bwd1_end,
+    block_set(bt, "layer.bwd", b[3] - b[2],
               block_mean_compute(layer, compute, NULL, SIMPAR_PHASE_BACKWARD));
     SimparReportRow row = {0};
     simpar_report_breakdown(&run, sp, &row);

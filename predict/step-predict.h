@@ -48,6 +48,12 @@ void simpar_block_times_measure(const SimparStepTimer *tm, const SimparModel *mo
                                 const SimparTrain *train, const SimparSchedule *layer,
                                 SimparBlockTimes *bt);
 double simpar_block_time(const SimparBlockTimes *bt, const char *key);
+/* Per op of `layer`: its span within the block that stands for it in a step ("layer.fwd" for
+ * a forward op, "layer.bwd" for a backward one), from the block's start, clipped to the block;
+ * (-1, -1) for an op outside it. Simulates the two stacked layers as the block times do
+ * (transfer full). */
+SimparSpan *simpar_block_layer_spans(const SimparStepTimer *tm, const SimparTrain *train,
+                                     const SimparSchedule *layer);
 
 /* The step's spans (transfer full) with `run` filled; `step` is simpar_step_build's. */
 SimparSpan *simpar_step_run(const SimparStepTimer *tm, const SimparSchedule *step,

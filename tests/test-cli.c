@@ -433,35 +433,144 @@ test_predict_deterministic(void)
         g_free(r[i].out), g_free(r[i].err);
 }
 
-/* The Chrome trace parses and has complete events and named tracks for every rank and stream. */
+/* The trace events of `path` (transfer full: the parser). */
+static JsonParser *
+test_trace_load(const char *path, JsonArray **events)
+{
+    JsonParser *p = json_parser_new();
+    CU_ASSERT_TRUE_FATAL(json_parser_load_from_file(p, path, NULL));
+    *events =
+        json_object_get_array_member(json_node_get_object(json_parser_get_root(p)), "traceEvents");
+    return p;
+}
+
+/* The Chrome trace parses, has complete events and named tracks; by default one rank per role
+ * (3-D: every rank alike), --trace-ranks picks them; bad lists are refused. */
 static void
 test_predict_trace(void)
 {
     g_autofree char *dir = g_dir_make_tmp("simpar-cli-XXXXXX", NULL);
     g_autofree char *path = g_build_filename(dir, "trace.json", NULL);
-    g_autofree char *args = g_strdup_printf(
-        "--topology topologies/v100x64.xml --model tiny --layers 2 --tp-mode 3d --gpus 8 "
-        "--trace %s",
-        path);
-    SimparCliRun r = simpar_cli_run(args);
-    CU_ASSERT_EQUAL_FATAL(r.status, 0);
-    g_autoptr(JsonParser) p = json_parser_new();
-    CU_ASSERT_TRUE_FATAL(json_parser_load_from_file(p, path, NULL));
-    JsonArray *ev =
-        json_object_get_array_member(json_node_get_object(json_parser_get_root(p)), "traceEvents");
-    guint complete = 0, named = 0;
-    for (guint i = 0; i < json_array_get_length(ev); i++) {
-        JsonObject *e = json_array_get_object_element(ev, i);
-        const char *ph = json_object_get_string_member(e, "ph");
-        complete += g_str_equal(ph, "X");
-        named += g_str_equal(ph, "M");
-        CU_ASSERT_TRUE(json_object_has_member(e, "pid") && json_object_has_member(e, "tid"));
+    const char *pick[] = {"", " --trace-ranks all", " --trace-ranks 5,3"};
+    const guint want_ranks[] = {1, 8, 2};
+    for (guint c = 0; c < G_N_ELEMENTS(pick); c++) {
+        g_autofree char *args = g_strdup_printf(
+            "--topology topologies/v100x64.xml --model tiny --layers 2 --tp-mode 3d --gpus 8 "
+            "--trace %s%s",
+            path, pick[c]);
+        SimparCliRun r = simpar_cli_run(args);
+        CU_ASSERT_EQUAL_FATAL(r.status, 0);
+        JsonArray *ev;
+        g_autoptr(JsonParser) p = test_trace_load(path, &ev);
+        guint complete = 0, named = 0;
+        g_autoptr(GHashTable) pids = g_hash_table_new(NULL, NULL);
+        for (guint i = 0; i < json_array_get_length(ev); i++) {
+            JsonObject *e = json_array_get_object_element(ev, i);
+            const char *ph = json_object_get_string_member(e, "ph");
+            complete += g_str_equal(ph, "X");
+            named += g_str_equal(ph, "M");
+            CU_ASSERT_TRUE(json_object_has_member(e, "pid") && json_object_has_member(e, "tid"));
+            /* the job rank (pid: mode index x 100000 + rank) */
+            g_hash_table_add(pids,
+                             GINT_TO_POINTER(json_object_get_int_member(e, "pid") % 100000 + 1));
+        }
+        guint n = g_hash_table_size(pids);
+        CU_ASSERT_EQUAL(n, want_ranks[c]);
+        CU_ASSERT_TRUE(complete >= n * 7); /* embedding, layers, head, backwards, Adam */
+        CU_ASSERT_TRUE(named >= n * 2);    /* a process name and a track name per stream */
+        if (c == 2)
+            CU_ASSERT_TRUE(g_hash_table_contains(pids, GINT_TO_POINTER(3 + 1)) &&
+                           g_hash_table_contains(pids, GINT_TO_POINTER(5 + 1)));
+        g_free(r.out), g_free(r.err);
     }
-    CU_ASSERT_TRUE(complete >= 8 * 7); /* embedding, layers, head, backwards, Adam */
-    CU_ASSERT_TRUE(named >= 8 * 2);    /* a process name and a track name per rank and stream */
+    const char *bad[] = {"--trace-ranks 8", "--trace-ranks 5-3", "--trace-ranks x",
+                         "--trace-ranks 1,", "--trace-ranks -1"};
+    for (guint c = 0; c < G_N_ELEMENTS(bad); c++) {
+        g_autofree char *args = g_strdup_printf(
+            "--topology topologies/v100x64.xml --model tiny --layers 2 --tp-mode 3d --gpus 8 "
+            "--trace %s %s",
+            path, bad[c]);
+        SimparCliRun r = simpar_cli_run(args);
+        CU_ASSERT_EQUAL(r.status, 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "--trace-ranks"));
+        g_free(r.out), g_free(r.err);
+    }
+    SimparCliRun r = simpar_cli_run("--topology topologies/v100x64.xml --trace-ranks 0");
+    CU_ASSERT_EQUAL(r.status, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "no trace"));
+    g_free(r.out), g_free(r.err);
     g_remove(path);
     g_rmdir(dir);
+}
+
+/* The main job's trace holds every layer's ops: rank 0's collectives inside the layer blocks,
+ * summed per axis, are the layers (24) times `simpar schedule`'s bytes per GPU per layer, in
+ * every mode. */
+static void
+test_predict_trace_layers(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("simpar-cli-XXXXXX", NULL);
+    g_autofree char *path = g_build_filename(dir, "trace.json", NULL);
+    g_autofree char *args =
+        g_strdup_printf("--topology topologies/v100x64.xml --trace %s --trace-ranks 0", path);
+    SimparCliRun r = simpar_cli_run(args);
+    CU_ASSERT_EQUAL_FATAL(r.status, 0);
     g_free(r.out), g_free(r.err);
+    JsonArray *ev;
+    g_autoptr(JsonParser) p = test_trace_load(path, &ev);
+    const char *modes[] = {"--tp-mode 1d --tp 64", "--tp-mode 2d --tp 64",
+                           "--tp-mode 2.5d --tp 64 --depth 4", "--tp-mode 3d --tp 64"};
+    for (guint m = 0; m < G_N_ELEMENTS(modes); m++) {
+        g_autoptr(GHashTable) traced =
+            g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free); /* axis -> bytes */
+        guint layers_seen = 0;
+        for (guint i = 0; i < json_array_get_length(ev); i++) {
+            JsonObject *e = json_array_get_object_element(ev, i);
+            if (!g_str_equal(json_object_get_string_member(e, "ph"), "X") ||
+                json_object_get_int_member(e, "pid") != m * 100000 ||
+                json_object_get_int_member(e, "tid") < 100 ||
+                !g_str_equal(json_object_get_string_member(e, "cat"), "collective"))
+                continue;
+            JsonObject *a = json_object_get_object_member(e, "args");
+            const char *axis = json_object_get_string_member(a, "axis");
+            double *sum = g_hash_table_lookup(traced, axis);
+            if (sum == NULL)
+                g_hash_table_insert(traced, g_strdup(axis), sum = g_new0(double, 1));
+            *sum += (double) json_object_get_int_member(a, "bytes");
+            layers_seen = MAX(layers_seen, (guint) json_object_get_int_member(a, "layer") + 1);
+        }
+        CU_ASSERT_EQUAL(layers_seen, 24);
+        g_autofree char *sched = g_strdup_printf("schedule --model default-4k %s --json", modes[m]);
+        SimparCliRun s = simpar_cli_run(sched);
+        CU_ASSERT_EQUAL_FATAL(s.status, 0);
+        g_autoptr(JsonParser) sp = json_parser_new();
+        CU_ASSERT_TRUE_FATAL(json_parser_load_from_data(sp, s.out, -1, NULL));
+        JsonArray *rows = json_object_get_array_member(
+            json_node_get_object(json_parser_get_root(sp)), "collectives");
+        g_autoptr(GHashTable) want = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+        for (guint i = 0; i < json_array_get_length(rows); i++) {
+            JsonObject *row = json_array_get_object_element(rows, i);
+            const char *axis = json_object_get_string_member(row, "axis");
+            double *sum = g_hash_table_lookup(want, axis);
+            if (sum == NULL)
+                g_hash_table_insert(want, g_strdup(axis), sum = g_new0(double, 1));
+            *sum += 24 * json_object_get_double_member(row, "bytes");
+        }
+        CU_ASSERT_TRUE(g_hash_table_size(want) > 0);
+        CU_ASSERT_EQUAL(g_hash_table_size(traced), g_hash_table_size(want));
+        GHashTableIter it;
+        gpointer axis, bytes;
+        g_hash_table_iter_init(&it, want);
+        while (g_hash_table_iter_next(&it, &axis, &bytes)) {
+            const double *got = g_hash_table_lookup(traced, axis);
+            printf("\n    %s %s: trace %.0f bytes, 24 x schedule %.0f", modes[m],
+                   (const char *) axis, got != NULL ? *got : -1, *(double *) bytes);
+            CU_ASSERT_TRUE(got != NULL && *got == *(double *) bytes);
+        }
+        g_free(s.out), g_free(s.err);
+    }
+    g_remove(path);
+    g_rmdir(dir);
 }
 
 static CU_TestInfo cli_tests[] = {
@@ -480,7 +589,10 @@ static CU_TestInfo cli_tests[] = {
      test_predict_json},
     {"--json output parses and carries the summary numbers", test_json},
     {"the same prediction twice gives the same output", test_predict_deterministic},
-    {"--trace writes a Chrome trace with a track per GPU stream", test_predict_trace},
+    {"--trace writes a Chrome trace with a track per GPU stream; --trace-ranks picks the ranks",
+     test_predict_trace},
+    {"the main job's trace holds the collectives of every layer with schedule's bytes",
+     test_predict_trace_layers},
     CU_TEST_INFO_NULL,
 };
 

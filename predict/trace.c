@@ -1,0 +1,221 @@
+/* trace.c - a Chrome trace written as it is made (trace.h). */
+#include "trace.h"
+#include <gio/gio.h>
+#include <math.h>
+
+/* Buffered bytes are written out past this many. */
+#define TRACE_FLUSH_BYTES (1u << 20)
+
+struct _SimparTrace {
+    char *path;
+    GFileOutputStream *out;
+    GCancellable *cancel; /* cancelled to drop the file unwritten */
+    GString *buf;
+    GError *error; /* the first write that failed */
+    guint64 n_events;
+    gboolean closed;
+};
+
+SimparTrace *
+simpar_trace_new(const char *path, GError **error)
+{
+    g_autoptr(GFile) file = g_file_new_for_path(path);
+    g_autoptr(GCancellable) cancel = g_cancellable_new();
+    GFileOutputStream *out = g_file_replace(file, NULL, FALSE, G_FILE_CREATE_NONE, cancel, error);
+    if (out == NULL) {
+        g_prefix_error(error, "--trace %s: ", path);
+        return NULL;
+    }
+    SimparTrace *t = g_new0(SimparTrace, 1);
+    t->path = g_strdup(path);
+    t->out = out;
+    t->cancel = g_steal_pointer(&cancel);
+    t->buf = g_string_sized_new(TRACE_FLUSH_BYTES + 4096);
+    g_string_append(t->buf, "{\"traceEvents\":[\n");
+    return t; /* (transfer full) */
+}
+
+static void
+trace_flush(SimparTrace *t)
+{
+    if (t->error == NULL && t->buf->len > 0)
+        (void) g_output_stream_write_all(G_OUTPUT_STREAM(t->out), t->buf->str, t->buf->len, NULL,
+                                         t->cancel, &t->error);
+    g_string_truncate(t->buf, 0);
+}
+
+/* `s` as a JSON string: quotes, backslashes and control characters escaped. */
+static void
+trace_string(GString *b, const char *s)
+{
+    g_string_append_c(b, '"');
+    for (const unsigned char *p = (const unsigned char *) s; *p != '\0'; p++) {
+        if (*p == '"' || *p == '\\') {
+            g_string_append_c(b, '\\');
+            g_string_append_c(b, (char) *p);
+        } else if (*p < 0x20) {
+            static const char hex[] = "0123456789abcdef";
+            g_string_append(b, "\\u00");
+            g_string_append_c(b, hex[*p >> 4]);
+            g_string_append_c(b, hex[*p & 15]);
+        } else {
+            g_string_append_c(b, (char) *p);
+        }
+    }
+    g_string_append_c(b, '"');
+}
+
+static void
+trace_int(GString *b, gint64 v)
+{
+    char digits[24];
+    guint n = 0;
+    guint64 u = v < 0 ? (guint64) - (v + 1) + 1 : (guint64) v;
+    do
+        digits[n++] = (char) ('0' + u % 10);
+    while ((u /= 10) > 0);
+    if (v < 0)
+        g_string_append_c(b, '-');
+    while (n > 0)
+        g_string_append_c(b, digits[--n]);
+}
+
+/* Seconds as microseconds with three decimals (printf's "%.3f" of s * 1e6, without printf:
+ * libquadmath's printf extensions make every printf slow in a process that loaded SimGrid). */
+static void
+trace_us(GString *b, double s)
+{
+    double ns = round(s * 1e9);
+    if (!isfinite(ns) || fabs(ns) > 9e18) {
+        g_string_append_c(b, '0'); /* no span is this long: finite, bounded figures */
+        return;
+    }
+    gint64 v = (gint64) ns;
+    if (v < 0) {
+        g_string_append_c(b, '-');
+        v = -v;
+    }
+    trace_int(b, v / 1000);
+    g_string_append_c(b, '.');
+    gint64 f = v % 1000;
+    g_string_append_c(b, (char) ('0' + f / 100));
+    g_string_append_c(b, (char) ('0' + f / 10 % 10));
+    g_string_append_c(b, (char) ('0' + f % 10));
+}
+
+static void
+trace_key(GString *b, const char *key)
+{
+    g_string_append_c(b, ',');
+    g_string_append_c(b, '"');
+    g_string_append(b, key);
+    g_string_append(b, "\":");
+}
+
+static void
+trace_head(SimparTrace *t, const char *ph, const char *name, gint64 pid, gint64 tid)
+{
+    GString *b = t->buf;
+    if (t->n_events++ > 0)
+        g_string_append(b, ",\n");
+    g_string_append(b, "{\"ph\":\"");
+    g_string_append(b, ph);
+    g_string_append_c(b, '"');
+    trace_key(b, "name");
+    trace_string(b, name);
+    trace_key(b, "pid");
+    trace_int(b, pid);
+    trace_key(b, "tid");
+    trace_int(b, tid);
+}
+
+static void
+trace_tail(SimparTrace *t)
+{
+    g_string_append_c(t->buf, '}');
+    if (t->buf->len >= TRACE_FLUSH_BYTES)
+        trace_flush(t);
+}
+
+void
+simpar_trace_meta(SimparTrace *t, const char *what, gint64 pid, gint64 tid, const char *name)
+{
+    trace_head(t, "M", what, pid, tid);
+    trace_key(t->buf, "args");
+    g_string_append(t->buf, "{\"name\":");
+    trace_string(t->buf, name);
+    g_string_append_c(t->buf, '}');
+    trace_tail(t);
+}
+
+void
+simpar_trace_event(SimparTrace *t, const char *name, const char *cat, gint64 pid, gint64 tid,
+                   double start_s, double end_s, const SimparTraceArgs *args)
+{
+    GString *b = t->buf;
+    trace_head(t, "X", name, pid, tid);
+    trace_key(b, "cat");
+    trace_string(b, cat);
+    trace_key(b, "ts");
+    trace_us(b, start_s);
+    trace_key(b, "dur");
+    trace_us(b, MAX(end_s - start_s, 0));
+    g_string_append(b, ",\"args\":{\"layer\":");
+    trace_int(b, args->layer);
+    if (args->kind != NULL) {
+        trace_key(b, "kind");
+        trace_string(b, args->kind);
+    }
+    if (args->axis != NULL) {
+        trace_key(b, "axis");
+        trace_string(b, args->axis);
+    }
+    if (args->bytes >= 0) {
+        trace_key(b, "bytes");
+        trace_int(b, (gint64) llround(MIN(args->bytes, 9e18)));
+    }
+    if (args->peer >= 0) {
+        trace_key(b, "peer");
+        trace_int(b, args->peer);
+    }
+    g_string_append_c(b, '}');
+    trace_tail(t);
+}
+
+guint64
+simpar_trace_n_events(const SimparTrace *t)
+{
+    return t->n_events;
+}
+
+gboolean
+simpar_trace_close(SimparTrace *t, GError **error)
+{
+    g_string_append(t->buf, "\n],\"displayTimeUnit\":\"ms\"}\n");
+    trace_flush(t);
+    if (t->error == NULL)
+        (void) g_output_stream_close(G_OUTPUT_STREAM(t->out), NULL, &t->error);
+    t->closed = TRUE;
+    if (t->error != NULL) {
+        g_propagate_prefixed_error(error, g_steal_pointer(&t->error), "--trace %s: ", t->path);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+void
+simpar_trace_free(SimparTrace *t)
+{
+    if (t == NULL)
+        return;
+    if (!t->closed) { /* drop the temporary file: PATH keeps what it held */
+        g_cancellable_cancel(t->cancel);
+        (void) g_output_stream_close(G_OUTPUT_STREAM(t->out), t->cancel, NULL);
+    }
+    g_object_unref(t->out);
+    g_object_unref(t->cancel);
+    g_string_free(t->buf, TRUE);
+    g_clear_error(&t->error);
+    g_free(t->path);
+    g_free(t);
+}
