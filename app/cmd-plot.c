@@ -22,7 +22,7 @@ plot_parse_ranks(const char *s, SimparPlotOptions *opt, GError **error)
                     "--ranks %s: expected A..B (first and last rank, A <= B) or one rank", s);
         return FALSE;
     }
-    opt->rank_first = (guint) a, opt->rank_last = (guint) b;
+    opt->rank_first = (guint) a, opt->rank_last = (guint) b, opt->ranks_given = TRUE;
     return TRUE;
 }
 
@@ -61,8 +61,8 @@ simpar_cmd_plot(int argc, char **argv, GError **error)
         {"title", 0, 0, G_OPTION_ARG_STRING, &title, "Replace the generated title", "TEXT"},
         {"top", 0, 0, G_OPTION_ARG_INT64, &top,
          "Breakdown of a sweep: the N best configurations by rank (default 12)", "N"},
-        {"ranks", 0, 0, G_OPTION_ARG_STRING, &ranks, "Timeline: the ranks drawn (default 0..15)",
-         "A..B"},
+        {"ranks", 0, 0, G_OPTION_ARG_STRING, &ranks,
+         "Timeline: the ranks drawn (default the first 16 ranks the trace holds)", "A..B"},
         {"mode", 0, 0, G_OPTION_ARG_STRING, &mode,
          "Timeline: the mode of a trace that holds several (default the first)", "M"},
         {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &args, NULL, "KIND INPUT"},

@@ -349,7 +349,7 @@ test_timeline_data(void)
                                         "# pipeline p2p\n3 1.1 1.2\n\n\n"));
     SimparPlotOptions opt;
     simpar_plot_options_init(&opt);
-    opt.rank_first = opt.rank_last = 1;
+    opt.rank_first = opt.rank_last = 1, opt.ranks_given = TRUE;
     g_autofree char *r1 = plot_data("timeline", "trace.json", &opt);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r1);
     /* rank 1 alone, from its first op */
@@ -360,6 +360,24 @@ test_timeline_data(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
     CU_ASSERT_PTR_NOT_NULL(strstr(b, "# GEMM\n0 0 2\n\n\n"));
     CU_ASSERT_PTR_NULL(strstr(b, "# TP collective"));
+    /* a trace of one rank per role (ranks 0, 128, 256): drawn by default, all three */
+    write_fixture("roles.json",
+                  "{\"traceEvents\":["
+                  "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":0,\"tid\":0,"
+                  "\"args\":{\"name\":\"1d rank 0 (GPU 0)\"}},"
+                  "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":128,\"tid\":0,"
+                  "\"args\":{\"name\":\"1d rank 128 (GPU 128)\"}},"
+                  "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":256,\"tid\":0,"
+                  "\"args\":{\"name\":\"1d rank 256 (GPU 256)\"}},"
+                  "{\"ph\":\"X\",\"name\":\"g\",\"cat\":\"gemm\",\"pid\":0,\"tid\":0,"
+                  "\"ts\":0,\"dur\":1000},"
+                  "{\"ph\":\"X\",\"name\":\"g\",\"cat\":\"gemm\",\"pid\":128,\"tid\":0,"
+                  "\"ts\":0,\"dur\":2000},"
+                  "{\"ph\":\"X\",\"name\":\"g\",\"cat\":\"gemm\",\"pid\":256,\"tid\":0,"
+                  "\"ts\":0,\"dur\":3000}]}");
+    g_autofree char *roles = plot_data("timeline", "roles.json", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(roles);
+    CU_ASSERT_PTR_NOT_NULL(strstr(roles, "# GEMM\n0 0 1\n1 0 2\n2 0 3\n"));
 }
 
 /* -------------------------------------------------------------------------------- rendering */

@@ -4,7 +4,8 @@
  *   trace: process "3d rank 5 (GPU 5)" (pid), its threads "compute", "comm", ... (tid), and
  *          complete events ("ph": "X") with ts and dur in microseconds, cat = the op kind
  *   mode:  the process name before " rank " ("3d", "predicted"); --mode picks one (default the
- *          first in the file), --ranks A..B the ranks (default 0..15)
+ *          first in the file), --ranks A..B the ranks (default the first 16 ranks the trace
+ *          holds of the mode: a trace of one rank per role holds ranks 0, 128, ...)
  *   .dat:  one block per op class: "y start end" in ms (us for a step under 1 ms) from the first
  *          event drawn, y = the track (rank, stream) counted from the top; one block of track
  *          names, "y name"; then, when some box is wide enough to hold its name, one block of
@@ -244,10 +245,38 @@ timeline_track(Timeline *t, guint rank, gint32 pid, gint32 tid)
     return t->tracks->len - 1;
 }
 
+static gint
+timeline_uint_cmp(gconstpointer a, gconstpointer b)
+{
+    guint x = *(const guint *) a, y = *(const guint *) b;
+    return x < y ? -1 : x > y;
+}
+
+/* Without --ranks: the first 16 ranks of `mode` in the trace, as a set. */
+static GHashTable *
+timeline_default_ranks(const Timeline *t, const char *mode)
+{
+    g_autoptr(GArray) ranks = g_array_new(FALSE, FALSE, sizeof(guint));
+    GHashTableIter it;
+    gpointer pid, value;
+    g_hash_table_iter_init(&it, t->procs);
+    while (g_hash_table_iter_next(&it, &pid, &value)) {
+        const TimelineProc *p = value;
+        if (g_str_equal(p->mode, mode))
+            g_array_append_val(ranks, p->rank);
+    }
+    g_array_sort(ranks, timeline_uint_cmp);
+    GHashTable *set = g_hash_table_new(NULL, NULL);
+    for (guint i = 0; i < ranks->len && g_hash_table_size(set) < 16; i++)
+        g_hash_table_add(set, GUINT_TO_POINTER(g_array_index(ranks, guint, i) + 1));
+    return set; /* (transfer full) */
+}
+
 /* The complete events of `mode` on the chosen ranks, as boxes. */
 static gboolean
 timeline_read_boxes(Timeline *t, const char *mode, const SimparPlotOptions *opt, GError **error)
 {
+    g_autoptr(GHashTable) chosen = opt->ranks_given ? NULL : timeline_default_ranks(t, mode);
     for (guint i = 0; i < json_array_get_length(t->events); i++) {
         JsonObject *e = json_array_get_object_element(t->events, i);
         const char *ph = simpar_plot_json_string(e, "ph");
@@ -262,8 +291,9 @@ timeline_read_boxes(Timeline *t, const char *mode, const SimparPlotOptions *opt,
                                 "of 32 bits), ts and dur (microseconds, at most 1e15 in size)",
                                 error);
         TimelineProc *p = g_hash_table_lookup(t->procs, GINT_TO_POINTER(pid));
-        if (p == NULL || !g_str_equal(p->mode, mode) || p->rank < opt->rank_first ||
-            p->rank > opt->rank_last || dur <= 0)
+        if (p == NULL || !g_str_equal(p->mode, mode) || dur <= 0 ||
+            (chosen != NULL ? !g_hash_table_contains(chosen, GUINT_TO_POINTER(p->rank + 1))
+                            : p->rank < opt->rank_first || p->rank > opt->rank_last))
             continue;
         const char *cat = simpar_plot_json_string(e, "cat"), *name;
         name = simpar_plot_json_string(e, "name");
@@ -410,9 +440,13 @@ timeline_read(Timeline *t, const SimparPlotOptions *opt, const char **mode, GErr
         !timeline_read_boxes(t, *mode, opt, error))
         return FALSE;
     if (t->boxes->len == 0) {
-        g_set_error(error, SIMPAR_PLOT_ERROR, SIMPAR_PLOT_ERROR_EMPTY,
-                    "%s: nothing to plot: no event of mode %s on ranks %u..%u", t->input, *mode,
-                    opt->rank_first, opt->rank_last);
+        if (opt->ranks_given)
+            g_set_error(error, SIMPAR_PLOT_ERROR, SIMPAR_PLOT_ERROR_EMPTY,
+                        "%s: nothing to plot: no event of mode %s on ranks %u..%u", t->input, *mode,
+                        opt->rank_first, opt->rank_last);
+        else
+            g_set_error(error, SIMPAR_PLOT_ERROR, SIMPAR_PLOT_ERROR_EMPTY,
+                        "%s: nothing to plot: no event of mode %s", t->input, *mode);
         return FALSE;
     }
     return TRUE;
@@ -429,7 +463,16 @@ timeline_title(const Timeline *t, const char *mode)
         first = MIN(first, r), last = MAX(last, r);
     }
     GString *title = g_string_new(NULL);
-    g_string_append_printf(title, "Timeline of %s: %s, ranks %u..%u", base, mode, first, last);
+    g_autoptr(GHashTable) ranks = g_hash_table_new(NULL, NULL);
+    for (guint i = 0; i < t->tracks->len; i++)
+        g_hash_table_add(ranks,
+                         GUINT_TO_POINTER(g_array_index(t->tracks, TimelineTrack, i).rank + 1));
+    guint n = g_hash_table_size(ranks);
+    g_string_append_printf(title, "Timeline of %s: %s, ", base, mode);
+    if (n == last - first + 1)
+        g_string_append_printf(title, "ranks %u..%u", first, last);
+    else
+        g_string_append_printf(title, "%u ranks of %u..%u", n, first, last);
     if (t->modes->len > 1)
         g_string_append_printf(title, " (the trace holds %s)", modes);
     return g_string_free(title, FALSE); /* (transfer full) */

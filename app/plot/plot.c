@@ -265,6 +265,28 @@ simpar_plot_run(const char *script, const char *data, const char *vars, const ch
 
 /* ------------------------------------------------------------------------------ the kinds */
 
+/* Generated titles are cut into lines of at most this many characters, at spaces. */
+#define PLOT_TITLE_LINE 95
+
+/* A generated title in lines that fit the picture (transfer full). */
+static char *
+plot_wrap(const char *title)
+{
+    if (title == NULL)
+        return NULL;
+    GString *out = g_string_new(title);
+    gsize line = 0, space = G_MAXSIZE;
+    for (gsize i = 0; i < out->len; i++, line++) {
+        if (out->str[i] == ' ')
+            space = i;
+        if (line >= PLOT_TITLE_LINE && space != G_MAXSIZE) {
+            out->str[space] = '\n';
+            line = i - space, space = G_MAXSIZE;
+        }
+    }
+    return g_string_free(out, FALSE);
+}
+
 static gboolean
 plot_prepare(const char *kind, const char *input, const SimparPlotOptions *opt,
              const SimparPlotKind **k, SimparPlotOut *out, GError **error)
@@ -281,7 +303,8 @@ plot_prepare(const char *kind, const char *input, const SimparPlotOptions *opt,
     *out = (SimparPlotOut){g_string_new(NULL), g_string_new(NULL), NULL};
     if (!(*k)->data(input, opt, out, error))
         return FALSE;
-    simpar_plot_var_string(out, "title_text", opt->title != NULL ? opt->title : out->title);
+    g_autofree char *title = opt->title != NULL ? g_strdup(opt->title) : plot_wrap(out->title);
+    simpar_plot_var_string(out, "title_text", title);
     return TRUE;
 }
 

@@ -32,7 +32,8 @@ typedef enum {
 typedef struct {
     const char *title;           /* replaces the generated title; NULL: generated */
     guint top;                   /* breakdown of a sweep: the `top` best by rank (default 12) */
-    guint rank_first, rank_last; /* timeline: the ranks drawn (default 0..15) */
+    guint rank_first, rank_last; /* timeline: the ranks drawn (--ranks) */
+    gboolean ranks_given;        /* else: the first 16 ranks the trace holds of the mode */
     const char *mode;            /* timeline: the mode (process prefix) drawn; NULL: the first */
 } SimparPlotOptions;
 
