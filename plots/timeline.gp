@@ -26,10 +26,12 @@ set encoding utf8
 set output outfile
 
 class(i) = value(sprintf("series_%d", i))
-colour(c) = c eq "forward compute" ? "#4e79a7" : c eq "backward compute" ? "#59a14f" : \
+colour(c) = c eq "forward (layer blocks)" ? "#d4d4d4" : \
+            c eq "backward (layer blocks)" ? "#a9a9a9" : \
             c eq "GEMM" ? "#4e79a7" : c eq "attention" ? "#76b7b2" : \
             c eq "other kernels" ? "#a0cbe8" : c eq "embedding + loss" ? "#8cd17d" : \
             c eq "optimizer" ? "#9c755f" : c eq "TP collective" ? "#e15759" : \
+            c eq "CP collective" ? "#ff9da7" : \
             c eq "DP collective" ? "#f28e2b" : c eq "pipeline p2p" ? "#b07aa1" : "#bab0ac"
 
 # the title from the picture's left edge, above the plot: centred over the plot area beside

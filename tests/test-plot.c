@@ -343,7 +343,7 @@ test_timeline_data(void)
     g_autofree char *data = plot_data("timeline", "trace.json", NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(data);
     /* mode A (the first); tracks rank 0 compute 0, comm 1, rank 1 compute 2, p2p 3; ms */
-    CU_ASSERT_PTR_NOT_NULL(strstr(data, "# backward compute\n0 1.5 3.5\n\n\n"
+    CU_ASSERT_PTR_NOT_NULL(strstr(data, "# backward (layer blocks)\n0 1.5 3.5\n\n\n"
                                         "# GEMM\n0 0 1\n2 0.1 1.1\n\n\n"
                                         "# TP collective\n1 1 1.5\n\n\n"
                                         "# pipeline p2p\n3 1.1 1.2\n\n\n"));

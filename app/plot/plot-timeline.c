@@ -27,6 +27,7 @@ enum {
     CLASS_EMBED,
     CLASS_OPTIMIZER,
     CLASS_TP,
+    CLASS_CP,
     CLASS_DP,
     CLASS_P2P,
     CLASS_OTHER,
@@ -34,9 +35,9 @@ enum {
 };
 
 static const char *const timeline_classes[N_CLASSES] = {
-    "forward compute", "backward compute", "GEMM",      "attention",
-    "other kernels",   "embedding + loss", "optimizer", "TP collective",
-    "DP collective",   "pipeline p2p",     "other",
+    "forward (layer blocks)", "backward (layer blocks)", "GEMM",         "attention",
+    "other kernels",          "embedding + loss",        "optimizer",    "TP collective",
+    "CP collective",          "DP collective",           "pipeline p2p", "other",
 };
 
 typedef struct {
@@ -93,8 +94,10 @@ timeline_clear(Timeline *t)
     g_clear_pointer(&t->boxes, g_array_unref);
 }
 
+/* The class of an event of kind `cat` named `name`, a collective's group axis `axis` (or
+ * NULL: then by its name). */
 static guint
-timeline_class(const char *cat, const char *name)
+timeline_class(const char *cat, const char *name, const char *axis)
 {
     static const struct {
         const char *prefix;
@@ -108,8 +111,12 @@ timeline_class(const char *cat, const char *name)
 
     if (g_str_equal(cat, "block"))
         return strstr(name, "bwd") != NULL ? CLASS_BWD : CLASS_FWD;
-    if (g_str_equal(cat, "collective"))
-        return g_str_has_prefix(name, "dp") ? CLASS_DP : CLASS_TP;
+    if (g_str_equal(cat, "collective")) {
+        const char *by = axis != NULL ? axis : name;
+        return g_str_has_prefix(by, "dp")   ? CLASS_DP
+               : g_str_has_prefix(by, "cp") ? CLASS_CP
+                                            : CLASS_TP;
+    }
     for (guint i = 0; i < G_N_ELEMENTS(kinds); i++)
         if (g_str_has_prefix(cat, kinds[i].prefix))
             return kinds[i].klass;
@@ -295,10 +302,13 @@ timeline_read_boxes(Timeline *t, const char *mode, const SimparPlotOptions *opt,
             (chosen != NULL ? !g_hash_table_contains(chosen, GUINT_TO_POINTER(p->rank + 1))
                             : p->rank < opt->rank_first || p->rank > opt->rank_last))
             continue;
-        const char *cat = simpar_plot_json_string(e, "cat"), *name;
+        const char *cat = simpar_plot_json_string(e, "cat"), *name, *axis = NULL;
         name = simpar_plot_json_string(e, "name");
+        JsonNode *args = json_object_get_member(e, "args");
+        if (args != NULL && JSON_NODE_HOLDS_OBJECT(args))
+            axis = simpar_plot_json_string(json_node_get_object(args), "axis");
         TimelineBox b = {timeline_track(t, p->rank, pid, tid),
-                         timeline_class(cat != NULL ? cat : "", name != NULL ? name : ""), ts,
+                         timeline_class(cat != NULL ? cat : "", name != NULL ? name : "", axis), ts,
                          ts + dur, name != NULL ? name : ""};
         g_array_append_val(t->boxes, b);
     }
