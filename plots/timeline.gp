@@ -32,7 +32,8 @@ colour(c) = c eq "forward (layer blocks)" ? "#d4d4d4" : \
             c eq "other kernels" ? "#a0cbe8" : c eq "embedding + loss" ? "#8cd17d" : \
             c eq "optimizer" ? "#9c755f" : c eq "TP collective" ? "#e15759" : \
             c eq "CP collective" ? "#ff9da7" : \
-            c eq "DP collective" ? "#f28e2b" : c eq "pipeline p2p" ? "#b07aa1" : "#bab0ac"
+            c eq "DP collective" ? "#f28e2b" : c eq "pipeline p2p" ? "#b07aa1" : \
+            c eq "waiting" ? "#eeeeee" : "#bab0ac"
 
 # the title from the picture's left edge, above the plot: centred over the plot area beside
 # an outside key, a long title ran off the picture's left edge

@@ -361,7 +361,10 @@ predict_trace(const SimparPredictContext *ctx, const SimparStepTimer *blocks,
         g_array_append_val(who, x);
     }
     g_autofree SimparSpan *layer_spans = simpar_block_layer_spans(blocks, train, layer);
-    SimparTraceLayer tl = {layer, layer_spans};
+    g_autofree guint *block_gpus = simpar_block_gpus(train);
+    SimparRun layer_run = blocks->base;
+    layer_run.sched = layer, layer_run.n_layers = 1, layer_run.gpus = block_gpus;
+    SimparTraceLayer tl = {&layer_run, layer_spans};
     simpar_report_trace(ctx->trace, ctx->trace_index, mode, run, spans,
                         (const SimparTraceRank *) who->data, who->len, run_job, &tl);
 }

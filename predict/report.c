@@ -540,30 +540,60 @@ simpar_report_to_json(const SimparReport *rep)
 /* Layer ops go on these thread ids, after the step's own streams. */
 #define REPORT_TRACE_LAYER_TID 100
 
-/* One op of `s` (rank `who`'s) from start to end. */
+/* What writing one schedule's events needs: its run (the algorithms of its collectives) and
+ * what was looked up already. */
+typedef struct {
+    SimparTrace *t;
+    const SimparRun *run;
+    GHashTable *algos; /* op -> the algorithm's name, interned "ring/simple" */
+    const SimparTraceRank *who;
+    const guint *run_job;
+} ReportTrace;
+
+/* "ring" and "simple": the algorithm and protocol collective `op` runs with. */
 static void
-report_trace_op(SimparTrace *t, const SimparSchedule *s, const SimparOp *op, guint layer, guint pid,
-                guint tid, double start, double end, const SimparTraceRank *who,
-                const guint *run_job)
+report_trace_algo(ReportTrace *rt, const SimparOp *op, const char **algo, const char **proto)
 {
-    SimparTraceArgs a = {layer, NULL, NULL, -1, -1};
+    const char *both = g_hash_table_lookup(rt->algos, op);
+    if (both == NULL) {
+        SimparProto p;
+        const SimparCollAlgo *a = simpar_run_coll_algo(rt->run, op, &p);
+        g_autofree char *text = g_strdup_printf("%s/%s", a->name, simpar_nccl_proto_name(p));
+        both = g_intern_string(text);
+        g_hash_table_insert(rt->algos, (gpointer) op, (gpointer) both);
+    }
+    const char *slash = strchr(both, '/');
+    g_autofree char *name = g_strndup(both, (gsize) (slash - both));
+    *algo = g_intern_string(name), *proto = slash + 1;
+}
+
+/* One op from start to end. */
+static void
+report_trace_op(ReportTrace *rt, const SimparOp *op, guint layer, guint pid, guint tid,
+                double start, double end)
+{
+    const SimparSchedule *s = rt->run->sched;
+    SimparTraceArgs a = {layer, NULL, NULL, -1, -1, NULL, NULL, NULL};
     double elems = 0;
     if (op->kind == SIMPAR_OP_COLLECTIVE) {
         a.kind = simpar_coll_kind_name(op->u.coll.kind);
         a.axis = simpar_schedule_group(s, op->u.coll.group)->axis;
         elems = (double) simpar_op_coll_elems(s, op);
+        if (simpar_schedule_group(s, op->u.coll.group)->size > 1)
+            report_trace_algo(rt, op, &a.algo, &a.proto);
     } else if (op->kind == SIMPAR_OP_SEND || op->kind == SIMPAR_OP_RECV) {
         guint g = simpar_schedule_group_of_pair(s, op->rank, op->u.p2p.peer);
         a.axis = g != G_MAXUINT ? simpar_schedule_group(s, g)->axis : NULL;
         elems = (double) op->u.p2p.count;
-        if (who != NULL) /* a step's transfer: the peer's job rank */
-            a.peer = run_job == NULL ? op->u.p2p.peer
-                                     : (gint64) run_job[op->u.p2p.peer] +
-                                           ((gint64) who->job_rank - run_job[who->run_rank]);
+        if (rt->who != NULL) /* a step's transfer: the peer's job rank */
+            a.peer = rt->run_job == NULL
+                         ? op->u.p2p.peer
+                         : (gint64) rt->run_job[op->u.p2p.peer] +
+                               ((gint64) rt->who->job_rank - rt->run_job[rt->who->run_rank]);
     }
     if (elems > 0)
         a.bytes = elems * simpar_dtype_size(simpar_schedule_dtype(s));
-    simpar_trace_event(t, op->name, simpar_op_kind_name(op->kind), pid, tid, start, end, &a);
+    simpar_trace_event(rt->t, op->name, simpar_op_kind_name(op->kind), pid, tid, start, end, &a);
 }
 
 /* Whether a trace shows the op: one that takes time, or any communication. */
@@ -574,27 +604,58 @@ report_trace_shown(const SimparOp *op, const SimparSpan *sp)
            op->kind == SIMPAR_OP_RECV;
 }
 
-/* The ops of layer rank `lr` standing for the `count` layers of block op `op` (rank pid). */
+/* The op's stream idled from `idle` (its previous op's end) to its start: a "wait" event,
+ * args.for the op it waited for (the dep that ended last, or, with no later dep, the op
+ * itself: its peers or its group). `ends` gives each dep's end. */
 static void
-report_trace_layers(SimparTrace *t, const SimparTraceLayer *tl, const SimparOp *op, guint lr,
+report_trace_wait(ReportTrace *rt, const SimparOp *op, guint layer, guint pid, guint tid,
+                  double idle, double start, const SimparSpan *base)
+{
+    if (!(start > idle + 1e-12))
+        return;
+    const SimparSchedule *s = rt->run->sched;
+    const char *what = op->name;
+    double last = idle;
+    const guint *deps = simpar_schedule_deps(s, op);
+    for (guint d = 0; d < op->n_deps; d++) {
+        double e = base[deps[d]].end;
+        if (e > last && e <= start + 1e-12)
+            last = e, what = simpar_schedule_op(s, deps[d])->name;
+    }
+    SimparTraceArgs a = {layer, NULL, NULL, -1, -1, NULL, NULL, what};
+    simpar_trace_event(rt->t, "wait", "wait", pid, tid, idle, start, &a);
+}
+
+/* The ops of layer rank `lr` standing for the `count` layers of block op `op` (rank pid), and
+ * their streams' waits inside the block. */
+static void
+report_trace_layers(ReportTrace *lt, const SimparTraceLayer *tl, const SimparOp *op, guint lr,
                     guint pid, const SimparSpan *sp)
 {
     gboolean fwd = g_str_equal(op->u.block.key, "layer.fwd");
     if (!fwd && !g_str_equal(op->u.block.key, "layer.bwd"))
         return;
     double per = (sp->end - sp->start) / MAX(op->u.block.count, 1);
-    guint n;
-    const guint *ops = simpar_schedule_rank_ops(tl->layer, lr, &n);
+    guint n, n_streams = simpar_schedule_n_streams(tl->run->sched);
+    const guint *ops = simpar_schedule_rank_ops(tl->run->sched, lr, &n);
+    g_autofree double *idle = g_new(double, n_streams);
+    g_autofree SimparSpan *at = g_new(SimparSpan, simpar_schedule_n_ops(tl->run->sched));
+    for (guint st = 0; st < n_streams; st++)
+        idle[st] = sp->start;
     for (guint k = 0; k < op->u.block.count; k++)
         for (guint i = 0; i < n; i++) {
-            const SimparOp *x = simpar_schedule_op(tl->layer, ops[i]);
+            const SimparOp *x = simpar_schedule_op(tl->run->sched, ops[i]);
             const SimparSpan *r = &tl->spans[ops[i]];
-            if ((x->phase == SIMPAR_PHASE_FORWARD) != fwd || r->end < 0 ||
-                !report_trace_shown(x, r))
+            if ((x->phase == SIMPAR_PHASE_FORWARD) != fwd || r->end < 0)
                 continue;
-            double at = sp->start + k * per;
-            report_trace_op(t, tl->layer, x, k, pid, REPORT_TRACE_LAYER_TID + x->stream,
-                            at + r->start, at + r->end, NULL, NULL);
+            double base = sp->start + k * per;
+            at[ops[i]] = (SimparSpan){base + r->start, base + r->end};
+            if (!report_trace_shown(x, r))
+                continue;
+            guint tid = REPORT_TRACE_LAYER_TID + x->stream;
+            report_trace_wait(lt, x, k, pid, tid, idle[x->stream], at[ops[i]].start, at);
+            report_trace_op(lt, x, k, pid, tid, at[ops[i]].start, at[ops[i]].end);
+            idle[x->stream] = MAX(idle[x->stream], at[ops[i]].end);
         }
 }
 
@@ -604,31 +665,45 @@ simpar_report_trace(SimparTrace *t, guint mode_index, const char *mode, const Si
                     const guint *run_job, const SimparTraceLayer *layers)
 {
     const SimparSchedule *s = run->sched;
-    guint n_ops = simpar_schedule_n_ops(s);
+    guint n_ops = simpar_schedule_n_ops(s), n_streams = simpar_schedule_n_streams(s);
+    g_autoptr(GHashTable) algos = g_hash_table_new(NULL, NULL);
+    g_autoptr(GHashTable) layer_algos = g_hash_table_new(NULL, NULL);
+    ReportTrace rt = {t, run, algos, NULL, run_job};
+    ReportTrace lt = {t, layers != NULL ? layers->run : NULL, layer_algos, NULL, NULL};
+    g_autofree double *idle = g_new(double, n_streams);
     for (guint k = 0; k < n_ranks; k++) {
         const SimparTraceRank *who = &ranks[k];
+        rt.who = who;
         guint pid = mode_index * 100000 + who->job_rank;
         g_autofree char *pname =
             g_strdup_printf("%s rank %u (GPU %u)", mode, who->job_rank, who->gpu);
         simpar_trace_meta(t, "process_name", pid, 0, pname);
-        for (guint st = 0; st < simpar_schedule_n_streams(s); st++)
+        for (guint st = 0; st < n_streams; st++)
             simpar_trace_meta(t, "thread_name", pid, st, simpar_schedule_stream_name(s, st));
-        for (guint st = 0; layers != NULL && st < simpar_schedule_n_streams(layers->layer); st++) {
+        for (guint st = 0; layers != NULL && st < simpar_schedule_n_streams(layers->run->sched);
+             st++) {
             g_autofree char *name =
-                g_strdup_printf("layer %s", simpar_schedule_stream_name(layers->layer, st));
+                g_strdup_printf("layer %s", simpar_schedule_stream_name(layers->run->sched, st));
             simpar_trace_meta(t, "thread_name", pid, REPORT_TRACE_LAYER_TID + st, name);
         }
         guint n;
         const guint *ops = simpar_schedule_rank_ops(s, who->run_rank, &n);
-        for (guint l = 0; l < run->n_layers; l++)
+        for (guint l = 0; l < run->n_layers; l++) {
+            for (guint st = 0; st < n_streams; st++)
+                idle[st] = 0;
             for (guint i = 0; i < n; i++) {
                 const SimparOp *op = simpar_schedule_op(s, ops[i]);
                 const SimparSpan *sp = &spans[l * n_ops + ops[i]];
-                if (report_trace_shown(op, sp))
-                    report_trace_op(t, s, op, l, pid, op->stream, sp->start, sp->end, who, run_job);
+                if (report_trace_shown(op, sp)) {
+                    report_trace_wait(&rt, op, l, pid, op->stream, idle[op->stream], sp->start,
+                                      spans + l * n_ops);
+                    report_trace_op(&rt, op, l, pid, op->stream, sp->start, sp->end);
+                    idle[op->stream] = MAX(idle[op->stream], sp->end);
+                }
                 if (layers != NULL && op->kind == SIMPAR_OP_BLOCK)
-                    report_trace_layers(t, layers, op, who->layer_rank, pid, sp);
+                    report_trace_layers(&lt, layers, op, who->layer_rank, pid, sp);
             }
+        }
     }
 }
 

@@ -87,7 +87,7 @@ char *simpar_report_to_json(const SimparReport *rep); /* (transfer full) */
 /* What a step's layer blocks stand for in a trace: the layer schedule and its ops' spans within
  * their blocks (simpar_block_layer_spans). */
 typedef struct {
-    const SimparSchedule *layer;
+    const SimparRun *run; /* the layer schedule on the GPUs the blocks were timed on */
     const SimparSpan *spans;
 } SimparTraceLayer;
 
@@ -100,12 +100,15 @@ typedef struct {
 
 /* Chrome trace events of one run for `ranks`; mode_index keeps the modes' process ids apart
  * (pid = mode_index * 100000 + job rank). Every op with its kind ("cat"), the layer index and,
- * for collectives and point-to-point transfers, the group axis and bytes (nccl-tests S: the
- * whole buffer, as `simpar schedule` counts them) and a transfer's peer (its job rank: run_job
- * gives the job rank of slice 0 for every run rank, or NULL when run ranks are job ranks); with
- * `layers` (or NULL), every "layer.fwd" / "layer.bwd" block of count c also as the ops of its c
- * layers, on the layer's streams (thread ids from 100, "layer <stream>"), args.layer the
- * layer's index in the block. */
+ * for collectives, the collective's kind, group axis, bytes (nccl-tests S: the whole buffer, as
+ * `simpar schedule` counts them), algorithm and protocol; for point-to-point transfers the
+ * axis, bytes and the peer (its job rank: run_job gives the job rank of slice 0 for every run
+ * rank, or NULL when run ranks are job ranks). Where a stream idles before an op, a "wait"
+ * event (cat "wait") with args.for, the dep that ended last (or the op itself: it waited for
+ * its peers). With `layers` (or NULL), every "layer.fwd" / "layer.bwd" block of count c also
+ * as the ops of its c layers, on the layer's streams (thread ids from 100, "layer <stream>"),
+ * args.layer the layer's index in the block. Inside the platform's actor (the algorithms'
+ * closed forms read the routes). */
 void simpar_report_trace(SimparTrace *t, guint mode_index, const char *mode, const SimparRun *run,
                          const SimparSpan *spans, const SimparTraceRank *ranks, guint n_ranks,
                          const guint *run_job, const SimparTraceLayer *layers);

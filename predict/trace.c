@@ -178,6 +178,14 @@ simpar_trace_event(SimparTrace *t, const char *name, const char *cat, gint64 pid
         trace_key(b, "peer");
         trace_int(b, args->peer);
     }
+    const char *keys[] = {"algo", "proto", "for"};
+    const char *values[] = {args->algo, args->proto, args->wait_for};
+    for (guint i = 0; i < G_N_ELEMENTS(keys); i++) {
+        if (values[i] != NULL) {
+            trace_key(b, keys[i]);
+            trace_string(b, values[i]);
+        }
+    }
     g_string_append_c(b, '}');
     trace_tail(t);
 }

@@ -26,10 +26,12 @@ typedef struct _SimparTrace SimparTrace;
 /* What an event's "args" hold: the layer index always; the rest when set (NULL, < 0). */
 typedef struct {
     gint64 layer;
-    const char *kind; /* a collective's kind */
-    const char *axis; /* the group axis of a collective or transfer */
-    double bytes;     /* a collective's (nccl-tests S) or a transfer's bytes */
-    gint64 peer;      /* a transfer's other end (its job rank) */
+    const char *kind;         /* a collective's kind */
+    const char *axis;         /* the group axis of a collective or transfer */
+    double bytes;             /* a collective's (nccl-tests S) or a transfer's bytes */
+    gint64 peer;              /* a transfer's other end (its job rank) */
+    const char *algo, *proto; /* a collective's algorithm and protocol */
+    const char *wait_for;     /* a wait's: what it waited for */
 } SimparTraceArgs;
 
 SimparTrace *simpar_trace_new(const char *path, GError **error); /* (transfer full) */

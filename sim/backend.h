@@ -96,6 +96,12 @@ gboolean simpar_nccl_proto_parse(const char *name, SimparProto *out, GError **er
 const char *simpar_nccl_proto_name(SimparProto proto);
 gboolean simpar_coll_mode_parse(const char *name, SimparCollMode *out, GError **error);
 
+/* The algorithm and protocol (into *proto, when not NULL) that collective op `op` of the run's
+ * schedule runs with: run->algo where it implements the kind, else the NCCL-like choice, as
+ * both backends choose them. With a SimGrid net, inside the platform's actor. */
+const SimparCollAlgo *simpar_run_coll_algo(const SimparRun *run, const SimparOp *op,
+                                           SimparProto *proto); /* (transfer none) */
+
 void simpar_backend_analytic_run(const SimparRun *run, SimparSpan *spans);
 void simpar_backend_simgrid_run(const SimparRun *run, SimparSpan *spans);
 

@@ -64,6 +64,34 @@ replay_coll_equal(gconstpointer a, gconstpointer b)
     return x->group == y->group && x->root == y->root && x->kind == y->kind && x->count == y->count;
 }
 
+/* The algorithm a run uses for a collective: the run's where it implements the kind (what it
+ * runs as on the group), else the NCCL-like choice. */
+static const SimparCollAlgo *
+replay_coll_algo(const SimparRun *run, const SimparCollGroup *g, SimparCollKind kind, double bytes)
+{
+    gboolean forced = run->algo != NULL && (run->algo->kinds & (1u << kind)) != 0;
+    return forced ? simpar_coll_runs_as(run->algo, g)
+                  : simpar_coll_choose(kind, g, bytes, &run->coll);
+}
+
+const SimparCollAlgo *
+simpar_run_coll_algo(const SimparRun *run, const SimparOp *op, SimparProto *proto)
+{
+    const SimparSchedule *s = run->sched;
+    const SimparGroup *grp = simpar_schedule_group(s, op->u.coll.group);
+    const guint *ranks = simpar_schedule_group_ranks(s, op->u.coll.group);
+    g_autofree guint *gpus = g_new(guint, grp->size);
+    for (guint i = 0; i < grp->size; i++)
+        gpus[i] = run->gpus[ranks[i]];
+    SimparCollGroup g = {grp->size, gpus, run->net};
+    double bytes =
+        (double) simpar_op_coll_elems(s, op) * simpar_dtype_size(simpar_schedule_dtype(s));
+    const SimparCollAlgo *algo = replay_coll_algo(run, &g, op->u.coll.kind, bytes);
+    if (proto != NULL)
+        *proto = simpar_coll_proto(algo, op->u.coll.kind, &g, bytes, op->u.coll.root, &run->coll);
+    return algo; /* (transfer none) */
+}
+
 /* Members of one collective share its table entry: same group, kind, count and root. */
 static guint
 replay_coll_key(SimparReplay *r, GHashTable *seen, const SimparOp *op)
@@ -87,9 +115,7 @@ replay_coll_key(SimparReplay *r, GHashTable *seen, const SimparOp *op)
         .bytes = (double) simpar_op_coll_elems(s, op) * simpar_dtype_size(simpar_schedule_dtype(s)),
         .root = c->root,
     };
-    gboolean forced = r->run->algo != NULL && (r->run->algo->kinds & (1u << rc.kind)) != 0;
-    rc.algo = forced ? simpar_coll_runs_as(r->run->algo, &rc.group)
-                     : simpar_coll_choose(rc.kind, &rc.group, rc.bytes, &r->run->coll);
+    rc.algo = replay_coll_algo(r->run, &rc.group, rc.kind, rc.bytes);
     rc.time_s = g->size < 2
                     ? 0
                     : rc.algo->closed_form(rc.kind, &rc.group, rc.bytes, rc.root, &r->run->coll);

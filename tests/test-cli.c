@@ -533,6 +533,8 @@ test_predict_trace_layers(void)
                 continue;
             JsonObject *a = json_object_get_object_member(e, "args");
             const char *axis = json_object_get_string_member(a, "axis");
+            /* each with the algorithm and protocol it runs with */
+            CU_ASSERT_TRUE(json_object_has_member(a, "algo") && json_object_has_member(a, "proto"));
             double *sum = g_hash_table_lookup(traced, axis);
             if (sum == NULL)
                 g_hash_table_insert(traced, g_strdup(axis), sum = g_new0(double, 1));
@@ -540,6 +542,16 @@ test_predict_trace_layers(void)
             layers_seen = MAX(layers_seen, (guint) json_object_get_int_member(a, "layer") + 1);
         }
         CU_ASSERT_EQUAL(layers_seen, 24);
+        guint waits = 0; /* where a stream idles: what it waited for */
+        for (guint i = 0; i < json_array_get_length(ev); i++) {
+            JsonObject *e = json_array_get_object_element(ev, i);
+            if (json_object_get_int_member(e, "pid") == m * 100000 &&
+                g_str_equal(json_object_get_string_member(e, "ph"), "X") &&
+                g_str_equal(json_object_get_string_member(e, "cat"), "wait"))
+                waits += json_object_has_member(json_object_get_object_member(e, "args"), "for");
+        }
+        if (m == 0) /* 1-D: the backward's kernels wait for the all-reduces on the comm stream */
+            CU_ASSERT_TRUE(waits > 0);
         g_autofree char *sched = g_strdup_printf("schedule --model default-4k %s --json", modes[m]);
         SimparCliRun s = simpar_cli_run(sched);
         CU_ASSERT_EQUAL_FATAL(s.status, 0);

@@ -30,14 +30,25 @@ enum {
     CLASS_CP,
     CLASS_DP,
     CLASS_P2P,
+    CLASS_WAIT,
     CLASS_OTHER,
     N_CLASSES
 };
 
 static const char *const timeline_classes[N_CLASSES] = {
-    "forward (layer blocks)", "backward (layer blocks)", "GEMM",         "attention",
-    "other kernels",          "embedding + loss",        "optimizer",    "TP collective",
-    "CP collective",          "DP collective",           "pipeline p2p", "other",
+    "forward (layer blocks)",
+    "backward (layer blocks)",
+    "GEMM",
+    "attention",
+    "other kernels",
+    "embedding + loss",
+    "optimizer",
+    "TP collective",
+    "CP collective",
+    "DP collective",
+    "pipeline p2p",
+    "waiting",
+    "other",
 };
 
 typedef struct {
@@ -109,6 +120,8 @@ timeline_class(const char *cat, const char *name, const char *axis)
         {"gelu", CLASS_KERNELS}, {"dropout", CLASS_KERNELS},     {"add", CLASS_KERNELS},
     };
 
+    if (g_str_equal(cat, "wait"))
+        return CLASS_WAIT;
     if (g_str_equal(cat, "block"))
         return strstr(name, "bwd") != NULL ? CLASS_BWD : CLASS_FWD;
     if (g_str_equal(cat, "collective")) {
