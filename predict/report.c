@@ -604,15 +604,16 @@ report_trace_shown(const SimparOp *op, const SimparSpan *sp)
            op->kind == SIMPAR_OP_RECV;
 }
 
-/* The op's stream idled from `idle` (its previous op's end) to its start: a "wait" event,
+/* The op's compute stream (stream 0) idled from `idle` (its previous op's end) to its start: a
+ * "wait" event,
  * args.for the op it waited for (the dep that ended last, or, with no later dep, the op
  * itself: its peers or its group). `ends` gives each dep's end. */
 static void
 report_trace_wait(ReportTrace *rt, const SimparOp *op, guint layer, guint pid, guint tid,
                   double idle, double start, const SimparSpan *base)
 {
-    if (!(start > idle + 1e-12))
-        return;
+    if (op->stream != 0 || !(start > idle + 1e-12))
+        return; /* the compute stream's waits: what a GPU's compute waits for */
     const SimparSchedule *s = rt->run->sched;
     const char *what = op->name;
     double last = idle;

@@ -103,12 +103,12 @@ typedef struct {
  * for collectives, the collective's kind, group axis, bytes (nccl-tests S: the whole buffer, as
  * `simpar schedule` counts them), algorithm and protocol; for point-to-point transfers the
  * axis, bytes and the peer (its job rank: run_job gives the job rank of slice 0 for every run
- * rank, or NULL when run ranks are job ranks). Where a stream idles before an op, a "wait"
- * event (cat "wait") with args.for, the dep that ended last (or the op itself: it waited for
- * its peers). With `layers` (or NULL), every "layer.fwd" / "layer.bwd" block of count c also
- * as the ops of its c layers, on the layer's streams (thread ids from 100, "layer <stream>"),
- * args.layer the layer's index in the block. Inside the platform's actor (the algorithms'
- * closed forms read the routes). */
+ * rank, or NULL when run ranks are job ranks). Where a compute stream (the step's or the
+ * layer's stream 0) idles before an op, a "wait" event (cat "wait") with args.for, the dep that
+ * ended last (or the op itself: it waited for its peers). With `layers` (or NULL), every
+ * "layer.fwd" / "layer.bwd" block of count c also as the ops of its c layers, on the layer's
+ * streams (thread ids from 100, "layer <stream>"), args.layer the layer's index in the block.
+ * Inside the platform's actor (the algorithms' closed forms read the routes). */
 void simpar_report_trace(SimparTrace *t, guint mode_index, const char *mode, const SimparRun *run,
                          const SimparSpan *spans, const SimparTraceRank *ranks, guint n_ranks,
                          const guint *run_job, const SimparTraceLayer *layers);
