@@ -109,6 +109,15 @@ platform_route(const SimparNet *net, guint src, guint dst, SimparRoute *out)
         r = g_new(SimparRoute, 1);
         r->lat_s = sg_host_get_route_latency(p->hosts[src], p->hosts[dst]);
         r->bw_Bps = sg_host_get_route_bandwidth(p->hosts[src], p->hosts[dst]);
+        if (src != dst && !(r->bw_Bps > 0 && isfinite(r->bw_Bps) && isfinite(r->lat_s))) {
+            SimparPlatform *q = (SimparPlatform *) p;
+            platform_fatal(q, g_error_new(SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,
+                                          "--topology %s: there is no route from %s to %s (or "
+                                          "one of no bandwidth): every pair of GPUs a job uses "
+                                          "needs a route of links",
+                                          p->path, sg_host_get_name(p->hosts[src]),
+                                          sg_host_get_name(p->hosts[dst])));
+        }
         g_hash_table_insert(p->routes, g_memdup2(&key, sizeof key), r);
     }
     *out = *r;

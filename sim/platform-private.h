@@ -41,7 +41,13 @@ struct _SimparPlatform {
     gpointer data;
     GString *out;
     GError *error;
+    int reply_fd; /* the child's reply file: platform_fatal() answers through it */
 };
+
+/* platform.c: ends the child with `error` (transfer full) as its reply, as if the job had
+ * returned it: for input faults found deep in a run (no route between two GPUs) that must
+ * not reach an assertion. */
+G_NORETURN void platform_fatal(SimparPlatform *p, GError *error);
 
 /* platform.c: what `simpar topology` preset wrote `text` byte for byte ({0, 0} for another) */
 void platform_generated(const char *text, gsize len, PlatformGenerated *out);

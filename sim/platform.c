@@ -2,6 +2,7 @@
 #include "platform-private.h"
 #include "topology.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <glib/gstdio.h>
 #include <math.h>
 #include <signal.h>
@@ -159,10 +160,39 @@ platform_check_links(const SimparPlatform *p, GError **error)
     return ok;
 }
 
+/* The reply: 'O' and the output, or 'E' and the error's domain name, code and message. */
+static G_NORETURN void
+platform_reply(const SimparPlatform *p)
+{
+    /* an error goes back whole: its domain's name and code, then the message, so that the
+     * parent's caller tells a bad option from a bad file as if the job had run there */
+    g_autofree char *failed =
+        p->error != NULL ? g_strdup_printf("%s\n%d\n%s", g_quark_to_string(p->error->domain),
+                                           p->error->code, p->error->message)
+                         : NULL;
+    const char *text = p->error != NULL ? failed : p->out->str;
+    char status = p->error != NULL ? 'E' : 'O';
+    gboolean ok = platform_write_all(p->reply_fd, &status, 1) &&
+                  platform_write_all(p->reply_fd, text, strlen(text));
+    _exit(ok ? 0 : 1);
+}
+
+void
+platform_fatal(SimparPlatform *p, GError *error)
+{
+    g_clear_error(&p->error);
+    p->error = error;
+    platform_reply(p);
+}
+
 static G_NORETURN void
 platform_child(SimparPlatform *p, int out, int err)
 {
+    /* SimGrid's log and anything else the child prints go to the log file: the parent's
+     * stdout carries only what the parent prints */
     dup2(err, STDERR_FILENO);
+    dup2(err, STDOUT_FILENO);
+    p->reply_fd = out;
     int argc = 1;
     char *argv[] = {(char *) "simpar", NULL};
     xbt_log_control_set("xbt_cfg.thres:warning");
@@ -189,17 +219,7 @@ platform_child(SimparPlatform *p, int out, int err)
         sg_actor_start(driver, platform_driver, 0, NULL);
         simgrid_run();
     }
-    /* an error goes back whole: its domain's name and code, then the message, so that the
-     * parent's caller tells a bad option from a bad file as if the job had run there */
-    g_autofree char *failed =
-        p->error != NULL ? g_strdup_printf("%s\n%d\n%s", g_quark_to_string(p->error->domain),
-                                           p->error->code, p->error->message)
-                         : NULL;
-    const char *text = p->error != NULL ? failed : p->out->str;
-    char status = p->error != NULL ? 'E' : 'O';
-    gboolean ok =
-        platform_write_all(out, &status, 1) && platform_write_all(out, text, strlen(text));
-    _exit(ok ? 0 : 1);
+    platform_reply(p);
 }
 
 /* SimGrid's complaint, one line, from its log on stderr: "... [xbt_exception/ERROR] Parse error
@@ -223,8 +243,11 @@ platform_simgrid_message(const char *log)
                 m = by + 2;
             return g_strdup(m);
         }
+    for (guint i = 0; lines[i] != NULL; i++) /* GLib's: "Bail out! simpar:ERROR:file:..." */
+        if (strstr(lines[i], "ERROR") != NULL || strstr(lines[i], "CRITICAL") != NULL)
+            return g_strdup(g_strstrip(lines[i]));
     for (guint i = 0; lines[i] != NULL; i++)
-        if (g_strstrip(lines[i])[0] != '\0')
+        if (g_strstrip(lines[i])[0] != '\0' && strspn(lines[i], "*") != strlen(lines[i]))
             return g_strdup(lines[i]);
     return g_strdup("it ended without a message");
 }
@@ -238,14 +261,35 @@ struct _SimparPlatformChild {
 };
 typedef struct _SimparPlatformChild PlatformChild;
 
+/* A temporary file for the child, on a descriptor above 2: with stdin, stdout or stderr
+ * closed, it would take their number, and the child's log redirection (or its output) would
+ * write over the reply. */
+static int
+platform_tmp(const char *tmpl, char **path, GError **error)
+{
+    int fd = g_file_open_tmp(tmpl, path, error);
+    if (fd < 0 || fd > STDERR_FILENO)
+        return fd;
+    int high = fcntl(fd, F_DUPFD, STDERR_FILENO + 1);
+    int e = errno;
+    close(fd);
+    if (high < 0) {
+        g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(e), "%s: %s", *path,
+                    g_strerror(e));
+        g_unlink(*path);
+        g_clear_pointer(path, g_free);
+    }
+    return high;
+}
+
 static gboolean
 platform_spawn(const char *path, const PlatformGenerated *generated, SimparPlatformJob job,
                gpointer data, PlatformChild *c, GError **error)
 {
-    int reply_fd = g_file_open_tmp("simpar-reply-XXXXXX", &c->reply_path, error);
+    int reply_fd = platform_tmp("simpar-reply-XXXXXX", &c->reply_path, error);
     if (reply_fd < 0)
         return FALSE;
-    int log_fd = g_file_open_tmp("simpar-simgrid-XXXXXX.log", &c->log_path, error);
+    int log_fd = platform_tmp("simpar-simgrid-XXXXXX.log", &c->log_path, error);
     if (log_fd < 0) {
         close(reply_fd);
         return FALSE;
@@ -310,8 +354,22 @@ platform_collect(const char *path, PlatformChild *c, GString *out, GError **erro
         return FALSE;
     }
     g_autofree char *msg = platform_simgrid_message(log);
-    g_set_error(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,
-                "--topology %s: SimGrid cannot use this platform: %s", path, g_strstrip(msg));
+    if (strstr(log, "[xbt_exception/") != NULL || strstr(log, "Parse error") != NULL ||
+        strstr(log, "[surf_parse/") != NULL || strstr(log, "[ker_platform/") != NULL) {
+        g_set_error(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,
+                    "--topology %s: SimGrid cannot use this platform: %s", path, g_strstrip(msg));
+        return FALSE;
+    }
+    /* not SimGrid's complaint about the file: say how the worker ended, and what it said */
+    g_autofree char *how =
+        WIFSIGNALED(c->status)
+            ? g_strdup_printf("was killed by signal %d (%s)", WTERMSIG(c->status),
+                              g_strsignal(WTERMSIG(c->status)))
+        : WIFEXITED(c->status) && WEXITSTATUS(c->status) != 0
+            ? g_strdup_printf("exited with code %d", WEXITSTATUS(c->status))
+            : g_strdup("ended without a reply");
+    g_set_error(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_JOB,
+                "the simulation of %s %s: %s", path, how, g_strstrip(msg));
     return FALSE;
 }
 

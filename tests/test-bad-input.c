@@ -157,6 +157,16 @@ static const BadCase cases[] = {
     {"model", NULL, NULL, NULL, "schedule --tp 4 --model @/none.json", 1, {"@/none.json"}},
 
     /* ---- topology files: predict --topology FILE */
+    /* two GPUs and no route between them: refused naming both, not an assertion in a worker
+     * reported as a platform SimGrid cannot use */
+    {"topology",
+     "t.xml",
+     XML_HEAD GPU(0, 0)
+         GPU(1, 0) "<link id=\"l\" bandwidth=\"10GBps\" latency=\"1us\"/>\n" XML_TAIL,
+     NULL,
+     "--topology @/t.xml --model tiny --tp-mode 1d",
+     1,
+     {"--topology @/t.xml", "no route from node0-gpu0 to node1-gpu0", "needs a route"}},
     {"topology",
      "t.xml",
      "<platform><zone>\n</platform>\n",

@@ -125,6 +125,26 @@ test_lost_output(void)
             printf("\n    %s > /dev/full: %s", names[i], err);
         CU_ASSERT_STRING_EQUAL(err, want);
     }
+    /* stdout closed: the output is lost, an error; stderr closed: the workers' reply files
+     * must not take its descriptor (they did, and every platform command failed, silently) */
+    const char *closed[] = {">&-", "2>&-"};
+    for (guint i = 0; i < G_N_ELEMENTS(closed); i++) {
+        g_autofree char *cmd =
+            g_strdup_printf("%s --topology topologies/v100x64.xml --tp-mode 1d %s",
+                            g_getenv("SIMPAR_BIN"), closed[i]);
+        const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+        g_autofree char *out = NULL, *err = NULL;
+        int wait = 0;
+        CU_ASSERT_TRUE_FATAL(g_spawn_sync(NULL, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL,
+                                          &out, &err, &wait, NULL));
+        gboolean ok =
+            i == 0 ? WIFEXITED(wait) && WEXITSTATUS(wait) == 1 &&
+                         strstr(err, "cannot write the output to stdout") != NULL
+                   : WIFEXITED(wait) && WEXITSTATUS(wait) == 0 && strstr(out, "1d    T=64") != NULL;
+        if (!ok)
+            printf("\n    simpar %s: status %d, stdout %s, stderr %s", closed[i], wait, out, err);
+        CU_ASSERT_TRUE(ok);
+    }
 }
 
 static void
