@@ -188,8 +188,8 @@ simpar_nccl_log_read(const char *path, SimparNcclLog *log, GError **error)
         g_strdup(path), NULL, 0, 0, 0, g_array_new(FALSE, FALSE, sizeof(SimparNcclRow))};
     g_autofree char *text = NULL;
     gsize len = 0;
-    if (!g_file_get_contents(path, &text, &len, error)) {
-        g_prefix_error(error, "--nccl-tests: ");
+    if (!simpar_file_read(path, NCCL_MAX_LOG, &text, &len, error)) {
+        g_prefix_error(error, "--nccl-tests ");
         return FALSE;
     }
     if (len > NCCL_MAX_LOG || memchr(text, '\0', len) != NULL) {

@@ -377,7 +377,8 @@ predict_report_taken(const char *dir)
 {
     g_autofree char *readme = g_build_filename(dir, "README.md", NULL);
     g_autofree char *head = NULL;
-    if (g_file_get_contents(readme, &head, NULL, NULL) &&
+    gsize len;
+    if (simpar_file_read(readme, 1 << 20, &head, &len, NULL) &&
         g_str_has_prefix(head, REPORT_README_HEAD))
         return NULL; /* an earlier report: its files are simpar's */
     g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);

@@ -126,6 +126,37 @@ sweep_spec_set(const GOptionEntry *e, GKeyFile *kf, const char *key, GError **er
     return error == NULL || *error == NULL;
 }
 
+/* The most a --spec file may hold. */
+#define SWEEP_SPEC_MAX_BYTES ((gsize) 1 << 20)
+
+/* FALSE naming the line when a key comes twice in one group (GKeyFile keeps the last). */
+static gboolean
+sweep_spec_unique(const char *text, const char *path, GError **error)
+{
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    for (guint i = 0; lines[i] != NULL; i++) {
+        char *l = g_strstrip(lines[i]);
+        if (l[0] == '[') {
+            g_hash_table_remove_all(seen); /* a new group */
+            continue;
+        }
+        const char *eq = strchr(l, '=');
+        if (l[0] == '#' || l[0] == '\0' || eq == NULL)
+            continue;
+        g_autofree char *key = g_strndup(l, (gsize) (eq - l));
+        g_strstrip(key);
+        if (g_hash_table_contains(seen, key)) {
+            g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                        "--spec %s:%u: key %s is given twice in its group (each key once)", path,
+                        i + 1, key);
+            return FALSE;
+        }
+        g_hash_table_add(seen, g_steal_pointer(&key));
+    }
+    return TRUE;
+}
+
 /* --spec FILE: [sweep] keys named like the long flags; the command line wins. The keys it
  * gave go to `given`. */
 static gboolean
@@ -134,7 +165,15 @@ sweep_load_spec(const char *path, const GOptionEntry *const *tables, GPtrArray *
 {
     g_autoptr(GKeyFile) kf = g_key_file_new();
     g_autoptr(GError) local = NULL;
-    if (!g_key_file_load_from_file(kf, path, G_KEY_FILE_NONE, &local) ||
+    g_autofree char *text = NULL;
+    gsize len = 0;
+    if (!simpar_file_read(path, SWEEP_SPEC_MAX_BYTES, &text, &len, &local)) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE, "--spec %s", local->message);
+        return FALSE;
+    }
+    if (!sweep_spec_unique(text, path, error))
+        return FALSE;
+    if (!g_key_file_load_from_data(kf, text, len, G_KEY_FILE_NONE, &local) ||
         !g_key_file_has_group(kf, "sweep")) {
         g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
                     "--spec %s: %s (a key file with a [sweep] group)", path,

@@ -136,11 +136,20 @@ simpar_csv_parse(const char *data, gsize len, const char *name, SimparCsvFlags f
 SimparCsv *
 simpar_csv_read(const char *path, SimparCsvFlags flags, GError **error)
 {
-    g_autofree char *data = NULL;
-    gsize len = 0;
-    if (!g_file_get_contents(path, &data, &len, error))
+    /* mapped, not read: a file of known size (a device or a pipe, /dev/zero, has none to read
+     * to the end of), and at most SIMPAR_CSV_MAX_BYTES of it */
+    g_autoptr(GMappedFile) map = g_mapped_file_new(path, FALSE, error);
+    if (map == NULL)
         return NULL;
-    return simpar_csv_parse(data, len, path, flags, error); /* (transfer full) */
+    gsize len = g_mapped_file_get_length(map);
+    if (len > SIMPAR_CSV_MAX_BYTES) {
+        g_set_error(error, SIMPAR_CSV_ERROR, SIMPAR_CSV_ERROR_PARSE,
+                    "%s: larger than %u MiB, the most simpar reads of a CSV table", path,
+                    (guint) (SIMPAR_CSV_MAX_BYTES >> 20));
+        return NULL;
+    }
+    return simpar_csv_parse(len > 0 ? g_mapped_file_get_contents(map) : "", len, path, flags,
+                            error); /* (transfer full) */
 }
 
 guint

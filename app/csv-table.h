@@ -20,6 +20,8 @@
 G_BEGIN_DECLS
 
 #define SIMPAR_CSV_ERROR (simpar_csv_error_quark())
+/* The largest CSV file simpar_csv_read() takes. */
+#define SIMPAR_CSV_MAX_BYTES ((gsize) 512 << 20)
 GQuark simpar_csv_error_quark(void);
 
 typedef enum {

@@ -121,8 +121,8 @@ measured_element(const Loc *l, JsonArray *a, const char *key, guint i, GError **
 static JsonObject *
 measured_open(JsonParser *parser, const char *path, const char *format, GError **error)
 {
-    if (!json_parser_load_from_file(parser, path, error)) {
-        g_prefix_error(error, "--measured %s: ", path);
+    if (!simpar_json_load_file(parser, path, SIMPAR_JSON_LARGE_MAX, error)) {
+        g_prefix_error(error, "--measured ");
         return NULL;
     }
     JsonNode *root = json_parser_get_root(parser);

@@ -398,19 +398,6 @@ model_validate(const SimparModel *m, const char *const name[N_DIMS], GError **er
     return TRUE;
 }
 
-gboolean
-simpar_json_load_file(JsonParser *parser, const char *path, GError **error)
-{
-    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-    GError *local = NULL;
-    if (json_parser_load_from_file(parser, path, &local))
-        return TRUE;
-    if (strstr(local->message, path) == NULL)
-        g_prefix_error(&local, "%s: ", path);
-    g_propagate_error(error, local);
-    return FALSE;
-}
-
 const char *
 simpar_intern_names(gconstpointer rows, guint n, gsize row_size)
 {
@@ -442,7 +429,7 @@ simpar_model_load_json(const char *path, SimparModel *out, GError **error)
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     g_autoptr(JsonParser) parser = json_parser_new();
-    if (!simpar_json_load_file(parser, path, error))
+    if (!simpar_json_load_file(parser, path, SIMPAR_JSON_SMALL_MAX, error))
         return FALSE;
     JsonNode *root = json_parser_get_root(parser);
     if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {

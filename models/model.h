@@ -78,9 +78,27 @@ typedef struct {
 const SimparModelPreset *simpar_model_presets(guint *n_presets); /* (transfer none) */
 gboolean simpar_model_preset(const char *name, SimparModel *out, GError **error);
 gboolean simpar_model_load_json(const char *path, SimparModel *out, GError **error);
-/* json_parser_load_from_file, with an error that always names the file (JSON-GLib's parse errors
- * do, its encoding and I/O errors do not). */
-gboolean simpar_json_load_file(JsonParser *parser, const char *path, GError **error);
+/* JSON files a user gives (json-file.c): at most this many bytes (model and calibration
+ * files; measured runs, traces and plot inputs), at most this deep. */
+#define SIMPAR_JSON_SMALL_MAX ((gsize) 16 << 20)
+#define SIMPAR_JSON_LARGE_MAX ((gsize) 512 << 20)
+#define SIMPAR_JSON_MAX_DEPTH 128
+/* A file a user gives into *text (transfer full, NUL-terminated), refused past max_bytes (read
+ * no further: /dev/zero has no end), or when it is a folder; errors name the file. For every
+ * input file, JSON or not. */
+gboolean simpar_file_read(const char *path, gsize max_bytes, char **text, gsize *len,
+                               GError **error);
+/* What JSON-GLib would let through: nesting deeper than SIMPAR_JSON_MAX_DEPTH (its recursive
+ * parser overflows the stack) or a member name twice in one object (it keeps the last): FALSE
+ * naming `path` and the line. *trailing gets the line of anything after the top value (0:
+ * none), for simpar_json_trailing() once JSON-GLib has parsed the text without an error of
+ * its own (for text that is not JSON its error says more). */
+gboolean simpar_json_guard(const char *text, gsize len, const char *path, guint *trailing,
+                           GError **error);
+gboolean simpar_json_trailing(const char *path, guint trailing, GError **error);
+/* The file, read, guarded and parsed; every error names it. */
+gboolean simpar_json_load_file(JsonParser *parser, const char *path, gsize max_bytes,
+                               GError **error);
 /* "a, b, c": the names of a table's n rows of `row_size` bytes whose first member is their
  * `const char *` name, for help texts and errors (interned: lives as long as the process). */
 const char *simpar_intern_names(gconstpointer rows, guint n, gsize row_size);

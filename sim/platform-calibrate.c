@@ -57,7 +57,7 @@ simpar_platform_calibrate_links(const SimparPlatform *p, const char *path, GErro
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     g_autoptr(JsonParser) parser = json_parser_new();
-    if (!simpar_json_load_file(parser, path, error))
+    if (!simpar_json_load_file(parser, path, SIMPAR_JSON_SMALL_MAX, error))
         return FALSE;
     JsonNode *root = json_parser_get_root(parser);
     if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {

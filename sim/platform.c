@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <xbt/config.h>
@@ -84,8 +85,16 @@ platform_check_xml(const char *path, PlatformGenerated *generated, GError **erro
 {
     g_autofree char *text = NULL;
     gsize len;
-    if (!g_file_get_contents(path, &text, &len, error)) {
-        g_prefix_error(error, "--topology: ");
+    GStatBuf st;
+    if (g_stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+        g_set_error(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,
+                    "--topology %s: not a regular file (a device or a pipe; the platform file "
+                    "is read once here and once by SimGrid)",
+                    path);
+        return FALSE;
+    }
+    if (!simpar_file_read(path, SIMPAR_PLATFORM_MAX_BYTES, &text, &len, error)) {
+        g_prefix_error(error, "--topology ");
         return FALSE;
     }
     gboolean root = FALSE;

@@ -24,6 +24,8 @@
 G_BEGIN_DECLS
 
 #define SIMPAR_PLATFORM_ERROR (simpar_platform_error_quark())
+/* The largest platform file simpar reads (a 16,384-GPU one `simpar topology` writes is 20 MB). */
+#define SIMPAR_PLATFORM_MAX_BYTES ((gsize) 1 << 30)
 GQuark simpar_platform_error_quark(void);
 
 typedef enum {

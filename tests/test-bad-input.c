@@ -5,9 +5,10 @@
  * is one, the value, and what would be valid. A SimGrid parser abort (SimGrid ends the process
  * on some platform errors) must come back as that one line too, from predict and from sweep.
  *
- * "@" in the arguments and in the wanted pieces stands for the case's folder; "RUN" in a file's
- * content for a measured run that simpar-exec (SIMPAR_EXEC_BIN) wrote, edited by `edit` (a
- * sed-like "old|new" substitution of its first occurrence).
+ * "@" in the arguments and in the wanted pieces stands for the case's folder; "DEEP" as a file's
+ * content for 100,000 nested arrays; "RUN" in a file's content for a measured run that simpar-exec
+ * (SIMPAR_EXEC_BIN) wrote, edited by `edit` (a sed-like "old|new" substitution of its first
+ * occurrence).
  */
 #include "cli-run.h"
 #include "simpar-test.h"
@@ -49,6 +50,64 @@ static const BadCase cases[] = {
      "schedule --tp 4 --model @/m.json",
      1,
      {"@/m.json:1:", "Parse error"}},
+    /* what JSON-GLib lets through: nesting that overflows its recursive parser, a member
+     * given twice (it keeps the last), a second value after the first */
+    {"model",
+     "m.json",
+     "DEEP",
+     NULL,
+     "schedule --tp 4 --model @/m.json",
+     1,
+     {"@/m.json:1:", "nested deeper than 128 levels"}},
+    {"model",
+     "m.json",
+     "{\"hidden\": 1024,\n \"hidden\": 2048}",
+     NULL,
+     "schedule --tp 4 --model @/m.json",
+     1,
+     {"@/m.json:2:", "member \"hidden\" is given twice"}},
+    {"model",
+     "m.json",
+     "{\"hidden\": 1024} {\"heads\": 8}",
+     NULL,
+     "schedule --tp 4 --model @/m.json",
+     1,
+     {"@/m.json:1:", "more after the top value"}},
+    {"calibration",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model tiny --calibration /dev/zero",
+     1,
+     {"/dev/zero", "larger than 16 MiB"}},
+    {"calibration",
+     "c.json",
+     "{\"gemm_eff_max\": 0.5, \"gemm_eff_max\": 0.9}",
+     NULL,
+     "--topology " V100 " --model tiny --calibration @/c.json",
+     1,
+     {"@/c.json:1:", "member \"gemm_eff_max\" is given twice"}},
+    {"measured",
+     "r.json",
+     "DEEP",
+     NULL,
+     "validate --measured @/r.json --topology " V100,
+     1,
+     {"--measured @/r.json:1:", "nested deeper"}},
+    {"trace",
+     "t.json",
+     "DEEP",
+     NULL,
+     "plot timeline @/t.json -o @/t.png",
+     1,
+     {"@/t.json:1:", "nested deeper"}},
+    {"topology",
+     NULL,
+     NULL,
+     NULL,
+     "--topology /dev/zero --model tiny",
+     1,
+     {"--topology /dev/zero", "not a regular file"}},
     {"model",
      "m.json",
      "{\"hidden\": \"big\"}",
@@ -480,6 +539,13 @@ static const BadCase cases[] = {
      2,
      {"--spec @/s.ini", "jobs", "many"}},
     {"sweep spec",
+     "s.ini",
+     "[sweep]\ntp-mode = 1d\ngpus = 8\ntp-mode = 2d\n",
+     NULL,
+     "sweep --topology " V100 " --spec @/s.ini -o @/s.csv",
+     2,
+     {"--spec @/s.ini:4:", "tp-mode", "given twice"}},
+    {"sweep spec",
      NULL,
      NULL,
      NULL,
@@ -702,6 +768,13 @@ bad_case(const BadCase *c)
             g_assert(at != NULL); /* the edit must apply */
             content =
                 g_strdup_printf("%.*s%s%s", (int) (at - run), run, edit[1], at + strlen(edit[0]));
+        } else if (g_str_equal(c->content, "DEEP")) { /* 100,000 arrays in one another */
+            GString *deep = g_string_new(NULL);
+            for (guint i = 0; i < 100000; i++)
+                g_string_append_c(deep, '[');
+            for (guint i = 0; i < 100000; i++)
+                g_string_append_c(deep, ']');
+            content = g_string_free(deep, FALSE);
         } else {
             content = g_strdup(c->content);
         }

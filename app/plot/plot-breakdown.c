@@ -376,7 +376,7 @@ simpar_plot_breakdown_data(const char *input, const SimparPlotOptions *opt, Simp
 {
     g_autofree char *text = NULL;
     gsize len;
-    if (!g_file_get_contents(input, &text, &len, error))
+    if (!simpar_file_read(input, SIMPAR_JSON_LARGE_MAX, &text, &len, error))
         return FALSE;
     g_autoptr(GArray) bars = g_array_new(FALSE, TRUE, sizeof(BreakdownBar));
     g_array_set_clear_func(bars, breakdown_bar_clear);

@@ -341,7 +341,17 @@ simpar_plot_parse_json(const char *text, gssize len, const char *path, GError **
 {
     g_autoptr(JsonParser) parser = json_parser_new();
     g_autoptr(GError) local = NULL;
-    if (!json_parser_load_from_data(parser, text, len, &local)) {
+    guint trailing;
+    if (!simpar_json_guard(text, len < 0 ? strlen(text) : (gsize) len, path, &trailing, &local)) {
+        g_set_error_literal(error, SIMPAR_PLOT_ERROR, SIMPAR_PLOT_ERROR_INPUT, local->message);
+        return NULL;
+    }
+    gboolean parsed = json_parser_load_from_data(parser, text, len, &local);
+    if (parsed && !simpar_json_trailing(path, trailing, &local)) {
+        g_set_error_literal(error, SIMPAR_PLOT_ERROR, SIMPAR_PLOT_ERROR_INPUT, local->message);
+        return NULL;
+    }
+    if (!parsed) {
         const char *msg = local->message; /* "<data>:2:0: Parse error: ..." */
         if (g_str_has_prefix(msg, "<data>:"))
             msg += strlen("<data>:");
@@ -364,7 +374,7 @@ simpar_plot_load_json(const char *path, GError **error)
 {
     g_autofree char *text = NULL;
     gsize len;
-    if (!g_file_get_contents(path, &text, &len, error))
+    if (!simpar_file_read(path, SIMPAR_JSON_LARGE_MAX, &text, &len, error))
         return NULL;
     return simpar_plot_parse_json(text, (gssize) len, path, error); /* (transfer full) */
 }

@@ -507,7 +507,7 @@ sweep_journal_open(SweepRun *r, GError **error)
     }
     g_autofree char *data = NULL;
     gsize len = 0;
-    if (!g_file_get_contents(r->journal, &data, &len, error))
+    if (!simpar_file_read(r->journal, SIMPAR_JSON_LARGE_MAX, &data, &len, error))
         return FALSE;
     if (len > 0)
         return sweep_journal_resume(r, data, len, error);

@@ -693,7 +693,7 @@ sweep_file_tag(const char *path)
 {
     g_autofree char *data = NULL;
     gsize len = 0;
-    if (!g_file_get_contents(path, &data, &len, NULL))
+    if (!simpar_file_read(path, SIMPAR_JSON_LARGE_MAX, &data, &len, NULL))
         return g_strdup(path);
     g_autofree char *sum = g_compute_checksum_for_data(G_CHECKSUM_SHA256, (guchar *) data, len);
     return g_strdup_printf("%s@%.12s", path, sum); /* (transfer full) */
