@@ -23,6 +23,34 @@ platform_host_cmp(gconstpointer a, gconstpointer b)
     return x->gpu < y->gpu ? -1 : x->gpu > y->gpu;
 }
 
+/* A canonical decimal number at *s (no sign, no leading zero, below 2^31); moves *s past it. */
+static gboolean
+platform_number(const char **s, guint *out)
+{
+    const char *p = *s;
+    guint64 v = 0;
+    if (!g_ascii_isdigit(*p) || (p[0] == '0' && g_ascii_isdigit(p[1])))
+        return FALSE;
+    while (g_ascii_isdigit(*p) && v <= G_MAXINT32)
+        v = v * 10 + (guint64) (*p++ - '0');
+    if (v > G_MAXINT32 || g_ascii_isdigit(*p))
+        return FALSE;
+    *out = (guint) v, *s = p;
+    return TRUE;
+}
+
+int
+platform_gpu_name(const char *name, guint *node, guint *gpu)
+{
+    if (!g_str_has_prefix(name, "node") || strstr(name, "-gpu") == NULL)
+        return 0;
+    const char *p = name + strlen("node");
+    return platform_number(&p, node) && g_str_has_prefix(p, "-gpu") &&
+                   (p += strlen("-gpu"), platform_number(&p, gpu)) && *p == '\0'
+               ? 1
+               : -1;
+}
+
 /* GPUs are the hosts named node<N>-gpu<G>, sorted by (N, G); nodes renumbered densely. */
 void
 platform_find_gpus(SimparPlatform *p)
@@ -32,8 +60,7 @@ platform_find_gpus(SimparPlatform *p)
     g_autoptr(GArray) gpus = g_array_new(FALSE, FALSE, sizeof(PlatformHost));
     for (size_t i = 0; i < n_hosts; i++) {
         PlatformHost h = {0, 0, all[i]};
-        char tail;
-        if (sscanf(sg_host_get_name(all[i]), "node%u-gpu%u%c", &h.node, &h.gpu, &tail) == 2)
+        if (platform_gpu_name(sg_host_get_name(all[i]), &h.node, &h.gpu) > 0)
             g_array_append_val(gpus, h);
     }
     free(all);

@@ -24,14 +24,29 @@ G_DEFINE_QUARK(simpar_platform_error_quark, simpar_platform_error)
 
 /* ------------------------------------------------------------------ well-formed XML, in parent */
 
+/* What the check of a platform file finds: whether the root is <platform>, and the first host
+ * whose name looks like a GPU's but is not one. */
+typedef struct {
+    gboolean root;
+    char *bad_host;
+} PlatformScan;
+
 static void
 platform_start_element(GMarkupParseContext *ctx, const char *element, const char **names,
                        const char **values, gpointer data, GError **error)
 {
-    (void) names, (void) values, (void) error;
-    gboolean *seen_root = data;
+    PlatformScan *scan = data;
     if (g_markup_parse_context_get_element_stack(ctx)->next == NULL) /* the root element */
-        *seen_root = g_str_equal(element, "platform");
+        scan->root = g_str_equal(element, "platform");
+    if (!g_str_equal(element, "host") || scan->bad_host != NULL)
+        return;
+    for (guint i = 0; names[i] != NULL; i++) {
+        guint node, gpu;
+        if (g_str_equal(names[i], "id") && platform_gpu_name(values[i], &node, &gpu) < 0) {
+            scan->bad_host = g_strdup(values[i]);
+            g_set_error_literal(error, G_MARKUP_ERROR, G_MARKUP_ERROR_INVALID_CONTENT, "");
+        }
+    }
 }
 
 /* A Clos file's fabric, from the words its header ends with (topologies/topology.c). */
@@ -97,16 +112,27 @@ platform_check_xml(const char *path, PlatformGenerated *generated, GError **erro
         g_prefix_error(error, "--topology ");
         return FALSE;
     }
-    gboolean root = FALSE;
+    PlatformScan scan = {FALSE, NULL};
     GMarkupParser parser = {platform_start_element, NULL, NULL, NULL, NULL};
     g_autoptr(GMarkupParseContext) ctx =
-        g_markup_parse_context_new(&parser, G_MARKUP_IGNORE_QUALIFIED, &root, NULL);
-    if (!g_markup_parse_context_parse(ctx, text, (gssize) len, error) ||
-        !g_markup_parse_context_end_parse(ctx, error)) {
+        g_markup_parse_context_new(&parser, G_MARKUP_IGNORE_QUALIFIED, &scan, NULL);
+    gboolean parsed = g_markup_parse_context_parse(ctx, text, (gssize) len, error) &&
+                      g_markup_parse_context_end_parse(ctx, error);
+    g_autofree char *bad = scan.bad_host;
+    if (bad != NULL) {
+        g_clear_error(error);
+        g_set_error(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,
+                    "--topology %s: host \"%s\" is not a GPU's name: GPUs are named "
+                    "node<N>-gpu<G>, N and G decimal numbers without sign, blank or leading "
+                    "zero, below 2^31 (node0-gpu0; another host's name must not look like one)",
+                    path, bad);
+        return FALSE;
+    }
+    if (!parsed) {
         g_prefix_error(error, "--topology %s: not well-formed XML: ", path);
         return FALSE;
     }
-    if (!root) {
+    if (!scan.root) {
         g_set_error(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,
                     "--topology %s: the root element must be <platform> (a SimGrid platform, "
                     "DTD 4.1)",

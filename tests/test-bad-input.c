@@ -216,6 +216,36 @@ static const BadCase cases[] = {
     {"model", NULL, NULL, NULL, "schedule --tp 4 --model @/none.json", 1, {"@/none.json"}},
 
     /* ---- topology files: predict --topology FILE */
+    /* host names that look like a GPU's but are not node<N>-gpu<G> exactly: an alias of
+     * another GPU, a sign, a number past 32 bits, a blank */
+    {"topology",
+     "t.xml",
+     XML_HEAD GPU(0, 0) GPU(00, 0) XML_TAIL,
+     NULL,
+     "--topology @/t.xml --model tiny",
+     1,
+     {"--topology @/t.xml", "host \"node00-gpu0\" is not a GPU's name", "node<N>-gpu<G>"}},
+    {"topology",
+     "t.xml",
+     XML_HEAD GPU(-1, 0) XML_TAIL,
+     NULL,
+     "--topology @/t.xml --model tiny",
+     1,
+     {"--topology @/t.xml", "host \"node-1-gpu0\" is not a GPU's name"}},
+    {"topology",
+     "t.xml",
+     XML_HEAD GPU(4294967296, 0) XML_TAIL,
+     NULL,
+     "--topology @/t.xml --model tiny",
+     1,
+     {"--topology @/t.xml", "host \"node4294967296-gpu0\""}},
+    {"topology",
+     "t.xml",
+     XML_HEAD "<host id=\"node0-gpu0 \" speed=\"15Tf\">" GPU_PROPS "</host>\n" XML_TAIL,
+     NULL,
+     "--topology @/t.xml --model tiny",
+     1,
+     {"--topology @/t.xml", "host \"node0-gpu0 \" is not a GPU's name"}},
     /* two GPUs and no route between them: refused naming both, not an assertion in a worker
      * reported as a platform SimGrid cannot use */
     {"topology",
