@@ -28,25 +28,26 @@ G_DEFINE_QUARK(simpar_compute_error_quark, simpar_compute_error)
 typedef struct {
     const char *key;
     gsize offset;
-    double max; /* larger values are absurd */
+    double min, max; /* smaller or larger values are absurd (a denormal peak: infinite times) */
     int dtype;  /* peaks: the dtype they serve (needed only for it); -1: always needed */
 } GpuField;
 
 #define GPU_PEAK(dt) (G_STRUCT_OFFSET(SimparGpu, peak_flops) + (dt) * sizeof(double))
 
-/* Bounds: efficiencies are fractions; no GPU comes near 1e17 flop/s, 1e14 B/s or 1e14 bytes;
- * a launch overhead above 10 ms or a half-efficiency dimension above 65536 is a typo. */
+/* Bounds: efficiencies are fractions of at least 1e-3; no GPU comes near 1e17 flop/s, 1e14
+ * B/s or 1e14 bytes, nor below 1e6 of each (a denormal or tiny figure makes times infinite); a
+ * launch overhead above 10 ms or a half-efficiency dimension above 65536 is a typo. */
 static const GpuField gpu_fields[] = {
-    {"gemm_eff_max", G_STRUCT_OFFSET(SimparGpu, gemm_eff_max), 1.0, -1},
-    {"gemm_half_dim", G_STRUCT_OFFSET(SimparGpu, gemm_half_dim), 65536.0, -1},
-    {"mem_eff", G_STRUCT_OFFSET(SimparGpu, mem_eff), 1.0, -1},
-    {"launch_s", G_STRUCT_OFFSET(SimparGpu, launch_s), 1e-2, -1},
-    {"peak_fp16_flops", GPU_PEAK(SIMPAR_DTYPE_FP16), 1e17, SIMPAR_DTYPE_FP16},
-    {"peak_bf16_flops", GPU_PEAK(SIMPAR_DTYPE_BF16), 1e17, SIMPAR_DTYPE_BF16},
-    {"peak_fp32_flops", GPU_PEAK(SIMPAR_DTYPE_FP32), 1e17, SIMPAR_DTYPE_FP32},
-    {"peak_fp64_flops", GPU_PEAK(SIMPAR_DTYPE_FP64), 1e17, SIMPAR_DTYPE_FP64},
-    {"mem_bandwidth_Bps", G_STRUCT_OFFSET(SimparGpu, mem_bw_Bps), 1e14, -1},
-    {"mem_bytes", G_STRUCT_OFFSET(SimparGpu, mem_bytes), 1e14, -1},
+    {"gemm_eff_max", G_STRUCT_OFFSET(SimparGpu, gemm_eff_max), 1e-3, 1.0, -1},
+    {"gemm_half_dim", G_STRUCT_OFFSET(SimparGpu, gemm_half_dim), 1e-3, 65536.0, -1},
+    {"mem_eff", G_STRUCT_OFFSET(SimparGpu, mem_eff), 1e-3, 1.0, -1},
+    {"launch_s", G_STRUCT_OFFSET(SimparGpu, launch_s), 1e-12, 1e-2, -1},
+    {"peak_fp16_flops", GPU_PEAK(SIMPAR_DTYPE_FP16), 1e6, 1e17, SIMPAR_DTYPE_FP16},
+    {"peak_bf16_flops", GPU_PEAK(SIMPAR_DTYPE_BF16), 1e6, 1e17, SIMPAR_DTYPE_BF16},
+    {"peak_fp32_flops", GPU_PEAK(SIMPAR_DTYPE_FP32), 1e6, 1e17, SIMPAR_DTYPE_FP32},
+    {"peak_fp64_flops", GPU_PEAK(SIMPAR_DTYPE_FP64), 1e6, 1e17, SIMPAR_DTYPE_FP64},
+    {"mem_bandwidth_Bps", G_STRUCT_OFFSET(SimparGpu, mem_bw_Bps), 1e6, 1e14, -1},
+    {"mem_bytes", G_STRUCT_OFFSET(SimparGpu, mem_bytes), 1e6, 1e14, -1},
 };
 
 void
@@ -85,10 +86,10 @@ simpar_gpu_validate(const SimparGpu *gpu, SimparDtype dtype, GError **error)
                         gpu_name(gpu), f->key, simpar_dtype_name(dtype));
             return FALSE;
         }
-        if (!(v > 0 && v <= f->max)) { /* also refuses NaN */
+        if (!(v >= f->min && v <= f->max)) { /* also refuses NaN */
             g_set_error(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_INVALID,
-                        "GPU %s: %s = %g is out of range (0, %g]", gpu_name(gpu), f->key, v,
-                        f->max);
+                        "GPU %s: %s = %g is out of range [%g, %g]", gpu_name(gpu), f->key, v,
+                        f->min, f->max);
             return FALSE;
         }
     }
@@ -152,10 +153,10 @@ gpu_read_member(SimparGpu *gpu, const char *path, const char *key, JsonNode *nod
         return FALSE;
     }
     double v = json_node_get_double(node); /* converts integers too */
-    if (!(v > 0 && v <= f->max)) {
+    if (!(v >= f->min && v <= f->max)) {
         g_set_error(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_INVALID,
-                    "%s: \"%s\" = %g is out of range: it must be > 0 and at most %g", path, key, v,
-                    f->max);
+                    "%s: \"%s\" = %g is out of range: it must be from %g to %g", path, key, v,
+                    f->min, f->max);
         return FALSE;
     }
     G_STRUCT_MEMBER(double, gpu, f->offset) = v;

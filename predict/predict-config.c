@@ -408,6 +408,18 @@ predict_step(const SimparPredictContext *ctx, const SimparModel *model, const Si
     simpar_step_plan_share(&plan, TRUE);
     g_autofree SimparSpan *spans = simpar_step_run(&tm, plan.step, &bt, plan.gpus, &run, &compute);
     simpar_step_plan_share(&plan, FALSE);
+    double end = 0;
+    for (guint i = 0; i < simpar_schedule_n_ops(plan.step); i++)
+        end = MAX(end, spans[i].end);
+    if (!(end <= SIMPAR_PREDICT_MAX_STEP_S)) { /* NaN too */
+        g_set_error(why, SIMPAR_PREDICT_ERROR, SIMPAR_PREDICT_ERROR_REFUSED,
+                    "%s: the step would take %g s, past the %g s any figure of a real cluster "
+                    "gives: the platform's or the calibration's figures are out of scale",
+                    what, end, SIMPAR_PREDICT_MAX_STEP_S);
+        simpar_step_plan_clear(&plan);
+        simpar_block_times_clear(&bt);
+        return FALSE;
+    }
     if (row != NULL) {
         simpar_step_breakdown(&run, spans, &bt, model, train, plan.job_gpus, row);
         row->step.slices = plan.slices;

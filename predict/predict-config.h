@@ -70,6 +70,9 @@ typedef struct {
         *time_budget;
 } SimparPredictArgs;
 
+/* A step longer than this (a year) comes from figures out of scale: refused, never printed. */
+#define SIMPAR_PREDICT_MAX_STEP_S 3.2e7
+
 /* --time-budget's default and largest value, in minutes */
 #define SIMPAR_PREDICT_BUDGET_MIN     60
 #define SIMPAR_PREDICT_BUDGET_MAX_MIN (7 * 24 * 60)

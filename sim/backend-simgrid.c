@@ -78,8 +78,9 @@ struct _SimgridStream {
     GArray *comms;     /* sg_comm_t scratch for rounds of more than a few transfers, or NULL */
 };
 
-/* No op ends for this long (simulated seconds) only when every actor waits forever. */
-#define SIMGRID_WATCH_S 1e6
+/* No op ends for this long (simulated seconds) only when every actor waits forever: the
+ * slowest link a platform may have (1 MB/s) moves a petabyte in that time. */
+#define SIMGRID_WATCH_S 1e9
 
 /* Sleeps the compute time accumulated so far, before anything another actor can observe. */
 static void

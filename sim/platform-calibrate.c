@@ -12,15 +12,19 @@ static gboolean
 platform_link_figure(JsonObject *o, const char *path, const char *key, double max, double *out,
                      GError **error)
 {
+    /* a bandwidth below 1 MB/s makes a step's transfers outlast any simulated step (1e6 s);
+     * a latency below 1 ps is a unit slip */
+    double min = g_str_has_suffix(key, "_Bps") ? SIMPAR_PLATFORM_MIN_BW_BPS : 1e-12;
     *out = 0;
     JsonNode *node = json_object_get_member(o, key);
     if (node == NULL)
         return TRUE;
     GType type = JSON_NODE_HOLDS_VALUE(node) ? json_node_get_value_type(node) : G_TYPE_INVALID;
     double v = type == G_TYPE_INT64 || type == G_TYPE_DOUBLE ? json_node_get_double(node) : -1;
-    if (!(v > 0 && v <= max)) {
+    if (!(v >= min && v <= max)) {
         g_set_error(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,
-                    "--calibration %s: \"%s\" must be a number > 0 and at most %g", path, key, max);
+                    "--calibration %s: \"%s\" must be a number from %g to %g", path, key, min,
+                    max);
         return FALSE;
     }
     *out = v;

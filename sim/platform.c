@@ -184,12 +184,14 @@ platform_check_links(const SimparPlatform *p, GError **error)
     gboolean ok = TRUE;
     for (size_t i = 0; i < n && ok; i++) {
         double bw = sg_link_get_bandwidth(links[i]), lat = sg_link_get_latency(links[i]);
-        ok = isfinite(bw) && bw > 0 && isfinite(lat) && lat >= 0;
+        ok = bw >= SIMPAR_PLATFORM_MIN_BW_BPS && bw <= SIMPAR_PLATFORM_MAX_BW_BPS && lat >= 0 &&
+             lat <= SIMPAR_PLATFORM_MAX_LAT_S; /* NaN fails every comparison */
         if (!ok)
             g_set_error(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,
                         "--topology %s: link %s has bandwidth %g B/s and latency %g s; a link "
-                        "needs a bandwidth > 0 and a latency >= 0",
-                        p->path, sg_link_get_name(links[i]), bw, lat);
+                        "needs a bandwidth from %g to %g B/s and a latency from 0 to %g s",
+                        p->path, sg_link_get_name(links[i]), bw, lat, SIMPAR_PLATFORM_MIN_BW_BPS,
+                        SIMPAR_PLATFORM_MAX_BW_BPS, SIMPAR_PLATFORM_MAX_LAT_S);
     }
     free(links);
     return ok;

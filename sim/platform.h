@@ -24,6 +24,11 @@
 G_BEGIN_DECLS
 
 #define SIMPAR_PLATFORM_ERROR (simpar_platform_error_quark())
+/* The range of a link's figures: below 1 MB/s a step's transfers outlast any simulated step,
+ * past 10 PB/s or 1 s of latency a figure is a unit slip. */
+#define SIMPAR_PLATFORM_MIN_BW_BPS 1e6
+#define SIMPAR_PLATFORM_MAX_BW_BPS 1e16
+#define SIMPAR_PLATFORM_MAX_LAT_S  1.0
 /* The largest platform file simpar reads (a 16,384-GPU one `simpar topology` writes is 20 MB). */
 #define SIMPAR_PLATFORM_MAX_BYTES ((gsize) 1 << 30)
 GQuark simpar_platform_error_quark(void);

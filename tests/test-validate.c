@@ -523,11 +523,11 @@ test_validate_refusals(void)
     refuses(a1, 1, "unknown key \"gemm_eff\" (valid: gemm_eff_max");
     g_autofree char *a2 = g_strdup_printf(
         "validate --measured %s --topology " HOST_XML " --calibration %s", p_good, cal_link);
-    refuses(a2, 1, "\"intra_node_bandwidth_Bps\" must be a number > 0");
+    refuses(a2, 1, "\"intra_node_bandwidth_Bps\" must be a number from 1e+06");
     g_autofree char *a3 = g_strdup_printf("--topology " HOST_XML " --model tiny --gpus 2 "
                                           "--tp-mode 1d --calibration %s",
                                           cal_link);
-    refuses(a3, 1, "\"intra_node_bandwidth_Bps\" must be a number > 0");
+    refuses(a3, 1, "\"intra_node_bandwidth_Bps\" must be a number from 1e+06");
 }
 
 /* ----------------------------------------------------------------------------- calibrate */
