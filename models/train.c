@@ -283,6 +283,14 @@ simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GE
                           " x --dp %" G_GINT64_FORMAT " = %" G_GINT64_FORMAT,
                           t->global_batch, model->micro_batch, t->dp, per_step);
     t->micro_batches = t->global_batch / per_step;
+    if (t->micro_batches > SIMPAR_TRAIN_MAX_MICRO_BATCHES)
+        return train_fail(error,
+                          "--global-batch %" G_GINT64_FORMAT " / (--micro-batch %" G_GINT64_FORMAT
+                          " x --dp %" G_GINT64_FORMAT ") = %" G_GINT64_FORMAT
+                          " micro-batches per replica: at most %d are simulated (a larger "
+                          "--micro-batch or --dp, or a smaller --global-batch)",
+                          t->global_batch, model->micro_batch, t->dp, t->micro_batches,
+                          SIMPAR_TRAIN_MAX_MICRO_BATCHES);
     if (t->vp_group != 0 && t->schedule != SIMPAR_PIPE_INTERLEAVED)
         return train_fail(error,
                           "--vp-group applies to --schedule interleaved only (valid: leave it out, "

@@ -246,6 +246,16 @@ static const BadCase cases[] = {
      "--topology @/t.xml --model tiny",
      1,
      {"--topology @/t.xml", "host \"node0-gpu0 \" is not a GPU's name"}},
+    /* a step of millions of micro-batches: refused before it is built (it grew a worker to
+     * 24 GB) */
+    {"command line",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model tiny --tp-mode 1d --pp 2 --tp 4 --dp 8 --global-batch 16777216 "
+     "--micro-batch 1",
+     2,
+     {"--global-batch 16777216", "2097152 micro-batches per replica", "at most 4096"}},
     /* figures that make times infinite or outlast the deadlock watch: refused where they
      * enter (a worker wrote "inf" into its report, and the parent aborted) */
     {"topology",
