@@ -237,6 +237,15 @@ platform_child(SimparPlatform *p, int out, int err)
     sg_cfg_set_string("network/model", "CM02");
     sg_cfg_set_boolean("network/crosstraffic", "no");
     sg_cfg_set_double("network/TCP-gamma", 0);
+    /* an actor per GPU stream runs a short loop (backend-simgrid.c) on SimGrid's own calls: a
+     * quarter of a MiB of stack is room to spare, where SimGrid's default 8 MiB each reserved
+     * 63 GB of address space for 16,384 GPUs (and failed under an 8 GB limit at 4,096); the
+     * sanitizers' frames are larger */
+#if defined(__SANITIZE_ADDRESS__)
+    sg_cfg_set_int("contexts/stack-size", 4096);
+#else
+    sg_cfg_set_int("contexts/stack-size", 256);
+#endif
     simgrid_load_platform(p->path);
     platform_find_gpus(p);
     platform_find_generated(p);

@@ -605,8 +605,43 @@ test_predict_trace_layers(void)
     g_rmdir(dir);
 }
 
+/* Every rank of a 256-GPU step under a 3 GB address-space limit: an actor per GPU stream with
+ * SimGrid's default 8 MiB stack reserved 8 GB ("Failed to allocate stack", reported as a
+ * platform SimGrid cannot use). Not under AddressSanitizer, whose shadow memory needs far more
+ * address space than any limit a test can set. */
+static void
+test_address_space(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    printf("\n    skipped under AddressSanitizer");
+#else
+    g_autofree char *dir = g_dir_make_tmp("simpar-cli-XXXXXX", NULL);
+    g_autofree char *xml = g_build_filename(dir, "a256.xml", NULL);
+    g_autofree char *gen = g_strdup_printf("topology --preset dgx-a100 --nodes 32 -o %s", xml);
+    SimparCliRun t = simpar_cli_run(gen);
+    CU_ASSERT_EQUAL_FATAL(t.status, 0);
+    simpar_cli_run_clear(&t);
+    g_autofree char *cmd = g_strdup_printf(
+        "ulimit -v 3000000; %s --topology %s --model gpt3-1.3b --tp-mode 1d --tp 8 --pp 4 --dp 8 "
+        "--layers 8 --global-batch 64 --micro-batch 1 --tp-slices all --jobs 1",
+        g_getenv("SIMPAR_BIN"), xml);
+    const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+    g_autofree char *out = NULL, *err = NULL;
+    int wait = 0;
+    CU_ASSERT_TRUE_FATAL(g_spawn_sync(NULL, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out,
+                                      &err, &wait, NULL));
+    gboolean ok = WIFEXITED(wait) && WEXITSTATUS(wait) == 0 && strstr(out, "1d ") != NULL;
+    if (!ok)
+        printf("\n    256 GPUs, every rank, 3 GB of address space: status %d, %s", wait, err);
+    CU_ASSERT_TRUE(ok);
+    g_remove(xml);
+    g_rmdir(dir);
+#endif
+}
+
 static CU_TestInfo cli_tests[] = {
     {"output that cannot be written to stdout is an error in both binaries", test_lost_output},
+    {"every rank of a 256-GPU step runs in 3 GB of address space", test_address_space},
     {"--version prints the version; --help says so; usage lines and bare simpar name the commands",
      test_version},
     {"GPU counts a mode cannot use are refused with the valid ones", test_grids},
