@@ -427,6 +427,8 @@ calibrate_resolve(Calibrate *c, GError **error)
                     "-o CALIB.json are required (see simpar calibrate --help)");
         return FALSE;
     }
+    if (!simpar_cli_check_output("-o", c->output, "a calibration JSON file", error))
+        return FALSE;
     if (c->nccl_tests != NULL)
         return TRUE;
     c->bench = simpar_bench_load(c->measured, error);

@@ -142,7 +142,9 @@ predict_resolve(Predict *p, GError **error)
     if (p->job.tp_mode != NULL && !g_str_equal(p->job.tp_mode, "all") &&
         simpar_generator_lookup(p->job.tp_mode, error) == NULL)
         return FALSE;
-    if (!predict_trace_ranks(p, error))
+    if (!predict_trace_ranks(p, error) ||
+        (p->trace != NULL &&
+         !simpar_cli_check_output("--trace", p->trace, "a Chrome trace", error)))
         return FALSE;
     return simpar_predict_args_resolve(&p->opts, "simgrid", &p->base, error) &&
            predict_resolve_train(p, error) &&

@@ -69,7 +69,8 @@ sweep_check_plot(const SimparSweepArgs *a, GError **error)
                     a->plot);
         return FALSE;
     }
-    return simpar_plot_check_output(a->plot, error);
+    return simpar_cli_check_output("--plot", a->plot, "an image (.png or .svg)", error) &&
+           simpar_plot_check_output(a->plot, error);
 }
 
 /* A value ending in a lone backslash is refused before GLib unescapes it: GLib 2.74 sets its

@@ -63,7 +63,7 @@ topology_check_args(gint64 nodes, const char *output, GError **error)
                     "simpar topology: -o FILE is required (where to write the platform XML)");
         return FALSE;
     }
-    return TRUE;
+    return simpar_cli_check_output("-o", output, "the platform XML file", error);
 }
 
 /* The fabric options given (unset: TOPOLOGY_UNSET, or NULL for the rates). */

@@ -48,6 +48,8 @@ validate_clear(Validate *v)
 static gboolean
 validate_plot_check(Validate *v, GError **error)
 {
+    if (!simpar_cli_check_output("--plot", v->plot, "an image (.png or .svg)", error))
+        return FALSE;
     if (simpar_plot_check_output(v->plot, error))
         return TRUE;
     g_prefix_error(error, "--plot ");
@@ -64,7 +66,9 @@ validate_resolve(Validate *v, GError **error)
                     "simpar validate --help)");
         return FALSE;
     }
-    if (!simpar_backend_lookup(v->backend_name != NULL ? v->backend_name : "simgrid", &v->backend,
+    if ((v->trace != NULL &&
+         !simpar_cli_check_output("--trace", v->trace, "a Chrome trace", error)) ||
+        !simpar_backend_lookup(v->backend_name != NULL ? v->backend_name : "simgrid", &v->backend,
                                error) ||
         (v->plot != NULL && !validate_plot_check(v, error)))
         return FALSE;

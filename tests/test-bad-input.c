@@ -5,7 +5,8 @@
  * is one, the value, and what would be valid. A SimGrid parser abort (SimGrid ends the process
  * on some platform errors) must come back as that one line too, from predict and from sweep.
  *
- * "@" in the arguments and in the wanted pieces stands for the case's folder; "DEEP" as a file's
+ * "@" in the arguments and in the wanted pieces stands for the case's folder; "LINK" as a file's
+ * content makes it a symbolic link to @/target; "DEEP" as a file's
  * content for 100,000 nested arrays; "RUN" in a file's content for a measured run that simpar-exec
  * (SIMPAR_EXEC_BIN) wrote, edited by `edit` (a sed-like "old|new" substitution of its first
  * occurrence).
@@ -13,6 +14,7 @@
 #include "cli-run.h"
 #include "simpar-test.h"
 #include <glib/gstdio.h>
+#include <unistd.h>
 
 #define V100 "topologies/v100x64.xml"
 #define HOST "topologies/host.xml"
@@ -246,6 +248,44 @@ static const BadCase cases[] = {
      "--topology @/t.xml --model tiny",
      1,
      {"--topology @/t.xml", "host \"node0-gpu0 \" is not a GPU's name"}},
+    /* outputs are written beside and renamed over their path: never over a link or a device
+     * (as root, /dev/null became a regular file), never through a link for a journal, never
+     * a name a sweep's journal takes */
+    {"output",
+     "t.json",
+     "LINK",
+     NULL,
+     "--topology " V100 " --model tiny --tp-mode 1d --trace @/t.json",
+     2,
+     {"--trace '@/t.json'", "a symbolic link"}},
+    {"output",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model tiny --tp-mode 1d --trace /dev/null",
+     2,
+     {"--trace '/dev/null'", "not a regular file"}},
+    {"output",
+     NULL,
+     NULL,
+     NULL,
+     "topology --preset dgx-a100 --nodes 2 -o /dev/null",
+     2,
+     {"-o '/dev/null'", "not a regular file"}},
+    {"output",
+     NULL,
+     NULL,
+     NULL,
+     "sweep --topology " V100 " --tp-mode 1d --model tiny -o @/s.csv.part",
+     2,
+     {"-o '@/s.csv.part'", "journal"}},
+    {"output",
+     "s.csv.part",
+     "LINK",
+     NULL,
+     "sweep --topology " V100 " --tp-mode 1d --model tiny -o @/s.csv",
+     1,
+     {"@/s.csv.part", "cannot open the journal"}},
     /* a step of millions of micro-batches: refused before it is built (it grew a worker to
      * 24 GB) */
     {"command line",
@@ -835,6 +875,10 @@ bad_case(const BadCase *c)
             g_assert(at != NULL); /* the edit must apply */
             content =
                 g_strdup_printf("%.*s%s%s", (int) (at - run), run, edit[1], at + strlen(edit[0]));
+        } else if (g_str_equal(c->content, "LINK")) { /* a symbolic link to @/target */
+            g_autofree char *target = g_build_filename(dir, "target", NULL);
+            g_assert(symlink(target, file) == 0);
+            content = NULL;
         } else if (g_str_equal(c->content, "DEEP")) { /* 100,000 arrays in one another */
             GString *deep = g_string_new(NULL);
             for (guint i = 0; i < 100000; i++)
@@ -845,7 +889,8 @@ bad_case(const BadCase *c)
         } else {
             content = g_strdup(c->content);
         }
-        g_assert(g_file_set_contents(file, content, -1, NULL));
+        if (content != NULL)
+            g_assert(g_file_set_contents(file, content, -1, NULL));
     }
     g_autofree char *args = at_dir(c->args, dir);
     SimparCliRun r = simpar_cli_run(args);

@@ -473,7 +473,7 @@ test_bad_input(void)
     topo_refuses("topology -p dgx-a100 --nodes many -o /tmp/x.xml", "Cannot parse integer value");
     topo_refuses("topology -p dgx-a100 --nodes 2", "-o FILE is required");
     topo_refuses("topology -p dgx-a100 --nodes 2 -o /nonexistent/dir/x.xml",
-                 "-o /nonexistent/dir/x.xml: cannot write");
+                 "-o '/nonexistent/dir/x.xml': its folder does not exist");
     topo_refuses("topology -p dgx-a100 --nodes 2 -o /tmp/x.xml extra", "unexpected argument");
     topo_refuses("topology -p clos-h100 -n 4 -o /tmp/x.xml --rack-nodes 0",
                  "--rack-nodes 0 is out of range (1 to 1024 servers per rack)");

@@ -507,8 +507,10 @@ test_validate_refusals(void)
          "--backend ns3: unknown"},
         {"validate --measured", p_good, "--topology topologies/nonexistent.xml", 1,
          "topologies/nonexistent.xml"},
-        {"calibrate --measured", "/nonexistent/B.json", "-o /dev/null", 1, "/nonexistent/B.json"},
-        {"calibrate --measured", p_good, "-o /dev/null", 1,
+        /* -o: a file that is never written, the input failing first */
+        {"calibrate --measured", "/nonexistent/B.json", "-o /tmp/simpar-unwritten.json", 1,
+         "/nonexistent/B.json"},
+        {"calibrate --measured", p_good, "-o /tmp/simpar-unwritten.json", 1,
          "\"format\" is \"simpar-run\"; this command reads \"simpar-bench\""},
         {"calibrate --measured", p_good, "", 2, "-o CALIB.json are required"},
     };

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define SWEEP_MAX_CHUNK         64     /* analytic: ~10 ms a row */
@@ -495,9 +496,18 @@ static gboolean
 sweep_journal_open(SweepRun *r, GError **error)
 {
     r->journal = g_strconcat(r->sw->args.output, ".part", NULL);
-    r->journal_fd = open(r->journal, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    /* never through a link (to another file), nor into a device or a pipe */
+    r->journal_fd = open(r->journal, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (r->journal_fd < 0)
         return sweep_io_error(error, "-o: cannot open the journal", r->journal);
+    struct stat st;
+    if (fstat(r->journal_fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        g_set_error(error, SIMPAR_SWEEP_ERROR, SIMPAR_SWEEP_ERROR_JOURNAL,
+                    "%s: the journal is not a regular file (a device, pipe or socket); remove it "
+                    "or choose another -o",
+                    r->journal);
+        return FALSE;
+    }
     if (flock(r->journal_fd, LOCK_EX | LOCK_NB) != 0) {
         g_set_error(error, SIMPAR_SWEEP_ERROR, SIMPAR_SWEEP_ERROR_JOURNAL,
                     "%s: another simpar sweep is writing this journal; wait for it to end or "
