@@ -173,6 +173,38 @@ test_a_torn_journal_resumes_to_the_same_output(void)
     CU_ASSERT_TRUE(same_file(whole, out));
 }
 
+/* A forged journal is refused on resume: a row whose step is not a figure simpar writes (it
+ * would rank first) or that is not the configuration of its index. */
+static void
+test_a_forged_journal_is_refused(void)
+{
+    g_autofree char *whole = tmp_path("forged-ref.csv"), *out = tmp_path("forged.csv");
+    g_autofree char *part = g_strconcat(out, ".part", NULL);
+    g_free(run_ok(SMALL " --shard 0/1 -o %s", whole)); /* a shard file is a sorted journal */
+    g_autofree char *text = NULL;
+    CU_ASSERT_TRUE_FATAL(g_file_get_contents(whole, &text, NULL, NULL));
+    /* the first "ok" row's step time, then its mode */
+    const char *ok = strstr(text, ",ok,");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ok);
+    const char *step = ok + strlen(",ok,") + strcspn(ok + strlen(",ok,"), ",") + 1;
+    gsize step_len = strcspn(step, ",");
+    const char *forgeries[] = {"1e-9", "nan", "-3"};
+    for (guint f = 0; f < G_N_ELEMENTS(forgeries); f++) {
+        g_autofree char *forged =
+            g_strdup_printf("%.*s%s%s", (int) (step - text), text, forgeries[f], step + step_len);
+        CU_ASSERT_TRUE_FATAL(g_file_set_contents(part, forged, -1, NULL));
+        g_autofree char *args = g_strdup_printf(SMALL " --shard 0/1 -o %s", out);
+        CU_ASSERT_TRUE(simpar_cli_refused(args, 1, "step_time_s"));
+    }
+    const char *mode = strstr(text, ",1d,");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mode);
+    g_autofree char *other = g_strdup_printf("%.*s,3d,%s", (int) (mode - text), text, mode + 4);
+    CU_ASSERT_TRUE_FATAL(g_file_set_contents(part, other, -1, NULL));
+    g_autofree char *args = g_strdup_printf(SMALL " --shard 0/1 -o %s", out);
+    CU_ASSERT_TRUE(simpar_cli_refused(args, 1, "not the configuration of its index"));
+    g_remove(part);
+}
+
 /* ------------------------------------------------------------------------------ SIGKILL */
 
 /* Processes alive (not zombies) whose command line holds `text`. */
@@ -655,6 +687,8 @@ static CU_TestInfo sweep_tests[] = {
      test_shards_merge_into_the_unsharded_output},
     {"a journal with a torn last line resumes to the same output",
      test_a_torn_journal_resumes_to_the_same_output},
+    {"a forged journal (a step of 1e-9 s, NaN, another configuration) is refused",
+     test_a_forged_journal_is_refused},
     {"a sweep killed half-way leaves no worker and resumes to the same output",
      test_a_killed_sweep_leaves_no_worker_and_resumes},
     {"rows equal simpar predict --json of their configuration", test_rows_equal_predict},

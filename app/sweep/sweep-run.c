@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glib/gstdio.h>
+#include <math.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -445,19 +446,85 @@ sweep_pass(SweepRun *r, GError **error)
 /* -------------------------------------------------------------------------------- journal */
 
 /* The journal's rows of this pass's backend. */
+/* The configuration columns (index to backend) each index's row must hold. */
+typedef struct {
+    SweepRun *r;
+    GHashTable *want; /* index -> its columns' fields (the virtual stages' aside) */
+} SweepExpect;
+
+static gboolean
+sweep_expect_visit(const SimparSweepConfig *c, gpointer data, GError **error)
+{
+    (void) error;
+    SweepExpect *e = data;
+    g_autoptr(GString) line = g_string_new(NULL);
+    simpar_sweep_row_failed(e->r->sw, c, e->r->backend, "", line);
+    /* the fields up to the backend's hold no comma (names, numbers, grid labels) */
+    g_hash_table_insert(e->want, GSIZE_TO_POINTER(c->index),
+                        g_strsplit(line->str, ",", SIMPAR_SWEEP_COL_BACKEND + 2));
+    return TRUE;
+}
+
+/* A journal row as this sweep would write it: the configuration of its index, and, where it
+ * says "ok", figures that are numbers, finite and a step in range (a forged 1e-9 s or NaN row
+ * would rank first). */
+static gboolean
+sweep_journal_row_ok(SweepRun *r, const SimparCsv *csv, guint i, char **want, GError **error)
+{
+    guint line = g_array_index(csv->lines, guint, i);
+    gboolean same = want != NULL && g_strv_length(want) > SIMPAR_SWEEP_COL_BACKEND;
+    for (guint k = 0; same && k <= SIMPAR_SWEEP_COL_BACKEND; k++) /* the backend's own row */
+        same = k == SIMPAR_SWEEP_COL_VIRTUAL_STAGES || k == SIMPAR_SWEEP_COL_BACKEND ||
+               g_str_equal(simpar_csv_get(csv, i, (int) k), want[k]);
+    if (!same) {
+        g_set_error(error, SIMPAR_SWEEP_ERROR, SIMPAR_SWEEP_ERROR_JOURNAL,
+                    "%s:%u: the row is not the configuration of its index in this sweep; "
+                    "delete the journal",
+                    r->journal, line);
+        return FALSE;
+    }
+    if (!g_str_equal(simpar_csv_get(csv, i, SIMPAR_SWEEP_COL_STATUS), "ok"))
+        return TRUE;
+    for (guint k = SIMPAR_SWEEP_COL_STEP; k < SIMPAR_SWEEP_COL_RANK; k++) {
+        const char *f = simpar_csv_get(csv, i, (int) k);
+        char *end = NULL;
+        double v = f[0] != '\0' ? g_ascii_strtod(f, &end) : 0;
+        gboolean bad = f[0] != '\0' && (end == f || *end != '\0' || !isfinite(v) || v < 0);
+        if (k == SIMPAR_SWEEP_COL_STEP)
+            bad = bad || !(v > 1e-7 && v <= SIMPAR_PREDICT_MAX_STEP_S);
+        if (bad) {
+            g_set_error(error, SIMPAR_SWEEP_ERROR, SIMPAR_SWEEP_ERROR_JOURNAL,
+                        "%s:%u: %s '%s' is not a figure simpar writes (a finite number >= 0; "
+                        "a step from 1e-7 to %g s); delete the journal",
+                        r->journal, line, simpar_sweep_columns[k], f, SIMPAR_PREDICT_MAX_STEP_S);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 static gboolean
 sweep_journal_rows(SweepRun *r, const SimparCsv *csv, GError **error)
 {
+    g_autoptr(GHashTable) want =
+        g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify) g_strfreev);
+    SweepExpect e = {r, want};
+    if (!simpar_sweep_enumerate(r->sw, sweep_expect_visit, &e, error))
+        return FALSE;
     for (guint i = 0; i < simpar_csv_n_rows(csv); i++) {
         guint64 idx;
+        guint line = g_array_index(csv->lines, guint, i);
         const char *s = simpar_csv_get(csv, i, SIMPAR_SWEEP_COL_INDEX);
         if (!g_ascii_string_to_unsigned(s, 10, 0, r->sw->total - 1, &idx, NULL)) {
             g_set_error(error, SIMPAR_SWEEP_ERROR, SIMPAR_SWEEP_ERROR_JOURNAL,
                         "%s:%u: index '%s' is not a configuration of this sweep; delete the "
                         "journal",
-                        r->journal, g_array_index(csv->lines, guint, i), s);
+                        r->journal, line, s);
             return FALSE;
         }
+        if (!sweep_journal_row_ok(r, csv, i, g_hash_table_lookup(want, GSIZE_TO_POINTER((gsize) idx)),
+                                  error))
+            return FALSE;
         if (sweep_mine(r, idx) &&
             g_str_equal(simpar_csv_get(csv, i, SIMPAR_SWEEP_COL_BACKEND), r->backend->name))
             sweep_mark_done(r, idx, FALSE);
