@@ -518,6 +518,8 @@ nccl_write(const NcclFit *f, GError **error)
     json_builder_begin_object(b);
     for (guint j = 0; j < N_F; j++)
         if (f->free[j]) {
+            if (!simpar_calibration_figure_check(nccl_figure_keys[j], f->fit[j], error))
+                return FALSE;
             json_builder_set_member_name(b, nccl_figure_keys[j]);
             json_builder_add_double_value(b, f->fit[j]);
         }

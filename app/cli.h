@@ -82,6 +82,9 @@ double simpar_collective_time(const SimparPlatform *platform, const SimparBacken
 /* simpar calibrate --nccl-tests LOG... --topology FILE -o CALIB.json (calibrate-nccl.c). */
 gboolean simpar_calibrate_nccl_tests(char **logs, const char *topology, const char *output,
                                      GError **error);
+/* FALSE, nothing written, when a fitted figure is one a calibration file may not hold (the
+ * loaders' ranges: simpar predict would refuse the file). */
+gboolean simpar_calibration_figure_check(const char *key, double v, GError **error);
 gboolean simpar_cmd_sweep(int argc, char **argv, GError **error);
 gboolean simpar_cmd_plot(int argc, char **argv, GError **error);
 

@@ -469,6 +469,20 @@ calibrate_resolve(Calibrate *c, GError **error)
 
 /* ----- CALIB.json ----- */
 
+gboolean
+simpar_calibration_figure_check(const char *key, double v, GError **error)
+{
+    g_autofree char *range = NULL;
+    if (simpar_gpu_figure_valid(key, v, &range) &&
+        simpar_platform_link_figure_valid(key, v, &range))
+        return TRUE;
+    g_set_error(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_INVALID,
+                "simpar calibrate: the fit gives %s = %g, which no calibration file may hold "
+                "(%s): the measurements do not fit simpar's model; nothing was written",
+                key, v, range);
+    return FALSE;
+}
+
 static void
 calibrate_member(JsonBuilder *b, const char *key, double v)
 {
@@ -580,6 +594,9 @@ calibrate_json_source(JsonBuilder *b, const Calibrate *c)
 static gboolean
 calibrate_write(const Calibrate *c, const CalibrateFigure *f, guint n, GError **error)
 {
+    for (guint i = 0; i < n; i++)
+        if (!simpar_calibration_figure_check(f[i].key, f[i].value, error))
+            return FALSE;
     g_autoptr(JsonBuilder) b = json_builder_new();
     json_builder_begin_object(b);
     for (guint i = 0; i < n; i++)

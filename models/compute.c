@@ -29,7 +29,7 @@ typedef struct {
     const char *key;
     gsize offset;
     double min, max; /* smaller or larger values are absurd (a denormal peak: infinite times) */
-    int dtype;  /* peaks: the dtype they serve (needed only for it); -1: always needed */
+    int dtype;       /* peaks: the dtype they serve (needed only for it); -1: always needed */
 } GpuField;
 
 #define GPU_PEAK(dt) (G_STRUCT_OFFSET(SimparGpu, peak_flops) + (dt) * sizeof(double))
@@ -103,6 +103,16 @@ gpu_field_lookup(const char *key)
         if (g_str_equal(key, gpu_fields[i].key))
             return &gpu_fields[i];
     return NULL;
+}
+
+gboolean
+simpar_gpu_figure_valid(const char *key, double v, char **range)
+{
+    const GpuField *f = gpu_field_lookup(key);
+    if (f == NULL || (v >= f->min && v <= f->max))
+        return TRUE;
+    *range = g_strdup_printf("from %g to %g", f->min, f->max);
+    return FALSE;
 }
 
 /* Members of a calibration file that are not the GPU's: the network's link figures (read by

@@ -60,6 +60,9 @@ typedef struct {
 /* Defaults for the model parameters; figures (peaks, bandwidth, memory) zero. */
 void simpar_gpu_init(SimparGpu *gpu);
 /* Every figure the model needs is present and sane for `dtype`. */
+/* Whether `v` is a value a calibration file may give GPU figure `key` (TRUE for a key that is
+ * not a GPU figure); else *range (transfer full) says what is. */
+gboolean simpar_gpu_figure_valid(const char *key, double v, char **range);
 gboolean simpar_gpu_validate(const SimparGpu *gpu, SimparDtype dtype, GError **error);
 /* Overrides fields from a calibration JSON file; unknown keys and bad values are errors that
  * name the file and key. The link keys (intra_node_bandwidth_Bps, intra_node_latency_s,

@@ -8,13 +8,44 @@
 /* ------------------------------------------------------------ link calibration, in the child */
 
 /* A route figure `key` of the calibration file, or 0 when it is not given. */
+/* The link keys of a calibration file and their largest values. */
+static const struct {
+    const char *key;
+    double max;
+} platform_link_keys[] = {
+    {"intra_node_bandwidth_Bps", 1e14}, {"intra_node_latency_s", 1},
+    {"inter_node_bandwidth_Bps", 1e14}, {"inter_node_latency_s", 1},
+    {"fabric_bandwidth_Bps", 1e16},     {"nvls_latency_s", 1},
+};
+
+/* The smallest value of a link key. */
+static double
+platform_link_min(const char *key)
+{
+    /* a bandwidth below 1 MB/s makes a step's transfers outlast any simulated step (1e6 s);
+     * a latency below 1 ps is a unit slip */
+    return g_str_has_suffix(key, "_Bps") ? SIMPAR_PLATFORM_MIN_BW_BPS : 1e-12;
+}
+
+gboolean
+simpar_platform_link_figure_valid(const char *key, double v, char **range)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(platform_link_keys); i++)
+        if (g_str_equal(key, platform_link_keys[i].key)) {
+            double min = platform_link_min(key), max = platform_link_keys[i].max;
+            if (v >= min && v <= max)
+                return TRUE;
+            *range = g_strdup_printf("from %g to %g", min, max);
+            return FALSE;
+        }
+    return TRUE;
+}
+
 static gboolean
 platform_link_figure(JsonObject *o, const char *path, const char *key, double max, double *out,
                      GError **error)
 {
-    /* a bandwidth below 1 MB/s makes a step's transfers outlast any simulated step (1e6 s);
-     * a latency below 1 ps is a unit slip */
-    double min = g_str_has_suffix(key, "_Bps") ? SIMPAR_PLATFORM_MIN_BW_BPS : 1e-12;
+    double min = platform_link_min(key);
     *out = 0;
     JsonNode *node = json_object_get_member(o, key);
     if (node == NULL)
@@ -23,8 +54,7 @@ platform_link_figure(JsonObject *o, const char *path, const char *key, double ma
     double v = type == G_TYPE_INT64 || type == G_TYPE_DOUBLE ? json_node_get_double(node) : -1;
     if (!(v >= min && v <= max)) {
         g_set_error(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,
-                    "--calibration %s: \"%s\" must be a number from %g to %g", path, key, min,
-                    max);
+                    "--calibration %s: \"%s\" must be a number from %g to %g", path, key, min, max);
         return FALSE;
     }
     *out = v;

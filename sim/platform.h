@@ -93,6 +93,10 @@ gint simpar_platform_link_cmp(gconstpointer a, gconstpointer b);
  * what the last other factor scaled. In the child, between runs; FALSE for other nets. */
 gboolean simpar_platform_scale_fabric(const SimparNet *net, double factor);
 
+/* Whether `v` is a value a calibration file may give link figure `key` (TRUE for a key that is
+ * not a link figure); else *range (transfer full) says what is. */
+gboolean simpar_platform_link_figure_valid(const char *key, double v, char **range);
+
 /* The network figures of a calibration file (0: the platform's own stays). */
 typedef struct {
     double intra_bw_Bps, intra_lat_s; /* intra_node_bandwidth_Bps, intra_node_latency_s */

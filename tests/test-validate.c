@@ -706,6 +706,15 @@ test_calibrate_gpu(void)
         "--topology topologies/dgx-h100x64.xml --model tiny --gpus 2 --tp-mode 1d --calibration %s",
         out);
     run_ok(args, FALSE);
+    /* measurements whose fit no calibration file may hold (a launch overhead of 0.5 s, past
+     * the loaders' 10 ms): refused, nothing written (it wrote a file predict then refused) */
+    t.gpu.launch_s = 0.5;
+    g_autofree char *slow = write_bench("bench-slow.json", &t, "cuda", SIMPAR_DTYPE_BF16);
+    g_autofree char *none = tmp_path("calib-slow.json");
+    g_autofree char *refused = g_strdup_printf(
+        "calibrate --measured %s -o %s --topology topologies/dgx-h100x64.xml", slow, none);
+    refuses(refused, 1, "the fit gives launch_s = 0.5");
+    CU_ASSERT_FALSE(g_file_test(none, G_FILE_TEST_EXISTS));
 }
 
 /* ------------------------------------------------------------------ nccl-tests logs */
