@@ -164,6 +164,8 @@ simpar_measured_run_free(SimparMeasuredRun *m)
     g_strfreev(m->job_args);
     g_free(m->spans), g_free(m->ranks_by_op);
     g_strfreev(m->kinds_by_op);
+    g_strfreev(m->names_by_op);
+    g_free(m->bytes_by_op);
     g_free(m);
 }
 
@@ -212,6 +214,8 @@ measured_run_ops(SimparMeasuredRun *m, JsonObject *o, GError **error)
     m->spans = g_new(SimparSpan, MAX(m->n_ops, 1));
     m->ranks_by_op = g_new(guint, MAX(m->n_ops, 1));
     m->kinds_by_op = g_new0(char *, m->n_ops + 1);
+    m->names_by_op = g_new0(char *, m->n_ops + 1);
+    m->bytes_by_op = g_new(double, MAX(m->n_ops, 1));
     double first = INFINITY;
     for (guint i = 0; i < m->n_ops; i++) {
         JsonObject *op = measured_element(&l, ops, "ops", i, error);
@@ -228,6 +232,14 @@ measured_run_ops(SimparMeasuredRun *m, JsonObject *o, GError **error)
         if (index != i)
             return measured_bad(&lo, "op", "must be the op's index (ops are in op order)", error);
         m->kinds_by_op[i] = g_strdup(kind);
+        const char *name = "";
+        m->bytes_by_op[i] = -1;
+        if ((json_object_has_member(op, "name") &&
+             !measured_string(&lo, op, "name", &name, error)) ||
+            (json_object_has_member(op, "bytes") &&
+             !measured_number(&lo, op, "bytes", 0, &m->bytes_by_op[i], error)))
+            return FALSE;
+        m->names_by_op[i] = g_strdup(name);
         first = MIN(first, m->spans[i].start);
     }
     for (guint i = 0; i < m->n_ops; i++)
@@ -285,6 +297,18 @@ measured_run_check(const SimparMeasuredRun *m, const SimparSchedule *s, GError *
             return measured_mismatch(
                 m, error, "op %u is a %s on rank %u, the schedule's is a %s on rank %u", i,
                 m->kinds_by_op[i], m->ranks_by_op[i], simpar_op_kind_name(op->kind), op->rank);
+        if (m->names_by_op[i][0] != '\0' && !g_str_equal(m->names_by_op[i], op->name))
+            return measured_mismatch(m, error, "op %u is '%s', the schedule's is '%s'", i,
+                                     m->names_by_op[i], op->name);
+        /* the sizes the job_args give: a run of another model's sizes is not this job's */
+        double ds = simpar_dtype_size(simpar_schedule_dtype(s)), want = -1;
+        if (op->kind == SIMPAR_OP_COLLECTIVE)
+            want = (double) simpar_op_coll_elems(s, op) * ds;
+        else if (op->kind == SIMPAR_OP_SEND || op->kind == SIMPAR_OP_RECV)
+            want = (double) op->u.p2p.count * ds;
+        if (m->bytes_by_op[i] >= 0 && want >= 0 && m->bytes_by_op[i] != want)
+            return measured_mismatch(m, error, "op %u ('%s') moves %.0f bytes, the schedule's %.0f",
+                                     i, op->name, m->bytes_by_op[i], want);
     }
     return TRUE;
 }

@@ -33,9 +33,11 @@ typedef struct {
     guint ranks;
     double step_median_s; /* "step_s"."median" over the repeats */
     guint n_ops;
-    SimparSpan *spans;  /* by op, the first start at 0 */
-    guint *ranks_by_op; /* "rank" of each op */
-    char **kinds_by_op; /* "kind" of each op */
+    SimparSpan *spans;   /* by op, the first start at 0 */
+    guint *ranks_by_op;  /* "rank" of each op */
+    char **kinds_by_op;  /* "kind" of each op */
+    char **names_by_op;  /* "name" of each op ("" when the file has none) */
+    double *bytes_by_op; /* "bytes" of each collective or transfer, -1 when not given */
 } SimparMeasuredRun;
 
 SimparMeasuredRun *simpar_measured_run_load(const char *path, GError **error); /* (transfer full) */

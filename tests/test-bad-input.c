@@ -587,6 +587,15 @@ static const BadCase cases[] = {
      "validate --measured @/r.json --topology " HOST,
      1,
      {"@/r.json", "job_args", "--tpx=2"}},
+    /* job_args that contradict the ops: the same layer of twice the hidden size (the op kinds
+     * and ranks agree; the bytes do not): refused, not a +15,000,000% error */
+    {"measured",
+     "r.json",
+     "RUN",
+     "\"--tp=2\"|\"--tp=2\", \"--hidden=128\"",
+     "validate --measured @/r.json --topology " HOST,
+     1,
+     {"@/r.json", "moves", "the schedule's", "does not match"}},
     {"measured",
      "r.json",
      "RUN",
