@@ -469,20 +469,6 @@ calibrate_resolve(Calibrate *c, GError **error)
 
 /* ----- CALIB.json ----- */
 
-gboolean
-simpar_calibration_figure_check(const char *key, double v, GError **error)
-{
-    g_autofree char *range = NULL;
-    if (simpar_gpu_figure_valid(key, v, &range) &&
-        simpar_platform_link_figure_valid(key, v, &range))
-        return TRUE;
-    g_set_error(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_INVALID,
-                "simpar calibrate: the fit gives %s = %g, which no calibration file may hold "
-                "(%s): the measurements do not fit simpar's model; nothing was written",
-                key, v, range);
-    return FALSE;
-}
-
 static void
 calibrate_member(JsonBuilder *b, const char *key, double v)
 {

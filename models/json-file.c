@@ -134,7 +134,8 @@ simpar_file_read(const char *path, gsize max_bytes, char **text, gsize *len, GEr
     struct stat st;
     if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
         close(fd);
-        g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_ISDIR, "%s: is a directory, not a file", path);
+        g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_ISDIR, "%s: is a directory, not a file",
+                    path);
         return FALSE;
     }
     /* read up to one byte past the cap: a device or a pipe (/dev/zero) has no size to ask */

@@ -87,7 +87,7 @@ gboolean simpar_model_load_json(const char *path, SimparModel *out, GError **err
  * no further: /dev/zero has no end), or when it is a folder; errors name the file. For every
  * input file, JSON or not. */
 gboolean simpar_file_read(const char *path, gsize max_bytes, char **text, gsize *len,
-                               GError **error);
+                          GError **error);
 /* What JSON-GLib would let through: nesting deeper than SIMPAR_JSON_MAX_DEPTH (its recursive
  * parser overflows the stack) or a member name twice in one object (it keeps the last): FALSE
  * naming `path` and the line. *trailing gets the line of anything after the top value (0:

@@ -522,8 +522,8 @@ sweep_journal_rows(SweepRun *r, const SimparCsv *csv, GError **error)
                         r->journal, line, s);
             return FALSE;
         }
-        if (!sweep_journal_row_ok(r, csv, i, g_hash_table_lookup(want, GSIZE_TO_POINTER((gsize) idx)),
-                                  error))
+        if (!sweep_journal_row_ok(r, csv, i,
+                                  g_hash_table_lookup(want, GSIZE_TO_POINTER((gsize) idx)), error))
             return FALSE;
         if (sweep_mine(r, idx) &&
             g_str_equal(simpar_csv_get(csv, i, SIMPAR_SWEEP_COL_BACKEND), r->backend->name))
