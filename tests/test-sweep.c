@@ -174,7 +174,7 @@ test_a_torn_journal_resumes_to_the_same_output(void)
 }
 
 /* A forged journal is refused on resume: a row whose step is not a figure simpar writes (it
- * would rank first) or that is not the configuration of its index. */
+ * would rank first) or that is not the configuration of its index; a forged shard on merge. */
 static void
 test_a_forged_journal_is_refused(void)
 {
@@ -195,6 +195,11 @@ test_a_forged_journal_is_refused(void)
         CU_ASSERT_TRUE_FATAL(g_file_set_contents(part, forged, -1, NULL));
         g_autofree char *args = g_strdup_printf(SMALL " --shard 0/1 -o %s", out);
         CU_ASSERT_TRUE(simpar_cli_refused(args, 1, "step_time_s"));
+        /* the same row in a shard: refused by --merge */
+        g_autofree char *shard = tmp_path("forged-shard.csv"), *all = tmp_path("forged-all.csv");
+        CU_ASSERT_TRUE_FATAL(g_file_set_contents(shard, forged, -1, NULL));
+        g_autofree char *merge = g_strdup_printf("sweep --merge -o %s %s", all, shard);
+        CU_ASSERT_TRUE(simpar_cli_refused(merge, 1, "step_time_s"));
     }
     const char *mode = strstr(text, ",1d,");
     CU_ASSERT_PTR_NOT_NULL_FATAL(mode);

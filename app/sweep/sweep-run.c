@@ -483,24 +483,7 @@ sweep_journal_row_ok(SweepRun *r, const SimparCsv *csv, guint i, char **want, GE
                     r->journal, line);
         return FALSE;
     }
-    if (!g_str_equal(simpar_csv_get(csv, i, SIMPAR_SWEEP_COL_STATUS), "ok"))
-        return TRUE;
-    for (guint k = SIMPAR_SWEEP_COL_STEP; k < SIMPAR_SWEEP_COL_RANK; k++) {
-        const char *f = simpar_csv_get(csv, i, (int) k);
-        char *end = NULL;
-        double v = f[0] != '\0' ? g_ascii_strtod(f, &end) : 0;
-        gboolean bad = f[0] != '\0' && (end == f || *end != '\0' || !isfinite(v) || v < 0);
-        if (k == SIMPAR_SWEEP_COL_STEP)
-            bad = bad || !(v > 1e-7 && v <= SIMPAR_PREDICT_MAX_STEP_S);
-        if (bad) {
-            g_set_error(error, SIMPAR_SWEEP_ERROR, SIMPAR_SWEEP_ERROR_JOURNAL,
-                        "%s:%u: %s '%s' is not a figure simpar writes (a finite number >= 0; "
-                        "a step from 1e-7 to %g s); delete the journal",
-                        r->journal, line, simpar_sweep_columns[k], f, SIMPAR_PREDICT_MAX_STEP_S);
-            return FALSE;
-        }
-    }
-    return TRUE;
+    return simpar_sweep_row_figures_ok(csv, i, r->journal, "delete the journal", error);
 }
 
 static gboolean

@@ -413,6 +413,31 @@ simpar_sweep_write_output(const SimparSweep *sw, SimparCsv *journal, GHashTable 
     return sweep_output(sw, rows, summary, error);
 }
 
+gboolean
+simpar_sweep_row_figures_ok(const SimparCsv *csv, guint i, const char *name, const char *fix,
+                            GError **error)
+{
+    if (!g_str_equal(simpar_csv_get(csv, i, SIMPAR_SWEEP_COL_STATUS), "ok"))
+        return TRUE;
+    for (guint k = SIMPAR_SWEEP_COL_STEP; k < SIMPAR_SWEEP_COL_RANK; k++) {
+        const char *f = simpar_csv_get(csv, i, (int) k);
+        char *end = NULL;
+        double v = f[0] != '\0' ? g_ascii_strtod(f, &end) : 0;
+        gboolean bad = f[0] != '\0' && (end == f || *end != '\0' || !isfinite(v) || v < 0);
+        if (k == SIMPAR_SWEEP_COL_STEP)
+            bad = bad || !(v > 1e-7 && v <= SIMPAR_PREDICT_MAX_STEP_S);
+        if (bad) {
+            g_set_error(error, SIMPAR_SWEEP_ERROR, SIMPAR_SWEEP_ERROR_JOURNAL,
+                        "%s:%u: %s '%s' is not a figure simpar writes (a finite number >= 0; a "
+                        "step from 1e-7 to %g s); %s",
+                        name, g_array_index(csv->lines, guint, i), simpar_sweep_columns[k], f,
+                        SIMPAR_PREDICT_MAX_STEP_S, fix);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 /* ------------------------------------------------------------------------------------ merge */
 
 /* The sweep a shard file belongs to: its id line, spec and shard. */
@@ -499,7 +524,9 @@ simpar_sweep_merge(SimparSweep *sw, char **parts, char **summary, GError **error
     for (guint p = 0; p < n_parts; p++)
         for (guint i = 0; i < simpar_csv_n_rows(csv[p]); i++) {
             guint64 idx;
-            if (!sweep_row_index(csv[p], i, sw->total, &idx, error))
+            if (!sweep_row_index(csv[p], i, sw->total, &idx, error) ||
+                !simpar_sweep_row_figures_ok(csv[p], i, csv[p]->name, "a shard simpar wrote",
+                                             error))
                 return FALSE;
             if (rows[idx] != NULL) {
                 g_set_error(error, SIMPAR_SWEEP_ERROR, SIMPAR_SWEEP_ERROR_MERGE,

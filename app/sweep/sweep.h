@@ -192,6 +192,11 @@ void simpar_sweep_row_failed(const SimparSweep *sw, const SimparSweepConfig *c,
 gboolean simpar_sweep_run(SimparSweep *sw, char **summary, GError **error);
 
 /* sweep.c: the output */
+/* FALSE naming `name` and the line when row i says "ok" but holds a figure simpar does not
+ * write (not a finite number >= 0, or a step outside 1e-7 s to a year: a forged row would rank
+ * first); `fix` ends the message. For journals on resume and shards on merge. */
+gboolean simpar_sweep_row_figures_ok(const SimparCsv *csv, guint i, const char *name,
+                                     const char *fix, GError **error);
 /* The comment lines of the journal and output (each ending in '\n'). */
 char *simpar_sweep_comments(const SimparSweep *sw); /* (transfer full) */
 /* The output from the journal's rows: every configuration of the shard once; `refined` (may be
