@@ -38,9 +38,10 @@ json_guard_fail(const char *path, guint line, GError **error, const char *what)
 }
 
 gboolean
-simpar_json_guard(const char *text, gsize len, const char *path, guint *trailing, GError **error)
+simpar_json_guard(const char *text, gsize len, const char *path, guint *trailing, gsize *parse_len,
+                  GError **error)
 {
-    *trailing = 0;
+    *trailing = 0, *parse_len = len;
     g_autoptr(GArray) stack = g_array_new(FALSE, FALSE, sizeof(JsonLevel));
     g_array_set_clear_func(stack, json_level_clear);
     guint line = 1;
@@ -55,8 +56,8 @@ simpar_json_guard(const char *text, gsize len, const char *path, guint *trailing
         }
         if (c == ' ' || c == '\t' || c == '\r')
             continue;
-        if (done) { /* a complaint once JSON-GLib has found no other */
-            *trailing = line;
+        if (done) {                           /* a complaint once JSON-GLib has found no other */
+            *trailing = line, *parse_len = i; /* JSON-GLib leaks the first of two values */
             return TRUE;
         }
         if (c == '"') {
@@ -181,10 +182,11 @@ simpar_json_load_file(JsonParser *parser, const char *path, gsize max_bytes, GEr
     if (!simpar_file_read(path, max_bytes, &text, &len, error))
         return FALSE;
     guint trailing;
-    if (!simpar_json_guard(text, len, path, &trailing, error))
+    gsize parse_len;
+    if (!simpar_json_guard(text, len, path, &trailing, &parse_len, error))
         return FALSE;
     GError *local = NULL;
-    if (json_parser_load_from_data(parser, text, (gssize) len, &local))
+    if (json_parser_load_from_data(parser, text, (gssize) parse_len, &local))
         return simpar_json_trailing(path, trailing, error);
     /* "<data>:2:0: Parse error: ..." names no file */
     const char *msg = local->message;

@@ -91,10 +91,11 @@ gboolean simpar_file_read(const char *path, gsize max_bytes, char **text, gsize 
 /* What JSON-GLib would let through: nesting deeper than SIMPAR_JSON_MAX_DEPTH (its recursive
  * parser overflows the stack) or a member name twice in one object (it keeps the last): FALSE
  * naming `path` and the line. *trailing gets the line of anything after the top value (0:
- * none), for simpar_json_trailing() once JSON-GLib has parsed the text without an error of
+ * none) and *parse_len the bytes before it (JSON-GLib leaks the first of two values: parse
+ * only those), for simpar_json_trailing() once JSON-GLib has parsed them without an error of
  * its own (for text that is not JSON its error says more). */
 gboolean simpar_json_guard(const char *text, gsize len, const char *path, guint *trailing,
-                           GError **error);
+                           gsize *parse_len, GError **error);
 gboolean simpar_json_trailing(const char *path, guint trailing, GError **error);
 /* The file, read, guarded and parsed; every error names it. */
 gboolean simpar_json_load_file(JsonParser *parser, const char *path, gsize max_bytes,

@@ -342,11 +342,13 @@ simpar_plot_parse_json(const char *text, gssize len, const char *path, GError **
     g_autoptr(JsonParser) parser = json_parser_new();
     g_autoptr(GError) local = NULL;
     guint trailing;
-    if (!simpar_json_guard(text, len < 0 ? strlen(text) : (gsize) len, path, &trailing, &local)) {
+    gsize parse_len;
+    if (!simpar_json_guard(text, len < 0 ? strlen(text) : (gsize) len, path, &trailing, &parse_len,
+                           &local)) {
         g_set_error_literal(error, SIMPAR_PLOT_ERROR, SIMPAR_PLOT_ERROR_INPUT, local->message);
         return NULL;
     }
-    gboolean parsed = json_parser_load_from_data(parser, text, len, &local);
+    gboolean parsed = json_parser_load_from_data(parser, text, (gssize) parse_len, &local);
     if (parsed && !simpar_json_trailing(path, trailing, &local)) {
         g_set_error_literal(error, SIMPAR_PLOT_ERROR, SIMPAR_PLOT_ERROR_INPUT, local->message);
         return NULL;
