@@ -545,26 +545,29 @@ simpar_report_to_json(const SimparReport *rep)
 typedef struct {
     SimparTrace *t;
     const SimparRun *run;
-    GHashTable *algos; /* op -> the algorithm's name, interned "ring/simple" */
+    GHashTable *algos; /* op -> ReportAlgo (owned) */
     const SimparTraceRank *who;
     const guint *run_job;
 } ReportTrace;
 
-/* "ring" and "simple": the algorithm and protocol collective `op` runs with. */
+/* The algorithm and protocol a collective runs with (names from their tables, static). */
+typedef struct {
+    const char *algo, *proto;
+} ReportAlgo;
+
+/* "ring" and "simple": the algorithm and protocol collective `op` runs with, looked up once. */
 static void
 report_trace_algo(ReportTrace *rt, const SimparOp *op, const char **algo, const char **proto)
 {
-    const char *both = g_hash_table_lookup(rt->algos, op);
-    if (both == NULL) {
+    ReportAlgo *found = g_hash_table_lookup(rt->algos, op);
+    if (found == NULL) {
         SimparProto p;
-        const SimparCollAlgo *a = simpar_run_coll_algo(rt->run, op, &p);
-        g_autofree char *text = g_strdup_printf("%s/%s", a->name, simpar_nccl_proto_name(p));
-        both = g_intern_string(text);
-        g_hash_table_insert(rt->algos, (gpointer) op, (gpointer) both);
+        found = g_new(ReportAlgo, 1);
+        found->algo = simpar_run_coll_algo(rt->run, op, &p)->name;
+        found->proto = simpar_nccl_proto_name(p);
+        g_hash_table_insert(rt->algos, (gpointer) op, found);
     }
-    const char *slash = strchr(both, '/');
-    g_autofree char *name = g_strndup(both, (gsize) (slash - both));
-    *algo = g_intern_string(name), *proto = slash + 1;
+    *algo = found->algo, *proto = found->proto;
 }
 
 /* One op from start to end. */
@@ -667,8 +670,8 @@ simpar_report_trace(SimparTrace *t, guint mode_index, const char *mode, const Si
 {
     const SimparSchedule *s = run->sched;
     guint n_ops = simpar_schedule_n_ops(s), n_streams = simpar_schedule_n_streams(s);
-    g_autoptr(GHashTable) algos = g_hash_table_new(NULL, NULL);
-    g_autoptr(GHashTable) layer_algos = g_hash_table_new(NULL, NULL);
+    g_autoptr(GHashTable) algos = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+    g_autoptr(GHashTable) layer_algos = g_hash_table_new_full(NULL, NULL, NULL, g_free);
     ReportTrace rt = {t, run, algos, NULL, run_job};
     ReportTrace lt = {t, layers != NULL ? layers->run : NULL, layer_algos, NULL, NULL};
     g_autofree double *idle = g_new(double, n_streams);
