@@ -273,7 +273,7 @@ predict_gpus(const Predict *p, PredictJob *pj, GError **error)
     }
     if (p->gpus != G_MININT64)
         pj->gpus = (guint) p->gpus;
-    if (!simpar_predict_gpu(pj->platform, pj->gpus, p->opts.calibration, &pj->gpu, error))
+    if (!simpar_predict_gpu(pj->platform, pj->gpus, &p->opts, &pj->gpu, error))
         return FALSE;
     if (!simpar_gpu_validate(&pj->gpu, p->model.dtype, error)) {
         g_prefix_error(error, "--topology %s: ", simpar_platform_path(pj->platform));

@@ -26,8 +26,9 @@
 #define VALIDATE_MAPE_SHARE 0.01 /* classes below 1% of the measured step are left out */
 
 typedef struct {
-    char *measured, *topology, *calibration, *backend_name, *plot, *trace;
+    char *measured, *topology, *calibration, *backend_name, *plot, *trace, *kernels_name;
     gboolean json;
+    SimparKernelSet kernels;
     const SimparBackend *backend;
     SimparMeasuredRun *run;
     SimparSchedule *sched;
@@ -40,7 +41,7 @@ static void
 validate_clear(Validate *v)
 {
     g_free(v->measured), g_free(v->topology), g_free(v->calibration), g_free(v->backend_name);
-    g_free(v->plot), g_free(v->trace);
+    g_free(v->plot), g_free(v->trace), g_free(v->kernels_name);
     g_clear_pointer(&v->run, simpar_measured_run_free);
     g_clear_pointer(&v->sched, simpar_schedule_free);
 }
@@ -70,6 +71,8 @@ validate_resolve(Validate *v, GError **error)
          !simpar_cli_check_output("--trace", v->trace, "a Chrome trace", error)) ||
         !simpar_backend_lookup(v->backend_name != NULL ? v->backend_name : "simgrid", &v->backend,
                                error) ||
+        !simpar_kernel_set_parse(v->kernels_name != NULL ? v->kernels_name : "unfused", &v->kernels,
+                                 error) ||
         (v->plot != NULL && !validate_plot_check(v, error)))
         return FALSE;
     v->run = simpar_measured_run_load(v->measured, error);
@@ -287,6 +290,7 @@ validate_json_header(JsonBuilder *b, const Validate *v, const char *gpus)
     validate_json_string(b, "gpus", gpus);
     validate_json_string(b, "backend", v->backend->name);
     validate_json_string(b, "calibration", v->calibration != NULL ? v->calibration : "");
+    validate_json_string(b, "kernels", simpar_kernel_set_name(v->kernels));
 }
 
 /* The comparison as one JSON object (the --json output). */
@@ -343,6 +347,7 @@ validate_gpu(ValidateJob *vj, const SimparPlatform *platform, GError **error)
          (!simpar_gpu_load_calibration(&vj->gpu, v->calibration, error) ||
           !simpar_platform_calibrate_links(platform, v->calibration, error))))
         return FALSE;
+    vj->gpu.kernel_set = v->kernels;
     if (!simpar_gpu_validate(&vj->gpu, v->model.dtype, error)) {
         g_prefix_error(error, "--topology %s: ", v->topology);
         return FALSE;
@@ -420,14 +425,16 @@ validate_text(JsonObject *o)
     g_string_append_printf(
         out,
         "%s: %s run of %s, measured on %s (%s)\npredicted on %s GPUs %s, backend %s%s%s\n"
+        "kernels: %s (each op of the run its own kernel unless megatron or pytorch fuses it)\n"
         "busy time per rank: mean over ranks of the summed op durations, seconds; error = "
         "(predicted - measured) / measured\n\n%-28s %12s %12s %9s\n",
         json_object_get_string_member(o, "measured_file"), json_object_get_string_member(o, "run"),
         json_object_get_string_member(o, "job"), json_object_get_string_member(o, "executor"),
         json_object_get_string_member(o, "device"), json_object_get_string_member(o, "topology"),
         json_object_get_string_member(o, "gpus"), json_object_get_string_member(o, "backend"),
-        cal[0] != '\0' ? ", calibration " : "", cal, "class", "predicted s", "measured s",
-        "error %");
+        cal[0] != '\0' ? ", calibration " : "", cal,
+        json_object_get_string_member_with_default(o, "kernels", "unfused"), "class", "predicted s",
+        "measured s", "error %");
     JsonArray *classes = json_object_get_array_member(o, "classes");
     for (guint i = 0; i < json_array_get_length(classes); i++) {
         JsonObject *c = json_array_get_object_element(classes, i);
@@ -487,6 +494,10 @@ simpar_cmd_validate(int argc, char **argv, GError **error)
          "JSON file overriding GPU and link figures (simpar calibrate -o)", "FILE"},
         {"backend", 0, 0, G_OPTION_ARG_STRING, &v.backend_name, "simgrid (default) or analytic",
          "B"},
+        {"kernels", 0, 0, G_OPTION_ARG_STRING, &v.kernels_name,
+         "The kernels the run ran: unfused (default: one kernel per op, as simpar-exec runs "
+         "them), pytorch or megatron (simpar predict --help)",
+         "SET"},
         {"json", 0, 0, G_OPTION_ARG_NONE, &v.json,
          "Print one JSON object: measured and predicted rows, classes, step_error, mape", NULL},
         {"plot", 0, 0, G_OPTION_ARG_FILENAME, &v.plot,

@@ -16,10 +16,11 @@
  * model is optimistic for thin GEMMs with a long contraction (k = 4096 with m, n <= 1024).
  * The small shapes are carried by the launch overhead, the large ones by gemm_eff_max.
  */
-#include "compute.h"
+#include "compute-private.h"
 #include "schedule-private.h"
 #include <json-glib/json-glib.h>
 #include <math.h>
+#include <string.h>
 
 G_DEFINE_QUARK(simpar_compute_error_quark, simpar_compute_error)
 
@@ -29,8 +30,12 @@ typedef struct {
     const char *key;
     gsize offset;
     double min, max; /* smaller or larger values are absurd (a denormal peak: infinite times) */
-    int dtype;       /* peaks: the dtype they serve (needed only for it); -1: always needed */
+    int dtype;       /* peaks: the dtype they serve (needed only for it); -1: always needed;
+                        GPU_OPTIONAL: 0 means not given */
 } GpuField;
+
+#define GPU_OPTIONAL (-2)
+#define GPU_KEFF(c)  (G_STRUCT_OFFSET(SimparGpu, kernel_eff) + (c) * sizeof(double))
 
 #define GPU_PEAK(dt) (G_STRUCT_OFFSET(SimparGpu, peak_flops) + (dt) * sizeof(double))
 
@@ -48,6 +53,12 @@ static const GpuField gpu_fields[] = {
     {"peak_fp64_flops", GPU_PEAK(SIMPAR_DTYPE_FP64), 1e6, 1e17, SIMPAR_DTYPE_FP64},
     {"mem_bandwidth_Bps", G_STRUCT_OFFSET(SimparGpu, mem_bw_Bps), 1e6, 1e14, -1},
     {"mem_bytes", G_STRUCT_OFFSET(SimparGpu, mem_bytes), 1e6, 1e14, -1},
+    {"kernel_eff_stream", GPU_KEFF(SIMPAR_KCLASS_STREAM), 1e-3, 1.0, GPU_OPTIONAL},
+    {"kernel_eff_activation", GPU_KEFF(SIMPAR_KCLASS_ACTIVATION), 1e-3, 1.0, GPU_OPTIONAL},
+    {"kernel_eff_dropout", GPU_KEFF(SIMPAR_KCLASS_DROPOUT), 1e-3, 1.0, GPU_OPTIONAL},
+    {"kernel_eff_norm", GPU_KEFF(SIMPAR_KCLASS_NORM), 1e-3, 1.0, GPU_OPTIONAL},
+    {"kernel_eff_softmax", GPU_KEFF(SIMPAR_KCLASS_SOFTMAX), 1e-3, 1.0, GPU_OPTIONAL},
+    {"kernel_eff_optimizer", GPU_KEFF(SIMPAR_KCLASS_OPTIMIZER), 1e-3, 1.0, GPU_OPTIONAL},
 };
 
 void
@@ -76,7 +87,7 @@ simpar_gpu_validate(const SimparGpu *gpu, SimparDtype dtype, GError **error)
     for (guint i = 0; i < G_N_ELEMENTS(gpu_fields); i++) {
         const GpuField *f = &gpu_fields[i];
         double v = G_STRUCT_MEMBER(double, gpu, f->offset);
-        gboolean needed = f->dtype < 0 || f->dtype == (int) dtype;
+        gboolean needed = f->dtype == -1 || f->dtype == (int) dtype;
         if (v == 0 && !needed) /* a peak of another dtype: 0 means unsupported */
             continue;
         if (v == 0) {
@@ -145,6 +156,7 @@ gpu_unknown_key(const char *path, const char *key, GError **error)
         g_string_append_printf(valid, "%s%s", i ? ", " : "", gpu_fields[i].key);
     for (guint i = 0; i < G_N_ELEMENTS(gpu_other_keys); i++)
         g_string_append_printf(valid, ", %s", gpu_other_keys[i]);
+    g_string_append(valid, ", gemm_table");
     g_set_error(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_PARSE,
                 "%s: unknown key \"%s\" (valid: %s)", path, key, valid->str);
     return FALSE;
@@ -153,6 +165,8 @@ gpu_unknown_key(const char *path, const char *key, GError **error)
 static gboolean
 gpu_read_member(SimparGpu *gpu, const char *path, const char *key, JsonNode *node, GError **error)
 {
+    if (g_str_equal(key, "gemm_table"))
+        return gemm_table_from_json(node, path, &gpu->gemm_table, error);
     const GpuField *f = gpu_field_lookup(key);
     if (f == NULL)
         return gpu_unknown_key(path, key, error);
@@ -194,6 +208,9 @@ simpar_gpu_load_calibration(SimparGpu *gpu, const char *path, GError **error)
         if (!gpu_other_key(l->data) &&
             !gpu_read_member(&updated, path, l->data, json_object_get_member(obj, l->data), error))
             return FALSE;
+    if (updated.gemm_table != gpu->gemm_table ||
+        memcmp(updated.kernel_eff, gpu->kernel_eff, sizeof gpu->kernel_eff) != 0)
+        updated.data_source = g_intern_string(path);
     *gpu = updated;
     return TRUE;
 }
@@ -235,11 +252,21 @@ compute_roofline(const SimparGpu *gpu, SimparDtype dtype, double flops, double e
     return gpu->launch_s + MAX(t_flops, t_mem);
 }
 
+/* The bandwidth kernels of class kc reach: their measured fraction of the datasheet's, or
+ * mem_eff where the GPU's data has none. */
+static double
+compute_kernel_bw(const SimparGpu *gpu, SimparKernelClass kc)
+{
+    double eff =
+        kc < SIMPAR_KCLASS_N && gpu->kernel_eff[kc] > 0 ? gpu->kernel_eff[kc] : gpu->mem_eff;
+    return gpu->mem_bw_Bps * eff;
+}
+
 /* Elementwise and row-wise kernels: their few flops hide behind the memory traffic. */
 static double
-compute_memory_time(const SimparGpu *gpu, double bytes)
+compute_memory_time(const SimparGpu *gpu, SimparKernelClass kc, double bytes)
 {
-    return gpu->launch_s + bytes / (gpu->mem_bw_Bps * gpu->mem_eff);
+    return gpu->launch_s + bytes / compute_kernel_bw(gpu, kc);
 }
 
 /* Tiles of a dimension much smaller than gemm_half_dim leave the tensor cores idle. */
@@ -250,14 +277,52 @@ compute_gemm_eff(const SimparGpu *gpu, double m, double n, double k)
     return gpu->gemm_eff_max * (m / (m + h)) * (n / (n + h)) * (k / (k + h));
 }
 
-/* An accumulating GEMM (c +=) reads c as well as writing it. */
+/* The shape curve alone: an accumulating GEMM (c +=) reads c as well as writing it. */
 static double
-compute_gemm(const SimparGpu *gpu, SimparDtype dtype, double m, double n, double k, double batch,
-             gboolean accumulate)
+compute_gemm_curve(const SimparGpu *gpu, SimparDtype dtype, double m, double n, double k,
+                   double batch, gboolean accumulate)
 {
     double elems = (m * k + k * n + (accumulate ? 2 : 1) * m * n) * batch;
     return compute_roofline(gpu, dtype, 2 * m * n * k * batch, compute_gemm_eff(gpu, m, n, k),
                             elems * simpar_dtype_size(dtype));
+}
+
+typedef struct {
+    const SimparGpu *gpu;
+    SimparDtype dtype;
+} GemmCtx;
+
+static double
+compute_gemm_row_curve(const void *ctx, double m, double n, double k, double batch)
+{
+    const GemmCtx *c = ctx;
+    return compute_gemm_curve(c->gpu, c->dtype, m, n, k, batch, FALSE);
+}
+
+/* The curve corrected by the GPU's measured table (compute-data.c), never faster than the
+ * datasheet allows: the peak at full efficiency, the bytes at the full bandwidth. */
+static double
+compute_gemm_op(const SimparGpu *gpu, SimparDtype dtype, const GemmQuery *q, gboolean accumulate)
+{
+    double t = compute_gemm_curve(gpu, dtype, q->m, q->n, q->k, q->batch, accumulate);
+    GemmCtx ctx = {gpu, dtype};
+    double ratio;
+    gboolean far;
+    if (gpu->gemm_table == NULL ||
+        !gemm_table_ratio(gpu->gemm_table, q, compute_gemm_row_curve, &ctx, &ratio, &far))
+        return t;
+    double elems = (q->m * q->k + q->k * q->n + (accumulate ? 2 : 1) * q->m * q->n) * q->batch;
+    double floor = gpu->launch_s + MAX(2 * q->m * q->n * q->k * q->batch / gpu->peak_flops[dtype],
+                                       elems * simpar_dtype_size(dtype) / gpu->mem_bw_Bps);
+    return MAX(t * ratio, floor);
+}
+
+static double
+compute_gemm(const SimparGpu *gpu, SimparDtype dtype, double m, double n, double k, double batch,
+             gboolean accumulate)
+{
+    GemmQuery q = {dtype, m, n, k, batch, FALSE, FALSE};
+    return compute_gemm_op(gpu, dtype, &q, accumulate);
 }
 
 static gboolean
@@ -294,10 +359,10 @@ compute_unfused_fwd(const SimparGpu *gpu, SimparDtype dt, const SimparAttention 
     double bh = (double) a->nb * a->nh, s = a->s, S = compute_keys(SIMPAR_OP_ATTENTION, a),
            dh = a->dh;
     double ds = simpar_dtype_size(dt), scores = bh * s * S;
-    return compute_gemm(gpu, dt, s, S, dh, bh, FALSE) +      /* scores = Q K^T */
-           compute_memory_time(gpu, 2 * scores * ds) +       /* softmax: read, write */
-           compute_memory_time(gpu, scores * (2 * ds + 1)) + /* dropout: + 1-byte mask */
-           compute_gemm(gpu, dt, s, dh, S, bh, FALSE);       /* ctx = P V */
+    return compute_gemm(gpu, dt, s, S, dh, bh, FALSE) +                       /* scores = Q K^T */
+           compute_memory_time(gpu, SIMPAR_KCLASS_SOFTMAX, 2 * scores * ds) + /* read, write */
+           compute_memory_time(gpu, SIMPAR_KCLASS_DROPOUT, scores * (2 * ds + 1)) + /* + mask */
+           compute_gemm(gpu, dt, s, dh, S, bh, FALSE);                              /* ctx = P V */
 }
 
 static double
@@ -306,12 +371,12 @@ compute_unfused_bwd(const SimparGpu *gpu, SimparDtype dt, const SimparAttention 
     double bh = (double) a->nb * a->nh, s = a->s, S = compute_keys(SIMPAR_OP_ATTENTION, a),
            dh = a->dh;
     double ds = simpar_dtype_size(dt), scores = bh * s * S;
-    return compute_gemm(gpu, dt, S, dh, s, bh, FALSE) +      /* dV = P^T dctx */
-           compute_gemm(gpu, dt, s, S, dh, bh, FALSE) +      /* dP = dctx V^T */
-           compute_memory_time(gpu, scores * (2 * ds + 1)) + /* dropout backward, with mask */
-           compute_memory_time(gpu, 3 * scores * ds) +       /* softmax bwd: dP, P -> dS */
-           compute_gemm(gpu, dt, s, dh, S, bh, FALSE) +      /* dQ = dS K */
-           compute_gemm(gpu, dt, S, dh, s, bh, FALSE);       /* dK = dS^T Q */
+    return compute_gemm(gpu, dt, S, dh, s, bh, FALSE) + /* dV = P^T dctx */
+           compute_gemm(gpu, dt, s, S, dh, bh, FALSE) + /* dP = dctx V^T */
+           compute_memory_time(gpu, SIMPAR_KCLASS_DROPOUT, scores * (2 * ds + 1)) + /* mask */
+           compute_memory_time(gpu, SIMPAR_KCLASS_SOFTMAX, 3 * scores * ds) + /* dP, P -> dS */
+           compute_gemm(gpu, dt, s, dh, S, bh, FALSE) +                       /* dQ = dS K */
+           compute_gemm(gpu, dt, S, dh, s, bh, FALSE);                        /* dK = dS^T Q */
 }
 
 /* One kernel; q, k, v, ctx and (backward) dctx, dqkv cross memory once, plus the fp32
@@ -341,7 +406,8 @@ compute_attention(const SimparGpu *gpu, SimparDtype dt, const SimparOp *op,
     if (op->kind == SIMPAR_OP_ATTN_MERGE) { /* read both outputs, write one; the lse rows */
         const SimparAttention *a = &op->u.attn;
         double o = (double) a->nb * a->s * a->nh * a->dh, rows = (double) a->nb * a->nh * a->s;
-        return compute_memory_time(gpu, 3 * o * simpar_dtype_size(dt) + 3 * rows * 4);
+        return compute_memory_time(gpu, SIMPAR_KCLASS_STREAM,
+                                   3 * o * simpar_dtype_size(dt) + 3 * rows * 4);
     }
     /* ring blocks are flash attention's kernels, whatever --attention says */
     gboolean ring = op->kind == SIMPAR_OP_ATTN_BLOCK || op->kind == SIMPAR_OP_ATTN_BLOCK_BWD;
@@ -384,11 +450,12 @@ compute_kernel_bytes(const SimparSchedule *sched, const SimparOp *op)
  * give it, the dtype's peak) at full efficiency. They hide behind the memory traffic on every
  * GPU listed in topologies/, but the roofline keeps them honest. */
 static double
-compute_vector_time(const SimparGpu *gpu, SimparDtype dt, double flops, double bytes)
+compute_vector_time(const SimparGpu *gpu, SimparKernelClass kc, SimparDtype dt, double flops,
+                    double bytes)
 {
     double peak = gpu->peak_flops[SIMPAR_DTYPE_FP32] > 0 ? gpu->peak_flops[SIMPAR_DTYPE_FP32]
                                                          : gpu->peak_flops[dt];
-    return gpu->launch_s + MAX(flops / peak, bytes / (gpu->mem_bw_Bps * gpu->mem_eff));
+    return gpu->launch_s + MAX(flops / peak, bytes / compute_kernel_bw(gpu, kc));
 }
 
 /* Bytes, element sizes ds (the dtype), 8 per id, 4 per row statistic; r rows, c columns,
@@ -407,19 +474,20 @@ compute_vocab(const SimparGpu *gpu, SimparDtype dt, const SimparOp *op)
     const SimparVocab *v = &op->u.vocab;
     double r = v->rows, rc = r * v->cols, rv = r * (double) v->vocab, ds = simpar_dtype_size(dt);
     double ids = COMPUTE_ID_BYTES * r, stat = COMPUTE_STAT_BYTES * r;
+    const SimparKernelClass kc = simpar_kernel_class_of(op->kind);
     switch (op->kind) {
     case SIMPAR_OP_EMBED:
-        return compute_memory_time(gpu, 2 * rc * ds + ids);
+        return compute_memory_time(gpu, kc, 2 * rc * ds + ids);
     case SIMPAR_OP_EMBED_BWD:
-        return compute_memory_time(gpu, 3 * rc * ds + ids);
+        return compute_memory_time(gpu, kc, 3 * rc * ds + ids);
     case SIMPAR_OP_XENT_MAX:
-        return compute_memory_time(gpu, rv * ds + stat);
+        return compute_memory_time(gpu, kc, rv * ds + stat);
     case SIMPAR_OP_XENT_FWD: /* max and target in, two statistics out */
-        return compute_vector_time(gpu, dt, 4 * rv, rv * ds + 3 * stat + ids);
+        return compute_vector_time(gpu, kc, dt, 4 * rv, rv * ds + 3 * stat + ids);
     case SIMPAR_OP_XENT_LOSS:
-        return compute_memory_time(gpu, 3 * stat + 2 * COMPUTE_STAT_BYTES);
+        return compute_memory_time(gpu, kc, 3 * stat + 2 * COMPUTE_STAT_BYTES);
     default: /* XENT_BWD: max, two statistics and the target in */
-        return compute_vector_time(gpu, dt, 4 * rv, 2 * rv * ds + 3 * stat + ids);
+        return compute_vector_time(gpu, kc, dt, 4 * rv, 2 * rv * ds + 3 * stat + ids);
     }
 }
 
@@ -434,7 +502,7 @@ compute_adam(const SimparGpu *gpu, SimparDtype dt, const SimparAdam *a)
 {
     double ds = simpar_dtype_size(dt), n = (double) a->count;
     double per_elem = ds == 2 ? 2 + 3 * (4 + 4) + 2 : 7 * ds;
-    return compute_vector_time(gpu, dt, 12 * n, per_elem * n);
+    return compute_vector_time(gpu, SIMPAR_KCLASS_OPTIMIZER, dt, 12 * n, per_elem * n);
 }
 
 static double
@@ -455,8 +523,10 @@ compute_op_time(const SimparGpu *gpu, const SimparSchedule *sched, const SimparO
         return compute_adam(gpu, dt, &op->u.adam);
     case SIMPAR_OP_BLOCK:
         return 0; /* the interpreter times blocks by their key */
-    case SIMPAR_OP_GEMM:
-        return compute_gemm(gpu, dt, g->m, g->n, g->k, g->batch, g->accumulate);
+    case SIMPAR_OP_GEMM: {
+        GemmQuery q = {dt, g->m, g->n, g->k, g->batch, g->trans_a, g->trans_b};
+        return compute_gemm_op(gpu, dt, &q, g->accumulate);
+    }
     case SIMPAR_OP_ATTENTION:
     case SIMPAR_OP_ATTENTION_BWD:
     case SIMPAR_OP_ATTN_BLOCK:
@@ -469,10 +539,11 @@ compute_op_time(const SimparGpu *gpu, const SimparSchedule *sched, const SimparO
         return 0;             /* the network's business */
     case SIMPAR_OP_PACK_COLS: /* the packed elements read and written once */
     case SIMPAR_OP_UNPACK_COLS:
-        return compute_memory_time(gpu,
+        return compute_memory_time(gpu, SIMPAR_KCLASS_STREAM,
                                    2.0 * op->u.kern.rows * op->u.kern.cols * simpar_dtype_size(dt));
     default:
-        return compute_memory_time(gpu, compute_kernel_bytes(sched, op));
+        return compute_memory_time(gpu, simpar_kernel_class_of(op->kind),
+                                   compute_kernel_bytes(sched, op));
     }
 }
 
@@ -503,6 +574,7 @@ typedef struct {
     const guint *ops; /* the rank's ops in program order */
     guint n;
     const gboolean *fused; /* by global op index: already in a group */
+    SimparKernelSet set;
 } FuseCtx;
 
 static const SimparOp *
@@ -599,6 +671,10 @@ fuse_find(const FuseCtx *f, guint pos, guint group[COMPUTE_MAX_FUSED])
     const SimparOp *op = fuse_op(f, pos);
     guint q = G_MAXUINT;
     group[0] = pos;
+    gboolean megatron = f->set == SIMPAR_KERNELS_MEGATRON; /* plain PyTorch: layer norm only */
+    if (f->set == SIMPAR_KERNELS_UNFUSED ||
+        (!megatron && op->kind != SIMPAR_OP_LN_STATS && op->kind != SIMPAR_OP_LN_BWD_STATS))
+        return 1;
     switch (op->kind) {
     case SIMPAR_OP_BIAS_ADD:
         return fuse_bias_add(f, pos, group);
@@ -700,7 +776,7 @@ static void
 fuse_rank(const SimparGpu *gpu, const SimparSchedule *sched, guint rank, double *times,
           gboolean *fused)
 {
-    FuseCtx f = {.sched = sched, .fused = fused};
+    FuseCtx f = {.sched = sched, .fused = fused, .set = (SimparKernelSet) gpu->kernel_set};
     f.ops = simpar_schedule_rank_ops(sched, rank, &f.n);
     for (guint p = 0; p < f.n; p++) {
         guint group[COMPUTE_MAX_FUSED];
@@ -709,7 +785,13 @@ fuse_rank(const SimparGpu *gpu, const SimparSchedule *sched, guint rank, double 
         guint n = fuse_find(&f, p, group);
         if (n == 1)
             continue;
-        times[f.ops[p]] = compute_memory_time(gpu, fuse_bytes(&f, group, n));
+        /* the group streams at its slowest member's class's bandwidth */
+        SimparKernelClass slow = simpar_kernel_class_of(fuse_op(&f, p)->kind);
+        for (guint g = 1; g < n; g++) {
+            SimparKernelClass kc = simpar_kernel_class_of(fuse_op(&f, group[g])->kind);
+            slow = compute_kernel_bw(gpu, kc) < compute_kernel_bw(gpu, slow) ? kc : slow;
+        }
+        times[f.ops[p]] = compute_memory_time(gpu, slow, fuse_bytes(&f, group, n));
         for (guint g = 0; g < n; g++) {
             fused[f.ops[group[g]]] = TRUE;
             if (g > 0)

@@ -46,15 +46,44 @@ typedef enum {
     SIMPAR_ATTENTION_FLASH,
 } SimparAttentionImpl;
 
+/* Kernel classes: every elementwise or row-wise kernel streams its bytes at its class's
+ * measured fraction of the datasheet bandwidth (kernel_eff; 0: mem_eff). */
+typedef enum {
+    SIMPAR_KCLASS_STREAM,     /* add, bias add, copy, pack, embedding gather and scatter */
+    SIMPAR_KCLASS_ACTIVATION, /* GeLU, SwiGLU and their backward */
+    SIMPAR_KCLASS_DROPOUT,    /* dropout and its backward (the mask written or read) */
+    SIMPAR_KCLASS_NORM,       /* layer norm and RMSNorm, bias gradient (row and column sums) */
+    SIMPAR_KCLASS_SOFTMAX,    /* softmax, cross-entropy */
+    SIMPAR_KCLASS_OPTIMIZER,  /* Adam, one multi-tensor kernel */
+    SIMPAR_KCLASS_N,
+} SimparKernelClass;
+
+/* Which kernels a step runs: the framework's choice. */
+typedef enum {
+    SIMPAR_KERNELS_MEGATRON, /* Megatron-Core's fused kernels (bias-GeLU, bias-dropout-add,
+                                fused layer norm, fused Adam): the default of simpar predict */
+    SIMPAR_KERNELS_PYTORCH,  /* plain PyTorch: layer norm one kernel each way, every other op
+                                its own kernel */
+    SIMPAR_KERNELS_UNFUSED,  /* every op of the schedule its own kernel, as simpar-exec runs
+                                them: the default of simpar validate */
+} SimparKernelSet;
+
+/* Measured GEMMs of one GPU model (compute-data.c): immutable, kept for the process's life. */
+typedef struct _SimparGemmTable SimparGemmTable;
+
 typedef struct {
     const char *model;                        /* interned, e.g. "V100-SXM2-16GB" */
     double peak_flops[SIMPAR_DTYPE_FP64 + 1]; /* by SimparDtype; 0 = not supported */
     double mem_bw_Bps;
     double mem_bytes;
-    double gemm_eff_max;  /* default 0.85 */
-    double gemm_half_dim; /* default 128 */
-    double mem_eff;       /* default 0.8 */
-    double launch_s;      /* default 5e-6 */
+    double gemm_eff_max;                /* default 0.85 */
+    double gemm_half_dim;               /* default 128 */
+    double mem_eff;                     /* default 0.8 */
+    double launch_s;                    /* default 5e-6 */
+    double kernel_eff[SIMPAR_KCLASS_N]; /* by SimparKernelClass; 0: mem_eff */
+    const SimparGemmTable *gemm_table;  /* (transfer none) measured GEMMs; NULL: the curve */
+    const char *data_source;            /* interned: where the measured figures come from */
+    gint64 kernel_set;                  /* SimparKernelSet */
 } SimparGpu;
 
 /* Defaults for the model parameters; figures (peaks, bandwidth, memory) zero. */
@@ -69,6 +98,28 @@ gboolean simpar_gpu_validate(const SimparGpu *gpu, SimparDtype dtype, GError **e
  * inter_node_bandwidth_Bps, inter_node_latency_s; sim/platform.c reads them) and "source" and
  * "fit" (what simpar calibrate records) are skipped here. */
 gboolean simpar_gpu_load_calibration(SimparGpu *gpu, const char *path, GError **error);
+
+/* The measured figures of `gpu->model` in the compiled-in data (topologies/compute.ini, handed
+ * over as `data`): kernel efficiencies and a GEMM table. A model the data does not list keeps
+ * the roofline's figures. */
+gboolean simpar_gpu_load_data(SimparGpu *gpu, GKeyFile *data, GError **error);
+gboolean simpar_kernel_set_parse(const char *name, SimparKernelSet *out, GError **error);
+const char *simpar_kernel_set_name(SimparKernelSet set);
+const char *simpar_kernel_class_name(SimparKernelClass kc);
+/* The class whose bandwidth a kernel of `kind` reaches (SIMPAR_KCLASS_N: not a kernel). */
+SimparKernelClass simpar_kernel_class_of(SimparOpKind kind);
+
+/* A GEMM table built row by row, then interned (equal tables share one pointer, so that
+ * SimparGpu stays a value that caches compare as bytes). */
+SimparGemmTable *simpar_gemm_table_new(void); /* (transfer full) */
+void simpar_gemm_table_add(SimparGemmTable *t, SimparDtype dtype, double m, double n, double k,
+                           double batch, gboolean trans_a, gboolean trans_b, double time_s);
+const SimparGemmTable *simpar_gemm_table_intern(SimparGemmTable *t); /* takes t; (transfer none) */
+guint simpar_gemm_table_n_rows(const SimparGemmTable *t);
+/* Whether a GEMM of this shape lies more than a factor 2 (in m, n, k or batch) from every
+ * measured shape of its dtype: its time is then the curve's, scaled by the table's far trend. */
+gboolean simpar_compute_gemm_extrapolated(const SimparGpu *gpu, SimparDtype dtype, double m,
+                                          double n, double k, double batch);
 
 gboolean simpar_attention_parse(const char *name, SimparAttentionImpl *out, GError **error);
 const char *simpar_attention_name(SimparAttentionImpl impl);

@@ -44,9 +44,9 @@ simpar_predict_backend_is_formula(const SimparBackend *backend)
 void
 simpar_predict_args_clear(SimparPredictArgs *a)
 {
-    char **strs[] = {&a->backend,   &a->coll_mode,     &a->algo,
-                     &a->proto,     &a->attention,     &a->calibration,
-                     &a->tp_slices, &a->block_backend, &a->time_budget};
+    char **strs[] = {&a->backend,     &a->coll_mode,   &a->algo,      &a->proto,
+                     &a->attention,   &a->calibration, &a->tp_slices, &a->block_backend,
+                     &a->time_budget, &a->kernels};
     for (guint i = 0; i < G_N_ELEMENTS(strs); i++)
         g_clear_pointer(strs[i], g_free);
 }
@@ -63,6 +63,11 @@ simpar_predict_option_entries(SimparPredictArgs *a, const char *backend_help)
         {"attention", 0, 0, G_OPTION_ARG_STRING, &a->attention,
          "unfused (default; s x s scores in memory) or flash (one fused kernel)", "IMPL"},
         {"backend", 0, 0, G_OPTION_ARG_STRING, &a->backend, backend_help, "B"},
+        {"kernels", 0, 0, G_OPTION_ARG_STRING, &a->kernels,
+         "The framework's kernels: megatron (default; Megatron-Core's fused bias-GeLU, "
+         "bias-dropout-add, layer norm and Adam), pytorch (plain PyTorch: layer norm fused, every "
+         "other op its own kernel) or unfused (every op its own kernel, as simpar-exec runs them)",
+         "SET"},
         {"collectives", 0, 0, G_OPTION_ARG_STRING, &a->coll_mode,
          "SimGrid: fused (default; one transfer per peer) or exact (every round)", "MODE"},
         {"algo", 0, 0, G_OPTION_ARG_STRING, &a->algo, algo_help, "ALGO"},
@@ -129,8 +134,10 @@ simpar_predict_args_resolve(const SimparPredictArgs *a, const char *backend,
         }
         ctx->budget_s = min * 60;
     }
+    SimparKernelSet kernels;
     return simpar_predict_backend_lookup(a->backend != NULL ? a->backend : backend, &ctx->backend,
                                          error) &&
+           simpar_kernel_set_parse(a->kernels != NULL ? a->kernels : "megatron", &kernels, error) &&
            simpar_coll_mode_parse(a->coll_mode != NULL ? a->coll_mode : "fused", &ctx->run.mode,
                                   error) &&
            simpar_coll_algo_lookup(a->algo != NULL ? a->algo : "auto", &ctx->run.algo, error) &&
@@ -141,10 +148,15 @@ simpar_predict_args_resolve(const SimparPredictArgs *a, const char *backend,
 }
 
 gboolean
-simpar_predict_gpu(const SimparPlatform *platform, guint gpus, const char *calibration,
+simpar_predict_gpu(const SimparPlatform *platform, guint gpus, const SimparPredictArgs *args,
                    SimparGpu *gpu, GError **error)
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    const char *calibration = args != NULL ? args->calibration : NULL;
+    SimparKernelSet kernels = SIMPAR_KERNELS_MEGATRON;
+    if (args != NULL && args->kernels != NULL &&
+        !simpar_kernel_set_parse(args->kernels, &kernels, error))
+        return FALSE;
     if (!simpar_platform_gpu(platform, 0, gpu, error))
         return FALSE;
     for (guint i = 1; i < gpus; i++) {
@@ -160,6 +172,7 @@ simpar_predict_gpu(const SimparPlatform *platform, guint gpus, const char *calib
             return FALSE;
         }
     }
+    gpu->kernel_set = kernels;
     return calibration == NULL || (simpar_gpu_load_calibration(gpu, calibration, error) &&
                                    simpar_platform_calibrate_links(platform, calibration, error));
 }

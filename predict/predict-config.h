@@ -64,10 +64,11 @@ typedef struct {
 } SimparPredictContext;
 
 /* The prediction options as given (NULL when not given): --backend, --collectives, --algo,
- * --nccl-proto, --attention, --calibration, --tp-slices, --block-backend, --time-budget. */
+ * --nccl-proto, --attention, --calibration, --tp-slices, --block-backend, --time-budget,
+ * --kernels. */
 typedef struct {
     char *backend, *coll_mode, *algo, *proto, *attention, *calibration, *tp_slices, *block_backend,
-        *time_budget;
+        *time_budget, *kernels;
 } SimparPredictArgs;
 
 /* A step longer than this (a year) comes from figures out of scale: refused, never printed. */
@@ -86,11 +87,12 @@ GOptionEntry *simpar_predict_option_entries(SimparPredictArgs *args, const char 
 gboolean simpar_predict_args_resolve(const SimparPredictArgs *args, const char *backend,
                                      SimparPredictContext *ctx, GError **error);
 
-/* The figures of GPU 0, after checking that the first `gpus` GPUs are identical, with the
- * calibration file (or NULL) applied to them and to the platform's links. The dtype is not
- * checked here (simpar_gpu_validate). */
-gboolean simpar_predict_gpu(const SimparPlatform *platform, guint gpus, const char *calibration,
-                            SimparGpu *gpu, GError **error);
+/* The figures of GPU 0, after checking that the first `gpus` GPUs are identical, with args'
+ * calibration file applied to them and to the platform's links, and args' kernel set (args
+ * NULL: neither; the kernel set `megatron`). The dtype is not checked here
+ * (simpar_gpu_validate). */
+gboolean simpar_predict_gpu(const SimparPlatform *platform, guint gpus,
+                            const SimparPredictArgs *args, SimparGpu *gpu, GError **error);
 
 /* Predicts `train` of `model`; train->tp is the plan (mode, T, depth, ...), not yet validated,
  * and train is validated here. TRUE with either a simulated row, or *why set and row->mode,

@@ -343,7 +343,10 @@ formula_config(Formula *f, const SimparBlockTimes *bt, const SimparModel *model,
         c->block_c[k] = share != NULL ? *share : 0;
     }
     c->adam[0] = gpu->peak_flops[SIMPAR_DTYPE_FP32], c->adam[1] = gpu->peak_flops[c->dtype];
-    c->adam[2] = gpu->mem_bw_Bps * gpu->mem_eff, c->adam[3] = gpu->launch_s;
+    c->adam[2] = gpu->mem_bw_Bps * (gpu->kernel_eff[SIMPAR_KCLASS_OPTIMIZER] > 0
+                                        ? gpu->kernel_eff[SIMPAR_KCLASS_OPTIMIZER]
+                                        : gpu->mem_eff);
+    c->adam[3] = gpu->launch_s;
 }
 
 /* The layer's shares per tensor-parallel rank; FALSE when they differ where they must not:

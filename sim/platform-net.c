@@ -3,6 +3,7 @@
  * generated file), their links, route shapes and the fabric.
  */
 #include "platform-private.h"
+#include "topology.h"
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -257,7 +258,8 @@ simpar_platform_gpu(const SimparPlatform *p, guint gpu, SimparGpu *out, GError *
            platform_prop(p, gpu, "mem_bytes", TRUE, &out->mem_bytes, error) &&
            platform_prop(p, gpu, "gemm_eff_max", FALSE, &out->gemm_eff_max, error) &&
            platform_prop(p, gpu, "gemm_half_dim", FALSE, &out->gemm_half_dim, error) &&
-           platform_prop(p, gpu, "launch_s", FALSE, &out->launch_s, error);
+           platform_prop(p, gpu, "launch_s", FALSE, &out->launch_s, error) &&
+           simpar_gpu_load_data(out, simpar_topology_compute_data(), error);
 }
 
 const char *

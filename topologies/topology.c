@@ -695,6 +695,30 @@ simpar_topology_presets(guint *n_presets)
     return topology_presets;
 }
 
+#define TOPOLOGY_COMPUTE "/org/simpar/topologies/compute.ini"
+
+static gpointer
+topology_compute_load(gpointer data)
+{
+    (void) data;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GBytes) bytes =
+        g_resource_lookup_data(simpar_topology_get_resource(), TOPOLOGY_COMPUTE, 0, &error);
+    GKeyFile *kf = g_key_file_new();
+    if (bytes == NULL || !g_key_file_load_from_data(kf, g_bytes_get_data(bytes, NULL),
+                                                    g_bytes_get_size(bytes), 0, &error))
+        g_error("%s: %s", TOPOLOGY_COMPUTE, error->message);
+    return kf; /* kept for the process's life */
+}
+
+GKeyFile *
+simpar_topology_compute_data(void)
+{
+    static GOnce once = G_ONCE_INIT;
+    g_once(&once, topology_compute_load, NULL);
+    return once.retval; /* (transfer none) */
+}
+
 const SimparTopologyPreset *
 simpar_topology_lookup(const char *name)
 {

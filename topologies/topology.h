@@ -94,6 +94,9 @@ struct _SimparTopologyPreset {
 
 const SimparTopologyPreset *simpar_topology_presets(guint *n_presets); /* (transfer none) */
 const SimparTopologyPreset *simpar_topology_lookup(const char *name);  /* (transfer none) */
+/* The measured compute figures of each GPU model (topologies/compute.ini, compiled in): one
+ * group per gpu_model, read by models/compute-data.c. (transfer none) */
+GKeyFile *simpar_topology_compute_data(void);
 char *simpar_topology_generate(const SimparTopologyPreset *preset,
                                guint nodes); /* (transfer full) */
 /* The same with a fabric of one's own (NULL: the preset's); style clos only. Check it first. */

@@ -119,7 +119,7 @@ sweep_chunk_job(const SimparPlatform *platform, gpointer data, GString *out, GEr
     (void) out;
     SweepChunk *ch = data;
     SimparGpu gpu;
-    if (!simpar_predict_gpu(platform, ch->gpus, ch->sw->args.predict.calibration, &gpu, error))
+    if (!simpar_predict_gpu(platform, ch->gpus, &ch->sw->args.predict, &gpu, error))
         return FALSE;
     g_autoptr(GString) lines = g_string_new(NULL);
     SweepBatch b = {.lines = lines};
@@ -152,7 +152,7 @@ sweep_probe_job(const SimparPlatform *platform, gpointer data, GString *out, GEr
     guint n = simpar_platform_n_gpus(platform);
     SimparGpu gpu;
     if (n > 0 && !simpar_predict_gpu(platform, pr->gpus > 0 ? MIN(pr->gpus, n) : n,
-                                     pr->sw->args.predict.calibration, &gpu, error))
+                                     &pr->sw->args.predict, &gpu, error))
         return FALSE;
     g_string_append_printf(out, "%u", n);
     for (guint i = 0; i < n; i++)

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""bench/compute-data.py: writes topologies/compute.ini, the measured compute figures simpar
+compiles in, from the measurement files under bench/fidelity/ (each named below with its source).
+
+    python3 bench/compute-data.py            # rewrites topologies/compute.ini
+
+Kernel classes: the bandwidth a class of kernels reaches, as a fraction of the datasheet's, from
+two sizes of one kernel (the slope between them: the launch floor drops out), counted in the
+bytes simpar's model moves for that op (models/compute.c), so that the model reproduces the
+measured time:
+  stream      PyTorch add, 4096 and 16384 x 8192 bf16 (simpar ADD: 6 bytes per element)
+  activation  PyTorch GELU, same sizes (4 bytes per element)
+  dropout     PyTorch dropout, same sizes (5: the 1-byte mask simpar counts)
+  norm        PyTorch layer norm, same sizes (6: x read, y and the normalised x written)
+  softmax     PyTorch softmax over 128 x 2048 x 2048 (2 x 2 bytes per score; one size: the
+              launch floor, 6.08 us, subtracted)
+  optimizer   simpar-exec's Adam, 512 and 4096 x 8192 elements (28 bytes per parameter)
+GEMMs (Hopper, bf16): XLA's measured sm_90 table (bench/fidelity/gemm-h100-xla.csv, an H100)
+for shapes up to 4096, and the H200 bench (bench/fidelity/h200/bench-gemm.json) for the
+transformer's shapes: every row less the bench's timing overhead (its smallest GEMM's time,
+256^3 or 512^3, less the 6.08 us launch floor: 90.1 us; the same overhead the run's own
+GEMMs do not have), 256^3 to 2048^3 left out (the overhead dominates them), and the rows whose
+weight buffers the bench left zero (above 2^27 elements: the T = 1 qkv, fc1, fc2) left out:
+Hopper GEMMs run faster on zeros.
+"""
+import json
+import os
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+FID = os.path.join(ROOT, "bench", "fidelity")
+H200_BW = 4.8e12
+LAUNCH = 6.08e-6  # topologies/presets.ini launch_s of Hopper presets
+FILL_MAX = 2 ** 27  # simpar-exec's bench at b5da60d left larger buffers zero
+
+
+def torch_rows():
+    rows = {}
+    with open(os.path.join(FID, "h200", "torch-elementwise.jsonl")) as f:
+        for line in f:
+            r = json.loads(line)
+            key = r["op"]
+            rows.setdefault(key, []).append(r)
+    return rows
+
+
+def slope_eff(points):
+    """points: [(bytes, seconds)] of two sizes -> fraction of the H200's datasheet bandwidth."""
+    (b0, t0), (b1, t1) = sorted(points)
+    return (b1 - b0) / (t1 - t0) / H200_BW
+
+
+def kernel_effs():
+    t = torch_rows()
+
+    def two(op, per_elem):
+        return slope_eff([(r["rows"] * r["cols"] * per_elem, r["time_s"]) for r in t[op]])
+
+    sm = t["softmax"][0]
+    scores = sm["shape"][0] * sm["shape"][1] * sm["shape"][2]
+    bench = json.load(open(os.path.join(FID, "h200", "bench-kernels.json")))
+    adam = [(k["bytes"], k["time_s"]) for k in bench["kernels"]
+            if k["kind"] == "adam" and k["rows"] in (512, 4096)]
+    return {
+        "stream": two("add", 6),
+        "activation": two("gelu", 4),
+        "dropout": two("dropout", 5),
+        "norm": two("layer_norm", 6),
+        "softmax": 2 * 2 * scores / (sm["time_s"] - LAUNCH) / H200_BW,
+        "optimizer": slope_eff(adam),
+    }
+
+
+def xla_rows():
+    out = []
+    with open(os.path.join(FID, "gemm-h100-xla.csv")) as f:
+        for line in f:
+            if line.startswith("#") or line.startswith("m,"):
+                continue
+            m, n, k, tflops = line.strip().split(",")
+            m, n, k = int(m), int(n), int(k)
+            out.append((m, n, k, 1, "NN", 2.0 * m * n * k / (float(tflops) * 1e12)))
+    return out
+
+
+def h200_rows():
+    d = json.load(open(os.path.join(FID, "h200", "bench-gemm.json")))
+    rows = d["gemm"]
+    overhead = min(r["time_s"] for r in rows) - LAUNCH
+    out = []
+    for r in rows:
+        m, n, k = r["m"], r["n"], r["k"]
+        if m * n * k <= 2048 ** 3 or max(m * k, k * n, m * n) > FILL_MAX:
+            continue
+        ops = ("T" if r["trans_a"] else "N") + ("T" if r["trans_b"] else "N")
+        out.append((m, n, k, 1, ops, r["time_s"] - overhead))
+    return out, overhead
+
+
+def gemm_list(rows):
+    return ";".join("%d %d %d %d %s %.6g" % r for r in rows)
+
+
+def main():
+    effs = kernel_effs()
+    h200, overhead = h200_rows()
+    xla = xla_rows()
+    keff = "\n".join("kernel_eff_%s = %.4f" % (k, v) for k, v in effs.items())
+    head = """# compute.ini - the measured compute figures of each GPU model, compiled into simpar
+# (topologies/meson.build) and read by models/compute-data.c. Written by bench/compute-data.py
+# from the files under bench/fidelity/ (regenerate, do not edit); one group per gpu_model of
+# topologies/presets.ini. kernel_eff_<class>: the fraction of the datasheet bandwidth that a class
+# of kernels reaches; gemm_<dtype>: measured GEMMs, "m n k batch op(a)op(b) seconds".
+#
+# Sources: PyTorch 2.11 eager kernels and simpar-exec's Adam, measured on an H200 with
+# simpar-exec at b5da60d (bench/fidelity/h200/torch-elementwise.jsonl, bench-kernels.json);
+# XLA's measured sm_90 GEMM table (openxla/xla matmul_interpolator_data.h, an H100;
+# bench/fidelity/gemm-h100-xla.csv); the H200 GEMM bench (bench/fidelity/h200/bench-gemm.json)
+# less its timing overhead of %.1f us per GEMM, without the rows run on zero-filled buffers.
+# GPUs other than the H200 take the H200's kernel fractions: extrapolated, and said so.
+""" % (overhead * 1e6)
+    groups = [
+        ("H200-SXM-141GB",
+         "kernels measured on an H200 (PyTorch 2.11; simpar-exec's Adam); GEMMs measured on an "
+         "H200 (simpar-exec) and, below 4096, on an H100 (XLA's table)",
+         xla + h200),
+        ("H100-SXM5-80GB",
+         "kernels: the H200's measured fractions of its bandwidth (extrapolated); GEMMs measured "
+         "on an H100 (XLA's table) and, for the large shapes, on an H200 (same SMs and clocks)",
+         xla + h200),
+        ("A100-SXM4-80GB",
+         "kernels: the H200's measured fractions of its bandwidth (extrapolated); GEMMs: the "
+         "shape curve (no measured table)", []),
+        ("V100-SXM2-16GB",
+         "kernels: the H200's measured fractions of its bandwidth (extrapolated); GEMMs: the "
+         "shape curve (no measured table)", []),
+        ("V100-SXM3-32GB",
+         "kernels: the H200's measured fractions of its bandwidth (extrapolated); GEMMs: the "
+         "shape curve (no measured table)", []),
+    ]
+    out = [head]
+    for name, summary, rows in groups:
+        out.append("[%s]\nsummary = %s\n%s\n" % (name, summary, keff))
+        if rows:
+            out.append("gemm_bf16 = %s\ngemm_fp16 = %s\n" % (gemm_list(rows), gemm_list(rows)))
+        out.append("\n")
+    with open(os.path.join(ROOT, "topologies", "compute.ini"), "w") as f:
+        f.write("".join(out).rstrip("\n") + "\n")
+
+
+if __name__ == "__main__":
+    main()

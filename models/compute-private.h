@@ -1,0 +1,28 @@
+/* compute-private.h - what compute.c and compute-data.c share (private to models/). */
+#ifndef SIMPAR_COMPUTE_PRIVATE_H
+#define SIMPAR_COMPUTE_PRIVATE_H
+#include "compute.h"
+#include "model.h"
+#include <json-glib/json-glib.h>
+G_BEGIN_DECLS
+
+typedef struct {
+    SimparDtype dtype;
+    double m, n, k, batch;
+    gboolean ta, tb;
+} GemmQuery;
+
+/* The shape curve's time of a GEMM (compute.c), for the table's ratios. */
+typedef double (*GemmCurve)(const void *ctx, double m, double n, double k, double batch);
+
+/* The measured-over-curve ratio at q (compute-data.c's header); FALSE when the table has no
+ * row of q's dtype. *far: q is more than a factor 2 from every measured shape. */
+gboolean gemm_table_ratio(const SimparGemmTable *t, const GemmQuery *q, GemmCurve curve,
+                          const void *ctx, double *ratio, gboolean *far);
+/* A calibration file's "gemm_table" member: an array of {"dtype", "m", "n", "k", "batch",
+ * "trans_a", "trans_b", "time_s"} objects. */
+gboolean gemm_table_from_json(JsonNode *node, const char *path, const SimparGemmTable **out,
+                              GError **error);
+
+G_END_DECLS
+#endif /* SIMPAR_COMPUTE_PRIVATE_H */
