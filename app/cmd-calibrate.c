@@ -25,6 +25,7 @@
  * Attention kernels are left out of the compute fit: compute.c prices them as GEMMs plus
  * memory passes, not as one memory-bound kernel.
  */
+#include "calibrate-private.h"
 #include "cli.h"
 #include "measured.h"
 #include "platform.h"
@@ -337,7 +338,9 @@ typedef struct {
     ComputeParams compute;
     GArray *colls; /* SimparBenchColl: the bench's of two GPUs or more */
     LinkParams links;
-    SimparGpu own;           /* --topology's GPU 0 as it stands (its compute figures too) */
+    SimparGpu own;        /* --topology's GPU 0 as it stands (its compute figures too) */
+    gboolean tables_mode; /* a GPU's bench: measured tables (calibrate-tables.c), no curve */
+    Tables tables;
     double own_rms, own_max; /* the GEMMs' relative error with those figures */
 } Calibrate;
 
@@ -347,6 +350,7 @@ calibrate_clear(Calibrate *c)
     g_free(c->measured), g_free(c->output), g_free(c->topology);
     g_strfreev(c->nccl_tests);
     g_clear_pointer(&c->bench, simpar_bench_free);
+    simpar_calibrate_tables_clear(&c->tables);
     if (c->fit.kernels != NULL)
         g_array_free(c->fit.kernels, TRUE);
     if (c->colls != NULL)
@@ -445,7 +449,10 @@ calibrate_resolve(Calibrate *c, GError **error)
         return FALSE;
     }
     c->fit.b = b;
-    c->fit.own_peak = c->topology == NULL || g_str_equal(b->executor, "host");
+    /* a GPU's bench fills the measured tables and fits no peak; the host's "GPU" is a CPU
+     * core, whose peak and bandwidth only the bench can give */
+    c->tables_mode = !g_str_equal(b->executor, "host");
+    c->fit.own_peak = !c->tables_mode && (c->topology == NULL || g_str_equal(b->executor, "host"));
     c->fit.kernels = g_array_new(FALSE, FALSE, sizeof(SimparBenchKernel));
     for (guint i = 0; i < b->kernels->len; i++) {
         const SimparBenchKernel *k = &g_array_index(b->kernels, SimparBenchKernel, i);
@@ -522,6 +529,8 @@ calibrate_figures(const Calibrate *c, CalibrateFigure *f)
 {
     const ComputeParams *p = &c->compute;
     guint n = 0;
+    if (c->tables_mode)
+        goto links;
     if (c->bench->gemm->len >= 3 || c->fit.kernels->len >= 2)
         calibrate_figure(f, &n, "launch_s", MAX(p->p[P_LAUNCH], 1e-9),
                          "GEMMs and kernels (at least 1 ns)");
@@ -536,6 +545,7 @@ calibrate_figures(const Calibrate *c, CalibrateFigure *f)
             calibrate_figure(f, &n, "mem_bandwidth_Bps",
                              eff * (c->fit.own_peak ? 1 : c->fit.platform.mem_bw_Bps), "kernels");
     }
+links:
     if (c->links.fitted) {
         calibrate_figure(f, &n, "intra_node_bandwidth_Bps", c->links.bw, "collectives");
         calibrate_figure(f, &n, "intra_node_latency_s", MAX(c->links.lat, 1e-12),
@@ -587,14 +597,16 @@ calibrate_write(const Calibrate *c, const CalibrateFigure *f, guint n, GError **
     json_builder_begin_object(b);
     for (guint i = 0; i < n; i++)
         calibrate_member(b, f[i].key, f[i].value);
+    if (c->tables_mode)
+        simpar_calibrate_tables_json(&c->tables, b);
     calibrate_json_source(b, c);
     json_builder_set_member_name(b, "fit");
     json_builder_begin_object(b);
-    if (c->bench->gemm->len >= 3)
+    if (c->bench->gemm->len >= 3 && !c->tables_mode)
         calibrate_json_fit(b, "gemm", c->compute.rms_gemm, c->bench->gemm->len,
                            "least squares of the relative error; half_dim by log2 grid and golden "
                            "section, the rest linear (non-negative)");
-    if (c->fit.kernels->len >= 2)
+    if (c->fit.kernels->len >= 2 && !c->tables_mode)
         calibrate_json_fit(b, "kernels", c->compute.rms_kernels, c->fit.kernels->len,
                            "least squares of the relative error, jointly with the GEMMs (one "
                            "launch_s); attention kernels left out");
@@ -627,15 +639,19 @@ calibrate_print(const Calibrate *c, const CalibrateFigure *f, guint n)
                            "value", "fitted from");
     for (guint i = 0; i < n; i++)
         g_string_append_printf(out, "%-26s %14.6g  %s\n", f[i].key, f[i].value, f[i].from);
+    if (c->tables_mode)
+        simpar_calibrate_tables_print(&c->tables, out);
     g_string_append_printf(out, "\n%-12s %6s %14s\n", "fit", "points", "rms rel. error");
-    calibrate_print_fit(out, "GEMM", b->gemm->len, 3, c->compute.rms_gemm);
+    if (!c->tables_mode)
+        calibrate_print_fit(out, "GEMM", b->gemm->len, 3, c->compute.rms_gemm);
     if (c->topology != NULL && !c->fit.own_peak && b->gemm->len > 0)
         g_string_append_printf(out,
                                "GEMM with --topology %s's own figures (gemm_eff_max %g, "
                                "gemm_half_dim %g, launch_s %g): rms %.2f%%, largest %.2f%%\n",
                                c->topology, c->own.gemm_eff_max, c->own.gemm_half_dim,
                                c->own.launch_s, 100 * c->own_rms, 100 * c->own_max);
-    calibrate_print_fit(out, "kernels", c->fit.kernels->len, 2, c->compute.rms_kernels);
+    if (!c->tables_mode)
+        calibrate_print_fit(out, "kernels", c->fit.kernels->len, 2, c->compute.rms_kernels);
     calibrate_print_fit(out, "collectives", c->colls->len, 2, c->links.rms);
     if (c->colls->len < b->colls->len)
         g_string_append_printf(out, "collectives: %u rows on one GPU left out (no link)\n",
@@ -691,7 +707,9 @@ simpar_cmd_calibrate(int argc, char **argv, GError **error)
     if (ok && c.nccl_tests != NULL) {
         ok = simpar_calibrate_nccl_tests(c.nccl_tests, c.topology, c.output, error);
     } else if (ok) {
-        if (c.bench->gemm->len + c.fit.kernels->len > 0)
+        if (c.tables_mode)
+            simpar_calibrate_tables(c.bench, c.topology != NULL ? &c.own : NULL, &c.tables);
+        else if (c.bench->gemm->len + c.fit.kernels->len > 0)
             fit_compute(&c.fit, &c.compute);
         fit_links(c.colls, &c.links);
         CalibrateFigure figures[16];

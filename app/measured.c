@@ -364,6 +364,23 @@ bench_dtype(const Loc *l, JsonObject *o, SimparDtype fallback, SimparDtype *out,
     return TRUE;
 }
 
+/* An optional boolean member (false when not given). */
+static gboolean
+bench_bool(const Loc *l, JsonObject *o, const char *key, gboolean *out, GError **error)
+{
+    JsonNode *n = json_object_get_member(o, key);
+    *out = FALSE;
+    if (n == NULL)
+        return TRUE;
+    if (!JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_BOOLEAN) {
+        g_set_error(error, SIMPAR_MEASURED_ERROR, SIMPAR_MEASURED_ERROR_PARSE,
+                    "%s: %s\"%s\" must be true or false", l->path, l->where, key);
+        return FALSE;
+    }
+    *out = json_node_get_boolean(n);
+    return TRUE;
+}
+
 static gboolean
 bench_gemm(SimparBench *b, const Loc *l, JsonObject *o, GError **error)
 {
@@ -374,7 +391,9 @@ bench_gemm(SimparBench *b, const Loc *l, JsonObject *o, GError **error)
         (json_object_has_member(o, "batch") &&
          !measured_number(l, o, "batch", 1, &g.batch, error)) ||
         !bench_dtype(l, o, b->dtype, &g.dtype, error) ||
-        !measured_number(l, o, "time_s", 1e-12, &g.time_s, error))
+        !measured_number(l, o, "time_s", 1e-12, &g.time_s, error) ||
+        !bench_bool(l, o, "trans_a", &g.trans_a, error) ||
+        !bench_bool(l, o, "trans_b", &g.trans_b, error))
         return FALSE;
     g_array_append_val(b->gemm, g);
     return TRUE;
@@ -464,9 +483,11 @@ simpar_bench_load(const char *path, GError **error)
     if (!measured_string(&l, o, "executor", &executor, error) ||
         !measured_string(&l, o, "device", &device, error) ||
         !bench_dtype(&l, o, SIMPAR_DTYPE_FP32, &b->dtype, error) ||
-        (json_object_has_member(o, "gpus") && !measured_uint(&l, o, "gpus", 1, &b->gpus, error)))
+        (json_object_has_member(o, "gpus") && !measured_uint(&l, o, "gpus", 0, &b->gpus, error)))
         return NULL;
     b->executor = g_strdup(executor), b->device = g_strdup(device);
+    const char *inputs = json_object_get_string_member_with_default(o, "inputs", "");
+    b->zero_above_elems = g_strcmp0(inputs, "random") == 0 ? 0 : (double) (1u << 27);
     if (!bench_rows(b, o, "gemm", bench_gemm, error) ||
         !bench_rows(b, o, "kernels", bench_kernel, error) ||
         !bench_rows(b, o, "collectives", bench_coll, error))

@@ -50,6 +50,7 @@ SimparSchedule *simpar_measured_run_schedule(const SimparMeasuredRun *m, SimparM
 typedef struct {
     double m, n, k, batch;
     SimparDtype dtype;
+    gboolean trans_a, trans_b; /* "trans_a", "trans_b" (false when not given) */
     double time_s;
 } SimparBenchGemm;
 
@@ -67,7 +68,10 @@ typedef struct {
 typedef struct {
     char *path, *executor, *device;
     SimparDtype dtype;
-    guint gpus;
+    guint gpus; /* 0 (a one-GPU bench: no collectives) or more */
+    /* buffers above this many elements held zeros (simpar-exec's bench before it wrote
+     * "inputs": "random" filled at most 2^27); 0: every input was random */
+    double zero_above_elems;
     GArray *gemm, *kernels, *colls; /* SimparBenchGemm, SimparBenchKernel, SimparBenchColl */
 } SimparBench;
 

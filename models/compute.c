@@ -36,6 +36,7 @@ typedef struct {
 
 #define GPU_OPTIONAL (-2)
 #define GPU_KEFF(c)  (G_STRUCT_OFFSET(SimparGpu, kernel_eff) + (c) * sizeof(double))
+#define GPU_KBW(c)   (G_STRUCT_OFFSET(SimparGpu, kernel_bw) + (c) * sizeof(double))
 
 #define GPU_PEAK(dt) (G_STRUCT_OFFSET(SimparGpu, peak_flops) + (dt) * sizeof(double))
 
@@ -59,6 +60,12 @@ static const GpuField gpu_fields[] = {
     {"kernel_eff_norm", GPU_KEFF(SIMPAR_KCLASS_NORM), 1e-3, 1.0, GPU_OPTIONAL},
     {"kernel_eff_softmax", GPU_KEFF(SIMPAR_KCLASS_SOFTMAX), 1e-3, 1.0, GPU_OPTIONAL},
     {"kernel_eff_optimizer", GPU_KEFF(SIMPAR_KCLASS_OPTIMIZER), 1e-3, 1.0, GPU_OPTIONAL},
+    {"kernel_bw_stream_Bps", GPU_KBW(SIMPAR_KCLASS_STREAM), 1e6, 1e14, GPU_OPTIONAL},
+    {"kernel_bw_activation_Bps", GPU_KBW(SIMPAR_KCLASS_ACTIVATION), 1e6, 1e14, GPU_OPTIONAL},
+    {"kernel_bw_dropout_Bps", GPU_KBW(SIMPAR_KCLASS_DROPOUT), 1e6, 1e14, GPU_OPTIONAL},
+    {"kernel_bw_norm_Bps", GPU_KBW(SIMPAR_KCLASS_NORM), 1e6, 1e14, GPU_OPTIONAL},
+    {"kernel_bw_softmax_Bps", GPU_KBW(SIMPAR_KCLASS_SOFTMAX), 1e6, 1e14, GPU_OPTIONAL},
+    {"kernel_bw_optimizer_Bps", GPU_KBW(SIMPAR_KCLASS_OPTIMIZER), 1e6, 1e14, GPU_OPTIONAL},
 };
 
 void
@@ -209,7 +216,8 @@ simpar_gpu_load_calibration(SimparGpu *gpu, const char *path, GError **error)
             !gpu_read_member(&updated, path, l->data, json_object_get_member(obj, l->data), error))
             return FALSE;
     if (updated.gemm_table != gpu->gemm_table ||
-        memcmp(updated.kernel_eff, gpu->kernel_eff, sizeof gpu->kernel_eff) != 0)
+        memcmp(updated.kernel_eff, gpu->kernel_eff, sizeof gpu->kernel_eff) != 0 ||
+        memcmp(updated.kernel_bw, gpu->kernel_bw, sizeof gpu->kernel_bw) != 0)
         updated.data_source = g_intern_string(path);
     *gpu = updated;
     return TRUE;
@@ -254,9 +262,11 @@ compute_roofline(const SimparGpu *gpu, SimparDtype dtype, double flops, double e
 
 /* The bandwidth kernels of class kc reach: their measured fraction of the datasheet's, or
  * mem_eff where the GPU's data has none. */
-static double
-compute_kernel_bw(const SimparGpu *gpu, SimparKernelClass kc)
+double
+simpar_compute_kernel_bandwidth(const SimparGpu *gpu, SimparKernelClass kc)
 {
+    if (kc < SIMPAR_KCLASS_N && gpu->kernel_bw[kc] > 0) /* measured; never above the datasheet */
+        return MIN(gpu->kernel_bw[kc], gpu->mem_bw_Bps);
     double eff =
         kc < SIMPAR_KCLASS_N && gpu->kernel_eff[kc] > 0 ? gpu->kernel_eff[kc] : gpu->mem_eff;
     return gpu->mem_bw_Bps * eff;
@@ -266,7 +276,7 @@ compute_kernel_bw(const SimparGpu *gpu, SimparKernelClass kc)
 static double
 compute_memory_time(const SimparGpu *gpu, SimparKernelClass kc, double bytes)
 {
-    return gpu->launch_s + bytes / compute_kernel_bw(gpu, kc);
+    return gpu->launch_s + bytes / simpar_compute_kernel_bandwidth(gpu, kc);
 }
 
 /* Tiles of a dimension much smaller than gemm_half_dim leave the tensor cores idle. */
@@ -455,7 +465,7 @@ compute_vector_time(const SimparGpu *gpu, SimparKernelClass kc, SimparDtype dt, 
 {
     double peak = gpu->peak_flops[SIMPAR_DTYPE_FP32] > 0 ? gpu->peak_flops[SIMPAR_DTYPE_FP32]
                                                          : gpu->peak_flops[dt];
-    return gpu->launch_s + MAX(flops / peak, bytes / compute_kernel_bw(gpu, kc));
+    return gpu->launch_s + MAX(flops / peak, bytes / simpar_compute_kernel_bandwidth(gpu, kc));
 }
 
 /* Bytes, element sizes ds (the dtype), 8 per id, 4 per row statistic; r rows, c columns,
@@ -789,7 +799,10 @@ fuse_rank(const SimparGpu *gpu, const SimparSchedule *sched, guint rank, double 
         SimparKernelClass slow = simpar_kernel_class_of(fuse_op(&f, p)->kind);
         for (guint g = 1; g < n; g++) {
             SimparKernelClass kc = simpar_kernel_class_of(fuse_op(&f, group[g])->kind);
-            slow = compute_kernel_bw(gpu, kc) < compute_kernel_bw(gpu, slow) ? kc : slow;
+            slow = simpar_compute_kernel_bandwidth(gpu, kc) <
+                           simpar_compute_kernel_bandwidth(gpu, slow)
+                       ? kc
+                       : slow;
         }
         times[f.ops[p]] = compute_memory_time(gpu, slow, fuse_bytes(&f, group, n));
         for (guint g = 0; g < n; g++) {

@@ -81,6 +81,7 @@ typedef struct {
     double mem_eff;                     /* default 0.8 */
     double launch_s;                    /* default 5e-6 */
     double kernel_eff[SIMPAR_KCLASS_N]; /* by SimparKernelClass; 0: mem_eff */
+    double kernel_bw[SIMPAR_KCLASS_N];  /* measured B/s by class (a calibration); 0: kernel_eff */
     const SimparGemmTable *gemm_table;  /* (transfer none) measured GEMMs; NULL: the curve */
     const char *data_source;            /* interned: where the measured figures come from */
     gint64 kernel_set;                  /* SimparKernelSet */
@@ -108,6 +109,8 @@ const char *simpar_kernel_set_name(SimparKernelSet set);
 const char *simpar_kernel_class_name(SimparKernelClass kc);
 /* The class whose bandwidth a kernel of `kind` reaches (SIMPAR_KCLASS_N: not a kernel). */
 SimparKernelClass simpar_kernel_class_of(SimparOpKind kind);
+/* The bandwidth kernels of class kc reach on `gpu`, B/s. */
+double simpar_compute_kernel_bandwidth(const SimparGpu *gpu, SimparKernelClass kc);
 
 /* A GEMM table built row by row, then interned (equal tables share one pointer, so that
  * SimparGpu stays a value that caches compare as bytes). */

@@ -343,9 +343,7 @@ formula_config(Formula *f, const SimparBlockTimes *bt, const SimparModel *model,
         c->block_c[k] = share != NULL ? *share : 0;
     }
     c->adam[0] = gpu->peak_flops[SIMPAR_DTYPE_FP32], c->adam[1] = gpu->peak_flops[c->dtype];
-    c->adam[2] = gpu->mem_bw_Bps * (gpu->kernel_eff[SIMPAR_KCLASS_OPTIMIZER] > 0
-                                        ? gpu->kernel_eff[SIMPAR_KCLASS_OPTIMIZER]
-                                        : gpu->mem_eff);
+    c->adam[2] = simpar_compute_kernel_bandwidth(gpu, SIMPAR_KCLASS_OPTIMIZER);
     c->adam[3] = gpu->launch_s;
 }
 
