@@ -30,6 +30,8 @@ void simpar_calibrate_tables_clear(Tables *t);
 /* The members of CALIB.json: kernel_bw_<class>_Bps, gemm_table. */
 void simpar_calibrate_tables_json(const Tables *t, JsonBuilder *jb);
 void simpar_calibrate_tables_print(const Tables *t, GString *out);
+/* Every figure within what the loaders accept (simpar_calibration_figure_check). */
+gboolean simpar_calibrate_tables_check(const Tables *t, GError **error);
 
 G_END_DECLS
 #endif /* SIMPAR_CALIBRATE_PRIVATE_H */

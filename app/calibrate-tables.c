@@ -2,8 +2,8 @@
  * model's measured tables (models/compute-data.c), for `simpar calibrate --measured`.
  *
  *   GEMMs    every row becomes a row of "gemm_table", less the bench's timing overhead: the
- *            smallest GEMM's time less the launch floor (its own compute is a fraction of a
- *            microsecond; a bench whose timer costs nothing loses next to nothing). With
+ *            smallest GEMM's time less the launch floor, when that GEMM took more than three
+ *            launch floors (its own compute is a fraction of a microsecond). With
  *            --topology, a row faster than the datasheet peak is held at the peak. Rows the
  *            bench ran on zero-filled buffers (a bench without "inputs": "random" filled at
  *            most 2^27 elements) are left out: Hopper GEMMs run several percent faster on
@@ -18,6 +18,7 @@
  * bench did not measure keeps the platform's figure (said in the summary).
  */
 #include "calibrate-private.h"
+#include "cli.h"
 #include <math.h>
 #include <string.h>
 
@@ -80,7 +81,10 @@ tables_gemm(const SimparBench *b, const SimparGpu *platform, double launch_s, Ta
     double least = INFINITY;
     for (guint i = 0; i < b->gemm->len; i++)
         least = MIN(least, g_array_index(b->gemm, SimparBenchGemm, i).time_s);
-    t->gemm_overhead_s = b->gemm->len > 0 ? MAX(least - launch_s, 0) : 0;
+    /* a smallest GEMM taking more than three launch floors measures the bench's timer (no GPU
+     * takes that long for the few megaflops of the smallest shapes); below that, nothing is
+     * taken off */
+    t->gemm_overhead_s = b->gemm->len > 0 && least > 3 * launch_s ? least - launch_s : 0;
     t->gemm = g_array_new(FALSE, FALSE, sizeof(SimparBenchGemm));
     for (guint i = 0; i < b->gemm->len; i++) {
         SimparBenchGemm g = g_array_index(b->gemm, SimparBenchGemm, i);
@@ -196,4 +200,27 @@ simpar_calibrate_tables_print(const Tables *t, GString *out)
     }
     g_string_append(out, "kernel floors include the bench's timer: reported, not written (the "
                          "platform's launch_s stays)\n");
+}
+
+gboolean
+simpar_calibrate_tables_check(const Tables *t, GError **error)
+{
+    for (guint c = 0; c < SIMPAR_KCLASS_N; c++) {
+        g_autofree char *key =
+            g_strdup_printf("kernel_bw_%s_Bps", simpar_kernel_class_name((SimparKernelClass) c));
+        if (t->classes[c].fitted &&
+            !simpar_calibration_figure_check(key, t->classes[c].bw_Bps, error))
+            return FALSE;
+    }
+    for (guint i = 0; i < t->gemm->len; i++) {
+        const SimparBenchGemm *g = &g_array_index(t->gemm, SimparBenchGemm, i);
+        if (!(g->time_s <= 1e3)) {
+            g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                        "the bench's GEMM %g x %g x %g takes %g s: a calibration file holds GEMMs "
+                        "of at most 1000 s; nothing written",
+                        g->m, g->n, g->k, g->time_s);
+            return FALSE;
+        }
+    }
+    return TRUE;
 }

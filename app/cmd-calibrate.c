@@ -593,6 +593,8 @@ calibrate_write(const Calibrate *c, const CalibrateFigure *f, guint n, GError **
     for (guint i = 0; i < n; i++)
         if (!simpar_calibration_figure_check(f[i].key, f[i].value, error))
             return FALSE;
+    if (c->tables_mode && !simpar_calibrate_tables_check(&c->tables, error))
+        return FALSE;
     g_autoptr(JsonBuilder) b = json_builder_new();
     json_builder_begin_object(b);
     for (guint i = 0; i < n; i++)
