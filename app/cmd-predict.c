@@ -146,6 +146,8 @@ predict_resolve(Predict *p, GError **error)
         (p->trace != NULL &&
          !simpar_cli_check_output("--trace", p->trace, "a Chrome trace", error)))
         return FALSE;
+    p->base.over_capacity = TRUE; /* users bring configurations that ran: predicted, the
+                                     shortfall named */
     return simpar_predict_args_resolve(&p->opts, "simgrid", &p->base, error) &&
            predict_resolve_train(p, error) &&
            simpar_job_model(&p->job, SIMPAR_PREDICT_DEFAULT_MODEL, &p->model, error);

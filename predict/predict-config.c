@@ -509,7 +509,7 @@ simpar_predict_config(const SimparPredictContext *ctx, const SimparModel *model,
     simpar_memory_step_peak(model, train, layer_mem.transient_B, ctx->attention, &mem,
                             &row->step.peak_stage);
     row->memory = mem;
-    if (mem.total_B > ctx->gpu->mem_bytes) {
+    if (mem.total_B > ctx->gpu->mem_bytes && !ctx->over_capacity) {
         g_set_error(why, SIMPAR_PREDICT_ERROR, SIMPAR_PREDICT_ERROR_REFUSED,
                     "%s %s: does not fit in GPU memory: needs %.2f GiB per GPU on pipeline "
                     "stage %u (states %.2f, activations %.2f, transient %.2f), the %s has %.2f GiB",

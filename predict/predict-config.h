@@ -61,6 +61,8 @@ typedef struct {
     const GArray *trace_ranks;
     gboolean trace_all;        /* the trace shows every rank */
     SimparPredictCache *cache; /* layers and block times of earlier configurations, or NULL */
+    gboolean over_capacity;    /* predict a configuration over the GPU's memory (the report
+                                  names the shortfall); FALSE: skip it (sweeps) */
 } SimparPredictContext;
 
 /* The prediction options as given (NULL when not given): --backend, --collectives, --algo,

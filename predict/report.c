@@ -341,10 +341,17 @@ report_text_axes(GString *out, const SimparReportRow *row)
                                st->gpu_hours_to_target);
     g_string_append_printf(out,
                            "\n  %-5s memory per GPU %.2f GiB of %.2f (states %.2f, "
-                           "activations %.2f, transient %.2f)\n",
+                           "activations %.2f, transient %.2f)",
                            row->mode, row->memory.total_B / GIB, row->mem_capacity_B / GIB,
                            row->memory.states_B / GIB, row->memory.activations_B / GIB,
                            row->memory.transient_B / GIB);
+    if (row->mem_capacity_B > 0 && row->memory.total_B > row->mem_capacity_B)
+        g_string_append_printf(out,
+                               "\n  %-5s OVER CAPACITY by %.2f GiB on pipeline stage %u: does not "
+                               "fit as simpar models memory; the step is predicted anyway",
+                               row->mode, (row->memory.total_B - row->mem_capacity_B) / GIB,
+                               st->peak_stage);
+    g_string_append_c(out, '\n');
 }
 
 char *
@@ -401,6 +408,8 @@ report_json_memory(JsonBuilder *b, const SimparReportRow *row)
     report_json_member(b, "activations_gib", row->memory.activations_B / GIB);
     report_json_member(b, "transient_gib", row->memory.transient_B / GIB);
     report_json_member(b, "capacity_gib", row->mem_capacity_B / GIB);
+    report_json_member(b, "over_capacity_gib",
+                       MAX(row->memory.total_B - row->mem_capacity_B, 0) / GIB);
     report_json_count(b, "params_per_gpu", row->memory.params);
     json_builder_end_object(b);
 }
