@@ -427,7 +427,7 @@ calibrate_resolve(Calibrate *c, GError **error)
                     "-o CALIB.json are required (see simpar calibrate --help)");
         return FALSE;
     }
-    if (!simpar_cli_check_output("-o", c->output, "a calibration JSON file", error))
+    if (!simpar_output_check("-o", c->output, "a calibration JSON file", error))
         return FALSE;
     if (c->nccl_tests != NULL)
         return TRUE;

@@ -82,7 +82,7 @@ simpar_cmd_plot(int argc, char **argv, GError **error)
         return FALSE;
     }
     opt.title = title, opt.mode = mode;
-    if (!simpar_cli_check_output("-o", output, "an image (.png or .svg)", error)) {
+    if (!simpar_output_check("-o", output, "an image (.png or .svg)", error)) {
         g_prefix_error(error, "simpar plot: ");
         return FALSE;
     }

@@ -143,8 +143,7 @@ predict_resolve(Predict *p, GError **error)
         simpar_generator_lookup(p->job.tp_mode, error) == NULL)
         return FALSE;
     if (!predict_trace_ranks(p, error) ||
-        (p->trace != NULL &&
-         !simpar_cli_check_output("--trace", p->trace, "a Chrome trace", error)))
+        (p->trace != NULL && !simpar_output_check("--trace", p->trace, "a Chrome trace", error)))
         return FALSE;
     return simpar_predict_args_resolve(&p->opts, "simgrid", &p->base, error) &&
            predict_resolve_train(p, error) &&
@@ -441,7 +440,7 @@ static gboolean
 predict_report_file(const char *dir, const char *name, const char *text, GError **error)
 {
     g_autofree char *path = g_build_filename(dir, name, NULL);
-    if (!g_file_set_contents(path, text, -1, error)) {
+    if (!simpar_output_write("--report", path, text, strlen(text), error)) {
         g_prefix_error(error, "--report %s: ", dir);
         return FALSE;
     }

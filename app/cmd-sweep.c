@@ -53,7 +53,7 @@ sweep_check_summary(const SimparSweepArgs *a, GError **error)
                                 "--summary '%s': a shard holds part of a sweep; give --summary "
                                 "to --merge",
                                 a->summary);
-    return simpar_cli_check_output("--summary", a->summary, "a JSON file", error);
+    return simpar_output_check("--summary", a->summary, "a JSON file", error);
 }
 
 /* --plot is checked before the sweep runs; a shard is not a whole sweep to plot. */
@@ -69,7 +69,7 @@ sweep_check_plot(const SimparSweepArgs *a, GError **error)
                     a->plot);
         return FALSE;
     }
-    return simpar_cli_check_output("--plot", a->plot, "an image (.png or .svg)", error) &&
+    return simpar_output_check("--plot", a->plot, "an image (.png or .svg)", error) &&
            simpar_plot_check_output(a->plot, error);
 }
 

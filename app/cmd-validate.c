@@ -48,7 +48,7 @@ validate_clear(Validate *v)
 static gboolean
 validate_plot_check(Validate *v, GError **error)
 {
-    if (!simpar_cli_check_output("--plot", v->plot, "an image (.png or .svg)", error))
+    if (!simpar_output_check("--plot", v->plot, "an image (.png or .svg)", error))
         return FALSE;
     if (simpar_plot_check_output(v->plot, error))
         return TRUE;
@@ -67,7 +67,7 @@ validate_resolve(Validate *v, GError **error)
         return FALSE;
     }
     if ((v->trace != NULL &&
-         !simpar_cli_check_output("--trace", v->trace, "a Chrome trace", error)) ||
+         !simpar_output_check("--trace", v->trace, "a Chrome trace", error)) ||
         !simpar_backend_lookup(v->backend_name != NULL ? v->backend_name : "simgrid", &v->backend,
                                error) ||
         (v->plot != NULL && !validate_plot_check(v, error)))
