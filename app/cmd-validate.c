@@ -72,6 +72,13 @@ validate_resolve(Validate *v, GError **error)
                                error) ||
         (v->plot != NULL && !validate_plot_check(v, error)))
         return FALSE;
+    const SimparOutputName names[] = {
+        {"--trace", v->trace, TRUE},           {"--plot", v->plot, TRUE},
+        {"--measured", v->measured, FALSE},    {"--topology", v->topology, FALSE},
+        {"--calibration", v->calibration, FALSE},
+    };
+    if (!simpar_output_distinct(names, G_N_ELEMENTS(names), error))
+        return FALSE;
     v->run = simpar_measured_run_load(v->measured, error);
     if (v->run == NULL)
         return FALSE;
