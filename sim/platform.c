@@ -79,6 +79,8 @@ platform_refuse(GMarkupParseContext *ctx, PlatformScan *scan, GError **error, co
 {
     int line, col;
     g_markup_parse_context_get_position(ctx, &line, &col);
+    if (col <= 1 && line > 1) /* GMarkup stands on the newline after the tag's '>' */
+        line--;
     va_list ap;
     va_start(ap, format);
     g_autofree char *what = g_strdup_vprintf(format, ap);
