@@ -3,8 +3,6 @@
 #include "cli.h"
 #include "predict-config.h"
 #include "summary.h"
-#include <glib/gstdio.h>
-#include <sys/stat.h>
 
 G_DEFINE_QUARK(simpar_cli_error_quark, simpar_cli_error)
 
@@ -32,28 +30,6 @@ simpar_cli_usage(GError **error, const char *format, ...)
     va_end(ap);
     g_set_error_literal(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE, msg);
     return FALSE;
-}
-
-gboolean
-simpar_cli_check_output(const char *flag, const char *path, const char *what, GError **error)
-{
-    g_autofree char *dir = g_path_get_dirname(path);
-    GStatBuf st;
-    gboolean there = path[0] != '\0' && g_lstat(path, &st) == 0;
-    /* outputs are written beside and renamed over the path: a link would be replaced by a
-     * file, a device node (/dev/null) too */
-    const char *why = path[0] == '\0'                         ? "an empty name"
-                      : there && S_ISDIR(st.st_mode)          ? "a folder"
-                      : there && S_ISLNK(st.st_mode)          ? "a symbolic link (simpar writes "
-                                                                "regular files only: give the "
-                                                                "path it points to)"
-                      : there && !S_ISREG(st.st_mode)         ? "not a regular file (a device, "
-                                                                "pipe or socket)"
-                      : g_str_has_suffix(path, ".part")       ? "a sweep's journal's name (.part)"
-                      : !g_file_test(dir, G_FILE_TEST_IS_DIR) ? "its folder does not exist"
-                                                              : NULL;
-    return why == NULL || simpar_cli_usage(error, "%s '%s': %s (give the path of %s to write)",
-                                           flag, path, why, what);
 }
 
 static const SimparCommand commands[] = {
@@ -100,7 +76,8 @@ simpar_cli_exit_status(const GError *error)
 {
     return error->domain == SIMPAR_CLI_ERROR || error->domain == SIMPAR_JOB_ERROR ||
                    error->domain == G_OPTION_ERROR || error->domain == SIMPAR_BACKEND_ERROR ||
-                   error->domain == SIMPAR_PREDICT_ERROR || error->domain == SIMPAR_PLAN_ERROR
+                   error->domain == SIMPAR_PREDICT_ERROR || error->domain == SIMPAR_PLAN_ERROR ||
+                   error->domain == SIMPAR_OUTPUT_ERROR
                ? 2
                : 1;
 }

@@ -19,6 +19,7 @@
 #include "backend.h"
 #include "generators.h"
 #include "job.h"
+#include "output.h"
 #include "platform.h"
 #include <json-glib/json-glib.h>
 G_BEGIN_DECLS
@@ -41,11 +42,6 @@ typedef struct {
 const SimparCommand *simpar_commands(guint *n); /* (transfer none) */
 /* "Commands:" and one line per command, for simpar --help (transfer full). */
 char *simpar_cli_commands_help(void);
-/* An output file `path` of option `flag` can be written: a name, not a folder, in a folder that
- * exists; else a usage error naming the flag and `what` to give ("the CSV file"). For a check
- * before a long run that would fail only at its end. */
-gboolean simpar_cli_check_output(const char *flag, const char *path, const char *what,
-                                 GError **error);
 /* (transfer full): the commands' names, "schedule, predict, ...", from the table. */
 char *simpar_cli_command_names(void);
 

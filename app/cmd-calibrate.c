@@ -422,6 +422,24 @@ calibrate_platform(Calibrate *c, GError **error)
     return TRUE;
 }
 
+/* -o is none of the files calibrate reads. */
+static gboolean
+calibrate_distinct(const Calibrate *c, GError **error)
+{
+    g_autoptr(GArray) names = g_array_new(FALSE, FALSE, sizeof(SimparOutputName));
+    const SimparOutputName fixed[] = {
+        {"-o", c->output, TRUE},
+        {"--measured", c->measured, FALSE},
+        {"--topology", c->topology, FALSE},
+    };
+    g_array_append_vals(names, fixed, G_N_ELEMENTS(fixed));
+    for (guint i = 0; c->nccl_tests != NULL && c->nccl_tests[i] != NULL; i++) {
+        SimparOutputName log = {"--nccl-tests", c->nccl_tests[i], FALSE};
+        g_array_append_val(names, log);
+    }
+    return simpar_output_distinct((const SimparOutputName *) names->data, names->len, error);
+}
+
 static gboolean
 calibrate_resolve(Calibrate *c, GError **error)
 {
@@ -431,7 +449,8 @@ calibrate_resolve(Calibrate *c, GError **error)
                     "-o CALIB.json are required (see simpar calibrate --help)");
         return FALSE;
     }
-    if (!simpar_cli_check_output("-o", c->output, "a calibration JSON file", error))
+    if (!simpar_output_check("-o", c->output, "a calibration JSON file", error) ||
+        !calibrate_distinct(c, error))
         return FALSE;
     if (c->nccl_tests != NULL)
         return TRUE;

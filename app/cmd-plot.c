@@ -82,7 +82,9 @@ simpar_cmd_plot(int argc, char **argv, GError **error)
         return FALSE;
     }
     opt.title = title, opt.mode = mode;
-    if (!simpar_cli_check_output("-o", output, "an image (.png or .svg)", error)) {
+    const SimparOutputName names[] = {{"-o", output, TRUE}, {args[0], args[1], FALSE}};
+    if (!simpar_output_check("-o", output, "an image (.png or .svg)", error) ||
+        !simpar_output_distinct(names, G_N_ELEMENTS(names), error)) {
         g_prefix_error(error, "simpar plot: ");
         return FALSE;
     }

@@ -143,8 +143,7 @@ predict_resolve(Predict *p, GError **error)
         simpar_generator_lookup(p->job.tp_mode, error) == NULL)
         return FALSE;
     if (!predict_trace_ranks(p, error) ||
-        (p->trace != NULL &&
-         !simpar_cli_check_output("--trace", p->trace, "a Chrome trace", error)))
+        (p->trace != NULL && !simpar_output_check("--trace", p->trace, "a Chrome trace", error)))
         return FALSE;
     p->base.over_capacity = TRUE; /* users bring configurations that ran: predicted, the
                                      shortfall named */
@@ -374,6 +373,36 @@ predict_print(const Predict *p, const SimparReport *report, GError **error)
 
 #define REPORT_README_HEAD "# simpar prediction report\n"
 
+/* The names of every file a report may write (transfer full). */
+static GPtrArray *
+predict_report_names(void)
+{
+    GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+    const char *fixed[] = {"README.md", "prediction.txt", "prediction.json", "trace.json",
+                           "breakdown.png"};
+    for (guint i = 0; i < G_N_ELEMENTS(fixed); i++)
+        g_ptr_array_add(names, g_strdup(fixed[i]));
+    guint n;
+    const SimparGenerator *gens = simpar_generators(&n);
+    for (guint i = 0; i < n; i++)
+        g_ptr_array_add(names, g_strdup_printf("timeline-%s.png", gens[i].name));
+    return names;
+}
+
+/* Every file the report would write into `dir` is one simpar may write (output.h): no link, no
+ * device, even in an earlier report's folder. */
+static gboolean
+predict_report_check(const char *dir, GError **error)
+{
+    g_autoptr(GPtrArray) names = predict_report_names();
+    for (guint i = 0; i < names->len; i++) {
+        g_autofree char *path = g_build_filename(dir, names->pdata[i], NULL);
+        if (!simpar_output_check("--report", path, "a report folder", error))
+            return FALSE;
+    }
+    return TRUE;
+}
+
 /* Whether the report's files may be written into `dir`: none of their names is taken, or the
  * folder holds a report simpar wrote (its README.md says so); else the first name taken. */
 static char *
@@ -385,15 +414,7 @@ predict_report_taken(const char *dir)
     if (simpar_file_read(readme, 1 << 20, &head, &len, NULL) &&
         g_str_has_prefix(head, REPORT_README_HEAD))
         return NULL; /* an earlier report: its files are simpar's */
-    g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
-    const char *fixed[] = {"README.md", "prediction.txt", "prediction.json", "trace.json",
-                           "breakdown.png"};
-    for (guint i = 0; i < G_N_ELEMENTS(fixed); i++)
-        g_ptr_array_add(names, g_strdup(fixed[i]));
-    guint n;
-    const SimparGenerator *gens = simpar_generators(&n);
-    for (guint i = 0; i < n; i++)
-        g_ptr_array_add(names, g_strdup_printf("timeline-%s.png", gens[i].name));
+    g_autoptr(GPtrArray) names = predict_report_names();
     for (guint i = 0; i < names->len; i++) {
         g_autofree char *path = g_build_filename(dir, names->pdata[i], NULL);
         if (g_file_test(path, G_FILE_TEST_EXISTS))
@@ -421,6 +442,8 @@ predict_report_prepare(Predict *p, GError **error)
                     "--report %s: cannot create the folder: %s", p->report_dir, g_strerror(e));
         return FALSE;
     }
+    if (!predict_report_check(p->report_dir, error))
+        return FALSE;
     g_autofree char *taken = predict_report_taken(p->report_dir);
     if (taken != NULL) {
         g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
@@ -439,11 +462,24 @@ predict_report_prepare(Predict *p, GError **error)
     return TRUE;
 }
 
+/* The trace is none of the files the prediction reads. */
+static gboolean
+predict_distinct(const Predict *p, GError **error)
+{
+    const char *trace_flag = p->report_dir != NULL ? "--report" : "--trace";
+    const SimparOutputName names[] = {
+        {trace_flag, p->trace, TRUE},
+        {"--topology", p->topology, FALSE},
+        {"--calibration", p->opts.calibration, FALSE},
+    };
+    return simpar_output_distinct(names, G_N_ELEMENTS(names), error);
+}
+
 static gboolean
 predict_report_file(const char *dir, const char *name, const char *text, GError **error)
 {
     g_autofree char *path = g_build_filename(dir, name, NULL);
-    if (!g_file_set_contents(path, text, -1, error)) {
+    if (!simpar_output_write("--report", path, text, strlen(text), error)) {
         g_prefix_error(error, "--report %s: ", dir);
         return FALSE;
     }
@@ -568,7 +604,8 @@ simpar_cmd_predict(int argc, char **argv, GError **error)
         g_string_append_printf(command, " %s", quoted);
     }
     gboolean ok = simpar_cli_parse(ctx, "simpar", &argc, &argv, error) &&
-                  predict_resolve(&p, error) && predict_report_prepare(&p, error);
+                  predict_resolve(&p, error) && predict_report_prepare(&p, error) &&
+                  predict_distinct(&p, error);
     g_autoptr(SimparReport) report = ok ? predict_report_new(&p) : NULL;
     ok = ok && predict_workers(&p, report, error) && predict_print(&p, report, error) &&
          (p.report_dir == NULL || predict_report_write(&p, report, command->str, error));

@@ -21,16 +21,28 @@ static const char sweep_summary_text[] =
     "      -o sweep.csv\n"
     "  simpar sweep --merge -o ALL.csv PART0.csv PART1.csv ...      (shards of one sweep)";
 
+static const char *const sweep_plot_kinds[] = {"scaling", "memory", "breakdown"};
+#define SWEEP_N_PLOTS G_N_ELEMENTS(sweep_plot_kinds)
+
+/* The file of picture `i` of --plot FILE (FILE.png, FILE-memory.png, FILE-breakdown.png; the
+ * name ends in .png or .svg); transfer full. */
+static char *
+sweep_plot_name(const char *plot, guint i)
+{
+    const char *dot = strrchr(plot, '.');
+    g_assert(dot != NULL);
+    return i == 0 ? g_strdup(plot)
+                  : g_strdup_printf("%.*s-%s%s", (int) (dot - plot), plot, sweep_plot_kinds[i],
+                                    dot);
+}
+
 /* The pictures of a finished sweep: scaling in FILE, memory and breakdown beside it. */
 static gboolean
 sweep_plot(const SimparSweepArgs *a, GError **error)
 {
-    const char *kinds[] = {"scaling", "memory", "breakdown"};
-    const char *dot = strrchr(a->plot, '.');
-    g_autofree char *stem = g_strndup(a->plot, (gsize) (dot - a->plot));
-    for (guint i = 0; i < G_N_ELEMENTS(kinds); i++) {
-        g_autofree char *out =
-            i == 0 ? g_strdup(a->plot) : g_strdup_printf("%s-%s%s", stem, kinds[i], dot);
+    const char *const *kinds = sweep_plot_kinds;
+    for (guint i = 0; i < SWEEP_N_PLOTS; i++) {
+        g_autofree char *out = sweep_plot_name(a->plot, i);
         g_autoptr(GError) local = NULL;
         if (!simpar_plot_render(kinds[i], a->output, out, NULL, &local)) {
             if (i > 0 && g_error_matches(local, SIMPAR_PLOT_ERROR, SIMPAR_PLOT_ERROR_EMPTY))
@@ -53,7 +65,7 @@ sweep_check_summary(const SimparSweepArgs *a, GError **error)
                                 "--summary '%s': a shard holds part of a sweep; give --summary "
                                 "to --merge",
                                 a->summary);
-    return simpar_cli_check_output("--summary", a->summary, "a JSON file", error);
+    return simpar_output_check("--summary", a->summary, "a JSON file", error);
 }
 
 /* --plot is checked before the sweep runs; a shard is not a whole sweep to plot. */
@@ -69,8 +81,41 @@ sweep_check_plot(const SimparSweepArgs *a, GError **error)
                     a->plot);
         return FALSE;
     }
-    return simpar_cli_check_output("--plot", a->plot, "an image (.png or .svg)", error) &&
-           simpar_plot_check_output(a->plot, error);
+    if (!simpar_output_check("--plot", a->plot, "an image (.png or .svg)", error) ||
+        !simpar_plot_check_output(a->plot, error))
+        return FALSE;
+    for (guint i = 1; i < SWEEP_N_PLOTS; i++) { /* the names derived from it, as checked */
+        g_autofree char *out = sweep_plot_name(a->plot, i);
+        if (!simpar_output_check("--plot", out, "an image (.png or .svg)", error))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* No output (-o, --summary, the --plot pictures) is another output or an input. */
+static gboolean
+sweep_check_distinct(const SimparSweepArgs *a, char **parts, GError **error)
+{
+    g_autoptr(GArray) names = g_array_new(FALSE, FALSE, sizeof(SimparOutputName));
+    g_autoptr(GPtrArray) plots = g_ptr_array_new_with_free_func(g_free);
+    const SimparOutputName fixed[] = {
+        {"-o", a->output, TRUE},
+        {"--summary", a->summary, TRUE},
+        {"--topology", a->topology, FALSE},
+        {"--calibration", a->predict.calibration, FALSE},
+        {"--spec", a->spec, FALSE},
+    };
+    g_array_append_vals(names, fixed, G_N_ELEMENTS(fixed));
+    for (guint i = 0; a->plot != NULL && i < SWEEP_N_PLOTS; i++) {
+        g_ptr_array_add(plots, sweep_plot_name(a->plot, i));
+        SimparOutputName plot = {"--plot", plots->pdata[i], TRUE};
+        g_array_append_val(names, plot);
+    }
+    for (guint i = 0; parts != NULL && parts[i] != NULL; i++) {
+        SimparOutputName shard = {"--merge", parts[i], FALSE};
+        g_array_append_val(names, shard);
+    }
+    return simpar_output_distinct((const SimparOutputName *) names->data, names->len, error);
 }
 
 /* A value ending in a lone backslash is refused before GLib unescapes it: GLib 2.74 sets its
@@ -384,7 +429,8 @@ simpar_cmd_sweep(int argc, char **argv, GError **error)
     g_autofree char *summary = NULL;
     g_auto(GStrv) parts = NULL;
     gboolean ok = simpar_sweep_parse_args(&sw, argc, argv, &parts, error) &&
-                  sweep_check_plot(a, error) && sweep_check_summary(a, error);
+                  sweep_check_plot(a, error) && sweep_check_summary(a, error) &&
+                  sweep_check_distinct(a, parts, error);
     if (ok && a->merge)
         ok = sweep_merge(&sw, parts, &summary, error);
     else if (ok)

@@ -3,6 +3,7 @@
 #include "topology.h"
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #define TOPOLOGY_UNSET G_MININT64
 
@@ -63,7 +64,7 @@ topology_check_args(gint64 nodes, const char *output, GError **error)
                     "simpar topology: -o FILE is required (where to write the platform XML)");
         return FALSE;
     }
-    return simpar_cli_check_output("-o", output, "the platform XML file", error);
+    return simpar_output_check("-o", output, "the platform XML file", error);
 }
 
 /* The fabric options given (unset: TOPOLOGY_UNSET, or NULL for the rates). */
@@ -138,14 +139,7 @@ topology_write(const SimparTopologyPreset *p, guint nodes, const SimparFabricSpe
     g_autofree char *xml = simpar_topology_has_fabric(p)
                                ? simpar_topology_generate_fabric(p, nodes, fabric)
                                : simpar_topology_generate(p, nodes);
-    g_autoptr(GError) local = NULL;
-    if (!g_file_set_contents(output, xml, -1, &local)) {
-        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                    "simpar topology: -o %s: cannot write (%s); give a writable file path", output,
-                    local->message);
-        return FALSE;
-    }
-    return TRUE;
+    return simpar_output_write("-o", output, xml, strlen(xml), error);
 }
 
 gboolean

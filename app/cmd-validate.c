@@ -49,7 +49,7 @@ validate_clear(Validate *v)
 static gboolean
 validate_plot_check(Validate *v, GError **error)
 {
-    if (!simpar_cli_check_output("--plot", v->plot, "an image (.png or .svg)", error))
+    if (!simpar_output_check("--plot", v->plot, "an image (.png or .svg)", error))
         return FALSE;
     if (simpar_plot_check_output(v->plot, error))
         return TRUE;
@@ -68,12 +68,19 @@ validate_resolve(Validate *v, GError **error)
         return FALSE;
     }
     if ((v->trace != NULL &&
-         !simpar_cli_check_output("--trace", v->trace, "a Chrome trace", error)) ||
+         !simpar_output_check("--trace", v->trace, "a Chrome trace", error)) ||
         !simpar_backend_lookup(v->backend_name != NULL ? v->backend_name : "simgrid", &v->backend,
                                error) ||
         !simpar_kernel_set_parse(v->kernels_name != NULL ? v->kernels_name : "unfused", &v->kernels,
                                  error) ||
         (v->plot != NULL && !validate_plot_check(v, error)))
+        return FALSE;
+    const SimparOutputName names[] = {
+        {"--trace", v->trace, TRUE},           {"--plot", v->plot, TRUE},
+        {"--measured", v->measured, FALSE},    {"--topology", v->topology, FALSE},
+        {"--calibration", v->calibration, FALSE},
+    };
+    if (!simpar_output_distinct(names, G_N_ELEMENTS(names), error))
         return FALSE;
     v->run = simpar_measured_run_load(v->measured, error);
     if (v->run == NULL)

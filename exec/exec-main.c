@@ -7,6 +7,7 @@
  * 1 for everything else (an impossible split, no GPU, a CUDA failure, a failed --check).
  */
 #include "measure.h"
+#include "output.h"
 #include <errno.h>
 #include <locale.h>
 #include <stdio.h>
@@ -294,7 +295,8 @@ exec_main(const SimparExecWorld *world, int argc, char **argv, char **out, GErro
         .warmup = EXEC_UNSET, .repeats = EXEC_UNSET, .gpus = EXEC_UNSET, .seed = EXEC_UNSET};
     SimparJobArgs job;
     simpar_job_args_init(&job);
-    gboolean ok = exec_parse(&a, &job, &argc, &argv, error);
+    gboolean ok = exec_parse(&a, &job, &argc, &argv, error) &&
+                  (a.output == NULL || simpar_output_check("-o", a.output, "a JSON file", error));
     if (ok && a.version) {
         g_autofree char *names = simpar_executor_help();
         *out = g_strdup_printf("simpar-exec %s (executors: %s; GLib %u.%u.%u)\n", SIMPAR_VERSION,
@@ -313,7 +315,7 @@ exec_status(const GError *error)
 {
     /* as simpar's: 2 when the command line is at fault (options, job, plan), 1 otherwise */
     gboolean usage = error->domain == G_OPTION_ERROR || error->domain == SIMPAR_JOB_ERROR ||
-                     error->domain == SIMPAR_PLAN_ERROR ||
+                     error->domain == SIMPAR_PLAN_ERROR || error->domain == SIMPAR_OUTPUT_ERROR ||
                      (error->domain == SIMPAR_EXEC_ERROR && error->code == SIMPAR_EXEC_ERROR_USAGE);
     return usage ? 2 : 1;
 }

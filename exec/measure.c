@@ -15,6 +15,7 @@
  */
 #include "measure.h"
 #include "host.h"
+#include "output.h"
 #include "verify.h"
 #include <math.h>
 #include <stdlib.h>
@@ -599,11 +600,9 @@ simpar_measure_write_json(JsonNode *root, const char *path, GError **error)
     json_generator_set_pretty(gen, TRUE);
     json_generator_set_indent(gen, 2);
     json_generator_set_root(gen, root);
-    if (!json_generator_to_file(gen, path, error)) {
-        g_prefix_error(error, "-o %s: ", path);
-        return FALSE;
-    }
-    return TRUE;
+    gsize len;
+    g_autofree char *text = json_generator_to_data(gen, &len);
+    return simpar_output_write("-o", path, text, len, error);
 }
 
 /* ---- text --------------------------------------------------------------------------------- */

@@ -1,5 +1,6 @@
 /* model.c - transformer shape presets, the JSON model file and shape validation. */
 #include "model.h"
+#include "output.h"
 #include <json-glib/json-glib.h>
 
 G_DEFINE_QUARK(simpar_model_error_quark, simpar_model_error)
@@ -415,11 +416,9 @@ simpar_json_write_file(JsonBuilder *b, const char *flag, const char *path, GErro
     g_autoptr(JsonNode) root = json_builder_get_root(b);
     json_generator_set_root(gen, root);
     json_generator_set_pretty(gen, TRUE);
-    if (!json_generator_to_file(gen, path, error)) {
-        g_prefix_error(error, "%s %s: ", flag, path);
-        return FALSE;
-    }
-    return TRUE;
+    gsize len;
+    g_autofree char *text = json_generator_to_data(gen, &len);
+    return simpar_output_write(flag, path, text, len, error);
 }
 
 /* The file is one JSON object: {"name": "...", "base": "<preset>", "hidden": 4096, ...}; keys

@@ -1,35 +1,26 @@
 /* trace.c - a Chrome trace written as it is made (trace.h). */
 #include "trace.h"
-#include <gio/gio.h>
+#include "output.h"
 #include <math.h>
 
 /* Buffered bytes are written out past this many. */
 #define TRACE_FLUSH_BYTES (1u << 20)
 
 struct _SimparTrace {
-    char *path;
-    GFileOutputStream *out;
-    GCancellable *cancel; /* cancelled to drop the file unwritten */
+    SimparOutput *out; /* NULL once closed */
     GString *buf;
     GError *error; /* the first write that failed */
     guint64 n_events;
-    gboolean closed;
 };
 
 SimparTrace *
 simpar_trace_new(const char *path, GError **error)
 {
-    g_autoptr(GFile) file = g_file_new_for_path(path);
-    g_autoptr(GCancellable) cancel = g_cancellable_new();
-    GFileOutputStream *out = g_file_replace(file, NULL, FALSE, G_FILE_CREATE_NONE, cancel, error);
-    if (out == NULL) {
-        g_prefix_error(error, "--trace %s: ", path);
+    SimparOutput *out = simpar_output_open("--trace", path, error);
+    if (out == NULL)
         return NULL;
-    }
     SimparTrace *t = g_new0(SimparTrace, 1);
-    t->path = g_strdup(path);
     t->out = out;
-    t->cancel = g_steal_pointer(&cancel);
     t->buf = g_string_sized_new(TRACE_FLUSH_BYTES + 4096);
     g_string_append(t->buf, "{\"traceEvents\":[\n");
     return t; /* (transfer full) */
@@ -39,8 +30,7 @@ static void
 trace_flush(SimparTrace *t)
 {
     if (t->error == NULL && t->buf->len > 0)
-        (void) g_output_stream_write_all(G_OUTPUT_STREAM(t->out), t->buf->str, t->buf->len, NULL,
-                                         t->cancel, &t->error);
+        (void) simpar_output_append(t->out, t->buf->str, t->buf->len, &t->error);
     g_string_truncate(t->buf, 0);
 }
 
@@ -201,14 +191,11 @@ simpar_trace_close(SimparTrace *t, GError **error)
 {
     g_string_append(t->buf, "\n],\"displayTimeUnit\":\"ms\"}\n");
     trace_flush(t);
-    if (t->error == NULL)
-        (void) g_output_stream_close(G_OUTPUT_STREAM(t->out), NULL, &t->error);
-    t->closed = TRUE;
     if (t->error != NULL) {
-        g_propagate_prefixed_error(error, g_steal_pointer(&t->error), "--trace %s: ", t->path);
+        g_propagate_error(error, g_steal_pointer(&t->error));
         return FALSE;
     }
-    return TRUE;
+    return simpar_output_commit(g_steal_pointer(&t->out), error);
 }
 
 void
@@ -216,14 +203,8 @@ simpar_trace_free(SimparTrace *t)
 {
     if (t == NULL)
         return;
-    if (!t->closed) { /* drop the temporary file: PATH keeps what it held */
-        g_cancellable_cancel(t->cancel);
-        (void) g_output_stream_close(G_OUTPUT_STREAM(t->out), t->cancel, NULL);
-    }
-    g_object_unref(t->out);
-    g_object_unref(t->cancel);
+    simpar_output_free(t->out); /* unclosed: PATH keeps what it held */
     g_string_free(t->buf, TRUE);
     g_clear_error(&t->error);
-    g_free(t->path);
     g_free(t);
 }

@@ -10,7 +10,7 @@
  *   ...],"displayTimeUnit":"ms"}
  *
  * Events go into a buffer flushed to the file every MiB; the file is written in place of PATH
- * only when simpar_trace_close() succeeds (GIO's replace: a temporary file renamed over it), so a
+ * only when simpar_trace_close() succeeds (output.h: a temporary file renamed over it), so a
  * failed run leaves what was there. Times are given in seconds and written in microseconds with
  * nanosecond digits. Strings are escaped as JSON wants.
  *

@@ -24,12 +24,101 @@ G_DEFINE_QUARK(simpar_platform_error_quark, simpar_platform_error)
 
 /* ------------------------------------------------------------------ well-formed XML, in parent */
 
-/* What the check of a platform file finds: whether the root is <platform>, and the first host
- * whose name looks like a GPU's but is not one. */
+/* The elements simpar reads from a platform file: the rest (SimGrid's <config>, <include>,
+ * <trace>, actors, storage, disks, peers, ...) would reconfigure SimGrid after simpar's checks,
+ * make it open other files, or add what simpar does not model; docs/usage.md lists them. */
+static const char *const platform_allowed[] = {
+    "platform", "zone",   "AS",        "host",    "prop",    "link",     "link_ctn",
+    "route",    "router", "zoneRoute", "ASroute", "cluster", "backbone",
+};
+#define PLATFORM_ALLOWED_NAMES                                                                     \
+    "platform, zone, AS, host, prop, link, link_ctn, route, router, zoneRoute, ASroute, cluster, " \
+    "backbone"
+
+/* Why an element outside the allow-list is refused. */
+static const char *
+platform_refused_why(const char *element)
+{
+    static const struct {
+        const char *element, *why;
+    } whys[] = {
+        {"config", "it sets SimGrid options (output files, network factors) past simpar's checks"},
+        {"include", "it makes SimGrid read another file"},
+        {"trace", "it changes figures over time from trace data or another file"},
+        {"trace_connect", "it changes figures over time from trace data or another file"},
+        {"actor", "it starts programs simpar does not run"},
+        {"process", "it starts programs simpar does not run"},
+        {"argument", "it starts programs simpar does not run"},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(whys); i++)
+        if (g_str_equal(element, whys[i].element))
+            return whys[i].why;
+    return "simpar does not model it";
+}
+
+/* What the check of a platform file finds: whether the root is <platform>, the first host
+ * whose name looks like a GPU's but is not one, and the first construct refused (with its
+ * line). */
 typedef struct {
     gboolean root;
     char *bad_host;
+    char *refused; /* "FILE:LINE: <x> is not accepted: ..." */
 } PlatformScan;
+
+/* The element nesting simpar accepts (SimGrid's parser corrupts its heap 500 zones deep). */
+#define PLATFORM_MAX_DEPTH 64
+
+/* An element or attribute simpar refuses: the message, and a markup error to stop the parse. */
+static void platform_refuse(GMarkupParseContext *ctx, PlatformScan *scan, GError **error,
+                            const char *format, ...) G_GNUC_PRINTF(4, 5);
+
+static void
+platform_refuse(GMarkupParseContext *ctx, PlatformScan *scan, GError **error, const char *format,
+                ...)
+{
+    int line, col;
+    g_markup_parse_context_get_position(ctx, &line, &col);
+    if (col <= 1 && line > 1) /* GMarkup stands on the newline after the tag's '>' */
+        line--;
+    va_list ap;
+    va_start(ap, format);
+    g_autofree char *what = g_strdup_vprintf(format, ap);
+    va_end(ap);
+    scan->refused = g_strdup_printf("%d: %s (simpar accepts " PLATFORM_ALLOWED_NAMES
+                                    ", without *_file attributes; see docs/usage.md)",
+                                    line, what);
+    g_set_error_literal(error, G_MARKUP_ERROR, G_MARKUP_ERROR_INVALID_CONTENT, "");
+}
+
+/* The element is one simpar reads, not nested too deep, and names no file for SimGrid. */
+static gboolean
+platform_allowed_element(GMarkupParseContext *ctx, PlatformScan *scan, const char *element,
+                         const char **names, const char **values, GError **error)
+{
+    gboolean known = FALSE;
+    for (guint i = 0; i < G_N_ELEMENTS(platform_allowed) && !known; i++)
+        known = g_str_equal(element, platform_allowed[i]);
+    if (!known) {
+        platform_refuse(ctx, scan, error, "<%s> is not accepted: %s", element,
+                        platform_refused_why(element));
+        return FALSE;
+    }
+    if (g_slist_length((GSList *) g_markup_parse_context_get_element_stack(ctx)) >
+        PLATFORM_MAX_DEPTH) {
+        platform_refuse(ctx, scan, error, "<%s> is nested deeper than %d elements", element,
+                        PLATFORM_MAX_DEPTH);
+        return FALSE;
+    }
+    for (guint i = 0; names[i] != NULL; i++)
+        if (g_str_has_suffix(names[i], "_file")) {
+            platform_refuse(ctx, scan, error,
+                            "<%s %s=\"%s\"> is not accepted: it makes SimGrid open another file",
+                            element, names[i], values[i]);
+            return FALSE;
+        }
+    return TRUE;
+}
 
 static void
 platform_start_element(GMarkupParseContext *ctx, const char *element, const char **names,
@@ -38,6 +127,8 @@ platform_start_element(GMarkupParseContext *ctx, const char *element, const char
     PlatformScan *scan = data;
     if (g_markup_parse_context_get_element_stack(ctx)->next == NULL) /* the root element */
         scan->root = g_str_equal(element, "platform");
+    if (scan->root && !platform_allowed_element(ctx, scan, element, names, values, error))
+        return; /* another root: the check after the parse says what it must be */
     if (!g_str_equal(element, "host") || scan->bad_host != NULL)
         return;
     for (guint i = 0; names[i] != NULL; i++) {
@@ -113,13 +204,19 @@ platform_check_xml(const char *path, PlatformGenerated *generated, GError **erro
         g_prefix_error(error, "--topology ");
         return FALSE;
     }
-    PlatformScan scan = {FALSE, NULL};
+    PlatformScan scan = {FALSE, NULL, NULL};
     GMarkupParser parser = {platform_start_element, NULL, NULL, NULL, NULL};
     g_autoptr(GMarkupParseContext) ctx =
         g_markup_parse_context_new(&parser, G_MARKUP_IGNORE_QUALIFIED, &scan, NULL);
     gboolean parsed = g_markup_parse_context_parse(ctx, text, (gssize) len, error) &&
                       g_markup_parse_context_end_parse(ctx, error);
-    g_autofree char *bad = scan.bad_host;
+    g_autofree char *bad = scan.bad_host, *refused = scan.refused;
+    if (refused != NULL) {
+        g_clear_error(error);
+        g_set_error(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID, "--topology %s:%s",
+                    path, refused);
+        return FALSE;
+    }
     if (bad != NULL) {
         g_clear_error(error);
         g_set_error(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,

@@ -13,10 +13,11 @@ typedef struct {
     char *out, *err;
 } SimparCliRun;
 
+/* `args` run by the binary named by the environment variable `bin`. */
 static inline SimparCliRun
-simpar_cli_run(const char *args)
+simpar_cli_run_bin(const char *bin, const char *args)
 {
-    g_autofree char *cmd = g_strdup_printf("%s %s", g_getenv("SIMPAR_BIN"), args);
+    g_autofree char *cmd = g_strdup_printf("%s %s", g_getenv(bin), args);
     g_auto(GStrv) argv = NULL;
     g_assert(g_shell_parse_argv(cmd, NULL, &argv, NULL));
     SimparCliRun r = {0};
@@ -25,6 +26,12 @@ simpar_cli_run(const char *args)
         g_spawn_sync(NULL, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &r.out, &r.err, &wait, NULL));
     r.status = g_spawn_check_wait_status(wait, NULL) ? 0 : WEXITSTATUS(wait);
     return r;
+}
+
+static inline SimparCliRun
+simpar_cli_run(const char *args)
+{
+    return simpar_cli_run_bin("SIMPAR_BIN", args);
 }
 
 static inline void

@@ -5,15 +5,21 @@
  * is one, the value, and what would be valid. A SimGrid parser abort (SimGrid ends the process
  * on some platform errors) must come back as that one line too, from predict and from sweep.
  *
- * "@" in the arguments and in the wanted pieces stands for the case's folder; "LINK" as a file's
- * content makes it a symbolic link to @/target; "DEEP" as a file's
- * content for 100,000 nested arrays; "RUN" in a file's content for a measured run that simpar-exec
- * (SIMPAR_EXEC_BIN) wrote, edited by `edit` (a sed-like "old|new" substitution of its first
- * occurrence).
+ * "@" in the arguments, the files' contents and the wanted pieces stands for the case's folder;
+ * "LINK" as a file's content makes it a symbolic link to @/target; "VICTIM" a symbolic link to
+ * "@.victim", a file outside the folder that every case must leave as it was; "FIFO" a named
+ * pipe; "NODE" a device node (mknod, as /dev/null; the case is skipped where mknod is not
+ * allowed); "DEEP" as a file's content for 100,000 nested arrays; "RUN" in a file's content for
+ * a measured run that simpar-exec (SIMPAR_EXEC_BIN) wrote, edited by `edit` (a sed-like
+ * "old|new" substitution of its first occurrence). `more` names more files and their contents,
+ * in pairs. Arguments that begin with "EXEC " run simpar-exec instead of simpar.
  */
 #include "cli-run.h"
 #include "simpar-test.h"
+#include <errno.h>
 #include <glib/gstdio.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #define V100 "topologies/v100x64.xml"
@@ -22,6 +28,14 @@
     "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"      \
     "<platform version=\"4.1\">\n<zone id=\"w\" routing=\"Full\">\n"
 #define XML_TAIL "</zone>\n</platform>\n"
+/* A platform whose line 4 is `top` (a top-level element before the zone), line 5 its zone, then
+ * two GPUs (lines 6, 7) and the link `link` between them (line 8). */
+#define XML_TOP(top, link)                                                                         \
+    "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"      \
+    "<platform version=\"4.1\">\n" top "\n<zone id=\"w\" routing=\"Full\">\n" GPU(0, 0) GPU(       \
+        1,                                                                                         \
+        0) "<link id=\"l\" bandwidth=\"10GBps\" latency=\"1us\"" link "/>\n"                       \
+           "<route src=\"node0-gpu0\" dst=\"node1-gpu0\"><link_ctn id=\"l\"/></route>\n" XML_TAIL
 #define GPU_PROPS                                                                                  \
     "<prop id=\"peak_fp32_flops\" value=\"15e12\"/><prop id=\"mem_bandwidth_Bps\" "                \
     "value=\"900e9\"/><prop id=\"mem_bytes\" value=\"17179869184\"/>"
@@ -42,6 +56,14 @@ typedef struct {
     int status;
     const char *want[4]; /* every piece must be in the message */
 } BadCase;
+
+#define BAD_MORE 8
+
+/* A case with more files in its folder: name, content (as file and content), ... */
+typedef struct {
+    BadCase c;
+    const char *more[BAD_MORE];
+} BadFilesCase;
 
 static const BadCase cases[] = {
     /* ---- model files: schedule --model FILE */
@@ -821,6 +843,55 @@ static const BadCase cases[] = {
      2,
      {"--time-budget never", "(0, 10080]"}},
     {"cli", NULL, NULL, NULL, "sweep --topology " V100 " --gpus 0 -o @/s.csv", 2, {"--gpus 0"}},
+    /* a platform reconfigures SimGrid or makes it open files only through what simpar checks:
+     * <config> wrote SimGrid's trace over any file, its bandwidth factor slipped past the link
+     * checks (a step 23x slower), a FIFO as a link's bandwidth_file blocked forever */
+    {"platform",
+     "t.xml",
+     XML_TOP("<config><prop id=\"tracing\" value=\"yes\"/><prop id=\"tracing/platform\" "
+             "value=\"yes\"/><prop id=\"tracing/filename\" value=\"@.victim\"/></config>",
+             ""),
+     NULL,
+     "--topology @/t.xml --model tiny --tp-mode 1d --tp 2",
+     1,
+     {"--topology @/t.xml:4: <config> is not accepted", "simpar accepts platform, zone",
+      "docs/usage.md"}},
+    {"platform",
+     "t.xml",
+     XML_TOP("<config><prop id=\"network/bandwidth-factor\" value=\"1e-3\"/></config>", ""),
+     NULL,
+     "--topology @/t.xml --model tiny --tp-mode 1d --tp 2",
+     1,
+     {"--topology @/t.xml:4: <config> is not accepted", "SimGrid options"}},
+    {"output",
+     "p-memory.png",
+     "VICTIM",
+     NULL,
+     "sweep --topology " V100 " --model tiny --tp-mode 1d --gpus 8 -o @/s.csv --plot @/p.png",
+     2,
+     {"--plot '@/p-memory.png'", "a symbolic link"}},
+    {"output",
+     "run.json",
+     "VICTIM",
+     NULL,
+     "EXEC --executor host --tp-mode 1d --tp 2 --model tiny --repeats 1 --warmup 0 -o "
+     "@/run.json",
+     2,
+     {"-o '@/run.json'", "a symbolic link"}},
+    {"output",
+     "null",
+     "NODE",
+     NULL,
+     "EXEC --executor host --tp-mode 1d --tp 2 --model tiny --repeats 1 --warmup 0 -o @/null",
+     2,
+     {"-o '@/null'", "not a regular file"}},
+    {"output",
+     NULL,
+     NULL,
+     NULL,
+     "sweep --topology " V100 " --model tiny --tp-mode 1d --gpus 8 -o @/s.csv --summary @/s.csv",
+     2,
+     {"-o @/s.csv and --summary @/s.csv name the same file"}},
     {"cli",
      NULL,
      NULL,
@@ -835,6 +906,29 @@ static const BadCase cases[] = {
      "--topology " V100 " --frobnicate",
      2,
      {"Unknown option --frobnicate"}},
+};
+
+static const BadFilesCase files_cases[] = {
+    {{"platform",
+      "t.xml",
+      XML_TOP("", " bandwidth_file=\"@/fifo\""),
+      NULL,
+      "sweep --topology @/t.xml --model tiny --tp-mode 1d -o @/s.csv",
+      1,
+      {"--topology @/t.xml:8: <link bandwidth_file=\"@/fifo\"> is not accepted",
+       "open another file"}},
+     {"fifo", "FIFO"}},
+    /* outputs under names simpar derives pass the same check as named ones: a report folder
+     * that says it is simpar's, a sweep's memory picture, simpar-exec's -o */
+    {{"output",
+      NULL,
+      NULL,
+      NULL,
+      "--topology " V100 " --model tiny --tp-mode 1d --report @",
+      2,
+      {"--report '@/trace.json'", "a symbolic link"}},
+     {"README.md", "# simpar prediction report\n", "trace.json", "VICTIM", "breakdown.png",
+      "VICTIM"}},
 };
 
 static char *run_json; /* a measured run of simpar-exec, written once */
@@ -871,39 +965,82 @@ at_dir(const char *text, const char *dir)
     return g_strjoinv(dir, parts);
 }
 
+#define VICTIM_TEXT "simpar must not write here\n"
+
+/* A special file of a case: FALSE when this system does not allow it (mknod as non-root). */
 static gboolean
-bad_case(const BadCase *c)
+bad_special(const char *file, const char *kind, const char *dir)
+{
+    if (g_str_equal(kind, "VICTIM")) {
+        g_autofree char *victim = g_strconcat(dir, ".victim", NULL);
+        g_assert(symlink(victim, file) == 0);
+    } else if (g_str_equal(kind, "FIFO")) {
+        g_assert(mkfifo(file, 0600) == 0);
+    } else if (mknod(file, S_IFCHR | 0666, makedev(1, 3)) != 0) { /* NODE: /dev/null's */
+        printf("\n    (skipped: mknod %s: %s)", file, g_strerror(errno));
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* Writes file `name` of a case into `dir`; FALSE when the case cannot be made here. */
+static gboolean
+bad_file(const BadCase *c, const char *dir, const char *name, const char *text)
+{
+    g_autofree char *file = g_build_filename(dir, name, NULL);
+    const char *special[] = {"VICTIM", "FIFO", "NODE"};
+    for (guint i = 0; i < G_N_ELEMENTS(special); i++)
+        if (g_str_equal(text, special[i]))
+            return bad_special(file, text, dir);
+    g_autofree char *content = NULL;
+    if (g_str_equal(text, "RUN")) {
+        g_auto(GStrv) edit = g_strsplit(c->edit, "|", 2);
+        const char *run = measured_run(), *at = strstr(run, edit[0]);
+        g_assert(at != NULL); /* the edit must apply */
+        content = g_strdup_printf("%.*s%s%s", (int) (at - run), run, edit[1], at + strlen(edit[0]));
+    } else if (g_str_equal(text, "LINK")) { /* a symbolic link to @/target */
+        g_autofree char *target = g_build_filename(dir, "target", NULL);
+        g_assert(symlink(target, file) == 0);
+    } else if (g_str_equal(text, "DEEP")) { /* 100,000 arrays in one another */
+        GString *deep = g_string_new(NULL);
+        for (guint i = 0; i < 100000; i++)
+            g_string_append_c(deep, '[');
+        for (guint i = 0; i < 100000; i++)
+            g_string_append_c(deep, ']');
+        content = g_string_free(deep, FALSE);
+    } else {
+        content = at_dir(text, dir);
+    }
+    if (content != NULL)
+        g_assert(g_file_set_contents(file, content, -1, NULL));
+    return TRUE;
+}
+
+static gboolean
+bad_case(const BadCase *c, const char *const *more)
 {
     g_autofree char *dir = g_dir_make_tmp("simpar-bad-XXXXXX", NULL);
-    g_autofree char *file = c->file != NULL ? g_build_filename(dir, c->file, NULL) : NULL;
-    if (file != NULL) {
-        g_autofree char *content = NULL;
-        if (g_str_equal(c->content, "RUN")) {
-            g_auto(GStrv) edit = g_strsplit(c->edit, "|", 2);
-            const char *run = measured_run(), *at = strstr(run, edit[0]);
-            g_assert(at != NULL); /* the edit must apply */
-            content =
-                g_strdup_printf("%.*s%s%s", (int) (at - run), run, edit[1], at + strlen(edit[0]));
-        } else if (g_str_equal(c->content, "LINK")) { /* a symbolic link to @/target */
-            g_autofree char *target = g_build_filename(dir, "target", NULL);
-            g_assert(symlink(target, file) == 0);
-            content = NULL;
-        } else if (g_str_equal(c->content, "DEEP")) { /* 100,000 arrays in one another */
-            GString *deep = g_string_new(NULL);
-            for (guint i = 0; i < 100000; i++)
-                g_string_append_c(deep, '[');
-            for (guint i = 0; i < 100000; i++)
-                g_string_append_c(deep, ']');
-            content = g_string_free(deep, FALSE);
-        } else {
-            content = g_strdup(c->content);
-        }
-        if (content != NULL)
-            g_assert(g_file_set_contents(file, content, -1, NULL));
+    g_autofree char *victim = g_strconcat(dir, ".victim", NULL);
+    g_assert(g_file_set_contents(victim, VICTIM_TEXT, -1, NULL));
+    gboolean made = c->file == NULL || bad_file(c, dir, c->file, c->content);
+    for (guint i = 0; made && more != NULL && i + 1 < BAD_MORE && more[i] != NULL; i += 2)
+        made = bad_file(c, dir, more[i], more[i + 1]);
+    if (!made) {
+        g_remove(victim);
+        simpar_test_tmpdir_remove(g_steal_pointer(&dir));
+        return TRUE;
     }
     g_autofree char *args = at_dir(c->args, dir);
-    SimparCliRun r = simpar_cli_run(args);
-    gboolean ok = r.status == c->status && r.out[0] == '\0' && r.err[0] != '\0' &&
+    gboolean exec = g_str_has_prefix(args, "EXEC ");
+    SimparCliRun r =
+        exec ? simpar_cli_run_bin("SIMPAR_EXEC_BIN", args + strlen("EXEC ")) : simpar_cli_run(args);
+    g_autofree char *left = NULL;
+    gboolean kept =
+        g_file_get_contents(victim, &left, NULL, NULL) && g_str_equal(left, VICTIM_TEXT);
+    if (!kept)
+        printf("\n    %s was written over", victim);
+    g_remove(victim);
+    gboolean ok = kept && r.status == c->status && r.out[0] == '\0' && r.err[0] != '\0' &&
                   strchr(r.err, '\n') == r.err + strlen(r.err) - 1;
     for (guint i = 0; i < G_N_ELEMENTS(c->want) && c->want[i] != NULL; i++) {
         g_autofree char *want = at_dir(c->want[i], dir);
@@ -922,7 +1059,9 @@ test_matrix(void)
 {
     guint failed = 0;
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++)
-        failed += !bad_case(&cases[i]);
+        failed += !bad_case(&cases[i], NULL);
+    for (guint i = 0; i < G_N_ELEMENTS(files_cases); i++)
+        failed += !bad_case(&files_cases[i].c, files_cases[i].more);
     CU_ASSERT_EQUAL(failed, 0);
     CU_ASSERT_TRUE(G_N_ELEMENTS(cases) >= 40);
 }

@@ -226,6 +226,16 @@ plot_scripts_dir(const char *script)
     return g_strdup(SIMPAR_PLOTS_DIR); /* (transfer full) */
 }
 
+/* gnuplot's picture `made` written to `output` (output.h). */
+static gboolean
+plot_move(const char *made, const char *output, GError **error)
+{
+    g_autofree char *bytes = NULL;
+    gsize len;
+    return simpar_file_read(made, SIMPAR_JSON_LARGE_MAX, &bytes, &len, error) &&
+           simpar_output_write("picture", output, bytes, len, error);
+}
+
 /* Runs gnuplot on two files in a private folder: vars.gp, the assignments (string values
  * through plot_append_quoted, so that no input reaches gnuplot's parser as code, and no length
  * limit of a command-line argument applies), then the script, which reads plot.dat. Both paths
@@ -243,7 +253,11 @@ simpar_plot_run(const char *script, const char *data, const char *vars, const ch
     g_autofree char *dir = g_canonicalize_filename(made, NULL);
     g_autofree char *data_path = g_build_filename(dir, "plot.dat", NULL);
     g_autofree char *vars_path = g_build_filename(dir, "vars.gp", NULL);
-    g_autofree char *out_path = g_canonicalize_filename(output, NULL);
+    /* gnuplot writes into the private folder (its `set output` would follow a link); the
+     * picture then goes into place as every output does (output.h) */
+    const char *ext = g_str_has_suffix(output, ".svg") ? "svg" : "png";
+    g_autofree char *out_name = g_strconcat("plot.", ext, NULL);
+    g_autofree char *out_path = g_build_filename(dir, out_name, NULL);
     g_autofree char *plots = plot_scripts_dir(script);
     g_autofree char *script_rel = g_build_filename(plots, script, NULL);
     g_autofree char *script_path = g_canonicalize_filename(script_rel, NULL);
@@ -251,14 +265,15 @@ simpar_plot_run(const char *script, const char *data, const char *vars, const ch
     plot_append_quoted(all, data_path);
     g_string_append(all, "; outfile=");
     plot_append_quoted(all, out_path);
-    g_string_append_printf(all, "; fmt='%s'; %s\n",
-                           g_str_has_suffix(output, ".svg") ? "svg" : "png", vars);
+    g_string_append_printf(all, "; fmt='%s'; %s\n", ext, vars);
     g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
     gboolean ok = g_file_set_contents(data_path, data, -1, error) &&
                   g_file_set_contents(vars_path, all->str, -1, error) &&
-                  plot_spawn(gnuplot, vars_path, script_path, output, error);
+                  plot_spawn(gnuplot, vars_path, script_path, output, error) &&
+                  plot_move(out_path, output, error);
     g_unlink(data_path);
     g_unlink(vars_path);
+    g_unlink(out_path);
     g_rmdir(dir);
     return ok;
 }

@@ -333,7 +333,7 @@ sweep_resolve_run(SimparSweep *sw, GError **error)
     sw->jobs = a->jobs != SIMPAR_JOB_UNSET ? (guint) a->jobs : g_get_num_processors();
     if (a->output == NULL)
         return simpar_cli_usage(error, "simpar sweep: -o FILE is required (the CSV to write)");
-    if (!simpar_cli_check_output("-o", a->output, "the CSV file", error))
+    if (!simpar_output_check("-o", a->output, "the CSV file", error))
         return FALSE;
     if (a->shard != NULL) {
         guint64 i, n;

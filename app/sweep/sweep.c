@@ -354,12 +354,8 @@ sweep_output(const SimparSweep *sw, GPtrArray *const *rows, char **summary, GErr
         f[SIMPAR_SWEEP_COL_RANK] = r;
         simpar_csv_append_row(out, f, SIMPAR_SWEEP_N_COLUMNS);
     }
-    g_autoptr(GError) local = NULL;
-    if (!g_file_set_contents(sw->args.output, out->str, (gssize) out->len, &local)) {
-        g_set_error(error, SIMPAR_SWEEP_ERROR, SIMPAR_SWEEP_ERROR_IO, "-o %s: cannot write: %s",
-                    sw->args.output, local->message);
+    if (!simpar_output_write("-o", sw->args.output, out->str, out->len, error))
         return FALSE;
-    }
     *summary = sweep_summary(sw, rows, sw->total, order);
     return sw->args.summary == NULL || sweep_json_summary(sw, rows, order, error);
 }
