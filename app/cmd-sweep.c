@@ -31,9 +31,9 @@ sweep_plot_name(const char *plot, guint i)
 {
     const char *dot = strrchr(plot, '.');
     g_assert(dot != NULL);
-    return i == 0 ? g_strdup(plot)
-                  : g_strdup_printf("%.*s-%s%s", (int) (dot - plot), plot, sweep_plot_kinds[i],
-                                    dot);
+    return i == 0
+               ? g_strdup(plot)
+               : g_strdup_printf("%.*s-%s%s", (int) (dot - plot), plot, sweep_plot_kinds[i], dot);
 }
 
 /* The pictures of a finished sweep: scaling in FILE, memory and breakdown beside it. */

@@ -67,8 +67,7 @@ validate_resolve(Validate *v, GError **error)
                     "simpar validate --help)");
         return FALSE;
     }
-    if ((v->trace != NULL &&
-         !simpar_output_check("--trace", v->trace, "a Chrome trace", error)) ||
+    if ((v->trace != NULL && !simpar_output_check("--trace", v->trace, "a Chrome trace", error)) ||
         !simpar_backend_lookup(v->backend_name != NULL ? v->backend_name : "simgrid", &v->backend,
                                error) ||
         !simpar_kernel_set_parse(v->kernels_name != NULL ? v->kernels_name : "unfused", &v->kernels,
@@ -76,8 +75,10 @@ validate_resolve(Validate *v, GError **error)
         (v->plot != NULL && !validate_plot_check(v, error)))
         return FALSE;
     const SimparOutputName names[] = {
-        {"--trace", v->trace, TRUE},           {"--plot", v->plot, TRUE},
-        {"--measured", v->measured, FALSE},    {"--topology", v->topology, FALSE},
+        {"--trace", v->trace, TRUE},
+        {"--plot", v->plot, TRUE},
+        {"--measured", v->measured, FALSE},
+        {"--topology", v->topology, FALSE},
         {"--calibration", v->calibration, FALSE},
     };
     if (!simpar_output_distinct(names, G_N_ELEMENTS(names), error))

@@ -924,7 +924,7 @@ static const BadFilesCase files_cases[] = {
       NULL,
       NULL,
       NULL,
-      "--topology " V100 " --model tiny --tp-mode 1d --report @",
+      "--topology " V100 " --model tiny --tp-mode 1d --tp 2 --gpus 2 --report @",
       2,
       {"--report '@/trace.json'", "a symbolic link"}},
      {"README.md", "# simpar prediction report\n", "trace.json", "VICTIM", "breakdown.png",
