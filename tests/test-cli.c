@@ -237,8 +237,6 @@ test_predict_refusals(void)
     } cases[] = {
         {"--tp-mode 3d --gpus 32", "--tp 32 is not a cube"},
         {"--tp-mode 2d --gpus 48", "--tp 48 is not a square"},
-        {"--tp-mode 1d --gpus 32 --model gpt3-175b", "does not fit in GPU memory"},
-        {"--model gpt3-175b --gpus 32", "no tensor-parallel mode can run model gpt3-175b"},
         {"--gpus 128", "has only 64 GPUs"},
         {"--gpus 0", "--gpus 0: must be between 1"},
         {"--tp 16", "--tp 16 x --pp 1 x --dp 1 = 16 GPUs, but 64 are used"},
@@ -259,7 +257,6 @@ test_predict_refusals(void)
         {"--aux-head-width 0 --local-chunks 2", "--aux-head-width 0: must be at least 1"},
         {"--steps-to-target -3", "--steps-to-target -3: must be at least 1"},
         {"--recompute most", "--recompute most: unknown (valid: none, selective, full)"},
-        {"--tp-mode 1d --dp 64 --model gpt3-175b", "does not fit in GPU memory"},
         {"--backend ns3", "--backend ns3: unknown (valid: simgrid, analytic, formula)"},
         {"--collectives some", "--collectives some: unknown"},
         {"--tp-slices two", "--tp-slices two: unknown (valid: one, all)"},
@@ -639,7 +636,35 @@ test_address_space(void)
 #endif
 }
 
+/* A configuration over its GPU's memory is predicted, the shortfall named in text and JSON
+ * (users bring configurations that ran; refused before). */
+static void
+test_over_capacity(void)
+{
+    SimparCliRun r = simpar_cli_run("--topology topologies/v100x64.xml --tp-mode 1d --gpus 32 "
+                                    "--model gpt3-175b");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "OVER CAPACITY by "));
+    simpar_cli_run_clear(&r);
+    r = simpar_cli_run("--topology topologies/v100x64.xml --tp-mode 1d --gpus 32 --model "
+                       "gpt3-175b --json");
+    CU_ASSERT_EQUAL(r.status, 0);
+    g_autoptr(JsonParser) p = json_parser_new();
+    CU_ASSERT_TRUE_FATAL(json_parser_load_from_data(p, r.out, -1, NULL));
+    simpar_cli_run_clear(&r);
+    JsonObject *row =
+        json_array_get_object_element(json_node_get_array(json_parser_get_root(p)), 0);
+    JsonObject *mem = json_object_get_object_member(row, "memory");
+    double over = json_object_get_double_member(mem, "over_capacity_gib");
+    CU_ASSERT_TRUE(over > 0);
+    CU_ASSERT_DOUBLE_EQUAL(over,
+                           json_object_get_double_member(row, "memory_per_gpu_gib") -
+                               json_object_get_double_member(mem, "capacity_gib"),
+                           1e-9);
+}
+
 static CU_TestInfo cli_tests[] = {
+    {"a configuration over its GPU memory is predicted, the shortfall named", test_over_capacity},
     {"output that cannot be written to stdout is an error in both binaries", test_lost_output},
     {"every rank of a 256-GPU step runs in 3 GB of address space", test_address_space},
     {"--version prints the version; --help says so; usage lines and bare simpar name the commands",
