@@ -1,7 +1,7 @@
 /* calibrate-private.h - what cmd-calibrate.c and calibrate-tables.c share (private to app/).
  *
  * Tables: a GPU's bench made into the compute model's measured tables (calibrate-tables.c).
- * Ownership: a Tables owns its `gemm` array (simpar_calibrate_tables_clear).
+ * Ownership: a Tables owns its `gemm` and `kernels` arrays (simpar_calibrate_tables_clear).
  */
 #ifndef SIMPAR_CALIBRATE_PRIVATE_H
 #define SIMPAR_CALIBRATE_PRIVATE_H
@@ -10,25 +10,44 @@
 #include <json-glib/json-glib.h>
 G_BEGIN_DECLS
 
+/* One bandwidth fitted to a group of kernel rows (a class, or one op kind). timer_s: what the
+ * bench adds to each of them (the fitted floor less the launch floor); rms: of launch_s +
+ * bytes / bw_Bps on the rows less it; preset: the same of --topology's own figures (NAN
+ * without it). */
 typedef struct {
     gboolean fitted, held; /* held: faster than the datasheet, kept at it */
     guint points;
-    double bw_Bps, floor_s, rms;
-} TablesClassFit;
+    double bw_Bps, timer_s, rms, preset;
+} TablesFit;
+
+/* The groups: the kernel classes, then every op kind. */
+#define TABLES_GROUPS (SIMPAR_KCLASS_N + SIMPAR_N_OP_KINDS)
+
+/* A bench kernel row of a streaming kind. */
+typedef struct {
+    SimparOpKind kind;
+    double bytes, time_s;
+} TablesKernel;
 
 typedef struct {
-    GArray *gemm; /* SimparBenchGemm, less the overhead */
+    GArray *gemm;    /* SimparBenchGemm, less the overhead */
+    GArray *kernels; /* TablesKernel */
     double gemm_overhead_s, launch_s;
-    guint gemm_held; /* rows held at the datasheet peak */
-    guint gemm_zero; /* rows left out: run on zero-filled buffers */
-    TablesClassFit classes[SIMPAR_KCLASS_N];
+    guint gemm_held;    /* rows held at the datasheet peak */
+    guint gemm_zero;    /* rows left out: run on zero-filled buffers */
+    double gemm_preset; /* --topology's own figures on the rows kept (rms; NAN without it) */
+    TablesFit fits[TABLES_GROUPS]; /* by class, then by op kind (SIMPAR_KCLASS_N + kind) */
 } Tables;
 
-/* platform: --topology's GPU 0 (its peaks, bandwidth and launch_s), or NULL. */
+/* platform: --topology's GPU 0 as predictions see it (its peaks, bandwidth, launch_s and
+ * measured data), or NULL. */
 void simpar_calibrate_tables(const SimparBench *b, const SimparGpu *platform, Tables *t);
 void simpar_calibrate_tables_clear(Tables *t);
 /* The members of CALIB.json: kernel_bw_<class>_Bps, gemm_table. */
 void simpar_calibrate_tables_json(const Tables *t, JsonBuilder *jb);
+/* Members of CALIB.json's "fit": "gemm", "kernel_classes" and "kernel_kinds", each group's
+ * rms relative error, the preset's on the same rows, the timer taken off and the rows. */
+void simpar_calibrate_tables_json_fit(const Tables *t, JsonBuilder *jb);
 void simpar_calibrate_tables_print(const Tables *t, GString *out);
 /* Every figure within what the loaders accept (simpar_calibration_figure_check). */
 gboolean simpar_calibrate_tables_check(const Tables *t, GError **error);

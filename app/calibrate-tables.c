@@ -8,11 +8,14 @@
  *            bench ran on zero-filled buffers (a bench without "inputs": "random" filled at
  *            most 2^27 elements) are left out: Hopper GEMMs run several percent faster on
  *            zeros.
- *   kernels  each class (models/compute.h: stream, activation, dropout, norm, softmax,
- *            optimizer) fitted as t = floor + bytes / bandwidth over its rows, least squares of
- *            the relative error: "kernel_bw_<class>_Bps", never above the datasheet bandwidth
- *            (with --topology). The floor holds the bench's timer as well as the launch: it is
- *            reported, not written (the platform's launch_s stays).
+ *   kernels  each op kind, and each class pooled (models/compute.h: stream, activation,
+ *            dropout, norm, softmax, optimizer), fitted as t = floor + bytes / bandwidth over
+ *            its rows, least squares of the relative error: "kernel_bw_Bps" by kind and
+ *            "kernel_bw_<class>_Bps" (for the class's kinds the bench did not time), never
+ *            above the datasheet bandwidth (with --topology). The floor holds the bench's timer
+ *            as well as the launch: predictions take the platform's launch_s instead. With
+ *            --topology, the summary holds the platform's own figures against the same rows
+ *            (less the timer), group by group, next to the calibration's.
  *
  * Nothing here goes past physics: no peak is fitted, no efficiency can exceed 1; a class the
  * bench did not measure keeps the platform's figure (said in the summary).
@@ -22,29 +25,80 @@
 #include <math.h>
 #include <string.h>
 
-/* The class of a bench kernel row ("ln_apply", "gelu_bwd": the op kind, '-' as '_'). */
-static SimparKernelClass
-tables_kernel_class(const char *kind)
+/* The op kind of a bench kernel row ("ln_apply", "gelu_bwd": the kind, '-' as '_'), if it is
+ * a streaming kernel's; SIMPAR_N_OP_KINDS otherwise (attention). */
+static SimparOpKind
+tables_kernel_kind(const char *kind)
 {
     for (guint k = 0; k < SIMPAR_N_OP_KINDS; k++) {
         g_autofree char *name = g_strdup(simpar_op_kind_name((SimparOpKind) k));
         g_strdelimit(name, "-", '_');
-        if (g_str_equal(name, kind))
-            return simpar_kernel_class_of((SimparOpKind) k);
+        if (g_str_equal(name, kind) && simpar_kernel_class_of((SimparOpKind) k) < SIMPAR_KCLASS_N)
+            return (SimparOpKind) k;
     }
-    return SIMPAR_KCLASS_N; /* attention and others: not a streaming kernel */
+    return SIMPAR_N_OP_KINDS;
+}
+
+/* Whether row k is in the group `g`: a class (g < SIMPAR_KCLASS_N) or an op kind (g -
+ * SIMPAR_KCLASS_N). */
+static gboolean
+tables_in(const TablesKernel *k, guint g)
+{
+    return g < SIMPAR_KCLASS_N ? simpar_kernel_class_of(k->kind) == g
+                               : k->kind == g - SIMPAR_KCLASS_N;
+}
+
+/* The bench's timing overhead: its smallest problem's time less the launch floor, when that
+ * problem took more than three launch floors (no GPU takes that long for the few megaflops or
+ * megabytes of the smallest rows); below that, nothing is taken off. */
+static double
+tables_overhead(double least, double launch_s)
+{
+    return isfinite(least) && least > 3 * launch_s ? least - launch_s : 0;
+}
+
+/* The bench's kernel rows of the streaming kinds. */
+static void
+tables_kernels(const SimparBench *b, Tables *t)
+{
+    t->kernels = g_array_new(FALSE, FALSE, sizeof(TablesKernel));
+    for (guint i = 0; i < b->kernels->len; i++) {
+        const SimparBenchKernel *k = &g_array_index(b->kernels, SimparBenchKernel, i);
+        TablesKernel row = {tables_kernel_kind(k->kind), k->bytes, k->time_s};
+        if (row.kind < SIMPAR_N_OP_KINDS)
+            g_array_append_val(t->kernels, row);
+    }
+}
+
+/* The rms relative error of launch_s + bytes / bw on the rows of group g (tables_in), each
+ * less the group's timer (its fitted floor less the launch floor). */
+static double
+tables_rms(const Tables *t, guint g, double timer, double bw)
+{
+    double sum = 0;
+    guint n = 0;
+    for (guint i = 0; i < t->kernels->len; i++) {
+        const TablesKernel *k = &g_array_index(t->kernels, TablesKernel, i);
+        if (tables_in(k, g)) {
+            double e = (t->launch_s + k->bytes / bw) / (k->time_s - timer) - 1;
+            sum += e * e, n++;
+        }
+    }
+    return n > 0 ? sqrt(sum / n) : NAN;
 }
 
 /* min over (floor, 1/bw) >= 0 of sum ((floor + bytes/bw - t) / t)^2: a 2 x 2 normal system,
- * with each parameter held at 0 when its free value would be negative. */
+ * with each parameter held at 0 when its free value would be negative. The slope is the
+ * kernel's bandwidth; the floor holds the launch and the bench's timer, which predictions do
+ * not have (they take the platform's launch_s). */
 static gboolean
-tables_fit_class(const SimparBench *b, SimparKernelClass kc, TablesClassFit *out)
+tables_fit(const Tables *t, guint g, TablesFit *out)
 {
     double s11 = 0, s12 = 0, s22 = 0, r1 = 0, r2 = 0;
     guint n = 0;
-    for (guint i = 0; i < b->kernels->len; i++) {
-        const SimparBenchKernel *k = &g_array_index(b->kernels, SimparBenchKernel, i);
-        if (tables_kernel_class(k->kind) != kc)
+    for (guint i = 0; i < t->kernels->len; i++) {
+        const TablesKernel *k = &g_array_index(t->kernels, TablesKernel, i);
+        if (!tables_in(k, g))
             continue;
         double a1 = 1 / k->time_s, a2 = k->bytes / k->time_s; /* y = 1 */
         s11 += a1 * a1, s12 += a1 * a2, s22 += a2 * a2, r1 += a1, r2 += a2;
@@ -54,37 +108,25 @@ tables_fit_class(const SimparBench *b, SimparKernelClass kc, TablesClassFit *out
     if (n < 2)
         return FALSE;
     double det = s11 * s22 - s12 * s12, floor = 0, inv_bw = 0;
-    if (det > 0) {
+    if (det > 0)
         floor = (r1 * s22 - r2 * s12) / det, inv_bw = (s11 * r2 - s12 * r1) / det;
-    }
     if (!(det > 0) || floor < 0 || inv_bw < 0) /* one parameter alone */
         floor = 0, inv_bw = r2 / s22;
     if (!(inv_bw > 0))
         return FALSE;
-    out->floor_s = floor, out->bw_Bps = 1 / inv_bw;
-    double sum = 0;
-    for (guint i = 0; i < b->kernels->len; i++) {
-        const SimparBenchKernel *k = &g_array_index(b->kernels, SimparBenchKernel, i);
-        if (tables_kernel_class(k->kind) == kc) {
-            double e = (floor + k->bytes * inv_bw) / k->time_s - 1;
-            sum += e * e;
-        }
-    }
-    out->rms = sqrt(sum / n);
+    out->timer_s = MAX(floor - t->launch_s, 0), out->bw_Bps = 1 / inv_bw;
+    out->rms = tables_rms(t, g, out->timer_s, out->bw_Bps);
     return TRUE;
 }
 
 /* The GEMM rows less the bench's timing overhead, held at the datasheet peak where known. */
 static void
-tables_gemm(const SimparBench *b, const SimparGpu *platform, double launch_s, Tables *t)
+tables_gemm(const SimparBench *b, const SimparGpu *platform, Tables *t)
 {
     double least = INFINITY;
     for (guint i = 0; i < b->gemm->len; i++)
         least = MIN(least, g_array_index(b->gemm, SimparBenchGemm, i).time_s);
-    /* a smallest GEMM taking more than three launch floors measures the bench's timer (no GPU
-     * takes that long for the few megaflops of the smallest shapes); below that, nothing is
-     * taken off */
-    t->gemm_overhead_s = b->gemm->len > 0 && least > 3 * launch_s ? least - launch_s : 0;
+    t->gemm_overhead_s = tables_overhead(least, t->launch_s);
     t->gemm = g_array_new(FALSE, FALSE, sizeof(SimparBenchGemm));
     for (guint i = 0; i < b->gemm->len; i++) {
         SimparBenchGemm g = g_array_index(b->gemm, SimparBenchGemm, i);
@@ -93,13 +135,28 @@ tables_gemm(const SimparBench *b, const SimparGpu *platform, double launch_s, Ta
             t->gemm_zero++; /* ran on zeros: faster than on data */
             continue;
         }
-        g.time_s = MAX(g.time_s - t->gemm_overhead_s, launch_s);
+        g.time_s = MAX(g.time_s - t->gemm_overhead_s, t->launch_s);
         double peak = platform != NULL ? platform->peak_flops[g.dtype] : 0;
         double ideal = peak > 0 ? 2 * g.m * g.n * g.k * g.batch / peak : 0;
         if (g.time_s < ideal)
             g.time_s = ideal, t->gemm_held++;
         g_array_append_val(t->gemm, g);
     }
+}
+
+/* --topology's own GEMM figures (its curve and measured table) on the rows kept. */
+static double
+tables_gemm_preset(const Tables *t, const SimparGpu *platform)
+{
+    double sum = 0;
+    for (guint i = 0; i < t->gemm->len; i++) {
+        const SimparBenchGemm *g = &g_array_index(t->gemm, SimparBenchGemm, i);
+        double e =
+            simpar_compute_gemm_time(platform, g->dtype, g->m, g->n, g->k, g->batch) / g->time_s -
+            1;
+        sum += e * e;
+    }
+    return t->gemm->len > 0 ? sqrt(sum / t->gemm->len) : NAN;
 }
 
 void
@@ -110,13 +167,22 @@ simpar_calibrate_tables(const SimparBench *b, const SimparGpu *platform, Tables 
     memset(t, 0, sizeof *t);
     t->launch_s =
         platform != NULL && platform->launch_s > 0 ? platform->launch_s : defaults.launch_s;
-    tables_gemm(b, platform, t->launch_s, t);
-    for (guint c = 0; c < SIMPAR_KCLASS_N; c++) {
-        TablesClassFit *f = &t->classes[c];
-        f->fitted = tables_fit_class(b, (SimparKernelClass) c, f);
+    tables_gemm(b, platform, t);
+    tables_kernels(b, t);
+    t->gemm_preset = platform != NULL ? tables_gemm_preset(t, platform) : NAN;
+    for (guint g = 0; g < TABLES_GROUPS; g++) {
+        TablesFit *f = &t->fits[g];
+        f->fitted = tables_fit(t, g, f);
         if (f->fitted && platform != NULL && platform->mem_bw_Bps > 0 &&
             f->bw_Bps > platform->mem_bw_Bps)
             f->bw_Bps = platform->mem_bw_Bps, f->held = TRUE;
+        if (f->held)
+            f->rms = tables_rms(t, g, f->timer_s, f->bw_Bps);
+        double preset = platform == NULL ? 0
+                        : g < SIMPAR_KCLASS_N
+                            ? simpar_compute_kernel_bandwidth(platform, (SimparKernelClass) g)
+                            : simpar_compute_op_bandwidth(platform, g - SIMPAR_KCLASS_N);
+        f->preset = preset > 0 && f->fitted ? tables_rms(t, g, f->timer_s, preset) : NAN;
     }
 }
 
@@ -125,7 +191,9 @@ simpar_calibrate_tables_clear(Tables *t)
 {
     if (t->gemm != NULL)
         g_array_free(t->gemm, TRUE);
-    t->gemm = NULL;
+    if (t->kernels != NULL)
+        g_array_free(t->kernels, TRUE);
+    t->gemm = t->kernels = NULL;
 }
 
 static void
@@ -149,17 +217,31 @@ tables_json_gemm(JsonBuilder *jb, const SimparBenchGemm *g)
     json_builder_end_object(jb);
 }
 
+/* "kernel_bw_<class>_Bps" (transfer full). */
+static char *
+tables_class_key(guint c)
+{
+    return g_strdup_printf("kernel_bw_%s_Bps", simpar_kernel_class_name((SimparKernelClass) c));
+}
+
 void
 simpar_calibrate_tables_json(const Tables *t, JsonBuilder *jb)
 {
     for (guint c = 0; c < SIMPAR_KCLASS_N; c++) {
-        if (!t->classes[c].fitted)
+        if (!t->fits[c].fitted)
             continue;
-        g_autofree char *key =
-            g_strdup_printf("kernel_bw_%s_Bps", simpar_kernel_class_name((SimparKernelClass) c));
+        g_autofree char *key = tables_class_key(c);
         json_builder_set_member_name(jb, key);
-        json_builder_add_double_value(jb, t->classes[c].bw_Bps);
+        json_builder_add_double_value(jb, t->fits[c].bw_Bps);
     }
+    json_builder_set_member_name(jb, "kernel_bw_Bps");
+    json_builder_begin_object(jb);
+    for (guint k = 0; k < SIMPAR_N_OP_KINDS; k++)
+        if (t->fits[SIMPAR_KCLASS_N + k].fitted) {
+            json_builder_set_member_name(jb, simpar_op_kind_name((SimparOpKind) k));
+            json_builder_add_double_value(jb, t->fits[SIMPAR_KCLASS_N + k].bw_Bps);
+        }
+    json_builder_end_object(jb);
     if (t->gemm->len == 0)
         return;
     json_builder_set_member_name(jb, "gemm_table");
@@ -167,6 +249,79 @@ simpar_calibrate_tables_json(const Tables *t, JsonBuilder *jb)
     for (guint i = 0; i < t->gemm->len; i++)
         tables_json_gemm(jb, &g_array_index(t->gemm, SimparBenchGemm, i));
     json_builder_end_array(jb);
+}
+
+static void
+tables_json_member(JsonBuilder *jb, const char *key, double v)
+{
+    json_builder_set_member_name(jb, key);
+    if (isnan(v))
+        json_builder_add_null_value(jb);
+    else
+        json_builder_add_double_value(jb, v);
+}
+
+static void
+tables_json_group(JsonBuilder *jb, const char *name, guint points, double timer, double rms,
+                  double preset)
+{
+    json_builder_set_member_name(jb, name);
+    json_builder_begin_object(jb);
+    json_builder_set_member_name(jb, "points");
+    json_builder_add_int_value(jb, points);
+    tables_json_member(jb, "timer_s", timer);
+    tables_json_member(jb, "rms_rel_error", rms);
+    tables_json_member(jb, "preset_rms_rel_error", preset);
+    json_builder_end_object(jb);
+}
+
+void
+simpar_calibrate_tables_json_fit(const Tables *t, JsonBuilder *jb)
+{
+    if (t->gemm->len > 0)
+        tables_json_group(jb, "gemm", t->gemm->len, t->gemm_overhead_s, 0, t->gemm_preset);
+    for (guint kinds = 0; kinds < 2; kinds++) { /* classes, then op kinds */
+        json_builder_set_member_name(jb, kinds ? "kernel_kinds" : "kernel_classes");
+        json_builder_begin_object(jb);
+        for (guint g = kinds ? SIMPAR_KCLASS_N : 0; g < (kinds ? TABLES_GROUPS : SIMPAR_KCLASS_N);
+             g++) {
+            const TablesFit *f = &t->fits[g];
+            if (f->fitted)
+                tables_json_group(jb,
+                                  kinds ? simpar_op_kind_name((SimparOpKind) (g - SIMPAR_KCLASS_N))
+                                        : simpar_kernel_class_name((SimparKernelClass) g),
+                                  f->points, f->timer_s, f->rms, f->preset);
+        }
+        json_builder_end_object(jb);
+    }
+}
+
+/* "12.34%", or "-" for NAN (no --topology); (transfer none), a rotating static buffer. */
+static const char *
+tables_percent(double v)
+{
+    static char buf[4][16];
+    static guint next;
+    char *b = buf[next++ % 4];
+    if (isnan(v))
+        return "-";
+    g_snprintf(b, 16, "%9.2f%%", 100 * v);
+    return b;
+}
+
+static void
+tables_print_fit(GString *out, const char *name, const TablesFit *f)
+{
+    if (f->fitted)
+        g_string_append_printf(out, "%-16s %6u %9.1f GB/s %6.1f us %9.2f%% %s%s\n", name, f->points,
+                               f->bw_Bps / 1e9, 1e6 * f->timer_s, 100 * f->rms,
+                               tables_percent(f->preset),
+                               f->held ? " (held at the datasheet bandwidth)" : "");
+    else if (f->points > 0)
+        g_string_append_printf(out, "%-16s %6u   not fitted: fewer than 2 rows\n", name, f->points);
+    else
+        g_string_append_printf(out, "%-16s %6u   not measured: the platform's figure stays\n", name,
+                               f->points);
 }
 
 void
@@ -185,31 +340,37 @@ simpar_calibrate_tables_print(const Tables *t, GString *out)
                                "buffers (above 2^27 elements; GEMMs run faster on zeros), their "
                                "shapes are interpolated from the others\n",
                                t->gemm_zero);
-    g_string_append_printf(out, "\n%-11s %6s %14s %11s %14s\n", "kernels", "points", "bandwidth",
-                           "floor", "rms rel. error");
+    g_string_append_printf(out, "\n%-16s %6s %14s %10s %10s\n", "class, kind", "rows", "bandwidth",
+                           "fit rms", "preset rms");
+    if (t->gemm->len > 0)
+        g_string_append_printf(out, "%-16s %6u %14s %9.2f%% %s\n", "gemm", t->gemm->len, "table",
+                               0.0, tables_percent(t->gemm_preset));
     for (guint c = 0; c < SIMPAR_KCLASS_N; c++) {
-        const TablesClassFit *f = &t->classes[c];
-        const char *name = simpar_kernel_class_name((SimparKernelClass) c);
-        if (f->fitted)
-            g_string_append_printf(out, "%-11s %6u %9.1f GB/s %8.1f us %13.2f%%%s\n", name,
-                                   f->points, f->bw_Bps / 1e9, 1e6 * f->floor_s, 100 * f->rms,
-                                   f->held ? " (held at the datasheet bandwidth)" : "");
-        else
-            g_string_append_printf(out, "%-11s %6u   not measured: the platform's figure stays\n",
-                                   name, f->points);
+        tables_print_fit(out, simpar_kernel_class_name((SimparKernelClass) c), &t->fits[c]);
+        for (guint k = 0; k < SIMPAR_N_OP_KINDS; k++) {
+            g_autofree char *name = g_strdup_printf("  %s", simpar_op_kind_name(k));
+            if (simpar_kernel_class_of(k) == c && t->fits[SIMPAR_KCLASS_N + k].points > 0)
+                tables_print_fit(out, name, &t->fits[SIMPAR_KCLASS_N + k]);
+        }
     }
-    g_string_append(out, "kernel floors include the bench's timer: reported, not written (the "
-                         "platform's launch_s stays)\n");
+    g_string_append(out, "timer: what the bench adds to each measurement (GEMMs: its smallest "
+                         "GEMM's time less the launch floor; kernels: the fitted floor of t = "
+                         "floor + bytes / bandwidth less it), taken off; rms relative errors on "
+                         "the rows less it: the calibration (GEMMs: the table itself; kernels: "
+                         "launch_s + bytes / bandwidth, each kind its own, each class pooled for "
+                         "the kinds the bench did not time), --topology's own figures (preset)\n");
 }
 
 gboolean
 simpar_calibrate_tables_check(const Tables *t, GError **error)
 {
-    for (guint c = 0; c < SIMPAR_KCLASS_N; c++) {
-        g_autofree char *key =
-            g_strdup_printf("kernel_bw_%s_Bps", simpar_kernel_class_name((SimparKernelClass) c));
-        if (t->classes[c].fitted &&
-            !simpar_calibration_figure_check(key, t->classes[c].bw_Bps, error))
+    for (guint g = 0; g < TABLES_GROUPS; g++) {
+        if (!t->fits[g].fitted)
+            continue;
+        /* a kind's bandwidth has its class's range */
+        g_autofree char *key = tables_class_key(
+            g < SIMPAR_KCLASS_N ? g : simpar_kernel_class_of((SimparOpKind) (g - SIMPAR_KCLASS_N)));
+        if (!simpar_calibration_figure_check(key, t->fits[g].bw_Bps, error))
             return FALSE;
     }
     for (guint i = 0; i < t->gemm->len; i++) {

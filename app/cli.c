@@ -74,6 +74,8 @@ simpar_cli_commands_help(void)
 int
 simpar_cli_exit_status(const GError *error)
 {
+    if (error->domain == SIMPAR_COMPUTE_ERROR && error->code == SIMPAR_COMPUTE_ERROR_OPTION)
+        return 2; /* --attention, --kernels */
     return error->domain == SIMPAR_CLI_ERROR || error->domain == SIMPAR_JOB_ERROR ||
                    error->domain == G_OPTION_ERROR || error->domain == SIMPAR_BACKEND_ERROR ||
                    error->domain == SIMPAR_PREDICT_ERROR || error->domain == SIMPAR_PLAN_ERROR ||

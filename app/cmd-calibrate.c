@@ -1,34 +1,33 @@
 /* cmd-calibrate.c - `simpar calibrate --measured BENCH.json -o CALIB.json`: the compute model's
  * figures (models/compute.c) and the intra-node links fitted to simpar-exec's microbenchmarks.
  *
- * Every fit minimises the squared relative error, sum ((model_i - t_i) / t_i)^2, and is
- * deterministic: linear least squares with non-negative parameters (every subset of the free
- * parameters solved, the best feasible kept) inside a scan over what is not linear.
- *
- *   compute     GEMM  t = launch_s + max(flops / (peak * gemm_eff_max * g(m) g(n) g(k)),
- *                                        bytes / (mem_bw * mem_eff)),  g(x) = x / (x + half_dim)
- *               kernel t = launch_s + bytes / (mem_bw * mem_eff)
- *               one fit of launch_s, 1 / mem_eff and 1 / gemm_eff_max for each half_dim, the
- *               GEMMs' roofline side re-chosen until it settles; half_dim on a log2 grid
- *               (1 .. 65536, 8 points per octave), then golden section around the best point.
- *               The flops and bytes of a GEMM are compute.c's own (simpar_compute_gemm_time
- *               with unit figures), a kernel's are the bench's "bytes" (compute.c's count).
- *               With --topology the peaks and mem_bw are GPU 0's; without it, and always for
- *               the host executor (whose "GPU" is a CPU core), the products are what can be
- *               known: gemm_eff_max = mem_eff = 1 and the peak (every dtype for the host, which
- *               computes in doubles) and mem_bandwidth_Bps are fitted.
+ *   a GPU's bench  its measurements become the compute model's tables (calibrate-tables.c):
+ *               the GEMMs as measured, a bandwidth per kernel class; no peak, no efficiency
+ *               curve (a fit of those left physics on a real GPU: 1.8 PFLOP/s on an H200).
+ *   the host's     (its "GPU" is a CPU core, whose peak and bandwidth only the bench can give)
+ *               GEMM  t = launch_s + max(flops / (peak * g(m) g(n) g(k)), bytes / mem_bw),
+ *                     g(x) = x / (x + half_dim); kernel t = launch_s + bytes / mem_bw;
+ *               one fit of launch_s, 1 / mem_bw and 1 / peak for each half_dim, the GEMMs'
+ *               roofline side re-chosen until it settles; half_dim on a log2 grid (1 .. 65536,
+ *               8 points per octave), then golden section around the best point. The flops
+ *               and bytes of a GEMM are compute.c's own (simpar_compute_gemm_time with unit
+ *               figures), a kernel's are the bench's "bytes" (compute.c's count).
  *   links       t = c1 a + c2 / B, the closed form of the algorithm simpar would pick for the
  *               collective (sim/collectives, NCCL-like choice) on n GPUs joined by routes of
  *               latency a and bandwidth B, re-chosen until the choices settle. The bench's group
  *               stays inside one node: the fit gives the intra-node route (docs/validate.md).
  *
- * Attention kernels are left out of the compute fit: compute.c prices them as GEMMs plus
- * memory passes, not as one memory-bound kernel.
+ * Every fit minimises the squared relative error, sum ((model_i - t_i) / t_i)^2, and is
+ * deterministic: linear least squares with non-negative parameters (every subset of the free
+ * parameters solved, the best feasible kept) inside a scan over what is not linear. Attention
+ * kernels are left out: compute.c prices them as GEMMs plus memory passes, not as one
+ * memory-bound kernel.
  */
 #include "calibrate-private.h"
 #include "cli.h"
 #include "measured.h"
 #include "platform.h"
+#include "topology.h"
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -111,18 +110,16 @@ fit_nnls(const double *a, const double *y, guint n, guint free_mask, double *x)
 
 /* -------------------------------------------------------------------------- the compute fit */
 
+/* The host executor's "GPU" is a CPU core: its peak and bandwidth are fitted. */
 enum {
     P_LAUNCH, /* launch_s */
-    P_MEM,    /* seconds per byte / (1 / mem_bw): 1 / mem_eff, or 1 / mem_bw when fitted */
-    P_FLOP,   /* seconds per flop / (1 / peak): 1 / gemm_eff_max, or 1 / peak when fitted */
+    P_MEM,    /* seconds per byte: 1 / mem_bandwidth_Bps */
+    P_FLOP,   /* seconds per flop: 1 / peak */
 };
 
 typedef struct {
     const SimparBench *b;
-    gboolean own_peak;  /* fit the peak and the memory bandwidth (host, or no platform) */
-    SimparGpu platform; /* GPU 0 of --topology (zero without one) */
-    GArray *kernels;    /* SimparBenchKernel: the bench's, attention left out */
-    double mem_pinned;  /* without kernels: P_MEM held at this (0: memory side ignored) */
+    GArray *kernels; /* SimparBenchKernel: the bench's, attention left out */
 } ComputeFit;
 
 typedef struct {
@@ -149,14 +146,13 @@ fit_compute_coefs(const ComputeFit *f, double half_dim, double *mem, double *flo
     guint ng = f->b->gemm->len;
     for (guint i = 0; i < ng; i++) {
         const SimparBenchGemm *g = &g_array_index(f->b->gemm, SimparBenchGemm, i);
-        mem[i] = fit_gemm_unit(g, half_dim, FALSE) / (f->own_peak ? 1 : f->platform.mem_bw_Bps);
-        flop[i] =
-            fit_gemm_unit(g, half_dim, TRUE) / (f->own_peak ? 1 : f->platform.peak_flops[g->dtype]);
+        mem[i] = fit_gemm_unit(g, half_dim, FALSE);
+        flop[i] = fit_gemm_unit(g, half_dim, TRUE);
         t[i] = g->time_s;
     }
     for (guint i = 0; i < f->kernels->len; i++) {
         const SimparBenchKernel *k = &g_array_index(f->kernels, SimparBenchKernel, i);
-        mem[ng + i] = k->bytes / (f->own_peak ? 1 : f->platform.mem_bw_Bps);
+        mem[ng + i] = k->bytes;
         flop[ng + i] = 0;
         t[ng + i] = k->time_s;
     }
@@ -195,15 +191,14 @@ fit_compute_at(const ComputeFit *f, double half_dim, ComputeParams *out)
     out->half_dim = half_dim;
     for (guint iter = 0; iter < 32; iter++) {
         for (guint i = 0; i < n; i++) {
-            gboolean pinned = !bound[i] && f->kernels->len == 0;
+            /* without kernels the memory side is not known: ignored */
+            gboolean ignored = !bound[i] && f->kernels->len == 0;
             a[i * FIT_K + P_LAUNCH] = 1 / t[i];
-            a[i * FIT_K + P_MEM] = bound[i] || pinned ? 0 : mem[i] / t[i];
+            a[i * FIT_K + P_MEM] = bound[i] || ignored ? 0 : mem[i] / t[i];
             a[i * FIT_K + P_FLOP] = bound[i] ? flop[i] / t[i] : 0;
-            y[i] = 1 - (pinned ? f->mem_pinned * mem[i] / t[i] : 0);
+            y[i] = 1;
         }
         fit_nnls(a, y, n, free_mask, out->p);
-        if (f->kernels->len == 0)
-            out->p[P_MEM] = f->mem_pinned;
         gboolean changed = FALSE;
         for (guint i = 0; i < ng; i++) {
             gboolean b = out->p[P_FLOP] * flop[i] >= out->p[P_MEM] * mem[i];
@@ -341,7 +336,6 @@ typedef struct {
     SimparGpu own;        /* --topology's GPU 0 as it stands (its compute figures too) */
     gboolean tables_mode; /* a GPU's bench: measured tables (calibrate-tables.c), no curve */
     Tables tables;
-    double own_rms, own_max; /* the GEMMs' relative error with those figures */
 } Calibrate;
 
 static void
@@ -358,7 +352,8 @@ calibrate_clear(Calibrate *c)
 }
 
 /* In the platform's child: GPU 0's figures, as text "peak0 peak1 peak2 peak3 mem_bw
- * gemm_eff_max gemm_half_dim launch_s" (the compute model's defaults where it gives none). */
+ * gemm_eff_max gemm_half_dim launch_s" (the compute model's defaults where it gives none),
+ * then its gpu_model on a line of its own (its measured data: topologies/compute.ini). */
 static gboolean
 calibrate_platform_job(const SimparPlatform *platform, gpointer data, GString *out, GError **error)
 {
@@ -374,23 +369,8 @@ calibrate_platform_job(const SimparPlatform *platform, gpointer data, GString *o
                            gpu.gemm_eff_max > 0 ? gpu.gemm_eff_max : defaults.gemm_eff_max,
                            gpu.gemm_half_dim > 0 ? gpu.gemm_half_dim : defaults.gemm_half_dim,
                            gpu.launch_s > 0 ? gpu.launch_s : defaults.launch_s);
+    g_string_append_printf(out, "\n%s", gpu.model);
     return TRUE;
-}
-
-/* The GEMMs' relative error with the platform's own figures (c->own). */
-static void
-calibrate_own_error(Calibrate *c)
-{
-    const GArray *gemm = c->bench->gemm;
-    double sum = 0;
-    c->own_max = 0;
-    for (guint i = 0; i < gemm->len; i++) {
-        const SimparBenchGemm *g = &g_array_index(gemm, SimparBenchGemm, i);
-        double t = simpar_compute_gemm_time(&c->own, g->dtype, g->m, g->n, g->k, g->batch);
-        double e = t / g->time_s - 1;
-        sum += e * e, c->own_max = MAX(c->own_max, fabs(e));
-    }
-    c->own_rms = gemm->len > 0 ? sqrt(sum / gemm->len) : 0;
 }
 
 static gboolean
@@ -399,20 +379,24 @@ calibrate_platform(Calibrate *c, GError **error)
     g_autoptr(GString) out = g_string_new(NULL);
     if (!simpar_platform_run(c->topology, calibrate_platform_job, NULL, out, error))
         return FALSE;
-    g_auto(GStrv) v = g_strsplit(out->str, " ", -1);
-    g_assert(g_strv_length(v) == SIMPAR_DTYPE_FP64 + 5); /* written just above */
-    for (guint d = 0; d <= SIMPAR_DTYPE_FP64; d++)
-        c->fit.platform.peak_flops[d] = g_ascii_strtod(v[d], NULL);
-    c->fit.platform.mem_bw_Bps = g_ascii_strtod(v[SIMPAR_DTYPE_FP64 + 1], NULL);
+    g_auto(GStrv) lines = g_strsplit(out->str, "\n", 2);
+    g_assert(g_strv_length(lines) == 2); /* written just above */
+    g_auto(GStrv) v = g_strsplit(lines[0], " ", -1);
+    g_assert(g_strv_length(v) == SIMPAR_DTYPE_FP64 + 5);
     simpar_gpu_init(&c->own);
-    memcpy(c->own.peak_flops, c->fit.platform.peak_flops, sizeof c->own.peak_flops);
-    c->own.mem_bw_Bps = c->fit.platform.mem_bw_Bps;
+    for (guint d = 0; d <= SIMPAR_DTYPE_FP64; d++)
+        c->own.peak_flops[d] = g_ascii_strtod(v[d], NULL);
+    c->own.mem_bw_Bps = g_ascii_strtod(v[SIMPAR_DTYPE_FP64 + 1], NULL);
     c->own.gemm_eff_max = g_ascii_strtod(v[SIMPAR_DTYPE_FP64 + 2], NULL);
     c->own.gemm_half_dim = g_ascii_strtod(v[SIMPAR_DTYPE_FP64 + 3], NULL);
     c->own.launch_s = g_ascii_strtod(v[SIMPAR_DTYPE_FP64 + 4], NULL);
+    c->own.model = g_intern_string(lines[1]);
+    c->own.kernel_set = SIMPAR_KERNELS_UNFUSED; /* a bench times one op at a time */
+    if (!simpar_gpu_load_data(&c->own, simpar_topology_compute_data(), error))
+        return FALSE;
     for (guint i = 0; i < c->bench->gemm->len; i++) {
         SimparDtype dt = g_array_index(c->bench->gemm, SimparBenchGemm, i).dtype;
-        if (c->fit.platform.peak_flops[dt] <= 0) {
+        if (c->own.peak_flops[dt] <= 0) {
             g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
                         "--topology %s: GPU 0 has no peak_%s_flops, which the GEMMs of %s need",
                         c->topology, simpar_dtype_name(dt), c->measured);
@@ -471,7 +455,6 @@ calibrate_resolve(Calibrate *c, GError **error)
     /* a GPU's bench fills the measured tables and fits no peak; the host's "GPU" is a CPU
      * core, whose peak and bandwidth only the bench can give */
     c->tables_mode = !g_str_equal(b->executor, "host");
-    c->fit.own_peak = !c->tables_mode && (c->topology == NULL || g_str_equal(b->executor, "host"));
     c->fit.kernels = g_array_new(FALSE, FALSE, sizeof(SimparBenchKernel));
     for (guint i = 0; i < b->kernels->len; i++) {
         const SimparBenchKernel *k = &g_array_index(b->kernels, SimparBenchKernel, i);
@@ -482,15 +465,9 @@ calibrate_resolve(Calibrate *c, GError **error)
     for (guint i = 0; i < b->colls->len; i++) /* one GPU: no link to fit */
         if (g_array_index(b->colls, SimparBenchColl, i).gpus >= 2)
             g_array_append_val(c->colls, g_array_index(b->colls, SimparBenchColl, i));
-    if (c->topology != NULL && !c->fit.own_peak && !calibrate_platform(c, error))
-        return FALSE;
-    if (c->topology != NULL && !c->fit.own_peak)
-        calibrate_own_error(c);
-    /* no kernels: GEMMs' memory side at the default mem_eff, or ignored without a bandwidth */
-    SimparGpu defaults;
-    simpar_gpu_init(&defaults);
-    c->fit.mem_pinned = c->fit.own_peak ? 0 : 1 / defaults.mem_eff;
-    return TRUE;
+    if (c->topology == NULL || !c->tables_mode) /* the host's figures are its bench's */
+        return TRUE;
+    return calibrate_platform(c, error);
 }
 
 /* ----- CALIB.json ----- */
@@ -519,26 +496,33 @@ calibrate_figure(CalibrateFigure *f, guint *n, const char *key, double value, co
     (*n)++;
 }
 
-/* GEMM figures: gemm_eff_max and the peaks that carry what it cannot (above 1, or fitted). */
+/* GEMM figures of the host: its fitted peak serves every dtype (it computes in doubles). */
 static void
 calibrate_gemm_figures(const Calibrate *c, CalibrateFigure *f, guint *n)
 {
     const ComputeParams *p = &c->compute;
-    SimparDtype dt = c->bench->dtype;
-    double eff = 1 / p->p[P_FLOP]; /* own peak: the peak itself */
-    calibrate_figure(f, n, "gemm_eff_max", c->fit.own_peak ? 1 : MIN(eff, 1.0),
-                     c->fit.own_peak ? "1: the fitted peak holds it" : "GEMMs");
+    calibrate_figure(f, n, "gemm_eff_max", 1, "1: the fitted peak holds it");
     calibrate_figure(f, n, "gemm_half_dim", p->half_dim, "GEMMs");
     for (guint d = 0; d <= SIMPAR_DTYPE_FP64; d++) {
         g_autofree char *key = g_strdup_printf("peak_%s_flops", simpar_dtype_name(d));
-        gboolean host = g_str_equal(c->bench->executor, "host");
-        if (c->fit.own_peak && (d == dt || host))
-            calibrate_figure(f, n, key, eff,
-                             host ? "GEMMs (the host computes every dtype in doubles)"
-                                  : "GEMMs (no platform: the peak is fitted)");
-        else if (!c->fit.own_peak && d == dt && eff > 1)
-            calibrate_figure(f, n, key, eff * c->fit.platform.peak_flops[d],
-                             "GEMMs (faster than the platform's peak)");
+        calibrate_figure(f, n, key, 1 / p->p[P_FLOP],
+                         "GEMMs (the host computes every dtype in doubles)");
+    }
+}
+
+/* The host executor's fitted figures (a GPU's bench writes tables instead). */
+static void
+calibrate_compute_figures(const Calibrate *c, CalibrateFigure *f, guint *n)
+{
+    const ComputeParams *p = &c->compute;
+    if (c->bench->gemm->len >= 3 || c->fit.kernels->len >= 2)
+        calibrate_figure(f, n, "launch_s", MAX(p->p[P_LAUNCH], 1e-9),
+                         "GEMMs and kernels (at least 1 ns)");
+    if (c->bench->gemm->len >= 3)
+        calibrate_gemm_figures(c, f, n);
+    if (c->fit.kernels->len >= 2) {
+        calibrate_figure(f, n, "mem_eff", 1, "1: the fitted bandwidth holds it");
+        calibrate_figure(f, n, "mem_bandwidth_Bps", 1 / p->p[P_MEM], "kernels");
     }
 }
 
@@ -546,25 +530,9 @@ calibrate_gemm_figures(const Calibrate *c, CalibrateFigure *f, guint *n)
 static guint
 calibrate_figures(const Calibrate *c, CalibrateFigure *f)
 {
-    const ComputeParams *p = &c->compute;
     guint n = 0;
-    if (c->tables_mode)
-        goto links;
-    if (c->bench->gemm->len >= 3 || c->fit.kernels->len >= 2)
-        calibrate_figure(f, &n, "launch_s", MAX(p->p[P_LAUNCH], 1e-9),
-                         "GEMMs and kernels (at least 1 ns)");
-    if (c->bench->gemm->len >= 3)
-        calibrate_gemm_figures(c, f, &n);
-    if (c->fit.kernels->len >= 2) {
-        double eff = 1 / p->p[P_MEM]; /* own peak: the bandwidth itself */
-        gboolean own = c->fit.own_peak || eff > 1;
-        calibrate_figure(f, &n, "mem_eff", own ? 1 : eff,
-                         own ? "1: the fitted bandwidth holds it" : "kernels");
-        if (own)
-            calibrate_figure(f, &n, "mem_bandwidth_Bps",
-                             eff * (c->fit.own_peak ? 1 : c->fit.platform.mem_bw_Bps), "kernels");
-    }
-links:
+    if (!c->tables_mode)
+        calibrate_compute_figures(c, f, &n);
     if (c->links.fitted) {
         calibrate_figure(f, &n, "intra_node_bandwidth_Bps", c->links.bw, "collectives");
         calibrate_figure(f, &n, "intra_node_latency_s", MAX(c->links.lat, 1e-12),
@@ -631,6 +599,8 @@ calibrate_write(const Calibrate *c, const CalibrateFigure *f, guint n, GError **
         calibrate_json_fit(b, "kernels", c->compute.rms_kernels, c->fit.kernels->len,
                            "least squares of the relative error, jointly with the GEMMs (one "
                            "launch_s); attention kernels left out");
+    if (c->tables_mode)
+        simpar_calibrate_tables_json_fit(&c->tables, b);
     if (c->links.fitted)
         calibrate_json_fit(b, "collectives", c->links.rms, c->colls->len,
                            "least squares of the relative error of simpar's closed form (the "
@@ -665,12 +635,6 @@ calibrate_print(const Calibrate *c, const CalibrateFigure *f, guint n)
     g_string_append_printf(out, "\n%-12s %6s %14s\n", "fit", "points", "rms rel. error");
     if (!c->tables_mode)
         calibrate_print_fit(out, "GEMM", b->gemm->len, 3, c->compute.rms_gemm);
-    if (c->topology != NULL && !c->fit.own_peak && b->gemm->len > 0)
-        g_string_append_printf(out,
-                               "GEMM with --topology %s's own figures (gemm_eff_max %g, "
-                               "gemm_half_dim %g, launch_s %g): rms %.2f%%, largest %.2f%%\n",
-                               c->topology, c->own.gemm_eff_max, c->own.gemm_half_dim,
-                               c->own.launch_s, 100 * c->own_rms, 100 * c->own_max);
     if (!c->tables_mode)
         calibrate_print_fit(out, "kernels", c->fit.kernels->len, 2, c->compute.rms_kernels);
     calibrate_print_fit(out, "collectives", c->colls->len, 2, c->links.rms);
@@ -681,7 +645,7 @@ calibrate_print(const Calibrate *c, const CalibrateFigure *f, guint n)
         g_string_append(out, "collectives: no bandwidth term fits these times; links not fitted\n");
     g_string_append(out,
                     "inter-node links: not fitted (the bench's collectives run inside one node)\n");
-    if (c->topology != NULL && c->fit.own_peak)
+    if (c->topology != NULL && !c->tables_mode)
         g_string_append_printf(out,
                                "--topology %s: not used (the host executor's peak and "
                                "bandwidth are fitted)\n",
@@ -690,11 +654,12 @@ calibrate_print(const Calibrate *c, const CalibrateFigure *f, guint n)
 }
 
 static const char calibrate_summary[] =
-    "Fits the compute model (launch_s, gemm_eff_max, gemm_half_dim, mem_eff; the peak and\n"
-    "memory bandwidth too for the host executor or without --topology) and the intra-node\n"
-    "links (bandwidth and latency of a GPU-to-GPU route) to simpar-exec's microbenchmarks, by\n"
-    "least squares of the relative error, and writes them as a calibration file for\n"
-    "simpar predict and simpar validate (--calibration).\n"
+    "Makes simpar-exec's microbenchmarks a calibration file for simpar predict and simpar\n"
+    "validate (--calibration). A GPU's bench becomes the compute model's measured tables: its\n"
+    "GEMMs (less the bench's timing overhead) and a bandwidth per kernel class, never above the\n"
+    "datasheet of --topology's GPU; no peak is fitted. The host executor's bench fits its peak,\n"
+    "bandwidth and launch time. Collectives give the intra-node links (bandwidth and latency of\n"
+    "a GPU-to-GPU route), by least squares of the relative error.\n"
     "With --nccl-tests, fits the platform's network figures (intra- and inter-node bandwidth\n"
     "and latency, NVLink SHARP latency) to nccl-tests output instead, so that simpar collective\n"
     "--calibration reproduces it.";

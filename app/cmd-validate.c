@@ -89,8 +89,10 @@ validate_resolve(Validate *v, GError **error)
     v->sched = simpar_measured_run_schedule(v->run, &v->model, &v->train, error);
     if (v->sched == NULL)
         return FALSE;
-    if (!simpar_attention_parse(v->run->attention, &v->attn, error)) {
-        g_prefix_error(error, "%s: attention: ", v->measured);
+    if (!simpar_attention_parse(v->run->attention, &v->attn, NULL)) {
+        g_set_error(error, SIMPAR_MEASURED_ERROR, SIMPAR_MEASURED_ERROR_PARSE,
+                    "%s: \"attention\" is \"%s\" (valid: unfused, flash)", v->measured,
+                    v->run->attention);
         return FALSE;
     }
     return TRUE;
@@ -286,8 +288,10 @@ validate_json_classes(JsonBuilder *b, GArray *classes, double measured_step, gui
 }
 
 static void
-validate_json_header(JsonBuilder *b, const Validate *v, const char *gpus)
+validate_json_header(JsonBuilder *b, const ValidateJob *vj, const char *gpus)
 {
+    const Validate *v = vj->v;
+    g_autofree char *compute = simpar_compute_describe(&vj->gpu, v->sched);
     g_autofree char *job = g_strjoinv(" ", v->run->job_args);
     validate_json_string(b, "measured_file", v->measured);
     validate_json_string(b, "executor", v->run->executor);
@@ -299,6 +303,7 @@ validate_json_header(JsonBuilder *b, const Validate *v, const char *gpus)
     validate_json_string(b, "backend", v->backend->name);
     validate_json_string(b, "calibration", v->calibration != NULL ? v->calibration : "");
     validate_json_string(b, "kernels", simpar_kernel_set_name(v->kernels));
+    validate_json_string(b, "compute", compute);
 }
 
 /* The comparison as one JSON object (the --json output). */
@@ -310,7 +315,7 @@ validate_result(ValidateJob *vj, const SimparSpan *predicted)
     g_autoptr(JsonBuilder) b = json_builder_new();
     json_builder_begin_object(b);
     g_autofree char *gpus = g_strdup_printf("0-%u", simpar_schedule_n_ranks(v->sched) - 1);
-    validate_json_header(b, v, gpus);
+    validate_json_header(b, vj, gpus);
     SimparReportRow mrow, prow;
     g_autofree char *coll = g_strdup_printf("%s executor", v->run->executor);
     json_builder_set_member_name(b, "measured");
@@ -433,16 +438,15 @@ validate_text(JsonObject *o)
     g_string_append_printf(
         out,
         "%s: %s run of %s, measured on %s (%s)\npredicted on %s GPUs %s, backend %s%s%s\n"
-        "kernels: %s (each op of the run its own kernel unless megatron or pytorch fuses it)\n"
+        "%s\n"
         "busy time per rank: mean over ranks of the summed op durations, seconds; error = "
         "(predicted - measured) / measured\n\n%-28s %12s %12s %9s\n",
         json_object_get_string_member(o, "measured_file"), json_object_get_string_member(o, "run"),
         json_object_get_string_member(o, "job"), json_object_get_string_member(o, "executor"),
         json_object_get_string_member(o, "device"), json_object_get_string_member(o, "topology"),
         json_object_get_string_member(o, "gpus"), json_object_get_string_member(o, "backend"),
-        cal[0] != '\0' ? ", calibration " : "", cal,
-        json_object_get_string_member_with_default(o, "kernels", "unfused"), "class", "predicted s",
-        "measured s", "error %");
+        cal[0] != '\0' ? ", calibration " : "", cal, json_object_get_string_member(o, "compute"),
+        "class", "predicted s", "measured s", "error %");
     JsonArray *classes = json_object_get_array_member(o, "classes");
     for (guint i = 0; i < json_array_get_length(classes); i++) {
         JsonObject *c = json_array_get_object_element(classes, i);

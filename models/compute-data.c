@@ -10,6 +10,8 @@
  *
  *   time(query) = curve(query) * exp(sum_i w_i ln(t_i / curve_i) / sum_i w_i),  w_i = d_i^-4
  *
+ * Also the names the command line gives the attention implementations and the kernel sets.
+ *
  * Ownership: tables are interned and never freed (process-wide, immutable): a SimparGpu that
  * points to one stays a plain value.
  */
@@ -69,21 +71,49 @@ simpar_kernel_class_of(SimparOpKind kind)
     }
 }
 
+/* ----- names on the command line: attention implementations, kernel sets ----- */
+
+static const char *const attention_names[] = {"unfused", "flash"};
 static const char *const kernel_set_names[] = {"megatron", "pytorch", "unfused"};
+
+/* The index of `name` in `names`, or -1 with the error naming the option and what is valid. */
+static int
+compute_option_index(const char *const *names, guint n, const char *option, const char *name,
+                     const char *valid, GError **error)
+{
+    for (guint i = 0; i < n; i++)
+        if (g_strcmp0(name, names[i]) == 0)
+            return (int) i;
+    g_set_error(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_OPTION,
+                "%s %s: unknown (valid: %s)", option, name != NULL ? name : "(null)", valid);
+    return -1;
+}
+
+gboolean
+simpar_attention_parse(const char *name, SimparAttentionImpl *out, GError **error)
+{
+    g_return_val_if_fail(out != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    int i = compute_option_index(attention_names, G_N_ELEMENTS(attention_names), "--attention",
+                                 name, "unfused, flash", error);
+    if (i >= 0)
+        *out = (SimparAttentionImpl) i;
+    return i >= 0;
+}
 
 gboolean
 simpar_kernel_set_parse(const char *name, SimparKernelSet *out, GError **error)
 {
-    for (guint i = 0; i < G_N_ELEMENTS(kernel_set_names); i++)
-        if (g_strcmp0(name, kernel_set_names[i]) == 0) {
-            *out = (SimparKernelSet) i;
-            return TRUE;
-        }
-    g_set_error(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_INVALID,
-                "--kernels %s: unknown kernel set (valid: megatron, Megatron-Core's fused "
-                "kernels; pytorch, plain PyTorch; unfused, one kernel per op as simpar-exec runs)",
-                name != NULL ? name : "(null)");
-    return FALSE;
+    g_return_val_if_fail(out != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    int i =
+        compute_option_index(kernel_set_names, G_N_ELEMENTS(kernel_set_names), "--kernels", name,
+                             "megatron, Megatron-Core's fused kernels; pytorch, plain "
+                             "PyTorch; unfused, one kernel per op as simpar-exec runs them",
+                             error);
+    if (i >= 0)
+        *out = (SimparKernelSet) i;
+    return i >= 0;
 }
 
 const char *
@@ -91,6 +121,13 @@ simpar_kernel_set_name(SimparKernelSet set)
 {
     g_return_val_if_fail(set < G_N_ELEMENTS(kernel_set_names), "?");
     return kernel_set_names[set];
+}
+
+const char *
+simpar_attention_name(SimparAttentionImpl impl)
+{
+    g_return_val_if_fail(impl <= SIMPAR_ATTENTION_FLASH, "?");
+    return attention_names[impl];
 }
 
 /* ----- GEMM tables ----- */
@@ -104,6 +141,14 @@ typedef struct {
 struct _SimparGemmTable {
     GArray *rows; /* GemmRow, in the order added */
 };
+
+/* Frees a table never interned (a duplicate, or one that failed to load). */
+static void
+gemm_table_discard(SimparGemmTable *t)
+{
+    g_array_unref(t->rows);
+    g_free(t);
+}
 
 SimparGemmTable *
 simpar_gemm_table_new(void)
@@ -126,12 +171,6 @@ simpar_gemm_table_add(SimparGemmTable *t, SimparDtype dtype, double m, double n,
     g_array_append_val(t->rows, r);
 }
 
-guint
-simpar_gemm_table_n_rows(const SimparGemmTable *t)
-{
-    return t != NULL ? t->rows->len : 0;
-}
-
 static GPtrArray *gemm_tables; /* every interned table; never freed */
 G_LOCK_DEFINE_STATIC(gemm_tables);
 
@@ -152,10 +191,8 @@ simpar_gemm_table_intern(SimparGemmTable *t)
     if (found == NULL)
         g_ptr_array_add(gemm_tables, t), found = t;
     G_UNLOCK(gemm_tables);
-    if (found != t) {
-        g_array_unref(t->rows);
-        g_free(t);
-    }
+    if (found != t)
+        gemm_table_discard(t);
     return found; /* (transfer none) */
 }
 
@@ -171,21 +208,20 @@ gemm_row_distance(const GemmRow *r, const double q[4], gboolean ta, gboolean tb,
 
 gboolean
 gemm_table_ratio(const SimparGemmTable *t, const GemmQuery *q, GemmCurve curve, const void *ctx,
-                 double *ratio, gboolean *far)
+                 double *ratio)
 {
     double lq[4] = {log2(q->m), log2(q->n), log2(q->k), log2(q->batch)};
     double sw = 0, swr = 0;
-    *far = TRUE;
     for (guint i = 0; t != NULL && i < t->rows->len; i++) {
         const GemmRow *r = &g_array_index(t->rows, GemmRow, i);
         if (r->dtype != (gint64) q->dtype)
             continue;
         gboolean near;
         double d2 = gemm_row_distance(r, lq, q->ta, q->tb, &near);
-        double lr = log(r->time_s / curve(ctx, r->m, r->n, r->k, r->batch));
-        *far = *far && !near;
+        double floor, at = curve(ctx, r->m, r->n, r->k, r->batch, &floor);
+        double lr = log(MAX(r->time_s, floor) / at);
         if (d2 < 1e-12) { /* a measured shape: its measurement */
-            *ratio = exp(lr), *far = FALSE;
+            *ratio = exp(lr);
             return TRUE;
         }
         double w = 1 / (d2 * d2);
@@ -206,11 +242,46 @@ simpar_compute_gemm_extrapolated(const SimparGpu *gpu, SimparDtype dtype, double
     const SimparGemmTable *t = gpu->gemm_table;
     for (guint i = 0; t != NULL && i < t->rows->len; i++) {
         const GemmRow *r = &g_array_index(t->rows, GemmRow, i);
-        gboolean near;
-        if (r->dtype == (gint64) dtype && (gemm_row_distance(r, lq, FALSE, FALSE, &near), near))
+        gboolean near = FALSE;
+        if (r->dtype == (gint64) dtype)
+            gemm_row_distance(r, lq, FALSE, FALSE, &near);
+        if (near)
             return FALSE;
     }
     return TRUE;
+}
+
+char *
+simpar_compute_describe(const SimparGpu *gpu, const SimparSchedule *sched)
+{
+    g_return_val_if_fail(gpu != NULL && sched != NULL, NULL);
+    SimparDtype dt = simpar_schedule_dtype(sched);
+    guint rows = 0, gemms = 0, far = 0;
+    for (guint i = 0; gpu->gemm_table != NULL && i < gpu->gemm_table->rows->len; i++)
+        rows += g_array_index(gpu->gemm_table->rows, GemmRow, i).dtype == (gint64) dt;
+    for (guint i = 0; rows > 0 && i < simpar_schedule_n_ops(sched); i++) {
+        const SimparOp *op = simpar_schedule_op(sched, i);
+        const SimparGemm *g = &op->u.gemm;
+        if (op->kind == SIMPAR_OP_GEMM) {
+            gemms++;
+            far += simpar_compute_gemm_extrapolated(gpu, dt, g->m, g->n, g->k, g->batch);
+        }
+    }
+    GString *s = g_string_new(NULL);
+    g_string_append_printf(s, "compute: %s kernels; ",
+                           simpar_kernel_set_name((SimparKernelSet) gpu->kernel_set));
+    if (rows == 0)
+        g_string_append_printf(s, "GEMMs on the shape curve (no measured %s GEMMs)",
+                               simpar_dtype_name(dt));
+    else
+        g_string_append_printf(s,
+                               "%u of the layer's %u GEMMs more than 2x from the %u measured "
+                               "shapes (extrapolated)",
+                               far, gemms, rows);
+    g_string_append_printf(s, "; figures: %s",
+                           gpu->data_source != NULL ? gpu->data_source
+                                                    : "the platform's roofline figures alone");
+    return g_string_free(s, FALSE); /* (transfer full) */
 }
 
 /* ----- the compiled-in data of a GPU model ----- */
@@ -269,13 +340,13 @@ simpar_gpu_load_data(SimparGpu *gpu, GKeyFile *data, GError **error)
     }
     SimparGemmTable *t = simpar_gemm_table_new();
     if (!data_gemm_rows(data, group, t, error)) {
-        g_array_unref(t->rows), g_free(t);
+        gemm_table_discard(t);
         return FALSE;
     }
     if (t->rows->len > 0)
         gpu->gemm_table = simpar_gemm_table_intern(t);
     else
-        g_array_unref(t->rows), g_free(t);
+        gemm_table_discard(t);
     g_autofree char *source = g_key_file_get_string(data, group, "summary", NULL);
     if (source != NULL)
         gpu->data_source = g_intern_string(source);
@@ -332,24 +403,86 @@ gboolean
 gemm_table_from_json(JsonNode *node, const char *path, const SimparGemmTable **out, GError **error)
 {
     JsonArray *a = JSON_NODE_HOLDS_ARRAY(node) ? json_node_get_array(node) : NULL;
-    guint n = a != NULL ? json_array_get_length(a) : 0;
+    if (a == NULL || json_array_get_length(a) == 0) {
+        g_set_error(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_PARSE,
+                    "%s: \"gemm_table\" must be a non-empty array of measured GEMMs", path);
+        return FALSE;
+    }
     SimparGemmTable *t = simpar_gemm_table_new();
-    for (guint i = 0; i < n; i++)
+    for (guint i = 0; i < json_array_get_length(a); i++)
         if (!json_gemm_row(t, json_array_get_element(a, i))) {
             g_set_error(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_PARSE,
                         "%s: \"gemm_table\" row %u must be {\"dtype\": \"bf16\", \"m\", \"n\", "
-                        "\"k\", \"batch\" (each at least 1), \"trans_a\", \"trans_b\" (booleans), "
-                        "\"time_s\" (from 1e-9 to 1000)}",
+                        "\"k\", \"batch\" (each from 1 to 1e9), \"trans_a\", \"trans_b\" "
+                        "(booleans), \"time_s\" (from 1e-9 to 1000)}",
                         path, i);
-            n = 0, a = NULL;
+            gemm_table_discard(t);
+            return FALSE;
         }
-    if (a == NULL || n == 0) {
-        if (error != NULL && *error == NULL)
-            g_set_error(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_PARSE,
-                        "%s: \"gemm_table\" must be a non-empty array of measured GEMMs", path);
-        g_array_unref(t->rows), g_free(t);
+    *out = simpar_gemm_table_intern(t);
+    return TRUE;
+}
+
+/* ----- a calibration file's bandwidths by op kind ----- */
+
+static GPtrArray *kind_bws; /* every interned array of SIMPAR_N_OP_KINDS doubles; never freed */
+G_LOCK_DEFINE_STATIC(kind_bws);
+
+static const double *
+kind_bw_intern(const double *bw)
+{
+    const double *found = NULL;
+    G_LOCK(kind_bws);
+    if (kind_bws == NULL)
+        kind_bws = g_ptr_array_new();
+    for (guint i = 0; i < kind_bws->len && found == NULL; i++)
+        if (memcmp(g_ptr_array_index(kind_bws, i), bw, SIMPAR_N_OP_KINDS * sizeof(double)) == 0)
+            found = g_ptr_array_index(kind_bws, i);
+    if (found == NULL) {
+        double *copy = g_memdup2(bw, SIMPAR_N_OP_KINDS * sizeof(double));
+        g_ptr_array_add(kind_bws, copy);
+        found = copy;
+    }
+    G_UNLOCK(kind_bws);
+    return found; /* (transfer none) */
+}
+
+static int
+kind_by_name(const char *name)
+{
+    for (guint k = 0; k < SIMPAR_N_OP_KINDS; k++)
+        if (g_str_equal(name, simpar_op_kind_name((SimparOpKind) k)) &&
+            simpar_kernel_class_of((SimparOpKind) k) < SIMPAR_KCLASS_N)
+            return (int) k;
+    return -1;
+}
+
+gboolean
+kind_bw_from_json(JsonNode *node, const char *path, const double **out, GError **error)
+{
+    double bw[SIMPAR_N_OP_KINDS] = {0};
+    JsonObject *o = JSON_NODE_HOLDS_OBJECT(node) ? json_node_get_object(node) : NULL;
+    g_autoptr(GList) members = o != NULL ? json_object_get_members(o) : NULL;
+    for (GList *l = members; l != NULL; l = l->next) {
+        JsonNode *v = json_object_get_member(o, l->data);
+        GType t = JSON_NODE_HOLDS_VALUE(v) ? json_node_get_value_type(v) : G_TYPE_INVALID;
+        double x = t == G_TYPE_INT64 || t == G_TYPE_DOUBLE ? json_node_get_double(v) : NAN;
+        int k = kind_by_name(l->data);
+        if (k < 0 || !(x >= 1e6 && x <= 1e14)) {
+            g_set_error(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_INVALID,
+                        "%s: \"kernel_bw_Bps\" member \"%s\" must be a streaming kernel's op "
+                        "kind (ln-stats, bias-add, gelu, dropout, add, adam, ...) with a bandwidth "
+                        "from 1e+06 to 1e+14 B/s",
+                        path, (const char *) l->data);
+            return FALSE;
+        }
+        bw[k] = x;
+    }
+    if (o == NULL) {
+        g_set_error(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_PARSE,
+                    "%s: \"kernel_bw_Bps\" must be an object of op kinds and bandwidths", path);
         return FALSE;
     }
-    *out = simpar_gemm_table_intern(t);
+    *out = kind_bw_intern(bw);
     return TRUE;
 }

@@ -12,17 +12,22 @@ typedef struct {
     gboolean ta, tb;
 } GemmQuery;
 
-/* The shape curve's time of a GEMM (compute.c), for the table's ratios. */
-typedef double (*GemmCurve)(const void *ctx, double m, double n, double k, double batch);
+/* The shape curve's time of a GEMM (compute.c), for the table's ratios; *floor: the fastest
+ * the datasheet allows (a measurement below it is held at it). */
+typedef double (*GemmCurve)(const void *ctx, double m, double n, double k, double batch,
+                            double *floor);
 
 /* The measured-over-curve ratio at q (compute-data.c's header); FALSE when the table has no
- * row of q's dtype. *far: q is more than a factor 2 from every measured shape. */
+ * row of q's dtype. */
 gboolean gemm_table_ratio(const SimparGemmTable *t, const GemmQuery *q, GemmCurve curve,
-                          const void *ctx, double *ratio, gboolean *far);
+                          const void *ctx, double *ratio);
 /* A calibration file's "gemm_table" member: an array of {"dtype", "m", "n", "k", "batch",
  * "trans_a", "trans_b", "time_s"} objects. */
 gboolean gemm_table_from_json(JsonNode *node, const char *path, const SimparGemmTable **out,
                               GError **error);
+/* A calibration file's "kernel_bw_Bps" member: {"<op kind>": B/s, ...}, interned as
+ * SIMPAR_N_OP_KINDS doubles (0 for a kind not given). */
+gboolean kind_bw_from_json(JsonNode *node, const char *path, const double **out, GError **error);
 
 G_END_DECLS
 #endif /* SIMPAR_COMPUTE_PRIVATE_H */

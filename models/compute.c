@@ -163,7 +163,7 @@ gpu_unknown_key(const char *path, const char *key, GError **error)
         g_string_append_printf(valid, "%s%s", i ? ", " : "", gpu_fields[i].key);
     for (guint i = 0; i < G_N_ELEMENTS(gpu_other_keys); i++)
         g_string_append_printf(valid, ", %s", gpu_other_keys[i]);
-    g_string_append(valid, ", gemm_table");
+    g_string_append(valid, ", gemm_table, kernel_bw_Bps");
     g_set_error(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_PARSE,
                 "%s: unknown key \"%s\" (valid: %s)", path, key, valid->str);
     return FALSE;
@@ -174,6 +174,8 @@ gpu_read_member(SimparGpu *gpu, const char *path, const char *key, JsonNode *nod
 {
     if (g_str_equal(key, "gemm_table"))
         return gemm_table_from_json(node, path, &gpu->gemm_table, error);
+    if (g_str_equal(key, "kernel_bw_Bps"))
+        return kind_bw_from_json(node, path, &gpu->kind_bw, error);
     const GpuField *f = gpu_field_lookup(key);
     if (f == NULL)
         return gpu_unknown_key(path, key, error);
@@ -217,37 +219,15 @@ simpar_gpu_load_calibration(SimparGpu *gpu, const char *path, GError **error)
             return FALSE;
     if (updated.gemm_table != gpu->gemm_table ||
         memcmp(updated.kernel_eff, gpu->kernel_eff, sizeof gpu->kernel_eff) != 0 ||
-        memcmp(updated.kernel_bw, gpu->kernel_bw, sizeof gpu->kernel_bw) != 0)
-        updated.data_source = g_intern_string(path);
+        memcmp(updated.kernel_bw, gpu->kernel_bw, sizeof gpu->kernel_bw) != 0 ||
+        updated.kind_bw != gpu->kind_bw) {
+        g_autofree char *source = g_strdup_printf(
+            "calibration %s; where it gives none, %s", path,
+            gpu->data_source != NULL ? gpu->data_source : "the platform's roofline figures");
+        updated.data_source = g_intern_string(source);
+    }
     *gpu = updated;
     return TRUE;
-}
-
-/* ----- attention implementations ----- */
-
-static const char *const attention_names[] = {"unfused", "flash"};
-
-gboolean
-simpar_attention_parse(const char *name, SimparAttentionImpl *out, GError **error)
-{
-    g_return_val_if_fail(name != NULL && out != NULL, FALSE);
-    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-    for (guint i = 0; i < G_N_ELEMENTS(attention_names); i++) {
-        if (g_str_equal(name, attention_names[i])) {
-            *out = (SimparAttentionImpl) i;
-            return TRUE;
-        }
-    }
-    g_set_error(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_INVALID,
-                "attention implementation '%s' is unknown (valid: unfused, flash)", name);
-    return FALSE;
-}
-
-const char *
-simpar_attention_name(SimparAttentionImpl impl)
-{
-    g_return_val_if_fail(impl <= SIMPAR_ATTENTION_FLASH, "?");
-    return attention_names[impl];
 }
 
 /* ----- roofline ----- */
@@ -272,11 +252,20 @@ simpar_compute_kernel_bandwidth(const SimparGpu *gpu, SimparKernelClass kc)
     return gpu->mem_bw_Bps * eff;
 }
 
+double
+simpar_compute_op_bandwidth(const SimparGpu *gpu, SimparOpKind kind)
+{
+    double bw = gpu->kind_bw != NULL && kind < SIMPAR_N_OP_KINDS ? gpu->kind_bw[kind] : 0;
+    if (bw > 0) /* measured for the kind itself; never above the datasheet */
+        return MIN(bw, gpu->mem_bw_Bps);
+    return simpar_compute_kernel_bandwidth(gpu, simpar_kernel_class_of(kind));
+}
+
 /* Elementwise and row-wise kernels: their few flops hide behind the memory traffic. */
 static double
-compute_memory_time(const SimparGpu *gpu, SimparKernelClass kc, double bytes)
+compute_memory_time(const SimparGpu *gpu, double bw, double bytes)
 {
-    return gpu->launch_s + bytes / simpar_compute_kernel_bandwidth(gpu, kc);
+    return gpu->launch_s + bytes / bw;
 }
 
 /* Tiles of a dimension much smaller than gemm_half_dim leave the tensor cores idle. */
@@ -287,12 +276,19 @@ compute_gemm_eff(const SimparGpu *gpu, double m, double n, double k)
     return gpu->gemm_eff_max * (m / (m + h)) * (n / (n + h)) * (k / (k + h));
 }
 
-/* The shape curve alone: an accumulating GEMM (c +=) reads c as well as writing it. */
+/* Elements a GEMM moves: an accumulating GEMM (c +=) reads c as well as writing it. */
+static double
+compute_gemm_elems(double m, double n, double k, double batch, gboolean accumulate)
+{
+    return (m * k + k * n + (accumulate ? 2 : 1) * m * n) * batch;
+}
+
+/* The shape curve alone. */
 static double
 compute_gemm_curve(const SimparGpu *gpu, SimparDtype dtype, double m, double n, double k,
                    double batch, gboolean accumulate)
 {
-    double elems = (m * k + k * n + (accumulate ? 2 : 1) * m * n) * batch;
+    double elems = compute_gemm_elems(m, n, k, batch, accumulate);
     return compute_roofline(gpu, dtype, 2 * m * n * k * batch, compute_gemm_eff(gpu, m, n, k),
                             elems * simpar_dtype_size(dtype));
 }
@@ -302,10 +298,22 @@ typedef struct {
     SimparDtype dtype;
 } GemmCtx;
 
+/* The fastest a GEMM can run: the datasheet's peak at full efficiency, or its bytes at the
+ * full bandwidth, after the launch. */
 static double
-compute_gemm_row_curve(const void *ctx, double m, double n, double k, double batch)
+compute_gemm_floor(const SimparGpu *gpu, SimparDtype dtype, double m, double n, double k,
+                   double batch, gboolean accumulate)
+{
+    double elems = compute_gemm_elems(m, n, k, batch, accumulate);
+    return gpu->launch_s + MAX(2 * m * n * k * batch / gpu->peak_flops[dtype],
+                               elems * simpar_dtype_size(dtype) / gpu->mem_bw_Bps);
+}
+
+static double
+compute_gemm_row_curve(const void *ctx, double m, double n, double k, double batch, double *floor)
 {
     const GemmCtx *c = ctx;
+    *floor = compute_gemm_floor(c->gpu, c->dtype, m, n, k, batch, FALSE);
     return compute_gemm_curve(c->gpu, c->dtype, m, n, k, batch, FALSE);
 }
 
@@ -317,14 +325,10 @@ compute_gemm_op(const SimparGpu *gpu, SimparDtype dtype, const GemmQuery *q, gbo
     double t = compute_gemm_curve(gpu, dtype, q->m, q->n, q->k, q->batch, accumulate);
     GemmCtx ctx = {gpu, dtype};
     double ratio;
-    gboolean far;
     if (gpu->gemm_table == NULL ||
-        !gemm_table_ratio(gpu->gemm_table, q, compute_gemm_row_curve, &ctx, &ratio, &far))
+        !gemm_table_ratio(gpu->gemm_table, q, compute_gemm_row_curve, &ctx, &ratio))
         return t;
-    double elems = (q->m * q->k + q->k * q->n + (accumulate ? 2 : 1) * q->m * q->n) * q->batch;
-    double floor = gpu->launch_s + MAX(2 * q->m * q->n * q->k * q->batch / gpu->peak_flops[dtype],
-                                       elems * simpar_dtype_size(dtype) / gpu->mem_bw_Bps);
-    return MAX(t * ratio, floor);
+    return MAX(t * ratio, compute_gemm_floor(gpu, dtype, q->m, q->n, q->k, q->batch, accumulate));
 }
 
 static double
@@ -369,10 +373,12 @@ compute_unfused_fwd(const SimparGpu *gpu, SimparDtype dt, const SimparAttention 
     double bh = (double) a->nb * a->nh, s = a->s, S = compute_keys(SIMPAR_OP_ATTENTION, a),
            dh = a->dh;
     double ds = simpar_dtype_size(dt), scores = bh * s * S;
-    return compute_gemm(gpu, dt, s, S, dh, bh, FALSE) +                       /* scores = Q K^T */
-           compute_memory_time(gpu, SIMPAR_KCLASS_SOFTMAX, 2 * scores * ds) + /* read, write */
-           compute_memory_time(gpu, SIMPAR_KCLASS_DROPOUT, scores * (2 * ds + 1)) + /* + mask */
-           compute_gemm(gpu, dt, s, dh, S, bh, FALSE);                              /* ctx = P V */
+    double softmax = simpar_compute_kernel_bandwidth(gpu, SIMPAR_KCLASS_SOFTMAX);
+    double dropout = simpar_compute_op_bandwidth(gpu, SIMPAR_OP_DROPOUT);
+    return compute_gemm(gpu, dt, s, S, dh, bh, FALSE) +               /* scores = Q K^T */
+           compute_memory_time(gpu, softmax, 2 * scores * ds) +       /* read, write */
+           compute_memory_time(gpu, dropout, scores * (2 * ds + 1)) + /* + 1-byte mask */
+           compute_gemm(gpu, dt, s, dh, S, bh, FALSE);                /* ctx = P V */
 }
 
 static double
@@ -381,12 +387,14 @@ compute_unfused_bwd(const SimparGpu *gpu, SimparDtype dt, const SimparAttention 
     double bh = (double) a->nb * a->nh, s = a->s, S = compute_keys(SIMPAR_OP_ATTENTION, a),
            dh = a->dh;
     double ds = simpar_dtype_size(dt), scores = bh * s * S;
-    return compute_gemm(gpu, dt, S, dh, s, bh, FALSE) + /* dV = P^T dctx */
-           compute_gemm(gpu, dt, s, S, dh, bh, FALSE) + /* dP = dctx V^T */
-           compute_memory_time(gpu, SIMPAR_KCLASS_DROPOUT, scores * (2 * ds + 1)) + /* mask */
-           compute_memory_time(gpu, SIMPAR_KCLASS_SOFTMAX, 3 * scores * ds) + /* dP, P -> dS */
-           compute_gemm(gpu, dt, s, dh, S, bh, FALSE) +                       /* dQ = dS K */
-           compute_gemm(gpu, dt, S, dh, s, bh, FALSE);                        /* dK = dS^T Q */
+    double softmax = simpar_compute_kernel_bandwidth(gpu, SIMPAR_KCLASS_SOFTMAX);
+    double dropout = simpar_compute_op_bandwidth(gpu, SIMPAR_OP_DROPOUT_BWD);
+    return compute_gemm(gpu, dt, S, dh, s, bh, FALSE) +               /* dV = P^T dctx */
+           compute_gemm(gpu, dt, s, S, dh, bh, FALSE) +               /* dP = dctx V^T */
+           compute_memory_time(gpu, dropout, scores * (2 * ds + 1)) + /* with the mask */
+           compute_memory_time(gpu, softmax, 3 * scores * ds) +       /* dP, P -> dS */
+           compute_gemm(gpu, dt, s, dh, S, bh, FALSE) +               /* dQ = dS K */
+           compute_gemm(gpu, dt, S, dh, s, bh, FALSE);                /* dK = dS^T Q */
 }
 
 /* One kernel; q, k, v, ctx and (backward) dctx, dqkv cross memory once, plus the fp32
@@ -416,7 +424,7 @@ compute_attention(const SimparGpu *gpu, SimparDtype dt, const SimparOp *op,
     if (op->kind == SIMPAR_OP_ATTN_MERGE) { /* read both outputs, write one; the lse rows */
         const SimparAttention *a = &op->u.attn;
         double o = (double) a->nb * a->s * a->nh * a->dh, rows = (double) a->nb * a->nh * a->s;
-        return compute_memory_time(gpu, SIMPAR_KCLASS_STREAM,
+        return compute_memory_time(gpu, simpar_compute_op_bandwidth(gpu, op->kind),
                                    3 * o * simpar_dtype_size(dt) + 3 * rows * 4);
     }
     /* ring blocks are flash attention's kernels, whatever --attention says */
@@ -460,12 +468,12 @@ compute_kernel_bytes(const SimparSchedule *sched, const SimparOp *op)
  * give it, the dtype's peak) at full efficiency. They hide behind the memory traffic on every
  * GPU listed in topologies/, but the roofline keeps them honest. */
 static double
-compute_vector_time(const SimparGpu *gpu, SimparKernelClass kc, SimparDtype dt, double flops,
+compute_vector_time(const SimparGpu *gpu, SimparOpKind kind, SimparDtype dt, double flops,
                     double bytes)
 {
     double peak = gpu->peak_flops[SIMPAR_DTYPE_FP32] > 0 ? gpu->peak_flops[SIMPAR_DTYPE_FP32]
                                                          : gpu->peak_flops[dt];
-    return gpu->launch_s + MAX(flops / peak, bytes / simpar_compute_kernel_bandwidth(gpu, kc));
+    return gpu->launch_s + MAX(flops / peak, bytes / simpar_compute_op_bandwidth(gpu, kind));
 }
 
 /* Bytes, element sizes ds (the dtype), 8 per id, 4 per row statistic; r rows, c columns,
@@ -484,20 +492,20 @@ compute_vocab(const SimparGpu *gpu, SimparDtype dt, const SimparOp *op)
     const SimparVocab *v = &op->u.vocab;
     double r = v->rows, rc = r * v->cols, rv = r * (double) v->vocab, ds = simpar_dtype_size(dt);
     double ids = COMPUTE_ID_BYTES * r, stat = COMPUTE_STAT_BYTES * r;
-    const SimparKernelClass kc = simpar_kernel_class_of(op->kind);
+    const double bw = simpar_compute_op_bandwidth(gpu, op->kind);
     switch (op->kind) {
     case SIMPAR_OP_EMBED:
-        return compute_memory_time(gpu, kc, 2 * rc * ds + ids);
+        return compute_memory_time(gpu, bw, 2 * rc * ds + ids);
     case SIMPAR_OP_EMBED_BWD:
-        return compute_memory_time(gpu, kc, 3 * rc * ds + ids);
+        return compute_memory_time(gpu, bw, 3 * rc * ds + ids);
     case SIMPAR_OP_XENT_MAX:
-        return compute_memory_time(gpu, kc, rv * ds + stat);
+        return compute_memory_time(gpu, bw, rv * ds + stat);
     case SIMPAR_OP_XENT_FWD: /* max and target in, two statistics out */
-        return compute_vector_time(gpu, kc, dt, 4 * rv, rv * ds + 3 * stat + ids);
+        return compute_vector_time(gpu, op->kind, dt, 4 * rv, rv * ds + 3 * stat + ids);
     case SIMPAR_OP_XENT_LOSS:
-        return compute_memory_time(gpu, kc, 3 * stat + 2 * COMPUTE_STAT_BYTES);
+        return compute_memory_time(gpu, bw, 3 * stat + 2 * COMPUTE_STAT_BYTES);
     default: /* XENT_BWD: max, two statistics and the target in */
-        return compute_vector_time(gpu, kc, dt, 4 * rv, 2 * rv * ds + 3 * stat + ids);
+        return compute_vector_time(gpu, op->kind, dt, 4 * rv, 2 * rv * ds + 3 * stat + ids);
     }
 }
 
@@ -512,7 +520,7 @@ compute_adam(const SimparGpu *gpu, SimparDtype dt, const SimparAdam *a)
 {
     double ds = simpar_dtype_size(dt), n = (double) a->count;
     double per_elem = ds == 2 ? 2 + 3 * (4 + 4) + 2 : 7 * ds;
-    return compute_vector_time(gpu, SIMPAR_KCLASS_OPTIMIZER, dt, 12 * n, per_elem * n);
+    return compute_vector_time(gpu, SIMPAR_OP_ADAM, dt, 12 * n, per_elem * n);
 }
 
 static double
@@ -549,10 +557,10 @@ compute_op_time(const SimparGpu *gpu, const SimparSchedule *sched, const SimparO
         return 0;             /* the network's business */
     case SIMPAR_OP_PACK_COLS: /* the packed elements read and written once */
     case SIMPAR_OP_UNPACK_COLS:
-        return compute_memory_time(gpu, SIMPAR_KCLASS_STREAM,
+        return compute_memory_time(gpu, simpar_compute_op_bandwidth(gpu, op->kind),
                                    2.0 * op->u.kern.rows * op->u.kern.cols * simpar_dtype_size(dt));
     default:
-        return compute_memory_time(gpu, simpar_kernel_class_of(op->kind),
+        return compute_memory_time(gpu, simpar_compute_op_bandwidth(gpu, op->kind),
                                    compute_kernel_bytes(sched, op));
     }
 }
@@ -795,16 +803,11 @@ fuse_rank(const SimparGpu *gpu, const SimparSchedule *sched, guint rank, double 
         guint n = fuse_find(&f, p, group);
         if (n == 1)
             continue;
-        /* the group streams at its slowest member's class's bandwidth */
-        SimparKernelClass slow = simpar_kernel_class_of(fuse_op(&f, p)->kind);
-        for (guint g = 1; g < n; g++) {
-            SimparKernelClass kc = simpar_kernel_class_of(fuse_op(&f, group[g])->kind);
-            slow = simpar_compute_kernel_bandwidth(gpu, kc) <
-                           simpar_compute_kernel_bandwidth(gpu, slow)
-                       ? kc
-                       : slow;
-        }
-        times[f.ops[p]] = compute_memory_time(gpu, slow, fuse_bytes(&f, group, n));
+        /* the group streams at its slowest member's bandwidth */
+        double bw = simpar_compute_op_bandwidth(gpu, fuse_op(&f, p)->kind);
+        for (guint g = 1; g < n; g++)
+            bw = MIN(bw, simpar_compute_op_bandwidth(gpu, fuse_op(&f, group[g])->kind));
+        times[f.ops[p]] = compute_memory_time(gpu, bw, fuse_bytes(&f, group, n));
         for (guint g = 0; g < n; g++) {
             fused[f.ops[group[g]]] = TRUE;
             if (g > 0)

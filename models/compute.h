@@ -1,13 +1,19 @@
-/* compute.h - how long each compute op of a schedule takes on one GPU (roofline model).
+/* compute.h - how long each compute op of a schedule takes on one GPU: measured figures where
+ * the GPU has them, the roofline where it has none, never faster than the datasheet.
  *
- *   time(op) = launch_s + max(flops / (peak[dtype] * eff), bytes / (mem_bw * mem_eff))
+ *   GEMM    the shape curve, time = launch_s + max(flops / (peak[dtype] * eff), bytes / mem_bw)
+ *           with eff = gemm_eff_max * g(m) * g(n) * g(k), g(x) = x / (x + gemm_half_dim),
+ *           corrected by the GPU's measured GEMM table (compute-data.c): at a measured shape
+ *           the measurement, between shapes the measured-over-curve ratio of the nearest ones.
+ *   kernel  launch_s + bytes / bandwidth: its op kind's measured B/s (kind_bw, from simpar
+ *           calibrate), else its class's (SimparKernelClass): a measured B/s (kernel_bw), else
+ *           a measured fraction of the datasheet bandwidth (kernel_eff, topologies/compute.ini),
+ *           else mem_eff; never above the datasheet. Bytes are what the kernel reads and
+ *           writes.
  *
- * GEMM efficiency depends on the shape: eff = gemm_eff_max * g(m) * g(n) * g(k) with
- * g(x) = x / (x + gemm_half_dim), so large square GEMMs approach gemm_eff_max and thin ones
- * (small k or n, the per-GPU shards of a wide split) fall off. Elementwise and row-wise kernels
- * are memory bound: bytes are what the kernel reads and writes.
- *
- * Fusion follows the implementations: on a rank's compute stream, bias-add + GeLU is one kernel
+ * Fusion follows the kernel set (SimparKernelSet): `megatron` fuses as below, `pytorch` only
+ * the layer norm's statistics and apply, `unfused` nothing. Megatron's fusion follows the
+ * implementations: on a rank's compute stream, bias-add + GeLU is one kernel
  * (Megatron's bias_gelu), bias-add + dropout + residual add is one kernel (bias_dropout_add),
  * GeLU backward + bias gradient is one, and layer-norm statistics + apply (forward or backward)
  * are one kernel when no collective sits between them (1-D; 2-D/2.5-D/3-D all-reduce the
@@ -22,11 +28,17 @@
  *            backward recomputes QK^T (2.5x the forward FLOPs).
  *
  * GPU figures come from the platform's host properties (peak_<dtype>_flops, mem_bandwidth_Bps,
- * mem_bytes) and can be overridden by a calibration file (JSON, keys as in SimparGpu):
+ * mem_bytes, the curve's gemm_eff_max, gemm_half_dim, launch_s), the compiled-in data of its
+ * gpu_model (kernel_eff_<class>, a GEMM table), and can be overridden by a calibration file
+ * (JSON, keys as in SimparGpu; simpar calibrate writes the measured ones):
  *   {"gemm_eff_max": 0.8, "gemm_half_dim": 128, "mem_eff": 0.8, "launch_s": 5e-6,
- *    "peak_fp16_flops": 125e12, "mem_bandwidth_Bps": 900e9}
+ *    "peak_fp16_flops": 125e12, "mem_bandwidth_Bps": 900e9, "kernel_bw_norm_Bps": 2.2e12,
+ *    "gemm_table": [{"dtype": "bf16", "m": 4096, "n": 8192, "k": 8192, "batch": 1,
+ *                    "trans_a": false, "trans_b": false, "time_s": 6.4e-4}]}
  *
- * Ownership: value types; no allocation except simpar_compute_times' output (caller's).
+ * Ownership: value types; a GEMM table is interned for the process's life (compute-data.c), so
+ * a SimparGpu copies and compares as bytes; no allocation except simpar_compute_times' output
+ * (caller's) and simpar_compute_describe's string.
  */
 #ifndef SIMPAR_COMPUTE_H
 #define SIMPAR_COMPUTE_H
@@ -39,6 +51,7 @@ GQuark simpar_compute_error_quark(void);
 typedef enum {
     SIMPAR_COMPUTE_ERROR_PARSE,   /* the calibration file is not the documented JSON */
     SIMPAR_COMPUTE_ERROR_INVALID, /* a figure is missing, zero, negative or absurd */
+    SIMPAR_COMPUTE_ERROR_OPTION,  /* a name on the command line (--attention, --kernels) */
 } SimparComputeError;
 
 typedef enum {
@@ -82,6 +95,8 @@ typedef struct {
     double launch_s;                    /* default 5e-6 */
     double kernel_eff[SIMPAR_KCLASS_N]; /* by SimparKernelClass; 0: mem_eff */
     double kernel_bw[SIMPAR_KCLASS_N];  /* measured B/s by class (a calibration); 0: kernel_eff */
+    const double *kind_bw;              /* (transfer none) interned, SIMPAR_N_OP_KINDS measured B/s
+                                           by op kind (a calibration), 0: the class's; or NULL */
     const SimparGemmTable *gemm_table;  /* (transfer none) measured GEMMs; NULL: the curve */
     const char *data_source;            /* interned: where the measured figures come from */
     gint64 kernel_set;                  /* SimparKernelSet */
@@ -111,6 +126,8 @@ const char *simpar_kernel_class_name(SimparKernelClass kc);
 SimparKernelClass simpar_kernel_class_of(SimparOpKind kind);
 /* The bandwidth kernels of class kc reach on `gpu`, B/s. */
 double simpar_compute_kernel_bandwidth(const SimparGpu *gpu, SimparKernelClass kc);
+/* The bandwidth a kernel of `kind` reaches: its own measured one, else its class's. */
+double simpar_compute_op_bandwidth(const SimparGpu *gpu, SimparOpKind kind);
 
 /* A GEMM table built row by row, then interned (equal tables share one pointer, so that
  * SimparGpu stays a value that caches compare as bytes). */
@@ -118,11 +135,13 @@ SimparGemmTable *simpar_gemm_table_new(void); /* (transfer full) */
 void simpar_gemm_table_add(SimparGemmTable *t, SimparDtype dtype, double m, double n, double k,
                            double batch, gboolean trans_a, gboolean trans_b, double time_s);
 const SimparGemmTable *simpar_gemm_table_intern(SimparGemmTable *t); /* takes t; (transfer none) */
-guint simpar_gemm_table_n_rows(const SimparGemmTable *t);
 /* Whether a GEMM of this shape lies more than a factor 2 (in m, n, k or batch) from every
  * measured shape of its dtype: its time is then the curve's, scaled by the table's far trend. */
 gboolean simpar_compute_gemm_extrapolated(const SimparGpu *gpu, SimparDtype dtype, double m,
                                           double n, double k, double batch);
+/* One line for reports (transfer full): the kernel set, the GEMM table and how many of
+ * sched's GEMMs lie outside it, and where the measured figures come from. */
+char *simpar_compute_describe(const SimparGpu *gpu, const SimparSchedule *sched);
 
 gboolean simpar_attention_parse(const char *name, SimparAttentionImpl *out, GError **error);
 const char *simpar_attention_name(SimparAttentionImpl impl);

@@ -190,6 +190,7 @@ simpar_predict_row_clear(SimparReportRow *row)
     g_clear_pointer(&row->skipped, g_free);
     g_clear_pointer(&row->step.split, g_free);
     g_clear_pointer(&row->step.placement, g_free);
+    g_clear_pointer(&row->step.compute, g_free);
     if (row->axes != NULL)
         g_array_free(g_steal_pointer(&row->axes), TRUE);
 }
@@ -464,6 +465,7 @@ predict_simulate(const SimparPredictContext *ctx, const SimparModel *model,
     if (!predict_step(ctx, model, train, layer, what, row, NULL, why))
         return FALSE;
     row->step.mfu = row->model_flops / row->step_s / ctx->gpus / ctx->gpu->peak_flops[model->dtype];
+    row->step.compute = simpar_compute_describe(ctx->gpu, layer);
     if (train->schedule == SIMPAR_PIPE_LOCAL) { /* next to pipelining of the same split */
         SimparTrain pipe = *train;
         pipe.schedule = SIMPAR_PIPE_1F1B;

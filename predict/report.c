@@ -34,6 +34,7 @@ simpar_report_free(SimparReport *rep)
         g_free(row->skipped);
         g_free(row->step.split);
         g_free(row->step.placement);
+        g_free(row->step.compute);
         if (row->axes != NULL)
             g_array_free(row->axes, TRUE);
     }
@@ -331,6 +332,8 @@ report_text_axes(GString *out, const SimparReportRow *row)
                                row->mode, st->split, st->placement, notes->str, row->mode,
                                row->compute_s, st->tp_exposed_s, st->bubble_s, st->pp_p2p_s,
                                st->dp_exposed_s, st->optimizer_s, 100 * st->mfu);
+    if (st->compute != NULL)
+        g_string_append_printf(out, "\n  %-5s %s", row->mode, st->compute);
     if (st->pipeline_step_s > 0)
         g_string_append_printf(out,
                                "\n  %-5s the same split as a 1F1B pipeline: step %.4f s (%.2fx)",
@@ -467,6 +470,8 @@ report_json_step(JsonBuilder *b, const SimparReportRow *row)
 {
     report_json_string(b, "split", row->step.split);
     report_json_string(b, "placement", row->step.placement);
+    if (row->step.compute != NULL)
+        report_json_string(b, "compute", row->step.compute);
     if (row->step.block_backend != NULL) /* blocks not timed on the run's backend */
         report_json_string(b, "block_backend", row->step.block_backend);
     for (guint i = 0; i < G_N_ELEMENTS(report_step_fields); i++) {
@@ -761,6 +766,8 @@ report_json_read_row(SimparReport *rep, JsonObject *o)
         row->step.split = g_strdup(json_object_get_string_member(o, "split"));
         row->step.placement = g_strdup(json_object_get_string_member(o, "placement"));
     }
+    if (json_object_has_member(o, "compute"))
+        row->step.compute = g_strdup(json_object_get_string_member(o, "compute"));
     if (json_object_has_member(o, "block_backend"))
         row->step.block_backend =
             g_intern_string(json_object_get_string_member(o, "block_backend"));

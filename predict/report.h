@@ -34,6 +34,7 @@ typedef struct {
 typedef struct {
     char *split;     /* "T=8 P=8 D=16 interleaved v=2 m=96 ZeRO-0" */
     char *placement; /* "tp intra-node, dp inter-node, pp inter-node" */
+    char *compute;   /* where the compute figures come from (simpar_compute_describe) */
     double tp_exposed_s, bubble_s, pp_p2p_s, dp_exposed_s, optimizer_s, mfu;
     double steps_to_target, time_to_target_s, gpu_hours_to_target;
     double pipeline_step_s; /* local parallelism: the same split as a 1F1B pipeline */

@@ -343,7 +343,7 @@ formula_config(Formula *f, const SimparBlockTimes *bt, const SimparModel *model,
         c->block_c[k] = share != NULL ? *share : 0;
     }
     c->adam[0] = gpu->peak_flops[SIMPAR_DTYPE_FP32], c->adam[1] = gpu->peak_flops[c->dtype];
-    c->adam[2] = simpar_compute_kernel_bandwidth(gpu, SIMPAR_KCLASS_OPTIMIZER);
+    c->adam[2] = simpar_compute_op_bandwidth(gpu, SIMPAR_OP_ADAM);
     c->adam[3] = gpu->launch_s;
 }
 

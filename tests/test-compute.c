@@ -10,6 +10,7 @@
 #include "generators.h"
 #include "memory.h"
 #include "simpar-test.h"
+#include "topology.h"
 #include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
@@ -744,7 +745,170 @@ test_memory_fp32(void)
     CU_ASSERT_EQUAL(m4.transient_B, t32);
 }
 
+/* ----- kernel sets, kernel classes, measured GEMM tables ----- */
+
+/* The kernel sets fuse what their frameworks fuse: megatron as test_fusion_1d, pytorch only the
+ * layer norm (its apply ops cost nothing, everything else its own kernel), unfused nothing;
+ * the step's kernels cost less the more they fuse. */
+static void
+test_kernel_sets(void)
+{
+    SimparGpu gpu;
+    gpu_h100(&gpu);
+    g_autoptr(SimparSchedule) sched = tiny_layer("1d", 2, FALSE);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+    double total[3] = {0, 0, 0};
+    for (guint set = 0; set < 3; set++) {
+        gpu.kernel_set = set;
+        g_autofree double *times = tiny_times(&gpu, sched);
+        for (guint i = 0; i < simpar_schedule_n_ops(sched); i++) {
+            const SimparOp *op = simpar_schedule_op(sched, i);
+            if (simpar_kernel_class_of(op->kind) == SIMPAR_KCLASS_N)
+                continue;
+            total[set] += times[i];
+            gboolean ln_member =
+                op->kind == SIMPAR_OP_LN_APPLY || op->kind == SIMPAR_OP_LN_BWD_APPLY;
+            if (set == SIMPAR_KERNELS_UNFUSED) {
+                double flops, bytes;
+                simpar_compute_op_cost(sched, op, SIMPAR_ATTENTION_UNFUSED, &flops, &bytes);
+                CU_ASSERT(near(times[i], mem_time(&gpu, bytes)));
+            } else if (set == SIMPAR_KERNELS_PYTORCH) {
+                CU_ASSERT_EQUAL(times[i] == 0, ln_member);
+            }
+        }
+    }
+    CU_ASSERT_TRUE(total[SIMPAR_KERNELS_MEGATRON] < total[SIMPAR_KERNELS_PYTORCH]);
+    CU_ASSERT_TRUE(total[SIMPAR_KERNELS_PYTORCH] < total[SIMPAR_KERNELS_UNFUSED]);
+    SimparKernelSet parsed;
+    CU_ASSERT_TRUE(simpar_kernel_set_parse("pytorch", &parsed, NULL));
+    CU_ASSERT_EQUAL(parsed, SIMPAR_KERNELS_PYTORCH);
+    g_autoptr(GError) error = NULL;
+    CU_ASSERT_FALSE(simpar_kernel_set_parse("xla", &parsed, &error));
+    CU_ASSERT_TRUE(g_error_matches(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_OPTION));
+}
+
+/* A kernel streams at its class's bandwidth: a measured B/s first (never above the
+ * datasheet's), else the measured fraction of the datasheet's, else mem_eff. */
+static void
+test_kernel_classes(void)
+{
+    SimparGpu gpu;
+    gpu_h100(&gpu);
+    gpu.kernel_set = SIMPAR_KERNELS_UNFUSED;
+    g_autoptr(SimparSchedule) sched = tiny_layer("1d", 2, FALSE);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+    const double bws[] = {0, 0, 1e12, 1e15}, effs[] = {0, 0.5, 0.5, 0.5};
+    const double want_bw[] = {3350e9 * 0.8, 3350e9 * 0.5, 1e12, 3350e9};
+    for (guint c = 0; c < G_N_ELEMENTS(bws); c++) {
+        gpu.kernel_bw[SIMPAR_KCLASS_ACTIVATION] = bws[c];
+        gpu.kernel_eff[SIMPAR_KCLASS_ACTIVATION] = effs[c];
+        CU_ASSERT(
+            near(simpar_compute_kernel_bandwidth(&gpu, SIMPAR_KCLASS_ACTIVATION), want_bw[c]));
+        CU_ASSERT(near(simpar_compute_kernel_bandwidth(&gpu, SIMPAR_KCLASS_NORM), 3350e9 * 0.8));
+        g_autofree double *times = tiny_times(&gpu, sched);
+        for (guint i = 0; i < simpar_schedule_n_ops(sched); i++) {
+            const SimparOp *op = simpar_schedule_op(sched, i);
+            double flops, bytes;
+            simpar_compute_op_cost(sched, op, SIMPAR_ATTENTION_UNFUSED, &flops, &bytes);
+            if (op->kind == SIMPAR_OP_GELU)
+                CU_ASSERT(near(times[i], gpu.launch_s + bytes / want_bw[c]));
+        }
+    }
+}
+
+/* A calibration's bandwidth of one op kind serves that kind alone (capped at the datasheet);
+ * the other kinds of its class keep the class's; the report names the file. */
+static void
+test_kind_bandwidth(void)
+{
+    g_autofree char *path = calib_file("{\"kernel_bw_Bps\": {\"gelu\": 1e12, \"add\": 9e13}, "
+                                       "\"kernel_bw_activation_Bps\": 2e12}");
+    SimparGpu gpu;
+    gpu_h100(&gpu);
+    g_autoptr(GError) error = NULL;
+    CU_ASSERT_TRUE_FATAL(simpar_gpu_load_calibration(&gpu, path, &error));
+    CU_ASSERT(near(simpar_compute_op_bandwidth(&gpu, SIMPAR_OP_GELU), 1e12));
+    CU_ASSERT(near(simpar_compute_op_bandwidth(&gpu, SIMPAR_OP_GELU_BWD), 2e12));
+    CU_ASSERT(near(simpar_compute_op_bandwidth(&gpu, SIMPAR_OP_ADD), 3350e9)); /* datasheet */
+    CU_ASSERT(near(simpar_compute_op_bandwidth(&gpu, SIMPAR_OP_BIAS_ADD), 3350e9 * 0.8));
+    CU_ASSERT_PTR_NOT_NULL(strstr(gpu.data_source, path));
+    g_autoptr(SimparSchedule) sched = tiny_layer("1d", 2, FALSE);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+    g_autofree char *line = simpar_compute_describe(&gpu, sched);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "compute: megatron kernels; GEMMs on the shape curve"));
+    g_unlink(path);
+}
+
+/* A measured GEMM is its measurement; between two measured shapes the curve is scaled by a
+ * ratio between theirs; nothing is faster than the datasheet's roofline; equal tables intern
+ * to one pointer; a shape more than 2x from every row is said to be extrapolated. */
+static void
+test_gemm_table(void)
+{
+    SimparGpu gpu;
+    gpu_h100(&gpu);
+    SimparDtype bf = SIMPAR_DTYPE_BF16;
+    double curve_small = simpar_compute_gemm_time(&gpu, bf, 1024, 1024, 1024, 1);
+    double curve_mid = simpar_compute_gemm_time(&gpu, bf, 2048, 2048, 2048, 1);
+    double curve_big = simpar_compute_gemm_time(&gpu, bf, 4096, 4096, 4096, 1);
+    SimparGemmTable *t = simpar_gemm_table_new();
+    simpar_gemm_table_add(t, bf, 1024, 1024, 1024, 1, FALSE, FALSE, 1.5 * curve_small);
+    simpar_gemm_table_add(t, bf, 4096, 4096, 4096, 1, FALSE, FALSE, 1.1 * curve_big);
+    simpar_gemm_table_add(t, bf, 8192, 8192, 8192, 1, FALSE, FALSE, 1e-9); /* impossible */
+    gpu.gemm_table = simpar_gemm_table_intern(t);
+    SimparGemmTable *again = simpar_gemm_table_new();
+    simpar_gemm_table_add(again, bf, 1024, 1024, 1024, 1, FALSE, FALSE, 1.5 * curve_small);
+    simpar_gemm_table_add(again, bf, 4096, 4096, 4096, 1, FALSE, FALSE, 1.1 * curve_big);
+    simpar_gemm_table_add(again, bf, 8192, 8192, 8192, 1, FALSE, FALSE, 1e-9);
+    CU_ASSERT_PTR_EQUAL(simpar_gemm_table_intern(again), gpu.gemm_table);
+    CU_ASSERT(near(simpar_compute_gemm_time(&gpu, bf, 1024, 1024, 1024, 1), 1.5 * curve_small));
+    CU_ASSERT(near(simpar_compute_gemm_time(&gpu, bf, 4096, 4096, 4096, 1), 1.1 * curve_big));
+    double mid = simpar_compute_gemm_time(&gpu, bf, 2048, 2048, 2048, 1) / curve_mid;
+    CU_ASSERT_TRUE(mid > 1.1 - 1e-9 && mid < 1.5 + 1e-9);
+    double floor = gpu.launch_s + 2.0 * 8192 * 8192 * 8192 / gpu.peak_flops[bf];
+    CU_ASSERT(near(simpar_compute_gemm_time(&gpu, bf, 8192, 8192, 8192, 1), floor));
+    /* fp32 has no rows: the curve alone */
+    SimparGpu plain;
+    gpu_h100(&plain);
+    CU_ASSERT(near(simpar_compute_gemm_time(&gpu, SIMPAR_DTYPE_FP32, 512, 512, 512, 1),
+                   simpar_compute_gemm_time(&plain, SIMPAR_DTYPE_FP32, 512, 512, 512, 1)));
+    CU_ASSERT_FALSE(simpar_compute_gemm_extrapolated(&gpu, bf, 3000, 5000, 4096, 1));
+    CU_ASSERT_TRUE(simpar_compute_gemm_extrapolated(&gpu, bf, 65536, 4096, 4096, 1));
+    CU_ASSERT_TRUE(simpar_compute_gemm_extrapolated(&gpu, SIMPAR_DTYPE_FP32, 4096, 4096, 4096, 1));
+}
+
+/* The compiled-in data: the H200 has measured kernel fractions (each a fraction) and a bf16
+ * GEMM table; a GPU model the data does not list keeps the roofline's figures. */
+static void
+test_compute_data(void)
+{
+    GKeyFile *data = simpar_topology_compute_data();
+    SimparGpu gpu;
+    gpu_h100(&gpu);
+    gpu.model = g_intern_static_string("H200-SXM-141GB");
+    CU_ASSERT_TRUE_FATAL(simpar_gpu_load_data(&gpu, data, NULL));
+    CU_ASSERT_PTR_NOT_NULL(gpu.gemm_table);
+    CU_ASSERT_PTR_NOT_NULL(gpu.data_source);
+    for (guint c = 0; c < SIMPAR_KCLASS_N; c++)
+        CU_ASSERT_TRUE(gpu.kernel_eff[c] > 0.1 && gpu.kernel_eff[c] <= 1);
+    SimparGpu other, before;
+    gpu_h100(&other);
+    other.model = g_intern_static_string("B200-unknown");
+    before = other;
+    CU_ASSERT_TRUE(simpar_gpu_load_data(&other, data, NULL));
+    CU_ASSERT_EQUAL(memcmp(&other, &before, sizeof other), 0);
+}
+
 static CU_TestInfo compute_tests[] = {
+    {"kernel sets fuse as their frameworks do: megatron, pytorch (layer norm), unfused",
+     test_kernel_sets},
+    {"a kernel streams at its class's measured bandwidth, never above the datasheet's",
+     test_kernel_classes},
+    {"a calibration's bandwidth of one op kind serves that kind alone", test_kind_bandwidth},
+    {"a measured GEMM table: measurements, ratios between them, the roofline floor",
+     test_gemm_table},
+    {"the compiled-in compute data of the H200; an unlisted GPU keeps its figures",
+     test_compute_data},
     {"a GEMM takes launch + max(flops / (peak * eff), bytes / bandwidth)", test_gemm_formula},
     {"the defaults come within 35% of XLA's measured H100 bf16 GEMMs", test_gemm_plausible},
     {"unfused kernels of a 1-D layer take launch + their bytes / bandwidth", test_kernels_1d},
