@@ -318,25 +318,28 @@ data_gemm_rows(GKeyFile *data, const char *group, SimparGemmTable *t, GError **e
     return TRUE;
 }
 
-gboolean
-simpar_gpu_load_data(SimparGpu *gpu, GKeyFile *data, GError **error)
+/* The figures of one group of the data, read once (a platform asks for every GPU's). */
+typedef struct {
+    double kernel_eff[SIMPAR_KCLASS_N];
+    const SimparGemmTable *gemm_table;
+    const char *source; /* interned */
+} GpuData;
+
+static gboolean
+data_read(GKeyFile *data, const char *group, GpuData *out, GError **error)
 {
-    g_return_val_if_fail(gpu != NULL && data != NULL, FALSE);
-    const char *group = gpu->model;
-    if (group == NULL || !g_key_file_has_group(data, group))
-        return TRUE;
     for (guint c = 0; c < SIMPAR_KCLASS_N; c++) {
         g_autofree char *key = g_strdup_printf("kernel_eff_%s", kclass_names[c]);
-        if (g_key_file_has_key(data, group, key, NULL)) {
-            double v = g_key_file_get_double(data, group, key, NULL);
-            if (!(v >= 1e-3 && v <= 1)) {
-                g_set_error(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_INVALID,
-                            "compute data [%s]: %s = %g is not a fraction from 0.001 to 1", group,
-                            key, v);
-                return FALSE;
-            }
-            gpu->kernel_eff[c] = v;
+        if (!g_key_file_has_key(data, group, key, NULL))
+            continue;
+        double v = g_key_file_get_double(data, group, key, NULL);
+        if (!(v >= 1e-3 && v <= 1)) {
+            g_set_error(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_INVALID,
+                        "compute data [%s]: %s = %g is not a fraction from 0.001 to 1", group, key,
+                        v);
+            return FALSE;
         }
+        out->kernel_eff[c] = v;
     }
     SimparGemmTable *t = simpar_gemm_table_new();
     if (!data_gemm_rows(data, group, t, error)) {
@@ -344,12 +347,46 @@ simpar_gpu_load_data(SimparGpu *gpu, GKeyFile *data, GError **error)
         return FALSE;
     }
     if (t->rows->len > 0)
-        gpu->gemm_table = simpar_gemm_table_intern(t);
+        out->gemm_table = simpar_gemm_table_intern(t);
     else
         gemm_table_discard(t);
     g_autofree char *source = g_key_file_get_string(data, group, "summary", NULL);
-    if (source != NULL)
-        gpu->data_source = g_intern_string(source);
+    out->source = source != NULL ? g_intern_string(source) : NULL;
+    return TRUE;
+}
+
+static GHashTable *data_read_once; /* "<data pointer>/<group>" -> GpuData; never freed */
+G_LOCK_DEFINE_STATIC(data_read_once);
+
+gboolean
+simpar_gpu_load_data(SimparGpu *gpu, GKeyFile *data, GError **error)
+{
+    g_return_val_if_fail(gpu != NULL && data != NULL, FALSE);
+    const char *group = gpu->model;
+    if (group == NULL || !g_key_file_has_group(data, group))
+        return TRUE;
+    g_autofree char *key = g_strdup_printf("%p/%s", (void *) data, group);
+    G_LOCK(data_read_once);
+    if (data_read_once == NULL)
+        data_read_once = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    GpuData *d = g_hash_table_lookup(data_read_once, key);
+    if (d == NULL) {
+        d = g_new0(GpuData, 1);
+        if (data_read(data, group, d, error))
+            g_hash_table_insert(data_read_once, g_steal_pointer(&key), d);
+        else
+            g_clear_pointer(&d, g_free);
+    }
+    G_UNLOCK(data_read_once);
+    if (d == NULL)
+        return FALSE;
+    for (guint c = 0; c < SIMPAR_KCLASS_N; c++)
+        if (d->kernel_eff[c] > 0)
+            gpu->kernel_eff[c] = d->kernel_eff[c];
+    if (d->gemm_table != NULL)
+        gpu->gemm_table = d->gemm_table;
+    if (d->source != NULL)
+        gpu->data_source = d->source;
     return TRUE;
 }
 
