@@ -33,9 +33,11 @@ typedef struct {
     GArray *gemm;    /* SimparBenchGemm, less the overhead */
     GArray *kernels; /* TablesKernel */
     double gemm_overhead_s, launch_s;
-    guint gemm_held;    /* rows held at the datasheet peak */
-    guint gemm_zero;    /* rows left out: run on zero-filled buffers */
-    double gemm_preset; /* --topology's own figures on the rows kept (rms; NAN without it) */
+    guint gemm_held; /* rows held at the datasheet peak */
+    guint gemm_zero; /* rows left out: run on zero-filled buffers */
+    /* --topology's own GEMM figures on the rows kept: rms, median and largest relative error
+     * (NAN without it) */
+    double gemm_preset, gemm_preset_median, gemm_preset_max;
     TablesFit fits[TABLES_GROUPS]; /* by class, then by op kind (SIMPAR_KCLASS_N + kind) */
 } Tables;
 

@@ -2,8 +2,8 @@
  * model's measured tables (models/compute-data.c), for `simpar calibrate --measured`.
  *
  *   GEMMs    every row becomes a row of "gemm_table", less the bench's timing overhead: the
- *            smallest GEMM's time less the launch floor, when that GEMM took more than three
- *            launch floors (its own compute is a fraction of a microsecond). With
+ *            fastest tiny GEMM's time (512^3 or less: under 3 us of compute on any GPU) less
+ *            the launch floor, when it took more than three launch floors. With
  *            --topology, a row faster than the datasheet peak is held at the peak. Rows the
  *            bench ran on zero-filled buffers (a bench without "inputs": "random" filled at
  *            most 2^27 elements) are left out: Hopper GEMMs run several percent faster on
@@ -48,14 +48,9 @@ tables_in(const TablesKernel *k, guint g)
                                : k->kind == g - SIMPAR_KCLASS_N;
 }
 
-/* The bench's timing overhead: its smallest problem's time less the launch floor, when that
- * problem took more than three launch floors (no GPU takes that long for the few megaflops or
- * megabytes of the smallest rows); below that, nothing is taken off. */
-static double
-tables_overhead(double least, double launch_s)
-{
-    return isfinite(least) && least > 3 * launch_s ? least - launch_s : 0;
-}
+/* A GEMM this small (512^3) takes under 3 us on any GPU simpar knows (V100: 2.1 us at its
+ * 125 TFLOP/s): what a bench measures beyond that for it is the bench's own. */
+#define TABLES_TINY_GEMM_FLOPS (2.0 * 512 * 512 * 512)
 
 /* The bench's kernel rows of the streaming kinds. */
 static void
@@ -123,10 +118,15 @@ tables_fit(const Tables *t, guint g, TablesFit *out)
 static void
 tables_gemm(const SimparBench *b, const SimparGpu *platform, Tables *t)
 {
+    /* the timer: the fastest tiny GEMM's time less the launch floor, when it took more than
+     * three launch floors; a table without tiny GEMMs (or with fast ones) keeps its times */
     double least = INFINITY;
-    for (guint i = 0; i < b->gemm->len; i++)
-        least = MIN(least, g_array_index(b->gemm, SimparBenchGemm, i).time_s);
-    t->gemm_overhead_s = tables_overhead(least, t->launch_s);
+    for (guint i = 0; i < b->gemm->len; i++) {
+        const SimparBenchGemm *g = &g_array_index(b->gemm, SimparBenchGemm, i);
+        if (2 * g->m * g->n * g->k * g->batch <= TABLES_TINY_GEMM_FLOPS)
+            least = MIN(least, g->time_s);
+    }
+    t->gemm_overhead_s = isfinite(least) && least > 3 * t->launch_s ? least - t->launch_s : 0;
     t->gemm = g_array_new(FALSE, FALSE, sizeof(SimparBenchGemm));
     for (guint i = 0; i < b->gemm->len; i++) {
         SimparBenchGemm g = g_array_index(b->gemm, SimparBenchGemm, i);
@@ -144,19 +144,34 @@ tables_gemm(const SimparBench *b, const SimparGpu *platform, Tables *t)
     }
 }
 
-/* --topology's own GEMM figures (its curve and measured table) on the rows kept. */
-static double
-tables_gemm_preset(const Tables *t, const SimparGpu *platform)
+static int
+tables_cmp_double(gconstpointer a, gconstpointer b)
 {
+    double x = *(const double *) a, y = *(const double *) b;
+    return (x > y) - (x < y);
+}
+
+/* --topology's own GEMM figures (its curve and measured table) on the rows kept: rms, median
+ * and largest relative error. */
+static void
+tables_gemm_preset(Tables *t, const SimparGpu *platform)
+{
+    t->gemm_preset = t->gemm_preset_median = t->gemm_preset_max = NAN;
+    if (platform == NULL || t->gemm->len == 0)
+        return;
+    g_autofree double *e = g_new(double, t->gemm->len);
     double sum = 0;
     for (guint i = 0; i < t->gemm->len; i++) {
         const SimparBenchGemm *g = &g_array_index(t->gemm, SimparBenchGemm, i);
-        double e =
-            simpar_compute_gemm_time(platform, g->dtype, g->m, g->n, g->k, g->batch) / g->time_s -
-            1;
-        sum += e * e;
+        double p = simpar_compute_gemm_time(platform, g->dtype, g->m, g->n, g->k, g->batch);
+        e[i] = fabs(p / g->time_s - 1);
+        sum += e[i] * e[i];
     }
-    return t->gemm->len > 0 ? sqrt(sum / t->gemm->len) : NAN;
+    qsort(e, t->gemm->len, sizeof(double), tables_cmp_double);
+    guint n = t->gemm->len;
+    t->gemm_preset = sqrt(sum / n);
+    t->gemm_preset_median = n % 2 ? e[n / 2] : (e[n / 2 - 1] + e[n / 2]) / 2;
+    t->gemm_preset_max = e[n - 1];
 }
 
 void
@@ -169,7 +184,7 @@ simpar_calibrate_tables(const SimparBench *b, const SimparGpu *platform, Tables 
         platform != NULL && platform->launch_s > 0 ? platform->launch_s : defaults.launch_s;
     tables_gemm(b, platform, t);
     tables_kernels(b, t);
-    t->gemm_preset = platform != NULL ? tables_gemm_preset(t, platform) : NAN;
+    tables_gemm_preset(t, platform);
     for (guint g = 0; g < TABLES_GROUPS; g++) {
         TablesFit *f = &t->fits[g];
         f->fitted = tables_fit(t, g, f);
@@ -261,9 +276,10 @@ tables_json_member(JsonBuilder *jb, const char *key, double v)
         json_builder_add_double_value(jb, v);
 }
 
+/* preset: the preset's rms, median and largest relative error (the last two NAN: left out). */
 static void
 tables_json_group(JsonBuilder *jb, const char *name, guint points, double timer, double rms,
-                  double preset)
+                  const double preset[3])
 {
     json_builder_set_member_name(jb, name);
     json_builder_begin_object(jb);
@@ -271,26 +287,33 @@ tables_json_group(JsonBuilder *jb, const char *name, guint points, double timer,
     json_builder_add_int_value(jb, points);
     tables_json_member(jb, "timer_s", timer);
     tables_json_member(jb, "rms_rel_error", rms);
-    tables_json_member(jb, "preset_rms_rel_error", preset);
+    tables_json_member(jb, "preset_rms_rel_error", preset[0]);
+    if (!isnan(preset[1]))
+        tables_json_member(jb, "preset_median_rel_error", preset[1]);
+    if (!isnan(preset[2]))
+        tables_json_member(jb, "preset_max_rel_error", preset[2]);
     json_builder_end_object(jb);
 }
 
 void
 simpar_calibrate_tables_json_fit(const Tables *t, JsonBuilder *jb)
 {
-    if (t->gemm->len > 0)
-        tables_json_group(jb, "gemm", t->gemm->len, t->gemm_overhead_s, 0, t->gemm_preset);
+    if (t->gemm->len > 0) {
+        const double preset[3] = {t->gemm_preset, t->gemm_preset_median, t->gemm_preset_max};
+        tables_json_group(jb, "gemm", t->gemm->len, t->gemm_overhead_s, 0, preset);
+    }
     for (guint kinds = 0; kinds < 2; kinds++) { /* classes, then op kinds */
         json_builder_set_member_name(jb, kinds ? "kernel_kinds" : "kernel_classes");
         json_builder_begin_object(jb);
         for (guint g = kinds ? SIMPAR_KCLASS_N : 0; g < (kinds ? TABLES_GROUPS : SIMPAR_KCLASS_N);
              g++) {
             const TablesFit *f = &t->fits[g];
+            const double preset[3] = {f->preset, NAN, NAN};
             if (f->fitted)
                 tables_json_group(jb,
                                   kinds ? simpar_op_kind_name((SimparOpKind) (g - SIMPAR_KCLASS_N))
                                         : simpar_kernel_class_name((SimparKernelClass) g),
-                                  f->points, f->timer_s, f->rms, f->preset);
+                                  f->points, f->timer_s, f->rms, preset);
         }
         json_builder_end_object(jb);
     }

@@ -21,8 +21,11 @@ mkdir -p bench/results
 
 field() { sed -n "s/.*\"$1\" : \([0-9.e+-]*\).*/\1/p" | head -n 1; }
 
-# fits MODEL_ARGS... : 0 when the job fits
-fits() { "$bin" --topology "$platform" --backend analytic --json "$@" > /dev/null 2>&1; }
+# fits MODEL_ARGS... : 0 when the job fits (simpar predicts a job over capacity too, and says so)
+fits() {
+  out=$("$bin" --topology "$platform" --backend analytic --json "$@" 2> /dev/null) || return 1
+  grep -q '"over_capacity_gib" : 0.0,' <<< "$out"
+}
 
 # largest STEP-multiple batch that fits, by doubling then bisection
 largest() {

@@ -68,45 +68,105 @@ END {
     printf "| %s | %.1f%% | %d | %s | %d |\n", p, 100 * all[p] / alln[p], alln[p], r, nvn[p] >> mdout
   }
 }' "$rows"
-# GEMMs: XLA's measured H100 table as a simpar-bench file, fitted by simpar calibrate (the fit's
-# residual is the error of the figures presets.ini ships for H100)
-{
-  printf '{"format": "simpar-bench", "version": 1, "executor": "cuda", "device": "H100", '
-  printf '"dtype": "bf16", "gpus": 1, "kernels": [], "collectives": [], "gemm": ['
-  grep -v '^#' bench/fidelity/gemm-h100-xla.csv | tail -n +2 |
-    awk -F, '{ sep = NR > 1 ? ", " : ""
-               printf "%s{\"m\": %d, \"n\": %d, \"k\": %d, \"time_s\": %.9g}", sep, $1, $2, $3,
-                      2 * $1 * $2 * $3 / ($4 * 1e12) }'
+# ---- compute: every shipped measurement held against the preset's compute model
+# (simpar calibrate --topology prints and records the preset's error on a bench's rows; the
+# H200 step against simpar validate, with the preset and with its own bench's calibration)
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1]))
+for k in sys.argv[2].split('.'): d=d[k]
+print(d)" "$@"; }
+pct() { awk -v x="$1" 'BEGIN { printf "%.1f%%", 100 * x }'; }
+bench_gemm_csv() { # CSV of m,n,k,tflops (or preset,gpu,m,n,k,tflops with $2 = the preset)
+  printf '{"format": "simpar-bench", "version": 1, "executor": "cuda", "device": "table", '
+  printf '"dtype": "bf16", "gpus": 0, "inputs": "random", "kernels": [], "collectives": [], '
+  printf '"gemm": ['
+  grep -v '^#' "$1" | tail -n +2 | awk -F, -v p="${2:-}" '
+    p == "" || $1 == p { o = p == "" ? 0 : 2
+      printf "%s{\"m\": %d, \"n\": %d, \"k\": %d, \"time_s\": %.9g}", sep, $(o+1), $(o+2),
+             $(o+3), 2 * $(o+1) * $(o+2) * $(o+3) / ($(o+4) * 1e12); sep = ", " }'
   printf ']}\n'
-} > "$work/gemm.json"
-"$bin" topology --preset h100-sxm --nodes 1 -o "$work/h100.xml"
-"$bin" calibrate --measured "$work/gemm.json" --topology "$work/h100.xml" -o "$work/gemm-fit.json" \
-  > "$work/gemm-fit.txt"
-gemm_rms=$(sed -n 's/^GEMM *\([0-9]*\) *\([0-9.]*%\).*/\2 over \1 shapes/p' "$work/gemm-fit.txt")
-gemm_line="GEMM (XLA sm_90 bf16 table, bench/fidelity/gemm-h100-xla.csv): simpar calibrate fits gemm_eff_max, gemm_half_dim and launch_s with RMS relative error $gemm_rms"
-printf '\n%s\n' "$gemm_line" >> bench/results/fidelity.txt
-printf '\n%s\n' "$gemm_line" >> bench/results/fidelity.md
-
-# GEMMs out of sample: each preset's own figures against the MAMF best shapes
-grep -v '^#' bench/fidelity/gemm-mamf.csv | tail -n +2 | cut -d, -f1 | sort -u |
-  while read -r preset; do
-    {
-      printf '{"format": "simpar-bench", "version": 1, "executor": "cuda", "device": "%s", ' "$preset"
-      printf '"dtype": "bf16", "gpus": 1, "kernels": [], "collectives": [], "gemm": ['
-      grep -v '^#' bench/fidelity/gemm-mamf.csv | tail -n +2 | awk -F, -v p="$preset" '
-        $1 == p { printf "%s{\"m\": %d, \"n\": %d, \"k\": %d, \"time_s\": %.9g}", sep, $3, $4,
-                         $5, 2 * $3 * $4 * $5 / ($6 * 1e12); sep = ", " }'
-      printf ']}\n'
-    } > "$work/mamf-$preset.json"
-    "$bin" topology --preset "$preset" --nodes 1 -o "$work/mamf-$preset.xml"
-    "$bin" calibrate --measured "$work/mamf-$preset.json" --topology "$work/mamf-$preset.xml" \
-      -o "$work/mamf-$preset-fit.json" > "$work/mamf-$preset.txt"
-    own=$(sed -n 's/^GEMM with --topology [^ ]*.s own figures (\(.*\)): rms \(.*\), largest \(.*\)$/\1; rms \2, largest \3/p' \
-      "$work/mamf-$preset.txt")
-    line="GEMM, $preset preset against MAMF best shapes (bench/fidelity/gemm-mamf.csv, out of sample): $own"
-    printf '%s\n' "$line" >> bench/results/fidelity.txt
-    printf '\n%s\n' "$line" >> bench/results/fidelity.md
+}
+gemm_row() { # BENCH PRESET WHAT: one line of the GEMM table
+  "$bin" topology --preset "$2" --nodes 1 -o "$work/$2.xml"
+  "$bin" calibrate --measured "$1" --topology "$work/$2.xml" -o "$work/fit.json" > /dev/null
+  printf '| %s | %s | %s | %s | %s | %s |\n' "$3" "$2" "$(json "$work/fit.json" fit.gemm.points)" \
+    "$(pct "$(json "$work/fit.json" fit.gemm.preset_median_rel_error)")" \
+    "$(pct "$(json "$work/fit.json" fit.gemm.preset_max_rel_error)")" \
+    "$(pct "$(json "$work/fit.json" fit.gemm.preset_rms_rel_error)")"
+}
+compute=bench/results/compute-fidelity.md
+{
+  printf '## Compute\n\nGEMMs: the preset (its shape curve and measured table) against each '
+  printf 'measured table, relative error in time. "In sample": the preset ships the table.\n\n'
+  printf '| table | preset | shapes | median | largest | rms |\n|---|---|---|---|---|---|\n'
+  bench_gemm_csv bench/fidelity/gemm-h100-xla.csv > "$work/xla.json"
+  gemm_row "$work/xla.json" h100-sxm "XLA sm_90 bf16 (in sample)"
+  gemm_row "$work/xla.json" h200-sxm "XLA sm_90 bf16 (in sample; an H100's)"
+  gemm_row bench/fidelity/h200/bench-gemm.json h200-sxm \
+    "simpar-exec on an H200, less its 90 us timer (in sample from 4096^3; the squares below are its timer)"
+  for preset in $(grep -v '^#' bench/fidelity/gemm-mamf.csv | tail -n +2 | cut -d, -f1 | sort -u); do
+    bench_gemm_csv bench/fidelity/gemm-mamf.csv "$preset" > "$work/mamf.json"
+    gemm_row "$work/mamf.json" "$preset" "MAMF best shapes (out of sample)"
   done
+  # PyTorch's own kernels on an H200, in the bytes simpar's model moves for each op
+  printf '\nKernels: the preset (h200-sxm; measured fractions of the datasheet bandwidth) '
+  printf 'against PyTorch 2.11 on an H200 (bench/fidelity/h200/torch-elementwise.jsonl) and '
+  printf 'against simpar-exec'"'"'s own kernels (bench-kernels.json, each row less the bench'"'"'s '
+  printf 'timer), and what simpar calibrate makes of the latter; rms relative error in time.\n\n'
+  python3 - "$work/torch.json" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open("bench/fidelity/h200/torch-elementwise.jsonl")]
+per_elem = {"add": ("add", 6), "gelu": ("gelu", 4), "dropout": ("dropout", 5),
+            "layer_norm": ("ln_apply", 6)}  # simpar's bytes; layer norm fused stats + apply
+k = [{"kind": per_elem[r["op"]][0], "bytes": r["rows"] * r["cols"] * per_elem[r["op"]][1],
+      "time_s": r["time_s"]} for r in rows if r["op"] in per_elem]
+json.dump({"format": "simpar-bench", "version": 1, "executor": "cuda", "device": "H200 torch",
+           "dtype": "bf16", "gpus": 0, "gemm": [], "kernels": k, "collectives": []},
+          open(sys.argv[1], "w"))
+PY
+  "$bin" topology --preset h200-sxm --nodes 1 -o "$work/h200.xml"
+  "$bin" calibrate --measured "$work/torch.json" --topology "$work/h200.xml" -o "$work/t.json" \
+    > /dev/null
+  "$bin" calibrate --measured bench/fidelity/h200/bench-kernels.json --topology "$work/h200.xml" \
+    -o "$work/k.json" > /dev/null
+  printf '| kind | PyTorch rows | preset | simpar-exec rows | preset | calibrated |\n'
+  printf '|---|---|---|---|---|---|\n'
+  python3 - "$work/t.json" "$work/k.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))["fit"]["kernel_kinds"]
+k = json.load(open(sys.argv[2]))["fit"]["kernel_kinds"]
+name = {"ln-apply": "ln-apply (PyTorch: layer norm)"}
+for kind in sorted(set(t) | set(k)):
+    a, b = t.get(kind), k.get(kind)
+    f = lambda x: "-" if x is None else "%.1f%%" % (100 * x)
+    print("| %s | %s | %s | %s | %s | %s |" % (name.get(kind, kind), a["points"] if a else "-",
+          f(a and a["preset_rms_rel_error"]), b["points"] if b else "-",
+          f(b and b["preset_rms_rel_error"]), f(b and b["rms_rel_error"])))
+PY
+  # the step simpar-exec timed on an H200, predicted with the preset and calibrated
+  printf '\nThe step simpar-exec timed on an H200 (h 8192, one layer, micro-batch 2, 67.4 ms; '
+  printf 'bench/fidelity/h200/run-step-h8192-l1-b2.json): busy time per class, error of the '
+  printf 'prediction; calibrated from bench-all.json with simpar calibrate.\n\n'
+  "$bin" calibrate --measured bench/fidelity/h200/bench-all.json -o "$work/all.json" > /dev/null
+  run=bench/fidelity/h200/run-step-h8192-l1-b2.json
+  "$bin" validate --measured "$run" --topology topologies/h200x1.xml --json > "$work/v0.json"
+  "$bin" validate --measured "$run" --topology topologies/h200x1.xml --json \
+    --calibration "$work/all.json" > "$work/v1.json"
+  python3 - "$work/v0.json" "$work/v1.json" <<'PY'
+import json, sys
+v0, v1 = (json.load(open(p)) for p in sys.argv[1:3])
+c1 = {c["class"]: c for c in v1["classes"]}
+print("| class | measured ms | preset | calibrated |\n|---|---|---|---|")
+for c in v0["classes"]:
+    if c["measured_s"] >= 0.01 * v0["measured"]["step_time_s"]:
+        print("| %s | %.2f | %+.1f%% | %+.1f%% |" % (c["class"], 1e3 * c["measured_s"],
+              100 * c["error"], 100 * c1[c["class"]]["error"]))
+print("| step | %.2f | %+.1f%% | %+.1f%% |" % (1e3 * v0["measured"]["step_time_s"],
+      100 * v0["step_error"], 100 * v1["step_error"]))
+PY
+} > "$compute"
+printf '\n' >> bench/results/fidelity.md
+cat "$compute" >> bench/results/fidelity.md
+cat "$compute" >> bench/results/fidelity.txt
 
 # docs/fidelity.md's table is the results file, between its markers
 awk -v table=bench/results/fidelity.md '
