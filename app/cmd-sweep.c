@@ -377,6 +377,7 @@ simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GE
                                               "mlp",
                                               "norm",
                                               "bias",
+                                              "dropout",
                                               "ffn",
                                               "vocab",
                                               "dtype",

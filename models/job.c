@@ -42,17 +42,9 @@ simpar_job_args_init(SimparJobArgs *args)
 void
 simpar_job_args_clear(SimparJobArgs *args)
 {
-    char **strs[] = {&args->model,
-                     &args->dtype,
-                     &args->mlp,
-                     &args->norm,
-                     &args->bias,
-                     &args->tp_mode,
-                     &args->variant,
-                     &args->recompute,
-                     &args->schedule,
-                     &args->order,
-                     &args->grad_reduce_dtype,
+    char **strs[] = {&args->model,     &args->dtype,    &args->mlp,     &args->norm,
+                     &args->bias,      &args->dropout,  &args->tp_mode, &args->variant,
+                     &args->recompute, &args->schedule, &args->order,   &args->grad_reduce_dtype,
                      &args->cp_mode};
     for (guint i = 0; i < G_N_ELEMENTS(strs); i++)
         g_clear_pointer(strs[i], g_free);
@@ -87,6 +79,10 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
          "layernorm|rmsnorm"},
         {"bias", 0, 0, G_OPTION_ARG_STRING, &a->bias,
          "Biases in the linears: on (GPT presets) or off (Llama presets)", "on|off"},
+        {"dropout", 0, 0, G_OPTION_ARG_STRING, &a->dropout,
+         "Dropout in training: on (GPT presets; its masks are kept for the backward) or off "
+         "(Llama presets)",
+         "on|off"},
         {"seq", 0, 0, G_OPTION_ARG_INT64, &a->seq, "Sequence length s", "S"},
         {"micro-batch", 0, 0, G_OPTION_ARG_INT64, &a->micro_batch,
          "Sequences per micro-batch b (per tensor-parallel group)", "B"},
@@ -282,6 +278,21 @@ job_usage_from(GError **error, GError *local)
     return FALSE;
 }
 
+/* An on|off flag `value` (NULL: not given, `*off` kept). */
+static gboolean
+job_switch(const char *flag, const char *value, gboolean *off, GError **error)
+{
+    if (value == NULL)
+        return TRUE;
+    if (!g_str_equal(value, "on") && !g_str_equal(value, "off")) {
+        g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE, "%s %s: valid are on and off",
+                    flag, value);
+        return FALSE;
+    }
+    *off = g_str_equal(value, "off");
+    return TRUE;
+}
+
 gboolean
 simpar_job_model(const SimparJobArgs *args, const char *fallback, SimparModel *m, GError **error)
 {
@@ -324,13 +335,9 @@ simpar_job_model(const SimparJobArgs *args, const char *fallback, SimparModel *m
         g_prefix_error(&local, "--norm: ");
         return job_usage_from(error, local);
     }
-    if (args->bias != NULL && !g_str_equal(args->bias, "on") && !g_str_equal(args->bias, "off")) {
-        g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
-                    "--bias %s: valid are on and off", args->bias);
+    if (!job_switch("--bias", args->bias, &m->no_bias, error) ||
+        !job_switch("--dropout", args->dropout, &m->no_dropout, error))
         return FALSE;
-    }
-    if (args->bias != NULL)
-        m->no_bias = g_str_equal(args->bias, "off");
     /* a file's values were checked as it loaded: what fails now, the flags gave */
     return simpar_model_validate(m, &local) || job_usage_from(error, local);
 }

@@ -34,7 +34,7 @@ typedef struct {
     /* model (--model and its overrides) */
     char *model;
     gint64 hidden, heads, seq, micro_batch, ffn, layers, vocab, kv_heads;
-    char *dtype, *mlp, *norm, *bias;
+    char *dtype, *mlp, *norm, *bias, *dropout;
     /* tensor-parallel plan */
     char *tp_mode;
     gint64 tp, depth, cp;

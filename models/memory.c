@@ -7,6 +7,7 @@
  */
 #include "memory.h"
 #include "generators.h"
+#include "schedule-private.h"
 
 /* ------------------------------------------------------------------------- one layer */
 
@@ -62,16 +63,22 @@ memory_layer_activations(const SimparModel *m, const SimparPlan *plan, SimparAtt
     gboolean whole = simpar_plan_whole_rows(plan);
     if (recompute == SIMPAR_RECOMPUTE_FULL)
         return ds * sbh / (whole ? 1 : t);
-    /* the two layer-norm inputs, the qkv and fc1 inputs, two dropout masks: the "10sbh" */
-    double replicated = sbh * (4 * ds + 2);
+    /* the two layer-norm inputs, the qkv and fc1 inputs, two dropout masks: the "10sbh";
+     * a model trained without dropout keeps no masks (PyTorch's dropout at p = 0 returns its
+     * input) */
+    double mask = m->no_dropout ? 0 : 1;
+    double replicated = sbh * (4 * ds + 2 * mask);
     /* Q, K, V, the proj input, the GeLU and fc2 inputs (the "24sbh" at f = 4h); with GQA, K and
      * V are kv/a of Q, with SwiGLU the activation's input is fc1's 2f columns */
     double split = (s * b * (qkv + h) + s * b * (fc1 + f)) * ds;
-    /* softmax output, its dropout mask and output; flash attention stores none of them */
-    gboolean ring = C > 1 && plan->cp_ring; /* ring blocks keep the lse, as flash attention */
-    gboolean no_scores =
-        attn == SIMPAR_ATTENTION_FLASH || recompute == SIMPAR_RECOMPUTE_SELECTIVE || ring;
-    double scores = no_scores ? 0 : a * s * S * b * (2 * ds + 1);
+    /* softmax output, its dropout mask and output; flash attention stores none of them but
+     * the log-sum-exp of every query row, in fp32 (as do ring attention's blocks) */
+    gboolean ring = C > 1 && plan->cp_ring;
+    gboolean flash = attn == SIMPAR_ATTENTION_FLASH || ring;
+    gboolean no_scores = flash || recompute == SIMPAR_RECOMPUTE_SELECTIVE;
+    double scores = no_scores ? 0 : a * s * S * b * (ds + mask * (ds + 1));
+    if (flash && recompute == SIMPAR_RECOMPUTE_NONE)
+        scores = a * s * b * 4;
     if (whole)
         return replicated + (split + scores) / t;
     return (replicated + split + scores) / t;
@@ -86,22 +93,67 @@ memory_recompute_peak(const SimparModel *m, const SimparPlan *plan, SimparAttent
            memory_layer_activations(m, plan, attn, plan->recompute);
 }
 
-/* The largest sum of one rank's buffers in the layer schedule: parameters, gradients, saved
- * and gathered blocks all live together while the layer runs. Flash attention never holds the
- * attention probabilities the schedule's unfused kernel writes. */
-static double
-memory_transient(const SimparSchedule *layer, SimparAttentionImpl attn)
+/* Whether buffer `b` holds a block the other terms count: a parameter's gradient (model
+ * states), or a layer input the forward reads (the layer's own input, kept as an activation;
+ * its weights). The backward's input, the gradient from the layer above, is working memory. */
+static gboolean
+memory_counted_elsewhere(const SimparShard *shards, guint n_shards, guint b, guint8 touched)
 {
-    guint n_ranks = simpar_schedule_n_ranks(layer);
-    g_autofree double *elems = g_new0(double, n_ranks);
-    const char *probs = g_intern_static_string("attn.probs");
-    double peak = 0;
-    for (guint i = 0; i < simpar_schedule_n_buffers(layer); i++) {
-        const SimparBuffer *buf = simpar_schedule_buffer(layer, i);
-        if (attn == SIMPAR_ATTENTION_FLASH && buf->name == probs)
+    for (guint i = 0; i < n_shards; i++) {
+        if (shards[i].view.buf != b)
             continue;
-        elems[buf->rank] += (double) buf->elems;
-        peak = MAX(peak, elems[buf->rank]);
+        if (g_str_has_suffix(shards[i].tensor, ".grad"))
+            return TRUE;
+        if (shards[i].role == SIMPAR_SHARD_INPUT && (touched & (1u << SIMPAR_PHASE_FORWARD)))
+            return TRUE;
+    }
+    return FALSE;
+}
+
+/* The largest sum of one rank's working buffers while the layer runs. A buffer lives from the
+ * first op of its rank that reads or writes it to the last. Buffers both phases use are the
+ * weights and what the forward keeps for the backward (model states and activations, counted
+ * apart), as are the weight gradients and the layer's input; what is left is created and
+ * dropped within one phase: gathered inputs, partial sums, the backward's gradients (the
+ * attention probabilities of the unfused kernel are kept for the backward: activations). */
+static double
+memory_transient(const SimparSchedule *layer)
+{
+    guint n_bufs = simpar_schedule_n_buffers(layer), n_ops = simpar_schedule_n_ops(layer);
+    guint n_shards;
+    const SimparShard *shards = simpar_schedule_shards(layer, &n_shards);
+    g_autofree guint *first = g_new(guint, n_bufs), *last = g_new0(guint, n_bufs);
+    g_autofree guint8 *touched = g_new0(guint8, n_bufs); /* a bit per phase */
+    for (guint b = 0; b < n_bufs; b++)
+        first[b] = G_MAXUINT;
+    for (guint i = 0; i < n_ops; i++) {
+        const SimparOp *op = simpar_schedule_op(layer, i);
+        SimparAccess acc[SIMPAR_MAX_ACCESSES];
+        guint n = simpar_op_accesses(layer, op, acc);
+        for (guint k = 0; k < n; k++) {
+            guint b = acc[k].buf;
+            first[b] = MIN(first[b], i), last[b] = i;
+            touched[b] |= (guint8) (1u << op->phase);
+        }
+    }
+    /* elements each op brings to life and lets go of, on its rank */
+    g_autofree double *born = g_new0(double, n_ops), *freed = g_new0(double, n_ops);
+    const guint8 both = (1u << SIMPAR_PHASE_FORWARD) | (1u << SIMPAR_PHASE_BACKWARD);
+    for (guint b = 0; b < n_bufs; b++) {
+        const SimparBuffer *buf = simpar_schedule_buffer(layer, b);
+        if (first[b] == G_MAXUINT || (touched[b] & both) == both ||
+            memory_counted_elsewhere(shards, n_shards, b, touched[b]))
+            continue;
+        born[first[b]] += (double) buf->elems;
+        freed[last[b]] += (double) buf->elems;
+    }
+    g_autofree double *live = g_new0(double, simpar_schedule_n_ranks(layer));
+    double peak = 0;
+    for (guint i = 0; i < n_ops; i++) {
+        guint r = simpar_schedule_op(layer, i)->rank;
+        live[r] += born[i];
+        peak = MAX(peak, live[r]);
+        live[r] -= freed[i];
     }
     return peak * simpar_dtype_size(simpar_schedule_dtype(layer));
 }
@@ -126,7 +178,7 @@ simpar_memory_estimate(const SimparModel *model, const SimparPlan *plan,
     out->activations_B = layers * memory_layer_activations(model, plan, attn, plan->recompute);
     out->recompute_B = memory_recompute_peak(model, plan, attn);
     out->in_flight = 1;
-    out->transient_B = memory_transient(layer, attn);
+    out->transient_B = memory_transient(layer);
     out->total_B = out->states_B + out->activations_B + out->recompute_B + out->transient_B;
 }
 

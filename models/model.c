@@ -14,44 +14,44 @@ static const SimparModelPreset model_presets[] = {
     {"tiny",
      "h=64 a=4 s=32: for tests and quick looks",
      {"tiny", 64, 4, 32, 8, 2, 256, 1024, SIMPAR_DTYPE_FP32, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE}},
     {"paper-3d",
      "h=2048 a=32 s=512 L=24, fp32: the Optimus / 3-D papers' V100 harness",
      {"paper-3d", 2048, 32, 512, 64, 24, 8192, 51200, SIMPAR_DTYPE_FP32, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE}},
     {"default-4k",
      "h=4096 a=64 s=512 b=16 L=24 fp16: the default of simpar --topology; every mode splits it "
      "over 64 GPUs",
      {"default-4k", 4096, 64, 512, 16, 24, 16384, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE}},
     {"gpt3-1.3b",
      "GPT-3 XL: h=2048 a=16 s=2048 L=24",
      {"gpt3-1.3b", 2048, 16, 2048, 4, 24, 8192, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE}},
     {"gpt3-6.7b",
      "GPT-3 6.7B: h=4096 a=32 s=2048 L=32",
      {"gpt3-6.7b", 4096, 32, 2048, 4, 32, 16384, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE}},
     {"gpt3-13b",
      "GPT-3 13B: h=5120 a=40 s=2048 L=40",
      {"gpt3-13b", 5120, 40, 2048, 4, 40, 20480, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE}},
     {"gpt3-175b",
      "GPT-3 175B: h=12288 a=96 s=2048 L=96",
      {"gpt3-175b", 12288, 96, 2048, 1, 96, 49152, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE}},
     {"llama3-8b",
      "Llama 3 8B: h=4096 a=32 kv=8 s=8192 L=32 f=14336 V=128256, SwiGLU, RMSNorm, bf16",
      {"llama3-8b", 4096, 32, 8192, 1, 32, 14336, 128256, SIMPAR_DTYPE_BF16, 8, SIMPAR_MLP_SWIGLU,
-      SIMPAR_NORM_RMSNORM, TRUE}},
+      SIMPAR_NORM_RMSNORM, TRUE, TRUE}},
     {"llama3-70b",
      "Llama 3 70B: h=8192 a=64 kv=8 s=8192 L=80 f=28672 V=128256, SwiGLU, RMSNorm, bf16",
      {"llama3-70b", 8192, 64, 8192, 1, 80, 28672, 128256, SIMPAR_DTYPE_BF16, 8, SIMPAR_MLP_SWIGLU,
-      SIMPAR_NORM_RMSNORM, TRUE}},
+      SIMPAR_NORM_RMSNORM, TRUE, TRUE}},
     {"llama3-405b",
      "Llama 3 405B: h=16384 a=128 kv=8 s=8192 L=126 f=53248 V=128256, SwiGLU, RMSNorm, bf16",
      {"llama3-405b", 16384, 128, 8192, 1, 126, 53248, 128256, SIMPAR_DTYPE_BF16, 8,
-      SIMPAR_MLP_SWIGLU, SIMPAR_NORM_RMSNORM, TRUE}},
+      SIMPAR_MLP_SWIGLU, SIMPAR_NORM_RMSNORM, TRUE, TRUE}},
 };
 
 const SimparModelPreset *
@@ -175,6 +175,8 @@ simpar_model_flavour(const SimparModel *m)
         g_string_append_printf(s, " %s", simpar_norm_name(m->norm));
     if (m->no_bias)
         g_string_append(s, " no-bias");
+    if (m->no_dropout)
+        g_string_append(s, " no-dropout");
     return g_intern_string(s->str);
 }
 
@@ -265,6 +267,23 @@ model_read_string(JsonObject *obj, const char *path, const char *key, const char
     return TRUE;
 }
 
+/* An optional boolean `key` (true: the model has it); `*absent` set to its negation. */
+static gboolean
+model_read_switch(JsonObject *obj, const char *path, const char *key, gboolean *absent,
+                  GError **error)
+{
+    JsonNode *node = json_object_get_member(obj, key);
+    if (node == NULL)
+        return TRUE;
+    if (!JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_BOOLEAN) {
+        g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_PARSE,
+                    "%s: \"%s\" must be true or false", path, key);
+        return FALSE;
+    }
+    *absent = !json_node_get_boolean(node);
+    return TRUE;
+}
+
 static gboolean
 model_check_keys(JsonObject *obj, const char *path, GError **error)
 {
@@ -273,13 +292,14 @@ model_check_keys(JsonObject *obj, const char *path, GError **error)
         const char *key = l->data;
         gboolean known = g_str_equal(key, "name") || g_str_equal(key, "dtype") ||
                          g_str_equal(key, "base") || g_str_equal(key, "mlp") ||
-                         g_str_equal(key, "norm") || g_str_equal(key, "bias");
+                         g_str_equal(key, "norm") || g_str_equal(key, "bias") ||
+                         g_str_equal(key, "dropout");
         for (guint i = 0; i < G_N_ELEMENTS(model_fields); i++)
             known = known || g_str_equal(key, model_fields[i].key);
         if (!known) {
             g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_PARSE,
                         "%s: unknown key \"%s\" (valid: name, base, hidden, heads, kv_heads, "
-                        "seq, micro_batch, layers, ffn, vocab, dtype, mlp, norm, bias)",
+                        "seq, micro_batch, layers, ffn, vocab, dtype, mlp, norm, bias, dropout)",
                         path, key);
             return FALSE;
         }
@@ -309,15 +329,9 @@ model_read_object(JsonObject *obj, const char *path, SimparModel *m, GError **er
         if (!model_read_int(obj, path, model_fields[i].key, field, error))
             return FALSE;
     }
-    JsonNode *bias = json_object_get_member(obj, "bias");
-    if (bias != NULL &&
-        (!JSON_NODE_HOLDS_VALUE(bias) || json_node_get_value_type(bias) != G_TYPE_BOOLEAN)) {
-        g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_PARSE,
-                    "%s: \"bias\" must be true or false", path);
+    if (!model_read_switch(obj, path, "bias", &m->no_bias, error) ||
+        !model_read_switch(obj, path, "dropout", &m->no_dropout, error))
         return FALSE;
-    }
-    if (bias != NULL)
-        m->no_bias = !json_node_get_boolean(bias);
     if (json_object_has_member(obj, "kv_heads") && m->kv_heads == 0) {
         g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
                     "%s: \"kv_heads\" 0 is out of range: it must be between 1 and \"heads\"", path);

@@ -66,7 +66,8 @@ typedef struct {
     gint64 kv_heads; /* key/value heads (grouped-query attention); 0 = a (multi-head) */
     SimparMlp mlp;
     SimparNorm norm;
-    gboolean no_bias; /* linears without biases (Llama) */
+    gboolean no_bias;    /* linears without biases (Llama) */
+    gboolean no_dropout; /* trained without dropout (Llama): no masks kept for the backward */
 } SimparModel;
 
 typedef struct {

@@ -14,6 +14,7 @@ struct _SimparPredictCache {
 /* What the layer schedule and its memory estimate depend on. */
 typedef struct {
     gint64 hidden, heads, seq, micro_batch, layers, ffn, vocab, kv_heads, mlp, norm, no_bias, tp;
+    gint64 no_dropout;
     gint64 depth, cp;
     double p_hidden, p_attn, eps;
     guint64 seed;
@@ -116,6 +117,7 @@ cache_layer_key(const SimparModel *m, const SimparPlan *plan, SimparAttentionImp
     k->micro_batch = m->micro_batch, k->ffn = m->ffn, k->vocab = m->vocab;
     k->kv_heads = simpar_model_kv_heads(m), k->mlp = m->mlp, k->norm = m->norm;
     k->no_bias = m->no_bias;
+    k->no_dropout = m->no_dropout;
     k->dtype = m->dtype;
     k->mode = g_intern_string(plan->mode), k->tp = plan->tp, k->depth = plan->depth;
     k->cp = simpar_plan_cp(plan) * (plan->cp_ring ? -1 : 1);

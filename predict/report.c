@@ -344,10 +344,15 @@ report_text_axes(GString *out, const SimparReportRow *row)
                                st->gpu_hours_to_target);
     g_string_append_printf(out,
                            "\n  %-5s memory per GPU %.2f GiB of %.2f (states %.2f, "
-                           "activations %.2f, transient %.2f)",
+                           "activations %.2f, transient %.2f",
                            row->mode, row->memory.total_B / GIB, row->mem_capacity_B / GIB,
                            row->memory.states_B / GIB, row->memory.activations_B / GIB,
                            row->memory.transient_B / GIB);
+    if (row->memory.head_B > 0)
+        g_string_append_printf(out, ", logits %.2f", row->memory.head_B / GIB);
+    if (row->memory.recompute_B > 0)
+        g_string_append_printf(out, ", recompute %.2f", row->memory.recompute_B / GIB);
+    g_string_append_c(out, ')');
     if (row->mem_capacity_B > 0 && row->memory.total_B > row->mem_capacity_B)
         g_string_append_printf(out,
                                "\n  %-5s OVER CAPACITY by %.2f GiB on pipeline stage %u: does not "
@@ -401,6 +406,19 @@ report_json_count(JsonBuilder *b, const char *key, double v)
     json_builder_add_int_value(b, (gint64) llround(v));
 }
 
+/* The parts of the memory total beside states, activations and transient, in GiB. */
+static const struct {
+    const char *key;
+    gsize off;
+} report_memory_parts[] = {
+    {"weights_gib", G_STRUCT_OFFSET(SimparMemory, weights_B)},
+    {"grads_gib", G_STRUCT_OFFSET(SimparMemory, grads_B)},
+    {"optimizer_gib", G_STRUCT_OFFSET(SimparMemory, optimizer_B)},
+    {"embedding_gib", G_STRUCT_OFFSET(SimparMemory, embedding_B)},
+    {"logits_gib", G_STRUCT_OFFSET(SimparMemory, head_B)},
+    {"recompute_gib", G_STRUCT_OFFSET(SimparMemory, recompute_B)},
+};
+
 static void
 report_json_memory(JsonBuilder *b, const SimparReportRow *row)
 {
@@ -414,6 +432,11 @@ report_json_memory(JsonBuilder *b, const SimparReportRow *row)
     report_json_member(b, "over_capacity_gib",
                        MAX(row->memory.total_B - row->mem_capacity_B, 0) / GIB);
     report_json_count(b, "params_per_gpu", row->memory.params);
+    for (guint i = 0; i < G_N_ELEMENTS(report_memory_parts); i++)
+        report_json_member(b, report_memory_parts[i].key,
+                           G_STRUCT_MEMBER(double, &row->memory, report_memory_parts[i].off) / GIB);
+    report_json_member(b, "micro_batches_held", row->memory.in_flight);
+    report_json_count(b, "peak_stage", row->step.peak_stage);
     json_builder_end_object(b);
 }
 
@@ -743,10 +766,15 @@ report_json_read_row(SimparReport *rep, JsonObject *o)
                       .states_B = report_json_double(mem, "states_gib") * GIB,
                       .activations_B = report_json_double(mem, "activations_gib") * GIB,
                       .transient_B = report_json_double(mem, "transient_gib") * GIB,
-                      .total_B = report_json_double(o, "memory_per_gpu_gib") * GIB};
+                      .total_B = report_json_double(o, "memory_per_gpu_gib") * GIB,
+                      .in_flight = report_json_double(mem, "micro_batches_held")};
+    for (guint i = 0; i < G_N_ELEMENTS(report_memory_parts); i++)
+        G_STRUCT_MEMBER(double, &m, report_memory_parts[i].off) =
+            report_json_double(mem, report_memory_parts[i].key) * GIB;
     SimparReportRow *row =
         report_row(rep, mode, grid, (guint) json_object_get_int_member(o, "gpus"), &m,
                    report_json_double(mem, "capacity_gib") * GIB);
+    row->step.peak_stage = (guint) report_json_double(mem, "peak_stage");
     if (!json_object_get_boolean_member(o, "simulated")) {
         row->skipped = g_strdup(json_object_get_string_member(o, "reason"));
         return;

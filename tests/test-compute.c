@@ -31,6 +31,7 @@ static const SimparModel mem_model = {"mem",
                                       0,
                                       SIMPAR_MLP_GELU,
                                       SIMPAR_NORM_LAYERNORM,
+                                      FALSE,
                                       FALSE};
 static const SimparModel mem_model_fp32 = {"mem",
                                            64,
@@ -44,6 +45,7 @@ static const SimparModel mem_model_fp32 = {"mem",
                                            0,
                                            SIMPAR_MLP_GELU,
                                            SIMPAR_NORM_LAYERNORM,
+                                           FALSE,
                                            FALSE};
 
 static void
@@ -637,7 +639,7 @@ test_calibration_bad(void)
 
 static gboolean
 mem_estimate(const SimparModel *m, const char *mode, gint64 tp, gint64 depth, gboolean sp,
-             SimparAttentionImpl attn, SimparMemory *out, double *transient)
+             SimparAttentionImpl attn, SimparMemory *out)
 {
     SimparPlan plan;
     simpar_plan_init(&plan);
@@ -646,13 +648,6 @@ mem_estimate(const SimparModel *m, const char *mode, gint64 tp, gint64 depth, gb
     if (layer == NULL)
         return FALSE;
     simpar_memory_estimate(m, &plan, layer, attn, out);
-    g_autofree double *per_rank = g_new0(double, tp);
-    *transient = 0;
-    for (guint i = 0; i < simpar_schedule_n_buffers(layer); i++) {
-        const SimparBuffer *b = simpar_schedule_buffer(layer, i);
-        per_rank[b->rank] += b->elems;
-        *transient = MAX(*transient, per_rank[b->rank] * simpar_dtype_size(m->dtype));
-    }
     return TRUE;
 }
 
@@ -660,13 +655,11 @@ static void
 test_memory_3d_states(void)
 {
     SimparMemory mem;
-    double transient;
     CU_ASSERT_TRUE_FATAL(
-        mem_estimate(&mem_model, "3d", 64, 0, FALSE, SIMPAR_ATTENTION_UNFUSED, &mem, &transient));
+        mem_estimate(&mem_model, "3d", 64, 0, FALSE, SIMPAR_ATTENTION_UNFUSED, &mem));
     double h = 64, f = 256, params = 2 * (4 * h * h + 2 * h * f + 9 * h + f);
     CU_ASSERT_EQUAL(mem.params, params / 64);
     CU_ASSERT_EQUAL(mem.states_B, 16 * params / 64);
-    CU_ASSERT_EQUAL(mem.transient_B, transient);
     CU_ASSERT(near(mem.total_B, mem.states_B + mem.activations_B + mem.transient_B));
 }
 
@@ -684,9 +677,9 @@ test_memory_activations(void)
     double s = 32, b = 16, h = 64, a = 4, sbh = s * b * h, L = 2;
     for (guint i = 0; i < G_N_ELEMENTS(plans); i++) {
         SimparMemory mem;
-        double transient, t = plans[i].tp;
+        double t = plans[i].tp;
         CU_ASSERT_TRUE_FATAL(mem_estimate(&mem_model, plans[i].mode, plans[i].tp, plans[i].depth,
-                                          plans[i].sp, SIMPAR_ATTENTION_UNFUSED, &mem, &transient));
+                                          plans[i].sp, SIMPAR_ATTENTION_UNFUSED, &mem));
         double want = sbh * (34 + 5 * a * s / h) / t;
         if (g_str_equal(plans[i].mode, "1d") && !plans[i].sp)
             want = sbh * (10 + 24 / t + 5 * a * s / (h * t));
@@ -698,30 +691,72 @@ static void
 test_memory_2p5d(void)
 {
     SimparMemory m2, m25;
-    double transient;
     CU_ASSERT_TRUE_FATAL(
-        mem_estimate(&mem_model, "2d", 4, 0, FALSE, SIMPAR_ATTENTION_UNFUSED, &m2, &transient));
+        mem_estimate(&mem_model, "2d", 4, 0, FALSE, SIMPAR_ATTENTION_UNFUSED, &m2));
     CU_ASSERT_TRUE_FATAL(
-        mem_estimate(&mem_model, "2.5d", 8, 2, FALSE, SIMPAR_ATTENTION_UNFUSED, &m25, &transient));
+        mem_estimate(&mem_model, "2.5d", 8, 2, FALSE, SIMPAR_ATTENTION_UNFUSED, &m25));
     CU_ASSERT_EQUAL(m25.params, m2.params); /* each depth layer holds a full q x q copy */
     CU_ASSERT_EQUAL(m25.states_B, m2.states_B);
     CU_ASSERT(near(m25.activations_B, m2.activations_B / 2)); /* tokens split over d = 2 */
-    CU_ASSERT_EQUAL(m25.transient_B, transient);
 }
 
 static void
 test_memory_flash(void)
 {
-    double s = 32, b = 16, a = 4, L = 2, transient;
+    double s = 32, b = 16, a = 4, L = 2;
     for (gint64 tp = 2; tp <= 4; tp += 2) {
         SimparMemory unfused, flash;
-        CU_ASSERT_TRUE_FATAL(mem_estimate(&mem_model, "1d", tp, 0, FALSE, SIMPAR_ATTENTION_UNFUSED,
-                                          &unfused, &transient));
-        CU_ASSERT_TRUE_FATAL(mem_estimate(&mem_model, "1d", tp, 0, FALSE, SIMPAR_ATTENTION_FLASH,
-                                          &flash, &transient));
-        /* softmax output 2as^2b, its dropout output 2as^2b and mask as^2b, split over t */
-        CU_ASSERT(near(unfused.activations_B - flash.activations_B, L * 5 * a * s * s * b / tp));
+        CU_ASSERT_TRUE_FATAL(
+            mem_estimate(&mem_model, "1d", tp, 0, FALSE, SIMPAR_ATTENTION_UNFUSED, &unfused));
+        CU_ASSERT_TRUE_FATAL(
+            mem_estimate(&mem_model, "1d", tp, 0, FALSE, SIMPAR_ATTENTION_FLASH, &flash));
+        /* softmax output 2as^2b, its dropout output 2as^2b and mask as^2b, split over t; flash
+         * keeps the fp32 log-sum-exp of each row instead, 4asb */
+        CU_ASSERT(near(unfused.activations_B - flash.activations_B,
+                       L * (5 * a * s * s * b - 4 * a * s * b) / tp));
         CU_ASSERT_EQUAL(unfused.states_B, flash.states_B);
+        CU_ASSERT_EQUAL(unfused.transient_B, flash.transient_B);
+    }
+}
+
+/* A model trained without dropout keeps no masks: 2 sbh bytes fewer per layer (1-D without
+ * SP keeps them whole), and the scores only the softmax output, 2as^2b. */
+static void
+test_memory_no_dropout(void)
+{
+    double s = 32, b = 16, h = 64, a = 4, L = 2, sbh = s * b * h;
+    SimparModel plain = mem_model;
+    plain.no_dropout = TRUE;
+    for (gint64 tp = 1; tp <= 4; tp *= 2) {
+        SimparMemory with, without;
+        CU_ASSERT_TRUE_FATAL(
+            mem_estimate(&mem_model, "1d", tp, 0, FALSE, SIMPAR_ATTENTION_UNFUSED, &with));
+        CU_ASSERT_TRUE_FATAL(
+            mem_estimate(&plain, "1d", tp, 0, FALSE, SIMPAR_ATTENTION_UNFUSED, &without));
+        CU_ASSERT(near(with.activations_B - without.activations_B,
+                       L * (2 * sbh + 3 * a * s * s * b / tp)));
+        CU_ASSERT_EQUAL(with.states_B, without.states_B);
+    }
+}
+
+/* The transient term is the layer's working set, the buffers one phase creates and drops (not
+ * the weights, their gradients or what the forward keeps). For 1-D without SP, by hand from the
+ * schedule: the largest of the GeLU backward (dy, fc2's dx and GeLU's gradient: sbh + 2sbf/t),
+ * fc2's dx GEMM (dy, the dropout gradient, fc2's dx: 2sbh + sbf/t), the qkv dx GEMM (the
+ * residual gradient, dqkv, qkv's dx: 2sbh + 3sbh/t) and a layer norm's backward (the gradient
+ * in, the residual's, its dx and two statistics per row: 3sbh + 2sb). */
+static void
+test_memory_transient(void)
+{
+    double s = 32, b = 16, h = 64, f = 256, sb = s * b, sbh = sb * h, sbf = sb * f;
+    for (gint64 tp = 1; tp <= 4; tp *= 2) {
+        SimparMemory mem;
+        double t = (double) tp;
+        CU_ASSERT_TRUE_FATAL(
+            mem_estimate(&mem_model, "1d", tp, 0, FALSE, SIMPAR_ATTENTION_UNFUSED, &mem));
+        double want = MAX(MAX(sbh + 2 * sbf / t, 2 * sbh + sbf / t),
+                          MAX(2 * sbh + 3 * sbh / t, 3 * sbh + 2 * sb));
+        CU_ASSERT(near(mem.transient_B, 2 * want));
     }
 }
 
@@ -731,18 +766,16 @@ test_memory_fp32(void)
     SimparModel m32 = mem_model;
     m32.dtype = SIMPAR_DTYPE_FP32;
     SimparMemory m16, m4;
-    double t16, t32, s = 32, b = 16, h = 64, a = 4, sbh = s * b * h, L = 2;
+    double s = 32, b = 16, h = 64, a = 4, sbh = s * b * h, L = 2;
     CU_ASSERT_TRUE_FATAL(
-        mem_estimate(&mem_model, "2d", 4, 0, FALSE, SIMPAR_ATTENTION_UNFUSED, &m16, &t16));
-    CU_ASSERT_TRUE_FATAL(
-        mem_estimate(&m32, "2d", 4, 0, FALSE, SIMPAR_ATTENTION_UNFUSED, &m4, &t32));
+        mem_estimate(&mem_model, "2d", 4, 0, FALSE, SIMPAR_ATTENTION_UNFUSED, &m16));
+    CU_ASSERT_TRUE_FATAL(mem_estimate(&m32, "2d", 4, 0, FALSE, SIMPAR_ATTENTION_UNFUSED, &m4));
     CU_ASSERT_EQUAL(m4.states_B, m16.states_B); /* 4 + 4 + 8 = 2 + 2 + 12 bytes per parameter */
     /* values double, one-byte masks do not: 16 values and 2 masks per sbh, 2 values and 1 mask
      * per as^2b */
     CU_ASSERT(near(m4.activations_B, L * (sbh * (16 * 4 + 2) + a * s * s * b * (2 * 4 + 1)) / 4));
     CU_ASSERT(near(m16.activations_B, L * (sbh * (16 * 2 + 2) + a * s * s * b * (2 * 2 + 1)) / 4));
     CU_ASSERT_EQUAL(m4.transient_B, 2 * m16.transient_B);
-    CU_ASSERT_EQUAL(m4.transient_B, t32);
 }
 
 /* ----- kernel sets, kernel classes, measured GEMM tables ----- */
@@ -935,6 +968,8 @@ static CU_TestInfo memory_tests[] = {
     {"stored activations follow Korthikanti et al. for every mode", test_memory_activations},
     {"2.5-D replicates parameters over depth and splits activations over it", test_memory_2p5d},
     {"flash attention removes the s^2 activation term", test_memory_flash},
+    {"a model trained without dropout keeps no masks", test_memory_no_dropout},
+    {"the transient term is the layer's working set, derived by hand", test_memory_transient},
     {"fp32 doubles values but not masks or model states", test_memory_fp32},
     CU_TEST_INFO_NULL,
 };

@@ -45,7 +45,7 @@ summary_check(const char *mode, gint64 tp, gint64 depth, gboolean sp, gboolean p
 {
     SimparModel m = {
         "closed-form",         H,    A, S, BATCH, 1, FF, 64, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-        SIMPAR_NORM_LAYERNORM, FALSE};
+        SIMPAR_NORM_LAYERNORM, FALSE, FALSE};
     SimparPlan plan;
     simpar_plan_init(&plan);
     plan.mode = mode, plan.tp = tp, plan.depth = depth, plan.sequence_parallel = sp;
@@ -180,7 +180,7 @@ test_paper_table(void)
                      0,
                      SIMPAR_MLP_GELU,
                      SIMPAR_NORM_LAYERNORM,
-                     FALSE};
+                     FALSE, FALSE};
     guint64 h = 64, B = 16 * 8;
     SimparPlan p2, p3;
     simpar_plan_init(&p2);
