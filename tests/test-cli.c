@@ -636,18 +636,24 @@ test_address_space(void)
 #endif
 }
 
-/* A configuration over its GPU's memory is predicted, the shortfall named in text and JSON
- * (users bring configurations that ran; refused before). */
+/* A configuration over its GPU's memory is predicted, the shortfall and the stage that falls
+ * short named in text and JSON (users bring configurations that ran; refused before). Stage 1
+ * holds 3 micro-batches of 10 layers, stage 0 four of 2: the peak is stage 1, which the worker
+ * processes once lost (the text said stage 0). */
 static void
 test_over_capacity(void)
 {
-    SimparCliRun r = simpar_cli_run("--topology topologies/v100x64.xml --tp-mode 1d --gpus 32 "
-                                    "--model gpt3-175b");
+    const char *args = "--topology topologies/v100x64.xml --model llama3-8b --dtype fp16 "
+                       "--tp-mode 1d --tp 8 --pp 4 --dp 2 --first-stage-layers 2 "
+                       "--global-batch 16 --backend analytic";
+    g_autofree char *text = g_strdup(args);
+    SimparCliRun r = simpar_cli_run(text);
     CU_ASSERT_EQUAL(r.status, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "OVER CAPACITY by "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "GiB on pipeline stage 1:"));
     simpar_cli_run_clear(&r);
-    r = simpar_cli_run("--topology topologies/v100x64.xml --tp-mode 1d --gpus 32 --model "
-                       "gpt3-175b --json");
+    g_autofree char *json = g_strconcat(args, " --json", NULL);
+    r = simpar_cli_run(json);
     CU_ASSERT_EQUAL(r.status, 0);
     g_autoptr(JsonParser) p = json_parser_new();
     CU_ASSERT_TRUE_FATAL(json_parser_load_from_data(p, r.out, -1, NULL));
@@ -661,6 +667,15 @@ test_over_capacity(void)
                            json_object_get_double_member(row, "memory_per_gpu_gib") -
                                json_object_get_double_member(mem, "capacity_gib"),
                            1e-9);
+    CU_ASSERT_EQUAL(json_object_get_int_member(mem, "peak_stage"), 1);
+    CU_ASSERT_DOUBLE_EQUAL(json_object_get_double_member(mem, "micro_batches_held"), 3, 1e-12);
+    /* the parts add up to the total */
+    const char *parts[] = {"weights_gib", "grads_gib",     "optimizer_gib",   "embedding_gib",
+                           "logits_gib",  "recompute_gib", "activations_gib", "transient_gib"};
+    double sum = 0;
+    for (guint i = 0; i < G_N_ELEMENTS(parts); i++)
+        sum += json_object_get_double_member(mem, parts[i]);
+    CU_ASSERT_DOUBLE_EQUAL(sum, json_object_get_double_member(row, "memory_per_gpu_gib"), 1e-9);
 }
 
 static CU_TestInfo cli_tests[] = {
