@@ -38,6 +38,9 @@ typedef struct {
     /* --topology's own GEMM figures on the rows kept: rms, median and largest relative error
      * (NAN without it) */
     double gemm_preset, gemm_preset_median, gemm_preset_max;
+    /* each row predicted from the others (the table this calibration writes on --topology's
+     * curve): median and largest relative error, NAN without --topology or with one row */
+    double gemm_loo_median, gemm_loo_max;
     TablesFit fits[TABLES_GROUPS]; /* by class, then by op kind (SIMPAR_KCLASS_N + kind) */
 } Tables;
 

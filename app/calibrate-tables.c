@@ -151,27 +151,60 @@ tables_cmp_double(gconstpointer a, gconstpointer b)
     return (x > y) - (x < y);
 }
 
-/* --topology's own GEMM figures (its curve and measured table) on the rows kept: rms, median
- * and largest relative error. */
+/* The GEMM rows but `skip` (G_MAXUINT: all) as a table, not interned. */
+static SimparGemmTable *
+tables_gemm_table(const Tables *t, guint skip)
+{
+    SimparGemmTable *table = simpar_gemm_table_new();
+    for (guint i = 0; i < t->gemm->len; i++) {
+        const SimparBenchGemm *g = &g_array_index(t->gemm, SimparBenchGemm, i);
+        if (i != skip)
+            simpar_gemm_table_add(table, g->dtype, g->m, g->n, g->k, g->batch, g->trans_a,
+                                  g->trans_b, g->time_s);
+    }
+    return table; /* (transfer full) */
+}
+
+/* Relative errors of `gpu` on each row (a row's own table `loo`: the others), sorted; the rms,
+ * median and largest. */
+static void
+tables_gemm_errors(const Tables *t, const SimparGpu *gpu, gboolean loo, double out[3])
+{
+    guint n = t->gemm->len;
+    g_autofree double *e = g_new(double, n);
+    double sum = 0;
+    for (guint i = 0; i < n; i++) {
+        const SimparBenchGemm *g = &g_array_index(t->gemm, SimparBenchGemm, i);
+        SimparGpu own = *gpu;
+        g_autoptr(SimparGemmTable) others = loo ? tables_gemm_table(t, i) : NULL;
+        if (loo)
+            own.gemm_table = others;
+        double p = simpar_compute_gemm_time(&own, g->dtype, g->m, g->n, g->k, g->batch);
+        e[i] = fabs(p / g->time_s - 1);
+        sum += e[i] * e[i];
+    }
+    qsort(e, n, sizeof(double), tables_cmp_double);
+    out[0] = sqrt(sum / n);
+    out[1] = n % 2 ? e[n / 2] : (e[n / 2 - 1] + e[n / 2]) / 2;
+    out[2] = e[n - 1];
+}
+
+/* --topology's own GEMM figures (its curve and measured table) on the rows kept, and each row
+ * predicted from the others on --topology's curve: how well the table interpolates. */
 static void
 tables_gemm_preset(Tables *t, const SimparGpu *platform)
 {
     t->gemm_preset = t->gemm_preset_median = t->gemm_preset_max = NAN;
+    t->gemm_loo_median = t->gemm_loo_max = NAN;
     if (platform == NULL || t->gemm->len == 0)
         return;
-    g_autofree double *e = g_new(double, t->gemm->len);
-    double sum = 0;
-    for (guint i = 0; i < t->gemm->len; i++) {
-        const SimparBenchGemm *g = &g_array_index(t->gemm, SimparBenchGemm, i);
-        double p = simpar_compute_gemm_time(platform, g->dtype, g->m, g->n, g->k, g->batch);
-        e[i] = fabs(p / g->time_s - 1);
-        sum += e[i] * e[i];
-    }
-    qsort(e, t->gemm->len, sizeof(double), tables_cmp_double);
-    guint n = t->gemm->len;
-    t->gemm_preset = sqrt(sum / n);
-    t->gemm_preset_median = n % 2 ? e[n / 2] : (e[n / 2 - 1] + e[n / 2]) / 2;
-    t->gemm_preset_max = e[n - 1];
+    double e[3];
+    tables_gemm_errors(t, platform, FALSE, e);
+    t->gemm_preset = e[0], t->gemm_preset_median = e[1], t->gemm_preset_max = e[2];
+    if (t->gemm->len < 2)
+        return;
+    tables_gemm_errors(t, platform, TRUE, e);
+    t->gemm_loo_median = e[1], t->gemm_loo_max = e[2];
 }
 
 void
@@ -302,6 +335,13 @@ simpar_calibrate_tables_json_fit(const Tables *t, JsonBuilder *jb)
         const double preset[3] = {t->gemm_preset, t->gemm_preset_median, t->gemm_preset_max};
         tables_json_group(jb, "gemm", t->gemm->len, t->gemm_overhead_s, 0, preset);
     }
+    if (!isnan(t->gemm_loo_median)) {
+        json_builder_set_member_name(jb, "gemm_leave_one_out");
+        json_builder_begin_object(jb);
+        tables_json_member(jb, "median_rel_error", t->gemm_loo_median);
+        tables_json_member(jb, "max_rel_error", t->gemm_loo_max);
+        json_builder_end_object(jb);
+    }
     for (guint kinds = 0; kinds < 2; kinds++) { /* classes, then op kinds */
         json_builder_set_member_name(jb, kinds ? "kernel_kinds" : "kernel_classes");
         json_builder_begin_object(jb);
@@ -357,6 +397,11 @@ simpar_calibrate_tables_print(const Tables *t, GString *out)
                                "floor)%s\n",
                                t->gemm->len, 1e6 * t->gemm_overhead_s, 1e6 * t->launch_s,
                                t->gemm_held > 0 ? "; some held at the datasheet peak" : "");
+    if (!isnan(t->gemm_loo_median))
+        g_string_append_printf(out,
+                               "gemm_table: each GEMM predicted from the others (leave one out): "
+                               "median error %.1f%%, largest %.1f%%\n",
+                               100 * t->gemm_loo_median, 100 * t->gemm_loo_max);
     if (t->gemm_zero > 0)
         g_string_append_printf(out,
                                "gemm_table: %u GEMMs left out: the bench ran them on zero-filled "

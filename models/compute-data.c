@@ -142,10 +142,11 @@ struct _SimparGemmTable {
     GArray *rows; /* GemmRow, in the order added */
 };
 
-/* Frees a table never interned (a duplicate, or one that failed to load). */
-static void
-gemm_table_discard(SimparGemmTable *t)
+void
+simpar_gemm_table_free(SimparGemmTable *t)
 {
+    if (t == NULL)
+        return;
     g_array_unref(t->rows);
     g_free(t);
 }
@@ -192,7 +193,7 @@ simpar_gemm_table_intern(SimparGemmTable *t)
         g_ptr_array_add(gemm_tables, t), found = t;
     G_UNLOCK(gemm_tables);
     if (found != t)
-        gemm_table_discard(t);
+        simpar_gemm_table_free(t);
     return found; /* (transfer none) */
 }
 
@@ -343,13 +344,13 @@ data_read(GKeyFile *data, const char *group, GpuData *out, GError **error)
     }
     SimparGemmTable *t = simpar_gemm_table_new();
     if (!data_gemm_rows(data, group, t, error)) {
-        gemm_table_discard(t);
+        simpar_gemm_table_free(t);
         return FALSE;
     }
     if (t->rows->len > 0)
         out->gemm_table = simpar_gemm_table_intern(t);
     else
-        gemm_table_discard(t);
+        simpar_gemm_table_free(t);
     g_autofree char *source = g_key_file_get_string(data, group, "summary", NULL);
     out->source = source != NULL ? g_intern_string(source) : NULL;
     return TRUE;
@@ -453,7 +454,7 @@ gemm_table_from_json(JsonNode *node, const char *path, const SimparGemmTable **o
                         "\"k\", \"batch\" (each from 1 to 1e9), \"trans_a\", \"trans_b\" "
                         "(booleans), \"time_s\" (from 1e-9 to 1000)}",
                         path, i);
-            gemm_table_discard(t);
+            simpar_gemm_table_free(t);
             return FALSE;
         }
     *out = simpar_gemm_table_intern(t);

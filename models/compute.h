@@ -135,6 +135,9 @@ SimparGemmTable *simpar_gemm_table_new(void); /* (transfer full) */
 void simpar_gemm_table_add(SimparGemmTable *t, SimparDtype dtype, double m, double n, double k,
                            double batch, gboolean trans_a, gboolean trans_b, double time_s);
 const SimparGemmTable *simpar_gemm_table_intern(SimparGemmTable *t); /* takes t; (transfer none) */
+/* Frees a table never interned (one a caller uses for a moment, as calibrate's leave-one-out). */
+void simpar_gemm_table_free(SimparGemmTable *t);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimparGemmTable, simpar_gemm_table_free)
 /* Whether a GEMM of this shape lies more than a factor 2 (in m, n, k or batch) from every
  * measured shape of its dtype: its time is then the curve's, scaled by the table's far trend. */
 gboolean simpar_compute_gemm_extrapolated(const SimparGpu *gpu, SimparDtype dtype, double m,

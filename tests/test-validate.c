@@ -751,6 +751,61 @@ test_calibrate_gpu(void)
                            1e-9);
 }
 
+/* In the platform's child: the GPU 0's shape curve (no measured table) at 2048^3, 4096^3 and
+ * 8192^3 in bf16. */
+static gboolean
+curve_times_job(const SimparPlatform *platform, gpointer data, GString *out, GError **error)
+{
+    (void) data;
+    SimparGpu gpu;
+    if (!simpar_platform_gpu(platform, 0, &gpu, error))
+        return FALSE;
+    gpu.gemm_table = NULL;
+    for (double d = 2048; d <= 8192; d *= 2)
+        g_string_append_printf(out, "%.17g\n",
+                               simpar_compute_gemm_time(&gpu, SIMPAR_DTYPE_BF16, d, d, d, 1));
+    return TRUE;
+}
+
+/* Calibrate predicts each GEMM of the table it writes from the others (leave one out) on the
+ * platform's curve. Three cubes at 1.2, 1.2 and 1.5 times the curve: the measured ratios of
+ * the others, log-averaged with weights 1 / d^4 (d: distance in log2 of m, n, k), give
+ * 2048^3 (1.2^16 1.5)^(1/17), 4096^3 (1.2 x 1.5)^(1/2), 8192^3 1.2: errors 1.3%, 11.8% (the
+ * median) and 20% (the largest). */
+static void
+test_calibrate_leave_one_out(void)
+{
+    g_autoptr(GString) curve = g_string_new(NULL);
+    g_autoptr(GError) err = NULL;
+    CU_ASSERT_TRUE_FATAL(
+        simpar_platform_run("topologies/dgx-h100x64.xml", curve_times_job, NULL, curve, &err));
+    g_auto(GStrv) lines = g_strsplit(curve->str, "\n", -1);
+    CU_ASSERT_TRUE_FATAL(g_strv_length(lines) == 4);
+    const double ratio[] = {1.2, 1.2, 1.5};
+    g_autoptr(GString) bench = g_string_new(
+        "{\"format\": \"simpar-bench\", \"version\": 1, \"executor\": \"cuda\", \"device\": "
+        "\"test\", \"dtype\": \"bf16\", \"gpus\": 1, \"inputs\": \"random\", \"kernels\": [], "
+        "\"collectives\": [], \"gemm\": [");
+    for (guint i = 0; i < 3; i++) {
+        double d = 2048 << i;
+        g_string_append_printf(bench,
+                               "%s{\"m\": %.0f, \"n\": %.0f, \"k\": %.0f, \"time_s\": %.17g}",
+                               i ? ", " : "", d, d, d, ratio[i] * g_ascii_strtod(lines[i], NULL));
+    }
+    g_string_append(bench, "]}\n");
+    g_autofree char *path = tmp_path("bench-loo.json"), *out = tmp_path("calib-loo.json");
+    CU_ASSERT_TRUE_FATAL(g_file_set_contents(path, bench->str, -1, NULL));
+    g_autoptr(JsonParser) parser = json_parser_new();
+    JsonObject *o = calibrate(path, "topologies/dgx-h100x64.xml", out, parser);
+    JsonObject *loo = json_object_get_object_member(json_object_get_object_member(o, "fit"),
+                                                    "gemm_leave_one_out");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(loo);
+    CU_ASSERT_DOUBLE_EQUAL(json_object_get_double_member(loo, "median_rel_error"),
+                           sqrt(1.2 * 1.5) / 1.2 - 1, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(json_object_get_double_member(loo, "max_rel_error"), 1 - 1.2 / 1.5,
+                           1e-9);
+}
+
 /* The class `name` of a validate --json result. */
 static JsonObject *
 h200_class(JsonObject *o, const char *name)
@@ -1100,6 +1155,8 @@ static CU_TestInfo validate_tests[] = {
     {"an H200 step: the preset within 20%, its own bench's calibration within 5%", test_h200_step},
     {"calibrate makes a GPU's bench its measured tables, less a timer's overhead",
      test_calibrate_gpu},
+    {"calibrate predicts each GEMM of its table from the others (leave one out)",
+     test_calibrate_leave_one_out},
     {"calibrate recovers the host's peak, bandwidth and links within 1%", test_calibrate_host},
     {"calibrate --nccl-tests recovers the figures of simpar's own logs within 1% and reproduces "
      "them; the public DGX H100 log within 5% from 8 MiB",

@@ -88,16 +88,25 @@ bench_gemm_csv() { # CSV of m,n,k,tflops (or preset,gpu,m,n,k,tflops with $2 = t
 gemm_row() { # BENCH PRESET WHAT: one line of the GEMM table
   "$bin" topology --preset "$2" --nodes 1 -o "$work/$2.xml"
   "$bin" calibrate --measured "$1" --topology "$work/$2.xml" -o "$work/fit.json" > /dev/null
-  printf '| %s | %s | %s | %s | %s | %s |\n' "$3" "$2" "$(json "$work/fit.json" fit.gemm.points)" \
+  loo="- | -"
+  if [ "$(json "$work/fit.json" fit.gemm.points)" -gt 1 ]; then
+    loo="$(pct "$(json "$work/fit.json" fit.gemm_leave_one_out.median_rel_error)") | $(pct \
+      "$(json "$work/fit.json" fit.gemm_leave_one_out.max_rel_error)")"
+  fi
+  printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$3" "$2" \
+    "$(json "$work/fit.json" fit.gemm.points)" \
     "$(pct "$(json "$work/fit.json" fit.gemm.preset_median_rel_error)")" \
     "$(pct "$(json "$work/fit.json" fit.gemm.preset_max_rel_error)")" \
-    "$(pct "$(json "$work/fit.json" fit.gemm.preset_rms_rel_error)")"
+    "$(pct "$(json "$work/fit.json" fit.gemm.preset_rms_rel_error)")" "$loo"
 }
 compute=bench/results/compute-fidelity.md
 {
   printf '## Compute\n\nGEMMs: the preset (its shape curve and measured table) against each '
-  printf 'measured table, relative error in time. "In sample": the preset ships the table.\n\n'
-  printf '| table | preset | shapes | median | largest | rms |\n|---|---|---|---|---|---|\n'
+  printf 'measured table, relative error in time. "In sample": the preset ships the table. '
+  printf '"Leave one out": each shape predicted from the table less that shape (on the '
+  printf 'preset'"'"'s shape curve): how well a table interpolates shapes it lacks.\n\n'
+  printf '| table | preset | shapes | median | largest | rms | leave one out: median | largest |\n'
+  printf '|---|---|---|---|---|---|---|---|\n'
   bench_gemm_csv bench/fidelity/gemm-h100-xla.csv > "$work/xla.json"
   gemm_row "$work/xla.json" h100-sxm "XLA sm_90 bf16 (in sample)"
   gemm_row "$work/xla.json" h200-sxm "XLA sm_90 bf16 (in sample; an H100's)"
