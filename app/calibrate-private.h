@@ -33,8 +33,9 @@ typedef struct {
     GArray *gemm;    /* SimparBenchGemm, less the overhead */
     GArray *kernels; /* TablesKernel */
     double gemm_overhead_s, launch_s;
-    guint gemm_held; /* rows held at the datasheet peak */
-    guint gemm_zero; /* rows left out: run on zero-filled buffers */
+    guint gemm_held;      /* rows held at the datasheet peak */
+    guint gemm_zero;      /* rows left out: run on zero-filled buffers */
+    guint gemm_timed_out; /* rows left out: less than TABLES_TIMER_SHARE times the timer */
     /* --topology's own GEMM figures on the rows kept: rms, median and largest relative error
      * (NAN without it) */
     double gemm_preset, gemm_preset_median, gemm_preset_max;

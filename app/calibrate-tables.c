@@ -51,6 +51,10 @@ tables_in(const TablesKernel *k, guint g)
 /* A GEMM this small (512^3) takes under 3 us on any GPU simpar knows (V100: 2.1 us at its
  * 125 TFLOP/s): what a bench measures beyond that for it is the bench's own. */
 #define TABLES_TINY_GEMM_FLOPS (2.0 * 512 * 512 * 512)
+/* A GEMM row measured in less than twice the bench's timer is mostly timer: the timer's own
+ * spread between rows (12 us of 90 on the H200's tiny squares) is then a large share of what
+ * is left, and the row is left out of the table (its shape interpolated from the others). */
+#define TABLES_TIMER_SHARE 2.0
 
 /* The bench's kernel rows of the streaming kinds. */
 static void
@@ -133,6 +137,10 @@ tables_gemm(const SimparBench *b, const SimparGpu *platform, Tables *t)
         if (b->zero_above_elems > 0 &&
             MAX(MAX(g.m * g.k, g.k * g.n), g.m * g.n) * g.batch > b->zero_above_elems) {
             t->gemm_zero++; /* ran on zeros: faster than on data */
+            continue;
+        }
+        if (g.time_s < TABLES_TIMER_SHARE * t->gemm_overhead_s) {
+            t->gemm_timed_out++; /* mostly the timer: its spread swamps the GEMM */
             continue;
         }
         g.time_s = MAX(g.time_s - t->gemm_overhead_s, t->launch_s);
@@ -402,6 +410,12 @@ simpar_calibrate_tables_print(const Tables *t, GString *out)
                                "gemm_table: each GEMM predicted from the others (leave one out): "
                                "median error %.1f%%, largest %.1f%%\n",
                                100 * t->gemm_loo_median, 100 * t->gemm_loo_max);
+    if (t->gemm_timed_out > 0)
+        g_string_append_printf(out,
+                               "gemm_table: %u GEMMs left out: measured in less than %.0f times "
+                               "the bench's timing overhead, mostly the timer; their shapes are "
+                               "interpolated from the others\n",
+                               t->gemm_timed_out, TABLES_TIMER_SHARE);
     if (t->gemm_zero > 0)
         g_string_append_printf(out,
                                "gemm_table: %u GEMMs left out: the bench ran them on zero-filled "

@@ -111,7 +111,7 @@ compute=bench/results/compute-fidelity.md
   gemm_row "$work/xla.json" h100-sxm "XLA sm_90 bf16 (in sample)"
   gemm_row "$work/xla.json" h200-sxm "XLA sm_90 bf16 (in sample; an H100's)"
   gemm_row bench/fidelity/h200/bench-gemm.json h200-sxm \
-    "simpar-exec on an H200, less its 90 us timer (in sample from 4096^3; the squares below are its timer)"
+    "simpar-exec on an H200, less its 90 us timer (in sample from 4096^3; the 4 squares measured in under twice the timer left out)"
   for preset in $(grep -v '^#' bench/fidelity/gemm-mamf.csv | tail -n +2 | cut -d, -f1 | sort -u); do
     bench_gemm_csv bench/fidelity/gemm-mamf.csv "$preset" > "$work/mamf.json"
     gemm_row "$work/mamf.json" "$preset" "MAMF best shapes (out of sample)"
