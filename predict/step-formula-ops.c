@@ -149,6 +149,13 @@ formula_end_grads(Formula *f, gboolean final)
         formula_ready(f, (gsize) f->c.ends, f->last_compute);
 }
 
+/* Layers of virtual stage `vs`: the chunks' common count, or the train's uneven split. */
+static guint
+formula_chunk_layers(const Formula *f, guint vs)
+{
+    return f->lc > 0 ? f->lc : simpar_train_stage_layers(f->tr, vs);
+}
+
 static void
 formula_forward(Formula *f, const SimparPipeItem *it)
 {
@@ -157,7 +164,7 @@ formula_forward(Formula *f, const SimparPipeItem *it)
         formula_recv(f, vs - 1, it->micro, 0);
     else
         formula_block(f, FORMULA_EMBED_FWD, 1, SIMPAR_PHASE_FORWARD);
-    formula_block(f, FORMULA_LAYER_FWD, f->lc, SIMPAR_PHASE_FORWARD);
+    formula_block(f, FORMULA_LAYER_FWD, formula_chunk_layers(f, vs), SIMPAR_PHASE_FORWARD);
     if (vs + 1 < f->n_vs)
         formula_p2p(f, FORMULA_SEND, FORMULA_SEND_FWD, vs, it->micro, 0, f->last_compute);
     else
@@ -167,14 +174,15 @@ formula_forward(Formula *f, const SimparPipeItem *it)
 /* A chunk's layers backward: one block, or one per layer where ZeRO-2 reduces each or the
  * replicas' buckets need to know when each is final. */
 static void
-formula_layers_bwd(Formula *f, gboolean final)
+formula_layers_bwd(Formula *f, guint vs, gboolean final)
 {
     gboolean zero2 = f->c.zero == 2;
+    guint lc = formula_chunk_layers(f, vs);
     if (!zero2 && !(final && f->D > 1)) {
-        formula_block(f, FORMULA_LAYER_BWD, f->lc, SIMPAR_PHASE_BACKWARD);
+        formula_block(f, FORMULA_LAYER_BWD, lc, SIMPAR_PHASE_BACKWARD);
         return;
     }
-    for (guint k = 0; k < f->lc; k++) {
+    for (guint k = 0; k < lc; k++) {
         guint b = formula_block(f, FORMULA_LAYER_BWD, 1, SIMPAR_PHASE_BACKWARD);
         if (zero2)
             formula_reduce(f, f->facts[f->t].layer_params, b);
@@ -194,7 +202,7 @@ formula_backward(Formula *f, const SimparPipeItem *it)
     } else {
         formula_recv(f, vs, it->micro, 1);
     }
-    formula_layers_bwd(f, final);
+    formula_layers_bwd(f, vs, final);
     if (vs == 0) {
         formula_block(f, FORMULA_EMBED_BWD, 1, SIMPAR_PHASE_BACKWARD);
         formula_end_grads(f, final);
@@ -210,7 +218,10 @@ formula_backward(Formula *f, const SimparPipeItem *it)
 static gsize
 formula_grads(const Formula *f)
 {
-    gsize n = (gsize) f->v * f->lc * f->facts[f->t].layer_params, ends = (gsize) f->c.ends;
+    gsize layers = 0, ends = (gsize) f->c.ends;
+    for (guint c = 0; c < f->v; c++)
+        layers += formula_chunk_layers(f, c * f->P + f->p);
+    gsize n = layers * f->facts[f->t].layer_params;
     if (f->p + 1 == f->P && !(f->c.tied && f->P == 1))
         n += ends;
     return f->p == 0 ? n + ends : n;

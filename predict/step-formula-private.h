@@ -88,7 +88,8 @@ typedef struct {
 /* Everything an evaluation depends on but m (with m: the memo key of its figures). */
 typedef struct {
     gint64 T, P, D, v, lc, zero, sg, overlap, tied, bucket_params, schedule, stride[3], wide;
-    gint64 vp_group; /* interleaved: micro-batches per virtual-stage group */
+    gint64 first_layers, last_layers; /* lc 0: the uneven split (with layers) */
+    gint64 vp_group;                  /* interleaved: micro-batches per virtual-stage group */
     gint64 hidden, heads, seq, micro_batch, layers, ffn, vocab, dtype, recompute, sp, depth, q;
     gint64 kv_heads, mlp, norm, no_bias;
     gint64 paper, act, layer_params, ends, proto, max_chunks, mode, m;
@@ -101,7 +102,7 @@ typedef struct {
     const SimparTrain *tr;
     SimparPredictCache *cache;
     FormulaConfig c;
-    guint T, P, D, v, lc;
+    guint T, P, D, v, lc;       /* lc: layers per chunk, 0 when the chunks differ */
     guint n_chains;             /* 1: chain (0, 0) for all; else T x D, chain t + T d */
     SimparStepRankFacts *facts; /* per tensor-parallel rank */
     SimparRoute *fwd, *bwd;     /* per (chain, stage p): to stage (p + 1) % P, and back */

@@ -40,6 +40,7 @@ typedef struct {
     guint v, P, D, m, zero;
     gboolean overlap, tied, sg, small_buckets, order;
     gboolean llama;   /* 8 heads on 4 key/value heads, SwiGLU, RMSNorm */
+    guint uneven;     /* 1: 22 layers (ends one short), 2: a first stage one layer short */
     const char *mode; /* interned */
     gint64 tp, depth;
     gboolean sp;
@@ -49,9 +50,32 @@ static const guint grid_ps[] = {1, 2, 4}, grid_ds[] = {1, 2, 4}, grid_ms[] = {1,
 #define GRID_KINDS 4 /* gpipe, 1f1b, interleaved v = 2, interleaved v = 3 */
 #define GRID_N     (GRID_KINDS * 3 * 3 * 5)
 
+/* Past the grid: long pipelines of uneven stages at m = 256, where the steady state comes late
+ * (24 layers over 16 stages: 1 or 2 each; 22 over 8 and over 8 x 2 chunks). */
+#define GRID_LONG 4
+
+static void
+grid_case_long(guint i, GridCase *c)
+{
+    static const SimparPipeSchedule sched[GRID_LONG] = {SIMPAR_PIPE_1F1B, SIMPAR_PIPE_GPIPE,
+                                                        SIMPAR_PIPE_1F1B, SIMPAR_PIPE_INTERLEAVED};
+    *c = (GridCase){.schedule = sched[i],
+                    .v = i == 3 ? 2 : 1,
+                    .P = i < 2 ? 16 : 8,
+                    .D = 1,
+                    .m = 256,
+                    .uneven = i < 2 ? 0 : 1,
+                    .mode = g_intern_static_string("1d"),
+                    .tp = i == 2 ? 2 : 1};
+}
+
 static void
 grid_case(guint i, GridCase *c)
 {
+    if (i >= GRID_N) {
+        grid_case_long(i - GRID_N, c);
+        return;
+    }
     guint k = i / 45, rest = i % 45, P = grid_ps[rest / 15], D = grid_ds[rest / 5 % 3];
     guint m = grid_ms[rest % 5];
     if (k >= 2) /* interleaved: P >= 2, m a multiple of P */
@@ -71,6 +95,9 @@ grid_case(guint i, GridCase *c)
                     .small_buckets = i % 4 == 0,
                     .order = i % 7 == 3,
                     .llama = i % 3 == 1,
+                    .uneven = i % 8 == 5   ? 1
+                              : i % 8 == 6 ? 2
+                                           : 0,
                     .sp = strstr(grid_plans[i % G_N_ELEMENTS(grid_plans)], "sp") != NULL};
     char mode[8];
     guint n = sscanf(grid_plans[i % G_N_ELEMENTS(grid_plans)],
@@ -98,6 +125,10 @@ grid_setup(const GridCase *c, SimparModel *model, SimparTrain *tr)
     tr->bucket_params = c->small_buckets ? 20000 : 0;
     if (c->order) /* pipeline innermost: stages side by side in a node */
         g_assert(simpar_train_order_parse("pp,tp,dp", tr->order, NULL));
+    if (c->uneven == 1) /* layers not divisible by the stages: the ends one layer short */
+        model->layers = 22;
+    else if (c->uneven == 2 && c->P > 1) /* Megatron-Core's shorter first stage */
+        tr->first_stage_layers = model->layers / c->P - 1;
     return c->tp * c->P * c->D <= 64 && c->P * c->v <= (guint) model->layers;
 }
 
@@ -191,10 +222,13 @@ grid_note(GridResult *res, guint i, const GridCase *k, const SimparReportRow *a,
         return;
     g_string_append_printf(res->bad,
                            "case %u (%s T=%" G_GINT64_FORMAT " %s v=%u P=%u D=%u m=%u "
-                           "ZeRO-%u%s%s%s%s): step %.12g vs %.12g, terms %.3g%s\n",
+                           "ZeRO-%u%s%s%s%s%s): step %.12g vs %.12g, terms %.3g%s\n",
                            i, k->mode, k->tp, simpar_pipe_schedule_name(k->schedule), k->v, k->P,
                            k->D, k->m, k->zero, k->overlap ? " overlap" : "",
                            k->tied ? " tied" : "", k->sg ? " sg" : "", k->llama ? " llama" : "",
+                           k->uneven == 1   ? " 22 layers"
+                           : k->uneven == 2 ? " short first stage"
+                                            : "",
                            f->step_s, a->step_s, d_term,
                            grid_same(a, c) ? "" : "; the cache changed analytic");
 }
@@ -246,7 +280,7 @@ grid_job(const SimparPlatform *platform, gpointer data, GString *out, GError **e
         return FALSE;
     g_autoptr(SimparPredictCache) cache = simpar_predict_cache_new();
     GridResult res = {.bad = out};
-    for (guint i = 0; i < GRID_N; i++)
+    for (guint i = 0; i < GRID_N + GRID_LONG; i++)
         grid_one(platform, &gpu, cache, i, &res);
     g_string_append_printf(out, "n=%u used=%u fell_back=%u max_step=%.3g max_term=%.3g worst=%u\n",
                            res.n, res.used, res.fell_back, res.max_step, res.max_term, res.worst);
@@ -270,8 +304,8 @@ grid_on(const char *topology, double min_used)
     printf("\n    %s: %s", topology, summary);
     if (summary != out->str)
         printf("    %.*s", (int) (summary - out->str), out->str);
-    CU_ASSERT(summary == out->str); /* no case disagreed */
-    CU_ASSERT(n == 152);            /* the grid's valid cases */
+    CU_ASSERT(summary == out->str);  /* no case disagreed */
+    CU_ASSERT(n == 152 + GRID_LONG); /* the grid's valid cases */
     CU_ASSERT(used >= min_used * n);
     CU_ASSERT(max_step <= FORMULA_TOL);
     CU_ASSERT(max_term <= FORMULA_TOL);
