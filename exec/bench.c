@@ -41,24 +41,17 @@ typedef struct {
 
 /* ---- measuring one schedule --------------------------------------------------------------- */
 
-/* Buffers above this many elements stay zero: the s x s probabilities of a large attention
- * would need gigabytes of doubles on the host, and their values do not change the time. */
-#define BENCH_FILL_MAX_ELEMS ((gsize) 1 << 27)
+#define BENCH_SEED G_GUINT64_CONSTANT(0x853c49e6748fea9b)
 
+/* Every buffer random where it lives (a kernel on a GPU): uniform in [0.5, 1.5) (layer-norm
+ * variances stay positive), token ids and targets whole numbers in [0, ids). */
 static gboolean
-bench_fill(SimparExecutor *ex, const SimparSchedule *sched, GError **error)
+bench_fill(SimparExecutor *ex, const SimparSchedule *sched, guint64 ids, GError **error)
 {
-    guint64 state = 0x853c49e6748fea9bULL;
     for (guint b = 0; b < simpar_schedule_n_buffers(sched); b++) {
-        gsize n = simpar_schedule_buffer(sched, b)->elems;
-        if (n > BENCH_FILL_MAX_ELEMS)
-            continue;
-        g_autofree double *v = g_new(double, MAX(n, 1));
-        for (gsize i = 0; i < n; i++) {
-            state = state * 6364136223846793005ULL + 1442695040888963407ULL; /* PCG's LCG */
-            v[i] = 0.5 + (double) (state >> 11) * 0x1p-53;
-        }
-        if (!simpar_executor_write(ex, b, v, error))
+        const char *name = simpar_schedule_buffer(sched, b)->name;
+        gboolean id = g_str_equal(name, "tokens") || g_str_equal(name, "targets");
+        if (!simpar_executor_randomize(ex, b, BENCH_SEED + b, id ? ids : 0, error))
             return FALSE;
     }
     return TRUE;
@@ -88,7 +81,7 @@ bench_time(Bench *bn, const SimparSchedule *sched, gboolean fill, BenchTime *t, 
     cfg.n_devices = MIN(cfg.n_devices, simpar_schedule_n_ranks(sched));
     g_autoptr(SimparExecutor) ex =
         simpar_executor_new(bn->opts->executor, sched, bn->world, &cfg, error);
-    if (ex == NULL || (fill && !bench_fill(ex, sched, error)))
+    if (ex == NULL || (fill && !bench_fill(ex, sched, (guint64) bn->model.vocab, error)))
         return FALSE;
     if (bn->device == NULL)
         bn->device = g_strdup(simpar_executor_device(ex));

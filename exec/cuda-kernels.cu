@@ -333,6 +333,19 @@ to_f64_kernel(const T *src, double *dst, size_t n)
     }
 }
 
+/* simpar_inputs_random (exec/inputs.c), element for element. */
+template <class T>
+__global__ void
+random_kernel(T *dst, size_t n, uint64_t seed, uint64_t ids)
+{
+    GRID_STRIDE(i, n)
+    {
+        double u = (double) (mix64(seed ^ mix64(i)) >> 11) * (1.0 / 9007199254740992.0);
+        double v = ids > 0 ? fmin(floor(u * (double) ids), (double) ids - 1.0) : 0.5 + u;
+        st(dst, i, v);
+    }
+}
+
 /* ---- layer norm --------------------------------------------------------------------------- */
 
 /* stats[r] = sum_c x, stats[rows + r] = sum_c x^2. */
@@ -896,6 +909,18 @@ simpar_cuk_to_f64(int t, const void *elems, double *dst, size_t n, cudaStream_t 
         using T = Of<decltype(tt)>;
         return launch(to_f64_kernel<T>, flat_blocks(n), FLAT_THREADS, stream, (const T *) elems,
                       dst, n);
+    });
+}
+
+extern "C" cudaError_t
+simpar_cuk_random(int t, void *elems, size_t n, uint64_t seed, uint64_t ids, cudaStream_t stream)
+{
+    if (n == 0)
+        return cudaSuccess;
+    return with_t(t, [&](auto tt) {
+        using T = Of<decltype(tt)>;
+        return launch(random_kernel<T>, flat_blocks(n), FLAT_THREADS, stream, (T *) elems, n, seed,
+                      ids);
     });
 }
 
