@@ -20,7 +20,11 @@
  */
 #include "inputs.h"
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 #define INPUTS_BLOCK       256
 #define INPUTS_UNIT        ((guint64) 1 << 18) /* elements a worker takes at a time (about) */
@@ -253,12 +257,12 @@ inputs_block_values(guint64 row_key, guint64 col, guint n, double scale, double 
 INPUTS_CLONES static guint
 inputs_block_bf16(guint n, const double *w, const double *bound, guint16 *out, guint8 *redo)
 {
-    guint any = 0;
+    guint8 any = 0;
     for (guint i = 0; i < n; i++) {
         guint16 lo = inputs_bf16(w[i] - bound[i]), hi = inputs_bf16(w[i] + bound[i]);
         out[i] = lo;
-        redo[i] = lo != hi;
-        any += redo[i];
+        redo[i] = (guint8) (lo != hi);
+        any |= redo[i];
     }
     return any;
 }
@@ -266,12 +270,12 @@ inputs_block_bf16(guint n, const double *w, const double *bound, guint16 *out, g
 INPUTS_CLONES static guint
 inputs_block_fp32(guint n, const double *w, const double *bound, float *out, guint8 *redo)
 {
-    guint any = 0;
+    guint8 any = 0;
     for (guint i = 0; i < n; i++) {
         float lo = (float) (w[i] - bound[i]), hi = (float) (w[i] + bound[i]);
         out[i] = lo;
-        redo[i] = inputs_float_bits(lo) != inputs_float_bits(hi);
-        any += redo[i];
+        redo[i] = (guint8) (inputs_float_bits(lo) != inputs_float_bits(hi));
+        any |= redo[i];
     }
     return any;
 }
@@ -287,6 +291,59 @@ inputs_block_fp16(guint n, const double *w, const double *bound, guint16 *out, g
         any += redo[i];
     }
     return any;
+}
+
+/* ---- memory ------------------------------------------------------------------------------ */
+
+#define INPUTS_MMAP_MIN ((gsize) 1 << 21) /* below, plain g_malloc0 */
+
+static gint
+inputs_cmp_offset(gconstpointer a, gconstpointer b)
+{
+    gsize x = (*(const SimparShard *const *) a)->view.off;
+    gsize y = (*(const SimparShard *const *) b)->view.off;
+    return (x > y) - (x < y);
+}
+
+gboolean
+simpar_inputs_covers(const SimparShard *const *shards, guint n, gsize elems)
+{
+    g_autofree const SimparShard **order = g_memdup2(shards, n * sizeof *shards);
+    qsort(order, n, sizeof *order, inputs_cmp_offset);
+    gsize end = 0; /* [0, end) is covered */
+    for (guint i = 0; i < n && order[i]->view.off <= end; i++)
+        end = MAX(end, order[i]->view.off + order[i]->rows * order[i]->cols);
+    return end >= elems;
+}
+
+void *
+simpar_inputs_alloc(gsize bytes)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (bytes >= INPUTS_MMAP_MIN) {
+        void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p != MAP_FAILED) {
+            (void) madvise(p, bytes, MADV_HUGEPAGE); /* a hint: without it, small pages */
+            return p;
+        }
+    }
+#endif
+    return g_malloc0(MAX(bytes, 1));
+}
+
+void
+simpar_inputs_free(void *values, gsize bytes)
+{
+    if (values == NULL)
+        return;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (bytes >= INPUTS_MMAP_MIN) {
+        (void) munmap(values, bytes);
+        return;
+    }
+#endif
+    (void) bytes;
+    g_free(values);
 }
 
 /* ---- rows and workers --------------------------------------------------------------------- */

@@ -38,6 +38,16 @@ double simpar_inputs_value(const SimparShard *sh, guint64 seed, guint64 vocab, g
 void simpar_inputs_fill(const SimparShard *const *shards, guint n, guint64 seed, guint64 vocab,
                         SimparDtype type, void *buf, guint threads);
 
+/* Whether the shards' elements (each rows x cols from its view's offset) cover all of
+ * [0, elems): then simpar_inputs_fill() writes every element and a buffer need not be zeroed. */
+gboolean simpar_inputs_covers(const SimparShard *const *shards, guint n, gsize elems);
+
+/* (transfer full): `bytes` of zeros for simpar_inputs_fill(), in huge pages where the system
+ * offers them (page faults cost more than the values on a large buffer); free with
+ * simpar_inputs_free() and the same size. */
+void *simpar_inputs_alloc(gsize bytes);
+void simpar_inputs_free(void *values, gsize bytes);
+
 /* A bench's values, element i of n: uniform in [0.5, 1.5), or whole numbers in [0, ids) when
  * ids > 0, from splitmix64(seed ^ splitmix64(i)); the CUDA executor's kernel computes the same. */
 void simpar_inputs_random(double *dst, gsize n, guint64 seed, guint64 ids);

@@ -75,23 +75,33 @@ measure_inputs_fill(const Inputs *in, guint b, guint64 seed, guint64 vocab, Simp
                            seed, vocab, type, dst, 0);
 }
 
-/* Every input buffer generated once in the executor's element type, written and saved where it
- * lives; a repeat restores them (simpar_executor_restore). */
+/* Every input buffer generated once in the executor's element type (in one scratch array, the
+ * size of the largest, zeroed where the shards leave gaps), written and saved where it lives; a
+ * repeat restores them (simpar_executor_restore). */
 static gboolean
 measure_inputs_write(SimparExecutor *ex, const SimparSchedule *sched, const Inputs *in,
                      guint64 seed, guint64 vocab, GError **error)
 {
-    for (guint b = 0; b < in->n; b++) {
+    gsize most = 0;
+    for (guint b = 0; b < in->n; b++)
+        if (in->shards[b] != NULL)
+            most = MAX(most, simpar_schedule_buffer(sched, b)->elems *
+                                 simpar_dtype_size(simpar_executor_input_type(ex, b)));
+    void *values = simpar_inputs_alloc(most);
+    gboolean ok = TRUE;
+    for (guint b = 0; b < in->n && ok; b++) {
         if (in->shards[b] == NULL)
             continue;
         SimparDtype type = simpar_executor_input_type(ex, b);
         gsize elems = simpar_schedule_buffer(sched, b)->elems;
-        g_autofree void *values = g_malloc0(MAX(elems, 1) * simpar_dtype_size(type));
+        if (!simpar_inputs_covers((const SimparShard *const *) in->shards[b]->pdata,
+                                  in->shards[b]->len, elems))
+            memset(values, 0, elems * simpar_dtype_size(type));
         measure_inputs_fill(in, b, seed, vocab, type, values);
-        if (!simpar_executor_write(ex, b, values, error) || !simpar_executor_save(ex, b, error))
-            return FALSE;
+        ok = simpar_executor_write(ex, b, values, error) && simpar_executor_save(ex, b, error);
     }
-    return TRUE;
+    simpar_inputs_free(values, most);
+    return ok;
 }
 
 /* ---- --check ------------------------------------------------------------------------------ */
