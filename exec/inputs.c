@@ -305,15 +305,20 @@ inputs_cmp_offset(gconstpointer a, gconstpointer b)
     return (x > y) - (x < y);
 }
 
-gboolean
-simpar_inputs_covers(const SimparShard *const *shards, guint n, gsize elems)
+void
+simpar_inputs_zero_gaps(const SimparShard *const *shards, guint n, gsize elems, SimparDtype type,
+                        void *buf)
 {
     g_autofree const SimparShard **order = g_memdup2(shards, n * sizeof *shards);
     qsort(order, n, sizeof *order, inputs_cmp_offset);
-    gsize end = 0; /* [0, end) is covered */
-    for (guint i = 0; i < n && order[i]->view.off <= end; i++)
-        end = MAX(end, order[i]->view.off + order[i]->rows * order[i]->cols);
-    return end >= elems;
+    gsize size = simpar_dtype_size(type), end = 0; /* [0, end) is covered or zeroed */
+    for (guint i = 0; i <= n; i++) {
+        gsize off = i < n ? MIN(order[i]->view.off, elems) : elems;
+        if (off > end)
+            memset((guint8 *) buf + end * size, 0, (off - end) * size);
+        if (i < n)
+            end = MAX(end, MIN(order[i]->view.off + order[i]->rows * order[i]->cols, elems));
+    }
 }
 
 void *

@@ -38,9 +38,11 @@ double simpar_inputs_value(const SimparShard *sh, guint64 seed, guint64 vocab, g
 void simpar_inputs_fill(const SimparShard *const *shards, guint n, guint64 seed, guint64 vocab,
                         SimparDtype type, void *buf, guint threads);
 
-/* Whether the shards' elements (each rows x cols from its view's offset) cover all of
- * [0, elems): then simpar_inputs_fill() writes every element and a buffer need not be zeroed. */
-gboolean simpar_inputs_covers(const SimparShard *const *shards, guint n, gsize elems);
+/* Zeros into the elements of [0, elems) of `buf` (elements of `type`) that none of the shards
+ * covers (each rows x cols from its view's offset): with simpar_inputs_fill(), a reused array
+ * holds exactly a buffer's inputs, its other elements zero. */
+void simpar_inputs_zero_gaps(const SimparShard *const *shards, guint n, gsize elems,
+                             SimparDtype type, void *buf);
 
 /* (transfer full): `bytes` of zeros for simpar_inputs_fill(), in huge pages where the system
  * offers them (page faults cost more than the values on a large buffer); free with

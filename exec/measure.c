@@ -94,9 +94,8 @@ measure_inputs_write(SimparExecutor *ex, const SimparSchedule *sched, const Inpu
             continue;
         SimparDtype type = simpar_executor_input_type(ex, b);
         gsize elems = simpar_schedule_buffer(sched, b)->elems;
-        if (!simpar_inputs_covers((const SimparShard *const *) in->shards[b]->pdata,
-                                  in->shards[b]->len, elems))
-            memset(values, 0, elems * simpar_dtype_size(type));
+        simpar_inputs_zero_gaps((const SimparShard *const *) in->shards[b]->pdata,
+                                in->shards[b]->len, elems, type, values);
         measure_inputs_fill(in, b, seed, vocab, type, values);
         ok = simpar_executor_write(ex, b, values, error) && simpar_executor_save(ex, b, error);
     }
