@@ -139,6 +139,7 @@ typedef struct {
     guint warmup, repeats, gpus;
     guint64 min_bytes, max_bytes;
     gboolean quick;
+    void (*progress)(const char *line); /* one line per group measured, or NULL */
 } SimparBenchOptions;
 
 /* (transfer full): a RUN.json document (simpar-run, version 1), or NULL with the error;
