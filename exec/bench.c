@@ -1,27 +1,40 @@
-/* bench.c - microbenchmarks (simpar-exec --bench): each measurement is a one-op schedule run
- * through the same executor interface as a measured run, with warm-up and repeats; BENCH.json
- * keeps the median, min and max of the repeats.
+/* bench.c - microbenchmarks (simpar-exec --bench): each group of measurements is one schedule
+ * of independent ops (one per shape or size, each on buffers of its own) run through the same
+ * executor interface as a measured run, with warm-up and repeats; every repeat runs each op
+ * once, and BENCH.json keeps the median, min and max of each op's times. One executor per
+ * group, not per measurement: setting up a GPU's buffers, streams and communicators costs more
+ * than most of the kernels it times.
  *
  *   gemm         the job's linears (qkv, proj, fc1, fc2: forward, data and weight gradients)
  *                with b*s tokens at T = 1, 2, 4, 8 shards (quick: T = 1), then squares
  *                256..8192 (host: 32..128; quick: 32, 64)     flops = 2 m n k batch
- *   kernels      ln_stats ... adam at rows = b*s/64, b*s/8, b*s by h columns (quick: b*s/8);
- *                attention[_bwd] on b sequences of s with heads/8 and all heads (quick: heads/8);
+ *   kernels      every streaming kind of the compute model (layer norm, bias, GeLU, SwiGLU,
+ *                dropout, add, embedding, cross-entropy, Adam), each at rows x h (x V for the
+ *                cross-entropy) from launch-bound to bandwidth-bound: rows 64, 512, 4096, then
+ *                x 8 up to four times the layer's largest tensor (host: 2^18 elements; quick:
+ *                b*s/8 rows); Adam's largest covers the parameters of more than a layer;
  *                bytes = simpar_compute_op_cost(), the compute model's count
- *   collectives  every kind over --gpus ranks, nccl-tests sizes S doubling from --min-bytes to
- *                --max-bytes (count = S / size, / gpus for all-gather, reduce-scatter and
- *                all-to-all; sizes whose count would be 0 are skipped); algbw = S / t, busbw =
- *                algbw x 2(n-1)/n (all-reduce), (n-1)/n (all-gather, reduce-scatter, all-to-all)
+ *   attention    attention[_bwd] (unfused: GEMMs and the softmax kernels) on b sequences by
+ *                sequence s/4, s/2, s, heads a/8 and a, and head dimension h/a and twice it
+ *                (quick: s, a/8, h/a)
+ *   collectives  with at least two ranks: every kind over --gpus ranks, nccl-tests sizes S
+ *                doubling from --min-bytes to --max-bytes (count = S / size, / gpus for
+ *                all-gather, reduce-scatter and all-to-all; sizes whose count would be 0 are
+ *                skipped); algbw = S / t, busbw = algbw x 2(n-1)/n (all-reduce), (n-1)/n
+ *                (all-gather, reduce-scatter, all-to-all). One GPU: none
  *
  * Shapes come from the job options: model tiny for the host executor, gpt3-13b (h=5120, s=2048,
  * b=4, f=20480) for cuda, whose default dtype is bf16. A repeat's time is its op's end - start;
  * for a collective, the last member's end - the last member's start (from when every member
- * has arrived). Inputs: uniform in [0.5, 1.5) (layer-norm variances stay positive), except
- * buffers of more than 2^27 elements; collectives move zeros.
+ * has arrived). Inputs: every buffer random where it lives (simpar_executor_randomize: a kernel
+ * on a GPU), uniform in [0.5, 1.5) (layer-norm variances stay positive), token ids and targets
+ * whole numbers in [0, V); BENCH.json says "inputs": "random". A progress line per group goes
+ * to opts->progress.
  */
 #include "measure.h"
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct {
     const SimparBenchOptions *opts;
@@ -41,24 +54,17 @@ typedef struct {
 
 /* ---- measuring one schedule --------------------------------------------------------------- */
 
-/* Buffers above this many elements stay zero: the s x s probabilities of a large attention
- * would need gigabytes of doubles on the host, and their values do not change the time. */
-#define BENCH_FILL_MAX_ELEMS ((gsize) 1 << 27)
+#define BENCH_SEED G_GUINT64_CONSTANT(0x853c49e6748fea9b)
 
+/* Every buffer random where it lives (a kernel on a GPU): uniform in [0.5, 1.5) (layer-norm
+ * variances stay positive), token ids and targets whole numbers in [0, ids). */
 static gboolean
-bench_fill(SimparExecutor *ex, const SimparSchedule *sched, GError **error)
+bench_fill(SimparExecutor *ex, const SimparSchedule *sched, guint64 ids, GError **error)
 {
-    guint64 state = 0x853c49e6748fea9bULL;
     for (guint b = 0; b < simpar_schedule_n_buffers(sched); b++) {
-        gsize n = simpar_schedule_buffer(sched, b)->elems;
-        if (n > BENCH_FILL_MAX_ELEMS)
-            continue;
-        g_autofree double *v = g_new(double, MAX(n, 1));
-        for (gsize i = 0; i < n; i++) {
-            state = state * 6364136223846793005ULL + 1442695040888963407ULL; /* PCG's LCG */
-            v[i] = 0.5 + (double) (state >> 11) * 0x1p-53;
-        }
-        if (!simpar_executor_write(ex, b, v, error))
+        const char *name = simpar_schedule_buffer(sched, b)->name;
+        gboolean id = g_str_equal(name, "tokens") || g_str_equal(name, "targets");
+        if (!simpar_executor_randomize(ex, b, BENCH_SEED + b, id ? ids : 0, error))
             return FALSE;
     }
     return TRUE;
@@ -81,29 +87,54 @@ bench_span(const SimparSpan *spans, guint n)
     return e - s;
 }
 
+/* Runs `sched` warm-up + repeats times on one executor. per_op (a group of independent ops on
+ * one rank, buffers random): t[i] gets op i's own times; otherwise (a collective's members,
+ * buffers zero) t[0] gets bench_span's over all ops. */
 static gboolean
-bench_time(Bench *bn, const SimparSchedule *sched, gboolean fill, BenchTime *t, GError **error)
+bench_time(Bench *bn, const SimparSchedule *sched, gboolean per_op, BenchTime *t, GError **error)
 {
     SimparExecConfig cfg = bn->cfg;
     cfg.n_devices = MIN(cfg.n_devices, simpar_schedule_n_ranks(sched));
     g_autoptr(SimparExecutor) ex =
         simpar_executor_new(bn->opts->executor, sched, bn->world, &cfg, error);
-    if (ex == NULL || (fill && !bench_fill(ex, sched, error)))
+    if (ex == NULL || (per_op && !bench_fill(ex, sched, (guint64) bn->model.vocab, error)))
         return FALSE;
     if (bn->device == NULL)
         bn->device = g_strdup(simpar_executor_device(ex));
-    guint n = simpar_schedule_n_ops(sched);
+    guint n = simpar_schedule_n_ops(sched), m = per_op ? n : 1, reps = bn->repeats;
     g_autofree SimparSpan *spans = g_new(SimparSpan, n);
-    g_autofree double *times = g_new(double, bn->repeats);
-    for (guint i = 0; i < bn->warmup + bn->repeats; i++) {
+    g_autofree double *times = g_new(double, (gsize) m *reps); /* [op][repeat] */
+    for (guint i = 0; i < bn->warmup + reps; i++) {
         if (!simpar_executor_run(ex, spans, error))
             return FALSE;
-        if (i >= bn->warmup)
-            times[i - bn->warmup] = bench_span(spans, n);
+        for (guint j = 0; j < m && i >= bn->warmup; j++)
+            times[j * reps + i - bn->warmup] =
+                per_op ? spans[j].end - spans[j].start : bench_span(spans, n);
     }
-    qsort(times, bn->repeats, sizeof(double), bench_cmp_double);
-    *t = (BenchTime){times[(bn->repeats - 1) / 2], times[0], times[bn->repeats - 1]};
+    for (guint j = 0; j < m; j++) {
+        double *tj = times + (gsize) j * reps;
+        qsort(tj, reps, sizeof(double), bench_cmp_double);
+        t[j] = (BenchTime){tj[(reps - 1) / 2], tj[0], tj[reps - 1]};
+    }
     return TRUE;
+}
+
+/* One line on the progress callback: what a group measured and how long it took. */
+static void bench_progress(const Bench *bn, gint64 since, const char *format, ...)
+    G_GNUC_PRINTF(3, 4);
+
+static void
+bench_progress(const Bench *bn, gint64 since, const char *format, ...)
+{
+    if (bn->opts->progress == NULL)
+        return;
+    va_list ap;
+    va_start(ap, format);
+    g_autofree char *what = g_strdup_vprintf(format, ap);
+    va_end(ap);
+    g_autofree char *line = g_strdup_printf("simpar-exec --bench: %s, %.2f s", what,
+                                            (double) (g_get_monotonic_time() - since) * 1e-6);
+    bn->opts->progress(line);
 }
 
 static void
@@ -159,12 +190,12 @@ typedef struct {
     char name[32];
     guint m, n, k;
     gboolean ta, tb;
+    guint group; /* T, or 0 for the squares: one schedule per group */
 } BenchGemm;
 
-static SimparSchedule *
-bench_gemm_schedule(SimparDtype dtype, const BenchGemm *g)
+static void
+bench_gemm_add_op(SimparSchedule *s, const BenchGemm *g)
 {
-    SimparSchedule *s = simpar_schedule_new(1, dtype);
     guint a = simpar_schedule_add_buffer(s, 0, "a", (gsize) g->m * g->k);
     guint b = simpar_schedule_add_buffer(s, 0, "b", (gsize) g->k * g->n);
     guint c = simpar_schedule_add_buffer(s, 0, "c", (gsize) g->m * g->n);
@@ -172,16 +203,11 @@ bench_gemm_schedule(SimparDtype dtype, const BenchGemm *g)
     op.u.gemm =
         (SimparGemm){g->m, g->n, g->k, 1, g->ta, g->tb, FALSE, 0, 0, 0, {a, 0}, {b, 0}, {c, 0}};
     simpar_schedule_add_op(s, &op);
-    return s; /* (transfer full) */
 }
 
-static gboolean
-bench_gemm_one(Bench *bn, const BenchGemm *g, GError **error)
+static void
+bench_gemm_entry(Bench *bn, const BenchGemm *g, const BenchTime *t)
 {
-    g_autoptr(SimparSchedule) s = bench_gemm_schedule(bn->model.dtype, g);
-    BenchTime t;
-    if (!bench_time(bn, s, TRUE, &t, error))
-        return FALSE;
     double flops = 2.0 * g->m * g->n * g->k * 1.0;
     JsonBuilder *b = bn->b;
     json_builder_begin_object(b);
@@ -196,12 +222,31 @@ bench_gemm_one(Bench *bn, const BenchGemm *g, GError **error)
     json_builder_add_boolean_value(b, g->tb);
     bench_member_str(b, "dtype", bench_dtype(bn));
     bench_member_double(b, "flops", flops);
-    bench_member_times(b, &t);
-    bench_member_double(b, "tflops", flops / t.median / 1e12);
+    bench_member_times(b, t);
+    bench_member_double(b, "tflops", flops / t->median / 1e12);
     json_builder_end_object(b);
     g_string_append_printf(bn->text, "  %-16s %6u x %6u x %6u %s%s  %10.3g s  %8.3g TFLOP/s\n",
                            g->name, g->m, g->n, g->k, g->ta ? "T" : "N", g->tb ? "T" : "N",
-                           t.median, flops / t.median / 1e12);
+                           t->median, flops / t->median / 1e12);
+}
+
+/* The `n` shapes of one group in one schedule. */
+static gboolean
+bench_gemm_group(Bench *bn, const BenchGemm *g, guint n, GError **error)
+{
+    gint64 t0 = g_get_monotonic_time();
+    g_autoptr(SimparSchedule) s = simpar_schedule_new(1, bn->model.dtype);
+    for (guint i = 0; i < n; i++)
+        bench_gemm_add_op(s, &g[i]);
+    g_autofree BenchTime *t = g_new(BenchTime, n);
+    if (!bench_time(bn, s, TRUE, t, error))
+        return FALSE;
+    for (guint i = 0; i < n; i++)
+        bench_gemm_entry(bn, &g[i], &t[i]);
+    if (g[0].group > 0)
+        bench_progress(bn, t0, "gemm, the linears at T = %u: %u shapes", g[0].group, n);
+    else
+        bench_progress(bn, t0, "gemm, squares: %u shapes", n);
     return TRUE;
 }
 
@@ -233,7 +278,7 @@ bench_gemm_linear(GArray *list, const char *name, guint bs, guint in, guint out,
                   {"wgrad", i, o, bs, TRUE, FALSE}}; /* dW = x^T dy */
 
     for (guint p = 0; p < G_N_ELEMENTS(passes); p++) {
-        BenchGemm g = {"", passes[p].m, passes[p].n, passes[p].k, passes[p].ta, passes[p].tb};
+        BenchGemm g = {"", passes[p].m, passes[p].n, passes[p].k, passes[p].ta, passes[p].tb, t};
         g_snprintf(g.name, sizeof g.name, "%s.%s/T%u", name, passes[p].pass, t);
         bench_gemm_add(list, g);
     }
@@ -256,7 +301,7 @@ bench_gemm_shapes(const Bench *bn)
     gboolean host = !g_str_equal(bn->opts->executor->name, "cuda");
     guint lo = host ? 32 : 256, hi = host ? (bn->opts->quick ? 64 : 128) : 8192;
     for (guint n = lo; n <= hi; n *= 2) {
-        BenchGemm g = {"square", n, n, n, FALSE, FALSE};
+        BenchGemm g = {"square", n, n, n, FALSE, FALSE, 0};
         bench_gemm_add(list, g);
     }
     return list; /* (transfer full) */
@@ -268,89 +313,135 @@ bench_gemm(Bench *bn, GError **error)
     g_autoptr(GArray) list = bench_gemm_shapes(bn);
     g_string_append_printf(bn->text, "gemm (%s): name, m x n x k, op(a) op(b), median time\n",
                            bench_dtype(bn));
-    for (guint i = 0; i < list->len; i++)
-        if (!bench_gemm_one(bn, &g_array_index(list, BenchGemm, i), error))
+    const BenchGemm *g = (const BenchGemm *) list->data;
+    for (guint i = 0, j; i < list->len; i = j) {
+        for (j = i + 1; j < list->len && g[j].group == g[i].group;)
+            j++;
+        if (!bench_gemm_group(bn, g + i, j - i, error))
             return FALSE;
+    }
     return TRUE;
 }
 
 /* ---- kernels ------------------------------------------------------------------------------ */
 
+#define BENCH_MAX_SIZES 8
+#define BENCH_HOST_MOST ((guint64) 1 << 18) /* host: elements of a kernel's largest tensor */
+
 enum {
     L_NONE,
-    L_RC, /* rows x cols */
-    L_R2, /* 2 x rows (statistics) */
-    L_C,  /* cols (a parameter row) */
-    L_R,  /* rows */
+    L_RC,  /* rows x cols */
+    L_R2,  /* 2 x rows (statistics) */
+    L_C,   /* cols (a parameter row) */
+    L_R,   /* rows */
+    L_RC2, /* rows x 2 cols (SwiGLU's gate and up pairs) */
+    L_VC,  /* vocab x cols (the embedding table) */
+    L_ONE, /* one element (the loss) */
+    L_IDS, /* rows of token ids */
+    L_TGT, /* rows of targets */
 };
 
-/* The views of each kind (schedule.h, SimparKernel): lengths of in[0..4] and out[0..2]. */
+/* The views of each kind (schedule.h, SimparKernel and SimparVocab): lengths of in[0..4] and
+ * out[0..2]; `vocab`: a SimparVocab, whose cols are h (embedding) or V (cross-entropy). */
 static const struct {
     SimparOpKind kind;
     guint8 in[5], out[3];
+    gboolean vocab;
 } bench_kernels[] = {
-    {SIMPAR_OP_LN_STATS, {L_RC}, {L_R2}},
-    {SIMPAR_OP_LN_APPLY, {L_RC, L_R2, L_C, L_C}, {L_RC, L_RC, L_R}},
-    {SIMPAR_OP_LN_BWD_STATS, {L_RC, L_RC, L_C}, {L_R2, L_C, L_C}},
-    {SIMPAR_OP_LN_BWD_APPLY, {L_RC, L_RC, L_C, L_R, L_R2}, {L_RC}},
-    {SIMPAR_OP_BIAS_ADD, {L_C}, {L_RC}},
-    {SIMPAR_OP_BIAS_GRAD, {L_RC}, {L_C}},
-    {SIMPAR_OP_GELU, {L_RC}, {L_RC}},
-    {SIMPAR_OP_GELU_BWD, {L_RC, L_RC}, {L_RC}},
-    {SIMPAR_OP_DROPOUT, {L_RC}, {L_RC}},
-    {SIMPAR_OP_ADD, {L_RC, L_RC}, {L_RC}},
+    {SIMPAR_OP_LN_STATS, {L_RC}, {L_R2}, FALSE},
+    {SIMPAR_OP_LN_APPLY, {L_RC, L_R2, L_C, L_C}, {L_RC, L_RC, L_R}, FALSE},
+    {SIMPAR_OP_LN_BWD_STATS, {L_RC, L_RC, L_C}, {L_R2, L_C, L_C}, FALSE},
+    {SIMPAR_OP_LN_BWD_APPLY, {L_RC, L_RC, L_C, L_R, L_R2}, {L_RC}, FALSE},
+    {SIMPAR_OP_BIAS_ADD, {L_C}, {L_RC}, FALSE},
+    {SIMPAR_OP_BIAS_GRAD, {L_RC}, {L_C}, FALSE},
+    {SIMPAR_OP_GELU, {L_RC}, {L_RC}, FALSE},
+    {SIMPAR_OP_GELU_BWD, {L_RC, L_RC}, {L_RC}, FALSE},
+    {SIMPAR_OP_SWIGLU, {L_RC2}, {L_RC}, FALSE},
+    {SIMPAR_OP_SWIGLU_BWD, {L_RC, L_RC2}, {L_RC2}, FALSE},
+    {SIMPAR_OP_DROPOUT, {L_RC}, {L_RC}, FALSE},
+    {SIMPAR_OP_DROPOUT_BWD, {L_RC}, {L_RC}, FALSE},
+    {SIMPAR_OP_ADD, {L_RC, L_RC}, {L_RC}, FALSE},
+    {SIMPAR_OP_EMBED, {L_IDS, L_VC}, {L_RC}, TRUE},
+    {SIMPAR_OP_EMBED_BWD, {L_IDS, L_RC}, {L_VC}, TRUE},
+    {SIMPAR_OP_XENT_MAX, {L_RC}, {L_R}, TRUE},
+    {SIMPAR_OP_XENT_FWD, {L_RC, L_R, L_TGT}, {L_R2}, TRUE},
+    {SIMPAR_OP_XENT_LOSS, {L_R, L_R2}, {L_ONE}, TRUE},
+    {SIMPAR_OP_XENT_BWD, {L_RC, L_R, L_TGT, L_R2}, {L_RC}, TRUE},
 };
 
-static SimparView
-bench_buffer(SimparSchedule *s, guint8 len, guint rows, guint cols)
+/* The cross-entropy's rows are as long as the vocabulary; the others' as h. */
+static gboolean
+bench_kernel_over_vocab(SimparOpKind kind)
 {
-    gsize n = len == L_RC   ? (gsize) rows * cols
-              : len == L_R2 ? 2 * (gsize) rows
-              : len == L_C  ? cols
-                            : rows;
-    return (SimparView){simpar_schedule_add_buffer(s, 0, "v", n), 0};
+    return kind == SIMPAR_OP_XENT_MAX || kind == SIMPAR_OP_XENT_FWD ||
+           kind == SIMPAR_OP_XENT_LOSS || kind == SIMPAR_OP_XENT_BWD;
 }
 
-static SimparSchedule *
-bench_kernel_schedule(SimparDtype dtype, guint which, guint rows, guint cols)
+static SimparView
+bench_buffer(SimparSchedule *s, guint8 len, guint rows, guint cols, guint64 vocab)
 {
-    SimparSchedule *s = simpar_schedule_new(1, dtype);
+    gsize n = len == L_RC    ? (gsize) rows * cols
+              : len == L_R2  ? 2 * (gsize) rows
+              : len == L_C   ? cols
+              : len == L_RC2 ? 2 * (gsize) rows * cols
+              : len == L_VC  ? (gsize) vocab * cols
+              : len == L_ONE ? 1
+                             : rows;
+    const char *name = len == L_IDS ? "tokens" : len == L_TGT ? "targets" : "v";
+    return (SimparView){simpar_schedule_add_buffer(s, 0, name, n), 0};
+}
+
+/* Kind `which` on rows x cols (cols: V for the cross-entropy), on buffers of its own. */
+static void
+bench_kernel_add(SimparSchedule *s, guint which, guint rows, guint cols, guint64 vocab)
+{
     SimparOp op = {.kind = bench_kernels[which].kind, .name = "bench.kernel"};
-    SimparKernel *k = &op.u.kern;
-    *k = (SimparKernel){.rows = rows,
-                        .cols = cols,
-                        .hidden = cols,
-                        .eps = 1e-5,
-                        .p = 0.1,
-                        .seed = 1,
-                        .global_cols = cols};
+    SimparView in[5] = {SIMPAR_NO_VIEW, SIMPAR_NO_VIEW, SIMPAR_NO_VIEW, SIMPAR_NO_VIEW,
+                        SIMPAR_NO_VIEW};
+    SimparView out[3] = {SIMPAR_NO_VIEW, SIMPAR_NO_VIEW, SIMPAR_NO_VIEW};
     for (guint i = 0; i < 5; i++)
         if (bench_kernels[which].in[i] != L_NONE)
-            k->in[i] = bench_buffer(s, bench_kernels[which].in[i], rows, cols);
+            in[i] = bench_buffer(s, bench_kernels[which].in[i], rows, cols, vocab);
     for (guint i = 0; i < 3; i++)
         if (bench_kernels[which].out[i] != L_NONE)
-            k->out[i] = bench_buffer(s, bench_kernels[which].out[i], rows, cols);
+            out[i] = bench_buffer(s, bench_kernels[which].out[i], rows, cols, vocab);
+    if (bench_kernels[which].vocab) {
+        gboolean logits = bench_kernel_over_vocab(op.kind);
+        op.u.vocab = (SimparVocab){.rows = rows,
+                                   .cols = logits ? 0 : cols,
+                                   .vocab0 = 0,
+                                   .vocab = logits ? cols : vocab,
+                                   .scale = 1.0 / MAX(rows, 1)};
+        memcpy(op.u.vocab.in, in, sizeof op.u.vocab.in);
+        op.u.vocab.out[0] = out[0];
+    } else {
+        op.u.kern = (SimparKernel){.rows = rows,
+                                   .cols = cols,
+                                   .hidden = cols,
+                                   .eps = 1e-5,
+                                   .p = 0.1,
+                                   .seed = 1,
+                                   .global_cols = cols};
+        memcpy(op.u.kern.in, in, sizeof in);
+        memcpy(op.u.kern.out, out, sizeof out);
+    }
     simpar_schedule_add_op(s, &op);
-    return s; /* (transfer full) */
 }
 
-static SimparSchedule *
-bench_adam_schedule(SimparDtype dtype, gsize count)
+static void
+bench_adam_add(SimparSchedule *s, gsize count)
 {
-    SimparSchedule *s = simpar_schedule_new(1, dtype);
     SimparOp op = {.kind = SIMPAR_OP_ADAM, .name = "bench.adam"};
     SimparView v[4];
     for (guint i = 0; i < 4; i++)
         v[i] = (SimparView){simpar_schedule_add_buffer(s, 0, "v", count), 0};
     op.u.adam = (SimparAdam){count, 1e-4, 0.9, 0.95, 1e-8, 0.1, 1, v[0], v[1], v[2], v[3]};
     simpar_schedule_add_op(s, &op);
-    return s; /* (transfer full) */
 }
 
-static SimparSchedule *
-bench_attention_schedule(SimparDtype dtype, gboolean bwd, guint nb, guint nh, guint seq, guint dh)
+static void
+bench_attention_add(SimparSchedule *s, gboolean bwd, guint nb, guint nh, guint seq, guint dh)
 {
-    SimparSchedule *s = simpar_schedule_new(1, dtype);
     SimparOp op = {.kind = bwd ? SIMPAR_OP_ATTENTION_BWD : SIMPAR_OP_ATTENTION,
                    .name = "bench.attention"};
     SimparAttention *a = &op.u.attn;
@@ -367,19 +458,16 @@ bench_attention_schedule(SimparDtype dtype, gboolean bwd, guint nb, guint nh, gu
         a->out[1] = (SimparView){simpar_schedule_add_buffer(s, 0, "probs", probs), 0};
     }
     simpar_schedule_add_op(s, &op);
-    return s; /* (transfer full) */
 }
 
-/* Measures the one-op schedule `s` and writes its entry (rows x cols as the caller names them). */
-static gboolean
-bench_kernel_one(Bench *bn, SimparSchedule *s, guint rows, guint cols, GError **error)
+/* Op i of `s` and its times as one entry (rows x cols as the caller names them). */
+static void
+bench_kernel_entry(Bench *bn, const SimparSchedule *s, guint i, guint rows, guint cols,
+                   const BenchTime *t)
 {
-    const SimparOp *op = simpar_schedule_op(s, 0);
+    const SimparOp *op = simpar_schedule_op(s, i);
     double flops, bytes;
     simpar_compute_op_cost(s, op, SIMPAR_ATTENTION_UNFUSED, &flops, &bytes);
-    BenchTime t;
-    if (!bench_time(bn, s, TRUE, &t, error))
-        return FALSE;
     JsonBuilder *b = bn->b;
     g_autofree char *kind = bench_name(simpar_op_kind_name(op->kind), '_');
     json_builder_begin_object(b);
@@ -395,25 +483,88 @@ bench_kernel_one(Bench *bn, SimparSchedule *s, guint rows, guint cols, GError **
     }
     bench_member_str(b, "dtype", bench_dtype(bn));
     bench_member_double(b, "bytes", bytes);
-    bench_member_times(b, &t);
-    bench_member_double(b, "GBps", bytes / t.median / 1e9);
+    bench_member_times(b, t);
+    bench_member_double(b, "GBps", bytes / t->median / 1e9);
     json_builder_end_object(b);
     g_string_append_printf(bn->text, "  %-14s %7u x %6u  %12.0f B  %10.3g s  %8.3g GB/s\n", kind,
-                           rows, cols, bytes, t.median, bytes / t.median / 1e9);
+                           rows, cols, bytes, t->median, bytes / t->median / 1e9);
+}
+
+/* Elements of the largest tensor a kernel bench goes up to: four times the layer's largest
+ * (b*s or h rows, by f or 3h columns) on a GPU, BENCH_HOST_MOST on the host. */
+static guint64
+bench_most(const Bench *bn)
+{
+    const SimparModel *m = &bn->model;
+    if (!g_str_equal(bn->opts->executor->name, "cuda"))
+        return BENCH_HOST_MOST;
+    guint64 rows = (guint64) MAX(m->micro_batch * m->seq, m->hidden);
+    return 4 * rows * (guint64) MAX(m->ffn, 3 * m->hidden);
+}
+
+/* Row counts for rows of `width`: quick b*s/8; else 64, 512, 4096, ... (x 8) and the most
+ * that fits bench_most(), from launch-bound to bandwidth-bound. */
+static guint
+bench_rows(const Bench *bn, guint width, guint rows[BENCH_MAX_SIZES])
+{
+    guint64 bs = (guint64) (bn->model.micro_batch * bn->model.seq), most = bench_most(bn);
+    if (bn->opts->quick) {
+        rows[0] = (guint) MAX(bs / 8, 1);
+        return 1;
+    }
+    guint64 top = MAX(most / MAX(width, 1), 1);
+    guint n = 0;
+    for (guint64 r = 64; r <= top && n < BENCH_MAX_SIZES - 1; r *= 8)
+        rows[n++] = (guint) r;
+    if (n == 0 || rows[n - 1] < top)
+        rows[n++] = (guint) MIN(top, G_MAXUINT);
+    return n;
+}
+
+/* One group: kind `which` (or Adam, which = G_N_ELEMENTS(bench_kernels)) at every size. */
+static gboolean
+bench_kernel_group(Bench *bn, guint which, GError **error)
+{
+    gint64 t0 = g_get_monotonic_time();
+    const SimparModel *m = &bn->model;
+    gboolean adam = which == G_N_ELEMENTS(bench_kernels);
+    SimparOpKind kind = adam ? SIMPAR_OP_ADAM : bench_kernels[which].kind;
+    guint cols = (guint) (bench_kernel_over_vocab(kind) ? m->vocab : m->hidden);
+    guint rows[BENCH_MAX_SIZES], n = bench_rows(bn, cols, rows);
+    g_autoptr(SimparSchedule) s = simpar_schedule_new(1, m->dtype);
+    for (guint i = 0; i < n; i++) {
+        if (adam)
+            bench_adam_add(s, (gsize) rows[i] * cols);
+        else
+            bench_kernel_add(s, which, rows[i], cols, (guint64) m->vocab);
+    }
+    BenchTime t[BENCH_MAX_SIZES];
+    if (!bench_time(bn, s, TRUE, t, error))
+        return FALSE;
+    for (guint i = 0; i < n; i++)
+        bench_kernel_entry(bn, s, i, rows[i], cols, &t[i]);
+    bench_progress(bn, t0, "kernels, %s: %u sizes up to %u x %u", simpar_op_kind_name(kind), n,
+                   rows[n - 1], cols);
     return TRUE;
 }
 
-/* Row counts b*s/64, b*s/8, b*s (quick: b*s/8), at least 1, without repeats. */
+/* Sequence, heads, head dimension: quick (s, a/8, h/a); else s/4, s/2, s by a/8 and a at h/a,
+ * and (s, a/8, 2h/a). */
 static guint
-bench_kernel_rows(const Bench *bn, guint rows[3])
+bench_attention_shapes(const Bench *bn, guint shapes[][3])
 {
-    guint bs = (guint) (bn->model.micro_batch * bn->model.seq), n = 0;
-    guint divs[] = {64, 8, 1};
-    for (guint i = 0; i < G_N_ELEMENTS(divs); i++) {
-        guint r = MAX(bs / divs[i], 1);
-        if ((bn->opts->quick && divs[i] != 8) || (n > 0 && rows[n - 1] == r))
-            continue;
-        rows[n++] = r;
+    const SimparModel *m = &bn->model;
+    guint a = (guint) m->heads, dh = (guint) (m->hidden / m->heads), s = (guint) m->seq;
+    guint heads[] = {MAX(a / 8, 1), a}, seqs[] = {s / 4, s / 2, s}, n = 0;
+    for (guint i = bn->opts->quick ? 2 : 0; i < G_N_ELEMENTS(seqs); i++)
+        for (guint j = 0; j < (bn->opts->quick || heads[0] == heads[1] ? 1 : 2); j++)
+            if (seqs[i] > 0) {
+                shapes[n][0] = seqs[i], shapes[n][1] = heads[j], shapes[n][2] = dh;
+                n++;
+            }
+    if (!bn->opts->quick) {
+        shapes[n][0] = s, shapes[n][1] = heads[0], shapes[n][2] = 2 * dh;
+        n++;
     }
     return n;
 }
@@ -421,33 +572,19 @@ bench_kernel_rows(const Bench *bn, guint rows[3])
 static gboolean
 bench_attention(Bench *bn, GError **error)
 {
-    const SimparModel *m = &bn->model;
-    guint heads = (guint) m->heads, dh = (guint) (m->hidden / m->heads), seq = (guint) m->seq;
-    guint nhs[] = {MAX(heads / 8, 1), heads};
-    for (guint i = 0; i < (bn->opts->quick || nhs[0] == nhs[1] ? 1 : 2); i++)
-        for (guint bwd = 0; bwd < 2; bwd++) {
-            g_autoptr(SimparSchedule) s =
-                bench_attention_schedule(m->dtype, bwd, (guint) m->micro_batch, nhs[i], seq, dh);
-            if (!bench_kernel_one(bn, s, (guint) m->micro_batch * seq, nhs[i] * dh, error))
-                return FALSE;
-        }
-    return TRUE;
-}
-
-static gboolean
-bench_kernel_sizes(Bench *bn, GError **error)
-{
-    guint rows[3], cols = (guint) bn->model.hidden;
-    guint n_rows = bench_kernel_rows(bn, rows);
-    for (guint k = 0; k <= G_N_ELEMENTS(bench_kernels); k++)
-        for (guint r = 0; r < n_rows; r++) {
-            g_autoptr(SimparSchedule) s =
-                k < G_N_ELEMENTS(bench_kernels)
-                    ? bench_kernel_schedule(bn->model.dtype, k, rows[r], cols)
-                    : bench_adam_schedule(bn->model.dtype, (gsize) rows[r] * cols);
-            if (!bench_kernel_one(bn, s, rows[r], cols, error))
-                return FALSE;
-        }
+    guint shapes[8][3], n = bench_attention_shapes(bn, shapes), nb = (guint) bn->model.micro_batch;
+    for (guint bwd = 0; bwd < 2; bwd++) {
+        gint64 t0 = g_get_monotonic_time();
+        g_autoptr(SimparSchedule) s = simpar_schedule_new(1, bn->model.dtype);
+        for (guint i = 0; i < n; i++)
+            bench_attention_add(s, bwd, nb, shapes[i][1], shapes[i][0], shapes[i][2]);
+        BenchTime t[G_N_ELEMENTS(shapes)];
+        if (!bench_time(bn, s, TRUE, t, error))
+            return FALSE;
+        for (guint i = 0; i < n; i++)
+            bench_kernel_entry(bn, s, i, nb * shapes[i][0], shapes[i][1] * shapes[i][2], &t[i]);
+        bench_progress(bn, t0, "attention%s (unfused): %u shapes", bwd ? " backward" : "", n);
+    }
     return TRUE;
 }
 
@@ -456,7 +593,10 @@ bench_kernels_all(Bench *bn, GError **error)
 {
     g_string_append_printf(bn->text, "kernels (%s): kind, rows x cols, model bytes, median\n",
                            bench_dtype(bn));
-    return bench_kernel_sizes(bn, error) && bench_attention(bn, error);
+    for (guint k = 0; k <= G_N_ELEMENTS(bench_kernels); k++)
+        if (!bench_kernel_group(bn, k, error))
+            return FALSE;
+    return bench_attention(bn, error);
 }
 
 /* ---- collectives -------------------------------------------------------------------------- */
@@ -521,13 +661,24 @@ static gboolean
 bench_collectives(Bench *bn, GError **error)
 {
     guint ds = simpar_dtype_size(bn->model.dtype);
+    if (bn->gpus < 2) {
+        bench_progress(bn, g_get_monotonic_time(), "collectives: none on %u rank", bn->gpus);
+        return TRUE;
+    }
     g_string_append_printf(bn->text, "collectives (%s, %u ranks): op, nccl-tests bytes, median\n",
                            bench_dtype(bn), bn->gpus);
     for (guint k = 0; k < SIMPAR_N_COLL_KINDS; k++) {
-        guint per = ds * (bench_coll_scatters(k) ? bn->gpus : 1);
-        for (guint64 size = bn->min_bytes; size <= bn->max_bytes; size *= 2)
-            if (size / per > 0 && !bench_coll_one(bn, k, size / per, error))
+        gint64 t0 = g_get_monotonic_time();
+        guint per = ds * (bench_coll_scatters(k) ? bn->gpus : 1), n = 0;
+        for (guint64 size = bn->min_bytes; size <= bn->max_bytes; size *= 2) {
+            if (size / per == 0)
+                continue;
+            if (!bench_coll_one(bn, k, size / per, error))
                 return FALSE;
+            n++;
+        }
+        bench_progress(bn, t0, "collectives, %s on %u ranks: %u sizes", simpar_coll_kind_name(k),
+                       bn->gpus, n);
     }
     return TRUE;
 }
@@ -578,7 +729,9 @@ bench_header(Bench *bn)
     bench_member_str(b, "dtype", bench_dtype(bn));
     json_builder_set_member_name(b, "tf32");
     json_builder_add_boolean_value(b, bn->cfg.tf32);
-    bench_member_int(b, "gpus", bn->gpus);
+    /* the ranks of the collectives; one GPU (or host thread) ran everything else */
+    bench_member_int(b, "gpus", bn->opts->collectives && bn->gpus >= 2 ? bn->gpus : 1);
+    bench_member_str(b, "inputs", "random");
     bench_member_int(b, "warmup", bn->warmup);
     bench_member_int(b, "repeats", bn->repeats);
 }

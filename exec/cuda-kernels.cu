@@ -26,10 +26,12 @@
  * finaliser, the same 53-bit uniform and the same comparison in double.
  */
 #include "cuda-kernels.h"
+#include <algorithm>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <math.h>
+#include <stdint.h>
 #include <type_traits>
 
 namespace
@@ -211,6 +213,98 @@ row_blocks(size_t rows)
     return (unsigned) (rows < ROW_BLOCKS ? rows : ROW_BLOCKS);
 }
 
+/* ---- 16-byte loads and stores ------------------------------------------------------------ */
+
+/* W consecutive elements of type T, loaded or stored as one access of W * sizeof(T) bytes (16 at
+ * most, CUDA's widest) when the address is a multiple of that. */
+template <class T, int W> struct alignas(sizeof(T) * W) Pack {
+    T v[W];
+};
+
+/* The elements a vectorised kernel handles per access: 16 bytes of the widest element type. */
+template <class... X> constexpr int vec_width = (int) (16 / std::max({sizeof(X)...}));
+
+template <int W, class T>
+bool
+vec_aligned(const T *p)
+{
+    return p == nullptr || (uintptr_t) p % (sizeof(T) * W) == 0;
+}
+
+/* x[0..W) = elements e .. e + W - 1 of p in the math type A (one access when W > 1). */
+template <int W, class A, class T>
+__device__ __forceinline__ void
+ldv(const T *p, size_t e, A (&x)[W])
+{
+    if constexpr (W == 1) {
+        x[0] = ld<A>(p, e);
+    } else {
+        Pack<T, W> pk = *reinterpret_cast<const Pack<T, W> *>(p + e);
+#pragma unroll
+        for (int i = 0; i < W; i++)
+            x[i] = ld<A>(pk.v, i);
+    }
+}
+
+/* Elements e .. e + W - 1 of p = x[0..W), each rounded once (one access when W > 1). */
+template <int W, class T, class A>
+__device__ __forceinline__ void
+stv(T *p, size_t e, const A (&x)[W])
+{
+    if constexpr (W == 1) {
+        st(p, e, x[0]);
+    } else {
+        Pack<T, W> pk;
+#pragma unroll
+        for (int i = 0; i < W; i++)
+            st(pk.v, i, x[i]);
+        *reinterpret_cast<Pack<T, W> *>(p + e) = pk;
+    }
+}
+
+/* An elementwise kernel K (a functor with width W, aligned() on the host and run<w>(e) on the
+ * device, which handles elements e .. e + w - 1): chunks of K::W elements per thread with
+ * 16-byte accesses over the first n - n % W elements when every pointer allows it, then one
+ * element per thread for the rest (and for everything otherwise). Each element's math is the
+ * same either way. */
+template <int W, class K>
+__global__ void
+vec_kernel(K k, size_t chunks)
+{
+    GRID_STRIDE(i, chunks)
+    {
+        k.template run<W>(i * W);
+    }
+}
+
+template <class K>
+__global__ void
+tail_kernel(K k, size_t first, size_t n)
+{
+    GRID_STRIDE(i, n - first)
+    {
+        k.template run<1>(first + i);
+    }
+}
+
+template <class K>
+cudaError_t
+launch_elementwise(K k, size_t n, cudaStream_t stream)
+{
+    constexpr int W = K::W;
+    size_t chunks = k.aligned() ? n / W : 0, first = chunks * W;
+    cudaError_t e = cudaSuccess;
+    if (chunks > 0) {
+        vec_kernel<W, K><<<flat_blocks(chunks), FLAT_THREADS, 0, stream>>>(k, chunks);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess && first < n) {
+        tail_kernel<K><<<flat_blocks(n - first), FLAT_THREADS, 0, stream>>>(k, first, n);
+        e = cudaGetLastError();
+    }
+    return e;
+}
+
 struct Sum {
     template <class A>
     __device__ A
@@ -333,10 +427,29 @@ to_f64_kernel(const T *src, double *dst, size_t n)
     }
 }
 
+/* simpar_inputs_random (exec/inputs.c), element for element. */
+template <class T>
+__global__ void
+random_kernel(T *dst, size_t n, uint64_t seed, uint64_t ids)
+{
+    GRID_STRIDE(i, n)
+    {
+        double u = (double) (mix64(seed ^ mix64(i)) >> 11) * (1.0 / 9007199254740992.0);
+        double v = ids > 0 ? fmin(floor(u * (double) ids), (double) ids - 1.0) : 0.5 + u;
+        st(dst, i, v);
+    }
+}
+
 /* ---- layer norm --------------------------------------------------------------------------- */
 
+/* The row kernels take W, the columns a thread reads per access: vec_width<T> (16 bytes) when
+ * every row starts on a 16-byte boundary (cols a whole number of chunks, the arrays aligned),
+ * else 1. A thread's columns, then the block's reduction in a fixed order: deterministic. */
+#define VEC_COL_LOOP(c, cols, W)                                                                   \
+    for (size_t c = (size_t) threadIdx.x * (W); c < (cols); c += (size_t) blockDim.x * (W))
+
 /* stats[r] = sum_c x, stats[rows + r] = sum_c x^2. */
-template <class T, class S>
+template <int W, class T, class S>
 __global__ void
 ln_stats_kernel(const T *x, S *stats, size_t rows, size_t cols)
 {
@@ -344,11 +457,15 @@ ln_stats_kernel(const T *x, S *stats, size_t rows, size_t cols)
     ROW_LOOP(r, rows)
     {
         A v[2] = {0, 0};
-        COL_LOOP(c, cols)
+        VEC_COL_LOOP(c, cols, W)
         {
-            A e = ld<A>(x, r * cols + c);
-            v[0] += e;
-            v[1] += e * e;
+            A e[W];
+            ldv<W>(x, r * cols + c, e);
+#pragma unroll
+            for (int i = 0; i < W; i++) {
+                v[0] += e[i];
+                v[1] += e[i] * e[i];
+            }
         }
         block_reduce(v, Sum());
         if (threadIdx.x == 0) {
@@ -358,7 +475,7 @@ ln_stats_kernel(const T *x, S *stats, size_t rows, size_t cols)
     }
 }
 
-template <class T, class S>
+template <int W, class T, class S>
 __global__ void
 ln_apply_kernel(const T *x, const S *stats, const T *gamma, const T *beta, T *y, T *xhat, S *rstd,
                 size_t rows, size_t cols, double hidden, double eps)
@@ -369,12 +486,21 @@ ln_apply_kernel(const T *x, const S *stats, const T *gamma, const T *beta, T *y,
         A mean = beta != nullptr ? ld<A>(stats, r) / (A) hidden : (A) 0; /* RMSNorm: no beta */
         A var = ld<A>(stats, rows + r) / (A) hidden - mean * mean;
         A rs = (A) 1 / dsqrt(var + (A) eps);
-        COL_LOOP(c, cols)
+        VEC_COL_LOOP(c, cols, W)
         {
             size_t e = r * cols + c;
-            A xh = (ld<A>(x, e) - mean) * rs;
-            st(xhat, e, xh);
-            st(y, e, xh * ld<A>(gamma, c) + (beta != nullptr ? ld<A>(beta, c) : (A) 0));
+            A xv[W], g[W], b[W], xh[W];
+            ldv<W>(x, e, xv);
+            ldv<W>(gamma, c, g);
+            if (beta != nullptr)
+                ldv<W>(beta, c, b);
+#pragma unroll
+            for (int i = 0; i < W; i++) {
+                xh[i] = (xv[i] - mean) * rs;
+                xv[i] = xh[i] * g[i] + (beta != nullptr ? b[i] : (A) 0);
+            }
+            stv<W>(xhat, e, xh);
+            stv<W>(y, e, xv);
         }
         if (threadIdx.x == 0)
             st(rstd, r, rs);
@@ -383,7 +509,7 @@ ln_apply_kernel(const T *x, const S *stats, const T *gamma, const T *beta, T *y,
 
 /* stats[r] = sum_c dy*gamma (0 with `rms`), stats[rows + r] = sum_c dy*gamma*xhat (dgamma,
  * dbeta: colsum). */
-template <class T, class S>
+template <int W, class T, class S>
 __global__ void
 ln_bwd_stats_kernel(const T *dy, const T *xhat, const T *gamma, S *stats, size_t rows, size_t cols,
                     int rms)
@@ -392,12 +518,19 @@ ln_bwd_stats_kernel(const T *dy, const T *xhat, const T *gamma, S *stats, size_t
     ROW_LOOP(r, rows)
     {
         A v[2] = {0, 0};
-        COL_LOOP(c, cols)
+        VEC_COL_LOOP(c, cols, W)
         {
             size_t e = r * cols + c;
-            A dyg = ld<A>(dy, e) * ld<A>(gamma, c);
-            v[0] += dyg;
-            v[1] += dyg * ld<A>(xhat, e);
+            A d[W], g[W], xh[W];
+            ldv<W>(dy, e, d);
+            ldv<W>(gamma, c, g);
+            ldv<W>(xhat, e, xh);
+#pragma unroll
+            for (int i = 0; i < W; i++) {
+                A dyg = d[i] * g[i];
+                v[0] += dyg;
+                v[1] += dyg * xh[i];
+            }
         }
         block_reduce(v, Sum());
         if (threadIdx.x == 0) {
@@ -407,7 +540,7 @@ ln_bwd_stats_kernel(const T *dy, const T *xhat, const T *gamma, S *stats, size_t
     }
 }
 
-template <class T, class S>
+template <int W, class T, class S>
 __global__ void
 ln_bwd_apply_kernel(const T *dy, const T *xhat, const T *gamma, const S *rstd, const S *stats,
                     T *dx, size_t rows, size_t cols, double hidden, int rms)
@@ -418,12 +551,32 @@ ln_bwd_apply_kernel(const T *dy, const T *xhat, const T *gamma, const S *rstd, c
         A m1 = rms ? (A) 0 : ld<A>(stats, r) / (A) hidden;
         A m2 = ld<A>(stats, rows + r) / (A) hidden;
         A rs = ld<A>(rstd, r);
-        COL_LOOP(c, cols)
+        VEC_COL_LOOP(c, cols, W)
         {
             size_t e = r * cols + c;
-            st(dx, e, rs * (ld<A>(dy, e) * ld<A>(gamma, c) - m1 - ld<A>(xhat, e) * m2));
+            A d[W], g[W], xh[W];
+            ldv<W>(dy, e, d);
+            ldv<W>(gamma, c, g);
+            ldv<W>(xhat, e, xh);
+#pragma unroll
+            for (int i = 0; i < W; i++)
+                d[i] = rs * (d[i] * g[i] - m1 - xh[i] * m2);
+            stv<W>(dx, e, d);
         }
     }
+}
+
+/* Calls f(std::integral_constant<int, W>()) with W = vec_width<T> when cols is a whole number of
+ * chunks and every pointer is 16-byte aligned, else W = 1. */
+template <class T, class F, class... P>
+cudaError_t
+with_row_width(size_t cols, F f, const P *...ptrs)
+{
+    constexpr int V = vec_width<T>;
+    bool ok = cols % V == 0 && (vec_aligned<V>((const T *) ptrs) && ...);
+    if (ok)
+        return f(std::integral_constant<int, V>());
+    return f(std::integral_constant<int, 1>());
 }
 
 /* ---- column sums -------------------------------------------------------------------------- */
@@ -555,47 +708,94 @@ colsum(Term term, size_t rows, size_t cols, ColOut<T, N> out, void *work, cudaSt
 
 /* ---- elementwise -------------------------------------------------------------------------- */
 
-template <class T>
-__global__ void
-bias_add_kernel(const T *bias, T *y, size_t n, size_t cols)
-{
-    using A = Acc<T>;
-    GRID_STRIDE(e, n)
+/* y[e] += bias[e % cols]: vectorised when cols is a whole number of chunks, so that a chunk
+ * stays in one row and reads W consecutive bias elements. */
+template <class T> struct BiasAdd {
+    static constexpr int W = vec_width<T>;
+    const T *bias;
+    T *y;
+    size_t cols;
+
+    bool
+    aligned() const
     {
-        st(y, e, ld<A>(y, e) + ld<A>(bias, e % cols));
+        return cols % W == 0 && vec_aligned<W>(bias) && vec_aligned<W>(y);
     }
-}
+
+    template <int w>
+    __device__ void
+    run(size_t e) const
+    {
+        using A = Acc<T>;
+        A v[w], b[w];
+        ldv<w>(y, e, v);
+        ldv<w>(bias, e % cols, b);
+#pragma unroll
+        for (int i = 0; i < w; i++)
+            v[i] = v[i] + b[i];
+        stv<w>(y, e, v);
+    }
+};
 
 #define GELU_C 0.7978845608028654 /* sqrt(2/pi) */
 #define GELU_A 0.044715
 
-template <class T>
-__global__ void
-gelu_kernel(const T *x, T *y, size_t n)
-{
-    using A = Acc<T>;
-    GRID_STRIDE(e, n)
+template <class T> struct Gelu {
+    static constexpr int W = vec_width<T>;
+    const T *x;
+    T *y;
+
+    bool
+    aligned() const
     {
-        A v = ld<A>(x, e);
-        st(y, e, (A) 0.5 * v * ((A) 1 + dtanh((A) GELU_C * (v + (A) GELU_A * v * v * v))));
+        return vec_aligned<W>(x) && vec_aligned<W>(y);
     }
-}
+
+    template <int w>
+    __device__ void
+    run(size_t e) const
+    {
+        using A = Acc<T>;
+        A v[w];
+        ldv<w>(x, e, v);
+#pragma unroll
+        for (int i = 0; i < w; i++)
+            v[i] = (A) 0.5 * v[i] *
+                   ((A) 1 + dtanh((A) GELU_C * (v[i] + (A) GELU_A * v[i] * v[i] * v[i])));
+        stv<w>(y, e, v);
+    }
+};
 
 /* d/dx of 0.5 x (1 + tanh(u)), u = c (x + a x^3). */
-template <class T>
-__global__ void
-gelu_bwd_kernel(const T *dy, const T *x, T *dx, size_t n)
-{
-    using A = Acc<T>;
-    GRID_STRIDE(e, n)
+template <class T> struct GeluBwd {
+    static constexpr int W = vec_width<T>;
+    const T *dy, *x;
+    T *dx;
+
+    bool
+    aligned() const
     {
-        A v = ld<A>(x, e);
-        A t = dtanh((A) GELU_C * (v + (A) GELU_A * v * v * v));
-        A du = (A) GELU_C * ((A) 1 + (A) 3 * (A) GELU_A * v * v);
-        A g = (A) 0.5 * ((A) 1 + t) + (A) 0.5 * v * ((A) 1 - t * t) * du;
-        st(dx, e, ld<A>(dy, e) * g);
+        return vec_aligned<W>(dy) && vec_aligned<W>(x) && vec_aligned<W>(dx);
     }
-}
+
+    template <int w>
+    __device__ void
+    run(size_t e) const
+    {
+        using A = Acc<T>;
+        A v[w], d[w];
+        ldv<w>(x, e, v);
+        ldv<w>(dy, e, d);
+#pragma unroll
+        for (int i = 0; i < w; i++) {
+            A t = dtanh((A) GELU_C * (v[i] + (A) GELU_A * v[i] * v[i] * v[i]));
+            A du = (A) GELU_C * ((A) 1 + (A) 3 * (A) GELU_A * v[i] * v[i]);
+            A g = (A) 0.5 * ((A) 1 + t) + (A) 0.5 * v[i] * ((A) 1 - t * t) * du;
+            d[i] = d[i] * g;
+        }
+        stv<w>(dx, e, d);
+    }
+};
 
 template <class A>
 __device__ A
@@ -631,31 +831,66 @@ swiglu_bwd_kernel(const T *dy, const T *z, T *dz, size_t n)
     }
 }
 
-template <class T>
-__global__ void
-dropout_kernel(const T *x, T *y, size_t rows, size_t cols, uint64_t site_h, double p, uint64_t row0,
-               uint64_t col0, uint64_t global_cols)
-{
-    using A = Acc<T>;
-    const A scale = (A) (1.0 / (1.0 - p));
-    GRID_STRIDE(e, rows * cols)
-    {
-        size_t r = e / cols, c = e - r * cols;
-        bool k = keep(site_h, (row0 + r) * global_cols + col0 + c, p);
-        st(y, e, k ? ld<A>(x, e) * scale : (A) 0);
-    }
-}
+/* y = x * keep / (1-p), keep of element (row0 + r, col0 + c) of the global block. */
+template <class T> struct Dropout {
+    static constexpr int W = vec_width<T>;
+    const T *x;
+    T *y;
+    size_t cols;
+    uint64_t site_h;
+    double p;
+    uint64_t row0, col0, global_cols;
 
-template <class T>
-__global__ void
-add_kernel(const T *a, const T *b, T *c, size_t n)
-{
-    using A = Acc<T>;
-    GRID_STRIDE(e, n)
+    bool
+    aligned() const
     {
-        st(c, e, ld<A>(a, e) + ld<A>(b, e));
+        return vec_aligned<W>(x) && vec_aligned<W>(y);
     }
-}
+
+    template <int w>
+    __device__ void
+    run(size_t e) const
+    {
+        using A = Acc<T>;
+        const A scale = (A) (1.0 / (1.0 - p));
+        A v[w];
+        ldv<w>(x, e, v);
+#pragma unroll
+        for (int i = 0; i < w; i++) {
+            size_t r = (e + i) / cols, c = e + i - r * cols;
+            bool k = keep(site_h, (row0 + r) * global_cols + col0 + c, p);
+            v[i] = k ? v[i] * scale : (A) 0;
+        }
+        stv<w>(y, e, v);
+    }
+};
+
+/* c = a + b; c may be a or b (each chunk is read before it is written, by one thread). */
+template <class T> struct Add {
+    static constexpr int W = vec_width<T>;
+    const T *a, *b;
+    T *c;
+
+    bool
+    aligned() const
+    {
+        return vec_aligned<W>(a) && vec_aligned<W>(b) && vec_aligned<W>(c);
+    }
+
+    template <int w>
+    __device__ void
+    run(size_t e) const
+    {
+        using A = Acc<T>;
+        A x[w], y[w];
+        ldv<w>(a, e, x);
+        ldv<w>(b, e, y);
+#pragma unroll
+        for (int i = 0; i < w; i++)
+            x[i] = x[i] + y[i];
+        stv<w>(c, e, x);
+    }
+};
 
 /* ---- embedding and cross-entropy ---------------------------------------------------------- */
 
@@ -768,24 +1003,46 @@ xent_bwd_kernel(const T *logits, const S *max, const S *targets, const S *stats,
 /* ---- Adam --------------------------------------------------------------------------------- */
 
 /* AdamW: the decoupled decay uses the parameter before this step's update. */
-template <class T, class S>
-__global__ void
-adam_kernel(T *param, const T *grad, S *m, S *v, size_t count, SimparCukAdam a)
-{
-    using A = Acc<T, S>;
-    const A b1 = (A) a.beta1, b2 = (A) a.beta2;
-    GRID_STRIDE(i, count)
+template <class T, class S> struct Adam {
+    static constexpr int W = vec_width<T, S>;
+    T *param;
+    const T *grad;
+    S *m, *v;
+    SimparCukAdam a;
+
+    bool
+    aligned() const
     {
-        A g = ld<A>(grad, i);
-        A mi = b1 * ld<A>(m, i) + ((A) 1 - b1) * g;
-        A vi = b2 * ld<A>(v, i) + ((A) 1 - b2) * g * g;
-        st(m, i, mi);
-        st(v, i, vi);
-        A update = (mi / (A) a.c1) / (dsqrt(vi / (A) a.c2) + (A) a.eps);
-        A p = ld<A>(param, i);
-        st(param, i, p - (A) a.lr * (update + (A) a.weight_decay * p));
+        return vec_aligned<W>(param) && vec_aligned<W>(grad) && vec_aligned<W>(m) &&
+               vec_aligned<W>(v);
     }
-}
+
+    template <int w>
+    __device__ void
+    run(size_t e) const
+    {
+        using A = Acc<T, S>;
+        const A b1 = (A) a.beta1, b2 = (A) a.beta2;
+        A g[w], mi[w], vi[w], p[w];
+        ldv<w>(grad, e, g);
+        ldv<w>(m, e, mi);
+        ldv<w>(v, e, vi);
+        ldv<w>(param, e, p);
+#pragma unroll
+        for (int i = 0; i < w; i++) {
+            mi[i] = b1 * mi[i] + ((A) 1 - b1) * g[i];
+            vi[i] = b2 * vi[i] + ((A) 1 - b2) * g[i] * g[i];
+        }
+        stv<w>(m, e, mi); /* rounded into S, as before: the update uses the unrounded moments */
+        stv<w>(v, e, vi);
+#pragma unroll
+        for (int i = 0; i < w; i++) {
+            A update = (mi[i] / (A) a.c1) / (dsqrt(vi[i] / (A) a.c2) + (A) a.eps);
+            p[i] = p[i] - (A) a.lr * (update + (A) a.weight_decay * p[i]);
+        }
+        stv<w>(param, e, p);
+    }
+};
 
 /* ---- attention softmax -------------------------------------------------------------------- */
 
@@ -900,6 +1157,18 @@ simpar_cuk_to_f64(int t, const void *elems, double *dst, size_t n, cudaStream_t 
 }
 
 extern "C" cudaError_t
+simpar_cuk_random(int t, void *elems, size_t n, uint64_t seed, uint64_t ids, cudaStream_t stream)
+{
+    if (n == 0)
+        return cudaSuccess;
+    return with_t(t, [&](auto tt) {
+        using T = Of<decltype(tt)>;
+        return launch(random_kernel<T>, flat_blocks(n), FLAT_THREADS, stream, (T *) elems, n, seed,
+                      ids);
+    });
+}
+
+extern "C" cudaError_t
 simpar_cuk_ln_stats(int t, int s, const SimparCukKernel *k, void *work, cudaStream_t stream)
 {
     (void) work;
@@ -908,8 +1177,15 @@ simpar_cuk_ln_stats(int t, int s, const SimparCukKernel *k, void *work, cudaStre
     return with_ts(t, s, [&](auto tt, auto ss) {
         using T = Of<decltype(tt)>;
         using S = Of<decltype(ss)>;
-        return launch(ln_stats_kernel<T, S>, row_blocks(k->rows), row_threads(k->cols), stream,
-                      (const T *) k->in[0], (S *) k->out[0], k->rows, k->cols);
+        return with_row_width<T>(
+            k->cols,
+            [&](auto w) {
+                constexpr int W = decltype(w)::value;
+                return launch(ln_stats_kernel<W, T, S>, row_blocks(k->rows),
+                              row_threads(k->cols / W), stream, (const T *) k->in[0],
+                              (S *) k->out[0], k->rows, k->cols);
+            },
+            k->in[0]);
     });
 }
 
@@ -922,10 +1198,17 @@ simpar_cuk_ln_apply(int t, int s, const SimparCukKernel *k, void *work, cudaStre
     return with_ts(t, s, [&](auto tt, auto ss) {
         using T = Of<decltype(tt)>;
         using S = Of<decltype(ss)>;
-        return launch(ln_apply_kernel<T, S>, row_blocks(k->rows), row_threads(k->cols), stream,
-                      (const T *) k->in[0], (const S *) k->in[1], (const T *) k->in[2],
-                      (const T *) k->in[3], (T *) k->out[0], (T *) k->out[1], (S *) k->out[2],
-                      k->rows, k->cols, k->hidden, k->eps);
+        return with_row_width<T>(
+            k->cols,
+            [&](auto w) {
+                constexpr int W = decltype(w)::value;
+                return launch(ln_apply_kernel<W, T, S>, row_blocks(k->rows),
+                              row_threads(k->cols / W), stream, (const T *) k->in[0],
+                              (const S *) k->in[1], (const T *) k->in[2], (const T *) k->in[3],
+                              (T *) k->out[0], (T *) k->out[1], (S *) k->out[2], k->rows, k->cols,
+                              k->hidden, k->eps);
+            },
+            k->in[0], k->in[2], k->in[3], k->out[0], k->out[1]);
     });
 }
 
@@ -937,10 +1220,16 @@ simpar_cuk_ln_bwd_stats(int t, int s, const SimparCukKernel *k, void *work, cuda
         using S = Of<decltype(ss)>;
         using A = Acc<T, S>;
         if (k->rows > 0) {
-            cudaError_t e =
-                launch(ln_bwd_stats_kernel<T, S>, row_blocks(k->rows), row_threads(k->cols), stream,
-                       (const T *) k->in[0], (const T *) k->in[1], (const T *) k->in[2],
-                       (S *) k->out[0], k->rows, k->cols, k->rms);
+            cudaError_t e = with_row_width<T>(
+                k->cols,
+                [&](auto w) {
+                    constexpr int W = decltype(w)::value;
+                    return launch(ln_bwd_stats_kernel<W, T, S>, row_blocks(k->rows),
+                                  row_threads(k->cols / W), stream, (const T *) k->in[0],
+                                  (const T *) k->in[1], (const T *) k->in[2], (S *) k->out[0],
+                                  k->rows, k->cols, k->rms);
+                },
+                k->in[0], k->in[1], k->in[2]);
             if (e != cudaSuccess)
                 return e;
         }
@@ -964,10 +1253,17 @@ simpar_cuk_ln_bwd_apply(int t, int s, const SimparCukKernel *k, void *work, cuda
     return with_ts(t, s, [&](auto tt, auto ss) {
         using T = Of<decltype(tt)>;
         using S = Of<decltype(ss)>;
-        return launch(ln_bwd_apply_kernel<T, S>, row_blocks(k->rows), row_threads(k->cols), stream,
-                      (const T *) k->in[0], (const T *) k->in[1], (const T *) k->in[2],
-                      (const S *) k->in[3], (const S *) k->in[4], (T *) k->out[0], k->rows, k->cols,
-                      k->hidden, k->rms);
+        return with_row_width<T>(
+            k->cols,
+            [&](auto w) {
+                constexpr int W = decltype(w)::value;
+                return launch(ln_bwd_apply_kernel<W, T, S>, row_blocks(k->rows),
+                              row_threads(k->cols / W), stream, (const T *) k->in[0],
+                              (const T *) k->in[1], (const T *) k->in[2], (const S *) k->in[3],
+                              (const S *) k->in[4], (T *) k->out[0], k->rows, k->cols, k->hidden,
+                              k->rms);
+            },
+            k->in[0], k->in[1], k->in[2], k->out[0]);
     });
 }
 
@@ -980,8 +1276,8 @@ simpar_cuk_bias_add(int t, int s, const SimparCukKernel *k, void *work, cudaStre
         return cudaSuccess;
     return with_t(t, [&](auto tt) {
         using T = Of<decltype(tt)>;
-        return launch(bias_add_kernel<T>, flat_blocks(n), FLAT_THREADS, stream,
-                      (const T *) k->in[0], (T *) k->out[0], n, k->cols);
+        return launch_elementwise(BiasAdd<T>{(const T *) k->in[0], (T *) k->out[0], k->cols}, n,
+                                  stream);
     });
 }
 
@@ -1006,8 +1302,7 @@ simpar_cuk_gelu(int t, int s, const SimparCukKernel *k, void *work, cudaStream_t
         return cudaSuccess;
     return with_t(t, [&](auto tt) {
         using T = Of<decltype(tt)>;
-        return launch(gelu_kernel<T>, flat_blocks(n), FLAT_THREADS, stream, (const T *) k->in[0],
-                      (T *) k->out[0], n);
+        return launch_elementwise(Gelu<T>{(const T *) k->in[0], (T *) k->out[0]}, n, stream);
     });
 }
 
@@ -1020,8 +1315,8 @@ simpar_cuk_gelu_bwd(int t, int s, const SimparCukKernel *k, void *work, cudaStre
         return cudaSuccess;
     return with_t(t, [&](auto tt) {
         using T = Of<decltype(tt)>;
-        return launch(gelu_bwd_kernel<T>, flat_blocks(n), FLAT_THREADS, stream,
-                      (const T *) k->in[0], (const T *) k->in[1], (T *) k->out[0], n);
+        return launch_elementwise(
+            GeluBwd<T>{(const T *) k->in[0], (const T *) k->in[1], (T *) k->out[0]}, n, stream);
     });
 }
 
@@ -1062,9 +1357,15 @@ simpar_cuk_dropout(int t, int s, const SimparCukKernel *k, void *work, cudaStrea
         return cudaSuccess;
     return with_t(t, [&](auto tt) {
         using T = Of<decltype(tt)>;
-        return launch(dropout_kernel<T>, flat_blocks(n), FLAT_THREADS, stream, (const T *) k->in[0],
-                      (T *) k->out[0], k->rows, k->cols, site_hash(k->seed, k->site), k->p, k->row0,
-                      k->col0, k->global_cols);
+        Dropout<T> d = {(const T *) k->in[0],
+                        (T *) k->out[0],
+                        k->cols,
+                        site_hash(k->seed, k->site),
+                        k->p,
+                        k->row0,
+                        k->col0,
+                        k->global_cols};
+        return launch_elementwise(d, n, stream);
     });
 }
 
@@ -1077,8 +1378,8 @@ simpar_cuk_add(int t, int s, const SimparCukKernel *k, void *work, cudaStream_t 
         return cudaSuccess;
     return with_t(t, [&](auto tt) {
         using T = Of<decltype(tt)>;
-        return launch(add_kernel<T>, flat_blocks(n), FLAT_THREADS, stream, (const T *) k->in[0],
-                      (const T *) k->in[1], (T *) k->out[0], n);
+        return launch_elementwise(
+            Add<T>{(const T *) k->in[0], (const T *) k->in[1], (T *) k->out[0]}, n, stream);
     });
 }
 
@@ -1182,8 +1483,8 @@ simpar_cuk_adam(int t, int s, const SimparCukAdam *a, cudaStream_t stream)
     return with_ts(t, s, [&](auto tt, auto ss) {
         using T = Of<decltype(tt)>;
         using S = Of<decltype(ss)>;
-        return launch(adam_kernel<T, S>, flat_blocks(a->count), FLAT_THREADS, stream,
-                      (T *) a->param, (const T *) a->grad, (S *) a->m, (S *) a->v, a->count, *a);
+        Adam<T, S> k = {(T *) a->param, (const T *) a->grad, (S *) a->m, (S *) a->v, *a};
+        return launch_elementwise(k, a->count, stream);
     });
 }
 

@@ -131,6 +131,11 @@ typedef struct {
 cudaError_t simpar_cuk_softmax(int t, const SimparCukSoftmax *sm, cudaStream_t stream);
 cudaError_t simpar_cuk_softmax_bwd(int t, const SimparCukSoftmax *sm, cudaStream_t stream);
 
+/* n elements of type t at `elems`: simpar_inputs_random()'s values (exec/inputs.h) for `seed`:
+ * uniform in [0.5, 1.5), or whole numbers in [0, ids) when ids > 0. */
+cudaError_t simpar_cuk_random(int t, void *elems, size_t n, uint64_t seed, uint64_t ids,
+                              cudaStream_t stream);
+
 /* simpar_cu_from_f64 / to_f64: n elements of type t at `elems` from / to doubles. */
 cudaError_t simpar_cuk_from_f64(int t, void *elems, const double *src, size_t n,
                                 cudaStream_t stream);

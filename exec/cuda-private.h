@@ -125,6 +125,8 @@ struct _SimparCuda {
     SimparCuRank *local;  /* n_local */
     guint *local_of;      /* per global rank: index into `local`, or G_MAXUINT */
     SimparCuBuf *bufs;    /* per buffer of the schedule; memory only for local ranks */
+    void **saved;         /* per buffer: its saved contents on its GPU (simpar_cuda_save), */
+    void **saved_host;    /* or in host memory when the GPU had no room; NULL: not saved */
     guint *slot;          /* per op: its position in its rank's program order */
     gboolean abort_comms; /* setup did not finish: free aborts rather than destroys */
     char *unusable;       /* why only simpar_cuda_free() is left, or NULL */

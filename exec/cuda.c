@@ -24,6 +24,7 @@
  * process, not a hang. A failed setup or run, or a finalize that does not finish, ends with
  * ncclCommAbort instead of ncclCommDestroy.
  */
+#include "cuda-kernels.h"
 #include "cuda-private.h"
 #include "watchdog.h"
 #include <string.h>
@@ -272,6 +273,8 @@ cu_alloc(const SimparSchedule *sched, const SimparCudaConfig *cfg, const SimparC
     cu->tf32 = cfg->tf32;
     cu->timeout_s = cfg->nccl_timeout_s > 0 ? cfg->nccl_timeout_s : CU_DEFAULT_TIMEOUT_S;
     cu->bufs = g_new0(SimparCuBuf, cu->n_buffers);
+    cu->saved = g_new0(void *, cu->n_buffers);
+    cu->saved_host = g_new0(void *, cu->n_buffers);
     for (guint b = 0; b < cu->n_buffers; b++)
         cu->bufs[b] = (SimparCuBuf){NULL, types[b], simpar_schedule_buffer(sched, b)->elems};
     cu->slot = g_new0(guint, simpar_schedule_n_ops(sched));
@@ -690,9 +693,13 @@ cu_rank_free(SimparCuda *cu, SimparCuRank *lr)
         (void) SIMPAR_CU_TRY(NULL, cudaFree(lr->work[s]));
     }
     (void) SIMPAR_CU_TRY(NULL, cudaFree(lr->barrier));
-    for (guint b = 0; b < cu->n_buffers; b++)
-        if (simpar_schedule_buffer(cu->sched, b)->rank == lr->rank)
-            (void) SIMPAR_CU_TRY(NULL, cudaFree(cu->bufs[b].ptr));
+    for (guint b = 0; b < cu->n_buffers; b++) {
+        if (simpar_schedule_buffer(cu->sched, b)->rank != lr->rank)
+            continue;
+        (void) SIMPAR_CU_TRY(NULL, cudaFree(cu->bufs[b].ptr));
+        (void) SIMPAR_CU_TRY(NULL, cudaFree(cu->saved[b]));
+        g_free(cu->saved_host[b]);
+    }
     g_free(lr->streams), g_free(lr->blas), g_free(lr->work), g_free(lr->work_bytes);
     g_free(lr->ev_start), g_free(lr->ev_end), g_free(lr->comms);
     g_free(lr->done), g_free(lr->stream_start), g_free(lr->stream_slots);
@@ -709,6 +716,8 @@ simpar_cuda_free(SimparCuda *cu)
     g_free(cu->local);
     g_free(cu->local_of);
     g_free(cu->bufs);
+    g_free(cu->saved);
+    g_free(cu->saved_host);
     g_free(cu->slot);
     g_free(cu->unusable);
     g_clear_error(&cu->error);
@@ -792,4 +801,129 @@ simpar_cuda_read(SimparCuda *cu, guint buf, double *dst, GError **error)
     g_return_val_if_fail(dst != NULL || cu->bufs[buf].elems == 0, FALSE);
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     return cu_transfer(cu, buf, NULL, dst, error);
+}
+
+/* ---- inputs in the buffers' own types, saved and restored on the device ------------------- */
+
+SimparDtype
+simpar_cuda_buffer_type(SimparCuda *cu, guint buf)
+{
+    static const SimparDtype of[SIMPAR_CU_N_TYPES] = {SIMPAR_DTYPE_FP16, SIMPAR_DTYPE_BF16,
+                                                      SIMPAR_DTYPE_FP32, SIMPAR_DTYPE_FP64};
+    g_return_val_if_fail(cu != NULL && buf < cu->n_buffers, SIMPAR_DTYPE_FP64);
+    return of[cu->bufs[buf].type];
+}
+
+static gsize
+cu_buf_bytes(const SimparCuda *cu, guint buf)
+{
+    return cu->bufs[buf].elems * simpar_cu_type_size(cu->bufs[buf].type);
+}
+
+/* A copy of the whole of buffer `buf` (`dst` or `src` is its device memory) on stream 0 of its
+ * rank, waited for: the rank's streams do not wait for the legacy default stream. */
+static gboolean
+cu_copy(SimparCuda *cu, guint buf, void *dst, const void *src, enum cudaMemcpyKind kind,
+        const char *what, GError **error)
+{
+    SimparCuRank *lr = simpar_cu_usable(cu, error) ? cu_owner(cu, buf, error) : NULL;
+    if (lr == NULL)
+        return FALSE;
+    gsize bytes = cu_buf_bytes(cu, buf);
+    cudaStream_t s = lr->streams[0];
+    if (bytes == 0 || (SIMPAR_CU_TRY(error, cudaSetDevice(lr->device)) &&
+                       SIMPAR_CU_TRY(error, cudaMemcpyAsync(dst, src, bytes, kind, s)) &&
+                       SIMPAR_CU_TRY(error, cudaStreamSynchronize(s))))
+        return TRUE;
+    g_prefix_error(error, "%s buffer '%s' of rank %u: ", what,
+                   simpar_schedule_buffer(cu->sched, buf)->name, lr->rank);
+    return FALSE;
+}
+
+gboolean
+simpar_cuda_write_typed(SimparCuda *cu, guint buf, const void *src, GError **error)
+{
+    g_return_val_if_fail(cu != NULL && buf < cu->n_buffers, FALSE);
+    g_return_val_if_fail(src != NULL || cu->bufs[buf].elems == 0, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    return cu_copy(cu, buf, cu->bufs[buf].ptr, src, cudaMemcpyHostToDevice, "writing", error);
+}
+
+/* Buffer `buf` into its saved copy (`save`) or back. */
+static gboolean
+cu_saved_copy(SimparCuda *cu, guint buf, gboolean save, GError **error)
+{
+    void *live = cu->bufs[buf].ptr, *kept = cu->saved[buf];
+    enum cudaMemcpyKind kind = cudaMemcpyDeviceToDevice;
+    if (kept == NULL)
+        kept = cu->saved_host[buf], kind = save ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice;
+    return cu_copy(cu, buf, save ? kept : live, save ? live : kept, kind,
+                   save ? "saving" : "restoring", error);
+}
+
+/* Room for the saved copy: on the GPU, or on the host when the GPU has none left. */
+static gboolean
+cu_saved_alloc(SimparCuda *cu, guint buf, GError **error)
+{
+    SimparCuRank *lr = simpar_cu_usable(cu, error) ? cu_owner(cu, buf, error) : NULL;
+    if (lr == NULL || !SIMPAR_CU_TRY(error, cudaSetDevice(lr->device)))
+        return FALSE;
+    gsize bytes = cu_buf_bytes(cu, buf);
+    cudaError_t e = cudaMalloc(&cu->saved[buf], bytes);
+    if (e != cudaErrorMemoryAllocation)
+        return simpar_cu_check(e, "cudaMalloc(&saved, bytes)", error);
+    (void) cudaGetLastError(); /* not sticky: clear it */
+    cu->saved[buf] = NULL;
+    cu->saved_host[buf] = g_try_malloc(bytes);
+    if (cu->saved_host[buf] != NULL)
+        return TRUE;
+    g_set_error(error, SIMPAR_CUDA_ERROR, SIMPAR_CUDA_ERROR_CALL,
+                "saving buffer '%s' of rank %u: no room for %" G_GSIZE_FORMAT
+                " bytes on the GPU or the host",
+                simpar_schedule_buffer(cu->sched, buf)->name, lr->rank, bytes);
+    return FALSE;
+}
+
+gboolean
+simpar_cuda_save(SimparCuda *cu, guint buf, GError **error)
+{
+    g_return_val_if_fail(cu != NULL && buf < cu->n_buffers, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    if (cu_buf_bytes(cu, buf) == 0)
+        return TRUE;
+    if (cu->saved[buf] == NULL && cu->saved_host[buf] == NULL && !cu_saved_alloc(cu, buf, error))
+        return FALSE;
+    return cu_saved_copy(cu, buf, TRUE, error);
+}
+
+gboolean
+simpar_cuda_restore(SimparCuda *cu, GError **error)
+{
+    g_return_val_if_fail(cu != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    for (guint b = 0; b < cu->n_buffers; b++)
+        if ((cu->saved[b] != NULL || cu->saved_host[b] != NULL) &&
+            !cu_saved_copy(cu, b, FALSE, error))
+            return FALSE;
+    return TRUE;
+}
+
+gboolean
+simpar_cuda_randomize(SimparCuda *cu, guint buf, guint64 seed, guint64 ids, GError **error)
+{
+    g_return_val_if_fail(cu != NULL && buf < cu->n_buffers, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    SimparCuRank *lr = simpar_cu_usable(cu, error) ? cu_owner(cu, buf, error) : NULL;
+    if (lr == NULL)
+        return FALSE;
+    SimparCuBuf b = cu->bufs[buf];
+    cudaStream_t s = lr->streams[0];
+    if (b.elems == 0 ||
+        (SIMPAR_CU_TRY(error, cudaSetDevice(lr->device)) &&
+         SIMPAR_CU_TRY(error, simpar_cuk_random((int) b.type, b.ptr, b.elems, seed, ids, s)) &&
+         SIMPAR_CU_TRY(error, cudaStreamSynchronize(s))))
+        return TRUE;
+    g_prefix_error(error, "filling buffer '%s' of rank %u with random values: ",
+                   simpar_schedule_buffer(cu->sched, buf)->name, lr->rank);
+    return FALSE;
 }

@@ -10,7 +10,8 @@
  *                       stream, ncclCommInitRankConfig on all ranks, then ncclCommSplit per
  *                       process group of the schedule (members only; others pass
  *                       NCCL_SPLIT_NOCOLOR); non-blocking communicators, polled
- *   simpar_cuda_write() caller's inputs, as doubles
+ *   simpar_cuda_write() caller's inputs, as doubles (write_typed: in the buffer's own type;
+ *                       save/restore: a device copy of them put back before each repeat)
  *   simpar_cuda_run()   each rank's thread issues its ops in program order on their streams:
  *                       compute -> kernels / cuBLAS, collective -> NCCL on the group's
  *                       communicator, send/recv -> ncclSend/ncclRecv on the world communicator;
@@ -75,6 +76,17 @@ void simpar_cuda_free(SimparCuda *cu);
 /* Buffer `buf` (of a local rank) from / to simpar_schedule_buffer(sched, buf)->elems doubles. */
 gboolean simpar_cuda_write(SimparCuda *cu, guint buf, const double *src, GError **error);
 gboolean simpar_cuda_read(SimparCuda *cu, guint buf, double *dst, GError **error);
+/* The element type of buffer `buf` on the GPU; write_typed copies that many elements of it
+ * (fp16 and bf16 as their bits) from the host as they are, no conversion. */
+SimparDtype simpar_cuda_buffer_type(SimparCuda *cu, guint buf);
+gboolean simpar_cuda_write_typed(SimparCuda *cu, guint buf, const void *src, GError **error);
+/* save: a copy of the buffer's contents in the GPU's memory (host memory when the GPU has no
+ * room left); restore: every saved buffer back by device copies (host copies for those). */
+gboolean simpar_cuda_save(SimparCuda *cu, guint buf, GError **error);
+gboolean simpar_cuda_restore(SimparCuda *cu, GError **error);
+/* Random values generated on the GPU: simpar_inputs_random()'s, element for element. */
+gboolean simpar_cuda_randomize(SimparCuda *cu, guint buf, guint64 seed, guint64 ids,
+                               GError **error);
 /* Runs every local rank's ops once and waits for them. When `spans` is not NULL (n_ops of
  * them), fills those of the ops of local ranks: seconds from the rank's start event,
  * recorded after a barrier over all ranks, so ranks share a time origin to within the barrier's

@@ -250,6 +250,14 @@ exec_bench_what(const char *what, SimparBenchOptions *o, GError **error)
     return exec_usage(error, "--bench %s: valid are gemm, kernels, collectives and all", what);
 }
 
+/* The bench's progress, on stderr as it goes (a --bench all on a GPU takes a minute or two). */
+static void
+exec_bench_progress(const char *line)
+{
+    fprintf(stderr, "%s\n", line);
+    fflush(stderr);
+}
+
 static gboolean
 exec_bench(ExecArgs *a, SimparJobArgs *job, const SimparExecWorld *world, char **out,
            GError **error)
@@ -276,6 +284,7 @@ exec_bench(ExecArgs *a, SimparJobArgs *job, const SimparExecWorld *world, char *
                           "double; give at most 256M",
                           a->max_bytes);
     o.quick = a->quick;
+    o.progress = exec_bench_progress;
     g_autofree char *text = NULL;
     g_autoptr(JsonNode) root = simpar_bench_run(&o, world, &text, error);
     if (root == NULL)

@@ -9,6 +9,7 @@
  *            arrays that hold -1 for other processes' ops)
  */
 #include "host.h"
+#include "inputs.h"
 #include "measure.h"
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +110,7 @@ simpar_exec_world_sum(const SimparExecWorld *world, double *x, guint n)
 typedef struct {
     SimparHost *host;
     const SimparSchedule *sched;
+    double **saved; /* per buffer: its saved contents, or NULL */
 } ExecHost;
 
 static gpointer
@@ -125,12 +127,20 @@ exec_host_new(const SimparSchedule *sched, const SimparExecWorld *world,
     ExecHost *h = g_new0(ExecHost, 1);
     h->host = simpar_host_new(sched);
     h->sched = sched;
+    h->saved = g_new0(double *, simpar_schedule_n_buffers(sched));
     *device = g_strdup_printf("host CPU (%u threads)", g_get_num_processors());
     return h;
 }
 
+static SimparDtype
+exec_host_input_type(gpointer impl, guint buf)
+{
+    (void) impl, (void) buf;
+    return SIMPAR_DTYPE_FP64;
+}
+
 static gboolean
-exec_host_write(gpointer impl, guint buf, const double *src, GError **error)
+exec_host_write(gpointer impl, guint buf, const void *src, GError **error)
 {
     ExecHost *h = impl;
     (void) error;
@@ -152,6 +162,37 @@ exec_host_read(gpointer impl, guint buf, double *dst, GError **error)
 }
 
 static gboolean
+exec_host_save(gpointer impl, guint buf, GError **error)
+{
+    ExecHost *h = impl;
+    (void) error;
+    gsize n = simpar_schedule_buffer(h->sched, buf)->elems;
+    g_free(h->saved[buf]);
+    h->saved[buf] = n > 0 ? g_memdup2(simpar_host_buffer(h->host, buf), n * sizeof(double)) : NULL;
+    return TRUE;
+}
+
+static gboolean
+exec_host_restore(gpointer impl, GError **error)
+{
+    ExecHost *h = impl;
+    for (guint b = 0; b < simpar_schedule_n_buffers(h->sched); b++)
+        if (h->saved[b] != NULL && !exec_host_write(h, b, h->saved[b], error))
+            return FALSE;
+    return TRUE;
+}
+
+static gboolean
+exec_host_randomize(gpointer impl, guint buf, guint64 seed, guint64 ids, GError **error)
+{
+    ExecHost *h = impl;
+    (void) error;
+    simpar_inputs_random(simpar_host_buffer(h->host, buf),
+                         simpar_schedule_buffer(h->sched, buf)->elems, seed, ids);
+    return TRUE;
+}
+
+static gboolean
 exec_host_run(gpointer impl, SimparSpan *spans, GError **error)
 {
     return simpar_host_run_timed(((ExecHost *) impl)->host, spans, error);
@@ -161,6 +202,9 @@ static void
 exec_host_free(gpointer impl)
 {
     ExecHost *h = impl;
+    for (guint b = 0; b < simpar_schedule_n_buffers(h->sched); b++)
+        g_free(h->saved[b]);
+    g_free(h->saved);
     simpar_host_free(h->host);
     g_free(h);
 }
@@ -272,10 +316,34 @@ exec_cuda_new(const SimparSchedule *sched, const SimparExecWorld *world,
     return cu;
 }
 
-static gboolean
-exec_cuda_write(gpointer impl, guint buf, const double *src, GError **error)
+static SimparDtype
+exec_cuda_input_type(gpointer impl, guint buf)
 {
-    return simpar_cuda_write(impl, buf, src, error);
+    return simpar_cuda_buffer_type(impl, buf);
+}
+
+static gboolean
+exec_cuda_write(gpointer impl, guint buf, const void *src, GError **error)
+{
+    return simpar_cuda_write_typed(impl, buf, src, error);
+}
+
+static gboolean
+exec_cuda_save(gpointer impl, guint buf, GError **error)
+{
+    return simpar_cuda_save(impl, buf, error);
+}
+
+static gboolean
+exec_cuda_restore(gpointer impl, GError **error)
+{
+    return simpar_cuda_restore(impl, error);
+}
+
+static gboolean
+exec_cuda_randomize(gpointer impl, guint buf, guint64 seed, guint64 ids, GError **error)
+{
+    return simpar_cuda_randomize(impl, buf, seed, ids, error);
 }
 
 static gboolean
@@ -312,10 +380,12 @@ exec_cuda_gpus(guint *n, GError **error)
 
 static const SimparExecutorClass executors[] = {
     {"host", "every rank a thread of this process, double precision (the correctness oracle)",
-     exec_host_new, exec_host_write, exec_host_read, exec_host_run, exec_host_free, exec_host_gpus},
+     exec_host_new, exec_host_input_type, exec_host_write, exec_host_save, exec_host_restore,
+     exec_host_randomize, exec_host_read, exec_host_run, exec_host_free, exec_host_gpus},
 #ifdef SIMPAR_HAVE_CUDA
-    {"cuda", "one GPU per rank: cuBLAS, CUDA kernels, NCCL", exec_cuda_new, exec_cuda_write,
-     exec_cuda_read, exec_cuda_run, exec_cuda_free, exec_cuda_gpus},
+    {"cuda", "one GPU per rank: cuBLAS, CUDA kernels, NCCL", exec_cuda_new, exec_cuda_input_type,
+     exec_cuda_write, exec_cuda_save, exec_cuda_restore, exec_cuda_randomize, exec_cuda_read,
+     exec_cuda_run, exec_cuda_free, exec_cuda_gpus},
 #endif
 };
 
@@ -391,19 +461,52 @@ simpar_executor_is_local(const SimparExecutor *ex, guint rank)
     return !ex->world->mpi || rank == (guint) ex->world->rank;
 }
 
-gboolean
-simpar_executor_write(SimparExecutor *ex, guint buf, const double *src, GError **error)
+/* Buffer `buf` exists and belongs to a rank of this process. */
+static gboolean
+executor_owns(const SimparExecutor *ex, guint buf)
 {
-    g_return_val_if_fail(simpar_executor_is_local(ex, simpar_schedule_buffer(ex->sched, buf)->rank),
-                         FALSE);
+    return buf < simpar_schedule_n_buffers(ex->sched) &&
+           simpar_executor_is_local(ex, simpar_schedule_buffer(ex->sched, buf)->rank);
+}
+
+SimparDtype
+simpar_executor_input_type(const SimparExecutor *ex, guint buf)
+{
+    g_return_val_if_fail(executor_owns(ex, buf), SIMPAR_DTYPE_FP64);
+    return ex->klass->input_type(ex->impl, buf);
+}
+
+gboolean
+simpar_executor_write(SimparExecutor *ex, guint buf, const void *src, GError **error)
+{
+    g_return_val_if_fail(executor_owns(ex, buf), FALSE);
     return ex->klass->write(ex->impl, buf, src, error);
+}
+
+gboolean
+simpar_executor_save(SimparExecutor *ex, guint buf, GError **error)
+{
+    g_return_val_if_fail(executor_owns(ex, buf), FALSE);
+    return ex->klass->save(ex->impl, buf, error);
+}
+
+gboolean
+simpar_executor_restore(SimparExecutor *ex, GError **error)
+{
+    return ex->klass->restore(ex->impl, error);
+}
+
+gboolean
+simpar_executor_randomize(SimparExecutor *ex, guint buf, guint64 seed, guint64 ids, GError **error)
+{
+    g_return_val_if_fail(executor_owns(ex, buf), FALSE);
+    return ex->klass->randomize(ex->impl, buf, seed, ids, error);
 }
 
 gboolean
 simpar_executor_read(SimparExecutor *ex, guint buf, double *dst, GError **error)
 {
-    g_return_val_if_fail(simpar_executor_is_local(ex, simpar_schedule_buffer(ex->sched, buf)->rank),
-                         FALSE);
+    g_return_val_if_fail(executor_owns(ex, buf), FALSE);
     return ex->klass->read(ex->impl, buf, dst, error);
 }
 

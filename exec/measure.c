@@ -3,9 +3,12 @@
  *
  *   schedule (simpar_job_schedule, fallback model "tiny")
  *     -> inputs: every SIMPAR_SHARD_INPUT shard from --seed, as a pure function of (seed,
- *        tensor, global row, global column), so replicated shards agree; other buffers zero
+ *        tensor, global row, global column) (inputs.h), so replicated shards agree; other
+ *        buffers zero. Generated once on the host's cores in each buffer's element type,
+ *        written once, saved where they live
  *     -> [--check: run once here and once on the host executor, compare output shards]
- *     -> warm-up + repeats: write inputs (untimed) | run, per-op start/end | ...
+ *     -> warm-up + repeats: restore inputs (untimed; a GPU: device copies) | run, per-op
+ *        start/end | ...
  *     -> verify the last run's outputs (verify.h): every value finite, replicated blocks equal
  *        on every rank (over all processes); a failure is the error and no timing is reported
  *     -> the repeat with the median step time (the lower median: an actual repeat) gives "ops"
@@ -15,6 +18,7 @@
  */
 #include "measure.h"
 #include "host.h"
+#include "inputs.h"
 #include "output.h"
 #include "verify.h"
 #include <math.h>
@@ -27,83 +31,27 @@
 
 /* ---- inputs ------------------------------------------------------------------------------- */
 
-static guint64
-measure_mix(guint64 x) /* splitmix64's finalizer */
-{
-    x += G_GUINT64_CONSTANT(0x9e3779b97f4a7c15);
-    x = (x ^ (x >> 30)) * G_GUINT64_CONSTANT(0xbf58476d1ce4e5b9);
-    x = (x ^ (x >> 27)) * G_GUINT64_CONSTANT(0x94d049bb133111eb);
-    return x ^ (x >> 31);
-}
-
-static double
-measure_unit(guint64 key) /* uniform in (0, 1) */
-{
-    return ((double) (measure_mix(key) >> 11) + 0.5) * 0x1p-53;
-}
-
-static double
-measure_normal(guint64 key) /* Box-Muller */
-{
-    double u1 = measure_unit(key), u2 = measure_unit(key ^ G_GUINT64_CONSTANT(0x5851f42d4c957f2d));
-    return sqrt(-2.0 * log(u1)) * cos(2.0 * G_PI * u2);
-}
-
-typedef enum {
-    INPUT_WEIGHT,     /* normal * 0.02 */
-    INPUT_ACTIVATION, /* x, dy, embed.dy, head.x: N(0, 1) */
-    INPUT_ID,         /* tokens, targets: whole numbers in [0, V) */
-} InputKind;
-
-static InputKind
-measure_input_kind(const char *tensor)
-{
-    if (g_str_equal(tensor, "tokens") || g_str_equal(tensor, "targets"))
-        return INPUT_ID;
-    const char *last = strrchr(tensor, '.');
-    last = last != NULL ? last + 1 : tensor;
-    return g_str_equal(last, "x") || g_str_equal(last, "dy") ? INPUT_ACTIVATION : INPUT_WEIGHT;
-}
-
-static void
-measure_fill_shard(const SimparShard *sh, guint64 seed, guint64 vocab, double *buf)
-{
-    InputKind kind = measure_input_kind(sh->tensor);
-    guint64 base = measure_mix(seed ^ measure_mix(g_str_hash(sh->tensor)));
-    double *out = buf + sh->view.off;
-    for (guint64 r = 0; r < sh->rows; r++) {
-        guint64 row = measure_mix(base + sh->row0 + r);
-        for (guint64 c = 0; c < sh->cols; c++) {
-            guint64 key = row ^ (sh->col0 + c) * G_GUINT64_CONSTANT(0xd6e8feb86659fd93);
-            double v = kind == INPUT_ID
-                           ? MIN(floor(measure_unit(key) * (double) vocab), (double) vocab - 1)
-                       : kind == INPUT_ACTIVATION ? measure_normal(key)
-                                                  : 0.02 * measure_normal(key);
-            out[r * sh->cols + c] = v;
-        }
-    }
-}
-
-/* Per buffer of the ranks `local` accepts, its input values (NULL: no input shard, stays 0). */
+/* Per buffer, its SIMPAR_SHARD_INPUT shards of the ranks `local` accepts (NULL: all ranks); a
+ * buffer without any has none (no array). */
 typedef struct {
     guint n;
-    double **bufs;
+    GPtrArray **shards; /* per buffer: const SimparShard *, or NULL */
 } Inputs;
 
 static void
 measure_inputs_clear(Inputs *in)
 {
     for (guint b = 0; b < in->n; b++)
-        g_free(in->bufs[b]);
-    g_clear_pointer(&in->bufs, g_free);
+        if (in->shards[b] != NULL)
+            g_ptr_array_unref(in->shards[b]);
+    g_clear_pointer(&in->shards, g_free);
 }
 
 static void
-measure_inputs_init(Inputs *in, const SimparSchedule *sched, const SimparExecutor *local,
-                    guint64 seed, guint64 vocab)
+measure_inputs_init(Inputs *in, const SimparSchedule *sched, const SimparExecutor *local)
 {
     in->n = simpar_schedule_n_buffers(sched);
-    in->bufs = g_new0(double *, in->n);
+    in->shards = g_new0(GPtrArray *, in->n);
     guint n;
     const SimparShard *sh = simpar_schedule_shards(sched, &n);
     for (guint i = 0; i < n; i++) {
@@ -111,19 +59,48 @@ measure_inputs_init(Inputs *in, const SimparSchedule *sched, const SimparExecuto
         if (sh[i].role != SIMPAR_SHARD_INPUT ||
             (local != NULL && !simpar_executor_is_local(local, sh[i].rank)))
             continue;
-        if (in->bufs[b] == NULL)
-            in->bufs[b] = g_new0(double, MAX(simpar_schedule_buffer(sched, b)->elems, 1));
-        measure_fill_shard(&sh[i], seed, vocab, in->bufs[b]);
+        if (in->shards[b] == NULL)
+            in->shards[b] = g_ptr_array_new();
+        g_ptr_array_add(in->shards[b], (gpointer) &sh[i]);
     }
 }
 
-static gboolean
-measure_write_inputs(SimparExecutor *ex, const Inputs *in, GError **error)
+/* Buffer b's input values, in parallel, into `dst` (elems of `type`, zeros elsewhere). */
+static void
+measure_inputs_fill(const Inputs *in, guint b, guint64 seed, guint64 vocab, SimparDtype type,
+                    void *dst)
 {
+    if (dst != NULL) /* NULL: an empty buffer */
+        simpar_inputs_fill((const SimparShard *const *) in->shards[b]->pdata, in->shards[b]->len,
+                           seed, vocab, type, dst, 0);
+}
+
+/* Every input buffer generated once in the executor's element type (in one scratch array, the
+ * size of the largest, zeroed where the shards leave gaps), written and saved where it lives; a
+ * repeat restores them (simpar_executor_restore). */
+static gboolean
+measure_inputs_write(SimparExecutor *ex, const SimparSchedule *sched, const Inputs *in,
+                     guint64 seed, guint64 vocab, GError **error)
+{
+    gsize most = 0;
     for (guint b = 0; b < in->n; b++)
-        if (in->bufs[b] != NULL && !simpar_executor_write(ex, b, in->bufs[b], error))
-            return FALSE;
-    return TRUE;
+        if (in->shards[b] != NULL)
+            most = MAX(most, simpar_schedule_buffer(sched, b)->elems *
+                                 simpar_dtype_size(simpar_executor_input_type(ex, b)));
+    void *values = simpar_inputs_alloc(most);
+    gboolean ok = TRUE;
+    for (guint b = 0; b < in->n && ok; b++) {
+        if (in->shards[b] == NULL)
+            continue;
+        SimparDtype type = simpar_executor_input_type(ex, b);
+        gsize elems = simpar_schedule_buffer(sched, b)->elems;
+        simpar_inputs_zero_gaps((const SimparShard *const *) in->shards[b]->pdata,
+                                in->shards[b]->len, elems, type, values);
+        measure_inputs_fill(in, b, seed, vocab, type, values);
+        ok = simpar_executor_write(ex, b, values, error) && simpar_executor_save(ex, b, error);
+    }
+    simpar_inputs_free(values, most);
+    return ok;
 }
 
 /* ---- --check ------------------------------------------------------------------------------ */
@@ -285,20 +262,20 @@ measure_check_verdict(const Check *ck, const char *executor, GError **error)
 /* Runs the schedule once on `ex` and once on the host (every rank, in this process) from the
  * same inputs and compares every output shard of the local ranks. */
 static gboolean
-measure_check(Check *ck, const SimparSchedule *sched, SimparExecutor *ex, const Inputs *in,
+measure_check(Check *ck, const SimparSchedule *sched, SimparExecutor *ex,
               const SimparRunOptions *opts, const SimparExecWorld *world, guint64 vocab,
               GError **error)
 {
     measure_check_init(ck, sched, measure_tolerance(simpar_schedule_dtype(sched), opts->cfg.tf32));
     g_autoptr(SimparHost) ref = simpar_host_new(sched);
     Inputs all = {0};
-    measure_inputs_init(&all, sched, NULL, opts->seed, vocab);
+    measure_inputs_init(&all, sched, NULL);
     for (guint b = 0; b < all.n; b++)
-        if (all.bufs[b] != NULL)
-            memcpy(simpar_host_buffer(ref, b), all.bufs[b],
-                   simpar_schedule_buffer(sched, b)->elems * sizeof(double));
+        if (all.shards[b] != NULL)
+            measure_inputs_fill(&all, b, opts->seed, vocab, SIMPAR_DTYPE_FP64,
+                                simpar_host_buffer(ref, b));
     measure_inputs_clear(&all);
-    if (!measure_write_inputs(ex, in, error) || !simpar_executor_run(ex, NULL, error))
+    if (!simpar_executor_restore(ex, error) || !simpar_executor_run(ex, NULL, error))
         return FALSE;
     if (!simpar_host_run(ref, error)) {
         g_prefix_error(error, "--check, the host reference: ");
@@ -371,7 +348,7 @@ measure_median(const double *step, guint n)
 }
 
 static gboolean
-measure_repeats(Timing *tm, SimparExecutor *ex, const SimparSchedule *sched, const Inputs *in,
+measure_repeats(Timing *tm, SimparExecutor *ex, const SimparSchedule *sched,
                 const SimparRunOptions *opts, const SimparExecWorld *world, GError **error)
 {
     guint n = tm->n_ops = simpar_schedule_n_ops(sched);
@@ -381,7 +358,7 @@ measure_repeats(Timing *tm, SimparExecutor *ex, const SimparSchedule *sched, con
     for (guint i = 0; i < opts->warmup + opts->repeats; i++) {
         guint r = i < opts->warmup ? 0 : i - opts->warmup; /* warm-ups write into repeat 0 */
         SimparSpan *spans = tm->spans + (gsize) r * n;
-        if (!measure_write_inputs(ex, in, error) || !simpar_executor_run(ex, spans, error))
+        if (!simpar_executor_restore(ex, error) || !simpar_executor_run(ex, spans, error))
             return FALSE;
         /* every rank's spans to every process: a span is two doubles, maxed element by element */
         G_STATIC_ASSERT(sizeof(SimparSpan) == 2 * sizeof(double));
@@ -668,10 +645,11 @@ simpar_measure_run(const SimparRunOptions *opts, const SimparExecWorld *world, c
     Check ck = {0};
     Timing tm = {0};
     Verified vd = {0};
-    measure_inputs_init(&in, sched, ex, opts->seed, (guint64) model.vocab);
+    measure_inputs_init(&in, sched, ex);
     JsonNode *root = NULL;
-    if ((!opts->check || measure_check(&ck, sched, ex, &in, opts, world, model.vocab, error)) &&
-        measure_repeats(&tm, ex, sched, &in, opts, world, error) &&
+    if (measure_inputs_write(ex, sched, &in, opts->seed, (guint64) model.vocab, error) &&
+        (!opts->check || measure_check(&ck, sched, ex, opts, world, model.vocab, error)) &&
+        measure_repeats(&tm, ex, sched, opts, world, error) &&
         measure_verify(&vd, ex, sched, opts, world, error)) {
         RunReport rp = {opts, sched, &model, &train, simpar_executor_device(ex), &tm, &ck, &vd};
         root = measure_json(&rp);

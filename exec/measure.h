@@ -11,9 +11,13 @@
  *   executor.c  SimparExecutor: {host, cuda} behind {new, write, read, run, free};
  *               SimparExecWorld: this process runs every rank (threads) or one (mpirun)
  *
- * Both runs and benches drive an executor the same way: write the inputs (doubles), run with
- * per-op start/end times, read the outputs. Times are seconds from the run's origin (host: the
- * run's start; cuda: each rank's start event after a barrier).
+ * Both runs and benches drive an executor the same way: write the inputs (in the element type
+ * the executor asks for: doubles on the host, each buffer's own type on a GPU), keep a copy
+ * where they live (save) and put it back before every repeat (restore: a device-side copy on a
+ * GPU), run with per-op start/end times, read the outputs (doubles). Benches fill their
+ * buffers with random values where they live (randomize: a kernel on a GPU). Times are seconds
+ * from the run's origin (host: the run's start; cuda: each rank's start event after a
+ * barrier).
  *
  * Ownership: a SimparExecutor borrows its schedule, which must outlive it; results own their
  * arrays.
@@ -67,7 +71,11 @@ typedef struct {
     /* The backend's own object over `sched`'s ranks local to `world`; its device in *device. */
     gpointer (*new)(const SimparSchedule *sched, const SimparExecWorld *world,
                     const SimparExecConfig *cfg, char **device, GError **error);
-    gboolean (*write)(gpointer impl, guint buf, const double *src, GError **error);
+    SimparDtype (*input_type)(gpointer impl, guint buf); /* the element type write() takes */
+    gboolean (*write)(gpointer impl, guint buf, const void *src, GError **error);
+    gboolean (*save)(gpointer impl, guint buf, GError **error);
+    gboolean (*restore)(gpointer impl, GError **error);
+    gboolean (*randomize)(gpointer impl, guint buf, guint64 seed, guint64 ids, GError **error);
     gboolean (*read)(gpointer impl, guint buf, double *dst, GError **error);
     gboolean (*run)(gpointer impl, SimparSpan *spans, GError **error);
     void (*free)(gpointer impl);
@@ -87,9 +95,21 @@ SimparExecutor *simpar_executor_new(const SimparExecutorClass *klass, const Simp
 void simpar_executor_free(SimparExecutor *ex);
 const char *simpar_executor_device(const SimparExecutor *ex); /* (transfer none) */
 gboolean simpar_executor_is_local(const SimparExecutor *ex, guint rank);
-/* Buffers of local ranks only, as simpar_schedule_buffer(sched, buf)->elems doubles. */
-gboolean simpar_executor_write(SimparExecutor *ex, guint buf, const double *src, GError **error);
+/* Buffers of local ranks only. write: simpar_schedule_buffer(sched, buf)->elems elements of
+ * simpar_executor_input_type() (host: fp64; cuda: the buffer's own type, fp16 and bf16 as their
+ * bits); read: as many doubles. */
+SimparDtype simpar_executor_input_type(const SimparExecutor *ex, guint buf);
+gboolean simpar_executor_write(SimparExecutor *ex, guint buf, const void *src, GError **error);
 gboolean simpar_executor_read(SimparExecutor *ex, guint buf, double *dst, GError **error);
+/* save: a copy of the buffer's current contents where it lives (a GPU's memory, or host memory
+ * when the GPU has no room); restore: every saved buffer back, before a repeat. */
+gboolean simpar_executor_save(SimparExecutor *ex, guint buf, GError **error);
+gboolean simpar_executor_restore(SimparExecutor *ex, GError **error);
+/* Random values where the buffer lives, a pure function of (seed, element): uniform in
+ * [0.5, 1.5) (layer-norm variances stay positive), or whole numbers in [0, ids) when ids > 0
+ * (token ids, targets). */
+gboolean simpar_executor_randomize(SimparExecutor *ex, guint buf, guint64 seed, guint64 ids,
+                                   GError **error);
 /* Runs once; `spans` (n_ops, or NULL) gets the times of local ranks' ops and -1 elsewhere. */
 gboolean simpar_executor_run(SimparExecutor *ex, SimparSpan *spans, GError **error);
 
@@ -119,6 +139,7 @@ typedef struct {
     guint warmup, repeats, gpus;
     guint64 min_bytes, max_bytes;
     gboolean quick;
+    void (*progress)(const char *line); /* one line per group measured, or NULL */
 } SimparBenchOptions;
 
 /* (transfer full): a RUN.json document (simpar-run, version 1), or NULL with the error;

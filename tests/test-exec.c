@@ -346,9 +346,11 @@ kernel_bytes(const char *kind, double r, double c)
 static void
 check_bench_kernels(JsonArray *kernels)
 {
-    const char *want[] = {"ln_stats",  "ln_apply",  "ln_bwd_stats", "ln_bwd_apply", "bias_add",
-                          "bias_grad", "gelu",      "gelu_bwd",     "dropout",      "add",
-                          "adam",      "attention", "attention_bwd"};
+    const char *want[] = {"ln_stats",  "ln_apply",     "ln_bwd_stats", "ln_bwd_apply", "bias_add",
+                          "bias_grad", "gelu",         "gelu_bwd",     "swiglu",       "swiglu_bwd",
+                          "dropout",   "dropout_bwd",  "add",          "embed",        "embed_bwd",
+                          "xent_max",  "xent_fwd",     "xent_loss",    "xent_bwd",     "adam",
+                          "attention", "attention_bwd"};
     guint bad = 0, found = 0, exact = 0;
     CU_ASSERT_EQUAL(json_array_get_length(kernels), G_N_ELEMENTS(want));
     for (guint i = 0; i < json_array_get_length(kernels); i++) {
@@ -369,6 +371,8 @@ check_bench_kernels(JsonArray *kernels)
                    json_object_get_int_member(k, "seq") != 32 ||
                    json_object_get_int_member(k, "heads") != 1 ||
                    json_object_get_int_member(k, "head_dim") != 16 || r != 256 || c != 16;
+        else if (g_str_has_prefix(kind, "xent")) /* quick: b*s/8 rows of V = 1024 */
+            bad += r != 32 || c != 1024;
         else /* quick: b*s/8 rows of h */
             bad += r != 32 || c != 64;
     }
@@ -429,6 +433,7 @@ test_bench(void)
     CU_ASSERT_STRING_EQUAL(json_object_get_string_member(b, "executor"), "host");
     CU_ASSERT_STRING_EQUAL(json_object_get_string_member(b, "dtype"), "fp32");
     CU_ASSERT_EQUAL(json_object_get_int_member(b, "gpus"), 4);
+    CU_ASSERT_STRING_EQUAL(json_object_get_string_member(b, "inputs"), "random");
     CU_ASSERT_EQUAL(json_object_get_int_member(b, "warmup"), 1);
     CU_ASSERT_EQUAL(json_object_get_int_member(b, "repeats"), 3);
     check_bench_gemm(json_object_get_array_member(b, "gemm"));
@@ -455,6 +460,43 @@ test_bench_options(void)
     CU_ASSERT_EQUAL(json_object_get_int_member(first, "gpus"), 2);
     CU_ASSERT_EQUAL(json_object_get_int_member(b, "repeats"), 2);
     CU_ASSERT_EQUAL(json_object_get_int_member(b, "warmup"), 0);
+}
+
+/* Without --quick: every kind from 64 rows to the host's largest (2^18 elements), each group's
+ * progress on stderr; no collectives on one rank, and the file says one GPU. */
+static void
+test_bench_sizes(void)
+{
+    g_autofree char *path = g_build_filename(tmpdir, "bench-sizes.json", NULL);
+    g_autofree char *args =
+        g_strdup_printf("--executor host --bench kernels --repeats 1 --warmup 0 -o %s", path);
+    ExecRun r = exec_cli(args);
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "simpar-exec --bench: kernels, add: 3 sizes up to "
+                                         "4096 x 64"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "simpar-exec --bench: kernels, xent-bwd: 2 sizes up to "
+                                         "256 x 1024"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "simpar-exec --bench: attention (unfused): 7 shapes"));
+    exec_run_clear(&r);
+    g_autoptr(JsonParser) p = json_parser_new();
+    CU_ASSERT_TRUE_FATAL(json_parser_load_from_file(p, path, NULL));
+    JsonObject *b = json_node_get_object(json_parser_get_root(p));
+    CU_ASSERT_EQUAL(json_object_get_int_member(b, "gpus"), 1);
+    JsonArray *k = json_object_get_array_member(b, "kernels");
+    guint adds = 0, largest = 0;
+    for (guint i = 0; i < json_array_get_length(k); i++) {
+        JsonObject *e = json_array_get_object_element(k, i);
+        if (!g_str_equal(json_object_get_string_member(e, "kind"), "add"))
+            continue;
+        guint rows = (guint) json_object_get_int_member(e, "rows");
+        CU_ASSERT_TRUE(rows == 64 || rows == 512 || rows == 4096);
+        adds++, largest = MAX(largest, rows);
+    }
+    CU_ASSERT_EQUAL(adds, 3);
+    CU_ASSERT_EQUAL(largest * 64, 1 << 18);
+    /* 15 row kinds x 3 sizes, 4 cross-entropy kinds x 2 (64, 256 rows of 1024), adam x 3,
+     * attention 7 shapes each way */
+    CU_ASSERT_EQUAL(json_array_get_length(k), 15 * 3 + 4 * 2 + 3 + 14);
 }
 
 /* ---- refusals ----------------------------------------------------------------------------- */
@@ -557,6 +599,8 @@ static CU_TestInfo exec_tests[] = {
     {"without -o a run prints its summary and the check table", test_summary},
     {"--bench all --quick reports GEMM flops, model bytes and nccl-tests bandwidths", test_bench},
     {"--bench options choose the section, ranks, sizes and repeats", test_bench_options},
+    {"--bench kernels measures every kind from launch-bound sizes up, with progress on stderr",
+     test_bench_sizes},
     {"bad flags, values and splits are refused with exit status 2, failed jobs with 1",
      test_refusals},
     {"--version prints the version and the executors", test_version},

@@ -808,6 +808,69 @@ test_calibrate_leave_one_out(void)
                            1e-9);
 }
 
+/* `path` with "gpus" and "inputs" set as a one-GPU BENCH.json now says them (gpus 1, inputs
+ * random), written to a temporary file. */
+static char *
+bench_as_now(const char *path, const char *name)
+{
+    g_autoptr(JsonParser) p = json_parser_new();
+    g_assert(json_parser_load_from_file(p, path, NULL));
+    JsonObject *o = json_node_get_object(json_parser_get_root(p));
+    json_object_set_int_member(o, "gpus", 1);
+    json_object_set_string_member(o, "inputs", "random");
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    json_generator_set_root(gen, json_parser_get_root(p));
+    char *out = tmp_path(name);
+    g_assert(json_generator_to_file(gen, out, NULL));
+    return out; /* (transfer full) */
+}
+
+static guint
+json_count(JsonObject *o, const char *key)
+{
+    if (!json_object_has_member(o, key))
+        return 0;
+    JsonNode *n = json_object_get_member(o, key);
+    return JSON_NODE_HOLDS_ARRAY(n)    ? json_array_get_length(json_node_get_array(n))
+           : JSON_NODE_HOLDS_OBJECT(n) ? json_object_get_size(json_node_get_object(n))
+                                       : 0;
+}
+
+/* The one-GPU benches measured on an H200 (bench/fidelity/h200, "gpus": 0, buffers above 2^27
+ * elements zero) and the same files as a one-GPU bench now writes them ("gpus": 1, "inputs":
+ * "random"): calibrate takes each. The 45 GEMM rows less the 4 small squares measured in under
+ * twice the bench's timer and the 9 timed on zeros (41 when the inputs were random); the 11
+ * streaming kinds of the kernel bench each get a bandwidth. */
+static void
+test_calibrate_h200_files(void)
+{
+    const struct {
+        const char *file;
+        guint gemm_zero, gemm_random, kinds;
+    } cases[] = {
+        {"bench-all", 32, 41, 11},
+        {"bench-gemm", 32, 41, 0},
+        {"bench-kernels", 0, 0, 11},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++)
+        for (guint now = 0; now < 2; now++) {
+            g_autofree char *src = g_strdup_printf("bench/fidelity/h200/%s.json", cases[i].file);
+            g_autofree char *name = g_strdup_printf("%s-now.json", cases[i].file);
+            g_autofree char *bench = now ? bench_as_now(src, name) : g_strdup(src);
+            g_autofree char *out = tmp_path("calib-h200-file.json");
+            g_autoptr(JsonParser) parser = json_parser_new();
+            JsonObject *o = calibrate(bench, "topologies/h200x1.xml", out, parser);
+            guint gemm = json_count(o, "gemm_table"), kinds = json_count(o, "kernel_bw_Bps");
+            guint want = now ? cases[i].gemm_random : cases[i].gemm_zero;
+            if (gemm != want || kinds != cases[i].kinds)
+                printf("\n    %s: %u GEMM rows (want %u), %u kinds (want %u)", bench, gemm, want,
+                       kinds, cases[i].kinds);
+            CU_ASSERT_EQUAL(gemm, want);
+            CU_ASSERT_EQUAL(kinds, cases[i].kinds);
+        }
+}
+
 /* The class `name` of a validate --json result. */
 static JsonObject *
 h200_class(JsonObject *o, const char *name)
@@ -1167,6 +1230,9 @@ static CU_TestInfo validate_tests[] = {
      test_calibrate_gpu},
     {"calibrate predicts each GEMM of its table from the others (leave one out)",
      test_calibrate_leave_one_out},
+    {"calibrate takes the H200's one-GPU bench files as measured and as a one-GPU bench now "
+     "writes them",
+     test_calibrate_h200_files},
     {"calibrate recovers the host's peak, bandwidth and links within 1%", test_calibrate_host},
     {"calibrate --nccl-tests recovers the figures of simpar's own logs within 1% and reproduces "
      "them; the public DGX H100 log within 5% from 8 MiB",
