@@ -40,14 +40,20 @@ predict_clear(Predict *p)
     simpar_predict_args_clear(&p->opts);
 }
 
+#define PREDICT_MAX_STEPS (G_GINT64_CONSTANT(1) << 53)
+
 /* The step-level options into p->train (the split is checked against the GPUs later). */
 static gboolean
 predict_resolve_train(Predict *p, GError **error)
 {
-    if (p->steps_to_target != SIMPAR_JOB_UNSET && p->steps_to_target < 1) {
+    /* the counts print as doubles: past 2^53 they are no longer whole (nor, cast back, even
+     * positive) */
+    if (p->steps_to_target != SIMPAR_JOB_UNSET &&
+        (p->steps_to_target < 1 || p->steps_to_target > PREDICT_MAX_STEPS)) {
         g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                    "--steps-to-target %" G_GINT64_FORMAT ": must be at least 1",
-                    p->steps_to_target);
+                    "--steps-to-target %" G_GINT64_FORMAT ": must be at least 1 and at most "
+                    "2^53 = %" G_GINT64_FORMAT " (the largest count a double holds exactly)",
+                    p->steps_to_target, PREDICT_MAX_STEPS);
         return FALSE;
     }
     return simpar_job_train(&p->job, &p->train, error);
@@ -217,6 +223,15 @@ predict_mode(PredictJob *pj, guint index, const char *mode, GError **error)
     SimparTrain train = p->train;
     gint64 outer = train.pp * train.dp * MAX(p->job.cp, 1);
     gint64 tp = p->job.tp != G_MININT64 ? p->job.tp : (gint64) pj->gpus / MAX(outer, 1);
+    if (tp < 1) { /* the default --tp: no GPU left for a tensor-parallel group */
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "%s %" G_GINT64_FORMAT " x --dp %" G_GINT64_FORMAT " x --cp %" G_GINT64_FORMAT
+                    " = %" G_GINT64_FORMAT " GPUs, more than the %u used (--gpus or the "
+                    "platform): the product must divide them",
+                    train.schedule == SIMPAR_PIPE_LOCAL ? "--local-chunks" : "--pp", train.pp,
+                    train.dp, MAX(p->job.cp, 1), outer, pj->gpus);
+        return FALSE;
+    }
     if (!predict_plan(p, mode, (guint) tp, &train.tp, &why))
         return predict_skip(pj, mode, "-", NULL, &why, error);
     SimparPredictContext ctx = p->base;

@@ -952,6 +952,66 @@ static const BadCase cases[] = {
      "--topology " V100 " --frobnicate",
      2,
      {"Unknown option --frobnicate"}},
+    /* flags checked where they enter, before anything is sized by them: --tp 2^40 searched
+     * 2.5-D depths up to it (a hang, under 2.5d and the default --tp-mode all), --tp 2^32
+     * wrapped to a group of 0 GPUs (a division by zero), more local chunks than GPUs left a
+     * tensor-parallel group of 0, a count past 2^53 printed wrong and negative step counts */
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model tiny --tp-mode 2.5d --tp 1099511627776",
+     2,
+     {"--tp 1099511627776 is out of range", "between 1 and 65536"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model tiny --tp 1099511627776",
+     2,
+     {"--tp 1099511627776 is out of range", "between 1 and 65536"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --tp 4294967296",
+     2,
+     {"--tp 4294967296 is out of range", "between 1 and 65536"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model tiny --depth 100000000 --tp-mode 2.5d",
+     2,
+     {"--depth 100000000: must be between 1 and 65536"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model tiny --local-chunks 128",
+     2,
+     {"--local-chunks 128 x --dp 1 x --cp 1 = 128 GPUs", "more than the 64 used"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model tiny --tp-mode 1d --pp 128 --layers 128",
+     2,
+     {"--pp 128 x --dp 1 x --cp 1 = 128 GPUs", "more than the 64 used"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model tiny --tp-mode 1d --steps-to-target 18014398509481985",
+     2,
+     {"--steps-to-target 18014398509481985", "at most 2^53 = 9007199254740992"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "sweep --topology " V100 " --model tiny --tp-mode 1d --virtual-stages 4096 -o @/s.csv",
+     2,
+     {"--virtual-stages 4096: must be between 1 and 1024"}},
 };
 
 static const BadFilesCase files_cases[] = {
@@ -1078,8 +1138,8 @@ bad_case(const BadCase *c, const char *const *more)
     }
     g_autofree char *args = at_dir(c->args, dir);
     gboolean exec = g_str_has_prefix(args, "EXEC ");
-    SimparCliRun r =
-        exec ? simpar_cli_run_bin("SIMPAR_EXEC_BIN", args + strlen("EXEC ")) : simpar_cli_run(args);
+    SimparCliRun r = exec ? simpar_cli_run_bin("SIMPAR_BAD_EXEC", args + strlen("EXEC "))
+                          : simpar_cli_run_bin("SIMPAR_BAD_BIN", args);
     g_autofree char *left = NULL;
     gboolean kept =
         g_file_get_contents(victim, &left, NULL, NULL) && g_str_equal(left, VICTIM_TEXT);
@@ -1100,9 +1160,24 @@ bad_case(const BadCase *c, const char *const *more)
     return ok;
 }
 
+/* A case that hangs is one failure, not the suite's timeout: each run ends after BAD_LIMIT_S
+ * (timeout(1) then exits 124, or 137 when it had to kill). */
+#define BAD_LIMIT_S "120"
+
 static void
 test_matrix(void)
 {
+    const struct {
+        const char *bounded, *bin;
+    } bins[] = {{"SIMPAR_BAD_BIN", "SIMPAR_BIN"}, {"SIMPAR_BAD_EXEC", "SIMPAR_EXEC_BIN"}};
+
+    g_autofree char *timeout = g_find_program_in_path("timeout");
+    g_assert(timeout != NULL);
+    for (guint i = 0; i < G_N_ELEMENTS(bins); i++) {
+        g_autofree char *cmd =
+            g_strdup_printf("%s -k 5 " BAD_LIMIT_S " %s", timeout, g_getenv(bins[i].bin));
+        g_setenv(bins[i].bounded, cmd, TRUE);
+    }
     guint failed = 0;
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++)
         failed += !bad_case(&cases[i], NULL);
