@@ -28,6 +28,10 @@
     "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"      \
     "<platform version=\"4.1\">\n<zone id=\"w\" routing=\"Full\">\n"
 #define XML_TAIL "</zone>\n</platform>\n"
+/* XML_HEAD with a zone of another routing */
+#define XML_ZONE(routing)                                                                          \
+    "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"      \
+    "<platform version=\"4.1\">\n<zone id=\"w\" routing=\"" routing "\">\n"
 /* A platform whose line 4 is `top` (a top-level element before the zone), line 5 its zone, then
  * two GPUs (lines 6, 7) and the link `link` between them (line 8). */
 #define XML_TOP(top, link)                                                                         \
@@ -1014,6 +1018,102 @@ static const BadCase cases[] = {
      {"--virtual-stages 4096: must be between 1 and 1024"}},
 };
 
+#define LINK_L "<link id=\"l\" bandwidth=\"10GBps\" latency=\"1us\"/>\n"
+#define ROUTE_01(attrs)                                                                            \
+    "<route src=\"node0-gpu0\" dst=\"node1-gpu0\"" attrs "><link_ctn id=\"l\"/></route>\n"
+
+/* Platforms SimGrid hangs on, crashes on or exhausts memory with, refused before it reads them:
+ * its Dijkstra follows predecessors without checking that a route was found (a route one way
+ * only looped forever in predict, collective and sweep; an unlinked GPU crashed), routings
+ * whose routes it aborts on, a cluster of 10^8 hosts, a Full zone's n^2 route table (30,000
+ * hosts took 7 GB); a trace that turns a GPU off stays refused. */
+static const BadCase platform_cases[] = {
+    {"platform",
+     "t.xml",
+     XML_ZONE("DijkstraCache") GPU(0, 0) GPU(1, 0) LINK_L ROUTE_01(" symmetrical=\"NO\"") XML_TAIL,
+     NULL,
+     "--topology @/t.xml --model tiny --tp-mode 1d --tp 2",
+     1,
+     {"--topology @/t.xml:4: <zone id=\"w\" routing=\"DijkstraCache\"> has no route from "
+      "node1-gpu0 to node0-gpu0",
+      "both ways", "symmetrical=\"NO\" goes one way only"}},
+    {"platform",
+     "t.xml",
+     XML_ZONE("Dijkstra") GPU(0, 0) GPU(1, 0) LINK_L ROUTE_01(" symmetrical=\"NO\"") XML_TAIL,
+     NULL,
+     "collective --topology @/t.xml --op allreduce --bytes 1M --gpus 2",
+     1,
+     {"--topology @/t.xml:4:", "has no route from node1-gpu0 to node0-gpu0"}},
+    {"platform",
+     "t.xml",
+     XML_ZONE("DijkstraCache") GPU(0, 0) GPU(1, 0) LINK_L ROUTE_01(" symmetrical=\"NO\"") XML_TAIL,
+     NULL,
+     "sweep --topology @/t.xml --model tiny --tp-mode 1d -o @/s.csv",
+     1,
+     {"--topology @/t.xml:4:", "has no route from node1-gpu0 to node0-gpu0"}},
+    {"platform",
+     "t.xml",
+     XML_ZONE("Dijkstra") GPU(0, 0) GPU(1, 0) GPU(2, 0) LINK_L ROUTE_01("") XML_TAIL,
+     NULL,
+     "--topology @/t.xml --model tiny --tp-mode 1d --tp 1 --dp 3",
+     1,
+     {"--topology @/t.xml:4: <zone id=\"w\" routing=\"Dijkstra\"> has no route from "
+      "node0-gpu0 to node2-gpu0"}},
+    {"platform",
+     "t.xml",
+     XML_ZONE("Floyd") GPU(0, 0) GPU(1, 0) GPU(2, 0) LINK_L ROUTE_01("") XML_TAIL,
+     NULL,
+     "--topology @/t.xml --model tiny --tp-mode 1d --tp 1 --dp 3",
+     1,
+     {"--topology @/t.xml:4: <zone id=\"w\" routing=\"Floyd\"> has no route from "
+      "node0-gpu0 to node2-gpu0"}},
+    {"platform",
+     "t.xml",
+     XML_ZONE("Wifi") GPU(0, 0) GPU(1, 0) LINK_L ROUTE_01("") XML_TAIL,
+     NULL,
+     "--topology @/t.xml --model tiny --tp-mode 1d --tp 2",
+     1,
+     {"--topology @/t.xml:4: <zone id=\"w\" routing=\"Wifi\"> is not accepted",
+      "Full, Floyd, Dijkstra or DijkstraCache"}},
+    {"platform",
+     "t.xml",
+     XML_ZONE("None") GPU(0, 0) GPU(1, 0) LINK_L ROUTE_01("") XML_TAIL,
+     NULL,
+     "collective --topology @/t.xml --op allreduce --bytes 1M --gpus 2",
+     1,
+     {"--topology @/t.xml:4: <zone id=\"w\" routing=\"None\"> is not accepted"}},
+    {"platform",
+     "t.xml",
+     "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+     "<platform version=\"4.1\">\n<cluster id=\"c\" prefix=\"node\" suffix=\"-gpu0\" "
+     "radical=\"0-99999999\" speed=\"15Tf\" bw=\"10GBps\" lat=\"1us\">" GPU_PROPS
+     "</cluster>\n</platform>\n",
+     NULL,
+     "--topology @/t.xml --model tiny --tp-mode 1d --tp 2",
+     1,
+     {"--topology @/t.xml:4: <cluster id=\"c\" radical=\"0-99999999\"> declares 100000000 hosts",
+      "at most 524288 hosts and routers"}},
+    {"platform",
+     "t.xml",
+     "WIDE",
+     NULL,
+     "--topology @/t.xml --model tiny --tp-mode 1d --tp 2",
+     1,
+     {"--topology @/t.xml:4: <zone id=\"w\" routing=\"Full\"> holds 5002 hosts, routers and zones",
+      "at most 4096 in a Full zone", "n^2"}},
+    {"platform",
+     "t.xml",
+     XML_ZONE("Full") GPU(0, 0) GPU(1, 0) LINK_L ROUTE_01("") "<trace id=\"off\" "
+                                                              "periodicity=\"1\">\n0 0\n</trace>\n"
+                                                              "<trace_connect kind=\"HOST_AVAIL\" "
+                                                              "trace=\"off\" "
+                                                              "element=\"node0-gpu0\"/>\n" XML_TAIL,
+     NULL,
+     "--topology @/t.xml --model tiny --tp-mode 1d --tp 2",
+     1,
+     {"--topology @/t.xml:9: <trace> is not accepted", "figures over time"}},
+};
+
 static const BadFilesCase files_cases[] = {
     {{"platform",
       "t.xml",
@@ -1107,6 +1207,12 @@ bad_file(const BadCase *c, const char *dir, const char *name, const char *text)
     } else if (g_str_equal(text, "LINK")) { /* a symbolic link to @/target */
         g_autofree char *target = g_build_filename(dir, "target", NULL);
         g_assert(symlink(target, file) == 0);
+    } else if (g_str_equal(text, "WIDE")) { /* a Full zone of two GPUs and 5,000 hosts */
+        GString *wide = g_string_new(XML_HEAD GPU(0, 0) GPU(1, 0));
+        for (guint i = 0; i < 5000; i++)
+            g_string_append_printf(wide, "<host id=\"h%u\" speed=\"1f\"/>\n", i);
+        g_string_append(wide, LINK_L ROUTE_01("") XML_TAIL);
+        content = g_string_free(wide, FALSE);
     } else if (g_str_equal(text, "DEEP")) { /* 100,000 arrays in one another */
         GString *deep = g_string_new(NULL);
         for (guint i = 0; i < 100000; i++)
@@ -1181,6 +1287,8 @@ test_matrix(void)
     guint failed = 0;
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++)
         failed += !bad_case(&cases[i], NULL);
+    for (guint i = 0; i < G_N_ELEMENTS(platform_cases); i++)
+        failed += !bad_case(&platform_cases[i], NULL);
     for (guint i = 0; i < G_N_ELEMENTS(files_cases); i++)
         failed += !bad_case(&files_cases[i].c, files_cases[i].more);
     CU_ASSERT_EQUAL(failed, 0);
