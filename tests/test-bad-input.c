@@ -1114,6 +1114,47 @@ static const BadCase platform_cases[] = {
      {"--topology @/t.xml:9: <trace> is not accepted", "figures over time"}},
 };
 
+/* In-range options whose run would exhaust memory or take hours: refused with the number
+ * before anything is allocated (the formula asked for 32 GiB at once, the replay more; a
+ * played all-reduce over 4,096 GPUs for 8 GiB; the all-to-all ran for hours). */
+static const BadCase memory_cases[] = {
+    {"memory",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model tiny --tp-mode 1d --tp 4 --pp 16 --schedule interleaved "
+     "--virtual-stages 1024 --layers 16384 --micro-batch 1 --global-batch 4096 --backend formula",
+     2,
+     {"1d T=4: the formula's ops (4096 micro-batches x 1024 model chunks x 16 stages) would need "
+      "about 32.5 GiB of memory",
+      "simpar allows here", "fewer micro-batches (--global-batch)"}},
+    {"memory",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model tiny --tp-mode 1d --tp 4 --pp 16 --schedule interleaved "
+     "--virtual-stages 1024 --layers 16384 --micro-batch 1 --global-batch 4096 --backend analytic",
+     2,
+     {"1d T=4: its step's ops on 16 simulated ranks (4096 micro-batches x 1024 model chunks x 16 "
+      "stages) would need about 165.0 GiB of memory"}},
+    {"memory",
+     "a.xml",
+     "TOPOLOGY dgx-a100 512",
+     NULL,
+     "collective --topology @/a.xml --op allreduce --bytes 1G --gpus 4096 --collectives played",
+     2,
+     {"--op allreduce on --gpus 4096: its played expansion holds up to 5.37e+08 transfers",
+      "about 64.0 GiB of memory", "--collectives fused"}},
+    {"memory",
+     "a.xml",
+     "TOPOLOGY dgx-a100 512",
+     NULL,
+     "collective --topology @/a.xml --op alltoall --bytes 1G --gpus 4096",
+     2,
+     {"--op alltoall on --gpus 4096: playing its 1.68e+07 transfers on SimGrid would take about "
+      "38 minutes, more than --time-budget 10 minutes"}},
+};
+
 static const BadFilesCase files_cases[] = {
     {{"platform",
       "t.xml",
@@ -1207,6 +1248,13 @@ bad_file(const BadCase *c, const char *dir, const char *name, const char *text)
     } else if (g_str_equal(text, "LINK")) { /* a symbolic link to @/target */
         g_autofree char *target = g_build_filename(dir, "target", NULL);
         g_assert(symlink(target, file) == 0);
+    } else if (g_str_has_prefix(text, "TOPOLOGY ")) { /* "TOPOLOGY PRESET NODES": generated */
+        g_auto(GStrv) w = g_strsplit(text, " ", 3);
+        g_autofree char *args =
+            g_strdup_printf("topology --preset %s --nodes %s -o %s", w[1], w[2], file);
+        SimparCliRun r = simpar_cli_run(args);
+        g_assert_cmpint(r.status, ==, 0);
+        simpar_cli_run_clear(&r);
     } else if (g_str_equal(text, "WIDE")) { /* a Full zone of two GPUs and 5,000 hosts */
         GString *wide = g_string_new(XML_HEAD GPU(0, 0) GPU(1, 0));
         for (guint i = 0; i < 5000; i++)
@@ -1289,6 +1337,8 @@ test_matrix(void)
         failed += !bad_case(&cases[i], NULL);
     for (guint i = 0; i < G_N_ELEMENTS(platform_cases); i++)
         failed += !bad_case(&platform_cases[i], NULL);
+    for (guint i = 0; i < G_N_ELEMENTS(memory_cases); i++)
+        failed += !bad_case(&memory_cases[i], NULL);
     for (guint i = 0; i < G_N_ELEMENTS(files_cases); i++)
         failed += !bad_case(&files_cases[i].c, files_cases[i].more);
     CU_ASSERT_EQUAL(failed, 0);
