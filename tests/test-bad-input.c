@@ -1155,6 +1155,66 @@ static const BadCase memory_cases[] = {
       "38 minutes, more than --time-budget 10 minutes"}},
 };
 
+#define DGX_A100 "topologies/dgx-a100x64.xml"
+
+/* Figures taken unchecked, fits that failed and were written anyway: NVLink SHARP figures of
+ * 300 digits, a run of ops that all take 0 s (validate aborted), nccl-tests rows that report
+ * wrong results or none large enough to fit (a fit of 0 rows was written), a host bench whose
+ * GEMM fit found no peak (its fit was recorded, its peak dropped). */
+static const BadCase figure_cases[] = {
+    {"figures",
+     "t.xml",
+     XML_HEAD "<host id=\"node0-gpu0\" speed=\"1Gf\">" GPU_PROPS
+              "<prop id=\"nvls_efficiency\" value=\"0.85\"/><prop id=\"nvls_latency_s\" "
+              "value=\"1e300\"/></host>\n" XML_TAIL,
+     NULL,
+     "--topology @/t.xml --model tiny",
+     1,
+     {"--topology @/t.xml", "node0-gpu0 has nvls_latency_s 1e+300", "from 0 to 1 s"}},
+    {"figures",
+     "t.xml",
+     XML_HEAD "<host id=\"node0-gpu0\" speed=\"1Gf\">" GPU_PROPS
+              "<prop id=\"nvls_efficiency\" value=\"1e-300\"/><prop id=\"nvls_latency_s\" "
+              "value=\"1e-5\"/></host>\n" XML_TAIL,
+     NULL,
+     "--topology @/t.xml --model tiny",
+     1,
+     {"--topology @/t.xml", "node0-gpu0 has nvls_efficiency 1e-300", "at least 0.001"}},
+    {"figures",
+     "r.json",
+     "RUNZERO",
+     NULL,
+     "validate --measured @/r.json --topology " HOST,
+     1,
+     {"@/r.json: ops all start and end at one instant", "the run spans 0 s"}},
+    {"figures",
+     "l.txt",
+     NCCL_RANKS "   1048576 262144 float sum -1 100.0 10.49 18.35 3 100.0 10.49 18.35 0\n",
+     NULL,
+     "calibrate --nccl-tests @/l.txt --topology " DGX_A100 " -o @/c.json",
+     1,
+     {"--nccl-tests @/l.txt: line 10 reports #wrong 3", "wrong results"}},
+    {"figures",
+     "l.txt",
+     NCCL_RANKS "   1024 256 float sum -1 10.00 0.10 0.18 0 10.00 0.10 0.18 0\n",
+     NULL,
+     "calibrate --nccl-tests @/l.txt --topology " DGX_A100 " -o @/c.json",
+     1,
+     {"--nccl-tests @/l.txt: no row of 65536 bytes or more, so nothing to fit"}},
+    {"figures",
+     "b.json",
+     "{\"format\": \"simpar-bench\", \"version\": 1, \"executor\": \"host\", \"device\": "
+     "\"host CPU\", \"dtype\": \"fp64\", \"gpus\": 1, \"gemm\": [{\"m\": 64, \"n\": 64, "
+     "\"k\": 64, \"time_s\": 1e-2}, {\"m\": 256, \"n\": 256, \"k\": 256, \"time_s\": 1e-3}, "
+     "{\"m\": 1024, \"n\": 1024, \"k\": 1024, \"time_s\": 1e-4}], \"kernels\": [], "
+     "\"collectives\": []}",
+     NULL,
+     "calibrate --measured @/b.json -o @/c.json",
+     1,
+     {"--measured @/b.json: the GEMM fit failed: no positive peak (FLOP/s) fits its 3 GEMM times",
+      "no calibration is written"}},
+};
+
 static const BadFilesCase files_cases[] = {
     {{"platform",
       "t.xml",
@@ -1245,6 +1305,9 @@ bad_file(const BadCase *c, const char *dir, const char *name, const char *text)
         const char *run = measured_run(), *at = strstr(run, edit[0]);
         g_assert(at != NULL); /* the edit must apply */
         content = g_strdup_printf("%.*s%s%s", (int) (at - run), run, edit[1], at + strlen(edit[0]));
+    } else if (g_str_equal(text, "RUNZERO")) { /* every op of the run at 0 s */
+        g_autoptr(GRegex) at = g_regex_new("\"(start|end)_s\" : [0-9.e+-]+", 0, 0, NULL);
+        content = g_regex_replace(at, measured_run(), -1, 0, "\"\\1_s\" : 0", 0, NULL);
     } else if (g_str_equal(text, "LINK")) { /* a symbolic link to @/target */
         g_autofree char *target = g_build_filename(dir, "target", NULL);
         g_assert(symlink(target, file) == 0);
@@ -1339,6 +1402,8 @@ test_matrix(void)
         failed += !bad_case(&platform_cases[i], NULL);
     for (guint i = 0; i < G_N_ELEMENTS(memory_cases); i++)
         failed += !bad_case(&memory_cases[i], NULL);
+    for (guint i = 0; i < G_N_ELEMENTS(figure_cases); i++)
+        failed += !bad_case(&figure_cases[i], NULL);
     for (guint i = 0; i < G_N_ELEMENTS(files_cases); i++)
         failed += !bad_case(&files_cases[i].c, files_cases[i].more);
     CU_ASSERT_EQUAL(failed, 0);
