@@ -358,6 +358,42 @@ predict_memory_fits(const SimparPredictContext *ctx, const char *what, const Sim
     return FALSE;
 }
 
+/* What one trace event takes (measured: 122 to 148 bytes in 1d traces) */
+#define PREDICT_TRACE_EVENT_B 140
+
+/* FALSE with *why set when the Chrome trace of the ranks asked for would pass
+ * SIMPAR_PREDICT_MAX_TRACE_B: events per rank from the step's ops (its slice rank's) with each
+ * layer block expanded into its layer's ops, at the bytes an event takes (--trace-ranks all
+ * on a 1024-GPU step wrote 8 GB). The default, one rank per role, is small. */
+static gboolean
+predict_trace_fits(const SimparPredictContext *ctx, const char *what, const SimparTrain *train,
+                   const SimparSchedule *layer, const SimparStepPlan *plan, GError **why)
+{
+    if (ctx->trace == NULL || (!ctx->trace_all && ctx->trace_ranks == NULL))
+        return TRUE;
+    guint n_job = simpar_train_group(train) * (guint) (train->pp * train->dp), ranks = 0;
+    for (guint k = 0; ctx->trace_ranks != NULL && k < ctx->trace_ranks->len; k++)
+        ranks += g_array_index(ctx->trace_ranks, guint, k) < n_job;
+    if (ctx->trace_all)
+        ranks = n_job;
+    double step_ops =
+        (double) simpar_schedule_n_ops(plan->step) / simpar_schedule_n_ranks(plan->step);
+    double layer_ops = (double) simpar_schedule_n_ops(layer) / simpar_schedule_n_ranks(layer);
+    double layers = ceil((double) train->layers / train->pp); /* a layer: its forward and
+                                                                  backward ops */
+    double events = ranks * (step_ops + train->micro_batches * layers * layer_ops);
+    double bytes = events * PREDICT_TRACE_EVENT_B;
+    if (bytes <= SIMPAR_PREDICT_MAX_TRACE_B)
+        return TRUE;
+    g_set_error(why, SIMPAR_PREDICT_ERROR, SIMPAR_PREDICT_ERROR_REFUSED,
+                "%s: --trace-ranks %s: the trace of %u ranks would hold about %.3g events, about "
+                "%.1f GiB, more than the %.0f GiB simpar writes: trace fewer ranks (such as "
+                "--trace-ranks 0-%u) or leave --trace-ranks out (one rank per role)",
+                what, ctx->trace_all ? "all" : "list", ranks, events, bytes / (1 << 30),
+                SIMPAR_PREDICT_MAX_TRACE_B / (1 << 30), MIN(n_job, 64u) - 1);
+    return FALSE;
+}
+
 /* Per layer rank of `layer`: the lowest layer rank whose ops are alike (kinds, names, streams,
  * phases, deps; collectives of one kind, axis, size and count, each rank its root or not;
  * transfers of one count): the one that shows the role in a trace (transfer full). */
@@ -472,7 +508,8 @@ predict_step(const SimparPredictContext *ctx, const SimparModel *model, const Si
         return FALSE;
     if (!formula) /* the formula's fallback replays on the analytic backend: no cost */
         simpar_step_plan(&tm, model, train, layer, !ctx->all_slices, &plan);
-    if (!predict_affordable(ctx, what, &blocks, train, layer, &tm, &plan, why)) {
+    if (!(formula || predict_trace_fits(ctx, what, train, layer, &plan, why)) ||
+        !predict_affordable(ctx, what, &blocks, train, layer, &tm, &plan, why)) {
         simpar_step_plan_clear(&plan);
         return FALSE;
     }

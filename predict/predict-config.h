@@ -80,6 +80,9 @@ typedef struct {
  * in bytes: refused with the number before it is built. */
 #define SIMPAR_PREDICT_MAX_MEMORY_B (16.0 * (1 << 30))
 
+/* The largest Chrome trace --trace writes, in bytes (estimated before the step runs). */
+#define SIMPAR_PREDICT_MAX_TRACE_B (2.0 * (1 << 30))
+
 /* --time-budget's default and largest value, in minutes */
 #define SIMPAR_PREDICT_BUDGET_MIN     60
 #define SIMPAR_PREDICT_BUDGET_MAX_MIN (7 * 24 * 60)

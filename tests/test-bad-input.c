@@ -1145,6 +1145,18 @@ static const BadCase memory_cases[] = {
      2,
      {"--op allreduce on --gpus 4096: its played expansion holds up to 5.37e+08 transfers",
       "about 64.0 GiB of memory", "--collectives fused"}},
+    /* --trace-ranks all on the README's 1024-GPU step wrote 8 GB: refused with the size */
+    {"memory",
+     "a.xml",
+     "TOPOLOGY dgx-a100 128",
+     NULL,
+     "--topology @/a.xml --model gpt3-175b --tp-mode 1d --tp 8 --sp --pp 8 --dp 16 --schedule "
+     "interleaved --micro-batch 1 --global-batch 1536 --recompute selective --trace @/t.json "
+     "--trace-ranks all",
+     2,
+     {"1d T=8+SP: --trace-ranks all: the trace of 1024 ranks would hold about 6.61e+07 events, "
+      "about 8.6 GiB, more than the 2 GiB simpar writes",
+      "--trace-ranks 0-63"}},
     {"memory",
      "a.xml",
      "TOPOLOGY dgx-a100 512",
