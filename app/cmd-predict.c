@@ -477,17 +477,30 @@ predict_report_prepare(Predict *p, GError **error)
     return TRUE;
 }
 
-/* The trace is none of the files the prediction reads. */
+/* The trace, and every file of --report, is none of the files the prediction reads (the
+ * platform, the calibration, a model file: --model m.json --trace m.json wrote the trace over
+ * the model). */
 static gboolean
 predict_distinct(const Predict *p, GError **error)
 {
-    const char *trace_flag = p->report_dir != NULL ? "--report" : "--trace";
-    const SimparOutputName names[] = {
-        {trace_flag, p->trace, TRUE},
+    const char *model =
+        p->job.model != NULL && g_str_has_suffix(p->job.model, ".json") ? p->job.model : NULL;
+    g_autoptr(GArray) names = g_array_new(FALSE, FALSE, sizeof(SimparOutputName));
+    const SimparOutputName fixed[] = {
         {"--topology", p->topology, FALSE},
         {"--calibration", p->opts.calibration, FALSE},
+        {"--model", model, FALSE},
+        {p->report_dir != NULL ? "--report" : "--trace", p->trace, TRUE},
     };
-    return simpar_output_distinct(names, G_N_ELEMENTS(names), error);
+    g_array_append_vals(names, fixed, G_N_ELEMENTS(fixed));
+    g_autoptr(GPtrArray) files = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GPtrArray) report = p->report_dir != NULL ? predict_report_names() : NULL;
+    for (guint i = 0; report != NULL && i < report->len; i++) {
+        g_ptr_array_add(files, g_build_filename(p->report_dir, report->pdata[i], NULL));
+        SimparOutputName out = {"--report", files->pdata[files->len - 1], TRUE};
+        g_array_append_val(names, out);
+    }
+    return simpar_output_distinct((const SimparOutputName *) names->data, names->len, error);
 }
 
 static gboolean

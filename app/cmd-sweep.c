@@ -115,6 +115,18 @@ sweep_check_distinct(const SimparSweepArgs *a, char **parts, GError **error)
         SimparOutputName shard = {"--merge", parts[i], FALSE};
         g_array_append_val(names, shard);
     }
+    /* the model files of --model (sweep --model m.json -o m.json wrote the CSV over the model)
+     * and the journal, which is written too */
+    const char *models = a->names[SIMPAR_SWEEP_MODELS];
+    g_auto(GStrv) items = models != NULL ? g_strsplit(models, ",", -1) : NULL;
+    for (guint i = 0; items != NULL && items[i] != NULL; i++)
+        if (g_str_has_suffix(g_strstrip(items[i]), ".json")) {
+            SimparOutputName model = {"--model", items[i], FALSE};
+            g_array_append_val(names, model);
+        }
+    g_autofree char *journal = a->output != NULL ? g_strconcat(a->output, ".part", NULL) : NULL;
+    SimparOutputName part = {"the journal", journal, TRUE};
+    g_array_append_val(names, part);
     return simpar_output_distinct((const SimparOutputName *) names->data, names->len, error);
 }
 

@@ -1067,6 +1067,23 @@ static const BadCase platform_cases[] = {
      1,
      {"--topology @/t.xml:4: <zone id=\"w\" routing=\"Floyd\"> has no route from "
       "node0-gpu0 to node2-gpu0"}},
+    /* a zone route's gateway its GPUs do not reach: SimGrid's Dijkstra crashed */
+    {"platform",
+     "t.xml",
+     XML_ZONE("DijkstraCache") "<zone id=\"a\" routing=\"Dijkstra\">\n" GPU(0, 0) GPU(
+         0,
+         1) "<router id=\"a-gw\"/>\n<link id=\"la\" bandwidth=\"10GBps\" latency=\"1us\"/>\n"
+            "<route src=\"node0-gpu0\" dst=\"node0-gpu1\"><link_ctn id=\"la\"/></route>\n"
+            "</zone>\n<zone id=\"b\" routing=\"Full\">\n" GPU(
+                1,
+                0) "</zone>\n" LINK_L
+                   "<zoneRoute src=\"a\" dst=\"b\" gw_src=\"a-gw\" gw_dst=\"node1-gpu0\"><link_ctn "
+                   "id=\"l\"/></zoneRoute>\n" XML_TAIL,
+     NULL,
+     "--topology @/t.xml --model tiny --tp-mode 1d --tp 1 --dp 3",
+     1,
+     {"--topology @/t.xml:5: <zone id=\"a\" routing=\"Dijkstra\"> has no route from node0-gpu0 "
+      "to a-gw"}},
     {"platform",
      "t.xml",
      XML_ZONE("Wifi") GPU(0, 0) GPU(1, 0) LINK_L ROUTE_01("") XML_TAIL,
@@ -1227,7 +1244,42 @@ static const BadCase figure_cases[] = {
       "no calibration is written"}},
 };
 
+/* Outputs over inputs the earlier check did not list: a model file under --trace or a sweep's
+ * -o (each wrote over the model, exit 0), a report file over the platform, the journal over an
+ * input. */
+static const BadCase collision_cases[] = {
+    {"output",
+     "m.json",
+     "{\"hidden\": 64, \"heads\": 4}",
+     NULL,
+     "--topology " V100 " --model @/m.json --tp-mode 1d --tp 4 --gpus 4 --trace @/m.json",
+     2,
+     {"--model @/m.json and --trace @/m.json name the same file"}},
+    {"output",
+     "m.json",
+     "{\"hidden\": 64, \"heads\": 4}",
+     NULL,
+     "sweep --topology " V100 " --model tiny,@/m.json --tp-mode 1d -o @/m.json",
+     2,
+     {"-o @/m.json and --model @/m.json name the same file"}},
+    {"output",
+     "s.csv.part",
+     "x",
+     NULL,
+     "sweep --topology @/s.csv.part --model tiny --tp-mode 1d -o @/s.csv",
+     2,
+     {"--topology @/s.csv.part and the journal @/s.csv.part name the same file"}},
+};
+
 static const BadFilesCase files_cases[] = {
+    {{"output",
+      "prediction.txt",
+      XML_TOP("", ""),
+      NULL,
+      "--topology @/prediction.txt --model tiny --tp-mode 1d --tp 2 --report @",
+      2,
+      {"--topology @/prediction.txt and --report @/prediction.txt name the same file"}},
+     {"README.md", "# simpar prediction report\n"}},
     {{"platform",
       "t.xml",
       XML_TOP("", " bandwidth_file=\"@/fifo\""),
@@ -1416,6 +1468,8 @@ test_matrix(void)
         failed += !bad_case(&memory_cases[i], NULL);
     for (guint i = 0; i < G_N_ELEMENTS(figure_cases); i++)
         failed += !bad_case(&figure_cases[i], NULL);
+    for (guint i = 0; i < G_N_ELEMENTS(collision_cases); i++)
+        failed += !bad_case(&collision_cases[i], NULL);
     for (guint i = 0; i < G_N_ELEMENTS(files_cases); i++)
         failed += !bad_case(&files_cases[i].c, files_cases[i].more);
     CU_ASSERT_EQUAL(failed, 0);
