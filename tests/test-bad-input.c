@@ -1272,6 +1272,15 @@ static const BadCase collision_cases[] = {
 };
 
 static const BadFilesCase files_cases[] = {
+    /* a shard's row edited into another configuration: resume refuses it, --merge merged it */
+    {{"sweep",
+      "a.csv",
+      "SHARD 0/2 EDITED",
+      NULL,
+      "sweep --merge -o @/all.csv @/a.csv @/b.csv",
+      1,
+      {"@/a.csv:5: the row is not the configuration of its index 0 in the shards' sweep"}},
+     {"b.csv", "SHARD 1/2"}},
     {{"output",
       "prediction.txt",
       XML_TOP("", ""),
@@ -1382,6 +1391,21 @@ bad_file(const BadCase *c, const char *dir, const char *name, const char *text)
         SimparCliRun r = simpar_cli_run(args);
         g_assert_cmpint(r.status, ==, 0);
         simpar_cli_run_clear(&r);
+    } else if (g_str_has_prefix(text, "SHARD ")) { /* "SHARD i/n [EDITED]": a sweep's shard */
+        g_autofree char *args = g_strdup_printf("sweep --topology " V100 " --model tiny --gpus 16 "
+                                                "--tp-mode 1d -q --shard %.3s -o %s",
+                                                text + strlen("SHARD "), file);
+        SimparCliRun r = simpar_cli_run(args);
+        g_assert_cmpint(r.status, ==, 0);
+        simpar_cli_run_clear(&r);
+        g_autofree char *csv = NULL;
+        g_assert(g_file_get_contents(file, &csv, NULL, NULL));
+        char *row = strstr(csv, "\n0,tiny,64,"); /* index 0's hidden size, edited */
+        if (strstr(text, "EDITED") != NULL && row != NULL)
+            content = g_strdup_printf("%.*s\n0,tiny,128,%s", (int) (row - csv), csv,
+                                      row + strlen("\n0,tiny,64,"));
+        else
+            content = g_steal_pointer(&csv);
     } else if (g_str_equal(text, "WIDE")) { /* a Full zone of two GPUs and 5,000 hosts */
         GString *wide = g_string_new(XML_HEAD GPU(0, 0) GPU(1, 0));
         for (guint i = 0; i < 5000; i++)
