@@ -1479,8 +1479,9 @@ test_matrix(void)
     g_autofree char *timeout = g_find_program_in_path("timeout");
     g_assert(timeout != NULL);
     for (guint i = 0; i < G_N_ELEMENTS(bins); i++) {
-        g_autofree char *cmd =
-            g_strdup_printf("%s -k 5 " BAD_LIMIT_S " %s", timeout, g_getenv(bins[i].bin));
+        const char *limit = g_getenv("SIMPAR_BAD_LIMIT_S"); /* shorter, to run an old build */
+        g_autofree char *cmd = g_strdup_printf(
+            "%s -k 5 %s %s", timeout, limit != NULL ? limit : BAD_LIMIT_S, g_getenv(bins[i].bin));
         g_setenv(bins[i].bounded, cmd, TRUE);
     }
     guint failed = 0;
