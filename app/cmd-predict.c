@@ -490,7 +490,7 @@ predict_distinct(const Predict *p, GError **error)
         {"--topology", p->topology, FALSE},
         {"--calibration", p->opts.calibration, FALSE},
         {"--model", model, FALSE},
-        {p->report_dir != NULL ? "--report" : "--trace", p->trace, TRUE},
+        {"--trace", p->report_dir == NULL ? p->trace : NULL, TRUE}, /* else the report's */
     };
     g_array_append_vals(names, fixed, G_N_ELEMENTS(fixed));
     g_autoptr(GPtrArray) files = g_ptr_array_new_with_free_func(g_free);
