@@ -1006,7 +1006,8 @@ static const BadCase cases[] = {
      NULL,
      NULL,
      NULL,
-     "--topology " V100 " --model tiny --tp-mode 1d --steps-to-target 18014398509481985",
+     "--topology " V100 " --model tiny --tp-mode 1d --tp 4 --gpus 4 --steps-to-target "
+     "18014398509481985",
      2,
      {"--steps-to-target 18014398509481985", "at most 2^53 = 9007199254740992"}},
     {"cli",
