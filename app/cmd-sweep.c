@@ -313,7 +313,9 @@ sweep_rebuild(const char *spec_text, GError **error)
     g_auto(GStrv) rest = NULL;
     g_autoptr(GError) local = NULL;
     GHashTable *want = NULL;
-    if (simpar_sweep_parse_args(&re, (int) argv->len - 1, (char **) argv->pdata, &rest, &local) &&
+    /* parsing moves the vector's pointers: a copy of it, the strings freed with `argv` */
+    g_autofree char **words = g_memdup2(argv->pdata, sizeof(char *) * argv->len);
+    if (simpar_sweep_parse_args(&re, (int) argv->len - 1, words, &rest, &local) &&
         simpar_sweep_resolve(&re, &local) && simpar_sweep_identify(&re, &local) &&
         g_str_equal(re.spec_text, spec_text))
         want = simpar_sweep_expected(&re, re.backend, &local);
