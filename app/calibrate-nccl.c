@@ -131,6 +131,17 @@ nccl_row(const SimparNcclLog *log, guint line, char **tok, guint n, SimparNcclRo
                     log->path, line);
         return FALSE;
     }
+    for (guint k = n - 5; k < n; k += 4) { /* #wrong, out of place and in place */
+        guint64 wrong = 0;
+        if (!g_str_equal(tok[k], "N/A") && (!nccl_count(tok[k], &wrong) || wrong > 0)) {
+            g_set_error(error, SIMPAR_MEASURED_ERROR, SIMPAR_MEASURED_ERROR_PARSE,
+                        "--nccl-tests %s: line %u reports #wrong %s: the collective gave wrong "
+                        "results, so its times are no measurement of it (valid: 0, or N/A "
+                        "without checks); rerun nccl-tests",
+                        log->path, line, tok[k]);
+            return FALSE;
+        }
+    }
     *row = (SimparNcclRow){(double) size, time_us * 1e-6, busbw};
     return TRUE;
 }
@@ -578,9 +589,21 @@ static gboolean
 nccl_job(const SimparPlatform *p, gpointer data, GString *out, GError **error)
 {
     NcclFit *f = data;
-    for (guint l = 0; l < f->n_logs; l++)
+    guint fitted = 0;
+    for (guint l = 0; l < f->n_logs; l++) {
         if (!nccl_check_log(p, f, &f->logs[l], error))
             return FALSE;
+        for (guint i = 0; i < f->logs[l].rows->len; i++)
+            fitted += g_array_index(f->logs[l].rows, SimparNcclRow, i).bytes >= NCCL_MIN_BYTES;
+    }
+    if (fitted == 0) { /* a fit of no row would write the platform's figures as fitted ones */
+        g_autofree char *names = g_strjoinv(", ", f->paths);
+        g_set_error(error, SIMPAR_MEASURED_ERROR, SIMPAR_MEASURED_ERROR_PARSE,
+                    "--nccl-tests %s: no row of %.0f bytes or more, so nothing to fit (smaller "
+                    "sizes are latency alone); run nccl-tests up to 64 MiB or more (-e 64M)",
+                    names, NCCL_MIN_BYTES);
+        return FALSE;
+    }
     SimparNetFigures base;
     simpar_platform_net_figures(p, &base);
     double v[N_F] = {base.intra_bw_Bps, base.intra_lat_s, base.inter_bw_Bps, base.inter_lat_s,

@@ -526,6 +526,39 @@ calibrate_compute_figures(const Calibrate *c, CalibrateFigure *f, guint *n)
     }
 }
 
+/* FALSE with an error when a compute fit the file would record found no figure: a GEMM peak
+ * (or kernel bandwidth) the data left at zero was dropped from the file while its fit was
+ * recorded, so the calibration claimed a fit that failed. */
+static gboolean
+calibrate_fitted(const Calibrate *c, GError **error)
+{
+    const ComputeParams *p = &c->compute;
+
+    const struct {
+        gboolean recorded, found;
+        const char *what, *figure;
+        guint points;
+        double rms;
+    } fits[] = {
+        {c->bench->gemm->len >= 3, p->p[P_FLOP] > 0 && isfinite(1 / p->p[P_FLOP]), "GEMM",
+         "peak (FLOP/s)", c->bench->gemm->len, p->rms_gemm},
+        {c->fit.kernels->len >= 2, p->p[P_MEM] > 0 && isfinite(1 / p->p[P_MEM]), "kernel",
+         "memory bandwidth", c->fit.kernels->len, p->rms_kernels},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(fits) && !c->tables_mode; i++)
+        if (fits[i].recorded && !fits[i].found) {
+            g_set_error(error, SIMPAR_MEASURED_ERROR, SIMPAR_MEASURED_ERROR_PARSE,
+                        "--measured %s: the %s fit failed: no positive %s fits its %u %s times "
+                        "(they do not grow with the work; rms error %.0f%%), so no calibration "
+                        "is written; measure again",
+                        c->measured, fits[i].what, fits[i].figure, fits[i].points, fits[i].what,
+                        100 * fits[i].rms);
+            return FALSE;
+        }
+    return TRUE;
+}
+
 /* The figures in CALIB.json order; returns how many. */
 static guint
 calibrate_figures(const Calibrate *c, CalibrateFigure *f)
@@ -700,7 +733,7 @@ simpar_cmd_calibrate(int argc, char **argv, GError **error)
         fit_links(c.colls, &c.links);
         CalibrateFigure figures[16];
         guint n = calibrate_figures(&c, figures);
-        ok = calibrate_write(&c, figures, n, error);
+        ok = calibrate_fitted(&c, error) && calibrate_write(&c, figures, n, error);
         if (ok)
             calibrate_print(&c, figures, n);
     }

@@ -7,6 +7,7 @@
  */
 #include "cli.h"
 #include "platform.h"
+#include "predict-config.h"
 #include "report.h"
 #include <stdio.h>
 #include <string.h>
@@ -14,7 +15,8 @@
 typedef struct {
     char *topology, *op_name, *algo_name, *backend_name, *coll_mode_name, *proto_name;
     char *calibration;
-    char *bytes, *min_bytes, *max_bytes, *format;
+    char *bytes, *min_bytes, *max_bytes, *format, *time_budget;
+    double budget_s; /* of SimGrid time the sizes may take (estimate) */
     gint64 gpus;
     gboolean json, nccl_tests; /* --json or --format json; --format nccl-tests */
     SimparCollKind kind;
@@ -107,6 +109,12 @@ collective_mode(Collective *c, GError **error)
                                   &c->run.mode, error);
 }
 
+/* --time-budget's default: one collective is seconds, played over thousands of GPUs hours */
+#define COLLECTIVE_BUDGET_MIN 10
+/* What a transfer of a played expansion holds (measured: about 100 bytes with SimGrid's
+ * activity, all-to-all over 512 GPUs) */
+#define COLLECTIVE_XFER_B 128
+
 static gboolean
 collective_resolve(Collective *c, GError **error)
 {
@@ -145,7 +153,8 @@ collective_resolve(Collective *c, GError **error)
     }
     const char *lo = c->bytes != NULL ? c->bytes : c->min_bytes != NULL ? c->min_bytes : "8";
     const char *hi = c->bytes != NULL ? c->bytes : c->max_bytes != NULL ? c->max_bytes : "1G";
-    if (!collective_kind(c->op_name, &c->kind, error) ||
+    if (!simpar_predict_budget_parse(c->time_budget, COLLECTIVE_BUDGET_MIN, &c->budget_s, error) ||
+        !collective_kind(c->op_name, &c->kind, error) ||
         !collective_size(c->bytes != NULL ? "--bytes" : "--min-bytes", lo, &c->lo, error) ||
         !collective_size(c->bytes != NULL ? "--bytes" : "--max-bytes", hi, &c->hi, error) ||
         !simpar_backend_lookup(c->backend_name != NULL ? c->backend_name : "simgrid", &c->backend,
@@ -242,6 +251,57 @@ simpar_collective_time(const SimparPlatform *platform, const SimparBackend *back
     out->proto =
         simpar_nccl_proto_name(simpar_coll_proto(algo, kind, &group, out->bytes, 0, &run.coll));
     return time_s;
+}
+
+/* FALSE with an error when the sizes' expansions, where they are built and played (played,
+ * or exact with an algorithm other than the ring, which exact evaluates), would need more
+ * memory than a run may take, or SimGrid longer than --time-budget: the number, before any is
+ * built (a played all-reduce on 4,096 GPUs asked for 8 GiB, an all-to-all ran for hours). */
+static gboolean
+collective_affordable(const Collective *c, const SimparPlatform *platform, GError **error)
+{
+    g_autofree guint *gpus = g_new(guint, c->gpus);
+    for (guint i = 0; i < (guint) c->gpus; i++)
+        gpus[i] = i;
+    SimparCollGroup g = {(guint) c->gpus, gpus, simpar_platform_net(platform)};
+    double most = 0, sends = 0, n = (double) c->gpus;
+    for (double size = c->lo; size <= c->hi; size *= 2) {
+        double bytes = size; /* as collective_schedule rounds it */
+        const SimparCollAlgo *algo = c->run.algo != NULL
+                                         ? simpar_coll_runs_as(c->run.algo, &g)
+                                         : simpar_coll_choose(c->kind, &g, bytes, &c->run.coll);
+        gboolean played = c->run.play_all || (c->run.mode == SIMPAR_COLL_MODE_EXACT &&
+                                              !g_str_equal(algo->name, "ring"));
+        if (!played)
+            continue;
+        double x = simpar_coll_xfers_bound(algo, c->kind, &g, bytes, &c->run.coll);
+        most = MAX(most, x), sends += x / 2;
+    }
+    const SimparBackend *b = c->backend;
+    double need = most * COLLECTIVE_XFER_B, cap = simpar_predict_memory_cap();
+    double cost =
+        sends * (b->activity_base_s + b->activity_per_gpu_s * n) * b->activity_exact_factor;
+    if (need > cap) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "--op %s on --gpus %" G_GINT64_FORMAT ": its played expansion holds up to "
+                    "%.3g transfers, about %.1f GiB of memory, more than the %.1f GiB simpar "
+                    "allows here (3/4 of this machine's memory, at most %.0f GiB): "
+                    "--collectives fused (one transfer per peer) or --backend analytic, or "
+                    "fewer GPUs",
+                    c->op_name, c->gpus, most, need / (1 << 30), cap / (1 << 30),
+                    SIMPAR_PREDICT_MAX_MEMORY_B / (1 << 30));
+        return FALSE;
+    }
+    if (cost > c->budget_s) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "--op %s on --gpus %" G_GINT64_FORMAT ": playing its %.3g transfers on "
+                    "SimGrid would take about %.0f minutes, more than --time-budget %g minutes: "
+                    "--collectives fused (one transfer per peer) or --backend analytic is fast; "
+                    "or raise --time-budget",
+                    c->op_name, c->gpus, sends, cost / 60, c->budget_s / 60);
+        return FALSE;
+    }
+    return TRUE;
 }
 
 static void
@@ -359,6 +419,8 @@ collective_job(const SimparPlatform *platform, gpointer data, GString *out, GErr
         (!simpar_gpu_load_calibration(&keys, c->calibration, error) ||
          !simpar_platform_calibrate_links(platform, c->calibration, error)))
         return FALSE;
+    if (!collective_affordable(c, platform, error))
+        return FALSE;
     g_autoptr(GArray) rows = g_array_new(FALSE, FALSE, sizeof(CollectiveRow));
     for (double size = c->lo; size <= c->hi; size *= 2) {
         CollectiveRow row;
@@ -419,6 +481,10 @@ simpar_cmd_collective(int argc, char **argv, GError **error)
         {"calibration", 0, 0, G_OPTION_ARG_FILENAME, &c.calibration,
          "Calibration file whose link figures replace the platform's (simpar calibrate)",
          "CALIB.json"},
+        {"time-budget", 0, 0, G_OPTION_ARG_STRING, &c.time_budget,
+         "Refuse collectives whose played rounds SimGrid is estimated to take longer than this "
+         "(default 10)",
+         "MINUTES"},
         {"json", 0, 0, G_OPTION_ARG_NONE, &c.json,
          "Print a JSON list: bytes, count, time_s, algbw_GBps, busbw_GBps, algo, proto", NULL},
         {"format", 0, 0, G_OPTION_ARG_STRING, &c.format,
@@ -440,6 +506,6 @@ simpar_cmd_collective(int argc, char **argv, GError **error)
         fputs(out->str, stdout);
     g_free(c.topology), g_free(c.op_name), g_free(c.algo_name), g_free(c.backend_name);
     g_free(c.coll_mode_name), g_free(c.proto_name), g_free(c.bytes), g_free(c.min_bytes);
-    g_free(c.max_bytes), g_free(c.calibration), g_free(c.format);
+    g_free(c.max_bytes), g_free(c.calibration), g_free(c.format), g_free(c.time_budget);
     return ok;
 }

@@ -40,14 +40,20 @@ predict_clear(Predict *p)
     simpar_predict_args_clear(&p->opts);
 }
 
+#define PREDICT_MAX_STEPS (G_GINT64_CONSTANT(1) << 53)
+
 /* The step-level options into p->train (the split is checked against the GPUs later). */
 static gboolean
 predict_resolve_train(Predict *p, GError **error)
 {
-    if (p->steps_to_target != SIMPAR_JOB_UNSET && p->steps_to_target < 1) {
+    /* the counts print as doubles: past 2^53 they are no longer whole (nor, cast back, even
+     * positive) */
+    if (p->steps_to_target != SIMPAR_JOB_UNSET &&
+        (p->steps_to_target < 1 || p->steps_to_target > PREDICT_MAX_STEPS)) {
         g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                    "--steps-to-target %" G_GINT64_FORMAT ": must be at least 1",
-                    p->steps_to_target);
+                    "--steps-to-target %" G_GINT64_FORMAT ": must be at least 1 and at most "
+                    "2^53 = %" G_GINT64_FORMAT " (the largest count a double holds exactly)",
+                    p->steps_to_target, PREDICT_MAX_STEPS);
         return FALSE;
     }
     return simpar_job_train(&p->job, &p->train, error);
@@ -217,6 +223,15 @@ predict_mode(PredictJob *pj, guint index, const char *mode, GError **error)
     SimparTrain train = p->train;
     gint64 outer = train.pp * train.dp * MAX(p->job.cp, 1);
     gint64 tp = p->job.tp != G_MININT64 ? p->job.tp : (gint64) pj->gpus / MAX(outer, 1);
+    if (tp < 1) { /* the default --tp: no GPU left for a tensor-parallel group */
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "%s %" G_GINT64_FORMAT " x --dp %" G_GINT64_FORMAT " x --cp %" G_GINT64_FORMAT
+                    " = %" G_GINT64_FORMAT " GPUs, more than the %u used (--gpus or the "
+                    "platform): the product must divide them",
+                    train.schedule == SIMPAR_PIPE_LOCAL ? "--local-chunks" : "--pp", train.pp,
+                    train.dp, MAX(p->job.cp, 1), outer, pj->gpus);
+        return FALSE;
+    }
     if (!predict_plan(p, mode, (guint) tp, &train.tp, &why))
         return predict_skip(pj, mode, "-", NULL, &why, error);
     SimparPredictContext ctx = p->base;
@@ -462,17 +477,30 @@ predict_report_prepare(Predict *p, GError **error)
     return TRUE;
 }
 
-/* The trace is none of the files the prediction reads. */
+/* The trace, and every file of --report, is none of the files the prediction reads (the
+ * platform, the calibration, a model file: --model m.json --trace m.json wrote the trace over
+ * the model). */
 static gboolean
 predict_distinct(const Predict *p, GError **error)
 {
-    const char *trace_flag = p->report_dir != NULL ? "--report" : "--trace";
-    const SimparOutputName names[] = {
-        {trace_flag, p->trace, TRUE},
+    const char *model =
+        p->job.model != NULL && g_str_has_suffix(p->job.model, ".json") ? p->job.model : NULL;
+    g_autoptr(GArray) names = g_array_new(FALSE, FALSE, sizeof(SimparOutputName));
+    const SimparOutputName fixed[] = {
         {"--topology", p->topology, FALSE},
         {"--calibration", p->opts.calibration, FALSE},
+        {"--model", model, FALSE},
+        {"--trace", p->report_dir == NULL ? p->trace : NULL, TRUE}, /* else the report's */
     };
-    return simpar_output_distinct(names, G_N_ELEMENTS(names), error);
+    g_array_append_vals(names, fixed, G_N_ELEMENTS(fixed));
+    g_autoptr(GPtrArray) files = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GPtrArray) report = p->report_dir != NULL ? predict_report_names() : NULL;
+    for (guint i = 0; report != NULL && i < report->len; i++) {
+        g_ptr_array_add(files, g_build_filename(p->report_dir, report->pdata[i], NULL));
+        SimparOutputName out = {"--report", files->pdata[files->len - 1], TRUE};
+        g_array_append_val(names, out);
+    }
+    return simpar_output_distinct((const SimparOutputName *) names->data, names->len, error);
 }
 
 static gboolean

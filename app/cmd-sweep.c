@@ -115,6 +115,18 @@ sweep_check_distinct(const SimparSweepArgs *a, char **parts, GError **error)
         SimparOutputName shard = {"--merge", parts[i], FALSE};
         g_array_append_val(names, shard);
     }
+    /* the model files of --model (sweep --model m.json -o m.json wrote the CSV over the model)
+     * and the journal, which is written too */
+    const char *models = a->names[SIMPAR_SWEEP_MODELS];
+    g_auto(GStrv) items = models != NULL ? g_strsplit(models, ",", -1) : NULL;
+    for (guint i = 0; items != NULL && items[i] != NULL; i++)
+        if (g_str_has_suffix(g_strstrip(items[i]), ".json")) {
+            SimparOutputName model = {"--model", items[i], FALSE};
+            g_array_append_val(names, model);
+        }
+    g_autofree char *journal = a->output != NULL ? g_strconcat(a->output, ".part", NULL) : NULL;
+    SimparOutputName part = {"the journal", journal, TRUE};
+    g_array_append_val(names, part);
     return simpar_output_distinct((const SimparOutputName *) names->data, names->len, error);
 }
 
@@ -252,6 +264,71 @@ sweep_load_spec(const char *path, const GOptionEntry *const *tables, GPtrArray *
     return TRUE;
 }
 
+/* "path@sum" of a file named in a spec: the path (a name without '@': itself). */
+static char *
+sweep_untag(const char *item)
+{
+    const char *at = strrchr(item, '@');
+    return at != NULL ? g_strndup(item, (gsize) (at - item)) : g_strdup(item);
+}
+
+/* The sweep of `spec_text` rebuilt from it (its keys are the long flags, its files "path@sum"),
+ * its rows' configurations (simpar_sweep_expected); NULL with an error when it cannot be, or
+ * rebuilds another spec (a file changed or lies elsewhere). */
+static GHashTable *
+sweep_rebuild(const char *spec_text, GError **error)
+{
+    g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
+    g_ptr_array_add(argv, g_strdup("simpar"));
+    g_ptr_array_add(argv, g_strdup("--output=rebuilt.csv")); /* required, never written */
+    g_auto(GStrv) keys = g_strsplit(spec_text, ";", -1);
+    for (guint k = 0; keys[k] != NULL; k++) {
+        char *eq = strchr(keys[k], '=');
+        if (eq == NULL || eq[1] == '\0' || g_str_equal(keys[k], "micro-batch-default=per-grid"))
+            continue;
+        *eq = '\0';
+        const char *key = keys[k], *value = eq + 1;
+        if (g_str_equal(key, "job")) { /* the job flags, "--name=value" each */
+            g_auto(GStrv) words = g_strsplit(value, " ", -1);
+            for (guint w = 0; words[w] != NULL; w++)
+                if (words[w][0] != '\0')
+                    g_ptr_array_add(argv, g_strdup(words[w]));
+            continue;
+        }
+        g_autoptr(GString) v = g_string_new(NULL);
+        if (g_str_equal(key, "time-budget")) { /* in seconds there, minutes here */
+            char buf[G_ASCII_DTOSTR_BUF_SIZE];
+            g_string_append(v, g_ascii_dtostr(buf, sizeof buf, g_ascii_strtod(value, NULL) / 60));
+        } else {
+            g_auto(GStrv) items = g_strsplit(value, ",", -1);
+            for (guint i = 0; items[i] != NULL; i++) {
+                g_autofree char *item = sweep_untag(items[i]);
+                g_string_append_printf(v, "%s%s", i > 0 ? "," : "", item);
+            }
+        }
+        g_ptr_array_add(argv, g_strdup_printf("--%s=%s", key, v->str));
+    }
+    g_ptr_array_add(argv, NULL);
+    SimparSweep re = {0};
+    g_auto(GStrv) rest = NULL;
+    g_autoptr(GError) local = NULL;
+    GHashTable *want = NULL;
+    /* parsing moves the vector's pointers: a copy of it, the strings freed with `argv` */
+    g_autofree char **words = g_memdup2(argv->pdata, sizeof(char *) * argv->len);
+    if (simpar_sweep_parse_args(&re, (int) argv->len - 1, words, &rest, &local) &&
+        simpar_sweep_resolve(&re, &local) && simpar_sweep_identify(&re, &local) &&
+        g_str_equal(re.spec_text, spec_text))
+        want = simpar_sweep_expected(&re, re.backend, &local);
+    if (want == NULL)
+        g_set_error(error, SIMPAR_SWEEP_ERROR, SIMPAR_SWEEP_ERROR_MERGE,
+                    "simpar sweep --merge: the shards' rows are checked against their sweep, "
+                    "rebuilt from their spec, which %s: merge where the sweep ran, with its "
+                    "platform, model and calibration files unchanged",
+                    local != NULL ? local->message : "names files that changed since");
+    simpar_sweep_clear(&re);
+    return want; /* (transfer full) */
+}
+
 /* --merge takes the part files, -o and --rank-by only. */
 static gboolean
 sweep_merge(SimparSweep *sw, char **parts, char **summary, GError **error)
@@ -276,7 +353,7 @@ sweep_merge(SimparSweep *sw, char **parts, char **summary, GError **error)
         return FALSE;
     }
     return simpar_sweep_parse_rank_by(a->rank_by, &sw->rank_by, error) &&
-           simpar_sweep_merge(sw, parts, summary, error);
+           simpar_sweep_merge(sw, parts, sweep_rebuild, summary, error);
 }
 
 /* The options; *parts the arguments left (--merge's shard files). */

@@ -1,8 +1,10 @@
 /* main.c - the simpar command line: dispatch, and the only place that prints an error. */
 #include "cli.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <locale.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <xbt/base.h> /* before simgrid/version.h, which needs its macros */
 
 #include <simgrid/version.h>
@@ -20,9 +22,25 @@ main_version(int argc, GError **error)
     return TRUE;
 }
 
+/* Descriptors 0-2 that were closed get /dev/null, read-only, before anything is opened: a file
+ * simpar opens (a sweep's journal, a worker's reply) must never take their numbers and so
+ * receive what is printed (a sweep with all three closed lost every row, silently), while a
+ * write to a closed stdout still fails and is reported as lost output. */
+static void
+main_hold_std_fds(void)
+{
+    for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++)
+        if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+            int held = open("/dev/null", O_RDONLY | O_CLOEXEC);
+            if (held >= 0 && held != fd) /* the lowest free number is fd's */
+                close(held);
+        }
+}
+
 int
 main(int argc, char **argv)
 {
+    main_hold_std_fds();
     setlocale(LC_ALL, "C");
     g_autoptr(GError) error = NULL;
     gboolean ok = FALSE, found = FALSE;

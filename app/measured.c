@@ -242,8 +242,16 @@ measured_run_ops(SimparMeasuredRun *m, JsonObject *o, GError **error)
         m->names_by_op[i] = g_strdup(name);
         first = MIN(first, m->spans[i].start);
     }
-    for (guint i = 0; i < m->n_ops; i++)
+    double last = 0;
+    for (guint i = 0; i < m->n_ops; i++) {
         m->spans[i].start -= first, m->spans[i].end -= first;
+        last = MAX(last, m->spans[i].end);
+    }
+    if (m->n_ops > 0 && !(last > 0)) /* a step of 0 s: every rate derived from it infinite */
+        return measured_bad(&l, "ops",
+                            "all start and end at one instant (the run spans 0 s); a "
+                            "measured run takes time",
+                            error);
     return TRUE;
 }
 

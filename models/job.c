@@ -355,6 +355,62 @@ job_cp_valid(const SimparJobArgs *args, GError **error)
     return FALSE;
 }
 
+/* The largest tensor-parallel group and pipeline or data-parallel split a flag may ask for
+ * (the generators' and simpar_train_validate's bounds). */
+#define JOB_MAX_TP    65536
+#define JOB_MAX_SPLIT (G_GINT64_CONSTANT(1) << 20)
+
+/* The range of every integer job flag beyond the model's (simpar_model_validate checks those),
+ * checked as the flags enter, before any loop or allocation is sized by them: --tp 2^40 made
+ * predict search 2.5-D depths up to it, and --tp 2^32 wrapped to 0 GPUs. */
+static const struct {
+    const char *flag;
+    glong offset;
+    gint64 min, max;
+    const char *what;
+} job_ranges[] = {
+    /* first: its message says "is out of range", as the generators' check of --tp does */
+    {"--tp", G_STRUCT_OFFSET(SimparJobArgs, tp), 1, JOB_MAX_TP, "GPUs of a tensor-parallel group"},
+    {"--depth", G_STRUCT_OFFSET(SimparJobArgs, depth), 1, JOB_MAX_TP, "2.5-D depth"},
+    {"--pp", G_STRUCT_OFFSET(SimparJobArgs, pp), 1, JOB_MAX_SPLIT, "pipeline stages"},
+    {"--dp", G_STRUCT_OFFSET(SimparJobArgs, dp), 1, JOB_MAX_SPLIT, "data-parallel replicas"},
+    {"--local-chunks", G_STRUCT_OFFSET(SimparJobArgs, local_chunks), 1, JOB_MAX_SPLIT,
+     "local-parallel chunks"},
+    {"--virtual-stages", G_STRUCT_OFFSET(SimparJobArgs, virtual_stages), 1, 1024,
+     "model chunks per device"},
+    {"--vp-group", G_STRUCT_OFFSET(SimparJobArgs, vp_group), 1, JOB_MAX_SPLIT,
+     "micro-batches per virtual-stage group"},
+    {"--global-batch", G_STRUCT_OFFSET(SimparJobArgs, global_batch), 1, SIMPAR_MODEL_MAX_DIM,
+     "sequences per optimizer step"},
+    {"--shard-group", G_STRUCT_OFFSET(SimparJobArgs, shard_group), 1, JOB_MAX_SPLIT,
+     "replicas per shard group"},
+    {"--aux-head-width", G_STRUCT_OFFSET(SimparJobArgs, aux_head_width), 1, SIMPAR_MODEL_MAX_DIM,
+     "auxiliary head width"},
+    {"--bucket-params", G_STRUCT_OFFSET(SimparJobArgs, bucket_params), 1,
+     G_GINT64_CONSTANT(1) << 40, "parameters per bucket"},
+    {"--first-stage-layers", G_STRUCT_OFFSET(SimparJobArgs, first_stage_layers), 1,
+     SIMPAR_MODEL_MAX_DIM, "layers"},
+    {"--last-stage-layers", G_STRUCT_OFFSET(SimparJobArgs, last_stage_layers), 1,
+     SIMPAR_MODEL_MAX_DIM, "layers"},
+};
+
+gboolean
+simpar_job_check_ranges(const SimparJobArgs *args, GError **error)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(job_ranges); i++) {
+        gint64 v = G_STRUCT_MEMBER(gint64, args, job_ranges[i].offset);
+        if (v == SIMPAR_JOB_UNSET || (v >= job_ranges[i].min && v <= job_ranges[i].max))
+            continue;
+        g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
+                    "%s %" G_GINT64_FORMAT "%s must be between %" G_GINT64_FORMAT
+                    " and %" G_GINT64_FORMAT " (%s)",
+                    job_ranges[i].flag, v, i == 0 ? " is out of range:" : ":", job_ranges[i].min,
+                    job_ranges[i].max, job_ranges[i].what); /* --tp: the generators' words */
+        return FALSE;
+    }
+    return TRUE;
+}
+
 gboolean
 simpar_job_plan(const SimparJobArgs *args, const char *mode, SimparPlan *plan, GError **error)
 {
@@ -364,7 +420,7 @@ simpar_job_plan(const SimparJobArgs *args, const char *mode, SimparPlan *plan, G
     plan->tp = args->tp;
     plan->depth = args->depth == SIMPAR_JOB_UNSET ? 0 : args->depth;
     plan->sequence_parallel = args->sp;
-    if (!job_cp_valid(args, error))
+    if (!job_cp_valid(args, error) || !simpar_job_check_ranges(args, error))
         return FALSE;
     plan->cp = args->cp != SIMPAR_JOB_UNSET ? args->cp : 1;
     if (args->cp_mode != NULL && !g_str_equal(args->cp_mode, "allgather") &&
@@ -459,7 +515,8 @@ simpar_job_train(const SimparJobArgs *a, SimparTrain *t, GError **error)
         t->bucket_params = a->bucket_params;
     if (!job_at_least(a->shard_group, 1, "--shard-group", error) || !job_cp_valid(a, error) ||
         !job_at_least(a->first_stage_layers, 1, "--first-stage-layers", error) ||
-        !job_at_least(a->last_stage_layers, 1, "--last-stage-layers", error))
+        !job_at_least(a->last_stage_layers, 1, "--last-stage-layers", error) ||
+        !simpar_job_check_ranges(a, error))
         return FALSE;
     if (a->first_stage_layers != SIMPAR_JOB_UNSET)
         t->first_stage_layers = a->first_stage_layers;

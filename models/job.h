@@ -76,6 +76,10 @@ gboolean simpar_job_args_from_argv(SimparJobArgs *args, const char *const *argv,
  * validated. */
 gboolean simpar_job_model(const SimparJobArgs *args, const char *fallback, SimparModel *model,
                           GError **error);
+/* Every integer flag of the plan and the split within its range (the model's are
+ * simpar_model_validate's), or a usage error naming the flag, the value and the range;
+ * simpar_job_plan and simpar_job_train check it first. */
+gboolean simpar_job_check_ranges(const SimparJobArgs *args, GError **error);
 /* The plan of `mode` from --tp, --depth, --sp, --variant and --recompute (not validated). */
 gboolean simpar_job_plan(const SimparJobArgs *args, const char *mode, SimparPlan *plan,
                          GError **error);

@@ -126,7 +126,10 @@ simpar_output_commit(SimparOutput *o, GError **error)
     g_return_val_if_fail(o != NULL, FALSE);
     int fd = o->fd;
     o->fd = -1;
-    gboolean ok = close(fd) == 0 || output_fail(o, errno, "cannot write", error);
+    /* on disk before it takes the name: a crash after the rename leaves the whole file */
+    gboolean ok = (fsync(fd) == 0 || errno == EINVAL || errno == EROFS ||
+                   output_fail(o, errno, "cannot write", error));
+    ok = (close(fd) == 0 || (ok && output_fail(o, errno, "cannot write", error))) && ok;
     /* checked again: a link or a device put there during the run is refused, not replaced */
     ok = ok && simpar_output_check(o->flag, o->path, NULL, error);
     if (ok && g_rename(o->tmp, o->path) != 0)

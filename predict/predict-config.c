@@ -5,7 +5,9 @@
 #include "replay.h"
 #include "step-formula.h"
 #include "step-slice.h"
+#include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 G_DEFINE_QUARK(simpar_predict_error_quark, simpar_predict_error)
 
@@ -101,6 +103,32 @@ simpar_predict_option_entries(SimparPredictArgs *a, const char *backend_help)
 }
 
 gboolean
+simpar_predict_budget_parse(const char *text, double default_min, double *seconds, GError **error)
+{
+    *seconds = default_min * 60;
+    if (text == NULL)
+        return TRUE;
+    char *end = NULL;
+    double min = g_ascii_strtod(text, &end);
+    if (end == text || *end != '\0' || !(min > 0) || min > SIMPAR_PREDICT_BUDGET_MAX_MIN) {
+        g_set_error(error, SIMPAR_PREDICT_ERROR, SIMPAR_PREDICT_ERROR_REFUSED,
+                    "--time-budget %s: not a number of minutes in (0, %d]", text,
+                    SIMPAR_PREDICT_BUDGET_MAX_MIN);
+        return FALSE;
+    }
+    *seconds = min * 60;
+    return TRUE;
+}
+
+double
+simpar_predict_memory_cap(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    double phys = pages > 0 && page > 0 ? (double) pages * (double) page * 0.75 : 0;
+    return phys > 0 ? MIN(phys, SIMPAR_PREDICT_MAX_MEMORY_B) : SIMPAR_PREDICT_MAX_MEMORY_B;
+}
+
+gboolean
 simpar_predict_args_resolve(const SimparPredictArgs *a, const char *backend,
                             SimparPredictContext *ctx, GError **error)
 {
@@ -121,19 +149,9 @@ simpar_predict_args_resolve(const SimparPredictArgs *a, const char *backend,
     }
     ctx->all_slices = g_str_equal(slices, "all");
     ctx->run.every_rank = ctx->all_slices;
-    ctx->budget_s = SIMPAR_PREDICT_BUDGET_MIN * 60.0;
-    if (a->time_budget != NULL) {
-        char *end = NULL;
-        double min = g_ascii_strtod(a->time_budget, &end);
-        if (end == a->time_budget || *end != '\0' || !(min > 0) ||
-            min > SIMPAR_PREDICT_BUDGET_MAX_MIN) {
-            g_set_error(error, SIMPAR_PREDICT_ERROR, SIMPAR_PREDICT_ERROR_REFUSED,
-                        "--time-budget %s: not a number of minutes in (0, %d]", a->time_budget,
-                        SIMPAR_PREDICT_BUDGET_MAX_MIN);
-            return FALSE;
-        }
-        ctx->budget_s = min * 60;
-    }
+    if (!simpar_predict_budget_parse(a->time_budget, SIMPAR_PREDICT_BUDGET_MIN, &ctx->budget_s,
+                                     error))
+        return FALSE;
     SimparKernelSet kernels;
     return simpar_predict_backend_lookup(a->backend != NULL ? a->backend : backend, &ctx->backend,
                                          error) &&
@@ -292,6 +310,90 @@ predict_affordable(const SimparPredictContext *ctx, const char *what, const Simp
     return FALSE;
 }
 
+/* What building and replaying the step of `train` takes, in bytes, before it is built (models/
+ * step.c's shape): on each simulated rank (a tensor-parallel slice's, or every rank) and step,
+ * per micro-batch and model chunk a forward and a backward of at most 4 ops (receive, block,
+ * send, an end's block), and where layers are blocks of their own (ZeRO-3, reductions per
+ * micro-batch) 3 more per layer and direction (gather, block, reduction); each op with its
+ * deps, spans and replay state, several times that on SimGrid (measured: 1.9 KB per rank,
+ * micro-batch and chunk on the analytic backend, 7.3 KB on SimGrid). */
+static double
+predict_replay_bytes(const SimparPredictContext *ctx, const SimparTrain *train,
+                     const SimparBackend *backend, gboolean slice, double *ranks)
+{
+    gboolean local = train->schedule == SIMPAR_PIPE_LOCAL;
+    double n_job = (double) simpar_train_group(train) * train->pp * train->dp;
+    *ranks = slice && train->tp.tp > 1 ? n_job / train->tp.tp : n_job;
+    double steps = local && train->local_async ? 3 : 1, m = (double) train->micro_batches;
+    double layers = ceil((double) train->layers / train->pp);
+    gboolean per_layer = train->zero == 3 || simpar_train_reduce_each_micro(train);
+    double ops = 2 * m * (4.0 * train->virtual_stages + (per_layer ? 3 * layers : 0)) + 16;
+    double per_op = backend->activity_base_s + backend->activity_per_gpu_s > 0 ? 1300 : 330;
+    (void) ctx;
+    return *ranks * steps * ops * per_op;
+}
+
+/* FALSE with *why set when the step needs `bytes` (the formula's ops, or else the replay's),
+ * more than the run may take: refused with the number before anything is allocated (an
+ * interleaved step of PP 16, 1024 chunks and 4096 micro-batches asked for 32 GiB at once). */
+static gboolean
+predict_memory_fits(const SimparPredictContext *ctx, const char *what, const SimparTrain *train,
+                    double bytes, double ranks, GError **why)
+{
+    double cap = simpar_predict_memory_cap();
+    if (bytes <= cap)
+        return TRUE;
+    g_autofree char *where = ranks > 0
+                                 ? g_strdup_printf("its step's ops on %.0f simulated ranks", ranks)
+                                 : g_strdup("the formula's ops");
+    g_set_error(why, SIMPAR_PREDICT_ERROR, SIMPAR_PREDICT_ERROR_REFUSED,
+                "%s: %s (%" G_GINT64_FORMAT " micro-batches x %" G_GINT64_FORMAT
+                " model chunks x %" G_GINT64_FORMAT " stages) would need about %.1f GiB of "
+                "memory, more than the %.1f GiB simpar allows here (3/4 of this machine's "
+                "memory, at most %.0f GiB): fewer micro-batches (--global-batch), virtual stages "
+                "or pipeline stages%s",
+                what, where, train->micro_batches, train->virtual_stages, train->pp,
+                bytes / (1 << 30), cap / (1 << 30), SIMPAR_PREDICT_MAX_MEMORY_B / (1 << 30),
+                ctx->all_slices ? ", or the default --tp-slices one" : "");
+    return FALSE;
+}
+
+/* What one trace event takes (measured: 122 to 148 bytes in 1d traces) */
+#define PREDICT_TRACE_EVENT_B 140
+
+/* FALSE with *why set when the Chrome trace of the ranks asked for would pass
+ * SIMPAR_PREDICT_MAX_TRACE_B: events per rank from the step's ops (its slice rank's) with each
+ * layer block expanded into its layer's ops, at the bytes an event takes (--trace-ranks all
+ * on a 1024-GPU step wrote 8 GB). The default, one rank per role, is small. */
+static gboolean
+predict_trace_fits(const SimparPredictContext *ctx, const char *what, const SimparTrain *train,
+                   const SimparSchedule *layer, const SimparStepPlan *plan, GError **why)
+{
+    if (ctx->trace == NULL || (!ctx->trace_all && ctx->trace_ranks == NULL))
+        return TRUE;
+    guint n_job = simpar_train_group(train) * (guint) (train->pp * train->dp), ranks = 0;
+    for (guint k = 0; ctx->trace_ranks != NULL && k < ctx->trace_ranks->len; k++)
+        ranks += g_array_index(ctx->trace_ranks, guint, k) < n_job;
+    if (ctx->trace_all)
+        ranks = n_job;
+    double step_ops =
+        (double) simpar_schedule_n_ops(plan->step) / simpar_schedule_n_ranks(plan->step);
+    double layer_ops = (double) simpar_schedule_n_ops(layer) / simpar_schedule_n_ranks(layer);
+    double layers = ceil((double) train->layers / train->pp); /* a layer: its forward and
+                                                                  backward ops */
+    double events = ranks * (step_ops + train->micro_batches * layers * layer_ops);
+    double bytes = events * PREDICT_TRACE_EVENT_B;
+    if (bytes <= SIMPAR_PREDICT_MAX_TRACE_B)
+        return TRUE;
+    g_set_error(why, SIMPAR_PREDICT_ERROR, SIMPAR_PREDICT_ERROR_REFUSED,
+                "%s: --trace-ranks %s: the trace of %u ranks would hold about %.3g events, about "
+                "%.1f GiB, more than the %.0f GiB simpar writes: trace fewer ranks (such as "
+                "--trace-ranks 0-%u) or leave --trace-ranks out (one rank per role)",
+                what, ctx->trace_all ? "all" : "list", ranks, events, bytes / (1 << 30),
+                SIMPAR_PREDICT_MAX_TRACE_B / (1 << 30), MIN(n_job, 64u) - 1);
+    return FALSE;
+}
+
 /* Per layer rank of `layer`: the lowest layer rank whose ops are alike (kinds, names, streams,
  * phases, deps; collectives of one kind, axis, size and count, each rank its root or not;
  * transfers of one count): the one that shows the role in a trace (transfer full). */
@@ -401,14 +503,24 @@ predict_step(const SimparPredictContext *ctx, const SimparModel *model, const Si
         row->step.block_backend = blocks.backend->name;
     gboolean formula = simpar_predict_backend_is_formula(ctx->backend) && ctx->trace == NULL;
     SimparStepPlan plan = {0};
+    double ranks, need = predict_replay_bytes(ctx, train, tm.backend, !ctx->all_slices, &ranks);
+    if (!formula && !predict_memory_fits(ctx, what, train, need, ranks, why))
+        return FALSE;
     if (!formula) /* the formula's fallback replays on the analytic backend: no cost */
         simpar_step_plan(&tm, model, train, layer, !ctx->all_slices, &plan);
-    if (!predict_affordable(ctx, what, &blocks, train, layer, &tm, &plan, why)) {
+    if (!(formula || predict_trace_fits(ctx, what, train, layer, &plan, why)) ||
+        !predict_affordable(ctx, what, &blocks, train, layer, &tm, &plan, why)) {
         simpar_step_plan_clear(&plan);
         return FALSE;
     }
     simpar_predict_cache_blocks(ctx->cache, &blocks, model, train, layer, &bt);
     if (formula) {
+        double ops = simpar_step_formula_bytes(&tm, &bt, model, train, layer, ctx->cache);
+        if (!predict_memory_fits(ctx, what, train, ops > 0 ? ops : need, ops > 0 ? 0 : ranks,
+                                 why)) {
+            simpar_block_times_clear(&bt);
+            return FALSE;
+        }
         if (simpar_step_formula(&tm, &bt, model, train, layer, ctx->cache, row, step_s)) {
             simpar_block_times_clear(&bt); /* closed forms; else (step-formula.h) the replay */
             return TRUE;

@@ -76,10 +76,23 @@ typedef struct {
 /* A step longer than this (a year) comes from figures out of scale: refused, never printed. */
 #define SIMPAR_PREDICT_MAX_STEP_S 3.2e7
 
+/* The most memory a configuration's step may take (3/4 of the machine's where that is less),
+ * in bytes: refused with the number before it is built. */
+#define SIMPAR_PREDICT_MAX_MEMORY_B (16.0 * (1 << 30))
+
+/* The largest Chrome trace --trace writes, in bytes (estimated before the step runs). */
+#define SIMPAR_PREDICT_MAX_TRACE_B (2.0 * (1 << 30))
+
 /* --time-budget's default and largest value, in minutes */
 #define SIMPAR_PREDICT_BUDGET_MIN     60
 #define SIMPAR_PREDICT_BUDGET_MAX_MIN (7 * 24 * 60)
 
+/* --time-budget MINUTES (`default_min` when `text` is NULL) into seconds. */
+gboolean simpar_predict_budget_parse(const char *text, double default_min, double *seconds,
+                                     GError **error);
+/* The memory a run may take, in bytes: 3/4 of this machine's, at most
+ * SIMPAR_PREDICT_MAX_MEMORY_B. */
+double simpar_predict_memory_cap(void);
 void simpar_predict_args_clear(SimparPredictArgs *args);
 /* Their entries, storing into `args`, NULL-terminated (transfer container); `backend_help`
  * describes --backend (whose default differs between commands). */

@@ -400,6 +400,30 @@ formula_supported(const SimparStepTimer *tm, const SimparTrain *train)
            simpar_plan_cp(&train->tp) == 1;
 }
 
+double
+simpar_step_formula_bytes(const SimparStepTimer *tm, const SimparBlockTimes *bt,
+                          const SimparModel *model, const SimparTrain *train,
+                          const SimparSchedule *layer, SimparPredictCache *cache)
+{
+    if (!formula_supported(tm, train))
+        return 0;
+    Formula f = {.tm = tm, .tr = train, .cache = cache};
+    f.T = (guint) train->tp.tp, f.P = (guint) train->pp, f.D = (guint) train->dp;
+    f.v = (guint) train->virtual_stages, f.lc = (guint) train->layers_per_chunk;
+    formula_config(&f, bt, model, layer);
+    gboolean alike, ok = formula_facts(&f, layer, &alike);
+    double bytes = 0;
+    if (ok) { /* formula_run's arrays at m itself: the ops (an array grown to a power of two) */
+        double m = (double) train->micro_batches,
+               chains = formula_one_chain(&f, alike) ? 1 : f.T * f.D;
+        double ops = (6 * m + 8) * f.P * f.v * chains;
+        bytes =
+            exp2(ceil(log2(ops * sizeof(FormulaOp)))) + chains * m * f.P * f.v * 2 * sizeof(guint);
+    }
+    g_free(f.facts);
+    return bytes;
+}
+
 gboolean
 simpar_step_formula(const SimparStepTimer *tm, const SimparBlockTimes *bt, const SimparModel *model,
                     const SimparTrain *train, const SimparSchedule *layer,

@@ -53,6 +53,11 @@ G_BEGIN_DECLS
  * `bt` of `layer`: row->step_s and the breakdown as simpar_step_breakdown() fills them (or, with
  * a NULL row, the step time into *step_s). FALSE, filling nothing, for the cases above. `cache`
  * (or NULL) memoises collective times, checks and figures. */
+/* The bytes simpar_step_formula would allocate for its ops at once (0 where it leaves the step
+ * to the replay), known before it allocates them. */
+double simpar_step_formula_bytes(const SimparStepTimer *tm, const SimparBlockTimes *bt,
+                                 const SimparModel *model, const SimparTrain *train,
+                                 const SimparSchedule *layer, SimparPredictCache *cache);
 gboolean simpar_step_formula(const SimparStepTimer *tm, const SimparBlockTimes *bt,
                              const SimparModel *model, const SimparTrain *train,
                              const SimparSchedule *layer, SimparPredictCache *cache,

@@ -191,6 +191,9 @@ platform_nvls(const SimparNet *net, guint gpu, double *eff, double *lat_s)
     return TRUE;
 }
 
+/* The least efficiency a figure may give (docs/usage.md: efficiencies from 1e-3). */
+#define PLATFORM_MIN_EFF 1e-3
+
 /* The GPUs' NVLink SHARP figures: the host properties nvls_efficiency (in (0, 1]) and
  * nvls_latency_s, both or neither. */
 gboolean
@@ -205,11 +208,19 @@ platform_read_nvls(SimparPlatform *p, GError **error)
         if (!platform_prop(p, gpu, "nvls_efficiency", TRUE, &eff, error) ||
             !platform_prop(p, gpu, "nvls_latency_s", TRUE, &lat, error))
             return FALSE;
-        if (!(eff > 0 && eff <= 1)) {
+        if (!(eff >= PLATFORM_MIN_EFF && eff <= 1)) {
             g_set_error(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,
-                        "--topology %s: host %s has nvls_efficiency %g; it must be in (0, 1] (the "
-                        "fraction of the NVLink rate NVLink SHARP reaches; see docs/topologies.md)",
-                        p->path, sg_host_get_name(p->hosts[gpu]), eff);
+                        "--topology %s: host %s has nvls_efficiency %g; it must be in (0, 1], at "
+                        "least %g (the fraction of the NVLink rate NVLink SHARP reaches; see "
+                        "docs/topologies.md)",
+                        p->path, sg_host_get_name(p->hosts[gpu]), eff, PLATFORM_MIN_EFF);
+            return FALSE;
+        }
+        if (!(lat <= SIMPAR_PLATFORM_MAX_LAT_S)) { /* a link's latency bound */
+            g_set_error(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,
+                        "--topology %s: host %s has nvls_latency_s %g; it must be from 0 to %g s "
+                        "(NVLink SHARP's latency per collective; see docs/topologies.md)",
+                        p->path, sg_host_get_name(p->hosts[gpu]), lat, SIMPAR_PLATFORM_MAX_LAT_S);
             return FALSE;
         }
         if (p->nvls == NULL)

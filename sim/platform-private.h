@@ -4,6 +4,7 @@
  *   platform.c            the file's check in the parent, the child that loads it, the jobs
  *   platform-net.c        in the child: the GPUs, their properties, routes, links, shapes
  *   platform-calibrate.c  in the child: a calibration file's network figures on the links
+ *   platform-graph.c      in the parent: the file's zones and routes, bounded and checked
  */
 #ifndef SIMPAR_PLATFORM_PRIVATE_H
 #define SIMPAR_PLATFORM_PRIVATE_H
@@ -73,6 +74,17 @@ guint platform_count_links(const SimparPlatform *p, guint a, guint b, GHashTable
 int platform_node_link(const char *name, guint *node);
 /* TRUE for a generated fabric's links: "spine-...", "rack<j>-up", "pod<i>-up" */
 gboolean platform_fabric_link(const char *name);
+
+/* platform-graph.c: a platform file's zones and routes as the parent reads it, before SimGrid
+ * does (what it checks: the file's head comment). Each call gives NULL, or why the file is
+ * refused (transfer full); the end of a zone and the finish give the line it is about. */
+typedef struct _PlatformGraph PlatformGraph;
+PlatformGraph *platform_graph_new(void);
+void platform_graph_free(PlatformGraph *g);
+char *platform_graph_start(PlatformGraph *g, const char *element, const char **names,
+                           const char **values, int line);
+char *platform_graph_end(PlatformGraph *g, const char *element, int *line);
+char *platform_graph_finish(PlatformGraph *g, int *line);
 
 G_END_DECLS
 #endif /* SIMPAR_PLATFORM_PRIVATE_H */

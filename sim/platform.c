@@ -63,11 +63,32 @@ platform_refused_why(const char *element)
 typedef struct {
     gboolean root;
     char *bad_host;
-    char *refused; /* "FILE:LINE: <x> is not accepted: ..." */
+    char *refused;        /* "FILE:LINE: <x> is not accepted: ..." */
+    PlatformGraph *graph; /* its zones and routes (platform-graph.c) */
 } PlatformScan;
 
 /* The element nesting simpar accepts (SimGrid's parser corrupts its heap 500 zones deep). */
 #define PLATFORM_MAX_DEPTH 64
+
+/* The line of the tag GMarkup has just read. */
+static int
+platform_line(GMarkupParseContext *ctx)
+{
+    int line, col;
+    g_markup_parse_context_get_position(ctx, &line, &col);
+    return col <= 1 && line > 1 ? line - 1 : line; /* it stands on the newline after the '>' */
+}
+
+/* What simpar refuses at `line` (transfer full `what`) into scan->refused. */
+static void
+platform_refuse_at(PlatformScan *scan, int line, char *what)
+{
+    scan->refused = g_strdup_printf("%d: %s (simpar accepts " PLATFORM_ALLOWED_NAMES
+                                    ", without *_file attributes, within its limits; see "
+                                    "docs/usage.md)",
+                                    line, what);
+    g_free(what);
+}
 
 /* An element or attribute simpar refuses: the message, and a markup error to stop the parse. */
 static void platform_refuse(GMarkupParseContext *ctx, PlatformScan *scan, GError **error,
@@ -77,17 +98,10 @@ static void
 platform_refuse(GMarkupParseContext *ctx, PlatformScan *scan, GError **error, const char *format,
                 ...)
 {
-    int line, col;
-    g_markup_parse_context_get_position(ctx, &line, &col);
-    if (col <= 1 && line > 1) /* GMarkup stands on the newline after the tag's '>' */
-        line--;
     va_list ap;
     va_start(ap, format);
-    g_autofree char *what = g_strdup_vprintf(format, ap);
+    platform_refuse_at(scan, platform_line(ctx), g_strdup_vprintf(format, ap));
     va_end(ap);
-    scan->refused = g_strdup_printf("%d: %s (simpar accepts " PLATFORM_ALLOWED_NAMES
-                                    ", without *_file attributes; see docs/usage.md)",
-                                    line, what);
     g_set_error_literal(error, G_MARKUP_ERROR, G_MARKUP_ERROR_INVALID_CONTENT, "");
 }
 
@@ -129,6 +143,14 @@ platform_start_element(GMarkupParseContext *ctx, const char *element, const char
         scan->root = g_str_equal(element, "platform");
     if (scan->root && !platform_allowed_element(ctx, scan, element, names, values, error))
         return; /* another root: the check after the parse says what it must be */
+    char *why = scan->root
+                    ? platform_graph_start(scan->graph, element, names, values, platform_line(ctx))
+                    : NULL;
+    if (why != NULL) {
+        platform_refuse(ctx, scan, error, "%s", why);
+        g_free(why);
+        return;
+    }
     if (!g_str_equal(element, "host") || scan->bad_host != NULL)
         return;
     for (guint i = 0; names[i] != NULL; i++) {
@@ -138,6 +160,19 @@ platform_start_element(GMarkupParseContext *ctx, const char *element, const char
             g_set_error_literal(error, G_MARKUP_ERROR, G_MARKUP_ERROR_INVALID_CONTENT, "");
             return; /* once: an element may repeat an attribute */
         }
+    }
+}
+
+static void
+platform_end_element(GMarkupParseContext *ctx, const char *element, gpointer data, GError **error)
+{
+    (void) ctx;
+    PlatformScan *scan = data;
+    int line = 0;
+    char *why = scan->root ? platform_graph_end(scan->graph, element, &line) : NULL;
+    if (why != NULL) {
+        platform_refuse_at(scan, line, why);
+        g_set_error_literal(error, G_MARKUP_ERROR, G_MARKUP_ERROR_INVALID_CONTENT, "");
     }
 }
 
@@ -204,12 +239,19 @@ platform_check_xml(const char *path, PlatformGenerated *generated, GError **erro
         g_prefix_error(error, "--topology ");
         return FALSE;
     }
-    PlatformScan scan = {FALSE, NULL, NULL};
-    GMarkupParser parser = {platform_start_element, NULL, NULL, NULL, NULL};
+    PlatformScan scan = {FALSE, NULL, NULL, platform_graph_new()};
+    GMarkupParser parser = {platform_start_element, platform_end_element, NULL, NULL, NULL};
     g_autoptr(GMarkupParseContext) ctx =
         g_markup_parse_context_new(&parser, G_MARKUP_IGNORE_QUALIFIED, &scan, NULL);
     gboolean parsed = g_markup_parse_context_parse(ctx, text, (gssize) len, error) &&
                       g_markup_parse_context_end_parse(ctx, error);
+    int line = 0;
+    char *unrouted = parsed && scan.root && scan.refused == NULL && scan.bad_host == NULL
+                         ? platform_graph_finish(scan.graph, &line)
+                         : NULL;
+    if (unrouted != NULL)
+        platform_refuse_at(&scan, line, unrouted);
+    platform_graph_free(scan.graph);
     g_autofree char *bad = scan.bad_host, *refused = scan.refused;
     if (refused != NULL) {
         g_clear_error(error);

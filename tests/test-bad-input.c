@@ -28,6 +28,10 @@
     "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"      \
     "<platform version=\"4.1\">\n<zone id=\"w\" routing=\"Full\">\n"
 #define XML_TAIL "</zone>\n</platform>\n"
+/* XML_HEAD with a zone of another routing */
+#define XML_ZONE(routing)                                                                          \
+    "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"      \
+    "<platform version=\"4.1\">\n<zone id=\"w\" routing=\"" routing "\">\n"
 /* A platform whose line 4 is `top` (a top-level element before the zone), line 5 its zone, then
  * two GPUs (lines 6, 7) and the link `link` between them (line 8). */
 #define XML_TOP(top, link)                                                                         \
@@ -966,9 +970,340 @@ static const BadCase cases[] = {
      "--topology " V100 " --frobnicate",
      2,
      {"Unknown option --frobnicate"}},
+    /* flags checked where they enter, before anything is sized by them: --tp 2^40 searched
+     * 2.5-D depths up to it (a hang, under 2.5d and the default --tp-mode all), --tp 2^32
+     * wrapped to a group of 0 GPUs (a division by zero), more local chunks than GPUs left a
+     * tensor-parallel group of 0, a count past 2^53 printed wrong and negative step counts */
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model tiny --tp-mode 2.5d --tp 1099511627776",
+     2,
+     {"--tp 1099511627776 is out of range", "between 1 and 65536"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model tiny --tp 1099511627776",
+     2,
+     {"--tp 1099511627776 is out of range", "between 1 and 65536"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --tp 4294967296",
+     2,
+     {"--tp 4294967296 is out of range", "between 1 and 65536"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model tiny --depth 100000000 --tp-mode 2.5d",
+     2,
+     {"--depth 100000000: must be between 1 and 65536"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model tiny --local-chunks 128",
+     2,
+     {"--local-chunks 128 x --dp 1 x --cp 1 = 128 GPUs", "more than the 64 used"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model tiny --tp-mode 1d --pp 128 --layers 128",
+     2,
+     {"--pp 128 x --dp 1 x --cp 1 = 128 GPUs", "more than the 64 used"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model tiny --tp-mode 1d --tp 4 --gpus 4 --steps-to-target "
+     "18014398509481985",
+     2,
+     {"--steps-to-target 18014398509481985", "at most 2^53 = 9007199254740992"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "sweep --topology " V100 " --model tiny --tp-mode 1d --virtual-stages 4096 -o @/s.csv",
+     2,
+     {"--virtual-stages 4096: must be between 1 and 1024"}},
+};
+
+#define LINK_L "<link id=\"l\" bandwidth=\"10GBps\" latency=\"1us\"/>\n"
+#define ROUTE_01(attrs)                                                                            \
+    "<route src=\"node0-gpu0\" dst=\"node1-gpu0\"" attrs "><link_ctn id=\"l\"/></route>\n"
+
+/* Platforms SimGrid hangs on, crashes on or exhausts memory with, refused before it reads them:
+ * its Dijkstra follows predecessors without checking that a route was found (a route one way
+ * only looped forever in predict, collective and sweep; an unlinked GPU crashed), routings
+ * whose routes it aborts on, a cluster of 10^8 hosts, a Full zone's n^2 route table (30,000
+ * hosts took 7 GB); a trace that turns a GPU off stays refused. */
+static const BadCase platform_cases[] = {
+    {"platform",
+     "t.xml",
+     XML_ZONE("DijkstraCache") GPU(0, 0) GPU(1, 0) LINK_L ROUTE_01(" symmetrical=\"NO\"") XML_TAIL,
+     NULL,
+     "--topology @/t.xml --model tiny --tp-mode 1d --tp 2",
+     1,
+     {"--topology @/t.xml:4: <zone id=\"w\" routing=\"DijkstraCache\"> has no route from "
+      "node1-gpu0 to node0-gpu0",
+      "both ways", "symmetrical=\"NO\" goes one way only"}},
+    {"platform",
+     "t.xml",
+     XML_ZONE("Dijkstra") GPU(0, 0) GPU(1, 0) LINK_L ROUTE_01(" symmetrical=\"NO\"") XML_TAIL,
+     NULL,
+     "collective --topology @/t.xml --op allreduce --bytes 1M --gpus 2",
+     1,
+     {"--topology @/t.xml:4:", "has no route from node1-gpu0 to node0-gpu0"}},
+    {"platform",
+     "t.xml",
+     XML_ZONE("DijkstraCache") GPU(0, 0) GPU(1, 0) LINK_L ROUTE_01(" symmetrical=\"NO\"") XML_TAIL,
+     NULL,
+     "sweep --topology @/t.xml --model tiny --tp-mode 1d -o @/s.csv",
+     1,
+     {"--topology @/t.xml:4:", "has no route from node1-gpu0 to node0-gpu0"}},
+    {"platform",
+     "t.xml",
+     XML_ZONE("Dijkstra") GPU(0, 0) GPU(1, 0) GPU(2, 0) LINK_L ROUTE_01("") XML_TAIL,
+     NULL,
+     "--topology @/t.xml --model tiny --tp-mode 1d --tp 1 --dp 3",
+     1,
+     {"--topology @/t.xml:4: <zone id=\"w\" routing=\"Dijkstra\"> has no route from "
+      "node0-gpu0 to node2-gpu0"}},
+    {"platform",
+     "t.xml",
+     XML_ZONE("Floyd") GPU(0, 0) GPU(1, 0) GPU(2, 0) LINK_L ROUTE_01("") XML_TAIL,
+     NULL,
+     "--topology @/t.xml --model tiny --tp-mode 1d --tp 1 --dp 3",
+     1,
+     {"--topology @/t.xml:4: <zone id=\"w\" routing=\"Floyd\"> has no route from "
+      "node0-gpu0 to node2-gpu0"}},
+    /* a zone route's gateway its GPUs do not reach: SimGrid's Dijkstra crashed */
+    {"platform",
+     "t.xml",
+     XML_ZONE("DijkstraCache") "<zone id=\"a\" routing=\"Dijkstra\">\n" GPU(0, 0) GPU(
+         0,
+         1) "<router id=\"a-gw\"/>\n<link id=\"la\" bandwidth=\"10GBps\" latency=\"1us\"/>\n"
+            "<route src=\"node0-gpu0\" dst=\"node0-gpu1\"><link_ctn id=\"la\"/></route>\n"
+            "</zone>\n<zone id=\"b\" routing=\"Full\">\n" GPU(
+                1,
+                0) "</zone>\n" LINK_L
+                   "<zoneRoute src=\"a\" dst=\"b\" gw_src=\"a-gw\" gw_dst=\"node1-gpu0\"><link_ctn "
+                   "id=\"l\"/></zoneRoute>\n" XML_TAIL,
+     NULL,
+     "--topology @/t.xml --model tiny --tp-mode 1d --tp 1 --dp 3",
+     1,
+     {"--topology @/t.xml:5: <zone id=\"a\" routing=\"Dijkstra\"> has no route from node0-gpu0 "
+      "to a-gw"}},
+    {"platform",
+     "t.xml",
+     XML_ZONE("Wifi") GPU(0, 0) GPU(1, 0) LINK_L ROUTE_01("") XML_TAIL,
+     NULL,
+     "--topology @/t.xml --model tiny --tp-mode 1d --tp 2",
+     1,
+     {"--topology @/t.xml:4: <zone id=\"w\" routing=\"Wifi\"> is not accepted",
+      "Full, Floyd, Dijkstra or DijkstraCache"}},
+    {"platform",
+     "t.xml",
+     XML_ZONE("None") GPU(0, 0) GPU(1, 0) LINK_L ROUTE_01("") XML_TAIL,
+     NULL,
+     "collective --topology @/t.xml --op allreduce --bytes 1M --gpus 2",
+     1,
+     {"--topology @/t.xml:4: <zone id=\"w\" routing=\"None\"> is not accepted"}},
+    {"platform",
+     "t.xml",
+     "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+     "<platform version=\"4.1\">\n<cluster id=\"c\" prefix=\"node\" suffix=\"-gpu0\" "
+     "radical=\"0-99999999\" speed=\"15Tf\" bw=\"10GBps\" lat=\"1us\">" GPU_PROPS
+     "</cluster>\n</platform>\n",
+     NULL,
+     "--topology @/t.xml --model tiny --tp-mode 1d --tp 2",
+     1,
+     {"--topology @/t.xml:4: <cluster id=\"c\" radical=\"0-99999999\"> declares 100000000 hosts",
+      "at most 524288 hosts and routers"}},
+    {"platform",
+     "t.xml",
+     "WIDE",
+     NULL,
+     "--topology @/t.xml --model tiny --tp-mode 1d --tp 2",
+     1,
+     {"--topology @/t.xml:4: <zone id=\"w\" routing=\"Full\"> holds 5002 hosts, routers and zones",
+      "at most 4096 in a Full zone", "n^2"}},
+    {"platform",
+     "t.xml",
+     XML_ZONE("Full") GPU(0, 0) GPU(1, 0) LINK_L ROUTE_01("") "<trace id=\"off\" "
+                                                              "periodicity=\"1\">\n0 0\n</trace>\n"
+                                                              "<trace_connect kind=\"HOST_AVAIL\" "
+                                                              "trace=\"off\" "
+                                                              "element=\"node0-gpu0\"/>\n" XML_TAIL,
+     NULL,
+     "--topology @/t.xml --model tiny --tp-mode 1d --tp 2",
+     1,
+     {"--topology @/t.xml:9: <trace> is not accepted", "figures over time"}},
+};
+
+/* In-range options whose run would exhaust memory or take hours: refused with the number
+ * before anything is allocated (the formula asked for 32 GiB at once, the replay more; a
+ * played all-reduce over 4,096 GPUs for 8 GiB; the all-to-all ran for hours). */
+static const BadCase memory_cases[] = {
+    {"memory",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model tiny --tp-mode 1d --tp 4 --pp 16 --schedule interleaved "
+     "--virtual-stages 1024 --layers 16384 --micro-batch 1 --global-batch 4096 --backend formula",
+     2,
+     {"1d T=4: the formula's ops (4096 micro-batches x 1024 model chunks x 16 stages) would need "
+      "about 32.5 GiB of memory",
+      "simpar allows here", "fewer micro-batches (--global-batch)"}},
+    {"memory",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model tiny --tp-mode 1d --tp 4 --pp 16 --schedule interleaved "
+     "--virtual-stages 1024 --layers 16384 --micro-batch 1 --global-batch 4096 --backend analytic",
+     2,
+     {"1d T=4: its step's ops on 16 simulated ranks (4096 micro-batches x 1024 model chunks x 16 "
+      "stages) would need about 165.0 GiB of memory"}},
+    {"memory",
+     "a.xml",
+     "TOPOLOGY dgx-a100 512",
+     NULL,
+     "collective --topology @/a.xml --op allreduce --bytes 1G --gpus 4096 --collectives played",
+     2,
+     {"--op allreduce on --gpus 4096: its played expansion holds up to 5.37e+08 transfers",
+      "about 64.0 GiB of memory", "--collectives fused"}},
+    /* --trace-ranks all on the README's 1024-GPU step wrote 8 GB: refused with the size */
+    {"memory",
+     "a.xml",
+     "TOPOLOGY dgx-a100 128",
+     NULL,
+     "--topology @/a.xml --model gpt3-175b --tp-mode 1d --tp 8 --sp --pp 8 --dp 16 --schedule "
+     "interleaved --micro-batch 1 --global-batch 1536 --recompute selective --trace @/t.json "
+     "--trace-ranks all",
+     2,
+     {"1d T=8+SP: --trace-ranks all: the trace of 1024 ranks would hold about 6.61e+07 events, "
+      "about 8.6 GiB, more than the 2 GiB simpar writes",
+      "--trace-ranks 0-63"}},
+    {"memory",
+     "a.xml",
+     "TOPOLOGY dgx-a100 512",
+     NULL,
+     "collective --topology @/a.xml --op alltoall --bytes 1G --gpus 4096",
+     2,
+     {"--op alltoall on --gpus 4096: playing its 1.68e+07 transfers on SimGrid would take about "
+      "38 minutes, more than --time-budget 10 minutes"}},
+};
+
+#define DGX_A100 "topologies/dgx-a100x64.xml"
+
+/* Figures taken unchecked, fits that failed and were written anyway: NVLink SHARP figures of
+ * 300 digits, a run of ops that all take 0 s (validate aborted), nccl-tests rows that report
+ * wrong results or none large enough to fit (a fit of 0 rows was written), a host bench whose
+ * GEMM fit found no peak (its fit was recorded, its peak dropped). */
+static const BadCase figure_cases[] = {
+    {"figures",
+     "t.xml",
+     XML_HEAD "<host id=\"node0-gpu0\" speed=\"1Gf\">" GPU_PROPS
+              "<prop id=\"nvls_efficiency\" value=\"0.85\"/><prop id=\"nvls_latency_s\" "
+              "value=\"1e300\"/></host>\n" XML_TAIL,
+     NULL,
+     "--topology @/t.xml --model tiny",
+     1,
+     {"--topology @/t.xml", "node0-gpu0 has nvls_latency_s 1e+300", "from 0 to 1 s"}},
+    {"figures",
+     "t.xml",
+     XML_HEAD "<host id=\"node0-gpu0\" speed=\"1Gf\">" GPU_PROPS
+              "<prop id=\"nvls_efficiency\" value=\"1e-300\"/><prop id=\"nvls_latency_s\" "
+              "value=\"1e-5\"/></host>\n" XML_TAIL,
+     NULL,
+     "--topology @/t.xml --model tiny",
+     1,
+     {"--topology @/t.xml", "node0-gpu0 has nvls_efficiency 1e-300", "at least 0.001"}},
+    {"figures",
+     "r.json",
+     "RUNZERO",
+     NULL,
+     "validate --measured @/r.json --topology " HOST,
+     1,
+     {"@/r.json: ops all start and end at one instant", "the run spans 0 s"}},
+    {"figures",
+     "l.txt",
+     NCCL_RANKS "   1048576 262144 float sum -1 100.0 10.49 18.35 3 100.0 10.49 18.35 0\n",
+     NULL,
+     "calibrate --nccl-tests @/l.txt --topology " DGX_A100 " -o @/c.json",
+     1,
+     {"--nccl-tests @/l.txt: line 10 reports #wrong 3", "wrong results"}},
+    {"figures",
+     "l.txt",
+     NCCL_RANKS "   1024 256 float sum -1 10.00 0.10 0.18 0 10.00 0.10 0.18 0\n",
+     NULL,
+     "calibrate --nccl-tests @/l.txt --topology " DGX_A100 " -o @/c.json",
+     1,
+     {"--nccl-tests @/l.txt: no row of 65536 bytes or more, so nothing to fit"}},
+    {"figures",
+     "b.json",
+     "{\"format\": \"simpar-bench\", \"version\": 1, \"executor\": \"host\", \"device\": "
+     "\"host CPU\", \"dtype\": \"fp64\", \"gpus\": 1, \"gemm\": [{\"m\": 64, \"n\": 64, "
+     "\"k\": 64, \"time_s\": 1e-2}, {\"m\": 256, \"n\": 256, \"k\": 256, \"time_s\": 1e-3}, "
+     "{\"m\": 1024, \"n\": 1024, \"k\": 1024, \"time_s\": 1e-4}], \"kernels\": [], "
+     "\"collectives\": []}",
+     NULL,
+     "calibrate --measured @/b.json -o @/c.json",
+     1,
+     {"--measured @/b.json: the GEMM fit failed: no positive peak (FLOP/s) fits its 3 GEMM times",
+      "no calibration is written"}},
+};
+
+/* Outputs over inputs the earlier check did not list: a model file under --trace or a sweep's
+ * -o (each wrote over the model, exit 0), a report file over the platform, the journal over an
+ * input. */
+static const BadCase collision_cases[] = {
+    {"output",
+     "m.json",
+     "{\"hidden\": 64, \"heads\": 4}",
+     NULL,
+     "--topology " V100 " --model @/m.json --tp-mode 1d --tp 4 --gpus 4 --trace @/m.json",
+     2,
+     {"--model @/m.json and --trace @/m.json name the same file"}},
+    {"output",
+     "m.json",
+     "{\"hidden\": 64, \"heads\": 4}",
+     NULL,
+     "sweep --topology " V100 " --model tiny,@/m.json --tp-mode 1d -o @/m.json",
+     2,
+     {"-o @/m.json and --model @/m.json name the same file"}},
+    {"output",
+     "s.csv.part",
+     "x",
+     NULL,
+     "sweep --topology @/s.csv.part --model tiny --tp-mode 1d -o @/s.csv",
+     2,
+     {"--topology @/s.csv.part and the journal @/s.csv.part name the same file"}},
 };
 
 static const BadFilesCase files_cases[] = {
+    /* a shard's row edited into another configuration: resume refuses it, --merge merged it */
+    {{"sweep",
+      "a.csv",
+      "SHARD 0/2 EDITED",
+      NULL,
+      "sweep --merge -o @/all.csv @/a.csv @/b.csv",
+      1,
+      {"@/a.csv:5: the row is not the configuration of its index 0 in the shards' sweep"}},
+     {"b.csv", "SHARD 1/2"}},
+    {{"output",
+      "prediction.txt",
+      XML_TOP("", ""),
+      NULL,
+      "--topology @/prediction.txt --model tiny --tp-mode 1d --tp 2 --report @",
+      2,
+      {"--topology @/prediction.txt and --report @/prediction.txt name the same file"}},
+     {"README.md", "# simpar prediction report\n"}},
     {{"platform",
       "t.xml",
       XML_TOP("", " bandwidth_file=\"@/fifo\""),
@@ -1058,9 +1393,40 @@ bad_file(const BadCase *c, const char *dir, const char *name, const char *text)
         const char *run = measured_run(), *at = strstr(run, edit[0]);
         g_assert(at != NULL); /* the edit must apply */
         content = g_strdup_printf("%.*s%s%s", (int) (at - run), run, edit[1], at + strlen(edit[0]));
+    } else if (g_str_equal(text, "RUNZERO")) { /* every op of the run at 0 s */
+        g_autoptr(GRegex) at = g_regex_new("\"(start|end)_s\" : [0-9.e+-]+", 0, 0, NULL);
+        content = g_regex_replace(at, measured_run(), -1, 0, "\"\\1_s\" : 0", 0, NULL);
     } else if (g_str_equal(text, "LINK")) { /* a symbolic link to @/target */
         g_autofree char *target = g_build_filename(dir, "target", NULL);
         g_assert(symlink(target, file) == 0);
+    } else if (g_str_has_prefix(text, "TOPOLOGY ")) { /* "TOPOLOGY PRESET NODES": generated */
+        g_auto(GStrv) w = g_strsplit(text, " ", 3);
+        g_autofree char *args =
+            g_strdup_printf("topology --preset %s --nodes %s -o %s", w[1], w[2], file);
+        SimparCliRun r = simpar_cli_run(args);
+        g_assert_cmpint(r.status, ==, 0);
+        simpar_cli_run_clear(&r);
+    } else if (g_str_has_prefix(text, "SHARD ")) { /* "SHARD i/n [EDITED]": a sweep's shard */
+        g_autofree char *args = g_strdup_printf("sweep --topology " V100 " --model tiny --gpus 16 "
+                                                "--tp-mode 1d -q --shard %.3s -o %s",
+                                                text + strlen("SHARD "), file);
+        SimparCliRun r = simpar_cli_run(args);
+        g_assert_cmpint(r.status, ==, 0);
+        simpar_cli_run_clear(&r);
+        g_autofree char *csv = NULL;
+        g_assert(g_file_get_contents(file, &csv, NULL, NULL));
+        char *row = strstr(csv, "\n0,tiny,64,"); /* index 0's hidden size, edited */
+        if (strstr(text, "EDITED") != NULL && row != NULL)
+            content = g_strdup_printf("%.*s\n0,tiny,128,%s", (int) (row - csv), csv,
+                                      row + strlen("\n0,tiny,64,"));
+        else
+            content = g_steal_pointer(&csv);
+    } else if (g_str_equal(text, "WIDE")) { /* a Full zone of two GPUs and 5,000 hosts */
+        GString *wide = g_string_new(XML_HEAD GPU(0, 0) GPU(1, 0));
+        for (guint i = 0; i < 5000; i++)
+            g_string_append_printf(wide, "<host id=\"h%u\" speed=\"1f\"/>\n", i);
+        g_string_append(wide, LINK_L ROUTE_01("") XML_TAIL);
+        content = g_string_free(wide, FALSE);
     } else if (g_str_equal(text, "DEEP")) { /* 100,000 arrays in one another */
         GString *deep = g_string_new(NULL);
         for (guint i = 0; i < 100000; i++)
@@ -1092,8 +1458,8 @@ bad_case(const BadCase *c, const char *const *more)
     }
     g_autofree char *args = at_dir(c->args, dir);
     gboolean exec = g_str_has_prefix(args, "EXEC ");
-    SimparCliRun r =
-        exec ? simpar_cli_run_bin("SIMPAR_EXEC_BIN", args + strlen("EXEC ")) : simpar_cli_run(args);
+    SimparCliRun r = exec ? simpar_cli_run_bin("SIMPAR_BAD_EXEC", args + strlen("EXEC "))
+                          : simpar_cli_run_bin("SIMPAR_BAD_BIN", args);
     g_autofree char *left = NULL;
     gboolean kept =
         g_file_get_contents(victim, &left, NULL, NULL) && g_str_equal(left, VICTIM_TEXT);
@@ -1114,12 +1480,36 @@ bad_case(const BadCase *c, const char *const *more)
     return ok;
 }
 
+/* A case that hangs is one failure, not the suite's timeout: each run ends after BAD_LIMIT_S
+ * (timeout(1) then exits 124, or 137 when it had to kill). */
+#define BAD_LIMIT_S "120"
+
 static void
 test_matrix(void)
 {
+    const struct {
+        const char *bounded, *bin;
+    } bins[] = {{"SIMPAR_BAD_BIN", "SIMPAR_BIN"}, {"SIMPAR_BAD_EXEC", "SIMPAR_EXEC_BIN"}};
+
+    g_autofree char *timeout = g_find_program_in_path("timeout");
+    g_assert(timeout != NULL);
+    for (guint i = 0; i < G_N_ELEMENTS(bins); i++) {
+        const char *limit = g_getenv("SIMPAR_BAD_LIMIT_S"); /* shorter, to run an old build */
+        g_autofree char *cmd = g_strdup_printf(
+            "%s -k 5 %s %s", timeout, limit != NULL ? limit : BAD_LIMIT_S, g_getenv(bins[i].bin));
+        g_setenv(bins[i].bounded, cmd, TRUE);
+    }
     guint failed = 0;
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++)
         failed += !bad_case(&cases[i], NULL);
+    for (guint i = 0; i < G_N_ELEMENTS(platform_cases); i++)
+        failed += !bad_case(&platform_cases[i], NULL);
+    for (guint i = 0; i < G_N_ELEMENTS(memory_cases); i++)
+        failed += !bad_case(&memory_cases[i], NULL);
+    for (guint i = 0; i < G_N_ELEMENTS(figure_cases); i++)
+        failed += !bad_case(&figure_cases[i], NULL);
+    for (guint i = 0; i < G_N_ELEMENTS(collision_cases); i++)
+        failed += !bad_case(&collision_cases[i], NULL);
     for (guint i = 0; i < G_N_ELEMENTS(files_cases); i++)
         failed += !bad_case(&files_cases[i].c, files_cases[i].more);
     CU_ASSERT_EQUAL(failed, 0);

@@ -100,6 +100,34 @@ test_version(void)
     }
 }
 
+/* A sweep started with descriptors 0-2 closed: its journal took one of their numbers and the
+ * sweep lost every row with exit 1 and no message; now the rows are in the CSV, and only the
+ * summary for the closed stdout is lost (exit 1, as with stdout closed alone). */
+static void
+test_closed_descriptors(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("simpar-fds-XXXXXX", NULL);
+    g_autofree char *csv = g_build_filename(dir, "s.csv", NULL);
+    g_autofree char *cmd =
+        g_strdup_printf("%s sweep --topology topologies/v100x64.xml --model tiny "
+                        "--tp-mode 1d -o %s <&- >&- 2>&-",
+                        g_getenv("SIMPAR_BIN"), csv);
+    const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+    int wait = 0;
+    CU_ASSERT_TRUE_FATAL(g_spawn_sync(NULL, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, NULL,
+                                      NULL, &wait, NULL));
+    g_autofree char *text = NULL;
+    guint rows = 0;
+    if (g_file_get_contents(csv, &text, NULL, NULL))
+        for (const char *c = text; (c = strchr(c, '\n')) != NULL; c++)
+            rows++;
+    CU_ASSERT_TRUE(WIFEXITED(wait) && WEXITSTATUS(wait) == 1);
+    CU_ASSERT_EQUAL(rows, 2 + 1 + 13); /* comments, header, the 13 configurations */
+    if (rows != 16)
+        printf("\n    sweep with 0-2 closed: status %d, %u lines in %s", wait, rows, csv);
+    simpar_test_tmpdir_remove(g_steal_pointer(&dir));
+}
+
 /* Output that cannot be written (stdout on a full disk) is an error, exit 1 with one line, in
  * both binaries: not lost with exit 0. */
 static void
@@ -681,6 +709,7 @@ test_over_capacity(void)
 static CU_TestInfo cli_tests[] = {
     {"a configuration over its GPU memory is predicted, the shortfall named", test_over_capacity},
     {"output that cannot be written to stdout is an error in both binaries", test_lost_output},
+    {"a sweep with descriptors 0-2 closed keeps its rows", test_closed_descriptors},
     {"every rank of a 256-GPU step runs in 3 GB of address space", test_address_space},
     {"--version prints the version; --help says so; usage lines and bare simpar name the commands",
      test_version},

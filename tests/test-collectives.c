@@ -170,6 +170,28 @@ check_eval(Case *c, gpointer data)
 }
 
 static void
+check_xfers_bound(Case *c, gpointer data)
+{
+    g_autoptr(SimparExpansion) e = expand(c);
+    double bound = simpar_coll_xfers_bound(c->algo, c->kind, &c->g, c->bytes, &c->p);
+    gboolean ok = e->xfers->len <= bound;
+    if (!ok)
+        report(c, "transfers", e->xfers->len, bound);
+    CU_ASSERT_TRUE(ok);
+    (*(guint *) data)++;
+}
+
+/* The bound `simpar collective` refuses by holds every expansion. */
+static void
+test_xfers_bound(void)
+{
+    guint n_cases = 0;
+    for (guint stride = 1; stride <= 4; stride += 3)
+        for_each_case(&uniform_net, stride, SIMPAR_PROTO_SIMPLE, check_xfers_bound, &n_cases);
+    CU_ASSERT_TRUE(n_cases > 500);
+}
+
+static void
 test_eval_closed_form(void)
 {
     guint n_cases = 0;
@@ -857,6 +879,7 @@ static CU_TestInfo table_tests[] = {
      test_ring_channels},
     {"an unknown name is an error naming it and the valid names", test_lookup},
     {"parameters default to no protocol, 512 KiB chunks, 64 chunks", test_defaults},
+    {"every expansion holds at most simpar_coll_xfers_bound transfers", test_xfers_bound},
     CU_TEST_INFO_NULL,
 };
 

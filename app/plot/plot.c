@@ -226,14 +226,37 @@ plot_scripts_dir(const char *script)
     return g_strdup(SIMPAR_PLOTS_DIR); /* (transfer full) */
 }
 
+/* Whether gnuplot's picture is whole: not empty, and a PNG it began ends with its IEND chunk,
+ * an SVG with its closing tag (on a full disk gnuplot exits 0 with an empty or cut picture). */
+static gboolean
+plot_whole(const char *bytes, gsize len)
+{
+    static const char png[] = "\x89PNG\r\n\x1a\n", iend[] = "IEND\xae\x42\x60\x82";
+    if (len == 0)
+        return FALSE;
+    if (len >= 8 && memcmp(bytes, png, 8) == 0)
+        return len >= 8 + 12 && memcmp(bytes + len - 8, iend, 8) == 0;
+    if (g_strstr_len(bytes, (gssize) MIN(len, 4096), "<svg") != NULL)
+        return g_strstr_len(bytes + len - MIN(len, 256), (gssize) MIN(len, 256), "</svg>") != NULL;
+    return TRUE;
+}
+
 /* gnuplot's picture `made` written to `output` (output.h). */
 static gboolean
 plot_move(const char *made, const char *output, GError **error)
 {
     g_autofree char *bytes = NULL;
     gsize len;
-    return simpar_file_read(made, SIMPAR_JSON_LARGE_MAX, &bytes, &len, error) &&
-           simpar_output_write("picture", output, bytes, len, error);
+    if (!simpar_file_read(made, SIMPAR_JSON_LARGE_MAX, &bytes, &len, error))
+        return FALSE;
+    if (!plot_whole(bytes, len)) {
+        g_set_error(error, SIMPAR_PLOT_ERROR, SIMPAR_PLOT_ERROR_GNUPLOT,
+                    "%s: gnuplot exited 0 but its picture is %s (%" G_GSIZE_FORMAT " bytes; a "
+                    "full disk where it draws, %s?): nothing written",
+                    output, len == 0 ? "empty" : "cut short", len, g_get_tmp_dir());
+        return FALSE;
+    }
+    return simpar_output_write("picture", output, bytes, len, error);
 }
 
 /* Runs gnuplot on two files in a private folder: vars.gp, the assignments (string values

@@ -386,3 +386,46 @@ simpar_sweep_row_failed(const SimparSweep *sw, const SimparSweepConfig *c,
     row_status(&r, "failed", reason);
     row_finish(&r, line);
 }
+
+/* ---------------------------------------------------------------- rows a sweep must hold */
+
+typedef struct {
+    const SimparSweep *sw;
+    const SimparBackend *backend;
+    GHashTable *want; /* index -> its columns' fields (the virtual stages' aside) */
+} SweepExpect;
+
+static gboolean
+sweep_expect_visit(const SimparSweepConfig *c, gpointer data, GError **error)
+{
+    (void) error;
+    SweepExpect *e = data;
+    g_autoptr(GString) line = g_string_new(NULL);
+    simpar_sweep_row_failed(e->sw, c, e->backend, "", line);
+    /* the fields up to the backend's hold no comma (names, numbers, grid labels) */
+    g_hash_table_insert(e->want, GSIZE_TO_POINTER(c->index),
+                        g_strsplit(line->str, ",", SIMPAR_SWEEP_COL_BACKEND + 2));
+    return TRUE;
+}
+
+GHashTable *
+simpar_sweep_expected(const SimparSweep *sw, const SimparBackend *backend, GError **error)
+{
+    g_autoptr(GHashTable) want =
+        g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify) g_strfreev);
+    SweepExpect e = {sw, backend, want};
+    if (!simpar_sweep_enumerate(sw, sweep_expect_visit, &e, error))
+        return NULL;
+    return g_steal_pointer(&want); /* (transfer full) */
+}
+
+gboolean
+simpar_sweep_row_is(const SimparCsv *csv, guint i, char **want)
+{
+    gboolean same = want != NULL && g_strv_length(want) > SIMPAR_SWEEP_COL_BACKEND;
+    for (guint k = 0; same && k <= SIMPAR_SWEEP_COL_BACKEND; k++) /* the backend's own row */
+        same = k == SIMPAR_SWEEP_COL_VIRTUAL_STAGES || k == SIMPAR_SWEEP_COL_BACKEND ||
+               (k == SIMPAR_SWEEP_COL_NODES && want[k][0] == '\0') || /* no platform read */
+               g_str_equal(simpar_csv_get(csv, i, (int) k), want[k]);
+    return same;
+}

@@ -445,26 +445,6 @@ sweep_pass(SweepRun *r, GError **error)
 
 /* -------------------------------------------------------------------------------- journal */
 
-/* The journal's rows of this pass's backend. */
-/* The configuration columns (index to backend) each index's row must hold. */
-typedef struct {
-    SweepRun *r;
-    GHashTable *want; /* index -> its columns' fields (the virtual stages' aside) */
-} SweepExpect;
-
-static gboolean
-sweep_expect_visit(const SimparSweepConfig *c, gpointer data, GError **error)
-{
-    (void) error;
-    SweepExpect *e = data;
-    g_autoptr(GString) line = g_string_new(NULL);
-    simpar_sweep_row_failed(e->r->sw, c, e->r->backend, "", line);
-    /* the fields up to the backend's hold no comma (names, numbers, grid labels) */
-    g_hash_table_insert(e->want, GSIZE_TO_POINTER(c->index),
-                        g_strsplit(line->str, ",", SIMPAR_SWEEP_COL_BACKEND + 2));
-    return TRUE;
-}
-
 /* A journal row as this sweep would write it: the configuration of its index, and, where it
  * says "ok", figures that are numbers, finite and a step in range (a forged 1e-9 s or NaN row
  * would rank first). */
@@ -472,11 +452,7 @@ static gboolean
 sweep_journal_row_ok(SweepRun *r, const SimparCsv *csv, guint i, char **want, GError **error)
 {
     guint line = g_array_index(csv->lines, guint, i);
-    gboolean same = want != NULL && g_strv_length(want) > SIMPAR_SWEEP_COL_BACKEND;
-    for (guint k = 0; same && k <= SIMPAR_SWEEP_COL_BACKEND; k++) /* the backend's own row */
-        same = k == SIMPAR_SWEEP_COL_VIRTUAL_STAGES || k == SIMPAR_SWEEP_COL_BACKEND ||
-               g_str_equal(simpar_csv_get(csv, i, (int) k), want[k]);
-    if (!same) {
+    if (!simpar_sweep_row_is(csv, i, want)) {
         g_set_error(error, SIMPAR_SWEEP_ERROR, SIMPAR_SWEEP_ERROR_JOURNAL,
                     "%s:%u: the row is not the configuration of its index in this sweep; "
                     "delete the journal",
@@ -489,10 +465,8 @@ sweep_journal_row_ok(SweepRun *r, const SimparCsv *csv, guint i, char **want, GE
 static gboolean
 sweep_journal_rows(SweepRun *r, const SimparCsv *csv, GError **error)
 {
-    g_autoptr(GHashTable) want =
-        g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify) g_strfreev);
-    SweepExpect e = {r, want};
-    if (!simpar_sweep_enumerate(r->sw, sweep_expect_visit, &e, error))
+    g_autoptr(GHashTable) want = simpar_sweep_expected(r->sw, r->backend, error);
+    if (want == NULL)
         return FALSE;
     for (guint i = 0; i < simpar_csv_n_rows(csv); i++) {
         guint64 idx;

@@ -495,7 +495,8 @@ sweep_merge_identity(SimparSweep *sw, SimparCsv **csv, guint n_parts, guint *n, 
 }
 
 gboolean
-simpar_sweep_merge(SimparSweep *sw, char **parts, char **summary, GError **error)
+simpar_sweep_merge(SimparSweep *sw, char **parts, SimparSweepRebuild rebuild, char **summary,
+                   GError **error)
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     guint n_parts = parts != NULL ? g_strv_length(parts) : 0, n = 0;
@@ -515,13 +516,28 @@ simpar_sweep_merge(SimparSweep *sw, char **parts, char **summary, GError **error
     SimparCsv **csv = (SimparCsv **) tables->pdata;
     if (!sweep_merge_identity(sw, csv, n_parts, &n, error))
         return FALSE;
+    /* each row the configuration of its index, as resume holds a journal's: rebuilt from the
+     * spec (a shard's row edited into another configuration was merged) */
+    g_autoptr(GHashTable) want = rebuild(sw->spec_text, error);
+    if (want == NULL)
+        return FALSE;
     g_autofree GPtrArray **rows = g_new0(GPtrArray *, sw->total);
     g_autofree guint *from = g_new0(guint, sw->total);
     for (guint p = 0; p < n_parts; p++)
         for (guint i = 0; i < simpar_csv_n_rows(csv[p]); i++) {
             guint64 idx;
-            if (!sweep_row_index(csv[p], i, sw->total, &idx, error) ||
-                !simpar_sweep_row_figures_ok(csv[p], i, csv[p]->name, "a shard simpar wrote",
+            if (!sweep_row_index(csv[p], i, sw->total, &idx, error))
+                return FALSE;
+            if (!simpar_sweep_row_is(csv[p], i,
+                                     g_hash_table_lookup(want, GSIZE_TO_POINTER((gsize) idx)))) {
+                g_set_error(
+                    error, SIMPAR_SWEEP_ERROR, SIMPAR_SWEEP_ERROR_MERGE,
+                    "%s:%u: the row is not the configuration of its index %" G_GUINT64_FORMAT
+                    " in the shards' sweep; merge the shards simpar wrote",
+                    csv[p]->name, g_array_index(csv[p]->lines, guint, i), idx);
+                return FALSE;
+            }
+            if (!simpar_sweep_row_figures_ok(csv[p], i, csv[p]->name, "a shard simpar wrote",
                                              error))
                 return FALSE;
             if (rows[idx] != NULL) {

@@ -208,7 +208,17 @@ gboolean simpar_sweep_write_output(const SimparSweep *sw, SimparCsv *journal, GH
 GArray *simpar_sweep_best(const SimparSweep *sw, SimparCsv *journal, const char *backend,
                           guint k); /* (transfer full) */
 /* --merge: the shard files in `parts` into args.output (sw: args only; filled here). */
-gboolean simpar_sweep_merge(SimparSweep *sw, char **parts, char **summary, GError **error);
+/* The configuration columns (index to backend) each index's row must hold, by index (char **
+ * of the row's fields), as `backend` writes them (transfer full). */
+GHashTable *simpar_sweep_expected(const SimparSweep *sw, const SimparBackend *backend,
+                                  GError **error);
+/* Row i holds `want` (virtual stages and backend aside: the backend's own row; the nodes where
+ * `want` has none, its platform not read). */
+gboolean simpar_sweep_row_is(const SimparCsv *csv, guint i, char **want);
+/* The rows (simpar_sweep_expected) of the sweep whose spec is `spec_text`, rebuilt from it. */
+typedef GHashTable *(*SimparSweepRebuild)(const char *spec_text, GError **error);
+gboolean simpar_sweep_merge(SimparSweep *sw, char **parts, SimparSweepRebuild rebuild,
+                            char **summary, GError **error);
 
 G_END_DECLS
 #endif /* SIMPAR_SWEEP_H */

@@ -281,6 +281,21 @@ simpar_coll_runs_as(const SimparCollAlgo *algo, const SimparCollGroup *g)
     return &coll_algos[coll_runs_as((guint) (algo - coll_algos), g)];
 }
 
+double
+simpar_coll_xfers_bound(const SimparCollAlgo *algo, SimparCollKind kind, const SimparCollGroup *g,
+                        double bytes, const SimparCollParams *p)
+{
+    const char *name = simpar_coll_runs_as(algo, g)->name;
+    double n = g->n;
+    if (g_str_equal(name, "pairwise")) /* a send and a receive per ordered pair */
+        return 2 * n * (n - 1);
+    if (g_str_equal(name, "ring") || g_str_equal(name, "hierarchical")) /* per channel and round */
+        return 2 * n * (kind == SIMPAR_COLL_ALL_REDUCE ? 2 : 1) * (n - 1) *
+               simpar_coll_ring_channels(g, bytes);
+    /* tree, chain, nvls: per chunk a member receives from and sends to at most 3 others, twice */
+    return 12 * n * MAX(p->max_chunks, 1u);
+}
+
 const SimparCollAlgo *
 simpar_coll_algos(guint *n)
 {

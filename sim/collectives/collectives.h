@@ -161,6 +161,11 @@ gboolean simpar_coll_nvls_usable(const SimparCollGroup *g, double *eff, double *
 /* The algorithm that runs when `algo` is asked for on `g`: "nvls" is the ring where it is not
  * usable; every other algorithm is itself. */
 const SimparCollAlgo *simpar_coll_runs_as(const SimparCollAlgo *algo, const SimparCollGroup *g);
+/* At most how many transfers (sends and receives) `algo`'s expansion of this collective holds,
+ * known without building it: what playing it costs in memory and on SimGrid (collective
+ * --collectives played on 4,096 GPUs asked for 8 GiB). */
+double simpar_coll_xfers_bound(const SimparCollAlgo *algo, SimparCollKind kind,
+                               const SimparCollGroup *g, double bytes, const SimparCollParams *p);
 const SimparCollAlgo *simpar_coll_algos(guint *n); /* (transfer none) */
 /* "ring, tree, ...": the algorithms' names, for help texts and errors (interned). */
 const char *simpar_coll_algo_names(void);
