@@ -325,7 +325,7 @@ cuda_test_step(const CudaStepCase *c, SimparDtype dtype, RefStepConfig *cfg)
 {
     SimparModel model = {"test",          CUDA_STEP_H,           CUDA_STEP_A, CUDA_STEP_S, c->b,
                          c->layers,       CUDA_STEP_F,           CUDA_STEP_V, dtype,       0,
-                         SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM, FALSE, FALSE};
+                         SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM, FALSE,       FALSE};
     SimparTrain tr;
     simpar_train_init(&tr);
     tr.tp.mode = g_intern_static_string("1d");

@@ -43,9 +43,20 @@ static void
 summary_check(const char *mode, gint64 tp, gint64 depth, gboolean sp, gboolean paper,
               const Expect *rows, guint n_rows)
 {
-    SimparModel m = {
-        "closed-form",         H,    A, S, BATCH, 1, FF, 64, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-        SIMPAR_NORM_LAYERNORM, FALSE, FALSE};
+    SimparModel m = {"closed-form",
+                     H,
+                     A,
+                     S,
+                     BATCH,
+                     1,
+                     FF,
+                     64,
+                     SIMPAR_DTYPE_FP16,
+                     0,
+                     SIMPAR_MLP_GELU,
+                     SIMPAR_NORM_LAYERNORM,
+                     FALSE,
+                     FALSE};
     SimparPlan plan;
     simpar_plan_init(&plan);
     plan.mode = mode, plan.tp = tp, plan.depth = depth, plan.sequence_parallel = sp;
@@ -180,7 +191,8 @@ test_paper_table(void)
                      0,
                      SIMPAR_MLP_GELU,
                      SIMPAR_NORM_LAYERNORM,
-                     FALSE, FALSE};
+                     FALSE,
+                     FALSE};
     guint64 h = 64, B = 16 * 8;
     SimparPlan p2, p3;
     simpar_plan_init(&p2);
