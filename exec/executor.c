@@ -124,8 +124,11 @@ exec_host_new(const SimparSchedule *sched, const SimparExecWorld *world,
                     "mpirun");
         return NULL;
     }
+    SimparHost *host = simpar_host_try_new(sched, error);
+    if (host == NULL)
+        return NULL;
     ExecHost *h = g_new0(ExecHost, 1);
-    h->host = simpar_host_new(sched);
+    h->host = host;
     h->sched = sched;
     h->saved = g_new0(double *, simpar_schedule_n_buffers(sched));
     *device = g_strdup_printf("host CPU (%u threads)", g_get_num_processors());

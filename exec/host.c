@@ -68,17 +68,37 @@ typedef struct {
 /* ---- lifetime ----------------------------------------------------------------------------- */
 
 SimparHost *
-simpar_host_new(const SimparSchedule *sched)
+simpar_host_try_new(const SimparSchedule *sched, GError **error)
 {
     g_return_val_if_fail(sched != NULL, NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
     SimparHost *host = g_new0(SimparHost, 1);
     host->sched = sched;
     host->n_ranks = simpar_schedule_n_ranks(sched);
     host->n_buffers = simpar_schedule_n_buffers(sched);
     host->n_groups = simpar_schedule_n_groups(sched);
     host->bufs = g_new0(double *, host->n_buffers);
+    double total = 0;
     for (guint b = 0; b < host->n_buffers; b++)
-        host->bufs[b] = g_new0(double, simpar_schedule_buffer(sched, b)->elems);
+        total += (double) simpar_schedule_buffer(sched, b)->elems * sizeof(double);
+    for (guint b = 0; b < host->n_buffers; b++) {
+        gsize elems = simpar_schedule_buffer(sched, b)->elems;
+        host->bufs[b] = elems > 0 ? g_try_malloc0_n(elems, sizeof(double)) : NULL;
+        if (elems > 0 && host->bufs[b] == NULL) {
+            g_set_error(error, SIMPAR_HOST_ERROR, SIMPAR_HOST_ERROR_MEMORY,
+                        "the host executor's buffers need %.3g GiB in all (%.3g GiB for buffer "
+                        "\"%s\" of rank %u) and this machine could not give them: run a smaller "
+                        "job (fewer ranks, layers, tokens) or on a machine with more memory",
+                        total / (1 << 30), (double) elems * sizeof(double) / (1 << 30),
+                        simpar_schedule_buffer(sched, b)->name,
+                        simpar_schedule_buffer(sched, b)->rank);
+            for (guint k = 0; k < b; k++)
+                g_free(host->bufs[k]);
+            g_free(host->bufs);
+            g_free(host);
+            return NULL;
+        }
+    }
     host->groups = g_new0(HostGroup, host->n_groups);
     for (guint g = 0; g < host->n_groups; g++) {
         HostGroup *grp = &host->groups[g];
@@ -95,6 +115,16 @@ simpar_host_new(const SimparSchedule *sched)
     }
     g_mutex_init(&host->error_lock);
     return host; /* (transfer full) */
+}
+
+SimparHost *
+simpar_host_new(const SimparSchedule *sched)
+{
+    g_autoptr(GError) error = NULL;
+    SimparHost *host = simpar_host_try_new(sched, &error);
+    if (host == NULL)
+        g_error("%s", error->message); /* a schedule the caller knew would fit */
+    return host;                       /* (transfer full) */
 }
 
 static void

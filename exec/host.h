@@ -35,11 +35,15 @@ GQuark simpar_host_error_quark(void);
 
 typedef enum {
     SIMPAR_HOST_ERROR_ABORTED, /* a rank's thread could not be started; the run was abandoned */
+    SIMPAR_HOST_ERROR_MEMORY,  /* the buffers do not fit in this machine's memory */
 } SimparHostError;
 
 typedef struct _SimparHost SimparHost;
 
-/* (transfer full): one zero-filled double array per buffer of `sched` (borrowed). */
+/* (transfer full): one zero-filled double array per buffer of `sched` (borrowed); NULL with
+ * SIMPAR_HOST_ERROR_MEMORY, naming the bytes, when the memory cannot be had. */
+SimparHost *simpar_host_try_new(const SimparSchedule *sched, GError **error);
+/* The same for schedules known to fit (tests, small checks): no memory is a bug. */
 SimparHost *simpar_host_new(const SimparSchedule *sched);
 void simpar_host_free(SimparHost *host);
 /* (transfer none): buffer `buf` of the schedule, simpar_schedule_buffer(sched, buf)->elems long;

@@ -267,7 +267,11 @@ measure_check(Check *ck, const SimparSchedule *sched, SimparExecutor *ex,
               GError **error)
 {
     measure_check_init(ck, sched, measure_tolerance(simpar_schedule_dtype(sched), opts->cfg.tf32));
-    g_autoptr(SimparHost) ref = simpar_host_new(sched);
+    g_autoptr(SimparHost) ref = simpar_host_try_new(sched, error);
+    if (ref == NULL) {
+        g_prefix_error(error, "--check: the reference run: ");
+        return FALSE;
+    }
     Inputs all = {0};
     measure_inputs_init(&all, sched, NULL);
     for (guint b = 0; b < all.n; b++)

@@ -664,6 +664,36 @@ test_address_space(void)
 #endif
 }
 
+/* simpar-exec with buffers past the memory it may have (a 2 GB address-space limit, 8.25 GiB
+ * of buffers): one error naming the bytes, exit 1; it died of SIGTRAP in GLib's allocator.
+ * Not under AddressSanitizer (its shadow memory needs more address space than the limit). */
+static void
+test_exec_memory(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    printf("\n    skipped under AddressSanitizer");
+#else
+    g_autofree char *dir = g_dir_make_tmp("simpar-cli-XXXXXX", NULL);
+    g_autofree char *out_json = g_build_filename(dir, "run.json", NULL);
+    g_autofree char *cmd =
+        g_strdup_printf("ulimit -v 2000000; %s --executor host --model gpt3-1.3b --tp-mode 1d "
+                        "--tp 1 --repeats 1 --warmup 0 -o %s",
+                        g_getenv("SIMPAR_EXEC_BIN"), out_json);
+    const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+    g_autofree char *out = NULL, *err = NULL;
+    int wait = 0;
+    CU_ASSERT_TRUE_FATAL(g_spawn_sync(NULL, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out,
+                                      &err, &wait, NULL));
+    gboolean ok = WIFEXITED(wait) && WEXITSTATUS(wait) == 1 &&
+                  strstr(err, "buffers need 8.25 GiB in all") != NULL &&
+                  !g_file_test(out_json, G_FILE_TEST_EXISTS);
+    if (!ok)
+        printf("\n    simpar-exec past its memory: status %d, %s", wait, err);
+    CU_ASSERT_TRUE(ok);
+    g_rmdir(dir);
+#endif
+}
+
 /* A configuration over its GPU's memory is predicted, the shortfall and the stage that falls
  * short named in text and JSON (users bring configurations that ran; refused before). Stage 1
  * holds 3 micro-batches of 10 layers, stage 0 four of 2: the peak is stage 1, which the worker
@@ -708,6 +738,7 @@ test_over_capacity(void)
 
 static CU_TestInfo cli_tests[] = {
     {"a configuration over its GPU memory is predicted, the shortfall named", test_over_capacity},
+    {"simpar-exec past the memory it may have: one error naming the bytes", test_exec_memory},
     {"output that cannot be written to stdout is an error in both binaries", test_lost_output},
     {"a sweep with descriptors 0-2 closed keeps its rows", test_closed_descriptors},
     {"every rank of a 256-GPU step runs in 3 GB of address space", test_address_space},
