@@ -147,9 +147,11 @@ main(int argc, char **argv)
     /* the scratch arrays touched first, apart: a fresh page costs more than its values here */
     gint64 t0 = g_get_monotonic_time();
     void *fresh = simpar_inputs_alloc(most); /* simpar-exec's scratch, reused buffer by buffer */
+    double *doubles = old ? simpar_inputs_alloc(shard_most * sizeof(double)) : NULL;
+    if (fresh == NULL || (old && doubles == NULL))
+        g_error("bench-exec-inputs: no memory for the %zu-byte scratch arrays", most);
     memset(fresh, 0, most);
     double t_touch = (double) (g_get_monotonic_time() - t0) * 1e-6;
-    double *doubles = old ? simpar_inputs_alloc(shard_most * sizeof(double)) : NULL;
     if (old)
         memset(doubles, 0, shard_most * sizeof(double));
     double t_new = 0, t_old = 0;

@@ -327,13 +327,13 @@ simpar_inputs_alloc(gsize bytes)
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (bytes >= INPUTS_MMAP_MIN) {
         void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p != MAP_FAILED) {
-            (void) madvise(p, bytes, MADV_HUGEPAGE); /* a hint: without it, small pages */
-            return p;
-        }
+        if (p == MAP_FAILED)
+            return NULL; /* (simpar_inputs_free unmaps what is this large) */
+        (void) madvise(p, bytes, MADV_HUGEPAGE); /* a hint: without it, small pages */
+        return p;
     }
 #endif
-    return g_malloc0(MAX(bytes, 1));
+    return g_try_malloc0(MAX(bytes, 1));
 }
 
 void

@@ -45,8 +45,8 @@ void simpar_inputs_zero_gaps(const SimparShard *const *shards, guint n, gsize el
                              SimparDtype type, void *buf);
 
 /* (transfer full): `bytes` of zeros for simpar_inputs_fill(), in huge pages where the system
- * offers them (page faults cost more than the values on a large buffer); free with
- * simpar_inputs_free() and the same size. */
+ * offers them (page faults cost more than the values on a large buffer), or NULL when the
+ * memory cannot be had; free with simpar_inputs_free() and the same size. */
 void *simpar_inputs_alloc(gsize bytes);
 void simpar_inputs_free(void *values, gsize bytes);
 

@@ -88,6 +88,13 @@ measure_inputs_write(SimparExecutor *ex, const SimparSchedule *sched, const Inpu
             most = MAX(most, simpar_schedule_buffer(sched, b)->elems *
                                  simpar_dtype_size(simpar_executor_input_type(ex, b)));
     void *values = simpar_inputs_alloc(most);
+    if (values == NULL) {
+        g_set_error(error, SIMPAR_EXEC_ERROR, SIMPAR_EXEC_ERROR_FAILED,
+                    "the input values' scratch array needs %.3g GiB (the largest input buffer) "
+                    "and this machine could not give it: run a smaller job",
+                    (double) most / (1 << 30));
+        return FALSE;
+    }
     gboolean ok = TRUE;
     for (guint b = 0; b < in->n && ok; b++) {
         if (in->shards[b] == NULL)
