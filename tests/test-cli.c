@@ -694,6 +694,40 @@ test_exec_memory(void)
 #endif
 }
 
+/* A platform file replaced while a sweep runs (once its journal exists, after the sweep took
+ * the file's hash as part of its identity): the rows would mix two platforms under one identity;
+ * the sweep ends with one error and writes no output (it wrote the mixed rows, exit 0). */
+static void
+test_sweep_input_changed(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("simpar-cli-XXXXXX", NULL);
+    g_autofree char *topo = g_build_filename(dir, "t.xml", NULL);
+    g_autofree char *out_csv = g_build_filename(dir, "out.csv", NULL);
+    g_autofree char *xml = NULL;
+    CU_ASSERT_TRUE_FATAL(g_file_get_contents("topologies/dgx-a100x64.xml", &xml, NULL, NULL));
+    CU_ASSERT_TRUE_FATAL(g_file_set_contents(topo, xml, -1, NULL));
+    g_autofree char *cmd = g_strdup_printf(
+        "%s sweep --topology %s --gpus 8..64 --model gpt3-1.3b --micro-batch 1..8 "
+        "--recompute none,selective --global-batch 512 --jobs 1 -q -o %s & pid=$!; "
+        "while [ ! -e %s.part ]; do sleep 0.01; done; echo '<!-- edited -->' >> %s; wait $pid",
+        g_getenv("SIMPAR_BIN"), topo, out_csv, out_csv, topo);
+    const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+    g_autofree char *out = NULL, *err = NULL;
+    int wait = 0;
+    CU_ASSERT_TRUE_FATAL(g_spawn_sync(NULL, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out,
+                                      &err, &wait, NULL));
+    gboolean ok = WIFEXITED(wait) && WEXITSTATUS(wait) == 1 &&
+                  strstr(err, "changed while the sweep ran") != NULL &&
+                  !g_file_test(out_csv, G_FILE_TEST_EXISTS);
+    if (!ok)
+        printf("\n    platform replaced during a sweep: status %d, %s", wait, err);
+    CU_ASSERT_TRUE(ok);
+    g_autofree char *part = g_strconcat(out_csv, ".part", NULL);
+    g_remove(part);
+    g_remove(topo);
+    g_rmdir(dir);
+}
+
 /* A configuration over its GPU's memory is predicted, the shortfall and the stage that falls
  * short named in text and JSON (users bring configurations that ran; refused before). Stage 1
  * holds 3 micro-batches of 10 layers, stage 0 four of 2: the peak is stage 1, which the worker
@@ -739,6 +773,7 @@ test_over_capacity(void)
 static CU_TestInfo cli_tests[] = {
     {"a configuration over its GPU memory is predicted, the shortfall named", test_over_capacity},
     {"simpar-exec past the memory it may have: one error naming the bytes", test_exec_memory},
+    {"a platform file replaced while a sweep runs: one error, no output", test_sweep_input_changed},
     {"output that cannot be written to stdout is an error in both binaries", test_lost_output},
     {"a sweep with descriptors 0-2 closed keeps its rows", test_closed_descriptors},
     {"every rank of a 256-GPU step runs in 3 GB of address space", test_address_space},

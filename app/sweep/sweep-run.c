@@ -616,6 +616,22 @@ sweep_announce(const SweepRun *r)
     fflush(stdout);
 }
 
+/* The files the rows were computed from (platform, model files, calibration: their names and
+ * contents in the sweep's identity) are still what they were when the sweep began: a file
+ * replaced while the workers ran would mix rows of two inputs under one identity. */
+static gboolean
+sweep_inputs_unchanged(const SimparSweep *sw, GError **error)
+{
+    g_autofree char *now = simpar_sweep_spec_text(sw);
+    if (g_strcmp0(now, sw->spec_text) == 0)
+        return TRUE;
+    g_set_error(error, SIMPAR_SWEEP_ERROR, SIMPAR_SWEEP_ERROR_INPUT,
+                "simpar sweep: an input file (the topology, a model file or the calibration) "
+                "changed while the sweep ran, so its rows mix two versions of it: nothing "
+                "written; run the sweep again on files that stay put");
+    return FALSE;
+}
+
 static gboolean
 sweep_run_passes(SweepRun *r, char **summary, GError **error)
 {
@@ -630,7 +646,8 @@ sweep_run_passes(SweepRun *r, char **summary, GError **error)
     sweep_announce(r);
     g_autoptr(GHashTable) refined =
         g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
-    if (!sweep_pass(r, error) || (sw->args.refine > 0 && !sweep_refine(r, refined, error)))
+    if (!sweep_pass(r, error) || (sw->args.refine > 0 && !sweep_refine(r, refined, error)) ||
+        !sweep_inputs_unchanged(sw, error))
         return FALSE;
     g_autoptr(SimparCsv) csv = simpar_csv_read(r->journal, SIMPAR_CSV_DROP_TORN_TAIL, error);
     if (csv == NULL || !simpar_sweep_write_output(sw, csv, refined, summary, error))

@@ -715,9 +715,8 @@ sweep_spec_names(const SimparSweep *sw, GString *s)
     }
 }
 
-/* Every option that changes a row, in a fixed order, lists expanded. */
-static char *
-sweep_spec_text(const SimparSweep *sw)
+char *
+simpar_sweep_spec_text(const SimparSweep *sw)
 {
     const SimparSweepArgs *a = &sw->args;
     GString *s = g_string_new(NULL);
@@ -769,7 +768,7 @@ gboolean
 simpar_sweep_identify(SimparSweep *sw, GError **error)
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-    sw->spec_text = sweep_spec_text(sw);
+    sw->spec_text = simpar_sweep_spec_text(sw);
     g_autofree char *sum = g_compute_checksum_for_string(G_CHECKSUM_SHA256, sw->spec_text, -1);
     sw->id = g_strndup(sum, 16);
     sw->total = 0;

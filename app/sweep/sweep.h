@@ -35,6 +35,7 @@ typedef enum {
     SIMPAR_SWEEP_ERROR_MERGE,   /* shard files that do not make one sweep */
     SIMPAR_SWEEP_ERROR_IO,      /* a file that cannot be written or read */
     SIMPAR_SWEEP_ERROR_SPLIT,   /* a row's T x P x D cannot be its GPU count */
+    SIMPAR_SWEEP_ERROR_INPUT,   /* an input file changed while the sweep ran */
 } SimparSweepError;
 
 typedef enum {
@@ -170,6 +171,9 @@ gboolean simpar_sweep_enumerate(const SimparSweep *sw, SimparSweepVisit visit, g
                                 GError **error);
 /* The identity (id, spec_text) and counts (total, per_gpus) of the resolved sweep. */
 gboolean simpar_sweep_identify(SimparSweep *sw, GError **error);
+/* Every option that changes a row, in a fixed order, lists expanded, and each input file's
+ * name and content hash: the text the identity hashes (transfer full). */
+char *simpar_sweep_spec_text(const SimparSweep *sw);
 void simpar_sweep_clear(SimparSweep *sw);
 
 /* sweep-row.c: one row */
