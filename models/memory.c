@@ -93,23 +93,6 @@ memory_recompute_peak(const SimparModel *m, const SimparPlan *plan, SimparAttent
            memory_layer_activations(m, plan, attn, plan->recompute);
 }
 
-/* Whether buffer `b` holds a block the other terms count: a parameter's gradient (model
- * states), or a layer input the forward reads (the layer's own input, kept as an activation;
- * its weights). The backward's input, the gradient from the layer above, is working memory. */
-static gboolean
-memory_counted_elsewhere(const SimparShard *shards, guint n_shards, guint b, guint8 touched)
-{
-    for (guint i = 0; i < n_shards; i++) {
-        if (shards[i].view.buf != b)
-            continue;
-        if (g_str_has_suffix(shards[i].tensor, ".grad"))
-            return TRUE;
-        if (shards[i].role == SIMPAR_SHARD_INPUT && (touched & (1u << SIMPAR_PHASE_FORWARD)))
-            return TRUE;
-    }
-    return FALSE;
-}
-
 /* The largest sum of one rank's working buffers while the layer runs. A buffer lives from the
  * first op of its rank that reads or writes it to the last. Buffers both phases use are the
  * weights and what the forward keeps for the backward (model states and activations, counted
@@ -124,6 +107,14 @@ memory_transient(const SimparSchedule *layer)
     const SimparShard *shards = simpar_schedule_shards(layer, &n_shards);
     g_autofree guint *first = g_new(guint, n_bufs), *last = g_new0(guint, n_bufs);
     g_autofree guint8 *touched = g_new0(guint8, n_bufs); /* a bit per phase */
+    /* the blocks the other terms count: a parameter's gradient (model states), a layer input
+     * the forward reads (the layer's own input, kept as an activation; its weights); the
+     * backward's input, the gradient from the layer above, is working memory */
+    g_autofree guint8 *grad = g_new0(guint8, n_bufs), *input = g_new0(guint8, n_bufs);
+    for (guint i = 0; i < n_shards; i++) {
+        grad[shards[i].view.buf] |= g_str_has_suffix(shards[i].tensor, ".grad");
+        input[shards[i].view.buf] |= shards[i].role == SIMPAR_SHARD_INPUT;
+    }
     for (guint b = 0; b < n_bufs; b++)
         first[b] = G_MAXUINT;
     for (guint i = 0; i < n_ops; i++) {
@@ -141,8 +132,8 @@ memory_transient(const SimparSchedule *layer)
     const guint8 both = (1u << SIMPAR_PHASE_FORWARD) | (1u << SIMPAR_PHASE_BACKWARD);
     for (guint b = 0; b < n_bufs; b++) {
         const SimparBuffer *buf = simpar_schedule_buffer(layer, b);
-        if (first[b] == G_MAXUINT || (touched[b] & both) == both ||
-            memory_counted_elsewhere(shards, n_shards, b, touched[b]))
+        if (first[b] == G_MAXUINT || (touched[b] & both) == both || grad[b] ||
+            (input[b] && (touched[b] & (1u << SIMPAR_PHASE_FORWARD))))
             continue;
         born[first[b]] += (double) buf->elems;
         freed[last[b]] += (double) buf->elems;
