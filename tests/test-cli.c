@@ -664,6 +664,22 @@ test_address_space(void)
 #endif
 }
 
+/* `cmd` run by /bin/sh: TRUE when it exits with `status` and its stderr holds `want`;
+ * otherwise says what it did, prefixed with `what`. */
+static gboolean
+cli_shell(const char *what, const char *cmd, int status, const char *want)
+{
+    const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+    g_autofree char *out = NULL, *err = NULL;
+    int wait = 0;
+    g_assert(g_spawn_sync(NULL, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err,
+                          &wait, NULL));
+    gboolean ok = WIFEXITED(wait) && WEXITSTATUS(wait) == status && strstr(err, want) != NULL;
+    if (!ok)
+        printf("\n    %s: status %d, %s", what, wait, err);
+    return ok;
+}
+
 /* simpar-exec with buffers past the memory it may have (a 2 GB address-space limit, 8.25 GiB
  * of buffers): one error naming the bytes, exit 1; it died of SIGTRAP in GLib's allocator.
  * Not under AddressSanitizer (its shadow memory needs more address space than the limit). */
@@ -679,17 +695,9 @@ test_exec_memory(void)
         g_strdup_printf("ulimit -v 2000000; %s --executor host --model gpt3-1.3b --tp-mode 1d "
                         "--tp 1 --repeats 1 --warmup 0 -o %s",
                         g_getenv("SIMPAR_EXEC_BIN"), out_json);
-    const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
-    g_autofree char *out = NULL, *err = NULL;
-    int wait = 0;
-    CU_ASSERT_TRUE_FATAL(g_spawn_sync(NULL, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out,
-                                      &err, &wait, NULL));
-    gboolean ok = WIFEXITED(wait) && WEXITSTATUS(wait) == 1 &&
-                  strstr(err, "buffers need 8.25 GiB in all") != NULL &&
-                  !g_file_test(out_json, G_FILE_TEST_EXISTS);
-    if (!ok)
-        printf("\n    simpar-exec past its memory: status %d, %s", wait, err);
-    CU_ASSERT_TRUE(ok);
+    CU_ASSERT_TRUE(
+        cli_shell("simpar-exec past its memory", cmd, 1, "buffers need 8.25 GiB in all"));
+    CU_ASSERT_FALSE(g_file_test(out_json, G_FILE_TEST_EXISTS));
     g_rmdir(dir);
 #endif
 }
@@ -711,17 +719,9 @@ test_sweep_input_changed(void)
         "--recompute none,selective --global-batch 512 --jobs 1 -q -o %s & pid=$!; "
         "while [ ! -e %s.part ]; do sleep 0.01; done; echo '<!-- edited -->' >> %s; wait $pid",
         g_getenv("SIMPAR_BIN"), topo, out_csv, out_csv, topo);
-    const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
-    g_autofree char *out = NULL, *err = NULL;
-    int wait = 0;
-    CU_ASSERT_TRUE_FATAL(g_spawn_sync(NULL, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out,
-                                      &err, &wait, NULL));
-    gboolean ok = WIFEXITED(wait) && WEXITSTATUS(wait) == 1 &&
-                  strstr(err, "changed while the sweep ran") != NULL &&
-                  !g_file_test(out_csv, G_FILE_TEST_EXISTS);
-    if (!ok)
-        printf("\n    platform replaced during a sweep: status %d, %s", wait, err);
-    CU_ASSERT_TRUE(ok);
+    CU_ASSERT_TRUE(
+        cli_shell("platform replaced during a sweep", cmd, 1, "changed while the sweep ran"));
+    CU_ASSERT_FALSE(g_file_test(out_csv, G_FILE_TEST_EXISTS));
     g_autofree char *part = g_strconcat(out_csv, ".part", NULL);
     g_remove(part);
     g_remove(topo);
