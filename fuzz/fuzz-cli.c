@@ -65,7 +65,9 @@ fuzz_output_names(char **words)
     g_autoptr(GPtrArray) canon = g_ptr_array_new_with_free_func(g_free);
     for (guint i = 1; i < n; i++) {
         names[i - 1] = (SimparOutputName){i % 2 ? "-o" : "--in", words[i], i % 2 == 1};
-        g_ptr_array_add(canon, words[i][0] != '\0' ? g_canonicalize_filename(words[i], "/fuzz")
+        /* against the working folder, as simpar resolves them: "../x" and "/x" are one file
+         * only where the working folder is one level deep */
+        g_ptr_array_add(canon, words[i][0] != '\0' ? g_canonicalize_filename(words[i], NULL)
                                                    : g_strdup(""));
     }
     g_autoptr(GError) error = NULL;

@@ -157,7 +157,8 @@ graph_radical(const char *radical)
     for (guint i = 0; parts[i] != NULL && n <= G_MAXUINT32; i++) {
         g_auto(GStrv) ab = g_strsplit(parts[i], "-", 2);
         guint64 a, b;
-        if (!g_ascii_string_to_unsigned(g_strstrip(ab[0]), 10, 0, G_MAXUINT64, &a, NULL))
+        if (ab[0] == NULL || /* an empty part: "0-1,,2" */
+            !g_ascii_string_to_unsigned(g_strstrip(ab[0]), 10, 0, G_MAXUINT64, &a, NULL))
             return G_MAXUINT64;
         b = a;
         if (ab[1] != NULL &&
