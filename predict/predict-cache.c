@@ -9,6 +9,7 @@ struct _SimparPredictCache {
     GHashTable *layers; /* GBytes (CacheLayerKey) -> CacheLayer */
     GHashTable *blocks; /* GBytes (CacheBlockKey) -> SimparBlockTimes */
     GHashTable *memo;   /* GBytes (the caller's key) -> GBytes */
+    GArray *scratch[SIMPAR_PREDICT_CACHE_SCRATCH];
 };
 
 /* What the layer schedule and its memory estimate depend on. */
@@ -89,7 +90,26 @@ simpar_predict_cache_free(SimparPredictCache *c)
     g_hash_table_unref(c->layers);
     g_hash_table_unref(c->blocks);
     g_hash_table_unref(c->memo);
+    for (guint i = 0; i < SIMPAR_PREDICT_CACHE_SCRATCH; i++)
+        if (c->scratch[i] != NULL)
+            g_array_unref(c->scratch[i]);
     g_free(c);
+}
+
+GArray *
+simpar_predict_cache_scratch(SimparPredictCache *c, guint slot, guint elem_size, guint len)
+{
+    g_return_val_if_fail(slot < SIMPAR_PREDICT_CACHE_SCRATCH && elem_size > 0, NULL);
+    if (c == NULL)
+        return g_array_sized_new(FALSE, FALSE, elem_size, len);
+    GArray *a = c->scratch[slot];
+    if (a == NULL || g_array_get_element_size(a) != elem_size) {
+        if (a != NULL)
+            g_array_unref(a);
+        a = c->scratch[slot] = g_array_sized_new(FALSE, FALSE, elem_size, len);
+    }
+    g_array_set_size(a, 0);
+    return g_array_ref(a); /* (transfer full): the cache keeps its own reference */
 }
 
 /* The entry of `key` in `table`, or NULL. */

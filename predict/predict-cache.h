@@ -50,6 +50,15 @@ gboolean simpar_predict_cache_get(SimparPredictCache *cache, const void *key, gs
 void simpar_predict_cache_put(SimparPredictCache *cache, const void *key, gsize key_size,
                               const void *value, gsize value_size);
 
+/* A scratch array for a computation that runs again and again with arrays of like sizes (the
+ * formula mode's ops): the cache's array `slot` (< SIMPAR_PREDICT_CACHE_SCRATCH), emptied, with
+ * room for `len` elements of `elem_size` bytes at first; the caller unrefs it when done, and
+ * must be done before the next call with that slot. Its memory stays with the cache for the
+ * next call (no new pages per evaluation). With a NULL cache, a new array. */
+#define SIMPAR_PREDICT_CACHE_SCRATCH 10
+GArray *simpar_predict_cache_scratch(SimparPredictCache *cache, guint slot, guint elem_size,
+                                     guint len);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimparPredictCache, simpar_predict_cache_free)
 G_END_DECLS
 #endif /* SIMPAR_PREDICT_CACHE_H */

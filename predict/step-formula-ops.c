@@ -3,6 +3,7 @@
  * that ends last (see step-formula-private.h). */
 #include "pipeline.h"
 #include "step-formula-private.h"
+#include <math.h>
 #include <string.h>
 
 static FormulaOp *
@@ -11,24 +12,34 @@ formula_op(const Formula *f, guint i)
     return &g_array_index(f->ops, FormulaOp, i);
 }
 
+/* formula_run's array `slot` of n guints (the cache's, between evaluations). */
+static guint *
+formula_buf(Formula *f, FormulaBuf slot, gsize n)
+{
+    g_assert(n <= G_MAXUINT && f->buf[slot] == NULL);
+    f->buf[slot] = simpar_predict_cache_scratch(f->cache, slot, sizeof(guint), (guint) n);
+    g_array_set_size(f->buf[slot], (guint) n);
+    return (guint *) (void *) f->buf[slot]->data;
+}
+
 /* ----- emission: models/step.c for rank (t, d, p) of the chain ----- */
 
 static guint
 formula_add(Formula *f, FormulaKind kind, guint stream, double a, double b, guint dep)
 {
     guint i = f->ops->len, s = (f->chain * f->P + f->p) * FORMULA_N_STREAMS + stream;
-    g_array_set_size(f->ops, i + 1);
-    *formula_op(f, i) = (FormulaOp){.a = a,
-                                    .b = b,
-                                    .start = 0,
-                                    .end = -1,
-                                    .dep = dep,
-                                    .partner = i,
-                                    .next = FORMULA_NONE,
-                                    .chain = f->chain,
-                                    .stage = f->p,
-                                    .kind = kind,
-                                    .stream = stream};
+    FormulaOp op = {.a = a,
+                    .b = b,
+                    .start = 0,
+                    .end = -1,
+                    .dep = dep,
+                    .partner = i,
+                    .next = FORMULA_NONE,
+                    .chain = f->chain,
+                    .stage = f->p,
+                    .kind = kind,
+                    .stream = stream};
+    g_array_append_val(f->ops, op);
     if (f->last[s] != FORMULA_NONE)
         formula_op(f, f->last[s])->next = i;
     f->last[s] = i;
@@ -255,13 +266,19 @@ formula_stage(Formula *f, guint chain, guint p, const GArray *order)
     f->open = 0;
     f->seq[FORMULA_AXIS_DP] = f->seq[FORMULA_AXIS_TP] = 0;
     f->seq[FORMULA_AXIS_EMBED] = 0;
+    guint *first =
+        f->item_first != NULL ? f->item_first + (chain * f->P + p) * (order->len + 1) : NULL;
     for (guint i = 0; i < order->len; i++) {
         const SimparPipeItem *it = &g_array_index(order, SimparPipeItem, i);
+        if (first != NULL)
+            first[i] = f->ops->len;
         if (it->backward)
             formula_backward(f, it);
         else
             formula_forward(f, it);
     }
+    if (first != NULL)
+        first[order->len] = f->ops->len;
     formula_optimizer(f);
 }
 
@@ -326,10 +343,13 @@ formula_evaluate(Formula *f)
 {
     guint n = f->ops->len;
     FormulaOrder o = {.f = f,
-                      .waiting = g_new0(guint, n),
-                      .dependents = g_new(guint, n),
-                      .first_dep = g_new0(guint, n + 1),
-                      .ready = g_array_new(FALSE, FALSE, sizeof(guint))};
+                      .waiting = formula_buf(f, FORMULA_BUF_WAITING, n),
+                      .dependents = formula_buf(f, FORMULA_BUF_DEPENDENTS, n),
+                      .first_dep = formula_buf(f, FORMULA_BUF_FIRST_DEP, n + 1)};
+    o.ready = f->buf[FORMULA_BUF_READY] =
+        simpar_predict_cache_scratch(f->cache, FORMULA_BUF_READY, sizeof(guint), n);
+    memset(o.waiting, 0, n * sizeof(guint));
+    memset(o.first_dep, 0, (n + 1) * sizeof(guint));
     for (guint i = 0; i < n; i++) {
         const FormulaOp *op = formula_op(f, i);
         if (op->next != FORMULA_NONE)
@@ -339,7 +359,8 @@ formula_evaluate(Formula *f)
     }
     for (guint i = 0; i < n; i++)
         o.first_dep[i + 1] += o.first_dep[i];
-    g_autofree guint *fill = g_memdup2(o.first_dep, n * sizeof(guint));
+    guint *fill = formula_buf(f, FORMULA_BUF_FILL, n);
+    memcpy(fill, o.first_dep, n * sizeof(guint));
     for (guint i = 0; i < n; i++) {
         guint dep = formula_op(f, i)->dep;
         if (dep != FORMULA_NONE)
@@ -353,8 +374,6 @@ formula_evaluate(Formula *f)
         if (formula_op(f, i)->end < 0)
             g_error("formula mode: op %u (chain %u, stage %u) never ends (a pairing bug)", i,
                     formula_op(f, i)->chain, formula_op(f, i)->stage);
-    g_free(o.waiting), g_free(o.dependents), g_free(o.first_dep);
-    g_array_unref(o.ready);
 }
 
 /* ----- the breakdown: simpar_step_breakdown's walk of the rank that ends last ----- */
@@ -421,19 +440,92 @@ formula_figures(const Formula *f, double *fig)
     fig[FORMULA_DP_EXPOSED] += MAX(step - t, 0.0); /* parameter all-gathers after the update */
 }
 
+/* ----- the periodic regime ----- */
+
+/* A stage's warm-up forwards (all of them under GPipe). */
+static guint
+formula_warmup(const Formula *f, guint p)
+{
+    return simpar_pipeline_warmup_grouped((SimparPipeSchedule) f->c.schedule, f->P, f->v, f->m,
+                                          (guint) f->c.vp_group, p);
+}
+
+/* Whether unit j + c of every (chain, stage) repeats unit j, `shift` later, for j in [lo, hi):
+ * the same ops (kind, stream, durations) ending shift later, within tol. A unit is a pair of
+ * items (the forward and backward of one steady round: stride 2 from the warm-up's end), or
+ * under GPipe one item of the forwards (part 0) or of the backwards (part 1). */
+static gboolean
+formula_units_repeat(const Formula *f, guint part, guint lo, guint hi, guint c, double tol)
+{
+    guint n = f->m * f->v;
+    gboolean gpipe = f->c.schedule == SIMPAR_PIPE_GPIPE;
+    guint stride = gpipe ? 1 : 2;
+    double shift = NAN;
+    for (guint s = 0; s < f->n_chains * f->P; s++) {
+        const guint *first = f->item_first + s * (2 * n + 1);
+        guint off = gpipe ? part * n : formula_warmup(f, s % f->P);
+        for (guint j = lo; j < hi; j++) {
+            guint a = first[off + stride * j], a_end = first[off + stride * (j + 1)];
+            guint b = first[off + stride * (j + c)], b_end = first[off + stride * (j + c + 1)];
+            if (a_end - a != b_end - b)
+                return FALSE;
+            for (guint k = 0; k < a_end - a; k++) {
+                const FormulaOp *x = formula_op(f, a + k), *y = formula_op(f, b + k);
+                if (x->kind != y->kind || x->stream != y->stream || x->a != y->a || x->b != y->b)
+                    return FALSE;
+                double d = y->end - x->end;
+                if (isnan(shift))
+                    shift = d;
+                else if (fabs(d - shift) > tol)
+                    return FALSE;
+            }
+        }
+    }
+    return TRUE;
+}
+
+/* Whether the evaluated step has reached its periodic regime: in each part that grows with m
+ * (the steady rounds; under GPipe the forwards and the backwards), a window of 2 R units that
+ * repeats one period (c = the table's period in items) later, R before the part's end. R = P v
+ * + c units bounds how far an op's end reaches across the stages (a send ends when its
+ * receiver, up to P v items on, takes it) and how far the tail (the cool-down, the final
+ * micro-batch's reductions) reaches back. A max-plus system whose whole state (every op of R
+ * consecutive units) moves by one shift in a period moves by it in every period after: a step
+ * of more micro-batches is this one with periods inserted in each part, every op after them
+ * later by their shifts. */
+static gboolean
+formula_periodic(const Formula *f, double tol)
+{
+    guint n = f->m * f->v, c = formula_period(f) * f->v, reach = f->P * f->v + c;
+    gboolean gpipe = f->c.schedule == SIMPAR_PIPE_GPIPE;
+    guint units = gpipe ? n : n - formula_warmup(f, 0); /* stage 0 warms up longest */
+    if (units < 3 * reach + c)
+        return FALSE;
+    guint hi = units - reach - c;
+    for (guint part = 0; part < (gpipe ? 2u : 1u); part++)
+        if (!formula_units_repeat(f, part, hi - 2 * reach, hi, c, tol))
+            return FALSE;
+    return TRUE;
+}
+
 void
 formula_run(Formula *f, guint m, double *fig)
 {
     f->m = m, f->n_vs = f->P * f->v;
     guint n_streams = f->n_chains * f->P * FORMULA_N_STREAMS;
     gsize n_tags = (gsize) f->n_chains * m * f->n_vs * 2;
-    f->ops =
-        g_array_sized_new(FALSE, FALSE, sizeof(FormulaOp), (6 * m + 8) * f->n_vs * f->n_chains);
-    f->last = g_new(guint, n_streams), f->pending = g_new(guint, n_tags);
+    gsize n_ops = (6 * (gsize) m + 8) * f->n_vs * f->n_chains;
+    f->ops = f->buf[FORMULA_BUF_OPS] = simpar_predict_cache_scratch(
+        f->cache, FORMULA_BUF_OPS, sizeof(FormulaOp), (guint) MIN(n_ops, G_MAXUINT / 2));
+    f->last = formula_buf(f, FORMULA_BUF_LAST, n_streams);
+    f->pending = formula_buf(f, FORMULA_BUF_PENDING, n_tags);
     memset(f->last, 0xff, n_streams * sizeof(guint)); /* FORMULA_NONE */
     memset(f->pending, 0xff, n_tags * sizeof(guint));
     f->ring = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
     f->buckets = g_array_new(FALSE, FALSE, sizeof(gsize));
+    if (f->certify)
+        f->item_first = formula_buf(f, FORMULA_BUF_ITEMS,
+                                    (gsize) f->n_chains * f->P * (2 * (gsize) m * f->v + 1));
     for (guint p = 0; p < f->P; p++) {
         g_autoptr(GArray) order = simpar_pipeline_order_grouped(
             (SimparPipeSchedule) f->c.schedule, f->P, f->v, m, (guint) f->c.vp_group, p);
@@ -442,8 +534,11 @@ formula_run(Formula *f, guint m, double *fig)
     }
     formula_evaluate(f);
     formula_figures(f, fig);
-    g_free(f->last), g_free(f->pending);
+    if (f->certify)
+        fig[FORMULA_PERIODIC] = formula_periodic(f, FORMULA_AFFINE_TOL * fig[FORMULA_STEP]);
+    for (guint i = 0; i < FORMULA_N_BUFS; i++)
+        g_clear_pointer(&f->buf[i], g_array_unref);
+    f->ops = NULL, f->last = f->pending = f->item_first = NULL;
     g_hash_table_unref(f->ring);
-    g_array_unref(f->ops);
     g_array_unref(f->buckets);
 }

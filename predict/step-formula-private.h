@@ -22,6 +22,9 @@ G_BEGIN_DECLS
 
 #define FORMULA_NONE G_MAXUINT
 
+/* Differences from a line or a period up to this fraction of the step count as rounding. */
+#define FORMULA_AFFINE_TOL 1e-12
+
 typedef enum {
     FORMULA_BLOCK,
     FORMULA_RECV,
@@ -72,6 +75,7 @@ typedef enum {
     FORMULA_BYTES,
     FORMULA_TP_EXPOSED,
     FORMULA_LAYER_BLOCKS,
+    FORMULA_PERIODIC, /* 1: the evaluation reached its periodic regime (formula_run) */
     FORMULA_CRIT,
     FORMULA_N_FIGURES,
 } FormulaFigure;
@@ -97,6 +101,20 @@ typedef struct {
     const void *net, *algo, *tp_mode;
 } FormulaConfig;
 
+/* formula_run's arrays, kept by the cache between evaluations (simpar_predict_cache_scratch). */
+typedef enum {
+    FORMULA_BUF_OPS,
+    FORMULA_BUF_LAST,
+    FORMULA_BUF_PENDING,
+    FORMULA_BUF_ITEMS,
+    FORMULA_BUF_WAITING,
+    FORMULA_BUF_DEPENDENTS,
+    FORMULA_BUF_FIRST_DEP,
+    FORMULA_BUF_FILL,
+    FORMULA_BUF_READY,
+    FORMULA_N_BUFS,
+} FormulaBuf;
+
 typedef struct {
     const SimparStepTimer *tm;
     const SimparTrain *tr;
@@ -117,6 +135,9 @@ typedef struct {
     guint chain, t, d, p, last_compute, last_dp;
     gsize open; /* gradients in the open bucket */
     GArray *buckets;
+    gboolean certify;  /* whether formula_run tells FORMULA_PERIODIC */
+    guint *item_first; /* certify: per (chain, stage), its items' first ops, 2 m v + 1 */
+    GArray *buf[FORMULA_N_BUFS];
 } Formula;
 
 /* step-formula.c: a collective of the ranks of (t, d, p) on `axis` (`count` per rank, as the
@@ -124,8 +145,13 @@ typedef struct {
 double formula_coll_time(Formula *f, SimparCollKind kind, gsize count, FormulaAxis axis);
 double formula_adam_time(Formula *f, gsize count);
 
+/* The micro-batches of one period of the schedule's table (interleaved: its groups of N). */
+guint formula_period(const Formula *f);
+
 /* step-formula-ops.c: the figures with m micro-batches into fig (FORMULA_N_FIGURES + n_chains P,
- * zeroed). */
+ * zeroed); with f->certify, FORMULA_PERIODIC says whether the step has reached its periodic
+ * regime before its end (formula_periodic): from there one more period of micro-batches adds the
+ * same time to every op that follows. */
 void formula_run(Formula *f, guint m, double *fig);
 
 G_END_DECLS

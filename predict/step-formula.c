@@ -1,12 +1,10 @@
 /* step-formula.c - the step from closed forms: the configuration, its collectives' closed forms,
  * one chain or every one, the figures at m (evaluated or extrapolated) and the row (see
  * step-formula.h; the ops are step-formula-ops.c's). */
+#include "pipeline.h"
 #include "step-formula-private.h"
 #include <math.h>
 #include <string.h>
-
-/* Differences from a line up to this fraction of the step count as rounding. */
-#define FORMULA_AFFINE_TOL 1e-12
 
 static const char *const formula_keys[FORMULA_N_KEYS] = {"layer.fwd", "layer.bwd", "embed.fwd",
                                                          "embed.bwd", "head.fwd",  "head.bwd"};
@@ -252,14 +250,14 @@ formula_affine_at(const double *p, gsize n, guint i, guint k)
 /* The rank that ends last at the probes stays so, at the extrapolated figures: ahead of every
  * other by more than rounding, or tied at every probe with one of a higher rank. */
 static gboolean
-formula_crit_holds(const Formula *f, const double *p, gsize n, const double *fig)
+formula_crit_holds(const Formula *f, const double *p, guint probes, gsize n, const double *fig)
 {
     guint crit = (guint) fig[FORMULA_CRIT];
     const double *end = fig + FORMULA_N_FIGURES;
     double tol = FORMULA_AFFINE_TOL * fig[FORMULA_STEP];
     for (guint s = 0; s < formula_n_ends(f); s++) {
         gboolean tied = f->end_rank[s] > f->end_rank[crit];
-        for (guint k = 0; k < 4; k++)
+        for (guint k = 0; k < probes; k++)
             tied = tied && p[k * n + FORMULA_N_FIGURES + s] == p[k * n + FORMULA_N_FIGURES + crit];
         if (s != crit && end[crit] - end[s] <= tol && !tied)
             return FALSE;
@@ -282,7 +280,70 @@ formula_line(const Formula *f, const double *p, guint k, guint ahead, double *fi
         double at = p[2 * n + i], slope = p[3 * n + i] - at;
         fig[i] = i == FORMULA_CRIT ? at : at + ahead * slope;
     }
-    return formula_crit_holds(f, p, n, fig);
+    return formula_crit_holds(f, p, 4, n, fig);
+}
+
+guint
+formula_period(const Formula *f)
+{
+    return f->c.schedule == SIMPAR_PIPE_INTERLEAVED ? (guint) f->c.vp_group : 1;
+}
+
+/* The fewest micro-batches (a multiple of the period u) whose step formula_periodic can find
+ * periodic: 3 R + c units past stage 0's warm-up. */
+static guint
+formula_first_probe(const Formula *f)
+{
+    guint u = formula_period(f), c = u * f->v, reach = f->P * f->v + c;
+    guint64 warm =
+        f->c.schedule == SIMPAR_PIPE_GPIPE
+            ? 0
+            : simpar_pipeline_warmup_grouped((SimparPipeSchedule) f->c.schedule, f->P, f->v,
+                                             G_MAXUINT16, (guint) f->c.vp_group, 0);
+    guint64 items = warm + 3 * (guint64) reach + c, m = (items + f->v - 1) / f->v;
+    return (guint) MIN((m + u - 1) / u * u, G_MAXUINT / 4);
+}
+
+/* fig = the figures k periods past probe p0, from p0 and p1 one period later, both in the
+ * periodic regime: every figure moves by its change in a period, every end alike. */
+static gboolean
+formula_periods(const Formula *f, const double *p, guint k, double *fig)
+{
+    gsize n = FORMULA_N_FIGURES + formula_n_ends(f);
+    const double *p0 = p, *p1 = p + n;
+    double shift = p1[FORMULA_STEP] - p0[FORMULA_STEP];
+    double tol = FORMULA_AFFINE_TOL * p1[FORMULA_STEP];
+    if (p1[FORMULA_CRIT] != p0[FORMULA_CRIT])
+        return FALSE;
+    for (gsize s = FORMULA_N_FIGURES; s < n; s++)
+        if (fabs(p1[s] - p0[s] - shift) > tol)
+            return FALSE;
+    for (gsize i = 0; i < n; i++)
+        fig[i] = i == FORMULA_CRIT ? p0[i] : p0[i] + k * (p1[i] - p0[i]);
+    return formula_crit_holds(f, p, 2, n, fig);
+}
+
+/* Uneven chunks: the figures at m from probes m_p, m_p + u where formula_periodic finds the
+ * step periodic (m_p doubling from the first that can tell), else evaluated at m. */
+static void
+formula_periodic_at(Formula *f, guint m, double *fig)
+{
+    guint u = formula_period(f);
+    gsize n = FORMULA_N_FIGURES + formula_n_ends(f);
+    g_autofree double *p = g_new(double, 2 * n);
+    f->certify = TRUE;
+    for (guint mp = formula_first_probe(f); m % u == 0 && mp <= m / 2; mp *= 2) {
+        formula_at(f, mp, p);
+        if (p[FORMULA_PERIODIC] == 0)
+            continue;
+        formula_at(f, mp + u, p + n);
+        if (formula_periods(f, p, (m - mp) / u, fig)) {
+            f->certify = FALSE;
+            return;
+        }
+    }
+    f->certify = FALSE;
+    formula_at(f, m, fig);
 }
 
 /* The figures at m: from the probes m0, m0 + u, m1 = 2 m0, m1 + u when m lies past them, the
@@ -297,8 +358,12 @@ formula_figures_at(Formula *f, guint m, double *fig)
     guint m0 = (2 * f->P * f->v + u - 1) / u * u, m1 = 2 * m0;
     /* uneven chunks: the stages ahead of the slowest one fill their in-flight windows for
      * longer than two rounds, and probes at m0 and m1 can lie on a line the step leaves later
-     * (24 layers over 16 stages at m = 256: 0.37% off); evaluated */
-    if (m <= m1 + u || m % u != 0 || f->lc == 0) {
+     * (24 layers over 16 stages at m = 256: 0.37% off): from probes known periodic */
+    if (f->lc == 0) {
+        formula_periodic_at(f, m, fig);
+        return;
+    }
+    if (m <= m1 + u || m % u != 0) {
         formula_at(f, m, fig);
         return;
     }
