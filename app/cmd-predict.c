@@ -153,9 +153,12 @@ predict_resolve(Predict *p, GError **error)
         return FALSE;
     p->base.over_capacity = TRUE; /* users bring configurations that ran: predicted, the
                                      shortfall named */
+    /* with --dp given, the batch checks before the platform loads (32,768 GPUs: a minute) */
     return simpar_predict_args_resolve(&p->opts, "simgrid", &p->base, error) &&
            predict_resolve_train(p, error) &&
-           simpar_job_model(&p->job, SIMPAR_PREDICT_DEFAULT_MODEL, &p->model, error);
+           simpar_job_model(&p->job, SIMPAR_PREDICT_DEFAULT_MODEL, &p->model, error) &&
+           (p->job.dp == SIMPAR_JOB_UNSET ||
+            simpar_train_validate_batches(&p->train, &p->model, error));
 }
 
 /* 2.5-D without --depth: q = d when the GPU count allows it (64: q=4 d=4), else the smallest

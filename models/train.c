@@ -238,6 +238,43 @@ train_strides(SimparTrain *t)
 }
 
 gboolean
+simpar_train_validate_batches(const SimparTrain *t, const SimparModel *model, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    if (t->pp < 1 || t->pp > TRAIN_MAX_SPLIT || t->dp < 1 || t->dp > TRAIN_MAX_SPLIT ||
+        t->virtual_stages < 1 || t->virtual_stages > 1024)
+        return TRUE; /* simpar_train_validate names the flag */
+    gint64 per_step = model->micro_batch * t->dp;
+    gint64 batch = t->global_batch != 0 ? t->global_batch : per_step;
+    if (batch < 1 || batch > SIMPAR_MODEL_MAX_DIM || batch % per_step != 0)
+        return train_fail(error,
+                          "--global-batch %" G_GINT64_FORMAT
+                          ": must be a positive multiple of --micro-batch %" G_GINT64_FORMAT
+                          " x --dp %" G_GINT64_FORMAT " = %" G_GINT64_FORMAT,
+                          batch, model->micro_batch, t->dp, per_step);
+    gint64 m = batch / per_step;
+    if (m > SIMPAR_TRAIN_MAX_MICRO_BATCHES)
+        return train_fail(error,
+                          "--global-batch %" G_GINT64_FORMAT " / (--micro-batch %" G_GINT64_FORMAT
+                          " x --dp %" G_GINT64_FORMAT ") = %" G_GINT64_FORMAT
+                          " micro-batches per replica: at most %d are simulated (a larger "
+                          "--micro-batch or --dp, or a smaller --global-batch)",
+                          batch, model->micro_batch, t->dp, m, SIMPAR_TRAIN_MAX_MICRO_BATCHES);
+    if (t->vp_group != 0 && t->schedule != SIMPAR_PIPE_INTERLEAVED)
+        return train_fail(error,
+                          "--vp-group applies to --schedule interleaved only (valid: leave it out, "
+                          "or --schedule interleaved)");
+    if (t->vp_group < 0 || t->vp_group > TRAIN_MAX_SPLIT)
+        return train_fail(
+            error, "--vp-group %" G_GINT64_FORMAT ": must be between 1 and %" G_GINT64_FORMAT,
+            t->vp_group, TRAIN_MAX_SPLIT);
+    if (!simpar_pipeline_validate_grouped(t->schedule, (guint) t->pp, (guint) t->virtual_stages,
+                                          (guint) m, simpar_train_vp_group(t), error))
+        return FALSE;
+    return TRUE;
+}
+
+gboolean
 simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GError **error)
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
@@ -275,34 +312,9 @@ simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GE
     gint64 per_step = model->micro_batch * t->dp;
     if (t->global_batch == 0)
         t->global_batch = per_step;
-    if (t->global_batch < 1 || t->global_batch > SIMPAR_MODEL_MAX_DIM ||
-        t->global_batch % per_step != 0)
-        return train_fail(error,
-                          "--global-batch %" G_GINT64_FORMAT
-                          ": must be a positive multiple of --micro-batch %" G_GINT64_FORMAT
-                          " x --dp %" G_GINT64_FORMAT " = %" G_GINT64_FORMAT,
-                          t->global_batch, model->micro_batch, t->dp, per_step);
-    t->micro_batches = t->global_batch / per_step;
-    if (t->micro_batches > SIMPAR_TRAIN_MAX_MICRO_BATCHES)
-        return train_fail(error,
-                          "--global-batch %" G_GINT64_FORMAT " / (--micro-batch %" G_GINT64_FORMAT
-                          " x --dp %" G_GINT64_FORMAT ") = %" G_GINT64_FORMAT
-                          " micro-batches per replica: at most %d are simulated (a larger "
-                          "--micro-batch or --dp, or a smaller --global-batch)",
-                          t->global_batch, model->micro_batch, t->dp, t->micro_batches,
-                          SIMPAR_TRAIN_MAX_MICRO_BATCHES);
-    if (t->vp_group != 0 && t->schedule != SIMPAR_PIPE_INTERLEAVED)
-        return train_fail(error,
-                          "--vp-group applies to --schedule interleaved only (valid: leave it out, "
-                          "or --schedule interleaved)");
-    if (t->vp_group < 0 || t->vp_group > TRAIN_MAX_SPLIT)
-        return train_fail(
-            error, "--vp-group %" G_GINT64_FORMAT ": must be between 1 and %" G_GINT64_FORMAT,
-            t->vp_group, TRAIN_MAX_SPLIT);
-    if (!simpar_pipeline_validate_grouped(t->schedule, (guint) t->pp, (guint) t->virtual_stages,
-                                          (guint) t->micro_batches, simpar_train_vp_group(t),
-                                          error))
+    if (!simpar_train_validate_batches(t, model, error))
         return FALSE;
+    t->micro_batches = t->global_batch / per_step;
     if (t->zero < 0 || t->zero > 3)
         return train_fail(error, "--zero %d: valid stages are 0 (DDP), 1, 2 and 3", t->zero);
     if (t->zero == 2 && t->pp > 1)

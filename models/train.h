@@ -81,6 +81,12 @@ typedef struct {
 void simpar_train_init(SimparTrain *train);
 /* Checks the split against the model and `gpus`, validates the tensor-parallel plan (filling
  * train->tp.q) and fills the derived fields. */
+/* The checks of simpar_train_validate that need neither the GPU count nor the tensor-parallel
+ * plan (the global batch against --micro-batch x --dp, the micro-batches against the pipeline
+ * schedule), with its messages: a command can run them before it loads a platform. Out-of-range
+ * splits pass (simpar_train_validate names them). */
+gboolean simpar_train_validate_batches(const SimparTrain *train, const SimparModel *model,
+                                       GError **error);
 gboolean simpar_train_validate(SimparTrain *train, const SimparModel *model, guint64 gpus,
                                GError **error);
 /* The ranks of one layer schedule: T x C (tensor and context parallelism), rank t + T c,

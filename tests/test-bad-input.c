@@ -329,6 +329,16 @@ static const BadCase cases[] = {
      "--micro-batch 1",
      2,
      {"--global-batch 16777216", "2097152 micro-batches per replica", "at most 4096"}},
+    /* a batch the pipeline schedule refuses, with the split given whole: refused before the
+     * platform loads (a 32,768-GPU platform took a minute to load before saying so) */
+    {"command line",
+     NULL,
+     NULL,
+     NULL,
+     "--topology @/none.xml --model tiny --tp-mode 1d --pp 4 --tp 4 --dp 4 --schedule "
+     "interleaved --virtual-stages 2 --micro-batch 1 --global-batch 8",
+     2,
+     {"--schedule interleaved", "multiple of --pp 4", "got 2"}},
     /* figures that make times infinite or outlast the deadlock watch: refused where they
      * enter (a worker wrote "inf" into its report, and the parent aborted) */
     {"topology",
