@@ -53,8 +53,9 @@
  * Its error against every rank and the exact mode is measured (test-scale, docs/speed.md).
  *
  * The candidates: the ranks as mixed-radix coordinates from the groups that step evenly through
- * them (3-D: i, j, k of stride 1, q, q^2), each coordinate taken modulo a divisor of its size,
- * the smallest that checks, outermost first. Checking is linear in ops and transfers.
+ * them (3-D: i, j, k of stride 1, q, q^2; a group's span past a finer stride's), each split into
+ * its prime factors, each digit folded (taken modulo 1) where that checks, outermost first.
+ * Checking is linear in ops and transfers.
  */
 #include "platform.h"
 #include "replay.h"
@@ -63,7 +64,7 @@
 #include <string.h>
 
 /* At most this many coordinates. */
-#define QUOTIENT_MAX_COORDS 16
+#define QUOTIENT_MAX_COORDS 32
 
 /* A transfer that a collective member or a send makes: (collective entry, member, transfer) or,
  * for a send, (G_MAXUINT, sender rank, receiver rank). */
@@ -98,7 +99,7 @@ typedef struct {
 static guint
 quotient_coords(const SimparSchedule *s, guint n_ranks, guint *stride, guint *size)
 {
-    g_autoptr(GHashTable) by_stride = g_hash_table_new(NULL, NULL); /* stride -> size */
+    GArray *spans = g_array_new(FALSE, FALSE, sizeof(guint) * 2); /* (step, size) */
     for (guint g = 0; g < simpar_schedule_n_groups(s); g++) {
         const SimparGroup *grp = simpar_schedule_group(s, g);
         const guint *ranks = simpar_schedule_group_ranks(s, g);
@@ -107,17 +108,36 @@ quotient_coords(const SimparSchedule *s, guint n_ranks, guint *stride, guint *si
         guint step = ranks[1] - ranks[0], i = 2;
         while (i < grp->size && ranks[i] == ranks[i - 1] + step)
             i++;
-        if (i == grp->size && !g_hash_table_contains(by_stride, GUINT_TO_POINTER(step)))
-            g_hash_table_insert(by_stride, GUINT_TO_POINTER(step), GUINT_TO_POINTER(grp->size));
+        guint span[2] = {step, grp->size};
+        if (i == grp->size)
+            g_array_append_val(spans, span);
     }
     guint n = 0, at = 1;
     while (at < n_ranks && n < QUOTIENT_MAX_COORDS) {
-        guint sz = GPOINTER_TO_UINT(g_hash_table_lookup(by_stride, GUINT_TO_POINTER(at)));
-        if (sz < 2 || n_ranks % (at * sz) != 0 || n == QUOTIENT_MAX_COORDS - 1)
+        /* the finest: a group of stride `at`, or one of a finer stride whose span ends on a
+         * multiple of `at` (ZeRO-3 over CP x DP of stride 1 gives DP's coordinate past CP's) */
+        guint sz = 0;
+        for (guint k = 0; k < spans->len; k++) {
+            const guint *sp = &g_array_index(spans, guint, 2 * k);
+            guint64 end = (guint64) sp[0] * sp[1];
+            guint64 c = sp[0] == at ? sp[1] : sp[0] < at && end % at == 0 ? end / at : 0;
+            if (c >= 2 && n_ranks % (at * c) == 0 && (sz == 0 || c < sz))
+                sz = (guint) c;
+        }
+        if (sz == 0)
             sz = n_ranks / at; /* the rest */
-        stride[n] = at, size[n++] = sz;
-        at *= sz;
+        /* one coordinate per prime factor, lowest first: a fold may keep a coordinate's high
+         * digits and fold its low ones (the replicas of one pod apart from another's, the
+         * context-parallel ranks within each) */
+        for (guint f = 2, left = sz; left > 1; f++)
+            while (left % f == 0 && at < n_ranks) {
+                /* the last coordinate takes the rest */
+                guint part = n == QUOTIENT_MAX_COORDS - 1 ? n_ranks / at : f;
+                stride[n] = at, size[n++] = part;
+                at *= part, left = part == f ? left / f : 1;
+            }
     }
+    g_array_unref(spans);
     return at == n_ranks ? n : 0;
 }
 
