@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glib/gstdio.h>
+#include <malloc.h>
 #include <math.h>
 #include <signal.h>
 #include <simgrid/actor.h>
@@ -19,6 +20,16 @@
 #include <unistd.h>
 #include <xbt/config.h>
 #include <xbt/log.h>
+
+/* An actor per GPU stream runs a short loop (backend-simgrid.c) on SimGrid's own calls: a
+ * quarter of a MiB of stack is room to spare, where SimGrid's default 8 MiB each reserved 63 GB
+ * of address space for 16,384 GPUs (and failed under an 8 GB limit at 4,096); the sanitizers'
+ * frames are larger. */
+#if defined(__SANITIZE_ADDRESS__)
+#define PLATFORM_STACK_KIB 4096
+#else
+#define PLATFORM_STACK_KIB 256
+#endif
 
 G_DEFINE_QUARK(simpar_platform_error_quark, simpar_platform_error)
 
@@ -354,6 +365,49 @@ platform_reply(const SimparPlatform *p)
     _exit(ok ? 0 : 1);
 }
 
+/* Memory mappings this process holds (the lines of /proc/self/maps), or 0 when unknown. */
+static guint64
+platform_maps_held(void)
+{
+    g_autofree char *maps = NULL;
+    if (!g_file_get_contents("/proc/self/maps", &maps, NULL, NULL))
+        return 0;
+    guint64 n = 0;
+    for (const char *c = maps; *c != '\0'; c++)
+        n += *c == '\n';
+    return n;
+}
+
+/* The kernel's limit on a process's memory mappings (Linux's default when unreadable). */
+static guint64
+platform_maps_limit(void)
+{
+    g_autofree char *text = NULL;
+    guint64 limit = 65530;
+    if (g_file_get_contents("/proc/sys/vm/max_map_count", &text, NULL, NULL))
+        (void) g_ascii_string_to_unsigned(g_strstrip(text), 10, 1, G_MAXUINT64, &limit, NULL);
+    return limit;
+}
+
+/* The actors' stacks, for a platform of `gpus` GPUs, before the first actor starts (SimGrid
+ * frees a stack by the guard size of the moment: it is one for the process). SimGrid protects a
+ * guard page below each stack: two memory mappings per actor, and past the kernel's limit
+ * (vm.max_map_count, 65,530 by default) it aborts ("Failed to protect stack"). A step runs up
+ * to one actor per GPU stream (models/step.c's six); where that many could pass the limit the
+ * stacks go without guard pages and come from the heap, no mapping each. */
+static void
+platform_stacks(guint gpus)
+{
+    guint64 need = platform_maps_held() + 2 * 6 * (guint64) gpus + 4096;
+    gboolean guards = need <= platform_maps_limit();
+    if (guards)
+        return; /* SimGrid's default: a page */
+    sg_cfg_set_int("contexts/guard-size", 0);
+    /* SimGrid then callocs each stack: from the heap when below glibc's threshold for mapping
+     * an allocation apart (by default 128 KiB, below a stack) */
+    mallopt(M_MMAP_THRESHOLD, 2 * PLATFORM_STACK_KIB * 1024);
+}
+
 void
 platform_fatal(SimparPlatform *p, GError *error)
 {
@@ -377,17 +431,10 @@ platform_child(SimparPlatform *p, int out, int err)
     sg_cfg_set_string("network/model", "CM02");
     sg_cfg_set_boolean("network/crosstraffic", "no");
     sg_cfg_set_double("network/TCP-gamma", 0);
-    /* an actor per GPU stream runs a short loop (backend-simgrid.c) on SimGrid's own calls: a
-     * quarter of a MiB of stack is room to spare, where SimGrid's default 8 MiB each reserved
-     * 63 GB of address space for 16,384 GPUs (and failed under an 8 GB limit at 4,096); the
-     * sanitizers' frames are larger */
-#if defined(__SANITIZE_ADDRESS__)
-    sg_cfg_set_int("contexts/stack-size", 4096);
-#else
-    sg_cfg_set_int("contexts/stack-size", 256);
-#endif
+    sg_cfg_set_int("contexts/stack-size", PLATFORM_STACK_KIB);
     simgrid_load_platform(p->path);
     platform_find_gpus(p);
+    platform_stacks(p->n_gpus);
     platform_find_generated(p);
     p->net = (SimparNet){platform_route,   platform_node, p->hosts, simpar_platform_route_links,
                          platform_link_bw, platform_nvls};
