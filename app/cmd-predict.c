@@ -153,12 +153,9 @@ predict_resolve(Predict *p, GError **error)
         return FALSE;
     p->base.over_capacity = TRUE; /* users bring configurations that ran: predicted, the
                                      shortfall named */
-    /* with --dp given, the batch checks before the platform loads (32,768 GPUs: a minute) */
     return simpar_predict_args_resolve(&p->opts, "simgrid", &p->base, error) &&
            predict_resolve_train(p, error) &&
-           simpar_job_model(&p->job, SIMPAR_PREDICT_DEFAULT_MODEL, &p->model, error) &&
-           (p->job.dp == SIMPAR_JOB_UNSET ||
-            simpar_train_validate_batches(&p->train, &p->model, error));
+           simpar_job_model(&p->job, SIMPAR_PREDICT_DEFAULT_MODEL, &p->model, error);
 }
 
 /* 2.5-D without --depth: q = d when the GPU count allows it (64: q=4 d=4), else the smallest
@@ -192,6 +189,24 @@ predict_plan(const Predict *p, const char *mode, guint gpus, SimparPlan *plan, G
     if (gen->grid == SIMPAR_GRID_LAYERS && plan->depth == 0)
         predict_depth(p, gen, plan);
     return TRUE; /* validated by simpar_predict_config */
+}
+
+/* What the workers would refuse that needs no platform, before it loads (a 32,768-GPU platform
+ * takes a minute): with one mode and --tp, the plan's checks (3-D splits the micro-batch over
+ * q^2 GPUs); with --dp, the global batch and the pipeline schedule's micro-batches. In the
+ * workers' order and with their messages. */
+static gboolean
+predict_precheck(const Predict *p, GError **error)
+{
+    const char *mode = p->job.tp_mode;
+    if (mode != NULL && !g_str_equal(mode, "all") && p->job.tp >= 1 && p->job.tp <= 1 << 20) {
+        SimparTrain train = p->train;
+        if (!predict_plan(p, mode, (guint) p->job.tp, &train.tp, error) ||
+            !simpar_generator_lookup(mode, error)->validate(&p->model, &train.tp, error))
+            return FALSE;
+    }
+    return p->job.dp == SIMPAR_JOB_UNSET ||
+           simpar_train_validate_batches(&p->train, &p->model, error);
 }
 
 typedef struct {
@@ -635,8 +650,8 @@ simpar_cmd_predict(int argc, char **argv, GError **error)
         g_string_append_printf(command, " %s", quoted);
     }
     gboolean ok = simpar_cli_parse(ctx, "simpar", &argc, &argv, error) &&
-                  predict_resolve(&p, error) && predict_report_prepare(&p, error) &&
-                  predict_distinct(&p, error);
+                  predict_resolve(&p, error) && predict_precheck(&p, error) &&
+                  predict_report_prepare(&p, error) && predict_distinct(&p, error);
     g_autoptr(SimparReport) report = ok ? predict_report_new(&p) : NULL;
     ok = ok && predict_workers(&p, report, error) && predict_print(&p, report, error) &&
          (p.report_dir == NULL || predict_report_write(&p, report, command->str, error));

@@ -339,6 +339,15 @@ static const BadCase cases[] = {
      "interleaved --virtual-stages 2 --micro-batch 1 --global-batch 8",
      2,
      {"--schedule interleaved", "multiple of --pp 4", "got 2"}},
+    /* and a plan its mode refuses, with the mode and --tp given (a 16,384-GPU platform took
+     * 9 s to load first) */
+    {"command line",
+     NULL,
+     NULL,
+     NULL,
+     "--topology @/none.xml --model tiny --tp-mode 3d --tp 64 --micro-batch 8",
+     2,
+     {"--micro-batch 8 is not divisible by 16", "q^2 = 16 GPUs"}},
     /* figures that make times infinite or outlast the deadlock watch: refused where they
      * enter (a worker wrote "inf" into its report, and the parent aborted) */
     {"topology",
