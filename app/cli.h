@@ -1,4 +1,4 @@
-/* cli.h - the simpar commands (private to sim/). main.c dispatches on the first word:
+/* cli.h - the simpar commands (private to app/). main.c dispatches on the first word:
  *
  *   simpar --topology FILE [...]      the main job (cmd-predict.c)
  *   simpar schedule [...]             one layer's schedule summary (cmd-schedule.c)

@@ -1,5 +1,5 @@
 /* measured.h - what simpar-exec measured, read back: a run (RUN.json) and microbenchmarks
- * (BENCH.json), in the formats simpar-exec writes (docs/validate.md) (private to sim/).
+ * (BENCH.json), in the formats simpar-exec writes (docs/validate.md) (private to app/).
  *
  *   RUN.json   "job_args" --> simpar_job_args_from_argv --> simpar_job_schedule --> schedule
  *              "ops"[i] {start_s, end_s} ------------------------------------------> spans[i]

@@ -1,4 +1,4 @@
-/* predict-cache.h - what the configurations predicted in one process share (private to sim/).
+/* predict-cache.h - what the configurations predicted in one process share (private to predict/).
  *
  * A sweep predicts the same tensor-parallel layer under many pipeline and data-parallel splits,
  * batches and schedules. What the layer alone decides is computed once per process and kept

@@ -1,4 +1,5 @@
-/* predict-config.h - one configuration predicted on a loaded platform (private to sim/).
+/* predict-config.h - one configuration predicted on a loaded platform (private to predict/ and
+ * app/).
  *
  * A configuration is a model, a tensor-parallel plan and a training split on the first `gpus`
  * GPUs of a platform. `simpar predict` evaluates one per mode, `simpar sweep` one per row; both

@@ -1,5 +1,5 @@
 /* step-formula-private.h - the formula mode's state, shared by its two halves (private to
- * sim/step-formula*.c).
+ * predict/step-formula*.c).
  *
  * step-formula.c sets a configuration up (closed forms of its collectives and Adam, the routes
  * between stages, whether one rank stands for each stage) and turns figures at m into a row;

@@ -1,5 +1,5 @@
 /* step-formula.h - the step of a training plan without its schedule: the "formula" backend
- * (private to sim/).
+ * (private to predict/).
  *
  * The analytic backend replays the step schedule of every GPU (models/step.h) op by op. The
  * formula mode times the blocks the same way (the layer and the ends replayed on the

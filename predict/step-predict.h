@@ -1,4 +1,4 @@
-/* step-predict.h - predicts one optimizer step of a training plan (private to sim/).
+/* step-predict.h - predicts one optimizer step of a training plan (private to predict/ and app/).
  *
  *   1. time the blocks of one stage: the tensor-parallel layer schedule of the first
  *      tensor-parallel group, simulated for two stacked layers (the second layer's forward and

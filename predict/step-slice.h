@@ -1,4 +1,4 @@
-/* step-slice.h - one tensor-parallel slice of a step in place of the whole (private to sim/).
+/* step-slice.h - one tensor-parallel slice of a step in place of the whole (private to predict/).
  *
  * Between pipeline stages and across data-parallel replicas a rank only ever talks to ranks of
  * its own tensor-parallel index t (its "slice": P x D ranks); the tensor-parallel traffic is

@@ -1,4 +1,4 @@
-/* plot-private.h - what the plot kinds share (private to sim/plot*.c).
+/* plot-private.h - what the plot kinds share (private to app/plot/plot*.c).
  *
  * Each kind is one data function (one file, or one section of plot-sweep.c) and one row of the
  * table in plot.c: it reads its input and fills a SimparPlotOut, the .dat text, the gnuplot

@@ -1,4 +1,4 @@
-/* sweep.h - `simpar sweep`: many configurations, one CSV row each (private to sim/).
+/* sweep.h - `simpar sweep`: many configurations, one CSV row each (private to app/).
  *
  * A sweep is the product of axis lists (GPU counts, models and their shapes, modes, grids,
  * pipeline and data-parallel sizes, batches, schedules, recomputation), with the split axes
