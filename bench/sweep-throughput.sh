@@ -72,4 +72,5 @@ wall=$formula_wall
 line formula-large formula "; step vs analytic: max relative difference $(error "$work/analytic-large.csv" "$work/formula-large.csv") (analytic: $(printf '%.0f' "$analytic_wall") s)"
 sweep simgrid --global-batch 512 --micro-batch 4 --backend simgrid
 line simgrid simgrid
-printf '(%s, %d cores, --jobs 1)\n' "$(uname -m)" "$(nproc)" | tee -a "$out"
+printf '(%s, %d cores, --jobs 1, load average %s at the end)\n' "$(uname -m)" "$(nproc)" \
+    "$(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out"
