@@ -75,6 +75,9 @@ typedef struct {
 double simpar_collective_time(const SimparPlatform *platform, const SimparBackend *backend,
                               const SimparRun *base, SimparCollKind kind, guint n, double size,
                               SimparCollResult *out);
+/* A calibration file's "format": "simpar-calibration" and "version" (docs/schemas/), first in
+ * the object `b` is writing (calibrate-nccl.c; cmd-calibrate.c too). */
+void simpar_calibration_json_head(JsonBuilder *b);
 /* simpar calibrate --nccl-tests LOG... --topology FILE -o CALIB.json (calibrate-nccl.c). */
 gboolean simpar_calibrate_nccl_tests(char **logs, const char *topology, const char *output,
                                      GError **error);

@@ -41,7 +41,8 @@ typedef struct {
     double grads_B;     /* layer gradients, after ZeRO-2 */
     double optimizer_B; /* layer optimizer states, after ZeRO-1 */
     double embedding_B; /* embedding, output layer, auxiliary heads: weights, grads, optimizer */
-    double head_B;      /* logits kept for the loss (fp32) */
+    double embedding_weights_B, embedding_grads_B; /* of embedding_B (the rest: optimizer) */
+    double head_B;                                 /* logits kept for the loss (fp32) */
     double recompute_B; /* one layer's activations re-created in its backward (recompute) */
     double in_flight;   /* micro-batches of the device's layers whose activations it holds */
 } SimparMemory;

@@ -573,6 +573,7 @@ predict_simulate(const SimparPredictContext *ctx, const SimparModel *model,
                  GError **why)
 {
     row->step.split = predict_split(train);
+    simpar_report_config_init(&row->config, model, train);
     g_autofree char *what = g_strdup_printf("%s %s", row->mode, row->grid);
     if (!predict_step(ctx, model, train, layer, what, row, NULL, why))
         return FALSE;

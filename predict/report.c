@@ -417,7 +417,35 @@ static const struct {
     {"embedding_gib", G_STRUCT_OFFSET(SimparMemory, embedding_B)},
     {"logits_gib", G_STRUCT_OFFSET(SimparMemory, head_B)},
     {"recompute_gib", G_STRUCT_OFFSET(SimparMemory, recompute_B)},
+    {"embedding_weights_gib", G_STRUCT_OFFSET(SimparMemory, embedding_weights_B)},
+    {"embedding_grads_gib", G_STRUCT_OFFSET(SimparMemory, embedding_grads_B)},
 };
+
+/* The memory by kind, the five summing to the total: weights, gradients and optimizer states
+ * (the layers' and the embedding's and output layer's), activations (the layers', the logits
+ * kept for the loss, one layer re-created by recomputation), transient buffers. */
+static void
+report_json_memory_kinds(JsonBuilder *b, const SimparMemory *m)
+{
+    double ew = m->embedding_weights_B, eg = m->embedding_grads_B;
+
+    const struct {
+        const char *key;
+        double B;
+    } kinds[] = {
+        {"weights_gib", m->weights_B + ew},
+        {"gradients_gib", m->grads_B + eg},
+        {"optimizer_states_gib", m->optimizer_B + (m->embedding_B - ew - eg)},
+        {"activations_gib", m->activations_B + m->head_B + m->recompute_B},
+        {"transient_gib", m->transient_B},
+    };
+
+    json_builder_set_member_name(b, "by_kind");
+    json_builder_begin_object(b);
+    for (guint i = 0; i < G_N_ELEMENTS(kinds); i++)
+        report_json_member(b, kinds[i].key, kinds[i].B / GIB);
+    json_builder_end_object(b);
+}
 
 static void
 report_json_memory(JsonBuilder *b, const SimparReportRow *row)
@@ -437,6 +465,7 @@ report_json_memory(JsonBuilder *b, const SimparReportRow *row)
                            G_STRUCT_MEMBER(double, &row->memory, report_memory_parts[i].off) / GIB);
     report_json_member(b, "micro_batches_held", row->memory.in_flight);
     report_json_count(b, "peak_stage", row->step.peak_stage);
+    report_json_memory_kinds(b, &row->memory);
     json_builder_end_object(b);
 }
 
@@ -508,17 +537,196 @@ report_json_step(JsonBuilder *b, const SimparReportRow *row)
     }
 }
 
+/* ---- the configuration and the model as fields ---- */
+
+void
+simpar_report_config_init(SimparReportConfig *c, const SimparModel *model, const SimparTrain *t)
+{
+    *c = (SimparReportConfig){.set = TRUE,
+                              .tp = t->tp.tp,
+                              .q = t->tp.q,
+                              .depth = t->tp.depth,
+                              .cp = simpar_plan_cp(&t->tp),
+                              .pp = t->pp,
+                              .vp = t->virtual_stages,
+                              .vp_group = t->vp_group,
+                              .dp = t->dp,
+                              .micro_batch = model->micro_batch,
+                              .micro_batches = t->micro_batches,
+                              .global_batch = t->global_batch,
+                              .zero = t->zero,
+                              .shard_group = t->shard_group,
+                              .sp = t->tp.sequence_parallel,
+                              .tied_embeddings = t->tied_embeddings,
+                              .overlap_grad_reduce = t->overlap_grad_reduce};
+    c->schedule = g_intern_string(simpar_pipe_schedule_name(t->schedule));
+    c->recompute = g_intern_string(simpar_recompute_name(t->tp.recompute));
+    c->cp_mode = g_intern_static_string(t->tp.cp_ring ? "ring" : "allgather");
+    c->dtype = g_intern_string(simpar_dtype_name(model->dtype));
+    c->grad_reduce_dtype =
+        g_intern_string(simpar_dtype_name(t->grad_dtype_set ? t->grad_dtype : model->dtype));
+}
+
+/* The integer, string and boolean members of "config", in order. */
+static const struct {
+    const char *key;
+    gsize off;
+    char kind; /* 'i' gint64, 's' interned string, 'b' gboolean */
+} report_config_fields[] = {
+    {"tp", G_STRUCT_OFFSET(SimparReportConfig, tp), 'i'},
+    {"q", G_STRUCT_OFFSET(SimparReportConfig, q), 'i'},
+    {"depth", G_STRUCT_OFFSET(SimparReportConfig, depth), 'i'},
+    {"sp", G_STRUCT_OFFSET(SimparReportConfig, sp), 'b'},
+    {"cp", G_STRUCT_OFFSET(SimparReportConfig, cp), 'i'},
+    {"cp_mode", G_STRUCT_OFFSET(SimparReportConfig, cp_mode), 's'},
+    {"pp", G_STRUCT_OFFSET(SimparReportConfig, pp), 'i'},
+    {"schedule", G_STRUCT_OFFSET(SimparReportConfig, schedule), 's'},
+    {"vp", G_STRUCT_OFFSET(SimparReportConfig, vp), 'i'},
+    {"vp_group", G_STRUCT_OFFSET(SimparReportConfig, vp_group), 'i'},
+    {"dp", G_STRUCT_OFFSET(SimparReportConfig, dp), 'i'},
+    {"micro_batch", G_STRUCT_OFFSET(SimparReportConfig, micro_batch), 'i'},
+    {"micro_batches", G_STRUCT_OFFSET(SimparReportConfig, micro_batches), 'i'},
+    {"global_batch", G_STRUCT_OFFSET(SimparReportConfig, global_batch), 'i'},
+    {"zero", G_STRUCT_OFFSET(SimparReportConfig, zero), 'i'},
+    {"shard_group", G_STRUCT_OFFSET(SimparReportConfig, shard_group), 'i'},
+    {"recompute", G_STRUCT_OFFSET(SimparReportConfig, recompute), 's'},
+    {"dtype", G_STRUCT_OFFSET(SimparReportConfig, dtype), 's'},
+    {"grad_reduce_dtype", G_STRUCT_OFFSET(SimparReportConfig, grad_reduce_dtype), 's'},
+    {"tied_embeddings", G_STRUCT_OFFSET(SimparReportConfig, tied_embeddings), 'b'},
+    {"overlap_grad_reduce", G_STRUCT_OFFSET(SimparReportConfig, overlap_grad_reduce), 'b'},
+};
+
+static void
+report_json_config(JsonBuilder *b, const SimparReportConfig *c, const char *mode)
+{
+    json_builder_set_member_name(b, "config");
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "tp_mode");
+    json_builder_add_string_value(b, mode);
+    for (guint i = 0; i < G_N_ELEMENTS(report_config_fields); i++) {
+        gsize off = report_config_fields[i].off;
+        json_builder_set_member_name(b, report_config_fields[i].key);
+        if (report_config_fields[i].kind == 'i')
+            json_builder_add_int_value(b, G_STRUCT_MEMBER(gint64, c, off));
+        else if (report_config_fields[i].kind == 's')
+            json_builder_add_string_value(b, G_STRUCT_MEMBER(const char *, c, off));
+        else
+            json_builder_add_boolean_value(b, G_STRUCT_MEMBER(gboolean, c, off));
+    }
+    json_builder_end_object(b);
+}
+
+static void
+report_json_read_config(JsonObject *o, SimparReportConfig *c)
+{
+    if (!json_object_has_member(o, "config"))
+        return;
+    JsonObject *j = json_object_get_object_member(o, "config");
+    c->set = TRUE;
+    for (guint i = 0; i < G_N_ELEMENTS(report_config_fields); i++) {
+        gsize off = report_config_fields[i].off;
+        const char *key = report_config_fields[i].key;
+        if (report_config_fields[i].kind == 'i')
+            G_STRUCT_MEMBER(gint64, c, off) = json_object_get_int_member(j, key);
+        else if (report_config_fields[i].kind == 's')
+            G_STRUCT_MEMBER(const char *, c, off) =
+                g_intern_string(json_object_get_string_member(j, key));
+        else
+            G_STRUCT_MEMBER(gboolean, c, off) = json_object_get_boolean_member(j, key);
+    }
+}
+
+/* The model's figures that differ from the preset of its name, "hidden, heads" (transfer
+ * full); NULL when it is a preset as it stands, or no preset's name. */
+static char *
+report_model_modified(const SimparModel *m)
+{
+    SimparModel p;
+    if (!simpar_model_preset(m->name, &p, NULL))
+        return NULL;
+
+    const struct {
+        const char *name;
+        gboolean differs;
+    } f[] = {
+        {"hidden", m->hidden != p.hidden},
+        {"heads", m->heads != p.heads},
+        /* multi-head attention stays so when the heads change */
+        {"kv_heads", (simpar_model_kv_heads(m) == m->heads ? 0 : simpar_model_kv_heads(m)) !=
+                         (simpar_model_kv_heads(&p) == p.heads ? 0 : simpar_model_kv_heads(&p))},
+        {"ffn", m->ffn != p.ffn},
+        {"layers", m->layers != p.layers},
+        {"seq", m->seq != p.seq},
+        {"vocab", m->vocab != p.vocab},
+        {"dtype", m->dtype != p.dtype},
+        {"mlp", m->mlp != p.mlp},
+        {"norm", m->norm != p.norm},
+        {"bias", m->no_bias != p.no_bias},
+        {"dropout", m->no_dropout != p.no_dropout},
+    };
+
+    GString *s = g_string_new(NULL);
+    for (guint i = 0; i < G_N_ELEMENTS(f); i++)
+        if (f[i].differs)
+            g_string_append_printf(s, "%s%s", s->len > 0 ? ", " : "", f[i].name);
+    return g_string_free(s, s->len == 0); /* (transfer full) */
+}
+
+/* "model": the name, "gpt3-13b (modified: hidden, heads)" when the flags changed a preset's
+ * figures; "model_dims": the figures as used. */
+static void
+report_json_model(JsonBuilder *b, const SimparModel *m)
+{
+    g_autofree char *modified = report_model_modified(m);
+    g_autofree char *name =
+        modified != NULL ? g_strdup_printf("%s (modified: %s)", m->name, modified) : NULL;
+    report_json_string(b, "model", name != NULL ? name : m->name);
+    json_builder_set_member_name(b, "model_dims");
+    json_builder_begin_object(b);
+    report_json_string(b, "name", m->name);
+    json_builder_set_member_name(b, "modified");
+    json_builder_begin_array(b);
+    g_auto(GStrv) parts = modified != NULL ? g_strsplit(modified, ", ", -1) : NULL;
+    for (guint i = 0; parts != NULL && parts[i] != NULL; i++)
+        json_builder_add_string_value(b, parts[i]);
+    json_builder_end_array(b);
+
+    const struct {
+        const char *key;
+        gint64 v;
+    } dims[] = {
+        {"hidden", m->hidden}, {"heads", m->heads},   {"kv_heads", simpar_model_kv_heads(m)},
+        {"ffn", m->ffn},       {"layers", m->layers}, {"seq", m->seq},
+        {"vocab", m->vocab}};
+
+    for (guint i = 0; i < G_N_ELEMENTS(dims); i++) {
+        json_builder_set_member_name(b, dims[i].key);
+        json_builder_add_int_value(b, dims[i].v);
+    }
+    report_json_string(b, "dtype", simpar_dtype_name(m->dtype));
+    report_json_string(b, "mlp", simpar_mlp_name(m->mlp));
+    report_json_string(b, "norm", simpar_norm_name(m->norm));
+    json_builder_set_member_name(b, "bias");
+    json_builder_add_boolean_value(b, !m->no_bias);
+    json_builder_set_member_name(b, "dropout");
+    json_builder_add_boolean_value(b, !m->no_dropout);
+    json_builder_end_object(b);
+}
+
 static void
 report_json_row(JsonBuilder *b, const SimparReport *rep, const SimparReportRow *row)
 {
     json_builder_begin_object(b);
+    report_json_string(b, "format", "simpar-prediction");
+    json_builder_set_member_name(b, "version");
+    json_builder_add_int_value(b, SIMPAR_REPORT_JSON_VERSION);
     json_builder_set_member_name(b, "mode");
     json_builder_add_string_value(b, row->mode);
     json_builder_set_member_name(b, "grid");
     json_builder_add_string_value(b, row->grid);
     json_builder_set_member_name(b, "gpus");
     json_builder_add_int_value(b, row->gpus);
-    report_json_string(b, "model", rep->model->name);
+    report_json_model(b, rep->model);
     report_json_string(b, "topology", rep->topology);
     report_json_string(b, "simpar_version", SIMPAR_VERSION);
     json_builder_set_member_name(b, "backend");
@@ -552,6 +760,8 @@ report_json_row(JsonBuilder *b, const SimparReport *rep, const SimparReportRow *
             report_json_member(b, f[i].key, f[i].v);
         report_json_axes(b, row);
         report_json_step(b, row);
+        if (row->config.set)
+            report_json_config(b, &row->config, row->mode);
     }
     report_json_memory(b, row);
     json_builder_end_object(b);
@@ -802,6 +1012,7 @@ report_json_read_row(SimparReport *rep, JsonObject *o)
     for (guint i = 0; i < G_N_ELEMENTS(report_step_fields); i++)
         G_STRUCT_MEMBER(double, &row->step, report_step_fields[i].off) =
             report_json_double(o, report_step_fields[i].key);
+    report_json_read_config(o, &row->config);
     row->axes = g_array_new(FALSE, FALSE, sizeof(SimparAxisTime));
     JsonArray *axes = json_object_get_array_member(o, "exposed_comm_by_axis");
     for (guint i = 0; i < json_array_get_length(axes); i++) {

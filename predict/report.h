@@ -21,6 +21,7 @@
 #include "backend.h"
 #include "memory.h"
 #include "trace.h"
+#include "train.h"
 #include <json-glib/json-glib.h>
 G_BEGIN_DECLS
 
@@ -50,6 +51,20 @@ typedef struct {
     guint peak_stage;          /* the pipeline stage with the largest memory */
 } SimparReportStep;
 
+/* The configuration a row predicted, as fields (JSON "config"); `set` FALSE for a mode that was
+ * not simulated. Strings interned. */
+typedef struct {
+    gboolean set;
+    gint64 tp, q, depth, cp, pp, vp, vp_group, dp, micro_batch, micro_batches, global_batch, zero,
+        shard_group;
+    const char *schedule, *recompute, *cp_mode, *dtype, *grad_reduce_dtype;
+    gboolean sp, tied_embeddings, overlap_grad_reduce;
+} SimparReportConfig;
+
+/* The fields of `train` (validated) and `model` that a row reports. */
+void simpar_report_config_init(SimparReportConfig *c, const SimparModel *model,
+                               const SimparTrain *train);
+
 typedef struct {
     const char *mode; /* interned */
     char *grid;       /* "q=4 d=4" */
@@ -62,9 +77,13 @@ typedef struct {
     SimparMemory memory;
     double mem_capacity_B;
     SimparReportStep step;
+    SimparReportConfig config;
 } SimparReportRow;
 
 typedef struct _SimparReport SimparReport;
+
+/* Every JSON row says "format": "simpar-prediction" and this "version" (docs/schemas/). */
+#define SIMPAR_REPORT_JSON_VERSION 1
 
 SimparReport *simpar_report_new(const SimparModel *model, const char *topology, const char *backend,
                                 const char *coll_mode, const char *attention); /* (transfer full) */
