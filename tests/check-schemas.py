@@ -94,6 +94,11 @@ def main():
     check("validate --json's measured and predicted rows", [v["measured"], v["predicted"]],
           "prediction")
 
+    # the published table
+    check("validate --published korthikanti --json",
+          json.loads(run("validate", "--published", "korthikanti", "--json")),
+          "published-validation")
+
     # calibration: fitted to simpar's own nccl-tests output
     log = os.path.join(work, "nccl.log")
     with open(log, "w") as f:
