@@ -117,7 +117,10 @@ def main():
     with open(summary) as f:
         check("sweep --summary", json.load(f), "sweep-summary")
     with open(out, newline="") as f:
-        rows = list(csv.DictReader(f))
+        reader = csv.DictReader(f)
+        if reader.fieldnames is None or reader.fieldnames[0] != "index":
+            sys.exit("FAIL: %s does not start with its header row: %r" % (out, reader.fieldnames))
+        rows = list(reader)
     ok = [r for r in rows if r["status"] == "ok"]
     if len(rows) != 13 or not ok or any(float(r["step_time_s"]) <= 0 for r in ok) or \
             [r["index"] for r in rows] != [str(i) for i in range(13)]:
