@@ -795,6 +795,8 @@ typedef struct {
     GHashTable *algos; /* op -> ReportAlgo (owned) */
     const SimparTraceRank *who;
     const guint *run_job;
+    guint *p2p_peer; /* per op of a step schedule: the other end of a send or recv, or
+                        G_MAXUINT; NULL for a layer's */
 } ReportTrace;
 
 /* The algorithm and protocol a collective runs with (names from their tables, static). */
@@ -844,6 +846,75 @@ report_trace_op(ReportTrace *rt, const SimparOp *op, guint layer, guint pid, gui
     if (elems > 0)
         a.bytes = elems * simpar_dtype_size(simpar_schedule_dtype(s));
     simpar_trace_event(rt->t, op->name, simpar_op_kind_name(op->kind), pid, tid, start, end, &a);
+}
+
+/* A transfer's two ends, as the replay pairs them: by (sender, receiver, tag), then issue
+ * order (sim/replay.c). */
+typedef struct {
+    guint src, dst, tag, op;
+} ReportEnd;
+
+static int
+report_end_cmp(gconstpointer pa, gconstpointer pb)
+{
+    const ReportEnd *a = pa, *b = pb;
+    if (a->src != b->src)
+        return a->src < b->src ? -1 : 1;
+    if (a->dst != b->dst)
+        return a->dst < b->dst ? -1 : 1;
+    if (a->tag != b->tag)
+        return a->tag < b->tag ? -1 : 1;
+    return (a->op > b->op) - (a->op < b->op);
+}
+
+/* Per op: the other end of a send or recv, G_MAXUINT for the rest (transfer full). */
+static guint *
+report_p2p_pairs(const SimparSchedule *s)
+{
+    guint n = simpar_schedule_n_ops(s);
+    guint *peer = g_new(guint, n);
+    g_autoptr(GArray) sends = g_array_new(FALSE, FALSE, sizeof(ReportEnd));
+    g_autoptr(GArray) recvs = g_array_new(FALSE, FALSE, sizeof(ReportEnd));
+    for (guint i = 0; i < n; i++) {
+        const SimparOp *op = simpar_schedule_op(s, i);
+        peer[i] = G_MAXUINT;
+        if (op->kind == SIMPAR_OP_SEND) {
+            ReportEnd e = {op->rank, op->u.p2p.peer, op->u.p2p.tag, i};
+            g_array_append_val(sends, e);
+        } else if (op->kind == SIMPAR_OP_RECV) {
+            ReportEnd e = {op->u.p2p.peer, op->rank, op->u.p2p.tag, i};
+            g_array_append_val(recvs, e);
+        }
+    }
+    g_array_sort(sends, report_end_cmp);
+    g_array_sort(recvs, report_end_cmp);
+    for (guint k = 0; k < sends->len && k < recvs->len; k++) {
+        const ReportEnd *a = &g_array_index(sends, ReportEnd, k);
+        const ReportEnd *b = &g_array_index(recvs, ReportEnd, k);
+        if (a->src == b->src && a->dst == b->dst && a->tag == b->tag)
+            peer[a->op] = b->op, peer[b->op] = a->op;
+    }
+    return peer;
+}
+
+/* A send or recv whose other end came later waited for it: the transfer runs from when both
+ * ends are there. `*start` becomes that time, and the wait before it is drawn apart (a "wait"
+ * event, args.for the other end). */
+static void
+report_trace_p2p_wait(ReportTrace *rt, const SimparOp *op, guint i, guint layer, guint pid,
+                      guint tid, double *start, const SimparSpan *base)
+{
+    if (rt->p2p_peer == NULL || rt->p2p_peer[i] == G_MAXUINT)
+        return;
+    const SimparSpan *other = &base[rt->p2p_peer[i]];
+    if (!(other->end >= other->start && other->start > *start + 1e-12) ||
+        other->start > base[i].end)
+        return;
+    const SimparOp *peer = simpar_schedule_op(rt->run->sched, rt->p2p_peer[i]);
+    SimparTraceArgs a = {layer, NULL, NULL, -1, -1, NULL, NULL, peer->name};
+    simpar_trace_event(rt->t, "wait", "wait", pid, tid, *start, other->start, &a);
+    *start = other->start;
+    (void) op;
 }
 
 /* Whether a trace shows the op: one that takes time, or any communication. */
@@ -919,8 +990,9 @@ simpar_report_trace(SimparTrace *t, guint mode_index, const char *mode, const Si
     guint n_ops = simpar_schedule_n_ops(s), n_streams = simpar_schedule_n_streams(s);
     g_autoptr(GHashTable) algos = g_hash_table_new_full(NULL, NULL, NULL, g_free);
     g_autoptr(GHashTable) layer_algos = g_hash_table_new_full(NULL, NULL, NULL, g_free);
-    ReportTrace rt = {t, run, algos, NULL, run_job};
-    ReportTrace lt = {t, layers != NULL ? layers->run : NULL, layer_algos, NULL, NULL};
+    g_autofree guint *pairs = report_p2p_pairs(s);
+    ReportTrace rt = {t, run, algos, NULL, run_job, pairs};
+    ReportTrace lt = {t, layers != NULL ? layers->run : NULL, layer_algos, NULL, NULL, NULL};
     g_autofree double *idle = g_new(double, n_streams);
     for (guint k = 0; k < n_ranks; k++) {
         const SimparTraceRank *who = &ranks[k];
@@ -946,9 +1018,12 @@ simpar_report_trace(SimparTrace *t, guint mode_index, const char *mode, const Si
                 const SimparOp *op = simpar_schedule_op(s, ops[i]);
                 const SimparSpan *sp = &spans[l * n_ops + ops[i]];
                 if (report_trace_shown(op, sp)) {
+                    double start = sp->start;
                     report_trace_wait(&rt, op, l, pid, op->stream, idle[op->stream], sp->start,
                                       spans + l * n_ops);
-                    report_trace_op(&rt, op, l, pid, op->stream, sp->start, sp->end);
+                    report_trace_p2p_wait(&rt, op, ops[i], l, pid, op->stream, &start,
+                                          spans + l * n_ops);
+                    report_trace_op(&rt, op, l, pid, op->stream, start, sp->end);
                     idle[op->stream] = MAX(idle[op->stream], sp->end);
                 }
                 if (layers != NULL && op->kind == SIMPAR_OP_BLOCK)

@@ -771,7 +771,64 @@ test_over_capacity(void)
     CU_ASSERT_DOUBLE_EQUAL(sum, json_object_get_double_member(row, "memory_per_gpu_gib"), 1e-9);
 }
 
+/* A pipeline's transfers as they ran: each send's event is its transfer, drawn at both ends over
+ * the same time (it began when both ends were there), and the time a sender or receiver waited
+ * for the other end is a "wait" event of its own (a send once lasted until its receiver took it:
+ * 757 us drawn for a 2 us transfer here). */
+static void
+test_predict_trace_transfers(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("simpar-cli-XXXXXX", NULL);
+    g_autofree char *path = g_build_filename(dir, "trace.json", NULL);
+    g_autofree char *args = g_strdup_printf(
+        "--topology topologies/v100x64.xml --model tiny --layers 4 --tp-mode 1d --tp 1 --pp 4 "
+        "--gpus 4 --global-batch 64 --trace %s --trace-ranks all",
+        path);
+    SimparCliRun r = simpar_cli_run(args);
+    CU_ASSERT_EQUAL_FATAL(r.status, 0);
+    simpar_cli_run_clear(&r);
+    JsonArray *ev;
+    g_autoptr(JsonParser) p = test_trace_load(path, &ev);
+    /* the recvs by (receiver, sender, end) -> start */
+    g_autoptr(GHashTable) recvs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    guint sends = 0, matched = 0, waits = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (guint i = 0; i < json_array_get_length(ev); i++) {
+            JsonObject *e = json_array_get_object_element(ev, i);
+            const char *cat =
+                json_object_has_member(e, "cat") ? json_object_get_string_member(e, "cat") : "";
+            waits += pass == 0 && g_str_equal(cat, "wait");
+            gboolean send = g_str_equal(cat, "send"), recv = g_str_equal(cat, "recv");
+            if ((pass == 0 && !recv) || (pass == 1 && !send))
+                continue;
+            double ts = json_object_get_double_member(e, "ts");
+            double end = ts + json_object_get_double_member(e, "dur");
+            gint64 me = json_object_get_int_member(e, "pid") % 100000;
+            gint64 peer =
+                json_object_get_int_member(json_object_get_object_member(e, "args"), "peer");
+            g_autofree char *key = g_strdup_printf("%" G_GINT64_FORMAT ">%" G_GINT64_FORMAT "@%.3f",
+                                                   send ? me : peer, send ? peer : me, end);
+            if (recv) {
+                double *start = g_new(double, 1);
+                *start = ts;
+                g_hash_table_insert(recvs, g_steal_pointer(&key), start);
+                continue;
+            }
+            sends++;
+            const double *rts = g_hash_table_lookup(recvs, key);
+            matched += rts != NULL && fabs(*rts - ts) < 1e-3;
+        }
+    CU_ASSERT_TRUE(sends > 0 && waits > 0);
+    CU_ASSERT_EQUAL(matched, sends);
+    if (matched != sends)
+        printf("\n    %u of %u sends drawn over their recv's time", matched, sends);
+    g_remove(path);
+    g_rmdir(dir);
+}
+
 static CU_TestInfo cli_tests[] = {
+    {"a pipeline transfer is drawn as it ran at both ends, its wait apart",
+     test_predict_trace_transfers},
     {"a configuration over its GPU memory is predicted, the shortfall named", test_over_capacity},
     {"simpar-exec past the memory it may have: one error naming the bytes", test_exec_memory},
     {"a platform file replaced while a sweep runs: one error, no output", test_sweep_input_changed},
