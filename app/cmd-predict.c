@@ -21,6 +21,7 @@ typedef struct {
     SimparJobArgs job;
     gboolean json;
     char *topology, *trace, *trace_ranks_arg, *report_dir;
+    const char *command;      /* the command line, quoted (borrowed) */
     char *megatron_arg;       /* --megatron-args FILE */
     SimparMegatron *megatron; /* that file, read; or NULL */
     GArray *trace_ranks;      /* --trace-ranks (guint, ascending), or NULL: one rank per role */
@@ -359,6 +360,13 @@ predict_job(const SimparPlatform *platform, gpointer data, GString *out, GError 
     if (p->trace != NULL && (trace = simpar_trace_new(p->trace, error)) == NULL)
         return FALSE;
     pj.trace = trace;
+    if (trace != NULL) { /* the run's metadata: what made the trace */
+        simpar_trace_set_meta(trace, "simpar_version", SIMPAR_VERSION);
+        simpar_trace_set_meta(trace, "command", p->command);
+        simpar_trace_set_meta(trace, "platform", p->topology);
+        simpar_trace_set_meta(trace, "model", p->model.name);
+        simpar_trace_set_meta(trace, "backend", p->base.backend->name);
+    }
     if (!predict_modes(&pj, w->mode, error) || (trace != NULL && !simpar_trace_close(trace, error)))
         return FALSE;
     g_autofree char *json = simpar_report_to_json(report);
@@ -702,6 +710,7 @@ simpar_cmd_predict(int argc, char **argv, GError **error)
         g_autofree char *quoted = plain ? g_strdup(argv[i]) : g_shell_quote(argv[i]);
         g_string_append_printf(command, " %s", quoted);
     }
+    p.command = command->str;
     g_autoptr(GPtrArray) meg_argv = g_ptr_array_new();
     gboolean ok = predict_megatron(&p, &argc, &argv, meg_argv, error) &&
                   simpar_cli_parse(ctx, "simpar", &argc, &argv, error) &&

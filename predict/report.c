@@ -917,6 +917,26 @@ report_trace_p2p_wait(ReportTrace *rt, const SimparOp *op, guint i, guint layer,
     (void) op;
 }
 
+/* A flow arrow from a send's transfer to its recv's: each end is written by its own rank, with
+ * an id both compute (the mode, the sender's job rank, the layer, the send op). */
+static void
+report_trace_flow(ReportTrace *rt, const SimparOp *op, guint i, guint mode_index, guint layer,
+                  guint pid, double start)
+{
+    if (rt->p2p_peer == NULL || rt->p2p_peer[i] == G_MAXUINT || rt->who == NULL)
+        return;
+    gboolean send = op->kind == SIMPAR_OP_SEND;
+    gint64 me = rt->who->job_rank;
+    gint64 peer = rt->run_job == NULL
+                      ? op->u.p2p.peer
+                      : (gint64) rt->run_job[op->u.p2p.peer] +
+                            ((gint64) rt->who->job_rank - rt->run_job[rt->who->run_rank]);
+    char id[96];
+    g_snprintf(id, sizeof id, "%u.%" G_GINT64_FORMAT ".%u.%u", mode_index, send ? me : peer, layer,
+               send ? i : rt->p2p_peer[i]);
+    simpar_trace_flow(rt->t, send, id, pid, op->stream, start);
+}
+
 /* Whether a trace shows the op: one that takes time, or any communication. */
 static gboolean
 report_trace_shown(const SimparOp *op, const SimparSpan *sp)
@@ -1024,6 +1044,7 @@ simpar_report_trace(SimparTrace *t, guint mode_index, const char *mode, const Si
                     report_trace_p2p_wait(&rt, op, ops[i], l, pid, op->stream, &start,
                                           spans + l * n_ops);
                     report_trace_op(&rt, op, l, pid, op->stream, start, sp->end);
+                    report_trace_flow(&rt, op, ops[i], mode_index, l, pid, start);
                     idle[op->stream] = MAX(idle[op->stream], sp->end);
                 }
                 if (layers != NULL && op->kind == SIMPAR_OP_BLOCK)

@@ -11,6 +11,7 @@ struct _SimparTrace {
     GString *buf;
     GError *error; /* the first write that failed */
     guint64 n_events;
+    GPtrArray *meta; /* pairs: key, value (owned) */
 };
 
 SimparTrace *
@@ -22,6 +23,7 @@ simpar_trace_new(const char *path, GError **error)
     SimparTrace *t = g_new0(SimparTrace, 1);
     t->out = out;
     t->buf = g_string_sized_new(TRACE_FLUSH_BYTES + 4096);
+    t->meta = g_ptr_array_new_with_free_func(g_free);
     g_string_append(t->buf, "{\"traceEvents\":[\n");
     return t; /* (transfer full) */
 }
@@ -180,6 +182,33 @@ simpar_trace_event(SimparTrace *t, const char *name, const char *cat, gint64 pid
     trace_tail(t);
 }
 
+void
+simpar_trace_flow(SimparTrace *t, gboolean start, const char *id, gint64 pid, gint64 tid,
+                  double at_s)
+{
+    GString *b = t->buf;
+    trace_head(t, start ? "s" : "f", "transfer", pid, tid);
+    trace_key(b, "cat");
+    trace_string(b, "transfer");
+    trace_key(b, "id");
+    trace_string(b, id);
+    trace_key(b, "ts");
+    trace_us(b, at_s);
+    if (!start)
+        g_string_append(b, ",\"bp\":\"e\""); /* binds to the event that encloses it */
+    trace_tail(t);
+}
+
+void
+simpar_trace_set_meta(SimparTrace *t, const char *key, const char *value)
+{
+    for (guint i = 0; i < t->meta->len; i += 2)
+        if (g_str_equal(t->meta->pdata[i], key))
+            return;
+    g_ptr_array_add(t->meta, g_strdup(key));
+    g_ptr_array_add(t->meta, g_strdup(value != NULL ? value : ""));
+}
+
 guint64
 simpar_trace_n_events(const SimparTrace *t)
 {
@@ -189,7 +218,15 @@ simpar_trace_n_events(const SimparTrace *t)
 gboolean
 simpar_trace_close(SimparTrace *t, GError **error)
 {
-    g_string_append(t->buf, "\n],\"displayTimeUnit\":\"ms\"}\n");
+    g_string_append(t->buf, "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{");
+    for (guint i = 0; i < t->meta->len; i += 2) {
+        if (i > 0)
+            g_string_append_c(t->buf, ',');
+        trace_string(t->buf, t->meta->pdata[i]);
+        g_string_append_c(t->buf, ':');
+        trace_string(t->buf, t->meta->pdata[i + 1]);
+    }
+    g_string_append(t->buf, "}}\n");
     trace_flush(t);
     if (t->error != NULL) {
         g_propagate_error(error, g_steal_pointer(&t->error));
@@ -205,6 +242,7 @@ simpar_trace_free(SimparTrace *t)
         return;
     simpar_output_free(t->out); /* unclosed: PATH keeps what it held */
     g_string_free(t->buf, TRUE);
+    g_ptr_array_unref(t->meta);
     g_clear_error(&t->error);
     g_free(t);
 }

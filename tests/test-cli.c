@@ -822,12 +822,33 @@ test_predict_trace_transfers(void)
     CU_ASSERT_EQUAL(matched, sends);
     if (matched != sends)
         printf("\n    %u of %u sends drawn over their recv's time", matched, sends);
+    /* a flow arrow per transfer, its two ends sharing an id; the run's metadata */
+    g_autoptr(GHashTable) flows = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    guint starts = 0, ends = 0;
+    for (guint i = 0; i < json_array_get_length(ev); i++) {
+        JsonObject *e = json_array_get_object_element(ev, i);
+        const char *ph = json_object_get_string_member(e, "ph");
+        if (!g_str_equal(ph, "s") && !g_str_equal(ph, "f"))
+            continue;
+        starts += g_str_equal(ph, "s"), ends += g_str_equal(ph, "f");
+        const char *id = json_object_get_string_member(e, "id");
+        guint n = GPOINTER_TO_UINT(g_hash_table_lookup(flows, id));
+        g_hash_table_insert(flows, g_strdup(id), GUINT_TO_POINTER(n + 1));
+    }
+    CU_ASSERT_TRUE(starts == sends && ends == sends && g_hash_table_size(flows) == sends);
+    JsonObject *other =
+        json_object_get_object_member(json_node_get_object(json_parser_get_root(p)), "otherData");
+    CU_ASSERT_STRING_EQUAL(json_object_get_string_member(other, "platform"),
+                           "topologies/v100x64.xml");
+    CU_ASSERT_STRING_EQUAL(json_object_get_string_member(other, "model"), "tiny");
+    CU_ASSERT_PTR_NOT_NULL(strstr(json_object_get_string_member(other, "command"), "--pp 4"));
     g_remove(path);
     g_rmdir(dir);
 }
 
 static CU_TestInfo cli_tests[] = {
-    {"a pipeline transfer is drawn as it ran at both ends, its wait apart",
+    {"a pipeline transfer is drawn as it ran at both ends, its wait apart, a flow arrow joining "
+     "them; the trace names its run",
      test_predict_trace_transfers},
     {"a configuration over its GPU memory is predicted, the shortfall named", test_over_capacity},
     {"simpar-exec past the memory it may have: one error naming the bytes", test_exec_memory},
