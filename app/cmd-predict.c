@@ -630,21 +630,38 @@ static gboolean
 predict_megatron(Predict *p, int *argc, char ***argv, GPtrArray *keep, GError **error)
 {
     const char *path = NULL;
-    for (int i = 1; i < *argc && !g_str_equal((*argv)[i], "--"); i++) {
-        if (g_str_has_prefix((*argv)[i], "--megatron-args="))
+    int end = *argc; /* `--`: pretrain_gpt.py's arguments follow, as a launch line gives them */
+    for (int i = 1; i < *argc && end == *argc; i++) {
+        if (g_str_equal((*argv)[i], "--"))
+            end = i;
+        else if (g_str_has_prefix((*argv)[i], "--megatron-args="))
             path = (*argv)[i] + strlen("--megatron-args=");
         else if (g_str_equal((*argv)[i], "--megatron-args") && i + 1 < *argc)
             path = (*argv)[++i];
     }
-    if (path == NULL)
+    if (path != NULL && end < *argc)
+        return simpar_cli_usage(error,
+                                "--megatron-args %s and arguments after --: give the "
+                                "Megatron arguments one way",
+                                path);
+    if (path == NULL && end == *argc)
         return TRUE;
-    p->megatron = simpar_megatron_read(path, error);
+    if (path != NULL) {
+        p->megatron = simpar_megatron_read(path, error);
+    } else { /* each argument one word, as the shell gave it */
+        g_autoptr(GString) line = g_string_new(NULL);
+        for (int i = end + 1; i < *argc; i++) {
+            g_autofree char *q = g_shell_quote((*argv)[i]);
+            g_string_append_printf(line, "%s ", q);
+        }
+        p->megatron = simpar_megatron_parse(line->str, "the arguments after --", error);
+    }
     if (p->megatron == NULL)
         return FALSE;
     g_ptr_array_add(keep, (*argv)[0]);
     for (const char *const *a = simpar_megatron_argv(p->megatron); *a != NULL; a++)
         g_ptr_array_add(keep, (gpointer) *a);
-    for (int i = 1; i < *argc; i++)
+    for (int i = 1; i < end; i++)
         g_ptr_array_add(keep, (*argv)[i]);
     *argc = (int) keep->len;
     g_ptr_array_add(keep, NULL);

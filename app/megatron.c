@@ -156,8 +156,8 @@ meg_fail(SimparMegatron *meg, GError **error, const char *format, ...)
     va_start(ap, format);
     g_autofree char *msg = g_strdup_vprintf(format, ap);
     va_end(ap);
-    g_set_error(error, SIMPAR_MEGATRON_ERROR, SIMPAR_MEGATRON_ERROR_INVALID,
-                "--megatron-args %s: %s", meg->file, msg);
+    g_set_error(error, SIMPAR_MEGATRON_ERROR, SIMPAR_MEGATRON_ERROR_INVALID, "%s: %s", meg->file,
+                msg);
     return FALSE;
 }
 
@@ -829,7 +829,8 @@ simpar_megatron_read(const char *path, GError **error)
                     "--megatron-args %s: a NUL byte: not a launch line or shell script", path);
         return NULL;
     }
-    return simpar_megatron_parse(text, path, error); /* (transfer full) */
+    g_autofree char *name = g_strdup_printf("--megatron-args %s", path);
+    return simpar_megatron_parse(text, name, error); /* (transfer full) */
 }
 
 const char *const *
@@ -842,7 +843,7 @@ char *
 simpar_megatron_describe(const SimparMegatron *meg)
 {
     GString *s = g_string_new(NULL);
-    g_string_append_printf(s, "Megatron arguments from %s, as simpar's flags:\n   ", meg->file);
+    g_string_append_printf(s, "Megatron arguments (%s), as simpar's flags:\n   ", meg->file);
     for (guint i = 0; meg->argv->pdata[i] != NULL; i++)
         g_string_append_printf(s, " %s", (const char *) meg->argv->pdata[i]);
     g_string_append(s, "\n  used:\n");
@@ -878,7 +879,7 @@ void
 simpar_megatron_to_json(const SimparMegatron *meg, JsonBuilder *b)
 {
     json_builder_begin_object(b);
-    json_builder_set_member_name(b, "file");
+    json_builder_set_member_name(b, "source");
     json_builder_add_string_value(b, meg->file);
     json_builder_set_member_name(b, "simpar_args");
     json_builder_begin_array(b);

@@ -45,14 +45,14 @@ typedef struct _SimparMegatron SimparMegatron;
 /* Reads and translates the file at `path` (transfer full); NULL with an error naming the file,
  * the line and the flag. */
 SimparMegatron *simpar_megatron_read(const char *path, GError **error);
-/* The same from text; `name` names it in messages. */
+/* The same from text; `name` begins its messages ("--megatron-args FILE"). */
 SimparMegatron *simpar_megatron_parse(const char *text, const char *name, GError **error);
 void simpar_megatron_free(SimparMegatron *meg);
 /* The simpar flags ("--tp=8"), NULL-terminated (transfer none). */
 const char *const *simpar_megatron_argv(const SimparMegatron *meg);
 /* What was used and what was ignored, and why: lines for the text output (transfer full). */
 char *simpar_megatron_describe(const SimparMegatron *meg);
-/* The same as a JSON object: file, simpar_args, used [{megatron, simpar}], ignored [{flag,
+/* The same as a JSON object: source, simpar_args, used [{megatron, simpar}], ignored [{flag,
  * why}]. */
 void simpar_megatron_to_json(const SimparMegatron *meg, JsonBuilder *b);
 

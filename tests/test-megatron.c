@@ -40,7 +40,7 @@ static char *
 megatron_flags(const char *text)
 {
     g_autoptr(GError) error = NULL;
-    g_autoptr(SimparMegatron) meg = simpar_megatron_parse(text, "test.sh", &error);
+    g_autoptr(SimparMegatron) meg = simpar_megatron_parse(text, "--megatron-args test.sh", &error);
     if (meg == NULL) {
         printf("\n    refused: %s", error->message);
         return NULL;
@@ -53,7 +53,7 @@ static void
 megatron_refuses(const char *text, const char *want)
 {
     g_autoptr(GError) error = NULL;
-    g_autoptr(SimparMegatron) meg = simpar_megatron_parse(text, "test.sh", &error);
+    g_autoptr(SimparMegatron) meg = simpar_megatron_parse(text, "--megatron-args test.sh", &error);
     gboolean ok = meg == NULL && error != NULL && strstr(error->message, want) != NULL &&
                   strstr(error->message, "--megatron-args test.sh: ") == error->message;
     if (!ok)
@@ -128,6 +128,30 @@ test_aliases(void)
                   "--untie-embeddings-and-output-weights --global-batch-size 128 --attention "
                   "flash",
                   "ignored (36)");
+}
+
+/* pretrain_gpt.py's arguments after `--`, one word each: the same job as the script's */
+static void
+test_after_dashes(void)
+{
+    const char *common = "--backend formula --json --jobs 1";
+    g_autofree char *a =
+        g_strdup_printf("--megatron-args tests/data/megatron-gpt3-175b.sh --topology %s %s",
+                        megatron_a100x128, common);
+    g_autofree char *b = g_strdup_printf(
+        "--topology %s %s -- --num-layers 96 --hidden-size 12288 --num-attention-heads 96 "
+        "--seq-length 2048 --micro-batch-size 1 --global-batch-size 1536 --fp16 --lr 6.0e-5 "
+        "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 16 --vocab-size 50257",
+        megatron_a100x128, common);
+    SimparCliRun ra = simpar_cli_run(a), rb = simpar_cli_run(b);
+    CU_ASSERT_TRUE(ra.status == 0 && rb.status == 0 && g_str_equal(ra.out, rb.out));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rb.err, "Megatron arguments (the arguments after --)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rb.err, "--lr: a training hyper-parameter"));
+    simpar_cli_run_clear(&ra);
+    simpar_cli_run_clear(&rb);
+    CU_ASSERT_TRUE(simpar_cli_refused("--megatron-args tests/data/megatron-gpt3-175b.sh --topology "
+                                      "topologies/v100x64.xml -- --num-layers 2",
+                                      2, "give the Megatron arguments one way"));
 }
 
 static void
@@ -247,6 +271,7 @@ static CU_TestInfo megatron_tests[] = {
     {"Megatron's GPT-3 175B and Llama 3 70B scripts predict what simpar's flags predict",
      test_examples},
     {"Megatron's flag names on simpar's command line mean simpar's flags", test_aliases},
+    {"pretrain_gpt.py's arguments after -- are read as the script's", test_after_dashes},
     {"the command line's flags win over the file's", test_command_line_wins},
     {"scripts are cut into words as a shell would, variables substituted, never run",
      test_shell_words},
