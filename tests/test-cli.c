@@ -7,6 +7,7 @@
 #include "cli-run.h"
 #include "cli.h"
 #include "simpar-test.h"
+#include <gio/gio.h>
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <math.h>
@@ -846,7 +847,54 @@ test_predict_trace_transfers(void)
     g_rmdir(dir);
 }
 
+/* --trace T.json.gz: the same trace, gzip'ed (Perfetto reads it so), every run the same bytes;
+ * simpar plot timeline reads it as it is. */
+static void
+test_predict_trace_gzip(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("simpar-cli-XXXXXX", NULL);
+    const char *names[] = {"t.json", "t.json.gz", "t.json.gz"}; /* the last: run again */
+    char *text[3] = {NULL, NULL, NULL};
+    gsize len[3] = {0, 0, 0};
+    for (guint i = 0; i < 3; i++) {
+        g_autofree char *path = g_build_filename(dir, names[i], NULL);
+        g_autofree char *args = g_strdup_printf(
+            "--topology topologies/v100x64.xml --model tiny --layers 4 --tp-mode 1d --tp 1 --pp 4 "
+            "--gpus 4 --global-batch 64 --trace %s",
+            path);
+        SimparCliRun r = simpar_cli_run(args);
+        CU_ASSERT_EQUAL(r.status, 0);
+        simpar_cli_run_clear(&r);
+        CU_ASSERT_TRUE(g_file_get_contents(path, &text[i], &len[i], NULL));
+    }
+    /* gzip'ed: inflated, the plain trace but for the command in its metadata */
+    g_autoptr(GInputStream) raw =
+        g_memory_input_stream_new_from_data(text[1], (gssize) len[1], NULL);
+    g_autoptr(GConverter) z = G_CONVERTER(g_zlib_decompressor_new(G_ZLIB_COMPRESSOR_FORMAT_GZIP));
+    g_autoptr(GInputStream) in = g_converter_input_stream_new(raw, z);
+    g_autoptr(GOutputStream) mem = g_memory_output_stream_new_resizable();
+    CU_ASSERT_TRUE(
+        g_output_stream_splice(mem, in, G_OUTPUT_STREAM_SPLICE_CLOSE_TARGET, NULL, NULL) > 0);
+    gsize n = g_memory_output_stream_get_data_size(G_MEMORY_OUTPUT_STREAM(mem));
+    const char *inflated = g_memory_output_stream_get_data(G_MEMORY_OUTPUT_STREAM(mem));
+    const char *cut = strstr(text[0], "\"command\"");
+    CU_ASSERT_TRUE(len[1] < len[0] / 4 && cut != NULL && n > (gsize) (cut - text[0]) &&
+                   memcmp(inflated, text[0], (gsize) (cut - text[0])) == 0);
+    /* the same bytes from run to run */
+    CU_ASSERT_TRUE(len[1] == len[2] && memcmp(text[1], text[2], len[1]) == 0);
+    g_autofree char *gz = g_build_filename(dir, "t.json.gz", NULL);
+    g_autofree char *png = g_build_filename(dir, "t.png", NULL);
+    g_autofree char *plot = g_strdup_printf("plot timeline %s -o %s", gz, png);
+    SimparCliRun r = simpar_cli_run(plot);
+    CU_ASSERT_EQUAL(r.status, 0);
+    simpar_cli_run_clear(&r);
+    for (guint i = 0; i < 3; i++)
+        g_free(text[i]);
+    simpar_test_tmpdir_remove(g_steal_pointer(&dir));
+}
+
 static CU_TestInfo cli_tests[] = {
+    {"--trace T.json.gz writes the trace gzip'ed; plot timeline reads it", test_predict_trace_gzip},
     {"a pipeline transfer is drawn as it ran at both ends, its wait apart, a flow arrow joining "
      "them; the trace names its run",
      test_predict_trace_transfers},
