@@ -88,6 +88,12 @@ def main():
     measured = os.path.join(work, "run.json")
     run("--executor", "host", "--run", "layer", "--model", "tiny", "--tp-mode", "1d", "--tp",
         "2", "-o", measured, binary=EXEC)
+    with open(measured) as f:
+        check("simpar-exec --run layer -o", json.load(f), "run")
+    bench = os.path.join(work, "bench.json")
+    run("--executor", "host", "--bench", "gemm", "--quick", "-o", bench, binary=EXEC)
+    with open(bench) as f:
+        check("simpar-exec --bench gemm -o", json.load(f), "bench")
     v = json.loads(run("validate", "--measured", measured, "--topology", "topologies/host.xml",
                        "--json"))
     check("validate --json", v, "validation")
