@@ -257,6 +257,13 @@ memory_logits(const SimparModel *model, const SimparTrain *train, const SimparMe
     return train->schedule == SIMPAR_PIPE_LOCAL ? sb * W / T * ds : 0;
 }
 
+double
+simpar_memory_layer_activations(const SimparModel *model, const SimparPlan *plan,
+                                SimparAttentionImpl attn)
+{
+    return memory_layer_activations(model, plan, attn, plan->recompute);
+}
+
 void
 simpar_memory_step(const SimparModel *model, const SimparTrain *train, guint stage,
                    double transient_B, SimparAttentionImpl attn, SimparMemory *out)

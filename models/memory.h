@@ -58,6 +58,11 @@ void simpar_memory_estimate(const SimparModel *model, const SimparPlan *plan,
  * must divide). `transient_B` is one layer's working buffers (the caller's schedule). */
 void simpar_memory_step(const SimparModel *model, const SimparTrain *train, guint stage,
                         double transient_B, SimparAttentionImpl attn, SimparMemory *out);
+/* One layer's stored activations per GPU and micro-batch under plan->recompute: what a layer's
+ * forward keeps for its backward (a step's activations_B is this times the layers and
+ * micro-batches held). */
+double simpar_memory_layer_activations(const SimparModel *model, const SimparPlan *plan,
+                                       SimparAttentionImpl attn);
 /* The stage with the largest total (the first of equals) and its figures. */
 void simpar_memory_step_peak(const SimparModel *model, const SimparTrain *train, double transient_B,
                              SimparAttentionImpl attn, SimparMemory *out, guint *stage);

@@ -937,6 +937,19 @@ report_trace_flow(ReportTrace *rt, const SimparOp *op, guint i, guint mode_index
     simpar_trace_flow(rt->t, send, id, pid, op->stream, start);
 }
 
+/* The rank's memory after block `op` ends: a forward layer block keeps its layers' activations,
+ * a backward one frees them. */
+static void
+report_trace_memory(SimparTrace *t, const SimparTraceRank *who, const SimparOp *op, guint pid,
+                    double end, double *held)
+{
+    gboolean fwd = g_str_equal(op->u.block.key, "layer.fwd");
+    if (who->states_B <= 0 || (!fwd && !g_str_equal(op->u.block.key, "layer.bwd")))
+        return;
+    *held += (fwd ? 1 : -1) * (double) op->u.block.count * who->layer_activations_B;
+    simpar_trace_counter(t, "memory", pid, end, "GiB", (who->states_B + MAX(*held, 0)) / GIB);
+}
+
 /* Whether a trace shows the op: one that takes time, or any communication. */
 static gboolean
 report_trace_shown(const SimparOp *op, const SimparSpan *sp)
@@ -1031,6 +1044,9 @@ simpar_report_trace(SimparTrace *t, guint mode_index, const char *mode, const Si
         }
         guint n;
         const guint *ops = simpar_schedule_rank_ops(s, who->run_rank, &n);
+        double held = 0; /* the layer activations the rank holds */
+        if (who->states_B > 0)
+            simpar_trace_counter(t, "memory", pid, 0, "GiB", who->states_B / GIB);
         for (guint l = 0; l < run->n_layers; l++) {
             for (guint st = 0; st < n_streams; st++)
                 idle[st] = 0;
@@ -1049,6 +1065,8 @@ simpar_report_trace(SimparTrace *t, guint mode_index, const char *mode, const Si
                 }
                 if (layers != NULL && op->kind == SIMPAR_OP_BLOCK)
                     report_trace_layers(&lt, layers, op, who->layer_rank, pid, sp);
+                if (op->kind == SIMPAR_OP_BLOCK)
+                    report_trace_memory(t, who, op, pid, sp->end, &held);
             }
         }
     }

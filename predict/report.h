@@ -116,6 +116,10 @@ typedef struct {
  * blocks are the ops of rank `layer_rank` of the layer. */
 typedef struct {
     guint run_rank, job_rank, gpu, layer_rank;
+    /* the memory counter: the rank's weights, gradients and optimizer states, and one layer's
+     * stored activations per micro-batch (each forward layer block adds them, each backward
+     * one frees them); 0, 0: no counter */
+    double states_B, layer_activations_B;
 } SimparTraceRank;
 
 /* Chrome trace events of one run for `ranks`; mode_index keeps the modes' process ids apart
@@ -128,6 +132,9 @@ typedef struct {
  * ended last (or the op itself: it waited for its peers). With `layers` (or NULL), every
  * "layer.fwd" / "layer.bwd" block of count c also as the ops of its c layers, on the layer's
  * streams (thread ids from 100, "layer <stream>"), args.layer the layer's index in the block.
+ * A counter track "memory" per rank (args.GiB) where the rank gives its states: its weights,
+ * gradients and optimizer states plus the layer activations it holds, rising at each forward
+ * layer block's end and falling at each backward one's.
  * Inside the platform's actor (the algorithms' closed forms read the routes). */
 void simpar_report_trace(SimparTrace *t, guint mode_index, const char *mode, const SimparRun *run,
                          const SimparSpan *spans, const SimparTraceRank *ranks, guint n_ranks,

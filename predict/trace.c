@@ -231,6 +231,23 @@ simpar_trace_flow(SimparTrace *t, gboolean start, const char *id, gint64 pid, gi
 }
 
 void
+simpar_trace_counter(SimparTrace *t, const char *name, gint64 pid, double at_s, const char *key,
+                     double value)
+{
+    GString *b = t->buf;
+    trace_head(t, "C", name, pid, 0);
+    trace_key(b, "ts");
+    trace_us(b, at_s);
+    g_string_append(b, ",\"args\":{");
+    trace_string(b, key);
+    g_string_append_c(b, ':');
+    char num[G_ASCII_DTOSTR_BUF_SIZE];
+    g_string_append(b, g_ascii_formatd(num, sizeof num, "%.9g", isfinite(value) ? value : 0));
+    g_string_append_c(b, '}');
+    trace_tail(t);
+}
+
+void
 simpar_trace_set_meta(SimparTrace *t, const char *key, const char *value)
 {
     for (guint i = 0; i < t->meta->len; i += 2)

@@ -45,6 +45,10 @@ void simpar_trace_event(SimparTrace *t, const char *name, const char *cat, gint6
  * same `id`. */
 void simpar_trace_flow(SimparTrace *t, gboolean start, const char *id, gint64 pid, gint64 tid,
                        double at_s);
+/* A counter track's value `value` from at_s on (Perfetto draws it as a track of the process):
+ * one per `name` and pid. */
+void simpar_trace_counter(SimparTrace *t, const char *name, gint64 pid, double at_s,
+                          const char *key, double value);
 /* A key of the run's metadata ("otherData": simpar's version, the command, platform, model),
  * written when the trace closes; a key given again keeps its first value. */
 void simpar_trace_set_meta(SimparTrace *t, const char *key, const char *value);

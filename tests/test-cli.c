@@ -783,10 +783,14 @@ test_predict_trace_transfers(void)
     g_autofree char *path = g_build_filename(dir, "trace.json", NULL);
     g_autofree char *args = g_strdup_printf(
         "--topology topologies/v100x64.xml --model tiny --layers 4 --tp-mode 1d --tp 1 --pp 4 "
-        "--gpus 4 --global-batch 64 --trace %s --trace-ranks all",
+        "--gpus 4 --global-batch 64 --trace %s --trace-ranks all --json",
         path);
     SimparCliRun r = simpar_cli_run(args);
     CU_ASSERT_EQUAL_FATAL(r.status, 0);
+    g_autoptr(JsonParser) out = json_parser_new();
+    CU_ASSERT_TRUE_FATAL(json_parser_load_from_data(out, r.out, -1, NULL));
+    JsonObject *mem = json_object_get_object_member(
+        json_array_get_object_element(json_node_get_array(json_parser_get_root(out)), 0), "memory");
     simpar_cli_run_clear(&r);
     JsonArray *ev;
     g_autoptr(JsonParser) p = test_trace_load(path, &ev);
@@ -843,6 +847,21 @@ test_predict_trace_transfers(void)
                            "topologies/v100x64.xml");
     CU_ASSERT_STRING_EQUAL(json_object_get_string_member(other, "model"), "tiny");
     CU_ASSERT_PTR_NOT_NULL(strstr(json_object_get_string_member(other, "command"), "--pp 4"));
+    /* the memory counter of the peak stage (rank = stage here) peaks at its states and the
+     * activations the table says it holds */
+    gint64 peak = json_object_get_int_member(mem, "peak_stage");
+    double top = 0, want = json_object_get_double_member(mem, "states_gib") +
+                           json_object_get_double_member(mem, "activations_gib");
+    for (guint i = 0; i < json_array_get_length(ev); i++) {
+        JsonObject *e = json_array_get_object_element(ev, i);
+        if (g_str_equal(json_object_get_string_member(e, "ph"), "C") &&
+            json_object_get_int_member(e, "pid") == peak)
+            top = MAX(top, json_object_get_double_member(json_object_get_object_member(e, "args"),
+                                                         "GiB"));
+    }
+    CU_ASSERT_DOUBLE_EQUAL(top, want, 1e-6 * want);
+    if (fabs(top - want) > 1e-6 * want)
+        printf("\n    memory counter peaks at %.9g GiB, the table says %.9g", top, want);
     g_remove(path);
     g_rmdir(dir);
 }
@@ -896,7 +915,7 @@ test_predict_trace_gzip(void)
 static CU_TestInfo cli_tests[] = {
     {"--trace T.json.gz writes the trace gzip'ed; plot timeline reads it", test_predict_trace_gzip},
     {"a pipeline transfer is drawn as it ran at both ends, its wait apart, a flow arrow joining "
-     "them; the trace names its run",
+     "them; the trace names its run; its memory counter peaks at the table's memory",
      test_predict_trace_transfers},
     {"a configuration over its GPU memory is predicted, the shortfall named", test_over_capacity},
     {"simpar-exec past the memory it may have: one error naming the bytes", test_exec_memory},
