@@ -536,11 +536,21 @@ nccl_print(const SimparPlatform *p, NcclFit *f, GString *out)
                            f->points, 100 * f->rms, 100 * f->rms_before, 100 * f->max_err);
 }
 
+void
+simpar_calibration_json_head(JsonBuilder *b)
+{
+    json_builder_set_member_name(b, "format");
+    json_builder_add_string_value(b, "simpar-calibration");
+    json_builder_set_member_name(b, "version");
+    json_builder_add_int_value(b, 1);
+}
+
 static gboolean
 nccl_write(const NcclFit *f, GError **error)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
     json_builder_begin_object(b);
+    simpar_calibration_json_head(b);
     for (guint j = 0; j < N_F; j++)
         if (f->free[j]) {
             if (!simpar_calibration_figure_check(nccl_figure_keys[j], f->fit[j], error))

@@ -617,6 +617,7 @@ calibrate_write(const Calibrate *c, const CalibrateFigure *f, guint n, GError **
         return FALSE;
     g_autoptr(JsonBuilder) b = json_builder_new();
     json_builder_begin_object(b);
+    simpar_calibration_json_head(b);
     for (guint i = 0; i < n; i++)
         calibrate_member(b, f[i].key, f[i].value);
     if (c->tables_mode)

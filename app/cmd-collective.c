@@ -9,6 +9,7 @@
 #include "platform.h"
 #include "predict-config.h"
 #include "report.h"
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -315,20 +316,41 @@ collective_run_size(const Collective *c, const SimparPlatform *platform, guint n
     row->busbw = row->algbw * simpar_coll_busbw_factor(c->kind, n);
 }
 
+/* Every JSON row says "format": "simpar-collective" and this "version" (docs/schemas/). */
+#define COLLECTIVE_JSON_VERSION 1
+
+/* A row's format, version and what ran: the operation on how many GPUs, its bytes and elements
+ * (integers). */
 static void
-collective_json(GString *out, const CollectiveRow *rows, guint n)
+collective_json_head(JsonBuilder *b, const Collective *c, const CollectiveRow *row)
+{
+    json_builder_set_member_name(b, "format");
+    json_builder_add_string_value(b, "simpar-collective");
+    json_builder_set_member_name(b, "version");
+    json_builder_add_int_value(b, COLLECTIVE_JSON_VERSION);
+    json_builder_set_member_name(b, "op");
+    json_builder_add_string_value(b, c->op_name);
+    json_builder_set_member_name(b, "gpus");
+    json_builder_add_int_value(b, c->gpus);
+    json_builder_set_member_name(b, "bytes");
+    json_builder_add_int_value(b, (gint64) llround(row->bytes));
+    json_builder_set_member_name(b, "count");
+    json_builder_add_int_value(b, (gint64) llround(row->count));
+}
+
+static void
+collective_json(GString *out, const Collective *c, const CollectiveRow *rows, guint n)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
     json_builder_begin_array(b);
     for (guint i = 0; i < n; i++) {
         json_builder_begin_object(b);
+        collective_json_head(b, c, &rows[i]);
 
         const struct {
             const char *key;
             double v;
-        } f[] = {{"bytes", rows[i].bytes},
-                 {"count", rows[i].count},
-                 {"time_s", rows[i].time_s},
+        } f[] = {{"time_s", rows[i].time_s},
                  {"algbw_GBps", rows[i].algbw},
                  {"busbw_GBps", rows[i].busbw}};
 
@@ -428,7 +450,7 @@ collective_job(const SimparPlatform *platform, gpointer data, GString *out, GErr
         g_array_append_val(rows, row);
     }
     if (c->json) {
-        collective_json(out, (const CollectiveRow *) rows->data, rows->len);
+        collective_json(out, c, (const CollectiveRow *) rows->data, rows->len);
         return TRUE;
     }
     if (c->nccl_tests)

@@ -8,6 +8,7 @@
  */
 #include "cli.h"
 #include "generators.h"
+#include "megatron.h"
 #include "pipeline.h"
 #include "plot.h"
 #include "predict-config.h"
@@ -20,7 +21,10 @@ typedef struct {
     SimparJobArgs job;
     gboolean json;
     char *topology, *trace, *trace_ranks_arg, *report_dir;
-    GArray *trace_ranks; /* --trace-ranks (guint, ascending), or NULL: one rank per role */
+    const char *command;      /* the command line, quoted (borrowed) */
+    char *megatron_arg;       /* --megatron-args FILE */
+    SimparMegatron *megatron; /* that file, read; or NULL */
+    GArray *trace_ranks;      /* --trace-ranks (guint, ascending), or NULL: one rank per role */
     SimparPredictArgs opts;
     gint64 gpus, jobs_arg;
     guint jobs; /* worker processes (modes simulated in parallel) */
@@ -35,6 +39,8 @@ predict_clear(Predict *p)
 {
     simpar_job_args_clear(&p->job);
     g_free(p->topology), g_free(p->trace), g_free(p->trace_ranks_arg), g_free(p->report_dir);
+    g_free(p->megatron_arg);
+    g_clear_pointer(&p->megatron, simpar_megatron_free);
     if (p->trace_ranks != NULL)
         g_array_free(p->trace_ranks, TRUE);
     simpar_predict_args_clear(&p->opts);
@@ -233,12 +239,38 @@ predict_skip(PredictJob *pj, const char *mode, const char *grid, const SimparMem
     return TRUE;
 }
 
+/* --tp without --dp: data parallelism is the GPUs over T x C x P, as Megatron-LM derives it
+ * (without --tp, T is the GPUs over C x P x D, D default 1). */
+static gboolean
+predict_derive_dp(const Predict *p, guint gpus, SimparTrain *train, GError **error)
+{
+    if (p->job.dp != SIMPAR_JOB_UNSET || p->job.tp == SIMPAR_JOB_UNSET)
+        return TRUE;
+    gint64 cp = MAX(p->job.cp, 1), model = p->job.tp * cp * train->pp;
+    if (model > gpus || gpus % model != 0) {
+        g_autofree char *c =
+            cp > 1 ? g_strdup_printf(" x --cp %" G_GINT64_FORMAT, cp) : g_strdup("");
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "--tp %" G_GINT64_FORMAT "%s x %s %" G_GINT64_FORMAT " = %" G_GINT64_FORMAT
+                    " GPUs does not divide the %u used (--gpus or the platform): without --dp, "
+                    "data parallelism is the GPUs over that product; give --gpus a multiple of "
+                    "it, or --dp",
+                    p->job.tp, c, train->schedule == SIMPAR_PIPE_LOCAL ? "--local-chunks" : "--pp",
+                    train->pp, model, gpus);
+        return FALSE;
+    }
+    train->dp = gpus / model;
+    return TRUE;
+}
+
 static gboolean
 predict_mode(PredictJob *pj, guint index, const char *mode, GError **error)
 {
     Predict *p = pj->p;
     g_autoptr(GError) why = NULL;
     SimparTrain train = p->train;
+    if (!predict_derive_dp(p, pj->gpus, &train, error))
+        return FALSE;
     gint64 outer = train.pp * train.dp * MAX(p->job.cp, 1);
     gint64 tp = p->job.tp != G_MININT64 ? p->job.tp : (gint64) pj->gpus / MAX(outer, 1);
     if (tp < 1) { /* the default --tp: no GPU left for a tensor-parallel group */
@@ -346,6 +378,13 @@ predict_job(const SimparPlatform *platform, gpointer data, GString *out, GError 
     if (p->trace != NULL && (trace = simpar_trace_new(p->trace, error)) == NULL)
         return FALSE;
     pj.trace = trace;
+    if (trace != NULL) { /* the run's metadata: what made the trace */
+        simpar_trace_set_meta(trace, "simpar_version", SIMPAR_VERSION);
+        simpar_trace_set_meta(trace, "command", p->command);
+        simpar_trace_set_meta(trace, "platform", p->topology);
+        simpar_trace_set_meta(trace, "model", p->model.name);
+        simpar_trace_set_meta(trace, "backend", p->base.backend->name);
+    }
     if (!predict_modes(&pj, w->mode, error) || (trace != NULL && !simpar_trace_close(trace, error)))
         return FALSE;
     g_autofree char *json = simpar_report_to_json(report);
@@ -398,6 +437,11 @@ predict_print(const Predict *p, const SimparReport *report, GError **error)
         return FALSE;
     }
     g_autofree char *text = p->json ? simpar_report_to_json(report) : simpar_report_to_text(report);
+    g_autofree char *meg = p->megatron != NULL ? simpar_megatron_describe(p->megatron) : NULL;
+    if (meg != NULL && !p->json)
+        printf("%s\n", meg);
+    else if (meg != NULL) /* the JSON stays one document */
+        fprintf(stderr, "%s", meg);
     printf("%s\n", text);
     return TRUE;
 }
@@ -508,6 +552,7 @@ predict_distinct(const Predict *p, GError **error)
         {"--topology", p->topology, FALSE},
         {"--calibration", p->opts.calibration, FALSE},
         {"--model", model, FALSE},
+        {"--megatron-args", p->megatron_arg, FALSE},
         {"--trace", p->report_dir == NULL ? p->trace : NULL, TRUE}, /* else the report's */
     };
     g_array_append_vals(names, fixed, G_N_ELEMENTS(fixed));
@@ -596,6 +641,52 @@ predict_report_write(const Predict *p, const SimparReport *report, const char *c
     return predict_report_file(dir, "README.md", readme, error);
 }
 
+/* --megatron-args FILE, read before the options are parsed: its flags go into the vector first,
+ * so that the command line's own flags, parsed after them, win. *argv becomes `keep`'s vector
+ * (the strings stay borrowed). */
+static gboolean
+predict_megatron(Predict *p, int *argc, char ***argv, GPtrArray *keep, GError **error)
+{
+    const char *path = NULL;
+    int end = *argc; /* `--`: pretrain_gpt.py's arguments follow, as a launch line gives them */
+    for (int i = 1; i < *argc && end == *argc; i++) {
+        if (g_str_equal((*argv)[i], "--"))
+            end = i;
+        else if (g_str_has_prefix((*argv)[i], "--megatron-args="))
+            path = (*argv)[i] + strlen("--megatron-args=");
+        else if (g_str_equal((*argv)[i], "--megatron-args") && i + 1 < *argc)
+            path = (*argv)[++i];
+    }
+    if (path != NULL && end < *argc)
+        return simpar_cli_usage(error,
+                                "--megatron-args %s and arguments after --: give the "
+                                "Megatron arguments one way",
+                                path);
+    if (path == NULL && end == *argc)
+        return TRUE;
+    if (path != NULL) {
+        p->megatron = simpar_megatron_read(path, error);
+    } else { /* each argument one word, as the shell gave it */
+        g_autoptr(GString) line = g_string_new(NULL);
+        for (int i = end + 1; i < *argc; i++) {
+            g_autofree char *q = g_shell_quote((*argv)[i]);
+            g_string_append_printf(line, "%s ", q);
+        }
+        p->megatron = simpar_megatron_parse(line->str, "the arguments after --", error);
+    }
+    if (p->megatron == NULL)
+        return FALSE;
+    g_ptr_array_add(keep, (*argv)[0]);
+    for (const char *const *a = simpar_megatron_argv(p->megatron); *a != NULL; a++)
+        g_ptr_array_add(keep, (gpointer) *a);
+    for (int i = 1; i < end; i++)
+        g_ptr_array_add(keep, (*argv)[i]);
+    *argc = (int) keep->len;
+    g_ptr_array_add(keep, NULL);
+    *argv = (char **) keep->pdata;
+    return TRUE;
+}
+
 static const char predict_summary[] =
     "Predicts the time of one whole optimizer step (embedding, every layer forward and\n"
     "backward over every micro-batch, loss, pipeline, data-parallel reductions, Adam) of each\n"
@@ -629,6 +720,10 @@ simpar_cmd_predict(int argc, char **argv, GError **error)
          "LIST"},
         {"report", 0, 0, G_OPTION_ARG_FILENAME, &p.report_dir,
          "Write the table, the JSON, the Chrome trace, the plots and a README into DIR", "DIR"},
+        {"megatron-args", 0, 0, G_OPTION_ARG_FILENAME, &p.megatron_arg,
+         "Predict the job of a Megatron-LM launch line or script (pretrain_gpt.py's arguments; "
+         "read, never run), with Megatron's defaults; the command line's flags win",
+         "FILE"},
         G_OPTION_ENTRY_NULL,
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("- plan transformer training");
@@ -641,6 +736,7 @@ simpar_cmd_predict(int argc, char **argv, GError **error)
                  "(analytic figures without a step replay)");
     g_option_context_add_main_entries(ctx, opts, NULL);
     simpar_job_add_options(ctx, &p.job, SIMPAR_JOB_OPTIONS_ALL);
+    g_option_context_add_group(ctx, simpar_megatron_aliases(&p.job));
     g_autoptr(GString) command = g_string_new("simpar"); /* for the report's README */
     for (int i = 1; i < argc; i++) {
         gboolean plain = argv[i][0] != '\0';
@@ -649,7 +745,10 @@ simpar_cmd_predict(int argc, char **argv, GError **error)
         g_autofree char *quoted = plain ? g_strdup(argv[i]) : g_shell_quote(argv[i]);
         g_string_append_printf(command, " %s", quoted);
     }
-    gboolean ok = simpar_cli_parse(ctx, "simpar", &argc, &argv, error) &&
+    p.command = command->str;
+    g_autoptr(GPtrArray) meg_argv = g_ptr_array_new();
+    gboolean ok = predict_megatron(&p, &argc, &argv, meg_argv, error) &&
+                  simpar_cli_parse(ctx, "simpar", &argc, &argv, error) &&
                   predict_resolve(&p, error) && predict_precheck(&p, error) &&
                   predict_report_prepare(&p, error) && predict_distinct(&p, error);
     g_autoptr(SimparReport) report = ok ? predict_report_new(&p) : NULL;

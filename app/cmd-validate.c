@@ -27,6 +27,7 @@
 
 typedef struct {
     char *measured, *topology, *calibration, *backend_name, *plot, *trace, *kernels_name;
+    char *published; /* --published SET, or NULL */
     gboolean json;
     SimparKernelSet kernels;
     const SimparBackend *backend;
@@ -41,7 +42,7 @@ static void
 validate_clear(Validate *v)
 {
     g_free(v->measured), g_free(v->topology), g_free(v->calibration), g_free(v->backend_name);
-    g_free(v->plot), g_free(v->trace), g_free(v->kernels_name);
+    g_free(v->plot), g_free(v->trace), g_free(v->kernels_name), g_free(v->published);
     g_clear_pointer(&v->run, simpar_measured_run_free);
     g_clear_pointer(&v->sched, simpar_schedule_free);
 }
@@ -55,6 +56,25 @@ validate_plot_check(Validate *v, GError **error)
         return TRUE;
     g_prefix_error(error, "--plot ");
     return FALSE;
+}
+
+/* --published SET: nothing of a measured run applies. */
+static gboolean
+validate_published(const Validate *v, GString *out, GError **error)
+{
+    if (v->measured != NULL || v->topology != NULL || v->calibration != NULL ||
+        v->kernels_name != NULL || v->plot != NULL || v->trace != NULL)
+        return simpar_cli_usage(error,
+                                "--published %s runs the published jobs on platforms of "
+                                "their own: drop --measured, --topology, --calibration, "
+                                "--kernels, --plot and --trace",
+                                v->published);
+    if (!simpar_validate_published(v->published,
+                                   v->backend_name != NULL ? v->backend_name : "formula", v->json,
+                                   out, error))
+        return FALSE;
+    fputs(out->str, stdout);
+    return TRUE;
 }
 
 /* Options, then the run and its schedule: everything that needs no platform. */
@@ -314,6 +334,10 @@ validate_result(ValidateJob *vj, const SimparSpan *predicted)
     const SimparSpan *measured = v->run->spans;
     g_autoptr(JsonBuilder) b = json_builder_new();
     json_builder_begin_object(b);
+    json_builder_set_member_name(b, "format");
+    json_builder_add_string_value(b, "simpar-validation");
+    json_builder_set_member_name(b, "version");
+    json_builder_add_int_value(b, 1);
     g_autofree char *gpus = g_strdup_printf("0-%u", simpar_schedule_n_ranks(v->sched) - 1);
     validate_json_header(b, vj, gpus);
     SimparReportRow mrow, prow;
@@ -377,7 +401,7 @@ validate_trace(const ValidateJob *vj, const SimparSpan *predicted, GError **erro
     guint n = simpar_schedule_n_ranks(vj->run.sched);
     g_autofree SimparTraceRank *ranks = g_new(SimparTraceRank, n);
     for (guint r = 0; r < n; r++)
-        ranks[r] = (SimparTraceRank){r, r, vj->run.gpus[r], r};
+        ranks[r] = (SimparTraceRank){r, r, vj->run.gpus[r], r, 0, 0}; /* no memory counter */
     simpar_report_trace(t, 0, "measured", &vj->run, vj->v->run->spans, ranks, n, NULL, NULL);
     simpar_report_trace(t, 1, "predicted", &vj->run, predicted, ranks, n, NULL, NULL);
     return simpar_trace_close(t, error);
@@ -516,16 +540,26 @@ simpar_cmd_validate(int argc, char **argv, GError **error)
          "Plot predicted against measured per class with gnuplot (.png or .svg)", "FILE"},
         {"trace", 0, 0, G_OPTION_ARG_FILENAME, &v.trace,
          "Write a Chrome trace with the measured and the predicted spans", "FILE"},
+        {"published", 0, 0, G_OPTION_ARG_STRING, &v.published,
+         "Instead of a measured run: every case of a published table of whole steps "
+         "(korthikanti: arXiv 2205.05198) predicted against its published time; --backend "
+         "default formula",
+         "SET"},
         G_OPTION_ENTRY_NULL,
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("- a measured run against its prediction");
     g_option_context_set_summary(ctx, validate_summary);
     g_option_context_add_main_entries(ctx, entries, NULL);
     g_autoptr(GString) out = g_string_new(NULL);
-    gboolean ok = simpar_cli_parse(ctx, "simpar validate", &argc, &argv, error) &&
-                  validate_resolve(&v, error) &&
-                  simpar_platform_run(v.topology, validate_job, &v, out, error) &&
-                  validate_print(&v, out->str, error);
+    gboolean ok = simpar_cli_parse(ctx, "simpar validate", &argc, &argv, error);
+    if (ok && v.published != NULL) {
+        ok = validate_published(&v, out, error);
+        validate_clear(&v);
+        return ok;
+    }
+    ok = ok && validate_resolve(&v, error) &&
+         simpar_platform_run(v.topology, validate_job, &v, out, error) &&
+         validate_print(&v, out->str, error);
     validate_clear(&v);
     return ok;
 }

@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
 build=${2:-build-fuzz}
-targets=${FUZZ_TARGETS:-calibration cli csv measured model nccl-tests platform sweep-spec trace}
+targets=${FUZZ_TARGETS:-calibration cli csv measured megatron model nccl-tests platform sweep-spec trace}
 parallel=${FUZZ_PARALLEL:-1}
 
 if [ ! -f "$build/build.ninja" ]; then

@@ -144,6 +144,8 @@ static const char *const gpu_other_keys[] = {
     "nvls_latency_s",
     "source",
     "fit",
+    "format",  /* "simpar-calibration" (docs/schemas/calibration.json) */
+    "version", /* of that format */
 };
 
 static gboolean

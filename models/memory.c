@@ -257,6 +257,13 @@ memory_logits(const SimparModel *model, const SimparTrain *train, const SimparMe
     return train->schedule == SIMPAR_PIPE_LOCAL ? sb * W / T * ds : 0;
 }
 
+double
+simpar_memory_layer_activations(const SimparModel *model, const SimparPlan *plan,
+                                SimparAttentionImpl attn)
+{
+    return memory_layer_activations(model, plan, attn, plan->recompute);
+}
+
 void
 simpar_memory_step(const SimparModel *model, const SimparTrain *train, guint stage,
                    double transient_B, SimparAttentionImpl attn, SimparMemory *out)
@@ -278,6 +285,8 @@ simpar_memory_step(const SimparModel *model, const SimparTrain *train, guint sta
     out->grads_B = layer_params / split * bytes[1];
     out->optimizer_B = layer_params / split * bytes[2];
     out->embedding_B = head_params * (bytes[0] + bytes[1] + bytes[2]);
+    out->embedding_weights_B = head_params * bytes[0];
+    out->embedding_grads_B = head_params * bytes[1];
     out->states_B = out->weights_B + out->grads_B + out->optimizer_B + out->embedding_B;
     out->activations_B =
         memory_layer_activations(model, plan, attn, plan->recompute) * st.chunk_layers * chunks;

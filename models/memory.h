@@ -41,7 +41,8 @@ typedef struct {
     double grads_B;     /* layer gradients, after ZeRO-2 */
     double optimizer_B; /* layer optimizer states, after ZeRO-1 */
     double embedding_B; /* embedding, output layer, auxiliary heads: weights, grads, optimizer */
-    double head_B;      /* logits kept for the loss (fp32) */
+    double embedding_weights_B, embedding_grads_B; /* of embedding_B (the rest: optimizer) */
+    double head_B;                                 /* logits kept for the loss (fp32) */
     double recompute_B; /* one layer's activations re-created in its backward (recompute) */
     double in_flight;   /* micro-batches of the device's layers whose activations it holds */
 } SimparMemory;
@@ -57,6 +58,11 @@ void simpar_memory_estimate(const SimparModel *model, const SimparPlan *plan,
  * must divide). `transient_B` is one layer's working buffers (the caller's schedule). */
 void simpar_memory_step(const SimparModel *model, const SimparTrain *train, guint stage,
                         double transient_B, SimparAttentionImpl attn, SimparMemory *out);
+/* One layer's stored activations per GPU and micro-batch under plan->recompute: what a layer's
+ * forward keeps for its backward (a step's activations_B is this times the layers and
+ * micro-batches held). */
+double simpar_memory_layer_activations(const SimparModel *model, const SimparPlan *plan,
+                                       SimparAttentionImpl attn);
 /* The stage with the largest total (the first of equals) and its figures. */
 void simpar_memory_step_peak(const SimparModel *model, const SimparTrain *train, double transient_B,
                              SimparAttentionImpl attn, SimparMemory *out, guint *stage);

@@ -3,6 +3,7 @@
 #include "summary.h"
 #include "generators.h"
 #include <json-glib/json-glib.h>
+#include <math.h>
 #include <string.h>
 
 const char *
@@ -185,7 +186,8 @@ summary_json_plan(JsonBuilder *b, const SimparModel *m, const SimparPlan *p)
         gint64 v;
     } f[] = {{"hidden", m->hidden}, {"heads", m->heads},
              {"seq", m->seq},       {"micro_batch", m->micro_batch},
-             {"ffn", m->ffn},       {"kv_heads", simpar_model_kv_heads(m)}};
+             {"ffn", m->ffn},       {"kv_heads", simpar_model_kv_heads(m)},
+             {"layers", m->layers}, {"vocab", m->vocab}};
 
     json_builder_set_member_name(b, "name");
     json_builder_add_string_value(b, m->name);
@@ -232,6 +234,10 @@ simpar_summary_to_json(const SimparSummary *s, const SimparModel *m, const Simpa
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
     json_builder_begin_object(b);
+    json_builder_set_member_name(b, "format");
+    json_builder_add_string_value(b, "simpar-schedule");
+    json_builder_set_member_name(b, "version");
+    json_builder_add_int_value(b, SIMPAR_SUMMARY_JSON_VERSION);
     summary_json_plan(b, m, p);
     json_builder_set_member_name(b, "rank");
     json_builder_add_int_value(b, s->rank);
@@ -241,7 +247,7 @@ simpar_summary_to_json(const SimparSummary *s, const SimparModel *m, const Simpa
     for (guint ph = 0; ph < SIMPAR_N_PHASES; ph++) {
         g_autofree char *k = g_strdup_printf("gemm_flops_%s", simpar_phase_name((SimparPhase) ph));
         json_builder_set_member_name(b, k);
-        json_builder_add_double_value(b, s->flops[ph]);
+        json_builder_add_int_value(b, (gint64) llround(s->flops[ph])); /* a count */
     }
     json_builder_end_object(b);
     g_autoptr(JsonGenerator) gen = json_generator_new();

@@ -14,6 +14,9 @@
 #include "schedule.h"
 G_BEGIN_DECLS
 
+/* simpar_summary_to_json's "format" is "simpar-schedule", its "version" this (docs/schemas/). */
+#define SIMPAR_SUMMARY_JSON_VERSION 1
+
 typedef struct {
     const char *axis;
     SimparCollKind kind;

@@ -445,9 +445,11 @@ predict_trace_layer_roles(const SimparSchedule *layer)
  * Where one slice stands for the step, a rank's step ops are its slice rank's. */
 static void
 predict_trace(const SimparPredictContext *ctx, const SimparStepTimer *blocks,
-              const SimparTrain *train, const SimparSchedule *layer, const SimparStepPlan *plan,
-              const SimparRun *run, const SimparSpan *spans, const char *mode)
+              const SimparModel *model, const SimparTrain *train, const SimparSchedule *layer,
+              const SimparStepPlan *plan, const SimparRun *run, const SimparSpan *spans,
+              const char *mode)
 {
+    double act = simpar_memory_layer_activations(model, &train->tp, ctx->attention);
     guint T = (guint) train->tp.tp, TC = simpar_train_group(train);
     guint n_job = TC * (guint) (train->pp * train->dp);
     SimparTrain num;
@@ -473,7 +475,9 @@ predict_trace(const SimparPredictContext *ctx, const SimparStepTimer *blocks,
         if (!list && !ctx->trace_all && (d != 0 || role[t] != t))
             continue;
         guint run_rank = plan->slices > 1 ? simpar_train_rank(&num, t / T, d, p) : r;
-        SimparTraceRank x = {run_rank, r, plan->job_gpus[r], t};
+        SimparMemory mem; /* the stage's states, for the memory counter */
+        simpar_memory_step(model, train, p, 0, ctx->attention, &mem);
+        SimparTraceRank x = {run_rank, r, plan->job_gpus[r], t, mem.states_B, act};
         g_array_append_val(who, x);
     }
     g_autofree SimparSpan *layer_spans = simpar_block_layer_spans(blocks, train, layer);
@@ -552,7 +556,7 @@ predict_step(const SimparPredictContext *ctx, const SimparModel *model, const Si
         row->step.slice_ranks = simpar_schedule_n_ranks(plan.step);
         row->step.step_ranks = simulated;
         if (ctx->trace != NULL)
-            predict_trace(ctx, &blocks, train, layer, &plan, &run, spans, row->mode);
+            predict_trace(ctx, &blocks, model, train, layer, &plan, &run, spans, row->mode);
     } else {
         SimparReportRow tmp = {0};
         simpar_step_breakdown(&run, spans, &bt, model, train, plan.job_gpus, &tmp);
@@ -573,6 +577,7 @@ predict_simulate(const SimparPredictContext *ctx, const SimparModel *model,
                  GError **why)
 {
     row->step.split = predict_split(train);
+    simpar_report_config_init(&row->config, model, train);
     g_autofree char *what = g_strdup_printf("%s %s", row->mode, row->grid);
     if (!predict_step(ctx, model, train, layer, what, row, NULL, why))
         return FALSE;

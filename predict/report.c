@@ -417,7 +417,35 @@ static const struct {
     {"embedding_gib", G_STRUCT_OFFSET(SimparMemory, embedding_B)},
     {"logits_gib", G_STRUCT_OFFSET(SimparMemory, head_B)},
     {"recompute_gib", G_STRUCT_OFFSET(SimparMemory, recompute_B)},
+    {"embedding_weights_gib", G_STRUCT_OFFSET(SimparMemory, embedding_weights_B)},
+    {"embedding_grads_gib", G_STRUCT_OFFSET(SimparMemory, embedding_grads_B)},
 };
+
+/* The memory by kind, the five summing to the total: weights, gradients and optimizer states
+ * (the layers' and the embedding's and output layer's), activations (the layers', the logits
+ * kept for the loss, one layer re-created by recomputation), transient buffers. */
+static void
+report_json_memory_kinds(JsonBuilder *b, const SimparMemory *m)
+{
+    double ew = m->embedding_weights_B, eg = m->embedding_grads_B;
+
+    const struct {
+        const char *key;
+        double B;
+    } kinds[] = {
+        {"weights_gib", m->weights_B + ew},
+        {"gradients_gib", m->grads_B + eg},
+        {"optimizer_states_gib", m->optimizer_B + (m->embedding_B - ew - eg)},
+        {"activations_gib", m->activations_B + m->head_B + m->recompute_B},
+        {"transient_gib", m->transient_B},
+    };
+
+    json_builder_set_member_name(b, "by_kind");
+    json_builder_begin_object(b);
+    for (guint i = 0; i < G_N_ELEMENTS(kinds); i++)
+        report_json_member(b, kinds[i].key, kinds[i].B / GIB);
+    json_builder_end_object(b);
+}
 
 static void
 report_json_memory(JsonBuilder *b, const SimparReportRow *row)
@@ -437,6 +465,7 @@ report_json_memory(JsonBuilder *b, const SimparReportRow *row)
                            G_STRUCT_MEMBER(double, &row->memory, report_memory_parts[i].off) / GIB);
     report_json_member(b, "micro_batches_held", row->memory.in_flight);
     report_json_count(b, "peak_stage", row->step.peak_stage);
+    report_json_memory_kinds(b, &row->memory);
     json_builder_end_object(b);
 }
 
@@ -508,17 +537,196 @@ report_json_step(JsonBuilder *b, const SimparReportRow *row)
     }
 }
 
+/* ---- the configuration and the model as fields ---- */
+
+void
+simpar_report_config_init(SimparReportConfig *c, const SimparModel *model, const SimparTrain *t)
+{
+    *c = (SimparReportConfig){.set = TRUE,
+                              .tp = t->tp.tp,
+                              .q = t->tp.q,
+                              .depth = t->tp.depth,
+                              .cp = simpar_plan_cp(&t->tp),
+                              .pp = t->pp,
+                              .vp = t->virtual_stages,
+                              .vp_group = t->vp_group,
+                              .dp = t->dp,
+                              .micro_batch = model->micro_batch,
+                              .micro_batches = t->micro_batches,
+                              .global_batch = t->global_batch,
+                              .zero = t->zero,
+                              .shard_group = t->shard_group,
+                              .sp = t->tp.sequence_parallel,
+                              .tied_embeddings = t->tied_embeddings,
+                              .overlap_grad_reduce = t->overlap_grad_reduce};
+    c->schedule = g_intern_string(simpar_pipe_schedule_name(t->schedule));
+    c->recompute = g_intern_string(simpar_recompute_name(t->tp.recompute));
+    c->cp_mode = g_intern_static_string(t->tp.cp_ring ? "ring" : "allgather");
+    c->dtype = g_intern_string(simpar_dtype_name(model->dtype));
+    c->grad_reduce_dtype =
+        g_intern_string(simpar_dtype_name(t->grad_dtype_set ? t->grad_dtype : model->dtype));
+}
+
+/* The integer, string and boolean members of "config", in order. */
+static const struct {
+    const char *key;
+    gsize off;
+    char kind; /* 'i' gint64, 's' interned string, 'b' gboolean */
+} report_config_fields[] = {
+    {"tp", G_STRUCT_OFFSET(SimparReportConfig, tp), 'i'},
+    {"q", G_STRUCT_OFFSET(SimparReportConfig, q), 'i'},
+    {"depth", G_STRUCT_OFFSET(SimparReportConfig, depth), 'i'},
+    {"sp", G_STRUCT_OFFSET(SimparReportConfig, sp), 'b'},
+    {"cp", G_STRUCT_OFFSET(SimparReportConfig, cp), 'i'},
+    {"cp_mode", G_STRUCT_OFFSET(SimparReportConfig, cp_mode), 's'},
+    {"pp", G_STRUCT_OFFSET(SimparReportConfig, pp), 'i'},
+    {"schedule", G_STRUCT_OFFSET(SimparReportConfig, schedule), 's'},
+    {"vp", G_STRUCT_OFFSET(SimparReportConfig, vp), 'i'},
+    {"vp_group", G_STRUCT_OFFSET(SimparReportConfig, vp_group), 'i'},
+    {"dp", G_STRUCT_OFFSET(SimparReportConfig, dp), 'i'},
+    {"micro_batch", G_STRUCT_OFFSET(SimparReportConfig, micro_batch), 'i'},
+    {"micro_batches", G_STRUCT_OFFSET(SimparReportConfig, micro_batches), 'i'},
+    {"global_batch", G_STRUCT_OFFSET(SimparReportConfig, global_batch), 'i'},
+    {"zero", G_STRUCT_OFFSET(SimparReportConfig, zero), 'i'},
+    {"shard_group", G_STRUCT_OFFSET(SimparReportConfig, shard_group), 'i'},
+    {"recompute", G_STRUCT_OFFSET(SimparReportConfig, recompute), 's'},
+    {"dtype", G_STRUCT_OFFSET(SimparReportConfig, dtype), 's'},
+    {"grad_reduce_dtype", G_STRUCT_OFFSET(SimparReportConfig, grad_reduce_dtype), 's'},
+    {"tied_embeddings", G_STRUCT_OFFSET(SimparReportConfig, tied_embeddings), 'b'},
+    {"overlap_grad_reduce", G_STRUCT_OFFSET(SimparReportConfig, overlap_grad_reduce), 'b'},
+};
+
+static void
+report_json_config(JsonBuilder *b, const SimparReportConfig *c, const char *mode)
+{
+    json_builder_set_member_name(b, "config");
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "tp_mode");
+    json_builder_add_string_value(b, mode);
+    for (guint i = 0; i < G_N_ELEMENTS(report_config_fields); i++) {
+        gsize off = report_config_fields[i].off;
+        json_builder_set_member_name(b, report_config_fields[i].key);
+        if (report_config_fields[i].kind == 'i')
+            json_builder_add_int_value(b, G_STRUCT_MEMBER(gint64, c, off));
+        else if (report_config_fields[i].kind == 's')
+            json_builder_add_string_value(b, G_STRUCT_MEMBER(const char *, c, off));
+        else
+            json_builder_add_boolean_value(b, G_STRUCT_MEMBER(gboolean, c, off));
+    }
+    json_builder_end_object(b);
+}
+
+static void
+report_json_read_config(JsonObject *o, SimparReportConfig *c)
+{
+    if (!json_object_has_member(o, "config"))
+        return;
+    JsonObject *j = json_object_get_object_member(o, "config");
+    c->set = TRUE;
+    for (guint i = 0; i < G_N_ELEMENTS(report_config_fields); i++) {
+        gsize off = report_config_fields[i].off;
+        const char *key = report_config_fields[i].key;
+        if (report_config_fields[i].kind == 'i')
+            G_STRUCT_MEMBER(gint64, c, off) = json_object_get_int_member(j, key);
+        else if (report_config_fields[i].kind == 's')
+            G_STRUCT_MEMBER(const char *, c, off) =
+                g_intern_string(json_object_get_string_member(j, key));
+        else
+            G_STRUCT_MEMBER(gboolean, c, off) = json_object_get_boolean_member(j, key);
+    }
+}
+
+/* The model's figures that differ from the preset of its name, "hidden, heads" (transfer
+ * full); NULL when it is a preset as it stands, or no preset's name. */
+static char *
+report_model_modified(const SimparModel *m)
+{
+    SimparModel p;
+    if (!simpar_model_preset(m->name, &p, NULL))
+        return NULL;
+
+    const struct {
+        const char *name;
+        gboolean differs;
+    } f[] = {
+        {"hidden", m->hidden != p.hidden},
+        {"heads", m->heads != p.heads},
+        /* multi-head attention stays so when the heads change */
+        {"kv_heads", (simpar_model_kv_heads(m) == m->heads ? 0 : simpar_model_kv_heads(m)) !=
+                         (simpar_model_kv_heads(&p) == p.heads ? 0 : simpar_model_kv_heads(&p))},
+        {"ffn", m->ffn != p.ffn},
+        {"layers", m->layers != p.layers},
+        {"seq", m->seq != p.seq},
+        {"vocab", m->vocab != p.vocab},
+        {"dtype", m->dtype != p.dtype},
+        {"mlp", m->mlp != p.mlp},
+        {"norm", m->norm != p.norm},
+        {"bias", m->no_bias != p.no_bias},
+        {"dropout", m->no_dropout != p.no_dropout},
+    };
+
+    GString *s = g_string_new(NULL);
+    for (guint i = 0; i < G_N_ELEMENTS(f); i++)
+        if (f[i].differs)
+            g_string_append_printf(s, "%s%s", s->len > 0 ? ", " : "", f[i].name);
+    return g_string_free(s, s->len == 0); /* (transfer full) */
+}
+
+/* "model": the name, "gpt3-13b (modified: hidden, heads)" when the flags changed a preset's
+ * figures; "model_dims": the figures as used. */
+static void
+report_json_model(JsonBuilder *b, const SimparModel *m)
+{
+    g_autofree char *modified = report_model_modified(m);
+    g_autofree char *name =
+        modified != NULL ? g_strdup_printf("%s (modified: %s)", m->name, modified) : NULL;
+    report_json_string(b, "model", name != NULL ? name : m->name);
+    json_builder_set_member_name(b, "model_dims");
+    json_builder_begin_object(b);
+    report_json_string(b, "name", m->name);
+    json_builder_set_member_name(b, "modified");
+    json_builder_begin_array(b);
+    g_auto(GStrv) parts = modified != NULL ? g_strsplit(modified, ", ", -1) : NULL;
+    for (guint i = 0; parts != NULL && parts[i] != NULL; i++)
+        json_builder_add_string_value(b, parts[i]);
+    json_builder_end_array(b);
+
+    const struct {
+        const char *key;
+        gint64 v;
+    } dims[] = {
+        {"hidden", m->hidden}, {"heads", m->heads},   {"kv_heads", simpar_model_kv_heads(m)},
+        {"ffn", m->ffn},       {"layers", m->layers}, {"seq", m->seq},
+        {"vocab", m->vocab}};
+
+    for (guint i = 0; i < G_N_ELEMENTS(dims); i++) {
+        json_builder_set_member_name(b, dims[i].key);
+        json_builder_add_int_value(b, dims[i].v);
+    }
+    report_json_string(b, "dtype", simpar_dtype_name(m->dtype));
+    report_json_string(b, "mlp", simpar_mlp_name(m->mlp));
+    report_json_string(b, "norm", simpar_norm_name(m->norm));
+    json_builder_set_member_name(b, "bias");
+    json_builder_add_boolean_value(b, !m->no_bias);
+    json_builder_set_member_name(b, "dropout");
+    json_builder_add_boolean_value(b, !m->no_dropout);
+    json_builder_end_object(b);
+}
+
 static void
 report_json_row(JsonBuilder *b, const SimparReport *rep, const SimparReportRow *row)
 {
     json_builder_begin_object(b);
+    report_json_string(b, "format", "simpar-prediction");
+    json_builder_set_member_name(b, "version");
+    json_builder_add_int_value(b, SIMPAR_REPORT_JSON_VERSION);
     json_builder_set_member_name(b, "mode");
     json_builder_add_string_value(b, row->mode);
     json_builder_set_member_name(b, "grid");
     json_builder_add_string_value(b, row->grid);
     json_builder_set_member_name(b, "gpus");
     json_builder_add_int_value(b, row->gpus);
-    report_json_string(b, "model", rep->model->name);
+    report_json_model(b, rep->model);
     report_json_string(b, "topology", rep->topology);
     report_json_string(b, "simpar_version", SIMPAR_VERSION);
     json_builder_set_member_name(b, "backend");
@@ -552,6 +760,8 @@ report_json_row(JsonBuilder *b, const SimparReport *rep, const SimparReportRow *
             report_json_member(b, f[i].key, f[i].v);
         report_json_axes(b, row);
         report_json_step(b, row);
+        if (row->config.set)
+            report_json_config(b, &row->config, row->mode);
     }
     report_json_memory(b, row);
     json_builder_end_object(b);
@@ -585,6 +795,8 @@ typedef struct {
     GHashTable *algos; /* op -> ReportAlgo (owned) */
     const SimparTraceRank *who;
     const guint *run_job;
+    guint *p2p_peer; /* per op of a step schedule: the other end of a send or recv, or
+                        G_MAXUINT; NULL for a layer's */
 } ReportTrace;
 
 /* The algorithm and protocol a collective runs with (names from their tables, static). */
@@ -634,6 +846,108 @@ report_trace_op(ReportTrace *rt, const SimparOp *op, guint layer, guint pid, gui
     if (elems > 0)
         a.bytes = elems * simpar_dtype_size(simpar_schedule_dtype(s));
     simpar_trace_event(rt->t, op->name, simpar_op_kind_name(op->kind), pid, tid, start, end, &a);
+}
+
+/* A transfer's two ends, as the replay pairs them: by (sender, receiver, tag), then issue
+ * order (sim/replay.c). */
+typedef struct {
+    guint src, dst, tag, op;
+} ReportEnd;
+
+static int
+report_end_cmp(gconstpointer pa, gconstpointer pb)
+{
+    const ReportEnd *a = pa, *b = pb;
+    if (a->src != b->src)
+        return a->src < b->src ? -1 : 1;
+    if (a->dst != b->dst)
+        return a->dst < b->dst ? -1 : 1;
+    if (a->tag != b->tag)
+        return a->tag < b->tag ? -1 : 1;
+    return (a->op > b->op) - (a->op < b->op);
+}
+
+/* Per op: the other end of a send or recv, G_MAXUINT for the rest (transfer full). */
+static guint *
+report_p2p_pairs(const SimparSchedule *s)
+{
+    guint n = simpar_schedule_n_ops(s);
+    guint *peer = g_new(guint, n);
+    g_autoptr(GArray) sends = g_array_new(FALSE, FALSE, sizeof(ReportEnd));
+    g_autoptr(GArray) recvs = g_array_new(FALSE, FALSE, sizeof(ReportEnd));
+    for (guint i = 0; i < n; i++) {
+        const SimparOp *op = simpar_schedule_op(s, i);
+        peer[i] = G_MAXUINT;
+        if (op->kind == SIMPAR_OP_SEND) {
+            ReportEnd e = {op->rank, op->u.p2p.peer, op->u.p2p.tag, i};
+            g_array_append_val(sends, e);
+        } else if (op->kind == SIMPAR_OP_RECV) {
+            ReportEnd e = {op->u.p2p.peer, op->rank, op->u.p2p.tag, i};
+            g_array_append_val(recvs, e);
+        }
+    }
+    g_array_sort(sends, report_end_cmp);
+    g_array_sort(recvs, report_end_cmp);
+    for (guint k = 0; k < sends->len && k < recvs->len; k++) {
+        const ReportEnd *a = &g_array_index(sends, ReportEnd, k);
+        const ReportEnd *b = &g_array_index(recvs, ReportEnd, k);
+        if (a->src == b->src && a->dst == b->dst && a->tag == b->tag)
+            peer[a->op] = b->op, peer[b->op] = a->op;
+    }
+    return peer;
+}
+
+/* A send or recv whose other end came later waited for it: the transfer runs from when both
+ * ends are there. `*start` becomes that time, and the wait before it is drawn apart (a "wait"
+ * event, args.for the other end). */
+static void
+report_trace_p2p_wait(ReportTrace *rt, const SimparOp *op, guint i, guint layer, guint pid,
+                      guint tid, double *start, const SimparSpan *base)
+{
+    if (rt->p2p_peer == NULL || rt->p2p_peer[i] == G_MAXUINT)
+        return;
+    const SimparSpan *other = &base[rt->p2p_peer[i]];
+    if (!(other->end >= other->start && other->start > *start + 1e-12) ||
+        other->start > base[i].end)
+        return;
+    const SimparOp *peer = simpar_schedule_op(rt->run->sched, rt->p2p_peer[i]);
+    SimparTraceArgs a = {layer, NULL, NULL, -1, -1, NULL, NULL, peer->name};
+    simpar_trace_event(rt->t, "wait", "wait", pid, tid, *start, other->start, &a);
+    *start = other->start;
+    (void) op;
+}
+
+/* A flow arrow from a send's transfer to its recv's: each end is written by its own rank, with
+ * an id both compute (the mode, the sender's job rank, the layer, the send op). */
+static void
+report_trace_flow(ReportTrace *rt, const SimparOp *op, guint i, guint mode_index, guint layer,
+                  guint pid, double start)
+{
+    if (rt->p2p_peer == NULL || rt->p2p_peer[i] == G_MAXUINT || rt->who == NULL)
+        return;
+    gboolean send = op->kind == SIMPAR_OP_SEND;
+    gint64 me = rt->who->job_rank;
+    gint64 peer = rt->run_job == NULL
+                      ? op->u.p2p.peer
+                      : (gint64) rt->run_job[op->u.p2p.peer] +
+                            ((gint64) rt->who->job_rank - rt->run_job[rt->who->run_rank]);
+    char id[96];
+    g_snprintf(id, sizeof id, "%u.%" G_GINT64_FORMAT ".%u.%u", mode_index, send ? me : peer, layer,
+               send ? i : rt->p2p_peer[i]);
+    simpar_trace_flow(rt->t, send, id, pid, op->stream, start);
+}
+
+/* The rank's memory after block `op` ends: a forward layer block keeps its layers' activations,
+ * a backward one frees them. */
+static void
+report_trace_memory(SimparTrace *t, const SimparTraceRank *who, const SimparOp *op, guint pid,
+                    double end, double *held)
+{
+    gboolean fwd = g_str_equal(op->u.block.key, "layer.fwd");
+    if (who->states_B <= 0 || (!fwd && !g_str_equal(op->u.block.key, "layer.bwd")))
+        return;
+    *held += (fwd ? 1 : -1) * (double) op->u.block.count * who->layer_activations_B;
+    simpar_trace_counter(t, "memory", pid, end, "GiB", (who->states_B + MAX(*held, 0)) / GIB);
 }
 
 /* Whether a trace shows the op: one that takes time, or any communication. */
@@ -709,8 +1023,9 @@ simpar_report_trace(SimparTrace *t, guint mode_index, const char *mode, const Si
     guint n_ops = simpar_schedule_n_ops(s), n_streams = simpar_schedule_n_streams(s);
     g_autoptr(GHashTable) algos = g_hash_table_new_full(NULL, NULL, NULL, g_free);
     g_autoptr(GHashTable) layer_algos = g_hash_table_new_full(NULL, NULL, NULL, g_free);
-    ReportTrace rt = {t, run, algos, NULL, run_job};
-    ReportTrace lt = {t, layers != NULL ? layers->run : NULL, layer_algos, NULL, NULL};
+    g_autofree guint *pairs = report_p2p_pairs(s);
+    ReportTrace rt = {t, run, algos, NULL, run_job, pairs};
+    ReportTrace lt = {t, layers != NULL ? layers->run : NULL, layer_algos, NULL, NULL, NULL};
     g_autofree double *idle = g_new(double, n_streams);
     for (guint k = 0; k < n_ranks; k++) {
         const SimparTraceRank *who = &ranks[k];
@@ -729,6 +1044,9 @@ simpar_report_trace(SimparTrace *t, guint mode_index, const char *mode, const Si
         }
         guint n;
         const guint *ops = simpar_schedule_rank_ops(s, who->run_rank, &n);
+        double held = 0; /* the layer activations the rank holds */
+        if (who->states_B > 0)
+            simpar_trace_counter(t, "memory", pid, 0, "GiB", who->states_B / GIB);
         for (guint l = 0; l < run->n_layers; l++) {
             for (guint st = 0; st < n_streams; st++)
                 idle[st] = 0;
@@ -736,13 +1054,19 @@ simpar_report_trace(SimparTrace *t, guint mode_index, const char *mode, const Si
                 const SimparOp *op = simpar_schedule_op(s, ops[i]);
                 const SimparSpan *sp = &spans[l * n_ops + ops[i]];
                 if (report_trace_shown(op, sp)) {
+                    double start = sp->start;
                     report_trace_wait(&rt, op, l, pid, op->stream, idle[op->stream], sp->start,
                                       spans + l * n_ops);
-                    report_trace_op(&rt, op, l, pid, op->stream, sp->start, sp->end);
+                    report_trace_p2p_wait(&rt, op, ops[i], l, pid, op->stream, &start,
+                                          spans + l * n_ops);
+                    report_trace_op(&rt, op, l, pid, op->stream, start, sp->end);
+                    report_trace_flow(&rt, op, ops[i], mode_index, l, pid, start);
                     idle[op->stream] = MAX(idle[op->stream], sp->end);
                 }
                 if (layers != NULL && op->kind == SIMPAR_OP_BLOCK)
                     report_trace_layers(&lt, layers, op, who->layer_rank, pid, sp);
+                if (op->kind == SIMPAR_OP_BLOCK)
+                    report_trace_memory(t, who, op, pid, sp->end, &held);
             }
         }
     }
@@ -802,6 +1126,7 @@ report_json_read_row(SimparReport *rep, JsonObject *o)
     for (guint i = 0; i < G_N_ELEMENTS(report_step_fields); i++)
         G_STRUCT_MEMBER(double, &row->step, report_step_fields[i].off) =
             report_json_double(o, report_step_fields[i].key);
+    report_json_read_config(o, &row->config);
     row->axes = g_array_new(FALSE, FALSE, sizeof(SimparAxisTime));
     JsonArray *axes = json_object_get_array_member(o, "exposed_comm_by_axis");
     for (guint i = 0; i < json_array_get_length(axes); i++) {

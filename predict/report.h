@@ -21,6 +21,7 @@
 #include "backend.h"
 #include "memory.h"
 #include "trace.h"
+#include "train.h"
 #include <json-glib/json-glib.h>
 G_BEGIN_DECLS
 
@@ -50,6 +51,20 @@ typedef struct {
     guint peak_stage;          /* the pipeline stage with the largest memory */
 } SimparReportStep;
 
+/* The configuration a row predicted, as fields (JSON "config"); `set` FALSE for a mode that was
+ * not simulated. Strings interned. */
+typedef struct {
+    gboolean set;
+    gint64 tp, q, depth, cp, pp, vp, vp_group, dp, micro_batch, micro_batches, global_batch, zero,
+        shard_group;
+    const char *schedule, *recompute, *cp_mode, *dtype, *grad_reduce_dtype;
+    gboolean sp, tied_embeddings, overlap_grad_reduce;
+} SimparReportConfig;
+
+/* The fields of `train` (validated) and `model` that a row reports. */
+void simpar_report_config_init(SimparReportConfig *c, const SimparModel *model,
+                               const SimparTrain *train);
+
 typedef struct {
     const char *mode; /* interned */
     char *grid;       /* "q=4 d=4" */
@@ -62,9 +77,13 @@ typedef struct {
     SimparMemory memory;
     double mem_capacity_B;
     SimparReportStep step;
+    SimparReportConfig config;
 } SimparReportRow;
 
 typedef struct _SimparReport SimparReport;
+
+/* Every JSON row says "format": "simpar-prediction" and this "version" (docs/schemas/). */
+#define SIMPAR_REPORT_JSON_VERSION 1
 
 SimparReport *simpar_report_new(const SimparModel *model, const char *topology, const char *backend,
                                 const char *coll_mode, const char *attention); /* (transfer full) */
@@ -97,6 +116,10 @@ typedef struct {
  * blocks are the ops of rank `layer_rank` of the layer. */
 typedef struct {
     guint run_rank, job_rank, gpu, layer_rank;
+    /* the memory counter: the rank's weights, gradients and optimizer states, and one layer's
+     * stored activations per micro-batch (each forward layer block adds them, each backward
+     * one frees them); 0, 0: no counter */
+    double states_B, layer_activations_B;
 } SimparTraceRank;
 
 /* Chrome trace events of one run for `ranks`; mode_index keeps the modes' process ids apart
@@ -109,6 +132,9 @@ typedef struct {
  * ended last (or the op itself: it waited for its peers). With `layers` (or NULL), every
  * "layer.fwd" / "layer.bwd" block of count c also as the ops of its c layers, on the layer's
  * streams (thread ids from 100, "layer <stream>"), args.layer the layer's index in the block.
+ * A counter track "memory" per rank (args.GiB) where the rank gives its states: its weights,
+ * gradients and optimizer states plus the layer activations it holds, rising at each forward
+ * layer block's end and falling at each backward one's.
  * Inside the platform's actor (the algorithms' closed forms read the routes). */
 void simpar_report_trace(SimparTrace *t, guint mode_index, const char *mode, const SimparRun *run,
                          const SimparSpan *spans, const SimparTraceRank *ranks, guint n_ranks,

@@ -1,6 +1,7 @@
 /* trace.c - a Chrome trace written as it is made (trace.h). */
 #include "trace.h"
 #include "output.h"
+#include <gio/gio.h>
 #include <math.h>
 
 /* Buffered bytes are written out past this many. */
@@ -11,6 +12,8 @@ struct _SimparTrace {
     GString *buf;
     GError *error; /* the first write that failed */
     guint64 n_events;
+    GPtrArray *meta;  /* pairs: key, value (owned) */
+    GConverter *gzip; /* a path ending in .gz: the bytes go through gzip; else NULL */
 };
 
 SimparTrace *
@@ -22,16 +25,46 @@ simpar_trace_new(const char *path, GError **error)
     SimparTrace *t = g_new0(SimparTrace, 1);
     t->out = out;
     t->buf = g_string_sized_new(TRACE_FLUSH_BYTES + 4096);
+    t->meta = g_ptr_array_new_with_free_func(g_free);
+    if (g_str_has_suffix(path, ".gz")) /* Perfetto and chrome://tracing read it as it is */
+        t->gzip = G_CONVERTER(g_zlib_compressor_new(G_ZLIB_COMPRESSOR_FORMAT_GZIP, -1));
     g_string_append(t->buf, "{\"traceEvents\":[\n");
     return t; /* (transfer full) */
+}
+
+/* `len` bytes through gzip into the file; `end`: the last ones (the stream is finished). */
+static void
+trace_gzip(SimparTrace *t, const char *data, gsize len, gboolean end)
+{
+    g_autofree char *chunk = g_malloc(1 << 16);
+    GConverterFlags flags = end ? G_CONVERTER_INPUT_AT_END : G_CONVERTER_NO_FLAGS;
+    while (t->error == NULL && (len > 0 || end)) {
+        gsize read = 0, written = 0;
+        GConverterResult r = g_converter_convert(t->gzip, data, len, chunk, 1 << 16, flags, &read,
+                                                 &written, &t->error);
+        if (r == G_CONVERTER_ERROR ||
+            (written > 0 && !simpar_output_append(t->out, chunk, written, &t->error)))
+            return;
+        data += read, len -= read;
+        if (r == G_CONVERTER_FINISHED || (read == 0 && written == 0 && !end))
+            return;
+    }
+}
+
+static void
+trace_flush_end(SimparTrace *t, gboolean end)
+{
+    if (t->error == NULL && t->gzip != NULL)
+        trace_gzip(t, t->buf->str, t->buf->len, end);
+    else if (t->error == NULL && t->buf->len > 0)
+        (void) simpar_output_append(t->out, t->buf->str, t->buf->len, &t->error);
+    g_string_truncate(t->buf, 0);
 }
 
 static void
 trace_flush(SimparTrace *t)
 {
-    if (t->error == NULL && t->buf->len > 0)
-        (void) simpar_output_append(t->out, t->buf->str, t->buf->len, &t->error);
-    g_string_truncate(t->buf, 0);
+    trace_flush_end(t, FALSE);
 }
 
 /* `s` as a JSON string: quotes, backslashes and control characters escaped. */
@@ -180,6 +213,50 @@ simpar_trace_event(SimparTrace *t, const char *name, const char *cat, gint64 pid
     trace_tail(t);
 }
 
+void
+simpar_trace_flow(SimparTrace *t, gboolean start, const char *id, gint64 pid, gint64 tid,
+                  double at_s)
+{
+    GString *b = t->buf;
+    trace_head(t, start ? "s" : "f", "transfer", pid, tid);
+    trace_key(b, "cat");
+    trace_string(b, "transfer");
+    trace_key(b, "id");
+    trace_string(b, id);
+    trace_key(b, "ts");
+    trace_us(b, at_s);
+    if (!start)
+        g_string_append(b, ",\"bp\":\"e\""); /* binds to the event that encloses it */
+    trace_tail(t);
+}
+
+void
+simpar_trace_counter(SimparTrace *t, const char *name, gint64 pid, double at_s, const char *key,
+                     double value)
+{
+    GString *b = t->buf;
+    trace_head(t, "C", name, pid, 0);
+    trace_key(b, "ts");
+    trace_us(b, at_s);
+    g_string_append(b, ",\"args\":{");
+    trace_string(b, key);
+    g_string_append_c(b, ':');
+    char num[G_ASCII_DTOSTR_BUF_SIZE];
+    g_string_append(b, g_ascii_formatd(num, sizeof num, "%.9g", isfinite(value) ? value : 0));
+    g_string_append_c(b, '}');
+    trace_tail(t);
+}
+
+void
+simpar_trace_set_meta(SimparTrace *t, const char *key, const char *value)
+{
+    for (guint i = 0; i < t->meta->len; i += 2)
+        if (g_str_equal(t->meta->pdata[i], key))
+            return;
+    g_ptr_array_add(t->meta, g_strdup(key));
+    g_ptr_array_add(t->meta, g_strdup(value != NULL ? value : ""));
+}
+
 guint64
 simpar_trace_n_events(const SimparTrace *t)
 {
@@ -189,8 +266,16 @@ simpar_trace_n_events(const SimparTrace *t)
 gboolean
 simpar_trace_close(SimparTrace *t, GError **error)
 {
-    g_string_append(t->buf, "\n],\"displayTimeUnit\":\"ms\"}\n");
-    trace_flush(t);
+    g_string_append(t->buf, "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{");
+    for (guint i = 0; i < t->meta->len; i += 2) {
+        if (i > 0)
+            g_string_append_c(t->buf, ',');
+        trace_string(t->buf, t->meta->pdata[i]);
+        g_string_append_c(t->buf, ':');
+        trace_string(t->buf, t->meta->pdata[i + 1]);
+    }
+    g_string_append(t->buf, "}}\n");
+    trace_flush_end(t, TRUE);
     if (t->error != NULL) {
         g_propagate_error(error, g_steal_pointer(&t->error));
         return FALSE;
@@ -205,6 +290,8 @@ simpar_trace_free(SimparTrace *t)
         return;
     simpar_output_free(t->out); /* unclosed: PATH keeps what it held */
     g_string_free(t->buf, TRUE);
+    g_ptr_array_unref(t->meta);
+    g_clear_object(&t->gzip);
     g_clear_error(&t->error);
     g_free(t);
 }

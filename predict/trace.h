@@ -40,6 +40,18 @@ void simpar_trace_meta(SimparTrace *t, const char *what, gint64 pid, gint64 tid,
 /* A complete event from start_s to end_s. */
 void simpar_trace_event(SimparTrace *t, const char *name, const char *cat, gint64 pid, gint64 tid,
                         double start_s, double end_s, const SimparTraceArgs *args);
+/* One end of a flow arrow joining two events (Perfetto draws it): the start (`start` TRUE) on
+ * the event at (pid, tid, at_s) that sends, the end on the one that receives; both ends give the
+ * same `id`. */
+void simpar_trace_flow(SimparTrace *t, gboolean start, const char *id, gint64 pid, gint64 tid,
+                       double at_s);
+/* A counter track's value `value` from at_s on (Perfetto draws it as a track of the process):
+ * one per `name` and pid. */
+void simpar_trace_counter(SimparTrace *t, const char *name, gint64 pid, double at_s,
+                          const char *key, double value);
+/* A key of the run's metadata ("otherData": simpar's version, the command, platform, model),
+ * written when the trace closes; a key given again keeps its first value. */
+void simpar_trace_set_meta(SimparTrace *t, const char *key, const char *value);
 /* Ends the trace and puts the file in place; FALSE naming the path when a write failed. */
 gboolean simpar_trace_close(SimparTrace *t, GError **error);
 /* Frees it; an unclosed trace's file is not written. */

@@ -852,7 +852,7 @@ static const BadCase cases[] = {
      NULL,
      "--topology " V100 " --model tiny --tp-mode 1d --gpus 8 --tp 2 --cp 3",
      2,
-     {"--tp 2 x --cp 3 x --pp 1 x --dp 1 = 6 GPUs, but 8 are used"}},
+     {"--tp 2 x --cp 3 x --pp 1 = 6 GPUs does not divide the 8 used"}},
     {"cli",
      NULL,
      NULL,

@@ -1217,7 +1217,47 @@ test_host_loop(void)
     CU_ASSERT_TRUE(plot[0] == '\0' || (g_stat(png, &st) == 0 && st.st_size > 1000));
 }
 
+/* The published table: every case's published time as the data file gives it, its prediction
+ * the one simpar gives that job run by hand, and unknown sets refused. */
+static void
+test_published(void)
+{
+    g_autoptr(JsonNode) root = run_ok("validate --published korthikanti --json", TRUE);
+    JsonObject *o = json_node_get_object(root);
+    JsonArray *cases = json_object_get_array_member(o, "cases");
+    const double measured[] = {1.42, 1.10, 18.13, 13.75, 49.05, 37.83, 94.42, 71.49};
+    CU_ASSERT_EQUAL_FATAL(json_array_get_length(cases), G_N_ELEMENTS(measured));
+    for (guint i = 0; i < G_N_ELEMENTS(measured); i++) {
+        JsonObject *c = json_array_get_object_element(cases, i);
+        double m = json_object_get_double_member(c, "measured_s");
+        double p = json_object_get_double_member(c, "predicted_s");
+        CU_ASSERT_DOUBLE_EQUAL(m, measured[i], 1e-12);
+        CU_ASSERT_TRUE(p > 0.5 * m && p < 2 * m);
+        CU_ASSERT_DOUBLE_EQUAL(json_object_get_double_member(c, "error"), p / m - 1, 1e-12);
+    }
+    /* the 22B case by hand: the same prediction, bit for bit */
+    g_autofree char *xml = tmp_path("published-a100x8.xml");
+    g_autofree char *topo = g_strdup_printf("topology --preset dgx-a100 --nodes 1 -o %s", xml);
+    g_autoptr(JsonNode) none = run_ok(topo, FALSE);
+    JsonObject *first = json_array_get_object_element(cases, 0);
+    g_autofree char *by_hand = g_strdup_printf("--topology %s --json --backend formula %s", xml,
+                                               json_object_get_string_member(first, "args"));
+    g_autoptr(JsonNode) rows = run_ok(by_hand, TRUE);
+    JsonObject *row = json_array_get_object_element(json_node_get_array(rows), 0);
+    CU_ASSERT_EQUAL(json_object_get_double_member(row, "step_time_s"),
+                    json_object_get_double_member(first, "predicted_s"));
+    g_remove(xml);
+    CU_ASSERT_TRUE(simpar_cli_refused("validate --published narayanan", 2,
+                                      "--published narayanan: unknown (valid: korthikanti)"));
+    CU_ASSERT_TRUE(simpar_cli_refused("validate --published korthikanti --topology x.xml", 2,
+                                      "drop --measured, --topology"));
+    CU_ASSERT_TRUE(simpar_cli_refused("validate --published korthikanti --backend ns3", 2,
+                                      "--backend ns3: unknown"));
+}
+
 static CU_TestInfo validate_tests[] = {
+    {"the published table: each case's time as published, its prediction as by hand",
+     test_published},
     {"a run at 0.8x its prediction: every error +25%, at 1x every error 0", test_validate_scaled},
     {"the text table, the trace and the plot", test_validate_outputs},
     {"calibrated links reach both backends: all-reduces take their closed form",

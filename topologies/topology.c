@@ -695,19 +695,20 @@ simpar_topology_presets(guint *n_presets)
     return topology_presets;
 }
 
-#define TOPOLOGY_COMPUTE "/org/simpar/topologies/compute.ini"
+#define TOPOLOGY_COMPUTE   "/org/simpar/topologies/compute.ini"
+#define TOPOLOGY_PUBLISHED "/org/simpar/topologies/published.ini"
 
+/* A key file compiled in (`path`, its resource name); a broken one is a bug that stops simpar. */
 static gpointer
-topology_compute_load(gpointer data)
+topology_keyfile_load(gpointer path)
 {
-    (void) data;
     g_autoptr(GError) error = NULL;
     g_autoptr(GBytes) bytes =
-        g_resource_lookup_data(simpar_topology_get_resource(), TOPOLOGY_COMPUTE, 0, &error);
+        g_resource_lookup_data(simpar_topology_get_resource(), path, 0, &error);
     GKeyFile *kf = g_key_file_new();
     if (bytes == NULL || !g_key_file_load_from_data(kf, g_bytes_get_data(bytes, NULL),
                                                     g_bytes_get_size(bytes), 0, &error))
-        g_error("%s: %s", TOPOLOGY_COMPUTE, error->message);
+        g_error("%s: %s", (const char *) path, error->message);
     return kf; /* kept for the process's life */
 }
 
@@ -715,7 +716,15 @@ GKeyFile *
 simpar_topology_compute_data(void)
 {
     static GOnce once = G_ONCE_INIT;
-    g_once(&once, topology_compute_load, NULL);
+    g_once(&once, topology_keyfile_load, (gpointer) TOPOLOGY_COMPUTE);
+    return once.retval; /* (transfer none) */
+}
+
+GKeyFile *
+simpar_topology_published_data(void)
+{
+    static GOnce once = G_ONCE_INIT;
+    g_once(&once, topology_keyfile_load, (gpointer) TOPOLOGY_PUBLISHED);
     return once.retval; /* (transfer none) */
 }
 

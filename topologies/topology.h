@@ -97,6 +97,9 @@ const SimparTopologyPreset *simpar_topology_lookup(const char *name);  /* (trans
 /* The measured compute figures of each GPU model (topologies/compute.ini, compiled in): one
  * group per gpu_model, read by models/compute-data.c. (transfer none) */
 GKeyFile *simpar_topology_compute_data(void);
+/* Published end-to-end step times of whole jobs (topologies/published.ini, compiled in): one
+ * group per case, read by `simpar validate --published`. (transfer none) */
+GKeyFile *simpar_topology_published_data(void);
 char *simpar_topology_generate(const SimparTopologyPreset *preset,
                                guint nodes); /* (transfer full) */
 /* The same with a fabric of one's own (NULL: the preset's); style clos only. Check it first. */

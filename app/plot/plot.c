@@ -409,6 +409,40 @@ simpar_plot_parse_json(const char *text, gssize len, const char *path, GError **
     return json_node_copy(root); /* (transfer full) */
 }
 
+/* A gzip'ed input (`--trace T.json.gz`), inflated to at most SIMPAR_JSON_LARGE_MAX bytes, as
+ * a file of that size is read (transfer full, NUL-terminated); NULL naming the file. */
+static char *
+plot_gunzip(const char *text, gsize len, const char *path, gsize *out_len, GError **error)
+{
+    g_autoptr(GConverter) z = G_CONVERTER(g_zlib_decompressor_new(G_ZLIB_COMPRESSOR_FORMAT_GZIP));
+    g_autoptr(GByteArray) out = g_byte_array_new();
+    GConverterResult r = G_CONVERTER_CONVERTED;
+    while (r != G_CONVERTER_FINISHED) {
+        if (out->len > SIMPAR_JSON_LARGE_MAX) {
+            g_set_error(error, SIMPAR_PLOT_ERROR, SIMPAR_PLOT_ERROR_INPUT,
+                        "%s: inflates past %" G_GSIZE_FORMAT " bytes, the most simpar reads", path,
+                        SIMPAR_JSON_LARGE_MAX);
+            return NULL;
+        }
+        guint at = out->len;
+        g_byte_array_set_size(out, at + (1 << 16));
+        gsize read = 0, written = 0;
+        g_autoptr(GError) local = NULL;
+        r = g_converter_convert(z, text, len, out->data + at, 1 << 16, G_CONVERTER_INPUT_AT_END,
+                                &read, &written, &local);
+        g_byte_array_set_size(out, at + (guint) written);
+        if (r == G_CONVERTER_ERROR) {
+            g_set_error(error, SIMPAR_PLOT_ERROR, SIMPAR_PLOT_ERROR_INPUT,
+                        "%s: not a whole gzip stream: %s", path, local->message);
+            return NULL;
+        }
+        text += read, len -= read;
+    }
+    *out_len = out->len;
+    g_byte_array_append(out, (const guint8 *) "", 1);
+    return (char *) g_byte_array_free(g_steal_pointer(&out), FALSE);
+}
+
 JsonNode *
 simpar_plot_load_json(const char *path, GError **error)
 {
@@ -416,6 +450,11 @@ simpar_plot_load_json(const char *path, GError **error)
     gsize len;
     if (!simpar_file_read(path, SIMPAR_JSON_LARGE_MAX, &text, &len, error))
         return NULL;
+    if (len >= 2 && (guchar) text[0] == 0x1f && (guchar) text[1] == 0x8b) { /* gzip's magic */
+        g_autofree char *gz = g_steal_pointer(&text);
+        if ((text = plot_gunzip(gz, len, path, &len, error)) == NULL)
+            return NULL;
+    }
     return simpar_plot_parse_json(text, (gssize) len, path, error); /* (transfer full) */
 }
 

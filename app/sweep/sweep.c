@@ -296,10 +296,18 @@ sweep_json_summary(const SimparSweep *sw, GPtrArray *const *rows, const GArray *
     static const char *const by[] = {"time", "throughput", "cost"};
     g_autoptr(JsonBuilder) b = json_builder_new();
     json_builder_begin_object(b);
+    json_builder_set_member_name(b, "format");
+    json_builder_add_string_value(b, "simpar-sweep-summary");
+    json_builder_set_member_name(b, "version");
+    json_builder_add_int_value(b, 1);
     json_builder_set_member_name(b, "simpar_version");
     json_builder_add_string_value(b, SIMPAR_VERSION);
     json_builder_set_member_name(b, "output");
     json_builder_add_string_value(b, sw->args.output);
+    json_builder_set_member_name(b, "sweep_id"); /* the SHA-256 prefix of the spec */
+    json_builder_add_string_value(b, sw->id);
+    json_builder_set_member_name(b, "spec");
+    json_builder_add_string_value(b, sw->spec_text);
     json_builder_set_member_name(b, "rank_by");
     json_builder_add_string_value(b, by[sw->rank_by]);
     guint64 count[3] = {0}; /* ok, skipped, failed */
@@ -340,7 +348,9 @@ sweep_output(const SimparSweep *sw, GPtrArray *const *rows, char **summary, GErr
     g_autofree guint64 *rank = g_new0(guint64, sw->total);
     for (guint i = 0; i < order->len; i++)
         rank[g_array_index(order, SweepRank, i).index] = i + 1;
-    g_autofree char *comments = simpar_sweep_comments(sw);
+    /* a shard keeps the sweep's identity for --merge in its comment lines; the table itself
+     * starts with its header (the identity is in the --summary JSON) */
+    g_autofree char *comments = sw->n_shards > 0 ? simpar_sweep_comments(sw) : NULL;
     g_autoptr(GString) out = g_string_new(comments);
     simpar_csv_append_row(out, simpar_sweep_columns, SIMPAR_SWEEP_N_COLUMNS);
     for (guint64 i = 0; i < sw->total; i++) {

@@ -1,0 +1,992 @@
+/* megatron.c - Megatron-LM arguments as simpar's flags (megatron.h). Names and defaults from
+ * NVIDIA/Megatron-LM megatron/training/arguments.py at tag core_v0.12.0 (the padded vocabulary:
+ * megatron/training/tokenizer/tokenizer.py, _vocab_size_with_padding). */
+#include "megatron.h"
+#include "megatron-private.h"
+#include "model.h"
+#include <math.h>
+#include <string.h>
+
+G_DEFINE_QUARK(simpar_megatron_error_quark, simpar_megatron_error)
+
+typedef struct {
+    char *name;  /* without the leading dashes */
+    char *value; /* NULL: a switch; a list's values joined by blanks */
+    guint line;
+    gboolean resolved, used;
+    char *other; /* a second, different value given (NULL: none), at other_line */
+    guint other_line;
+} MegFlag;
+
+struct _SimparMegatron {
+    char *file;
+    GPtrArray *flags;  /* MegFlag, in order of first appearance */
+    GHashTable *index; /* name -> MegFlag (borrowed) */
+    GPtrArray *argv;   /* simpar's flags, NULL-terminated */
+    GPtrArray *used;   /* pairs: Megatron's words, simpar's */
+    GPtrArray *notes;  /* pairs: flag, why it was ignored */
+};
+
+static void
+meg_flag_free(gpointer p)
+{
+    MegFlag *f = p;
+    g_free(f->name), g_free(f->value), g_free(f->other);
+    g_free(f);
+}
+
+void
+simpar_megatron_free(SimparMegatron *meg)
+{
+    if (meg == NULL)
+        return;
+    g_free(meg->file);
+    g_ptr_array_unref(meg->flags);
+    g_hash_table_unref(meg->index);
+    g_ptr_array_unref(meg->argv);
+    g_ptr_array_unref(meg->used);
+    g_ptr_array_unref(meg->notes);
+    g_free(meg);
+}
+
+/* ---- flags from words --------------------------------------------------------------------- */
+
+/* Megatron switches (store_true) simpar reads: they take no value. */
+static const char *const meg_switches[] = {"bf16",
+                                           "fp16",
+                                           "swiglu",
+                                           "sequence-parallel",
+                                           "group-query-attention",
+                                           "untie-embeddings-and-output-weights",
+                                           "use-distributed-optimizer",
+                                           "overlap-grad-reduce",
+                                           "overlap-param-gather",
+                                           "disable-bias-linear",
+                                           "add-bias-linear",
+                                           "use-flash-attn",
+                                           "recompute-activations",
+                                           "accumulate-allreduce-grads-in-fp32",
+                                           "grad-reduce-in-bf16",
+                                           "use-torch-fsdp2",
+                                           "use-custom-fsdp",
+                                           "use-megatron-fsdp",
+                                           "tp-comm-overlap",
+                                           "use-mcore-models",
+                                           "use-legacy-models",
+                                           "mock-data",
+                                           NULL};
+
+/* Flags that take several values (nargs='+'). */
+static const char *const meg_lists[] = {"cp-comm-type", NULL};
+
+static gboolean
+meg_is_flag(const MegWord *w)
+{
+    return g_str_has_prefix(w->text, "--") && g_ascii_isalpha(w->text[2]);
+}
+
+/* A word that can be a flag's value: not a flag (a negative number is a value). */
+static gboolean
+meg_is_value(const MegWord *w)
+{
+    return w->text[0] != '-' || g_ascii_isdigit(w->text[1]) || w->text[1] == '.';
+}
+
+static void
+meg_add_flag(SimparMegatron *meg, const char *name, const char *value, guint line,
+             gboolean resolved)
+{
+    MegFlag *f = g_hash_table_lookup(meg->index, name);
+    if (f == NULL) {
+        f = g_new0(MegFlag, 1);
+        f->name = g_strdup(name), f->value = g_strdup(value);
+        f->line = line, f->resolved = resolved;
+        g_ptr_array_add(meg->flags, f);
+        g_hash_table_insert(meg->index, f->name, f);
+    } else if (f->other == NULL && g_strcmp0(f->value, value) != 0) {
+        f->other = g_strdup(value != NULL ? value : "(no value)");
+        f->other_line = line;
+    }
+}
+
+static void
+meg_collect(SimparMegatron *meg, GArray *words)
+{
+    for (guint i = 0; i < words->len; i++) {
+        const MegWord *w = &g_array_index(words, MegWord, i);
+        if (!meg_is_flag(w))
+            continue;
+        const char *eq = strchr(w->text, '=');
+        g_autofree char *name =
+            g_strndup(w->text + 2, eq != NULL ? (gsize) (eq - w->text - 2) : strlen(w->text + 2));
+        if (eq != NULL) {
+            meg_add_flag(meg, name, eq + 1, w->line, w->resolved);
+            continue;
+        }
+        if (g_strv_contains(meg_switches, name)) {
+            meg_add_flag(meg, name, NULL, w->line, TRUE);
+            continue;
+        }
+        g_autoptr(GString) value = NULL;
+        gboolean resolved = TRUE;
+        gboolean list = g_strv_contains(meg_lists, name);
+        while (i + 1 < words->len && meg_is_value(&g_array_index(words, MegWord, i + 1))) {
+            const MegWord *v = &g_array_index(words, MegWord, ++i);
+            if (value == NULL)
+                value = g_string_new(v->text);
+            else
+                g_string_append_printf(value, " %s", v->text);
+            resolved &= v->resolved;
+            if (!list)
+                break;
+        }
+        meg_add_flag(meg, name, value != NULL ? value->str : NULL, w->line, resolved);
+    }
+}
+
+/* ---- reading the flags simpar models ------------------------------------------------------ */
+
+static gboolean meg_fail(SimparMegatron *meg, GError **error, const char *format, ...)
+    G_GNUC_PRINTF(3, 4);
+
+static gboolean
+meg_fail(SimparMegatron *meg, GError **error, const char *format, ...)
+{
+    va_list ap;
+    va_start(ap, format);
+    g_autofree char *msg = g_strdup_vprintf(format, ap);
+    va_end(ap);
+    g_set_error(error, SIMPAR_MEGATRON_ERROR, SIMPAR_MEGATRON_ERROR_INVALID, "%s: %s", meg->file,
+                msg);
+    return FALSE;
+}
+
+/* The flag `name` when the file gives it (marked used), else NULL; FALSE when it is given
+ * twice with different values or its value cannot be read. */
+static gboolean
+meg_get(SimparMegatron *meg, const char *name, gboolean want_value, MegFlag **out, GError **error)
+{
+    MegFlag *f = g_hash_table_lookup(meg->index, name);
+    *out = f;
+    if (f == NULL)
+        return TRUE;
+    f->used = TRUE;
+    if (f->other != NULL)
+        return meg_fail(meg, error,
+                        "--%s is given twice, as %s (line %u) and %s (line %u); simpar reads "
+                        "the script without running it, so it cannot tell which applies: keep one",
+                        name, f->value != NULL ? f->value : "(no value)", f->line, f->other,
+                        f->other_line);
+    if (want_value && f->value == NULL)
+        return meg_fail(meg, error, "line %u: --%s has no value", f->line, name);
+    if (want_value && !f->resolved)
+        return meg_fail(meg, error,
+                        "line %u: --%s %s: simpar reads variables the file sets to plain values "
+                        "(NAME=8 or NAME=${NAME:-8}) and nothing else; write the value there",
+                        f->line, name, f->value);
+    return TRUE;
+}
+
+/* An integer flag: *v (kept when the file does not give it); *given says whether it did. */
+static gboolean
+meg_int(SimparMegatron *meg, const char *name, gint64 min, gint64 *v, gboolean *given,
+        GError **error)
+{
+    MegFlag *f;
+    if (!meg_get(meg, name, TRUE, &f, error))
+        return FALSE;
+    if (given != NULL)
+        *given = f != NULL;
+    if (f == NULL)
+        return TRUE;
+    gint64 x;
+    if (!g_ascii_string_to_signed(f->value, 10, min, SIMPAR_MODEL_MAX_DIM, &x, NULL))
+        return meg_fail(meg, error,
+                        "line %u: --%s %s: valid is a whole number from %" G_GINT64_FORMAT
+                        " to %" G_GINT64_FORMAT,
+                        f->line, name, f->value, min, (gint64) SIMPAR_MODEL_MAX_DIM);
+    *v = x;
+    return TRUE;
+}
+
+static gboolean
+meg_double(SimparMegatron *meg, const char *name, double *v, GError **error)
+{
+    MegFlag *f;
+    if (!meg_get(meg, name, TRUE, &f, error))
+        return FALSE;
+    if (f == NULL)
+        return TRUE;
+    char *end;
+    double x = g_ascii_strtod(f->value, &end);
+    if (*end != '\0' || !isfinite(x) || x < 0 || x > 1)
+        return meg_fail(meg, error, "line %u: --%s %s: valid is a probability from 0 to 1", f->line,
+                        name, f->value);
+    *v = x;
+    return TRUE;
+}
+
+/* Whether switch `name` is given (marked used). */
+static gboolean
+meg_switch(SimparMegatron *meg, const char *name)
+{
+    MegFlag *f = g_hash_table_lookup(meg->index, name);
+    if (f != NULL)
+        f->used = TRUE;
+    return f != NULL;
+}
+
+/* A string flag's value (borrowed) or `fallback`. */
+static gboolean
+meg_string(SimparMegatron *meg, const char *name, const char *fallback, const char **v,
+           GError **error)
+{
+    MegFlag *f;
+    if (!meg_get(meg, name, TRUE, &f, error))
+        return FALSE;
+    *v = f != NULL ? f->value : fallback;
+    return TRUE;
+}
+
+static void meg_arg(SimparMegatron *meg, const char *format, ...) G_GNUC_PRINTF(2, 3);
+
+static void
+meg_arg(SimparMegatron *meg, const char *format, ...)
+{
+    va_list ap;
+    va_start(ap, format);
+    g_ptr_array_add(meg->argv, g_strdup_vprintf(format, ap));
+    va_end(ap);
+}
+
+/* Records that Megatron's `from` became simpar's `to`. */
+static void meg_use(SimparMegatron *meg, const char *from, const char *format, ...)
+    G_GNUC_PRINTF(3, 4);
+
+static void
+meg_use(SimparMegatron *meg, const char *from, const char *format, ...)
+{
+    va_list ap;
+    va_start(ap, format);
+    g_ptr_array_add(meg->used, g_strdup(from));
+    g_ptr_array_add(meg->used, g_strdup_vprintf(format, ap));
+    va_end(ap);
+}
+
+/* ---- the model ---------------------------------------------------------------------------- */
+
+/* The vocabulary as Megatron pads it: a multiple of --make-vocab-size-divisible-by x TP. */
+static gboolean
+meg_vocab(SimparMegatron *meg, gint64 tp, gint64 *vocab, GError **error)
+{
+    gint64 v = 0, div = 128;
+    gboolean given;
+    const char *tok;
+    if (!meg_int(meg, "make-vocab-size-divisible-by", 1, &div, NULL, error) ||
+        !meg_int(meg, "vocab-size", 1, &v, &given, error) ||
+        (!given && !meg_string(meg, "tokenizer-type", NULL, &tok, error)))
+        return FALSE;
+    const char *from = "--vocab-size";
+    if (!given) {
+        gboolean files = g_hash_table_contains(meg->index, "vocab-file") &&
+                         g_hash_table_contains(meg->index, "merge-file");
+        if (!(g_strcmp0(tok, "GPT2BPETokenizer") == 0 || (tok == NULL && files))) {
+            *vocab = 0; /* the preset's */
+            meg_use(meg, "(no --vocab-size, and no GPT-2 --vocab-file/--merge-file)",
+                    "the base preset's vocabulary");
+            return TRUE;
+        }
+        meg_switch(meg, "vocab-file"), meg_switch(meg, "merge-file");
+        v = 50257; /* GPT-2's BPE vocabulary (gpt2-vocab.json), as the GPT-3 examples use */
+        from = "--vocab-file/--merge-file (GPT-2 BPE, 50257 tokens)";
+    }
+    gint64 multiple = div * tp;
+    *vocab = (v + multiple - 1) / multiple * multiple;
+    g_autofree char *what = g_strdup_printf("%s %" G_GINT64_FORMAT, from, v);
+    meg_use(meg, given ? what : from,
+            "--vocab %" G_GINT64_FORMAT " (padded to a multiple of %" G_GINT64_FORMAT
+            " = --make-vocab-size-divisible-by %" G_GINT64_FORMAT " x TP %" G_GINT64_FORMAT
+            ", as Megatron pads it)",
+            *vocab, multiple, div, tp);
+    return TRUE;
+}
+
+/* The preset whose h, a and L the file gives (its name names the model), else default-4k. */
+static const char *
+meg_base(const SimparModel *want)
+{
+    guint n;
+    const SimparModelPreset *p = simpar_model_presets(&n);
+    for (guint i = 0; i < n; i++)
+        if (p[i].model.hidden == want->hidden && p[i].model.heads == want->heads &&
+            p[i].model.layers == want->layers && p[i].model.mlp == want->mlp)
+            return p[i].name;
+    return "default-4k";
+}
+
+/* The flags of the model's figures that differ from the base preset's. */
+static void
+meg_model_args(SimparMegatron *meg, const SimparModel *w)
+{
+    const char *name = meg_base(w);
+    SimparModel b;
+    g_assert(simpar_model_preset(name, &b, NULL));
+    meg_arg(meg, "--model=%s", name);
+
+    const struct {
+        const char *flag;
+        gint64 want, base;
+    } ints[] = {
+        {"hidden", w->hidden, b.hidden},
+        {"heads", w->heads, b.heads},
+        /* multi-head attention stays so when the heads change */
+        {"kv-heads", simpar_model_kv_heads(w) == w->heads ? w->heads : simpar_model_kv_heads(w),
+         simpar_model_kv_heads(&b) == b.heads ? w->heads : simpar_model_kv_heads(&b)},
+        {"ffn", w->ffn, b.ffn},
+        {"layers", w->layers, b.layers},
+        {"seq", w->seq, b.seq},
+        {"micro-batch", w->micro_batch, b.micro_batch},
+        {"vocab", w->vocab != 0 ? w->vocab : b.vocab, b.vocab},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(ints); i++)
+        if (ints[i].want != ints[i].base)
+            meg_arg(meg, "--%s=%" G_GINT64_FORMAT, ints[i].flag, ints[i].want);
+    if (w->dtype != b.dtype)
+        meg_arg(meg, "--dtype=%s", simpar_dtype_name(w->dtype));
+    if (w->mlp != b.mlp)
+        meg_arg(meg, "--mlp=%s", simpar_mlp_name(w->mlp));
+    if (w->norm != b.norm)
+        meg_arg(meg, "--norm=%s", simpar_norm_name(w->norm));
+    if (w->no_bias != b.no_bias)
+        meg_arg(meg, "--bias=%s", w->no_bias ? "off" : "on");
+    if (w->no_dropout != b.no_dropout)
+        meg_arg(meg, "--dropout=%s", w->no_dropout ? "off" : "on");
+}
+
+/* Shapes the file must give: Megatron needs them too. */
+static gboolean
+meg_shapes(SimparMegatron *meg, SimparModel *w, GError **error)
+{
+    const struct {
+        const char *name, *simpar;
+        gint64 *v;
+    } need[] = {{"num-layers", "--layers", &w->layers},
+                {"hidden-size", "--hidden", &w->hidden},
+                {"num-attention-heads", "--heads", &w->heads},
+                {"seq-length", "--seq", &w->seq},
+                {"micro-batch-size", "--micro-batch", &w->micro_batch}};
+
+    for (guint i = 0; i < G_N_ELEMENTS(need); i++) {
+        gboolean given;
+        if (!meg_int(meg, need[i].name, 1, need[i].v, &given, error))
+            return FALSE;
+        if (!given)
+            return meg_fail(meg, error,
+                            "no --%s: Megatron needs it, and simpar reads the model's shape and "
+                            "batch from it (simpar's %s)",
+                            need[i].name, need[i].simpar);
+        g_autofree char *from = g_strdup_printf("--%s %" G_GINT64_FORMAT, need[i].name, *need[i].v);
+        meg_use(meg, from, "%s %" G_GINT64_FORMAT, need[i].simpar, *need[i].v);
+    }
+    return TRUE;
+}
+
+/* The layer's flavour: MLP, attention groups, norm, biases, dropout, precision. */
+static gboolean
+meg_flavour(SimparMegatron *meg, SimparModel *w, GError **error)
+{
+    gboolean swiglu = meg_switch(meg, "swiglu"), given;
+    w->mlp = swiglu ? SIMPAR_MLP_SWIGLU : SIMPAR_MLP_GELU;
+    if (!meg_int(meg, "ffn-hidden-size", 1, &w->ffn, &given, error))
+        return FALSE;
+    if (!given) /* Megatron's default: 4h, or 2/3 of it in multiples of 64 with SwiGLU */
+        w->ffn = swiglu ? (gint64) ((double) (8 * w->hidden) / 3 / 64) * 64 : 4 * w->hidden;
+    meg_use(meg, swiglu ? "--swiglu" : "(no --swiglu)", "--mlp %s", swiglu ? "swiglu" : "gelu");
+    meg_use(meg, given ? "--ffn-hidden-size" : "(no --ffn-hidden-size: Megatron's default)",
+            "--ffn %" G_GINT64_FORMAT, w->ffn);
+    gint64 groups = 1, kvc = 0;
+    if (meg_switch(meg, "group-query-attention")) {
+        if (!meg_int(meg, "num-query-groups", 1, &groups, NULL, error))
+            return FALSE;
+        w->kv_heads = groups;
+        meg_use(meg, "--group-query-attention --num-query-groups", "--kv-heads %" G_GINT64_FORMAT,
+                groups);
+    }
+    if (!meg_int(meg, "kv-channels", 1, &kvc, &given, error))
+        return FALSE;
+    if (given && kvc * w->heads != w->hidden)
+        return meg_fail(meg, error,
+                        "--kv-channels %" G_GINT64_FORMAT ": simpar's attention heads are "
+                        "--hidden-size / --num-attention-heads = %" G_GINT64_FORMAT " wide",
+                        kvc, w->hidden / w->heads);
+    gboolean bf16 = meg_switch(meg, "bf16"), fp16 = meg_switch(meg, "fp16");
+    if (bf16 && fp16)
+        return meg_fail(meg, error, "--bf16 and --fp16 together: Megatron refuses them; keep one");
+    w->dtype = bf16 ? SIMPAR_DTYPE_BF16 : fp16 ? SIMPAR_DTYPE_FP16 : SIMPAR_DTYPE_FP32;
+    meg_use(meg,
+            bf16   ? "--bf16"
+            : fp16 ? "--fp16"
+                   : "(neither --bf16 nor --fp16: fp32)",
+            "--dtype %s", simpar_dtype_name(w->dtype));
+    const char *norm;
+    if (!meg_string(meg, "normalization", "LayerNorm", &norm, error))
+        return FALSE;
+    if (!g_str_equal(norm, "LayerNorm") && !g_str_equal(norm, "RMSNorm"))
+        return meg_fail(meg, error, "--normalization %s: valid are LayerNorm and RMSNorm", norm);
+    w->norm = g_str_equal(norm, "RMSNorm") ? SIMPAR_NORM_RMSNORM : SIMPAR_NORM_LAYERNORM;
+    g_autofree char *from = g_strdup_printf(
+        "--normalization %s%s", norm,
+        g_hash_table_contains(meg->index, "normalization") ? "" : " (Megatron's default)");
+    meg_use(meg, from, "--norm %s", simpar_norm_name(w->norm));
+    w->no_bias = meg_switch(meg, "disable-bias-linear");
+    meg_use(meg, w->no_bias ? "--disable-bias-linear" : "(biases: Megatron's default)", "--bias %s",
+            w->no_bias ? "off" : "on");
+    double hd = 0.1, ad = 0.1; /* Megatron's defaults */
+    if (!meg_double(meg, "hidden-dropout", &hd, error) ||
+        !meg_double(meg, "attention-dropout", &ad, error))
+        return FALSE;
+    w->no_dropout = hd == 0 && ad == 0;
+    meg_use(meg, "--hidden-dropout --attention-dropout (default 0.1)", "--dropout %s",
+            w->no_dropout ? "off (both 0)" : "on");
+    return TRUE;
+}
+
+/* ---- the split ---------------------------------------------------------------------------- */
+
+static gboolean
+meg_parallel(SimparMegatron *meg, gint64 *tp, gint64 *pp, GError **error)
+{
+    gint64 cp = 1, ep = 1, experts = 0;
+    gboolean moe;
+    if (!meg_int(meg, "tensor-model-parallel-size", 1, tp, NULL, error) ||
+        !meg_int(meg, "pipeline-model-parallel-size", 1, pp, NULL, error) ||
+        !meg_int(meg, "context-parallel-size", 1, &cp, NULL, error) ||
+        !meg_int(meg, "expert-model-parallel-size", 1, &ep, NULL, error) ||
+        !meg_int(meg, "num-experts", 1, &experts, &moe, error))
+        return FALSE;
+    if (moe || ep > 1)
+        return meg_fail(meg, error,
+                        "%s: simpar models dense transformer layers; mixture-of-experts layers "
+                        "are not modelled",
+                        moe ? "--num-experts" : "--expert-model-parallel-size");
+    meg_arg(meg, "--tp-mode=1d"), meg_arg(meg, "--tp=%" G_GINT64_FORMAT, *tp);
+    meg_use(meg, "--tensor-model-parallel-size (default 1)", "--tp-mode 1d --tp %" G_GINT64_FORMAT,
+            *tp);
+    if (*pp > 1)
+        meg_arg(meg, "--pp=%" G_GINT64_FORMAT, *pp);
+    meg_use(meg, "--pipeline-model-parallel-size (default 1)", "--pp %" G_GINT64_FORMAT, *pp);
+    const char *comm;
+    if (!meg_string(meg, "cp-comm-type", "p2p", &comm, error))
+        return FALSE;
+    g_auto(GStrv) types = g_strsplit(comm, " ", -1);
+    for (guint i = 0; types[i] != NULL; i++)
+        if (!g_str_equal(types[i], types[0]) ||
+            (!g_str_equal(types[i], "p2p") && !g_str_equal(types[i], "allgather")))
+            return meg_fail(meg, error,
+                            "--cp-comm-type %s: simpar models p2p (its --cp-mode ring) and "
+                            "allgather, one for every layer; a2a and a2a+p2p are not modelled",
+                            comm);
+    const char *mode = g_str_equal(types[0], "p2p") ? "ring" : "allgather";
+    if (cp > 1)
+        meg_arg(meg, "--cp=%" G_GINT64_FORMAT, cp), meg_arg(meg, "--cp-mode=%s", mode);
+    meg_use(meg, "--context-parallel-size (default 1)", "--cp %" G_GINT64_FORMAT, cp);
+    meg_use(meg, "--cp-comm-type (default p2p)", "--cp-mode %s%s", mode,
+            cp > 1 ? "" : " (no context parallelism: unused)");
+    if (meg_switch(meg, "sequence-parallel")) {
+        if (*tp > 1)
+            meg_arg(meg, "--sp");
+        meg_use(meg, "--sequence-parallel",
+                *tp > 1 ? "--sp" : "none: Megatron disables it without tensor parallelism");
+    }
+    return TRUE;
+}
+
+/* Interleaving and uneven stages. */
+static gboolean
+meg_pipeline(SimparMegatron *meg, gint64 layers, gint64 pp, GError **error)
+{
+    gint64 per = 0, v = 0, vold = 0, group = 0, first = 0, last = 0;
+    gboolean has_per, has_v, has_vold, has_group, has_first, has_last;
+    if (!meg_int(meg, "num-layers-per-virtual-pipeline-stage", 1, &per, &has_per, error) ||
+        !meg_int(meg, "num-virtual-stages-per-pipeline-rank", 1, &v, &has_v, error) ||
+        !meg_int(meg, "virtual-pipeline-model-parallel-size", 1, &vold, &has_vold, error) ||
+        !meg_int(meg, "microbatch-group-size-per-virtual-pipeline-stage", 1, &group, &has_group,
+                 error) ||
+        !meg_int(meg, "decoder-first-pipeline-num-layers", 1, &first, &has_first, error) ||
+        !meg_int(meg, "decoder-last-pipeline-num-layers", 1, &last, &has_last, error))
+        return FALSE;
+    if (has_vold && !has_v)
+        v = vold, has_v = TRUE;
+    if (has_per && !has_v) {
+        if (layers % pp != 0 || (layers / pp) % per != 0)
+            return meg_fail(meg, error,
+                            "--num-layers-per-virtual-pipeline-stage %" G_GINT64_FORMAT
+                            ": --num-layers %" G_GINT64_FORMAT " / --pipeline-model-parallel-"
+                            "size %" G_GINT64_FORMAT " must be a multiple of it, as Megatron "
+                            "requires",
+                            per, layers, pp);
+        v = layers / pp / per, has_v = TRUE;
+    }
+    if (has_v && v > 1) {
+        meg_arg(meg, "--schedule=interleaved"),
+            meg_arg(meg, "--virtual-stages=%" G_GINT64_FORMAT, v);
+        meg_use(meg, has_per ? "--num-layers-per-virtual-pipeline-stage" : "virtual stages",
+                "--schedule interleaved --virtual-stages %" G_GINT64_FORMAT, v);
+    }
+    if (has_group)
+        meg_arg(meg, "--vp-group=%" G_GINT64_FORMAT, group);
+    if (has_first)
+        meg_arg(meg, "--first-stage-layers=%" G_GINT64_FORMAT, first);
+    if (has_last)
+        meg_arg(meg, "--last-stage-layers=%" G_GINT64_FORMAT, last);
+    return TRUE;
+}
+
+/* --recompute-*: simpar recomputes every layer's attention core (selective) or every layer's
+ * whole forward (full), or nothing. */
+static gboolean
+meg_recompute(SimparMegatron *meg, gint64 layers, gint64 pp, GError **error)
+{
+    const char *gran, *method;
+    gint64 n = 1;
+    gboolean has_n;
+    if (!meg_string(meg, "recompute-granularity", NULL, &gran, error) ||
+        !meg_string(meg, "recompute-method", NULL, &method, error) ||
+        !meg_int(meg, "recompute-num-layers", 1, &n, &has_n, error))
+        return FALSE;
+    if (meg_switch(meg, "recompute-activations"))
+        gran = "selective"; /* as Megatron sets it */
+    if (gran == NULL)
+        return TRUE;
+    if (!g_str_equal(gran, "selective") && !g_str_equal(gran, "full"))
+        return meg_fail(meg, error, "--recompute-granularity %s: valid are full and selective",
+                        gran);
+    if (g_str_equal(gran, "full")) {
+        if (method == NULL || (!g_str_equal(method, "uniform") && !g_str_equal(method, "block")))
+            return meg_fail(meg, error,
+                            "--recompute-granularity full needs --recompute-method uniform or "
+                            "block, as Megatron requires (got %s)",
+                            method != NULL ? method : "none");
+        if (g_str_equal(method, "block") && n < layers / pp)
+            return meg_fail(meg, error,
+                            "--recompute-method block --recompute-num-layers %" G_GINT64_FORMAT
+                            ": simpar recomputes every layer of a stage or none, and a stage "
+                            "has %" G_GINT64_FORMAT " layers",
+                            n, layers / pp);
+    }
+    meg_arg(meg, "--recompute=%s", gran);
+    meg_use(meg, "--recompute-granularity/--recompute-method/--recompute-num-layers",
+            "--recompute %s%s", gran,
+            g_str_equal(gran, "full") && g_str_equal(method, "uniform") && n > 1
+                ? " (every layer's forward again; the memory keeps one input per layer, where "
+                  "uniform with more layers per unit keeps fewer)"
+                : "");
+    return TRUE;
+}
+
+/* ZeRO from the distributed optimizer or an FSDP, gradients, buckets, embeddings, batch. */
+static gboolean
+meg_data(SimparMegatron *meg, SimparDtype dtype, GError **error)
+{
+    const char *strategy;
+    gint64 zero = 0, bucket = 0, gbs = 0;
+    gboolean has_bucket, has_gbs;
+    if (!meg_string(meg, "data-parallel-sharding-strategy", "no_shard", &strategy, error) ||
+        !meg_int(meg, "ddp-bucket-size", 1, &bucket, &has_bucket, error) ||
+        !meg_int(meg, "global-batch-size", 1, &gbs, &has_gbs, error))
+        return FALSE;
+    if (meg_switch(meg, "use-custom-fsdp") || meg_switch(meg, "use-megatron-fsdp")) {
+        const char *names[] = {"no_shard", "optim", "optim_grads", "optim_grads_params"};
+        zero = -1;
+        for (guint i = 0; i < G_N_ELEMENTS(names); i++)
+            if (g_str_equal(strategy, names[i]))
+                zero = i;
+        if (zero < 0)
+            return meg_fail(meg, error,
+                            "--data-parallel-sharding-strategy %s: valid are no_shard, optim, "
+                            "optim_grads and optim_grads_params",
+                            strategy);
+        meg_use(meg, "Megatron FSDP --data-parallel-sharding-strategy", "--zero %" G_GINT64_FORMAT,
+                zero);
+    } else if (meg_switch(meg, "use-torch-fsdp2")) {
+        zero = 3;
+        meg_use(meg, "--use-torch-fsdp2", "--zero 3");
+    } else if (meg_switch(meg, "use-distributed-optimizer")) {
+        zero = 1;
+        meg_use(meg, "--use-distributed-optimizer", "--zero 1");
+    }
+    if (zero > 0)
+        meg_arg(meg, "--zero=%" G_GINT64_FORMAT, zero);
+    if (meg_switch(meg, "overlap-grad-reduce")) {
+        meg_arg(meg, "--overlap-grad-reduce");
+        meg_use(meg, "--overlap-grad-reduce", "--overlap-grad-reduce");
+    }
+    /* bf16 accumulates and reduces gradients in fp32 unless --grad-reduce-in-bf16 */
+    gboolean in_bf16 = meg_switch(meg, "grad-reduce-in-bf16");
+    gboolean fp32 = meg_switch(meg, "accumulate-allreduce-grads-in-fp32") ||
+                    (dtype == SIMPAR_DTYPE_BF16 && !in_bf16);
+    if (fp32 && dtype != SIMPAR_DTYPE_FP32) {
+        meg_arg(meg, "--grad-reduce-dtype=fp32");
+        meg_use(meg,
+                dtype == SIMPAR_DTYPE_BF16 ? "--bf16 without --grad-reduce-in-bf16"
+                                           : "--accumulate-allreduce-grads-in-fp32",
+                "--grad-reduce-dtype fp32");
+    }
+    if (!meg_switch(meg, "untie-embeddings-and-output-weights")) {
+        meg_arg(meg, "--tied-embeddings");
+        meg_use(meg, "(no --untie-embeddings-and-output-weights: Megatron ties them)",
+                "--tied-embeddings");
+    } else {
+        meg_use(meg, "--untie-embeddings-and-output-weights", "untied (simpar's default)");
+    }
+    if (has_bucket)
+        meg_arg(meg, "--bucket-params=%" G_GINT64_FORMAT, bucket);
+    if (has_gbs)
+        meg_arg(meg, "--global-batch=%" G_GINT64_FORMAT, gbs);
+    meg_use(meg, "--global-batch-size",
+            has_gbs ? "--global-batch" : "(absent: --micro-batch-size x data parallelism)");
+    return TRUE;
+}
+
+/* Megatron-Core runs Transformer Engine's fused (flash) attention unless told otherwise. */
+static gboolean
+meg_attention(SimparMegatron *meg, GError **error)
+{
+    const char *backend, *impl;
+    if (!meg_string(meg, "attention-backend", "auto", &backend, error) ||
+        !meg_string(meg, "transformer-impl", "transformer_engine", &impl, error))
+        return FALSE;
+    const char *valid[] = {"auto", "flash", "fused", "unfused", "local", NULL};
+    if (!g_strv_contains(valid, backend))
+        return meg_fail(meg, error,
+                        "--attention-backend %s: valid are auto, flash, fused, unfused and local",
+                        backend);
+    gboolean flash = meg_switch(meg, "use-flash-attn") || g_str_equal(backend, "flash") ||
+                     g_str_equal(backend, "fused") ||
+                     (g_str_equal(backend, "auto") && g_str_equal(impl, "transformer_engine"));
+    meg_arg(meg, "--attention=%s", flash ? "flash" : "unfused");
+    meg_use(meg, "--attention-backend (default auto) --transformer-impl --use-flash-attn",
+            "--attention %s", flash ? "flash" : "unfused");
+    return TRUE;
+}
+
+/* ---- what is ignored, and why ------------------------------------------------------------- */
+
+/* Flag names (a trailing '*' matches any ending) and why simpar ignores them. */
+static const struct {
+    const char *const *names;
+    const char *why;
+} meg_reasons[] = {
+    {(const char *const[]){"nproc_per_node", "nproc-per-node", "nnodes", "node_rank", "node-rank",
+                           "master_addr", "master-addr", "master_port", "master-port", "rdzv*",
+                           "standalone", NULL},
+     "the launcher's (torchrun): simpar uses --gpus or the platform's GPUs, and data parallelism "
+     "is the GPUs over TP x CP x PP"},
+    {(const char *const[]){"lr*", "min-lr", "weight-decay*", "adam-*", "clip-grad", "init-method-*",
+                           "seed", "train-iters", "train-samples", "loss-scale*",
+                           "initial-loss-scale", "sgd-momentum", "decoupled-*", "start-weight-*",
+                           "end-weight-*", NULL},
+     "a training hyper-parameter: it changes what is learned, not how long a step takes"},
+    {(const char *const[]){"rampup-batch-size", "step-batch-size-schedule", NULL},
+     "a batch-size ramp: simpar predicts the step at the full --global-batch-size"},
+    {(const char *const[]){"save*", "load", "ckpt-*", "no-save-*", "no-load-*", "async-save",
+                           "use-dist-ckpt", "auto-detect-ckpt-format", "non-persistent-*", "exit-*",
+                           "finetune", "pretrained-checkpoint", NULL},
+     "checkpointing and exit: outside the training step"},
+    {(const char *const[]){"log-*", "tensorboard-*", "wandb-*", "eval-*", "profile*",
+                           "timing-log-*", "record-memory-history", "logging-level",
+                           "memory-snapshot-path", NULL},
+     "logging, evaluation and profiling: outside the training step"},
+    {(const char *const[]){"data-*", "split", "vocab-file", "merge-file", "tokenizer-*",
+                           "mock-data", "num-workers", "tiktoken-*", "no-mmap-bin-files",
+                           "no-create-attention-mask-in-dataloader", "dataloader-type", "reset-*",
+                           "eod-mask-loss", "train-data-path", "valid-data-path", "test-data-path",
+                           NULL},
+     "data loading and tokenizer: simpar models the GPUs' step, not the input pipeline"},
+    {(const char *const[]){"max-position-embeddings", "position-embedding-type", "rotary-*",
+                           "use-rotary-position-embeddings", "rope-*", "use-rope-scaling",
+                           "no-position-embedding", NULL},
+     "positions: simpar's embedding is the vocabulary table; a learned position table "
+     "(max-position-embeddings x hidden) and rotary embeddings are not priced"},
+    {(const char *const[]){"norm-epsilon", "apply-layernorm-1p", "attention-softmax-in-fp32",
+                           "apply-query-key-layer-scaling", "no-masked-softmax-fusion",
+                           "no-bias-gelu-fusion", "no-bias-swiglu-fusion", "no-bias-dropout-fusion",
+                           "no-persist-layer-norm", "no-gradient-accumulation-fusion",
+                           "cross-entropy-loss-fusion", "cross-entropy-fusion-impl",
+                           "calculate-per-token-loss", "use-mcore-models", "use-legacy-models",
+                           "spec", NULL},
+     "numerics or kernel fusion of the same layer: simpar's --kernels megatron prices "
+     "Megatron-Core's fused kernels for these shapes"},
+    {(const char *const[]){"fp8*", "first-last-layers-bf16", "num-layers-at-*", NULL},
+     "FP8: simpar prices GEMMs in the model's dtype; FP8 GEMMs and their scaling are not "
+     "modelled, so compute is predicted at that dtype's speed"},
+    {(const char *const[]){"tp-comm-overlap*", "disable-tp-comm-*", NULL},
+     "simpar does not overlap tensor-parallel collectives with GEMMs (userbuffers): predicted "
+     "without that overlap"},
+    {(const char *const[]){"overlap-param-gather*", "no-align-param-gather", NULL},
+     "simpar all-gathers the distributed optimizer's parameters after the optimizer step, not "
+     "overlapped with the next forward"},
+    {(const char *const[]){"num-query-groups", NULL},
+     "applies with --group-query-attention only, as Megatron reads it"},
+    {(const char *const[]){"no-overlap-p2p-communication", "overlap-p2p-communication*",
+                           "defer-embedding-wgrad-compute", "wgrad-deferral-limit",
+                           "align-grad-reduce", "no-align-grad-reduce", "ddp-average-in-collective",
+                           "ddp-num-buckets", "ddp-pad-buckets-for-high-nccl-busbw",
+                           "use-cpu-initialization", "manual-gc*", "empty-unused-memory-level",
+                           "check-for-*", "distributed-timeout-minutes", "distributed-backend",
+                           "local-rank", "account-for-*", NULL},
+     "not modelled: simpar's step runs as its own pipeline and data-parallel schedule"},
+};
+
+static gboolean
+meg_name_matches(const char *pattern, const char *name)
+{
+    gsize n = strlen(pattern);
+    return pattern[n - 1] == '*' ? strncmp(pattern, name, n - 1) == 0 : g_str_equal(pattern, name);
+}
+
+static const char *
+meg_reason(const char *name)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(meg_reasons); i++)
+        for (guint k = 0; meg_reasons[i].names[k] != NULL; k++)
+            if (meg_name_matches(meg_reasons[i].names[k], name))
+                return meg_reasons[i].why;
+    return "not a flag simpar models (it reads the model's shapes, the split, batch, precision, "
+           "recomputation and optimizer sharding): if it changes a step's work, the prediction "
+           "leaves that out";
+}
+
+/* ---- the whole file ----------------------------------------------------------------------- */
+
+static gboolean
+meg_translate(SimparMegatron *meg, GError **error)
+{
+    SimparModel w = {0};
+    gint64 tp = 1, pp = 1, vocab;
+    if (!meg_shapes(meg, &w, error) || !meg_flavour(meg, &w, error) ||
+        !meg_parallel(meg, &tp, &pp, error) || !meg_vocab(meg, tp, &vocab, error))
+        return FALSE;
+    w.vocab = vocab;
+    g_autoptr(GPtrArray) split = g_steal_pointer(&meg->argv); /* the model's flags go first */
+    meg->argv = g_ptr_array_new_with_free_func(g_free);
+    meg_model_args(meg, &w);
+    for (guint i = 0; i < split->len; i++)
+        g_ptr_array_add(meg->argv, g_strdup(split->pdata[i]));
+    if (!meg_pipeline(meg, w.layers, pp, error) || !meg_recompute(meg, w.layers, pp, error) ||
+        !meg_data(meg, w.dtype, error) || !meg_attention(meg, error))
+        return FALSE;
+    for (guint i = 0; i < meg->flags->len; i++) {
+        const MegFlag *f = meg->flags->pdata[i];
+        if (f->used)
+            continue;
+        g_ptr_array_add(meg->notes, g_strdup_printf("--%s", f->name));
+        g_ptr_array_add(meg->notes, g_strdup(meg_reason(f->name)));
+    }
+    g_ptr_array_add(meg->argv, NULL);
+    return TRUE;
+}
+
+SimparMegatron *
+simpar_megatron_parse(const char *text, const char *name, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    g_autoptr(SimparMegatron) meg = g_new0(SimparMegatron, 1);
+    meg->file = g_strdup(name);
+    meg->flags = g_ptr_array_new_with_free_func(meg_flag_free);
+    meg->index = g_hash_table_new(g_str_hash, g_str_equal);
+    meg->argv = g_ptr_array_new_with_free_func(g_free);
+    meg->used = g_ptr_array_new_with_free_func(g_free);
+    meg->notes = g_ptr_array_new_with_free_func(g_free);
+    GArray *words = meg_words(text);
+    meg_collect(meg, words);
+    meg_words_free(words);
+    if (meg->flags->len == 0) {
+        meg_fail(meg, error,
+                 "no --flag in it: give a Megatron-LM launch line or script (the "
+                 "arguments of pretrain_gpt.py)");
+        return NULL;
+    }
+    if (!meg_translate(meg, error))
+        return NULL;
+    return g_steal_pointer(&meg); /* (transfer full) */
+}
+
+SimparMegatron *
+simpar_megatron_read(const char *path, GError **error)
+{
+    g_return_val_if_fail(path != NULL, NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    g_autofree char *text = NULL;
+    gsize len;
+    if (!simpar_file_read(path, SIMPAR_MEGATRON_MAX_BYTES, &text, &len, error)) {
+        g_prefix_error(error, "--megatron-args: ");
+        return NULL;
+    }
+    if (memchr(text, '\0', len) != NULL) {
+        g_set_error(error, SIMPAR_MEGATRON_ERROR, SIMPAR_MEGATRON_ERROR_INVALID,
+                    "--megatron-args %s: a NUL byte: not a launch line or shell script", path);
+        return NULL;
+    }
+    g_autofree char *name = g_strdup_printf("--megatron-args %s", path);
+    return simpar_megatron_parse(text, name, error); /* (transfer full) */
+}
+
+const char *const *
+simpar_megatron_argv(const SimparMegatron *meg)
+{
+    return (const char *const *) meg->argv->pdata; /* (transfer none) */
+}
+
+char *
+simpar_megatron_describe(const SimparMegatron *meg)
+{
+    GString *s = g_string_new(NULL);
+    g_string_append_printf(s, "Megatron arguments (%s), as simpar's flags:\n   ", meg->file);
+    for (guint i = 0; meg->argv->pdata[i] != NULL; i++)
+        g_string_append_printf(s, " %s", (const char *) meg->argv->pdata[i]);
+    g_string_append(s, "\n  used:\n");
+    for (guint i = 0; i + 1 < meg->used->len; i += 2)
+        g_string_append_printf(s, "    %s -> %s\n", (const char *) meg->used->pdata[i],
+                               (const char *) meg->used->pdata[i + 1]);
+    g_string_append_printf(s, "  ignored (%u):%s\n", meg->notes->len / 2,
+                           meg->notes->len == 0 ? " none" : "");
+    for (guint i = 0; i + 1 < meg->notes->len; i += 2)
+        g_string_append_printf(s, "    %s: %s\n", (const char *) meg->notes->pdata[i],
+                               (const char *) meg->notes->pdata[i + 1]);
+    return g_string_free(s, FALSE); /* (transfer full) */
+}
+
+static void
+meg_json_pairs(JsonBuilder *b, const char *member, const GPtrArray *pairs, const char *k1,
+               const char *k2)
+{
+    json_builder_set_member_name(b, member);
+    json_builder_begin_array(b);
+    for (guint i = 0; i + 1 < pairs->len; i += 2) {
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, k1);
+        json_builder_add_string_value(b, pairs->pdata[i]);
+        json_builder_set_member_name(b, k2);
+        json_builder_add_string_value(b, pairs->pdata[i + 1]);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+}
+
+void
+simpar_megatron_to_json(const SimparMegatron *meg, JsonBuilder *b)
+{
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "source");
+    json_builder_add_string_value(b, meg->file);
+    json_builder_set_member_name(b, "simpar_args");
+    json_builder_begin_array(b);
+    for (guint i = 0; meg->argv->pdata[i] != NULL; i++)
+        json_builder_add_string_value(b, meg->argv->pdata[i]);
+    json_builder_end_array(b);
+    meg_json_pairs(b, "used", meg->used, "megatron", "simpar");
+    meg_json_pairs(b, "ignored", meg->notes, "flag", "why");
+    json_builder_end_object(b);
+}
+
+/* ---- Megatron's names on simpar's command line -------------------------------------------- */
+
+static void
+meg_set(char **field, const char *value)
+{
+    g_free(*field);
+    *field = g_strdup(value);
+}
+
+/* The switches and values whose simpar spelling differs: --bf16, --swiglu, ... */
+static gboolean
+meg_alias_cb(const char *option, const char *value, gpointer data, GError **error)
+{
+    SimparJobArgs *a = data;
+    const char *name = option + 2;
+    if (g_str_equal(name, "bf16") || g_str_equal(name, "fp16"))
+        meg_set(&a->dtype, name);
+    else if (g_str_equal(name, "swiglu"))
+        meg_set(&a->mlp, "swiglu");
+    else if (g_str_equal(name, "disable-bias-linear"))
+        meg_set(&a->bias, "off");
+    else if (g_str_equal(name, "use-distributed-optimizer"))
+        a->zero = 1;
+    else if (g_str_equal(name, "accumulate-allreduce-grads-in-fp32"))
+        meg_set(&a->grad_reduce_dtype, "fp32");
+    else if (g_str_equal(name, "normalization") &&
+             (g_str_equal(value, "LayerNorm") || g_str_equal(value, "RMSNorm")))
+        meg_set(&a->norm, g_str_equal(value, "RMSNorm") ? "rmsnorm" : "layernorm");
+    else if (g_str_equal(name, "cp-comm-type") &&
+             (g_str_equal(value, "p2p") || g_str_equal(value, "allgather")))
+        meg_set(&a->cp_mode, g_str_equal(value, "p2p") ? "ring" : "allgather");
+    else if (!g_str_equal(name, "untie-embeddings-and-output-weights") &&
+             !g_str_equal(name, "group-query-attention")) {
+        g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE, "%s %s: valid are %s", option,
+                    value,
+                    g_str_equal(name, "normalization") ? "LayerNorm and RMSNorm"
+                                                       : "p2p and allgather (a2a is not modelled)");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+GOptionGroup *
+simpar_megatron_aliases(SimparJobArgs *a)
+{
+    /* a callback entry's arg_data is the function: copied, as ISO C casts no function pointer
+     * to an object pointer */
+    GOptionArgFunc fn = meg_alias_cb;
+    gpointer cb;
+    G_STATIC_ASSERT(sizeof(cb) == sizeof(fn));
+    memcpy(&cb, &fn, sizeof(cb));
+    const GOptionEntry entries[] = {
+        {"tensor-model-parallel-size", 0, 0, G_OPTION_ARG_INT64, &a->tp, "--tp", "T"},
+        {"pipeline-model-parallel-size", 0, 0, G_OPTION_ARG_INT64, &a->pp, "--pp", "P"},
+        {"context-parallel-size", 0, 0, G_OPTION_ARG_INT64, &a->cp, "--cp", "C"},
+        {"cp-comm-type", 0, 0, G_OPTION_ARG_CALLBACK, cb,
+         "--cp-mode: p2p is ring, allgather allgather", "p2p|allgather"},
+        {"sequence-parallel", 0, 0, G_OPTION_ARG_NONE, &a->sp, "--sp", NULL},
+        {"num-layers", 0, 0, G_OPTION_ARG_INT64, &a->layers, "--layers", "L"},
+        {"hidden-size", 0, 0, G_OPTION_ARG_INT64, &a->hidden, "--hidden", "H"},
+        {"ffn-hidden-size", 0, 0, G_OPTION_ARG_INT64, &a->ffn, "--ffn", "F"},
+        {"num-attention-heads", 0, 0, G_OPTION_ARG_INT64, &a->heads, "--heads", "A"},
+        {"group-query-attention", 0, G_OPTION_FLAG_NO_ARG, G_OPTION_ARG_CALLBACK, cb,
+         "accepted; --num-query-groups gives the groups", NULL},
+        {"num-query-groups", 0, 0, G_OPTION_ARG_INT64, &a->kv_heads, "--kv-heads", "G"},
+        {"seq-length", 0, 0, G_OPTION_ARG_INT64, &a->seq, "--seq", "S"},
+        {"micro-batch-size", 0, 0, G_OPTION_ARG_INT64, &a->micro_batch, "--micro-batch", "B"},
+        {"global-batch-size", 0, 0, G_OPTION_ARG_INT64, &a->global_batch, "--global-batch", "B"},
+        {"recompute-granularity", 0, 0, G_OPTION_ARG_STRING, &a->recompute,
+         "--recompute: selective or full (every layer)", "R"},
+        {"microbatch-group-size-per-virtual-pipeline-stage", 0, 0, G_OPTION_ARG_INT64, &a->vp_group,
+         "--vp-group", "N"},
+        {"decoder-first-pipeline-num-layers", 0, 0, G_OPTION_ARG_INT64, &a->first_stage_layers,
+         "--first-stage-layers", "N"},
+        {"decoder-last-pipeline-num-layers", 0, 0, G_OPTION_ARG_INT64, &a->last_stage_layers,
+         "--last-stage-layers", "N"},
+        {"ddp-bucket-size", 0, 0, G_OPTION_ARG_INT64, &a->bucket_params, "--bucket-params", "N"},
+        {"bf16", 0, G_OPTION_FLAG_NO_ARG, G_OPTION_ARG_CALLBACK, cb, "--dtype bf16", NULL},
+        {"fp16", 0, G_OPTION_FLAG_NO_ARG, G_OPTION_ARG_CALLBACK, cb, "--dtype fp16", NULL},
+        {"swiglu", 0, G_OPTION_FLAG_NO_ARG, G_OPTION_ARG_CALLBACK, cb, "--mlp swiglu", NULL},
+        {"normalization", 0, 0, G_OPTION_ARG_CALLBACK, cb, "--norm", "LayerNorm|RMSNorm"},
+        {"disable-bias-linear", 0, G_OPTION_FLAG_NO_ARG, G_OPTION_ARG_CALLBACK, cb, "--bias off",
+         NULL},
+        {"untie-embeddings-and-output-weights", 0, G_OPTION_FLAG_NO_ARG, G_OPTION_ARG_CALLBACK, cb,
+         "accepted: simpar's default (--tied-embeddings ties them)", NULL},
+        {"use-distributed-optimizer", 0, G_OPTION_FLAG_NO_ARG, G_OPTION_ARG_CALLBACK, cb,
+         "--zero 1", NULL},
+        {"accumulate-allreduce-grads-in-fp32", 0, G_OPTION_FLAG_NO_ARG, G_OPTION_ARG_CALLBACK, cb,
+         "--grad-reduce-dtype fp32", NULL},
+        G_OPTION_ENTRY_NULL,
+    };
+    GOptionGroup *g = g_option_group_new(
+        "megatron",
+        "Megatron-LM's names for simpar's flags (a spelling: simpar's defaults hold; "
+        "--megatron-args FILE reads a whole launch script with Megatron's defaults):",
+        "Show the Megatron-LM names simpar accepts", a, NULL);
+    g_option_group_add_entries(g, entries);
+    return g; /* (transfer full) */
+}

@@ -1,0 +1,1 @@
+--num-layers 8 --hidden-size 512 --num-attention-heads 8 --seq-length 128 --micro-batch-size 1 --tensor-model-parallel-size $((2*2))

@@ -1,0 +1,1 @@
+--num-layers '8 --hidden-size "512 ${X:-

@@ -1,0 +1,292 @@
+/* test-megatron.c - Megatron-LM arguments in (app/megatron.c): a launch script read as simpar's
+ * flags predicts exactly what simpar's own flags predict, what was ignored is listed with why,
+ * the script is read as a shell would cut it (never run), and what simpar cannot read or model
+ * is one error naming the file, the line and the flag.
+ *
+ * The binary's path comes from SIMPAR_BIN; the working directory is the source root.
+ */
+#include "cli-run.h"
+#include "megatron.h"
+#include "simpar-test.h"
+#include <glib/gstdio.h>
+
+static char *megatron_dir;      /* a suite folder */
+static char *megatron_a100x128; /* a 16-node DGX A100 platform in it */
+
+static int
+megatron_setup(void)
+{
+    megatron_dir = g_dir_make_tmp("simpar-megatron-XXXXXX", NULL);
+    megatron_a100x128 = g_build_filename(megatron_dir, "a100x128.xml", NULL);
+    g_autofree char *args =
+        g_strdup_printf("topology --preset dgx-a100 --nodes 16 -o %s", megatron_a100x128);
+    SimparCliRun r = simpar_cli_run(args);
+    int status = r.status;
+    simpar_cli_run_clear(&r);
+    return status;
+}
+
+static int
+megatron_teardown(void)
+{
+    g_free(megatron_a100x128);
+    simpar_test_tmpdir_remove(megatron_dir);
+    return 0;
+}
+
+/* The simpar flags a text translates to, joined by blanks (transfer full); NULL with the error
+ * printed when it is refused. */
+static char *
+megatron_flags(const char *text)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(SimparMegatron) meg = simpar_megatron_parse(text, "--megatron-args test.sh", &error);
+    if (meg == NULL) {
+        printf("\n    refused: %s", error->message);
+        return NULL;
+    }
+    return g_strjoinv(" ", (char **) simpar_megatron_argv(meg));
+}
+
+/* The refusal of `text`, checked to name `want` and the file. */
+static void
+megatron_refuses(const char *text, const char *want)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(SimparMegatron) meg = simpar_megatron_parse(text, "--megatron-args test.sh", &error);
+    gboolean ok = meg == NULL && error != NULL && strstr(error->message, want) != NULL &&
+                  strstr(error->message, "--megatron-args test.sh: ") == error->message;
+    if (!ok)
+        printf("\n    %s\n    -> %s (want %s)", text, error != NULL ? error->message : "accepted",
+               want);
+    CU_ASSERT_TRUE(ok);
+}
+
+#define MEG_SHAPE                                                                                  \
+    "--num-layers 24 --hidden-size 2048 --num-attention-heads 16 --seq-length 2048 "               \
+    "--micro-batch-size 2 "
+
+/* The two scripts predict what simpar's flags predict, byte for byte, on 128 GPUs; the text
+ * lists what was ignored and why. */
+static void
+megatron_same(const char *script, const char *flags, const char *ignored)
+{
+    const char *common = "--backend formula --json --jobs 1";
+    g_autofree char *a =
+        g_strdup_printf("--megatron-args %s --topology %s %s", script, megatron_a100x128, common);
+    g_autofree char *b = g_strdup_printf("%s --topology %s %s", flags, megatron_a100x128, common);
+    SimparCliRun ra = simpar_cli_run(a), rb = simpar_cli_run(b);
+    gboolean ok = ra.status == 0 && rb.status == 0 && g_str_equal(ra.out, rb.out) &&
+                  strstr(ra.err, ignored) != NULL && strstr(ra.out, "\"step_time_s\"") != NULL;
+    if (!ok)
+        printf("\n    simpar %s -> %d\n%s%s\n    simpar %s -> %d\n%s%s", a, ra.status, ra.out,
+               ra.err, b, rb.status, rb.out, rb.err);
+    CU_ASSERT_TRUE(ok);
+    simpar_cli_run_clear(&ra);
+    simpar_cli_run_clear(&rb);
+}
+
+static void
+test_examples(void)
+{
+    /* Megatron-LM's examples/gpt3 launch: TP 8, PP 16, tied embeddings, GPT-2's vocabulary
+     * padded to 51200, fused attention; data parallelism 1 on 128 GPUs */
+    megatron_same("tests/data/megatron-gpt3-175b.sh",
+                  "--model gpt3-175b --tp-mode 1d --tp 8 --pp 16 --dp 1 --tied-embeddings "
+                  "--global-batch 1536 --attention flash",
+                  "ignored (26):\n    --nproc_per_node: the launcher's (torchrun)");
+    megatron_same("tests/data/megatron-gpt3-175b.sh",
+                  "--model gpt3-175b --tp-mode 1d --tp 8 --pp 16 --tied-embeddings "
+                  "--global-batch 1536 --attention flash",
+                  "--lr: a training hyper-parameter");
+    /* a Megatron-Core Llama 3 70B script: data parallelism 4 from the 128 GPUs */
+    megatron_same("tests/data/megatron-llama3-70b.sh",
+                  "--model llama3-70b --vocab 129024 --tp-mode 1d --tp 8 --pp 4 --dp 4 --sp "
+                  "--schedule interleaved --virtual-stages 4 --recompute full --zero 1 "
+                  "--overlap-grad-reduce --grad-reduce-dtype fp32 --global-batch 128 "
+                  "--attention flash",
+                  "--overlap-param-gather: simpar all-gathers");
+}
+
+static void
+test_aliases(void)
+{
+    /* Megatron's names on simpar's command line mean simpar's flags */
+    megatron_same("tests/data/megatron-gpt3-175b.sh",
+                  "--model gpt3-175b --tp-mode 1d --tensor-model-parallel-size 8 "
+                  "--pipeline-model-parallel-size 16 --tied-embeddings --global-batch-size 1536 "
+                  "--attention flash",
+                  "ignored (26)");
+    megatron_same("tests/data/megatron-llama3-70b.sh",
+                  "--model llama3-70b --num-layers 80 --hidden-size 8192 --ffn-hidden-size 28672 "
+                  "--num-attention-heads 64 --group-query-attention --num-query-groups 8 "
+                  "--seq-length 8192 --micro-batch-size 1 --vocab 129024 --swiglu "
+                  "--normalization RMSNorm --disable-bias-linear --dropout off --bf16 "
+                  "--tp-mode 1d --tp 8 --pp 4 --sequence-parallel --schedule interleaved "
+                  "--virtual-stages 4 --recompute-granularity full --use-distributed-optimizer "
+                  "--overlap-grad-reduce --accumulate-allreduce-grads-in-fp32 "
+                  "--untie-embeddings-and-output-weights --global-batch-size 128 --attention "
+                  "flash",
+                  "ignored (36)");
+}
+
+/* pretrain_gpt.py's arguments after `--`, one word each: the same job as the script's */
+static void
+test_after_dashes(void)
+{
+    const char *common = "--backend formula --json --jobs 1";
+    g_autofree char *a =
+        g_strdup_printf("--megatron-args tests/data/megatron-gpt3-175b.sh --topology %s %s",
+                        megatron_a100x128, common);
+    g_autofree char *b = g_strdup_printf(
+        "--topology %s %s -- --num-layers 96 --hidden-size 12288 --num-attention-heads 96 "
+        "--seq-length 2048 --micro-batch-size 1 --global-batch-size 1536 --fp16 --lr 6.0e-5 "
+        "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 16 --vocab-size 50257",
+        megatron_a100x128, common);
+    SimparCliRun ra = simpar_cli_run(a), rb = simpar_cli_run(b);
+    CU_ASSERT_TRUE(ra.status == 0 && rb.status == 0 && g_str_equal(ra.out, rb.out));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rb.err, "Megatron arguments (the arguments after --)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rb.err, "--lr: a training hyper-parameter"));
+    simpar_cli_run_clear(&ra);
+    simpar_cli_run_clear(&rb);
+    CU_ASSERT_TRUE(simpar_cli_refused("--megatron-args tests/data/megatron-gpt3-175b.sh --topology "
+                                      "topologies/v100x64.xml -- --num-layers 2",
+                                      2, "give the Megatron arguments one way"));
+}
+
+static void
+test_command_line_wins(void)
+{
+    /* the command line's flags come after the file's */
+    const char *common = "--backend formula --json --jobs 1";
+    g_autofree char *a = g_strdup_printf(
+        "--megatron-args tests/data/megatron-gpt3-175b.sh --global-batch 768 --topology %s %s",
+        megatron_a100x128, common);
+    SimparCliRun r = simpar_cli_run(a);
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "B=768"));
+    simpar_cli_run_clear(&r);
+}
+
+static void
+test_shell_words(void)
+{
+    const struct {
+        const char *text, *want;
+    } cases[] = {
+        /* continuations, variables and their defaults, quotes, comments */
+        {"TP=4\nL=${LAYERS:-24}\npython pretrain_gpt.py \\\n --tensor-model-parallel-size $TP \\\n"
+         " --num-layers \"$L\" --hidden-size '2048' --num-attention-heads 16 # 16 heads\n"
+         " --seq-length=2048 --micro-batch-size 2 --bf16",
+         "--model=gpt3-1.3b --micro-batch=2 --dtype=bf16 --tp-mode=1d --tp=4 "
+         "--grad-reduce-dtype=fp32 --tied-embeddings --attention=flash"},
+        /* a bash array with quoted "--flag value" pairs, exported and braced variables */
+        {"export PP=2\nARGS=(\n  \"--pipeline-model-parallel-size ${PP}\"\n  --swiglu\n)\n"
+         "torchrun x.py ${ARGS[@]} " MEG_SHAPE "--normalization RMSNorm --vocab-size 1000",
+         "--pp=2"},
+        /* Megatron's SwiGLU width, GQA and untied embeddings */
+        {MEG_SHAPE "--swiglu --group-query-attention --num-query-groups 4 "
+                   "--untie-embeddings-and-output-weights --vocab-size 32000 "
+                   "--make-vocab-size-divisible-by 64",
+         "--kv-heads=4 --ffn=5440 --seq=2048 --micro-batch=2 --vocab=32000"},
+        /* context parallelism: Megatron's p2p is simpar's ring */
+        {MEG_SHAPE "--context-parallel-size 2", "--cp=2 --cp-mode=ring"},
+        {MEG_SHAPE "--context-parallel-size 2 --cp-comm-type allgather",
+         "--cp=2 --cp-mode=allgather"},
+        /* interleaving from layers per virtual stage; selective recomputation */
+        {MEG_SHAPE "--pipeline-model-parallel-size 4 --num-layers-per-virtual-pipeline-stage 3 "
+                   "--recompute-activations",
+         "--schedule=interleaved --virtual-stages=2 --recompute=selective"},
+        /* no tensor parallelism: no sequence parallelism, as Megatron turns it off */
+        {MEG_SHAPE "--sequence-parallel --use-torch-fsdp2 --fp16 --attention-backend unfused",
+         "--tp=1 --zero=3 --tied-embeddings --attention=unfused"},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *flags = megatron_flags(cases[i].text);
+        gboolean ok = flags != NULL && strstr(flags, cases[i].want) != NULL;
+        if (!ok)
+            printf("\n    case %u: %s\n    want %s", i, flags, cases[i].want);
+        CU_ASSERT_TRUE(ok);
+    }
+}
+
+static void
+test_refusals(void)
+{
+    megatron_refuses("echo hello", "no --flag in it");
+    megatron_refuses("--hidden-size 2048 --num-attention-heads 16 --seq-length 2048 "
+                     "--micro-batch-size 2",
+                     "no --num-layers: Megatron needs it");
+    megatron_refuses(MEG_SHAPE "\n--tensor-model-parallel-size $((2*4))",
+                     "line 2: --tensor-model-parallel-size $((2*4)): simpar reads variables");
+    megatron_refuses(MEG_SHAPE "--tensor-model-parallel-size $TP",
+                     "--tensor-model-parallel-size $TP: simpar reads variables the file sets");
+    megatron_refuses(MEG_SHAPE "--tensor-model-parallel-size 2\n--tensor-model-parallel-size 4",
+                     "--tensor-model-parallel-size is given twice, as 2 (line 1) and 4 (line 2)");
+    megatron_refuses(MEG_SHAPE "--tensor-model-parallel-size eight",
+                     "line 1: --tensor-model-parallel-size eight: valid is a whole number");
+    megatron_refuses(MEG_SHAPE "--context-parallel-size 2 --cp-comm-type a2a",
+                     "--cp-comm-type a2a: simpar models p2p");
+    megatron_refuses(MEG_SHAPE "--num-experts 8", "--num-experts: simpar models dense");
+    megatron_refuses(MEG_SHAPE "--bf16 --fp16", "--bf16 and --fp16 together");
+    megatron_refuses(MEG_SHAPE "--normalization BatchNorm",
+                     "--normalization BatchNorm: valid are LayerNorm and RMSNorm");
+    megatron_refuses(MEG_SHAPE "--kv-channels 64", "--kv-channels 64: simpar's attention heads");
+    megatron_refuses(MEG_SHAPE "--recompute-granularity full",
+                     "--recompute-granularity full needs --recompute-method");
+    megatron_refuses(MEG_SHAPE "--pipeline-model-parallel-size 2 --recompute-granularity full "
+                               "--recompute-method block --recompute-num-layers 4",
+                     "a stage has 12 layers");
+    megatron_refuses(MEG_SHAPE "--hidden-dropout 2", "--hidden-dropout 2: valid is a probability");
+
+    /* the binary: a file's fault exits 1, one line */
+    CU_ASSERT_TRUE(simpar_cli_refused("--megatron-args /nonexistent/train.sh --topology "
+                                      "topologies/v100x64.xml",
+                                      1, "--megatron-args: "));
+    CU_ASSERT_TRUE(simpar_cli_refused("--megatron-args tests/data/megatron-gpt3-175b.sh "
+                                      "--topology topologies/v100x64.xml",
+                                      2,
+                                      "--tp 8 x --pp 16 = 128 GPUs does not divide the 64 used"));
+    CU_ASSERT_TRUE(simpar_cli_refused("--megatron-args tests/data/megatron-gpt3-175b.sh "
+                                      "--topology topologies/v100x64.xml --trace "
+                                      "tests/data/megatron-gpt3-175b.sh",
+                                      2, "tests/data/megatron-gpt3-175b.sh"));
+    CU_ASSERT_TRUE(simpar_cli_refused("--topology topologies/v100x64.xml --cp-comm-type a2a", 2,
+                                      "--cp-comm-type a2a: valid are p2p and allgather"));
+}
+
+static void
+test_derived_dp(void)
+{
+    /* --tp without --dp: D is the GPUs over T x C x P (it was refused: T x P x 1 != GPUs) */
+    SimparCliRun r = simpar_cli_run("--topology topologies/v100x64.xml --model tiny --tp-mode 1d "
+                                    "--tp 4 --pp 2 --backend formula --jobs 1");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "T=4 P=2 D=8 "));
+    simpar_cli_run_clear(&r);
+}
+
+static CU_TestInfo megatron_tests[] = {
+    {"Megatron's GPT-3 175B and Llama 3 70B scripts predict what simpar's flags predict",
+     test_examples},
+    {"Megatron's flag names on simpar's command line mean simpar's flags", test_aliases},
+    {"pretrain_gpt.py's arguments after -- are read as the script's", test_after_dashes},
+    {"the command line's flags win over the file's", test_command_line_wins},
+    {"scripts are cut into words as a shell would, variables substituted, never run",
+     test_shell_words},
+    {"what simpar cannot read or model is one error naming the file, line and flag", test_refusals},
+    {"without --dp, data parallelism is the GPUs over T x C x P", test_derived_dp},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"Megatron arguments", megatron_setup, megatron_teardown, NULL, NULL, megatron_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+int
+main(void)
+{
+    return simpar_test_main(suites);
+}
