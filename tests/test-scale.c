@@ -157,7 +157,9 @@ test_generated_routes(void)
                  {"dgx-h100", 3, NULL, 0, 0},
                  {"dgx-2", 3, NULL, 0, 0},
                  {"v100-ac922", 4, NULL, 0, 0},
-                 {"clos-h100", 9, &clos, 2, 4}};
+                 {"clos-h100", 9, &clos, 2, 4},
+                 {"dgx-b200", 3, NULL, 0, 0},
+                 {"gb200-nvl72", 2, NULL, 0, 0}};
 
     for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
         g_autofree char *xml =
