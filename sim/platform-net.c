@@ -257,7 +257,8 @@ simpar_platform_gpu(const SimparPlatform *p, guint gpu, SimparGpu *out, GError *
     g_return_val_if_fail(gpu < p->n_gpus, FALSE);
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     static const char *const peaks[] = {"peak_fp16_flops", "peak_bf16_flops", "peak_fp32_flops",
-                                        "peak_fp64_flops"};
+                                        "peak_fp64_flops", "peak_fp8_flops"};
+    G_STATIC_ASSERT(G_N_ELEMENTS(peaks) == SIMPAR_DTYPE_FP8 + 1);
     simpar_gpu_init(out);
     const char *model = sg_host_get_property_value(p->hosts[gpu], "gpu_model");
     out->model = g_intern_string(model != NULL ? model : sg_host_get_name(p->hosts[gpu]));

@@ -32,7 +32,8 @@ static const SimparModel mem_model = {"mem",
                                       SIMPAR_MLP_GELU,
                                       SIMPAR_NORM_LAYERNORM,
                                       FALSE,
-                                      FALSE};
+                                      FALSE,
+                                      0};
 static const SimparModel mem_model_fp32 = {"mem",
                                            64,
                                            4,
@@ -46,7 +47,8 @@ static const SimparModel mem_model_fp32 = {"mem",
                                            SIMPAR_MLP_GELU,
                                            SIMPAR_NORM_LAYERNORM,
                                            FALSE,
-                                           FALSE};
+                                           FALSE,
+                                           0};
 
 static void
 gpu_h100(SimparGpu *gpu)

@@ -26,7 +26,8 @@ static const SimparModel model16 = {"mem",
                                     SIMPAR_MLP_GELU,
                                     SIMPAR_NORM_LAYERNORM,
                                     FALSE,
-                                    FALSE};
+                                    FALSE,
+                                    0};
 
 static gboolean
 near(double got, double want)
@@ -173,7 +174,8 @@ static const SimparModel zero_model = {"zero",
                                        SIMPAR_MLP_GELU,
                                        SIMPAR_NORM_LAYERNORM,
                                        FALSE,
-                                       FALSE};
+                                       FALSE,
+                                       0};
 
 static void
 test_states_zero_example(void)

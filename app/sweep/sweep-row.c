@@ -185,7 +185,7 @@ row_config(const SimparSweep *sw, const SimparSweepConfig *c, const SimparBacken
     row_int(r, SIMPAR_SWEEP_COL_KV_HEADS, c->kv_heads != SIMPAR_JOB_UNSET ? c->kv_heads : c->heads);
     row_int(r, SIMPAR_SWEEP_COL_LAYERS, c->layers);
     row_int(r, SIMPAR_SWEEP_COL_SEQ, c->seq);
-    row_set(r, SIMPAR_SWEEP_COL_DTYPE, g_strdup(simpar_dtype_name(base->dtype)));
+    row_set(r, SIMPAR_SWEEP_COL_DTYPE, g_strdup(simpar_model_precision(base)));
     row_set(r, SIMPAR_SWEEP_COL_PRESET,
             sw->preset != NULL ? g_strdup(sw->preset->name)
                                : g_path_get_basename(sw->args.topology));
@@ -324,7 +324,8 @@ row_prepare(const SimparSweep *sw, const SimparSweepConfig *c, const SimparGpu *
     row_job_args(sw, c, &a);
     if (!simpar_job_model(&a, SIMPAR_PREDICT_DEFAULT_MODEL, model, why))
         return FALSE;
-    if (!simpar_gpu_validate(gpu, model->dtype, why)) {
+    if (!simpar_gpu_validate(gpu, model->dtype, why) ||
+        !simpar_gpu_check_fp8(gpu, (SimparFp8Recipe) model->fp8, why)) {
         g_prefix_error(why, "%s: ", sw->preset != NULL ? sw->preset->name : sw->args.topology);
         return FALSE;
     }
