@@ -324,8 +324,8 @@ row_prepare(const SimparSweep *sw, const SimparSweepConfig *c, const SimparGpu *
     row_job_args(sw, c, &a);
     if (!simpar_job_model(&a, SIMPAR_PREDICT_DEFAULT_MODEL, model, why))
         return FALSE;
-    if (!simpar_gpu_validate(gpu, model->dtype, why) ||
-        !simpar_gpu_check_fp8(gpu, (SimparFp8Recipe) model->fp8, why)) {
+    if (!simpar_gpu_check_fp8(gpu, (SimparFp8Recipe) model->fp8, why) ||
+        !simpar_gpu_validate(gpu, model->dtype, why)) {
         g_prefix_error(why, "%s: ", sw->preset != NULL ? sw->preset->name : sw->args.topology);
         return FALSE;
     }
