@@ -458,6 +458,8 @@ simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GE
                                               "ffn",
                                               "vocab",
                                               "dtype",
+                                              "fp8-recipe",
+                                              "fp8-param-gather",
                                               "sp",
                                               "variant",
                                               "zero",

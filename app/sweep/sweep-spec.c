@@ -192,7 +192,8 @@ sweep_parse_names(SimparSweep *sw, SimparSweepNames which, GError **error)
     return TRUE;
 }
 
-/* The base models of --model, with --vocab and --dtype (the shapes are per configuration). */
+/* The base models of --model, with --vocab, --dtype and --fp8-recipe (the shapes are per
+ * configuration). */
 static gboolean
 sweep_load_models(SimparSweep *sw, GError **error)
 {
@@ -201,6 +202,7 @@ sweep_load_models(SimparSweep *sw, GError **error)
         SimparJobArgs a;
         simpar_job_args_init(&a);
         a.model = names->pdata[i], a.vocab = sw->args.job.vocab, a.dtype = sw->args.job.dtype;
+        a.fp8_recipe = sw->args.job.fp8_recipe;
         SimparModel m;
         GError *local = NULL;
         if (!simpar_job_model(&a, SIMPAR_PREDICT_DEFAULT_MODEL, &m, &local))
