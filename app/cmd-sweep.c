@@ -422,6 +422,10 @@ simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GE
          "Context parallelism C (T x C x P x D = GPUs; default 1)", "LIST"},
         {"cp-mode", 0, 0, G_OPTION_ARG_STRING, &s[SIMPAR_SWEEP_CP_MODE],
          "Context parallelism's forms: allgather, ring (default allgather)", "LIST"},
+        {"precision", 0, 0, G_OPTION_ARG_STRING, &s[SIMPAR_SWEEP_PRECISION],
+         "Precisions (replace --dtype and --fp8-recipe): fp16, bf16, fp32, fp64, fp8 (delayed), "
+         "fp8-delayed, fp8-current, fp8-mxfp8",
+         "LIST"},
         {"shard-group", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_SHARD_GROUP],
          "ZeRO 1-3: replicas per shard group (hybrid sharding; default D)", "LIST"},
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &a->output,
