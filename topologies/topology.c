@@ -85,7 +85,8 @@ topology_gpu_props(const SimparGpuSpec *gpu, guint depth)
                     {"gemm_half_dim", gpu->gemm_half_dim},
                     {"launch_s", gpu->launch_s},
                     {"nvls_efficiency", gpu->nvls_efficiency},
-                    {"nvls_latency_s", gpu->nvls_latency_s}};
+                    {"nvls_latency_s", gpu->nvls_latency_s},
+                    {"nvls_tree_latency_s", gpu->nvls_tree_latency_s}};
 
     GString *xml = g_string_new(NULL);
     topology_append(xml, depth, "<prop id=\"gpu_model\" value=\"%s\"/>\n", gpu->model);
@@ -660,6 +661,7 @@ topology_read(GKeyFile *kf, const char *group, SimparTopologyPreset *p)
                              0,
                              0,
                              0,
+                             0,
                              0};
     g_free(topology_string(kf, group, "gpu_source"));
     p->gpu.fp8 = topology_double(kf, group, "peak_fp8_flops", FALSE);
@@ -676,6 +678,11 @@ topology_read(GKeyFile *kf, const char *group, SimparTopologyPreset *p)
         topology_bad(group, "nvls_efficiency in (0, 1] with nvls_latency_s > 0", NULL);
     if (p->gpu.nvls_efficiency > 0)
         g_free(topology_string(kf, group, "nvls_source"));
+    p->gpu.nvls_tree_latency_s = topology_double(kf, group, "nvls_tree_latency_s", FALSE);
+    if (p->gpu.nvls_tree_latency_s > 0 && p->gpu.nvls_efficiency <= 0)
+        topology_bad(group, "nvls_tree_latency_s (needs nvls_efficiency)", NULL);
+    if (p->gpu.nvls_tree_latency_s > 0)
+        g_free(topology_string(kf, group, "nvls_tree_source"));
     for (guint i = 0; i < G_N_ELEMENTS(topology_link_names); i++)
         topology_read_link(kf, group, topology_link_names[i].name,
                            G_STRUCT_MEMBER_P(&p->links, topology_link_names[i].offset));

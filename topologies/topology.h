@@ -56,6 +56,9 @@ typedef struct {
      * all-reduce reaches and its latency per collective (sim/collectives/nvls.c). */
     double nvls_efficiency, nvls_latency_s;
     double fp8; /* peak flop/s of FP8 dense tensor cores (0: none; written only when given) */
+    /* NCCL's NVLS-tree between NVLink domains (0: not run): its latency per tree level
+     * (sim/collectives/nvls-tree.c) */
+    double nvls_tree_latency_s;
 } SimparGpuSpec;
 
 /* The links of a node style; a style uses the ones it names. */
