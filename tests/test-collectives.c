@@ -661,6 +661,12 @@ test_nvls_tree(void)
             g_autoptr(SimparExpansion) e = simpar_expansion_new(g.n);
             nt->expand(AR, &g, s, 0, &p, e);
             CU_ASSERT_TRUE(close_to(eval_max(e, &g, 0.0), got, 1e-12));
+            double sent = 0; /* every member sends its NVLink and its NIC bytes */
+            for (guint x = 0; x < e->xfers->len; x++) {
+                const SimparXfer *xf = &g_array_index(e->xfers, SimparXfer, x);
+                sent += xf->send ? xf->bytes : 0;
+            }
+            CU_ASSERT_TRUE(close_to(sent, g.n * (intra + inter), 1e-12));
             SimparCollParams none = p;
             none.proto = SIMPAR_PROTO_NONE;
             CU_ASSERT_TRUE(close_to(nt->closed_form(AR, &g, s, 0, &none),
