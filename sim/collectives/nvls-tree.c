@@ -33,7 +33,9 @@
 static guint *
 nvls_tree_layout(const SimparCollGroup *g, guint *N, guint *k, double *eff, double *lat_s)
 {
-    if (g->n < 4 || g->net->nvls == NULL || g->net->nvls_tree == NULL)
+    double t0;
+    if (g->n < 4 || g->net->nvls == NULL || g->net->nvls_tree == NULL ||
+        !g->net->nvls_tree(g->net, g->gpus[0], &t0)) /* most platforms: before any layout */
         return NULL;
     g_autofree guint *at = simpar_coll_node_layout(g, N, k);
     if (at == NULL || *N < 2 || *k < 2)
