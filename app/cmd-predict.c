@@ -341,7 +341,8 @@ predict_gpus(const Predict *p, PredictJob *pj, GError **error)
         pj->gpus = (guint) p->gpus;
     if (!simpar_predict_gpu(pj->platform, pj->gpus, &p->opts, &pj->gpu, error))
         return FALSE;
-    if (!simpar_gpu_validate(&pj->gpu, p->model.dtype, error)) {
+    if (!simpar_gpu_check_fp8(&pj->gpu, (SimparFp8Recipe) p->model.fp8, error) ||
+        !simpar_gpu_validate(&pj->gpu, p->model.dtype, error)) {
         g_prefix_error(error, "--topology %s: ", simpar_platform_path(pj->platform));
         return FALSE;
     }

@@ -25,7 +25,8 @@ topology_print_list(void)
     guint n;
     const SimparTopologyPreset *p = simpar_topology_presets(&n);
     for (guint i = 0; i < n; i++)
-        printf("%-12s %2u GPUs/node  %s\n", p[i].name, p[i].gpus_per_node, p[i].description);
+        printf("%-12s %2u GPUs/%s  %s\n", p[i].name, p[i].gpus_per_node,
+               p[i].racks ? "rack" : "node", p[i].description);
 }
 
 static const SimparTopologyPreset *
@@ -45,20 +46,53 @@ topology_check_preset(const char *name, GError **error)
     return p;
 }
 
-static gboolean
-topology_check_args(gint64 nodes, const char *output, GError **error)
+/* The most nodes (racks) of preset p: the node and the GPU limits. */
+static gint64
+topology_max_nodes(const SimparTopologyPreset *p)
 {
-    if (nodes == TOPOLOGY_UNSET) {
+    return MIN(SIMPAR_TOPOLOGY_MAX_NODES, SIMPAR_TOPOLOGY_MAX_GPUS / p->gpus_per_node);
+}
+
+/* The count of nodes: --nodes, or --racks for a rack-scale preset (whose node is a rack). */
+static gboolean
+topology_check_count(const SimparTopologyPreset *p, gint64 nodes, gint64 racks, gint64 *out,
+                     GError **error)
+{
+    const char *flag = p->racks ? "--racks" : "--nodes";
+    const char *what = p->racks ? "racks" : "nodes";
+    gint64 most = topology_max_nodes(p);
+    if (p->racks ? nodes != TOPOLOGY_UNSET : racks != TOPOLOGY_UNSET) {
         g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                    "simpar topology: --nodes N is required (1 to %d)", SIMPAR_TOPOLOGY_MAX_NODES);
+                    "simpar topology: --preset %s counts %s: give %s N, not %s (%s)", p->name, what,
+                    flag, p->racks ? "--nodes" : "--racks",
+                    p->racks ? "each rack is one NVLink domain of its GPUs"
+                             : "--racks is for rack-scale presets such as gb200-nvl72");
         return FALSE;
     }
-    if (nodes < 1 || nodes > SIMPAR_TOPOLOGY_MAX_NODES) {
+    *out = p->racks ? racks : nodes;
+    if (*out == TOPOLOGY_UNSET) {
         g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                    "simpar topology: --nodes %" G_GINT64_FORMAT " is out of range (1 to %d)",
-                    nodes, SIMPAR_TOPOLOGY_MAX_NODES);
+                    "simpar topology: %s N is required (1 to %" G_GINT64_FORMAT ")", flag, most);
         return FALSE;
     }
+    if (*out < 1 || *out > most) {
+        g_autofree char *why =
+            most < SIMPAR_TOPOLOGY_MAX_NODES
+                ? g_strdup_printf(": %s of %u GPUs, at most %d GPUs in a file", what,
+                                  p->gpus_per_node, SIMPAR_TOPOLOGY_MAX_GPUS)
+                : g_strdup("");
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "simpar topology: %s %" G_GINT64_FORMAT
+                    " is out of range (1 to %" G_GINT64_FORMAT ")%s",
+                    flag, *out, most, why);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+topology_check_args(const char *output, GError **error)
+{
     if (output == NULL) {
         g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
                     "simpar topology: -o FILE is required (where to write the platform XML)");
@@ -146,13 +180,16 @@ gboolean
 simpar_cmd_topology(int argc, char **argv, GError **error)
 {
     g_autofree char *preset = NULL, *output = NULL;
-    gint64 nodes = TOPOLOGY_UNSET;
+    gint64 nodes = TOPOLOGY_UNSET, racks = TOPOLOGY_UNSET, count = 0;
     gboolean list = FALSE;
     g_autofree char *over = NULL, *nic = NULL;
     TopologyFabricArgs fa = {TOPOLOGY_UNSET, TOPOLOGY_UNSET, NULL, NULL};
     const GOptionEntry entries[] = {
         {"preset", 'p', 0, G_OPTION_ARG_STRING, &preset, "Node design (see --list)", "NAME"},
-        {"nodes", 'n', 0, G_OPTION_ARG_INT64, &nodes, "Number of nodes (1 to 65536)", "N"},
+        {"nodes", 'n', 0, G_OPTION_ARG_INT64, &nodes,
+         "Number of nodes (1 to 16384, at most 262144 GPUs)", "N"},
+        {"racks", 'r', 0, G_OPTION_ARG_INT64, &racks,
+         "Rack-scale presets (gb200-nvl72): number of racks, each one NVLink domain", "N"},
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Platform XML file to write", "FILE"},
         {"list", 0, 0, G_OPTION_ARG_NONE, &list, "Print the presets and exit", NULL},
         {"rack-nodes", 0, 0, G_OPTION_ARG_INT64, &fa.rack_nodes,
@@ -182,7 +219,7 @@ simpar_cmd_topology(int argc, char **argv, GError **error)
     SimparFabricSpec fabric;
     fa.oversubscription = over;
     fa.nic_gbps = nic;
-    return p != NULL && topology_check_args(nodes, output, error) &&
-           topology_fabric(p, &fa, &fabric, error) &&
-           topology_write(p, (guint) nodes, &fabric, output, error);
+    return p != NULL && topology_check_count(p, nodes, racks, &count, error) &&
+           topology_check_args(output, error) && topology_fabric(p, &fa, &fabric, error) &&
+           topology_write(p, (guint) count, &fabric, output, error);
 }

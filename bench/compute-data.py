@@ -96,6 +96,21 @@ def h200_rows():
     return out, overhead
 
 
+def b200_rows():
+    """XLA's sm_100 rows: (bf16 rows, fp8 rows), each (m, n, k, 1, "NN", seconds)."""
+    bf16, fp8 = [], []
+    with open(os.path.join(FID, "gemm-b200-xla.csv")) as f:
+        for line in f:
+            if line.startswith("#") or line.startswith("m,"):
+                continue
+            m, n, k, tb, t8 = line.strip().split(",")
+            m, n, k = int(m), int(n), int(k)
+            flops = 2.0 * m * n * k
+            bf16.append((m, n, k, 1, "NN", flops / (float(tb) * 1e12)))
+            fp8.append((m, n, k, 1, "NN", flops / (float(t8) * 1e12)))
+    return bf16, fp8
+
+
 def gemm_list(rows):
     return ";".join("%d %d %d %d %s %.6g" % r for r in rows)
 
@@ -104,6 +119,7 @@ def main():
     effs = kernel_effs()
     h200, overhead = h200_rows()
     xla = xla_rows()
+    b200_bf16, b200_fp8 = b200_rows()
     keff = "\n".join("kernel_eff_%s = %.4f" % (k, v) for k, v in effs.items())
     head = """# compute.ini - the measured compute figures of each GPU model, compiled into simpar
 # (topologies/meson.build) and read by models/compute-data.c. Written by bench/compute-data.py
@@ -115,8 +131,15 @@ def main():
 # simpar-exec at b5da60d (bench/fidelity/h200/torch-elementwise.jsonl, bench-kernels.json);
 # XLA's measured sm_90 GEMM table (openxla/xla matmul_interpolator_data.h, an H100;
 # bench/fidelity/gemm-h100-xla.csv); the H200 GEMM bench (bench/fidelity/h200/bench-gemm.json)
-# less its timing overhead of %.1f us per GEMM, without the rows run on zero-filled buffers.
+# less its timing overhead of %.1f us per GEMM, without the rows run on zero-filled buffers;
+# XLA's measured sm_100 (Blackwell) bf16 and FP8 table (openxla/xla
+# xla/backends/gpu/cost_model/matmul_interpolator_data.h; bench/fidelity/gemm-b200-xla.csv).
 # GPUs other than the H200 take the H200's kernel fractions: extrapolated, and said so.
+# gemm_fp8: FP8 GEMMs (E4M3 inputs, bf16 out) of an FP8 recipe's linears. mxfp8: the GPU has
+# block-scaled (1 x 32, E8M0 scales) FP8 tensor cores, which the mxfp8 recipe needs: Blackwell's
+# fifth-generation tensor cores (NVIDIA Blackwell architecture technical brief: MXFP8, MXFP6,
+# MXFP4 microscaling formats; Transformer Engine's MXFP8BlockScaling recipe requires compute
+# capability 10.0 and later).
 """ % (overhead * 1e6)
     groups = [
         ("H200-SXM-141GB",
@@ -137,12 +160,25 @@ def main():
          "kernels: the H200's measured fractions of its bandwidth (extrapolated); GEMMs: the "
          "shape curve (no measured table)", []),
     ]
+    blackwell = [
+        ("B200-SXM-180GB",
+         "kernels: the H200's measured fractions of its bandwidth (extrapolated); GEMMs: XLA's "
+         "measured sm_100 table, bf16 and FP8 (Blackwell; bench/fidelity/gemm-b200-xla.csv)"),
+        ("GB200-B200-186GB",
+         "kernels: the H200's measured fractions of its bandwidth (extrapolated); GEMMs: XLA's "
+         "measured sm_100 table, bf16 and FP8 (Blackwell, not stated whether a B200 or a GB200: "
+         "the GB200's 1200 W clocks may run faster; bench/fidelity/gemm-b200-xla.csv)"),
+    ]
     out = [head]
     for name, summary, rows in groups:
         out.append("[%s]\nsummary = %s\n%s\n" % (name, summary, keff))
         if rows:
             out.append("gemm_bf16 = %s\ngemm_fp16 = %s\n" % (gemm_list(rows), gemm_list(rows)))
         out.append("\n")
+    for name, summary in blackwell:
+        out.append("[%s]\nsummary = %s\n%s\nmxfp8 = true\n" % (name, summary, keff))
+        out.append("gemm_bf16 = %s\ngemm_fp16 = %s\ngemm_fp8 = %s\n\n"
+                   % (gemm_list(b200_bf16), gemm_list(b200_bf16), gemm_list(b200_fp8)))
     with open(os.path.join(ROOT, "topologies", "compute.ini"), "w") as f:
         f.write("".join(out).rstrip("\n") + "\n")
 

@@ -252,37 +252,13 @@ simpar_compute_gemm_extrapolated(const SimparGpu *gpu, SimparDtype dtype, double
     return TRUE;
 }
 
-char *
-simpar_compute_describe(const SimparGpu *gpu, const SimparSchedule *sched)
+guint
+gemm_table_count(const SimparGemmTable *t, SimparDtype dtype)
 {
-    g_return_val_if_fail(gpu != NULL && sched != NULL, NULL);
-    SimparDtype dt = simpar_schedule_dtype(sched);
-    guint rows = 0, gemms = 0, far = 0;
-    for (guint i = 0; gpu->gemm_table != NULL && i < gpu->gemm_table->rows->len; i++)
-        rows += g_array_index(gpu->gemm_table->rows, GemmRow, i).dtype == (gint64) dt;
-    for (guint i = 0; rows > 0 && i < simpar_schedule_n_ops(sched); i++) {
-        const SimparOp *op = simpar_schedule_op(sched, i);
-        const SimparGemm *g = &op->u.gemm;
-        if (op->kind == SIMPAR_OP_GEMM) {
-            gemms++;
-            far += simpar_compute_gemm_extrapolated(gpu, dt, g->m, g->n, g->k, g->batch);
-        }
-    }
-    GString *s = g_string_new(NULL);
-    g_string_append_printf(s, "compute: %s kernels; ",
-                           simpar_kernel_set_name((SimparKernelSet) gpu->kernel_set));
-    if (rows == 0)
-        g_string_append_printf(s, "GEMMs on the shape curve (no measured %s GEMMs)",
-                               simpar_dtype_name(dt));
-    else
-        g_string_append_printf(s,
-                               "%u of the layer's %u GEMMs more than 2x from the %u measured "
-                               "shapes (extrapolated)",
-                               far, gemms, rows);
-    g_string_append_printf(s, "; figures: %s",
-                           gpu->data_source != NULL ? gpu->data_source
-                                                    : "the platform's roofline figures alone");
-    return g_string_free(s, FALSE); /* (transfer full) */
+    guint rows = 0;
+    for (guint i = 0; t != NULL && i < t->rows->len; i++)
+        rows += g_array_index(t->rows, GemmRow, i).dtype == (gint64) dtype;
+    return rows;
 }
 
 /* ----- the compiled-in data of a GPU model ----- */
@@ -307,7 +283,7 @@ data_gemm_row(SimparGemmTable *t, SimparDtype dt, const char *row, GError **erro
 static gboolean
 data_gemm_rows(GKeyFile *data, const char *group, SimparGemmTable *t, GError **error)
 {
-    for (SimparDtype dt = 0; dt <= SIMPAR_DTYPE_FP64; dt++) {
+    for (SimparDtype dt = 0; dt <= SIMPAR_DTYPE_FP8; dt++) {
         g_autofree char *key = g_strdup_printf("gemm_%s", simpar_dtype_name(dt));
         g_auto(GStrv) rows = g_key_file_get_string_list(data, group, key, NULL, NULL);
         for (guint i = 0; rows != NULL && rows[i] != NULL; i++) {
@@ -324,6 +300,7 @@ typedef struct {
     double kernel_eff[SIMPAR_KCLASS_N];
     const SimparGemmTable *gemm_table;
     const char *source; /* interned */
+    gboolean mxfp8;     /* block-scaled FP8 tensor cores */
 } GpuData;
 
 static gboolean
@@ -353,6 +330,7 @@ data_read(GKeyFile *data, const char *group, GpuData *out, GError **error)
         simpar_gemm_table_free(t);
     g_autofree char *source = g_key_file_get_string(data, group, "summary", NULL);
     out->source = source != NULL ? g_intern_string(source) : NULL;
+    out->mxfp8 = g_key_file_get_boolean(data, group, "mxfp8", NULL);
     return TRUE;
 }
 
@@ -388,6 +366,7 @@ simpar_gpu_load_data(SimparGpu *gpu, GKeyFile *data, GError **error)
         gpu->gemm_table = d->gemm_table;
     if (d->source != NULL)
         gpu->data_source = d->source;
+    gpu->mxfp8 = d->mxfp8;
     return TRUE;
 }
 

@@ -19,6 +19,8 @@ typedef double (*GemmCurve)(const void *ctx, double m, double n, double k, doubl
 
 /* The measured-over-curve ratio at q (compute-data.c's header); FALSE when the table has no
  * row of q's dtype. */
+/* The rows of dtype `dtype` in t (0 for NULL). */
+guint gemm_table_count(const SimparGemmTable *t, SimparDtype dtype);
 gboolean gemm_table_ratio(const SimparGemmTable *t, const GemmQuery *q, GemmCurve curve,
                           const void *ctx, double *ratio);
 /* A calibration file's "gemm_table" member: an array of {"dtype", "m", "n", "k", "batch",

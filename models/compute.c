@@ -52,6 +52,7 @@ static const GpuField gpu_fields[] = {
     {"peak_bf16_flops", GPU_PEAK(SIMPAR_DTYPE_BF16), 1e6, 1e17, SIMPAR_DTYPE_BF16},
     {"peak_fp32_flops", GPU_PEAK(SIMPAR_DTYPE_FP32), 1e6, 1e17, SIMPAR_DTYPE_FP32},
     {"peak_fp64_flops", GPU_PEAK(SIMPAR_DTYPE_FP64), 1e6, 1e17, SIMPAR_DTYPE_FP64},
+    {"peak_fp8_flops", GPU_PEAK(SIMPAR_DTYPE_FP8), 1e6, 1e17, SIMPAR_DTYPE_FP8},
     {"mem_bandwidth_Bps", G_STRUCT_OFFSET(SimparGpu, mem_bw_Bps), 1e6, 1e14, -1},
     {"mem_bytes", G_STRUCT_OFFSET(SimparGpu, mem_bytes), 1e6, 1e14, -1},
     {"kernel_eff_stream", GPU_KEFF(SIMPAR_KCLASS_STREAM), 1e-3, 1.0, GPU_OPTIONAL},
@@ -89,7 +90,7 @@ gpu_name(const SimparGpu *gpu)
 gboolean
 simpar_gpu_validate(const SimparGpu *gpu, SimparDtype dtype, GError **error)
 {
-    g_return_val_if_fail(gpu != NULL && dtype <= SIMPAR_DTYPE_FP64, FALSE);
+    g_return_val_if_fail(gpu != NULL && dtype <= SIMPAR_DTYPE_FP8, FALSE);
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     for (guint i = 0; i < G_N_ELEMENTS(gpu_fields); i++) {
         const GpuField *f = &gpu_fields[i];
@@ -278,11 +279,16 @@ compute_gemm_eff(const SimparGpu *gpu, double m, double n, double k)
     return gpu->gemm_eff_max * (m / (m + h)) * (n / (n + h)) * (k / (k + h));
 }
 
-/* Elements a GEMM moves: an accumulating GEMM (c +=) reads c as well as writing it. */
+/* Bytes a GEMM moves: an accumulating GEMM (c +=) reads c as well as writing it. An FP8 GEMM
+ * reads its inputs in FP8 and writes bf16 (Transformer Engine's GEMMs, fp32 accumulation). */
 static double
-compute_gemm_elems(double m, double n, double k, double batch, gboolean accumulate)
+compute_gemm_bytes(SimparDtype dtype, double m, double n, double k, double batch,
+                   gboolean accumulate)
 {
-    return (m * k + k * n + (accumulate ? 2 : 1) * m * n) * batch;
+    double out =
+        dtype == SIMPAR_DTYPE_FP8 ? simpar_dtype_size(SIMPAR_DTYPE_BF16) : simpar_dtype_size(dtype);
+    return ((m * k + k * n) * simpar_dtype_size(dtype) + (accumulate ? 2 : 1) * m * n * out) *
+           batch;
 }
 
 /* The shape curve alone. */
@@ -290,9 +296,8 @@ static double
 compute_gemm_curve(const SimparGpu *gpu, SimparDtype dtype, double m, double n, double k,
                    double batch, gboolean accumulate)
 {
-    double elems = compute_gemm_elems(m, n, k, batch, accumulate);
     return compute_roofline(gpu, dtype, 2 * m * n * k * batch, compute_gemm_eff(gpu, m, n, k),
-                            elems * simpar_dtype_size(dtype));
+                            compute_gemm_bytes(dtype, m, n, k, batch, accumulate));
 }
 
 typedef struct {
@@ -306,9 +311,9 @@ static double
 compute_gemm_floor(const SimparGpu *gpu, SimparDtype dtype, double m, double n, double k,
                    double batch, gboolean accumulate)
 {
-    double elems = compute_gemm_elems(m, n, k, batch, accumulate);
-    return gpu->launch_s + MAX(2 * m * n * k * batch / gpu->peak_flops[dtype],
-                               elems * simpar_dtype_size(dtype) / gpu->mem_bw_Bps);
+    return gpu->launch_s +
+           MAX(2 * m * n * k * batch / gpu->peak_flops[dtype],
+               compute_gemm_bytes(dtype, m, n, k, batch, accumulate) / gpu->mem_bw_Bps);
 }
 
 static double
@@ -344,7 +349,7 @@ compute_gemm(const SimparGpu *gpu, SimparDtype dtype, double m, double n, double
 static gboolean
 compute_usable(const SimparGpu *gpu, SimparDtype dtype)
 {
-    return dtype <= SIMPAR_DTYPE_FP64 && gpu->peak_flops[dtype] > 0 && gpu->mem_bw_Bps > 0 &&
+    return dtype <= SIMPAR_DTYPE_FP8 && gpu->peak_flops[dtype] > 0 && gpu->mem_bw_Bps > 0 &&
            gpu->mem_eff > 0 && gpu->gemm_eff_max > 0;
 }
 
@@ -354,6 +359,82 @@ simpar_compute_gemm_time(const SimparGpu *gpu, SimparDtype dtype, double m, doub
 {
     g_return_val_if_fail(gpu != NULL && compute_usable(gpu, dtype), 0.0);
     return compute_gemm(gpu, dtype, m, n, k, batch, FALSE);
+}
+
+/* ----- FP8 (Transformer Engine) ----- */
+
+/* What Transformer Engine runs around a linear's FP8 GEMMs (transformer_engine/pytorch/module/
+ * linear.py and its quantizers; NVIDIA/TransformerEngine), per GEMM op of a layer schedule,
+ * the op's operands a [m x k] and b [k x n]:
+ *   forward (no transposes): the input X = a is cast to FP8 with its transpose (Hopper's FP8
+ *     GEMMs take only TN operands, so the weight gradient's X^T is made now), and the weight
+ *     W = b likewise: each a cast-transpose reading 2 bytes and writing 2 FP8 copies;
+ *   data gradient (b transposed): the output gradient dY = a, cast to E5M2 (delayed, current)
+ *     with its transpose, which the weight gradient reuses;
+ *   weight gradient (a transposed): nothing (X^T and dY^T are cast already).
+ * mxfp8 writes a rowwise and a columnwise copy, each with one E8M0 scale byte per 32 values;
+ * current scaling reads each tensor once more for its amax first (one more kernel); delayed
+ * scaling takes the amax inside the cast, and its scale update (one multi-tensor kernel per
+ * step over the amax histories, Transformer Engine's default length 1024, 4-byte floats, read
+ * and written) is counted on the forward GEMM for its three tensors (X, W, dY), without a
+ * launch of its own. The weight is cast in every forward (Megatron-Core casts it once per step
+ * when the micro-batches share a step's weights in FP8: an upper bound with m > 1). */
+#define COMPUTE_FP8_HISTORY 1024
+
+double
+simpar_compute_fp8_cast_bytes(const SimparGemm *g, guint *launches)
+{
+    g_return_val_if_fail(g != NULL && g->fp8 != SIMPAR_FP8_NONE, 0);
+    double write = g->fp8 == SIMPAR_FP8_MXFP8 ? 2 * (1 + 1.0 / 32) : 2; /* per element */
+    double amax = g->fp8 == SIMPAR_FP8_CURRENT ? 2 : 0;                 /* extra read */
+    double batch = MAX(g->batch, 1u), a = (double) g->m * g->k * batch;
+    double b = (double) g->k * g->n * batch, bytes = 0;
+    guint casts = 0;
+    if (!g->trans_a && !g->trans_b) /* forward: X and W */
+        bytes = (a + b) * (2 + write + amax), casts = 2;
+    else if (g->trans_b && !g->trans_a) /* data gradient: dY */
+        bytes = a * (2 + write + amax), casts = 1;
+    if (g->fp8 == SIMPAR_FP8_DELAYED && casts == 2)
+        bytes += 3 * 2 * COMPUTE_FP8_HISTORY * 4.0;
+    if (launches != NULL)
+        *launches = casts * (g->fp8 == SIMPAR_FP8_CURRENT ? 2 : 1);
+    return bytes;
+}
+
+double
+simpar_compute_fp8_cast_time(const SimparGpu *gpu, const SimparGemm *g)
+{
+    g_return_val_if_fail(gpu != NULL && g != NULL && g->fp8 != SIMPAR_FP8_NONE, 0);
+    guint launches;
+    double bytes = simpar_compute_fp8_cast_bytes(g, &launches);
+    return launches * gpu->launch_s +
+           bytes / simpar_compute_kernel_bandwidth(gpu, SIMPAR_KCLASS_STREAM);
+}
+
+gboolean
+simpar_gpu_check_fp8(const SimparGpu *gpu, SimparFp8Recipe recipe, GError **error)
+{
+    g_return_val_if_fail(gpu != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    if (recipe == SIMPAR_FP8_NONE)
+        return TRUE;
+    if (!(gpu->peak_flops[SIMPAR_DTYPE_FP8] > 0)) {
+        g_set_error(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_OPTION,
+                    "--dtype fp8: GPU %s has no FP8 tensor cores (no peak_fp8_flops; FP8 "
+                    "training needs Hopper or Blackwell, such as the dgx-h100, h200-sxm, "
+                    "dgx-b200 or gb200-nvl72 presets); use --dtype bf16 or fp16",
+                    gpu_name(gpu));
+        return FALSE;
+    }
+    if (recipe == SIMPAR_FP8_MXFP8 && !gpu->mxfp8) {
+        g_set_error(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_OPTION,
+                    "--fp8-recipe mxfp8: GPU %s has no block-scaled FP8 tensor cores (MXFP8 "
+                    "needs Blackwell: dgx-b200, b200-sxm, gb200-nvl72, gb200); valid here: "
+                    "delayed, current",
+                    gpu_name(gpu));
+        return FALSE;
+    }
+    return simpar_gpu_validate(gpu, SIMPAR_DTYPE_FP8, error);
 }
 
 /* ----- attention ----- */
@@ -544,8 +625,10 @@ compute_op_time(const SimparGpu *gpu, const SimparSchedule *sched, const SimparO
     case SIMPAR_OP_BLOCK:
         return 0; /* the interpreter times blocks by their key */
     case SIMPAR_OP_GEMM: {
-        GemmQuery q = {dt, g->m, g->n, g->k, g->batch, g->trans_a, g->trans_b};
-        return compute_gemm_op(gpu, dt, &q, g->accumulate);
+        SimparDtype gt = g->fp8 != SIMPAR_FP8_NONE ? SIMPAR_DTYPE_FP8 : dt;
+        GemmQuery q = {gt, g->m, g->n, g->k, g->batch, g->trans_a, g->trans_b};
+        return compute_gemm_op(gpu, gt, &q, g->accumulate) +
+               (g->fp8 != SIMPAR_FP8_NONE ? simpar_compute_fp8_cast_time(gpu, g) : 0);
     }
     case SIMPAR_OP_ATTENTION:
     case SIMPAR_OP_ATTENTION_BWD:
@@ -579,7 +662,7 @@ simpar_compute_op_cost(const SimparSchedule *sched, const SimparOp *op, SimparAt
         .gemm_eff_max = 1, .gemm_half_dim = 1e-300, .mem_eff = 1, .mem_bw_Bps = 1};
     SimparGpu by_flops = by_bytes;
     by_flops.mem_bw_Bps = INFINITY;
-    for (guint d = 0; d <= SIMPAR_DTYPE_FP64; d++)
+    for (guint d = 0; d <= SIMPAR_DTYPE_FP8; d++)
         by_bytes.peak_flops[d] = INFINITY, by_flops.peak_flops[d] = 1;
     *bytes = compute_op_time(&by_bytes, sched, op, attn);
     *flops = compute_op_time(&by_flops, sched, op, attn);
@@ -830,4 +913,70 @@ simpar_compute_times(const SimparGpu *gpu, const SimparSchedule *sched, SimparAt
     g_autofree gboolean *fused = g_new0(gboolean, MAX(n_ops, 1));
     for (guint r = 0; r < simpar_schedule_n_ranks(sched); r++)
         fuse_rank(gpu, sched, r, times, fused);
+}
+
+/* ----- the report's line ----- */
+
+/* "; FP8 (delayed recipe): 24 of 24 GEMMs in FP8 on the measured table, 1.23 ms, and their
+ * cast kernels 0.45 ms per layer" for a layer with FP8 GEMMs; nothing otherwise. */
+static void
+describe_fp8(GString *s, const SimparGpu *gpu, const SimparSchedule *sched)
+{
+    guint fp8 = 0, gemms = 0, recipe = 0, rows = 0;
+    double gemm_s = 0, cast_s = 0;
+    rows = gemm_table_count(gpu->gemm_table, SIMPAR_DTYPE_FP8);
+    for (guint i = 0; i < simpar_schedule_n_ops(sched); i++) {
+        const SimparOp *op = simpar_schedule_op(sched, i);
+        const SimparGemm *g = &op->u.gemm;
+        if (op->kind != SIMPAR_OP_GEMM)
+            continue;
+        gemms++;
+        if (g->fp8 == SIMPAR_FP8_NONE || !(gpu->peak_flops[SIMPAR_DTYPE_FP8] > 0))
+            continue;
+        fp8++, recipe = g->fp8;
+        gemm_s += simpar_compute_gemm_time(gpu, SIMPAR_DTYPE_FP8, g->m, g->n, g->k, g->batch);
+        cast_s += simpar_compute_fp8_cast_time(gpu, g);
+    }
+    if (fp8 == 0)
+        return;
+    g_autofree char *table = rows > 0 ? g_strdup_printf("%u measured FP8 GEMMs", rows)
+                                      : g_strdup("the shape curve at the FP8 peak (no measured "
+                                                 "FP8 GEMMs)");
+    g_string_append_printf(s,
+                           "; FP8 (%s recipe): %u of %u GEMMs in FP8 on %s, %.4g ms, and their "
+                           "cast kernels %.4g ms, summed over the layer's ranks",
+                           simpar_fp8_recipe_name(recipe), fp8, gemms, table, gemm_s * 1e3,
+                           cast_s * 1e3);
+}
+
+char *
+simpar_compute_describe(const SimparGpu *gpu, const SimparSchedule *sched)
+{
+    g_return_val_if_fail(gpu != NULL && sched != NULL, NULL);
+    SimparDtype dt = simpar_schedule_dtype(sched);
+    guint rows = gemm_table_count(gpu->gemm_table, dt), gemms = 0, far = 0;
+    for (guint i = 0; rows > 0 && i < simpar_schedule_n_ops(sched); i++) {
+        const SimparOp *op = simpar_schedule_op(sched, i);
+        const SimparGemm *g = &op->u.gemm;
+        if (op->kind == SIMPAR_OP_GEMM) {
+            gemms++;
+            far += simpar_compute_gemm_extrapolated(gpu, dt, g->m, g->n, g->k, g->batch);
+        }
+    }
+    GString *s = g_string_new(NULL);
+    g_string_append_printf(s, "compute: %s kernels; ",
+                           simpar_kernel_set_name((SimparKernelSet) gpu->kernel_set));
+    if (rows == 0)
+        g_string_append_printf(s, "GEMMs on the shape curve (no measured %s GEMMs)",
+                               simpar_dtype_name(dt));
+    else
+        g_string_append_printf(s,
+                               "%u of the layer's %u GEMMs more than 2x from the %u measured "
+                               "shapes (extrapolated)",
+                               far, gemms, rows);
+    describe_fp8(s, gpu, sched);
+    g_string_append_printf(s, "; figures: %s",
+                           gpu->data_source != NULL ? gpu->data_source
+                                                    : "the platform's roofline figures alone");
+    return g_string_free(s, FALSE); /* (transfer full) */
 }

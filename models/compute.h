@@ -85,8 +85,9 @@ typedef enum {
 typedef struct _SimparGemmTable SimparGemmTable;
 
 typedef struct {
-    const char *model;                        /* interned, e.g. "V100-SXM2-16GB" */
-    double peak_flops[SIMPAR_DTYPE_FP64 + 1]; /* by SimparDtype; 0 = not supported */
+    const char *model;                       /* interned, e.g. "V100-SXM2-16GB" */
+    double peak_flops[SIMPAR_DTYPE_FP8 + 1]; /* by SimparDtype (fp8: dense FP8 tensor cores);
+                                                0 = not supported */
     double mem_bw_Bps;
     double mem_bytes;
     double gemm_eff_max;                /* default 0.85 */
@@ -100,6 +101,7 @@ typedef struct {
     const SimparGemmTable *gemm_table;  /* (transfer none) measured GEMMs; NULL: the curve */
     const char *data_source;            /* interned: where the measured figures come from */
     gint64 kernel_set;                  /* SimparKernelSet */
+    gint64 mxfp8; /* block-scaled (1 x 32) FP8 tensor cores (Blackwell; compute data's mxfp8) */
 } SimparGpu;
 
 /* Defaults for the model parameters; figures (peaks, bandwidth, memory) zero. */
@@ -155,6 +157,15 @@ const char *simpar_attention_name(SimparAttentionImpl impl);
  * and Adam ops are memory bound, one launch each (their bytes: compute.c). */
 void simpar_compute_times(const SimparGpu *gpu, const SimparSchedule *sched,
                           SimparAttentionImpl attn, double *times);
+/* Whether `gpu` can run FP8 recipe `recipe` (FP8 tensor cores: a peak_fp8_flops; mxfp8: block-
+ * scaled ones); else an error naming the GPU, the recipe and what would run it. */
+gboolean simpar_gpu_check_fp8(const SimparGpu *gpu, SimparFp8Recipe recipe, GError **error);
+/* The kernels Transformer Engine adds to one FP8 GEMM op (g->fp8 set), as simpar counts them:
+ * the bytes they read and write and their launches (compute.c: casts and transposes of the
+ * inputs, amax passes, the delayed recipe's scale update). */
+double simpar_compute_fp8_cast_bytes(const SimparGemm *g, guint *launches);
+/* Their time on `gpu`: launches x launch_s + bytes at the stream kernels' bandwidth. */
+double simpar_compute_fp8_cast_time(const SimparGpu *gpu, const SimparGemm *g);
 /* One GEMM of the given shape and dtype (exposed for tests and calibration). */
 double simpar_compute_gemm_time(const SimparGpu *gpu, SimparDtype dtype, double m, double n,
                                 double k, double batch);

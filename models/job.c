@@ -42,10 +42,10 @@ simpar_job_args_init(SimparJobArgs *args)
 void
 simpar_job_args_clear(SimparJobArgs *args)
 {
-    char **strs[] = {&args->model,     &args->dtype,    &args->mlp,     &args->norm,
-                     &args->bias,      &args->dropout,  &args->tp_mode, &args->variant,
-                     &args->recompute, &args->schedule, &args->order,   &args->grad_reduce_dtype,
-                     &args->cp_mode};
+    char **strs[] = {&args->model,     &args->dtype,     &args->mlp,     &args->norm,
+                     &args->bias,      &args->dropout,   &args->tp_mode, &args->variant,
+                     &args->recompute, &args->schedule,  &args->order,   &args->grad_reduce_dtype,
+                     &args->cp_mode,   &args->fp8_recipe};
     for (guint i = 0; i < G_N_ELEMENTS(strs); i++)
         g_clear_pointer(strs[i], g_free);
 }
@@ -89,8 +89,14 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
         {"ffn", 0, 0, G_OPTION_ARG_INT64, &a->ffn, "FFN width f (usually 4h)", "F"},
         {"layers", 0, 0, G_OPTION_ARG_INT64, &a->layers, "Transformer layers L", "L"},
         {"vocab", 0, 0, G_OPTION_ARG_INT64, &a->vocab, "Vocabulary size V", "V"},
-        {"dtype", 0, 0, G_OPTION_ARG_STRING, &a->dtype, "Element type: fp16, bf16, fp32, fp64",
+        {"dtype", 0, 0, G_OPTION_ARG_STRING, &a->dtype,
+         "Element type: fp16, bf16, fp32, fp64, or fp8 (the linears' GEMMs in FP8 as Transformer "
+         "Engine runs them, the rest bf16)",
          "T"},
+        {"fp8-recipe", 0, 0, G_OPTION_ARG_STRING, &a->fp8_recipe,
+         "With --dtype fp8: delayed (default), current (per-tensor current scaling; Megatron's "
+         "tensorwise) or mxfp8 (1 x 32 block scales, Blackwell)",
+         "R"},
         G_OPTION_ENTRY_NULL,
     };
     g_autofree char *tp_mode_help = g_strdup_printf(
@@ -149,6 +155,8 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
          "N"},
         {"no-reshard", 0, 0, G_OPTION_ARG_NONE, &a->no_reshard,
          "ZeRO-3: keep the parameters the forward gathered for the backward (no re-gather)", NULL},
+        {"fp8-param-gather", 0, 0, G_OPTION_ARG_NONE, &a->fp8_param_gather,
+         "--dtype fp8 with ZeRO/FSDP: the linears' parameters held and all-gathered in FP8", NULL},
         {"grad-reduce-dtype", 0, 0, G_OPTION_ARG_STRING, &a->grad_reduce_dtype,
          "Gradient accumulation and reduction type: the model's dtype (default) or fp32", "T"},
         {"overlap-grad-reduce", 0, 0, G_OPTION_ARG_NONE, &a->overlap_grad_reduce,
@@ -279,6 +287,42 @@ job_usage_from(GError **error, GError *local)
 }
 
 /* An on|off flag `value` (NULL: not given, `*off` kept). */
+/* --dtype (fp8: bf16 with FP8 GEMMs) and --fp8-recipe. */
+static gboolean
+job_precision(const SimparJobArgs *args, SimparModel *m, GError **error)
+{
+    GError *local = NULL;
+    if (g_strcmp0(args->dtype, "fp8") == 0) {
+        m->dtype = SIMPAR_DTYPE_BF16;
+        m->fp8 = SIMPAR_FP8_DELAYED; /* Transformer Engine's default recipe */
+    } else if (args->dtype != NULL) {
+        if (!simpar_dtype_parse(args->dtype, &m->dtype, &local)) {
+            g_clear_error(&local);
+            g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
+                        "--dtype: dtype '%s' is not one of fp16, bf16, fp32, fp64, fp8",
+                        args->dtype);
+            return FALSE;
+        }
+        m->fp8 = SIMPAR_FP8_NONE;
+    }
+    if (args->fp8_recipe == NULL)
+        return TRUE;
+    if (m->fp8 == SIMPAR_FP8_NONE) {
+        g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
+                    "--fp8-recipe %s needs --dtype fp8 (the recipe of the FP8 GEMMs; the model "
+                    "trains in %s)",
+                    args->fp8_recipe, simpar_dtype_name(m->dtype));
+        return FALSE;
+    }
+    SimparFp8Recipe r;
+    if (!simpar_fp8_recipe_parse(args->fp8_recipe, &r, &local)) {
+        g_prefix_error(&local, "--fp8-recipe: ");
+        return job_usage_from(error, local);
+    }
+    m->fp8 = r;
+    return TRUE;
+}
+
 static gboolean
 job_switch(const char *flag, const char *value, gboolean *off, GError **error)
 {
@@ -323,10 +367,8 @@ simpar_job_model(const SimparJobArgs *args, const char *fallback, SimparModel *m
                     args->kv_heads, m->heads);
         return FALSE;
     }
-    if (args->dtype != NULL && !simpar_dtype_parse(args->dtype, &m->dtype, &local)) {
-        g_prefix_error(&local, "--dtype: ");
-        return job_usage_from(error, local);
-    }
+    if (!job_precision(args, m, error))
+        return FALSE;
     if (args->mlp != NULL && !simpar_mlp_parse(args->mlp, &m->mlp, &local)) {
         g_prefix_error(&local, "--mlp: ");
         return job_usage_from(error, local);
@@ -525,6 +567,7 @@ simpar_job_train(const SimparJobArgs *a, SimparTrain *t, GError **error)
     if (a->shard_group != SIMPAR_JOB_UNSET)
         t->shard_group = a->shard_group;
     t->no_reshard = a->no_reshard;
+    t->fp8_param_gather = a->fp8_param_gather;
     if (a->grad_reduce_dtype != NULL) {
         SimparDtype dt;
         if (!simpar_dtype_parse(a->grad_reduce_dtype, &dt, NULL)) {

@@ -35,6 +35,7 @@ typedef struct {
     char *model;
     gint64 hidden, heads, seq, micro_batch, ffn, layers, vocab, kv_heads;
     char *dtype, *mlp, *norm, *bias, *dropout;
+    char *fp8_recipe; /* --dtype fp8: delayed (default), current, mxfp8 */
     /* tensor-parallel plan */
     char *tp_mode;
     gint64 tp, depth, cp;
@@ -49,6 +50,7 @@ typedef struct {
     gint64 first_stage_layers, last_stage_layers;
     char *schedule, *order, *grad_reduce_dtype;
     gboolean overlap_grad_reduce, local_async, tied_embeddings, scatter_gather, no_reshard;
+    gboolean fp8_param_gather; /* ZeRO/FSDP: FP8 parameters, gathered in FP8 */
 } SimparJobArgs;
 
 typedef enum {

@@ -44,6 +44,27 @@ memory_state_bytes(SimparDtype dtype, const SimparTrain *train, double bytes[3])
         bytes[0] += ds;
 }
 
+/* The FP8 terms (memory.h) of `lin` linear weight elements held on the GPU, `held_B` bytes of
+ * each in weights_B: *fp8_B the copies added, the return value what weights_B loses. */
+static double
+memory_fp8(const SimparModel *model, const SimparTrain *train, double lin, double held_B,
+           double *fp8_B)
+{
+    *fp8_B = 0;
+    if (model->fp8 == SIMPAR_FP8_NONE)
+        return 0;
+    double ds = simpar_dtype_size(model->dtype), held = held_B / ds; /* copies of each element */
+    double copy = model->fp8 == SIMPAR_FP8_MXFP8 ? 1 + 1.0 / 32 : 1; /* bytes per element */
+    /* ZeRO-3 holds 1/S of the weights between uses: so many of their copies */
+    double kept = MIN(held, 1.0);
+    if (!train->fp8_param_gather) {
+        *fp8_B = lin * kept * 2 * copy;
+        return 0;
+    }
+    *fp8_B = lin * kept * copy;
+    return lin * held * (ds - copy);
+}
+
 /* One layer's stored activations per GPU and micro-batch, from Korthikanti et al.'s breakdown
  * (section 6.2) with ds bytes per value and 1 byte per dropout-mask element; at ds = 2 and
  * f = 4h it is their sbh(34 + 5as/h), and sbh(10 + 24/t + 5as/(ht)) for 1-D without sequence
@@ -165,7 +186,9 @@ simpar_memory_estimate(const SimparModel *model, const SimparPlan *plan,
     out->weights_B = out->params * bytes[0];
     out->grads_B = out->params * bytes[1];
     out->optimizer_B = out->params * bytes[2];
-    out->states_B = out->weights_B + out->grads_B + out->optimizer_B;
+    double lin = layers * simpar_model_layer_weights(model) / split;
+    out->weights_B -= memory_fp8(model, &unsplit, lin, bytes[0], &out->fp8_B);
+    out->states_B = out->weights_B + out->grads_B + out->optimizer_B + out->fp8_B;
     out->activations_B = layers * memory_layer_activations(model, plan, attn, plan->recompute);
     out->recompute_B = memory_recompute_peak(model, plan, attn);
     out->in_flight = 1;
@@ -287,7 +310,10 @@ simpar_memory_step(const SimparModel *model, const SimparTrain *train, guint sta
     out->embedding_B = head_params * (bytes[0] + bytes[1] + bytes[2]);
     out->embedding_weights_B = head_params * bytes[0];
     out->embedding_grads_B = head_params * bytes[1];
-    out->states_B = out->weights_B + out->grads_B + out->optimizer_B + out->embedding_B;
+    double lin = layers * simpar_model_layer_weights(model) / split;
+    out->weights_B -= memory_fp8(model, train, lin, bytes[0], &out->fp8_B);
+    out->states_B =
+        out->weights_B + out->grads_B + out->optimizer_B + out->embedding_B + out->fp8_B;
     out->activations_B =
         memory_layer_activations(model, plan, attn, plan->recompute) * st.chunk_layers * chunks;
     out->in_flight = chunks / st.v;

@@ -45,9 +45,18 @@ typedef struct {
     double head_B;                                 /* logits kept for the loss (fp32) */
     double recompute_B; /* one layer's activations re-created in its backward (recompute) */
     double in_flight;   /* micro-batches of the device's layers whose activations it holds */
+    double fp8_B;       /* FP8 models: Transformer Engine's FP8 copies of the layer weights held
+                           (in states_B; with --fp8-param-gather weights_B holds them in FP8) */
 } SimparMemory;
 
-/* `plan` must be validated (plan->q set); `layer` is the plan's one-layer schedule. All L layers
+/* FP8 (model->fp8): Transformer Engine keeps, for every linear weight element held, an FP8
+ * copy and its transpose cache (Hopper's FP8 GEMMs take TN operands only), 2 bytes (mxfp8: a
+ * rowwise and a columnwise copy with one scale byte per 32 values, 2 (1 + 1/32)); with
+ * --fp8-param-gather the parameter itself is FP8 (1 byte, mxfp8 1 + 1/32, in place of the
+ * model's 2) and only the transposed copy is added. Activations stay as for bf16 (not modelled:
+ * Transformer Engine saving the linears' inputs in FP8).
+ *
+ * `plan` must be validated (plan->q set); `layer` is the plan's one-layer schedule. All L layers
  * and one micro-batch; honours plan->recompute. */
 void simpar_memory_estimate(const SimparModel *model, const SimparPlan *plan,
                             const SimparSchedule *layer, SimparAttentionImpl attn,

@@ -14,44 +14,44 @@ static const SimparModelPreset model_presets[] = {
     {"tiny",
      "h=64 a=4 s=32: for tests and quick looks",
      {"tiny", 64, 4, 32, 8, 2, 256, 1024, SIMPAR_DTYPE_FP32, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0}},
     {"paper-3d",
      "h=2048 a=32 s=512 L=24, fp32: the Optimus / 3-D papers' V100 harness",
      {"paper-3d", 2048, 32, 512, 64, 24, 8192, 51200, SIMPAR_DTYPE_FP32, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0}},
     {"default-4k",
      "h=4096 a=64 s=512 b=16 L=24 fp16: the default of simpar --topology; every mode splits it "
      "over 64 GPUs",
      {"default-4k", 4096, 64, 512, 16, 24, 16384, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0}},
     {"gpt3-1.3b",
      "GPT-3 XL: h=2048 a=16 s=2048 L=24",
      {"gpt3-1.3b", 2048, 16, 2048, 4, 24, 8192, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0}},
     {"gpt3-6.7b",
      "GPT-3 6.7B: h=4096 a=32 s=2048 L=32",
      {"gpt3-6.7b", 4096, 32, 2048, 4, 32, 16384, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0}},
     {"gpt3-13b",
      "GPT-3 13B: h=5120 a=40 s=2048 L=40",
      {"gpt3-13b", 5120, 40, 2048, 4, 40, 20480, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0}},
     {"gpt3-175b",
      "GPT-3 175B: h=12288 a=96 s=2048 L=96",
      {"gpt3-175b", 12288, 96, 2048, 1, 96, 49152, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0}},
     {"llama3-8b",
      "Llama 3 8B: h=4096 a=32 kv=8 s=8192 L=32 f=14336 V=128256, SwiGLU, RMSNorm, bf16",
      {"llama3-8b", 4096, 32, 8192, 1, 32, 14336, 128256, SIMPAR_DTYPE_BF16, 8, SIMPAR_MLP_SWIGLU,
-      SIMPAR_NORM_RMSNORM, TRUE, TRUE}},
+      SIMPAR_NORM_RMSNORM, TRUE, TRUE, 0}},
     {"llama3-70b",
      "Llama 3 70B: h=8192 a=64 kv=8 s=8192 L=80 f=28672 V=128256, SwiGLU, RMSNorm, bf16",
      {"llama3-70b", 8192, 64, 8192, 1, 80, 28672, 128256, SIMPAR_DTYPE_BF16, 8, SIMPAR_MLP_SWIGLU,
-      SIMPAR_NORM_RMSNORM, TRUE, TRUE}},
+      SIMPAR_NORM_RMSNORM, TRUE, TRUE, 0}},
     {"llama3-405b",
      "Llama 3 405B: h=16384 a=128 kv=8 s=8192 L=126 f=53248 V=128256, SwiGLU, RMSNorm, bf16",
      {"llama3-405b", 16384, 128, 8192, 1, 126, 53248, 128256, SIMPAR_DTYPE_BF16, 8,
-      SIMPAR_MLP_SWIGLU, SIMPAR_NORM_RMSNORM, TRUE, TRUE}},
+      SIMPAR_MLP_SWIGLU, SIMPAR_NORM_RMSNORM, TRUE, TRUE, 0}},
 };
 
 const SimparModelPreset *
@@ -79,28 +79,69 @@ simpar_model_preset(const char *name, SimparModel *out, GError **error)
     return FALSE;
 }
 
-static const char *const dtype_names[] = {"fp16", "bf16", "fp32", "fp64"};
+static const char *const dtype_names[] = {"fp16", "bf16", "fp32", "fp64", "fp8"};
 
 guint
 simpar_dtype_size(SimparDtype dtype)
 {
-    static const guint sizes[] = {2, 2, 4, 8};
-    g_return_val_if_fail(dtype <= SIMPAR_DTYPE_FP64, 0);
+    static const guint sizes[] = {2, 2, 4, 8, 1};
+    g_return_val_if_fail(dtype <= SIMPAR_DTYPE_FP8, 0);
     return sizes[dtype];
 }
 
 const char *
 simpar_dtype_name(SimparDtype dtype)
 {
-    g_return_val_if_fail(dtype <= SIMPAR_DTYPE_FP64, "?");
+    g_return_val_if_fail(dtype <= SIMPAR_DTYPE_FP8, "?");
     return dtype_names[dtype];
+}
+
+static const char *const fp8_recipe_names[] = {"none", "delayed", "current", "mxfp8"};
+
+const char *
+simpar_fp8_recipe_name(SimparFp8Recipe recipe)
+{
+    g_return_val_if_fail(recipe <= SIMPAR_FP8_MXFP8, "?");
+    return fp8_recipe_names[recipe];
+}
+
+gboolean
+simpar_fp8_recipe_parse(const char *name, SimparFp8Recipe *out, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    for (guint i = SIMPAR_FP8_DELAYED; i < G_N_ELEMENTS(fp8_recipe_names); i++) {
+        if (g_strcmp0(name, fp8_recipe_names[i]) == 0) {
+            *out = (SimparFp8Recipe) i;
+            return TRUE;
+        }
+    }
+    if (g_strcmp0(name, "tensorwise") == 0) { /* Megatron-LM's name of current scaling */
+        *out = SIMPAR_FP8_CURRENT;
+        return TRUE;
+    }
+    g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
+                "FP8 recipe '%s' is not one of delayed (per-tensor scales from the amax history), "
+                "current (per-tensor scales from each tensor's amax; Megatron's tensorwise), "
+                "mxfp8 (1 x 32 block scales, Blackwell)",
+                name);
+    return FALSE;
+}
+
+const char *
+simpar_model_precision(const SimparModel *model)
+{
+    g_return_val_if_fail(model != NULL, "?");
+    if (model->fp8 == SIMPAR_FP8_NONE)
+        return simpar_dtype_name(model->dtype);
+    g_autofree char *s = g_strdup_printf("fp8 (%s)", simpar_fp8_recipe_name(model->fp8));
+    return g_intern_string(s);
 }
 
 gboolean
 simpar_dtype_parse(const char *name, SimparDtype *out, GError **error)
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-    for (guint i = 0; i < G_N_ELEMENTS(dtype_names); i++) {
+    for (guint i = 0; i <= SIMPAR_DTYPE_FP64; i++) { /* a model's types: not fp8 */
         if (g_strcmp0(name, dtype_names[i]) == 0) {
             *out = (SimparDtype) i;
             return TRUE;
@@ -400,6 +441,12 @@ model_validate(const SimparModel *m, const char *const name[N_DIMS], GError **er
                     ": every key/value head serves the same number of query heads (1 <= kv "
                     "heads <= heads)",
                     name[DIM_HEADS], m->heads, name[DIM_KV_HEADS], simpar_model_kv_heads(m));
+        return FALSE;
+    }
+    if (m->fp8 != SIMPAR_FP8_NONE && (m->fp8 > SIMPAR_FP8_MXFP8 || m->dtype != SIMPAR_DTYPE_BF16)) {
+        g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
+                    "FP8 training keeps bf16 outside the linears' GEMMs: the dtype must be bf16 "
+                    "(--dtype fp8 sets it)");
         return FALSE;
     }
     if (m->micro_batch * m->seq > SIMPAR_MODEL_MAX_DIM * 16) {

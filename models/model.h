@@ -33,7 +33,27 @@ typedef enum {
     SIMPAR_DTYPE_BF16,
     SIMPAR_DTYPE_FP32,
     SIMPAR_DTYPE_FP64,
+    /* the inputs of an FP8 recipe's GEMMs (GPU peaks, GEMM tables); never a model's element
+     * type: `--dtype fp8` trains in bf16 with SimparModel.fp8 set */
+    SIMPAR_DTYPE_FP8,
 } SimparDtype;
+
+/* FP8 training as Transformer Engine runs it under Megatron-Core: the linears' GEMMs take FP8
+ * inputs (E4M3 forward, E5M2 gradients where the recipe says so) with bf16 outputs; attention
+ * core, norms, softmax, the loss and the optimizer stay in bf16 and fp32. The recipes, named
+ * after Transformer Engine's (recipe.DelayedScaling, Float8CurrentScaling, MXFP8BlockScaling;
+ * Megatron-LM's --fp8-recipe calls current scaling "tensorwise", accepted too):
+ *   delayed  one scale per tensor from the amax history of earlier steps: the cast kernel takes
+ *            the amax as it casts, one scale update per step;
+ *   current  one scale per tensor from this tensor's amax: an amax pass before each cast;
+ *   mxfp8    one E8M0 scale per 1 x 32 block (OCP microscaling), rowwise and columnwise copies
+ *            (Blackwell tensor cores only). */
+typedef enum {
+    SIMPAR_FP8_NONE,
+    SIMPAR_FP8_DELAYED,
+    SIMPAR_FP8_CURRENT,
+    SIMPAR_FP8_MXFP8,
+} SimparFp8Recipe;
 
 /* The MLP of a layer: GeLU (fc1 [h x f], gelu, fc2 [f x h]) or SwiGLU (Shazeer, arXiv
  * 2002.05202, as Llama trains it: gate and up fused into one fc1 [h x 2f], silu(gate) * up,
@@ -68,6 +88,7 @@ typedef struct {
     SimparNorm norm;
     gboolean no_bias;    /* linears without biases (Llama) */
     gboolean no_dropout; /* trained without dropout (Llama): no masks kept for the backward */
+    gint64 fp8;          /* SimparFp8Recipe of the linears' GEMMs (dtype bf16); 0: none */
 } SimparModel;
 
 typedef struct {
@@ -128,6 +149,10 @@ const char *simpar_norm_name(SimparNorm norm);
 gboolean simpar_norm_parse(const char *name, SimparNorm *out, GError **error);
 
 guint simpar_dtype_size(SimparDtype dtype);
+const char *simpar_fp8_recipe_name(SimparFp8Recipe recipe);
+gboolean simpar_fp8_recipe_parse(const char *name, SimparFp8Recipe *out, GError **error);
+/* "bf16", or "fp8 (delayed)" for a model trained in FP8: the precision in words. */
+const char *simpar_model_precision(const SimparModel *model);
 const char *simpar_dtype_name(SimparDtype dtype);
 gboolean simpar_dtype_parse(const char *name, SimparDtype *out, GError **error);
 

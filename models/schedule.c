@@ -67,6 +67,17 @@ simpar_schedule_dtype(const SimparSchedule *sched)
     return sched->dtype;
 }
 
+void
+simpar_schedule_set_fp8(SimparSchedule *sched, guint recipe)
+{
+    g_return_if_fail(sched != NULL && recipe <= SIMPAR_FP8_MXFP8);
+    for (guint i = 0; i < sched->ops->len; i++) {
+        SimparOp *op = &g_array_index(sched->ops, SimparOp, i);
+        if (op->kind == SIMPAR_OP_GEMM)
+            op->u.gemm.fp8 = recipe;
+    }
+}
+
 /* Streams are shared by all ranks; adding an existing name returns its index. */
 guint
 simpar_schedule_add_stream(SimparSchedule *sched, const char *name)

@@ -114,6 +114,8 @@ typedef struct {
     gboolean accumulate;  /* c += instead of c = */
     gsize stride_a, stride_b, stride_c; /* elements between batch entries */
     SimparView a, b, c;
+    guint fp8; /* SimparFp8Recipe of a linear's GEMM run in FP8 (inputs cast by the recipe's
+                  kernels, bf16 out; compute.c); 0: in the schedule's dtype */
 } SimparGemm;
 
 /* Elementwise and row-wise kernels on a local block x[rows x cols] (row-major, rows = tokens).
@@ -328,6 +330,9 @@ SimparSchedule *simpar_schedule_new(guint n_ranks, SimparDtype dtype); /* (trans
 void simpar_schedule_free(SimparSchedule *sched);
 guint simpar_schedule_n_ranks(const SimparSchedule *sched);
 SimparDtype simpar_schedule_dtype(const SimparSchedule *sched);
+/* Marks every GEMM of the schedule as run in FP8 by `recipe` (a SimparFp8Recipe; a layer of an
+ * FP8 model: all its GEMMs are the linears'). */
+void simpar_schedule_set_fp8(SimparSchedule *sched, guint recipe);
 
 guint simpar_schedule_add_stream(SimparSchedule *sched, const char *name);
 guint simpar_schedule_add_buffer(SimparSchedule *sched, guint rank, const char *name, gsize elems);

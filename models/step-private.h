@@ -51,6 +51,9 @@ typedef struct {
     guint S, R;                     /* ZeRO shard groups of S replicas, R = D / S of them */
     guint *shard_group, *rep_group; /* per (t, p, d / S) and (t, p, d % S); NULL if S = D */
     guint gf;                       /* gradient elements per dtype element (fp32 reduction) */
+    /* --fp8-param-gather: the parameter all-gathers' bytes per bf16 byte of a layer's
+     * parameters (its linears' weights in FP8, the rest in bf16); 1 without */
+    double pg8;
     /* the rank being emitted */
     guint rank, t, d, p;
     SimparStepRankFacts facts;

@@ -1,6 +1,7 @@
 /* step.c - the schedule of one optimizer step built from timed blocks (see step.h). */
 #include "pipeline.h"
 #include "step-private.h"
+#include <math.h>
 #include <string.h>
 
 SimparStepRankFacts *
@@ -237,12 +238,13 @@ step_owned(const Step *st, gsize off, gsize count, gsize *lo, gsize *hi)
  * all-gather does it (member k's shard is the k-th piece). Executable: on the compute stream,
  * before the ops that read them. */
 static guint
-step_gather(Step *st, gsize off, gsize count, const char *name)
+step_gather(Step *st, gsize off, gsize count, const char *name, gboolean layer)
 {
     guint g = step_shard_group(st);
     SimparView own = {st->params, off + step_shard_index(st) * (count / st->S)};
     guint stream = st->ops != NULL ? STEP_COMPUTE : STEP_GATHER;
-    guint i = step_coll(st, stream, SIMPAR_COLL_ALL_GATHER, g, count / st->S, own,
+    gsize wire = layer ? (gsize) llround((double) (count / st->S) * st->pg8) : count / st->S;
+    guint i = step_coll(st, stream, SIMPAR_COLL_ALL_GATHER, g, wire, own,
                         (SimparView){st->params, off}, name);
     if (st->ops != NULL)
         st->last_compute = i;
@@ -276,7 +278,7 @@ step_layers(Step *st, guint chunk, guint micro, gboolean backward, gboolean fina
             guint l = backward ? lc - 1 - k : k;
             if (step_sharded_params(st) && !(backward && st->tr->no_reshard))
                 step_gather(st, st->layer_off[chunk] + (lc - 1 - l) * lp, lp,
-                            "dp.all-gather-params");
+                            "dp.all-gather-params", TRUE);
             step_ops_layer(st, chunk, l, micro, backward);
             if (backward && final)
                 step_grads_ready(st, st->layer_off[chunk] + (lc - 1 - l) * lp, lp,
@@ -292,7 +294,7 @@ step_layers(Step *st, guint chunk, guint micro, gboolean backward, gboolean fina
         guint l = backward ? lc - 1 - k : k;
         gsize off = st->layer_off[chunk] + (lc - 1 - l) * lp; /* last layer first */
         guint gather = st->tr->zero == 3 && st->S > 1 && !(backward && st->tr->no_reshard)
-                           ? step_gather(st, off, lp, "dp.all-gather-params")
+                           ? step_gather(st, off, lp, "dp.all-gather-params", TRUE)
                            : G_MAXUINT;
         guint b = step_block(st, key, 1, ph);
         if (gather != G_MAXUINT)
@@ -317,14 +319,14 @@ step_end_block(Step *st, const char *key, gsize off, guint micro, SimparPhase ph
     if (st->ops != NULL) { /* "embed.fwd" -> the "embed" end */
         g_autofree char *end = g_strndup(key, strcspn(key, "."));
         if (step_sharded_params(st) && !(phase == SIMPAR_PHASE_BACKWARD && st->tr->no_reshard))
-            step_gather(st, off, st->ends, "dp.all-gather-params");
+            step_gather(st, off, st->ends, "dp.all-gather-params", FALSE);
         step_ops_end(st, end, micro, phase == SIMPAR_PHASE_BACKWARD);
         return;
     }
     guint gather = G_MAXUINT;
     gboolean kept = phase == SIMPAR_PHASE_BACKWARD && st->tr->no_reshard;
     if (st->tr->zero == 3 && st->S > 1 && !kept)
-        gather = step_gather(st, off, st->ends, "dp.all-gather-params");
+        gather = step_gather(st, off, st->ends, "dp.all-gather-params", FALSE);
     guint b = step_block(st, key, 1, phase);
     if (gather != G_MAXUINT)
         simpar_schedule_add_dep(st->s, b, gather);
@@ -500,8 +502,12 @@ step_optimizer(Step *st, guint step)
     g_array_set_size(st->dp_ops, 0);
     if (st->S > 1 && (st->tr->zero == 1 || st->tr->zero == 2)) {
         guint g = step_shard_group(st);
+        /* the layers' share of the rank's parameters gathered in FP8, the ends' in bf16 */
+        gsize ends = (st->p == 0 ? st->ends : 0) + (st->p + 1 == st->P ? st->ends : 0);
+        double layers = st->n_grads > ends ? (double) (st->n_grads - ends) / st->n_grads : 0;
+        gsize wire = (gsize) llround((double) count * (1 - layers * (1 - st->pg8)));
         guint i =
-            step_coll(st, STEP_DP, SIMPAR_COLL_ALL_GATHER, g, count, (SimparView){st->params, at},
+            step_coll(st, STEP_DP, SIMPAR_COLL_ALL_GATHER, g, wire, (SimparView){st->params, at},
                       (SimparView){st->params, 0}, "dp.all-gather-params");
         simpar_schedule_add_dep(st->s, i, a);
     }
@@ -637,6 +643,13 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
     st.S = tr->zero >= 1 ? simpar_train_shard_group(tr) : st.DR;
     st.R = st.DR / st.S;
     st.gf = simpar_train_grad_bytes(tr, model->dtype) / simpar_dtype_size(model->dtype);
+    st.pg8 = 1;
+    if (tr->fp8_param_gather && !ops) { /* executable schedules gather bf16 buffers */
+        double lin = simpar_model_layer_weights(model);
+        double fp8 = model->fp8 == SIMPAR_FP8_MXFP8 ? 1 + 1.0 / 32 : 1; /* bytes per weight */
+        st.pg8 = 1 - lin / (lin + simpar_model_layer_small_params(model)) *
+                         (1 - fp8 / simpar_dtype_size(model->dtype));
+    }
     if (st.DR > 1)
         st.dp_group = step_groups(&st, "dp", st.Ttp, st.P, st.DR, step_dp_member);
     if (st.S < st.DR && st.S > 1)

@@ -341,6 +341,10 @@ simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GE
                           "training, fp32",
                           simpar_dtype_name(t->grad_dtype), simpar_dtype_name(model->dtype),
                           simpar_dtype_name(model->dtype));
+    if (t->fp8_param_gather && (model->fp8 == SIMPAR_FP8_NONE || t->zero < 1))
+        return train_fail(error, "--fp8-param-gather needs --dtype fp8 and --zero 1, 2 or 3 (the "
+                                 "linears' parameters are all-gathered in FP8 by the distributed "
+                                 "optimizer or FSDP)");
     if (t->no_reshard && t->zero != 3)
         return train_fail(error, "--no-reshard applies to --zero 3 (it keeps the parameters the "
                                  "forward gathered for the backward)");

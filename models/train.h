@@ -54,14 +54,16 @@ typedef struct {
     gint64 vp_group;       /* interleaved: micro-batches per virtual-stage group N; 0: P */
     gint64 global_batch;   /* sequences per optimizer step, all replicas */
     SimparPipeSchedule schedule;
-    gboolean local_async;    /* local parallelism without a flush at the end of the step */
-    gint64 aux_head_width;   /* local parallelism: auxiliary head width W (default V) */
-    gint zero;               /* 0 (DDP) .. 3 */
-    gint64 shard_group;      /* ZeRO >= 1: shard over groups of this many replicas, replicate
-                              * across them (hybrid sharding); 0: all D */
-    gboolean no_reshard;     /* ZeRO-3: keep the forward's gathered parameters for the backward */
-    gboolean grad_dtype_set; /* --grad-reduce-dtype given: gradients are accumulated and */
-    SimparDtype grad_dtype;  /* reduced in this type (fp32 with 16-bit training) */
+    gboolean local_async;      /* local parallelism without a flush at the end of the step */
+    gint64 aux_head_width;     /* local parallelism: auxiliary head width W (default V) */
+    gint zero;                 /* 0 (DDP) .. 3 */
+    gint64 shard_group;        /* ZeRO >= 1: shard over groups of this many replicas, replicate
+                                * across them (hybrid sharding); 0: all D */
+    gboolean no_reshard;       /* ZeRO-3: keep the forward's gathered parameters for the backward */
+    gboolean fp8_param_gather; /* FP8 model, ZeRO >= 1: the linears' parameters held in FP8 and
+                                  all-gathered in FP8 (Megatron's --fp8-param-gather) */
+    gboolean grad_dtype_set;   /* --grad-reduce-dtype given: gradients are accumulated and */
+    SimparDtype grad_dtype;    /* reduced in this type (fp32 with 16-bit training) */
     gboolean overlap_grad_reduce;
     gboolean scatter_gather;  /* pipeline p2p: send 1/T of the activation, all-gather after */
     gboolean tied_embeddings; /* output layer shares the embedding table */

@@ -367,17 +367,17 @@ simpar_report_to_text(const SimparReport *rep)
 {
     const SimparModel *m = rep->model;
     GString *out = g_string_new(NULL);
-    g_string_append_printf(
-        out,
-        "%s: model %s (h=%" G_GINT64_FORMAT " a=%" G_GINT64_FORMAT " s=%" G_GINT64_FORMAT
-        " b=%" G_GINT64_FORMAT " L=%" G_GINT64_FORMAT " ffn=%" G_GINT64_FORMAT
-        " V=%" G_GINT64_FORMAT "%s %s), attention %s, backend %s (%s)\n"
-        "step = one optimizer step (embedding, layers, loss, Adam); times in "
-        "seconds of the GPU that ends last; fwd/bwd = its busy forward and "
-        "backward; exposed = communication its compute stream waits for\n\n",
-        rep->topology, m->name, m->hidden, m->heads, m->seq, m->micro_batch, m->layers, m->ffn,
-        m->vocab, simpar_model_flavour(m), simpar_dtype_name(m->dtype), rep->attention,
-        rep->backend, rep->coll_mode);
+    g_string_append_printf(out,
+                           "%s: model %s (h=%" G_GINT64_FORMAT " a=%" G_GINT64_FORMAT
+                           " s=%" G_GINT64_FORMAT " b=%" G_GINT64_FORMAT " L=%" G_GINT64_FORMAT
+                           " ffn=%" G_GINT64_FORMAT " V=%" G_GINT64_FORMAT
+                           "%s %s), attention %s, backend %s (%s)\n"
+                           "step = one optimizer step (embedding, layers, loss, Adam); times in "
+                           "seconds of the GPU that ends last; fwd/bwd = its busy forward and "
+                           "backward; exposed = communication its compute stream waits for\n\n",
+                           rep->topology, m->name, m->hidden, m->heads, m->seq, m->micro_batch,
+                           m->layers, m->ffn, m->vocab, simpar_model_flavour(m),
+                           simpar_model_precision(m), rep->attention, rep->backend, rep->coll_mode);
     g_string_append(out, "mode  grid       GPUs    step s    fwd s    bwd s  compute s  "
                          "exposed s  intra s  inter s mem GiB TFLOP/s  vs 1-D\n");
     const SimparReportRow *base = report_baseline(rep);
@@ -421,9 +421,10 @@ static const struct {
     {"embedding_grads_gib", G_STRUCT_OFFSET(SimparMemory, embedding_grads_B)},
 };
 
-/* The memory by kind, the five summing to the total: weights, gradients and optimizer states
- * (the layers' and the embedding's and output layer's), activations (the layers', the logits
- * kept for the loss, one layer re-created by recomputation), transient buffers. */
+/* The memory by kind, the five summing to the total: weights (with FP8 training's FP8 copies),
+ * gradients and optimizer states (the layers' and the embedding's and output layer's), activations
+ * (the layers', the logits kept for the loss, one layer re-created by recomputation), transient
+ * buffers. */
 static void
 report_json_memory_kinds(JsonBuilder *b, const SimparMemory *m)
 {
@@ -433,7 +434,7 @@ report_json_memory_kinds(JsonBuilder *b, const SimparMemory *m)
         const char *key;
         double B;
     } kinds[] = {
-        {"weights_gib", m->weights_B + ew},
+        {"weights_gib", m->weights_B + ew + m->fp8_B}, /* FP8 copies and transposes too */
         {"gradients_gib", m->grads_B + eg},
         {"optimizer_states_gib", m->optimizer_B + (m->embedding_B - ew - eg)},
         {"activations_gib", m->activations_B + m->head_B + m->recompute_B},
@@ -727,6 +728,8 @@ report_json_row(JsonBuilder *b, const SimparReport *rep, const SimparReportRow *
     json_builder_set_member_name(b, "gpus");
     json_builder_add_int_value(b, row->gpus);
     report_json_model(b, rep->model);
+    if (rep->model->fp8 != SIMPAR_FP8_NONE) /* the linears' GEMMs in FP8, this recipe */
+        report_json_string(b, "fp8_recipe", simpar_fp8_recipe_name(rep->model->fp8));
     report_json_string(b, "topology", rep->topology);
     report_json_string(b, "simpar_version", SIMPAR_VERSION);
     json_builder_set_member_name(b, "backend");

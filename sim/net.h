@@ -38,6 +38,10 @@ struct _SimparNet {
      * multicasts, NCCL's NVLS algorithm), with the fraction of the GPU's NVLink rate it reaches
      * and its latency per collective; FALSE (or NULL) where it has none. */
     gboolean (*nvls)(const SimparNet *net, guint gpu, double *eff, double *lat_s);
+    /* Optional: TRUE when NCCL runs NVLS-tree between the GPU's NVLink domain and others (the
+     * platform says so), with the latency per level of its tree between domains; FALSE (or
+     * NULL) elsewhere. */
+    gboolean (*nvls_tree)(const SimparNet *net, guint gpu, double *lat_s);
 };
 
 static inline void

@@ -191,6 +191,41 @@ platform_nvls(const SimparNet *net, guint gpu, double *eff, double *lat_s)
     return TRUE;
 }
 
+gboolean
+platform_nvls_tree(const SimparNet *net, guint gpu, double *lat_s)
+{
+    const SimparPlatform *p =
+        (const SimparPlatform *) ((const char *) net - G_STRUCT_OFFSET(SimparPlatform, net));
+    if (p->nvls_tree == NULL || p->nvls_tree[gpu] <= 0)
+        return FALSE;
+    *lat_s = p->nvls_tree[gpu];
+    return TRUE;
+}
+
+/* NVLS-tree's latency per level between domains (host property nvls_tree_latency_s, on GPUs
+ * with NVLS only): NCCL runs NVLS-tree between this GPU's NVLink domain and others. */
+static gboolean
+platform_read_nvls_tree(SimparPlatform *p, guint gpu, GError **error)
+{
+    double lat = 0;
+    if (sg_host_get_property_value(p->hosts[gpu], "nvls_tree_latency_s") == NULL)
+        return TRUE;
+    if (!platform_prop(p, gpu, "nvls_tree_latency_s", TRUE, &lat, error))
+        return FALSE;
+    if (!(lat > 0 && lat <= SIMPAR_PLATFORM_MAX_LAT_S)) {
+        g_set_error(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,
+                    "--topology %s: host %s has nvls_tree_latency_s %g; it must be above 0 and "
+                    "at most %g s (NVLS-tree's latency per level between NVLink domains; see "
+                    "docs/topologies.md)",
+                    p->path, sg_host_get_name(p->hosts[gpu]), lat, SIMPAR_PLATFORM_MAX_LAT_S);
+        return FALSE;
+    }
+    if (p->nvls_tree == NULL)
+        p->nvls_tree = g_new0(double, p->n_gpus);
+    p->nvls_tree[gpu] = lat;
+    return TRUE;
+}
+
 /* The least efficiency a figure may give (docs/usage.md: efficiencies from 1e-3). */
 #define PLATFORM_MIN_EFF 1e-3
 
@@ -226,6 +261,8 @@ platform_read_nvls(SimparPlatform *p, GError **error)
         if (p->nvls == NULL)
             p->nvls = g_new0(double, 2 * p->n_gpus);
         p->nvls[2 * gpu] = eff, p->nvls[2 * gpu + 1] = lat;
+        if (!platform_read_nvls_tree(p, gpu, error))
+            return FALSE;
     }
     return TRUE;
 }
@@ -257,7 +294,8 @@ simpar_platform_gpu(const SimparPlatform *p, guint gpu, SimparGpu *out, GError *
     g_return_val_if_fail(gpu < p->n_gpus, FALSE);
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     static const char *const peaks[] = {"peak_fp16_flops", "peak_bf16_flops", "peak_fp32_flops",
-                                        "peak_fp64_flops"};
+                                        "peak_fp64_flops", "peak_fp8_flops"};
+    G_STATIC_ASSERT(G_N_ELEMENTS(peaks) == SIMPAR_DTYPE_FP8 + 1);
     simpar_gpu_init(out);
     const char *model = sg_host_get_property_value(p->hosts[gpu], "gpu_model");
     out->model = g_intern_string(model != NULL ? model : sg_host_get_name(p->hosts[gpu]));

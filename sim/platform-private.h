@@ -37,7 +37,8 @@ struct _SimparPlatform {
     GPtrArray *fabric;                  /* the fabric links (sg_link_t), found on first use */
     double *fabric_bw;                  /* their bandwidths before any scaling */
     double *nvls;                       /* by GPU id: NVLS efficiency, latency; NULL: none */
-    GHashTable *links_by_name;          /* link name -> sg_link_t, built on first use */
+    double *nvls_tree; /* by GPU id: NVLS-tree latency per level between domains; NULL: none */
+    GHashTable *links_by_name; /* link name -> sg_link_t, built on first use */
     SimparPlatformJob job;
     gpointer data;
     GString *out;
@@ -65,6 +66,7 @@ void platform_route(const SimparNet *net, guint src, guint dst, SimparRoute *out
 double platform_link_bw(const SimparNet *net, gconstpointer link);
 guint platform_node(const SimparNet *net, guint gpu);
 gboolean platform_nvls(const SimparNet *net, guint gpu, double *eff, double *lat_s);
+gboolean platform_nvls_tree(const SimparNet *net, guint gpu, double *lat_s);
 gboolean platform_read_nvls(SimparPlatform *p, GError **error);
 void platform_route_links(const SimparPlatform *p, guint a, guint b, GPtrArray *out);
 GHashTable *platform_intra_links(const SimparPlatform *p);

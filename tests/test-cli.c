@@ -184,7 +184,8 @@ test_values(void)
     cli_refuses("schedule --tp 4 --micro-batch 1000000000000",
                 "--micro-batch 1000000000000 is out");
     cli_refuses("schedule --tp 4 --hidden big", "Cannot parse integer value");
-    cli_refuses("schedule --tp 4 --dtype fp8", "dtype 'fp8' is not one of");
+    cli_refuses("schedule --tp 4 --dtype fp4",
+                "dtype 'fp4' is not one of fp16, bf16, fp32, fp64, fp8");
     cli_refuses("schedule --tp 4 --frobnicate", "Unknown option --frobnicate");
     cli_refuses("schedule --tp 4 extra", "unexpected argument 'extra'");
     cli_refuses("schedule", "--tp N is required");

@@ -50,9 +50,9 @@ test_node(const SimparNet *net, guint gpu)
 }
 
 static TestNet uniform = {A, BW, 4, G_MAXUINT, G_MAXUINT, 0.0, 0.0};
-static const SimparNet uniform_net = {test_route, test_node, &uniform, NULL, NULL, NULL};
+static const SimparNet uniform_net = {test_route, test_node, &uniform, NULL, NULL, NULL, NULL};
 static TestNet slow = {A, BW, 4, 2, 3, 5e-6, 5e9}; /* GPU 2 -> 3 is slow */
-static const SimparNet slow_net = {test_route, test_node, &slow, NULL, NULL, NULL};
+static const SimparNet slow_net = {test_route, test_node, &slow, NULL, NULL, NULL, NULL};
 
 /* ---- cases: every algorithm x kind x n = 2..16 x size x root ------------------------------ */
 
@@ -267,7 +267,7 @@ alpha_beta(const Case *c)
         return 2 * (l - 1) * (A + s / (l * BW)) + 2 * (k - 1) * (A + s / (n * BW));
     }
     if (g_str_equal(name, "ring") || g_str_equal(name, "hierarchical") ||
-        g_str_equal(name, "nvls")) /* the ring: no NVLS on this net */
+        g_str_equal(name, "nvls") || g_str_equal(name, "nvlstree")) /* the ring: no NVLS here */
         return (c->kind == AR ? 2 : 1) * (n - 1) * (A + s / (n * BW));
     if (g_str_equal(name, "pairwise"))
         return (n - 1) * (A + s / (n * BW));
@@ -364,7 +364,7 @@ steps(const Case *c)
     if (g_str_equal(name, "hierarchical") && l > 0)
         return 2 * (l - 1) + 2 * (n / l - 1);
     if (g_str_equal(name, "ring") || g_str_equal(name, "hierarchical") ||
-        g_str_equal(name, "nvls")) /* the ring: no NVLS on this net */
+        g_str_equal(name, "nvls") || g_str_equal(name, "nvlstree")) /* the ring: no NVLS here */
         return (c->kind == AR ? 2 : 1) * (n - 1);
     if (g_str_equal(name, "pairwise"))
         return n - 1;
@@ -509,7 +509,7 @@ static void
 test_choose(void)
 {
     TestNet t = {5e-6, 12.5e9, 1, G_MAXUINT, G_MAXUINT, 0.0, 0.0}; /* 16 nodes of one GPU */
-    SimparNet net = {test_route, test_node, &t, NULL, NULL, NULL};
+    SimparNet net = {test_route, test_node, &t, NULL, NULL, NULL, NULL};
     guint gpus[16];
     for (guint i = 0; i < 16; i++)
         gpus[i] = i;
@@ -546,7 +546,7 @@ nvls_node0(const SimparNet *net, guint gpu, double *eff, double *lat_s)
 static void
 test_nvls(void)
 {
-    SimparNet net = {test_route, test_node, &uniform, NULL, NULL, nvls_node0};
+    SimparNet net = {test_route, test_node, &uniform, NULL, NULL, nvls_node0, NULL};
     const SimparCollAlgo *nvls = NULL;
     CU_ASSERT_TRUE_FATAL(simpar_coll_algo_lookup("nvls", &nvls, NULL));
     guint gpus[8] = {0, 1, 2, 3, 4, 5, 6, 7};
@@ -608,6 +608,85 @@ test_nvls(void)
     CU_ASSERT_FALSE(simpar_coll_nvls_usable(&one, NULL, NULL));
 }
 
+/* ---- (6b) NVLS-tree ------------------------------------------------------------------------ */
+
+#define TREE_LAT 21e-6
+
+static gboolean
+nvls_all(const SimparNet *net, guint gpu, double *eff, double *lat_s)
+{
+    (void) net, (void) gpu;
+    *eff = NVLS_EFF, *lat_s = NVLS_LAT;
+    return TRUE;
+}
+
+static gboolean
+nvls_tree_all(const SimparNet *net, guint gpu, double *lat_s)
+{
+    (void) net, (void) gpu;
+    *lat_s = TREE_LAT;
+    return TRUE;
+}
+
+/* NVLS-tree by hand on N nodes of k = 4 GPUs (every route A, BW): one round whose slowest
+ * transfer is the larger of NVLS's S (k + 1) / (k eff) over NVLink and the NIC's ring share
+ * 2 (N - 1) / N x S / k, after NVLS_LAT + 2 ceil(log2 N) TREE_LAT less the route's A; the
+ * expansion evaluates to it; groups of unequal domains, one domain, or a net without NVLS-tree
+ * run the ring; the default picks it across domains for 1 GiB where the net has it. */
+static void
+test_nvls_tree(void)
+{
+    SimparNet net = {test_route, test_node, &uniform, NULL, NULL, nvls_all, nvls_tree_all};
+    const SimparCollAlgo *nt = NULL, *ring = NULL;
+    CU_ASSERT_TRUE_FATAL(simpar_coll_algo_lookup("nvlstree", &nt, NULL));
+    CU_ASSERT_TRUE_FATAL(simpar_coll_algo_lookup("ring", &ring, NULL));
+    guint gpus[16];
+    for (guint i = 0; i < 16; i++)
+        gpus[i] = i;
+    SimparCollParams p;
+    simpar_coll_params_init(&p);
+    p.proto = SIMPAR_PROTO_AUTO;
+    for (guint N = 2; N <= 4; N++) {
+        SimparCollGroup g = {4 * N, gpus, &net};
+        CU_ASSERT_TRUE(simpar_coll_nvls_tree_usable(&g));
+        CU_ASSERT_PTR_EQUAL(simpar_coll_runs_as(nt, &g), nt);
+        CU_ASSERT_EQUAL(simpar_coll_proto(nt, AR, &g, 1 << 20, 0, &p), SIMPAR_PROTO_SIMPLE);
+        double levels = N == 2 ? 1 : 2; /* ceil(log2 N) */
+        for (guint i = 0; i < G_N_ELEMENTS(sizes); i++) {
+            double s = sizes[i];
+            double intra = s * 5 / 4 / NVLS_EFF, inter = 2.0 * (N - 1) / N * s / 4;
+            double want = (NVLS_LAT + 2 * levels * TREE_LAT - A) + A + MAX(intra, inter) / BW;
+            double got = nt->closed_form(AR, &g, s, 0, &p);
+            CU_ASSERT_TRUE(close_to(got, want, 1e-12));
+            g_autoptr(SimparExpansion) e = simpar_expansion_new(g.n);
+            nt->expand(AR, &g, s, 0, &p, e);
+            CU_ASSERT_TRUE(close_to(eval_max(e, &g, 0.0), got, 1e-12));
+            double sent = 0; /* every member sends its NVLink and its NIC bytes */
+            for (guint x = 0; x < e->xfers->len; x++) {
+                const SimparXfer *xf = &g_array_index(e->xfers, SimparXfer, x);
+                sent += xf->send ? xf->bytes : 0;
+            }
+            CU_ASSERT_TRUE(close_to(sent, g.n * (intra + inter), 1e-12));
+            SimparCollParams none = p;
+            none.proto = SIMPAR_PROTO_NONE;
+            CU_ASSERT_TRUE(close_to(nt->closed_form(AR, &g, s, 0, &none),
+                                    A + MAX(s * 5 / 4, inter) / BW, 1e-12));
+        }
+    }
+    SimparCollGroup two = {8, gpus, &net}, uneven = {6, gpus + 2, &net}, one = {4, gpus, &net};
+    CU_ASSERT_STRING_EQUAL(simpar_coll_choose(AR, &two, 1 << 30, &p)->name, "nvlstree");
+    CU_ASSERT_FALSE(simpar_coll_nvls_tree_usable(&uneven));
+    CU_ASSERT_FALSE(simpar_coll_nvls_tree_usable(&one));
+    CU_ASSERT_PTR_EQUAL(simpar_coll_runs_as(nt, &uneven), ring);
+    SimparNet plain = net;
+    plain.nvls_tree = NULL; /* NVLS in every node, but no NVLS-tree: as before it existed */
+    SimparCollGroup hopper = {8, gpus, &plain};
+    CU_ASSERT_FALSE(simpar_coll_nvls_tree_usable(&hopper));
+    CU_ASSERT_STRING_NOT_EQUAL(simpar_coll_choose(AR, &hopper, 1 << 30, &p)->name, "nvlstree");
+    CU_ASSERT_TRUE(close_to(nt->closed_form(AR, &hopper, 1 << 20, 0, &p),
+                            ring->closed_form(AR, &hopper, 1 << 20, 0, &p), 0));
+}
+
 /* ---- (6b) links shared within a round: NICs ---------------------------------------------- */
 
 /* Nodes of 4 GPUs. Inside a node a GPU reaches another over its own link (NVL_BW); between
@@ -661,10 +740,10 @@ nic_link_bw(const SimparNet *net, gconstpointer link)
 }
 
 static const NicNet one_nic = {FALSE}, nic_rails = {TRUE};
-static const SimparNet one_net = {nic_route, nic_node,    (gpointer) &one_nic,
-                                  nic_links, nic_link_bw, NULL};
-static const SimparNet rail_net = {nic_route, nic_node,    (gpointer) &nic_rails,
-                                   nic_links, nic_link_bw, NULL};
+static const SimparNet one_net = {nic_route, nic_node, (gpointer) &one_nic, nic_links, nic_link_bw,
+                                  NULL,      NULL};
+static const SimparNet rail_net = {
+    nic_route, nic_node, (gpointer) &nic_rails, nic_links, nic_link_bw, NULL, NULL};
 
 /* Two transfers out of one node take twice as long through one NIC as through two; a transfer
  * alone on its links takes lat + bytes / bw of its route, bit for bit. */
@@ -796,7 +875,8 @@ test_lookup(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(error);
     CU_ASSERT_TRUE(g_error_matches(error, SIMPAR_COLL_ERROR, SIMPAR_COLL_ERROR_INVALID));
     CU_ASSERT_PTR_NOT_NULL(strstr(error->message, "'rign'"));
-    const char *names[] = {"auto", "ring", "tree", "chain", "hierarchical", "pairwise", "nvls"};
+    const char *names[] = {"auto",         "ring",     "tree", "chain",
+                           "hierarchical", "pairwise", "nvls", "nvlstree"};
     for (guint i = 0; i < G_N_ELEMENTS(names); i++)
         CU_ASSERT_PTR_NOT_NULL(strstr(error->message, names[i]));
 
@@ -804,7 +884,7 @@ test_lookup(void)
     CU_ASSERT_PTR_NULL(algo);
     guint n;
     const SimparCollAlgo *all = simpar_coll_algos(&n);
-    CU_ASSERT_EQUAL(n, 6);
+    CU_ASSERT_EQUAL(n, 7);
     for (guint i = 0; i < n; i++) {
         CU_ASSERT_TRUE(simpar_coll_algo_lookup(all[i].name, &algo, NULL));
         CU_ASSERT_PTR_EQUAL(algo, &all[i]);
@@ -871,6 +951,9 @@ static CU_TestInfo table_tests[] = {
     {"tree wins 8 KiB and ring wins 256 MiB across 16 nodes", test_choose},
     {"nvls: S(n+1)/n each way at its efficiency; chosen for 1 GiB in a node; else the ring",
      test_nvls},
+    {"nvlstree: NVLS in each domain and the NIC share across them, pipelined (closed form); "
+     "only where the platform has it",
+     test_nvls_tree},
     {"transfers of a round sharing a NIC take its load; alone, their route's time",
      test_hops_shared},
     {"hierarchical: rings sharing one NIC, or rails; the default stays NCCL's ring or tree",

@@ -32,7 +32,8 @@ static const SimparModel mem_model = {"mem",
                                       SIMPAR_MLP_GELU,
                                       SIMPAR_NORM_LAYERNORM,
                                       FALSE,
-                                      FALSE};
+                                      FALSE,
+                                      0};
 static const SimparModel mem_model_fp32 = {"mem",
                                            64,
                                            4,
@@ -46,7 +47,8 @@ static const SimparModel mem_model_fp32 = {"mem",
                                            SIMPAR_MLP_GELU,
                                            SIMPAR_NORM_LAYERNORM,
                                            FALSE,
-                                           FALSE};
+                                           FALSE,
+                                           0};
 
 static void
 gpu_h100(SimparGpu *gpu)
@@ -932,7 +934,179 @@ test_compute_data(void)
     CU_ASSERT_EQUAL(memcmp(&other, &before, sizeof other), 0);
 }
 
+/* ----- FP8 ----- */
+
+static gint
+cmp_double(gconstpointer a, gconstpointer b)
+{
+    double x = *(const double *) a, y = *(const double *) b;
+    return (x > y) - (x < y);
+}
+
+/* An H100 without measured tables, with its datasheet FP8 peak. */
+static void
+gpu_h100_fp8(SimparGpu *gpu)
+{
+    gpu_h100(gpu);
+    gpu->peak_flops[SIMPAR_DTYPE_FP8] = 1979e12;
+}
+
+/* An FP8 GEMM by hand: FP8 operands (1 byte), a bf16 result (2 bytes), the FP8 peak at the
+ * shape's efficiency 0.85 g(m) g(n) g(k), g(x) = x / (x + 128), after the 5 us launch; bytes
+ * at 0.8 of 3.35 TB/s. 8192^3: 2 x 8192^3 / (1979e12 x 0.85 x (8192/8320)^3) = 0.6879 ms,
+ * compute bound (4 x 8192^2 bytes take 0.1 ms). 8192 x 8192 x 16: 8192 x 16 x 2 + 2 x 8192^2
+ * bytes = 134.48 MB, 50.18 us at 2.68 TB/s, memory bound (its FLOPs take 8.12 us at g(16) =
+ * 1/9). */
+static void
+test_fp8_gemm_closed_form(void)
+{
+    SimparGpu gpu;
+    gpu_h100_fp8(&gpu);
+    double x = 8192, g = x / (x + 128);
+    double compute = 2 * x * x * x / (1979e12 * 0.85 * g * g * g);
+    CU_ASSERT(near(simpar_compute_gemm_time(&gpu, SIMPAR_DTYPE_FP8, x, x, x, 1), 5e-6 + compute));
+    CU_ASSERT(compute > 4 * x * x / (3350e9 * 0.8));
+    double bytes = x * 16 * 2 + 2 * x * x;
+    CU_ASSERT(near(simpar_compute_gemm_time(&gpu, SIMPAR_DTYPE_FP8, x, x, 16, 1),
+                   5e-6 + bytes / (3350e9 * 0.8)));
+    /* bf16 on the same shape: twice the operand bytes, the bf16 peak */
+    CU_ASSERT(near(simpar_compute_gemm_time(&gpu, SIMPAR_DTYPE_BF16, x, x, x, 1),
+                   5e-6 + 2 * x * x * x / (989e12 * 0.85 * g * g * g)));
+}
+
+/* The kernels Transformer Engine adds, by hand, for a linear's forward GEMM X [4096 x 8192] .
+ * W [8192 x 1024] (mk = 33554432, kn = 8388608): delayed casts X and W with their transposes
+ * (read 2, write 1 + 1 bytes per element) and updates 3 amax histories of 1024 floats (read and
+ * written): 4 (mk + kn) + 24576 = 167796736 bytes, 2 kernels; current reads each tensor once
+ * more first: 6 (mk + kn) = 251658240, 4 kernels; mxfp8 writes two copies with a scale byte
+ * per 32: (2 + 2 x 33/32)(mk + kn) = 170393600, 2 kernels. The data gradient casts dY [4096 x
+ * 8192] alone: 4 mk = 134217728, 1 kernel; the weight gradient casts nothing. */
+static void
+test_fp8_cast_bytes(void)
+{
+    SimparGemm fwd = {.m = 4096, .n = 1024, .k = 8192, .batch = 1, .fp8 = SIMPAR_FP8_DELAYED};
+    guint launches = 99;
+    CU_ASSERT_EQUAL(simpar_compute_fp8_cast_bytes(&fwd, &launches), 167796736);
+    CU_ASSERT_EQUAL(launches, 2);
+    fwd.fp8 = SIMPAR_FP8_CURRENT;
+    CU_ASSERT_EQUAL(simpar_compute_fp8_cast_bytes(&fwd, &launches), 251658240);
+    CU_ASSERT_EQUAL(launches, 4);
+    fwd.fp8 = SIMPAR_FP8_MXFP8;
+    CU_ASSERT_EQUAL(simpar_compute_fp8_cast_bytes(&fwd, &launches), 170393600);
+    CU_ASSERT_EQUAL(launches, 2);
+    SimparGemm dgrad = {
+        .m = 4096, .n = 1024, .k = 8192, .batch = 1, .trans_b = TRUE, .fp8 = SIMPAR_FP8_DELAYED};
+    CU_ASSERT_EQUAL(simpar_compute_fp8_cast_bytes(&dgrad, &launches), 134217728);
+    CU_ASSERT_EQUAL(launches, 1);
+    SimparGemm wgrad = {
+        .m = 8192, .n = 1024, .k = 4096, .batch = 1, .trans_a = TRUE, .fp8 = SIMPAR_FP8_DELAYED};
+    CU_ASSERT_EQUAL(simpar_compute_fp8_cast_bytes(&wgrad, &launches), 0);
+    CU_ASSERT_EQUAL(launches, 0);
+    /* their time: the launches, then the bytes at the stream kernels' bandwidth (here mem_eff
+     * 0.8 of 3.35 TB/s) */
+    SimparGpu gpu;
+    gpu_h100_fp8(&gpu);
+    fwd.fp8 = SIMPAR_FP8_DELAYED;
+    CU_ASSERT(near(simpar_compute_fp8_cast_time(&gpu, &fwd), 2 * 5e-6 + 167796736 / 2680e9));
+}
+
+/* Every GEMM of an FP8 model's layer is an FP8 GEMM plus its casts; the bf16 layer's are not. */
+static void
+test_fp8_layer_times(void)
+{
+    SimparModel m;
+    g_assert(simpar_model_preset("tiny", &m, NULL));
+    m.dtype = SIMPAR_DTYPE_BF16, m.fp8 = SIMPAR_FP8_CURRENT;
+    SimparPlan plan;
+    simpar_plan_init(&plan);
+    plan.mode = "1d", plan.tp = 2;
+    g_autoptr(SimparSchedule) sched = simpar_generate_layer(&m, &plan, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+    SimparGpu gpu;
+    gpu_h100_fp8(&gpu);
+    g_autofree double *times = tiny_times(&gpu, sched);
+    guint gemms = 0;
+    for (guint i = 0; i < simpar_schedule_n_ops(sched); i++) {
+        const SimparOp *op = simpar_schedule_op(sched, i);
+        const SimparGemm *g = &op->u.gemm;
+        if (op->kind != SIMPAR_OP_GEMM)
+            continue;
+        gemms++;
+        CU_ASSERT_EQUAL(g->fp8, SIMPAR_FP8_CURRENT);
+        double e =
+            0.85 * (g->m / (g->m + 128.0)) * (g->n / (g->n + 128.0)) * (g->k / (g->k + 128.0));
+        double bytes = (double) g->m * g->k + (double) g->k * g->n +
+                       (g->accumulate ? 2.0 : 1.0) * 2 * g->m * g->n;
+        double gemm = 5e-6 + MAX(2.0 * g->m * g->n * g->k / (1979e12 * e), bytes / 2680e9);
+        CU_ASSERT(near(times[i], gemm + simpar_compute_fp8_cast_time(&gpu, g)));
+    }
+    CU_ASSERT(gemms > 0);
+}
+
+/* FP8 on a GPU without FP8 tensor cores, MXFP8 without block-scaled ones: one error each. */
+static void
+test_fp8_refused(void)
+{
+    SimparGpu gpu;
+    gpu_h100(&gpu);
+    gpu.model = g_intern_static_string("A100-SXM4-80GB");
+    g_autoptr(GError) e1 = NULL, e2 = NULL, e3 = NULL;
+    CU_ASSERT_FALSE(simpar_gpu_check_fp8(&gpu, SIMPAR_FP8_DELAYED, &e1));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e1->message, "GPU A100-SXM4-80GB has no FP8 tensor cores"));
+    gpu_h100_fp8(&gpu);
+    CU_ASSERT_TRUE(simpar_gpu_check_fp8(&gpu, SIMPAR_FP8_DELAYED, NULL));
+    CU_ASSERT_TRUE(simpar_gpu_check_fp8(&gpu, SIMPAR_FP8_CURRENT, NULL));
+    CU_ASSERT_FALSE(simpar_gpu_check_fp8(&gpu, SIMPAR_FP8_MXFP8, &e2));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e2->message, "--fp8-recipe mxfp8: GPU H100-SXM5-80GB has no "
+                                               "block-scaled FP8 tensor cores"));
+    gpu.mxfp8 = TRUE; /* Blackwell */
+    CU_ASSERT_TRUE(simpar_gpu_check_fp8(&gpu, SIMPAR_FP8_MXFP8, &e3));
+}
+
+/* The FP8 GEMM model against every measured FP8 table shipped (bench/fidelity/gemm-b200-xla.csv,
+ * through topologies/compute.ini): median relative error within 10%. */
+static void
+test_fp8_measured_tables(void)
+{
+    SimparGpu gpu;
+    simpar_gpu_init(&gpu);
+    gpu.model = g_intern_static_string("B200-SXM-180GB");
+    gpu.peak_flops[SIMPAR_DTYPE_BF16] = 2250e12, gpu.peak_flops[SIMPAR_DTYPE_FP8] = 4500e12;
+    gpu.mem_bw_Bps = 7.7e12, gpu.mem_bytes = 180e9;
+    CU_ASSERT_TRUE_FATAL(simpar_gpu_load_data(&gpu, simpar_topology_compute_data(), NULL));
+    CU_ASSERT_TRUE(gpu.mxfp8);
+    g_autofree char *csv = NULL;
+    CU_ASSERT_TRUE_FATAL(g_file_get_contents("bench/fidelity/gemm-b200-xla.csv", &csv, NULL, NULL));
+    g_auto(GStrv) lines = g_strsplit(csv, "\n", -1);
+    g_autoptr(GArray) errs = g_array_new(FALSE, FALSE, sizeof(double));
+    for (guint i = 0; lines[i] != NULL; i++) {
+        double m, n, k, tb, t8;
+        if (lines[i][0] == '#' ||
+            sscanf(lines[i], "%lf,%lf,%lf,%lf,%lf", &m, &n, &k, &tb, &t8) != 5)
+            continue;
+        double want = 2 * m * n * k / (t8 * 1e12);
+        double got = simpar_compute_gemm_time(&gpu, SIMPAR_DTYPE_FP8, m, n, k, 1);
+        double err = fabs(got / want - 1);
+        g_array_append_val(errs, err);
+    }
+    CU_ASSERT_EQUAL_FATAL(errs->len, 19);
+    g_array_sort(errs, cmp_double);
+    printf("\n    %u FP8 rows, median error %.2f%%", errs->len,
+           100 * g_array_index(errs, double, errs->len / 2));
+    CU_ASSERT(g_array_index(errs, double, errs->len / 2) <= 0.10);
+}
+
 static CU_TestInfo compute_tests[] = {
+    {"an FP8 GEMM: FP8 operands, bf16 result, the FP8 peak (closed form)",
+     test_fp8_gemm_closed_form},
+    {"the cast, transpose and amax kernels of each FP8 recipe move the bytes derived by hand",
+     test_fp8_cast_bytes},
+    {"every GEMM of an FP8 layer costs its FP8 GEMM and its casts", test_fp8_layer_times},
+    {"FP8 without FP8 tensor cores and MXFP8 without block scaling are refused", test_fp8_refused},
+    {"the FP8 GEMM model is within 10% median of XLA's measured sm_100 FP8 table",
+     test_fp8_measured_tables},
     {"kernel sets fuse as their frameworks do: megatron, pytorch (layer norm), unfused",
      test_kernel_sets},
     {"a kernel streams at its class's measured bandwidth, never above the datasheet's",

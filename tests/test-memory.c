@@ -26,7 +26,8 @@ static const SimparModel model16 = {"mem",
                                     SIMPAR_MLP_GELU,
                                     SIMPAR_NORM_LAYERNORM,
                                     FALSE,
-                                    FALSE};
+                                    FALSE,
+                                    0};
 
 static gboolean
 near(double got, double want)
@@ -173,7 +174,8 @@ static const SimparModel zero_model = {"zero",
                                        SIMPAR_MLP_GELU,
                                        SIMPAR_NORM_LAYERNORM,
                                        FALSE,
-                                       FALSE};
+                                       FALSE,
+                                       0};
 
 static void
 test_states_zero_example(void)
@@ -219,6 +221,40 @@ test_states_fsdp_options(void)
     train.zero = 1, train.shard_group = 4;
     train.grad_dtype_set = TRUE, train.grad_dtype = SIMPAR_DTYPE_FP32;
     CU_ASSERT(near(step(&m, &train, 0).states_B, 9 * 7.5e9));
+}
+
+/* FP8 by hand, the same model trained in bf16 and in FP8 over 64 replicas with ZeRO-1: its
+ * linears' weights, lin = 26 layers x (4800 (3 x 4800 + 4800) + 2 x 4800 x 19200) = 7188480000
+ * elements (tensor parallelism 1), gain Transformer Engine's FP8 copy and transpose cache, 2
+ * bytes each (delayed and current), 2 x 33/32 with mxfp8 (a scale byte per 32); with
+ * --fp8-param-gather the weights are FP8 themselves (1 byte in place of 2) and only the
+ * transposed copy is added, 1 byte: the states are those of bf16. ZeRO-3 over groups of 8 holds
+ * an eighth of the weights, and of their copies. */
+static void
+test_states_fp8(void)
+{
+    SimparModel bf = zero_model, f8 = zero_model;
+    bf.dtype = f8.dtype = SIMPAR_DTYPE_BF16;
+    f8.fp8 = SIMPAR_FP8_DELAYED;
+    double lin = 26 * (4800.0 * (3 * 4800 + 4800) + 2 * 4800.0 * 19200);
+    CU_ASSERT(near(simpar_model_layer_weights(&f8) * 26, lin));
+    SimparTrain train = train_1d(1, SIMPAR_PIPE_1F1B, 1, 1, 1);
+    train.dp = 64, train.tied_embeddings = TRUE, train.zero = 1;
+    SimparMemory b = step(&bf, &train, 0), d = step(&f8, &train, 0);
+    CU_ASSERT(near(d.fp8_B, 2 * lin));
+    CU_ASSERT(near(d.states_B - b.states_B, 2 * lin));
+    CU_ASSERT(near(d.weights_B, b.weights_B));
+    f8.fp8 = SIMPAR_FP8_MXFP8;
+    CU_ASSERT(near(step(&f8, &train, 0).fp8_B, 2 * 33.0 / 32 * lin));
+    f8.fp8 = SIMPAR_FP8_CURRENT;
+    train.fp8_param_gather = TRUE;
+    SimparMemory g = step(&f8, &train, 0);
+    CU_ASSERT(near(g.fp8_B, lin));
+    CU_ASSERT(near(b.weights_B - g.weights_B, lin));
+    CU_ASSERT(near(g.states_B, b.states_B));
+    train.fp8_param_gather = FALSE;
+    train.zero = 3, train.shard_group = 8;
+    CU_ASSERT(near(step(&f8, &train, 0).fp8_B, 2 * lin / 8));
 }
 
 /* Context parallelism keeps s / C tokens of every sequence, and their scores against all s
@@ -406,6 +442,8 @@ test_llama3_405b_8k(void)
 }
 
 static CU_TestInfo memory_tests[] = {
+    {"FP8 weight copies, transpose caches and FP8 parameters: their bytes by hand",
+     test_states_fp8},
     {"Llama 3 8B: the published parameter count, activations of GQA and SwiGLU", test_llama3_8b},
     {"hybrid sharding, --no-reshard and fp32 gradients: their bytes per parameter",
      test_states_fsdp_options},

@@ -54,7 +54,7 @@ test_ring_eval(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(ring->eval_idle);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ring->fuse);
     TestNet t = {4};
-    SimparNet net = {test_route, test_node, &t, NULL, NULL, NULL};
+    SimparNet net = {test_route, test_node, &t, NULL, NULL, NULL, NULL};
     GRand *rand = g_rand_new_with_seed(7);
     const SimparCollKind kinds[] = {SIMPAR_COLL_ALL_REDUCE, SIMPAR_COLL_ALL_GATHER,
                                     SIMPAR_COLL_REDUCE_SCATTER};
@@ -153,11 +153,10 @@ test_generated_routes(void)
         guint nodes;
         const SimparFabricSpec *fabric;
         guint rack_nodes, pod_nodes;
-    } cases[] = {{"dgx-a100", 4, NULL, 0, 0},
-                 {"dgx-h100", 3, NULL, 0, 0},
-                 {"dgx-2", 3, NULL, 0, 0},
-                 {"v100-ac922", 4, NULL, 0, 0},
-                 {"clos-h100", 9, &clos, 2, 4}};
+    } cases[] = {{"dgx-a100", 4, NULL, 0, 0},   {"dgx-h100", 3, NULL, 0, 0},
+                 {"dgx-2", 3, NULL, 0, 0},      {"v100-ac922", 4, NULL, 0, 0},
+                 {"clos-h100", 9, &clos, 2, 4}, {"dgx-b200", 3, NULL, 0, 0},
+                 {"gb200-nvl72", 2, NULL, 0, 0}};
 
     for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
         g_autofree char *xml =

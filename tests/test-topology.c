@@ -33,6 +33,7 @@ typedef struct {
     guint gpus, shipped_nodes;
     double bf16, mem_bytes; /* two of the GPU's props */
     TopoPair pairs[3]; /* same node, other node (same rail), node 4 (other rail): needs 5 nodes */
+    gboolean unfitted; /* a GPU with bf16 but no GEMM figures fitted to a measured table */
 } TopoExpect;
 
 /* Achievable rates from public sources (topologies/presets.ini names them): NCCL's per-link
@@ -50,7 +51,8 @@ static const TopoExpect expects[] = {
      16.0 * (1 << 30),
      {{"node0-gpu0", "node0-gpu1", 1e-6, 60e9, "node0-nvlink01"}, /* 3 sibling NVLink 2 links */
       {"node0-gpu2", "node1-gpu2", 4e-6, 12e9, "node1-ib1"},      /* socket 1's own port, EDR */
-      {"node0-gpu1", "node4-gpu0", 4e-6, 12e9, "node4-ib0"}}},
+      {"node0-gpu1", "node4-gpu0", 4e-6, 12e9, "node4-ib0"}},
+     FALSE},
     {"dgx-a100",
      "A100-SXM4-80GB",
      "topologies/dgx-a100x64.xml",
@@ -60,7 +62,8 @@ static const TopoExpect expects[] = {
      80.0 * (1 << 30),
      {{"node0-gpu0", "node0-gpu7", 1e-6, 240e9, "node0-nvlink7"}, /* 12 NVLink 3 links */
       {"node0-gpu3", "node1-gpu3", 3e-6, 24e9, "node1-ib3"},      /* own rail: HDR */
-      {"node0-gpu1", "node4-gpu6", 3.5e-6, 24e9, "spine-1-6"}}},
+      {"node0-gpu1", "node4-gpu6", 3.5e-6, 24e9, "spine-1-6"}},
+     FALSE},
     {"dgx-h100",
      "H100-SXM5-80GB",
      "topologies/dgx-h100x64.xml",
@@ -70,7 +73,8 @@ static const TopoExpect expects[] = {
      80.0 * (1 << 30),
      {{"node0-gpu2", "node0-gpu5", 0.82e-6, 370.8e9, "node0-nvlink5"}, /* 18 NVLink 4 links */
       {"node0-gpu7", "node1-gpu7", 3e-6, 48e9, "node0-ib7"},           /* NDR */
-      {"node0-gpu0", "node4-gpu3", 3.5e-6, 48e9, "spine-0-3"}}},
+      {"node0-gpu0", "node4-gpu3", 3.5e-6, 48e9, "spine-0-3"}},
+     FALSE},
     {"dgx-2",
      "V100-SXM3-32GB",
      "topologies/dgx2x64.xml",
@@ -80,7 +84,8 @@ static const TopoExpect expects[] = {
      32.0 * (1 << 30),
      {{"node0-gpu0", "node0-gpu15", 1e-6, 120e9, "node0-nvlink15"}, /* 6 NVLink 2 links */
       {"node0-gpu5", "node1-gpu4", 3e-6, 12e9, "node1-ib2"},        /* GPUs 4, 5 share NIC 2 */
-      {"node0-gpu5", "node4-gpu14", 3.5e-6, 12e9, "spine-2-7"}}},
+      {"node0-gpu5", "node4-gpu14", 3.5e-6, 12e9, "spine-2-7"}},
+     FALSE},
     /* Clos (none shipped): two nodes per rack, so node 4 is in rack 2 of pod 0; a GPU's own PCIe
      * link and 400 Gb/s port, one uplink hop of 0.25 us each way between racks */
     {"clos-h100",
@@ -92,7 +97,8 @@ static const TopoExpect expects[] = {
      80.0 * (1 << 30),
      {{"node0-gpu2", "node0-gpu5", 0.82e-6, 370.8e9, "node0-nvlink5"},
       {"node0-gpu7", "node1-gpu7", 3e-6, 48e9, "node1-ib7"},
-      {"node0-gpu0", "node4-gpu3", 3.5e-6, 48e9, "rack2-up"}}},
+      {"node0-gpu0", "node4-gpu3", 3.5e-6, 48e9, "rack2-up"}},
+     FALSE},
     {"clos-h200",
      "H200-SXM-141GB",
      NULL,
@@ -102,7 +108,33 @@ static const TopoExpect expects[] = {
      141e9,
      {{"node0-gpu2", "node0-gpu5", 0.82e-6, 370.8e9, "node0-nvlink5"},
       {"node0-gpu7", "node1-gpu7", 3e-6, 48e9, "node0-ib7"},
-      {"node0-gpu0", "node4-gpu3", 3.5e-6, 48e9, "rack0-up"}}},
+      {"node0-gpu0", "node4-gpu3", 3.5e-6, 48e9, "rack0-up"}},
+     FALSE},
+    /* Blackwell: 18 NVLink 5 links x NCCL's 40.1 GB/s; a 400 Gb/s ConnectX-7 per GPU */
+    {"dgx-b200",
+     "B200-SXM-180GB",
+     NULL,
+     8,
+     0,
+     2250e12,
+     180e9,
+     {{"node0-gpu2", "node0-gpu5", 1e-6, 721.8e9, "node0-nvlink5"},
+      {"node0-gpu7", "node1-gpu7", 3e-6, 48e9, "node1-ib7"},
+      {"node0-gpu0", "node4-gpu3", 3.5e-6, 48e9, "spine-0-3"}},
+     TRUE},
+    /* a rack of 72 GPUs is one node; GPU g's NIC on rail g mod 4 (its place in the compute
+     * tray): GPUs 7 and 3 share rail 3, GPUs 0 and 5 cross from rail 0 to rail 1 */
+    {"gb200-nvl72",
+     "GB200-B200-186GB",
+     NULL,
+     72,
+     0,
+     2500e12,
+     186e9,
+     {{"node0-gpu2", "node0-gpu65", 1e-6, 721.8e9, "node0-nvlink65"},
+      {"node0-gpu7", "node1-gpu3", 3e-6, 48e9, "node1-ib3"},
+      {"node0-gpu0", "node4-gpu5", 3.5e-6, 48e9, "spine-0-1"}},
+     TRUE},
 };
 
 static const char *const gpu_props[] = {"gpu_model",       "peak_fp16_flops", "peak_bf16_flops",
@@ -117,8 +149,9 @@ static char *
 topo_generate_with(const char *dir, const char *preset, guint nodes, const char *more)
 {
     char *path = g_strdup_printf("%s/%s-%u.xml", dir, preset, nodes);
+    const char *count = g_str_equal(preset, "gb200-nvl72") ? "--racks" : "--nodes";
     g_autofree char *args =
-        g_strdup_printf("topology --preset %s --nodes %u -o %s%s", preset, nodes, path, more);
+        g_strdup_printf("topology --preset %s %s %u -o %s%s", preset, count, nodes, path, more);
     SimparCliRun r = simpar_cli_run(args);
     if (r.status != 0)
         printf("\n    simpar %s -> status %d: %s", args, r.status, r.err);
@@ -211,7 +244,7 @@ topo_check_hosts(const char *path, const TopoExpect *e, guint nodes)
              * XLA's measured GEMM table (H100's, held against A100's best shapes); the V100s:
              * none, the defaults */
             const char *eff = g_hash_table_lookup(props, "gemm_eff_max");
-            gboolean measured = e->bf16 > 0;
+            gboolean measured = e->bf16 > 0 && !e->unfitted;
             CU_ASSERT_STRING_EQUAL(eff != NULL ? eff : "-", measured ? "0.8956" : "-");
         }
     }
@@ -403,7 +436,8 @@ test_fabric_options(void)
         80.0 * (1 << 30),
         {{"node0-gpu1", "node0-gpu6", 0.82e-6, 370.8e9, "node0-nvlink1"},
          {"node0-gpu7", "node1-gpu7", 3.5e-6, 24e9, "rack1-up"},
-         {"node1-gpu0", "node4-gpu3", 4e-6, 24e9, "pod2-up"}}};
+         {"node1-gpu0", "node4-gpu3", 4e-6, 24e9, "pod2-up"}},
+        FALSE};
     topo_setup();
     g_autofree char *path =
         topo_generate_with(topo_dir, "clos-h100", 5,
@@ -456,9 +490,23 @@ static void
 test_bad_input(void)
 {
     const char *valid = "(valid: v100-ac922, dgx-a100, dgx-h100, h100-sxm, h200-sxm, dgx-2";
-    g_autofree char *unknown = g_strdup_printf("--preset dgx-b200: unknown preset %s", valid);
+    g_autofree char *unknown = g_strdup_printf("--preset dgx-x100: unknown preset %s", valid);
     g_autofree char *missing = g_strdup_printf("--preset NAME is required %s", valid);
-    topo_refuses("topology --preset dgx-b200 --nodes 2 -o /tmp/x.xml", unknown);
+    topo_refuses("topology --preset dgx-x100 --nodes 2 -o /tmp/x.xml", unknown);
+    /* rack-scale presets count racks, and no file holds more than 262,144 GPUs */
+    topo_refuses("topology -p gb200-nvl72 --racks 0 -o /tmp/x.xml",
+                 "--racks 0 is out of range (1 to 3640): racks of 72 GPUs, at most 262144 GPUs");
+    topo_refuses("topology -p gb200-nvl72 --racks 3641 -o /tmp/x.xml",
+                 "--racks 3641 is out of range (1 to 3640)");
+    topo_refuses("topology -p gb200-nvl72 --racks 99999999999 -o /tmp/x.xml",
+                 "--racks 99999999999 is out of range (1 to 3640)");
+    topo_refuses("topology -p gb200-nvl72 -o /tmp/x.xml", "--racks N is required (1 to 3640)");
+    topo_refuses("topology -p gb200-nvl72 --nodes 2 -o /tmp/x.xml",
+                 "--preset gb200-nvl72 counts racks: give --racks N, not --nodes");
+    topo_refuses("topology -p dgx-b200 --racks 2 -o /tmp/x.xml",
+                 "--preset dgx-b200 counts nodes: give --nodes N, not --racks");
+    topo_refuses("topology -p dgx-b200 --nodes 16385 -o /tmp/x.xml",
+                 "--nodes 16385 is out of range (1 to 16384)");
     topo_refuses("topology --nodes 2 -o /tmp/x.xml", missing);
     topo_refuses("topology -p dgx-a100 --nodes 0 -o /tmp/x.xml", "--nodes 0 is out of range (1 to "
                                                                  "16384)");
@@ -498,6 +546,66 @@ test_bad_input(void)
         "(valid: schedule, predict, collective, topology, sweep, validate, calibrate, plot;");
 }
 
+/* Any number of racks: hosts of every rack, and the file loads and routes (2 and 37 racks). */
+static void
+test_rack_sizes(void)
+{
+    const TopoExpect *e = &expects[G_N_ELEMENTS(expects) - 1];
+    CU_ASSERT_STRING_EQUAL_FATAL(e->preset, "gb200-nvl72");
+    static const guint sizes[] = {3, 8, 37};
+    topo_setup();
+    for (guint s = 0; s < G_N_ELEMENTS(sizes); s++) {
+        g_autofree char *path = topo_generate(topo_dir, e->preset, sizes[s]);
+        topo_check_hosts(path, e, sizes[s]);
+        if (sizes[s] >= 5) /* the pairs name node 4 */
+            topo_check_routes(path, e, sizes[s]);
+    }
+    topo_teardown();
+}
+
+/* busbw_GBps of `simpar collective --op allreduce` on `gpus` GPUs of `path`, `bytes` each. */
+static double
+topo_busbw(const char *path, guint gpus, const char *bytes)
+{
+    g_autofree char *args = g_strdup_printf("collective --topology %s --op allreduce --gpus %u "
+                                            "--bytes %s --backend analytic --json",
+                                            path, gpus, bytes);
+    SimparCliRun r = simpar_cli_run(args);
+    CU_ASSERT_EQUAL(r.status, 0);
+    const char *at = strstr(r.out, "\"busbw_GBps\" : ");
+    double busbw = at != NULL ? g_ascii_strtod(at + strlen("\"busbw_GBps\" : "), NULL) : 0;
+    simpar_cli_run_clear(&r);
+    return busbw;
+}
+
+/* The Blackwell rows of bench/fidelity/nccl-tests.csv (each with its public source there):
+ * busbw within 10%: NVLS in one NVL72 rack, NVLS-tree between two DGX B200 nodes. */
+static void
+test_blackwell_nccl_tests(void)
+{
+    g_autofree char *csv = NULL;
+    CU_ASSERT_TRUE_FATAL(g_file_get_contents("bench/fidelity/nccl-tests.csv", &csv, NULL, NULL));
+    topo_setup();
+    g_auto(GStrv) lines = g_strsplit(csv, "\n", -1);
+    guint checked = 0;
+    for (guint i = 0; lines[i] != NULL; i++) {
+        g_auto(GStrv) f = g_strsplit(lines[i], ",", -1);
+        if (g_strv_length(f) != 9 || lines[i][0] == '#' ||
+            (!g_str_equal(f[1], "gb200-nvl72") && !g_str_equal(f[1], "dgx-b200")))
+            continue;
+        g_autofree char *path = topo_generate(topo_dir, f[1], (guint) atoi(f[2]));
+        double want = g_ascii_strtod(f[6], NULL);
+        double got = topo_busbw(path, (guint) atoi(f[3]), f[5]);
+        if (fabs(got / want - 1) > 0.10)
+            printf("\n    %s %s GPUs, %s B: simpar %.1f GB/s, nccl-tests %.1f", f[1], f[3], f[5],
+                   got, want);
+        CU_ASSERT_TRUE(fabs(got / want - 1) <= 0.10);
+        checked++;
+    }
+    CU_ASSERT_EQUAL(checked, 6); /* one NVL72 rack, 512 MiB to 8 GiB; two DGX B200, 8 GiB */
+    topo_teardown();
+}
+
 static void
 test_list(void)
 {
@@ -519,6 +627,10 @@ static CU_TestInfo topology_tests[] = {
     {"bad presets, node counts and output paths get exit 2 naming the flag and valid values",
      test_bad_input},
     {"--list prints every preset with its description", test_list},
+    {"GB200 NVL72 files of 3, 8 and 37 racks have every rack's GPUs and route as one rack",
+     test_rack_sizes},
+    {"all-reduce on Blackwell presets is within 10% busbw of the public nccl-tests figures",
+     test_blackwell_nccl_tests},
     CU_TEST_INFO_NULL,
 };
 

@@ -32,6 +32,9 @@ G_BEGIN_DECLS
  * nodes, 131,072 GPUs, a 158 MB file; 8,192 take 8.4 s). SimGrid's parse of 65,536 nodes did
  * not end in 400 s, so the writer refuses what the loader cannot take. */
 #define SIMPAR_TOPOLOGY_MAX_NODES 16384
+/* The most GPUs a file may have: the largest the node limit allowed before rack-scale nodes
+ * (16,384 DGX-2 nodes of 16 GPUs); 3,640 NVL72 racks. */
+#define SIMPAR_TOPOLOGY_MAX_GPUS 262144
 
 /* One link, per direction. */
 typedef struct {
@@ -52,6 +55,10 @@ typedef struct {
     /* NVLink SHARP of the node's NVSwitch (0: none): the fraction of the NVLink rate its
      * all-reduce reaches and its latency per collective (sim/collectives/nvls.c). */
     double nvls_efficiency, nvls_latency_s;
+    double fp8; /* peak flop/s of FP8 dense tensor cores (0: none; written only when given) */
+    /* NCCL's NVLS-tree between NVLink domains (0: not run): its latency per tree level
+     * (sim/collectives/nvls-tree.c) */
+    double nvls_tree_latency_s;
 } SimparGpuSpec;
 
 /* The links of a node style; a style uses the ones it names. */
@@ -87,6 +94,11 @@ struct _SimparTopologyPreset {
     const char *description; /* one line, for --list and the file's header */
     SimparGpuSpec gpu;
     guint gpus_per_node, nics_per_node;
+    /* nvswitch style: the rails NIC r's port goes into, rail r mod rails (rails = NICs unless
+     * the preset says: a GB200 NVL72 rack has 72 NICs on the 4 rails of a compute tray) */
+    guint rails;
+    /* a node is a rack-scale NVLink domain, counted by `simpar topology --racks` */
+    gboolean racks;
     SimparLinkFigures links;
     SimparFabricSpec fabric; /* style clos: the preset's fabric; else zeros */
     SimparTopologyWriter write;

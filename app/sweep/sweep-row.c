@@ -169,6 +169,17 @@ row_grid(const SimparSweepConfig *c, gboolean sp)
     return g_strdup_printf("q=%" G_GINT64_FORMAT, c->q);
 }
 
+/* The dtype column: the model's precision, or the row's --precision item in its words. */
+static char *
+row_precision(const SimparSweepConfig *c, const SimparModel *base)
+{
+    if (c->precision == NULL)
+        return g_strdup(simpar_model_precision(base));
+    if (!g_str_has_prefix(c->precision, "fp8"))
+        return g_strdup(c->precision);
+    return g_strdup_printf("fp8 (%s)", c->precision[3] == '-' ? c->precision + 4 : "delayed");
+}
+
 /* What the configuration itself says, before any prediction. */
 static void
 row_config(const SimparSweep *sw, const SimparSweepConfig *c, const SimparBackend *backend,
@@ -185,7 +196,7 @@ row_config(const SimparSweep *sw, const SimparSweepConfig *c, const SimparBacken
     row_int(r, SIMPAR_SWEEP_COL_KV_HEADS, c->kv_heads != SIMPAR_JOB_UNSET ? c->kv_heads : c->heads);
     row_int(r, SIMPAR_SWEEP_COL_LAYERS, c->layers);
     row_int(r, SIMPAR_SWEEP_COL_SEQ, c->seq);
-    row_set(r, SIMPAR_SWEEP_COL_DTYPE, g_strdup(simpar_dtype_name(base->dtype)));
+    row_set(r, SIMPAR_SWEEP_COL_DTYPE, row_precision(c, base));
     row_set(r, SIMPAR_SWEEP_COL_PRESET,
             sw->preset != NULL ? g_strdup(sw->preset->name)
                                : g_path_get_basename(sw->args.topology));
@@ -228,6 +239,11 @@ row_job_args(const SimparSweep *sw, const SimparSweepConfig *c, SimparJobArgs *a
     a->depth = c->depth > 0 ? c->depth : SIMPAR_JOB_UNSET;
     a->pp = c->pp, a->dp = c->dp;
     a->schedule = (char *) c->schedule, a->recompute = (char *) c->recompute;
+    if (c->precision != NULL) { /* "fp8-current": --dtype fp8 --fp8-recipe current */
+        gboolean fp8 = g_str_has_prefix(c->precision, "fp8");
+        a->dtype = fp8 ? (char *) "fp8" : (char *) c->precision;
+        a->fp8_recipe = fp8 && c->precision[3] == '-' ? (char *) c->precision + 4 : NULL;
+    }
 }
 
 /* The sweep's own refusals: a 2.5-D grid without a depth, T x P x D that cannot be G. */
@@ -324,7 +340,8 @@ row_prepare(const SimparSweep *sw, const SimparSweepConfig *c, const SimparGpu *
     row_job_args(sw, c, &a);
     if (!simpar_job_model(&a, SIMPAR_PREDICT_DEFAULT_MODEL, model, why))
         return FALSE;
-    if (!simpar_gpu_validate(gpu, model->dtype, why)) {
+    if (!simpar_gpu_check_fp8(gpu, (SimparFp8Recipe) model->fp8, why) ||
+        !simpar_gpu_validate(gpu, model->dtype, why)) {
         g_prefix_error(why, "%s: ", sw->preset != NULL ? sw->preset->name : sw->args.topology);
         return FALSE;
     }

@@ -34,8 +34,12 @@ static const struct {
     [SIMPAR_SWEEP_CP] = {"cp", TRUE, 1, 65536},
 };
 
-static const char *const sweep_name_flags[SIMPAR_SWEEP_N_NAMES] = {"tp-mode", "model", "recompute",
-                                                                   "schedule", "cp-mode"};
+static const char *const sweep_name_flags[SIMPAR_SWEEP_N_NAMES] = {
+    "tp-mode", "model", "recompute", "schedule", "cp-mode", "precision"};
+
+/* The items of --precision: a model dtype, or fp8 with its recipe (fp8: delayed). */
+static const char *const sweep_precisions[] = {
+    "fp16", "bf16", "fp32", "fp64", "fp8", "fp8-delayed", "fp8-current", "fp8-mxfp8", NULL};
 
 /* A refusal from another module, as a usage error (exit status 2). */
 static gboolean
@@ -148,6 +152,11 @@ sweep_check_name(SimparSweepNames which, const char *name, GError **error)
         ok = simpar_generator_lookup(name, &local) != NULL;
     else if (which == SIMPAR_SWEEP_RECOMPUTE)
         ok = simpar_recompute_parse(name, &r, &local);
+    else if (which == SIMPAR_SWEEP_PRECISION && !g_strv_contains(sweep_precisions, name))
+        return simpar_cli_usage(error,
+                                "--precision %s: valid are fp16, bf16, fp32, fp64, fp8 (delayed "
+                                "scaling), fp8-delayed, fp8-current, fp8-mxfp8",
+                                name);
     else if (which == SIMPAR_SWEEP_CP_MODE && !g_str_equal(name, "allgather") &&
              !g_str_equal(name, "ring"))
         return simpar_cli_usage(error, "--cp-mode %s: valid are allgather and ring", name);
@@ -192,7 +201,8 @@ sweep_parse_names(SimparSweep *sw, SimparSweepNames which, GError **error)
     return TRUE;
 }
 
-/* The base models of --model, with --vocab and --dtype (the shapes are per configuration). */
+/* The base models of --model, with --vocab, --dtype and --fp8-recipe (the shapes are per
+ * configuration). */
 static gboolean
 sweep_load_models(SimparSweep *sw, GError **error)
 {
@@ -201,6 +211,7 @@ sweep_load_models(SimparSweep *sw, GError **error)
         SimparJobArgs a;
         simpar_job_args_init(&a);
         a.model = names->pdata[i], a.vocab = sw->args.job.vocab, a.dtype = sw->args.job.dtype;
+        a.fp8_recipe = sw->args.job.fp8_recipe;
         SimparModel m;
         GError *local = NULL;
         if (!simpar_job_model(&a, SIMPAR_PREDICT_DEFAULT_MODEL, &m, &local))
@@ -276,6 +287,9 @@ sweep_check_job(const SimparSweep *sw, GError **error)
             return simpar_cli_usage(
                 error, "--%s %" G_GINT64_FORMAT ": must be from 1 to %" G_GINT64_FORMAT,
                 dims[i].flag, dims[i].v, SIMPAR_MODEL_MAX_DIM);
+    if (sw->names[SIMPAR_SWEEP_PRECISION]->len > 0 && (j->dtype != NULL || j->fp8_recipe != NULL))
+        return simpar_cli_usage(error, "--precision replaces --dtype and --fp8-recipe: give the "
+                                       "precisions in its list (fp8-current, ...)");
     SimparMlp mlp;
     SimparNorm norm;
     GError *flavour = NULL;
@@ -537,17 +551,20 @@ sweep_enum_leaves(SweepEnum *e, SimparSweepConfig *c, GError **error)
     const GPtrArray *sch = e->sw->names[SIMPAR_SWEEP_SCHEDULE];
     const GPtrArray *rec = e->sw->names[SIMPAR_SWEEP_RECOMPUTE];
     const GPtrArray *cpm = e->sw->names[SIMPAR_SWEEP_CP_MODE];
+    const GPtrArray *pre = e->sw->names[SIMPAR_SWEEP_PRECISION];
     for (guint i = 0; i < MAX(sch->len, 1); i++)
         for (guint j = 0; j < MAX(rec->len, 1); j++)
             /* Without context parallelism the form means nothing: one row, not one per form. */
-            for (guint k = 0; k < (c->cp > 1 ? MAX(cpm->len, 1) : 1); k++) {
-                c->schedule = sch->len > 0 ? sch->pdata[i] : NULL;
-                c->recompute = rec->len > 0 ? rec->pdata[j] : NULL;
-                c->cp_mode = cpm->len > 0 && c->cp > 1 ? cpm->pdata[k] : NULL;
-                c->index = e->next++;
-                if (!e->visit(c, e->data, error))
-                    return FALSE;
-            }
+            for (guint k = 0; k < (c->cp > 1 ? MAX(cpm->len, 1) : 1); k++)
+                for (guint l = 0; l < MAX(pre->len, 1); l++) {
+                    c->schedule = sch->len > 0 ? sch->pdata[i] : NULL;
+                    c->recompute = rec->len > 0 ? rec->pdata[j] : NULL;
+                    c->cp_mode = cpm->len > 0 && c->cp > 1 ? cpm->pdata[k] : NULL;
+                    c->precision = pre->len > 0 ? pre->pdata[l] : NULL;
+                    c->index = e->next++;
+                    if (!e->visit(c, e->data, error))
+                        return FALSE;
+                }
     return TRUE;
 }
 
@@ -703,8 +720,10 @@ static void
 sweep_spec_names(const SimparSweep *sw, GString *s)
 {
     for (guint i = 0; i < SIMPAR_SWEEP_N_NAMES; i++) {
-        g_string_append_printf(s, ";%s=", sweep_name_flags[i]);
         const GPtrArray *v = sw->names[i];
+        if (i == SIMPAR_SWEEP_PRECISION && v->len == 0)
+            continue; /* the identities of sweeps without it stay as they were */
+        g_string_append_printf(s, ";%s=", sweep_name_flags[i]);
         for (guint k = 0; k < v->len; k++) {
             const char *name = v->pdata[k];
             g_autofree char *tag = i == SIMPAR_SWEEP_MODELS && g_str_has_suffix(name, ".json")

@@ -97,13 +97,15 @@ typedef enum {
     SIMPAR_SWEEP_RECOMPUTE,
     SIMPAR_SWEEP_SCHEDULE,
     SIMPAR_SWEEP_CP_MODE,
+    SIMPAR_SWEEP_PRECISION, /* bf16, fp8, fp8-current, fp8-mxfp8, ...: --dtype and --fp8-recipe */
     SIMPAR_SWEEP_N_NAMES,
 } SimparSweepNames;
 
 /* The command line as given (strings owned; integers SIMPAR_JOB_UNSET when not given). */
 typedef struct {
     char *numbers[SIMPAR_SWEEP_N_NUMBERS]; /* list flags, e.g. "64..4096" */
-    char *names[SIMPAR_SWEEP_N_NAMES]; /* --tp-mode, --model, --recompute, --schedule, --cp-mode */
+    char *names[SIMPAR_SWEEP_N_NAMES]; /* --tp-mode, --model, --recompute, --schedule, --cp-mode,
+                                          --precision */
     char *preset, *topology;
     SimparJobArgs job; /* the single-valued job options: --heads, --ffn, --zero, --sp, ... */
     SimparPredictArgs predict; /* --backend, --collectives, ..., --calibration */
@@ -128,6 +130,7 @@ typedef struct {
     gint64 pp, dp;       /* 0: no integer value makes T x P x D the GPU count */
     const char *schedule, *recompute; /* NULL: the default */
     const char *cp_mode;              /* NULL: the default (allgather) */
+    const char *precision;            /* NULL: --dtype and --fp8-recipe (or the model's) */
 } SimparSweepConfig;
 
 typedef struct {

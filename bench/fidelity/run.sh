@@ -22,7 +22,9 @@ rows="$work/rows"
 grep -v '^#' bench/fidelity/nccl-tests.csv | tail -n +2 |
   while IFS=, read -r source preset nodes gpus op bytes measured algo simpar_algo; do
     platform="$work/$preset-$nodes.xml"
-    [ -f "$platform" ] || "$bin" topology --preset "$preset" --nodes "$nodes" -o "$platform"
+    count=--nodes
+    [ "$preset" = gb200-nvl72 ] && count=--racks
+    [ -f "$platform" ] || "$bin" topology --preset "$preset" "$count" "$nodes" -o "$platform"
     json=$("$bin" collective --topology "$platform" --op "$op" --gpus "$gpus" --bytes "$bytes" \
       --algo "$simpar_algo" --backend analytic --json)
     busbw=$(printf '%s\n' "$json" | sed -n 's/.*"busbw_GBps" : \([0-9.e+-]*\).*/\1/p')

@@ -97,5 +97,9 @@ void simpar_coll_nvls_expand(SimparCollKind kind, const SimparCollGroup *g, doub
                              guint root, const SimparCollParams *p, SimparExpansion *out);
 double simpar_coll_nvls_closed_form(SimparCollKind kind, const SimparCollGroup *g, double bytes,
                                     guint root, const SimparCollParams *p);
+void simpar_coll_nvls_tree_expand(SimparCollKind kind, const SimparCollGroup *g, double bytes,
+                                  guint root, const SimparCollParams *p, SimparExpansion *out);
+double simpar_coll_nvls_tree_closed_form(SimparCollKind kind, const SimparCollGroup *g,
+                                         double bytes, guint root, const SimparCollParams *p);
 G_END_DECLS
 #endif /* SIMPAR_COLLECTIVES_PRIVATE_H */

@@ -16,6 +16,7 @@ enum {
     COLL_HIERARCHICAL,
     COLL_PAIRWISE,
     COLL_NVLS,
+    COLL_NVLS_TREE,
     N_COLL_ALGOS,
 };
 
@@ -41,12 +42,17 @@ static const CollRaw coll_raw[N_COLL_ALGOS] = {
     [COLL_PAIRWISE] = {SIMPAR_LAT_RING, simpar_coll_pairwise_closed_form,
                        simpar_coll_pairwise_expand, NULL},
     [COLL_NVLS] = {SIMPAR_LAT_RING, simpar_coll_nvls_closed_form, simpar_coll_nvls_expand, NULL},
+    [COLL_NVLS_TREE] = {SIMPAR_LAT_RING, simpar_coll_nvls_tree_closed_form,
+                        simpar_coll_nvls_tree_expand, NULL},
 };
 
-/* The algorithm that runs as `a` on `g`: NVLS runs the ring on a group that cannot use it. */
+/* The algorithm that runs as `a` on `g`: NVLS and NVLS-tree run the ring on a group that
+ * cannot use them. */
 static guint
 coll_runs_as(guint a, const SimparCollGroup *g)
 {
+    if (a == COLL_NVLS_TREE && !simpar_coll_nvls_tree_usable(g))
+        return COLL_RING;
     return a == COLL_NVLS && !simpar_coll_nvls_usable(g, NULL, NULL) ? COLL_RING : a;
 }
 
@@ -168,7 +174,7 @@ coll_wire(guint a, SimparCollKind kind, const SimparCollGroup *g, double bytes, 
     *q = *p;
     if (p->proto == SIMPAR_PROTO_NONE)
         return bytes;
-    if (a == COLL_NVLS) { /* NVLS runs Simple only (tuning.cc); its own efficiency (nvls.c) */
+    if (a == COLL_NVLS || a == COLL_NVLS_TREE) { /* Simple only (tuning.cc); own efficiency */
         q->proto = SIMPAR_PROTO_SIMPLE;
         return bytes;
     }
@@ -218,6 +224,7 @@ COLL_ENTRIES(COLL_CHAIN, coll_chain)
 COLL_ENTRIES(COLL_HIERARCHICAL, coll_hier)
 COLL_ENTRIES(COLL_PAIRWISE, coll_pairwise)
 COLL_ENTRIES(COLL_NVLS, coll_nvls)
+COLL_ENTRIES(COLL_NVLS_TREE, coll_nvls_tree)
 
 static void
 coll_ring_eval_idle(SimparCollKind kind, const SimparCollGroup *g, double bytes,
@@ -262,6 +269,11 @@ static const SimparCollAlgo coll_algos[] = {
                    "(else the ring)",
                    SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_REDUCE), coll_nvls_expand,
                    coll_nvls_closed_form},
+    [COLL_NVLS_TREE] = {"nvlstree",
+                        "NCCL's NVLS-tree between NVLink domains that have it: NVLS inside each, "
+                        "each GPU's share across the domains, pipelined (else the ring)",
+                        SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_REDUCE), coll_nvls_tree_expand,
+                        coll_nvls_tree_closed_form},
 };
 
 SimparProto
@@ -343,9 +355,13 @@ simpar_coll_choose(SimparCollKind kind, const SimparCollGroup *g, double bytes,
         double ring = coll_ring_closed_form(kind, g, bytes, 0, p);
         double tree = coll_tree_closed_form(kind, g, bytes, 0, p);
         guint best = tree < ring ? COLL_TREE : COLL_RING;
+        double best_s = MIN(ring, tree);
         if (simpar_coll_nvls_usable(g, NULL, NULL) &&
-            coll_nvls_closed_form(kind, g, bytes, 0, p) < MIN(ring, tree))
+            coll_nvls_closed_form(kind, g, bytes, 0, p) < best_s)
             best = COLL_NVLS;
+        else if (simpar_coll_nvls_tree_usable(g) &&
+                 coll_nvls_tree_closed_form(kind, g, bytes, 0, p) < best_s)
+            best = COLL_NVLS_TREE; /* only where the platform has it: Blackwell presets */
         return &coll_algos[best];
     }
     case SIMPAR_COLL_BROADCAST:

@@ -158,6 +158,9 @@ void simpar_coll_forget(void);
  * least two members; nvls.c), with the smallest efficiency and largest latency of its GPUs
  * (either pointer may be NULL); FALSE when it would run the ring. */
 gboolean simpar_coll_nvls_usable(const SimparCollGroup *g, double *eff, double *lat_s);
+/* TRUE when "nvlstree" runs as NCCL's NVLS-tree on `g` (at least two NVLink domains of equal
+ * member counts >= 2, every member with NVLS and the platform's NVLS-tree; nvls-tree.c). */
+gboolean simpar_coll_nvls_tree_usable(const SimparCollGroup *g);
 /* The algorithm that runs when `algo` is asked for on `g`: "nvls" is the ring where it is not
  * usable; every other algorithm is itself. */
 const SimparCollAlgo *simpar_coll_runs_as(const SimparCollAlgo *algo, const SimparCollGroup *g);
