@@ -419,6 +419,7 @@ static const struct {
     {"recompute_gib", G_STRUCT_OFFSET(SimparMemory, recompute_B)},
     {"embedding_weights_gib", G_STRUCT_OFFSET(SimparMemory, embedding_weights_B)},
     {"embedding_grads_gib", G_STRUCT_OFFSET(SimparMemory, embedding_grads_B)},
+    {"fp8_gib", G_STRUCT_OFFSET(SimparMemory, fp8_B)}, /* FP8 weight copies and transposes */
 };
 
 /* The memory by kind, the five summing to the total: weights (with FP8 training's FP8 copies),

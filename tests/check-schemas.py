@@ -50,6 +50,8 @@ def main():
     work = tempfile.mkdtemp(prefix="simpar-schemas-")
     a100 = os.path.join(work, "a100x128.xml")
     run("topology", "--preset", "dgx-a100", "--nodes", "16", "-o", a100)
+    b200 = os.path.join(work, "b200x64.xml")
+    run("topology", "--preset", "dgx-b200", "--nodes", "8", "-o", b200)
 
     # predict: every mode (simulated and skipped rows), a modified preset, Megatron's script
     cases = [
@@ -60,6 +62,10 @@ def main():
          "--backend", "formula"],
         ["--megatron-args", "tests/data/megatron-llama3-70b.sh", "--topology", a100,
          "--backend", "formula"],
+        # FP8 training: its weight copies among the kinds
+        ["--topology", b200, "--model", "llama3-70b", "--dtype", "fp8", "--fp8-recipe",
+         "mxfp8", "--tp-mode", "1d", "--tp", "8", "--sp", "--pp", "4", "--dp", "2",
+         "--global-batch", "64", "--micro-batch", "1", "--backend", "formula"],
     ]
     for args in cases:
         rows = json.loads(run(*args, "--json"))
