@@ -253,8 +253,15 @@ formula_optimizer(Formula *f)
     gsize count = f->c.zero >= 1 ? formula_grads(f) / f->D : formula_grads(f);
     guint adam =
         formula_add(f, FORMULA_ADAM, FORMULA_COMPUTE, formula_adam_time(f, count), 0, f->last_dp);
-    if (f->D > 1 && (f->c.zero == 1 || f->c.zero == 2))
-        formula_coll(f, FORMULA_DP, SIMPAR_COLL_ALL_GATHER, count, FORMULA_AXIS_DP, adam);
+    if (f->D > 1 && (f->c.zero == 1 || f->c.zero == 2)) {
+        /* the layers' share of the rank's parameters gathered in FP8, the ends' in bf16, as
+         * models/step.c counts them */
+        gsize n = formula_grads(f), ends = (gsize) f->c.ends;
+        ends = (f->p == 0 ? ends : 0) + (f->p + 1 == f->P ? ends : 0);
+        double layers = n > ends ? (double) (n - ends) / n : 0;
+        gsize wire = (gsize) llround((double) count * (1 - layers * (1 - f->c.pg8)));
+        formula_coll(f, FORMULA_DP, SIMPAR_COLL_ALL_GATHER, wire, FORMULA_AXIS_DP, adam);
+    }
 }
 
 static void

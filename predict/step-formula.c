@@ -415,6 +415,13 @@ formula_config(Formula *f, const SimparBlockTimes *bt, const SimparModel *model,
     c->adam[0] = gpu->peak_flops[SIMPAR_DTYPE_FP32], c->adam[1] = gpu->peak_flops[c->dtype];
     c->adam[2] = simpar_compute_op_bandwidth(gpu, SIMPAR_OP_ADAM);
     c->adam[3] = gpu->launch_s;
+    c->pg8 = 1; /* models/step.c's */
+    if (tr->fp8_param_gather) {
+        double lin = simpar_model_layer_weights(model);
+        double fp8 = model->fp8 == SIMPAR_FP8_MXFP8 ? 1 + 1.0 / 32 : 1; /* bytes per weight */
+        c->pg8 = 1 - lin / (lin + simpar_model_layer_small_params(model)) *
+                         (1 - fp8 / simpar_dtype_size(model->dtype));
+    }
 }
 
 /* The layer's shares per tensor-parallel rank; FALSE when they differ where they must not:
