@@ -37,7 +37,7 @@ for gpus in $sizes; do
         step=$(awk -v g="$gpus" '$1 == "1d" { for (i = 2; i < NF; i++) if ($i == g) { print $(i + 1)
                                                                             exit } }' \
             "$dir/pred.txt")
-        sim=$(grep -o 'step simulated on [^;]*' "$dir/pred.txt" | tr '\n' ';' | sed 's/;$//')
+        sim=$(grep -o 'step simulated on [^;]*' "$dir/pred.txt" | paste -sd, - | sed 's/,/, /g')
         printf 'llama3-405b cp16 x %d GPUs, %s: %.2f s wall, peak RSS %d MiB, step %s s (%s)\n' \
             "$gpus" "$backend" "$(echo "$end - $start" | bc -l)" \
             "$(($(tail -n 1 "$dir/rss") / 1024))" "$step" "${sim:-every rank}" | tee -a "$out"
