@@ -365,11 +365,7 @@ collective_json(GString *out, const Collective *c, const CollectiveRow *rows, gu
         json_builder_end_object(b);
     }
     json_builder_end_array(b);
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    g_autoptr(JsonNode) root = json_builder_get_root(b);
-    json_generator_set_root(gen, root);
-    json_generator_set_pretty(gen, TRUE);
-    g_autofree char *text = json_generator_to_data(gen, NULL);
+    g_autofree char *text = simpar_json_builder_text(b, NULL);
     g_string_append_printf(out, "%s\n", text);
 }
 

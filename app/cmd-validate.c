@@ -359,11 +359,7 @@ validate_result(ValidateJob *vj, const SimparSpan *predicted)
     json_builder_add_int_value(b, n_mape);
     validate_json_number(b, "mape_min_share", VALIDATE_MAPE_SHARE);
     json_builder_end_object(b);
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    g_autoptr(JsonNode) root = json_builder_get_root(b);
-    json_generator_set_root(gen, root);
-    json_generator_set_pretty(gen, TRUE);
-    return json_generator_to_data(gen, NULL); /* (transfer full) */
+    return simpar_json_builder_text(b, NULL); /* (transfer full) */
 }
 
 /* ------------------------------------------------------------------------------- the child */

@@ -185,11 +185,7 @@ published_json(GString *out, const char *set, const char *source, const char *ba
     }
     json_builder_end_array(b);
     json_builder_end_object(b);
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    g_autoptr(JsonNode) root = json_builder_get_root(b);
-    json_generator_set_root(gen, root);
-    json_generator_set_pretty(gen, TRUE);
-    g_autofree char *text = json_generator_to_data(gen, NULL);
+    g_autofree char *text = simpar_json_builder_text(b, NULL);
     g_string_append_printf(out, "%s\n", text);
 }
 

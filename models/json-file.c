@@ -196,3 +196,13 @@ simpar_json_load_file(JsonParser *parser, const char *path, gsize max_bytes, GEr
     g_error_free(local);
     return FALSE;
 }
+
+char *
+simpar_json_builder_text(JsonBuilder *b, gsize *len)
+{
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    g_autoptr(JsonNode) root = json_builder_get_root(b);
+    json_generator_set_root(gen, root);
+    json_generator_set_pretty(gen, TRUE);
+    return json_generator_to_data(gen, len); /* (transfer full) */
+}

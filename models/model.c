@@ -473,12 +473,8 @@ simpar_intern_names(gconstpointer rows, guint n, gsize row_size)
 gboolean
 simpar_json_write_file(JsonBuilder *b, const char *flag, const char *path, GError **error)
 {
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    g_autoptr(JsonNode) root = json_builder_get_root(b);
-    json_generator_set_root(gen, root);
-    json_generator_set_pretty(gen, TRUE);
     gsize len;
-    g_autofree char *text = json_generator_to_data(gen, &len);
+    g_autofree char *text = simpar_json_builder_text(b, &len);
     return simpar_output_write(flag, path, text, len, error);
 }
 

@@ -119,6 +119,9 @@ gboolean simpar_file_read(const char *path, gsize max_bytes, char **text, gsize 
 gboolean simpar_json_guard(const char *text, gsize len, const char *path, guint *trailing,
                            gsize *parse_len, GError **error);
 gboolean simpar_json_trailing(const char *path, guint trailing, GError **error);
+/* The builder's document as pretty JSON text (transfer full), its length in *len (may be NULL):
+ * every JSON output simpar writes. */
+char *simpar_json_builder_text(JsonBuilder *b, gsize *len);
 /* The file, read, guarded and parsed; every error names it. */
 gboolean simpar_json_load_file(JsonParser *parser, const char *path, gsize max_bytes,
                                GError **error);

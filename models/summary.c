@@ -250,9 +250,5 @@ simpar_summary_to_json(const SimparSummary *s, const SimparModel *m, const Simpa
         json_builder_add_int_value(b, (gint64) llround(s->flops[ph])); /* a count */
     }
     json_builder_end_object(b);
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    json_generator_set_pretty(gen, TRUE);
-    g_autoptr(JsonNode) root = json_builder_get_root(b);
-    json_generator_set_root(gen, root);
-    return json_generator_to_data(gen, NULL); /* (transfer full) */
+    return simpar_json_builder_text(b, NULL); /* (transfer full) */
 }

@@ -779,11 +779,7 @@ simpar_report_to_json(const SimparReport *rep)
     for (guint i = 0; i < rep->rows->len; i++)
         report_json_row(b, rep, &g_array_index(rep->rows, SimparReportRow, i));
     json_builder_end_array(b);
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    g_autoptr(JsonNode) root = json_builder_get_root(b);
-    json_generator_set_root(gen, root);
-    json_generator_set_pretty(gen, TRUE);
-    return json_generator_to_data(gen, NULL); /* (transfer full) */
+    return simpar_json_builder_text(b, NULL); /* (transfer full) */
 }
 
 /* ------------------------------------------------------------------------------ Chrome trace */
