@@ -530,7 +530,7 @@ formula_run(Formula *f, guint m, double *fig)
     memset(f->pending, 0xff, n_tags * sizeof(guint));
     f->ring = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
     f->buckets = g_array_new(FALSE, FALSE, sizeof(gsize));
-    if (f->certify)
+    if (f->lc == 0) /* uneven chunks: tell whether the step is periodic */
         f->item_first = formula_buf(f, FORMULA_BUF_ITEMS,
                                     (gsize) f->n_chains * f->P * (2 * (gsize) m * f->v + 1));
     for (guint p = 0; p < f->P; p++) {
@@ -541,7 +541,7 @@ formula_run(Formula *f, guint m, double *fig)
     }
     formula_evaluate(f);
     formula_figures(f, fig);
-    if (f->certify)
+    if (f->lc == 0)
         fig[FORMULA_PERIODIC] = formula_periodic(f, FORMULA_AFFINE_TOL * fig[FORMULA_STEP]);
     for (guint i = 0; i < FORMULA_N_BUFS; i++)
         g_clear_pointer(&f->buf[i], g_array_unref);

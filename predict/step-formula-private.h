@@ -136,8 +136,7 @@ typedef struct {
     guint chain, t, d, p, last_compute, last_dp;
     gsize open; /* gradients in the open bucket */
     GArray *buckets;
-    gboolean certify;  /* whether formula_run tells FORMULA_PERIODIC */
-    guint *item_first; /* certify: per (chain, stage), its items' first ops, 2 m v + 1 */
+    guint *item_first; /* uneven chunks: per (chain, stage), its items' first ops, 2 m v + 1 */
     GArray *buf[FORMULA_N_BUFS];
 } Formula;
 
@@ -150,9 +149,9 @@ double formula_adam_time(Formula *f, gsize count);
 guint formula_period(const Formula *f);
 
 /* step-formula-ops.c: the figures with m micro-batches into fig (FORMULA_N_FIGURES + n_chains P,
- * zeroed); with f->certify, FORMULA_PERIODIC says whether the step has reached its periodic
- * regime before its end (formula_periodic): from there one more period of micro-batches adds the
- * same time to every op that follows. */
+ * zeroed); with uneven chunks (lc 0), FORMULA_PERIODIC says whether the step has reached its
+ * periodic regime before its end (formula_periodic): from there one more period of micro-batches
+ * adds the same time to every op that follows. */
 void formula_run(Formula *f, guint m, double *fig);
 
 G_END_DECLS

@@ -331,18 +331,14 @@ formula_periodic_at(Formula *f, guint m, double *fig)
     guint u = formula_period(f);
     gsize n = FORMULA_N_FIGURES + formula_n_ends(f);
     g_autofree double *p = g_new(double, 2 * n);
-    f->certify = TRUE;
     for (guint mp = formula_first_probe(f); m % u == 0 && mp <= m / 2; mp *= 2) {
         formula_at(f, mp, p);
         if (p[FORMULA_PERIODIC] == 0)
             continue;
         formula_at(f, mp + u, p + n);
-        if (formula_periods(f, p, (m - mp) / u, fig)) {
-            f->certify = FALSE;
+        if (formula_periods(f, p, (m - mp) / u, fig))
             return;
-        }
     }
-    f->certify = FALSE;
     formula_at(f, m, fig);
 }
 
