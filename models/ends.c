@@ -211,9 +211,9 @@ simpar_ends_build(const SimparModel *model, const SimparPlan *plan, const Simpar
     for (guint r = 0; r < T; r++)
         ranks[r] = r;
     guint group = simpar_schedule_add_group(s, "tp", ranks, T);
-    g_autofree SimparStepRankFacts *facts = simpar_step_facts(layer);
+    g_autofree SimparRankFacts *facts = simpar_schedule_rank_facts(layer);
     for (guint r = 0; r < T; r++) {
-        SimparStepRankFacts f = facts[r];
+        SimparRankFacts f = facts[r];
         Ends e = {.s = s,
                   .rank = r,
                   .group = group,

@@ -169,6 +169,24 @@ simpar_schedule_shards(const SimparSchedule *sched, guint *n)
     return (const SimparShard *) sched->shards->data; /* (transfer none) */
 }
 
+SimparRankFacts *
+simpar_schedule_rank_facts(const SimparSchedule *sched)
+{
+    SimparRankFacts *out = g_new0(SimparRankFacts, simpar_schedule_n_ranks(sched));
+    guint n;
+    const SimparShard *sh = simpar_schedule_shards(sched, &n);
+    const char *x = g_intern_static_string("x"), *dy = g_intern_static_string("dy");
+    for (guint i = 0; i < n; i++) {
+        if (sh[i].role != SIMPAR_SHARD_INPUT)
+            continue;
+        if (sh[i].tensor == x)
+            out[sh[i].rank].act_elems = sh[i].rows * sh[i].cols;
+        else if (sh[i].tensor != dy)
+            out[sh[i].rank].layer_params += sh[i].rows * sh[i].cols;
+    }
+    return out; /* (transfer full) */
+}
+
 guint
 simpar_schedule_n_ops(const SimparSchedule *sched)
 {

@@ -74,7 +74,7 @@ step_ops_zero3_supported(const SimparModel *model, const SimparTrain *tr,
                     "it with --pp 2 or more, or one micro-batch (--global-batch)");
         return FALSE;
     }
-    g_autofree SimparStepRankFacts *facts = simpar_step_facts(layer);
+    g_autofree SimparRankFacts *facts = simpar_schedule_rank_facts(layer);
     gsize lp = facts[0].layer_params;
     gsize end = (gsize) ((model->vocab + tr->tp.tp - 1) / tr->tp.tp * model->hidden);
     if (lp % S != 0 || end % S != 0) {

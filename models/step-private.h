@@ -56,7 +56,7 @@ typedef struct {
     double pg8;
     /* the rank being emitted */
     guint rank, t, d, p;
-    SimparStepRankFacts facts;
+    SimparRankFacts facts;
     gsize ends; /* embedding / output / aux-head parameters of one end on this rank */
     guint grads, params, opt_m, opt_v, act_in, act_out, grad_in, grad_out;
     gsize layer_off[1024]; /* per chunk (v <= 1024): offset of its layers in the gradients */

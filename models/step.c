@@ -4,24 +4,6 @@
 #include <math.h>
 #include <string.h>
 
-SimparStepRankFacts *
-simpar_step_facts(const SimparSchedule *layer)
-{
-    SimparStepRankFacts *out = g_new0(SimparStepRankFacts, simpar_schedule_n_ranks(layer));
-    guint n;
-    const SimparShard *sh = simpar_schedule_shards(layer, &n);
-    const char *x = g_intern_static_string("x"), *dy = g_intern_static_string("dy");
-    for (guint i = 0; i < n; i++) {
-        if (sh[i].role != SIMPAR_SHARD_INPUT)
-            continue;
-        if (sh[i].tensor == x)
-            out[sh[i].rank].act_elems = sh[i].rows * sh[i].cols;
-        else if (sh[i].tensor != dy)
-            out[sh[i].rank].layer_params += sh[i].rows * sh[i].cols;
-    }
-    return out; /* (transfer full) */
-}
-
 /* Parameters of one end (embedding table, output layer) on a tensor-parallel rank: the
  * vocabulary is split over the whole group, as Megatron-LM's vocabulary-parallel layers do. */
 static gsize
@@ -665,7 +647,7 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
     if (ops)
         step_ops_init(&st);
     guint steps = st.local && tr->local_async ? STEP_ASYNC_STEPS : 1;
-    g_autofree SimparStepRankFacts *facts = simpar_step_facts(layer);
+    g_autofree SimparRankFacts *facts = simpar_schedule_rank_facts(layer);
     for (guint p = 0; p < st.P; p++) {
         g_autoptr(GArray) order = simpar_pipeline_order_grouped(tr->schedule, st.P, st.v, st.m,
                                                                 simpar_train_vp_group(tr), p);

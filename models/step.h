@@ -36,14 +36,6 @@
 #include "train.h"
 G_BEGIN_DECLS
 
-/* Facts of one tensor-parallel rank of the layer schedule. */
-typedef struct {
-    gsize act_elems;    /* its block of the residual stream (what a pipeline stage sends) */
-    gsize layer_params; /* parameters of one layer it holds */
-} SimparStepRankFacts;
-
-/* Per tensor-parallel rank of the layer schedule, in one pass over its shards. */
-SimparStepRankFacts *simpar_step_facts(const SimparSchedule *layer); /* (transfer full) */
 /* The step schedule with timed blocks; `layer` is the one-layer schedule of train->tp (as
  * simpar_generate_layer built it), `train` validated. */
 SimparSchedule *simpar_step_build(const SimparModel *model, const SimparTrain *train,

@@ -425,7 +425,7 @@ formula_config(Formula *f, const SimparBlockTimes *bt, const SimparModel *model,
 static gboolean
 formula_facts(Formula *f, const SimparSchedule *layer, gboolean *alike)
 {
-    f->facts = simpar_step_facts(layer);
+    f->facts = simpar_schedule_rank_facts(layer);
     *alike = TRUE;
     for (guint t = 1; t < f->T; t++)
         *alike = *alike && f->facts[t].act_elems == f->facts[0].act_elems &&

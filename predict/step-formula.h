@@ -20,9 +20,10 @@
  * backend's, bit for bit, without a schedule of T x P x D ranks to build, hash and replay.
  *
  * One chain of ranks (0, 0, p), p < P, stands for all when the ranks of each stage run alike:
- * the tensor-parallel ranks hold the same shares (simpar_step_facts), every (t, d) has the
- * routes of (0, 0) to the neighbouring stages, and every group of an axis (dp, tp, embed) is
- * its first one's image member by member (routes and node sharing; memoised per placement).
+ * the tensor-parallel ranks hold the same shares (simpar_schedule_rank_facts), every (t, d)
+ * has the routes of (0, 0) to the neighbouring stages, and every group of an axis (dp, tp,
+ * embed) is its first one's image member by member (routes and node sharing; memoised per
+ * placement).
  * Else (e.g. v100x64, whose GPUs 2 and 3 reach the NIC over the X-bus) every (t, d) gets its
  * chain, T x D of them, joined by their collectives: O(T D P m v) terms, still no schedule.
  *

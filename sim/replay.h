@@ -1,4 +1,5 @@
-/* replay.h - what both backends need to replay a schedule (private to sim/).
+/* replay.h - what both backends need to replay a schedule (private to sim/ and predict/: the
+ * step slice and a configuration's count of simulated ranks read it too).
  *
  * For every (rank, stream) the op instances in issue order: with one layer (n_layers = 1, a
  * whole-step schedule) program order; with L stacked layers the forward of layers 0..L-1, then
