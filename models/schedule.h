@@ -349,11 +349,13 @@ const SimparShard *simpar_schedule_find_shard(const SimparSchedule *sched, guint
                                               const char *tensor); /* (transfer none) */
 const SimparShard *simpar_schedule_shards(const SimparSchedule *sched,
                                           guint *n); /* (transfer none) */
+
 /* Facts of one rank of a layer schedule, from its input shards. */
 typedef struct {
     gsize act_elems;    /* its block of the residual stream "x" (what a pipeline stage sends) */
     gsize layer_params; /* parameters of one layer it holds (the inputs other than x and dy) */
 } SimparRankFacts;
+
 /* Per rank of the layer schedule, in one pass over its shards. */
 SimparRankFacts *simpar_schedule_rank_facts(const SimparSchedule *sched); /* (transfer full) */
 
