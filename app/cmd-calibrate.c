@@ -269,7 +269,7 @@ static double
 fit_coll_time(const SimparBenchColl *c, const SimparCollAlgo **algo, double lat, double bw)
 {
     FitRoute r = {lat, bw};
-    SimparNet net = {fit_route, fit_node, &r, NULL, NULL, NULL, NULL};
+    SimparNet net = {fit_route, fit_node, &r, NULL, NULL, NULL, NULL, NULL};
     g_autofree guint *gpus = g_new(guint, c->gpus);
     for (guint i = 0; i < c->gpus; i++)
         gpus[i] = i;

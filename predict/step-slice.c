@@ -4,7 +4,6 @@
 #include "platform.h"
 #include "replay.h"
 #include "step.h"
-#include <simgrid/link.h>
 #include <string.h>
 
 static guint64
@@ -80,9 +79,9 @@ slice_pairs(const SimparRun *run, guint n_job)
 
 /* Records that slice t's traffic crosses `link`; FALSE when another slice's does too. */
 static gboolean
-slice_own(GHashTable *owner, sg_link_t link, guint t)
+slice_own(GHashTable *owner, gpointer link, guint t)
 {
-    if (!sg_link_is_shared(link))
+    if (!simpar_platform_link_shared(link))
         return TRUE;
     gpointer o = g_hash_table_lookup(owner, link);
     if (o == NULL)
@@ -98,7 +97,7 @@ enum {
 };
 
 static gboolean
-slice_mark(GHashTable *how, sg_link_t a, guint mark)
+slice_mark(GHashTable *how, gpointer a, guint mark)
 {
     guint was = GPOINTER_TO_UINT(g_hash_table_lookup(how, a));
     g_hash_table_insert(how, a, GUINT_TO_POINTER(mark));
@@ -141,14 +140,14 @@ slice_routes_alike(const SimparNet *net, guint **gpus, guint T, const GArray *pa
             if (links->len != first[i + 1] - first[i])
                 return FALSE; /* the routes differ in length */
             for (guint k = 0; k < links->len; k++) {
-                sg_link_t a = links0->pdata[first[i] + k], b = links->pdata[k];
+                gpointer a = links0->pdata[first[i] + k], b = links->pdata[k];
                 gpointer fa = g_hash_table_lookup(fwd, a), bb = g_hash_table_lookup(back, b);
                 if (!simpar_platform_links_alike(a, b) || (fa != NULL && fa != b) ||
                     (bb != NULL && bb != a))
                     return FALSE; /* unlike links, or no one-to-one map */
                 g_hash_table_insert(fwd, a, b);
                 g_hash_table_insert(back, b, a);
-                if (shared_ok || !sg_link_is_shared(b))
+                if (shared_ok || !simpar_platform_link_shared(b))
                     continue;
                 if (a != b ? !slice_mark(how, a, SLICE_MOVED) || !slice_own(owner, b, t)
                            : !slice_mark(how, a, SLICE_FIXED))
@@ -160,7 +159,7 @@ slice_routes_alike(const SimparNet *net, guint **gpus, guint T, const GArray *pa
                         g_hash_table_insert(narrowest, a, lo);
                     }
                     for (guint j = first[i]; j < first[i + 1]; j++)
-                        *lo = MIN(*lo, sg_link_get_bandwidth(links0->pdata[j]));
+                        *lo = MIN(*lo, simpar_platform_link_bw(links0->pdata[j]));
                 }
             }
         }
@@ -169,7 +168,7 @@ slice_routes_alike(const SimparNet *net, guint **gpus, guint T, const GArray *pa
     gpointer link, lo;
     g_hash_table_iter_init(&it, narrowest);
     while (g_hash_table_iter_next(&it, &link, &lo)) {
-        if (sg_link_get_bandwidth(link) / T < *(double *) lo)
+        if (simpar_platform_link_bw(link) / T < *(double *) lo)
             return FALSE; /* its share would narrow a route: not the routes cached */
         g_ptr_array_add(shared, link);
     }
@@ -229,9 +228,10 @@ slice_try(const SimparStepTimer *tm, const SimparModel *model, const SimparTrain
         g_ptr_array_sort(shared,
                          simpar_platform_link_cmp); /* a hash table's order: not reproducible */
         out->shared = g_ptr_array_ref(shared);
+        out->net = tm->base.net;
         out->shared_bw = g_array_new(FALSE, FALSE, sizeof(double));
         for (guint i = 0; i < shared->len; i++) {
-            double bw = sg_link_get_bandwidth(shared->pdata[i]);
+            double bw = simpar_platform_link_bw(shared->pdata[i]);
             g_array_append_val(out->shared_bw, bw);
         }
     }
@@ -257,10 +257,8 @@ simpar_step_plan_share(const SimparStepPlan *plan, gboolean on)
 {
     if (plan->shared == NULL)
         return;
-    for (guint i = 0; i < plan->shared->len; i++)
-        sg_link_set_bandwidth(plan->shared->pdata[i],
-                              g_array_index(plan->shared_bw, double, i) / (on ? plan->slices : 1));
-    simpar_coll_forget(); /* plans kept from the links' other bandwidth */
+    simpar_platform_links_set_bw(plan->net, plan->shared, (const double *) plan->shared_bw->data,
+                                 on ? plan->slices : 1);
 }
 
 void

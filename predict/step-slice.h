@@ -38,6 +38,7 @@ typedef struct {
     guint slices;         /* how many slices it stands for: T, or 1 for the whole step */
     GPtrArray *shared;    /* the links every slice crosses alike (sg_link_t), or NULL */
     GArray *shared_bw;    /* their own bandwidths (double) */
+    const SimparNet *net; /* the platform's net they belong to (with shared) */
 } SimparStepPlan;
 
 /* The step of `train` (validated) on the platform's first T x P x D GPUs: one slice when

@@ -12,7 +12,13 @@
  * The links let an algorithm see transfers of one round that share a link (several GPUs behind
  * one NIC): a net without them (links NULL) gives every route links of its own.
  *
- * Ownership: the caller owns the SimparNet and whatever `data` points to.
+ * A net may own a memo (simpar_net_memo_new, collectives.h): what the collectives worked out
+ * for it once (each group's rings, the protocol NCCL's tuning picks) and ask for again and
+ * again. Whoever changes the net's routes or links clears it (simpar_net_memo_clear); a net
+ * without one (memo NULL: tests and fits, which change their figures under one address) is
+ * asked every time.
+ *
+ * Ownership: the caller owns the SimparNet, whatever `data` points to and the memo.
  */
 #ifndef SIMPAR_NET_H
 #define SIMPAR_NET_H
@@ -25,6 +31,7 @@ typedef struct {
 } SimparRoute;
 
 typedef struct _SimparNet SimparNet;
+typedef struct _SimparNetMemo SimparNetMemo;
 
 struct _SimparNet {
     void (*route)(const SimparNet *net, guint src, guint dst, SimparRoute *out);
@@ -42,6 +49,7 @@ struct _SimparNet {
      * platform says so), with the latency per level of its tree between domains; FALSE (or
      * NULL) elsewhere. */
     gboolean (*nvls_tree)(const SimparNet *net, guint gpu, double *lat_s);
+    SimparNetMemo *memo; /* optional (see above) */
 };
 
 static inline void

@@ -131,7 +131,7 @@ simpar_platform_set_net_figures(const SimparPlatform *p, const SimparNetFigures 
                 p->nvls[2 * gpu + 1] = f->nvls_lat_s;
     if (f->intra_bw_Bps == 0 && f->intra_lat_s == 0 && f->inter_bw_Bps == 0 &&
         f->inter_lat_s == 0 && f->fabric_bw_Bps == 0) {
-        simpar_coll_forget();
+        simpar_net_memo_clear(p->net.memo);
         return;
     }
     g_autoptr(GHashTable) intra = platform_intra_links(p);
@@ -154,7 +154,7 @@ simpar_platform_set_net_figures(const SimparPlatform *p, const SimparNetFigures 
     if (f->fabric_bw_Bps > 0) /* a generated fabric's trunks, given outright */
         platform_set_links(intra, FALSE, f->fabric_bw_Bps, 0, 0, -1);
     g_hash_table_remove_all(p->routes); /* routes seen before now are stale */
-    simpar_coll_forget();               /* and so are the collectives' plans */
+    simpar_net_memo_clear(p->net.memo); /* and so are the collectives' plans */
 }
 
 void

@@ -2,6 +2,7 @@
  * name, their properties, the routes between them (cached, by representative pairs of a
  * generated file), their links, route shapes and the fabric.
  */
+#include "collectives.h"
 #include "platform-private.h"
 #include "topology.h"
 #include <math.h>
@@ -566,6 +567,27 @@ simpar_platform_links_alike(gconstpointer a, gconstpointer b)
     return sg_link_get_bandwidth(x) == sg_link_get_bandwidth(y) &&
            sg_link_get_latency(x) == sg_link_get_latency(y) &&
            sg_link_is_shared(x) == sg_link_is_shared(y);
+}
+
+gboolean
+simpar_platform_link_shared(gconstpointer link)
+{
+    return sg_link_is_shared((sg_link_t) link);
+}
+
+double
+simpar_platform_link_bw(gconstpointer link)
+{
+    return sg_link_get_bandwidth((sg_link_t) link);
+}
+
+void
+simpar_platform_links_set_bw(const SimparNet *net, const GPtrArray *links, const double *bw,
+                             double divisor)
+{
+    for (guint i = 0; i < links->len; i++)
+        sg_link_set_bandwidth(links->pdata[i], bw[i] / divisor);
+    simpar_net_memo_clear(net->memo);
 }
 
 gint

@@ -1,4 +1,5 @@
 /* platform.c - check a platform file, load it with SimGrid in a child process, run a job. */
+#include "collectives.h"
 #include "platform-private.h"
 #include "topology.h"
 #include <errno.h>
@@ -436,9 +437,9 @@ platform_child(SimparPlatform *p, int out, int err)
     platform_find_gpus(p);
     platform_stacks(p->n_gpus);
     platform_find_generated(p);
-    p->net =
-        (SimparNet){platform_route,   platform_node, p->hosts,          simpar_platform_route_links,
-                    platform_link_bw, platform_nvls, platform_nvls_tree};
+    p->net = (SimparNet){
+        platform_route,   platform_node, p->hosts,           simpar_platform_route_links,
+        platform_link_bw, platform_nvls, platform_nvls_tree, simpar_net_memo_new()};
     p->routes = g_hash_table_new_full(platform_route_hash, g_int64_equal, g_free, g_free);
     p->route_links = g_hash_table_new_full(platform_route_hash, g_int64_equal, g_free,
                                            (GDestroyNotify) g_ptr_array_unref);

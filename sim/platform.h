@@ -86,6 +86,15 @@ gboolean simpar_platform_route_links(const SimparNet *net, guint src, guint dst,
 gint simpar_platform_route_shape(const SimparNet *net, guint src, guint dst);
 /* Whether two SimGrid links (sg_link_t) have the same bandwidth, latency and sharing. */
 gboolean simpar_platform_links_alike(gconstpointer a, gconstpointer b);
+/* Whether flows that cross a SimGrid link (sg_link_t) share its bandwidth (not a fat pipe). */
+gboolean simpar_platform_link_shared(gconstpointer link);
+/* A SimGrid link's bandwidth (sg_link_t), bytes per second. */
+double simpar_platform_link_bw(gconstpointer link);
+/* Sets the bandwidth of links[i] (sg_link_t of the platform of `net`) to bw[i] / divisor, and
+ * clears the net's memo (the collectives' plans kept from the links' other bandwidth). In the
+ * platform's actor. */
+void simpar_platform_links_set_bw(const SimparNet *net, const GPtrArray *links, const double *bw,
+                                  double divisor);
 /* Links (pointers to sg_link_t) by name: an order that does not depend on addresses; for
  * g_ptr_array_sort. */
 gint simpar_platform_link_cmp(gconstpointer a, gconstpointer b);

@@ -50,9 +50,10 @@ test_node(const SimparNet *net, guint gpu)
 }
 
 static TestNet uniform = {A, BW, 4, G_MAXUINT, G_MAXUINT, 0.0, 0.0};
-static const SimparNet uniform_net = {test_route, test_node, &uniform, NULL, NULL, NULL, NULL};
+static const SimparNet uniform_net = {test_route, test_node, &uniform, NULL,
+                                      NULL,       NULL,      NULL,     NULL};
 static TestNet slow = {A, BW, 4, 2, 3, 5e-6, 5e9}; /* GPU 2 -> 3 is slow */
-static const SimparNet slow_net = {test_route, test_node, &slow, NULL, NULL, NULL, NULL};
+static const SimparNet slow_net = {test_route, test_node, &slow, NULL, NULL, NULL, NULL, NULL};
 
 /* ---- cases: every algorithm x kind x n = 2..16 x size x root ------------------------------ */
 
@@ -509,7 +510,7 @@ static void
 test_choose(void)
 {
     TestNet t = {5e-6, 12.5e9, 1, G_MAXUINT, G_MAXUINT, 0.0, 0.0}; /* 16 nodes of one GPU */
-    SimparNet net = {test_route, test_node, &t, NULL, NULL, NULL, NULL};
+    SimparNet net = {test_route, test_node, &t, NULL, NULL, NULL, NULL, NULL};
     guint gpus[16];
     for (guint i = 0; i < 16; i++)
         gpus[i] = i;
@@ -546,7 +547,7 @@ nvls_node0(const SimparNet *net, guint gpu, double *eff, double *lat_s)
 static void
 test_nvls(void)
 {
-    SimparNet net = {test_route, test_node, &uniform, NULL, NULL, nvls_node0, NULL};
+    SimparNet net = {test_route, test_node, &uniform, NULL, NULL, nvls_node0, NULL, NULL};
     const SimparCollAlgo *nvls = NULL;
     CU_ASSERT_TRUE_FATAL(simpar_coll_algo_lookup("nvls", &nvls, NULL));
     guint gpus[8] = {0, 1, 2, 3, 4, 5, 6, 7};
@@ -636,7 +637,7 @@ nvls_tree_all(const SimparNet *net, guint gpu, double *lat_s)
 static void
 test_nvls_tree(void)
 {
-    SimparNet net = {test_route, test_node, &uniform, NULL, NULL, nvls_all, nvls_tree_all};
+    SimparNet net = {test_route, test_node, &uniform, NULL, NULL, nvls_all, nvls_tree_all, NULL};
     const SimparCollAlgo *nt = NULL, *ring = NULL;
     CU_ASSERT_TRUE_FATAL(simpar_coll_algo_lookup("nvlstree", &nt, NULL));
     CU_ASSERT_TRUE_FATAL(simpar_coll_algo_lookup("ring", &ring, NULL));
@@ -740,10 +741,10 @@ nic_link_bw(const SimparNet *net, gconstpointer link)
 }
 
 static const NicNet one_nic = {FALSE}, nic_rails = {TRUE};
-static const SimparNet one_net = {nic_route, nic_node, (gpointer) &one_nic, nic_links, nic_link_bw,
-                                  NULL,      NULL};
+static const SimparNet one_net = {
+    nic_route, nic_node, (gpointer) &one_nic, nic_links, nic_link_bw, NULL, NULL, NULL};
 static const SimparNet rail_net = {
-    nic_route, nic_node, (gpointer) &nic_rails, nic_links, nic_link_bw, NULL, NULL};
+    nic_route, nic_node, (gpointer) &nic_rails, nic_links, nic_link_bw, NULL, NULL, NULL};
 
 /* Two transfers out of one node take twice as long through one NIC as through two; a transfer
  * alone on its links takes lat + bytes / bw of its route, bit for bit. */
@@ -796,6 +797,37 @@ test_hierarchical_nics(void)
         const char *best = simpar_coll_tree_closed_form(AR, &g, s, 0, &p) < ring ? "tree" : "ring";
         CU_ASSERT_STRING_EQUAL(simpar_coll_choose(AR, &g, s, &p)->name, best);
     }
+}
+
+/* A net's memo keeps what it was told (each group's rings and protocol) until it is cleared:
+ * the net's links changed under one address (one NIC per node, then one per GPU) give the old
+ * figures while the memo keeps them, and a memo-less net's new ones once it is cleared. */
+static void
+test_net_memo(void)
+{
+    const SimparCollAlgo *ring = NULL;
+    CU_ASSERT_TRUE_FATAL(simpar_coll_algo_lookup("ring", &ring, NULL));
+    guint gpus[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    NicNet nic = {FALSE};
+    SimparNet net = one_net;
+    net.data = &nic;
+    net.memo = simpar_net_memo_new();
+    SimparCollGroup g = {8, gpus, &net}, g1 = {8, gpus, &one_net}, g4 = {8, gpus, &rail_net};
+    SimparCollParams p;
+    simpar_coll_params_init(&p);
+    p.proto = SIMPAR_PROTO_AUTO;
+    const double s = 48e6;
+    double one = ring->closed_form(AR, &g1, s, 0, &p), four = ring->closed_form(AR, &g4, s, 0, &p);
+    CU_ASSERT_TRUE(four < one / 2); /* four rails: a test that can tell the two apart */
+    CU_ASSERT_EQUAL(ring->closed_form(AR, &g, s, 0, &p), one);
+    CU_ASSERT_EQUAL(simpar_coll_ring_channels(&g, s), 1);
+    nic.rails = TRUE; /* the links change; the memo still holds the one NIC's rings */
+    CU_ASSERT_EQUAL(ring->closed_form(AR, &g, s, 0, &p), one);
+    CU_ASSERT_EQUAL(simpar_coll_ring_channels(&g, s), 1);
+    simpar_net_memo_clear(net.memo);
+    CU_ASSERT_EQUAL(ring->closed_form(AR, &g, s, 0, &p), four);
+    CU_ASSERT_EQUAL(simpar_coll_ring_channels(&g, s), 4);
+    simpar_net_memo_free(net.memo);
 }
 
 /* Ring channels over 2 and 3 nodes of 4 on rails: 4 channels, each leaving a node through
@@ -963,6 +995,7 @@ static CU_TestInfo table_tests[] = {
     {"an unknown name is an error naming it and the valid names", test_lookup},
     {"parameters default to no protocol, 512 KiB chunks, 64 chunks", test_defaults},
     {"every expansion holds at most simpar_coll_xfers_bound transfers", test_xfers_bound},
+    {"a net's memo keeps rings and protocols until it is cleared", test_net_memo},
     CU_TEST_INFO_NULL,
 };
 

@@ -382,7 +382,7 @@ oracle_init(Oracle *o, guint P, guint D, SimparPipeSchedule kind, guint v, guint
     o->train.pp = P, o->train.dp = D, o->train.schedule = kind, o->train.virtual_stages = v;
     o->train.global_batch = (gint64) m * o->model.micro_batch * D;
     o->onet = (OracleNet){0, 1e30, 0};
-    o->net = (SimparNet){oracle_route, oracle_node, &o->onet, NULL, NULL, NULL, NULL};
+    o->net = (SimparNet){oracle_route, oracle_node, &o->onet, NULL, NULL, NULL, NULL, NULL};
     simpar_gpu_init(&o->gpu);
     o->gpu.peak_flops[o->model.dtype] = o->gpu.peak_flops[SIMPAR_DTYPE_FP32] = 1e30;
     o->gpu.mem_bw_Bps = o->gpu.mem_bytes = 1e30, o->gpu.launch_s = 0;

@@ -54,7 +54,7 @@ test_ring_eval(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(ring->eval_idle);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ring->fuse);
     TestNet t = {4};
-    SimparNet net = {test_route, test_node, &t, NULL, NULL, NULL, NULL};
+    SimparNet net = {test_route, test_node, &t, NULL, NULL, NULL, NULL, NULL};
     GRand *rand = g_rand_new_with_seed(7);
     const SimparCollKind kinds[] = {SIMPAR_COLL_ALL_REDUCE, SIMPAR_COLL_ALL_GATHER,
                                     SIMPAR_COLL_REDUCE_SCATTER};

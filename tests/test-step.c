@@ -56,7 +56,7 @@ step_case_init(StepCase *c, gint64 layers, gint64 pp, gint64 dp, SimparPipeSched
     c->train.pp = pp, c->train.dp = dp, c->train.schedule = kind, c->train.virtual_stages = v;
     c->train.global_batch = m * c->model.micro_batch * dp;
     c->tnet = (TestNet){0, 1e30, 8};
-    c->net = (SimparNet){test_route, test_node, &c->tnet, NULL, NULL, NULL, NULL};
+    c->net = (SimparNet){test_route, test_node, &c->tnet, NULL, NULL, NULL, NULL, NULL};
     simpar_gpu_init(&c->gpu);
     c->gpu.peak_flops[c->model.dtype] = 1e12;
     c->gpu.mem_bw_Bps = 1e12, c->gpu.mem_bytes = 1e12;

@@ -367,7 +367,7 @@ static double
 closed_form(SimparCollKind kind, guint n, double bytes, double lat, double bw)
 {
     UniformNet u = {lat, bw};
-    SimparNet net = {uniform_route, uniform_node, &u, NULL, NULL, NULL, NULL};
+    SimparNet net = {uniform_route, uniform_node, &u, NULL, NULL, NULL, NULL, NULL};
     g_autofree guint *gpus = g_new(guint, n);
     for (guint i = 0; i < n; i++)
         gpus[i] = i;

@@ -64,8 +64,13 @@ guint *simpar_coll_node_layout(const SimparCollGroup *g, guint *k, guint *l);
 double simpar_coll_rounds_total(const SimparRoundCost *rc, guint n_rounds, SimparLatRow row,
                                 const SimparCollParams *p);
 
-/* Forgets ring.c's kept plans (simpar_coll_forget). */
-void simpar_ring_forget(void);
+/* A net's memo: one lock for both tables, each created when first needed. */
+struct _SimparNetMemo {
+    GMutex lock;
+    GHashTable *wire; /* collectives.c: CollWireKey set */
+    GHashTable *ring; /* ring.c: RingKey -> RingPlan (a reference) */
+    gsize ring_hops;  /* the hops its plans hold */
+};
 
 /* The algorithms, one file each; collectives.c puts them in its table. */
 void simpar_coll_ring_expand(SimparCollKind kind, const SimparCollGroup *g, double bytes,

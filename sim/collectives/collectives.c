@@ -72,16 +72,14 @@ coll_wire_factor(guint a, SimparProto proto, gboolean one_node)
     return proto == SIMPAR_PROTO_LL ? 2.0 : proto == SIMPAR_PROTO_LL128 ? 1.0 / 0.92 : 1.0;
 }
 
-/* The protocols AUTO resolved to, for a platform's net (one that gives its links: its routes
- * stay as they are while collectives are built), as collectives are asked about again and
- * again (fused transfers member by member, blocks instance by instance). Keyed by the group's
- * array and figures; a hit also compares the GPUs (an array freed and reused). At most
+/* The protocols AUTO resolved to, kept in the net's memo, as collectives are asked about again
+ * and again (fused transfers member by member, blocks instance by instance). Keyed by the
+ * group's array and figures; a hit also compares the GPUs (an array freed and reused). At most
  * COLL_WIRE_MAX are kept. */
 #define COLL_WIRE_MAX 65536
 
 typedef struct {
     guint a, n, root, kind, max_chunks;
-    const SimparNet *net;
     const guint *gpus_at;
     double bytes, chunk_bytes;
     guint *gpus;       /* a copy */
@@ -93,7 +91,7 @@ static guint
 coll_wire_hash(gconstpointer p)
 {
     const CollWireKey *k = p;
-    return g_direct_hash(k->gpus_at) ^ g_direct_hash(k->net) ^ g_double_hash(&k->bytes) ^
+    return g_direct_hash(k->gpus_at) ^ g_double_hash(&k->bytes) ^
            (k->a * 131 + k->kind * 31 + k->root * 7 + k->n);
 }
 
@@ -102,8 +100,8 @@ coll_wire_equal(gconstpointer p, gconstpointer q)
 {
     const CollWireKey *x = p, *y = q;
     return x->a == y->a && x->n == y->n && x->root == y->root && x->kind == y->kind &&
-           x->max_chunks == y->max_chunks && x->net == y->net && x->gpus_at == y->gpus_at &&
-           x->bytes == y->bytes && x->chunk_bytes == y->chunk_bytes;
+           x->max_chunks == y->max_chunks && x->gpus_at == y->gpus_at && x->bytes == y->bytes &&
+           x->chunk_bytes == y->chunk_bytes;
 }
 
 static void
@@ -113,14 +111,11 @@ coll_wire_free(gpointer p)
     g_free(p);
 }
 
-G_LOCK_DEFINE_STATIC(coll_wire_memo);
-static GHashTable *coll_wire_memo; /* CollWireKey set */
-
 static CollWireKey
 coll_wire_key(guint a, SimparCollKind kind, const SimparCollGroup *g, double bytes, guint root,
               const SimparCollParams *p)
 {
-    return (CollWireKey){a,     g->n,           root, kind, p->max_chunks, g->net, g->gpus,
+    return (CollWireKey){a,     g->n,           root, kind, p->max_chunks, g->gpus,
                          bytes, p->chunk_bytes, NULL, 0,    FALSE};
 }
 
@@ -128,14 +123,14 @@ static gboolean
 coll_wire_known(guint a, SimparCollKind kind, const SimparCollGroup *g, double bytes, guint root,
                 const SimparCollParams *p, SimparProto *proto, gboolean *one_node)
 {
+    SimparNetMemo *memo = g->net->memo;
     CollWireKey key = coll_wire_key(a, kind, g, bytes, root, p);
-    G_LOCK(coll_wire_memo);
-    const CollWireKey *k =
-        coll_wire_memo != NULL ? g_hash_table_lookup(coll_wire_memo, &key) : NULL;
+    g_mutex_lock(&memo->lock);
+    const CollWireKey *k = memo->wire != NULL ? g_hash_table_lookup(memo->wire, &key) : NULL;
     gboolean hit = k != NULL && memcmp(k->gpus, g->gpus, g->n * sizeof *g->gpus) == 0;
     if (hit)
         *proto = k->proto, *one_node = k->one_node;
-    G_UNLOCK(coll_wire_memo);
+    g_mutex_unlock(&memo->lock);
     return hit;
 }
 
@@ -147,23 +142,44 @@ coll_wire_keep(guint a, SimparCollKind kind, const SimparCollGroup *g, double by
     *k = coll_wire_key(a, kind, g, bytes, root, p);
     k->gpus = g_memdup2(g->gpus, g->n * sizeof *g->gpus);
     k->proto = proto, k->one_node = one_node;
-    G_LOCK(coll_wire_memo);
-    if (coll_wire_memo == NULL)
-        coll_wire_memo =
-            g_hash_table_new_full(coll_wire_hash, coll_wire_equal, coll_wire_free, NULL);
-    if (g_hash_table_size(coll_wire_memo) >= COLL_WIRE_MAX)
-        g_hash_table_remove_all(coll_wire_memo);
-    g_hash_table_add(coll_wire_memo, k);
-    G_UNLOCK(coll_wire_memo);
+    SimparNetMemo *memo = g->net->memo;
+    g_mutex_lock(&memo->lock);
+    if (memo->wire == NULL)
+        memo->wire = g_hash_table_new_full(coll_wire_hash, coll_wire_equal, coll_wire_free, NULL);
+    if (g_hash_table_size(memo->wire) >= COLL_WIRE_MAX)
+        g_hash_table_remove_all(memo->wire);
+    g_hash_table_add(memo->wire, k);
+    g_mutex_unlock(&memo->lock);
+}
+
+SimparNetMemo *
+simpar_net_memo_new(void)
+{
+    SimparNetMemo *memo = g_new0(SimparNetMemo, 1);
+    g_mutex_init(&memo->lock);
+    return memo; /* (transfer full) */
 }
 
 void
-simpar_coll_forget(void)
+simpar_net_memo_clear(SimparNetMemo *memo)
 {
-    G_LOCK(coll_wire_memo);
-    g_clear_pointer(&coll_wire_memo, g_hash_table_unref);
-    G_UNLOCK(coll_wire_memo);
-    simpar_ring_forget();
+    if (memo == NULL)
+        return;
+    g_mutex_lock(&memo->lock);
+    g_clear_pointer(&memo->wire, g_hash_table_unref);
+    g_clear_pointer(&memo->ring, g_hash_table_unref);
+    memo->ring_hops = 0;
+    g_mutex_unlock(&memo->lock);
+}
+
+void
+simpar_net_memo_free(SimparNetMemo *memo)
+{
+    if (memo == NULL)
+        return;
+    simpar_net_memo_clear(memo);
+    g_mutex_clear(&memo->lock);
+    g_free(memo);
 }
 
 /* The concrete protocol of this collective (`q`, from `p`) and the bytes its transfers carry. */
@@ -178,7 +194,7 @@ coll_wire(guint a, SimparCollKind kind, const SimparCollGroup *g, double bytes, 
         q->proto = SIMPAR_PROTO_SIMPLE;
         return bytes;
     }
-    gboolean keep = g->net->links != NULL && p->proto == SIMPAR_PROTO_AUTO;
+    gboolean keep = g->net->memo != NULL && p->proto == SIMPAR_PROTO_AUTO;
     gboolean one_node = TRUE;
     if (keep && coll_wire_known(a, kind, g, bytes, root, p, &q->proto, &one_node))
         return bytes * coll_wire_factor(a, q->proto, one_node);

@@ -150,9 +150,12 @@ void simpar_coll_hops_time(const SimparCollGroup *g, const SimparHop *hops, guin
 guint simpar_coll_ring_hops(const SimparCollGroup *g, double bytes, GArray *hops, GArray *hop_s);
 /* The number of channels alone (known answers kept: cheap to ask again). */
 guint simpar_coll_ring_channels(const SimparCollGroup *g, double bytes);
-/* Forgets the ring plans and protocol choices kept for platform nets: to be called when a net's
- * link figures change (calibration). */
-void simpar_coll_forget(void);
+/* A net's memo (net.h): the ring plans and protocol choices kept for it, at most a bounded
+ * number (each table is emptied when full). Thread-safe. */
+SimparNetMemo *simpar_net_memo_new(void); /* (transfer full) */
+void simpar_net_memo_free(SimparNetMemo *memo);
+/* Forgets what was kept: the net's routes or link figures changed. NULL: nothing. */
+void simpar_net_memo_clear(SimparNetMemo *memo);
 
 /* TRUE when "nvls" runs as NVLink SHARP on `g` (every member on one node that has it, at
  * least two members; nvls.c), with the smallest efficiency and largest latency of its GPUs

@@ -164,16 +164,15 @@ ring_plan_min_bw(const RingPlan *rp)
     return bw * rp->channels;
 }
 
-/* The plans of groups, kept per (net, GPUs): closed forms, evaluations, fusing (once per
- * member) and counting activities (once per op) ask again and again. A net's link bandwidths
- * are taken not to change while its collectives are built (calibration comes first). At most
+/* The plans of groups, kept per GPUs in the net's memo (net.h): closed forms, evaluations,
+ * fusing (once per member) and counting activities (once per op) ask again and again. Whoever
+ * changes the net's link figures clears the memo (calibration, a slice's shared links). At most
  * RING_MEMO_MAX plans, RING_MEMO_HOPS hops in all, are kept. Keyed by the group's array; a hit
  * also compares the GPUs (an array freed and reused). */
 #define RING_MEMO_MAX  4096
 #define RING_MEMO_HOPS ((gsize) 1 << 22)
 
 typedef struct {
-    const SimparNet *net;
     guint n;
     const guint *gpus_at; /* the group's array: the key */
     guint *gpus;          /* a copy, compared on a hit */
@@ -183,14 +182,14 @@ static guint
 ring_key_hash(gconstpointer p)
 {
     const RingKey *k = p;
-    return g_direct_hash(k->net) ^ g_direct_hash(k->gpus_at) ^ k->n;
+    return g_direct_hash(k->gpus_at) ^ k->n;
 }
 
 static gboolean
 ring_key_equal(gconstpointer a, gconstpointer b)
 {
     const RingKey *x = a, *y = b;
-    return x->net == y->net && x->n == y->n && x->gpus_at == y->gpus_at;
+    return x->n == y->n && x->gpus_at == y->gpus_at;
 }
 
 static void
@@ -200,40 +199,28 @@ ring_key_free(gpointer p)
     g_free(p);
 }
 
-G_LOCK_DEFINE_STATIC(ring_memo);
-static GHashTable *ring_memo; /* RingKey -> RingPlan (a reference) */
-static gsize ring_memo_hops;  /* the hops its plans hold */
-
 static void
 ring_plan_unref(RingPlan *rp)
 {
     g_rc_box_release_full(rp, (GDestroyNotify) ring_plan_clear);
 }
 
-void
-simpar_ring_forget(void)
-{
-    G_LOCK(ring_memo);
-    g_clear_pointer(&ring_memo, g_hash_table_unref);
-    ring_memo_hops = 0;
-    G_UNLOCK(ring_memo);
-}
-
 /* A new reference to the kept plan of this group, or NULL. */
 static RingPlan *
 ring_memo_get(const SimparCollGroup *g)
 {
-    RingKey key = {g->net, g->n, g->gpus, NULL};
-    G_LOCK(ring_memo);
+    SimparNetMemo *memo = g->net->memo;
+    RingKey key = {g->n, g->gpus, NULL};
+    g_mutex_lock(&memo->lock);
     RingKey *found = NULL;
     RingPlan *rp = NULL;
-    if (ring_memo != NULL &&
-        g_hash_table_lookup_extended(ring_memo, &key, (gpointer *) &found, (gpointer *) &rp) &&
+    if (memo->ring != NULL &&
+        g_hash_table_lookup_extended(memo->ring, &key, (gpointer *) &found, (gpointer *) &rp) &&
         memcmp(found->gpus, g->gpus, g->n * sizeof *g->gpus) == 0)
         g_rc_box_acquire(rp);
     else
         rp = NULL;
-    G_UNLOCK(ring_memo);
+    g_mutex_unlock(&memo->lock);
     return rp;
 }
 
@@ -241,28 +228,27 @@ static void
 ring_memo_set(const SimparCollGroup *g, RingPlan *rp)
 {
     RingKey *key = g_new(RingKey, 1);
-    *key = (RingKey){g->net, g->n, g->gpus, g_memdup2(g->gpus, g->n * sizeof *g->gpus)};
-    G_LOCK(ring_memo);
-    if (ring_memo == NULL)
-        ring_memo = g_hash_table_new_full(ring_key_hash, ring_key_equal, ring_key_free,
-                                          (GDestroyNotify) ring_plan_unref);
-    if (g_hash_table_size(ring_memo) >= RING_MEMO_MAX || ring_memo_hops > RING_MEMO_HOPS) {
-        g_hash_table_remove_all(ring_memo);
-        ring_memo_hops = 0;
+    *key = (RingKey){g->n, g->gpus, g_memdup2(g->gpus, g->n * sizeof *g->gpus)};
+    SimparNetMemo *memo = g->net->memo;
+    g_mutex_lock(&memo->lock);
+    if (memo->ring == NULL)
+        memo->ring = g_hash_table_new_full(ring_key_hash, ring_key_equal, ring_key_free,
+                                           (GDestroyNotify) ring_plan_unref);
+    if (g_hash_table_size(memo->ring) >= RING_MEMO_MAX || memo->ring_hops > RING_MEMO_HOPS) {
+        g_hash_table_remove_all(memo->ring);
+        memo->ring_hops = 0;
     }
-    ring_memo_hops += (gsize) rp->n * rp->channels;
-    g_hash_table_replace(ring_memo, key, g_rc_box_acquire(rp));
-    G_UNLOCK(ring_memo);
+    memo->ring_hops += (gsize) rp->n * rp->channels;
+    g_hash_table_replace(memo->ring, key, g_rc_box_acquire(rp));
+    g_mutex_unlock(&memo->lock);
 }
 
 /* The rings the group runs on (a reference): channels where they move more bytes per second
- * than the flat ring. Kept only for nets that give their links (a platform's, whose routes stay
- * as they are while collectives are built); a net without them is asked again every time
- * (tests and fits change their figures under one address). */
+ * than the flat ring, kept in the net's memo when it has one. */
 static RingPlan *
 ring_plan(const SimparCollGroup *g)
 {
-    gboolean keep = g->net->links != NULL && g->net->link_bw != NULL;
+    gboolean keep = g->net->memo != NULL;
     RingPlan *rp = keep ? ring_memo_get(g) : NULL;
     if (rp != NULL)
         return rp;
