@@ -16,6 +16,7 @@
  * or zone route of that zone an edge (both ways unless symmetrical="NO").
  */
 #include "platform-private.h"
+#include "topology.h"
 #include <string.h>
 
 /* Hosts (a cluster's members included) and routers a platform may declare: the largest file
@@ -260,7 +261,7 @@ graph_cluster(PlatformGraph *g, const char **names, const char **values, int lin
         g_strconcat(prefix != NULL ? prefix : "", first[0] != NULL ? first[0] : "",
                     suffix != NULL ? suffix : "", NULL);
     guint node, gpu;
-    graph_current(g)->gpus = platform_gpu_name(host, &node, &gpu) > 0;
+    graph_current(g)->gpus = simpar_topology_gpu_name(host, &node, &gpu) > 0;
     return NULL;
 }
 
@@ -311,7 +312,7 @@ platform_graph_start(PlatformGraph *g, const char *element, const char **names, 
                                    "hosts and routers in a platform",
                                    element, id, GRAPH_MAX_POINTS);
         guint n = graph_node(g, id), node, gpu;
-        if (g_str_equal(element, "host") && platform_gpu_name(id, &node, &gpu) > 0) {
+        if (g_str_equal(element, "host") && simpar_topology_gpu_name(id, &node, &gpu) > 0) {
             graph_end(z, n);
             z->gpus = TRUE;
         }

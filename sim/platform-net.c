@@ -25,34 +25,6 @@ platform_host_cmp(gconstpointer a, gconstpointer b)
     return x->gpu < y->gpu ? -1 : x->gpu > y->gpu;
 }
 
-/* A canonical decimal number at *s (no sign, no leading zero, below 2^31); moves *s past it. */
-static gboolean
-platform_number(const char **s, guint *out)
-{
-    const char *p = *s;
-    guint64 v = 0;
-    if (!g_ascii_isdigit(*p) || (p[0] == '0' && g_ascii_isdigit(p[1])))
-        return FALSE;
-    while (g_ascii_isdigit(*p) && v <= G_MAXINT32)
-        v = v * 10 + (guint64) (*p++ - '0');
-    if (v > G_MAXINT32 || g_ascii_isdigit(*p))
-        return FALSE;
-    *out = (guint) v, *s = p;
-    return TRUE;
-}
-
-int
-platform_gpu_name(const char *name, guint *node, guint *gpu)
-{
-    if (!g_str_has_prefix(name, "node") || strstr(name, "-gpu") == NULL)
-        return 0;
-    const char *p = name + strlen("node");
-    return platform_number(&p, node) && g_str_has_prefix(p, "-gpu") &&
-                   (p += strlen("-gpu"), platform_number(&p, gpu)) && *p == '\0'
-               ? 1
-               : -1;
-}
-
 /* GPUs are the hosts named node<N>-gpu<G>, sorted by (N, G); nodes renumbered densely. */
 void
 platform_find_gpus(SimparPlatform *p)
@@ -62,7 +34,7 @@ platform_find_gpus(SimparPlatform *p)
     g_autoptr(GArray) gpus = g_array_new(FALSE, FALSE, sizeof(PlatformHost));
     for (size_t i = 0; i < n_hosts; i++) {
         PlatformHost h = {0, 0, all[i]};
-        if (platform_gpu_name(sg_host_get_name(all[i]), &h.node, &h.gpu) > 0)
+        if (simpar_topology_gpu_name(sg_host_get_name(all[i]), &h.node, &h.gpu) > 0)
             g_array_append_val(gpus, h);
     }
     free(all);
@@ -376,28 +348,24 @@ platform_count_links(const SimparPlatform *p, guint a, guint b, GHashTable *intr
 
 /* ------------------------------------------------------------- route links, for the backends */
 
-/* A generated platform's link `name`: 0 for a fabric link everybody shares ("spine-..."); for a
- * node's own link "node<k>-...", *node = k and where the rest of the name starts; -1 else. */
+/* A generated platform's link `name` (the names of topology.h): 0 for a fabric link everybody
+ * shares ("spine-..."); for a node's own link "node<k>-...", *node = k and where the rest of the
+ * name starts; -1 else. */
 int
 platform_node_link(const char *name, guint *node)
 {
-    int off = 0;
-    if (g_str_has_prefix(name, "spine-"))
-        return 0;
-    return sscanf(name, "node%u-%n", node, &off) == 1 && off > 0 ? off : -1;
+    const char *rest = NULL;
+    SimparLinkKind kind = simpar_topology_link_kind(name, node, &rest);
+    return kind == SIMPAR_LINK_SPINE ? 0 : kind == SIMPAR_LINK_NODE ? (int) (rest - name) : -1;
 }
 
 /* A Clos uplink's tier: "rack<j>-up" 1, "pod<i>-up" 2, with *index j or i; 0 for another link. */
 static guint
 platform_uplink(const char *name, guint *index)
 {
-    int off = 0;
-    if (sscanf(name, "rack%u-up%n", index, &off) == 1 && off > 0 && name[off] == '\0')
-        return 1;
-    off = 0;
-    if (sscanf(name, "pod%u-up%n", index, &off) == 1 && off > 0 && name[off] == '\0')
-        return 2;
-    return 0;
+    const char *rest = NULL;
+    SimparLinkKind kind = simpar_topology_link_kind(name, index, &rest);
+    return kind == SIMPAR_LINK_RACK_UP ? 1 : kind == SIMPAR_LINK_POD_UP ? 2 : 0;
 }
 
 /* Whether a link of a generated file is its fabric's: a rail trunk "spine-...", a Clos rack's or
@@ -406,7 +374,9 @@ gboolean
 platform_fabric_link(const char *name)
 {
     guint k;
-    return g_str_has_prefix(name, "spine-") || platform_uplink(name, &k) > 0;
+    const char *rest = NULL;
+    SimparLinkKind kind = simpar_topology_link_kind(name, &k, &rest);
+    return kind == SIMPAR_LINK_SPINE || kind == SIMPAR_LINK_RACK_UP || kind == SIMPAR_LINK_POD_UP;
 }
 
 static void platform_real_route_links(const SimparPlatform *p, guint src, guint dst,
@@ -459,7 +429,7 @@ platform_real_uplink(const SimparPlatform *p, const char *name, guint rsrc, guin
         return NULL;
     guint per = tier == 1 ? p->rack_nodes : p->pod_nodes; /* nodes under one such uplink */
     guint real = (k == p->nodes[rsrc] / per ? p->nodes[src] : p->nodes[dst]) / per;
-    return g_strdup_printf("%s%u-up", tier == 1 ? "rack" : "pod", real);
+    return g_strdup_printf(tier == 1 ? SIMPAR_NAME_RACK_UP : SIMPAR_NAME_POD_UP, real);
 }
 
 static void
@@ -483,7 +453,7 @@ platform_real_route_links(const SimparPlatform *p, guint src, guint dst, GPtrArr
         g_autofree char *real_name = NULL;
         if (off > 0)
             real_name = g_strdup_printf(
-                "node%u-%s", k == p->nodes[rsrc] ? p->nodes[src] : p->nodes[dst], name + off);
+                SIMPAR_NAME_NODE, k == p->nodes[rsrc] ? p->nodes[src] : p->nodes[dst], name + off);
         else
             real_name = platform_real_uplink(p, name, rsrc, src, dst);
         if (real_name == NULL) {

@@ -54,11 +54,8 @@ G_NORETURN void platform_fatal(SimparPlatform *p, GError *error);
 /* platform.c: what `simpar topology` preset wrote `text` byte for byte ({0, 0} for another) */
 void platform_generated(const char *text, gsize len, PlatformGenerated *out);
 
-/* platform-net.c */
-/* 1 for a GPU host's name, node<N>-gpu<G> with N and G canonical decimals below 2^31 (into
- * *node, *gpu); -1 for a name that looks like one ("node", "-gpu") but is not (node00-gpu0,
- * node-1-gpu0, node0-gpu0 x); 0 for another host's. */
-int platform_gpu_name(const char *name, guint *node, guint *gpu);
+/* platform-net.c; the GPUs' and links' names are topology.h's (simpar_topology_gpu_name,
+ * simpar_topology_link_kind) */
 void platform_find_gpus(SimparPlatform *p);
 void platform_find_generated(SimparPlatform *p);
 guint platform_route_hash(gconstpointer key);

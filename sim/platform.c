@@ -167,7 +167,7 @@ platform_start_element(GMarkupParseContext *ctx, const char *element, const char
         return;
     for (guint i = 0; names[i] != NULL; i++) {
         guint node, gpu;
-        if (g_str_equal(names[i], "id") && platform_gpu_name(values[i], &node, &gpu) < 0) {
+        if (g_str_equal(names[i], "id") && simpar_topology_gpu_name(values[i], &node, &gpu) < 0) {
             scan->bad_host = g_strdup(values[i]);
             g_set_error_literal(error, G_MARKUP_ERROR, G_MARKUP_ERROR_INVALID_CONTENT, "");
             return; /* once: an element may repeat an attribute */

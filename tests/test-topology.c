@@ -9,6 +9,7 @@
  */
 #include "cli-run.h"
 #include "simpar-test.h"
+#include "topology.h"
 #include <glib/gstdio.h>
 #include <math.h>
 #include <simgrid/actor.h>
@@ -606,6 +607,37 @@ test_blackwell_nccl_tests(void)
     topo_teardown();
 }
 
+/* The names the writers print are the names sim/ reads back (topology.h's one grammar): every
+ * kind round-trips, and names that only look like a GPU's are told apart. */
+static void
+test_names(void)
+{
+    guint node = 0, gpu = 0, index = 0;
+    const char *rest = NULL;
+    g_autofree char *g = g_strdup_printf(SIMPAR_NAME_GPU, 12u, 7u);
+    CU_ASSERT_EQUAL(simpar_topology_gpu_name(g, &node, &gpu), 1);
+    CU_ASSERT_TRUE(node == 12 && gpu == 7);
+    const char *fake[] = {"node00-gpu0", "node-1-gpu0", "node0-gpu0 ", "node2147483648-gpu0",
+                          "node1-gpu+2"};
+    for (guint i = 0; i < G_N_ELEMENTS(fake); i++)
+        CU_ASSERT_EQUAL(simpar_topology_gpu_name(fake[i], &node, &gpu), -1);
+    CU_ASSERT_EQUAL(simpar_topology_gpu_name("rack3-tor", &node, &gpu), 0);
+    g_autofree char *n = g_strdup_printf(SIMPAR_NAME_NODE, 40u, "nvlink3");
+    CU_ASSERT_EQUAL(simpar_topology_link_kind(n, &index, &rest), SIMPAR_LINK_NODE);
+    CU_ASSERT_TRUE(index == 40 && g_str_equal(rest, "nvlink3"));
+    g_autofree char *s = g_strdup_printf(SIMPAR_NAME_SPINE, 1u, 5u);
+    CU_ASSERT_EQUAL(simpar_topology_link_kind(s, &index, &rest), SIMPAR_LINK_SPINE);
+    g_autofree char *r = g_strdup_printf(SIMPAR_NAME_RACK_UP, 9u);
+    CU_ASSERT_EQUAL(simpar_topology_link_kind(r, &index, &rest), SIMPAR_LINK_RACK_UP);
+    CU_ASSERT_EQUAL(index, 9);
+    g_autofree char *p = g_strdup_printf(SIMPAR_NAME_POD_UP, 2u);
+    CU_ASSERT_EQUAL(simpar_topology_link_kind(p, &index, &rest), SIMPAR_LINK_POD_UP);
+    CU_ASSERT_EQUAL(index, 2);
+    const char *other[] = {"rack9-up2", "pod02-up", "node3-", "ibswitch", "rack9-tor"};
+    for (guint i = 0; i < G_N_ELEMENTS(other); i++)
+        CU_ASSERT_EQUAL(simpar_topology_link_kind(other[i], &index, &rest), SIMPAR_LINK_OTHER);
+}
+
 static void
 test_list(void)
 {
@@ -627,6 +659,7 @@ static CU_TestInfo topology_tests[] = {
     {"bad presets, node counts and output paths get exit 2 naming the flag and valid values",
      test_bad_input},
     {"--list prints every preset with its description", test_list},
+    {"the GPU and link names written are the names read back", test_names},
     {"GB200 NVL72 files of 3, 8 and 37 racks have every rack's GPUs and route as one rack",
      test_rack_sizes},
     {"all-reduce on Blackwell presets is within 10% busbw of the public nccl-tests figures",

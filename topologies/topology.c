@@ -32,6 +32,63 @@
 /* ---------------------------------------------------------------- writing XML */
 
 /* Appends `depth` levels of indentation, then fmt with every argument XML-escaped. */
+
+/* A canonical decimal number at *s (no sign, no leading zero, below 2^31); moves *s past it. */
+static gboolean
+topology_number(const char **s, guint *out)
+{
+    const char *p = *s;
+    guint64 v = 0;
+    if (!g_ascii_isdigit(*p) || (p[0] == '0' && g_ascii_isdigit(p[1])))
+        return FALSE;
+    while (g_ascii_isdigit(*p) && v <= G_MAXINT32)
+        v = v * 10 + (guint64) (*p++ - '0');
+    if (v > G_MAXINT32 || g_ascii_isdigit(*p))
+        return FALSE;
+    *out = (guint) v, *s = p;
+    return TRUE;
+}
+
+int
+simpar_topology_gpu_name(const char *name, guint *node, guint *gpu)
+{
+    if (!g_str_has_prefix(name, "node") || strstr(name, "-gpu") == NULL)
+        return 0;
+    const char *p = name + strlen("node");
+    return topology_number(&p, node) && g_str_has_prefix(p, "-gpu") &&
+                   (p += strlen("-gpu"), topology_number(&p, gpu)) && *p == '\0'
+               ? 1
+               : -1;
+}
+
+/* "<prefix><number><suffix>" whole, the number into *index. */
+static gboolean
+topology_numbered(const char *name, const char *prefix, const char *suffix, guint *index,
+                  const char **rest)
+{
+    const char *p = name + strlen(prefix);
+    if (!g_str_has_prefix(name, prefix) || !topology_number(&p, index) ||
+        !g_str_has_prefix(p, suffix))
+        return FALSE;
+    *rest = p + strlen(suffix);
+    return TRUE;
+}
+
+SimparLinkKind
+simpar_topology_link_kind(const char *name, guint *index, const char **rest)
+{
+    const char *end = NULL;
+    if (g_str_has_prefix(name, "spine-"))
+        return SIMPAR_LINK_SPINE;
+    if (topology_numbered(name, "node", "-", index, rest) && **rest != '\0')
+        return SIMPAR_LINK_NODE;
+    if (topology_numbered(name, "rack", "-up", index, &end) && *end == '\0')
+        return SIMPAR_LINK_RACK_UP;
+    if (topology_numbered(name, "pod", "-up", index, &end) && *end == '\0')
+        return SIMPAR_LINK_POD_UP;
+    return SIMPAR_LINK_OTHER;
+}
+
 static void topology_append(GString *xml, guint depth, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
 
 static void
@@ -115,8 +172,8 @@ topology_host(GString *xml, guint depth, const SimparTopologyPreset *p, const ch
               guint node, guint gpu)
 {
     char buf[G_ASCII_DTOSTR_BUF_SIZE];
-    topology_append(xml, depth, "<host id=\"node%u-gpu%u\" speed=\"%sTf\" core=\"1\">\n", node, gpu,
-                    topology_num(buf, p->gpu.fp16, 1e12));
+    topology_append(xml, depth, "<host id=\"" SIMPAR_NAME_GPU "\" speed=\"%sTf\" core=\"1\">\n",
+                    node, gpu, topology_num(buf, p->gpu.fp16, 1e12));
     g_string_append(xml, props);
     topology_append(xml, depth, "</host>\n");
 }
@@ -347,12 +404,12 @@ nvswitch_gpu_routes(GString *xml, guint depth, const SimparTopologyPreset *p, gu
         g_autofree char *nic_switch = tor < 0 ? g_strdup_printf("rail%u", nvswitch_rail(p, g))
                                               : g_strdup_printf("rack%d-tor", tor);
         topology_append(xml, depth,
-                        "<route src=\"node%u-gpu%u\" dst=\"node%u-nvswitch\"><link_ctn "
+                        "<route src=\"" SIMPAR_NAME_GPU "\" dst=\"node%u-nvswitch\"><link_ctn "
                         "id=\"node%u-nvlink%u\" direction=\"UP\"/></route>\n",
                         node, g, node, node, g);
         topology_append(
             xml, depth,
-            "<route src=\"node%u-gpu%u\" dst=\"%s\"><link_ctn id=\"node%u-pcie%u\" "
+            "<route src=\"" SIMPAR_NAME_GPU "\" dst=\"%s\"><link_ctn id=\"node%u-pcie%u\" "
             "direction=\"UP\"/><link_ctn id=\"node%u-ib%u\" direction=\"UP\"/></route>\n",
             node, g, nic_switch, node, g, node, nvswitch_nic(p, g));
     }
@@ -368,7 +425,7 @@ nvswitch_rails(GString *xml, const SimparTopologyPreset *p, guint nodes)
         topology_append(xml, 2, "<router id=\"rail%u\"/>\n", r);
     for (guint a = 0; a < p->rails; a++) {
         for (guint b = a + 1; b < p->rails; b++) {
-            g_autofree char *id = g_strdup_printf("spine-%u-%u", a, b);
+            g_autofree char *id = g_strdup_printf(SIMPAR_NAME_SPINE, a, b);
             topology_link(xml, 2, id, ports * p->links.ib.bandwidth, p->links.spine.latency);
         }
     }
@@ -380,7 +437,8 @@ nvswitch_rail_routes(GString *xml, const SimparTopologyPreset *p)
     for (guint a = 0; a < p->rails; a++)
         for (guint b = a + 1; b < p->rails; b++)
             topology_append(xml, 2,
-                            "<route src=\"rail%u\" dst=\"rail%u\"><link_ctn id=\"spine-%u-%u\" "
+                            "<route src=\"rail%u\" dst=\"rail%u\"><link_ctn id=\"" SIMPAR_NAME_SPINE
+                            "\" "
                             "direction=\"UP\"/></route>\n",
                             a, b, a, b);
 }
@@ -499,7 +557,7 @@ clos_pod(GString *xml, const SimparTopologyPreset *p, const SimparFabricSpec *f,
     for (guint r = first_rack; r < last_rack; r++) {
         g_autofree char *zone = g_strdup_printf("rack%u", r),
                         *tor = g_strdup_printf("rack%u-tor", r);
-        g_autofree char *link = g_strdup_printf("rack%u-up", r);
+        g_autofree char *link = g_strdup_printf(SIMPAR_NAME_RACK_UP, r);
         clos_zone_route(xml, 3, zone, spine, tor, spine_sw, link);
     }
     topology_append(xml, 2, "</zone>\n");
@@ -539,11 +597,11 @@ clos_write(GString *xml, const SimparTopologyPreset *p, guint nodes, const Simpa
     for (guint n = 0; n < nodes; n++)
         nvswitch_node_links(xml, 3, p, n, port);
     for (guint r = 0; r < (nodes + f->rack_nodes - 1) / f->rack_nodes; r++) {
-        g_autofree char *id = g_strdup_printf("rack%u-up", r);
+        g_autofree char *id = g_strdup_printf(SIMPAR_NAME_RACK_UP, r);
         topology_link(xml, 3, id, f->rack_nodes * p->nics_per_node * port, l->uplink.latency);
     }
     for (guint i = 0; i < pods; i++) {
-        g_autofree char *id = g_strdup_printf("pod%u-up", i);
+        g_autofree char *id = g_strdup_printf(SIMPAR_NAME_POD_UP, i);
         topology_link(xml, 3, id, f->pod_gpus * port / f->oversubscription, l->uplink.latency);
     }
     topology_append(xml, 2, "</zone>\n");
@@ -554,7 +612,7 @@ clos_write(GString *xml, const SimparTopologyPreset *p, guint nodes, const Simpa
     for (guint i = 0; i < pods; i++) {
         g_autofree char *zone = g_strdup_printf("pod%u", i);
         g_autofree char *spine_sw = g_strdup_printf("pod%u-spine-sw", i);
-        g_autofree char *link = g_strdup_printf("pod%u-up", i);
+        g_autofree char *link = g_strdup_printf(SIMPAR_NAME_POD_UP, i);
         clos_zone_route(xml, 2, zone, "agg", spine_sw, "agg-sw", link);
     }
     topology_close(xml);

@@ -117,6 +117,34 @@ char *simpar_topology_generate(const SimparTopologyPreset *preset,
 /* The same with a fabric of one's own (NULL: the preset's); style clos only. Check it first. */
 char *simpar_topology_generate_fabric(const SimparTopologyPreset *preset, guint nodes,
                                       const SimparFabricSpec *fabric); /* (transfer full) */
+/* The names of a generated platform's GPUs and links: what the writers print and sim/ reads
+ * back (to find the GPUs, to map a representative route onto the real one, to tell the fabric
+ * from the nodes). One grammar, here:
+ *   node<N>-gpu<G>          a GPU (N, G canonical decimals below 2^31: no sign, no leading 0)
+ *   node<N>-<rest>          node N's own copy of a link or router (NVLink, PCIe, NIC port)
+ *   spine-<a>-<b>           a rail-optimised fabric's trunk between rails a and b: everybody's
+ *   rack<R>-up, pod<P>-up   a Clos rack's or pod's uplinks */
+#define SIMPAR_NAME_GPU     "node%u-gpu%u"
+#define SIMPAR_NAME_NODE    "node%u-%s"
+#define SIMPAR_NAME_SPINE   "spine-%u-%u"
+#define SIMPAR_NAME_RACK_UP "rack%u-up"
+#define SIMPAR_NAME_POD_UP  "pod%u-up"
+
+typedef enum {
+    SIMPAR_LINK_OTHER,   /* none of the names below */
+    SIMPAR_LINK_NODE,    /* node<N>-<rest> */
+    SIMPAR_LINK_SPINE,   /* spine-... */
+    SIMPAR_LINK_RACK_UP, /* rack<R>-up */
+    SIMPAR_LINK_POD_UP,  /* pod<P>-up */
+} SimparLinkKind;
+
+/* 1 for a GPU's name (*node, *gpu), -1 for one that looks like it but is not (node00-gpu0,
+ * node-1-gpu0, a 33-bit number), 0 for another name. */
+int simpar_topology_gpu_name(const char *name, guint *node, guint *gpu);
+/* What link `name` is: for a node's, *index = N and *rest its name after "node<N>-"; for an
+ * uplink, *index = R or P. */
+SimparLinkKind simpar_topology_link_kind(const char *name, guint *index, const char **rest);
+
 /* Whether a preset is a Clos fabric, whose shape the options set. */
 gboolean simpar_topology_has_fabric(const SimparTopologyPreset *preset);
 /* NULL when `fabric` is one the preset can build; else why not, naming the option and what
