@@ -72,39 +72,61 @@ struct _SimparNetMemo {
     gsize ring_hops;  /* the hops its plans hold */
 };
 
-/* The algorithms, one file each; collectives.c puts them in its table. */
-void simpar_coll_ring_expand(SimparCollKind kind, const SimparCollGroup *g, double bytes,
-                             guint root, const SimparCollParams *p, SimparExpansion *out);
-double simpar_coll_ring_closed_form(SimparCollKind kind, const SimparCollGroup *g, double bytes,
-                                    guint root, const SimparCollParams *p);
-void simpar_coll_ring_eval_idle(SimparCollKind kind, const SimparCollGroup *g, double bytes,
-                                const SimparCollParams *p, const double *start, double *end);
-void simpar_coll_ring_fuse(SimparCollKind kind, const SimparCollGroup *g, double bytes,
-                           guint member, GArray *out);
-void simpar_coll_tree_expand(SimparCollKind kind, const SimparCollGroup *g, double bytes,
-                             guint root, const SimparCollParams *p, SimparExpansion *out);
-double simpar_coll_tree_closed_form(SimparCollKind kind, const SimparCollGroup *g, double bytes,
-                                    guint root, const SimparCollParams *p);
-void simpar_coll_chain_expand(SimparCollKind kind, const SimparCollGroup *g, double bytes,
-                              guint root, const SimparCollParams *p, SimparExpansion *out);
-double simpar_coll_chain_closed_form(SimparCollKind kind, const SimparCollGroup *g, double bytes,
-                                     guint root, const SimparCollParams *p);
-void simpar_coll_hierarchical_expand(SimparCollKind kind, const SimparCollGroup *g, double bytes,
-                                     guint root, const SimparCollParams *p, SimparExpansion *out);
-double simpar_coll_hierarchical_closed_form(SimparCollKind kind, const SimparCollGroup *g,
-                                            double bytes, guint root, const SimparCollParams *p);
-void simpar_coll_pairwise_expand(SimparCollKind kind, const SimparCollGroup *g, double bytes,
-                                 guint root, const SimparCollParams *p, SimparExpansion *out);
-double simpar_coll_pairwise_closed_form(SimparCollKind kind, const SimparCollGroup *g, double bytes,
-                                        guint root, const SimparCollParams *p);
+/* How many transfers an algorithm's expansion may hold at most (simpar_coll_xfers_bound). */
+typedef enum {
+    SIMPAR_BOUND_PAIRS,  /* a send and a receive per ordered pair of members */
+    SIMPAR_BOUND_ROUNDS, /* per channel and round, each member a send and a receive */
+    SIMPAR_BOUND_CHUNKS, /* per chunk, each member to and from at most 3 others, twice */
+} SimparXferBound;
 
-void simpar_coll_nvls_expand(SimparCollKind kind, const SimparCollGroup *g, double bytes,
-                             guint root, const SimparCollParams *p, SimparExpansion *out);
-double simpar_coll_nvls_closed_form(SimparCollKind kind, const SimparCollGroup *g, double bytes,
-                                    guint root, const SimparCollParams *p);
-void simpar_coll_nvls_tree_expand(SimparCollKind kind, const SimparCollGroup *g, double bytes,
-                                  guint root, const SimparCollParams *p, SimparExpansion *out);
-double simpar_coll_nvls_tree_closed_form(SimparCollKind kind, const SimparCollGroup *g,
-                                         double bytes, guint root, const SimparCollParams *p);
+#define SIMPAR_COLL_AR  (SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_REDUCE))
+#define SIMPAR_COLL_AG  (SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_GATHER))
+#define SIMPAR_COLL_RS  (SIMPAR_COLL_BIT(SIMPAR_COLL_REDUCE_SCATTER))
+#define SIMPAR_COLL_BR  (SIMPAR_COLL_BIT(SIMPAR_COLL_BROADCAST))
+#define SIMPAR_COLL_RD  (SIMPAR_COLL_BIT(SIMPAR_COLL_REDUCE))
+#define SIMPAR_COLL_A2A (SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_TO_ALL))
+
+/* The algorithms, one row each, one file each (<file>.c defines simpar_coll_<file>_expand and
+ * simpar_coll_<file>_closed_form, declared below from the row): the name simpar_coll_algo_lookup
+ * knows it by, the kinds it implements, the row of NCCL's latency tables it takes, how many
+ * transfers its expansion may hold, whether its file also gives the shortcuts
+ * simpar_coll_<file>_eval_idle and _fuse (1; SimparCollAlgo.eval_idle and .fuse: without them
+ * the expansion is built and evaluated), and what `simpar collective --list` says of it.
+ * collectives.c builds its table from these rows (the protocol's wire bytes wrap every entry);
+ * a new algorithm is a file (and its line in meson.build) and a row. NVLS and NVLS-tree run the
+ * ring on a group that cannot use them (collectives.c, coll_runs_as). */
+#define SIMPAR_COLL_ALGOS(X)                                                                       \
+    X(RING, "ring", ring, SIMPAR_COLL_AR | SIMPAR_COLL_AG | SIMPAR_COLL_RS, SIMPAR_LAT_RING,       \
+      SIMPAR_BOUND_ROUNDS, 1, "ring over the group order: 2(n-1) steps of S/n for all-reduce")     \
+    X(TREE, "tree", tree, SIMPAR_COLL_AR, SIMPAR_LAT_TREE, SIMPAR_BOUND_CHUNKS, 0,                 \
+      "NCCL double binary tree between nodes, chains inside them; reduce up, broadcast down, "     \
+      "pipelined")                                                                                 \
+    X(CHAIN, "chain", chain, SIMPAR_COLL_BR | SIMPAR_COLL_RD, SIMPAR_LAT_RING,                     \
+      SIMPAR_BOUND_CHUNKS, 0, "pipelined chain from (broadcast) or to (reduce) the root")          \
+    X(HIERARCHICAL, "hierarchical", hierarchical, SIMPAR_COLL_AR, SIMPAR_LAT_RING,                 \
+      SIMPAR_BOUND_ROUNDS, 0,                                                                      \
+      "reduce-scatter in node, all-reduce across nodes, all-gather in node")                       \
+    X(PAIRWISE, "pairwise", pairwise, SIMPAR_COLL_A2A, SIMPAR_LAT_RING, SIMPAR_BOUND_PAIRS, 0,     \
+      "n-1 rounds, round r sends S/n to member m+r")                                               \
+    X(NVLS, "nvls", nvls, SIMPAR_COLL_AR, SIMPAR_LAT_RING, SIMPAR_BOUND_CHUNKS, 0,                 \
+      "NVLink SHARP on one NVSwitch node that has it: S(n+1)/n each way per GPU (else the ring)")  \
+    X(NVLS_TREE, "nvlstree", nvls_tree, SIMPAR_COLL_AR, SIMPAR_LAT_RING, SIMPAR_BOUND_CHUNKS, 0,   \
+      "NCCL's NVLS-tree between NVLink domains that have it: NVLS inside each, each GPU's share "  \
+      "across the domains, pipelined (else the ring)")
+
+#define SIMPAR_COLL_SHORTCUTS_0(file)
+#define SIMPAR_COLL_SHORTCUTS_1(file)                                                              \
+    void simpar_coll_##file##_eval_idle(SimparCollKind kind, const SimparCollGroup *g,             \
+                                        double bytes, const SimparCollParams *p,                   \
+                                        const double *start, double *end);                         \
+    void simpar_coll_##file##_fuse(SimparCollKind kind, const SimparCollGroup *g, double bytes,    \
+                                   guint member, GArray *out);
+#define SIMPAR_COLL_DECLARE(id, name, file, kinds, row, bound, shortcuts, description)             \
+    void simpar_coll_##file##_expand(SimparCollKind kind, const SimparCollGroup *g, double bytes,  \
+                                     guint root, const SimparCollParams *p, SimparExpansion *out); \
+    double simpar_coll_##file##_closed_form(SimparCollKind kind, const SimparCollGroup *g,         \
+                                            double bytes, guint root, const SimparCollParams *p);  \
+    SIMPAR_COLL_SHORTCUTS_##shortcuts(file)
+SIMPAR_COLL_ALGOS(SIMPAR_COLL_DECLARE)
 G_END_DECLS
 #endif /* SIMPAR_COLLECTIVES_PRIVATE_H */

@@ -10,41 +10,25 @@ G_DEFINE_QUARK(simpar_coll_error_quark, simpar_coll_error)
 /* ---- the table --------------------------------------------------------------------------- */
 
 enum {
-    COLL_RING,
-    COLL_TREE,
-    COLL_CHAIN,
-    COLL_HIERARCHICAL,
-    COLL_PAIRWISE,
-    COLL_NVLS,
-    COLL_NVLS_TREE,
-    N_COLL_ALGOS,
+#define COLL_ENUM(id, ...) COLL_##id,
+    SIMPAR_COLL_ALGOS(COLL_ENUM) N_COLL_ALGOS,
 };
 
 /* The algorithm files' functions, which take a concrete protocol and wire bytes; the table's
  * entries wrap them (coll_wire). */
 typedef struct {
     SimparLatRow row;
+    SimparXferBound bound;
     double (*closed_form)(SimparCollKind, const SimparCollGroup *, double, guint,
                           const SimparCollParams *);
     void (*expand)(SimparCollKind, const SimparCollGroup *, double, guint, const SimparCollParams *,
                    SimparExpansion *);
-    void (*eval_idle)(SimparCollKind, const SimparCollGroup *, double, const SimparCollParams *,
-                      const double *, double *);
 } CollRaw;
 
 static const CollRaw coll_raw[N_COLL_ALGOS] = {
-    [COLL_RING] = {SIMPAR_LAT_RING, simpar_coll_ring_closed_form, simpar_coll_ring_expand,
-                   simpar_coll_ring_eval_idle},
-    [COLL_TREE] = {SIMPAR_LAT_TREE, simpar_coll_tree_closed_form, simpar_coll_tree_expand, NULL},
-    [COLL_CHAIN] = {SIMPAR_LAT_RING, simpar_coll_chain_closed_form, simpar_coll_chain_expand, NULL},
-    [COLL_HIERARCHICAL] = {SIMPAR_LAT_RING, simpar_coll_hierarchical_closed_form,
-                           simpar_coll_hierarchical_expand, NULL},
-    [COLL_PAIRWISE] = {SIMPAR_LAT_RING, simpar_coll_pairwise_closed_form,
-                       simpar_coll_pairwise_expand, NULL},
-    [COLL_NVLS] = {SIMPAR_LAT_RING, simpar_coll_nvls_closed_form, simpar_coll_nvls_expand, NULL},
-    [COLL_NVLS_TREE] = {SIMPAR_LAT_RING, simpar_coll_nvls_tree_closed_form,
-                        simpar_coll_nvls_tree_expand, NULL},
-};
+#define COLL_RAW(id, name, file, kinds, row, bound, shortcuts, description)                        \
+    [COLL_##id] = {row, bound, simpar_coll_##file##_closed_form, simpar_coll_##file##_expand},
+    SIMPAR_COLL_ALGOS(COLL_RAW)};
 
 /* The algorithm that runs as `a` on `g`: NVLS and NVLS-tree run the ring on a group that
  * cannot use them. */
@@ -234,63 +218,39 @@ coll_wire(guint a, SimparCollKind kind, const SimparCollGroup *g, double bytes, 
         coll_raw[a].expand(kind, g, wire, root, &q, out);                                          \
     }
 
-COLL_ENTRIES(COLL_RING, coll_ring)
-COLL_ENTRIES(COLL_TREE, coll_tree)
-COLL_ENTRIES(COLL_CHAIN, coll_chain)
-COLL_ENTRIES(COLL_HIERARCHICAL, coll_hier)
-COLL_ENTRIES(COLL_PAIRWISE, coll_pairwise)
-COLL_ENTRIES(COLL_NVLS, coll_nvls)
-COLL_ENTRIES(COLL_NVLS_TREE, coll_nvls_tree)
+/* The shortcuts of an algorithm whose file gives them, wrapped the same way. */
+#define COLL_SHORTCUTS_0(A, file)
+#define COLL_SHORTCUTS_1(A, file)                                                                  \
+    static void coll_##file##_eval_idle(SimparCollKind kind, const SimparCollGroup *g,             \
+                                        double bytes, const SimparCollParams *p,                   \
+                                        const double *start, double *end)                          \
+    {                                                                                              \
+        SimparCollParams q;                                                                        \
+        double wire = coll_wire(A, kind, g, bytes, 0, p, &q);                                      \
+        simpar_coll_##file##_eval_idle(kind, g, wire, &q, start, end);                             \
+    }                                                                                              \
+    static void coll_##file##_fuse(SimparCollKind kind, const SimparCollGroup *g, double bytes,    \
+                                   const SimparCollParams *p, guint member, GArray *out)           \
+    {                                                                                              \
+        SimparCollParams q;                                                                        \
+        simpar_coll_##file##_fuse(kind, g, coll_wire(A, kind, g, bytes, 0, p, &q), member, out);   \
+    }
+#define COLL_WRAP(id, name, file, kinds, row, bound, shortcuts, description)                       \
+    COLL_ENTRIES(COLL_##id, coll_##file)                                                           \
+    COLL_SHORTCUTS_##shortcuts(COLL_##id, file)
+SIMPAR_COLL_ALGOS(COLL_WRAP)
 
-static void
-coll_ring_eval_idle(SimparCollKind kind, const SimparCollGroup *g, double bytes,
-                    const SimparCollParams *p, const double *start, double *end)
-{
-    SimparCollParams q;
-    double wire = coll_wire(COLL_RING, kind, g, bytes, 0, p, &q);
-    simpar_coll_ring_eval_idle(kind, g, wire, &q, start, end);
-}
-
-static void
-coll_ring_fuse(SimparCollKind kind, const SimparCollGroup *g, double bytes,
-               const SimparCollParams *p, guint member, GArray *out)
-{
-    SimparCollParams q;
-    simpar_coll_ring_fuse(kind, g, coll_wire(COLL_RING, kind, g, bytes, 0, p, &q), member, out);
-}
-
-static const SimparCollAlgo coll_algos[] = {
-    [COLL_RING] = {"ring", "ring over the group order: 2(n-1) steps of S/n for all-reduce",
-                   SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_REDUCE) |
-                       SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_GATHER) |
-                       SIMPAR_COLL_BIT(SIMPAR_COLL_REDUCE_SCATTER),
-                   coll_ring_expand, coll_ring_closed_form, coll_ring_eval_idle, coll_ring_fuse},
-    [COLL_TREE] = {"tree",
-                   "NCCL double binary tree between nodes, chains inside them; reduce up, "
-                   "broadcast down, pipelined",
-                   SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_REDUCE), coll_tree_expand,
-                   coll_tree_closed_form},
-    [COLL_CHAIN] = {"chain", "pipelined chain from (broadcast) or to (reduce) the root",
-                    SIMPAR_COLL_BIT(SIMPAR_COLL_BROADCAST) | SIMPAR_COLL_BIT(SIMPAR_COLL_REDUCE),
-                    coll_chain_expand, coll_chain_closed_form},
-    [COLL_HIERARCHICAL] = {"hierarchical",
-                           "reduce-scatter in node, all-reduce across nodes, all-gather in node",
-                           SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_REDUCE), coll_hier_expand,
-                           coll_hier_closed_form},
-    [COLL_PAIRWISE] = {"pairwise", "n-1 rounds, round r sends S/n to member m+r",
-                       SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_TO_ALL), coll_pairwise_expand,
-                       coll_pairwise_closed_form},
-    [COLL_NVLS] = {"nvls",
-                   "NVLink SHARP on one NVSwitch node that has it: S(n+1)/n each way per GPU "
-                   "(else the ring)",
-                   SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_REDUCE), coll_nvls_expand,
-                   coll_nvls_closed_form},
-    [COLL_NVLS_TREE] = {"nvlstree",
-                        "NCCL's NVLS-tree between NVLink domains that have it: NVLS inside each, "
-                        "each GPU's share across the domains, pipelined (else the ring)",
-                        SIMPAR_COLL_BIT(SIMPAR_COLL_ALL_REDUCE), coll_nvls_tree_expand,
-                        coll_nvls_tree_closed_form},
-};
+/* The table simpar_coll_algo_lookup serves: a row per algorithm, with its shortcuts or NULL. */
+#define COLL_ROW_SHORTCUTS_0(file) NULL, NULL
+#define COLL_ROW_SHORTCUTS_1(file) coll_##file##_eval_idle, coll_##file##_fuse
+#define COLL_ROW(id, name, file, kinds, row, bound, shortcuts, description)                        \
+    [COLL_##id] = {name,                                                                           \
+                   description,                                                                    \
+                   kinds,                                                                          \
+                   coll_##file##_expand,                                                           \
+                   coll_##file##_closed_form,                                                      \
+                   COLL_ROW_SHORTCUTS_##shortcuts(file)},
+static const SimparCollAlgo coll_algos[] = {SIMPAR_COLL_ALGOS(COLL_ROW)};
 
 SimparProto
 simpar_coll_proto(const SimparCollAlgo *algo, SimparCollKind kind, const SimparCollGroup *g,
@@ -313,15 +273,17 @@ double
 simpar_coll_xfers_bound(const SimparCollAlgo *algo, SimparCollKind kind, const SimparCollGroup *g,
                         double bytes, const SimparCollParams *p)
 {
-    const char *name = simpar_coll_runs_as(algo, g)->name;
     double n = g->n;
-    if (g_str_equal(name, "pairwise")) /* a send and a receive per ordered pair */
+    switch (coll_raw[coll_runs_as((guint) (algo - coll_algos), g)].bound) {
+    case SIMPAR_BOUND_PAIRS: /* a send and a receive per ordered pair */
         return 2 * n * (n - 1);
-    if (g_str_equal(name, "ring") || g_str_equal(name, "hierarchical")) /* per channel and round */
+    case SIMPAR_BOUND_ROUNDS: /* per channel and round */
         return 2 * n * (kind == SIMPAR_COLL_ALL_REDUCE ? 2 : 1) * (n - 1) *
                simpar_coll_ring_channels(g, bytes);
-    /* tree, chain, nvls: per chunk a member receives from and sends to at most 3 others, twice */
-    return 12 * n * MAX(p->max_chunks, 1u);
+    case SIMPAR_BOUND_CHUNKS:
+    default: /* per chunk a member receives from and sends to at most 3 others, twice */
+        return 12 * n * MAX(p->max_chunks, 1u);
+    }
 }
 
 const SimparCollAlgo *
