@@ -187,7 +187,8 @@ tables_gemm_errors(const Tables *t, const SimparGpu *gpu, gboolean loo, double o
         g_autoptr(SimparGemmTable) others = loo ? tables_gemm_table(t, i) : NULL;
         if (loo)
             own.gemm_table = others;
-        double p = simpar_compute_gemm_time(&own, g->dtype, g->m, g->n, g->k, g->batch);
+        double p = simpar_compute_gemm_time_ops(&own, g->dtype, g->m, g->n, g->k, g->batch,
+                                                g->trans_a, g->trans_b);
         e[i] = fabs(p / g->time_s - 1);
         sum += e[i] * e[i];
     }

@@ -22,6 +22,11 @@ transformer's shapes: every row less the bench's timing overhead (its smallest G
 GEMMs do not have), 256^3 to 2048^3 left out (the overhead dominates them), and the rows whose
 weight buffers the bench left zero (above 2^27 elements: the T = 1 qkv, fc1, fc2) left out:
 Hopper GEMMs run faster on zeros.
+GEMMs (V100, fp16 and fp32): Baidu DeepBench's V100 training results
+(bench/fidelity/gemm-v100-deepbench.csv, a DGX-1's V100 SXM2, cuBLAS of CUDA 10.1, random
+inputs), each row turned from cuBLAS's column-major shape to the row-major one simpar's GEMMs are
+(m and n swapped, and the transposes), its time the truncated microsecond's midpoint (+0.5 us),
+and the fp16 rows DeepBench ran padded to a multiple of 8 left out.
 """
 import json
 import os
@@ -111,6 +116,21 @@ def b200_rows():
     return bf16, fp8
 
 
+def deepbench_rows():
+    """DeepBench's V100 rows: {dtype: [(m, n, k, 1, ops, seconds)]}, row-major (simpar's m is
+    cuBLAS's n, simpar's op(a) cuBLAS's op(B)), without the padded rows."""
+    out = {"fp16": [], "fp32": []}
+    with open(os.path.join(FID, "gemm-v100-deepbench.csv")) as f:
+        for line in f:
+            if line.startswith("#") or line.startswith("dtype,"):
+                continue
+            dtype, m, n, k, a_t, b_t, us, pad = line.strip().split(",")
+            if pad == "1":
+                continue
+            out[dtype].append((int(n), int(m), int(k), 1, b_t + a_t, (float(us) + 0.5) * 1e-6))
+    return out
+
+
 def gemm_list(rows):
     return ";".join("%d %d %d %d %s %.6g" % r for r in rows)
 
@@ -120,6 +140,7 @@ def main():
     h200, overhead = h200_rows()
     xla = xla_rows()
     b200_bf16, b200_fp8 = b200_rows()
+    v100 = deepbench_rows()
     keff = "\n".join("kernel_eff_%s = %.4f" % (k, v) for k, v in effs.items())
     head = """# compute.ini - the measured compute figures of each GPU model, compiled into simpar
 # (topologies/meson.build) and read by models/compute-data.c. Written by bench/compute-data.py
@@ -133,7 +154,10 @@ def main():
 # bench/fidelity/gemm-h100-xla.csv); the H200 GEMM bench (bench/fidelity/h200/bench-gemm.json)
 # less its timing overhead of %.1f us per GEMM, without the rows run on zero-filled buffers;
 # XLA's measured sm_100 (Blackwell) bf16 and FP8 table (openxla/xla
-# xla/backends/gpu/cost_model/matmul_interpolator_data.h; bench/fidelity/gemm-b200-xla.csv).
+# xla/backends/gpu/cost_model/matmul_interpolator_data.h; bench/fidelity/gemm-b200-xla.csv);
+# Baidu DeepBench's V100 fp16 (tensor core) and fp32 GEMMs, measured on a DGX-1's V100 SXM2 with
+# CUDA 10.1 (baidu-research/DeepBench da81ba7 results/train/DeepBench_NV_V100.xlsx;
+# bench/fidelity/gemm-v100-deepbench.csv), row-major, less the rows it ran padded.
 # GPUs other than the H200 take the H200's kernel fractions: extrapolated, and said so.
 # gemm_fp8: FP8 GEMMs (E4M3 inputs, bf16 out) of an FP8 recipe's linears. mxfp8: the GPU has
 # block-scaled (1 x 32, E8M0 scales) FP8 tensor cores, which the mxfp8 recipe needs: Blackwell's
@@ -153,12 +177,15 @@ def main():
         ("A100-SXM4-80GB",
          "kernels: the H200's measured fractions of its bandwidth (extrapolated); GEMMs: the "
          "shape curve (no measured table)", []),
+    ]
+    volta = [
         ("V100-SXM2-16GB",
-         "kernels: the H200's measured fractions of its bandwidth (extrapolated); GEMMs: the "
-         "shape curve (no measured table)", []),
+         "kernels: the H200's measured fractions of its bandwidth (extrapolated); GEMMs measured "
+         "on a V100 SXM2 (DeepBench, a DGX-1, CUDA 10.1; fp16 tensor core and fp32)"),
         ("V100-SXM3-32GB",
-         "kernels: the H200's measured fractions of its bandwidth (extrapolated); GEMMs: the "
-         "shape curve (no measured table)", []),
+         "kernels: the H200's measured fractions of its bandwidth (extrapolated); GEMMs measured "
+         "on a V100 SXM2 (DeepBench, a DGX-1, CUDA 10.1; fp16 tensor core and fp32), applied to "
+         "the SXM3 unscaled (extrapolated: the preset's peaks are the SXM2's)"),
     ]
     blackwell = [
         ("B200-SXM-180GB",
@@ -175,6 +202,10 @@ def main():
         if rows:
             out.append("gemm_bf16 = %s\ngemm_fp16 = %s\n" % (gemm_list(rows), gemm_list(rows)))
         out.append("\n")
+    for name, summary in volta:
+        out.append("[%s]\nsummary = %s\n%s\n" % (name, summary, keff))
+        out.append("gemm_fp16 = %s\ngemm_fp32 = %s\n\n"
+                   % (gemm_list(v100["fp16"]), gemm_list(v100["fp32"])))
     for name, summary in blackwell:
         out.append("[%s]\nsummary = %s\n%s\nmxfp8 = true\n" % (name, summary, keff))
         out.append("gemm_bf16 = %s\ngemm_fp16 = %s\ngemm_fp8 = %s\n\n"

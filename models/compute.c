@@ -361,6 +361,15 @@ simpar_compute_gemm_time(const SimparGpu *gpu, SimparDtype dtype, double m, doub
     return compute_gemm(gpu, dtype, m, n, k, batch, FALSE);
 }
 
+double
+simpar_compute_gemm_time_ops(const SimparGpu *gpu, SimparDtype dtype, double m, double n, double k,
+                             double batch, gboolean trans_a, gboolean trans_b)
+{
+    g_return_val_if_fail(gpu != NULL && compute_usable(gpu, dtype), 0.0);
+    GemmQuery q = {dtype, m, n, k, batch, trans_a, trans_b};
+    return compute_gemm_op(gpu, dtype, &q, FALSE);
+}
+
 /* ----- FP8 (Transformer Engine) ----- */
 
 /* What Transformer Engine runs around a linear's FP8 GEMMs (transformer_engine/pytorch/module/

@@ -166,9 +166,13 @@ gboolean simpar_gpu_check_fp8(const SimparGpu *gpu, SimparFp8Recipe recipe, GErr
 double simpar_compute_fp8_cast_bytes(const SimparGemm *g, guint *launches);
 /* Their time on `gpu`: launches x launch_s + bytes at the stream kernels' bandwidth. */
 double simpar_compute_fp8_cast_time(const SimparGpu *gpu, const SimparGemm *g);
-/* One GEMM of the given shape and dtype (exposed for tests and calibration). */
+/* One GEMM of the given shape and dtype (exposed for tests and calibration), operands as they
+ * are (op(a) op(b) = NN); _ops: with op(a), op(b) transposed where told (C = op(A) op(B),
+ * row-major m x n), which a measured table tells apart. */
 double simpar_compute_gemm_time(const SimparGpu *gpu, SimparDtype dtype, double m, double n,
                                 double k, double batch);
+double simpar_compute_gemm_time_ops(const SimparGpu *gpu, SimparDtype dtype, double m, double n,
+                                    double k, double batch, gboolean trans_a, gboolean trans_b);
 /* The FLOPs and memory bytes the model counts for one op on its own (no fusion; 0 and 0 for
  * collectives, send, recv and blocks): the roofline's two sides, for microbenchmarks and for
  * sizing work (simpar-exec). */

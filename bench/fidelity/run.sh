@@ -87,6 +87,24 @@ bench_gemm_csv() { # CSV of m,n,k,tflops (or preset,gpu,m,n,k,tflops with $2 = t
              $(o+3), 2 * $(o+1) * $(o+2) * $(o+3) / ($(o+4) * 1e12); sep = ", " }'
   printf ']}\n'
 }
+bench_deepbench() { # DTYPE: DeepBench's V100 rows of that dtype as a bench, as compute-data.py
+  # takes them (row-major: m and n swapped, and the transposes; +0.5 us, the midpoint of the
+  # truncated microsecond; the padded fp16 rows left out)
+  python3 - "$1" <<'PY'
+import json, sys
+rows = []
+for line in open("bench/fidelity/gemm-v100-deepbench.csv"):
+    if line.startswith("#") or line.startswith("dtype,"):
+        continue
+    dtype, m, n, k, a_t, b_t, us, pad = line.strip().split(",")
+    if dtype == sys.argv[1] and pad == "0":
+        rows.append({"m": int(n), "n": int(m), "k": int(k), "trans_a": b_t == "T",
+                     "trans_b": a_t == "T", "time_s": (float(us) + 0.5) * 1e-6})
+print(json.dumps({"format": "simpar-bench", "version": 1, "executor": "cuda", "device": "table",
+                  "dtype": sys.argv[1], "gpus": 0, "inputs": "random", "kernels": [],
+                  "collectives": [], "gemm": rows}))
+PY
+}
 gemm_row() { # BENCH PRESET WHAT: one line of the GEMM table
   "$bin" topology --preset "$2" --nodes 1 -o "$work/$2.xml"
   "$bin" calibrate --measured "$1" --topology "$work/$2.xml" -o "$work/fit.json" > /dev/null
@@ -114,6 +132,15 @@ compute=bench/results/compute-fidelity.md
   gemm_row "$work/xla.json" h200-sxm "XLA sm_90 bf16 (in sample; an H100's)"
   gemm_row bench/fidelity/h200/bench-gemm.json h200-sxm \
     "simpar-exec on an H200, less its 90 us timer (in sample from 4096^3; the 4 squares measured in under twice the timer left out)"
+  for dtype in fp16 fp32; do
+    bench_deepbench "$dtype" > "$work/deepbench.json"
+    left=""
+    [ "$dtype" = fp16 ] && left="; the 30 rows it ran padded to a multiple of 8 left out"
+    gemm_row "$work/deepbench.json" v100-ac922 \
+      "DeepBench $dtype on a DGX-1's V100 SXM2 (in sample$left)"
+    gemm_row "$work/deepbench.json" dgx-2 \
+      "DeepBench $dtype on a DGX-1's V100 SXM2 (in sample$left; an SXM2's, on the SXM3)"
+  done
   for preset in $(grep -v '^#' bench/fidelity/gemm-mamf.csv | tail -n +2 | cut -d, -f1 | sort -u); do
     bench_gemm_csv bench/fidelity/gemm-mamf.csv "$preset" > "$work/mamf.json"
     gemm_row "$work/mamf.json" "$preset" "MAMF best shapes (out of sample)"
