@@ -199,7 +199,8 @@ layers_run(const LayerCase *lc, gboolean causal, double p, SimparRecompute recom
                      lc->llama ? SIMPAR_NORM_RMSNORM : SIMPAR_NORM_LAYERNORM,
                      lc->llama, /* Llama layers have no biases */
                      FALSE,
-                     0};
+                     0,
+                     {0}};
     SimparPlan plan;
     simpar_plan_init(&plan);
     plan.mode = lc->mode, plan.tp = lc->tp, plan.depth = lc->depth;
