@@ -274,6 +274,49 @@ simpar_train_validate_batches(const SimparTrain *t, const SimparModel *model, GE
     return TRUE;
 }
 
+/* Expert parallelism as Megatron-Core folds it: the T x C x D ranks of a stage are also ETP x
+ * EP x expert-DP ranks, and each of the EP ranks holds E / EP whole experts. */
+static gboolean
+train_check_experts(const SimparTrain *t, const SimparModel *model, GError **error)
+{
+    gint64 ep = MAX(t->ep, 1), etp = MAX(t->etp, 1);
+    gint64 ranks = t->tp.tp * simpar_plan_cp(&t->tp) * t->dp;
+    if (!simpar_model_is_moe(model)) {
+        if (ep > 1 || etp > 1)
+            return train_fail(error,
+                              "--ep %" G_GINT64_FORMAT " --etp %" G_GINT64_FORMAT
+                              ": expert parallelism needs a model with experts (--experts, or "
+                              "an MoE preset such as mixtral-8x7b)",
+                              ep, etp);
+        return TRUE;
+    }
+    if (model->moe.experts % ep != 0)
+        return train_fail(error,
+                          "--experts %" G_GINT64_FORMAT
+                          " is not divisible by --ep %" G_GINT64_FORMAT
+                          ": every GPU of the expert-parallel group holds E/EP whole experts "
+                          "(valid: a divisor of %" G_GINT64_FORMAT ")",
+                          model->moe.experts, ep, model->moe.experts);
+    if (ranks % (ep * etp) != 0)
+        return train_fail(
+            error,
+            "--ep %" G_GINT64_FORMAT " x --etp %" G_GINT64_FORMAT " = %" G_GINT64_FORMAT
+            " does not divide --tp x --cp x --dp = %" G_GINT64_FORMAT
+            ": the experts' ETP x EP x expert-DP ranks are the same GPUs as the "
+            "attention's TP x CP x DP (valid: EP x ETP a divisor of %" G_GINT64_FORMAT ")",
+            ep, etp, ep * etp, ranks, ranks);
+    if (etp > 1)
+        return train_fail(error,
+                          "--etp %" G_GINT64_FORMAT ": expert tensor parallelism is not "
+                          "modelled yet (valid: 1, each expert whole on one GPU)",
+                          etp);
+    return train_fail(error,
+                      "--model %s has %" G_GINT64_FORMAT " routed experts: steps of MoE layers "
+                      "are not predicted or executed yet (the MoE block itself runs on the host "
+                      "executor: tests/test-moe.c)",
+                      model->name, model->moe.experts);
+}
+
 gboolean
 simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GError **error)
 {
@@ -302,6 +345,8 @@ simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GE
                           " are used (--gpus or the platform): the product must equal them",
                           t->tp.tp, cp, pp_flag, t->pp, t->dp, t->tp.tp * C * t->pp * t->dp, gpus);
     }
+    if (!train_check_experts(t, model, error))
+        return FALSE;
     if (t->virtual_stages < 1 || t->virtual_stages > 1024)
         return train_fail(error,
                           "--virtual-stages %" G_GINT64_FORMAT ": must be between 1 and 1024",
