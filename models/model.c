@@ -628,10 +628,18 @@ model_validate_moe(const SimparModel *m, gboolean flags, GError **error)
 {
     const char *const *n = flags ? moe_flags : moe_keys;
     const SimparMoeConfig *e = &m->moe;
-    if (e->experts == 0) /* dense: the other MoE fields must be unset */
-        return model_moe_range(n[MOE_TOP_K], e->top_k, 0, 0, "a dense model has no experts",
-                               error) &&
-               model_moe_range(n[MOE_FFN], e->moe_ffn, 0, 0, "a dense model has no experts", error);
+    if (e->experts == 0) { /* dense: the other MoE fields must be unset */
+        const gint64 given[] = {e->top_k, e->moe_ffn, e->shared_ffn, e->groups, e->group_limit};
+        const guint which[] = {MOE_TOP_K, MOE_FFN, MOE_SHARED, MOE_GROUPS, MOE_LIMIT};
+        for (guint i = 0; i < G_N_ELEMENTS(given); i++)
+            if (given[i] != 0) {
+                g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
+                            "%s %" G_GINT64_FORMAT " needs %s: the model is dense (no experts)",
+                            n[which[i]], given[i], n[MOE_EXPERTS]);
+                return FALSE;
+            }
+        return TRUE;
+    }
     gint64 per_group = e->groups > 0 ? e->experts / e->groups : e->experts;
     if (!model_moe_range(n[MOE_EXPERTS], e->experts, 1, 65536, "routed experts", error) ||
         !model_moe_range(n[MOE_TOP_K], e->top_k, 1, e->experts, "each token's experts, at most E",
