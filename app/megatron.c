@@ -923,7 +923,8 @@ meg_alias_cb(const char *option, const char *value, gpointer data, GError **erro
              (g_str_equal(value, "p2p") || g_str_equal(value, "allgather")))
         meg_set(&a->cp_mode, g_str_equal(value, "p2p") ? "ring" : "allgather");
     else if (!g_str_equal(name, "untie-embeddings-and-output-weights") &&
-             !g_str_equal(name, "group-query-attention")) {
+             !g_str_equal(name, "group-query-attention") &&
+             !g_str_equal(name, "moe-router-load-balancing-type")) {
         g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE, "%s %s: valid are %s", option,
                     value,
                     g_str_equal(name, "normalization") ? "LayerNorm and RMSNorm"
@@ -968,6 +969,26 @@ simpar_megatron_aliases(SimparJobArgs *a)
         {"decoder-last-pipeline-num-layers", 0, 0, G_OPTION_ARG_INT64, &a->last_stage_layers,
          "--last-stage-layers", "N"},
         {"ddp-bucket-size", 0, 0, G_OPTION_ARG_INT64, &a->bucket_params, "--bucket-params", "N"},
+        {"num-experts", 0, 0, G_OPTION_ARG_INT64, &a->experts, "--experts", "E"},
+        {"moe-router-topk", 0, 0, G_OPTION_ARG_INT64, &a->top_k, "--topk", "K"},
+        {"expert-model-parallel-size", 0, 0, G_OPTION_ARG_INT64, &a->ep, "--ep", "EP"},
+        {"expert-tensor-parallel-size", 0, 0, G_OPTION_ARG_INT64, &a->etp, "--etp", "ETP"},
+        {"moe-ffn-hidden-size", 0, 0, G_OPTION_ARG_INT64, &a->moe_ffn, "--moe-ffn", "F"},
+        {"moe-shared-expert-intermediate-size", 0, 0, G_OPTION_ARG_INT64, &a->shared_ffn,
+         "--shared-ffn", "F"},
+        {"moe-layer-freq", 0, 0, G_OPTION_ARG_INT64, &a->moe_every,
+         "--moe-every (an integer; Megatron's list patterns are not read)", "N"},
+        {"moe-router-score-function", 0, 0, G_OPTION_ARG_STRING, &a->router, "--router",
+         "softmax|sigmoid"},
+        {"moe-router-num-groups", 0, 0, G_OPTION_ARG_INT64, &a->expert_groups, "--expert-groups",
+         "G"},
+        {"moe-router-group-topk", 0, 0, G_OPTION_ARG_INT64, &a->group_limit, "--group-limit", "M"},
+        {"moe-expert-capacity-factor", 0, 0, G_OPTION_ARG_STRING, &a->capacity_factor,
+         "--capacity-factor", "CF"},
+        {"moe-router-load-balancing-type", 0, 0, G_OPTION_ARG_CALLBACK, cb,
+         "accepted and ignored: the balancing loss costs a few kernels simpar does not model; "
+         "--imbalance gives the load it leaves",
+         "T"},
         {"bf16", 0, G_OPTION_FLAG_NO_ARG, G_OPTION_ARG_CALLBACK, cb, "--dtype bf16", NULL},
         {"fp16", 0, G_OPTION_FLAG_NO_ARG, G_OPTION_ARG_CALLBACK, cb, "--dtype fp16", NULL},
         {"swiglu", 0, G_OPTION_FLAG_NO_ARG, G_OPTION_ARG_CALLBACK, cb, "--mlp swiglu", NULL},
