@@ -183,14 +183,6 @@ simpar_generate_layer(const SimparModel *model, SimparPlan *plan, GError **error
     if (gen == NULL || !simpar_model_validate(model, error) ||
         !generators_validate_common(gen, plan, error))
         return NULL;
-    if (simpar_model_is_moe(model)) {
-        g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
-                    "--model %s has %" G_GINT64_FORMAT " routed experts: the tensor-parallel "
-                    "layer generators do not build MoE layers yet (the MoE block alone runs on "
-                    "the host executor: tests/test-moe.c)",
-                    model->name, model->moe.experts);
-        return NULL;
-    }
     guint C = simpar_plan_cp(plan);
     if (C > 1 && model->seq % (2 * C) != 0) {
         g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,

@@ -752,6 +752,14 @@ simpar_job_schedule(const SimparJobArgs *args, SimparJobRun run, const char *fal
     g_return_val_if_fail(error == NULL || *error == NULL, NULL);
     if (!simpar_job_check(args, run, fallback, model, train, error))
         return NULL;
+    if (simpar_model_is_moe(model)) {
+        g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
+                    "--model %s has %" G_GINT64_FORMAT " routed experts: runs of MoE layers are "
+                    "not built yet (the MoE block alone runs on the host executor: "
+                    "tests/test-moe.c)",
+                    model->name, model->moe.experts);
+        return NULL;
+    }
     g_autoptr(SimparSchedule) layer = simpar_generate_layer(model, &train->tp, error);
     if (layer == NULL || run == SIMPAR_JOB_RUN_LAYER)
         return g_steal_pointer(&layer);                       /* (transfer full) */

@@ -456,8 +456,26 @@ moe_backward(MoeCtx *c, MoeBufs *b)
 }
 
 /* The routing every rank of the block shares; capacity from the model or the routing. */
+guint
+simpar_moe_capacity(const SimparModel *model, guint tokens)
+{
+    const SimparMoeConfig *e = &model->moe;
+    double mean = (double) tokens * e->top_k / e->experts;
+    double c = ceil(mean * (e->capacity > 0 ? e->capacity : MAX(e->imbalance, 1.0)) - 1e-9);
+    return (guint) MAX(c, 1.0);
+}
+
+double
+simpar_moe_rank_params(const SimparModel *m, gint64 ep)
+{
+    const SimparMoeConfig *e = &m->moe;
+    double w = m->mlp == SIMPAR_MLP_SWIGLU ? 3 : 2, h = (double) m->hidden;
+    return h * (double) e->experts + w * h * (double) e->shared_ffn +
+           (double) (e->experts / MAX(ep, 1)) * w * h * (double) e->moe_ffn;
+}
+
 static SimparMoe
-moe_route_init(const SimparModel *m, guint ep, guint tokens, guint64 seed)
+moe_route_init(const SimparModel *m, guint ep, guint tokens, guint64 seed, guint capacity)
 {
     const SimparMoeConfig *e = &m->moe;
     SimparMoe r = {.tokens = tokens,
@@ -469,8 +487,8 @@ moe_route_init(const SimparModel *m, guint ep, guint tokens, guint64 seed)
                    .group_limit = e->group_limit,
                    .router = e->router,
                    .seed = seed};
-    if (e->capacity > 0) {
-        r.capacity = (guint) ceil((double) tokens * e->top_k / e->experts * e->capacity);
+    if (capacity > 0 || e->capacity > 0) {
+        r.capacity = capacity > 0 ? capacity : simpar_moe_capacity(m, tokens);
         return r;
     }
     for (guint p = 0; p < ep; p++) {
@@ -483,7 +501,7 @@ moe_route_init(const SimparModel *m, guint ep, guint tokens, guint64 seed)
 
 SimparSchedule *
 simpar_moe_block_build(const SimparModel *model, guint ep, guint tokens, guint64 seed,
-                       GError **error)
+                       guint capacity, GError **error)
 {
     g_return_val_if_fail(model != NULL && ep > 0 && tokens > 0, NULL);
     g_return_val_if_fail(error == NULL || *error == NULL, NULL);
@@ -502,7 +520,7 @@ simpar_moe_block_build(const SimparModel *model, guint ep, guint tokens, guint64
     gboolean swiglu = model->mlp == SIMPAR_MLP_SWIGLU;
     MoeCtx c = {.sched = sched,
                 .model = model,
-                .route = moe_route_init(model, ep, tokens, seed),
+                .route = moe_route_init(model, ep, tokens, seed, capacity),
                 .ep_group = group};
     c.T = tokens, c.h = model->hidden, c.E = model->moe.experts, c.El = c.E / ep;
     c.C = c.route.capacity, c.fe = model->moe.moe_ffn, c.fc1e = swiglu ? 2 * c.fe : c.fe;

@@ -38,10 +38,18 @@ guint simpar_moe_max_load(const SimparMoe *m);
  * each, the global tensors "x", "dy" (inputs), "router.weight" [h x E], "experts.fc1.weight"
  * [E h x fc1], "experts.fc2.weight" [E f_e x h], "shared.fc1.weight", "shared.fc2.weight" (when
  * the model has shared experts), and the outputs "y", "dx" and the weights' ".grad"s (router and
- * shared: partial sums over "ep"). capacity 0: from the model's capacity factor, else dropless.
+ * shared: partial sums over "ep"). capacity 0: from the model's capacity factor, else dropless
+ * (the largest count the routing gives); else that many rows.
  * (transfer full); NULL and a SIMPAR_MODEL_ERROR when the split cannot be made. */
 SimparSchedule *simpar_moe_block_build(const SimparModel *model, guint ep, guint tokens,
-                                       guint64 seed, GError **error);
+                                       guint64 seed, guint capacity, GError **error);
+/* The rows per (source rank, expert) a prediction gives the all-to-all's blocks and the grouped
+ * GEMMs: ceil(T k / E cf) with a capacity factor, else the busiest expert's ceil(T k / E x
+ * imbalance) (dropless: the routing's real counts are the executors' business). */
+guint simpar_moe_capacity(const SimparModel *model, guint tokens);
+/* Parameters of one MoE layer's MLP part on one of `ep` ranks: the router [h x E], the shared
+ * experts and the rank's E/ep routed experts. */
+double simpar_moe_rank_params(const SimparModel *model, gint64 ep);
 
 G_END_DECLS
 #endif /* SIMPAR_MOE_H */

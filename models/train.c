@@ -310,11 +310,13 @@ train_check_experts(const SimparTrain *t, const SimparModel *model, GError **err
                           "--etp %" G_GINT64_FORMAT ": expert tensor parallelism is not "
                           "modelled yet (valid: 1, each expert whole on one GPU)",
                           etp);
-    return train_fail(error,
-                      "--model %s has %" G_GINT64_FORMAT " routed experts: steps of MoE layers "
-                      "are not predicted or executed yet (the MoE block itself runs on the host "
-                      "executor: tests/test-moe.c)",
-                      model->name, model->moe.experts);
+    if (t->tp.tp > 1 && !t->tp.sequence_parallel)
+        return train_fail(error,
+                          "--ep %" G_GINT64_FORMAT " with --tp %" G_GINT64_FORMAT
+                          " needs --sp: the experts take each GPU's own tokens, as Megatron-LM "
+                          "requires sequence parallelism with tensor and expert parallelism",
+                          ep, t->tp.tp);
+    return TRUE;
 }
 
 gboolean
@@ -347,6 +349,7 @@ simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GE
     }
     if (!train_check_experts(t, model, error))
         return FALSE;
+    t->tp.ep = simpar_model_is_moe(model) ? MAX(t->ep, 1) : 0;
     if (t->virtual_stages < 1 || t->virtual_stages > 1024)
         return train_fail(error,
                           "--virtual-stages %" G_GINT64_FORMAT ": must be between 1 and 1024",

@@ -21,6 +21,8 @@ typedef struct {
     guint64 seed;
     const char *mode; /* interned */
     gint64 dtype, recompute, attention, sp, paper_3d, causal, q;
+    SimparMoeConfig moe; /* integers and doubles only: no padding */
+    gint64 ep;
 } CacheLayerKey;
 
 /* What the block times depend on besides the layer. */
@@ -145,6 +147,7 @@ cache_layer_key(const SimparModel *m, const SimparPlan *plan, SimparAttentionImp
     k->recompute = plan->recompute, k->causal = plan->causal, k->seed = plan->seed;
     k->p_hidden = plan->p_hidden, k->p_attn = plan->p_attn, k->eps = plan->eps;
     k->attention = attn;
+    k->moe = m->moe, k->ep = plan->ep;
 }
 
 const SimparSchedule *

@@ -112,7 +112,7 @@ moe_check(const MoeCase *mc, guint n_tensors)
     m.moe.capacity = mc->capacity;
     CU_ASSERT_FATAL(simpar_model_validate(&m, NULL));
     g_autoptr(GError) error = NULL;
-    g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, mc->ep, mc->tokens, 7, &error);
+    g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, mc->ep, mc->tokens, 7, 0, &error);
     CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
     CU_ASSERT_FATAL(simpar_schedule_check(sched, &error));
     CU_ASSERT_FATAL(simpar_schedule_check_hazards(sched, &error));
@@ -202,7 +202,7 @@ test_the_dispatch_all_to_all_moves_exactly_the_routed_tokens(void)
 {
     guint ep = 4, T = 12;
     SimparModel m = moe_model(8, 2, 0, SIMPAR_MLP_SWIGLU);
-    g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, ep, T, 7, NULL);
+    g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, ep, T, 7, 0, NULL);
     SimparMoe route = moe_route_of(sched);
     g_autoptr(RefMoe) ref = ref_moe_new(&m, &route, 11);
     g_autoptr(SimparHost) host = simpar_host_new(sched);
@@ -307,7 +307,7 @@ test_impossible_expert_settings_are_refused_naming_the_flag(void)
     CU_ASSERT(e4 != NULL && strstr(e4->message, "--imbalance 0.5") != NULL);
     g_autoptr(GError) e5 = NULL;
     m.moe.imbalance = 1;
-    CU_ASSERT(simpar_moe_block_build(&m, 3, 4, 1, &e5) == NULL);
+    CU_ASSERT(simpar_moe_block_build(&m, 3, 4, 1, 0, &e5) == NULL);
     CU_ASSERT(e5 != NULL && strstr(e5->message, "--ep 3") != NULL);
 }
 
