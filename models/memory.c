@@ -20,18 +20,19 @@ memory_layer_params(const SimparModel *m)
     return simpar_model_layer_weights(m) + simpar_model_layer_small_params(m);
 }
 
-/* One layer's parameters on one GPU: the layer's over the `split` GPUs that share them; an MoE
+/* `layers` layers' parameters on one GPU: the layer's over the `split` GPUs that share them; an MoE
  * layer's attention part so, and its router, shared experts and E/EP routed experts whole on
  * each GPU of the expert-parallel group (moe.h; every layer of an MoE model counted as an MoE
  * layer, DeepSeek-V3's three dense ones too). */
 static double
-memory_layer_rank_params(const SimparModel *m, const SimparPlan *plan, double split)
+memory_layers_params(const SimparModel *m, const SimparPlan *plan, double split, double layers)
 {
     if (!simpar_model_is_moe(m))
-        return memory_layer_params(m) / split;
+        return layers * memory_layer_params(m) / split;
     double h = (double) m->hidden, mlp = ((double) simpar_model_fc1_cols(m) + m->ffn) * h;
     double mlp_small = m->no_bias ? 0 : (double) simpar_model_fc1_cols(m) + h;
-    return (memory_layer_params(m) - mlp - mlp_small) / split + simpar_moe_rank_params(m, plan->ep);
+    return layers * ((memory_layer_params(m) - mlp - mlp_small) / split +
+                     simpar_moe_rank_params(m, plan->ep));
 }
 
 /* An MoE layer's MLP part's stored activations per GPU and micro-batch (moe.h): the router's
@@ -218,7 +219,7 @@ simpar_memory_estimate(const SimparModel *model, const SimparPlan *plan,
     SimparTrain unsplit;
     simpar_train_init(&unsplit);
     memory_state_bytes(model->dtype, &unsplit, bytes);
-    *out = (SimparMemory){.params = layers * memory_layer_rank_params(model, plan, split)};
+    *out = (SimparMemory){.params = memory_layers_params(model, plan, split, layers)};
     out->weights_B = out->params * bytes[0];
     out->grads_B = out->params * bytes[1];
     out->optimizer_B = out->params * bytes[2];
@@ -337,7 +338,7 @@ simpar_memory_step(const SimparModel *model, const SimparTrain *train, guint sta
         return;
     memory_state_bytes(model->dtype, train, bytes);
     double layers = st.chunk_layers * st.v;
-    double layer_params = layers * memory_layer_rank_params(model, plan, split);
+    double layer_params = memory_layers_params(model, plan, split, layers);
     double head_params = memory_head_params(model, train, &st);
     double chunks = memory_chunks_in_flight(train->schedule, &st, stage);
     *out = (SimparMemory){.params = layer_params + head_params};
