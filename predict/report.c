@@ -332,6 +332,12 @@ report_text_axes(GString *out, const SimparReportRow *row)
                                row->mode, st->split, st->placement, notes->str, row->mode,
                                row->compute_s, st->tp_exposed_s, st->bubble_s, st->pp_p2p_s,
                                st->dp_exposed_s, st->optimizer_s, 100 * st->mfu);
+    if (st->moe_experts_s > 0)
+        g_string_append_printf(out,
+                               "\n  %-5s one MoE layer (fwd + bwd) on an expert-parallel GPU: "
+                               "dispatch all-to-all %.4f s, combine all-to-all %.4f s, expert "
+                               "GEMMs %.4f s",
+                               row->mode, st->moe_dispatch_s, st->moe_combine_s, st->moe_experts_s);
     if (st->compute != NULL)
         g_string_append_printf(out, "\n  %-5s %s", row->mode, st->compute);
     if (st->pipeline_step_s > 0)
@@ -512,6 +518,9 @@ static const struct {
     {"time_to_target_s", G_STRUCT_OFFSET(SimparReportStep, time_to_target_s), FALSE, TRUE},
     {"gpu_hours_to_target", G_STRUCT_OFFSET(SimparReportStep, gpu_hours_to_target), FALSE, TRUE},
     {"pipeline_step_s", G_STRUCT_OFFSET(SimparReportStep, pipeline_step_s), FALSE, FALSE},
+    {"moe_dispatch_s", G_STRUCT_OFFSET(SimparReportStep, moe_dispatch_s), FALSE, FALSE},
+    {"moe_combine_s", G_STRUCT_OFFSET(SimparReportStep, moe_combine_s), FALSE, FALSE},
+    {"moe_experts_s", G_STRUCT_OFFSET(SimparReportStep, moe_experts_s), FALSE, FALSE},
     {"step_slices", G_STRUCT_OFFSET(SimparReportStep, slices), TRUE, FALSE},
     {"tp_ranks", G_STRUCT_OFFSET(SimparReportStep, tp_ranks), TRUE, FALSE},
     {"layer_ranks", G_STRUCT_OFFSET(SimparReportStep, layer_ranks), TRUE, FALSE},
@@ -532,6 +541,8 @@ report_json_step(JsonBuilder *b, const SimparReportRow *row)
         double v = G_STRUCT_MEMBER(double, &row->step, report_step_fields[i].off);
         if (report_step_fields[i].target && row->step.steps_to_target == 0)
             continue; /* no --steps-to-target: absent, not 0 */
+        if (g_str_has_prefix(report_step_fields[i].key, "moe_") && row->step.moe_experts_s == 0)
+            continue; /* a dense model: absent */
         if (report_step_fields[i].count)
             report_json_count(b, report_step_fields[i].key, v);
         else

@@ -147,6 +147,25 @@ block_add(SimparBlockTimes *bt, const char *key, double add, double compute_add)
     *c = MIN(*c + MAX(compute_add, 0.0), *t);
 }
 
+/* Mean over the ranks of one of two stacked MoE blocks' time in part k: 0 the dispatch
+ * all-to-alls, 1 the combine all-to-alls, 2 the experts' GEMMs. */
+static double
+block_moe_part(const SimparSchedule *moe, const SimparSpan *sp, guint k)
+{
+    static const char *const what[] = {".moe.all-to-all-dispatch", ".moe.all-to-all-combine",
+                                       ".experts."};
+    guint n = simpar_schedule_n_ops(moe);
+    double sum = 0;
+    for (guint i = 0; i < n; i++) {
+        const SimparOp *op = simpar_schedule_op(moe, i);
+        gboolean gemm = op->kind == SIMPAR_OP_GEMM, coll = op->kind == SIMPAR_OP_COLLECTIVE;
+        if ((k == 2 ? gemm : coll) && strstr(op->name, what[k]) != NULL)
+            for (guint l = 0; l < 2; l++)
+                sum += sp[l * n + i].end - sp[l * n + i].start;
+    }
+    return sum / 2 / simpar_schedule_n_ranks(moe);
+}
+
 /* An MoE layer's MLP part (moe.h) on the GPUs of the first expert-parallel group: EP
  * consecutive ranks of the stage's T x C x D (Megatron-Core's expert rank order with ETP 1),
  * each with its own tokens, two stacked blocks as the layers are timed. Its forward and
@@ -175,6 +194,9 @@ block_moe(const SimparStepTimer *tm, const SimparModel *model, const SimparTrain
               block_mean_compute(moe, compute, NULL, SIMPAR_PHASE_FORWARD));
     block_add(bt, "layer.bwd", b[3] - b[2],
               block_mean_compute(moe, compute, NULL, SIMPAR_PHASE_BACKWARD));
+    const char *const parts[] = {"moe.dispatch", "moe.combine", "moe.experts"};
+    for (guint k = 0; k < G_N_ELEMENTS(parts); k++)
+        block_set(bt, parts[k], block_moe_part(moe, sp, k), 0);
     SimparReportRow row = {0};
     simpar_report_breakdown(&run, sp, &row);
     for (guint i = 0; i < row.axes->len; i++) {
@@ -464,6 +486,9 @@ simpar_step_breakdown_finish(const SimparRun *run, const guint *job_gpus,
 {
     Breakdown b = {.tp_exposed = tp_exposed, .layer_blocks = layer_blocks};
     row->step.tp_exposed_s = b.tp_exposed;
+    row->step.moe_dispatch_s = simpar_block_time(bt, "moe.dispatch");
+    row->step.moe_combine_s = simpar_block_time(bt, "moe.combine");
+    row->step.moe_experts_s = simpar_block_time(bt, "moe.experts");
     row->step.layer_ranks = bt->layer_ranks;
     row->step.tp_ranks = (double) tr->tp.tp * simpar_plan_cp(&tr->tp); /* the layer's: T x C */
     row->comm_bytes_per_gpu += bt->layer_comm_bytes * b.layer_blocks;
