@@ -311,6 +311,34 @@ test_impossible_expert_settings_are_refused_naming_the_flag(void)
     CU_ASSERT(e5 != NULL && strstr(e5->message, "--ep 3") != NULL);
 }
 
+static void
+test_a_predicted_all_to_all_moves_the_busiest_experts_rows(void)
+{
+    SimparModel m = moe_model(16, 4, 0, SIMPAR_MLP_SWIGLU);
+    guint ep = 4, T = 64; /* T k / E = 16 rows per (rank, expert) on average */
+    const double imbalance[] = {1, 1.5};
+    const guint rows[] = {16, 24};
+    for (guint i = 0; i < G_N_ELEMENTS(imbalance); i++) {
+        m.moe.imbalance = imbalance[i];
+        guint C = simpar_moe_capacity(&m, T);
+        CU_ASSERT_EQUAL(C, rows[i]);
+        g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, ep, T, 7, C, NULL);
+        guint n_a2a = 0;
+        for (guint o = 0; o < simpar_schedule_n_ops(sched); o++) {
+            const SimparOp *op = simpar_schedule_op(sched, o);
+            if (op->kind != SIMPAR_OP_COLLECTIVE)
+                continue;
+            n_a2a++;
+            /* each peer gets its E/EP experts' C rows of h: balanced, T k h / EP in all */
+            CU_ASSERT_EQUAL(op->u.coll.count, (gsize) (16 / ep) * C * m.hidden);
+            CU_ASSERT_EQUAL(op->u.coll.kind, SIMPAR_COLL_ALL_TO_ALL);
+        }
+        CU_ASSERT_EQUAL(n_a2a, 4 * ep); /* dispatch and combine, forward and backward */
+    }
+    m.moe.capacity = 1.25; /* a capacity factor sets the rows whatever the imbalance */
+    CU_ASSERT_EQUAL(simpar_moe_capacity(&m, T), 20);
+}
+
 static CU_TestInfo host_tests[] = {
     {"a dropless softmax block with a shared expert on 4 ranks equals the serial one at 1e-9",
      test_a_dropless_softmax_block_with_a_shared_expert_equals_the_serial_one},
@@ -324,6 +352,8 @@ static CU_TestInfo host_tests[] = {
      test_one_rank_holding_every_expert_equals_the_serial_one},
     {"the dispatch all-to-all moves exactly the routed tokens",
      test_the_dispatch_all_to_all_moves_exactly_the_routed_tokens},
+    {"a predicted all-to-all moves the busiest expert's rows (T k / E x imbalance)",
+     test_a_predicted_all_to_all_moves_the_busiest_experts_rows},
     CU_TEST_INFO_NULL,
 };
 
