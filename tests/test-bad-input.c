@@ -871,7 +871,7 @@ static const BadCase cases[] = {
      NULL,
      "schedule --model tiny --tp 2 --experts 8 --topk 2 --moe-ffn 64",
      2,
-     {"--model tiny has 8 routed experts", "do not build MoE layers yet"}},
+     {"--model tiny has 8 routed experts", "simpar schedule summarises dense layers"}},
     {"model",
      "m.json",
      "{\"base\": \"mixtral-8x7b\", \"top_k\": 9}",
