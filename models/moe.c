@@ -474,6 +474,15 @@ simpar_moe_rank_params(const SimparModel *m, gint64 ep)
            (double) (e->experts / MAX(ep, 1)) * w * h * (double) e->moe_ffn;
 }
 
+double
+simpar_moe_active_params(const SimparModel *m)
+{
+    const SimparMoeConfig *e = &m->moe;
+    double w = m->mlp == SIMPAR_MLP_SWIGLU ? 3 : 2, h = (double) m->hidden;
+    return h * (double) e->experts +
+           w * h * ((double) e->shared_ffn + (double) e->top_k * e->moe_ffn);
+}
+
 static SimparMoe
 moe_route_init(const SimparModel *m, guint ep, guint tokens, guint64 seed, guint capacity)
 {

@@ -1,6 +1,7 @@
 /* train.c - the training plan: validation, rank placement and model FLOPs (see train.h). */
 #include "train.h"
 #include "generators.h"
+#include "moe.h"
 #include "pipeline.h"
 
 static const char *const train_schedule_names[SIMPAR_N_PIPE_SCHEDULES] = {"gpipe", "1f1b",
@@ -450,8 +451,10 @@ simpar_train_rank(const SimparTrain *train, guint t, guint d, guint p)
 double
 simpar_train_model_flops(const SimparModel *m, const SimparTrain *train)
 {
-    double h = (double) m->hidden, s = (double) m->seq;
-    double per_token = (double) m->layers * (6 * simpar_model_layer_weights(m) + 12 * s * h) +
-                       6 * h * (double) m->vocab;
+    double h = (double) m->hidden, s = (double) m->seq, weights = simpar_model_layer_weights(m);
+    if (simpar_model_is_moe(m)) /* the MLP a token passes: its experts, the shared ones */
+        weights +=
+            simpar_moe_active_params(m) - ((double) simpar_model_fc1_cols(m) + (double) m->ffn) * h;
+    double per_token = (double) m->layers * (6 * weights + 12 * s * h) + 6 * h * (double) m->vocab;
     return per_token * (double) train->global_batch * s;
 }
