@@ -676,6 +676,7 @@ report_model_modified(const SimparModel *m)
         {"norm", m->norm != p.norm},
         {"bias", m->no_bias != p.no_bias},
         {"dropout", m->no_dropout != p.no_dropout},
+        {"moe", memcmp(&m->moe, &p.moe, sizeof m->moe) != 0},
     };
 
     GString *s = g_string_new(NULL);
@@ -683,6 +684,32 @@ report_model_modified(const SimparModel *m)
         if (f[i].differs)
             g_string_append_printf(s, "%s%s", s->len > 0 ? ", " : "", f[i].name);
     return g_string_free(s, s->len == 0); /* (transfer full) */
+}
+
+/* "moe": an MoE model's experts (model.h, SimparMoeConfig). */
+static void
+report_json_moe(JsonBuilder *b, const SimparModel *m)
+{
+    const SimparMoeConfig *e = &m->moe;
+    json_builder_set_member_name(b, "moe");
+    json_builder_begin_object(b);
+
+    const struct {
+        const char *key;
+        gint64 v;
+    } ints[] = {{"experts", e->experts},           {"top_k", e->top_k},
+                {"moe_ffn", e->moe_ffn},           {"shared_ffn", e->shared_ffn},
+                {"dense_layers", e->dense_layers}, {"moe_every", MAX(e->moe_every, 1)},
+                {"expert_groups", e->groups},      {"group_limit", e->group_limit}};
+
+    for (guint i = 0; i < G_N_ELEMENTS(ints); i++) {
+        json_builder_set_member_name(b, ints[i].key);
+        json_builder_add_int_value(b, ints[i].v);
+    }
+    report_json_string(b, "router", simpar_router_name((SimparRouterScore) e->router));
+    report_json_member(b, "capacity_factor", e->capacity);
+    report_json_member(b, "imbalance", MAX(e->imbalance, 1.0));
+    json_builder_end_object(b);
 }
 
 /* "model": the name, "gpt3-13b (modified: hidden, heads)" when the flags changed a preset's
@@ -723,6 +750,8 @@ report_json_model(JsonBuilder *b, const SimparModel *m)
     json_builder_add_boolean_value(b, !m->no_bias);
     json_builder_set_member_name(b, "dropout");
     json_builder_add_boolean_value(b, !m->no_dropout);
+    if (simpar_model_is_moe(m))
+        report_json_moe(b, m);
     json_builder_end_object(b);
 }
 
