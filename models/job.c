@@ -113,7 +113,8 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
          "Mixture of experts: routed experts E per MoE layer (0: dense)", "E"},
         {"topk", 0, 0, G_OPTION_ARG_INT64, &a->top_k, "Experts each token is routed to (<= E)",
          "K"},
-        {"moe-ffn", 0, 0, G_OPTION_ARG_INT64, &a->moe_ffn, "FFN width of one routed expert", "F"},
+        {"moe-ffn", 0, 0, G_OPTION_ARG_INT64, &a->moe_ffn,
+         "FFN width of one routed expert (default --ffn)", "F"},
         {"shared-ffn", 0, 0, G_OPTION_ARG_INT64, &a->shared_ffn,
          "FFN width of the shared experts together (0: none)", "F"},
         {"dense-layers", 0, 0, G_OPTION_ARG_INT64, &a->dense_layers,
@@ -453,6 +454,8 @@ simpar_job_model(const SimparJobArgs *args, const char *fallback, SimparModel *m
     for (guint i = 0; i < G_N_ELEMENTS(over); i++)
         if (over[i].given != SIMPAR_JOB_UNSET)
             *over[i].field = over[i].given;
+    if (m->moe.experts > 0 && m->moe.moe_ffn == 0) /* Megatron's default: the dense width */
+        m->moe.moe_ffn = m->ffn;
     if (args->kv_heads != SIMPAR_JOB_UNSET && args->kv_heads < 1) {
         g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
                     "--kv-heads %" G_GINT64_FORMAT " is out of range: it must be between 1 and "
