@@ -572,6 +572,7 @@ simpar_report_config_init(SimparReportConfig *c, const SimparModel *model, const
                               .sp = t->tp.sequence_parallel,
                               .tied_embeddings = t->tied_embeddings,
                               .overlap_grad_reduce = t->overlap_grad_reduce};
+    c->ep = simpar_model_is_moe(model) ? MAX(t->ep, 1) : 0;
     c->schedule = g_intern_string(simpar_pipe_schedule_name(t->schedule));
     c->recompute = g_intern_string(simpar_recompute_name(t->tp.recompute));
     c->cp_mode = g_intern_static_string(t->tp.cp_ring ? "ring" : "allgather");
@@ -626,6 +627,10 @@ report_json_config(JsonBuilder *b, const SimparReportConfig *c, const char *mode
         else
             json_builder_add_boolean_value(b, G_STRUCT_MEMBER(gboolean, c, off));
     }
+    if (c->ep > 0) { /* an MoE model */
+        json_builder_set_member_name(b, "ep");
+        json_builder_add_int_value(b, c->ep);
+    }
     json_builder_end_object(b);
 }
 
@@ -647,6 +652,7 @@ report_json_read_config(JsonObject *o, SimparReportConfig *c)
         else
             G_STRUCT_MEMBER(gboolean, c, off) = json_object_get_boolean_member(j, key);
     }
+    c->ep = json_object_has_member(j, "ep") ? json_object_get_int_member(j, "ep") : 0;
 }
 
 /* The model's figures that differ from the preset of its name, "hidden, heads" (transfer

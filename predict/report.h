@@ -61,6 +61,7 @@ typedef struct {
     gboolean set;
     gint64 tp, q, depth, cp, pp, vp, vp_group, dp, micro_batch, micro_batches, global_batch, zero,
         shard_group;
+    gint64 ep; /* an MoE model's expert parallelism; 0 for a dense model */
     const char *schedule, *recompute, *cp_mode, *dtype, *grad_reduce_dtype;
     gboolean sp, tied_embeddings, overlap_grad_reduce;
 } SimparReportConfig;
