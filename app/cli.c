@@ -87,6 +87,14 @@ simpar_cli_exit_status(const GError *error)
 char *
 simpar_cli_summary(const SimparModel *model, SimparPlan *plan, gboolean json, GError **error)
 {
+    if (simpar_model_is_moe(model)) { /* its layer schedule holds the attention part only */
+        g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
+                    "--model %s has %" G_GINT64_FORMAT " routed experts: simpar schedule "
+                    "summarises dense layers; an MoE layer is its attention part and the MoE "
+                    "block on the expert-parallel group (simpar predict breaks it down)",
+                    model->name, model->moe.experts);
+        return NULL;
+    }
     g_autoptr(SimparSchedule) sched = simpar_generate_layer(model, plan, error);
     if (sched == NULL)
         return NULL;

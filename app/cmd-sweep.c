@@ -476,6 +476,19 @@ simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GE
                                               "tied-embeddings",
                                               "scatter-gather",
                                               "order",
+                                              "experts",
+                                              "topk",
+                                              "moe-ffn",
+                                              "shared-ffn",
+                                              "dense-layers",
+                                              "moe-every",
+                                              "router",
+                                              "expert-groups",
+                                              "group-limit",
+                                              "capacity-factor",
+                                              "imbalance",
+                                              "ep",
+                                              "etp",
                                               NULL};
     g_autofree GOptionEntry *job = simpar_job_option_entries(&a->job, job_singles);
     g_autofree GOptionEntry *predict = simpar_predict_option_entries(

@@ -5,6 +5,7 @@
 #include "megatron-private.h"
 #include "model.h"
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 G_DEFINE_QUARK(simpar_megatron_error_quark, simpar_megatron_error)
@@ -454,6 +455,85 @@ meg_flavour(SimparMegatron *meg, SimparModel *w, GError **error)
 
 /* ---- the split ---------------------------------------------------------------------------- */
 
+/* --moe-layer-freq: an integer N (an MoE layer every N), or Megatron's pattern
+ * "([0]*K+[1]*N)" (K dense layers, then MoE ones): *every and *dense. */
+static gboolean
+meg_moe_freq(const char *text, gint64 *every, gint64 *dense)
+{
+    gint64 k, n;
+    if (g_ascii_string_to_signed(text, 10, 1, SIMPAR_MODEL_MAX_DIM, every, NULL)) {
+        *dense = 0;
+        return TRUE;
+    }
+    g_autofree char *squeezed = g_strdelimit(g_strdup(text), " '\"", ' ');
+    g_autoptr(GString) t = g_string_new(NULL);
+    for (const char *c = squeezed; *c != '\0'; c++)
+        if (*c != ' ')
+            g_string_append_c(t, *c);
+    char tail;
+    if (sscanf(t->str, "([0]*%" G_GINT64_FORMAT "+[1]*%" G_GINT64_FORMAT ")%c", &k, &n, &tail) !=
+            2 ||
+        k < 0 || n < 1)
+        return FALSE;
+    *every = 1, *dense = k;
+    return TRUE;
+}
+
+/* Megatron-Core's MoE flags (megatron/training/arguments.py): --moe-router-topk (default 2),
+ * --moe-ffn-hidden-size (default --ffn-hidden-size), the shared experts' width, the layer
+ * pattern, the score function (softmax), node-limited groups, a capacity factor (default
+ * dropless), --expert-tensor-parallel-size (default the tensor-parallel size). */
+static gboolean
+meg_moe(SimparMegatron *meg, gint64 experts, gint64 ep, gint64 tp, GError **error)
+{
+    gint64 topk = 2, ffn = 0, shared = 0, groups = 0, limit = 0, etp = tp, every = 1, dense = 0;
+    gboolean has_ffn, has_etp;
+    const char *score, *cf, *freq;
+    if (!meg_int(meg, "moe-router-topk", 1, &topk, NULL, error) ||
+        !meg_int(meg, "moe-ffn-hidden-size", 1, &ffn, &has_ffn, error) ||
+        !meg_int(meg, "moe-shared-expert-intermediate-size", 1, &shared, NULL, error) ||
+        !meg_int(meg, "moe-router-num-groups", 1, &groups, NULL, error) ||
+        !meg_int(meg, "moe-router-group-topk", 1, &limit, NULL, error) ||
+        !meg_int(meg, "expert-tensor-parallel-size", 1, &etp, &has_etp, error) ||
+        !meg_string(meg, "moe-router-score-function", "softmax", &score, error) ||
+        !meg_string(meg, "moe-expert-capacity-factor", NULL, &cf, error) ||
+        !meg_string(meg, "moe-layer-freq", "1", &freq, error))
+        return FALSE;
+    if (!meg_moe_freq(freq, &every, &dense))
+        return meg_fail(meg, error,
+                        "--moe-layer-freq %s: valid are an integer N and the pattern "
+                        "([0]*K+[1]*N) (K dense layers, then MoE layers)",
+                        freq);
+    meg_arg(meg, "--experts=%" G_GINT64_FORMAT, experts);
+    meg_arg(meg, "--topk=%" G_GINT64_FORMAT, topk);
+    meg_arg(meg, "--router=%s", score);
+    meg_use(meg, "--num-experts --moe-router-topk (default 2) --moe-router-score-function",
+            "--experts %" G_GINT64_FORMAT " --topk %" G_GINT64_FORMAT " --router %s", experts, topk,
+            score);
+    if (has_ffn)
+        meg_arg(meg, "--moe-ffn=%" G_GINT64_FORMAT, ffn);
+    if (has_ffn)
+        meg_use(meg, "--moe-ffn-hidden-size", "--moe-ffn %" G_GINT64_FORMAT, ffn);
+    else
+        meg_use(meg, "--moe-ffn-hidden-size (default --ffn-hidden-size)", "--moe-ffn: --ffn's");
+    if (shared > 0)
+        meg_arg(meg, "--shared-ffn=%" G_GINT64_FORMAT, shared);
+    if (dense > 0 || every > 1)
+        meg_arg(meg, "--dense-layers=%" G_GINT64_FORMAT, dense),
+            meg_arg(meg, "--moe-every=%" G_GINT64_FORMAT, every);
+    if (groups > 0)
+        meg_arg(meg, "--expert-groups=%" G_GINT64_FORMAT, groups),
+            meg_arg(meg, "--group-limit=%" G_GINT64_FORMAT, limit);
+    if (cf != NULL)
+        meg_arg(meg, "--capacity-factor=%s", cf);
+    meg_arg(meg, "--ep=%" G_GINT64_FORMAT, ep);
+    if (etp > 1)
+        meg_arg(meg, "--etp=%" G_GINT64_FORMAT, etp);
+    meg_use(meg, "--expert-model-parallel-size --expert-tensor-parallel-size (default TP)",
+            "--ep %" G_GINT64_FORMAT " --etp %" G_GINT64_FORMAT, ep, etp);
+    return TRUE;
+}
+
 static gboolean
 meg_parallel(SimparMegatron *meg, gint64 *tp, gint64 *pp, GError **error)
 {
@@ -465,11 +545,13 @@ meg_parallel(SimparMegatron *meg, gint64 *tp, gint64 *pp, GError **error)
         !meg_int(meg, "expert-model-parallel-size", 1, &ep, NULL, error) ||
         !meg_int(meg, "num-experts", 1, &experts, &moe, error))
         return FALSE;
-    if (moe || ep > 1)
+    if (!moe && ep > 1)
         return meg_fail(meg, error,
-                        "%s: simpar models dense transformer layers; mixture-of-experts layers "
-                        "are not modelled",
-                        moe ? "--num-experts" : "--expert-model-parallel-size");
+                        "--expert-model-parallel-size %" G_GINT64_FORMAT
+                        " without --num-experts: the model is dense",
+                        ep);
+    if (moe && !meg_moe(meg, experts, ep, *tp, error))
+        return FALSE;
     meg_arg(meg, "--tp-mode=1d"), meg_arg(meg, "--tp=%" G_GINT64_FORMAT, *tp);
     meg_use(meg, "--tensor-model-parallel-size (default 1)", "--tp-mode 1d --tp %" G_GINT64_FORMAT,
             *tp);
@@ -688,6 +770,16 @@ static const struct {
                            "initial-loss-scale", "sgd-momentum", "decoupled-*", "start-weight-*",
                            "end-weight-*", NULL},
      "a training hyper-parameter: it changes what is learned, not how long a step takes"},
+    {(const char *const[]){"moe-router-load-balancing-type", "moe-aux-loss-coeff",
+                           "moe-z-loss-coeff", "moe-input-jitter-eps",
+                           "moe-router-bias-update-rate", "moe-router-enable-expert-bias",
+                           "moe-router-topk-scaling-factor", "moe-router-pre-softmax", NULL},
+     "the router's balancing and scaling: a few small kernels simpar does not price; --imbalance "
+     "gives the load the balancing leaves"},
+    {(const char *const[]){"moe-grouped-gemm", "moe-permute-fusion", "moe-token-dispatcher-type",
+                           NULL},
+     "how Megatron runs the MoE block: simpar prices grouped GEMMs, fused permutations and the "
+     "alltoall dispatcher whatever these say (allgather and flex dispatchers are not modelled)"},
     {(const char *const[]){"rampup-batch-size", "step-batch-size-schedule", NULL},
      "a batch-size ramp: simpar predicts the step at the full --global-batch-size"},
     {(const char *const[]){"save*", "load", "ckpt-*", "no-save-*", "no-load-*", "async-save",
@@ -923,7 +1015,8 @@ meg_alias_cb(const char *option, const char *value, gpointer data, GError **erro
              (g_str_equal(value, "p2p") || g_str_equal(value, "allgather")))
         meg_set(&a->cp_mode, g_str_equal(value, "p2p") ? "ring" : "allgather");
     else if (!g_str_equal(name, "untie-embeddings-and-output-weights") &&
-             !g_str_equal(name, "group-query-attention")) {
+             !g_str_equal(name, "group-query-attention") &&
+             !g_str_equal(name, "moe-router-load-balancing-type")) {
         g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE, "%s %s: valid are %s", option,
                     value,
                     g_str_equal(name, "normalization") ? "LayerNorm and RMSNorm"
@@ -968,6 +1061,26 @@ simpar_megatron_aliases(SimparJobArgs *a)
         {"decoder-last-pipeline-num-layers", 0, 0, G_OPTION_ARG_INT64, &a->last_stage_layers,
          "--last-stage-layers", "N"},
         {"ddp-bucket-size", 0, 0, G_OPTION_ARG_INT64, &a->bucket_params, "--bucket-params", "N"},
+        {"num-experts", 0, 0, G_OPTION_ARG_INT64, &a->experts, "--experts", "E"},
+        {"moe-router-topk", 0, 0, G_OPTION_ARG_INT64, &a->top_k, "--topk", "K"},
+        {"expert-model-parallel-size", 0, 0, G_OPTION_ARG_INT64, &a->ep, "--ep", "EP"},
+        {"expert-tensor-parallel-size", 0, 0, G_OPTION_ARG_INT64, &a->etp, "--etp", "ETP"},
+        {"moe-ffn-hidden-size", 0, 0, G_OPTION_ARG_INT64, &a->moe_ffn, "--moe-ffn", "F"},
+        {"moe-shared-expert-intermediate-size", 0, 0, G_OPTION_ARG_INT64, &a->shared_ffn,
+         "--shared-ffn", "F"},
+        {"moe-layer-freq", 0, 0, G_OPTION_ARG_INT64, &a->moe_every,
+         "--moe-every (an integer; Megatron's list patterns are not read)", "N"},
+        {"moe-router-score-function", 0, 0, G_OPTION_ARG_STRING, &a->router, "--router",
+         "softmax|sigmoid"},
+        {"moe-router-num-groups", 0, 0, G_OPTION_ARG_INT64, &a->expert_groups, "--expert-groups",
+         "G"},
+        {"moe-router-group-topk", 0, 0, G_OPTION_ARG_INT64, &a->group_limit, "--group-limit", "M"},
+        {"moe-expert-capacity-factor", 0, 0, G_OPTION_ARG_STRING, &a->capacity_factor,
+         "--capacity-factor", "CF"},
+        {"moe-router-load-balancing-type", 0, 0, G_OPTION_ARG_CALLBACK, cb,
+         "accepted and ignored: the balancing loss costs a few kernels simpar does not model; "
+         "--imbalance gives the load it leaves",
+         "T"},
         {"bf16", 0, G_OPTION_FLAG_NO_ARG, G_OPTION_ARG_CALLBACK, cb, "--dtype bf16", NULL},
         {"fp16", 0, G_OPTION_FLAG_NO_ARG, G_OPTION_ARG_CALLBACK, cb, "--dtype fp16", NULL},
         {"swiglu", 0, G_OPTION_FLAG_NO_ARG, G_OPTION_ARG_CALLBACK, cb, "--mlp swiglu", NULL},

@@ -881,6 +881,8 @@ simpar_cu_compute(const SimparCuCtx *ctx, const SimparSchedule *sched, const Sim
     g_return_val_if_fail(ctx != NULL && sched != NULL && op != NULL && bufs != NULL, FALSE);
     g_return_val_if_fail(op->kind < SIMPAR_N_OP_KINDS, FALSE);
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    if (simpar_op_is_moe(op->kind)) /* no generated schedule holds them yet */
+        return cu_invalid(error, op, "is a mixture-of-experts op, which runs on the host only");
     CuOpFn fn = cu_op_fn(op->kind);
     if (fn == NULL || cu_op_empty(op))
         return TRUE;

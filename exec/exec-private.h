@@ -5,6 +5,7 @@
  *                     |  simpar_kern_run(the buffers, op)
  *                     v
  *   host-kernels.c  the math of every compute op kind, plain loops
+ *   host-moe.c      the mixture-of-experts ops' (routing, permutations)
  *
  * The kernels get the run's buffers, not the executor (host.c calls them, never the reverse):
  * they turn views into pointers with simpar_host_bufs_view() and trust simpar_schedule_check(),
@@ -34,6 +35,8 @@ simpar_host_bufs_view(const SimparHostBufs *b, SimparView view)
 
 /* Compute ops only: every kind but collectives, send and recv (a block does nothing). */
 void simpar_kern_run(const SimparHostBufs *host, const SimparOp *op);
+/* The mixture-of-experts ops (host-moe.c). */
+void simpar_kern_moe(const SimparHostBufs *host, const SimparOp *op);
 
 G_END_DECLS
 #endif /* SIMPAR_EXEC_PRIVATE_H */

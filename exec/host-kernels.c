@@ -913,6 +913,14 @@ static const KernFn kern_fns[SIMPAR_N_OP_KINDS] = {
     [SIMPAR_OP_XENT_BWD] = kern_xent_bwd,
     [SIMPAR_OP_ADAM] = kern_adam,
     [SIMPAR_OP_BLOCK] = kern_block,
+    [SIMPAR_OP_MOE_GATE] = simpar_kern_moe,
+    [SIMPAR_OP_MOE_GATE_BWD] = simpar_kern_moe,
+    [SIMPAR_OP_MOE_DISPATCH] = simpar_kern_moe,
+    [SIMPAR_OP_MOE_DISPATCH_BWD] = simpar_kern_moe,
+    [SIMPAR_OP_MOE_COMBINE] = simpar_kern_moe,
+    [SIMPAR_OP_MOE_COMBINE_BWD] = simpar_kern_moe,
+    [SIMPAR_OP_MOE_SORT] = simpar_kern_moe,
+    [SIMPAR_OP_MOE_UNSORT] = simpar_kern_moe,
 };
 
 /* Runs one compute op whose accesses host.c has checked. */

@@ -44,6 +44,12 @@ simpar_kernel_class_of(SimparOpKind kind)
     case SIMPAR_OP_EMBED:
     case SIMPAR_OP_EMBED_BWD:
     case SIMPAR_OP_ATTN_MERGE:
+    case SIMPAR_OP_MOE_DISPATCH:
+    case SIMPAR_OP_MOE_DISPATCH_BWD:
+    case SIMPAR_OP_MOE_COMBINE:
+    case SIMPAR_OP_MOE_COMBINE_BWD:
+    case SIMPAR_OP_MOE_SORT:
+    case SIMPAR_OP_MOE_UNSORT:
         return SIMPAR_KCLASS_STREAM;
     case SIMPAR_OP_GELU:
     case SIMPAR_OP_GELU_BWD:
@@ -63,6 +69,8 @@ simpar_kernel_class_of(SimparOpKind kind)
     case SIMPAR_OP_XENT_FWD:
     case SIMPAR_OP_XENT_LOSS:
     case SIMPAR_OP_XENT_BWD:
+    case SIMPAR_OP_MOE_GATE:
+    case SIMPAR_OP_MOE_GATE_BWD:
         return SIMPAR_KCLASS_SOFTMAX;
     case SIMPAR_OP_ADAM:
         return SIMPAR_KCLASS_OPTIMIZER;

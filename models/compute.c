@@ -601,6 +601,35 @@ compute_vocab(const SimparGpu *gpu, SimparDtype dt, const SimparOp *op)
     }
 }
 
+/* Mixture-of-experts routing (schedule.h, SimparMoe) as Megatron-Core's fused permutation
+ * kernels run it: each moves the routed rows (T k of h), not the all-to-all's padding; the gate
+ * reads every logit (top-k) and writes the scores; sort and unsort move the received rows. */
+static double
+compute_moe(const SimparGpu *gpu, SimparDtype dt, const SimparOp *op)
+{
+    const SimparMoe *m = &op->u.moe;
+    double ds = simpar_dtype_size(dt), T = m->tokens, k = m->top_k, h = m->hidden;
+    double routed = T * k * h * ds, tokens = T * h * ds, scores = T * k * COMPUTE_STAT_BYTES;
+    double logits = T * m->experts * COMPUTE_STAT_BYTES;
+    double received = (double) m->experts * m->capacity * h * ds;
+    const double bw = simpar_compute_op_bandwidth(gpu, op->kind);
+    switch (op->kind) {
+    case SIMPAR_OP_MOE_GATE:
+        return compute_vector_time(gpu, op->kind, dt, 4 * T * m->experts, logits + scores);
+    case SIMPAR_OP_MOE_GATE_BWD:
+        return compute_memory_time(gpu, bw, 2 * logits + scores);
+    case SIMPAR_OP_MOE_DISPATCH:
+    case SIMPAR_OP_MOE_DISPATCH_BWD: /* routed rows one way, the tokens the other */
+        return compute_memory_time(gpu, bw, routed + tokens);
+    case SIMPAR_OP_MOE_COMBINE:
+        return compute_memory_time(gpu, bw, routed + scores + tokens);
+    case SIMPAR_OP_MOE_COMBINE_BWD:
+        return compute_memory_time(gpu, bw, tokens + 2 * routed + 2 * scores);
+    default: /* SORT, UNSORT */
+        return compute_memory_time(gpu, bw, 2 * received);
+    }
+}
+
 /* Mixed-precision Adam (schedule.h, SimparAdam) per element: with a 16-bit dtype it reads the
  * 16-bit gradient (2 bytes), reads and writes the fp32 master weight, momentum and variance
  * (3 x (4 + 4) = 24) and writes the 16-bit weight copy (2): 28 bytes. In fp32 or fp64 training the
@@ -633,6 +662,15 @@ compute_op_time(const SimparGpu *gpu, const SimparSchedule *sched, const SimparO
         return compute_adam(gpu, dt, &op->u.adam);
     case SIMPAR_OP_BLOCK:
         return 0; /* the interpreter times blocks by their key */
+    case SIMPAR_OP_MOE_GATE:
+    case SIMPAR_OP_MOE_GATE_BWD:
+    case SIMPAR_OP_MOE_DISPATCH:
+    case SIMPAR_OP_MOE_DISPATCH_BWD:
+    case SIMPAR_OP_MOE_COMBINE:
+    case SIMPAR_OP_MOE_COMBINE_BWD:
+    case SIMPAR_OP_MOE_SORT:
+    case SIMPAR_OP_MOE_UNSORT:
+        return compute_moe(gpu, dt, op);
     case SIMPAR_OP_GEMM: {
         SimparDtype gt = g->fp8 != SIMPAR_FP8_NONE ? SIMPAR_DTYPE_FP8 : dt;
         GemmQuery q = {gt, g->m, g->n, g->k, g->batch, g->trans_a, g->trans_b};

@@ -5,6 +5,7 @@
 #include "generators.h"
 #include "model.h"
 #include "step.h"
+#include <math.h>
 
 G_DEFINE_QUARK(simpar_job_error_quark, simpar_job_error)
 
@@ -34,7 +35,17 @@ simpar_job_args_init(SimparJobArgs *args)
                        &args->vp_group,
                        &args->shard_group,
                        &args->first_stage_layers,
-                       &args->last_stage_layers};
+                       &args->last_stage_layers,
+                       &args->experts,
+                       &args->top_k,
+                       &args->moe_ffn,
+                       &args->shared_ffn,
+                       &args->dense_layers,
+                       &args->moe_every,
+                       &args->expert_groups,
+                       &args->group_limit,
+                       &args->ep,
+                       &args->etp};
     for (guint i = 0; i < G_N_ELEMENTS(unset); i++)
         *unset[i] = SIMPAR_JOB_UNSET;
 }
@@ -42,10 +53,11 @@ simpar_job_args_init(SimparJobArgs *args)
 void
 simpar_job_args_clear(SimparJobArgs *args)
 {
-    char **strs[] = {&args->model,     &args->dtype,     &args->mlp,     &args->norm,
-                     &args->bias,      &args->dropout,   &args->tp_mode, &args->variant,
-                     &args->recompute, &args->schedule,  &args->order,   &args->grad_reduce_dtype,
-                     &args->cp_mode,   &args->fp8_recipe};
+    char **strs[] = {&args->model,     &args->dtype,      &args->mlp,     &args->norm,
+                     &args->bias,      &args->dropout,    &args->tp_mode, &args->variant,
+                     &args->recompute, &args->schedule,   &args->order,   &args->grad_reduce_dtype,
+                     &args->cp_mode,   &args->fp8_recipe, &args->router,  &args->capacity_factor,
+                     &args->imbalance};
     for (guint i = 0; i < G_N_ELEMENTS(strs); i++)
         g_clear_pointer(strs[i], g_free);
 }
@@ -53,7 +65,7 @@ simpar_job_args_clear(SimparJobArgs *args)
 /* ---- option tables ------------------------------------------------------------------------ */
 
 enum {
-    JOB_MAX_ENTRIES = 24
+    JOB_MAX_ENTRIES = 40
 };
 
 /* The entries of one set, pointing into `a`, NULL-terminated; returns their number. */
@@ -97,6 +109,32 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
          "With --dtype fp8: delayed (default), current (per-tensor current scaling; Megatron's "
          "tensorwise) or mxfp8 (1 x 32 block scales, Blackwell)",
          "R"},
+        {"experts", 0, 0, G_OPTION_ARG_INT64, &a->experts,
+         "Mixture of experts: routed experts E per MoE layer (0: dense)", "E"},
+        {"topk", 0, 0, G_OPTION_ARG_INT64, &a->top_k, "Experts each token is routed to (<= E)",
+         "K"},
+        {"moe-ffn", 0, 0, G_OPTION_ARG_INT64, &a->moe_ffn,
+         "FFN width of one routed expert (default --ffn)", "F"},
+        {"shared-ffn", 0, 0, G_OPTION_ARG_INT64, &a->shared_ffn,
+         "FFN width of the shared experts together (0: none)", "F"},
+        {"dense-layers", 0, 0, G_OPTION_ARG_INT64, &a->dense_layers,
+         "The first K layers keep the dense MLP", "K"},
+        {"moe-every", 0, 0, G_OPTION_ARG_INT64, &a->moe_every,
+         "An MoE layer every N layers after them (default 1)", "N"},
+        {"router", 0, 0, G_OPTION_ARG_STRING, &a->router,
+         "Router scores: softmax (Mixtral, Qwen3) or sigmoid (DeepSeek-V3), normalised over "
+         "the top-k",
+         "softmax|sigmoid"},
+        {"expert-groups", 0, 0, G_OPTION_ARG_INT64, &a->expert_groups,
+         "Node-limited routing: the experts fall into G groups (0: none)", "G"},
+        {"group-limit", 0, 0, G_OPTION_ARG_INT64, &a->group_limit,
+         "Node-limited routing: a token reaches at most M groups", "M"},
+        {"capacity-factor", 0, 0, G_OPTION_ARG_STRING, &a->capacity_factor,
+         "Rows per expert over the mean T k / E; choices past it are dropped (default: "
+         "dropless)",
+         "CF"},
+        {"imbalance", 0, 0, G_OPTION_ARG_STRING, &a->imbalance,
+         "The busiest expert's tokens over the mean (>= 1, default 1: balanced)", "X"},
         G_OPTION_ENTRY_NULL,
     };
     g_autofree char *tp_mode_help = g_strdup_printf(
@@ -167,6 +205,10 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
          "The output layer shares the embedding table", NULL},
         {"scatter-gather", 0, 0, G_OPTION_ARG_NONE, &a->scatter_gather,
          "Pipeline p2p: send 1/T of each activation, all-gather it inside the node", NULL},
+        {"ep", 0, 0, G_OPTION_ARG_INT64, &a->ep,
+         "Expert parallelism: each MoE layer's experts split over EP GPUs (default 1)", "EP"},
+        {"etp", 0, 0, G_OPTION_ARG_INT64, &a->etp,
+         "Expert tensor parallelism: each expert split over ETP GPUs (default 1)", "ETP"},
         {"order", 0, 0, G_OPTION_ARG_STRING, &a->order,
          "Rank placement, innermost first (default tp,cp,dp,pp; three names keep cp after tp)",
          "A,B,C[,D]"},
@@ -337,6 +379,46 @@ job_switch(const char *flag, const char *value, gboolean *off, GError **error)
     return TRUE;
 }
 
+/* A real flag `value` (NULL: not given) above `min` (or at it when `inclusive`). */
+static gboolean
+job_real(const char *flag, const char *value, double min, gboolean inclusive, const char *why,
+         double *out, GError **error)
+{
+    if (value == NULL)
+        return TRUE;
+    char *end = NULL;
+    double v = g_ascii_strtod(value, &end);
+    if (end == value || *end != '\0' || !isfinite(v) || v > 1e6 || v < min ||
+        (!inclusive && v == min)) {
+        g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
+                    "%s %s: must be a number %s %g and at most 1e6 (%s)", flag, value,
+                    inclusive ? "at least" : "above", min, why);
+        return FALSE;
+    }
+    *out = v;
+    return TRUE;
+}
+
+/* --router, --capacity-factor, --imbalance (the integer MoE flags are overrides). */
+static gboolean
+job_moe(const SimparJobArgs *args, SimparModel *m, GError **error)
+{
+    GError *local = NULL;
+    SimparRouterScore score;
+    if (args->router != NULL) {
+        if (!simpar_router_parse(args->router, &score, &local)) {
+            g_prefix_error(&local, "--router: ");
+            return job_usage_from(error, local);
+        }
+        m->moe.router = score;
+    }
+    return job_real("--capacity-factor", args->capacity_factor, 0, FALSE,
+                    "rows per expert over the mean; leave it out for dropless routing",
+                    &m->moe.capacity, error) &&
+           job_real("--imbalance", args->imbalance, 1, TRUE,
+                    "the busiest expert's tokens over the mean", &m->moe.imbalance, error);
+}
+
 gboolean
 simpar_job_model(const SimparJobArgs *args, const char *fallback, SimparModel *m, GError **error)
 {
@@ -352,14 +434,28 @@ simpar_job_model(const SimparJobArgs *args, const char *fallback, SimparModel *m
     const struct {
         gint64 given;
         gint64 *field;
-    } over[] = {{args->hidden, &m->hidden}, {args->heads, &m->heads},
-                {args->seq, &m->seq},       {args->micro_batch, &m->micro_batch},
-                {args->ffn, &m->ffn},       {args->layers, &m->layers},
-                {args->vocab, &m->vocab},   {args->kv_heads, &m->kv_heads}};
+    } over[] = {{args->hidden, &m->hidden},
+                {args->heads, &m->heads},
+                {args->seq, &m->seq},
+                {args->micro_batch, &m->micro_batch},
+                {args->ffn, &m->ffn},
+                {args->layers, &m->layers},
+                {args->vocab, &m->vocab},
+                {args->kv_heads, &m->kv_heads},
+                {args->experts, &m->moe.experts},
+                {args->top_k, &m->moe.top_k},
+                {args->moe_ffn, &m->moe.moe_ffn},
+                {args->shared_ffn, &m->moe.shared_ffn},
+                {args->dense_layers, &m->moe.dense_layers},
+                {args->moe_every, &m->moe.moe_every},
+                {args->expert_groups, &m->moe.groups},
+                {args->group_limit, &m->moe.group_limit}};
 
     for (guint i = 0; i < G_N_ELEMENTS(over); i++)
         if (over[i].given != SIMPAR_JOB_UNSET)
             *over[i].field = over[i].given;
+    if (m->moe.experts > 0 && m->moe.moe_ffn == 0) /* Megatron's default: the dense width */
+        m->moe.moe_ffn = m->ffn;
     if (args->kv_heads != SIMPAR_JOB_UNSET && args->kv_heads < 1) {
         g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
                     "--kv-heads %" G_GINT64_FORMAT " is out of range: it must be between 1 and "
@@ -378,7 +474,7 @@ simpar_job_model(const SimparJobArgs *args, const char *fallback, SimparModel *m
         return job_usage_from(error, local);
     }
     if (!job_switch("--bias", args->bias, &m->no_bias, error) ||
-        !job_switch("--dropout", args->dropout, &m->no_dropout, error))
+        !job_switch("--dropout", args->dropout, &m->no_dropout, error) || !job_moe(args, m, error))
         return FALSE;
     /* a file's values were checked as it loaded: what fails now, the flags gave */
     return simpar_model_validate(m, &local) || job_usage_from(error, local);
@@ -414,6 +510,8 @@ static const struct {
     /* first: its message says "is out of range", as the generators' check of --tp does */
     {"--tp", G_STRUCT_OFFSET(SimparJobArgs, tp), 1, JOB_MAX_TP, "GPUs of a tensor-parallel group"},
     {"--depth", G_STRUCT_OFFSET(SimparJobArgs, depth), 1, JOB_MAX_TP, "2.5-D depth"},
+    {"--ep", G_STRUCT_OFFSET(SimparJobArgs, ep), 1, JOB_MAX_TP, "GPUs of an expert-parallel group"},
+    {"--etp", G_STRUCT_OFFSET(SimparJobArgs, etp), 1, JOB_MAX_TP, "GPUs sharing each expert"},
     {"--pp", G_STRUCT_OFFSET(SimparJobArgs, pp), 1, JOB_MAX_SPLIT, "pipeline stages"},
     {"--dp", G_STRUCT_OFFSET(SimparJobArgs, dp), 1, JOB_MAX_SPLIT, "data-parallel replicas"},
     {"--local-chunks", G_STRUCT_OFFSET(SimparJobArgs, local_chunks), 1, JOB_MAX_SPLIT,
@@ -527,6 +625,12 @@ simpar_job_train(const SimparJobArgs *a, SimparTrain *t, GError **error)
     }
     if (a->dp != SIMPAR_JOB_UNSET)
         t->dp = a->dp;
+    if (!job_at_least(a->ep, 1, "--ep", error) || !job_at_least(a->etp, 1, "--etp", error))
+        return FALSE;
+    if (a->ep != SIMPAR_JOB_UNSET)
+        t->ep = a->ep;
+    if (a->etp != SIMPAR_JOB_UNSET)
+        t->etp = a->etp;
     if (a->vp_group != SIMPAR_JOB_UNSET)
         t->vp_group = a->vp_group;
     if (a->virtual_stages != SIMPAR_JOB_UNSET)
@@ -651,6 +755,14 @@ simpar_job_schedule(const SimparJobArgs *args, SimparJobRun run, const char *fal
     g_return_val_if_fail(error == NULL || *error == NULL, NULL);
     if (!simpar_job_check(args, run, fallback, model, train, error))
         return NULL;
+    if (simpar_model_is_moe(model)) {
+        g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
+                    "--model %s has %" G_GINT64_FORMAT " routed experts: runs of MoE layers are "
+                    "not built yet (the MoE block alone runs on the host executor: "
+                    "tests/test-moe.c)",
+                    model->name, model->moe.experts);
+        return NULL;
+    }
     g_autoptr(SimparSchedule) layer = simpar_generate_layer(model, &train->tp, error);
     if (layer == NULL || run == SIMPAR_JOB_RUN_LAYER)
         return g_steal_pointer(&layer);                       /* (transfer full) */

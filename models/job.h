@@ -36,6 +36,9 @@ typedef struct {
     gint64 hidden, heads, seq, micro_batch, ffn, layers, vocab, kv_heads;
     char *dtype, *mlp, *norm, *bias, *dropout;
     char *fp8_recipe; /* --dtype fp8: delayed (default), current, mxfp8 */
+    /* mixture of experts (model.h, SimparMoeConfig) */
+    gint64 experts, top_k, moe_ffn, shared_ffn, dense_layers, moe_every, expert_groups, group_limit;
+    char *router, *capacity_factor, *imbalance;
     /* tensor-parallel plan */
     char *tp_mode;
     gint64 tp, depth, cp;
@@ -49,6 +52,7 @@ typedef struct {
     gint64 shard_group; /* ZeRO: hybrid sharding over groups of N replicas */
     gint64 first_stage_layers, last_stage_layers;
     char *schedule, *order, *grad_reduce_dtype;
+    gint64 ep, etp; /* expert parallelism, expert tensor parallelism */
     gboolean overlap_grad_reduce, local_async, tied_embeddings, scatter_gather, no_reshard;
     gboolean fp8_param_gather; /* ZeRO/FSDP: FP8 parameters, gathered in FP8 */
 } SimparJobArgs;

@@ -7,6 +7,7 @@
  */
 #include "memory.h"
 #include "generators.h"
+#include "moe.h"
 #include "schedule-private.h"
 
 /* ------------------------------------------------------------------------- one layer */
@@ -17,6 +18,40 @@ static double
 memory_layer_params(const SimparModel *m)
 {
     return simpar_model_layer_weights(m) + simpar_model_layer_small_params(m);
+}
+
+/* `layers` layers' parameters on one GPU: the layer's over the `split` GPUs that share them; an MoE
+ * layer's attention part so, and its router, shared experts and E/EP routed experts whole on
+ * each GPU of the expert-parallel group (moe.h; every layer of an MoE model counted as an MoE
+ * layer, DeepSeek-V3's three dense ones too). */
+static double
+memory_layers_params(const SimparModel *m, const SimparPlan *plan, double split, double layers)
+{
+    if (!simpar_model_is_moe(m))
+        return layers * memory_layer_params(m) / split;
+    double h = (double) m->hidden, mlp = ((double) simpar_model_fc1_cols(m) + m->ffn) * h;
+    double mlp_small = m->no_bias ? 0 : (double) simpar_model_fc1_cols(m) + h;
+    return layers * ((memory_layer_params(m) - mlp - mlp_small) / split +
+                     simpar_moe_rank_params(m, plan->ep));
+}
+
+/* An MoE layer's MLP part's stored activations per GPU and micro-batch (moe.h): the router's
+ * fp32 logits, and for the rows the busiest GPU's experts get (T k x imbalance over its T
+ * tokens) their input, fc1's output, the activation's output and their output (the combine's
+ * backward reads it for the scores' gradient); the shared experts' fc1 and activation outputs.
+ * The block's input (the second norm's output) is among the layer's kept inputs. */
+static double
+memory_moe_activations(const SimparModel *m, const SimparPlan *plan)
+{
+    const SimparMoeConfig *e = &m->moe;
+    double ds = simpar_dtype_size(m->dtype), h = (double) m->hidden;
+    double w = m->mlp == SIMPAR_MLP_SWIGLU ? 2 : 1, fe = (double) e->moe_ffn;
+    double fs = (double) e->shared_ffn;
+    double tokens = (double) m->seq / simpar_plan_cp(plan) * (double) m->micro_batch /
+                    (plan->sequence_parallel ? (double) plan->tp : 1);
+    double routed = tokens * (double) e->top_k * MAX(e->imbalance, 1.0);
+    return tokens * (double) e->experts * 4 + routed * (2 * h + w * fe + fe) * ds +
+           tokens * (w * fs + fs) * ds;
 }
 
 /* How many GPUs share one copy of the parameters: simpar_plan_weight_split. 1-D replicates the
@@ -76,8 +111,9 @@ memory_layer_activations(const SimparModel *m, const SimparPlan *plan, SimparAtt
     /* context parallelism: each rank keeps s / C tokens of every sequence, and its scores span
      * all s keys */
     double C = simpar_plan_cp(plan), S = m->seq, s = S / C, b = m->micro_batch, h = m->hidden;
-    double f = m->ffn, a = m->heads;
-    double qkv = (double) simpar_model_qkv_cols(m), fc1 = (double) simpar_model_fc1_cols(m);
+    gboolean moe = simpar_model_is_moe(m); /* the MLP's terms are the MoE block's */
+    double f = moe ? 0 : m->ffn, a = m->heads;
+    double qkv = (double) simpar_model_qkv_cols(m), fc1 = moe ? 0 : simpar_model_fc1_cols(m);
     double ds = simpar_dtype_size(m->dtype), sbh = s * b * h, t = plan->tp;
     /* 1-D without SP keeps the layer's input (and what replicates with it) whole on every GPU;
      * SP splits it by tokens; 2-D, 2.5-D (d q^2) and 3-D split every tensor over t */
@@ -100,9 +136,10 @@ memory_layer_activations(const SimparModel *m, const SimparPlan *plan, SimparAtt
     double scores = no_scores ? 0 : a * s * S * b * (ds + mask * (ds + 1));
     if (flash && recompute == SIMPAR_RECOMPUTE_NONE)
         scores = a * s * b * 4;
+    double experts = moe ? memory_moe_activations(m, plan) : 0;
     if (whole)
-        return replicated + (split + scores) / t;
-    return (replicated + split + scores) / t;
+        return replicated + (split + scores) / t + experts;
+    return (replicated + split + scores) / t + experts;
 }
 
 /* What recomputation re-creates for one layer's backward, on top of what is stored: the
@@ -182,7 +219,7 @@ simpar_memory_estimate(const SimparModel *model, const SimparPlan *plan,
     SimparTrain unsplit;
     simpar_train_init(&unsplit);
     memory_state_bytes(model->dtype, &unsplit, bytes);
-    *out = (SimparMemory){.params = layers * memory_layer_params(model) / split};
+    *out = (SimparMemory){.params = memory_layers_params(model, plan, split, layers)};
     out->weights_B = out->params * bytes[0];
     out->grads_B = out->params * bytes[1];
     out->optimizer_B = out->params * bytes[2];
@@ -300,13 +337,14 @@ simpar_memory_step(const SimparModel *model, const SimparTrain *train, guint sta
     if (!memory_stage(model, train, stage, &st))
         return;
     memory_state_bytes(model->dtype, train, bytes);
-    double layers = st.chunk_layers * st.v, layer_params = layers * memory_layer_params(model);
+    double layers = st.chunk_layers * st.v;
+    double layer_params = memory_layers_params(model, plan, split, layers);
     double head_params = memory_head_params(model, train, &st);
     double chunks = memory_chunks_in_flight(train->schedule, &st, stage);
-    *out = (SimparMemory){.params = layer_params / split + head_params};
-    out->weights_B = layer_params / split * bytes[0];
-    out->grads_B = layer_params / split * bytes[1];
-    out->optimizer_B = layer_params / split * bytes[2];
+    *out = (SimparMemory){.params = layer_params + head_params};
+    out->weights_B = layer_params * bytes[0];
+    out->grads_B = layer_params * bytes[1];
+    out->optimizer_B = layer_params * bytes[2];
     out->embedding_B = head_params * (bytes[0] + bytes[1] + bytes[2]);
     out->embedding_weights_B = head_params * bytes[0];
     out->embedding_grads_B = head_params * bytes[1];

@@ -10,48 +10,135 @@ G_DEFINE_QUARK(simpar_model_error_quark, simpar_model_error)
  * L=24); Llama 3 shapes from "The Llama 3 Herd of Models" (arXiv 2407.21783, Table 3: layers,
  * model dimension, FFN dimension, attention and key/value heads, vocabulary 128,000 + 256
  * special tokens as the released configs give it; pre-training sequence 8,192). */
+/* The MoE part of a dense preset. */
+/* clang-format off */
+#define MODEL_DENSE {0}
+/* clang-format on */
+
 static const SimparModelPreset model_presets[] = {
     {"tiny",
      "h=64 a=4 s=32: for tests and quick looks",
      {"tiny", 64, 4, 32, 8, 2, 256, 1024, SIMPAR_DTYPE_FP32, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE}},
     {"paper-3d",
      "h=2048 a=32 s=512 L=24, fp32: the Optimus / 3-D papers' V100 harness",
      {"paper-3d", 2048, 32, 512, 64, 24, 8192, 51200, SIMPAR_DTYPE_FP32, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE}},
     {"default-4k",
      "h=4096 a=64 s=512 b=16 L=24 fp16: the default of simpar --topology; every mode splits it "
      "over 64 GPUs",
      {"default-4k", 4096, 64, 512, 16, 24, 16384, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE}},
     {"gpt3-1.3b",
      "GPT-3 XL: h=2048 a=16 s=2048 L=24",
      {"gpt3-1.3b", 2048, 16, 2048, 4, 24, 8192, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE}},
     {"gpt3-6.7b",
      "GPT-3 6.7B: h=4096 a=32 s=2048 L=32",
      {"gpt3-6.7b", 4096, 32, 2048, 4, 32, 16384, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE}},
     {"gpt3-13b",
      "GPT-3 13B: h=5120 a=40 s=2048 L=40",
      {"gpt3-13b", 5120, 40, 2048, 4, 40, 20480, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE}},
     {"gpt3-175b",
      "GPT-3 175B: h=12288 a=96 s=2048 L=96",
      {"gpt3-175b", 12288, 96, 2048, 1, 96, 49152, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE}},
     {"llama3-8b",
      "Llama 3 8B: h=4096 a=32 kv=8 s=8192 L=32 f=14336 V=128256, SwiGLU, RMSNorm, bf16",
      {"llama3-8b", 4096, 32, 8192, 1, 32, 14336, 128256, SIMPAR_DTYPE_BF16, 8, SIMPAR_MLP_SWIGLU,
-      SIMPAR_NORM_RMSNORM, TRUE, TRUE, 0}},
+      SIMPAR_NORM_RMSNORM, TRUE, TRUE, 0, MODEL_DENSE}},
     {"llama3-70b",
      "Llama 3 70B: h=8192 a=64 kv=8 s=8192 L=80 f=28672 V=128256, SwiGLU, RMSNorm, bf16",
      {"llama3-70b", 8192, 64, 8192, 1, 80, 28672, 128256, SIMPAR_DTYPE_BF16, 8, SIMPAR_MLP_SWIGLU,
-      SIMPAR_NORM_RMSNORM, TRUE, TRUE, 0}},
+      SIMPAR_NORM_RMSNORM, TRUE, TRUE, 0, MODEL_DENSE}},
     {"llama3-405b",
      "Llama 3 405B: h=16384 a=128 kv=8 s=8192 L=126 f=53248 V=128256, SwiGLU, RMSNorm, bf16",
      {"llama3-405b", 16384, 128, 8192, 1, 126, 53248, 128256, SIMPAR_DTYPE_BF16, 8,
-      SIMPAR_MLP_SWIGLU, SIMPAR_NORM_RMSNORM, TRUE, TRUE, 0}},
+      SIMPAR_MLP_SWIGLU, SIMPAR_NORM_RMSNORM, TRUE, TRUE, 0, MODEL_DENSE}},
+    /* Mixtures of experts, as their released config.json files give them (sequence: the
+     * pre-training length their reports give, 4K). Mixtral (Jiang et al., arXiv 2401.04088;
+     * mistralai/Mixtral-8x7B-v0.1 and Mixtral-8x22B-v0.1 config.json): 8 experts, top-2,
+     * softmax router. Qwen3-235B-A22B (arXiv 2505.09388; Qwen/Qwen3-235B-A22B config.json): 128
+     * experts of width 1536, top-8; its attention has head_dim 128 (q 8192 wide over h = 4096),
+     * here h/a = 64. DeepSeek-V3 (arXiv 2412.19437; deepseek-ai/DeepSeek-V3 config.json): 256
+     * routed experts of width 2048 plus one shared, top-8 by sigmoid scores within 4 of 8 expert
+     * groups, the first 3 of 61 layers dense (width 18432); its multi-head latent attention is
+     * modelled as multi-head attention of 128 heads of h/a = 56 (docs/usage.md). */
+    {"mixtral-8x7b",
+     "Mixtral 8x7B: h=4096 a=32 kv=8 s=4096 L=32 V=32000, 8 experts f=14336 top-2",
+     {"mixtral-8x7b",
+      4096,
+      32,
+      4096,
+      1,
+      32,
+      14336,
+      32000,
+      SIMPAR_DTYPE_BF16,
+      8,
+      SIMPAR_MLP_SWIGLU,
+      SIMPAR_NORM_RMSNORM,
+      TRUE,
+      TRUE,
+      0,
+      {8, 2, 14336, 0, 0, 1, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, 1}}},
+    {"mixtral-8x22b",
+     "Mixtral 8x22B: h=6144 a=48 kv=8 s=4096 L=56 V=32000, 8 experts f=16384 top-2",
+     {"mixtral-8x22b",
+      6144,
+      48,
+      4096,
+      1,
+      56,
+      16384,
+      32000,
+      SIMPAR_DTYPE_BF16,
+      8,
+      SIMPAR_MLP_SWIGLU,
+      SIMPAR_NORM_RMSNORM,
+      TRUE,
+      TRUE,
+      0,
+      {8, 2, 16384, 0, 0, 1, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, 1}}},
+    {"qwen3-235b-a22b",
+     "Qwen3-235B-A22B: h=4096 a=64 kv=4 s=4096 L=94 V=151936, 128 experts f=1536 top-8",
+     {"qwen3-235b-a22b",
+      4096,
+      64,
+      4096,
+      1,
+      94,
+      12288,
+      151936,
+      SIMPAR_DTYPE_BF16,
+      4,
+      SIMPAR_MLP_SWIGLU,
+      SIMPAR_NORM_RMSNORM,
+      TRUE,
+      TRUE,
+      0,
+      {128, 8, 1536, 0, 0, 1, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, 1}}},
+    {"deepseek-v3",
+     "DeepSeek-V3: h=7168 a=128 s=4096 L=61 (3 dense, f=18432) V=129280, 256 experts f=2048 "
+     "top-8 in 4 of 8 groups, 1 shared; attention as MHA, not MLA",
+     {"deepseek-v3",
+      7168,
+      128,
+      4096,
+      1,
+      61,
+      18432,
+      129280,
+      SIMPAR_DTYPE_BF16,
+      0,
+      SIMPAR_MLP_SWIGLU,
+      SIMPAR_NORM_RMSNORM,
+      TRUE,
+      TRUE,
+      0,
+      {256, 8, 2048, 2048, 3, 1, SIMPAR_ROUTER_SIGMOID, 8, 4, 0, 1}}},
 };
 
 const SimparModelPreset *
@@ -204,6 +291,39 @@ simpar_norm_parse(const char *name, SimparNorm *out, GError **error)
     return TRUE;
 }
 
+static const char *const router_names[] = {"softmax", "sigmoid"};
+
+const char *
+simpar_router_name(SimparRouterScore score)
+{
+    g_return_val_if_fail(score <= SIMPAR_ROUTER_SIGMOID, "?");
+    return router_names[score];
+}
+
+gboolean
+simpar_router_parse(const char *name, SimparRouterScore *out, GError **error)
+{
+    int i;
+    if (!model_name_parse(router_names, G_N_ELEMENTS(router_names), "router", name, &i, error))
+        return FALSE;
+    *out = (SimparRouterScore) i;
+    return TRUE;
+}
+
+gboolean
+simpar_model_is_moe(const SimparModel *m)
+{
+    return m->moe.experts > 0;
+}
+
+gboolean
+simpar_model_layer_is_moe(const SimparModel *m, gint64 layer)
+{
+    gint64 every = MAX(m->moe.moe_every, 1);
+    return simpar_model_is_moe(m) && layer >= m->moe.dense_layers &&
+           (layer - m->moe.dense_layers) % every == 0;
+}
+
 const char *
 simpar_model_flavour(const SimparModel *m)
 {
@@ -218,6 +338,10 @@ simpar_model_flavour(const SimparModel *m)
         g_string_append(s, " no-bias");
     if (m->no_dropout)
         g_string_append(s, " no-dropout");
+    if (simpar_model_is_moe(m))
+        g_string_append_printf(
+            s, " moe=%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT " top-%" G_GINT64_FORMAT,
+            m->moe.experts, m->moe.moe_ffn, m->moe.top_k);
     return g_intern_string(s->str);
 }
 
@@ -273,6 +397,24 @@ static const ModelField model_fields[] = {
     {"ffn", G_STRUCT_OFFSET(SimparModel, ffn)},
     {"vocab", G_STRUCT_OFFSET(SimparModel, vocab)},
     {"kv_heads", G_STRUCT_OFFSET(SimparModel, kv_heads)},
+    {"experts", G_STRUCT_OFFSET(SimparModel, moe.experts)},
+    {"top_k", G_STRUCT_OFFSET(SimparModel, moe.top_k)},
+    {"moe_ffn", G_STRUCT_OFFSET(SimparModel, moe.moe_ffn)},
+    {"shared_ffn", G_STRUCT_OFFSET(SimparModel, moe.shared_ffn)},
+    {"dense_layers", G_STRUCT_OFFSET(SimparModel, moe.dense_layers)},
+    {"moe_every", G_STRUCT_OFFSET(SimparModel, moe.moe_every)},
+    {"expert_groups", G_STRUCT_OFFSET(SimparModel, moe.groups)},
+    {"group_limit", G_STRUCT_OFFSET(SimparModel, moe.group_limit)},
+};
+
+typedef struct {
+    const char *key;
+    gsize offset;
+} ModelReal;
+
+static const ModelReal model_reals[] = {
+    {"capacity_factor", G_STRUCT_OFFSET(SimparModel, moe.capacity)},
+    {"imbalance", G_STRUCT_OFFSET(SimparModel, moe.imbalance)},
 };
 
 static gboolean
@@ -287,6 +429,22 @@ model_read_int(JsonObject *obj, const char *path, const char *key, gint64 *out, 
         return FALSE;
     }
     *out = json_node_get_int(node);
+    return TRUE;
+}
+
+static gboolean
+model_read_real(JsonObject *obj, const char *path, const char *key, double *out, GError **error)
+{
+    JsonNode *node = json_object_get_member(obj, key);
+    if (node == NULL)
+        return TRUE;
+    GType t = JSON_NODE_HOLDS_VALUE(node) ? json_node_get_value_type(node) : G_TYPE_INVALID;
+    if (t != G_TYPE_INT64 && t != G_TYPE_DOUBLE) {
+        g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_PARSE,
+                    "%s: \"%s\" must be a number", path, key);
+        return FALSE;
+    }
+    *out = json_node_get_double(node);
     return TRUE;
 }
 
@@ -334,13 +492,17 @@ model_check_keys(JsonObject *obj, const char *path, GError **error)
         gboolean known = g_str_equal(key, "name") || g_str_equal(key, "dtype") ||
                          g_str_equal(key, "base") || g_str_equal(key, "mlp") ||
                          g_str_equal(key, "norm") || g_str_equal(key, "bias") ||
-                         g_str_equal(key, "dropout");
+                         g_str_equal(key, "dropout") || g_str_equal(key, "router");
         for (guint i = 0; i < G_N_ELEMENTS(model_fields); i++)
             known = known || g_str_equal(key, model_fields[i].key);
+        for (guint i = 0; i < G_N_ELEMENTS(model_reals); i++)
+            known = known || g_str_equal(key, model_reals[i].key);
         if (!known) {
             g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_PARSE,
                         "%s: unknown key \"%s\" (valid: name, base, hidden, heads, kv_heads, "
-                        "seq, micro_batch, layers, ffn, vocab, dtype, mlp, norm, bias, dropout)",
+                        "seq, micro_batch, layers, ffn, vocab, dtype, mlp, norm, bias, dropout, "
+                        "experts, top_k, moe_ffn, shared_ffn, dense_layers, moe_every, router, "
+                        "expert_groups, group_limit, capacity_factor, imbalance)",
                         path, key);
             return FALSE;
         }
@@ -353,12 +515,13 @@ model_read_object(JsonObject *obj, const char *path, SimparModel *m, GError **er
 {
     if (!model_check_keys(obj, path, error))
         return FALSE;
-    const char *base, *name, *dtype, *mlp, *norm;
+    const char *base, *name, *dtype, *mlp, *norm, *router;
     if (!model_read_string(obj, path, "base", "tiny", &base, error) ||
         !model_read_string(obj, path, "name", path, &name, error) ||
         !model_read_string(obj, path, "dtype", NULL, &dtype, error) ||
         !model_read_string(obj, path, "mlp", NULL, &mlp, error) ||
-        !model_read_string(obj, path, "norm", NULL, &norm, error))
+        !model_read_string(obj, path, "norm", NULL, &norm, error) ||
+        !model_read_string(obj, path, "router", NULL, &router, error))
         return FALSE;
     if (!simpar_model_preset(base, m, error)) {
         g_prefix_error(error, "%s: \"base\": ", path);
@@ -370,6 +533,18 @@ model_read_object(JsonObject *obj, const char *path, SimparModel *m, GError **er
         if (!model_read_int(obj, path, model_fields[i].key, field, error))
             return FALSE;
     }
+    for (guint i = 0; i < G_N_ELEMENTS(model_reals); i++) {
+        double *field = G_STRUCT_MEMBER_P(m, model_reals[i].offset);
+        if (!model_read_real(obj, path, model_reals[i].key, field, error))
+            return FALSE;
+    }
+    SimparRouterScore score;
+    if (router != NULL && !simpar_router_parse(router, &score, error)) {
+        g_prefix_error(error, "%s: \"router\": ", path);
+        return FALSE;
+    }
+    if (router != NULL)
+        m->moe.router = score;
     if (!model_read_switch(obj, path, "bias", &m->no_bias, error) ||
         !model_read_switch(obj, path, "dropout", &m->no_dropout, error))
         return FALSE;
@@ -412,6 +587,95 @@ static const char *const dim_keys[N_DIMS] = {"\"hidden\"",      "\"heads\"",   "
                                              "\"micro_batch\"", "\"layers\"",  "\"ffn\"",
                                              "\"vocab\"",       "\"kv_heads\""};
 
+/* The MoE fields, named as flags or as model-file keys. */
+enum {
+    MOE_EXPERTS,
+    MOE_TOP_K,
+    MOE_FFN,
+    MOE_SHARED,
+    MOE_DENSE,
+    MOE_EVERY,
+    MOE_GROUPS,
+    MOE_LIMIT,
+    MOE_CAPACITY,
+    MOE_IMBALANCE,
+    N_MOE
+};
+
+static const char *const moe_flags[N_MOE] = {
+    "--experts",   "--topk",          "--moe-ffn",     "--shared-ffn",      "--dense-layers",
+    "--moe-every", "--expert-groups", "--group-limit", "--capacity-factor", "--imbalance"};
+static const char *const moe_keys[N_MOE] = {
+    "\"experts\"",         "\"top_k\"",     "\"moe_ffn\"",       "\"shared_ffn\"",
+    "\"dense_layers\"",    "\"moe_every\"", "\"expert_groups\"", "\"group_limit\"",
+    "\"capacity_factor\"", "\"imbalance\""};
+
+static gboolean
+model_moe_range(const char *name, gint64 value, gint64 lo, gint64 hi, const char *why,
+                GError **error)
+{
+    if (value >= lo && value <= hi)
+        return TRUE;
+    g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
+                "%s %" G_GINT64_FORMAT " is out of range: it must be between %" G_GINT64_FORMAT
+                " and %" G_GINT64_FORMAT " (%s)",
+                name, value, lo, hi, why);
+    return FALSE;
+}
+
+static gboolean
+model_validate_moe(const SimparModel *m, gboolean flags, GError **error)
+{
+    const char *const *n = flags ? moe_flags : moe_keys;
+    const SimparMoeConfig *e = &m->moe;
+    if (e->experts == 0) { /* dense: the other MoE fields must be unset */
+        const gint64 given[] = {e->top_k, e->moe_ffn, e->shared_ffn, e->groups, e->group_limit};
+        const guint which[] = {MOE_TOP_K, MOE_FFN, MOE_SHARED, MOE_GROUPS, MOE_LIMIT};
+        for (guint i = 0; i < G_N_ELEMENTS(given); i++)
+            if (given[i] != 0) {
+                g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
+                            "%s %" G_GINT64_FORMAT " needs %s: the model is dense (no experts)",
+                            n[which[i]], given[i], n[MOE_EXPERTS]);
+                return FALSE;
+            }
+        return TRUE;
+    }
+    gint64 per_group = e->groups > 0 ? e->experts / e->groups : e->experts;
+    if (!model_moe_range(n[MOE_EXPERTS], e->experts, 1, 65536, "routed experts", error) ||
+        !model_moe_range(n[MOE_TOP_K], e->top_k, 1, e->experts, "each token's experts, at most E",
+                         error) ||
+        !model_moe_range(n[MOE_FFN], e->moe_ffn, 1, SIMPAR_MODEL_MAX_DIM, "an expert's FFN width",
+                         error) ||
+        !model_moe_range(n[MOE_SHARED], e->shared_ffn, 0, SIMPAR_MODEL_MAX_DIM,
+                         "the shared experts' FFN width, 0 for none", error) ||
+        !model_moe_range(n[MOE_DENSE], e->dense_layers, 0, m->layers - 1,
+                         "dense layers before the first MoE layer", error) ||
+        !model_moe_range(n[MOE_EVERY], e->moe_every, 0, m->layers, "an MoE layer every N layers",
+                         error) ||
+        !model_moe_range(n[MOE_GROUPS], e->groups, 0, e->experts,
+                         "expert groups of node-limited routing, 0 for none", error) ||
+        !model_moe_range(n[MOE_LIMIT], e->group_limit, e->groups > 0 ? 1 : 0, e->groups,
+                         "the groups (nodes) a token may reach: 1 to --expert-groups", error))
+        return FALSE;
+    if (e->groups > 0 && (e->experts % e->groups != 0 || e->top_k > e->group_limit * per_group)) {
+        g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
+                    "%s %" G_GINT64_FORMAT " must divide %s %" G_GINT64_FORMAT
+                    " and %s %" G_GINT64_FORMAT " groups must hold %s %" G_GINT64_FORMAT " experts",
+                    n[MOE_GROUPS], e->groups, n[MOE_EXPERTS], e->experts, n[MOE_LIMIT],
+                    e->group_limit, n[MOE_TOP_K], e->top_k);
+        return FALSE;
+    }
+    if (!(e->capacity >= 0 && e->capacity <= 1e6) ||
+        !(e->imbalance == 0 || (e->imbalance >= 1 && e->imbalance <= 1e6))) {
+        g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
+                    "%s %g must be positive (0: dropless) and %s %g at least 1 (the busiest "
+                    "expert's tokens over the mean)",
+                    n[MOE_CAPACITY], e->capacity, n[MOE_IMBALANCE], e->imbalance);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 static gboolean
 model_validate(const SimparModel *m, const char *const name[N_DIMS], GError **error)
 {
@@ -449,6 +713,8 @@ model_validate(const SimparModel *m, const char *const name[N_DIMS], GError **er
                     "(--dtype fp8 sets it)");
         return FALSE;
     }
+    if (!model_validate_moe(m, name == dim_flags, error))
+        return FALSE;
     if (m->micro_batch * m->seq > SIMPAR_MODEL_MAX_DIM * 16) {
         g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
                     "%s %" G_GINT64_FORMAT " x %s %" G_GINT64_FORMAT

@@ -70,6 +70,36 @@ typedef enum {
     SIMPAR_NORM_RMSNORM,
 } SimparNorm;
 
+/* How a mixture-of-experts router turns its logits into scores (moe.h): softmax (Mixtral,
+ * Qwen3) or sigmoid (DeepSeek-V3); either way the chosen experts' scores are normalised to sum to
+ * one over the token's top-k. */
+typedef enum {
+    SIMPAR_ROUTER_SOFTMAX,
+    SIMPAR_ROUTER_SIGMOID,
+} SimparRouterScore;
+
+/* The mixture-of-experts part of a model (all zero: a dense model). An MoE layer replaces the
+ * MLP by a router [h x E], E routed experts of width moe_ffn (the model's MLP kind, no biases)
+ * of which each token uses top_k, and shared experts (one dense MLP of width shared_ffn that
+ * every token passes, 0: none). The first dense_layers layers keep the dense MLP of width ffn,
+ * then every moe_every-th layer is an MoE layer (0 or 1: all of them). */
+typedef struct {
+    gint64 experts;      /* E routed experts; 0: a dense model */
+    gint64 top_k;        /* experts per token */
+    gint64 moe_ffn;      /* f_e: one routed expert's FFN width */
+    gint64 shared_ffn;   /* all shared experts' FFN width together (S x their width) */
+    gint64 dense_layers; /* the first K layers are dense */
+    gint64 moe_every;    /* an MoE layer every N layers after them; 0 = 1 */
+    gint64 router;       /* SimparRouterScore */
+    gint64 groups;       /* node-limited routing: the experts fall into this many groups (0:
+                            none), a token reaches at most group_limit of them (DeepSeek-V3's
+                            n_group, topk_group) */
+    gint64 group_limit;
+    double capacity;  /* capacity factor: rows per (source rank, expert) over T k / E; 0 =
+                         dropless */
+    double imbalance; /* the busiest expert's tokens over the mean, >= 1 (0 reads 1) */
+} SimparMoeConfig;
+
 /* The largest value any size field may take; bigger ones are refused as absurd. */
 #define SIMPAR_MODEL_MAX_DIM (G_GINT64_CONSTANT(1) << 24)
 
@@ -89,6 +119,7 @@ typedef struct {
     gboolean no_bias;    /* linears without biases (Llama) */
     gboolean no_dropout; /* trained without dropout (Llama): no masks kept for the backward */
     gint64 fp8;          /* SimparFp8Recipe of the linears' GEMMs (dtype bf16); 0: none */
+    SimparMoeConfig moe; /* mixture of experts; all zero: dense */
 } SimparModel;
 
 typedef struct {
@@ -131,6 +162,11 @@ const char *simpar_intern_names(gconstpointer rows, guint n, gsize row_size);
 /* The builder's root (pretty-printed) into `path`; an error prefixed with "`flag` path: ". */
 gboolean simpar_json_write_file(JsonBuilder *b, const char *flag, const char *path, GError **error);
 gboolean simpar_model_validate(const SimparModel *model, GError **error);
+/* Whether the model has routed experts; whether layer `layer` (0-based) is an MoE layer. */
+gboolean simpar_model_is_moe(const SimparModel *model);
+gboolean simpar_model_layer_is_moe(const SimparModel *model, gint64 layer);
+const char *simpar_router_name(SimparRouterScore score);
+gboolean simpar_router_parse(const char *name, SimparRouterScore *out, GError **error);
 
 /* The key/value heads: kv_heads, or a when it is 0. */
 gint64 simpar_model_kv_heads(const SimparModel *model);

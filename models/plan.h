@@ -44,6 +44,7 @@ typedef struct {
     guint64 seed;               /* dropout seed */
     gint64 cp;                  /* context parallelism C: GPUs sharing each sequence (0, 1: none) */
     gboolean cp_ring;           /* ring attention instead of all-gathered keys and values */
+    gint64 ep;                  /* MoE layers: expert parallelism (0, 1: none), from the split */
     guint q;                    /* derived: grid side (1-D: P) */
 } SimparPlan;
 

@@ -239,6 +239,46 @@ access_vocab(const SimparOp *op, SimparAccess *out, guint *n)
     access_add(out, n, v->out[0], out0, TRUE);
 }
 
+/* Mixture-of-experts ops (schedule.h, SimparMoe): tokens, logits, scores and the all-to-all's
+ * expert-major blocks. */
+static void
+access_moe(const SimparOp *op, SimparAccess *out, guint *n)
+{
+    const SimparMoe *m = &op->u.moe;
+    gsize x = access_mul(m->tokens, m->hidden), logits = access_mul(m->tokens, m->experts);
+    gsize scores = access_mul(m->tokens, m->top_k);
+    gsize blocks = access_mul(access_mul(m->experts, m->capacity), m->hidden);
+    /* lengths of in[0..2] and out[0..1] per kind */
+    gsize in[3] = {0, 0, 0}, outl[2] = {0, 0};
+    switch (op->kind) {
+    case SIMPAR_OP_MOE_GATE:
+        in[0] = logits, outl[0] = scores;
+        break;
+    case SIMPAR_OP_MOE_GATE_BWD:
+        in[0] = logits, in[1] = scores, outl[0] = logits;
+        break;
+    case SIMPAR_OP_MOE_DISPATCH:
+        in[0] = x, outl[0] = blocks;
+        break;
+    case SIMPAR_OP_MOE_DISPATCH_BWD:
+        in[0] = blocks, outl[0] = x;
+        break;
+    case SIMPAR_OP_MOE_COMBINE:
+        in[0] = blocks, in[1] = scores, outl[0] = x;
+        break;
+    case SIMPAR_OP_MOE_COMBINE_BWD:
+        in[0] = x, in[1] = scores, in[2] = blocks, outl[0] = blocks, outl[1] = scores;
+        break;
+    default: /* SORT, UNSORT */
+        in[0] = blocks, outl[0] = blocks;
+        break;
+    }
+    for (guint i = 0; i < 3; i++)
+        access_add(out, n, m->in[i], in[i], FALSE);
+    for (guint i = 0; i < 2; i++)
+        access_add(out, n, m->out[i], outl[i], TRUE);
+}
+
 /* Adam reads the gradient and updates the parameter, momentum and variance in place. */
 static void
 access_adam(const SimparOp *op, SimparAccess *out, guint *n)
@@ -298,7 +338,10 @@ simpar_op_accesses(const SimparSchedule *sched, const SimparOp *op,
     case SIMPAR_OP_BLOCK: /* an opaque timed span: no data */
         break;
     default:
-        access_kernel(op, out, &n);
+        if (simpar_op_is_moe(op->kind))
+            access_moe(op, out, &n);
+        else
+            access_kernel(op, out, &n);
         break;
     }
     return n;
@@ -346,6 +389,13 @@ simpar_op_view_fields(SimparOp *op, SimparView *out[SIMPAR_MAX_VIEWS])
     case SIMPAR_OP_BLOCK:
         break;
     default:
+        if (simpar_op_is_moe(op->kind)) {
+            for (guint i = 0; i < G_N_ELEMENTS(op->u.moe.in); i++)
+                out[n++] = &op->u.moe.in[i];
+            for (guint i = 0; i < G_N_ELEMENTS(op->u.moe.out); i++)
+                out[n++] = &op->u.moe.out[i];
+            break;
+        }
         for (guint i = 0; i < G_N_ELEMENTS(op->u.kern.in); i++)
             out[n++] = &op->u.kern.in[i];
         for (guint i = 0; i < G_N_ELEMENTS(op->u.kern.out); i++)
@@ -472,10 +522,32 @@ check_block(guint i, const SimparOp *op, GError **error)
     return TRUE;
 }
 
+/* Experts split evenly over the ranks, each token's choices among them, node-limited groups
+ * that hold them, and a router the kernels know. */
+static gboolean
+check_moe(guint i, const SimparOp *op, GError **error)
+{
+    const SimparMoe *m = &op->u.moe;
+    gboolean groups_ok =
+        m->groups == 0 ||
+        (m->experts % m->groups == 0 && m->group_limit >= 1 && m->group_limit <= m->groups &&
+         (guint64) m->top_k <= (guint64) m->group_limit * (m->experts / m->groups));
+    if (m->ep == 0 || m->experts == 0 || m->experts % m->ep != 0 || m->ep_rank >= m->ep ||
+        m->top_k == 0 || m->top_k > m->experts || !groups_ok || m->router > SIMPAR_ROUTER_SIGMOID)
+        return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,
+                          "routes to %u of %u experts (%u groups, limit %u, router %u) over rank "
+                          "%u of %u",
+                          m->top_k, m->experts, m->groups, m->group_limit, m->router, m->ep_rank,
+                          m->ep);
+    return TRUE;
+}
+
 /* Parameters a kernel divides by or feeds to a dropout mask. */
 static gboolean
 check_params(guint i, const SimparOp *op, GError **error)
 {
+    if (simpar_op_is_moe(op->kind))
+        return check_moe(i, op, error);
     switch (op->kind) {
     case SIMPAR_OP_EMBED:
     case SIMPAR_OP_EMBED_BWD:

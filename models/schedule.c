@@ -334,14 +334,16 @@ const char *
 simpar_op_kind_name(SimparOpKind kind)
 {
     static const char *const names[SIMPAR_N_OP_KINDS] = {
-        "gemm",           "ln-stats",      "ln-apply",    "ln-bwd-stats",
-        "ln-bwd-apply",   "bias-add",      "bias-grad",   "gelu",
-        "gelu-bwd",       "swiglu",        "swiglu-bwd",  "pack-cols",
-        "unpack-cols",    "dropout",       "dropout-bwd", "add",
-        "attention",      "attention-bwd", "attn-block",  "attn-merge",
-        "attn-block-bwd", "collective",    "send",        "recv",
-        "embed",          "embed-bwd",     "xent-max",    "xent-fwd",
-        "xent-loss",      "xent-bwd",      "adam",        "block",
+        "gemm",           "ln-stats",        "ln-apply",     "ln-bwd-stats",
+        "ln-bwd-apply",   "bias-add",        "bias-grad",    "gelu",
+        "gelu-bwd",       "swiglu",          "swiglu-bwd",   "pack-cols",
+        "unpack-cols",    "dropout",         "dropout-bwd",  "add",
+        "attention",      "attention-bwd",   "attn-block",   "attn-merge",
+        "attn-block-bwd", "collective",      "send",         "recv",
+        "embed",          "embed-bwd",       "xent-max",     "xent-fwd",
+        "xent-loss",      "xent-bwd",        "adam",         "block",
+        "moe-gate",       "moe-gate-bwd",    "moe-dispatch", "moe-dispatch-bwd",
+        "moe-combine",    "moe-combine-bwd", "moe-sort",     "moe-unsort",
     };
     g_return_val_if_fail(kind < SIMPAR_N_OP_KINDS, "?");
     return names[kind];
@@ -353,6 +355,12 @@ simpar_op_is_attention(SimparOpKind kind)
     return kind == SIMPAR_OP_ATTENTION || kind == SIMPAR_OP_ATTENTION_BWD ||
            kind == SIMPAR_OP_ATTN_BLOCK || kind == SIMPAR_OP_ATTN_MERGE ||
            kind == SIMPAR_OP_ATTN_BLOCK_BWD;
+}
+
+gboolean
+simpar_op_is_moe(SimparOpKind kind)
+{
+    return kind >= SIMPAR_OP_MOE_GATE && kind <= SIMPAR_OP_MOE_UNSORT;
 }
 
 guint64

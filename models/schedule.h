@@ -78,14 +78,22 @@ typedef enum {
     SIMPAR_OP_COLLECTIVE,
     SIMPAR_OP_SEND,
     SIMPAR_OP_RECV,
-    SIMPAR_OP_EMBED,     /* vocabulary-parallel embedding lookup (SimparVocab) */
-    SIMPAR_OP_EMBED_BWD, /* its backward: scatter-add into the table gradient */
-    SIMPAR_OP_XENT_MAX,  /* vocabulary-parallel cross-entropy: local row maxima */
-    SIMPAR_OP_XENT_FWD,  /* sums of exponentials and the target's logit */
-    SIMPAR_OP_XENT_LOSS, /* the loss from the reduced statistics (accumulated) */
-    SIMPAR_OP_XENT_BWD,  /* d logits */
-    SIMPAR_OP_ADAM,      /* mixed-precision Adam update of a parameter block (SimparAdam) */
-    SIMPAR_OP_BLOCK,     /* an opaque span of compute whose time the interpreter is given */
+    SIMPAR_OP_EMBED,            /* vocabulary-parallel embedding lookup (SimparVocab) */
+    SIMPAR_OP_EMBED_BWD,        /* its backward: scatter-add into the table gradient */
+    SIMPAR_OP_XENT_MAX,         /* vocabulary-parallel cross-entropy: local row maxima */
+    SIMPAR_OP_XENT_FWD,         /* sums of exponentials and the target's logit */
+    SIMPAR_OP_XENT_LOSS,        /* the loss from the reduced statistics (accumulated) */
+    SIMPAR_OP_XENT_BWD,         /* d logits */
+    SIMPAR_OP_ADAM,             /* mixed-precision Adam update of a parameter block (SimparAdam) */
+    SIMPAR_OP_BLOCK,            /* an opaque span of compute whose time the interpreter is given */
+    SIMPAR_OP_MOE_GATE,         /* mixture of experts (SimparMoe): the chosen experts' scores */
+    SIMPAR_OP_MOE_GATE_BWD,     /* d logits from d scores */
+    SIMPAR_OP_MOE_DISPATCH,     /* tokens permuted into the all-to-all's blocks, by expert */
+    SIMPAR_OP_MOE_DISPATCH_BWD, /* their gradients summed back per token */
+    SIMPAR_OP_MOE_COMBINE,      /* expert outputs un-permuted, weighted by score, summed */
+    SIMPAR_OP_MOE_COMBINE_BWD,  /* d expert outputs and d scores */
+    SIMPAR_OP_MOE_SORT,         /* received blocks [source][expert] -> [expert][source] */
+    SIMPAR_OP_MOE_UNSORT,       /* the reverse */
     SIMPAR_N_OP_KINDS,
 } SimparOpKind;
 
@@ -169,8 +177,9 @@ typedef struct {
  * [C x nb*s x 2 nkv dh], rank j's rows in its own order, per group k | v; query row i sees key
  * (j, i') when its position is not past i's (causal). Backward: out[1] = dkv, same layout. */
 guint64 simpar_cp_position(guint cp, guint rank, guint64 chunk, guint64 i);
-/* Whether ops of `kind` carry a SimparAttention (u.attn). */
+/* Whether ops of `kind` carry a SimparAttention (u.attn); a SimparMoe (u.moe). */
 gboolean simpar_op_is_attention(SimparOpKind kind);
+gboolean simpar_op_is_moe(SimparOpKind kind);
 
 /* Ring attention (--cp-mode ring, Liu et al. arXiv 2310.01889): the keys and values travel
  * around the C ranks one block at a time, each block attended as flash attention does, with
@@ -255,6 +264,36 @@ typedef struct {
     SimparView param, grad, m, v;
 } SimparAdam;
 
+/* Mixture-of-experts routing with expert parallelism over `ep` ranks (models/moe.h): rank
+ * `ep_rank` holds experts [ep_rank E/ep, (ep_rank + 1) E/ep) and `tokens` rows of the layer's
+ * input, the global tokens [token0, token0 + tokens). Which top_k experts a token goes to is a
+ * pure function of (seed, global token) (simpar_moe_choose); the scores weighting them are
+ * computed from the router's logits. The all-to-all blocks hold `capacity` rows per (source
+ * rank, expert): a token's choice past an expert's capacity is dropped, padding rows are zero.
+ *   GATE          in0 logits [tokens x E]; out0 scores [tokens x top_k] of the chosen experts
+ *                 (softmax or sigmoid of the logits, normalised over the chosen ones).
+ *   GATE_BWD      in0 logits, in1 d scores; out0 d logits [tokens x E] (0 off the chosen).
+ *   DISPATCH      in0 x [tokens x hidden]; out0 send [E x capacity x hidden], expert-major:
+ *                 the i-th kept choice of expert e at row e capacity + i, the rest 0.
+ *   DISPATCH_BWD  in0 d send; out0 dx [tokens x hidden]: each token's kept rows summed.
+ *   COMBINE       in0 back [E x capacity x hidden] (send's layout), in1 scores; out0 y: the
+ *                 token's kept rows weighted by their scores, summed.
+ *   COMBINE_BWD   in0 dy, in1 scores, in2 back; out0 d back (0 on padding), out1 d scores.
+ *   SORT          in0 [ep x E/ep x capacity x hidden] (blocks by source rank, then local
+ *                 expert); out0 [E/ep x ep x capacity x hidden]. UNSORT: the reverse. */
+typedef struct {
+    guint tokens, hidden;
+    guint experts, top_k;
+    guint ep, ep_rank;
+    guint capacity;
+    guint groups, group_limit; /* node-limited routing: top_k within group_limit of groups */
+    guint router;              /* SimparRouterScore */
+    guint64 seed;
+    guint64 token0;
+    SimparView in[3];
+    SimparView out[2];
+} SimparMoe;
+
 /* A span of compute the schedule does not spell out (a whole layer forward in a step schedule
  * built from timed blocks): its time is `count` times the time the interpreter is given for
  * `key` (interned, e.g. "layer.fwd"); `flops` is for reports only. */
@@ -288,6 +327,7 @@ typedef struct {
         SimparVocab vocab;
         SimparAdam adam;
         SimparBlockOp block;
+        SimparMoe moe;
     } u;
 } SimparOp;
 

@@ -1,5 +1,6 @@
 /* tp-layer.c - the layer driver shared by every tensor-parallel generator (see tp-layer.h). */
 #include "tp-layer.h"
+#include "moe.h"
 #include "schedule-private.h"
 
 static const char *const layer_linear_names[SIMPAR_N_LINEARS] = {"qkv", "proj", "fc1", "fc2"};
@@ -631,6 +632,14 @@ layer_attention_bwd(SimparLayerCtx *c, SimparView qkv, SimparView kv, guint prob
 
 /* ----- the layer ----- */
 
+/* Whether the layer has its dense MLP: an MoE model's layers leave their MLP part, the second
+ * layer norm included, to the MoE block (moe.h), timed and placed on the expert-parallel group. */
+static gboolean
+layer_has_mlp(const SimparLayerCtx *c)
+{
+    return !simpar_model_is_moe(c->model);
+}
+
 typedef struct {
     LayerNorm ln[2];
     SimparView x, dy, qkv, kv, ctx, r1, z1; /* kv: context parallelism's gathered k | v */
@@ -659,6 +668,11 @@ layer_forward(SimparLayerCtx *c, LayerActs *a)
     SimparView o = layer_linear_fwd(c, SIMPAR_LIN_PROJ, a->ctx, inner);
     o = layer_dropout(c, SIMPAR_DROPOUT_PROJ, "proj.dropout", o, FALSE);
     a->r1 = layer_elementwise(c, SIMPAR_OP_ADD, "residual1", res->rows, res->cols, a->x, o);
+    if (!layer_has_mlp(c)) { /* an MoE layer: its MLP part is moe.c's block */
+        if (!c->recomputing)
+            layer_shard(c, "y", SIMPAR_SHARD_OUTPUT, a->r1, res);
+        return;
+    }
     SimparView u2 = layer_ln_fwd(c, &a->ln[1], a->r1);
     a->z1 = layer_linear_fwd(c, SIMPAR_LIN_FC1, u2, res->rows);
     SimparView g1 = layer_activation_fwd(c, inner, a->z1);
@@ -699,12 +713,16 @@ layer_backward(SimparLayerCtx *c, LayerActs *a)
     c->phase = SIMPAR_PHASE_BACKWARD;
     if (c->plan->recompute == SIMPAR_RECOMPUTE_FULL)
         layer_recompute_forward(c, a);
-    SimparView dz2 = layer_dropout(c, SIMPAR_DROPOUT_FC2, "fc2.dropout-bwd", a->dy, TRUE);
-    SimparView dg1 = layer_linear_bwd(c, SIMPAR_LIN_FC2, dz2);
-    SimparView dz1 = layer_activation_bwd(c, inner, dg1, a->z1);
-    SimparView du2 = layer_linear_bwd(c, SIMPAR_LIN_FC1, dz1);
-    SimparView dr1 = layer_ln_bwd(c, &a->ln[1], du2);
-    dr1 = layer_elementwise(c, SIMPAR_OP_ADD, "residual1-bwd", res->rows, res->cols, dr1, a->dy);
+    SimparView dr1 = a->dy;
+    if (layer_has_mlp(c)) {
+        SimparView dz2 = layer_dropout(c, SIMPAR_DROPOUT_FC2, "fc2.dropout-bwd", a->dy, TRUE);
+        SimparView dg1 = layer_linear_bwd(c, SIMPAR_LIN_FC2, dz2);
+        SimparView dz1 = layer_activation_bwd(c, inner, dg1, a->z1);
+        SimparView du2 = layer_linear_bwd(c, SIMPAR_LIN_FC1, dz1);
+        dr1 = layer_ln_bwd(c, &a->ln[1], du2);
+        dr1 =
+            layer_elementwise(c, SIMPAR_OP_ADD, "residual1-bwd", res->rows, res->cols, dr1, a->dy);
+    }
     SimparView d_o = layer_dropout(c, SIMPAR_DROPOUT_PROJ, "proj.dropout-bwd", dr1, TRUE);
     SimparView dctx = layer_linear_bwd(c, SIMPAR_LIN_PROJ, d_o);
     SimparView dqkv;
@@ -732,9 +750,18 @@ layer_inputs(SimparLayerCtx *c, LayerActs *a)
     layer_shard(c, "x", SIMPAR_SHARD_INPUT, a->x, res);
     layer_shard(c, "dy", SIMPAR_SHARD_INPUT, a->dy, res);
     layer_params_ln(c, &a->ln[0], "ln1");
-    for (guint w = 0; w < SIMPAR_N_LINEARS; w++)
+    guint linears = layer_has_mlp(c) ? SIMPAR_N_LINEARS : SIMPAR_LIN_FC1;
+    for (guint w = 0; w < linears; w++)
         layer_params_linear(c, w);
-    layer_params_ln(c, &a->ln[1], "ln2");
+    if (layer_has_mlp(c)) {
+        layer_params_ln(c, &a->ln[1], "ln2");
+        return;
+    }
+    /* the MoE block's parameters on this rank (moe.h), for the step's gradient reduction */
+    gsize n = (gsize) simpar_moe_rank_params(c->model, c->plan->ep);
+    guint buf = simpar_layer_buffer(c, G_MAXUINT, "moe.params", n);
+    SimparBlock blk = {0, 1, 0, n};
+    layer_shard(c, "moe.params", SIMPAR_SHARD_INPUT, simpar_view(buf, 0), &blk);
 }
 
 /* One group per set of ranks that differ only in the axis's varying coordinates. */

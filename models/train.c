@@ -1,6 +1,7 @@
 /* train.c - the training plan: validation, rank placement and model FLOPs (see train.h). */
 #include "train.h"
 #include "generators.h"
+#include "moe.h"
 #include "pipeline.h"
 
 static const char *const train_schedule_names[SIMPAR_N_PIPE_SCHEDULES] = {"gpipe", "1f1b",
@@ -274,6 +275,51 @@ simpar_train_validate_batches(const SimparTrain *t, const SimparModel *model, GE
     return TRUE;
 }
 
+/* Expert parallelism as Megatron-Core folds it: the T x C x D ranks of a stage are also ETP x
+ * EP x expert-DP ranks, and each of the EP ranks holds E / EP whole experts. */
+static gboolean
+train_check_experts(const SimparTrain *t, const SimparModel *model, GError **error)
+{
+    gint64 ep = MAX(t->ep, 1), etp = MAX(t->etp, 1);
+    gint64 ranks = t->tp.tp * simpar_plan_cp(&t->tp) * t->dp;
+    if (!simpar_model_is_moe(model)) {
+        if (ep > 1 || etp > 1)
+            return train_fail(error,
+                              "--ep %" G_GINT64_FORMAT " --etp %" G_GINT64_FORMAT
+                              ": expert parallelism needs a model with experts (--experts, or "
+                              "an MoE preset such as mixtral-8x7b)",
+                              ep, etp);
+        return TRUE;
+    }
+    if (model->moe.experts % ep != 0)
+        return train_fail(error,
+                          "--experts %" G_GINT64_FORMAT
+                          " is not divisible by --ep %" G_GINT64_FORMAT
+                          ": every GPU of the expert-parallel group holds E/EP whole experts "
+                          "(valid: a divisor of %" G_GINT64_FORMAT ")",
+                          model->moe.experts, ep, model->moe.experts);
+    if (ranks % (ep * etp) != 0)
+        return train_fail(
+            error,
+            "--ep %" G_GINT64_FORMAT " x --etp %" G_GINT64_FORMAT " = %" G_GINT64_FORMAT
+            " does not divide --tp x --cp x --dp = %" G_GINT64_FORMAT
+            ": the experts' ETP x EP x expert-DP ranks are the same GPUs as the "
+            "attention's TP x CP x DP (valid: EP x ETP a divisor of %" G_GINT64_FORMAT ")",
+            ep, etp, ep * etp, ranks, ranks);
+    if (etp > 1)
+        return train_fail(error,
+                          "--etp %" G_GINT64_FORMAT ": expert tensor parallelism is not "
+                          "modelled yet (valid: 1, each expert whole on one GPU)",
+                          etp);
+    if (t->tp.tp > 1 && !t->tp.sequence_parallel)
+        return train_fail(error,
+                          "--ep %" G_GINT64_FORMAT " with --tp %" G_GINT64_FORMAT
+                          " needs --sp: the experts take each GPU's own tokens, as Megatron-LM "
+                          "requires sequence parallelism with tensor and expert parallelism",
+                          ep, t->tp.tp);
+    return TRUE;
+}
+
 gboolean
 simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GError **error)
 {
@@ -302,6 +348,9 @@ simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GE
                           " are used (--gpus or the platform): the product must equal them",
                           t->tp.tp, cp, pp_flag, t->pp, t->dp, t->tp.tp * C * t->pp * t->dp, gpus);
     }
+    if (!train_check_experts(t, model, error))
+        return FALSE;
+    t->tp.ep = simpar_model_is_moe(model) ? MAX(t->ep, 1) : 0;
     if (t->virtual_stages < 1 || t->virtual_stages > 1024)
         return train_fail(error,
                           "--virtual-stages %" G_GINT64_FORMAT ": must be between 1 and 1024",
@@ -402,8 +451,10 @@ simpar_train_rank(const SimparTrain *train, guint t, guint d, guint p)
 double
 simpar_train_model_flops(const SimparModel *m, const SimparTrain *train)
 {
-    double h = (double) m->hidden, s = (double) m->seq;
-    double per_token = (double) m->layers * (6 * simpar_model_layer_weights(m) + 12 * s * h) +
-                       6 * h * (double) m->vocab;
+    double h = (double) m->hidden, s = (double) m->seq, weights = simpar_model_layer_weights(m);
+    if (simpar_model_is_moe(m)) /* the MLP a token passes: its experts, the shared ones */
+        weights +=
+            simpar_moe_active_params(m) - ((double) simpar_model_fc1_cols(m) + (double) m->ffn) * h;
+    double per_token = (double) m->layers * (6 * weights + 12 * s * h) + 6 * h * (double) m->vocab;
     return per_token * (double) train->global_batch * s;
 }

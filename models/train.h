@@ -50,6 +50,8 @@ typedef struct {
                             * seed is the base of the dropout seeds (simpar_train_dropout_seed) */
     gint64 pp;             /* pipeline stages P (local parallelism: chunks K) */
     gint64 dp;             /* data-parallel replicas D */
+    gint64 ep, etp;        /* MoE layers: expert parallelism EP and expert tensor parallelism
+                            * ETP (0 or 1: none), folded onto the T x C x D ranks of a stage */
     gint64 virtual_stages; /* v (interleaved); 1 otherwise */
     gint64 vp_group;       /* interleaved: micro-batches per virtual-stage group N; 0: P */
     gint64 global_batch;   /* sequences per optimizer step, all replicas */

@@ -21,6 +21,8 @@ typedef struct {
     guint64 seed;
     const char *mode; /* interned */
     gint64 dtype, recompute, attention, sp, paper_3d, causal, q;
+    SimparMoeConfig moe; /* integers and doubles only: no padding */
+    gint64 ep;
 } CacheLayerKey;
 
 /* What the block times depend on besides the layer. */
@@ -31,6 +33,7 @@ typedef struct {
     double chunk_bytes;
     gint64 proto, max_chunks, mode, play_all, every_rank, tp, tp_stride, cp_stride, local,
         aux_width;
+    gint64 dp_stride; /* an MoE model's: its expert-parallel group spans replicas */
 } CacheBlockKey;
 
 typedef struct {
@@ -145,6 +148,7 @@ cache_layer_key(const SimparModel *m, const SimparPlan *plan, SimparAttentionImp
     k->recompute = plan->recompute, k->causal = plan->causal, k->seed = plan->seed;
     k->p_hidden = plan->p_hidden, k->p_attn = plan->p_attn, k->eps = plan->eps;
     k->attention = attn;
+    k->moe = m->moe, k->ep = plan->ep;
 }
 
 const SimparSchedule *
@@ -185,6 +189,7 @@ cache_block_key(const SimparStepTimer *tm, const SimparModel *model, const Simpa
     k->cp_stride = train->stride[SIMPAR_AXIS_CP];
     k->local = train->schedule == SIMPAR_PIPE_LOCAL;
     k->aux_width = k->local ? train->aux_head_width : 0;
+    k->dp_stride = simpar_model_is_moe(model) ? train->stride[SIMPAR_AXIS_DP] : 0;
 }
 
 /* Another holder of `from`'s tables (a copy of its small axes array). */

@@ -332,6 +332,12 @@ report_text_axes(GString *out, const SimparReportRow *row)
                                row->mode, st->split, st->placement, notes->str, row->mode,
                                row->compute_s, st->tp_exposed_s, st->bubble_s, st->pp_p2p_s,
                                st->dp_exposed_s, st->optimizer_s, 100 * st->mfu);
+    if (st->moe_experts_s > 0)
+        g_string_append_printf(out,
+                               "\n  %-5s one MoE layer (fwd + bwd) on an expert-parallel GPU: "
+                               "dispatch all-to-all %.4f s, combine all-to-all %.4f s, expert "
+                               "GEMMs %.4f s",
+                               row->mode, st->moe_dispatch_s, st->moe_combine_s, st->moe_experts_s);
     if (st->compute != NULL)
         g_string_append_printf(out, "\n  %-5s %s", row->mode, st->compute);
     if (st->pipeline_step_s > 0)
@@ -512,6 +518,9 @@ static const struct {
     {"time_to_target_s", G_STRUCT_OFFSET(SimparReportStep, time_to_target_s), FALSE, TRUE},
     {"gpu_hours_to_target", G_STRUCT_OFFSET(SimparReportStep, gpu_hours_to_target), FALSE, TRUE},
     {"pipeline_step_s", G_STRUCT_OFFSET(SimparReportStep, pipeline_step_s), FALSE, FALSE},
+    {"moe_dispatch_s", G_STRUCT_OFFSET(SimparReportStep, moe_dispatch_s), FALSE, FALSE},
+    {"moe_combine_s", G_STRUCT_OFFSET(SimparReportStep, moe_combine_s), FALSE, FALSE},
+    {"moe_experts_s", G_STRUCT_OFFSET(SimparReportStep, moe_experts_s), FALSE, FALSE},
     {"step_slices", G_STRUCT_OFFSET(SimparReportStep, slices), TRUE, FALSE},
     {"tp_ranks", G_STRUCT_OFFSET(SimparReportStep, tp_ranks), TRUE, FALSE},
     {"layer_ranks", G_STRUCT_OFFSET(SimparReportStep, layer_ranks), TRUE, FALSE},
@@ -532,6 +541,8 @@ report_json_step(JsonBuilder *b, const SimparReportRow *row)
         double v = G_STRUCT_MEMBER(double, &row->step, report_step_fields[i].off);
         if (report_step_fields[i].target && row->step.steps_to_target == 0)
             continue; /* no --steps-to-target: absent, not 0 */
+        if (g_str_has_prefix(report_step_fields[i].key, "moe_") && row->step.moe_experts_s == 0)
+            continue; /* a dense model: absent */
         if (report_step_fields[i].count)
             report_json_count(b, report_step_fields[i].key, v);
         else
@@ -561,6 +572,7 @@ simpar_report_config_init(SimparReportConfig *c, const SimparModel *model, const
                               .sp = t->tp.sequence_parallel,
                               .tied_embeddings = t->tied_embeddings,
                               .overlap_grad_reduce = t->overlap_grad_reduce};
+    c->ep = simpar_model_is_moe(model) ? MAX(t->ep, 1) : 0;
     c->schedule = g_intern_string(simpar_pipe_schedule_name(t->schedule));
     c->recompute = g_intern_string(simpar_recompute_name(t->tp.recompute));
     c->cp_mode = g_intern_static_string(t->tp.cp_ring ? "ring" : "allgather");
@@ -615,6 +627,10 @@ report_json_config(JsonBuilder *b, const SimparReportConfig *c, const char *mode
         else
             json_builder_add_boolean_value(b, G_STRUCT_MEMBER(gboolean, c, off));
     }
+    if (c->ep > 0) { /* an MoE model */
+        json_builder_set_member_name(b, "ep");
+        json_builder_add_int_value(b, c->ep);
+    }
     json_builder_end_object(b);
 }
 
@@ -636,6 +652,7 @@ report_json_read_config(JsonObject *o, SimparReportConfig *c)
         else
             G_STRUCT_MEMBER(gboolean, c, off) = json_object_get_boolean_member(j, key);
     }
+    c->ep = json_object_has_member(j, "ep") ? json_object_get_int_member(j, "ep") : 0;
 }
 
 /* The model's figures that differ from the preset of its name, "hidden, heads" (transfer
@@ -665,6 +682,7 @@ report_model_modified(const SimparModel *m)
         {"norm", m->norm != p.norm},
         {"bias", m->no_bias != p.no_bias},
         {"dropout", m->no_dropout != p.no_dropout},
+        {"moe", memcmp(&m->moe, &p.moe, sizeof m->moe) != 0},
     };
 
     GString *s = g_string_new(NULL);
@@ -672,6 +690,32 @@ report_model_modified(const SimparModel *m)
         if (f[i].differs)
             g_string_append_printf(s, "%s%s", s->len > 0 ? ", " : "", f[i].name);
     return g_string_free(s, s->len == 0); /* (transfer full) */
+}
+
+/* "moe": an MoE model's experts (model.h, SimparMoeConfig). */
+static void
+report_json_moe(JsonBuilder *b, const SimparModel *m)
+{
+    const SimparMoeConfig *e = &m->moe;
+    json_builder_set_member_name(b, "moe");
+    json_builder_begin_object(b);
+
+    const struct {
+        const char *key;
+        gint64 v;
+    } ints[] = {{"experts", e->experts},           {"top_k", e->top_k},
+                {"moe_ffn", e->moe_ffn},           {"shared_ffn", e->shared_ffn},
+                {"dense_layers", e->dense_layers}, {"moe_every", MAX(e->moe_every, 1)},
+                {"expert_groups", e->groups},      {"group_limit", e->group_limit}};
+
+    for (guint i = 0; i < G_N_ELEMENTS(ints); i++) {
+        json_builder_set_member_name(b, ints[i].key);
+        json_builder_add_int_value(b, ints[i].v);
+    }
+    report_json_string(b, "router", simpar_router_name((SimparRouterScore) e->router));
+    report_json_member(b, "capacity_factor", e->capacity);
+    report_json_member(b, "imbalance", MAX(e->imbalance, 1.0));
+    json_builder_end_object(b);
 }
 
 /* "model": the name, "gpt3-13b (modified: hidden, heads)" when the flags changed a preset's
@@ -712,6 +756,8 @@ report_json_model(JsonBuilder *b, const SimparModel *m)
     json_builder_add_boolean_value(b, !m->no_bias);
     json_builder_set_member_name(b, "dropout");
     json_builder_add_boolean_value(b, !m->no_dropout);
+    if (simpar_model_is_moe(m))
+        report_json_moe(b, m);
     json_builder_end_object(b);
 }
 

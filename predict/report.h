@@ -39,6 +39,10 @@ typedef struct {
     double tp_exposed_s, bubble_s, pp_p2p_s, dp_exposed_s, optimizer_s, mfu;
     double steps_to_target, time_to_target_s, gpu_hours_to_target;
     double pipeline_step_s; /* local parallelism: the same split as a 1F1B pipeline */
+    /* MoE models: one MoE layer's forward and backward on a GPU of the expert-parallel group,
+     * its time in the dispatch and combine all-to-alls and in the experts' grouped GEMMs (0 for
+     * a dense model) */
+    double moe_dispatch_s, moe_combine_s, moe_experts_s;
     double slices; /* the step ran one tensor-parallel slice for this many (step-slice.h), or 1 */
     /* the layer blocks simulated this many of the tensor-parallel group's tp_ranks ranks (fewer
      * under a quotient of alike nodes: replay-quotient.c) */
@@ -57,6 +61,7 @@ typedef struct {
     gboolean set;
     gint64 tp, q, depth, cp, pp, vp, vp_group, dp, micro_batch, micro_batches, global_batch, zero,
         shard_group;
+    gint64 ep; /* an MoE model's expert parallelism; 0 for a dense model */
     const char *schedule, *recompute, *cp_mode, *dtype, *grad_reduce_dtype;
     gboolean sp, tied_embeddings, overlap_grad_reduce;
 } SimparReportConfig;

@@ -1,6 +1,7 @@
 /* step-predict.c - one optimizer step: block times, the step run and its breakdown. */
 #include "step-predict.h"
 #include "ends.h"
+#include "moe.h"
 #include <string.h>
 
 void
@@ -135,6 +136,78 @@ block_layers(const SimparStepTimer *tm, const SimparSchedule *layer, const guint
     bt->layer_comm_bytes = row.comm_bytes_per_gpu / 2;
 }
 
+/* `add` seconds more for `key` (already set), `compute_add` of them compute. */
+static void
+block_add(SimparBlockTimes *bt, const char *key, double add, double compute_add)
+{
+    double *t = g_hash_table_lookup(bt->time_s, g_intern_string(key));
+    double *c = g_hash_table_lookup(bt->compute_s, g_intern_string(key));
+    g_assert(t != NULL && c != NULL);
+    *t += add;
+    *c = MIN(*c + MAX(compute_add, 0.0), *t);
+}
+
+/* Mean over the ranks of one of two stacked MoE blocks' time in part k: 0 the dispatch
+ * all-to-alls, 1 the combine all-to-alls, 2 the experts' GEMMs. */
+static double
+block_moe_part(const SimparSchedule *moe, const SimparSpan *sp, guint k)
+{
+    static const char *const what[] = {".moe.all-to-all-dispatch", ".moe.all-to-all-combine",
+                                       ".experts."};
+    guint n = simpar_schedule_n_ops(moe);
+    double sum = 0;
+    for (guint i = 0; i < n; i++) {
+        const SimparOp *op = simpar_schedule_op(moe, i);
+        gboolean gemm = op->kind == SIMPAR_OP_GEMM, coll = op->kind == SIMPAR_OP_COLLECTIVE;
+        if ((k == 2 ? gemm : coll) && strstr(op->name, what[k]) != NULL)
+            for (guint l = 0; l < 2; l++)
+                sum += sp[l * n + i].end - sp[l * n + i].start;
+    }
+    return sum / 2 / simpar_schedule_n_ranks(moe);
+}
+
+/* An MoE layer's MLP part (moe.h) on the GPUs of the first expert-parallel group: EP
+ * consecutive ranks of the stage's T x C x D (Megatron-Core's expert rank order with ETP 1),
+ * each with its own tokens, two stacked blocks as the layers are timed. Its forward and
+ * backward join "layer.fwd" and "layer.bwd" (the layer schedule holds the attention part), its
+ * all-to-alls the layer's exposed communication (axis "ep"). */
+static void
+block_moe(const SimparStepTimer *tm, const SimparModel *model, const SimparTrain *train,
+          SimparBlockTimes *bt)
+{
+    guint ep = (guint) MAX(train->ep, 1), TC = simpar_train_group(train);
+    guint64 tokens = (guint64) model->micro_batch * model->seq / simpar_plan_cp(&train->tp) /
+                     (train->tp.sequence_parallel ? (guint64) train->tp.tp : 1);
+    g_autoptr(SimparSchedule) moe =
+        simpar_moe_block_build(model, ep, (guint) tokens, train->tp.seed,
+                               simpar_moe_capacity(model, (guint) tokens), NULL);
+    g_assert(moe != NULL); /* simpar_train_validate checked E against EP */
+    g_autofree guint *gpus = g_new(guint, ep);
+    for (guint i = 0; i < ep; i++)
+        gpus[i] = simpar_train_rank(train, i % TC, i / TC, 0);
+    SimparRun run;
+    g_autofree double *compute = NULL;
+    g_autofree SimparSpan *sp = block_run(tm, moe, 2, gpus, &run, &compute);
+    double b[4];
+    block_layer_bounds(moe, sp, b);
+    block_add(bt, "layer.fwd", b[1] - b[0],
+              block_mean_compute(moe, compute, NULL, SIMPAR_PHASE_FORWARD));
+    block_add(bt, "layer.bwd", b[3] - b[2],
+              block_mean_compute(moe, compute, NULL, SIMPAR_PHASE_BACKWARD));
+    const char *const parts[] = {"moe.dispatch", "moe.combine", "moe.experts"};
+    for (guint k = 0; k < G_N_ELEMENTS(parts); k++)
+        block_set(bt, parts[k], block_moe_part(moe, sp, k), 0);
+    SimparReportRow row = {0};
+    simpar_report_breakdown(&run, sp, &row);
+    for (guint i = 0; i < row.axes->len; i++) {
+        SimparAxisTime a = g_array_index(row.axes, SimparAxisTime, i);
+        a.exposed_s /= 2;
+        g_array_append_val(bt->layer_axes, a);
+    }
+    g_array_unref(row.axes);
+    bt->layer_comm_bytes += row.comm_bytes_per_gpu / 2;
+}
+
 /* The segments of an ends schedule, each the time from the previous segment's end to its own. */
 static void
 block_ends(const SimparStepTimer *tm, const SimparSchedule *ends, const guint *gpus,
@@ -181,6 +254,8 @@ simpar_block_times_measure(const SimparStepTimer *tm, const SimparModel *model,
     bt->compute_s = g_hash_table_new_full(NULL, NULL, NULL, g_free);
     g_autofree guint *gpus = simpar_block_gpus(train);
     block_layers(tm, layer, gpus, bt);
+    if (simpar_model_is_moe(model))
+        block_moe(tm, model, train, bt);
     g_autoptr(SimparSchedule) ends = simpar_ends_build(model, &train->tp, layer, model->vocab,
                                                        SIMPAR_ENDS_EMBED | SIMPAR_ENDS_HEAD);
     block_ends(tm, ends, gpus, bt);
@@ -411,6 +486,9 @@ simpar_step_breakdown_finish(const SimparRun *run, const guint *job_gpus,
 {
     Breakdown b = {.tp_exposed = tp_exposed, .layer_blocks = layer_blocks};
     row->step.tp_exposed_s = b.tp_exposed;
+    row->step.moe_dispatch_s = simpar_block_time(bt, "moe.dispatch");
+    row->step.moe_combine_s = simpar_block_time(bt, "moe.combine");
+    row->step.moe_experts_s = simpar_block_time(bt, "moe.experts");
     row->step.layer_ranks = bt->layer_ranks;
     row->step.tp_ranks = (double) tr->tp.tp * simpar_plan_cp(&tr->tp); /* the layer's: T x C */
     row->comm_bytes_per_gpu += bt->layer_comm_bytes * b.layer_blocks;

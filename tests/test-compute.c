@@ -33,7 +33,8 @@ static const SimparModel mem_model = {"mem",
                                       SIMPAR_NORM_LAYERNORM,
                                       FALSE,
                                       FALSE,
-                                      0};
+                                      0,
+                                      {0}};
 static const SimparModel mem_model_fp32 = {"mem",
                                            64,
                                            4,
@@ -48,7 +49,8 @@ static const SimparModel mem_model_fp32 = {"mem",
                                            SIMPAR_NORM_LAYERNORM,
                                            FALSE,
                                            FALSE,
-                                           0};
+                                           0,
+                                           {0}};
 
 static void
 gpu_h100(SimparGpu *gpu)

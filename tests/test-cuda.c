@@ -207,7 +207,8 @@ cuda_test_layer(const CudaLayerCase *lc, SimparDtype dtype, RefShape *shape)
                      lc->llama ? SIMPAR_NORM_RMSNORM : SIMPAR_NORM_LAYERNORM,
                      lc->llama,
                      FALSE,
-                     0};
+                     0,
+                     {0}};
     SimparPlan plan;
     simpar_plan_init(&plan);
     plan.mode = lc->mode, plan.tp = lc->tp, plan.depth = lc->depth;
@@ -324,9 +325,22 @@ enum {
 static SimparSchedule *
 cuda_test_step(const CudaStepCase *c, SimparDtype dtype, RefStepConfig *cfg)
 {
-    SimparModel model = {"test",          CUDA_STEP_H,           CUDA_STEP_A, CUDA_STEP_S, c->b,
-                         c->layers,       CUDA_STEP_F,           CUDA_STEP_V, dtype,       0,
-                         SIMPAR_MLP_GELU, SIMPAR_NORM_LAYERNORM, FALSE,       FALSE,       0};
+    SimparModel model = {"test",
+                         CUDA_STEP_H,
+                         CUDA_STEP_A,
+                         CUDA_STEP_S,
+                         c->b,
+                         c->layers,
+                         CUDA_STEP_F,
+                         CUDA_STEP_V,
+                         dtype,
+                         0,
+                         SIMPAR_MLP_GELU,
+                         SIMPAR_NORM_LAYERNORM,
+                         FALSE,
+                         FALSE,
+                         0,
+                         {0}};
     SimparTrain tr;
     simpar_train_init(&tr);
     tr.tp.mode = g_intern_static_string("1d");

@@ -47,8 +47,8 @@ layers_scatter(const SimparSchedule *sched, SimparHost *host, const RefShape *sh
     guint n;
     const SimparShard *sh = simpar_schedule_shards(sched, &n);
     for (guint i = 0; i < n; i++) {
-        if (sh[i].role != SIMPAR_SHARD_INPUT)
-            continue;
+        if (sh[i].role != SIMPAR_SHARD_INPUT || g_str_equal(sh[i].tensor, "moe.params"))
+            continue; /* an MoE layer's experts: the MoE block's (test-moe.c) */
         RefTensor id = layers_tensor(sh[i].tensor);
         guint64 rows, cols;
         ref_tensor_shape(shape, id, &rows, &cols);
@@ -122,11 +122,19 @@ layers_take(const SimparShard *sh, SimparHost *host, guint64 cols, LayersSum *s)
         }
 }
 
+/* Whether an MoE layer's schedule (its attention part) leaves `id` to the MoE block. */
+static gboolean
+layers_moe_part(RefTensor id)
+{
+    return id == REF_LN2_G_GRAD || id == REF_LN2_B_GRAD ||
+           (id >= REF_FC1_W_GRAD && id <= REF_FC2_B_GRAD);
+}
+
 /* Largest relative error over all output shards, each PARTIAL one summed over its group; every
- * output element must be covered. */
+ * output element must be covered (with `moe`, the attention part's). */
 static double
 layers_compare(const SimparSchedule *sched, SimparHost *host, const RefShape *shape,
-               double *const t[REF_N_TENSORS])
+               double *const t[REF_N_TENSORS], gboolean moe)
 {
     guint n;
     const SimparShard *sh = simpar_schedule_shards(sched, &n);
@@ -166,7 +174,7 @@ layers_compare(const SimparSchedule *sched, SimparHost *host, const RefShape *sh
     for (guint id = REF_N_INPUTS; id < REF_N_TENSORS; id++) {
         guint64 rows, cols, missing = 0;
         ref_tensor_shape(shape, (RefTensor) id, &rows, &cols);
-        if (rows * cols == 0) /* RMSNorm's betas */
+        if (rows * cols == 0 || (moe && layers_moe_part((RefTensor) id))) /* RMSNorm's betas */
             continue;
         for (guint64 e = 0; covered[id] != NULL && e < rows * cols; e++)
             missing += !covered[id][e];
@@ -180,9 +188,12 @@ layers_compare(const SimparSchedule *sched, SimparHost *host, const RefShape *sh
     return worst;
 }
 
-/* Runs one case against the reference; returns its output values (transfer full). */
+/* Runs one case against the reference; returns its output values (transfer full). With `moe`,
+ * the model has experts: its layer schedule is the attention part, held against the serial
+ * layer with fc2's weights and bias zero (its MLP adds nothing, and passes dy through). */
 static GArray *
-layers_run(const LayerCase *lc, gboolean causal, double p, SimparRecompute recompute)
+layers_run_model(const LayerCase *lc, gboolean causal, double p, SimparRecompute recompute,
+                 gboolean moe)
 {
     gint64 cp = MAX(lc->cp, 1);
     SimparModel m = {"test",
@@ -199,9 +210,13 @@ layers_run(const LayerCase *lc, gboolean causal, double p, SimparRecompute recom
                      lc->llama ? SIMPAR_NORM_RMSNORM : SIMPAR_NORM_LAYERNORM,
                      lc->llama, /* Llama layers have no biases */
                      FALSE,
-                     0};
+                     0,
+                     {0}};
+    if (moe)
+        m.moe = (SimparMoeConfig){.experts = 4, .top_k = 2, .moe_ffn = 8, .moe_every = 1};
     SimparPlan plan;
     simpar_plan_init(&plan);
+    plan.ep = moe ? 2 : 0;
     plan.mode = lc->mode, plan.tp = lc->tp, plan.depth = lc->depth;
     plan.sequence_parallel = lc->sp, plan.paper_3d = lc->paper;
     plan.causal = causal, plan.p_hidden = p, plan.p_attn = p, plan.seed = layers_seed;
@@ -210,6 +225,11 @@ layers_run(const LayerCase *lc, gboolean causal, double p, SimparRecompute recom
     g_autoptr(SimparSchedule) sched = simpar_generate_layer(&m, &plan, &error);
     CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
     CU_ASSERT_TRUE(simpar_schedule_check_hazards(sched, &error));
+    if (moe) { /* no dense MLP, the experts' parameters in its place */
+        CU_ASSERT_PTR_NULL(simpar_schedule_find_shard(sched, 0, "fc1.weight"));
+        CU_ASSERT_PTR_NULL(simpar_schedule_find_shard(sched, 0, "ln2.gamma"));
+        CU_ASSERT_PTR_NOT_NULL(simpar_schedule_find_shard(sched, 0, "moe.params"));
+    }
     if (error != NULL)
         printf("\n    %s", error->message);
 
@@ -236,21 +256,47 @@ layers_run(const LayerCase *lc, gboolean causal, double p, SimparRecompute recom
         t[i] = g_new0(double, rows *cols);
         if (i < REF_N_INPUTS)
             ref_fill_random(t[i], rows * cols, rng);
+        if (moe && (i == REF_FC2_W || i == REF_FC2_B))
+            memset(t[i], 0, sizeof(double) * rows * cols);
     }
     ref_layer_run(&shape, t);
     g_autoptr(SimparHost) host = simpar_host_new(sched);
     layers_scatter(sched, host, &shape, t);
     CU_ASSERT_TRUE_FATAL(simpar_host_run(host, &error));
-    double worst = layers_compare(sched, host, &shape, t);
-    printf("\n    %s tp=%" G_GINT64_FORMAT " cp=%" G_GINT64_FORMAT "%s kv=%" G_GINT64_FORMAT
+    double worst = layers_compare(sched, host, &shape, t, moe);
+    printf("\n    %s%s tp=%" G_GINT64_FORMAT " cp=%" G_GINT64_FORMAT "%s kv=%" G_GINT64_FORMAT
            "%s%s recompute %s: worst relative error %.3g ",
-           lc->mode, lc->tp, cp, lc->ring ? " ring" : "", simpar_model_kv_heads(&m),
-           lc->llama ? " swiglu rmsnorm" : "", causal ? " causal" : " dropout",
-           simpar_recompute_name(recompute), worst);
+           moe ? "moe attention part " : "", lc->mode, lc->tp, cp, lc->ring ? " ring" : "",
+           simpar_model_kv_heads(&m), lc->llama ? " swiglu rmsnorm" : "",
+           causal ? " causal" : " dropout", simpar_recompute_name(recompute), worst);
     CU_ASSERT(worst < 1e-9);
     for (guint i = 0; i < REF_N_TENSORS; i++)
         g_free(t[i]);
     return layers_outputs(sched, host);
+}
+
+static GArray *
+layers_run(const LayerCase *lc, gboolean causal, double p, SimparRecompute recompute)
+{
+    return layers_run_model(lc, causal, p, recompute, FALSE);
+}
+
+/* An MoE model's layer schedule, every mode and recomputation: the attention part. */
+static void
+test_moe_attention_part(void)
+{
+    const LayerCase cases[] = {
+        {"1d", 1, 0, FALSE, TRUE, 2, 0, FALSE, 0, FALSE},
+        {"1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 0, FALSE},
+        {"2d", 4, 0, FALSE, TRUE, 4, 2, TRUE, 0, FALSE},
+        {"3d", 8, 0, FALSE, FALSE, 4, 0, FALSE, 0, FALSE},
+        {"1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 2, FALSE},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++)
+        for (SimparRecompute r = SIMPAR_RECOMPUTE_NONE; r <= SIMPAR_RECOMPUTE_FULL; r++) {
+            g_autoptr(GArray) out = layers_run_model(&cases[i], i % 2 == 0, 0.1 * (i % 2), r, TRUE);
+            CU_ASSERT(out->len > 0);
+        }
 }
 
 /* Without recomputation, then selective and full: the same values, bit for bit. */
@@ -322,6 +368,9 @@ LAYER_TEST(test_ring3_2d_q2, "2d", 4, 0, FALSE, TRUE, 4, 0, FALSE, 3, TRUE)
 LAYER_TEST(test_ring2_3d_q2_llama, "3d", 8, 0, FALSE, FALSE, 4, 2, TRUE, 2, TRUE)
 
 static CU_TestInfo layers_tests[] = {
+    {"an MoE model's layer (its attention part) equals the serial layer without its MLP, 1-D "
+     "(with SP, CP), 2-D and 3-D, every recomputation",
+     test_moe_attention_part},
     {"one GPU (1-D T=1) equals the serial layer; recomputation changes no bit", test_1d_p1},
     {"1-D T=2 equals the serial layer; recomputation changes no bit", test_1d_p2},
     {"Llama layer (multi-query, SwiGLU, RMSNorm) on one GPU equals the serial layer",

@@ -228,7 +228,10 @@ test_refusals(void)
                      "line 1: --tensor-model-parallel-size eight: valid is a whole number");
     megatron_refuses(MEG_SHAPE "--context-parallel-size 2 --cp-comm-type a2a",
                      "--cp-comm-type a2a: simpar models p2p");
-    megatron_refuses(MEG_SHAPE "--num-experts 8", "--num-experts: simpar models dense");
+    megatron_refuses(MEG_SHAPE "--expert-model-parallel-size 2",
+                     "--expert-model-parallel-size 2 without --num-experts");
+    megatron_refuses(MEG_SHAPE "--num-experts 8 --moe-layer-freq '[1,0]'",
+                     "--moe-layer-freq [1,0]: valid are an integer N and the pattern");
     megatron_refuses(MEG_SHAPE "--bf16 --fp16", "--bf16 and --fp16 together");
     megatron_refuses(MEG_SHAPE "--normalization BatchNorm",
                      "--normalization BatchNorm: valid are LayerNorm and RMSNorm");
@@ -267,7 +270,35 @@ test_derived_dp(void)
     simpar_cli_run_clear(&r);
 }
 
+/* Megatron-Core's MoE flags become simpar's, with Megatron's defaults (top-2, softmax, the
+ * dense FFN width, ETP = TP) and DeepSeek-V3's layer pattern */
+static void
+test_moe_flags(void)
+{
+    g_autofree char *mixtral = megatron_flags(
+        MEG_SHAPE "--num-experts 8 --expert-model-parallel-size 8 --moe-grouped-gemm");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mixtral);
+    CU_ASSERT_PTR_NOT_NULL(strstr(mixtral, "--experts=8 --topk=2 --router=softmax --ep=8 "));
+    CU_ASSERT_PTR_NULL(strstr(mixtral, "--etp"));
+    g_autofree char *deepseek = megatron_flags(
+        MEG_SHAPE "--num-experts 256 --moe-router-topk 8 --moe-ffn-hidden-size 2048 "
+                  "--moe-shared-expert-intermediate-size 2048 --moe-layer-freq '([0]*3+[1]*21)' "
+                  "--moe-router-score-function sigmoid --moe-router-num-groups 8 "
+                  "--moe-router-group-topk 4 --expert-model-parallel-size 64 "
+                  "--tensor-model-parallel-size 2 --expert-tensor-parallel-size 1");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(deepseek);
+    CU_ASSERT_PTR_NOT_NULL(strstr(deepseek, "--experts=256 --topk=8 --router=sigmoid "
+                                            "--moe-ffn=2048 --shared-ffn=2048 --dense-layers=3 "
+                                            "--moe-every=1 --expert-groups=8 --group-limit=4 "
+                                            "--ep=64 "));
+    g_autofree char *etp = megatron_flags(MEG_SHAPE "--num-experts 8 --tensor-model-parallel-size "
+                                                    "2 --expert-model-parallel-size 4");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(etp);
+    CU_ASSERT_PTR_NOT_NULL(strstr(etp, "--ep=4 --etp=2")); /* Megatron's default ETP = TP */
+}
+
 static CU_TestInfo megatron_tests[] = {
+    {"Megatron's MoE flags become simpar's, with Megatron's defaults", test_moe_flags},
     {"Megatron's GPT-3 175B and Llama 3 70B scripts predict what simpar's flags predict",
      test_examples},
     {"Megatron's flag names on simpar's command line mean simpar's flags", test_aliases},

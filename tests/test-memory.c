@@ -27,7 +27,8 @@ static const SimparModel model16 = {"mem",
                                     SIMPAR_NORM_LAYERNORM,
                                     FALSE,
                                     FALSE,
-                                    0};
+                                    0,
+                                    {0}};
 
 static gboolean
 near(double got, double want)
@@ -175,7 +176,8 @@ static const SimparModel zero_model = {"zero",
                                        SIMPAR_NORM_LAYERNORM,
                                        FALSE,
                                        FALSE,
-                                       0};
+                                       0,
+                                       {0}};
 
 static void
 test_states_zero_example(void)

@@ -57,7 +57,8 @@ summary_check(const char *mode, gint64 tp, gint64 depth, gboolean sp, gboolean p
                      SIMPAR_NORM_LAYERNORM,
                      FALSE,
                      FALSE,
-                     0};
+                     0,
+                     {0}};
     SimparPlan plan;
     simpar_plan_init(&plan);
     plan.mode = mode, plan.tp = tp, plan.depth = depth, plan.sequence_parallel = sp;
@@ -194,7 +195,8 @@ test_paper_table(void)
                      SIMPAR_NORM_LAYERNORM,
                      FALSE,
                      FALSE,
-                     0};
+                     0,
+                     {0}};
     guint64 h = 64, B = 16 * 8;
     SimparPlan p2, p3;
     simpar_plan_init(&p2);

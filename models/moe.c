@@ -1,0 +1,547 @@
+/* moe.c - mixture-of-experts routing and the MoE block's schedule (see moe.h). */
+#include "moe.h"
+#include <math.h>
+
+/* ----- routing ----- */
+
+/* SplitMix64's finaliser (Steele, Lea and Flood, "Fast splittable pseudorandom number
+ * generators", OOPSLA 2014). */
+static guint64
+moe_mix(guint64 z)
+{
+    z += G_GUINT64_CONSTANT(0x9E3779B97F4A7C15);
+    z = (z ^ (z >> 30)) * G_GUINT64_CONSTANT(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * G_GUINT64_CONSTANT(0x94D049BB133111EB);
+    return z ^ (z >> 31);
+}
+
+/* The hashed affinity of `token` for expert e, in [0, 1). */
+static double
+moe_affinity(const SimparMoe *m, guint64 token, guint e)
+{
+    guint64 h = moe_mix(m->seed ^ moe_mix(token * G_GUINT64_CONSTANT(0x100000001B3) + e));
+    return (double) (h >> 11) * 0x1.0p-53;
+}
+
+/* The index of the largest score[i] with allowed[i] (ties to the lower index); G_MAXUINT if
+ * none is allowed. */
+static guint
+moe_argmax(const double *score, const gboolean *allowed, guint n)
+{
+    guint best = G_MAXUINT;
+    for (guint i = 0; i < n; i++)
+        if (allowed[i] && (best == G_MAXUINT || score[i] > score[best]))
+            best = i;
+    return best;
+}
+
+/* Node-limited routing: only the experts of the group_limit groups with the largest sums of
+ * their two best affinities stay allowed. */
+static void
+moe_limit_groups(const SimparMoe *m, const double *aff, gboolean *allowed)
+{
+    guint per = m->experts / m->groups;
+    g_autofree double *gscore = g_new(double, m->groups);
+    g_autofree gboolean *gpick = g_new0(gboolean, m->groups), *gleft = g_new(gboolean, m->groups);
+    for (guint g = 0; g < m->groups; g++) {
+        double b1 = -1, b2 = 0;
+        for (guint e = g * per; e < (g + 1) * per; e++) {
+            if (aff[e] > b1)
+                b2 = b1 < 0 ? 0 : b1, b1 = aff[e];
+            else if (aff[e] > b2)
+                b2 = aff[e];
+        }
+        gscore[g] = b1 + (per > 1 ? b2 : 0);
+        gleft[g] = TRUE;
+    }
+    for (guint i = 0; i < m->group_limit; i++) {
+        guint g = moe_argmax(gscore, gleft, m->groups);
+        gpick[g] = TRUE, gleft[g] = FALSE;
+    }
+    for (guint e = 0; e < m->experts; e++)
+        allowed[e] = gpick[e / per];
+}
+
+static void
+moe_choose_with(const SimparMoe *m, guint64 token, double *aff, gboolean *allowed, guint *experts)
+{
+    for (guint e = 0; e < m->experts; e++)
+        aff[e] = moe_affinity(m, token, e), allowed[e] = TRUE;
+    if (m->groups > 0)
+        moe_limit_groups(m, aff, allowed);
+    for (guint j = 0; j < m->top_k; j++) {
+        guint e = moe_argmax(aff, allowed, m->experts);
+        g_assert(e != G_MAXUINT); /* checked: the groups hold top_k experts */
+        allowed[e] = FALSE;
+        guint i = j;
+        for (; i > 0 && experts[i - 1] > e; i--) /* kept in increasing order */
+            experts[i] = experts[i - 1];
+        experts[i] = e;
+    }
+}
+
+void
+simpar_moe_choose(const SimparMoe *m, guint64 token, guint *experts)
+{
+    g_autofree double *aff = g_new(double, m->experts);
+    g_autofree gboolean *allowed = g_new(gboolean, m->experts);
+    moe_choose_with(m, token, aff, allowed, experts);
+}
+
+void
+simpar_moe_rows(const SimparMoe *m, gint64 *rows, guint *experts)
+{
+    g_autofree double *aff = g_new(double, m->experts);
+    g_autofree gboolean *allowed = g_new(gboolean, m->experts);
+    g_autofree guint *count = g_new0(guint, m->experts), *chosen = g_new(guint, m->top_k);
+    for (guint t = 0; t < m->tokens; t++) {
+        moe_choose_with(m, m->token0 + t, aff, allowed, chosen);
+        for (guint j = 0; j < m->top_k; j++) {
+            guint e = chosen[j], slot = count[e]++;
+            rows[(gsize) t * m->top_k + j] =
+                slot < m->capacity ? (gint64) e * m->capacity + slot : -1;
+            if (experts != NULL)
+                experts[(gsize) t * m->top_k + j] = e;
+        }
+    }
+}
+
+guint
+simpar_moe_max_load(const SimparMoe *m)
+{
+    SimparMoe all = *m;
+    all.capacity = G_MAXUINT / MAX(m->experts, 1u); /* nothing dropped */
+    g_autofree gint64 *rows = g_new(gint64, (gsize) m->tokens * m->top_k);
+    g_autofree guint *experts = g_new(guint, (gsize) m->tokens * m->top_k);
+    g_autofree guint *count = g_new0(guint, m->experts);
+    simpar_moe_rows(&all, rows, experts);
+    guint most = 0;
+    for (gsize i = 0; i < (gsize) m->tokens * m->top_k; i++)
+        most = MAX(most, ++count[experts[i]]);
+    return most;
+}
+
+/* ----- the block's schedule ----- */
+
+typedef struct {
+    SimparSchedule *sched;
+    const SimparModel *model;
+    SimparMoe route; /* this rank's routing (views left empty) */
+    guint rank, ep_group;
+    SimparPhase phase;
+    guint64 T, h, E, El, C, fe, fc1e, fs, fc1s;
+} MoeCtx;
+
+/* The start of buffer `buf`; G_MAXUINT: no view. */
+static SimparView
+moe_view(guint buf)
+{
+    return buf == G_MAXUINT ? SIMPAR_NO_VIEW : (SimparView){buf, 0};
+}
+
+static guint
+moe_buf(MoeCtx *c, const char *name, guint64 elems)
+{
+    return simpar_schedule_add_buffer(c->sched, c->rank, name, elems);
+}
+
+static void
+moe_add(MoeCtx *c, SimparOp *op, const char *name)
+{
+    op->rank = c->rank;
+    op->stream = 0;
+    op->phase = c->phase;
+    g_autofree char *full =
+        g_strconcat(c->phase == SIMPAR_PHASE_FORWARD ? "fwd." : "bwd.", name, NULL);
+    op->name = g_intern_string(full);
+    simpar_schedule_add_op(c->sched, op);
+}
+
+static void
+moe_route_op(MoeCtx *c, SimparOpKind kind, const char *name, guint in0, guint in1, guint in2,
+             guint out0, guint out1)
+{
+    SimparOp op = {.kind = kind, .u.moe = c->route};
+    const guint in[3] = {in0, in1, in2}, out[2] = {out0, out1};
+    for (guint i = 0; i < 3; i++)
+        op.u.moe.in[i] = moe_view(in[i]);
+    for (guint i = 0; i < 2; i++)
+        op.u.moe.out[i] = moe_view(out[i]);
+    moe_add(c, &op, name);
+}
+
+/* c = op(a) op(b), batched over `batch` experts with whole-matrix strides. */
+static void
+moe_gemm(MoeCtx *c, const char *name, guint batch, const SimparGemm *shape)
+{
+    SimparOp op = {.kind = SIMPAR_OP_GEMM, .u.gemm = *shape};
+    SimparGemm *g = &op.u.gemm;
+    g->batch = batch;
+    if (batch > 1) {
+        g->stride_a = (gsize) g->m * g->k, g->stride_b = (gsize) g->k * g->n;
+        g->stride_c = (gsize) g->m * g->n;
+    }
+    moe_add(c, &op, name);
+}
+
+static void
+moe_kernel(MoeCtx *c, SimparOpKind kind, const char *name, guint64 rows, guint64 cols, guint in0,
+           guint in1, guint out0)
+{
+    SimparOp op = {.kind = kind};
+    op.u.kern.rows = rows, op.u.kern.cols = cols;
+    op.u.kern.in[0] = moe_view(in0);
+    op.u.kern.in[1] = moe_view(in1);
+    op.u.kern.out[0] = moe_view(out0);
+    for (guint i = 2; i < G_N_ELEMENTS(op.u.kern.in); i++)
+        op.u.kern.in[i] = SIMPAR_NO_VIEW;
+    for (guint i = 1; i < G_N_ELEMENTS(op.u.kern.out); i++)
+        op.u.kern.out[i] = SIMPAR_NO_VIEW;
+    moe_add(c, &op, name);
+}
+
+static void
+moe_all_to_all(MoeCtx *c, const char *name, guint send, guint recv)
+{
+    SimparOp op = {.kind = SIMPAR_OP_COLLECTIVE};
+    op.u.coll = (SimparColl){SIMPAR_COLL_ALL_TO_ALL, c->ep_group,    c->El * c->C * c->h, 0,
+                             moe_view(send),         moe_view(recv), SIMPAR_RED_SUM};
+    moe_add(c, &op, name);
+}
+
+/* The MLP's activation of `rows` rows: z [rows x fc1] -> y [rows x f]. */
+static void
+moe_act(MoeCtx *c, const char *name, guint64 rows, guint64 f, guint z, guint y)
+{
+    gboolean swiglu = c->model->mlp == SIMPAR_MLP_SWIGLU;
+    moe_kernel(c, swiglu ? SIMPAR_OP_SWIGLU : SIMPAR_OP_GELU, name, rows, f, z, G_MAXUINT, y);
+}
+
+static void
+moe_act_bwd(MoeCtx *c, const char *name, guint64 rows, guint64 f, guint dy, guint z, guint dz)
+{
+    gboolean swiglu = c->model->mlp == SIMPAR_MLP_SWIGLU;
+    moe_kernel(c, swiglu ? SIMPAR_OP_SWIGLU_BWD : SIMPAR_OP_GELU_BWD, name, rows, f, dy, z, dz);
+}
+
+static void
+moe_shard(MoeCtx *c, const char *tensor, SimparShardRole role, guint buf, guint64 row0,
+          guint64 rows, guint64 cols)
+{
+    SimparShard s = {tensor, role, c->rank, moe_view(buf), row0, rows, 0, cols, c->ep_group};
+    simpar_schedule_add_shard(c->sched, &s);
+}
+
+typedef struct {
+    guint x, dy, wr, w1, w2, ws1, ws2;              /* inputs */
+    guint y, dx, dwr, dw1, dw2, dws1, dws2;         /* outputs */
+    guint logits, scores, back, xs, z1, a1, s1, sa; /* kept for the backward */
+} MoeBufs;
+
+static void
+moe_params(MoeCtx *c, MoeBufs *b)
+{
+    guint64 T = c->T, h = c->h, p = c->rank;
+
+    struct {
+        const char *name;
+        guint *w, *dw;
+        guint64 row0, rows, cols;
+        SimparShardRole grad;
+    } params[] = {
+        {"router.weight", &b->wr, &b->dwr, 0, h, c->E, SIMPAR_SHARD_PARTIAL},
+        {"experts.fc1.weight", &b->w1, &b->dw1, p * c->El * h, c->El * h, c->fc1e,
+         SIMPAR_SHARD_OUTPUT},
+        {"experts.fc2.weight", &b->w2, &b->dw2, p * c->El * c->fe, c->El * c->fe, h,
+         SIMPAR_SHARD_OUTPUT},
+        {"shared.fc1.weight", &b->ws1, &b->dws1, 0, h, c->fc1s, SIMPAR_SHARD_PARTIAL},
+        {"shared.fc2.weight", &b->ws2, &b->dws2, 0, c->fs, h, SIMPAR_SHARD_PARTIAL},
+    };
+
+    guint n = c->fs > 0 ? G_N_ELEMENTS(params) : 3;
+    for (guint i = 0; i < n; i++) {
+        g_autofree char *grad = g_strconcat(params[i].name, ".grad", NULL);
+        *params[i].w = moe_buf(c, params[i].name, params[i].rows * params[i].cols);
+        *params[i].dw = moe_buf(c, grad, params[i].rows * params[i].cols);
+        moe_shard(c, params[i].name, SIMPAR_SHARD_INPUT, *params[i].w, params[i].row0,
+                  params[i].rows, params[i].cols);
+        moe_shard(c, g_intern_string(grad), params[i].grad, *params[i].dw, params[i].row0,
+                  params[i].rows, params[i].cols);
+    }
+    b->x = moe_buf(c, "x", T * h), b->dy = moe_buf(c, "dy", T * h);
+    b->y = moe_buf(c, "y", T * h), b->dx = moe_buf(c, "dx", T * h);
+    moe_shard(c, "x", SIMPAR_SHARD_INPUT, b->x, p * T, T, h);
+    moe_shard(c, "dy", SIMPAR_SHARD_INPUT, b->dy, p * T, T, h);
+    moe_shard(c, "y", SIMPAR_SHARD_OUTPUT, b->y, p * T, T, h);
+    moe_shard(c, "dx", SIMPAR_SHARD_OUTPUT, b->dx, p * T, T, h);
+}
+
+/* Router, dispatch, the local experts, combine and the shared experts. */
+static void
+moe_forward(MoeCtx *c, MoeBufs *b)
+{
+    guint64 T = c->T, h = c->h, E = c->E, rows = c->route.ep * c->C, blocks = E * c->C * h;
+    b->logits = moe_buf(c, "router.logits", T * E);
+    moe_gemm(c, "router.gemm", 1,
+             &(SimparGemm){
+                 .m = T, .n = E, .k = h, .a = {b->x, 0}, .b = {b->wr, 0}, .c = {b->logits, 0}});
+    b->scores = moe_buf(c, "router.scores", T * c->route.top_k);
+    moe_route_op(c, SIMPAR_OP_MOE_GATE, "router.gate", b->logits, G_MAXUINT, G_MAXUINT, b->scores,
+                 G_MAXUINT);
+    guint send = moe_buf(c, "moe.dispatch.send", blocks),
+          recv = moe_buf(c, "moe.dispatch.recv", blocks);
+    moe_route_op(c, SIMPAR_OP_MOE_DISPATCH, "moe.permute", b->x, G_MAXUINT, G_MAXUINT, send,
+                 G_MAXUINT);
+    moe_all_to_all(c, "moe.all-to-all-dispatch", send, recv);
+    b->xs = moe_buf(c, "experts.x", blocks);
+    moe_route_op(c, SIMPAR_OP_MOE_SORT, "moe.sort", recv, G_MAXUINT, G_MAXUINT, b->xs, G_MAXUINT);
+    b->z1 = moe_buf(c, "experts.fc1.y", c->El * rows * c->fc1e);
+    moe_gemm(
+        c, "experts.fc1.gemm", c->El,
+        &(SimparGemm){
+            .m = rows, .n = c->fc1e, .k = h, .a = {b->xs, 0}, .b = {b->w1, 0}, .c = {b->z1, 0}});
+    b->a1 = moe_buf(c, "experts.act", c->El * rows * c->fe);
+    moe_act(c, "experts.act", c->El * rows, c->fe, b->z1, b->a1);
+    guint z2 = moe_buf(c, "experts.fc2.y", blocks), zu = moe_buf(c, "moe.combine.send", blocks);
+    moe_gemm(c, "experts.fc2.gemm", c->El,
+             &(SimparGemm){
+                 .m = rows, .n = h, .k = c->fe, .a = {b->a1, 0}, .b = {b->w2, 0}, .c = {z2, 0}});
+    moe_route_op(c, SIMPAR_OP_MOE_UNSORT, "moe.unsort", z2, G_MAXUINT, G_MAXUINT, zu, G_MAXUINT);
+    b->back = moe_buf(c, "moe.combine.recv", blocks);
+    moe_all_to_all(c, "moe.all-to-all-combine", zu, b->back);
+    guint yr = c->fs > 0 ? moe_buf(c, "moe.y", T * h) : b->y;
+    moe_route_op(c, SIMPAR_OP_MOE_COMBINE, "moe.unpermute", b->back, b->scores, G_MAXUINT, yr,
+                 G_MAXUINT);
+    if (c->fs == 0)
+        return;
+    b->s1 = moe_buf(c, "shared.fc1.y", T * c->fc1s), b->sa = moe_buf(c, "shared.act", T * c->fs);
+    guint ys = moe_buf(c, "shared.fc2.y", T * h);
+    moe_gemm(c, "shared.fc1.gemm", 1,
+             &(SimparGemm){
+                 .m = T, .n = c->fc1s, .k = h, .a = {b->x, 0}, .b = {b->ws1, 0}, .c = {b->s1, 0}});
+    moe_act(c, "shared.act", T, c->fs, b->s1, b->sa);
+    moe_gemm(
+        c, "shared.fc2.gemm", 1,
+        &(SimparGemm){.m = T, .n = h, .k = c->fs, .a = {b->sa, 0}, .b = {b->ws2, 0}, .c = {ys, 0}});
+    moe_kernel(c, SIMPAR_OP_ADD, "moe.add-shared", T, h, yr, ys, b->y);
+}
+
+/* The experts' backward on the rank's sorted rows: dz2 -> dxs, dW1, dW2. */
+static guint
+moe_experts_backward(MoeCtx *c, MoeBufs *b, guint dz2)
+{
+    guint64 h = c->h, rows = c->route.ep * c->C, blocks = c->E * c->C * h;
+    guint da1 = moe_buf(c, "experts.act.grad", c->El * rows * c->fe);
+    moe_gemm(c, "experts.fc2.gemm-dx", c->El,
+             &(SimparGemm){.m = rows,
+                           .n = c->fe,
+                           .k = h,
+                           .trans_b = TRUE,
+                           .a = {dz2, 0},
+                           .b = {b->w2, 0},
+                           .c = {da1, 0}});
+    moe_gemm(c, "experts.fc2.gemm-dw", c->El,
+             &(SimparGemm){.m = c->fe,
+                           .n = h,
+                           .k = rows,
+                           .trans_a = TRUE,
+                           .a = {b->a1, 0},
+                           .b = {dz2, 0},
+                           .c = {b->dw2, 0}});
+    guint dz1 = moe_buf(c, "experts.fc1.y.grad", c->El * rows * c->fc1e);
+    moe_act_bwd(c, "experts.act-bwd", c->El * rows, c->fe, da1, b->z1, dz1);
+    guint dxs = moe_buf(c, "experts.x.grad", blocks);
+    moe_gemm(c, "experts.fc1.gemm-dx", c->El,
+             &(SimparGemm){.m = rows,
+                           .n = h,
+                           .k = c->fc1e,
+                           .trans_b = TRUE,
+                           .a = {dz1, 0},
+                           .b = {b->w1, 0},
+                           .c = {dxs, 0}});
+    moe_gemm(c, "experts.fc1.gemm-dw", c->El,
+             &(SimparGemm){.m = h,
+                           .n = c->fc1e,
+                           .k = rows,
+                           .trans_a = TRUE,
+                           .a = {b->xs, 0},
+                           .b = {dz1, 0},
+                           .c = {b->dw1, 0}});
+    return dxs;
+}
+
+static void
+moe_shared_backward(MoeCtx *c, MoeBufs *b)
+{
+    guint64 T = c->T, h = c->h;
+    guint dsa = moe_buf(c, "shared.act.grad", T * c->fs);
+    guint ds1 = moe_buf(c, "shared.fc1.y.grad", T * c->fc1s);
+    moe_gemm(c, "shared.fc2.gemm-dx", 1,
+             &(SimparGemm){.m = T,
+                           .n = c->fs,
+                           .k = h,
+                           .trans_b = TRUE,
+                           .a = {b->dy, 0},
+                           .b = {b->ws2, 0},
+                           .c = {dsa, 0}});
+    moe_gemm(c, "shared.fc2.gemm-dw", 1,
+             &(SimparGemm){.m = c->fs,
+                           .n = h,
+                           .k = T,
+                           .trans_a = TRUE,
+                           .a = {b->sa, 0},
+                           .b = {b->dy, 0},
+                           .c = {b->dws2, 0}});
+    moe_act_bwd(c, "shared.act-bwd", T, c->fs, dsa, b->s1, ds1);
+    moe_gemm(c, "shared.fc1.gemm-dw", 1,
+             &(SimparGemm){.m = h,
+                           .n = c->fc1s,
+                           .k = T,
+                           .trans_a = TRUE,
+                           .a = {b->x, 0},
+                           .b = {ds1, 0},
+                           .c = {b->dws1, 0}});
+    moe_gemm(c, "shared.fc1.gemm-dx", 1,
+             &(SimparGemm){.m = T,
+                           .n = h,
+                           .k = c->fc1s,
+                           .trans_b = TRUE,
+                           .accumulate = TRUE,
+                           .a = {ds1, 0},
+                           .b = {b->ws1, 0},
+                           .c = {b->dx, 0}});
+}
+
+static void
+moe_backward(MoeCtx *c, MoeBufs *b)
+{
+    guint64 T = c->T, h = c->h, E = c->E, blocks = E * c->C * h;
+    guint dback = moe_buf(c, "moe.combine.recv.grad", blocks);
+    guint dscores = moe_buf(c, "router.scores.grad", T * c->route.top_k);
+    moe_route_op(c, SIMPAR_OP_MOE_COMBINE_BWD, "moe.unpermute", b->dy, b->scores, b->back, dback,
+                 dscores);
+    guint drecv = moe_buf(c, "moe.combine.send.grad", blocks);
+    moe_all_to_all(c, "moe.all-to-all-combine", dback, drecv);
+    guint dz2 = moe_buf(c, "experts.fc2.y.grad", blocks);
+    moe_route_op(c, SIMPAR_OP_MOE_SORT, "moe.sort", drecv, G_MAXUINT, G_MAXUINT, dz2, G_MAXUINT);
+    guint dxs = moe_experts_backward(c, b, dz2);
+    guint dxu = moe_buf(c, "moe.dispatch.recv.grad", blocks);
+    moe_route_op(c, SIMPAR_OP_MOE_UNSORT, "moe.unsort", dxs, G_MAXUINT, G_MAXUINT, dxu, G_MAXUINT);
+    guint dsend = moe_buf(c, "moe.dispatch.send.grad", blocks);
+    moe_all_to_all(c, "moe.all-to-all-dispatch", dxu, dsend);
+    moe_route_op(c, SIMPAR_OP_MOE_DISPATCH_BWD, "moe.permute", dsend, G_MAXUINT, G_MAXUINT, b->dx,
+                 G_MAXUINT);
+    guint dlogits = moe_buf(c, "router.logits.grad", T * E);
+    moe_route_op(c, SIMPAR_OP_MOE_GATE_BWD, "router.gate", b->logits, dscores, G_MAXUINT, dlogits,
+                 G_MAXUINT);
+    moe_gemm(c, "router.gemm-dw", 1,
+             &(SimparGemm){.m = h,
+                           .n = E,
+                           .k = T,
+                           .trans_a = TRUE,
+                           .a = {b->x, 0},
+                           .b = {dlogits, 0},
+                           .c = {b->dwr, 0}});
+    moe_gemm(c, "router.gemm-dx", 1,
+             &(SimparGemm){.m = T,
+                           .n = h,
+                           .k = E,
+                           .trans_b = TRUE,
+                           .accumulate = TRUE,
+                           .a = {dlogits, 0},
+                           .b = {b->wr, 0},
+                           .c = {b->dx, 0}});
+    if (c->fs > 0)
+        moe_shared_backward(c, b);
+}
+
+/* The routing every rank of the block shares; capacity from the model or the routing. */
+guint
+simpar_moe_capacity(const SimparModel *model, guint tokens)
+{
+    const SimparMoeConfig *e = &model->moe;
+    double mean = (double) tokens * e->top_k / e->experts;
+    double c = ceil(mean * (e->capacity > 0 ? e->capacity : MAX(e->imbalance, 1.0)) - 1e-9);
+    return (guint) MAX(c, 1.0);
+}
+
+double
+simpar_moe_rank_params(const SimparModel *m, gint64 ep)
+{
+    const SimparMoeConfig *e = &m->moe;
+    double w = m->mlp == SIMPAR_MLP_SWIGLU ? 3 : 2, h = (double) m->hidden;
+    return h * (double) e->experts + w * h * (double) e->shared_ffn +
+           (double) (e->experts / MAX(ep, 1)) * w * h * (double) e->moe_ffn;
+}
+
+double
+simpar_moe_active_params(const SimparModel *m)
+{
+    const SimparMoeConfig *e = &m->moe;
+    double w = m->mlp == SIMPAR_MLP_SWIGLU ? 3 : 2, h = (double) m->hidden;
+    return h * (double) e->experts +
+           w * h * ((double) e->shared_ffn + (double) e->top_k * e->moe_ffn);
+}
+
+static SimparMoe
+moe_route_init(const SimparModel *m, guint ep, guint tokens, guint64 seed, guint capacity)
+{
+    const SimparMoeConfig *e = &m->moe;
+    SimparMoe r = {.tokens = tokens,
+                   .hidden = m->hidden,
+                   .experts = e->experts,
+                   .top_k = e->top_k,
+                   .ep = ep,
+                   .groups = e->groups,
+                   .group_limit = e->group_limit,
+                   .router = e->router,
+                   .seed = seed};
+    if (capacity > 0 || e->capacity > 0) {
+        r.capacity = capacity > 0 ? capacity : simpar_moe_capacity(m, tokens);
+        return r;
+    }
+    for (guint p = 0; p < ep; p++) {
+        r.ep_rank = p, r.token0 = (guint64) p * tokens;
+        r.capacity = MAX(r.capacity, simpar_moe_max_load(&r));
+    }
+    r.ep_rank = 0, r.token0 = 0;
+    return r;
+}
+
+SimparSchedule *
+simpar_moe_block_build(const SimparModel *model, guint ep, guint tokens, guint64 seed,
+                       guint capacity, GError **error)
+{
+    g_return_val_if_fail(model != NULL && ep > 0 && tokens > 0, NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    if (!simpar_model_is_moe(model) || model->moe.experts % ep != 0) {
+        g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
+                    "--experts %" G_GINT64_FORMAT " is not divisible by --ep %u: every rank of "
+                    "the expert-parallel group holds E/EP whole experts",
+                    model->moe.experts, ep);
+        return NULL;
+    }
+    g_autoptr(SimparSchedule) sched = simpar_schedule_new(ep, model->dtype);
+    g_autofree guint *members = g_new(guint, ep);
+    for (guint p = 0; p < ep; p++)
+        members[p] = p;
+    guint group = simpar_schedule_add_group(sched, "ep", members, ep);
+    gboolean swiglu = model->mlp == SIMPAR_MLP_SWIGLU;
+    MoeCtx c = {.sched = sched,
+                .model = model,
+                .route = moe_route_init(model, ep, tokens, seed, capacity),
+                .ep_group = group};
+    c.T = tokens, c.h = model->hidden, c.E = model->moe.experts, c.El = c.E / ep;
+    c.C = c.route.capacity, c.fe = model->moe.moe_ffn, c.fc1e = swiglu ? 2 * c.fe : c.fe;
+    c.fs = model->moe.shared_ffn, c.fc1s = swiglu ? 2 * c.fs : c.fs;
+    for (guint p = 0; p < ep; p++) {
+        MoeBufs b = {0};
+        c.rank = p, c.route.ep_rank = p, c.route.token0 = (guint64) p * tokens;
+        moe_params(&c, &b);
+        c.phase = SIMPAR_PHASE_FORWARD;
+        moe_forward(&c, &b);
+        c.phase = SIMPAR_PHASE_BACKWARD;
+        moe_backward(&c, &b);
+    }
+    return g_steal_pointer(&sched); /* (transfer full) */
+}

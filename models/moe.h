@@ -1,0 +1,58 @@
+/* moe.h - a mixture-of-experts layer with expert parallelism: its routing and its schedule.
+ *
+ * Megatron-Core's MoELayer with the all-to-all token dispatcher (Megatron-LM,
+ * megatron/core/transformer/moe/: moe_layer.py, router.py, token_dispatcher.py, experts.py),
+ * expert tensor parallelism 1: each of the ep ranks of the expert-parallel group holds E/ep
+ * whole experts and its own tokens, and every token goes to top_k experts.
+ *
+ *   x --router GEMM--> logits --gate--> scores                          (each rank, its tokens)
+ *   x --dispatch--> [E x C x h] --all-to-all ep--> [ep x E/ep x C x h] --sort--> per expert
+ *     --grouped fc1, act, fc2 (batched GEMMs over the rank's experts)--> --unsort-->
+ *     --all-to-all ep--> [E x C x h] --combine (x scores, summed per token)--> + shared MLP = y
+ *
+ * Routing is deterministic: a token's experts are the top_k of scores hashed from (seed,
+ * global token, expert), within the group_limit best groups when routing is node-limited (each
+ * group's score the sum of its two best, as DeepSeek-V3 ranks nodes, arXiv 2412.19437 section
+ * 2.1.2); the weights of its experts are computed from the router's logits, so the router gets
+ * its gradient. C rows per (source rank, expert) pad the all-to-all's blocks: dropless C is the
+ * largest count the routing gives, a capacity factor cf gives ceil(T top_k / E cf) and drops the
+ * later choices past it (Megatron's token drop policy "position").
+ *
+ * Ownership: plain functions; the builder returns a schedule the caller owns.
+ */
+#ifndef SIMPAR_MOE_H
+#define SIMPAR_MOE_H
+#include "schedule.h"
+G_BEGIN_DECLS
+
+/* The experts of global token `token` in increasing order into experts[m->top_k]. */
+void simpar_moe_choose(const SimparMoe *m, guint64 token, guint *experts);
+/* For each of the rank's tokens t and choices j, rows[t top_k + j]: the row of the expert-major
+ * blocks [E x capacity] it is dispatched to, or -1 when dropped; the choices' experts into
+ * experts[tokens x top_k] (may be NULL). */
+void simpar_moe_rows(const SimparMoe *m, gint64 *rows, guint *experts);
+/* The most choices of one rank's tokens that one expert gets (the dropless capacity). */
+guint simpar_moe_max_load(const SimparMoe *m);
+
+/* One MoE layer's MLP part on its own, for the executors: `ep` ranks, `tokens` rows of x
+ * each, the global tensors "x", "dy" (inputs), "router.weight" [h x E], "experts.fc1.weight"
+ * [E h x fc1], "experts.fc2.weight" [E f_e x h], "shared.fc1.weight", "shared.fc2.weight" (when
+ * the model has shared experts), and the outputs "y", "dx" and the weights' ".grad"s (router and
+ * shared: partial sums over "ep"). capacity 0: from the model's capacity factor, else dropless
+ * (the largest count the routing gives); else that many rows.
+ * (transfer full); NULL and a SIMPAR_MODEL_ERROR when the split cannot be made. */
+SimparSchedule *simpar_moe_block_build(const SimparModel *model, guint ep, guint tokens,
+                                       guint64 seed, guint capacity, GError **error);
+/* The rows per (source rank, expert) a prediction gives the all-to-all's blocks and the grouped
+ * GEMMs: ceil(T k / E cf) with a capacity factor, else the busiest expert's ceil(T k / E x
+ * imbalance) (dropless: the routing's real counts are the executors' business). */
+guint simpar_moe_capacity(const SimparModel *model, guint tokens);
+/* Parameters of one MoE layer's MLP part on one of `ep` ranks: the router [h x E], the shared
+ * experts and the rank's E/ep routed experts. */
+double simpar_moe_rank_params(const SimparModel *model, gint64 ep);
+/* The weights one token passes through in an MoE layer's MLP part: the router, the shared
+ * experts and its top_k routed experts (the active parameters, for model FLOPs). */
+double simpar_moe_active_params(const SimparModel *model);
+
+G_END_DECLS
+#endif /* SIMPAR_MOE_H */

@@ -1,0 +1,120 @@
+/* test-moe-predict.c - whole steps of mixture-of-experts models predicted by the simpar binary
+ * (SIMPAR_BIN): the breakdown names the MoE block's parts, the expert-parallel all-to-alls sit
+ * on their own axis, and the load-imbalance figure slows the experts as it should. */
+#include "cli-run.h"
+#include "simpar-test.h"
+#include <json-glib/json-glib.h>
+#include <math.h>
+
+#define H100 "topologies/dgx-h100x64.xml"
+/* a small MoE model on 64 H100s: 16 experts of width 1024, top-2, EP 8 over the data-parallel
+ * GPUs of one node */
+#define MOE_JOB                                                                                    \
+    "--topology " H100 " --json --model llama3-8b --layers 4 --seq 1024 --experts 16 --topk 2 "    \
+    "--moe-ffn 1024 --tp-mode 1d --tp 1 --pp 2 --dp 32 --ep 8 --global-batch 128"
+
+/* The row of the one-mode JSON array simpar printed; *parser keeps it alive. */
+static JsonObject *
+moe_step(const char *args, JsonParser **parser)
+{
+    SimparCliRun r = simpar_cli_run(args);
+    if (r.status != 0)
+        printf("\n    simpar %s -> %d: %s", args, r.status, r.err);
+    g_assert(r.status == 0);
+    *parser = json_parser_new();
+    g_assert(json_parser_load_from_data(*parser, r.out, -1, NULL));
+    simpar_cli_run_clear(&r);
+    JsonNode *root = json_parser_get_root(*parser);
+    JsonArray *rows = JSON_NODE_HOLDS_ARRAY(root) ? json_node_get_array(root) : NULL;
+    return rows != NULL ? json_array_get_object_element(rows, 0) : json_node_get_object(root);
+}
+
+static double
+moe_member(JsonObject *o, const char *key)
+{
+    return json_object_has_member(o, key) ? json_object_get_double_member(o, key) : -1;
+}
+
+static void
+test_an_moe_step_names_dispatch_combine_and_expert_gemms(void)
+{
+    g_autoptr(JsonParser) p = NULL;
+    JsonObject *step = moe_step(MOE_JOB, &p);
+    double dispatch = moe_member(step, "moe_dispatch_s"),
+           combine = moe_member(step, "moe_combine_s");
+    double experts = moe_member(step, "moe_experts_s");
+    CU_ASSERT(dispatch > 0 && combine > 0 && experts > 0);
+    /* the all-to-alls move the same rows both ways: equal within the network's rounding */
+    CU_ASSERT(fabs(dispatch - combine) <= 1e-3 * dispatch);
+    JsonArray *axes = json_object_get_array_member(step, "exposed_comm_by_axis");
+    gboolean ep = FALSE;
+    for (guint i = 0; i < json_array_get_length(axes); i++) {
+        JsonObject *a = json_array_get_object_element(axes, i);
+        ep = ep || g_str_equal(json_object_get_string_member(a, "axis"), "ep");
+    }
+    CU_ASSERT(ep);
+}
+
+static void
+test_a_dense_model_has_no_moe_figures(void)
+{
+    g_autoptr(JsonParser) p = NULL;
+    JsonObject *step = moe_step("--topology " H100 " --json --model llama3-8b --layers 4 --seq "
+                                "1024 --tp-mode 1d --tp 1 --pp 2 --dp 32 --global-batch 128",
+                                &p);
+    CU_ASSERT(!json_object_has_member(step, "moe_experts_s"));
+    CU_ASSERT(!json_object_has_member(step, "moe_dispatch_s"));
+}
+
+static void
+test_twice_the_imbalance_doubles_the_expert_gemms_rows(void)
+{
+    g_autoptr(JsonParser) p1 = NULL, p2 = NULL;
+    double e1 = moe_member(moe_step(MOE_JOB, &p1), "moe_experts_s");
+    double e2 = moe_member(moe_step(MOE_JOB " --imbalance 2", &p2), "moe_experts_s");
+    /* the busiest GPU's grouped GEMMs get twice the rows: between 1.5x and 2.1x the time (the
+     * GEMMs get more efficient as they grow) */
+    CU_ASSERT(e2 > 1.5 * e1 && e2 < 2.1 * e1);
+}
+
+static void
+test_an_ep_group_across_nodes_is_exposed_between_nodes(void)
+{
+    g_autoptr(JsonParser) p = NULL;
+    /* EP 16 over two nodes of 8 */
+    JsonObject *step =
+        moe_step("--topology " H100 " --json --model llama3-8b --layers 4 --seq 1024 --experts "
+                 "16 --topk 2 --moe-ffn 1024 --tp-mode 1d --tp 1 --pp 2 --dp 32 --ep 16 "
+                 "--global-batch 128",
+                 &p);
+    JsonArray *axes = json_object_get_array_member(step, "exposed_comm_by_axis");
+    gboolean inter = FALSE;
+    for (guint i = 0; i < json_array_get_length(axes); i++) {
+        JsonObject *a = json_array_get_object_element(axes, i);
+        inter = inter || (g_str_equal(json_object_get_string_member(a, "axis"), "ep") &&
+                          g_str_equal(json_object_get_string_member(a, "scope"), "inter-node"));
+    }
+    CU_ASSERT(inter);
+}
+
+static CU_TestInfo predict_tests[] = {
+    {"an MoE step names its dispatch and combine all-to-alls and expert GEMMs",
+     test_an_moe_step_names_dispatch_combine_and_expert_gemms},
+    {"a dense model has no MoE figures", test_a_dense_model_has_no_moe_figures},
+    {"twice the imbalance doubles the expert GEMMs' rows",
+     test_twice_the_imbalance_doubles_the_expert_gemms_rows},
+    {"an expert-parallel group across nodes is exposed between nodes",
+     test_an_ep_group_across_nodes_is_exposed_between_nodes},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"MoE steps predicted", NULL, NULL, NULL, NULL, predict_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+int
+main(void)
+{
+    return simpar_test_main(suites);
+}

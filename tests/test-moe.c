@@ -1,0 +1,380 @@
+/* test-moe.c - mixture-of-experts layers: the routing, the MoE block's schedule run by the host
+ * executor against the serial reference (reference-moe.c), and the tokens its all-to-all moves.
+ */
+#include "host.h"
+#include "moe.h"
+#include "reference-moe.h"
+#include "simpar-test.h"
+#include <math.h>
+#include <string.h>
+
+#define MOE_TOL 1e-9
+
+/* A small MoE model: h=16, experts of width 8, SwiGLU (or GeLU), fp64. */
+static SimparModel
+moe_model(gint64 experts, gint64 top_k, gint64 shared, SimparMlp mlp)
+{
+    SimparModel m;
+    g_assert(simpar_model_preset("tiny", &m, NULL));
+    m.hidden = 16, m.heads = 2, m.dtype = SIMPAR_DTYPE_FP64, m.mlp = mlp;
+    m.no_bias = TRUE;
+    m.moe = (SimparMoeConfig){
+        .experts = experts, .top_k = top_k, .moe_ffn = 8, .shared_ffn = shared, .moe_every = 1};
+    return m;
+}
+
+/* The routing of the block's first MoE op, rank 0's view. */
+static SimparMoe
+moe_route_of(const SimparSchedule *sched)
+{
+    for (guint i = 0; i < simpar_schedule_n_ops(sched); i++) {
+        const SimparOp *op = simpar_schedule_op(sched, i);
+        if (simpar_op_is_moe(op->kind)) {
+            SimparMoe m = op->u.moe;
+            m.ep_rank = 0, m.token0 = 0;
+            return m;
+        }
+    }
+    g_assert_not_reached();
+}
+
+/* Inputs from the reference's tensors into every INPUT shard. */
+static void
+moe_fill(const SimparSchedule *sched, SimparHost *host, RefMoe *ref)
+{
+    guint n;
+    const SimparShard *sh = simpar_schedule_shards(sched, &n);
+    for (guint i = 0; i < n; i++) {
+        if (sh[i].role != SIMPAR_SHARD_INPUT)
+            continue;
+        RefMoeTensor *t = ref_moe_tensor(ref, sh[i].tensor);
+        g_assert(t != NULL && sh[i].col0 == 0 && sh[i].cols == t->cols);
+        double *buf = simpar_host_buffer(host, sh[i].view.buf) + sh[i].view.off;
+        memcpy(buf, t->data + sh[i].row0 * t->cols, sizeof(double) * sh[i].rows * sh[i].cols);
+    }
+}
+
+/* The largest difference between the outputs (partial ones summed over their ranks) and the
+ * reference, over the largest reference magnitude (at least 1); *compared counts the tensors. */
+static double
+moe_compare(const SimparSchedule *sched, SimparHost *host, RefMoe *ref, guint *compared)
+{
+    guint n;
+    const SimparShard *sh = simpar_schedule_shards(sched, &n);
+    g_autoptr(GHashTable) sums = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+    double worst = 0;
+    for (guint i = 0; i < n; i++) {
+        if (sh[i].role == SIMPAR_SHARD_INPUT)
+            continue;
+        RefMoeTensor *t = ref_moe_tensor(ref, sh[i].tensor);
+        g_assert(t != NULL);
+        double *sum = g_hash_table_lookup(sums, t->name);
+        if (sum == NULL) {
+            sum = g_new0(double, t->rows * t->cols);
+            g_hash_table_insert(sums, (gpointer) t->name, sum);
+        }
+        const double *buf = simpar_host_buffer(host, sh[i].view.buf) + sh[i].view.off;
+        for (guint64 e = 0; e < sh[i].rows * sh[i].cols; e++)
+            sum[sh[i].row0 * t->cols + e] += buf[e];
+    }
+    GHashTableIter it;
+    gpointer key, value;
+    g_hash_table_iter_init(&it, sums);
+    *compared = 0;
+    while (g_hash_table_iter_next(&it, &key, &value)) {
+        RefMoeTensor *t = ref_moe_tensor(ref, key);
+        const double *got = value;
+        double scale = 1, diff = 0;
+        for (guint64 e = 0; e < t->rows * t->cols; e++)
+            scale = MAX(scale, fabs(t->data[e]));
+        for (guint64 e = 0; e < t->rows * t->cols; e++)
+            diff = MAX(diff, fabs(got[e] - t->data[e]));
+        worst = MAX(worst, diff / scale);
+        (*compared)++;
+    }
+    return worst;
+}
+
+typedef struct {
+    guint ep, tokens;
+    gint64 experts, top_k, shared, groups, limit;
+    SimparMlp mlp;
+    SimparRouterScore router;
+    double capacity;
+} MoeCase;
+
+/* Builds, runs and compares one case; returns the choices the reference dropped. */
+static guint
+moe_check(const MoeCase *mc, guint n_tensors)
+{
+    SimparModel m = moe_model(mc->experts, mc->top_k, mc->shared, mc->mlp);
+    m.moe.router = mc->router, m.moe.groups = mc->groups, m.moe.group_limit = mc->limit;
+    m.moe.capacity = mc->capacity;
+    CU_ASSERT_FATAL(simpar_model_validate(&m, NULL));
+    g_autoptr(GError) error = NULL;
+    g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, mc->ep, mc->tokens, 7, 0, &error);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+    CU_ASSERT_FATAL(simpar_schedule_check(sched, &error));
+    CU_ASSERT_FATAL(simpar_schedule_check_hazards(sched, &error));
+    SimparMoe route = moe_route_of(sched);
+    g_autoptr(RefMoe) ref = ref_moe_new(&m, &route, 11);
+    g_autoptr(SimparHost) host = simpar_host_new(sched);
+    moe_fill(sched, host, ref);
+    CU_ASSERT_FATAL(simpar_host_run(host, &error));
+    ref_moe_run(ref);
+    guint compared;
+    double err = moe_compare(sched, host, ref, &compared);
+    if (err > MOE_TOL || compared != n_tensors)
+        printf("\n  ep %u E %" G_GINT64_FORMAT " top-%" G_GINT64_FORMAT
+               ": %u tensors compared, worst relative error %.3g\n",
+               mc->ep, mc->experts, mc->top_k, compared, err);
+    CU_ASSERT(err <= MOE_TOL);
+    CU_ASSERT_EQUAL(compared, n_tensors);
+    return ref->dropped;
+}
+
+static void
+test_a_dropless_softmax_block_with_a_shared_expert_equals_the_serial_one(void)
+{
+    /* y, dx, router, experts fc1 and fc2, shared fc1 and fc2 */
+    MoeCase mc = {4, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0};
+    CU_ASSERT_EQUAL(moe_check(&mc, 7), 0);
+}
+
+static void
+test_sigmoid_node_limited_routing_equals_the_serial_one(void)
+{
+    /* DeepSeek-V3's shape in small: 16 experts in 4 groups, top-4 within 2 groups */
+    MoeCase mc = {4, 10, 16, 4, 8, 4, 2, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SIGMOID, 0};
+    CU_ASSERT_EQUAL(moe_check(&mc, 7), 0);
+}
+
+static void
+test_a_gelu_top_1_block_without_shared_experts_equals_the_serial_one(void)
+{
+    MoeCase mc = {2, 9, 4, 1, 0, 0, 0, SIMPAR_MLP_GELU, SIMPAR_ROUTER_SOFTMAX, 0};
+    CU_ASSERT_EQUAL(moe_check(&mc, 5), 0);
+}
+
+static void
+test_a_capacity_factor_drops_the_same_choices_as_the_serial_one(void)
+{
+    /* capacity ceil(16 x 2 / 8 x 0.5) = 2 rows per (rank, expert): some choices dropped */
+    MoeCase mc = {4, 16, 8, 2, 0, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0.5};
+    guint dropped = moe_check(&mc, 5);
+    CU_ASSERT(dropped > 0);
+}
+
+static void
+test_one_rank_holding_every_expert_equals_the_serial_one(void)
+{
+    MoeCase mc = {1, 8, 4, 2, 8, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0};
+    CU_ASSERT_EQUAL(moe_check(&mc, 7), 0);
+}
+
+/* ----- the all-to-all moves exactly the routed tokens ----- */
+
+/* The receive buffer of the forward dispatch all-to-all on `rank`. */
+static guint
+moe_dispatch_recv(const SimparSchedule *sched, guint rank)
+{
+    guint n;
+    const guint *ops = simpar_schedule_rank_ops(sched, rank, &n);
+    for (guint i = 0; i < n; i++) {
+        const SimparOp *op = simpar_schedule_op(sched, ops[i]);
+        if (op->kind == SIMPAR_OP_COLLECTIVE && op->u.coll.kind == SIMPAR_COLL_ALL_TO_ALL)
+            return op->u.coll.recv.buf;
+    }
+    g_assert_not_reached();
+}
+
+static gboolean
+moe_row_is(const double *row, const double *want, guint h)
+{
+    for (guint c = 0; c < h; c++)
+        if (want != NULL ? row[c] != want[c] : row[c] != 0)
+            return FALSE;
+    return TRUE;
+}
+
+static void
+test_the_dispatch_all_to_all_moves_exactly_the_routed_tokens(void)
+{
+    guint ep = 4, T = 12;
+    SimparModel m = moe_model(8, 2, 0, SIMPAR_MLP_SWIGLU);
+    g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, ep, T, 7, 0, NULL);
+    SimparMoe route = moe_route_of(sched);
+    g_autoptr(RefMoe) ref = ref_moe_new(&m, &route, 11);
+    g_autoptr(SimparHost) host = simpar_host_new(sched);
+    moe_fill(sched, host, ref);
+    CU_ASSERT_FATAL(simpar_host_run(host, NULL));
+    const double *x = ref_moe_tensor(ref, "x")->data;
+    guint h = m.hidden, E = m.moe.experts, El = E / ep, C = route.capacity, k = route.top_k;
+    guint moved = 0, wrong = 0;
+    g_autofree guint *chosen = g_new(guint, k);
+    for (guint q = 0; q < ep; q++) {
+        const double *recv = simpar_host_buffer(host, moe_dispatch_recv(sched, q));
+        for (guint p = 0; p < ep; p++)
+            for (guint le = 0; le < El; le++) {
+                guint e = q * El + le, slot = 0;
+                const double *block = recv + ((gsize) (p * El + le) * C) * h;
+                for (guint t = 0; t < T; t++) { /* rank p's tokens that chose e, in order */
+                    simpar_moe_choose(&route, (guint64) p * T + t, chosen);
+                    for (guint j = 0; j < k; j++)
+                        if (chosen[j] == e) {
+                            wrong += !moe_row_is(block + (gsize) slot * h,
+                                                 x + ((gsize) p * T + t) * h, h);
+                            slot++, moved++;
+                        }
+                }
+                for (; slot < C; slot++) /* padding */
+                    wrong += !moe_row_is(block + (gsize) slot * h, NULL, h);
+            }
+    }
+    CU_ASSERT_EQUAL(moved, ep * T * k); /* dropless: every choice travels */
+    CU_ASSERT_EQUAL(wrong, 0);
+}
+
+/* ----- routing ----- */
+
+static void
+test_routing_is_a_pure_function_of_seed_and_token(void)
+{
+    SimparMoe r = {.experts = 16, .top_k = 4, .ep = 1, .seed = 3, .groups = 4, .group_limit = 2};
+    guint a[4], b[4];
+    guint hits[16] = {0};
+    for (guint64 t = 0; t < 2000; t++) {
+        simpar_moe_choose(&r, t, a);
+        simpar_moe_choose(&r, t, b);
+        CU_ASSERT_EQUAL(memcmp(a, b, sizeof a), 0);
+        guint groups = 0;
+        for (guint j = 0; j < 4; j++) {
+            hits[a[j]]++;
+            CU_ASSERT(j == 0 || a[j] > a[j - 1]); /* distinct, increasing */
+            groups |= 1u << (a[j] / 4);
+        }
+        CU_ASSERT(__builtin_popcount(groups) <= 2);
+    }
+    for (guint e = 0; e < 16; e++) /* 500 expected each: hashed affinities spread them */
+        CU_ASSERT(hits[e] > 350 && hits[e] < 650);
+    r.seed = 4;
+    guint moved = 0;
+    for (guint64 t = 0; t < 100; t++) {
+        simpar_moe_choose(&r, t, b);
+        SimparMoe s = r;
+        s.seed = 3;
+        simpar_moe_choose(&s, t, a);
+        moved += memcmp(a, b, sizeof a) != 0;
+    }
+    CU_ASSERT(moved > 50); /* another seed, another routing */
+}
+
+static void
+test_the_moe_presets_validate_and_name_their_experts(void)
+{
+    const char *names[] = {"mixtral-8x7b", "mixtral-8x22b", "qwen3-235b-a22b", "deepseek-v3"};
+    const gint64 experts[] = {8, 8, 128, 256}, top_k[] = {2, 2, 8, 8};
+    for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+        SimparModel m;
+        CU_ASSERT_FATAL(simpar_model_preset(names[i], &m, NULL));
+        CU_ASSERT(simpar_model_validate(&m, NULL));
+        CU_ASSERT_EQUAL(m.moe.experts, experts[i]);
+        CU_ASSERT_EQUAL(m.moe.top_k, top_k[i]);
+    }
+    SimparModel d;
+    CU_ASSERT_FATAL(simpar_model_preset("deepseek-v3", &d, NULL));
+    CU_ASSERT(!simpar_model_layer_is_moe(&d, 2)); /* the first 3 of 61 layers are dense */
+    CU_ASSERT(simpar_model_layer_is_moe(&d, 3));
+    CU_ASSERT(simpar_model_layer_is_moe(&d, 60));
+}
+
+static void
+test_impossible_expert_settings_are_refused_naming_the_flag(void)
+{
+    SimparModel m = moe_model(8, 2, 0, SIMPAR_MLP_SWIGLU);
+    g_autoptr(GError) e1 = NULL, e2 = NULL, e3 = NULL, e4 = NULL;
+    m.moe.top_k = 9;
+    CU_ASSERT(!simpar_model_validate(&m, &e1));
+    CU_ASSERT(e1 != NULL && strstr(e1->message, "--topk 9") != NULL);
+    m.moe.top_k = 2, m.moe.groups = 3, m.moe.group_limit = 1;
+    CU_ASSERT(!simpar_model_validate(&m, &e2));
+    CU_ASSERT(e2 != NULL && strstr(e2->message, "--expert-groups 3") != NULL);
+    m.moe.groups = 4, m.moe.group_limit = 5;
+    CU_ASSERT(!simpar_model_validate(&m, &e3));
+    CU_ASSERT(e3 != NULL && strstr(e3->message, "--group-limit 5") != NULL);
+    m.moe.groups = 0, m.moe.group_limit = 0, m.moe.imbalance = 0.5;
+    CU_ASSERT(!simpar_model_validate(&m, &e4));
+    CU_ASSERT(e4 != NULL && strstr(e4->message, "--imbalance 0.5") != NULL);
+    g_autoptr(GError) e5 = NULL;
+    m.moe.imbalance = 1;
+    CU_ASSERT(simpar_moe_block_build(&m, 3, 4, 1, 0, &e5) == NULL);
+    CU_ASSERT(e5 != NULL && strstr(e5->message, "--ep 3") != NULL);
+}
+
+static void
+test_a_predicted_all_to_all_moves_the_busiest_experts_rows(void)
+{
+    SimparModel m = moe_model(16, 4, 0, SIMPAR_MLP_SWIGLU);
+    guint ep = 4, T = 64; /* T k / E = 16 rows per (rank, expert) on average */
+    const double imbalance[] = {1, 1.5};
+    const guint rows[] = {16, 24};
+    for (guint i = 0; i < G_N_ELEMENTS(imbalance); i++) {
+        m.moe.imbalance = imbalance[i];
+        guint C = simpar_moe_capacity(&m, T);
+        CU_ASSERT_EQUAL(C, rows[i]);
+        g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, ep, T, 7, C, NULL);
+        guint n_a2a = 0;
+        for (guint o = 0; o < simpar_schedule_n_ops(sched); o++) {
+            const SimparOp *op = simpar_schedule_op(sched, o);
+            if (op->kind != SIMPAR_OP_COLLECTIVE)
+                continue;
+            n_a2a++;
+            /* each peer gets its E/EP experts' C rows of h: balanced, T k h / EP in all */
+            CU_ASSERT_EQUAL(op->u.coll.count, (gsize) (16 / ep) * C * m.hidden);
+            CU_ASSERT_EQUAL(op->u.coll.kind, SIMPAR_COLL_ALL_TO_ALL);
+        }
+        CU_ASSERT_EQUAL(n_a2a, 4 * ep); /* dispatch and combine, forward and backward */
+    }
+    m.moe.capacity = 1.25; /* a capacity factor sets the rows whatever the imbalance */
+    CU_ASSERT_EQUAL(simpar_moe_capacity(&m, T), 20);
+}
+
+static CU_TestInfo host_tests[] = {
+    {"a dropless softmax block with a shared expert on 4 ranks equals the serial one at 1e-9",
+     test_a_dropless_softmax_block_with_a_shared_expert_equals_the_serial_one},
+    {"sigmoid node-limited routing (top-4 in 2 of 4 groups) equals the serial one at 1e-9",
+     test_sigmoid_node_limited_routing_equals_the_serial_one},
+    {"a GeLU top-1 block without shared experts equals the serial one at 1e-9",
+     test_a_gelu_top_1_block_without_shared_experts_equals_the_serial_one},
+    {"a capacity factor drops the same choices as the serial one",
+     test_a_capacity_factor_drops_the_same_choices_as_the_serial_one},
+    {"one rank holding every expert equals the serial one",
+     test_one_rank_holding_every_expert_equals_the_serial_one},
+    {"the dispatch all-to-all moves exactly the routed tokens",
+     test_the_dispatch_all_to_all_moves_exactly_the_routed_tokens},
+    {"a predicted all-to-all moves the busiest expert's rows (T k / E x imbalance)",
+     test_a_predicted_all_to_all_moves_the_busiest_experts_rows},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo routing_tests[] = {
+    {"routing is a pure function of seed and token, spread and node-limited",
+     test_routing_is_a_pure_function_of_seed_and_token},
+    {"the MoE presets validate and name their experts",
+     test_the_moe_presets_validate_and_name_their_experts},
+    {"impossible expert settings are refused naming the flag",
+     test_impossible_expert_settings_are_refused_naming_the_flag},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"MoE block on the host executor", NULL, NULL, NULL, NULL, host_tests},
+    {"routing and the model", NULL, NULL, NULL, NULL, routing_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+int
+main(void)
+{
+    return simpar_test_main(suites);
+}
