@@ -380,6 +380,43 @@ test_timeline_data(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(roles, "# GEMM\n0 0 1\n1 0 2\n2 0 3\n"));
 }
 
+/* The trace with its process and thread names after its events, as `name` ("late.json"), and
+ * with one process first named otherwise and renamed at the end ("renamed.json"). */
+static void
+write_late_traces(void)
+{
+    const char *x = strstr(trace_json, "{\"ph\": \"X\"");
+    const char *m = trace_json + strlen("{\"traceEvents\": [");
+    g_autofree char *names = g_strndup(m, (gsize) (x - m - 1)); /* without the comma */
+    g_autofree char *events = g_strndup(x, strlen(x) - 2);      /* without "]}" */
+    g_autofree char *late = g_strconcat("{\"traceEvents\": [", events, ",", names, "]}", NULL);
+    g_autofree char *renamed = g_strconcat(
+        "{\"traceEvents\": [{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 1, \"tid\": 0, "
+        "\"args\": {\"name\": \"B rank 5\"}},",
+        events, ",", names, "]}", NULL);
+    write_fixture("late.json", late);
+    write_fixture("renamed.json", renamed);
+}
+
+static void
+test_timeline_names_late(void)
+{
+    write_late_traces();
+    SimparPlotOptions opts[3];
+    for (guint i = 0; i < 3; i++)
+        simpar_plot_options_init(&opts[i]);
+    opts[1].mode = "B";
+    opts[2].rank_first = opts[2].rank_last = 1, opts[2].ranks_given = TRUE;
+    for (guint i = 0; i < 3; i++) {
+        g_autofree char *first = plot_data("timeline", "trace.json", &opts[i]);
+        g_autofree char *late = plot_data("timeline", "late.json", &opts[i]);
+        g_autofree char *renamed = plot_data("timeline", "renamed.json", &opts[i]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(first);
+        CU_ASSERT_STRING_EQUAL(late != NULL ? late : "", first);
+        CU_ASSERT_STRING_EQUAL(renamed != NULL ? renamed : "", first);
+    }
+}
+
 /* -------------------------------------------------------------------------------- rendering */
 
 /* simpar plot KIND FIXTURE -o OUT.png and .svg: a PNG, and an SVG holding every one of `want`. */
@@ -862,6 +899,8 @@ static CU_TestInfo plot_tests[] = {
     {"validate's plot data leaves out what log axes cannot show", test_validate_data},
     {"a trace's timeline: tracks per rank and stream, boxes per class, --ranks and --mode",
      test_timeline_data},
+    {"a trace naming its processes after their events, or renaming one, draws the same timeline",
+     test_timeline_names_late},
     {"every kind renders PNG and SVG with its title and legend", test_render},
     {"hostile names in every input, title and output name: pictures made, nothing run",
      test_hostile_labels},
