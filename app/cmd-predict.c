@@ -13,9 +13,11 @@
 #include "plot.h"
 #include "predict-config.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <glib/gstdio.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct {
     SimparJobArgs job;
@@ -32,6 +34,7 @@ typedef struct {
     SimparPredictContext base; /* backend, collective settings; the rest is filled per mode */
     gint64 steps_to_target;
     SimparTrain train; /* everything but the tensor-parallel plan, checked without a platform */
+    int warn_fd; /* the command's stderr, kept for the workers (theirs goes to SimGrid's log) */
 } Predict;
 
 static void
@@ -225,6 +228,17 @@ typedef struct {
     gboolean explicit_mode;
 } PredictJob;
 
+/* A warning from the prediction (a large trace), on the command's stderr at once: a worker's
+ * own stderr is SimGrid's log. */
+static void
+predict_warn(const char *message, gpointer data)
+{
+    const Predict *p = data;
+    g_autofree char *line = g_strdup_printf("simpar: warning: %s\n", message);
+    if (p->warn_fd >= 0 && write(p->warn_fd, line, strlen(line)) < 0)
+        return; /* nowhere left to say it */
+}
+
 /* A mode that cannot run: an error when it was asked for, a row saying why otherwise. */
 static gboolean
 predict_skip(PredictJob *pj, const char *mode, const char *grid, const SimparMemory *mem,
@@ -288,6 +302,7 @@ predict_mode(PredictJob *pj, guint index, const char *mode, GError **error)
     ctx.platform = pj->platform, ctx.gpu = &pj->gpu, ctx.gpus = pj->gpus;
     ctx.steps_to_target = p->steps_to_target, ctx.trace = pj->trace, ctx.trace_index = index;
     ctx.trace_ranks = p->trace_ranks;
+    ctx.warn = predict_warn, ctx.warn_data = p;
     SimparReportRow row;
     if (!simpar_predict_config(&ctx, &p->model, &train, &row, &why, error))
         return FALSE;
@@ -417,8 +432,12 @@ predict_workers(Predict *p, SimparReport *report, GError **error)
     g_autofree GString **outs = g_new(GString *, n);
     for (guint i = 0; i < n; i++)
         data[i] = &work[i], outs[i] = g_string_new(NULL);
+    p->warn_fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
     gboolean ok =
         simpar_platform_run_many(p->topology, n, p->jobs, predict_job, data, order, outs, error);
+    if (p->warn_fd >= 0)
+        close(p->warn_fd);
+    p->warn_fd = -1;
     for (guint i = 0; i < n; i++) {
         if (ok)
             simpar_report_merge_json(report, outs[i]->str);
@@ -699,7 +718,8 @@ static const char predict_summary[] =
 gboolean
 simpar_cmd_predict(int argc, char **argv, GError **error)
 {
-    Predict p = {.gpus = G_MININT64, .jobs_arg = G_MININT64, .steps_to_target = G_MININT64};
+    Predict p = {
+        .gpus = G_MININT64, .jobs_arg = G_MININT64, .steps_to_target = G_MININT64, .warn_fd = -1};
     simpar_job_args_init(&p.job);
     const GOptionEntry entries[] = {
         {"topology", 't', 0, G_OPTION_ARG_FILENAME, &p.topology,
