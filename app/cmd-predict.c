@@ -6,6 +6,7 @@
  * report row. Modes the GPU count or the model cannot use, and configurations that do not fit
  * in GPU memory, are reported as not simulated; asked for explicitly, they are errors.
  */
+#include "cli-values.h"
 #include "cli.h"
 #include "generators.h"
 #include "megatron.h"
@@ -95,30 +96,18 @@ predict_trace_ranks(Predict *p, GError **error)
         p->base.trace_all = TRUE;
         return TRUE;
     }
-    g_autoptr(GArray) ranks = g_array_new(FALSE, FALSE, sizeof(guint));
-    g_auto(GStrv) items = g_strsplit(arg, ",", -1);
-    for (guint i = 0; items[i] != NULL; i++) {
-        guint64 lo, hi;
-        const char *dash = strchr(items[i], '-');
-        g_autofree char *first =
-            g_strndup(items[i], dash != NULL ? (gsize) (dash - items[i]) : strlen(items[i]));
-        gboolean ok =
-            g_ascii_string_to_unsigned(first, 10, 0, G_MAXINT32, &lo, NULL) &&
-            (dash == NULL ? (hi = lo, TRUE)
-                          : g_ascii_string_to_unsigned(dash + 1, 10, 0, G_MAXINT32, &hi, NULL)) &&
-            lo <= hi && ranks->len + (hi - lo) < PREDICT_TRACE_RANKS_MAX;
-        if (!ok) {
-            g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                        "--trace-ranks %s: '%s' is not a rank or a range A-B (A <= B); valid: "
-                        "all, or ranks and ranges separated by commas, such as 0,8-15 (at most "
-                        "%u ranks)",
-                        arg, items[i], PREDICT_TRACE_RANKS_MAX);
-            return FALSE;
-        }
-        for (guint64 r = lo; r <= hi; r++) {
-            guint v = (guint) r;
-            g_array_append_val(ranks, v);
-        }
+    g_autoptr(GArray) given = g_array_new(FALSE, FALSE, sizeof(gint64));
+    g_autoptr(GError) local = NULL;
+    if (!simpar_cli_parse_list("--trace-ranks", arg, 0, G_MAXINT32, PREDICT_TRACE_RANKS_MAX,
+                               SIMPAR_CLI_LIST_REPEATS_OK, given, &local)) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "%s; or all (every rank); such as 0,8-15", local->message);
+        return FALSE;
+    }
+    g_autoptr(GArray) ranks = g_array_sized_new(FALSE, FALSE, sizeof(guint), given->len);
+    for (guint i = 0; i < given->len; i++) {
+        guint v = (guint) g_array_index(given, gint64, i);
+        g_array_append_val(ranks, v);
     }
     g_array_sort(ranks, predict_guint_cmp);
     guint n = 0;

@@ -721,7 +721,8 @@ test_refusals(void)
         {"plot timeline {}/bad.json -o {}/x.png", 1, "bad.json:2:"},
         {"plot validate {}/predict.json -o {}/x.png", 1, "not a simpar validate --json object"},
         {"plot timeline {}/sweep.csv -o {}/x.png", 1, "sweep.csv:1:"},
-        {"plot timeline {}/trace.json -o {}/x.png --ranks 5..2", 2, "--ranks 5..2: expected A..B"},
+        {"plot timeline {}/trace.json -o {}/x.png --ranks 5..2", 2,
+         "--ranks 5..2: in the range 5..2 the start must not exceed the end"},
         {"plot timeline {}/bigpid.json -o {}/x.png", 1,
          "bigpid.json: traceEvents[1]: a complete event (\"ph\": \"X\") needs pid and tid "
          "(integers of 32 bits)"},

@@ -262,6 +262,27 @@ timeline_mode_so_far(Timeline *t)
     return NULL;
 }
 
+/* Whether --ranks names `rank`. */
+static gboolean
+timeline_rank_given(const SimparPlotOptions *opt, guint rank)
+{
+    if (rank < opt->rank_first || rank > opt->rank_last)
+        return FALSE;
+    if (opt->ranks == NULL)
+        return TRUE;
+    guint lo = 0, hi = opt->ranks->len; /* binary search of the ascending list */
+    while (lo < hi) {
+        guint mid = lo + (hi - lo) / 2, v = g_array_index(opt->ranks, guint, mid);
+        if (v == rank)
+            return TRUE;
+        if (v < rank)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return FALSE;
+}
+
 /* Whether process `p`'s events may be drawn: of the mode, on the ranks chosen. In the first
  * reading, the default ranks are the first 16 of the processes named so far: a superset of
  * the ranks drawn in the end (which are among the first 16 of fewer). */
@@ -272,7 +293,7 @@ timeline_wanted(Timeline *t, const TimelineProc *p)
     if (mode == NULL || !g_str_equal(p->mode, mode))
         return FALSE;
     if (t->opt->ranks_given)
-        return p->rank >= t->opt->rank_first && p->rank <= t->opt->rank_last;
+        return timeline_rank_given(t->opt, p->rank);
     if (t->chosen == NULL || t->chosen_stale) {
         g_clear_pointer(&t->chosen, g_hash_table_unref);
         t->chosen = timeline_default_ranks(t, mode);
@@ -567,7 +588,11 @@ timeline_read(Timeline *t, const SimparPlotOptions *opt, const char **mode, GErr
     if (!timeline_read_all(t, mode, error))
         return FALSE;
     if (t->boxes->len == 0) {
-        if (opt->ranks_given)
+        if (opt->ranks_given && opt->ranks_text != NULL)
+            g_set_error(error, SIMPAR_PLOT_ERROR, SIMPAR_PLOT_ERROR_EMPTY,
+                        "%s: nothing to plot: no event of mode %s on ranks %s", t->input, *mode,
+                        opt->ranks_text);
+        else if (opt->ranks_given)
             g_set_error(error, SIMPAR_PLOT_ERROR, SIMPAR_PLOT_ERROR_EMPTY,
                         "%s: nothing to plot: no event of mode %s on ranks %u..%u", t->input, *mode,
                         opt->rank_first, opt->rank_last);

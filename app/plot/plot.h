@@ -34,6 +34,9 @@ typedef struct {
     guint top;                   /* breakdown of a sweep: the `top` best by rank (default 12) */
     guint rank_first, rank_last; /* timeline: the ranks drawn (--ranks) */
     gboolean ranks_given;        /* else: the first 16 ranks the trace holds of the mode */
+    const GArray *ranks;         /* timeline: the ranks drawn where they leave gaps (guint,
+                                    ascending), or NULL: rank_first..rank_last */
+    const char *ranks_text;      /* those ranks as given (for messages), with `ranks` */
     const char *mode;            /* timeline: the mode (process prefix) drawn; NULL: the first */
 } SimparPlotOptions;
 
