@@ -586,7 +586,8 @@ predict_report_file(const char *dir, const char *name, const char *text, GError 
     return TRUE;
 }
 
-/* One timeline per simulated mode (the trace holds them all); `lines` lists the files. */
+/* One timeline per simulated mode (the trace holds them all, read once for all of them);
+ * `lines` lists the files. */
 static gboolean
 predict_report_timelines(const Predict *p, const char *json, GString *lines, GError **error)
 {
@@ -595,24 +596,23 @@ predict_report_timelines(const Predict *p, const char *json, GString *lines, GEr
         return FALSE;
     JsonArray *rows = json_node_get_array(json_parser_get_root(parser));
     g_autofree char *trace = g_build_filename(p->report_dir, "trace.json", NULL);
+    g_autoptr(GPtrArray) modes = g_ptr_array_new();
+    g_autoptr(GPtrArray) outs = g_ptr_array_new_with_free_func(g_free);
     for (guint i = 0; i < json_array_get_length(rows); i++) {
         JsonObject *row = json_array_get_object_element(rows, i);
         if (!json_object_get_boolean_member_with_default(row, "simulated", FALSE))
             continue;
         const char *mode = json_object_get_string_member(row, "mode");
         g_autofree char *name = g_strdup_printf("timeline-%s.png", mode);
-        g_autofree char *out = g_build_filename(p->report_dir, name, NULL);
-        SimparPlotOptions opt;
-        simpar_plot_options_init(&opt);
-        opt.mode = mode;
-        if (!simpar_plot_render("timeline", trace, out, &opt, error))
-            return FALSE;
+        g_ptr_array_add(modes, (gpointer) mode);
+        g_ptr_array_add(outs, g_build_filename(p->report_dir, name, NULL));
         g_string_append_printf(lines,
                                "- `%s`: %s, one step on the first 16 GPUs (a row per GPU "
                                "stream, time in ms): simpar plot timeline trace.json --mode %s\n",
                                name, mode, mode);
     }
-    return TRUE;
+    return simpar_plot_timelines(trace, (const char *const *) modes->pdata,
+                                 (const char *const *) outs->pdata, modes->len, error);
 }
 
 /* After it: the table, the JSON, the plots and a README saying what each file is. */

@@ -799,6 +799,8 @@ typedef struct {
                             G_MAXUINT; NULL for a layer's */
     guint *coll_ord;     /* per op: a collective's ordinal on its group at its rank */
     GHashTable *coll_at; /* report_coll_key(group, member index, ordinal) -> op + 1 */
+    GHashTable *traced;  /* report_traced_key(base, rank) of the ranks the trace shows */
+    guint64 base;        /* the rank's: its slice (step) or its layer's base (layer) */
     char scope[96];      /* what keeps apart the collective flows of runs alike */
 } ReportTrace;
 
@@ -988,6 +990,32 @@ report_coll_clear(ReportTrace *rt)
 {
     g_clear_pointer(&rt->coll_ord, g_free);
     g_clear_pointer(&rt->coll_at, g_hash_table_unref);
+    g_clear_pointer(&rt->traced, g_hash_table_unref);
+}
+
+/* A rank the trace shows, as its schedule knows it: its slice (or its layer's base) and its run
+ * (or layer) rank. */
+static gint64 *
+report_traced_key(guint64 base, guint rank)
+{
+    gint64 *key = g_new(gint64, 1);
+    *key = (gint64) (base << 32 | rank);
+    return key;
+}
+
+/* The ranks the trace shows, for the step's collectives (by slice and run rank) and the
+ * layers' (by the layer's base and layer rank): an arrow is drawn only between two of them. */
+static void
+report_traced(ReportTrace *rt, ReportTrace *lt, const SimparTraceRank *ranks, guint n,
+              const guint *run_job)
+{
+    rt->traced = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+    lt->traced = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+    for (guint k = 0; k < n; k++) {
+        guint64 slice = run_job == NULL ? 0 : ranks[k].job_rank - run_job[ranks[k].run_rank];
+        g_hash_table_add(rt->traced, report_traced_key(slice, ranks[k].run_rank));
+        g_hash_table_add(lt->traced, report_traced_key(ranks[k].layer_base, ranks[k].layer_rank));
+    }
 }
 
 /* Flow arrows joining the members of collective `op` (op index i) in their group's order: from
@@ -1010,8 +1038,10 @@ report_trace_coll_flow(ReportTrace *rt, const SimparOp *op, guint i, guint pid, 
             continue;
         guint64 key = report_coll_key(g, other, k);
         guint at = GPOINTER_TO_UINT(g_hash_table_lookup(rt->coll_at, &key));
-        if (at == 0)
-            continue;
+        g_autofree gint64 *peer =
+            report_traced_key(rt->base, simpar_schedule_group_ranks(s, g)[other]);
+        if (at == 0 || !g_hash_table_contains(rt->traced, peer))
+            continue; /* the other end is not in the trace: no arrow */
         const SimparSpan *a = &base[i], *b = &base[at - 1];
         double from = MAX(a->start, b->start), to = MIN(a->end, b->end);
         char id[160];
@@ -1110,12 +1140,12 @@ simpar_report_trace(SimparTrace *t, guint mode_index, const char *mode, const Si
     g_autoptr(GHashTable) algos = g_hash_table_new_full(NULL, NULL, NULL, g_free);
     g_autoptr(GHashTable) layer_algos = g_hash_table_new_full(NULL, NULL, NULL, g_free);
     g_autofree guint *pairs = report_p2p_pairs(s);
-    ReportTrace rt = {t, run, algos, NULL, run_job, pairs, NULL, NULL, ""};
-    ReportTrace lt = {
-        t, layers != NULL ? layers->run : NULL, layer_algos, NULL, NULL, NULL, NULL, NULL, ""};
+    ReportTrace rt = {.t = t, .run = run, .algos = algos, .run_job = run_job, .p2p_peer = pairs};
+    ReportTrace lt = {.t = t, .run = layers != NULL ? layers->run : NULL, .algos = layer_algos};
     report_coll_order(&rt, s);
     if (layers != NULL)
         report_coll_order(&lt, layers->run->sched);
+    report_traced(&rt, &lt, ranks, n_ranks, run_job);
     g_autofree double *idle = g_new(double, n_streams);
     for (guint k = 0; k < n_ranks; k++) {
         const SimparTraceRank *who = &ranks[k];

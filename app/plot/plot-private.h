@@ -39,6 +39,9 @@ void simpar_plot_var_series(SimparPlotOut *out, const char *const *names, guint 
  * double quotes, a '"' or control character made a blank, invalid UTF-8 made valid, cut at `max`
  * characters. */
 void simpar_plot_append_label(GString *data, const char *label, glong max);
+/* Sets title_text (opt->title, else out->title in lines) and runs plots/`script` on `out`. */
+gboolean simpar_plot_out_render(const char *script, SimparPlotOut *out,
+                                const SimparPlotOptions *opt, const char *output, GError **error);
 /* Runs plots/`script` on `data` with `vars`, writing `output` (.png or .svg). */
 gboolean simpar_plot_run(const char *script, const char *data, const char *vars, const char *output,
                          GError **error);

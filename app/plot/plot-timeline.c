@@ -448,12 +448,11 @@ timeline_keep(Timeline *t, const char *mode)
     g_array_set_size(t->boxes, n);
 }
 
-/* Reads the trace (twice when the first reading is unsure), picks the mode, keeps its boxes. */
+/* After the first reading: the mode picked, the trace read again when the boxes kept are
+ * unsure, the boxes of the mode kept. */
 static gboolean
-timeline_read_all(Timeline *t, const char **mode, GError **error)
+timeline_settle(Timeline *t, const char **mode, GError **error)
 {
-    if (!simpar_plot_trace_read(t->input, timeline_event, t, error))
-        return FALSE;
     timeline_modes_found(t);
     if ((*mode = timeline_pick_mode(t, t->opt, error)) == NULL)
         return FALSE;
@@ -465,6 +464,22 @@ timeline_read_all(Timeline *t, const char **mode, GError **error)
             return FALSE;
     }
     timeline_keep(t, *mode);
+    return TRUE;
+}
+
+/* Several timelines of one trace (one per mode) in one reading: each event to each. */
+typedef struct {
+    Timeline *t;
+    guint n;
+} TimelineMany;
+
+static gboolean
+timeline_event_many(const SimparTraceEvent *e, gpointer data, GError **error)
+{
+    const TimelineMany *m = data;
+    for (guint i = 0; i < m->n; i++)
+        if (!timeline_event(e, &m->t[i], error))
+            return FALSE;
     return TRUE;
 }
 
@@ -582,11 +597,11 @@ timeline_write(const Timeline *t, SimparPlotOut *out)
 
 /* ------------------------------------------------------------------------------ the kind */
 
+/* Whether the timeline has boxes; else an error saying none was found. */
 static gboolean
-timeline_read(Timeline *t, const SimparPlotOptions *opt, const char **mode, GError **error)
+timeline_nonempty(const Timeline *t, const SimparPlotOptions *opt, const char **mode,
+                  GError **error)
 {
-    if (!timeline_read_all(t, mode, error))
-        return FALSE;
     if (t->boxes->len == 0) {
         if (opt->ranks_given && opt->ranks_text != NULL)
             g_set_error(error, SIMPAR_PLOT_ERROR, SIMPAR_PLOT_ERROR_EMPTY,
@@ -630,17 +645,10 @@ timeline_title(const Timeline *t, const char *mode)
     return g_string_free(title, FALSE); /* (transfer full) */
 }
 
-gboolean
-simpar_plot_timeline_data(const char *input, const SimparPlotOptions *opt, SimparPlotOut *out,
-                          GError **error)
+static void
+timeline_init(Timeline *t, const char *input, const SimparPlotOptions *opt)
 {
-    if (opt->rank_first > opt->rank_last) {
-        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                    "--ranks %u..%u: the first rank is after the last", opt->rank_first,
-                    opt->rank_last);
-        return FALSE;
-    }
-    Timeline t = {
+    *t = (Timeline){
         .input = input,
         .opt = opt,
         .procs = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, timeline_proc_free),
@@ -653,13 +661,72 @@ simpar_plot_timeline_data(const char *input, const SimparPlotOptions *opt, Simpa
         .boxes = g_array_new(FALSE, FALSE, sizeof(TimelineBox)),
         .names = g_string_chunk_new(4096),
     };
-    g_array_set_clear_func(t.tracks, timeline_track_clear);
+    g_array_set_clear_func(t->tracks, timeline_track_clear);
+}
+
+/* After the reading: the mode, its boxes, the .dat text and title into `out`. */
+static gboolean
+timeline_finish(Timeline *t, SimparPlotOut *out, GError **error)
+{
     const char *mode = NULL;
-    gboolean ok = timeline_read(&t, opt, &mode, error);
-    if (ok) {
-        timeline_write(&t, out);
-        out->title = timeline_title(&t, mode);
+    if (!timeline_settle(t, &mode, error) || !timeline_nonempty(t, t->opt, &mode, error))
+        return FALSE;
+    timeline_write(t, out);
+    out->title = timeline_title(t, mode);
+    return TRUE;
+}
+
+static gboolean
+timeline_check_ranks(const SimparPlotOptions *opt, GError **error)
+{
+    if (opt->rank_first > opt->rank_last) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "--ranks %u..%u: the first rank is after the last", opt->rank_first,
+                    opt->rank_last);
+        return FALSE;
     }
+    return TRUE;
+}
+
+gboolean
+simpar_plot_timeline_data(const char *input, const SimparPlotOptions *opt, SimparPlotOut *out,
+                          GError **error)
+{
+    if (!timeline_check_ranks(opt, error))
+        return FALSE;
+    Timeline t;
+    timeline_init(&t, input, opt);
+    gboolean ok =
+        simpar_plot_trace_read(input, timeline_event, &t, error) && timeline_finish(&t, out, error);
     timeline_clear(&t);
+    return ok;
+}
+
+gboolean
+simpar_plot_timelines(const char *input, const char *const *modes, const char *const *outputs,
+                      guint n, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    for (guint i = 0; i < n; i++)
+        if (!simpar_plot_check_output(outputs[i], error))
+            return FALSE;
+    g_autofree SimparPlotOptions *opts = g_new(SimparPlotOptions, MAX(n, 1));
+    g_autofree Timeline *ts = g_new(Timeline, MAX(n, 1));
+    for (guint i = 0; i < n; i++) {
+        simpar_plot_options_init(&opts[i]);
+        opts[i].mode = modes[i];
+        timeline_init(&ts[i], input, &opts[i]);
+    }
+    TimelineMany many = {ts, n};
+    gboolean ok = simpar_plot_trace_read(input, timeline_event_many, &many, error);
+    for (guint i = 0; ok && i < n; i++) {
+        SimparPlotOut out = {g_string_new(NULL), g_string_new(NULL), NULL};
+        ok = timeline_finish(&ts[i], &out, error) &&
+             simpar_plot_out_render("timeline.gp", &out, &opts[i], outputs[i], error);
+        simpar_plot_out_clear(&out);
+        timeline_clear(&ts[i]);
+    }
+    for (guint i = 0; i < n; i++)
+        timeline_clear(&ts[i]);
     return ok;
 }

@@ -122,6 +122,40 @@ trace_emit(TraceReader *r, gboolean object)
     return ok ? 1 : 0;
 }
 
+/* A JSON number's value. The common form, [-]digits[.digits] of at most 15 digits, directly:
+ * its digits as an integer (exact below 2^53) over a power of ten (exact up to 10^22), one
+ * correctly rounded division, the value strtod gives (Clinger's fast path); the rest by
+ * g_ascii_strtod. */
+static double
+trace_number_value(const char *s, gsize len)
+{
+    static const double tens[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                  1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+    gsize i = s[0] == '-';
+    guint64 m = 0;
+    guint digits = 0, frac = 0;
+    gboolean dot = FALSE;
+    for (; i < len; i++) {
+        if (s[i] == '.' && !dot) {
+            dot = TRUE;
+            continue;
+        }
+        if (!g_ascii_isdigit(s[i]) || ++digits > 15)
+            break;
+        m = m * 10 + (guint64) (s[i] - '0'), frac += dot;
+    }
+    if (i == len && digits > 0) {
+        double v = (double) m / tens[frac];
+        return s[0] == '-' ? -v : v;
+    }
+    char buf[64];
+    if (len >= sizeof buf)
+        return NAN; /* no number of 64 characters is an id or a time simpar reads */
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    return g_ascii_strtod(buf, NULL);
+}
+
 /* A string (s != NULL, is_string), a number (s != NULL) or true, false, null (s == NULL). */
 static int
 trace_scalar(TraceReader *r, gboolean is_string, const char *s, gsize len)
@@ -144,12 +178,7 @@ trace_scalar(TraceReader *r, gboolean is_string, const char *s, gsize len)
         g_string_truncate(r->text[f], 0);
         g_string_append_len(r->text[f], s, (gssize) len);
     } else {
-        char buf[64];
-        if (len >= sizeof buf)
-            return 1; /* no number of 64 characters is an id or a time simpar reads */
-        memcpy(buf, s, len);
-        buf[len] = '\0';
-        r->num[f] = g_ascii_strtod(buf, NULL);
+        r->num[f] = trace_number_value(s, len);
     }
     r->has[f] = TRUE;
     return 1;
@@ -352,8 +381,9 @@ trace_parse(TraceReader *r, const guchar *chunk, gsize len, GError **error)
     r->chunk = (const char *) chunk;
     if (yajl_parse(r->yajl, chunk, len) != yajl_status_ok)
         return trace_syntax(r, chunk, len, error);
-    for (gsize i = 0; i < len; i++)
-        r->line += chunk[i] == '\n';
+    for (const guchar *at = chunk, *end = chunk + len;
+         (at = memchr(at, '\n', (gsize) (end - at))) != NULL; at++)
+        r->line++;
     r->chunk = NULL;
     return TRUE;
 }

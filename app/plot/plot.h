@@ -51,6 +51,10 @@ char *simpar_plot_data(const char *kind, const char *input, const SimparPlotOpti
 /* Reads `input`, writes the picture of `kind` to `output` (.png or .svg); opt may be NULL. */
 gboolean simpar_plot_render(const char *kind, const char *input, const char *output,
                             const SimparPlotOptions *opt, GError **error);
+/* The timeline of each of `modes` in the Chrome trace `input` into outputs[i] (.png or .svg), the
+ * trace read once for all of them (simpar --report). */
+gboolean simpar_plot_timelines(const char *input, const char *const *modes,
+                               const char *const *outputs, guint n, GError **error);
 /* The predicted-against-measured plot of one `simpar validate --json` object. */
 gboolean simpar_plot_validate(JsonObject *result, const char *title, const char *output,
                               GError **error);
