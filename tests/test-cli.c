@@ -914,6 +914,56 @@ test_predict_trace_gzip(void)
     simpar_test_tmpdir_remove(g_steal_pointer(&dir));
 }
 
+/* One grammar for sizes and lists: the spellings documented before and the new ones give the
+ * same runs (collective sizes; --trace-ranks ranges and steps). */
+static void
+test_sizes_and_lists(void)
+{
+    const char *base = "collective --topology topologies/v100x64.xml --op allreduce --gpus 4 "
+                       "--json --bytes ";
+    const char *same[] = {"1M", "1m", "1Mi", "1MiB", "1048576", "1048576B"};
+    g_autofree char *first = NULL;
+    for (guint i = 0; i < G_N_ELEMENTS(same); i++) {
+        g_autofree char *args = g_strconcat(base, same[i], NULL);
+        SimparCliRun r = simpar_cli_run(args);
+        CU_ASSERT_EQUAL(r.status, 0);
+        if (first == NULL)
+            first = g_strdup(r.out);
+        CU_ASSERT_STRING_EQUAL(r.out, first);
+        simpar_cli_run_clear(&r);
+    }
+    g_autofree char *dir = g_dir_make_tmp("simpar-cli-XXXXXX", NULL);
+    g_autofree char *path = g_build_filename(dir, "t.json", NULL);
+    const char *lists[] = {"0-2,6", "0..2,6", "6,0..2:+1,1", "0..6:+2,1"};
+    const char *want[] = {"0 1 2 6", "0 1 2 6", "0 1 2 6", "0 1 2 4 6"};
+    for (guint i = 0; i < G_N_ELEMENTS(lists); i++) {
+        g_autofree char *args = g_strdup_printf(
+            "--topology topologies/v100x64.xml --model tiny --layers 8 --tp-mode "
+            "1d --tp 1 --pp 8 --gpus 8 --global-batch 16 --trace %s --trace-ranks %s",
+            path, lists[i]);
+        SimparCliRun r = simpar_cli_run(args);
+        CU_ASSERT_EQUAL(r.status, 0);
+        simpar_cli_run_clear(&r);
+        g_autoptr(JsonParser) p = json_parser_new();
+        CU_ASSERT_TRUE_FATAL(json_parser_load_from_file(p, path, NULL));
+        JsonArray *ev = json_object_get_array_member(json_node_get_object(json_parser_get_root(p)),
+                                                     "traceEvents");
+        g_autoptr(GString) pids = g_string_new(NULL);
+        for (guint k = 0; k < json_array_get_length(ev); k++) {
+            JsonObject *e = json_array_get_object_element(ev, k);
+            if (g_str_equal(json_object_get_string_member(e, "ph"), "M") &&
+                g_str_equal(json_object_get_string_member(e, "name"), "process_name"))
+                g_string_append_printf(pids, "%s%" G_GINT64_FORMAT, pids->len > 0 ? " " : "",
+                                       json_object_get_int_member(e, "pid"));
+        }
+        if (!g_str_equal(pids->str, want[i]))
+            printf("\n    --trace-ranks %s traced %s", lists[i], pids->str);
+        CU_ASSERT_STRING_EQUAL(pids->str, want[i]);
+    }
+    g_remove(path);
+    simpar_test_tmpdir_remove(g_steal_pointer(&dir));
+}
+
 /* Whether the flow end `e` lies inside a collective's complete event of its track. */
 static gboolean
 flow_in_collective(JsonArray *ev, JsonObject *e)
@@ -1033,6 +1083,7 @@ test_predict_trace_warning(void)
 
 static CU_TestInfo cli_tests[] = {
     {"--trace T.json.gz writes the trace gzip'ed; plot timeline reads it", test_predict_trace_gzip},
+    {"sizes and lists: the old spellings and the new give the same runs", test_sizes_and_lists},
     {"the members of a collective joined by flow arrows in the trace, each to the next",
      test_predict_trace_collective_flows},
     {"a trace past the warning size: one warning with its expected size and how to shrink it",
