@@ -91,6 +91,7 @@ typedef struct {
     GArray *boxes;         /* TimelineBox */
     GStringChunk *names;   /* the boxes' names */
     const char *mode;      /* the mode drawn, as known so far (NULL: not yet known) */
+    char *mode_copy;       /* `mode` when it is a process's name, copied */
     GHashTable *chosen;    /* without --ranks: the ranks drawn (rank + 1), as known so far */
     gboolean chosen_stale; /* a process of the mode was named since `chosen` was made */
     gboolean final;        /* the second reading: every name is known */
@@ -123,6 +124,7 @@ timeline_clear(Timeline *t)
     g_clear_pointer(&t->boxes, g_array_unref);
     g_clear_pointer(&t->names, g_string_chunk_free);
     g_clear_pointer(&t->chosen, g_hash_table_unref);
+    g_clear_pointer(&t->mode_copy, g_free);
 }
 
 /* The class of an event of kind `cat` named `name`, a collective's group axis `axis` (or
@@ -255,8 +257,8 @@ timeline_mode_so_far(Timeline *t)
     for (guint i = 0; i < t->pids->len; i++) {
         gint32 pid = g_array_index(t->pids, gint32, i);
         const TimelineProc *p = g_hash_table_lookup(t->procs, GINT_TO_POINTER(pid));
-        if (p != NULL)
-            return t->mode = p->mode;
+        if (p != NULL) /* a copy: a process renamed later frees its name */
+            return t->mode = t->mode_copy = g_strdup(p->mode);
         g_hash_table_add(t->deferred, GINT_TO_POINTER(pid));
     }
     return NULL;
