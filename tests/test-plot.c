@@ -872,6 +872,36 @@ test_report(void)
             CU_ASSERT_PTR_NOT_NULL(strstr(text, "simpar --topology topologies/v100x64.xml"));
     }
     simpar_cli_run_clear(&r);
+    /* every mode's timeline from one reading of the trace: each the same bytes as simpar plot
+     * timeline draws of that mode alone */
+    g_autofree char *all_dir = tmp_path("report-all");
+    g_autofree char *all = g_strdup_printf("--topology topologies/v100x64.xml --gpus 8 --backend "
+                                           "analytic --layers 4 --micro-batch 4 --report %s",
+                                           all_dir);
+    r = simpar_cli_run(all);
+    CU_ASSERT_EQUAL(r.status, 0);
+    simpar_cli_run_clear(&r);
+    guint compared = 0;
+    static const char *const modes[] = {"1d", "2d", "2.5d", "3d"};
+    for (guint i = 0; i < G_N_ELEMENTS(modes); i++) {
+        g_autofree char *name = g_strdup_printf("timeline-%s.png", modes[i]);
+        g_autofree char *made = g_build_filename(all_dir, name, NULL);
+        g_autofree char *made_text = NULL, *alone_text = NULL;
+        gsize made_len = 0, alone_len = 0;
+        if (!g_file_get_contents(made, &made_text, &made_len, NULL))
+            continue; /* a mode 8 GPUs do not allow */
+        g_autofree char *alone = g_strdup_printf("%s/alone-%s.png", all_dir, modes[i]);
+        g_autofree char *plot = g_strdup_printf("plot timeline %s/trace.json --mode %s -o %s",
+                                                all_dir, modes[i], alone);
+        r = simpar_cli_run(plot);
+        CU_ASSERT_EQUAL(r.status, 0);
+        simpar_cli_run_clear(&r);
+        CU_ASSERT_TRUE(g_file_get_contents(alone, &alone_text, &alone_len, NULL) &&
+                       alone_len == made_len && memcmp(alone_text, made_text, made_len) == 0);
+        compared++;
+    }
+    CU_ASSERT_TRUE(compared >= 2);
+    simpar_test_tmpdir_remove(g_steal_pointer(&all_dir));
     g_autofree char *both = g_strdup_printf(
         "--topology topologies/v100x64.xml --report %s --trace %s/t.json", dir, dir);
     CU_ASSERT_TRUE(simpar_cli_refused(both, 2, "drop --trace"));
