@@ -360,15 +360,21 @@ predict_memory_fits(const SimparPredictContext *ctx, const char *what, const Sim
 
 /* What one trace event takes (measured: 122 to 148 bytes in 1d traces) */
 #define PREDICT_TRACE_EVENT_B 140
+/* What the warning counts (measured on the main job's trace: its complete events 177 bytes,
+ * its flow ends 121) */
+#define PREDICT_TRACE_WRITTEN_B 180
+#define PREDICT_TRACE_FLOW_B    121
 
 static guint *predict_trace_layer_roles(const SimparSchedule *layer);
 
 /* The ranks the trace shows of a job of `n_job` GPUs: those asked for, or one per role
- * (replica 0 of every stage, each layer rank whose ops differ). */
+ * (replica 0 of every stage, each layer rank whose ops differ); *joined, the share of them
+ * whose collectives' partners the trace shows too (the flow arrows written). */
 static guint
 predict_trace_n_ranks(const SimparPredictContext *ctx, const SimparTrain *train,
-                      const SimparSchedule *layer, guint n_job)
+                      const SimparSchedule *layer, guint n_job, double *joined)
 {
+    *joined = 1;
     if (ctx->trace_all)
         return n_job;
     guint ranks = 0;
@@ -377,10 +383,21 @@ predict_trace_n_ranks(const SimparPredictContext *ctx, const SimparTrain *train,
     if (ctx->trace_ranks != NULL)
         return ranks;
     g_autofree guint *role = predict_trace_layer_roles(layer);
-    guint n_layer = simpar_schedule_n_ranks(layer);
-    for (guint t = 0; t < simpar_train_group(train); t++)
+    guint n_layer = simpar_schedule_n_ranks(layer), group = simpar_train_group(train);
+    for (guint t = 0; t < group; t++)
         ranks += role[t % n_layer] == t % n_layer;
+    *joined = ranks > 1 ? (double) ranks / group : 0;
     return ranks * (guint) train->pp;
+}
+
+/* Collectives per rank of a schedule. */
+static double
+predict_trace_colls(const SimparSchedule *s)
+{
+    guint n = 0;
+    for (guint i = 0; i < simpar_schedule_n_ops(s); i++)
+        n += simpar_schedule_op(s, i)->kind == SIMPAR_OP_COLLECTIVE;
+    return (double) n / simpar_schedule_n_ranks(s);
 }
 
 /* The trace's warning size in bytes: $SIMPAR_TRACE_WARN_MIB MiB when set, else
@@ -429,16 +446,23 @@ predict_trace_fits(const SimparPredictContext *ctx, const char *what, const Simp
     if (ctx->trace == NULL)
         return TRUE;
     guint n_job = simpar_train_group(train) * (guint) (train->pp * train->dp);
-    guint ranks = predict_trace_n_ranks(ctx, train, layer, n_job);
+    double joined;
+    guint ranks = predict_trace_n_ranks(ctx, train, layer, n_job, &joined);
     double step_ops =
         (double) simpar_schedule_n_ops(plan->step) / simpar_schedule_n_ranks(plan->step);
     double layer_ops = (double) simpar_schedule_n_ops(layer) / simpar_schedule_n_ranks(layer);
     double layers = ceil((double) train->layers / train->pp); /* a layer: its forward and
                                                                   backward ops */
-    double events = ranks * (step_ops + train->micro_batches * layers * layer_ops);
+    double per_layers = train->micro_batches * layers;
+    double events = ranks * (step_ops + per_layers * layer_ops);
     double bytes = events * PREDICT_TRACE_EVENT_B;
     if (bytes <= SIMPAR_PREDICT_MAX_TRACE_B || (!ctx->trace_all && ctx->trace_ranks == NULL)) {
-        predict_trace_warn(ctx, what, bytes, events);
+        /* the warning: the bytes written, the flow arrows' two ends per collective too */
+        double flows = 2 * joined * ranks *
+                       (predict_trace_colls(plan->step) + per_layers * predict_trace_colls(layer));
+        predict_trace_warn(ctx, what,
+                           events * PREDICT_TRACE_WRITTEN_B + flows * PREDICT_TRACE_FLOW_B,
+                           events + flows);
         return TRUE;
     }
     g_set_error(why, SIMPAR_PREDICT_ERROR, SIMPAR_PREDICT_ERROR_REFUSED,
