@@ -19,12 +19,14 @@
  * calibration file carries (simpar_platform_set_net_figures): intra_node bandwidth and latency
  * where some node holds two ranks, inter_node ones where a log spans nodes, and nvls_latency_s
  * where an all-reduce runs on one node with NVLink SHARP. It minimises the sum over rows of
- * 64 KiB and up of (measured time / model time - 1)^2, the relative error of busbw, by
- * coordinate descent on the logarithms of the figures: per figure a scan over a factor of 16
- * either way (4 points per octave) and a golden-section search around the best point, sweeps
+ * 64 KiB and up of (measured time / model time - 1)^2, the relative error of busbw, on the
+ * logarithms of the figures: Nelder-Mead (GSL's nmsimplex2), then coordinate descent: per
+ * figure a scan over a factor of 16 either way (4 points per octave) and GSL's golden-section
+ * search around the best point, sweeps
  * repeated (at most 8) until a sweep gains less than a millionth of the cost. Deterministic: same
  * logs, same figures.
  */
+#include "calibrate-private.h"
 #include "cli.h"
 #include "measured.h"
 #include "nccl-log.h"
@@ -339,7 +341,24 @@ nccl_cost(const SimparPlatform *p, NcclFit *f, const double *v, double *max_err)
     return sum;
 }
 
-/* Figure j over log2 factors of its current value: the best of a scan, then golden section. */
+/* The cost with figure j at at x 2^(k / NCCL_FIT_STEPS) (for GSL's minimiser). */
+typedef struct {
+    const SimparPlatform *p;
+    NcclFit *f;
+    double *v, at;
+    guint j;
+} NcclFigure;
+
+static double
+nccl_figure_cost(double k, void *data)
+{
+    NcclFigure *fc = data;
+    fc->v[fc->j] = fc->at * exp2(k / NCCL_FIT_STEPS);
+    return nccl_cost(fc->p, fc->f, fc->v, NULL);
+}
+
+/* Figure j over log2 factors of its current value: the best of a scan, then GSL's
+ * golden-section search within a scan step of it (to 1e-4 of a step). */
 static double
 nccl_fit_figure(const SimparPlatform *p, NcclFit *f, double *v, guint j, double cost)
 {
@@ -350,24 +369,14 @@ nccl_fit_figure(const SimparPlatform *p, NcclFit *f, double *v, guint j, double 
         if (c < cost)
             cost = c, best_k = k;
     }
-    double lo = best_k - 1, hi = best_k + 1, phi = (sqrt(5.0) - 1) / 2;
-    double a = hi - phi * (hi - lo), b = lo + phi * (hi - lo);
-    v[j] = at * exp2(a / (double) NCCL_FIT_STEPS);
-    double ca = nccl_cost(p, f, v, NULL);
-    v[j] = at * exp2(b / (double) NCCL_FIT_STEPS);
-    double cb = nccl_cost(p, f, v, NULL);
-    for (guint it = 0; it < 20; it++) { /* to 1e-4 of a step */
-        if (ca < cb)
-            hi = b, b = a, cb = ca, a = hi - phi * (hi - lo),
-            v[j] = at * exp2(a / (double) NCCL_FIT_STEPS), ca = nccl_cost(p, f, v, NULL);
-        else
-            lo = a, a = b, ca = cb, b = lo + phi * (hi - lo),
-            v[j] = at * exp2(b / (double) NCCL_FIT_STEPS), cb = nccl_cost(p, f, v, NULL);
+    NcclFigure fc = {p, f, v, at, j};
+    double lo = best_k - 1, hi = best_k + 1, k = best_k;
+    if (simpar_calibrate_golden(nccl_figure_cost, &fc, &lo, &k, &hi, 1e-4, 100)) {
+        double c = nccl_figure_cost(k, &fc);
+        if (c < cost)
+            cost = c, best_k = k;
     }
-    double k = best_k;
-    if (MIN(ca, cb) < cost)
-        cost = MIN(ca, cb), k = ca < cb ? a : b;
-    v[j] = at * exp2(k / (double) NCCL_FIT_STEPS);
+    v[j] = at * exp2(best_k / (double) NCCL_FIT_STEPS);
     return cost;
 }
 
@@ -382,74 +391,27 @@ nccl_cost_x(const SimparPlatform *p, NcclFit *f, const guint *idx, guint k, cons
     return nccl_cost(p, f, v, NULL);
 }
 
-/* Nelder-Mead on the log2 offsets x (k of them) from an octave-wide simplex: the figures move
- * together along the valleys where one makes up for another (an intra-node bandwidth against an
- * inter-node one). Reflection 1, expansion 2, contraction 1/2, shrink 1/2; returns the cost. */
+typedef struct {
+    const SimparPlatform *p;
+    NcclFit *f;
+    const guint *idx;
+} NcclSimplex;
+
+static double
+nccl_simplex_cost(const double *x, guint k, void *data)
+{
+    const NcclSimplex *s = data;
+    return nccl_cost_x(s->p, s->f, s->idx, k, x);
+}
+
+/* Nelder-Mead (GSL's nmsimplex2) on the log2 offsets x (k of them) from an octave-wide simplex:
+ * the figures move together along the valleys where one makes up for another (an intra-node
+ * bandwidth against an inter-node one); returns the cost. */
 static double
 nccl_nelder_mead(const SimparPlatform *p, NcclFit *f, const guint *idx, guint k, double *x)
 {
-    double s[N_F + 1][N_F], c[N_F + 1], m[N_F], t[N_F], u[N_F];
-    for (guint i = 0; i <= k; i++) {
-        memcpy(s[i], x, k * sizeof *x);
-        if (i > 0)
-            s[i][i - 1] += 1;
-        c[i] = nccl_cost_x(p, f, idx, k, s[i]);
-    }
-    for (guint it = 0; it < 100 * k; it++) {
-        for (guint i = 1; i <= k; i++) /* sort by cost: insertion, stable */
-            for (guint j = i; j > 0 && c[j] < c[j - 1]; j--) {
-                double tc = c[j];
-                c[j] = c[j - 1], c[j - 1] = tc;
-                for (guint d = 0; d < k; d++) {
-                    double tx = s[j][d];
-                    s[j][d] = s[j - 1][d], s[j - 1][d] = tx;
-                }
-            }
-        double size = 0;
-        for (guint i = 1; i <= k; i++)
-            for (guint d = 0; d < k; d++)
-                size = MAX(size, fabs(s[i][d] - s[0][d]));
-        if (size < 1e-4 || c[k] - c[0] <= 1e-10 * c[0])
-            break;
-        for (guint d = 0; d < k; d++) {
-            m[d] = 0;
-            for (guint i = 0; i < k; i++)
-                m[d] += s[i][d] / k;
-            t[d] = 2 * m[d] - s[k][d]; /* reflected */
-        }
-        double ct = nccl_cost_x(p, f, idx, k, t);
-        if (ct < c[0]) {
-            for (guint d = 0; d < k; d++)
-                u[d] = 3 * m[d] - 2 * s[k][d]; /* expanded */
-            double cu = nccl_cost_x(p, f, idx, k, u);
-            gboolean take_u = cu < ct;
-            memcpy(s[k], take_u ? u : t, k * sizeof *t);
-            c[k] = take_u ? cu : ct;
-            continue;
-        }
-        if (ct < c[k - 1]) {
-            memcpy(s[k], t, k * sizeof *t), c[k] = ct;
-            continue;
-        }
-        gboolean outside = ct < c[k];
-        for (guint d = 0; d < k; d++) /* contracted, outside or inside */
-            u[d] = outside ? (m[d] + t[d]) / 2 : (m[d] + s[k][d]) / 2;
-        double cu = nccl_cost_x(p, f, idx, k, u);
-        if (cu < MIN(ct, c[k])) {
-            memcpy(s[k], u, k * sizeof *u), c[k] = cu;
-            continue;
-        }
-        for (guint i = 1; i <= k; i++) { /* shrink toward the best */
-            for (guint d = 0; d < k; d++)
-                s[i][d] = (s[i][d] + s[0][d]) / 2;
-            c[i] = nccl_cost_x(p, f, idx, k, s[i]);
-        }
-    }
-    guint best = 0;
-    for (guint i = 1; i <= k; i++)
-        best = c[i] < c[best] ? i : best;
-    memcpy(x, s[best], k * sizeof *x);
-    return c[best];
+    NcclSimplex s = {p, f, idx};
+    return simpar_calibrate_simplex(nccl_simplex_cost, &s, k, x, 1, 1e-5, 200 * k);
 }
 
 static void

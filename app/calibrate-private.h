@@ -45,6 +45,17 @@ typedef struct {
     TablesFit fits[TABLES_GROUPS]; /* by class, then by op kind (SIMPAR_KCLASS_N + kind) */
 } Tables;
 
+/* GSL's golden-section search (calibrate-gsl.c) of f over [*lo, *hi] from *x, until the interval
+ * is below `tol` or `max_iter` iterations; *x the best point, [*lo, *hi] the last interval.
+ * FALSE, nothing moved, when no point of the interval lies below both its ends. */
+gboolean simpar_calibrate_golden(double (*f)(double x, void *data), gpointer data, double *lo,
+                                 double *x, double *hi, double tol, guint max_iter);
+/* GSL's Nelder-Mead (nmsimplex2) of f over k coordinates from x, with an initial simplex of
+ * `step` along each, until its size is below `size_tol` or `max_iter` iterations: x the best
+ * point, its cost returned (the start's when none was better). */
+double simpar_calibrate_simplex(double (*f)(const double *x, guint k, void *data), gpointer data,
+                                guint k, double *x, double step, double size_tol, guint max_iter);
+
 /* platform: --topology's GPU 0 as predictions see it (its peaks, bandwidth, launch_s and
  * measured data), or NULL. */
 void simpar_calibrate_tables(const SimparBench *b, const SimparGpu *platform, Tables *t);

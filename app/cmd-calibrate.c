@@ -19,7 +19,8 @@
  *
  * Every fit minimises the squared relative error, sum ((model_i - t_i) / t_i)^2, and is
  * deterministic: linear least squares with non-negative parameters (every subset of the free
- * parameters solved, the best feasible kept) inside a scan over what is not linear. Attention
+ * parameters solved by GSL's SVD, the best feasible kept) inside a scan over what is not linear
+ * (GSL's golden-section search; calibrate-gsl.c). Attention
  * kernels are left out: compute.c prices them as GEMMs plus memory passes, not as one
  * memory-bound kernel.
  */
@@ -28,6 +29,8 @@
 #include "measured.h"
 #include "platform.h"
 #include "topology.h"
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_multifit.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -36,15 +39,19 @@
 
 /* --------------------------------------------------------------- least squares, x >= 0 */
 
-/* Solves the normal equations of the columns in `mask` (columns scaled to unit norm). */
+/* The least-squares solution of the columns in `mask` (scaled to unit norm), by GSL's SVD
+ * (gsl_multifit_linear); FALSE when they are not independent (numerical rank below their
+ * count, relative tolerance 1e-13). */
 static gboolean
 fit_solve(const double *a, const double *y, guint n, guint mask, double *x)
 {
     guint cols[FIT_K], k = 0;
-    double scale[FIT_K], m[FIT_K][FIT_K + 1] = {{0}};
+    double scale[FIT_K];
     for (guint j = 0; j < FIT_K; j++)
         if (mask & (1u << j))
             cols[k++] = j;
+    if (n < k)
+        return FALSE;
     for (guint c = 0; c < k; c++) {
         double s = 0;
         for (guint i = 0; i < n; i++)
@@ -53,34 +60,25 @@ fit_solve(const double *a, const double *y, guint n, guint mask, double *x)
             return FALSE;
         scale[c] = 1 / sqrt(s);
     }
-    for (guint r = 0; r < k; r++)
-        for (guint i = 0; i < n; i++) {
-            double ar = a[i * FIT_K + cols[r]] * scale[r];
-            for (guint c = 0; c < k; c++)
-                m[r][c] += ar * a[i * FIT_K + cols[c]] * scale[c];
-            m[r][k] += ar * y[i];
-        }
-    for (guint p = 0; p < k; p++) { /* Gaussian elimination, partial pivoting */
-        guint best = p;
-        for (guint r = p + 1; r < k; r++)
-            best = fabs(m[r][p]) > fabs(m[best][p]) ? r : best;
-        for (guint c = 0; c <= k; c++) {
-            double t = m[p][c];
-            m[p][c] = m[best][c], m[best][c] = t;
-        }
-        if (fabs(m[p][p]) < 1e-13)
-            return FALSE;
-        for (guint r = 0; r < k; r++) {
-            double f = r == p ? 0 : m[r][p] / m[p][p];
-            for (guint c = p; c <= k; c++)
-                m[r][c] -= f * m[p][c];
-        }
+    gsl_matrix *m = gsl_matrix_alloc(n, k), *cov = gsl_matrix_alloc(k, k);
+    gsl_vector *v = gsl_vector_alloc(n), *c = gsl_vector_alloc(k);
+    gsl_multifit_linear_workspace *w = gsl_multifit_linear_alloc(n, k);
+    for (guint i = 0; i < n; i++) {
+        gsl_vector_set(v, i, y[i]);
+        for (guint j = 0; j < k; j++)
+            gsl_matrix_set(m, i, j, a[i * FIT_K + cols[j]] * scale[j]);
     }
+    double chisq;
+    gboolean ok = gsl_multifit_linear(m, v, c, cov, &chisq, w) == GSL_SUCCESS &&
+                  gsl_multifit_linear_rank(1e-13, w) == k;
     for (guint j = 0; j < FIT_K; j++)
         x[j] = 0;
-    for (guint c = 0; c < k; c++)
-        x[cols[c]] = m[c][k] / m[c][c] * scale[c];
-    return TRUE;
+    for (guint j = 0; ok && j < k; j++)
+        x[cols[j]] = gsl_vector_get(c, j) * scale[j];
+    gsl_multifit_linear_free(w);
+    gsl_vector_free(c), gsl_vector_free(v);
+    gsl_matrix_free(cov), gsl_matrix_free(m);
+    return ok;
 }
 
 /* min |A x - y|^2 over x >= 0 with x_j = 0 outside `free_mask`; A is n x FIT_K. */
@@ -211,7 +209,17 @@ fit_compute_at(const ComputeFit *f, double half_dim, ComputeParams *out)
     fit_compute_rms(f, mem, flop, t, out);
 }
 
-/* half_dim: the best of a log2 grid, then golden section within one grid step of it. */
+/* The fit's rms at half_dim 2^x (for GSL's minimiser). */
+static double
+fit_compute_rms_at(double x, void *data)
+{
+    ComputeParams c;
+    fit_compute_at(data, exp2(x), &c);
+    return c.rms;
+}
+
+/* half_dim: the best of a log2 grid, then GSL's golden-section search within one grid step of
+ * it (to 1e-12 in log2 half_dim). */
 static void
 fit_compute(const ComputeFit *f, ComputeParams *best)
 {
@@ -225,21 +233,13 @@ fit_compute(const ComputeFit *f, ComputeParams *best)
         if (c.rms < best->rms)
             *best = c, x_best = x;
     }
-    const double phi = (sqrt(5) - 1) / 2;
-    double lo = MAX(0, x_best - step), hi = MIN(16, x_best + step);
-    ComputeParams c1, c2;
-    double x1 = hi - phi * (hi - lo), x2 = lo + phi * (hi - lo);
-    fit_compute_at(f, exp2(x1), &c1);
-    fit_compute_at(f, exp2(x2), &c2);
-    for (guint i = 0; i < 60; i++) {
-        if (c1.rms <= c2.rms)
-            hi = x2, x2 = x1, c2 = c1, x1 = hi - phi * (hi - lo), fit_compute_at(f, exp2(x1), &c1);
-        else
-            lo = x1, x1 = x2, c1 = c2, x2 = lo + phi * (hi - lo), fit_compute_at(f, exp2(x2), &c2);
+    double lo = MAX(0, x_best - step), hi = MIN(16, x_best + step), x = x_best;
+    if (simpar_calibrate_golden(fit_compute_rms_at, (gpointer) f, &lo, &x, &hi, 1e-12, 100)) {
+        ComputeParams g;
+        fit_compute_at(f, exp2(x), &g);
+        if (g.rms <= best->rms)
+            *best = g;
     }
-    const ComputeParams *g = c1.rms <= c2.rms ? &c1 : &c2;
-    if (g->rms <= best->rms)
-        *best = *g;
 }
 
 /* ------------------------------------------------------------------------ the link fit */

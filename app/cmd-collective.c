@@ -5,6 +5,7 @@
  * Each size is a one-op schedule per GPU (the first N GPUs of the platform in one group) run by
  * the chosen backend, so this exercises exactly the code a prediction uses.
  */
+#include "cli-values.h"
 #include "cli.h"
 #include "platform.h"
 #include "predict-config.h"
@@ -40,27 +41,15 @@ static const struct {
     {"reduce_perf", "sum", 0},          {"alltoall_perf", "none", -1},
 };
 
-/* "8", "64K", "1M", "1G" (powers of 1024, as nccl-tests reads -b / -e). */
+/* "8", "64K", "1M", "1G" (powers of 1024, as nccl-tests reads -b / -e): a SIZE of
+ * cli-values.h, from 1 byte to 64G. */
 static gboolean
 collective_size(const char *flag, const char *text, double *out, GError **error)
 {
-    char *end = NULL;
-    guint64 v = g_ascii_strtoull(text, &end, 10);
-    double unit = 1;
-    if (end != text && *end != '\0' && end[1] == '\0') {
-        const char *units = "KMG";
-        const char *u = strchr(units, g_ascii_toupper(*end));
-        if (u != NULL)
-            unit = (double) (1ull << (10 * (u - units + 1))), end++;
-    }
-    if (end == text || *end != '\0' || v == 0 || v * unit > 64.0 * (1ull << 30)) {
-        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                    "%s %s: a size in bytes from 1 to 64G, optionally with K, M or G "
-                    "(powers of 1024), e.g. 8, 64K, 1M, 1G",
-                    flag, text);
+    guint64 v;
+    if (!simpar_cli_parse_size(flag, text, 1, 64ull << 30, &v, error))
         return FALSE;
-    }
-    *out = v * unit;
+    *out = (double) v;
     return TRUE;
 }
 

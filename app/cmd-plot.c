@@ -1,34 +1,41 @@
 /* cmd-plot.c - `simpar plot KIND INPUT -o OUT.png|OUT.svg`: re-renders any of simpar's plots from
  * its saved output (plot.c and plots/KIND.gp do the work).
  */
+#include "cli-values.h"
 #include "cli.h"
 #include "plot.h"
-#include <stdlib.h>
 
-/* "A..B" or "A" into the options' rank range. */
-static gboolean
-plot_parse_ranks(const char *s, SimparPlotOptions *opt, GError **error)
+static gint
+plot_guint_cmp(gconstpointer a, gconstpointer b)
 {
-    char *end;
-    guint64 a = g_ascii_strtoull(s, &end, 10), b = a;
-    gboolean ok = end != s && *s != '-';
-    if (ok && g_str_has_prefix(end, "..")) {
-        const char *second = end + 2;
-        b = g_ascii_strtoull(second, &end, 10);
-        ok = end != second && *second != '-';
-    }
-    if (!ok || *end != '\0' || a > b || b > G_MAXUINT) {
-        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                    "--ranks %s: expected A..B (first and last rank, A <= B) or one rank", s);
+    guint x = *(const guint *) a, y = *(const guint *) b;
+    return (x > y) - (x < y);
+}
+
+/* --ranks, a LIST of cli-values.h ("A..B", "A", "0,8..15"), into the options' ranks: their
+ * range, and the list itself (ascending, once each, into `list`) where they leave gaps. */
+static gboolean
+plot_parse_ranks(const char *s, SimparPlotOptions *opt, GArray *list, GError **error)
+{
+    g_autoptr(GArray) given = g_array_new(FALSE, FALSE, sizeof(gint64));
+    if (!simpar_cli_parse_list("--ranks", s, 0, G_MAXINT32, 1 << 20, SIMPAR_CLI_LIST_REPEATS_OK,
+                               given, error))
         return FALSE;
+    for (guint i = 0; i < given->len; i++) {
+        guint v = (guint) g_array_index(given, gint64, i);
+        g_array_append_val(list, v);
     }
-    opt->rank_first = (guint) a, opt->rank_last = (guint) b, opt->ranks_given = TRUE;
+    g_array_sort(list, plot_guint_cmp);
+    guint first = g_array_index(list, guint, 0), last = g_array_index(list, guint, list->len - 1);
+    opt->rank_first = first, opt->rank_last = last, opt->ranks_given = TRUE;
+    if (last - first + 1 != list->len) /* gaps: drawn by the list */
+        opt->ranks = list, opt->ranks_text = s;
     return TRUE;
 }
 
 static gboolean
 plot_resolve(char **args, const char *output, gint64 top, const char *ranks, SimparPlotOptions *opt,
-             GError **error)
+             GArray *list, GError **error)
 {
     if (args == NULL || g_strv_length(args) != 2 || output == NULL) {
         g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
@@ -42,7 +49,7 @@ plot_resolve(char **args, const char *output, gint64 top, const char *ranks, Sim
     }
     if (top != G_MININT64)
         opt->top = (guint) top;
-    return ranks == NULL || plot_parse_ranks(ranks, opt, error);
+    return ranks == NULL || plot_parse_ranks(ranks, opt, list, error);
 }
 
 static const char plot_summary[] =
@@ -62,7 +69,9 @@ simpar_cmd_plot(int argc, char **argv, GError **error)
         {"top", 0, 0, G_OPTION_ARG_INT64, &top,
          "Breakdown of a sweep: the N best configurations by rank (default 12)", "N"},
         {"ranks", 0, 0, G_OPTION_ARG_STRING, &ranks,
-         "Timeline: the ranks drawn (default the first 16 ranks the trace holds)", "A..B"},
+         "Timeline: the ranks drawn, a list such as 0..15 or 0,8..15 (default the first 16 ranks "
+         "the trace holds)",
+         "LIST"},
         {"mode", 0, 0, G_OPTION_ARG_STRING, &mode,
          "Timeline: the mode of a trace that holds several (default the first)", "M"},
         {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &args, NULL, "KIND INPUT"},
@@ -77,7 +86,8 @@ simpar_cmd_plot(int argc, char **argv, GError **error)
     simpar_plot_options_init(&opt);
     if (!simpar_cli_parse(ctx, "simpar plot", &argc, &argv, error))
         return FALSE;
-    if (!plot_resolve(args, output, top, ranks, &opt, error)) {
+    g_autoptr(GArray) list = g_array_new(FALSE, FALSE, sizeof(guint));
+    if (!plot_resolve(args, output, top, ranks, &opt, list, error)) {
         g_prefix_error(error, "simpar plot: ");
         return FALSE;
     }

@@ -6,6 +6,7 @@
  * report row. Modes the GPU count or the model cannot use, and configurations that do not fit
  * in GPU memory, are reported as not simulated; asked for explicitly, they are errors.
  */
+#include "cli-values.h"
 #include "cli.h"
 #include "generators.h"
 #include "megatron.h"
@@ -13,9 +14,11 @@
 #include "plot.h"
 #include "predict-config.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <glib/gstdio.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct {
     SimparJobArgs job;
@@ -32,6 +35,7 @@ typedef struct {
     SimparPredictContext base; /* backend, collective settings; the rest is filled per mode */
     gint64 steps_to_target;
     SimparTrain train; /* everything but the tensor-parallel plan, checked without a platform */
+    int warn_fd; /* the command's stderr, kept for the workers (theirs goes to SimGrid's log) */
 } Predict;
 
 static void
@@ -92,30 +96,18 @@ predict_trace_ranks(Predict *p, GError **error)
         p->base.trace_all = TRUE;
         return TRUE;
     }
-    g_autoptr(GArray) ranks = g_array_new(FALSE, FALSE, sizeof(guint));
-    g_auto(GStrv) items = g_strsplit(arg, ",", -1);
-    for (guint i = 0; items[i] != NULL; i++) {
-        guint64 lo, hi;
-        const char *dash = strchr(items[i], '-');
-        g_autofree char *first =
-            g_strndup(items[i], dash != NULL ? (gsize) (dash - items[i]) : strlen(items[i]));
-        gboolean ok =
-            g_ascii_string_to_unsigned(first, 10, 0, G_MAXINT32, &lo, NULL) &&
-            (dash == NULL ? (hi = lo, TRUE)
-                          : g_ascii_string_to_unsigned(dash + 1, 10, 0, G_MAXINT32, &hi, NULL)) &&
-            lo <= hi && ranks->len + (hi - lo) < PREDICT_TRACE_RANKS_MAX;
-        if (!ok) {
-            g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                        "--trace-ranks %s: '%s' is not a rank or a range A-B (A <= B); valid: "
-                        "all, or ranks and ranges separated by commas, such as 0,8-15 (at most "
-                        "%u ranks)",
-                        arg, items[i], PREDICT_TRACE_RANKS_MAX);
-            return FALSE;
-        }
-        for (guint64 r = lo; r <= hi; r++) {
-            guint v = (guint) r;
-            g_array_append_val(ranks, v);
-        }
+    g_autoptr(GArray) given = g_array_new(FALSE, FALSE, sizeof(gint64));
+    g_autoptr(GError) local = NULL;
+    if (!simpar_cli_parse_list("--trace-ranks", arg, 0, G_MAXINT32, PREDICT_TRACE_RANKS_MAX,
+                               SIMPAR_CLI_LIST_REPEATS_OK, given, &local)) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "%s; or all (every rank); such as 0,8-15", local->message);
+        return FALSE;
+    }
+    g_autoptr(GArray) ranks = g_array_sized_new(FALSE, FALSE, sizeof(guint), given->len);
+    for (guint i = 0; i < given->len; i++) {
+        guint v = (guint) g_array_index(given, gint64, i);
+        g_array_append_val(ranks, v);
     }
     g_array_sort(ranks, predict_guint_cmp);
     guint n = 0;
@@ -225,6 +217,17 @@ typedef struct {
     gboolean explicit_mode;
 } PredictJob;
 
+/* A warning from the prediction (a large trace), on the command's stderr at once: a worker's
+ * own stderr is SimGrid's log. */
+static void
+predict_warn(const char *message, gpointer data)
+{
+    const Predict *p = data;
+    g_autofree char *line = g_strdup_printf("simpar: warning: %s\n", message);
+    if (p->warn_fd >= 0 && write(p->warn_fd, line, strlen(line)) < 0)
+        return; /* nowhere left to say it */
+}
+
 /* A mode that cannot run: an error when it was asked for, a row saying why otherwise. */
 static gboolean
 predict_skip(PredictJob *pj, const char *mode, const char *grid, const SimparMemory *mem,
@@ -288,6 +291,7 @@ predict_mode(PredictJob *pj, guint index, const char *mode, GError **error)
     ctx.platform = pj->platform, ctx.gpu = &pj->gpu, ctx.gpus = pj->gpus;
     ctx.steps_to_target = p->steps_to_target, ctx.trace = pj->trace, ctx.trace_index = index;
     ctx.trace_ranks = p->trace_ranks;
+    ctx.warn = predict_warn, ctx.warn_data = p;
     SimparReportRow row;
     if (!simpar_predict_config(&ctx, &p->model, &train, &row, &why, error))
         return FALSE;
@@ -417,8 +421,12 @@ predict_workers(Predict *p, SimparReport *report, GError **error)
     g_autofree GString **outs = g_new(GString *, n);
     for (guint i = 0; i < n; i++)
         data[i] = &work[i], outs[i] = g_string_new(NULL);
+    p->warn_fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
     gboolean ok =
         simpar_platform_run_many(p->topology, n, p->jobs, predict_job, data, order, outs, error);
+    if (p->warn_fd >= 0)
+        close(p->warn_fd);
+    p->warn_fd = -1;
     for (guint i = 0; i < n; i++) {
         if (ok)
             simpar_report_merge_json(report, outs[i]->str);
@@ -578,7 +586,8 @@ predict_report_file(const char *dir, const char *name, const char *text, GError 
     return TRUE;
 }
 
-/* One timeline per simulated mode (the trace holds them all); `lines` lists the files. */
+/* One timeline per simulated mode (the trace holds them all, read once for all of them);
+ * `lines` lists the files. */
 static gboolean
 predict_report_timelines(const Predict *p, const char *json, GString *lines, GError **error)
 {
@@ -587,24 +596,23 @@ predict_report_timelines(const Predict *p, const char *json, GString *lines, GEr
         return FALSE;
     JsonArray *rows = json_node_get_array(json_parser_get_root(parser));
     g_autofree char *trace = g_build_filename(p->report_dir, "trace.json", NULL);
+    g_autoptr(GPtrArray) modes = g_ptr_array_new();
+    g_autoptr(GPtrArray) outs = g_ptr_array_new_with_free_func(g_free);
     for (guint i = 0; i < json_array_get_length(rows); i++) {
         JsonObject *row = json_array_get_object_element(rows, i);
         if (!json_object_get_boolean_member_with_default(row, "simulated", FALSE))
             continue;
         const char *mode = json_object_get_string_member(row, "mode");
         g_autofree char *name = g_strdup_printf("timeline-%s.png", mode);
-        g_autofree char *out = g_build_filename(p->report_dir, name, NULL);
-        SimparPlotOptions opt;
-        simpar_plot_options_init(&opt);
-        opt.mode = mode;
-        if (!simpar_plot_render("timeline", trace, out, &opt, error))
-            return FALSE;
+        g_ptr_array_add(modes, (gpointer) mode);
+        g_ptr_array_add(outs, g_build_filename(p->report_dir, name, NULL));
         g_string_append_printf(lines,
                                "- `%s`: %s, one step on the first 16 GPUs (a row per GPU "
                                "stream, time in ms): simpar plot timeline trace.json --mode %s\n",
                                name, mode, mode);
     }
-    return TRUE;
+    return simpar_plot_timelines(trace, (const char *const *) modes->pdata,
+                                 (const char *const *) outs->pdata, modes->len, error);
 }
 
 /* After it: the table, the JSON, the plots and a README saying what each file is. */
@@ -699,7 +707,8 @@ static const char predict_summary[] =
 gboolean
 simpar_cmd_predict(int argc, char **argv, GError **error)
 {
-    Predict p = {.gpus = G_MININT64, .jobs_arg = G_MININT64, .steps_to_target = G_MININT64};
+    Predict p = {
+        .gpus = G_MININT64, .jobs_arg = G_MININT64, .steps_to_target = G_MININT64, .warn_fd = -1};
     simpar_job_args_init(&p.job);
     const GOptionEntry entries[] = {
         {"topology", 't', 0, G_OPTION_ARG_FILENAME, &p.topology,

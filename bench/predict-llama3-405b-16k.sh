@@ -9,7 +9,7 @@
 # 8K pre-training split as its paper gives it, arXiv 2407.21783 Table 4); and "3d-cp16": the
 # cp16 split with 3-D tensor parallelism (q = 2), micro-batch 4, global batch 512, full
 # recomputation (what fits in 80 GB). Wall time and peak RSS with the analytic backend and with SimGrid (the
-# default).
+# default), and the machine's load (/proc/loadavg: 1, 5 and 15 minutes) before each run.
 #
 #   bench/predict-llama3-405b-16k.sh [BUILD_DIR]     (default build)
 #
@@ -30,6 +30,7 @@ run() {
     shift 3
     for backend in analytic simgrid; do
         out=bench/results/predict-llama3-405b-16k-$name-$backend.txt
+        load=$(cut -d' ' -f1-3 /proc/loadavg)
         start=$(date +%s.%N)
         if [ -x /usr/bin/time ]; then
             /usr/bin/time -f '%M' -o "$dir/rss" "$bin" predict --topology "$dir/$preset.xml" \
@@ -44,8 +45,8 @@ run() {
             rss=""
         fi
         end=$(date +%s.%N)
-        printf 'predict llama3-405b %s on %s x16384, %s: %.2f s wall%s (%s, %d cores)\n' \
-            "$split" "$preset" "$backend" "$(echo "$end - $start" | bc -l)" "$rss" \
+        printf 'predict llama3-405b %s on %s x16384, %s: %.2f s wall%s, load %s (%s, %d cores)\n' \
+            "$split" "$preset" "$backend" "$(echo "$end - $start" | bc -l)" "$rss" "$load" \
             "$(uname -m)" "$(nproc)" | tee -a "$timing"
     done
 }

@@ -4,7 +4,8 @@
 #
 #   bench/predict-v100x64.sh [BUILD_DIR] [RUNS]     (default build, 5)
 #
-# Prints one line per run and a summary line; the prediction goes to
+# Prints one line per run and a summary line (with the machine's load, /proc/loadavg, before
+# the runs); the prediction goes to
 # bench/results/predict-v100x64.txt and the summary line to bench/results/predict-v100x64.timing.
 set -eu
 build=${1:-build}
@@ -13,6 +14,7 @@ bin="$build/app/simpar"
 [ -x "$bin" ] || { echo "bench: $bin not found (meson compile -C $build first)" >&2; exit 1; }
 mkdir -p bench/results
 times=""
+load=$(cut -d' ' -f1-3 /proc/loadavg)
 for i in $(seq "$runs"); do
     start=$(date +%s.%N)
     "$bin" --topology topologies/v100x64.xml > bench/results/predict-v100x64.txt
@@ -27,5 +29,5 @@ if [ -x /usr/bin/time ]; then
     rss=$(/usr/bin/time -f '%M' "$bin" --topology topologies/v100x64.xml 2>&1 >/dev/null | tail -n 1)
     rss=", peak RSS $((rss / 1024)) MiB"
 fi
-printf 'predict v100x64: median %.3f s wall over %d runs%s (%s, %d cores)\n' \
-    "$median" "$runs" "$rss" "$(uname -m)" "$(nproc)" | tee bench/results/predict-v100x64.timing
+printf 'predict v100x64: median %.3f s wall over %d runs%s, load %s (%s, %d cores)\n' \
+    "$median" "$runs" "$rss" "$load" "$(uname -m)" "$(nproc)" | tee bench/results/predict-v100x64.timing

@@ -360,31 +360,111 @@ predict_memory_fits(const SimparPredictContext *ctx, const char *what, const Sim
 
 /* What one trace event takes (measured: 122 to 148 bytes in 1d traces) */
 #define PREDICT_TRACE_EVENT_B 140
+/* What the warning counts (measured on the main job's trace: its complete events 177 bytes,
+ * its flow ends 121) */
+#define PREDICT_TRACE_WRITTEN_B 180
+#define PREDICT_TRACE_FLOW_B    121
+
+static guint *predict_trace_layer_roles(const SimparSchedule *layer);
+
+/* The ranks the trace shows of a job of `n_job` GPUs: those asked for, or one per role
+ * (replica 0 of every stage, each layer rank whose ops differ); *joined, the share of them
+ * whose collectives' partners the trace shows too (the flow arrows written). */
+static guint
+predict_trace_n_ranks(const SimparPredictContext *ctx, const SimparTrain *train,
+                      const SimparSchedule *layer, guint n_job, double *joined)
+{
+    *joined = 1;
+    if (ctx->trace_all)
+        return n_job;
+    guint ranks = 0;
+    for (guint k = 0; ctx->trace_ranks != NULL && k < ctx->trace_ranks->len; k++)
+        ranks += g_array_index(ctx->trace_ranks, guint, k) < n_job;
+    if (ctx->trace_ranks != NULL)
+        return ranks;
+    g_autofree guint *role = predict_trace_layer_roles(layer);
+    guint n_layer = simpar_schedule_n_ranks(layer), group = simpar_train_group(train);
+    for (guint t = 0; t < group; t++)
+        ranks += role[t % n_layer] == t % n_layer;
+    *joined = ranks > 1 ? (double) ranks / group : 0;
+    return ranks * (guint) train->pp;
+}
+
+/* Collectives per rank of a schedule. */
+static double
+predict_trace_colls(const SimparSchedule *s)
+{
+    guint n = 0;
+    for (guint i = 0; i < simpar_schedule_n_ops(s); i++)
+        n += simpar_schedule_op(s, i)->kind == SIMPAR_OP_COLLECTIVE;
+    return (double) n / simpar_schedule_n_ranks(s);
+}
+
+/* The trace's warning size in bytes: $SIMPAR_TRACE_WARN_MIB MiB when set, else
+ * SIMPAR_PREDICT_WARN_TRACE_B. */
+static double
+predict_trace_warn_size(void)
+{
+    const char *env = g_getenv("SIMPAR_TRACE_WARN_MIB");
+    char *end = NULL;
+    double mib = env != NULL ? g_ascii_strtod(env, &end) : NAN;
+    return env != NULL && end != env && *end == '\0' && mib >= 0 ? mib * (1 << 20)
+                                                                 : SIMPAR_PREDICT_WARN_TRACE_B;
+}
+
+/* Once the trace's expected size passes the warning size: a warning naming it and how to
+ * shrink it (ctx->warn). */
+static void
+predict_trace_warn(const SimparPredictContext *ctx, const char *what, double bytes, double events)
+{
+    double before = simpar_trace_expect(ctx->trace, 0), warn = predict_trace_warn_size();
+    double total = simpar_trace_expect(ctx->trace, bytes);
+    if (ctx->warn == NULL || before > warn || total <= warn)
+        return;
+    g_autofree char *msg = g_strdup_printf(
+        "the trace will be large: about %.3g MiB%s by %s (about %.3g events of its own, "
+        "estimated before it runs), past the %.3g MiB at which simpar warns "
+        "($SIMPAR_TRACE_WARN_MIB): trace fewer ranks (--trace-ranks 0-15; without "
+        "--trace-ranks one rank per role)%s",
+        total / (1 << 20), simpar_trace_is_gzip(ctx->trace) ? " before gzip" : "", what, events,
+        warn / (1 << 20),
+        simpar_trace_is_gzip(ctx->trace)
+            ? ""
+            : " or write it gzip'ed (--trace FILE.json.gz: 10 to 20 times smaller)");
+    ctx->warn(msg, ctx->warn_data);
+}
 
 /* FALSE with *why set when the Chrome trace of the ranks asked for would pass
  * SIMPAR_PREDICT_MAX_TRACE_B: events per rank from the step's ops (its slice rank's) with each
  * layer block expanded into its layer's ops, at the bytes an event takes (--trace-ranks all
- * on a 1024-GPU step wrote 8 GB). The default, one rank per role, is small. */
+ * on a 1024-GPU step wrote 8 GB). The default, one rank per role, is not refused; any trace
+ * warns once its estimate passes the warning size. */
 static gboolean
 predict_trace_fits(const SimparPredictContext *ctx, const char *what, const SimparTrain *train,
                    const SimparSchedule *layer, const SimparStepPlan *plan, GError **why)
 {
-    if (ctx->trace == NULL || (!ctx->trace_all && ctx->trace_ranks == NULL))
+    if (ctx->trace == NULL)
         return TRUE;
-    guint n_job = simpar_train_group(train) * (guint) (train->pp * train->dp), ranks = 0;
-    for (guint k = 0; ctx->trace_ranks != NULL && k < ctx->trace_ranks->len; k++)
-        ranks += g_array_index(ctx->trace_ranks, guint, k) < n_job;
-    if (ctx->trace_all)
-        ranks = n_job;
+    guint n_job = simpar_train_group(train) * (guint) (train->pp * train->dp);
+    double joined;
+    guint ranks = predict_trace_n_ranks(ctx, train, layer, n_job, &joined);
     double step_ops =
         (double) simpar_schedule_n_ops(plan->step) / simpar_schedule_n_ranks(plan->step);
     double layer_ops = (double) simpar_schedule_n_ops(layer) / simpar_schedule_n_ranks(layer);
     double layers = ceil((double) train->layers / train->pp); /* a layer: its forward and
                                                                   backward ops */
-    double events = ranks * (step_ops + train->micro_batches * layers * layer_ops);
+    double per_layers = train->micro_batches * layers;
+    double events = ranks * (step_ops + per_layers * layer_ops);
     double bytes = events * PREDICT_TRACE_EVENT_B;
-    if (bytes <= SIMPAR_PREDICT_MAX_TRACE_B)
+    if (bytes <= SIMPAR_PREDICT_MAX_TRACE_B || (!ctx->trace_all && ctx->trace_ranks == NULL)) {
+        /* the warning: the bytes written, the flow arrows' two ends per collective too */
+        double flows = 2 * joined * ranks *
+                       (predict_trace_colls(plan->step) + per_layers * predict_trace_colls(layer));
+        predict_trace_warn(ctx, what,
+                           events * PREDICT_TRACE_WRITTEN_B + flows * PREDICT_TRACE_FLOW_B,
+                           events + flows);
         return TRUE;
+    }
     g_set_error(why, SIMPAR_PREDICT_ERROR, SIMPAR_PREDICT_ERROR_REFUSED,
                 "%s: --trace-ranks %s: the trace of %u ranks would hold about %.3g events, about "
                 "%.1f GiB, more than the %.0f GiB simpar writes: trace fewer ranks (such as "
@@ -477,7 +557,13 @@ predict_trace(const SimparPredictContext *ctx, const SimparStepTimer *blocks,
         guint run_rank = plan->slices > 1 ? simpar_train_rank(&num, t / T, d, p) : r;
         SimparMemory mem; /* the stage's states, for the memory counter */
         simpar_memory_step(model, train, p, 0, ctx->attention, &mem);
-        SimparTraceRank x = {run_rank, r, plan->job_gpus[r], t, mem.states_B, act};
+        SimparTraceRank x = {run_rank,
+                             r,
+                             plan->job_gpus[r],
+                             t,
+                             mem.states_B,
+                             act,
+                             simpar_train_rank(train, 0, d, p)};
         g_array_append_val(who, x);
     }
     g_autofree SimparSpan *layer_spans = simpar_block_layer_spans(blocks, train, layer);

@@ -60,7 +60,10 @@ typedef struct {
     /* the job ranks the trace shows (guint, ascending, each below the job's GPUs); NULL: one
      * rank per distinct role: replica 0 of every stage, each layer rank whose ops differ) */
     const GArray *trace_ranks;
-    gboolean trace_all;        /* the trace shows every rank */
+    gboolean trace_all; /* the trace shows every rank */
+    /* told a warning (the trace's expected size past SIMPAR_PREDICT_WARN_TRACE_B), or NULL */
+    void (*warn)(const char *message, gpointer data);
+    gpointer warn_data;
     SimparPredictCache *cache; /* layers and block times of earlier configurations, or NULL */
     gboolean over_capacity;    /* predict a configuration over the GPU's memory (the report
                                   names the shortfall); FALSE: skip it (sweeps) */
@@ -83,6 +86,9 @@ typedef struct {
 
 /* The largest Chrome trace --trace writes, in bytes (estimated before the step runs). */
 #define SIMPAR_PREDICT_MAX_TRACE_B (2.0 * (1 << 30))
+/* The estimated size past which a trace is warned of (SIMPAR_TRACE_WARN_MIB in the environment
+ * sets another, in MiB). */
+#define SIMPAR_PREDICT_WARN_TRACE_B (256.0 * (1 << 20))
 
 /* --time-budget's default and largest value, in minutes */
 #define SIMPAR_PREDICT_BUDGET_MIN     60

@@ -841,8 +841,13 @@ typedef struct {
     GHashTable *algos; /* op -> ReportAlgo (owned) */
     const SimparTraceRank *who;
     const guint *run_job;
-    guint *p2p_peer; /* per op of a step schedule: the other end of a send or recv, or
-                        G_MAXUINT; NULL for a layer's */
+    guint *p2p_peer;     /* per op of a step schedule: the other end of a send or recv, or
+                            G_MAXUINT; NULL for a layer's */
+    guint *coll_ord;     /* per op: a collective's ordinal on its group at its rank */
+    GHashTable *coll_at; /* report_coll_key(group, member index, ordinal) -> op + 1 */
+    GHashTable *traced;  /* report_traced_key(base, rank) of the ranks the trace shows */
+    guint64 base;        /* the rank's: its slice (step) or its layer's base (layer) */
+    char scope[96];      /* what keeps apart the collective flows of runs alike */
 } ReportTrace;
 
 /* The algorithm and protocol a collective runs with (names from their tables, static). */
@@ -980,7 +985,116 @@ report_trace_flow(ReportTrace *rt, const SimparOp *op, guint i, guint mode_index
     char id[96];
     g_snprintf(id, sizeof id, "%u.%" G_GINT64_FORMAT ".%u.%u", mode_index, send ? me : peer, layer,
                send ? i : rt->p2p_peer[i]);
-    simpar_trace_flow(rt->t, send, id, pid, op->stream, start);
+    simpar_trace_flow(rt->t, send, "transfer", id, pid, op->stream, start);
+}
+
+/* (group, member index, ordinal) as one key; G_MAXUINT64 past its bits. */
+static guint64
+report_coll_key(guint group, guint member, guint ord)
+{
+    if (group >= 1u << 20 || member >= 1u << 20 || ord >= 1u << 24)
+        return G_MAXUINT64;
+    return (guint64) group << 44 | (guint64) member << 24 | ord;
+}
+
+/* Every collective's ordinal among its rank's collectives on its group (the members of a group
+ * issue its collectives in one order, as NCCL wants), into rt->coll_ord, and the op of every
+ * (group, member, ordinal) into rt->coll_at. */
+static void
+report_coll_order(ReportTrace *rt, const SimparSchedule *s)
+{
+    guint n_ops = simpar_schedule_n_ops(s);
+    rt->coll_ord = g_new(guint, n_ops);
+    rt->coll_at = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+    g_autoptr(GHashTable) count = g_hash_table_new(NULL, NULL); /* group + 1 -> collectives */
+    for (guint r = 0; r < simpar_schedule_n_ranks(s); r++) {
+        g_hash_table_remove_all(count);
+        guint n;
+        const guint *ops = simpar_schedule_rank_ops(s, r, &n);
+        for (guint i = 0; i < n; i++) {
+            const SimparOp *op = simpar_schedule_op(s, ops[i]);
+            rt->coll_ord[ops[i]] = G_MAXUINT;
+            if (op->kind != SIMPAR_OP_COLLECTIVE)
+                continue;
+            gpointer g = GUINT_TO_POINTER(op->u.coll.group + 1);
+            guint k = GPOINTER_TO_UINT(g_hash_table_lookup(count, g));
+            g_hash_table_insert(count, g, GUINT_TO_POINTER(k + 1));
+            guint64 key =
+                report_coll_key(op->u.coll.group, simpar_group_index(s, op->u.coll.group, r), k);
+            if (key == G_MAXUINT64)
+                continue;
+            rt->coll_ord[ops[i]] = k;
+            guint64 *owned = g_new(guint64, 1);
+            *owned = key;
+            g_hash_table_insert(rt->coll_at, owned, GUINT_TO_POINTER(ops[i] + 1));
+        }
+    }
+}
+
+static void
+report_coll_clear(ReportTrace *rt)
+{
+    g_clear_pointer(&rt->coll_ord, g_free);
+    g_clear_pointer(&rt->coll_at, g_hash_table_unref);
+    g_clear_pointer(&rt->traced, g_hash_table_unref);
+}
+
+/* A rank the trace shows, as its schedule knows it: its slice (or its layer's base) and its run
+ * (or layer) rank. */
+static gint64 *
+report_traced_key(guint64 base, guint rank)
+{
+    gint64 *key = g_new(gint64, 1);
+    *key = (gint64) (base << 32 | rank);
+    return key;
+}
+
+/* The ranks the trace shows, for the step's collectives (by slice and run rank) and the
+ * layers' (by the layer's base and layer rank): an arrow is drawn only between two of them. */
+static void
+report_traced(ReportTrace *rt, ReportTrace *lt, const SimparTraceRank *ranks, guint n,
+              const guint *run_job)
+{
+    rt->traced = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+    lt->traced = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+    for (guint k = 0; k < n; k++) {
+        guint64 slice = run_job == NULL ? 0 : ranks[k].job_rank - run_job[ranks[k].run_rank];
+        g_hash_table_add(rt->traced, report_traced_key(slice, ranks[k].run_rank));
+        g_hash_table_add(lt->traced, report_traced_key(ranks[k].layer_base, ranks[k].layer_rank));
+    }
+}
+
+/* Flow arrows joining the members of collective `op` (op index i) in their group's order: from
+ * each member to the next, each end written by its own rank, at the time both run the
+ * collective (the later start, and halfway to the earlier end), with an id both compute
+ * (rt->scope, the group, the ordinal, the member the arrow leaves). `base` gives the spans of
+ * the schedule's ops, `offset` what to add to them. */
+static void
+report_trace_coll_flow(ReportTrace *rt, const SimparOp *op, guint i, guint pid, guint tid,
+                       const SimparSpan *base, double offset)
+{
+    if (op->kind != SIMPAR_OP_COLLECTIVE || rt->coll_ord == NULL || rt->coll_ord[i] == G_MAXUINT)
+        return;
+    const SimparSchedule *s = rt->run->sched;
+    guint g = op->u.coll.group, k = rt->coll_ord[i];
+    guint size = simpar_schedule_group(s, g)->size, me = simpar_group_index(s, g, op->rank);
+    for (guint leave = 0; leave < 2; leave++) { /* the arrow leaving me, then the one reaching me */
+        guint other = leave == 0 ? me + 1 : me - 1;
+        if (leave == 0 ? me + 1 >= size : me == 0)
+            continue;
+        guint64 key = report_coll_key(g, other, k);
+        guint at = GPOINTER_TO_UINT(g_hash_table_lookup(rt->coll_at, &key));
+        g_autofree gint64 *peer =
+            report_traced_key(rt->base, simpar_schedule_group_ranks(s, g)[other]);
+        if (at == 0 || !g_hash_table_contains(rt->traced, peer))
+            continue; /* the other end is not in the trace: no arrow */
+        const SimparSpan *a = &base[i], *b = &base[at - 1];
+        double from = MAX(a->start, b->start), to = MIN(a->end, b->end);
+        char id[160];
+        g_snprintf(id, sizeof id, "%s.%u.%u.%u", rt->scope, g, k, leave == 0 ? me : other);
+        simpar_trace_flow(rt->t, leave == 0, "collective", id, pid, tid,
+                          offset + (leave == 0 ? from : MAX(from, (from + to) / 2)));
+    }
 }
 
 /* The rank's memory after block `op` ends: a forward layer block keeps its layers' activations,
@@ -1031,7 +1145,7 @@ report_trace_wait(ReportTrace *rt, const SimparOp *op, guint layer, guint pid, g
  * their streams' waits inside the block. */
 static void
 report_trace_layers(ReportTrace *lt, const SimparTraceLayer *tl, const SimparOp *op, guint lr,
-                    guint pid, const SimparSpan *sp)
+                    guint pid, const SimparSpan *sp, const char *scope)
 {
     gboolean fwd = g_str_equal(op->u.block.key, "layer.fwd");
     if (!fwd && !g_str_equal(op->u.block.key, "layer.bwd"))
@@ -1056,6 +1170,8 @@ report_trace_layers(ReportTrace *lt, const SimparTraceLayer *tl, const SimparOp 
             guint tid = REPORT_TRACE_LAYER_TID + x->stream;
             report_trace_wait(lt, x, k, pid, tid, idle[x->stream], at[ops[i]].start, at);
             report_trace_op(lt, x, k, pid, tid, at[ops[i]].start, at[ops[i]].end);
+            g_snprintf(lt->scope, sizeof lt->scope, "%s.%u", scope, k);
+            report_trace_coll_flow(lt, x, ops[i], pid, tid, tl->spans, base);
             idle[x->stream] = MAX(idle[x->stream], at[ops[i]].end);
         }
 }
@@ -1070,8 +1186,12 @@ simpar_report_trace(SimparTrace *t, guint mode_index, const char *mode, const Si
     g_autoptr(GHashTable) algos = g_hash_table_new_full(NULL, NULL, NULL, g_free);
     g_autoptr(GHashTable) layer_algos = g_hash_table_new_full(NULL, NULL, NULL, g_free);
     g_autofree guint *pairs = report_p2p_pairs(s);
-    ReportTrace rt = {t, run, algos, NULL, run_job, pairs};
-    ReportTrace lt = {t, layers != NULL ? layers->run : NULL, layer_algos, NULL, NULL, NULL};
+    ReportTrace rt = {.t = t, .run = run, .algos = algos, .run_job = run_job, .p2p_peer = pairs};
+    ReportTrace lt = {.t = t, .run = layers != NULL ? layers->run : NULL, .algos = layer_algos};
+    report_coll_order(&rt, s);
+    if (layers != NULL)
+        report_coll_order(&lt, layers->run->sched);
+    report_traced(&rt, &lt, ranks, n_ranks, run_job);
     g_autofree double *idle = g_new(double, n_streams);
     for (guint k = 0; k < n_ranks; k++) {
         const SimparTraceRank *who = &ranks[k];
@@ -1093,9 +1213,13 @@ simpar_report_trace(SimparTrace *t, guint mode_index, const char *mode, const Si
         double held = 0; /* the layer activations the rank holds */
         if (who->states_B > 0)
             simpar_trace_counter(t, "memory", pid, 0, "GiB", who->states_B / GIB);
+        gint64 slice = run_job == NULL ? 0 : (gint64) who->job_rank - run_job[who->run_rank];
         for (guint l = 0; l < run->n_layers; l++) {
             for (guint st = 0; st < n_streams; st++)
                 idle[st] = 0;
+            guint blocks = 0; /* the rank's layer blocks so far */
+            g_snprintf(rt.scope, sizeof rt.scope, "c%u.s%" G_GINT64_FORMAT ".%u", mode_index, slice,
+                       l);
             for (guint i = 0; i < n; i++) {
                 const SimparOp *op = simpar_schedule_op(s, ops[i]);
                 const SimparSpan *sp = &spans[l * n_ops + ops[i]];
@@ -1107,15 +1231,22 @@ simpar_report_trace(SimparTrace *t, guint mode_index, const char *mode, const Si
                                           spans + l * n_ops);
                     report_trace_op(&rt, op, l, pid, op->stream, start, sp->end);
                     report_trace_flow(&rt, op, ops[i], mode_index, l, pid, start);
+                    report_trace_coll_flow(&rt, op, ops[i], pid, op->stream, spans + l * n_ops, 0);
                     idle[op->stream] = MAX(idle[op->stream], sp->end);
                 }
-                if (layers != NULL && op->kind == SIMPAR_OP_BLOCK)
-                    report_trace_layers(&lt, layers, op, who->layer_rank, pid, sp);
+                if (layers != NULL && op->kind == SIMPAR_OP_BLOCK) {
+                    char scope[64]; /* the layer's replica and stage, the block */
+                    g_snprintf(scope, sizeof scope, "c%u.l%u.%u.%u", mode_index, who->layer_base, l,
+                               blocks++);
+                    report_trace_layers(&lt, layers, op, who->layer_rank, pid, sp, scope);
+                }
                 if (op->kind == SIMPAR_OP_BLOCK)
                     report_trace_memory(t, who, op, pid, sp->end, &held);
             }
         }
     }
+    report_coll_clear(&rt);
+    report_coll_clear(&lt);
 }
 
 /* ------------------------------------------------------------------------- rows from JSON */

@@ -125,6 +125,9 @@ typedef struct {
      * stored activations per micro-batch (each forward layer block adds them, each backward
      * one frees them); 0, 0: no counter */
     double states_B, layer_activations_B;
+    /* the job rank of the layer's rank 0 beside it (the same replica and stage): the layer's
+     * collectives join the ranks of one base */
+    guint layer_base;
 } SimparTraceRank;
 
 /* Chrome trace events of one run for `ranks`; mode_index keeps the modes' process ids apart

@@ -12,8 +12,9 @@ struct _SimparTrace {
     GString *buf;
     GError *error; /* the first write that failed */
     guint64 n_events;
-    GPtrArray *meta;  /* pairs: key, value (owned) */
-    GConverter *gzip; /* a path ending in .gz: the bytes go through gzip; else NULL */
+    double expected_B; /* simpar_trace_expect() */
+    GPtrArray *meta;   /* pairs: key, value (owned) */
+    GConverter *gzip;  /* a path ending in .gz: the bytes go through gzip; else NULL */
 };
 
 SimparTrace *
@@ -214,13 +215,13 @@ simpar_trace_event(SimparTrace *t, const char *name, const char *cat, gint64 pid
 }
 
 void
-simpar_trace_flow(SimparTrace *t, gboolean start, const char *id, gint64 pid, gint64 tid,
-                  double at_s)
+simpar_trace_flow(SimparTrace *t, gboolean start, const char *cat, const char *id, gint64 pid,
+                  gint64 tid, double at_s)
 {
     GString *b = t->buf;
-    trace_head(t, start ? "s" : "f", "transfer", pid, tid);
+    trace_head(t, start ? "s" : "f", cat, pid, tid);
     trace_key(b, "cat");
-    trace_string(b, "transfer");
+    trace_string(b, cat);
     trace_key(b, "id");
     trace_string(b, id);
     trace_key(b, "ts");
@@ -294,4 +295,18 @@ simpar_trace_free(SimparTrace *t)
     g_clear_object(&t->gzip);
     g_clear_error(&t->error);
     g_free(t);
+}
+
+double
+simpar_trace_expect(SimparTrace *t, double bytes)
+{
+    g_return_val_if_fail(t != NULL, 0);
+    t->expected_B += MAX(bytes, 0);
+    return t->expected_B;
+}
+
+gboolean
+simpar_trace_is_gzip(const SimparTrace *t)
+{
+    return t->gzip != NULL;
 }

@@ -41,10 +41,11 @@ void simpar_trace_meta(SimparTrace *t, const char *what, gint64 pid, gint64 tid,
 void simpar_trace_event(SimparTrace *t, const char *name, const char *cat, gint64 pid, gint64 tid,
                         double start_s, double end_s, const SimparTraceArgs *args);
 /* One end of a flow arrow joining two events (Perfetto draws it): the start (`start` TRUE) on
- * the event at (pid, tid, at_s) that sends, the end on the one that receives; both ends give the
- * same `id`. */
-void simpar_trace_flow(SimparTrace *t, gboolean start, const char *id, gint64 pid, gint64 tid,
-                       double at_s);
+ * the event at (pid, tid, at_s) it leaves, the end on the one it reaches; both ends give the same
+ * `id` and `cat` ("transfer": a send to its recv; "collective": a member of a collective to the
+ * next one). */
+void simpar_trace_flow(SimparTrace *t, gboolean start, const char *cat, const char *id, gint64 pid,
+                       gint64 tid, double at_s);
 /* A counter track's value `value` from at_s on (Perfetto draws it as a track of the process):
  * one per `name` and pid. */
 void simpar_trace_counter(SimparTrace *t, const char *name, gint64 pid, double at_s,
@@ -58,6 +59,11 @@ gboolean simpar_trace_close(SimparTrace *t, GError **error);
 void simpar_trace_free(SimparTrace *t);
 /* Events written so far. */
 guint64 simpar_trace_n_events(const SimparTrace *t);
+/* Adds `bytes` to the size the trace is expected to reach (each configuration's estimate,
+ * before its events are made); returns the new total. */
+double simpar_trace_expect(SimparTrace *t, double bytes);
+/* Whether the trace is written gzip'ed (its path ends in .gz). */
+gboolean simpar_trace_is_gzip(const SimparTrace *t);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimparTrace, simpar_trace_free)
 G_END_DECLS

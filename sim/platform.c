@@ -22,6 +22,10 @@
 #include <xbt/config.h>
 #include <xbt/log.h>
 
+/* The layout of the child's SimGrid log: one record a line (platform_simgrid_message) */
+#define PLATFORM_LOG_TAG    "simpar-log|"
+#define PLATFORM_LOG_FORMAT "root.fmt:" PLATFORM_LOG_TAG "%c|%p|%m%n"
+
 /* An actor per GPU stream runs a short loop (backend-simgrid.c) on SimGrid's own calls: a
  * quarter of a MiB of stack is room to spare, where SimGrid's default 8 MiB each reserved 63 GB
  * of address space for 16,384 GPUs (and failed under an 8 GB limit at 4,096); the sanitizers'
@@ -429,6 +433,7 @@ platform_child(SimparPlatform *p, int out, int err)
     char *argv[] = {(char *) "simpar", NULL};
     xbt_log_control_set("xbt_cfg.thres:warning");
     simgrid_init(&argc, argv);
+    xbt_log_control_set(PLATFORM_LOG_FORMAT); /* one record a line (platform_simgrid_message) */
     sg_cfg_set_string("network/model", "CM02");
     sg_cfg_set_boolean("network/crosstraffic", "no");
     sg_cfg_set_double("network/TCP-gamma", 0);
@@ -457,23 +462,69 @@ platform_child(SimparPlatform *p, int out, int err)
     platform_reply(p);
 }
 
-/* SimGrid's complaint, one line, from its log on stderr: "... [xbt_exception/ERROR] Parse error
- * ..." or "... [xbt_exception/CRITICAL] Uncaught exception simgrid::AssertionError by maestro/0:
- * Refusing to create a second host named 'x'." (then a backtrace, left out). */
-static char *
-platform_simgrid_message(const char *log)
+/* SimGrid 3.32's C API reports no error: simgrid_load_platform() returns nothing, and a bad
+ * platform raises a C++ exception (simgrid::ParseError, simgrid::AssertionError, ...) that C
+ * cannot catch; SimGrid's terminate handler logs it (xbt_exception, CRITICAL: "Uncaught
+ * exception TYPE by ACTOR: MESSAGE") and the process ends, or xbt_die() logs and aborts. The
+ * appender a C program could give is an opaque type. So the child's log is the only account,
+ * and its layout is set to one record per line, its fields apart (PLATFORM_LOG_FORMAT):
+ * "simpar-log|CATEGORY|PRIORITY|MESSAGE", read here by field, not by searching the text. */
+typedef struct {
+    const char *category, *priority, *message; /* into the line */
+} PlatformLogRecord;
+
+/* A line of the log as a record; FALSE for a line of no record (a backtrace's, GLib's). */
+static gboolean
+platform_log_record(char *line, PlatformLogRecord *r)
 {
-    static const char *const tags[] = {"ERROR] ", "CRITICAL] "};
+    if (!g_str_has_prefix(line, PLATFORM_LOG_TAG))
+        return FALSE;
+    char *cat = line + strlen(PLATFORM_LOG_TAG), *prio = strchr(cat, '|');
+    char *msg = prio != NULL ? strchr(prio + 1, '|') : NULL;
+    if (msg == NULL)
+        return FALSE;
+    *prio++ = '\0', *msg++ = '\0';
+    *r = (PlatformLogRecord){cat, prio, msg};
+    return TRUE;
+}
+
+/* Whether a record is SimGrid's complaint about the platform (its parser's, its platform
+ * builder's, or an exception it raised). */
+static gboolean
+platform_log_is_platform(const PlatformLogRecord *r)
+{
+    static const char *const cats[] = {"xbt_exception", "surf_parse", "ker_platform"};
+    for (guint i = 0; i < G_N_ELEMENTS(cats); i++)
+        if (g_str_equal(r->category, cats[i]))
+            return TRUE;
+    return strstr(r->message, "Parse error") != NULL;
+}
+
+/* SimGrid's complaint, one line: the first ERROR record's message, else the first CRITICAL
+ * one's ("Uncaught exception simgrid::AssertionError by maestro/0: Refusing to create a second
+ * host named 'x'." gives what follows the actor), leaving out "Exiting now." and the
+ * backtrace's head; else GLib's "Bail out!" line; else the first line. *platform: whether it is
+ * SimGrid's complaint about the platform. */
+static char *
+platform_simgrid_message(const char *log, gboolean *platform)
+{
+    static const char *const prios[] = {"ERROR", "CRITICAL"};
     g_auto(GStrv) lines = g_strsplit(log, "\n", -1);
-    for (guint t = 0; t < G_N_ELEMENTS(tags); t++)
+    *platform = FALSE;
+    for (guint i = 0; lines[i] != NULL; i++) {
+        g_autofree char *copy = g_strdup(lines[i]);
+        PlatformLogRecord r;
+        *platform = *platform || (platform_log_record(copy, &r) && platform_log_is_platform(&r));
+    }
+    for (guint t = 0; t < G_N_ELEMENTS(prios); t++)
         for (guint i = 0; lines[i] != NULL; i++) {
-            const char *m = strstr(lines[i], tags[t]);
-            if (m == NULL)
+            g_autofree char *copy = g_strdup(lines[i]);
+            PlatformLogRecord r;
+            if (!platform_log_record(copy, &r) || !g_str_equal(r.priority, prios[t]) ||
+                strstr(r.message, "Exiting now") != NULL ||
+                g_str_has_suffix(r.message, "acktrace:"))
                 continue;
-            m += strlen(tags[t]);
-            if (strstr(m, "Exiting now") != NULL || g_str_has_suffix(m, "acktrace:"))
-                continue;
-            const char *by = strstr(m, "Uncaught exception ");
+            const char *m = r.message, *by = strstr(m, "Uncaught exception ");
             if (by != NULL && (by = strstr(by, " by ")) != NULL && (by = strstr(by, ": ")) != NULL)
                 m = by + 2;
             return g_strdup(m);
@@ -588,9 +639,9 @@ platform_collect(const char *path, PlatformChild *c, GString *out, GError **erro
             g_set_error_literal(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_JOB, reply + 1);
         return FALSE;
     }
-    g_autofree char *msg = platform_simgrid_message(log);
-    if (strstr(log, "[xbt_exception/") != NULL || strstr(log, "Parse error") != NULL ||
-        strstr(log, "[surf_parse/") != NULL || strstr(log, "[ker_platform/") != NULL) {
+    gboolean platform;
+    g_autofree char *msg = platform_simgrid_message(log, &platform);
+    if (platform) {
         g_set_error(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,
                     "--topology %s: SimGrid cannot use this platform: %s", path, g_strstrip(msg));
         return FALSE;

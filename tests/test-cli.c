@@ -834,7 +834,8 @@ test_predict_trace_transfers(void)
     for (guint i = 0; i < json_array_get_length(ev); i++) {
         JsonObject *e = json_array_get_object_element(ev, i);
         const char *ph = json_object_get_string_member(e, "ph");
-        if (!g_str_equal(ph, "s") && !g_str_equal(ph, "f"))
+        if ((!g_str_equal(ph, "s") && !g_str_equal(ph, "f")) ||
+            !g_str_equal(json_object_get_string_member(e, "cat"), "transfer"))
             continue;
         starts += g_str_equal(ph, "s"), ends += g_str_equal(ph, "f");
         const char *id = json_object_get_string_member(e, "id");
@@ -913,8 +914,180 @@ test_predict_trace_gzip(void)
     simpar_test_tmpdir_remove(g_steal_pointer(&dir));
 }
 
+/* One grammar for sizes and lists: the spellings documented before and the new ones give the
+ * same runs (collective sizes; --trace-ranks ranges and steps). */
+static void
+test_sizes_and_lists(void)
+{
+    const char *base = "collective --topology topologies/v100x64.xml --op allreduce --gpus 4 "
+                       "--json --bytes ";
+    const char *same[] = {"1M", "1m", "1Mi", "1MiB", "1048576", "1048576B"};
+    g_autofree char *first = NULL;
+    for (guint i = 0; i < G_N_ELEMENTS(same); i++) {
+        g_autofree char *args = g_strconcat(base, same[i], NULL);
+        SimparCliRun r = simpar_cli_run(args);
+        CU_ASSERT_EQUAL(r.status, 0);
+        if (first == NULL)
+            first = g_strdup(r.out);
+        CU_ASSERT_STRING_EQUAL(r.out, first);
+        simpar_cli_run_clear(&r);
+    }
+    g_autofree char *dir = g_dir_make_tmp("simpar-cli-XXXXXX", NULL);
+    g_autofree char *path = g_build_filename(dir, "t.json", NULL);
+    const char *lists[] = {"0-2,6", "0..2,6", "6,0..2:+1,1", "0..6:+2,1"};
+    const char *want[] = {"0 1 2 6", "0 1 2 6", "0 1 2 6", "0 1 2 4 6"};
+    for (guint i = 0; i < G_N_ELEMENTS(lists); i++) {
+        g_autofree char *args = g_strdup_printf(
+            "--topology topologies/v100x64.xml --model tiny --layers 8 --tp-mode "
+            "1d --tp 1 --pp 8 --gpus 8 --global-batch 16 --trace %s --trace-ranks %s",
+            path, lists[i]);
+        SimparCliRun r = simpar_cli_run(args);
+        CU_ASSERT_EQUAL(r.status, 0);
+        simpar_cli_run_clear(&r);
+        g_autoptr(JsonParser) p = json_parser_new();
+        CU_ASSERT_TRUE_FATAL(json_parser_load_from_file(p, path, NULL));
+        JsonArray *ev = json_object_get_array_member(json_node_get_object(json_parser_get_root(p)),
+                                                     "traceEvents");
+        g_autoptr(GString) pids = g_string_new(NULL);
+        for (guint k = 0; k < json_array_get_length(ev); k++) {
+            JsonObject *e = json_array_get_object_element(ev, k);
+            if (g_str_equal(json_object_get_string_member(e, "ph"), "M") &&
+                g_str_equal(json_object_get_string_member(e, "name"), "process_name"))
+                g_string_append_printf(pids, "%s%" G_GINT64_FORMAT, pids->len > 0 ? " " : "",
+                                       json_object_get_int_member(e, "pid"));
+        }
+        if (!g_str_equal(pids->str, want[i]))
+            printf("\n    --trace-ranks %s traced %s", lists[i], pids->str);
+        CU_ASSERT_STRING_EQUAL(pids->str, want[i]);
+    }
+    g_remove(path);
+    simpar_test_tmpdir_remove(g_steal_pointer(&dir));
+}
+
+/* Whether the flow end `e` lies inside a collective's complete event of its track. */
+static gboolean
+flow_in_collective(JsonArray *ev, JsonObject *e)
+{
+    double ts = json_object_get_double_member(e, "ts");
+    for (guint i = 0; i < json_array_get_length(ev); i++) {
+        JsonObject *x = json_array_get_object_element(ev, i);
+        if (g_str_equal(json_object_get_string_member(x, "ph"), "X") &&
+            g_str_equal(json_object_get_string_member(x, "cat"), "collective") &&
+            json_object_get_int_member(x, "pid") == json_object_get_int_member(e, "pid") &&
+            json_object_get_int_member(x, "tid") == json_object_get_int_member(e, "tid") &&
+            ts >= json_object_get_double_member(x, "ts") - 1e-3 &&
+            ts <= json_object_get_double_member(x, "ts") + json_object_get_double_member(x, "dur") +
+                      1e-3)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+/* The members of a collective joined by flow arrows, each member to the next: every id has
+ * one start and one end, the start no later than the end, both inside the collective's events;
+ * arrows for the layers' tensor-parallel collectives and the step's data-parallel ones. */
+static void
+test_predict_trace_collective_flows(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("simpar-cli-XXXXXX", NULL);
+    g_autofree char *path = g_build_filename(dir, "t.json", NULL);
+    g_autofree char *args = g_strdup_printf(
+        "--topology topologies/v100x64.xml --model tiny --layers 2 --tp-mode 1d --tp 4 --dp 2 "
+        "--gpus 8 --global-batch 16 --trace %s --trace-ranks 0-7",
+        path);
+    SimparCliRun r = simpar_cli_run(args);
+    CU_ASSERT_EQUAL_FATAL(r.status, 0);
+    simpar_cli_run_clear(&r);
+    g_autoptr(JsonParser) p = json_parser_new();
+    CU_ASSERT_TRUE_FATAL(json_parser_load_from_file(p, path, NULL));
+    JsonArray *ev =
+        json_object_get_array_member(json_node_get_object(json_parser_get_root(p)), "traceEvents");
+    g_autoptr(GHashTable) starts = g_hash_table_new(g_str_hash, g_str_equal);
+    g_autoptr(GHashTable) ends = g_hash_table_new(g_str_hash, g_str_equal);
+    guint layer = 0, step = 0, inside = 0, n = 0;
+    for (guint i = 0; i < json_array_get_length(ev); i++) {
+        JsonObject *e = json_array_get_object_element(ev, i);
+        const char *ph = json_object_get_string_member(e, "ph");
+        if ((!g_str_equal(ph, "s") && !g_str_equal(ph, "f")) ||
+            !g_str_equal(json_object_get_string_member(e, "cat"), "collective"))
+            continue;
+        const char *id = json_object_get_string_member(e, "id");
+        GHashTable *set = g_str_equal(ph, "s") ? starts : ends;
+        CU_ASSERT_FALSE(g_hash_table_contains(set, id));
+        g_hash_table_insert(set, (gpointer) id, e);
+        inside += flow_in_collective(ev, e), n++;
+        if (g_str_equal(ph, "s"))
+            layer += strstr(id, ".l") != NULL, step += strstr(id, ".s") != NULL;
+    }
+    CU_ASSERT_TRUE(layer > 0 && step > 0);
+    CU_ASSERT_EQUAL(inside, n);
+    CU_ASSERT_EQUAL(g_hash_table_size(starts), g_hash_table_size(ends));
+    GHashTableIter it;
+    gpointer id, s;
+    g_hash_table_iter_init(&it, starts);
+    while (g_hash_table_iter_next(&it, &id, &s)) {
+        JsonObject *f = g_hash_table_lookup(ends, id);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        CU_ASSERT_TRUE(json_object_get_double_member(s, "ts") <=
+                       json_object_get_double_member(f, "ts"));
+    }
+    g_remove(path);
+    simpar_test_tmpdir_remove(g_steal_pointer(&dir));
+}
+
+/* A trace past the warning size ($SIMPAR_TRACE_WARN_MIB here, 256 MiB by default): one
+ * warning on stderr with the expected size and how to shrink it, the run as without it; the
+ * estimate within a factor of two of the file written. */
+static void
+test_predict_trace_warning(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("simpar-cli-XXXXXX", NULL);
+    const char *names[] = {"t.json", "t.json.gz", "quiet.json"};
+    const char *warn_mib[] = {"0.01", "0.01", NULL};
+    for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+        g_autofree char *path = g_build_filename(dir, names[i], NULL);
+        g_autofree char *args = g_strdup_printf(
+            "--topology topologies/v100x64.xml --model tiny --layers 4 --tp-mode 1d --tp 1 --pp 4 "
+            "--gpus 4 --global-batch 64 --trace %s",
+            path);
+        if (warn_mib[i] != NULL)
+            g_setenv("SIMPAR_TRACE_WARN_MIB", warn_mib[i], TRUE);
+        SimparCliRun r = simpar_cli_run(args);
+        g_unsetenv("SIMPAR_TRACE_WARN_MIB");
+        CU_ASSERT_EQUAL(r.status, 0);
+        const char *w = strstr(r.err, "simpar: warning: the trace will be large: about ");
+        if (warn_mib[i] == NULL) {
+            CU_ASSERT_STRING_EQUAL(r.err, "");
+        } else {
+            CU_ASSERT_PTR_NOT_NULL_FATAL(w);
+            CU_ASSERT_PTR_NULL(strstr(w + 1, "simpar: warning:")); /* once */
+            CU_ASSERT_PTR_NOT_NULL(strstr(w, "--trace-ranks"));
+            gboolean gz = g_str_has_suffix(names[i], ".gz");
+            CU_ASSERT_EQUAL(strstr(w, "before gzip") != NULL, gz);
+            CU_ASSERT_EQUAL(strstr(w, "--trace FILE.json.gz") != NULL, !gz);
+            GStatBuf st;
+            double mib = g_ascii_strtod(w + strlen("simpar: warning: the trace will be large: "
+                                                   "about "),
+                                        NULL);
+            if (!gz && g_stat(path, &st) == 0) {
+                double real = (double) st.st_size / (1 << 20);
+                CU_ASSERT_TRUE(mib > real / 2 && mib < real * 2);
+                if (!(mib > real / 2 && mib < real * 2))
+                    printf("\n    estimated %.3g MiB, wrote %.3g MiB", mib, real);
+            }
+        }
+        simpar_cli_run_clear(&r);
+    }
+    simpar_test_tmpdir_remove(g_steal_pointer(&dir));
+}
+
 static CU_TestInfo cli_tests[] = {
     {"--trace T.json.gz writes the trace gzip'ed; plot timeline reads it", test_predict_trace_gzip},
+    {"sizes and lists: the old spellings and the new give the same runs", test_sizes_and_lists},
+    {"the members of a collective joined by flow arrows in the trace, each to the next",
+     test_predict_trace_collective_flows},
+    {"a trace past the warning size: one warning with its expected size and how to shrink it",
+     test_predict_trace_warning},
     {"a pipeline transfer is drawn as it ran at both ends, its wait apart, a flow arrow joining "
      "them; the trace names its run; its memory counter peaks at the table's memory",
      test_predict_trace_transfers},

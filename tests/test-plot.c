@@ -380,6 +380,43 @@ test_timeline_data(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(roles, "# GEMM\n0 0 1\n1 0 2\n2 0 3\n"));
 }
 
+/* The trace with its process and thread names after its events, as `name` ("late.json"), and
+ * with one process first named otherwise and renamed at the end ("renamed.json"). */
+static void
+write_late_traces(void)
+{
+    const char *x = strstr(trace_json, "{\"ph\": \"X\"");
+    const char *m = trace_json + strlen("{\"traceEvents\": [");
+    g_autofree char *names = g_strndup(m, (gsize) (x - m - 1)); /* without the comma */
+    g_autofree char *events = g_strndup(x, strlen(x) - 2);      /* without "]}" */
+    g_autofree char *late = g_strconcat("{\"traceEvents\": [", events, ",", names, "]}", NULL);
+    g_autofree char *renamed = g_strconcat(
+        "{\"traceEvents\": [{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 1, \"tid\": 0, "
+        "\"args\": {\"name\": \"B rank 5\"}},",
+        events, ",", names, "]}", NULL);
+    write_fixture("late.json", late);
+    write_fixture("renamed.json", renamed);
+}
+
+static void
+test_timeline_names_late(void)
+{
+    write_late_traces();
+    SimparPlotOptions opts[3];
+    for (guint i = 0; i < 3; i++)
+        simpar_plot_options_init(&opts[i]);
+    opts[1].mode = "B";
+    opts[2].rank_first = opts[2].rank_last = 1, opts[2].ranks_given = TRUE;
+    for (guint i = 0; i < 3; i++) {
+        g_autofree char *first = plot_data("timeline", "trace.json", &opts[i]);
+        g_autofree char *late = plot_data("timeline", "late.json", &opts[i]);
+        g_autofree char *renamed = plot_data("timeline", "renamed.json", &opts[i]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(first);
+        CU_ASSERT_STRING_EQUAL(late != NULL ? late : "", first);
+        CU_ASSERT_STRING_EQUAL(renamed != NULL ? renamed : "", first);
+    }
+}
+
 /* -------------------------------------------------------------------------------- rendering */
 
 /* simpar plot KIND FIXTURE -o OUT.png and .svg: a PNG, and an SVG holding every one of `want`. */
@@ -684,7 +721,8 @@ test_refusals(void)
         {"plot timeline {}/bad.json -o {}/x.png", 1, "bad.json:2:"},
         {"plot validate {}/predict.json -o {}/x.png", 1, "not a simpar validate --json object"},
         {"plot timeline {}/sweep.csv -o {}/x.png", 1, "sweep.csv:1:"},
-        {"plot timeline {}/trace.json -o {}/x.png --ranks 5..2", 2, "--ranks 5..2: expected A..B"},
+        {"plot timeline {}/trace.json -o {}/x.png --ranks 5..2", 2,
+         "--ranks 5..2: in the range 5..2 the start must not exceed the end"},
         {"plot timeline {}/bigpid.json -o {}/x.png", 1,
          "bigpid.json: traceEvents[1]: a complete event (\"ph\": \"X\") needs pid and tid "
          "(integers of 32 bits)"},
@@ -834,6 +872,36 @@ test_report(void)
             CU_ASSERT_PTR_NOT_NULL(strstr(text, "simpar --topology topologies/v100x64.xml"));
     }
     simpar_cli_run_clear(&r);
+    /* every mode's timeline from one reading of the trace: each the same bytes as simpar plot
+     * timeline draws of that mode alone */
+    g_autofree char *all_dir = tmp_path("report-all");
+    g_autofree char *all = g_strdup_printf("--topology topologies/v100x64.xml --gpus 8 --backend "
+                                           "analytic --layers 4 --micro-batch 4 --report %s",
+                                           all_dir);
+    r = simpar_cli_run(all);
+    CU_ASSERT_EQUAL(r.status, 0);
+    simpar_cli_run_clear(&r);
+    guint compared = 0;
+    static const char *const modes[] = {"1d", "2d", "2.5d", "3d"};
+    for (guint i = 0; i < G_N_ELEMENTS(modes); i++) {
+        g_autofree char *name = g_strdup_printf("timeline-%s.png", modes[i]);
+        g_autofree char *made = g_build_filename(all_dir, name, NULL);
+        g_autofree char *made_text = NULL, *alone_text = NULL;
+        gsize made_len = 0, alone_len = 0;
+        if (!g_file_get_contents(made, &made_text, &made_len, NULL))
+            continue; /* a mode 8 GPUs do not allow */
+        g_autofree char *alone = g_strdup_printf("%s/alone-%s.png", all_dir, modes[i]);
+        g_autofree char *plot = g_strdup_printf("plot timeline %s/trace.json --mode %s -o %s",
+                                                all_dir, modes[i], alone);
+        r = simpar_cli_run(plot);
+        CU_ASSERT_EQUAL(r.status, 0);
+        simpar_cli_run_clear(&r);
+        CU_ASSERT_TRUE(g_file_get_contents(alone, &alone_text, &alone_len, NULL) &&
+                       alone_len == made_len && memcmp(alone_text, made_text, made_len) == 0);
+        compared++;
+    }
+    CU_ASSERT_TRUE(compared >= 2);
+    simpar_test_tmpdir_remove(g_steal_pointer(&all_dir));
     g_autofree char *both = g_strdup_printf(
         "--topology topologies/v100x64.xml --report %s --trace %s/t.json", dir, dir);
     CU_ASSERT_TRUE(simpar_cli_refused(both, 2, "drop --trace"));
@@ -862,6 +930,8 @@ static CU_TestInfo plot_tests[] = {
     {"validate's plot data leaves out what log axes cannot show", test_validate_data},
     {"a trace's timeline: tracks per rank and stream, boxes per class, --ranks and --mode",
      test_timeline_data},
+    {"a trace naming its processes after their events, or renaming one, draws the same timeline",
+     test_timeline_names_late},
     {"every kind renders PNG and SVG with its title and legend", test_render},
     {"hostile names in every input, title and output name: pictures made, nothing run",
      test_hostile_labels},

@@ -12,6 +12,7 @@
 #include "app/csv-table.h"
 #include "cli-run.h"
 #include "simpar-test.h"
+#include "sweep-rate.h"
 #include <errno.h>
 #include <json-glib/json-glib.h>
 #include <math.h>
@@ -722,7 +723,65 @@ test_bad_lists_and_options_are_refused(void)
     g_remove(part);
 }
 
+/* Completions at `per_s` a second from `from_s` to `to_s` on a synthetic clock, the rate read
+ * every 0.1 s as the progress line does; the completions so far in *done. */
+static void
+rate_feed(SimparSweepRate *r, double from_s, double to_s, double per_s, guint64 *done)
+{
+    double owed = 0;
+    for (double t = from_s + 0.1; t <= to_s + 1e-9; t += 0.1) {
+        owed += per_s * 0.1;
+        while (owed >= 1)
+            (*done)++, owed -= 1;
+        simpar_sweep_rate_update(r, t, *done);
+    }
+}
+
+/* The ETA from the recent rate: a steady rate reads as itself; the case that misled (96% done
+ * at 10 a second, the rest at 0.5 a second) reads the slow tail within a few windows, where
+ * the mean rate says a tenth of the truth; a stall lengthens the ETA. */
+static void
+test_eta_recent_rate(void)
+{
+    SimparSweepRate r;
+    guint64 done = 0, total = 1010;
+    simpar_sweep_rate_init(&r, SIMPAR_SWEEP_RATE_TAU_S, 0, 0);
+    CU_ASSERT_TRUE(simpar_sweep_rate_eta(&r, total) < 0); /* nothing known yet */
+    rate_feed(&r, 0, 5, 10, &done);
+    CU_ASSERT_DOUBLE_EQUAL(simpar_sweep_rate_get(&r), 10, 0.5); /* before the window fills */
+    rate_feed(&r, 5, 97, 10, &done);
+    CU_ASSERT_DOUBLE_EQUAL(simpar_sweep_rate_get(&r), 10, 0.2);
+    CU_ASSERT_DOUBLE_EQUAL(simpar_sweep_rate_eta(&r, total), (total - done) / 10.0, 1);
+    /* the tail: 0.5 a second for 60 s (6 windows); the truth is the rest at 0.5 a second */
+    rate_feed(&r, 97, 157, 0.5, &done);
+    double eta = simpar_sweep_rate_eta(&r, total), truth = (total - done) / 0.5;
+    double mean = (total - done) / (done / 157.0); /* what the progress line said before */
+    printf("\n    after the tail: ETA %.0f s, truth %.0f s, mean-rate ETA %.0f s ", eta, truth,
+           mean);
+    CU_ASSERT_TRUE(eta > 0.85 * truth && eta < 1.15 * truth);
+    CU_ASSERT_TRUE(mean < 0.1 * truth);
+    /* a stall of 60 s: no completion, the ETA grows */
+    rate_feed(&r, 157, 187, 0, &done);
+    CU_ASSERT_TRUE(simpar_sweep_rate_eta(&r, total) > 10 * eta);
+    /* the rate does not depend on how often it is read */
+    SimparSweepRate a, b;
+    simpar_sweep_rate_init(&a, 20, 0, 0);
+    simpar_sweep_rate_init(&b, 20, 0, 0);
+    simpar_sweep_rate_update(&a, 30, 300);
+    simpar_sweep_rate_update(&b, 10, 300);
+    simpar_sweep_rate_update(&b, 20, 300);
+    simpar_sweep_rate_update(&b, 30, 300);
+    CU_ASSERT_TRUE(simpar_sweep_rate_get(&b) < simpar_sweep_rate_get(&a)); /* older: less */
+    SimparSweepRate c;
+    simpar_sweep_rate_init(&c, 20, 0, 0);
+    simpar_sweep_rate_update(&c, 10, 300);
+    simpar_sweep_rate_update(&c, 30, 300);
+    CU_ASSERT_DOUBLE_EQUAL(simpar_sweep_rate_get(&c), simpar_sweep_rate_get(&b), 1e-9);
+}
+
 static CU_TestInfo sweep_tests[] = {
+    {"the progress ETA follows the recent rate (a synthetic clock): a slow tail, a stall",
+     test_eta_recent_rate},
     {"--precision sweeps bf16 and the FP8 recipes, each row equal to simpar predict",
      test_precision_axis},
     {"a --kv-heads list sweeps grouped-query attention; rows equal predict", test_kv_heads_axis},

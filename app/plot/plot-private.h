@@ -39,6 +39,9 @@ void simpar_plot_var_series(SimparPlotOut *out, const char *const *names, guint 
  * double quotes, a '"' or control character made a blank, invalid UTF-8 made valid, cut at `max`
  * characters. */
 void simpar_plot_append_label(GString *data, const char *label, glong max);
+/* Sets title_text (opt->title, else out->title in lines) and runs plots/`script` on `out`. */
+gboolean simpar_plot_out_render(const char *script, SimparPlotOut *out,
+                                const SimparPlotOptions *opt, const char *output, GError **error);
 /* Runs plots/`script` on `data` with `vars`, writing `output` (.png or .svg). */
 gboolean simpar_plot_run(const char *script, const char *data, const char *vars, const char *output,
                          GError **error);
@@ -50,6 +53,22 @@ JsonNode *simpar_plot_parse_json(const char *text, gssize len, const char *path,
                                  GError **error);                    /* (transfer full) */
 const char *simpar_plot_json_string(JsonObject *o, const char *key); /* (transfer none) */
 double simpar_plot_json_number(JsonObject *o, const char *key);
+
+/* A Chrome trace read as a stream (plot-trace.c): each element of its traceEvents array (or of
+ * the top-level array) handed to `func` in turn, the fields simpar draws from copied out, valid
+ * only during the call. Memory does not grow with the trace; a gzip'ed file is inflated on the
+ * way. Errors name the file and the line; `func` returning FALSE (its error set) stops it. */
+typedef struct {
+    guint index;                 /* in traceEvents */
+    gboolean object;             /* FALSE: the element is not an object (its fields are absent) */
+    const char *ph, *name, *cat; /* NULL when absent or not a string */
+    double pid, tid, ts, dur;    /* NaN when absent or not a number */
+    const char *arg_name, *arg_axis; /* args.name and args.axis, NULL when absent */
+} SimparTraceEvent;
+
+typedef gboolean (*SimparTraceEventFunc)(const SimparTraceEvent *e, gpointer data, GError **error);
+gboolean simpar_plot_trace_read(const char *path, SimparTraceEventFunc func, gpointer data,
+                                GError **error);
 
 /* Sweep CSV inputs (plot-sweep.c). The columns `names` of `csv` into `cols`, an error naming
  * the file and the first missing one. */

@@ -69,17 +69,33 @@ typedef struct {
 typedef struct {
     guint track, klass;
     double start_us, end_us;
-    const char *name; /* borrowed from the trace */
+    const char *name; /* in the timeline's string chunk */
+    gint32 pid, tid;
+    guint rank;
 } TimelineBox;
 
+/* The trace is read once, as a stream (plot-trace.c), keeping only the boxes that may be
+ * drawn. The process names say which those are; they precede their events in simpar's traces,
+ * and when a trace holds one after its events (or renames a process) the boxes kept may be the
+ * wrong ones: then it is read a second time, knowing every name. */
 typedef struct {
     const char *input;
-    JsonArray *events;
-    GHashTable *procs;   /* pid -> TimelineProc */
-    GHashTable *threads; /* timeline_key(pid, tid) -> thread name (borrowed) */
-    GPtrArray *modes;    /* const char * (the first process's), in order of first appearance */
-    GArray *tracks;      /* TimelineTrack */
-    GArray *boxes;       /* TimelineBox */
+    const SimparPlotOptions *opt;
+    GHashTable *procs;     /* pid -> TimelineProc */
+    GHashTable *threads;   /* timeline_key(pid, tid) -> thread name (owned) */
+    GArray *pids;          /* gint32: every pid in order of first appearance */
+    GHashTable *seen;      /* the pids of `pids` */
+    GHashTable *deferred;  /* pids met in an event before their process name */
+    GPtrArray *modes;      /* const char * (the first process's), in order of first appearance */
+    GArray *tracks;        /* TimelineTrack */
+    GArray *boxes;         /* TimelineBox */
+    GStringChunk *names;   /* the boxes' names */
+    const char *mode;      /* the mode drawn, as known so far (NULL: not yet known) */
+    char *mode_copy;       /* `mode` when it is a process's name, copied */
+    GHashTable *chosen;    /* without --ranks: the ranks drawn (rank + 1), as known so far */
+    gboolean chosen_stale; /* a process of the mode was named since `chosen` was made */
+    gboolean final;        /* the second reading: every name is known */
+    gboolean again;        /* a second reading is needed */
 } Timeline;
 
 static void
@@ -100,9 +116,15 @@ timeline_clear(Timeline *t)
 {
     g_clear_pointer(&t->procs, g_hash_table_unref);
     g_clear_pointer(&t->threads, g_hash_table_unref);
+    g_clear_pointer(&t->pids, g_array_unref);
+    g_clear_pointer(&t->seen, g_hash_table_unref);
+    g_clear_pointer(&t->deferred, g_hash_table_unref);
     g_clear_pointer(&t->modes, g_ptr_array_unref);
     g_clear_pointer(&t->tracks, g_array_unref);
     g_clear_pointer(&t->boxes, g_array_unref);
+    g_clear_pointer(&t->names, g_string_chunk_free);
+    g_clear_pointer(&t->chosen, g_hash_table_unref);
+    g_clear_pointer(&t->mode_copy, g_free);
 }
 
 /* The class of an event of kind `cat` named `name`, a collective's group axis `axis` (or
@@ -148,9 +170,8 @@ timeline_bad(const Timeline *t, guint i, const char *what, GError **error)
 
 /* An event's pid or tid: an integer of 32 bits, as simpar and Chrome write them. */
 static gboolean
-timeline_id(JsonObject *e, const char *key, gint32 *out)
+timeline_id(double v, gint32 *out)
 {
-    double v = simpar_plot_json_number(e, key);
     if (!(v >= G_MININT32 && v <= G_MAXINT32) || v != floor(v))
         return FALSE;
     *out = (gint32) v;
@@ -163,57 +184,200 @@ timeline_key(gint32 pid, gint32 tid)
     return (gint64) ((guint64) (guint32) pid << 32 | (guint32) tid);
 }
 
-/* A metadata event: the process's mode and rank ("3d rank 5 (GPU 5)"), or a thread's name. */
+/* A process's name: its mode and rank ("3d rank 5 (GPU 5)"). A process renamed after its
+ * events were met makes the boxes kept unsure. */
 static void
-timeline_meta(Timeline *t, JsonObject *e, gint32 pid, gint32 tid)
+timeline_proc_name(Timeline *t, gint32 pid, const char *name)
 {
-    const char *what = simpar_plot_json_string(e, "name");
-    JsonNode *args = json_object_get_member(e, "args");
-    const char *name = args != NULL && JSON_NODE_HOLDS_OBJECT(args)
-                           ? simpar_plot_json_string(json_node_get_object(args), "name")
-                           : NULL;
-    if (what == NULL || name == NULL)
+    TimelineProc *p = g_new0(TimelineProc, 1);
+    const char *r = g_str_has_prefix(name, "rank ") ? name : strstr(name, " rank ");
+    p->mode = r != NULL ? g_strndup(name, (gsize) (r - name)) : g_strdup(name);
+    guint64 rank =
+        r != NULL ? g_ascii_strtoull(strstr(r, "rank ") + 5, NULL, 10) : (guint64) MAX(pid, 0);
+    p->rank = (guint) MIN(rank, G_MAXUINT);
+    const TimelineProc *old = g_hash_table_lookup(t->procs, GINT_TO_POINTER(pid));
+    if (old != NULL && (old->rank != p->rank || !g_str_equal(old->mode, p->mode)))
+        t->again = TRUE;
+    if (t->mode != NULL && g_str_equal(p->mode, t->mode))
+        t->chosen_stale = TRUE;
+    g_hash_table_replace(t->procs, GINT_TO_POINTER(pid), p);
+}
+
+/* A metadata event: the process's mode and rank, or a thread's name. */
+static void
+timeline_meta(Timeline *t, const SimparTraceEvent *e, gint32 pid, gint32 tid)
+{
+    if (e->name == NULL || e->arg_name == NULL)
         return;
-    if (g_str_equal(what, "thread_name")) {
+    if (g_str_equal(e->name, "thread_name")) {
         gint64 *key = g_new(gint64, 1);
         *key = timeline_key(pid, tid);
-        g_hash_table_replace(t->threads, key, (gpointer) name);
-    } else if (g_str_equal(what, "process_name")) {
-        TimelineProc *p = g_new0(TimelineProc, 1);
-        const char *r = g_str_has_prefix(name, "rank ") ? name : strstr(name, " rank ");
-        g_autofree char *mode = r != NULL ? g_strndup(name, (gsize) (r - name)) : g_strdup(name);
-        p->mode = g_steal_pointer(&mode);
-        guint64 rank =
-            r != NULL ? g_ascii_strtoull(strstr(r, "rank ") + 5, NULL, 10) : (guint64) MAX(pid, 0);
-        p->rank = (guint) MIN(rank, G_MAXUINT);
-        g_hash_table_replace(t->procs, GINT_TO_POINTER(pid), p);
+        g_hash_table_replace(t->threads, key, g_strdup(e->arg_name));
+    } else if (g_str_equal(e->name, "process_name")) {
+        timeline_proc_name(t, pid, e->arg_name);
     }
 }
 
-/* The metadata of every process and thread, then the modes in order. */
-static gboolean
-timeline_read_meta(Timeline *t, GError **error)
+static gint
+timeline_uint_cmp(gconstpointer a, gconstpointer b)
 {
-    for (guint i = 0; i < json_array_get_length(t->events); i++) {
-        JsonNode *n = json_array_get_element(t->events, i);
-        if (!JSON_NODE_HOLDS_OBJECT(n))
-            return timeline_bad(t, i, "expected an object", error);
-        JsonObject *e = json_node_get_object(n);
-        const char *ph = simpar_plot_json_string(e, "ph");
-        gint32 pid, tid;
-        if (ph != NULL && g_str_equal(ph, "M") && timeline_id(e, "pid", &pid) &&
-            timeline_id(e, "tid", &tid))
-            timeline_meta(t, e, pid, tid);
+    guint x = *(const guint *) a, y = *(const guint *) b;
+    return x < y ? -1 : x > y;
+}
+
+/* Without --ranks: the first 16 ranks of `mode` among the processes named, as a set. */
+static GHashTable *
+timeline_default_ranks(const Timeline *t, const char *mode)
+{
+    g_autoptr(GArray) ranks = g_array_new(FALSE, FALSE, sizeof(guint));
+    GHashTableIter it;
+    gpointer pid, value;
+    g_hash_table_iter_init(&it, t->procs);
+    while (g_hash_table_iter_next(&it, &pid, &value)) {
+        const TimelineProc *p = value;
+        if (g_str_equal(p->mode, mode))
+            g_array_append_val(ranks, p->rank);
     }
-    for (guint i = 0; i < json_array_get_length(t->events); i++) {
-        gint32 pid;
-        TimelineProc *p = timeline_id(json_array_get_object_element(t->events, i), "pid", &pid)
-                              ? g_hash_table_lookup(t->procs, GINT_TO_POINTER(pid))
-                              : NULL;
+    g_array_sort(ranks, timeline_uint_cmp);
+    GHashTable *set = g_hash_table_new(NULL, NULL);
+    for (guint i = 0; i < ranks->len && g_hash_table_size(set) < 16; i++)
+        g_hash_table_add(set, GUINT_TO_POINTER(g_array_index(ranks, guint, i) + 1));
+    return set; /* (transfer full) */
+}
+
+/* The mode drawn, as known so far: --mode, else that of the first process met that is named
+ * (those met before it, unnamed yet, are deferred: named later, they make it unsure). */
+static const char *
+timeline_mode_so_far(Timeline *t)
+{
+    if (t->mode != NULL)
+        return t->mode;
+    if (t->opt->mode != NULL)
+        return t->mode = t->opt->mode;
+    for (guint i = 0; i < t->pids->len; i++) {
+        gint32 pid = g_array_index(t->pids, gint32, i);
+        const TimelineProc *p = g_hash_table_lookup(t->procs, GINT_TO_POINTER(pid));
+        if (p != NULL) /* a copy: a process renamed later frees its name */
+            return t->mode = t->mode_copy = g_strdup(p->mode);
+        g_hash_table_add(t->deferred, GINT_TO_POINTER(pid));
+    }
+    return NULL;
+}
+
+/* Whether --ranks names `rank`. */
+static gboolean
+timeline_rank_given(const SimparPlotOptions *opt, guint rank)
+{
+    if (rank < opt->rank_first || rank > opt->rank_last)
+        return FALSE;
+    if (opt->ranks == NULL)
+        return TRUE;
+    guint lo = 0, hi = opt->ranks->len; /* binary search of the ascending list */
+    while (lo < hi) {
+        guint mid = lo + (hi - lo) / 2, v = g_array_index(opt->ranks, guint, mid);
+        if (v == rank)
+            return TRUE;
+        if (v < rank)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return FALSE;
+}
+
+/* Whether process `p`'s events may be drawn: of the mode, on the ranks chosen. In the first
+ * reading, the default ranks are the first 16 of the processes named so far: a superset of
+ * the ranks drawn in the end (which are among the first 16 of fewer). */
+static gboolean
+timeline_wanted(Timeline *t, const TimelineProc *p)
+{
+    const char *mode = timeline_mode_so_far(t);
+    if (mode == NULL || !g_str_equal(p->mode, mode))
+        return FALSE;
+    if (t->opt->ranks_given)
+        return timeline_rank_given(t->opt, p->rank);
+    if (t->chosen == NULL || t->chosen_stale) {
+        g_clear_pointer(&t->chosen, g_hash_table_unref);
+        t->chosen = timeline_default_ranks(t, mode);
+        t->chosen_stale = FALSE;
+    }
+    return g_hash_table_contains(t->chosen, GUINT_TO_POINTER(p->rank + 1));
+}
+
+/* A complete event: checked, and kept as a box when it may be drawn. */
+static gboolean
+timeline_complete(Timeline *t, const SimparTraceEvent *e, GError **error)
+{
+    gint32 pid, tid;
+    if (!timeline_id(e->pid, &pid) || !timeline_id(e->tid, &tid) ||
+        !(fabs(e->ts) <= TIMELINE_MAX_US) || !(fabs(e->dur) <= TIMELINE_MAX_US))
+        return timeline_bad(t, e->index,
+                            "a complete event (\"ph\": \"X\") needs pid and tid (integers "
+                            "of 32 bits), ts and dur (microseconds, at most 1e15 in size)",
+                            error);
+    const TimelineProc *p = g_hash_table_lookup(t->procs, GINT_TO_POINTER(pid));
+    if (p == NULL && !t->final)
+        g_hash_table_add(t->deferred, GINT_TO_POINTER(pid));
+    if (p == NULL || e->dur <= 0 || !timeline_wanted(t, p))
+        return TRUE;
+    const char *name = e->name != NULL ? e->name : "";
+    TimelineBox b = {0,
+                     timeline_class(e->cat != NULL ? e->cat : "", name, e->arg_axis),
+                     e->ts,
+                     e->ts + e->dur,
+                     g_string_chunk_insert_const(t->names, name),
+                     pid,
+                     tid,
+                     p->rank};
+    g_array_append_val(t->boxes, b);
+    return TRUE;
+}
+
+static gboolean
+timeline_event(const SimparTraceEvent *e, gpointer data, GError **error)
+{
+    Timeline *t = data;
+    if (!e->object)
+        return timeline_bad(t, e->index, "expected an object", error);
+    gint32 pid, tid;
+    gboolean has_pid = timeline_id(e->pid, &pid);
+    if (!t->final && has_pid && !g_hash_table_contains(t->seen, GINT_TO_POINTER(pid))) {
+        g_hash_table_add(t->seen, GINT_TO_POINTER(pid));
+        g_array_append_val(t->pids, pid);
+    }
+    if (e->ph == NULL)
+        return TRUE;
+    if (!t->final && g_str_equal(e->ph, "M") && has_pid && timeline_id(e->tid, &tid))
+        timeline_meta(t, e, pid, tid);
+    return g_str_equal(e->ph, "X") ? timeline_complete(t, e, error) : TRUE;
+}
+
+/* After the first reading: whether its boxes are sure (no process it deferred was named
+ * later, none renamed). */
+static gboolean
+timeline_sure(const Timeline *t)
+{
+    if (t->again)
+        return FALSE;
+    GHashTableIter it;
+    gpointer pid;
+    g_hash_table_iter_init(&it, t->deferred);
+    while (g_hash_table_iter_next(&it, &pid, NULL))
+        if (g_hash_table_contains(t->procs, pid))
+            return FALSE;
+    return TRUE;
+}
+
+/* The modes in order of their processes' first appearance. */
+static void
+timeline_modes_found(Timeline *t)
+{
+    for (guint i = 0; i < t->pids->len; i++) {
+        gint32 pid = g_array_index(t->pids, gint32, i);
+        TimelineProc *p = g_hash_table_lookup(t->procs, GINT_TO_POINTER(pid));
         if (p != NULL && !g_ptr_array_find_with_equal_func(t->modes, p->mode, g_str_equal, NULL))
             g_ptr_array_add(t->modes, (gpointer) p->mode);
     }
-    return TRUE;
 }
 
 /* "1d, 2d, 2.5d, 3d" */
@@ -249,82 +413,75 @@ timeline_pick_mode(const Timeline *t, const SimparPlotOptions *opt, GError **err
 }
 
 static guint
-timeline_track(Timeline *t, guint rank, gint32 pid, gint32 tid)
+timeline_track(Timeline *t, GHashTable *index, guint rank, gint32 pid, gint32 tid)
 {
-    for (guint i = 0; i < t->tracks->len; i++) {
-        const TimelineTrack *k = &g_array_index(t->tracks, TimelineTrack, i);
-        if (k->pid == pid && k->tid == tid)
-            return i;
-    }
     gint64 key = timeline_key(pid, tid);
+    gpointer at;
+    if (g_hash_table_lookup_extended(index, &key, NULL, &at))
+        return GPOINTER_TO_UINT(at);
     const char *stream = g_hash_table_lookup(t->threads, &key);
     TimelineTrack k = {rank, pid, tid, NULL};
     k.label = stream != NULL ? g_strdup_printf("rank %u %s", rank, stream)
                              : g_strdup_printf("rank %u stream %d", rank, tid);
     g_array_append_val(t->tracks, k);
+    gint64 *owned = g_new(gint64, 1);
+    *owned = key;
+    g_hash_table_insert(index, owned, GUINT_TO_POINTER(t->tracks->len - 1));
     return t->tracks->len - 1;
 }
 
-static gint
-timeline_uint_cmp(gconstpointer a, gconstpointer b)
+/* The boxes of `mode` on the ranks drawn, in the order read, each on its track (a track per
+ * process and thread, in order of first box). */
+static void
+timeline_keep(Timeline *t, const char *mode)
 {
-    guint x = *(const guint *) a, y = *(const guint *) b;
-    return x < y ? -1 : x > y;
-}
-
-/* Without --ranks: the first 16 ranks of `mode` in the trace, as a set. */
-static GHashTable *
-timeline_default_ranks(const Timeline *t, const char *mode)
-{
-    g_autoptr(GArray) ranks = g_array_new(FALSE, FALSE, sizeof(guint));
-    GHashTableIter it;
-    gpointer pid, value;
-    g_hash_table_iter_init(&it, t->procs);
-    while (g_hash_table_iter_next(&it, &pid, &value)) {
-        const TimelineProc *p = value;
-        if (g_str_equal(p->mode, mode))
-            g_array_append_val(ranks, p->rank);
+    g_autoptr(GHashTable) chosen = t->opt->ranks_given ? NULL : timeline_default_ranks(t, mode);
+    g_autoptr(GHashTable) index = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+    guint n = 0;
+    for (guint i = 0; i < t->boxes->len; i++) {
+        TimelineBox b = g_array_index(t->boxes, TimelineBox, i);
+        const TimelineProc *p = g_hash_table_lookup(t->procs, GINT_TO_POINTER(b.pid));
+        if (p == NULL || !g_str_equal(p->mode, mode) ||
+            (chosen != NULL && !g_hash_table_contains(chosen, GUINT_TO_POINTER(p->rank + 1))))
+            continue;
+        b.track = timeline_track(t, index, p->rank, b.pid, b.tid);
+        g_array_index(t->boxes, TimelineBox, n++) = b;
     }
-    g_array_sort(ranks, timeline_uint_cmp);
-    GHashTable *set = g_hash_table_new(NULL, NULL);
-    for (guint i = 0; i < ranks->len && g_hash_table_size(set) < 16; i++)
-        g_hash_table_add(set, GUINT_TO_POINTER(g_array_index(ranks, guint, i) + 1));
-    return set; /* (transfer full) */
+    g_array_set_size(t->boxes, n);
 }
 
-/* The complete events of `mode` on the chosen ranks, as boxes. */
+/* After the first reading: the mode picked, the trace read again when the boxes kept are
+ * unsure, the boxes of the mode kept. */
 static gboolean
-timeline_read_boxes(Timeline *t, const char *mode, const SimparPlotOptions *opt, GError **error)
+timeline_settle(Timeline *t, const char **mode, GError **error)
 {
-    g_autoptr(GHashTable) chosen = opt->ranks_given ? NULL : timeline_default_ranks(t, mode);
-    for (guint i = 0; i < json_array_get_length(t->events); i++) {
-        JsonObject *e = json_array_get_object_element(t->events, i);
-        const char *ph = simpar_plot_json_string(e, "ph");
-        if (ph == NULL || !g_str_equal(ph, "X"))
-            continue;
-        gint32 pid, tid;
-        double ts = simpar_plot_json_number(e, "ts"), dur = simpar_plot_json_number(e, "dur");
-        if (!timeline_id(e, "pid", &pid) || !timeline_id(e, "tid", &tid) ||
-            !(fabs(ts) <= TIMELINE_MAX_US) || !(fabs(dur) <= TIMELINE_MAX_US))
-            return timeline_bad(t, i,
-                                "a complete event (\"ph\": \"X\") needs pid and tid (integers "
-                                "of 32 bits), ts and dur (microseconds, at most 1e15 in size)",
-                                error);
-        TimelineProc *p = g_hash_table_lookup(t->procs, GINT_TO_POINTER(pid));
-        if (p == NULL || !g_str_equal(p->mode, mode) || dur <= 0 ||
-            (chosen != NULL ? !g_hash_table_contains(chosen, GUINT_TO_POINTER(p->rank + 1))
-                            : p->rank < opt->rank_first || p->rank > opt->rank_last))
-            continue;
-        const char *cat = simpar_plot_json_string(e, "cat"), *name, *axis = NULL;
-        name = simpar_plot_json_string(e, "name");
-        JsonNode *args = json_object_get_member(e, "args");
-        if (args != NULL && JSON_NODE_HOLDS_OBJECT(args))
-            axis = simpar_plot_json_string(json_node_get_object(args), "axis");
-        TimelineBox b = {timeline_track(t, p->rank, pid, tid),
-                         timeline_class(cat != NULL ? cat : "", name != NULL ? name : "", axis), ts,
-                         ts + dur, name != NULL ? name : ""};
-        g_array_append_val(t->boxes, b);
+    timeline_modes_found(t);
+    if ((*mode = timeline_pick_mode(t, t->opt, error)) == NULL)
+        return FALSE;
+    if (!timeline_sure(t)) {
+        g_array_set_size(t->boxes, 0);
+        g_clear_pointer(&t->chosen, g_hash_table_unref);
+        t->final = TRUE, t->mode = *mode;
+        if (!simpar_plot_trace_read(t->input, timeline_event, t, error))
+            return FALSE;
     }
+    timeline_keep(t, *mode);
+    return TRUE;
+}
+
+/* Several timelines of one trace (one per mode) in one reading: each event to each. */
+typedef struct {
+    Timeline *t;
+    guint n;
+} TimelineMany;
+
+static gboolean
+timeline_event_many(const SimparTraceEvent *e, gpointer data, GError **error)
+{
+    const TimelineMany *m = data;
+    for (guint i = 0; i < m->n; i++)
+        if (!timeline_event(e, &m->t[i], error))
+            return FALSE;
     return TRUE;
 }
 
@@ -442,28 +599,17 @@ timeline_write(const Timeline *t, SimparPlotOut *out)
 
 /* ------------------------------------------------------------------------------ the kind */
 
-static JsonArray *
-timeline_events(JsonNode *root, const char *input, GError **error)
-{
-    JsonNode *n = root;
-    if (JSON_NODE_HOLDS_OBJECT(root))
-        n = json_object_get_member(json_node_get_object(root), "traceEvents");
-    if (n == NULL || !JSON_NODE_HOLDS_ARRAY(n)) {
-        g_set_error(error, SIMPAR_PLOT_ERROR, SIMPAR_PLOT_ERROR_INPUT,
-                    "%s: not a Chrome trace (no \"traceEvents\" array)", input);
-        return NULL;
-    }
-    return json_node_get_array(n); /* (transfer none) */
-}
-
+/* Whether the timeline has boxes; else an error saying none was found. */
 static gboolean
-timeline_read(Timeline *t, const SimparPlotOptions *opt, const char **mode, GError **error)
+timeline_nonempty(const Timeline *t, const SimparPlotOptions *opt, const char **mode,
+                  GError **error)
 {
-    if (!timeline_read_meta(t, error) || (*mode = timeline_pick_mode(t, opt, error)) == NULL ||
-        !timeline_read_boxes(t, *mode, opt, error))
-        return FALSE;
     if (t->boxes->len == 0) {
-        if (opt->ranks_given)
+        if (opt->ranks_given && opt->ranks_text != NULL)
+            g_set_error(error, SIMPAR_PLOT_ERROR, SIMPAR_PLOT_ERROR_EMPTY,
+                        "%s: nothing to plot: no event of mode %s on ranks %s", t->input, *mode,
+                        opt->ranks_text);
+        else if (opt->ranks_given)
             g_set_error(error, SIMPAR_PLOT_ERROR, SIMPAR_PLOT_ERROR_EMPTY,
                         "%s: nothing to plot: no event of mode %s on ranks %u..%u", t->input, *mode,
                         opt->rank_first, opt->rank_last);
@@ -501,9 +647,39 @@ timeline_title(const Timeline *t, const char *mode)
     return g_string_free(title, FALSE); /* (transfer full) */
 }
 
-gboolean
-simpar_plot_timeline_data(const char *input, const SimparPlotOptions *opt, SimparPlotOut *out,
-                          GError **error)
+static void
+timeline_init(Timeline *t, const char *input, const SimparPlotOptions *opt)
+{
+    *t = (Timeline){
+        .input = input,
+        .opt = opt,
+        .procs = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, timeline_proc_free),
+        .threads = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free),
+        .pids = g_array_new(FALSE, FALSE, sizeof(gint32)),
+        .seen = g_hash_table_new(NULL, NULL),
+        .deferred = g_hash_table_new(NULL, NULL),
+        .modes = g_ptr_array_new(),
+        .tracks = g_array_new(FALSE, FALSE, sizeof(TimelineTrack)),
+        .boxes = g_array_new(FALSE, FALSE, sizeof(TimelineBox)),
+        .names = g_string_chunk_new(4096),
+    };
+    g_array_set_clear_func(t->tracks, timeline_track_clear);
+}
+
+/* After the reading: the mode, its boxes, the .dat text and title into `out`. */
+static gboolean
+timeline_finish(Timeline *t, SimparPlotOut *out, GError **error)
+{
+    const char *mode = NULL;
+    if (!timeline_settle(t, &mode, error) || !timeline_nonempty(t, t->opt, &mode, error))
+        return FALSE;
+    timeline_write(t, out);
+    out->title = timeline_title(t, mode);
+    return TRUE;
+}
+
+static gboolean
+timeline_check_ranks(const SimparPlotOptions *opt, GError **error)
 {
     if (opt->rank_first > opt->rank_last) {
         g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
@@ -511,26 +687,48 @@ simpar_plot_timeline_data(const char *input, const SimparPlotOptions *opt, Simpa
                     opt->rank_last);
         return FALSE;
     }
-    g_autoptr(JsonNode) root = simpar_plot_load_json(input, error);
-    JsonArray *events = root != NULL ? timeline_events(root, input, error) : NULL;
-    if (events == NULL)
+    return TRUE;
+}
+
+gboolean
+simpar_plot_timeline_data(const char *input, const SimparPlotOptions *opt, SimparPlotOut *out,
+                          GError **error)
+{
+    if (!timeline_check_ranks(opt, error))
         return FALSE;
-    Timeline t = {
-        .input = input,
-        .events = events,
-        .procs = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, timeline_proc_free),
-        .threads = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL),
-        .modes = g_ptr_array_new(),
-        .tracks = g_array_new(FALSE, FALSE, sizeof(TimelineTrack)),
-        .boxes = g_array_new(FALSE, FALSE, sizeof(TimelineBox)),
-    };
-    g_array_set_clear_func(t.tracks, timeline_track_clear);
-    const char *mode = NULL;
-    gboolean ok = timeline_read(&t, opt, &mode, error);
-    if (ok) {
-        timeline_write(&t, out);
-        out->title = timeline_title(&t, mode);
-    }
+    Timeline t;
+    timeline_init(&t, input, opt);
+    gboolean ok =
+        simpar_plot_trace_read(input, timeline_event, &t, error) && timeline_finish(&t, out, error);
     timeline_clear(&t);
+    return ok;
+}
+
+gboolean
+simpar_plot_timelines(const char *input, const char *const *modes, const char *const *outputs,
+                      guint n, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    for (guint i = 0; i < n; i++)
+        if (!simpar_plot_check_output(outputs[i], error))
+            return FALSE;
+    g_autofree SimparPlotOptions *opts = g_new(SimparPlotOptions, MAX(n, 1));
+    g_autofree Timeline *ts = g_new(Timeline, MAX(n, 1));
+    for (guint i = 0; i < n; i++) {
+        simpar_plot_options_init(&opts[i]);
+        opts[i].mode = modes[i];
+        timeline_init(&ts[i], input, &opts[i]);
+    }
+    TimelineMany many = {ts, n};
+    gboolean ok = simpar_plot_trace_read(input, timeline_event_many, &many, error);
+    for (guint i = 0; ok && i < n; i++) {
+        SimparPlotOut out = {g_string_new(NULL), g_string_new(NULL), NULL};
+        ok = timeline_finish(&ts[i], &out, error) &&
+             simpar_plot_out_render("timeline.gp", &out, &opts[i], outputs[i], error);
+        simpar_plot_out_clear(&out);
+        timeline_clear(&ts[i]);
+    }
+    for (guint i = 0; i < n; i++)
+        timeline_clear(&ts[i]);
     return ok;
 }

@@ -325,6 +325,14 @@ plot_wrap(const char *title)
     return g_string_free(out, FALSE);
 }
 
+/* title_text: the options' title, else the generated one in lines. */
+static void
+plot_title(SimparPlotOut *out, const SimparPlotOptions *opt)
+{
+    g_autofree char *title = opt->title != NULL ? g_strdup(opt->title) : plot_wrap(out->title);
+    simpar_plot_var_string(out, "title_text", title);
+}
+
 static gboolean
 plot_prepare(const char *kind, const char *input, const SimparPlotOptions *opt,
              const SimparPlotKind **k, SimparPlotOut *out, GError **error)
@@ -341,9 +349,16 @@ plot_prepare(const char *kind, const char *input, const SimparPlotOptions *opt,
     *out = (SimparPlotOut){g_string_new(NULL), g_string_new(NULL), NULL};
     if (!(*k)->data(input, opt, out, error))
         return FALSE;
-    g_autofree char *title = opt->title != NULL ? g_strdup(opt->title) : plot_wrap(out->title);
-    simpar_plot_var_string(out, "title_text", title);
+    plot_title(out, opt);
     return TRUE;
+}
+
+gboolean
+simpar_plot_out_render(const char *script, SimparPlotOut *out, const SimparPlotOptions *opt,
+                       const char *output, GError **error)
+{
+    plot_title(out, opt);
+    return simpar_plot_run(script, out->data->str, out->vars->str, output, error);
 }
 
 char *

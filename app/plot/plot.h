@@ -34,6 +34,9 @@ typedef struct {
     guint top;                   /* breakdown of a sweep: the `top` best by rank (default 12) */
     guint rank_first, rank_last; /* timeline: the ranks drawn (--ranks) */
     gboolean ranks_given;        /* else: the first 16 ranks the trace holds of the mode */
+    const GArray *ranks;         /* timeline: the ranks drawn where they leave gaps (guint,
+                                    ascending), or NULL: rank_first..rank_last */
+    const char *ranks_text;      /* those ranks as given (for messages), with `ranks` */
     const char *mode;            /* timeline: the mode (process prefix) drawn; NULL: the first */
 } SimparPlotOptions;
 
@@ -48,6 +51,10 @@ char *simpar_plot_data(const char *kind, const char *input, const SimparPlotOpti
 /* Reads `input`, writes the picture of `kind` to `output` (.png or .svg); opt may be NULL. */
 gboolean simpar_plot_render(const char *kind, const char *input, const char *output,
                             const SimparPlotOptions *opt, GError **error);
+/* The timeline of each of `modes` in the Chrome trace `input` into outputs[i] (.png or .svg), the
+ * trace read once for all of them (simpar --report). */
+gboolean simpar_plot_timelines(const char *input, const char *const *modes,
+                               const char *const *outputs, guint n, GError **error);
 /* The predicted-against-measured plot of one `simpar validate --json` object. */
 gboolean simpar_plot_validate(JsonObject *result, const char *title, const char *output,
                               GError **error);

@@ -12,6 +12,7 @@
  */
 #include "cli.h"
 #include "predict-config.h"
+#include "sweep-rate.h"
 #include "sweep.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -51,6 +52,7 @@ typedef struct {
     GPtrArray *running, *retry; /* SweepChunk * */
     gboolean tty;
     gint64 start_us, shown_us;
+    SimparSweepRate rate; /* the recent rate, for the ETA */
     guint shown_tenth;
     guint64 shown_done;
 } SweepRun;
@@ -230,7 +232,9 @@ sweep_progress(SweepRun *r, gboolean last)
     if (r->sw->args.quiet || r->pass_total == 0)
         return;
     gint64 now = g_get_monotonic_time();
-    double elapsed = (now - r->start_us) / 1e6, rate = r->run_done / MAX(elapsed, 1e-3);
+    simpar_sweep_rate_update(&r->rate, (now - r->start_us) / 1e6, r->run_done);
+    double rate = simpar_sweep_rate_get(&r->rate);
+    /* the recent rate (sweep-rate.h), not the mean since the start */
     double eta = rate > 0 ? (r->pass_total - r->pass_done) / rate : 0;
     guint tenth = (guint) (10 * r->pass_done / r->pass_total);
     const char *what = r->only != NULL ? "refine" : "sweep";
@@ -433,6 +437,7 @@ static gboolean
 sweep_pass(SweepRun *r, GError **error)
 {
     r->start_us = r->shown_us = g_get_monotonic_time();
+    simpar_sweep_rate_init(&r->rate, SIMPAR_SWEEP_RATE_TAU_S, 0, 0);
     r->run_done = 0, r->shown_tenth = 0, r->shown_done = r->pass_done;
     gboolean ok = simpar_sweep_enumerate(r->sw, sweep_visit, r, error) &&
                   (r->pending == NULL || sweep_start(r, g_steal_pointer(&r->pending), error));

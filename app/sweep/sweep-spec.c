@@ -1,4 +1,5 @@
 /* sweep-spec.c - the sweep's options: lists, checks, identity and the enumeration. */
+#include "cli-values.h"
 #include "cli.h"
 #include "generators.h"
 #include "model.h"
@@ -52,92 +53,13 @@ sweep_usage_from(GError **error, GError *local)
 
 /* ------------------------------------------------------------------------------------ lists */
 
-static gboolean
-sweep_list_number(const char *flag, const char *text, const char *s, gint64 min, gint64 max,
-                  gint64 *out, GError **error)
-{
-    gint64 v;
-    if (!g_ascii_string_to_signed(s, 10, G_MININT64, G_MAXINT64, &v, NULL))
-        return simpar_cli_usage(
-            error,
-            "--%s %s: '%s' is not a whole number (a list is comma-separated items "
-            "N, A..B, A..B:+S or A..B:*F)",
-            flag, text, s);
-    if (v < min || v > max)
-        return simpar_cli_usage(error,
-                                "--%s %s: %" G_GINT64_FORMAT
-                                " is out of range (from %" G_GINT64_FORMAT " to %" G_GINT64_FORMAT
-                                ")",
-                                flag, text, v, min, max);
-    *out = v;
-    return TRUE;
-}
-
-/* "A..B", "A..B:+S" or "A..B:*F" into its values. */
-static gboolean
-sweep_list_range(const char *flag, const char *text, const char *item, gboolean doubling,
-                 gint64 min, gint64 max, GArray *out, GError **error)
-{
-    const char *dots = strstr(item, "..");
-    g_autofree char *a_text = g_strndup(item, (gsize) (dots - item));
-    g_auto(GStrv) tail = g_strsplit(dots + 2, ":", 2);
-    gint64 a, b, step = doubling ? 2 : 1;
-    gboolean times = doubling;
-    if (!sweep_list_number(flag, text, a_text, min, max, &a, error) ||
-        !sweep_list_number(flag, text, tail[0] != NULL ? tail[0] : "", min, max, &b, error))
-        return FALSE;
-    if (a > b)
-        return simpar_cli_usage(error, "--%s %s: in the range %s the start must not exceed the end",
-                                flag, text, item);
-    if (tail[1] != NULL) {
-        times = tail[1][0] == '*';
-        if ((tail[1][0] != '*' && tail[1][0] != '+') ||
-            !g_ascii_string_to_signed(tail[1] + 1, 10, times ? 2 : 1, 1 << 20, &step, NULL))
-            return simpar_cli_usage(error,
-                                    "--%s %s: the step of %s must be :+S (S >= 1) or :*F (F >= 2)",
-                                    flag, text, item);
-    }
-    for (gint64 v = a; v <= b; v = times ? v * step : v + step) {
-        if (out->len >= SWEEP_MAX_VALUES)
-            return simpar_cli_usage(error, "--%s %s: more than %d values", flag, text,
-                                    SWEEP_MAX_VALUES);
-        g_array_append_val(out, v);
-    }
-    return TRUE;
-}
-
 gboolean
 simpar_sweep_parse_list(const char *flag, const char *text, gboolean doubling, gint64 min,
                         gint64 max, GArray *out, GError **error)
 {
-    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-    g_auto(GStrv) items = g_strsplit(text, ",", -1);
-    for (guint i = 0; items[0] == NULL || items[i] != NULL; i++) {
-        char *item = items[0] != NULL ? g_strstrip(items[i]) : NULL;
-        if (item == NULL || item[0] == '\0')
-            return simpar_cli_usage(error,
-                                    "--%s '%s': an empty item (give N, A..B, A..B:+S or A..B:*F, "
-                                    "comma-separated)",
-                                    flag, text);
-        guint before = out->len;
-        gint64 v;
-        gboolean ok = strstr(item, "..") != NULL
-                          ? sweep_list_range(flag, text, item, doubling, min, max, out, error)
-                          : sweep_list_number(flag, text, item, min, max, &v, error);
-        if (!ok)
-            return FALSE;
-        if (out->len == before)
-            g_array_append_val(out, v);
-        if (out->len > SWEEP_MAX_VALUES)
-            return simpar_cli_usage(error, "--%s %s: more than %d values", flag, text,
-                                    SWEEP_MAX_VALUES);
-    }
-    for (guint i = 0; i < out->len; i++)
-        for (guint j = 0; j < i; j++)
-            if (g_array_index(out, gint64, i) == g_array_index(out, gint64, j))
-                return simpar_cli_usage(error, "--%s %s: %" G_GINT64_FORMAT " appears twice", flag,
-                                        text, g_array_index(out, gint64, i));
-    return TRUE;
+    g_autofree char *dashed = g_strconcat("--", flag, NULL);
+    return simpar_cli_parse_list(dashed, text, min, max, SWEEP_MAX_VALUES,
+                                 doubling ? SIMPAR_CLI_LIST_DOUBLING : 0, out, error);
 }
 
 /* One name of a name list, checked; `all` for --tp-mode. */
