@@ -684,6 +684,31 @@ predict_simulate(const SimparPredictContext *ctx, const SimparModel *model,
     return TRUE;
 }
 
+/* Node-limited routing (--group-limit M): FALSE with *why set when the first expert-parallel
+ * group (EP consecutive ranks of the stage, as block_moe places it) spans fewer than M nodes. */
+static gboolean
+predict_node_limit(const SimparPredictContext *ctx, const SimparModel *model,
+                   const SimparTrain *train, GError **why)
+{
+    if (!simpar_model_is_moe(model) || model->moe.groups == 0)
+        return TRUE;
+    const SimparNet *net = simpar_platform_net(ctx->platform);
+    guint ep = (guint) MAX(train->ep, 1), TC = simpar_train_group(train), nodes = 0;
+    g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+    for (guint i = 0; i < ep; i++) {
+        guint node = simpar_net_node(net, simpar_train_rank(train, i % TC, i / TC, 0));
+        if (g_hash_table_add(seen, GUINT_TO_POINTER(node + 1)))
+            nodes++;
+    }
+    if ((guint64) model->moe.group_limit <= nodes)
+        return TRUE;
+    g_set_error(why, SIMPAR_PREDICT_ERROR, SIMPAR_PREDICT_ERROR_REFUSED,
+                "--group-limit %" G_GINT64_FORMAT ": a token may reach that many nodes, but the "
+                "expert-parallel group (--ep %u) spans %u (valid: 1 to %u, or a larger --ep)",
+                model->moe.group_limit, ep, nodes, nodes);
+    return FALSE;
+}
+
 gboolean
 simpar_predict_config(const SimparPredictContext *ctx, const SimparModel *model, SimparTrain *train,
                       SimparReportRow *row, GError **why, GError **error)
@@ -701,7 +726,8 @@ simpar_predict_config(const SimparPredictContext *ctx, const SimparModel *model,
         return TRUE;
     }
     row->grid = simpar_predict_grid(&train->tp);
-    if (!simpar_train_validate(train, model, ctx->gpus, why))
+    if (!simpar_train_validate(train, model, ctx->gpus, why) ||
+        !predict_node_limit(ctx, model, train, why))
         return TRUE;
     g_autoptr(SimparPredictCache) own = ctx->cache == NULL ? simpar_predict_cache_new() : NULL;
     SimparPredictContext cached = *ctx; /* the layer and its block times: the process's */
