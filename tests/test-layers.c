@@ -256,7 +256,7 @@ layers_run_model(const LayerCase *lc, gboolean causal, double p, SimparRecompute
         t[i] = g_new0(double, rows *cols);
         if (i < REF_N_INPUTS)
             ref_fill_random(t[i], rows * cols, rng);
-        if (moe && (i == REF_FC2_W || i == REF_FC2_B))
+        if (moe && (i == REF_FC2_W || i == REF_FC2_B) && rows * cols > 0) /* no bias: NULL */
             memset(t[i], 0, sizeof(double) * rows * cols);
     }
     ref_layer_run(&shape, t);
