@@ -181,13 +181,13 @@ simgrid_coll_exact(SimgridStream *st, const SimparExpansion *e, guint group, gui
 }
 
 /* Whether the collective's closed form prices the links its own transfers share (ring channels,
- * the hierarchical all-reduce): its fused transfers share them too on an idle network, and
- * their idle time must count that, or waiting out the rest of the closed form after them would
- * count it twice. */
+ * the hierarchical all-reduce, the pairwise all-to-all's rounds all at once): its fused
+ * transfers share them too on an idle network, and their idle time must count that, or waiting
+ * out the rest of the closed form after them would count it twice. */
 static gboolean
 simgrid_coll_shares(const SimparReplayColl *rc)
 {
-    return g_str_equal(rc->algo->name, "hierarchical") ||
+    return g_str_equal(rc->algo->name, "hierarchical") || g_str_equal(rc->algo->name, "pairwise") ||
            (g_str_equal(rc->algo->name, "ring") &&
             simpar_coll_ring_channels(&rc->group, rc->bytes) > 1);
 }

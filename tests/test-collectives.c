@@ -270,8 +270,8 @@ alpha_beta(const Case *c)
     if (g_str_equal(name, "ring") || g_str_equal(name, "hierarchical") ||
         g_str_equal(name, "nvls") || g_str_equal(name, "nvlstree")) /* the ring: no NVLS here */
         return (c->kind == AR ? 2 : 1) * (n - 1) * (A + s / (n * BW));
-    if (g_str_equal(name, "pairwise"))
-        return (n - 1) * (A + s / (n * BW));
+    if (g_str_equal(name, "pairwise")) /* every round on the wire at once, a member's port busy */
+        return A + (n - 1) * s / (n * BW);
     if (g_str_equal(name, "chain")) {
         double k = n_chunks(s);
         return (n - 1 + k - 1) * (A + s / (k * BW));

@@ -564,19 +564,31 @@ test_rack_sizes(void)
     topo_teardown();
 }
 
-/* busbw_GBps of `simpar collective --op allreduce` on `gpus` GPUs of `path`, `bytes` each. */
+/* busbw_GBps of `simpar collective --op OP` on `gpus` GPUs of `path`, `bytes` each. */
 static double
-topo_busbw(const char *path, guint gpus, const char *bytes)
+topo_busbw_run(const char *path, const char *op, guint gpus, const char *bytes, const char *how)
 {
-    g_autofree char *args = g_strdup_printf("collective --topology %s --op allreduce --gpus %u "
-                                            "--bytes %s --backend analytic --json",
-                                            path, gpus, bytes);
+    g_autofree char *args = g_strdup_printf("collective --topology %s --op %s --gpus %u "
+                                            "--bytes %s %s --json",
+                                            path, op, gpus, bytes, how);
     SimparCliRun r = simpar_cli_run(args);
     CU_ASSERT_EQUAL(r.status, 0);
     const char *at = strstr(r.out, "\"busbw_GBps\" : ");
     double busbw = at != NULL ? g_ascii_strtod(at + strlen("\"busbw_GBps\" : "), NULL) : 0;
     simpar_cli_run_clear(&r);
     return busbw;
+}
+
+static double
+topo_busbw_op(const char *path, const char *op, guint gpus, const char *bytes)
+{
+    return topo_busbw_run(path, op, gpus, bytes, "--backend analytic");
+}
+
+static double
+topo_busbw(const char *path, guint gpus, const char *bytes)
+{
+    return topo_busbw_op(path, "allreduce", gpus, bytes);
 }
 
 /* The Blackwell rows of bench/fidelity/nccl-tests.csv (each with its public source there):
@@ -591,7 +603,7 @@ test_blackwell_nccl_tests(void)
     guint checked = 0;
     for (guint i = 0; lines[i] != NULL; i++) {
         g_auto(GStrv) f = g_strsplit(lines[i], ",", -1);
-        if (g_strv_length(f) != 9 || lines[i][0] == '#' ||
+        if (g_strv_length(f) != 10 || lines[i][0] == '#' ||
             (!g_str_equal(f[1], "gb200-nvl72") && !g_str_equal(f[1], "dgx-b200")))
             continue;
         g_autofree char *path = topo_generate(topo_dir, f[1], (guint) atoi(f[2]));
@@ -604,6 +616,53 @@ test_blackwell_nccl_tests(void)
         checked++;
     }
     CU_ASSERT_EQUAL(checked, 6); /* one NVL72 rack, 512 MiB to 8 GiB; two DGX B200, 8 GiB */
+    topo_teardown();
+}
+
+/* The all-to-all rows of bench/fidelity/nccl-tests.csv (each with its public source there):
+ * every row is held from 1 MiB. A row on its machine's own preset is within 10% busbw (4 H100
+ * of one HGX node, 500 MiB: +10.0%). A row on a stand-in platform (topology_options: two A100
+ * nodes of 4 x 200 Gb/s NICs as clos-h100 at 8 x 100 Gb/s) is within 15% and above the figure:
+ * simpar takes the NICs at 96% of their line rate where that run's reached about 91.5% (183 of
+ * 200 Gb/s, the issue says), +13.5%. Before all rounds of the pairwise exchange shared the wire
+ * at once, that row was -39%: each round waited for its cross-node pairs. Fused SimGrid runs
+ * give the analytic figure. */
+static void
+test_alltoall_nccl_tests(void)
+{
+    g_autofree char *csv = NULL;
+    CU_ASSERT_TRUE_FATAL(g_file_get_contents("bench/fidelity/nccl-tests.csv", &csv, NULL, NULL));
+    topo_setup();
+    g_auto(GStrv) lines = g_strsplit(csv, "\n", -1);
+    guint own = 0, stand_in = 0;
+    for (guint i = 0; lines[i] != NULL; i++) {
+        g_auto(GStrv) f = g_strsplit(lines[i], ",", -1);
+        if (g_strv_length(f) != 10 || lines[i][0] == '#' || !g_str_equal(f[4], "alltoall") ||
+            g_ascii_strtod(f[5], NULL) < 1 << 20)
+            continue;
+        g_autofree char *more = *f[9] != '\0' ? g_strconcat(" ", f[9], NULL) : g_strdup("");
+        g_autofree char *path = topo_generate_with(topo_dir, f[1], (guint) atoi(f[2]), more);
+        double want = g_ascii_strtod(f[6], NULL);
+        double got = topo_busbw_op(path, "alltoall", (guint) atoi(f[3]), f[5]),
+               err = got / want - 1;
+        /* SimGrid's fused transfers share the links as the closed form does (once, not twice) */
+        double fused = topo_busbw_run(path, "alltoall", (guint) atoi(f[3]), f[5],
+                                      "--backend simgrid --collectives fused");
+        if (fabs(fused / got - 1) > 1e-3)
+            printf("\n    %s fused %.2f GB/s, analytic %.2f", f[0], fused, got);
+        CU_ASSERT_TRUE(fabs(fused / got - 1) <= 1e-3);
+        gboolean ok = *f[9] == '\0' ? fabs(err) <= 0.10 : err >= 0.0 && err <= 0.15;
+        if (!ok)
+            printf("\n    %s %s, %s GPUs, %s B: simpar %+.1f%% of nccl-tests' %.2f GB/s", f[0],
+                   f[1], f[3], f[5], 100 * err, want);
+        CU_ASSERT_TRUE(ok);
+        if (*f[9] == '\0')
+            own++;
+        else
+            stand_in++;
+    }
+    CU_ASSERT_EQUAL(own, 1);      /* one HGX H100 node, 4 GPUs */
+    CU_ASSERT_EQUAL(stand_in, 1); /* two A100 nodes of 4 NICs */
     topo_teardown();
 }
 
@@ -664,6 +723,9 @@ static CU_TestInfo topology_tests[] = {
      test_rack_sizes},
     {"all-reduce on Blackwell presets is within 10% busbw of the public nccl-tests figures",
      test_blackwell_nccl_tests},
+    {"all-to-all is within 10% busbw of the public nccl-tests figures on its presets, 15% on a "
+     "stand-in platform",
+     test_alltoall_nccl_tests},
     CU_TEST_INFO_NULL,
 };
 

@@ -5,7 +5,8 @@
 # algorithm and protocol choice, and prints predicted against measured busbw and the error;
 # then the mean absolute percentage error per preset over the rows of 1 MiB and up, overall and
 # over the rows where NCCL ran NVLink SHARP (NVLS). A row measured with NVLS off runs simpar with
-# --algo ring (the csv's simpar_algo).
+# --algo ring (the csv's simpar_algo); a row with topology_options (an all-to-all row's stand-in
+# platform, e.g. --nic-gbps) passes them to simpar topology.
 # Writes bench/results/fidelity.txt (the table) and bench/results/fidelity.md (the same, in
 # Markdown, for docs/fidelity.md).
 set -euo pipefail
@@ -20,11 +21,13 @@ rows="$work/rows"
 : > "$rows"
 
 grep -v '^#' bench/fidelity/nccl-tests.csv | tail -n +2 |
-  while IFS=, read -r source preset nodes gpus op bytes measured algo simpar_algo; do
-    platform="$work/$preset-$nodes.xml"
+  while IFS=, read -r source preset nodes gpus op bytes measured algo simpar_algo options; do
+    platform="$work/$preset-$nodes${options// /}.xml"
     count=--nodes
     [ "$preset" = gb200-nvl72 ] && count=--racks
-    [ -f "$platform" ] || "$bin" topology --preset "$preset" "$count" "$nodes" -o "$platform"
+    # shellcheck disable=SC2086 # the row's topology options, word by word
+    [ -f "$platform" ] || "$bin" topology --preset "$preset" "$count" "$nodes" -o "$platform" \
+      $options
     json=$("$bin" collective --topology "$platform" --op "$op" --gpus "$gpus" --bytes "$bytes" \
       --algo "$simpar_algo" --backend analytic --json)
     busbw=$(printf '%s\n' "$json" | sed -n 's/.*"busbw_GBps" : \([0-9.e+-]*\).*/\1/p')
