@@ -215,20 +215,66 @@ gemm_row_distance(const GemmRow *r, const double q[4], gboolean ta, gboolean tb,
            0.25 * ((r->ta != 0) != (ta != FALSE)) + 0.25 * ((r->tb != 0) != (tb != FALSE));
 }
 
+/* The rows' log ratios, log(max(measured, floor) / curve), of one table under one curve (`key`),
+ * for the last GEMM_RATIOS_KEPT curves asked: a step prices every GEMM of a layer many times
+ * under one GPU's figures, and the rows' ratios (a curve and a logarithm each) took most of it. */
+#define GEMM_RATIOS_KEPT 4
+
+typedef struct {
+    const SimparGemmTable *t;
+    GBytes *key;
+    double *lr; /* per row */
+} GemmRatios;
+
+G_LOCK_DEFINE_STATIC(gemm_ratios);
+static GemmRatios gemm_ratios[GEMM_RATIOS_KEPT];
+static guint gemm_ratios_next;
+
+/* Fills lr (t->rows->len) with the rows' log ratios under `curve`, kept or worked out. */
+static void
+gemm_row_ratios(const SimparGemmTable *t, GemmCurve curve, const void *ctx, const void *key,
+                gsize key_len, double *lr)
+{
+    g_autoptr(GBytes) k = g_bytes_new(key, key_len);
+    gsize bytes = t->rows->len * sizeof(double);
+    G_LOCK(gemm_ratios);
+    for (guint i = 0; i < GEMM_RATIOS_KEPT; i++)
+        if (gemm_ratios[i].t == t && g_bytes_equal(gemm_ratios[i].key, k)) {
+            memcpy(lr, gemm_ratios[i].lr, bytes);
+            G_UNLOCK(gemm_ratios);
+            return;
+        }
+    G_UNLOCK(gemm_ratios);
+    for (guint i = 0; i < t->rows->len; i++) {
+        const GemmRow *r = &g_array_index(t->rows, GemmRow, i);
+        double floor, at = curve(ctx, r->m, r->n, r->k, r->batch, &floor);
+        lr[i] = log(MAX(r->time_s, floor) / at);
+    }
+    G_LOCK(gemm_ratios);
+    GemmRatios *slot = &gemm_ratios[gemm_ratios_next++ % GEMM_RATIOS_KEPT];
+    g_clear_pointer(&slot->key, g_bytes_unref);
+    g_free(slot->lr);
+    *slot = (GemmRatios){t, g_bytes_ref(k), g_memdup2(lr, bytes)};
+    G_UNLOCK(gemm_ratios);
+}
+
 gboolean
 gemm_table_ratio(const SimparGemmTable *t, const GemmQuery *q, GemmCurve curve, const void *ctx,
-                 double *ratio)
+                 const void *key, gsize key_len, double *ratio)
 {
+    if (t == NULL)
+        return FALSE;
     double lq[4] = {log2(q->m), log2(q->n), log2(q->k), log2(q->batch)};
     double sw = 0, swr = 0;
-    for (guint i = 0; t != NULL && i < t->rows->len; i++) {
+    g_autofree double *lrs = g_new(double, t->rows->len + 1);
+    gemm_row_ratios(t, curve, ctx, key, key_len, lrs);
+    for (guint i = 0; i < t->rows->len; i++) {
         const GemmRow *r = &g_array_index(t->rows, GemmRow, i);
         if (r->dtype != (gint64) q->dtype)
             continue;
         gboolean near;
         double d2 = gemm_row_distance(r, lq, q->ta, q->tb, &near);
-        double floor, at = curve(ctx, r->m, r->n, r->k, r->batch, &floor);
-        double lr = log(MAX(r->time_s, floor) / at);
+        double lr = lrs[i];
         if (d2 < 1e-12) { /* a measured shape: its measurement */
             *ratio = exp(lr);
             return TRUE;

@@ -17,12 +17,14 @@ typedef struct {
 typedef double (*GemmCurve)(const void *ctx, double m, double n, double k, double batch,
                             double *floor);
 
-/* The measured-over-curve ratio at q (compute-data.c's header); FALSE when the table has no
- * row of q's dtype. */
 /* The rows of dtype `dtype` in t (0 for NULL). */
 guint gemm_table_count(const SimparGemmTable *t, SimparDtype dtype);
+/* The measured-over-curve ratio at q (compute-data.c's header); FALSE when the table has no
+ * row of q's dtype. The rows' own ratios depend on the curve alone, not on q: they are kept
+ * for the last few curves, each known by `key` (key_len bytes: every figure the curve reads,
+ * byte for byte), and worked out again for another key. */
 gboolean gemm_table_ratio(const SimparGemmTable *t, const GemmQuery *q, GemmCurve curve,
-                          const void *ctx, double *ratio);
+                          const void *ctx, const void *key, gsize key_len, double *ratio);
 /* A calibration file's "gemm_table" member: an array of {"dtype", "m", "n", "k", "batch",
  * "trans_a", "trans_b", "time_s"} objects. */
 gboolean gemm_table_from_json(JsonNode *node, const char *path, const SimparGemmTable **out,

@@ -331,9 +331,12 @@ compute_gemm_op(const SimparGpu *gpu, SimparDtype dtype, const GemmQuery *q, gbo
 {
     double t = compute_gemm_curve(gpu, dtype, q->m, q->n, q->k, q->batch, accumulate);
     GemmCtx ctx = {gpu, dtype};
+    /* every figure compute_gemm_row_curve reads, for the table's kept row ratios */
+    const double key[] = {gpu->peak_flops[dtype], gpu->mem_bw_Bps,    gpu->mem_eff,  gpu->launch_s,
+                          gpu->gemm_eff_max,      gpu->gemm_half_dim, (double) dtype};
     double ratio;
-    if (gpu->gemm_table == NULL ||
-        !gemm_table_ratio(gpu->gemm_table, q, compute_gemm_row_curve, &ctx, &ratio))
+    if (gpu->gemm_table == NULL || !gemm_table_ratio(gpu->gemm_table, q, compute_gemm_row_curve,
+                                                     &ctx, key, sizeof key, &ratio))
         return t;
     return MAX(t * ratio, compute_gemm_floor(gpu, dtype, q->m, q->n, q->k, q->batch, accumulate));
 }

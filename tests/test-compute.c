@@ -909,6 +909,20 @@ test_gemm_table(void)
     gpu_h100(&plain);
     CU_ASSERT(near(simpar_compute_gemm_time(&gpu, SIMPAR_DTYPE_FP32, 512, 512, 512, 1),
                    simpar_compute_gemm_time(&plain, SIMPAR_DTYPE_FP32, 512, 512, 512, 1)));
+    /* the rows' ratios kept for one GPU's figures are not another's: a GPU with twice the
+     * launch time, asked after the first, still gets a measured shape's measurement (the first
+     * GPU's kept ratios would give curve_slow x 1.5 curve_small / curve_small); and the first
+     * GPU's times stay as they were once more curves than are kept were asked */
+    SimparGpu slow = gpu;
+    slow.launch_s *= 2;
+    double mid_s = simpar_compute_gemm_time(&gpu, bf, 2048, 2048, 2048, 1);
+    CU_ASSERT(near(simpar_compute_gemm_time(&slow, bf, 1024, 1024, 1024, 1), 1.5 * curve_small));
+    for (guint i = 0; i < 6; i++) {
+        SimparGpu g = gpu;
+        g.gemm_half_dim *= 2 + i;
+        (void) simpar_compute_gemm_time(&g, bf, 2048, 2048, 2048, 1);
+    }
+    CU_ASSERT_EQUAL(simpar_compute_gemm_time(&gpu, bf, 2048, 2048, 2048, 1), mid_s);
     CU_ASSERT_FALSE(simpar_compute_gemm_extrapolated(&gpu, bf, 3000, 5000, 4096, 1));
     CU_ASSERT_TRUE(simpar_compute_gemm_extrapolated(&gpu, bf, 65536, 4096, 4096, 1));
     CU_ASSERT_TRUE(simpar_compute_gemm_extrapolated(&gpu, SIMPAR_DTYPE_FP32, 4096, 4096, 4096, 1));
