@@ -121,11 +121,11 @@ typedef struct {
     const SimparTrain *tr;
     SimparPredictCache *cache;
     FormulaConfig c;
-    guint T, P, D, v, lc;       /* lc: layers per chunk, 0 when the chunks differ */
-    guint n_chains;             /* 1: chain (0, 0) for all; else T x D, chain t + T d */
+    guint T, P, D, v, lc;   /* lc: layers per chunk, 0 when the chunks differ */
+    guint n_chains;         /* 1: chain (0, 0) for all; else T x D, chain t + T d */
     SimparRankFacts *facts; /* per tensor-parallel rank */
-    SimparRoute *fwd, *bwd;     /* per (chain, stage p): to stage (p + 1) % P, and back */
-    guint *end_rank;            /* per (chain, stage): the lowest rank it stands for */
+    SimparRoute *fwd, *bwd; /* per (chain, stage p): to stage (p + 1) % P, and back */
+    guint *end_rank;        /* per (chain, stage): the lowest rank it stands for */
     /* one evaluation */
     guint m, n_vs;
     GArray *ops;      /* FormulaOp, chain by chain, stage by stage in program order */
