@@ -324,14 +324,17 @@ report_text_axes(GString *out, const SimparReportRow *row)
                                st->layer_ranks, st->tp_ranks);
     if (st->block_backend != NULL)
         g_string_append_printf(notes, "; blocks timed on the %s backend", st->block_backend);
+    /* the layer blocks' exposed communication: an MoE layer's all-to-alls are among it */
+    const char *layer_axes =
+        st->moe_experts_s > 0 ? "tensor- and expert-parallel" : "tensor-parallel";
     if (st->split != NULL)
         g_string_append_printf(out,
-                               "\n  %-5s %s; %s%s\n  %-5s step: compute %.4f s, tensor-parallel "
-                               "exposed %.4f, bubble %.4f, pipeline p2p %.4f, data-parallel "
-                               "exposed %.4f, optimizer %.4f; MFU %.1f%%",
+                               "\n  %-5s %s; %s%s\n  %-5s step: compute %.4f s, %s exposed %.4f, "
+                               "bubble %.4f, pipeline p2p %.4f, data-parallel exposed %.4f, "
+                               "optimizer %.4f; MFU %.1f%%",
                                row->mode, st->split, st->placement, notes->str, row->mode,
-                               row->compute_s, st->tp_exposed_s, st->bubble_s, st->pp_p2p_s,
-                               st->dp_exposed_s, st->optimizer_s, 100 * st->mfu);
+                               row->compute_s, layer_axes, st->tp_exposed_s, st->bubble_s,
+                               st->pp_p2p_s, st->dp_exposed_s, st->optimizer_s, 100 * st->mfu);
     if (st->moe_experts_s > 0)
         g_string_append_printf(out,
                                "\n  %-5s one MoE layer (fwd + bwd) on an expert-parallel GPU: "

@@ -5,6 +5,7 @@
 #include "simpar-test.h"
 #include <json-glib/json-glib.h>
 #include <math.h>
+#include <string.h>
 
 #define H100 "topologies/dgx-h100x64.xml"
 /* a small MoE model on 64 H100s: 16 experts of width 1024, top-2, EP 8 over the data-parallel
@@ -55,6 +56,24 @@ test_an_moe_step_names_dispatch_combine_and_expert_gemms(void)
     CU_ASSERT(ep);
 }
 
+/* The text's step line counts the expert-parallel all-to-alls among the layers' exposed
+ * communication and says so; a dense model's line speaks of tensor parallelism alone. */
+static void
+test_the_step_line_names_expert_parallel_exposure(void)
+{
+    const char *dense = "--topology " H100 " --model llama3-8b --layers 4 --seq 1024 --tp-mode 1d "
+                        "--tp 1 --pp 2 --dp 32 --global-batch 128";
+    g_auto(GStrv) parts = g_strsplit(MOE_JOB, "--json ", 2);
+    g_autofree char *moe = g_strjoinv("", parts); /* the text table */
+    SimparCliRun r = simpar_cli_run(moe), d = simpar_cli_run(dense);
+    CU_ASSERT(r.status == 0 && d.status == 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "tensor- and expert-parallel exposed "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(d.out, ", tensor-parallel exposed "));
+    CU_ASSERT_PTR_NULL(strstr(d.out, "expert-parallel"));
+    simpar_cli_run_clear(&r);
+    simpar_cli_run_clear(&d);
+}
+
 static void
 test_a_dense_model_has_no_moe_figures(void)
 {
@@ -101,6 +120,8 @@ static CU_TestInfo predict_tests[] = {
     {"an MoE step names its dispatch and combine all-to-alls and expert GEMMs",
      test_an_moe_step_names_dispatch_combine_and_expert_gemms},
     {"a dense model has no MoE figures", test_a_dense_model_has_no_moe_figures},
+    {"the step line names the expert-parallel exposure",
+     test_the_step_line_names_expert_parallel_exposure},
     {"twice the imbalance doubles the expert GEMMs' rows",
      test_twice_the_imbalance_doubles_the_expert_gemms_rows},
     {"an expert-parallel group across nodes is exposed between nodes",
