@@ -383,6 +383,10 @@ simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GE
     simpar_job_args_init(&a->job);
     a->jobs = a->refine = SIMPAR_JOB_UNSET;
     char **n = a->numbers, **s = a->names;
+    /* the generator table's names, as simpar predict's --tp-mode help gives them */
+    g_autofree char *modes =
+        g_strdup_printf("Tensor-parallel modes %s, or all (default)", simpar_generator_names());
+    const char *modes_help = g_intern_string(modes);
     const GOptionEntry entries[] = {
         {"preset", 0, 0, G_OPTION_ARG_STRING, &a->preset,
          "Node design (simpar topology --list): a platform generated per GPU count", "NAME"},
@@ -390,8 +394,7 @@ simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GE
          "A fixed platform file instead of --preset", "FILE"},
         {"gpus", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_GPUS],
          "GPU counts (--topology: default all its GPUs)", "LIST"},
-        {"tp-mode", 0, 0, G_OPTION_ARG_STRING, &s[SIMPAR_SWEEP_MODES],
-         "Tensor-parallel modes 1d, 2d, 2.5d, 3d, or all (default)", "LIST"},
+        {"tp-mode", 0, 0, G_OPTION_ARG_STRING, &s[SIMPAR_SWEEP_MODES], modes_help, "LIST"},
         {"tp", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_TP], "1-D tensor-parallel sizes T",
          "LIST"},
         {"q", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_Q],
