@@ -148,7 +148,17 @@ typedef struct {
 
 struct _SimparGemmTable {
     GArray *rows; /* GemmRow, in the order added */
+    gsize id;     /* new with every row added, never reused: what the kept ratios know it by
+                   * (a freed table's address comes back, as leave-one-out tables do) */
 };
+
+static gsize gemm_table_ids;
+
+static gsize
+gemm_table_next_id(void)
+{
+    return (gsize) g_atomic_pointer_add(&gemm_table_ids, 1) + 1;
+}
 
 void
 simpar_gemm_table_free(SimparGemmTable *t)
@@ -164,6 +174,7 @@ simpar_gemm_table_new(void)
 {
     SimparGemmTable *t = g_new0(SimparGemmTable, 1);
     t->rows = g_array_new(FALSE, TRUE, sizeof(GemmRow));
+    t->id = gemm_table_next_id();
     return t; /* (transfer full) */
 }
 
@@ -178,6 +189,7 @@ simpar_gemm_table_add(SimparGemmTable *t, SimparDtype dtype, double m, double n,
     r.m = m, r.n = n, r.k = k, r.batch = batch, r.time_s = time_s;
     r.lm = log2(m), r.ln = log2(n), r.lk = log2(k), r.lb = log2(batch);
     g_array_append_val(t->rows, r);
+    t->id = gemm_table_next_id();
 }
 
 static GPtrArray *gemm_tables; /* every interned table; never freed */
@@ -221,7 +233,7 @@ gemm_row_distance(const GemmRow *r, const double q[4], gboolean ta, gboolean tb,
 #define GEMM_RATIOS_KEPT 4
 
 typedef struct {
-    const SimparGemmTable *t;
+    gsize table; /* SimparGemmTable.id */
     GBytes *key;
     double *lr; /* per row */
 } GemmRatios;
@@ -239,7 +251,7 @@ gemm_row_ratios(const SimparGemmTable *t, GemmCurve curve, const void *ctx, cons
     gsize bytes = t->rows->len * sizeof(double);
     G_LOCK(gemm_ratios);
     for (guint i = 0; i < GEMM_RATIOS_KEPT; i++)
-        if (gemm_ratios[i].t == t && g_bytes_equal(gemm_ratios[i].key, k)) {
+        if (gemm_ratios[i].table == t->id && g_bytes_equal(gemm_ratios[i].key, k)) {
             memcpy(lr, gemm_ratios[i].lr, bytes);
             G_UNLOCK(gemm_ratios);
             return;
@@ -254,7 +266,7 @@ gemm_row_ratios(const SimparGemmTable *t, GemmCurve curve, const void *ctx, cons
     GemmRatios *slot = &gemm_ratios[gemm_ratios_next++ % GEMM_RATIOS_KEPT];
     g_clear_pointer(&slot->key, g_bytes_unref);
     g_free(slot->lr);
-    *slot = (GemmRatios){t, g_bytes_ref(k), g_memdup2(lr, bytes)};
+    *slot = (GemmRatios){t->id, g_bytes_ref(k), g_memdup2(lr, bytes)};
     G_UNLOCK(gemm_ratios);
 }
 

@@ -928,6 +928,43 @@ test_gemm_table(void)
     CU_ASSERT_TRUE(simpar_compute_gemm_extrapolated(&gpu, SIMPAR_DTYPE_FP32, 4096, 4096, 4096, 1));
 }
 
+/* The kept row ratios belong to one table as it stood: a table freed and another made in its
+ * place (leave-one-out makes one per row) gets its own, and so does a table that gained a row
+ * after it was asked. */
+static void
+test_gemm_table_ratios_kept(void)
+{
+    SimparGpu gpu;
+    gpu_h100(&gpu);
+    SimparDtype bf = SIMPAR_DTYPE_BF16;
+    double c1 = simpar_compute_gemm_time(&gpu, bf, 1024, 1024, 1024, 1);
+    double c4 = simpar_compute_gemm_time(&gpu, bf, 4096, 4096, 4096, 1);
+    /* the reference: rows B, asked while nothing else is kept for them */
+    SimparGemmTable *ref = simpar_gemm_table_new();
+    simpar_gemm_table_add(ref, bf, 1024, 1024, 1024, 1, FALSE, FALSE, 2 * c1);
+    simpar_gemm_table_add(ref, bf, 4096, 4096, 4096, 1, FALSE, FALSE, 2 * c4);
+    gpu.gemm_table = ref;
+    double want = simpar_compute_gemm_time(&gpu, bf, 2048, 2048, 2048, 1);
+    for (guint round = 0; round < 4; round++) {
+        SimparGemmTable *a = simpar_gemm_table_new(); /* rows A, asked, then freed */
+        simpar_gemm_table_add(a, bf, 1024, 1024, 1024, 1, FALSE, FALSE, 1.1 * c1);
+        simpar_gemm_table_add(a, bf, 4096, 4096, 4096, 1, FALSE, FALSE, 1.1 * c4);
+        gpu.gemm_table = a;
+        (void) simpar_compute_gemm_time(&gpu, bf, 2048, 2048, 2048, 1);
+        simpar_gemm_table_free(a);
+        SimparGemmTable *b = simpar_gemm_table_new(); /* rows B, often at a's address */
+        simpar_gemm_table_add(b, bf, 1024, 1024, 1024, 1, FALSE, FALSE, 2 * c1);
+        simpar_gemm_table_add(b, bf, 4096, 4096, 4096, 1, FALSE, FALSE, 2 * c4);
+        gpu.gemm_table = b;
+        CU_ASSERT_EQUAL(simpar_compute_gemm_time(&gpu, bf, 2048, 2048, 2048, 1), want);
+        /* a row added after it was asked: its shape is its measurement */
+        simpar_gemm_table_add(b, bf, 2048, 2048, 2048, 1, FALSE, FALSE, 3 * c4);
+        CU_ASSERT(near(simpar_compute_gemm_time(&gpu, bf, 2048, 2048, 2048, 1), 3 * c4));
+        simpar_gemm_table_free(b);
+    }
+    simpar_gemm_table_free(ref);
+}
+
 /* The compiled-in data: the H200 has measured kernel fractions (each a fraction) and a bf16
  * GEMM table; a GPU model the data does not list keeps the roofline's figures. */
 static void
@@ -1306,6 +1343,7 @@ static CU_TestInfo compute_tests[] = {
     {"a calibration's bandwidth of one op kind serves that kind alone", test_kind_bandwidth},
     {"a measured GEMM table: measurements, ratios between them, the roofline floor",
      test_gemm_table},
+    {"kept GEMM row ratios belong to one table as it stood", test_gemm_table_ratios_kept},
     {"the compiled-in compute data of the H200; an unlisted GPU keeps its figures",
      test_compute_data},
     {"a GEMM takes launch + max(flops / (peak * eff), bytes / bandwidth)", test_gemm_formula},
