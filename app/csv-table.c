@@ -20,7 +20,8 @@ static void
 csv_field(void *s, size_t len, void *data)
 {
     CsvRead *r = data;
-    g_ptr_array_add(r->row, s != NULL ? g_strndup(s, len) : g_strdup(""));
+    g_ptr_array_add(r->row, g_string_chunk_insert_len(r->csv->strings, s != NULL ? s : "",
+                                                      s != NULL ? (gssize) len : 0));
 }
 
 static void
@@ -29,7 +30,7 @@ csv_row(int c, void *data)
     (void) c;
     CsvRead *r = data;
     GPtrArray *row = g_steal_pointer(&r->row);
-    r->row = g_ptr_array_new_with_free_func(g_free);
+    r->row = g_ptr_array_sized_new(row->len);
     if (r->csv->header == NULL) {
         r->csv->header = row;
         return;
@@ -57,6 +58,7 @@ simpar_csv_free(SimparCsv *csv)
         g_ptr_array_free(csv->header, TRUE);
     g_ptr_array_free(csv->rows, TRUE);
     g_array_free(csv->lines, TRUE);
+    g_string_chunk_free(csv->strings);
     g_free(csv);
 }
 
@@ -109,7 +111,8 @@ simpar_csv_parse(const char *data, gsize len, const char *name, SimparCsvFlags f
     csv->comments = g_ptr_array_new_with_free_func(g_free);
     csv->rows = g_ptr_array_new_with_free_func((GDestroyNotify) g_ptr_array_unref);
     csv->lines = g_array_new(FALSE, FALSE, sizeof(guint));
-    CsvRead r = {csv, g_ptr_array_new_with_free_func(g_free), 1, NULL};
+    csv->strings = g_string_chunk_new(MAX(len, 64));
+    CsvRead r = {csv, g_ptr_array_new(), 1, NULL};
     gsize start = csv_comments(csv, data, len, &r.line);
     if ((flags & SIMPAR_CSV_DROP_TORN_TAIL) && len > start && data[len - 1] != '\n') {
         const char *last = g_strrstr_len(data + start, (gssize) (len - start), "\n");

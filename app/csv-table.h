@@ -35,12 +35,13 @@ typedef enum {
 } SimparCsvFlags;
 
 typedef struct {
-    char *name;          /* the file's path, for messages */
-    GPtrArray *comments; /* char *: the leading '#' lines, '#' and line break removed */
-    GPtrArray *header;   /* char * */
-    GPtrArray *rows;     /* GPtrArray * of char *, each header->len long */
-    GArray *lines;       /* guint: the 1-based line of each row, for messages */
-    gboolean torn_tail;  /* an unfinished last line was dropped */
+    char *name;            /* the file's path, for messages */
+    GPtrArray *comments;   /* char *: the leading '#' lines, '#' and line break removed */
+    GPtrArray *header;     /* char * */
+    GPtrArray *rows;       /* GPtrArray * of char *, each header->len long */
+    GArray *lines;         /* guint: the 1-based line of each row, for messages */
+    gboolean torn_tail;    /* an unfinished last line was dropped */
+    GStringChunk *strings; /* every field of the header and the rows */
 } SimparCsv;
 
 SimparCsv *simpar_csv_read(const char *path, SimparCsvFlags flags,

@@ -27,19 +27,20 @@ formula_buf(Formula *f, FormulaBuf slot, gsize n)
 static guint
 formula_add(Formula *f, FormulaKind kind, guint stream, double a, double b, guint dep)
 {
-    guint i = f->ops->len, s = (f->chain * f->P + f->p) * FORMULA_N_STREAMS + stream;
-    FormulaOp op = {.a = a,
-                    .b = b,
-                    .start = 0,
-                    .end = -1,
-                    .dep = dep,
-                    .partner = i,
-                    .next = FORMULA_NONE,
-                    .chain = f->chain,
-                    .stage = f->p,
-                    .kind = kind,
-                    .stream = stream};
-    g_array_append_val(f->ops, op);
+    guint i = f->n_ops++, s = (f->chain * f->P + f->p) * FORMULA_N_STREAMS + stream;
+    if (i == f->ops->len) /* out of room: twice as much (the array is the cache's) */
+        g_array_set_size(f->ops, MAX(2 * f->ops->len, 1024u));
+    *formula_op(f, i) = (FormulaOp){.a = a,
+                                    .b = b,
+                                    .start = 0,
+                                    .end = -1,
+                                    .dep = dep,
+                                    .partner = i,
+                                    .next = FORMULA_NONE,
+                                    .chain = f->chain,
+                                    .stage = f->p,
+                                    .kind = kind,
+                                    .stream = stream};
     if (f->last[s] != FORMULA_NONE)
         formula_op(f, f->last[s])->next = i;
     f->last[s] = i;
@@ -278,14 +279,14 @@ formula_stage(Formula *f, guint chain, guint p, const GArray *order)
     for (guint i = 0; i < order->len; i++) {
         const SimparPipeItem *it = &g_array_index(order, SimparPipeItem, i);
         if (first != NULL)
-            first[i] = f->ops->len;
+            first[i] = f->n_ops;
         if (it->backward)
             formula_backward(f, it);
         else
             formula_forward(f, it);
     }
     if (first != NULL)
-        first[order->len] = f->ops->len;
+        first[order->len] = f->n_ops;
     formula_optimizer(f);
 }
 
@@ -296,7 +297,8 @@ typedef struct {
     guint *waiting;    /* per op: its stream predecessor and dep that have not ended */
     guint *dependents; /* per op, from first_dep[op] to first_dep[op + 1]: the ops it is dep of */
     guint *first_dep;
-    GArray *ready; /* guint: ops whose stream predecessor and dep have ended */
+    guint *ready; /* ops whose stream predecessor and dep have ended, n_ready of them */
+    guint n_ready;
 } FormulaOrder;
 
 /* Op j may start no earlier than `end`; it arrives once nothing else holds it back. */
@@ -306,7 +308,7 @@ formula_hold(FormulaOrder *o, guint j, double end)
     FormulaOp *op = formula_op(o->f, j);
     op->start = MAX(op->start, end);
     if (--o->waiting[j] == 0)
-        g_array_append_val(o->ready, j);
+        o->ready[o->n_ready++] = j;
 }
 
 /* Op i has ended: what comes after it on its stream and what depends on it may start. */
@@ -353,8 +355,7 @@ formula_evaluate(Formula *f)
                       .waiting = formula_buf(f, FORMULA_BUF_WAITING, n),
                       .dependents = formula_buf(f, FORMULA_BUF_DEPENDENTS, n),
                       .first_dep = formula_buf(f, FORMULA_BUF_FIRST_DEP, n + 1)};
-    o.ready = f->buf[FORMULA_BUF_READY] =
-        simpar_predict_cache_scratch(f->cache, FORMULA_BUF_READY, sizeof(guint), n);
+    o.ready = formula_buf(f, FORMULA_BUF_READY, n); /* each op is ready once */
     memset(o.waiting, 0, n * sizeof(guint));
     memset(o.first_dep, 0, (n + 1) * sizeof(guint));
     for (guint i = 0; i < n; i++) {
@@ -373,10 +374,10 @@ formula_evaluate(Formula *f)
         if (dep != FORMULA_NONE)
             o.dependents[fill[dep]++] = i;
         if (o.waiting[i] == 0)
-            g_array_append_val(o.ready, i);
+            o.ready[o.n_ready++] = i;
     }
-    for (guint k = 0; k < o.ready->len; k++)
-        formula_arrive(&o, g_array_index(o.ready, guint, k));
+    for (guint k = 0; k < o.n_ready; k++)
+        formula_arrive(&o, o.ready[k]);
     for (guint i = 0; i < n; i++)
         if (formula_op(f, i)->end < 0)
             g_error("formula mode: op %u (chain %u, stage %u) never ends (a pairing bug)", i,
@@ -524,6 +525,8 @@ formula_run(Formula *f, guint m, double *fig)
     gsize n_ops = (6 * (gsize) m + 8) * f->n_vs * f->n_chains;
     f->ops = f->buf[FORMULA_BUF_OPS] = simpar_predict_cache_scratch(
         f->cache, FORMULA_BUF_OPS, sizeof(FormulaOp), (guint) MIN(n_ops, G_MAXUINT / 2));
+    g_array_set_size(f->ops, (guint) MIN(n_ops, G_MAXUINT / 2)); /* room; n_ops counts */
+    f->n_ops = 0;
     f->last = formula_buf(f, FORMULA_BUF_LAST, n_streams);
     f->pending = formula_buf(f, FORMULA_BUF_PENDING, n_tags);
     memset(f->last, 0xff, n_streams * sizeof(guint)); /* FORMULA_NONE */
@@ -539,6 +542,7 @@ formula_run(Formula *f, guint m, double *fig)
         for (guint chain = 0; chain < f->n_chains; chain++)
             formula_stage(f, chain, p, order);
     }
+    g_array_set_size(f->ops, f->n_ops);
     formula_evaluate(f);
     formula_figures(f, fig);
     if (f->lc == 0)

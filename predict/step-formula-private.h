@@ -129,6 +129,7 @@ typedef struct {
     /* one evaluation */
     guint m, n_vs;
     GArray *ops;      /* FormulaOp, chain by chain, stage by stage in program order */
+    guint n_ops;      /* emitted so far (ops->len is the room until they are all emitted) */
     guint *last;      /* per (chain, stage, stream): its last op so far */
     guint *pending;   /* per (chain, message tag): the end emitted first, or NONE */
     GHashTable *ring; /* (axis, group, sequence) -> the ring's first op */

@@ -324,14 +324,16 @@ formula_periods(const Formula *f, const double *p, guint k, double *fig)
 }
 
 /* Uneven chunks: the figures at m from probes m_p, m_p + u where formula_periodic finds the
- * step periodic (m_p doubling from the first that can tell), else evaluated at m. */
+ * step periodic (m_p doubling from the first that can tell, while below m), else evaluated at
+ * m. The probes are memoised with the configuration, so the rows of a sweep that differ in m
+ * (the global batch) share them. */
 static void
 formula_periodic_at(Formula *f, guint m, double *fig)
 {
     guint u = formula_period(f);
     gsize n = FORMULA_N_FIGURES + formula_n_ends(f);
     g_autofree double *p = g_new(double, 2 * n);
-    for (guint mp = formula_first_probe(f); m % u == 0 && mp <= m / 2; mp *= 2) {
+    for (guint mp = formula_first_probe(f); m % u == 0 && mp + u < m; mp *= 2) {
         formula_at(f, mp, p);
         if (p[FORMULA_PERIODIC] == 0)
             continue;
