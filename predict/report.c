@@ -670,6 +670,7 @@ report_json_read_config(JsonObject *o, SimparReportConfig *c)
             G_STRUCT_MEMBER(gboolean, c, off) = json_object_get_boolean_member(j, key);
     }
     c->ep = json_object_has_member(j, "ep") ? json_object_get_int_member(j, "ep") : 0;
+    c->fp8_attention = json_object_get_boolean_member_with_default(j, "fp8_attention", FALSE);
 }
 
 /* The model's figures that differ from the preset of its name, "hidden, heads" (transfer
