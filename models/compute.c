@@ -579,8 +579,8 @@ compute_flash_fp8(const SimparGpu *gpu, SimparOpKind kind, const SimparAttention
     double bh = (double) a->nb * a->nh, s = a->s, S = compute_keys(kind, a), dh = a->dh;
     double flops = 4 * bh * s * S * dh * (a->causal ? 0.5 : 1.0) * (bwd ? 2.5 : 1.0);
     double q = bh * s * dh, kv = bh * S * dh * (a->nkv != 0 ? (double) a->nkv / a->nh : 1.0);
-    gboolean o8 = a->fp8 == SIMPAR_FP8_DELAYED; /* O kept in FP8 for the backward */
-    double one = a->fp8 == SIMPAR_FP8_MXFP8 ? 1 + 1.0 / 32 : 1;          /* an FP8 element */
+    gboolean o8 = a->fp8 == SIMPAR_FP8_DELAYED;                 /* O kept in FP8 for the backward */
+    double one = a->fp8 == SIMPAR_FP8_MXFP8 ? 1 + 1.0 / 32 : 1; /* an FP8 element */
     double cast = compute_fp8_cast_per_elem((SimparFp8Recipe) a->fp8, 1);
     double bytes = bwd ? q * (one + (o8 ? one : 2) + 2 * one + 2) + kv * (2 * one + 4)
                        : q * (one + 2) + kv * 2 * one;

@@ -160,8 +160,8 @@ void simpar_compute_times(const SimparGpu *gpu, const SimparSchedule *sched,
 /* Whether `gpu` can run FP8 recipe `recipe` (FP8 tensor cores: a peak_fp8_flops; mxfp8: block-
  * scaled ones) and, with `fp8_attention`, FP8 attention; else an error naming the flag, the GPU
  * and what would run it. */
-gboolean simpar_gpu_check_fp8(const SimparGpu *gpu, SimparFp8Recipe recipe,
-                              gboolean fp8_attention, GError **error);
+gboolean simpar_gpu_check_fp8(const SimparGpu *gpu, SimparFp8Recipe recipe, gboolean fp8_attention,
+                              GError **error);
 /* Whether FP8 attention (SimparPlan.fp8_attention) can run under `attn`: only flash
  * attention's fused kernel has an FP8 form; else an error naming the flag and what is valid. */
 gboolean simpar_attention_check_fp8(gboolean fp8_attention, SimparAttentionImpl attn,

@@ -22,7 +22,7 @@ typedef struct {
     const char *mode; /* interned */
     gint64 dtype, recompute, attention, sp, paper_3d, causal, q;
     gint64 fp8, fp8_attention; /* FP8 GEMMs' recipe, FP8 attention */
-    SimparMoeConfig moe; /* integers and doubles only: no padding */
+    SimparMoeConfig moe;       /* integers and doubles only: no padding */
     gint64 ep;
 } CacheLayerKey;
 

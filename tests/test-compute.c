@@ -1093,8 +1093,8 @@ test_fp8_weight_casts(void)
         plan.mode = "1d", plan.tp = 2, plan.recompute = r;
         g_autoptr(SimparSchedule) sched = simpar_generate_layer(&m, &plan, NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
-        CU_ASSERT(near(simpar_compute_fp8_weight_cast_time(&gpu, sched),
-                       4 * 5e-6 + 4 * 24576 / 2680e9));
+        CU_ASSERT(
+            near(simpar_compute_fp8_weight_cast_time(&gpu, sched), 4 * 5e-6 + 4 * 24576 / 2680e9));
     }
 }
 
@@ -1179,10 +1179,9 @@ fp8_attention_formula(gboolean bwd, SimparFp8Recipe recipe)
     double eff = 0.85 * (s / (s + 128)) * (s / (s + 128)) * (dh / (dh + 128));
     double flops = 4 * bh * s * s * dh * (bwd ? 2.5 : 1);
     double kernel = (bwd ? 12 : 5) * q + bh * s * 4;
-    double cast = recipe == SIMPAR_FP8_DELAYED ? (bwd ? 5e-6 + 3 * q / 2680e9
-                                                      : 4 * 5e-6 + 12 * q / 2680e9)
-                                               : (bwd ? 2 * 5e-6 + 5 * q / 2680e9
-                                                      : 6 * 5e-6 + 15 * q / 2680e9);
+    double cast = recipe == SIMPAR_FP8_DELAYED
+                      ? (bwd ? 5e-6 + 3 * q / 2680e9 : 4 * 5e-6 + 12 * q / 2680e9)
+                      : (bwd ? 2 * 5e-6 + 5 * q / 2680e9 : 6 * 5e-6 + 15 * q / 2680e9);
     return 5e-6 + fmax(flops / (1979e12 * eff), kernel / 2680e9) + cast;
 }
 

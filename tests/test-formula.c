@@ -641,8 +641,8 @@ test_cli_fp8_weight_casts(void)
 {
     g_autofree char *dir = g_dir_make_tmp("simpar-fp8-XXXXXX", NULL);
     g_autofree char *calib = g_build_filename(dir, "calib.json", NULL);
-    g_assert(g_file_set_contents(calib, "{\"launch_s\": 5e-6, \"kernel_bw_stream_Bps\": 2e12}",
-                                 -1, NULL));
+    g_assert(g_file_set_contents(calib, "{\"launch_s\": 5e-6, \"kernel_bw_stream_Bps\": 2e12}", -1,
+                                 NULL));
     SimparModel m;
     g_assert(simpar_model_preset("default-4k", &m, NULL));
     double per_rank = simpar_model_layer_weights(&m) / 4;

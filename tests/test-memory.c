@@ -283,8 +283,8 @@ test_activations_fp8_attention(void)
     m.fp8 = SIMPAR_FP8_CURRENT; /* O kept in bf16 only */
     CU_ASSERT(near(simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_FLASH), bf - 24576));
     m.fp8 = SIMPAR_FP8_MXFP8;
-    CU_ASSERT(near(simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_FLASH),
-                   bf - 24576 + 768));
+    CU_ASSERT(
+        near(simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_FLASH), bf - 24576 + 768));
     m.fp8 = SIMPAR_FP8_NONE;
     CU_ASSERT(near(simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_FLASH), bf));
 }

@@ -524,8 +524,8 @@ test_precision_fp8_attention(void)
     const char *flags[] = {"--dtype bf16", "--dtype fp8 --fp8-dot-product-attention"};
     for (guint i = 0; i < 2; i++) {
         CU_ASSERT_STRING_EQUAL_FATAL(field(csv, i, "status"), "ok");
-        g_autofree char *json = run_ok("--topology %s --backend analytic %s --dp 1 %s --json",
-                                       topo, job, flags[i]);
+        g_autofree char *json =
+            run_ok("--topology %s --backend analytic %s --dp 1 %s --json", topo, job, flags[i]);
         g_autoptr(JsonParser) p = json_parser_new();
         CU_ASSERT_TRUE_FATAL(json_parser_load_from_data(p, json, -1, NULL));
         JsonObject *o =
