@@ -23,7 +23,8 @@
  *   "fp8.cast"                 FP8 models: one layer's weights cast to FP8, x count; once per
  *                              step before a chunk's first forward (Transformer Engine caches
  *                              them for the other micro-batches), under ZeRO-3 before every
- *                              layer's forward
+ *                              layer's forward (the executable steps below have none: their
+ *                              FP8 GEMMs are timed without the weights' casts)
  *
  * Data parallelism (reference 4): buckets of train->bucket_params parameters over the
  * gradient buffer in reverse layer order; with --overlap-grad-reduce bucket k starts when the
