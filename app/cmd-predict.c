@@ -153,7 +153,8 @@ predict_resolve(Predict *p, GError **error)
                                      shortfall named */
     return simpar_predict_args_resolve(&p->opts, "simgrid", &p->base, error) &&
            predict_resolve_train(p, error) &&
-           simpar_job_model(&p->job, SIMPAR_PREDICT_DEFAULT_MODEL, &p->model, error);
+           simpar_job_model(&p->job, SIMPAR_PREDICT_DEFAULT_MODEL, &p->model, error) &&
+           simpar_attention_check_fp8(p->job.fp8_attention, p->base.attention, error);
 }
 
 /* 2.5-D without --depth: q = d when the GPU count allows it (64: q=4 d=4), else the smallest
@@ -345,7 +346,8 @@ predict_gpus(const Predict *p, PredictJob *pj, GError **error)
         pj->gpus = (guint) p->gpus;
     if (!simpar_predict_gpu(pj->platform, pj->gpus, &p->opts, &pj->gpu, error))
         return FALSE;
-    if (!simpar_gpu_check_fp8(&pj->gpu, (SimparFp8Recipe) p->model.fp8, error) ||
+    if (!simpar_gpu_check_fp8(&pj->gpu, (SimparFp8Recipe) p->model.fp8, p->job.fp8_attention,
+                              error) ||
         !simpar_gpu_validate(&pj->gpu, p->model.dtype, error)) {
         g_prefix_error(error, "--topology %s: ", simpar_platform_path(pj->platform));
         return FALSE;

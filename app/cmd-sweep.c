@@ -467,6 +467,7 @@ simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GE
                                               "dtype",
                                               "fp8-recipe",
                                               "fp8-param-gather",
+                                              "fp8-dot-product-attention",
                                               "sp",
                                               "variant",
                                               "zero",

@@ -381,7 +381,7 @@ validate_gpu(ValidateJob *vj, const SimparPlatform *platform, GError **error)
           !simpar_platform_calibrate_links(platform, v->calibration, error))))
         return FALSE;
     vj->gpu.kernel_set = v->kernels;
-    if (!simpar_gpu_check_fp8(&vj->gpu, (SimparFp8Recipe) v->model.fp8, error) ||
+    if (!simpar_gpu_check_fp8(&vj->gpu, (SimparFp8Recipe) v->model.fp8, FALSE, error) ||
         !simpar_gpu_validate(&vj->gpu, v->model.dtype, error)) {
         g_prefix_error(error, "--topology %s: ", v->topology);
         return FALSE;

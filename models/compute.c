@@ -387,26 +387,42 @@ simpar_compute_gemm_time_ops(const SimparGpu *gpu, SimparDtype dtype, double m, 
  * mxfp8 writes a rowwise and a columnwise copy, each with one E8M0 scale byte per 32 values;
  * current scaling reads each tensor once more for its amax first (one more kernel); delayed
  * scaling takes the amax inside the cast, and its scale update (one multi-tensor kernel per
- * step over the amax histories, Transformer Engine's default length 1024, 4-byte floats, read
- * and written) is counted on the forward GEMM for its three tensors (X, W, dY), without a
- * launch of its own. The weight is cast in every forward (Megatron-Core casts it once per step
- * when the micro-batches share a step's weights in FP8: an upper bound with m > 1). */
+ * forward over the amax histories, Transformer Engine's default length 1024, 4-byte floats,
+ * read and written) is counted on the forward GEMM for its three tensors (X, W, dY), without a
+ * launch of its own.
+ *
+ * The weight's cast is the step's, not the micro-batch's: Megatron-Core passes Linear.forward
+ * is_first_microbatch, and Transformer Engine quantizes the weight into its cached FP8
+ * workspace only when it is TRUE (linear.py: update_ws = is_first_microbatch is None or
+ * is_first_microbatch), reusing the cached copy for the step's other micro-batches and for
+ * recomputed forwards. `weight` picks that part: the weight's cast (forward GEMMs only), or
+ * everything else (the input's and the output gradient's casts, the scale update). */
 #define COMPUTE_FP8_HISTORY 1024
 
+/* Bytes per element of one cast from bf16 to FP8 writing `copies` FP8 copies (a linear's
+ * operand: 2, it and its transpose, or mxfp8's rowwise and columnwise copies): read 2, write
+ * the copies (mxfp8: a scale byte per 32 values each), and current scaling's amax pass. */
+static double
+compute_fp8_cast_per_elem(SimparFp8Recipe recipe, double copies)
+{
+    double one = recipe == SIMPAR_FP8_MXFP8 ? 1 + 1.0 / 32 : 1;
+    return 2 + copies * one + (recipe == SIMPAR_FP8_CURRENT ? 2 : 0);
+}
+
 double
-simpar_compute_fp8_cast_bytes(const SimparGemm *g, guint *launches)
+simpar_compute_fp8_cast_bytes(const SimparGemm *g, gboolean weight, guint *launches)
 {
     g_return_val_if_fail(g != NULL && g->fp8 != SIMPAR_FP8_NONE, 0);
-    double write = g->fp8 == SIMPAR_FP8_MXFP8 ? 2 * (1 + 1.0 / 32) : 2; /* per element */
-    double amax = g->fp8 == SIMPAR_FP8_CURRENT ? 2 : 0;                 /* extra read */
+    double per_elem = compute_fp8_cast_per_elem((SimparFp8Recipe) g->fp8, 2);
     double batch = MAX(g->batch, 1u), a = (double) g->m * g->k * batch;
     double b = (double) g->k * g->n * batch, bytes = 0;
+    gboolean forward = !g->trans_a && !g->trans_b, dgrad = g->trans_b && !g->trans_a;
     guint casts = 0;
-    if (!g->trans_a && !g->trans_b) /* forward: X and W */
-        bytes = (a + b) * (2 + write + amax), casts = 2;
-    else if (g->trans_b && !g->trans_a) /* data gradient: dY */
-        bytes = a * (2 + write + amax), casts = 1;
-    if (g->fp8 == SIMPAR_FP8_DELAYED && casts == 2)
+    if (weight && forward) /* W */
+        bytes = b * per_elem, casts = 1;
+    else if (!weight && (forward || dgrad)) /* X, or dY */
+        bytes = a * per_elem, casts = 1;
+    if (!weight && forward && g->fp8 == SIMPAR_FP8_DELAYED)
         bytes += 3 * 2 * COMPUTE_FP8_HISTORY * 4.0;
     if (launches != NULL)
         *launches = casts * (g->fp8 == SIMPAR_FP8_CURRENT ? 2 : 1);
@@ -414,22 +430,45 @@ simpar_compute_fp8_cast_bytes(const SimparGemm *g, guint *launches)
 }
 
 double
-simpar_compute_fp8_cast_time(const SimparGpu *gpu, const SimparGemm *g)
+simpar_compute_fp8_cast_time(const SimparGpu *gpu, const SimparGemm *g, gboolean weight)
 {
     g_return_val_if_fail(gpu != NULL && g != NULL && g->fp8 != SIMPAR_FP8_NONE, 0);
     guint launches;
-    double bytes = simpar_compute_fp8_cast_bytes(g, &launches);
+    double bytes = simpar_compute_fp8_cast_bytes(g, weight, &launches);
     return launches * gpu->launch_s +
            bytes / simpar_compute_kernel_bandwidth(gpu, SIMPAR_KCLASS_STREAM);
 }
 
+double
+simpar_compute_fp8_weight_cast_time(const SimparGpu *gpu, const SimparSchedule *sched)
+{
+    g_return_val_if_fail(gpu != NULL && sched != NULL, 0);
+    double sum = 0;
+    for (guint i = 0; i < simpar_schedule_n_ops(sched); i++) {
+        const SimparOp *op = simpar_schedule_op(sched, i);
+        if (op->kind == SIMPAR_OP_GEMM && op->u.gemm.fp8 != SIMPAR_FP8_NONE &&
+            op->phase == SIMPAR_PHASE_FORWARD)
+            sum += simpar_compute_fp8_cast_time(gpu, &op->u.gemm, TRUE);
+    }
+    return sum / simpar_schedule_n_ranks(sched);
+}
+
 gboolean
-simpar_gpu_check_fp8(const SimparGpu *gpu, SimparFp8Recipe recipe, GError **error)
+simpar_gpu_check_fp8(const SimparGpu *gpu, SimparFp8Recipe recipe, gboolean fp8_attention,
+                     GError **error)
 {
     g_return_val_if_fail(gpu != NULL, FALSE);
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     if (recipe == SIMPAR_FP8_NONE)
         return TRUE;
+    if (fp8_attention && !(gpu->peak_flops[SIMPAR_DTYPE_FP8] > 0)) {
+        g_set_error(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_OPTION,
+                    "--fp8-dot-product-attention: GPU %s has no FP8 tensor cores (cuDNN's FP8 "
+                    "attention needs Hopper or Blackwell, such as the dgx-h100, h200-sxm, "
+                    "dgx-b200 or gb200-nvl72 presets); drop it and use --dtype bf16 or fp16",
+                    gpu_name(gpu));
+        return FALSE;
+    }
     if (!(gpu->peak_flops[SIMPAR_DTYPE_FP8] > 0)) {
         g_set_error(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_OPTION,
                     "--dtype fp8: GPU %s has no FP8 tensor cores (no peak_fp8_flops; FP8 "
@@ -447,6 +486,20 @@ simpar_gpu_check_fp8(const SimparGpu *gpu, SimparFp8Recipe recipe, GError **erro
         return FALSE;
     }
     return simpar_gpu_validate(gpu, SIMPAR_DTYPE_FP8, error);
+}
+
+gboolean
+simpar_attention_check_fp8(gboolean fp8_attention, SimparAttentionImpl attn, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    if (!fp8_attention || attn == SIMPAR_ATTENTION_FLASH)
+        return TRUE;
+    g_set_error(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_OPTION,
+                "--fp8-dot-product-attention needs --attention flash (cuDNN's FP8 attention is "
+                "one fused kernel; --attention %s runs the attention core as separate bf16 "
+                "GEMMs and softmax)",
+                simpar_attention_name(attn));
+    return FALSE;
 }
 
 /* ----- attention ----- */
@@ -511,6 +564,34 @@ compute_flash(const SimparGpu *gpu, SimparDtype dt, SimparOpKind kind, const Sim
     return compute_roofline(gpu, dt, flops, compute_gemm_eff(gpu, s, S, dh), bytes);
 }
 
+/* cuDNN's fused FP8 attention as Transformer Engine runs it (fp8_dpa: FusedAttnFunc in
+ * transformer_engine/pytorch/attention/dot_product_attention/backends.py): flash attention's
+ * FLOPs and efficiency curve at the FP8 peak; the kernel reads Q, K, V (backward also O and dO)
+ * in FP8 and writes O (backward dQ, dK, dV) in bf16, and the fp32 log-sum-exp rows (backward
+ * bytes as compute_flash counts them). Around it, cast kernels (one FP8 copy each, no transpose:
+ * compute_fp8_cast_per_elem; current scaling one launch more each): the forward casts Q, K
+ * and V (3 launches), and under the delayed recipe O, kept in FP8 for the backward; the
+ * backward casts dO. O stays bf16 under current scaling (NVTE_DPA_FP8CS_O_in_F16, default on)
+ * and mxfp8. Ring blocks cast their own inputs. */
+static double
+compute_flash_fp8(const SimparGpu *gpu, SimparOpKind kind, const SimparAttention *a, gboolean bwd)
+{
+    double bh = (double) a->nb * a->nh, s = a->s, S = compute_keys(kind, a), dh = a->dh;
+    double flops = 4 * bh * s * S * dh * (a->causal ? 0.5 : 1.0) * (bwd ? 2.5 : 1.0);
+    double q = bh * s * dh, kv = bh * S * dh * (a->nkv != 0 ? (double) a->nkv / a->nh : 1.0);
+    gboolean o8 = a->fp8 == SIMPAR_FP8_DELAYED;                 /* O kept in FP8 for the backward */
+    double one = a->fp8 == SIMPAR_FP8_MXFP8 ? 1 + 1.0 / 32 : 1; /* an FP8 element */
+    double cast = compute_fp8_cast_per_elem((SimparFp8Recipe) a->fp8, 1);
+    double bytes = bwd ? q * (one + (o8 ? one : 2) + 2 * one + 2) + kv * (2 * one + 4)
+                       : q * (one + 2) + kv * 2 * one;
+    double cast_bytes = bwd ? q * cast : (q + 2 * kv + (o8 ? q : 0)) * cast;
+    guint launches = (bwd ? 1 : 3 + o8) * (a->fp8 == SIMPAR_FP8_CURRENT ? 2 : 1);
+    return compute_roofline(gpu, SIMPAR_DTYPE_FP8, flops, compute_gemm_eff(gpu, s, S, dh),
+                            bytes + bh * s * 4) +
+           launches * gpu->launch_s +
+           cast_bytes / simpar_compute_kernel_bandwidth(gpu, SIMPAR_KCLASS_STREAM);
+}
+
 static double
 compute_attention(const SimparGpu *gpu, SimparDtype dt, const SimparOp *op,
                   SimparAttentionImpl impl)
@@ -524,6 +605,8 @@ compute_attention(const SimparGpu *gpu, SimparDtype dt, const SimparOp *op,
     }
     /* ring blocks are flash attention's kernels, whatever --attention says */
     gboolean ring = op->kind == SIMPAR_OP_ATTN_BLOCK || op->kind == SIMPAR_OP_ATTN_BLOCK_BWD;
+    if ((impl == SIMPAR_ATTENTION_FLASH || ring) && op->u.attn.fp8 != SIMPAR_FP8_NONE)
+        return compute_flash_fp8(gpu, op->kind, &op->u.attn, bwd);
     if (impl == SIMPAR_ATTENTION_FLASH || ring)
         return compute_flash(gpu, dt, op->kind, &op->u.attn, bwd);
     return bwd ? compute_unfused_bwd(gpu, dt, &op->u.attn)
@@ -678,7 +761,7 @@ compute_op_time(const SimparGpu *gpu, const SimparSchedule *sched, const SimparO
         SimparDtype gt = g->fp8 != SIMPAR_FP8_NONE ? SIMPAR_DTYPE_FP8 : dt;
         GemmQuery q = {gt, g->m, g->n, g->k, g->batch, g->trans_a, g->trans_b};
         return compute_gemm_op(gpu, gt, &q, g->accumulate) +
-               (g->fp8 != SIMPAR_FP8_NONE ? simpar_compute_fp8_cast_time(gpu, g) : 0);
+               (g->fp8 != SIMPAR_FP8_NONE ? simpar_compute_fp8_cast_time(gpu, g, FALSE) : 0);
     }
     case SIMPAR_OP_ATTENTION:
     case SIMPAR_OP_ATTENTION_BWD:
@@ -967,17 +1050,20 @@ simpar_compute_times(const SimparGpu *gpu, const SimparSchedule *sched, SimparAt
 
 /* ----- the report's line ----- */
 
-/* "; FP8 (delayed recipe): 24 of 24 GEMMs in FP8 on the measured table, 1.23 ms, and their
- * cast kernels 0.45 ms per layer" for a layer with FP8 GEMMs; nothing otherwise. */
+/* "; FP8 (delayed recipe): 24 of 24 GEMMs in FP8 on the measured table, 1.23 ms, their input
+ * and gradient casts 0.45 ms, summed over the layer's ranks, and the weights' casts 0.12 ms per
+ * rank once per step" for a layer with FP8 GEMMs, and whether its attention runs in FP8;
+ * nothing otherwise. */
 static void
 describe_fp8(GString *s, const SimparGpu *gpu, const SimparSchedule *sched)
 {
-    guint fp8 = 0, gemms = 0, recipe = 0, rows = 0;
+    guint fp8 = 0, gemms = 0, recipe = 0, rows = 0, attn = 0;
     double gemm_s = 0, cast_s = 0;
     rows = gemm_table_count(gpu->gemm_table, SIMPAR_DTYPE_FP8);
     for (guint i = 0; i < simpar_schedule_n_ops(sched); i++) {
         const SimparOp *op = simpar_schedule_op(sched, i);
         const SimparGemm *g = &op->u.gemm;
+        attn += simpar_op_is_attention(op->kind) && op->u.attn.fp8 != SIMPAR_FP8_NONE;
         if (op->kind != SIMPAR_OP_GEMM)
             continue;
         gemms++;
@@ -985,7 +1071,7 @@ describe_fp8(GString *s, const SimparGpu *gpu, const SimparSchedule *sched)
             continue;
         fp8++, recipe = g->fp8;
         gemm_s += simpar_compute_gemm_time(gpu, SIMPAR_DTYPE_FP8, g->m, g->n, g->k, g->batch);
-        cast_s += simpar_compute_fp8_cast_time(gpu, g);
+        cast_s += simpar_compute_fp8_cast_time(gpu, g, FALSE);
     }
     if (fp8 == 0)
         return;
@@ -993,10 +1079,14 @@ describe_fp8(GString *s, const SimparGpu *gpu, const SimparSchedule *sched)
                                       : g_strdup("the shape curve at the FP8 peak (no measured "
                                                  "FP8 GEMMs)");
     g_string_append_printf(s,
-                           "; FP8 (%s recipe): %u of %u GEMMs in FP8 on %s, %.4g ms, and their "
-                           "cast kernels %.4g ms, summed over the layer's ranks",
+                           "; FP8 (%s recipe): %u of %u GEMMs in FP8 on %s, %.4g ms, their "
+                           "input and gradient casts %.4g ms, summed over the layer's ranks, "
+                           "and the weights' casts %.4g ms per rank once per step",
                            simpar_fp8_recipe_name(recipe), fp8, gemms, table, gemm_s * 1e3,
-                           cast_s * 1e3);
+                           cast_s * 1e3, simpar_compute_fp8_weight_cast_time(gpu, sched) * 1e3);
+    if (attn > 0)
+        g_string_append(s, "; attention in FP8 (cuDNN's fused FP8 attention: flash attention's "
+                           "curve at the FP8 peak, no measured FP8 attention)");
 }
 
 char *

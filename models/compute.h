@@ -158,14 +158,25 @@ const char *simpar_attention_name(SimparAttentionImpl impl);
 void simpar_compute_times(const SimparGpu *gpu, const SimparSchedule *sched,
                           SimparAttentionImpl attn, double *times);
 /* Whether `gpu` can run FP8 recipe `recipe` (FP8 tensor cores: a peak_fp8_flops; mxfp8: block-
- * scaled ones); else an error naming the GPU, the recipe and what would run it. */
-gboolean simpar_gpu_check_fp8(const SimparGpu *gpu, SimparFp8Recipe recipe, GError **error);
+ * scaled ones) and, with `fp8_attention`, FP8 attention; else an error naming the flag, the GPU
+ * and what would run it. */
+gboolean simpar_gpu_check_fp8(const SimparGpu *gpu, SimparFp8Recipe recipe, gboolean fp8_attention,
+                              GError **error);
+/* Whether FP8 attention (SimparPlan.fp8_attention) can run under `attn`: only flash
+ * attention's fused kernel has an FP8 form; else an error naming the flag and what is valid. */
+gboolean simpar_attention_check_fp8(gboolean fp8_attention, SimparAttentionImpl attn,
+                                    GError **error);
 /* The kernels Transformer Engine adds to one FP8 GEMM op (g->fp8 set), as simpar counts them:
  * the bytes they read and write and their launches (compute.c: casts and transposes of the
- * inputs, amax passes, the delayed recipe's scale update). */
-double simpar_compute_fp8_cast_bytes(const SimparGemm *g, guint *launches);
+ * inputs, amax passes, the delayed recipe's scale update). `weight`: the weight's cast alone
+ * (a forward GEMM's b, cast once per step and cached); else the rest, run every micro-batch. */
+double simpar_compute_fp8_cast_bytes(const SimparGemm *g, gboolean weight, guint *launches);
 /* Their time on `gpu`: launches x launch_s + bytes at the stream kernels' bandwidth. */
-double simpar_compute_fp8_cast_time(const SimparGpu *gpu, const SimparGemm *g);
+double simpar_compute_fp8_cast_time(const SimparGpu *gpu, const SimparGemm *g, gboolean weight);
+/* One layer's weight casts on one of its ranks (the mean over sched's ranks of its forward FP8
+ * GEMMs' weight casts): the step's "fp8.cast" block per layer (models/step.h). Op times
+ * (simpar_compute_times) leave them out. */
+double simpar_compute_fp8_weight_cast_time(const SimparGpu *gpu, const SimparSchedule *sched);
 /* One GEMM of the given shape and dtype (exposed for tests and calibration), operands as they
  * are (op(a) op(b) = NN); _ops: with op(a), op(b) transposed where told (C = op(A) op(B),
  * row-major m x n), which a measured table tells apart. */

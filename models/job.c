@@ -109,6 +109,10 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
          "With --dtype fp8: delayed (default), current (per-tensor current scaling; Megatron's "
          "tensorwise) or mxfp8 (1 x 32 block scales, Blackwell)",
          "R"},
+        {"fp8-dot-product-attention", 0, 0, G_OPTION_ARG_NONE, &a->fp8_attention,
+         "With --dtype fp8 and --attention flash: the attention core in FP8 as well (cuDNN's "
+         "fused FP8 attention; Transformer Engine's fp8_dpa)",
+         NULL},
         {"experts", 0, 0, G_OPTION_ARG_INT64, &a->experts,
          "Mixture of experts: routed experts E per MoE layer (0: dense)", "E"},
         {"topk", 0, 0, G_OPTION_ARG_INT64, &a->top_k, "Experts each token is routed to (<= E)",
@@ -347,6 +351,13 @@ job_precision(const SimparJobArgs *args, SimparModel *m, GError **error)
         }
         m->fp8 = SIMPAR_FP8_NONE;
     }
+    if (args->fp8_attention && m->fp8 == SIMPAR_FP8_NONE) {
+        g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
+                    "--fp8-dot-product-attention needs --dtype fp8 (the attention core in FP8 "
+                    "beside the linears' FP8 GEMMs; the model trains in %s)",
+                    simpar_dtype_name(m->dtype));
+        return FALSE;
+    }
     if (args->fp8_recipe == NULL)
         return TRUE;
     if (m->fp8 == SIMPAR_FP8_NONE) {
@@ -560,6 +571,7 @@ simpar_job_plan(const SimparJobArgs *args, const char *mode, SimparPlan *plan, G
     plan->tp = args->tp;
     plan->depth = args->depth == SIMPAR_JOB_UNSET ? 0 : args->depth;
     plan->sequence_parallel = args->sp;
+    plan->fp8_attention = args->fp8_attention; /* job_precision: only with --dtype fp8 */
     if (!job_cp_valid(args, error) || !simpar_job_check_ranges(args, error))
         return FALSE;
     plan->cp = args->cp != SIMPAR_JOB_UNSET ? args->cp : 1;

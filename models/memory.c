@@ -125,13 +125,20 @@ memory_layer_activations(const SimparModel *m, const SimparPlan *plan, SimparAtt
      * input) */
     double mask = m->no_dropout ? 0 : 1;
     double replicated = sbh * (4 * ds + 2 * mask);
-    /* Q, K, V, the proj input, the GeLU and fc2 inputs (the "24sbh" at f = 4h); with GQA, K and
-     * V are kv/a of Q, with SwiGLU the activation's input is fc1's 2f columns */
-    double split = (s * b * (qkv + h) + s * b * (fc1 + f)) * ds;
     /* softmax output, its dropout mask and output; flash attention stores none of them but
      * the log-sum-exp of every query row, in fp32 (as do ring attention's blocks) */
     gboolean ring = C > 1 && plan->cp_ring;
     gboolean flash = attn == SIMPAR_ATTENTION_FLASH || ring;
+    /* Q, K, V, the proj input, the GeLU and fc2 inputs (the "24sbh" at f = 4h); with GQA, K and
+     * V are kv/a of Q, with SwiGLU the activation's input is fc1's 2f columns; FP8 attention
+     * keeps Q, K, V in FP8 and, under the delayed recipe, an FP8 copy of O beside proj's bf16
+     * input (memory.h) */
+    double qkv_B = ds, o8_B = 0;
+    if (flash && plan->fp8_attention && m->fp8 != SIMPAR_FP8_NONE) {
+        qkv_B = m->fp8 == SIMPAR_FP8_MXFP8 ? 1 + 1.0 / 32 : 1;
+        o8_B = m->fp8 == SIMPAR_FP8_DELAYED ? qkv_B : 0;
+    }
+    double split = s * b * (qkv * qkv_B + h * (ds + o8_B)) + s * b * (fc1 + f) * ds;
     gboolean no_scores = flash || recompute == SIMPAR_RECOMPUTE_SELECTIVE;
     double scores = no_scores ? 0 : a * s * S * b * (ds + mask * (ds + 1));
     if (flash && recompute == SIMPAR_RECOMPUTE_NONE)

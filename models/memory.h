@@ -54,7 +54,11 @@ typedef struct {
  * rowwise and a columnwise copy with one scale byte per 32 values, 2 (1 + 1/32)); with
  * --fp8-param-gather the parameter itself is FP8 (1 byte, mxfp8 1 + 1/32, in place of the
  * model's 2) and only the transposed copy is added. Activations stay as for bf16 (not modelled:
- * Transformer Engine saving the linears' inputs in FP8).
+ * Transformer Engine saving the linears' inputs in FP8), but for FP8 attention
+ * (plan->fp8_attention, flash attention): Transformer Engine's FusedAttnFunc saves Q, K and V
+ * for the backward in FP8 (1 byte, mxfp8 1 + 1/32) in place of bf16, and under the delayed
+ * recipe O in FP8 as well, beside the bf16 O that proj keeps (current scaling and mxfp8 keep O
+ * in bf16 only).
  *
  * `plan` must be validated (plan->q set); `layer` is the plan's one-layer schedule. All L layers
  * and one micro-batch; honours plan->recompute. */

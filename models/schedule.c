@@ -68,13 +68,15 @@ simpar_schedule_dtype(const SimparSchedule *sched)
 }
 
 void
-simpar_schedule_set_fp8(SimparSchedule *sched, guint recipe)
+simpar_schedule_set_fp8(SimparSchedule *sched, guint recipe, gboolean attention)
 {
     g_return_if_fail(sched != NULL && recipe <= SIMPAR_FP8_MXFP8);
     for (guint i = 0; i < sched->ops->len; i++) {
         SimparOp *op = &g_array_index(sched->ops, SimparOp, i);
         if (op->kind == SIMPAR_OP_GEMM)
             op->u.gemm.fp8 = recipe;
+        else if (attention && op->kind != SIMPAR_OP_ATTN_MERGE && simpar_op_is_attention(op->kind))
+            op->u.attn.fp8 = recipe;
     }
 }
 

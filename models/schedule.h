@@ -214,6 +214,8 @@ typedef struct {
     gboolean accumulate;   /* ATTN_BLOCK_BWD: add into out[0], out[1] (else overwrite) */
     SimparView in[5];
     SimparView out[2];
+    guint fp8; /* SimparFp8Recipe of an attention core run in FP8 (cuDNN's fused FP8 attention,
+                  timed so under flash attention: compute.c); 0: in the schedule's dtype */
 } SimparAttention;
 
 typedef enum {
@@ -371,8 +373,8 @@ void simpar_schedule_free(SimparSchedule *sched);
 guint simpar_schedule_n_ranks(const SimparSchedule *sched);
 SimparDtype simpar_schedule_dtype(const SimparSchedule *sched);
 /* Marks every GEMM of the schedule as run in FP8 by `recipe` (a SimparFp8Recipe; a layer of an
- * FP8 model: all its GEMMs are the linears'). */
-void simpar_schedule_set_fp8(SimparSchedule *sched, guint recipe);
+ * FP8 model: all its GEMMs are the linears'), and with `attention` its attention cores too. */
+void simpar_schedule_set_fp8(SimparSchedule *sched, guint recipe, gboolean attention);
 
 guint simpar_schedule_add_stream(SimparSchedule *sched, const char *name);
 guint simpar_schedule_add_buffer(SimparSchedule *sched, guint rank, const char *name, gsize elems);

@@ -245,6 +245,20 @@ step_lc(const Step *st, guint chunk)
     return simpar_train_stage_layers(st->tr, chunk * st->P + st->p);
 }
 
+/* FP8 models: `count` layers' weights cast to FP8 (one "fp8.cast" block) where `when` holds;
+ * the block's index, or G_MAXUINT. Transformer Engine casts a weight at the step's first
+ * micro-batch and keeps the FP8 copy for the others (compute.c), so a chunk's casts come
+ * before its first forward (step_forward); under ZeRO-3 the gathered weights are freed after
+ * each use and cast again at each forward (Transformer Engine keeps no cached copy under
+ * FSDP2), one block per layer (step_layers). */
+static guint
+step_fp8_cast(Step *st, guint count, gboolean when)
+{
+    if (!when || st->model->fp8 == SIMPAR_FP8_NONE || st->ops != NULL)
+        return G_MAXUINT;
+    return step_block(st, "fp8.cast", count, SIMPAR_PHASE_FORWARD);
+}
+
 static void
 step_layers(Step *st, guint chunk, guint micro, gboolean backward, gboolean final)
 {
@@ -278,9 +292,10 @@ step_layers(Step *st, guint chunk, guint micro, gboolean backward, gboolean fina
         guint gather = st->tr->zero == 3 && st->S > 1 && !(backward && st->tr->no_reshard)
                            ? step_gather(st, off, lp, "dp.all-gather-params", TRUE)
                            : G_MAXUINT;
+        guint first = step_fp8_cast(st, 1, !backward && st->tr->zero == 3);
         guint b = step_block(st, key, 1, ph);
         if (gather != G_MAXUINT)
-            simpar_schedule_add_dep(st->s, b, gather);
+            simpar_schedule_add_dep(st->s, first != G_MAXUINT ? first : b, gather);
         st->prefetch[0] = st->prefetch[1];
         st->prefetch[1] = b;
         if (!backward)
@@ -340,6 +355,7 @@ step_forward(Step *st, guint step, const SimparPipeItem *it)
                   SIMPAR_PHASE_FORWARD, "p2p.recv-act");
     else
         step_end_block(st, "embed.fwd", st->embed_off, j, SIMPAR_PHASE_FORWARD);
+    step_fp8_cast(st, step_lc(st, it->chunk), j == 0 && st->tr->zero < 3);
     step_layers(st, it->chunk, j, FALSE, FALSE);
     if (vs < last)
         step_send(st, step_peer(st, vs + 1), step_tag(st, step, j, vs, 0),

@@ -20,6 +20,11 @@
  *   "head.fwd" / "head.bwd"    output layer and cross-entropy (forward with the loss)
  *   "aux.fwd" / "aux.bwd"      local parallelism: a chunk's auxiliary head and local loss
  *   "optimizer"                Adam over the rank's parameters (x count / 1e6: per million)
+ *   "fp8.cast"                 FP8 models: one layer's weights cast to FP8, x count; once per
+ *                              step before a chunk's first forward (Transformer Engine caches
+ *                              them for the other micro-batches), under ZeRO-3 before every
+ *                              layer's forward (the executable steps below have none: their
+ *                              FP8 GEMMs are timed without the weights' casts)
  *
  * Data parallelism (reference 4): buckets of train->bucket_params parameters over the
  * gradient buffer in reverse layer order; with --overlap-grad-reduce bucket k starts when the

@@ -833,7 +833,7 @@ simpar_layer_build(const SimparModel *model, const SimparPlan *plan, const Simpa
         g_clear_pointer(&c.fwd_bufs, g_array_unref);
     }
     if (model->fp8 != SIMPAR_FP8_NONE) /* the layer's GEMMs are its linears' */
-        simpar_schedule_set_fp8(sched, (guint) model->fp8);
+        simpar_schedule_set_fp8(sched, (guint) model->fp8, plan->fp8_attention);
     return g_steal_pointer(&sched);
 }
 

@@ -21,7 +21,8 @@ typedef struct {
     guint64 seed;
     const char *mode; /* interned */
     gint64 dtype, recompute, attention, sp, paper_3d, causal, q;
-    SimparMoeConfig moe; /* integers and doubles only: no padding */
+    gint64 fp8, fp8_attention; /* FP8 GEMMs' recipe, FP8 attention */
+    SimparMoeConfig moe;       /* integers and doubles only: no padding */
     gint64 ep;
 } CacheLayerKey;
 
@@ -141,7 +142,7 @@ cache_layer_key(const SimparModel *m, const SimparPlan *plan, SimparAttentionImp
     k->kv_heads = simpar_model_kv_heads(m), k->mlp = m->mlp, k->norm = m->norm;
     k->no_bias = m->no_bias;
     k->no_dropout = m->no_dropout;
-    k->dtype = m->dtype;
+    k->dtype = m->dtype, k->fp8 = m->fp8, k->fp8_attention = plan->fp8_attention;
     k->mode = g_intern_string(plan->mode), k->tp = plan->tp, k->depth = plan->depth;
     k->cp = simpar_plan_cp(plan) * (plan->cp_ring ? -1 : 1);
     k->sp = plan->sequence_parallel, k->paper_3d = plan->paper_3d, k->q = plan->q;

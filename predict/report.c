@@ -335,6 +335,12 @@ report_text_axes(GString *out, const SimparReportRow *row)
                                row->mode, st->split, st->placement, notes->str, row->mode,
                                row->compute_s, layer_axes, st->tp_exposed_s, st->bubble_s,
                                st->pp_p2p_s, st->dp_exposed_s, st->optimizer_s, 100 * st->mfu);
+    if (st->fp8_cast_s > 0)
+        g_string_append_printf(out,
+                               "\n  %-5s FP8 weight casts %.4f s of the step's compute (cached "
+                               "for the micro-batches: once per step, under ZeRO-3 at every "
+                               "forward)",
+                               row->mode, st->fp8_cast_s);
     if (st->moe_experts_s > 0)
         g_string_append_printf(out,
                                "\n  %-5s one MoE layer (fwd + bwd) on an expert-parallel GPU: "
@@ -524,6 +530,7 @@ static const struct {
     {"moe_dispatch_s", G_STRUCT_OFFSET(SimparReportStep, moe_dispatch_s), FALSE, FALSE},
     {"moe_combine_s", G_STRUCT_OFFSET(SimparReportStep, moe_combine_s), FALSE, FALSE},
     {"moe_experts_s", G_STRUCT_OFFSET(SimparReportStep, moe_experts_s), FALSE, FALSE},
+    {"fp8_weight_cast_s", G_STRUCT_OFFSET(SimparReportStep, fp8_cast_s), FALSE, FALSE},
     {"step_slices", G_STRUCT_OFFSET(SimparReportStep, slices), TRUE, FALSE},
     {"tp_ranks", G_STRUCT_OFFSET(SimparReportStep, tp_ranks), TRUE, FALSE},
     {"layer_ranks", G_STRUCT_OFFSET(SimparReportStep, layer_ranks), TRUE, FALSE},
@@ -546,6 +553,8 @@ report_json_step(JsonBuilder *b, const SimparReportRow *row)
             continue; /* no --steps-to-target: absent, not 0 */
         if (g_str_has_prefix(report_step_fields[i].key, "moe_") && row->step.moe_experts_s == 0)
             continue; /* a dense model: absent */
+        if (g_str_has_prefix(report_step_fields[i].key, "fp8_") && v == 0)
+            continue; /* a model without FP8 weights: absent */
         if (report_step_fields[i].count)
             report_json_count(b, report_step_fields[i].key, v);
         else
@@ -576,6 +585,7 @@ simpar_report_config_init(SimparReportConfig *c, const SimparModel *model, const
                               .tied_embeddings = t->tied_embeddings,
                               .overlap_grad_reduce = t->overlap_grad_reduce};
     c->ep = simpar_model_is_moe(model) ? MAX(t->ep, 1) : 0;
+    c->fp8_attention = model->fp8 != SIMPAR_FP8_NONE && t->tp.fp8_attention;
     c->schedule = g_intern_string(simpar_pipe_schedule_name(t->schedule));
     c->recompute = g_intern_string(simpar_recompute_name(t->tp.recompute));
     c->cp_mode = g_intern_static_string(t->tp.cp_ring ? "ring" : "allgather");
@@ -634,6 +644,10 @@ report_json_config(JsonBuilder *b, const SimparReportConfig *c, const char *mode
         json_builder_set_member_name(b, "ep");
         json_builder_add_int_value(b, c->ep);
     }
+    if (c->fp8_attention) { /* --fp8-dot-product-attention */
+        json_builder_set_member_name(b, "fp8_attention");
+        json_builder_add_boolean_value(b, TRUE);
+    }
     json_builder_end_object(b);
 }
 
@@ -656,6 +670,7 @@ report_json_read_config(JsonObject *o, SimparReportConfig *c)
             G_STRUCT_MEMBER(gboolean, c, off) = json_object_get_boolean_member(j, key);
     }
     c->ep = json_object_has_member(j, "ep") ? json_object_get_int_member(j, "ep") : 0;
+    c->fp8_attention = json_object_get_boolean_member_with_default(j, "fp8_attention", FALSE);
 }
 
 /* The model's figures that differ from the preset of its name, "hidden, heads" (transfer
@@ -780,6 +795,7 @@ report_json_row(JsonBuilder *b, const SimparReport *rep, const SimparReportRow *
     report_json_model(b, rep->model);
     if (rep->model->fp8 != SIMPAR_FP8_NONE) /* the linears' GEMMs in FP8, this recipe */
         report_json_string(b, "fp8_recipe", simpar_fp8_recipe_name(rep->model->fp8));
+
     report_json_string(b, "topology", rep->topology);
     report_json_string(b, "simpar_version", SIMPAR_VERSION);
     json_builder_set_member_name(b, "backend");

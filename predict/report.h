@@ -43,6 +43,9 @@ typedef struct {
      * its time in the dispatch and combine all-to-alls and in the experts' grouped GEMMs (0 for
      * a dense model) */
     double moe_dispatch_s, moe_combine_s, moe_experts_s;
+    /* FP8 models: the time the critical rank's compute spends casting its layers' weights to
+     * FP8, once per step (the "fp8.cast" blocks: models/step.h); 0 otherwise */
+    double fp8_cast_s;
     double slices; /* the step ran one tensor-parallel slice for this many (step-slice.h), or 1 */
     /* the layer blocks simulated this many of the tensor-parallel group's tp_ranks ranks (fewer
      * under a quotient of alike nodes: replay-quotient.c) */
@@ -64,6 +67,7 @@ typedef struct {
     gint64 ep; /* an MoE model's expert parallelism; 0 for a dense model */
     const char *schedule, *recompute, *cp_mode, *dtype, *grad_reduce_dtype;
     gboolean sp, tied_embeddings, overlap_grad_reduce;
+    gboolean fp8_attention; /* the attention core in FP8 (SimparPlan.fp8_attention) */
 } SimparReportConfig;
 
 /* The fields of `train` (validated) and `model` that a row reports. */

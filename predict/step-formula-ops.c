@@ -176,6 +176,8 @@ formula_forward(Formula *f, const SimparPipeItem *it)
         formula_recv(f, vs - 1, it->micro, 0);
     else
         formula_block(f, FORMULA_EMBED_FWD, 1, SIMPAR_PHASE_FORWARD);
+    if (f->c.fp8 != SIMPAR_FP8_NONE && it->micro == 0) /* models/step.c's step_fp8_cast */
+        formula_block(f, FORMULA_FP8_CAST, formula_chunk_layers(f, vs), SIMPAR_PHASE_FORWARD);
     formula_block(f, FORMULA_LAYER_FWD, formula_chunk_layers(f, vs), SIMPAR_PHASE_FORWARD);
     if (vs + 1 < f->n_vs)
         formula_p2p(f, FORMULA_SEND, FORMULA_SEND_FWD, vs, it->micro, 0, f->last_compute);
@@ -398,6 +400,8 @@ formula_charge(const Formula *f, const FormulaOp *op, double gap, double busy, d
         fig[op->phase == SIMPAR_PHASE_FORWARD ? FORMULA_FORWARD : FORMULA_BACKWARD] += busy;
         if (op->key == FORMULA_LAYER_FWD || op->key == FORMULA_LAYER_BWD)
             fig[FORMULA_LAYER_BLOCKS] += op->count / 2.0;
+        else if (op->key == FORMULA_FP8_CAST)
+            fig[FORMULA_FP8_CAST_S] += busy;
         fig[FORMULA_OTHER] += gap; /* no block waits for a collective (no ZeRO-3) */
         break;
     }

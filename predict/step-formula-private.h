@@ -49,6 +49,7 @@ typedef enum {
     FORMULA_EMBED_BWD,
     FORMULA_HEAD_FWD,
     FORMULA_HEAD_BWD,
+    FORMULA_FP8_CAST,
     FORMULA_N_KEYS,
 } FormulaKey;
 
@@ -75,7 +76,8 @@ typedef enum {
     FORMULA_BYTES,
     FORMULA_TP_EXPOSED,
     FORMULA_LAYER_BLOCKS,
-    FORMULA_PERIODIC, /* 1: the evaluation reached its periodic regime (formula_run) */
+    FORMULA_FP8_CAST_S, /* the "fp8.cast" blocks' time */
+    FORMULA_PERIODIC,   /* 1: the evaluation reached its periodic regime (formula_run) */
     FORMULA_CRIT,
     FORMULA_N_FIGURES,
 } FormulaFigure;
@@ -95,7 +97,7 @@ typedef struct {
     gint64 first_layers, last_layers; /* lc 0: the uneven split (with layers) */
     gint64 vp_group;                  /* interleaved: micro-batches per virtual-stage group */
     gint64 hidden, heads, seq, micro_batch, layers, ffn, vocab, dtype, recompute, sp, depth, q;
-    gint64 kv_heads, mlp, norm, no_bias;
+    gint64 kv_heads, mlp, norm, no_bias, fp8;
     gint64 paper, act, layer_params, ends, proto, max_chunks, mode, m;
     double dsize, chunk_bytes, block_s[FORMULA_N_KEYS], block_c[FORMULA_N_KEYS], adam[4];
     double pg8; /* --fp8-param-gather: the layers' parameters' wire bytes over bf16's */

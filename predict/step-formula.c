@@ -6,8 +6,8 @@
 #include <math.h>
 #include <string.h>
 
-static const char *const formula_keys[FORMULA_N_KEYS] = {"layer.fwd", "layer.bwd", "embed.fwd",
-                                                         "embed.bwd", "head.fwd",  "head.bwd"};
+static const char *const formula_keys[FORMULA_N_KEYS] = {
+    "layer.fwd", "layer.bwd", "embed.fwd", "embed.bwd", "head.fwd", "head.bwd", "fp8.cast"};
 
 /* ----- closed forms of collectives and Adam (memoised) ----- */
 
@@ -396,7 +396,7 @@ formula_config(Formula *f, const SimparBlockTimes *bt, const SimparModel *model,
     c->hidden = model->hidden, c->heads = model->heads, c->seq = model->seq;
     c->micro_batch = model->micro_batch, c->layers = model->layers, c->ffn = model->ffn;
     c->kv_heads = simpar_model_kv_heads(model), c->mlp = model->mlp, c->norm = model->norm;
-    c->no_bias = model->no_bias;
+    c->no_bias = model->no_bias, c->fp8 = model->fp8;
     c->vocab = model->vocab, c->tp_mode = g_intern_string(tr->tp.mode), c->q = tr->tp.q;
     c->recompute = tr->tp.recompute, c->sp = tr->tp.sequence_parallel, c->depth = tr->tp.depth;
     c->paper = tr->tp.paper_3d;
@@ -448,6 +448,7 @@ formula_fill(const Formula *f, const double *fig, const SimparBlockTimes *bt,
     row->step.bubble_s += fig[FORMULA_BUBBLE], row->step.pp_p2p_s += fig[FORMULA_P2P];
     row->step.dp_exposed_s += fig[FORMULA_DP_EXPOSED];
     row->step.optimizer_s += fig[FORMULA_OPTIMIZER];
+    row->step.fp8_cast_s += fig[FORMULA_FP8_CAST_S];
     row->comm_bytes_per_gpu += fig[FORMULA_BYTES];
     row->axes = g_array_new(FALSE, FALSE, sizeof(SimparAxisTime));
     guint gpus = f->T * f->P * f->D;

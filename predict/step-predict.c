@@ -259,6 +259,10 @@ simpar_block_times_measure(const SimparStepTimer *tm, const SimparModel *model,
     g_autoptr(SimparSchedule) ends = simpar_ends_build(model, &train->tp, layer, model->vocab,
                                                        SIMPAR_ENDS_EMBED | SIMPAR_ENDS_HEAD);
     block_ends(tm, ends, gpus, bt);
+    if (model->fp8 != SIMPAR_FP8_NONE) { /* compute alone, one layer's on one rank */
+        double cast = simpar_compute_fp8_weight_cast_time(tm->gpu, layer);
+        block_set(bt, "fp8.cast", cast, cast);
+    }
     if (train->schedule == SIMPAR_PIPE_LOCAL) {
         g_autoptr(SimparSchedule) aux =
             simpar_ends_build(model, &train->tp, layer, train->aux_head_width, SIMPAR_ENDS_AUX);
@@ -390,6 +394,8 @@ breakdown_rank(Breakdown *b, guint rank, double from, double to)
             *(op->phase == SIMPAR_PHASE_FORWARD ? &row->forward_s : &row->backward_s) += busy;
             if (g_str_has_prefix(op->u.block.key, "layer."))
                 b->layer_blocks += op->u.block.count / 2.0;
+            else if (g_str_equal(op->u.block.key, "fp8.cast"))
+                row->step.fp8_cast_s += busy;
             *(breakdown_waits_on_dp(b->run, op) ? &row->step.dp_exposed_s : &row->other_s) += gap;
             break;
         }

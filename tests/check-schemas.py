@@ -66,6 +66,10 @@ def main():
         ["--topology", b200, "--model", "llama3-70b", "--dtype", "fp8", "--fp8-recipe",
          "mxfp8", "--tp-mode", "1d", "--tp", "8", "--sp", "--pp", "4", "--dp", "2",
          "--global-batch", "64", "--micro-batch", "1", "--backend", "formula"],
+        # FP8 attention: config.fp8_attention, the step's weight casts
+        ["--topology", b200, "--model", "llama3-70b", "--dtype", "fp8", "--attention", "flash",
+         "--fp8-dot-product-attention", "--tp-mode", "1d", "--tp", "8", "--sp", "--pp", "4",
+         "--dp", "2", "--global-batch", "64", "--micro-batch", "1", "--backend", "formula"],
         # a mixture of experts: its figures in model_dims, its MoE breakdown in the row
         ["--topology", "topologies/dgx-h100x64.xml", "--model", "mixtral-8x7b", "--imbalance",
          "1.5", "--tp-mode", "1d", "--tp", "1", "--pp", "4", "--ep", "8", "--dp", "16",

@@ -1028,39 +1028,74 @@ test_fp8_gemm_closed_form(void)
 }
 
 /* The kernels Transformer Engine adds, by hand, for a linear's forward GEMM X [4096 x 8192] .
- * W [8192 x 1024] (mk = 33554432, kn = 8388608): delayed casts X and W with their transposes
- * (read 2, write 1 + 1 bytes per element) and updates 3 amax histories of 1024 floats (read and
- * written): 4 (mk + kn) + 24576 = 167796736 bytes, 2 kernels; current reads each tensor once
- * more first: 6 (mk + kn) = 251658240, 4 kernels; mxfp8 writes two copies with a scale byte
- * per 32: (2 + 2 x 33/32)(mk + kn) = 170393600, 2 kernels. The data gradient casts dY [4096 x
- * 8192] alone: 4 mk = 134217728, 1 kernel; the weight gradient casts nothing. */
+ * W [8192 x 1024] (mk = 33554432, kn = 8388608), each cast with its transpose (read 2, write 1 + 1
+ * bytes per element). Every micro-batch: delayed casts X and updates 3 amax histories of 1024
+ * floats (read and written): 4 mk + 24576 = 134242304 bytes, 1 kernel; current reads X once more
+ * first: 6 mk = 201326592, 2 kernels; mxfp8 writes two copies with a scale byte per 32: (2 + 2 x
+ * 33/32) mk = 136314880, 1 kernel. Once per step, the weight: 4 kn = 33554432 (current 6 kn =
+ * 50331648, 2 kernels; mxfp8 4.0625 kn = 34078720). The data gradient casts dY [4096 x 8192]
+ * alone: 4 mk = 134217728, 1 kernel, and no weight; the weight gradient casts nothing. */
 static void
 test_fp8_cast_bytes(void)
 {
     SimparGemm fwd = {.m = 4096, .n = 1024, .k = 8192, .batch = 1, .fp8 = SIMPAR_FP8_DELAYED};
     guint launches = 99;
-    CU_ASSERT_EQUAL(simpar_compute_fp8_cast_bytes(&fwd, &launches), 167796736);
-    CU_ASSERT_EQUAL(launches, 2);
+    CU_ASSERT_EQUAL(simpar_compute_fp8_cast_bytes(&fwd, FALSE, &launches), 134242304);
+    CU_ASSERT_EQUAL(launches, 1);
+    CU_ASSERT_EQUAL(simpar_compute_fp8_cast_bytes(&fwd, TRUE, &launches), 33554432);
+    CU_ASSERT_EQUAL(launches, 1);
     fwd.fp8 = SIMPAR_FP8_CURRENT;
-    CU_ASSERT_EQUAL(simpar_compute_fp8_cast_bytes(&fwd, &launches), 251658240);
-    CU_ASSERT_EQUAL(launches, 4);
-    fwd.fp8 = SIMPAR_FP8_MXFP8;
-    CU_ASSERT_EQUAL(simpar_compute_fp8_cast_bytes(&fwd, &launches), 170393600);
+    CU_ASSERT_EQUAL(simpar_compute_fp8_cast_bytes(&fwd, FALSE, &launches), 201326592);
     CU_ASSERT_EQUAL(launches, 2);
+    CU_ASSERT_EQUAL(simpar_compute_fp8_cast_bytes(&fwd, TRUE, &launches), 50331648);
+    CU_ASSERT_EQUAL(launches, 2);
+    fwd.fp8 = SIMPAR_FP8_MXFP8;
+    CU_ASSERT_EQUAL(simpar_compute_fp8_cast_bytes(&fwd, FALSE, &launches), 136314880);
+    CU_ASSERT_EQUAL(launches, 1);
+    CU_ASSERT_EQUAL(simpar_compute_fp8_cast_bytes(&fwd, TRUE, &launches), 34078720);
+    CU_ASSERT_EQUAL(launches, 1);
     SimparGemm dgrad = {
         .m = 4096, .n = 1024, .k = 8192, .batch = 1, .trans_b = TRUE, .fp8 = SIMPAR_FP8_DELAYED};
-    CU_ASSERT_EQUAL(simpar_compute_fp8_cast_bytes(&dgrad, &launches), 134217728);
+    CU_ASSERT_EQUAL(simpar_compute_fp8_cast_bytes(&dgrad, FALSE, &launches), 134217728);
     CU_ASSERT_EQUAL(launches, 1);
+    CU_ASSERT_EQUAL(simpar_compute_fp8_cast_bytes(&dgrad, TRUE, &launches), 0);
+    CU_ASSERT_EQUAL(launches, 0);
     SimparGemm wgrad = {
         .m = 8192, .n = 1024, .k = 4096, .batch = 1, .trans_a = TRUE, .fp8 = SIMPAR_FP8_DELAYED};
-    CU_ASSERT_EQUAL(simpar_compute_fp8_cast_bytes(&wgrad, &launches), 0);
+    CU_ASSERT_EQUAL(simpar_compute_fp8_cast_bytes(&wgrad, FALSE, &launches), 0);
     CU_ASSERT_EQUAL(launches, 0);
     /* their time: the launches, then the bytes at the stream kernels' bandwidth (here mem_eff
      * 0.8 of 3.35 TB/s) */
     SimparGpu gpu;
     gpu_h100_fp8(&gpu);
     fwd.fp8 = SIMPAR_FP8_DELAYED;
-    CU_ASSERT(near(simpar_compute_fp8_cast_time(&gpu, &fwd), 2 * 5e-6 + 167796736 / 2680e9));
+    CU_ASSERT(near(simpar_compute_fp8_cast_time(&gpu, &fwd, FALSE), 5e-6 + 134242304 / 2680e9));
+    CU_ASSERT(near(simpar_compute_fp8_cast_time(&gpu, &fwd, TRUE), 5e-6 + 33554432 / 2680e9));
+}
+
+/* One layer's weight casts per rank, by hand: the tiny model (h = 64, f = 256, 4 h^2 + 2 h f =
+ * 49152 linear weights) over T = 2 ranks of 1-D holds 24576 weights each in its 4 linears;
+ * delayed scaling casts each with its transpose (4 bytes per weight) in one kernel: 4 launches
+ * + 4 x 24576 bytes at 2.68 TB/s. Full recomputation re-runs the forward GEMMs in the backward
+ * with the cached FP8 weights: the same casts, not twice. */
+static void
+test_fp8_weight_casts(void)
+{
+    SimparModel m;
+    g_assert(simpar_model_preset("tiny", &m, NULL));
+    m.dtype = SIMPAR_DTYPE_BF16, m.fp8 = SIMPAR_FP8_DELAYED;
+    CU_ASSERT_EQUAL(simpar_model_layer_weights(&m), 49152);
+    SimparGpu gpu;
+    gpu_h100_fp8(&gpu);
+    for (SimparRecompute r = SIMPAR_RECOMPUTE_NONE; r <= SIMPAR_RECOMPUTE_FULL; r++) {
+        SimparPlan plan;
+        simpar_plan_init(&plan);
+        plan.mode = "1d", plan.tp = 2, plan.recompute = r;
+        g_autoptr(SimparSchedule) sched = simpar_generate_layer(&m, &plan, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+        CU_ASSERT(
+            near(simpar_compute_fp8_weight_cast_time(&gpu, sched), 4 * 5e-6 + 4 * 24576 / 2680e9));
+    }
 }
 
 /* Every GEMM of an FP8 model's layer is an FP8 GEMM plus its casts; the bf16 layer's are not. */
@@ -1091,31 +1126,84 @@ test_fp8_layer_times(void)
         double bytes = (double) g->m * g->k + (double) g->k * g->n +
                        (g->accumulate ? 2.0 : 1.0) * 2 * g->m * g->n;
         double gemm = 5e-6 + MAX(2.0 * g->m * g->n * g->k / (1979e12 * e), bytes / 2680e9);
-        CU_ASSERT(near(times[i], gemm + simpar_compute_fp8_cast_time(&gpu, g)));
+        CU_ASSERT(near(times[i], gemm + simpar_compute_fp8_cast_time(&gpu, g, FALSE)));
     }
     CU_ASSERT(gemms > 0);
 }
 
-/* FP8 on a GPU without FP8 tensor cores, MXFP8 without block-scaled ones: one error each. */
+/* FP8 on a GPU without FP8 tensor cores, MXFP8 without block-scaled ones, FP8 attention on a GPU
+ * without FP8 or without flash attention: one error each. */
 static void
 test_fp8_refused(void)
 {
     SimparGpu gpu;
     gpu_h100(&gpu);
     gpu.model = g_intern_static_string("A100-SXM4-80GB");
-    g_autoptr(GError) e1 = NULL, e2 = NULL, e3 = NULL;
-    CU_ASSERT_FALSE(simpar_gpu_check_fp8(&gpu, SIMPAR_FP8_DELAYED, &e1));
+    g_autoptr(GError) e1 = NULL, e2 = NULL, e3 = NULL, e4 = NULL, e5 = NULL;
+    CU_ASSERT_FALSE(simpar_gpu_check_fp8(&gpu, SIMPAR_FP8_DELAYED, FALSE, &e1));
     CU_ASSERT_PTR_NOT_NULL_FATAL(e1);
     CU_ASSERT_PTR_NOT_NULL(strstr(e1->message, "GPU A100-SXM4-80GB has no FP8 tensor cores"));
+    CU_ASSERT_FALSE(simpar_gpu_check_fp8(&gpu, SIMPAR_FP8_DELAYED, TRUE, &e4));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e4);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e4->message, "--fp8-dot-product-attention: GPU "
+                                               "A100-SXM4-80GB has no FP8 tensor cores"));
     gpu_h100_fp8(&gpu);
-    CU_ASSERT_TRUE(simpar_gpu_check_fp8(&gpu, SIMPAR_FP8_DELAYED, NULL));
-    CU_ASSERT_TRUE(simpar_gpu_check_fp8(&gpu, SIMPAR_FP8_CURRENT, NULL));
-    CU_ASSERT_FALSE(simpar_gpu_check_fp8(&gpu, SIMPAR_FP8_MXFP8, &e2));
+    CU_ASSERT_TRUE(simpar_gpu_check_fp8(&gpu, SIMPAR_FP8_DELAYED, TRUE, NULL));
+    CU_ASSERT_TRUE(simpar_gpu_check_fp8(&gpu, SIMPAR_FP8_CURRENT, FALSE, NULL));
+    CU_ASSERT_FALSE(simpar_gpu_check_fp8(&gpu, SIMPAR_FP8_MXFP8, FALSE, &e2));
     CU_ASSERT_PTR_NOT_NULL_FATAL(e2);
     CU_ASSERT_PTR_NOT_NULL(strstr(e2->message, "--fp8-recipe mxfp8: GPU H100-SXM5-80GB has no "
                                                "block-scaled FP8 tensor cores"));
     gpu.mxfp8 = TRUE; /* Blackwell */
-    CU_ASSERT_TRUE(simpar_gpu_check_fp8(&gpu, SIMPAR_FP8_MXFP8, &e3));
+    CU_ASSERT_TRUE(simpar_gpu_check_fp8(&gpu, SIMPAR_FP8_MXFP8, TRUE, &e3));
+    CU_ASSERT_TRUE(simpar_attention_check_fp8(TRUE, SIMPAR_ATTENTION_FLASH, NULL));
+    CU_ASSERT_TRUE(simpar_attention_check_fp8(FALSE, SIMPAR_ATTENTION_UNFUSED, NULL));
+    CU_ASSERT_FALSE(simpar_attention_check_fp8(TRUE, SIMPAR_ATTENTION_UNFUSED, &e5));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e5);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e5->message, "needs --attention flash"));
+}
+
+/* FP8 attention by hand (cuDNN's fused FP8 attention), bh = 16 heads of s = 2048 rows and keys,
+ * dh = 128, q = bh s dh = 4194304 elements in each of Q, K, V, O: flash attention's FLOPs (4 bh
+ * s^2 dh, x 2.5 backward) at the FP8 peak 1979e12 with its efficiency 0.85 g(2048)^2 g(128),
+ * g(x) = x / (x + 128), after the launch, or the kernel's bytes at 2.68 TB/s: forward Q, K, V in
+ * (1 byte) and O out (2 bytes), 5 q; backward Q, K, V, O (FP8 under delayed scaling), dO twice
+ * in, dQ, dK, dV out (2 bytes), 12 q; plus the 4-byte log-sum-exp rows. Then the casts at
+ * 2.68 TB/s, 3 bytes an element (read 2, write 1): forward Q, K, V and O (delayed keeps O in
+ * FP8), 12 q bytes in 4 kernels; backward dO, 3 q in 1. Current scaling reads each once more
+ * (5 bytes, twice the kernels) and keeps O in bf16: forward 15 q in 6 kernels. */
+static double
+fp8_attention_formula(gboolean bwd, SimparFp8Recipe recipe)
+{
+    double bh = 16, s = 2048, dh = 128, q = bh * s * dh;
+    double eff = 0.85 * (s / (s + 128)) * (s / (s + 128)) * (dh / (dh + 128));
+    double flops = 4 * bh * s * s * dh * (bwd ? 2.5 : 1);
+    double kernel = (bwd ? 12 : 5) * q + bh * s * 4;
+    double cast = recipe == SIMPAR_FP8_DELAYED
+                      ? (bwd ? 5e-6 + 3 * q / 2680e9 : 4 * 5e-6 + 12 * q / 2680e9)
+                      : (bwd ? 2 * 5e-6 + 5 * q / 2680e9 : 6 * 5e-6 + 15 * q / 2680e9);
+    return 5e-6 + fmax(flops / (1979e12 * eff), kernel / 2680e9) + cast;
+}
+
+static void
+test_fp8_attention(void)
+{
+    SimparGpu gpu;
+    gpu_h100_fp8(&gpu);
+    for (SimparFp8Recipe r = SIMPAR_FP8_DELAYED; r <= SIMPAR_FP8_CURRENT; r++) {
+        g_autoptr(SimparSchedule) sched = attention_schedule(2, 8, 2048, 128, FALSE);
+        simpar_schedule_set_fp8(sched, r, TRUE);
+        double t[2];
+        simpar_compute_times(&gpu, sched, SIMPAR_ATTENTION_FLASH, t);
+        CU_ASSERT(near(t[0], fp8_attention_formula(FALSE, r)));
+        CU_ASSERT(near(t[1], fp8_attention_formula(TRUE, r)));
+        for (guint i = 0; i < 2; i++) { /* the FLOPs are flash attention's */
+            double flops, bytes;
+            simpar_compute_op_cost(sched, simpar_schedule_op(sched, i), SIMPAR_ATTENTION_FLASH,
+                                   &flops, &bytes);
+            CU_ASSERT(near(flops, 4.0 * 16 * 2048 * 2048 * 128 * (i ? 2.5 : 1)));
+        }
+    }
 }
 
 /* The FP8 GEMM model against every measured FP8 table shipped (bench/fidelity/gemm-b200-xla.csv,
@@ -1330,6 +1418,10 @@ static CU_TestInfo compute_tests[] = {
      test_fp8_gemm_closed_form},
     {"the cast, transpose and amax kernels of each FP8 recipe move the bytes derived by hand",
      test_fp8_cast_bytes},
+    {"each linear's weight is cast once per layer and rank, recomputation or not",
+     test_fp8_weight_casts},
+    {"FP8 attention is flash attention's FLOPs at the FP8 peak plus its casts, by hand",
+     test_fp8_attention},
     {"every GEMM of an FP8 layer costs its FP8 GEMM and its casts", test_fp8_layer_times},
     {"FP8 without FP8 tensor cores and MXFP8 without block scaling are refused", test_fp8_refused},
     {"the FP8 GEMM model is within 10% median of XLA's measured sm_100 FP8 table",

@@ -602,7 +602,12 @@ test_cli_predict(void)
                                      "--vp-group 5 --micro-batch 2 --global-batch 200",
                             "--topology topologies/dgx-h100x64.xml --model default-4k --layers 8 "
                             "--dtype fp8 --fp8-recipe delayed --fp8-param-gather --zero 1 "
-                            "--tp-mode 1d --tp 4 --pp 2 --dp 4 --micro-batch 1 --global-batch 64"};
+                            "--tp-mode 1d --tp 4 --pp 2 --dp 4 --micro-batch 1 --global-batch 64",
+                            /* FP8 weight casts before each chunk's first forward, FP8 attention */
+                            "--topology topologies/dgx-h100x64.xml --model default-4k --layers 8 "
+                            "--dtype fp8 --fp8-recipe current --fp8-dot-product-attention "
+                            "--attention flash --tp-mode 1d --tp 4 --pp 2 --dp 4 --schedule "
+                            "interleaved --virtual-stages 2 --micro-batch 1 --global-batch 32"};
     for (guint i = 0; i < G_N_ELEMENTS(splits); i++) {
         JsonArray *rows[2];
         g_autoptr(JsonParser) analytic = json_parser_new(), formula = json_parser_new();
@@ -623,6 +628,48 @@ test_cli_predict(void)
             cli_json_agree(json_array_get_object_element(rows[0], k),
                            json_array_get_object_element(rows[1], k));
     }
+}
+
+/* FP8 weights are cast once per step (Transformer Engine caches them across micro-batches): the
+ * step's weight casts on the rank that ends last are its L/P = 4 layers' 4 linears, each a
+ * launch (5 us, pinned) and its h(3h + h) + 2hf / T weights (default-4k: h = 4096, f = 16384,
+ * T = 4: 50331648) cast with their transposes, 4 bytes a weight (delayed) at the pinned 2 TB/s,
+ * at m = 4 and m = 8 micro-batches alike, on both backends. Charged per micro-batch (the
+ * forward GEMM's cast), they grew with m. */
+static void
+test_cli_fp8_weight_casts(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("simpar-fp8-XXXXXX", NULL);
+    g_autofree char *calib = g_build_filename(dir, "calib.json", NULL);
+    g_assert(g_file_set_contents(calib, "{\"launch_s\": 5e-6, \"kernel_bw_stream_Bps\": 2e12}", -1,
+                                 NULL));
+    SimparModel m;
+    g_assert(simpar_model_preset("default-4k", &m, NULL));
+    double per_rank = simpar_model_layer_weights(&m) / 4;
+    CU_ASSERT_EQUAL(per_rank, 50331648);
+    double want = 4 * (4 * 5e-6 + per_rank * 4 / 2e12);
+    const char *backends[] = {"analytic", "formula"};
+    for (guint b = 0; b < 2; b++)
+        for (guint batch = 4; batch <= 8; batch *= 2) {
+            g_autofree char *args = g_strdup_printf(
+                "predict --topology topologies/dgx-h100x64.xml --model default-4k --layers 8 "
+                "--dtype fp8 --tp-mode 1d --tp 4 --pp 2 --micro-batch 1 --global-batch %u "
+                "--gpus 8 --jobs 1 --json --backend %s --calibration %s",
+                batch, backends[b], calib);
+            SimparCliRun r = simpar_cli_run(args);
+            CU_ASSERT_EQUAL_FATAL(r.status, 0);
+            g_autoptr(JsonParser) parser = json_parser_new();
+            CU_ASSERT_TRUE_FATAL(json_parser_load_from_data(parser, r.out, -1, NULL));
+            JsonObject *row =
+                json_array_get_object_element(json_node_get_array(json_parser_get_root(parser)), 0);
+            double got = json_object_get_double_member_with_default(row, "fp8_weight_cast_s", 0);
+            if (fabs(got - want) > 1e-12 * want)
+                printf("\n    %s m=%u: %.12g s, want %.12g", backends[b], batch, got, want);
+            CU_ASSERT(fabs(got - want) <= 1e-12 * want);
+            simpar_cli_run_clear(&r);
+        }
+    g_unlink(calib);
+    g_rmdir(dir);
 }
 
 /* simpar sweep: every row's status and figures. */
@@ -733,6 +780,8 @@ static CU_TestInfo oracle_tests[] = {
 static CU_TestInfo cli_tests[] = {
     {"simpar predict --backend formula prints the analytic figures", test_cli_predict},
     {"simpar sweep --backend formula writes the analytic rows", test_cli_sweep},
+    {"FP8 weights are cast once per step: a closed form at any micro-batch count, both backends",
+     test_cli_fp8_weight_casts},
     {"the rows' numbers are printf's %.9g", test_number_format},
     CU_TEST_INFO_NULL,
 };

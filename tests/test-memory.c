@@ -259,6 +259,36 @@ test_states_fp8(void)
     CU_ASSERT(near(step(&f8, &train, 0).fp8_B, 2 * lin / 8));
 }
 
+/* FP8 attention by hand: a layer of the tiny model (h = 64, a = 4, s = 32, b = 8, f = 256, qkv
+ * 3h = 192 columns) over T = 2 ranks of 1-D with sequence parallelism, flash attention, no
+ * recomputation. Transformer Engine's FP8 attention keeps Q, K and V in FP8 for the backward, 1
+ * byte in place of 2: s b 3h / T = 24576 bytes fewer; under the delayed recipe O in FP8 too,
+ * beside proj's bf16 input: s b h / T = 8192 bytes more; mxfp8 adds a scale byte per 32 (768). The
+ * unfused kernel has no FP8 form (the plan's flag changes nothing there), nor has a bf16 model. */
+static void
+test_activations_fp8_attention(void)
+{
+    SimparModel m;
+    g_assert(simpar_model_preset("tiny", &m, NULL));
+    m.dtype = SIMPAR_DTYPE_BF16, m.fp8 = SIMPAR_FP8_DELAYED;
+    SimparPlan plan;
+    simpar_plan_init(&plan);
+    plan.mode = "1d", plan.tp = 2, plan.sequence_parallel = TRUE, plan.q = 2;
+    double bf = simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_FLASH);
+    double un = simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_UNFUSED);
+    plan.fp8_attention = TRUE;
+    CU_ASSERT(near(simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_FLASH),
+                   bf - 24576 + 8192));
+    CU_ASSERT(near(simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_UNFUSED), un));
+    m.fp8 = SIMPAR_FP8_CURRENT; /* O kept in bf16 only */
+    CU_ASSERT(near(simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_FLASH), bf - 24576));
+    m.fp8 = SIMPAR_FP8_MXFP8;
+    CU_ASSERT(
+        near(simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_FLASH), bf - 24576 + 768));
+    m.fp8 = SIMPAR_FP8_NONE;
+    CU_ASSERT(near(simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_FLASH), bf));
+}
+
 /* Context parallelism keeps s / C tokens of every sequence, and their scores against all s
  * keys: every term of the stored activations (Korthikanti's sbh terms, the a s^2 b scores) and
  * the logits fall by C; the states stay. */
@@ -446,6 +476,8 @@ test_llama3_405b_8k(void)
 static CU_TestInfo memory_tests[] = {
     {"FP8 weight copies, transpose caches and FP8 parameters: their bytes by hand",
      test_states_fp8},
+    {"FP8 attention keeps Q, K, V (delayed: and O) in FP8, by hand; unfused and bf16 as before",
+     test_activations_fp8_attention},
     {"Llama 3 8B: the published parameter count, activations of GQA and SwiGLU", test_llama3_8b},
     {"hybrid sharding, --no-reshard and fp32 gradients: their bytes per parameter",
      test_states_fsdp_options},

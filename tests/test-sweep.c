@@ -465,7 +465,8 @@ test_cp_axis(void)
 
 /* --precision is a list axis, the innermost: one row per precision, each equal to simpar
  * predict with its --dtype and --fp8-recipe, the dtype column naming the recipe; MXFP8 on
- * Hopper is a skipped row that says why. */
+ * Hopper is a skipped row that says why. One worker: the rows share its cache of layers, which
+ * must tell an FP8 layer from the bf16 one (it gave the FP8 rows the bf16 layer's GEMMs). */
 static void
 test_precision_axis(void)
 {
@@ -474,7 +475,7 @@ test_precision_axis(void)
     g_autofree char *out = tmp_path("precision.csv");
     g_free(run_ok("sweep --topology %s --model llama3-8b --layers 2 --seq 1024 --gpus 8 "
                   "--tp-mode 1d --tp 8 --pp 1 --global-batch 8 "
-                  "--precision bf16,fp8,fp8-current,fp8-mxfp8 -q -o %s",
+                  "--precision bf16,fp8,fp8-current,fp8-mxfp8 -q --jobs 1 -o %s",
                   topo, out));
     g_autoptr(SimparCsv) csv = read_csv(out);
     CU_ASSERT_EQUAL_FATAL(simpar_csv_n_rows(csv), 4);
@@ -502,6 +503,47 @@ test_precision_axis(void)
     CU_ASSERT_STRING_EQUAL(field(csv, 3, "status"), "skipped");
     CU_ASSERT_PTR_NOT_NULL(strstr(field(csv, 3, "reason"), "--fp8-recipe mxfp8: GPU "
                                                            "H100-SXM5-80GB has no block-scaled"));
+}
+
+/* --fp8-dot-product-attention as a sweep job option: the FP8 rows of --precision run their
+ * attention in FP8, the bf16 row as before, each equal to simpar predict (FP8 attention with
+ * its flag); without --attention flash the sweep is refused, naming the flag. */
+static void
+test_precision_fp8_attention(void)
+{
+    g_autofree char *topo = tmp_path("h100x8-dpa.xml");
+    g_free(run_ok("topology --preset dgx-h100 --nodes 1 -o %s", topo));
+    g_autofree char *out = tmp_path("dpa.csv");
+    const char *job = "--model llama3-8b --layers 2 --seq 4096 --gpus 8 --tp-mode 1d --tp 8 "
+                      "--pp 1 --global-batch 8 --attention flash";
+    g_free(run_ok("sweep --topology %s %s --precision bf16,fp8 --fp8-dot-product-attention -q "
+                  "--jobs 1 -o %s",
+                  topo, job, out));
+    g_autoptr(SimparCsv) csv = read_csv(out);
+    CU_ASSERT_EQUAL_FATAL(simpar_csv_n_rows(csv), 2);
+    const char *flags[] = {"--dtype bf16", "--dtype fp8 --fp8-dot-product-attention"};
+    for (guint i = 0; i < 2; i++) {
+        CU_ASSERT_STRING_EQUAL_FATAL(field(csv, i, "status"), "ok");
+        g_autofree char *json =
+            run_ok("--topology %s --backend analytic %s --dp 1 %s --json", topo, job, flags[i]);
+        g_autoptr(JsonParser) p = json_parser_new();
+        CU_ASSERT_TRUE_FATAL(json_parser_load_from_data(p, json, -1, NULL));
+        JsonObject *o =
+            json_array_get_object_element(json_node_get_array(json_parser_get_root(p)), 0);
+        g_autofree char *step = json_figure(o, "step_time_s");
+        CU_ASSERT_STRING_EQUAL(field(csv, i, "step_time_s"), step);
+    }
+    g_autofree char *plain = run_ok("--topology %s --backend analytic %s --dp 1 --dtype fp8 "
+                                    "--json",
+                                    topo, job);
+    CU_ASSERT_PTR_NULL(strstr(plain, "fp8_attention"));
+    g_autofree char *bad = g_strdup_printf("sweep --topology %s %s --attention unfused "
+                                           "--precision fp8 --fp8-dot-product-attention -q -o %s",
+                                           topo, job, out);
+    SimparCliRun r = simpar_cli_run(bad);
+    CU_ASSERT_EQUAL(r.status, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "--fp8-dot-product-attention needs --attention flash"));
+    simpar_cli_run_clear(&r);
 }
 
 /* Without --micro-batch each grid gets the model's micro-batch (Llama 3's 1, on a small shape)
@@ -784,6 +826,8 @@ static CU_TestInfo sweep_tests[] = {
      test_eta_recent_rate},
     {"--precision sweeps bf16 and the FP8 recipes, each row equal to simpar predict",
      test_precision_axis},
+    {"--fp8-dot-product-attention runs the FP8 rows' attention in FP8, each row simpar predict's",
+     test_precision_fp8_attention},
     {"a --kv-heads list sweeps grouped-query attention; rows equal predict", test_kv_heads_axis},
     {"--cp and --cp-mode lists sweep context parallelism; rows equal predict", test_cp_axis},
     {"without --micro-batch every mode gets whole sequences per GPU, so every mode runs",

@@ -243,6 +243,7 @@ row_job_args(const SimparSweep *sw, const SimparSweepConfig *c, SimparJobArgs *a
         gboolean fp8 = g_str_has_prefix(c->precision, "fp8");
         a->dtype = fp8 ? (char *) "fp8" : (char *) c->precision;
         a->fp8_recipe = fp8 && c->precision[3] == '-' ? (char *) c->precision + 4 : NULL;
+        a->fp8_attention = fp8 && a->fp8_attention; /* the FP8 rows' attention */
     }
 }
 
@@ -340,7 +341,7 @@ row_prepare(const SimparSweep *sw, const SimparSweepConfig *c, const SimparGpu *
     row_job_args(sw, c, &a);
     if (!simpar_job_model(&a, SIMPAR_PREDICT_DEFAULT_MODEL, model, why))
         return FALSE;
-    if (!simpar_gpu_check_fp8(gpu, (SimparFp8Recipe) model->fp8, why) ||
+    if (!simpar_gpu_check_fp8(gpu, (SimparFp8Recipe) model->fp8, a.fp8_attention, why) ||
         !simpar_gpu_validate(gpu, model->dtype, why)) {
         g_prefix_error(why, "%s: ", sw->preset != NULL ? sw->preset->name : sw->args.topology);
         return FALSE;

@@ -241,6 +241,8 @@ sweep_resolve_predict(SimparSweep *sw, GError **error)
     sw->backend = ctx.backend, sw->run = ctx.run, sw->attention = ctx.attention;
     sw->all_slices = ctx.all_slices, sw->block_backend = ctx.block_backend;
     sw->budget_s = ctx.budget_s;
+    if (!simpar_attention_check_fp8(sw->args.job.fp8_attention, sw->attention, &local))
+        return sweep_usage_from(error, local);
     return TRUE;
 }
 
