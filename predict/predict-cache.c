@@ -243,3 +243,18 @@ simpar_predict_cache_put(SimparPredictCache *c, const void *key, gsize key_size,
     if (c != NULL)
         cache_add(c->memo, key, key_size, g_bytes_new(value, value_size));
 }
+
+const char *
+simpar_predict_cache_text(SimparPredictCache *c, const void *key, gsize key_size)
+{
+    GBytes *v = c != NULL ? cache_find(c->memo, key, key_size) : NULL;
+    return v != NULL ? g_bytes_get_data(v, NULL) : NULL;
+}
+
+void
+simpar_predict_cache_put_text(SimparPredictCache *c, const void *key, gsize key_size,
+                              const char *text)
+{
+    if (c != NULL)
+        cache_add(c->memo, key, key_size, g_bytes_new(text, strlen(text) + 1));
+}

@@ -49,6 +49,11 @@ gboolean simpar_predict_cache_get(SimparPredictCache *cache, const void *key, gs
                                   void *value, gsize value_size);
 void simpar_predict_cache_put(SimparPredictCache *cache, const void *key, gsize key_size,
                               const void *value, gsize value_size);
+/* The text stored under `key` by simpar_predict_cache_put_text, or NULL (always with a NULL
+ * cache). (transfer none: the cache's, until it is freed) */
+const char *simpar_predict_cache_text(SimparPredictCache *cache, const void *key, gsize key_size);
+void simpar_predict_cache_put_text(SimparPredictCache *cache, const void *key, gsize key_size,
+                                   const char *text);
 
 /* A scratch array for a computation that runs again and again with arrays of like sizes (the
  * formula mode's ops): the cache's array `slot` (< SIMPAR_PREDICT_CACHE_SCRATCH), emptied, with

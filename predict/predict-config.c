@@ -655,6 +655,28 @@ predict_step(const SimparPredictContext *ctx, const SimparModel *model, const Si
     return TRUE;
 }
 
+/* simpar_compute_describe of the layer on the context's GPU, once per cache: a sweep's rows
+ * share the layer, and the description walks its ops. */
+static char *
+predict_compute_text(const SimparPredictContext *ctx, const SimparSchedule *layer)
+{
+    struct {
+        char tag[8];
+        const SimparSchedule *layer;
+        SimparGpu gpu;
+    } key;
+
+    memset(&key, 0, sizeof key);
+    memcpy(key.tag, "compute", sizeof key.tag);
+    key.layer = layer, key.gpu = *ctx->gpu;
+    const char *kept = simpar_predict_cache_text(ctx->cache, &key, sizeof key);
+    if (kept != NULL)
+        return g_strdup(kept);
+    char *text = simpar_compute_describe(ctx->gpu, layer);
+    simpar_predict_cache_put_text(ctx->cache, &key, sizeof key, text);
+    return text; /* (transfer full) */
+}
+
 /* The step of a configuration that fits, with its derived figures; FALSE with *why set when
  * simulating it would exceed the time budget. */
 static gboolean
@@ -668,7 +690,7 @@ predict_simulate(const SimparPredictContext *ctx, const SimparModel *model,
     if (!predict_step(ctx, model, train, layer, what, row, NULL, why))
         return FALSE;
     row->step.mfu = row->model_flops / row->step_s / ctx->gpus / ctx->gpu->peak_flops[model->dtype];
-    row->step.compute = simpar_compute_describe(ctx->gpu, layer);
+    row->step.compute = predict_compute_text(ctx, layer);
     if (train->schedule == SIMPAR_PIPE_LOCAL) { /* next to pipelining of the same split */
         SimparTrain pipe = *train;
         pipe.schedule = SIMPAR_PIPE_1F1B;

@@ -333,7 +333,10 @@ formula_periodic_at(Formula *f, guint m, double *fig)
     guint u = formula_period(f);
     gsize n = FORMULA_N_FIGURES + formula_n_ends(f);
     g_autofree double *p = g_new(double, 2 * n);
-    for (guint mp = formula_first_probe(f); m % u == 0 && mp + u < m; mp *= 2) {
+    guint step = MAX(u, (f->P * f->v + u * f->v) / 4 / u * u);
+    gboolean gpipe = f->c.schedule == SIMPAR_PIPE_GPIPE;
+    for (guint mp = formula_first_probe(f); !gpipe && m % u == 0 && mp + u < m;
+         mp += step, step *= 2) {
         formula_at(f, mp, p);
         if (p[FORMULA_PERIODIC] == 0)
             continue;
