@@ -685,7 +685,7 @@ predict_simulate(const SimparPredictContext *ctx, const SimparModel *model,
 }
 
 /* Node-limited routing (--group-limit M): FALSE with *why set when the first expert-parallel
- * group (EP consecutive ranks of the stage, as block_moe places it) spans fewer than M nodes. */
+ * group (train.h's expert numbering, as block_moe places it) spans fewer than M nodes. */
 static gboolean
 predict_node_limit(const SimparPredictContext *ctx, const SimparModel *model,
                    const SimparTrain *train, GError **why)
@@ -693,10 +693,10 @@ predict_node_limit(const SimparPredictContext *ctx, const SimparModel *model,
     if (!simpar_model_is_moe(model) || model->moe.groups == 0)
         return TRUE;
     const SimparNet *net = simpar_platform_net(ctx->platform);
-    guint ep = (guint) MAX(train->ep, 1), TC = simpar_train_group(train), nodes = 0;
+    guint ep = (guint) MAX(train->ep, 1), nodes = 0;
     g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
     for (guint i = 0; i < ep; i++) {
-        guint node = simpar_net_node(net, simpar_train_rank(train, i % TC, i / TC, 0));
+        guint node = simpar_net_node(net, simpar_train_expert_rank(train, 0, i, 0, 0));
         if (g_hash_table_add(seen, GUINT_TO_POINTER(node + 1)))
             nodes++;
     }
