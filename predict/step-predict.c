@@ -333,6 +333,15 @@ breakdown_placement(const SimparRun *run, const guint *job_gpus, const SimparTra
         g_string_append_printf(
             out, ", cp %s", breakdown_inter(run, job_gpus, ranks, C) ? "inter-node" : "intra-node");
     }
+    guint ep = (guint) MAX(tr->ep, 1);
+    inter[SIMPAR_AXIS_EP] = FALSE;
+    if (ep > 1) { /* the first expert-parallel group, in the experts' numbering (train.h) */
+        g_autofree guint *ranks = g_new(guint, ep);
+        for (guint k = 0; k < ep; k++)
+            ranks[k] = simpar_train_expert_rank(tr, 0, k, 0, 0);
+        inter[SIMPAR_AXIS_EP] = breakdown_inter(run, job_gpus, ranks, ep);
+        g_string_append_printf(out, ", ep %s", inter[SIMPAR_AXIS_EP] ? "inter-node" : "intra-node");
+    }
     return g_string_free(out, FALSE); /* (transfer full) */
 }
 
