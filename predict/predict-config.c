@@ -323,7 +323,8 @@ predict_replay_bytes(const SimparPredictContext *ctx, const SimparTrain *train,
 {
     gboolean local = train->schedule == SIMPAR_PIPE_LOCAL;
     double n_job = (double) simpar_train_group(train) * train->pp * train->dp;
-    *ranks = slice && train->tp.tp > 1 ? n_job / train->tp.tp : n_job;
+    /* an MoE step is not sliced: its experts' reductions cross the slices (step-slice.c) */
+    *ranks = slice && train->tp.tp > 1 && train->tp.ep == 0 ? n_job / train->tp.tp : n_job;
     double steps = local && train->local_async ? 3 : 1, m = (double) train->micro_batches;
     double layers = ceil((double) train->layers / train->pp);
     gboolean per_layer = train->zero == 3 || simpar_train_reduce_each_micro(train);
