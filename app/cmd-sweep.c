@@ -423,6 +423,10 @@ simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GE
          "Key/value heads (grouped-query attention; default the model's)", "LIST"},
         {"cp", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_CP],
          "Context parallelism C (T x C x P x D = GPUs; default 1)", "LIST"},
+        {"ep", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_EP],
+         "Expert parallelism EP of an MoE model (EP x ETP must divide T x C x D and EP the "
+         "experts; other rows are skipped; default 1)",
+         "LIST"},
         {"cp-mode", 0, 0, G_OPTION_ARG_STRING, &s[SIMPAR_SWEEP_CP_MODE],
          "Context parallelism's forms: allgather, ring (default allgather)", "LIST"},
         {"precision", 0, 0, G_OPTION_ARG_STRING, &s[SIMPAR_SWEEP_PRECISION],
@@ -491,7 +495,6 @@ simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GE
                                               "group-limit",
                                               "capacity-factor",
                                               "imbalance",
-                                              "ep",
                                               "etp",
                                               NULL};
     g_autofree GOptionEntry *job = simpar_job_option_entries(&a->job, job_singles);

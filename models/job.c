@@ -214,8 +214,9 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
         {"etp", 0, 0, G_OPTION_ARG_INT64, &a->etp,
          "Expert tensor parallelism: each expert split over ETP GPUs (default 1)", "ETP"},
         {"order", 0, 0, G_OPTION_ARG_STRING, &a->order,
-         "Rank placement, innermost first (default tp,cp,dp,pp; three names keep cp after tp)",
-         "A,B,C[,D]"},
+         "Rank placement, innermost first (default tp,cp,ep,dp,pp; unplaced, cp sits right "
+         "after tp and ep right after cp; ep places an MoE model's expert-parallel groups)",
+         "A,B,C[,D[,E]]"},
         {"local-chunks", 0, 0, G_OPTION_ARG_INT64, &a->local_chunks,
          "Local parallelism: K chunks with auxiliary heads (replaces --pp)", "K"},
         {"local-async", 0, 0, G_OPTION_ARG_NONE, &a->local_async,

@@ -63,12 +63,13 @@ memory_moe_activations(const SimparModel *m, const SimparPlan *plan)
  * and gradients with fp32 master weights, momentum and variance (2 + 2 + 12); fp32 training
  * 4 + 4 + 8 (momentum, variance), fp64 8 + 8 + 16; gradients kept in fp32 (--grad-reduce-dtype)
  * take 4. ZeRO (section 4.1) partitions the optimizer states over the `shards` replicas of a
- * shard group (all D, or --shard-group's) from stage 1, the gradients from 2, the weights from
- * 3; with --no-reshard the weights gathered in the forward stay whole until the backward. */
+ * shard group (all D, or --shard-group's; an MoE layer's routed experts: the expert-data-parallel
+ * group's, train.h) from stage 1, the gradients from 2, the weights from 3; with --no-reshard
+ * the weights gathered in the forward stay whole until the backward. */
 static void
-memory_state_bytes(SimparDtype dtype, const SimparTrain *train, double bytes[3])
+memory_state_bytes_over(SimparDtype dtype, const SimparTrain *train, double shards, double bytes[3])
 {
-    double ds = simpar_dtype_size(dtype), shards = simpar_train_shard_group(train);
+    double ds = simpar_dtype_size(dtype);
     bytes[0] = ds;
     bytes[1] = simpar_train_grad_bytes(train, dtype);
     bytes[2] = ds == 2 ? 12 : 2 * ds;
@@ -77,6 +78,12 @@ memory_state_bytes(SimparDtype dtype, const SimparTrain *train, double bytes[3])
             bytes[2 - i] /= shards;
     if (train->no_reshard) /* the whole weights, beside the shard */
         bytes[0] += ds;
+}
+
+static void
+memory_state_bytes(SimparDtype dtype, const SimparTrain *train, double bytes[3])
+{
+    memory_state_bytes_over(dtype, train, simpar_train_shard_group(train), bytes);
 }
 
 /* The FP8 terms (memory.h) of `lin` linear weight elements held on the GPU, `held_B` bytes of
@@ -348,10 +355,15 @@ simpar_memory_step(const SimparModel *model, const SimparTrain *train, guint sta
     double layer_params = memory_layers_params(model, plan, split, layers);
     double head_params = memory_head_params(model, train, &st);
     double chunks = memory_chunks_in_flight(train->schedule, &st, stage);
+    /* the routed experts' states: ZeRO shards them over the expert-data-parallel group */
+    double experts =
+               simpar_model_is_moe(model) ? layers * simpar_moe_expert_params(model, plan->ep) : 0,
+           eb[3];
+    memory_state_bytes_over(model->dtype, train, simpar_train_expert_replicas(train), eb);
     *out = (SimparMemory){.params = layer_params + head_params};
-    out->weights_B = layer_params * bytes[0];
-    out->grads_B = layer_params * bytes[1];
-    out->optimizer_B = layer_params * bytes[2];
+    out->weights_B = (layer_params - experts) * bytes[0] + experts * eb[0];
+    out->grads_B = (layer_params - experts) * bytes[1] + experts * eb[1];
+    out->optimizer_B = (layer_params - experts) * bytes[2] + experts * eb[2];
     out->embedding_B = head_params * (bytes[0] + bytes[1] + bytes[2]);
     out->embedding_weights_B = head_params * bytes[0];
     out->embedding_grads_B = head_params * bytes[1];

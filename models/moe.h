@@ -50,6 +50,9 @@ guint simpar_moe_capacity(const SimparModel *model, guint tokens);
 /* Parameters of one MoE layer's MLP part on one of `ep` ranks: the router [h x E], the shared
  * experts and the rank's E/ep routed experts. */
 double simpar_moe_rank_params(const SimparModel *model, gint64 ep);
+/* Of them, the rank's E/ep routed experts: the weights reduced over the expert-data-parallel
+ * group (train.h). */
+double simpar_moe_expert_params(const SimparModel *model, gint64 ep);
 /* The weights one token passes through in an MoE layer's MLP part: the router, the shared
  * experts and its top_k routed experts (the active parameters, for model FLOPs). */
 double simpar_moe_active_params(const SimparModel *model);

@@ -178,6 +178,7 @@ simpar_schedule_rank_facts(const SimparSchedule *sched)
     guint n;
     const SimparShard *sh = simpar_schedule_shards(sched, &n);
     const char *x = g_intern_static_string("x"), *dy = g_intern_static_string("dy");
+    const char *experts = g_intern_static_string("moe.experts");
     for (guint i = 0; i < n; i++) {
         if (sh[i].role != SIMPAR_SHARD_INPUT)
             continue;
@@ -185,6 +186,8 @@ simpar_schedule_rank_facts(const SimparSchedule *sched)
             out[sh[i].rank].act_elems = sh[i].rows * sh[i].cols;
         else if (sh[i].tensor != dy)
             out[sh[i].rank].layer_params += sh[i].rows * sh[i].cols;
+        if (sh[i].tensor == experts)
+            out[sh[i].rank].expert_params += sh[i].rows * sh[i].cols;
     }
     return out; /* (transfer full) */
 }

@@ -394,8 +394,10 @@ const SimparShard *simpar_schedule_shards(const SimparSchedule *sched,
 
 /* Facts of one rank of a layer schedule, from its input shards. */
 typedef struct {
-    gsize act_elems;    /* its block of the residual stream "x" (what a pipeline stage sends) */
-    gsize layer_params; /* parameters of one layer it holds (the inputs other than x and dy) */
+    gsize act_elems;     /* its block of the residual stream "x" (what a pipeline stage sends) */
+    gsize layer_params;  /* parameters of one layer it holds (the inputs other than x and dy) */
+    gsize expert_params; /* of them, the routed experts' ("moe.experts"): an MoE layer's
+                          * weights reduced over the expert-data-parallel group (train.h) */
 } SimparRankFacts;
 
 /* Per rank of the layer schedule, in one pass over its shards. */

@@ -32,9 +32,19 @@ enum {
  * report measures the last one (the first fills the pipeline). */
 #define STEP_ASYNC_STEPS 3
 
+/* The two kinds of gradients, each with its buckets: every parameter but the routed experts'
+ * (reduced over the data-parallel group), and the routed experts' (over the
+ * expert-data-parallel group, train.h: Megatron-Core's separate expert gradient buffers). */
+enum {
+    STEP_DENSE,
+    STEP_EXPERT,
+    STEP_N_KINDS
+};
+
 typedef struct {
     gsize off, count; /* a range of the rank's gradient buffer */
     guint ready;      /* the op after which its gradients are final */
+    guint kind;       /* STEP_DENSE or STEP_EXPERT */
 } StepBucket;
 
 typedef struct {
@@ -51,6 +61,9 @@ typedef struct {
     guint S, R;                     /* ZeRO shard groups of S replicas, R = D / S of them */
     guint *shard_group, *rep_group; /* per (t, p, d / S) and (t, p, d % S); NULL if S = D */
     guint gf;                       /* gradient elements per dtype element (fp32 reduction) */
+    guint DE;               /* the expert-data-parallel group's ranks (1: no expert gradients) */
+    guint *edp_group;       /* per (p, expert-parallel rank x ETP + expert-tensor rank) */
+    guint e_group, e_index; /* the rank's expert-DP group and its place in it */
     /* --fp8-param-gather: the parameter all-gathers' bytes per bf16 byte of a layer's
      * parameters (its linears' weights in FP8, the rest in bf16); 1 without */
     double pg8;
@@ -59,11 +72,13 @@ typedef struct {
     SimparRankFacts facts;
     gsize ends; /* embedding / output / aux-head parameters of one end on this rank */
     guint grads, params, opt_m, opt_v, act_in, act_out, grad_in, grad_out;
-    gsize layer_off[1024]; /* per chunk (v <= 1024): offset of its layers in the gradients */
-    gsize embed_off, head_off, aux_off, n_grads;
-    GArray *buckets;  /* StepBucket */
-    gsize open_off;   /* start of the bucket being filled */
-    gsize open_count; /* its parameters so far */
+    gsize layer_off[1024];  /* per chunk (v <= 1024): offset of its layers in the gradients */
+    gsize expert_off[1024]; /* per chunk: offset of its layers' experts (after the rest) */
+    gsize lp, le;           /* per layer: the parameters but the experts', the experts' */
+    gsize embed_off, head_off, aux_off, n_grads, n_expert; /* n_expert: of n_grads, experts */
+    GArray *buckets;                                       /* StepBucket */
+    gsize open_off[STEP_N_KINDS];   /* start of the bucket being filled, per kind */
+    gsize open_count[STEP_N_KINDS]; /* its parameters so far */
     guint last_compute;
     GArray *dp_ops;       /* reduction ops of this rank in this step */
     guint prefetch[2];    /* ZeRO-3: the last two layer blocks (a gather waits for the older) */

@@ -98,32 +98,48 @@ step_send(Step *st, guint to, guint tag, guint buf, guint stream, SimparPhase ph
         step_ops_sent(st, buf, i);
 }
 
-/* Gradients [off, off + count) of the rank are final after `ready`: they join the open bucket,
- * which closes when it reaches the bucket size. */
-static void
-step_grads_ready(Step *st, gsize off, gsize count, guint ready)
+/* The ranks that reduce gradients of `kind` together. */
+static guint
+step_reducers(const Step *st, guint kind)
 {
-    if (st->DR == 1) /* nothing to reduce, whatever the ZeRO stage */
+    return kind == STEP_EXPERT ? st->DE : st->DR;
+}
+
+/* Whether the rank reduces any gradients. */
+static gboolean
+step_reduces(const Step *st)
+{
+    return st->DR > 1 || (st->n_expert > 0 && st->DE > 1);
+}
+
+/* Gradients [off, off + count) of `kind` of the rank are final after `ready`: they join the
+ * kind's open bucket, which closes when it reaches the bucket size. */
+static void
+step_grads_ready(Step *st, guint kind, gsize off, gsize count, guint ready)
+{
+    if (step_reducers(st, kind) == 1 || count == 0) /* nothing to reduce, whatever ZeRO */
         return;
-    if (st->open_count == 0)
-        st->open_off = off;
-    g_assert(off == st->open_off + st->open_count); /* the layout follows the ready order */
-    st->open_count += count;
-    if ((gint64) st->open_count >= st->tr->bucket_params) {
-        StepBucket b = {st->open_off, st->open_count, ready};
+    if (st->open_count[kind] == 0)
+        st->open_off[kind] = off;
+    /* the layout follows the ready order */
+    g_assert(off == st->open_off[kind] + st->open_count[kind]);
+    st->open_count[kind] += count;
+    if ((gint64) st->open_count[kind] >= st->tr->bucket_params) {
+        StepBucket b = {st->open_off[kind], st->open_count[kind], ready, kind};
         g_array_append_val(st->buckets, b);
-        st->open_count = 0;
+        st->open_count[kind] = 0;
     }
 }
 
 static void
 step_flush_bucket(Step *st, guint ready)
 {
-    if (st->open_count > 0) {
-        StepBucket b = {st->open_off, st->open_count, ready};
-        g_array_append_val(st->buckets, b);
-        st->open_count = 0;
-    }
+    for (guint kind = 0; kind < STEP_N_KINDS; kind++)
+        if (st->open_count[kind] > 0) {
+            StepBucket b = {st->open_off[kind], st->open_count[kind], ready, kind};
+            g_array_append_val(st->buckets, b);
+            st->open_count[kind] = 0;
+        }
 }
 
 /* This rank's data-parallel group (with context parallelism its D x C ranks) and its place in
@@ -165,14 +181,35 @@ step_grad_view(const Step *st, gsize off)
     return (SimparView){st->grads, off * st->gf};
 }
 
+/* The reduction of one bucket of the experts' gradients over the expert-data-parallel group:
+ * an all-reduce (ZeRO 0) or a reduce-scatter (ZeRO >= 1 shards the experts' optimizer over
+ * that group, as Megatron-Core's distributed optimizer does with its expert buffers). */
+static void
+step_reduce_experts(Step *st, const StepBucket *b, guint dep)
+{
+    SimparView v = step_grad_view(st, b->off);
+    SimparView shard = step_grad_view(st, b->off + st->e_index * (b->count / st->DE));
+    guint i = st->tr->zero == 0
+                  ? step_coll(st, STEP_DP, SIMPAR_COLL_ALL_REDUCE, st->e_group, b->count * st->gf,
+                              v, v, "edp.all-reduce")
+                  : step_coll(st, STEP_DP, SIMPAR_COLL_REDUCE_SCATTER, st->e_group,
+                              b->count / st->DE * st->gf, v, shard, "edp.reduce-scatter");
+    simpar_schedule_add_dep(st->s, i, dep);
+    g_array_append_val(st->dp_ops, i);
+}
+
 /* The reduction of one bucket over the data-parallel group: an all-reduce (ZeRO 0), or a
  * reduce-scatter over the shard group and, with hybrid sharding, an all-reduce of the shard
- * over the R replicas of it. */
+ * over the R replicas of it; the experts' buckets over their group. */
 static void
 step_reduce_bucket(Step *st, const StepBucket *b, guint dep)
 {
-    if (st->DR == 1)
+    if (step_reducers(st, b->kind) == 1 || b->count == 0)
         return;
+    if (b->kind == STEP_EXPERT) {
+        step_reduce_experts(st, b, dep);
+        return;
+    }
     SimparView v = step_grad_view(st, b->off);
     /* NCCL's in-place reduce-scatter: member k's shard is the k-th piece of the bucket */
     SimparView shard = step_grad_view(st, b->off + step_shard_index(st) * (b->count / st->S));
@@ -235,6 +272,20 @@ step_gather(Step *st, gsize off, gsize count, const char *name, gboolean layer)
     return i;
 }
 
+/* ZeRO-3 of an MoE layer: its experts' parameters gathered over the expert-data-parallel group
+ * (timed mode only: an executable step has no MoE layers). */
+static guint
+step_gather_experts(Step *st, gsize off)
+{
+    SimparView own = {st->params, off + st->e_index * (st->le / st->DE)};
+    gsize wire = (gsize) llround((double) (st->le / st->DE) * st->pg8);
+    guint i = step_coll(st, STEP_GATHER, SIMPAR_COLL_ALL_GATHER, st->e_group, wire, own,
+                        (SimparView){st->params, off}, "edp.all-gather-params");
+    if (st->prefetch[0] != G_MAXUINT)
+        simpar_schedule_add_dep(st->s, i, st->prefetch[0]);
+    return i;
+}
+
 /* Layers of one chunk, forward or backward: one block, or one per layer where data
  * parallelism needs to know when each layer's gradients are final (`final`), or ZeRO-3 gathers
  * each layer's parameters. */
@@ -259,6 +310,16 @@ step_fp8_cast(Step *st, guint count, gboolean when)
     return step_block(st, "fp8.cast", count, SIMPAR_PHASE_FORWARD);
 }
 
+/* Op i (the last added) waits for the gathers that are not G_MAXUINT. */
+static void
+step_after_gathers(Step *st, guint i, guint gather, guint egather)
+{
+    if (gather != G_MAXUINT)
+        simpar_schedule_add_dep(st->s, i, gather);
+    if (egather != G_MAXUINT)
+        simpar_schedule_add_dep(st->s, i, egather);
+}
+
 static void
 step_layers(Step *st, guint chunk, guint micro, gboolean backward, gboolean final)
 {
@@ -267,8 +328,8 @@ step_layers(Step *st, guint chunk, guint micro, gboolean backward, gboolean fina
     const char *key = backward ? "layer.bwd" : "layer.fwd";
     gboolean per_layer = st->tr->zero == 3 ||
                          (backward && simpar_train_reduce_each_micro(st->tr)) ||
-                         (backward && final && st->DR > 1);
-    gsize lp = st->facts.layer_params;
+                         (backward && final && step_reduces(st));
+    gsize lp = st->lp, le = st->le;
     if (st->ops != NULL) { /* ZeRO 0, 1 or 3 (step_ops_supported) */
         for (guint k = 0; k < lc; k++) {
             guint l = backward ? lc - 1 - k : k;
@@ -277,7 +338,7 @@ step_layers(Step *st, guint chunk, guint micro, gboolean backward, gboolean fina
                             "dp.all-gather-params", TRUE);
             step_ops_layer(st, chunk, l, micro, backward);
             if (backward && final)
-                step_grads_ready(st, st->layer_off[chunk] + (lc - 1 - l) * lp, lp,
+                step_grads_ready(st, STEP_DENSE, st->layer_off[chunk] + (lc - 1 - l) * lp, lp,
                                  st->last_compute);
         }
         return;
@@ -289,22 +350,30 @@ step_layers(Step *st, guint chunk, guint micro, gboolean backward, gboolean fina
     for (guint k = 0; k < lc; k++) {
         guint l = backward ? lc - 1 - k : k;
         gsize off = st->layer_off[chunk] + (lc - 1 - l) * lp; /* last layer first */
-        guint gather = st->tr->zero == 3 && st->S > 1 && !(backward && st->tr->no_reshard)
-                           ? step_gather(st, off, lp, "dp.all-gather-params", TRUE)
-                           : G_MAXUINT;
+        gsize eoff = st->expert_off[chunk] + (lc - 1 - l) * le;
+        gboolean gathers = st->tr->zero == 3 && !(backward && st->tr->no_reshard);
+        guint gather = gathers && st->S > 1 ? step_gather(st, off, lp, "dp.all-gather-params", TRUE)
+                                            : G_MAXUINT;
+        guint egather = gathers && le > 0 && st->DE > 1 ? step_gather_experts(st, eoff) : G_MAXUINT;
+        /* the gathered weights' cast (ZeRO-3 FP8), else the layer, waits for the gathers: an
+         * op's deps are added right after it */
         guint first = step_fp8_cast(st, 1, !backward && st->tr->zero == 3);
+        if (first != G_MAXUINT)
+            step_after_gathers(st, first, gather, egather);
         guint b = step_block(st, key, 1, ph);
-        if (gather != G_MAXUINT)
-            simpar_schedule_add_dep(st->s, first != G_MAXUINT ? first : b, gather);
+        if (first == G_MAXUINT)
+            step_after_gathers(st, b, gather, egather);
         st->prefetch[0] = st->prefetch[1];
         st->prefetch[1] = b;
         if (!backward)
             continue;
         if (simpar_train_reduce_each_micro(st->tr)) {
-            StepBucket one = {off, lp, b};
+            StepBucket one = {off, lp, b, STEP_DENSE}, experts = {eoff, le, b, STEP_EXPERT};
             step_reduce_bucket(st, &one, b);
+            step_reduce_bucket(st, &experts, b);
         } else if (final) {
-            step_grads_ready(st, off, lp, b);
+            step_grads_ready(st, STEP_DENSE, off, lp, b);
+            step_grads_ready(st, STEP_EXPERT, eoff, le, b);
         }
     }
 }
@@ -335,10 +404,10 @@ step_end_grads(Step *st, gsize off, gsize count, gboolean final)
     if (count == 0)
         return;
     if (simpar_train_reduce_each_micro(st->tr)) {
-        StepBucket one = {off, count, st->last_compute};
+        StepBucket one = {off, count, st->last_compute, STEP_DENSE};
         step_reduce_bucket(st, &one, st->last_compute);
     } else if (final) {
-        step_grads_ready(st, off, count, st->last_compute);
+        step_grads_ready(st, STEP_DENSE, off, count, st->last_compute);
     }
 }
 
@@ -402,7 +471,7 @@ step_backward(Step *st, guint step, const SimparPipeItem *it)
                           : st->grad_out,
                   STEP_SEND_BWD, SIMPAR_PHASE_BACKWARD, "p2p.send-grad");
     }
-    if (final && st->DR > 1 && !simpar_train_reduce_each_micro(st->tr))
+    if (final && step_reduces(st) && !simpar_train_reduce_each_micro(st->tr))
         step_flush_bucket(st, st->last_compute); /* buckets do not span chunks */
 }
 
@@ -411,18 +480,18 @@ step_backward(Step *st, guint step, const SimparPipeItem *it)
 static void
 step_regions(const Step *st, guint ready, GArray *out)
 {
-    gsize lp = st->facts.layer_params;
+    gsize lp = st->lp;
     if (st->p + 1 == st->P) {
-        StepBucket b = {st->head_off, st->ends, ready};
+        StepBucket b = {st->head_off, st->ends, ready, STEP_DENSE};
         g_array_append_val(out, b);
     }
     for (guint c = st->v; c-- > 0;)
         for (guint k = 0; k < step_lc(st, c); k++) {
-            StepBucket b = {st->layer_off[c] + k * lp, lp, ready};
+            StepBucket b = {st->layer_off[c] + k * lp, lp, ready, STEP_DENSE};
             g_array_append_val(out, b);
         }
     if (st->p == 0) {
-        StepBucket b = {st->embed_off, st->ends, ready};
+        StepBucket b = {st->embed_off, st->ends, ready, STEP_DENSE};
         g_array_append_val(out, b);
     }
 }
@@ -452,6 +521,15 @@ step_adam(Step *st, guint step, gsize at, gsize count, gsize moment)
     return st->last_compute = a;
 }
 
+/* ZeRO >= 1: Adam on the rank's shard of the experts' parameters (after the dense ones, at
+ * `base`), its moments after the dense shard's `moment` ones. */
+static guint
+step_adam_experts(Step *st, guint step, gsize base, gsize moment)
+{
+    gsize shard = st->n_expert / st->DE;
+    return step_adam(st, step, base + st->e_index * shard, shard, moment);
+}
+
 /* After the rank's last backward: the data-parallel reductions, tied embeddings, Adam and the
  * parameter all-gather of ZeRO 1/2. */
 static void
@@ -466,7 +544,7 @@ step_optimizer(Step *st, guint step)
         g_array_set_size(st->buckets, 0);
         step_regions(st, end_bwd, st->buckets);
     } else if (whole) {
-        StepBucket all = {0, padded, end_bwd};
+        StepBucket all = {0, padded, end_bwd, STEP_DENSE};
         g_array_set_size(st->buckets, 0);
         g_array_append_val(st->buckets, all);
     }
@@ -482,7 +560,9 @@ step_optimizer(Step *st, guint step)
                   st->ends, (SimparView){st->grads, off}, (SimparView){st->grads, off},
                   "embed.all-reduce-tied");
     }
-    gsize count = st->tr->zero >= 1 ? st->n_grads / st->S : st->n_grads, at = 0;
+    gboolean experts_apart = st->tr->zero >= 1 && st->n_expert > 0;
+    gsize nd = experts_apart ? st->n_grads - st->n_expert : st->n_grads; /* ZeRO 0: all, whole */
+    gsize count = st->tr->zero >= 1 ? nd / st->S : nd, at = 0;
     if (whole) /* the rank's shard of the one bucket */
         count = padded / st->S, at = step_shard_index(st) * count;
     guint a = G_MAXUINT;
@@ -497,12 +577,21 @@ step_optimizer(Step *st, guint step)
     } else {
         a = step_adam(st, step, at, count, 0);
     }
+    guint ae = experts_apart ? step_adam_experts(st, step, nd, count) : G_MAXUINT;
     g_array_set_size(st->dp_ops, 0);
+    if (ae != G_MAXUINT && st->DE > 1 && (st->tr->zero == 1 || st->tr->zero == 2)) {
+        gsize shard = st->n_expert / st->DE;
+        guint i = step_coll(st, STEP_DP, SIMPAR_COLL_ALL_GATHER, st->e_group,
+                            (gsize) llround((double) shard * st->pg8),
+                            (SimparView){st->params, nd + st->e_index * shard},
+                            (SimparView){st->params, nd}, "edp.all-gather-params");
+        simpar_schedule_add_dep(st->s, i, ae);
+    }
     if (st->S > 1 && (st->tr->zero == 1 || st->tr->zero == 2)) {
         guint g = step_shard_group(st);
         /* the layers' share of the rank's parameters gathered in FP8, the ends' in bf16 */
         gsize ends = (st->p == 0 ? st->ends : 0) + (st->p + 1 == st->P ? st->ends : 0);
-        double layers = st->n_grads > ends ? (double) (st->n_grads - ends) / st->n_grads : 0;
+        double layers = nd > ends ? (double) (nd - ends) / nd : 0;
         gsize wire = (gsize) llround((double) count * (1 - layers * (1 - st->pg8)));
         guint i =
             step_coll(st, STEP_DP, SIMPAR_COLL_ALL_GATHER, g, wire, (SimparView){st->params, at},
@@ -514,7 +603,8 @@ step_optimizer(Step *st, guint step)
 static void
 step_rank_layout(Step *st)
 {
-    gsize lp = st->facts.layer_params, n = 0;
+    st->le = st->facts.expert_params, st->lp = st->facts.layer_params - st->le;
+    gsize lp = st->lp, n = 0;
     gsize end = step_end_params(st->model, st->model->vocab, st->Ttp);
     st->embed_off = st->head_off = st->aux_off = 0;
     st->ends = 0;
@@ -537,12 +627,21 @@ step_rank_layout(Step *st)
         if (st->tr->tied_embeddings && st->P == 1)
             st->head_off = st->embed_off;
     }
+    gsize nd = n;
+    for (guint c = st->v; c-- > 0;) { /* the experts after the rest, in the same order */
+        st->expert_off[c] = n;
+        n += step_lc(st, c) * st->le;
+    }
     /* room for reduce-scatters of every bucket: a whole number of D-sized pieces */
-    st->n_grads = n;
+    st->n_grads = n, st->n_expert = n - nd;
     gsize padded = n + (gsize) st->DR * (gsize) st->DR;
+    if (st->n_expert > 0)
+        padded += (gsize) st->DE * (gsize) st->DE;
     st->grads = simpar_schedule_add_buffer(st->s, st->rank, "grads", padded * st->gf);
     st->params = simpar_schedule_add_buffer(st->s, st->rank, "params", padded);
     gsize opt = st->tr->zero >= 1 ? n / st->S + 1 : n;
+    if (st->tr->zero >= 1 && st->n_expert > 0) /* the experts sharded over their own group */
+        opt = nd / st->S + st->n_expert / st->DE + 2;
     st->opt_m = simpar_schedule_add_buffer(st->s, st->rank, "adam.m", opt);
     st->opt_v = simpar_schedule_add_buffer(st->s, st->rank, "adam.v", opt);
     gsize act = st->facts.act_elems;
@@ -606,6 +705,28 @@ step_embed_member(const Step *st, guint t, guint d, guint k)
     return step_rank(st, t, d, k == 0 ? 0 : st->P - 1);
 }
 
+/* The k-th of the expert-data-parallel group of stage p and (expert-parallel rank x ETP +
+ * expert-tensor rank) `inner` (train.h: Megatron-Core's expert numbering). */
+static guint
+step_edp_member(const Step *st, guint p, guint inner, guint k)
+{
+    guint etp = (guint) MAX(st->tr->etp, 1);
+    return simpar_train_expert_rank(st->tr, inner % etp, inner / etp, k, p);
+}
+
+/* The rank's expert-data-parallel group and its place in it. */
+static void
+step_rank_experts(Step *st)
+{
+    if (st->edp_group == NULL)
+        return;
+    const gint64 *es = st->tr->expert_stride;
+    guint etp = (guint) MAX(st->tr->etp, 1), ep = (guint) MAX(st->tr->ep, 1), r = st->rank;
+    guint e_tp = r / (guint) es[SIMPAR_AXIS_TP] % etp, e_ep = r / (guint) es[SIMPAR_AXIS_EP] % ep;
+    st->e_index = r / (guint) es[SIMPAR_AXIS_DP] % st->DE;
+    st->e_group = st->edp_group[st->p * ep * etp + e_ep * etp + e_tp];
+}
+
 static SimparSchedule *
 step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule *layer,
            gboolean ops, guint slice)
@@ -658,6 +779,10 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
         st.tp_group = step_groups(&st, "tp", st.D, st.P, st.T, step_tp_member);
     if (tr->tied_embeddings && st.P > 1)
         st.embed_group = step_groups(&st, "embed", st.T, st.D, 2, step_embed_member);
+    st.DE = simpar_model_is_moe(model) ? simpar_train_expert_replicas(tr) : 1;
+    if (st.DE > 1) /* the experts' gradients (slices have none: simpar_step_build_slice) */
+        st.edp_group = step_groups(&st, "edp", st.P, (guint) (MAX(tr->ep, 1) * MAX(tr->etp, 1)),
+                                   st.DE, step_edp_member);
     st.buckets = g_array_new(FALSE, FALSE, sizeof(StepBucket));
     st.dp_ops = g_array_new(FALSE, FALSE, sizeof(guint));
     if (ops)
@@ -675,11 +800,12 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
                 st.t = t, st.d = d, st.p = p;
                 st.facts = facts[t];
                 step_rank_layout(&st);
+                step_rank_experts(&st);
                 st.last_compute = G_MAXUINT;
                 if (ops)
                     step_ops_rank(&st);
                 st.prefetch[0] = st.prefetch[1] = G_MAXUINT;
-                st.open_count = 0;
+                st.open_count[STEP_DENSE] = st.open_count[STEP_EXPERT] = 0;
                 for (guint k = 0; k < steps; k++) {
                     for (guint i = 0; i < order->len; i++) {
                         const SimparPipeItem *it = &g_array_index(order, SimparPipeItem, i);
@@ -697,7 +823,7 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
     if (ops)
         step_ops_free(&st);
     g_free(st.dp_group), g_free(st.tp_group), g_free(st.embed_group);
-    g_free(st.shard_group), g_free(st.rep_group);
+    g_free(st.shard_group), g_free(st.rep_group), g_free(st.edp_group);
     return st.s; /* (transfer full) */
 }
 
@@ -712,6 +838,7 @@ simpar_step_build_slice(const SimparModel *model, const SimparTrain *tr,
                         const SimparSchedule *layer, guint t)
 {
     g_return_val_if_fail(t < tr->tp.tp && !(tr->scatter_gather && tr->tp.tp > 1), NULL);
+    g_return_val_if_fail(!simpar_model_is_moe(model), NULL); /* expert groups cross slices */
     /* slice t: the ranks t + T c of every context-parallel rank c, which reduce together */
     return step_build(model, tr, layer, FALSE, t);
 }

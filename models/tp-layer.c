@@ -757,11 +757,17 @@ layer_inputs(SimparLayerCtx *c, LayerActs *a)
         layer_params_ln(c, &a->ln[1], "ln2");
         return;
     }
-    /* the MoE block's parameters on this rank (moe.h), for the step's gradient reduction */
-    gsize n = (gsize) simpar_moe_rank_params(c->model, c->plan->ep);
-    guint buf = simpar_layer_buffer(c, G_MAXUINT, "moe.params", n);
-    SimparBlock blk = {0, 1, 0, n};
-    layer_shard(c, "moe.params", SIMPAR_SHARD_INPUT, simpar_view(buf, 0), &blk);
+    /* the MoE block's parameters on this rank (moe.h), for the step's gradient reductions:
+     * the router's and shared experts' over the data-parallel group, the routed experts' over
+     * the expert-data-parallel group */
+    gsize e = (gsize) simpar_moe_expert_params(c->model, c->plan->ep);
+    gsize n[2] = {(gsize) simpar_moe_rank_params(c->model, c->plan->ep) - e, e};
+    const char *names[2] = {"moe.params", "moe.experts"};
+    for (guint i = 0; i < 2; i++) {
+        guint buf = simpar_layer_buffer(c, G_MAXUINT, names[i], n[i]);
+        SimparBlock blk = {0, 1, 0, n[i]};
+        layer_shard(c, names[i], SIMPAR_SHARD_INPUT, simpar_view(buf, 0), &blk);
+    }
 }
 
 /* One group per set of ranks that differ only in the axis's varying coordinates. */

@@ -6,7 +6,7 @@
 
 static const char *const train_schedule_names[SIMPAR_N_PIPE_SCHEDULES] = {"gpipe", "1f1b",
                                                                           "interleaved", "local"};
-static const char *const train_axis_names[SIMPAR_N_TRAIN_AXES] = {"tp", "dp", "pp", "cp"};
+static const char *const train_axis_names[SIMPAR_N_TRAIN_AXES] = {"tp", "dp", "pp", "cp", "ep"};
 
 /* Larger splits are refused before anything is allocated. */
 #define TRAIN_MAX_SPLIT (G_GINT64_CONSTANT(1) << 20)
@@ -20,7 +20,7 @@ simpar_train_init(SimparTrain *train)
         .virtual_stages = 1,
         .global_batch = 0,
         .schedule = SIMPAR_PIPE_1F1B,
-        .order = {SIMPAR_AXIS_TP, SIMPAR_AXIS_CP, SIMPAR_AXIS_DP, SIMPAR_AXIS_PP},
+        .order = {SIMPAR_AXIS_TP, SIMPAR_AXIS_CP, SIMPAR_AXIS_EP, SIMPAR_AXIS_DP, SIMPAR_AXIS_PP},
         .adam = {1e-4, 0.9, 0.95, 1e-8, 0.0},
     };
     simpar_plan_init(&train->tp);
@@ -138,26 +138,44 @@ simpar_train_axis_name(SimparTrainAxis a)
     return train_axis_names[a];
 }
 
+/* The order with the unplaced axes in: cp right after tp, ep right after cp. */
+static guint
+train_order_fill(const SimparTrainAxis *given, guint n, guint seen, SimparTrainAxis *out)
+{
+    guint k = 0;
+    for (guint i = 0; i < n; i++) {
+        out[k++] = given[i];
+        gboolean cp_here = given[i] == SIMPAR_AXIS_TP && !(seen & 1u << SIMPAR_AXIS_CP);
+        if (cp_here)
+            out[k++] = SIMPAR_AXIS_CP;
+        if ((cp_here || given[i] == SIMPAR_AXIS_CP) && !(seen & 1u << SIMPAR_AXIS_EP))
+            out[k++] = SIMPAR_AXIS_EP;
+    }
+    return k;
+}
+
 gboolean
 simpar_train_order_parse(const char *text, SimparTrainAxis *order, GError **error)
 {
     g_auto(GStrv) parts = g_strsplit(text, ",", -1);
     guint seen = 0, n = g_strv_length(parts), k = 0;
-    SimparTrainAxis got[SIMPAR_N_TRAIN_AXES];
-    if (n == SIMPAR_N_TRAIN_AXES || n == SIMPAR_N_TRAIN_AXES - 1) {
-        for (guint i = 0; i < n; i++)
-            for (guint a = 0; a < SIMPAR_N_TRAIN_AXES; a++)
-                if (g_str_equal(g_strstrip(parts[i]), train_axis_names[a]) && !(seen & 1u << a)) {
-                    got[k++] = (SimparTrainAxis) a;
-                    seen |= 1u << a;
-                    if (a == SIMPAR_AXIS_TP && n < SIMPAR_N_TRAIN_AXES) /* cp right after tp */
-                        got[k++] = SIMPAR_AXIS_CP, seen |= 1u << SIMPAR_AXIS_CP;
-                }
+    const guint needed = 1u << SIMPAR_AXIS_TP | 1u << SIMPAR_AXIS_DP | 1u << SIMPAR_AXIS_PP;
+    SimparTrainAxis given[SIMPAR_N_TRAIN_AXES], got[SIMPAR_N_TRAIN_AXES];
+    gboolean ok = n >= 3 && n <= SIMPAR_N_TRAIN_AXES;
+    for (guint i = 0; ok && i < n; i++) {
+        guint a = 0;
+        while (a < SIMPAR_N_TRAIN_AXES && !g_str_equal(g_strstrip(parts[i]), train_axis_names[a]))
+            a++;
+        ok = a < SIMPAR_N_TRAIN_AXES && !(seen & 1u << a);
+        if (ok)
+            given[k++] = (SimparTrainAxis) a, seen |= 1u << a;
     }
-    if (seen != (1u << SIMPAR_N_TRAIN_AXES) - 1 || k != SIMPAR_N_TRAIN_AXES) {
+    if (!ok || (seen & needed) != needed ||
+        train_order_fill(given, k, seen, got) != SIMPAR_N_TRAIN_AXES) {
         g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
-                    "--order %s: give tp, dp and pp once each, and cp if you place it (else it "
-                    "sits right after tp), innermost first (default tp,cp,dp,pp)",
+                    "--order %s: give tp, dp and pp once each, and cp and ep if you place them "
+                    "(else cp sits right after tp and ep right after cp), innermost first "
+                    "(default tp,cp,ep,dp,pp)",
                     text);
         return FALSE;
     }
@@ -169,10 +187,12 @@ char *
 simpar_train_order_name(const SimparTrain *train)
 {
     GString *out = g_string_new(NULL);
-    for (guint i = 0; i < SIMPAR_N_TRAIN_AXES; i++) /* cp only where it is used */
-        if (train->order[i] != SIMPAR_AXIS_CP || simpar_plan_cp(&train->tp) > 1)
-            g_string_append_printf(out, "%s%s", out->len ? "," : "",
-                                   train_axis_names[train->order[i]]);
+    for (guint i = 0; i < SIMPAR_N_TRAIN_AXES; i++) { /* cp and ep only where they are used */
+        SimparTrainAxis a = train->order[i];
+        if ((a != SIMPAR_AXIS_CP || simpar_plan_cp(&train->tp) > 1) &&
+            (a != SIMPAR_AXIS_EP || train->ep > 1))
+            g_string_append_printf(out, "%s%s", out->len ? "," : "", train_axis_names[a]);
+    }
     return g_string_free(out, FALSE); /* (transfer full) */
 }
 
@@ -226,16 +246,63 @@ train_check_layers(const SimparTrain *t, const SimparModel *model, gint64 chunks
     return TRUE;
 }
 
-/* Rank strides of the axes, in the split's order (the first varies fastest). */
+/* Rank strides of the axes of sizes `size`, in the split's order (the first varies fastest). */
+static void
+train_strides_of(const SimparTrain *t, const gint64 *size, gint64 *stride)
+{
+    gint64 at = 1;
+    for (guint i = 0; i < SIMPAR_N_TRAIN_AXES; i++) {
+        stride[t->order[i]] = at;
+        at *= size[t->order[i]];
+    }
+}
+
+/* The layers' strides, and the experts' (Megatron-Core's expert rank generator: the same order
+ * with tp of size ETP, ep of size EP, dp of size expert-DP, cp of size 1). */
 static void
 train_strides(SimparTrain *t)
 {
-    const gint64 size[SIMPAR_N_TRAIN_AXES] = {t->tp.tp, t->dp, t->pp, simpar_plan_cp(&t->tp)};
-    gint64 stride = 1;
-    for (guint i = 0; i < SIMPAR_N_TRAIN_AXES; i++) {
-        t->stride[t->order[i]] = stride;
-        stride *= size[t->order[i]];
-    }
+    const gint64 size[SIMPAR_N_TRAIN_AXES] = {t->tp.tp, t->dp, t->pp, simpar_plan_cp(&t->tp), 1};
+    const gint64 expert[SIMPAR_N_TRAIN_AXES] = {MAX(t->etp, 1), simpar_train_expert_replicas(t),
+                                                t->pp, 1, MAX(t->ep, 1)};
+    train_strides_of(t, size, t->stride);
+    train_strides_of(t, expert, t->expert_stride);
+}
+
+guint
+simpar_train_expert_replicas(const SimparTrain *t)
+{
+    guint64 ranks = (guint64) t->tp.tp * simpar_plan_cp(&t->tp) * (guint64) t->dp;
+    return (guint) (ranks / (guint64) (MAX(t->ep, 1) * MAX(t->etp, 1)));
+}
+
+guint
+simpar_train_expert_rank(const SimparTrain *t, guint etp, guint ep, guint edp, guint p)
+{
+    const gint64 *s = t->expert_stride;
+    return (guint) (etp * s[SIMPAR_AXIS_TP] + ep * s[SIMPAR_AXIS_EP] + edp * s[SIMPAR_AXIS_DP] +
+                    p * s[SIMPAR_AXIS_PP]);
+}
+
+/* Megatron-Core asserts that the experts' pipeline groups are the layers' (parallel_state.py):
+ * every rank sits on the same stage in both numberings. */
+static gboolean
+train_check_expert_stages(const SimparTrain *t, GError **error)
+{
+    guint64 n = (guint64) t->tp.tp * simpar_plan_cp(&t->tp) * (guint64) (t->dp * t->pp);
+    for (guint64 r = 0; r < n; r++)
+        if ((r / (guint64) t->stride[SIMPAR_AXIS_PP]) % (guint64) t->pp !=
+            (r / (guint64) t->expert_stride[SIMPAR_AXIS_PP]) % (guint64) t->pp) {
+            g_autofree char *order = simpar_train_order_name(t);
+            return train_fail(error,
+                              "--order %s: with --ep %" G_GINT64_FORMAT " x --etp %" G_GINT64_FORMAT
+                              " GPU %" G_GUINT64_FORMAT " would hold another stage's experts "
+                              "than its layers (the experts number the stage's GPUs ETP x EP x "
+                              "expert-DP, the layers TP x CP x DP; valid: pp outermost, or the "
+                              "axes inside pp of the same size in both)",
+                              order, MAX(t->ep, 1), MAX(t->etp, 1), r);
+        }
+    return TRUE;
 }
 
 gboolean
@@ -306,6 +373,12 @@ train_check_experts(const SimparTrain *t, const SimparModel *model, GError **err
             ": the experts' ETP x EP x expert-DP ranks are the same GPUs as the "
             "attention's TP x CP x DP (valid: EP x ETP a divisor of %" G_GINT64_FORMAT ")",
             ep, etp, ep * etp, ranks, ranks);
+    if (model->moe.moe_ffn % etp != 0)
+        return train_fail(error,
+                          "--etp %" G_GINT64_FORMAT " does not divide --moe-ffn %" G_GINT64_FORMAT
+                          ": each expert's FFN splits into ETP equal column slices (valid: a "
+                          "divisor of %" G_GINT64_FORMAT ")",
+                          etp, model->moe.moe_ffn, model->moe.moe_ffn);
     if (etp > 1)
         return train_fail(error,
                           "--etp %" G_GINT64_FORMAT ": expert tensor parallelism is not "
@@ -428,7 +501,7 @@ simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GE
             ? model->layers / chunks
             : 0;
     train_strides(t);
-    return TRUE;
+    return !simpar_model_is_moe(model) || train_check_expert_stages(t, error);
 }
 
 void

@@ -37,6 +37,7 @@ typedef enum {
     SIMPAR_AXIS_DP,
     SIMPAR_AXIS_PP,
     SIMPAR_AXIS_CP, /* context parallelism: right after tp unless --order says otherwise */
+    SIMPAR_AXIS_EP, /* expert parallelism (MoE layers only): right after cp unless placed */
     SIMPAR_N_TRAIN_AXES,
 } SimparTrainAxis;
 
@@ -78,6 +79,8 @@ typedef struct {
     gint64 layers_per_chunk;            /* L / (P * v), or 0 when the chunks differ */
     gint64 layers;                      /* L */
     gint64 stride[SIMPAR_N_TRAIN_AXES]; /* rank = sum coord[a] * stride[a] */
+    /* the experts' numbering of the same ranks: axis tp is ETP, dp expert-DP, cp 1 */
+    gint64 expert_stride[SIMPAR_N_TRAIN_AXES];
 } SimparTrain;
 
 /* Defaults: P = D = v = 1, 1F1B, global batch = micro-batch (m = 1), ZeRO 0, no overlap,
@@ -121,8 +124,8 @@ guint simpar_train_grad_bytes(const SimparTrain *t, SimparDtype dtype);
 guint simpar_train_vp_group(const SimparTrain *t);
 gboolean simpar_pipe_schedule_parse(const char *name, SimparPipeSchedule *out, GError **error);
 const char *simpar_pipe_schedule_name(SimparPipeSchedule s);
-/* "tp,dp,pp" and its permutations, or with cp: "tp,cp,dp,pp" and its permutations (three
- * names put cp right after tp). */
+/* "tp,dp,pp" and its permutations, with cp and ep placed or not: an unplaced cp sits right
+ * after tp, an unplaced ep right after cp (Megatron-Core's "tp-cp-ep-dp-pp"). */
 gboolean simpar_train_order_parse(const char *text, SimparTrainAxis *order, GError **error);
 char *simpar_train_order_name(const SimparTrain *train); /* (transfer full) */
 const char *simpar_train_axis_name(SimparTrainAxis a);
@@ -137,6 +140,20 @@ guint simpar_train_rank(const SimparTrain *train, guint t, guint d, guint p);
  * T = 1, so that simpar_train_rank(slice, 0, d, p) numbers the slice's P x D ranks in the
  * job's order. */
 void simpar_train_tp_slice(const SimparTrain *train, SimparTrain *slice);
+
+/* Expert parallelism as Megatron-Core's expert rank generator numbers it
+ * (megatron/core/parallel_state.py, initialize_model_parallel): the same ranks and the same
+ * order, with axis tp of size ETP, ep of size EP, dp of size expert-DP and cp of size 1, so
+ * that a stage's T x C x D ranks are its ETP x EP x expert-DP ranks:
+ *
+ *   default order tp,cp,ep,dp,pp:  stage rank = etp + ETP (ep + EP edp)
+ *
+ * Expert weights' gradients are reduced over the expert-DP group (vary edp), the rest over the
+ * data-parallel group. The expert-DP size: (T C D) / (ETP EP). */
+guint simpar_train_expert_replicas(const SimparTrain *t);
+/* The global rank of expert-tensor rank `etp` of expert-parallel rank `ep` of expert replica
+ * `edp` on stage p. */
+guint simpar_train_expert_rank(const SimparTrain *t, guint etp, guint ep, guint edp, guint p);
 
 /* The dropout seed of layer `layer` (0-based over the whole model) for global micro-batch
  * `micro` (replica d's micro-batch j is d * m + j): base + 1000003 layer + 7919 micro, modulo

@@ -34,7 +34,7 @@ typedef struct {
     double chunk_bytes;
     gint64 proto, max_chunks, mode, play_all, every_rank, tp, tp_stride, cp_stride, local,
         aux_width;
-    gint64 dp_stride; /* an MoE model's: its expert-parallel group spans replicas */
+    gint64 ep_stride; /* an MoE model's: where its expert-parallel group lies (train.h) */
 } CacheBlockKey;
 
 typedef struct {
@@ -190,7 +190,7 @@ cache_block_key(const SimparStepTimer *tm, const SimparModel *model, const Simpa
     k->cp_stride = train->stride[SIMPAR_AXIS_CP];
     k->local = train->schedule == SIMPAR_PIPE_LOCAL;
     k->aux_width = k->local ? train->aux_head_width : 0;
-    k->dp_stride = simpar_model_is_moe(model) ? train->stride[SIMPAR_AXIS_DP] : 0;
+    k->ep_stride = simpar_model_is_moe(model) ? train->expert_stride[SIMPAR_AXIS_EP] : 0;
 }
 
 /* Another holder of `from`'s tables (a copy of its small axes array). */

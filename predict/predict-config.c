@@ -323,7 +323,8 @@ predict_replay_bytes(const SimparPredictContext *ctx, const SimparTrain *train,
 {
     gboolean local = train->schedule == SIMPAR_PIPE_LOCAL;
     double n_job = (double) simpar_train_group(train) * train->pp * train->dp;
-    *ranks = slice && train->tp.tp > 1 ? n_job / train->tp.tp : n_job;
+    /* an MoE step is not sliced: its experts' reductions cross the slices (step-slice.c) */
+    *ranks = slice && train->tp.tp > 1 && train->tp.ep == 0 ? n_job / train->tp.tp : n_job;
     double steps = local && train->local_async ? 3 : 1, m = (double) train->micro_batches;
     double layers = ceil((double) train->layers / train->pp);
     gboolean per_layer = train->zero == 3 || simpar_train_reduce_each_micro(train);
@@ -707,7 +708,7 @@ predict_simulate(const SimparPredictContext *ctx, const SimparModel *model,
 }
 
 /* Node-limited routing (--group-limit M): FALSE with *why set when the first expert-parallel
- * group (EP consecutive ranks of the stage, as block_moe places it) spans fewer than M nodes. */
+ * group (train.h's expert numbering, as block_moe places it) spans fewer than M nodes. */
 static gboolean
 predict_node_limit(const SimparPredictContext *ctx, const SimparModel *model,
                    const SimparTrain *train, GError **why)
@@ -715,10 +716,10 @@ predict_node_limit(const SimparPredictContext *ctx, const SimparModel *model,
     if (!simpar_model_is_moe(model) || model->moe.groups == 0)
         return TRUE;
     const SimparNet *net = simpar_platform_net(ctx->platform);
-    guint ep = (guint) MAX(train->ep, 1), TC = simpar_train_group(train), nodes = 0;
+    guint ep = (guint) MAX(train->ep, 1), nodes = 0;
     g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
     for (guint i = 0; i < ep; i++) {
-        guint node = simpar_net_node(net, simpar_train_rank(train, i % TC, i / TC, 0));
+        guint node = simpar_net_node(net, simpar_train_expert_rank(train, 0, i, 0, 0));
         if (g_hash_table_add(seen, GUINT_TO_POINTER(node + 1)))
             nodes++;
     }

@@ -464,11 +464,12 @@ formula_fill(const Formula *f, const double *fig, const SimparBlockTimes *bt,
                                  fig[FORMULA_LAYER_BLOCKS], row);
 }
 
-/* What the closed forms cover; hybrid sharding and fp32 gradient reductions are replayed. */
+/* What the closed forms cover; hybrid sharding, fp32 gradient reductions and the experts'
+ * reductions over their own groups (an MoE model's, train.h) are replayed. */
 static gboolean
 formula_supported(const SimparStepTimer *tm, const SimparTrain *train)
 {
-    return train->schedule != SIMPAR_PIPE_LOCAL && train->zero < 3 &&
+    return train->schedule != SIMPAR_PIPE_LOCAL && train->zero < 3 && train->tp.ep == 0 &&
            tm->base.mode == SIMPAR_COLL_MODE_FUSED &&
            simpar_train_shard_group(train) == (guint) train->dp && !train->grad_dtype_set &&
            simpar_plan_cp(&train->tp) == 1;

@@ -40,7 +40,9 @@
  *   - local parallelism (auxiliary heads, steps without a flush);
  *   - ZeRO-3 (parameter gathers prefetched on their own stream, one per layer);
  *   - --collectives exact (each member's arrival enters the collective's expansion);
- *   - scatter/gather with tensor-parallel ranks whose activation shares differ.
+ *   - scatter/gather with tensor-parallel ranks whose activation shares differ;
+ *   - mixtures of experts (the experts' gradients reduce over the expert-data-parallel groups,
+ *     train.h, which the chains of one tensor-parallel index do not hold).
  * (predict-config.c also replays for a Chrome trace, which wants every op's span.)
  *
  * Ownership: nothing is kept; numbers are memoised in the cache when one is given.

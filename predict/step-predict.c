@@ -166,16 +166,16 @@ block_moe_part(const SimparSchedule *moe, const SimparSpan *sp, guint k)
     return sum / 2 / simpar_schedule_n_ranks(moe);
 }
 
-/* An MoE layer's MLP part (moe.h) on the GPUs of the first expert-parallel group: EP
- * consecutive ranks of the stage's T x C x D (Megatron-Core's expert rank order with ETP 1),
- * each with its own tokens, two stacked blocks as the layers are timed. Its forward and
- * backward join "layer.fwd" and "layer.bwd" (the layer schedule holds the attention part), its
- * all-to-alls the layer's exposed communication (axis "ep"). */
+/* An MoE layer's MLP part (moe.h) on the GPUs of the first expert-parallel group of the first
+ * stage, as Megatron-Core's expert numbering places it (train.h), each with its own tokens,
+ * two stacked blocks as the layers are timed. Its forward and backward join "layer.fwd" and
+ * "layer.bwd" (the layer schedule holds the attention part), its all-to-alls the layer's
+ * exposed communication (axis "ep"). */
 static void
 block_moe(const SimparStepTimer *tm, const SimparModel *model, const SimparTrain *train,
           SimparBlockTimes *bt)
 {
-    guint ep = (guint) MAX(train->ep, 1), TC = simpar_train_group(train);
+    guint ep = (guint) MAX(train->ep, 1);
     guint64 tokens = (guint64) model->micro_batch * model->seq / simpar_plan_cp(&train->tp) /
                      (train->tp.sequence_parallel ? (guint64) train->tp.tp : 1);
     g_autoptr(SimparSchedule) moe =
@@ -184,7 +184,7 @@ block_moe(const SimparStepTimer *tm, const SimparModel *model, const SimparTrain
     g_assert(moe != NULL); /* simpar_train_validate checked E against EP */
     g_autofree guint *gpus = g_new(guint, ep);
     for (guint i = 0; i < ep; i++)
-        gpus[i] = simpar_train_rank(train, i % TC, i / TC, 0);
+        gpus[i] = simpar_train_expert_rank(train, 0, i, 0, 0);
     SimparRun run;
     g_autofree double *compute = NULL;
     g_autofree SimparSpan *sp = block_run(tm, moe, 2, gpus, &run, &compute);
@@ -336,6 +336,15 @@ breakdown_placement(const SimparRun *run, const guint *job_gpus, const SimparTra
             ranks[c] = simpar_train_rank(tr, c * (guint) tr->tp.tp, 0, 0);
         g_string_append_printf(
             out, ", cp %s", breakdown_inter(run, job_gpus, ranks, C) ? "inter-node" : "intra-node");
+    }
+    guint ep = (guint) MAX(tr->ep, 1);
+    inter[SIMPAR_AXIS_EP] = FALSE;
+    if (ep > 1) { /* the first expert-parallel group, in the experts' numbering (train.h) */
+        g_autofree guint *ranks = g_new(guint, ep);
+        for (guint k = 0; k < ep; k++)
+            ranks[k] = simpar_train_expert_rank(tr, 0, k, 0, 0);
+        inter[SIMPAR_AXIS_EP] = breakdown_inter(run, job_gpus, ranks, ep);
+        g_string_append_printf(out, ", ep %s", inter[SIMPAR_AXIS_EP] ? "inter-node" : "intra-node");
     }
     return g_string_free(out, FALSE); /* (transfer full) */
 }

@@ -182,6 +182,8 @@ slice_ranks_alike(const SimparTrain *train, const SimparSchedule *layer)
     if (train->scatter_gather)
         return FALSE; /* a tensor-parallel all-gather between stages */
     g_autofree SimparRankFacts *f = simpar_schedule_rank_facts(layer);
+    if (f[0].expert_params > 0)
+        return FALSE; /* the experts' gradients reduce across the slices (train.h) */
     for (guint t = 1; t < simpar_train_group(train); t++)
         if (f[t].act_elems != f[0].act_elems || f[t].layer_params != f[0].layer_params)
             return FALSE; /* the ranks hold different shares */

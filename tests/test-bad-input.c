@@ -341,6 +341,28 @@ static const BadCase cases[] = {
      {"--schedule interleaved", "multiple of --pp 4", "got 2"}},
     /* and a plan its mode refuses, with the mode and --tp given (a 16,384-GPU platform took
      * 9 s to load first) */
+    /* expert parallelism folded onto the stage's T x C x D GPUs */
+    {"command line",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100
+     " --gpus 12 --model mixtral-8x7b --dtype fp16 --layers 2 --tp-mode 1d --tp 1 "
+     "--dp 12 "
+     "--ep 8",
+     2,
+     {"--ep 8 x --etp 1 = 8", "does not divide --tp x --cp x --dp = 12",
+      "valid: EP x ETP a divisor of 12"}},
+    {"command line",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100
+     " --gpus 12 --model mixtral-8x7b --dtype fp16 --layers 2 --tp-mode 1d --tp 1 "
+     "--dp 12 "
+     "--ep 2 --etp 3 --moe-ffn 1000",
+     2,
+     {"--etp 3 does not divide --moe-ffn 1000", "valid: a divisor of 1000"}},
     {"command line",
      NULL,
      NULL,

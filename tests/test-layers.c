@@ -47,7 +47,7 @@ layers_scatter(const SimparSchedule *sched, SimparHost *host, const RefShape *sh
     guint n;
     const SimparShard *sh = simpar_schedule_shards(sched, &n);
     for (guint i = 0; i < n; i++) {
-        if (sh[i].role != SIMPAR_SHARD_INPUT || g_str_equal(sh[i].tensor, "moe.params"))
+        if (sh[i].role != SIMPAR_SHARD_INPUT || g_str_has_prefix(sh[i].tensor, "moe."))
             continue; /* an MoE layer's experts: the MoE block's (test-moe.c) */
         RefTensor id = layers_tensor(sh[i].tensor);
         guint64 rows, cols;
@@ -228,7 +228,16 @@ layers_run_model(const LayerCase *lc, gboolean causal, double p, SimparRecompute
     if (moe) { /* no dense MLP, the experts' parameters in its place */
         CU_ASSERT_PTR_NULL(simpar_schedule_find_shard(sched, 0, "fc1.weight"));
         CU_ASSERT_PTR_NULL(simpar_schedule_find_shard(sched, 0, "ln2.gamma"));
-        CU_ASSERT_PTR_NOT_NULL(simpar_schedule_find_shard(sched, 0, "moe.params"));
+        const SimparShard *dense = simpar_schedule_find_shard(sched, 0, "moe.params");
+        const SimparShard *experts = simpar_schedule_find_shard(sched, 0, "moe.experts");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dense);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(experts);
+        /* the router [h x 4] here; the E/EP = 2 experts' fc1 (2 f wide with SwiGLU) and fc2 */
+        guint64 w = m.mlp == SIMPAR_MLP_SWIGLU ? 3 : 2;
+        CU_ASSERT_EQUAL(dense->cols, (guint64) m.hidden * 4);
+        CU_ASSERT_EQUAL(experts->cols, 2 * w * (guint64) m.hidden * 8);
+        g_autofree SimparRankFacts *f = simpar_schedule_rank_facts(sched);
+        CU_ASSERT_EQUAL(f[0].expert_params, (gsize) (2 * w * (guint64) m.hidden * 8));
     }
     if (error != NULL)
         printf("\n    %s", error->message);

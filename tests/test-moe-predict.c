@@ -116,6 +116,46 @@ test_an_ep_group_across_nodes_is_exposed_between_nodes(void)
     CU_ASSERT(inter);
 }
 
+/* With EP 16 the experts' gradients reduce over expert-data-parallel pairs (T C D) / EP = 2 GPUs
+ * 16 apart (models/step.c), which the fold of the data-parallel ring merges into one rank: the
+ * SimGrid backend still simulates the step on fewer alike ranks, timing those reductions at their
+ * closed form, and gives the step that every rank simulated gives (--tp-slices all turns the
+ * fold off). */
+static void
+test_the_experts_reductions_leave_the_step_on_alike_ranks(void)
+{
+    g_autoptr(JsonParser) p1 = NULL, p2 = NULL;
+    const char *job = "--topology " H100 " --json --model llama3-8b --layers 4 --seq 1024 "
+                      "--experts 16 --topk 2 --moe-ffn 1024 --tp-mode 1d --tp 1 --pp 2 --dp 32 "
+                      "--ep 16 --global-batch 128";
+    g_autofree char *all = g_strconcat(job, " --tp-slices all", NULL);
+    JsonObject *folded = moe_step(job, &p1);
+    JsonObject *every = moe_step(all, &p2);
+    double a = moe_member(folded, "step_time_s"), b = moe_member(every, "step_time_s");
+    double ranks = moe_member(folded, "step_ranks"), n = moe_member(every, "step_ranks");
+    printf("\n    step %.12g s on %.0f ranks, %.12g s on %.0f", a, ranks, b, n);
+    CU_ASSERT(ranks > 0 && ranks < 64);
+    CU_ASSERT_DOUBLE_EQUAL(n, 64, 0);
+    CU_ASSERT(b > 0 && fabs(a - b) <= 1e-9 * b);
+}
+
+/* --order places the expert-parallel groups (Megatron-Core's one order string for both
+ * numberings): ep inside dp (the default) keeps EP 8 in a node of 8, ep after dp spreads it over
+ * 8 nodes, whose all-to-alls then take longer. */
+static void
+test_order_places_the_expert_parallel_groups(void)
+{
+    g_autoptr(JsonParser) p1 = NULL, p2 = NULL;
+    JsonObject *in = moe_step(MOE_JOB, &p1);
+    JsonObject *out = moe_step(MOE_JOB " --order tp,dp,ep,pp", &p2);
+    const char *a = json_object_get_string_member(in, "placement");
+    const char *b = json_object_get_string_member(out, "placement");
+    printf("\n    %s | %s", a, b);
+    CU_ASSERT_PTR_NOT_NULL(strstr(a, "ep intra-node"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(b, "ep inter-node"));
+    CU_ASSERT(moe_member(out, "moe_dispatch_s") > 2 * moe_member(in, "moe_dispatch_s"));
+}
+
 static CU_TestInfo predict_tests[] = {
     {"an MoE step names its dispatch and combine all-to-alls and expert GEMMs",
      test_an_moe_step_names_dispatch_combine_and_expert_gemms},
@@ -126,6 +166,9 @@ static CU_TestInfo predict_tests[] = {
      test_twice_the_imbalance_doubles_the_expert_gemms_rows},
     {"an expert-parallel group across nodes is exposed between nodes",
      test_an_ep_group_across_nodes_is_exposed_between_nodes},
+    {"--order places the expert-parallel groups", test_order_places_the_expert_parallel_groups},
+    {"the experts' reductions leave the step on alike ranks, as every rank gives it",
+     test_the_experts_reductions_leave_the_step_on_alike_ranks},
     CU_TEST_INFO_NULL,
 };
 

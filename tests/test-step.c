@@ -358,6 +358,33 @@ test_step_zero3_pipeline(void)
     }
 }
 
+/* ZeRO-3 with FP8 weights: each layer's gathered weights are cast before its forward, and that
+ * cast waits for the gather (it once lost the dependency: a dep added after the next op). */
+static void
+test_step_zero3_fp8_cast(void)
+{
+    StepCase c;
+    step_case_init(&c, 4, 2, 4, SIMPAR_PIPE_1F1B, 1, 2);
+    c.model.vocab = 1024, c.model.dtype = SIMPAR_DTYPE_BF16, c.model.fp8 = SIMPAR_FP8_DELAYED;
+    c.train.zero = 3, c.train.bucket_params = 1000;
+    step_case_run(&c, 1.0, 2.0, 0, 0);
+    guint casts = 0, waiting = 0;
+    for (guint i = 0; i < simpar_schedule_n_ops(c.step); i++) {
+        const SimparOp *op = simpar_schedule_op(c.step, i);
+        if (op->kind != SIMPAR_OP_BLOCK || !g_str_equal(op->u.block.key, "fp8.cast"))
+            continue;
+        casts++;
+        const guint *deps = simpar_schedule_deps(c.step, op);
+        for (guint k = 0; k < op->n_deps; k++)
+            waiting +=
+                g_str_equal(simpar_schedule_op(c.step, deps[k])->name, "dp.all-gather-params");
+    }
+    /* 8 ranks (P 2 x D 4), 2 layers per stage, 2 micro-batches: a cast per layer forward */
+    CU_ASSERT_EQUAL(casts, 8 * 2 * 2);
+    CU_ASSERT_EQUAL(waiting, casts);
+    step_case_clear(&c);
+}
+
 /* ZeRO without data parallelism, and an embedding tied to the output layer on one stage,
  * build and run (they once failed an assertion, or dereferenced the missing DP group): no
  * reduction at all with D = 1, the same step as ZeRO-0; the tied table reduced once. */
@@ -472,6 +499,101 @@ test_step_placement(void)
     CU_ASSERT_PTR_NOT_NULL(err != NULL ? strstr(err->message, "give tp, dp and pp once") : NULL);
 }
 
+/* Sums over rank `rank`'s collectives on groups of `axis` (elements), with the first such
+ * group's members into members[2]; and its Adam ops' counts into adam[2] (0 when absent). */
+static double
+step_axis_elems(const SimparSchedule *s, guint rank, const char *axis, guint *members, guint *size,
+                double *adam)
+{
+    guint n;
+    const guint *ops = simpar_schedule_rank_ops(s, rank, &n);
+    double sum = 0;
+    guint n_adam = 0;
+    *size = 0;
+    for (guint i = 0; i < n; i++) {
+        const SimparOp *op = simpar_schedule_op(s, ops[i]);
+        if (op->kind == SIMPAR_OP_ADAM && n_adam < 2)
+            adam[n_adam++] = (double) op->u.adam.count;
+        if (op->kind != SIMPAR_OP_COLLECTIVE)
+            continue;
+        const SimparGroup *g = simpar_schedule_group(s, op->u.coll.group);
+        if (!g_str_equal(g->axis, axis))
+            continue;
+        sum += (double) op->u.coll.count;
+        if (*size == 0) {
+            *size = g->size;
+            for (guint k = 0; k < MIN(g->size, 2u); k++)
+                members[k] = simpar_schedule_group_ranks(s, op->u.coll.group)[k];
+        }
+    }
+    return sum;
+}
+
+/* Expert data parallelism as Megatron-Core folds it: 8 replicas, EP = 4, so the routed
+ * experts' gradients reduce over expert-DP groups of (T C D) / (ETP EP) = 2, the rest over the
+ * 8 replicas. Default order tp,cp,ep,dp,pp: rank 0's expert-DP group {0, 4}; ep placed after
+ * dp: {0, 1}. The elements each reduces are the layers' expert and dense parameters; ZeRO-1
+ * runs Adam on 1/8 of the dense ones and 1/2 of the experts'. A pipeline inside the experts'
+ * numbering that puts other GPUs on a stage is refused. */
+static void
+test_step_expert_groups(void)
+{
+    const struct {
+        const char *order;
+        gint zero;
+        guint peer;
+    } cases[] = {{NULL, 0, 4}, {"tp,dp,ep,pp", 0, 1}, {NULL, 1, 4}};
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        StepCase c;
+        step_case_init(&c, 4, 1, 8, SIMPAR_PIPE_1F1B, 1, 1);
+        c.model.vocab = 1024;
+        c.model.moe = (SimparMoeConfig){.experts = 8, .top_k = 2, .moe_ffn = 32, .moe_every = 1};
+        c.train.ep = 4, c.train.zero = cases[i].zero, c.train.bucket_params = 1000;
+        if (cases[i].order != NULL)
+            CU_ASSERT_TRUE_FATAL(simpar_train_order_parse(cases[i].order, c.train.order, NULL));
+        step_case_run(&c, 1.0, 2.0, 0, 0);
+        CU_ASSERT_EQUAL(simpar_train_expert_replicas(&c.train), 2);
+        g_autofree SimparRankFacts *f = simpar_schedule_rank_facts(c.layer);
+        /* 8 / 4 experts of fc1 [64 x 32] and fc2 [32 x 64] per layer */
+        CU_ASSERT_EQUAL(f[0].expert_params, (gsize) 2 * 2 * 64 * 32);
+        double experts = 4.0 * (double) f[0].expert_params;
+        double dense = 4.0 * (double) (f[0].layer_params - f[0].expert_params) + 2 * 1024 * 64;
+        guint em[2] = {0}, dm[2] = {0}, es, ds;
+        double adam[2] = {0, 0}, unused[2];
+        double ev = step_axis_elems(c.step, 0, "edp", em, &es, adam);
+        double dv = step_axis_elems(c.step, 0, "dp", dm, &ds, unused);
+        printf("\n    order %s ZeRO-%d: edp group {%u, %u} of %u, %.0f elements; dp %u, %.0f; "
+               "Adam %.0f + %.0f",
+               cases[i].order ? cases[i].order : "default", cases[i].zero, em[0], em[1], es, ev, ds,
+               dv, adam[0], adam[1]);
+        CU_ASSERT_EQUAL(es, 2);
+        CU_ASSERT_EQUAL(ds, 8);
+        CU_ASSERT_EQUAL(em[0], 0);
+        CU_ASSERT_EQUAL(em[1], cases[i].peer);
+        if (cases[i].zero == 0) { /* all-reduces of every element; one Adam over all */
+            CU_ASSERT_DOUBLE_EQUAL(ev, experts, 0.5);
+            CU_ASSERT_DOUBLE_EQUAL(dv, dense, 0.5);
+            CU_ASSERT_DOUBLE_EQUAL(adam[0], dense + experts, 0.5);
+        } else { /* reduce-scatters of 1/2 and 1/8 (bucket remainders left), then gathers */
+            CU_ASSERT_DOUBLE_EQUAL(adam[0], floor(dense / 8), 0.5);
+            CU_ASSERT_DOUBLE_EQUAL(adam[1], experts / 2, 0.5);
+            CU_ASSERT_DOUBLE_EQUAL(ev, experts / 2 + experts / 2, 8);
+        }
+        step_case_clear(&c);
+    }
+    SimparTrain t;
+    SimparModel m;
+    g_assert(simpar_model_preset("tiny", &m, NULL));
+    m.layers = 4, m.moe = (SimparMoeConfig){.experts = 8, .top_k = 2, .moe_ffn = 32};
+    simpar_train_init(&t);
+    t.dp = 8, t.pp = 2, t.ep = 4;
+    CU_ASSERT_TRUE_FATAL(simpar_train_order_parse("dp,pp,tp,ep", t.order, NULL));
+    g_autoptr(GError) err = NULL;
+    CU_ASSERT_FALSE(simpar_train_validate(&t, &m, 16, &err));
+    CU_ASSERT_PTR_NOT_NULL(err != NULL ? strstr(err->message, "another stage's experts") : NULL);
+}
+
 /* The step from timed blocks against the same step spelled out op by op (a second, independent
  * composition): 1-D layers, 2 stages x 2 replicas, a uniform network that costs something. The
  * op-by-op step adds the gradient-accumulation adds the blocks leave out and lets one layer's
@@ -558,9 +680,12 @@ static CU_TestInfo step_tests[] = {
     {"context parallelism reduces gradients over D x C, context-parallel rank fastest",
      test_step_cp_reduction},
     {"ZeRO-3 with pipelining gathers per micro-batch and reduces once", test_step_zero3_pipeline},
+    {"ZeRO-3 FP8: each gathered layer's weight cast waits for its gather",
+     test_step_zero3_fp8_cast},
     {"DDP exposed = last bucket end - backward end", test_step_ddp_exposed},
     {"ZeRO with D = 1 and a tied embedding on one stage build and run", test_step_degenerate},
     {"placement and split validation", test_step_placement},
+    {"experts' gradients reduce over the expert-data-parallel group", test_step_expert_groups},
     {"model FLOPs", test_step_model_flops},
     {"timed blocks agree with the step op by op", test_step_ops_vs_blocks},
     CU_TEST_INFO_NULL,

@@ -463,6 +463,41 @@ test_cp_axis(void)
     CU_ASSERT_TRUE(number(csv, 1, "step_time_s") != number(csv, 2, "step_time_s"));
 }
 
+/* --ep is a list axis: each row's EP in the ep column, equal to simpar predict where it splits,
+ * and skipped rows that say why where the experts (8) or the stage's T x C x D GPUs (4) are not
+ * divisible by it. */
+static void
+test_ep_axis(void)
+{
+    g_autofree char *out = tmp_path("ep.csv");
+    const char *moe = "--model tiny --experts 8 --topk 2 --moe-ffn 64 --gpus 4 --tp-mode 1d "
+                      "--tp 1 --pp 1 --global-batch 32";
+    g_free(run_ok("sweep --topology " TOPO " %s --ep 1,2,3,8 -q -o %s", moe, out));
+    g_autoptr(SimparCsv) csv = read_csv(out);
+    CU_ASSERT_EQUAL_FATAL(simpar_csv_n_rows(csv), 4);
+    const char *ep[] = {"1", "2", "3", "8"};
+    const char *why[] = {NULL, NULL, "is not divisible by --ep 3", "does not divide --tp x --cp"};
+    for (guint i = 0; i < 4; i++) {
+        CU_ASSERT_STRING_EQUAL(field(csv, i, "ep"), ep[i]);
+        CU_ASSERT_STRING_EQUAL(field(csv, i, "status"), why[i] == NULL ? "ok" : "skipped");
+        if (why[i] != NULL) {
+            CU_ASSERT_PTR_NOT_NULL(strstr(field(csv, i, "reason"), why[i]));
+            continue;
+        }
+        g_autofree char *json = run_ok("--topology " TOPO " --backend analytic %s --dp 4 --ep %s "
+                                       "--json",
+                                       moe, ep[i]);
+        g_autoptr(JsonParser) p = json_parser_new();
+        CU_ASSERT_TRUE_FATAL(json_parser_load_from_data(p, json, -1, NULL));
+        JsonObject *o =
+            json_array_get_object_element(json_node_get_array(json_parser_get_root(p)), 0);
+        g_autofree char *step = json_figure(o, "step_time_s");
+        CU_ASSERT_STRING_EQUAL(field(csv, i, "step_time_s"), step);
+    }
+    /* EP 2 splits the experts' all-to-alls and gradients otherwise than EP 1 */
+    CU_ASSERT_TRUE(number(csv, 0, "step_time_s") != number(csv, 1, "step_time_s"));
+}
+
 /* --precision is a list axis, the innermost: one row per precision, each equal to simpar
  * predict with its --dtype and --fp8-recipe, the dtype column naming the recipe; MXFP8 on
  * Hopper is a skipped row that says why. One worker: the rows share its cache of layers, which
@@ -830,6 +865,8 @@ static CU_TestInfo sweep_tests[] = {
      test_precision_fp8_attention},
     {"a --kv-heads list sweeps grouped-query attention; rows equal predict", test_kv_heads_axis},
     {"--cp and --cp-mode lists sweep context parallelism; rows equal predict", test_cp_axis},
+    {"--ep is a list axis; EP not dividing the experts or T x C x D is a skipped row",
+     test_ep_axis},
     {"without --micro-batch every mode gets whole sequences per GPU, so every mode runs",
      test_micro_batch_per_mode},
     {"--jobs 1 and --jobs 2 write the same bytes", test_jobs_do_not_change_the_output},

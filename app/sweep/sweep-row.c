@@ -207,6 +207,7 @@ row_config(const SimparSweep *sw, const SimparSweepConfig *c, const SimparBacken
     row_int(r, SIMPAR_SWEEP_COL_TP, c->tp);
     row_int(r, SIMPAR_SWEEP_COL_CP, c->cp);
     row_set(r, SIMPAR_SWEEP_COL_CP_MODE, g_strdup(c->cp_mode != NULL ? c->cp_mode : "allgather"));
+    row_int(r, SIMPAR_SWEEP_COL_EP, c->ep != SIMPAR_JOB_UNSET ? c->ep : 1);
     row_int(r, SIMPAR_SWEEP_COL_Q, c->q);
     row_int(r, SIMPAR_SWEEP_COL_DEPTH, c->depth);
     row_int(r, SIMPAR_SWEEP_COL_PP, c->pp);
@@ -232,6 +233,8 @@ row_job_args(const SimparSweep *sw, const SimparSweepConfig *c, SimparJobArgs *a
     a->model = sw->names[SIMPAR_SWEEP_MODELS]->pdata[c->model];
     a->hidden = c->hidden, a->heads = c->heads, a->ffn = c->ffn, a->layers = c->layers;
     a->kv_heads = c->kv_heads, a->shard_group = c->shard_group, a->cp = c->cp;
+    if (c->ep != SIMPAR_JOB_UNSET)
+        a->ep = c->ep;
     if (c->cp_mode != NULL)
         a->cp_mode = (char *) c->cp_mode;
     a->seq = c->seq, a->micro_batch = c->micro_batch, a->global_batch = c->global_batch;

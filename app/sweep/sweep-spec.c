@@ -33,6 +33,7 @@ static const struct {
     [SIMPAR_SWEEP_KV_HEADS] = {"kv-heads", TRUE, 1, SIMPAR_MODEL_MAX_DIM},
     [SIMPAR_SWEEP_SHARD_GROUP] = {"shard-group", TRUE, 1, 1 << 20},
     [SIMPAR_SWEEP_CP] = {"cp", TRUE, 1, 65536},
+    [SIMPAR_SWEEP_EP] = {"ep", TRUE, 1, 1 << 20},
 };
 
 static const char *const sweep_name_flags[SIMPAR_SWEEP_N_NAMES] = {
@@ -568,6 +569,7 @@ sweep_shapes(const SimparSweep *sw, const SimparModel *base, const guint *k, Sim
                               base->kv_heads != 0 ? base->kv_heads : SIMPAR_JOB_UNSET);
     c->shard_group = sweep_value(sw, SIMPAR_SWEEP_SHARD_GROUP, k[6], SIMPAR_JOB_UNSET);
     c->cp = sweep_value(sw, SIMPAR_SWEEP_CP, k[7], 1);
+    c->ep = sweep_value(sw, SIMPAR_SWEEP_EP, k[8], SIMPAR_JOB_UNSET);
 }
 
 /* Whether some mode has a grid on G GPUs: then every shape gives configurations (a grid has at
@@ -586,10 +588,10 @@ static gboolean
 sweep_enum_shapes(SweepEnum *e, guint slot, guint m, GError **error)
 {
     const SimparSweep *sw = e->sw;
-    const SimparSweepAxis axes[] = {SIMPAR_SWEEP_HIDDEN,       SIMPAR_SWEEP_LAYERS,
-                                    SIMPAR_SWEEP_SEQ,          SIMPAR_SWEEP_MICRO_BATCH,
-                                    SIMPAR_SWEEP_GLOBAL_BATCH, SIMPAR_SWEEP_KV_HEADS,
-                                    SIMPAR_SWEEP_SHARD_GROUP,  SIMPAR_SWEEP_CP};
+    const SimparSweepAxis axes[] = {
+        SIMPAR_SWEEP_HIDDEN,      SIMPAR_SWEEP_LAYERS,       SIMPAR_SWEEP_SEQ,
+        SIMPAR_SWEEP_MICRO_BATCH, SIMPAR_SWEEP_GLOBAL_BATCH, SIMPAR_SWEEP_KV_HEADS,
+        SIMPAR_SWEEP_SHARD_GROUP, SIMPAR_SWEEP_CP,           SIMPAR_SWEEP_EP};
     if (!sweep_has_grid(sw, g_array_index(sw->numbers[SIMPAR_SWEEP_GPUS], gint64, slot)))
         return TRUE; /* not 4096^5 empty shapes in a row */
     guint64 n = 1;
@@ -667,6 +669,8 @@ simpar_sweep_spec_text(const SimparSweep *sw)
     g_string_append_printf(s, "%s=%s", a->preset != NULL ? "preset" : "topology",
                            a->preset != NULL ? a->preset : topo);
     for (guint i = 0; i < SIMPAR_SWEEP_N_NUMBERS; i++) {
+        if (i == SIMPAR_SWEEP_EP && sw->numbers[i]->len == 0)
+            continue; /* the identity of a sweep without --ep as before it had one */
         g_string_append_printf(s, ";%s=", sweep_axes[i].flag);
         for (guint k = 0; k < sw->numbers[i]->len; k++)
             g_string_append_printf(s, "%s%" G_GINT64_FORMAT, k > 0 ? "," : "",

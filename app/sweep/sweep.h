@@ -49,7 +49,7 @@ typedef enum {
 #define SIMPAR_SWEEP_COLUMNS(X)                                                                    \
     X(INDEX, "index") X(MODEL, "model") X(HIDDEN, "hidden") X(HEADS, "heads")                      \
     X(KV_HEADS, "kv_heads") X(LAYERS, "layers") X(SEQ, "seq") X(DTYPE, "dtype") X(PRESET, "preset") X(NODES, "nodes")      \
-    X(GPUS, "gpus") X(MODE, "mode") X(GRID, "grid") X(TP, "tp") X(CP, "cp") X(CP_MODE, "cp_mode") X(Q, "q")            \
+    X(GPUS, "gpus") X(MODE, "mode") X(GRID, "grid") X(TP, "tp") X(CP, "cp") X(CP_MODE, "cp_mode") X(EP, "ep") X(Q, "q")            \
     X(DEPTH, "depth")                                                                              \
     X(PP, "pp") X(DP, "dp") X(SCHEDULE, "schedule") X(VIRTUAL_STAGES, "virtual_stages")            \
     X(MICRO_BATCH, "micro_batch") X(GLOBAL_BATCH, "global_batch") X(RECOMPUTE, "recompute")        \
@@ -88,6 +88,7 @@ typedef enum {
     SIMPAR_SWEEP_KV_HEADS,
     SIMPAR_SWEEP_SHARD_GROUP,
     SIMPAR_SWEEP_CP,
+    SIMPAR_SWEEP_EP,
     SIMPAR_SWEEP_N_NUMBERS,
 } SimparSweepAxis;
 
@@ -125,6 +126,7 @@ typedef struct {
     gint64 global_batch; /* SIMPAR_JOB_UNSET: micro-batch x D */
     gint64 shard_group;  /* SIMPAR_JOB_UNSET: D */
     gint64 cp;           /* context parallelism C (1: none); T x C x P x D = GPUs */
+    gint64 ep;           /* expert parallelism EP; SIMPAR_JOB_UNSET: none given */
     const char *mode;
     gint64 tp, q, depth; /* q, depth 0 where the mode has none; depth 0 in 2.5-D: none fits */
     gint64 pp, dp;       /* 0: no integer value makes T x P x D the GPU count */
