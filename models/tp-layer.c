@@ -3,7 +3,8 @@
 #include "moe.h"
 #include "schedule-private.h"
 
-static const char *const layer_linear_names[SIMPAR_N_LINEARS] = {"qkv", "proj", "fc1", "fc2"};
+static const char *const layer_linear_names[SIMPAR_N_LINEARS] = {
+    "qkv", "proj", "fc1", "fc2", "q_down", "q_up", "kv_down", "kv_up"};
 
 const char *
 simpar_layer_linear_name(guint which)
@@ -12,18 +13,64 @@ simpar_layer_linear_name(guint which)
     return layer_linear_names[which];
 }
 
+/* The MLA linears of a model without MLA are [0 x 0]. */
 guint64
 simpar_layer_linear_in(const SimparModel *model, guint which)
 {
-    return which == SIMPAR_LIN_FC2 ? (guint64) model->ffn : (guint64) model->hidden;
+    const SimparMlaConfig *l = &model->mla;
+    guint64 h = model->hidden, mla = simpar_model_is_mla(model) ? 1 : 0;
+    const guint64 in[SIMPAR_N_LINEARS] = {h,
+                                          model->heads * simpar_model_v_head_dim(model),
+                                          h,
+                                          model->ffn,
+                                          mla * h,
+                                          l->q_lora_rank,
+                                          mla * h,
+                                          l->kv_lora_rank};
+    return in[which];
 }
 
 guint64
 simpar_layer_linear_out(const SimparModel *model, guint which)
 {
-    const guint64 out[SIMPAR_N_LINEARS] = {simpar_model_qkv_cols(model), model->hidden,
-                                           simpar_model_fc1_cols(model), model->hidden};
+    const SimparMlaConfig *l = &model->mla;
+    guint64 a = model->heads;
+    const guint64 out[SIMPAR_N_LINEARS] = {simpar_model_qkv_cols(model),
+                                           model->hidden,
+                                           simpar_model_fc1_cols(model),
+                                           model->hidden,
+                                           l->q_lora_rank,
+                                           a * simpar_model_qk_head_dim(model) * (l->q_lora_rank > 0),
+                                           l->kv_lora_rank + l->qk_pos_emb_head_dim,
+                                           a * (l->qk_head_dim + l->v_head_dim)};
     return out[which];
+}
+
+/* The linears the layer holds: the attention's (QKV and proj, or MLA's and proj), the MLP's
+ * when it has one; into which[], returns how many. */
+static guint
+layer_linears(const SimparModel *m, gboolean mlp, guint which[SIMPAR_N_LINEARS])
+{
+    guint n = 0;
+    if (simpar_model_is_mla(m)) {
+        const guint mla[] = {SIMPAR_LIN_Q_DOWN, SIMPAR_LIN_Q_UP, SIMPAR_LIN_KV_DOWN,
+                             SIMPAR_LIN_KV_UP};
+        for (guint i = 0; i < G_N_ELEMENTS(mla); i++)
+            which[n++] = mla[i];
+    } else {
+        which[n++] = SIMPAR_LIN_QKV;
+    }
+    which[n++] = SIMPAR_LIN_PROJ;
+    if (mlp)
+        which[n++] = SIMPAR_LIN_FC1, which[n++] = SIMPAR_LIN_FC2;
+    return n;
+}
+
+/* Whether the linear has a bias: MLA's projections have none (Megatron-Core's). */
+static gboolean
+layer_has_bias(const SimparLayerCtx *c, guint which)
+{
+    return !c->model->no_bias && which < SIMPAR_LIN_Q_DOWN;
 }
 
 SimparView
@@ -63,6 +110,14 @@ simpar_layer_buffer(SimparLayerCtx *c, guint which, const char *what, gsize elem
     if (c->fwd_bufs != NULL && c->phase == SIMPAR_PHASE_FORWARD)
         g_array_append_val(c->fwd_bufs, buf);
     return buf;
+}
+
+SimparView
+simpar_layer_output(SimparLayerCtx *c, guint which, const char *what, gsize elems)
+{
+    if (c->lin[which].dest.buf != G_MAXUINT)
+        return c->lin[which].dest;
+    return simpar_view(simpar_layer_buffer(c, which, what, elems), 0);
 }
 
 /* ----- op emission with derived cross-stream dependencies ----- */
@@ -174,7 +229,7 @@ layer_params_linear(SimparLayerCtx *c, guint w)
     g_autofree char *gw = g_strconcat(n, ".weight.grad", NULL);
     layer_shard(c, tw, SIMPAR_SHARD_INPUT, simpar_view(l->w, 0), wb);
     layer_shard(c, gw, layer_grad_role(c), simpar_view(l->dw, 0), wb);
-    if (c->model->no_bias)
+    if (!layer_has_bias(c, w))
         return;
     l->b = simpar_layer_buffer(c, w, "bias", bb->cols);
     l->db = simpar_layer_buffer(c, w, "bias.grad", bb->cols);
@@ -187,6 +242,9 @@ layer_params_linear(SimparLayerCtx *c, guint w)
 typedef struct {
     guint params, grads; /* [gamma | beta] (RMSNorm: gamma) and their gradients */
     guint xhat, rstd;
+    guint64 rows, col0, cols, width; /* the local block [rows x cols] at col0 of rows `width`
+                                        wide: the residual stream's, or an MLA latent's */
+    guint group;                     /* sums the statistics over the row, or SIMPAR_NO_GROUP */
 } LayerNorm;
 
 static gboolean
@@ -195,63 +253,71 @@ layer_rms(const SimparLayerCtx *c)
     return c->model->norm == SIMPAR_NORM_RMSNORM;
 }
 
+/* A norm's parameters, over the block and group ln holds. */
 static void
-layer_params_ln(SimparLayerCtx *c, LayerNorm *ln, const char *name)
+layer_params_norm(SimparLayerCtx *c, LayerNorm *ln, const char *name)
 {
-    const SimparBlock *res = &c->geom.res;
-    SimparBlock blk = {0, 1, res->col0, res->cols};
+    SimparBlock blk = {0, 1, ln->col0, ln->cols};
     guint n_parts = layer_rms(c) ? 1 : 2;
     g_autofree char *p = g_strconcat(name, ".params", NULL), *g = g_strconcat(name, ".grads", NULL);
-    ln->params = simpar_layer_buffer(c, G_MAXUINT, p, n_parts * res->cols);
-    ln->grads = simpar_layer_buffer(c, G_MAXUINT, g, n_parts * res->cols);
+    ln->params = simpar_layer_buffer(c, G_MAXUINT, p, n_parts * ln->cols);
+    ln->grads = simpar_layer_buffer(c, G_MAXUINT, g, n_parts * ln->cols);
     const char *parts[] = {"gamma", "beta"};
     for (guint i = 0; i < n_parts; i++) {
         g_autofree char *t = g_strconcat(name, ".", parts[i], NULL);
         g_autofree char *tg = g_strconcat(name, ".", parts[i], ".grad", NULL);
-        layer_shard(c, t, SIMPAR_SHARD_INPUT, simpar_view(ln->params, i * res->cols), &blk);
-        layer_shard(c, tg, layer_grad_role(c), simpar_view(ln->grads, i * res->cols), &blk);
+        layer_shard(c, t, SIMPAR_SHARD_INPUT, simpar_view(ln->params, i * ln->cols), &blk);
+        layer_shard(c, tg, layer_grad_role(c), simpar_view(ln->grads, i * ln->cols), &blk);
     }
+}
+
+/* A norm of the residual stream (ln1, ln2). */
+static void
+layer_params_ln(SimparLayerCtx *c, LayerNorm *ln, const char *name)
+{
+    const SimparBlock *res = &c->geom.res;
+    ln->rows = res->rows, ln->col0 = res->col0, ln->cols = res->cols;
+    ln->width = c->model->hidden, ln->group = c->geom.ln_group;
+    layer_params_norm(c, ln, name);
 }
 
 /* ----- layer norm, distributed over the columns of geom.ln_group ----- */
 
 /* RMSNorm sums only the squares (the second half of the statistics). */
 static void
-layer_ln_stats_allreduce(SimparLayerCtx *c, guint stats, guint64 rows)
+layer_ln_stats_allreduce(SimparLayerCtx *c, const LayerNorm *ln, guint stats)
 {
+    guint64 rows = ln->rows;
     if (layer_rms(c)) {
-        layer_allreduce(c, G_MAXUINT, "ln.all-reduce-sumsq", c->geom.ln_group,
-                        simpar_view(stats, rows), rows);
-    } else if (c->geom.ln_split) {
-        layer_allreduce(c, G_MAXUINT, "ln.all-reduce-sum", c->geom.ln_group, simpar_view(stats, 0),
+        layer_allreduce(c, G_MAXUINT, "ln.all-reduce-sumsq", ln->group, simpar_view(stats, rows),
                         rows);
-        layer_allreduce(c, G_MAXUINT, "ln.all-reduce-sumsq", c->geom.ln_group,
-                        simpar_view(stats, rows), rows);
+    } else if (c->geom.ln_split) {
+        layer_allreduce(c, G_MAXUINT, "ln.all-reduce-sum", ln->group, simpar_view(stats, 0), rows);
+        layer_allreduce(c, G_MAXUINT, "ln.all-reduce-sumsq", ln->group, simpar_view(stats, rows),
+                        rows);
     } else {
-        layer_allreduce(c, G_MAXUINT, "ln.all-reduce-stats", c->geom.ln_group,
-                        simpar_view(stats, 0), 2 * rows);
+        layer_allreduce(c, G_MAXUINT, "ln.all-reduce-stats", ln->group, simpar_view(stats, 0),
+                        2 * rows);
     }
 }
 
 static SimparView
 layer_ln_fwd(SimparLayerCtx *c, LayerNorm *ln, SimparView x)
 {
-    const SimparBlock *res = &c->geom.res;
-    guint stats = simpar_layer_buffer(c, G_MAXUINT, "ln.stats", 2 * res->rows);
-    guint out = simpar_layer_buffer(c, G_MAXUINT, "ln.out", res->rows * res->cols);
-    ln->xhat = simpar_layer_buffer(c, G_MAXUINT, "ln.xhat", res->rows * res->cols);
-    ln->rstd = simpar_layer_buffer(c, G_MAXUINT, "ln.rstd", res->rows);
+    guint stats = simpar_layer_buffer(c, G_MAXUINT, "ln.stats", 2 * ln->rows);
+    guint out = simpar_layer_buffer(c, G_MAXUINT, "ln.out", ln->rows * ln->cols);
+    ln->xhat = simpar_layer_buffer(c, G_MAXUINT, "ln.xhat", ln->rows * ln->cols);
+    ln->rstd = simpar_layer_buffer(c, G_MAXUINT, "ln.rstd", ln->rows);
     gboolean rms = layer_rms(c);
-    SimparKernel k = {
-        .rows = res->rows, .cols = res->cols, .in = {x}, .out = {{stats, 0}}, .rms = rms};
+    SimparKernel k = {.rows = ln->rows, .cols = ln->cols, .in = {x}, .out = {{stats, 0}}, .rms = rms};
     layer_kernel(c, SIMPAR_OP_LN_STATS, G_MAXUINT, "ln.stats", k);
-    layer_ln_stats_allreduce(c, stats, res->rows);
-    SimparView beta = rms ? SIMPAR_NO_VIEW : simpar_view(ln->params, res->cols);
-    k = (SimparKernel){.rows = res->rows,
-                       .cols = res->cols,
+    layer_ln_stats_allreduce(c, ln, stats);
+    SimparView beta = rms ? SIMPAR_NO_VIEW : simpar_view(ln->params, ln->cols);
+    k = (SimparKernel){.rows = ln->rows,
+                       .cols = ln->cols,
                        .in = {x, {stats, 0}, {ln->params, 0}, beta},
                        .out = {{out, 0}, {ln->xhat, 0}, {ln->rstd, 0}},
-                       .hidden = c->model->hidden,
+                       .hidden = ln->width,
                        .eps = c->plan->eps,
                        .rms = rms};
     layer_kernel(c, SIMPAR_OP_LN_APPLY, G_MAXUINT, "ln.apply", k);
@@ -261,28 +327,27 @@ layer_ln_fwd(SimparLayerCtx *c, LayerNorm *ln, SimparView x)
 static SimparView
 layer_ln_bwd(SimparLayerCtx *c, LayerNorm *ln, SimparView dy)
 {
-    const SimparBlock *res = &c->geom.res;
-    guint stats = simpar_layer_buffer(c, G_MAXUINT, "ln.bwd-stats", 2 * res->rows);
-    guint dx = simpar_layer_buffer(c, G_MAXUINT, "ln.dx", res->rows * res->cols);
+    guint stats = simpar_layer_buffer(c, G_MAXUINT, "ln.bwd-stats", 2 * ln->rows);
+    guint dx = simpar_layer_buffer(c, G_MAXUINT, "ln.dx", ln->rows * ln->cols);
     SimparView gamma = simpar_view(ln->params, 0);
     gboolean rms = layer_rms(c);
-    SimparView dbeta = rms ? SIMPAR_NO_VIEW : simpar_view(ln->grads, res->cols);
-    SimparKernel k = {.rows = res->rows,
-                      .cols = res->cols,
+    SimparView dbeta = rms ? SIMPAR_NO_VIEW : simpar_view(ln->grads, ln->cols);
+    SimparKernel k = {.rows = ln->rows,
+                      .cols = ln->cols,
                       .in = {dy, {ln->xhat, 0}, gamma},
                       .out = {{stats, 0}, {ln->grads, 0}, dbeta},
                       .rms = rms};
     layer_kernel(c, SIMPAR_OP_LN_BWD_STATS, G_MAXUINT, "ln.bwd-stats", k);
-    layer_ln_stats_allreduce(c, stats, res->rows);
-    k = (SimparKernel){.rows = res->rows,
-                       .cols = res->cols,
+    layer_ln_stats_allreduce(c, ln, stats);
+    k = (SimparKernel){.rows = ln->rows,
+                       .cols = ln->cols,
                        .in = {dy, {ln->xhat, 0}, gamma, {ln->rstd, 0}, {stats, 0}},
                        .out = {{dx, 0}},
-                       .hidden = c->model->hidden,
+                       .hidden = ln->width,
                        .rms = rms};
     layer_kernel(c, SIMPAR_OP_LN_BWD_APPLY, G_MAXUINT, "ln.bwd-apply", k);
     layer_allreduce(c, G_MAXUINT, "ln.all-reduce-param-grads", c->geom.ln_param_group,
-                    simpar_view(ln->grads, 0), (rms ? 1 : 2) * res->cols);
+                    simpar_view(ln->grads, 0), (rms ? 1 : 2) * ln->cols);
     return simpar_view(dx, 0);
 }
 
@@ -355,7 +420,7 @@ layer_linear_fwd(SimparLayerCtx *c, guint which, SimparView x, guint64 in_rows)
     c->lin[which].in = x;
     c->lin[which].in_rows = in_rows;
     SimparView y = c->scheme->linear_fwd(c, which, x);
-    if (c->model->no_bias)
+    if (!layer_has_bias(c, which))
         return y;
     SimparKernel k = {.rows = layer_out_rows(c, which),
                       .cols = c->geom.bias[which].cols,
@@ -371,7 +436,7 @@ static SimparView
 layer_linear_bwd(SimparLayerCtx *c, guint which, SimparView dy)
 {
     SimparView dx = c->scheme->linear_bwd(c, which, dy);
-    if (c->model->no_bias)
+    if (!layer_has_bias(c, which))
         return dx;
     SimparKernel k = {.rows = layer_out_rows(c, which),
                       .cols = c->geom.bias[which].cols,
@@ -387,11 +452,14 @@ static SimparOp
 layer_attention_op(const SimparLayerCtx *c, SimparOpKind kind)
 {
     const SimparLayerGeom *g = &c->geom;
+    gboolean mla = simpar_model_is_mla(c->model);
     return (SimparOp){.kind = kind,
                       .u.attn = {.nb = g->nb,
                                  .nh = g->nh,
                                  .s = c->model->seq,
-                                 .dh = c->model->hidden / c->model->heads,
+                                 .dh = (guint) simpar_model_qk_head_dim(c->model),
+                                 .dv = mla ? (guint) c->model->mla.v_head_dim : 0,
+                                 .dpe = mla ? (guint) c->model->mla.qk_pos_emb_head_dim : 0,
                                  .nkv = g->nkv,
                                  .cp = simpar_plan_cp(c->plan),
                                  .cp_rank = c->cp_rank,
@@ -417,6 +485,23 @@ layer_kv_cols(const SimparLayerCtx *c)
                           .width = 2 * dh,
                           .stride = (r + 2) * dh,
                           .offset = r * dh};
+}
+
+/* The attention input's elements, qkv [tokens x (nh + 2 nkv) dh] or MLA's latent layout
+ * (schedule.h); at[1], at[2] get where its kv and pe regions start (at may be NULL). */
+static gsize
+layer_qkv_elems(const SimparLayerCtx *c, gsize at[3])
+{
+    const SimparLayerGeom *g = &c->geom;
+    const SimparModel *m = c->model;
+    gsize tokens = (gsize) g->nb * m->seq, dh = (gsize) simpar_model_qk_head_dim(m);
+    if (!simpar_model_is_mla(m))
+        return tokens * (g->nh + 2 * g->nkv) * dh;
+    gsize kv0 = tokens * g->nh * dh;
+    gsize pe0 = kv0 + tokens * g->nh * (gsize) (m->mla.qk_head_dim + m->mla.v_head_dim);
+    if (at != NULL)
+        at[0] = 0, at[1] = kv0, at[2] = pe0;
+    return pe0 + tokens * (gsize) m->mla.qk_pos_emb_head_dim;
 }
 
 /* This rank's keys and values, packed [tokens x 2 nkv dh]. */
@@ -601,9 +686,7 @@ layer_attention_fwd(SimparLayerCtx *c, SimparView qkv, SimparView kv, SimparView
 static SimparView
 layer_attention_bwd(SimparLayerCtx *c, SimparView qkv, SimparView kv, guint probs, SimparView dctx)
 {
-    const SimparLayerGeom *g = &c->geom;
-    gsize dh = c->model->hidden / c->model->heads, tokens = (gsize) g->nb * c->model->seq;
-    guint out = simpar_layer_buffer(c, G_MAXUINT, "attn.dqkv", tokens * (g->nh + 2 * g->nkv) * dh);
+    guint out = simpar_layer_buffer(c, G_MAXUINT, "attn.dqkv", layer_qkv_elems(c, NULL));
     SimparOp op = layer_attention_op(c, SIMPAR_OP_ATTENTION_BWD);
     op.u.attn.in[0] = qkv;
     op.u.attn.in[1] = simpar_view(probs, 0);
@@ -630,6 +713,116 @@ layer_attention_bwd(SimparLayerCtx *c, SimparView qkv, SimparView kv, guint prob
     return simpar_view(out, 0);
 }
 
+/* ----- multi-head latent attention (tp-layer.h) ----- */
+
+/* Columns [col0, col0 + cols) of the rows [rows x ld] at `from`, packed into `to` (unpack: the
+ * reverse). */
+static void
+layer_cols(SimparLayerCtx *c, gboolean unpack, const char *what, guint64 rows, guint64 ld,
+           guint64 col0, guint64 cols, SimparView from, SimparView to)
+{
+    SimparKernel k = {.rows = (guint) rows,
+                      .cols = (guint) cols,
+                      .in = {from},
+                      .out = {to},
+                      .ld = (guint) ld,
+                      .groups = 1,
+                      .width = (guint) cols,
+                      .stride = (guint) cols,
+                      .offset = (guint) col0};
+    layer_kernel(c, unpack ? SIMPAR_OP_UNPACK_COLS : SIMPAR_OP_PACK_COLS, G_MAXUINT, what, k);
+}
+
+/* A latent's norm: the local tokens' rows, whole latent columns; its parameter gradients summed
+ * as the residual stream's norms' are. */
+static void
+layer_params_latent(SimparLayerCtx *c, LayerNorm *ln, const char *name, guint64 width)
+{
+    *ln = (LayerNorm){.rows = c->geom.res.rows, .cols = width, .width = width};
+    ln->group = SIMPAR_NO_GROUP;
+    layer_params_norm(c, ln, name);
+}
+
+/* u (the first norm's output) -> the attention input in the latent layout, in one buffer: the
+ * up projections write their regions, the shared key part is packed (and, with sequence
+ * parallelism, gathered) into its own. */
+static SimparView
+layer_mla_fwd(SimparLayerCtx *c, LayerNorm *latent, SimparView u)
+{
+    const SimparMlaConfig *l = &c->model->mla;
+    guint64 rows = c->geom.res.rows, ld = l->kv_lora_rank + l->qk_pos_emb_head_dim;
+    gsize at[3], pe = rows * l->qk_pos_emb_head_dim;
+    SimparView qkv = simpar_view(
+        simpar_layer_buffer(c, G_MAXUINT, "attn.qkv", layer_qkv_elems(c, at)), 0);
+    SimparView qc = layer_linear_fwd(c, SIMPAR_LIN_Q_DOWN, u, rows);
+    qc = layer_ln_fwd(c, &latent[0], qc);
+    c->lin[SIMPAR_LIN_Q_UP].dest = qkv;
+    layer_linear_fwd(c, SIMPAR_LIN_Q_UP, qc, rows);
+    SimparView kvc = layer_linear_fwd(c, SIMPAR_LIN_KV_DOWN, u, rows);
+    guint kv = simpar_layer_buffer(c, G_MAXUINT, "mla.kv-latent", rows * l->kv_lora_rank);
+    layer_cols(c, FALSE, "mla.pack-kv", rows, ld, 0, l->kv_lora_rank, kvc, simpar_view(kv, 0));
+    SimparView pe_at = simpar_view(qkv.buf, at[2]);
+    if (pe > 0 && c->geom.seq_group != SIMPAR_NO_GROUP) {
+        SimparView mine = simpar_view(simpar_layer_buffer(c, G_MAXUINT, "mla.pe", pe), 0);
+        layer_cols(c, FALSE, "mla.pack-pe", rows, ld, l->kv_lora_rank, l->qk_pos_emb_head_dim,
+                   kvc, mine);
+        SimparColl ag = {SIMPAR_COLL_ALL_GATHER, c->geom.seq_group, pe, 0, mine, pe_at,
+                         SIMPAR_RED_SUM};
+        simpar_layer_coll(c, G_MAXUINT, "mla.all-gather-pe", &ag, FALSE);
+    } else if (pe > 0) {
+        layer_cols(c, FALSE, "mla.pack-pe", rows, ld, l->kv_lora_rank, l->qk_pos_emb_head_dim,
+                   kvc, pe_at);
+    }
+    SimparView kvn = layer_ln_fwd(c, &latent[1], simpar_view(kv, 0));
+    c->lin[SIMPAR_LIN_KV_UP].dest = simpar_view(qkv.buf, at[1]);
+    layer_linear_fwd(c, SIMPAR_LIN_KV_UP, kvn, rows);
+    return qkv;
+}
+
+/* The shared key part's gradient, summed over the heads of every rank (reduce-scattered to the
+ * token owners with sequence parallelism), into d(kv_down output)'s last columns. */
+static void
+layer_mla_pe_bwd(SimparLayerCtx *c, SimparView dpe, SimparView dkvc)
+{
+    const SimparMlaConfig *l = &c->model->mla;
+    guint64 rows = c->geom.res.rows, ld = l->kv_lora_rank + l->qk_pos_emb_head_dim;
+    gsize pe = rows * l->qk_pos_emb_head_dim;
+    if (pe == 0)
+        return;
+    if (c->geom.seq_group != SIMPAR_NO_GROUP) {
+        SimparView mine = simpar_view(simpar_layer_buffer(c, G_MAXUINT, "mla.dpe", pe), 0);
+        SimparColl rs = {SIMPAR_COLL_REDUCE_SCATTER, c->geom.head_group, pe, 0, dpe, mine,
+                         SIMPAR_RED_SUM};
+        simpar_layer_coll(c, G_MAXUINT, "mla.reduce-scatter-dpe", &rs, FALSE);
+        dpe = mine;
+    } else {
+        layer_allreduce(c, G_MAXUINT, "mla.all-reduce-dpe", c->geom.head_group, dpe, pe);
+    }
+    layer_cols(c, TRUE, "mla.unpack-dpe", rows, ld, l->kv_lora_rank, l->qk_pos_emb_head_dim, dpe,
+               dkvc);
+}
+
+/* dqkv (latent layout) -> du, through both paths. */
+static SimparView
+layer_mla_bwd(SimparLayerCtx *c, LayerNorm *latent, SimparView dqkv)
+{
+    const SimparMlaConfig *l = &c->model->mla;
+    guint64 rows = c->geom.res.rows, ld = l->kv_lora_rank + l->qk_pos_emb_head_dim;
+    gsize at[3];
+    layer_qkv_elems(c, at);
+    SimparView dq = layer_linear_bwd(c, SIMPAR_LIN_Q_UP, dqkv);
+    dq = layer_ln_bwd(c, &latent[0], dq);
+    SimparView du = layer_linear_bwd(c, SIMPAR_LIN_Q_DOWN, dq);
+    SimparView dkv = layer_linear_bwd(c, SIMPAR_LIN_KV_UP, simpar_view(dqkv.buf, at[1]));
+    dkv = layer_ln_bwd(c, &latent[1], dkv);
+    SimparView dkvc =
+        simpar_view(simpar_layer_buffer(c, G_MAXUINT, "mla.dkv-down", rows * ld), 0);
+    layer_cols(c, TRUE, "mla.unpack-dkv", rows, ld, 0, l->kv_lora_rank, dkv, dkvc);
+    layer_mla_pe_bwd(c, simpar_view(dqkv.buf, at[2]), dkvc);
+    SimparView du2 = layer_linear_bwd(c, SIMPAR_LIN_KV_DOWN, dkvc);
+    return layer_elementwise(c, SIMPAR_OP_ADD, "mla.du", rows, c->model->hidden, du, du2);
+}
+
 /* ----- the layer ----- */
 
 /* Whether the layer has its dense MLP: an MoE model's layers leave their MLP part, the second
@@ -641,7 +834,7 @@ layer_has_mlp(const SimparLayerCtx *c)
 }
 
 typedef struct {
-    LayerNorm ln[2];
+    LayerNorm ln[2], latent[2]; /* latent: MLA's query and key/value latents' norms */
     SimparView x, dy, qkv, kv, ctx, r1, z1; /* kv: context parallelism's gathered k | v */
     guint probs;
 } LayerActs;
@@ -651,10 +844,11 @@ layer_forward(SimparLayerCtx *c, LayerActs *a)
 {
     const SimparBlock *res = &c->geom.res;
     guint64 inner = (guint64) c->geom.nb * c->model->seq, s = c->model->seq;
-    guint64 dh = c->model->hidden / c->model->heads, nh = c->geom.nh;
+    guint64 dv = simpar_model_v_head_dim(c->model), nh = c->geom.nh;
     SimparView u1 = layer_ln_fwd(c, &a->ln[0], a->x);
-    a->qkv = layer_linear_fwd(c, SIMPAR_LIN_QKV, u1, res->rows);
-    a->ctx = simpar_view(simpar_layer_buffer(c, G_MAXUINT, "attn.ctx", inner * nh * dh), 0);
+    a->qkv = simpar_model_is_mla(c->model) ? layer_mla_fwd(c, a->latent, u1)
+                                           : layer_linear_fwd(c, SIMPAR_LIN_QKV, u1, res->rows);
+    a->ctx = simpar_view(simpar_layer_buffer(c, G_MAXUINT, "attn.ctx", inner * nh * dv), 0);
     if (layer_ring(c)) { /* flash-like blocks: the row's log-sum-exp, no probabilities */
         a->kv = layer_kv_pack(c, a->qkv);
         a->probs = simpar_layer_buffer(c, G_MAXUINT, "attn.lse", c->geom.nb * nh * s);
@@ -733,7 +927,8 @@ layer_backward(SimparLayerCtx *c, LayerActs *a)
             layer_recompute_attention(c, a);
         dqkv = layer_attention_bwd(c, a->qkv, a->kv, a->probs, dctx);
     }
-    SimparView du1 = layer_linear_bwd(c, SIMPAR_LIN_QKV, dqkv);
+    SimparView du1 = simpar_model_is_mla(c->model) ? layer_mla_bwd(c, a->latent, dqkv)
+                                                   : layer_linear_bwd(c, SIMPAR_LIN_QKV, dqkv);
     SimparView dx1 = layer_ln_bwd(c, &a->ln[0], du1);
     guint dx = simpar_layer_buffer(c, G_MAXUINT, "dx", res->rows * res->cols);
     SimparKernel k = {.rows = res->rows, .cols = res->cols, .in = {dx1, dr1}, .out = {{dx, 0}}};
@@ -750,9 +945,13 @@ layer_inputs(SimparLayerCtx *c, LayerActs *a)
     layer_shard(c, "x", SIMPAR_SHARD_INPUT, a->x, res);
     layer_shard(c, "dy", SIMPAR_SHARD_INPUT, a->dy, res);
     layer_params_ln(c, &a->ln[0], "ln1");
-    guint linears = layer_has_mlp(c) ? SIMPAR_N_LINEARS : SIMPAR_LIN_FC1;
-    for (guint w = 0; w < linears; w++)
-        layer_params_linear(c, w);
+    guint which[SIMPAR_N_LINEARS], n_lin = layer_linears(c->model, layer_has_mlp(c), which);
+    for (guint i = 0; i < n_lin; i++)
+        layer_params_linear(c, which[i]);
+    if (simpar_model_is_mla(c->model)) {
+        layer_params_latent(c, &a->latent[0], "q_norm", c->model->mla.q_lora_rank);
+        layer_params_latent(c, &a->latent[1], "kv_norm", c->model->mla.kv_lora_rank);
+    }
     if (layer_has_mlp(c)) {
         layer_params_ln(c, &a->ln[1], "ln2");
         return;
@@ -817,6 +1016,8 @@ simpar_layer_build(const SimparModel *model, const SimparPlan *plan, const Simpa
                             .comm = comm,
                             .cp_send = cp_send};
         c.async = g_array_new(FALSE, FALSE, sizeof(guint));
+        for (guint w = 0; w < SIMPAR_N_LINEARS; w++)
+            c.lin[w].dest = SIMPAR_NO_VIEW;
         for (guint a = 0; a < scheme->n_axes; a++)
             c.group[a] = table[(gsize) a * n + r];
         scheme->setup(&c);

@@ -39,11 +39,22 @@
 #include "generators.h"
 G_BEGIN_DECLS
 
+/* The linears; multi-head latent attention (model.h) has no QKV but the four projections
+ * after FC2, without biases:
+ *   u -> q_down [h x q] -> norm -> q_up [q x a dqk] ----------------> q  \
+ *   u -> kv_down [h x (kv + pe)] -> kv | pe; kv -> norm -> kv_up [kv x a (dk + dv)] -> k, v
+ *                                        pe (one key part for every head) --------------/
+ * A scheme that runs MLA places the down projections whole on every rank of the tensor-parallel
+ * group (Megatron-Core's duplicated linears) and the up projections as it places QKV. */
 enum {
     SIMPAR_LIN_QKV,
     SIMPAR_LIN_PROJ,
     SIMPAR_LIN_FC1,
     SIMPAR_LIN_FC2,
+    SIMPAR_LIN_Q_DOWN,
+    SIMPAR_LIN_Q_UP,
+    SIMPAR_LIN_KV_DOWN,
+    SIMPAR_LIN_KV_UP,
     SIMPAR_N_LINEARS
 };
 
@@ -63,6 +74,10 @@ typedef struct {
     guint ln_group;        /* sums layer-norm statistics over the row, or SIMPAR_NO_GROUP */
     gboolean ln_split;     /* two all-reduces (sums, sums of squares) instead of one */
     guint ln_param_group;  /* sums gamma/beta gradients, or SIMPAR_NO_GROUP */
+    guint seq_group;       /* MLA: the group the layer's tokens are split over (sequence
+                            * parallelism; gathers the shared key part), or SIMPAR_NO_GROUP */
+    guint head_group;      /* MLA: the group the heads are split over (sums the shared key
+                            * part's gradient), or SIMPAR_NO_GROUP */
     SimparBlock weight[SIMPAR_N_LINEARS]; /* local block of each weight [in x out] */
     SimparBlock bias[SIMPAR_N_LINEARS];   /* local block of each bias [1 x out] */
     guint bias_group[SIMPAR_N_LINEARS];   /* sums bias gradients, or SIMPAR_NO_GROUP */
@@ -73,6 +88,8 @@ typedef struct {
     SimparView in;      /* the input the forward got, saved for the backward */
     guint64 in_rows;    /* its rows */
     guint saved[2];     /* scheme-owned saved buffers (e.g. gathered input and weight) */
+    SimparView dest;    /* where the forward's output goes (simpar_layer_output), or
+                           SIMPAR_NO_VIEW: a buffer of its own */
 } SimparLinearState;
 
 typedef struct {
@@ -120,6 +137,8 @@ const char *simpar_layer_linear_name(guint which);
 guint64 simpar_layer_linear_in(const SimparModel *model, guint which);  /* K */
 guint64 simpar_layer_linear_out(const SimparModel *model, guint which); /* N */
 guint simpar_layer_buffer(SimparLayerCtx *c, guint which, const char *what, gsize elems);
+/* A linear's forward output: lin[which].dest when the driver set one, else a new buffer. */
+SimparView simpar_layer_output(SimparLayerCtx *c, guint which, const char *what, gsize elems);
 void simpar_layer_gemm(SimparLayerCtx *c, guint which, const char *what, const SimparGemm *g);
 void simpar_layer_coll(SimparLayerCtx *c, guint which, const char *what, const SimparColl *coll,
                        gboolean async);

@@ -34,7 +34,8 @@ static const SimparModel mem_model = {"mem",
                                       FALSE,
                                       FALSE,
                                       0,
-                                      {0}};
+                                      {0},
+ {0}};
 static const SimparModel mem_model_fp32 = {"mem",
                                            64,
                                            4,
@@ -50,7 +51,8 @@ static const SimparModel mem_model_fp32 = {"mem",
                                            FALSE,
                                            FALSE,
                                            0,
-                                           {0}};
+                                           {0},
+ {0}};
 
 static void
 gpu_h100(SimparGpu *gpu)

@@ -208,7 +208,8 @@ cuda_test_layer(const CudaLayerCase *lc, SimparDtype dtype, RefShape *shape)
                      lc->llama,
                      FALSE,
                      0,
-                     {0}};
+                     {0},
+ {0}};
     SimparPlan plan;
     simpar_plan_init(&plan);
     plan.mode = lc->mode, plan.tp = lc->tp, plan.depth = lc->depth;
@@ -340,7 +341,8 @@ cuda_test_step(const CudaStepCase *c, SimparDtype dtype, RefStepConfig *cfg)
                          FALSE,
                          FALSE,
                          0,
-                         {0}};
+                         {0},
+ {0}};
     SimparTrain tr;
     simpar_train_init(&tr);
     tr.tp.mode = g_intern_static_string("1d");

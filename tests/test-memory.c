@@ -28,7 +28,8 @@ static const SimparModel model16 = {"mem",
                                     FALSE,
                                     FALSE,
                                     0,
-                                    {0}};
+                                    {0},
+ {0}};
 
 static gboolean
 near(double got, double want)
@@ -177,7 +178,8 @@ static const SimparModel zero_model = {"zero",
                                        FALSE,
                                        FALSE,
                                        0,
-                                       {0}};
+                                       {0},
+ {0}};
 
 static void
 test_states_zero_example(void)
