@@ -757,15 +757,18 @@ model_validate_mla(const SimparModel *m, gboolean flags, GError **error)
             }
         return TRUE;
     }
-    const char *why[N_MLA] = {"the query latent's width (simpar models the compressed query)",
+    const char *why[N_MLA] = {"the query latent's width; simpar models the compressed query",
                               "the key/value latent's width, 0 for no MLA",
                               "a head's query/key columns without position embedding",
                               "the shared rotary key columns, 0 for none",
                               "a head's value columns"};
-    for (guint i = 0; i < N_MLA; i++)
+    const guint order[N_MLA] = {MLA_KV, MLA_Q, MLA_QK, MLA_ROPE, MLA_V};
+    for (guint j = 0; j < N_MLA; j++) {
+        guint i = order[j];
         if (!model_moe_range(n[i], value[i], i == MLA_ROPE ? 0 : 1, SIMPAR_MODEL_MAX_DIM, why[i],
                              error))
             return FALSE;
+    }
     if (simpar_model_kv_heads(m) != m->heads) {
         g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
                     "%s %" G_GINT64_FORMAT " with %s %" G_GINT64_FORMAT
