@@ -514,7 +514,8 @@ compute_flash(const SimparGpu *gpu, SimparDtype dt, SimparOpKind kind, const Sim
     /* causal: half the score tiles, also per context-parallel rank (chunks c and 2C-1-c) */
     double flops = 2 * bh * s * S * (dh + dv) * (a->causal ? 0.5 : 1.0) * (bwd ? 2.5 : 1.0);
     double q = bh * s * dh, o = bh * s * dv; /* elements of q, ctx */
-    double r = a->nkv != 0 ? (double) a->nkv / a->nh : 1.0, k = bh * S * dh * r, v = bh * S * dv * r;
+    double r = a->nkv != 0 ? (double) a->nkv / a->nh : 1.0, k = bh * S * dh * r,
+           v = bh * S * dv * r;
     double bytes = (bwd ? 2 * q + 3 * o + 2 * (k + v) : q + o + k + v) * ds + bh * s * 4;
     return compute_roofline(gpu, dt, flops, compute_gemm_eff(gpu, s, S, dh), bytes);
 }

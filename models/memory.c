@@ -43,7 +43,7 @@ simpar_memory_model_params(const SimparModel *m)
     double attention = memory_layer_params(m) - mlp - mlp_small, layers = 0;
     for (gint64 l = 0; l < m->layers; l++)
         layers += attention + (simpar_model_layer_is_moe(m, l) ? simpar_moe_rank_params(m, 1)
-                                                                : mlp + mlp_small);
+                                                               : mlp + mlp_small);
     double norm = m->norm == SIMPAR_NORM_RMSNORM ? h : 2 * h;
     return 2 * (double) m->vocab * h + layers + norm;
 }
@@ -154,8 +154,8 @@ memory_layer_activations(const SimparModel *m, const SimparPlan *plan, SimparAtt
      * V are kv/a of Q, with SwiGLU the activation's input is fc1's 2f columns; with MLA every
      * head's q and k of qk + rope columns and v of v_head_dim, the proj input a v_head_dim */
     double attn_cols = simpar_model_is_mla(m) ? a * (2 * (double) simpar_model_qk_head_dim(m) +
-                                                2 * (double) simpar_model_v_head_dim(m))
-                                         : qkv + h;
+                                                     2 * (double) simpar_model_v_head_dim(m))
+                                              : qkv + h;
     double split = (s * b * attn_cols + s * b * (fc1 + f)) * ds;
     /* softmax output, its dropout mask and output; flash attention stores none of them but
      * the log-sum-exp of every query row, in fp32 (as do ring attention's blocks) */

@@ -85,7 +85,8 @@ static const SimparModelPreset model_presets[] = {
       TRUE,
       TRUE,
       0,
-      {8, 2, 14336, 0, 0, 1, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, 1}, MODEL_NO_MLA}},
+      {8, 2, 14336, 0, 0, 1, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, 1},
+      MODEL_NO_MLA}},
     {"mixtral-8x22b",
      "Mixtral 8x22B: h=6144 a=48 kv=8 s=4096 L=56 V=32000, 8 experts f=16384 top-2",
      {"mixtral-8x22b",
@@ -103,7 +104,8 @@ static const SimparModelPreset model_presets[] = {
       TRUE,
       TRUE,
       0,
-      {8, 2, 16384, 0, 0, 1, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, 1}, MODEL_NO_MLA}},
+      {8, 2, 16384, 0, 0, 1, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, 1},
+      MODEL_NO_MLA}},
     {"qwen3-235b-a22b",
      "Qwen3-235B-A22B: h=4096 a=64 kv=4 s=4096 L=94 V=151936, 128 experts f=1536 top-8",
      {"qwen3-235b-a22b",
@@ -121,7 +123,8 @@ static const SimparModelPreset model_presets[] = {
       TRUE,
       TRUE,
       0,
-      {128, 8, 1536, 0, 0, 1, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, 1}, MODEL_NO_MLA}},
+      {128, 8, 1536, 0, 0, 1, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, 1},
+      MODEL_NO_MLA}},
     {"deepseek-v3",
      "DeepSeek-V3: h=7168 a=128 s=4096 L=61 (3 dense, f=18432) V=129280, 256 experts f=2048 "
      "top-8 in 4 of 8 groups, 1 shared; MLA q 1536 kv 512, qk 128+64, v 128 (arXiv 2412.19437, "
@@ -347,8 +350,8 @@ simpar_model_flavour(const SimparModel *m)
             s, " moe=%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT " top-%" G_GINT64_FORMAT,
             m->moe.experts, m->moe.moe_ffn, m->moe.top_k);
     if (simpar_model_is_mla(m))
-        g_string_append_printf(s, " mla=%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT,
-                               m->mla.q_lora_rank, m->mla.kv_lora_rank);
+        g_string_append_printf(s, " mla=%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT, m->mla.q_lora_rank,
+                               m->mla.kv_lora_rank);
     return g_intern_string(s->str);
 }
 

@@ -187,9 +187,10 @@ access_attention(const SimparOp *op, SimparAccess *out, guint *n)
     gsize latent = access_add_sizes(
         access_mul(a->nh, access_add_sizes(a->dh, access_add_sizes(a->dh - a->dpe, a->dv))),
         a->dpe);
-    gsize qkv = a->dv != 0 ? access_mul(tokens, latent)
-                           : access_mul(tokens, access_mul(access_add_sizes(a->nh, access_mul(2, kv)),
-                                                           a->dh)),
+    gsize qkv = a->dv != 0
+                    ? access_mul(tokens, latent)
+                    : access_mul(tokens,
+                                 access_mul(access_add_sizes(a->nh, access_mul(2, kv)), a->dh)),
           probs = access_mul(access_mul(a->nb, a->nh), access_mul(a->s, access_mul(cp, a->s)));
     /* context parallelism: every rank's keys and values, gathered */
     gsize all_kv =
@@ -597,10 +598,10 @@ check_params(guint i, const SimparOp *op, GError **error)
         if (op->u.attn.dh == 0)
             return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,
                               "has attention head size 0");
-        if (op->u.attn.dv != 0 && (op->u.attn.dpe > op->u.attn.dh || op->u.attn.cp > 1 ||
-                                   (op->u.attn.nkv != 0 && op->u.attn.nkv != op->u.attn.nh) ||
-                                   !(op->kind == SIMPAR_OP_ATTENTION ||
-                                     op->kind == SIMPAR_OP_ATTENTION_BWD)))
+        if (op->u.attn.dv != 0 &&
+            (op->u.attn.dpe > op->u.attn.dh || op->u.attn.cp > 1 ||
+             (op->u.attn.nkv != 0 && op->u.attn.nkv != op->u.attn.nh) ||
+             !(op->kind == SIMPAR_OP_ATTENTION || op->kind == SIMPAR_OP_ATTENTION_BWD)))
             return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,
                               "has the latent layout with %u shared of %u key columns, %u "
                               "key/value heads for %u heads and %u context-parallel ranks",

@@ -214,7 +214,7 @@ typedef struct {
                             latent layout */
     guint dpe;           /* latent layout: the shared key columns */
     guint nkv;           /* key/value heads, 0 = nh */
-    guint cp, cp_rank; /* context parallelism: C (0 or 1: none) and this rank's index */
+    guint cp, cp_rank;   /* context parallelism: C (0 or 1: none) and this rank's index */
     gboolean causal;
     double p; /* attention-probability dropout */
     guint64 seed;

@@ -117,8 +117,13 @@ tp1d_duplicated_bwd(SimparLayerCtx *c, guint which, SimparView dy)
     guint64 rows = c->geom.res.rows, K = simpar_layer_linear_in(c->model, which);
     guint64 N = simpar_layer_linear_out(c->model, which);
     guint dx = simpar_layer_buffer(c, which, "dx", rows * K);
-    SimparGemm gx = {
-        .m = rows, .n = K, .k = N, .trans_b = TRUE, .a = dy, .b = {c->lin[which].w, 0}, .c = {dx, 0}};
+    SimparGemm gx = {.m = rows,
+                     .n = K,
+                     .k = N,
+                     .trans_b = TRUE,
+                     .a = dy,
+                     .b = {c->lin[which].w, 0},
+                     .c = {dx, 0}};
     simpar_layer_gemm(c, which, "gemm-dx", &gx);
     SimparView dw = simpar_view(c->lin[which].dw, 0);
     SimparGemm gw = {

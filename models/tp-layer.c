@@ -19,14 +19,10 @@ simpar_layer_linear_in(const SimparModel *model, guint which)
 {
     const SimparMlaConfig *l = &model->mla;
     guint64 h = model->hidden, mla = simpar_model_is_mla(model) ? 1 : 0;
-    const guint64 in[SIMPAR_N_LINEARS] = {h,
-                                          model->heads * simpar_model_v_head_dim(model),
-                                          h,
-                                          model->ffn,
-                                          mla * h,
-                                          l->q_lora_rank,
-                                          mla * h,
-                                          l->kv_lora_rank};
+    const guint64 in[SIMPAR_N_LINEARS] = {h,       model->heads * simpar_model_v_head_dim(model),
+                                          h,       model->ffn,
+                                          mla * h, l->q_lora_rank,
+                                          mla * h, l->kv_lora_rank};
     return in[which];
 }
 
@@ -40,7 +36,8 @@ simpar_layer_linear_out(const SimparModel *model, guint which)
                                            simpar_model_fc1_cols(model),
                                            model->hidden,
                                            l->q_lora_rank,
-                                           a * simpar_model_qk_head_dim(model) * (l->q_lora_rank > 0),
+                                           a * simpar_model_qk_head_dim(model) *
+                                               (l->q_lora_rank > 0),
                                            l->kv_lora_rank + l->qk_pos_emb_head_dim,
                                            a * (l->qk_head_dim + l->v_head_dim)};
     return out[which];
@@ -309,7 +306,8 @@ layer_ln_fwd(SimparLayerCtx *c, LayerNorm *ln, SimparView x)
     ln->xhat = simpar_layer_buffer(c, G_MAXUINT, "ln.xhat", ln->rows * ln->cols);
     ln->rstd = simpar_layer_buffer(c, G_MAXUINT, "ln.rstd", ln->rows);
     gboolean rms = layer_rms(c);
-    SimparKernel k = {.rows = ln->rows, .cols = ln->cols, .in = {x}, .out = {{stats, 0}}, .rms = rms};
+    SimparKernel k = {
+        .rows = ln->rows, .cols = ln->cols, .in = {x}, .out = {{stats, 0}}, .rms = rms};
     layer_kernel(c, SIMPAR_OP_LN_STATS, G_MAXUINT, "ln.stats", k);
     layer_ln_stats_allreduce(c, ln, stats);
     SimparView beta = rms ? SIMPAR_NO_VIEW : simpar_view(ln->params, ln->cols);
@@ -752,8 +750,8 @@ layer_mla_fwd(SimparLayerCtx *c, LayerNorm *latent, SimparView u)
     const SimparMlaConfig *l = &c->model->mla;
     guint64 rows = c->geom.res.rows, ld = l->kv_lora_rank + l->qk_pos_emb_head_dim;
     gsize at[3], pe = rows * l->qk_pos_emb_head_dim;
-    SimparView qkv = simpar_view(
-        simpar_layer_buffer(c, G_MAXUINT, "attn.qkv", layer_qkv_elems(c, at)), 0);
+    SimparView qkv =
+        simpar_view(simpar_layer_buffer(c, G_MAXUINT, "attn.qkv", layer_qkv_elems(c, at)), 0);
     SimparView qc = layer_linear_fwd(c, SIMPAR_LIN_Q_DOWN, u, rows);
     qc = layer_ln_fwd(c, &latent[0], qc);
     c->lin[SIMPAR_LIN_Q_UP].dest = qkv;
@@ -764,14 +762,14 @@ layer_mla_fwd(SimparLayerCtx *c, LayerNorm *latent, SimparView u)
     SimparView pe_at = simpar_view(qkv.buf, at[2]);
     if (pe > 0 && c->geom.seq_group != SIMPAR_NO_GROUP) {
         SimparView mine = simpar_view(simpar_layer_buffer(c, G_MAXUINT, "mla.pe", pe), 0);
-        layer_cols(c, FALSE, "mla.pack-pe", rows, ld, l->kv_lora_rank, l->qk_pos_emb_head_dim,
-                   kvc, mine);
+        layer_cols(c, FALSE, "mla.pack-pe", rows, ld, l->kv_lora_rank, l->qk_pos_emb_head_dim, kvc,
+                   mine);
         SimparColl ag = {SIMPAR_COLL_ALL_GATHER, c->geom.seq_group, pe, 0, mine, pe_at,
                          SIMPAR_RED_SUM};
         simpar_layer_coll(c, G_MAXUINT, "mla.all-gather-pe", &ag, FALSE);
     } else if (pe > 0) {
-        layer_cols(c, FALSE, "mla.pack-pe", rows, ld, l->kv_lora_rank, l->qk_pos_emb_head_dim,
-                   kvc, pe_at);
+        layer_cols(c, FALSE, "mla.pack-pe", rows, ld, l->kv_lora_rank, l->qk_pos_emb_head_dim, kvc,
+                   pe_at);
     }
     SimparView kvn = layer_ln_fwd(c, &latent[1], simpar_view(kv, 0));
     c->lin[SIMPAR_LIN_KV_UP].dest = simpar_view(qkv.buf, at[1]);
@@ -791,8 +789,8 @@ layer_mla_pe_bwd(SimparLayerCtx *c, SimparView dpe, SimparView dkvc)
         return;
     if (c->geom.seq_group != SIMPAR_NO_GROUP) {
         SimparView mine = simpar_view(simpar_layer_buffer(c, G_MAXUINT, "mla.dpe", pe), 0);
-        SimparColl rs = {SIMPAR_COLL_REDUCE_SCATTER, c->geom.head_group, pe, 0, dpe, mine,
-                         SIMPAR_RED_SUM};
+        SimparColl rs = {
+            SIMPAR_COLL_REDUCE_SCATTER, c->geom.head_group, pe, 0, dpe, mine, SIMPAR_RED_SUM};
         simpar_layer_coll(c, G_MAXUINT, "mla.reduce-scatter-dpe", &rs, FALSE);
         dpe = mine;
     } else {
@@ -815,8 +813,7 @@ layer_mla_bwd(SimparLayerCtx *c, LayerNorm *latent, SimparView dqkv)
     SimparView du = layer_linear_bwd(c, SIMPAR_LIN_Q_DOWN, dq);
     SimparView dkv = layer_linear_bwd(c, SIMPAR_LIN_KV_UP, simpar_view(dqkv.buf, at[1]));
     dkv = layer_ln_bwd(c, &latent[1], dkv);
-    SimparView dkvc =
-        simpar_view(simpar_layer_buffer(c, G_MAXUINT, "mla.dkv-down", rows * ld), 0);
+    SimparView dkvc = simpar_view(simpar_layer_buffer(c, G_MAXUINT, "mla.dkv-down", rows * ld), 0);
     layer_cols(c, TRUE, "mla.unpack-dkv", rows, ld, 0, l->kv_lora_rank, dkv, dkvc);
     layer_mla_pe_bwd(c, simpar_view(dqkv.buf, at[2]), dkvc);
     SimparView du2 = layer_linear_bwd(c, SIMPAR_LIN_KV_DOWN, dkvc);
@@ -834,7 +831,7 @@ layer_has_mlp(const SimparLayerCtx *c)
 }
 
 typedef struct {
-    LayerNorm ln[2], latent[2]; /* latent: MLA's query and key/value latents' norms */
+    LayerNorm ln[2], latent[2];             /* latent: MLA's query and key/value latents' norms */
     SimparView x, dy, qkv, kv, ctx, r1, z1; /* kv: context parallelism's gathered k | v */
     guint probs;
 } LayerActs;

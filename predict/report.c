@@ -727,6 +727,7 @@ static void
 report_json_mla(JsonBuilder *b, const SimparModel *m)
 {
     const SimparMlaConfig *l = &m->mla;
+
     const struct {
         const char *key;
         gint64 v;
@@ -735,6 +736,7 @@ report_json_mla(JsonBuilder *b, const SimparModel *m)
                 {"qk_head_dim", l->qk_head_dim},
                 {"qk_pos_emb_head_dim", l->qk_pos_emb_head_dim},
                 {"v_head_dim", l->v_head_dim}};
+
     json_builder_set_member_name(b, "mla");
     json_builder_begin_object(b);
     for (guint i = 0; i < G_N_ELEMENTS(ints); i++) {

@@ -121,9 +121,14 @@ static void
 ref_mla_shape(const RefShape *sh, RefTensor t, guint64 *rows, guint64 *cols)
 {
     guint64 h = sh->h, a = sh->a, q = sh->q_lora, kv = sh->kv_lora;
-    const guint64 shapes[][2] = {
-        {h, q}, {1, q}, {1, sh->rms ? 0 : q}, {q, a * ref_dqk(sh)},
-        {h, kv + sh->dpe}, {1, kv}, {1, sh->rms ? 0 : kv}, {kv, a * ((guint64) sh->dn + sh->dv)}};
+    const guint64 shapes[][2] = {{h, q},
+                                 {1, q},
+                                 {1, sh->rms ? 0 : q},
+                                 {q, a * ref_dqk(sh)},
+                                 {h, kv + sh->dpe},
+                                 {1, kv},
+                                 {1, sh->rms ? 0 : kv},
+                                 {kv, a * ((guint64) sh->dn + sh->dv)}};
     guint i = t - REF_QD_W;
     *rows = ref_mla(sh) ? shapes[i][0] : 0;
     *cols = ref_mla(sh) ? shapes[i][1] : 0;
@@ -223,8 +228,8 @@ ref_mla_widths(const RefShape *sh, gsize width[19])
 {
     gsize m = ref_mla(sh), q = sh->q_lora, kv = sh->kv_lora, a = sh->a;
     gsize qu = a * ref_dqk(sh), kvd = kv + sh->dpe, kvu = a * ((gsize) sh->dn + sh->dv);
-    const gsize all[19] = {q, q, qu, kvd, kv, kv, kvu, 1, 1, 1, 1, q, q, qu, kvd, kv, kv, kvu,
-                           sh->h};
+    const gsize all[19] = {q, q, qu, kvd, kv,  kv, kvu, 1,   1,    1,
+                           1, q, q,  qu,  kvd, kv, kv,  kvu, sh->h};
     for (guint i = 0; i < 19; i++)
         width[i] = m * all[i];
 }
@@ -238,23 +243,22 @@ ref_work_init(RefWork *w, const RefShape *sh)
     ref_mla_widths(sh, mla);
     for (guint i = 0; i < G_N_ELEMENTS(mla); i++)
         n_mla += rows * mla[i];
-    gsize total = 4 * rows + 9 * rows * h + 2 * rows * ctx + 2 * rows * (f + f1) +
-                  2 * rows * qkv + n_prob + sh->s + n_mla;
+    gsize total = 4 * rows + 9 * rows * h + 2 * rows * ctx + 2 * rows * (f + f1) + 2 * rows * qkv +
+                  n_prob + sh->s + n_mla;
     w->block = g_new0(double, total);
     double *c = w->block;
     w->mu1 = ref_carve(&c, rows);
     w->rstd1 = ref_carve(&c, rows);
     w->mu2 = ref_carve(&c, rows);
     w->rstd2 = ref_carve(&c, rows);
-    double **hs[] = {&w->u,   &w->o,    &w->r1, &w->wn, &w->dwn,
-                     &w->dr1, &w->dout, &w->du, &w->dz2};
+    double **hs[] = {&w->u, &w->o, &w->r1, &w->wn, &w->dwn, &w->dr1, &w->dout, &w->du, &w->dz2};
     for (gsize i = 0; i < G_N_ELEMENTS(hs); i++)
         *hs[i] = ref_carve(&c, rows * h);
     w->ctx = ref_carve(&c, rows * ctx);
     w->dctx = ref_carve(&c, rows * ctx);
-    double **ms[] = {&w->qc,   &w->qcn,  &w->q,     &w->kvc,    &w->kvl, &w->kvn, &w->kvu,
+    double **ms[] = {&w->qc,   &w->qcn,    &w->q,     &w->kvc,     &w->kvl, &w->kvn,  &w->kvu,
                      &w->mu_q, &w->rstd_q, &w->mu_kv, &w->rstd_kv, &w->dqc, &w->dqcn, &w->dq,
-                     &w->dkvc, &w->dkvl, &w->dkvn,  &w->dkvu,   &w->du2};
+                     &w->dkvc, &w->dkvl,   &w->dkvn,  &w->dkvu,    &w->du2};
     for (gsize i = 0; i < G_N_ELEMENTS(ms); i++)
         *ms[i] = ref_carve(&c, rows * mla[i]);
     w->g1 = ref_carve(&c, rows * f);
@@ -591,8 +595,8 @@ ref_mla_backward(const RefShape *sh, double *const t[REF_N_TENSORS], RefWork *w)
     for (gsize r = 0; r < rows; r++)
         memcpy(w->dkvc + r * kvd, w->dkvl + r * kv, kv * sizeof(double));
     ref_linear_backward(w->u, t[REF_KVD_W], w->dkvc, rows, h, kvd, w->du, t[REF_KVD_W_GRAD], NULL);
-    ref_linear_backward(w->qcn, t[REF_QU_W], w->dq, rows, q, sh->a * dqk, w->dqcn,
-                        t[REF_QU_W_GRAD], NULL);
+    ref_linear_backward(w->qcn, t[REF_QU_W], w->dq, rows, q, sh->a * dqk, w->dqcn, t[REF_QU_W_GRAD],
+                        NULL);
     ref_ln_backward(w->qc, w->mu_q, w->rstd_q, t[REF_QN_G], w->dqcn, rows, q, w->dqc,
                     t[REF_QN_G_GRAD], sh->rms ? NULL : t[REF_QN_B_GRAD]);
     ref_linear_backward(w->u, t[REF_QD_W], w->dqc, rows, h, q, w->du2, t[REF_QD_W_GRAD], NULL);

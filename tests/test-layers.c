@@ -216,7 +216,7 @@ layers_run_model(const LayerCase *lc, gboolean causal, double p, SimparRecompute
                      FALSE,
                      0,
                      {0},
- {0}};
+                     {0}};
     if (moe)
         m.moe = (SimparMoeConfig){.experts = 4, .top_k = 2, .moe_ffn = 8, .moe_every = 1};
     if (lc->mla)
@@ -285,8 +285,7 @@ layers_run_model(const LayerCase *lc, gboolean causal, double p, SimparRecompute
     printf("\n    %s%s%s tp=%" G_GINT64_FORMAT " cp=%" G_GINT64_FORMAT "%s kv=%" G_GINT64_FORMAT
            "%s%s recompute %s: worst relative error %.3g ",
            moe ? "moe attention part " : "", lc->mla ? "mla " : "", lc->mode, lc->tp, cp,
-           lc->ring ? " ring" : "",
-           simpar_model_kv_heads(&m), lc->llama ? " swiglu rmsnorm" : "",
+           lc->ring ? " ring" : "", simpar_model_kv_heads(&m), lc->llama ? " swiglu rmsnorm" : "",
            causal ? " causal" : " dropout", simpar_recompute_name(recompute), worst);
     CU_ASSERT(worst < 1e-9);
     for (guint i = 0; i < REF_N_TENSORS; i++)

@@ -29,7 +29,7 @@ static const SimparModel model16 = {"mem",
                                     FALSE,
                                     0,
                                     {0},
- {0}};
+                                    {0}};
 
 static gboolean
 near(double got, double want)
@@ -204,7 +204,7 @@ static const SimparModel zero_model = {"zero",
                                        FALSE,
                                        0,
                                        {0},
- {0}};
+                                       {0}};
 
 static void
 test_states_zero_example(void)

@@ -59,7 +59,7 @@ summary_check(const char *mode, gint64 tp, gint64 depth, gboolean sp, gboolean p
                      FALSE,
                      0,
                      {0},
- {0}};
+                     {0}};
     SimparPlan plan;
     simpar_plan_init(&plan);
     plan.mode = mode, plan.tp = tp, plan.depth = depth, plan.sequence_parallel = sp;
@@ -198,7 +198,7 @@ test_paper_table(void)
                      FALSE,
                      0,
                      {0},
- {0}};
+                     {0}};
     guint64 h = 64, B = 16 * 8;
     SimparPlan p2, p3;
     simpar_plan_init(&p2);

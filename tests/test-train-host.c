@@ -173,7 +173,7 @@ train_host_setup(const TrainCase *c, SimparModel *model, SimparTrain *tr)
                            FALSE,
                            0,
                            {0},
- {0}};
+                           {0}};
     simpar_train_init(tr);
     tr->tp.mode = g_intern_string(c->mode);
     tr->tp.tp = c->tp, tr->tp.depth = c->depth;
