@@ -1,4 +1,5 @@
-/* tp-layer.c - the layer driver shared by every tensor-parallel generator (see tp-layer.h). */
+/* tp-layer.c - the layer driver shared by every tensor-parallel generator (see tp-layer.h);
+ * multi-head latent attention's part of it is tp-mla.c. */
 #include "tp-layer.h"
 #include "moe.h"
 #include "schedule-private.h"
@@ -30,37 +31,16 @@ guint64
 simpar_layer_linear_out(const SimparModel *model, guint which)
 {
     const SimparMlaConfig *l = &model->mla;
-    guint64 a = model->heads;
+    guint64 a = model->heads, mla = simpar_model_is_mla(model) ? 1 : 0;
     const guint64 out[SIMPAR_N_LINEARS] = {simpar_model_qkv_cols(model),
                                            model->hidden,
                                            simpar_model_fc1_cols(model),
                                            model->hidden,
                                            l->q_lora_rank,
-                                           a * simpar_model_qk_head_dim(model) *
-                                               (l->q_lora_rank > 0),
+                                           mla * a * simpar_model_qk_head_dim(model),
                                            l->kv_lora_rank + l->qk_pos_emb_head_dim,
                                            a * (l->qk_head_dim + l->v_head_dim)};
     return out[which];
-}
-
-/* The linears the layer holds: the attention's (QKV and proj, or MLA's and proj), the MLP's
- * when it has one; into which[], returns how many. */
-static guint
-layer_linears(const SimparModel *m, gboolean mlp, guint which[SIMPAR_N_LINEARS])
-{
-    guint n = 0;
-    if (simpar_model_is_mla(m)) {
-        const guint mla[] = {SIMPAR_LIN_Q_DOWN, SIMPAR_LIN_Q_UP, SIMPAR_LIN_KV_DOWN,
-                             SIMPAR_LIN_KV_UP};
-        for (guint i = 0; i < G_N_ELEMENTS(mla); i++)
-            which[n++] = mla[i];
-    } else {
-        which[n++] = SIMPAR_LIN_QKV;
-    }
-    which[n++] = SIMPAR_LIN_PROJ;
-    if (mlp)
-        which[n++] = SIMPAR_LIN_FC1, which[n++] = SIMPAR_LIN_FC2;
-    return n;
 }
 
 /* Whether the linear has a bias: MLA's projections have none (Megatron-Core's). */
@@ -179,16 +159,17 @@ simpar_layer_coll(SimparLayerCtx *c, guint which, const char *what, const Simpar
 }
 
 /* Views a kind does not use are left zero: every reader goes by the kind (schedule.h). */
-static void
-layer_kernel(SimparLayerCtx *c, SimparOpKind kind, guint which, const char *what, SimparKernel k)
+void
+simpar_layer_kernel(SimparLayerCtx *c, SimparOpKind kind, guint which, const char *what,
+                    SimparKernel k)
 {
     SimparOp op = {.kind = kind, .stream = 0, .u.kern = k};
     layer_add(c, &op, which, what);
 }
 
-static void
-layer_allreduce(SimparLayerCtx *c, guint which, const char *what, guint group, SimparView v,
-                gsize count)
+void
+simpar_layer_allreduce(SimparLayerCtx *c, guint which, const char *what, guint group, SimparView v,
+                       gsize count)
 {
     if (group == SIMPAR_NO_GROUP)
         return;
@@ -214,8 +195,8 @@ layer_grad_role(const SimparLayerCtx *c)
 
 /* ----- parameters ----- */
 
-static void
-layer_params_linear(SimparLayerCtx *c, guint w)
+void
+simpar_layer_linear_params(SimparLayerCtx *c, guint w)
 {
     const SimparBlock *wb = &c->geom.weight[w], *bb = &c->geom.bias[w];
     SimparLinearState *l = &c->lin[w];
@@ -236,14 +217,6 @@ layer_params_linear(SimparLayerCtx *c, guint w)
     layer_shard(c, gb, layer_grad_role(c), simpar_view(l->db, 0), bb);
 }
 
-typedef struct {
-    guint params, grads; /* [gamma | beta] (RMSNorm: gamma) and their gradients */
-    guint xhat, rstd;
-    guint64 rows, col0, cols, width; /* the local block [rows x cols] at col0 of rows `width`
-                                        wide: the residual stream's, or an MLA latent's */
-    guint group;                     /* sums the statistics over the row, or SIMPAR_NO_GROUP */
-} LayerNorm;
-
 static gboolean
 layer_rms(const SimparLayerCtx *c)
 {
@@ -251,8 +224,8 @@ layer_rms(const SimparLayerCtx *c)
 }
 
 /* A norm's parameters, over the block and group ln holds. */
-static void
-layer_params_norm(SimparLayerCtx *c, LayerNorm *ln, const char *name)
+void
+simpar_layer_norm_params(SimparLayerCtx *c, SimparLayerNorm *ln, const char *name)
 {
     SimparBlock blk = {0, 1, ln->col0, ln->cols};
     guint n_parts = layer_rms(c) ? 1 : 2;
@@ -270,36 +243,37 @@ layer_params_norm(SimparLayerCtx *c, LayerNorm *ln, const char *name)
 
 /* A norm of the residual stream (ln1, ln2). */
 static void
-layer_params_ln(SimparLayerCtx *c, LayerNorm *ln, const char *name)
+layer_params_ln(SimparLayerCtx *c, SimparLayerNorm *ln, const char *name)
 {
     const SimparBlock *res = &c->geom.res;
     ln->rows = res->rows, ln->col0 = res->col0, ln->cols = res->cols;
     ln->width = c->model->hidden, ln->group = c->geom.ln_group;
-    layer_params_norm(c, ln, name);
+    simpar_layer_norm_params(c, ln, name);
 }
 
 /* ----- layer norm, distributed over the columns of geom.ln_group ----- */
 
 /* RMSNorm sums only the squares (the second half of the statistics). */
 static void
-layer_ln_stats_allreduce(SimparLayerCtx *c, const LayerNorm *ln, guint stats)
+layer_ln_stats_allreduce(SimparLayerCtx *c, const SimparLayerNorm *ln, guint stats)
 {
     guint64 rows = ln->rows;
     if (layer_rms(c)) {
-        layer_allreduce(c, G_MAXUINT, "ln.all-reduce-sumsq", ln->group, simpar_view(stats, rows),
-                        rows);
+        simpar_layer_allreduce(c, G_MAXUINT, "ln.all-reduce-sumsq", ln->group,
+                               simpar_view(stats, rows), rows);
     } else if (c->geom.ln_split) {
-        layer_allreduce(c, G_MAXUINT, "ln.all-reduce-sum", ln->group, simpar_view(stats, 0), rows);
-        layer_allreduce(c, G_MAXUINT, "ln.all-reduce-sumsq", ln->group, simpar_view(stats, rows),
-                        rows);
+        simpar_layer_allreduce(c, G_MAXUINT, "ln.all-reduce-sum", ln->group, simpar_view(stats, 0),
+                               rows);
+        simpar_layer_allreduce(c, G_MAXUINT, "ln.all-reduce-sumsq", ln->group,
+                               simpar_view(stats, rows), rows);
     } else {
-        layer_allreduce(c, G_MAXUINT, "ln.all-reduce-stats", ln->group, simpar_view(stats, 0),
-                        2 * rows);
+        simpar_layer_allreduce(c, G_MAXUINT, "ln.all-reduce-stats", ln->group,
+                               simpar_view(stats, 0), 2 * rows);
     }
 }
 
-static SimparView
-layer_ln_fwd(SimparLayerCtx *c, LayerNorm *ln, SimparView x)
+SimparView
+simpar_layer_norm_fwd(SimparLayerCtx *c, SimparLayerNorm *ln, SimparView x)
 {
     guint stats = simpar_layer_buffer(c, G_MAXUINT, "ln.stats", 2 * ln->rows);
     guint out = simpar_layer_buffer(c, G_MAXUINT, "ln.out", ln->rows * ln->cols);
@@ -308,7 +282,7 @@ layer_ln_fwd(SimparLayerCtx *c, LayerNorm *ln, SimparView x)
     gboolean rms = layer_rms(c);
     SimparKernel k = {
         .rows = ln->rows, .cols = ln->cols, .in = {x}, .out = {{stats, 0}}, .rms = rms};
-    layer_kernel(c, SIMPAR_OP_LN_STATS, G_MAXUINT, "ln.stats", k);
+    simpar_layer_kernel(c, SIMPAR_OP_LN_STATS, G_MAXUINT, "ln.stats", k);
     layer_ln_stats_allreduce(c, ln, stats);
     SimparView beta = rms ? SIMPAR_NO_VIEW : simpar_view(ln->params, ln->cols);
     k = (SimparKernel){.rows = ln->rows,
@@ -318,12 +292,12 @@ layer_ln_fwd(SimparLayerCtx *c, LayerNorm *ln, SimparView x)
                        .hidden = ln->width,
                        .eps = c->plan->eps,
                        .rms = rms};
-    layer_kernel(c, SIMPAR_OP_LN_APPLY, G_MAXUINT, "ln.apply", k);
+    simpar_layer_kernel(c, SIMPAR_OP_LN_APPLY, G_MAXUINT, "ln.apply", k);
     return simpar_view(out, 0);
 }
 
-static SimparView
-layer_ln_bwd(SimparLayerCtx *c, LayerNorm *ln, SimparView dy)
+SimparView
+simpar_layer_norm_bwd(SimparLayerCtx *c, SimparLayerNorm *ln, SimparView dy)
 {
     guint stats = simpar_layer_buffer(c, G_MAXUINT, "ln.bwd-stats", 2 * ln->rows);
     guint dx = simpar_layer_buffer(c, G_MAXUINT, "ln.dx", ln->rows * ln->cols);
@@ -335,7 +309,7 @@ layer_ln_bwd(SimparLayerCtx *c, LayerNorm *ln, SimparView dy)
                       .in = {dy, {ln->xhat, 0}, gamma},
                       .out = {{stats, 0}, {ln->grads, 0}, dbeta},
                       .rms = rms};
-    layer_kernel(c, SIMPAR_OP_LN_BWD_STATS, G_MAXUINT, "ln.bwd-stats", k);
+    simpar_layer_kernel(c, SIMPAR_OP_LN_BWD_STATS, G_MAXUINT, "ln.bwd-stats", k);
     layer_ln_stats_allreduce(c, ln, stats);
     k = (SimparKernel){.rows = ln->rows,
                        .cols = ln->cols,
@@ -343,21 +317,21 @@ layer_ln_bwd(SimparLayerCtx *c, LayerNorm *ln, SimparView dy)
                        .out = {{dx, 0}},
                        .hidden = ln->width,
                        .rms = rms};
-    layer_kernel(c, SIMPAR_OP_LN_BWD_APPLY, G_MAXUINT, "ln.bwd-apply", k);
-    layer_allreduce(c, G_MAXUINT, "ln.all-reduce-param-grads", c->geom.ln_param_group,
-                    simpar_view(ln->grads, 0), (rms ? 1 : 2) * ln->cols);
+    simpar_layer_kernel(c, SIMPAR_OP_LN_BWD_APPLY, G_MAXUINT, "ln.bwd-apply", k);
+    simpar_layer_allreduce(c, G_MAXUINT, "ln.all-reduce-param-grads", c->geom.ln_param_group,
+                           simpar_view(ln->grads, 0), (rms ? 1 : 2) * ln->cols);
     return simpar_view(dx, 0);
 }
 
 /* ----- elementwise pieces ----- */
 
-static SimparView
-layer_elementwise(SimparLayerCtx *c, SimparOpKind kind, const char *what, guint64 rows,
-                  guint64 cols, SimparView a, SimparView b)
+SimparView
+simpar_layer_elementwise(SimparLayerCtx *c, SimparOpKind kind, const char *what, guint64 rows,
+                         guint64 cols, SimparView a, SimparView b)
 {
     guint out = simpar_layer_buffer(c, G_MAXUINT, what, rows * cols);
     SimparKernel k = {.rows = rows, .cols = cols, .in = {a, b}, .out = {{out, 0}}};
-    layer_kernel(c, kind, G_MAXUINT, what, k);
+    simpar_layer_kernel(c, kind, G_MAXUINT, what, k);
     return simpar_view(out, 0);
 }
 
@@ -367,21 +341,21 @@ static SimparView
 layer_activation_fwd(SimparLayerCtx *c, guint64 inner, SimparView z1)
 {
     if (c->model->mlp == SIMPAR_MLP_SWIGLU)
-        return layer_elementwise(c, SIMPAR_OP_SWIGLU, "swiglu", inner, c->geom.ffn_cols, z1,
-                                 SIMPAR_NO_VIEW);
-    return layer_elementwise(c, SIMPAR_OP_GELU, "gelu", inner, c->geom.ffn_cols, z1,
-                             SIMPAR_NO_VIEW);
+        return simpar_layer_elementwise(c, SIMPAR_OP_SWIGLU, "swiglu", inner, c->geom.ffn_cols, z1,
+                                        SIMPAR_NO_VIEW);
+    return simpar_layer_elementwise(c, SIMPAR_OP_GELU, "gelu", inner, c->geom.ffn_cols, z1,
+                                    SIMPAR_NO_VIEW);
 }
 
 static SimparView
 layer_activation_bwd(SimparLayerCtx *c, guint64 inner, SimparView dg1, SimparView z1)
 {
     if (c->model->mlp != SIMPAR_MLP_SWIGLU)
-        return layer_elementwise(c, SIMPAR_OP_GELU_BWD, "gelu-bwd", inner, c->geom.ffn_cols, dg1,
-                                 z1);
+        return simpar_layer_elementwise(c, SIMPAR_OP_GELU_BWD, "gelu-bwd", inner, c->geom.ffn_cols,
+                                        dg1, z1);
     guint out = simpar_layer_buffer(c, G_MAXUINT, "swiglu-bwd", inner * 2 * c->geom.ffn_cols);
     SimparKernel k = {.rows = inner, .cols = c->geom.ffn_cols, .in = {dg1, z1}, .out = {{out, 0}}};
-    layer_kernel(c, SIMPAR_OP_SWIGLU_BWD, G_MAXUINT, "swiglu-bwd", k);
+    simpar_layer_kernel(c, SIMPAR_OP_SWIGLU_BWD, G_MAXUINT, "swiglu-bwd", k);
     return simpar_view(out, 0);
 }
 
@@ -401,7 +375,7 @@ layer_dropout(SimparLayerCtx *c, guint site, const char *what, SimparView x, gbo
                       .row0 = res->row0,
                       .col0 = res->col0,
                       .global_cols = c->model->hidden};
-    layer_kernel(c, bwd ? SIMPAR_OP_DROPOUT_BWD : SIMPAR_OP_DROPOUT, G_MAXUINT, what, k);
+    simpar_layer_kernel(c, bwd ? SIMPAR_OP_DROPOUT_BWD : SIMPAR_OP_DROPOUT, G_MAXUINT, what, k);
     return simpar_view(out, 0);
 }
 
@@ -412,8 +386,8 @@ layer_out_rows(const SimparLayerCtx *c, guint which)
     return to_res ? c->geom.res.rows : (guint64) c->geom.nb * c->model->seq;
 }
 
-static SimparView
-layer_linear_fwd(SimparLayerCtx *c, guint which, SimparView x, guint64 in_rows)
+SimparView
+simpar_layer_linear_fwd(SimparLayerCtx *c, guint which, SimparView x, guint64 in_rows)
 {
     c->lin[which].in = x;
     c->lin[which].in_rows = in_rows;
@@ -424,14 +398,14 @@ layer_linear_fwd(SimparLayerCtx *c, guint which, SimparView x, guint64 in_rows)
                       .cols = c->geom.bias[which].cols,
                       .in = {simpar_view(c->lin[which].b, 0)},
                       .out = {y}};
-    layer_kernel(c, SIMPAR_OP_BIAS_ADD, which, "bias-add", k);
+    simpar_layer_kernel(c, SIMPAR_OP_BIAS_ADD, which, "bias-add", k);
     return y;
 }
 
 /* dY -> dX through one linear; the bias gradient is summed over local rows, then over the
  * ranks that hold the same columns (geom.bias_group). */
-static SimparView
-layer_linear_bwd(SimparLayerCtx *c, guint which, SimparView dy)
+SimparView
+simpar_layer_linear_bwd(SimparLayerCtx *c, guint which, SimparView dy)
 {
     SimparView dx = c->scheme->linear_bwd(c, which, dy);
     if (!layer_has_bias(c, which))
@@ -440,9 +414,9 @@ layer_linear_bwd(SimparLayerCtx *c, guint which, SimparView dy)
                       .cols = c->geom.bias[which].cols,
                       .in = {dy},
                       .out = {simpar_view(c->lin[which].db, 0)}};
-    layer_kernel(c, SIMPAR_OP_BIAS_GRAD, which, "bias-grad", k);
-    layer_allreduce(c, which, "all-reduce-bias-grad", c->geom.bias_group[which],
-                    simpar_view(c->lin[which].db, 0), c->geom.bias[which].cols);
+    simpar_layer_kernel(c, SIMPAR_OP_BIAS_GRAD, which, "bias-grad", k);
+    simpar_layer_allreduce(c, which, "all-reduce-bias-grad", c->geom.bias_group[which],
+                           simpar_view(c->lin[which].db, 0), c->geom.bias[which].cols);
     return dx;
 }
 
@@ -487,8 +461,8 @@ layer_kv_cols(const SimparLayerCtx *c)
 
 /* The attention input's elements, qkv [tokens x (nh + 2 nkv) dh] or MLA's latent layout
  * (schedule.h); at[1], at[2] get where its kv and pe regions start (at may be NULL). */
-static gsize
-layer_qkv_elems(const SimparLayerCtx *c, gsize at[3])
+gsize
+simpar_layer_qkv_elems(const SimparLayerCtx *c, gsize at[3])
 {
     const SimparLayerGeom *g = &c->geom;
     const SimparModel *m = c->model;
@@ -509,7 +483,7 @@ layer_kv_pack(SimparLayerCtx *c, SimparView qkv)
     SimparKernel k = layer_kv_cols(c);
     guint mine = simpar_layer_buffer(c, G_MAXUINT, "attn.kv", (gsize) k.rows * k.cols);
     k.in[0] = qkv, k.out[0] = simpar_view(mine, 0);
-    layer_kernel(c, SIMPAR_OP_PACK_COLS, G_MAXUINT, "attn.pack-kv", k);
+    simpar_layer_kernel(c, SIMPAR_OP_PACK_COLS, G_MAXUINT, "attn.pack-kv", k);
     return simpar_view(mine, 0);
 }
 
@@ -662,7 +636,7 @@ layer_ring_bwd(SimparLayerCtx *c, SimparView qkv, SimparView kv, SimparView ctx,
         cur = simpar_view(ring[i % 2], 0), dcur = next;
     }
     k.in[0] = simpar_view(dcur, 0), k.out[0] = simpar_view(dqkv, 0);
-    layer_kernel(c, SIMPAR_OP_UNPACK_COLS, G_MAXUINT, "attn.unpack-dkv", k);
+    simpar_layer_kernel(c, SIMPAR_OP_UNPACK_COLS, G_MAXUINT, "attn.unpack-dkv", k);
     return simpar_view(dqkv, 0);
 }
 
@@ -684,7 +658,7 @@ layer_attention_fwd(SimparLayerCtx *c, SimparView qkv, SimparView kv, SimparView
 static SimparView
 layer_attention_bwd(SimparLayerCtx *c, SimparView qkv, SimparView kv, guint probs, SimparView dctx)
 {
-    guint out = simpar_layer_buffer(c, G_MAXUINT, "attn.dqkv", layer_qkv_elems(c, NULL));
+    guint out = simpar_layer_buffer(c, G_MAXUINT, "attn.dqkv", simpar_layer_qkv_elems(c, NULL));
     SimparOp op = layer_attention_op(c, SIMPAR_OP_ATTENTION_BWD);
     op.u.attn.in[0] = qkv;
     op.u.attn.in[1] = simpar_view(probs, 0);
@@ -707,117 +681,39 @@ layer_attention_bwd(SimparLayerCtx *c, SimparView qkv, SimparView kv, guint prob
                      simpar_view(dkv_all, 0),    simpar_view(mine, 0), SIMPAR_RED_SUM};
     simpar_layer_coll(c, G_MAXUINT, "attn.cp.reduce-scatter-dkv", &rs, FALSE);
     k.in[0] = simpar_view(mine, 0), k.out[0] = simpar_view(out, 0);
-    layer_kernel(c, SIMPAR_OP_UNPACK_COLS, G_MAXUINT, "attn.unpack-dkv", k);
+    simpar_layer_kernel(c, SIMPAR_OP_UNPACK_COLS, G_MAXUINT, "attn.unpack-dkv", k);
     return simpar_view(out, 0);
 }
 
-/* ----- multi-head latent attention (tp-layer.h) ----- */
+/* ----- the attention's input: the QKV linear, or multi-head latent attention (tp-mla.c) ----- */
 
-/* Columns [col0, col0 + cols) of the rows [rows x ld] at `from`, packed into `to` (unpack: the
- * reverse). */
 static void
-layer_cols(SimparLayerCtx *c, gboolean unpack, const char *what, guint64 rows, guint64 ld,
-           guint64 col0, guint64 cols, SimparView from, SimparView to)
+layer_qkv_params(SimparLayerCtx *c, SimparLayerNorm latent[2])
 {
-    SimparKernel k = {.rows = (guint) rows,
-                      .cols = (guint) cols,
-                      .in = {from},
-                      .out = {to},
-                      .ld = (guint) ld,
-                      .groups = 1,
-                      .width = (guint) cols,
-                      .stride = (guint) cols,
-                      .offset = (guint) col0};
-    layer_kernel(c, unpack ? SIMPAR_OP_UNPACK_COLS : SIMPAR_OP_PACK_COLS, G_MAXUINT, what, k);
+    (void) latent;
+    simpar_layer_linear_params(c, SIMPAR_LIN_QKV);
 }
 
-/* A latent's norm: the local tokens' rows, whole latent columns; its parameter gradients summed
- * as the residual stream's norms' are. */
-static void
-layer_params_latent(SimparLayerCtx *c, LayerNorm *ln, const char *name, guint64 width)
-{
-    *ln = (LayerNorm){.rows = c->geom.res.rows, .cols = width, .width = width};
-    ln->group = SIMPAR_NO_GROUP;
-    layer_params_norm(c, ln, name);
-}
-
-/* u (the first norm's output) -> the attention input in the latent layout, in one buffer: the
- * up projections write their regions, the shared key part is packed (and, with sequence
- * parallelism, gathered) into its own. */
 static SimparView
-layer_mla_fwd(SimparLayerCtx *c, LayerNorm *latent, SimparView u)
+layer_qkv_fwd(SimparLayerCtx *c, SimparLayerNorm latent[2], SimparView u)
 {
-    const SimparMlaConfig *l = &c->model->mla;
-    guint64 rows = c->geom.res.rows, ld = l->kv_lora_rank + l->qk_pos_emb_head_dim;
-    gsize at[3], pe = rows * l->qk_pos_emb_head_dim;
-    SimparView qkv =
-        simpar_view(simpar_layer_buffer(c, G_MAXUINT, "attn.qkv", layer_qkv_elems(c, at)), 0);
-    SimparView qc = layer_linear_fwd(c, SIMPAR_LIN_Q_DOWN, u, rows);
-    qc = layer_ln_fwd(c, &latent[0], qc);
-    c->lin[SIMPAR_LIN_Q_UP].dest = qkv;
-    layer_linear_fwd(c, SIMPAR_LIN_Q_UP, qc, rows);
-    SimparView kvc = layer_linear_fwd(c, SIMPAR_LIN_KV_DOWN, u, rows);
-    guint kv = simpar_layer_buffer(c, G_MAXUINT, "mla.kv-latent", rows * l->kv_lora_rank);
-    layer_cols(c, FALSE, "mla.pack-kv", rows, ld, 0, l->kv_lora_rank, kvc, simpar_view(kv, 0));
-    SimparView pe_at = simpar_view(qkv.buf, at[2]);
-    if (pe > 0 && c->geom.seq_group != SIMPAR_NO_GROUP) {
-        SimparView mine = simpar_view(simpar_layer_buffer(c, G_MAXUINT, "mla.pe", pe), 0);
-        layer_cols(c, FALSE, "mla.pack-pe", rows, ld, l->kv_lora_rank, l->qk_pos_emb_head_dim, kvc,
-                   mine);
-        SimparColl ag = {SIMPAR_COLL_ALL_GATHER, c->geom.seq_group, pe, 0, mine, pe_at,
-                         SIMPAR_RED_SUM};
-        simpar_layer_coll(c, G_MAXUINT, "mla.all-gather-pe", &ag, FALSE);
-    } else if (pe > 0) {
-        layer_cols(c, FALSE, "mla.pack-pe", rows, ld, l->kv_lora_rank, l->qk_pos_emb_head_dim, kvc,
-                   pe_at);
-    }
-    SimparView kvn = layer_ln_fwd(c, &latent[1], simpar_view(kv, 0));
-    c->lin[SIMPAR_LIN_KV_UP].dest = simpar_view(qkv.buf, at[1]);
-    layer_linear_fwd(c, SIMPAR_LIN_KV_UP, kvn, rows);
-    return qkv;
+    (void) latent;
+    return simpar_layer_linear_fwd(c, SIMPAR_LIN_QKV, u, c->geom.res.rows);
 }
 
-/* The shared key part's gradient, summed over the heads of every rank (reduce-scattered to the
- * token owners with sequence parallelism), into d(kv_down output)'s last columns. */
-static void
-layer_mla_pe_bwd(SimparLayerCtx *c, SimparView dpe, SimparView dkvc)
-{
-    const SimparMlaConfig *l = &c->model->mla;
-    guint64 rows = c->geom.res.rows, ld = l->kv_lora_rank + l->qk_pos_emb_head_dim;
-    gsize pe = rows * l->qk_pos_emb_head_dim;
-    if (pe == 0)
-        return;
-    if (c->geom.seq_group != SIMPAR_NO_GROUP) {
-        SimparView mine = simpar_view(simpar_layer_buffer(c, G_MAXUINT, "mla.dpe", pe), 0);
-        SimparColl rs = {
-            SIMPAR_COLL_REDUCE_SCATTER, c->geom.head_group, pe, 0, dpe, mine, SIMPAR_RED_SUM};
-        simpar_layer_coll(c, G_MAXUINT, "mla.reduce-scatter-dpe", &rs, FALSE);
-        dpe = mine;
-    } else {
-        layer_allreduce(c, G_MAXUINT, "mla.all-reduce-dpe", c->geom.head_group, dpe, pe);
-    }
-    layer_cols(c, TRUE, "mla.unpack-dpe", rows, ld, l->kv_lora_rank, l->qk_pos_emb_head_dim, dpe,
-               dkvc);
-}
-
-/* dqkv (latent layout) -> du, through both paths. */
 static SimparView
-layer_mla_bwd(SimparLayerCtx *c, LayerNorm *latent, SimparView dqkv)
+layer_qkv_bwd(SimparLayerCtx *c, SimparLayerNorm latent[2], SimparView dqkv)
 {
-    const SimparMlaConfig *l = &c->model->mla;
-    guint64 rows = c->geom.res.rows, ld = l->kv_lora_rank + l->qk_pos_emb_head_dim;
-    gsize at[3];
-    layer_qkv_elems(c, at);
-    SimparView dq = layer_linear_bwd(c, SIMPAR_LIN_Q_UP, dqkv);
-    dq = layer_ln_bwd(c, &latent[0], dq);
-    SimparView du = layer_linear_bwd(c, SIMPAR_LIN_Q_DOWN, dq);
-    SimparView dkv = layer_linear_bwd(c, SIMPAR_LIN_KV_UP, simpar_view(dqkv.buf, at[1]));
-    dkv = layer_ln_bwd(c, &latent[1], dkv);
-    SimparView dkvc = simpar_view(simpar_layer_buffer(c, G_MAXUINT, "mla.dkv-down", rows * ld), 0);
-    layer_cols(c, TRUE, "mla.unpack-dkv", rows, ld, 0, l->kv_lora_rank, dkv, dkvc);
-    layer_mla_pe_bwd(c, simpar_view(dqkv.buf, at[2]), dkvc);
-    SimparView du2 = layer_linear_bwd(c, SIMPAR_LIN_KV_DOWN, dkvc);
-    return layer_elementwise(c, SIMPAR_OP_ADD, "mla.du", rows, c->model->hidden, du, du2);
+    (void) latent;
+    return simpar_layer_linear_bwd(c, SIMPAR_LIN_QKV, dqkv);
+}
+
+static const SimparAttnInput layer_qkv_input = {layer_qkv_params, layer_qkv_fwd, layer_qkv_bwd};
+
+static const SimparAttnInput *
+layer_attn_input(const SimparLayerCtx *c)
+{
+    return simpar_model_is_mla(c->model) ? &simpar_mla_input : &layer_qkv_input;
 }
 
 /* ----- the layer ----- */
@@ -831,7 +727,7 @@ layer_has_mlp(const SimparLayerCtx *c)
 }
 
 typedef struct {
-    LayerNorm ln[2], latent[2];             /* latent: MLA's query and key/value latents' norms */
+    SimparLayerNorm ln[2], latent[2];       /* latent: MLA's query and key/value latents' norms */
     SimparView x, dy, qkv, kv, ctx, r1, z1; /* kv: context parallelism's gathered k | v */
     guint probs;
 } LayerActs;
@@ -842,9 +738,8 @@ layer_forward(SimparLayerCtx *c, LayerActs *a)
     const SimparBlock *res = &c->geom.res;
     guint64 inner = (guint64) c->geom.nb * c->model->seq, s = c->model->seq;
     guint64 dv = simpar_model_v_head_dim(c->model), nh = c->geom.nh;
-    SimparView u1 = layer_ln_fwd(c, &a->ln[0], a->x);
-    a->qkv = simpar_model_is_mla(c->model) ? layer_mla_fwd(c, a->latent, u1)
-                                           : layer_linear_fwd(c, SIMPAR_LIN_QKV, u1, res->rows);
+    SimparView u1 = simpar_layer_norm_fwd(c, &a->ln[0], a->x);
+    a->qkv = layer_attn_input(c)->fwd(c, a->latent, u1);
     a->ctx = simpar_view(simpar_layer_buffer(c, G_MAXUINT, "attn.ctx", inner * nh * dv), 0);
     if (layer_ring(c)) { /* flash-like blocks: the row's log-sum-exp, no probabilities */
         a->kv = layer_kv_pack(c, a->qkv);
@@ -856,22 +751,22 @@ layer_forward(SimparLayerCtx *c, LayerActs *a)
                                        c->geom.nb * nh * s * s * simpar_plan_cp(c->plan));
         layer_attention_fwd(c, a->qkv, a->kv, a->ctx, a->probs);
     }
-    SimparView o = layer_linear_fwd(c, SIMPAR_LIN_PROJ, a->ctx, inner);
+    SimparView o = simpar_layer_linear_fwd(c, SIMPAR_LIN_PROJ, a->ctx, inner);
     o = layer_dropout(c, SIMPAR_DROPOUT_PROJ, "proj.dropout", o, FALSE);
-    a->r1 = layer_elementwise(c, SIMPAR_OP_ADD, "residual1", res->rows, res->cols, a->x, o);
+    a->r1 = simpar_layer_elementwise(c, SIMPAR_OP_ADD, "residual1", res->rows, res->cols, a->x, o);
     if (!layer_has_mlp(c)) { /* an MoE layer: its MLP part is moe.c's block */
         if (!c->recomputing)
             layer_shard(c, "y", SIMPAR_SHARD_OUTPUT, a->r1, res);
         return;
     }
-    SimparView u2 = layer_ln_fwd(c, &a->ln[1], a->r1);
-    a->z1 = layer_linear_fwd(c, SIMPAR_LIN_FC1, u2, res->rows);
+    SimparView u2 = simpar_layer_norm_fwd(c, &a->ln[1], a->r1);
+    a->z1 = simpar_layer_linear_fwd(c, SIMPAR_LIN_FC1, u2, res->rows);
     SimparView g1 = layer_activation_fwd(c, inner, a->z1);
-    SimparView z2 = layer_linear_fwd(c, SIMPAR_LIN_FC2, g1, inner);
+    SimparView z2 = simpar_layer_linear_fwd(c, SIMPAR_LIN_FC2, g1, inner);
     z2 = layer_dropout(c, SIMPAR_DROPOUT_FC2, "fc2.dropout", z2, FALSE);
     guint y = simpar_layer_buffer(c, G_MAXUINT, "y", res->rows * res->cols);
     SimparKernel k = {.rows = res->rows, .cols = res->cols, .in = {a->r1, z2}, .out = {{y, 0}}};
-    layer_kernel(c, SIMPAR_OP_ADD, G_MAXUINT, "residual2", k);
+    simpar_layer_kernel(c, SIMPAR_OP_ADD, G_MAXUINT, "residual2", k);
     if (!c->recomputing)
         layer_shard(c, "y", SIMPAR_SHARD_OUTPUT, simpar_view(y, 0), res);
 }
@@ -907,15 +802,15 @@ layer_backward(SimparLayerCtx *c, LayerActs *a)
     SimparView dr1 = a->dy;
     if (layer_has_mlp(c)) {
         SimparView dz2 = layer_dropout(c, SIMPAR_DROPOUT_FC2, "fc2.dropout-bwd", a->dy, TRUE);
-        SimparView dg1 = layer_linear_bwd(c, SIMPAR_LIN_FC2, dz2);
+        SimparView dg1 = simpar_layer_linear_bwd(c, SIMPAR_LIN_FC2, dz2);
         SimparView dz1 = layer_activation_bwd(c, inner, dg1, a->z1);
-        SimparView du2 = layer_linear_bwd(c, SIMPAR_LIN_FC1, dz1);
-        dr1 = layer_ln_bwd(c, &a->ln[1], du2);
-        dr1 =
-            layer_elementwise(c, SIMPAR_OP_ADD, "residual1-bwd", res->rows, res->cols, dr1, a->dy);
+        SimparView du2 = simpar_layer_linear_bwd(c, SIMPAR_LIN_FC1, dz1);
+        dr1 = simpar_layer_norm_bwd(c, &a->ln[1], du2);
+        dr1 = simpar_layer_elementwise(c, SIMPAR_OP_ADD, "residual1-bwd", res->rows, res->cols, dr1,
+                                       a->dy);
     }
     SimparView d_o = layer_dropout(c, SIMPAR_DROPOUT_PROJ, "proj.dropout-bwd", dr1, TRUE);
-    SimparView dctx = layer_linear_bwd(c, SIMPAR_LIN_PROJ, d_o);
+    SimparView dctx = simpar_layer_linear_bwd(c, SIMPAR_LIN_PROJ, d_o);
     SimparView dqkv;
     if (layer_ring(c)) { /* recomputes its probabilities from the lse anyway */
         dqkv = layer_ring_bwd(c, a->qkv, a->kv, a->ctx, a->probs, dctx);
@@ -924,12 +819,11 @@ layer_backward(SimparLayerCtx *c, LayerActs *a)
             layer_recompute_attention(c, a);
         dqkv = layer_attention_bwd(c, a->qkv, a->kv, a->probs, dctx);
     }
-    SimparView du1 = simpar_model_is_mla(c->model) ? layer_mla_bwd(c, a->latent, dqkv)
-                                                   : layer_linear_bwd(c, SIMPAR_LIN_QKV, dqkv);
-    SimparView dx1 = layer_ln_bwd(c, &a->ln[0], du1);
+    SimparView du1 = layer_attn_input(c)->bwd(c, a->latent, dqkv);
+    SimparView dx1 = simpar_layer_norm_bwd(c, &a->ln[0], du1);
     guint dx = simpar_layer_buffer(c, G_MAXUINT, "dx", res->rows * res->cols);
     SimparKernel k = {.rows = res->rows, .cols = res->cols, .in = {dx1, dr1}, .out = {{dx, 0}}};
-    layer_kernel(c, SIMPAR_OP_ADD, G_MAXUINT, "residual-bwd", k);
+    simpar_layer_kernel(c, SIMPAR_OP_ADD, G_MAXUINT, "residual-bwd", k);
     layer_shard(c, "dx", SIMPAR_SHARD_OUTPUT, simpar_view(dx, 0), res);
 }
 
@@ -942,14 +836,11 @@ layer_inputs(SimparLayerCtx *c, LayerActs *a)
     layer_shard(c, "x", SIMPAR_SHARD_INPUT, a->x, res);
     layer_shard(c, "dy", SIMPAR_SHARD_INPUT, a->dy, res);
     layer_params_ln(c, &a->ln[0], "ln1");
-    guint which[SIMPAR_N_LINEARS], n_lin = layer_linears(c->model, layer_has_mlp(c), which);
-    for (guint i = 0; i < n_lin; i++)
-        layer_params_linear(c, which[i]);
-    if (simpar_model_is_mla(c->model)) {
-        layer_params_latent(c, &a->latent[0], "q_norm", c->model->mla.q_lora_rank);
-        layer_params_latent(c, &a->latent[1], "kv_norm", c->model->mla.kv_lora_rank);
-    }
+    layer_attn_input(c)->params(c, a->latent);
+    simpar_layer_linear_params(c, SIMPAR_LIN_PROJ);
     if (layer_has_mlp(c)) {
+        simpar_layer_linear_params(c, SIMPAR_LIN_FC1);
+        simpar_layer_linear_params(c, SIMPAR_LIN_FC2);
         layer_params_ln(c, &a->ln[1], "ln2");
         return;
     }
