@@ -2,7 +2,8 @@
  *
  * A SimparModel is plain data: hidden size h, heads a, sequence length s, micro-batch b, layers L,
  * FFN width f, vocabulary V, the element type, and the layer's flavour: key/value heads (GQA),
- * the MLP (GeLU or SwiGLU) and the norm (LayerNorm or RMSNorm). It comes from a named preset
+ * the MLP (GeLU or SwiGLU), the norm (LayerNorm or RMSNorm), experts (mixture of experts) and
+ * multi-head latent attention (DeepSeek-V3's). It comes from a named preset
  * (simpar_model_preset) or from a JSON file (simpar_model_load_json), and command-line flags
  * override single fields. simpar_model_validate() refuses shapes no split could use (zero or
  * negative sizes, h not divisible by a, absurd sizes that would overflow byte counts).
