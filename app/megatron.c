@@ -58,6 +58,7 @@ static const char *const meg_switches[] = {"bf16",
                                            "swiglu",
                                            "sequence-parallel",
                                            "group-query-attention",
+                                           "multi-latent-attention",
                                            "untie-embeddings-and-output-weights",
                                            "use-distributed-optimizer",
                                            "overlap-grad-reduce",
@@ -348,6 +349,11 @@ meg_model_args(SimparMegatron *meg, const SimparModel *w)
         {"seq", w->seq, b.seq},
         {"micro-batch", w->micro_batch, b.micro_batch},
         {"vocab", w->vocab != 0 ? w->vocab : b.vocab, b.vocab},
+        {"q-lora-rank", w->mla.q_lora_rank, b.mla.q_lora_rank},
+        {"kv-lora-rank", w->mla.kv_lora_rank, b.mla.kv_lora_rank},
+        {"qk-head-dim", w->mla.qk_head_dim, b.mla.qk_head_dim},
+        {"qk-pos-emb-head-dim", w->mla.qk_pos_emb_head_dim, b.mla.qk_pos_emb_head_dim},
+        {"v-head-dim", w->mla.v_head_dim, b.mla.v_head_dim},
     };
 
     for (guint i = 0; i < G_N_ELEMENTS(ints); i++)
@@ -393,6 +399,37 @@ meg_shapes(SimparMegatron *meg, SimparModel *w, GError **error)
     return TRUE;
 }
 
+/* --multi-latent-attention and its five sizes (Megatron-LM's MLA flags carry simpar's names):
+ * every size must be given, simpar takes none of Megatron's defaults for them. */
+static gboolean
+meg_mla(SimparMegatron *meg, SimparModel *w, GError **error)
+{
+    const char *const names[] = {"q-lora-rank", "kv-lora-rank", "qk-head-dim",
+                                 "qk-pos-emb-head-dim", "v-head-dim"};
+    SimparMlaConfig *l = &w->mla;
+    gint64 *fields[] = {&l->q_lora_rank, &l->kv_lora_rank, &l->qk_head_dim, &l->qk_pos_emb_head_dim,
+                        &l->v_head_dim};
+    if (!meg_switch(meg, "multi-latent-attention"))
+        return TRUE;
+    for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+        gboolean given;
+        if (!meg_int(meg, names[i], i == 3 ? 0 : 1, fields[i], &given, error))
+            return FALSE;
+        if (!given)
+            return meg_fail(meg, error,
+                            "--multi-latent-attention without --%s: give every latent size "
+                            "(--q-lora-rank, --kv-lora-rank, --qk-head-dim, --qk-pos-emb-head-dim, "
+                            "--v-head-dim)",
+                            names[i]);
+    }
+    meg_use(meg, "--multi-latent-attention and its sizes",
+            "--q-lora-rank %" G_GINT64_FORMAT " --kv-lora-rank %" G_GINT64_FORMAT
+            " --qk-head-dim %" G_GINT64_FORMAT " --qk-pos-emb-head-dim %" G_GINT64_FORMAT
+            " --v-head-dim %" G_GINT64_FORMAT,
+            l->q_lora_rank, l->kv_lora_rank, l->qk_head_dim, l->qk_pos_emb_head_dim, l->v_head_dim);
+    return TRUE;
+}
+
 /* The layer's flavour: MLP, attention groups, norm, biases, dropout, precision. */
 static gboolean
 meg_flavour(SimparMegatron *meg, SimparModel *w, GError **error)
@@ -414,6 +451,8 @@ meg_flavour(SimparMegatron *meg, SimparModel *w, GError **error)
         meg_use(meg, "--group-query-attention --num-query-groups", "--kv-heads %" G_GINT64_FORMAT,
                 groups);
     }
+    if (!meg_mla(meg, w, error))
+        return FALSE;
     if (!meg_int(meg, "kv-channels", 1, &kvc, &given, error))
         return FALSE;
     if (given && kvc * w->heads != w->hidden)

@@ -883,6 +883,10 @@ simpar_cu_compute(const SimparCuCtx *ctx, const SimparSchedule *sched, const Sim
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     if (simpar_op_is_moe(op->kind)) /* no generated schedule holds them yet */
         return cu_invalid(error, op, "is a mixture-of-experts op, which runs on the host only");
+    if (simpar_op_is_attention(op->kind) && op->u.attn.dv != 0)
+        return cu_invalid(error, op,
+                          "is multi-head latent attention (qk and v head sizes apart), which runs "
+                          "on the host only");
     CuOpFn fn = cu_op_fn(op->kind);
     if (fn == NULL || cu_op_empty(op))
         return TRUE;

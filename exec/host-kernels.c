@@ -312,9 +312,12 @@ typedef struct {
     gsize r;          /* heads per key/value head */
     gsize cp;         /* context-parallel ranks (1: none) */
     gsize n_keys;     /* keys per sequence: s cp */
-    gsize ld_qkv;     /* (nh + 2 nkv) dh */
-    gsize ld_kv;      /* 2 nkv dh */
-    gsize ld_ctx;     /* nh * dh */
+    gsize ld_qkv;     /* (nh + 2 nkv) dh; latent layout: nh dh, the q region's */
+    gsize ld_kv;      /* 2 nkv dh; latent layout: nh (dk + dv), the kv region's */
+    gsize ld_ctx;     /* nh * dv */
+    gsize dk, dv;     /* a key's columns read at kern_attn_k (latent: without the shared pe) and
+                         a value's */
+    gsize kv0, pe0;   /* latent layout: where the kv and pe regions start (schedule.h) */
     double sqrt_dh;
     double scale; /* 1 / (1-p) */
 } KernAttn;
@@ -323,6 +326,9 @@ static void
 kern_attn_init(KernAttn *ka, const SimparAttention *at, const SimparHostBufs *host)
 {
     gsize nkv = at->nkv != 0 ? at->nkv : at->nh, cp = MAX(at->cp, 1);
+    gsize rows = (gsize) at->nb * at->s, dk = at->dv != 0 ? at->dh - at->dpe : at->dh;
+    gsize dv = at->dv != 0 ? at->dv : at->dh;
+    g_assert(at->dv == 0 || (cp == 1 && nkv == at->nh));
     *ka = (KernAttn){
         .at = at,
         .qkv = simpar_host_bufs_view(host, at->in[0]),
@@ -330,9 +336,13 @@ kern_attn_init(KernAttn *ka, const SimparAttention *at, const SimparHostBufs *ho
         .r = at->nh / nkv,
         .cp = cp,
         .n_keys = (gsize) at->s * cp,
-        .ld_qkv = (gsize) (at->nh + 2 * nkv) * at->dh,
-        .ld_kv = 2 * nkv * (gsize) at->dh,
-        .ld_ctx = (gsize) at->nh * at->dh,
+        .ld_qkv = at->dv != 0 ? (gsize) at->nh * at->dh : (gsize) (at->nh + 2 * nkv) * at->dh,
+        .ld_kv = at->dv != 0 ? at->nh * (dk + dv) : 2 * nkv * (gsize) at->dh,
+        .ld_ctx = (gsize) at->nh * dv,
+        .dk = dk,
+        .dv = dv,
+        .kv0 = rows * at->nh * at->dh,
+        .pe0 = rows * at->nh * (at->dh + dk + dv),
         .sqrt_dh = sqrt((double) at->dh),
         .scale = 1.0 / (1.0 - at->p),
     };
@@ -351,7 +361,8 @@ kern_attn_col(const KernAttn *ka, gsize g, guint part)
 static gsize
 kern_attn_q(const KernAttn *ka, gsize i)
 {
-    return (ka->n * ka->at->s + i) * ka->ld_qkv + kern_attn_col(ka, ka->g, 0);
+    gsize col = ka->at->dv != 0 ? ka->g * ka->at->dh : kern_attn_col(ka, ka->g, 0);
+    return (ka->n * ka->at->s + i) * ka->ld_qkv + col;
 }
 
 /* Key kk's k (part 1) or v (2) of the current sequence and head, in qkv (or dqkv), or in the
@@ -359,10 +370,20 @@ kern_attn_q(const KernAttn *ka, gsize i)
 static gsize
 kern_attn_k(const KernAttn *ka, gsize kk, guint part)
 {
+    if (ka->at->dv != 0)
+        return ka->kv0 + (ka->n * ka->at->s + kk) * ka->ld_kv + ka->g * (ka->dk + ka->dv) +
+               (part - 1) * ka->dk;
     if (ka->cp == 1)
         return (ka->n * ka->at->s + kk) * ka->ld_qkv + kern_attn_col(ka, ka->g, part);
     gsize j = kk / ka->at->s, row = (j * ka->at->nb + ka->n) * ka->at->s + kk % ka->at->s;
     return row * ka->ld_kv + (ka->g / ka->r) * 2 * ka->at->dh + (part - 1) * ka->at->dh;
+}
+
+/* Latent layout: key kk's shared columns in the pe region. */
+static gsize
+kern_attn_pe(const KernAttn *ka, gsize kk)
+{
+    return ka->pe0 + (ka->n * ka->at->s + kk) * ka->at->dpe;
 }
 
 static guint64
@@ -430,16 +451,48 @@ kern_attn_keys(const KernAttn *ka)
     return ka->cp > 1 ? ka->kv : ka->qkv;
 }
 
+/* q . k of key kk, unscaled; in the latent layout the key's last dpe columns are shared. */
+static double
+kern_attn_qk(const KernAttn *ka, const double *q, gsize kk)
+{
+    const double *keys = kern_attn_keys(ka);
+    double dot = kern_dot(q, keys + kern_attn_k(ka, kk, 1), ka->dk);
+    if (ka->at->dv != 0)
+        dot += kern_dot(q + ka->dk, keys + kern_attn_pe(ka, kk), ka->at->dpe);
+    return dot;
+}
+
+/* dq += ds k_kk and dk_kk += ds q, into dqkv (or dkv), whichever layout. */
+static void
+kern_attn_qk_bwd(const KernAttn *ka, const double *q, gsize kk, double ds, double *dq,
+                 double *dkeys)
+{
+    const double *keys = kern_attn_keys(ka);
+    const double *k = keys + kern_attn_k(ka, kk, 1);
+    double *dk = dkeys + kern_attn_k(ka, kk, 1);
+    for (gsize d = 0; d < ka->dk; d++) {
+        dq[d] += ds * k[d];
+        dk[d] += ds * q[d];
+    }
+    if (ka->at->dv == 0)
+        return;
+    const double *pe = keys + kern_attn_pe(ka, kk);
+    double *dpe = dkeys + kern_attn_pe(ka, kk);
+    for (gsize d = 0; d < ka->at->dpe; d++) {
+        dq[ka->dk + d] += ds * pe[d];
+        dpe[d] += ds * q[ka->dk + d];
+    }
+}
+
 /* P row i into prow[0..n_keys): softmax of the scores, keys it does not see 0. */
 static void
 kern_attn_softmax(const KernAttn *ka, gsize i, double *prow)
 {
-    gsize dh = ka->at->dh;
-    const double *q = ka->qkv + kern_attn_q(ka, i), *keys = kern_attn_keys(ka);
+    const double *q = ka->qkv + kern_attn_q(ka, i);
     double max = -INFINITY, sum = 0.0;
     for (gsize kk = 0; kk < ka->n_keys; kk++)
         if (kern_attn_sees(ka, i, kk)) {
-            prow[kk] = kern_dot(q, keys + kern_attn_k(ka, kk, 1), dh) / ka->sqrt_dh;
+            prow[kk] = kern_attn_qk(ka, q, kk) / ka->sqrt_dh;
             max = MAX(max, prow[kk]);
         }
     for (gsize kk = 0; kk < ka->n_keys; kk++) {
@@ -470,16 +523,16 @@ kern_attention(const SimparHostBufs *host, const SimparOp *op)
         for (ka.g = 0; ka.g < at->nh; ka.g++) {
             for (gsize i = 0; i < at->s; i++) {
                 double *prow = probs + kern_attn_prow(&ka, i);
-                double *crow = ctx + (ka.n * at->s + i) * ka.ld_ctx + ka.g * at->dh;
+                double *crow = ctx + (ka.n * at->s + i) * ka.ld_ctx + ka.g * ka.dv;
                 kern_attn_softmax(&ka, i, prow);
-                for (gsize d = 0; d < at->dh; d++)
+                for (gsize d = 0; d < ka.dv; d++)
                     crow[d] = 0.0;
                 for (gsize kk = 0; kk < ka.n_keys; kk++) {
                     if (!kern_attn_sees(&ka, i, kk))
                         continue;
                     double w = prow[kk] * kern_attn_keep(&ka, i, kk);
                     const double *v = keys + kern_attn_k(&ka, kk, 2);
-                    for (gsize d = 0; d < at->dh; d++)
+                    for (gsize d = 0; d < ka.dv; d++)
                         crow[d] += w * v[d];
                 }
             }
@@ -494,7 +547,6 @@ static void
 kern_attn_bwd_row(const KernAttn *ka, gsize i, const double *prow, const double *dctx, double *dqkv,
                   double *dkeys, double *dp)
 {
-    gsize dh = ka->at->dh;
     const double *q = ka->qkv + kern_attn_q(ka, i), *keys = kern_attn_keys(ka);
     double dot = 0.0;
     for (gsize kk = 0; kk < ka->n_keys; kk++) {
@@ -502,23 +554,31 @@ kern_attn_bwd_row(const KernAttn *ka, gsize i, const double *prow, const double 
             continue;
         double keep = kern_attn_keep(ka, i, kk);
         double *dv = dkeys + kern_attn_k(ka, kk, 2);
-        dp[kk] = kern_dot(dctx, keys + kern_attn_k(ka, kk, 2), dh) * keep;
-        for (gsize d = 0; d < dh; d++)
+        dp[kk] = kern_dot(dctx, keys + kern_attn_k(ka, kk, 2), ka->dv) * keep;
+        for (gsize d = 0; d < ka->dv; d++)
             dv[d] += prow[kk] * keep * dctx[d];
         dot += prow[kk] * dp[kk];
     }
     double *dq = dqkv + kern_attn_q(ka, i);
-    for (gsize kk = 0; kk < ka->n_keys; kk++) {
-        if (!kern_attn_sees(ka, i, kk))
-            continue;
-        double ds = prow[kk] * (dp[kk] - dot);
-        const double *k = keys + kern_attn_k(ka, kk, 1);
-        double *dk = dkeys + kern_attn_k(ka, kk, 1);
-        for (gsize d = 0; d < dh; d++) {
-            dq[d] += ds * k[d];
-            dk[d] += ds * q[d];
-        }
-    }
+    for (gsize kk = 0; kk < ka->n_keys; kk++)
+        if (kern_attn_sees(ka, i, kk))
+            kern_attn_qk_bwd(ka, q, kk, prow[kk] * (dp[kk] - dot), dq, dkeys);
+}
+
+/* Latent layout: the rows of the current sequence in every region cleared (zero) or their q,
+ * k and pe columns divided by sqrt(dh) (the values' stay). */
+static void
+kern_attn_latent_rows(const KernAttn *ka, double *dqkv, gboolean zero)
+{
+    gsize s = ka->at->s, rows = ka->n * s, dpe = ka->at->dpe;
+    double f = 1.0 / ka->sqrt_dh;
+    for (gsize e = rows * ka->ld_qkv; e < (rows + s) * ka->ld_qkv; e++)
+        dqkv[e] = zero ? 0.0 : dqkv[e] * f;
+    for (gsize e = rows * ka->ld_kv; e < (rows + s) * ka->ld_kv; e++)
+        if (zero || e % (ka->dk + ka->dv) < ka->dk)
+            dqkv[ka->kv0 + e] = zero ? 0.0 : dqkv[ka->kv0 + e] * f;
+    for (gsize e = rows * dpe; e < (rows + s) * dpe; e++)
+        dqkv[ka->pe0 + e] = zero ? 0.0 : dqkv[ka->pe0 + e] * f;
 }
 
 /* Clears the rows of the current sequence (dk and dv collect every head of their group), and
@@ -527,6 +587,10 @@ static void
 kern_attn_bwd_zero(const KernAttn *ka, double *dqkv, double *dkv)
 {
     gsize s = ka->at->s;
+    if (ka->at->dv != 0) {
+        kern_attn_latent_rows(ka, dqkv, TRUE);
+        return;
+    }
     double *rows = dqkv + ka->n * s * ka->ld_qkv;
     for (gsize e = 0; e < s * ka->ld_qkv; e++)
         rows[e] = 0.0;
@@ -543,6 +607,10 @@ static void
 kern_attn_bwd_scale(const KernAttn *ka, double *dqkv, double *dkv)
 {
     gsize dh = ka->at->dh, width = (ka->r + 2) * dh, s = ka->at->s;
+    if (ka->at->dv != 0) {
+        kern_attn_latent_rows(ka, dqkv, FALSE);
+        return;
+    }
     for (gsize i = 0; i < s; i++) {
         double *row = dqkv + (ka->n * s + i) * ka->ld_qkv;
         for (gsize c = 0; c < ka->ld_qkv; c++)
@@ -574,7 +642,7 @@ kern_attention_bwd(const SimparHostBufs *host, const SimparOp *op)
         kern_attn_bwd_zero(&ka, dqkv, dkv);
         for (ka.g = 0; ka.g < at->nh; ka.g++) {
             for (gsize i = 0; i < at->s; i++) {
-                const double *drow = dctx + (ka.n * at->s + i) * ka.ld_ctx + ka.g * at->dh;
+                const double *drow = dctx + (ka.n * at->s + i) * ka.ld_ctx + ka.g * ka.dv;
                 kern_attn_bwd_row(&ka, i, probs + kern_attn_prow(&ka, i), drow, dqkv, dkeys, dp);
             }
         }

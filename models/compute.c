@@ -513,32 +513,39 @@ compute_keys(const SimparOpKind kind, const SimparAttention *a)
     return (double) a->s * (block ? 1 : MAX(a->cp, 1));
 }
 
-/* QK^T [s x S x dh], softmax and dropout over the scores in memory, then PV [s x dh x S], for
+/* A head's value columns: dv in the latent layout (multi-head latent attention), else dh. */
+static double
+compute_dv(const SimparAttention *a)
+{
+    return a->dv != 0 ? a->dv : a->dh;
+}
+
+/* QK^T [s x S x dh], softmax and dropout over the scores in memory, then PV [s x dv x S], for
  * s query rows and S keys per sequence. */
 static double
 compute_unfused_fwd(const SimparGpu *gpu, SimparDtype dt, const SimparAttention *a)
 {
     double bh = (double) a->nb * a->nh, s = a->s, S = compute_keys(SIMPAR_OP_ATTENTION, a),
-           dh = a->dh;
+           dh = a->dh, dv = compute_dv(a);
     double ds = simpar_dtype_size(dt), scores = bh * s * S;
     double softmax = simpar_compute_kernel_bandwidth(gpu, SIMPAR_KCLASS_SOFTMAX);
     double dropout = simpar_compute_op_bandwidth(gpu, SIMPAR_OP_DROPOUT);
     return compute_gemm(gpu, dt, s, S, dh, bh, FALSE) +               /* scores = Q K^T */
            compute_memory_time(gpu, softmax, 2 * scores * ds) +       /* read, write */
            compute_memory_time(gpu, dropout, scores * (2 * ds + 1)) + /* + 1-byte mask */
-           compute_gemm(gpu, dt, s, dh, S, bh, FALSE);                /* ctx = P V */
+           compute_gemm(gpu, dt, s, dv, S, bh, FALSE);                /* ctx = P V */
 }
 
 static double
 compute_unfused_bwd(const SimparGpu *gpu, SimparDtype dt, const SimparAttention *a)
 {
     double bh = (double) a->nb * a->nh, s = a->s, S = compute_keys(SIMPAR_OP_ATTENTION, a),
-           dh = a->dh;
+           dh = a->dh, dv = compute_dv(a);
     double ds = simpar_dtype_size(dt), scores = bh * s * S;
     double softmax = simpar_compute_kernel_bandwidth(gpu, SIMPAR_KCLASS_SOFTMAX);
     double dropout = simpar_compute_op_bandwidth(gpu, SIMPAR_OP_DROPOUT_BWD);
-    return compute_gemm(gpu, dt, S, dh, s, bh, FALSE) +               /* dV = P^T dctx */
-           compute_gemm(gpu, dt, s, S, dh, bh, FALSE) +               /* dP = dctx V^T */
+    return compute_gemm(gpu, dt, S, dv, s, bh, FALSE) +               /* dV = P^T dctx */
+           compute_gemm(gpu, dt, s, S, dv, bh, FALSE) +               /* dP = dctx V^T */
            compute_memory_time(gpu, dropout, scores * (2 * ds + 1)) + /* with the mask */
            compute_memory_time(gpu, softmax, 3 * scores * ds) +       /* dP, P -> dS */
            compute_gemm(gpu, dt, s, dh, S, bh, FALSE) +               /* dQ = dS K */
@@ -547,20 +554,22 @@ compute_unfused_bwd(const SimparGpu *gpu, SimparDtype dt, const SimparAttention 
 
 /* One kernel; q, k, v, ctx and (backward) dctx, dqkv cross memory once, plus the fp32
  * log-sum-exp per row that the backward needs. Causal masks skip the upper triangle's tiles;
- * the backward recomputes QK^T: 2.5x the forward FLOPs. Tensors of q's size: forward q and
- * ctx, backward q, ctx, dctx, dq and the dctx . ctx row sums' second pass over dctx (5); k and
- * v (backward also dk, dv) are nkv/nh of that with grouped-query attention. */
+ * the backward recomputes QK^T: 2.5x the forward FLOPs. Forward q and ctx, backward q, ctx,
+ * dctx, dq and the dctx . ctx row sums' second pass over dctx; k and v (backward also dk, dv)
+ * are nkv/nh of q's and ctx's sizes with grouped-query attention. q and k have dh columns a
+ * head, v and ctx dv (multi-head latent attention: 192 and 128). */
 static double
 compute_flash(const SimparGpu *gpu, SimparDtype dt, SimparOpKind kind, const SimparAttention *a,
               gboolean bwd)
 {
     double bh = (double) a->nb * a->nh, s = a->s, S = compute_keys(kind, a), dh = a->dh;
-    double ds = simpar_dtype_size(dt);
+    double dv = compute_dv(a), ds = simpar_dtype_size(dt);
     /* causal: half the score tiles, also per context-parallel rank (chunks c and 2C-1-c) */
-    double flops = 4 * bh * s * S * dh * (a->causal ? 0.5 : 1.0) * (bwd ? 2.5 : 1.0);
-    double q = bh * s * dh; /* elements of q, ctx */
-    double kv = bh * S * dh * (a->nkv != 0 ? (double) a->nkv / a->nh : 1.0); /* of k, v */
-    double bytes = (bwd ? 5 * q + 4 * kv : 2 * q + 2 * kv) * ds + bh * s * 4;
+    double flops = 2 * bh * s * S * (dh + dv) * (a->causal ? 0.5 : 1.0) * (bwd ? 2.5 : 1.0);
+    double q = bh * s * dh, o = bh * s * dv; /* elements of q, ctx */
+    double r = a->nkv != 0 ? (double) a->nkv / a->nh : 1.0, k = bh * S * dh * r,
+           v = bh * S * dv * r;
+    double bytes = (bwd ? 2 * q + 3 * o + 2 * (k + v) : q + o + k + v) * ds + bh * s * 4;
     return compute_roofline(gpu, dt, flops, compute_gemm_eff(gpu, s, S, dh), bytes);
 }
 

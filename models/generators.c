@@ -174,6 +174,31 @@ generators_validate_common(const SimparGenerator *gen, const SimparPlan *plan, G
     return TRUE;
 }
 
+/* Multi-head latent attention runs in 1-D tensor parallelism without context parallelism. */
+static gboolean
+generators_validate_mla(const SimparGenerator *gen, const SimparModel *model,
+                        const SimparPlan *plan, GError **error)
+{
+    if (!simpar_model_is_mla(model))
+        return TRUE;
+    if (gen->grid != SIMPAR_GRID_LINE) {
+        g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
+                    "--tp-mode %s: multi-head latent attention (--kv-lora-rank %" G_GINT64_FORMAT
+                    ") runs in --tp-mode 1d only (valid: 1d; --kv-lora-rank 0 for multi-head "
+                    "attention)",
+                    gen->name, model->mla.kv_lora_rank);
+        return FALSE;
+    }
+    if (simpar_plan_cp(plan) > 1) {
+        g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
+                    "--cp %u: multi-head latent attention (--kv-lora-rank %" G_GINT64_FORMAT
+                    ") runs without context parallelism (valid: --cp 1)",
+                    simpar_plan_cp(plan), model->mla.kv_lora_rank);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 SimparSchedule *
 simpar_generate_layer(const SimparModel *model, SimparPlan *plan, GError **error)
 {
@@ -181,7 +206,8 @@ simpar_generate_layer(const SimparModel *model, SimparPlan *plan, GError **error
     g_return_val_if_fail(plan->recompute <= SIMPAR_RECOMPUTE_FULL, NULL);
     const SimparGenerator *gen = simpar_generator_lookup(plan->mode, error);
     if (gen == NULL || !simpar_model_validate(model, error) ||
-        !generators_validate_common(gen, plan, error))
+        !generators_validate_common(gen, plan, error) ||
+        !generators_validate_mla(gen, model, plan, error))
         return NULL;
     guint C = simpar_plan_cp(plan);
     if (C > 1 && model->seq % (2 * C) != 0) {

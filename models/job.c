@@ -44,6 +44,11 @@ simpar_job_args_init(SimparJobArgs *args)
                        &args->moe_every,
                        &args->expert_groups,
                        &args->group_limit,
+                       &args->q_lora_rank,
+                       &args->kv_lora_rank,
+                       &args->qk_head_dim,
+                       &args->qk_pos_emb_head_dim,
+                       &args->v_head_dim,
                        &args->ep,
                        &args->etp};
     for (guint i = 0; i < G_N_ELEMENTS(unset); i++)
@@ -139,6 +144,17 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
          "CF"},
         {"imbalance", 0, 0, G_OPTION_ARG_STRING, &a->imbalance,
          "The busiest expert's tokens over the mean (>= 1, default 1: balanced)", "X"},
+        {"kv-lora-rank", 0, 0, G_OPTION_ARG_INT64, &a->kv_lora_rank,
+         "Multi-head latent attention: the key/value latent's width (0: none; --tp-mode 1d)", "R"},
+        {"q-lora-rank", 0, 0, G_OPTION_ARG_INT64, &a->q_lora_rank,
+         "Multi-head latent attention: the query latent's width", "R"},
+        {"qk-head-dim", 0, 0, G_OPTION_ARG_INT64, &a->qk_head_dim,
+         "Multi-head latent attention: a head's query/key columns without position embedding", "D"},
+        {"qk-pos-emb-head-dim", 0, 0, G_OPTION_ARG_INT64, &a->qk_pos_emb_head_dim,
+         "Multi-head latent attention: the rotary query/key columns, one key shared by the heads",
+         "D"},
+        {"v-head-dim", 0, 0, G_OPTION_ARG_INT64, &a->v_head_dim,
+         "Multi-head latent attention: a head's value columns", "D"},
         G_OPTION_ENTRY_NULL,
     };
     g_autofree char *tp_mode_help = g_strdup_printf(
@@ -461,7 +477,12 @@ simpar_job_model(const SimparJobArgs *args, const char *fallback, SimparModel *m
                 {args->dense_layers, &m->moe.dense_layers},
                 {args->moe_every, &m->moe.moe_every},
                 {args->expert_groups, &m->moe.groups},
-                {args->group_limit, &m->moe.group_limit}};
+                {args->group_limit, &m->moe.group_limit},
+                {args->q_lora_rank, &m->mla.q_lora_rank},
+                {args->kv_lora_rank, &m->mla.kv_lora_rank},
+                {args->qk_head_dim, &m->mla.qk_head_dim},
+                {args->qk_pos_emb_head_dim, &m->mla.qk_pos_emb_head_dim},
+                {args->v_head_dim, &m->mla.v_head_dim}};
 
     for (guint i = 0; i < G_N_ELEMENTS(over); i++)
         if (over[i].given != SIMPAR_JOB_UNSET)

@@ -39,6 +39,8 @@ typedef struct {
     gboolean fp8_attention; /* --fp8-dot-product-attention: the attention core in FP8 */
     /* mixture of experts (model.h, SimparMoeConfig) */
     gint64 experts, top_k, moe_ffn, shared_ffn, dense_layers, moe_every, expert_groups, group_limit;
+    /* multi-head latent attention (model.h, SimparMlaConfig) */
+    gint64 q_lora_rank, kv_lora_rank, qk_head_dim, qk_pos_emb_head_dim, v_head_dim;
     char *router, *capacity_factor, *imbalance;
     /* tensor-parallel plan */
     char *tp_mode;

@@ -35,6 +35,19 @@ memory_layers_params(const SimparModel *m, const SimparPlan *plan, double split,
                      simpar_moe_rank_params(m, plan->ep));
 }
 
+double
+simpar_memory_model_params(const SimparModel *m)
+{
+    double h = (double) m->hidden, mlp = ((double) simpar_model_fc1_cols(m) + m->ffn) * h;
+    double mlp_small = m->no_bias ? 0 : (double) simpar_model_fc1_cols(m) + h;
+    double attention = memory_layer_params(m) - mlp - mlp_small, layers = 0;
+    for (gint64 l = 0; l < m->layers; l++)
+        layers += attention + (simpar_model_layer_is_moe(m, l) ? simpar_moe_rank_params(m, 1)
+                                                               : mlp + mlp_small);
+    double norm = m->norm == SIMPAR_NORM_RMSNORM ? h : 2 * h;
+    return 2 * (double) m->vocab * h + layers + norm;
+}
+
 /* An MoE layer's MLP part's stored activations per GPU and micro-batch (moe.h): the router's
  * fp32 logits, and for the rows the busiest GPU's experts get (T k x imbalance over its T
  * tokens) their input, fc1's output, the activation's output and their output (the combine's
@@ -107,6 +120,18 @@ memory_fp8(const SimparModel *model, const SimparTrain *train, double lin, doubl
     return lin * held * (ds - copy);
 }
 
+/* Multi-head latent attention's columns a token keeps where the residual stream's rows are (whole
+ * without sequence parallelism, split with it): the query latent before and after its norm,
+ * the key/value down projection's output and its latent's normalised part (0 without MLA). */
+static double
+memory_latent_cols(const SimparModel *m)
+{
+    const SimparMlaConfig *l = &m->mla;
+    if (!simpar_model_is_mla(m))
+        return 0;
+    return (double) (2 * l->q_lora_rank + 2 * l->kv_lora_rank + l->qk_pos_emb_head_dim);
+}
+
 /* One layer's stored activations per GPU and micro-batch, from Korthikanti et al.'s breakdown
  * (section 6.2) with ds bytes per value and 1 byte per dropout-mask element; at ds = 2 and
  * f = 4h it is their sbh(34 + 5as/h), and sbh(10 + 24/t + 5as/(ht)) for 1-D without sequence
@@ -131,21 +156,27 @@ memory_layer_activations(const SimparModel *m, const SimparPlan *plan, SimparAtt
      * a model trained without dropout keeps no masks (PyTorch's dropout at p = 0 returns its
      * input) */
     double mask = m->no_dropout ? 0 : 1;
-    double replicated = sbh * (4 * ds + 2 * mask);
+    double replicated = sbh * (4 * ds + 2 * mask) + s * b * memory_latent_cols(m) * ds;
     /* softmax output, its dropout mask and output; flash attention stores none of them but
      * the log-sum-exp of every query row, in fp32 (as do ring attention's blocks) */
     gboolean ring = C > 1 && plan->cp_ring;
     gboolean flash = attn == SIMPAR_ATTENTION_FLASH || ring;
     /* Q, K, V, the proj input, the GeLU and fc2 inputs (the "24sbh" at f = 4h); with GQA, K and
-     * V are kv/a of Q, with SwiGLU the activation's input is fc1's 2f columns; FP8 attention
-     * keeps Q, K, V in FP8 and, under the delayed recipe, an FP8 copy of O beside proj's bf16
-     * input (memory.h) */
+     * V are kv/a of Q, with SwiGLU the activation's input is fc1's 2f columns; with MLA every
+     * head's q and k of qk + rope columns and v of v_head_dim, the proj input a v_head_dim; FP8
+     * attention keeps Q, K, V in FP8 and, under the delayed recipe, an FP8 copy of O beside
+     * proj's bf16 input (memory.h) */
+    gboolean mla = simpar_model_is_mla(m);
+    double qkv_cols =
+        mla ? a * (2 * (double) simpar_model_qk_head_dim(m) + (double) simpar_model_v_head_dim(m))
+            : qkv;
+    double o_cols = mla ? a * (double) simpar_model_v_head_dim(m) : h;
     double qkv_B = ds, o8_B = 0;
     if (flash && plan->fp8_attention && m->fp8 != SIMPAR_FP8_NONE) {
         qkv_B = m->fp8 == SIMPAR_FP8_MXFP8 ? 1 + 1.0 / 32 : 1;
         o8_B = m->fp8 == SIMPAR_FP8_DELAYED ? qkv_B : 0;
     }
-    double split = s * b * (qkv * qkv_B + h * (ds + o8_B)) + s * b * (fc1 + f) * ds;
+    double split = s * b * (qkv_cols * qkv_B + o_cols * (ds + o8_B)) + s * b * (fc1 + f) * ds;
     gboolean no_scores = flash || recompute == SIMPAR_RECOMPUTE_SELECTIVE;
     double scores = no_scores ? 0 : a * s * S * b * (ds + mask * (ds + 1));
     if (flash && recompute == SIMPAR_RECOMPUTE_NONE)

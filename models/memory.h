@@ -76,6 +76,10 @@ void simpar_memory_step(const SimparModel *model, const SimparTrain *train, guin
  * micro-batches held). */
 double simpar_memory_layer_activations(const SimparModel *model, const SimparPlan *plan,
                                        SimparAttentionImpl attn);
+/* The whole model's parameters: the embedding and the output layer (untied, V h each), every
+ * layer (a dense layer's MLP, an MoE layer's router, shared and routed experts), the final
+ * norm. */
+double simpar_memory_model_params(const SimparModel *model);
 /* The stage with the largest total (the first of equals) and its figures. */
 void simpar_memory_step_peak(const SimparModel *model, const SimparTrain *train, double transient_B,
                              SimparAttentionImpl attn, SimparMemory *out, guint *stage);

@@ -10,53 +10,54 @@ G_DEFINE_QUARK(simpar_model_error_quark, simpar_model_error)
  * L=24); Llama 3 shapes from "The Llama 3 Herd of Models" (arXiv 2407.21783, Table 3: layers,
  * model dimension, FFN dimension, attention and key/value heads, vocabulary 128,000 + 256
  * special tokens as the released configs give it; pre-training sequence 8,192). */
-/* The MoE part of a dense preset. */
+/* The MoE part of a dense preset; the MLA part of a preset with multi-head attention. */
 /* clang-format off */
 #define MODEL_DENSE {0}
+#define MODEL_NO_MLA {0}
 /* clang-format on */
 
 static const SimparModelPreset model_presets[] = {
     {"tiny",
      "h=64 a=4 s=32: for tests and quick looks",
      {"tiny", 64, 4, 32, 8, 2, 256, 1024, SIMPAR_DTYPE_FP32, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA}},
     {"paper-3d",
      "h=2048 a=32 s=512 L=24, fp32: the Optimus / 3-D papers' V100 harness",
      {"paper-3d", 2048, 32, 512, 64, 24, 8192, 51200, SIMPAR_DTYPE_FP32, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA}},
     {"default-4k",
      "h=4096 a=64 s=512 b=16 L=24 fp16: the default of simpar --topology; every mode splits it "
      "over 64 GPUs",
      {"default-4k", 4096, 64, 512, 16, 24, 16384, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA}},
     {"gpt3-1.3b",
      "GPT-3 XL: h=2048 a=16 s=2048 L=24",
      {"gpt3-1.3b", 2048, 16, 2048, 4, 24, 8192, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA}},
     {"gpt3-6.7b",
      "GPT-3 6.7B: h=4096 a=32 s=2048 L=32",
      {"gpt3-6.7b", 4096, 32, 2048, 4, 32, 16384, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA}},
     {"gpt3-13b",
      "GPT-3 13B: h=5120 a=40 s=2048 L=40",
      {"gpt3-13b", 5120, 40, 2048, 4, 40, 20480, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA}},
     {"gpt3-175b",
      "GPT-3 175B: h=12288 a=96 s=2048 L=96",
      {"gpt3-175b", 12288, 96, 2048, 1, 96, 49152, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA}},
     {"llama3-8b",
      "Llama 3 8B: h=4096 a=32 kv=8 s=8192 L=32 f=14336 V=128256, SwiGLU, RMSNorm, bf16",
      {"llama3-8b", 4096, 32, 8192, 1, 32, 14336, 128256, SIMPAR_DTYPE_BF16, 8, SIMPAR_MLP_SWIGLU,
-      SIMPAR_NORM_RMSNORM, TRUE, TRUE, 0, MODEL_DENSE}},
+      SIMPAR_NORM_RMSNORM, TRUE, TRUE, 0, MODEL_DENSE, MODEL_NO_MLA}},
     {"llama3-70b",
      "Llama 3 70B: h=8192 a=64 kv=8 s=8192 L=80 f=28672 V=128256, SwiGLU, RMSNorm, bf16",
      {"llama3-70b", 8192, 64, 8192, 1, 80, 28672, 128256, SIMPAR_DTYPE_BF16, 8, SIMPAR_MLP_SWIGLU,
-      SIMPAR_NORM_RMSNORM, TRUE, TRUE, 0, MODEL_DENSE}},
+      SIMPAR_NORM_RMSNORM, TRUE, TRUE, 0, MODEL_DENSE, MODEL_NO_MLA}},
     {"llama3-405b",
      "Llama 3 405B: h=16384 a=128 kv=8 s=8192 L=126 f=53248 V=128256, SwiGLU, RMSNorm, bf16",
      {"llama3-405b", 16384, 128, 8192, 1, 126, 53248, 128256, SIMPAR_DTYPE_BF16, 8,
-      SIMPAR_MLP_SWIGLU, SIMPAR_NORM_RMSNORM, TRUE, TRUE, 0, MODEL_DENSE}},
+      SIMPAR_MLP_SWIGLU, SIMPAR_NORM_RMSNORM, TRUE, TRUE, 0, MODEL_DENSE, MODEL_NO_MLA}},
     /* Mixtures of experts, as their released config.json files give them (sequence: the
      * pre-training length their reports give, 4K). Mixtral (Jiang et al., arXiv 2401.04088;
      * mistralai/Mixtral-8x7B-v0.1 and Mixtral-8x22B-v0.1 config.json): 8 experts, top-2,
@@ -64,8 +65,9 @@ static const SimparModelPreset model_presets[] = {
      * experts of width 1536, top-8; its attention has head_dim 128 (q 8192 wide over h = 4096),
      * here h/a = 64. DeepSeek-V3 (arXiv 2412.19437; deepseek-ai/DeepSeek-V3 config.json): 256
      * routed experts of width 2048 plus one shared, top-8 by sigmoid scores within 4 of 8 expert
-     * groups, the first 3 of 61 layers dense (width 18432); its multi-head latent attention is
-     * modelled as multi-head attention of 128 heads of h/a = 56 (docs/usage.md). */
+     * groups, the first 3 of 61 layers dense (width 18432); multi-head latent attention with
+     * q_lora_rank 1536, kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64 and
+     * v_head_dim 128 (the same config.json; docs/usage.md). */
     {"mixtral-8x7b",
      "Mixtral 8x7B: h=4096 a=32 kv=8 s=4096 L=32 V=32000, 8 experts f=14336 top-2",
      {"mixtral-8x7b",
@@ -83,7 +85,8 @@ static const SimparModelPreset model_presets[] = {
       TRUE,
       TRUE,
       0,
-      {8, 2, 14336, 0, 0, 1, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, 1}}},
+      {8, 2, 14336, 0, 0, 1, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, 1},
+      MODEL_NO_MLA}},
     {"mixtral-8x22b",
      "Mixtral 8x22B: h=6144 a=48 kv=8 s=4096 L=56 V=32000, 8 experts f=16384 top-2",
      {"mixtral-8x22b",
@@ -101,7 +104,8 @@ static const SimparModelPreset model_presets[] = {
       TRUE,
       TRUE,
       0,
-      {8, 2, 16384, 0, 0, 1, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, 1}}},
+      {8, 2, 16384, 0, 0, 1, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, 1},
+      MODEL_NO_MLA}},
     {"qwen3-235b-a22b",
      "Qwen3-235B-A22B: h=4096 a=64 kv=4 s=4096 L=94 V=151936, 128 experts f=1536 top-8",
      {"qwen3-235b-a22b",
@@ -119,10 +123,12 @@ static const SimparModelPreset model_presets[] = {
       TRUE,
       TRUE,
       0,
-      {128, 8, 1536, 0, 0, 1, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, 1}}},
+      {128, 8, 1536, 0, 0, 1, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, 1},
+      MODEL_NO_MLA}},
     {"deepseek-v3",
      "DeepSeek-V3: h=7168 a=128 s=4096 L=61 (3 dense, f=18432) V=129280, 256 experts f=2048 "
-     "top-8 in 4 of 8 groups, 1 shared; attention as MHA, not MLA",
+     "top-8 in 4 of 8 groups, 1 shared; MLA q 1536 kv 512, qk 128+64, v 128 (arXiv 2412.19437, "
+     "deepseek-ai/DeepSeek-V3 config.json)",
      {"deepseek-v3",
       7168,
       128,
@@ -138,7 +144,8 @@ static const SimparModelPreset model_presets[] = {
       TRUE,
       TRUE,
       0,
-      {256, 8, 2048, 2048, 3, 1, SIMPAR_ROUTER_SIGMOID, 8, 4, 0, 1}}},
+      {256, 8, 2048, 2048, 3, 1, SIMPAR_ROUTER_SIGMOID, 8, 4, 0, 1},
+      {1536, 512, 128, 64, 128}}},
 };
 
 const SimparModelPreset *
@@ -342,7 +349,44 @@ simpar_model_flavour(const SimparModel *m)
         g_string_append_printf(
             s, " moe=%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT " top-%" G_GINT64_FORMAT,
             m->moe.experts, m->moe.moe_ffn, m->moe.top_k);
+    if (simpar_model_is_mla(m))
+        g_string_append_printf(s, " mla=%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT, m->mla.q_lora_rank,
+                               m->mla.kv_lora_rank);
     return g_intern_string(s->str);
+}
+
+gboolean
+simpar_model_is_mla(const SimparModel *m)
+{
+    return m->mla.kv_lora_rank > 0;
+}
+
+gint64
+simpar_model_qk_head_dim(const SimparModel *m)
+{
+    return simpar_model_is_mla(m) ? m->mla.qk_head_dim + m->mla.qk_pos_emb_head_dim
+                                  : m->hidden / m->heads;
+}
+
+gint64
+simpar_model_v_head_dim(const SimparModel *m)
+{
+    return simpar_model_is_mla(m) ? m->mla.v_head_dim : m->hidden / m->heads;
+}
+
+/* MLA: q_down [h x q_lora], q_up [q_lora x a (qk + rope)], kv_down [h x (kv_lora + rope)],
+ * kv_up [kv_lora x a (qk + v)], proj [a v x h]. */
+double
+simpar_model_attention_weights(const SimparModel *m)
+{
+    double h = (double) m->hidden, a = (double) m->heads;
+    if (!simpar_model_is_mla(m))
+        return h * ((double) simpar_model_qkv_cols(m) + h);
+    const SimparMlaConfig *l = &m->mla;
+    double q = (double) l->q_lora_rank, kv = (double) l->kv_lora_rank;
+    double qk = (double) simpar_model_qk_head_dim(m), v = (double) l->v_head_dim;
+    return h * q + q * a * qk + h * (kv + (double) l->qk_pos_emb_head_dim) +
+           kv * a * ((double) l->qk_head_dim + v) + a * v * h;
 }
 
 gint64
@@ -367,18 +411,18 @@ double
 simpar_model_layer_weights(const SimparModel *m)
 {
     double h = (double) m->hidden, f = (double) m->ffn;
-    return h * ((double) simpar_model_qkv_cols(m) + h) +
-           ((double) simpar_model_fc1_cols(m) + f) * h;
+    return simpar_model_attention_weights(m) + ((double) simpar_model_fc1_cols(m) + f) * h;
 }
 
 double
 simpar_model_layer_small_params(const SimparModel *m)
 {
-    double h = (double) m->hidden;
-    double biases =
-        m->no_bias ? 0
-                   : (double) simpar_model_qkv_cols(m) + h + (double) simpar_model_fc1_cols(m) + h;
-    return biases + (m->norm == SIMPAR_NORM_RMSNORM ? 2 * h : 4 * h);
+    double h = (double) m->hidden, per_col = m->norm == SIMPAR_NORM_RMSNORM ? 1 : 2;
+    double qkv = simpar_model_is_mla(m) ? 0 : (double) simpar_model_qkv_cols(m);
+    double biases = m->no_bias ? 0 : qkv + h + (double) simpar_model_fc1_cols(m) + h;
+    double latents =
+        simpar_model_is_mla(m) ? (double) (m->mla.q_lora_rank + m->mla.kv_lora_rank) : 0;
+    return biases + per_col * (2 * h + latents);
 }
 
 /* ----- JSON model file ----- */
@@ -405,6 +449,11 @@ static const ModelField model_fields[] = {
     {"moe_every", G_STRUCT_OFFSET(SimparModel, moe.moe_every)},
     {"expert_groups", G_STRUCT_OFFSET(SimparModel, moe.groups)},
     {"group_limit", G_STRUCT_OFFSET(SimparModel, moe.group_limit)},
+    {"q_lora_rank", G_STRUCT_OFFSET(SimparModel, mla.q_lora_rank)},
+    {"kv_lora_rank", G_STRUCT_OFFSET(SimparModel, mla.kv_lora_rank)},
+    {"qk_head_dim", G_STRUCT_OFFSET(SimparModel, mla.qk_head_dim)},
+    {"qk_pos_emb_head_dim", G_STRUCT_OFFSET(SimparModel, mla.qk_pos_emb_head_dim)},
+    {"v_head_dim", G_STRUCT_OFFSET(SimparModel, mla.v_head_dim)},
 };
 
 typedef struct {
@@ -502,7 +551,8 @@ model_check_keys(JsonObject *obj, const char *path, GError **error)
                         "%s: unknown key \"%s\" (valid: name, base, hidden, heads, kv_heads, "
                         "seq, micro_batch, layers, ffn, vocab, dtype, mlp, norm, bias, dropout, "
                         "experts, top_k, moe_ffn, shared_ffn, dense_layers, moe_every, router, "
-                        "expert_groups, group_limit, capacity_factor, imbalance)",
+                        "expert_groups, group_limit, capacity_factor, imbalance, q_lora_rank, "
+                        "kv_lora_rank, qk_head_dim, qk_pos_emb_head_dim, v_head_dim)",
                         path, key);
             return FALSE;
         }
@@ -676,6 +726,64 @@ model_validate_moe(const SimparModel *m, gboolean flags, GError **error)
     return TRUE;
 }
 
+/* The MLA fields, named as flags or as model-file keys. */
+enum {
+    MLA_Q,
+    MLA_KV,
+    MLA_QK,
+    MLA_ROPE,
+    MLA_V,
+    N_MLA
+};
+
+static const char *const mla_flags[N_MLA] = {"--q-lora-rank", "--kv-lora-rank", "--qk-head-dim",
+                                             "--qk-pos-emb-head-dim", "--v-head-dim"};
+static const char *const mla_keys[N_MLA] = {"\"q_lora_rank\"", "\"kv_lora_rank\"",
+                                            "\"qk_head_dim\"", "\"qk_pos_emb_head_dim\"",
+                                            "\"v_head_dim\""};
+
+static gboolean
+model_validate_mla(const SimparModel *m, gboolean flags, GError **error)
+{
+    const char *const *n = flags ? mla_flags : mla_keys;
+    const SimparMlaConfig *l = &m->mla;
+    const gint64 value[N_MLA] = {l->q_lora_rank, l->kv_lora_rank, l->qk_head_dim,
+                                 l->qk_pos_emb_head_dim, l->v_head_dim};
+    if (l->kv_lora_rank == 0) { /* no MLA: the other fields must be unset */
+        for (guint i = 0; i < N_MLA; i++)
+            if (value[i] != 0) {
+                g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
+                            "%s %" G_GINT64_FORMAT " needs %s between 1 and %" G_GINT64_FORMAT
+                            ": without a key/value latent the attention is not MLA",
+                            n[i], value[i], n[MLA_KV], SIMPAR_MODEL_MAX_DIM);
+                return FALSE;
+            }
+        return TRUE;
+    }
+    const char *why[N_MLA] = {"the query latent's width; simpar models the compressed query",
+                              "the key/value latent's width, 0 for no MLA",
+                              "a head's query/key columns without position embedding",
+                              "the shared rotary key columns, 0 for none",
+                              "a head's value columns"};
+    const guint order[N_MLA] = {MLA_KV, MLA_Q, MLA_QK, MLA_ROPE, MLA_V};
+    for (guint j = 0; j < N_MLA; j++) {
+        guint i = order[j];
+        if (!model_moe_range(n[i], value[i], i == MLA_ROPE ? 0 : 1, SIMPAR_MODEL_MAX_DIM, why[i],
+                             error))
+            return FALSE;
+    }
+    if (simpar_model_kv_heads(m) != m->heads) {
+        g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
+                    "%s %" G_GINT64_FORMAT " with %s %" G_GINT64_FORMAT
+                    ": multi-head latent attention gives every head its own key and value (kv "
+                    "heads must equal heads)",
+                    n[MLA_KV], l->kv_lora_rank, flags ? "--kv-heads" : "\"kv_heads\"",
+                    simpar_model_kv_heads(m));
+        return FALSE;
+    }
+    return TRUE;
+}
+
 static gboolean
 model_validate(const SimparModel *m, const char *const name[N_DIMS], GError **error)
 {
@@ -713,7 +821,8 @@ model_validate(const SimparModel *m, const char *const name[N_DIMS], GError **er
                     "(--dtype fp8 sets it)");
         return FALSE;
     }
-    if (!model_validate_moe(m, name == dim_flags, error))
+    if (!model_validate_moe(m, name == dim_flags, error) ||
+        !model_validate_mla(m, name == dim_flags, error))
         return FALSE;
     if (m->micro_batch * m->seq > SIMPAR_MODEL_MAX_DIM * 16) {
         g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,

@@ -2,7 +2,8 @@
  *
  * A SimparModel is plain data: hidden size h, heads a, sequence length s, micro-batch b, layers L,
  * FFN width f, vocabulary V, the element type, and the layer's flavour: key/value heads (GQA),
- * the MLP (GeLU or SwiGLU) and the norm (LayerNorm or RMSNorm). It comes from a named preset
+ * the MLP (GeLU or SwiGLU), the norm (LayerNorm or RMSNorm), experts (mixture of experts) and
+ * multi-head latent attention (DeepSeek-V3's). It comes from a named preset
  * (simpar_model_preset) or from a JSON file (simpar_model_load_json), and command-line flags
  * override single fields. simpar_model_validate() refuses shapes no split could use (zero or
  * negative sizes, h not divisible by a, absurd sizes that would overflow byte counts).
@@ -100,6 +101,20 @@ typedef struct {
     double imbalance; /* the busiest expert's tokens over the mean, >= 1 (0 reads 1) */
 } SimparMoeConfig;
 
+/* Multi-head latent attention (DeepSeek-V2/V3, arXiv 2405.04434 and 2412.19437; all zero:
+ * none), named as Megatron-Core's MLATransformerConfig names them. The layer's input is
+ * compressed to a query latent of q_lora_rank and a key/value latent of kv_lora_rank (plus one
+ * shared rotary key of qk_pos_emb_head_dim), each normalised; up projections give every head a
+ * query and a key of qk_head_dim + qk_pos_emb_head_dim (the shared key part is the same for
+ * every head) and a value of v_head_dim; the output projection takes a v_head_dim columns. */
+typedef struct {
+    gint64 q_lora_rank;         /* the query latent's width */
+    gint64 kv_lora_rank;        /* the key/value latent's width; 0: no MLA */
+    gint64 qk_head_dim;         /* a head's query/key columns without position embedding */
+    gint64 qk_pos_emb_head_dim; /* the rotary part of query and key, one key for all heads */
+    gint64 v_head_dim;          /* a head's value columns */
+} SimparMlaConfig;
+
 /* The largest value any size field may take; bigger ones are refused as absurd. */
 #define SIMPAR_MODEL_MAX_DIM (G_GINT64_CONSTANT(1) << 24)
 
@@ -120,6 +135,7 @@ typedef struct {
     gboolean no_dropout; /* trained without dropout (Llama): no masks kept for the backward */
     gint64 fp8;          /* SimparFp8Recipe of the linears' GEMMs (dtype bf16); 0: none */
     SimparMoeConfig moe; /* mixture of experts; all zero: dense */
+    SimparMlaConfig mla; /* multi-head latent attention; all zero: none */
 } SimparModel;
 
 typedef struct {
@@ -168,16 +184,25 @@ gboolean simpar_model_layer_is_moe(const SimparModel *model, gint64 layer);
 const char *simpar_router_name(SimparRouterScore score);
 gboolean simpar_router_parse(const char *name, SimparRouterScore *out, GError **error);
 
+/* Whether the attention is multi-head latent attention (mla.kv_lora_rank > 0). */
+gboolean simpar_model_is_mla(const SimparModel *model);
+/* A head's query/key columns (MLA: qk_head_dim + qk_pos_emb_head_dim) and value columns (MLA:
+ * v_head_dim); h/a each without MLA. */
+gint64 simpar_model_qk_head_dim(const SimparModel *model);
+gint64 simpar_model_v_head_dim(const SimparModel *model);
+/* Weights of one layer's attention: h (qkv + h), or MLA's five projections. */
+double simpar_model_attention_weights(const SimparModel *model);
 /* The key/value heads: kv_heads, or a when it is 0. */
 gint64 simpar_model_kv_heads(const SimparModel *model);
 /* Columns of the fused qkv projection: (a + 2 kv) h/a, 3h without grouped-query attention. */
 gint64 simpar_model_qkv_cols(const SimparModel *model);
 /* Columns of fc1: 2f for SwiGLU (gate and up), f for GeLU. */
 gint64 simpar_model_fc1_cols(const SimparModel *model);
-/* Weights of one layer's four linears: h (qkv + h) + (fc1 + f) h. */
+/* Weights of one layer's linears: the attention's + (fc1 + f) h. */
 double simpar_model_layer_weights(const SimparModel *model);
-/* Parameters of one layer's biases and two norms: the biases' qkv + h + fc1 + h columns (none
- * without biases), 2h per LayerNorm or h per RMSNorm. */
+/* Parameters of one layer's biases and norms: the biases' qkv + h + fc1 + h columns (none
+ * without biases; MLA's projections have none but proj's), 2h per LayerNorm or h per RMSNorm,
+ * and with MLA the two latent norms (q_lora_rank and kv_lora_rank wide). */
 double simpar_model_layer_small_params(const SimparModel *model);
 /* " kv=8 swiglu rmsnorm": what differs from a GPT layer (multi-head, GeLU, LayerNorm), for
  * the one-line model descriptions; "" for a GPT layer (interned). */

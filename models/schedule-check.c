@@ -180,9 +180,17 @@ access_attention(const SimparOp *op, SimparAccess *out, guint *n)
         access_ring(op, out, n);
         return;
     }
-    gsize tokens = access_mul(a->nb, a->s), ctx = access_mul(tokens, access_mul(a->nh, a->dh));
+    gsize tokens = access_mul(a->nb, a->s), dv = a->dv != 0 ? a->dv : a->dh;
+    gsize ctx = access_mul(tokens, access_mul(a->nh, dv));
     gsize kv = a->nkv != 0 ? a->nkv : a->nh, cp = MAX(a->cp, 1);
-    gsize qkv = access_mul(tokens, access_mul(access_add_sizes(a->nh, access_mul(2, kv)), a->dh)),
+    /* the latent layout's three regions (schedule.h) */
+    gsize latent = access_add_sizes(
+        access_mul(a->nh, access_add_sizes(a->dh, access_add_sizes(a->dh - a->dpe, a->dv))),
+        a->dpe);
+    gsize qkv = a->dv != 0
+                    ? access_mul(tokens, latent)
+                    : access_mul(tokens,
+                                 access_mul(access_add_sizes(a->nh, access_mul(2, kv)), a->dh)),
           probs = access_mul(access_mul(a->nb, a->nh), access_mul(a->s, access_mul(cp, a->s)));
     /* context parallelism: every rank's keys and values, gathered */
     gsize all_kv =
@@ -590,6 +598,15 @@ check_params(guint i, const SimparOp *op, GError **error)
         if (op->u.attn.dh == 0)
             return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,
                               "has attention head size 0");
+        if (op->u.attn.dv != 0 &&
+            (op->u.attn.dpe > op->u.attn.dh || op->u.attn.cp > 1 ||
+             (op->u.attn.nkv != 0 && op->u.attn.nkv != op->u.attn.nh) ||
+             !(op->kind == SIMPAR_OP_ATTENTION || op->kind == SIMPAR_OP_ATTENTION_BWD)))
+            return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,
+                              "has the latent layout with %u shared of %u key columns, %u "
+                              "key/value heads for %u heads and %u context-parallel ranks",
+                              op->u.attn.dpe, op->u.attn.dh, op->u.attn.nkv, op->u.attn.nh,
+                              op->u.attn.cp);
         if (op->u.attn.nkv != 0 && op->u.attn.nh % op->u.attn.nkv != 0)
             return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,
                               "has %u heads, not a multiple of its %u key/value heads",

@@ -201,10 +201,20 @@ gboolean simpar_op_is_moe(SimparOpKind kind);
  * head q | k | v), out[0] = ctx [nb*s x nh*dh], out[1] = probabilities [nb x nh x s x s] saved
  * for backward. Backward: in[0] = qkv, in[1] = probs, in[2] = dctx; out[0] = dqkv (dk and dv
  * summed over the heads of their group). */
+/* Multi-head latent attention (dv != 0; model.h, SimparMlaConfig) has the latent layout: in[0]
+ * (and the backward's out[0]) holds three regions one after the other, rows = nb*s:
+ *   q   [rows x nh dh]                 per head its query (dh = its nope columns | its dpe)
+ *   kv  [rows x nh (dh - dpe + dv)]    per head its key's nope columns | its value
+ *   pe  [rows x dpe]                   the last dpe columns of every head's key, shared
+ * ctx (and dctx) is [rows x nh dv]; the backward's pe region sums every local head's share.
+ * No key/value groups (nkv = 0) and no context parallelism. */
 typedef struct {
-    guint nb, nh, s, dh;
-    guint nkv;         /* key/value heads, 0 = nh */
-    guint cp, cp_rank; /* context parallelism: C (0 or 1: none) and this rank's index */
+    guint nb, nh, s, dh; /* dh: a head's query/key columns */
+    guint dv;            /* a head's value columns: 0 for dh and the qkv layout above, else the
+                            latent layout */
+    guint dpe;           /* latent layout: the shared key columns */
+    guint nkv;           /* key/value heads, 0 = nh */
+    guint cp, cp_rank;   /* context parallelism: C (0 or 1: none) and this rank's index */
     gboolean causal;
     double p; /* attention-probability dropout */
     guint64 seed;

@@ -11,6 +11,18 @@
  *
  *   no SP:  [B x h] --qkv--> [B x 3h/P] --attn--> [B x h/P] --proj--> partial [B x h] --AR-->
  *   SP:     [B/P x h] --AG--> [B x h] --qkv--> ... --proj--> partial [B x h] --RS--> [B/P x h]
+ *
+ * Multi-head latent attention as Megatron-Core runs it (multi_latent_attention.py): the down
+ * projections are duplicated, whole on every rank and applied to the rank's rows of the
+ * residual stream (all of them without SP, its B/P with SP; their weight gradients then summed
+ * over the group, asynchronously); their latents are normalised there; the up projections are
+ * column-parallel (a/P heads each, the latents all-gathered with SP) and proj row-parallel over
+ * a v_head_dim columns. The shared rotary key part is all-gathered with SP and its gradient,
+ * summed over each rank's heads, reduce-scattered (all-reduced without SP).
+ *
+ *   SP:  [B/P x h] --q_down--> [B/P x q] --norm--AG--> [B x q] --q_up--> [B x a/P dqk]
+ *                  --kv_down-> [B/P x kv | pe] --norm--AG--> [B x kv] --kv_up--> [B x a/P (dk+dv)]
+ *                                          pe --AG--> [B x pe]
  */
 #include "tp-layer.h"
 
@@ -24,7 +36,15 @@ tp1d_axis(const SimparPlan *plan, guint axis)
 static gboolean
 tp1d_column(guint which)
 {
-    return which == SIMPAR_LIN_QKV || which == SIMPAR_LIN_FC1;
+    return which == SIMPAR_LIN_QKV || which == SIMPAR_LIN_FC1 || which == SIMPAR_LIN_Q_UP ||
+           which == SIMPAR_LIN_KV_UP;
+}
+
+/* MLA's down projections: whole on every rank. */
+static gboolean
+tp1d_duplicated(guint which)
+{
+    return which == SIMPAR_LIN_Q_DOWN || which == SIMPAR_LIN_KV_DOWN;
 }
 
 static void
@@ -43,9 +63,15 @@ tp1d_setup(SimparLayerCtx *c)
     g->ffn_cols = m->ffn / P;
     g->ln_group = SIMPAR_NO_GROUP;
     g->ln_param_group = sp ? c->group[0] : SIMPAR_NO_GROUP;
+    g->seq_group = sp ? c->group[0] : SIMPAR_NO_GROUP;
+    g->head_group = c->group[0];
     for (guint w = 0; w < SIMPAR_N_LINEARS; w++) {
         guint64 K = simpar_layer_linear_in(m, w), N = simpar_layer_linear_out(m, w);
-        if (tp1d_column(w)) {
+        if (tp1d_duplicated(w)) {
+            g->weight[w] = (SimparBlock){0, K, 0, N};
+            g->bias[w] = (SimparBlock){0, 1, 0, N};
+            g->bias_group[w] = SIMPAR_NO_GROUP;
+        } else if (tp1d_column(w)) {
             g->weight[w] = (SimparBlock){0, K, r * N / P, N / P};
             g->bias[w] = (SimparBlock){0, 1, r * N / P, N / P};
             g->bias_group[w] = SIMPAR_NO_GROUP;
@@ -57,16 +83,57 @@ tp1d_setup(SimparLayerCtx *c)
     }
 }
 
-/* SP: the full [B x h] from the local [B/P x h] block. */
+/* SP: the full [B x cols] from the local [B/P x cols] block. */
 static SimparView
-tp1d_gather(SimparLayerCtx *c, guint which, const char *what, SimparView local, gboolean async)
+tp1d_gather(SimparLayerCtx *c, guint which, const char *what, SimparView local, guint64 cols,
+            gboolean async)
 {
     const SimparBlock *res = &c->geom.res;
-    guint full = simpar_layer_buffer(c, which, what, res->rows * c->plan->tp * res->cols);
-    SimparColl ag = {SIMPAR_COLL_ALL_GATHER, c->group[0],   res->rows * res->cols, 0, local,
+    guint full = simpar_layer_buffer(c, which, what, res->rows * c->plan->tp * cols);
+    SimparColl ag = {SIMPAR_COLL_ALL_GATHER, c->group[0],   res->rows * cols, 0, local,
                      simpar_view(full, 0),   SIMPAR_RED_SUM};
     simpar_layer_coll(c, which, what, &ag, async);
     return simpar_view(full, 0);
+}
+
+/* MLA's down projections: the rank's rows through the whole weight. */
+static SimparView
+tp1d_duplicated_fwd(SimparLayerCtx *c, guint which, SimparView x)
+{
+    guint64 rows = c->geom.res.rows, K = simpar_layer_linear_in(c->model, which);
+    guint64 N = simpar_layer_linear_out(c->model, which);
+    guint y = simpar_layer_buffer(c, which, "y", rows * N);
+    SimparGemm g = {.m = rows, .n = N, .k = K, .a = x, .b = {c->lin[which].w, 0}, .c = {y, 0}};
+    simpar_layer_gemm(c, which, "gemm", &g);
+    return simpar_view(y, 0);
+}
+
+/* dX of the rank's rows; with SP the weight gradient holds only its tokens' share, summed over
+ * the group asynchronously (Megatron-Core sums the duplicated weights' gradients with the
+ * sequence-parallel norms'). */
+static SimparView
+tp1d_duplicated_bwd(SimparLayerCtx *c, guint which, SimparView dy)
+{
+    guint64 rows = c->geom.res.rows, K = simpar_layer_linear_in(c->model, which);
+    guint64 N = simpar_layer_linear_out(c->model, which);
+    guint dx = simpar_layer_buffer(c, which, "dx", rows * K);
+    SimparGemm gx = {.m = rows,
+                     .n = K,
+                     .k = N,
+                     .trans_b = TRUE,
+                     .a = dy,
+                     .b = {c->lin[which].w, 0},
+                     .c = {dx, 0}};
+    simpar_layer_gemm(c, which, "gemm-dx", &gx);
+    SimparView dw = simpar_view(c->lin[which].dw, 0);
+    SimparGemm gw = {
+        .m = K, .n = N, .k = rows, .trans_a = TRUE, .a = c->lin[which].in, .b = dy, .c = dw};
+    simpar_layer_gemm(c, which, "gemm-dw", &gw);
+    if (c->plan->sequence_parallel) {
+        SimparColl ar = {SIMPAR_COLL_ALL_REDUCE, c->group[0], K * N, 0, dw, dw, SIMPAR_RED_SUM};
+        simpar_layer_coll(c, which, "all-reduce-dw", &ar, TRUE);
+    }
+    return simpar_view(dx, 0);
 }
 
 static SimparView
@@ -76,14 +143,18 @@ tp1d_linear_fwd(SimparLayerCtx *c, guint which, SimparView x)
     guint64 B = m->micro_batch * m->seq, P = c->plan->tp;
     guint64 K = simpar_layer_linear_in(m, which), N = simpar_layer_linear_out(m, which);
     gboolean sp = c->plan->sequence_parallel, col = tp1d_column(which);
+    if (tp1d_duplicated(which))
+        return tp1d_duplicated_fwd(c, which, x);
     if (col && sp)
-        x = tp1d_gather(c, which, "all-gather-x", x, FALSE);
+        x = tp1d_gather(c, which, "all-gather-x", x, K, FALSE);
     guint64 k = col ? K : K / P, n = col ? N / P : N;
-    guint y = simpar_layer_buffer(c, which, col ? "y" : "y-partial", B * n);
-    SimparGemm g = {.m = B, .n = n, .k = k, .a = x, .b = {c->lin[which].w, 0}, .c = {y, 0}};
+    SimparView yv = col ? simpar_layer_output(c, which, "y", B * n)
+                        : simpar_view(simpar_layer_buffer(c, which, "y-partial", B * n), 0);
+    guint y = yv.buf;
+    SimparGemm g = {.m = B, .n = n, .k = k, .a = x, .b = {c->lin[which].w, 0}, .c = yv};
     simpar_layer_gemm(c, which, "gemm", &g);
     if (col)
-        return simpar_view(y, 0);
+        return yv;
     if (!sp) {
         SimparColl ar = {SIMPAR_COLL_ALL_REDUCE, c->group[0], B * N, 0, {y, 0}, {y, 0},
                          SIMPAR_RED_SUM};
@@ -108,7 +179,7 @@ tp1d_column_bwd(SimparLayerCtx *c, guint which, SimparView dy)
     gboolean sp = c->plan->sequence_parallel;
     SimparView x = c->lin[which].in;
     if (sp)
-        x = tp1d_gather(c, which, "all-gather-x-again", x, TRUE);
+        x = tp1d_gather(c, which, "all-gather-x-again", x, K, TRUE);
     guint dxp = simpar_layer_buffer(c, which, sp ? "dx-partial" : "dx", B * K);
     SimparGemm gx = {
         .m = B, .n = K, .k = n, .trans_b = TRUE, .a = dy, .b = {c->lin[which].w, 0}, .c = {dxp, 0}};
@@ -136,7 +207,7 @@ tp1d_row_bwd(SimparLayerCtx *c, guint which, SimparView dy)
     guint64 B = m->micro_batch * m->seq, P = c->plan->tp;
     guint64 k = simpar_layer_linear_in(m, which) / P, N = simpar_layer_linear_out(m, which);
     if (c->plan->sequence_parallel)
-        dy = tp1d_gather(c, which, "all-gather-dy", dy, FALSE);
+        dy = tp1d_gather(c, which, "all-gather-dy", dy, N, FALSE);
     guint dx = simpar_layer_buffer(c, which, "dx", B * k);
     SimparGemm gx = {
         .m = B, .n = k, .k = N, .trans_b = TRUE, .a = dy, .b = {c->lin[which].w, 0}, .c = {dx, 0}};
@@ -155,6 +226,8 @@ tp1d_row_bwd(SimparLayerCtx *c, guint which, SimparView dy)
 static SimparView
 tp1d_linear_bwd(SimparLayerCtx *c, guint which, SimparView dy)
 {
+    if (tp1d_duplicated(which))
+        return tp1d_duplicated_bwd(c, which, dy);
     return tp1d_column(which) ? tp1d_column_bwd(c, which, dy) : tp1d_row_bwd(c, which, dy);
 }
 

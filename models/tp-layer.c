@@ -1,9 +1,11 @@
-/* tp-layer.c - the layer driver shared by every tensor-parallel generator (see tp-layer.h). */
+/* tp-layer.c - the layer driver shared by every tensor-parallel generator (see tp-layer.h);
+ * multi-head latent attention's part of it is tp-mla.c. */
 #include "tp-layer.h"
 #include "moe.h"
 #include "schedule-private.h"
 
-static const char *const layer_linear_names[SIMPAR_N_LINEARS] = {"qkv", "proj", "fc1", "fc2"};
+static const char *const layer_linear_names[SIMPAR_N_LINEARS] = {
+    "qkv", "proj", "fc1", "fc2", "q_down", "q_up", "kv_down", "kv_up"};
 
 const char *
 simpar_layer_linear_name(guint which)
@@ -12,18 +14,40 @@ simpar_layer_linear_name(guint which)
     return layer_linear_names[which];
 }
 
+/* The MLA linears of a model without MLA are [0 x 0]. */
 guint64
 simpar_layer_linear_in(const SimparModel *model, guint which)
 {
-    return which == SIMPAR_LIN_FC2 ? (guint64) model->ffn : (guint64) model->hidden;
+    const SimparMlaConfig *l = &model->mla;
+    guint64 h = model->hidden, mla = simpar_model_is_mla(model) ? 1 : 0;
+    const guint64 in[SIMPAR_N_LINEARS] = {h,       model->heads * simpar_model_v_head_dim(model),
+                                          h,       model->ffn,
+                                          mla * h, l->q_lora_rank,
+                                          mla * h, l->kv_lora_rank};
+    return in[which];
 }
 
 guint64
 simpar_layer_linear_out(const SimparModel *model, guint which)
 {
-    const guint64 out[SIMPAR_N_LINEARS] = {simpar_model_qkv_cols(model), model->hidden,
-                                           simpar_model_fc1_cols(model), model->hidden};
+    const SimparMlaConfig *l = &model->mla;
+    guint64 a = model->heads, mla = simpar_model_is_mla(model) ? 1 : 0;
+    const guint64 out[SIMPAR_N_LINEARS] = {simpar_model_qkv_cols(model),
+                                           model->hidden,
+                                           simpar_model_fc1_cols(model),
+                                           model->hidden,
+                                           l->q_lora_rank,
+                                           mla * a * simpar_model_qk_head_dim(model),
+                                           l->kv_lora_rank + l->qk_pos_emb_head_dim,
+                                           a * (l->qk_head_dim + l->v_head_dim)};
     return out[which];
+}
+
+/* Whether the linear has a bias: MLA's projections have none (Megatron-Core's). */
+static gboolean
+layer_has_bias(const SimparLayerCtx *c, guint which)
+{
+    return !c->model->no_bias && which < SIMPAR_LIN_Q_DOWN;
 }
 
 SimparView
@@ -63,6 +87,14 @@ simpar_layer_buffer(SimparLayerCtx *c, guint which, const char *what, gsize elem
     if (c->fwd_bufs != NULL && c->phase == SIMPAR_PHASE_FORWARD)
         g_array_append_val(c->fwd_bufs, buf);
     return buf;
+}
+
+SimparView
+simpar_layer_output(SimparLayerCtx *c, guint which, const char *what, gsize elems)
+{
+    if (c->lin[which].dest.buf != G_MAXUINT)
+        return c->lin[which].dest;
+    return simpar_view(simpar_layer_buffer(c, which, what, elems), 0);
 }
 
 /* ----- op emission with derived cross-stream dependencies ----- */
@@ -127,16 +159,17 @@ simpar_layer_coll(SimparLayerCtx *c, guint which, const char *what, const Simpar
 }
 
 /* Views a kind does not use are left zero: every reader goes by the kind (schedule.h). */
-static void
-layer_kernel(SimparLayerCtx *c, SimparOpKind kind, guint which, const char *what, SimparKernel k)
+void
+simpar_layer_kernel(SimparLayerCtx *c, SimparOpKind kind, guint which, const char *what,
+                    SimparKernel k)
 {
     SimparOp op = {.kind = kind, .stream = 0, .u.kern = k};
     layer_add(c, &op, which, what);
 }
 
-static void
-layer_allreduce(SimparLayerCtx *c, guint which, const char *what, guint group, SimparView v,
-                gsize count)
+void
+simpar_layer_allreduce(SimparLayerCtx *c, guint which, const char *what, guint group, SimparView v,
+                       gsize count)
 {
     if (group == SIMPAR_NO_GROUP)
         return;
@@ -162,8 +195,8 @@ layer_grad_role(const SimparLayerCtx *c)
 
 /* ----- parameters ----- */
 
-static void
-layer_params_linear(SimparLayerCtx *c, guint w)
+void
+simpar_layer_linear_params(SimparLayerCtx *c, guint w)
 {
     const SimparBlock *wb = &c->geom.weight[w], *bb = &c->geom.bias[w];
     SimparLinearState *l = &c->lin[w];
@@ -174,7 +207,7 @@ layer_params_linear(SimparLayerCtx *c, guint w)
     g_autofree char *gw = g_strconcat(n, ".weight.grad", NULL);
     layer_shard(c, tw, SIMPAR_SHARD_INPUT, simpar_view(l->w, 0), wb);
     layer_shard(c, gw, layer_grad_role(c), simpar_view(l->dw, 0), wb);
-    if (c->model->no_bias)
+    if (!layer_has_bias(c, w))
         return;
     l->b = simpar_layer_buffer(c, w, "bias", bb->cols);
     l->db = simpar_layer_buffer(c, w, "bias.grad", bb->cols);
@@ -184,117 +217,121 @@ layer_params_linear(SimparLayerCtx *c, guint w)
     layer_shard(c, gb, layer_grad_role(c), simpar_view(l->db, 0), bb);
 }
 
-typedef struct {
-    guint params, grads; /* [gamma | beta] (RMSNorm: gamma) and their gradients */
-    guint xhat, rstd;
-} LayerNorm;
-
 static gboolean
 layer_rms(const SimparLayerCtx *c)
 {
     return c->model->norm == SIMPAR_NORM_RMSNORM;
 }
 
-static void
-layer_params_ln(SimparLayerCtx *c, LayerNorm *ln, const char *name)
+/* A norm's parameters, over the block and group ln holds. */
+void
+simpar_layer_norm_params(SimparLayerCtx *c, SimparLayerNorm *ln, const char *name)
 {
-    const SimparBlock *res = &c->geom.res;
-    SimparBlock blk = {0, 1, res->col0, res->cols};
+    SimparBlock blk = {0, 1, ln->col0, ln->cols};
     guint n_parts = layer_rms(c) ? 1 : 2;
     g_autofree char *p = g_strconcat(name, ".params", NULL), *g = g_strconcat(name, ".grads", NULL);
-    ln->params = simpar_layer_buffer(c, G_MAXUINT, p, n_parts * res->cols);
-    ln->grads = simpar_layer_buffer(c, G_MAXUINT, g, n_parts * res->cols);
+    ln->params = simpar_layer_buffer(c, G_MAXUINT, p, n_parts * ln->cols);
+    ln->grads = simpar_layer_buffer(c, G_MAXUINT, g, n_parts * ln->cols);
     const char *parts[] = {"gamma", "beta"};
     for (guint i = 0; i < n_parts; i++) {
         g_autofree char *t = g_strconcat(name, ".", parts[i], NULL);
         g_autofree char *tg = g_strconcat(name, ".", parts[i], ".grad", NULL);
-        layer_shard(c, t, SIMPAR_SHARD_INPUT, simpar_view(ln->params, i * res->cols), &blk);
-        layer_shard(c, tg, layer_grad_role(c), simpar_view(ln->grads, i * res->cols), &blk);
+        layer_shard(c, t, SIMPAR_SHARD_INPUT, simpar_view(ln->params, i * ln->cols), &blk);
+        layer_shard(c, tg, layer_grad_role(c), simpar_view(ln->grads, i * ln->cols), &blk);
     }
+}
+
+/* A norm of the residual stream (ln1, ln2). */
+static void
+layer_params_ln(SimparLayerCtx *c, SimparLayerNorm *ln, const char *name)
+{
+    const SimparBlock *res = &c->geom.res;
+    ln->rows = res->rows, ln->col0 = res->col0, ln->cols = res->cols;
+    ln->width = c->model->hidden, ln->group = c->geom.ln_group;
+    simpar_layer_norm_params(c, ln, name);
 }
 
 /* ----- layer norm, distributed over the columns of geom.ln_group ----- */
 
 /* RMSNorm sums only the squares (the second half of the statistics). */
 static void
-layer_ln_stats_allreduce(SimparLayerCtx *c, guint stats, guint64 rows)
+layer_ln_stats_allreduce(SimparLayerCtx *c, const SimparLayerNorm *ln, guint stats)
 {
+    guint64 rows = ln->rows;
     if (layer_rms(c)) {
-        layer_allreduce(c, G_MAXUINT, "ln.all-reduce-sumsq", c->geom.ln_group,
-                        simpar_view(stats, rows), rows);
+        simpar_layer_allreduce(c, G_MAXUINT, "ln.all-reduce-sumsq", ln->group,
+                               simpar_view(stats, rows), rows);
     } else if (c->geom.ln_split) {
-        layer_allreduce(c, G_MAXUINT, "ln.all-reduce-sum", c->geom.ln_group, simpar_view(stats, 0),
-                        rows);
-        layer_allreduce(c, G_MAXUINT, "ln.all-reduce-sumsq", c->geom.ln_group,
-                        simpar_view(stats, rows), rows);
+        simpar_layer_allreduce(c, G_MAXUINT, "ln.all-reduce-sum", ln->group, simpar_view(stats, 0),
+                               rows);
+        simpar_layer_allreduce(c, G_MAXUINT, "ln.all-reduce-sumsq", ln->group,
+                               simpar_view(stats, rows), rows);
     } else {
-        layer_allreduce(c, G_MAXUINT, "ln.all-reduce-stats", c->geom.ln_group,
-                        simpar_view(stats, 0), 2 * rows);
+        simpar_layer_allreduce(c, G_MAXUINT, "ln.all-reduce-stats", ln->group,
+                               simpar_view(stats, 0), 2 * rows);
     }
 }
 
-static SimparView
-layer_ln_fwd(SimparLayerCtx *c, LayerNorm *ln, SimparView x)
+SimparView
+simpar_layer_norm_fwd(SimparLayerCtx *c, SimparLayerNorm *ln, SimparView x)
 {
-    const SimparBlock *res = &c->geom.res;
-    guint stats = simpar_layer_buffer(c, G_MAXUINT, "ln.stats", 2 * res->rows);
-    guint out = simpar_layer_buffer(c, G_MAXUINT, "ln.out", res->rows * res->cols);
-    ln->xhat = simpar_layer_buffer(c, G_MAXUINT, "ln.xhat", res->rows * res->cols);
-    ln->rstd = simpar_layer_buffer(c, G_MAXUINT, "ln.rstd", res->rows);
+    guint stats = simpar_layer_buffer(c, G_MAXUINT, "ln.stats", 2 * ln->rows);
+    guint out = simpar_layer_buffer(c, G_MAXUINT, "ln.out", ln->rows * ln->cols);
+    ln->xhat = simpar_layer_buffer(c, G_MAXUINT, "ln.xhat", ln->rows * ln->cols);
+    ln->rstd = simpar_layer_buffer(c, G_MAXUINT, "ln.rstd", ln->rows);
     gboolean rms = layer_rms(c);
     SimparKernel k = {
-        .rows = res->rows, .cols = res->cols, .in = {x}, .out = {{stats, 0}}, .rms = rms};
-    layer_kernel(c, SIMPAR_OP_LN_STATS, G_MAXUINT, "ln.stats", k);
-    layer_ln_stats_allreduce(c, stats, res->rows);
-    SimparView beta = rms ? SIMPAR_NO_VIEW : simpar_view(ln->params, res->cols);
-    k = (SimparKernel){.rows = res->rows,
-                       .cols = res->cols,
+        .rows = ln->rows, .cols = ln->cols, .in = {x}, .out = {{stats, 0}}, .rms = rms};
+    simpar_layer_kernel(c, SIMPAR_OP_LN_STATS, G_MAXUINT, "ln.stats", k);
+    layer_ln_stats_allreduce(c, ln, stats);
+    SimparView beta = rms ? SIMPAR_NO_VIEW : simpar_view(ln->params, ln->cols);
+    k = (SimparKernel){.rows = ln->rows,
+                       .cols = ln->cols,
                        .in = {x, {stats, 0}, {ln->params, 0}, beta},
                        .out = {{out, 0}, {ln->xhat, 0}, {ln->rstd, 0}},
-                       .hidden = c->model->hidden,
+                       .hidden = ln->width,
                        .eps = c->plan->eps,
                        .rms = rms};
-    layer_kernel(c, SIMPAR_OP_LN_APPLY, G_MAXUINT, "ln.apply", k);
+    simpar_layer_kernel(c, SIMPAR_OP_LN_APPLY, G_MAXUINT, "ln.apply", k);
     return simpar_view(out, 0);
 }
 
-static SimparView
-layer_ln_bwd(SimparLayerCtx *c, LayerNorm *ln, SimparView dy)
+SimparView
+simpar_layer_norm_bwd(SimparLayerCtx *c, SimparLayerNorm *ln, SimparView dy)
 {
-    const SimparBlock *res = &c->geom.res;
-    guint stats = simpar_layer_buffer(c, G_MAXUINT, "ln.bwd-stats", 2 * res->rows);
-    guint dx = simpar_layer_buffer(c, G_MAXUINT, "ln.dx", res->rows * res->cols);
+    guint stats = simpar_layer_buffer(c, G_MAXUINT, "ln.bwd-stats", 2 * ln->rows);
+    guint dx = simpar_layer_buffer(c, G_MAXUINT, "ln.dx", ln->rows * ln->cols);
     SimparView gamma = simpar_view(ln->params, 0);
     gboolean rms = layer_rms(c);
-    SimparView dbeta = rms ? SIMPAR_NO_VIEW : simpar_view(ln->grads, res->cols);
-    SimparKernel k = {.rows = res->rows,
-                      .cols = res->cols,
+    SimparView dbeta = rms ? SIMPAR_NO_VIEW : simpar_view(ln->grads, ln->cols);
+    SimparKernel k = {.rows = ln->rows,
+                      .cols = ln->cols,
                       .in = {dy, {ln->xhat, 0}, gamma},
                       .out = {{stats, 0}, {ln->grads, 0}, dbeta},
                       .rms = rms};
-    layer_kernel(c, SIMPAR_OP_LN_BWD_STATS, G_MAXUINT, "ln.bwd-stats", k);
-    layer_ln_stats_allreduce(c, stats, res->rows);
-    k = (SimparKernel){.rows = res->rows,
-                       .cols = res->cols,
+    simpar_layer_kernel(c, SIMPAR_OP_LN_BWD_STATS, G_MAXUINT, "ln.bwd-stats", k);
+    layer_ln_stats_allreduce(c, ln, stats);
+    k = (SimparKernel){.rows = ln->rows,
+                       .cols = ln->cols,
                        .in = {dy, {ln->xhat, 0}, gamma, {ln->rstd, 0}, {stats, 0}},
                        .out = {{dx, 0}},
-                       .hidden = c->model->hidden,
+                       .hidden = ln->width,
                        .rms = rms};
-    layer_kernel(c, SIMPAR_OP_LN_BWD_APPLY, G_MAXUINT, "ln.bwd-apply", k);
-    layer_allreduce(c, G_MAXUINT, "ln.all-reduce-param-grads", c->geom.ln_param_group,
-                    simpar_view(ln->grads, 0), (rms ? 1 : 2) * res->cols);
+    simpar_layer_kernel(c, SIMPAR_OP_LN_BWD_APPLY, G_MAXUINT, "ln.bwd-apply", k);
+    simpar_layer_allreduce(c, G_MAXUINT, "ln.all-reduce-param-grads", c->geom.ln_param_group,
+                           simpar_view(ln->grads, 0), (rms ? 1 : 2) * ln->cols);
     return simpar_view(dx, 0);
 }
 
 /* ----- elementwise pieces ----- */
 
-static SimparView
-layer_elementwise(SimparLayerCtx *c, SimparOpKind kind, const char *what, guint64 rows,
-                  guint64 cols, SimparView a, SimparView b)
+SimparView
+simpar_layer_elementwise(SimparLayerCtx *c, SimparOpKind kind, const char *what, guint64 rows,
+                         guint64 cols, SimparView a, SimparView b)
 {
     guint out = simpar_layer_buffer(c, G_MAXUINT, what, rows * cols);
     SimparKernel k = {.rows = rows, .cols = cols, .in = {a, b}, .out = {{out, 0}}};
-    layer_kernel(c, kind, G_MAXUINT, what, k);
+    simpar_layer_kernel(c, kind, G_MAXUINT, what, k);
     return simpar_view(out, 0);
 }
 
@@ -304,21 +341,21 @@ static SimparView
 layer_activation_fwd(SimparLayerCtx *c, guint64 inner, SimparView z1)
 {
     if (c->model->mlp == SIMPAR_MLP_SWIGLU)
-        return layer_elementwise(c, SIMPAR_OP_SWIGLU, "swiglu", inner, c->geom.ffn_cols, z1,
-                                 SIMPAR_NO_VIEW);
-    return layer_elementwise(c, SIMPAR_OP_GELU, "gelu", inner, c->geom.ffn_cols, z1,
-                             SIMPAR_NO_VIEW);
+        return simpar_layer_elementwise(c, SIMPAR_OP_SWIGLU, "swiglu", inner, c->geom.ffn_cols, z1,
+                                        SIMPAR_NO_VIEW);
+    return simpar_layer_elementwise(c, SIMPAR_OP_GELU, "gelu", inner, c->geom.ffn_cols, z1,
+                                    SIMPAR_NO_VIEW);
 }
 
 static SimparView
 layer_activation_bwd(SimparLayerCtx *c, guint64 inner, SimparView dg1, SimparView z1)
 {
     if (c->model->mlp != SIMPAR_MLP_SWIGLU)
-        return layer_elementwise(c, SIMPAR_OP_GELU_BWD, "gelu-bwd", inner, c->geom.ffn_cols, dg1,
-                                 z1);
+        return simpar_layer_elementwise(c, SIMPAR_OP_GELU_BWD, "gelu-bwd", inner, c->geom.ffn_cols,
+                                        dg1, z1);
     guint out = simpar_layer_buffer(c, G_MAXUINT, "swiglu-bwd", inner * 2 * c->geom.ffn_cols);
     SimparKernel k = {.rows = inner, .cols = c->geom.ffn_cols, .in = {dg1, z1}, .out = {{out, 0}}};
-    layer_kernel(c, SIMPAR_OP_SWIGLU_BWD, G_MAXUINT, "swiglu-bwd", k);
+    simpar_layer_kernel(c, SIMPAR_OP_SWIGLU_BWD, G_MAXUINT, "swiglu-bwd", k);
     return simpar_view(out, 0);
 }
 
@@ -338,7 +375,7 @@ layer_dropout(SimparLayerCtx *c, guint site, const char *what, SimparView x, gbo
                       .row0 = res->row0,
                       .col0 = res->col0,
                       .global_cols = c->model->hidden};
-    layer_kernel(c, bwd ? SIMPAR_OP_DROPOUT_BWD : SIMPAR_OP_DROPOUT, G_MAXUINT, what, k);
+    simpar_layer_kernel(c, bwd ? SIMPAR_OP_DROPOUT_BWD : SIMPAR_OP_DROPOUT, G_MAXUINT, what, k);
     return simpar_view(out, 0);
 }
 
@@ -349,37 +386,37 @@ layer_out_rows(const SimparLayerCtx *c, guint which)
     return to_res ? c->geom.res.rows : (guint64) c->geom.nb * c->model->seq;
 }
 
-static SimparView
-layer_linear_fwd(SimparLayerCtx *c, guint which, SimparView x, guint64 in_rows)
+SimparView
+simpar_layer_linear_fwd(SimparLayerCtx *c, guint which, SimparView x, guint64 in_rows)
 {
     c->lin[which].in = x;
     c->lin[which].in_rows = in_rows;
     SimparView y = c->scheme->linear_fwd(c, which, x);
-    if (c->model->no_bias)
+    if (!layer_has_bias(c, which))
         return y;
     SimparKernel k = {.rows = layer_out_rows(c, which),
                       .cols = c->geom.bias[which].cols,
                       .in = {simpar_view(c->lin[which].b, 0)},
                       .out = {y}};
-    layer_kernel(c, SIMPAR_OP_BIAS_ADD, which, "bias-add", k);
+    simpar_layer_kernel(c, SIMPAR_OP_BIAS_ADD, which, "bias-add", k);
     return y;
 }
 
 /* dY -> dX through one linear; the bias gradient is summed over local rows, then over the
  * ranks that hold the same columns (geom.bias_group). */
-static SimparView
-layer_linear_bwd(SimparLayerCtx *c, guint which, SimparView dy)
+SimparView
+simpar_layer_linear_bwd(SimparLayerCtx *c, guint which, SimparView dy)
 {
     SimparView dx = c->scheme->linear_bwd(c, which, dy);
-    if (c->model->no_bias)
+    if (!layer_has_bias(c, which))
         return dx;
     SimparKernel k = {.rows = layer_out_rows(c, which),
                       .cols = c->geom.bias[which].cols,
                       .in = {dy},
                       .out = {simpar_view(c->lin[which].db, 0)}};
-    layer_kernel(c, SIMPAR_OP_BIAS_GRAD, which, "bias-grad", k);
-    layer_allreduce(c, which, "all-reduce-bias-grad", c->geom.bias_group[which],
-                    simpar_view(c->lin[which].db, 0), c->geom.bias[which].cols);
+    simpar_layer_kernel(c, SIMPAR_OP_BIAS_GRAD, which, "bias-grad", k);
+    simpar_layer_allreduce(c, which, "all-reduce-bias-grad", c->geom.bias_group[which],
+                           simpar_view(c->lin[which].db, 0), c->geom.bias[which].cols);
     return dx;
 }
 
@@ -387,11 +424,14 @@ static SimparOp
 layer_attention_op(const SimparLayerCtx *c, SimparOpKind kind)
 {
     const SimparLayerGeom *g = &c->geom;
+    gboolean mla = simpar_model_is_mla(c->model);
     return (SimparOp){.kind = kind,
                       .u.attn = {.nb = g->nb,
                                  .nh = g->nh,
                                  .s = c->model->seq,
-                                 .dh = c->model->hidden / c->model->heads,
+                                 .dh = (guint) simpar_model_qk_head_dim(c->model),
+                                 .dv = mla ? (guint) c->model->mla.v_head_dim : 0,
+                                 .dpe = mla ? (guint) c->model->mla.qk_pos_emb_head_dim : 0,
                                  .nkv = g->nkv,
                                  .cp = simpar_plan_cp(c->plan),
                                  .cp_rank = c->cp_rank,
@@ -419,6 +459,23 @@ layer_kv_cols(const SimparLayerCtx *c)
                           .offset = r * dh};
 }
 
+/* The attention input's elements, qkv [tokens x (nh + 2 nkv) dh] or MLA's latent layout
+ * (schedule.h); at[1], at[2] get where its kv and pe regions start (at may be NULL). */
+gsize
+simpar_layer_qkv_elems(const SimparLayerCtx *c, gsize at[3])
+{
+    const SimparLayerGeom *g = &c->geom;
+    const SimparModel *m = c->model;
+    gsize tokens = (gsize) g->nb * m->seq, dh = (gsize) simpar_model_qk_head_dim(m);
+    if (!simpar_model_is_mla(m))
+        return tokens * (g->nh + 2 * g->nkv) * dh;
+    gsize kv0 = tokens * g->nh * dh;
+    gsize pe0 = kv0 + tokens * g->nh * (gsize) (m->mla.qk_head_dim + m->mla.v_head_dim);
+    if (at != NULL)
+        at[0] = 0, at[1] = kv0, at[2] = pe0;
+    return pe0 + tokens * (gsize) m->mla.qk_pos_emb_head_dim;
+}
+
 /* This rank's keys and values, packed [tokens x 2 nkv dh]. */
 static SimparView
 layer_kv_pack(SimparLayerCtx *c, SimparView qkv)
@@ -426,7 +483,7 @@ layer_kv_pack(SimparLayerCtx *c, SimparView qkv)
     SimparKernel k = layer_kv_cols(c);
     guint mine = simpar_layer_buffer(c, G_MAXUINT, "attn.kv", (gsize) k.rows * k.cols);
     k.in[0] = qkv, k.out[0] = simpar_view(mine, 0);
-    layer_kernel(c, SIMPAR_OP_PACK_COLS, G_MAXUINT, "attn.pack-kv", k);
+    simpar_layer_kernel(c, SIMPAR_OP_PACK_COLS, G_MAXUINT, "attn.pack-kv", k);
     return simpar_view(mine, 0);
 }
 
@@ -579,7 +636,7 @@ layer_ring_bwd(SimparLayerCtx *c, SimparView qkv, SimparView kv, SimparView ctx,
         cur = simpar_view(ring[i % 2], 0), dcur = next;
     }
     k.in[0] = simpar_view(dcur, 0), k.out[0] = simpar_view(dqkv, 0);
-    layer_kernel(c, SIMPAR_OP_UNPACK_COLS, G_MAXUINT, "attn.unpack-dkv", k);
+    simpar_layer_kernel(c, SIMPAR_OP_UNPACK_COLS, G_MAXUINT, "attn.unpack-dkv", k);
     return simpar_view(dqkv, 0);
 }
 
@@ -601,9 +658,7 @@ layer_attention_fwd(SimparLayerCtx *c, SimparView qkv, SimparView kv, SimparView
 static SimparView
 layer_attention_bwd(SimparLayerCtx *c, SimparView qkv, SimparView kv, guint probs, SimparView dctx)
 {
-    const SimparLayerGeom *g = &c->geom;
-    gsize dh = c->model->hidden / c->model->heads, tokens = (gsize) g->nb * c->model->seq;
-    guint out = simpar_layer_buffer(c, G_MAXUINT, "attn.dqkv", tokens * (g->nh + 2 * g->nkv) * dh);
+    guint out = simpar_layer_buffer(c, G_MAXUINT, "attn.dqkv", simpar_layer_qkv_elems(c, NULL));
     SimparOp op = layer_attention_op(c, SIMPAR_OP_ATTENTION_BWD);
     op.u.attn.in[0] = qkv;
     op.u.attn.in[1] = simpar_view(probs, 0);
@@ -626,8 +681,39 @@ layer_attention_bwd(SimparLayerCtx *c, SimparView qkv, SimparView kv, guint prob
                      simpar_view(dkv_all, 0),    simpar_view(mine, 0), SIMPAR_RED_SUM};
     simpar_layer_coll(c, G_MAXUINT, "attn.cp.reduce-scatter-dkv", &rs, FALSE);
     k.in[0] = simpar_view(mine, 0), k.out[0] = simpar_view(out, 0);
-    layer_kernel(c, SIMPAR_OP_UNPACK_COLS, G_MAXUINT, "attn.unpack-dkv", k);
+    simpar_layer_kernel(c, SIMPAR_OP_UNPACK_COLS, G_MAXUINT, "attn.unpack-dkv", k);
     return simpar_view(out, 0);
+}
+
+/* ----- the attention's input: the QKV linear, or multi-head latent attention (tp-mla.c) ----- */
+
+static void
+layer_qkv_params(SimparLayerCtx *c, SimparLayerNorm latent[2])
+{
+    (void) latent;
+    simpar_layer_linear_params(c, SIMPAR_LIN_QKV);
+}
+
+static SimparView
+layer_qkv_fwd(SimparLayerCtx *c, SimparLayerNorm latent[2], SimparView u)
+{
+    (void) latent;
+    return simpar_layer_linear_fwd(c, SIMPAR_LIN_QKV, u, c->geom.res.rows);
+}
+
+static SimparView
+layer_qkv_bwd(SimparLayerCtx *c, SimparLayerNorm latent[2], SimparView dqkv)
+{
+    (void) latent;
+    return simpar_layer_linear_bwd(c, SIMPAR_LIN_QKV, dqkv);
+}
+
+static const SimparAttnInput layer_qkv_input = {layer_qkv_params, layer_qkv_fwd, layer_qkv_bwd};
+
+static const SimparAttnInput *
+layer_attn_input(const SimparLayerCtx *c)
+{
+    return simpar_model_is_mla(c->model) ? &simpar_mla_input : &layer_qkv_input;
 }
 
 /* ----- the layer ----- */
@@ -641,7 +727,7 @@ layer_has_mlp(const SimparLayerCtx *c)
 }
 
 typedef struct {
-    LayerNorm ln[2];
+    SimparLayerNorm ln[2], latent[2];       /* latent: MLA's query and key/value latents' norms */
     SimparView x, dy, qkv, kv, ctx, r1, z1; /* kv: context parallelism's gathered k | v */
     guint probs;
 } LayerActs;
@@ -651,10 +737,10 @@ layer_forward(SimparLayerCtx *c, LayerActs *a)
 {
     const SimparBlock *res = &c->geom.res;
     guint64 inner = (guint64) c->geom.nb * c->model->seq, s = c->model->seq;
-    guint64 dh = c->model->hidden / c->model->heads, nh = c->geom.nh;
-    SimparView u1 = layer_ln_fwd(c, &a->ln[0], a->x);
-    a->qkv = layer_linear_fwd(c, SIMPAR_LIN_QKV, u1, res->rows);
-    a->ctx = simpar_view(simpar_layer_buffer(c, G_MAXUINT, "attn.ctx", inner * nh * dh), 0);
+    guint64 dv = simpar_model_v_head_dim(c->model), nh = c->geom.nh;
+    SimparView u1 = simpar_layer_norm_fwd(c, &a->ln[0], a->x);
+    a->qkv = layer_attn_input(c)->fwd(c, a->latent, u1);
+    a->ctx = simpar_view(simpar_layer_buffer(c, G_MAXUINT, "attn.ctx", inner * nh * dv), 0);
     if (layer_ring(c)) { /* flash-like blocks: the row's log-sum-exp, no probabilities */
         a->kv = layer_kv_pack(c, a->qkv);
         a->probs = simpar_layer_buffer(c, G_MAXUINT, "attn.lse", c->geom.nb * nh * s);
@@ -665,22 +751,22 @@ layer_forward(SimparLayerCtx *c, LayerActs *a)
                                        c->geom.nb * nh * s * s * simpar_plan_cp(c->plan));
         layer_attention_fwd(c, a->qkv, a->kv, a->ctx, a->probs);
     }
-    SimparView o = layer_linear_fwd(c, SIMPAR_LIN_PROJ, a->ctx, inner);
+    SimparView o = simpar_layer_linear_fwd(c, SIMPAR_LIN_PROJ, a->ctx, inner);
     o = layer_dropout(c, SIMPAR_DROPOUT_PROJ, "proj.dropout", o, FALSE);
-    a->r1 = layer_elementwise(c, SIMPAR_OP_ADD, "residual1", res->rows, res->cols, a->x, o);
+    a->r1 = simpar_layer_elementwise(c, SIMPAR_OP_ADD, "residual1", res->rows, res->cols, a->x, o);
     if (!layer_has_mlp(c)) { /* an MoE layer: its MLP part is moe.c's block */
         if (!c->recomputing)
             layer_shard(c, "y", SIMPAR_SHARD_OUTPUT, a->r1, res);
         return;
     }
-    SimparView u2 = layer_ln_fwd(c, &a->ln[1], a->r1);
-    a->z1 = layer_linear_fwd(c, SIMPAR_LIN_FC1, u2, res->rows);
+    SimparView u2 = simpar_layer_norm_fwd(c, &a->ln[1], a->r1);
+    a->z1 = simpar_layer_linear_fwd(c, SIMPAR_LIN_FC1, u2, res->rows);
     SimparView g1 = layer_activation_fwd(c, inner, a->z1);
-    SimparView z2 = layer_linear_fwd(c, SIMPAR_LIN_FC2, g1, inner);
+    SimparView z2 = simpar_layer_linear_fwd(c, SIMPAR_LIN_FC2, g1, inner);
     z2 = layer_dropout(c, SIMPAR_DROPOUT_FC2, "fc2.dropout", z2, FALSE);
     guint y = simpar_layer_buffer(c, G_MAXUINT, "y", res->rows * res->cols);
     SimparKernel k = {.rows = res->rows, .cols = res->cols, .in = {a->r1, z2}, .out = {{y, 0}}};
-    layer_kernel(c, SIMPAR_OP_ADD, G_MAXUINT, "residual2", k);
+    simpar_layer_kernel(c, SIMPAR_OP_ADD, G_MAXUINT, "residual2", k);
     if (!c->recomputing)
         layer_shard(c, "y", SIMPAR_SHARD_OUTPUT, simpar_view(y, 0), res);
 }
@@ -716,15 +802,15 @@ layer_backward(SimparLayerCtx *c, LayerActs *a)
     SimparView dr1 = a->dy;
     if (layer_has_mlp(c)) {
         SimparView dz2 = layer_dropout(c, SIMPAR_DROPOUT_FC2, "fc2.dropout-bwd", a->dy, TRUE);
-        SimparView dg1 = layer_linear_bwd(c, SIMPAR_LIN_FC2, dz2);
+        SimparView dg1 = simpar_layer_linear_bwd(c, SIMPAR_LIN_FC2, dz2);
         SimparView dz1 = layer_activation_bwd(c, inner, dg1, a->z1);
-        SimparView du2 = layer_linear_bwd(c, SIMPAR_LIN_FC1, dz1);
-        dr1 = layer_ln_bwd(c, &a->ln[1], du2);
-        dr1 =
-            layer_elementwise(c, SIMPAR_OP_ADD, "residual1-bwd", res->rows, res->cols, dr1, a->dy);
+        SimparView du2 = simpar_layer_linear_bwd(c, SIMPAR_LIN_FC1, dz1);
+        dr1 = simpar_layer_norm_bwd(c, &a->ln[1], du2);
+        dr1 = simpar_layer_elementwise(c, SIMPAR_OP_ADD, "residual1-bwd", res->rows, res->cols, dr1,
+                                       a->dy);
     }
     SimparView d_o = layer_dropout(c, SIMPAR_DROPOUT_PROJ, "proj.dropout-bwd", dr1, TRUE);
-    SimparView dctx = layer_linear_bwd(c, SIMPAR_LIN_PROJ, d_o);
+    SimparView dctx = simpar_layer_linear_bwd(c, SIMPAR_LIN_PROJ, d_o);
     SimparView dqkv;
     if (layer_ring(c)) { /* recomputes its probabilities from the lse anyway */
         dqkv = layer_ring_bwd(c, a->qkv, a->kv, a->ctx, a->probs, dctx);
@@ -733,11 +819,11 @@ layer_backward(SimparLayerCtx *c, LayerActs *a)
             layer_recompute_attention(c, a);
         dqkv = layer_attention_bwd(c, a->qkv, a->kv, a->probs, dctx);
     }
-    SimparView du1 = layer_linear_bwd(c, SIMPAR_LIN_QKV, dqkv);
-    SimparView dx1 = layer_ln_bwd(c, &a->ln[0], du1);
+    SimparView du1 = layer_attn_input(c)->bwd(c, a->latent, dqkv);
+    SimparView dx1 = simpar_layer_norm_bwd(c, &a->ln[0], du1);
     guint dx = simpar_layer_buffer(c, G_MAXUINT, "dx", res->rows * res->cols);
     SimparKernel k = {.rows = res->rows, .cols = res->cols, .in = {dx1, dr1}, .out = {{dx, 0}}};
-    layer_kernel(c, SIMPAR_OP_ADD, G_MAXUINT, "residual-bwd", k);
+    simpar_layer_kernel(c, SIMPAR_OP_ADD, G_MAXUINT, "residual-bwd", k);
     layer_shard(c, "dx", SIMPAR_SHARD_OUTPUT, simpar_view(dx, 0), res);
 }
 
@@ -750,10 +836,11 @@ layer_inputs(SimparLayerCtx *c, LayerActs *a)
     layer_shard(c, "x", SIMPAR_SHARD_INPUT, a->x, res);
     layer_shard(c, "dy", SIMPAR_SHARD_INPUT, a->dy, res);
     layer_params_ln(c, &a->ln[0], "ln1");
-    guint linears = layer_has_mlp(c) ? SIMPAR_N_LINEARS : SIMPAR_LIN_FC1;
-    for (guint w = 0; w < linears; w++)
-        layer_params_linear(c, w);
+    layer_attn_input(c)->params(c, a->latent);
+    simpar_layer_linear_params(c, SIMPAR_LIN_PROJ);
     if (layer_has_mlp(c)) {
+        simpar_layer_linear_params(c, SIMPAR_LIN_FC1);
+        simpar_layer_linear_params(c, SIMPAR_LIN_FC2);
         layer_params_ln(c, &a->ln[1], "ln2");
         return;
     }
@@ -823,6 +910,8 @@ simpar_layer_build(const SimparModel *model, const SimparPlan *plan, const Simpa
                             .comm = comm,
                             .cp_send = cp_send};
         c.async = g_array_new(FALSE, FALSE, sizeof(guint));
+        for (guint w = 0; w < SIMPAR_N_LINEARS; w++)
+            c.lin[w].dest = SIMPAR_NO_VIEW;
         for (guint a = 0; a < scheme->n_axes; a++)
             c.group[a] = table[(gsize) a * n + r];
         scheme->setup(&c);

@@ -15,6 +15,9 @@
  *   scheme->linear_fwd(ctx)   in -> out (without bias)   e.g. 3-D: AG x, AG w, GEMM, RS y
  *   scheme->linear_bwd(ctx)   dy -> dx, dW               e.g. 3-D: AG dy, GEMM, RS dx, GEMM, RS dW
  *
+ * With multi-head latent attention (model.h) the QKV linear gives way to the four projections
+ * below, joined by tp-mla.c.
+ *
  * Cross-stream dependencies are derived: an op on the compute stream waits for every earlier
  * op of its rank on the communication stream that touches the same elements, and the reverse.
  *
@@ -39,11 +42,22 @@
 #include "generators.h"
 G_BEGIN_DECLS
 
+/* The linears; multi-head latent attention (model.h) has no QKV but the four projections
+ * after FC2, without biases:
+ *   u -> q_down [h x q] -> norm -> q_up [q x a dqk] ----------------> q  \
+ *   u -> kv_down [h x (kv + pe)] -> kv | pe; kv -> norm -> kv_up [kv x a (dk + dv)] -> k, v
+ *                                        pe (one key part for every head) --------------/
+ * A scheme that runs MLA places the down projections whole on every rank of the tensor-parallel
+ * group (Megatron-Core's duplicated linears) and the up projections as it places QKV. */
 enum {
     SIMPAR_LIN_QKV,
     SIMPAR_LIN_PROJ,
     SIMPAR_LIN_FC1,
     SIMPAR_LIN_FC2,
+    SIMPAR_LIN_Q_DOWN,
+    SIMPAR_LIN_Q_UP,
+    SIMPAR_LIN_KV_DOWN,
+    SIMPAR_LIN_KV_UP,
     SIMPAR_N_LINEARS
 };
 
@@ -63,6 +77,10 @@ typedef struct {
     guint ln_group;        /* sums layer-norm statistics over the row, or SIMPAR_NO_GROUP */
     gboolean ln_split;     /* two all-reduces (sums, sums of squares) instead of one */
     guint ln_param_group;  /* sums gamma/beta gradients, or SIMPAR_NO_GROUP */
+    guint seq_group;       /* MLA: the group the layer's tokens are split over (sequence
+                            * parallelism; gathers the shared key part), or SIMPAR_NO_GROUP */
+    guint head_group;      /* MLA: the group the heads are split over (sums the shared key
+                            * part's gradient), or SIMPAR_NO_GROUP */
     SimparBlock weight[SIMPAR_N_LINEARS]; /* local block of each weight [in x out] */
     SimparBlock bias[SIMPAR_N_LINEARS];   /* local block of each bias [1 x out] */
     guint bias_group[SIMPAR_N_LINEARS];   /* sums bias gradients, or SIMPAR_NO_GROUP */
@@ -73,6 +91,8 @@ typedef struct {
     SimparView in;      /* the input the forward got, saved for the backward */
     guint64 in_rows;    /* its rows */
     guint saved[2];     /* scheme-owned saved buffers (e.g. gathered input and weight) */
+    SimparView dest;    /* where the forward's output goes (simpar_layer_output), or
+                           SIMPAR_NO_VIEW: a buffer of its own */
 } SimparLinearState;
 
 typedef struct {
@@ -120,6 +140,8 @@ const char *simpar_layer_linear_name(guint which);
 guint64 simpar_layer_linear_in(const SimparModel *model, guint which);  /* K */
 guint64 simpar_layer_linear_out(const SimparModel *model, guint which); /* N */
 guint simpar_layer_buffer(SimparLayerCtx *c, guint which, const char *what, gsize elems);
+/* A linear's forward output: lin[which].dest when the driver set one, else a new buffer. */
+SimparView simpar_layer_output(SimparLayerCtx *c, guint which, const char *what, gsize elems);
 void simpar_layer_gemm(SimparLayerCtx *c, guint which, const char *what, const SimparGemm *g);
 void simpar_layer_coll(SimparLayerCtx *c, guint which, const char *what, const SimparColl *coll,
                        gboolean async);
@@ -129,6 +151,47 @@ gboolean simpar_layer_require_divisible(const char *flag, gint64 value, gint64 b
 /* --kv-heads divisible by the `by` column blocks of QKV: a block holds whole groups. */
 gboolean simpar_layer_require_kv(const SimparModel *m, gint64 by, const char *why, GError **error);
 guint simpar_layer_int_root(gint64 n, guint power);
+
+/* The driver's pieces that tp-mla.c builds multi-head latent attention from. A norm over the
+ * columns of a block of rows: the residual stream's (ln1, ln2) or an MLA latent's. */
+typedef struct {
+    guint params, grads; /* [gamma | beta] (RMSNorm: gamma) and their gradients */
+    guint xhat, rstd;
+    guint64 rows, col0, cols, width; /* the local block [rows x cols] at col0 of rows `width`
+                                        wide: the residual stream's, or an MLA latent's */
+    guint group;                     /* sums the statistics over the row, or SIMPAR_NO_GROUP */
+} SimparLayerNorm;
+
+void simpar_layer_norm_params(SimparLayerCtx *c, SimparLayerNorm *ln, const char *name);
+SimparView simpar_layer_norm_fwd(SimparLayerCtx *c, SimparLayerNorm *ln, SimparView x);
+SimparView simpar_layer_norm_bwd(SimparLayerCtx *c, SimparLayerNorm *ln, SimparView dy);
+/* A linear through the scheme, its bias added (forward) or its gradient summed (backward). */
+SimparView simpar_layer_linear_fwd(SimparLayerCtx *c, guint which, SimparView x, guint64 in_rows);
+SimparView simpar_layer_linear_bwd(SimparLayerCtx *c, guint which, SimparView dy);
+void simpar_layer_kernel(SimparLayerCtx *c, SimparOpKind kind, guint which, const char *what,
+                         SimparKernel k);
+SimparView simpar_layer_elementwise(SimparLayerCtx *c, SimparOpKind kind, const char *what,
+                                    guint64 rows, guint64 cols, SimparView a, SimparView b);
+/* An all-reduce (sum) over `group`; nothing for SIMPAR_NO_GROUP. */
+void simpar_layer_allreduce(SimparLayerCtx *c, guint which, const char *what, guint group,
+                            SimparView v, gsize count);
+/* The attention input's elements (qkv, or the latent layout's three regions, whose starts go
+ * to at[] when it is not NULL). */
+gsize simpar_layer_qkv_elems(const SimparLayerCtx *c, gsize at[3]);
+
+/* A linear's weight and bias (when it has one) and their gradients, with their shards. */
+void simpar_layer_linear_params(SimparLayerCtx *c, guint which);
+
+/* How the attention's input comes from the first norm's output u, with the parameters it
+ * takes: the QKV linear (tp-layer.c), or multi-head latent attention's latents (tp-mla.c:
+ * the attention input in the latent layout; `latent` holds the latents' norms). */
+typedef struct {
+    void (*params)(SimparLayerCtx *c, SimparLayerNorm latent[2]);
+    SimparView (*fwd)(SimparLayerCtx *c, SimparLayerNorm latent[2], SimparView u);
+    SimparView (*bwd)(SimparLayerCtx *c, SimparLayerNorm latent[2], SimparView dqkv);
+} SimparAttnInput;
+
+extern const SimparAttnInput simpar_mla_input;
 
 /* The generators (one file each) and the SUMMA core shared by 2-D and 2.5-D (tp-summa.c). */
 extern const SimparTpScheme simpar_tp1d_scheme, simpar_tp2d_scheme, simpar_tp2p5d_scheme,

@@ -528,6 +528,12 @@ simpar_train_model_flops(const SimparModel *m, const SimparTrain *train)
     if (simpar_model_is_moe(m)) /* the MLP a token passes: its experts, the shared ones */
         weights +=
             simpar_moe_active_params(m) - ((double) simpar_model_fc1_cols(m) + (double) m->ffn) * h;
-    double per_token = (double) m->layers * (6 * weights + 12 * s * h) + 6 * h * (double) m->vocab;
+    /* attention's QK^T and PV: 2 s a (qk + v) a token forward, 12 s h with h/a heads */
+    double a = (double) m->heads;
+    double attn =
+        simpar_model_is_mla(m)
+            ? 6 * s * a * (double) (simpar_model_qk_head_dim(m) + simpar_model_v_head_dim(m))
+            : 12 * s * h;
+    double per_token = (double) m->layers * (6 * weights + attn) + 6 * h * (double) m->vocab;
     return per_token * (double) train->global_batch * s;
 }

@@ -701,6 +701,7 @@ report_model_modified(const SimparModel *m)
         {"bias", m->no_bias != p.no_bias},
         {"dropout", m->no_dropout != p.no_dropout},
         {"moe", memcmp(&m->moe, &p.moe, sizeof m->moe) != 0},
+        {"mla", memcmp(&m->mla, &p.mla, sizeof m->mla) != 0},
     };
 
     GString *s = g_string_new(NULL);
@@ -733,6 +734,30 @@ report_json_moe(JsonBuilder *b, const SimparModel *m)
     report_json_string(b, "router", simpar_router_name((SimparRouterScore) e->router));
     report_json_member(b, "capacity_factor", e->capacity);
     report_json_member(b, "imbalance", MAX(e->imbalance, 1.0));
+    json_builder_end_object(b);
+}
+
+/* "mla": a multi-head latent attention's figures (model.h, SimparMlaConfig). */
+static void
+report_json_mla(JsonBuilder *b, const SimparModel *m)
+{
+    const SimparMlaConfig *l = &m->mla;
+
+    const struct {
+        const char *key;
+        gint64 v;
+    } ints[] = {{"q_lora_rank", l->q_lora_rank},
+                {"kv_lora_rank", l->kv_lora_rank},
+                {"qk_head_dim", l->qk_head_dim},
+                {"qk_pos_emb_head_dim", l->qk_pos_emb_head_dim},
+                {"v_head_dim", l->v_head_dim}};
+
+    json_builder_set_member_name(b, "mla");
+    json_builder_begin_object(b);
+    for (guint i = 0; i < G_N_ELEMENTS(ints); i++) {
+        json_builder_set_member_name(b, ints[i].key);
+        json_builder_add_int_value(b, ints[i].v);
+    }
     json_builder_end_object(b);
 }
 
@@ -776,6 +801,8 @@ report_json_model(JsonBuilder *b, const SimparModel *m)
     json_builder_add_boolean_value(b, !m->no_dropout);
     if (simpar_model_is_moe(m))
         report_json_moe(b, m);
+    if (simpar_model_is_mla(m))
+        report_json_mla(b, m);
     json_builder_end_object(b);
 }
 

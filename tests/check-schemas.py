@@ -74,6 +74,11 @@ def main():
         ["--topology", "topologies/dgx-h100x64.xml", "--model", "mixtral-8x7b", "--imbalance",
          "1.5", "--tp-mode", "1d", "--tp", "1", "--pp", "4", "--ep", "8", "--dp", "16",
          "--global-batch", "64", "--backend", "formula"],
+        # multi-head latent attention: its figures in model_dims, a latent rank changed
+        ["--topology", "topologies/dgx-h100x64.xml", "--model", "deepseek-v3", "--layers", "8",
+         "--kv-lora-rank", "256", "--tp-mode", "1d", "--tp", "2", "--sp", "--pp", "2",
+         "--ep", "8", "--group-limit", "1", "--dp", "16", "--global-batch", "64",
+         "--backend", "formula"],
     ]
     for args in cases:
         rows = json.loads(run(*args, "--json"))
@@ -88,6 +93,10 @@ def main():
     if modified["model"] != "gpt3-13b (modified: hidden, heads)" or \
             modified["model_dims"]["modified"] != ["hidden", "heads"]:
         sys.exit("FAIL: a modified preset is not said so: %r" % modified["model"])
+    mla = json.loads(run(*cases[-1], "--json"))[0]["model_dims"]
+    if mla["modified"] != ["layers", "moe", "mla"] or mla["mla"]["kv_lora_rank"] != 256 or \
+            mla["mla"]["q_lora_rank"] != 1536:
+        sys.exit("FAIL: the MLA figures as used are not in model_dims: %r" % mla)
 
     # collective and schedule
     check("collective --json",

@@ -24,6 +24,14 @@ static const char *const ref_names[REF_N_TENSORS] = {
     "fc1.bias",
     "fc2.weight",
     "fc2.bias",
+    "q_down.weight",
+    "q_norm.gamma",
+    "q_norm.beta",
+    "q_up.weight",
+    "kv_down.weight",
+    "kv_norm.gamma",
+    "kv_norm.beta",
+    "kv_up.weight",
     "y",
     "dx",
     "ln1.gamma.grad",
@@ -38,6 +46,14 @@ static const char *const ref_names[REF_N_TENSORS] = {
     "fc1.bias.grad",
     "fc2.weight.grad",
     "fc2.bias.grad",
+    "q_down.weight.grad",
+    "q_norm.gamma.grad",
+    "q_norm.beta.grad",
+    "q_up.weight.grad",
+    "kv_down.weight.grad",
+    "kv_norm.gamma.grad",
+    "kv_norm.beta.grad",
+    "kv_up.weight.grad",
 };
 
 const char *
@@ -64,11 +80,58 @@ ref_kv(const RefShape *sh)
     return sh->kv != 0 ? sh->kv : sh->a;
 }
 
-/* Columns of qkv: a query heads and kv key and value heads of dh. */
+static gboolean
+ref_mla(const RefShape *sh)
+{
+    return sh->kv_lora > 0;
+}
+
+/* A head's query/key columns and value columns. */
+static gsize
+ref_dqk(const RefShape *sh)
+{
+    return ref_mla(sh) ? (gsize) sh->dn + sh->dpe : sh->h / sh->a;
+}
+
+static gsize
+ref_dv(const RefShape *sh)
+{
+    return ref_mla(sh) ? sh->dv : sh->h / sh->a;
+}
+
+/* Columns of qkv: a query heads and kv key and value heads of dh; with MLA a heads' q | k | v
+ * of dqk | dqk | dv. */
 static gsize
 ref_qkv_width(const RefShape *sh)
 {
+    if (ref_mla(sh))
+        return (gsize) sh->a * (2 * ref_dqk(sh) + ref_dv(sh));
     return ((gsize) sh->a + 2 * (gsize) ref_kv(sh)) * (sh->h / sh->a);
+}
+
+/* Columns of ctx (proj's rows). */
+static gsize
+ref_ctx_width(const RefShape *sh)
+{
+    return (gsize) sh->a * ref_dv(sh);
+}
+
+/* The [rows x cols] of an MLA tensor; [0 x 0] without MLA. */
+static void
+ref_mla_shape(const RefShape *sh, RefTensor t, guint64 *rows, guint64 *cols)
+{
+    guint64 h = sh->h, a = sh->a, q = sh->q_lora, kv = sh->kv_lora;
+    const guint64 shapes[][2] = {{h, q},
+                                 {1, q},
+                                 {1, sh->rms ? 0 : q},
+                                 {q, a * ref_dqk(sh)},
+                                 {h, kv + sh->dpe},
+                                 {1, kv},
+                                 {1, sh->rms ? 0 : kv},
+                                 {kv, a * ((guint64) sh->dn + sh->dv)}};
+    guint i = t - REF_QD_W;
+    *rows = ref_mla(sh) ? shapes[i][0] : 0;
+    *cols = ref_mla(sh) ? shapes[i][1] : 0;
 }
 
 static gsize
@@ -84,6 +147,10 @@ ref_tensor_shape(const RefShape *shape, RefTensor t, guint64 *rows, guint64 *col
     guint64 h = shape->h, f = shape->f;
     *rows = 1;
     *cols = h;
+    if (ref_shape_source(t) >= REF_QD_W) {
+        ref_mla_shape(shape, ref_shape_source(t), rows, cols);
+        return;
+    }
     switch (ref_shape_source(t)) {
     case REF_X:
     case REF_DY:
@@ -91,17 +158,17 @@ ref_tensor_shape(const RefShape *shape, RefTensor t, guint64 *rows, guint64 *col
         break;
     case REF_QKV_W:
         *rows = h;
-        *cols = ref_qkv_width(shape);
+        *cols = ref_mla(shape) ? 0 : ref_qkv_width(shape);
         break;
     case REF_QKV_B:
-        *cols = shape->no_bias ? 0 : ref_qkv_width(shape);
+        *cols = shape->no_bias || ref_mla(shape) ? 0 : ref_qkv_width(shape);
         break;
     case REF_PROJ_B:
     case REF_FC2_B:
         *cols = shape->no_bias ? 0 : h;
         break;
     case REF_PROJ_W:
-        *rows = h;
+        *rows = ref_ctx_width(shape);
         break;
     case REF_FC1_W:
         *rows = h;
@@ -141,6 +208,10 @@ typedef struct {
     double *wn, *z1, *g1;                 /* LN2 out, fc1 out, gelu out */
     double *dz2, *dg1, *dz1, *dwn, *dr1;  /* backward */
     double *dout, *dctx, *dqkv, *du, *dp; /* dp: one row of dL/dP */
+    /* multi-head latent attention: the latents before and after their norms, the up
+     * projections' outputs, the norms' statistics, and their gradients */
+    double *qc, *qcn, *q, *kvc, *kvl, *kvn, *kvu, *mu_q, *rstd_q, *mu_kv, *rstd_kv;
+    double *dqc, *dqcn, *dq, *dkvc, *dkvl, *dkvn, *dkvu, *du2;
 } RefWork;
 
 static double *
@@ -151,22 +222,45 @@ ref_carve(double **cursor, gsize n)
     return p;
 }
 
+/* The MLA arrays' widths (0 without MLA), in RefWork's order from qc. */
+static void
+ref_mla_widths(const RefShape *sh, gsize width[19])
+{
+    gsize m = ref_mla(sh), q = sh->q_lora, kv = sh->kv_lora, a = sh->a;
+    gsize qu = a * ref_dqk(sh), kvd = kv + sh->dpe, kvu = a * ((gsize) sh->dn + sh->dv);
+    const gsize all[19] = {q, q, qu, kvd, kv,  kv, kvu, 1,   1,    1,
+                           1, q, q,  qu,  kvd, kv, kv,  kvu, sh->h};
+    for (guint i = 0; i < 19; i++)
+        width[i] = m * all[i];
+}
+
 static void
 ref_work_init(RefWork *w, const RefShape *sh)
 {
     gsize rows = (gsize) sh->b * sh->s, h = sh->h, f = sh->f, f1 = ref_fc1_width(sh);
     gsize n_prob = (gsize) sh->b * sh->a * sh->s * sh->s, qkv = ref_qkv_width(sh);
-    gsize total = 4 * rows + 11 * rows * h + 2 * rows * (f + f1) + 2 * rows * qkv + n_prob + sh->s;
+    gsize mla[19], n_mla = 0, ctx = ref_ctx_width(sh);
+    ref_mla_widths(sh, mla);
+    for (guint i = 0; i < G_N_ELEMENTS(mla); i++)
+        n_mla += rows * mla[i];
+    gsize total = 4 * rows + 9 * rows * h + 2 * rows * ctx + 2 * rows * (f + f1) + 2 * rows * qkv +
+                  n_prob + sh->s + n_mla;
     w->block = g_new0(double, total);
     double *c = w->block;
     w->mu1 = ref_carve(&c, rows);
     w->rstd1 = ref_carve(&c, rows);
     w->mu2 = ref_carve(&c, rows);
     w->rstd2 = ref_carve(&c, rows);
-    double **hs[] = {&w->u,   &w->ctx,  &w->o,    &w->r1, &w->wn, &w->dwn,
-                     &w->dr1, &w->dout, &w->dctx, &w->du, &w->dz2};
+    double **hs[] = {&w->u, &w->o, &w->r1, &w->wn, &w->dwn, &w->dr1, &w->dout, &w->du, &w->dz2};
     for (gsize i = 0; i < G_N_ELEMENTS(hs); i++)
         *hs[i] = ref_carve(&c, rows * h);
+    w->ctx = ref_carve(&c, rows * ctx);
+    w->dctx = ref_carve(&c, rows * ctx);
+    double **ms[] = {&w->qc,   &w->qcn,    &w->q,     &w->kvc,     &w->kvl, &w->kvn,  &w->kvu,
+                     &w->mu_q, &w->rstd_q, &w->mu_kv, &w->rstd_kv, &w->dqc, &w->dqcn, &w->dq,
+                     &w->dkvc, &w->dkvl,   &w->dkvn,  &w->dkvu,    &w->du2};
+    for (gsize i = 0; i < G_N_ELEMENTS(ms); i++)
+        *ms[i] = ref_carve(&c, rows * mla[i]);
     w->g1 = ref_carve(&c, rows * f);
     w->dg1 = ref_carve(&c, rows * f);
     w->z1 = ref_carve(&c, rows * f1);
@@ -340,6 +434,10 @@ ref_row(const RefShape *sh, guint n, guint p)
 static gsize
 ref_qkv_at(const RefShape *sh, guint n, guint g, guint i, guint part)
 {
+    if (ref_mla(sh)) { /* per head q | k | v of dqk | dqk | dv */
+        gsize dqk = ref_dqk(sh), col = g * (2 * dqk + ref_dv(sh)) + part * dqk;
+        return ref_row(sh, n, i) * ref_qkv_width(sh) + col;
+    }
     gsize dh = sh->h / sh->a, r = sh->a / ref_kv(sh), group = g / r;
     gsize col = group * (r + 2) * dh + (part == 0 ? (g % r) * dh : (r + part - 1) * dh);
     return ref_row(sh, n, i) * ref_qkv_width(sh) + col;
@@ -368,7 +466,7 @@ static void
 ref_attention_row(const RefShape *sh, const double *qkv, guint n, guint g, guint i, double *prob,
                   double *ctx)
 {
-    gsize dh = sh->h / sh->a;
+    gsize dh = ref_dqk(sh), dv = ref_dv(sh);
     guint last = sh->causal ? i + 1 : sh->s;
     const double *q = qkv + ref_qkv_at(sh, n, g, i, 0);
     double mx = -INFINITY, sum = 0.0;
@@ -380,14 +478,14 @@ ref_attention_row(const RefShape *sh, const double *qkv, guint n, guint g, guint
         prob[j] = j < last ? exp(prob[j] - mx) : 0.0;
         sum += prob[j];
     }
-    double *out = ctx + ref_row(sh, n, i) * sh->h + (gsize) g * dh;
-    for (gsize d = 0; d < dh; d++)
+    double *out = ctx + ref_row(sh, n, i) * ref_ctx_width(sh) + (gsize) g * dv;
+    for (gsize d = 0; d < dv; d++)
         out[d] = 0.0;
     for (guint j = 0; j < last; j++) {
         prob[j] /= sum;
         double pd = prob[j] * ref_attn_scale(sh, n, g, i, j);
         const double *v = qkv + ref_qkv_at(sh, n, g, j, 2);
-        for (gsize d = 0; d < dh; d++)
+        for (gsize d = 0; d < dv; d++)
             out[d] += pd * v[d];
     }
 }
@@ -408,15 +506,15 @@ static void
 ref_attention_row_backward(const RefShape *sh, const double *qkv, const double *prob,
                            const double *dctx, guint n, guint g, guint i, double *dp, double *dqkv)
 {
-    gsize dh = sh->h / sh->a;
+    gsize dh = ref_dqk(sh), dv = ref_dv(sh);
     guint last = sh->causal ? i + 1 : sh->s;
-    const double *dc = dctx + ref_row(sh, n, i) * sh->h + (gsize) g * dh;
+    const double *dc = dctx + ref_row(sh, n, i) * ref_ctx_width(sh) + (gsize) g * dv;
     double weighted = 0.0;
     for (guint j = 0; j < last; j++) {
         double scale = ref_attn_scale(sh, n, g, i, j);
         gsize vj = ref_qkv_at(sh, n, g, j, 2);
-        dp[j] = ref_dot(dc, qkv + vj, dh) * scale;
-        for (gsize d = 0; d < dh; d++)
+        dp[j] = ref_dot(dc, qkv + vj, dv) * scale;
+        for (gsize d = 0; d < dv; d++)
             dqkv[vj + d] += prob[j] * scale * dc[d];
         weighted += prob[j] * dp[j];
     }
@@ -444,6 +542,68 @@ ref_attention_backward(const RefShape *sh, const RefWork *w)
             }
 }
 
+/* ---------------------------------------------------------------- multi-head latent attention */
+
+/* u -> w->qkv through the latents (see the header). */
+static void
+ref_mla_forward(const RefShape *sh, double *const t[REF_N_TENSORS], RefWork *w)
+{
+    gsize rows = (gsize) sh->b * sh->s, h = sh->h, q = sh->q_lora, kv = sh->kv_lora;
+    gsize dn = sh->dn, dpe = sh->dpe, dv = sh->dv, dqk = ref_dqk(sh), kvd = kv + dpe;
+    ref_linear(w->u, t[REF_QD_W], NULL, rows, h, q, w->qc);
+    ref_ln_forward(w->qc, t[REF_QN_G], sh->rms ? NULL : t[REF_QN_B], sh->eps, rows, q, w->qcn,
+                   w->mu_q, w->rstd_q);
+    ref_linear(w->qcn, t[REF_QU_W], NULL, rows, q, sh->a * dqk, w->q);
+    ref_linear(w->u, t[REF_KVD_W], NULL, rows, h, kvd, w->kvc);
+    for (gsize r = 0; r < rows; r++)
+        memcpy(w->kvl + r * kv, w->kvc + r * kvd, kv * sizeof(double));
+    ref_ln_forward(w->kvl, t[REF_KVN_G], sh->rms ? NULL : t[REF_KVN_B], sh->eps, rows, kv, w->kvn,
+                   w->mu_kv, w->rstd_kv);
+    ref_linear(w->kvn, t[REF_KVU_W], NULL, rows, kv, sh->a * (dn + dv), w->kvu);
+    for (gsize r = 0; r < rows; r++)
+        for (gsize g = 0; g < sh->a; g++) {
+            double *head = w->qkv + r * ref_qkv_width(sh) + g * (2 * dqk + dv);
+            const double *kvu = w->kvu + r * sh->a * (dn + dv) + g * (dn + dv);
+            memcpy(head, w->q + r * sh->a * dqk + g * dqk, dqk * sizeof(double));
+            memcpy(head + dqk, kvu, dn * sizeof(double));
+            memcpy(head + dqk + dn, w->kvc + r * kvd + kv, dpe * sizeof(double));
+            memcpy(head + 2 * dqk, kvu + dn, dv * sizeof(double));
+        }
+}
+
+/* w->dqkv -> w->du and the MLA parameters' gradients. */
+static void
+ref_mla_backward(const RefShape *sh, double *const t[REF_N_TENSORS], RefWork *w)
+{
+    gsize rows = (gsize) sh->b * sh->s, h = sh->h, q = sh->q_lora, kv = sh->kv_lora;
+    gsize dn = sh->dn, dpe = sh->dpe, dv = sh->dv, dqk = ref_dqk(sh), kvd = kv + dpe;
+    memset(w->dkvc, 0, rows * kvd * sizeof(double));
+    for (gsize r = 0; r < rows; r++)
+        for (gsize g = 0; g < sh->a; g++) {
+            const double *head = w->dqkv + r * ref_qkv_width(sh) + g * (2 * dqk + dv);
+            double *dkvu = w->dkvu + r * sh->a * (dn + dv) + g * (dn + dv);
+            memcpy(w->dq + r * sh->a * dqk + g * dqk, head, dqk * sizeof(double));
+            memcpy(dkvu, head + dqk, dn * sizeof(double));
+            memcpy(dkvu + dn, head + 2 * dqk, dv * sizeof(double));
+            for (gsize d = 0; d < dpe; d++) /* every head's share of the shared key part */
+                w->dkvc[r * kvd + kv + d] += head[dqk + dn + d];
+        }
+    ref_linear_backward(w->kvn, t[REF_KVU_W], w->dkvu, rows, kv, sh->a * (dn + dv), w->dkvn,
+                        t[REF_KVU_W_GRAD], NULL);
+    ref_ln_backward(w->kvl, w->mu_kv, w->rstd_kv, t[REF_KVN_G], w->dkvn, rows, kv, w->dkvl,
+                    t[REF_KVN_G_GRAD], sh->rms ? NULL : t[REF_KVN_B_GRAD]);
+    for (gsize r = 0; r < rows; r++)
+        memcpy(w->dkvc + r * kvd, w->dkvl + r * kv, kv * sizeof(double));
+    ref_linear_backward(w->u, t[REF_KVD_W], w->dkvc, rows, h, kvd, w->du, t[REF_KVD_W_GRAD], NULL);
+    ref_linear_backward(w->qcn, t[REF_QU_W], w->dq, rows, q, sh->a * dqk, w->dqcn, t[REF_QU_W_GRAD],
+                        NULL);
+    ref_ln_backward(w->qc, w->mu_q, w->rstd_q, t[REF_QN_G], w->dqcn, rows, q, w->dqc,
+                    t[REF_QN_G_GRAD], sh->rms ? NULL : t[REF_QN_B_GRAD]);
+    ref_linear_backward(w->u, t[REF_QD_W], w->dqc, rows, h, q, w->du2, t[REF_QD_W_GRAD], NULL);
+    for (gsize i = 0; i < rows * h; i++)
+        w->du[i] += w->du2[i];
+}
+
 /* ---------------------------------------------------------------- the layer */
 
 static void
@@ -452,9 +612,14 @@ ref_forward(const RefShape *sh, double *const t[REF_N_TENSORS], RefWork *w)
     gsize rows = (gsize) sh->b * sh->s, h = sh->h, f = sh->f, f1 = ref_fc1_width(sh);
     ref_ln_forward(t[REF_X], t[REF_LN1_G], sh->rms ? NULL : t[REF_LN1_B], sh->eps, rows, h, w->u,
                    w->mu1, w->rstd1);
-    ref_linear(w->u, t[REF_QKV_W], REF_BIAS(sh, t[REF_QKV_B]), rows, h, ref_qkv_width(sh), w->qkv);
+    if (ref_mla(sh))
+        ref_mla_forward(sh, t, w);
+    else
+        ref_linear(w->u, t[REF_QKV_W], REF_BIAS(sh, t[REF_QKV_B]), rows, h, ref_qkv_width(sh),
+                   w->qkv);
     ref_attention_forward(sh, w->qkv, w->prob, w->ctx);
-    ref_linear(w->ctx, t[REF_PROJ_W], REF_BIAS(sh, t[REF_PROJ_B]), rows, h, h, w->o);
+    ref_linear(w->ctx, t[REF_PROJ_W], REF_BIAS(sh, t[REF_PROJ_B]), rows, ref_ctx_width(sh), h,
+               w->o);
     ref_dropout(sh, SIMPAR_DROPOUT_PROJ, sh->p_hidden, w->o, rows * h, w->o);
     for (gsize i = 0; i < rows * h; i++)
         w->r1[i] = t[REF_X][i] + w->o[i];
@@ -494,11 +659,14 @@ ref_backward(const RefShape *sh, double *const t[REF_N_TENSORS], RefWork *w)
     for (gsize i = 0; i < rows * h; i++)
         w->dr1[i] += dy[i];
     ref_dropout(sh, SIMPAR_DROPOUT_PROJ, sh->p_hidden, w->dr1, rows * h, w->dout);
-    ref_linear_backward(w->ctx, t[REF_PROJ_W], w->dout, rows, h, h, w->dctx, t[REF_PROJ_W_GRAD],
-                        REF_BIAS(sh, t[REF_PROJ_B_GRAD]));
+    ref_linear_backward(w->ctx, t[REF_PROJ_W], w->dout, rows, ref_ctx_width(sh), h, w->dctx,
+                        t[REF_PROJ_W_GRAD], REF_BIAS(sh, t[REF_PROJ_B_GRAD]));
     ref_attention_backward(sh, w);
-    ref_linear_backward(w->u, t[REF_QKV_W], w->dqkv, rows, h, ref_qkv_width(sh), w->du,
-                        t[REF_QKV_W_GRAD], REF_BIAS(sh, t[REF_QKV_B_GRAD]));
+    if (ref_mla(sh))
+        ref_mla_backward(sh, t, w);
+    else
+        ref_linear_backward(w->u, t[REF_QKV_W], w->dqkv, rows, h, ref_qkv_width(sh), w->du,
+                            t[REF_QKV_W_GRAD], REF_BIAS(sh, t[REF_QKV_B_GRAD]));
     double *dx = t[REF_DX];
     ref_ln_backward(t[REF_X], w->mu1, w->rstd1, t[REF_LN1_G], w->du, rows, h, dx, t[REF_LN1_G_GRAD],
                     sh->rms ? NULL : t[REF_LN1_B_GRAD]);
@@ -513,6 +681,8 @@ ref_layer_run(const RefShape *shape, double *const t[REF_N_TENSORS])
     g_return_if_fail(shape->b > 0 && shape->s > 0 && shape->f > 0);
     g_return_if_fail(shape->a > 0 && shape->h > 0 && shape->h % shape->a == 0);
     g_return_if_fail(shape->a % ref_kv(shape) == 0);
+    g_return_if_fail(!ref_mla(shape) || (shape->q_lora > 0 && shape->dv > 0 && shape->cp <= 1 &&
+                                         ref_kv(shape) == shape->a));
     g_return_if_fail(shape->cp <= 1 || shape->s % (2 * shape->cp) == 0);
     g_return_if_fail(shape->p_hidden >= 0.0 && shape->p_hidden < 1.0);
     g_return_if_fail(shape->p_attn >= 0.0 && shape->p_attn < 1.0);

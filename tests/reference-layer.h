@@ -16,6 +16,14 @@
  * Variants: SwiGLU (fc1 is [h x 2f], its column 2c the gate and 2c+1 the up value of column c
  * of the [rows x f] activation silu(gate) * up) and RMSNorm (z / sqrt(mean(z^2) + eps) * gamma;
  * the betas are then empty tensors, 1 x 0).
+ * Multi-head latent attention (kv_lora > 0; no biases in its projections, its norms the
+ * layer's kind): qkv is made, not projected: u -> q_down [h x q_lora] -> norm -> q_up
+ * [q_lora x a (dn + dpe)] gives head g's query in columns [g (dn + dpe), (g+1) (dn + dpe));
+ * u -> kv_down [h x (kv_lora + dpe)], whose first kv_lora columns -> norm -> kv_up
+ * [kv_lora x a (dn + dv)] give head g's key columns [g (dn + dv), + dn) and value columns
+ * [g (dn + dv) + dn, (g+1) (dn + dv)); every head's key ends with kv_down's last dpe columns.
+ * The heads' q | k | v are (dn + dpe) | (dn + dpe) | dv wide, scores are scaled by
+ * 1/sqrt(dn + dpe), ctx is [rows x a dv] and proj [a dv x h]. The qkv tensors are then empty.
  * Context-parallel row order (cp = C > 1; s divisible by 2C): every sequence is cut into 2C
  * chunks of L = s/(2C) positions and rank c owns chunks c and 2C-1-c; the rows of x, dy, y and
  * dx are rank 0's (sequence by sequence, its two chunks in order), then rank 1's, ... Only
@@ -39,6 +47,9 @@ typedef struct {
     gboolean swiglu, rms;    /* SwiGLU instead of GeLU, RMSNorm instead of LayerNorm */
     guint cp;                /* rows in context-parallel order over cp ranks (0, 1: natural) */
     gboolean no_bias;        /* linears without biases: the biases are empty tensors, 1 x 0 */
+    guint q_lora, kv_lora;   /* multi-head latent attention (kv_lora > 0): latent widths */
+    guint dn, dpe, dv;       /* its heads' query/key columns without and with the shared key
+                                part (dn + dpe), and value columns */
 } RefShape;
 
 typedef enum {
@@ -56,6 +67,14 @@ typedef enum {
     REF_FC1_B,
     REF_FC2_W,
     REF_FC2_B,
+    REF_QD_W, /* multi-head latent attention's (empty tensors without it) */
+    REF_QN_G,
+    REF_QN_B,
+    REF_QU_W,
+    REF_KVD_W,
+    REF_KVN_G,
+    REF_KVN_B,
+    REF_KVU_W,
     REF_N_INPUTS,
     REF_Y = REF_N_INPUTS,
     REF_DX,
@@ -71,6 +90,14 @@ typedef enum {
     REF_FC1_B_GRAD,
     REF_FC2_W_GRAD,
     REF_FC2_B_GRAD,
+    REF_QD_W_GRAD,
+    REF_QN_G_GRAD,
+    REF_QN_B_GRAD,
+    REF_QU_W_GRAD,
+    REF_KVD_W_GRAD,
+    REF_KVN_G_GRAD,
+    REF_KVN_B_GRAD,
+    REF_KVU_W_GRAD,
     REF_N_TENSORS
 } RefTensor;
 

@@ -61,7 +61,7 @@ typedef struct {
     RefParam *params;
 } RefStepParams;
 
-#define REF_LAYER_PARAMS (REF_N_INPUTS - REF_LN1_G) /* 12 */
+#define REF_LAYER_PARAMS (REF_N_INPUTS - REF_LN1_G) /* 20, 8 of them MLA's */
 
 /* (transfer full): every tensor of `cfg`'s model, all zeros. */
 RefStepParams *ref_step_params_new(const RefStepConfig *cfg);

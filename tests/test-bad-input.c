@@ -69,6 +69,10 @@ typedef struct {
     const char *more[BAD_MORE];
 } BadFilesCase;
 
+/* a multi-head latent attention for the tiny preset (h = 64, a = 4) */
+#define MLA_TINY                                                                                   \
+    "--kv-lora-rank 8 --q-lora-rank 16 --qk-head-dim 8 --qk-pos-emb-head-dim 4 --v-head-dim 8"
+
 static const BadCase cases[] = {
     /* ---- model files: schedule --model FILE */
     {"model",
@@ -812,6 +816,57 @@ static const BadCase cases[] = {
      "schedule --model llama3-8b --tp-mode 1d --tp 16 --seq 64 --layers 1",
      2,
      {"--kv-heads 8 is not divisible by 16", "use --kv-heads a multiple of 16"}},
+    /* multi-head latent attention: one clear error per impossible setting */
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "schedule --model tiny --tp 2 --q-lora-rank 16",
+     2,
+     {"--q-lora-rank 16 needs --kv-lora-rank between 1 and", "not MLA"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology topologies/dgx-h100x64.xml --model deepseek-v3 --kv-lora-rank 0 --tp-mode 1d "
+     "--tp 1 --ep 8 --pp 4 --dp 16",
+     2,
+     {"--q-lora-rank 1536 needs --kv-lora-rank"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "schedule --model tiny --tp 2 --kv-lora-rank -8 --q-lora-rank 16",
+     2,
+     {"--kv-lora-rank -8 is out of range", "0 for no MLA"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "schedule --model tiny --tp 2 " MLA_TINY " --v-head-dim 0",
+     2,
+     {"--v-head-dim 0 is out of range", "between 1 and"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "schedule --model tiny --tp 2 " MLA_TINY " --kv-heads 2",
+     2,
+     {"--kv-lora-rank 8 with --kv-heads 2", "kv heads must equal heads"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "schedule --model tiny --tp-mode 2d --tp 4 " MLA_TINY,
+     2,
+     {"--tp-mode 2d: multi-head latent attention (--kv-lora-rank 8)", "valid: 1d"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "schedule --model tiny --tp-mode 1d --tp 2 --cp 2 " MLA_TINY,
+     2,
+     {"--cp 2: multi-head latent attention", "valid: --cp 1"}},
     /* mixtures of experts: one clear error per impossible expert setting */
     {"cli",
      NULL,

@@ -34,6 +34,7 @@ static const SimparModel mem_model = {"mem",
                                       FALSE,
                                       FALSE,
                                       0,
+                                      {0},
                                       {0}};
 static const SimparModel mem_model_fp32 = {"mem",
                                            64,
@@ -50,6 +51,7 @@ static const SimparModel mem_model_fp32 = {"mem",
                                            FALSE,
                                            FALSE,
                                            0,
+                                           {0},
                                            {0}};
 
 static void

@@ -208,6 +208,7 @@ cuda_test_layer(const CudaLayerCase *lc, SimparDtype dtype, RefShape *shape)
                      lc->llama,
                      FALSE,
                      0,
+                     {0},
                      {0}};
     SimparPlan plan;
     simpar_plan_init(&plan);
@@ -340,6 +341,7 @@ cuda_test_step(const CudaStepCase *c, SimparDtype dtype, RefStepConfig *cfg)
                          FALSE,
                          FALSE,
                          0,
+                         {0},
                          {0}};
     SimparTrain tr;
     simpar_train_init(&tr);

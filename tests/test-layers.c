@@ -26,10 +26,14 @@ typedef struct {
     gboolean llama; /* SwiGLU and RMSNorm */
     gint64 cp;      /* context parallelism (0: none): C x s tokens per sequence */
     gboolean ring;  /* --cp-mode ring */
+    gboolean mla;   /* multi-head latent attention (layers_mla) */
 } LayerCase;
 
 /* h = 36, a = 12, f = 72, s = 4: divisible by every grid below. */
 static const gint64 layers_h = 36, layers_a = 12, layers_f = 72, layers_s = 4;
+/* MLA's latents, head columns (4 + 2 for query and key, 5 for values: every width differs from
+ * h/a = 3 and from the others) */
+static const SimparMlaConfig layers_mla = {10, 6, 4, 2, 5};
 
 static RefTensor
 layers_tensor(const char *name)
@@ -211,9 +215,12 @@ layers_run_model(const LayerCase *lc, gboolean causal, double p, SimparRecompute
                      lc->llama, /* Llama layers have no biases */
                      FALSE,
                      0,
+                     {0},
                      {0}};
     if (moe)
         m.moe = (SimparMoeConfig){.experts = 4, .top_k = 2, .moe_ffn = 8, .moe_every = 1};
+    if (lc->mla)
+        m.mla = layers_mla;
     SimparPlan plan;
     simpar_plan_init(&plan);
     plan.ep = moe ? 2 : 0;
@@ -256,7 +263,18 @@ layers_run_model(const LayerCase *lc, gboolean causal, double p, SimparRecompute
                       lc->llama,
                       lc->llama,
                       (guint) cp,
-                      lc->llama};
+                      lc->llama,
+                      0,
+                      0,
+                      0,
+                      0,
+                      0};
+    if (lc->mla) {
+        const SimparMlaConfig *l = &layers_mla;
+        shape.q_lora = (guint) l->q_lora_rank, shape.kv_lora = (guint) l->kv_lora_rank;
+        shape.dn = (guint) l->qk_head_dim, shape.dpe = (guint) l->qk_pos_emb_head_dim;
+        shape.dv = (guint) l->v_head_dim;
+    }
     g_autoptr(GRand) rng = g_rand_new_with_seed(layers_seed);
     double *t[REF_N_TENSORS];
     for (guint i = 0; i < REF_N_TENSORS; i++) {
@@ -273,10 +291,10 @@ layers_run_model(const LayerCase *lc, gboolean causal, double p, SimparRecompute
     layers_scatter(sched, host, &shape, t);
     CU_ASSERT_TRUE_FATAL(simpar_host_run(host, &error));
     double worst = layers_compare(sched, host, &shape, t, moe);
-    printf("\n    %s%s tp=%" G_GINT64_FORMAT " cp=%" G_GINT64_FORMAT "%s kv=%" G_GINT64_FORMAT
+    printf("\n    %s%s%s tp=%" G_GINT64_FORMAT " cp=%" G_GINT64_FORMAT "%s kv=%" G_GINT64_FORMAT
            "%s%s recompute %s: worst relative error %.3g ",
-           moe ? "moe attention part " : "", lc->mode, lc->tp, cp, lc->ring ? " ring" : "",
-           simpar_model_kv_heads(&m), lc->llama ? " swiglu rmsnorm" : "",
+           moe ? "moe attention part " : "", lc->mla ? "mla " : "", lc->mode, lc->tp, cp,
+           lc->ring ? " ring" : "", simpar_model_kv_heads(&m), lc->llama ? " swiglu rmsnorm" : "",
            causal ? " causal" : " dropout", simpar_recompute_name(recompute), worst);
     CU_ASSERT(worst < 1e-9);
     for (guint i = 0; i < REF_N_TENSORS; i++)
@@ -295,11 +313,11 @@ static void
 test_moe_attention_part(void)
 {
     const LayerCase cases[] = {
-        {"1d", 1, 0, FALSE, TRUE, 2, 0, FALSE, 0, FALSE},
-        {"1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 0, FALSE},
-        {"2d", 4, 0, FALSE, TRUE, 4, 2, TRUE, 0, FALSE},
-        {"3d", 8, 0, FALSE, FALSE, 4, 0, FALSE, 0, FALSE},
-        {"1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 2, FALSE},
+        {"1d", 1, 0, FALSE, TRUE, 2, 0, FALSE, 0, FALSE, FALSE},
+        {"1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 0, FALSE, FALSE},
+        {"2d", 4, 0, FALSE, TRUE, 4, 2, TRUE, 0, FALSE, FALSE},
+        {"3d", 8, 0, FALSE, FALSE, 4, 0, FALSE, 0, FALSE, FALSE},
+        {"1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 2, FALSE, FALSE},
     };
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++)
         for (SimparRecompute r = SIMPAR_RECOMPUTE_NONE; r <= SIMPAR_RECOMPUTE_FULL; r++) {
@@ -340,41 +358,48 @@ layers_case(const LayerCase *lc)
         layers_case(&lc);                                                                          \
     }
 
-LAYER_TEST(test_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 0, FALSE, 0, FALSE)
-LAYER_TEST(test_1d_p4, "1d", 4, 0, FALSE, TRUE, 2, 0, FALSE, 0, FALSE)
-LAYER_TEST(test_1d_p4_sp, "1d", 4, 0, TRUE, TRUE, 2, 0, FALSE, 0, FALSE)
-LAYER_TEST(test_1d_p2_sp, "1d", 2, 0, TRUE, TRUE, 3, 0, FALSE, 0, FALSE)
-LAYER_TEST(test_2d_q2, "2d", 4, 0, FALSE, TRUE, 4, 0, FALSE, 0, FALSE)
-LAYER_TEST(test_2d_q3, "2d", 9, 0, FALSE, TRUE, 3, 0, FALSE, 0, FALSE)
-LAYER_TEST(test_2p5d_q2_d2, "2.5d", 8, 2, FALSE, TRUE, 4, 0, FALSE, 0, FALSE)
-LAYER_TEST(test_3d_q2_paper, "3d", 8, 0, FALSE, TRUE, 4, 0, FALSE, 0, FALSE)
-LAYER_TEST(test_3d_q2_later, "3d", 8, 0, FALSE, FALSE, 4, 0, FALSE, 0, FALSE)
-LAYER_TEST(test_3d_q3_paper, "3d", 27, 0, FALSE, TRUE, 9, 0, FALSE, 0, FALSE)
-LAYER_TEST(test_3d_q3_later, "3d", 27, 0, FALSE, FALSE, 9, 0, FALSE, 0, FALSE)
-LAYER_TEST(test_1d_p1, "1d", 1, 0, FALSE, TRUE, 2, 0, FALSE, 0, FALSE)
+LAYER_TEST(test_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 0, FALSE, 0, FALSE, FALSE)
+LAYER_TEST(test_1d_p4, "1d", 4, 0, FALSE, TRUE, 2, 0, FALSE, 0, FALSE, FALSE)
+LAYER_TEST(test_1d_p4_sp, "1d", 4, 0, TRUE, TRUE, 2, 0, FALSE, 0, FALSE, FALSE)
+LAYER_TEST(test_1d_p2_sp, "1d", 2, 0, TRUE, TRUE, 3, 0, FALSE, 0, FALSE, FALSE)
+LAYER_TEST(test_2d_q2, "2d", 4, 0, FALSE, TRUE, 4, 0, FALSE, 0, FALSE, FALSE)
+LAYER_TEST(test_2d_q3, "2d", 9, 0, FALSE, TRUE, 3, 0, FALSE, 0, FALSE, FALSE)
+LAYER_TEST(test_2p5d_q2_d2, "2.5d", 8, 2, FALSE, TRUE, 4, 0, FALSE, 0, FALSE, FALSE)
+LAYER_TEST(test_3d_q2_paper, "3d", 8, 0, FALSE, TRUE, 4, 0, FALSE, 0, FALSE, FALSE)
+LAYER_TEST(test_3d_q2_later, "3d", 8, 0, FALSE, FALSE, 4, 0, FALSE, 0, FALSE, FALSE)
+LAYER_TEST(test_3d_q3_paper, "3d", 27, 0, FALSE, TRUE, 9, 0, FALSE, 0, FALSE, FALSE)
+LAYER_TEST(test_3d_q3_later, "3d", 27, 0, FALSE, FALSE, 9, 0, FALSE, 0, FALSE, FALSE)
+LAYER_TEST(test_1d_p1, "1d", 1, 0, FALSE, TRUE, 2, 0, FALSE, 0, FALSE, FALSE)
 /* grouped-query attention (12 heads on 6, 3 or 2 key/value heads, 1 = multi-query), SwiGLU and
  * RMSNorm in every mode */
-LAYER_TEST(test_llama_1d_p1_mqa, "1d", 1, 0, FALSE, TRUE, 2, 1, TRUE, 0, FALSE)
-LAYER_TEST(test_llama_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 2, TRUE, 0, FALSE)
-LAYER_TEST(test_llama_1d_p2_sp, "1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 0, FALSE)
-LAYER_TEST(test_gqa_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 2, FALSE, 0, FALSE)
-LAYER_TEST(test_llama_2d_q2, "2d", 4, 0, FALSE, TRUE, 4, 2, TRUE, 0, FALSE)
-LAYER_TEST(test_llama_2p5d_q2_d2, "2.5d", 8, 2, FALSE, TRUE, 4, 6, TRUE, 0, FALSE)
-LAYER_TEST(test_llama_3d_q2_later, "3d", 8, 0, FALSE, FALSE, 4, 2, TRUE, 0, FALSE)
-LAYER_TEST(test_llama_3d_q3_paper, "3d", 27, 0, FALSE, TRUE, 9, 3, TRUE, 0, FALSE)
+LAYER_TEST(test_llama_1d_p1_mqa, "1d", 1, 0, FALSE, TRUE, 2, 1, TRUE, 0, FALSE, FALSE)
+LAYER_TEST(test_llama_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 2, TRUE, 0, FALSE, FALSE)
+LAYER_TEST(test_llama_1d_p2_sp, "1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 0, FALSE, FALSE)
+LAYER_TEST(test_gqa_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 2, FALSE, 0, FALSE, FALSE)
+LAYER_TEST(test_llama_2d_q2, "2d", 4, 0, FALSE, TRUE, 4, 2, TRUE, 0, FALSE, FALSE)
+LAYER_TEST(test_llama_2p5d_q2_d2, "2.5d", 8, 2, FALSE, TRUE, 4, 6, TRUE, 0, FALSE, FALSE)
+LAYER_TEST(test_llama_3d_q2_later, "3d", 8, 0, FALSE, FALSE, 4, 2, TRUE, 0, FALSE, FALSE)
+LAYER_TEST(test_llama_3d_q3_paper, "3d", 27, 0, FALSE, TRUE, 9, 3, TRUE, 0, FALSE, FALSE)
 /* context parallelism (all-gathered keys and values), with every tensor-parallel mode */
-LAYER_TEST(test_cp2_1d_p1, "1d", 1, 0, FALSE, TRUE, 2, 0, FALSE, 2, FALSE)
-LAYER_TEST(test_cp4_1d_p1_llama, "1d", 1, 0, FALSE, TRUE, 1, 3, TRUE, 4, FALSE)
-LAYER_TEST(test_cp2_1d_p2_sp_llama, "1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 2, FALSE)
-LAYER_TEST(test_cp2_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 0, FALSE, 2, FALSE)
-LAYER_TEST(test_cp2_2d_q2_llama, "2d", 4, 0, FALSE, TRUE, 4, 2, TRUE, 2, FALSE)
-LAYER_TEST(test_cp2_2p5d_q2_d2, "2.5d", 8, 2, FALSE, TRUE, 4, 0, FALSE, 2, FALSE)
-LAYER_TEST(test_cp3_3d_q2_later_llama, "3d", 8, 0, FALSE, FALSE, 4, 2, TRUE, 3, FALSE)
+LAYER_TEST(test_cp2_1d_p1, "1d", 1, 0, FALSE, TRUE, 2, 0, FALSE, 2, FALSE, FALSE)
+LAYER_TEST(test_cp4_1d_p1_llama, "1d", 1, 0, FALSE, TRUE, 1, 3, TRUE, 4, FALSE, FALSE)
+LAYER_TEST(test_cp2_1d_p2_sp_llama, "1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 2, FALSE, FALSE)
+LAYER_TEST(test_cp2_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 0, FALSE, 2, FALSE, FALSE)
+LAYER_TEST(test_cp2_2d_q2_llama, "2d", 4, 0, FALSE, TRUE, 4, 2, TRUE, 2, FALSE, FALSE)
+LAYER_TEST(test_cp2_2p5d_q2_d2, "2.5d", 8, 2, FALSE, TRUE, 4, 0, FALSE, 2, FALSE, FALSE)
+LAYER_TEST(test_cp3_3d_q2_later_llama, "3d", 8, 0, FALSE, FALSE, 4, 2, TRUE, 3, FALSE, FALSE)
+/* multi-head latent attention (Megatron-Core's placement: duplicated down projections,
+ * column-parallel up projections), GPT and Llama layers, with and without SP */
+LAYER_TEST(test_mla_1d_p1, "1d", 1, 0, FALSE, TRUE, 2, 0, FALSE, 0, FALSE, TRUE)
+LAYER_TEST(test_mla_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 0, TRUE, 0, FALSE, TRUE)
+LAYER_TEST(test_mla_1d_p2_sp, "1d", 2, 0, TRUE, TRUE, 2, 0, FALSE, 0, FALSE, TRUE)
+LAYER_TEST(test_mla_1d_p4, "1d", 4, 0, FALSE, TRUE, 2, 0, FALSE, 0, FALSE, TRUE)
+LAYER_TEST(test_mla_1d_p4_sp, "1d", 4, 0, TRUE, TRUE, 1, 0, TRUE, 0, FALSE, TRUE)
 /* ring attention: key blocks passed around the context-parallel ring */
-LAYER_TEST(test_ring2_1d_p1, "1d", 1, 0, FALSE, TRUE, 2, 0, FALSE, 2, TRUE)
-LAYER_TEST(test_ring4_1d_p2_sp_llama, "1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 4, TRUE)
-LAYER_TEST(test_ring3_2d_q2, "2d", 4, 0, FALSE, TRUE, 4, 0, FALSE, 3, TRUE)
-LAYER_TEST(test_ring2_3d_q2_llama, "3d", 8, 0, FALSE, FALSE, 4, 2, TRUE, 2, TRUE)
+LAYER_TEST(test_ring2_1d_p1, "1d", 1, 0, FALSE, TRUE, 2, 0, FALSE, 2, TRUE, FALSE)
+LAYER_TEST(test_ring4_1d_p2_sp_llama, "1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 4, TRUE, FALSE)
+LAYER_TEST(test_ring3_2d_q2, "2d", 4, 0, FALSE, TRUE, 4, 0, FALSE, 3, TRUE, FALSE)
+LAYER_TEST(test_ring2_3d_q2_llama, "3d", 8, 0, FALSE, FALSE, 4, 2, TRUE, 2, TRUE, FALSE)
 
 static CU_TestInfo layers_tests[] = {
     {"an MoE model's layer (its attention part) equals the serial layer without its MLP, 1-D "
@@ -401,6 +426,12 @@ static CU_TestInfo layers_tests[] = {
     {"context parallelism C=2 x 2.5-D q=2 d=2 equals the serial layer", test_cp2_2p5d_q2_d2},
     {"context parallelism C=3 x 3-D q=2 later, Llama layer, equals the serial layer",
      test_cp3_3d_q2_later_llama},
+    {"MLA layer on one GPU (1-D T=1) equals the serial MLA layer", test_mla_1d_p1},
+    {"MLA layer (SwiGLU, RMSNorm), 1-D T=2, equals the serial MLA layer", test_mla_1d_p2},
+    {"MLA layer, 1-D T=2 with SP, equals the serial MLA layer", test_mla_1d_p2_sp},
+    {"MLA layer, 1-D T=4, equals the serial MLA layer", test_mla_1d_p4},
+    {"MLA layer (SwiGLU, RMSNorm), 1-D T=4 with SP, equals the serial MLA layer",
+     test_mla_1d_p4_sp},
     {"ring attention C=2 equals the serial layer", test_ring2_1d_p1},
     {"ring attention C=4 x 1-D T=2 with SP, Llama layer, equals the serial layer",
      test_ring4_1d_p2_sp_llama},

@@ -297,7 +297,26 @@ test_moe_flags(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(etp, "--ep=4 --etp=2")); /* Megatron's default ETP = TP */
 }
 
+/* --multi-latent-attention with DeepSeek-V3's sizes; without one of them, refused */
+static void
+test_mla_flags(void)
+{
+    const char *mla = "--multi-latent-attention --q-lora-rank 1536 --kv-lora-rank 512 "
+                      "--qk-head-dim 128 --qk-pos-emb-head-dim 64 --v-head-dim 128";
+    g_autofree char *text = g_strconcat(MEG_SHAPE, mla, NULL);
+    g_autofree char *flags = megatron_flags(text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(flags);
+    CU_ASSERT_PTR_NOT_NULL(strstr(flags, "--q-lora-rank=1536 --kv-lora-rank=512 --qk-head-dim=128 "
+                                         "--qk-pos-emb-head-dim=64 --v-head-dim=128"));
+    g_autofree char *mha = megatron_flags(MEG_SHAPE);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mha);
+    CU_ASSERT_PTR_NULL(strstr(mha, "lora"));
+    megatron_refuses(MEG_SHAPE "--multi-latent-attention --q-lora-rank 1536 --kv-lora-rank 512",
+                     "--multi-latent-attention without --qk-head-dim");
+}
+
 static CU_TestInfo megatron_tests[] = {
+    {"Megatron's --multi-latent-attention and its sizes become simpar's MLA flags", test_mla_flags},
     {"Megatron's MoE flags become simpar's, with Megatron's defaults", test_moe_flags},
     {"Megatron's GPT-3 175B and Llama 3 70B scripts predict what simpar's flags predict",
      test_examples},

@@ -28,6 +28,7 @@ static const SimparModel model16 = {"mem",
                                     FALSE,
                                     FALSE,
                                     0,
+                                    {0},
                                     {0}};
 
 static gboolean
@@ -141,6 +142,31 @@ test_llama3_8b(void)
     CU_ASSERT(near(mem.activations_B, L * stored));
 }
 
+/* DeepSeek-V3 (arXiv 2412.19437): 671B parameters without its multi-token-prediction module.
+ * The attention is multi-head latent attention, written out here from its config.json. */
+static void
+test_deepseek_v3_params(void)
+{
+    SimparModel m;
+    CU_ASSERT_TRUE_FATAL(simpar_model_preset("deepseek-v3", &m, NULL));
+    double h = 7168, a = 128, V = 129280, q = 1536, kv = 512, nope = 128, rope = 64, v = 128;
+    double attn = h * q + q * a * (nope + rope) + h * (kv + rope) + kv * a * (nope + v) + a * v * h;
+    double norms = 2 * h + q + kv; /* RMSNorms: ln1, ln2 and the two latents' */
+    CU_ASSERT(near(simpar_model_attention_weights(&m), attn));
+    CU_ASSERT(near(simpar_model_layer_small_params(&m), norms));
+    double expert = 3 * h * 2048, dense = 3 * h * 18432;
+    double moe = h * 256 + expert + 256 * expert; /* router, shared expert, routed experts */
+    double want = 61 * (attn + norms) + 3 * dense + 58 * moe + 2 * V * h + h;
+    double got = simpar_memory_model_params(&m);
+    printf("\n    deepseek-v3: %.6g parameters (published 671e9 without MTP; %+.3g%%)", got,
+           100 * (got / 671e9 - 1));
+    CU_ASSERT(near(got, want));
+    CU_ASSERT_DOUBLE_EQUAL(got / 671e9, 1, 0.001);
+    /* without MLA the same model is 128 heads of h/a = 56 */
+    m.mla = (SimparMlaConfig){0};
+    CU_ASSERT(near(simpar_model_attention_weights(&m), 4 * h * h));
+}
+
 /* ----- model states ----- */
 
 static void
@@ -177,6 +203,7 @@ static const SimparModel zero_model = {"zero",
                                        FALSE,
                                        FALSE,
                                        0,
+                                       {0},
                                        {0}};
 
 static void
@@ -479,6 +506,8 @@ static CU_TestInfo memory_tests[] = {
     {"FP8 attention keeps Q, K, V (delayed: and O) in FP8, by hand; unfused and bf16 as before",
      test_activations_fp8_attention},
     {"Llama 3 8B: the published parameter count, activations of GQA and SwiGLU", test_llama3_8b},
+    {"DeepSeek-V3 with multi-head latent attention: 671B parameters, the attention by hand",
+     test_deepseek_v3_params},
     {"hybrid sharding, --no-reshard and fp32 gradients: their bytes per parameter",
      test_states_fsdp_options},
     {"context parallelism divides activations and logits by C", test_activations_cp},

@@ -404,6 +404,35 @@ test_an_unknown_dtype_name_is_refused(void)
     CU_ASSERT_EQUAL(parsed, SIMPAR_DTYPE_FP64);
 }
 
+/* A model file gives multi-head latent attention by its five keys; one without the key/value
+ * latent, or grouped-query heads with it, is refused naming the keys. */
+static void
+test_a_file_gives_mla_by_its_keys(void)
+{
+    g_autofree char *ok = model_write(
+        "mla.json", "{\"base\": \"tiny\", \"q_lora_rank\": 16, \"kv_lora_rank\": 8, "
+                    "\"qk_head_dim\": 8, \"qk_pos_emb_head_dim\": 4, \"v_head_dim\": 12}");
+    SimparModel m;
+    g_autoptr(GError) error = NULL;
+    CU_ASSERT_TRUE_FATAL(simpar_model_load_json(ok, &m, &error));
+    CU_ASSERT_TRUE(simpar_model_is_mla(&m));
+    CU_ASSERT_EQUAL(simpar_model_qk_head_dim(&m), 12);
+    CU_ASSERT_EQUAL(simpar_model_v_head_dim(&m), 12);
+    CU_ASSERT_STRING_EQUAL(simpar_model_flavour(&m), " mla=16/8");
+    g_autofree char *no_kv = model_write("mla-no-kv.json", "{\"q_lora_rank\": 16}");
+    model_expect_failure(no_kv, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
+                         "\"q_lora_rank\" 16 needs \"kv_lora_rank\"", NULL);
+    g_autofree char *gqa =
+        model_write("mla-gqa.json", "{\"kv_heads\": 2, \"q_lora_rank\": 16, \"kv_lora_rank\": 8, "
+                                    "\"qk_head_dim\": 8, \"v_head_dim\": 8}");
+    model_expect_failure(gqa, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
+                         "\"kv_lora_rank\" 8 with \"kv_heads\" 2", NULL);
+    SimparModel v3;
+    CU_ASSERT_TRUE_FATAL(simpar_model_preset("deepseek-v3", &v3, NULL));
+    CU_ASSERT_EQUAL(simpar_model_qk_head_dim(&v3), 192);
+    CU_ASSERT_EQUAL(simpar_model_v_head_dim(&v3), 128);
+}
+
 static CU_TestInfo preset_tests[] = {
     {"every preset validates and splits hidden evenly over heads",
      test_every_preset_validates_and_splits_hidden_evenly_over_heads},
@@ -424,6 +453,8 @@ static CU_TestInfo json_tests[] = {
     {"invalid JSON is refused", test_invalid_json_is_refused},
     {"a JSON array is refused", test_a_json_array_is_refused},
     {"an unknown key is refused", test_an_unknown_key_is_refused},
+    {"a file gives multi-head latent attention by its keys; without kv_lora_rank it is refused",
+     test_a_file_gives_mla_by_its_keys},
     {"a string hidden is refused", test_a_string_hidden_is_refused},
     {"a fractional hidden is refused", test_a_fractional_hidden_is_refused},
     {"a zero hidden is refused", test_a_zero_hidden_is_refused},

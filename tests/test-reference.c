@@ -268,17 +268,20 @@ ref_test_worst(const RefShape *sh, double *const exact[REF_N_TENSORS],
     return worst;
 }
 
-/* `llama`: 4 heads on 2 key/value heads, SwiGLU, RMSNorm; else 2 heads, GeLU, LayerNorm. */
+/* `llama`: 4 heads on 2 key/value heads, SwiGLU, RMSNorm; else 2 heads, GeLU, LayerNorm.
+ * `mla`: multi-head latent attention (latents 5 and 3, heads of 3 + 2 and 4 columns). */
 static void
-ref_test_gradients(gboolean causal, double p, gboolean llama)
+ref_test_gradients(gboolean causal, double p, gboolean llama, gboolean mla)
 {
     RefShape sh = {.b = 2, .s = 3, .h = 8, .a = 2, .f = 12, .causal = causal, .eps = 1e-5};
     if (llama)
         sh.a = 4, sh.kv = 2, sh.swiglu = sh.rms = sh.no_bias = TRUE;
+    if (mla)
+        sh.kv = 0, sh.q_lora = 5, sh.kv_lora = 3, sh.dn = 3, sh.dpe = 2, sh.dv = 4;
     sh.p_hidden = sh.p_attn = p;
     sh.seed = ref_test_seed;
-    printf("\n    %scausal %d, p %.2f, seed %" G_GUINT64_FORMAT ":", llama ? "llama " : "", causal,
-           p, sh.seed);
+    printf("\n    %s%scausal %d, p %.2f, seed %" G_GUINT64_FORMAT ":", llama ? "llama " : "",
+           mla ? "mla " : "", causal, p, sh.seed);
     double *exact[REF_N_TENSORS], *probe[REF_N_TENSORS];
     ref_test_alloc(&sh, exact);
     ref_test_alloc(&sh, probe);
@@ -305,22 +308,29 @@ ref_test_gradients(gboolean causal, double p, gboolean llama)
 static void
 test_gradients_without_dropout(void)
 {
-    ref_test_gradients(FALSE, 0.0, FALSE);
-    ref_test_gradients(TRUE, 0.0, FALSE);
+    ref_test_gradients(FALSE, 0.0, FALSE, FALSE);
+    ref_test_gradients(TRUE, 0.0, FALSE, FALSE);
 }
 
 static void
 test_gradients_with_dropout(void)
 {
-    ref_test_gradients(FALSE, 0.1, FALSE);
-    ref_test_gradients(TRUE, 0.1, FALSE);
+    ref_test_gradients(FALSE, 0.1, FALSE, FALSE);
+    ref_test_gradients(TRUE, 0.1, FALSE, FALSE);
+}
+
+static void
+test_gradients_mla(void)
+{
+    ref_test_gradients(TRUE, 0.0, FALSE, TRUE);
+    ref_test_gradients(FALSE, 0.1, TRUE, TRUE);
 }
 
 static void
 test_gradients_llama(void)
 {
-    ref_test_gradients(TRUE, 0.0, TRUE);
-    ref_test_gradients(FALSE, 0.1, TRUE);
+    ref_test_gradients(TRUE, 0.0, TRUE, FALSE);
+    ref_test_gradients(FALSE, 0.1, TRUE, FALSE);
 }
 
 /* ---------------------------------------------------------------- registry */
@@ -355,6 +365,9 @@ static CU_TestInfo ref_tests[] = {
      test_one_token_llama},
     {"Every gradient of the Llama flavour (GQA, SwiGLU, RMSNorm) matches central differences",
      test_gradients_llama},
+    {"Every gradient of an MLA layer (latents, their norms, the shared key part) matches central "
+     "differences",
+     test_gradients_mla},
     CU_TEST_INFO_NULL,
 };
 

@@ -58,6 +58,7 @@ summary_check(const char *mode, gint64 tp, gint64 depth, gboolean sp, gboolean p
                      FALSE,
                      FALSE,
                      0,
+                     {0},
                      {0}};
     SimparPlan plan;
     simpar_plan_init(&plan);
@@ -196,6 +197,7 @@ test_paper_table(void)
                      FALSE,
                      FALSE,
                      0,
+                     {0},
                      {0}};
     guint64 h = 64, B = 16 * 8;
     SimparPlan p2, p3;

@@ -25,6 +25,10 @@
 
 static guint64 train_host_seed = 20261121;
 
+/* TrainCase.llama: Llama layers with multi-head latent attention of these sizes. */
+#define TH_MLA 2
+static const SimparMlaConfig th_mla = {6, 4, 3, 2, 5};
+
 enum {
     TH_H = 8,
     TH_A = 4,
@@ -41,9 +45,10 @@ typedef struct {
     double p; /* dropout */
     SimparRecompute recompute;
     gboolean scatter_gather;
-    gboolean llama; /* 4 heads on 2 key/value heads, SwiGLU, RMSNorm */
-    gint zero;      /* ZeRO-1: only the updated weights are compared */
-    gint64 shard;   /* --shard-group (0: D) */
+    gint llama;   /* TRUE: 4 heads on 2 key/value heads, SwiGLU, RMSNorm; TH_MLA: SwiGLU,
+                     RMSNorm and multi-head latent attention (th_mla) */
+    gint zero;    /* ZeRO-1: only the updated weights are compared */
+    gint64 shard; /* --shard-group (0: D) */
 } TrainCase;
 
 typedef struct {
@@ -166,13 +171,16 @@ train_host_setup(const TrainCase *c, SimparModel *model, SimparTrain *tr)
                            TH_F,
                            TH_V,
                            SIMPAR_DTYPE_FP64,
-                           c->llama ? 2 : 0,
+                           c->llama == TRUE ? 2 : 0,
                            c->llama ? SIMPAR_MLP_SWIGLU : SIMPAR_MLP_GELU,
                            c->llama ? SIMPAR_NORM_RMSNORM : SIMPAR_NORM_LAYERNORM,
                            c->llama,
                            FALSE,
                            0,
+                           {0},
                            {0}};
+    if (c->llama == TH_MLA)
+        model->mla = th_mla;
     simpar_train_init(tr);
     tr->tp.mode = g_intern_string(c->mode);
     tr->tp.tp = c->tp, tr->tp.depth = c->depth;
@@ -225,8 +233,15 @@ train_host_case(const TrainCase *c)
         .weight_decay = tr.adam.weight_decay,
         .step = 1,
     };
-    cfg.layer.kv = c->llama ? 2 : 0, cfg.layer.swiglu = cfg.layer.rms = c->llama;
-    cfg.layer.no_bias = c->llama;
+    cfg.layer.kv = c->llama == TRUE ? 2 : 0, cfg.layer.swiglu = cfg.layer.rms = c->llama != FALSE;
+    cfg.layer.no_bias = c->llama != FALSE;
+    if (c->llama == TH_MLA) {
+        cfg.layer.q_lora = (guint) th_mla.q_lora_rank,
+        cfg.layer.kv_lora = (guint) th_mla.kv_lora_rank;
+        cfg.layer.dn = (guint) th_mla.qk_head_dim,
+        cfg.layer.dpe = (guint) th_mla.qk_pos_emb_head_dim;
+        cfg.layer.dv = (guint) th_mla.v_head_dim;
+    }
     g_autoptr(GRand) rng = g_rand_new_with_seed((guint32) train_host_seed);
     TrainRef ref = {ref_step_params_new(&cfg), NULL, NULL, (guint) c->dp};
     ref_step_params_fill(ref.params, rng);
@@ -282,6 +297,13 @@ TRAIN_TEST(test_t4_sp_interleaved_dp, "1d", 4, 0, 2, 2, 2, 4, 1, 4, SIMPAR_PIPE_
 /* Llama layers (GQA, SwiGLU, RMSNorm), 3 layers on 2 stages (2 + 1: the uneven spread) */
 TRAIN_TEST(test_llama_uneven, "1d", 2, 0, 2, 2, 1, 3, 1, 3, SIMPAR_PIPE_1F1B, TRUE, TRUE, 0.1,
            SIMPAR_RECOMPUTE_SELECTIVE, FALSE, TRUE, 0, 0)
+
+/* Llama layers with multi-head latent attention: the duplicated down projections' gradients
+ * summed over the tensor-parallel group with SP, then with the data-parallel replicas */
+TRAIN_TEST(test_mla_sp_dp, "1d", 2, 0, 2, 2, 1, 3, 1, 3, SIMPAR_PIPE_1F1B, TRUE, TRUE, 0.1,
+           SIMPAR_RECOMPUTE_SELECTIVE, FALSE, TH_MLA, 0, 0)
+TRAIN_TEST(test_mla_zero1, "1d", 2, 0, 1, 2, 1, 2, 1, 2, SIMPAR_PIPE_1F1B, FALSE, TRUE, 0.0,
+           SIMPAR_RECOMPUTE_NONE, FALSE, TH_MLA, 1, 0)
 
 /* ZeRO-1 (the distributed optimizer): gradients reduce-scattered, Adam on each rank's shard,
  * parameters all-gathered; over all 4 replicas, and with hybrid sharding over groups of 2 (the
@@ -368,6 +390,10 @@ static CU_TestInfo train_host_tests[] = {
     {"4-way 1-D + SP, interleaved, 2 replicas, dropout, full recomputation",
      test_t4_sp_interleaved_dp},
     {"Llama layers (GQA, SwiGLU, RMSNorm), 3 layers on 2 stages, SP, dropout", test_llama_uneven},
+    {"MLA layers, T=2 with SP, 2 stages, 2 replicas, dropout: the step equals the serial one",
+     test_mla_sp_dp},
+    {"MLA layers, T=2, ZeRO-1 over 2 replicas: the updated weights equal the serial step",
+     test_mla_zero1},
     {"ZeRO-1 over 4 replicas: updated weights equal the serial step", test_zero1},
     {"ZeRO-1 sharded over groups of 2 of 4 replicas, Llama layers: updated weights equal the "
      "serial step",
