@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "plot.h"
 #include "sweep.h"
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -22,7 +23,8 @@ static const char sweep_summary_text[] =
     "  simpar sweep --merge -o ALL.csv PART0.csv PART1.csv ...      (shards of one sweep)";
 
 static const char *const sweep_plot_kinds[] = {"scaling", "memory", "breakdown"};
-#define SWEEP_N_PLOTS G_N_ELEMENTS(sweep_plot_kinds)
+#define SWEEP_N_PLOTS         G_N_ELEMENTS(sweep_plot_kinds)
+#define SWEEP_HEAP_KEEP_BYTES (64 << 20) /* arrays below this stay in the heap */
 
 /* The file of picture `i` of --plot FILE (FILE.png, FILE-memory.png, FILE-breakdown.png; the
  * name ends in .png or .svg); transfer full. */
@@ -528,6 +530,12 @@ sweep_spec_blame(const SimparSweepArgs *a, GError *error)
 gboolean
 simpar_cmd_sweep(int argc, char **argv, GError **error)
 {
+    /* A sweep's rows build and free arrays of like sizes again and again (layer schedules, the
+     * formula's ops, the journal's rows): kept in the heap, neither mapped apart nor trimmed
+     * back to the kernel at each free, their pages are not faulted in anew row after row (the
+     * workers inherit the setting). */
+    mallopt(M_MMAP_THRESHOLD, SWEEP_HEAP_KEEP_BYTES);
+    mallopt(M_TRIM_THRESHOLD, SWEEP_HEAP_KEEP_BYTES);
     SimparSweep sw = {0};
     SimparSweepArgs *a = &sw.args;
     g_autofree char *summary = NULL;
