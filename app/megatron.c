@@ -792,6 +792,51 @@ meg_attention(SimparMegatron *meg, GError **error)
     return TRUE;
 }
 
+/* FP8 training as Transformer Engine runs it (Megatron-LM's --fp8-format e4m3|hybrid with
+ * --fp8-recipe): simpar's --dtype fp8 (bf16 with FP8 GEMMs) and its recipe, FP8 parameter
+ * gathers and FP8 attention. e4m3 and hybrid (E5M2 gradients) cost alike: one byte an operand. */
+static gboolean
+meg_fp8(SimparMegatron *meg, SimparDtype dtype, GError **error)
+{
+    static const char *const recipes[][2] = {
+        {"delayed", "delayed"}, {"tensorwise", "current"}, {"mxfp8", "mxfp8"}};
+    const char *format, *recipe;
+    if (!meg_string(meg, "fp8-format", NULL, &format, error))
+        return FALSE;
+    if (format == NULL)
+        return TRUE; /* the other fp8 flags, if any, are listed as ignored */
+    if (!g_str_equal(format, "e4m3") && !g_str_equal(format, "hybrid"))
+        return meg_fail(meg, error, "--fp8-format %s: valid are e4m3 and hybrid", format);
+    if (dtype != SIMPAR_DTYPE_BF16)
+        return meg_fail(meg, error,
+                        "--fp8-format %s without --bf16: simpar's FP8 training keeps everything "
+                        "but the linears' GEMMs in bf16; add --bf16",
+                        format);
+    if (!meg_string(meg, "fp8-recipe", "delayed", &recipe, error))
+        return FALSE;
+    const char *ours = NULL;
+    for (guint i = 0; i < G_N_ELEMENTS(recipes); i++)
+        if (g_str_equal(recipe, recipes[i][0]))
+            ours = recipes[i][1];
+    if (ours == NULL)
+        return meg_fail(meg, error,
+                        "--fp8-recipe %s: valid are delayed, tensorwise and mxfp8 (simpar does "
+                        "not model blockwise scaling)",
+                        recipe);
+    meg_arg(meg, "--dtype=fp8");
+    meg_arg(meg, "--fp8-recipe=%s", ours);
+    meg_use(meg, "--fp8-format --fp8-recipe (default delayed)", "--dtype fp8 --fp8-recipe %s",
+            ours);
+    const char *const passed[] = {"fp8-param-gather", "fp8-dot-product-attention"};
+    for (guint i = 0; i < G_N_ELEMENTS(passed); i++)
+        if (meg_switch(meg, passed[i])) {
+            meg_arg(meg, "--%s", passed[i]);
+            g_autofree char *from = g_strdup_printf("--%s", passed[i]);
+            meg_use(meg, from, "--%s", passed[i]);
+        }
+    return TRUE;
+}
+
 /* ---- what is ignored, and why ------------------------------------------------------------- */
 
 /* Flag names (a trailing '*' matches any ending) and why simpar ignores them. */
@@ -849,9 +894,11 @@ static const struct {
                            "spec", NULL},
      "numerics or kernel fusion of the same layer: simpar's --kernels megatron prices "
      "Megatron-Core's fused kernels for these shapes"},
-    {(const char *const[]){"fp8*", "first-last-layers-bf16", "num-layers-at-*", NULL},
-     "FP8: simpar prices GEMMs in the model's dtype; FP8 GEMMs and their scaling are not "
-     "modelled, so compute is predicted at that dtype's speed"},
+    {(const char *const[]){"fp8*", NULL},
+     "FP8 without --fp8-format (not turned on), or a detail of its scaling (margin, amax "
+     "history and algorithm, interval): simpar prices the recipe's kernels, not these"},
+    {(const char *const[]){"first-last-layers-bf16", "num-layers-at-*", NULL},
+     "the first and last layers' GEMMs are priced in FP8 as the others'"},
     {(const char *const[]){"tp-comm-overlap*", "disable-tp-comm-*", NULL},
      "simpar does not overlap tensor-parallel collectives with GEMMs (userbuffers): predicted "
      "without that overlap"},
@@ -906,7 +953,8 @@ meg_translate(SimparMegatron *meg, GError **error)
     for (guint i = 0; i < split->len; i++)
         g_ptr_array_add(meg->argv, g_strdup(split->pdata[i]));
     if (!meg_pipeline(meg, w.layers, pp, error) || !meg_recompute(meg, w.layers, pp, error) ||
-        !meg_data(meg, w.dtype, error) || !meg_attention(meg, error))
+        !meg_data(meg, w.dtype, error) || !meg_attention(meg, error) ||
+        !meg_fp8(meg, w.dtype, error))
         return FALSE;
     for (guint i = 0; i < meg->flags->len; i++) {
         const MegFlag *f = meg->flags->pdata[i];

@@ -197,6 +197,12 @@ test_shell_words(void)
         {MEG_SHAPE "--pipeline-model-parallel-size 4 --num-layers-per-virtual-pipeline-stage 3 "
                    "--recompute-activations",
          "--schedule=interleaved --virtual-stages=2 --recompute=selective"},
+        /* FP8 as Transformer Engine runs it: Megatron's tensorwise is simpar's current */
+        {MEG_SHAPE "--bf16 --fp8-format hybrid --fp8-recipe tensorwise --fp8-amax-history-len 16 "
+                   "--use-distributed-optimizer --fp8-param-gather",
+         "--dtype=fp8 --fp8-recipe=current --fp8-param-gather"},
+        {MEG_SHAPE "--bf16 --fp8-format e4m3 --fp8-dot-product-attention",
+         "--dtype=fp8 --fp8-recipe=delayed --fp8-dot-product-attention"},
         /* no tensor parallelism: no sequence parallelism, as Megatron turns it off */
         {MEG_SHAPE "--sequence-parallel --use-torch-fsdp2 --fp16 --attention-backend unfused",
          "--tp=1 --zero=3 --tied-embeddings --attention=unfused"},
@@ -233,6 +239,10 @@ test_refusals(void)
     megatron_refuses(MEG_SHAPE "--num-experts 8 --moe-layer-freq '[1,0]'",
                      "--moe-layer-freq [1,0]: valid are an integer N and the pattern");
     megatron_refuses(MEG_SHAPE "--bf16 --fp16", "--bf16 and --fp16 together");
+    megatron_refuses(MEG_SHAPE "--bf16 --fp8-format e5m2", "--fp8-format e5m2: valid are e4m3");
+    megatron_refuses(MEG_SHAPE "--fp8-format hybrid", "--fp8-format hybrid without --bf16");
+    megatron_refuses(MEG_SHAPE "--bf16 --fp8-format hybrid --fp8-recipe blockwise",
+                     "--fp8-recipe blockwise: valid are delayed, tensorwise and mxfp8");
     megatron_refuses(MEG_SHAPE "--normalization BatchNorm",
                      "--normalization BatchNorm: valid are LayerNorm and RMSNorm");
     megatron_refuses(MEG_SHAPE "--kv-channels 64", "--kv-channels 64: simpar's attention heads");
