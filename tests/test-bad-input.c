@@ -367,6 +367,16 @@ static const BadCase cases[] = {
      "--ep 2 --etp 3 --moe-ffn 1000",
      2,
      {"--etp 3 does not divide --moe-ffn 1000", "valid: a divisor of 1000"}},
+    /* experts beside 2-D attention: one message (it said "needs --sp", which 2-D refuses) */
+    {"command line",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --gpus 16 --model mixtral-8x7b --dtype fp16 --layers 2 --tp-mode 2d "
+     "--tp 4 --dp 4 --micro-batch 2 --global-batch 8",
+     2,
+     {"--tp-mode 2d with a mixture of experts", "not modelled",
+      "valid: --tp-mode 1d with --sp, or --tp 1"}},
     {"command line",
      NULL,
      NULL,
