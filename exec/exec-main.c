@@ -207,6 +207,11 @@ exec_run_options(ExecArgs *a, SimparRunOptions *o, GError **error)
         return exec_usage(error, "--gpus, --min-bytes, --max-bytes and --quick apply to --bench");
     if (a->run != NULL && !simpar_job_run_parse(a->run, &o->run, error))
         return FALSE;
+    if (g_strcmp0(o->job.dtype, "fp8") == 0)
+        return exec_usage(error,
+                          "--dtype fp8: simpar-exec has no FP8 GEMMs (its schedules would run in "
+                          "bf16 and time a bf16 step); valid are fp16, bf16, fp32 and fp64: run "
+                          "--dtype bf16 and validate against a bf16 prediction");
     if (a->attention != NULL && !simpar_attention_parse(a->attention, &o->attention, NULL))
         return exec_usage(error, "--attention %s: valid are unfused and flash", a->attention);
     if (a->seed != EXEC_UNSET && a->seed < 0)
