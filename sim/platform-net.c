@@ -411,7 +411,8 @@ platform_link_by_name(const SimparPlatform *p, const char *name)
     if (q->links_by_name == NULL) {
         q->links_by_name = g_hash_table_new(g_str_hash, g_str_equal);
         sg_link_t *all = sg_link_list();
-        for (size_t i = 0; i < sg_link_count(); i++) /* the names are SimGrid's, as long */
+        size_t n = sg_link_count();    /* walks every zone: call it once */
+        for (size_t i = 0; i < n; i++) /* the names are SimGrid's, as long */
             g_hash_table_insert(q->links_by_name, (gpointer) sg_link_get_name(all[i]), all[i]);
         free(all);
     }
@@ -576,8 +577,9 @@ simpar_platform_scale_fabric(const SimparNet *net, double factor)
     if (p->fabric == NULL) {
         p->fabric = g_ptr_array_new();
         sg_link_t *all = sg_link_list();
+        size_t n = sg_link_count(); /* walks every zone: call it once */
         guint k;
-        for (size_t i = 0; i < sg_link_count(); i++)
+        for (size_t i = 0; i < n; i++)
             if (platform_node_link(sg_link_get_name(all[i]), &k) == 0)
                 g_ptr_array_add(p->fabric, all[i]);
         free(all); /* xbt_new, that is malloc */
