@@ -1145,9 +1145,10 @@ host_test_step_loss_case(guint layers)
     double loss = ref_step_run(&cfg, p, tokens, targets);
     printf("\n    %u layers: loss %.6f", layers, loss);
     host_test_close("loss", 0, loss, want, 1e-13);
-    for (guint i = 0; i < p->n; i++)
-        CU_ASSERT(memcmp(before->pdata[i], p->params[i].value,
-                         p->params[i].rows * p->params[i].cols * sizeof(double)) == 0);
+    for (guint i = 0; i < p->n; i++) { /* an empty tensor (a model without MLA) has no data */
+        gsize size = p->params[i].rows * p->params[i].cols * sizeof(double);
+        CU_ASSERT(size == 0 || memcmp(before->pdata[i], p->params[i].value, size) == 0);
+    }
 }
 
 static void
