@@ -97,6 +97,20 @@ typedef enum {
     SIMPAR_N_OP_KINDS,
 } SimparOpKind;
 
+/* The class of an op kind, where simpar reports busy time per class (validate), in this order:
+ * the compute classes, then collectives and point-to-point transfers. */
+typedef enum {
+    SIMPAR_OP_CLASS_GEMM,
+    SIMPAR_OP_CLASS_ATTENTION,
+    SIMPAR_OP_CLASS_KERNELS, /* layer norm, GeLU, SwiGLU, dropout, bias, add, packing, MoE */
+    SIMPAR_OP_CLASS_EMBED_LOSS,
+    SIMPAR_OP_CLASS_OPTIMIZER,
+    SIMPAR_OP_CLASS_BLOCK,
+    SIMPAR_OP_CLASS_COLLECTIVE,
+    SIMPAR_OP_CLASS_P2P,
+    SIMPAR_N_OP_CLASSES,
+} SimparOpClass;
+
 typedef enum {
     SIMPAR_COLL_ALL_REDUCE,
     SIMPAR_COLL_ALL_GATHER,
@@ -441,6 +455,10 @@ const char *simpar_coll_kind_name(SimparCollKind kind);
  * reduce-scatter and all-to-all (n-1)/n; broadcast and reduce 1. */
 double simpar_coll_busbw_factor(SimparCollKind kind, guint n);
 const char *simpar_op_kind_name(SimparOpKind kind);
+/* The class of `kind` (its row in the op-kind table) and the class's name ("gemm", "attention",
+ * "other kernels", "embedding + loss", "optimizer", "timed blocks", "collective", "p2p"). */
+SimparOpClass simpar_op_class(SimparOpKind kind);
+const char *simpar_op_class_name(SimparOpClass klass);
 
 /* Each op (known kind, existing group it belongs to, usable parameters, every view it needs
  * present and inside a buffer of its rank), collective order/size/root per group, matched
