@@ -313,10 +313,7 @@ collective_run_size(const Collective *c, const SimparPlatform *platform, guint n
 static void
 collective_json_head(JsonBuilder *b, const Collective *c, const CollectiveRow *row)
 {
-    json_builder_set_member_name(b, "format");
-    json_builder_add_string_value(b, "simpar-collective");
-    json_builder_set_member_name(b, "version");
-    json_builder_add_int_value(b, COLLECTIVE_JSON_VERSION);
+    simpar_json_head(b, "simpar-collective", COLLECTIVE_JSON_VERSION);
     json_builder_set_member_name(b, "op");
     json_builder_add_string_value(b, c->op_name);
     json_builder_set_member_name(b, "gpus");

@@ -308,10 +308,7 @@ validate_result(ValidateJob *vj, const SimparSpan *predicted)
     const SimparSpan *measured = v->run->spans;
     g_autoptr(JsonBuilder) b = json_builder_new();
     json_builder_begin_object(b);
-    json_builder_set_member_name(b, "format");
-    json_builder_add_string_value(b, "simpar-validation");
-    json_builder_set_member_name(b, "version");
-    json_builder_add_int_value(b, 1);
+    simpar_json_head(b, "simpar-validation", 1);
     g_autofree char *gpus = g_strdup_printf("0-%u", simpar_schedule_n_ranks(v->sched) - 1);
     validate_json_header(b, vj, gpus);
     SimparReportRow mrow, prow;
