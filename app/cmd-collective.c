@@ -243,10 +243,11 @@ simpar_collective_time(const SimparPlatform *platform, const SimparBackend *back
     return time_s;
 }
 
-/* FALSE with an error when the sizes' expansions, where they are built and played (played,
- * or exact with an algorithm other than the ring, which exact evaluates), would need more
- * memory than a run may take, or SimGrid longer than --time-budget: the number, before any is
- * built (a played all-reduce on 4,096 GPUs asked for 8 GiB, an all-to-all ran for hours). */
+/* FALSE with an error when the sizes' expansions, where they are built and played (played, or
+ * exact with an algorithm whose row has no idle evaluator: exact evaluates a lone ring with its
+ * own), would need more memory than a run may take, or SimGrid longer than --time-budget: the
+ * number, before any is built (a played all-reduce on 4,096 GPUs asked for 8 GiB, an all-to-all
+ * ran for hours). */
 static gboolean
 collective_affordable(const Collective *c, const SimparPlatform *platform, GError **error)
 {
@@ -260,8 +261,8 @@ collective_affordable(const Collective *c, const SimparPlatform *platform, GErro
         const SimparCollAlgo *algo = c->run.algo != NULL
                                          ? simpar_coll_runs_as(c->run.algo, &g)
                                          : simpar_coll_choose(c->kind, &g, bytes, &c->run.coll);
-        gboolean played = c->run.play_all || (c->run.mode == SIMPAR_COLL_MODE_EXACT &&
-                                              !g_str_equal(algo->name, "ring"));
+        gboolean played =
+            c->run.play_all || (c->run.mode == SIMPAR_COLL_MODE_EXACT && algo->eval_idle == NULL);
         if (!played)
             continue;
         double x = simpar_coll_xfers_bound(algo, c->kind, &g, bytes, &c->run.coll);
