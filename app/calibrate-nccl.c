@@ -501,10 +501,7 @@ nccl_print(const SimparPlatform *p, NcclFit *f, GString *out)
 void
 simpar_calibration_json_head(JsonBuilder *b)
 {
-    json_builder_set_member_name(b, "format");
-    json_builder_add_string_value(b, "simpar-calibration");
-    json_builder_set_member_name(b, "version");
-    json_builder_add_int_value(b, 1);
+    simpar_json_head(b, "simpar-calibration", 1);
 }
 
 static gboolean

@@ -243,10 +243,11 @@ simpar_collective_time(const SimparPlatform *platform, const SimparBackend *back
     return time_s;
 }
 
-/* FALSE with an error when the sizes' expansions, where they are built and played (played,
- * or exact with an algorithm other than the ring, which exact evaluates), would need more
- * memory than a run may take, or SimGrid longer than --time-budget: the number, before any is
- * built (a played all-reduce on 4,096 GPUs asked for 8 GiB, an all-to-all ran for hours). */
+/* FALSE with an error when the sizes' expansions, where they are built and played (played, or
+ * exact with an algorithm whose row has no idle evaluator: exact evaluates a lone ring with its
+ * own), would need more memory than a run may take, or SimGrid longer than --time-budget: the
+ * number, before any is built (a played all-reduce on 4,096 GPUs asked for 8 GiB, an all-to-all
+ * ran for hours). */
 static gboolean
 collective_affordable(const Collective *c, const SimparPlatform *platform, GError **error)
 {
@@ -260,8 +261,8 @@ collective_affordable(const Collective *c, const SimparPlatform *platform, GErro
         const SimparCollAlgo *algo = c->run.algo != NULL
                                          ? simpar_coll_runs_as(c->run.algo, &g)
                                          : simpar_coll_choose(c->kind, &g, bytes, &c->run.coll);
-        gboolean played = c->run.play_all || (c->run.mode == SIMPAR_COLL_MODE_EXACT &&
-                                              !g_str_equal(algo->name, "ring"));
+        gboolean played =
+            c->run.play_all || (c->run.mode == SIMPAR_COLL_MODE_EXACT && algo->eval_idle == NULL);
         if (!played)
             continue;
         double x = simpar_coll_xfers_bound(algo, c->kind, &g, bytes, &c->run.coll);
@@ -313,10 +314,7 @@ collective_run_size(const Collective *c, const SimparPlatform *platform, guint n
 static void
 collective_json_head(JsonBuilder *b, const Collective *c, const CollectiveRow *row)
 {
-    json_builder_set_member_name(b, "format");
-    json_builder_add_string_value(b, "simpar-collective");
-    json_builder_set_member_name(b, "version");
-    json_builder_add_int_value(b, COLLECTIVE_JSON_VERSION);
+    simpar_json_head(b, "simpar-collective", COLLECTIVE_JSON_VERSION);
     json_builder_set_member_name(b, "op");
     json_builder_add_string_value(b, c->op_name);
     json_builder_set_member_name(b, "gpus");

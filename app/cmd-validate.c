@@ -125,36 +125,16 @@ typedef struct {
     double predicted_s, measured_s;
 } ValidateClass;
 
+/* An op's class: its kind's (models/schedule.h), a collective's by its kind and group axis. */
 static const char *
 validate_class_name(const SimparSchedule *s, const SimparOp *op)
 {
-    if (simpar_op_is_attention(op->kind))
-        return "attention";
-    switch (op->kind) {
-    case SIMPAR_OP_GEMM:
-        return "gemm";
-    case SIMPAR_OP_EMBED:
-    case SIMPAR_OP_EMBED_BWD:
-    case SIMPAR_OP_XENT_MAX:
-    case SIMPAR_OP_XENT_FWD:
-    case SIMPAR_OP_XENT_LOSS:
-    case SIMPAR_OP_XENT_BWD:
-        return "embedding + loss";
-    case SIMPAR_OP_ADAM:
-        return "optimizer";
-    case SIMPAR_OP_SEND:
-    case SIMPAR_OP_RECV:
-        return "p2p";
-    case SIMPAR_OP_BLOCK:
-        return "timed blocks";
-    case SIMPAR_OP_COLLECTIVE: {
+    if (op->kind == SIMPAR_OP_COLLECTIVE) {
         g_autofree char *name = g_strdup_printf("%s %s", simpar_coll_kind_name(op->u.coll.kind),
                                                 simpar_schedule_group(s, op->u.coll.group)->axis);
         return g_intern_string(name);
     }
-    default: /* layer norm, GeLU, dropout, bias, add */
-        return "other kernels";
-    }
+    return g_intern_static_string(simpar_op_class_name(simpar_op_class(op->kind)));
 }
 
 static guint
@@ -173,22 +153,16 @@ validate_class_index(GArray *classes, const char *name)
 static GArray *
 validate_classes_new(const SimparSchedule *s)
 {
-    static const char *const fixed[] = {
-        "gemm", "attention", "other kernels", "embedding + loss", "optimizer", "timed blocks"};
     GArray *classes = g_array_new(FALSE, FALSE, sizeof(ValidateClass));
     guint n = simpar_schedule_n_ops(s);
-    for (guint f = 0; f < G_N_ELEMENTS(fixed); f++)
-        for (guint i = 0; i < n; i++)
-            if (g_str_equal(validate_class_name(s, simpar_schedule_op(s, i)), fixed[f])) {
-                validate_class_index(classes, g_intern_static_string(fixed[f]));
-                break;
-            }
-    for (guint pass = 0; pass < 2; pass++) /* collectives, then p2p */
+    for (SimparOpClass c = 0; c < SIMPAR_N_OP_CLASSES; c++) /* compute, collectives, p2p */
         for (guint i = 0; i < n; i++) {
             const SimparOp *op = simpar_schedule_op(s, i);
-            gboolean p2p = op->kind == SIMPAR_OP_SEND || op->kind == SIMPAR_OP_RECV;
-            if ((pass == 0 && op->kind == SIMPAR_OP_COLLECTIVE) || (pass == 1 && p2p))
+            if (simpar_op_class(op->kind) == c) {
                 validate_class_index(classes, validate_class_name(s, op));
+                if (c != SIMPAR_OP_CLASS_COLLECTIVE) /* one class, one row */
+                    break;
+            }
         }
     return classes; /* (transfer full) */
 }
@@ -334,10 +308,7 @@ validate_result(ValidateJob *vj, const SimparSpan *predicted)
     const SimparSpan *measured = v->run->spans;
     g_autoptr(JsonBuilder) b = json_builder_new();
     json_builder_begin_object(b);
-    json_builder_set_member_name(b, "format");
-    json_builder_add_string_value(b, "simpar-validation");
-    json_builder_set_member_name(b, "version");
-    json_builder_add_int_value(b, 1);
+    simpar_json_head(b, "simpar-validation", 1);
     g_autofree char *gpus = g_strdup_printf("0-%u", simpar_schedule_n_ranks(v->sched) - 1);
     validate_json_header(b, vj, gpus);
     SimparReportRow mrow, prow;

@@ -721,8 +721,7 @@ static void
 bench_header(Bench *bn)
 {
     JsonBuilder *b = bn->b;
-    bench_member_str(b, "format", "simpar-bench");
-    bench_member_int(b, "version", 1);
+    simpar_json_head(b, "simpar-bench", 1);
     bench_member_str(b, "executor", bn->opts->executor->name);
     bench_member_str(b, "device", bn->device != NULL ? bn->device : "(nothing measured)");
     bench_member_str(b, "model", bn->model.name);

@@ -553,8 +553,7 @@ measure_json(const RunReport *rp)
     const SimparRunOptions *o = rp->opts;
     g_autoptr(JsonBuilder) b = json_builder_new();
     json_builder_begin_object(b);
-    measure_json_member_str(b, "format", "simpar-run");
-    measure_json_member_int(b, "version", 1);
+    simpar_json_head(b, "simpar-run", 1);
     measure_json_member_str(b, "executor", o->executor->name);
     measure_json_member_str(b, "device", rp->device);
     measure_json_member_str(b, "run", simpar_job_run_name(o->run));

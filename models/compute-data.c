@@ -33,52 +33,6 @@ simpar_kernel_class_name(SimparKernelClass kc)
     return kclass_names[kc];
 }
 
-SimparKernelClass
-simpar_kernel_class_of(SimparOpKind kind)
-{
-    switch (kind) {
-    case SIMPAR_OP_ADD:
-    case SIMPAR_OP_BIAS_ADD:
-    case SIMPAR_OP_PACK_COLS:
-    case SIMPAR_OP_UNPACK_COLS:
-    case SIMPAR_OP_EMBED:
-    case SIMPAR_OP_EMBED_BWD:
-    case SIMPAR_OP_ATTN_MERGE:
-    case SIMPAR_OP_MOE_DISPATCH:
-    case SIMPAR_OP_MOE_DISPATCH_BWD:
-    case SIMPAR_OP_MOE_COMBINE:
-    case SIMPAR_OP_MOE_COMBINE_BWD:
-    case SIMPAR_OP_MOE_SORT:
-    case SIMPAR_OP_MOE_UNSORT:
-        return SIMPAR_KCLASS_STREAM;
-    case SIMPAR_OP_GELU:
-    case SIMPAR_OP_GELU_BWD:
-    case SIMPAR_OP_SWIGLU:
-    case SIMPAR_OP_SWIGLU_BWD:
-        return SIMPAR_KCLASS_ACTIVATION;
-    case SIMPAR_OP_DROPOUT:
-    case SIMPAR_OP_DROPOUT_BWD:
-        return SIMPAR_KCLASS_DROPOUT;
-    case SIMPAR_OP_LN_STATS:
-    case SIMPAR_OP_LN_APPLY:
-    case SIMPAR_OP_LN_BWD_STATS:
-    case SIMPAR_OP_LN_BWD_APPLY:
-    case SIMPAR_OP_BIAS_GRAD:
-        return SIMPAR_KCLASS_NORM;
-    case SIMPAR_OP_XENT_MAX:
-    case SIMPAR_OP_XENT_FWD:
-    case SIMPAR_OP_XENT_LOSS:
-    case SIMPAR_OP_XENT_BWD:
-    case SIMPAR_OP_MOE_GATE:
-    case SIMPAR_OP_MOE_GATE_BWD:
-        return SIMPAR_KCLASS_SOFTMAX;
-    case SIMPAR_OP_ADAM:
-        return SIMPAR_KCLASS_OPTIMIZER;
-    default:
-        return SIMPAR_KCLASS_N;
-    }
-}
-
 /* ----- names on the command line: attention implementations, kernel sets ----- */
 
 static const char *const attention_names[] = {"unfused", "flash"};

@@ -59,18 +59,6 @@ typedef enum {
     SIMPAR_ATTENTION_FLASH,
 } SimparAttentionImpl;
 
-/* Kernel classes: every elementwise or row-wise kernel streams its bytes at its class's
- * measured fraction of the datasheet bandwidth (kernel_eff; 0: mem_eff). */
-typedef enum {
-    SIMPAR_KCLASS_STREAM,     /* add, bias add, copy, pack, embedding gather and scatter */
-    SIMPAR_KCLASS_ACTIVATION, /* GeLU, SwiGLU and their backward */
-    SIMPAR_KCLASS_DROPOUT,    /* dropout and its backward (the mask written or read) */
-    SIMPAR_KCLASS_NORM,       /* layer norm and RMSNorm, bias gradient (row and column sums) */
-    SIMPAR_KCLASS_SOFTMAX,    /* softmax, cross-entropy */
-    SIMPAR_KCLASS_OPTIMIZER,  /* Adam, one multi-tensor kernel */
-    SIMPAR_KCLASS_N,
-} SimparKernelClass;
-
 /* Which kernels a step runs: the framework's choice. */
 typedef enum {
     SIMPAR_KERNELS_MEGATRON, /* Megatron-Core's fused kernels (bias-GeLU, bias-dropout-add,
@@ -124,8 +112,6 @@ gboolean simpar_gpu_load_data(SimparGpu *gpu, GKeyFile *data, GError **error);
 gboolean simpar_kernel_set_parse(const char *name, SimparKernelSet *out, GError **error);
 const char *simpar_kernel_set_name(SimparKernelSet set);
 const char *simpar_kernel_class_name(SimparKernelClass kc);
-/* The class whose bandwidth a kernel of `kind` reaches (SIMPAR_KCLASS_N: not a kernel). */
-SimparKernelClass simpar_kernel_class_of(SimparOpKind kind);
 /* The bandwidth kernels of class kc reach on `gpu`, B/s. */
 double simpar_compute_kernel_bandwidth(const SimparGpu *gpu, SimparKernelClass kc);
 /* The bandwidth a kernel of `kind` reaches: its own measured one, else its class's. */

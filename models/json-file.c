@@ -206,3 +206,12 @@ simpar_json_builder_text(JsonBuilder *b, gsize *len)
     json_generator_set_pretty(gen, TRUE);
     return json_generator_to_data(gen, len); /* (transfer full) */
 }
+
+void
+simpar_json_head(JsonBuilder *b, const char *format, gint64 version)
+{
+    json_builder_set_member_name(b, "format");
+    json_builder_add_string_value(b, format);
+    json_builder_set_member_name(b, "version");
+    json_builder_add_int_value(b, version);
+}

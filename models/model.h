@@ -169,6 +169,9 @@ gboolean simpar_json_trailing(const char *path, guint trailing, GError **error);
 /* The builder's document as pretty JSON text (transfer full), its length in *len (may be NULL):
  * every JSON output simpar writes. */
 char *simpar_json_builder_text(JsonBuilder *b, gsize *len);
+/* The first members of every JSON file or row simpar writes, in the open object: "format"
+ * `format` and "version" `version` (docs/schemas/). */
+void simpar_json_head(JsonBuilder *b, const char *format, gint64 version);
 /* The file, read, guarded and parsed; every error names it. */
 gboolean simpar_json_load_file(JsonParser *parser, const char *path, gsize max_bytes,
                                GError **error);

@@ -335,31 +335,92 @@ simpar_coll_kind_name(SimparCollKind kind)
     return names[kind];
 }
 
+/* The op kinds: each one's name (the trace's category, the measured files' "kind"), class and
+ * kernel class (the bandwidth it streams its bytes at; SIMPAR_KCLASS_N: not such a kernel). */
+static const struct {
+    const char *name;
+    SimparOpClass klass;
+    SimparKernelClass kclass;
+} op_kinds[SIMPAR_N_OP_KINDS] = {
+    [SIMPAR_OP_GEMM] = {"gemm", SIMPAR_OP_CLASS_GEMM, SIMPAR_KCLASS_N},
+    [SIMPAR_OP_LN_STATS] = {"ln-stats", SIMPAR_OP_CLASS_KERNELS, SIMPAR_KCLASS_NORM},
+    [SIMPAR_OP_LN_APPLY] = {"ln-apply", SIMPAR_OP_CLASS_KERNELS, SIMPAR_KCLASS_NORM},
+    [SIMPAR_OP_LN_BWD_STATS] = {"ln-bwd-stats", SIMPAR_OP_CLASS_KERNELS, SIMPAR_KCLASS_NORM},
+    [SIMPAR_OP_LN_BWD_APPLY] = {"ln-bwd-apply", SIMPAR_OP_CLASS_KERNELS, SIMPAR_KCLASS_NORM},
+    [SIMPAR_OP_BIAS_ADD] = {"bias-add", SIMPAR_OP_CLASS_KERNELS, SIMPAR_KCLASS_STREAM},
+    [SIMPAR_OP_BIAS_GRAD] = {"bias-grad", SIMPAR_OP_CLASS_KERNELS, SIMPAR_KCLASS_NORM},
+    [SIMPAR_OP_GELU] = {"gelu", SIMPAR_OP_CLASS_KERNELS, SIMPAR_KCLASS_ACTIVATION},
+    [SIMPAR_OP_GELU_BWD] = {"gelu-bwd", SIMPAR_OP_CLASS_KERNELS, SIMPAR_KCLASS_ACTIVATION},
+    [SIMPAR_OP_SWIGLU] = {"swiglu", SIMPAR_OP_CLASS_KERNELS, SIMPAR_KCLASS_ACTIVATION},
+    [SIMPAR_OP_SWIGLU_BWD] = {"swiglu-bwd", SIMPAR_OP_CLASS_KERNELS, SIMPAR_KCLASS_ACTIVATION},
+    [SIMPAR_OP_PACK_COLS] = {"pack-cols", SIMPAR_OP_CLASS_KERNELS, SIMPAR_KCLASS_STREAM},
+    [SIMPAR_OP_UNPACK_COLS] = {"unpack-cols", SIMPAR_OP_CLASS_KERNELS, SIMPAR_KCLASS_STREAM},
+    [SIMPAR_OP_DROPOUT] = {"dropout", SIMPAR_OP_CLASS_KERNELS, SIMPAR_KCLASS_DROPOUT},
+    [SIMPAR_OP_DROPOUT_BWD] = {"dropout-bwd", SIMPAR_OP_CLASS_KERNELS, SIMPAR_KCLASS_DROPOUT},
+    [SIMPAR_OP_ADD] = {"add", SIMPAR_OP_CLASS_KERNELS, SIMPAR_KCLASS_STREAM},
+    [SIMPAR_OP_ATTENTION] = {"attention", SIMPAR_OP_CLASS_ATTENTION, SIMPAR_KCLASS_N},
+    [SIMPAR_OP_ATTENTION_BWD] = {"attention-bwd", SIMPAR_OP_CLASS_ATTENTION, SIMPAR_KCLASS_N},
+    [SIMPAR_OP_ATTN_BLOCK] = {"attn-block", SIMPAR_OP_CLASS_ATTENTION, SIMPAR_KCLASS_N},
+    [SIMPAR_OP_ATTN_MERGE] = {"attn-merge", SIMPAR_OP_CLASS_ATTENTION, SIMPAR_KCLASS_STREAM},
+    [SIMPAR_OP_ATTN_BLOCK_BWD] = {"attn-block-bwd", SIMPAR_OP_CLASS_ATTENTION, SIMPAR_KCLASS_N},
+    [SIMPAR_OP_COLLECTIVE] = {"collective", SIMPAR_OP_CLASS_COLLECTIVE, SIMPAR_KCLASS_N},
+    [SIMPAR_OP_SEND] = {"send", SIMPAR_OP_CLASS_P2P, SIMPAR_KCLASS_N},
+    [SIMPAR_OP_RECV] = {"recv", SIMPAR_OP_CLASS_P2P, SIMPAR_KCLASS_N},
+    [SIMPAR_OP_EMBED] = {"embed", SIMPAR_OP_CLASS_EMBED_LOSS, SIMPAR_KCLASS_STREAM},
+    [SIMPAR_OP_EMBED_BWD] = {"embed-bwd", SIMPAR_OP_CLASS_EMBED_LOSS, SIMPAR_KCLASS_STREAM},
+    [SIMPAR_OP_XENT_MAX] = {"xent-max", SIMPAR_OP_CLASS_EMBED_LOSS, SIMPAR_KCLASS_SOFTMAX},
+    [SIMPAR_OP_XENT_FWD] = {"xent-fwd", SIMPAR_OP_CLASS_EMBED_LOSS, SIMPAR_KCLASS_SOFTMAX},
+    [SIMPAR_OP_XENT_LOSS] = {"xent-loss", SIMPAR_OP_CLASS_EMBED_LOSS, SIMPAR_KCLASS_SOFTMAX},
+    [SIMPAR_OP_XENT_BWD] = {"xent-bwd", SIMPAR_OP_CLASS_EMBED_LOSS, SIMPAR_KCLASS_SOFTMAX},
+    [SIMPAR_OP_ADAM] = {"adam", SIMPAR_OP_CLASS_OPTIMIZER, SIMPAR_KCLASS_OPTIMIZER},
+    [SIMPAR_OP_BLOCK] = {"block", SIMPAR_OP_CLASS_BLOCK, SIMPAR_KCLASS_N},
+    [SIMPAR_OP_MOE_GATE] = {"moe-gate", SIMPAR_OP_CLASS_KERNELS, SIMPAR_KCLASS_SOFTMAX},
+    [SIMPAR_OP_MOE_GATE_BWD] = {"moe-gate-bwd", SIMPAR_OP_CLASS_KERNELS, SIMPAR_KCLASS_SOFTMAX},
+    [SIMPAR_OP_MOE_DISPATCH] = {"moe-dispatch", SIMPAR_OP_CLASS_KERNELS, SIMPAR_KCLASS_STREAM},
+    [SIMPAR_OP_MOE_DISPATCH_BWD] = {"moe-dispatch-bwd", SIMPAR_OP_CLASS_KERNELS,
+                                    SIMPAR_KCLASS_STREAM},
+    [SIMPAR_OP_MOE_COMBINE] = {"moe-combine", SIMPAR_OP_CLASS_KERNELS, SIMPAR_KCLASS_STREAM},
+    [SIMPAR_OP_MOE_COMBINE_BWD] = {"moe-combine-bwd", SIMPAR_OP_CLASS_KERNELS,
+                                   SIMPAR_KCLASS_STREAM},
+    [SIMPAR_OP_MOE_SORT] = {"moe-sort", SIMPAR_OP_CLASS_KERNELS, SIMPAR_KCLASS_STREAM},
+    [SIMPAR_OP_MOE_UNSORT] = {"moe-unsort", SIMPAR_OP_CLASS_KERNELS, SIMPAR_KCLASS_STREAM},
+};
+
 const char *
 simpar_op_kind_name(SimparOpKind kind)
 {
-    static const char *const names[SIMPAR_N_OP_KINDS] = {
-        "gemm",           "ln-stats",        "ln-apply",     "ln-bwd-stats",
-        "ln-bwd-apply",   "bias-add",        "bias-grad",    "gelu",
-        "gelu-bwd",       "swiglu",          "swiglu-bwd",   "pack-cols",
-        "unpack-cols",    "dropout",         "dropout-bwd",  "add",
-        "attention",      "attention-bwd",   "attn-block",   "attn-merge",
-        "attn-block-bwd", "collective",      "send",         "recv",
-        "embed",          "embed-bwd",       "xent-max",     "xent-fwd",
-        "xent-loss",      "xent-bwd",        "adam",         "block",
-        "moe-gate",       "moe-gate-bwd",    "moe-dispatch", "moe-dispatch-bwd",
-        "moe-combine",    "moe-combine-bwd", "moe-sort",     "moe-unsort",
-    };
     g_return_val_if_fail(kind < SIMPAR_N_OP_KINDS, "?");
-    return names[kind];
+    return op_kinds[kind].name;
+}
+
+SimparOpClass
+simpar_op_class(SimparOpKind kind)
+{
+    g_return_val_if_fail(kind < SIMPAR_N_OP_KINDS, SIMPAR_OP_CLASS_KERNELS);
+    return op_kinds[kind].klass;
+}
+
+SimparKernelClass
+simpar_kernel_class_of(SimparOpKind kind)
+{
+    return kind < SIMPAR_N_OP_KINDS ? op_kinds[kind].kclass : SIMPAR_KCLASS_N;
+}
+
+const char *
+simpar_op_class_name(SimparOpClass klass)
+{
+    static const char *const names[SIMPAR_N_OP_CLASSES] = {
+        "gemm",      "attention",    "other kernels", "embedding + loss",
+        "optimizer", "timed blocks", "collective",    "p2p",
+    };
+    g_return_val_if_fail(klass < SIMPAR_N_OP_CLASSES, "?");
+    return names[klass];
 }
 
 gboolean
 simpar_op_is_attention(SimparOpKind kind)
 {
-    return kind == SIMPAR_OP_ATTENTION || kind == SIMPAR_OP_ATTENTION_BWD ||
-           kind == SIMPAR_OP_ATTN_BLOCK || kind == SIMPAR_OP_ATTN_MERGE ||
-           kind == SIMPAR_OP_ATTN_BLOCK_BWD;
+    return kind < SIMPAR_N_OP_KINDS && op_kinds[kind].klass == SIMPAR_OP_CLASS_ATTENTION;
 }
 
 gboolean

@@ -97,6 +97,32 @@ typedef enum {
     SIMPAR_N_OP_KINDS,
 } SimparOpKind;
 
+/* The class of an op kind, where simpar reports busy time per class (validate), in this order:
+ * the compute classes, then collectives and point-to-point transfers. */
+typedef enum {
+    SIMPAR_OP_CLASS_GEMM,
+    SIMPAR_OP_CLASS_ATTENTION,
+    SIMPAR_OP_CLASS_KERNELS, /* layer norm, GeLU, SwiGLU, dropout, bias, add, packing, MoE */
+    SIMPAR_OP_CLASS_EMBED_LOSS,
+    SIMPAR_OP_CLASS_OPTIMIZER,
+    SIMPAR_OP_CLASS_BLOCK,
+    SIMPAR_OP_CLASS_COLLECTIVE,
+    SIMPAR_OP_CLASS_P2P,
+    SIMPAR_N_OP_CLASSES,
+} SimparOpClass;
+
+/* Kernel classes: every elementwise or row-wise kernel streams its bytes at its class's
+ * measured fraction of the datasheet bandwidth (kernel_eff; 0: mem_eff). */
+typedef enum {
+    SIMPAR_KCLASS_STREAM,     /* add, bias add, copy, pack, embedding gather and scatter */
+    SIMPAR_KCLASS_ACTIVATION, /* GeLU, SwiGLU and their backward */
+    SIMPAR_KCLASS_DROPOUT,    /* dropout and its backward (the mask written or read) */
+    SIMPAR_KCLASS_NORM,       /* layer norm and RMSNorm, bias gradient (row and column sums) */
+    SIMPAR_KCLASS_SOFTMAX,    /* softmax, cross-entropy */
+    SIMPAR_KCLASS_OPTIMIZER,  /* Adam, one multi-tensor kernel */
+    SIMPAR_KCLASS_N,
+} SimparKernelClass;
+
 typedef enum {
     SIMPAR_COLL_ALL_REDUCE,
     SIMPAR_COLL_ALL_GATHER,
@@ -441,6 +467,13 @@ const char *simpar_coll_kind_name(SimparCollKind kind);
  * reduce-scatter and all-to-all (n-1)/n; broadcast and reduce 1. */
 double simpar_coll_busbw_factor(SimparCollKind kind, guint n);
 const char *simpar_op_kind_name(SimparOpKind kind);
+/* The class of `kind` (its row in the op-kind table) and the class's name ("gemm", "attention",
+ * "other kernels", "embedding + loss", "optimizer", "timed blocks", "collective", "p2p"). */
+SimparOpClass simpar_op_class(SimparOpKind kind);
+const char *simpar_op_class_name(SimparOpClass klass);
+/* The class whose bandwidth a kernel of `kind` reaches (its row; SIMPAR_KCLASS_N: not a
+ * kernel). */
+SimparKernelClass simpar_kernel_class_of(SimparOpKind kind);
 
 /* Each op (known kind, existing group it belongs to, usable parameters, every view it needs
  * present and inside a buffer of its rank), collective order/size/root per group, matched

@@ -234,10 +234,7 @@ simpar_summary_to_json(const SimparSummary *s, const SimparModel *m, const Simpa
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
     json_builder_begin_object(b);
-    json_builder_set_member_name(b, "format");
-    json_builder_add_string_value(b, "simpar-schedule");
-    json_builder_set_member_name(b, "version");
-    json_builder_add_int_value(b, SIMPAR_SUMMARY_JSON_VERSION);
+    simpar_json_head(b, "simpar-schedule", SIMPAR_SUMMARY_JSON_VERSION);
     summary_json_plan(b, m, p);
     json_builder_set_member_name(b, "rank");
     json_builder_add_int_value(b, s->rank);

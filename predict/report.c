@@ -810,9 +810,7 @@ static void
 report_json_row(JsonBuilder *b, const SimparReport *rep, const SimparReportRow *row)
 {
     json_builder_begin_object(b);
-    report_json_string(b, "format", "simpar-prediction");
-    json_builder_set_member_name(b, "version");
-    json_builder_add_int_value(b, SIMPAR_REPORT_JSON_VERSION);
+    simpar_json_head(b, "simpar-prediction", SIMPAR_REPORT_JSON_VERSION);
     json_builder_set_member_name(b, "mode");
     json_builder_add_string_value(b, row->mode);
     json_builder_set_member_name(b, "grid");

@@ -320,8 +320,8 @@ row_figures(SweepRow *r, const SimparReportRow *row, const SimparTrain *t, gint6
     row_num(r, SIMPAR_SWEEP_COL_PP_P2P, row->step.pp_p2p_s);
     row_num(r, SIMPAR_SWEEP_COL_DP_EXPOSED, row->step.dp_exposed_s);
     row_num(r, SIMPAR_SWEEP_COL_OPTIMIZER, row->step.optimizer_s);
-    if (g_str_equal(backend->name, "analytic") || g_str_equal(backend->name, "formula"))
-        row_num(r, SIMPAR_SWEEP_COL_ANALYTIC_STEP, row->step_s); /* formula: the same figure */
+    if (!backend->contention) /* analytic; formula: the same figure */
+        row_num(r, SIMPAR_SWEEP_COL_ANALYTIC_STEP, row->step_s);
 }
 
 /* What the split became once validated (defaults filled in). */

@@ -386,12 +386,13 @@ sweep_start(SweepRun *r, SweepChunk *ch, GError **error)
 }
 
 /* Configurations per worker (the platform loads once per worker, and its cache serves its rows):
- * SimGrid one; analytic a share of the GPU count's; formula, whose rows cost less than a load,
- * the pass's share of each worker (two per worker with several, for balance). */
+ * a backend with contention (SimGrid) one; analytic a share of the GPU count's; formula, whose
+ * rows cost less than a load, the pass's share of each worker (two per worker with several, for
+ * balance). */
 static guint
 sweep_chunk_size(const SweepRun *r, guint slot)
 {
-    if (g_str_equal(r->backend->name, "simgrid"))
+    if (r->backend->contention)
         return 1;
     if (simpar_predict_backend_is_formula(r->backend)) {
         guint64 chunks = r->sw->jobs > 1 ? 2 * (guint64) r->sw->jobs : 1;

@@ -287,7 +287,7 @@ sweep_resolve_run(SimparSweep *sw, GError **error)
     if (a->refine != SIMPAR_JOB_UNSET && (a->refine < 0 || a->refine > 10000))
         return simpar_cli_usage(
             error, "--refine %" G_GINT64_FORMAT ": from 0 to 10000 configurations", a->refine);
-    if (a->refine > 0 && g_str_equal(sw->backend->name, "simgrid"))
+    if (a->refine > 0 && sw->backend->contention)
         return simpar_cli_usage(error,
                                 "--refine %" G_GINT64_FORMAT ": refines an analytic or formula "
                                 "sweep with SimGrid; this one already runs on --backend %s",

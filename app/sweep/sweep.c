@@ -296,10 +296,7 @@ sweep_json_summary(const SimparSweep *sw, GPtrArray *const *rows, const GArray *
     static const char *const by[] = {"time", "throughput", "cost"};
     g_autoptr(JsonBuilder) b = json_builder_new();
     json_builder_begin_object(b);
-    json_builder_set_member_name(b, "format");
-    json_builder_add_string_value(b, "simpar-sweep-summary");
-    json_builder_set_member_name(b, "version");
-    json_builder_add_int_value(b, 1);
+    simpar_json_head(b, "simpar-sweep-summary", 1);
     json_builder_set_member_name(b, "simpar_version");
     json_builder_add_string_value(b, SIMPAR_VERSION);
     json_builder_set_member_name(b, "output");
