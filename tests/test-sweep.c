@@ -326,6 +326,19 @@ json_figure(JsonObject *o, const char *key)
     return g_strdup_printf("%.9g", json_object_get_double_member(o, key));
 }
 
+/* Row `row`'s step time is, as the CSV prints it, that of the first prediction of `json`
+ * (simpar predict --json; freed here). */
+static void
+step_equals_predict(const SimparCsv *csv, guint row, char *json)
+{
+    g_autofree char *text = json;
+    g_autoptr(JsonParser) p = json_parser_new();
+    CU_ASSERT_TRUE_FATAL(json_parser_load_from_data(p, text, -1, NULL));
+    JsonObject *o = json_array_get_object_element(json_node_get_array(json_parser_get_root(p)), 0);
+    g_autofree char *step = json_figure(o, "step_time_s");
+    CU_ASSERT_STRING_EQUAL(field(csv, row, "step_time_s"), step);
+}
+
 static void
 test_rows_equal_predict(void)
 {
@@ -419,14 +432,10 @@ test_kv_heads_axis(void)
     CU_ASSERT_STRING_EQUAL(field(csv, 2, "status"), "ok");
     CU_ASSERT_TRUE(number(csv, 1, "step_time_s") < number(csv, 2, "step_time_s"));
     CU_ASSERT_TRUE(number(csv, 1, "mem_GiB") < number(csv, 2, "mem_GiB"));
-    g_autofree char *json = run_ok("--topology " TOPO " --backend analytic --model llama3-8b "
-                                   "--layers 2 --seq 1024 --dtype fp16 --gpus 8 --tp-mode 1d "
-                                   "--tp 4 --pp 1 --dp 2 --kv-heads 4 --global-batch 8 --json");
-    g_autoptr(JsonParser) p = json_parser_new();
-    CU_ASSERT_TRUE_FATAL(json_parser_load_from_data(p, json, -1, NULL));
-    JsonObject *o = json_array_get_object_element(json_node_get_array(json_parser_get_root(p)), 0);
-    g_autofree char *step = json_figure(o, "step_time_s");
-    CU_ASSERT_STRING_EQUAL(field(csv, 1, "step_time_s"), step);
+    step_equals_predict(csv, 1,
+                        run_ok("--topology " TOPO " --backend analytic --model llama3-8b "
+                               "--layers 2 --seq 1024 --dtype fp16 --gpus 8 --tp-mode 1d "
+                               "--tp 4 --pp 1 --dp 2 --kv-heads 4 --global-batch 8 --json"));
 }
 
 /* --cp and --cp-mode are list axes: one row without context parallelism (the form means nothing
@@ -447,17 +456,12 @@ test_cp_axis(void)
         CU_ASSERT_STRING_EQUAL(field(csv, i, "cp"), cp[i][0]);
         CU_ASSERT_STRING_EQUAL(field(csv, i, "cp_mode"), cp[i][1]);
         CU_ASSERT_STRING_EQUAL(field(csv, i, "dp"), cp[i][2]);
-        g_autofree char *json =
+        step_equals_predict(
+            csv, i,
             run_ok("--topology " TOPO " --backend analytic --model llama3-8b --layers 2 "
                    "--seq 4096 --dtype fp16 --gpus 8 --tp-mode 1d --tp 4 --pp 1 --dp %s --cp %s "
                    "--cp-mode %s --global-batch 8 --json",
-                   cp[i][2], cp[i][0], cp[i][1]);
-        g_autoptr(JsonParser) p = json_parser_new();
-        CU_ASSERT_TRUE_FATAL(json_parser_load_from_data(p, json, -1, NULL));
-        JsonObject *o =
-            json_array_get_object_element(json_node_get_array(json_parser_get_root(p)), 0);
-        g_autofree char *step = json_figure(o, "step_time_s");
-        CU_ASSERT_STRING_EQUAL(field(csv, i, "step_time_s"), step);
+                   cp[i][2], cp[i][0], cp[i][1]));
     }
     /* the two forms move different traffic, so they cannot tie */
     CU_ASSERT_TRUE(number(csv, 1, "step_time_s") != number(csv, 2, "step_time_s"));
@@ -484,15 +488,10 @@ test_ep_axis(void)
             CU_ASSERT_PTR_NOT_NULL(strstr(field(csv, i, "reason"), why[i]));
             continue;
         }
-        g_autofree char *json = run_ok("--topology " TOPO " --backend analytic %s --dp 4 --ep %s "
-                                       "--json",
-                                       moe, ep[i]);
-        g_autoptr(JsonParser) p = json_parser_new();
-        CU_ASSERT_TRUE_FATAL(json_parser_load_from_data(p, json, -1, NULL));
-        JsonObject *o =
-            json_array_get_object_element(json_node_get_array(json_parser_get_root(p)), 0);
-        g_autofree char *step = json_figure(o, "step_time_s");
-        CU_ASSERT_STRING_EQUAL(field(csv, i, "step_time_s"), step);
+        step_equals_predict(csv, i,
+                            run_ok("--topology " TOPO " --backend analytic %s --dp 4 --ep %s "
+                                   "--json",
+                                   moe, ep[i]));
     }
     /* EP 2 splits the experts' all-to-alls and gradients otherwise than EP 1 */
     CU_ASSERT_TRUE(number(csv, 0, "step_time_s") != number(csv, 1, "step_time_s"));
@@ -520,16 +519,11 @@ test_precision_axis(void)
         CU_ASSERT_STRING_EQUAL(field(csv, i, "dtype"), dtype[i]);
     for (guint i = 0; i < 3; i++) {
         CU_ASSERT_STRING_EQUAL_FATAL(field(csv, i, "status"), "ok");
-        g_autofree char *json =
+        step_equals_predict(
+            csv, i,
             run_ok("--topology %s --backend analytic --model llama3-8b --layers 2 --seq 1024 "
                    "--gpus 8 --tp-mode 1d --tp 8 --pp 1 --dp 1 --global-batch 8 %s --json",
-                   topo, flags[i]);
-        g_autoptr(JsonParser) p = json_parser_new();
-        CU_ASSERT_TRUE_FATAL(json_parser_load_from_data(p, json, -1, NULL));
-        JsonObject *o =
-            json_array_get_object_element(json_node_get_array(json_parser_get_root(p)), 0);
-        g_autofree char *step = json_figure(o, "step_time_s");
-        CU_ASSERT_STRING_EQUAL(field(csv, i, "step_time_s"), step);
+                   topo, flags[i]));
     }
     /* FP8 GEMMs and their casts are not bf16's (at this small shape the casts outweigh what
      * the FP8 peak saves); current scaling adds an amax pass per cast */
@@ -559,14 +553,9 @@ test_precision_fp8_attention(void)
     const char *flags[] = {"--dtype bf16", "--dtype fp8 --fp8-dot-product-attention"};
     for (guint i = 0; i < 2; i++) {
         CU_ASSERT_STRING_EQUAL_FATAL(field(csv, i, "status"), "ok");
-        g_autofree char *json =
-            run_ok("--topology %s --backend analytic %s --dp 1 %s --json", topo, job, flags[i]);
-        g_autoptr(JsonParser) p = json_parser_new();
-        CU_ASSERT_TRUE_FATAL(json_parser_load_from_data(p, json, -1, NULL));
-        JsonObject *o =
-            json_array_get_object_element(json_node_get_array(json_parser_get_root(p)), 0);
-        g_autofree char *step = json_figure(o, "step_time_s");
-        CU_ASSERT_STRING_EQUAL(field(csv, i, "step_time_s"), step);
+        step_equals_predict(
+            csv, i,
+            run_ok("--topology %s --backend analytic %s --dp 1 %s --json", topo, job, flags[i]));
     }
     g_autofree char *plain = run_ok("--topology %s --backend analytic %s --dp 1 --dtype fp8 "
                                     "--json",
@@ -653,16 +642,11 @@ test_micro_batch_per_mode(void)
         if (!g_str_equal(field(csv, i, "mode"), "2d") ||
             !g_str_equal(field(csv, i, "status"), "ok"))
             continue;
-        g_autofree char *json =
+        step_equals_predict(
+            csv, i,
             run_ok("--topology " TOPO " --backend analytic " SMALL_LLAMA " --tp-mode 2d --tp %s "
                    "--pp 1 --dp %s --micro-batch %s --json",
-                   field(csv, i, "tp"), field(csv, i, "dp"), field(csv, i, "micro_batch"));
-        g_autoptr(JsonParser) p = json_parser_new();
-        CU_ASSERT_TRUE_FATAL(json_parser_load_from_data(p, json, -1, NULL));
-        JsonObject *o =
-            json_array_get_object_element(json_node_get_array(json_parser_get_root(p)), 0);
-        g_autofree char *step = json_figure(o, "step_time_s");
-        CU_ASSERT_STRING_EQUAL(field(csv, i, "step_time_s"), step);
+                   field(csv, i, "tp"), field(csv, i, "dp"), field(csv, i, "micro_batch")));
         break;
     }
 }
