@@ -333,15 +333,15 @@ formula_periodic_at(Formula *f, guint m, double *fig)
     guint u = formula_period(f);
     gsize n = FORMULA_N_FIGURES + formula_n_ends(f);
     g_autofree double *p = g_new(double, 2 * n);
-    guint step = MAX(u, (f->P * f->v + u * f->v) / 4 / u * u);
+    guint64 step = MAX(u, (f->P * f->v + u * f->v) / 4 / u * u); /* a multiple of u */
     gboolean gpipe = f->c.schedule == SIMPAR_PIPE_GPIPE;
-    for (guint mp = formula_first_probe(f); !gpipe && m % u == 0 && mp + u < m;
+    for (guint64 mp = formula_first_probe(f); !gpipe && m % u == 0 && mp + u < m;
          mp += step, step *= 2) {
-        formula_at(f, mp, p);
+        formula_at(f, (guint) mp, p); /* below m */
         if (p[FORMULA_PERIODIC] == 0)
             continue;
-        formula_at(f, mp + u, p + n);
-        if (formula_periods(f, p, (m - mp) / u, fig))
+        formula_at(f, (guint) mp + u, p + n);
+        if (formula_periods(f, p, (guint) ((m - mp) / u), fig))
             return;
     }
     formula_at(f, m, fig);
