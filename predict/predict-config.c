@@ -669,7 +669,8 @@ predict_compute_text(const SimparPredictContext *ctx, const SimparSchedule *laye
 
     memset(&key, 0, sizeof key);
     memcpy(key.tag, "compute", sizeof key.tag);
-    key.layer = layer, key.gpu = *ctx->gpu;
+    key.layer = layer; /* the cache's own layer: it lives as long as this entry */
+    memcpy(&key.gpu, ctx->gpu, sizeof key.gpu); /* as the block times' key holds it */
     const char *kept = simpar_predict_cache_text(ctx->cache, &key, sizeof key);
     if (kept != NULL)
         return g_strdup(kept);
