@@ -181,7 +181,7 @@ static gboolean
 predict_plan(const Predict *p, const char *mode, guint gpus, SimparPlan *plan, GError **error)
 {
     const SimparGenerator *gen = simpar_generator_lookup(mode, error);
-    if (gen == NULL || !simpar_job_plan(&p->job, mode, plan, error))
+    if (gen == NULL || !simpar_job_plan(&p->job, &p->model, mode, plan, error))
         return FALSE;
     if (plan->tp == G_MININT64)
         plan->tp = gpus;

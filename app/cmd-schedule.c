@@ -3,8 +3,9 @@
 #include "generators.h"
 #include <stdio.h>
 
+/* The model (paper-3d unless given) and the plan of the layer. */
 static gboolean
-schedule_plan(const SimparJobArgs *job, SimparPlan *plan, GError **error)
+schedule_plan(const SimparJobArgs *job, SimparModel *model, SimparPlan *plan, GError **error)
 {
     if (job->tp == SIMPAR_JOB_UNSET) {
         g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
@@ -14,7 +15,8 @@ schedule_plan(const SimparJobArgs *job, SimparPlan *plan, GError **error)
     }
     guint n;
     const char *first = simpar_generators(&n)[0].name; /* the baseline, 1-D */
-    return simpar_job_plan(job, job->tp_mode != NULL ? job->tp_mode : first, plan, error);
+    return simpar_job_model(job, "paper-3d", model, error) &&
+           simpar_job_plan(job, model, job->tp_mode != NULL ? job->tp_mode : first, plan, error);
 }
 
 gboolean
@@ -37,8 +39,7 @@ simpar_cmd_schedule(int argc, char **argv, GError **error)
     SimparPlan plan;
     g_autofree char *text = NULL;
     gboolean ok = simpar_cli_parse(ctx, "simpar schedule", &argc, &argv, error) &&
-                  schedule_plan(&job, &plan, error) &&
-                  simpar_job_model(&job, "paper-3d", &model, error) &&
+                  schedule_plan(&job, &model, &plan, error) &&
                   (text = simpar_cli_summary(&model, &plan, json, error)) != NULL;
     if (ok)
         fputs(text, stdout);

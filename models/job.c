@@ -585,11 +585,14 @@ simpar_job_check_ranges(const SimparJobArgs *args, GError **error)
 }
 
 gboolean
-simpar_job_plan(const SimparJobArgs *args, const char *mode, SimparPlan *plan, GError **error)
+simpar_job_plan(const SimparJobArgs *args, const SimparModel *model, const char *mode,
+                SimparPlan *plan, GError **error)
 {
+    g_return_val_if_fail(model != NULL, FALSE);
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     simpar_plan_init(plan);
     plan->mode = g_intern_string(mode);
+    plan->p_hidden = plan->p_attn = model->no_dropout ? 0 : SIMPAR_PLAN_DROPOUT_P;
     plan->tp = args->tp;
     plan->depth = args->depth == SIMPAR_JOB_UNSET ? 0 : args->depth;
     plan->sequence_parallel = args->sp;
@@ -760,7 +763,7 @@ simpar_job_check(const SimparJobArgs *args, SimparJobRun run, const char *fallba
     const char *mode = args->tp_mode != NULL ? args->tp_mode : simpar_generators(&n_gens)[0].name;
     if (!simpar_job_model(args, fallback, model, error) || !simpar_job_train(args, train, error) ||
         simpar_generator_lookup(mode, error) == NULL ||
-        !simpar_job_plan(args, mode, &train->tp, error))
+        !simpar_job_plan(args, model, mode, &train->tp, error))
         return FALSE;
     if (train->tp.tp == SIMPAR_JOB_UNSET)
         train->tp.tp = 1;
