@@ -478,6 +478,21 @@ simpar_calibrate_tables_json(const Tables *t, JsonBuilder *jb)
             json_builder_add_double_value(jb, t->fits[SIMPAR_KCLASS_N + k].bw_Bps);
         }
     json_builder_end_object(jb);
+    json_builder_set_member_name(jb, "kernel_max_bytes"); /* each timed kind's largest row */
+    json_builder_begin_object(jb);
+    for (guint k = 0; k < SIMPAR_N_OP_KINDS; k++) {
+        double most = 0;
+        for (guint i = 0; i < t->kernels->len; i++) {
+            const TablesKernel *r = &g_array_index(t->kernels, TablesKernel, i);
+            if (r->kind == k)
+                most = MAX(most, r->bytes);
+        }
+        if (t->fits[SIMPAR_KCLASS_N + k].fitted && most >= 1) {
+            json_builder_set_member_name(jb, simpar_op_kind_name((SimparOpKind) k));
+            json_builder_add_double_value(jb, most);
+        }
+    }
+    json_builder_end_object(jb);
     json_builder_set_member_name(jb, "kernel_floor_s");
     json_builder_begin_object(jb);
     for (guint k = 0; k < SIMPAR_N_OP_KINDS; k++)

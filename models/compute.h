@@ -89,6 +89,9 @@ typedef struct {
     const double *kind_floor;           /* (transfer none) interned, SIMPAR_N_OP_KINDS seconds a
                                            kind's kernel takes beyond launch_s whatever its bytes
                                            (a calibration), or NULL */
+    const double *kind_max_bytes;       /* (transfer none) interned, SIMPAR_N_OP_KINDS bytes of a
+                                           kind's largest measured row (a calibration), or NULL:
+                                           the report counts kernels far past it */
     const SimparGemmTable *gemm_table;  /* (transfer none) measured GEMMs; NULL: the curve */
     const char *data_source;            /* interned: where the measured figures come from */
     gint64 kernel_set;                  /* SimparKernelSet */
