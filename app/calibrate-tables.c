@@ -312,11 +312,11 @@ tables_attention_bw(const SimparBench *b, const SimparGpu *gpu, const Tables *t,
         if (!g_str_equal(k->kind, bwd ? "attention_bwd" : "attention") || k->heads < 1 ||
             k->seq < 1 || k->head_dim < 1 || k->batch < 1)
             continue;
-        SimparAttention a = {.nb = (guint) k->batch,
-                             .nh = (guint) k->heads,
-                             .heads = (guint) k->heads,
-                             .s = (guint) k->seq,
-                             .dh = (guint) k->head_dim,
+        SimparAttention a = {.nb = k->batch,
+                             .nh = k->heads,
+                             .heads = k->heads,
+                             .s = k->seq,
+                             .dh = k->head_dim,
                              .causal = TRUE,
                              .p = TABLES_BENCH_ATTN_P};
         double gemm, sb;

@@ -59,7 +59,7 @@ typedef struct {
     const char *kind; /* interned, e.g. "ln_apply" */
     double bytes, time_s;
     /* attention rows: "batch", "heads", "seq", "head_dim" (0 when not given) */
-    double batch, heads, seq, head_dim;
+    guint batch, heads, seq, head_dim;
 } SimparBenchKernel;
 
 typedef struct {
