@@ -277,8 +277,8 @@ compute_memory_time(const SimparGpu *gpu, double bw, double bytes)
 }
 
 /* A kernel of op kind `kind`: its measured floor beyond the launch as well (a calibration's). */
-static double
-compute_kind_floor(const SimparGpu *gpu, SimparOpKind kind)
+double
+simpar_compute_op_floor(const SimparGpu *gpu, SimparOpKind kind)
 {
     return gpu->kind_floor != NULL && kind < SIMPAR_N_OP_KINDS ? gpu->kind_floor[kind] : 0;
 }
@@ -286,7 +286,7 @@ compute_kind_floor(const SimparGpu *gpu, SimparOpKind kind)
 static double
 compute_kind_time(const SimparGpu *gpu, SimparOpKind kind, double bw, double bytes)
 {
-    return compute_memory_time(gpu, bw, bytes) + compute_kind_floor(gpu, kind);
+    return compute_memory_time(gpu, bw, bytes) + simpar_compute_op_floor(gpu, kind);
 }
 
 /* Tiles of a dimension much smaller than gemm_half_dim leave the tensor cores idle. */
@@ -743,7 +743,7 @@ compute_vector_time(const SimparGpu *gpu, SimparOpKind kind, SimparDtype dt, dou
 {
     double peak = gpu->peak_flops[SIMPAR_DTYPE_FP32] > 0 ? gpu->peak_flops[SIMPAR_DTYPE_FP32]
                                                          : gpu->peak_flops[dt];
-    return gpu->launch_s + compute_kind_floor(gpu, kind) +
+    return gpu->launch_s + simpar_compute_op_floor(gpu, kind) +
            MAX(flops / peak, bytes / simpar_compute_op_bandwidth(gpu, kind));
 }
 

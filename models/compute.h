@@ -118,6 +118,9 @@ gboolean simpar_gpu_load_data(SimparGpu *gpu, GKeyFile *data, GError **error);
 gboolean simpar_kernel_set_parse(const char *name, SimparKernelSet *out, GError **error);
 const char *simpar_kernel_set_name(SimparKernelSet set);
 const char *simpar_kernel_class_name(SimparKernelClass kc);
+/* The seconds a kernel of op kind `kind` takes beyond launch_s whatever its bytes: a
+ * calibration's kernel_floor_s, else 0. */
+double simpar_compute_op_floor(const SimparGpu *gpu, SimparOpKind kind);
 /* The unfused attention `a` as simpar-exec runs it: the time of its GEMMs on `gpu` (forward or
  * backward) and the bytes of its one kernel over the scores (calibrate takes the scores'
  * bandwidth from a bench's attention rows with them). */
