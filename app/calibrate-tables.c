@@ -24,7 +24,7 @@
  *   attention  with --topology, the bench's unfused attention rows (forward, backward) less
  *            their GEMMs (this calibration's table on --topology's curve) and the timer: the
  *            bandwidth of simpar-exec's one kernel over the scores, "kernel_bw_Bps" of
- *            "attention" and "attention-bwd" (the bench runs them at dropout p = 0.1).
+ *            "attention" and "attention-bwd" (at the rows' dropout_p: 0.1 in every bench so far).
  *   classes the bench did not time: with --topology, the platform's figure times the median
  *            ratio of the measured kinds' bandwidths to the platform's own (the bench's kernels
  *            run that much slower or faster than the platform's data says); without it, the
@@ -294,9 +294,6 @@ tables_floors(Tables *t)
     }
 }
 
-/* Dropout of the bench's attention rows (exec/bench.c). */
-#define TABLES_BENCH_ATTN_P 0.1
-
 /* The unfused attention rows of direction `bwd` (kind "attention" or "attention_bwd" with their
  * shape) into the bandwidth of the one kernel over the scores: their score bytes over their
  * times less the GEMMs (on `gpu`), the launch and the timer; the rms relative error of `gpu`'s
@@ -318,7 +315,7 @@ tables_attention_bw(const SimparBench *b, const SimparGpu *gpu, const Tables *t,
                              .s = k->seq,
                              .dh = k->head_dim,
                              .causal = TRUE,
-                             .p = TABLES_BENCH_ATTN_P};
+                             .p = k->dropout_p};
         double gemm, sb;
         simpar_compute_attention_parts(gpu, b->dtype, &a, bwd, &gemm, &sb);
         double left = k->time_s - timer - t->launch_s - gemm;
