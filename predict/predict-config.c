@@ -521,6 +521,18 @@ predict_trace_layer_roles(const SimparSchedule *layer)
     return role;
 }
 
+/* An MoE model's rank `x->job_rank`: its index in its expert-parallel group and the group's
+ * first rank (train.h's expert numbering). */
+static void
+predict_trace_moe_rank(const SimparModel *model, const SimparTrain *train, SimparTraceRank *x)
+{
+    if (!simpar_model_is_moe(model))
+        return;
+    guint stride = (guint) train->expert_stride[SIMPAR_AXIS_EP];
+    x->moe_rank = x->job_rank / stride % (guint) MAX(train->ep, 1);
+    x->moe_base = x->job_rank - x->moe_rank * stride;
+}
+
 /* The step's trace events for the ranks asked for (or one per role: replica 0 of every stage,
  * the layer ranks whose ops differ), its layer blocks expanded into the ops of their layers.
  * Where one slice stands for the step, a rank's step ops are its slice rank's. */
@@ -558,20 +570,28 @@ predict_trace(const SimparPredictContext *ctx, const SimparStepTimer *blocks,
         guint run_rank = plan->slices > 1 ? simpar_train_rank(&num, t / T, d, p) : r;
         SimparMemory mem; /* the stage's states, for the memory counter */
         simpar_memory_step(model, train, p, 0, ctx->attention, &mem);
-        SimparTraceRank x = {run_rank,
-                             r,
-                             plan->job_gpus[r],
-                             t,
-                             mem.states_B,
-                             act,
-                             simpar_train_rank(train, 0, d, p)};
+        SimparTraceRank x = {
+            run_rank, r, plan->job_gpus[r], t, mem.states_B, act, simpar_train_rank(train, 0, d, p),
+            0,        0};
+        predict_trace_moe_rank(model, train, &x);
         g_array_append_val(who, x);
     }
-    g_autofree SimparSpan *layer_spans = simpar_block_layer_spans(blocks, train, layer);
+    SimparTraceLayer tl = {0};
     g_autofree guint *block_gpus = simpar_block_gpus(train);
-    SimparRun layer_run = blocks->base;
+    g_autofree SimparSpan *layer_spans = simpar_block_layer_spans(blocks, train, layer, tl.part_s);
+    SimparRun layer_run = blocks->base, moe_run = blocks->base;
     layer_run.sched = layer, layer_run.n_layers = 1, layer_run.gpus = block_gpus;
-    SimparTraceLayer tl = {&layer_run, layer_spans};
+    tl.run = &layer_run, tl.spans = layer_spans;
+    g_autoptr(SimparSchedule) moe = NULL;
+    g_autofree guint *moe_gpus = NULL;
+    g_autofree SimparSpan *moe_spans =
+        simpar_model_is_moe(model)
+            ? simpar_block_moe_spans(blocks, model, train, &moe, &moe_gpus, tl.moe_part_s)
+            : NULL;
+    if (moe != NULL) {
+        moe_run.sched = moe, moe_run.n_layers = 1, moe_run.gpus = moe_gpus;
+        tl.moe_run = &moe_run, tl.moe_spans = moe_spans;
+    }
     simpar_report_trace(ctx->trace, ctx->trace_index, mode, run, spans,
                         (const SimparTraceRank *) who->data, who->len, run_job, &tl);
 }
