@@ -401,6 +401,22 @@ predict_trace_colls(const SimparSchedule *s)
     return (double) n / simpar_schedule_n_ranks(s);
 }
 
+/* Ops and collectives per rank of a layer in a trace: the layer schedule's and, for an MoE
+ * model, its MoE block's. */
+static void
+predict_trace_layer_ops(const SimparModel *model, const SimparTrain *train,
+                        const SimparSchedule *layer, double *ops, double *colls)
+{
+    *ops = (double) simpar_schedule_n_ops(layer) / simpar_schedule_n_ranks(layer);
+    *colls = predict_trace_colls(layer);
+    if (!simpar_model_is_moe(model))
+        return;
+    g_autofree guint *gpus = NULL;
+    g_autoptr(SimparSchedule) moe = simpar_block_moe_build(model, train, &gpus);
+    *ops += (double) simpar_schedule_n_ops(moe) / simpar_schedule_n_ranks(moe);
+    *colls += predict_trace_colls(moe);
+}
+
 /* The trace's warning size in bytes: $SIMPAR_TRACE_WARN_MIB MiB when set, else
  * SIMPAR_PREDICT_WARN_TRACE_B. */
 static double
@@ -441,8 +457,9 @@ predict_trace_warn(const SimparPredictContext *ctx, const char *what, double byt
  * on a 1024-GPU step wrote 8 GB). The default, one rank per role, is not refused; any trace
  * warns once its estimate passes the warning size. */
 static gboolean
-predict_trace_fits(const SimparPredictContext *ctx, const char *what, const SimparTrain *train,
-                   const SimparSchedule *layer, const SimparStepPlan *plan, GError **why)
+predict_trace_fits(const SimparPredictContext *ctx, const char *what, const SimparModel *model,
+                   const SimparTrain *train, const SimparSchedule *layer,
+                   const SimparStepPlan *plan, GError **why)
 {
     if (ctx->trace == NULL)
         return TRUE;
@@ -451,7 +468,8 @@ predict_trace_fits(const SimparPredictContext *ctx, const char *what, const Simp
     guint ranks = predict_trace_n_ranks(ctx, train, layer, n_job, &joined);
     double step_ops =
         (double) simpar_schedule_n_ops(plan->step) / simpar_schedule_n_ranks(plan->step);
-    double layer_ops = (double) simpar_schedule_n_ops(layer) / simpar_schedule_n_ranks(layer);
+    double layer_ops, layer_colls;
+    predict_trace_layer_ops(model, train, layer, &layer_ops, &layer_colls);
     double layers = ceil((double) train->layers / train->pp); /* a layer: its forward and
                                                                   backward ops */
     double per_layers = train->micro_batches * layers;
@@ -459,8 +477,8 @@ predict_trace_fits(const SimparPredictContext *ctx, const char *what, const Simp
     double bytes = events * PREDICT_TRACE_EVENT_B;
     if (bytes <= SIMPAR_PREDICT_MAX_TRACE_B || (!ctx->trace_all && ctx->trace_ranks == NULL)) {
         /* the warning: the bytes written, the flow arrows' two ends per collective too */
-        double flows = 2 * joined * ranks *
-                       (predict_trace_colls(plan->step) + per_layers * predict_trace_colls(layer));
+        double flows =
+            2 * joined * ranks * (predict_trace_colls(plan->step) + per_layers * layer_colls);
         predict_trace_warn(ctx, what,
                            events * PREDICT_TRACE_WRITTEN_B + flows * PREDICT_TRACE_FLOW_B,
                            events + flows);
@@ -619,7 +637,7 @@ predict_step(const SimparPredictContext *ctx, const SimparModel *model, const Si
         return FALSE;
     if (!formula) /* the formula's fallback replays on the analytic backend: no cost */
         simpar_step_plan(&tm, model, train, layer, !ctx->all_slices, &plan);
-    if (!(formula || predict_trace_fits(ctx, what, train, layer, &plan, why)) ||
+    if (!(formula || predict_trace_fits(ctx, what, model, train, layer, &plan, why)) ||
         !predict_affordable(ctx, what, &blocks, train, layer, &tm, &plan, why)) {
         simpar_step_plan_clear(&plan);
         return FALSE;

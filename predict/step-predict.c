@@ -182,10 +182,8 @@ block_add(SimparBlockTimes *bt, const char *key, double add, double compute_add)
     *c = MIN(*c + MAX(compute_add, 0.0), *t);
 }
 
-/* The MoE block of `train` (validated) on the first expert-parallel group of the first stage,
- * with its GPUs in *gpus (transfer full, both). */
-static SimparSchedule *
-block_moe_build(const SimparModel *model, const SimparTrain *train, guint **gpus)
+SimparSchedule *
+simpar_block_moe_build(const SimparModel *model, const SimparTrain *train, guint **gpus)
 {
     guint ep = (guint) MAX(train->ep, 1);
     guint64 tokens = (guint64) model->micro_batch * model->seq / simpar_plan_cp(&train->tp) /
@@ -210,7 +208,7 @@ block_moe(const SimparStepTimer *tm, const SimparModel *model, const SimparTrain
           SimparBlockTimes *bt)
 {
     g_autofree guint *gpus = NULL;
-    g_autoptr(SimparSchedule) moe = block_moe_build(model, train, &gpus);
+    g_autoptr(SimparSchedule) moe = simpar_block_moe_build(model, train, &gpus);
     SimparRun run;
     g_autofree double *compute = NULL;
     g_autofree SimparSpan *sp = block_run(tm, moe, 2, gpus, &run, &compute);
@@ -240,7 +238,7 @@ simpar_block_moe_spans(const SimparStepTimer *tm, const SimparModel *model,
                        double part_s[2])
 {
     g_return_val_if_fail(simpar_model_is_moe(model), NULL);
-    *moe = block_moe_build(model, train, gpus);
+    *moe = simpar_block_moe_build(model, train, gpus);
     SimparRun run;
     g_autofree double *compute = NULL;
     g_autofree SimparSpan *sp = block_run(tm, *moe, 2, *gpus, &run, &compute);

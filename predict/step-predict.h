@@ -54,6 +54,11 @@ double simpar_block_time(const SimparBlockTimes *bt, const char *key);
  * (transfer full); part_s (or NULL) gets the layer schedule's forward and backward time. */
 SimparSpan *simpar_block_layer_spans(const SimparStepTimer *tm, const SimparTrain *train,
                                      const SimparSchedule *layer, double part_s[2]);
+/* An MoE model's MoE block (moe.h) for `train` (validated) on the GPUs *gpus of the first
+ * expert-parallel group of the first stage, as Megatron-Core's expert numbering places them
+ * (transfer full, both). */
+SimparSchedule *simpar_block_moe_build(const SimparModel *model, const SimparTrain *train,
+                                       guint **gpus);
 /* The same for an MoE model's MoE block (moe.h), the part of "layer.fwd" and "layer.bwd" the
  * layer schedule leaves out: *moe the block as the block times ran it, on the GPUs *gpus of
  * the first expert-parallel group (transfer full, all three); part_s its forward and backward
