@@ -1284,9 +1284,9 @@ report_trace_layers(ReportTrace *lt, ReportTrace *mt, const SimparTraceLayer *tl
     g_autofree guint *moe_tids = ms != NULL ? report_moe_tids(ls, ms) : NULL;
     guint n_tids = n_streams + (ms != NULL ? simpar_schedule_n_streams(ms) : 0);
     g_autofree double *idle = g_new(double, n_tids);
-    g_autofree SimparSpan *at = g_new(SimparSpan, simpar_schedule_n_ops(ls));
+    g_autofree SimparSpan *at = g_new0(SimparSpan, simpar_schedule_n_ops(ls));
     g_autofree SimparSpan *moe_at =
-        ms != NULL ? g_new(SimparSpan, simpar_schedule_n_ops(ms)) : NULL;
+        ms != NULL ? g_new0(SimparSpan, simpar_schedule_n_ops(ms)) : NULL;
     for (guint st = 0; st < n_streams; st++)
         tids[st] = st;
     for (guint st = 0; st < n_tids; st++)

@@ -59,10 +59,10 @@ SimparSpan *simpar_block_layer_spans(const SimparStepTimer *tm, const SimparTrai
  * (transfer full, both). */
 SimparSchedule *simpar_block_moe_build(const SimparModel *model, const SimparTrain *train,
                                        guint **gpus);
-/* The same for an MoE model's MoE block (moe.h), the part of "layer.fwd" and "layer.bwd" the
- * layer schedule leaves out: *moe the block as the block times ran it, on the GPUs *gpus of
- * the first expert-parallel group (transfer full, all three); part_s its forward and backward
- * time, the share of the blocks' times it adds. */
+/* simpar_block_layer_spans for an MoE model's MoE block, the part of "layer.fwd" and
+ * "layer.bwd" the layer schedule leaves out: per op of *moe (simpar_block_moe_build's, on
+ * *gpus; transfer full, all three) its span within its part of the block, as the block times
+ * ran it; part_s its forward and backward time, the share of the blocks' times it adds. */
 SimparSpan *simpar_block_moe_spans(const SimparStepTimer *tm, const SimparModel *model,
                                    const SimparTrain *train, SimparSchedule **moe, guint **gpus,
                                    double part_s[2]);
