@@ -589,8 +589,14 @@ predict_trace(const SimparPredictContext *ctx, const SimparStepTimer *blocks,
         SimparMemory mem; /* the stage's states, for the memory counter */
         simpar_memory_step(model, train, p, 0, ctx->attention, &mem);
         SimparTraceRank x = {
-            run_rank, r, plan->job_gpus[r], t, mem.states_B, act, simpar_train_rank(train, 0, d, p),
-            0,        0};
+            .run_rank = run_rank,
+            .job_rank = r,
+            .gpu = plan->job_gpus[r],
+            .layer_rank = t,
+            .states_B = mem.states_B,
+            .layer_activations_B = act,
+            .layer_base = simpar_train_rank(train, 0, d, p),
+        };
         predict_trace_moe_rank(model, train, &x);
         g_array_append_val(who, x);
     }

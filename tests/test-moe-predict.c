@@ -330,10 +330,9 @@ moe_trace_read(const char *path, guint ranks, MoeTraced *m)
 
 /* A traced MoE step draws every layer's MoE block (router, permutation, the dispatch and
  * combine all-to-alls, the experts' and the shared experts' GEMMs, forward and backward)
- * inside its layer blocks, after the attention part's forward and before its backward: on every
- * backend, the all-to-alls and the experts' GEMMs of the expert-parallel group's ranks take
- * what the prediction says they take (to the trace's nanosecond: two events a layer), and each
- * layer's compute stream fills its share of its block. */
+ * inside its layer blocks: on every backend, the all-to-alls and the experts' GEMMs of the
+ * expert-parallel group's ranks take what the prediction says they take (to the trace's nanosecond:
+ * two events a layer), and each layer's compute stream fills its share of its block. */
 static void
 test_an_moe_trace_shows_the_moe_block_with_the_prediction_s_times(void)
 {
