@@ -1344,13 +1344,14 @@ simpar_report_trace(SimparTrace *t, guint mode_index, const char *mode, const Si
         }
         if (moe != NULL)
             report_trace_moe_streams(t, pid, layers->run->sched, moe->sched);
-        mt.base = who->moe_base;
+        mt.base = who->moe_base, lt.base = who->layer_base; /* the groups' the rank is in */
         guint n;
         const guint *ops = simpar_schedule_rank_ops(s, who->run_rank, &n);
         double held = 0; /* the layer activations the rank holds */
         if (who->states_B > 0)
             simpar_trace_counter(t, "memory", pid, 0, "GiB", who->states_B / GIB);
         gint64 slice = run_job == NULL ? 0 : (gint64) who->job_rank - run_job[who->run_rank];
+        rt.base = (guint64) slice;
         for (guint l = 0; l < run->n_layers; l++) {
             for (guint st = 0; st < n_streams; st++)
                 idle[st] = 0;

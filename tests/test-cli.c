@@ -985,16 +985,19 @@ flow_in_collective(JsonArray *ev, JsonObject *e)
 
 /* The members of a collective joined by flow arrows, each member to the next: every id has
  * one start and one end, the start no later than the end, both inside the collective's events;
- * arrows for the layers' tensor-parallel collectives and the step's data-parallel ones. */
+ * arrows for the layers' tensor-parallel collectives and the step's data-parallel ones, with
+ * `ranks` traced ("0-7": both, "4-7": the second tensor-parallel group's, "0,5": none, each
+ * rank's peers being untraced; these two drew an end without its other or no arrow at all when
+ * every rank looked its peers up in the first group). */
 static void
-test_predict_trace_collective_flows(void)
+trace_collective_flows(const char *ranks, gboolean want_layer, gboolean want_step)
 {
     g_autofree char *dir = g_dir_make_tmp("simpar-cli-XXXXXX", NULL);
     g_autofree char *path = g_build_filename(dir, "t.json", NULL);
     g_autofree char *args = g_strdup_printf(
         "--topology topologies/v100x64.xml --model tiny --layers 2 --tp-mode 1d --tp 4 --dp 2 "
-        "--gpus 8 --global-batch 16 --trace %s --trace-ranks 0-7",
-        path);
+        "--gpus 8 --global-batch 16 --trace %s --trace-ranks %s",
+        path, ranks);
     SimparCliRun r = simpar_cli_run(args);
     CU_ASSERT_EQUAL_FATAL(r.status, 0);
     simpar_cli_run_clear(&r);
@@ -1019,7 +1022,11 @@ test_predict_trace_collective_flows(void)
         if (g_str_equal(ph, "s"))
             layer += strstr(id, ".l") != NULL, step += strstr(id, ".s") != NULL;
     }
-    CU_ASSERT_TRUE(layer > 0 && step > 0);
+    if ((layer > 0) != want_layer || (step > 0) != want_step ||
+        g_hash_table_size(starts) != g_hash_table_size(ends))
+        printf("\n    --trace-ranks %s: %u layer and %u step arrows, %u starts, %u ends", ranks,
+               layer, step, g_hash_table_size(starts), g_hash_table_size(ends));
+    CU_ASSERT_TRUE((layer > 0) == want_layer && (step > 0) == want_step);
     CU_ASSERT_EQUAL(inside, n);
     CU_ASSERT_EQUAL(g_hash_table_size(starts), g_hash_table_size(ends));
     GHashTableIter it;
@@ -1033,6 +1040,14 @@ test_predict_trace_collective_flows(void)
     }
     g_remove(path);
     simpar_test_tmpdir_remove(g_steal_pointer(&dir));
+}
+
+static void
+test_predict_trace_collective_flows(void)
+{
+    trace_collective_flows("0-7", TRUE, TRUE);
+    trace_collective_flows("4-7", TRUE, FALSE);
+    trace_collective_flows("0,5", FALSE, FALSE);
 }
 
 /* A trace past the warning size ($SIMPAR_TRACE_WARN_MIB here, 256 MiB by default): one
