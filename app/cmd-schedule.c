@@ -7,14 +7,16 @@ static gboolean
 schedule_plan(const SimparJobArgs *job, SimparPlan *plan, GError **error)
 {
     if (job->tp == SIMPAR_JOB_UNSET) {
+        g_autofree char *sizes = simpar_generator_list(SIMPAR_GEN_ANY, SIMPAR_GEN_SIZE, "or");
         g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                    "simpar schedule: --tp N is required (the tensor-parallel group size: P, q*q, "
-                    "q*q*d or q*q*q)");
+                    "simpar schedule: --tp N is required (the tensor-parallel group size: %s)",
+                    sizes);
         return FALSE;
     }
-    guint n;
-    const char *first = simpar_generators(&n)[0].name; /* the baseline, 1-D */
-    return simpar_job_plan(job, job->tp_mode != NULL ? job->tp_mode : first, plan, error);
+    /* the plan's options are checked before the model's, an unknown --tp-mode after them (where
+     * the layer's generation finds it): until then, an unknown mode's plan is the baseline's */
+    const SimparGenerator *gen = simpar_generator_of(job->tp_mode);
+    return simpar_job_plan(job, gen != NULL ? gen : simpar_generator_baseline(), plan, error);
 }
 
 gboolean
@@ -39,6 +41,7 @@ simpar_cmd_schedule(int argc, char **argv, GError **error)
     gboolean ok = simpar_cli_parse(ctx, "simpar schedule", &argc, &argv, error) &&
                   schedule_plan(&job, &plan, error) &&
                   simpar_job_model(&job, "paper-3d", &model, error) &&
+                  (plan.gen = simpar_job_generator(&job, error)) != NULL &&
                   (text = simpar_cli_summary(&model, &plan, json, error)) != NULL;
     if (ok)
         fputs(text, stdout);

@@ -389,6 +389,8 @@ simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GE
     g_autofree char *modes =
         g_strdup_printf("Tensor-parallel modes %s, or all (default)", simpar_generator_names());
     const char *modes_help = g_intern_string(modes);
+    g_autofree char *grids = simpar_generator_list(SIMPAR_GEN_GRID, SIMPAR_GEN_POWERS, "and");
+    g_autofree char *q_help = g_strdup_printf("Grid sides of %s", grids);
     const GOptionEntry entries[] = {
         {"preset", 0, 0, G_OPTION_ARG_STRING, &a->preset,
          "Node design (simpar topology --list): a platform generated per GPU count", "NAME"},
@@ -399,8 +401,7 @@ simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GE
         {"tp-mode", 0, 0, G_OPTION_ARG_STRING, &s[SIMPAR_SWEEP_MODES], modes_help, "LIST"},
         {"tp", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_TP], "1-D tensor-parallel sizes T",
          "LIST"},
-        {"q", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_Q],
-         "Grid sides of 2d (T = q^2), 2.5d (q^2 d) and 3d (q^3)", "LIST"},
+        {"q", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_Q], g_intern_string(q_help), "LIST"},
         {"depth", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_DEPTH], "2.5-D depths d", "LIST"},
         {"pp", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_PP], "Pipeline stages P", "LIST"},
         {"dp", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_DP], "Data-parallel replicas D", "LIST"},

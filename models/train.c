@@ -384,13 +384,15 @@ train_check_experts(const SimparTrain *t, const SimparModel *model, GError **err
                           "--etp %" G_GINT64_FORMAT ": expert tensor parallelism is not "
                           "modelled yet (valid: 1, each expert whole on one GPU)",
                           etp);
-    const SimparGenerator *gen = simpar_generator_of(t->tp.mode);
-    if (t->tp.tp > 1 && gen != NULL && !gen->sequence_parallel)
+    const SimparGenerator *gen = t->tp.gen;
+    if (t->tp.tp > 1 && !simpar_generator_has(gen, SIMPAR_GEN_SP)) {
+        g_autofree char *sp = simpar_generator_list(SIMPAR_GEN_SP, SIMPAR_GEN_NAME, "or");
         return train_fail(error,
                           "--tp-mode %s with a mixture of experts: its experts take each GPU's "
                           "own whole tokens, and moving them there from %s's blocks of the "
-                          "activation is not modelled (valid: --tp-mode 1d with --sp, or --tp 1)",
-                          t->tp.mode, gen->label);
+                          "activation is not modelled (valid: --tp-mode %s with --sp, or --tp 1)",
+                          gen->name, gen->label, sp);
+    }
     if (t->tp.tp > 1 && !t->tp.sequence_parallel)
         return train_fail(error,
                           "--ep %" G_GINT64_FORMAT " with --tp %" G_GINT64_FORMAT

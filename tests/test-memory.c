@@ -300,7 +300,7 @@ test_activations_fp8_attention(void)
     m.dtype = SIMPAR_DTYPE_BF16, m.fp8 = SIMPAR_FP8_DELAYED;
     SimparPlan plan;
     simpar_plan_init(&plan);
-    plan.mode = "1d", plan.tp = 2, plan.sequence_parallel = TRUE, plan.q = 2;
+    plan.gen = simpar_generator_of("1d"), plan.tp = 2, plan.sequence_parallel = TRUE, plan.q = 2;
     double bf = simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_FLASH);
     double un = simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_UNFUSED);
     plan.fp8_attention = TRUE;
