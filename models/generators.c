@@ -96,17 +96,24 @@ simpar_generator_has(const SimparGenerator *gen, SimparGenFact fact)
     }
 }
 
-/* T in the grid's terms, as products ("q*q*d") or as powers ("q^2 d"). */
+/* The grid's figures in words: T as products ("q*q*d") or as powers ("q^2 d"), and the micro-batch
+ * divisor (simpar_generator_batch_divisor: "q d"). */
+typedef enum {
+    GENERATORS_PRODUCTS,
+    GENERATORS_POWERS,
+    GENERATORS_DIVISOR,
+} GeneratorsFigure;
+
 static const char *
-generators_size(const SimparGenerator *gen, gboolean powers)
+generators_figure(const SimparGenerator *gen, GeneratorsFigure figure)
 {
-    static const char *const sizes[][2] = {
-        [SIMPAR_GRID_LINE] = {"P", "P"},
-        [SIMPAR_GRID_SQUARE] = {"q*q", "q^2"},
-        [SIMPAR_GRID_LAYERS] = {"q*q*d", "q^2 d"},
-        [SIMPAR_GRID_CUBE] = {"q*q*q", "q^3"},
+    static const char *const figures[][3] = {
+        [SIMPAR_GRID_LINE] = {"P", "P", "1"},
+        [SIMPAR_GRID_SQUARE] = {"q*q", "q^2", "q"},
+        [SIMPAR_GRID_LAYERS] = {"q*q*d", "q^2 d", "q d"},
+        [SIMPAR_GRID_CUBE] = {"q*q*q", "q^3", "q^2"},
     };
-    return sizes[gen->grid][powers];
+    return figures[gen->grid][figure];
 }
 
 static void
@@ -117,14 +124,19 @@ generators_words(GString *out, const SimparGenerator *gen, SimparGenWords words,
         g_string_append(out, gen->label);
         return;
     case SIMPAR_GEN_SIZE:
-        g_string_append(out, generators_size(gen, FALSE));
+        g_string_append(out, generators_figure(gen, GENERATORS_PRODUCTS));
         return;
     case SIMPAR_GEN_SIZED:
-        g_string_append_printf(out, "%s (%s)", generators_size(gen, FALSE), gen->name);
+        g_string_append_printf(out, "%s (%s)", generators_figure(gen, GENERATORS_PRODUCTS),
+                               gen->name);
         return;
     case SIMPAR_GEN_POWERS:
         g_string_append_printf(out, "%s (%s%s)", gen->name, first ? "T = " : "",
-                               generators_size(gen, TRUE));
+                               generators_figure(gen, GENERATORS_POWERS));
+        return;
+    case SIMPAR_GEN_BATCH:
+        g_string_append_printf(out, "%s for %s", generators_figure(gen, GENERATORS_DIVISOR),
+                               gen->label);
         return;
     case SIMPAR_GEN_NAME:
     default:
@@ -149,6 +161,15 @@ simpar_generator_list(SimparGenFact fact, SimparGenWords words, const char *conj
         generators_words(out, &generators[i], words, n++ == 0);
     }
     return g_string_free(out, FALSE); /* (transfer full) */
+}
+
+const char *
+simpar_generator_help(const char *before, SimparGenFact fact, SimparGenWords words,
+                      const char *conjunction, const char *after)
+{
+    g_autofree char *list = simpar_generator_list(fact, words, conjunction);
+    g_autofree char *help = g_strconcat(before, list, after, NULL);
+    return g_intern_string(help);
 }
 
 gint64

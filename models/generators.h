@@ -55,6 +55,7 @@ typedef enum {
     SIMPAR_GEN_SIZE,   /* T in the grid's terms: "q*q" */
     SIMPAR_GEN_SIZED,  /* "q*q (2d)" */
     SIMPAR_GEN_POWERS, /* "2d (q^2)", the first "2d (T = q^2)" */
+    SIMPAR_GEN_BATCH,  /* "q for 2-D": what a micro-batch's sequences are a multiple of */
 } SimparGenWords;
 
 /* The table, in the papers' order; the first row is the baseline that others compare to. */
@@ -72,6 +73,10 @@ gboolean simpar_generator_has(const SimparGenerator *gen, SimparGenFact fact);
 /* The rows that have `fact` in the table's order, as words: "2d, 2.5d or 3d" with conjunction
  * "or", "1d" for one row, every pair ", "-separated for NULL (transfer full). */
 char *simpar_generator_list(SimparGenFact fact, SimparGenWords words, const char *conjunction);
+/* An option's help text: `before`, that list, `after` (interned: lives as long as the process,
+ * as GOption's help texts must). */
+const char *simpar_generator_help(const char *before, SimparGenFact fact, SimparGenWords words,
+                                  const char *conjunction, const char *after);
 /* The group size of a grid of side q (and depth d for LAYERS); LINE has no grid: 0. */
 gint64 simpar_generator_grid_tp(const SimparGenerator *gen, gint64 q, gint64 depth);
 /* What a micro-batch's sequence count must be a multiple of on a grid of side q (and depth d):

@@ -83,9 +83,6 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
         "Preset name (%s) or a JSON model file; default default-4k (predict), paper-3d "
         "(schedule), tiny (simpar-exec)",
         simpar_intern_names(presets, n_presets, sizeof(*presets)));
-    g_autofree char *line = simpar_generator_list(SIMPAR_GEN_LINE, SIMPAR_GEN_NAME, "or");
-    g_autofree char *kv_lora_help = g_strdup_printf(
-        "Multi-head latent attention: the key/value latent's width (0: none; --tp-mode %s)", line);
     const GOptionEntry model[] = {
         {"model", 'm', 0, G_OPTION_ARG_STRING, &a->model, g_intern_string(model_help), "NAME|FILE"},
         {"hidden", 0, 0, G_OPTION_ARG_INT64, &a->hidden, "Hidden size h", "H"},
@@ -147,7 +144,10 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
          "CF"},
         {"imbalance", 0, 0, G_OPTION_ARG_STRING, &a->imbalance,
          "The busiest expert's tokens over the mean (>= 1, default 1: balanced)", "X"},
-        {"kv-lora-rank", 0, 0, G_OPTION_ARG_INT64, &a->kv_lora_rank, g_intern_string(kv_lora_help),
+        {"kv-lora-rank", 0, 0, G_OPTION_ARG_INT64, &a->kv_lora_rank,
+         simpar_generator_help("Multi-head latent attention: the key/value latent's width (0: "
+                               "none; --tp-mode ",
+                               SIMPAR_GEN_LINE, SIMPAR_GEN_NAME, "or", ")"),
          "R"},
         {"q-lora-rank", 0, 0, G_OPTION_ARG_INT64, &a->q_lora_rank,
          "Multi-head latent attention: the query latent's width", "R"},
@@ -160,14 +160,15 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
          "Multi-head latent attention: a head's value columns", "D"},
         G_OPTION_ENTRY_NULL,
     };
-    g_autofree char *tp_mode_help = g_strdup_printf(
-        "Tensor-parallel mode: %s (predict: also all, the default)", simpar_generator_names());
-    g_autofree char *sizes = simpar_generator_list(SIMPAR_GEN_ANY, SIMPAR_GEN_SIZED, NULL);
-    g_autofree char *tp_help =
-        g_strdup_printf("Tensor-parallel group size T: %s; predict: default GPUs / (P x D)", sizes);
     const GOptionEntry plan[] = {
-        {"tp-mode", 0, 0, G_OPTION_ARG_STRING, &a->tp_mode, g_intern_string(tp_mode_help), "MODE"},
-        {"tp", 0, 0, G_OPTION_ARG_INT64, &a->tp, g_intern_string(tp_help), "T"},
+        {"tp-mode", 0, 0, G_OPTION_ARG_STRING, &a->tp_mode,
+         simpar_generator_help("Tensor-parallel mode: ", SIMPAR_GEN_ANY, SIMPAR_GEN_NAME, NULL,
+                               " (predict: also all, the default)"),
+         "MODE"},
+        {"tp", 0, 0, G_OPTION_ARG_INT64, &a->tp,
+         simpar_generator_help("Tensor-parallel group size T: ", SIMPAR_GEN_ANY, SIMPAR_GEN_SIZED,
+                               NULL, "; predict: default GPUs / (P x D)"),
+         "T"},
         {"depth", 0, 0, G_OPTION_ARG_INT64, &a->depth, "2.5-D depth d (default q=d)", "D"},
         {"sp", 0, 0, G_OPTION_ARG_NONE, &a->sp, "1-D: sequence parallelism", NULL},
         {"cp", 0, 0, G_OPTION_ARG_INT64, &a->cp,

@@ -414,6 +414,7 @@ test_generator_lists(void)
         {SIMPAR_GEN_ANY, SIMPAR_GEN_SIZE, "or", "P, q*q, q*q*d or q*q*q"},
         {SIMPAR_GEN_GRID, SIMPAR_GEN_POWERS, "and", "2d (T = q^2), 2.5d (q^2 d) and 3d (q^3)"},
         {SIMPAR_GEN_GRID, SIMPAR_GEN_LABEL, "and", "2-D, 2.5-D and 3-D"},
+        {SIMPAR_GEN_GRID, SIMPAR_GEN_BATCH, NULL, "q for 2-D, q d for 2.5-D, q^2 for 3-D"},
         {SIMPAR_GEN_GRID, SIMPAR_GEN_NAME, "or", "2d, 2.5d or 3d"},
         {SIMPAR_GEN_LINE, SIMPAR_GEN_LABEL, "or", "1-D"},
         {SIMPAR_GEN_SP, SIMPAR_GEN_NAME, "or", "1d"},
