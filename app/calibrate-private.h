@@ -18,6 +18,11 @@ typedef struct {
     gboolean fitted, held; /* held: faster than the datasheet, kept at it */
     guint points;
     double bw_Bps, timer_s, rms, preset;
+    double scaled;  /* > 0: a class not measured, --topology's figure times this ratio */
+    double floor_s; /* a kind's own fixed time beyond the launch: timer_s less the bench's timer */
+    /* the relative error in the rows' summed time (less the timer), the calibration's and
+     * --topology's (NAN: not known) */
+    double time_err, preset_time_err;
 } TablesFit;
 
 /* The groups: the kernel classes, then every op kind. */
@@ -43,6 +48,7 @@ typedef struct {
      * curve): median and largest relative error, NAN without --topology or with one row */
     double gemm_loo_median, gemm_loo_max;
     TablesFit fits[TABLES_GROUPS]; /* by class, then by op kind (SIMPAR_KCLASS_N + kind) */
+    double kernel_timer_s;         /* the bench's timer on kernels: the least timer_s of a kind */
 } Tables;
 
 /* GSL's golden-section search (calibrate-gsl.c) of f over [*lo, *hi] from *x, until the interval
@@ -60,7 +66,7 @@ double simpar_calibrate_simplex(double (*f)(const double *x, guint k, void *data
  * measured data), or NULL. */
 void simpar_calibrate_tables(const SimparBench *b, const SimparGpu *platform, Tables *t);
 void simpar_calibrate_tables_clear(Tables *t);
-/* The members of CALIB.json: kernel_bw_<class>_Bps, gemm_table. */
+/* The members of CALIB.json: kernel_bw_<class>_Bps, kernel_bw_Bps, kernel_floor_s, gemm_table. */
 void simpar_calibrate_tables_json(const Tables *t, JsonBuilder *jb);
 /* Members of CALIB.json's "fit": "gemm", "kernel_classes" and "kernel_kinds", each group's
  * rms relative error, the preset's on the same rows, the timer taken off and the rows. */

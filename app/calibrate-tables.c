@@ -15,7 +15,20 @@
  *            above the datasheet bandwidth (with --topology). The floor holds the bench's timer
  *            as well as the launch: predictions take the platform's launch_s instead. With
  *            --topology, the summary holds the platform's own figures against the same rows
- *            (less the timer), group by group, next to the calibration's.
+ *            (less the timer), group by group, next to the calibration's. The floor comes
+ *            from the fit; the bandwidth from each kind's largest row less the floor (the
+ *            smaller rows are mostly floor, and a step's large tensors stream as the largest
+ *            row does). The bench's timer is the least floor of any kind less the launch (the
+ *            same events time every row); what a kind's floor holds beyond it is the kind's
+ *            own fixed time, "kernel_floor_s", which predictions add to the launch.
+ *   attention  with --topology, the bench's unfused attention rows (forward, backward) less
+ *            their GEMMs (this calibration's table on --topology's curve) and the timer: the
+ *            bandwidth of simpar-exec's one kernel over the scores, "kernel_bw_Bps" of
+ *            "attention" and "attention-bwd" (the bench runs them at dropout p = 0.1).
+ *   classes the bench did not time: with --topology, the platform's figure times the median
+ *            ratio of the measured kinds' bandwidths to the platform's own (the bench's kernels
+ *            run that much slower or faster than the platform's data says); without it, the
+ *            platform's figure stays.
  *
  * Nothing here goes past physics: no peak is fitted, no efficiency can exceed 1; a class the
  * bench did not measure keeps the platform's figure (said in the summary).
@@ -86,6 +99,41 @@ tables_rms(const Tables *t, guint g, double timer, double bw)
     return n > 0 ? sqrt(sum / n) : NAN;
 }
 
+/* The relative error in the summed time of group g's rows (each less the timer) of launch_s +
+ * bytes / bw: what a step of the same kernels would be off by, the large rows weighing most. */
+static double
+tables_time_err(const Tables *t, guint g, double timer, double bw)
+{
+    double err = 0, sum = 0;
+    for (guint i = 0; i < t->kernels->len; i++) {
+        const TablesKernel *k = &g_array_index(t->kernels, TablesKernel, i);
+        if (tables_in(k, g))
+            err += fabs(t->launch_s + k->bytes / bw - (k->time_s - timer)),
+                sum += k->time_s - timer;
+    }
+    return sum > 0 ? err / sum : NAN;
+}
+
+/* The bandwidth of group g's bandwidth-bound rows: each kind's largest row, their bytes over
+ * their times less `floor` (0 when no row is above it). */
+static double
+tables_bw_largest(const Tables *t, guint g, double floor)
+{
+    double bytes = 0, time = 0;
+    for (guint kind = 0; kind < SIMPAR_N_OP_KINDS; kind++) {
+        const TablesKernel *largest = NULL;
+        for (guint i = 0; i < t->kernels->len; i++) {
+            const TablesKernel *k = &g_array_index(t->kernels, TablesKernel, i);
+            if (k->kind == kind && tables_in(k, g) &&
+                (largest == NULL || k->bytes > largest->bytes))
+                largest = k;
+        }
+        if (largest != NULL && largest->time_s > floor)
+            bytes += largest->bytes, time += largest->time_s - floor;
+    }
+    return time > 0 ? bytes / time : 0;
+}
+
 /* min over (floor, 1/bw) >= 0 of sum ((floor + bytes/bw - t) / t)^2: a 2 x 2 normal system,
  * with each parameter held at 0 when its free value would be negative. The slope is the
  * kernel's bandwidth; the floor holds the launch and the bench's timer, which predictions do
@@ -114,6 +162,9 @@ tables_fit(const Tables *t, guint g, TablesFit *out)
     if (!(inv_bw > 0))
         return FALSE;
     out->timer_s = MAX(floor - t->launch_s, 0), out->bw_Bps = 1 / inv_bw;
+    double bw = tables_bw_largest(t, g, out->timer_s + t->launch_s);
+    if (bw > 0)
+        out->bw_Bps = bw;
     out->rms = tables_rms(t, g, out->timer_s, out->bw_Bps);
     return TRUE;
 }
@@ -216,6 +267,127 @@ tables_gemm_preset(Tables *t, const SimparGpu *platform)
     t->gemm_loo_median = e[1], t->gemm_loo_max = e[2];
 }
 
+/* The class whose figure a group's kind falls back to: its own, the softmax kernels' for the
+ * attention's passes over its scores. */
+static SimparKernelClass
+tables_kind_class(SimparOpKind kind)
+{
+    return kind == SIMPAR_OP_ATTENTION || kind == SIMPAR_OP_ATTENTION_BWD
+               ? SIMPAR_KCLASS_SOFTMAX
+               : simpar_kernel_class_of(kind);
+}
+
+/* The bench's timer on kernels, the least timer_s of a fitted kind (0 when none), and each
+ * fitted kind's floor beyond it. */
+static void
+tables_floors(Tables *t)
+{
+    double least = INFINITY;
+    for (guint k = 0; k < SIMPAR_N_OP_KINDS; k++)
+        if (t->fits[SIMPAR_KCLASS_N + k].fitted)
+            least = MIN(least, t->fits[SIMPAR_KCLASS_N + k].timer_s);
+    t->kernel_timer_s = isfinite(least) ? least : 0;
+    for (guint k = 0; k < SIMPAR_N_OP_KINDS; k++) {
+        TablesFit *f = &t->fits[SIMPAR_KCLASS_N + k];
+        if (f->fitted)
+            f->floor_s = f->timer_s - t->kernel_timer_s;
+    }
+}
+
+/* Dropout of the bench's attention rows (exec/bench.c). */
+#define TABLES_BENCH_ATTN_P 0.1
+
+/* The unfused attention rows of direction `bwd` (kind "attention" or "attention_bwd" with their
+ * shape) into the bandwidth of the one kernel over the scores: their score bytes over their
+ * times less the GEMMs (on `gpu`), the launch and the timer; the rms relative error of `gpu`'s
+ * own prediction of the rows (bw 0: the platform's softmax bandwidth) in *rms. */
+static double
+tables_attention_bw(const SimparBench *b, const SimparGpu *gpu, const Tables *t, gboolean bwd,
+                    double timer, double bw, guint *rows, double *rms)
+{
+    double bytes = 0, time = 0, sum = 0;
+    *rows = 0;
+    for (guint i = 0; i < b->kernels->len; i++) {
+        const SimparBenchKernel *k = &g_array_index(b->kernels, SimparBenchKernel, i);
+        if (!g_str_equal(k->kind, bwd ? "attention_bwd" : "attention") || k->heads < 1 ||
+            k->seq < 1 || k->head_dim < 1 || k->batch < 1)
+            continue;
+        SimparAttention a = {.nb = (guint) k->batch,
+                             .nh = (guint) k->heads,
+                             .heads = (guint) k->heads,
+                             .s = (guint) k->seq,
+                             .dh = (guint) k->head_dim,
+                             .causal = TRUE,
+                             .p = TABLES_BENCH_ATTN_P};
+        double gemm, sb;
+        simpar_compute_attention_parts(gpu, b->dtype, &a, bwd, &gemm, &sb);
+        double left = k->time_s - timer - t->launch_s - gemm;
+        if (!(left > 0))
+            continue;
+        double own = bw > 0 ? bw : simpar_compute_kernel_bandwidth(gpu, SIMPAR_KCLASS_SOFTMAX);
+        double e = (gemm + t->launch_s + sb / own) / (k->time_s - timer) - 1;
+        bytes += sb, time += left, sum += e * e, (*rows)++;
+    }
+    *rms = *rows > 0 ? sqrt(sum / *rows) : NAN;
+    return time > 0 ? bytes / time : 0;
+}
+
+/* The attention's fits (with --topology: its curve prices the GEMMs, with this calibration's
+ * GEMM table as predictions will use it). */
+static void
+tables_attention(const SimparBench *b, const SimparGpu *platform, Tables *t)
+{
+    if (platform == NULL || !(platform->peak_flops[b->dtype] > 0))
+        return;
+    SimparGpu gpu = *platform;
+    g_autoptr(SimparGemmTable) table = t->gemm->len > 0 ? tables_gemm_table(t, G_MAXUINT) : NULL;
+    if (table != NULL)
+        gpu.gemm_table = table;
+    double timer = t->kernel_timer_s;
+    for (guint bwd = 0; bwd < 2; bwd++) {
+        TablesFit *f =
+            &t->fits[SIMPAR_KCLASS_N + (bwd ? SIMPAR_OP_ATTENTION_BWD : SIMPAR_OP_ATTENTION)];
+        double preset;
+        double bw = tables_attention_bw(b, &gpu, t, bwd, timer, 0, &f->points, &preset);
+        if (!(bw > 0))
+            continue;
+        f->fitted = TRUE, f->timer_s = timer, f->bw_Bps = bw, f->preset = preset;
+        f->time_err = f->preset_time_err = NAN;
+        if (platform->mem_bw_Bps > 0 && bw > platform->mem_bw_Bps)
+            f->bw_Bps = platform->mem_bw_Bps, f->held = TRUE;
+        guint rows;
+        tables_attention_bw(b, &gpu, t, bwd, timer, f->bw_Bps, &rows, &f->rms);
+    }
+}
+
+/* Classes the bench did not time: --topology's figure times the median ratio of the fitted
+ * streaming kinds' bandwidths to --topology's. */
+static void
+tables_scale_unmeasured(const SimparGpu *platform, Tables *t)
+{
+    double r[SIMPAR_N_OP_KINDS];
+    guint n = 0;
+    for (guint k = 0; k < SIMPAR_N_OP_KINDS; k++) {
+        const TablesFit *f = &t->fits[SIMPAR_KCLASS_N + k];
+        if (f->fitted && simpar_kernel_class_of((SimparOpKind) k) < SIMPAR_KCLASS_N)
+            r[n++] = f->bw_Bps / simpar_compute_op_bandwidth(platform, (SimparOpKind) k);
+    }
+    if (n == 0)
+        return;
+    qsort(r, n, sizeof(double), tables_cmp_double);
+    double ratio = n % 2 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
+    for (guint c = 0; c < SIMPAR_KCLASS_N; c++) {
+        TablesFit *f = &t->fits[c];
+        if (f->fitted || f->points > 0)
+            continue;
+        f->fitted = TRUE, f->scaled = ratio, f->rms = f->preset = NAN;
+        f->time_err = f->preset_time_err = NAN;
+        f->bw_Bps = ratio * simpar_compute_kernel_bandwidth(platform, (SimparKernelClass) c);
+        if (platform->mem_bw_Bps > 0 && f->bw_Bps > platform->mem_bw_Bps)
+            f->bw_Bps = platform->mem_bw_Bps, f->held = TRUE;
+    }
+}
+
 void
 simpar_calibrate_tables(const SimparBench *b, const SimparGpu *platform, Tables *t)
 {
@@ -235,12 +407,19 @@ simpar_calibrate_tables(const SimparBench *b, const SimparGpu *platform, Tables 
             f->bw_Bps = platform->mem_bw_Bps, f->held = TRUE;
         if (f->held)
             f->rms = tables_rms(t, g, f->timer_s, f->bw_Bps);
+        f->time_err = f->fitted ? tables_time_err(t, g, f->timer_s, f->bw_Bps) : NAN;
         double preset = platform == NULL ? 0
                         : g < SIMPAR_KCLASS_N
                             ? simpar_compute_kernel_bandwidth(platform, (SimparKernelClass) g)
                             : simpar_compute_op_bandwidth(platform, g - SIMPAR_KCLASS_N);
         f->preset = preset > 0 && f->fitted ? tables_rms(t, g, f->timer_s, preset) : NAN;
+        f->preset_time_err =
+            preset > 0 && f->fitted ? tables_time_err(t, g, f->timer_s, preset) : NAN;
     }
+    tables_floors(t);
+    tables_attention(b, platform, t);
+    if (platform != NULL)
+        tables_scale_unmeasured(platform, t);
 }
 
 void
@@ -299,6 +478,14 @@ simpar_calibrate_tables_json(const Tables *t, JsonBuilder *jb)
             json_builder_add_double_value(jb, t->fits[SIMPAR_KCLASS_N + k].bw_Bps);
         }
     json_builder_end_object(jb);
+    json_builder_set_member_name(jb, "kernel_floor_s");
+    json_builder_begin_object(jb);
+    for (guint k = 0; k < SIMPAR_N_OP_KINDS; k++)
+        if (t->fits[SIMPAR_KCLASS_N + k].fitted && t->fits[SIMPAR_KCLASS_N + k].floor_s > 0) {
+            json_builder_set_member_name(jb, simpar_op_kind_name((SimparOpKind) k));
+            json_builder_add_double_value(jb, t->fits[SIMPAR_KCLASS_N + k].floor_s);
+        }
+    json_builder_end_object(jb);
     if (t->gemm->len == 0)
         return;
     json_builder_set_member_name(jb, "gemm_table");
@@ -318,10 +505,11 @@ tables_json_member(JsonBuilder *jb, const char *key, double v)
         json_builder_add_double_value(jb, v);
 }
 
-/* preset: the preset's rms, median and largest relative error (the last two NAN: left out). */
+/* preset: the preset's rms, median and largest relative error (the last two NAN: left out);
+ * time: the summed time's relative error, the calibration's and the preset's (NAN: left out). */
 static void
 tables_json_group(JsonBuilder *jb, const char *name, guint points, double timer, double rms,
-                  const double preset[3])
+                  const double preset[3], const double time[2])
 {
     json_builder_set_member_name(jb, name);
     json_builder_begin_object(jb);
@@ -334,6 +522,10 @@ tables_json_group(JsonBuilder *jb, const char *name, guint points, double timer,
         tables_json_member(jb, "preset_median_rel_error", preset[1]);
     if (!isnan(preset[2]))
         tables_json_member(jb, "preset_max_rel_error", preset[2]);
+    if (!isnan(time[0]))
+        tables_json_member(jb, "time_rel_error", time[0]);
+    if (!isnan(time[1]))
+        tables_json_member(jb, "preset_time_rel_error", time[1]);
     json_builder_end_object(jb);
 }
 
@@ -342,7 +534,8 @@ simpar_calibrate_tables_json_fit(const Tables *t, JsonBuilder *jb)
 {
     if (t->gemm->len > 0) {
         const double preset[3] = {t->gemm_preset, t->gemm_preset_median, t->gemm_preset_max};
-        tables_json_group(jb, "gemm", t->gemm->len, t->gemm_overhead_s, 0, preset);
+        const double none[2] = {NAN, NAN};
+        tables_json_group(jb, "gemm", t->gemm->len, t->gemm_overhead_s, 0, preset, none);
     }
     if (!isnan(t->gemm_loo_median)) {
         json_builder_set_member_name(jb, "gemm_leave_one_out");
@@ -358,11 +551,12 @@ simpar_calibrate_tables_json_fit(const Tables *t, JsonBuilder *jb)
              g++) {
             const TablesFit *f = &t->fits[g];
             const double preset[3] = {f->preset, NAN, NAN};
+            const double time[2] = {f->time_err, f->preset_time_err};
             if (f->fitted)
                 tables_json_group(jb,
                                   kinds ? simpar_op_kind_name((SimparOpKind) (g - SIMPAR_KCLASS_N))
                                         : simpar_kernel_class_name((SimparKernelClass) g),
-                                  f->points, f->timer_s, f->rms, preset);
+                                  f->points, f->timer_s, f->rms, preset, time);
         }
         json_builder_end_object(jb);
     }
@@ -384,7 +578,13 @@ tables_percent(double v)
 static void
 tables_print_fit(GString *out, const char *name, const TablesFit *f)
 {
-    if (f->fitted)
+    if (f->fitted && f->scaled > 0)
+        g_string_append_printf(out,
+                               "%-16s %6u %9.1f GB/s   not measured: the platform's figure x "
+                               "%.3f (the measured kinds' median ratio to the platform's)%s\n",
+                               name, f->points, f->bw_Bps / 1e9, f->scaled,
+                               f->held ? " (held at the datasheet bandwidth)" : "");
+    else if (f->fitted)
         g_string_append_printf(out, "%-16s %6u %9.1f GB/s %6.1f us %9.2f%% %s%s\n", name, f->points,
                                f->bw_Bps / 1e9, 1e6 * f->timer_s, 100 * f->rms,
                                tables_percent(f->preset),
@@ -432,10 +632,20 @@ simpar_calibrate_tables_print(const Tables *t, GString *out)
         tables_print_fit(out, simpar_kernel_class_name((SimparKernelClass) c), &t->fits[c]);
         for (guint k = 0; k < SIMPAR_N_OP_KINDS; k++) {
             g_autofree char *name = g_strdup_printf("  %s", simpar_op_kind_name(k));
-            if (simpar_kernel_class_of(k) == c && t->fits[SIMPAR_KCLASS_N + k].points > 0)
+            if (tables_kind_class(k) == c && t->fits[SIMPAR_KCLASS_N + k].points > 0)
                 tables_print_fit(out, name, &t->fits[SIMPAR_KCLASS_N + k]);
         }
     }
+    g_string_append_printf(out,
+                           "kernel floors: the bench's timer is the least of the kinds' (%.1f "
+                           "us); what a kind's holds beyond it is the kind's own fixed time, "
+                           "which predictions add to the launch:",
+                           1e6 * t->kernel_timer_s);
+    for (guint k = 0; k < SIMPAR_N_OP_KINDS; k++)
+        if (t->fits[SIMPAR_KCLASS_N + k].fitted && t->fits[SIMPAR_KCLASS_N + k].floor_s > 0)
+            g_string_append_printf(out, " %s %.1f us", simpar_op_kind_name((SimparOpKind) k),
+                                   1e6 * t->fits[SIMPAR_KCLASS_N + k].floor_s);
+    g_string_append(out, "\n");
     g_string_append(out, "timer: what the bench adds to each measurement (GEMMs: its smallest "
                          "GEMM's time less the launch floor; kernels: the fitted floor of t = "
                          "floor + bytes / bandwidth less it), taken off; rms relative errors on "
@@ -452,7 +662,7 @@ simpar_calibrate_tables_check(const Tables *t, GError **error)
             continue;
         /* a kind's bandwidth has its class's range */
         g_autofree char *key = tables_class_key(
-            g < SIMPAR_KCLASS_N ? g : simpar_kernel_class_of((SimparOpKind) (g - SIMPAR_KCLASS_N)));
+            g < SIMPAR_KCLASS_N ? g : tables_kind_class((SimparOpKind) (g - SIMPAR_KCLASS_N)));
         if (!simpar_calibration_figure_check(key, t->fits[g].bw_Bps, error))
             return FALSE;
     }

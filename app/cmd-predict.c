@@ -183,7 +183,7 @@ static gboolean
 predict_plan(const Predict *p, const SimparGenerator *gen, guint gpus, SimparPlan *plan,
              GError **error)
 {
-    if (!simpar_job_plan(&p->job, gen, plan, error))
+    if (!simpar_job_plan(&p->job, &p->model, gen, plan, error))
         return FALSE;
     if (plan->tp == G_MININT64)
         plan->tp = gpus;

@@ -3,8 +3,9 @@
 #include "generators.h"
 #include <stdio.h>
 
+/* The model (paper-3d unless given) and the plan of the layer. */
 static gboolean
-schedule_plan(const SimparJobArgs *job, SimparPlan *plan, GError **error)
+schedule_plan(const SimparJobArgs *job, SimparModel *model, SimparPlan *plan, GError **error)
 {
     if (job->tp == SIMPAR_JOB_UNSET) {
         g_autofree char *sizes = simpar_generator_list(SIMPAR_GEN_ANY, SIMPAR_GEN_SIZE, "or");
@@ -13,10 +14,13 @@ schedule_plan(const SimparJobArgs *job, SimparPlan *plan, GError **error)
                     sizes);
         return FALSE;
     }
-    /* the plan's options are checked before the model's, an unknown --tp-mode after them (where
-     * the layer's generation finds it): until then, an unknown mode's plan is the baseline's */
+    /* an unknown --tp-mode is reported after the model's and the plan's errors (where the
+     * layer's generation finds it): until then, an unknown mode's plan is the baseline's */
     const SimparGenerator *gen = simpar_generator_of(job->tp_mode);
-    return simpar_job_plan(job, gen != NULL ? gen : simpar_generator_baseline(), plan, error);
+    return simpar_job_model(job, "paper-3d", model, error) &&
+           simpar_job_plan(job, model, gen != NULL ? gen : simpar_generator_baseline(), plan,
+                           error) &&
+           (plan->gen = simpar_job_generator(job, error)) != NULL;
 }
 
 gboolean
@@ -39,9 +43,7 @@ simpar_cmd_schedule(int argc, char **argv, GError **error)
     SimparPlan plan;
     g_autofree char *text = NULL;
     gboolean ok = simpar_cli_parse(ctx, "simpar schedule", &argc, &argv, error) &&
-                  schedule_plan(&job, &plan, error) &&
-                  simpar_job_model(&job, "paper-3d", &model, error) &&
-                  (plan.gen = simpar_job_generator(&job, error)) != NULL &&
+                  schedule_plan(&job, &model, &plan, error) &&
                   (text = simpar_cli_summary(&model, &plan, json, error)) != NULL;
     if (ok)
         fputs(text, stdout);

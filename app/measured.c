@@ -181,8 +181,12 @@ measured_run_header(SimparMeasuredRun *m, JsonObject *o, GError **error)
         !measured_uint(&l, o, "ranks", 1, &m->ranks, error) ||
         (json_object_has_member(o, "attention") &&
          !measured_string(&l, o, "attention", &attention, error)) ||
-        !measured_array(&l, o, "job_args", FALSE, &args, error))
+        !measured_array(&l, o, "job_args", FALSE, &args, error) ||
+        (json_object_has_member(o, "dropout_p") &&
+         !measured_number(&l, o, "dropout_p", 0, &m->dropout_p, error)))
         return FALSE;
+    if (!(m->dropout_p < 1))
+        return measured_bad(&l, "dropout_p", "must be from 0 to less than 1", error);
     if (!simpar_job_run_parse(run, &m->run, NULL))
         return measured_bad(&l, "run", "must be \"layer\" or \"step\"", error);
     m->executor = g_strdup(executor), m->device = g_strdup(device);
@@ -330,9 +334,19 @@ simpar_measured_run_schedule(const SimparMeasuredRun *m, SimparModel *model, Sim
     simpar_job_args_init(&args);
     g_autoptr(GError) local = NULL;
     g_autoptr(SimparSchedule) s = NULL;
-    if (simpar_job_args_from_argv(&args, (const char *const *) m->job_args, &local))
+    if (simpar_job_args_from_argv(&args, (const char *const *) m->job_args, &local)) {
+        /* a run at p = 0 (every run before "dropout_p") is the job without dropout */
+        if (m->dropout_p == 0)
+            g_free(args.dropout), args.dropout = g_strdup("off");
         s = simpar_job_schedule(&args, m->run, "tiny", model, train, &local);
+    }
     simpar_job_args_clear(&args);
+    if (s != NULL && train->tp.p_hidden != m->dropout_p) {
+        g_set_error(error, SIMPAR_MEASURED_ERROR, SIMPAR_MEASURED_ERROR_PARSE,
+                    "%s: dropout_p is %g where its job_args give %g", m->path, m->dropout_p,
+                    train->tp.p_hidden);
+        return NULL;
+    }
     if (s == NULL) { /* the file's job, not the user's options: not a usage error */
         g_set_error(error, SIMPAR_MEASURED_ERROR, SIMPAR_MEASURED_ERROR_PARSE, "%s: job_args: %s",
                     m->path, local->message);
@@ -410,12 +424,17 @@ bench_gemm(SimparBench *b, const Loc *l, JsonObject *o, GError **error)
 static gboolean
 bench_kernel(SimparBench *b, const Loc *l, JsonObject *o, GError **error)
 {
-    SimparBenchKernel k;
+    SimparBenchKernel k = {0};
     const char *kind;
     if (!measured_string(l, o, "kind", &kind, error) ||
         !measured_number(l, o, "bytes", 0, &k.bytes, error) ||
         !measured_number(l, o, "time_s", 1e-12, &k.time_s, error))
         return FALSE;
+    const char *dims[] = {"batch", "heads", "seq", "head_dim"};
+    double *out[] = {&k.batch, &k.heads, &k.seq, &k.head_dim};
+    for (guint i = 0; i < G_N_ELEMENTS(dims); i++)
+        if (json_object_has_member(o, dims[i]) && !measured_number(l, o, dims[i], 1, out[i], error))
+            return FALSE;
     k.kind = g_intern_string(kind);
     g_array_append_val(b->kernels, k);
     return TRUE;

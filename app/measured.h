@@ -32,6 +32,7 @@ typedef struct {
     char **job_args; /* NULL-terminated */
     guint ranks;
     double step_median_s; /* "step_s"."median" over the repeats */
+    double dropout_p;     /* "dropout_p"; 0 in files written before it (every dropout ran at 0) */
     guint n_ops;
     SimparSpan *spans;   /* by op, the first start at 0 */
     guint *ranks_by_op;  /* "rank" of each op */
@@ -57,6 +58,8 @@ typedef struct {
 typedef struct {
     const char *kind; /* interned, e.g. "ln_apply" */
     double bytes, time_s;
+    /* attention rows: "batch", "heads", "seq", "head_dim" (0 when not given) */
+    double batch, heads, seq, head_dim;
 } SimparBenchKernel;
 
 typedef struct {

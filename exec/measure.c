@@ -571,6 +571,8 @@ measure_json(const RunReport *rp)
     json_builder_set_member_name(b, "tf32");
     json_builder_add_boolean_value(b, o->cfg.tf32);
     measure_json_member_str(b, "attention", simpar_attention_name(o->attention));
+    json_builder_set_member_name(b, "dropout_p"); /* hidden and attention alike */
+    json_builder_add_double_value(b, rp->train->tp.p_hidden);
     measure_json_member_int(b, "warmup", o->warmup);
     measure_json_member_int(b, "repeats", o->repeats);
     measure_json_steps(b, rp->tm);

@@ -489,37 +489,41 @@ kind_by_name(const char *name)
 {
     for (guint k = 0; k < SIMPAR_N_OP_KINDS; k++)
         if (g_str_equal(name, simpar_op_kind_name((SimparOpKind) k)) &&
-            simpar_kernel_class_of((SimparOpKind) k) < SIMPAR_KCLASS_N)
+            (simpar_kernel_class_of((SimparOpKind) k) < SIMPAR_KCLASS_N ||
+             k == SIMPAR_OP_ATTENTION || k == SIMPAR_OP_ATTENTION_BWD))
             return (int) k;
     return -1;
 }
 
+/* "kernel_bw_Bps" (bandwidths, B/s) or "kernel_floor_s" (a kind's fixed time beyond launch_s):
+ * an object of op kinds and values in [min, max]. */
 gboolean
-kind_bw_from_json(JsonNode *node, const char *path, const double **out, GError **error)
+kind_values_from_json(JsonNode *node, const char *path, const char *key, double min, double max,
+                      const double **out, GError **error)
 {
-    double bw[SIMPAR_N_OP_KINDS] = {0};
+    double v[SIMPAR_N_OP_KINDS] = {0};
     JsonObject *o = JSON_NODE_HOLDS_OBJECT(node) ? json_node_get_object(node) : NULL;
     g_autoptr(GList) members = o != NULL ? json_object_get_members(o) : NULL;
     for (GList *l = members; l != NULL; l = l->next) {
-        JsonNode *v = json_object_get_member(o, l->data);
-        GType t = JSON_NODE_HOLDS_VALUE(v) ? json_node_get_value_type(v) : G_TYPE_INVALID;
-        double x = t == G_TYPE_INT64 || t == G_TYPE_DOUBLE ? json_node_get_double(v) : NAN;
+        JsonNode *n = json_object_get_member(o, l->data);
+        GType t = JSON_NODE_HOLDS_VALUE(n) ? json_node_get_value_type(n) : G_TYPE_INVALID;
+        double x = t == G_TYPE_INT64 || t == G_TYPE_DOUBLE ? json_node_get_double(n) : NAN;
         int k = kind_by_name(l->data);
-        if (k < 0 || !(x >= 1e6 && x <= 1e14)) {
+        if (k < 0 || !(x >= min && x <= max)) {
             g_set_error(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_INVALID,
-                        "%s: \"kernel_bw_Bps\" member \"%s\" must be a streaming kernel's op "
-                        "kind (ln-stats, bias-add, gelu, dropout, add, adam, ...) with a bandwidth "
-                        "from 1e+06 to 1e+14 B/s",
-                        path, (const char *) l->data);
+                        "%s: \"%s\" member \"%s\" must be a streaming kernel's op kind (ln-stats, "
+                        "bias-add, gelu, dropout, add, adam, ...; attention and attention-bwd: the "
+                        "unfused attention's passes over its scores) with a value from %g to %g",
+                        path, key, (const char *) l->data, min, max);
             return FALSE;
         }
-        bw[k] = x;
+        v[k] = x;
     }
     if (o == NULL) {
         g_set_error(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_PARSE,
-                    "%s: \"kernel_bw_Bps\" must be an object of op kinds and bandwidths", path);
+                    "%s: \"%s\" must be an object of op kinds and values", path, key);
         return FALSE;
     }
-    *out = kind_bw_intern(bw);
+    *out = kind_bw_intern(v);
     return TRUE;
 }

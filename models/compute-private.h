@@ -31,7 +31,8 @@ gboolean gemm_table_from_json(JsonNode *node, const char *path, const SimparGemm
                               GError **error);
 /* A calibration file's "kernel_bw_Bps" member: {"<op kind>": B/s, ...}, interned as
  * SIMPAR_N_OP_KINDS doubles (0 for a kind not given). */
-gboolean kind_bw_from_json(JsonNode *node, const char *path, const double **out, GError **error);
+gboolean kind_values_from_json(JsonNode *node, const char *path, const char *key, double min,
+                               double max, const double **out, GError **error);
 
 G_END_DECLS
 #endif /* SIMPAR_COMPUTE_PRIVATE_H */

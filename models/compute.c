@@ -166,7 +166,7 @@ gpu_unknown_key(const char *path, const char *key, GError **error)
         g_string_append_printf(valid, "%s%s", i ? ", " : "", gpu_fields[i].key);
     for (guint i = 0; i < G_N_ELEMENTS(gpu_other_keys); i++)
         g_string_append_printf(valid, ", %s", gpu_other_keys[i]);
-    g_string_append(valid, ", gemm_table, kernel_bw_Bps");
+    g_string_append(valid, ", gemm_table, kernel_bw_Bps, kernel_floor_s");
     g_set_error(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_PARSE,
                 "%s: unknown key \"%s\" (valid: %s)", path, key, valid->str);
     return FALSE;
@@ -178,7 +178,9 @@ gpu_read_member(SimparGpu *gpu, const char *path, const char *key, JsonNode *nod
     if (g_str_equal(key, "gemm_table"))
         return gemm_table_from_json(node, path, &gpu->gemm_table, error);
     if (g_str_equal(key, "kernel_bw_Bps"))
-        return kind_bw_from_json(node, path, &gpu->kind_bw, error);
+        return kind_values_from_json(node, path, key, 1e6, 1e14, &gpu->kind_bw, error);
+    if (g_str_equal(key, "kernel_floor_s"))
+        return kind_values_from_json(node, path, key, 0, 1e-3, &gpu->kind_floor, error);
     const GpuField *f = gpu_field_lookup(key);
     if (f == NULL)
         return gpu_unknown_key(path, key, error);
@@ -223,7 +225,7 @@ simpar_gpu_load_calibration(SimparGpu *gpu, const char *path, GError **error)
     if (updated.gemm_table != gpu->gemm_table ||
         memcmp(updated.kernel_eff, gpu->kernel_eff, sizeof gpu->kernel_eff) != 0 ||
         memcmp(updated.kernel_bw, gpu->kernel_bw, sizeof gpu->kernel_bw) != 0 ||
-        updated.kind_bw != gpu->kind_bw) {
+        updated.kind_bw != gpu->kind_bw || updated.kind_floor != gpu->kind_floor) {
         g_autofree char *source = g_strdup_printf(
             "calibration %s; where it gives none, %s", path,
             gpu->data_source != NULL ? gpu->data_source : "the platform's roofline figures");
@@ -269,6 +271,19 @@ static double
 compute_memory_time(const SimparGpu *gpu, double bw, double bytes)
 {
     return gpu->launch_s + bytes / bw;
+}
+
+/* A kernel of op kind `kind`: its measured floor beyond the launch as well (a calibration's). */
+static double
+compute_kind_floor(const SimparGpu *gpu, SimparOpKind kind)
+{
+    return gpu->kind_floor != NULL && kind < SIMPAR_N_OP_KINDS ? gpu->kind_floor[kind] : 0;
+}
+
+static double
+compute_kind_time(const SimparGpu *gpu, SimparOpKind kind, double bw, double bytes)
+{
+    return compute_memory_time(gpu, bw, bytes) + compute_kind_floor(gpu, kind);
 }
 
 /* Tiles of a dimension much smaller than gemm_half_dim leave the tensor cores idle. */
@@ -520,36 +535,89 @@ compute_dv(const SimparAttention *a)
     return a->dv != 0 ? a->dv : a->dh;
 }
 
-/* QK^T [s x S x dh], softmax and dropout over the scores in memory, then PV [s x dv x S], for
- * s query rows and S keys per sequence. */
+/* The bandwidth of the attention's passes over its scores: the kind's own where a calibration
+ * measured it (simpar calibrate: the bench's attention rows less their GEMMs), else the
+ * softmax kernels'. */
 static double
-compute_unfused_fwd(const SimparGpu *gpu, SimparDtype dt, const SimparAttention *a)
+compute_scores_bw(const SimparGpu *gpu, SimparOpKind kind)
 {
-    double bh = (double) a->nb * a->nh, s = a->s, S = compute_keys(SIMPAR_OP_ATTENTION, a),
-           dh = a->dh, dv = compute_dv(a);
-    double ds = simpar_dtype_size(dt), scores = bh * s * S;
-    double softmax = simpar_compute_kernel_bandwidth(gpu, SIMPAR_KCLASS_SOFTMAX);
-    double dropout = simpar_compute_op_bandwidth(gpu, SIMPAR_OP_DROPOUT);
-    return compute_gemm(gpu, dt, s, S, dh, bh, FALSE) +               /* scores = Q K^T */
-           compute_memory_time(gpu, softmax, 2 * scores * ds) +       /* read, write */
-           compute_memory_time(gpu, dropout, scores * (2 * ds + 1)) + /* + 1-byte mask */
-           compute_gemm(gpu, dt, s, dv, S, bh, FALSE);                /* ctx = P V */
+    double bw = gpu->kind_bw != NULL ? gpu->kind_bw[kind] : 0;
+    return bw > 0 ? MIN(bw, gpu->mem_bw_Bps)
+                  : simpar_compute_kernel_bandwidth(gpu, SIMPAR_KCLASS_SOFTMAX);
 }
 
-static double
-compute_unfused_bwd(const SimparGpu *gpu, SimparDtype dt, const SimparAttention *a)
+/* The unfused attention's GEMMs in order, forward QK^T [s x S x dh] and PV [s x dv x S], for s
+ * query rows and S keys per sequence; backward dV = P^T dctx, dP = dctx V^T, dQ = dS K,
+ * dK = dS^T Q; the times in g[], their count returned. */
+static guint
+compute_unfused_gemms(const SimparGpu *gpu, SimparDtype dt, const SimparAttention *a, gboolean bwd,
+                      double g[4])
 {
     double bh = (double) a->nb * a->nh, s = a->s, S = compute_keys(SIMPAR_OP_ATTENTION, a),
            dh = a->dh, dv = compute_dv(a);
-    double ds = simpar_dtype_size(dt), scores = bh * s * S;
-    double softmax = simpar_compute_kernel_bandwidth(gpu, SIMPAR_KCLASS_SOFTMAX);
-    double dropout = simpar_compute_op_bandwidth(gpu, SIMPAR_OP_DROPOUT_BWD);
-    return compute_gemm(gpu, dt, S, dv, s, bh, FALSE) +               /* dV = P^T dctx */
-           compute_gemm(gpu, dt, s, S, dv, bh, FALSE) +               /* dP = dctx V^T */
-           compute_memory_time(gpu, dropout, scores * (2 * ds + 1)) + /* with the mask */
-           compute_memory_time(gpu, softmax, 3 * scores * ds) +       /* dP, P -> dS */
-           compute_gemm(gpu, dt, s, dh, S, bh, FALSE) +               /* dQ = dS K */
-           compute_gemm(gpu, dt, S, dh, s, bh, FALSE);                /* dK = dS^T Q */
+    if (!bwd) {
+        g[0] = compute_gemm(gpu, dt, s, S, dh, bh, FALSE);
+        g[1] = compute_gemm(gpu, dt, s, dv, S, bh, FALSE);
+        return 2;
+    }
+    g[0] = compute_gemm(gpu, dt, S, dv, s, bh, FALSE);
+    g[1] = compute_gemm(gpu, dt, s, S, dv, bh, FALSE);
+    g[2] = compute_gemm(gpu, dt, s, dh, S, bh, FALSE);
+    g[3] = compute_gemm(gpu, dt, S, dh, s, bh, FALSE);
+    return 4;
+}
+
+/* Elements of the scores: heads x query rows x keys. */
+static double
+compute_scores(const SimparAttention *a)
+{
+    return (double) a->nb * a->nh * a->s * compute_keys(SIMPAR_OP_ATTENTION, a);
+}
+
+/* simpar-exec's one kernel over the scores (exec/cuda-compute.c): forward the softmax reads the
+ * scores and writes the probabilities and, when p > 0, the dropped ones beside them; backward it
+ * reads P and dP and writes dS and the dropped probabilities dV takes, whatever p. */
+static double
+compute_exec_score_bytes(SimparDtype dt, const SimparAttention *a, gboolean bwd)
+{
+    return (bwd ? 4 : 2 + (a->p > 0)) * compute_scores(a) * simpar_dtype_size(dt);
+}
+
+void
+simpar_compute_attention_parts(const SimparGpu *gpu, SimparDtype dt, const SimparAttention *a,
+                               gboolean bwd, double *gemm_s, double *score_bytes)
+{
+    g_return_if_fail(gpu != NULL && compute_usable(gpu, dt) && a != NULL);
+    double g[4];
+    guint n = compute_unfused_gemms(gpu, dt, a, bwd, g);
+    *gemm_s = 0;
+    for (guint i = 0; i < n; i++)
+        *gemm_s += g[i];
+    *score_bytes = compute_exec_score_bytes(dt, a, bwd);
+}
+
+/* The GEMMs and the passes over the scores in memory. PyTorch and Megatron-Core: forward a
+ * softmax kernel (read, write) and, when p > 0, a dropout kernel that keeps a 1-byte mask (at
+ * p = 0 PyTorch's dropout returns its input: no kernel), between QK^T and PV; backward, after
+ * dV and dP, the dropout's (p > 0) and the softmax's (dP, P -> dS). simpar-exec (the unfused
+ * set): its one kernel. */
+static double
+compute_unfused(const SimparGpu *gpu, SimparDtype dt, const SimparAttention *a, gboolean bwd)
+{
+    SimparOpKind kind = bwd ? SIMPAR_OP_ATTENTION_BWD : SIMPAR_OP_ATTENTION;
+    double ds = simpar_dtype_size(dt), scores = compute_scores(a), g[4];
+    double bw = compute_scores_bw(gpu, kind);
+    double dropout =
+        simpar_compute_op_bandwidth(gpu, bwd ? SIMPAR_OP_DROPOUT_BWD : SIMPAR_OP_DROPOUT);
+    double drop = a->p > 0 ? compute_memory_time(gpu, dropout, scores * (2 * ds + 1)) : 0;
+    compute_unfused_gemms(gpu, dt, a, bwd, g);
+    if (gpu->kernel_set == SIMPAR_KERNELS_UNFUSED) {
+        double one = compute_memory_time(gpu, bw, compute_exec_score_bytes(dt, a, bwd));
+        return bwd ? g[0] + g[1] + one + g[2] + g[3] : g[0] + one + g[1];
+    }
+    if (!bwd)
+        return g[0] + compute_memory_time(gpu, bw, 2 * scores * ds) + drop + g[1];
+    return g[0] + g[1] + drop + compute_memory_time(gpu, bw, 3 * scores * ds) + g[2] + g[3];
 }
 
 /* One kernel; q, k, v, ctx and (backward) dctx, dqkv cross memory once, plus the fp32
@@ -609,8 +677,8 @@ compute_attention(const SimparGpu *gpu, SimparDtype dt, const SimparOp *op,
     if (op->kind == SIMPAR_OP_ATTN_MERGE) { /* read both outputs, write one; the lse rows */
         const SimparAttention *a = &op->u.attn;
         double o = (double) a->nb * a->s * a->nh * a->dh, rows = (double) a->nb * a->nh * a->s;
-        return compute_memory_time(gpu, simpar_compute_op_bandwidth(gpu, op->kind),
-                                   3 * o * simpar_dtype_size(dt) + 3 * rows * 4);
+        return compute_kind_time(gpu, op->kind, simpar_compute_op_bandwidth(gpu, op->kind),
+                                 3 * o * simpar_dtype_size(dt) + 3 * rows * 4);
     }
     /* ring blocks are flash attention's kernels, whatever --attention says */
     gboolean ring = op->kind == SIMPAR_OP_ATTN_BLOCK || op->kind == SIMPAR_OP_ATTN_BLOCK_BWD;
@@ -618,18 +686,30 @@ compute_attention(const SimparGpu *gpu, SimparDtype dt, const SimparOp *op,
         return compute_flash_fp8(gpu, op->kind, &op->u.attn, bwd);
     if (impl == SIMPAR_ATTENTION_FLASH || ring)
         return compute_flash(gpu, dt, op->kind, &op->u.attn, bwd);
-    return bwd ? compute_unfused_bwd(gpu, dt, &op->u.attn)
-               : compute_unfused_fwd(gpu, dt, &op->u.attn);
+    return compute_unfused(gpu, dt, &op->u.attn, bwd);
 }
 
 /* ----- one op on its own ----- */
 
-/* Dropout keeps its mask for the backward, one byte per element (Korthikanti et al.). */
+/* Dropout keeps its mask for the backward, one byte per element (Korthikanti et al.); at p = 0
+ * there is none. */
 static double
 compute_mask_bytes(const SimparOp *op)
 {
     gboolean dropout = op->kind == SIMPAR_OP_DROPOUT || op->kind == SIMPAR_OP_DROPOUT_BWD;
-    return dropout ? (double) op->u.kern.rows * op->u.kern.cols : 0;
+    return dropout && op->u.kern.p > 0 ? (double) op->u.kern.rows * op->u.kern.cols : 0;
+}
+
+/* Dropout at p = 0: PyTorch's dropout returns its input (no kernel; in Megatron-Core's
+ * bias-dropout-add the add stays, fuse_find); simpar-exec's kernel copies x to y at the
+ * streaming kernels' bandwidth (its dropout bandwidth is measured with the mask's hashing). */
+static double
+compute_dropout_off(const SimparGpu *gpu, SimparDtype dt, const SimparOp *op)
+{
+    if (gpu->kernel_set != SIMPAR_KERNELS_UNFUSED)
+        return 0;
+    return compute_memory_time(gpu, simpar_compute_kernel_bandwidth(gpu, SIMPAR_KCLASS_STREAM),
+                               2.0 * op->u.kern.rows * op->u.kern.cols * simpar_dtype_size(dt));
 }
 
 /* Elements each kernel reads and writes come from its shape (simpar_op_accesses), the same
@@ -660,7 +740,8 @@ compute_vector_time(const SimparGpu *gpu, SimparOpKind kind, SimparDtype dt, dou
 {
     double peak = gpu->peak_flops[SIMPAR_DTYPE_FP32] > 0 ? gpu->peak_flops[SIMPAR_DTYPE_FP32]
                                                          : gpu->peak_flops[dt];
-    return gpu->launch_s + MAX(flops / peak, bytes / simpar_compute_op_bandwidth(gpu, kind));
+    return gpu->launch_s + compute_kind_floor(gpu, kind) +
+           MAX(flops / peak, bytes / simpar_compute_op_bandwidth(gpu, kind));
 }
 
 /* Bytes, element sizes ds (the dtype), 8 per id, 4 per row statistic; r rows, c columns,
@@ -682,15 +763,15 @@ compute_vocab(const SimparGpu *gpu, SimparDtype dt, const SimparOp *op)
     const double bw = simpar_compute_op_bandwidth(gpu, op->kind);
     switch (op->kind) {
     case SIMPAR_OP_EMBED:
-        return compute_memory_time(gpu, bw, 2 * rc * ds + ids);
+        return compute_kind_time(gpu, op->kind, bw, 2 * rc * ds + ids);
     case SIMPAR_OP_EMBED_BWD:
-        return compute_memory_time(gpu, bw, 3 * rc * ds + ids);
+        return compute_kind_time(gpu, op->kind, bw, 3 * rc * ds + ids);
     case SIMPAR_OP_XENT_MAX:
-        return compute_memory_time(gpu, bw, rv * ds + stat);
+        return compute_kind_time(gpu, op->kind, bw, rv * ds + stat);
     case SIMPAR_OP_XENT_FWD: /* max and target in, two statistics out */
         return compute_vector_time(gpu, op->kind, dt, 4 * rv, rv * ds + 3 * stat + ids);
     case SIMPAR_OP_XENT_LOSS:
-        return compute_memory_time(gpu, bw, 3 * stat + 2 * COMPUTE_STAT_BYTES);
+        return compute_kind_time(gpu, op->kind, bw, 3 * stat + 2 * COMPUTE_STAT_BYTES);
     default: /* XENT_BWD: max, two statistics and the target in */
         return compute_vector_time(gpu, op->kind, dt, 4 * rv, 2 * rv * ds + 3 * stat + ids);
     }
@@ -712,16 +793,16 @@ compute_moe(const SimparGpu *gpu, SimparDtype dt, const SimparOp *op)
     case SIMPAR_OP_MOE_GATE:
         return compute_vector_time(gpu, op->kind, dt, 4 * T * m->experts, logits + scores);
     case SIMPAR_OP_MOE_GATE_BWD:
-        return compute_memory_time(gpu, bw, 2 * logits + scores);
+        return compute_kind_time(gpu, op->kind, bw, 2 * logits + scores);
     case SIMPAR_OP_MOE_DISPATCH:
     case SIMPAR_OP_MOE_DISPATCH_BWD: /* routed rows one way, the tokens the other */
-        return compute_memory_time(gpu, bw, routed + tokens);
+        return compute_kind_time(gpu, op->kind, bw, routed + tokens);
     case SIMPAR_OP_MOE_COMBINE:
-        return compute_memory_time(gpu, bw, routed + scores + tokens);
+        return compute_kind_time(gpu, op->kind, bw, routed + scores + tokens);
     case SIMPAR_OP_MOE_COMBINE_BWD:
-        return compute_memory_time(gpu, bw, tokens + 2 * routed + 2 * scores);
+        return compute_kind_time(gpu, op->kind, bw, tokens + 2 * routed + 2 * scores);
     default: /* SORT, UNSORT */
-        return compute_memory_time(gpu, bw, 2 * received);
+        return compute_kind_time(gpu, op->kind, bw, 2 * received);
     }
 }
 
@@ -781,14 +862,20 @@ compute_op_time(const SimparGpu *gpu, const SimparSchedule *sched, const SimparO
     case SIMPAR_OP_COLLECTIVE:
     case SIMPAR_OP_SEND:
     case SIMPAR_OP_RECV:
-        return 0;             /* the network's business */
+        return 0; /* the network's business */
+    case SIMPAR_OP_DROPOUT:
+    case SIMPAR_OP_DROPOUT_BWD:
+        if (op->u.kern.p == 0)
+            return compute_dropout_off(gpu, dt, op);
+        return compute_kind_time(gpu, op->kind, simpar_compute_op_bandwidth(gpu, op->kind),
+                                 compute_kernel_bytes(sched, op));
     case SIMPAR_OP_PACK_COLS: /* the packed elements read and written once */
     case SIMPAR_OP_UNPACK_COLS:
-        return compute_memory_time(gpu, simpar_compute_op_bandwidth(gpu, op->kind),
-                                   2.0 * op->u.kern.rows * op->u.kern.cols * simpar_dtype_size(dt));
+        return compute_kind_time(gpu, op->kind, simpar_compute_op_bandwidth(gpu, op->kind),
+                                 2.0 * op->u.kern.rows * op->u.kern.cols * simpar_dtype_size(dt));
     default:
-        return compute_memory_time(gpu, simpar_compute_op_bandwidth(gpu, op->kind),
-                                   compute_kernel_bytes(sched, op));
+        return compute_kind_time(gpu, op->kind, simpar_compute_op_bandwidth(gpu, op->kind),
+                                 compute_kernel_bytes(sched, op));
     }
 }
 
@@ -1030,11 +1117,18 @@ fuse_rank(const SimparGpu *gpu, const SimparSchedule *sched, guint rank, double 
         guint n = fuse_find(&f, p, group);
         if (n == 1)
             continue;
-        /* the group streams at its slowest member's bandwidth */
+        /* the group streams at its slowest member's bandwidth (a dropout at p = 0 does
+         * nothing in it) */
         double bw = simpar_compute_op_bandwidth(gpu, fuse_op(&f, p)->kind);
-        for (guint g = 1; g < n; g++)
-            bw = MIN(bw, simpar_compute_op_bandwidth(gpu, fuse_op(&f, group[g])->kind));
-        times[f.ops[p]] = compute_memory_time(gpu, bw, fuse_bytes(&f, group, n));
+        for (guint g = 1; g < n; g++) {
+            const SimparOp *m = fuse_op(&f, group[g]);
+            gboolean off = (m->kind == SIMPAR_OP_DROPOUT || m->kind == SIMPAR_OP_DROPOUT_BWD) &&
+                           m->u.kern.p == 0;
+            if (!off)
+                bw = MIN(bw, simpar_compute_op_bandwidth(gpu, m->kind));
+        }
+        times[f.ops[p]] =
+            compute_kind_time(gpu, fuse_op(&f, p)->kind, bw, fuse_bytes(&f, group, n));
         for (guint g = 0; g < n; g++) {
             fused[f.ops[group[g]]] = TRUE;
             if (g > 0)

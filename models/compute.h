@@ -5,11 +5,11 @@
  *           with eff = gemm_eff_max * g(m) * g(n) * g(k), g(x) = x / (x + gemm_half_dim),
  *           corrected by the GPU's measured GEMM table (compute-data.c): at a measured shape
  *           the measurement, between shapes the measured-over-curve ratio of the nearest ones.
- *   kernel  launch_s + bytes / bandwidth: its op kind's measured B/s (kind_bw, from simpar
- *           calibrate), else its class's (SimparKernelClass): a measured B/s (kernel_bw), else
- *           a measured fraction of the datasheet bandwidth (kernel_eff, topologies/compute.ini),
- *           else mem_eff; never above the datasheet. Bytes are what the kernel reads and
- *           writes.
+ *   kernel  launch_s + floor + bytes / bandwidth: its op kind's measured floor (kind_floor, from
+ *           simpar calibrate; 0 without) and B/s (kind_bw), else its class's (SimparKernelClass): a
+ * measured B/s (kernel_bw), else a measured fraction of the datasheet bandwidth (kernel_eff,
+ * topologies/compute.ini), else mem_eff; never above the datasheet. Bytes are what the kernel reads
+ * and writes.
  *
  * Fusion follows the kernel set (SimparKernelSet): `megatron` fuses as below, `pytorch` only
  * the layer norm's statistics and apply, `unfused` nothing. Megatron's fusion follows the
@@ -86,6 +86,9 @@ typedef struct {
     double kernel_bw[SIMPAR_KCLASS_N];  /* measured B/s by class (a calibration); 0: kernel_eff */
     const double *kind_bw;              /* (transfer none) interned, SIMPAR_N_OP_KINDS measured B/s
                                            by op kind (a calibration), 0: the class's; or NULL */
+    const double *kind_floor;           /* (transfer none) interned, SIMPAR_N_OP_KINDS seconds a
+                                           kind's kernel takes beyond launch_s whatever its bytes
+                                           (a calibration), or NULL */
     const SimparGemmTable *gemm_table;  /* (transfer none) measured GEMMs; NULL: the curve */
     const char *data_source;            /* interned: where the measured figures come from */
     gint64 kernel_set;                  /* SimparKernelSet */
@@ -112,6 +115,11 @@ gboolean simpar_gpu_load_data(SimparGpu *gpu, GKeyFile *data, GError **error);
 gboolean simpar_kernel_set_parse(const char *name, SimparKernelSet *out, GError **error);
 const char *simpar_kernel_set_name(SimparKernelSet set);
 const char *simpar_kernel_class_name(SimparKernelClass kc);
+/* The unfused attention `a` as simpar-exec runs it: the time of its GEMMs on `gpu` (forward or
+ * backward) and the bytes of its one kernel over the scores (calibrate takes the scores'
+ * bandwidth from a bench's attention rows with them). */
+void simpar_compute_attention_parts(const SimparGpu *gpu, SimparDtype dt, const SimparAttention *a,
+                                    gboolean bwd, double *gemm_s, double *score_bytes);
 /* The bandwidth kernels of class kc reach on `gpu`, B/s. */
 double simpar_compute_kernel_bandwidth(const SimparGpu *gpu, SimparKernelClass kc);
 /* The bandwidth a kernel of `kind` reaches: its own measured one, else its class's. */

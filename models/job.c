@@ -597,12 +597,14 @@ simpar_job_generator(const SimparJobArgs *args, GError **error)
 }
 
 gboolean
-simpar_job_plan(const SimparJobArgs *args, const SimparGenerator *gen, SimparPlan *plan,
-                GError **error)
+simpar_job_plan(const SimparJobArgs *args, const SimparModel *model, const SimparGenerator *gen,
+                SimparPlan *plan, GError **error)
 {
-    g_return_val_if_fail(gen != NULL && (error == NULL || *error == NULL), FALSE);
+    g_return_val_if_fail(model != NULL && gen != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     simpar_plan_init(plan);
     plan->gen = gen;
+    plan->p_hidden = plan->p_attn = model->no_dropout ? 0 : SIMPAR_PLAN_DROPOUT_P;
     plan->tp = args->tp;
     plan->depth = args->depth == SIMPAR_JOB_UNSET ? 0 : args->depth;
     plan->sequence_parallel = args->sp;
@@ -773,7 +775,7 @@ simpar_job_check(const SimparJobArgs *args, SimparJobRun run, const char *fallba
     const SimparGenerator *gen = NULL;
     if (!simpar_job_model(args, fallback, model, error) || !simpar_job_train(args, train, error) ||
         (gen = simpar_job_generator(args, error)) == NULL ||
-        !simpar_job_plan(args, gen, &train->tp, error))
+        !simpar_job_plan(args, model, gen, &train->tp, error))
         return FALSE;
     if (train->tp.tp == SIMPAR_JOB_UNSET)
         train->tp.tp = 1;

@@ -92,10 +92,11 @@ gboolean simpar_job_check_ranges(const SimparJobArgs *args, GError **error);
 /* The row of --tp-mode (the baseline, 1-D, without it), or an error naming the valid modes
  * (transfer none). */
 const SimparGenerator *simpar_job_generator(const SimparJobArgs *args, GError **error);
-/* The plan of mode `gen` from --tp, --depth, --sp, --variant and --recompute (not
- * validated). */
-gboolean simpar_job_plan(const SimparJobArgs *args, const SimparGenerator *gen, SimparPlan *plan,
-                         GError **error);
+/* The plan of mode `gen` from --tp, --depth, --sp, --variant and --recompute (not validated),
+ * its dropout probabilities from `model` (SIMPAR_PLAN_DROPOUT_P, or 0 for a model trained
+ * without dropout). */
+gboolean simpar_job_plan(const SimparJobArgs *args, const SimparModel *model,
+                         const SimparGenerator *gen, SimparPlan *plan, GError **error);
 /* The step-level split into `train` (simpar_train_init'ed here; the tensor-parallel plan and
  * the check against the GPUs are left to simpar_train_validate). */
 gboolean simpar_job_train(const SimparJobArgs *args, SimparTrain *train, GError **error);

@@ -60,11 +60,15 @@ memory_moe_activations(const SimparModel *m, const SimparPlan *plan)
     double ds = simpar_dtype_size(m->dtype), h = (double) m->hidden;
     double w = m->mlp == SIMPAR_MLP_SWIGLU ? 2 : 1, fe = (double) e->moe_ffn;
     double fs = (double) e->shared_ffn;
+    gboolean whole = simpar_plan_whole_rows(plan), grid = !whole && !plan->sequence_parallel;
     double tokens = (double) m->seq / simpar_plan_cp(plan) * (double) m->micro_batch /
-                    (plan->sequence_parallel ? (double) plan->tp : 1);
+                    (whole ? 1 : (double) plan->tp);
     double routed = tokens * (double) e->top_k * MAX(e->imbalance, 1.0);
+    /* 2-D, 2.5-D and 3-D: the block's input all-to-all'd into its tokens' rows (tp-moe.c), a
+     * second copy of the layer's [tokens x h] beside the grid's block of it */
+    double moved = grid && plan->tp > 1 ? tokens * h * ds : 0;
     return tokens * (double) e->experts * 4 + routed * (2 * h + w * fe + fe) * ds +
-           tokens * (w * fs + fs) * ds;
+           tokens * (w * fs + fs) * ds + moved;
 }
 
 /* How many GPUs share one copy of the parameters: simpar_plan_weight_split. 1-D replicates the

@@ -19,6 +19,10 @@
 G_BEGIN_DECLS
 
 #define SIMPAR_PLAN_ERROR (simpar_plan_error_quark())
+
+/* The dropout probability of a model trained with dropout, hidden and attention alike:
+ * Megatron-LM's defaults (--hidden-dropout 0.1, --attention-dropout 0.1; GPT-3's). */
+#define SIMPAR_PLAN_DROPOUT_P 0.1
 GQuark simpar_plan_error_quark(void);
 
 typedef enum {
@@ -43,7 +47,7 @@ typedef struct {
     gboolean paper_3d;          /* 3-D: the paper-era variant (backward re-gathers) */
     SimparRecompute recompute;  /* activation recomputation */
     gboolean causal;            /* causal attention mask */
-    double p_hidden, p_attn;    /* dropout probabilities */
+    double p_hidden, p_attn;    /* dropout probabilities (0: no dropout kernels) */
     double eps;                 /* layer-norm epsilon */
     guint64 seed;               /* dropout seed */
     gint64 cp;                  /* context parallelism C: GPUs sharing each sequence (0, 1: none) */

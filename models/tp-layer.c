@@ -754,9 +754,9 @@ layer_forward(SimparLayerCtx *c, LayerActs *a)
     SimparView o = simpar_layer_linear_fwd(c, SIMPAR_LIN_PROJ, a->ctx, inner);
     o = layer_dropout(c, SIMPAR_DROPOUT_PROJ, "proj.dropout", o, FALSE);
     a->r1 = simpar_layer_elementwise(c, SIMPAR_OP_ADD, "residual1", res->rows, res->cols, a->x, o);
-    if (!layer_has_mlp(c)) { /* an MoE layer: its MLP part is moe.c's block */
+    if (!layer_has_mlp(c)) { /* an MoE layer: its MLP part is moe.c's block (tp-moe.c) */
         if (!c->recomputing)
-            layer_shard(c, "y", SIMPAR_SHARD_OUTPUT, a->r1, res);
+            layer_shard(c, "y", SIMPAR_SHARD_OUTPUT, simpar_moe_part.fwd(c, a->r1), res);
         return;
     }
     SimparView u2 = simpar_layer_norm_fwd(c, &a->ln[1], a->r1);
@@ -799,7 +799,7 @@ layer_backward(SimparLayerCtx *c, LayerActs *a)
     c->phase = SIMPAR_PHASE_BACKWARD;
     if (c->plan->recompute == SIMPAR_RECOMPUTE_FULL)
         layer_recompute_forward(c, a);
-    SimparView dr1 = a->dy;
+    SimparView dr1 = layer_has_mlp(c) ? a->dy : simpar_moe_part.bwd(c, a->dy);
     if (layer_has_mlp(c)) {
         SimparView dz2 = layer_dropout(c, SIMPAR_DROPOUT_FC2, "fc2.dropout-bwd", a->dy, TRUE);
         SimparView dg1 = simpar_layer_linear_bwd(c, SIMPAR_LIN_FC2, dz2);

@@ -193,6 +193,17 @@ typedef struct {
 
 extern const SimparAttnInput simpar_mla_input;
 
+/* An MoE layer's MLP part as the attention part meets it (tp-moe.c): in a grid mode, fwd
+ * all-to-alls r1 into the MoE block's token layout ("moe.x") and its output ("moe.y") back,
+ * added to r1, and bwd likewise ("moe.dy", "moe.dx"), returning dr1; in 1-D the rows are the
+ * block's already: r1 and dy. */
+typedef struct {
+    SimparView (*fwd)(SimparLayerCtx *c, SimparView r1);
+    SimparView (*bwd)(SimparLayerCtx *c, SimparView dy);
+} SimparMoePart;
+
+extern const SimparMoePart simpar_moe_part;
+
 /* The generators (one file each) and the SUMMA core shared by 2-D and 2.5-D (tp-summa.c). */
 extern const SimparTpScheme simpar_tp1d_scheme, simpar_tp2d_scheme, simpar_tp2p5d_scheme,
     simpar_tp3d_scheme;

@@ -349,6 +349,11 @@ report_text_axes(GString *out, const SimparReportRow *row)
                                "GEMMs %.4f s",
                                row->gen->name, st->moe_dispatch_s, st->moe_combine_s,
                                st->moe_experts_s);
+    if (st->moe_redistribute_s > 0)
+        g_string_append_printf(out,
+                               "; on a tensor-parallel GPU: all-to-alls between the grid's "
+                               "blocks and the block's tokens %.4f s",
+                               st->moe_redistribute_s);
     if (st->compute != NULL)
         g_string_append_printf(out, "\n  %-5s %s", row->gen->name, st->compute);
     if (st->pipeline_step_s > 0)
@@ -532,6 +537,7 @@ static const struct {
     {"moe_dispatch_s", G_STRUCT_OFFSET(SimparReportStep, moe_dispatch_s), FALSE, FALSE},
     {"moe_combine_s", G_STRUCT_OFFSET(SimparReportStep, moe_combine_s), FALSE, FALSE},
     {"moe_experts_s", G_STRUCT_OFFSET(SimparReportStep, moe_experts_s), FALSE, FALSE},
+    {"moe_redistribute_s", G_STRUCT_OFFSET(SimparReportStep, moe_redistribute_s), FALSE, FALSE},
     {"fp8_weight_cast_s", G_STRUCT_OFFSET(SimparReportStep, fp8_cast_s), FALSE, FALSE},
     {"step_slices", G_STRUCT_OFFSET(SimparReportStep, slices), TRUE, FALSE},
     {"tp_ranks", G_STRUCT_OFFSET(SimparReportStep, tp_ranks), TRUE, FALSE},
@@ -555,6 +561,8 @@ report_json_step(JsonBuilder *b, const SimparReportRow *row)
             continue; /* no --steps-to-target: absent, not 0 */
         if (g_str_has_prefix(report_step_fields[i].key, "moe_") && row->step.moe_experts_s == 0)
             continue; /* a dense model: absent */
+        if (g_str_equal(report_step_fields[i].key, "moe_redistribute_s") && v == 0)
+            continue; /* 1-D: the block's tokens are the layer's own rows */
         if (g_str_has_prefix(report_step_fields[i].key, "fp8_") && v == 0)
             continue; /* a model without FP8 weights: absent */
         if (report_step_fields[i].count)

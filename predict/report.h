@@ -43,6 +43,9 @@ typedef struct {
      * its time in the dispatch and combine all-to-alls and in the experts' grouped GEMMs (0 for
      * a dense model) */
     double moe_dispatch_s, moe_combine_s, moe_experts_s;
+    /* 2-D, 2.5-D and 3-D: one MoE layer's all-to-alls between the mode's blocks and the
+     * block's tokens (models/tp-moe.c), mean over the tensor-parallel GPUs; 0 otherwise */
+    double moe_redistribute_s;
     /* FP8 models: the time the critical rank's compute spends casting its layers' weights to
      * FP8, once per step (the "fp8.cast" blocks: models/step.h); 0 otherwise */
     double fp8_cast_s;

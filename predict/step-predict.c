@@ -1,6 +1,7 @@
 /* step-predict.c - one optimizer step: block times, the step run and its breakdown. */
 #include "step-predict.h"
 #include "ends.h"
+#include "generators.h"
 #include "moe.h"
 #include <string.h>
 
@@ -109,6 +110,26 @@ simpar_block_layer_spans(const SimparStepTimer *tm, const SimparTrain *train,
     return out; /* (transfer full) */
 }
 
+/* Mean over the ranks of one of two stacked MoE blocks' time in part k: 0 the dispatch
+ * all-to-alls, 1 the combine all-to-alls, 2 the experts' GEMMs; 3 the layer's all-to-alls
+ * between a grid mode's layout and the block's tokens (tp-moe.c; `moe` the layer's schedule). */
+static double
+block_moe_part(const SimparSchedule *moe, const SimparSpan *sp, guint k)
+{
+    static const char *const what[] = {".moe.all-to-all-dispatch", ".moe.all-to-all-combine",
+                                       ".experts.", ".moe.redistribute-"};
+    guint n = simpar_schedule_n_ops(moe);
+    double sum = 0;
+    for (guint i = 0; i < n; i++) {
+        const SimparOp *op = simpar_schedule_op(moe, i);
+        gboolean gemm = op->kind == SIMPAR_OP_GEMM, coll = op->kind == SIMPAR_OP_COLLECTIVE;
+        if ((k == 2 ? gemm : coll) && strstr(op->name, what[k]) != NULL)
+            for (guint l = 0; l < 2; l++)
+                sum += sp[l * n + i].end - sp[l * n + i].start;
+    }
+    return sum / 2 / simpar_schedule_n_ranks(moe);
+}
+
 /* "layer.fwd" and "layer.bwd": the second of two stacked layers, as the first layer's
  * ramp-up and the last one's drain do not repeat. */
 static void
@@ -122,6 +143,9 @@ block_layers(const SimparStepTimer *tm, const SimparSchedule *layer, const guint
     layer_tm.base.n_simulated = &simulated;
     g_autofree SimparSpan *sp = block_run(&layer_tm, layer, 2, gpus, &run, &compute);
     bt->layer_ranks = simulated;
+    double redistribute = block_moe_part(layer, sp, 3);
+    if (redistribute > 0)
+        block_set(bt, "moe.redistribute", redistribute, 0);
     double b[4];
     block_layer_bounds(layer, sp, b);
     block_set(bt, "layer.fwd", b[1] - b[0],
@@ -147,27 +171,9 @@ block_add(SimparBlockTimes *bt, const char *key, double add, double compute_add)
     *c = MIN(*c + MAX(compute_add, 0.0), *t);
 }
 
-/* Mean over the ranks of one of two stacked MoE blocks' time in part k: 0 the dispatch
- * all-to-alls, 1 the combine all-to-alls, 2 the experts' GEMMs. */
-static double
-block_moe_part(const SimparSchedule *moe, const SimparSpan *sp, guint k)
-{
-    static const char *const what[] = {".moe.all-to-all-dispatch", ".moe.all-to-all-combine",
-                                       ".experts."};
-    guint n = simpar_schedule_n_ops(moe);
-    double sum = 0;
-    for (guint i = 0; i < n; i++) {
-        const SimparOp *op = simpar_schedule_op(moe, i);
-        gboolean gemm = op->kind == SIMPAR_OP_GEMM, coll = op->kind == SIMPAR_OP_COLLECTIVE;
-        if ((k == 2 ? gemm : coll) && strstr(op->name, what[k]) != NULL)
-            for (guint l = 0; l < 2; l++)
-                sum += sp[l * n + i].end - sp[l * n + i].start;
-    }
-    return sum / 2 / simpar_schedule_n_ranks(moe);
-}
-
 /* An MoE layer's MLP part (moe.h) on the GPUs of the first expert-parallel group of the first
- * stage, as Megatron-Core's expert numbering places it (train.h), each with its own tokens,
+ * stage, as Megatron-Core's expert numbering places it (train.h), each with its own B/T tokens
+ * (1-D's sequence-parallel rows; 2-D, 2.5-D and 3-D's after the layer's all-to-all, tp-moe.c),
  * two stacked blocks as the layers are timed. Its forward and backward join "layer.fwd" and
  * "layer.bwd" (the layer schedule holds the attention part), its all-to-alls the layer's
  * exposed communication (axis "ep"). */
@@ -177,7 +183,7 @@ block_moe(const SimparStepTimer *tm, const SimparModel *model, const SimparTrain
 {
     guint ep = (guint) MAX(train->ep, 1);
     guint64 tokens = (guint64) model->micro_batch * model->seq / simpar_plan_cp(&train->tp) /
-                     (train->tp.sequence_parallel ? (guint64) train->tp.tp : 1);
+                     (simpar_plan_whole_rows(&train->tp) ? 1 : (guint64) train->tp.tp);
     g_autoptr(SimparSchedule) moe =
         simpar_moe_block_build(model, ep, (guint) tokens, train->tp.seed,
                                simpar_moe_capacity(model, (guint) tokens), NULL);
@@ -504,6 +510,7 @@ simpar_step_breakdown_finish(const SimparRun *run, const guint *job_gpus,
     row->step.moe_dispatch_s = simpar_block_time(bt, "moe.dispatch");
     row->step.moe_combine_s = simpar_block_time(bt, "moe.combine");
     row->step.moe_experts_s = simpar_block_time(bt, "moe.experts");
+    row->step.moe_redistribute_s = simpar_block_time(bt, "moe.redistribute");
     row->step.layer_ranks = bt->layer_ranks;
     row->step.tp_ranks = (double) tr->tp.tp * simpar_plan_cp(&tr->tp); /* the layer's: T x C */
     row->comm_bytes_per_gpu += bt->layer_comm_bytes * b.layer_blocks;

@@ -367,16 +367,33 @@ static const BadCase cases[] = {
      "--ep 2 --etp 3 --moe-ffn 1000",
      2,
      {"--etp 3 does not divide --moe-ffn 1000", "valid: a divisor of 1000"}},
-    /* experts beside 2-D attention: one message (it said "needs --sp", which 2-D refuses) */
+    /* experts beside 2-D and 3-D attention: each GPU's B s / T tokens must be whole */
     {"command line",
      NULL,
      NULL,
      NULL,
      "--topology " V100 " --gpus 16 --model mixtral-8x7b --dtype fp16 --layers 2 --tp-mode 2d "
+     "--tp 4 --dp 4 --micro-batch 2 --global-batch 8 --seq 4095",
+     2,
+     {"--tp 4 with a mixture of experts in --tp-mode 2d", "8190 is not a multiple of 4",
+      "valid: --micro-batch and --seq making it one"}},
+    {"command line",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --gpus 16 --model mixtral-8x7b --dtype fp16 --layers 2 --tp-mode 3d "
+     "--tp 8 --dp 2 --micro-batch 4 --global-batch 8 --seq 1023",
+     2,
+     {"--tp 8 with a mixture of experts in --tp-mode 3d", "4092 is not a multiple of 8"}},
+    /* 1-D without sequence parallelism keeps its refusal: every GPU holds every token */
+    {"command line",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --gpus 16 --model mixtral-8x7b --dtype fp16 --layers 2 --tp-mode 1d "
      "--tp 4 --dp 4 --micro-batch 2 --global-batch 8",
      2,
-     {"--tp-mode 2d with a mixture of experts", "not modelled",
-      "valid: --tp-mode 1d with --sp, or --tp 1"}},
+     {"--ep 1 with --tp 4 needs --sp", "each GPU's own tokens"}},
     {"command line",
      NULL,
      NULL,

@@ -90,6 +90,7 @@ tiny_layer(const char *mode, gint64 tp, gboolean sp)
     g_assert(simpar_model_preset("tiny", &m, NULL));
     simpar_plan_init(&plan);
     plan.gen = simpar_generator_of(mode), plan.tp = tp, plan.sequence_parallel = sp;
+    plan.p_hidden = plan.p_attn = SIMPAR_PLAN_DROPOUT_P; /* the tiny model trains with dropout */
     g_autoptr(GError) error = NULL;
     SimparSchedule *sched = simpar_generate_layer(&m, &plan, &error);
     if (sched == NULL)
@@ -231,6 +232,68 @@ test_kernels_1d(void)
     }
     CU_ASSERT_EQUAL(n_alone, 2 * 8);
     CU_ASSERT_EQUAL(n_gemm, 2 * 12);
+}
+
+/* A layer without dropout (p = 0): PyTorch's and Megatron-Core's dropouts cost nothing (the
+ * former returns its input, the latter's bias-dropout-add keeps its adds and writes no mask);
+ * simpar-exec's copies x to y at the streaming kernels' bandwidth. A calibration's kernel floor
+ * adds to the launch of its kind alone. */
+static void
+test_dropout_off(void)
+{
+    SimparModel m;
+    SimparPlan plan;
+    g_assert(simpar_model_preset("tiny", &m, NULL));
+    simpar_plan_init(&plan);
+    plan.gen = simpar_generator_of("1d"), plan.tp = 2;
+    g_autoptr(SimparSchedule) sched = simpar_generate_layer(&m, &plan, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+    SimparGpu gpu;
+    gpu_h100(&gpu);
+    guint n = simpar_schedule_n_ops(sched), dropouts = 0;
+    g_autofree double *t = g_new(double, n);
+    for (SimparKernelSet set = 0; set <= SIMPAR_KERNELS_UNFUSED; set++) {
+        gpu.kernel_set = set;
+        simpar_compute_times(&gpu, sched, SIMPAR_ATTENTION_UNFUSED, t);
+        for (guint i = 0; i < n; i++) {
+            const SimparOp *op = simpar_schedule_op(sched, i);
+            if (op->kind != SIMPAR_OP_DROPOUT && op->kind != SIMPAR_OP_DROPOUT_BWD)
+                continue;
+            dropouts++;
+            double copy = mem_time(&gpu, 2.0 * op->u.kern.rows * op->u.kern.cols * 4);
+            CU_ASSERT(near(t[i], set == SIMPAR_KERNELS_UNFUSED ? copy : 0));
+        }
+    }
+    CU_ASSERT_EQUAL(dropouts, 4 * 2 * 3); /* four a rank, two ranks, three sets */
+    /* Megatron's bias-dropout-add at p = 0: the bias, the input and the residual in, the sum
+     * out, no mask */
+    gpu.kernel_set = SIMPAR_KERNELS_MEGATRON;
+    simpar_compute_times(&gpu, sched, SIMPAR_ATTENTION_UNFUSED, t);
+    guint bda = 0;
+    for (guint i = 0; i < n; i++) {
+        const SimparOp *op = simpar_schedule_op(sched, i);
+        if (!g_str_equal(op->name, "fwd.proj.bias-add"))
+            continue;
+        double r = op->u.kern.rows, c = op->u.kern.cols;
+        CU_ASSERT(near(t[i], mem_time(&gpu, (3 * r * c + c) * 4)));
+        bda++;
+    }
+    CU_ASSERT_EQUAL(bda, 2); /* one a rank */
+    /* a kind's floor from a calibration: its kernels take it beyond the launch, others not */
+    double floor[SIMPAR_N_OP_KINDS] = {0};
+    floor[SIMPAR_OP_ADD] = 7e-6;
+    gpu.kernel_set = SIMPAR_KERNELS_UNFUSED;
+    g_autofree double *base = g_new(double, n);
+    simpar_compute_times(&gpu, sched, SIMPAR_ATTENTION_UNFUSED, base);
+    gpu.kind_floor = floor;
+    simpar_compute_times(&gpu, sched, SIMPAR_ATTENTION_UNFUSED, t);
+    guint adds = 0;
+    for (guint i = 0; i < n; i++) {
+        gboolean add = simpar_schedule_op(sched, i)->kind == SIMPAR_OP_ADD;
+        adds += add;
+        CU_ASSERT(near(t[i], base[i] + (add ? 7e-6 : 0)));
+    }
+    CU_ASSERT_TRUE(adds >= 2);
 }
 
 /* Expected fused bytes per group leader (ds = 4, tiny fp32), rows r, cols c of the leader:
@@ -452,12 +515,12 @@ test_step_ops_flop_bound(void)
 
 /* One rank: an attention forward (op 0) and backward (op 1), bf16. */
 static SimparSchedule *
-attention_schedule(guint nb, guint nh, guint s, guint dh, gboolean causal)
+attention_schedule(guint nb, guint nh, guint s, guint dh, gboolean causal, double p)
 {
     SimparSchedule *sched = simpar_schedule_new(1, SIMPAR_DTYPE_BF16);
     SimparOp op = {.kind = SIMPAR_OP_ATTENTION,
                    .name = "attention",
-                   .u.attn = {.nb = nb, .nh = nh, .s = s, .dh = dh, .causal = causal}};
+                   .u.attn = {.nb = nb, .nh = nh, .s = s, .dh = dh, .causal = causal, .p = p}};
     simpar_schedule_add_op(sched, &op);
     op.kind = SIMPAR_OP_ATTENTION_BWD, op.phase = SIMPAR_PHASE_BACKWARD;
     op.name = "attention-bwd";
@@ -466,10 +529,17 @@ attention_schedule(guint nb, guint nh, guint s, guint dh, gboolean causal)
 }
 
 static void
+attention_times_p(const SimparGpu *gpu, SimparAttentionImpl impl, gboolean causal, double p,
+                  double t[2])
+{
+    g_autoptr(SimparSchedule) sched = attention_schedule(2, 8, 2048, 128, causal, p);
+    simpar_compute_times(gpu, sched, impl, t);
+}
+
+static void
 attention_times(const SimparGpu *gpu, SimparAttentionImpl impl, gboolean causal, double t[2])
 {
-    g_autoptr(SimparSchedule) sched = attention_schedule(2, 8, 2048, 128, causal);
-    simpar_compute_times(gpu, sched, impl, t);
+    attention_times_p(gpu, impl, causal, SIMPAR_PLAN_DROPOUT_P, t);
 }
 
 static void
@@ -488,6 +558,26 @@ test_attention_unfused(void)
     CU_ASSERT(near(t[1], 3 * pv + qk + dropout + mem_time(&gpu, 3 * scores * ds)));
     attention_times(&gpu, SIMPAR_ATTENTION_UNFUSED, TRUE, tc); /* computes the full s x s */
     CU_ASSERT(near(tc[0], t[0]) && near(tc[1], t[1]));
+    /* at p = 0 PyTorch's dropout returns its input: no dropout pass either way */
+    attention_times_p(&gpu, SIMPAR_ATTENTION_UNFUSED, FALSE, 0, t);
+    CU_ASSERT(near(t[0], qk + mem_time(&gpu, 2 * scores * ds) + pv));
+    CU_ASSERT(near(t[1], 3 * pv + qk + mem_time(&gpu, 3 * scores * ds)));
+    /* simpar-exec's one kernel over the scores: forward it writes the probabilities and, at
+     * p > 0, the dropped ones; backward it reads P and dP and writes dS and the dropped ones */
+    gpu.kernel_set = SIMPAR_KERNELS_UNFUSED;
+    attention_times_p(&gpu, SIMPAR_ATTENTION_UNFUSED, FALSE, 0.1, t);
+    CU_ASSERT(near(t[0], qk + mem_time(&gpu, 3 * scores * ds) + pv));
+    CU_ASSERT(near(t[1], 3 * pv + qk + mem_time(&gpu, 4 * scores * ds)));
+    attention_times_p(&gpu, SIMPAR_ATTENTION_UNFUSED, FALSE, 0, t);
+    CU_ASSERT(near(t[0], qk + mem_time(&gpu, 2 * scores * ds) + pv));
+    CU_ASSERT(near(t[1], 3 * pv + qk + mem_time(&gpu, 4 * scores * ds)));
+    /* a calibration's bandwidth of the passes over the scores serves them alone */
+    double bw[SIMPAR_N_OP_KINDS] = {0};
+    bw[SIMPAR_OP_ATTENTION] = 1e12, bw[SIMPAR_OP_ATTENTION_BWD] = 2e12;
+    gpu.kind_bw = bw;
+    attention_times_p(&gpu, SIMPAR_ATTENTION_UNFUSED, FALSE, 0.1, t);
+    CU_ASSERT(near(t[0], qk + gpu.launch_s + 3 * scores * ds / 1e12 + pv));
+    CU_ASSERT(near(t[1], 3 * pv + qk + gpu.launch_s + 4 * scores * ds / 2e12));
 }
 
 static double
@@ -1195,7 +1285,7 @@ test_fp8_attention(void)
     SimparGpu gpu;
     gpu_h100_fp8(&gpu);
     for (SimparFp8Recipe r = SIMPAR_FP8_DELAYED; r <= SIMPAR_FP8_CURRENT; r++) {
-        g_autoptr(SimparSchedule) sched = attention_schedule(2, 8, 2048, 128, FALSE);
+        g_autoptr(SimparSchedule) sched = attention_schedule(2, 8, 2048, 128, FALSE, 0);
         simpar_schedule_set_fp8(sched, r, TRUE);
         double t[2];
         simpar_compute_times(&gpu, sched, SIMPAR_ATTENTION_FLASH, t);
@@ -1445,6 +1535,8 @@ static CU_TestInfo compute_tests[] = {
     {"a GEMM takes launch + max(flops / (peak * eff), bytes / bandwidth)", test_gemm_formula},
     {"the defaults come within 35% of XLA's measured H100 bf16 GEMMs", test_gemm_plausible},
     {"unfused kernels of a 1-D layer take launch + their bytes / bandwidth", test_kernels_1d},
+    {"a layer without dropout: no dropout kernels but simpar-exec's copies; a kind's floor",
+     test_dropout_off},
     {"a fused group costs one launch and its outer bytes; its other members cost nothing",
      test_fusion_1d},
     {"2-D layer norms stay two kernels around their statistics all-reduce", test_ln_2d},

@@ -286,6 +286,32 @@ test_states_fp8(void)
     CU_ASSERT(near(step(&f8, &train, 0).fp8_B, 2 * lin / 8));
 }
 
+/* An MoE layer of the tiny model (h = 64, s = 32, b = 8, fp32) with 8 experts of width 64,
+ * top-2: 2-D (q = 2), 2.5-D (q = 2, d = 2) and 3-D (q = 2) split the attention's activations
+ * over T as 1-D with sequence parallelism does, and give the MoE block the same s b / T tokens;
+ * they keep one more [s b / T x h]: the block's input all-to-all'd into its tokens' rows
+ * (models/tp-moe.c), 32 x 8 / T x 64 x 4 bytes. */
+static void
+test_activations_moe_grid(void)
+{
+    SimparModel m;
+    g_assert(simpar_model_preset("tiny", &m, NULL));
+    m.moe = (SimparMoeConfig){.experts = 8, .top_k = 2, .moe_ffn = 64, .moe_every = 1};
+    const char *modes[] = {"2d", "2.5d", "3d"};
+    const gint64 tp[] = {4, 8, 8}, depth[] = {0, 2, 0};
+    for (guint i = 0; i < G_N_ELEMENTS(modes); i++) {
+        SimparPlan sp, grid;
+        simpar_plan_init(&sp);
+        sp.gen = simpar_generator_of("1d"), sp.tp = tp[i], sp.sequence_parallel = TRUE, sp.ep = 2;
+        grid = sp;
+        grid.gen = simpar_generator_of(modes[i]), grid.sequence_parallel = FALSE, grid.q = 2,
+        grid.depth = depth[i];
+        double a = simpar_memory_layer_activations(&m, &sp, SIMPAR_ATTENTION_UNFUSED);
+        double b = simpar_memory_layer_activations(&m, &grid, SIMPAR_ATTENTION_UNFUSED);
+        CU_ASSERT(near(b - a, 32.0 * 8 / (double) tp[i] * 64 * 4));
+    }
+}
+
 /* FP8 attention by hand: a layer of the tiny model (h = 64, a = 4, s = 32, b = 8, f = 256, qkv
  * 3h = 192 columns) over T = 2 ranks of 1-D with sequence parallelism, flash attention, no
  * recomputation. Transformer Engine's FP8 attention keeps Q, K and V in FP8 for the backward, 1
@@ -511,6 +537,9 @@ static CU_TestInfo memory_tests[] = {
     {"hybrid sharding, --no-reshard and fp32 gradients: their bytes per parameter",
      test_states_fsdp_options},
     {"context parallelism divides activations and logits by C", test_activations_cp},
+    {"2-D, 2.5-D and 3-D MoE layers keep 1-D SP's activations and the block's redistributed "
+     "input",
+     test_activations_moe_grid},
     {"1-D activations per layer are Korthikanti's table for every recompute and SP choice",
      test_activations_table},
     {"the layer-stack estimate honours selective recomputation", test_estimate_recompute},

@@ -156,6 +156,40 @@ test_order_places_the_expert_parallel_groups(void)
     CU_ASSERT(moe_member(out, "moe_dispatch_s") > 2 * moe_member(in, "moe_dispatch_s"));
 }
 
+/* Mixtral 8x7B on 16 V100s (4 a node) beside 2-D, 2.5-D and 3-D attention, EP 4: every backend
+ * predicts the step and times the layer's all-to-alls between the grid's blocks and the MoE
+ * block's tokens (models/tp-moe.c); the formula backend gives the analytic replay's step and
+ * figures, as on every plan (test-formula.c); a 1-D job has none of them. */
+static void
+test_grid_modes_time_the_all_to_alls_to_the_moe_block(void)
+{
+    const char *plans[] = {"--tp-mode 2d --tp 4 --dp 4 --micro-batch 2",
+                           "--tp-mode 2.5d --tp 8 --depth 2 --dp 2 --micro-batch 4",
+                           "--tp-mode 3d --tp 8 --dp 2 --micro-batch 4",
+                           "--tp-mode 1d --tp 4 --sp --dp 4 --micro-batch 2"};
+    const char *backends[] = {"simgrid", "analytic", "formula"};
+    for (guint i = 0; i < G_N_ELEMENTS(plans); i++) {
+        double step[3], moved[3];
+        for (guint b = 0; b < 3; b++) {
+            g_autofree char *args = g_strdup_printf(
+                "--topology topologies/v100x64.xml --gpus 16 --model mixtral-8x7b --dtype fp16 "
+                "--layers 2 --ep 4 --global-batch 8 --json %s --backend %s",
+                plans[i], backends[b]);
+            g_autoptr(JsonParser) p = NULL;
+            JsonObject *row = moe_step(args, &p);
+            step[b] = moe_member(row, "step_time_s"),
+            moved[b] = moe_member(row, "moe_redistribute_s");
+            CU_ASSERT(step[b] > 0 && moe_member(row, "moe_experts_s") > 0);
+        }
+        printf("\n    %s: step %.6f / %.6f / %.6f s, all-to-alls to the tokens %.6f / %.6f s",
+               plans[i], step[0], step[1], step[2], moved[0], moved[1]);
+        gboolean grid = i < 3;
+        CU_ASSERT(grid ? moved[0] > 0 && moved[1] > 0 : moved[0] == -1 && moved[1] == -1);
+        CU_ASSERT(fabs(step[2] - step[1]) <= 1e-9 * step[1]);
+        CU_ASSERT(fabs(moved[2] - moved[1]) <= 1e-9 * fabs(moved[1]));
+    }
+}
+
 static CU_TestInfo predict_tests[] = {
     {"an MoE step names its dispatch and combine all-to-alls and expert GEMMs",
      test_an_moe_step_names_dispatch_combine_and_expert_gemms},
@@ -169,6 +203,10 @@ static CU_TestInfo predict_tests[] = {
     {"--order places the expert-parallel groups", test_order_places_the_expert_parallel_groups},
     {"the experts' reductions leave the step on alike ranks, as every rank gives it",
      test_the_experts_reductions_leave_the_step_on_alike_ranks},
+    {"2-D, 2.5-D and 3-D MoE steps time the all-to-alls to the MoE block's tokens on every "
+     "backend, "
+     "the formula's equal to the analytic replay's",
+     test_grid_modes_time_the_all_to_alls_to_the_moe_block},
     CU_TEST_INFO_NULL,
 };
 

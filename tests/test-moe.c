@@ -1,8 +1,11 @@
 /* test-moe.c - mixture-of-experts layers: the routing, the MoE block's schedule run by the host
- * executor against the serial reference (reference-moe.c), and the tokens its all-to-all moves.
+ * executor against the serial reference (reference-moe.c), the tokens its all-to-all moves, and
+ * 2-D, 2.5-D and 3-D layers with the MoE block (reference-layer.c and reference-moe.c joined).
  */
+#include "generators.h"
 #include "host.h"
 #include "moe.h"
+#include "reference-layer.h"
 #include "reference-moe.h"
 #include "simpar-test.h"
 #include <math.h>
@@ -235,6 +238,265 @@ test_the_dispatch_all_to_all_moves_exactly_the_routed_tokens(void)
     CU_ASSERT_EQUAL(wrong, 0);
 }
 
+/* ----- a grid mode's layer with the MoE block ----- */
+
+/* The layer of an MoE model (its attention part, the all-to-alls to the MoE block's tokens and
+ * back, tp-moe.c) and the MoE block on the same T ranks (EP = T, rank p the tokens
+ * [p N/T, (p+1) N/T)), joined through the layer's "moe.x", "moe.dy" (outputs) and "moe.y",
+ * "moe.dx" (inputs): the layer runs once for its MoE inputs, the block on them, the layer again
+ * with the block's outputs. The serial oracle joins the two references the same way: r1 = the
+ * layer without its MLP (fc2 zero), y = r1 + moe(r1), and the attention part's backward from
+ * dy + moe's dx. */
+
+typedef struct {
+    double *data; /* global, row-major; (transfer none) */
+    guint64 rows, cols;
+    gboolean *covered; /* outputs: elements some shard gave; NULL for inputs */
+} GridTensor;
+
+static void
+grid_tensor_free(gpointer p)
+{
+    GridTensor *t = p;
+    g_free(t->covered), g_free(t);
+}
+
+static void
+grid_add(GHashTable *tab, const char *name, double *data, guint64 rows, guint64 cols,
+         gboolean output)
+{
+    GridTensor *t = g_new0(GridTensor, 1);
+    *t = (GridTensor){data, rows, cols, output ? g_new0(gboolean, rows * cols) : NULL};
+    g_hash_table_insert(tab, (gpointer) name, t);
+}
+
+/* Copies the table's tensors into the INPUT shards it names (the others stay zero), or the
+ * OUTPUT shards into the table's tensors (`gather`). */
+static void
+grid_move(const SimparSchedule *sched, SimparHost *host, GHashTable *tab, gboolean gather)
+{
+    guint n;
+    const SimparShard *sh = simpar_schedule_shards(sched, &n);
+    for (guint i = 0; i < n; i++) {
+        GridTensor *t = g_hash_table_lookup(tab, sh[i].tensor);
+        if ((sh[i].role == SIMPAR_SHARD_INPUT) == gather || t == NULL)
+            continue;
+        CU_ASSERT_FATAL(sh[i].role != SIMPAR_SHARD_PARTIAL);
+        CU_ASSERT_FATAL(sh[i].row0 + sh[i].rows <= t->rows && sh[i].col0 + sh[i].cols <= t->cols);
+        double *buf = simpar_host_buffer(host, sh[i].view.buf) + sh[i].view.off;
+        for (guint64 r = 0; r < sh[i].rows; r++)
+            for (guint64 c = 0; c < sh[i].cols; c++) {
+                guint64 e = (sh[i].row0 + r) * t->cols + sh[i].col0 + c;
+                double *local = buf + r * sh[i].cols + c;
+                *(gather ? &t->data[e] : local) = gather ? *local : t->data[e];
+            }
+    }
+}
+
+/* The worst difference of every OUTPUT shard from the table's tensor, over the largest
+ * magnitude of that tensor (at least 1); every output tensor of the table must be covered and
+ * every output shard known. */
+static double
+grid_compare(const SimparSchedule *sched, SimparHost *host, GHashTable *tab, guint *compared)
+{
+    guint n;
+    const SimparShard *sh = simpar_schedule_shards(sched, &n);
+    double worst = 0;
+    for (guint i = 0; i < n; i++) {
+        if (sh[i].role == SIMPAR_SHARD_INPUT)
+            continue;
+        GridTensor *t = g_hash_table_lookup(tab, sh[i].tensor);
+        CU_ASSERT_FATAL(t != NULL && t->covered != NULL);
+        double scale = 1;
+        for (guint64 e = 0; e < t->rows * t->cols; e++)
+            scale = MAX(scale, fabs(t->data[e]));
+        const double *buf = simpar_host_buffer(host, sh[i].view.buf) + sh[i].view.off;
+        for (guint64 r = 0; r < sh[i].rows; r++)
+            for (guint64 c = 0; c < sh[i].cols; c++) {
+                guint64 e = (sh[i].row0 + r) * t->cols + sh[i].col0 + c;
+                worst = MAX(worst, fabs(buf[r * sh[i].cols + c] - t->data[e]) / scale);
+                t->covered[e] = TRUE;
+            }
+    }
+    GHashTableIter it;
+    gpointer key, value;
+    g_hash_table_iter_init(&it, tab);
+    *compared = 0;
+    while (g_hash_table_iter_next(&it, &key, &value)) {
+        const GridTensor *t = value;
+        guint64 missing = 0;
+        for (guint64 e = 0; t->covered != NULL && e < t->rows * t->cols; e++)
+            missing += !t->covered[e];
+        if (missing > 0)
+            printf("\n  %s: %" G_GUINT64_FORMAT " elements not produced", (const char *) key,
+                   missing);
+        CU_ASSERT_EQUAL(missing, 0);
+        *compared += t->covered != NULL;
+    }
+    return worst;
+}
+
+typedef struct {
+    const char *mode;
+    gint64 tp, depth, shared;
+} GridCase;
+
+/* The oracle: the layer without its MLP (t[] in, t[REF_Y] = r1), the MoE block on r1 and dy,
+ * then the attention part again from dy + its dx into t2[]. */
+static void
+grid_reference(const RefShape *shape, double *t[REF_N_TENSORS], double *t2[REF_N_TENSORS],
+               RefMoe *ref)
+{
+    ref_layer_run(shape, t);
+    guint64 n = (guint64) shape->b * shape->s * shape->h;
+    RefMoeTensor *x = ref_moe_tensor(ref, "x"), *dy = ref_moe_tensor(ref, "dy");
+    memcpy(x->data, t[REF_Y], sizeof(double) * n);
+    memcpy(dy->data, t[REF_DY], sizeof(double) * n);
+    ref_moe_run(ref);
+    const double *dx = ref_moe_tensor(ref, "dx")->data, *y = ref_moe_tensor(ref, "y")->data;
+    for (guint i = 0; i < REF_N_TENSORS; i++) {
+        guint64 rows, cols;
+        ref_tensor_shape(shape, (RefTensor) i, &rows, &cols);
+        t2[i] = g_memdup2(t[i], sizeof(double) * rows * cols);
+    }
+    for (guint64 e = 0; e < n; e++)
+        t2[REF_DY][e] += dx[e];
+    ref_layer_run(shape, t2);
+    for (guint64 e = 0; e < n; e++)
+        t2[REF_Y][e] = t[REF_Y][e] + y[e];
+}
+
+/* The layer's tensors: t's inputs and t2's outputs (the MLP's left out), the MoE block's input
+ * r1 and dy (the oracle's, t[]) and its output y and dx (the distributed block's, moe[]). */
+static GHashTable *
+grid_table(const RefShape *shape, double *t[REF_N_TENSORS], double *t2[REF_N_TENSORS],
+           double *moe[4])
+{
+    GHashTable *tab = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, grid_tensor_free);
+    for (guint i = 0; i < REF_N_TENSORS; i++) {
+        guint64 rows, cols;
+        ref_tensor_shape(shape, (RefTensor) i, &rows, &cols);
+        gboolean mlp = (i >= REF_LN2_G && i <= REF_FC2_B) || i == REF_LN2_G_GRAD ||
+                       i == REF_LN2_B_GRAD || (i >= REF_FC1_W_GRAD && i <= REF_FC2_B_GRAD);
+        if (rows * cols > 0 && !mlp)
+            grid_add(tab, ref_tensor_name((RefTensor) i), i >= REF_N_INPUTS ? t2[i] : t[i], rows,
+                     cols, i >= REF_N_INPUTS);
+    }
+    guint64 n = (guint64) shape->b * shape->s;
+    grid_add(tab, "moe.x", t[REF_Y], n, shape->h, TRUE);
+    grid_add(tab, "moe.dy", t[REF_DY], n, shape->h, TRUE);
+    grid_add(tab, "moe.y", moe[2], n, shape->h, FALSE);
+    grid_add(tab, "moe.dx", moe[3], n, shape->h, FALSE);
+    return tab;
+}
+
+/* The MoE block on the layer's "moe.x" and "moe.dy" against the reference; its y and dx into
+ * moe[2], moe[3]. */
+static double
+grid_moe_block(const SimparSchedule *block, RefMoe *ref, double *moe[4], guint *compared)
+{
+    RefMoeTensor *x = ref_moe_tensor(ref, "x"), *dy = ref_moe_tensor(ref, "dy");
+    gsize bytes = sizeof(double) * x->rows * x->cols;
+    memcpy(x->data, moe[0], bytes), memcpy(dy->data, moe[1], bytes); /* the distributed ones */
+    g_autoptr(SimparHost) host = simpar_host_new(block);
+    moe_fill(block, host, ref);
+    CU_ASSERT_FATAL(simpar_host_run(host, NULL));
+    g_autoptr(GHashTable) out = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, g_free);
+    grid_add(out, "y", moe[2], x->rows, x->cols, FALSE);
+    grid_add(out, "dx", moe[3], x->rows, x->cols, FALSE);
+    grid_move(block, host, out, TRUE);
+    return moe_compare(block, host, ref, compared);
+}
+
+static void
+grid_check(const GridCase *gc)
+{
+    SimparModel m = moe_model(8, 2, gc->shared, SIMPAR_MLP_SWIGLU);
+    m.seq = 4, m.micro_batch = 4;
+    CU_ASSERT_FATAL(simpar_model_validate(&m, NULL));
+    SimparPlan plan;
+    simpar_plan_init(&plan);
+    plan.gen = simpar_generator_of(gc->mode), plan.tp = gc->tp, plan.depth = gc->depth,
+    plan.ep = gc->tp;
+    plan.causal = TRUE, plan.p_hidden = 0, plan.p_attn = 0;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(SimparSchedule) layer = simpar_generate_layer(&m, &plan, &error);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(layer);
+    CU_ASSERT_FATAL(simpar_schedule_check_hazards(layer, &error));
+    guint T = (guint) gc->tp, N = (guint) (m.micro_batch * m.seq);
+    g_autoptr(SimparSchedule) block = simpar_moe_block_build(&m, T, N / T, 7, 0, &error);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(block);
+    SimparMoe route = moe_route_of(block);
+    g_autoptr(RefMoe) ref = ref_moe_new(&m, &route, 11);
+
+    RefShape shape = {.b = 4,
+                      .s = 4,
+                      .h = (guint) m.hidden,
+                      .a = (guint) m.heads,
+                      .f = (guint) m.ffn,
+                      .causal = TRUE,
+                      .eps = plan.eps,
+                      .seed = plan.seed,
+                      .rms = m.norm == SIMPAR_NORM_RMSNORM,
+                      .no_bias = TRUE};
+    g_autoptr(GRand) rng = g_rand_new_with_seed(20261128);
+    double *t[REF_N_TENSORS], *t2[REF_N_TENSORS], *moe[4];
+    for (guint i = 0; i < REF_N_TENSORS; i++) {
+        guint64 rows, cols;
+        ref_tensor_shape(&shape, (RefTensor) i, &rows, &cols);
+        t[i] = g_new0(double, rows *cols);
+        if (i < REF_N_INPUTS && i != REF_FC2_W) /* fc2 zero: the dense MLP adds nothing */
+            ref_fill_random(t[i], rows * cols, rng);
+    }
+    for (guint i = 0; i < 4; i++)
+        moe[i] = g_new0(double, (gsize) N *m.hidden);
+    grid_reference(&shape, t, t2, ref);
+    g_autoptr(GHashTable) tab = grid_table(&shape, t, t2, moe);
+    g_autoptr(GHashTable) iface = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, g_free);
+    grid_add(iface, "moe.x", moe[0], N, m.hidden, FALSE);
+    grid_add(iface, "moe.dy", moe[1], N, m.hidden, FALSE);
+
+    g_autoptr(SimparHost) first = simpar_host_new(layer); /* the block's inputs */
+    grid_move(layer, first, tab, FALSE);
+    CU_ASSERT_FATAL(simpar_host_run(first, &error));
+    grid_move(layer, first, iface, TRUE);
+    guint moe_tensors, layer_tensors;
+    double moe_err = grid_moe_block(block, ref, moe, &moe_tensors);
+    g_autoptr(SimparHost) second = simpar_host_new(layer); /* with the block's outputs */
+    grid_move(layer, second, tab, FALSE);
+    CU_ASSERT_FATAL(simpar_host_run(second, &error));
+    double layer_err = grid_compare(layer, second, tab, &layer_tensors);
+    printf("\n    %s T=%" G_GINT64_FORMAT
+           " EP %u: MoE block %u tensors %.3g, layer %u tensors %.3g",
+           gc->mode, gc->tp, T, moe_tensors, moe_err, layer_tensors, layer_err);
+    CU_ASSERT(moe_err <= MOE_TOL && layer_err <= MOE_TOL);
+    CU_ASSERT_EQUAL(moe_tensors, gc->shared > 0 ? 7 : 5);
+    /* y, dx, moe.x, moe.dy, ln1's gamma and beta, qkv and proj weights */
+    CU_ASSERT_EQUAL(layer_tensors, 8);
+    for (guint i = 0; i < REF_N_TENSORS; i++)
+        g_free(t[i]), g_free(t2[i]);
+    for (guint i = 0; i < 4; i++)
+        g_free(moe[i]);
+}
+
+static void
+test_a_2d_layer_with_the_moe_block_equals_the_serial_one(void)
+{
+    grid_check(&(GridCase){"2d", 4, 0, 12});
+}
+
+static void
+test_a_2p5d_layer_with_the_moe_block_equals_the_serial_one(void)
+{
+    grid_check(&(GridCase){"2.5d", 8, 2, 0});
+}
+
+static void
+test_a_3d_layer_with_the_moe_block_equals_the_serial_one(void)
+{
+    grid_check(&(GridCase){"3d", 8, 0, 12});
+}
+
 /* ----- routing ----- */
 
 static void
@@ -357,6 +619,16 @@ static CU_TestInfo host_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
+static CU_TestInfo grid_tests[] = {
+    {"a 2-D layer (q=2) with the MoE block (EP 4, a shared expert) equals the serial one at 1e-9",
+     test_a_2d_layer_with_the_moe_block_equals_the_serial_one},
+    {"a 2.5-D layer (q=2, d=2) with the MoE block (EP 8) equals the serial one at 1e-9",
+     test_a_2p5d_layer_with_the_moe_block_equals_the_serial_one},
+    {"a 3-D layer (q=2) with the MoE block (EP 8, a shared expert) equals the serial one at 1e-9",
+     test_a_3d_layer_with_the_moe_block_equals_the_serial_one},
+    CU_TEST_INFO_NULL,
+};
+
 static CU_TestInfo routing_tests[] = {
     {"routing is a pure function of seed and token, spread and node-limited",
      test_routing_is_a_pure_function_of_seed_and_token},
@@ -369,6 +641,7 @@ static CU_TestInfo routing_tests[] = {
 
 static CU_SuiteInfo suites[] = {
     {"MoE block on the host executor", NULL, NULL, NULL, NULL, host_tests},
+    {"2-D, 2.5-D and 3-D layers with the MoE block", NULL, NULL, NULL, NULL, grid_tests},
     {"routing and the model", NULL, NULL, NULL, NULL, routing_tests},
     CU_SUITE_INFO_NULL,
 };

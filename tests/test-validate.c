@@ -189,7 +189,8 @@ fixture_op(JsonBuilder *b, const SimparSchedule *s, guint i, const SimparSpan *s
 }
 
 static void
-fixture_header(JsonBuilder *b, const Job *j, const Fixture *f, guint ranks, double step)
+fixture_header(JsonBuilder *b, const Job *j, const Fixture *f, guint ranks, double step,
+               double dropout_p)
 {
     const char *strs[][2] = {{"format", f->format != NULL ? f->format : "simpar-run"},
                              {"executor", "host"},
@@ -204,6 +205,8 @@ fixture_header(JsonBuilder *b, const Job *j, const Fixture *f, guint ranks, doub
     json_builder_add_int_value(b, 1);
     json_builder_set_member_name(b, "ranks");
     json_builder_add_int_value(b, ranks);
+    json_builder_set_member_name(b, "dropout_p"); /* what simpar-exec ran its dropouts at */
+    json_builder_add_double_value(b, dropout_p);
     json_builder_set_member_name(b, "job_args");
     json_builder_begin_array(b);
     for (guint k = 0; j->job_args[k] != NULL; k++)
@@ -231,7 +234,7 @@ write_run(const char *name, const Job *j, const Fixture *f)
         step = MAX(step, sp[i].end * f->scale);
     g_autoptr(JsonBuilder) b = json_builder_new();
     json_builder_begin_object(b);
-    fixture_header(b, j, f, simpar_schedule_n_ranks(s), step);
+    fixture_header(b, j, f, simpar_schedule_n_ranks(s), step, train.tp.p_hidden);
     json_builder_set_member_name(b, "ops");
     json_builder_begin_array(b);
     for (guint i = 0; i + f->drop_ops < n; i++)
@@ -711,7 +714,11 @@ test_calibrate_gpu(void)
     CU_ASSERT_EQUAL(json_object_get_size(kinds), 2);
     check_figure(o, "intra_node_bandwidth_Bps", 2e11);
     check_figure(o, "intra_node_latency_s", 2.5e-6);
-    const char *absent[] = {"peak_bf16_flops", "gemm_eff_max", "launch_s", "kernel_bw_stream_Bps"};
+    /* a class the bench did not time: the platform's figure (the H100's measured fractions of
+     * its bandwidth, topologies/compute.ini) times the median ratio of the fitted kinds to the
+     * platform's own (ln-apply's 0.6 / 0.7774, gelu's 0.6 / 0.6593) */
+    check_figure(o, "kernel_bw_stream_Bps", 0.5 * (0.6 / 0.7774 + 0.6 / 0.6593) * 0.9225 * 3.35e12);
+    const char *absent[] = {"peak_bf16_flops", "gemm_eff_max", "launch_s"};
     for (guint i = 0; i < G_N_ELEMENTS(absent); i++)
         CU_ASSERT_FALSE(json_object_has_member(o, absent[i]));
     JsonObject *row = table_row(o, 4096, 1024, 1024);
@@ -840,7 +847,8 @@ json_count(JsonObject *o, const char *key)
  * elements zero) and the same files as a one-GPU bench now writes them ("gpus": 1, "inputs":
  * "random"): calibrate takes each. The 45 GEMM rows less the 4 small squares measured in under
  * twice the bench's timer and the 9 timed on zeros (41 when the inputs were random); the 11
- * streaming kinds of the kernel bench each get a bandwidth. */
+ * streaming kinds of the kernel bench and its attention (forward, backward) each get a
+ * bandwidth. */
 static void
 test_calibrate_h200_files(void)
 {
@@ -848,9 +856,9 @@ test_calibrate_h200_files(void)
         const char *file;
         guint gemm_zero, gemm_random, kinds;
     } cases[] = {
-        {"bench-all", 32, 41, 11},
+        {"bench-all", 32, 41, 13},
         {"bench-gemm", 32, 41, 0},
-        {"bench-kernels", 0, 0, 11},
+        {"bench-kernels", 0, 0, 13},
     };
 
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++)
@@ -887,11 +895,12 @@ h200_class(JsonObject *o, const char *name)
 /* The step simpar-exec ran on an H200 (bench/fidelity/h200: measured at b5da60d), predicted
  * with the preset alone and with the calibration its own bench gives. The preset's kernels
  * are PyTorch's, simpar-exec's about half as fast: the step within 20%; calibrated, within
- * 5%, its GEMMs and optimizer within 10%, and on the bench's own rows every kernel kind's
- * figure no worse than the preset's. Attention, embedding + loss and the other kernels are
- * not held: the bench has no cross-entropy or embedding rows, its dropout row runs at 1.3 TB/s
- * where the step's dropouts reach 2.1, and its largest kernels (200 MB) are ten times smaller
- * than the step's gradient accumulations (docs/validate.md). */
+ * 5%, every class within 10% but the other kernels (below), and on the bench's own rows every
+ * kernel kind's figure no worse than the preset's. The run's dropouts ran at p = 0 (the file
+ * has no "dropout_p"): no dropout pass in its attention, its dropout kernels copies. The
+ * calibration takes the attention's pass over the scores from the bench's attention rows and
+ * the softmax kernels (cross-entropy), which the bench did not time, from the preset's times
+ * the measured kinds' median ratio (docs/validate.md). */
 static void
 test_h200_step(void)
 {
@@ -910,12 +919,23 @@ test_h200_step(void)
     JsonObject *fit = json_object_get_object_member(c, "fit");
     JsonObject *kernels = json_object_get_object_member(fit, "kernel_kinds");
     g_autoptr(GList) kinds = json_object_get_members(kernels);
+    /* on the bench's own rows, the calibration no worse than the preset: each streaming kind in
+     * the summed time of its rows (the rms over three rows, two of them mostly the bench's
+     * timer, can go either way: ln-apply's 37% against 34%), the attention in rms */
     for (GList *l = kinds; l != NULL; l = l->next) {
         JsonObject *k = json_object_get_object_member(kernels, l->data);
-        CU_ASSERT_TRUE(json_object_get_double_member(k, "rms_rel_error") <=
-                       json_object_get_double_member(k, "preset_rms_rel_error"));
+        gboolean timed = json_object_has_member(k, "time_rel_error");
+        const char *mine = timed ? "time_rel_error" : "rms_rel_error";
+        const char *theirs = timed ? "preset_time_rel_error" : "preset_rms_rel_error";
+        if (!(json_object_get_double_member(k, mine) <= json_object_get_double_member(k, theirs)))
+            printf("\n    %s: %s %g above the preset's %g", (const char *) l->data, mine,
+                   json_object_get_double_member(k, mine),
+                   json_object_get_double_member(k, theirs));
+        CU_ASSERT_TRUE(json_object_get_double_member(k, mine) <=
+                       json_object_get_double_member(k, theirs));
     }
-    CU_ASSERT_EQUAL(g_list_length(kinds), 11); /* every kernel kind simpar-exec's bench times */
+    /* every kernel kind simpar-exec's bench times: 11 streaming kinds and the attention's two */
+    CU_ASSERT_EQUAL(g_list_length(kinds), 13);
     JsonObject *gemm = json_object_get_object_member(fit, "gemm");
     /* the preset's GEMM figures on the rows the bench timed well (the four squares measured
      * in less than twice its 90 us timer left out): within 10% median, 20% worst; and the
@@ -933,13 +953,25 @@ test_h200_step(void)
     printf("; calibrated: step %+.2f%%", 100 * e1);
     CU_ASSERT_TRUE(fabs(e1) < 0.05);
     CU_ASSERT_TRUE(fabs(e1) < fabs(e0));
-    const char *classes[] = {"gemm", "optimizer"};
+
+    /* every class of at least 1% of the step within 10%, but the other kernels: 15% (the
+     * gradient accumulations, 60% of them, add 2.5 to 4.8 GB where the bench's largest add is
+     * 0.2 GB, and run at 1.95 TB/s where it ran at 2.4) */
+    const struct {
+        const char *name;
+        double within;
+    } classes[] = {{"gemm", 0.10},
+                   {"attention", 0.10},
+                   {"other kernels", 0.15},
+                   {"embedding + loss", 0.10},
+                   {"optimizer", 0.10}};
+
     for (guint i = 0; i < G_N_ELEMENTS(classes); i++) {
-        JsonObject *k = h200_class(o, classes[i]);
+        JsonObject *k = h200_class(o, classes[i].name);
         CU_ASSERT_PTR_NOT_NULL_FATAL(k);
         double e = json_object_get_double_member(k, "error");
-        printf(", %s %+.2f%%", classes[i], 100 * e);
-        CU_ASSERT_TRUE(fabs(e) < 0.10);
+        printf(", %s %+.2f%%", classes[i].name, 100 * e);
+        CU_ASSERT_TRUE(fabs(e) < classes[i].within);
     }
 }
 

@@ -350,7 +350,7 @@ row_prepare(const SimparSweep *sw, const SimparSweepConfig *c, const SimparGpu *
         return FALSE;
     }
     return row_check_split(c, why) && simpar_job_train(&a, train, why) &&
-           simpar_job_plan(&a, c->gen, &train->tp, why);
+           simpar_job_plan(&a, model, c->gen, &train->tp, why);
 }
 
 void

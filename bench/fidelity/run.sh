@@ -152,7 +152,9 @@ compute=bench/results/compute-fidelity.md
   printf '\nKernels: the preset (h200-sxm; measured fractions of the datasheet bandwidth) '
   printf 'against PyTorch 2.11 on an H200 (bench/fidelity/h200/torch-elementwise.jsonl) and '
   printf 'against simpar-exec'"'"'s own kernels (bench-kernels.json, each row less the bench'"'"'s '
-  printf 'timer), and what simpar calibrate makes of the latter; rms relative error in time.\n\n'
+  printf 'timer), and what simpar calibrate makes of the latter: rms relative error in time, and '
+  printf 'the error in the rows'"'"' summed time (attention: the unfused attention'"'"'s rows, its '
+  printf 'pass over the scores fitted less its GEMMs).\n\n'
   python3 - "$work/torch.json" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open("bench/fidelity/h200/torch-elementwise.jsonl")]
@@ -169,8 +171,8 @@ PY
     > /dev/null
   "$bin" calibrate --measured bench/fidelity/h200/bench-kernels.json --topology "$work/h200.xml" \
     -o "$work/k.json" > /dev/null
-  printf '| kind | PyTorch rows | preset | simpar-exec rows | preset | calibrated |\n'
-  printf '|---|---|---|---|---|---|\n'
+  printf '| kind | PyTorch rows | preset | simpar-exec rows | preset | calibrated | preset, summed | calibrated, summed |\n'
+  printf '|---|---|---|---|---|---|---|---|\n'
   python3 - "$work/t.json" "$work/k.json" <<'PY'
 import json, sys
 t = json.load(open(sys.argv[1]))["fit"]["kernel_kinds"]
@@ -179,15 +181,19 @@ name = {"ln-apply": "ln-apply (PyTorch: layer norm)"}
 for kind in sorted(set(t) | set(k)):
     a, b = t.get(kind), k.get(kind)
     f = lambda x: "-" if x is None else "%.1f%%" % (100 * x)
-    print("| %s | %s | %s | %s | %s | %s |" % (name.get(kind, kind), a["points"] if a else "-",
+    print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+          name.get(kind, kind), a["points"] if a else "-",
           f(a and a["preset_rms_rel_error"]), b["points"] if b else "-",
-          f(b and b["preset_rms_rel_error"]), f(b and b["rms_rel_error"])))
+          f(b and b["preset_rms_rel_error"]), f(b and b["rms_rel_error"]),
+          f(b and b.get("preset_time_rel_error")), f(b and b.get("time_rel_error"))))
 PY
   # the step simpar-exec timed on an H200, predicted with the preset and calibrated
   printf '\nThe step simpar-exec timed on an H200 (h 8192, one layer, micro-batch 2, 67.4 ms; '
   printf 'bench/fidelity/h200/run-step-h8192-l1-b2.json): busy time per class, error of the '
-  printf 'prediction; calibrated from bench-all.json with simpar calibrate.\n\n'
-  "$bin" calibrate --measured bench/fidelity/h200/bench-all.json -o "$work/all.json" > /dev/null
+  printf 'prediction; calibrated from bench-all.json with simpar calibrate --topology '
+  printf 'topologies/h200x1.xml. The run'"'"'s dropouts ran at p = 0.\n\n'
+  "$bin" calibrate --measured bench/fidelity/h200/bench-all.json --topology topologies/h200x1.xml \
+    -o "$work/all.json" > /dev/null
   run=bench/fidelity/h200/run-step-h8192-l1-b2.json
   "$bin" validate --measured "$run" --topology topologies/h200x1.xml --json > "$work/v0.json"
   "$bin" validate --measured "$run" --topology topologies/h200x1.xml --json \
