@@ -66,7 +66,8 @@ double simpar_calibrate_simplex(double (*f)(const double *x, guint k, void *data
  * measured data), or NULL. */
 void simpar_calibrate_tables(const SimparBench *b, const SimparGpu *platform, Tables *t);
 void simpar_calibrate_tables_clear(Tables *t);
-/* The members of CALIB.json: kernel_bw_<class>_Bps, kernel_bw_Bps, kernel_floor_s, gemm_table. */
+/* The members of CALIB.json: kernel_bw_<class>_Bps, kernel_bw_Bps, kernel_max_bytes,
+ * kernel_floor_s, gemm_table. */
 void simpar_calibrate_tables_json(const Tables *t, JsonBuilder *jb);
 /* Members of CALIB.json's "fit": "gemm", "kernel_classes" and "kernel_kinds", each group's
  * rms relative error, the preset's on the same rows, the timer taken off and the rows. */

@@ -24,7 +24,7 @@
  *   attention  with --topology, the bench's unfused attention rows (forward, backward) less
  *            their GEMMs (this calibration's table on --topology's curve) and the timer: the
  *            bandwidth of simpar-exec's one kernel over the scores, "kernel_bw_Bps" of
- *            "attention" and "attention-bwd" (the bench runs them at dropout p = 0.1).
+ *            "attention" and "attention-bwd" (at the rows' dropout_p: 0.1 in every bench so far).
  *   classes the bench did not time: with --topology, the platform's figure times the median
  *            ratio of the measured kinds' bandwidths to the platform's own (the bench's kernels
  *            run that much slower or faster than the platform's data says); without it, the
@@ -294,9 +294,6 @@ tables_floors(Tables *t)
     }
 }
 
-/* Dropout of the bench's attention rows (exec/bench.c). */
-#define TABLES_BENCH_ATTN_P 0.1
-
 /* The unfused attention rows of direction `bwd` (kind "attention" or "attention_bwd" with their
  * shape) into the bandwidth of the one kernel over the scores: their score bytes over their
  * times less the GEMMs (on `gpu`), the launch and the timer; the rms relative error of `gpu`'s
@@ -312,13 +309,13 @@ tables_attention_bw(const SimparBench *b, const SimparGpu *gpu, const Tables *t,
         if (!g_str_equal(k->kind, bwd ? "attention_bwd" : "attention") || k->heads < 1 ||
             k->seq < 1 || k->head_dim < 1 || k->batch < 1)
             continue;
-        SimparAttention a = {.nb = (guint) k->batch,
-                             .nh = (guint) k->heads,
-                             .heads = (guint) k->heads,
-                             .s = (guint) k->seq,
-                             .dh = (guint) k->head_dim,
+        SimparAttention a = {.nb = k->batch,
+                             .nh = k->heads,
+                             .heads = k->heads,
+                             .s = k->seq,
+                             .dh = k->head_dim,
                              .causal = TRUE,
-                             .p = TABLES_BENCH_ATTN_P};
+                             .p = k->dropout_p};
         double gemm, sb;
         simpar_compute_attention_parts(gpu, b->dtype, &a, bwd, &gemm, &sb);
         double left = k->time_s - timer - t->launch_s - gemm;
@@ -477,6 +474,21 @@ simpar_calibrate_tables_json(const Tables *t, JsonBuilder *jb)
             json_builder_set_member_name(jb, simpar_op_kind_name((SimparOpKind) k));
             json_builder_add_double_value(jb, t->fits[SIMPAR_KCLASS_N + k].bw_Bps);
         }
+    json_builder_end_object(jb);
+    json_builder_set_member_name(jb, "kernel_max_bytes"); /* each timed kind's largest row */
+    json_builder_begin_object(jb);
+    for (guint k = 0; k < SIMPAR_N_OP_KINDS; k++) {
+        double most = 0;
+        for (guint i = 0; i < t->kernels->len; i++) {
+            const TablesKernel *r = &g_array_index(t->kernels, TablesKernel, i);
+            if (r->kind == k)
+                most = MAX(most, r->bytes);
+        }
+        if (t->fits[SIMPAR_KCLASS_N + k].fitted && most >= 1) {
+            json_builder_set_member_name(jb, simpar_op_kind_name((SimparOpKind) k));
+            json_builder_add_double_value(jb, most);
+        }
+    }
     json_builder_end_object(jb);
     json_builder_set_member_name(jb, "kernel_floor_s");
     json_builder_begin_object(jb);

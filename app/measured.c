@@ -431,10 +431,16 @@ bench_kernel(SimparBench *b, const Loc *l, JsonObject *o, GError **error)
         !measured_number(l, o, "time_s", 1e-12, &k.time_s, error))
         return FALSE;
     const char *dims[] = {"batch", "heads", "seq", "head_dim"};
-    double *out[] = {&k.batch, &k.heads, &k.seq, &k.head_dim};
+    guint *out[] = {&k.batch, &k.heads, &k.seq, &k.head_dim};
     for (guint i = 0; i < G_N_ELEMENTS(dims); i++)
-        if (json_object_has_member(o, dims[i]) && !measured_number(l, o, dims[i], 1, out[i], error))
+        if (json_object_has_member(o, dims[i]) && !measured_uint(l, o, dims[i], 1, out[i], error))
             return FALSE;
+    k.dropout_p = 0.1;
+    if (json_object_has_member(o, "dropout_p") &&
+        !measured_number(l, o, "dropout_p", 0, &k.dropout_p, error))
+        return FALSE;
+    if (!(k.dropout_p < 1))
+        return measured_bad(l, "dropout_p", "must be from 0 to less than 1", error);
     k.kind = g_intern_string(kind);
     g_array_append_val(b->kernels, k);
     return TRUE;

@@ -58,8 +58,10 @@ typedef struct {
 typedef struct {
     const char *kind; /* interned, e.g. "ln_apply" */
     double bytes, time_s;
-    /* attention rows: "batch", "heads", "seq", "head_dim" (0 when not given) */
-    double batch, heads, seq, head_dim;
+    /* attention rows: "batch", "heads", "seq", "head_dim" (0 when not given) and "dropout_p"
+     * (0.1 when not given: the benches before it ran their attention so) */
+    guint batch, heads, seq, head_dim;
+    double dropout_p;
 } SimparBenchKernel;
 
 typedef struct {

@@ -479,6 +479,7 @@ bench_kernel_entry(Bench *bn, const SimparSchedule *s, guint i, guint rows, guin
         bench_member_int(b, "heads", op->u.attn.nh);
         bench_member_int(b, "seq", op->u.attn.s);
         bench_member_int(b, "head_dim", op->u.attn.dh);
+        bench_member_double(b, "dropout_p", op->u.attn.p);
         bench_member_double(b, "flops", flops);
     }
     bench_member_str(b, "dtype", bench_dtype(bn));

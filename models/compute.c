@@ -166,7 +166,7 @@ gpu_unknown_key(const char *path, const char *key, GError **error)
         g_string_append_printf(valid, "%s%s", i ? ", " : "", gpu_fields[i].key);
     for (guint i = 0; i < G_N_ELEMENTS(gpu_other_keys); i++)
         g_string_append_printf(valid, ", %s", gpu_other_keys[i]);
-    g_string_append(valid, ", gemm_table, kernel_bw_Bps, kernel_floor_s");
+    g_string_append(valid, ", gemm_table, kernel_bw_Bps, kernel_floor_s, kernel_max_bytes");
     g_set_error(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_PARSE,
                 "%s: unknown key \"%s\" (valid: %s)", path, key, valid->str);
     return FALSE;
@@ -181,6 +181,8 @@ gpu_read_member(SimparGpu *gpu, const char *path, const char *key, JsonNode *nod
         return kind_values_from_json(node, path, key, 1e6, 1e14, &gpu->kind_bw, error);
     if (g_str_equal(key, "kernel_floor_s"))
         return kind_values_from_json(node, path, key, 0, 1e-3, &gpu->kind_floor, error);
+    if (g_str_equal(key, "kernel_max_bytes"))
+        return kind_values_from_json(node, path, key, 1, 1e15, &gpu->kind_max_bytes, error);
     const GpuField *f = gpu_field_lookup(key);
     if (f == NULL)
         return gpu_unknown_key(path, key, error);
@@ -225,7 +227,8 @@ simpar_gpu_load_calibration(SimparGpu *gpu, const char *path, GError **error)
     if (updated.gemm_table != gpu->gemm_table ||
         memcmp(updated.kernel_eff, gpu->kernel_eff, sizeof gpu->kernel_eff) != 0 ||
         memcmp(updated.kernel_bw, gpu->kernel_bw, sizeof gpu->kernel_bw) != 0 ||
-        updated.kind_bw != gpu->kind_bw || updated.kind_floor != gpu->kind_floor) {
+        updated.kind_bw != gpu->kind_bw || updated.kind_floor != gpu->kind_floor ||
+        updated.kind_max_bytes != gpu->kind_max_bytes) {
         g_autofree char *source = g_strdup_printf(
             "calibration %s; where it gives none, %s", path,
             gpu->data_source != NULL ? gpu->data_source : "the platform's roofline figures");
@@ -274,8 +277,8 @@ compute_memory_time(const SimparGpu *gpu, double bw, double bytes)
 }
 
 /* A kernel of op kind `kind`: its measured floor beyond the launch as well (a calibration's). */
-static double
-compute_kind_floor(const SimparGpu *gpu, SimparOpKind kind)
+double
+simpar_compute_op_floor(const SimparGpu *gpu, SimparOpKind kind)
 {
     return gpu->kind_floor != NULL && kind < SIMPAR_N_OP_KINDS ? gpu->kind_floor[kind] : 0;
 }
@@ -283,7 +286,7 @@ compute_kind_floor(const SimparGpu *gpu, SimparOpKind kind)
 static double
 compute_kind_time(const SimparGpu *gpu, SimparOpKind kind, double bw, double bytes)
 {
-    return compute_memory_time(gpu, bw, bytes) + compute_kind_floor(gpu, kind);
+    return compute_memory_time(gpu, bw, bytes) + simpar_compute_op_floor(gpu, kind);
 }
 
 /* Tiles of a dimension much smaller than gemm_half_dim leave the tensor cores idle. */
@@ -740,7 +743,7 @@ compute_vector_time(const SimparGpu *gpu, SimparOpKind kind, SimparDtype dt, dou
 {
     double peak = gpu->peak_flops[SIMPAR_DTYPE_FP32] > 0 ? gpu->peak_flops[SIMPAR_DTYPE_FP32]
                                                          : gpu->peak_flops[dt];
-    return gpu->launch_s + compute_kind_floor(gpu, kind) +
+    return gpu->launch_s + simpar_compute_op_floor(gpu, kind) +
            MAX(flops / peak, bytes / simpar_compute_op_bandwidth(gpu, kind));
 }
 
@@ -1153,6 +1156,39 @@ simpar_compute_times(const SimparGpu *gpu, const SimparSchedule *sched, SimparAt
 
 /* ----- the report's line ----- */
 
+/* Kernels past what their kind was measured at: more than COMPUTE_KERNEL_FAR times the bytes of
+ * the kind's largest row (a calibration's kernel_max_bytes), whose bandwidth is the largest
+ * row's carried beyond it. */
+#define COMPUTE_KERNEL_FAR 4.0
+
+/* "; 3 of its 31 measured kernels more than 4x the bytes of their kind's largest measured row
+ * (extrapolated; at most 24x)", or nothing without kernel_max_bytes. */
+static void
+describe_kernels(GString *s, const SimparGpu *gpu, const SimparSchedule *sched)
+{
+    if (gpu->kind_max_bytes == NULL)
+        return;
+    guint kernels = 0, far = 0;
+    double most = 0;
+    for (guint i = 0; i < simpar_schedule_n_ops(sched); i++) {
+        const SimparOp *op = simpar_schedule_op(sched, i);
+        double max = op->kind < SIMPAR_N_OP_KINDS ? gpu->kind_max_bytes[op->kind] : 0;
+        if (!(max > 0))
+            continue;
+        double flops, bytes;
+        simpar_compute_op_cost(sched, op, SIMPAR_ATTENTION_UNFUSED, &flops, &bytes);
+        kernels++;
+        if (bytes > COMPUTE_KERNEL_FAR * max)
+            far++, most = MAX(most, bytes / max);
+    }
+    g_string_append_printf(s,
+                           "; %u of its %u kernels of measured kinds more than %.0fx the bytes of "
+                           "their kind's largest measured row",
+                           far, kernels, COMPUTE_KERNEL_FAR);
+    if (far > 0)
+        g_string_append_printf(s, " (extrapolated; at most %.0fx)", most);
+}
+
 /* "; FP8 (delayed recipe): 24 of 24 GEMMs in FP8 on the measured table, 1.23 ms, their input
  * and gradient casts 0.45 ms, summed over the layer's ranks, and the weights' casts 0.12 ms per
  * rank once per step" for a layer with FP8 GEMMs, and whether its attention runs in FP8;
@@ -1217,6 +1253,7 @@ simpar_compute_describe(const SimparGpu *gpu, const SimparSchedule *sched)
                                "%u of the layer's %u GEMMs more than 2x from the %u measured "
                                "shapes (extrapolated)",
                                far, gemms, rows);
+    describe_kernels(s, gpu, sched);
     describe_fp8(s, gpu, sched);
     g_string_append_printf(s, "; figures: %s",
                            gpu->data_source != NULL ? gpu->data_source

@@ -89,6 +89,9 @@ typedef struct {
     const double *kind_floor;           /* (transfer none) interned, SIMPAR_N_OP_KINDS seconds a
                                            kind's kernel takes beyond launch_s whatever its bytes
                                            (a calibration), or NULL */
+    const double *kind_max_bytes;       /* (transfer none) interned, SIMPAR_N_OP_KINDS bytes of a
+                                           kind's largest measured row (a calibration), or NULL:
+                                           the report counts kernels far past it */
     const SimparGemmTable *gemm_table;  /* (transfer none) measured GEMMs; NULL: the curve */
     const char *data_source;            /* interned: where the measured figures come from */
     gint64 kernel_set;                  /* SimparKernelSet */
@@ -115,6 +118,9 @@ gboolean simpar_gpu_load_data(SimparGpu *gpu, GKeyFile *data, GError **error);
 gboolean simpar_kernel_set_parse(const char *name, SimparKernelSet *out, GError **error);
 const char *simpar_kernel_set_name(SimparKernelSet set);
 const char *simpar_kernel_class_name(SimparKernelClass kc);
+/* The seconds a kernel of op kind `kind` takes beyond launch_s whatever its bytes: a
+ * calibration's kernel_floor_s, else 0. */
+double simpar_compute_op_floor(const SimparGpu *gpu, SimparOpKind kind);
 /* The unfused attention `a` as simpar-exec runs it: the time of its GEMMs on `gpu` (forward or
  * backward) and the bytes of its one kernel over the scores (calibrate takes the scores'
  * bandwidth from a bench's attention rows with them). */

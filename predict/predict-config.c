@@ -401,6 +401,22 @@ predict_trace_colls(const SimparSchedule *s)
     return (double) n / simpar_schedule_n_ranks(s);
 }
 
+/* Ops and collectives per rank of a layer in a trace: the layer schedule's and, for an MoE
+ * model, its MoE block's. */
+static void
+predict_trace_layer_ops(const SimparModel *model, const SimparTrain *train,
+                        const SimparSchedule *layer, double *ops, double *colls)
+{
+    *ops = (double) simpar_schedule_n_ops(layer) / simpar_schedule_n_ranks(layer);
+    *colls = predict_trace_colls(layer);
+    if (!simpar_model_is_moe(model))
+        return;
+    g_autofree guint *gpus = NULL;
+    g_autoptr(SimparSchedule) moe = simpar_block_moe_build(model, train, &gpus);
+    *ops += (double) simpar_schedule_n_ops(moe) / simpar_schedule_n_ranks(moe);
+    *colls += predict_trace_colls(moe);
+}
+
 /* The trace's warning size in bytes: $SIMPAR_TRACE_WARN_MIB MiB when set, else
  * SIMPAR_PREDICT_WARN_TRACE_B. */
 static double
@@ -441,8 +457,9 @@ predict_trace_warn(const SimparPredictContext *ctx, const char *what, double byt
  * on a 1024-GPU step wrote 8 GB). The default, one rank per role, is not refused; any trace
  * warns once its estimate passes the warning size. */
 static gboolean
-predict_trace_fits(const SimparPredictContext *ctx, const char *what, const SimparTrain *train,
-                   const SimparSchedule *layer, const SimparStepPlan *plan, GError **why)
+predict_trace_fits(const SimparPredictContext *ctx, const char *what, const SimparModel *model,
+                   const SimparTrain *train, const SimparSchedule *layer,
+                   const SimparStepPlan *plan, GError **why)
 {
     if (ctx->trace == NULL)
         return TRUE;
@@ -451,7 +468,8 @@ predict_trace_fits(const SimparPredictContext *ctx, const char *what, const Simp
     guint ranks = predict_trace_n_ranks(ctx, train, layer, n_job, &joined);
     double step_ops =
         (double) simpar_schedule_n_ops(plan->step) / simpar_schedule_n_ranks(plan->step);
-    double layer_ops = (double) simpar_schedule_n_ops(layer) / simpar_schedule_n_ranks(layer);
+    double layer_ops, layer_colls;
+    predict_trace_layer_ops(model, train, layer, &layer_ops, &layer_colls);
     double layers = ceil((double) train->layers / train->pp); /* a layer: its forward and
                                                                   backward ops */
     double per_layers = train->micro_batches * layers;
@@ -459,8 +477,8 @@ predict_trace_fits(const SimparPredictContext *ctx, const char *what, const Simp
     double bytes = events * PREDICT_TRACE_EVENT_B;
     if (bytes <= SIMPAR_PREDICT_MAX_TRACE_B || (!ctx->trace_all && ctx->trace_ranks == NULL)) {
         /* the warning: the bytes written, the flow arrows' two ends per collective too */
-        double flows = 2 * joined * ranks *
-                       (predict_trace_colls(plan->step) + per_layers * predict_trace_colls(layer));
+        double flows =
+            2 * joined * ranks * (predict_trace_colls(plan->step) + per_layers * layer_colls);
         predict_trace_warn(ctx, what,
                            events * PREDICT_TRACE_WRITTEN_B + flows * PREDICT_TRACE_FLOW_B,
                            events + flows);
@@ -521,6 +539,18 @@ predict_trace_layer_roles(const SimparSchedule *layer)
     return role;
 }
 
+/* An MoE model's rank `x->job_rank`: its index in its expert-parallel group and the group's
+ * first rank (train.h's expert numbering). */
+static void
+predict_trace_moe_rank(const SimparModel *model, const SimparTrain *train, SimparTraceRank *x)
+{
+    if (!simpar_model_is_moe(model))
+        return;
+    guint stride = (guint) train->expert_stride[SIMPAR_AXIS_EP];
+    x->moe_rank = x->job_rank / stride % (guint) MAX(train->ep, 1);
+    x->moe_base = x->job_rank - x->moe_rank * stride;
+}
+
 /* The step's trace events for the ranks asked for (or one per role: replica 0 of every stage,
  * the layer ranks whose ops differ), its layer blocks expanded into the ops of their layers.
  * Where one slice stands for the step, a rank's step ops are its slice rank's. */
@@ -558,20 +588,34 @@ predict_trace(const SimparPredictContext *ctx, const SimparStepTimer *blocks,
         guint run_rank = plan->slices > 1 ? simpar_train_rank(&num, t / T, d, p) : r;
         SimparMemory mem; /* the stage's states, for the memory counter */
         simpar_memory_step(model, train, p, 0, ctx->attention, &mem);
-        SimparTraceRank x = {run_rank,
-                             r,
-                             plan->job_gpus[r],
-                             t,
-                             mem.states_B,
-                             act,
-                             simpar_train_rank(train, 0, d, p)};
+        SimparTraceRank x = {
+            .run_rank = run_rank,
+            .job_rank = r,
+            .gpu = plan->job_gpus[r],
+            .layer_rank = t,
+            .states_B = mem.states_B,
+            .layer_activations_B = act,
+            .layer_base = simpar_train_rank(train, 0, d, p),
+        };
+        predict_trace_moe_rank(model, train, &x);
         g_array_append_val(who, x);
     }
-    g_autofree SimparSpan *layer_spans = simpar_block_layer_spans(blocks, train, layer);
+    SimparTraceLayer tl = {0};
     g_autofree guint *block_gpus = simpar_block_gpus(train);
-    SimparRun layer_run = blocks->base;
+    g_autofree SimparSpan *layer_spans = simpar_block_layer_spans(blocks, train, layer, tl.part_s);
+    SimparRun layer_run = blocks->base, moe_run = blocks->base;
     layer_run.sched = layer, layer_run.n_layers = 1, layer_run.gpus = block_gpus;
-    SimparTraceLayer tl = {&layer_run, layer_spans};
+    tl.run = &layer_run, tl.spans = layer_spans;
+    g_autoptr(SimparSchedule) moe = NULL;
+    g_autofree guint *moe_gpus = NULL;
+    g_autofree SimparSpan *moe_spans =
+        simpar_model_is_moe(model)
+            ? simpar_block_moe_spans(blocks, model, train, &moe, &moe_gpus, tl.moe_part_s)
+            : NULL;
+    if (moe != NULL) {
+        moe_run.sched = moe, moe_run.n_layers = 1, moe_run.gpus = moe_gpus;
+        tl.moe_run = &moe_run, tl.moe_spans = moe_spans;
+    }
     simpar_report_trace(ctx->trace, ctx->trace_index, mode, run, spans,
                         (const SimparTraceRank *) who->data, who->len, run_job, &tl);
 }
@@ -599,7 +643,7 @@ predict_step(const SimparPredictContext *ctx, const SimparModel *model, const Si
         return FALSE;
     if (!formula) /* the formula's fallback replays on the analytic backend: no cost */
         simpar_step_plan(&tm, model, train, layer, !ctx->all_slices, &plan);
-    if (!(formula || predict_trace_fits(ctx, what, train, layer, &plan, why)) ||
+    if (!(formula || predict_trace_fits(ctx, what, model, train, layer, &plan, why)) ||
         !predict_affordable(ctx, what, &blocks, train, layer, &tm, &plan, why)) {
         simpar_step_plan_clear(&plan);
         return FALSE;

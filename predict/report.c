@@ -1118,6 +1118,51 @@ report_traced(ReportTrace *rt, ReportTrace *lt, const SimparTraceRank *ranks, gu
     }
 }
 
+/* Per stream of the MoE block: the layer stream of its name, or one after the layer's
+ * (report_trace_streams names them) (transfer full). */
+static guint *
+report_moe_tids(const SimparSchedule *layer, const SimparSchedule *moe)
+{
+    guint n = simpar_schedule_n_streams(moe), n_layer = simpar_schedule_n_streams(layer);
+    guint *tids = g_new(guint, n), extra = n_layer;
+    for (guint st = 0; st < n; st++) {
+        tids[st] = G_MAXUINT;
+        for (guint j = 0; j < n_layer && tids[st] == G_MAXUINT; j++)
+            if (g_str_equal(simpar_schedule_stream_name(moe, st),
+                            simpar_schedule_stream_name(layer, j)))
+                tids[st] = j;
+        if (tids[st] == G_MAXUINT)
+            tids[st] = extra++;
+    }
+    return tids;
+}
+
+/* The ranks the trace shows, for the MoE block's collectives (by their group's first job rank
+ * and MoE rank); none for a dense model. */
+static void
+report_traced_moe(ReportTrace *mt, const SimparTraceRank *ranks, guint n)
+{
+    if (mt->run == NULL)
+        return;
+    mt->traced = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+    for (guint k = 0; k < n; k++)
+        g_hash_table_add(mt->traced, report_traced_key(ranks[k].moe_base, ranks[k].moe_rank));
+}
+
+/* The names of the MoE block's streams the layer schedule does not have. */
+static void
+report_trace_moe_streams(SimparTrace *t, guint pid, const SimparSchedule *layer,
+                         const SimparSchedule *moe)
+{
+    g_autofree guint *tids = report_moe_tids(layer, moe);
+    for (guint st = 0; st < simpar_schedule_n_streams(moe); st++)
+        if (tids[st] >= simpar_schedule_n_streams(layer)) {
+            g_autofree char *name =
+                g_strdup_printf("layer %s", simpar_schedule_stream_name(moe, st));
+            simpar_trace_meta(t, "thread_name", pid, REPORT_TRACE_LAYER_TID + tids[st], name);
+        }
+}
+
 /* Flow arrows joining the members of collective `op` (op index i) in their group's order: from
  * each member to the next, each end written by its own rank, at the time both run the
  * collective (the later start, and halfway to the earlier end), with an id both compute
@@ -1195,39 +1240,71 @@ report_trace_wait(ReportTrace *rt, const SimparOp *op, guint layer, guint pid, g
     simpar_trace_event(rt->t, "wait", "wait", pid, tid, idle, start, &a);
 }
 
-/* The ops of layer rank `lr` standing for the `count` layers of block op `op` (rank pid), and
- * their streams' waits inside the block. */
+/* The ops of rank `r` of one part of a layer (the layer schedule or the MoE block: pt->run,
+ * their spans `spans` within the part) in layer k of a block, the part starting at `base`;
+ * `tids` the layer stream each of the part's streams is drawn on, `idle` each layer stream's
+ * last end, `at` the ops' spans in the trace (for the waits' deps). */
 static void
-report_trace_layers(ReportTrace *lt, const SimparTraceLayer *tl, const SimparOp *op, guint lr,
-                    guint pid, const SimparSpan *sp, const char *scope)
+report_trace_part(ReportTrace *pt, const SimparSpan *spans, guint r, gboolean fwd, guint k,
+                  guint pid, double base, const guint *tids, double *idle, SimparSpan *at,
+                  const char *scope)
+{
+    guint n;
+    const guint *ops = simpar_schedule_rank_ops(pt->run->sched, r, &n);
+    for (guint i = 0; i < n; i++) {
+        const SimparOp *x = simpar_schedule_op(pt->run->sched, ops[i]);
+        const SimparSpan *sp = &spans[ops[i]];
+        if ((x->phase == SIMPAR_PHASE_FORWARD) != fwd || sp->end < 0)
+            continue;
+        at[ops[i]] = (SimparSpan){base + sp->start, base + sp->end};
+        if (!report_trace_shown(x, sp))
+            continue;
+        guint st = tids[x->stream], tid = REPORT_TRACE_LAYER_TID + st;
+        report_trace_wait(pt, x, k, pid, tid, idle[st], at[ops[i]].start, at);
+        report_trace_op(pt, x, k, pid, tid, at[ops[i]].start, at[ops[i]].end);
+        g_snprintf(pt->scope, sizeof pt->scope, "%s.%u", scope, k);
+        report_trace_coll_flow(pt, x, ops[i], pid, tid, spans, base);
+        idle[st] = MAX(idle[st], at[ops[i]].end);
+    }
+}
+
+/* The ops standing for the `count` layers of block op `op` (rank pid): layer rank
+ * who->layer_rank's and, for an MoE model, MoE rank who->moe_rank's (mt), and their streams'
+ * waits inside the block; `scope` and `moe_scope` keep the flows of their collectives apart. */
+static void
+report_trace_layers(ReportTrace *lt, ReportTrace *mt, const SimparTraceLayer *tl,
+                    const SimparOp *op, const SimparTraceRank *who, guint pid, const SimparSpan *sp,
+                    const char *scope, const char *moe_scope)
 {
     gboolean fwd = g_str_equal(op->u.block.key, "layer.fwd");
     if (!fwd && !g_str_equal(op->u.block.key, "layer.bwd"))
         return;
     double per = (sp->end - sp->start) / MAX(op->u.block.count, 1);
-    guint n, n_streams = simpar_schedule_n_streams(tl->run->sched);
-    const guint *ops = simpar_schedule_rank_ops(tl->run->sched, lr, &n);
-    g_autofree double *idle = g_new(double, n_streams);
-    g_autofree SimparSpan *at = g_new(SimparSpan, simpar_schedule_n_ops(tl->run->sched));
+    const SimparSchedule *ls = tl->run->sched, *ms = tl->moe_run ? tl->moe_run->sched : NULL;
+    guint n_streams = simpar_schedule_n_streams(ls);
+    g_autofree guint *tids = g_new(guint, n_streams);
+    g_autofree guint *moe_tids = ms != NULL ? report_moe_tids(ls, ms) : NULL;
+    guint n_tids = n_streams + (ms != NULL ? simpar_schedule_n_streams(ms) : 0);
+    g_autofree double *idle = g_new(double, n_tids);
+    g_autofree SimparSpan *at = g_new0(SimparSpan, simpar_schedule_n_ops(ls));
+    g_autofree SimparSpan *moe_at =
+        ms != NULL ? g_new0(SimparSpan, simpar_schedule_n_ops(ms)) : NULL;
     for (guint st = 0; st < n_streams; st++)
+        tids[st] = st;
+    for (guint st = 0; st < n_tids; st++)
         idle[st] = sp->start;
-    for (guint k = 0; k < op->u.block.count; k++)
-        for (guint i = 0; i < n; i++) {
-            const SimparOp *x = simpar_schedule_op(tl->run->sched, ops[i]);
-            const SimparSpan *r = &tl->spans[ops[i]];
-            if ((x->phase == SIMPAR_PHASE_FORWARD) != fwd || r->end < 0)
-                continue;
-            double base = sp->start + k * per;
-            at[ops[i]] = (SimparSpan){base + r->start, base + r->end};
-            if (!report_trace_shown(x, r))
-                continue;
-            guint tid = REPORT_TRACE_LAYER_TID + x->stream;
-            report_trace_wait(lt, x, k, pid, tid, idle[x->stream], at[ops[i]].start, at);
-            report_trace_op(lt, x, k, pid, tid, at[ops[i]].start, at[ops[i]].end);
-            g_snprintf(lt->scope, sizeof lt->scope, "%s.%u", scope, k);
-            report_trace_coll_flow(lt, x, ops[i], pid, tid, tl->spans, base);
-            idle[x->stream] = MAX(idle[x->stream], at[ops[i]].end);
-        }
+    for (guint k = 0; k < op->u.block.count; k++) {
+        double base = sp->start + k * per;
+        if (ms != NULL && !fwd) /* the MoE block's backward comes first */
+            report_trace_part(mt, tl->moe_spans, who->moe_rank, fwd, k, pid, base, moe_tids, idle,
+                              moe_at, moe_scope);
+        report_trace_part(lt, tl->spans, who->layer_rank, fwd, k, pid,
+                          ms != NULL && !fwd ? base + tl->moe_part_s[1] : base, tids, idle, at,
+                          scope);
+        if (ms != NULL && fwd)
+            report_trace_part(mt, tl->moe_spans, who->moe_rank, fwd, k, pid, base + tl->part_s[0],
+                              moe_tids, idle, moe_at, moe_scope);
+    }
 }
 
 void
@@ -1242,10 +1319,15 @@ simpar_report_trace(SimparTrace *t, guint mode_index, const char *mode, const Si
     g_autofree guint *pairs = report_p2p_pairs(s);
     ReportTrace rt = {.t = t, .run = run, .algos = algos, .run_job = run_job, .p2p_peer = pairs};
     ReportTrace lt = {.t = t, .run = layers != NULL ? layers->run : NULL, .algos = layer_algos};
+    const SimparRun *moe = layers != NULL ? layers->moe_run : NULL;
+    ReportTrace mt = {.t = t, .run = moe, .algos = layer_algos};
     report_coll_order(&rt, s);
     if (layers != NULL)
         report_coll_order(&lt, layers->run->sched);
+    if (moe != NULL)
+        report_coll_order(&mt, moe->sched);
     report_traced(&rt, &lt, ranks, n_ranks, run_job);
+    report_traced_moe(&mt, ranks, n_ranks);
     g_autofree double *idle = g_new(double, n_streams);
     for (guint k = 0; k < n_ranks; k++) {
         const SimparTraceRank *who = &ranks[k];
@@ -1262,6 +1344,9 @@ simpar_report_trace(SimparTrace *t, guint mode_index, const char *mode, const Si
                 g_strdup_printf("layer %s", simpar_schedule_stream_name(layers->run->sched, st));
             simpar_trace_meta(t, "thread_name", pid, REPORT_TRACE_LAYER_TID + st, name);
         }
+        if (moe != NULL)
+            report_trace_moe_streams(t, pid, layers->run->sched, moe->sched);
+        mt.base = who->moe_base;
         guint n;
         const guint *ops = simpar_schedule_rank_ops(s, who->run_rank, &n);
         double held = 0; /* the layer activations the rank holds */
@@ -1289,10 +1374,13 @@ simpar_report_trace(SimparTrace *t, guint mode_index, const char *mode, const Si
                     idle[op->stream] = MAX(idle[op->stream], sp->end);
                 }
                 if (layers != NULL && op->kind == SIMPAR_OP_BLOCK) {
-                    char scope[64]; /* the layer's replica and stage, the block */
+                    char scope[64], moe_scope[64]; /* the layer's replica and stage (the MoE
+                                                      block's group), the block */
                     g_snprintf(scope, sizeof scope, "c%u.l%u.%u.%u", mode_index, who->layer_base, l,
-                               blocks++);
-                    report_trace_layers(&lt, layers, op, who->layer_rank, pid, sp, scope);
+                               blocks);
+                    g_snprintf(moe_scope, sizeof moe_scope, "c%u.e%u.%u.%u", mode_index,
+                               who->moe_base, l, blocks++);
+                    report_trace_layers(&lt, &mt, layers, op, who, pid, sp, scope, moe_scope);
                 }
                 if (op->kind == SIMPAR_OP_BLOCK)
                     report_trace_memory(t, who, op, pid, sp->end, &held);
@@ -1301,6 +1389,7 @@ simpar_report_trace(SimparTrace *t, guint mode_index, const char *mode, const Si
     }
     report_coll_clear(&rt);
     report_coll_clear(&lt);
+    report_coll_clear(&mt);
 }
 
 /* ------------------------------------------------------------------------- rows from JSON */

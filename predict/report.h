@@ -121,6 +121,14 @@ char *simpar_report_to_json(const SimparReport *rep); /* (transfer full) */
 typedef struct {
     const SimparRun *run; /* the layer schedule on the GPUs the blocks were timed on */
     const SimparSpan *spans;
+    /* an MoE model's MoE block on the expert-parallel GPUs it was timed on, its ops' spans
+     * within its part of the blocks (simpar_block_moe_spans), and the parts' times: each
+     * layer's forward is the layer schedule's (part_s[0]) and then the MoE block's, its
+     * backward the MoE block's (moe_part_s[1]) and then the layer schedule's; NULL moe_run for
+     * a dense model */
+    const SimparRun *moe_run;
+    const SimparSpan *moe_spans;
+    double part_s[2], moe_part_s[2];
 } SimparTraceLayer;
 
 /* A rank a trace shows: job rank `job_rank` on GPU `gpu`, whose step ops are those of rank
@@ -135,6 +143,9 @@ typedef struct {
     /* the job rank of the layer's rank 0 beside it (the same replica and stage): the layer's
      * collectives join the ranks of one base */
     guint layer_base;
+    /* an MoE model's: the rank's index in its expert-parallel group (the MoE block's rank its
+     * layers show) and the job rank of index 0 of that group */
+    guint moe_rank, moe_base;
 } SimparTraceRank;
 
 /* Chrome trace events of one run for `ranks`; mode_index keeps the modes' process ids apart
@@ -146,7 +157,9 @@ typedef struct {
  * layer's stream 0) idles before an op, a "wait" event (cat "wait") with args.for, the dep that
  * ended last (or the op itself: it waited for its peers). With `layers` (or NULL), every
  * "layer.fwd" / "layer.bwd" block of count c also as the ops of its c layers, on the layer's
- * streams (thread ids from 100, "layer <stream>"), args.layer the layer's index in the block.
+ * streams (thread ids from 100, "layer <stream>"), args.layer the layer's index in the block;
+ * an MoE model's layers also as the ops of their MoE block, after the layer schedule's forward
+ * and before its backward, on the streams of the same names.
  * A counter track "memory" per rank (args.GiB) where the rank gives its states: its weights,
  * gradients and optimizer states plus the layer activations it holds, rising at each forward
  * layer block's end and falling at each backward one's.

@@ -87,27 +87,38 @@ block_layer_bounds(const SimparSchedule *layer, const SimparSpan *sp, double b[4
         }
 }
 
+/* Per op of `s`: its span within its block, from the spans `sp` of two stacked runs of `s` (the
+ * second's forward, the first's backward, clipped to the block's bounds); part_s (or NULL)
+ * gets the forward and the backward block's time (transfer full). */
+static SimparSpan *
+block_spans_within(const SimparSchedule *s, const SimparSpan *sp, double part_s[2])
+{
+    double b[4];
+    block_layer_bounds(s, sp, b);
+    guint n = simpar_schedule_n_ops(s);
+    SimparSpan *out = g_new(SimparSpan, n);
+    for (guint i = 0; i < n; i++) {
+        gboolean fwd = simpar_schedule_op(s, i)->phase == SIMPAR_PHASE_FORWARD;
+        SimparSpan x = fwd ? sp[n + i] : sp[i]; /* the second layer's forward, the first's back */
+        double from = fwd ? b[0] : b[2], to = fwd ? b[1] : b[3];
+        out[i] = x.end < from || x.start > to
+                     ? (SimparSpan){-1, -1}
+                     : (SimparSpan){MAX(x.start, from) - from, MIN(x.end, to) - from};
+    }
+    if (part_s != NULL)
+        part_s[0] = b[1] - b[0], part_s[1] = b[3] - b[2];
+    return out; /* (transfer full) */
+}
+
 SimparSpan *
 simpar_block_layer_spans(const SimparStepTimer *tm, const SimparTrain *train,
-                         const SimparSchedule *layer)
+                         const SimparSchedule *layer, double part_s[2])
 {
     SimparRun run;
     g_autofree double *compute = NULL;
     g_autofree guint *gpus = simpar_block_gpus(train);
     g_autofree SimparSpan *sp = block_run(tm, layer, 2, gpus, &run, &compute);
-    double b[4];
-    block_layer_bounds(layer, sp, b);
-    guint n = simpar_schedule_n_ops(layer);
-    SimparSpan *out = g_new(SimparSpan, n);
-    for (guint i = 0; i < n; i++) {
-        gboolean fwd = simpar_schedule_op(layer, i)->phase == SIMPAR_PHASE_FORWARD;
-        SimparSpan s = fwd ? sp[n + i] : sp[i]; /* the second layer's forward, the first's back */
-        double from = fwd ? b[0] : b[2], to = fwd ? b[1] : b[3];
-        out[i] = s.end < from || s.start > to
-                     ? (SimparSpan){-1, -1}
-                     : (SimparSpan){MAX(s.start, from) - from, MIN(s.end, to) - from};
-    }
-    return out; /* (transfer full) */
+    return block_spans_within(layer, sp, part_s); /* (transfer full) */
 }
 
 /* Mean over the ranks of one of two stacked MoE blocks' time in part k: 0 the dispatch
@@ -171,6 +182,21 @@ block_add(SimparBlockTimes *bt, const char *key, double add, double compute_add)
     *c = MIN(*c + MAX(compute_add, 0.0), *t);
 }
 
+SimparSchedule *
+simpar_block_moe_build(const SimparModel *model, const SimparTrain *train, guint **gpus)
+{
+    guint ep = (guint) MAX(train->ep, 1);
+    guint64 tokens = (guint64) model->micro_batch * model->seq / simpar_plan_cp(&train->tp) /
+                     (simpar_plan_whole_rows(&train->tp) ? 1 : (guint64) train->tp.tp);
+    SimparSchedule *moe = simpar_moe_block_build(model, ep, (guint) tokens, train->tp.seed,
+                                                 simpar_moe_capacity(model, (guint) tokens), NULL);
+    g_assert(moe != NULL); /* simpar_train_validate checked E against EP */
+    *gpus = g_new(guint, ep);
+    for (guint i = 0; i < ep; i++)
+        (*gpus)[i] = simpar_train_expert_rank(train, 0, i, 0, 0);
+    return moe; /* (transfer full) */
+}
+
 /* An MoE layer's MLP part (moe.h) on the GPUs of the first expert-parallel group of the first
  * stage, as Megatron-Core's expert numbering places it (train.h), each with its own B/T tokens
  * (1-D's sequence-parallel rows; 2-D, 2.5-D and 3-D's after the layer's all-to-all, tp-moe.c),
@@ -181,16 +207,8 @@ static void
 block_moe(const SimparStepTimer *tm, const SimparModel *model, const SimparTrain *train,
           SimparBlockTimes *bt)
 {
-    guint ep = (guint) MAX(train->ep, 1);
-    guint64 tokens = (guint64) model->micro_batch * model->seq / simpar_plan_cp(&train->tp) /
-                     (simpar_plan_whole_rows(&train->tp) ? 1 : (guint64) train->tp.tp);
-    g_autoptr(SimparSchedule) moe =
-        simpar_moe_block_build(model, ep, (guint) tokens, train->tp.seed,
-                               simpar_moe_capacity(model, (guint) tokens), NULL);
-    g_assert(moe != NULL); /* simpar_train_validate checked E against EP */
-    g_autofree guint *gpus = g_new(guint, ep);
-    for (guint i = 0; i < ep; i++)
-        gpus[i] = simpar_train_expert_rank(train, 0, i, 0, 0);
+    g_autofree guint *gpus = NULL;
+    g_autoptr(SimparSchedule) moe = simpar_block_moe_build(model, train, &gpus);
     SimparRun run;
     g_autofree double *compute = NULL;
     g_autofree SimparSpan *sp = block_run(tm, moe, 2, gpus, &run, &compute);
@@ -212,6 +230,19 @@ block_moe(const SimparStepTimer *tm, const SimparModel *model, const SimparTrain
     }
     g_array_unref(row.axes);
     bt->layer_comm_bytes += row.comm_bytes_per_gpu / 2;
+}
+
+SimparSpan *
+simpar_block_moe_spans(const SimparStepTimer *tm, const SimparModel *model,
+                       const SimparTrain *train, SimparSchedule **moe, guint **gpus,
+                       double part_s[2])
+{
+    g_return_val_if_fail(simpar_model_is_moe(model), NULL);
+    *moe = simpar_block_moe_build(model, train, gpus);
+    SimparRun run;
+    g_autofree double *compute = NULL;
+    g_autofree SimparSpan *sp = block_run(tm, *moe, 2, *gpus, &run, &compute);
+    return block_spans_within(*moe, sp, part_s); /* (transfer full) */
 }
 
 /* The segments of an ends schedule, each the time from the previous segment's end to its own. */

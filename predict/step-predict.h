@@ -51,9 +51,21 @@ double simpar_block_time(const SimparBlockTimes *bt, const char *key);
 /* Per op of `layer`: its span within the block that stands for it in a step ("layer.fwd" for
  * a forward op, "layer.bwd" for a backward one), from the block's start, clipped to the block;
  * (-1, -1) for an op outside it. Simulates the two stacked layers as the block times do
- * (transfer full). */
+ * (transfer full); part_s (or NULL) gets the layer schedule's forward and backward time. */
 SimparSpan *simpar_block_layer_spans(const SimparStepTimer *tm, const SimparTrain *train,
-                                     const SimparSchedule *layer);
+                                     const SimparSchedule *layer, double part_s[2]);
+/* An MoE model's MoE block (moe.h) for `train` (validated) on the GPUs *gpus of the first
+ * expert-parallel group of the first stage, as Megatron-Core's expert numbering places them
+ * (transfer full, both). */
+SimparSchedule *simpar_block_moe_build(const SimparModel *model, const SimparTrain *train,
+                                       guint **gpus);
+/* simpar_block_layer_spans for an MoE model's MoE block, the part of "layer.fwd" and
+ * "layer.bwd" the layer schedule leaves out: per op of *moe (simpar_block_moe_build's, on
+ * *gpus; transfer full, all three) its span within its part of the block, as the block times
+ * ran it; part_s its forward and backward time, the share of the blocks' times it adds. */
+SimparSpan *simpar_block_moe_spans(const SimparStepTimer *tm, const SimparModel *model,
+                                   const SimparTrain *train, SimparSchedule **moe, guint **gpus,
+                                   double part_s[2]);
 
 /* The step's spans (transfer full) with `run` filled; `step` is simpar_step_build's. */
 SimparSpan *simpar_step_run(const SimparStepTimer *tm, const SimparSchedule *step,

@@ -720,6 +720,11 @@ test_calibration_bad(void)
         {"{\"launch_s\": 1e-6, \"mem_eff\": -0.5}", "mem_eff"},  /* negative */
         {"{\"peak_bf16_flops\": 0}", "peak_bf16_flops"},         /* zero */
         {"{\"gemm_eff_max\": 1.5}", "gemm_eff_max"},             /* absurd */
+        /* a kind's floor past 1 ms, a negative one, a largest row of 0 bytes, a GEMM's */
+        {"{\"kernel_floor_s\": {\"add\": 0.01}}", "kernel_floor_s"},
+        {"{\"kernel_floor_s\": {\"add\": -1e-6}}", "kernel_floor_s"},
+        {"{\"kernel_max_bytes\": {\"add\": 0}}", "kernel_max_bytes"},
+        {"{\"kernel_max_bytes\": {\"gemm\": 1e6}}", "kernel_max_bytes"},
     };
 
     for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
@@ -967,7 +972,27 @@ test_kind_bandwidth(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
     g_autofree char *line = simpar_compute_describe(&gpu, sched);
     CU_ASSERT_PTR_NOT_NULL(strstr(line, "compute: megatron kernels; GEMMs on the shape curve"));
+    CU_ASSERT_PTR_NULL(strstr(line, "largest measured row"));
     g_unlink(path);
+    /* kernels far past their kind's largest measured row are counted as extrapolated: the
+     * tiny layer's adds move 3 x 256 x 64 x 4 = 196,608 bytes, 197x a 1000-byte row */
+    g_autofree char *far = calib_file("{\"kernel_max_bytes\": {\"add\": 1000, \"gelu\": 1e12}}");
+    CU_ASSERT_TRUE_FATAL(simpar_gpu_load_calibration(&gpu, far, &error));
+    guint adds = 0, gelus = 0;
+    for (guint i = 0; i < simpar_schedule_n_ops(sched); i++) {
+        SimparOpKind kind = simpar_schedule_op(sched, i)->kind;
+        adds += kind == SIMPAR_OP_ADD, gelus += kind == SIMPAR_OP_GELU;
+    }
+    g_autofree char *line2 = simpar_compute_describe(&gpu, sched);
+    g_autofree char *want = g_strdup_printf(
+        "; %u of its %u kernels of measured kinds more than 4x the bytes of their kind's largest "
+        "measured row (extrapolated; at most 197x)",
+        adds, adds + gelus);
+    if (strstr(line2, want) == NULL)
+        printf("\n    %s\n    want %s", line2, want);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line2, want));
+    CU_ASSERT_TRUE(adds >= 2 && gelus >= 2);
+    g_unlink(far);
 }
 
 /* A measured GEMM is its measurement; between two measured shapes the curve is scaled by a

@@ -636,6 +636,47 @@ test_cli_predict(void)
  * T = 4: 50331648) cast with their transposes, 4 bytes a weight (delayed) at the pinned 2 TB/s,
  * at m = 4 and m = 8 micro-batches alike, on both backends. Charged per micro-batch (the
  * forward GEMM's cast), they grew with m. */
+/* The step of a 1-D job on 16 H100s (PP 2, DP 2) with the platform's figures or a calibration
+ * that gives some kinds a kernel floor, on `backend`. */
+static double
+floors_step(const char *backend, const char *calib)
+{
+    g_autofree char *args = g_strdup_printf(
+        "predict --topology topologies/dgx-h100x64.xml --model gpt3-1.3b --layers 8 --tp-mode 1d "
+        "--tp 4 --pp 2 --dp 2 --micro-batch 1 --global-batch 8 --gpus 16 --json --backend %s%s%s",
+        backend, calib != NULL ? " --calibration " : "", calib != NULL ? calib : "");
+    SimparCliRun r = simpar_cli_run(args);
+    CU_ASSERT_EQUAL_FATAL(r.status, 0);
+    g_autoptr(JsonParser) parser = json_parser_new();
+    CU_ASSERT_TRUE_FATAL(json_parser_load_from_data(parser, r.out, -1, NULL));
+    JsonObject *row =
+        json_array_get_object_element(json_node_get_array(json_parser_get_root(parser)), 0);
+    double step = json_object_get_double_member(row, "step_time_s");
+    simpar_cli_run_clear(&r);
+    return step;
+}
+
+/* A calibration's kernel floors (Adam's among them, which the formula times on its own) reach
+ * the formula as they reach the replay, and lengthen the step. */
+static void
+test_cli_kernel_floors(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("simpar-floors-XXXXXX", NULL);
+    g_autofree char *calib = g_build_filename(dir, "calib.json", NULL);
+    g_assert(g_file_set_contents(calib,
+                                 "{\"kernel_floor_s\": {\"adam\": 2e-5, \"add\": 3e-6, "
+                                 "\"ln-stats\": 4e-6, \"bias-grad\": 1e-5, \"gelu\": 2e-6}}",
+                                 -1, NULL));
+    double plain = floors_step("analytic", NULL);
+    double analytic = floors_step("analytic", calib), formula = floors_step("formula", calib);
+    if (fabs(formula - analytic) > 1e-12 * analytic)
+        printf("\n    formula %.12g s, analytic %.12g s", formula, analytic);
+    CU_ASSERT(fabs(formula - analytic) <= 1e-12 * analytic);
+    CU_ASSERT(analytic > plain + 1e-4); /* 20 us of Adam alone, the floors of every layer */
+    g_unlink(calib);
+    g_rmdir(dir);
+}
+
 static void
 test_cli_fp8_weight_casts(void)
 {
@@ -782,6 +823,7 @@ static CU_TestInfo cli_tests[] = {
     {"simpar sweep --backend formula writes the analytic rows", test_cli_sweep},
     {"FP8 weights are cast once per step: a closed form at any micro-batch count, both backends",
      test_cli_fp8_weight_casts},
+    {"a calibration's kernel floors reach the formula as the replay", test_cli_kernel_floors},
     {"the rows' numbers are printf's %.9g", test_number_format},
     CU_TEST_INFO_NULL,
 };

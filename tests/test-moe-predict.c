@@ -190,6 +190,178 @@ test_grid_modes_time_the_all_to_alls_to_the_moe_block(void)
     }
 }
 
+/* What a trace shows of the traced ranks' layer blocks: per MoE figure of the prediction
+ * (moe_dispatch_s, moe_combine_s, moe_experts_s) the seconds its ops take in one layer, mean
+ * over the ranks and layers; the layers drawn; the largest gap between a layer's share of its
+ * block and the sum of its compute stream's events (ops and waits), or an event outside it. */
+typedef struct {
+    double part_s[3];
+    guint layers;
+    gboolean all_names; /* every MoE op the test names is there */
+    double worst_s;     /* beyond the trace's rounding: 0.5 ns an event */
+} MoeTraced;
+
+/* A "layer.fwd" or "layer.bwd" block of the trace and, per layer in it, the seconds and the
+ * events of its layer compute stream (tid 100). */
+typedef struct {
+    gint64 pid;
+    double from, dur;
+    gboolean fwd;
+    guint count, events[64];
+    double busy[64];
+} MoeBlock;
+
+static double
+moe_event_s(JsonObject *e, const char *key)
+{
+    return json_object_get_double_member(e, key) * 1e-6;
+}
+
+/* The block of `blocks` on `pid` that event time `at` falls in: the last to start by then (the
+ * trace's times are rounded to the nanosecond: a block starts where the one before ends). */
+static MoeBlock *
+moe_block_at(GArray *blocks, gint64 pid, double at)
+{
+    MoeBlock *in = NULL;
+    for (guint i = 0; i < blocks->len; i++) {
+        MoeBlock *b = &g_array_index(blocks, MoeBlock, i);
+        if (b->pid == pid && b->from <= at + 0.5e-9 && (in == NULL || b->from > in->from))
+            in = b;
+    }
+    return in;
+}
+
+/* Event `e` on a layer stream (tid >= 100) into its block and, for the MoE parts, into *m. */
+static void
+moe_trace_event(GArray *blocks, JsonObject *e, MoeTraced *m, GHashTable *names)
+{
+    static const char *const what[] = {".moe.all-to-all-dispatch", ".moe.all-to-all-combine",
+                                       ".experts."};
+    double at = moe_event_s(e, "ts"), len = moe_event_s(e, "dur");
+    MoeBlock *b = moe_block_at(blocks, json_object_get_int_member(e, "pid"), at);
+    if (b == NULL) {
+        CU_FAIL("a layer stream's event outside the layer blocks");
+        return;
+    }
+    guint k = (guint) json_object_get_int_member(json_object_get_object_member(e, "args"), "layer");
+    g_assert(k < G_N_ELEMENTS(b->busy));
+    const char *name = json_object_get_string_member(e, "name");
+    b->count = MAX(b->count, k + 1);
+    m->worst_s = MAX(m->worst_s, at + len - (b->from + b->dur) - 1e-9); /* past its end */
+    if (json_object_get_int_member(e, "tid") == 100)
+        b->busy[k] += len, b->events[k]++;
+    g_hash_table_add(names, (gpointer) g_intern_string(name));
+    gboolean gemm = g_str_equal(json_object_get_string_member(e, "cat"), "gemm");
+    for (guint p = 0; p < G_N_ELEMENTS(what); p++)
+        if (strstr(name, what[p]) != NULL && (p < 2 || gemm))
+            m->part_s[p] += len;
+}
+
+/* The layer blocks of the events `ev` and the events on their layer streams: into *m. */
+static void
+moe_trace_blocks(JsonArray *ev, MoeTraced *m, GHashTable *names)
+{
+    g_autoptr(GArray) blocks = g_array_new(FALSE, TRUE, sizeof(MoeBlock));
+    for (guint pass = 0; pass < 2; pass++)
+        for (guint i = 0; i < json_array_get_length(ev); i++) {
+            JsonObject *e = json_array_get_object_element(ev, i);
+            const char *name = json_object_get_string_member(e, "name");
+            if (!g_str_equal(json_object_get_string_member(e, "ph"), "X"))
+                continue;
+            gboolean block = g_str_equal(name, "layer.fwd") || g_str_equal(name, "layer.bwd");
+            if (pass == 0 && block) {
+                MoeBlock b = {.pid = json_object_get_int_member(e, "pid"),
+                              .from = moe_event_s(e, "ts"),
+                              .dur = moe_event_s(e, "dur"),
+                              .fwd = g_str_equal(name, "layer.fwd")};
+                g_array_append_val(blocks, b);
+            } else if (pass == 1 && json_object_get_int_member(e, "tid") >= 100) {
+                moe_trace_event(blocks, e, m, names);
+            }
+        }
+    for (guint i = 0; i < blocks->len; i++) {
+        const MoeBlock *b = &g_array_index(blocks, MoeBlock, i);
+        for (guint k = 0; k < b->count; k++) /* a layer: its share of the block, its stream full */
+            m->worst_s =
+                MAX(m->worst_s, fabs(b->busy[k] - b->dur / b->count) - 0.5e-9 * (b->events[k] + 1));
+        m->layers += b->fwd ? b->count : 0;
+    }
+}
+
+/* The trace at `path` of `ranks` ranks summed into *m (the parts per layer and rank). */
+static void
+moe_trace_read(const char *path, guint ranks, MoeTraced *m)
+{
+    static const char *const ops[] = {"fwd.router.gemm",
+                                      "fwd.router.gate",
+                                      "fwd.moe.permute",
+                                      "fwd.moe.all-to-all-dispatch",
+                                      "fwd.moe.sort",
+                                      "fwd.experts.fc1.gemm",
+                                      "fwd.experts.fc2.gemm",
+                                      "fwd.moe.unsort",
+                                      "fwd.moe.all-to-all-combine",
+                                      "fwd.moe.unpermute",
+                                      "fwd.shared.fc1.gemm",
+                                      "fwd.shared.fc2.gemm",
+                                      "bwd.moe.all-to-all-combine",
+                                      "bwd.experts.fc2.gemm-dx",
+                                      "bwd.experts.fc1.gemm-dw",
+                                      "bwd.moe.all-to-all-dispatch",
+                                      "bwd.moe.permute",
+                                      "bwd.router.gate",
+                                      "bwd.router.gemm-dw",
+                                      "bwd.shared.fc1.gemm-dx"};
+    g_autoptr(JsonParser) p = json_parser_new();
+    CU_ASSERT_TRUE_FATAL(json_parser_load_from_file(p, path, NULL));
+    JsonArray *ev =
+        json_object_get_array_member(json_node_get_object(json_parser_get_root(p)), "traceEvents");
+    g_autoptr(GHashTable) names = g_hash_table_new(NULL, NULL);
+    *m = (MoeTraced){{0}, 0, FALSE, 0};
+    moe_trace_blocks(ev, m, names);
+    guint seen = 0;
+    for (guint k = 0; k < G_N_ELEMENTS(ops); k++)
+        seen += g_hash_table_contains(names, g_intern_string(ops[k]));
+    m->all_names = seen == G_N_ELEMENTS(ops);
+    for (guint k = 0; k < 3 && m->layers > 0; k++)
+        m->part_s[k] /= m->layers;
+    CU_ASSERT(m->layers % ranks == 0);
+}
+
+/* A traced MoE step draws every layer's MoE block (router, permutation, the dispatch and
+ * combine all-to-alls, the experts' and the shared experts' GEMMs, forward and backward)
+ * inside its layer blocks: on every backend, the all-to-alls and the experts' GEMMs of the
+ * expert-parallel group's ranks take what the prediction says they take (to the trace's nanosecond:
+ * two events a layer), and each layer's compute stream fills its share of its block. */
+static void
+test_an_moe_trace_shows_the_moe_block_with_the_prediction_s_times(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("simpar-moe-XXXXXX", NULL);
+    g_autofree char *path = g_build_filename(dir, "trace.json", NULL);
+    const char *backends[] = {"analytic", "simgrid", "formula"};
+    const char *keys[] = {"moe_dispatch_s", "moe_combine_s", "moe_experts_s"};
+    for (guint b = 0; b < G_N_ELEMENTS(backends); b++) {
+        g_autofree char *args =
+            g_strdup_printf(MOE_JOB " --shared-ffn 512 --backend %s --trace %s --trace-ranks 0-7",
+                            backends[b], path);
+        g_autoptr(JsonParser) p = NULL;
+        JsonObject *row = moe_step(args, &p);
+        MoeTraced m;
+        moe_trace_read(path, 8, &m);
+        printf("\n    %s: %u layers drawn, worst layer %.3g s off its share;", backends[b],
+               m.layers, m.worst_s);
+        CU_ASSERT(m.all_names && m.layers == 8 * 4 * 2 && m.worst_s <= 0); /* m = 4, 2 layers */
+        for (guint k = 0; k < G_N_ELEMENTS(keys); k++) {
+            double want = moe_member(row, keys[k]);
+            printf(" %s %.9g / %.9g s", keys[k], m.part_s[k], want);
+            /* the trace's figures are whole nanoseconds: 0.5 ns an event, a layer's part two
+             * all-to-alls (forward, backward) or six GEMMs (two forward, four backward) */
+            CU_ASSERT(want > 0 && fabs(m.part_s[k] - want) <= 1e-9 * want + (k < 2 ? 1e-9 : 3e-9));
+        }
+    }
+    simpar_test_tmpdir_remove(g_steal_pointer(&dir));
+}
+
 static CU_TestInfo predict_tests[] = {
     {"an MoE step names its dispatch and combine all-to-alls and expert GEMMs",
      test_an_moe_step_names_dispatch_combine_and_expert_gemms},
@@ -207,6 +379,9 @@ static CU_TestInfo predict_tests[] = {
      "backend, "
      "the formula's equal to the analytic replay's",
      test_grid_modes_time_the_all_to_alls_to_the_moe_block},
+    {"an MoE step's trace shows the MoE block in every layer, with the prediction's times on "
+     "every backend",
+     test_an_moe_trace_shows_the_moe_block_with_the_prediction_s_times},
     CU_TEST_INFO_NULL,
 };
 
