@@ -22,6 +22,7 @@
 
 typedef struct {
     SimparJobArgs job;
+    const SimparGenerator *only; /* --tp-mode's row; NULL: every mode (all, the default) */
     gboolean json;
     char *topology, *trace, *trace_ranks_arg, *report_dir;
     const char *command;      /* the command line, quoted (borrowed) */
@@ -144,7 +145,7 @@ predict_resolve(Predict *p, GError **error)
         return FALSE;
     }
     if (p->job.tp_mode != NULL && !g_str_equal(p->job.tp_mode, "all") &&
-        simpar_generator_lookup(p->job.tp_mode, error) == NULL)
+        (p->only = simpar_generator_lookup(p->job.tp_mode, error)) == NULL)
         return FALSE;
     if (!predict_trace_ranks(p, error) ||
         (p->trace != NULL && !simpar_output_check("--trace", p->trace, "a Chrome trace", error)))
@@ -176,12 +177,13 @@ predict_depth(const Predict *p, const SimparGenerator *gen, SimparPlan *plan)
     plan->depth = best != 0 ? best : 2; /* 2: validation then says what is wrong */
 }
 
-/* The plan of `mode` on `gpus` GPUs; FALSE with the reason when the options do not fit the mode. */
+/* The plan of mode `gen` on `gpus` GPUs; FALSE with the reason when the options do not fit the
+ * mode. */
 static gboolean
-predict_plan(const Predict *p, const char *mode, guint gpus, SimparPlan *plan, GError **error)
+predict_plan(const Predict *p, const SimparGenerator *gen, guint gpus, SimparPlan *plan,
+             GError **error)
 {
-    const SimparGenerator *gen = simpar_generator_lookup(mode, error);
-    if (gen == NULL || !simpar_job_plan(&p->job, &p->model, mode, plan, error))
+    if (!simpar_job_plan(&p->job, &p->model, gen, plan, error))
         return FALSE;
     if (plan->tp == G_MININT64)
         plan->tp = gpus;
@@ -197,11 +199,10 @@ predict_plan(const Predict *p, const char *mode, guint gpus, SimparPlan *plan, G
 static gboolean
 predict_precheck(const Predict *p, GError **error)
 {
-    const char *mode = p->job.tp_mode;
-    if (mode != NULL && !g_str_equal(mode, "all") && p->job.tp >= 1 && p->job.tp <= 1 << 20) {
+    if (p->only != NULL && p->job.tp >= 1 && p->job.tp <= 1 << 20) {
         SimparTrain train = p->train;
-        if (!predict_plan(p, mode, (guint) p->job.tp, &train.tp, error) ||
-            !simpar_generator_lookup(mode, error)->validate(&p->model, &train.tp, error))
+        if (!predict_plan(p, p->only, (guint) p->job.tp, &train.tp, error) ||
+            !p->only->validate(&p->model, &train.tp, error))
             return FALSE;
     }
     return p->job.dp == SIMPAR_JOB_UNSET ||
@@ -231,14 +232,14 @@ predict_warn(const char *message, gpointer data)
 
 /* A mode that cannot run: an error when it was asked for, a row saying why otherwise. */
 static gboolean
-predict_skip(PredictJob *pj, const char *mode, const char *grid, const SimparMemory *mem,
+predict_skip(PredictJob *pj, const SimparGenerator *gen, const char *grid, const SimparMemory *mem,
              GError **why, GError **error)
 {
     if (pj->explicit_mode) {
         g_propagate_error(error, g_steal_pointer(why));
         return FALSE;
     }
-    simpar_report_skip(pj->report, mode, grid, pj->gpus, mem, pj->gpu.mem_bytes, (*why)->message);
+    simpar_report_skip(pj->report, gen, grid, pj->gpus, mem, pj->gpu.mem_bytes, (*why)->message);
     g_clear_error(why);
     return TRUE;
 }
@@ -268,7 +269,7 @@ predict_derive_dp(const Predict *p, guint gpus, SimparTrain *train, GError **err
 }
 
 static gboolean
-predict_mode(PredictJob *pj, guint index, const char *mode, GError **error)
+predict_mode(PredictJob *pj, guint index, const SimparGenerator *gen, GError **error)
 {
     Predict *p = pj->p;
     g_autoptr(GError) why = NULL;
@@ -286,8 +287,8 @@ predict_mode(PredictJob *pj, guint index, const char *mode, GError **error)
                     train.dp, MAX(p->job.cp, 1), outer, pj->gpus);
         return FALSE;
     }
-    if (!predict_plan(p, mode, (guint) tp, &train.tp, &why))
-        return predict_skip(pj, mode, "-", NULL, &why, error);
+    if (!predict_plan(p, gen, (guint) tp, &train.tp, &why))
+        return predict_skip(pj, gen, "-", NULL, &why, error);
     SimparPredictContext ctx = p->base;
     ctx.platform = pj->platform, ctx.gpu = &pj->gpu, ctx.gpus = pj->gpus;
     ctx.steps_to_target = p->steps_to_target, ctx.trace = pj->trace, ctx.trace_index = index;
@@ -300,23 +301,22 @@ predict_mode(PredictJob *pj, guint index, const char *mode, GError **error)
         simpar_report_append(pj->report, &row);
         return TRUE;
     }
-    gboolean ok = predict_skip(pj, mode, row.grid, &row.memory, &why, error);
+    gboolean ok = predict_skip(pj, gen, row.grid, &row.memory, &why, error);
     simpar_predict_row_clear(&row);
     return ok;
 }
 
-/* The modes of this worker: `mode`, or every mode the user asked for. */
+/* The modes of this worker: `gen`, or every mode the user asked for. */
 static gboolean
-predict_modes(PredictJob *pj, const char *mode, GError **error)
+predict_modes(PredictJob *pj, const SimparGenerator *gen, GError **error)
 {
-    const char *only = pj->p->job.tp_mode;
-    pj->explicit_mode = only != NULL && !g_str_equal(only, "all");
+    const SimparGenerator *only = pj->p->only;
+    pj->explicit_mode = only != NULL;
     guint n_gen;
     const SimparGenerator *gens = simpar_generators(&n_gen);
     for (guint i = 0; i < n_gen; i++) {
-        gboolean wanted = mode != NULL ? g_str_equal(gens[i].name, mode)
-                                       : !pj->explicit_mode || g_str_equal(gens[i].name, only);
-        if (wanted && !predict_mode(pj, i, gens[i].name, error))
+        gboolean wanted = gen != NULL ? &gens[i] == gen : only == NULL || &gens[i] == only;
+        if (wanted && !predict_mode(pj, i, &gens[i], error))
             return FALSE;
     }
     return TRUE;
@@ -358,7 +358,7 @@ predict_gpus(const Predict *p, PredictJob *pj, GError **error)
 /* One worker process: its modes' report rows as JSON. */
 typedef struct {
     Predict *p;
-    const char *mode; /* NULL: every mode asked for */
+    const SimparGenerator *gen; /* NULL: every mode asked for */
 } PredictWork;
 
 static gboolean
@@ -392,7 +392,7 @@ predict_job(const SimparPlatform *platform, gpointer data, GString *out, GError 
         simpar_trace_set_meta(trace, "model", p->model.name);
         simpar_trace_set_meta(trace, "backend", p->base.backend->name);
     }
-    if (!predict_modes(&pj, w->mode, error) || (trace != NULL && !simpar_trace_close(trace, error)))
+    if (!predict_modes(&pj, w->gen, error) || (trace != NULL && !simpar_trace_close(trace, error)))
         return FALSE;
     g_autofree char *json = simpar_report_to_json(report);
     g_string_append(out, json);
@@ -407,17 +407,17 @@ predict_workers(Predict *p, SimparReport *report, GError **error)
 {
     guint n_gen, n = 0, k = 0;
     const SimparGenerator *gens = simpar_generators(&n_gen);
-    gboolean all = p->job.tp_mode == NULL || g_str_equal(p->job.tp_mode, "all");
+    gboolean all = p->only == NULL;
     g_autofree PredictWork *work = g_new(PredictWork, n_gen);
     if (all && p->trace == NULL)
         for (guint i = 0; i < n_gen; i++)
-            work[n++] = (PredictWork){p, gens[i].name};
+            work[n++] = (PredictWork){p, &gens[i]};
     else
         work[n++] = (PredictWork){p, NULL};
     g_autofree guint *order = g_new(guint, n);
     for (guint last = 0; last < 2; last++)
         for (guint i = 0; i < n; i++)
-            if ((guint) simpar_generator_is_baseline(work[i].mode) == last)
+            if ((guint) (work[i].gen == simpar_generator_baseline()) == last)
                 order[k++] = i;
     g_autofree gpointer *data = g_new(gpointer, n);
     g_autofree GString **outs = g_new(GString *, n);

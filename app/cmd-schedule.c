@@ -8,15 +8,19 @@ static gboolean
 schedule_plan(const SimparJobArgs *job, SimparModel *model, SimparPlan *plan, GError **error)
 {
     if (job->tp == SIMPAR_JOB_UNSET) {
+        g_autofree char *sizes = simpar_generator_list(SIMPAR_GEN_ANY, SIMPAR_GEN_SIZE, "or");
         g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
-                    "simpar schedule: --tp N is required (the tensor-parallel group size: P, q*q, "
-                    "q*q*d or q*q*q)");
+                    "simpar schedule: --tp N is required (the tensor-parallel group size: %s)",
+                    sizes);
         return FALSE;
     }
-    guint n;
-    const char *first = simpar_generators(&n)[0].name; /* the baseline, 1-D */
+    /* an unknown --tp-mode is reported after the model's and the plan's errors (where the
+     * layer's generation finds it): until then, an unknown mode's plan is the baseline's */
+    const SimparGenerator *gen = simpar_generator_of(job->tp_mode);
     return simpar_job_model(job, "paper-3d", model, error) &&
-           simpar_job_plan(job, model, job->tp_mode != NULL ? job->tp_mode : first, plan, error);
+           simpar_job_plan(job, model, gen != NULL ? gen : simpar_generator_baseline(), plan,
+                           error) &&
+           (plan->gen = simpar_job_generator(job, error)) != NULL;
 }
 
 gboolean

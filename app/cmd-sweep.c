@@ -385,10 +385,6 @@ simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GE
     simpar_job_args_init(&a->job);
     a->jobs = a->refine = SIMPAR_JOB_UNSET;
     char **n = a->numbers, **s = a->names;
-    /* the generator table's names, as simpar predict's --tp-mode help gives them */
-    g_autofree char *modes =
-        g_strdup_printf("Tensor-parallel modes %s, or all (default)", simpar_generator_names());
-    const char *modes_help = g_intern_string(modes);
     const GOptionEntry entries[] = {
         {"preset", 0, 0, G_OPTION_ARG_STRING, &a->preset,
          "Node design (simpar topology --list): a platform generated per GPU count", "NAME"},
@@ -396,17 +392,25 @@ simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GE
          "A fixed platform file instead of --preset", "FILE"},
         {"gpus", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_GPUS],
          "GPU counts (--topology: default all its GPUs)", "LIST"},
-        {"tp-mode", 0, 0, G_OPTION_ARG_STRING, &s[SIMPAR_SWEEP_MODES], modes_help, "LIST"},
-        {"tp", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_TP], "1-D tensor-parallel sizes T",
+        {"tp-mode", 0, 0, G_OPTION_ARG_STRING, &s[SIMPAR_SWEEP_MODES],
+         simpar_generator_help("Tensor-parallel modes ", SIMPAR_GEN_ANY, SIMPAR_GEN_NAME, NULL,
+                               ", or all (default)"),
+         "LIST"},
+        {"tp", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_TP],
+         simpar_generator_help("", SIMPAR_GEN_LINE, SIMPAR_GEN_LABEL, "or",
+                               " tensor-parallel sizes T"),
          "LIST"},
         {"q", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_Q],
-         "Grid sides of 2d (T = q^2), 2.5d (q^2 d) and 3d (q^3)", "LIST"},
-        {"depth", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_DEPTH], "2.5-D depths d", "LIST"},
+         simpar_generator_help("Grid sides of ", SIMPAR_GEN_GRID, SIMPAR_GEN_POWERS, "and", ""),
+         "LIST"},
+        {"depth", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_DEPTH],
+         simpar_generator_help("", SIMPAR_GEN_LAYERS, SIMPAR_GEN_LABEL, "or", " depths d"), "LIST"},
         {"pp", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_PP], "Pipeline stages P", "LIST"},
         {"dp", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_DP], "Data-parallel replicas D", "LIST"},
         {"micro-batch", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_MICRO_BATCH],
-         "Sequences per micro-batch b (default the model's, rounded up per grid to whole "
-         "sequences per GPU: q for 2-D, q d for 2.5-D, q^2 for 3-D)",
+         simpar_generator_help("Sequences per micro-batch b (default the model's, rounded up per "
+                               "grid to whole sequences per GPU: ",
+                               SIMPAR_GEN_GRID, SIMPAR_GEN_BATCH, NULL, ")"),
          "LIST"},
         {"global-batch", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_GLOBAL_BATCH],
          "Sequences per step B (default b x D: one micro-batch per replica; give it to compare "

@@ -199,7 +199,7 @@ validate_row(const ValidateJob *vj, const SimparSpan *spans, const char *backend
 {
     const Validate *v = vj->v;
     guint gpus = simpar_schedule_n_ranks(v->sched);
-    *row = (SimparReportRow){.mode = v->train.tp.mode,
+    *row = (SimparReportRow){.gen = v->train.tp.gen,
                              .grid = g_strdup_printf("%s T=%" G_GINT64_FORMAT " P=%" G_GINT64_FORMAT
                                                      " D=%" G_GINT64_FORMAT,
                                                      simpar_job_run_name(v->run->run),

@@ -144,16 +144,12 @@ published_json(GString *out, const char *set, const char *source, const char *ba
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
     json_builder_begin_object(b);
-    const char *head[][2] = {{"format", "simpar-published-validation"},
-                             {"set", set},
-                             {"source", source},
-                             {"backend", backend}};
+    simpar_json_head(b, "simpar-published-validation", 1);
+    const char *head[][2] = {{"set", set}, {"source", source}, {"backend", backend}};
     for (guint i = 0; i < G_N_ELEMENTS(head); i++) {
         json_builder_set_member_name(b, head[i][0]);
         json_builder_add_string_value(b, head[i][1]);
     }
-    json_builder_set_member_name(b, "version");
-    json_builder_add_int_value(b, 1);
     json_builder_set_member_name(b, "cases");
     json_builder_begin_array(b);
     for (guint i = 0; i < cases->len; i++) {

@@ -17,6 +17,7 @@
  * arrive by an all-reduce MAX over arrays holding -1 for ops that are not local).
  */
 #include "measure.h"
+#include "generators.h"
 #include "host.h"
 #include "inputs.h"
 #include "output.h"
@@ -564,7 +565,7 @@ measure_json(const RunReport *rp)
         json_builder_add_string_value(b, argv[i]);
     json_builder_end_array(b);
     measure_json_member_str(b, "model", rp->model->name);
-    measure_json_member_str(b, "mode", rp->train->tp.mode);
+    measure_json_member_str(b, "mode", rp->train->tp.gen->name);
     measure_json_member_int(b, "ranks", simpar_schedule_n_ranks(rp->sched));
     measure_json_member_str(b, "dtype", simpar_dtype_name(rp->model->dtype));
     json_builder_set_member_name(b, "tf32");
@@ -613,7 +614,7 @@ measure_summary(const RunReport *rp)
         "step time: median %.6g ms, min %.6g ms, max %.6g ms "
         "(%u repeats after %u warm-up)\n",
         rp->opts->executor->name, rp->device, simpar_job_run_name(rp->opts->run),
-        args[0] != '\0' ? " " : "", args, rp->model->name, rp->train->tp.mode,
+        args[0] != '\0' ? " " : "", args, rp->model->name, rp->train->tp.gen->name,
         simpar_schedule_n_ranks(rp->sched), simpar_schedule_n_ranks(rp->sched) == 1 ? "" : "s",
         simpar_dtype_name(rp->model->dtype), tm->n_ops, rp->vd->blocks, rp->vd->replicated,
         rp->vd->tolerance, tm->step[tm->median] * 1e3, lo * 1e3, hi * 1e3, tm->repeats,

@@ -52,10 +52,124 @@ simpar_generator_of(const char *name)
     return NULL;
 }
 
-gboolean
-simpar_generator_is_baseline(const char *name)
+const SimparGenerator *
+simpar_generator_baseline(void)
 {
-    return simpar_generator_of(name) == &generators[0];
+    return &generators[0]; /* (transfer none) */
+}
+
+void
+simpar_plan_init(SimparPlan *plan)
+{
+    *plan = (SimparPlan){
+        .gen = simpar_generator_baseline(),
+        .tp = 1,
+        .depth = 0,
+        .causal = TRUE,
+        .p_hidden = 0.0,
+        .p_attn = 0.0,
+        .eps = 1e-5,
+        .seed = 1234,
+        .paper_3d = TRUE,
+        .cp = 1,
+        .q = 1,
+    };
+}
+
+gboolean
+simpar_generator_has(const SimparGenerator *gen, SimparGenFact fact)
+{
+    switch (fact) {
+    case SIMPAR_GEN_LINE:
+        return gen->grid == SIMPAR_GRID_LINE;
+    case SIMPAR_GEN_GRID:
+        return gen->grid != SIMPAR_GRID_LINE;
+    case SIMPAR_GEN_LAYERS:
+        return gen->grid == SIMPAR_GRID_LAYERS;
+    case SIMPAR_GEN_SP:
+        return gen->sequence_parallel;
+    case SIMPAR_GEN_VARIANTS:
+        return gen->variants;
+    case SIMPAR_GEN_ANY:
+    default:
+        return TRUE;
+    }
+}
+
+/* The grid's figures in words: T as products ("q*q*d") or as powers ("q^2 d"), and the micro-batch
+ * divisor (simpar_generator_batch_divisor: "q d"). */
+typedef enum {
+    GENERATORS_PRODUCTS,
+    GENERATORS_POWERS,
+    GENERATORS_DIVISOR,
+} GeneratorsFigure;
+
+static const char *
+generators_figure(const SimparGenerator *gen, GeneratorsFigure figure)
+{
+    static const char *const figures[][3] = {
+        [SIMPAR_GRID_LINE] = {"P", "P", "1"},
+        [SIMPAR_GRID_SQUARE] = {"q*q", "q^2", "q"},
+        [SIMPAR_GRID_LAYERS] = {"q*q*d", "q^2 d", "q d"},
+        [SIMPAR_GRID_CUBE] = {"q*q*q", "q^3", "q^2"},
+    };
+    return figures[gen->grid][figure];
+}
+
+static void
+generators_words(GString *out, const SimparGenerator *gen, SimparGenWords words, gboolean first)
+{
+    switch (words) {
+    case SIMPAR_GEN_LABEL:
+        g_string_append(out, gen->label);
+        return;
+    case SIMPAR_GEN_SIZE:
+        g_string_append(out, generators_figure(gen, GENERATORS_PRODUCTS));
+        return;
+    case SIMPAR_GEN_SIZED:
+        g_string_append_printf(out, "%s (%s)", generators_figure(gen, GENERATORS_PRODUCTS),
+                               gen->name);
+        return;
+    case SIMPAR_GEN_POWERS:
+        g_string_append_printf(out, "%s (%s%s)", gen->name, first ? "T = " : "",
+                               generators_figure(gen, GENERATORS_POWERS));
+        return;
+    case SIMPAR_GEN_BATCH:
+        g_string_append_printf(out, "%s for %s", generators_figure(gen, GENERATORS_DIVISOR),
+                               gen->label);
+        return;
+    case SIMPAR_GEN_NAME:
+    default:
+        g_string_append(out, gen->name);
+    }
+}
+
+char *
+simpar_generator_list(SimparGenFact fact, SimparGenWords words, const char *conjunction)
+{
+    GString *out = g_string_new(NULL);
+    guint n = 0, left = 0;
+    for (guint i = 0; i < G_N_ELEMENTS(generators); i++)
+        left += simpar_generator_has(&generators[i], fact);
+    for (guint i = 0; i < G_N_ELEMENTS(generators); i++) {
+        if (!simpar_generator_has(&generators[i], fact))
+            continue;
+        if (n > 0 && conjunction != NULL && n + 1 == left)
+            g_string_append_printf(out, " %s ", conjunction);
+        else if (n > 0)
+            g_string_append(out, ", ");
+        generators_words(out, &generators[i], words, n++ == 0);
+    }
+    return g_string_free(out, FALSE); /* (transfer full) */
+}
+
+const char *
+simpar_generator_help(const char *before, SimparGenFact fact, SimparGenWords words,
+                      const char *conjunction, const char *after)
+{
+    g_autofree char *list = simpar_generator_list(fact, words, conjunction);
+    g_autofree char *help = g_strconcat(before, list, after, NULL);
+    return g_intern_string(help);
 }
 
 gint64
@@ -93,10 +207,8 @@ simpar_generator_batch_divisor(const SimparGenerator *gen, gint64 q, gint64 dept
 double
 simpar_plan_weight_split(const SimparPlan *plan)
 {
-    const SimparGenerator *gen = simpar_generator_of(plan->mode);
+    const SimparGenerator *gen = plan->gen;
     double q = plan->q;
-    if (gen == NULL)
-        return 0;
     return gen->grid == SIMPAR_GRID_LINE   ? (double) plan->tp
            : gen->grid == SIMPAR_GRID_CUBE ? q * q * q
                                            : q * q;
@@ -105,22 +217,21 @@ simpar_plan_weight_split(const SimparPlan *plan)
 gboolean
 simpar_plan_whole_rows(const SimparPlan *plan)
 {
-    const SimparGenerator *gen = simpar_generator_of(plan->mode);
-    return gen != NULL && gen->grid == SIMPAR_GRID_LINE && !plan->sequence_parallel;
+    return plan->gen->grid == SIMPAR_GRID_LINE && !plan->sequence_parallel;
 }
 
 static char *
 plan_grid_label(const SimparPlan *plan, gboolean verbose)
 {
-    const SimparGenerator *gen = simpar_generator_of(plan->mode);
-    if (gen != NULL && gen->grid == SIMPAR_GRID_LINE)
+    const SimparGenerator *gen = plan->gen;
+    if (gen->grid == SIMPAR_GRID_LINE)
         return g_strdup_printf("T=%" G_GINT64_FORMAT "%s", plan->tp,
                                !plan->sequence_parallel ? ""
                                : verbose                ? " +SP"
                                                         : "+SP");
-    if (gen != NULL && gen->grid == SIMPAR_GRID_LAYERS)
+    if (gen->grid == SIMPAR_GRID_LAYERS)
         return g_strdup_printf("q=%u d=%" G_GINT64_FORMAT, plan->q, plan->depth);
-    const char *variant = gen == NULL || !gen->variants ? ""
+    const char *variant = !gen->variants   ? ""
                           : verbose        ? (plan->paper_3d ? " variant=paper" : " variant=later")
                           : plan->paper_3d ? ""
                                            : " later";
@@ -139,6 +250,19 @@ simpar_plan_grid_label(const SimparPlan *plan, gboolean verbose)
     return with; /* (transfer full) */
 }
 
+/* A flag (`given`) that only the modes with `fact` take: refused for another mode. */
+static gboolean
+generators_flag_applies(const SimparGenerator *gen, gboolean given, SimparGenFact fact,
+                        const char *flag, GError **error)
+{
+    if (!given || simpar_generator_has(gen, fact))
+        return TRUE;
+    g_autofree char *modes = simpar_generator_list(fact, SIMPAR_GEN_NAME, "or");
+    g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
+                "%s applies to --tp-mode %s only, not %s", flag, modes, gen->name);
+    return FALSE;
+}
+
 static gboolean
 generators_validate_common(const SimparGenerator *gen, const SimparPlan *plan, GError **error)
 {
@@ -149,16 +273,10 @@ generators_validate_common(const SimparGenerator *gen, const SimparPlan *plan, G
                     plan->tp, GENERATORS_MAX_TP);
         return FALSE;
     }
-    if (plan->depth != 0 && gen->grid != SIMPAR_GRID_LAYERS) {
-        g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
-                    "--depth applies to --tp-mode 2.5d only, not %s", gen->name);
+    if (!generators_flag_applies(gen, plan->depth != 0, SIMPAR_GEN_LAYERS, "--depth", error) ||
+        !generators_flag_applies(gen, plan->sequence_parallel, SIMPAR_GEN_SP,
+                                 "--sp (sequence parallelism)", error))
         return FALSE;
-    }
-    if (plan->sequence_parallel && !gen->sequence_parallel) {
-        g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
-                    "--sp (sequence parallelism) applies to --tp-mode 1d only, not %s", gen->name);
-        return FALSE;
-    }
     if (plan->cp < 0 || plan->cp > GENERATORS_MAX_TP || plan->cp * plan->tp > GENERATORS_MAX_TP) {
         g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
                     "--cp %" G_GINT64_FORMAT " is out of range: --tp x --cp must be between 1 and "
@@ -181,12 +299,13 @@ generators_validate_mla(const SimparGenerator *gen, const SimparModel *model,
 {
     if (!simpar_model_is_mla(model))
         return TRUE;
-    if (gen->grid != SIMPAR_GRID_LINE) {
+    if (!simpar_generator_has(gen, SIMPAR_GEN_LINE)) {
+        g_autofree char *line = simpar_generator_list(SIMPAR_GEN_LINE, SIMPAR_GEN_NAME, "or");
         g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
                     "--tp-mode %s: multi-head latent attention (--kv-lora-rank %" G_GINT64_FORMAT
-                    ") runs in --tp-mode 1d only (valid: 1d; --kv-lora-rank 0 for multi-head "
+                    ") runs in --tp-mode %s only (valid: %s; --kv-lora-rank 0 for multi-head "
                     "attention)",
-                    gen->name, model->mla.kv_lora_rank);
+                    gen->name, model->mla.kv_lora_rank, line, line);
         return FALSE;
     }
     if (simpar_plan_cp(plan) > 1) {
@@ -203,10 +322,9 @@ SimparSchedule *
 simpar_generate_layer(const SimparModel *model, SimparPlan *plan, GError **error)
 {
     g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-    g_return_val_if_fail(plan->recompute <= SIMPAR_RECOMPUTE_FULL, NULL);
-    const SimparGenerator *gen = simpar_generator_lookup(plan->mode, error);
-    if (gen == NULL || !simpar_model_validate(model, error) ||
-        !generators_validate_common(gen, plan, error) ||
+    g_return_val_if_fail(plan->gen != NULL && plan->recompute <= SIMPAR_RECOMPUTE_FULL, NULL);
+    const SimparGenerator *gen = plan->gen;
+    if (!simpar_model_validate(model, error) || !generators_validate_common(gen, plan, error) ||
         !generators_validate_mla(gen, model, plan, error))
         return NULL;
     guint C = simpar_plan_cp(plan);
@@ -221,7 +339,6 @@ simpar_generate_layer(const SimparModel *model, SimparPlan *plan, GError **error
     share.seq = model->seq / C;
     if (!gen->validate(&share, plan, error))
         return NULL;
-    plan->mode = g_intern_string(gen->name);
     g_autoptr(SimparSchedule) sched = simpar_layer_build(model, plan, gen->scheme);
     g_autoptr(GError) local = NULL;
     /* a generated schedule that fails its own check is a bug in the generator */

@@ -145,7 +145,10 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
         {"imbalance", 0, 0, G_OPTION_ARG_STRING, &a->imbalance,
          "The busiest expert's tokens over the mean (>= 1, default 1: balanced)", "X"},
         {"kv-lora-rank", 0, 0, G_OPTION_ARG_INT64, &a->kv_lora_rank,
-         "Multi-head latent attention: the key/value latent's width (0: none; --tp-mode 1d)", "R"},
+         simpar_generator_help("Multi-head latent attention: the key/value latent's width (0: "
+                               "none; --tp-mode ",
+                               SIMPAR_GEN_LINE, SIMPAR_GEN_NAME, "or", ")"),
+         "R"},
         {"q-lora-rank", 0, 0, G_OPTION_ARG_INT64, &a->q_lora_rank,
          "Multi-head latent attention: the query latent's width", "R"},
         {"qk-head-dim", 0, 0, G_OPTION_ARG_INT64, &a->qk_head_dim,
@@ -157,13 +160,14 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
          "Multi-head latent attention: a head's value columns", "D"},
         G_OPTION_ENTRY_NULL,
     };
-    g_autofree char *tp_mode_help = g_strdup_printf(
-        "Tensor-parallel mode: %s (predict: also all, the default)", simpar_generator_names());
     const GOptionEntry plan[] = {
-        {"tp-mode", 0, 0, G_OPTION_ARG_STRING, &a->tp_mode, g_intern_string(tp_mode_help), "MODE"},
+        {"tp-mode", 0, 0, G_OPTION_ARG_STRING, &a->tp_mode,
+         simpar_generator_help("Tensor-parallel mode: ", SIMPAR_GEN_ANY, SIMPAR_GEN_NAME, NULL,
+                               " (predict: also all, the default)"),
+         "MODE"},
         {"tp", 0, 0, G_OPTION_ARG_INT64, &a->tp,
-         "Tensor-parallel group size T: P (1d), q*q (2d), q*q*d (2.5d), q*q*q (3d); predict: "
-         "default GPUs / (P x D)",
+         simpar_generator_help("Tensor-parallel group size T: ", SIMPAR_GEN_ANY, SIMPAR_GEN_SIZED,
+                               NULL, "; predict: default GPUs / (P x D)"),
          "T"},
         {"depth", 0, 0, G_OPTION_ARG_INT64, &a->depth, "2.5-D depth d (default q=d)", "D"},
         {"sp", 0, 0, G_OPTION_ARG_NONE, &a->sp, "1-D: sequence parallelism", NULL},
@@ -584,14 +588,22 @@ simpar_job_check_ranges(const SimparJobArgs *args, GError **error)
     return TRUE;
 }
 
+const SimparGenerator *
+simpar_job_generator(const SimparJobArgs *args, GError **error)
+{
+    if (args->tp_mode == NULL)
+        return simpar_generator_baseline();
+    return simpar_generator_lookup(args->tp_mode, error); /* (transfer none) */
+}
+
 gboolean
-simpar_job_plan(const SimparJobArgs *args, const SimparModel *model, const char *mode,
+simpar_job_plan(const SimparJobArgs *args, const SimparModel *model, const SimparGenerator *gen,
                 SimparPlan *plan, GError **error)
 {
-    g_return_val_if_fail(model != NULL, FALSE);
+    g_return_val_if_fail(model != NULL && gen != NULL, FALSE);
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     simpar_plan_init(plan);
-    plan->mode = g_intern_string(mode);
+    plan->gen = gen;
     plan->p_hidden = plan->p_attn = model->no_dropout ? 0 : SIMPAR_PLAN_DROPOUT_P;
     plan->tp = args->tp;
     plan->depth = args->depth == SIMPAR_JOB_UNSET ? 0 : args->depth;
@@ -608,13 +620,14 @@ simpar_job_plan(const SimparJobArgs *args, const SimparModel *model, const char 
     }
     plan->cp_ring = args->cp_mode != NULL && g_str_equal(args->cp_mode, "ring");
     if (args->variant != NULL) {
-        const SimparGenerator *gen = simpar_generator_of(mode);
-        if (gen == NULL || !gen->variants ||
+        if (!simpar_generator_has(gen, SIMPAR_GEN_VARIANTS) ||
             (!g_str_equal(args->variant, "paper") && !g_str_equal(args->variant, "later"))) {
+            g_autofree char *modes =
+                simpar_generator_list(SIMPAR_GEN_VARIANTS, SIMPAR_GEN_NAME, "or");
             g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
-                        "--variant %s: valid only with --tp-mode 3d, as 'paper' (backward "
+                        "--variant %s: valid only with --tp-mode %s, as 'paper' (backward "
                         "re-gathers) or 'later' (saved gathers, async reduce-scatters)",
-                        args->variant);
+                        args->variant, modes);
             return FALSE;
         }
         plan->paper_3d = g_str_equal(args->variant, "paper");
@@ -759,11 +772,10 @@ simpar_job_check(const SimparJobArgs *args, SimparJobRun run, const char *fallba
                  SimparModel *model, SimparTrain *train, GError **error)
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-    guint n_gens;
-    const char *mode = args->tp_mode != NULL ? args->tp_mode : simpar_generators(&n_gens)[0].name;
+    const SimparGenerator *gen = NULL;
     if (!simpar_job_model(args, fallback, model, error) || !simpar_job_train(args, train, error) ||
-        simpar_generator_lookup(mode, error) == NULL ||
-        !simpar_job_plan(args, model, mode, &train->tp, error))
+        (gen = simpar_job_generator(args, error)) == NULL ||
+        !simpar_job_plan(args, model, gen, &train->tp, error))
         return FALSE;
     if (train->tp.tp == SIMPAR_JOB_UNSET)
         train->tp.tp = 1;

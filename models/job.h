@@ -89,11 +89,14 @@ gboolean simpar_job_model(const SimparJobArgs *args, const char *fallback, Simpa
  * simpar_model_validate's), or a usage error naming the flag, the value and the range;
  * simpar_job_plan and simpar_job_train check it first. */
 gboolean simpar_job_check_ranges(const SimparJobArgs *args, GError **error);
-/* The plan of `mode` from --tp, --depth, --sp, --variant and --recompute (not validated), its
- * dropout probabilities from `model` (SIMPAR_PLAN_DROPOUT_P, or 0 for a model trained without
- * dropout). */
-gboolean simpar_job_plan(const SimparJobArgs *args, const SimparModel *model, const char *mode,
-                         SimparPlan *plan, GError **error);
+/* The row of --tp-mode (the baseline, 1-D, without it), or an error naming the valid modes
+ * (transfer none). */
+const SimparGenerator *simpar_job_generator(const SimparJobArgs *args, GError **error);
+/* The plan of mode `gen` from --tp, --depth, --sp, --variant and --recompute (not validated),
+ * its dropout probabilities from `model` (SIMPAR_PLAN_DROPOUT_P, or 0 for a model trained
+ * without dropout). */
+gboolean simpar_job_plan(const SimparJobArgs *args, const SimparModel *model,
+                         const SimparGenerator *gen, SimparPlan *plan, GError **error);
 /* The step-level split into `train` (simpar_train_init'ed here; the tensor-parallel plan and
  * the check against the GPUs are left to simpar_train_validate). */
 gboolean simpar_job_train(const SimparJobArgs *args, SimparTrain *train, GError **error);

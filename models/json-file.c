@@ -37,9 +37,15 @@ json_guard_fail(const char *path, guint line, GError **error, const char *what)
     return FALSE;
 }
 
-gboolean
-simpar_json_guard(const char *text, gsize len, const char *path, guint *trailing, gsize *parse_len,
-                  GError **error)
+/* What JSON-GLib would let through: nesting deeper than SIMPAR_JSON_MAX_DEPTH (its recursive
+ * parser overflows the stack) or a member name twice in one object (it keeps the last): FALSE
+ * naming `path` and the line. *trailing gets the line of anything after the top value (0:
+ * none) and *parse_len the bytes before it (JSON-GLib leaks the first of two values: parse
+ * only those), for json_trailing() once JSON-GLib has parsed them without an error of its own
+ * (for text that is not JSON its error says more). */
+static gboolean
+json_guard(const char *text, gsize len, const char *path, guint *trailing, gsize *parse_len,
+           GError **error)
 {
     *trailing = 0, *parse_len = len;
     g_autoptr(GArray) stack = g_array_new(FALSE, FALSE, sizeof(JsonLevel));
@@ -114,8 +120,8 @@ simpar_json_guard(const char *text, gsize len, const char *path, guint *trailing
     return TRUE;
 }
 
-gboolean
-simpar_json_trailing(const char *path, guint trailing, GError **error)
+static gboolean
+json_trailing(const char *path, guint trailing, GError **error)
 {
     return trailing == 0 ||
            json_guard_fail(path, trailing, error,
@@ -179,15 +185,21 @@ simpar_json_load_file(JsonParser *parser, const char *path, gsize max_bytes, GEr
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     g_autofree char *text = NULL;
     gsize len = 0;
-    if (!simpar_file_read(path, max_bytes, &text, &len, error))
-        return FALSE;
+    return simpar_file_read(path, max_bytes, &text, &len, error) &&
+           simpar_json_parse(parser, text, len, path, error);
+}
+
+gboolean
+simpar_json_parse(JsonParser *parser, const char *text, gsize len, const char *path, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     guint trailing;
     gsize parse_len;
-    if (!simpar_json_guard(text, len, path, &trailing, &parse_len, error))
+    if (!json_guard(text, len, path, &trailing, &parse_len, error))
         return FALSE;
     GError *local = NULL;
     if (json_parser_load_from_data(parser, text, (gssize) parse_len, &local))
-        return simpar_json_trailing(path, trailing, error);
+        return json_trailing(path, trailing, error);
     /* "<data>:2:0: Parse error: ..." names no file */
     const char *msg = local->message;
     if (g_str_has_prefix(msg, "<data>"))

@@ -261,7 +261,7 @@ simpar_memory_estimate(const SimparModel *model, const SimparPlan *plan,
                        const SimparSchedule *layer, SimparAttentionImpl attn, SimparMemory *out)
 {
     g_return_if_fail(model != NULL && plan != NULL && layer != NULL && out != NULL);
-    g_return_if_fail(plan->mode != NULL && plan->tp > 0 && plan->q > 0);
+    g_return_if_fail(plan->gen != NULL && plan->tp > 0 && plan->q > 0);
     double split = simpar_plan_weight_split(plan), bytes[3];
     g_return_if_fail(split > 0); /* an unknown mode: the plan was not validated */
     double layers = model->layers;
@@ -379,7 +379,7 @@ simpar_memory_step(const SimparModel *model, const SimparTrain *train, guint sta
 {
     g_return_if_fail(model != NULL && train != NULL && out != NULL);
     const SimparPlan *plan = &train->tp;
-    g_return_if_fail(plan->mode != NULL && plan->tp > 0 && plan->q > 0);
+    g_return_if_fail(plan->gen != NULL && plan->tp > 0 && plan->q > 0);
     double split = simpar_plan_weight_split(plan), bytes[3];
     SimparMemoryStage st;
     g_return_if_fail(split > 0); /* an unknown mode: the plan was not validated */

@@ -157,24 +157,20 @@ gboolean simpar_model_load_json(const char *path, SimparModel *out, GError **err
  * input file, JSON or not. */
 gboolean simpar_file_read(const char *path, gsize max_bytes, char **text, gsize *len,
                           GError **error);
-/* What JSON-GLib would let through: nesting deeper than SIMPAR_JSON_MAX_DEPTH (its recursive
- * parser overflows the stack) or a member name twice in one object (it keeps the last): FALSE
- * naming `path` and the line. *trailing gets the line of anything after the top value (0:
- * none) and *parse_len the bytes before it (JSON-GLib leaks the first of two values: parse
- * only those), for simpar_json_trailing() once JSON-GLib has parsed them without an error of
- * its own (for text that is not JSON its error says more). */
-gboolean simpar_json_guard(const char *text, gsize len, const char *path, guint *trailing,
-                           gsize *parse_len, GError **error);
-gboolean simpar_json_trailing(const char *path, guint trailing, GError **error);
 /* The builder's document as pretty JSON text (transfer full), its length in *len (may be NULL):
  * every JSON output simpar writes. */
 char *simpar_json_builder_text(JsonBuilder *b, gsize *len);
 /* The first members of every JSON file or row simpar writes, in the open object: "format"
  * `format` and "version" `version` (docs/schemas/). */
 void simpar_json_head(JsonBuilder *b, const char *format, gint64 version);
-/* The file, read, guarded and parsed; every error names it. */
+/* The file, read, guarded (nesting deeper than SIMPAR_JSON_MAX_DEPTH, a member name twice in
+ * one object, anything after the top value: what JSON-GLib would let through) and parsed; every
+ * error names it. */
 gboolean simpar_json_load_file(JsonParser *parser, const char *path, gsize max_bytes,
                                GError **error);
+/* The same for `len` bytes of text already read from the file `path` (a trace gunzipped). */
+gboolean simpar_json_parse(JsonParser *parser, const char *text, gsize len, const char *path,
+                           GError **error);
 /* "a, b, c": the names of a table's n rows of `row_size` bytes whose first member is their
  * `const char *` name, for help texts and errors (interned: lives as long as the process). */
 const char *simpar_intern_names(gconstpointer rows, guint n, gsize row_size);

@@ -1,16 +1,17 @@
 /* plan.h - how one transformer layer is split over the GPUs of a tensor-parallel group.
  *
- * A SimparPlan names the tensor-parallel mode and its grid and carries the layer options that
- * change the schedule (sequence parallelism for 1-D, the 3-D variant) or its numbers (dropout,
- * causal mask, seed). Validation (simpar_generator_validate in generators.h) derives the grid
- * side q and refuses plans the mode cannot use, naming the flag and what would be valid.
+ * A SimparPlan holds its tensor-parallel mode (the generator table's row) and its grid and
+ * carries the layer options that change the schedule (sequence parallelism for 1-D, the 3-D
+ * variant) or its numbers (dropout, causal mask, seed). Validation (simpar_generate_layer in
+ * generators.h) derives the grid side q and refuses plans the mode cannot use, naming the flag
+ * and what would be valid.
  *
  *   1-D  tp = P          one group of P ranks
  *   2-D  tp = q*q        rank = j*q + i           (row j, column i)
  *   2.5-D tp = q*q*d     rank = i + q*j + q*q*k   (column i, row j, depth k)
  *   3-D  tp = q*q*q      rank = i + q*j + q*q*k   (weight i, input j, output k)
  *
- * Ownership: a value type; `mode` is interned.
+ * Ownership: a value type; `gen` points at a row of the generator table (static).
  */
 #ifndef SIMPAR_PLAN_H
 #define SIMPAR_PLAN_H
@@ -35,8 +36,11 @@ typedef enum {
                                    collectives) is re-run before the layer's backward */
 } SimparRecompute;
 
+/* A row of the generator table (generators.h): the mode and its facts. */
+typedef struct _SimparGenerator SimparGenerator;
+
 typedef struct {
-    const char *mode;           /* "1d", "2d", "2.5d", "3d" */
+    const SimparGenerator *gen; /* the mode: 1-D, 2-D, 2.5-D, 3-D (transfer none) */
     gint64 tp;                  /* GPUs in the tensor-parallel group */
     gint64 depth;               /* 2.5-D depth d; 0 when not given */
     gboolean sequence_parallel; /* 1-D only */
@@ -57,7 +61,6 @@ typedef struct {
 /* C of context parallelism (at least 1). */
 guint simpar_plan_cp(const SimparPlan *plan);
 
-void simpar_plan_init(SimparPlan *plan);
 gboolean simpar_recompute_parse(const char *name, SimparRecompute *out, GError **error);
 const char *simpar_recompute_name(SimparRecompute r);
 

@@ -113,13 +113,14 @@ step_ops_supported(const SimparModel *model, const SimparTrain *tr, const Simpar
                     flag);
         return FALSE;
     }
-    const SimparGenerator *gen = simpar_generator_of(tr->tp.mode);
-    if (gen == NULL || gen->grid != SIMPAR_GRID_LINE) {
+    if (!simpar_generator_has(tr->tp.gen, SIMPAR_GEN_LINE)) {
+        g_autofree char *line = simpar_generator_list(SIMPAR_GEN_LINE, SIMPAR_GEN_LABEL, "or");
+        g_autofree char *grids = simpar_generator_list(SIMPAR_GEN_GRID, SIMPAR_GEN_LABEL, "and");
         g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
-                    "--tp-mode %s: an executable step needs 1-D tensor parallelism (with or "
-                    "without --sp); the ends of 2-D, 2.5-D and 3-D layers are timed, not "
-                    "spelled out as ops (their blocks are not contiguous rows)",
-                    tr->tp.mode);
+                    "--tp-mode %s: an executable step needs %s tensor parallelism (with or "
+                    "without --sp); the ends of %s layers are timed, not spelled out as ops "
+                    "(their blocks are not contiguous rows)",
+                    tr->tp.gen->name, line, grids);
         return FALSE;
     }
     if (tr->zero == 3 && !step_ops_zero3_supported(model, tr, layer, error))

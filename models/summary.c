@@ -132,8 +132,8 @@ summary_plan_text(const SimparModel *m, const SimparPlan *p)
     return g_strdup_printf("%s tensor parallelism, %" G_GINT64_FORMAT " GPUs (%s); model %s: "
                            "h=%" G_GINT64_FORMAT " a=%" G_GINT64_FORMAT " s=%" G_GINT64_FORMAT
                            " b=%" G_GINT64_FORMAT " ffn=%" G_GINT64_FORMAT "%s %s",
-                           p->mode, p->tp * simpar_plan_cp(p), grid, m->name, m->hidden, m->heads,
-                           m->seq, m->micro_batch, m->ffn, simpar_model_flavour(m),
+                           p->gen->name, p->tp * simpar_plan_cp(p), grid, m->name, m->hidden,
+                           m->heads, m->seq, m->micro_batch, m->ffn, simpar_model_flavour(m),
                            simpar_dtype_name(m->dtype));
 }
 
@@ -166,7 +166,7 @@ summary_json_plan(JsonBuilder *b, const SimparModel *m, const SimparPlan *p)
     json_builder_set_member_name(b, "plan");
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "tp_mode");
-    json_builder_add_string_value(b, p->mode);
+    json_builder_add_string_value(b, p->gen->name);
     json_builder_set_member_name(b, "tp");
     json_builder_add_int_value(b, p->tp);
     json_builder_set_member_name(b, "q");

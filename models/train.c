@@ -386,17 +386,17 @@ train_check_experts(const SimparTrain *t, const SimparModel *model, GError **err
                           etp);
     /* 2-D, 2.5-D and 3-D hand the MoE block each GPU's B/T own tokens by an all-to-all over
      * the ranks sharing a block of rows (tp-moe.c): the rows split evenly over them */
-    const SimparGenerator *gen = simpar_generator_of(t->tp.mode);
+    const SimparGenerator *gen = t->tp.gen;
     gint64 rows = model->micro_batch * model->seq / simpar_plan_cp(&t->tp);
-    if (t->tp.tp > 1 && gen != NULL && gen->grid != SIMPAR_GRID_LINE && rows % t->tp.tp != 0)
+    if (t->tp.tp > 1 && simpar_generator_has(gen, SIMPAR_GEN_GRID) && rows % t->tp.tp != 0)
         return train_fail(error,
                           "--tp %" G_GINT64_FORMAT " with a mixture of experts in --tp-mode %s: "
                           "the MoE block takes each GPU's own --micro-batch x --seq%s / TP "
                           "tokens, but %" G_GINT64_FORMAT " is not a multiple of %" G_GINT64_FORMAT
                           " (valid: --micro-batch and --seq making it one)",
-                          t->tp.tp, t->tp.mode, simpar_plan_cp(&t->tp) > 1 ? " / --cp" : "", rows,
+                          t->tp.tp, gen->name, simpar_plan_cp(&t->tp) > 1 ? " / --cp" : "", rows,
                           t->tp.tp);
-    if (t->tp.tp > 1 && !t->tp.sequence_parallel && (gen == NULL || gen->grid == SIMPAR_GRID_LINE))
+    if (t->tp.tp > 1 && !t->tp.sequence_parallel && simpar_generator_has(gen, SIMPAR_GEN_LINE))
         return train_fail(error,
                           "--ep %" G_GINT64_FORMAT " with --tp %" G_GINT64_FORMAT
                           " needs --sp: the experts take each GPU's own tokens, as Megatron-LM "

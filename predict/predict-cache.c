@@ -19,7 +19,7 @@ typedef struct {
     gint64 depth, cp;
     double p_hidden, p_attn, eps;
     guint64 seed;
-    const char *mode; /* interned */
+    const SimparGenerator *gen; /* the mode: a row of the table */
     gint64 dtype, recompute, attention, sp, paper_3d, causal, q;
     gint64 fp8, fp8_attention; /* FP8 GEMMs' recipe, FP8 attention */
     SimparMoeConfig moe;       /* integers and doubles only: no padding */
@@ -143,7 +143,7 @@ cache_layer_key(const SimparModel *m, const SimparPlan *plan, SimparAttentionImp
     k->no_bias = m->no_bias;
     k->no_dropout = m->no_dropout;
     k->dtype = m->dtype, k->fp8 = m->fp8, k->fp8_attention = plan->fp8_attention;
-    k->mode = g_intern_string(plan->mode), k->tp = plan->tp, k->depth = plan->depth;
+    k->gen = plan->gen, k->tp = plan->tp, k->depth = plan->depth;
     k->cp = simpar_plan_cp(plan) * (plan->cp_ring ? -1 : 1);
     k->sp = plan->sequence_parallel, k->paper_3d = plan->paper_3d, k->q = plan->q;
     k->recompute = plan->recompute, k->causal = plan->causal, k->seed = plan->seed;

@@ -687,7 +687,7 @@ predict_step(const SimparPredictContext *ctx, const SimparModel *model, const Si
         row->step.slice_ranks = simpar_schedule_n_ranks(plan.step);
         row->step.step_ranks = simulated;
         if (ctx->trace != NULL)
-            predict_trace(ctx, &blocks, model, train, layer, &plan, &run, spans, row->mode);
+            predict_trace(ctx, &blocks, model, train, layer, &plan, &run, spans, row->gen->name);
     } else {
         SimparReportRow tmp = {0};
         simpar_step_breakdown(&run, spans, &bt, model, train, plan.job_gpus, &tmp);
@@ -732,7 +732,7 @@ predict_simulate(const SimparPredictContext *ctx, const SimparModel *model,
 {
     row->step.split = predict_split(train);
     simpar_report_config_init(&row->config, model, train);
-    g_autofree char *what = g_strdup_printf("%s %s", row->mode, row->grid);
+    g_autofree char *what = g_strdup_printf("%s %s", row->gen->name, row->grid);
     if (!predict_step(ctx, model, train, layer, what, row, NULL, why))
         return FALSE;
     row->step.mfu = row->model_flops / row->step_s / ctx->gpus / ctx->gpu->peak_flops[model->dtype];
@@ -783,12 +783,8 @@ simpar_predict_config(const SimparPredictContext *ctx, const SimparModel *model,
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     g_return_val_if_fail(why != NULL && *why == NULL, FALSE);
-    const SimparGenerator *gen = simpar_generator_lookup(train->tp.mode, error);
-    if (gen == NULL)
-        return FALSE;
-    *row = (SimparReportRow){.mode = g_intern_string(train->tp.mode),
-                             .gpus = ctx->gpus,
-                             .mem_capacity_B = ctx->gpu->mem_bytes};
+    const SimparGenerator *gen = train->tp.gen;
+    *row = (SimparReportRow){.gen = gen, .gpus = ctx->gpus, .mem_capacity_B = ctx->gpu->mem_bytes};
     if (!gen->validate(model, &train->tp, why)) {
         row->grid = g_strdup("-");
         return TRUE;
@@ -812,7 +808,7 @@ simpar_predict_config(const SimparPredictContext *ctx, const SimparModel *model,
         g_set_error(why, SIMPAR_PREDICT_ERROR, SIMPAR_PREDICT_ERROR_REFUSED,
                     "%s %s: does not fit in GPU memory: needs %.2f GiB per GPU on pipeline "
                     "stage %u (states %.2f, activations %.2f, transient %.2f), the %s has %.2f GiB",
-                    row->mode, row->grid, mem.total_B / (1 << 30), row->step.peak_stage,
+                    row->gen->name, row->grid, mem.total_B / (1 << 30), row->step.peak_stage,
                     mem.states_B / (1 << 30), mem.activations_B / (1 << 30),
                     mem.transient_B / (1 << 30), ctx->gpu->model, ctx->gpu->mem_bytes / (1 << 30));
         return TRUE;

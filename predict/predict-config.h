@@ -117,7 +117,7 @@ gboolean simpar_predict_gpu(const SimparPlatform *platform, guint gpus,
                             const SimparPredictArgs *args, SimparGpu *gpu, GError **error);
 
 /* Predicts `train` of `model`; train->tp is the plan (mode, T, depth, ...), not yet validated,
- * and train is validated here. TRUE with either a simulated row, or *why set and row->mode,
+ * and train is validated here. TRUE with either a simulated row, or *why set and row->gen,
  * row->grid, row->gpus (and row->memory when the configuration does not fit) filled. */
 gboolean simpar_predict_config(const SimparPredictContext *ctx, const SimparModel *model,
                                SimparTrain *train, SimparReportRow *row, GError **why,

@@ -62,7 +62,8 @@ simpar_report_reasons(const SimparReport *rep)
     for (guint i = 0; i < rep->rows->len; i++) {
         const SimparReportRow *row = &g_array_index(rep->rows, SimparReportRow, i);
         if (row->skipped != NULL)
-            g_string_append_printf(out, "%s%s: %s", out->len ? "; " : "", row->mode, row->skipped);
+            g_string_append_printf(out, "%s%s: %s", out->len ? "; " : "", row->gen->name,
+                                   row->skipped);
     }
     return g_string_free(out, FALSE); /* (transfer full) */
 }
@@ -224,10 +225,10 @@ report_comm_bytes(const SimparRun *run)
 }
 
 static SimparReportRow *
-report_row(SimparReport *rep, const char *mode, const char *grid, guint gpus,
+report_row(SimparReport *rep, const SimparGenerator *gen, const char *grid, guint gpus,
            const SimparMemory *mem, double mem_capacity_B)
 {
-    SimparReportRow row = {.mode = g_intern_string(mode), .grid = g_strdup(grid), .gpus = gpus};
+    SimparReportRow row = {.gen = gen, .grid = g_strdup(grid), .gpus = gpus};
     row.memory = *mem;
     row.mem_capacity_B = mem_capacity_B;
     g_array_append_val(rep->rows, row);
@@ -252,17 +253,17 @@ simpar_report_breakdown(const SimparRun *run, const SimparSpan *spans, SimparRep
 void
 simpar_report_append(SimparReport *rep, SimparReportRow *row)
 {
-    row->mode = g_intern_string(row->mode);
+    g_assert(row->gen != NULL);
     g_array_append_val(rep->rows, *row);
 }
 
 void
-simpar_report_skip(SimparReport *rep, const char *mode, const char *grid, guint gpus,
+simpar_report_skip(SimparReport *rep, const SimparGenerator *gen, const char *grid, guint gpus,
                    const SimparMemory *mem, double mem_capacity_B, const char *why)
 {
     SimparMemory none = {0};
     SimparReportRow *row =
-        report_row(rep, mode, grid, gpus, mem != NULL ? mem : &none, mem_capacity_B);
+        report_row(rep, gen, grid, gpus, mem != NULL ? mem : &none, mem_capacity_B);
     row->skipped = g_strdup(why);
 }
 
@@ -275,7 +276,7 @@ report_baseline(const SimparReport *rep)
 {
     for (guint i = 0; i < rep->rows->len; i++) {
         const SimparReportRow *row = &g_array_index(rep->rows, SimparReportRow, i);
-        if (simpar_generator_is_baseline(row->mode) && row->skipped == NULL)
+        if (row->gen == simpar_generator_baseline() && row->skipped == NULL)
             return row;
     }
     return NULL;
@@ -284,7 +285,7 @@ report_baseline(const SimparReport *rep)
 static void
 report_text_row(GString *out, const SimparReportRow *row, const SimparReportRow *base)
 {
-    g_string_append_printf(out, "%-5s %-9s %5u ", row->mode, row->grid, row->gpus);
+    g_string_append_printf(out, "%-5s %-9s %5u ", row->gen->name, row->grid, row->gpus);
     if (row->skipped != NULL) {
         g_string_append_printf(out, "  not simulated: %s\n", row->skipped);
         return;
@@ -302,7 +303,7 @@ report_text_axes(GString *out, const SimparReportRow *row)
 {
     if (row->skipped != NULL)
         return;
-    g_string_append_printf(out, "  %-5s exposed communication per group axis:", row->mode);
+    g_string_append_printf(out, "  %-5s exposed communication per group axis:", row->gen->name);
     for (guint i = 0; i < row->axes->len; i++) {
         const SimparAxisTime *a = &g_array_index(row->axes, SimparAxisTime, i);
         g_string_append_printf(out, " %s (%s) %.4f s;", a->axis, a->inter ? "inter" : "intra",
@@ -332,7 +333,7 @@ report_text_axes(GString *out, const SimparReportRow *row)
                                "\n  %-5s %s; %s%s\n  %-5s step: compute %.4f s, %s exposed %.4f, "
                                "bubble %.4f, pipeline p2p %.4f, data-parallel exposed %.4f, "
                                "optimizer %.4f; MFU %.1f%%",
-                               row->mode, st->split, st->placement, notes->str, row->mode,
+                               row->gen->name, st->split, st->placement, notes->str, row->gen->name,
                                row->compute_s, layer_axes, st->tp_exposed_s, st->bubble_s,
                                st->pp_p2p_s, st->dp_exposed_s, st->optimizer_s, 100 * st->mfu);
     if (st->fp8_cast_s > 0)
@@ -340,32 +341,33 @@ report_text_axes(GString *out, const SimparReportRow *row)
                                "\n  %-5s FP8 weight casts %.4f s of the step's compute (cached "
                                "for the micro-batches: once per step, under ZeRO-3 at every "
                                "forward)",
-                               row->mode, st->fp8_cast_s);
+                               row->gen->name, st->fp8_cast_s);
     if (st->moe_experts_s > 0)
         g_string_append_printf(out,
                                "\n  %-5s one MoE layer (fwd + bwd) on an expert-parallel GPU: "
                                "dispatch all-to-all %.4f s, combine all-to-all %.4f s, expert "
                                "GEMMs %.4f s",
-                               row->mode, st->moe_dispatch_s, st->moe_combine_s, st->moe_experts_s);
+                               row->gen->name, st->moe_dispatch_s, st->moe_combine_s,
+                               st->moe_experts_s);
     if (st->moe_redistribute_s > 0)
         g_string_append_printf(out,
                                "; on a tensor-parallel GPU: all-to-alls between the grid's "
                                "blocks and the block's tokens %.4f s",
                                st->moe_redistribute_s);
     if (st->compute != NULL)
-        g_string_append_printf(out, "\n  %-5s %s", row->mode, st->compute);
+        g_string_append_printf(out, "\n  %-5s %s", row->gen->name, st->compute);
     if (st->pipeline_step_s > 0)
-        g_string_append_printf(out,
-                               "\n  %-5s the same split as a 1F1B pipeline: step %.4f s (%.2fx)",
-                               row->mode, st->pipeline_step_s, st->pipeline_step_s / row->step_s);
+        g_string_append_printf(
+            out, "\n  %-5s the same split as a 1F1B pipeline: step %.4f s (%.2fx)", row->gen->name,
+            st->pipeline_step_s, st->pipeline_step_s / row->step_s);
     if (st->steps_to_target > 0)
         g_string_append_printf(out, "\n  %-5s to target: %.0f steps, %.2f h, %.1f GPU-hours",
-                               row->mode, st->steps_to_target, st->time_to_target_s / 3600,
+                               row->gen->name, st->steps_to_target, st->time_to_target_s / 3600,
                                st->gpu_hours_to_target);
     g_string_append_printf(out,
                            "\n  %-5s memory per GPU %.2f GiB of %.2f (states %.2f, "
                            "activations %.2f, transient %.2f",
-                           row->mode, row->memory.total_B / GIB, row->mem_capacity_B / GIB,
+                           row->gen->name, row->memory.total_B / GIB, row->mem_capacity_B / GIB,
                            row->memory.states_B / GIB, row->memory.activations_B / GIB,
                            row->memory.transient_B / GIB);
     if (row->memory.head_B > 0)
@@ -377,7 +379,7 @@ report_text_axes(GString *out, const SimparReportRow *row)
         g_string_append_printf(out,
                                "\n  %-5s OVER CAPACITY by %.2f GiB on pipeline stage %u: does not "
                                "fit as simpar models memory; the step is predicted anyway",
-                               row->mode, (row->memory.total_B - row->mem_capacity_B) / GIB,
+                               row->gen->name, (row->memory.total_B - row->mem_capacity_B) / GIB,
                                st->peak_stage);
     g_string_append_c(out, '\n');
 }
@@ -820,7 +822,7 @@ report_json_row(JsonBuilder *b, const SimparReport *rep, const SimparReportRow *
     json_builder_begin_object(b);
     simpar_json_head(b, "simpar-prediction", SIMPAR_REPORT_JSON_VERSION);
     json_builder_set_member_name(b, "mode");
-    json_builder_add_string_value(b, row->mode);
+    json_builder_add_string_value(b, row->gen->name);
     json_builder_set_member_name(b, "grid");
     json_builder_add_string_value(b, row->grid);
     json_builder_set_member_name(b, "gpus");
@@ -863,7 +865,7 @@ report_json_row(JsonBuilder *b, const SimparReport *rep, const SimparReportRow *
         report_json_axes(b, row);
         report_json_step(b, row);
         if (row->config.set)
-            report_json_config(b, &row->config, row->mode);
+            report_json_config(b, &row->config, row->gen->name);
     }
     report_json_memory(b, row);
     json_builder_end_object(b);
@@ -1402,7 +1404,9 @@ report_json_double(JsonObject *o, const char *key)
 static void
 report_json_read_row(SimparReport *rep, JsonObject *o)
 {
-    const char *mode = json_object_get_string_member(o, "mode");
+    /* a worker's row: its mode is a row of the table */
+    const SimparGenerator *gen = simpar_generator_of(json_object_get_string_member(o, "mode"));
+    g_assert(gen != NULL);
     const char *grid = json_object_get_string_member(o, "grid");
     JsonObject *mem = json_object_get_object_member(o, "memory");
     SimparMemory m = {.params = report_json_double(mem, "params_per_gpu"),
@@ -1414,9 +1418,8 @@ report_json_read_row(SimparReport *rep, JsonObject *o)
     for (guint i = 0; i < G_N_ELEMENTS(report_memory_parts); i++)
         G_STRUCT_MEMBER(double, &m, report_memory_parts[i].off) =
             report_json_double(mem, report_memory_parts[i].key) * GIB;
-    SimparReportRow *row =
-        report_row(rep, mode, grid, (guint) json_object_get_int_member(o, "gpus"), &m,
-                   report_json_double(mem, "capacity_gib") * GIB);
+    SimparReportRow *row = report_row(rep, gen, grid, (guint) json_object_get_int_member(o, "gpus"),
+                                      &m, report_json_double(mem, "capacity_gib") * GIB);
     row->step.peak_stage = (guint) report_json_double(mem, "peak_stage");
     if (!json_object_get_boolean_member(o, "simulated")) {
         row->skipped = g_strdup(json_object_get_string_member(o, "reason"));

@@ -78,8 +78,8 @@ void simpar_report_config_init(SimparReportConfig *c, const SimparModel *model,
                                const SimparTrain *train);
 
 typedef struct {
-    const char *mode; /* interned */
-    char *grid;       /* "q=4 d=4" */
+    const SimparGenerator *gen; /* the mode (transfer none) */
+    char *grid;                 /* "q=4 d=4" */
     guint gpus;
     char *skipped; /* why the mode was not simulated (does not fit, GPU count); or NULL */
     double step_s, forward_s, backward_s, compute_s, exposed_s, exposed_intra_s, exposed_inter_s,
@@ -106,7 +106,7 @@ void simpar_report_breakdown(const SimparRun *run, const SimparSpan *spans, Simp
 /* Appends a filled row; the report takes its strings and axes. */
 void simpar_report_append(SimparReport *rep, SimparReportRow *row);
 /* A mode that was not simulated, with the reason. */
-void simpar_report_skip(SimparReport *rep, const char *mode, const char *grid, guint gpus,
+void simpar_report_skip(SimparReport *rep, const SimparGenerator *gen, const char *grid, guint gpus,
                         const SimparMemory *mem, double mem_capacity_B, const char *why);
 guint simpar_report_n_simulated(const SimparReport *rep);
 /* "1d: why; 2d: why" for the modes that were not simulated. */

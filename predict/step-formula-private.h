@@ -101,7 +101,7 @@ typedef struct {
     gint64 paper, act, layer_params, ends, proto, max_chunks, mode, m;
     double dsize, chunk_bytes, block_s[FORMULA_N_KEYS], block_c[FORMULA_N_KEYS], adam[5];
     double pg8; /* --fp8-param-gather: the layers' parameters' wire bytes over bf16's */
-    const void *net, *algo, *tp_mode;
+    const void *net, *algo, *tp_mode; /* tp_mode: the row of the generator table */
 } FormulaConfig;
 
 /* formula_run's arrays, kept by the cache between evaluations (simpar_predict_cache_scratch). */

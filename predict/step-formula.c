@@ -400,7 +400,7 @@ formula_config(Formula *f, const SimparBlockTimes *bt, const SimparModel *model,
     c->micro_batch = model->micro_batch, c->layers = model->layers, c->ffn = model->ffn;
     c->kv_heads = simpar_model_kv_heads(model), c->mlp = model->mlp, c->norm = model->norm;
     c->no_bias = model->no_bias, c->fp8 = model->fp8;
-    c->vocab = model->vocab, c->tp_mode = g_intern_string(tr->tp.mode), c->q = tr->tp.q;
+    c->vocab = model->vocab, c->tp_mode = tr->tp.gen, c->q = tr->tp.q;
     c->recompute = tr->tp.recompute, c->sp = tr->tp.sequence_parallel, c->depth = tr->tp.depth;
     c->paper = tr->tp.paper_3d;
     c->ends = (model->vocab + f->T - 1) / f->T * model->hidden; /* vocabulary-parallel ends */

@@ -187,8 +187,8 @@ simgrid_coll_exact(SimgridStream *st, const SimparExpansion *e, guint group, gui
 static gboolean
 simgrid_coll_shares(const SimparReplayColl *rc)
 {
-    return g_str_equal(rc->algo->name, "hierarchical") || g_str_equal(rc->algo->name, "pairwise") ||
-           (g_str_equal(rc->algo->name, "ring") &&
+    return rc->algo->shares == SIMPAR_SHARES_ALWAYS ||
+           (rc->algo->shares == SIMPAR_SHARES_CHANNELS &&
             simpar_coll_ring_channels(&rc->group, rc->bytes) > 1);
 }
 
@@ -573,7 +573,7 @@ simgrid_lone_ring(const SimparReplay *r, SimparSpan *spans)
         r->colls->len != 1 || r->n_ops != r->n_ranks)
         return FALSE;
     const SimparReplayColl *rc = &g_array_index(r->colls, SimparReplayColl, 0);
-    if (rc->group.n != r->n_ranks || rc->group.n < 2 || !g_str_equal(rc->algo->name, "ring") ||
+    if (rc->group.n != r->n_ranks || rc->group.n < 2 || rc->algo != simpar_coll_ring() ||
         rc->algo->eval_idle == NULL)
         return FALSE;
     for (guint i = 0; i < r->n_ops; i++)

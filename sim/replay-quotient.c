@@ -480,7 +480,7 @@ quotient_coll(Quotient *q, guint rank, guint a, guint b)
     if (ca->group.n < 2 || idle[r->coll_of_op[b]] || quotient_xfers(q, rank, a, b))
         return TRUE;
     if (!quotient_merged_experts(q, a) &&
-        (g_str_equal(cb->algo->name, "ring") || (!r->run->ends && !quotient_latency_bound(r, cb))))
+        (cb->algo == simpar_coll_ring() || (!r->run->ends && !quotient_latency_bound(r, cb))))
         return FALSE;
     idle[r->coll_of_op[b]] = TRUE;
     return TRUE;
@@ -657,7 +657,7 @@ replay_member_sends(SimparReplay *r, guint coll, guint m)
 {
     const SimparReplayColl *c = &g_array_index(r->colls, SimparReplayColl, coll);
     double n = c->group.n;
-    if (r->run->mode == SIMPAR_COLL_MODE_EXACT && g_str_equal(c->algo->name, "ring"))
+    if (r->run->mode == SIMPAR_COLL_MODE_EXACT && c->algo == simpar_coll_ring())
         return (c->kind == SIMPAR_COLL_ALL_REDUCE ? 2 : 1) * (n - 1) * /* without its 4n(n-1) */
                simpar_coll_ring_channels(&c->group, c->bytes);
     double sends = 0;

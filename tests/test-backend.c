@@ -343,7 +343,7 @@ test_layer_plan(const SimparPlatform *p, const TestPlan *tp, GString *out)
     model.hidden = 256, model.heads = 8, model.ffn = 1024, model.seq = 64, model.micro_batch = 8;
     SimparPlan plan;
     simpar_plan_init(&plan);
-    plan.mode = g_intern_string(tp->mode), plan.tp = tp->tp, plan.depth = tp->depth;
+    plan.gen = simpar_generator_of(tp->mode), plan.tp = tp->tp, plan.depth = tp->depth;
     plan.paper_3d = tp->paper, plan.cp = ABS(tp->cp), plan.cp_ring = tp->cp < 0;
     g_autoptr(SimparSchedule) s = simpar_generate_layer(&model, &plan, NULL);
     g_assert(s != NULL);

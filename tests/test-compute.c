@@ -89,7 +89,7 @@ tiny_layer(const char *mode, gint64 tp, gboolean sp)
     SimparPlan plan;
     g_assert(simpar_model_preset("tiny", &m, NULL));
     simpar_plan_init(&plan);
-    plan.mode = mode, plan.tp = tp, plan.sequence_parallel = sp;
+    plan.gen = simpar_generator_of(mode), plan.tp = tp, plan.sequence_parallel = sp;
     plan.p_hidden = plan.p_attn = SIMPAR_PLAN_DROPOUT_P; /* the tiny model trains with dropout */
     g_autoptr(GError) error = NULL;
     SimparSchedule *sched = simpar_generate_layer(&m, &plan, &error);
@@ -245,7 +245,7 @@ test_dropout_off(void)
     SimparPlan plan;
     g_assert(simpar_model_preset("tiny", &m, NULL));
     simpar_plan_init(&plan);
-    plan.mode = "1d", plan.tp = 2;
+    plan.gen = simpar_generator_of("1d"), plan.tp = 2;
     g_autoptr(SimparSchedule) sched = simpar_generate_layer(&m, &plan, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
     SimparGpu gpu;
@@ -395,7 +395,8 @@ test_every_mode(void)
     for (guint p = 0; p < G_N_ELEMENTS(plans); p++) {
         SimparPlan plan;
         simpar_plan_init(&plan);
-        plan.mode = plans[p].mode, plan.tp = plans[p].tp, plan.depth = plans[p].depth;
+        plan.gen = simpar_generator_of(plans[p].mode), plan.tp = plans[p].tp,
+        plan.depth = plans[p].depth;
         plan.sequence_parallel = plans[p].sp, plan.paper_3d = plans[p].paper;
         g_autoptr(SimparSchedule) sched = simpar_generate_layer(&mem_model_fp32, &plan, NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
@@ -744,7 +745,8 @@ mem_estimate(const SimparModel *m, const char *mode, gint64 tp, gint64 depth, gb
 {
     SimparPlan plan;
     simpar_plan_init(&plan);
-    plan.mode = mode, plan.tp = tp, plan.depth = depth, plan.sequence_parallel = sp;
+    plan.gen = simpar_generator_of(mode), plan.tp = tp, plan.depth = depth,
+    plan.sequence_parallel = sp;
     g_autoptr(SimparSchedule) layer = simpar_generate_layer(m, &plan, NULL);
     if (layer == NULL)
         return FALSE;
@@ -1207,7 +1209,7 @@ test_fp8_weight_casts(void)
     for (SimparRecompute r = SIMPAR_RECOMPUTE_NONE; r <= SIMPAR_RECOMPUTE_FULL; r++) {
         SimparPlan plan;
         simpar_plan_init(&plan);
-        plan.mode = "1d", plan.tp = 2, plan.recompute = r;
+        plan.gen = simpar_generator_of("1d"), plan.tp = 2, plan.recompute = r;
         g_autoptr(SimparSchedule) sched = simpar_generate_layer(&m, &plan, NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
         CU_ASSERT(
@@ -1224,7 +1226,7 @@ test_fp8_layer_times(void)
     m.dtype = SIMPAR_DTYPE_BF16, m.fp8 = SIMPAR_FP8_CURRENT;
     SimparPlan plan;
     simpar_plan_init(&plan);
-    plan.mode = "1d", plan.tp = 2;
+    plan.gen = simpar_generator_of("1d"), plan.tp = 2;
     g_autoptr(SimparSchedule) sched = simpar_generate_layer(&m, &plan, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
     SimparGpu gpu;

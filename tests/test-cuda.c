@@ -212,7 +212,7 @@ cuda_test_layer(const CudaLayerCase *lc, SimparDtype dtype, RefShape *shape)
                      {0}};
     SimparPlan plan;
     simpar_plan_init(&plan);
-    plan.mode = lc->mode, plan.tp = lc->tp, plan.depth = lc->depth;
+    plan.gen = simpar_generator_of(lc->mode), plan.tp = lc->tp, plan.depth = lc->depth;
     plan.sequence_parallel = lc->sp, plan.recompute = lc->recompute;
     plan.causal = TRUE, plan.p_hidden = plan.p_attn = 0.1, plan.seed = cuda_test_seed;
     *shape = (RefShape){.b = (guint) lc->b,
@@ -345,7 +345,7 @@ cuda_test_step(const CudaStepCase *c, SimparDtype dtype, RefStepConfig *cfg)
                          {0}};
     SimparTrain tr;
     simpar_train_init(&tr);
-    tr.tp.mode = g_intern_static_string("1d");
+    tr.tp.gen = simpar_generator_of("1d");
     tr.tp.tp = c->tp, tr.tp.sequence_parallel = c->sp, tr.tp.recompute = SIMPAR_RECOMPUTE_FULL;
     tr.tp.p_hidden = tr.tp.p_attn = 0.1, tr.tp.seed = cuda_test_seed * 31 + 7;
     tr.pp = c->pp, tr.dp = 1, tr.virtual_stages = 1, tr.schedule = SIMPAR_PIPE_1F1B;

@@ -125,7 +125,7 @@ grid_setup(const GridCase *c, SimparModel *model, SimparTrain *tr)
         model->heads = 8, model->kv_heads = 4, model->mlp = SIMPAR_MLP_SWIGLU,
         model->norm = SIMPAR_NORM_RMSNORM, model->no_bias = TRUE;
     simpar_train_init(tr);
-    tr->tp.mode = c->mode, tr->tp.tp = c->tp, tr->tp.depth = c->depth;
+    tr->tp.gen = simpar_generator_of(c->mode), tr->tp.tp = c->tp, tr->tp.depth = c->depth;
     tr->tp.sequence_parallel = c->sp;
     if (c->big)
         tr->tp.recompute = SIMPAR_RECOMPUTE_SELECTIVE, model->micro_batch = 1;

@@ -224,7 +224,7 @@ layers_run_model(const LayerCase *lc, gboolean causal, double p, SimparRecompute
     SimparPlan plan;
     simpar_plan_init(&plan);
     plan.ep = moe ? 2 : 0;
-    plan.mode = lc->mode, plan.tp = lc->tp, plan.depth = lc->depth;
+    plan.gen = simpar_generator_of(lc->mode), plan.tp = lc->tp, plan.depth = lc->depth;
     plan.sequence_parallel = lc->sp, plan.paper_3d = lc->paper;
     plan.causal = causal, plan.p_hidden = p, plan.p_attn = p, plan.seed = layers_seed;
     plan.recompute = recompute, plan.cp = cp, plan.cp_ring = lc->ring;
@@ -402,7 +402,42 @@ LAYER_TEST(test_ring4_1d_p2_sp_llama, "1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 4, TRU
 LAYER_TEST(test_ring3_2d_q2, "2d", 4, 0, FALSE, TRUE, 4, 0, FALSE, 3, TRUE, FALSE)
 LAYER_TEST(test_ring2_3d_q2_llama, "3d", 8, 0, FALSE, FALSE, 4, 2, TRUE, 2, TRUE, FALSE)
 
+/* The table's lists, as the help texts and refusals print them; a plan starts at the baseline. */
+static void
+test_generator_lists(void)
+{
+    const struct {
+        SimparGenFact fact;
+        SimparGenWords words;
+        const char *conjunction, *want;
+    } cases[] = {
+        {SIMPAR_GEN_ANY, SIMPAR_GEN_SIZED, NULL, "P (1d), q*q (2d), q*q*d (2.5d), q*q*q (3d)"},
+        {SIMPAR_GEN_ANY, SIMPAR_GEN_SIZE, "or", "P, q*q, q*q*d or q*q*q"},
+        {SIMPAR_GEN_GRID, SIMPAR_GEN_POWERS, "and", "2d (T = q^2), 2.5d (q^2 d) and 3d (q^3)"},
+        {SIMPAR_GEN_GRID, SIMPAR_GEN_LABEL, "and", "2-D, 2.5-D and 3-D"},
+        {SIMPAR_GEN_GRID, SIMPAR_GEN_BATCH, NULL, "q for 2-D, q d for 2.5-D, q^2 for 3-D"},
+        {SIMPAR_GEN_GRID, SIMPAR_GEN_NAME, "or", "2d, 2.5d or 3d"},
+        {SIMPAR_GEN_LINE, SIMPAR_GEN_LABEL, "or", "1-D"},
+        {SIMPAR_GEN_SP, SIMPAR_GEN_NAME, "or", "1d"},
+        {SIMPAR_GEN_LAYERS, SIMPAR_GEN_NAME, "or", "2.5d"},
+        {SIMPAR_GEN_VARIANTS, SIMPAR_GEN_NAME, "or", "3d"},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *got =
+            simpar_generator_list(cases[i].fact, cases[i].words, cases[i].conjunction);
+        CU_ASSERT_STRING_EQUAL(got, cases[i].want);
+    }
+    SimparPlan plan;
+    simpar_plan_init(&plan);
+    CU_ASSERT_PTR_EQUAL(plan.gen, simpar_generator_baseline());
+    CU_ASSERT_PTR_EQUAL(simpar_generator_of("1d"), simpar_generator_baseline());
+    CU_ASSERT_PTR_NULL(simpar_generator_of("all"));
+}
+
 static CU_TestInfo layers_tests[] = {
+    {"the generator table's lists of modes are the help texts' and refusals' words",
+     test_generator_lists},
     {"an MoE model's layer (its attention part) equals the serial layer without its MLP, 1-D "
      "(with SP, CP), 2-D, 2.5-D and 3-D (their all-to-alls to the MoE block and back), every "
      "recomputation",

@@ -302,9 +302,10 @@ test_activations_moe_grid(void)
     for (guint i = 0; i < G_N_ELEMENTS(modes); i++) {
         SimparPlan sp, grid;
         simpar_plan_init(&sp);
-        sp.mode = "1d", sp.tp = tp[i], sp.sequence_parallel = TRUE, sp.ep = 2;
+        sp.gen = simpar_generator_of("1d"), sp.tp = tp[i], sp.sequence_parallel = TRUE, sp.ep = 2;
         grid = sp;
-        grid.mode = modes[i], grid.sequence_parallel = FALSE, grid.q = 2, grid.depth = depth[i];
+        grid.gen = simpar_generator_of(modes[i]), grid.sequence_parallel = FALSE, grid.q = 2,
+        grid.depth = depth[i];
         double a = simpar_memory_layer_activations(&m, &sp, SIMPAR_ATTENTION_UNFUSED);
         double b = simpar_memory_layer_activations(&m, &grid, SIMPAR_ATTENTION_UNFUSED);
         CU_ASSERT(near(b - a, 32.0 * 8 / (double) tp[i] * 64 * 4));
@@ -325,7 +326,7 @@ test_activations_fp8_attention(void)
     m.dtype = SIMPAR_DTYPE_BF16, m.fp8 = SIMPAR_FP8_DELAYED;
     SimparPlan plan;
     simpar_plan_init(&plan);
-    plan.mode = "1d", plan.tp = 2, plan.sequence_parallel = TRUE, plan.q = 2;
+    plan.gen = simpar_generator_of("1d"), plan.tp = 2, plan.sequence_parallel = TRUE, plan.q = 2;
     double bf = simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_FLASH);
     double un = simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_UNFUSED);
     plan.fp8_attention = TRUE;

@@ -416,7 +416,8 @@ grid_check(const GridCase *gc)
     CU_ASSERT_FATAL(simpar_model_validate(&m, NULL));
     SimparPlan plan;
     simpar_plan_init(&plan);
-    plan.mode = gc->mode, plan.tp = gc->tp, plan.depth = gc->depth, plan.ep = gc->tp;
+    plan.gen = simpar_generator_of(gc->mode), plan.tp = gc->tp, plan.depth = gc->depth,
+    plan.ep = gc->tp;
     plan.causal = TRUE, plan.p_hidden = 0, plan.p_attn = 0;
     g_autoptr(GError) error = NULL;
     g_autoptr(SimparSchedule) layer = simpar_generate_layer(&m, &plan, &error);

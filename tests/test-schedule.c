@@ -1026,7 +1026,7 @@ recompute_schedule(const RecomputeCase *rc, SimparRecompute recompute)
                      .dtype = SIMPAR_DTYPE_FP32};
     SimparPlan plan;
     simpar_plan_init(&plan);
-    plan.mode = rc->mode, plan.tp = rc->tp, plan.depth = rc->depth;
+    plan.gen = simpar_generator_of(rc->mode), plan.tp = rc->tp, plan.depth = rc->depth;
     plan.sequence_parallel = rc->sp, plan.paper_3d = rc->paper, plan.recompute = recompute;
     g_autoptr(GError) error = NULL;
     SimparSchedule *s = simpar_generate_layer(&m, &plan, &error);

@@ -62,7 +62,8 @@ summary_check(const char *mode, gint64 tp, gint64 depth, gboolean sp, gboolean p
                      {0}};
     SimparPlan plan;
     simpar_plan_init(&plan);
-    plan.mode = mode, plan.tp = tp, plan.depth = depth, plan.sequence_parallel = sp;
+    plan.gen = simpar_generator_of(mode), plan.tp = tp, plan.depth = depth,
+    plan.sequence_parallel = sp;
     plan.paper_3d = paper, plan.cp = summary_cp, plan.cp_ring = summary_ring;
     g_autoptr(GError) error = NULL;
     g_autoptr(SimparSchedule) sched = simpar_generate_layer(&m, &plan, &error);
@@ -203,7 +204,7 @@ test_paper_table(void)
     SimparPlan p2, p3;
     simpar_plan_init(&p2);
     simpar_plan_init(&p3);
-    p2.mode = "2d", p2.tp = 16, p3.mode = "3d", p3.tp = 64;
+    p2.gen = simpar_generator_of("2d"), p2.tp = 16, p3.gen = simpar_generator_of("3d"), p3.tp = 64;
     g_autoptr(SimparSchedule) s2 = simpar_generate_layer(&m, &p2, NULL);
     g_autoptr(SimparSchedule) s3 = simpar_generate_layer(&m, &p3, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s2);

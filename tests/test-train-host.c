@@ -182,7 +182,7 @@ train_host_setup(const TrainCase *c, SimparModel *model, SimparTrain *tr)
     if (c->llama == TH_MLA)
         model->mla = th_mla;
     simpar_train_init(tr);
-    tr->tp.mode = g_intern_string(c->mode);
+    tr->tp.gen = simpar_generator_of(c->mode);
     tr->tp.tp = c->tp, tr->tp.depth = c->depth;
     tr->tp.sequence_parallel = c->sp, tr->tp.recompute = c->recompute;
     tr->tp.causal = c->causal, tr->tp.p_hidden = c->p, tr->tp.p_attn = c->p;
@@ -365,8 +365,8 @@ test_refusals(void)
         else if (g_str_equal(cases[i].what, "size"))
             tr.global_batch = 4000 * model.micro_batch * tr.dp;
         else if (g_str_equal(cases[i].what, "2d"))
-            tr.tp.mode = g_intern_static_string("2d"), tr.tp.tp = 4, tr.pp = 1,
-            model.micro_batch = 2, tr.global_batch = 8;
+            tr.tp.gen = simpar_generator_of("2d"), tr.tp.tp = 4, tr.pp = 1, model.micro_batch = 2,
+            tr.global_batch = 8;
         else
             model.vocab = 15;
         g_autoptr(GError) error = NULL;

@@ -394,25 +394,8 @@ simpar_plot_parse_json(const char *text, gssize len, const char *path, GError **
 {
     g_autoptr(JsonParser) parser = json_parser_new();
     g_autoptr(GError) local = NULL;
-    guint trailing;
-    gsize parse_len;
-    if (!simpar_json_guard(text, len < 0 ? strlen(text) : (gsize) len, path, &trailing, &parse_len,
-                           &local)) {
+    if (!simpar_json_parse(parser, text, len < 0 ? strlen(text) : (gsize) len, path, &local)) {
         g_set_error_literal(error, SIMPAR_PLOT_ERROR, SIMPAR_PLOT_ERROR_INPUT, local->message);
-        return NULL;
-    }
-    gboolean parsed = json_parser_load_from_data(parser, text, (gssize) parse_len, &local);
-    if (parsed && !simpar_json_trailing(path, trailing, &local)) {
-        g_set_error_literal(error, SIMPAR_PLOT_ERROR, SIMPAR_PLOT_ERROR_INPUT, local->message);
-        return NULL;
-    }
-    if (!parsed) {
-        const char *msg = local->message; /* "<data>:2:0: Parse error: ..." */
-        if (g_str_has_prefix(msg, "<data>:"))
-            msg += strlen("<data>:");
-        else if (g_str_has_prefix(msg, "<data>"))
-            msg += strlen("<data>");
-        g_set_error(error, SIMPAR_PLOT_ERROR, SIMPAR_PLOT_ERROR_INPUT, "%s:%s", path, msg);
         return NULL;
     }
     JsonNode *root = json_parser_get_root(parser);

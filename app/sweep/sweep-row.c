@@ -162,7 +162,7 @@ row_nodes(const SimparSweep *sw, guint gpus)
 static char *
 row_grid(const SimparSweepConfig *c, gboolean sp)
 {
-    if (simpar_generator_of(c->mode)->grid == SIMPAR_GRID_LINE)
+    if (c->gen->grid == SIMPAR_GRID_LINE)
         return g_strdup_printf("T=%" G_GINT64_FORMAT "%s", c->tp, sp ? "+SP" : "");
     if (c->depth > 0)
         return g_strdup_printf("q=%" G_GINT64_FORMAT " d=%" G_GINT64_FORMAT, c->q, c->depth);
@@ -202,7 +202,7 @@ row_config(const SimparSweep *sw, const SimparSweepConfig *c, const SimparBacken
                                : g_path_get_basename(sw->args.topology));
     row_int(r, SIMPAR_SWEEP_COL_NODES, row_nodes(sw, c->gpus));
     row_int(r, SIMPAR_SWEEP_COL_GPUS, c->gpus);
-    row_set(r, SIMPAR_SWEEP_COL_MODE, g_strdup(c->mode));
+    row_set(r, SIMPAR_SWEEP_COL_MODE, g_strdup(c->gen->name));
     row_set(r, SIMPAR_SWEEP_COL_GRID, row_grid(c, j->sp));
     row_int(r, SIMPAR_SWEEP_COL_TP, c->tp);
     row_int(r, SIMPAR_SWEEP_COL_CP, c->cp);
@@ -238,7 +238,7 @@ row_job_args(const SimparSweep *sw, const SimparSweepConfig *c, SimparJobArgs *a
     if (c->cp_mode != NULL)
         a->cp_mode = (char *) c->cp_mode;
     a->seq = c->seq, a->micro_batch = c->micro_batch, a->global_batch = c->global_batch;
-    a->tp_mode = (char *) c->mode, a->tp = c->tp;
+    a->tp_mode = (char *) c->gen->name, a->tp = c->tp;
     a->depth = c->depth > 0 ? c->depth : SIMPAR_JOB_UNSET;
     a->pp = c->pp, a->dp = c->dp;
     a->schedule = (char *) c->schedule, a->recompute = (char *) c->recompute;
@@ -254,11 +254,11 @@ row_job_args(const SimparSweep *sw, const SimparSweepConfig *c, SimparJobArgs *a
 static gboolean
 row_check_split(const SimparSweepConfig *c, GError **why)
 {
-    if (simpar_generator_of(c->mode)->grid == SIMPAR_GRID_LAYERS && c->depth == 0) {
+    if (c->gen->grid == SIMPAR_GRID_LAYERS && c->depth == 0) {
         g_set_error(why, SIMPAR_SWEEP_ERROR, SIMPAR_SWEEP_ERROR_SPLIT,
-                    "2.5d q=%" G_GINT64_FORMAT ": no depth d >= 2 makes q*q*d divide the %u GPUs "
+                    "%s q=%" G_GINT64_FORMAT ": no depth d >= 2 makes q*q*d divide the %u GPUs "
                     "(give --depth)",
-                    c->q, c->gpus);
+                    c->gen->name, c->q, c->gpus);
         return FALSE;
     }
     if (c->pp > 0 && c->dp > 0)
@@ -272,7 +272,7 @@ row_check_split(const SimparSweepConfig *c, GError **why)
     g_set_error(why, SIMPAR_SWEEP_ERROR, SIMPAR_SWEEP_ERROR_SPLIT,
                 "%s T=%" G_GINT64_FORMAT "%s%s%s does not divide the %u GPUs: T x%s P x D must "
                 "equal them",
-                c->mode, c->tp, cp, p, d, c->gpus, c->cp > 1 ? " C x" : "");
+                c->gen->name, c->tp, cp, p, d, c->gpus, c->cp > 1 ? " C x" : "");
     return FALSE;
 }
 
@@ -350,7 +350,7 @@ row_prepare(const SimparSweep *sw, const SimparSweepConfig *c, const SimparGpu *
         return FALSE;
     }
     return row_check_split(c, why) && simpar_job_train(&a, train, why) &&
-           simpar_job_plan(&a, model, c->mode, &train->tp, why);
+           simpar_job_plan(&a, model, c->gen, &train->tp, why);
 }
 
 void

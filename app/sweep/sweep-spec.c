@@ -146,52 +146,36 @@ sweep_load_models(SimparSweep *sw, GError **error)
 
 /* ----------------------------------------------------------------------------- the options */
 
+/* `flag` (its list given) needs a mode with `fact` in the sweep: `what` it is, `tail` more. */
 static gboolean
-sweep_has_shape(const SimparSweep *sw, gboolean (*want)(SimparGridShape))
+sweep_axis_applies(const SimparSweep *sw, SimparSweepAxis axis, const char *flag,
+                   SimparGenFact fact, const char *what, const char *tail, GError **error)
 {
-    for (guint i = 0; i < sw->names[SIMPAR_SWEEP_MODES]->len; i++) {
-        const SimparGenerator *gen = simpar_generator_of(sw->names[SIMPAR_SWEEP_MODES]->pdata[i]);
-        if (gen != NULL && want(gen->grid))
+    const char *value = sw->args.numbers[axis];
+    const GPtrArray *modes = sw->names[SIMPAR_SWEEP_MODES];
+    for (guint i = 0; value != NULL && i < modes->len; i++)
+        if (simpar_generator_has(simpar_generator_of(modes->pdata[i]), fact))
             return TRUE;
-    }
-    return FALSE;
-}
-
-static gboolean
-sweep_grid_line(SimparGridShape g)
-{
-    return g == SIMPAR_GRID_LINE;
-}
-
-static gboolean
-sweep_grid_sided(SimparGridShape g)
-{
-    return g != SIMPAR_GRID_LINE;
-}
-
-static gboolean
-sweep_grid_layers(SimparGridShape g)
-{
-    return g == SIMPAR_GRID_LAYERS;
+    if (value == NULL)
+        return TRUE;
+    g_autofree char *names = simpar_generator_list(fact, SIMPAR_GEN_NAME, "or");
+    return simpar_cli_usage(error, "%s %s: %s needs %s in --tp-mode%s", flag, value, what, names,
+                            tail);
 }
 
 /* --tp is 1-D's, --q the grids', --depth 2.5-D's: each needs its mode in the sweep. */
 static gboolean
 sweep_check_axes(const SimparSweep *sw, GError **error)
 {
-    gboolean grid = sweep_has_shape(sw, sweep_grid_sided);
-    if (sw->args.numbers[SIMPAR_SWEEP_TP] != NULL && !sweep_has_shape(sw, sweep_grid_line))
-        return simpar_cli_usage(error,
-                                "--tp %s: the 1-D tensor-parallel size needs 1d in --tp-mode "
-                                "(2d, 2.5d and 3d take --q and --depth)",
-                                sw->args.numbers[SIMPAR_SWEEP_TP]);
-    if (sw->args.numbers[SIMPAR_SWEEP_Q] != NULL && !grid)
-        return simpar_cli_usage(error, "--q %s: the grid side needs 2d, 2.5d or 3d in --tp-mode",
-                                sw->args.numbers[SIMPAR_SWEEP_Q]);
-    if (sw->args.numbers[SIMPAR_SWEEP_DEPTH] != NULL && !sweep_has_shape(sw, sweep_grid_layers))
-        return simpar_cli_usage(error, "--depth %s: the depth needs 2.5d in --tp-mode",
-                                sw->args.numbers[SIMPAR_SWEEP_DEPTH]);
-    return TRUE;
+    g_autofree char *line = simpar_generator_list(SIMPAR_GEN_LINE, SIMPAR_GEN_LABEL, "or");
+    g_autofree char *grids = simpar_generator_list(SIMPAR_GEN_GRID, SIMPAR_GEN_NAME, "and");
+    g_autofree char *tp = g_strdup_printf("the %s tensor-parallel size", line);
+    g_autofree char *tail = g_strdup_printf(" (%s take --q and --depth)", grids);
+    return sweep_axis_applies(sw, SIMPAR_SWEEP_TP, "--tp", SIMPAR_GEN_LINE, tp, tail, error) &&
+           sweep_axis_applies(sw, SIMPAR_SWEEP_Q, "--q", SIMPAR_GEN_GRID, "the grid side", "",
+                              error) &&
+           sweep_axis_applies(sw, SIMPAR_SWEEP_DEPTH, "--depth", SIMPAR_GEN_LAYERS, "the depth", "",
+                              error);
 }
 
 /* The single-valued job options, checked once (a wrong one would refuse every row). */
@@ -410,14 +394,12 @@ sweep_grids_2p5d(const SimparSweep *sw, gint64 q, gint64 G, gboolean q_given, GA
         sweep_add_grid(out, q * q, q, 0);
 }
 
-/* The tensor-parallel sizes of `mode` on G GPUs: the values given, or by default every size
- * the mode allows that divides G (1-D: powers of two; grids: q >= 2). */
+/* The tensor-parallel sizes of mode `gen` on G GPUs: the values given, or by default every
+ * size the mode allows that divides G (1-D: powers of two; grids: q >= 2). */
 static void
-sweep_grids(const SimparSweep *sw, const char *mode, gint64 G, GArray *out)
+sweep_grids(const SimparSweep *sw, const SimparGenerator *gen, gint64 G, GArray *out)
 {
     const GArray *tp = sw->numbers[SIMPAR_SWEEP_TP], *qs = sw->numbers[SIMPAR_SWEEP_Q];
-    const SimparGenerator *gen = simpar_generator_of(mode);
-    g_return_if_fail(gen != NULL);
     if (gen->grid == SIMPAR_GRID_LINE) {
         for (guint i = 0; i < tp->len; i++)
             sweep_add_grid(out, g_array_index(tp, gint64, i), 0, 0);
@@ -510,12 +492,12 @@ sweep_enum_mode(SweepEnum *e, SimparSweepConfig *c, GError **error)
     /* T x P x D over the GPUs each context-parallel rank's share of them; C not dividing the
      * GPUs leaves no split (its rows say so) */
     gint64 G = c->gpus % c->cp == 0 ? c->gpus / c->cp : 0;
-    sweep_grids(e->sw, c->mode, MAX(G, 1), grids);
+    sweep_grids(e->sw, c->gen, MAX(G, 1), grids);
     /* without --micro-batch each grid gets the model's micro-batch rounded up to what the grid
      * splits (whole sequences per GPU), so that every mode competes */
     gint64 base_b = c->micro_batch;
     gboolean own_b = e->sw->numbers[SIMPAR_SWEEP_MICRO_BATCH]->len == 0;
-    const SimparGenerator *gen = simpar_generator_of(c->mode);
+    const SimparGenerator *gen = c->gen;
     for (guint i = 0; i < grids->len; i++) {
         const SweepGrid *g = &g_array_index(grids, SweepGrid, i);
         c->tp = g->tp, c->q = g->q, c->depth = g->depth;
@@ -524,7 +506,7 @@ sweep_enum_mode(SweepEnum *e, SimparSweepConfig *c, GError **error)
             c->micro_batch = base_b % div == 0 ? base_b : div * base_b / sweep_gcd(base_b, div);
         }
         g_autoptr(GArray) splits = g_array_new(FALSE, TRUE, sizeof(gint64));
-        if ((g->depth == 0 && simpar_generator_of(c->mode)->grid == SIMPAR_GRID_LAYERS) || G == 0)
+        if ((g->depth == 0 && gen->grid == SIMPAR_GRID_LAYERS) || G == 0)
             /* no depth, or no split: one row says so */
             g_array_set_size(splits, 2);
         else
@@ -579,7 +561,7 @@ sweep_has_grid(const SimparSweep *sw, gint64 G)
 {
     g_autoptr(GArray) grids = g_array_new(FALSE, FALSE, sizeof(SweepGrid));
     for (guint mode = 0; mode < sw->names[SIMPAR_SWEEP_MODES]->len && grids->len == 0; mode++)
-        sweep_grids(sw, sw->names[SIMPAR_SWEEP_MODES]->pdata[mode], G, grids);
+        sweep_grids(sw, simpar_generator_of(sw->names[SIMPAR_SWEEP_MODES]->pdata[mode]), G, grids);
     return grids->len > 0;
 }
 
@@ -608,7 +590,8 @@ sweep_enum_shapes(SweepEnum *e, guint slot, guint m, GError **error)
         c.gpus = (guint) g_array_index(sw->numbers[SIMPAR_SWEEP_GPUS], gint64, slot);
         sweep_shapes(sw, &g_array_index(sw->models, SimparModel, m), k, &c);
         for (guint mode = 0; mode < sw->names[SIMPAR_SWEEP_MODES]->len; mode++) {
-            c.mode = g_intern_string(sw->names[SIMPAR_SWEEP_MODES]->pdata[mode]);
+            c.gen = simpar_generator_of(sw->names[SIMPAR_SWEEP_MODES]->pdata[mode]);
+            g_assert(c.gen != NULL); /* the names were checked (sweep_check_name) */
             if (!sweep_enum_mode(e, &c, error))
                 return FALSE;
         }

@@ -123,11 +123,11 @@ typedef struct {
     guint gpus, gpus_slot; /* the GPU count and its position in the --gpus list */
     guint model;           /* position in the --model list */
     gint64 hidden, heads, kv_heads, ffn, layers, seq, micro_batch;
-    gint64 global_batch; /* SIMPAR_JOB_UNSET: micro-batch x D */
-    gint64 shard_group;  /* SIMPAR_JOB_UNSET: D */
-    gint64 cp;           /* context parallelism C (1: none); T x C x P x D = GPUs */
-    gint64 ep;           /* expert parallelism EP; SIMPAR_JOB_UNSET: none given */
-    const char *mode;
+    gint64 global_batch;        /* SIMPAR_JOB_UNSET: micro-batch x D */
+    gint64 shard_group;         /* SIMPAR_JOB_UNSET: D */
+    gint64 cp;                  /* context parallelism C (1: none); T x C x P x D = GPUs */
+    gint64 ep;                  /* expert parallelism EP; SIMPAR_JOB_UNSET: none given */
+    const SimparGenerator *gen; /* the mode (transfer none) */
     gint64 tp, q, depth; /* q, depth 0 where the mode has none; depth 0 in 2.5-D: none fits */
     gint64 pp, dp;       /* 0: no integer value makes T x P x D the GPU count */
     const char *schedule, *recompute; /* NULL: the default */

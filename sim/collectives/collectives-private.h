@@ -91,26 +91,33 @@ typedef enum {
  * knows it by, the kinds it implements, the row of NCCL's latency tables it takes, how many
  * transfers its expansion may hold, whether its file also gives the shortcuts
  * simpar_coll_<file>_eval_idle and _fuse (1; SimparCollAlgo.eval_idle and .fuse: without them
- * the expansion is built and evaluated), and what `simpar collective --list` says of it.
+ * the expansion is built and evaluated), whether its closed form prices the links its own
+ * transfers share (SimparCollShares: the SimGrid backend then counts that sharing in its fused
+ * transfers' idle time), and what `simpar collective --list` says of it.
  * collectives.c builds its table from these rows (the protocol's wire bytes wrap every entry);
  * a new algorithm is a file (and its line in meson.build) and a row. NVLS and NVLS-tree run the
  * ring on a group that cannot use them (collectives.c, coll_runs_as). */
 #define SIMPAR_COLL_ALGOS(X)                                                                       \
     X(RING, "ring", ring, SIMPAR_COLL_AR | SIMPAR_COLL_AG | SIMPAR_COLL_RS, SIMPAR_LAT_RING,       \
-      SIMPAR_BOUND_ROUNDS, 1, "ring over the group order: 2(n-1) steps of S/n for all-reduce")     \
+      SIMPAR_BOUND_ROUNDS, 1, SIMPAR_SHARES_CHANNELS,                                              \
+      "ring over the group order: 2(n-1) steps of S/n for all-reduce")                             \
     X(TREE, "tree", tree, SIMPAR_COLL_AR, SIMPAR_LAT_TREE, SIMPAR_BOUND_CHUNKS, 0,                 \
+      SIMPAR_SHARES_NONE,                                                                          \
       "NCCL double binary tree between nodes, chains inside them; reduce up, broadcast down, "     \
       "pipelined")                                                                                 \
     X(CHAIN, "chain", chain, SIMPAR_COLL_BR | SIMPAR_COLL_RD, SIMPAR_LAT_RING,                     \
-      SIMPAR_BOUND_CHUNKS, 0, "pipelined chain from (broadcast) or to (reduce) the root")          \
+      SIMPAR_BOUND_CHUNKS, 0, SIMPAR_SHARES_NONE,                                                  \
+      "pipelined chain from (broadcast) or to (reduce) the root")                                  \
     X(HIERARCHICAL, "hierarchical", hierarchical, SIMPAR_COLL_AR, SIMPAR_LAT_RING,                 \
-      SIMPAR_BOUND_ROUNDS, 0,                                                                      \
+      SIMPAR_BOUND_ROUNDS, 0, SIMPAR_SHARES_ALWAYS,                                                \
       "reduce-scatter in node, all-reduce across nodes, all-gather in node")                       \
     X(PAIRWISE, "pairwise", pairwise, SIMPAR_COLL_A2A, SIMPAR_LAT_RING, SIMPAR_BOUND_PAIRS, 0,     \
-      "n-1 rounds, round r sends S/n to member m+r")                                               \
+      SIMPAR_SHARES_ALWAYS, "n-1 rounds, round r sends S/n to member m+r")                         \
     X(NVLS, "nvls", nvls, SIMPAR_COLL_AR, SIMPAR_LAT_RING, SIMPAR_BOUND_CHUNKS, 0,                 \
+      SIMPAR_SHARES_NONE,                                                                          \
       "NVLink SHARP on one NVSwitch node that has it: S(n+1)/n each way per GPU (else the ring)")  \
     X(NVLS_TREE, "nvlstree", nvls_tree, SIMPAR_COLL_AR, SIMPAR_LAT_RING, SIMPAR_BOUND_CHUNKS, 0,   \
+      SIMPAR_SHARES_NONE,                                                                          \
       "NCCL's NVLS-tree between NVLink domains that have it: NVLS inside each, each GPU's share "  \
       "across the domains, pipelined (else the ring)")
 
@@ -121,7 +128,7 @@ typedef enum {
                                         const double *start, double *end);                         \
     void simpar_coll_##file##_fuse(SimparCollKind kind, const SimparCollGroup *g, double bytes,    \
                                    guint member, GArray *out);
-#define SIMPAR_COLL_DECLARE(id, name, file, kinds, row, bound, shortcuts, description)             \
+#define SIMPAR_COLL_DECLARE(id, name, file, kinds, row, bound, shortcuts, shares, description)     \
     void simpar_coll_##file##_expand(SimparCollKind kind, const SimparCollGroup *g, double bytes,  \
                                      guint root, const SimparCollParams *p, SimparExpansion *out); \
     double simpar_coll_##file##_closed_form(SimparCollKind kind, const SimparCollGroup *g,         \

@@ -26,7 +26,7 @@ typedef struct {
 } CollRaw;
 
 static const CollRaw coll_raw[N_COLL_ALGOS] = {
-#define COLL_RAW(id, name, file, kinds, row, bound, shortcuts, description)                        \
+#define COLL_RAW(id, name, file, kinds, row, bound, shortcuts, shares, description)                \
     [COLL_##id] = {row, bound, simpar_coll_##file##_closed_form, simpar_coll_##file##_expand},
     SIMPAR_COLL_ALGOS(COLL_RAW)};
 
@@ -235,7 +235,7 @@ coll_wire(guint a, SimparCollKind kind, const SimparCollGroup *g, double bytes, 
         SimparCollParams q;                                                                        \
         simpar_coll_##file##_fuse(kind, g, coll_wire(A, kind, g, bytes, 0, p, &q), member, out);   \
     }
-#define COLL_WRAP(id, name, file, kinds, row, bound, shortcuts, description)                       \
+#define COLL_WRAP(id, name, file, kinds, row, bound, shortcuts, shares, description)               \
     COLL_ENTRIES(COLL_##id, coll_##file)                                                           \
     COLL_SHORTCUTS_##shortcuts(COLL_##id, file)
 SIMPAR_COLL_ALGOS(COLL_WRAP)
@@ -243,10 +243,11 @@ SIMPAR_COLL_ALGOS(COLL_WRAP)
 /* The table simpar_coll_algo_lookup serves: a row per algorithm, with its shortcuts or NULL. */
 #define COLL_ROW_SHORTCUTS_0(file) NULL, NULL
 #define COLL_ROW_SHORTCUTS_1(file) coll_##file##_eval_idle, coll_##file##_fuse
-#define COLL_ROW(id, name, file, kinds, row, bound, shortcuts, description)                        \
+#define COLL_ROW(id, name, file, kinds, row, bound, shortcuts, shares, description)                \
     [COLL_##id] = {name,                                                                           \
                    description,                                                                    \
                    kinds,                                                                          \
+                   shares,                                                                         \
                    coll_##file##_expand,                                                           \
                    coll_##file##_closed_form,                                                      \
                    COLL_ROW_SHORTCUTS_##shortcuts(file)},
@@ -284,6 +285,12 @@ simpar_coll_xfers_bound(const SimparCollAlgo *algo, SimparCollKind kind, const S
     default: /* per chunk a member receives from and sends to at most 3 others, twice */
         return 12 * n * MAX(p->max_chunks, 1u);
     }
+}
+
+const SimparCollAlgo *
+simpar_coll_ring(void)
+{
+    return &coll_algos[COLL_RING]; /* (transfer none) */
 }
 
 const SimparCollAlgo *

@@ -110,10 +110,19 @@ void simpar_expansion_xfer_timed(SimparExpansion *e, guint peer, gboolean send, 
                                  double idle_s);
 void simpar_expansion_end(SimparExpansion *e);
 
+/* Whether an algorithm's closed form prices the links its own transfers share: then its fused
+ * transfers share them too on an idle network, and their idle time counts that. */
+typedef enum {
+    SIMPAR_SHARES_NONE,     /* each transfer priced on its own route */
+    SIMPAR_SHARES_ALWAYS,   /* a round's transfers all at once (hierarchical, pairwise) */
+    SIMPAR_SHARES_CHANNELS, /* the ring's channels, where it runs more than one */
+} SimparCollShares;
+
 typedef struct {
     const char *name; /* "ring", "tree", "chain", "hierarchical", "pairwise", "nvls" */
     const char *description;
     guint kinds; /* bit (1u << SimparCollKind) for each kind it implements */
+    SimparCollShares shares;
     void (*expand)(SimparCollKind kind, const SimparCollGroup *g, double bytes, guint root,
                    const SimparCollParams *p, SimparExpansion *out);
     double (*closed_form)(SimparCollKind kind, const SimparCollGroup *g, double bytes, guint root,
@@ -173,6 +182,9 @@ const SimparCollAlgo *simpar_coll_runs_as(const SimparCollAlgo *algo, const Simp
 double simpar_coll_xfers_bound(const SimparCollAlgo *algo, SimparCollKind kind,
                                const SimparCollGroup *g, double bytes, const SimparCollParams *p);
 const SimparCollAlgo *simpar_coll_algos(guint *n); /* (transfer none) */
+/* The ring's row: the algorithm whose rounds the backends count, check for contention and
+ * evaluate without building them (simpar_coll_ring_hops, _channels) (transfer none). */
+const SimparCollAlgo *simpar_coll_ring(void);
 /* "ring, tree, ...": the algorithms' names, for help texts and errors (interned). */
 const char *simpar_coll_algo_names(void);
 /* "auto" returns NULL with no error: the caller then uses simpar_coll_choose(). */
