@@ -98,6 +98,18 @@ tiny_layer(const char *mode, gint64 tp, gboolean sp)
     return sched; /* (transfer full) */
 }
 
+/* A 1-D layer of `m` over two GPUs, its dropouts at the plan's default (none). */
+static SimparSchedule *
+layer_1d_t2(const SimparModel *m)
+{
+    SimparPlan plan;
+    simpar_plan_init(&plan);
+    plan.gen = simpar_generator_of("1d"), plan.tp = 2;
+    SimparSchedule *sched = simpar_generate_layer(m, &plan, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+    return sched; /* (transfer full) */
+}
+
 /* times[] for every op of a tiny layer, with the H100 figures. */
 static double *
 tiny_times(const SimparGpu *gpu, const SimparSchedule *sched)
@@ -242,12 +254,8 @@ static void
 test_dropout_off(void)
 {
     SimparModel m;
-    SimparPlan plan;
     g_assert(simpar_model_preset("tiny", &m, NULL));
-    simpar_plan_init(&plan);
-    plan.gen = simpar_generator_of("1d"), plan.tp = 2;
-    g_autoptr(SimparSchedule) sched = simpar_generate_layer(&m, &plan, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+    g_autoptr(SimparSchedule) sched = layer_1d_t2(&m);
     SimparGpu gpu;
     gpu_h100(&gpu);
     guint n = simpar_schedule_n_ops(sched), dropouts = 0;
@@ -1224,11 +1232,7 @@ test_fp8_layer_times(void)
     SimparModel m;
     g_assert(simpar_model_preset("tiny", &m, NULL));
     m.dtype = SIMPAR_DTYPE_BF16, m.fp8 = SIMPAR_FP8_CURRENT;
-    SimparPlan plan;
-    simpar_plan_init(&plan);
-    plan.gen = simpar_generator_of("1d"), plan.tp = 2;
-    g_autoptr(SimparSchedule) sched = simpar_generate_layer(&m, &plan, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+    g_autoptr(SimparSchedule) sched = layer_1d_t2(&m);
     SimparGpu gpu;
     gpu_h100_fp8(&gpu);
     g_autofree double *times = tiny_times(&gpu, sched);

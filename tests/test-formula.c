@@ -630,12 +630,21 @@ test_cli_predict(void)
     }
 }
 
-/* FP8 weights are cast once per step (Transformer Engine caches them across micro-batches): the
- * step's weight casts on the rank that ends last are its L/P = 4 layers' 4 linears, each a
- * launch (5 us, pinned) and its h(3h + h) + 2hf / T weights (default-4k: h = 4096, f = 16384,
- * T = 4: 50331648) cast with their transposes, 4 bytes a weight (delayed) at the pinned 2 TB/s,
- * at m = 4 and m = 8 micro-batches alike, on both backends. Charged per micro-batch (the
- * forward GEMM's cast), they grew with m. */
+/* Member `key` of the first row `simpar <args> --json` prints (0 when absent). */
+static double
+cli_first_row_double(const char *args, const char *key)
+{
+    SimparCliRun r = simpar_cli_run(args);
+    CU_ASSERT_EQUAL_FATAL(r.status, 0);
+    g_autoptr(JsonParser) parser = json_parser_new();
+    CU_ASSERT_TRUE_FATAL(json_parser_load_from_data(parser, r.out, -1, NULL));
+    JsonObject *row =
+        json_array_get_object_element(json_node_get_array(json_parser_get_root(parser)), 0);
+    double v = json_object_get_double_member_with_default(row, key, 0);
+    simpar_cli_run_clear(&r);
+    return v;
+}
+
 /* The step of a 1-D job on 16 H100s (PP 2, DP 2) with the platform's figures or a calibration
  * that gives some kinds a kernel floor, on `backend`. */
 static double
@@ -645,15 +654,7 @@ floors_step(const char *backend, const char *calib)
         "predict --topology topologies/dgx-h100x64.xml --model gpt3-1.3b --layers 8 --tp-mode 1d "
         "--tp 4 --pp 2 --dp 2 --micro-batch 1 --global-batch 8 --gpus 16 --json --backend %s%s%s",
         backend, calib != NULL ? " --calibration " : "", calib != NULL ? calib : "");
-    SimparCliRun r = simpar_cli_run(args);
-    CU_ASSERT_EQUAL_FATAL(r.status, 0);
-    g_autoptr(JsonParser) parser = json_parser_new();
-    CU_ASSERT_TRUE_FATAL(json_parser_load_from_data(parser, r.out, -1, NULL));
-    JsonObject *row =
-        json_array_get_object_element(json_node_get_array(json_parser_get_root(parser)), 0);
-    double step = json_object_get_double_member(row, "step_time_s");
-    simpar_cli_run_clear(&r);
-    return step;
+    return cli_first_row_double(args, "step_time_s");
 }
 
 /* A calibration's kernel floors (Adam's among them, which the formula times on its own) reach
@@ -677,6 +678,12 @@ test_cli_kernel_floors(void)
     g_rmdir(dir);
 }
 
+/* FP8 weights are cast once per step (Transformer Engine caches them across micro-batches): the
+ * step's weight casts on the rank that ends last are its L/P = 4 layers' 4 linears, each a
+ * launch (5 us, pinned) and its h(3h + h) + 2hf / T weights (default-4k: h = 4096, f = 16384,
+ * T = 4: 50331648) cast with their transposes, 4 bytes a weight (delayed) at the pinned 2 TB/s,
+ * at m = 4 and m = 8 micro-batches alike, on both backends. Charged per micro-batch (the
+ * forward GEMM's cast), they grew with m. */
 static void
 test_cli_fp8_weight_casts(void)
 {
@@ -697,17 +704,10 @@ test_cli_fp8_weight_casts(void)
                 "--dtype fp8 --tp-mode 1d --tp 4 --pp 2 --micro-batch 1 --global-batch %u "
                 "--gpus 8 --jobs 1 --json --backend %s --calibration %s",
                 batch, backends[b], calib);
-            SimparCliRun r = simpar_cli_run(args);
-            CU_ASSERT_EQUAL_FATAL(r.status, 0);
-            g_autoptr(JsonParser) parser = json_parser_new();
-            CU_ASSERT_TRUE_FATAL(json_parser_load_from_data(parser, r.out, -1, NULL));
-            JsonObject *row =
-                json_array_get_object_element(json_node_get_array(json_parser_get_root(parser)), 0);
-            double got = json_object_get_double_member_with_default(row, "fp8_weight_cast_s", 0);
+            double got = cli_first_row_double(args, "fp8_weight_cast_s");
             if (fabs(got - want) > 1e-12 * want)
                 printf("\n    %s m=%u: %.12g s, want %.12g", backends[b], batch, got, want);
             CU_ASSERT(fabs(got - want) <= 1e-12 * want);
-            simpar_cli_run_clear(&r);
         }
     g_unlink(calib);
     g_rmdir(dir);
