@@ -366,8 +366,9 @@ tables_scale_unmeasured(const SimparGpu *platform, Tables *t)
     guint n = 0;
     for (guint k = 0; k < SIMPAR_N_OP_KINDS; k++) {
         const TablesFit *f = &t->fits[SIMPAR_KCLASS_N + k];
-        if (f->fitted && simpar_kernel_class_of((SimparOpKind) k) < SIMPAR_KCLASS_N)
-            r[n++] = f->bw_Bps / simpar_compute_op_bandwidth(platform, (SimparOpKind) k);
+        double own = simpar_compute_op_bandwidth(platform, (SimparOpKind) k);
+        if (f->fitted && simpar_kernel_class_of((SimparOpKind) k) < SIMPAR_KCLASS_N && own > 0)
+            r[n++] = f->bw_Bps / own;
     }
     if (n == 0)
         return;
