@@ -299,7 +299,7 @@ report_text_row(GString *out, const SimparReportRow *row, const SimparReportRow 
 }
 
 static void
-report_text_axes(GString *out, const SimparReportRow *row)
+report_text_axes(GString *out, const SimparReportRow *row, const SimparModel *m)
 {
     if (row->skipped != NULL)
         return;
@@ -354,6 +354,20 @@ report_text_axes(GString *out, const SimparReportRow *row)
                                "; on a tensor-parallel GPU: all-to-alls between the grid's "
                                "blocks and the block's tokens %.4f s",
                                st->moe_redistribute_s);
+    if (st->moe_experts_s > 0 && (m->moe.dense_layers > 0 || m->moe.moe_every > 1)) {
+        /* models/step.c times one layer block, an MoE layer's; the dense ones are in memory.c */
+        g_string_append_printf(out,
+                               "\n  %-5s the step's time takes every layer as an MoE layer; that",
+                               row->gen->name);
+        if (m->moe.dense_layers > 0)
+            g_string_append_printf(out, " the first %" G_GINT64_FORMAT " layers are dense",
+                                   m->moe.dense_layers);
+        if (m->moe.moe_every > 1)
+            g_string_append_printf(out, "%s only one layer in %" G_GINT64_FORMAT " is an MoE one",
+                                   m->moe.dense_layers > 0 ? " and that" : "", m->moe.moe_every);
+        g_string_append(out, " counts in its memory only (the time is an upper bound where a "
+                             "dense layer runs faster than an MoE one)");
+    }
     if (st->compute != NULL)
         g_string_append_printf(out, "\n  %-5s %s", row->gen->name, st->compute);
     if (st->pipeline_step_s > 0)
@@ -407,7 +421,7 @@ simpar_report_to_text(const SimparReport *rep)
         report_text_row(out, &g_array_index(rep->rows, SimparReportRow, i), base);
     g_string_append_c(out, '\n');
     for (guint i = 0; i < rep->rows->len; i++)
-        report_text_axes(out, &g_array_index(rep->rows, SimparReportRow, i));
+        report_text_axes(out, &g_array_index(rep->rows, SimparReportRow, i), rep->model);
     return g_string_free(out, FALSE); /* (transfer full) */
 }
 

@@ -362,10 +362,39 @@ test_an_moe_trace_shows_the_moe_block_with_the_prediction_s_times(void)
     simpar_test_tmpdir_remove(g_steal_pointer(&dir));
 }
 
+/* The step times one layer block, an MoE layer's: a model with dense layers (--dense-layers,
+ * --moe-every) is told that they count in its memory only; one without them is not. */
+static void
+test_dense_layers_said_to_be_timed_as_moe(void)
+{
+    const struct {
+        const char *extra, *want;
+    } cases[] = {
+        {" --dense-layers 1", "that the first 1 layers are dense counts in its memory only"},
+        {" --moe-every 2", "that only one layer in 2 is an MoE one counts in its memory only"},
+        {"", NULL},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *job = g_strdup(MOE_JOB);
+        char *json = strstr(job, " --json"); /* the text report */
+        memmove(json, json + 7, strlen(json + 7) + 1);
+        g_autofree char *args = g_strdup_printf("%s%s", job, cases[i].extra);
+        SimparCliRun r = simpar_cli_run(args);
+        CU_ASSERT_EQUAL_FATAL(r.status, 0);
+        const char *said = strstr(r.out, "the step's time takes every layer as an MoE layer");
+        const char *want = cases[i].want != NULL ? strstr(r.out, cases[i].want) : NULL;
+        CU_ASSERT_TRUE(cases[i].want != NULL ? want != NULL : said == NULL);
+        simpar_cli_run_clear(&r);
+    }
+}
+
 static CU_TestInfo predict_tests[] = {
     {"an MoE step names its dispatch and combine all-to-alls and expert GEMMs",
      test_an_moe_step_names_dispatch_combine_and_expert_gemms},
     {"a dense model has no MoE figures", test_a_dense_model_has_no_moe_figures},
+    {"dense layers of an MoE model are said to be timed as MoE ones",
+     test_dense_layers_said_to_be_timed_as_moe},
     {"the step line names the expert-parallel exposure",
      test_the_step_line_names_expert_parallel_exposure},
     {"twice the imbalance doubles the expert GEMMs' rows",
