@@ -601,6 +601,9 @@ meg_parallel(SimparMegatron *meg, gint64 *tp, gint64 *pp, GError **error)
     if (!meg_string(meg, "cp-comm-type", "p2p", &comm, error))
         return FALSE;
     g_auto(GStrv) types = g_strsplit(comm, " ", -1);
+    if (types[0] == NULL)
+        return meg_fail(meg, error,
+                        "--cp-comm-type is empty: give p2p (simpar's --cp-mode ring) or allgather");
     for (guint i = 0; types[i] != NULL; i++)
         if (!g_str_equal(types[i], types[0]) ||
             (!g_str_equal(types[i], "p2p") && !g_str_equal(types[i], "allgather")))

@@ -234,6 +234,8 @@ test_refusals(void)
                      "line 1: --tensor-model-parallel-size eight: valid is a whole number");
     megatron_refuses(MEG_SHAPE "--context-parallel-size 2 --cp-comm-type a2a",
                      "--cp-comm-type a2a: simpar models p2p");
+    megatron_refuses(MEG_SHAPE "--context-parallel-size 2 --cp-comm-type= allgather",
+                     "--cp-comm-type is empty");
     megatron_refuses(MEG_SHAPE "--expert-model-parallel-size 2",
                      "--expert-model-parallel-size 2 without --num-experts");
     megatron_refuses(MEG_SHAPE "--num-experts 8 --moe-layer-freq '[1,0]'",
