@@ -2,6 +2,7 @@
  * NVIDIA/Megatron-LM megatron/training/arguments.py at tag core_v0.12.0 (the padded vocabulary:
  * megatron/training/tokenizer/tokenizer.py, _vocab_size_with_padding). */
 #include "megatron.h"
+#include "generators.h"
 #include "megatron-private.h"
 #include "model.h"
 #include <math.h>
@@ -591,9 +592,11 @@ meg_parallel(SimparMegatron *meg, gint64 *tp, gint64 *pp, GError **error)
                         ep);
     if (moe && !meg_moe(meg, experts, ep, *tp, error))
         return FALSE;
-    meg_arg(meg, "--tp-mode=1d"), meg_arg(meg, "--tp=%" G_GINT64_FORMAT, *tp);
-    meg_use(meg, "--tensor-model-parallel-size (default 1)", "--tp-mode 1d --tp %" G_GINT64_FORMAT,
-            *tp);
+    /* Megatron's tensor parallelism is the baseline row's (1-D) */
+    const char *line = simpar_generator_baseline()->name;
+    meg_arg(meg, "--tp-mode=%s", line), meg_arg(meg, "--tp=%" G_GINT64_FORMAT, *tp);
+    meg_use(meg, "--tensor-model-parallel-size (default 1)", "--tp-mode %s --tp %" G_GINT64_FORMAT,
+            line, *tp);
     if (*pp > 1)
         meg_arg(meg, "--pp=%" G_GINT64_FORMAT, *pp);
     meg_use(meg, "--pipeline-model-parallel-size (default 1)", "--pp %" G_GINT64_FORMAT, *pp);
