@@ -809,18 +809,52 @@ compute_moe(const SimparGpu *gpu, SimparDtype dt, const SimparOp *op)
     }
 }
 
-/* Mixed-precision Adam (schedule.h, SimparAdam) per element: with a 16-bit dtype it reads the
- * 16-bit gradient (2 bytes), reads and writes the fp32 master weight, momentum and variance
- * (3 x (4 + 4) = 24) and writes the 16-bit weight copy (2): 28 bytes. In fp32 or fp64 training the
- * weight is its own master and everything has the dtype's size: the gradient read (ds) and weight,
- * momentum, variance read and written (6 ds), 7 ds = 28 bytes for fp32. About 12 flops per
- * element (two moment updates, bias corrections, square root, divide, decay, step). */
+/* The optimizer step per element of the rank's parameters (schedule.h, SimparAdam), as each
+ * kernel set's framework runs it, ds the dtype's size. Each pass is one kernel of the optimizer
+ * class: its launch and floor once (a multi-tensor launch covers millions of elements).
+ *   unfused   simpar-exec's one Adam kernel. With a 16-bit dtype it reads the 16-bit gradient
+ *             (2 bytes), reads and writes the fp32 master weight, momentum and variance
+ *             (3 x (4 + 4) = 24) and writes the 16-bit weight (2): 28 bytes. In fp32 or fp64
+ *             training the weight is its own master: the gradient read, the weight, momentum and
+ *             variance read and written, 7 ds.
+ *   megatron  Megatron-Core's MixedPrecisionOptimizer.step (megatron/core/optimizer/optimizer.py
+ *             and clip_grads.py, core_v0.12.0): in fp16, the fp16 gradient buffer copied into
+ *             fp32 main gradients (2 + 4) and unscaled with the inf/nan check (4 + 4); the
+ *             gradient norm for clipping (multi_tensor_l2norm over the fp32 gradients, 4; the
+ *             rescale runs only when the norm is past the limit, and is not counted); Adam on the
+ *             fp32 master weights with fp32 gradients (4 + 24: bf16 training accumulates and
+ *             reduces its gradients in fp32, which Megatron-LM forces); the master weights copied
+ *             to the 16-bit model weights (4 + 2). bf16: 38 bytes in 3 kernels; fp16: 52 in 5.
+ *             fp32 or fp64 training (FP32Optimizer): the norm and Adam, 8 ds in 2.
+ *   pytorch   torch.nn.utils.clip_grad_norm_ (torch/nn/utils/clip_grad.py: the gradients' norm,
+ *             then every gradient times the clamped coefficient, unconditionally: 1 + 2 gradient
+ *             sizes) and torch.optim.AdamW(fused=True) on the master weights (7 sizes); with a
+ *             16-bit dtype the master weights and gradients are fp32 (FSDP's mixed precision):
+ *             40 bytes in 3 kernels, 10 ds otherwise. The 16-bit weights are cast where they are
+ *             gathered or used, not here.
+ * About 12 flops per element for Adam (two moment updates, bias corrections, square root,
+ * divide, decay, step), 2 for the norm, 1 for the rescale. */
 static double
 compute_adam(const SimparGpu *gpu, SimparDtype dt, const SimparAdam *a)
 {
-    double ds = simpar_dtype_size(dt), n = (double) a->count;
-    double per_elem = ds == 2 ? 2 + 3 * (4 + 4) + 2 : 7 * ds;
-    return compute_vector_time(gpu, SIMPAR_OP_ADAM, dt, 12 * n, per_elem * n);
+    double ds = simpar_dtype_size(dt), n = (double) a->count, per_elem, flops = 12;
+    guint passes = 1;
+    gboolean half = ds == 2;
+    switch ((SimparKernelSet) gpu->kernel_set) {
+    case SIMPAR_KERNELS_MEGATRON:
+        per_elem = half ? 4 + (4 + 24) + (4 + 2) : 8 * ds, passes = half ? 3 : 2, flops += 2;
+        if (dt == SIMPAR_DTYPE_FP16)
+            per_elem += (2 + 4) + (4 + 4), passes += 2, flops += 1;
+        break;
+    case SIMPAR_KERNELS_PYTORCH:
+        per_elem = half ? 4 + 8 + 28 : 10 * ds, passes = 3, flops += 3;
+        break;
+    default: /* SIMPAR_KERNELS_UNFUSED */
+        per_elem = half ? 2 + 3 * (4 + 4) + 2 : 7 * ds;
+        break;
+    }
+    double fixed = (passes - 1) * (gpu->launch_s + simpar_compute_op_floor(gpu, SIMPAR_OP_ADAM));
+    return fixed + compute_vector_time(gpu, SIMPAR_OP_ADAM, dt, flops * n, per_elem * n);
 }
 
 static double
@@ -884,14 +918,19 @@ compute_op_time(const SimparGpu *gpu, const SimparSchedule *sched, const SimparO
 
 /* The same roofline with unit figures and no launch overhead reads back each side on its own:
  * infinite peaks and a unit bandwidth make every time the bytes, infinite bandwidth and unit
- * peaks at full efficiency (gemm_half_dim ~0: g(x) = 1 for x >= 1) make it the FLOPs. */
+ * peaks at full efficiency (gemm_half_dim ~0: g(x) = 1 for x >= 1) make it the FLOPs. The op is
+ * its own kernel, as simpar-exec runs it (the unfused set: a bench row's bytes, the optimizer
+ * step as one Adam kernel). */
 void
 simpar_compute_op_cost(const SimparSchedule *sched, const SimparOp *op, SimparAttentionImpl attn,
                        double *flops, double *bytes)
 {
     g_return_if_fail(sched != NULL && op != NULL && flops != NULL && bytes != NULL);
-    SimparGpu by_bytes = {
-        .gemm_eff_max = 1, .gemm_half_dim = 1e-300, .mem_eff = 1, .mem_bw_Bps = 1};
+    SimparGpu by_bytes = {.gemm_eff_max = 1,
+                          .gemm_half_dim = 1e-300,
+                          .mem_eff = 1,
+                          .mem_bw_Bps = 1,
+                          .kernel_set = SIMPAR_KERNELS_UNFUSED};
     SimparGpu by_flops = by_bytes;
     by_flops.mem_bw_Bps = INFINITY;
     for (guint d = 0; d <= SIMPAR_DTYPE_FP8; d++)

@@ -99,7 +99,7 @@ typedef struct {
     gint64 hidden, heads, seq, micro_batch, layers, ffn, vocab, dtype, recompute, sp, depth, q;
     gint64 kv_heads, mlp, norm, no_bias, fp8;
     gint64 paper, act, layer_params, ends, proto, max_chunks, mode, m;
-    double dsize, chunk_bytes, block_s[FORMULA_N_KEYS], block_c[FORMULA_N_KEYS], adam[5];
+    double dsize, chunk_bytes, block_s[FORMULA_N_KEYS], block_c[FORMULA_N_KEYS], adam[6];
     double pg8; /* --fp8-param-gather: the layers' parameters' wire bytes over bf16's */
     const void *net, *algo, *tp_mode; /* tp_mode: the row of the generator table */
 } FormulaConfig;

@@ -86,7 +86,7 @@ formula_adam_time(Formula *f, gsize count)
 {
     struct {
         gint64 what, count, dtype;
-        double gpu[5];
+        double gpu[6];
     } key;
 
     memset(&key, 0, sizeof key);
@@ -416,7 +416,8 @@ formula_config(Formula *f, const SimparBlockTimes *bt, const SimparModel *model,
     c->adam[0] = gpu->peak_flops[SIMPAR_DTYPE_FP32], c->adam[1] = gpu->peak_flops[c->dtype];
     c->adam[2] = simpar_compute_op_bandwidth(gpu, SIMPAR_OP_ADAM);
     c->adam[3] = gpu->launch_s, c->adam[4] = simpar_compute_op_floor(gpu, SIMPAR_OP_ADAM);
-    c->pg8 = 1; /* models/step.c's */
+    c->adam[5] = gpu->kernel_set; /* the framework's optimizer passes (compute.c) */
+    c->pg8 = 1;                   /* models/step.c's */
     if (tr->fp8_param_gather) {
         double lin = simpar_model_layer_weights(model);
         double fp8 = model->fp8 == SIMPAR_FP8_MXFP8 ? 1 + 1.0 / 32 : 1; /* bytes per weight */

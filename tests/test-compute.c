@@ -459,46 +459,80 @@ vector_time(const SimparGpu *gpu, double flops, double bytes)
                                 bytes / (gpu->mem_bw_Bps * gpu->mem_eff));
 }
 
-/* Expected times, element size ds, ids 8 bytes, row statistics 4 bytes; Adam 28 bytes per
- * element in 16-bit and fp32 training (56 in fp64) and 12 flops. */
+/* The optimizer step of one kernel set (compute.c, compute_adam): bytes and flops per element,
+ * and its passes, each a kernel of its own. */
+typedef struct {
+    double bytes, flops;
+    guint passes;
+} AdamCost;
+
+/* Expected times, element size ds, ids 8 bytes, row statistics 4 bytes. */
 static void
-step_ops_expected(const SimparGpu *gpu, double ds, double adam_bytes, double want[8])
+step_ops_expected(const SimparGpu *gpu, double ds, AdamCost adam, double want[8])
 {
     double r = VOCAB_R, rc = r * VOCAB_C, rv = r * VOCAB_V;
-    want[0] = mem_time(gpu, 2 * rc * ds + 8 * r);                 /* EMBED */
-    want[1] = mem_time(gpu, 3 * rc * ds + 8 * r);                 /* EMBED_BWD */
-    want[2] = mem_time(gpu, rv * ds + 4 * r);                     /* XENT_MAX */
-    want[3] = vector_time(gpu, 4 * rv, rv * ds + 20 * r);         /* XENT_FWD */
-    want[4] = mem_time(gpu, 12 * r + 8);                          /* XENT_LOSS */
-    want[5] = vector_time(gpu, 4 * rv, 2 * rv * ds + 20 * r);     /* XENT_BWD */
-    want[6] = vector_time(gpu, 12 * ADAM_N, adam_bytes * ADAM_N); /* ADAM */
-    want[7] = 0.0;                                                /* BLOCK: timed by its key */
+    want[0] = mem_time(gpu, 2 * rc * ds + 8 * r);             /* EMBED */
+    want[1] = mem_time(gpu, 3 * rc * ds + 8 * r);             /* EMBED_BWD */
+    want[2] = mem_time(gpu, rv * ds + 4 * r);                 /* XENT_MAX */
+    want[3] = vector_time(gpu, 4 * rv, rv * ds + 20 * r);     /* XENT_FWD */
+    want[4] = mem_time(gpu, 12 * r + 8);                      /* XENT_LOSS */
+    want[5] = vector_time(gpu, 4 * rv, 2 * rv * ds + 20 * r); /* XENT_BWD */
+    want[6] = (adam.passes - 1) * gpu->launch_s +             /* ADAM */
+              vector_time(gpu, adam.flops * ADAM_N, adam.bytes * ADAM_N);
+    want[7] = 0.0; /* BLOCK: timed by its key */
 }
 
 static void
-step_ops_check(const SimparGpu *gpu, SimparDtype dtype, double ds, double adam_bytes)
+step_ops_check(const SimparGpu *gpu, SimparDtype dtype, double ds, AdamCost adam)
 {
     g_autoptr(SimparSchedule) sched = step_ops_schedule(dtype);
     double times[8], want[8];
     CU_ASSERT_EQUAL_FATAL(simpar_schedule_n_ops(sched), 8);
     simpar_compute_times(gpu, sched, SIMPAR_ATTENTION_UNFUSED, times);
-    step_ops_expected(gpu, ds, adam_bytes, want);
+    step_ops_expected(gpu, ds, adam, want);
     for (guint i = 0; i < 8; i++) {
         if (!near(times[i], want[i]))
-            printf(" (%s, %s)", simpar_op_kind_name(SIMPAR_OP_EMBED + i), simpar_dtype_name(dtype));
+            printf(" (%s, %s, kernels %s)", simpar_op_kind_name(SIMPAR_OP_EMBED + i),
+                   simpar_dtype_name(dtype),
+                   simpar_kernel_set_name((SimparKernelSet) gpu->kernel_set));
         CU_ASSERT(near(times[i], want[i]));
     }
 }
 
+/* The optimizer step per element, by kernel set (compute.c names each pass's source):
+ * simpar-exec's one Adam kernel, 28 bytes in 16-bit and fp32 training (56 in fp64);
+ * Megatron-Core's gradient norm, Adam on fp32 gradients and the copy to the 16-bit weights,
+ * 38 bytes in bf16, plus fp16's gradient copy to fp32 and unscale, 52; its FP32Optimizer 8 sizes;
+ * PyTorch's clip_grad_norm_ (norm and rescale) and fused AdamW on fp32 masters, 40 bytes. */
 static void
 test_step_ops(void)
 {
     SimparGpu gpu;
     gpu_h100(&gpu);
-    step_ops_check(&gpu, SIMPAR_DTYPE_BF16, 2, 28);
-    step_ops_check(&gpu, SIMPAR_DTYPE_FP16, 2, 28);
-    step_ops_check(&gpu, SIMPAR_DTYPE_FP32, 4, 28);
-    step_ops_check(&gpu, SIMPAR_DTYPE_FP64, 8, 56);
+
+    const struct {
+        SimparKernelSet set;
+        SimparDtype dtype;
+        double ds;
+        AdamCost adam;
+    } cases[] = {
+        {SIMPAR_KERNELS_UNFUSED, SIMPAR_DTYPE_BF16, 2, {28, 12, 1}},
+        {SIMPAR_KERNELS_UNFUSED, SIMPAR_DTYPE_FP16, 2, {28, 12, 1}},
+        {SIMPAR_KERNELS_UNFUSED, SIMPAR_DTYPE_FP32, 4, {28, 12, 1}},
+        {SIMPAR_KERNELS_UNFUSED, SIMPAR_DTYPE_FP64, 8, {56, 12, 1}},
+        {SIMPAR_KERNELS_MEGATRON, SIMPAR_DTYPE_BF16, 2, {38, 14, 3}},
+        {SIMPAR_KERNELS_MEGATRON, SIMPAR_DTYPE_FP16, 2, {52, 15, 5}},
+        {SIMPAR_KERNELS_MEGATRON, SIMPAR_DTYPE_FP32, 4, {32, 14, 2}},
+        {SIMPAR_KERNELS_MEGATRON, SIMPAR_DTYPE_FP64, 8, {64, 14, 2}},
+        {SIMPAR_KERNELS_PYTORCH, SIMPAR_DTYPE_BF16, 2, {40, 15, 3}},
+        {SIMPAR_KERNELS_PYTORCH, SIMPAR_DTYPE_FP32, 4, {40, 15, 3}},
+        {SIMPAR_KERNELS_PYTORCH, SIMPAR_DTYPE_FP64, 8, {80, 15, 3}},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        gpu.kernel_set = cases[i].set;
+        step_ops_check(&gpu, cases[i].dtype, cases[i].ds, cases[i].adam);
+    }
     /* every one of them memory bound on an H100; the exponentials are a small share */
     CU_ASSERT(4 * VOCAB_R * VOCAB_V / 67e12 < VOCAB_R * VOCAB_V * 2 / (3350e9 * 0.8) / 10);
 }
@@ -515,8 +549,9 @@ test_step_ops_flop_bound(void)
     simpar_compute_times(&gpu, sched, SIMPAR_ATTENTION_UNFUSED, times);
     CU_ASSERT(near(times[3], gpu.launch_s + 4 * VOCAB_R * VOCAB_V / 1e9));
     CU_ASSERT(near(times[5], gpu.launch_s + 4 * VOCAB_R * VOCAB_V / 1e9));
-    CU_ASSERT(near(times[6], gpu.launch_s + 12 * ADAM_N / 1e9));
-    step_ops_check(&gpu, SIMPAR_DTYPE_BF16, 2, 28); /* the same, from the formulas */
+    CU_ASSERT(near(times[6], 3 * gpu.launch_s + 14 * ADAM_N / 1e9)); /* Megatron's 3 passes */
+    step_ops_check(&gpu, SIMPAR_DTYPE_BF16, 2,
+                   (AdamCost){38, 14, 3}); /* the same, from the formulas */
 }
 
 /* ----- attention ----- */
@@ -1574,7 +1609,8 @@ static CU_TestInfo compute_tests[] = {
      test_attention_unfused},
     {"flash attention is one kernel and a causal mask halves its work", test_attention_flash},
     {"attention implementations parse and print by name", test_attention_names},
-    {"embedding, cross-entropy and Adam cost their bytes (Adam 28 per element), a block 0",
+    {"embedding, cross-entropy and the optimizer step cost their bytes (Adam by kernel set), a "
+     "block 0",
      test_step_ops},
     {"with slow vector units the cross-entropy and Adam flops set the time",
      test_step_ops_flop_bound},
