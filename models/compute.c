@@ -830,8 +830,8 @@ compute_moe(const SimparGpu *gpu, SimparDtype dt, const SimparOp *op)
  *             then every gradient times the clamped coefficient, unconditionally: 1 + 2 gradient
  *             sizes) and torch.optim.AdamW(fused=True) on the master weights (7 sizes); with a
  *             16-bit dtype the master weights and gradients are fp32 (FSDP's mixed precision):
- *             40 bytes in 3 kernels, 10 ds otherwise. The 16-bit weights are cast where they are
- *             gathered or used, not here.
+ *             40 bytes in 3 kernels, 10 ds otherwise; fp16 adds GradScaler's unscale (4 + 4).
+ *             The 16-bit weights are cast where they are gathered or used, not here.
  * About 12 flops per element for Adam (two moment updates, bias corrections, square root,
  * divide, decay, step), 2 for the norm, 1 for the rescale. */
 static double
@@ -848,6 +848,8 @@ compute_adam(const SimparGpu *gpu, SimparDtype dt, const SimparAdam *a)
         break;
     case SIMPAR_KERNELS_PYTORCH:
         per_elem = half ? 4 + 8 + 28 : 10 * ds, passes = 3, flops += 3;
+        if (dt == SIMPAR_DTYPE_FP16) /* GradScaler.unscale_ */
+            per_elem += 4 + 4, passes += 1, flops += 1;
         break;
     default: /* SIMPAR_KERNELS_UNFUSED */
         per_elem = half ? 2 + 3 * (4 + 4) + 2 : 7 * ds;

@@ -503,7 +503,8 @@ step_ops_check(const SimparGpu *gpu, SimparDtype dtype, double ds, AdamCost adam
  * simpar-exec's one Adam kernel, 28 bytes in 16-bit and fp32 training (56 in fp64);
  * Megatron-Core's gradient norm, Adam on fp32 gradients and the copy to the 16-bit weights,
  * 38 bytes in bf16, plus fp16's gradient copy to fp32 and unscale, 52; its FP32Optimizer 8 sizes;
- * PyTorch's clip_grad_norm_ (norm and rescale) and fused AdamW on fp32 masters, 40 bytes. */
+ * PyTorch's clip_grad_norm_ (norm and rescale) and fused AdamW on fp32 masters, 40 bytes (48
+ * with fp16's unscale). */
 static void
 test_step_ops(void)
 {
@@ -525,6 +526,7 @@ test_step_ops(void)
         {SIMPAR_KERNELS_MEGATRON, SIMPAR_DTYPE_FP32, 4, {32, 14, 2}},
         {SIMPAR_KERNELS_MEGATRON, SIMPAR_DTYPE_FP64, 8, {64, 14, 2}},
         {SIMPAR_KERNELS_PYTORCH, SIMPAR_DTYPE_BF16, 2, {40, 15, 3}},
+        {SIMPAR_KERNELS_PYTORCH, SIMPAR_DTYPE_FP16, 2, {48, 16, 4}},
         {SIMPAR_KERNELS_PYTORCH, SIMPAR_DTYPE_FP32, 4, {40, 15, 3}},
         {SIMPAR_KERNELS_PYTORCH, SIMPAR_DTYPE_FP64, 8, {80, 15, 3}},
     };
