@@ -20,19 +20,30 @@ memory_layer_params(const SimparModel *m)
     return simpar_model_layer_weights(m) + simpar_model_layer_small_params(m);
 }
 
-/* `layers` layers' parameters on one GPU: the layer's over the `split` GPUs that share them; an MoE
- * layer's attention part so, and its router, shared experts and E/EP routed experts whole on
- * each GPU of the expert-parallel group (moe.h; every layer of an MoE model counted as an MoE
- * layer, DeepSeek-V3's three dense ones too). */
+/* How many of the layers [first, first + n) are MoE layers (simpar_model_layer_is_moe: an MoE
+ * model's first dense_layers are dense, then every moe_every-th is an MoE layer). */
 static double
-memory_layers_params(const SimparModel *m, const SimparPlan *plan, double split, double layers)
+memory_moe_layers(const SimparModel *m, guint first, guint n)
 {
-    if (!simpar_model_is_moe(m))
-        return layers * memory_layer_params(m) / split;
+    double moe = 0;
+    for (guint l = first; simpar_model_is_moe(m) && l < first + n; l++)
+        moe += simpar_model_layer_is_moe(m, l);
+    return moe;
+}
+
+/* Parameters on one GPU of `moe` MoE layers and `dense` dense ones: a layer's over the `split`
+ * GPUs that share them; an MoE layer's attention part so, and its router, shared experts and
+ * E/EP routed experts whole on each GPU of the expert-parallel group (moe.h). */
+static double
+memory_layers_params(const SimparModel *m, const SimparPlan *plan, double split, double moe,
+                     double dense)
+{
+    double dense_params = (moe + dense) * memory_layer_params(m) / split;
+    if (moe == 0)
+        return dense_params;
     double h = (double) m->hidden, mlp = ((double) simpar_model_fc1_cols(m) + m->ffn) * h;
     double mlp_small = m->no_bias ? 0 : (double) simpar_model_fc1_cols(m) + h;
-    return layers * ((memory_layer_params(m) - mlp - mlp_small) / split +
-                     simpar_moe_rank_params(m, plan->ep));
+    return dense_params + moe * (simpar_moe_rank_params(m, plan->ep) - (mlp + mlp_small) / split);
 }
 
 double
@@ -264,11 +275,11 @@ simpar_memory_estimate(const SimparModel *model, const SimparPlan *plan,
     g_return_if_fail(plan->gen != NULL && plan->tp > 0 && plan->q > 0);
     double split = simpar_plan_weight_split(plan), bytes[3];
     g_return_if_fail(split > 0); /* an unknown mode: the plan was not validated */
-    double layers = model->layers;
+    double layers = model->layers, moe = memory_moe_layers(model, 0, (guint) model->layers);
     SimparTrain unsplit;
     simpar_train_init(&unsplit);
     memory_state_bytes(model->dtype, &unsplit, bytes);
-    *out = (SimparMemory){.params = memory_layers_params(model, plan, split, layers)};
+    *out = (SimparMemory){.params = memory_layers_params(model, plan, split, moe, layers - moe)};
     out->weights_B = out->params * bytes[0];
     out->grads_B = out->params * bytes[1];
     out->optimizer_B = out->params * bytes[2];
@@ -312,6 +323,26 @@ memory_stage(const SimparModel *model, const SimparTrain *train, guint stage, Si
     *st = (SimparMemoryStage){(double) train->pp, (double) v, (double) m,
                               chunk_layers,       stage == 0, stage == train->pp - 1};
     return TRUE;
+}
+
+/* How many of device `stage`'s layers are MoE layers and how many dense, over its chunks as the
+ * step lays them out (simpar_train_stage_first_layer). */
+static void
+memory_stage_kinds(const SimparModel *model, const SimparTrain *train, guint stage,
+                   const SimparMemoryStage *st, double *moe, double *dense)
+{
+    double layers = st->chunk_layers * st->v;
+    *moe = 0;
+    for (guint c = 0; simpar_model_is_moe(model) && c < (guint) st->v; c++) {
+        guint vs = c * (guint) st->P + stage;
+        if (train->layers > 0) /* a validated split: the step's own stages */
+            *moe += memory_moe_layers(model, simpar_train_stage_first_layer(train, vs),
+                                      simpar_train_stage_layers(train, vs));
+        else /* even chunks of the model's layers */
+            *moe +=
+                memory_moe_layers(model, vs * (guint) st->chunk_layers, (guint) st->chunk_layers);
+    }
+    *dense = layers - *moe;
 }
 
 /* Chunk-micro-batches whose activations device `p` holds at its peak (section 3): the forwards
@@ -386,14 +417,13 @@ simpar_memory_step(const SimparModel *model, const SimparTrain *train, guint sta
     if (!memory_stage(model, train, stage, &st))
         return;
     memory_state_bytes(model->dtype, train, bytes);
-    double layers = st.chunk_layers * st.v;
-    double layer_params = memory_layers_params(model, plan, split, layers);
+    double layers = st.chunk_layers * st.v, moe, dense;
+    memory_stage_kinds(model, train, stage, &st, &moe, &dense);
+    double layer_params = memory_layers_params(model, plan, split, moe, dense);
     double head_params = memory_head_params(model, train, &st);
     double chunks = memory_chunks_in_flight(train->schedule, &st, stage);
     /* the routed experts' states: ZeRO shards them over the expert-data-parallel group */
-    double experts =
-               simpar_model_is_moe(model) ? layers * simpar_moe_expert_params(model, plan->ep) : 0,
-           eb[3];
+    double experts = moe > 0 ? moe * simpar_moe_expert_params(model, plan->ep) : 0, eb[3];
     memory_state_bytes_over(model->dtype, train, simpar_train_expert_replicas(train), eb);
     *out = (SimparMemory){.params = layer_params + head_params};
     out->weights_B = (layer_params - experts) * bytes[0] + experts * eb[0];
@@ -406,11 +436,21 @@ simpar_memory_step(const SimparModel *model, const SimparTrain *train, guint sta
     out->weights_B -= memory_fp8(model, train, lin, bytes[0], &out->fp8_B);
     out->states_B =
         out->weights_B + out->grads_B + out->optimizer_B + out->embedding_B + out->fp8_B;
+    /* a chunk-micro-batch holds the mean of the device's layers' activations (exact for one
+     * chunk; with interleaving, its chunks' mix of dense and MoE layers is spread evenly); a
+     * dense layer of an MoE model is a layer of the model without experts (the MLP of width
+     * ffn) */
+    SimparModel plain = *model;
+    plain.moe.experts = 0;
+    const SimparModel *dm = simpar_model_is_moe(model) ? &plain : model;
+    double act_moe = moe > 0 ? memory_layer_activations(model, plan, attn, plan->recompute) : 0;
+    double act_dense = dense > 0 ? memory_layer_activations(dm, plan, attn, plan->recompute) : 0;
     out->activations_B =
-        memory_layer_activations(model, plan, attn, plan->recompute) * st.chunk_layers * chunks;
+        layers > 0 ? (moe * act_moe + dense * act_dense) / layers * st.chunk_layers * chunks : 0;
     out->in_flight = chunks / st.v;
     out->head_B = memory_logits(model, train, &st);
-    out->recompute_B = layers > 0 ? memory_recompute_peak(model, plan, attn) : 0;
+    out->recompute_B = MAX(moe > 0 ? memory_recompute_peak(model, plan, attn) : 0,
+                           dense > 0 ? memory_recompute_peak(dm, plan, attn) : 0);
     out->transient_B = transient_B;
     out->total_B =
         out->states_B + out->activations_B + out->head_B + out->recompute_B + out->transient_B;

@@ -469,6 +469,53 @@ test_local_parallelism(void)
     }
 }
 
+/* The memory of one stage's parts, equal part by part within 1e-12. */
+static void
+stage_equal(const SimparMemory *got, const SimparMemory *want)
+{
+    CU_ASSERT(near(got->params, want->params));
+    CU_ASSERT(near(got->weights_B, want->weights_B));
+    CU_ASSERT(near(got->grads_B, want->grads_B));
+    CU_ASSERT(near(got->optimizer_B, want->optimizer_B));
+    CU_ASSERT(near(got->activations_B, want->activations_B));
+    CU_ASSERT(near(got->recompute_B, want->recompute_B));
+    CU_ASSERT(near(got->total_B, want->total_B));
+}
+
+/* An MoE model's dense layers (--dense-layers, --moe-every) hold a dense layer's parameters,
+ * states and activations: model16 with 8 experts of width 64, top-2, over two 1F1B stages of 8
+ * layers, ZeRO-1 over D = 2. With its first 8 layers dense, stage 0 is the dense model's stage 0
+ * and stage 1 the all-MoE model's stage 1, part by part (recomputing selectively, so that the
+ * recompute term is compared too); with an MoE layer every 2 layers, each stage is the mean of
+ * the two. Both for the step's own split (train.layers) and for even chunks. */
+static void
+test_moe_dense_layers(void)
+{
+    SimparModel moe = model16, dense_first, alternate;
+    moe.moe = (SimparMoeConfig){.experts = 8, .top_k = 2, .moe_ffn = 64, .moe_every = 1};
+    dense_first = moe, alternate = moe;
+    dense_first.moe.dense_layers = 8;
+    alternate.moe.moe_every = 2;
+    for (guint split = 0; split < 2; split++) {
+        SimparTrain train = train_1d(2, SIMPAR_PIPE_1F1B, 2, 1, 4);
+        train.dp = 2, train.zero = 1, train.tp.ep = 2,
+        train.tp.recompute = SIMPAR_RECOMPUTE_SELECTIVE;
+        train.global_batch = 8 * model16.micro_batch;
+        if (split)
+            train.layers = 16;
+        for (guint p = 0; p < 2; p++) {
+            SimparMemory got = step(&dense_first, &train, p);
+            SimparMemory want = step(p == 0 ? &model16 : &moe, &train, p);
+            stage_equal(&got, &want);
+            SimparMemory mixed = step(&alternate, &train, p), a = step(&model16, &train, p),
+                         b = step(&moe, &train, p);
+            CU_ASSERT(near(mixed.params, (a.params + b.params) / 2));
+            CU_ASSERT(near(mixed.activations_B, (a.activations_B + b.activations_B) / 2));
+            CU_ASSERT(near(mixed.recompute_B, MAX(a.recompute_B, b.recompute_B)));
+        }
+    }
+}
+
 static void
 test_peak_stage(void)
 {
@@ -555,6 +602,8 @@ static CU_TestInfo memory_tests[] = {
     {"local parallelism holds one micro-batch and its chunk's auxiliary head",
      test_local_parallelism},
     {"the peak is the stage with the largest total", test_peak_stage},
+    {"an MoE model's dense layers hold a dense layer's states and activations, stage by stage",
+     test_moe_dense_layers},
     {"Llama 3 405B at 8K as its paper ran it fits in 80 GiB", test_llama3_405b_8k},
     CU_TEST_INFO_NULL,
 };
