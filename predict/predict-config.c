@@ -777,6 +777,23 @@ predict_node_limit(const SimparPredictContext *ctx, const SimparModel *model,
     return FALSE;
 }
 
+/* An MoE model's dense layers (--dense-layers, --moe-every) are timed as their own layer
+ * (simpar_generate_dense_layer): FALSE with *why set where the mode cannot split it. */
+static gboolean
+predict_dense_valid(const SimparModel *model, const SimparPlan *plan, GError **why)
+{
+    if (!simpar_model_has_dense_layers(model))
+        return TRUE;
+    SimparModel dense;
+    simpar_model_dense_layer(model, &dense);
+    SimparPlan copy = *plan;
+    copy.ep = 0;
+    if (plan->gen->validate(&dense, &copy, why))
+        return TRUE;
+    g_prefix_error(why, "the dense layers (--dense-layers, --moe-every): ");
+    return FALSE;
+}
+
 gboolean
 simpar_predict_config(const SimparPredictContext *ctx, const SimparModel *model, SimparTrain *train,
                       SimparReportRow *row, GError **why, GError **error)
@@ -785,7 +802,7 @@ simpar_predict_config(const SimparPredictContext *ctx, const SimparModel *model,
     g_return_val_if_fail(why != NULL && *why == NULL, FALSE);
     const SimparGenerator *gen = train->tp.gen;
     *row = (SimparReportRow){.gen = gen, .gpus = ctx->gpus, .mem_capacity_B = ctx->gpu->mem_bytes};
-    if (!gen->validate(model, &train->tp, why)) {
+    if (!gen->validate(model, &train->tp, why) || !predict_dense_valid(model, &train->tp, why)) {
         row->grid = g_strdup("-");
         return TRUE;
     }

@@ -354,20 +354,11 @@ report_text_axes(GString *out, const SimparReportRow *row, const SimparModel *m)
                                "; on a tensor-parallel GPU: all-to-alls between the grid's "
                                "blocks and the block's tokens %.4f s",
                                st->moe_redistribute_s);
-    if (st->moe_experts_s > 0 && (m->moe.dense_layers > 0 || m->moe.moe_every > 1)) {
-        /* models/step.c times one layer block, an MoE layer's; the dense ones are in memory.c */
+    if (st->moe_experts_s > 0 && simpar_model_has_dense_layers(m)) /* timed as dense layers */
         g_string_append_printf(out,
-                               "\n  %-5s the step's time takes every layer as an MoE layer; that",
-                               row->gen->name);
-        if (m->moe.dense_layers > 0)
-            g_string_append_printf(out, " the first %" G_GINT64_FORMAT " layers are dense",
-                                   m->moe.dense_layers);
-        if (m->moe.moe_every > 1)
-            g_string_append_printf(out, "%s only one layer in %" G_GINT64_FORMAT " is an MoE one",
-                                   m->moe.dense_layers > 0 ? " and that" : "", m->moe.moe_every);
-        g_string_append(out, " counts in its memory only (the time is an upper bound where a "
-                             "dense layer runs faster than an MoE one)");
-    }
+                               "; %" G_GINT64_FORMAT " of the %" G_GINT64_FORMAT
+                               " layers are MoE layers, the others dense",
+                               simpar_model_moe_layers(m, 0, m->layers), m->layers);
     if (st->compute != NULL)
         g_string_append_printf(out, "\n  %-5s %s", row->gen->name, st->compute);
     if (st->pipeline_step_s > 0)
@@ -1216,8 +1207,10 @@ static void
 report_trace_memory(SimparTrace *t, const SimparTraceRank *who, const SimparOp *op, guint pid,
                     double end, double *held)
 {
-    gboolean fwd = g_str_equal(op->u.block.key, "layer.fwd");
-    if (who->states_B <= 0 || (!fwd && !g_str_equal(op->u.block.key, "layer.bwd")))
+    const char *key = op->u.block.key; /* an MoE model's dense layers' too */
+    gboolean fwd = g_str_equal(key, "layer.fwd") || g_str_equal(key, "dense.fwd");
+    if (who->states_B <= 0 ||
+        (!fwd && !g_str_equal(key, "layer.bwd") && !g_str_equal(key, "dense.bwd")))
         return;
     *held += (fwd ? 1 : -1) * (double) op->u.block.count * who->layer_activations_B;
     simpar_trace_counter(t, "memory", pid, end, "GiB", (who->states_B + MAX(*held, 0)) / GIB);
