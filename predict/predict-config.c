@@ -616,6 +616,16 @@ predict_trace(const SimparPredictContext *ctx, const SimparStepTimer *blocks,
         moe_run.sched = moe, moe_run.n_layers = 1, moe_run.gpus = moe_gpus;
         tl.moe_run = &moe_run, tl.moe_spans = moe_spans;
     }
+    g_autoptr(SimparSchedule) dense = simpar_model_has_dense_layers(model)
+                                          ? simpar_generate_dense_layer(model, &train->tp, NULL)
+                                          : NULL; /* validated: predict_dense_valid */
+    g_autofree SimparSpan *dense_spans =
+        dense != NULL ? simpar_block_layer_spans(blocks, train, dense, NULL) : NULL;
+    SimparRun dense_run = layer_run;
+    if (dense != NULL) {
+        dense_run.sched = dense;
+        tl.dense_run = &dense_run, tl.dense_spans = dense_spans;
+    }
     simpar_report_trace(ctx->trace, ctx->trace_index, mode, run, spans,
                         (const SimparTraceRank *) who->data, who->len, run_job, &tl);
 }

@@ -474,6 +474,62 @@ test_dense_layers_with_pipelines_on_every_backend(void)
     }
 }
 
+/* The trace of an MoE model with dense layers: each "dense.fwd" / "dense.bwd" block is drawn
+ * as the dense layer's ops, its layer compute stream (tid 100) busy for the block's time (to the
+ * trace's rounding, 0.5 ns an event), none of them an MoE op; the MoE layers' blocks keep their
+ * MoE block. Fails with the dense blocks left as bare blocks or drawn as MoE layers. */
+static void
+test_a_trace_draws_dense_layers_as_the_dense_layer(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("simpar-moe-XXXXXX", NULL);
+    g_autofree char *path = g_build_filename(dir, "trace.json", NULL);
+    g_autofree char *args = g_strdup_printf(
+        "--topology " H100 " --json --model llama3-8b --layers 4 --seq 1024 --experts 16 "
+        "--topk 2 --moe-ffn 1024 --tp-mode 1d --tp 4 --sp --pp 2 --dp 8 --ep 8 --global-batch 32 "
+        "--dense-layers 1 --moe-every 2 --backend analytic --trace %s",
+        path);
+    g_autoptr(JsonParser) row = NULL;
+    (void) moe_step(args, &row);
+    g_autoptr(JsonParser) p = json_parser_new();
+    CU_ASSERT_TRUE_FATAL(json_parser_load_from_file(p, path, NULL));
+    JsonArray *ev =
+        json_object_get_array_member(json_node_get_object(json_parser_get_root(p)), "traceEvents");
+    guint n = json_array_get_length(ev), blocks[2] = {0, 0}, wrong = 0;
+    for (guint i = 0; i < n; i++) {
+        JsonObject *b = json_array_get_object_element(ev, i);
+        const char *name = json_object_get_string_member(b, "name");
+        gboolean dense = g_str_equal(name, "dense.fwd") || g_str_equal(name, "dense.bwd");
+        if (!g_str_equal(json_object_get_string_member(b, "ph"), "X") ||
+            !(dense || g_str_equal(name, "layer.fwd") || g_str_equal(name, "layer.bwd")))
+            continue;
+        double from = json_object_get_double_member(b, "ts"), busy = 0;
+        double dur = json_object_get_double_member(b, "dur");
+        guint events = 0, moe = 0;
+        for (guint j = 0; j < n; j++) { /* the layer streams' events inside the block */
+            JsonObject *e = json_array_get_object_element(ev, j);
+            if (!g_str_equal(json_object_get_string_member(e, "ph"), "X") ||
+                json_object_get_int_member(e, "pid") != json_object_get_int_member(b, "pid") ||
+                json_object_get_int_member(e, "tid") < 100)
+                continue;
+            double at = json_object_get_double_member(e, "ts");
+            if (at < from - 5e-4 || at >= from + dur - 5e-4)
+                continue;
+            const char *what = json_object_get_string_member(e, "name");
+            moe += strstr(what, ".moe.") != NULL || strstr(what, ".experts.") != NULL;
+            if (json_object_get_int_member(e, "tid") == 100)
+                busy += json_object_get_double_member(e, "dur"), events++;
+        }
+        blocks[dense]++;
+        /* microseconds: 0.5 ns an event */
+        wrong +=
+            dense ? moe > 0 || events == 0 || fabs(busy - dur) > 5e-4 * (events + 1) : moe == 0;
+    }
+    printf("\n    %u dense and %u MoE layer blocks, %u drawn wrong", blocks[1], blocks[0], wrong);
+    CU_ASSERT(blocks[0] > 0 && blocks[1] > 0);
+    CU_ASSERT_EQUAL(wrong, 0);
+    simpar_test_tmpdir_remove(g_steal_pointer(&dir));
+}
+
 static CU_TestInfo predict_tests[] = {
     {"an MoE step names its dispatch and combine all-to-alls and expert GEMMs",
      test_an_moe_step_names_dispatch_combine_and_expert_gemms},
@@ -483,6 +539,8 @@ static CU_TestInfo predict_tests[] = {
     {"an MoE model's dense layers with pipelines, the formula's step the analytic one's, SimGrid's "
      "close",
      test_dense_layers_with_pipelines_on_every_backend},
+    {"a trace draws an MoE model's dense layers as the dense layer's ops",
+     test_a_trace_draws_dense_layers_as_the_dense_layer},
     {"the step line names the expert-parallel exposure",
      test_the_step_line_names_expert_parallel_exposure},
     {"twice the imbalance doubles the expert GEMMs' rows",
