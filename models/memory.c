@@ -22,8 +22,8 @@ memory_layer_params(const SimparModel *m)
 
 /* `layers` layers' parameters on one GPU: the layer's over the `split` GPUs that share them; an MoE
  * layer's attention part so, and its router, shared experts and E/EP routed experts whole on
- * each GPU of the expert-parallel group (moe.h; every layer of an MoE model counted as an MoE
- * layer, DeepSeek-V3's three dense ones too). */
+ * each GPU of the expert-parallel group (moe.h; an MoE model's dense layers are those of
+ * simpar_model_dense_layer's model, memory_step_dense). */
 static double
 memory_layers_params(const SimparModel *m, const SimparPlan *plan, double split, double layers)
 {
@@ -314,6 +314,27 @@ memory_stage(const SimparModel *model, const SimparTrain *train, guint stage, Si
     return TRUE;
 }
 
+/* An MoE model's dense layers (--dense-layers, --moe-every) among the layers of device `stage`'s
+ * chunks, by their indices as the pipeline lays layers out (the even split's where the train is
+ * not validated); 0 for a model without them. */
+static double
+memory_stage_dense(const SimparModel *m, const SimparTrain *train, const SimparMemoryStage *st,
+                   guint stage)
+{
+    if (!simpar_model_has_dense_layers(m))
+        return 0;
+    gint64 dense = 0;
+    for (guint c = 0; c < (guint) st->v; c++) {
+        guint vs = c * (guint) train->pp + stage;
+        gint64 lc = (gint64) st->chunk_layers, first = (gint64) vs * lc;
+        if (train->layers > 0) /* validated: uneven first and last stages too */
+            lc = simpar_train_stage_layers(train, vs),
+            first = simpar_train_stage_first_layer(train, vs);
+        dense += lc - simpar_model_moe_layers(m, first, first + lc);
+    }
+    return (double) dense;
+}
+
 /* Chunk-micro-batches whose activations device `p` holds at its peak (section 3): the forwards
  * it runs before its first backward, plus the first steady-state forward. */
 static double
@@ -387,12 +408,19 @@ simpar_memory_step(const SimparModel *model, const SimparTrain *train, guint sta
         return;
     memory_state_bytes(model->dtype, train, bytes);
     double layers = st.chunk_layers * st.v;
-    double layer_params = memory_layers_params(model, plan, split, layers);
+    /* an MoE model's dense layers: the parameters and activations of the model without experts */
+    double dense = memory_stage_dense(model, train, &st, stage);
+    SimparModel dense_model;
+    simpar_model_dense_layer(model, &dense_model);
+    double layer_params = memory_layers_params(model, plan, split, layers - dense);
+    if (dense > 0)
+        layer_params += memory_layers_params(&dense_model, plan, split, dense);
     double head_params = memory_head_params(model, train, &st);
     double chunks = memory_chunks_in_flight(train->schedule, &st, stage);
     /* the routed experts' states: ZeRO shards them over the expert-data-parallel group */
-    double experts =
-               simpar_model_is_moe(model) ? layers * simpar_moe_expert_params(model, plan->ep) : 0,
+    double experts = simpar_model_is_moe(model)
+                         ? (layers - dense) * simpar_moe_expert_params(model, plan->ep)
+                         : 0,
            eb[3];
     memory_state_bytes_over(model->dtype, train, simpar_train_expert_replicas(train), eb);
     *out = (SimparMemory){.params = layer_params + head_params};
@@ -406,11 +434,18 @@ simpar_memory_step(const SimparModel *model, const SimparTrain *train, guint sta
     out->weights_B -= memory_fp8(model, train, lin, bytes[0], &out->fp8_B);
     out->states_B =
         out->weights_B + out->grads_B + out->optimizer_B + out->embedding_B + out->fp8_B;
-    out->activations_B =
-        memory_layer_activations(model, plan, attn, plan->recompute) * st.chunk_layers * chunks;
+    double act = memory_layer_activations(model, plan, attn, plan->recompute);
+    double recompute = memory_recompute_peak(model, plan, attn);
+    if (dense > 0) { /* a layer's mean over the stage's, the larger recomputation */
+        act = ((layers - dense) * act +
+               dense * memory_layer_activations(&dense_model, plan, attn, plan->recompute)) /
+              layers;
+        recompute = MAX(recompute, memory_recompute_peak(&dense_model, plan, attn));
+    }
+    out->activations_B = act * st.chunk_layers * chunks;
     out->in_flight = chunks / st.v;
     out->head_B = memory_logits(model, train, &st);
-    out->recompute_B = layers > 0 ? memory_recompute_peak(model, plan, attn) : 0;
+    out->recompute_B = layers > 0 ? recompute : 0;
     out->transient_B = transient_B;
     out->total_B =
         out->states_B + out->activations_B + out->head_B + out->recompute_B + out->transient_B;
