@@ -561,6 +561,12 @@ predict_trace(const SimparPredictContext *ctx, const SimparStepTimer *blocks,
               const char *mode)
 {
     double act = simpar_memory_layer_activations(model, &train->tp, ctx->attention);
+    SimparModel dense_model; /* an MoE model's dense layers' (0 without) */
+    simpar_model_dense_layer(model, &dense_model);
+    double dense_act =
+        simpar_model_has_dense_layers(model)
+            ? simpar_memory_layer_activations(&dense_model, &train->tp, ctx->attention)
+            : 0;
     guint T = (guint) train->tp.tp, TC = simpar_train_group(train);
     guint n_job = TC * (guint) (train->pp * train->dp);
     SimparTrain num;
@@ -595,6 +601,7 @@ predict_trace(const SimparPredictContext *ctx, const SimparStepTimer *blocks,
             .layer_rank = t,
             .states_B = mem.states_B,
             .layer_activations_B = act,
+            .dense_activations_B = dense_act,
             .layer_base = simpar_train_rank(train, 0, d, p),
         };
         predict_trace_moe_rank(model, train, &x);

@@ -1207,12 +1207,13 @@ static void
 report_trace_memory(SimparTrace *t, const SimparTraceRank *who, const SimparOp *op, guint pid,
                     double end, double *held)
 {
-    const char *key = op->u.block.key; /* an MoE model's dense layers' too */
+    const char *key = op->u.block.key;
+    gboolean dense = g_str_equal(key, "dense.fwd") || g_str_equal(key, "dense.bwd");
     gboolean fwd = g_str_equal(key, "layer.fwd") || g_str_equal(key, "dense.fwd");
-    if (who->states_B <= 0 ||
-        (!fwd && !g_str_equal(key, "layer.bwd") && !g_str_equal(key, "dense.bwd")))
+    if (who->states_B <= 0 || (!fwd && !dense && !g_str_equal(key, "layer.bwd")))
         return;
-    *held += (fwd ? 1 : -1) * (double) op->u.block.count * who->layer_activations_B;
+    double one = dense ? who->dense_activations_B : who->layer_activations_B;
+    *held += (fwd ? 1 : -1) * (double) op->u.block.count * one;
     simpar_trace_counter(t, "memory", pid, end, "GiB", (who->states_B + MAX(*held, 0)) / GIB);
 }
 

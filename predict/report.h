@@ -142,8 +142,9 @@ typedef struct {
     guint run_rank, job_rank, gpu, layer_rank;
     /* the memory counter: the rank's weights, gradients and optimizer states, and one layer's
      * stored activations per micro-batch (each forward layer block adds them, each backward
-     * one frees them); 0, 0: no counter */
-    double states_B, layer_activations_B;
+     * one frees them; an MoE model's dense layers' blocks dense_activations_B); 0, 0: no
+     * counter */
+    double states_B, layer_activations_B, dense_activations_B;
     /* the job rank of the layer's rank 0 beside it (the same replica and stage): the layer's
      * collectives join the ranks of one base */
     guint layer_base;

@@ -2,6 +2,7 @@
  * (SIMPAR_BIN): the breakdown names the MoE block's parts, the expert-parallel all-to-alls sit
  * on their own axis, and the load-imbalance figure slows the experts as it should. */
 #include "cli-run.h"
+#include "memory.h"
 #include "simpar-test.h"
 #include <json-glib/json-glib.h>
 #include <math.h>
@@ -474,6 +475,64 @@ test_dense_layers_with_pipelines_on_every_backend(void)
     }
 }
 
+/* The memory counter of the trace `ev` (the job of test_a_trace_draws_dense_layers_as_the_dense_
+ * layer, whose layers alternate: every block one layer): at the end of each forward layer block
+ * it rises by one layer's stored activations, the dense layer's (the model without experts') for
+ * a "dense.fwd" block, an MoE layer's for a "layer.fwd" one (memory.h; 9 digits of GiB an
+ * event). */
+static void
+moe_trace_memory_rises(JsonArray *ev)
+{
+    SimparModel m, dense;
+    CU_ASSERT_TRUE_FATAL(simpar_model_preset("llama3-8b", &m, NULL));
+    m.layers = 4, m.seq = 1024;
+    m.moe = (SimparMoeConfig){
+        .experts = 16, .top_k = 2, .moe_ffn = 1024, .dense_layers = 1, .moe_every = 2};
+    SimparTrain tr;
+    simpar_train_init(&tr);
+    tr.tp.tp = 4, tr.tp.sequence_parallel = TRUE, tr.pp = 2, tr.dp = 8, tr.ep = 8;
+    tr.global_batch = 32;
+    CU_ASSERT_TRUE_FATAL(simpar_train_validate(&tr, &m, 64, NULL));
+    simpar_model_dense_layer(&m, &dense);
+    double want[2] = {
+        simpar_memory_layer_activations(&m, &tr.tp, SIMPAR_ATTENTION_UNFUSED) / (1 << 30),
+        simpar_memory_layer_activations(&dense, &tr.tp, SIMPAR_ATTENTION_UNFUSED) / (1 << 30)};
+    CU_ASSERT(fabs(want[0] - want[1]) > 1e-3 * want[0]); /* the two kinds differ */
+    guint n = json_array_get_length(ev), seen[2] = {0, 0}, wrong = 0;
+    for (guint i = 0; i < n; i++) {
+        JsonObject *b = json_array_get_object_element(ev, i);
+        const char *name = json_object_get_string_member(b, "name");
+        gboolean dense_block = g_str_equal(name, "dense.fwd");
+        if (!g_str_equal(json_object_get_string_member(b, "ph"), "X") ||
+            (!dense_block && !g_str_equal(name, "layer.fwd")))
+            continue;
+        gint64 pid = json_object_get_int_member(b, "pid");
+        double end =
+            json_object_get_double_member(b, "ts") + json_object_get_double_member(b, "dur");
+        double before = -1, after = -1;
+        for (guint j = 0; j < n && after < 0;
+             j++) { /* the counter at the block's end, the one before */
+            JsonObject *e = json_array_get_object_element(ev, j);
+            if (!g_str_equal(json_object_get_string_member(e, "ph"), "C") ||
+                json_object_get_int_member(e, "pid") != pid)
+                continue;
+            double v =
+                json_object_get_double_member(json_object_get_object_member(e, "args"), "GiB");
+            if (fabs(json_object_get_double_member(e, "ts") - end) < 1.5e-3) /* ns */
+                after = v;
+            else
+                before = v;
+        }
+        double rise = after - before, one = want[dense_block];
+        seen[dense_block]++;
+        wrong += before < 0 || after < 0 || fabs(rise - one) > 1e-6 * one + 2e-8;
+    }
+    printf("; memory per layer %.9g GiB (MoE), %.9g GiB (dense), %u rises wrong", want[0], want[1],
+           wrong);
+    CU_ASSERT(seen[0] > 0 && seen[1] > 0);
+    CU_ASSERT_EQUAL(wrong, 0);
+}
+
 /* The trace of an MoE model with dense layers: each "dense.fwd" / "dense.bwd" block is drawn
  * as the dense layer's ops, its layer compute stream (tid 100) busy for the block's time (to the
  * trace's rounding, 0.5 ns an event), none of them an MoE op; the MoE layers' blocks keep their
@@ -527,6 +586,7 @@ test_a_trace_draws_dense_layers_as_the_dense_layer(void)
     printf("\n    %u dense and %u MoE layer blocks, %u drawn wrong", blocks[1], blocks[0], wrong);
     CU_ASSERT(blocks[0] > 0 && blocks[1] > 0);
     CU_ASSERT_EQUAL(wrong, 0);
+    moe_trace_memory_rises(ev);
     simpar_test_tmpdir_remove(g_steal_pointer(&dir));
 }
 
