@@ -370,7 +370,7 @@ validate_trace(const ValidateJob *vj, const SimparSpan *predicted, GError **erro
     g_autofree SimparTraceRank *ranks = g_new(SimparTraceRank, n);
     for (guint r = 0; r < n; r++)
         ranks[r] =
-            (SimparTraceRank){r, r, vj->run.gpus[r], r, 0, 0, 0, 0, 0}; /* no memory counter */
+            (SimparTraceRank){r, r, vj->run.gpus[r], r, 0, 0, 0, 0, 0, 0}; /* no memory counter */
     simpar_report_trace(t, 0, "measured", &vj->run, vj->v->run->spans, ranks, n, NULL, NULL);
     simpar_report_trace(t, 1, "predicted", &vj->run, predicted, ranks, n, NULL, NULL);
     return simpar_trace_close(t, error);

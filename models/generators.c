@@ -346,3 +346,14 @@ simpar_generate_layer(const SimparModel *model, SimparPlan *plan, GError **error
         g_error("generator %s built an invalid schedule: %s", gen->name, local->message);
     return g_steal_pointer(&sched); /* (transfer full) */
 }
+
+SimparSchedule *
+simpar_generate_dense_layer(const SimparModel *model, const SimparPlan *plan, GError **error)
+{
+    g_return_val_if_fail(simpar_model_has_dense_layers(model), NULL);
+    SimparModel dense;
+    simpar_model_dense_layer(model, &dense);
+    SimparPlan copy = *plan;
+    copy.ep = 0; /* as simpar_train_validate sets it for a model without experts */
+    return simpar_generate_layer(&dense, &copy, error); /* (transfer full) */
+}

@@ -93,6 +93,11 @@ char *simpar_plan_grid_label(const SimparPlan *plan, gboolean verbose);
 /* Validates the plan (filling plan->q) and builds one layer, forward and backward. */
 SimparSchedule *simpar_generate_layer(const SimparModel *model, SimparPlan *plan,
                                       GError **error); /* (transfer full) */
+/* An MoE model's dense layer (simpar_model_has_dense_layers): the layer of
+ * simpar_model_dense_layer's model on the same plan (`plan` validated; its expert parallelism,
+ * which a dense layer has no use for, left out). */
+SimparSchedule *simpar_generate_dense_layer(const SimparModel *model, const SimparPlan *plan,
+                                            GError **error); /* (transfer full) */
 
 G_END_DECLS
 #endif /* SIMPAR_GENERATORS_H */

@@ -20,30 +20,19 @@ memory_layer_params(const SimparModel *m)
     return simpar_model_layer_weights(m) + simpar_model_layer_small_params(m);
 }
 
-/* How many of the layers [first, first + n) are MoE layers (simpar_model_layer_is_moe: an MoE
- * model's first dense_layers are dense, then every moe_every-th is an MoE layer). */
+/* `layers` layers' parameters on one GPU: the layer's over the `split` GPUs that share them; an MoE
+ * layer's attention part so, and its router, shared experts and E/EP routed experts whole on
+ * each GPU of the expert-parallel group (moe.h; an MoE model's dense layers are those of
+ * simpar_model_dense_layer's model, memory_step_dense). */
 static double
-memory_moe_layers(const SimparModel *m, guint first, guint n)
+memory_layers_params(const SimparModel *m, const SimparPlan *plan, double split, double layers)
 {
-    double moe = 0;
-    for (guint l = first; simpar_model_is_moe(m) && l < first + n; l++)
-        moe += simpar_model_layer_is_moe(m, l);
-    return moe;
-}
-
-/* Parameters on one GPU of `moe` MoE layers and `dense` dense ones: a layer's over the `split`
- * GPUs that share them; an MoE layer's attention part so, and its router, shared experts and
- * E/EP routed experts whole on each GPU of the expert-parallel group (moe.h). */
-static double
-memory_layers_params(const SimparModel *m, const SimparPlan *plan, double split, double moe,
-                     double dense)
-{
-    double dense_params = (moe + dense) * memory_layer_params(m) / split;
-    if (moe == 0)
-        return dense_params;
+    if (!simpar_model_is_moe(m))
+        return layers * memory_layer_params(m) / split;
     double h = (double) m->hidden, mlp = ((double) simpar_model_fc1_cols(m) + m->ffn) * h;
     double mlp_small = m->no_bias ? 0 : (double) simpar_model_fc1_cols(m) + h;
-    return dense_params + moe * (simpar_moe_rank_params(m, plan->ep) - (mlp + mlp_small) / split);
+    return layers * ((memory_layer_params(m) - mlp - mlp_small) / split +
+                     simpar_moe_rank_params(m, plan->ep));
 }
 
 double
@@ -275,19 +264,31 @@ simpar_memory_estimate(const SimparModel *model, const SimparPlan *plan,
     g_return_if_fail(plan->gen != NULL && plan->tp > 0 && plan->q > 0);
     double split = simpar_plan_weight_split(plan), bytes[3];
     g_return_if_fail(split > 0); /* an unknown mode: the plan was not validated */
-    double layers = model->layers, moe = memory_moe_layers(model, 0, (guint) model->layers);
+    double layers = model->layers, dense = 0;
+    SimparModel dense_model; /* an MoE model's dense layers: the model without experts */
+    simpar_model_dense_layer(model, &dense_model);
+    if (simpar_model_has_dense_layers(model))
+        dense = layers - (double) simpar_model_moe_layers(model, 0, model->layers);
     SimparTrain unsplit;
     simpar_train_init(&unsplit);
     memory_state_bytes(model->dtype, &unsplit, bytes);
-    *out = (SimparMemory){.params = memory_layers_params(model, plan, split, moe, layers - moe)};
+    *out = (SimparMemory){
+        .params = memory_layers_params(model, plan, split, layers - dense) +
+                  (dense > 0 ? memory_layers_params(&dense_model, plan, split, dense) : 0)};
     out->weights_B = out->params * bytes[0];
     out->grads_B = out->params * bytes[1];
     out->optimizer_B = out->params * bytes[2];
     double lin = layers * simpar_model_layer_weights(model) / split;
     out->weights_B -= memory_fp8(model, &unsplit, lin, bytes[0], &out->fp8_B);
     out->states_B = out->weights_B + out->grads_B + out->optimizer_B + out->fp8_B;
-    out->activations_B = layers * memory_layer_activations(model, plan, attn, plan->recompute);
-    out->recompute_B = memory_recompute_peak(model, plan, attn);
+    out->activations_B =
+        (layers - dense) * memory_layer_activations(model, plan, attn, plan->recompute);
+    out->recompute_B = layers > dense ? memory_recompute_peak(model, plan, attn) : 0;
+    if (dense > 0) {
+        out->activations_B +=
+            dense * memory_layer_activations(&dense_model, plan, attn, plan->recompute);
+        out->recompute_B = MAX(out->recompute_B, memory_recompute_peak(&dense_model, plan, attn));
+    }
     out->in_flight = 1;
     out->transient_B = memory_transient(layer);
     out->total_B = out->states_B + out->activations_B + out->recompute_B + out->transient_B;
@@ -325,24 +326,25 @@ memory_stage(const SimparModel *model, const SimparTrain *train, guint stage, Si
     return TRUE;
 }
 
-/* How many of device `stage`'s layers are MoE layers and how many dense, over its chunks as the
- * step lays them out (simpar_train_stage_first_layer). */
-static void
-memory_stage_kinds(const SimparModel *model, const SimparTrain *train, guint stage,
-                   const SimparMemoryStage *st, double *moe, double *dense)
+/* An MoE model's dense layers (--dense-layers, --moe-every) among the layers of device `stage`'s
+ * chunks, by their indices as the pipeline lays layers out (the even split's where the train is
+ * not validated); 0 for a model without them. */
+static double
+memory_stage_dense(const SimparModel *m, const SimparTrain *train, const SimparMemoryStage *st,
+                   guint stage)
 {
-    double layers = st->chunk_layers * st->v;
-    *moe = 0;
-    for (guint c = 0; simpar_model_is_moe(model) && c < (guint) st->v; c++) {
-        guint vs = c * (guint) st->P + stage;
-        if (train->layers > 0) /* a validated split: the step's own stages */
-            *moe += memory_moe_layers(model, simpar_train_stage_first_layer(train, vs),
-                                      simpar_train_stage_layers(train, vs));
-        else /* even chunks of the model's layers */
-            *moe +=
-                memory_moe_layers(model, vs * (guint) st->chunk_layers, (guint) st->chunk_layers);
+    if (!simpar_model_has_dense_layers(m))
+        return 0;
+    gint64 dense = 0;
+    for (guint c = 0; c < (guint) st->v; c++) {
+        guint vs = c * (guint) train->pp + stage;
+        gint64 lc = (gint64) st->chunk_layers, first = (gint64) vs * lc;
+        if (train->layers > 0) /* validated: uneven first and last stages too */
+            lc = simpar_train_stage_layers(train, vs),
+            first = simpar_train_stage_first_layer(train, vs);
+        dense += lc - simpar_model_moe_layers(m, first, first + lc);
     }
-    *dense = layers - *moe;
+    return (double) dense;
 }
 
 /* Chunk-micro-batches whose activations device `p` holds at its peak (section 3): the forwards
@@ -417,13 +419,21 @@ simpar_memory_step(const SimparModel *model, const SimparTrain *train, guint sta
     if (!memory_stage(model, train, stage, &st))
         return;
     memory_state_bytes(model->dtype, train, bytes);
-    double layers = st.chunk_layers * st.v, moe, dense;
-    memory_stage_kinds(model, train, stage, &st, &moe, &dense);
-    double layer_params = memory_layers_params(model, plan, split, moe, dense);
+    double layers = st.chunk_layers * st.v;
+    /* an MoE model's dense layers: the parameters and activations of the model without experts */
+    double dense = memory_stage_dense(model, train, &st, stage);
+    SimparModel dense_model;
+    simpar_model_dense_layer(model, &dense_model);
+    double layer_params = memory_layers_params(model, plan, split, layers - dense);
+    if (dense > 0)
+        layer_params += memory_layers_params(&dense_model, plan, split, dense);
     double head_params = memory_head_params(model, train, &st);
     double chunks = memory_chunks_in_flight(train->schedule, &st, stage);
     /* the routed experts' states: ZeRO shards them over the expert-data-parallel group */
-    double experts = moe > 0 ? moe * simpar_moe_expert_params(model, plan->ep) : 0, eb[3];
+    double experts = simpar_model_is_moe(model)
+                         ? (layers - dense) * simpar_moe_expert_params(model, plan->ep)
+                         : 0,
+           eb[3];
     memory_state_bytes_over(model->dtype, train, simpar_train_expert_replicas(train), eb);
     *out = (SimparMemory){.params = layer_params + head_params};
     out->weights_B = (layer_params - experts) * bytes[0] + experts * eb[0];
@@ -436,21 +446,20 @@ simpar_memory_step(const SimparModel *model, const SimparTrain *train, guint sta
     out->weights_B -= memory_fp8(model, train, lin, bytes[0], &out->fp8_B);
     out->states_B =
         out->weights_B + out->grads_B + out->optimizer_B + out->embedding_B + out->fp8_B;
-    /* a chunk-micro-batch holds the mean of the device's layers' activations (exact for one
-     * chunk; with interleaving, its chunks' mix of dense and MoE layers is spread evenly); a
-     * dense layer of an MoE model is a layer of the model without experts (the MLP of width
-     * ffn) */
-    SimparModel plain = *model;
-    plain.moe.experts = 0;
-    const SimparModel *dm = simpar_model_is_moe(model) ? &plain : model;
-    double act_moe = moe > 0 ? memory_layer_activations(model, plan, attn, plan->recompute) : 0;
-    double act_dense = dense > 0 ? memory_layer_activations(dm, plan, attn, plan->recompute) : 0;
-    out->activations_B =
-        layers > 0 ? (moe * act_moe + dense * act_dense) / layers * st.chunk_layers * chunks : 0;
+    double act = memory_layer_activations(model, plan, attn, plan->recompute);
+    /* the larger recomputation of the stage's kinds of layer (a stage of dense layers only: the
+     * dense layer's) */
+    double recompute = layers > dense ? memory_recompute_peak(model, plan, attn) : 0;
+    if (dense > 0) { /* a layer's mean over the stage's */
+        act = ((layers - dense) * act +
+               dense * memory_layer_activations(&dense_model, plan, attn, plan->recompute)) /
+              layers;
+        recompute = MAX(recompute, memory_recompute_peak(&dense_model, plan, attn));
+    }
+    out->activations_B = act * st.chunk_layers * chunks;
     out->in_flight = chunks / st.v;
     out->head_B = memory_logits(model, train, &st);
-    out->recompute_B = MAX(moe > 0 ? memory_recompute_peak(model, plan, attn) : 0,
-                           dense > 0 ? memory_recompute_peak(dm, plan, attn) : 0);
+    out->recompute_B = layers > 0 ? recompute : 0;
     out->transient_B = transient_B;
     out->total_B =
         out->states_B + out->activations_B + out->head_B + out->recompute_B + out->transient_B;

@@ -331,6 +331,34 @@ simpar_model_layer_is_moe(const SimparModel *m, gint64 layer)
            (layer - m->moe.dense_layers) % every == 0;
 }
 
+/* The MoE layers among [0, n): from layer K on, one in every N, the first at K. */
+static gint64
+model_moe_layers_below(const SimparModel *m, gint64 n)
+{
+    gint64 every = MAX(m->moe.moe_every, 1), after = n - m->moe.dense_layers;
+    return !simpar_model_is_moe(m) || after <= 0 ? 0 : (after + every - 1) / every;
+}
+
+gint64
+simpar_model_moe_layers(const SimparModel *m, gint64 from, gint64 to)
+{
+    g_return_val_if_fail(from <= to, 0);
+    return model_moe_layers_below(m, to) - model_moe_layers_below(m, from);
+}
+
+gboolean
+simpar_model_has_dense_layers(const SimparModel *m)
+{
+    return simpar_model_is_moe(m) && simpar_model_moe_layers(m, 0, m->layers) < m->layers;
+}
+
+void
+simpar_model_dense_layer(const SimparModel *m, SimparModel *out)
+{
+    *out = *m;
+    out->moe = (SimparMoeConfig){0};
+}
+
 const char *
 simpar_model_flavour(const SimparModel *m)
 {

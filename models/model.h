@@ -180,6 +180,13 @@ gboolean simpar_model_validate(const SimparModel *model, GError **error);
 /* Whether the model has routed experts; whether layer `layer` (0-based) is an MoE layer. */
 gboolean simpar_model_is_moe(const SimparModel *model);
 gboolean simpar_model_layer_is_moe(const SimparModel *model, gint64 layer);
+/* The MoE layers among layers [from, to) (0 for a dense model). */
+gint64 simpar_model_moe_layers(const SimparModel *model, gint64 from, gint64 to);
+/* Whether an MoE model has dense layers (--dense-layers, --moe-every): layers whose MLP is the
+ * dense one of width ffn, with no router, dispatch, experts or all-to-alls. */
+gboolean simpar_model_has_dense_layers(const SimparModel *model);
+/* The model of an MoE model's dense layers: the same model without experts (*out, a copy). */
+void simpar_model_dense_layer(const SimparModel *model, SimparModel *out);
 const char *simpar_router_name(SimparRouterScore score);
 gboolean simpar_router_parse(const char *name, SimparRouterScore *out, GError **error);
 

@@ -105,11 +105,13 @@ step_ops_supported(const SimparModel *model, const SimparTrain *tr, const Simpar
         flag = "--grad-reduce-dtype";
     else if (simpar_plan_cp(&tr->tp) > 1)
         flag = "--cp";
+    else if (simpar_model_is_moe(model))
+        flag = "--experts (MoE layers)";
     if (flag != NULL) {
         g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
                     "%s is modelled from timed blocks only; an executable step has ZeRO 0, 1 or "
-                    "3, untied embeddings, gradients in the model's dtype and a pipeline schedule "
-                    "(gpipe, 1f1b, interleaved)",
+                    "3, untied embeddings, gradients in the model's dtype, dense layers and a "
+                    "pipeline schedule (gpipe, 1f1b, interleaved)",
                     flag);
         return FALSE;
     }

@@ -72,9 +72,14 @@ typedef struct {
     SimparRankFacts facts;
     gsize ends; /* embedding / output / aux-head parameters of one end on this rank */
     guint grads, params, opt_m, opt_v, act_in, act_out, grad_in, grad_out;
-    gsize layer_off[1024];  /* per chunk (v <= 1024): offset of its layers in the gradients */
-    gsize expert_off[1024]; /* per chunk: offset of its layers' experts (after the rest) */
-    gsize lp, le;           /* per layer: the parameters but the experts', the experts' */
+    gsize layer_off[1024];   /* per chunk (v <= 1024): offset of its layers in the gradients */
+    gsize expert_off[1024];  /* per chunk: offset of its layers' experts (after the rest) */
+    guint layer_first[1024]; /* per chunk: the model's index of its first layer */
+    gsize lp, le;            /* per layer: the parameters but the experts', the experts' */
+    /* an MoE model's dense layers (simpar_model_has_dense_layers): their schedule's facts per
+     * tensor-parallel rank (else NULL) and the rank's parameters of one of them (no experts) */
+    SimparRankFacts *dense_facts;
+    gsize lpd;
     gsize embed_off, head_off, aux_off, n_grads, n_expert; /* n_expert: of n_grads, experts */
     GArray *buckets;                                       /* StepBucket */
     gsize open_off[STEP_N_KINDS];   /* start of the bucket being filled, per kind */

@@ -1,4 +1,5 @@
 /* step.c - the schedule of one optimizer step built from timed blocks (see step.h). */
+#include "generators.h"
 #include "pipeline.h"
 #include "step-private.h"
 #include <math.h>
@@ -286,14 +287,55 @@ step_gather_experts(Step *st, gsize off)
     return i;
 }
 
-/* Layers of one chunk, forward or backward: one block, or one per layer where data
- * parallelism needs to know when each layer's gradients are final (`final`), or ZeRO-3 gathers
- * each layer's parameters. */
 /* Layers of this rank's chunk `chunk` (virtual stage chunk P + p). */
 static guint
 step_lc(const Step *st, guint chunk)
 {
     return simpar_train_stage_layers(st->tr, chunk * st->P + st->p);
+}
+
+/* Whether layer l of chunk `chunk` (the model's layer layer_first[chunk] + l) is one of an MoE
+ * model's dense layers: the dense layer's blocks, its parameters, no experts. Every layer of a
+ * dense model is a "layer" one. */
+static gboolean
+step_dense(const Step *st, guint chunk, guint l)
+{
+    return st->dense_facts != NULL &&
+           !simpar_model_layer_is_moe(st->model, (gint64) st->layer_first[chunk] + l);
+}
+
+/* The dense layers among layers [from, to) of chunk `chunk`. */
+static guint
+step_n_dense(const Step *st, guint chunk, guint from, guint to)
+{
+    if (st->dense_facts == NULL)
+        return 0;
+    gint64 first = st->layer_first[chunk];
+    return to - from - (guint) simpar_model_moe_layers(st->model, first + from, first + to);
+}
+
+/* Layer l of chunk `chunk` in the rank's gradients (the chunk's layers last first): its
+ * parameters but the experts' at *off, *lp of them, and its experts' at *eoff, *le. */
+static void
+step_layer_place(const Step *st, guint chunk, guint l, gsize *off, gsize *lp, gsize *eoff,
+                 gsize *le)
+{
+    guint after = step_lc(st, chunk) - 1 - l;
+    guint dense = step_n_dense(st, chunk, l + 1, after + l + 1);
+    gboolean d = step_dense(st, chunk, l);
+    *off = st->layer_off[chunk] + (after - dense) * st->lp + dense * st->lpd;
+    *eoff = st->expert_off[chunk] + (after - dense) * st->le;
+    *lp = d ? st->lpd : st->lp;
+    *le = d ? 0 : st->le;
+}
+
+/* The block key of a layer of either kind, forward or backward (step.h). */
+static const char *
+step_layer_key(gboolean dense, gboolean backward)
+{
+    if (dense)
+        return backward ? "dense.bwd" : "dense.fwd";
+    return backward ? "layer.bwd" : "layer.fwd";
 }
 
 /* FP8 models: `count` layers' weights cast to FP8 (one "fp8.cast" block) where `when` holds;
@@ -303,11 +345,18 @@ step_lc(const Step *st, guint chunk)
  * each use and cast again at each forward (Transformer Engine keeps no cached copy under
  * FSDP2), one block per layer (step_layers). */
 static guint
-step_fp8_cast(Step *st, guint count, gboolean when)
+step_fp8_cast(Step *st, guint chunk, guint from, guint count, gboolean when)
 {
     if (!when || st->model->fp8 == SIMPAR_FP8_NONE || st->ops != NULL)
         return G_MAXUINT;
-    return step_block(st, "fp8.cast", count, SIMPAR_PHASE_FORWARD);
+    guint dense = step_n_dense(st, chunk, from, from + count), first = G_MAXUINT;
+    if (count > dense) /* an MoE model's dense layers' weights are the dense layer's */
+        first = step_block(st, "fp8.cast", count - dense, SIMPAR_PHASE_FORWARD);
+    if (dense > 0) {
+        guint b = step_block(st, "dense.fp8.cast", dense, SIMPAR_PHASE_FORWARD);
+        first = MIN(first, b);
+    }
+    return first;
 }
 
 /* Op i (the last added) waits for the gathers that are not G_MAXUINT. */
@@ -320,44 +369,51 @@ step_after_gathers(Step *st, guint i, guint gather, guint egather)
         simpar_schedule_add_dep(st->s, i, egather);
 }
 
+/* Layers of one chunk, forward or backward: a block per run of layers of one kind (one block
+ * but for an MoE model's dense layers), or one per layer where data parallelism needs to know
+ * when each layer's gradients are final (`final`), or ZeRO-3 gathers each layer's parameters. */
 static void
 step_layers(Step *st, guint chunk, guint micro, gboolean backward, gboolean final)
 {
     guint lc = step_lc(st, chunk);
     SimparPhase ph = backward ? SIMPAR_PHASE_BACKWARD : SIMPAR_PHASE_FORWARD;
-    const char *key = backward ? "layer.bwd" : "layer.fwd";
     gboolean per_layer = st->tr->zero == 3 ||
                          (backward && simpar_train_reduce_each_micro(st->tr)) ||
                          (backward && final && step_reduces(st));
-    gsize lp = st->lp, le = st->le;
-    if (st->ops != NULL) { /* ZeRO 0, 1 or 3 (step_ops_supported) */
+    gsize off, lp, eoff, le;
+    if (st->ops != NULL) { /* ZeRO 0, 1 or 3, no MoE layers (step_ops_supported) */
         for (guint k = 0; k < lc; k++) {
             guint l = backward ? lc - 1 - k : k;
+            step_layer_place(st, chunk, l, &off, &lp, &eoff, &le);
             if (step_sharded_params(st) && !(backward && st->tr->no_reshard))
-                step_gather(st, st->layer_off[chunk] + (lc - 1 - l) * lp, lp,
-                            "dp.all-gather-params", TRUE);
+                step_gather(st, off, lp, "dp.all-gather-params", TRUE);
             step_ops_layer(st, chunk, l, micro, backward);
             if (backward && final)
-                step_grads_ready(st, STEP_DENSE, st->layer_off[chunk] + (lc - 1 - l) * lp, lp,
-                                 st->last_compute);
+                step_grads_ready(st, STEP_DENSE, off, lp, st->last_compute);
         }
         return;
     }
     if (!per_layer) {
-        step_block(st, key, lc, ph);
+        for (guint k = 0, run; k < lc; k += run) { /* in the order the layers run */
+            gboolean dense = step_dense(st, chunk, backward ? lc - 1 - k : k);
+            for (run = 1; k + run < lc; run++)
+                if (step_dense(st, chunk, backward ? lc - 1 - k - run : k + run) != dense)
+                    break;
+            step_block(st, step_layer_key(dense, backward), run, ph);
+        }
         return;
     }
     for (guint k = 0; k < lc; k++) {
         guint l = backward ? lc - 1 - k : k;
-        gsize off = st->layer_off[chunk] + (lc - 1 - l) * lp; /* last layer first */
-        gsize eoff = st->expert_off[chunk] + (lc - 1 - l) * le;
+        step_layer_place(st, chunk, l, &off, &lp, &eoff, &le);
+        const char *key = step_layer_key(step_dense(st, chunk, l), backward);
         gboolean gathers = st->tr->zero == 3 && !(backward && st->tr->no_reshard);
         guint gather = gathers && st->S > 1 ? step_gather(st, off, lp, "dp.all-gather-params", TRUE)
                                             : G_MAXUINT;
         guint egather = gathers && le > 0 && st->DE > 1 ? step_gather_experts(st, eoff) : G_MAXUINT;
         /* the gathered weights' cast (ZeRO-3 FP8), else the layer, waits for the gathers: an
          * op's deps are added right after it */
-        guint first = step_fp8_cast(st, 1, !backward && st->tr->zero == 3);
+        guint first = step_fp8_cast(st, chunk, l, 1, !backward && st->tr->zero == 3);
         if (first != G_MAXUINT)
             step_after_gathers(st, first, gather, egather);
         guint b = step_block(st, key, 1, ph);
@@ -424,7 +480,7 @@ step_forward(Step *st, guint step, const SimparPipeItem *it)
                   SIMPAR_PHASE_FORWARD, "p2p.recv-act");
     else
         step_end_block(st, "embed.fwd", st->embed_off, j, SIMPAR_PHASE_FORWARD);
-    step_fp8_cast(st, step_lc(st, it->chunk), j == 0 && st->tr->zero < 3);
+    step_fp8_cast(st, it->chunk, 0, step_lc(st, it->chunk), j == 0 && st->tr->zero < 3);
     step_layers(st, it->chunk, j, FALSE, FALSE);
     if (vs < last)
         step_send(st, step_peer(st, vs + 1), step_tag(st, step, j, vs, 0),
@@ -480,14 +536,15 @@ step_backward(Step *st, guint step, const SimparPipeItem *it)
 static void
 step_regions(const Step *st, guint ready, GArray *out)
 {
-    gsize lp = st->lp;
     if (st->p + 1 == st->P) {
         StepBucket b = {st->head_off, st->ends, ready, STEP_DENSE};
         g_array_append_val(out, b);
     }
+    gsize off, lp, eoff, le;
     for (guint c = st->v; c-- > 0;)
-        for (guint k = 0; k < step_lc(st, c); k++) {
-            StepBucket b = {st->layer_off[c] + k * lp, lp, ready, STEP_DENSE};
+        for (guint k = step_lc(st, c); k-- > 0;) { /* the last layer first */
+            step_layer_place(st, c, k, &off, &lp, &eoff, &le);
+            StepBucket b = {off, lp, ready, STEP_DENSE};
             g_array_append_val(out, b);
         }
     if (st->p == 0) {
@@ -604,7 +661,10 @@ static void
 step_rank_layout(Step *st)
 {
     st->le = st->facts.expert_params, st->lp = st->facts.layer_params - st->le;
-    gsize lp = st->lp, n = 0;
+    st->lpd = st->dense_facts != NULL ? st->dense_facts[st->t].layer_params : 0;
+    for (guint c = 0; c < st->v; c++)
+        st->layer_first[c] = simpar_train_stage_first_layer(st->tr, c * st->P + st->p);
+    gsize n = 0;
     gsize end = step_end_params(st->model, st->model->vocab, st->Ttp);
     st->embed_off = st->head_off = st->aux_off = 0;
     st->ends = 0;
@@ -617,8 +677,9 @@ step_rank_layout(Step *st)
             n += st->ends;
     }
     for (guint c = st->v; c-- > 0;) {
+        guint lc = step_lc(st, c), dense = step_n_dense(st, c, 0, lc);
         st->layer_off[c] = n;
-        n += step_lc(st, c) * lp;
+        n += (lc - dense) * st->lp + dense * st->lpd;
     }
     if (st->p == 0) {
         st->ends = MAX(st->ends, end);
@@ -629,8 +690,9 @@ step_rank_layout(Step *st)
     }
     gsize nd = n;
     for (guint c = st->v; c-- > 0;) { /* the experts after the rest, in the same order */
+        guint lc = step_lc(st, c);
         st->expert_off[c] = n;
-        n += step_lc(st, c) * st->le;
+        n += (lc - step_n_dense(st, c, 0, lc)) * st->le;
     }
     /* room for reduce-scatters of every bucket: a whole number of D-sized pieces */
     st->n_grads = n, st->n_expert = n - nd;
@@ -752,6 +814,12 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
     if (slice != G_MAXUINT)
         simpar_train_tp_slice(tr, &st.numbering);
     g_return_val_if_fail(st.v <= G_N_ELEMENTS(st.layer_off), NULL);
+    g_autofree SimparRankFacts *dense_facts = NULL;
+    if (simpar_model_has_dense_layers(model)) { /* their parameters: the dense layer's shares */
+        g_autoptr(SimparSchedule) dense = simpar_generate_dense_layer(model, &tr->tp, NULL);
+        g_return_val_if_fail(dense != NULL, NULL); /* the caller validated it */
+        st.dense_facts = dense_facts = simpar_schedule_rank_facts(dense);
+    }
     st.n_vs = st.local ? st.P : st.P * st.v;
     guint n_ranks = (slice == G_MAXUINT ? st.T : st.C) * st.P * st.D;
     st.s = simpar_schedule_new(n_ranks, simpar_schedule_dtype(layer));

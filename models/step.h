@@ -16,6 +16,11 @@
  * measures by simulating the tensor-parallel schedules of one stage on the platform: the
  * step schedule then has a few hundred ops per rank at any model size. Blocks:
  *   "layer.fwd" / "layer.bwd"  one layer, forward / backward (recomputation included), x count
+ *   "dense.fwd" / "dense.bwd"  an MoE model's dense layers (--dense-layers, --moe-every): one
+ *                              dense layer, x count; each layer of a chunk runs its kind's
+ *                              block (simpar_model_layer_is_moe of the model's layer index as
+ *                              the pipeline lays layers out), a run of alike layers one block,
+ *                              and holds its kind's parameters (a dense one no experts)
  *   "embed.fwd" / "embed.bwd"  vocabulary-parallel embedding over the tensor-parallel group
  *   "head.fwd" / "head.bwd"    output layer and cross-entropy (forward with the loss)
  *   "aux.fwd" / "aux.bwd"      local parallelism: a chunk's auxiliary head and local loss
@@ -25,6 +30,7 @@
  *                              them for the other micro-batches), under ZeRO-3 before every
  *                              layer's forward (the executable steps below have none: their
  *                              FP8 GEMMs are timed without the weights' casts)
+ *   "dense.fp8.cast"           the same for an MoE model's dense layers' weights
  *
  * Data parallelism (reference 4): buckets of train->bucket_params parameters over the
  * gradient buffer in reverse layer order; with --overlap-grad-reduce bucket k starts when the
@@ -69,7 +75,7 @@ SimparSchedule *simpar_step_build_slice(const SimparModel *model, const SimparTr
  *
  * Refused (SIMPAR_PLAN_ERROR_INVALID, naming the flag): tensor-parallel modes other than 1-D
  * (the ends would need their row-major results rearranged into 2-D/2.5-D/3-D blocks, which the
- * IR has no op for), local parallelism, ZeRO stages above 0, tied embeddings, a vocabulary not
+ * IR has no op for), local parallelism, MoE models, ZeRO stage 2, tied embeddings, a vocabulary not
  * divisible by T, and steps whose schedule would exceed 1e6 ops (this mode is for small models). */
 SimparSchedule *simpar_step_build_ops(const SimparModel *model, const SimparTrain *train,
                                       const SimparSchedule *layer,

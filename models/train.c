@@ -536,16 +536,23 @@ simpar_train_rank(const SimparTrain *train, guint t, guint d, guint p)
 double
 simpar_train_model_flops(const SimparModel *m, const SimparTrain *train)
 {
-    double h = (double) m->hidden, s = (double) m->seq, weights = simpar_model_layer_weights(m);
+    double h = (double) m->hidden, s = (double) m->seq, dense = simpar_model_layer_weights(m);
+    double weights = dense;
     if (simpar_model_is_moe(m)) /* the MLP a token passes: its experts, the shared ones */
         weights +=
             simpar_moe_active_params(m) - ((double) simpar_model_fc1_cols(m) + (double) m->ffn) * h;
+    /* an MoE model's dense layers (--dense-layers, --moe-every) pass the dense MLP */
+    double moe = (double) simpar_model_moe_layers(m, 0, m->layers);
+    double others = simpar_model_is_moe(m) ? (double) m->layers - moe : (double) m->layers;
     /* attention's QK^T and PV: 2 s a (qk + v) a token forward, 12 s h with h/a heads */
     double a = (double) m->heads;
     double attn =
         simpar_model_is_mla(m)
             ? 6 * s * a * (double) (simpar_model_qk_head_dim(m) + simpar_model_v_head_dim(m))
             : 12 * s * h;
-    double per_token = (double) m->layers * (6 * weights + attn) + 6 * h * (double) m->vocab;
+    double per_token = simpar_model_is_moe(m)
+                           ? moe * (6 * weights + attn) + others * (6 * dense + attn)
+                           : others * (6 * weights + attn);
+    per_token += 6 * h * (double) m->vocab;
     return per_token * (double) train->global_batch * s;
 }

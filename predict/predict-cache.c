@@ -201,6 +201,8 @@ cache_blocks_share(const SimparBlockTimes *from, SimparBlockTimes *to)
     to->compute_s = g_hash_table_ref(from->compute_s);
     to->layer_axes = g_array_copy(from->layer_axes);
     to->layer_comm_bytes = from->layer_comm_bytes;
+    to->dense_axes = from->dense_axes != NULL ? g_array_copy(from->dense_axes) : NULL;
+    to->dense_comm_bytes = from->dense_comm_bytes;
     to->layer_ranks = from->layer_ranks;
 }
 

@@ -561,6 +561,12 @@ predict_trace(const SimparPredictContext *ctx, const SimparStepTimer *blocks,
               const char *mode)
 {
     double act = simpar_memory_layer_activations(model, &train->tp, ctx->attention);
+    SimparModel dense_model; /* an MoE model's dense layers' (0 without) */
+    simpar_model_dense_layer(model, &dense_model);
+    double dense_act =
+        simpar_model_has_dense_layers(model)
+            ? simpar_memory_layer_activations(&dense_model, &train->tp, ctx->attention)
+            : 0;
     guint T = (guint) train->tp.tp, TC = simpar_train_group(train);
     guint n_job = TC * (guint) (train->pp * train->dp);
     SimparTrain num;
@@ -595,6 +601,7 @@ predict_trace(const SimparPredictContext *ctx, const SimparStepTimer *blocks,
             .layer_rank = t,
             .states_B = mem.states_B,
             .layer_activations_B = act,
+            .dense_activations_B = dense_act,
             .layer_base = simpar_train_rank(train, 0, d, p),
         };
         predict_trace_moe_rank(model, train, &x);
@@ -615,6 +622,16 @@ predict_trace(const SimparPredictContext *ctx, const SimparStepTimer *blocks,
     if (moe != NULL) {
         moe_run.sched = moe, moe_run.n_layers = 1, moe_run.gpus = moe_gpus;
         tl.moe_run = &moe_run, tl.moe_spans = moe_spans;
+    }
+    g_autoptr(SimparSchedule) dense = simpar_model_has_dense_layers(model)
+                                          ? simpar_generate_dense_layer(model, &train->tp, NULL)
+                                          : NULL; /* validated: predict_dense_valid */
+    g_autofree SimparSpan *dense_spans =
+        dense != NULL ? simpar_block_layer_spans(blocks, train, dense, NULL) : NULL;
+    SimparRun dense_run = layer_run;
+    if (dense != NULL) {
+        dense_run.sched = dense;
+        tl.dense_run = &dense_run, tl.dense_spans = dense_spans;
     }
     simpar_report_trace(ctx->trace, ctx->trace_index, mode, run, spans,
                         (const SimparTraceRank *) who->data, who->len, run_job, &tl);
@@ -777,6 +794,23 @@ predict_node_limit(const SimparPredictContext *ctx, const SimparModel *model,
     return FALSE;
 }
 
+/* An MoE model's dense layers (--dense-layers, --moe-every) are timed as their own layer
+ * (simpar_generate_dense_layer): FALSE with *why set where the mode cannot split it. */
+static gboolean
+predict_dense_valid(const SimparModel *model, const SimparPlan *plan, GError **why)
+{
+    if (!simpar_model_has_dense_layers(model))
+        return TRUE;
+    SimparModel dense;
+    simpar_model_dense_layer(model, &dense);
+    SimparPlan copy = *plan;
+    copy.ep = 0;
+    if (plan->gen->validate(&dense, &copy, why))
+        return TRUE;
+    g_prefix_error(why, "the dense layers (--dense-layers, --moe-every): ");
+    return FALSE;
+}
+
 gboolean
 simpar_predict_config(const SimparPredictContext *ctx, const SimparModel *model, SimparTrain *train,
                       SimparReportRow *row, GError **why, GError **error)
@@ -785,7 +819,7 @@ simpar_predict_config(const SimparPredictContext *ctx, const SimparModel *model,
     g_return_val_if_fail(why != NULL && *why == NULL, FALSE);
     const SimparGenerator *gen = train->tp.gen;
     *row = (SimparReportRow){.gen = gen, .gpus = ctx->gpus, .mem_capacity_B = ctx->gpu->mem_bytes};
-    if (!gen->validate(model, &train->tp, why)) {
+    if (!gen->validate(model, &train->tp, why) || !predict_dense_valid(model, &train->tp, why)) {
         row->grid = g_strdup("-");
         return TRUE;
     }

@@ -354,20 +354,11 @@ report_text_axes(GString *out, const SimparReportRow *row, const SimparModel *m)
                                "; on a tensor-parallel GPU: all-to-alls between the grid's "
                                "blocks and the block's tokens %.4f s",
                                st->moe_redistribute_s);
-    if (st->moe_experts_s > 0 && (m->moe.dense_layers > 0 || m->moe.moe_every > 1)) {
-        /* models/step.c times one layer block, an MoE layer's; the dense ones are in memory.c */
+    if (st->moe_experts_s > 0 && simpar_model_has_dense_layers(m)) /* timed as dense layers */
         g_string_append_printf(out,
-                               "\n  %-5s the step's time takes every layer as an MoE layer; that",
-                               row->gen->name);
-        if (m->moe.dense_layers > 0)
-            g_string_append_printf(out, " the first %" G_GINT64_FORMAT " layers are dense",
-                                   m->moe.dense_layers);
-        if (m->moe.moe_every > 1)
-            g_string_append_printf(out, "%s only one layer in %" G_GINT64_FORMAT " is an MoE one",
-                                   m->moe.dense_layers > 0 ? " and that" : "", m->moe.moe_every);
-        g_string_append(out, " counts in its memory only (the time is an upper bound where a "
-                             "dense layer runs faster than an MoE one)");
-    }
+                               "; %" G_GINT64_FORMAT " of the %" G_GINT64_FORMAT
+                               " layers are MoE layers, the others dense",
+                               simpar_model_moe_layers(m, 0, m->layers), m->layers);
     if (st->compute != NULL)
         g_string_append_printf(out, "\n  %-5s %s", row->gen->name, st->compute);
     if (st->pipeline_step_s > 0)
@@ -1216,10 +1207,13 @@ static void
 report_trace_memory(SimparTrace *t, const SimparTraceRank *who, const SimparOp *op, guint pid,
                     double end, double *held)
 {
-    gboolean fwd = g_str_equal(op->u.block.key, "layer.fwd");
-    if (who->states_B <= 0 || (!fwd && !g_str_equal(op->u.block.key, "layer.bwd")))
+    const char *key = op->u.block.key;
+    gboolean dense = g_str_equal(key, "dense.fwd") || g_str_equal(key, "dense.bwd");
+    gboolean fwd = g_str_equal(key, "layer.fwd") || g_str_equal(key, "dense.fwd");
+    if (who->states_B <= 0 || (!fwd && !dense && !g_str_equal(key, "layer.bwd")))
         return;
-    *held += (fwd ? 1 : -1) * (double) op->u.block.count * who->layer_activations_B;
+    double one = dense ? who->dense_activations_B : who->layer_activations_B;
+    *held += (fwd ? 1 : -1) * (double) op->u.block.count * one;
     simpar_trace_counter(t, "memory", pid, end, "GiB", (who->states_B + MAX(*held, 0)) / GIB);
 }
 
@@ -1283,28 +1277,33 @@ report_trace_part(ReportTrace *pt, const SimparSpan *spans, guint r, gboolean fw
 }
 
 /* The ops standing for the `count` layers of block op `op` (rank pid): layer rank
- * who->layer_rank's and, for an MoE model, MoE rank who->moe_rank's (mt), and their streams'
- * waits inside the block; `scope` and `moe_scope` keep the flows of their collectives apart. */
+ * who->layer_rank's and, for an MoE model, MoE rank who->moe_rank's (mt), or for an MoE model's
+ * dense layers' blocks the dense layer's (dt), and their streams' waits inside the block;
+ * `scope` and `moe_scope` keep the flows of their collectives apart. */
 static void
-report_trace_layers(ReportTrace *lt, ReportTrace *mt, const SimparTraceLayer *tl,
+report_trace_layers(ReportTrace *lt, ReportTrace *mt, ReportTrace *dt, const SimparTraceLayer *tl,
                     const SimparOp *op, const SimparTraceRank *who, guint pid, const SimparSpan *sp,
                     const char *scope, const char *moe_scope)
 {
-    gboolean fwd = g_str_equal(op->u.block.key, "layer.fwd");
-    if (!fwd && !g_str_equal(op->u.block.key, "layer.bwd"))
+    const char *key = op->u.block.key;
+    gboolean dense = g_str_equal(key, "dense.fwd") || g_str_equal(key, "dense.bwd");
+    gboolean fwd = g_str_equal(key, "layer.fwd") || g_str_equal(key, "dense.fwd");
+    if ((!fwd && !dense && !g_str_equal(key, "layer.bwd")) || (dense && tl->dense_run == NULL))
         return;
+    ReportTrace *pt = dense ? dt : lt; /* the layer schedule the block stands for */
     double per = (sp->end - sp->start) / MAX(op->u.block.count, 1);
-    const SimparSchedule *ls = tl->run->sched, *ms = tl->moe_run ? tl->moe_run->sched : NULL;
+    const SimparSchedule *ls = tl->run->sched, *ps = pt->run->sched;
+    const SimparSchedule *ms = tl->moe_run != NULL && !dense ? tl->moe_run->sched : NULL;
     guint n_streams = simpar_schedule_n_streams(ls);
-    g_autofree guint *tids = g_new(guint, n_streams);
+    /* the dense layer's streams drawn on the layer's of the same names */
+    g_autofree guint *tids = report_moe_tids(ls, ps);
     g_autofree guint *moe_tids = ms != NULL ? report_moe_tids(ls, ms) : NULL;
-    guint n_tids = n_streams + (ms != NULL ? simpar_schedule_n_streams(ms) : 0);
+    guint n_tids = n_streams + simpar_schedule_n_streams(ps) +
+                   (ms != NULL ? simpar_schedule_n_streams(ms) : 0);
     g_autofree double *idle = g_new(double, n_tids);
-    g_autofree SimparSpan *at = g_new0(SimparSpan, simpar_schedule_n_ops(ls));
+    g_autofree SimparSpan *at = g_new0(SimparSpan, simpar_schedule_n_ops(ps));
     g_autofree SimparSpan *moe_at =
         ms != NULL ? g_new0(SimparSpan, simpar_schedule_n_ops(ms)) : NULL;
-    for (guint st = 0; st < n_streams; st++)
-        tids[st] = st;
     for (guint st = 0; st < n_tids; st++)
         idle[st] = sp->start;
     for (guint k = 0; k < op->u.block.count; k++) {
@@ -1312,7 +1311,7 @@ report_trace_layers(ReportTrace *lt, ReportTrace *mt, const SimparTraceLayer *tl
         if (ms != NULL && !fwd) /* the MoE block's backward comes first */
             report_trace_part(mt, tl->moe_spans, who->moe_rank, fwd, k, pid, base, moe_tids, idle,
                               moe_at, moe_scope);
-        report_trace_part(lt, tl->spans, who->layer_rank, fwd, k, pid,
+        report_trace_part(pt, dense ? tl->dense_spans : tl->spans, who->layer_rank, fwd, k, pid,
                           ms != NULL && !fwd ? base + tl->moe_part_s[1] : base, tids, idle, at,
                           scope);
         if (ms != NULL && fwd)
@@ -1335,13 +1334,19 @@ simpar_report_trace(SimparTrace *t, guint mode_index, const char *mode, const Si
     ReportTrace lt = {.t = t, .run = layers != NULL ? layers->run : NULL, .algos = layer_algos};
     const SimparRun *moe = layers != NULL ? layers->moe_run : NULL;
     ReportTrace mt = {.t = t, .run = moe, .algos = layer_algos};
+    const SimparRun *dense = layers != NULL ? layers->dense_run : NULL;
+    ReportTrace dt = {.t = t, .run = dense, .algos = layer_algos};
     report_coll_order(&rt, s);
     if (layers != NULL)
         report_coll_order(&lt, layers->run->sched);
     if (moe != NULL)
         report_coll_order(&mt, moe->sched);
+    if (dense != NULL)
+        report_coll_order(&dt, dense->sched);
     report_traced(&rt, &lt, ranks, n_ranks, run_job);
     report_traced_moe(&mt, ranks, n_ranks);
+    if (dense != NULL) /* the dense layer's ranks are the layer's */
+        dt.traced = g_hash_table_ref(lt.traced);
     g_autofree double *idle = g_new(double, n_streams);
     for (guint k = 0; k < n_ranks; k++) {
         const SimparTraceRank *who = &ranks[k];
@@ -1360,7 +1365,7 @@ simpar_report_trace(SimparTrace *t, guint mode_index, const char *mode, const Si
         }
         if (moe != NULL)
             report_trace_moe_streams(t, pid, layers->run->sched, moe->sched);
-        mt.base = who->moe_base, lt.base = who->layer_base; /* the groups' the rank is in */
+        mt.base = who->moe_base, lt.base = dt.base = who->layer_base; /* the rank's groups */
         guint n;
         const guint *ops = simpar_schedule_rank_ops(s, who->run_rank, &n);
         double held = 0; /* the layer activations the rank holds */
@@ -1395,7 +1400,7 @@ simpar_report_trace(SimparTrace *t, guint mode_index, const char *mode, const Si
                                blocks);
                     g_snprintf(moe_scope, sizeof moe_scope, "c%u.e%u.%u.%u", mode_index,
                                who->moe_base, l, blocks++);
-                    report_trace_layers(&lt, &mt, layers, op, who, pid, sp, scope, moe_scope);
+                    report_trace_layers(&lt, &mt, &dt, layers, op, who, pid, sp, scope, moe_scope);
                 }
                 if (op->kind == SIMPAR_OP_BLOCK)
                     report_trace_memory(t, who, op, pid, sp->end, &held);
@@ -1405,6 +1410,7 @@ simpar_report_trace(SimparTrace *t, guint mode_index, const char *mode, const Si
     report_coll_clear(&rt);
     report_coll_clear(&lt);
     report_coll_clear(&mt);
+    report_coll_clear(&dt);
 }
 
 /* ------------------------------------------------------------------------- rows from JSON */

@@ -129,6 +129,10 @@ typedef struct {
     const SimparRun *moe_run;
     const SimparSpan *moe_spans;
     double part_s[2], moe_part_s[2];
+    /* an MoE model's dense layers ("dense.fwd" / "dense.bwd" blocks): the dense layer on the
+     * layer's GPUs and its ops' spans within its blocks; NULL dense_run without */
+    const SimparRun *dense_run;
+    const SimparSpan *dense_spans;
 } SimparTraceLayer;
 
 /* A rank a trace shows: job rank `job_rank` on GPU `gpu`, whose step ops are those of rank
@@ -138,8 +142,9 @@ typedef struct {
     guint run_rank, job_rank, gpu, layer_rank;
     /* the memory counter: the rank's weights, gradients and optimizer states, and one layer's
      * stored activations per micro-batch (each forward layer block adds them, each backward
-     * one frees them); 0, 0: no counter */
-    double states_B, layer_activations_B;
+     * one frees them; an MoE model's dense layers' blocks dense_activations_B); 0, 0: no
+     * counter */
+    double states_B, layer_activations_B, dense_activations_B;
     /* the job rank of the layer's rank 0 beside it (the same replica and stage): the layer's
      * collectives join the ranks of one base */
     guint layer_base;
@@ -159,7 +164,8 @@ typedef struct {
  * "layer.fwd" / "layer.bwd" block of count c also as the ops of its c layers, on the layer's
  * streams (thread ids from 100, "layer <stream>"), args.layer the layer's index in the block;
  * an MoE model's layers also as the ops of their MoE block, after the layer schedule's forward
- * and before its backward, on the streams of the same names.
+ * and before its backward, on the streams of the same names; an MoE model's "dense.fwd" /
+ * "dense.bwd" blocks as the ops of the dense layer.
  * A counter track "memory" per rank (args.GiB) where the rank gives its states: its weights,
  * gradients and optimizer states plus the layer activations it holds, rising at each forward
  * layer block's end and falling at each backward one's.

@@ -462,7 +462,7 @@ formula_fill(const Formula *f, const double *fig, const SimparBlockTimes *bt,
     SimparRun run = f->tm->base;
     run.gpus = job_gpus;
     simpar_step_breakdown_finish(&run, job_gpus, bt, model, f->tr, fig[FORMULA_TP_EXPOSED],
-                                 fig[FORMULA_LAYER_BLOCKS], row);
+                                 fig[FORMULA_LAYER_BLOCKS], 0, 0, row); /* no MoE models */
 }
 
 /* What the closed forms cover; hybrid sharding, fp32 gradient reductions and the experts'

@@ -12,6 +12,8 @@ simpar_block_times_clear(SimparBlockTimes *bt)
     g_clear_pointer(&bt->compute_s, g_hash_table_unref);
     if (bt->layer_axes != NULL)
         g_array_free(g_steal_pointer(&bt->layer_axes), TRUE);
+    if (bt->dense_axes != NULL)
+        g_array_free(g_steal_pointer(&bt->dense_axes), TRUE);
 }
 
 static void
@@ -141,11 +143,12 @@ block_moe_part(const SimparSchedule *moe, const SimparSpan *sp, guint k)
     return sum / 2 / simpar_schedule_n_ranks(moe);
 }
 
-/* "layer.fwd" and "layer.bwd": the second of two stacked layers, as the first layer's
- * ramp-up and the last one's drain do not repeat. */
+/* "layer.fwd" and "layer.bwd" (or, `dense`, an MoE model's dense layer's "dense.fwd" and
+ * "dense.bwd"): the second of two stacked layers, as the first layer's ramp-up and the last
+ * one's drain do not repeat. */
 static void
 block_layers(const SimparStepTimer *tm, const SimparSchedule *layer, const guint *gpus,
-             SimparBlockTimes *bt)
+             gboolean dense, SimparBlockTimes *bt)
 {
     SimparRun run;
     g_autofree double *compute = NULL;
@@ -153,22 +156,24 @@ block_layers(const SimparStepTimer *tm, const SimparSchedule *layer, const guint
     SimparStepTimer layer_tm = *tm;
     layer_tm.base.n_simulated = &simulated;
     g_autofree SimparSpan *sp = block_run(&layer_tm, layer, 2, gpus, &run, &compute);
-    bt->layer_ranks = simulated;
-    double redistribute = block_moe_part(layer, sp, 3);
-    if (redistribute > 0)
-        block_set(bt, "moe.redistribute", redistribute, 0);
+    if (!dense) {
+        bt->layer_ranks = simulated;
+        double redistribute = block_moe_part(layer, sp, 3);
+        if (redistribute > 0)
+            block_set(bt, "moe.redistribute", redistribute, 0);
+    }
     double b[4];
     block_layer_bounds(layer, sp, b);
-    block_set(bt, "layer.fwd", b[1] - b[0],
+    block_set(bt, dense ? "dense.fwd" : "layer.fwd", b[1] - b[0],
               block_mean_compute(layer, compute, NULL, SIMPAR_PHASE_FORWARD));
-    block_set(bt, "layer.bwd", b[3] - b[2],
+    block_set(bt, dense ? "dense.bwd" : "layer.bwd", b[3] - b[2],
               block_mean_compute(layer, compute, NULL, SIMPAR_PHASE_BACKWARD));
     SimparReportRow row = {0};
     simpar_report_breakdown(&run, sp, &row);
     for (guint i = 0; i < row.axes->len; i++)
         g_array_index(row.axes, SimparAxisTime, i).exposed_s /= 2;
-    bt->layer_axes = row.axes;
-    bt->layer_comm_bytes = row.comm_bytes_per_gpu / 2;
+    *(dense ? &bt->dense_axes : &bt->layer_axes) = row.axes;
+    *(dense ? &bt->dense_comm_bytes : &bt->layer_comm_bytes) = row.comm_bytes_per_gpu / 2;
 }
 
 /* `add` seconds more for `key` (already set), `compute_add` of them compute. */
@@ -290,15 +295,24 @@ simpar_block_times_measure(const SimparStepTimer *tm, const SimparModel *model,
     bt->time_s = g_hash_table_new_full(NULL, NULL, NULL, g_free);
     bt->compute_s = g_hash_table_new_full(NULL, NULL, NULL, g_free);
     g_autofree guint *gpus = simpar_block_gpus(train);
-    block_layers(tm, layer, gpus, bt);
+    block_layers(tm, layer, gpus, FALSE, bt);
     if (simpar_model_is_moe(model))
         block_moe(tm, model, train, bt);
+    g_autoptr(SimparSchedule) dense = simpar_model_has_dense_layers(model)
+                                          ? simpar_generate_dense_layer(model, &train->tp, NULL)
+                                          : NULL;
+    if (dense != NULL) /* validated with the model (simpar_predict_config) */
+        block_layers(tm, dense, gpus, TRUE, bt);
     g_autoptr(SimparSchedule) ends = simpar_ends_build(model, &train->tp, layer, model->vocab,
                                                        SIMPAR_ENDS_EMBED | SIMPAR_ENDS_HEAD);
     block_ends(tm, ends, gpus, bt);
     if (model->fp8 != SIMPAR_FP8_NONE) { /* compute alone, one layer's on one rank */
         double cast = simpar_compute_fp8_weight_cast_time(tm->gpu, layer);
         block_set(bt, "fp8.cast", cast, cast);
+        if (dense != NULL) {
+            cast = simpar_compute_fp8_weight_cast_time(tm->gpu, dense);
+            block_set(bt, "dense.fp8.cast", cast, cast);
+        }
     }
     if (train->schedule == SIMPAR_PIPE_LOCAL) {
         g_autoptr(SimparSchedule) aux =
@@ -334,6 +348,7 @@ typedef struct {
     const SimparBlockTimes *bt;
     SimparReportRow *row;
     double tp_exposed, layer_blocks;
+    double dense_exposed, dense_blocks; /* an MoE model's dense layers' blocks */
 } Breakdown;
 
 static gboolean
@@ -433,14 +448,18 @@ breakdown_rank(Breakdown *b, guint rank, double from, double to)
         double gap = MAX(sp->start - t, 0.0), busy = sp->end - MAX(sp->start, t);
         switch (op->kind) {
         case SIMPAR_OP_BLOCK: {
-            double c = op->u.block.count * block_compute(b->bt, op->u.block.key);
+            const char *key = op->u.block.key;
+            double c = op->u.block.count * block_compute(b->bt, key);
+            gboolean dense = g_str_equal(key, "dense.fwd") || g_str_equal(key, "dense.bwd");
             c = MIN(c, busy);
             row->compute_s += c;
-            b->tp_exposed += busy - c;
+            *(dense ? &b->dense_exposed : &b->tp_exposed) += busy - c;
             *(op->phase == SIMPAR_PHASE_FORWARD ? &row->forward_s : &row->backward_s) += busy;
-            if (g_str_has_prefix(op->u.block.key, "layer."))
+            if (g_str_has_prefix(key, "layer."))
                 b->layer_blocks += op->u.block.count / 2.0;
-            else if (g_str_equal(op->u.block.key, "fp8.cast"))
+            else if (dense)
+                b->dense_blocks += op->u.block.count / 2.0;
+            else if (g_str_has_suffix(key, "fp8.cast"))
                 row->step.fp8_cast_s += busy;
             *(breakdown_waits_on_dp(b->run, op) ? &row->step.dp_exposed_s : &row->other_s) += gap;
             break;
@@ -525,38 +544,61 @@ simpar_step_breakdown(const SimparRun *run, const SimparSpan *spans, const Simpa
     }
     row->step_s = end;
     row->axes = g_array_new(FALSE, FALSE, sizeof(SimparAxisTime));
-    Breakdown b = {run, spans, bt, row, 0, 0};
+    Breakdown b = {run, spans, bt, row, 0, 0, 0, 0};
     breakdown_rank(&b, crit, from, to);
-    simpar_step_breakdown_finish(run, job_gpus, bt, model, tr, b.tp_exposed, b.layer_blocks, row);
+    simpar_step_breakdown_finish(run, job_gpus, bt, model, tr, b.tp_exposed, b.layer_blocks,
+                                 b.dense_exposed, b.dense_blocks, row);
+}
+
+/* The exposure `exposed` of layers whose one layer's exposure by axis is `one`, appended to
+ * `axes` in those proportions (`merge`: added to an entry of the same axis and placement where
+ * there is one); the sum of `one`'s exposures. */
+static double
+breakdown_axes(GArray *axes, const GArray *one, double exposed, gboolean merge)
+{
+    double sum = 0;
+    for (guint i = 0; i < one->len; i++)
+        sum += g_array_index(one, SimparAxisTime, i).exposed_s;
+    for (guint i = 0; i < one->len && sum > 0; i++) {
+        SimparAxisTime a = g_array_index(one, SimparAxisTime, i);
+        a.exposed_s = exposed * a.exposed_s / sum;
+        guint k = 0;
+        while (merge && k < axes->len &&
+               !(g_str_equal(g_array_index(axes, SimparAxisTime, k).axis, a.axis) &&
+                 g_array_index(axes, SimparAxisTime, k).inter == a.inter))
+            k++;
+        if (merge && k < axes->len)
+            g_array_index(axes, SimparAxisTime, k).exposed_s += a.exposed_s;
+        else
+            g_array_append_val(axes, a);
+    }
+    return sum;
 }
 
 void
 simpar_step_breakdown_finish(const SimparRun *run, const guint *job_gpus,
                              const SimparBlockTimes *bt, const SimparModel *model,
                              const SimparTrain *tr, double tp_exposed, double layer_blocks,
-                             SimparReportRow *row)
+                             double dense_exposed, double dense_blocks, SimparReportRow *row)
 {
     Breakdown b = {.tp_exposed = tp_exposed, .layer_blocks = layer_blocks};
-    row->step.tp_exposed_s = b.tp_exposed;
+    row->step.tp_exposed_s = b.tp_exposed + dense_exposed;
     row->step.moe_dispatch_s = simpar_block_time(bt, "moe.dispatch");
     row->step.moe_combine_s = simpar_block_time(bt, "moe.combine");
     row->step.moe_experts_s = simpar_block_time(bt, "moe.experts");
     row->step.moe_redistribute_s = simpar_block_time(bt, "moe.redistribute");
     row->step.layer_ranks = bt->layer_ranks;
     row->step.tp_ranks = (double) tr->tp.tp * simpar_plan_cp(&tr->tp); /* the layer's: T x C */
-    row->comm_bytes_per_gpu += bt->layer_comm_bytes * b.layer_blocks;
+    row->comm_bytes_per_gpu +=
+        bt->layer_comm_bytes * b.layer_blocks + bt->dense_comm_bytes * dense_blocks;
     gboolean inter[SIMPAR_N_TRAIN_AXES];
     row->step.placement =
         breakdown_placement(run, job_gpus != NULL ? job_gpus : run->gpus, tr, inter);
-    /* the tensor-parallel exposure by axis, in the proportions of one layer's */
-    double layer_sum = 0;
-    for (guint i = 0; i < bt->layer_axes->len; i++)
-        layer_sum += g_array_index(bt->layer_axes, SimparAxisTime, i).exposed_s;
-    for (guint i = 0; i < bt->layer_axes->len && layer_sum > 0; i++) {
-        SimparAxisTime a = g_array_index(bt->layer_axes, SimparAxisTime, i);
-        a.exposed_s = b.tp_exposed * a.exposed_s / layer_sum;
-        g_array_append_val(row->axes, a);
-    }
+    /* the tensor-parallel exposure by axis, in the proportions of one layer's (an MoE model's
+     * dense layers' in their own: no expert-parallel all-to-alls) */
+    double layer_sum = breakdown_axes(row->axes, bt->layer_axes, b.tp_exposed, FALSE);
+    double dense_sum =
+        bt->dense_axes != NULL ? breakdown_axes(row->axes, bt->dense_axes, dense_exposed, TRUE) : 0;
 
     const struct {
         const char *axis;
@@ -573,6 +615,8 @@ simpar_step_breakdown_finish(const SimparRun *run, const guint *job_gpus,
     }
     if (layer_sum <= 0)
         row->other_s += b.tp_exposed; /* no tensor-parallel communication to charge */
+    if (dense_sum <= 0)
+        row->other_s += dense_exposed;
     for (guint i = 0; i < row->axes->len; i++) {
         const SimparAxisTime *a = &g_array_index(row->axes, SimparAxisTime, i);
         row->exposed_s += a->exposed_s;

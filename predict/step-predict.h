@@ -38,6 +38,10 @@ typedef struct {
     GArray *layer_axes;      /* SimparAxisTime: exposed communication of one layer fwd + bwd */
     double layer_comm_bytes; /* collective bytes (nccl-tests S) of one layer fwd + bwd */
     double layer_ranks;      /* ranks the layer blocks simulated (fewer under a quotient) */
+    /* an MoE model's dense layers ("dense.fwd" / "dense.bwd"): as layer_axes and
+     * layer_comm_bytes for one of them; NULL, 0 without */
+    GArray *dense_axes;
+    double dense_comm_bytes;
 } SimparBlockTimes;
 
 void simpar_block_times_clear(SimparBlockTimes *bt);
@@ -79,11 +83,12 @@ void simpar_step_breakdown(const SimparRun *run, const SimparSpan *spans,
                            const SimparTrain *train, const guint *job_gpus, SimparReportRow *row);
 /* Its second half, once the walk of the rank that ends last filled row->step_s, compute,
  * bubble, p2p, dp, optimizer, other, comm bytes and row->axes (empty): the tensor-parallel
- * exposure (`tp_exposed` over `layer_blocks` layers) by axis, placement, FLOPs. */
+ * exposure (`tp_exposed` over `layer_blocks` layers, and an MoE model's dense layers'
+ * `dense_exposed` over `dense_blocks` of them) by axis, placement, FLOPs. */
 void simpar_step_breakdown_finish(const SimparRun *run, const guint *job_gpus,
                                   const SimparBlockTimes *bt, const SimparModel *model,
                                   const SimparTrain *train, double tp_exposed, double layer_blocks,
-                                  SimparReportRow *row);
+                                  double dense_exposed, double dense_blocks, SimparReportRow *row);
 
 G_END_DECLS
 #endif /* SIMPAR_STEP_PREDICT_H */

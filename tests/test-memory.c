@@ -573,7 +573,63 @@ test_llama3_405b_8k(void)
     CU_ASSERT(mem.total_B > 70.0 * (1 << 30));
 }
 
+/* An MoE model's dense layers (--dense-layers) in a step's memory: a stage whose layers are all
+ * dense holds what the model without experts' same stage holds, and a stage whose layers are all
+ * MoE ones what the model with every layer an MoE one's holds (parameters, states, activations,
+ * recomputation, total); a stage of both kinds lies between. Even stages (the split a train
+ * that is not validated gets) and uneven ones (--first-stage-layers). Fails with every layer of
+ * a stage taken as an MoE one (stage 0 then holds experts). */
+static void
+test_dense_layers_of_an_moe_model(void)
+{
+    const struct {
+        gint64 layers, first, dense;
+        gint kind[2]; /* per stage: 0 every layer dense, 1 every layer MoE, 2 both */
+    } cases[] = {
+        {4, 0, 2, {0, 1}},
+        {5, 1, 1, {0, 1}},
+        {6, 2, 3, {0, 2}},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        SimparModel m, all, dense;
+        CU_ASSERT_TRUE_FATAL(simpar_model_preset("tiny", &m, NULL));
+        m.layers = cases[i].layers;
+        m.moe = (SimparMoeConfig){
+            .experts = 4, .top_k = 2, .moe_ffn = 32, .dense_layers = cases[i].dense};
+        all = m, all.moe.dense_layers = 0;
+        simpar_model_dense_layer(&m, &dense);
+        SimparTrain train = train_1d(1, SIMPAR_PIPE_1F1B, 2, 1, 4);
+        train.tp.ep = 1;
+        if (cases[i].first > 0)
+            train.layers = m.layers, train.first_stage_layers = cases[i].first;
+        for (guint p = 0; p < 2; p++) {
+            SimparMemory got = step(&m, &train, p), d = step(&dense, &train, p),
+                         a = step(&all, &train, p);
+            printf("\n    L=%" G_GINT64_FORMAT " K=%" G_GINT64_FORMAT " stage %u: %.0f parameters "
+                   "(no experts %.0f, every layer MoE %.0f), activations %.0f B",
+                   m.layers, m.moe.dense_layers, p, got.params, d.params, a.params,
+                   got.activations_B);
+            const double *fields[3][6] = {
+                {&got.params, &got.weights_B, &got.grads_B, &got.optimizer_B, &got.activations_B,
+                 &got.total_B},
+                {&d.params, &d.weights_B, &d.grads_B, &d.optimizer_B, &d.activations_B, &d.total_B},
+                {&a.params, &a.weights_B, &a.grads_B, &a.optimizer_B, &a.activations_B,
+                 &a.total_B}};
+            gint kind = cases[i].kind[p];
+            for (guint k = 0; k < 6; k++) {
+                double x = *fields[0][k], lo = MIN(*fields[1][k], *fields[2][k]),
+                       hi = MAX(*fields[1][k], *fields[2][k]);
+                gboolean ok = kind < 2 ? near(x, *fields[1 + kind][k]) : x > lo && x < hi;
+                CU_ASSERT(ok); /* kind 2: between the two */
+            }
+        }
+    }
+}
+
 static CU_TestInfo memory_tests[] = {
+    {"an MoE model's dense layers hold the memory of the model without experts",
+     test_dense_layers_of_an_moe_model},
     {"FP8 weight copies, transpose caches and FP8 parameters: their bytes by hand",
      test_states_fp8},
     {"FP8 attention keeps Q, K, V (delayed: and O) in FP8, by hand; unfused and bf16 as before",

@@ -2,6 +2,7 @@
  * (SIMPAR_BIN): the breakdown names the MoE block's parts, the expert-parallel all-to-alls sit
  * on their own axis, and the load-imbalance figure slows the experts as it should. */
 #include "cli-run.h"
+#include "memory.h"
 #include "simpar-test.h"
 #include <json-glib/json-glib.h>
 #include <math.h>
@@ -362,39 +363,244 @@ test_an_moe_trace_shows_the_moe_block_with_the_prediction_s_times(void)
     simpar_test_tmpdir_remove(g_steal_pointer(&dir));
 }
 
-/* The step times one layer block, an MoE layer's: a model with dense layers (--dense-layers,
- * --moe-every) is told that they count in its memory only; one without them is not. */
+/* The figures of `job` with `extra` (the JSON row's, keys[k] into out[k]). */
 static void
-test_dense_layers_said_to_be_timed_as_moe(void)
+moe_figures(const char *job, const char *extra, const char *const *keys, guint n, double *out)
 {
-    const struct {
-        const char *extra, *want;
-    } cases[] = {
-        {" --dense-layers 1", "that the first 1 layers are dense counts in its memory only"},
-        {" --moe-every 2", "that only one layer in 2 is an MoE one counts in its memory only"},
-        {"", NULL},
+    g_autoptr(JsonParser) p = NULL;
+    g_autofree char *args = g_strdup_printf("%s%s", job, extra);
+    JsonObject *row = moe_step(args, &p);
+    for (guint k = 0; k < n; k++)
+        out[k] = moe_member(row, keys[k]);
+}
+
+/* An MoE model's dense layers (--dense-layers K, --moe-every N) against a closed construction.
+ * On one GPU (one stage, one replica) the step is one compute stream: the ends, then m times
+ * each layer's forward and backward block, then one Adam over all the parameters, whose time is
+ * affine in their count (launch + floor + the larger of two terms linear in it). A dense layer
+ * runs the dense layer's blocks and holds its parameters, and the dense layer is the layer of
+ * the same model without experts; so with n of the L layers dense, every term is affine in n
+ * and step(n dense) = n/L step(no experts) + (L - n)/L step(every layer an MoE one), up to
+ * rounding; so are the compute, the bytes moved and the model FLOPs. Fails with the dense
+ * layers timed, counted or laid out as MoE ones. */
+static void
+test_dense_layers_are_timed_as_dense_layers(void)
+{
+    const char *job = "--topology " H100 " --gpus 1 --json --model llama3-8b --layers 4 "
+                      "--seq 1024 --tp-mode 1d --tp 1 --pp 1 --dp 1 --global-batch 2 "
+                      "--backend analytic";
+    const char *moe = " --experts 16 --topk 2 --moe-ffn 1024";
+    const char *const keys[] = {"step_time_s", "compute_s", "optimizer_s", "comm_bytes_per_gpu",
+                                "model_flops"};
+
+    enum {
+        N = G_N_ELEMENTS(keys)
     };
 
+    const struct {
+        const char *flags;
+        double dense; /* of the 4 layers */
+    } cases[] = {
+        {" --dense-layers 1", 1},
+        {" --dense-layers 3", 3},
+        {" --moe-every 2", 2},                  /* layers 0 and 2 MoE */
+        {" --dense-layers 1 --moe-every 3", 3}, /* layer 1 MoE (the next would be 4) */
+    };
+
+    double dense[N], all[N];
+    moe_figures(job, "", keys, N, dense);
+    moe_figures(job, moe, keys, N, all);
+    printf("\n    no experts: step %.9g s; every layer MoE: %.9g s", dense[0], all[0]);
+    CU_ASSERT(fabs(dense[0] - all[0]) > 1e-3 * all[0]); /* the two kinds differ */
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
-        g_autofree char *job = g_strdup(MOE_JOB);
-        char *json = strstr(job, " --json"); /* the text report */
-        memmove(json, json + 7, strlen(json + 7) + 1);
-        g_autofree char *args = g_strdup_printf("%s%s", job, cases[i].extra);
-        SimparCliRun r = simpar_cli_run(args);
-        CU_ASSERT_EQUAL_FATAL(r.status, 0);
-        const char *said = strstr(r.out, "the step's time takes every layer as an MoE layer");
-        const char *want = cases[i].want != NULL ? strstr(r.out, cases[i].want) : NULL;
-        CU_ASSERT_TRUE(cases[i].want != NULL ? want != NULL : said == NULL);
-        simpar_cli_run_clear(&r);
+        g_autofree char *flags = g_strconcat(moe, cases[i].flags, NULL);
+        double got[N], w = cases[i].dense / 4;
+        moe_figures(job, flags, keys, N, got);
+        for (guint k = 0; k < N; k++) {
+            double want = w * dense[k] + (1 - w) * all[k];
+            if (k == 0)
+                printf("\n    %s: step %.9g s, the construction's %.9g s", cases[i].flags, got[k],
+                       want);
+            CU_ASSERT(got[k] > 0 && fabs(got[k] - want) <= 1e-9 * want);
+        }
     }
+}
+
+/* With pipelines (uneven first stage, interleaved chunks) and data parallelism, an MoE model
+ * with dense layers: the formula backend gives the analytic replay's step (it leaves MoE models
+ * to that replay, step-formula.h), the SimGrid backend runs it, and the dense layers change the
+ * step on every backend (here a dense layer, its MLP of width 14336, is slower than an MoE one,
+ * top-2 of width 1024). */
+static void
+test_dense_layers_with_pipelines_on_every_backend(void)
+{
+    const char *job = "--topology " H100 " --json --model llama3-8b --layers 8 --seq 1024 "
+                      "--experts 16 --topk 2 --moe-ffn 1024 --tp-mode 1d --tp 1 --pp 4 --dp 16 "
+                      "--ep 8 --global-batch 128";
+    const char *const cases[] = {
+        " --moe-every 2",
+        " --dense-layers 3 --first-stage-layers 3",
+        " --dense-layers 1 --moe-every 2 --schedule interleaved --virtual-stages 2",
+        " --dense-layers 2 --zero 1 --overlap-grad-reduce --last-stage-layers 1",
+    };
+    const char *const backends[] = {"analytic", "formula", "simgrid"};
+    const char *const keys[] = {"step_time_s"};
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        double step[3], all[3];
+        for (guint b = 0; b < G_N_ELEMENTS(backends); b++) {
+            g_autofree char *with = g_strdup_printf("%s --backend %s", cases[i], backends[b]);
+            /* the same split with every layer an MoE one: the case without its K and N */
+            GString *none = g_string_new(NULL);
+            g_auto(GStrv) words = g_strsplit(cases[i], " ", -1);
+            for (guint w = 0; words[w] != NULL; w++) {
+                if (g_str_equal(words[w], "--dense-layers") ||
+                    g_str_equal(words[w], "--moe-every")) {
+                    if (words[w + 1] != NULL)
+                        w++;
+                    continue;
+                }
+                if (*words[w] != '\0')
+                    g_string_append_printf(none, " %s", words[w]);
+            }
+            g_string_append_printf(none, " --backend %s", backends[b]);
+            moe_figures(job, with, keys, 1, &step[b]);
+            moe_figures(job, none->str, keys, 1, &all[b]);
+            g_string_free(none, TRUE);
+            printf("\n    %s %s: step %.9g s (every layer MoE: %.9g s)", cases[i], backends[b],
+                   step[b], all[b]);
+            CU_ASSERT(step[b] > 0 && fabs(step[b] - all[b]) > 1e-3 * all[b]);
+        }
+        CU_ASSERT(fabs(step[1] - step[0]) <= 1e-12 * step[0]);
+        CU_ASSERT(fabs(step[2] - step[0]) <= 0.05 * step[0]); /* contention: close to idle */
+    }
+}
+
+/* The memory counter of the trace `ev` (the job of test_a_trace_draws_dense_layers_as_the_dense_
+ * layer, whose layers alternate: every block one layer): at the end of each forward layer block
+ * it rises by one layer's stored activations, the dense layer's (the model without experts') for
+ * a "dense.fwd" block, an MoE layer's for a "layer.fwd" one (memory.h; 9 digits of GiB an
+ * event). */
+static void
+moe_trace_memory_rises(JsonArray *ev)
+{
+    SimparModel m, dense;
+    CU_ASSERT_TRUE_FATAL(simpar_model_preset("llama3-8b", &m, NULL));
+    m.layers = 4, m.seq = 1024;
+    m.moe = (SimparMoeConfig){
+        .experts = 16, .top_k = 2, .moe_ffn = 1024, .dense_layers = 1, .moe_every = 2};
+    SimparTrain tr;
+    simpar_train_init(&tr);
+    tr.tp.tp = 4, tr.tp.sequence_parallel = TRUE, tr.pp = 2, tr.dp = 8, tr.ep = 8;
+    tr.global_batch = 32;
+    CU_ASSERT_TRUE_FATAL(simpar_train_validate(&tr, &m, 64, NULL));
+    simpar_model_dense_layer(&m, &dense);
+    double want[2] = {
+        simpar_memory_layer_activations(&m, &tr.tp, SIMPAR_ATTENTION_UNFUSED) / (1 << 30),
+        simpar_memory_layer_activations(&dense, &tr.tp, SIMPAR_ATTENTION_UNFUSED) / (1 << 30)};
+    CU_ASSERT(fabs(want[0] - want[1]) > 1e-3 * want[0]); /* the two kinds differ */
+    guint n = json_array_get_length(ev), seen[2] = {0, 0}, wrong = 0;
+    for (guint i = 0; i < n; i++) {
+        JsonObject *b = json_array_get_object_element(ev, i);
+        const char *name = json_object_get_string_member(b, "name");
+        gboolean dense_block = g_str_equal(name, "dense.fwd");
+        if (!g_str_equal(json_object_get_string_member(b, "ph"), "X") ||
+            (!dense_block && !g_str_equal(name, "layer.fwd")))
+            continue;
+        gint64 pid = json_object_get_int_member(b, "pid");
+        double end =
+            json_object_get_double_member(b, "ts") + json_object_get_double_member(b, "dur");
+        double before = -1, after = -1;
+        for (guint j = 0; j < n && after < 0;
+             j++) { /* the counter at the block's end, the one before */
+            JsonObject *e = json_array_get_object_element(ev, j);
+            if (!g_str_equal(json_object_get_string_member(e, "ph"), "C") ||
+                json_object_get_int_member(e, "pid") != pid)
+                continue;
+            double v =
+                json_object_get_double_member(json_object_get_object_member(e, "args"), "GiB");
+            if (fabs(json_object_get_double_member(e, "ts") - end) < 1.5e-3) /* ns */
+                after = v;
+            else
+                before = v;
+        }
+        double rise = after - before, one = want[dense_block];
+        seen[dense_block]++;
+        wrong += before < 0 || after < 0 || fabs(rise - one) > 1e-6 * one + 2e-8;
+    }
+    printf("; memory per layer %.9g GiB (MoE), %.9g GiB (dense), %u rises wrong", want[0], want[1],
+           wrong);
+    CU_ASSERT(seen[0] > 0 && seen[1] > 0);
+    CU_ASSERT_EQUAL(wrong, 0);
+}
+
+/* The trace of an MoE model with dense layers: each "dense.fwd" / "dense.bwd" block is drawn
+ * as the dense layer's ops, its layer compute stream (tid 100) busy for the block's time (to the
+ * trace's rounding, 0.5 ns an event), none of them an MoE op; the MoE layers' blocks keep their
+ * MoE block. Fails with the dense blocks left as bare blocks or drawn as MoE layers. */
+static void
+test_a_trace_draws_dense_layers_as_the_dense_layer(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("simpar-moe-XXXXXX", NULL);
+    g_autofree char *path = g_build_filename(dir, "trace.json", NULL);
+    g_autofree char *args = g_strdup_printf(
+        "--topology " H100 " --json --model llama3-8b --layers 4 --seq 1024 --experts 16 "
+        "--topk 2 --moe-ffn 1024 --tp-mode 1d --tp 4 --sp --pp 2 --dp 8 --ep 8 --global-batch 32 "
+        "--dense-layers 1 --moe-every 2 --backend analytic --trace %s",
+        path);
+    g_autoptr(JsonParser) row = NULL;
+    (void) moe_step(args, &row);
+    g_autoptr(JsonParser) p = json_parser_new();
+    CU_ASSERT_TRUE_FATAL(json_parser_load_from_file(p, path, NULL));
+    JsonArray *ev =
+        json_object_get_array_member(json_node_get_object(json_parser_get_root(p)), "traceEvents");
+    guint n = json_array_get_length(ev), blocks[2] = {0, 0}, wrong = 0;
+    for (guint i = 0; i < n; i++) {
+        JsonObject *b = json_array_get_object_element(ev, i);
+        const char *name = json_object_get_string_member(b, "name");
+        gboolean dense = g_str_equal(name, "dense.fwd") || g_str_equal(name, "dense.bwd");
+        if (!g_str_equal(json_object_get_string_member(b, "ph"), "X") ||
+            !(dense || g_str_equal(name, "layer.fwd") || g_str_equal(name, "layer.bwd")))
+            continue;
+        double from = json_object_get_double_member(b, "ts"), busy = 0;
+        double dur = json_object_get_double_member(b, "dur");
+        guint events = 0, moe = 0;
+        for (guint j = 0; j < n; j++) { /* the layer streams' events inside the block */
+            JsonObject *e = json_array_get_object_element(ev, j);
+            if (!g_str_equal(json_object_get_string_member(e, "ph"), "X") ||
+                json_object_get_int_member(e, "pid") != json_object_get_int_member(b, "pid") ||
+                json_object_get_int_member(e, "tid") < 100)
+                continue;
+            double at = json_object_get_double_member(e, "ts");
+            if (at < from - 5e-4 || at >= from + dur - 5e-4)
+                continue;
+            const char *what = json_object_get_string_member(e, "name");
+            moe += strstr(what, ".moe.") != NULL || strstr(what, ".experts.") != NULL;
+            if (json_object_get_int_member(e, "tid") == 100)
+                busy += json_object_get_double_member(e, "dur"), events++;
+        }
+        blocks[dense]++;
+        /* microseconds: 0.5 ns an event */
+        wrong +=
+            dense ? moe > 0 || events == 0 || fabs(busy - dur) > 5e-4 * (events + 1) : moe == 0;
+    }
+    printf("\n    %u dense and %u MoE layer blocks, %u drawn wrong", blocks[1], blocks[0], wrong);
+    CU_ASSERT(blocks[0] > 0 && blocks[1] > 0);
+    CU_ASSERT_EQUAL(wrong, 0);
+    moe_trace_memory_rises(ev);
+    simpar_test_tmpdir_remove(g_steal_pointer(&dir));
 }
 
 static CU_TestInfo predict_tests[] = {
     {"an MoE step names its dispatch and combine all-to-alls and expert GEMMs",
      test_an_moe_step_names_dispatch_combine_and_expert_gemms},
     {"a dense model has no MoE figures", test_a_dense_model_has_no_moe_figures},
-    {"dense layers of an MoE model are said to be timed as MoE ones",
-     test_dense_layers_said_to_be_timed_as_moe},
+    {"an MoE model's dense layers are timed as dense layers: a closed construction",
+     test_dense_layers_are_timed_as_dense_layers},
+    {"an MoE model's dense layers with pipelines, the formula's step the analytic one's, SimGrid's "
+     "close",
+     test_dense_layers_with_pipelines_on_every_backend},
+    {"a trace draws an MoE model's dense layers as the dense layer's ops",
+     test_a_trace_draws_dense_layers_as_the_dense_layer},
     {"the step line names the expert-parallel exposure",
      test_the_step_line_names_expert_parallel_exposure},
     {"twice the imbalance doubles the expert GEMMs' rows",

@@ -3,6 +3,7 @@
  * DeepSpeed run them): equal stages, blocks of given times, a network that costs nothing (or a
  * uniform one), the analytic backend. */
 #include "generators.h"
+#include "pipeline.h"
 #include "predict/step-predict.h"
 #include "step.h"
 #include "tests/simpar-test.h"
@@ -594,6 +595,130 @@ test_step_expert_groups(void)
     CU_ASSERT_PTR_NOT_NULL(err != NULL ? strstr(err->message, "another stage's experts") : NULL);
 }
 
+/* An MoE model's dense layers (--dense-layers K, --moe-every N) in the step, against what the
+ * model says of each layer: walking each stage's pipeline order, every forward chunk runs its
+ * layers first to last and every backward one last to first, the model's layer index being the
+ * layers of the virtual stages before (uneven first stages, interleaved chunks); the layer
+ * blocks of the stage's first rank, expanded by their counts, must name each layer's kind
+ * ("dense.*" where simpar_model_layer_is_moe says no), and the stage's parameters (one Adam over
+ * all at ZeRO 0; the data-parallel and expert-data-parallel reductions) must be the ends' plus
+ * each layer's own: a dense layer's (its schedule's share) or an MoE layer's with its experts.
+ * Fails with the blocks or the layout of every layer an MoE one's. */
+static void
+test_step_dense_layers(void)
+{
+    const struct {
+        gint64 layers, pp, v, first, dense, every, dp, m, zero;
+        gboolean overlap;
+    } cases[] = {
+        {6, 2, 1, 0, 1, 1, 1, 2, 0, FALSE}, /* DeepSeek-V3's shape: the first layers dense */
+        {8, 2, 2, 0, 1, 2, 1, 4, 0, FALSE}, /* interleaved, alternating */
+        {7, 2, 1, 2, 3, 2, 2, 2, 0, TRUE},  /* uneven stages, per-layer buckets */
+        {6, 1, 1, 0, 2, 3, 2, 2, 0, TRUE},  /* one stage, every third layer MoE */
+        {7, 3, 1, 3, 2, 2, 2, 2, 1, FALSE}, /* ZeRO-1 */
+        {6, 1, 1, 0, 5, 1, 2, 2, 2, FALSE}, /* ZeRO-2: per layer and micro-batch; one MoE */
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        StepCase c;
+        SimparPipeSchedule kind = cases[i].v > 1 ? SIMPAR_PIPE_INTERLEAVED : SIMPAR_PIPE_1F1B;
+        step_case_init(&c, cases[i].layers, cases[i].pp, cases[i].dp, kind, cases[i].v, cases[i].m);
+        c.model.vocab = 1024;
+        c.model.moe = (SimparMoeConfig){.experts = 4,
+                                        .top_k = 2,
+                                        .moe_ffn = 32,
+                                        .dense_layers = cases[i].dense,
+                                        .moe_every = cases[i].every};
+        c.train.first_stage_layers = cases[i].first;
+        c.train.zero = cases[i].zero, c.train.overlap_grad_reduce = cases[i].overlap;
+        c.train.bucket_params = 1000;
+        step_case_run(&c, 1.0, 2.0, 0, 0);
+        CU_ASSERT_TRUE_FATAL(simpar_model_has_dense_layers(&c.model));
+        g_autoptr(GError) err = NULL;
+        g_autoptr(SimparSchedule) dl = simpar_generate_dense_layer(&c.model, &c.train.tp, &err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dl);
+        g_autofree SimparRankFacts *f = simpar_schedule_rank_facts(c.layer);
+        g_autofree SimparRankFacts *fd = simpar_schedule_rank_facts(dl);
+        CU_ASSERT_EQUAL(fd[0].expert_params, 0);
+        CU_ASSERT(fd[0].layer_params != f[0].layer_params - f[0].expert_params);
+        guint P = (guint) c.train.pp, v = (guint) c.train.virtual_stages;
+        guint m = (guint) c.train.micro_batches, wrong = 0, dense_seen = 0;
+        for (guint p = 0; p < P; p++) {
+            /* the expected kinds, layer by layer, in the order the stage runs them */
+            g_autoptr(GArray) want = g_array_new(FALSE, FALSE, sizeof(gboolean));
+            g_autoptr(GArray) order = simpar_pipeline_order_grouped(
+                c.train.schedule, P, v, m, simpar_train_vp_group(&c.train), p);
+            for (guint k = 0; k < order->len; k++) {
+                const SimparPipeItem *it = &g_array_index(order, SimparPipeItem, k);
+                guint vs = it->chunk * P + p, first = 0;
+                for (guint j = 0; j < vs; j++)
+                    first += simpar_train_stage_layers(&c.train, j);
+                guint lc = simpar_train_stage_layers(&c.train, vs);
+                for (guint l = 0; l < lc; l++) {
+                    gboolean d = !simpar_model_layer_is_moe(
+                        &c.model, first + (it->backward ? lc - 1 - l : l));
+                    g_array_append_val(want, d);
+                }
+            }
+            /* the expected parameters: the ends and each layer's own, once */
+            double dense = p == 0 || p == P - 1 ? 1024.0 * 64 : 0, experts = 0;
+            if (P == 1)
+                dense *= 2; /* embedding and output layer, untied */
+            guint first = 0, count = 0;
+            for (guint vs = 0; vs < P * v; vs++) {
+                guint lc = simpar_train_stage_layers(&c.train, vs);
+                for (guint l = first; vs % P == p && l < first + lc; l++) {
+                    gboolean moe = simpar_model_layer_is_moe(&c.model, l);
+                    dense += (double) (moe ? f[0].layer_params - f[0].expert_params
+                                           : fd[0].layer_params);
+                    experts += moe ? (double) f[0].expert_params : 0;
+                }
+                first += lc;
+            }
+            guint rank = simpar_train_rank(&c.train, 0, 0, p), n;
+            const guint *ops = simpar_schedule_rank_ops(c.step, rank, &n);
+            for (guint k = 0; k < n; k++) {
+                const SimparOp *op = simpar_schedule_op(c.step, ops[k]);
+                if (op->kind != SIMPAR_OP_BLOCK)
+                    continue;
+                const char *key = op->u.block.key;
+                gboolean d = g_str_has_prefix(key, "dense.");
+                if (!g_str_has_suffix(key, ".fwd") && !g_str_has_suffix(key, ".bwd"))
+                    continue;
+                if (!d && !g_str_has_prefix(key, "layer."))
+                    continue;
+                for (guint j = 0; j < op->u.block.count; j++, count++) {
+                    wrong += count >= want->len || g_array_index(want, gboolean, count) != d;
+                    dense_seen += d;
+                }
+            }
+            CU_ASSERT_EQUAL(count, want->len);
+            guint members[2], size;
+            double adam[2] = {0, 0}, unused[2];
+            double dv = step_axis_elems(c.step, rank, "dp", members, &size, unused);
+            double ev = step_axis_elems(c.step, rank, "edp", members, &size, adam);
+            printf("\n    case %u stage %u: %u layer blocks; parameters %.0f + experts %.0f; "
+                   "dp %.0f, edp %.0f, Adam %.0f + %.0f",
+                   i, p, count, dense, experts, dv, ev, adam[0], adam[1]);
+            if (cases[i].zero == 0) { /* all-reduces of every element, where D > 1 */
+                CU_ASSERT_DOUBLE_EQUAL(adam[0], dense + experts, 0.5);
+                CU_ASSERT_DOUBLE_EQUAL(dv, cases[i].dp > 1 ? dense : 0, 0.5);
+                CU_ASSERT_DOUBLE_EQUAL(ev, cases[i].dp > 1 ? experts : 0, 0.5);
+            } else if (cases[i].zero == 1) { /* Adam on 1/D of the rest, 1/2 of the experts */
+                CU_ASSERT_DOUBLE_EQUAL(adam[0], floor(dense / 2), 0.5);
+                CU_ASSERT_DOUBLE_EQUAL(adam[1], floor(experts / 2), 0.5);
+            } else { /* reduce-scatters of half of every layer at every micro-batch, then
+                      * the all-gathers of the halves */
+                CU_ASSERT_DOUBLE_EQUAL(dv, (m + 1) * dense / 2, (m + 1) * 8.0);
+                CU_ASSERT_DOUBLE_EQUAL(ev, (m + 1) * experts / 2, (m + 1) * 8.0);
+            }
+        }
+        CU_ASSERT_EQUAL(wrong, 0);
+        CU_ASSERT(dense_seen > 0);
+        step_case_clear(&c);
+    }
+}
+
 /* The step from timed blocks against the same step spelled out op by op (a second, independent
  * composition): 1-D layers, 2 stages x 2 replicas, a uniform network that costs something. The
  * op-by-op step adds the gradient-accumulation adds the blocks leave out and lets one layer's
@@ -668,6 +793,17 @@ test_step_model_flops(void)
     double B = 1536, s = m.seq, L = m.layers, h = m.hidden, V = m.vocab;
     double want = 72 * B * s * L * h * h * (1 + s / (6 * h) + V / (12 * L * h));
     CU_ASSERT_DOUBLE_EQUAL(simpar_train_model_flops(&m, &t) / want, 1.0, 1e-12);
+    /* DeepSeek-V3's first 3 of 61 layers pass the dense MLP: 3/61 of the model without experts
+     * and 58/61 of the model with every layer an MoE one (fails with every layer an MoE one) */
+    SimparModel ds, all_moe, dense;
+    g_assert(simpar_model_preset("deepseek-v3", &ds, NULL));
+    CU_ASSERT_EQUAL(ds.moe.dense_layers, 3);
+    all_moe = ds, all_moe.moe.dense_layers = 0;
+    simpar_model_dense_layer(&ds, &dense);
+    double mix = 3.0 / 61 * simpar_train_model_flops(&dense, &t) +
+                 58.0 / 61 * simpar_train_model_flops(&all_moe, &t);
+    CU_ASSERT_DOUBLE_EQUAL(simpar_train_model_flops(&ds, &t) / mix, 1.0, 1e-12);
+    CU_ASSERT(simpar_train_model_flops(&ds, &t) < simpar_train_model_flops(&all_moe, &t));
 }
 
 static CU_TestInfo step_tests[] = {
@@ -686,6 +822,8 @@ static CU_TestInfo step_tests[] = {
     {"ZeRO with D = 1 and a tied embedding on one stage build and run", test_step_degenerate},
     {"placement and split validation", test_step_placement},
     {"experts' gradients reduce over the expert-data-parallel group", test_step_expert_groups},
+    {"an MoE model's dense layers run their own blocks and hold their own parameters",
+     test_step_dense_layers},
     {"model FLOPs", test_step_model_flops},
     {"timed blocks agree with the step op by op", test_step_ops_vs_blocks},
     CU_TEST_INFO_NULL,
