@@ -485,9 +485,10 @@ stage_equal(const SimparMemory *got, const SimparMemory *want)
 /* An MoE model's dense layers (--dense-layers, --moe-every) hold a dense layer's parameters,
  * states and activations: model16 with 8 experts of width 64, top-2, over two 1F1B stages of 8
  * layers, ZeRO-1 over D = 2. With its first 8 layers dense, stage 0 is the dense model's stage 0
- * and stage 1 the all-MoE model's stage 1, part by part (recomputing selectively, so that the
- * recompute term is compared too); with an MoE layer every 2 layers, each stage is the mean of
- * the two. Both for the step's own split (train.layers) and for even chunks. */
+ * and stage 1 the all-MoE model's stage 1, part by part (recomputing selectively and fully: a
+ * full recomputation re-creates the MLP's activations, which the two kinds of layer differ in);
+ * with an MoE layer every 2 layers, each stage is the mean of the two. Both for the step's own
+ * split (train.layers) and for even chunks. */
 static void
 test_moe_dense_layers(void)
 {
@@ -496,12 +497,12 @@ test_moe_dense_layers(void)
     dense_first = moe, alternate = moe;
     dense_first.moe.dense_layers = 8;
     alternate.moe.moe_every = 2;
-    for (guint split = 0; split < 2; split++) {
+    for (guint i = 0; i < 4; i++) {
         SimparTrain train = train_1d(2, SIMPAR_PIPE_1F1B, 2, 1, 4);
-        train.dp = 2, train.zero = 1, train.tp.ep = 2,
-        train.tp.recompute = SIMPAR_RECOMPUTE_SELECTIVE;
+        train.dp = 2, train.zero = 1, train.tp.ep = 2;
+        train.tp.recompute = i < 2 ? SIMPAR_RECOMPUTE_SELECTIVE : SIMPAR_RECOMPUTE_FULL;
         train.global_batch = 8 * model16.micro_batch;
-        if (split)
+        if (i % 2) /* the step's own split, else even chunks */
             train.layers = 16;
         for (guint p = 0; p < 2; p++) {
             SimparMemory got = step(&dense_first, &train, p);
