@@ -107,7 +107,13 @@ simpar_schedule_add_group(SimparSchedule *sched, const char *axis, const guint *
     g_return_val_if_fail(size > 0, G_MAXUINT);
     for (guint i = 0; i < size; i++)
         g_return_val_if_fail(ranks[i] < sched->n_ranks, G_MAXUINT);
-    SimparGroup g = {g_intern_string(axis), size, sched->members->len};
+    /* an evenly stepping group finds a member's index by division (simpar_group_index): the
+     * quotient's checks ask it per transfer, over groups of hundreds of ranks */
+    guint step = size > 1 && ranks[1] > ranks[0] ? ranks[1] - ranks[0] : 0;
+    for (guint i = 2; step > 0 && i < size; i++)
+        if (ranks[i] != ranks[i - 1] + step)
+            step = 0;
+    SimparGroup g = {g_intern_string(axis), size, sched->members->len, step};
     g_array_append_vals(sched->members, ranks, size);
     g_array_append_val(sched->groups, g);
     return sched->groups->len - 1;
@@ -284,6 +290,11 @@ simpar_group_index(const SimparSchedule *sched, guint group, guint rank)
 {
     const SimparGroup *g = simpar_schedule_group(sched, group);
     const guint *ranks = simpar_schedule_group_ranks(sched, group);
+    if (g->step > 0) {
+        guint i = rank >= ranks[0] && (rank - ranks[0]) % g->step == 0 ? (rank - ranks[0]) / g->step
+                                                                       : G_MAXUINT;
+        return i < g->size ? i : G_MAXUINT;
+    }
     for (guint i = 0; i < g->size; i++)
         if (ranks[i] == rank)
             return i;

@@ -373,6 +373,7 @@ typedef struct {
     const char *axis; /* interned, e.g. "row" */
     guint size;
     guint first; /* into the schedule's member array */
+    guint step;  /* members[i] = members[0] + i * step, or 0 when they do not step evenly */
 } SimparGroup;
 
 typedef struct {

@@ -46,6 +46,12 @@
  * carries one lift of each flow of its image (k = 1); a pod's uplink, which every simulated node
  * of the pod stands in for, `fiber` of them. The links keep their bandwidths where k = 1.
  *
+ * So a fold needs the pod crossings to repeat in every fiber. A ring folds only onto the ring of
+ * its first n / f members (member i onto i mod (n / f)): where a pipeline stage straddles two
+ * pods (Llama 3 405B's 256-node stages on clos-h100's 384-node pods, past 16,384 GPUs), its
+ * ZeRO-3 ring crosses the pod boundary at two edges that any such fold maps onto one inside a
+ * pod, a route without the pods' uplinks, and no fold exists (test-scale holds one in small).
+ *
  * Not exact: a tree's or a chain's members play different parts (root, inner, leaf), so their
  * transfers do not map. Such a collective is timed at its closed form on an idle network, with
  * no transfers (idle[]), when at least 9/10 of that closed form is latency or the run times the

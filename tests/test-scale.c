@@ -327,9 +327,19 @@ test_slices(void)
      * routes: no quotient (measured 0.2% off every rank with one). */
     const SimparFabricSpec pods128 = {2, 128, 7, 400}, pods128flat = {2, 128, 1, 400};
     const char *cp_split = "--tp-mode 1d --tp 8 --cp 2 --pp 2 --dp 8 --seq 4096 --zero 3";
+    /* Llama 3 405B on 32,768 clos-h100 GPUs in small: a stage of 16 nodes (C 2 x D 8) and pods
+     * of 24, as stages of 256 nodes and pods of 384 there: stage 1 straddles pods 0 and 1, and
+     * no fold is exact. A ring folds only onto the ring of its first n / f members (member i
+     * onto i mod (n / f)), and stage 1's ZeRO-3 ring over C x D crosses the pod boundary at
+     * members 7 to 8 and 15 to 0, which f = 2 maps onto 7 to 0 inside pod 0, a route without
+     * the pods' uplinks; the pipeline sends of replicas 4-7 cross pods where those of 0-3 do
+     * not. The quotient is refused, and the step runs every rank of the slice. Flat pods, so
+     * that the narrowest-link rule plays no part (pods of 16 nodes fold the same split 4:1). */
+    const SimparFabricSpec pods192flat = {2, 192, 1, 400};
     const TestSlice cases[] = {
         {"clos-h100", 32, cp_split, 8, &pods128, 16},
         {"clos-h100", 32, cp_split, 8, &pods128flat, 8},
+        {"clos-h100", 32, cp_split, 8, &pods192flat, 0},
         {"clos-h100", 32, "--tp-mode 1d --tp 8 --cp 2 --pp 4 --dp 4 --seq 4096 --zero 3", 8,
          &pods64, 0},
         {"clos-h100", 16, "--tp-mode 1d --tp 8 --pp 2 --dp 8", 8, &pods64, 0},

@@ -395,6 +395,28 @@ test_a_max_that_does_not_reduce_is_refused(void)
     }
 }
 
+/* A member's index: by division in a group that steps evenly, by search in any other; every
+ * rank outside the group has none. */
+static void
+test_group_index_by_step_and_by_search(void)
+{
+    g_autoptr(SimparSchedule) s = simpar_schedule_new(16, SIMPAR_DTYPE_FP32);
+    const guint even[] = {3, 7, 11, 15}, uneven[] = {3, 7, 12, 15}, down[] = {9, 5, 1};
+    const guint *ranks[] = {even, uneven, down};
+    guint sizes[] = {4, 4, 3};
+    for (guint k = 0; k < G_N_ELEMENTS(ranks); k++) {
+        guint g = simpar_schedule_add_group(s, "dp", ranks[k], sizes[k]);
+        CU_ASSERT_EQUAL(simpar_schedule_group(s, g)->step, k == 0 ? 4 : 0);
+        for (guint rank = 0; rank < 16; rank++) {
+            guint want = G_MAXUINT;
+            for (guint i = 0; i < sizes[k]; i++)
+                if (ranks[k][i] == rank)
+                    want = i;
+            CU_ASSERT_EQUAL(simpar_group_index(s, g, rank), want);
+        }
+    }
+}
+
 /* ----- deadlocks ----- */
 
 static void
@@ -1328,6 +1350,7 @@ static CU_TestInfo bounds_tests[] = {
     {"unusable kernel parameters are refused", test_unusable_parameters_are_refused},
     {"a collective on a group that does not exist is refused",
      test_a_group_that_does_not_exist_is_refused},
+    {"a member's index in a group, stepping evenly or not", test_group_index_by_step_and_by_search},
     {"a GEMM output one element too small is out of bounds",
      test_a_gemm_output_past_the_end_is_out_of_bounds},
     {"a view whose offset runs past the end is out of bounds",
