@@ -40,9 +40,20 @@ guint simpar_moe_max_load(const SimparMoe *m);
  * the model has shared experts), and the outputs "y", "dx" and the weights' ".grad"s (router and
  * shared: partial sums over "ep"). capacity 0: from the model's capacity factor, else dropless
  * (the largest count the routing gives); else that many rows.
+ * node_ranks > 0: DeepEP's hops (train.h, SIMPAR_MOE_DEEPEP) over nodes of that many ranks; 0:
+ * Megatron's flat all-to-all.
  * (transfer full); NULL and a SIMPAR_MODEL_ERROR when the split cannot be made. */
-SimparSchedule *simpar_moe_block_build(const SimparModel *model, guint ep, guint tokens,
-                                       guint64 seed, guint capacity, GError **error);
+SimparSchedule *simpar_moe_block_build(const SimparModel *model, guint ep, guint node_ranks,
+                                       guint tokens, guint64 seed, guint capacity, GError **error);
+/* DeepEP's hops (SIMPAR_MOE_DEEPEP, schedule.h): the ep ranks are nodes of node_ranks
+ * consecutive ones. cap_node and cap_gpu of m (its routing, node_ranks and capacity set): the
+ * most tokens one rank sends one node, and one rank forwards one GPU of its node, from the
+ * routing of every rank's tokens. */
+void simpar_moe_hop_capacity(SimparMoe *m);
+/* Hop m->hop at rank m->ep_rank: for each row of its b side (schedule.h) the a row it copies,
+ * -1 for padding, their count into *n_rows; hop 2: the token's choice of each row's expert into
+ * choice[*n_rows] (may be NULL; rows without an a row left as they are). */
+gint64 *simpar_moe_hop_map(const SimparMoe *m, guint *choice, gsize *n_rows);
 /* The rows per (source rank, expert) a prediction gives the all-to-all's blocks and the grouped
  * GEMMs: ceil(T k / E cf) with a capacity factor, else the busiest expert's ceil(T k / E x
  * imbalance) (dropless: the routing's real counts are the executors' business). */
