@@ -210,11 +210,13 @@ test_deepep_hops_drop_the_same_choices_as_the_serial_one(void)
 }
 
 /* The bytes the forward dispatch's rail all-to-alls send to other nodes, all ranks: the padded
- * blocks (*padded) and the rows that hold a token (*routed), hop 0's map. */
+ * blocks (*padded) and the rows that hold a token (*routed), hop 0's map; the blocks are as
+ * long as the fullest one. */
 static void
 moe_rail_bytes(const SimparSchedule *sched, guint R, double *padded, double *routed)
 {
     *padded = *routed = 0;
+    guint fullest = 0, cap = 0;
     double ds = simpar_dtype_size(simpar_schedule_dtype(sched));
     for (guint o = 0; o < simpar_schedule_n_ops(sched); o++) {
         const SimparOp *op = simpar_schedule_op(sched, o);
@@ -229,11 +231,16 @@ moe_rail_bytes(const SimparSchedule *sched, guint R, double *padded, double *rou
             const SimparMoe *m = &op->u.moe;
             gsize n;
             g_autofree gint64 *src = simpar_moe_hop_map(m, NULL, &n);
-            for (gsize i = 0; i < n; i++) /* rows to other nodes, a token's width each */
+            for (gsize i = 0; i < n; i++) { /* rows to other nodes, a token's width each */
                 if (src[i] >= 0 && i / m->cap_node != m->ep_rank / R)
                     *routed += (double) m->hidden * ds;
+                if (src[i] >= 0)
+                    fullest = MAX(fullest, (guint) (i % m->cap_node) + 1);
+            }
+            cap = m->cap_node;
         }
     }
+    CU_ASSERT_EQUAL(fullest, cap);
 }
 
 /* The flat all-to-all's bytes to other nodes of R ranks, all ranks, forward dispatch. */
