@@ -18,6 +18,20 @@
  * largest count the routing gives, a capacity factor cf gives ceil(T top_k / E cf) and drops the
  * later choices past it (Megatron's token drop policy "position").
  *
+ * DeepEP's dispatch (train.h, SIMPAR_MOE_DEEPEP; github.com/deepseek-ai/DeepEP "normal"
+ * kernels, DeepSeek-V3 arXiv 2412.19437 section 3.2.2) replaces each all-to-all by two hops
+ * when the ep ranks are nodes of R consecutive ranks: rank (node n, local l) sends each token
+ * once to every node it has a kept choice on, to rank (n', l) (the rail all-to-all among the
+ * ranks of local index l), which forwards it once to each GPU of its node holding one of its
+ * choices (the node's all-to-all, NVLink); that GPU places it into the experts' rows as SORT
+ * does. The token's scores travel with it, the expert's GPU weights its rows, and the combine
+ * sums them back per GPU, then per node, along the same hops reversed:
+ *
+ *   x, scores --hop 0--> [nodes x cap_node x (h + k)] --all-to-all rail--> --hop 1-->
+ *     [R x cap_gpu x (h + k)] --all-to-all node--> --hop 2--> experts.x, experts.scores
+ *   experts' rows --hop 2 reduce (x scores)--> --all-to-all node--> --hop 1 reduce-->
+ *     --all-to-all rail--> --hop 0 reduce--> y
+ *
  * Ownership: plain functions; the builder returns a schedule the caller owns.
  */
 #ifndef SIMPAR_MOE_H
