@@ -181,13 +181,13 @@ simpar_moe_hop_capacity(SimparMoe *m)
             for (guint n = 0; n < w.N; n++) {
                 if (!moe_walk_on(&w, p, t, n * w.R, TRUE))
                     continue;
-                guint f = n * w.R + p % w.R; /* its rail peer forwards it */
-                guint *to_node = &node[p * w.N + n];
-                m->cap_node = MAX(m->cap_node, *to_node + 1), ++*to_node;
+                guint f = n * w.R + p % w.R, rows = ++node[p * w.N + n]; /* f: its rail peer */
+                m->cap_node = MAX(m->cap_node, rows); /* (MAX evaluates twice: no ++ inside) */
                 for (guint l = 0; l < w.R; l++) {
-                    guint *to_gpu = &gpu[(gsize) f * w.R + l];
-                    if (moe_walk_on(&w, p, t, n * w.R + l, FALSE))
-                        m->cap_gpu = MAX(m->cap_gpu, *to_gpu + 1), ++*to_gpu;
+                    if (!moe_walk_on(&w, p, t, n * w.R + l, FALSE))
+                        continue;
+                    rows = ++gpu[(gsize) f * w.R + l];
+                    m->cap_gpu = MAX(m->cap_gpu, rows);
                 }
             }
     moe_walk_clear(&w);
