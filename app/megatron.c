@@ -73,6 +73,7 @@ static const char *const meg_switches[] = {"bf16",
                                            "use-torch-fsdp2",
                                            "use-custom-fsdp",
                                            "use-megatron-fsdp",
+                                           "moe-enable-deepep",
                                            "tp-comm-overlap",
                                            "use-mcore-models",
                                            "use-legacy-models",
@@ -519,6 +520,29 @@ meg_moe_freq(const char *text, gint64 *every, gint64 *dense)
     return TRUE;
 }
 
+/* --moe-token-dispatcher-type flex with --moe-enable-deepep (megatron/training/arguments.py:
+ * DeepEP "only works with flex token dispatcher"): simpar's DeepEP hops. Any other dispatcher
+ * is left to the ignored flags' note (simpar prices the alltoall one). */
+static gboolean
+meg_deepep(SimparMegatron *meg, GError **error)
+{
+    MegFlag *type = g_hash_table_lookup(meg->index, "moe-token-dispatcher-type");
+    if (type == NULL || g_strcmp0(type->value, "flex") != 0)
+        return TRUE;
+    const char *flex;
+    if (!meg_string(meg, "moe-token-dispatcher-type", NULL, &flex, error))
+        return FALSE;
+    if (!meg_switch(meg, "moe-enable-deepep"))
+        return meg_fail(meg, error,
+                        "line %u: --moe-token-dispatcher-type flex without --moe-enable-deepep: "
+                        "Megatron's flex dispatcher runs DeepEP only (valid: add "
+                        "--moe-enable-deepep, or --moe-token-dispatcher-type alltoall)",
+                        type->line);
+    meg_arg(meg, "--moe-dispatcher=deepep");
+    meg_use(meg, "--moe-token-dispatcher-type flex --moe-enable-deepep", "--moe-dispatcher deepep");
+    return TRUE;
+}
+
 /* Megatron-Core's MoE flags (megatron/training/arguments.py): --moe-router-topk (default 2),
  * --moe-ffn-hidden-size (default --ffn-hidden-size), the shared experts' width, the layer
  * pattern, the score function (softmax), node-limited groups, a capacity factor (default
@@ -571,7 +595,7 @@ meg_moe(SimparMegatron *meg, gint64 experts, gint64 ep, gint64 tp, GError **erro
         meg_arg(meg, "--etp=%" G_GINT64_FORMAT, etp);
     meg_use(meg, "--expert-model-parallel-size --expert-tensor-parallel-size (default TP)",
             "--ep %" G_GINT64_FORMAT " --etp %" G_GINT64_FORMAT, ep, etp);
-    return TRUE;
+    return meg_deepep(meg, error);
 }
 
 static gboolean

@@ -989,6 +989,10 @@ static const KernFn kern_fns[SIMPAR_N_OP_KINDS] = {
     [SIMPAR_OP_MOE_COMBINE_BWD] = simpar_kern_moe,
     [SIMPAR_OP_MOE_SORT] = simpar_kern_moe,
     [SIMPAR_OP_MOE_UNSORT] = simpar_kern_moe,
+    [SIMPAR_OP_MOE_HOP] = simpar_kern_moe,
+    [SIMPAR_OP_MOE_HOP_BWD] = simpar_kern_moe,
+    [SIMPAR_OP_MOE_HOP_REDUCE] = simpar_kern_moe,
+    [SIMPAR_OP_MOE_HOP_REDUCE_BWD] = simpar_kern_moe,
 };
 
 /* Runs one compute op whose accesses host.c has checked. */

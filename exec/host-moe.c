@@ -1,6 +1,7 @@
 /* host-moe.c - the math of the mixture-of-experts ops (SimparMoe, models/schedule.h) in double
  * precision: router scores, the permutation into the all-to-all's expert-major blocks and back,
- * and the blocks' reordering around the grouped GEMMs. The routing comes from models/moe.c. */
+ * the blocks' reordering around the grouped GEMMs, and DeepEP's hops (rows gathered by the
+ * routing, summed back). The routing comes from models/moe.c. */
 #include "exec-private.h"
 #include "moe.h"
 #include <math.h>
@@ -163,10 +164,165 @@ moe_sort(const SimparHostBufs *host, const SimparOp *op)
         }
 }
 
+/* DeepEP's hops (schedule.h): each b row's a row (-1: padding) and, hop 2, its choice. */
+typedef struct {
+    gint64 *src;
+    guint *choice;
+    gsize rows, a_rows; /* b rows, a rows */
+    gsize w;            /* the dispatch's rows: a token and its scores */
+} MoeHop;
+
+static void
+moe_hop_init(MoeHop *hp, const SimparMoe *m)
+{
+    gsize R = m->node_ranks, nodes = m->ep / R;
+    gsize a_rows[3] = {m->tokens, nodes * m->cap_node, R * m->cap_gpu};
+    hp->choice = g_new0(guint, (gsize) m->experts * m->capacity);
+    hp->src = simpar_moe_hop_map(m, hp->choice, &hp->rows);
+    hp->a_rows = a_rows[m->hop];
+    hp->w = (gsize) m->hidden + m->top_k;
+}
+
+static void
+moe_hop_clear(MoeHop *hp)
+{
+    g_free(hp->src), g_free(hp->choice);
+}
+
+/* The dispatch: b rows gathered from a rows; hop 0 joins a token and its scores, hop 2 keeps a
+ * row's token and the score of its expert. */
+static void
+moe_hop(const SimparHostBufs *host, const SimparOp *op)
+{
+    const SimparMoe *m = &op->u.moe;
+    MoeHop hp;
+    moe_hop_init(&hp, m);
+    gsize h = m->hidden, k = m->top_k, w = hp.w;
+    const double *a = simpar_host_bufs_view(host, m->in[0]);
+    double *b = simpar_host_bufs_view(host, m->out[0]);
+    gsize width = m->hop == 2 ? h : w;
+    memset(b, 0, sizeof(double) * hp.rows * width);
+    if (m->hop == 2)
+        memset(simpar_host_bufs_view(host, m->out[1]), 0, sizeof(double) * hp.rows);
+    for (gsize i = 0; i < hp.rows; i++) {
+        gint64 j = hp.src[i];
+        if (j < 0)
+            continue;
+        if (m->hop == 0) {
+            const double *scores = simpar_host_bufs_view(host, m->in[1]);
+            memcpy(b + i * w, a + j * h, sizeof(double) * h);
+            memcpy(b + i * w + h, scores + j * k, sizeof(double) * k);
+        } else if (m->hop == 1) {
+            memcpy(b + i * w, a + j * w, sizeof(double) * w);
+        } else {
+            double *sc = simpar_host_bufs_view(host, m->out[1]);
+            memcpy(b + i * h, a + j * w, sizeof(double) * h);
+            sc[i] = a[j * w + h + hp.choice[i]];
+        }
+    }
+    moe_hop_clear(&hp);
+}
+
+/* Its backward: each b row's gradient added into its a row (a token's copies summed; a choice's
+ * score gradient lies on its expert's row only). */
+static void
+moe_hop_bwd(const SimparHostBufs *host, const SimparOp *op)
+{
+    const SimparMoe *m = &op->u.moe;
+    MoeHop hp;
+    moe_hop_init(&hp, m);
+    gsize h = m->hidden, k = m->top_k, w = hp.w;
+    const double *db = simpar_host_bufs_view(host, m->in[0]);
+    double *da = simpar_host_bufs_view(host, m->out[0]);
+    double *dscores = m->hop == 0 ? simpar_host_bufs_view(host, m->out[1]) : NULL;
+    memset(da, 0, sizeof(double) * hp.a_rows * (m->hop == 0 ? h : w));
+    if (dscores != NULL)
+        memset(dscores, 0, sizeof(double) * m->tokens * k);
+    for (gsize i = 0; i < hp.rows; i++) {
+        gint64 j = hp.src[i];
+        if (j < 0)
+            continue;
+        if (m->hop == 0) {
+            for (gsize c = 0; c < h; c++)
+                da[j * h + c] += db[i * w + c];
+            for (gsize c = 0; c < k; c++)
+                dscores[j * k + c] += db[i * w + h + c];
+        } else if (m->hop == 1) {
+            for (gsize c = 0; c < w; c++)
+                da[j * w + c] += db[i * w + c];
+        } else {
+            const double *dsc = simpar_host_bufs_view(host, m->in[1]);
+            for (gsize c = 0; c < h; c++)
+                da[j * w + c] += db[i * h + c];
+            da[j * w + h + hp.choice[i]] += dsc[i];
+        }
+    }
+    moe_hop_clear(&hp);
+}
+
+/* The combine: each a row the sum of its b rows, hop 2's weighted by their scores. */
+static void
+moe_hop_reduce(const SimparHostBufs *host, const SimparOp *op)
+{
+    const SimparMoe *m = &op->u.moe;
+    MoeHop hp;
+    moe_hop_init(&hp, m);
+    gsize h = m->hidden;
+    const double *b = simpar_host_bufs_view(host, m->in[0]);
+    const double *sc = m->hop == 2 ? simpar_host_bufs_view(host, m->in[1]) : NULL;
+    double *a = simpar_host_bufs_view(host, m->out[0]);
+    memset(a, 0, sizeof(double) * hp.a_rows * h);
+    for (gsize i = 0; i < hp.rows; i++)
+        if (hp.src[i] >= 0)
+            for (gsize c = 0; c < h; c++)
+                a[hp.src[i] * h + c] += (sc != NULL ? sc[i] : 1) * b[i * h + c];
+    moe_hop_clear(&hp);
+}
+
+/* Its backward: each b row gets its a row's gradient (hop 2: times its score, and the score's
+ * gradient the dot product with the row). */
+static void
+moe_hop_reduce_bwd(const SimparHostBufs *host, const SimparOp *op)
+{
+    const SimparMoe *m = &op->u.moe;
+    MoeHop hp;
+    moe_hop_init(&hp, m);
+    gsize h = m->hidden;
+    const double *da = simpar_host_bufs_view(host, m->in[0]);
+    const double *sc = m->hop == 2 ? simpar_host_bufs_view(host, m->in[1]) : NULL;
+    const double *rows = m->hop == 2 ? simpar_host_bufs_view(host, m->in[2]) : NULL;
+    double *db = simpar_host_bufs_view(host, m->out[0]);
+    double *dsc = m->hop == 2 ? simpar_host_bufs_view(host, m->out[1]) : NULL;
+    memset(db, 0, sizeof(double) * hp.rows * h);
+    for (gsize i = 0; i < hp.rows; i++) {
+        gint64 j = hp.src[i];
+        double dot = 0;
+        for (gsize c = 0; j >= 0 && c < h; c++) {
+            db[i * h + c] = (sc != NULL ? sc[i] : 1) * da[j * h + c];
+            dot += rows != NULL ? da[j * h + c] * rows[i * h + c] : 0;
+        }
+        if (dsc != NULL)
+            dsc[i] = dot;
+    }
+    moe_hop_clear(&hp);
+}
+
 void
 simpar_kern_moe(const SimparHostBufs *host, const SimparOp *op)
 {
     switch (op->kind) {
+    case SIMPAR_OP_MOE_HOP:
+        moe_hop(host, op);
+        break;
+    case SIMPAR_OP_MOE_HOP_BWD:
+        moe_hop_bwd(host, op);
+        break;
+    case SIMPAR_OP_MOE_HOP_REDUCE:
+        moe_hop_reduce(host, op);
+        break;
+    case SIMPAR_OP_MOE_HOP_REDUCE_BWD:
+        moe_hop_reduce_bwd(host, op);
+        break;
     case SIMPAR_OP_MOE_GATE:
         moe_gate(host, op);
         break;

@@ -804,8 +804,16 @@ compute_moe(const SimparGpu *gpu, SimparDtype dt, const SimparOp *op)
         return compute_kind_time(gpu, op->kind, bw, routed + scores + tokens);
     case SIMPAR_OP_MOE_COMBINE_BWD:
         return compute_kind_time(gpu, op->kind, bw, tokens + 2 * routed + 2 * scores);
-    default: /* SORT, UNSORT */
+    case SIMPAR_OP_MOE_SORT:
+    case SIMPAR_OP_MOE_UNSORT:
         return compute_kind_time(gpu, op->kind, bw, 2 * received);
+    default: { /* DeepEP's hops: the a side read or written, the b side the other way */
+        gboolean reduce = op->kind >= SIMPAR_OP_MOE_HOP_REDUCE;
+        double R = MAX(m->node_ranks, 1u), w = (h + (reduce ? 0 : k)) * ds;
+        double rail = (double) m->ep / R * m->cap_node * w, node = R * m->cap_gpu * w;
+        double sides[3] = {tokens + rail, rail + node, node + received};
+        return compute_kind_time(gpu, op->kind, bw, sides[MIN(m->hop, 2u)]);
+    }
     }
 }
 
@@ -885,6 +893,10 @@ compute_op_time(const SimparGpu *gpu, const SimparSchedule *sched, const SimparO
     case SIMPAR_OP_MOE_COMBINE_BWD:
     case SIMPAR_OP_MOE_SORT:
     case SIMPAR_OP_MOE_UNSORT:
+    case SIMPAR_OP_MOE_HOP:
+    case SIMPAR_OP_MOE_HOP_BWD:
+    case SIMPAR_OP_MOE_HOP_REDUCE:
+    case SIMPAR_OP_MOE_HOP_REDUCE_BWD:
         return compute_moe(gpu, dt, op);
     case SIMPAR_OP_GEMM: {
         SimparDtype gt = g->fp8 != SIMPAR_FP8_NONE ? SIMPAR_DTYPE_FP8 : dt;

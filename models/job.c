@@ -58,11 +58,12 @@ simpar_job_args_init(SimparJobArgs *args)
 void
 simpar_job_args_clear(SimparJobArgs *args)
 {
-    char **strs[] = {&args->model,     &args->dtype,      &args->mlp,     &args->norm,
-                     &args->bias,      &args->dropout,    &args->tp_mode, &args->variant,
-                     &args->recompute, &args->schedule,   &args->order,   &args->grad_reduce_dtype,
-                     &args->cp_mode,   &args->fp8_recipe, &args->router,  &args->capacity_factor,
-                     &args->imbalance};
+    char **strs[] = {
+        &args->model,     &args->dtype,         &args->mlp,     &args->norm,
+        &args->bias,      &args->dropout,       &args->tp_mode, &args->variant,
+        &args->recompute, &args->schedule,      &args->order,   &args->grad_reduce_dtype,
+        &args->cp_mode,   &args->fp8_recipe,    &args->router,  &args->capacity_factor,
+        &args->imbalance, &args->moe_dispatcher};
     for (guint i = 0; i < G_N_ELEMENTS(strs); i++)
         g_clear_pointer(strs[i], g_free);
 }
@@ -144,6 +145,10 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
          "CF"},
         {"imbalance", 0, 0, G_OPTION_ARG_STRING, &a->imbalance,
          "The busiest expert's tokens over the mean (>= 1, default 1: balanced)", "X"},
+        {"moe-dispatcher", 0, 0, G_OPTION_ARG_STRING, &a->moe_dispatcher,
+         "How tokens reach their experts: alltoall (Megatron-Core's flat all-to-all, default) or "
+         "deepep (DeepEP: once per node over the rail, then over NVLink)",
+         "alltoall|deepep"},
         {"kv-lora-rank", 0, 0, G_OPTION_ARG_INT64, &a->kv_lora_rank,
          simpar_generator_help("Multi-head latent attention: the key/value latent's width (0: "
                                "none; --tp-mode ",
@@ -681,6 +686,16 @@ simpar_job_train(const SimparJobArgs *a, SimparTrain *t, GError **error)
         t->ep = a->ep;
     if (a->etp != SIMPAR_JOB_UNSET)
         t->etp = a->etp;
+    if (a->moe_dispatcher != NULL) {
+        if (g_strcmp0(a->moe_dispatcher, "deepep") != 0 &&
+            g_strcmp0(a->moe_dispatcher, "alltoall") != 0) {
+            g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
+                        "--moe-dispatcher %s: valid are alltoall and deepep", a->moe_dispatcher);
+            return FALSE;
+        }
+        t->moe_dispatcher =
+            g_str_equal(a->moe_dispatcher, "deepep") ? SIMPAR_MOE_DEEPEP : SIMPAR_MOE_ALLTOALL;
+    }
     if (a->vp_group != SIMPAR_JOB_UNSET)
         t->vp_group = a->vp_group;
     if (a->virtual_stages != SIMPAR_JOB_UNSET)

@@ -121,6 +121,136 @@ simpar_moe_max_load(const SimparMoe *m)
     return most;
 }
 
+/* ----- DeepEP's hops ----- */
+
+/* The routing of every rank of the expert-parallel group: a hop's rows come from other ranks. */
+typedef struct {
+    guint T, k, R, N, El, C;
+    gint64 *rows;   /* [ep x T x k]: simpar_moe_rows of rank p, -1 dropped */
+    guint *experts; /* [ep x T x k] */
+} MoeWalk;
+
+static void
+moe_walk_init(MoeWalk *w, const SimparMoe *m)
+{
+    g_assert(m->node_ranks > 0 && m->ep % m->node_ranks == 0);
+    *w = (MoeWalk){.T = m->tokens,
+                   .k = m->top_k,
+                   .R = m->node_ranks,
+                   .N = m->ep / m->node_ranks,
+                   .El = m->experts / m->ep,
+                   .C = m->capacity};
+    gsize n = (gsize) m->tokens * m->top_k;
+    w->rows = g_new(gint64, n * m->ep), w->experts = g_new(guint, n * m->ep);
+    for (guint p = 0; p < m->ep; p++) {
+        SimparMoe r = *m;
+        r.ep_rank = p, r.token0 = (guint64) p * m->tokens;
+        simpar_moe_rows(&r, w->rows + p * n, w->experts + p * n);
+    }
+}
+
+static void
+moe_walk_clear(MoeWalk *w)
+{
+    g_free(w->rows), g_free(w->experts);
+}
+
+/* Whether token t of source rank p has a kept choice on rank q (q_node: on q's node). */
+static gboolean
+moe_walk_on(const MoeWalk *w, guint p, guint t, guint q, gboolean q_node)
+{
+    gsize i = ((gsize) p * w->T + t) * w->k;
+    for (guint j = 0; j < w->k; j++) {
+        guint owner = w->experts[i + j] / w->El;
+        if (w->rows[i + j] >= 0 && (q_node ? owner / w->R == q / w->R : owner == q))
+            return TRUE;
+    }
+    return FALSE;
+}
+
+void
+simpar_moe_hop_capacity(SimparMoe *m)
+{
+    MoeWalk w;
+    moe_walk_init(&w, m);
+    g_autofree guint *node = g_new0(guint, (gsize) m->ep * w.N);
+    g_autofree guint *gpu = g_new0(guint, (gsize) m->ep * w.R);
+    m->cap_node = m->cap_gpu = 1; /* an empty block still has a row: counts of 0 are refused */
+    for (guint p = 0; p < m->ep; p++)
+        for (guint t = 0; t < w.T; t++)
+            for (guint n = 0; n < w.N; n++) {
+                if (!moe_walk_on(&w, p, t, n * w.R, TRUE))
+                    continue;
+                guint f = n * w.R + p % w.R, rows = ++node[p * w.N + n]; /* f: its rail peer */
+                m->cap_node = MAX(m->cap_node, rows); /* (MAX evaluates twice: no ++ inside) */
+                for (guint l = 0; l < w.R; l++) {
+                    if (!moe_walk_on(&w, p, t, n * w.R + l, FALSE))
+                        continue;
+                    rows = ++gpu[(gsize) f * w.R + l];
+                    m->cap_gpu = MAX(m->cap_gpu, rows);
+                }
+            }
+    moe_walk_clear(&w);
+}
+
+gint64 *
+simpar_moe_hop_map(const SimparMoe *m, guint *choice, gsize *n_rows)
+{
+    MoeWalk w;
+    moe_walk_init(&w, m);
+    guint r = m->ep_rank, home = r / w.R * w.R; /* the first rank of r's node */
+    gsize n = m->hop == 0   ? (gsize) w.N * m->cap_node
+              : m->hop == 1 ? (gsize) w.R * m->cap_gpu
+                            : (gsize) w.El * m->ep * w.C;
+    gint64 *src = g_new(gint64, n);
+    for (gsize i = 0; i < n; i++)
+        src[i] = -1;
+    g_autofree guint *count = g_new0(guint, MAX(w.N, w.R));
+    if (m->hop == 0) /* per target node, the rank's tokens with a kept choice there */
+        for (guint t = 0; t < w.T; t++)
+            for (guint nd = 0; nd < w.N; nd++)
+                if (moe_walk_on(&w, r, t, nd * w.R, TRUE))
+                    src[(gsize) nd * m->cap_node + count[nd]++] = t;
+    /* hop 1: what r received over the rail (block nd: from rank nd R + r's local index), per GPU
+     * of r's node the rows going there; hop 2: r's rows as its node's forwarders send them */
+    for (guint l = 0; m->hop > 0 && l < w.R; l++) {
+        if (m->hop == 1 && l != r % w.R)
+            continue;
+        guint slot = 0; /* hop 2: the rows forwarder home + l sends r */
+        for (guint nd = 0; nd < w.N; nd++) {
+            guint p = nd * w.R + l, received = 0;
+            for (guint t = 0; t < w.T; t++) {
+                if (!moe_walk_on(&w, p, t, r, TRUE))
+                    continue;
+                gint64 row = (gint64) nd * m->cap_node + received++;
+                if (m->hop == 1) {
+                    for (guint g = 0; g < w.R; g++)
+                        if (moe_walk_on(&w, p, t, home + g, FALSE))
+                            src[(gsize) g * m->cap_gpu + count[g]++] = row;
+                    continue;
+                }
+                if (!moe_walk_on(&w, p, t, r, FALSE))
+                    continue;
+                gsize i = ((gsize) p * w.T + t) * w.k;
+                for (guint j = 0; j < w.k; j++) {
+                    guint e = w.experts[i + j];
+                    if (w.rows[i + j] < 0 || e / w.El != r)
+                        continue;
+                    gsize b = (((gsize) (e % w.El) * m->ep + p) * w.C +
+                               (gsize) (w.rows[i + j] - (gint64) e * w.C));
+                    src[b] = (gint64) l * m->cap_gpu + slot;
+                    if (choice != NULL)
+                        choice[b] = j;
+                }
+                slot++;
+            }
+        }
+    }
+    moe_walk_clear(&w);
+    *n_rows = n;
+    return src; /* (transfer full) */
+}
+
 /* ----- the block's schedule ----- */
 
 typedef struct {
@@ -128,6 +258,7 @@ typedef struct {
     const SimparModel *model;
     SimparMoe route; /* this rank's routing (views left empty) */
     guint rank, ep_group;
+    const guint *rails, *nodes; /* DeepEP's hops: the groups of each local index, each node */
     SimparPhase phase;
     guint64 T, h, E, El, C, fe, fc1e, fs, fc1s;
 } MoeCtx;
@@ -201,12 +332,41 @@ moe_kernel(MoeCtx *c, SimparOpKind kind, const char *name, guint64 rows, guint64
 }
 
 static void
-moe_all_to_all(MoeCtx *c, const char *name, guint send, guint recv)
+moe_all_to_all_in(MoeCtx *c, const char *name, guint group, guint64 count, guint send, guint recv)
 {
     SimparOp op = {.kind = SIMPAR_OP_COLLECTIVE};
-    op.u.coll = (SimparColl){SIMPAR_COLL_ALL_TO_ALL, c->ep_group,    c->El * c->C * c->h, 0,
+    op.u.coll = (SimparColl){SIMPAR_COLL_ALL_TO_ALL, group,          count,         0,
                              moe_view(send),         moe_view(recv), SIMPAR_RED_SUM};
     moe_add(c, &op, name);
+}
+
+static void
+moe_all_to_all(MoeCtx *c, const char *name, guint send, guint recv)
+{
+    moe_all_to_all_in(c, name, c->ep_group, c->El * c->C * c->h, send, recv);
+}
+
+/* DeepEP's hops (schedule.h): the rail all-to-all among the ranks of the same local index (one
+ * RDMA transfer per token and target node), then the node's over NVLink (one per token and
+ * target GPU); `rows` the row width, `node` FALSE for the rail. */
+static void
+moe_hop_all_to_all(MoeCtx *c, const char *name, gboolean node, guint64 width, guint send,
+                   guint recv)
+{
+    guint R = c->route.node_ranks;
+    guint64 cap = node ? c->route.cap_gpu : c->route.cap_node;
+    moe_all_to_all_in(c, name, node ? c->nodes[c->rank / R] : c->rails[c->rank % R], cap * width,
+                      send, recv);
+}
+
+/* One of the hops' ops: hop `hop` of `kind`. */
+static void
+moe_hop_op(MoeCtx *c, SimparOpKind kind, guint hop, const char *name, guint in0, guint in1,
+           guint in2, guint out0, guint out1)
+{
+    c->route.hop = hop;
+    moe_route_op(c, kind, name, in0, in1, in2, out0, out1);
+    c->route.hop = 0;
 }
 
 /* The MLP's activation of `rows` rows: z [rows x fc1] -> y [rows x f]. */
@@ -236,6 +396,7 @@ typedef struct {
     guint x, dy, wr, w1, w2, ws1, ws2;              /* inputs */
     guint y, dx, dwr, dw1, dw2, dws1, dws2;         /* outputs */
     guint logits, scores, back, xs, z1, a1, s1, sa; /* kept for the backward */
+    guint sc, z2;                                   /* DeepEP's hops: xs's scores, fc2's rows */
 } MoeBufs;
 
 static void
@@ -276,18 +437,11 @@ moe_params(MoeCtx *c, MoeBufs *b)
     moe_shard(c, "dx", SIMPAR_SHARD_OUTPUT, b->dx, p * T, T, h);
 }
 
-/* Router, dispatch, the local experts, combine and the shared experts. */
+/* Megatron's all-to-all dispatcher: x -> b->xs by one all-to-all over the group. */
 static void
-moe_forward(MoeCtx *c, MoeBufs *b)
+moe_dispatch_flat(MoeCtx *c, MoeBufs *b)
 {
-    guint64 T = c->T, h = c->h, E = c->E, rows = c->route.ep * c->C, blocks = E * c->C * h;
-    b->logits = moe_buf(c, "router.logits", T * E);
-    moe_gemm(c, "router.gemm", 1,
-             &(SimparGemm){
-                 .m = T, .n = E, .k = h, .a = {b->x, 0}, .b = {b->wr, 0}, .c = {b->logits, 0}});
-    b->scores = moe_buf(c, "router.scores", T * c->route.top_k);
-    moe_route_op(c, SIMPAR_OP_MOE_GATE, "router.gate", b->logits, G_MAXUINT, G_MAXUINT, b->scores,
-                 G_MAXUINT);
+    guint64 blocks = c->E * c->C * c->h;
     guint send = moe_buf(c, "moe.dispatch.send", blocks),
           recv = moe_buf(c, "moe.dispatch.recv", blocks);
     moe_route_op(c, SIMPAR_OP_MOE_DISPATCH, "moe.permute", b->x, G_MAXUINT, G_MAXUINT, send,
@@ -295,23 +449,63 @@ moe_forward(MoeCtx *c, MoeBufs *b)
     moe_all_to_all(c, "moe.all-to-all-dispatch", send, recv);
     b->xs = moe_buf(c, "experts.x", blocks);
     moe_route_op(c, SIMPAR_OP_MOE_SORT, "moe.sort", recv, G_MAXUINT, G_MAXUINT, b->xs, G_MAXUINT);
-    b->z1 = moe_buf(c, "experts.fc1.y", c->El * rows * c->fc1e);
-    moe_gemm(
-        c, "experts.fc1.gemm", c->El,
-        &(SimparGemm){
-            .m = rows, .n = c->fc1e, .k = h, .a = {b->xs, 0}, .b = {b->w1, 0}, .c = {b->z1, 0}});
-    b->a1 = moe_buf(c, "experts.act", c->El * rows * c->fe);
-    moe_act(c, "experts.act", c->El * rows, c->fe, b->z1, b->a1);
-    guint z2 = moe_buf(c, "experts.fc2.y", blocks), zu = moe_buf(c, "moe.combine.send", blocks);
-    moe_gemm(c, "experts.fc2.gemm", c->El,
-             &(SimparGemm){
-                 .m = rows, .n = h, .k = c->fe, .a = {b->a1, 0}, .b = {b->w2, 0}, .c = {z2, 0}});
-    moe_route_op(c, SIMPAR_OP_MOE_UNSORT, "moe.unsort", z2, G_MAXUINT, G_MAXUINT, zu, G_MAXUINT);
-    b->back = moe_buf(c, "moe.combine.recv", blocks);
-    moe_all_to_all(c, "moe.all-to-all-combine", zu, b->back);
-    guint yr = c->fs > 0 ? moe_buf(c, "moe.y", T * h) : b->y;
-    moe_route_op(c, SIMPAR_OP_MOE_COMBINE, "moe.unpermute", b->back, b->scores, G_MAXUINT, yr,
-                 G_MAXUINT);
+}
+
+/* The widths of DeepEP's hops' rows: a token and its scores (DeepEP's dispatch sends the
+ * top-k weights with the token, README "normal kernels"), so that the expert's GPU weights its
+ * output and a node's rows are summed before the one transfer back (arXiv 2412.19437 section
+ * 3.2.2); the combine's rows are the token's width. */
+static guint64
+moe_hop_width(const MoeCtx *c)
+{
+    return c->h + c->route.top_k;
+}
+
+/* DeepEP's dispatch: x and scores -> b->xs and b->sc over the rail, then the node. */
+static void
+moe_dispatch_hops(MoeCtx *c, MoeBufs *b)
+{
+    guint64 R = c->route.node_ranks, N = c->route.ep / R, w = moe_hop_width(c);
+    guint64 rail = N * c->route.cap_node * w, node = R * c->route.cap_gpu * w;
+    guint s0 = moe_buf(c, "moe.dispatch.send", rail), r0 = moe_buf(c, "moe.dispatch.recv", rail);
+    moe_hop_op(c, SIMPAR_OP_MOE_HOP, 0, "moe.permute", b->x, b->scores, G_MAXUINT, s0, G_MAXUINT);
+    moe_hop_all_to_all(c, "moe.all-to-all-dispatch-rail", FALSE, w, s0, r0);
+    guint s1 = moe_buf(c, "moe.dispatch.forward", node),
+          r1 = moe_buf(c, "moe.dispatch.forwarded", node);
+    moe_hop_op(c, SIMPAR_OP_MOE_HOP, 1, "moe.forward", r0, G_MAXUINT, G_MAXUINT, s1, G_MAXUINT);
+    moe_hop_all_to_all(c, "moe.all-to-all-dispatch-node", TRUE, w, s1, r1);
+    b->xs = moe_buf(c, "experts.x", c->E * c->C * c->h);
+    b->sc = moe_buf(c, "experts.scores", c->E * c->C);
+    moe_hop_op(c, SIMPAR_OP_MOE_HOP, 2, "moe.sort", r1, G_MAXUINT, G_MAXUINT, b->xs, b->sc);
+}
+
+/* DeepEP's combine: the experts' rows b->z2, weighted and summed per forwarder (NVLink), then
+ * per node (the rail), into the routed output; returns it. */
+static guint
+moe_combine_hops(MoeCtx *c, MoeBufs *b)
+{
+    guint64 R = c->route.node_ranks, N = c->route.ep / R, h = c->h;
+    guint64 node = R * c->route.cap_gpu * h, rail = N * c->route.cap_node * h;
+    guint s2 = moe_buf(c, "moe.combine.send", node), r2 = moe_buf(c, "moe.combine.forwarded", node);
+    moe_hop_op(c, SIMPAR_OP_MOE_HOP_REDUCE, 2, "moe.unsort", b->z2, b->sc, G_MAXUINT, s2,
+               G_MAXUINT);
+    moe_hop_all_to_all(c, "moe.all-to-all-combine-node", TRUE, h, s2, r2);
+    guint s1 = moe_buf(c, "moe.combine.forward", rail);
+    b->back = moe_buf(c, "moe.combine.recv", rail);
+    moe_hop_op(c, SIMPAR_OP_MOE_HOP_REDUCE, 1, "moe.forward", r2, G_MAXUINT, G_MAXUINT, s1,
+               G_MAXUINT);
+    moe_hop_all_to_all(c, "moe.all-to-all-combine-rail", FALSE, h, s1, b->back);
+    guint yr = c->fs > 0 ? moe_buf(c, "moe.y", c->T * h) : b->y;
+    moe_hop_op(c, SIMPAR_OP_MOE_HOP_REDUCE, 0, "moe.unpermute", b->back, G_MAXUINT, G_MAXUINT, yr,
+               G_MAXUINT);
+    return yr;
+}
+
+/* The shared experts, added to the routed output yr (b->y itself without them). */
+static void
+moe_forward_shared(MoeCtx *c, MoeBufs *b, guint yr)
+{
+    guint64 T = c->T, h = c->h;
     if (c->fs == 0)
         return;
     b->s1 = moe_buf(c, "shared.fc1.y", T * c->fc1s), b->sa = moe_buf(c, "shared.act", T * c->fs);
@@ -324,6 +518,48 @@ moe_forward(MoeCtx *c, MoeBufs *b)
         c, "shared.fc2.gemm", 1,
         &(SimparGemm){.m = T, .n = h, .k = c->fs, .a = {b->sa, 0}, .b = {b->ws2, 0}, .c = {ys, 0}});
     moe_kernel(c, SIMPAR_OP_ADD, "moe.add-shared", T, h, yr, ys, b->y);
+}
+
+/* Router, dispatch, the local experts, combine and the shared experts. */
+static void
+moe_forward(MoeCtx *c, MoeBufs *b)
+{
+    guint64 T = c->T, h = c->h, E = c->E, rows = c->route.ep * c->C, blocks = E * c->C * h;
+    b->logits = moe_buf(c, "router.logits", T * E);
+    moe_gemm(c, "router.gemm", 1,
+             &(SimparGemm){
+                 .m = T, .n = E, .k = h, .a = {b->x, 0}, .b = {b->wr, 0}, .c = {b->logits, 0}});
+    b->scores = moe_buf(c, "router.scores", T * c->route.top_k);
+    moe_route_op(c, SIMPAR_OP_MOE_GATE, "router.gate", b->logits, G_MAXUINT, G_MAXUINT, b->scores,
+                 G_MAXUINT);
+    if (c->route.node_ranks > 0)
+        moe_dispatch_hops(c, b);
+    else
+        moe_dispatch_flat(c, b);
+    b->z1 = moe_buf(c, "experts.fc1.y", c->El * rows * c->fc1e);
+    moe_gemm(
+        c, "experts.fc1.gemm", c->El,
+        &(SimparGemm){
+            .m = rows, .n = c->fc1e, .k = h, .a = {b->xs, 0}, .b = {b->w1, 0}, .c = {b->z1, 0}});
+    b->a1 = moe_buf(c, "experts.act", c->El * rows * c->fe);
+    moe_act(c, "experts.act", c->El * rows, c->fe, b->z1, b->a1);
+    gboolean hops = c->route.node_ranks > 0;
+    guint z2 = b->z2 = moe_buf(c, "experts.fc2.y", blocks),
+          zu = hops ? G_MAXUINT : moe_buf(c, "moe.combine.send", blocks);
+    moe_gemm(c, "experts.fc2.gemm", c->El,
+             &(SimparGemm){
+                 .m = rows, .n = h, .k = c->fe, .a = {b->a1, 0}, .b = {b->w2, 0}, .c = {z2, 0}});
+    if (hops) {
+        moe_forward_shared(c, b, moe_combine_hops(c, b));
+        return;
+    }
+    moe_route_op(c, SIMPAR_OP_MOE_UNSORT, "moe.unsort", z2, G_MAXUINT, G_MAXUINT, zu, G_MAXUINT);
+    b->back = moe_buf(c, "moe.combine.recv", blocks);
+    moe_all_to_all(c, "moe.all-to-all-combine", zu, b->back);
+    guint yr = c->fs > 0 ? moe_buf(c, "moe.y", T * h) : b->y;
+    moe_route_op(c, SIMPAR_OP_MOE_COMBINE, "moe.unpermute", b->back, b->scores, G_MAXUINT, yr,
+                 G_MAXUINT);
+    moe_forward_shared(c, b, yr);
 }
 
 /* The experts' backward on the rank's sorted rows: dz2 -> dxs, dW1, dW2. */
@@ -412,25 +648,69 @@ moe_shared_backward(MoeCtx *c, MoeBufs *b)
                            .c = {b->dx, 0}});
 }
 
+/* DeepEP's combine and dispatch backward: dy back over the rail and the node to the experts'
+ * rows (their scores' gradients beside them), the experts' backward, then dx and the scores'
+ * gradients over the node and the rail; a token's copies are summed (each choice's score
+ * gradient is nonzero on its expert's GPU only). */
+static void
+moe_backward_hops(MoeCtx *c, MoeBufs *b, guint dscores)
+{
+    guint64 R = c->route.node_ranks, N = c->route.ep / R, h = c->h, w = moe_hop_width(c);
+    guint64 rail = N * c->route.cap_node, node = R * c->route.cap_gpu;
+    guint g0 = moe_buf(c, "moe.combine.recv.grad", rail * h),
+          g0r = moe_buf(c, "moe.combine.forward.grad", rail * h);
+    moe_hop_op(c, SIMPAR_OP_MOE_HOP_REDUCE_BWD, 0, "moe.unpermute", b->dy, G_MAXUINT, G_MAXUINT, g0,
+               G_MAXUINT);
+    moe_hop_all_to_all(c, "moe.all-to-all-combine-rail", FALSE, h, g0, g0r);
+    guint g1 = moe_buf(c, "moe.combine.forwarded.grad", node * h),
+          g1r = moe_buf(c, "moe.combine.send.grad", node * h);
+    moe_hop_op(c, SIMPAR_OP_MOE_HOP_REDUCE_BWD, 1, "moe.forward", g0r, G_MAXUINT, G_MAXUINT, g1,
+               G_MAXUINT);
+    moe_hop_all_to_all(c, "moe.all-to-all-combine-node", TRUE, h, g1, g1r);
+    guint dz2 = moe_buf(c, "experts.fc2.y.grad", c->E * c->C * h),
+          dsc = moe_buf(c, "experts.scores.grad", c->E * c->C);
+    moe_hop_op(c, SIMPAR_OP_MOE_HOP_REDUCE_BWD, 2, "moe.unsort", g1r, b->sc, b->z2, dz2, dsc);
+    guint dxs = moe_experts_backward(c, b, dz2);
+    guint d2 = moe_buf(c, "moe.dispatch.forwarded.grad", node * w),
+          d2r = moe_buf(c, "moe.dispatch.forward.grad", node * w);
+    moe_hop_op(c, SIMPAR_OP_MOE_HOP_BWD, 2, "moe.sort", dxs, dsc, G_MAXUINT, d2, G_MAXUINT);
+    moe_hop_all_to_all(c, "moe.all-to-all-dispatch-node", TRUE, w, d2, d2r);
+    guint d1 = moe_buf(c, "moe.dispatch.recv.grad", rail * w),
+          d1r = moe_buf(c, "moe.dispatch.send.grad", rail * w);
+    moe_hop_op(c, SIMPAR_OP_MOE_HOP_BWD, 1, "moe.forward", d2r, G_MAXUINT, G_MAXUINT, d1,
+               G_MAXUINT);
+    moe_hop_all_to_all(c, "moe.all-to-all-dispatch-rail", FALSE, w, d1, d1r);
+    moe_hop_op(c, SIMPAR_OP_MOE_HOP_BWD, 0, "moe.permute", d1r, G_MAXUINT, G_MAXUINT, b->dx,
+               dscores);
+}
+
 static void
 moe_backward(MoeCtx *c, MoeBufs *b)
 {
     guint64 T = c->T, h = c->h, E = c->E, blocks = E * c->C * h;
-    guint dback = moe_buf(c, "moe.combine.recv.grad", blocks);
-    guint dscores = moe_buf(c, "router.scores.grad", T * c->route.top_k);
-    moe_route_op(c, SIMPAR_OP_MOE_COMBINE_BWD, "moe.unpermute", b->dy, b->scores, b->back, dback,
-                 dscores);
-    guint drecv = moe_buf(c, "moe.combine.send.grad", blocks);
-    moe_all_to_all(c, "moe.all-to-all-combine", dback, drecv);
-    guint dz2 = moe_buf(c, "experts.fc2.y.grad", blocks);
-    moe_route_op(c, SIMPAR_OP_MOE_SORT, "moe.sort", drecv, G_MAXUINT, G_MAXUINT, dz2, G_MAXUINT);
-    guint dxs = moe_experts_backward(c, b, dz2);
-    guint dxu = moe_buf(c, "moe.dispatch.recv.grad", blocks);
-    moe_route_op(c, SIMPAR_OP_MOE_UNSORT, "moe.unsort", dxs, G_MAXUINT, G_MAXUINT, dxu, G_MAXUINT);
-    guint dsend = moe_buf(c, "moe.dispatch.send.grad", blocks);
-    moe_all_to_all(c, "moe.all-to-all-dispatch", dxu, dsend);
-    moe_route_op(c, SIMPAR_OP_MOE_DISPATCH_BWD, "moe.permute", dsend, G_MAXUINT, G_MAXUINT, b->dx,
-                 G_MAXUINT);
+    guint dscores;
+    if (c->route.node_ranks > 0) {
+        dscores = moe_buf(c, "router.scores.grad", T * c->route.top_k);
+        moe_backward_hops(c, b, dscores);
+    } else {
+        guint dback = moe_buf(c, "moe.combine.recv.grad", blocks);
+        dscores = moe_buf(c, "router.scores.grad", T * c->route.top_k);
+        moe_route_op(c, SIMPAR_OP_MOE_COMBINE_BWD, "moe.unpermute", b->dy, b->scores, b->back,
+                     dback, dscores);
+        guint drecv = moe_buf(c, "moe.combine.send.grad", blocks);
+        moe_all_to_all(c, "moe.all-to-all-combine", dback, drecv);
+        guint dz2 = moe_buf(c, "experts.fc2.y.grad", blocks);
+        moe_route_op(c, SIMPAR_OP_MOE_SORT, "moe.sort", drecv, G_MAXUINT, G_MAXUINT, dz2,
+                     G_MAXUINT);
+        guint dxs = moe_experts_backward(c, b, dz2);
+        guint dxu = moe_buf(c, "moe.dispatch.recv.grad", blocks);
+        moe_route_op(c, SIMPAR_OP_MOE_UNSORT, "moe.unsort", dxs, G_MAXUINT, G_MAXUINT, dxu,
+                     G_MAXUINT);
+        guint dsend = moe_buf(c, "moe.dispatch.send.grad", blocks);
+        moe_all_to_all(c, "moe.all-to-all-dispatch", dxu, dsend);
+        moe_route_op(c, SIMPAR_OP_MOE_DISPATCH_BWD, "moe.permute", dsend, G_MAXUINT, G_MAXUINT,
+                     b->dx, G_MAXUINT);
+    }
     guint dlogits = moe_buf(c, "router.logits.grad", T * E);
     moe_route_op(c, SIMPAR_OP_MOE_GATE_BWD, "router.gate", b->logits, dscores, G_MAXUINT, dlogits,
                  G_MAXUINT);
@@ -492,7 +772,7 @@ simpar_moe_active_params(const SimparModel *m)
 }
 
 static SimparMoe
-moe_route_init(const SimparModel *m, guint ep, guint tokens, guint64 seed, guint capacity)
+moe_route_capacity(const SimparModel *m, guint ep, guint tokens, guint64 seed, guint capacity)
 {
     const SimparMoeConfig *e = &m->moe;
     SimparMoe r = {.tokens = tokens,
@@ -516,9 +796,37 @@ moe_route_init(const SimparModel *m, guint ep, guint tokens, guint64 seed, guint
     return r;
 }
 
+static SimparMoe
+moe_route_init(const SimparModel *m, guint ep, guint node_ranks, guint tokens, guint64 seed,
+               guint capacity)
+{
+    SimparMoe r = moe_route_capacity(m, ep, tokens, seed, capacity);
+    r.node_ranks = node_ranks;
+    if (node_ranks > 0)
+        simpar_moe_hop_capacity(&r);
+    return r;
+}
+
+/* DeepEP's groups: rails[l] the ranks of local index l of every node, nodes[n] node n's. */
+static void
+moe_hop_groups(SimparSchedule *sched, guint ep, guint R, guint *rails, guint *nodes)
+{
+    g_autofree guint *members = g_new(guint, MAX(ep / R, R));
+    for (guint l = 0; l < R; l++) {
+        for (guint n = 0; n < ep / R; n++)
+            members[n] = n * R + l;
+        rails[l] = simpar_schedule_add_group(sched, "ep", members, ep / R);
+    }
+    for (guint n = 0; n < ep / R; n++) {
+        for (guint l = 0; l < R; l++)
+            members[l] = n * R + l;
+        nodes[n] = simpar_schedule_add_group(sched, "ep", members, R);
+    }
+}
+
 SimparSchedule *
-simpar_moe_block_build(const SimparModel *model, guint ep, guint tokens, guint64 seed,
-                       guint capacity, GError **error)
+simpar_moe_block_build(const SimparModel *model, guint ep, guint node_ranks, guint tokens,
+                       guint64 seed, guint capacity, GError **error)
 {
     g_return_val_if_fail(model != NULL && ep > 0 && tokens > 0, NULL);
     g_return_val_if_fail(error == NULL || *error == NULL, NULL);
@@ -529,16 +837,30 @@ simpar_moe_block_build(const SimparModel *model, guint ep, guint tokens, guint64
                     model->moe.experts, ep);
         return NULL;
     }
+    guint R = node_ranks;
+    if (R > 0 && ep % R != 0) {
+        g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
+                    "--moe-dispatcher deepep: the expert-parallel group (--ep %u) must span whole "
+                    "nodes of %u ranks (valid: --ep a multiple of the node's ranks, or "
+                    "--moe-dispatcher alltoall)",
+                    ep, node_ranks);
+        return NULL;
+    }
     g_autoptr(SimparSchedule) sched = simpar_schedule_new(ep, model->dtype);
     g_autofree guint *members = g_new(guint, ep);
     for (guint p = 0; p < ep; p++)
         members[p] = p;
     guint group = simpar_schedule_add_group(sched, "ep", members, ep);
+    g_autofree guint *rails = g_new(guint, MAX(R, 1u)), *nodes = g_new(guint, MAX(ep, 1u));
+    if (R > 0)
+        moe_hop_groups(sched, ep, R, rails, nodes);
     gboolean swiglu = model->mlp == SIMPAR_MLP_SWIGLU;
     MoeCtx c = {.sched = sched,
                 .model = model,
-                .route = moe_route_init(model, ep, tokens, seed, capacity),
-                .ep_group = group};
+                .route = moe_route_init(model, ep, R, tokens, seed, capacity),
+                .ep_group = group,
+                .rails = rails,
+                .nodes = nodes};
     c.T = tokens, c.h = model->hidden, c.E = model->moe.experts, c.El = c.E / ep;
     c.C = c.route.capacity, c.fe = model->moe.moe_ffn, c.fc1e = swiglu ? 2 * c.fe : c.fe;
     c.fs = model->moe.shared_ffn, c.fc1s = swiglu ? 2 * c.fs : c.fs;

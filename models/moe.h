@@ -18,6 +18,20 @@
  * largest count the routing gives, a capacity factor cf gives ceil(T top_k / E cf) and drops the
  * later choices past it (Megatron's token drop policy "position").
  *
+ * DeepEP's dispatch (train.h, SIMPAR_MOE_DEEPEP; github.com/deepseek-ai/DeepEP "normal"
+ * kernels, DeepSeek-V3 arXiv 2412.19437 section 3.2.2) replaces each all-to-all by two hops
+ * when the ep ranks are nodes of R consecutive ranks: rank (node n, local l) sends each token
+ * once to every node it has a kept choice on, to rank (n', l) (the rail all-to-all among the
+ * ranks of local index l), which forwards it once to each GPU of its node holding one of its
+ * choices (the node's all-to-all, NVLink); that GPU places it into the experts' rows as SORT
+ * does. The token's scores travel with it, the expert's GPU weights its rows, and the combine
+ * sums them back per GPU, then per node, along the same hops reversed:
+ *
+ *   x, scores --hop 0--> [nodes x cap_node x (h + k)] --all-to-all rail--> --hop 1-->
+ *     [R x cap_gpu x (h + k)] --all-to-all node--> --hop 2--> experts.x, experts.scores
+ *   experts' rows --hop 2 reduce (x scores)--> --all-to-all node--> --hop 1 reduce-->
+ *     --all-to-all rail--> --hop 0 reduce--> y
+ *
  * Ownership: plain functions; the builder returns a schedule the caller owns.
  */
 #ifndef SIMPAR_MOE_H
@@ -40,9 +54,20 @@ guint simpar_moe_max_load(const SimparMoe *m);
  * the model has shared experts), and the outputs "y", "dx" and the weights' ".grad"s (router and
  * shared: partial sums over "ep"). capacity 0: from the model's capacity factor, else dropless
  * (the largest count the routing gives); else that many rows.
+ * node_ranks > 0: DeepEP's hops (train.h, SIMPAR_MOE_DEEPEP) over nodes of that many ranks; 0:
+ * Megatron's flat all-to-all.
  * (transfer full); NULL and a SIMPAR_MODEL_ERROR when the split cannot be made. */
-SimparSchedule *simpar_moe_block_build(const SimparModel *model, guint ep, guint tokens,
-                                       guint64 seed, guint capacity, GError **error);
+SimparSchedule *simpar_moe_block_build(const SimparModel *model, guint ep, guint node_ranks,
+                                       guint tokens, guint64 seed, guint capacity, GError **error);
+/* DeepEP's hops (SIMPAR_MOE_DEEPEP, schedule.h): the ep ranks are nodes of node_ranks
+ * consecutive ones. cap_node and cap_gpu of m (its routing, node_ranks and capacity set): the
+ * most tokens one rank sends one node, and one rank forwards one GPU of its node, from the
+ * routing of every rank's tokens. */
+void simpar_moe_hop_capacity(SimparMoe *m);
+/* Hop m->hop at rank m->ep_rank: for each row of its b side (schedule.h) the a row it copies,
+ * -1 for padding, their count into *n_rows; hop 2: the token's choice of each row's expert into
+ * choice[*n_rows] (may be NULL; rows without an a row left as they are). */
+gint64 *simpar_moe_hop_map(const SimparMoe *m, guint *choice, gsize *n_rows);
 /* The rows per (source rank, expert) a prediction gives the all-to-all's blocks and the grouped
  * GEMMs: ceil(T k / E cf) with a capacity factor, else the busiest expert's ceil(T k / E x
  * imbalance) (dropless: the routing's real counts are the executors' business). */

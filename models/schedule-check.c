@@ -247,6 +247,35 @@ access_vocab(const SimparOp *op, SimparAccess *out, guint *n)
     access_add(out, n, v->out[0], out0, TRUE);
 }
 
+/* DeepEP's hops (schedule.h): the lengths of in[] and out[] from the hop's a and b sides. */
+static void
+access_moe_hop(const SimparOp *op, gsize in[3], gsize outl[2])
+{
+    const SimparMoe *m = &op->u.moe;
+    gboolean reduce = op->kind >= SIMPAR_OP_MOE_HOP_REDUCE;
+    gsize w = m->hidden + (reduce ? 0 : m->top_k), R = MAX(m->node_ranks, 1u), N = m->ep / R;
+    gsize rows_a[3] = {m->tokens, N * m->cap_node, R * m->cap_gpu};
+    gsize rows_b[3] = {N * m->cap_node, R * m->cap_gpu, access_mul(m->experts, m->capacity)};
+    guint hop = MIN(m->hop, 2u);
+    gsize a[2] = {access_mul(rows_a[hop], hop == 0 ? m->hidden : w),
+                  hop == 0 && !reduce ? access_mul(m->tokens, m->top_k) : 0};
+    gsize b[2] = {access_mul(rows_b[hop], hop == 2 ? m->hidden : w), hop == 2 ? rows_b[2] : 0};
+    switch (op->kind) {
+    case SIMPAR_OP_MOE_HOP:
+        in[0] = a[0], in[1] = a[1], outl[0] = b[0], outl[1] = b[1];
+        break;
+    case SIMPAR_OP_MOE_HOP_BWD:
+        in[0] = b[0], in[1] = b[1], outl[0] = a[0], outl[1] = a[1];
+        break;
+    case SIMPAR_OP_MOE_HOP_REDUCE:
+        in[0] = b[0], in[1] = b[1], outl[0] = a[0];
+        break;
+    default: /* HOP_REDUCE_BWD */
+        in[0] = a[0], in[1] = b[1], in[2] = hop == 2 ? b[0] : 0, outl[0] = b[0], outl[1] = b[1];
+        break;
+    }
+}
+
 /* Mixture-of-experts ops (schedule.h, SimparMoe): tokens, logits, scores and the all-to-all's
  * expert-major blocks. */
 static void
@@ -259,6 +288,12 @@ access_moe(const SimparOp *op, SimparAccess *out, guint *n)
     /* lengths of in[0..2] and out[0..1] per kind */
     gsize in[3] = {0, 0, 0}, outl[2] = {0, 0};
     switch (op->kind) {
+    case SIMPAR_OP_MOE_HOP:
+    case SIMPAR_OP_MOE_HOP_BWD:
+    case SIMPAR_OP_MOE_HOP_REDUCE:
+    case SIMPAR_OP_MOE_HOP_REDUCE_BWD:
+        access_moe_hop(op, in, outl);
+        break;
     case SIMPAR_OP_MOE_GATE:
         in[0] = logits, outl[0] = scores;
         break;
@@ -541,7 +576,9 @@ check_moe(guint i, const SimparOp *op, GError **error)
         (m->experts % m->groups == 0 && m->group_limit >= 1 && m->group_limit <= m->groups &&
          (guint64) m->top_k <= (guint64) m->group_limit * (m->experts / m->groups));
     if (m->ep == 0 || m->experts == 0 || m->experts % m->ep != 0 || m->ep_rank >= m->ep ||
-        m->top_k == 0 || m->top_k > m->experts || !groups_ok || m->router > SIMPAR_ROUTER_SIGMOID)
+        m->top_k == 0 || m->top_k > m->experts || !groups_ok || m->router > SIMPAR_ROUTER_SIGMOID ||
+        (op->kind >= SIMPAR_OP_MOE_HOP && (m->node_ranks == 0 || m->ep % m->node_ranks != 0 ||
+                                           m->hop > 2 || m->cap_node == 0 || m->cap_gpu == 0)))
         return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,
                           "routes to %u of %u experts (%u groups, limit %u, router %u) over rank "
                           "%u of %u",

@@ -395,6 +395,11 @@ static const struct {
                                    SIMPAR_KCLASS_STREAM},
     [SIMPAR_OP_MOE_SORT] = {"moe-sort", SIMPAR_OP_CLASS_KERNELS, SIMPAR_KCLASS_STREAM},
     [SIMPAR_OP_MOE_UNSORT] = {"moe-unsort", SIMPAR_OP_CLASS_KERNELS, SIMPAR_KCLASS_STREAM},
+    [SIMPAR_OP_MOE_HOP] = {"moe-hop", SIMPAR_OP_CLASS_KERNELS, SIMPAR_KCLASS_STREAM},
+    [SIMPAR_OP_MOE_HOP_BWD] = {"moe-hop-bwd", SIMPAR_OP_CLASS_KERNELS, SIMPAR_KCLASS_STREAM},
+    [SIMPAR_OP_MOE_HOP_REDUCE] = {"moe-hop-reduce", SIMPAR_OP_CLASS_KERNELS, SIMPAR_KCLASS_STREAM},
+    [SIMPAR_OP_MOE_HOP_REDUCE_BWD] = {"moe-hop-reduce-bwd", SIMPAR_OP_CLASS_KERNELS,
+                                      SIMPAR_KCLASS_STREAM},
 };
 
 const char *
@@ -437,7 +442,7 @@ simpar_op_is_attention(SimparOpKind kind)
 gboolean
 simpar_op_is_moe(SimparOpKind kind)
 {
-    return kind >= SIMPAR_OP_MOE_GATE && kind <= SIMPAR_OP_MOE_UNSORT;
+    return kind >= SIMPAR_OP_MOE_GATE && kind <= SIMPAR_OP_MOE_HOP_REDUCE_BWD;
 }
 
 guint64

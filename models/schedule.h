@@ -94,6 +94,10 @@ typedef enum {
     SIMPAR_OP_MOE_COMBINE_BWD,  /* d expert outputs and d scores */
     SIMPAR_OP_MOE_SORT,         /* received blocks [source][expert] -> [expert][source] */
     SIMPAR_OP_MOE_UNSORT,       /* the reverse */
+    SIMPAR_OP_MOE_HOP,          /* DeepEP's dispatch, one hop: rows gathered by the routing */
+    SIMPAR_OP_MOE_HOP_BWD,      /* its gradients scattered back and summed */
+    SIMPAR_OP_MOE_HOP_REDUCE,   /* DeepEP's combine, one hop: the dispatch's rows summed back */
+    SIMPAR_OP_MOE_HOP_REDUCE_BWD, /* its gradients gathered again */
     SIMPAR_N_OP_KINDS,
 } SimparOpKind;
 
@@ -318,7 +322,23 @@ typedef struct {
  *                 token's kept rows weighted by their scores, summed.
  *   COMBINE_BWD   in0 dy, in1 scores, in2 back; out0 d back (0 on padding), out1 d scores.
  *   SORT          in0 [ep x E/ep x capacity x hidden] (blocks by source rank, then local
- *                 expert); out0 [E/ep x ep x capacity x hidden]. UNSORT: the reverse. */
+ *                 expert); out0 [E/ep x ep x capacity x hidden]. UNSORT: the reverse.
+ * DeepEP's hierarchical dispatch (node_ranks > 0: the ep ranks are ep / node_ranks nodes of
+ * node_ranks consecutive ranks; moe.h) moves rows in three hops, `hop` 0 to 2, each from its
+ * "a" side to its "b" side (simpar_moe_hop_map gives every b row its a row, -1: padding):
+ *   hop 0  a: the tokens [tokens x hidden] and scores [tokens x top_k]; b: [nodes x cap_node x
+ *          (hidden + top_k)], per target node the tokens with a kept choice there.
+ *   hop 1  a: hop 0's b side as received over the rail [nodes x cap_node x (hidden + top_k)];
+ *          b: [node_ranks x cap_gpu x (hidden + top_k)], per GPU of the node the rows going there.
+ *   hop 2  a: hop 1's b side as received in the node [node_ranks x cap_gpu x (hidden + top_k)];
+ *          b: the experts' rows [E/ep x ep x capacity x hidden] (SORT's out0) and each row's
+ *          score [E/ep x ep x capacity].
+ *   HOP            in0 (hop 0: and in1) the a side; out0 (hop 2: and out1) the b side.
+ *   HOP_BWD        in0 (hop 2: and in1) d b side; out0 (hop 0: and out1) d a side, summed.
+ *   HOP_REDUCE     in0 the b side's rows [.. x hidden] (hop 2: in1 their scores); out0 the a
+ *                  side [.. x hidden]: each a row the sum of its b rows (hop 2: weighted).
+ *   HOP_REDUCE_BWD in0 d a side (hop 2: in1 scores, in2 the rows); out0 d b side (hop 2: out1
+ *                  d scores). */
 typedef struct {
     guint tokens, hidden;
     guint experts, top_k;
@@ -326,6 +346,9 @@ typedef struct {
     guint capacity;
     guint groups, group_limit; /* node-limited routing: top_k within group_limit of groups */
     guint router;              /* SimparRouterScore */
+    guint node_ranks;          /* DeepEP's hops: the ep ranks one node holds; 0: flat */
+    guint hop;                 /* HOP*: which of the three */
+    guint cap_node, cap_gpu;   /* HOP*: rows per (source, target node), (forwarder, target GPU) */
     guint64 seed;
     guint64 token0;
     SimparView in[3];

@@ -349,6 +349,11 @@ train_check_experts(const SimparTrain *t, const SimparModel *model, GError **err
 {
     gint64 ep = MAX(t->ep, 1), etp = MAX(t->etp, 1);
     gint64 ranks = t->tp.tp * simpar_plan_cp(&t->tp) * t->dp;
+    if (t->moe_dispatcher == SIMPAR_MOE_DEEPEP && (!simpar_model_is_moe(model) || ep < 2))
+        return train_fail(error, "--moe-dispatcher deepep: DeepEP moves tokens between the GPUs "
+                                 "of an expert-parallel group, and there is none (valid: a "
+                                 "model with experts and --ep 2 or more, or --moe-dispatcher "
+                                 "alltoall)");
     if (!simpar_model_is_moe(model)) {
         if (ep > 1 || etp > 1)
             return train_fail(error,

@@ -46,6 +46,17 @@ typedef struct {
     double lr, beta1, beta2, eps, weight_decay;
 } SimparAdamConfig;
 
+/* How an MoE layer's tokens reach their experts (moe.h): Megatron-Core's all-to-all token
+ * dispatcher (one flat all-to-all over the expert-parallel group, a copy per (token, expert)),
+ * or DeepEP's hierarchical dispatch (Megatron-Core's flex dispatcher with DeepEP,
+ * github.com/deepseek-ai/DeepEP "normal" kernels; DeepSeek-V3, arXiv 2412.19437 section
+ * 3.2.2): a copy per (token, target node) over the rail, then one per (token, target GPU) over
+ * NVLink. */
+typedef enum {
+    SIMPAR_MOE_ALLTOALL,
+    SIMPAR_MOE_DEEPEP,
+} SimparMoeDispatcher;
+
 typedef struct {
     SimparPlan tp;         /* tensor-parallel plan of one stage (mode, T, sp, recompute); its
                             * seed is the base of the dropout seeds (simpar_train_dropout_seed) */
@@ -53,6 +64,9 @@ typedef struct {
     gint64 dp;             /* data-parallel replicas D */
     gint64 ep, etp;        /* MoE layers: expert parallelism EP and expert tensor parallelism
                             * ETP (0 or 1: none), folded onto the T x C x D ranks of a stage */
+    gint64 moe_dispatcher; /* SimparMoeDispatcher */
+    gint64 ep_node;        /* the expert-parallel ranks one node holds (the platform's fact,
+                            * predict/; 0: unknown): DeepEP's hops (SIMPAR_MOE_DEEPEP) */
     gint64 virtual_stages; /* v (interleaved); 1 otherwise */
     gint64 vp_group;       /* interleaved: micro-batches per virtual-stage group N; 0: P */
     gint64 global_batch;   /* sequences per optimizer step, all replicas */

@@ -35,6 +35,7 @@ typedef struct {
     gint64 proto, max_chunks, mode, play_all, every_rank, tp, tp_stride, cp_stride, local,
         aux_width;
     gint64 ep_stride; /* an MoE model's: where its expert-parallel group lies (train.h) */
+    gint64 ep_hops;   /* DeepEP's hops: the EP ranks of a node (0: the flat all-to-all) */
 } CacheBlockKey;
 
 typedef struct {
@@ -191,6 +192,7 @@ cache_block_key(const SimparStepTimer *tm, const SimparModel *model, const Simpa
     k->local = train->schedule == SIMPAR_PIPE_LOCAL;
     k->aux_width = k->local ? train->aux_head_width : 0;
     k->ep_stride = simpar_model_is_moe(model) ? train->expert_stride[SIMPAR_AXIS_EP] : 0;
+    k->ep_hops = train->moe_dispatcher == SIMPAR_MOE_DEEPEP ? train->ep_node : 0;
 }
 
 /* Another holder of `from`'s tables (a copy of its small axes array). */

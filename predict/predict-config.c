@@ -769,13 +769,39 @@ predict_simulate(const SimparPredictContext *ctx, const SimparModel *model,
     return TRUE;
 }
 
-/* Node-limited routing (--group-limit M): FALSE with *why set when the first expert-parallel
- * group (train.h's expert numbering, as block_moe places it) spans fewer than M nodes. */
+/* DeepEP's hops (--moe-dispatcher deepep) need the expert-parallel group to be whole nodes
+ * of R consecutive EP ranks (the rail peers are EP ranks l, R + l, ...): train->ep_node = R,
+ * else FALSE with *why set. */
 static gboolean
-predict_node_limit(const SimparPredictContext *ctx, const SimparModel *model,
-                   const SimparTrain *train, GError **why)
+predict_ep_nodes(const SimparNet *net, SimparTrain *train, guint nodes, GError **why)
 {
-    if (!simpar_model_is_moe(model) || model->moe.groups == 0)
+    guint ep = (guint) MAX(train->ep, 1), R = ep / MAX(nodes, 1u);
+    gboolean whole = ep % MAX(nodes, 1u) == 0;
+    for (guint i = 0; whole && i < ep; i++) {
+        guint node = simpar_net_node(net, simpar_train_expert_rank(train, 0, i, 0, 0));
+        whole = node == simpar_net_node(net, simpar_train_expert_rank(train, 0, i / R * R, 0, 0));
+    }
+    if (whole) {
+        train->ep_node = R;
+        return TRUE;
+    }
+    g_set_error(why, SIMPAR_PREDICT_ERROR, SIMPAR_PREDICT_ERROR_REFUSED,
+                "--moe-dispatcher deepep: the expert-parallel group (--ep %u) spans %u nodes "
+                "unevenly; DeepEP's rail needs each node to hold the same number of consecutive "
+                "EP ranks (valid: an --ep that fills whole nodes, or --moe-dispatcher alltoall)",
+                ep, nodes);
+    return FALSE;
+}
+
+/* Node-limited routing (--group-limit M): FALSE with *why set when the first expert-parallel
+ * group (train.h's expert numbering, as block_moe places it) spans fewer than M nodes; DeepEP's
+ * nodes (predict_ep_nodes). */
+static gboolean
+predict_node_limit(const SimparPredictContext *ctx, const SimparModel *model, SimparTrain *train,
+                   GError **why)
+{
+    gboolean deepep = train->moe_dispatcher == SIMPAR_MOE_DEEPEP;
+    if (!simpar_model_is_moe(model) || (model->moe.groups == 0 && !deepep))
         return TRUE;
     const SimparNet *net = simpar_platform_net(ctx->platform);
     guint ep = (guint) MAX(train->ep, 1), nodes = 0;
@@ -785,6 +811,8 @@ predict_node_limit(const SimparPredictContext *ctx, const SimparModel *model,
         if (g_hash_table_add(seen, GUINT_TO_POINTER(node + 1)))
             nodes++;
     }
+    if (deepep && !predict_ep_nodes(net, train, nodes, why))
+        return FALSE;
     if ((guint64) model->moe.group_limit <= nodes)
         return TRUE;
     g_set_error(why, SIMPAR_PREDICT_ERROR, SIMPAR_PREDICT_ERROR_REFUSED,

@@ -307,6 +307,17 @@ test_moe_flags(void)
                                                     "2 --expert-model-parallel-size 4");
     CU_ASSERT_PTR_NOT_NULL_FATAL(etp);
     CU_ASSERT_PTR_NOT_NULL(strstr(etp, "--ep=4 --etp=2")); /* Megatron's default ETP = TP */
+    /* the flex dispatcher with DeepEP is simpar's DeepEP hops; flex alone is refused */
+    g_autofree char *deepep =
+        megatron_flags(MEG_SHAPE "--num-experts 8 --expert-model-parallel-size "
+                                 "8 --moe-token-dispatcher-type flex "
+                                 "--moe-enable-deepep");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(deepep);
+    CU_ASSERT_PTR_NOT_NULL(strstr(deepep, "--moe-dispatcher=deepep"));
+    CU_ASSERT_PTR_NULL(strstr(mixtral, "--moe-dispatcher"));
+    megatron_refuses(MEG_SHAPE "--num-experts 8 --expert-model-parallel-size 8 "
+                               "--moe-token-dispatcher-type flex",
+                     "flex without --moe-enable-deepep");
 }
 
 /* --multi-latent-attention with DeepSeek-V3's sizes; without one of them, refused */

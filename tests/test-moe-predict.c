@@ -117,6 +117,39 @@ test_an_ep_group_across_nodes_is_exposed_between_nodes(void)
     CU_ASSERT(inter);
 }
 
+/* DeepEP's hops (--moe-dispatcher deepep) with node-limited routing, EP 32 over 4 nodes of 8:
+ * the dispatch takes less time than the flat all-to-all on every backend, and part of it is the
+ * nodes' NVLink hop (axis ep, intra-node). */
+static void
+test_deepep_dispatches_faster_than_the_all_to_all_with_node_limited_routing(void)
+{
+    const char *job = "--topology " H100 " --json --model llama3-8b --layers 4 --seq 1024 "
+                      "--experts 32 --topk 8 --router sigmoid --expert-groups 4 --group-limit 2 "
+                      "--moe-ffn 1024 --tp-mode 1d --tp 1 --pp 2 --dp 32 --ep 32 "
+                      "--global-batch 128";
+    const char *backends[] = {"simgrid", "analytic", "formula"};
+    for (guint i = 0; i < G_N_ELEMENTS(backends); i++) {
+        g_autoptr(JsonParser) p1 = NULL, p2 = NULL;
+        g_autofree char *flat = g_strdup_printf("%s --backend %s", job, backends[i]);
+        g_autofree char *deep = g_strconcat(flat, " --moe-dispatcher deepep", NULL);
+        JsonObject *a2a = moe_step(flat, &p1), *hops = moe_step(deep, &p2);
+        double d1 = moe_member(a2a, "moe_dispatch_s"), d2 = moe_member(hops, "moe_dispatch_s");
+        double s1 = moe_member(a2a, "step_time_s"), s2 = moe_member(hops, "step_time_s");
+        printf("\n    %s: dispatch %.4g -> %.4g s, step %.4g -> %.4g s", backends[i], d1, d2, s1,
+               s2);
+        CU_ASSERT(d2 > 0 && d2 < d1 && s2 < s1);
+        JsonArray *axes = json_object_get_array_member(hops, "exposed_comm_by_axis");
+        gboolean intra = FALSE;
+        for (guint j = 0; j < json_array_get_length(axes); j++) {
+            JsonObject *ax = json_array_get_object_element(axes, j);
+            intra =
+                intra || (g_str_equal(json_object_get_string_member(ax, "axis"), "ep") &&
+                          g_str_equal(json_object_get_string_member(ax, "scope"), "intra-node"));
+        }
+        CU_ASSERT(intra);
+    }
+}
+
 /* With EP 16 the experts' gradients reduce over expert-data-parallel pairs (T C D) / EP = 2 GPUs
  * 16 apart (models/step.c), which the fold of the data-parallel ring merges into one rank: the
  * SimGrid backend still simulates the step on fewer alike ranks, timing those reductions at their
@@ -608,6 +641,8 @@ static CU_TestInfo predict_tests[] = {
     {"an expert-parallel group across nodes is exposed between nodes",
      test_an_ep_group_across_nodes_is_exposed_between_nodes},
     {"--order places the expert-parallel groups", test_order_places_the_expert_parallel_groups},
+    {"DeepEP dispatches faster than the all-to-all with node-limited routing, on every backend",
+     test_deepep_dispatches_faster_than_the_all_to_all_with_node_limited_routing},
     {"the experts' reductions leave the step on alike ranks, as every rank gives it",
      test_the_experts_reductions_leave_the_step_on_alike_ranks},
     {"2-D, 2.5-D and 3-D MoE steps time the all-to-alls to the MoE block's tokens on every "

@@ -104,6 +104,7 @@ typedef struct {
     SimparMlp mlp;
     SimparRouterScore router;
     double capacity;
+    guint node_ranks; /* DeepEP's hops over nodes of this many ranks; 0: the flat all-to-all */
 } MoeCase;
 
 /* Builds, runs and compares one case; returns the choices the reference dropped. */
@@ -115,7 +116,8 @@ moe_check(const MoeCase *mc, guint n_tensors)
     m.moe.capacity = mc->capacity;
     CU_ASSERT_FATAL(simpar_model_validate(&m, NULL));
     g_autoptr(GError) error = NULL;
-    g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, mc->ep, mc->tokens, 7, 0, &error);
+    g_autoptr(SimparSchedule) sched =
+        simpar_moe_block_build(&m, mc->ep, mc->node_ranks, mc->tokens, 7, 0, &error);
     CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
     CU_ASSERT_FATAL(simpar_schedule_check(sched, &error));
     CU_ASSERT_FATAL(simpar_schedule_check_hazards(sched, &error));
@@ -140,7 +142,7 @@ static void
 test_a_dropless_softmax_block_with_a_shared_expert_equals_the_serial_one(void)
 {
     /* y, dx, router, experts fc1 and fc2, shared fc1 and fc2 */
-    MoeCase mc = {4, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0};
+    MoeCase mc = {4, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0};
     CU_ASSERT_EQUAL(moe_check(&mc, 7), 0);
 }
 
@@ -148,14 +150,14 @@ static void
 test_sigmoid_node_limited_routing_equals_the_serial_one(void)
 {
     /* DeepSeek-V3's shape in small: 16 experts in 4 groups, top-4 within 2 groups */
-    MoeCase mc = {4, 10, 16, 4, 8, 4, 2, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SIGMOID, 0};
+    MoeCase mc = {4, 10, 16, 4, 8, 4, 2, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SIGMOID, 0, 0};
     CU_ASSERT_EQUAL(moe_check(&mc, 7), 0);
 }
 
 static void
 test_a_gelu_top_1_block_without_shared_experts_equals_the_serial_one(void)
 {
-    MoeCase mc = {2, 9, 4, 1, 0, 0, 0, SIMPAR_MLP_GELU, SIMPAR_ROUTER_SOFTMAX, 0};
+    MoeCase mc = {2, 9, 4, 1, 0, 0, 0, SIMPAR_MLP_GELU, SIMPAR_ROUTER_SOFTMAX, 0, 0};
     CU_ASSERT_EQUAL(moe_check(&mc, 5), 0);
 }
 
@@ -163,7 +165,7 @@ static void
 test_a_capacity_factor_drops_the_same_choices_as_the_serial_one(void)
 {
     /* capacity ceil(16 x 2 / 8 x 0.5) = 2 rows per (rank, expert): some choices dropped */
-    MoeCase mc = {4, 16, 8, 2, 0, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0.5};
+    MoeCase mc = {4, 16, 8, 2, 0, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0.5, 0};
     guint dropped = moe_check(&mc, 5);
     CU_ASSERT(dropped > 0);
 }
@@ -171,8 +173,130 @@ test_a_capacity_factor_drops_the_same_choices_as_the_serial_one(void)
 static void
 test_one_rank_holding_every_expert_equals_the_serial_one(void)
 {
-    MoeCase mc = {1, 8, 4, 2, 8, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0};
+    MoeCase mc = {1, 8, 4, 2, 8, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0};
     CU_ASSERT_EQUAL(moe_check(&mc, 7), 0);
+}
+
+/* ----- DeepEP's hops ----- */
+
+static void
+test_deepep_hops_over_2_nodes_of_2_equal_the_serial_one(void)
+{
+    /* every output and gradient: y, dx, router, experts fc1 and fc2, shared fc1 and fc2 */
+    MoeCase mc = {4, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 2};
+    CU_ASSERT_EQUAL(moe_check(&mc, 7), 0);
+}
+
+static void
+test_deepep_hops_with_node_limited_routing_equal_the_serial_one(void)
+{
+    /* 16 experts in 4 groups, top-4 within 2 of them, over 4 nodes of 2 ranks (one group a
+     * node, as DeepSeek-V3 places them) and over 2 nodes of 4 */
+    MoeCase mc = {8, 10, 16, 4, 8, 4, 2, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SIGMOID, 0, 2};
+    CU_ASSERT_EQUAL(moe_check(&mc, 7), 0);
+    mc.node_ranks = 4;
+    CU_ASSERT_EQUAL(moe_check(&mc, 7), 0);
+}
+
+static void
+test_deepep_hops_drop_the_same_choices_as_the_serial_one(void)
+{
+    MoeCase mc = {4, 16, 8, 2, 0, 0, 0, SIMPAR_MLP_GELU, SIMPAR_ROUTER_SOFTMAX, 0.5, 2};
+    CU_ASSERT(moe_check(&mc, 5) > 0);
+    mc.node_ranks = 1, mc.capacity = 0; /* a node a rank: the rail is the whole group */
+    CU_ASSERT_EQUAL(moe_check(&mc, 5), 0);
+    mc.node_ranks = 4; /* one node: NVLink only */
+    CU_ASSERT_EQUAL(moe_check(&mc, 5), 0);
+}
+
+/* The bytes the forward dispatch's rail all-to-alls send to other nodes, all ranks: the padded
+ * blocks (*padded) and the rows that hold a token (*routed), hop 0's map; the blocks are as
+ * long as the fullest one. */
+static void
+moe_rail_bytes(const SimparSchedule *sched, guint R, double *padded, double *routed)
+{
+    *padded = *routed = 0;
+    guint fullest = 0, cap = 0;
+    double ds = simpar_dtype_size(simpar_schedule_dtype(sched));
+    for (guint o = 0; o < simpar_schedule_n_ops(sched); o++) {
+        const SimparOp *op = simpar_schedule_op(sched, o);
+        if (op->phase != SIMPAR_PHASE_FORWARD)
+            continue;
+        if (op->kind == SIMPAR_OP_COLLECTIVE &&
+            g_str_has_suffix(op->name, "moe.all-to-all-dispatch-rail")) {
+            guint members = simpar_schedule_group(sched, op->u.coll.group)->size;
+            *padded += (double) (members - 1) * op->u.coll.count * ds;
+        }
+        if (op->kind == SIMPAR_OP_MOE_HOP && op->u.moe.hop == 0) {
+            const SimparMoe *m = &op->u.moe;
+            gsize n;
+            g_autofree gint64 *src = simpar_moe_hop_map(m, NULL, &n);
+            for (gsize i = 0; i < n; i++) { /* rows to other nodes, a token's width each */
+                if (src[i] >= 0 && i / m->cap_node != m->ep_rank / R)
+                    *routed += (double) m->hidden * ds;
+                if (src[i] >= 0)
+                    fullest = MAX(fullest, (guint) (i % m->cap_node) + 1);
+            }
+            cap = m->cap_node;
+        }
+    }
+    CU_ASSERT_EQUAL(fullest, cap);
+}
+
+/* The flat all-to-all's bytes to other nodes of R ranks, all ranks, forward dispatch. */
+static double
+moe_flat_inter_node_bytes(const SimparSchedule *sched, guint ep, guint R)
+{
+    double ds = simpar_dtype_size(simpar_schedule_dtype(sched));
+    for (guint o = 0; o < simpar_schedule_n_ops(sched); o++) {
+        const SimparOp *op = simpar_schedule_op(sched, o);
+        if (op->kind == SIMPAR_OP_COLLECTIVE && op->phase == SIMPAR_PHASE_FORWARD)
+            return (double) ep * (ep - R) * op->u.coll.count * ds;
+    }
+    g_assert_not_reached();
+}
+
+static void
+test_deepep_sends_a_token_once_per_other_node(void)
+{
+    /* DeepSeek-V3's shape in small: 32 experts in 4 groups, top-8 within 2 groups, EP 8 over
+     * 4 nodes of 2 ranks; then without the node limit */
+    guint ep = 8, R = 2, T = 64, k = 8;
+    for (guint limited = 0; limited < 2; limited++) {
+        SimparModel m = moe_model(32, k, 0, SIMPAR_MLP_SWIGLU);
+        m.moe.groups = limited ? 4 : 0, m.moe.group_limit = limited ? 2 : 0;
+        m.moe.router = SIMPAR_ROUTER_SIGMOID;
+        CU_ASSERT_FATAL(simpar_model_validate(&m, NULL));
+        g_autoptr(SimparSchedule) flat = simpar_moe_block_build(&m, ep, 0, T, 7, 0, NULL);
+        g_autoptr(SimparSchedule) deep = simpar_moe_block_build(&m, ep, R, T, 7, 0, NULL);
+        CU_ASSERT_FATAL(flat != NULL && deep != NULL);
+        /* the closed form: distinct (token, node other than its own) pairs x h x dtype size */
+        SimparMoe route = moe_route_of(deep);
+        g_autofree guint *chosen = g_new(guint, k);
+        double pairs = 0, choices = 0, El = 32.0 / ep;
+        for (guint p = 0; p < ep; p++)
+            for (guint t = 0; t < T; t++) {
+                gboolean node[4] = {FALSE};
+                simpar_moe_choose(&route, (guint64) p * T + t, chosen);
+                for (guint j = 0; j < k; j++) {
+                    guint nd = (guint) (chosen[j] / El) / R;
+                    choices += nd != p / R;
+                    if (nd != p / R && !node[nd])
+                        node[nd] = TRUE, pairs++;
+                }
+            }
+        double padded, routed, ds = 8;
+        moe_rail_bytes(deep, R, &padded, &routed);
+        double flat_bytes = moe_flat_inter_node_bytes(flat, ep, R);
+        printf("\n  %s: %.0f (token, node) pairs of %.0f choices off-node; rail %.0f B "
+               "(padded %.0f), flat %.0f B",
+               limited ? "node-limited" : "free", pairs, choices, routed, padded, flat_bytes);
+        CU_ASSERT_EQUAL(routed, pairs * m.hidden * ds);
+        CU_ASSERT(padded >= routed && padded < flat_bytes);
+        CU_ASSERT(choices * m.hidden * ds <= flat_bytes);
+        if (limited) /* 8 choices in at most 2 nodes: at most 2 copies */
+            CU_ASSERT(pairs * 3 < choices);
+    }
 }
 
 /* ----- the all-to-all moves exactly the routed tokens ----- */
@@ -205,7 +329,7 @@ test_the_dispatch_all_to_all_moves_exactly_the_routed_tokens(void)
 {
     guint ep = 4, T = 12;
     SimparModel m = moe_model(8, 2, 0, SIMPAR_MLP_SWIGLU);
-    g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, ep, T, 7, 0, NULL);
+    g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, ep, 0, T, 7, 0, NULL);
     SimparMoe route = moe_route_of(sched);
     g_autoptr(RefMoe) ref = ref_moe_new(&m, &route, 11);
     g_autoptr(SimparHost) host = simpar_host_new(sched);
@@ -424,7 +548,7 @@ grid_check(const GridCase *gc)
     CU_ASSERT_PTR_NOT_NULL_FATAL(layer);
     CU_ASSERT_FATAL(simpar_schedule_check_hazards(layer, &error));
     guint T = (guint) gc->tp, N = (guint) (m.micro_batch * m.seq);
-    g_autoptr(SimparSchedule) block = simpar_moe_block_build(&m, T, N / T, 7, 0, &error);
+    g_autoptr(SimparSchedule) block = simpar_moe_block_build(&m, T, 0, N / T, 7, 0, &error);
     CU_ASSERT_PTR_NOT_NULL_FATAL(block);
     SimparMoe route = moe_route_of(block);
     g_autoptr(RefMoe) ref = ref_moe_new(&m, &route, 11);
@@ -569,7 +693,7 @@ test_impossible_expert_settings_are_refused_naming_the_flag(void)
     CU_ASSERT(e4 != NULL && strstr(e4->message, "--imbalance 0.5") != NULL);
     g_autoptr(GError) e5 = NULL;
     m.moe.imbalance = 1;
-    CU_ASSERT(simpar_moe_block_build(&m, 3, 4, 1, 0, &e5) == NULL);
+    CU_ASSERT(simpar_moe_block_build(&m, 3, 0, 4, 1, 0, &e5) == NULL);
     CU_ASSERT(e5 != NULL && strstr(e5->message, "--ep 3") != NULL);
 }
 
@@ -584,7 +708,7 @@ test_a_predicted_all_to_all_moves_the_busiest_experts_rows(void)
         m.moe.imbalance = imbalance[i];
         guint C = simpar_moe_capacity(&m, T);
         CU_ASSERT_EQUAL(C, rows[i]);
-        g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, ep, T, 7, C, NULL);
+        g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, ep, 0, T, 7, C, NULL);
         guint n_a2a = 0;
         for (guint o = 0; o < simpar_schedule_n_ops(sched); o++) {
             const SimparOp *op = simpar_schedule_op(sched, o);
@@ -616,6 +740,14 @@ static CU_TestInfo host_tests[] = {
      test_the_dispatch_all_to_all_moves_exactly_the_routed_tokens},
     {"a predicted all-to-all moves the busiest expert's rows (T k / E x imbalance)",
      test_a_predicted_all_to_all_moves_the_busiest_experts_rows},
+    {"DeepEP's hops over 2 nodes of 2 ranks equal the serial one at 1e-9",
+     test_deepep_hops_over_2_nodes_of_2_equal_the_serial_one},
+    {"DeepEP's hops with node-limited routing (nodes of 2 and 4) equal the serial one at 1e-9",
+     test_deepep_hops_with_node_limited_routing_equal_the_serial_one},
+    {"DeepEP's hops drop the same choices; nodes of 1 rank and 1 node equal the serial one",
+     test_deepep_hops_drop_the_same_choices_as_the_serial_one},
+    {"DeepEP sends a token once per other node: fewer inter-node bytes than the all-to-all",
+     test_deepep_sends_a_token_once_per_other_node},
     CU_TEST_INFO_NULL,
 };
 
