@@ -893,7 +893,8 @@ static const struct {
     {(const char *const[]){"moe-grouped-gemm", "moe-permute-fusion", "moe-token-dispatcher-type",
                            NULL},
      "how Megatron runs the MoE block: simpar prices grouped GEMMs, fused permutations and the "
-     "alltoall dispatcher whatever these say (allgather and flex dispatchers are not modelled)"},
+     "alltoall dispatcher whatever these say (the allgather dispatcher is not modelled; flex with "
+     "--moe-enable-deepep is DeepEP's hops)"},
     {(const char *const[]){"rampup-batch-size", "step-batch-size-schedule", NULL},
      "a batch-size ramp: simpar predicts the step at the full --global-batch-size"},
     {(const char *const[]){"save*", "load", "ckpt-*", "no-save-*", "no-load-*", "async-save",

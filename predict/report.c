@@ -342,12 +342,13 @@ report_text_axes(GString *out, const SimparReportRow *row, const SimparModel *m)
                                "for the micro-batches: once per step, under ZeRO-3 at every "
                                "forward)",
                                row->gen->name, st->fp8_cast_s);
+    const char *hops = row->config.deepep ? "s (rail, then NVLink: DeepEP)" : "";
     if (st->moe_experts_s > 0)
         g_string_append_printf(out,
                                "\n  %-5s one MoE layer (fwd + bwd) on an expert-parallel GPU: "
-                               "dispatch all-to-all %.4f s, combine all-to-all %.4f s, expert "
-                               "GEMMs %.4f s",
-                               row->gen->name, st->moe_dispatch_s, st->moe_combine_s,
+                               "dispatch all-to-all%s %.4f s, combine all-to-all%s %.4f s, "
+                               "expert GEMMs %.4f s",
+                               row->gen->name, hops, st->moe_dispatch_s, hops, st->moe_combine_s,
                                st->moe_experts_s);
     if (st->moe_redistribute_s > 0)
         g_string_append_printf(out,
@@ -600,6 +601,7 @@ simpar_report_config_init(SimparReportConfig *c, const SimparModel *model, const
                               .tied_embeddings = t->tied_embeddings,
                               .overlap_grad_reduce = t->overlap_grad_reduce};
     c->ep = simpar_model_is_moe(model) ? MAX(t->ep, 1) : 0;
+    c->deepep = c->ep > 0 && t->moe_dispatcher == SIMPAR_MOE_DEEPEP;
     c->fp8_attention = model->fp8 != SIMPAR_FP8_NONE && t->tp.fp8_attention;
     c->schedule = g_intern_string(simpar_pipe_schedule_name(t->schedule));
     c->recompute = g_intern_string(simpar_recompute_name(t->tp.recompute));
@@ -658,6 +660,8 @@ report_json_config(JsonBuilder *b, const SimparReportConfig *c, const char *mode
     if (c->ep > 0) { /* an MoE model */
         json_builder_set_member_name(b, "ep");
         json_builder_add_int_value(b, c->ep);
+        json_builder_set_member_name(b, "moe_dispatcher");
+        json_builder_add_string_value(b, c->deepep ? "deepep" : "alltoall");
     }
     if (c->fp8_attention) { /* --fp8-dot-product-attention */
         json_builder_set_member_name(b, "fp8_attention");
@@ -685,6 +689,8 @@ report_json_read_config(JsonObject *o, SimparReportConfig *c)
             G_STRUCT_MEMBER(gboolean, c, off) = json_object_get_boolean_member(j, key);
     }
     c->ep = json_object_has_member(j, "ep") ? json_object_get_int_member(j, "ep") : 0;
+    c->deepep = g_strcmp0(json_object_get_string_member_with_default(j, "moe_dispatcher", NULL),
+                          "deepep") == 0;
     c->fp8_attention = json_object_get_boolean_member_with_default(j, "fp8_attention", FALSE);
 }
 

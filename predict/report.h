@@ -67,7 +67,8 @@ typedef struct {
     gboolean set;
     gint64 tp, q, depth, cp, pp, vp, vp_group, dp, micro_batch, micro_batches, global_batch, zero,
         shard_group;
-    gint64 ep; /* an MoE model's expert parallelism; 0 for a dense model */
+    gint64 ep;       /* an MoE model's expert parallelism; 0 for a dense model */
+    gboolean deepep; /* an MoE model's tokens dispatched as DeepEP does (--moe-dispatcher) */
     const char *schedule, *recompute, *cp_mode, *dtype, *grad_reduce_dtype;
     gboolean sp, tied_embeddings, overlap_grad_reduce;
     gboolean fp8_attention; /* the attention core in FP8 (SimparPlan.fp8_attention) */

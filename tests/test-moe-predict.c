@@ -138,6 +138,14 @@ test_deepep_dispatches_faster_than_the_all_to_all_with_node_limited_routing(void
         printf("\n    %s: dispatch %.4g -> %.4g s, step %.4g -> %.4g s", backends[i], d1, d2, s1,
                s2);
         CU_ASSERT(d2 > 0 && d2 < d1 && s2 < s1);
+        /* the JSON's config names the dispatcher */
+        const char *want[] = {"alltoall", "deepep"};
+        JsonObject *rows[] = {a2a, hops};
+        for (guint k = 0; k < 2; k++) {
+            JsonObject *config = json_object_get_object_member(rows[k], "config");
+            CU_ASSERT_STRING_EQUAL(
+                json_object_get_string_member_with_default(config, "moe_dispatcher", ""), want[k]);
+        }
         JsonArray *axes = json_object_get_array_member(hops, "exposed_comm_by_axis");
         gboolean intra = FALSE;
         for (guint j = 0; j < json_array_get_length(axes); j++) {
@@ -148,6 +156,14 @@ test_deepep_dispatches_faster_than_the_all_to_all_with_node_limited_routing(void
         }
         CU_ASSERT(intra);
     }
+    /* the text names the hops */
+    g_autofree char *text = g_strdup_printf("%s --moe-dispatcher deepep", job);
+    char *json = strstr(text, " --json");
+    memmove(json, json + 7, strlen(json + 7) + 1);
+    SimparCliRun r = simpar_cli_run(text);
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "dispatch all-to-alls (rail, then NVLink: DeepEP) "));
+    simpar_cli_run_clear(&r);
 }
 
 /* With EP 16 the experts' gradients reduce over expert-data-parallel pairs (T C D) / EP = 2 GPUs
