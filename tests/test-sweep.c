@@ -761,6 +761,14 @@ test_bad_lists_and_options_are_refused(void)
         {"--mlp relu", "--mlp: mlp 'relu' is not one of gelu, swiglu"},
         {"--cp 0", "--cp 0"},
         {"--cp-mode ring,nope", "--cp-mode nope: valid are allgather and ring"},
+        /* 4096^3 shapes: refused at once, before a million rows are counted one by one */
+        {"--hidden 64..4096:+1 --layers 1..4096:+1 --seq 1..4096:+1",
+         "more than 1000000 configurations"},
+        /* 4096^6 = 2^72 shapes: counted in a double (a 64-bit count wrapped to 0 shapes and
+         * said the lists gave no configuration) */
+        {"--hidden 1..4096:+1 --layers 1..4096:+1 --seq 1..4096:+1 --micro-batch 1..4096:+1 "
+         "--global-batch 1..4096:+1 --kv-heads 1..4096:+1",
+         "more than 1000000 configurations"},
     };
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autofree char *args = g_strdup_printf(SMALL " %s -o %s", cases[i][0], out);

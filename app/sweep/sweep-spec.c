@@ -565,25 +565,35 @@ sweep_has_grid(const SimparSweep *sw, gint64 G)
     return grids->len > 0;
 }
 
+/* The axes of a model's shapes, the last turning fastest. */
+static const SimparSweepAxis sweep_shape_axes[] = {
+    SIMPAR_SWEEP_HIDDEN,      SIMPAR_SWEEP_LAYERS,       SIMPAR_SWEEP_SEQ,
+    SIMPAR_SWEEP_MICRO_BATCH, SIMPAR_SWEEP_GLOBAL_BATCH, SIMPAR_SWEEP_KV_HEADS,
+    SIMPAR_SWEEP_SHARD_GROUP, SIMPAR_SWEEP_CP,           SIMPAR_SWEEP_EP};
+
+/* The shapes of one model: the product of the shape axes' lengths (a double: up to 4096^9). */
+static double
+sweep_n_shapes(const SimparSweep *sw)
+{
+    double n = 1;
+    for (guint a = 0; a < G_N_ELEMENTS(sweep_shape_axes); a++)
+        n *= MAX(sw->numbers[sweep_shape_axes[a]]->len, 1);
+    return n;
+}
+
 /* Every shape of model m on the slot-th GPU count, then every mode. */
 static gboolean
 sweep_enum_shapes(SweepEnum *e, guint slot, guint m, GError **error)
 {
     const SimparSweep *sw = e->sw;
-    const SimparSweepAxis axes[] = {
-        SIMPAR_SWEEP_HIDDEN,      SIMPAR_SWEEP_LAYERS,       SIMPAR_SWEEP_SEQ,
-        SIMPAR_SWEEP_MICRO_BATCH, SIMPAR_SWEEP_GLOBAL_BATCH, SIMPAR_SWEEP_KV_HEADS,
-        SIMPAR_SWEEP_SHARD_GROUP, SIMPAR_SWEEP_CP,           SIMPAR_SWEEP_EP};
     if (!sweep_has_grid(sw, g_array_index(sw->numbers[SIMPAR_SWEEP_GPUS], gint64, slot)))
-        return TRUE; /* not 4096^5 empty shapes in a row */
-    guint64 n = 1;
-    for (guint a = 0; a < G_N_ELEMENTS(axes); a++)
-        n *= MAX(sw->numbers[axes[a]]->len, 1);
+        return TRUE;                          /* not 4096^5 empty shapes in a row */
+    guint64 n = (guint64) sweep_n_shapes(sw); /* at most SWEEP_MAX_CONFIGS (identify) */
     for (guint64 i = 0; i < n; i++) {
-        guint k[G_N_ELEMENTS(axes)];
+        guint k[G_N_ELEMENTS(sweep_shape_axes)];
         guint64 rest = i;
-        for (guint a = G_N_ELEMENTS(axes); a-- > 0;) { /* the last axis turns fastest */
-            guint len = MAX(sw->numbers[axes[a]]->len, 1);
+        for (guint a = G_N_ELEMENTS(sweep_shape_axes); a-- > 0;) {
+            guint len = MAX(sw->numbers[sweep_shape_axes[a]]->len, 1);
             k[a] = (guint) (rest % len), rest /= len;
         }
         SimparSweepConfig c = {.gpus_slot = slot, .model = m};
@@ -682,16 +692,49 @@ simpar_sweep_spec_text(const SimparSweep *sw)
 }
 
 static gboolean
+sweep_too_many(GError **error)
+{
+    return simpar_cli_usage(error,
+                            "simpar sweep: more than %d configurations; narrow the lists or "
+                            "split the sweep",
+                            SWEEP_MAX_CONFIGS);
+}
+
+static gboolean
 sweep_count(const SimparSweepConfig *c, gpointer data, GError **error)
 {
     SimparSweep *sw = data;
     if (++sw->total > SWEEP_MAX_CONFIGS)
-        return simpar_cli_usage(error,
-                                "simpar sweep: more than %d configurations; narrow the lists "
-                                "or split the sweep",
-                                SWEEP_MAX_CONFIGS);
+        return sweep_too_many(error);
     sw->per_gpus[c->gpus_slot]++;
     return TRUE;
+}
+
+/* The fewest configurations the lists give, without enumerating them: every shape of every
+ * model, on a GPU count with a grid, gives each mode at least one row per grid of its GPUs
+ * (sweep_splits gives every grid a split, a split at least one leaf), and a shape's GPUs are
+ * the count's over its context parallelism (sweep_enum_mode). */
+static double
+sweep_least(const SimparSweep *sw)
+{
+    const GArray *cps = sw->numbers[SIMPAR_SWEEP_CP];
+    double least = 0, per_cp = sweep_n_shapes(sw) / MAX(cps->len, 1);
+    g_autoptr(GArray) grids = g_array_new(FALSE, FALSE, sizeof(SweepGrid));
+    for (guint g = 0; g < sw->numbers[SIMPAR_SWEEP_GPUS]->len; g++) {
+        gint64 gpus = g_array_index(sw->numbers[SIMPAR_SWEEP_GPUS], gint64, g);
+        if (!sweep_has_grid(sw, gpus))
+            continue;
+        for (guint mode = 0; mode < sw->names[SIMPAR_SWEEP_MODES]->len; mode++)
+            for (guint i = 0; i < MAX(cps->len, 1); i++) {
+                gint64 cp = cps->len > 0 ? g_array_index(cps, gint64, i) : 1;
+                gint64 G = gpus % cp == 0 ? gpus / cp : 0;
+                g_array_set_size(grids, 0);
+                sweep_grids(sw, simpar_generator_of(sw->names[SIMPAR_SWEEP_MODES]->pdata[mode]),
+                            MAX(G, 1), grids);
+                least += (double) sw->models->len * per_cp * grids->len;
+            }
+    }
+    return least;
 }
 
 gboolean
@@ -703,6 +746,11 @@ simpar_sweep_identify(SimparSweep *sw, GError **error)
     sw->id = g_strndup(sum, 16);
     sw->total = 0;
     sw->per_gpus = g_new0(guint64, sw->numbers[SIMPAR_SWEEP_GPUS]->len);
+    /* refused before a million rows are counted: the shapes alone past the bound (each a
+     * configuration to consider, with or without rows), or the rows they must give */
+    double shapes = sweep_n_shapes(sw) * sw->models->len * sw->numbers[SIMPAR_SWEEP_GPUS]->len;
+    if (shapes > SWEEP_MAX_CONFIGS || sweep_least(sw) > SWEEP_MAX_CONFIGS)
+        return sweep_too_many(error);
     if (!simpar_sweep_enumerate(sw, sweep_count, sw, error))
         return FALSE;
     if (sw->total == 0)
