@@ -519,7 +519,9 @@ simpar_bench_load(const char *path, GError **error)
         (json_object_has_member(o, "gpus") && !measured_uint(&l, o, "gpus", 0, &b->gpus, error)))
         return NULL;
     b->executor = g_strdup(executor), b->device = g_strdup(device);
-    const char *inputs = json_object_get_string_member_with_default(o, "inputs", "");
+    const char *inputs = ""; /* a string when given: "random", or the bench's older fill */
+    if (json_object_has_member(o, "inputs") && !measured_string(&l, o, "inputs", &inputs, error))
+        return NULL;
     b->zero_above_elems = g_strcmp0(inputs, "random") == 0 ? 0 : (double) (1u << 27);
     if (!bench_rows(b, o, "gemm", bench_gemm, error) ||
         !bench_rows(b, o, "kernels", bench_kernel, error) ||

@@ -423,7 +423,11 @@ json_gemm_row(SimparGemmTable *t, JsonNode *node)
     if (!JSON_NODE_HOLDS_OBJECT(node))
         return FALSE;
     JsonObject *o = json_node_get_object(node);
-    const char *dtype = json_object_get_string_member_with_default(o, "dtype", "");
+    JsonNode *d = json_object_get_member(o, "dtype"); /* a string, or the row is refused */
+    const char *dtype =
+        d != NULL && JSON_NODE_HOLDS_VALUE(d) && json_node_get_value_type(d) == G_TYPE_STRING
+            ? json_node_get_string(d)
+            : "";
     SimparDtype dt;
     double m, n, k, b, s;
     gboolean ta, tb;

@@ -689,8 +689,10 @@ report_json_read_config(JsonObject *o, SimparReportConfig *c)
             G_STRUCT_MEMBER(gboolean, c, off) = json_object_get_boolean_member(j, key);
     }
     c->ep = json_object_has_member(j, "ep") ? json_object_get_int_member(j, "ep") : 0;
-    c->deepep = g_strcmp0(json_object_get_string_member_with_default(j, "moe_dispatcher", NULL),
-                          "deepep") == 0;
+    JsonNode *dispatcher = json_object_get_member(j, "moe_dispatcher");
+    c->deepep = dispatcher != NULL && JSON_NODE_HOLDS_VALUE(dispatcher) &&
+                json_node_get_value_type(dispatcher) == G_TYPE_STRING &&
+                g_str_equal(json_node_get_string(dispatcher), "deepep");
     c->fp8_attention = json_object_get_boolean_member_with_default(j, "fp8_attention", FALSE);
 }
 
