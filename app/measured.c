@@ -26,8 +26,9 @@ static gboolean
 measured_bad_value(const Loc *l, const char *key, JsonNode *node, const char *want, GError **error)
 {
     g_autofree char *text = json_to_string(node, FALSE);
-    g_autofree char *head = g_utf8_substring(text, 0, 37);
     gboolean cut = g_utf8_strlen(text, -1) > 40;
+    /* g_utf8_substring reads past a string shorter than its end: cut only a long one */
+    g_autofree char *head = cut ? g_utf8_substring(text, 0, 37) : NULL;
     g_autofree char *what =
         g_strdup_printf("is %s%s: %s", cut ? head : text, cut ? "..." : "", want);
     return measured_bad(l, key, what, error);
