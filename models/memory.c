@@ -23,7 +23,7 @@ memory_layer_params(const SimparModel *m)
 /* `layers` layers' parameters on one GPU: the layer's over the `split` GPUs that share them; an MoE
  * layer's attention part so, and its router, shared experts and E/EP routed experts whole on
  * each GPU of the expert-parallel group (moe.h; an MoE model's dense layers are those of
- * simpar_model_dense_layer's model, memory_step_dense). */
+ * simpar_model_dense_layer's model, memory_stage_dense). */
 static double
 memory_layers_params(const SimparModel *m, const SimparPlan *plan, double split, double layers)
 {
