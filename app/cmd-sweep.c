@@ -501,6 +501,7 @@ simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GE
                                               "group-limit",
                                               "capacity-factor",
                                               "imbalance",
+                                              "moe-shared-expert-overlap",
                                               "etp",
                                               NULL};
     g_autofree GOptionEntry *job = simpar_job_option_entries(&a->job, job_singles);

@@ -74,6 +74,7 @@ static const char *const meg_switches[] = {"bf16",
                                            "use-custom-fsdp",
                                            "use-megatron-fsdp",
                                            "moe-enable-deepep",
+                                           "moe-shared-expert-overlap",
                                            "tp-comm-overlap",
                                            "use-mcore-models",
                                            "use-legacy-models",
@@ -595,6 +596,11 @@ meg_moe(SimparMegatron *meg, gint64 experts, gint64 ep, gint64 tp, GError **erro
         meg_arg(meg, "--etp=%" G_GINT64_FORMAT, etp);
     meg_use(meg, "--expert-model-parallel-size --expert-tensor-parallel-size (default TP)",
             "--ep %" G_GINT64_FORMAT " --etp %" G_GINT64_FORMAT, ep, etp);
+    /* transformer_config.py: "Only effective when moe-shared-expert-intermediate-size is set" */
+    if (shared > 0 && meg_switch(meg, "moe-shared-expert-overlap")) {
+        meg_arg(meg, "--moe-shared-expert-overlap");
+        meg_use(meg, "--moe-shared-expert-overlap", "--moe-shared-expert-overlap");
+    }
     return meg_deepep(meg, error);
 }
 

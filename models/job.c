@@ -149,6 +149,10 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
          "How tokens reach their experts: alltoall (Megatron-Core's flat all-to-all, default) or "
          "deepep (DeepEP: once per node over the rail, then over NVLink)",
          "alltoall|deepep"},
+        {"moe-shared-expert-overlap", 0, 0, G_OPTION_ARG_NONE, &a->moe_shared_overlap,
+         "The shared experts run beside the dispatch and combine all-to-alls (Megatron-Core's "
+         "--moe-shared-expert-overlap)",
+         NULL},
         {"kv-lora-rank", 0, 0, G_OPTION_ARG_INT64, &a->kv_lora_rank,
          simpar_generator_help("Multi-head latent attention: the key/value latent's width (0: "
                                "none; --tp-mode ",
@@ -436,7 +440,8 @@ job_real(const char *flag, const char *value, double min, gboolean inclusive, co
     return TRUE;
 }
 
-/* --router, --capacity-factor, --imbalance (the integer MoE flags are overrides). */
+/* --router, --capacity-factor, --imbalance, --moe-shared-expert-overlap (the integer MoE flags
+ * are overrides). */
 static gboolean
 job_moe(const SimparJobArgs *args, SimparModel *m, GError **error)
 {
@@ -448,6 +453,17 @@ job_moe(const SimparJobArgs *args, SimparModel *m, GError **error)
             return job_usage_from(error, local);
         }
         m->moe.router = score;
+    }
+    if (args->moe_shared_overlap) {
+        if (m->moe.experts == 0 || m->moe.shared_ffn == 0) {
+            g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
+                        "--moe-shared-expert-overlap runs a model's shared experts beside its "
+                        "all-to-alls, and %s has none (valid: a model with experts and "
+                        "--shared-ffn above 0, such as deepseek-v3)",
+                        m->name);
+            return FALSE;
+        }
+        m->moe.shared_overlap = 1;
     }
     return job_real("--capacity-factor", args->capacity_factor, 0, FALSE,
                     "rows per expert over the mean; leave it out for dropless routing",

@@ -85,7 +85,7 @@ static const SimparModelPreset model_presets[] = {
       TRUE,
       TRUE,
       0,
-      {8, 2, 14336, 0, 0, 1, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, 1},
+      {8, 2, 14336, 0, 0, 1, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, 1, 0},
       MODEL_NO_MLA}},
     {"mixtral-8x22b",
      "Mixtral 8x22B: h=6144 a=48 kv=8 s=4096 L=56 V=32000, 8 experts f=16384 top-2",
@@ -104,7 +104,7 @@ static const SimparModelPreset model_presets[] = {
       TRUE,
       TRUE,
       0,
-      {8, 2, 16384, 0, 0, 1, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, 1},
+      {8, 2, 16384, 0, 0, 1, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, 1, 0},
       MODEL_NO_MLA}},
     {"qwen3-235b-a22b",
      "Qwen3-235B-A22B: h=4096 a=64 kv=4 s=4096 L=94 V=151936, 128 experts f=1536 top-8",
@@ -123,7 +123,7 @@ static const SimparModelPreset model_presets[] = {
       TRUE,
       TRUE,
       0,
-      {128, 8, 1536, 0, 0, 1, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, 1},
+      {128, 8, 1536, 0, 0, 1, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, 1, 0},
       MODEL_NO_MLA}},
     {"deepseek-v3",
      "DeepSeek-V3: h=7168 a=128 s=4096 L=61 (3 dense, f=18432) V=129280, 256 experts f=2048 "
@@ -144,7 +144,7 @@ static const SimparModelPreset model_presets[] = {
       TRUE,
       TRUE,
       0,
-      {256, 8, 2048, 2048, 3, 1, SIMPAR_ROUTER_SIGMOID, 8, 4, 0, 1},
+      {256, 8, 2048, 2048, 3, 1, SIMPAR_ROUTER_SIGMOID, 8, 4, 0, 1, 0},
       {1536, 512, 128, 64, 128}}},
 };
 

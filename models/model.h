@@ -96,9 +96,11 @@ typedef struct {
                             none), a token reaches at most group_limit of them (DeepSeek-V3's
                             n_group, topk_group) */
     gint64 group_limit;
-    double capacity;  /* capacity factor: rows per (source rank, expert) over T k / E; 0 =
-                         dropless */
-    double imbalance; /* the busiest expert's tokens over the mean, >= 1 (0 reads 1) */
+    double capacity;       /* capacity factor: rows per (source rank, expert) over T k / E; 0 =
+                              dropless */
+    double imbalance;      /* the busiest expert's tokens over the mean, >= 1 (0 reads 1) */
+    gint64 shared_overlap; /* 1: the shared experts run beside the dispatch and combine
+                              all-to-alls (--moe-shared-expert-overlap; not a model file key) */
 } SimparMoeConfig;
 
 /* Multi-head latent attention (DeepSeek-V2/V3, arXiv 2405.04434 and 2412.19437; all zero:

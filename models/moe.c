@@ -261,6 +261,11 @@ typedef struct {
     const guint *rails, *nodes; /* DeepEP's hops: the groups of each local index, each node */
     SimparPhase phase;
     guint64 T, h, E, El, C, fe, fc1e, fs, fc1s;
+    /* --moe-shared-expert-overlap: the all-to-alls' stream (G_MAXUINT: the compute stream), the
+     * rank's last op on the compute stream, the all-to-all the next compute op of moe_join's
+     * waits for (G_MAXUINT: none) */
+    guint comm, last, wait;
+    gboolean join;
 } MoeCtx;
 
 /* The start of buffer `buf`; G_MAXUINT: no view. */
@@ -276,16 +281,36 @@ moe_buf(MoeCtx *c, const char *name, guint64 elems)
     return simpar_schedule_add_buffer(c->sched, c->rank, name, elems);
 }
 
+/* Appends `op` for the rank: on the compute stream unless the caller put it on c->comm, where
+ * it waits for the compute stream's last op; a compute op after moe_join waits for the
+ * all-to-all. */
 static void
 moe_add(MoeCtx *c, SimparOp *op, const char *name)
 {
     op->rank = c->rank;
-    op->stream = 0;
     op->phase = c->phase;
     g_autofree char *full =
         g_strconcat(c->phase == SIMPAR_PHASE_FORWARD ? "fwd." : "bwd.", name, NULL);
     op->name = g_intern_string(full);
-    simpar_schedule_add_op(c->sched, op);
+    guint idx = simpar_schedule_add_op(c->sched, op);
+    if (op->stream != 0) {
+        if (c->last != G_MAXUINT)
+            simpar_schedule_add_dep(c->sched, idx, c->last);
+        c->wait = idx;
+        return;
+    }
+    if (c->join && c->wait != G_MAXUINT)
+        simpar_schedule_add_dep(c->sched, idx, c->wait);
+    if (c->join)
+        c->wait = G_MAXUINT, c->join = FALSE;
+    c->last = idx;
+}
+
+/* The next compute op waits for the all-to-all on c->comm (nothing without one). */
+static void
+moe_join(MoeCtx *c)
+{
+    c->join = c->wait != G_MAXUINT;
 }
 
 static void
@@ -334,7 +359,7 @@ moe_kernel(MoeCtx *c, SimparOpKind kind, const char *name, guint64 rows, guint64
 static void
 moe_all_to_all_in(MoeCtx *c, const char *name, guint group, guint64 count, guint send, guint recv)
 {
-    SimparOp op = {.kind = SIMPAR_OP_COLLECTIVE};
+    SimparOp op = {.kind = SIMPAR_OP_COLLECTIVE, .stream = c->comm == G_MAXUINT ? 0 : c->comm};
     op.u.coll = (SimparColl){SIMPAR_COLL_ALL_TO_ALL, group,          count,         0,
                              moe_view(send),         moe_view(recv), SIMPAR_RED_SUM};
     moe_add(c, &op, name);
@@ -397,6 +422,7 @@ typedef struct {
     guint y, dx, dwr, dw1, dw2, dws1, dws2;         /* outputs */
     guint logits, scores, back, xs, z1, a1, s1, sa; /* kept for the backward */
     guint sc, z2;                                   /* DeepEP's hops: xs's scores, fc2's rows */
+    guint ys, dsa, ds1; /* the shared experts' output, their gradients at fc2 and fc1 */
 } MoeBufs;
 
 static void
@@ -437,6 +463,40 @@ moe_params(MoeCtx *c, MoeBufs *b)
     moe_shard(c, "dx", SIMPAR_SHARD_OUTPUT, b->dx, p * T, T, h);
 }
 
+/* The shared experts' fc1 and activation: x -> b->sa. */
+static void
+moe_shared_fc1(MoeCtx *c, MoeBufs *b)
+{
+    guint64 T = c->T, h = c->h;
+    b->s1 = moe_buf(c, "shared.fc1.y", T * c->fc1s), b->sa = moe_buf(c, "shared.act", T * c->fs);
+    b->ys = moe_buf(c, "shared.fc2.y", T * h);
+    moe_gemm(c, "shared.fc1.gemm", 1,
+             &(SimparGemm){
+                 .m = T, .n = c->fc1s, .k = h, .a = {b->x, 0}, .b = {b->ws1, 0}, .c = {b->s1, 0}});
+    moe_act(c, "shared.act", T, c->fs, b->s1, b->sa);
+}
+
+/* The shared experts' fc2: b->sa -> b->ys. */
+static void
+moe_shared_fc2(MoeCtx *c, MoeBufs *b)
+{
+    moe_gemm(
+        c, "shared.fc2.gemm", 1,
+        &(SimparGemm){
+            .m = c->T, .n = c->h, .k = c->fs, .a = {b->sa, 0}, .b = {b->ws2, 0}, .c = {b->ys, 0}});
+}
+
+/* Megatron-Core's --moe-shared-expert-overlap (shared_experts.py, SharedExpertMLP on a stream
+ * of its own; token_dispatcher.py): the all-to-alls run beside the compute stream, which goes on
+ * with the shared experts' fc1 and activation during the dispatch and their fc2 during the
+ * combine (in the backward, fc2's gradients during the combine's and the rest during the
+ * dispatch's); the op after them waits for the all-to-all. Without it nothing runs beside. */
+static gboolean
+moe_overlap(const MoeCtx *c)
+{
+    return c->comm != G_MAXUINT;
+}
+
 /* Megatron's all-to-all dispatcher: x -> b->xs by one all-to-all over the group. */
 static void
 moe_dispatch_flat(MoeCtx *c, MoeBufs *b)
@@ -447,6 +507,9 @@ moe_dispatch_flat(MoeCtx *c, MoeBufs *b)
     moe_route_op(c, SIMPAR_OP_MOE_DISPATCH, "moe.permute", b->x, G_MAXUINT, G_MAXUINT, send,
                  G_MAXUINT);
     moe_all_to_all(c, "moe.all-to-all-dispatch", send, recv);
+    if (moe_overlap(c))
+        moe_shared_fc1(c, b);
+    moe_join(c);
     b->xs = moe_buf(c, "experts.x", blocks);
     moe_route_op(c, SIMPAR_OP_MOE_SORT, "moe.sort", recv, G_MAXUINT, G_MAXUINT, b->xs, G_MAXUINT);
 }
@@ -470,10 +533,14 @@ moe_dispatch_hops(MoeCtx *c, MoeBufs *b)
     guint s0 = moe_buf(c, "moe.dispatch.send", rail), r0 = moe_buf(c, "moe.dispatch.recv", rail);
     moe_hop_op(c, SIMPAR_OP_MOE_HOP, 0, "moe.permute", b->x, b->scores, G_MAXUINT, s0, G_MAXUINT);
     moe_hop_all_to_all(c, "moe.all-to-all-dispatch-rail", FALSE, w, s0, r0);
+    if (moe_overlap(c))
+        moe_shared_fc1(c, b);
+    moe_join(c);
     guint s1 = moe_buf(c, "moe.dispatch.forward", node),
           r1 = moe_buf(c, "moe.dispatch.forwarded", node);
     moe_hop_op(c, SIMPAR_OP_MOE_HOP, 1, "moe.forward", r0, G_MAXUINT, G_MAXUINT, s1, G_MAXUINT);
     moe_hop_all_to_all(c, "moe.all-to-all-dispatch-node", TRUE, w, s1, r1);
+    moe_join(c);
     b->xs = moe_buf(c, "experts.x", c->E * c->C * c->h);
     b->sc = moe_buf(c, "experts.scores", c->E * c->C);
     moe_hop_op(c, SIMPAR_OP_MOE_HOP, 2, "moe.sort", r1, G_MAXUINT, G_MAXUINT, b->xs, b->sc);
@@ -490,11 +557,15 @@ moe_combine_hops(MoeCtx *c, MoeBufs *b)
     moe_hop_op(c, SIMPAR_OP_MOE_HOP_REDUCE, 2, "moe.unsort", b->z2, b->sc, G_MAXUINT, s2,
                G_MAXUINT);
     moe_hop_all_to_all(c, "moe.all-to-all-combine-node", TRUE, h, s2, r2);
+    if (moe_overlap(c))
+        moe_shared_fc2(c, b);
+    moe_join(c);
     guint s1 = moe_buf(c, "moe.combine.forward", rail);
     b->back = moe_buf(c, "moe.combine.recv", rail);
     moe_hop_op(c, SIMPAR_OP_MOE_HOP_REDUCE, 1, "moe.forward", r2, G_MAXUINT, G_MAXUINT, s1,
                G_MAXUINT);
     moe_hop_all_to_all(c, "moe.all-to-all-combine-rail", FALSE, h, s1, b->back);
+    moe_join(c);
     guint yr = c->fs > 0 ? moe_buf(c, "moe.y", c->T * h) : b->y;
     moe_hop_op(c, SIMPAR_OP_MOE_HOP_REDUCE, 0, "moe.unpermute", b->back, G_MAXUINT, G_MAXUINT, yr,
                G_MAXUINT);
@@ -505,19 +576,13 @@ moe_combine_hops(MoeCtx *c, MoeBufs *b)
 static void
 moe_forward_shared(MoeCtx *c, MoeBufs *b, guint yr)
 {
-    guint64 T = c->T, h = c->h;
     if (c->fs == 0)
         return;
-    b->s1 = moe_buf(c, "shared.fc1.y", T * c->fc1s), b->sa = moe_buf(c, "shared.act", T * c->fs);
-    guint ys = moe_buf(c, "shared.fc2.y", T * h);
-    moe_gemm(c, "shared.fc1.gemm", 1,
-             &(SimparGemm){
-                 .m = T, .n = c->fc1s, .k = h, .a = {b->x, 0}, .b = {b->ws1, 0}, .c = {b->s1, 0}});
-    moe_act(c, "shared.act", T, c->fs, b->s1, b->sa);
-    moe_gemm(
-        c, "shared.fc2.gemm", 1,
-        &(SimparGemm){.m = T, .n = h, .k = c->fs, .a = {b->sa, 0}, .b = {b->ws2, 0}, .c = {ys, 0}});
-    moe_kernel(c, SIMPAR_OP_ADD, "moe.add-shared", T, h, yr, ys, b->y);
+    if (!moe_overlap(c)) {
+        moe_shared_fc1(c, b);
+        moe_shared_fc2(c, b);
+    }
+    moe_kernel(c, SIMPAR_OP_ADD, "moe.add-shared", c->T, c->h, yr, b->ys, b->y);
 }
 
 /* Router, dispatch, the local experts, combine and the shared experts. */
@@ -556,6 +621,9 @@ moe_forward(MoeCtx *c, MoeBufs *b)
     moe_route_op(c, SIMPAR_OP_MOE_UNSORT, "moe.unsort", z2, G_MAXUINT, G_MAXUINT, zu, G_MAXUINT);
     b->back = moe_buf(c, "moe.combine.recv", blocks);
     moe_all_to_all(c, "moe.all-to-all-combine", zu, b->back);
+    if (moe_overlap(c))
+        moe_shared_fc2(c, b);
+    moe_join(c);
     guint yr = c->fs > 0 ? moe_buf(c, "moe.y", T * h) : b->y;
     moe_route_op(c, SIMPAR_OP_MOE_COMBINE, "moe.unpermute", b->back, b->scores, G_MAXUINT, yr,
                  G_MAXUINT);
@@ -606,12 +674,13 @@ moe_experts_backward(MoeCtx *c, MoeBufs *b, guint dz2)
     return dxs;
 }
 
+/* The shared experts' fc2 backward: dy -> b->dsa and fc2's weight gradient. */
 static void
-moe_shared_backward(MoeCtx *c, MoeBufs *b)
+moe_shared_bwd_fc2(MoeCtx *c, MoeBufs *b)
 {
     guint64 T = c->T, h = c->h;
-    guint dsa = moe_buf(c, "shared.act.grad", T * c->fs);
-    guint ds1 = moe_buf(c, "shared.fc1.y.grad", T * c->fc1s);
+    b->dsa = moe_buf(c, "shared.act.grad", T * c->fs);
+    b->ds1 = moe_buf(c, "shared.fc1.y.grad", T * c->fc1s);
     moe_gemm(c, "shared.fc2.gemm-dx", 1,
              &(SimparGemm){.m = T,
                            .n = c->fs,
@@ -619,7 +688,7 @@ moe_shared_backward(MoeCtx *c, MoeBufs *b)
                            .trans_b = TRUE,
                            .a = {b->dy, 0},
                            .b = {b->ws2, 0},
-                           .c = {dsa, 0}});
+                           .c = {b->dsa, 0}});
     moe_gemm(c, "shared.fc2.gemm-dw", 1,
              &(SimparGemm){.m = c->fs,
                            .n = h,
@@ -628,24 +697,56 @@ moe_shared_backward(MoeCtx *c, MoeBufs *b)
                            .a = {b->sa, 0},
                            .b = {b->dy, 0},
                            .c = {b->dws2, 0}});
-    moe_act_bwd(c, "shared.act-bwd", T, c->fs, dsa, b->s1, ds1);
+}
+
+/* The rest: the activation's and fc1's backward, x's gradient into dx (added to it with
+ * `accumulate`). */
+static void
+moe_shared_bwd_fc1(MoeCtx *c, MoeBufs *b, guint dx, gboolean accumulate)
+{
+    guint64 T = c->T, h = c->h;
+    moe_act_bwd(c, "shared.act-bwd", T, c->fs, b->dsa, b->s1, b->ds1);
     moe_gemm(c, "shared.fc1.gemm-dw", 1,
              &(SimparGemm){.m = h,
                            .n = c->fc1s,
                            .k = T,
                            .trans_a = TRUE,
                            .a = {b->x, 0},
-                           .b = {ds1, 0},
+                           .b = {b->ds1, 0},
                            .c = {b->dws1, 0}});
     moe_gemm(c, "shared.fc1.gemm-dx", 1,
              &(SimparGemm){.m = T,
                            .n = h,
                            .k = c->fc1s,
                            .trans_b = TRUE,
-                           .accumulate = TRUE,
-                           .a = {ds1, 0},
+                           .accumulate = accumulate,
+                           .a = {b->ds1, 0},
                            .b = {b->ws1, 0},
-                           .c = {b->dx, 0}});
+                           .c = {dx, 0}});
+}
+
+/* Overlapped (moe_overlap): the shared experts' fc1 backward during the dispatch's all-to-all
+ * backward, x's gradient from them kept apart; returns where the routed part of x's gradient
+ * goes (b->dx without the overlap). */
+static guint
+moe_shared_bwd_overlap(MoeCtx *c, MoeBufs *b, guint *sdx)
+{
+    *sdx = G_MAXUINT;
+    if (!moe_overlap(c))
+        return b->dx;
+    *sdx = moe_buf(c, "shared.x.grad", c->T * c->h);
+    moe_shared_bwd_fc1(c, b, *sdx, FALSE);
+    moe_join(c);
+    return moe_buf(c, "moe.x.grad", c->T * c->h);
+}
+
+/* x's gradient: the routed part dxr and the shared experts' sdx summed into b->dx, as autograd
+ * sums a tensor's two uses (nothing without the overlap: the shared fc1 adds into b->dx). */
+static void
+moe_shared_bwd_sum(MoeCtx *c, MoeBufs *b, guint dxr, guint sdx)
+{
+    if (sdx != G_MAXUINT)
+        moe_kernel(c, SIMPAR_OP_ADD, "moe.add-shared", c->T, c->h, dxr, sdx, b->dx);
 }
 
 /* DeepEP's combine and dispatch backward: dy back over the rail and the node to the experts'
@@ -662,11 +763,15 @@ moe_backward_hops(MoeCtx *c, MoeBufs *b, guint dscores)
     moe_hop_op(c, SIMPAR_OP_MOE_HOP_REDUCE_BWD, 0, "moe.unpermute", b->dy, G_MAXUINT, G_MAXUINT, g0,
                G_MAXUINT);
     moe_hop_all_to_all(c, "moe.all-to-all-combine-rail", FALSE, h, g0, g0r);
+    if (moe_overlap(c))
+        moe_shared_bwd_fc2(c, b);
+    moe_join(c);
     guint g1 = moe_buf(c, "moe.combine.forwarded.grad", node * h),
           g1r = moe_buf(c, "moe.combine.send.grad", node * h);
     moe_hop_op(c, SIMPAR_OP_MOE_HOP_REDUCE_BWD, 1, "moe.forward", g0r, G_MAXUINT, G_MAXUINT, g1,
                G_MAXUINT);
     moe_hop_all_to_all(c, "moe.all-to-all-combine-node", TRUE, h, g1, g1r);
+    moe_join(c);
     guint dz2 = moe_buf(c, "experts.fc2.y.grad", c->E * c->C * h),
           dsc = moe_buf(c, "experts.scores.grad", c->E * c->C);
     moe_hop_op(c, SIMPAR_OP_MOE_HOP_REDUCE_BWD, 2, "moe.unsort", g1r, b->sc, b->z2, dz2, dsc);
@@ -675,13 +780,15 @@ moe_backward_hops(MoeCtx *c, MoeBufs *b, guint dscores)
           d2r = moe_buf(c, "moe.dispatch.forward.grad", node * w);
     moe_hop_op(c, SIMPAR_OP_MOE_HOP_BWD, 2, "moe.sort", dxs, dsc, G_MAXUINT, d2, G_MAXUINT);
     moe_hop_all_to_all(c, "moe.all-to-all-dispatch-node", TRUE, w, d2, d2r);
+    guint sdx, dx = moe_shared_bwd_overlap(c, b, &sdx);
     guint d1 = moe_buf(c, "moe.dispatch.recv.grad", rail * w),
           d1r = moe_buf(c, "moe.dispatch.send.grad", rail * w);
     moe_hop_op(c, SIMPAR_OP_MOE_HOP_BWD, 1, "moe.forward", d2r, G_MAXUINT, G_MAXUINT, d1,
                G_MAXUINT);
     moe_hop_all_to_all(c, "moe.all-to-all-dispatch-rail", FALSE, w, d1, d1r);
-    moe_hop_op(c, SIMPAR_OP_MOE_HOP_BWD, 0, "moe.permute", d1r, G_MAXUINT, G_MAXUINT, b->dx,
-               dscores);
+    moe_join(c);
+    moe_hop_op(c, SIMPAR_OP_MOE_HOP_BWD, 0, "moe.permute", d1r, G_MAXUINT, G_MAXUINT, dx, dscores);
+    moe_shared_bwd_sum(c, b, dx, sdx);
 }
 
 static void
@@ -699,6 +806,9 @@ moe_backward(MoeCtx *c, MoeBufs *b)
                      dback, dscores);
         guint drecv = moe_buf(c, "moe.combine.send.grad", blocks);
         moe_all_to_all(c, "moe.all-to-all-combine", dback, drecv);
+        if (moe_overlap(c))
+            moe_shared_bwd_fc2(c, b);
+        moe_join(c);
         guint dz2 = moe_buf(c, "experts.fc2.y.grad", blocks);
         moe_route_op(c, SIMPAR_OP_MOE_SORT, "moe.sort", drecv, G_MAXUINT, G_MAXUINT, dz2,
                      G_MAXUINT);
@@ -708,8 +818,10 @@ moe_backward(MoeCtx *c, MoeBufs *b)
                      G_MAXUINT);
         guint dsend = moe_buf(c, "moe.dispatch.send.grad", blocks);
         moe_all_to_all(c, "moe.all-to-all-dispatch", dxu, dsend);
-        moe_route_op(c, SIMPAR_OP_MOE_DISPATCH_BWD, "moe.permute", dsend, G_MAXUINT, G_MAXUINT,
-                     b->dx, G_MAXUINT);
+        guint sdx, dx = moe_shared_bwd_overlap(c, b, &sdx);
+        moe_route_op(c, SIMPAR_OP_MOE_DISPATCH_BWD, "moe.permute", dsend, G_MAXUINT, G_MAXUINT, dx,
+                     G_MAXUINT);
+        moe_shared_bwd_sum(c, b, dx, sdx);
     }
     guint dlogits = moe_buf(c, "router.logits.grad", T * E);
     moe_route_op(c, SIMPAR_OP_MOE_GATE_BWD, "router.gate", b->logits, dscores, G_MAXUINT, dlogits,
@@ -731,8 +843,10 @@ moe_backward(MoeCtx *c, MoeBufs *b)
                            .a = {dlogits, 0},
                            .b = {b->wr, 0},
                            .c = {b->dx, 0}});
-    if (c->fs > 0)
-        moe_shared_backward(c, b);
+    if (c->fs > 0 && !moe_overlap(c)) {
+        moe_shared_bwd_fc2(c, b);
+        moe_shared_bwd_fc1(c, b, b->dx, TRUE);
+    }
 }
 
 /* The routing every rank of the block shares; capacity from the model or the routing. */
@@ -864,8 +978,11 @@ simpar_moe_block_build(const SimparModel *model, guint ep, guint node_ranks, gui
     c.T = tokens, c.h = model->hidden, c.E = model->moe.experts, c.El = c.E / ep;
     c.C = c.route.capacity, c.fe = model->moe.moe_ffn, c.fc1e = swiglu ? 2 * c.fe : c.fe;
     c.fs = model->moe.shared_ffn, c.fc1s = swiglu ? 2 * c.fs : c.fs;
+    c.comm = model->moe.shared_overlap && c.fs > 0 ? simpar_schedule_add_stream(sched, "comm")
+                                                   : G_MAXUINT;
     for (guint p = 0; p < ep; p++) {
         MoeBufs b = {0};
+        c.last = c.wait = G_MAXUINT, c.join = FALSE;
         c.rank = p, c.route.ep_rank = p, c.route.token0 = (guint64) p * tokens;
         moe_params(&c, &b);
         c.phase = SIMPAR_PHASE_FORWARD;

@@ -344,12 +344,14 @@ report_text_axes(GString *out, const SimparReportRow *row, const SimparModel *m)
                                row->gen->name, st->fp8_cast_s);
     const char *hops = row->config.deepep ? "s (rail, then NVLink: DeepEP)" : "";
     if (st->moe_experts_s > 0)
-        g_string_append_printf(out,
-                               "\n  %-5s one MoE layer (fwd + bwd) on an expert-parallel GPU: "
-                               "dispatch all-to-all%s %.4f s, combine all-to-all%s %.4f s, "
-                               "expert GEMMs %.4f s",
-                               row->gen->name, hops, st->moe_dispatch_s, hops, st->moe_combine_s,
-                               st->moe_experts_s);
+        g_string_append_printf(
+            out,
+            "\n  %-5s one MoE layer (fwd + bwd) on an expert-parallel GPU: "
+            "dispatch all-to-all%s %.4f s, combine all-to-all%s %.4f s, "
+            "expert GEMMs %.4f s%s",
+            row->gen->name, hops, st->moe_dispatch_s, hops, st->moe_combine_s, st->moe_experts_s,
+            row->config.moe_shared_overlap ? " (the shared experts run beside the all-to-alls)"
+                                           : "");
     if (st->moe_redistribute_s > 0)
         g_string_append_printf(out,
                                "; on a tensor-parallel GPU: all-to-alls between the grid's "
@@ -602,6 +604,7 @@ simpar_report_config_init(SimparReportConfig *c, const SimparModel *model, const
                               .overlap_grad_reduce = t->overlap_grad_reduce};
     c->ep = simpar_model_is_moe(model) ? MAX(t->ep, 1) : 0;
     c->deepep = c->ep > 0 && t->moe_dispatcher == SIMPAR_MOE_DEEPEP;
+    c->moe_shared_overlap = c->ep > 0 && model->moe.shared_overlap;
     c->fp8_attention = model->fp8 != SIMPAR_FP8_NONE && t->tp.fp8_attention;
     c->schedule = g_intern_string(simpar_pipe_schedule_name(t->schedule));
     c->recompute = g_intern_string(simpar_recompute_name(t->tp.recompute));
@@ -662,6 +665,8 @@ report_json_config(JsonBuilder *b, const SimparReportConfig *c, const char *mode
         json_builder_add_int_value(b, c->ep);
         json_builder_set_member_name(b, "moe_dispatcher");
         json_builder_add_string_value(b, c->deepep ? "deepep" : "alltoall");
+        json_builder_set_member_name(b, "moe_shared_expert_overlap");
+        json_builder_add_boolean_value(b, c->moe_shared_overlap);
     }
     if (c->fp8_attention) { /* --fp8-dot-product-attention */
         json_builder_set_member_name(b, "fp8_attention");
@@ -693,6 +698,8 @@ report_json_read_config(JsonObject *o, SimparReportConfig *c)
     c->deepep = dispatcher != NULL && JSON_NODE_HOLDS_VALUE(dispatcher) &&
                 json_node_get_value_type(dispatcher) == G_TYPE_STRING &&
                 g_str_equal(json_node_get_string(dispatcher), "deepep");
+    c->moe_shared_overlap =
+        json_object_get_boolean_member_with_default(j, "moe_shared_expert_overlap", FALSE);
     c->fp8_attention = json_object_get_boolean_member_with_default(j, "fp8_attention", FALSE);
 }
 

@@ -288,17 +288,22 @@ static void
 test_moe_flags(void)
 {
     g_autofree char *mixtral = megatron_flags(
-        MEG_SHAPE "--num-experts 8 --expert-model-parallel-size 8 --moe-grouped-gemm");
+        MEG_SHAPE "--num-experts 8 --expert-model-parallel-size 8 --moe-grouped-gemm "
+                  "--moe-shared-expert-overlap");
     CU_ASSERT_PTR_NOT_NULL_FATAL(mixtral);
     CU_ASSERT_PTR_NOT_NULL(strstr(mixtral, "--experts=8 --topk=2 --router=softmax --ep=8 "));
     CU_ASSERT_PTR_NULL(strstr(mixtral, "--etp"));
+    /* no shared experts: Megatron's overlap has none to run (transformer_config.py) */
+    CU_ASSERT_PTR_NULL(strstr(mixtral, "--moe-shared-expert-overlap"));
     g_autofree char *deepseek = megatron_flags(
         MEG_SHAPE "--num-experts 256 --moe-router-topk 8 --moe-ffn-hidden-size 2048 "
                   "--moe-shared-expert-intermediate-size 2048 --moe-layer-freq '([0]*3+[1]*21)' "
                   "--moe-router-score-function sigmoid --moe-router-num-groups 8 "
                   "--moe-router-group-topk 4 --expert-model-parallel-size 64 "
-                  "--tensor-model-parallel-size 2 --expert-tensor-parallel-size 1");
+                  "--tensor-model-parallel-size 2 --expert-tensor-parallel-size 1 "
+                  "--moe-shared-expert-overlap");
     CU_ASSERT_PTR_NOT_NULL_FATAL(deepseek);
+    CU_ASSERT_PTR_NOT_NULL(strstr(deepseek, "--moe-shared-expert-overlap"));
     CU_ASSERT_PTR_NOT_NULL(strstr(deepseek, "--experts=256 --topk=8 --router=sigmoid "
                                             "--moe-ffn=2048 --shared-ffn=2048 --dense-layers=3 "
                                             "--moe-every=1 --expert-groups=8 --group-limit=4 "

@@ -639,6 +639,79 @@ test_a_trace_draws_dense_layers_as_the_dense_layer(void)
     simpar_test_tmpdir_remove(g_steal_pointer(&dir));
 }
 
+/* The summed durations of GPU 0's trace events: the layer blocks of phase `fwd` (fwd[0]) and the
+ * events whose name starts with `prefix` (fwd[1]); `count` the latter's. */
+static void
+moe_trace_sums(const char *path, const char *block, const char *prefix, double sum[2], guint *count)
+{
+    g_autoptr(JsonParser) p = json_parser_new();
+    CU_ASSERT_TRUE_FATAL(json_parser_load_from_file(p, path, NULL));
+    JsonArray *ev =
+        json_object_get_array_member(json_node_get_object(json_parser_get_root(p)), "traceEvents");
+    sum[0] = sum[1] = 0, *count = 0;
+    for (guint i = 0; i < json_array_get_length(ev); i++) {
+        JsonObject *e = json_array_get_object_element(ev, i);
+        if (!g_str_equal(json_object_get_string_member(e, "ph"), "X") ||
+            json_object_get_int_member(e, "pid") != 0)
+            continue;
+        const char *name = json_object_get_string_member(e, "name");
+        if (g_str_equal(name, block))
+            sum[0] += moe_event_s(e, "dur");
+        if (g_str_has_prefix(name, prefix))
+            sum[1] += moe_event_s(e, "dur"), (*count)++;
+    }
+}
+
+/* --moe-shared-expert-overlap (Megatron-Core's, shared_experts.py): the all-to-alls run on a
+ * stream of their own and the compute stream runs the shared experts meanwhile. With EP 32 over
+ * 4 nodes each all-to-all outlasts the shared experts' ops beside it, so on GPU 0's trace a
+ * layer's forward blocks are shorter by exactly those ops (fc1, activation, fc2) and its
+ * backward blocks by theirs less the add of x's two gradients, on the analytic and the SimGrid
+ * backend; the step is shorter, and the JSON says the overlap is on. Fails with the shared
+ * experts after the all-to-alls, or the all-to-alls on the compute stream. */
+static void
+test_the_shared_experts_run_beside_the_all_to_alls(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("simpar-moe-XXXXXX", NULL);
+    const char *job = "--topology " H100 " --json --model llama3-8b --layers 4 --seq 1024 "
+                      "--experts 32 --topk 2 --moe-ffn 1024 --shared-ffn 2048 --tp-mode 1d --tp 1 "
+                      "--pp 2 --dp 32 --ep 32 --global-batch 128";
+    const char *backends[] = {"analytic", "simgrid"};
+    for (guint b = 0; b < G_N_ELEMENTS(backends); b++) {
+        double fwd[2][2], bwd[2][2], add[2], step[2];
+        guint n[3];
+        for (guint o = 0; o < 2; o++) {
+            g_autofree char *path = g_build_filename(dir, o ? "on.json" : "off.json", NULL);
+            g_autofree char *args =
+                g_strdup_printf("%s --backend %s --trace %s%s", job, backends[b], path,
+                                o ? " --moe-shared-expert-overlap" : "");
+            g_autoptr(JsonParser) p = NULL;
+            JsonObject *row = moe_step(args, &p);
+            step[o] = moe_member(row, "step_time_s");
+            JsonObject *config = json_object_get_object_member(row, "config");
+            CU_ASSERT_EQUAL(json_object_get_boolean_member_with_default(
+                                config, "moe_shared_expert_overlap", !o),
+                            o);
+            moe_trace_sums(path, "layer.fwd", "fwd.shared.", fwd[o], &n[0]);
+            moe_trace_sums(path, "layer.bwd", "bwd.shared.", bwd[o], &n[1]);
+            double none[2];
+            moe_trace_sums(path, "-", "bwd.moe.add-shared", none, &n[2]);
+            add[o] = none[1];
+        }
+        /* whole nanoseconds: 0.5 ns an event */
+        double tol_f = 0.5e-9 * (2 * n[0] + 8), tol_b = 0.5e-9 * (2 * n[1] + n[2] + 10);
+        printf("\n    %s: forward %.9g -> %.9g s (shared %.9g s), backward %.9g -> %.9g s "
+               "(shared %.9g s, add %.9g s), step %.6g -> %.6g s",
+               backends[b], fwd[0][0], fwd[1][0], fwd[0][1], bwd[0][0], bwd[1][0], bwd[0][1],
+               add[1], step[0], step[1]);
+        CU_ASSERT(n[0] > 0 && n[1] > 0 && n[2] > 0 && add[0] == 0);
+        CU_ASSERT(fabs(fwd[0][0] - fwd[1][0] - fwd[0][1]) <= tol_f);
+        CU_ASSERT(fabs(bwd[0][0] - bwd[1][0] - (bwd[0][1] - add[1])) <= tol_b);
+        CU_ASSERT(step[1] < step[0]);
+    }
+    simpar_test_tmpdir_remove(g_steal_pointer(&dir));
+}
+
 static CU_TestInfo predict_tests[] = {
     {"an MoE step names its dispatch and combine all-to-alls and expert GEMMs",
      test_an_moe_step_names_dispatch_combine_and_expert_gemms},
@@ -665,6 +738,9 @@ static CU_TestInfo predict_tests[] = {
      "backend, "
      "the formula's equal to the analytic replay's",
      test_grid_modes_time_the_all_to_alls_to_the_moe_block},
+    {"--moe-shared-expert-overlap hides the shared experts under the all-to-alls exactly, on "
+     "the analytic and SimGrid backends",
+     test_the_shared_experts_run_beside_the_all_to_alls},
     {"an MoE step's trace shows the MoE block in every layer, with the prediction's times on "
      "every backend",
      test_an_moe_trace_shows_the_moe_block_with_the_prediction_s_times},

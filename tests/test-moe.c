@@ -107,13 +107,14 @@ typedef struct {
     guint node_ranks; /* DeepEP's hops over nodes of this many ranks; 0: the flat all-to-all */
 } MoeCase;
 
-/* Builds, runs and compares one case; returns the choices the reference dropped. */
+/* Builds, runs and compares one case, the shared experts beside the all-to-alls with `overlap`
+ * (--moe-shared-expert-overlap); returns the choices the reference dropped. */
 static guint
-moe_check(const MoeCase *mc, guint n_tensors)
+moe_check_overlap(const MoeCase *mc, guint n_tensors, gboolean overlap)
 {
     SimparModel m = moe_model(mc->experts, mc->top_k, mc->shared, mc->mlp);
     m.moe.router = mc->router, m.moe.groups = mc->groups, m.moe.group_limit = mc->limit;
-    m.moe.capacity = mc->capacity;
+    m.moe.capacity = mc->capacity, m.moe.shared_overlap = overlap;
     CU_ASSERT_FATAL(simpar_model_validate(&m, NULL));
     g_autoptr(GError) error = NULL;
     g_autoptr(SimparSchedule) sched =
@@ -136,6 +137,12 @@ moe_check(const MoeCase *mc, guint n_tensors)
     CU_ASSERT(err <= MOE_TOL);
     CU_ASSERT_EQUAL(compared, n_tensors);
     return ref->dropped;
+}
+
+static guint
+moe_check(const MoeCase *mc, guint n_tensors)
+{
+    return moe_check_overlap(mc, n_tensors, FALSE);
 }
 
 static void
@@ -175,6 +182,34 @@ test_one_rank_holding_every_expert_equals_the_serial_one(void)
 {
     MoeCase mc = {1, 8, 4, 2, 8, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0};
     CU_ASSERT_EQUAL(moe_check(&mc, 7), 0);
+}
+
+/* --moe-shared-expert-overlap: every all-to-all on a stream of its own, the shared experts on
+ * the compute stream meanwhile, x's gradient summed from its routed and shared parts; the block
+ * is still the serial one (every output and gradient), and the hazard check proves the streams'
+ * waits, with the flat all-to-all and with DeepEP's hops. */
+static void
+test_shared_experts_beside_the_all_to_alls_equal_the_serial_one(void)
+{
+    MoeCase flat = {4, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0};
+    CU_ASSERT_EQUAL(moe_check_overlap(&flat, 7, TRUE), 0);
+    MoeCase hops = {8, 10, 16, 4, 8, 4, 2, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SIGMOID, 0, 2};
+    CU_ASSERT_EQUAL(moe_check_overlap(&hops, 7, TRUE), 0);
+    /* the all-to-alls are on the second stream, nothing else is */
+    SimparModel m = moe_model(8, 2, 12, SIMPAR_MLP_SWIGLU);
+    m.moe.shared_overlap = TRUE;
+    g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, 4, 0, 12, 7, 0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+    CU_ASSERT_EQUAL(simpar_schedule_n_streams(sched), 2);
+    guint beside = 0, a2a = 0;
+    for (guint i = 0; i < simpar_schedule_n_ops(sched); i++) {
+        const SimparOp *op = simpar_schedule_op(sched, i);
+        gboolean coll = op->kind == SIMPAR_OP_COLLECTIVE;
+        a2a += coll, beside += op->stream == 1;
+        CU_ASSERT_EQUAL(op->stream, coll ? 1u : 0u);
+    }
+    CU_ASSERT_EQUAL(a2a, 4 * 4); /* dispatch and combine, forward and backward, on 4 ranks */
+    CU_ASSERT_EQUAL(beside, a2a);
 }
 
 /* ----- DeepEP's hops ----- */
@@ -740,6 +775,8 @@ static CU_TestInfo host_tests[] = {
      test_the_dispatch_all_to_all_moves_exactly_the_routed_tokens},
     {"a predicted all-to-all moves the busiest expert's rows (T k / E x imbalance)",
      test_a_predicted_all_to_all_moves_the_busiest_experts_rows},
+    {"shared experts beside the all-to-alls (flat and DeepEP's) equal the serial one at 1e-9",
+     test_shared_experts_beside_the_all_to_alls_equal_the_serial_one},
     {"DeepEP's hops over 2 nodes of 2 ranks equal the serial one at 1e-9",
      test_deepep_hops_over_2_nodes_of_2_equal_the_serial_one},
     {"DeepEP's hops with node-limited routing (nodes of 2 and 4) equal the serial one at 1e-9",
