@@ -122,17 +122,12 @@ measured_element(const Loc *l, JsonArray *a, const char *key, guint i, GError **
 static JsonObject *
 measured_open(JsonParser *parser, const char *path, const char *format, GError **error)
 {
-    if (!simpar_json_load_file(parser, path, SIMPAR_JSON_LARGE_MAX, error)) {
+    JsonObject *o = simpar_json_load_object(parser, path, SIMPAR_JSON_LARGE_MAX, error);
+    if (o == NULL) {
         g_prefix_error(error, "--measured ");
         return NULL;
     }
-    JsonNode *root = json_parser_get_root(parser);
     Loc l = {path, ""};
-    if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
-        measured_bad(&l, "the top level", "must be one JSON object", error);
-        return NULL;
-    }
-    JsonObject *o = json_node_get_object(root);
     const char *got;
     guint version;
     if (!measured_string(&l, o, "format", &got, error))

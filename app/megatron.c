@@ -644,7 +644,7 @@ meg_parallel(SimparMegatron *meg, gint64 *tp, gint64 *pp, GError **error)
                             "--cp-comm-type %s: simpar models p2p (its --cp-mode ring) and "
                             "allgather, one for every layer; a2a and a2a+p2p are not modelled",
                             comm);
-    const char *mode = g_str_equal(types[0], "p2p") ? "ring" : "allgather";
+    const char *mode = simpar_job_cp_mode_name(g_str_equal(types[0], "p2p"));
     if (cp > 1)
         meg_arg(meg, "--cp=%" G_GINT64_FORMAT, cp), meg_arg(meg, "--cp-mode=%s", mode);
     meg_use(meg, "--context-parallel-size (default 1)", "--cp %" G_GINT64_FORMAT, cp);
@@ -1137,7 +1137,7 @@ meg_alias_cb(const char *option, const char *value, gpointer data, GError **erro
         meg_set(&a->norm, g_str_equal(value, "RMSNorm") ? "rmsnorm" : "layernorm");
     else if (g_str_equal(name, "cp-comm-type") &&
              (g_str_equal(value, "p2p") || g_str_equal(value, "allgather")))
-        meg_set(&a->cp_mode, g_str_equal(value, "p2p") ? "ring" : "allgather");
+        meg_set(&a->cp_mode, simpar_job_cp_mode_name(g_str_equal(value, "p2p")));
     else if (!g_str_equal(name, "untie-embeddings-and-output-weights") &&
              !g_str_equal(name, "group-query-attention") &&
              !g_str_equal(name, "moe-router-load-balancing-type")) {

@@ -10,6 +10,7 @@
  * No figure of simpar is fitted to these tables; they show how far its predictions are from
  * what was measured. */
 #include "cli.h"
+#include "predict-config.h"
 #include "topology.h"
 #include <glib/gstdio.h>
 #include <math.h>
@@ -194,10 +195,9 @@ simpar_validate_published(const char *set, const char *backend, gboolean json, G
     g_auto(GStrv) valid = g_strsplit(sets, ", ", -1);
     if (!g_strv_contains((const char *const *) valid, set))
         return simpar_cli_usage(error, "--published %s: unknown (valid: %s)", set, sets);
-    const char *backends[] = {"simgrid", "analytic", "formula", NULL};
-    if (!g_strv_contains(backends, backend))
-        return simpar_cli_usage(error, "--backend %s: unknown (valid: simgrid, analytic, formula)",
-                                backend);
+    const SimparBackend *row; /* the predictor's backends, the child's --backend */
+    if (!simpar_predict_backend_lookup(backend, &row, error))
+        return FALSE;
     g_autofree char *dir = g_dir_make_tmp("simpar-published-XXXXXX", error);
     if (dir == NULL)
         return FALSE;

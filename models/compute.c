@@ -209,15 +209,9 @@ simpar_gpu_load_calibration(SimparGpu *gpu, const char *path, GError **error)
     g_return_val_if_fail(gpu != NULL && path != NULL, FALSE);
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     g_autoptr(JsonParser) parser = json_parser_new();
-    if (!simpar_json_load_file(parser, path, SIMPAR_JSON_SMALL_MAX, error))
+    JsonObject *obj = simpar_json_load_object(parser, path, SIMPAR_JSON_SMALL_MAX, error);
+    if (obj == NULL)
         return FALSE;
-    JsonNode *root = json_parser_get_root(parser);
-    if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
-        g_set_error(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_PARSE,
-                    "%s: a calibration file holds one JSON object", path);
-        return FALSE;
-    }
-    JsonObject *obj = json_node_get_object(root);
     g_autoptr(GList) members = json_object_get_members(obj);
     SimparGpu updated = *gpu; /* a bad file leaves the caller's figures untouched */
     for (GList *l = members; l != NULL; l = l->next)

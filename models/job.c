@@ -633,13 +633,8 @@ simpar_job_plan(const SimparJobArgs *args, const SimparModel *model, const Simpa
     if (!job_cp_valid(args, error) || !simpar_job_check_ranges(args, error))
         return FALSE;
     plan->cp = args->cp != SIMPAR_JOB_UNSET ? args->cp : 1;
-    if (args->cp_mode != NULL && !g_str_equal(args->cp_mode, "allgather") &&
-        !g_str_equal(args->cp_mode, "ring")) {
-        g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
-                    "--cp-mode %s: valid are allgather and ring", args->cp_mode);
+    if (args->cp_mode != NULL && !simpar_job_cp_mode_parse(args->cp_mode, &plan->cp_ring, error))
         return FALSE;
-    }
-    plan->cp_ring = args->cp_mode != NULL && g_str_equal(args->cp_mode, "ring");
     if (args->variant != NULL) {
         if (!simpar_generator_has(gen, SIMPAR_GEN_VARIANTS) ||
             (!g_str_equal(args->variant, "paper") && !g_str_equal(args->variant, "later"))) {
@@ -796,6 +791,29 @@ simpar_job_run_name(SimparJobRun run)
 {
     g_return_val_if_fail(run < G_N_ELEMENTS(job_run_names), "?");
     return job_run_names[run];
+}
+
+/* --cp-mode's names, by the plan's cp_ring */
+static const char *const job_cp_modes[] = {"allgather", "ring"};
+
+gboolean
+simpar_job_cp_mode_parse(const char *name, gboolean *ring, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    for (guint i = 0; i < G_N_ELEMENTS(job_cp_modes); i++)
+        if (g_strcmp0(name, job_cp_modes[i]) == 0) {
+            *ring = i == 1;
+            return TRUE;
+        }
+    g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
+                "--cp-mode %s: valid are %s and %s", name, job_cp_modes[0], job_cp_modes[1]);
+    return FALSE;
+}
+
+const char *
+simpar_job_cp_mode_name(gboolean ring)
+{
+    return job_cp_modes[ring ? 1 : 0]; /* (transfer none) */
 }
 
 gboolean

@@ -110,6 +110,10 @@ typedef enum {
 
 gboolean simpar_job_run_parse(const char *name, SimparJobRun *out, GError **error);
 const char *simpar_job_run_name(SimparJobRun run);
+/* --cp-mode: "allgather" (FALSE) or "ring" (TRUE, ring attention) into *ring; the name of one
+ * (transfer none). */
+gboolean simpar_job_cp_mode_parse(const char *name, gboolean *ring, GError **error);
+const char *simpar_job_cp_mode_name(gboolean ring);
 
 /* (transfer full): the schedule of `run` for the job, with `model` (`fallback` model when
  * --model is not given) and `train` (validated; train->tp is the layer's plan) filled:

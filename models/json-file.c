@@ -209,6 +209,21 @@ simpar_json_parse(JsonParser *parser, const char *text, gsize len, const char *p
     return FALSE;
 }
 
+JsonObject *
+simpar_json_load_object(JsonParser *parser, const char *path, gsize max_bytes, GError **error)
+{
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    if (!simpar_json_load_file(parser, path, max_bytes, error))
+        return NULL;
+    JsonNode *root = json_parser_get_root(parser);
+    if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
+        g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_PARSE,
+                    "%s: the file must hold one JSON object", path);
+        return NULL;
+    }
+    return json_node_get_object(root); /* (transfer none) */
+}
+
 char *
 simpar_json_builder_text(JsonBuilder *b, gsize *len)
 {

@@ -888,16 +888,9 @@ simpar_model_load_json(const char *path, SimparModel *out, GError **error)
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     g_autoptr(JsonParser) parser = json_parser_new();
-    if (!simpar_json_load_file(parser, path, SIMPAR_JSON_SMALL_MAX, error))
-        return FALSE;
-    JsonNode *root = json_parser_get_root(parser);
-    if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
-        g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_PARSE,
-                    "%s: the model file must hold one JSON object", path);
-        return FALSE;
-    }
+    JsonObject *o = simpar_json_load_object(parser, path, SIMPAR_JSON_SMALL_MAX, error);
     SimparModel m;
-    if (!model_read_object(json_node_get_object(root), path, &m, error))
+    if (o == NULL || !model_read_object(o, path, &m, error))
         return FALSE;
     if (!model_validate(&m, dim_keys, error)) {
         g_prefix_error(error, "%s: ", path);

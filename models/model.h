@@ -173,6 +173,11 @@ gboolean simpar_json_load_file(JsonParser *parser, const char *path, gsize max_b
 /* The same for `len` bytes of text already read from the file `path` (a trace gunzipped). */
 gboolean simpar_json_parse(JsonParser *parser, const char *text, gsize len, const char *path,
                            GError **error);
+/* The file's top object (transfer none: the parser's), read as simpar_json_load_file reads it;
+ * NULL when it holds anything else, an error naming the file. The JSON files a user gives as
+ * one object: models, calibrations, measured runs and benches. */
+JsonObject *simpar_json_load_object(JsonParser *parser, const char *path, gsize max_bytes,
+                                    GError **error);
 /* "a, b, c": the names of a table's n rows of `row_size` bytes whose first member is their
  * `const char *` name, for help texts and errors (interned: lives as long as the process). */
 const char *simpar_intern_names(gconstpointer rows, guint n, gsize row_size);

@@ -138,7 +138,8 @@ simpar_predict_args_resolve(const SimparPredictArgs *a, const char *backend,
     if (a->block_backend != NULL &&
         !simpar_backend_lookup(a->block_backend, &ctx->block_backend, NULL)) {
         g_set_error(error, SIMPAR_PREDICT_ERROR, SIMPAR_PREDICT_ERROR_REFUSED,
-                    "--block-backend %s: unknown (valid: simgrid, analytic)", a->block_backend);
+                    "--block-backend %s: unknown (valid: %s)", a->block_backend,
+                    simpar_backend_names());
         return FALSE;
     }
     const char *slices = a->tp_slices != NULL ? a->tp_slices : "one";

@@ -1,6 +1,7 @@
 /* report.c - breakdown of a predicted step, and its text, JSON and Chrome-trace forms. */
 #include "report.h"
 #include "generators.h"
+#include "job.h"
 #include <math.h>
 
 struct _SimparReport {
@@ -608,7 +609,7 @@ simpar_report_config_init(SimparReportConfig *c, const SimparModel *model, const
     c->fp8_attention = model->fp8 != SIMPAR_FP8_NONE && t->tp.fp8_attention;
     c->schedule = g_intern_string(simpar_pipe_schedule_name(t->schedule));
     c->recompute = g_intern_string(simpar_recompute_name(t->tp.recompute));
-    c->cp_mode = g_intern_static_string(t->tp.cp_ring ? "ring" : "allgather");
+    c->cp_mode = g_intern_static_string(simpar_job_cp_mode_name(t->tp.cp_ring));
     c->dtype = g_intern_string(simpar_dtype_name(model->dtype));
     c->grad_reduce_dtype =
         g_intern_string(simpar_dtype_name(t->grad_dtype_set ? t->grad_dtype : model->dtype));

@@ -91,17 +91,10 @@ simpar_platform_calibrate_links(const SimparPlatform *p, const char *path, GErro
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
     g_autoptr(JsonParser) parser = json_parser_new();
-    if (!simpar_json_load_file(parser, path, SIMPAR_JSON_SMALL_MAX, error))
-        return FALSE;
-    JsonNode *root = json_parser_get_root(parser);
-    if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
-        g_set_error(error, SIMPAR_PLATFORM_ERROR, SIMPAR_PLATFORM_ERROR_INVALID,
-                    "--calibration %s: a calibration file holds one JSON object", path);
-        return FALSE;
-    }
-    JsonObject *o = json_node_get_object(root);
+    JsonObject *o = simpar_json_load_object(parser, path, SIMPAR_JSON_SMALL_MAX, error);
     SimparNetFigures f;
-    if (!platform_link_figure(o, path, "intra_node_bandwidth_Bps", 1e14, &f.intra_bw_Bps, error) ||
+    if (o == NULL ||
+        !platform_link_figure(o, path, "intra_node_bandwidth_Bps", 1e14, &f.intra_bw_Bps, error) ||
         !platform_link_figure(o, path, "intra_node_latency_s", 1, &f.intra_lat_s, error) ||
         !platform_link_figure(o, path, "inter_node_bandwidth_Bps", 1e14, &f.inter_bw_Bps, error) ||
         !platform_link_figure(o, path, "inter_node_latency_s", 1, &f.inter_lat_s, error) ||

@@ -192,49 +192,16 @@ platform_end_element(GMarkupParseContext *ctx, const char *element, gpointer dat
     }
 }
 
-/* A Clos file's fabric, from the words its header ends with (topologies/topology.c). */
-static gboolean
-platform_generated_fabric(const char *head, const SimparTopologyPreset *preset,
-                          SimparFabricSpec *out)
-{
-    /* the comment is wrapped at spaces, which sscanf's spaces match */
-    const char *at = strstr(head, "rack-nodes");
-    const char *end = strstr(head, "-->");
-    if (at == NULL || end == NULL || at > end ||
-        sscanf(at, "rack-nodes %u, pod-gpus %u, oversubscription %lf, nic-gbps %lf",
-               &out->rack_nodes, &out->pod_gpus, &out->oversubscription, &out->nic_gbps) != 4)
-        return FALSE;
-    g_autofree char *why = simpar_topology_fabric_invalid(preset, out);
-    return why == NULL;
-}
-
-/* Whether `simpar topology` wrote `text` (its header names the preset and node count, and a Clos
- * fabric's options, and the preset regenerates it byte for byte). */
+/* Whether `simpar topology` wrote `text` (topologies/topology.c reads its own header back). */
 void
 platform_generated(const char *text, gsize len, PlatformGenerated *out)
 {
-    char name[64];
     guint nodes;
-    *out = (PlatformGenerated){0, 0, 0, 0};
-    const char *head = strstr(text, "<!-- Preset ");
-    if (head == NULL || head - text > 512 ||
-        sscanf(head, "<!-- Preset %63[a-z0-9-], %u nodes", name, &nodes) != 2)
-        return;
-    const SimparTopologyPreset *preset = simpar_topology_lookup(name);
-    /* a generated file holds ~900 bytes per GPU: a header asking for more than the file can
-     * hold names another file, and regenerating it could cost gigabytes */
-    if (preset == NULL || nodes < 2 || nodes > SIMPAR_TOPOLOGY_MAX_NODES ||
-        (guint64) nodes * preset->gpus_per_node * 256 > len)
-        return;
-    SimparFabricSpec fabric = {0, 0, 0, 0};
-    gboolean clos = simpar_topology_has_fabric(preset);
-    if (clos && !platform_generated_fabric(head, preset, &fabric))
-        return;
-    g_autofree char *generated = clos ? simpar_topology_generate_fabric(preset, nodes, &fabric)
-                                      : simpar_topology_generate(preset, nodes);
-    if (strlen(generated) == len && memcmp(generated, text, len) == 0)
-        *out = (PlatformGenerated){preset->gpus_per_node, nodes, fabric.rack_nodes,
-                                   fabric.pod_gpus / preset->gpus_per_node};
+    SimparFabricSpec fabric;
+    const SimparTopologyPreset *preset = simpar_topology_recognise(text, len, &nodes, &fabric);
+    *out = preset == NULL ? (PlatformGenerated){0, 0, 0, 0}
+                          : (PlatformGenerated){preset->gpus_per_node, nodes, fabric.rack_nodes,
+                                                fabric.pod_gpus / preset->gpus_per_node};
 }
 
 /* Checks the file and finds whether `simpar topology` wrote it, once for every child. */

@@ -25,6 +25,7 @@
 #include "simpar-topology-res.h"
 #include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #define GIB (G_GUINT64_CONSTANT(1) << 30)
@@ -497,7 +498,7 @@ nvswitch_write(GString *xml, const SimparTopologyPreset *p, guint nodes,
  * A SimGrid zone holds either zones or hosts and routers, hence the one-router zones. */
 
 /* " with the options rack-nodes 2, pod-gpus 3072, oversubscription 7, nic-gbps 400" (what
- * sim/platform.c reads back to regenerate the file) */
+ * simpar_topology_recognise reads back to regenerate the file) */
 static char *
 clos_options(const SimparFabricSpec *f)
 {
@@ -889,4 +890,46 @@ simpar_topology_fabric_invalid(const SimparTopologyPreset *p, const SimparFabric
                                "over its uplink into the aggregation tier)",
                                topology_num(v, f->oversubscription, 1), most);
     return NULL;
+}
+
+/* ----- reading a header back */
+
+/* A Clos file's fabric, from the words its header ends with (clos_options). */
+static gboolean
+topology_read_fabric(const char *head, const SimparTopologyPreset *preset, SimparFabricSpec *out)
+{
+    /* the comment is wrapped at spaces, which sscanf's spaces match */
+    const char *at = strstr(head, "rack-nodes");
+    const char *end = strstr(head, "-->");
+    if (at == NULL || end == NULL || at > end ||
+        sscanf(at, "rack-nodes %u, pod-gpus %u, oversubscription %lf, nic-gbps %lf",
+               &out->rack_nodes, &out->pod_gpus, &out->oversubscription, &out->nic_gbps) != 4)
+        return FALSE;
+    g_autofree char *why = simpar_topology_fabric_invalid(preset, out);
+    return why == NULL;
+}
+
+const SimparTopologyPreset *
+simpar_topology_recognise(const char *text, gsize len, guint *nodes, SimparFabricSpec *fabric)
+{
+    char name[64];
+    *fabric = (SimparFabricSpec){0, 0, 0, 0};
+    const char *head = strstr(text, "<!-- Preset "); /* topology_open's words */
+    if (head == NULL || head - text > 512 ||
+        sscanf(head, "<!-- Preset %63[a-z0-9-], %u nodes", name, nodes) != 2)
+        return NULL;
+    const SimparTopologyPreset *preset = simpar_topology_lookup(name);
+    /* a generated file holds ~900 bytes per GPU: a header asking for more than the file can
+     * hold names another file, and regenerating it could cost gigabytes */
+    if (preset == NULL || *nodes < 2 || *nodes > SIMPAR_TOPOLOGY_MAX_NODES ||
+        (guint64) *nodes * preset->gpus_per_node * 256 > len)
+        return NULL;
+    gboolean clos = simpar_topology_has_fabric(preset);
+    if (clos && !topology_read_fabric(head, preset, fabric))
+        return NULL;
+    g_autofree char *generated = clos ? simpar_topology_generate_fabric(preset, *nodes, fabric)
+                                      : simpar_topology_generate(preset, *nodes);
+    if (strlen(generated) != len || memcmp(generated, text, len) != 0)
+        return NULL;
+    return preset; /* (transfer none) */
 }

@@ -117,6 +117,12 @@ char *simpar_topology_generate(const SimparTopologyPreset *preset,
 /* The same with a fabric of one's own (NULL: the preset's); style clos only. Check it first. */
 char *simpar_topology_generate_fabric(const SimparTopologyPreset *preset, guint nodes,
                                       const SimparFabricSpec *fabric); /* (transfer full) */
+/* The preset that wrote `text` (transfer none), its nodes and its fabric (zeros but for a Clos
+ * preset's): the file's header names them as topology.c writes it, and they regenerate the
+ * file byte for byte; NULL for any other file (hand-written, edited, or a header naming more
+ * GPUs than the file could hold, whose regeneration could cost gigabytes). */
+const SimparTopologyPreset *simpar_topology_recognise(const char *text, gsize len, guint *nodes,
+                                                      SimparFabricSpec *fabric);
 /* The names of a generated platform's GPUs and links: what the writers print and sim/ reads
  * back (to find the GPUs, to map a representative route onto the real one, to tell the fabric
  * from the nodes). One grammar, here:

@@ -70,7 +70,7 @@ sweep_check_name(SimparSweepNames which, const char *name, GError **error)
     GError *local = NULL;
     SimparRecompute r;
     SimparPipeSchedule s;
-    gboolean ok = TRUE;
+    gboolean ok = TRUE, ring;
     if (which == SIMPAR_SWEEP_MODES)
         ok = simpar_generator_lookup(name, &local) != NULL;
     else if (which == SIMPAR_SWEEP_RECOMPUTE)
@@ -80,9 +80,8 @@ sweep_check_name(SimparSweepNames which, const char *name, GError **error)
                                 "--precision %s: valid are fp16, bf16, fp32, fp64, fp8 (delayed "
                                 "scaling), fp8-delayed, fp8-current, fp8-mxfp8",
                                 name);
-    else if (which == SIMPAR_SWEEP_CP_MODE && !g_str_equal(name, "allgather") &&
-             !g_str_equal(name, "ring"))
-        return simpar_cli_usage(error, "--cp-mode %s: valid are allgather and ring", name);
+    else if (which == SIMPAR_SWEEP_CP_MODE)
+        ok = simpar_job_cp_mode_parse(name, &ring, &local);
     else if (which == SIMPAR_SWEEP_SCHEDULE && simpar_pipe_schedule_parse(name, &s, &local) &&
              s == SIMPAR_PIPE_LOCAL)
         return simpar_cli_usage(error, "--schedule local: simpar sweep does not sweep local "
