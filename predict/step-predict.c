@@ -190,19 +190,19 @@ block_add(SimparBlockTimes *bt, const char *key, double add, double compute_add)
 SimparSchedule *
 simpar_block_moe_build(const SimparModel *model, const SimparTrain *train, guint **gpus)
 {
-    guint ep = (guint) MAX(train->ep, 1);
+    guint ep = (guint) MAX(train->ep, 1), etp = (guint) MAX(train->etp, 1);
     guint64 tokens = (guint64) model->micro_batch * model->seq / simpar_plan_cp(&train->tp) /
                      (simpar_plan_whole_rows(&train->tp) ? 1 : (guint64) train->tp.tp);
     gboolean deepep = train->moe_dispatcher == SIMPAR_MOE_DEEPEP;
     g_assert(!deepep || train->ep_node > 0); /* the platform's nodes (predict-config.c) */
     SimparSchedule *moe =
-        simpar_moe_block_build(model, ep, deepep ? (guint) train->ep_node : 0, (guint) tokens,
+        simpar_moe_block_build(model, ep, etp, deepep ? (guint) train->ep_node : 0, (guint) tokens,
                                train->tp.seed, simpar_moe_capacity(model, (guint) tokens), NULL);
     g_assert(moe != NULL); /* simpar_train_validate checked E against EP, predict-config.c the
                               nodes against EP */
-    *gpus = g_new(guint, ep);
-    for (guint i = 0; i < ep; i++)
-        (*gpus)[i] = simpar_train_expert_rank(train, 0, i, 0, 0);
+    *gpus = g_new(guint, ep * etp); /* block rank e ETP + t (moe.h) */
+    for (guint i = 0; i < ep * etp; i++)
+        (*gpus)[i] = simpar_train_expert_rank(train, i % etp, i / etp, 0, 0);
     return moe; /* (transfer full) */
 }
 
