@@ -833,20 +833,20 @@ simpar_moe_capacity(const SimparModel *model, guint tokens)
 }
 
 double
-simpar_moe_expert_params(const SimparModel *m, gint64 ep)
+simpar_moe_expert_params(const SimparModel *m, gint64 ep, gint64 etp)
 {
     const SimparMoeConfig *e = &m->moe;
     double w = m->mlp == SIMPAR_MLP_SWIGLU ? 3 : 2, h = (double) m->hidden;
-    return (double) (e->experts / MAX(ep, 1)) * w * h * (double) e->moe_ffn;
+    return (double) (e->experts / MAX(ep, 1)) * w * h * (double) (e->moe_ffn / MAX(etp, 1));
 }
 
 double
-simpar_moe_rank_params(const SimparModel *m, gint64 ep)
+simpar_moe_rank_params(const SimparModel *m, gint64 ep, gint64 etp)
 {
     const SimparMoeConfig *e = &m->moe;
     double w = m->mlp == SIMPAR_MLP_SWIGLU ? 3 : 2, h = (double) m->hidden;
     return h * (double) e->experts + w * h * (double) e->shared_ffn +
-           simpar_moe_expert_params(m, ep);
+           simpar_moe_expert_params(m, ep, etp);
 }
 
 double

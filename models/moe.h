@@ -92,12 +92,12 @@ gint64 *simpar_moe_hop_map(const SimparMoe *m, guint *choice, gsize *n_rows);
  * GEMMs: ceil(T k / E cf) with a capacity factor, else the busiest expert's ceil(T k / E x
  * imbalance) (dropless: the routing's real counts are the executors' business). */
 guint simpar_moe_capacity(const SimparModel *model, guint tokens);
-/* Parameters of one MoE layer's MLP part on one of `ep` ranks: the router [h x E], the shared
- * experts and the rank's E/ep routed experts. */
-double simpar_moe_rank_params(const SimparModel *model, gint64 ep);
-/* Of them, the rank's E/ep routed experts: the weights reduced over the expert-data-parallel
- * group (train.h). */
-double simpar_moe_expert_params(const SimparModel *model, gint64 ep);
+/* Parameters of one MoE layer's MLP part on one of ep x etp ranks: the router [h x E], the
+ * shared experts and the rank's 1/etp of its E/ep routed experts. */
+double simpar_moe_rank_params(const SimparModel *model, gint64 ep, gint64 etp);
+/* Of them, the rank's 1/etp of E/ep routed experts: the weights reduced over the
+ * expert-data-parallel group (train.h). */
+double simpar_moe_expert_params(const SimparModel *model, gint64 ep, gint64 etp);
 /* The weights one token passes through in an MoE layer's MLP part: the router, the shared
  * experts and its top_k routed experts (the active parameters, for model FLOPs). */
 double simpar_moe_active_params(const SimparModel *model);

@@ -125,12 +125,14 @@ simpar_block_layer_spans(const SimparStepTimer *tm, const SimparTrain *train,
 
 /* Mean over the ranks of one of two stacked MoE blocks' time in part k: 0 the dispatch
  * all-to-alls, 1 the combine all-to-alls, 2 the experts' GEMMs; 3 the layer's all-to-alls
- * between a grid mode's layout and the block's tokens (tp-moe.c; `moe` the layer's schedule). */
+ * between a grid mode's layout and the block's tokens (tp-moe.c; `moe` the layer's schedule);
+ * 4 and 5 expert tensor parallelism's all-gathers and reduce-scatters (moe.h). */
 static double
 block_moe_part(const SimparSchedule *moe, const SimparSpan *sp, guint k)
 {
-    static const char *const what[] = {".moe.all-to-all-dispatch", ".moe.all-to-all-combine",
-                                       ".experts.", ".moe.redistribute-"};
+    static const char *const what[] = {
+        ".moe.all-to-all-dispatch", ".moe.all-to-all-combine", ".experts.",
+        ".moe.redistribute-",       ".moe.all-gather-",        ".moe.reduce-scatter-"};
     guint n = simpar_schedule_n_ops(moe);
     double sum = 0;
     for (guint i = 0; i < n; i++) {
@@ -230,6 +232,8 @@ block_moe(const SimparStepTimer *tm, const SimparModel *model, const SimparTrain
     const char *const parts[] = {"moe.dispatch", "moe.combine", "moe.experts"};
     for (guint k = 0; k < G_N_ELEMENTS(parts); k++)
         block_set(bt, parts[k], block_moe_part(moe, sp, k), 0);
+    if (train->etp > 1)
+        block_set(bt, "moe.expert-tp", block_moe_part(moe, sp, 4) + block_moe_part(moe, sp, 5), 0);
     SimparReportRow row = {0};
     simpar_report_breakdown(&run, sp, &row);
     for (guint i = 0; i < row.axes->len; i++) {
@@ -591,6 +595,7 @@ simpar_step_breakdown_finish(const SimparRun *run, const guint *job_gpus,
     row->step.moe_combine_s = simpar_block_time(bt, "moe.combine");
     row->step.moe_experts_s = simpar_block_time(bt, "moe.experts");
     row->step.moe_redistribute_s = simpar_block_time(bt, "moe.redistribute");
+    row->step.moe_expert_tp_s = simpar_block_time(bt, "moe.expert-tp");
     row->step.layer_ranks = bt->layer_ranks;
     row->step.tp_ranks = (double) tr->tp.tp * simpar_plan_cp(&tr->tp); /* the layer's: T x C */
     row->comm_bytes_per_gpu +=
