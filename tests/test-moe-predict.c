@@ -639,6 +639,56 @@ test_a_trace_draws_dense_layers_as_the_dense_layer(void)
     simpar_test_tmpdir_remove(g_steal_pointer(&dir));
 }
 
+/* The time simpar collective gives one collective of S bytes (nccl-tests' size) over the
+ * first two GPUs on `backend`. */
+static double
+moe_collective_s(const char *op, double bytes, const char *backend)
+{
+    g_autofree char *args =
+        g_strdup_printf("collective --topology " H100 " --op %s --gpus 2 --bytes %.0f --json "
+                        "--backend %s",
+                        op, bytes, backend);
+    g_autoptr(JsonParser) p = NULL;
+    JsonObject *row = moe_step(args, &p);
+    g_assert(json_object_get_int_member(row, "bytes") == (gint64) bytes);
+    return json_object_get_double_member(row, "time_s");
+}
+
+/* Expert tensor parallelism 2 (MOE_JOB with --etp 2: 16 GPUs of one node are EP 8 x ETP 2,
+ * each ETP pair two neighbours): an MoE layer runs two all-gathers (the dispatch's rows, the
+ * combine's gradient) and two reduce-scatters (the experts' output, the dispatch's gradient) over
+ * the pair, each of the E C h rows a GPU received, C = ceil(T k / E) = ceil(1024 x 2 / 16) = 128:
+ * 16 x 128 x 4096 bf16 elements a GPU, S = 2 x 16 MiB in nccl-tests' terms. The report's
+ * moe_expert_tp_s is their time as simpar collective gives it on two GPUs of the node, on the
+ * analytic and the SimGrid backends (the pairs of the block run side by side on the NVSwitch);
+ * ETP 1 reports none, and ETP 2's collectives sit on their own axis, "etp". */
+static void
+test_etp_2_times_its_all_gathers_and_reduce_scatters_as_the_collectives(void)
+{
+    double bytes = 2.0 * 16 * 128 * 4096 * 2;
+    const char *backends[] = {"analytic", "simgrid"};
+    for (guint i = 0; i < G_N_ELEMENTS(backends); i++) {
+        g_autofree char *args = g_strdup_printf(MOE_JOB " --etp 2 --backend %s", backends[i]);
+        g_autoptr(JsonParser) p = NULL, p1 = NULL;
+        JsonObject *step = moe_step(args, &p);
+        double want = 2 * moe_collective_s("allgather", bytes, backends[i]) +
+                      2 * moe_collective_s("reducescatter", bytes, backends[i]);
+        double got = moe_member(step, "moe_expert_tp_s");
+        if (fabs(got - want) > 1e-9 * want)
+            printf("\n    %s: moe_expert_tp_s %.9g, collectives %.9g", backends[i], got, want);
+        CU_ASSERT(fabs(got - want) <= 1e-9 * want);
+        JsonArray *axes = json_object_get_array_member(step, "exposed_comm_by_axis");
+        gboolean etp = FALSE;
+        for (guint k = 0; k < json_array_get_length(axes); k++) {
+            JsonObject *a = json_array_get_object_element(axes, k);
+            etp = etp || g_str_equal(json_object_get_string_member(a, "axis"), "etp");
+        }
+        CU_ASSERT(etp);
+        g_autofree char *one = g_strdup_printf(MOE_JOB " --backend %s", backends[i]);
+        CU_ASSERT(!json_object_has_member(moe_step(one, &p1), "moe_expert_tp_s"));
+    }
+}
+
 static CU_TestInfo predict_tests[] = {
     {"an MoE step names its dispatch and combine all-to-alls and expert GEMMs",
      test_an_moe_step_names_dispatch_combine_and_expert_gemms},
@@ -668,6 +718,9 @@ static CU_TestInfo predict_tests[] = {
     {"an MoE step's trace shows the MoE block in every layer, with the prediction's times on "
      "every backend",
      test_an_moe_trace_shows_the_moe_block_with_the_prediction_s_times},
+    {"ETP 2's all-gathers and reduce-scatters take the time simpar collective gives them, on "
+     "the analytic and SimGrid backends",
+     test_etp_2_times_its_all_gathers_and_reduce_scatters_as_the_collectives},
     CU_TEST_INFO_NULL,
 };
 
