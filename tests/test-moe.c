@@ -528,6 +528,7 @@ grid_compare(const SimparSchedule *sched, SimparHost *host, GHashTable *tab, gui
 typedef struct {
     const char *mode;
     gint64 tp, depth, shared;
+    gint64 etp; /* the block's expert tensor parallelism: EP = T / ETP; 0: 1 */
 } GridCase;
 
 /* The oracle: the layer without its MLP (t[] in, t[REF_Y] = r1), the MoE block on r1 and dy,
@@ -605,15 +606,17 @@ grid_check(const GridCase *gc)
     CU_ASSERT_FATAL(simpar_model_validate(&m, NULL));
     SimparPlan plan;
     simpar_plan_init(&plan);
-    plan.gen = simpar_generator_of(gc->mode), plan.tp = gc->tp, plan.depth = gc->depth,
-    plan.ep = gc->tp;
+    guint etp = (guint) MAX(gc->etp, 1);
+    plan.gen = simpar_generator_of(gc->mode), plan.tp = gc->tp, plan.depth = gc->depth;
+    plan.ep = gc->tp / etp, plan.etp = etp;
     plan.causal = TRUE, plan.p_hidden = 0, plan.p_attn = 0;
     g_autoptr(GError) error = NULL;
     g_autoptr(SimparSchedule) layer = simpar_generate_layer(&m, &plan, &error);
     CU_ASSERT_PTR_NOT_NULL_FATAL(layer);
     CU_ASSERT_FATAL(simpar_schedule_check_hazards(layer, &error));
     guint T = (guint) gc->tp, N = (guint) (m.micro_batch * m.seq);
-    g_autoptr(SimparSchedule) block = simpar_moe_block_build(&m, T, 1, 0, N / T, 7, 0, &error);
+    g_autoptr(SimparSchedule) block =
+        simpar_moe_block_build(&m, T / etp, etp, 0, N / T, 7, 0, &error);
     CU_ASSERT_PTR_NOT_NULL_FATAL(block);
     SimparMoe route = moe_route_of(block);
     g_autoptr(RefMoe) ref = ref_moe_new(&m, &route, 11);
@@ -656,8 +659,8 @@ grid_check(const GridCase *gc)
     CU_ASSERT_FATAL(simpar_host_run(second, &error));
     double layer_err = grid_compare(layer, second, tab, &layer_tensors);
     printf("\n    %s T=%" G_GINT64_FORMAT
-           " EP %u: MoE block %u tensors %.3g, layer %u tensors %.3g",
-           gc->mode, gc->tp, T, moe_tensors, moe_err, layer_tensors, layer_err);
+           " EP %u ETP %u: MoE block %u tensors %.3g, layer %u tensors %.3g",
+           gc->mode, gc->tp, T / etp, etp, moe_tensors, moe_err, layer_tensors, layer_err);
     CU_ASSERT(moe_err <= MOE_TOL && layer_err <= MOE_TOL);
     CU_ASSERT_EQUAL(moe_tensors, gc->shared > 0 ? 7 : 5);
     /* y, dx, moe.x, moe.dy, ln1's gamma and beta, qkv and proj weights */
@@ -671,19 +674,28 @@ grid_check(const GridCase *gc)
 static void
 test_a_2d_layer_with_the_moe_block_equals_the_serial_one(void)
 {
-    grid_check(&(GridCase){"2d", 4, 0, 12});
+    grid_check(&(GridCase){"2d", 4, 0, 12, 0});
 }
 
 static void
 test_a_2p5d_layer_with_the_moe_block_equals_the_serial_one(void)
 {
-    grid_check(&(GridCase){"2.5d", 8, 2, 0});
+    grid_check(&(GridCase){"2.5d", 8, 2, 0, 0});
 }
 
 static void
 test_a_3d_layer_with_the_moe_block_equals_the_serial_one(void)
 {
-    grid_check(&(GridCase){"3d", 8, 0, 12});
+    grid_check(&(GridCase){"3d", 8, 0, 12, 0});
+}
+
+/* The same layers with the block's 8 (2-D: 4) GPUs EP x ETP 2 */
+static void
+test_grid_layers_with_etp_2_experts_equal_the_serial_one(void)
+{
+    grid_check(&(GridCase){"2d", 4, 0, 12, 2});
+    grid_check(&(GridCase){"2.5d", 8, 2, 0, 2});
+    grid_check(&(GridCase){"3d", 8, 0, 12, 2});
 }
 
 /* ----- routing ----- */
@@ -831,6 +843,9 @@ static CU_TestInfo grid_tests[] = {
      test_a_2p5d_layer_with_the_moe_block_equals_the_serial_one},
     {"a 3-D layer (q=2) with the MoE block (EP 8, a shared expert) equals the serial one at 1e-9",
      test_a_3d_layer_with_the_moe_block_equals_the_serial_one},
+    {"2-D, 2.5-D and 3-D layers with the MoE block's experts EP x ETP 2 equal the serial one at "
+     "1e-9",
+     test_grid_layers_with_etp_2_experts_equal_the_serial_one},
     CU_TEST_INFO_NULL,
 };
 
