@@ -245,7 +245,7 @@ test_grid_modes_time_the_all_to_alls_to_the_moe_block(void)
  * over the ranks and layers; the layers drawn; the largest gap between a layer's share of its
  * block and the sum of its compute stream's events (ops and waits), or an event outside it. */
 typedef struct {
-    double part_s[3];
+    double part_s[4]; /* and moe_expert_tp_s */
     guint layers;
     gboolean all_names; /* every MoE op the test names is there */
     double worst_s;     /* beyond the trace's rounding: 0.5 ns an event */
@@ -286,7 +286,7 @@ static void
 moe_trace_event(GArray *blocks, JsonObject *e, MoeTraced *m, GHashTable *names)
 {
     static const char *const what[] = {".moe.all-to-all-dispatch", ".moe.all-to-all-combine",
-                                       ".experts."};
+                                       ".experts.", ".moe.all-gather-", ".moe.reduce-scatter-"};
     double at = moe_event_s(e, "ts"), len = moe_event_s(e, "dur");
     MoeBlock *b = moe_block_at(blocks, json_object_get_int_member(e, "pid"), at);
     if (b == NULL) {
@@ -303,8 +303,8 @@ moe_trace_event(GArray *blocks, JsonObject *e, MoeTraced *m, GHashTable *names)
     g_hash_table_add(names, (gpointer) g_intern_string(name));
     gboolean gemm = g_str_equal(json_object_get_string_member(e, "cat"), "gemm");
     for (guint p = 0; p < G_N_ELEMENTS(what); p++)
-        if (strstr(name, what[p]) != NULL && (p < 2 || gemm))
-            m->part_s[p] += len;
+        if (strstr(name, what[p]) != NULL && (p != 2 || gemm))
+            m->part_s[MIN(p, 3u)] += len;
 }
 
 /* The layer blocks of the events `ev` and the events on their layer streams: into *m. */
@@ -373,7 +373,7 @@ moe_trace_read(const char *path, guint ranks, MoeTraced *m)
     for (guint k = 0; k < G_N_ELEMENTS(ops); k++)
         seen += g_hash_table_contains(names, g_intern_string(ops[k]));
     m->all_names = seen == G_N_ELEMENTS(ops);
-    for (guint k = 0; k < 3 && m->layers > 0; k++)
+    for (guint k = 0; k < G_N_ELEMENTS(m->part_s) && m->layers > 0; k++)
         m->part_s[k] /= m->layers;
     CU_ASSERT(m->layers % ranks == 0);
 }
@@ -407,6 +407,37 @@ test_an_moe_trace_shows_the_moe_block_with_the_prediction_s_times(void)
             /* the trace's figures are whole nanoseconds: 0.5 ns an event, a layer's part two
              * all-to-alls (forward, backward) or six GEMMs (two forward, four backward) */
             CU_ASSERT(want > 0 && fabs(m.part_s[k] - want) <= 1e-9 * want + (k < 2 ? 1e-9 : 3e-9));
+        }
+    }
+    simpar_test_tmpdir_remove(g_steal_pointer(&dir));
+}
+
+/* The same with --etp 2 (EP 8 x ETP 2: the block on ranks 0-15): the trace's all-to-alls,
+ * experts' GEMMs and expert-TP all-gathers and reduce-scatters of those ranks take what the
+ * prediction says, on the analytic and SimGrid backends. */
+static void
+test_an_etp_trace_shows_the_expert_tp_collectives_with_the_prediction_s_times(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("simpar-moe-XXXXXX", NULL);
+    g_autofree char *path = g_build_filename(dir, "trace.json", NULL);
+    const char *backends[] = {"analytic", "simgrid"};
+    const char *keys[] = {"moe_dispatch_s", "moe_combine_s", "moe_experts_s", "moe_expert_tp_s"};
+    for (guint b = 0; b < G_N_ELEMENTS(backends); b++) {
+        g_autofree char *args = g_strdup_printf(
+            MOE_JOB " --etp 2 --backend %s --trace %s --trace-ranks 0-15", backends[b], path);
+        g_autoptr(JsonParser) p = NULL;
+        JsonObject *row = moe_step(args, &p);
+        MoeTraced m;
+        moe_trace_read(path, 16, &m);
+        CU_ASSERT(m.layers == 16 * 4 * 2 && m.worst_s <= 0);
+        printf("\n    %s:", backends[b]);
+        for (guint k = 0; k < G_N_ELEMENTS(keys); k++) {
+            double want = moe_member(row, keys[k]);
+            printf(" %s %.9g / %.9g s", keys[k], m.part_s[k], want);
+            /* whole nanoseconds a trace event: two all-to-alls, six GEMMs or four expert-TP
+             * collectives a layer */
+            double slack = (k < 2 ? 1e-9 : k == 2 ? 3e-9 : 2e-9);
+            CU_ASSERT(want > 0 && fabs(m.part_s[k] - want) <= 1e-9 * want + slack);
         }
     }
     simpar_test_tmpdir_remove(g_steal_pointer(&dir));
@@ -718,6 +749,8 @@ static CU_TestInfo predict_tests[] = {
     {"an MoE step's trace shows the MoE block in every layer, with the prediction's times on "
      "every backend",
      test_an_moe_trace_shows_the_moe_block_with_the_prediction_s_times},
+    {"an ETP 2 step's trace shows the expert-TP collectives with the prediction's times",
+     test_an_etp_trace_shows_the_expert_tp_collectives_with_the_prediction_s_times},
     {"ETP 2's all-gathers and reduce-scatters take the time simpar collective gives them, on "
      "the analytic and SimGrid backends",
      test_etp_2_times_its_all_gathers_and_reduce_scatters_as_the_collectives},
