@@ -155,10 +155,11 @@ moe_sort(const SimparHostBufs *host, const SimparOp *op)
     const double *in = simpar_host_bufs_view(host, m->in[0]);
     double *out = simpar_host_bufs_view(host, m->out[0]);
     gsize local = m->experts / m->ep, block = (gsize) m->capacity * m->hidden;
+    gsize sources = (gsize) m->ep * MAX(m->etp, 1u); /* etp x ep after an expert-TP gather */
     gboolean sort = op->kind == SIMPAR_OP_MOE_SORT;
-    for (gsize p = 0; p < m->ep; p++)
+    for (gsize p = 0; p < sources; p++)
         for (gsize e = 0; e < local; e++) {
-            gsize by_rank = (p * local + e) * block, by_expert = (e * m->ep + p) * block;
+            gsize by_rank = (p * local + e) * block, by_expert = (e * sources + p) * block;
             memcpy(out + (sort ? by_expert : by_rank), in + (sort ? by_rank : by_expert),
                    sizeof(double) * block);
         }

@@ -799,8 +799,8 @@ compute_moe(const SimparGpu *gpu, SimparDtype dt, const SimparOp *op)
     case SIMPAR_OP_MOE_COMBINE_BWD:
         return compute_kind_time(gpu, op->kind, bw, tokens + 2 * routed + 2 * scores);
     case SIMPAR_OP_MOE_SORT:
-    case SIMPAR_OP_MOE_UNSORT:
-        return compute_kind_time(gpu, op->kind, bw, 2 * received);
+    case SIMPAR_OP_MOE_UNSORT: /* expert tensor parallelism: the etp gathered copies */
+        return compute_kind_time(gpu, op->kind, bw, 2 * received * MAX(m->etp, 1u));
     default: { /* DeepEP's hops: the a side read or written, the b side the other way */
         gboolean reduce = op->kind >= SIMPAR_OP_MOE_HOP_REDUCE;
         double R = MAX(m->node_ranks, 1u), w = (h + (reduce ? 0 : k)) * ds;

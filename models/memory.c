@@ -21,9 +21,9 @@ memory_layer_params(const SimparModel *m)
 }
 
 /* `layers` layers' parameters on one GPU: the layer's over the `split` GPUs that share them; an MoE
- * layer's attention part so, and its router, shared experts and E/EP routed experts whole on
- * each GPU of the expert-parallel group (moe.h; an MoE model's dense layers are those of
- * simpar_model_dense_layer's model, memory_stage_dense). */
+ * layer's attention part so, and its router and shared experts whole and 1/ETP of its E/EP
+ * routed experts on each GPU of the expert-parallel group (moe.h; an MoE model's dense layers are
+ * those of simpar_model_dense_layer's model, memory_stage_dense). */
 static double
 memory_layers_params(const SimparModel *m, const SimparPlan *plan, double split, double layers)
 {
@@ -32,7 +32,7 @@ memory_layers_params(const SimparModel *m, const SimparPlan *plan, double split,
     double h = (double) m->hidden, mlp = ((double) simpar_model_fc1_cols(m) + m->ffn) * h;
     double mlp_small = m->no_bias ? 0 : (double) simpar_model_fc1_cols(m) + h;
     return layers * ((memory_layer_params(m) - mlp - mlp_small) / split +
-                     simpar_moe_rank_params(m, plan->ep));
+                     simpar_moe_rank_params(m, plan->ep, plan->etp));
 }
 
 double
@@ -42,7 +42,7 @@ simpar_memory_model_params(const SimparModel *m)
     double mlp_small = m->no_bias ? 0 : (double) simpar_model_fc1_cols(m) + h;
     double attention = memory_layer_params(m) - mlp - mlp_small, layers = 0;
     for (gint64 l = 0; l < m->layers; l++)
-        layers += attention + (simpar_model_layer_is_moe(m, l) ? simpar_moe_rank_params(m, 1)
+        layers += attention + (simpar_model_layer_is_moe(m, l) ? simpar_moe_rank_params(m, 1, 1)
                                                                : mlp + mlp_small);
     double norm = m->norm == SIMPAR_NORM_RMSNORM ? h : 2 * h;
     return 2 * (double) m->vocab * h + layers + norm;
@@ -50,8 +50,9 @@ simpar_memory_model_params(const SimparModel *m)
 
 /* An MoE layer's MLP part's stored activations per GPU and micro-batch (moe.h): the router's
  * fp32 logits, and for the rows the busiest GPU's experts get (T k x imbalance over its T
- * tokens) their input, fc1's output, the activation's output and their output (the combine's
- * backward reads it for the scores' gradient); the shared experts' fc1 and activation outputs.
+ * tokens; ETP times them with expert tensor parallelism) their input, fc1's output, the
+ * activation's output and their output (the combine's backward reads it for the scores'
+ * gradient); the shared experts' fc1 and activation outputs.
  * The block's input (the second norm's output) is among the layer's kept inputs. */
 static double
 memory_moe_activations(const SimparModel *m, const SimparPlan *plan)
@@ -67,7 +68,10 @@ memory_moe_activations(const SimparModel *m, const SimparPlan *plan)
     /* 2-D, 2.5-D and 3-D: the block's input all-to-all'd into its tokens' rows (tp-moe.c), a
      * second copy of the layer's [tokens x h] beside the grid's block of it */
     double moved = grid && plan->tp > 1 ? tokens * h * ds : 0;
-    return tokens * (double) e->experts * 4 + routed * (2 * h + w * fe + fe) * ds +
+    /* expert tensor parallelism: the expert-TP group's rows all-gathered, ETP times the input
+     * and output rows, each with its 1/ETP of fc1's and the activation's columns */
+    double etp = (double) MAX(plan->etp, 1);
+    return tokens * (double) e->experts * 4 + routed * etp * (2 * h + (w * fe + fe) / etp) * ds +
            tokens * (w * fs + fs) * ds + moved;
 }
 
@@ -431,7 +435,7 @@ simpar_memory_step(const SimparModel *model, const SimparTrain *train, guint sta
     double chunks = memory_chunks_in_flight(train->schedule, &st, stage);
     /* the routed experts' states: ZeRO shards them over the expert-data-parallel group */
     double experts = simpar_model_is_moe(model)
-                         ? (layers - dense) * simpar_moe_expert_params(model, plan->ep)
+                         ? (layers - dense) * simpar_moe_expert_params(model, plan->ep, plan->etp)
                          : 0,
            eb[3];
     memory_state_bytes_over(model->dtype, train, simpar_train_expert_replicas(train), eb);

@@ -258,9 +258,12 @@ typedef struct {
     const SimparModel *model;
     SimparMoe route; /* this rank's routing (views left empty) */
     guint rank, ep_group;
-    const guint *rails, *nodes; /* DeepEP's hops: the groups of each local index, each node */
+    guint etp, etp_rank, etp_group; /* expert tensor parallelism: ETP, this rank's place, group */
+    guint sum_group;                /* the router's and shared experts' partial gradients */
+    const guint *rails, *nodes;     /* DeepEP's hops: the groups of each local index, each node */
     SimparPhase phase;
-    guint64 T, h, E, El, C, fe, fc1e, fs, fc1s;
+    guint64 T, h, E, El, C, fe, fc1e, fs, fc1s; /* fe, fc1e: the rank's 1/ETP columns */
+    guint64 rows;                               /* each local expert's: ETP x EP x C */
     /* --moe-shared-expert-overlap: the all-to-alls' stream (G_MAXUINT: the compute stream), the
      * rank's last op on the compute stream, the all-to-all the next compute op of moe_join's
      * waits for (G_MAXUINT: none) */
@@ -410,11 +413,43 @@ moe_act_bwd(MoeCtx *c, const char *name, guint64 rows, guint64 f, guint dy, guin
 }
 
 static void
+moe_shard_at(MoeCtx *c, const char *tensor, SimparShardRole role, SimparView v, guint64 row0,
+             guint64 rows, guint64 col0, guint64 cols)
+{
+    SimparShard s = {tensor, role, c->rank, v, row0, rows, col0, cols, c->sum_group};
+    simpar_schedule_add_shard(c->sched, &s);
+}
+
+static void
 moe_shard(MoeCtx *c, const char *tensor, SimparShardRole role, guint buf, guint64 row0,
           guint64 rows, guint64 cols)
 {
-    SimparShard s = {tensor, role, c->rank, moe_view(buf), row0, rows, 0, cols, c->ep_group};
-    simpar_schedule_add_shard(c->sched, &s);
+    moe_shard_at(c, tensor, role, moe_view(buf), row0, rows, 0, cols);
+}
+
+/* Expert tensor parallelism (etp > 1): the rank's experts' weights and gradients are column
+ * slice etp_rank of each expert's fc1 (fc1e of them; SwiGLU's (gate, up) pairs whole) and the
+ * same rows of its fc2: one fc1 block, one fc2 block per local expert. */
+static void
+moe_expert_shards(MoeCtx *c, const char *tensor, guint w, guint dw, gboolean fc1)
+{
+    g_autofree char *grad = g_strconcat(tensor, ".grad", NULL);
+    const char *g = g_intern_string(grad);
+    guint64 e0 = (guint64) c->route.ep_rank * c->El;
+    if (fc1) {
+        guint64 col0 = c->etp_rank * c->fc1e;
+        moe_shard_at(c, tensor, SIMPAR_SHARD_INPUT, moe_view(w), e0 * c->h, c->El * c->h, col0,
+                     c->fc1e);
+        moe_shard_at(c, g, SIMPAR_SHARD_OUTPUT, moe_view(dw), e0 * c->h, c->El * c->h, col0,
+                     c->fc1e);
+        return;
+    }
+    for (guint64 i = 0; i < c->El; i++) {
+        guint64 row0 = (e0 + i) * c->fe * c->etp + c->etp_rank * c->fe;
+        gsize off = (gsize) (i * c->fe * c->h);
+        moe_shard_at(c, tensor, SIMPAR_SHARD_INPUT, (SimparView){w, off}, row0, c->fe, 0, c->h);
+        moe_shard_at(c, g, SIMPAR_SHARD_OUTPUT, (SimparView){dw, off}, row0, c->fe, 0, c->h);
+    }
 }
 
 typedef struct {
@@ -428,7 +463,7 @@ typedef struct {
 static void
 moe_params(MoeCtx *c, MoeBufs *b)
 {
-    guint64 T = c->T, h = c->h, p = c->rank;
+    guint64 T = c->T, h = c->h, p = c->rank, e = c->route.ep_rank;
 
     struct {
         const char *name;
@@ -437,9 +472,9 @@ moe_params(MoeCtx *c, MoeBufs *b)
         SimparShardRole grad;
     } params[] = {
         {"router.weight", &b->wr, &b->dwr, 0, h, c->E, SIMPAR_SHARD_PARTIAL},
-        {"experts.fc1.weight", &b->w1, &b->dw1, p * c->El * h, c->El * h, c->fc1e,
+        {"experts.fc1.weight", &b->w1, &b->dw1, e * c->El * h, c->El * h, c->fc1e,
          SIMPAR_SHARD_OUTPUT},
-        {"experts.fc2.weight", &b->w2, &b->dw2, p * c->El * c->fe, c->El * c->fe, h,
+        {"experts.fc2.weight", &b->w2, &b->dw2, e * c->El * c->fe, c->El * c->fe, h,
          SIMPAR_SHARD_OUTPUT},
         {"shared.fc1.weight", &b->ws1, &b->dws1, 0, h, c->fc1s, SIMPAR_SHARD_PARTIAL},
         {"shared.fc2.weight", &b->ws2, &b->dws2, 0, c->fs, h, SIMPAR_SHARD_PARTIAL},
@@ -450,6 +485,10 @@ moe_params(MoeCtx *c, MoeBufs *b)
         g_autofree char *grad = g_strconcat(params[i].name, ".grad", NULL);
         *params[i].w = moe_buf(c, params[i].name, params[i].rows * params[i].cols);
         *params[i].dw = moe_buf(c, grad, params[i].rows * params[i].cols);
+        if (c->etp > 1 && (i == 1 || i == 2)) {
+            moe_expert_shards(c, params[i].name, *params[i].w, *params[i].dw, i == 1);
+            continue;
+        }
         moe_shard(c, params[i].name, SIMPAR_SHARD_INPUT, *params[i].w, params[i].row0,
                   params[i].rows, params[i].cols);
         moe_shard(c, g_intern_string(grad), params[i].grad, *params[i].dw, params[i].row0,
@@ -497,6 +536,47 @@ moe_overlap(const MoeCtx *c)
     return c->comm != G_MAXUINT;
 }
 
+/* Expert tensor parallelism (etp > 1), as Megatron-Core's all-to-all dispatcher runs it
+ * (megatron/core/transformer/moe/token_dispatcher.py, MoEAlltoAllTokenDispatcher's
+ * dispatch_postprocess and combine_preprocess): the rows a rank received over its EP group,
+ * [ep x E/ep x C x h], all-gathered over the expert-TP group into [etp x ep x E/ep x C x h], as
+ * every rank of it runs its column slice of the same experts on the same rows; the experts'
+ * partial rows, reduce-scattered back. Returns the gathered buffer (`in` itself at etp 1). */
+static guint
+moe_etp_gather(MoeCtx *c, const char *buf, const char *name, guint in)
+{
+    if (c->etp == 1)
+        return in;
+    guint64 blocks = c->E * c->C * c->h;
+    guint out = moe_buf(c, buf, blocks * c->etp);
+    SimparOp op = {.kind = SIMPAR_OP_COLLECTIVE};
+    op.u.coll = (SimparColl){SIMPAR_COLL_ALL_GATHER, c->etp_group,  blocks,        0,
+                             moe_view(in),           moe_view(out), SIMPAR_RED_SUM};
+    moe_add(c, &op, name);
+    return out;
+}
+
+/* The reverse: [etp x ep x E/ep x C x h] partial rows summed over the expert-TP group, this
+ * rank's [ep x E/ep x C x h] into a new buffer `buf` (`in` itself at etp 1). */
+static guint
+moe_etp_scatter(MoeCtx *c, const char *buf, const char *name, guint in)
+{
+    if (c->etp == 1)
+        return in;
+    guint64 blocks = c->E * c->C * c->h;
+    guint out = moe_buf(c, buf, blocks);
+    SimparOp op = {.kind = SIMPAR_OP_COLLECTIVE};
+    op.u.coll = (SimparColl){SIMPAR_COLL_REDUCE_SCATTER,
+                             c->etp_group,
+                             blocks,
+                             0,
+                             moe_view(in),
+                             moe_view(out),
+                             SIMPAR_RED_SUM};
+    moe_add(c, &op, name);
+    return out;
+}
+
 /* Megatron's all-to-all dispatcher: x -> b->xs by one all-to-all over the group. */
 static void
 moe_dispatch_flat(MoeCtx *c, MoeBufs *b)
@@ -510,7 +590,8 @@ moe_dispatch_flat(MoeCtx *c, MoeBufs *b)
     if (moe_overlap(c))
         moe_shared_fc1(c, b);
     moe_join(c);
-    b->xs = moe_buf(c, "experts.x", blocks);
+    recv = moe_etp_gather(c, "moe.dispatch.gathered", "moe.all-gather-dispatch", recv);
+    b->xs = moe_buf(c, "experts.x", blocks * c->etp);
     moe_route_op(c, SIMPAR_OP_MOE_SORT, "moe.sort", recv, G_MAXUINT, G_MAXUINT, b->xs, G_MAXUINT);
 }
 
@@ -589,7 +670,7 @@ moe_forward_shared(MoeCtx *c, MoeBufs *b, guint yr)
 static void
 moe_forward(MoeCtx *c, MoeBufs *b)
 {
-    guint64 T = c->T, h = c->h, E = c->E, rows = c->route.ep * c->C, blocks = E * c->C * h;
+    guint64 T = c->T, h = c->h, E = c->E, rows = c->rows, blocks = E * c->C * h;
     b->logits = moe_buf(c, "router.logits", T * E);
     moe_gemm(c, "router.gemm", 1,
              &(SimparGemm){
@@ -609,8 +690,10 @@ moe_forward(MoeCtx *c, MoeBufs *b)
     b->a1 = moe_buf(c, "experts.act", c->El * rows * c->fe);
     moe_act(c, "experts.act", c->El * rows, c->fe, b->z1, b->a1);
     gboolean hops = c->route.node_ranks > 0;
-    guint z2 = b->z2 = moe_buf(c, "experts.fc2.y", blocks),
-          zu = hops ? G_MAXUINT : moe_buf(c, "moe.combine.send", blocks);
+    guint z2 = b->z2 = moe_buf(c, "experts.fc2.y", blocks * c->etp),
+          zu = hops ? G_MAXUINT
+                    : moe_buf(c, c->etp > 1 ? "moe.combine.partial" : "moe.combine.send",
+                              blocks * c->etp);
     moe_gemm(c, "experts.fc2.gemm", c->El,
              &(SimparGemm){
                  .m = rows, .n = h, .k = c->fe, .a = {b->a1, 0}, .b = {b->w2, 0}, .c = {z2, 0}});
@@ -619,6 +702,7 @@ moe_forward(MoeCtx *c, MoeBufs *b)
         return;
     }
     moe_route_op(c, SIMPAR_OP_MOE_UNSORT, "moe.unsort", z2, G_MAXUINT, G_MAXUINT, zu, G_MAXUINT);
+    zu = moe_etp_scatter(c, "moe.combine.send", "moe.reduce-scatter-combine", zu);
     b->back = moe_buf(c, "moe.combine.recv", blocks);
     moe_all_to_all(c, "moe.all-to-all-combine", zu, b->back);
     if (moe_overlap(c))
@@ -634,7 +718,7 @@ moe_forward(MoeCtx *c, MoeBufs *b)
 static guint
 moe_experts_backward(MoeCtx *c, MoeBufs *b, guint dz2)
 {
-    guint64 h = c->h, rows = c->route.ep * c->C, blocks = c->E * c->C * h;
+    guint64 h = c->h, rows = c->rows, blocks = c->E * c->C * h * c->etp;
     guint da1 = moe_buf(c, "experts.act.grad", c->El * rows * c->fe);
     moe_gemm(c, "experts.fc2.gemm-dx", c->El,
              &(SimparGemm){.m = rows,
@@ -809,13 +893,16 @@ moe_backward(MoeCtx *c, MoeBufs *b)
         if (moe_overlap(c))
             moe_shared_bwd_fc2(c, b);
         moe_join(c);
-        guint dz2 = moe_buf(c, "experts.fc2.y.grad", blocks);
+        drecv = moe_etp_gather(c, "moe.combine.gathered.grad", "moe.all-gather-combine", drecv);
+        guint dz2 = moe_buf(c, "experts.fc2.y.grad", blocks * c->etp);
         moe_route_op(c, SIMPAR_OP_MOE_SORT, "moe.sort", drecv, G_MAXUINT, G_MAXUINT, dz2,
                      G_MAXUINT);
         guint dxs = moe_experts_backward(c, b, dz2);
-        guint dxu = moe_buf(c, "moe.dispatch.recv.grad", blocks);
+        guint dxu = moe_buf(c, c->etp > 1 ? "moe.dispatch.partial.grad" : "moe.dispatch.recv.grad",
+                            blocks * c->etp);
         moe_route_op(c, SIMPAR_OP_MOE_UNSORT, "moe.unsort", dxs, G_MAXUINT, G_MAXUINT, dxu,
                      G_MAXUINT);
+        dxu = moe_etp_scatter(c, "moe.dispatch.recv.grad", "moe.reduce-scatter-dispatch", dxu);
         guint dsend = moe_buf(c, "moe.dispatch.send.grad", blocks);
         moe_all_to_all(c, "moe.all-to-all-dispatch", dxu, dsend);
         guint sdx, dx = moe_shared_bwd_overlap(c, b, &sdx);
@@ -860,20 +947,20 @@ simpar_moe_capacity(const SimparModel *model, guint tokens)
 }
 
 double
-simpar_moe_expert_params(const SimparModel *m, gint64 ep)
+simpar_moe_expert_params(const SimparModel *m, gint64 ep, gint64 etp)
 {
     const SimparMoeConfig *e = &m->moe;
     double w = m->mlp == SIMPAR_MLP_SWIGLU ? 3 : 2, h = (double) m->hidden;
-    return (double) (e->experts / MAX(ep, 1)) * w * h * (double) e->moe_ffn;
+    return (double) (e->experts / MAX(ep, 1)) * w * h * (double) (e->moe_ffn / MAX(etp, 1));
 }
 
 double
-simpar_moe_rank_params(const SimparModel *m, gint64 ep)
+simpar_moe_rank_params(const SimparModel *m, gint64 ep, gint64 etp)
 {
     const SimparMoeConfig *e = &m->moe;
     double w = m->mlp == SIMPAR_MLP_SWIGLU ? 3 : 2, h = (double) m->hidden;
     return h * (double) e->experts + w * h * (double) e->shared_ffn +
-           simpar_moe_expert_params(m, ep);
+           simpar_moe_expert_params(m, ep, etp);
 }
 
 double
@@ -885,8 +972,10 @@ simpar_moe_active_params(const SimparModel *m)
            w * h * ((double) e->shared_ffn + (double) e->top_k * e->moe_ffn);
 }
 
+/* The routing of `sources` ranks' tokens (EP x ETP: each rank routes its own) over ep. */
 static SimparMoe
-moe_route_capacity(const SimparModel *m, guint ep, guint tokens, guint64 seed, guint capacity)
+moe_route_capacity(const SimparModel *m, guint ep, guint sources, guint tokens, guint64 seed,
+                   guint capacity)
 {
     const SimparMoeConfig *e = &m->moe;
     SimparMoe r = {.tokens = tokens,
@@ -902,8 +991,8 @@ moe_route_capacity(const SimparModel *m, guint ep, guint tokens, guint64 seed, g
         r.capacity = capacity > 0 ? capacity : simpar_moe_capacity(m, tokens);
         return r;
     }
-    for (guint p = 0; p < ep; p++) {
-        r.ep_rank = p, r.token0 = (guint64) p * tokens;
+    for (guint p = 0; p < sources; p++) {
+        r.ep_rank = p / (sources / ep), r.token0 = (guint64) p * tokens;
         r.capacity = MAX(r.capacity, simpar_moe_max_load(&r));
     }
     r.ep_rank = 0, r.token0 = 0;
@@ -911,11 +1000,12 @@ moe_route_capacity(const SimparModel *m, guint ep, guint tokens, guint64 seed, g
 }
 
 static SimparMoe
-moe_route_init(const SimparModel *m, guint ep, guint node_ranks, guint tokens, guint64 seed,
-               guint capacity)
+moe_route_init(const SimparModel *m, guint ep, guint etp, guint node_ranks, guint tokens,
+               guint64 seed, guint capacity)
 {
-    SimparMoe r = moe_route_capacity(m, ep, tokens, seed, capacity);
+    SimparMoe r = moe_route_capacity(m, ep, ep * etp, tokens, seed, capacity);
     r.node_ranks = node_ranks;
+    r.etp = etp > 1 ? etp : 0; /* SORT's sources; 0 keeps ETP 1's ops as they were */
     if (node_ranks > 0)
         simpar_moe_hop_capacity(&r);
     return r;
@@ -938,52 +1028,100 @@ moe_hop_groups(SimparSchedule *sched, guint ep, guint R, guint *rails, guint *no
     }
 }
 
-SimparSchedule *
-simpar_moe_block_build(const SimparModel *model, guint ep, guint node_ranks, guint tokens,
-                       guint64 seed, guint capacity, GError **error)
+/* Expert tensor parallelism's groups over the ep x etp ranks (rank e etp + t, Megatron-Core's
+ * expert numbering, train.h): ep_groups[t] the EP ranks of expert-TP index t, etp_groups[e] the
+ * expert-TP group of EP rank e, *all every rank (the router's and shared experts' sums). */
+static void
+moe_etp_groups(SimparSchedule *sched, guint ep, guint etp, guint *ep_groups, guint *etp_groups,
+               guint *all)
 {
-    g_return_val_if_fail(model != NULL && ep > 0 && tokens > 0, NULL);
-    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    g_autofree guint *members = g_new(guint, ep * etp);
+    for (guint t = 0; t < etp; t++) {
+        for (guint e = 0; e < ep; e++)
+            members[e] = e * etp + t;
+        ep_groups[t] = simpar_schedule_add_group(sched, "ep", members, ep);
+    }
+    for (guint e = 0; e < ep; e++) {
+        for (guint t = 0; t < etp; t++)
+            members[t] = e * etp + t;
+        etp_groups[e] = simpar_schedule_add_group(sched, "etp", members, etp);
+    }
+    for (guint r = 0; r < ep * etp; r++)
+        members[r] = r;
+    *all = simpar_schedule_add_group(sched, "moe", members, ep * etp);
+}
+
+static gboolean
+moe_block_check(const SimparModel *model, guint ep, guint etp, guint node_ranks, GError **error)
+{
     if (!simpar_model_is_moe(model) || model->moe.experts % ep != 0) {
         g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
                     "--experts %" G_GINT64_FORMAT " is not divisible by --ep %u: every rank of "
                     "the expert-parallel group holds E/EP whole experts",
                     model->moe.experts, ep);
-        return NULL;
+        return FALSE;
     }
-    guint R = node_ranks;
-    if (R > 0 && ep % R != 0) {
+    if (model->moe.moe_ffn % etp != 0 || (etp > 1 && node_ranks > 0)) {
+        g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
+                    "--etp %u: the experts' FFN width %" G_GINT64_FORMAT " must split into ETP "
+                    "column slices, with the all-to-all dispatcher (valid: --etp a divisor of "
+                    "--moe-ffn, and --moe-dispatcher alltoall)",
+                    etp, model->moe.moe_ffn);
+        return FALSE;
+    }
+    if (node_ranks > 0 && ep % node_ranks != 0) {
         g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
                     "--moe-dispatcher deepep: the expert-parallel group (--ep %u) must span whole "
                     "nodes of %u ranks (valid: --ep a multiple of the node's ranks, or "
                     "--moe-dispatcher alltoall)",
                     ep, node_ranks);
-        return NULL;
+        return FALSE;
     }
-    g_autoptr(SimparSchedule) sched = simpar_schedule_new(ep, model->dtype);
-    g_autofree guint *members = g_new(guint, ep);
-    for (guint p = 0; p < ep; p++)
-        members[p] = p;
-    guint group = simpar_schedule_add_group(sched, "ep", members, ep);
+    return TRUE;
+}
+
+SimparSchedule *
+simpar_moe_block_build(const SimparModel *model, guint ep, guint etp, guint node_ranks,
+                       guint tokens, guint64 seed, guint capacity, GError **error)
+{
+    g_return_val_if_fail(model != NULL && ep > 0 && etp > 0 && tokens > 0, NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    if (!moe_block_check(model, ep, etp, node_ranks, error))
+        return NULL;
+    guint R = node_ranks, n = ep * etp;
+    g_autoptr(SimparSchedule) sched = simpar_schedule_new(n, model->dtype);
+    g_autofree guint *ep_groups = g_new(guint, etp), *etp_groups = g_new(guint, ep);
+    guint all;
+    if (etp > 1) {
+        moe_etp_groups(sched, ep, etp, ep_groups, etp_groups, &all);
+    } else { /* one group, as ETP 1 has always numbered it */
+        g_autofree guint *members = g_new(guint, ep);
+        for (guint p = 0; p < ep; p++)
+            members[p] = p;
+        all = ep_groups[0] = simpar_schedule_add_group(sched, "ep", members, ep);
+    }
     g_autofree guint *rails = g_new(guint, MAX(R, 1u)), *nodes = g_new(guint, MAX(ep, 1u));
     if (R > 0)
         moe_hop_groups(sched, ep, R, rails, nodes);
     gboolean swiglu = model->mlp == SIMPAR_MLP_SWIGLU;
     MoeCtx c = {.sched = sched,
                 .model = model,
-                .route = moe_route_init(model, ep, R, tokens, seed, capacity),
-                .ep_group = group,
+                .route = moe_route_init(model, ep, etp, R, tokens, seed, capacity),
+                .etp = etp,
+                .sum_group = all,
                 .rails = rails,
                 .nodes = nodes};
     c.T = tokens, c.h = model->hidden, c.E = model->moe.experts, c.El = c.E / ep;
-    c.C = c.route.capacity, c.fe = model->moe.moe_ffn, c.fc1e = swiglu ? 2 * c.fe : c.fe;
+    c.C = c.route.capacity, c.fe = model->moe.moe_ffn / etp, c.fc1e = swiglu ? 2 * c.fe : c.fe;
     c.fs = model->moe.shared_ffn, c.fc1s = swiglu ? 2 * c.fs : c.fs;
     c.comm = model->moe.shared_overlap && c.fs > 0 ? simpar_schedule_add_stream(sched, "comm")
                                                    : G_MAXUINT;
-    for (guint p = 0; p < ep; p++) {
+    c.rows = (guint64) n * c.C;
+    for (guint p = 0; p < n; p++) {
         MoeBufs b = {0};
         c.last = c.wait = G_MAXUINT, c.join = FALSE;
-        c.rank = p, c.route.ep_rank = p, c.route.token0 = (guint64) p * tokens;
+        c.rank = p, c.route.ep_rank = p / etp, c.route.token0 = (guint64) p * tokens;
+        c.etp_rank = p % etp, c.ep_group = ep_groups[p % etp], c.etp_group = etp_groups[p / etp];
         moe_params(&c, &b);
         c.phase = SIMPAR_PHASE_FORWARD;
         moe_forward(&c, &b);

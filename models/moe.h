@@ -1,9 +1,9 @@
 /* moe.h - a mixture-of-experts layer with expert parallelism: its routing and its schedule.
  *
  * Megatron-Core's MoELayer with the all-to-all token dispatcher (Megatron-LM,
- * megatron/core/transformer/moe/: moe_layer.py, router.py, token_dispatcher.py, experts.py),
- * expert tensor parallelism 1: each of the ep ranks of the expert-parallel group holds E/ep
- * whole experts and its own tokens, and every token goes to top_k experts.
+ * megatron/core/transformer/moe/: moe_layer.py, router.py, token_dispatcher.py, experts.py):
+ * each of the ep ranks of the expert-parallel group holds E/ep experts and its own tokens, and
+ * every token goes to top_k experts.
  *
  *   x --router GEMM--> logits --gate--> scores                          (each rank, its tokens)
  *   x --dispatch--> [E x C x h] --all-to-all ep--> [ep x E/ep x C x h] --sort--> per expert
@@ -17,6 +17,25 @@
  * its gradient. C rows per (source rank, expert) pad the all-to-all's blocks: dropless C is the
  * largest count the routing gives, a capacity factor cf gives ceil(T top_k / E cf) and drops the
  * later choices past it (Megatron's token drop policy "position").
+ *
+ * Expert tensor parallelism (etp > 1; Megatron-Core's MoEAlltoAllTokenDispatcher with an
+ * expert-TP group, and TEGroupedMLP's column-parallel fc1 and row-parallel fc2, experts.py):
+ * the block has ep x etp ranks, rank e etp + t (Megatron-Core's expert numbering, train.h)
+ * holding column slice t of the fc1 of experts [e E/ep, (e+1) E/ep) (f_e/etp of each; SwiGLU's
+ * (gate, up) pairs whole) and the same rows of their fc2, and its own tokens, routed by itself.
+ * The all-to-all runs among the ep ranks of one expert-TP index; the expert-TP group all-gathers
+ * what its ranks received, each runs its slice on all of it, and a reduce-scatter sums the
+ * partial rows and hands each rank its own back before the combine's all-to-all:
+ *
+ *   x --dispatch--> [E x C x h] --all-to-all ep--> [ep x E/ep x C x h] --all-gather etp-->
+ *     [etp x ep x E/ep x C x h] --sort--> [E/ep x etp ep x C x h] --fc1 (f_e/etp columns), act,
+ *     fc2 (partial sums)--> --unsort--> --reduce-scatter etp--> --all-to-all ep--> combine
+ *
+ * The backward swaps them: the combine's all-to-all, an all-gather of dy's rows, the experts'
+ * backward, a reduce-scatter of dx's partial rows, the dispatch's all-to-all. The router and
+ * the shared experts are each rank's own, as at etp 1 (Megatron shards the shared experts with
+ * the attention's tensor parallelism, shared_experts.py, not with the experts'). DeepEP's hops
+ * are modelled with etp 1 only.
  *
  * DeepEP's dispatch (train.h, SIMPAR_MOE_DEEPEP; github.com/deepseek-ai/DeepEP "normal"
  * kernels, DeepSeek-V3 arXiv 2412.19437 section 3.2.2) replaces each all-to-all by two hops
@@ -48,17 +67,18 @@ void simpar_moe_rows(const SimparMoe *m, gint64 *rows, guint *experts);
 /* The most choices of one rank's tokens that one expert gets (the dropless capacity). */
 guint simpar_moe_max_load(const SimparMoe *m);
 
-/* One MoE layer's MLP part on its own, for the executors: `ep` ranks, `tokens` rows of x
+/* One MoE layer's MLP part on its own, for the executors: ep x etp ranks, `tokens` rows of x
  * each, the global tensors "x", "dy" (inputs), "router.weight" [h x E], "experts.fc1.weight"
  * [E h x fc1], "experts.fc2.weight" [E f_e x h], "shared.fc1.weight", "shared.fc2.weight" (when
  * the model has shared experts), and the outputs "y", "dx" and the weights' ".grad"s (router and
- * shared: partial sums over "ep"). capacity 0: from the model's capacity factor, else dropless
- * (the largest count the routing gives); else that many rows.
- * node_ranks > 0: DeepEP's hops (train.h, SIMPAR_MOE_DEEPEP) over nodes of that many ranks; 0:
- * Megatron's flat all-to-all.
- * (transfer full); NULL and a SIMPAR_MODEL_ERROR when the split cannot be made. */
-SimparSchedule *simpar_moe_block_build(const SimparModel *model, guint ep, guint node_ranks,
-                                       guint tokens, guint64 seed, guint capacity, GError **error);
+ * shared: partial sums over every rank; etp > 1: the experts' column blocks). capacity 0: from the
+ * model's capacity factor, else dropless (the largest count the routing gives); else that many
+ * rows. node_ranks > 0: DeepEP's hops (train.h, SIMPAR_MOE_DEEPEP) over nodes of that many ranks;
+ * 0: Megatron's flat all-to-all. (transfer full); NULL and a SIMPAR_MODEL_ERROR when the split
+ * cannot be made. */
+SimparSchedule *simpar_moe_block_build(const SimparModel *model, guint ep, guint etp,
+                                       guint node_ranks, guint tokens, guint64 seed, guint capacity,
+                                       GError **error);
 /* DeepEP's hops (SIMPAR_MOE_DEEPEP, schedule.h): the ep ranks are nodes of node_ranks
  * consecutive ones. cap_node and cap_gpu of m (its routing, node_ranks and capacity set): the
  * most tokens one rank sends one node, and one rank forwards one GPU of its node, from the
@@ -72,12 +92,12 @@ gint64 *simpar_moe_hop_map(const SimparMoe *m, guint *choice, gsize *n_rows);
  * GEMMs: ceil(T k / E cf) with a capacity factor, else the busiest expert's ceil(T k / E x
  * imbalance) (dropless: the routing's real counts are the executors' business). */
 guint simpar_moe_capacity(const SimparModel *model, guint tokens);
-/* Parameters of one MoE layer's MLP part on one of `ep` ranks: the router [h x E], the shared
- * experts and the rank's E/ep routed experts. */
-double simpar_moe_rank_params(const SimparModel *model, gint64 ep);
-/* Of them, the rank's E/ep routed experts: the weights reduced over the expert-data-parallel
- * group (train.h). */
-double simpar_moe_expert_params(const SimparModel *model, gint64 ep);
+/* Parameters of one MoE layer's MLP part on one of ep x etp ranks: the router [h x E], the
+ * shared experts and the rank's 1/etp of its E/ep routed experts. */
+double simpar_moe_rank_params(const SimparModel *model, gint64 ep, gint64 etp);
+/* Of them, the rank's 1/etp of E/ep routed experts: the weights reduced over the
+ * expert-data-parallel group (train.h). */
+double simpar_moe_expert_params(const SimparModel *model, gint64 ep, gint64 etp);
 /* The weights one token passes through in an MoE layer's MLP part: the router, the shared
  * experts and its top_k routed experts (the active parameters, for model FLOPs). */
 double simpar_moe_active_params(const SimparModel *model);

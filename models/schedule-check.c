@@ -312,8 +312,8 @@ access_moe(const SimparOp *op, SimparAccess *out, guint *n)
     case SIMPAR_OP_MOE_COMBINE_BWD:
         in[0] = x, in[1] = scores, in[2] = blocks, outl[0] = blocks, outl[1] = scores;
         break;
-    default: /* SORT, UNSORT */
-        in[0] = blocks, outl[0] = blocks;
+    default: /* SORT, UNSORT: etp x ep source blocks with expert tensor parallelism */
+        in[0] = outl[0] = access_mul(blocks, MAX(m->etp, 1u));
         break;
     }
     for (guint i = 0; i < 3; i++)

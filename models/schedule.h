@@ -322,7 +322,9 @@ typedef struct {
  *                 token's kept rows weighted by their scores, summed.
  *   COMBINE_BWD   in0 dy, in1 scores, in2 back; out0 d back (0 on padding), out1 d scores.
  *   SORT          in0 [ep x E/ep x capacity x hidden] (blocks by source rank, then local
- *                 expert); out0 [E/ep x ep x capacity x hidden]. UNSORT: the reverse.
+ *                 expert); out0 [E/ep x ep x capacity x hidden]. UNSORT: the reverse. With
+ *                 expert tensor parallelism (etp > 1) the blocks are those of the etp x ep
+ *                 sources the expert-TP group's all-gather joined: [etp ep x E/ep x ...].
  * DeepEP's hierarchical dispatch (node_ranks > 0: the ep ranks are ep / node_ranks nodes of
  * node_ranks consecutive ranks; moe.h) moves rows in three hops, `hop` 0 to 2, each from its
  * "a" side to its "b" side (simpar_moe_hop_map gives every b row its a row, -1: padding):
@@ -343,6 +345,7 @@ typedef struct {
     guint tokens, hidden;
     guint experts, top_k;
     guint ep, ep_rank;
+    guint etp; /* SORT, UNSORT: expert tensor parallelism's etp x ep source blocks; 0 or 1: ep */
     guint capacity;
     guint groups, group_limit; /* node-limited routing: top_k within group_limit of groups */
     guint router;              /* SimparRouterScore */

@@ -847,8 +847,8 @@ layer_inputs(SimparLayerCtx *c, LayerActs *a)
     /* the MoE block's parameters on this rank (moe.h), for the step's gradient reductions:
      * the router's and shared experts' over the data-parallel group, the routed experts' over
      * the expert-data-parallel group */
-    gsize e = (gsize) simpar_moe_expert_params(c->model, c->plan->ep);
-    gsize n[2] = {(gsize) simpar_moe_rank_params(c->model, c->plan->ep) - e, e};
+    gsize e = (gsize) simpar_moe_expert_params(c->model, c->plan->ep, c->plan->etp);
+    gsize n[2] = {(gsize) simpar_moe_rank_params(c->model, c->plan->ep, c->plan->etp) - e, e};
     const char *names[2] = {"moe.params", "moe.experts"};
     for (guint i = 0; i < 2; i++) {
         guint buf = simpar_layer_buffer(c, G_MAXUINT, names[i], n[i]);

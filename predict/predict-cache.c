@@ -23,7 +23,7 @@ typedef struct {
     gint64 dtype, recompute, attention, sp, paper_3d, causal, q;
     gint64 fp8, fp8_attention; /* FP8 GEMMs' recipe, FP8 attention */
     SimparMoeConfig moe;       /* integers and doubles only: no padding */
-    gint64 ep;
+    gint64 ep, etp;
 } CacheLayerKey;
 
 /* What the block times depend on besides the layer. */
@@ -34,8 +34,9 @@ typedef struct {
     double chunk_bytes;
     gint64 proto, max_chunks, mode, play_all, every_rank, tp, tp_stride, cp_stride, local,
         aux_width;
-    gint64 ep_stride; /* an MoE model's: where its expert-parallel group lies (train.h) */
-    gint64 ep_hops;   /* DeepEP's hops: the EP ranks of a node (0: the flat all-to-all) */
+    gint64 ep_stride;  /* an MoE model's: where its expert-parallel group lies (train.h) */
+    gint64 etp_stride; /* and its expert-tensor-parallel group (etp itself: the layer's key) */
+    gint64 ep_hops;    /* DeepEP's hops: the EP ranks of a node (0: the flat all-to-all) */
 } CacheBlockKey;
 
 typedef struct {
@@ -150,7 +151,7 @@ cache_layer_key(const SimparModel *m, const SimparPlan *plan, SimparAttentionImp
     k->recompute = plan->recompute, k->causal = plan->causal, k->seed = plan->seed;
     k->p_hidden = plan->p_hidden, k->p_attn = plan->p_attn, k->eps = plan->eps;
     k->attention = attn;
-    k->moe = m->moe, k->ep = plan->ep;
+    k->moe = m->moe, k->ep = plan->ep, k->etp = plan->etp;
 }
 
 const SimparSchedule *
@@ -192,6 +193,7 @@ cache_block_key(const SimparStepTimer *tm, const SimparModel *model, const Simpa
     k->local = train->schedule == SIMPAR_PIPE_LOCAL;
     k->aux_width = k->local ? train->aux_head_width : 0;
     k->ep_stride = simpar_model_is_moe(model) ? train->expert_stride[SIMPAR_AXIS_EP] : 0;
+    k->etp_stride = simpar_model_is_moe(model) ? train->expert_stride[SIMPAR_AXIS_TP] : 0;
     k->ep_hops = train->moe_dispatcher == SIMPAR_MOE_DEEPEP ? train->ep_node : 0;
 }
 

@@ -353,6 +353,9 @@ report_text_axes(GString *out, const SimparReportRow *row, const SimparModel *m)
             row->gen->name, hops, st->moe_dispatch_s, hops, st->moe_combine_s, st->moe_experts_s,
             row->config.moe_shared_overlap ? " (the shared experts run beside the all-to-alls)"
                                            : "");
+    if (st->moe_expert_tp_s > 0)
+        g_string_append_printf(out, ", expert-TP all-gathers and reduce-scatters %.4f s",
+                               st->moe_expert_tp_s);
     if (st->moe_redistribute_s > 0)
         g_string_append_printf(out,
                                "; on a tensor-parallel GPU: all-to-alls between the grid's "
@@ -547,6 +550,7 @@ static const struct {
     {"moe_combine_s", G_STRUCT_OFFSET(SimparReportStep, moe_combine_s), FALSE, FALSE},
     {"moe_experts_s", G_STRUCT_OFFSET(SimparReportStep, moe_experts_s), FALSE, FALSE},
     {"moe_redistribute_s", G_STRUCT_OFFSET(SimparReportStep, moe_redistribute_s), FALSE, FALSE},
+    {"moe_expert_tp_s", G_STRUCT_OFFSET(SimparReportStep, moe_expert_tp_s), FALSE, FALSE},
     {"fp8_weight_cast_s", G_STRUCT_OFFSET(SimparReportStep, fp8_cast_s), FALSE, FALSE},
     {"step_slices", G_STRUCT_OFFSET(SimparReportStep, slices), TRUE, FALSE},
     {"tp_ranks", G_STRUCT_OFFSET(SimparReportStep, tp_ranks), TRUE, FALSE},
@@ -570,7 +574,9 @@ report_json_step(JsonBuilder *b, const SimparReportRow *row)
             continue; /* no --steps-to-target: absent, not 0 */
         if (g_str_has_prefix(report_step_fields[i].key, "moe_") && row->step.moe_experts_s == 0)
             continue; /* a dense model: absent */
-        if (g_str_equal(report_step_fields[i].key, "moe_redistribute_s") && v == 0)
+        if ((g_str_equal(report_step_fields[i].key, "moe_redistribute_s") ||
+             g_str_equal(report_step_fields[i].key, "moe_expert_tp_s")) &&
+            v == 0)
             continue; /* 1-D: the block's tokens are the layer's own rows */
         if (g_str_has_prefix(report_step_fields[i].key, "fp8_") && v == 0)
             continue; /* a model without FP8 weights: absent */

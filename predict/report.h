@@ -43,6 +43,7 @@ typedef struct {
      * its time in the dispatch and combine all-to-alls and in the experts' grouped GEMMs (0 for
      * a dense model) */
     double moe_dispatch_s, moe_combine_s, moe_experts_s;
+    double moe_expert_tp_s; /* --etp > 1: the expert-TP all-gathers and reduce-scatters */
     /* 2-D, 2.5-D and 3-D: one MoE layer's all-to-alls between the mode's blocks and the
      * block's tokens (models/tp-moe.c), mean over the tensor-parallel GPUs; 0 otherwise */
     double moe_redistribute_s;

@@ -125,12 +125,14 @@ simpar_block_layer_spans(const SimparStepTimer *tm, const SimparTrain *train,
 
 /* Mean over the ranks of one of two stacked MoE blocks' time in part k: 0 the dispatch
  * all-to-alls, 1 the combine all-to-alls, 2 the experts' GEMMs; 3 the layer's all-to-alls
- * between a grid mode's layout and the block's tokens (tp-moe.c; `moe` the layer's schedule). */
+ * between a grid mode's layout and the block's tokens (tp-moe.c; `moe` the layer's schedule);
+ * 4 and 5 expert tensor parallelism's all-gathers and reduce-scatters (moe.h). */
 static double
 block_moe_part(const SimparSchedule *moe, const SimparSpan *sp, guint k)
 {
-    static const char *const what[] = {".moe.all-to-all-dispatch", ".moe.all-to-all-combine",
-                                       ".experts.", ".moe.redistribute-"};
+    static const char *const what[] = {
+        ".moe.all-to-all-dispatch", ".moe.all-to-all-combine", ".experts.",
+        ".moe.redistribute-",       ".moe.all-gather-",        ".moe.reduce-scatter-"};
     guint n = simpar_schedule_n_ops(moe);
     double sum = 0;
     for (guint i = 0; i < n; i++) {
@@ -190,19 +192,19 @@ block_add(SimparBlockTimes *bt, const char *key, double add, double compute_add)
 SimparSchedule *
 simpar_block_moe_build(const SimparModel *model, const SimparTrain *train, guint **gpus)
 {
-    guint ep = (guint) MAX(train->ep, 1);
+    guint ep = (guint) MAX(train->ep, 1), etp = (guint) MAX(train->etp, 1);
     guint64 tokens = (guint64) model->micro_batch * model->seq / simpar_plan_cp(&train->tp) /
                      (simpar_plan_whole_rows(&train->tp) ? 1 : (guint64) train->tp.tp);
     gboolean deepep = train->moe_dispatcher == SIMPAR_MOE_DEEPEP;
     g_assert(!deepep || train->ep_node > 0); /* the platform's nodes (predict-config.c) */
     SimparSchedule *moe =
-        simpar_moe_block_build(model, ep, deepep ? (guint) train->ep_node : 0, (guint) tokens,
+        simpar_moe_block_build(model, ep, etp, deepep ? (guint) train->ep_node : 0, (guint) tokens,
                                train->tp.seed, simpar_moe_capacity(model, (guint) tokens), NULL);
     g_assert(moe != NULL); /* simpar_train_validate checked E against EP, predict-config.c the
                               nodes against EP */
-    *gpus = g_new(guint, ep);
-    for (guint i = 0; i < ep; i++)
-        (*gpus)[i] = simpar_train_expert_rank(train, 0, i, 0, 0);
+    *gpus = g_new(guint, ep * etp); /* block rank e ETP + t (moe.h) */
+    for (guint i = 0; i < ep * etp; i++)
+        (*gpus)[i] = simpar_train_expert_rank(train, i % etp, i / etp, 0, 0);
     return moe; /* (transfer full) */
 }
 
@@ -230,6 +232,8 @@ block_moe(const SimparStepTimer *tm, const SimparModel *model, const SimparTrain
     const char *const parts[] = {"moe.dispatch", "moe.combine", "moe.experts"};
     for (guint k = 0; k < G_N_ELEMENTS(parts); k++)
         block_set(bt, parts[k], block_moe_part(moe, sp, k), 0);
+    if (train->etp > 1)
+        block_set(bt, "moe.expert-tp", block_moe_part(moe, sp, 4) + block_moe_part(moe, sp, 5), 0);
     SimparReportRow row = {0};
     simpar_report_breakdown(&run, sp, &row);
     for (guint i = 0; i < row.axes->len; i++) {
@@ -591,6 +595,7 @@ simpar_step_breakdown_finish(const SimparRun *run, const guint *job_gpus,
     row->step.moe_combine_s = simpar_block_time(bt, "moe.combine");
     row->step.moe_experts_s = simpar_block_time(bt, "moe.experts");
     row->step.moe_redistribute_s = simpar_block_time(bt, "moe.redistribute");
+    row->step.moe_expert_tp_s = simpar_block_time(bt, "moe.expert-tp");
     row->step.layer_ranks = bt->layer_ranks;
     row->step.tp_ranks = (double) tr->tp.tp * simpar_plan_cp(&tr->tp); /* the layer's: T x C */
     row->comm_bytes_per_gpu +=

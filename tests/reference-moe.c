@@ -33,7 +33,7 @@ ref_moe_new(const SimparModel *model, const SimparMoe *route, guint64 seed)
 {
     RefMoe *ref = g_new0(RefMoe, 1);
     ref->model = *model, ref->route = *route;
-    ref->n = (guint64) route->tokens * route->ep;
+    ref->n = (guint64) route->tokens * route->ep * MAX(route->etp, 1u); /* each rank's own */
     ref->tensors = g_array_new(FALSE, FALSE, sizeof(RefMoeTensor));
     guint64 h = model->hidden, E = model->moe.experts, fe = model->moe.moe_ffn;
     guint64 fs = model->moe.shared_ffn, w = ref_moe_swiglu(ref) ? 2 : 1;
@@ -283,7 +283,7 @@ ref_moe_run(RefMoe *ref)
                         r.h,
                         r.fs,
                         swiglu};
-    g_autofree guint *count = g_new0(guint, (gsize) ref->route.ep * r.E);
+    g_autofree guint *count = g_new0(guint, (gsize) ref->route.ep * MAX(ref->route.etp, 1u) * r.E);
     r.count = count;
     ref->dropped = 0;
     for (guint64 n = 0; n < ref->n; n++)

@@ -995,6 +995,17 @@ static const BadCase cases[] = {
      "--tp-mode 1d --gpus 48 --dp 48 --ep 12 --moe-dispatcher deepep --backend analytic",
      2,
      {"--moe-dispatcher deepep", "(--ep 12) spans 2 nodes unevenly", "fills whole nodes"}},
+    /* expert tensor parallelism with DeepEP's hops: Megatron-Core's flex dispatcher sends a
+     * token to every expert-TP rank, which simpar does not model */
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology topologies/dgx-h100x64.xml --model tiny --experts 8 --topk 2 --moe-ffn 64 "
+     "--tp-mode 1d --gpus 16 --dp 16 --ep 8 --etp 2 --moe-dispatcher deepep --backend analytic",
+     2,
+     {"--etp 2 with --moe-dispatcher deepep", "valid: --etp 1 with deepep",
+      "--moe-dispatcher alltoall with --etp 2"}},
     {"cli",
      NULL,
      NULL,

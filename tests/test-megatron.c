@@ -271,6 +271,33 @@ test_refusals(void)
                                       "--cp-comm-type a2a: valid are p2p and allgather"));
 }
 
+/* --expert-tensor-parallel-size 2 flows into a prediction: a Mixtral-shaped launch with TP 4,
+ * sequence parallelism, EP 4 and ETP 2 predicts a step with the expert-TP collectives. */
+static void
+test_expert_tensor_parallel_size_predicts(void)
+{
+    g_autofree char *script = g_build_filename(megatron_dir, "etp.sh", NULL);
+    const char *text = "torchrun pretrain_gpt.py --num-layers 2 --hidden-size 4096 "
+                       "--num-attention-heads 32 --group-query-attention --num-query-groups 8 "
+                       "--ffn-hidden-size 14336 --seq-length 4096 --micro-batch-size 1 "
+                       "--global-batch-size 64 --swiglu --normalization RMSNorm "
+                       "--disable-bias-linear --bf16 --vocab-size 32000 --num-experts 8 "
+                       "--moe-router-topk 2 --tensor-model-parallel-size 4 --sequence-parallel "
+                       "--expert-model-parallel-size 4 --expert-tensor-parallel-size 2\n";
+    g_assert(g_file_set_contents(script, text, -1, NULL));
+    g_autofree char *args =
+        g_strdup_printf("--megatron-args %s --topology %s --backend analytic --json --jobs 1",
+                        script, megatron_a100x128);
+    SimparCliRun r = simpar_cli_run(args);
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "\"grid\" : \"T=4+SP\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "\"moe_expert_tp_s\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "\"axis\" : \"etp\""));
+    if (r.status != 0)
+        printf("\n    simpar %s -> %d: %s", args, r.status, r.err);
+    simpar_cli_run_clear(&r);
+}
+
 static void
 test_derived_dp(void)
 {
@@ -312,6 +339,12 @@ test_moe_flags(void)
                                                     "2 --expert-model-parallel-size 4");
     CU_ASSERT_PTR_NOT_NULL_FATAL(etp);
     CU_ASSERT_PTR_NOT_NULL(strstr(etp, "--ep=4 --etp=2")); /* Megatron's default ETP = TP */
+    g_autofree char *etp2 = megatron_flags(MEG_SHAPE "--num-experts 8 --tensor-model-parallel-size "
+                                                     "4 --sequence-parallel "
+                                                     "--expert-model-parallel-size 4 "
+                                                     "--expert-tensor-parallel-size 2");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(etp2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(etp2, "--ep=4 --etp=2"));
     /* the flex dispatcher with DeepEP is simpar's DeepEP hops; flex alone is refused */
     g_autofree char *deepep =
         megatron_flags(MEG_SHAPE "--num-experts 8 --expert-model-parallel-size "
@@ -355,6 +388,8 @@ static CU_TestInfo megatron_tests[] = {
      test_shell_words},
     {"what simpar cannot read or model is one error naming the file, line and flag", test_refusals},
     {"without --dp, data parallelism is the GPUs over T x C x P", test_derived_dp},
+    {"--expert-tensor-parallel-size 2 predicts a step with expert-TP collectives",
+     test_expert_tensor_parallel_size_predicts},
     CU_TEST_INFO_NULL,
 };
 

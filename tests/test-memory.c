@@ -517,6 +517,34 @@ test_moe_dense_layers(void)
     }
 }
 
+/* Expert tensor parallelism: model16 with 8 experts of width 64 (GeLU), top-2, 1-D T = 2 with
+ * sequence parallelism, two stages of 8 layers, D = 2, EP 2: ETP 2 holds half of each of the
+ * GPU's E/EP = 4 experts, 8 x 4 x 2 h f_e / 2 = 131072 parameters fewer, their weights,
+ * gradients and states at 16 bytes each (ZeRO 0); each MoE layer keeps the ETP gathered rows'
+ * input and output, s b / T x k x 2h x 2 bytes = 131072 more, and fc1's and the activation's
+ * outputs as before (1/ETP of the columns of ETP times the rows). */
+static void
+test_expert_tensor_parallelism_splits_the_experts(void)
+{
+    SimparModel moe = model16;
+    moe.moe = (SimparMoeConfig){.experts = 8, .top_k = 2, .moe_ffn = 64, .moe_every = 1};
+    SimparMemory m[2];
+    double act[2];
+    for (guint i = 0; i < 2; i++) {
+        SimparTrain train = train_1d(2, SIMPAR_PIPE_1F1B, 2, 1, 4);
+        train.dp = 2, train.tp.sequence_parallel = TRUE, train.global_batch = 8 * moe.micro_batch;
+        train.ep = train.tp.ep = 2, train.etp = train.tp.etp = 1 + i;
+        m[i] = step(&moe, &train, 0);
+        act[i] = simpar_memory_layer_activations(&moe, &train.tp, SIMPAR_ATTENTION_UNFUSED);
+    }
+    double fewer = 8 * 4 * 2 * 64 * 64 / 2.0;
+    CU_ASSERT(near(m[0].params - m[1].params, fewer));
+    CU_ASSERT(near(m[0].weights_B - m[1].weights_B, 2 * fewer));
+    CU_ASSERT(near(m[0].grads_B - m[1].grads_B, 2 * fewer));
+    CU_ASSERT(near(m[0].optimizer_B - m[1].optimizer_B, 12 * fewer));
+    CU_ASSERT(near(act[1] - act[0], 32.0 * 16 / 2 * 2 * 2 * 64 * 2));
+}
+
 static void
 test_peak_stage(void)
 {
@@ -661,6 +689,8 @@ static CU_TestInfo memory_tests[] = {
     {"the peak is the stage with the largest total", test_peak_stage},
     {"an MoE model's dense layers hold a dense layer's states and activations, stage by stage",
      test_moe_dense_layers},
+    {"expert tensor parallelism holds 1/ETP of the experts' weights, gradients and states",
+     test_expert_tensor_parallelism_splits_the_experts},
     {"Llama 3 405B at 8K as its paper ran it fits in 80 GiB", test_llama3_405b_8k},
     CU_TEST_INFO_NULL,
 };

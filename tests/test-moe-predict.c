@@ -245,7 +245,7 @@ test_grid_modes_time_the_all_to_alls_to_the_moe_block(void)
  * over the ranks and layers; the layers drawn; the largest gap between a layer's share of its
  * block and the sum of its compute stream's events (ops and waits), or an event outside it. */
 typedef struct {
-    double part_s[3];
+    double part_s[4]; /* and moe_expert_tp_s */
     guint layers;
     gboolean all_names; /* every MoE op the test names is there */
     double worst_s;     /* beyond the trace's rounding: 0.5 ns an event */
@@ -286,7 +286,7 @@ static void
 moe_trace_event(GArray *blocks, JsonObject *e, MoeTraced *m, GHashTable *names)
 {
     static const char *const what[] = {".moe.all-to-all-dispatch", ".moe.all-to-all-combine",
-                                       ".experts."};
+                                       ".experts.", ".moe.all-gather-", ".moe.reduce-scatter-"};
     double at = moe_event_s(e, "ts"), len = moe_event_s(e, "dur");
     MoeBlock *b = moe_block_at(blocks, json_object_get_int_member(e, "pid"), at);
     if (b == NULL) {
@@ -303,8 +303,8 @@ moe_trace_event(GArray *blocks, JsonObject *e, MoeTraced *m, GHashTable *names)
     g_hash_table_add(names, (gpointer) g_intern_string(name));
     gboolean gemm = g_str_equal(json_object_get_string_member(e, "cat"), "gemm");
     for (guint p = 0; p < G_N_ELEMENTS(what); p++)
-        if (strstr(name, what[p]) != NULL && (p < 2 || gemm))
-            m->part_s[p] += len;
+        if (strstr(name, what[p]) != NULL && (p != 2 || gemm))
+            m->part_s[MIN(p, 3u)] += len;
 }
 
 /* The layer blocks of the events `ev` and the events on their layer streams: into *m. */
@@ -373,7 +373,7 @@ moe_trace_read(const char *path, guint ranks, MoeTraced *m)
     for (guint k = 0; k < G_N_ELEMENTS(ops); k++)
         seen += g_hash_table_contains(names, g_intern_string(ops[k]));
     m->all_names = seen == G_N_ELEMENTS(ops);
-    for (guint k = 0; k < 3 && m->layers > 0; k++)
+    for (guint k = 0; k < G_N_ELEMENTS(m->part_s) && m->layers > 0; k++)
         m->part_s[k] /= m->layers;
     CU_ASSERT(m->layers % ranks == 0);
 }
@@ -407,6 +407,37 @@ test_an_moe_trace_shows_the_moe_block_with_the_prediction_s_times(void)
             /* the trace's figures are whole nanoseconds: 0.5 ns an event, a layer's part two
              * all-to-alls (forward, backward) or six GEMMs (two forward, four backward) */
             CU_ASSERT(want > 0 && fabs(m.part_s[k] - want) <= 1e-9 * want + (k < 2 ? 1e-9 : 3e-9));
+        }
+    }
+    simpar_test_tmpdir_remove(g_steal_pointer(&dir));
+}
+
+/* The same with --etp 2 (EP 8 x ETP 2: the block on ranks 0-15): the trace's all-to-alls,
+ * experts' GEMMs and expert-TP all-gathers and reduce-scatters of those ranks take what the
+ * prediction says, on the analytic and SimGrid backends. */
+static void
+test_an_etp_trace_shows_the_expert_tp_collectives_with_the_prediction_s_times(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("simpar-moe-XXXXXX", NULL);
+    g_autofree char *path = g_build_filename(dir, "trace.json", NULL);
+    const char *backends[] = {"analytic", "simgrid"};
+    const char *keys[] = {"moe_dispatch_s", "moe_combine_s", "moe_experts_s", "moe_expert_tp_s"};
+    for (guint b = 0; b < G_N_ELEMENTS(backends); b++) {
+        g_autofree char *args = g_strdup_printf(
+            MOE_JOB " --etp 2 --backend %s --trace %s --trace-ranks 0-15", backends[b], path);
+        g_autoptr(JsonParser) p = NULL;
+        JsonObject *row = moe_step(args, &p);
+        MoeTraced m;
+        moe_trace_read(path, 16, &m);
+        CU_ASSERT(m.layers == 16 * 4 * 2 && m.worst_s <= 0);
+        printf("\n    %s:", backends[b]);
+        for (guint k = 0; k < G_N_ELEMENTS(keys); k++) {
+            double want = moe_member(row, keys[k]);
+            printf(" %s %.9g / %.9g s", keys[k], m.part_s[k], want);
+            /* whole nanoseconds a trace event: two all-to-alls, six GEMMs or four expert-TP
+             * collectives a layer */
+            double slack = (k < 2 ? 1e-9 : k == 2 ? 3e-9 : 2e-9);
+            CU_ASSERT(want > 0 && fabs(m.part_s[k] - want) <= 1e-9 * want + slack);
         }
     }
     simpar_test_tmpdir_remove(g_steal_pointer(&dir));
@@ -712,6 +743,56 @@ test_the_shared_experts_run_beside_the_all_to_alls(void)
     simpar_test_tmpdir_remove(g_steal_pointer(&dir));
 }
 
+/* The time simpar collective gives one collective of S bytes (nccl-tests' size) over the
+ * first two GPUs on `backend`. */
+static double
+moe_collective_s(const char *op, double bytes, const char *backend)
+{
+    g_autofree char *args =
+        g_strdup_printf("collective --topology " H100 " --op %s --gpus 2 --bytes %.0f --json "
+                        "--backend %s",
+                        op, bytes, backend);
+    g_autoptr(JsonParser) p = NULL;
+    JsonObject *row = moe_step(args, &p);
+    g_assert(json_object_get_int_member(row, "bytes") == (gint64) bytes);
+    return json_object_get_double_member(row, "time_s");
+}
+
+/* Expert tensor parallelism 2 (MOE_JOB with --etp 2: 16 GPUs of one node are EP 8 x ETP 2,
+ * each ETP pair two neighbours): an MoE layer runs two all-gathers (the dispatch's rows, the
+ * combine's gradient) and two reduce-scatters (the experts' output, the dispatch's gradient) over
+ * the pair, each of the E C h rows a GPU received, C = ceil(T k / E) = ceil(1024 x 2 / 16) = 128:
+ * 16 x 128 x 4096 bf16 elements a GPU, S = 2 x 16 MiB in nccl-tests' terms. The report's
+ * moe_expert_tp_s is their time as simpar collective gives it on two GPUs of the node, on the
+ * analytic and the SimGrid backends (the pairs of the block run side by side on the NVSwitch);
+ * ETP 1 reports none, and ETP 2's collectives sit on their own axis, "etp". */
+static void
+test_etp_2_times_its_all_gathers_and_reduce_scatters_as_the_collectives(void)
+{
+    double bytes = 2.0 * 16 * 128 * 4096 * 2;
+    const char *backends[] = {"analytic", "simgrid"};
+    for (guint i = 0; i < G_N_ELEMENTS(backends); i++) {
+        g_autofree char *args = g_strdup_printf(MOE_JOB " --etp 2 --backend %s", backends[i]);
+        g_autoptr(JsonParser) p = NULL, p1 = NULL;
+        JsonObject *step = moe_step(args, &p);
+        double want = 2 * moe_collective_s("allgather", bytes, backends[i]) +
+                      2 * moe_collective_s("reducescatter", bytes, backends[i]);
+        double got = moe_member(step, "moe_expert_tp_s");
+        if (fabs(got - want) > 1e-9 * want)
+            printf("\n    %s: moe_expert_tp_s %.9g, collectives %.9g", backends[i], got, want);
+        CU_ASSERT(fabs(got - want) <= 1e-9 * want);
+        JsonArray *axes = json_object_get_array_member(step, "exposed_comm_by_axis");
+        gboolean etp = FALSE;
+        for (guint k = 0; k < json_array_get_length(axes); k++) {
+            JsonObject *a = json_array_get_object_element(axes, k);
+            etp = etp || g_str_equal(json_object_get_string_member(a, "axis"), "etp");
+        }
+        CU_ASSERT(etp);
+        g_autofree char *one = g_strdup_printf(MOE_JOB " --backend %s", backends[i]);
+        CU_ASSERT(!json_object_has_member(moe_step(one, &p1), "moe_expert_tp_s"));
+    }
+}
+
 static CU_TestInfo predict_tests[] = {
     {"an MoE step names its dispatch and combine all-to-alls and expert GEMMs",
      test_an_moe_step_names_dispatch_combine_and_expert_gemms},
@@ -744,6 +825,11 @@ static CU_TestInfo predict_tests[] = {
     {"an MoE step's trace shows the MoE block in every layer, with the prediction's times on "
      "every backend",
      test_an_moe_trace_shows_the_moe_block_with_the_prediction_s_times},
+    {"an ETP 2 step's trace shows the expert-TP collectives with the prediction's times",
+     test_an_etp_trace_shows_the_expert_tp_collectives_with_the_prediction_s_times},
+    {"ETP 2's all-gathers and reduce-scatters take the time simpar collective gives them, on "
+     "the analytic and SimGrid backends",
+     test_etp_2_times_its_all_gathers_and_reduce_scatters_as_the_collectives},
     CU_TEST_INFO_NULL,
 };
 

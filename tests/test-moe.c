@@ -51,9 +51,11 @@ moe_fill(const SimparSchedule *sched, SimparHost *host, RefMoe *ref)
         if (sh[i].role != SIMPAR_SHARD_INPUT)
             continue;
         RefMoeTensor *t = ref_moe_tensor(ref, sh[i].tensor);
-        g_assert(t != NULL && sh[i].col0 == 0 && sh[i].cols == t->cols);
+        g_assert(t != NULL && sh[i].col0 + sh[i].cols <= t->cols);
         double *buf = simpar_host_buffer(host, sh[i].view.buf) + sh[i].view.off;
-        memcpy(buf, t->data + sh[i].row0 * t->cols, sizeof(double) * sh[i].rows * sh[i].cols);
+        for (guint64 r = 0; r < sh[i].rows; r++) /* a block of columns: expert TP's slices */
+            memcpy(buf + r * sh[i].cols, t->data + (sh[i].row0 + r) * t->cols + sh[i].col0,
+                   sizeof(double) * sh[i].cols);
     }
 }
 
@@ -77,8 +79,9 @@ moe_compare(const SimparSchedule *sched, SimparHost *host, RefMoe *ref, guint *c
             g_hash_table_insert(sums, (gpointer) t->name, sum);
         }
         const double *buf = simpar_host_buffer(host, sh[i].view.buf) + sh[i].view.off;
-        for (guint64 e = 0; e < sh[i].rows * sh[i].cols; e++)
-            sum[sh[i].row0 * t->cols + e] += buf[e];
+        for (guint64 r = 0; r < sh[i].rows; r++)
+            for (guint64 col = 0; col < sh[i].cols; col++)
+                sum[(sh[i].row0 + r) * t->cols + sh[i].col0 + col] += buf[r * sh[i].cols + col];
     }
     GHashTableIter it;
     gpointer key, value;
@@ -105,6 +108,7 @@ typedef struct {
     SimparRouterScore router;
     double capacity;
     guint node_ranks; /* DeepEP's hops over nodes of this many ranks; 0: the flat all-to-all */
+    guint etp;        /* expert tensor parallelism; 0: 1 */
 } MoeCase;
 
 /* Builds, runs and compares one case, the shared experts beside the all-to-alls with `overlap`
@@ -117,8 +121,8 @@ moe_check_overlap(const MoeCase *mc, guint n_tensors, gboolean overlap)
     m.moe.capacity = mc->capacity, m.moe.shared_overlap = overlap;
     CU_ASSERT_FATAL(simpar_model_validate(&m, NULL));
     g_autoptr(GError) error = NULL;
-    g_autoptr(SimparSchedule) sched =
-        simpar_moe_block_build(&m, mc->ep, mc->node_ranks, mc->tokens, 7, 0, &error);
+    g_autoptr(SimparSchedule) sched = simpar_moe_block_build(
+        &m, mc->ep, MAX(mc->etp, 1u), mc->node_ranks, mc->tokens, 7, 0, &error);
     CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
     CU_ASSERT_FATAL(simpar_schedule_check(sched, &error));
     CU_ASSERT_FATAL(simpar_schedule_check_hazards(sched, &error));
@@ -131,9 +135,9 @@ moe_check_overlap(const MoeCase *mc, guint n_tensors, gboolean overlap)
     guint compared;
     double err = moe_compare(sched, host, ref, &compared);
     if (err > MOE_TOL || compared != n_tensors)
-        printf("\n  ep %u E %" G_GINT64_FORMAT " top-%" G_GINT64_FORMAT
+        printf("\n  ep %u etp %u E %" G_GINT64_FORMAT " top-%" G_GINT64_FORMAT
                ": %u tensors compared, worst relative error %.3g\n",
-               mc->ep, mc->experts, mc->top_k, compared, err);
+               mc->ep, MAX(mc->etp, 1u), mc->experts, mc->top_k, compared, err);
     CU_ASSERT(err <= MOE_TOL);
     CU_ASSERT_EQUAL(compared, n_tensors);
     return ref->dropped;
@@ -149,7 +153,7 @@ static void
 test_a_dropless_softmax_block_with_a_shared_expert_equals_the_serial_one(void)
 {
     /* y, dx, router, experts fc1 and fc2, shared fc1 and fc2 */
-    MoeCase mc = {4, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0};
+    MoeCase mc = {4, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0};
     CU_ASSERT_EQUAL(moe_check(&mc, 7), 0);
 }
 
@@ -157,14 +161,14 @@ static void
 test_sigmoid_node_limited_routing_equals_the_serial_one(void)
 {
     /* DeepSeek-V3's shape in small: 16 experts in 4 groups, top-4 within 2 groups */
-    MoeCase mc = {4, 10, 16, 4, 8, 4, 2, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SIGMOID, 0, 0};
+    MoeCase mc = {4, 10, 16, 4, 8, 4, 2, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SIGMOID, 0, 0, 0};
     CU_ASSERT_EQUAL(moe_check(&mc, 7), 0);
 }
 
 static void
 test_a_gelu_top_1_block_without_shared_experts_equals_the_serial_one(void)
 {
-    MoeCase mc = {2, 9, 4, 1, 0, 0, 0, SIMPAR_MLP_GELU, SIMPAR_ROUTER_SOFTMAX, 0, 0};
+    MoeCase mc = {2, 9, 4, 1, 0, 0, 0, SIMPAR_MLP_GELU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0};
     CU_ASSERT_EQUAL(moe_check(&mc, 5), 0);
 }
 
@@ -172,7 +176,7 @@ static void
 test_a_capacity_factor_drops_the_same_choices_as_the_serial_one(void)
 {
     /* capacity ceil(16 x 2 / 8 x 0.5) = 2 rows per (rank, expert): some choices dropped */
-    MoeCase mc = {4, 16, 8, 2, 0, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0.5, 0};
+    MoeCase mc = {4, 16, 8, 2, 0, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0.5, 0, 0};
     guint dropped = moe_check(&mc, 5);
     CU_ASSERT(dropped > 0);
 }
@@ -180,7 +184,7 @@ test_a_capacity_factor_drops_the_same_choices_as_the_serial_one(void)
 static void
 test_one_rank_holding_every_expert_equals_the_serial_one(void)
 {
-    MoeCase mc = {1, 8, 4, 2, 8, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0};
+    MoeCase mc = {1, 8, 4, 2, 8, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0};
     CU_ASSERT_EQUAL(moe_check(&mc, 7), 0);
 }
 
@@ -191,14 +195,17 @@ test_one_rank_holding_every_expert_equals_the_serial_one(void)
 static void
 test_shared_experts_beside_the_all_to_alls_equal_the_serial_one(void)
 {
-    MoeCase flat = {4, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0};
+    MoeCase flat = {4, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 1};
     CU_ASSERT_EQUAL(moe_check_overlap(&flat, 7, TRUE), 0);
-    MoeCase hops = {8, 10, 16, 4, 8, 4, 2, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SIGMOID, 0, 2};
+    MoeCase hops = {8, 10, 16, 4, 8, 4, 2, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SIGMOID, 0, 2, 1};
     CU_ASSERT_EQUAL(moe_check_overlap(&hops, 7, TRUE), 0);
+    /* with expert tensor parallelism: its all-gathers and reduce-scatters on the compute stream */
+    MoeCase etp = {2, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 2};
+    CU_ASSERT_EQUAL(moe_check_overlap(&etp, 7, TRUE), 0);
     /* the all-to-alls are on the second stream, nothing else is */
     SimparModel m = moe_model(8, 2, 12, SIMPAR_MLP_SWIGLU);
     m.moe.shared_overlap = TRUE;
-    g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, 4, 0, 12, 7, 0, NULL);
+    g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, 4, 1, 0, 12, 7, 0, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
     CU_ASSERT_EQUAL(simpar_schedule_n_streams(sched), 2);
     guint beside = 0, a2a = 0;
@@ -212,13 +219,74 @@ test_shared_experts_beside_the_all_to_alls_equal_the_serial_one(void)
     CU_ASSERT_EQUAL(beside, a2a);
 }
 
+/* ----- expert tensor parallelism ----- */
+
+static void
+test_etp_2_with_ep_2_and_a_shared_expert_equals_the_serial_one(void)
+{
+    /* 4 ranks: EP 2 x ETP 2, each expert's SwiGLU fc1 split into 2 column slices of (gate, up)
+     * pairs; every output and gradient: y, dx, router, experts fc1 and fc2, shared fc1 and fc2 */
+    MoeCase mc = {2, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 2};
+    CU_ASSERT_EQUAL(moe_check(&mc, 7), 0);
+}
+
+static void
+test_etp_2_with_ep_4_node_limited_and_gelu_equal_the_serial_one(void)
+{
+    /* 8 ranks: EP 4 x ETP 2, sigmoid node-limited routing; then GeLU top-1 without shared */
+    MoeCase mc = {4, 10, 16, 4, 8, 4, 2, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SIGMOID, 0, 0, 2};
+    CU_ASSERT_EQUAL(moe_check(&mc, 7), 0);
+    MoeCase gelu = {4, 9, 4, 1, 0, 0, 0, SIMPAR_MLP_GELU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 2};
+    CU_ASSERT_EQUAL(moe_check(&gelu, 5), 0);
+}
+
+static void
+test_etp_4_with_ep_1_and_dropped_tokens_equal_the_serial_one(void)
+{
+    /* one EP rank, its experts split 4 ways (ETP 4 = the whole group); a capacity factor of 0.5
+     * drops choices on each source rank as the serial one does */
+    MoeCase mc = {1, 8, 4, 2, 8, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 4};
+    CU_ASSERT_EQUAL(moe_check(&mc, 7), 0);
+    MoeCase drop = {2, 16, 8, 2, 0, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0.5, 0, 2};
+    CU_ASSERT(moe_check(&drop, 5) > 0);
+}
+
+/* The expert-TP collectives' counts: all-gather and reduce-scatter of E C h per rank, one pair
+ * each way, in the group of the EP rank's ETP ranks; the experts' GEMMs f_e / ETP wide. */
+static void
+test_etp_collectives_move_the_received_rows_and_gemms_split_the_columns(void)
+{
+    SimparModel m = moe_model(8, 2, 0, SIMPAR_MLP_SWIGLU);
+    guint ep = 2, etp = 2, T = 12;
+    g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, ep, etp, 0, T, 7, 0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+    SimparMoe route = moe_route_of(sched);
+    guint64 C = route.capacity, per = 8 * C * 16, gathers = 0, scatters = 0;
+    for (guint i = 0; i < simpar_schedule_n_ops(sched); i++) {
+        const SimparOp *op = simpar_schedule_op(sched, i);
+        if (op->kind == SIMPAR_OP_GEMM && g_str_has_suffix(op->name, "experts.fc1.gemm"))
+            CU_ASSERT(op->u.gemm.n == 2 * 8 / etp && op->u.gemm.m == ep * etp * C &&
+                      op->u.gemm.batch == 8 / ep);
+        if (op->kind != SIMPAR_OP_COLLECTIVE || op->u.coll.kind == SIMPAR_COLL_ALL_TO_ALL)
+            continue;
+        const SimparGroup *g = simpar_schedule_group(sched, op->u.coll.group);
+        CU_ASSERT(g_str_equal(g->axis, "etp") && g->size == etp);
+        CU_ASSERT(simpar_group_index(sched, op->u.coll.group, op->rank) == op->rank % etp);
+        CU_ASSERT_EQUAL(op->u.coll.count, per);
+        gathers += op->u.coll.kind == SIMPAR_COLL_ALL_GATHER;
+        scatters += op->u.coll.kind == SIMPAR_COLL_REDUCE_SCATTER;
+    }
+    CU_ASSERT_EQUAL(gathers, 2 * ep * etp); /* forward's dispatch, backward's combine */
+    CU_ASSERT_EQUAL(scatters, 2 * ep * etp);
+}
+
 /* ----- DeepEP's hops ----- */
 
 static void
 test_deepep_hops_over_2_nodes_of_2_equal_the_serial_one(void)
 {
     /* every output and gradient: y, dx, router, experts fc1 and fc2, shared fc1 and fc2 */
-    MoeCase mc = {4, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 2};
+    MoeCase mc = {4, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 2, 0};
     CU_ASSERT_EQUAL(moe_check(&mc, 7), 0);
 }
 
@@ -227,7 +295,7 @@ test_deepep_hops_with_node_limited_routing_equal_the_serial_one(void)
 {
     /* 16 experts in 4 groups, top-4 within 2 of them, over 4 nodes of 2 ranks (one group a
      * node, as DeepSeek-V3 places them) and over 2 nodes of 4 */
-    MoeCase mc = {8, 10, 16, 4, 8, 4, 2, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SIGMOID, 0, 2};
+    MoeCase mc = {8, 10, 16, 4, 8, 4, 2, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SIGMOID, 0, 2, 0};
     CU_ASSERT_EQUAL(moe_check(&mc, 7), 0);
     mc.node_ranks = 4;
     CU_ASSERT_EQUAL(moe_check(&mc, 7), 0);
@@ -236,7 +304,7 @@ test_deepep_hops_with_node_limited_routing_equal_the_serial_one(void)
 static void
 test_deepep_hops_drop_the_same_choices_as_the_serial_one(void)
 {
-    MoeCase mc = {4, 16, 8, 2, 0, 0, 0, SIMPAR_MLP_GELU, SIMPAR_ROUTER_SOFTMAX, 0.5, 2};
+    MoeCase mc = {4, 16, 8, 2, 0, 0, 0, SIMPAR_MLP_GELU, SIMPAR_ROUTER_SOFTMAX, 0.5, 2, 0};
     CU_ASSERT(moe_check(&mc, 5) > 0);
     mc.node_ranks = 1, mc.capacity = 0; /* a node a rank: the rail is the whole group */
     CU_ASSERT_EQUAL(moe_check(&mc, 5), 0);
@@ -302,8 +370,8 @@ test_deepep_sends_a_token_once_per_other_node(void)
         m.moe.groups = limited ? 4 : 0, m.moe.group_limit = limited ? 2 : 0;
         m.moe.router = SIMPAR_ROUTER_SIGMOID;
         CU_ASSERT_FATAL(simpar_model_validate(&m, NULL));
-        g_autoptr(SimparSchedule) flat = simpar_moe_block_build(&m, ep, 0, T, 7, 0, NULL);
-        g_autoptr(SimparSchedule) deep = simpar_moe_block_build(&m, ep, R, T, 7, 0, NULL);
+        g_autoptr(SimparSchedule) flat = simpar_moe_block_build(&m, ep, 1, 0, T, 7, 0, NULL);
+        g_autoptr(SimparSchedule) deep = simpar_moe_block_build(&m, ep, 1, R, T, 7, 0, NULL);
         CU_ASSERT_FATAL(flat != NULL && deep != NULL);
         /* the closed form: distinct (token, node other than its own) pairs x h x dtype size */
         SimparMoe route = moe_route_of(deep);
@@ -364,7 +432,7 @@ test_the_dispatch_all_to_all_moves_exactly_the_routed_tokens(void)
 {
     guint ep = 4, T = 12;
     SimparModel m = moe_model(8, 2, 0, SIMPAR_MLP_SWIGLU);
-    g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, ep, 0, T, 7, 0, NULL);
+    g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, ep, 1, 0, T, 7, 0, NULL);
     SimparMoe route = moe_route_of(sched);
     g_autoptr(RefMoe) ref = ref_moe_new(&m, &route, 11);
     g_autoptr(SimparHost) host = simpar_host_new(sched);
@@ -498,6 +566,7 @@ grid_compare(const SimparSchedule *sched, SimparHost *host, GHashTable *tab, gui
 typedef struct {
     const char *mode;
     gint64 tp, depth, shared;
+    gint64 etp; /* the block's expert tensor parallelism: EP = T / ETP; 0: 1 */
 } GridCase;
 
 /* The oracle: the layer without its MLP (t[] in, t[REF_Y] = r1), the MoE block on r1 and dy,
@@ -575,15 +644,17 @@ grid_check(const GridCase *gc)
     CU_ASSERT_FATAL(simpar_model_validate(&m, NULL));
     SimparPlan plan;
     simpar_plan_init(&plan);
-    plan.gen = simpar_generator_of(gc->mode), plan.tp = gc->tp, plan.depth = gc->depth,
-    plan.ep = gc->tp;
+    guint etp = (guint) MAX(gc->etp, 1);
+    plan.gen = simpar_generator_of(gc->mode), plan.tp = gc->tp, plan.depth = gc->depth;
+    plan.ep = gc->tp / etp, plan.etp = etp;
     plan.causal = TRUE, plan.p_hidden = 0, plan.p_attn = 0;
     g_autoptr(GError) error = NULL;
     g_autoptr(SimparSchedule) layer = simpar_generate_layer(&m, &plan, &error);
     CU_ASSERT_PTR_NOT_NULL_FATAL(layer);
     CU_ASSERT_FATAL(simpar_schedule_check_hazards(layer, &error));
     guint T = (guint) gc->tp, N = (guint) (m.micro_batch * m.seq);
-    g_autoptr(SimparSchedule) block = simpar_moe_block_build(&m, T, 0, N / T, 7, 0, &error);
+    g_autoptr(SimparSchedule) block =
+        simpar_moe_block_build(&m, T / etp, etp, 0, N / T, 7, 0, &error);
     CU_ASSERT_PTR_NOT_NULL_FATAL(block);
     SimparMoe route = moe_route_of(block);
     g_autoptr(RefMoe) ref = ref_moe_new(&m, &route, 11);
@@ -626,8 +697,8 @@ grid_check(const GridCase *gc)
     CU_ASSERT_FATAL(simpar_host_run(second, &error));
     double layer_err = grid_compare(layer, second, tab, &layer_tensors);
     printf("\n    %s T=%" G_GINT64_FORMAT
-           " EP %u: MoE block %u tensors %.3g, layer %u tensors %.3g",
-           gc->mode, gc->tp, T, moe_tensors, moe_err, layer_tensors, layer_err);
+           " EP %u ETP %u: MoE block %u tensors %.3g, layer %u tensors %.3g",
+           gc->mode, gc->tp, T / etp, etp, moe_tensors, moe_err, layer_tensors, layer_err);
     CU_ASSERT(moe_err <= MOE_TOL && layer_err <= MOE_TOL);
     CU_ASSERT_EQUAL(moe_tensors, gc->shared > 0 ? 7 : 5);
     /* y, dx, moe.x, moe.dy, ln1's gamma and beta, qkv and proj weights */
@@ -641,19 +712,28 @@ grid_check(const GridCase *gc)
 static void
 test_a_2d_layer_with_the_moe_block_equals_the_serial_one(void)
 {
-    grid_check(&(GridCase){"2d", 4, 0, 12});
+    grid_check(&(GridCase){"2d", 4, 0, 12, 0});
 }
 
 static void
 test_a_2p5d_layer_with_the_moe_block_equals_the_serial_one(void)
 {
-    grid_check(&(GridCase){"2.5d", 8, 2, 0});
+    grid_check(&(GridCase){"2.5d", 8, 2, 0, 0});
 }
 
 static void
 test_a_3d_layer_with_the_moe_block_equals_the_serial_one(void)
 {
-    grid_check(&(GridCase){"3d", 8, 0, 12});
+    grid_check(&(GridCase){"3d", 8, 0, 12, 0});
+}
+
+/* The same layers with the block's 8 (2-D: 4) GPUs EP x ETP 2 */
+static void
+test_grid_layers_with_etp_2_experts_equal_the_serial_one(void)
+{
+    grid_check(&(GridCase){"2d", 4, 0, 12, 2});
+    grid_check(&(GridCase){"2.5d", 8, 2, 0, 2});
+    grid_check(&(GridCase){"3d", 8, 0, 12, 2});
 }
 
 /* ----- routing ----- */
@@ -728,7 +808,7 @@ test_impossible_expert_settings_are_refused_naming_the_flag(void)
     CU_ASSERT(e4 != NULL && strstr(e4->message, "--imbalance 0.5") != NULL);
     g_autoptr(GError) e5 = NULL;
     m.moe.imbalance = 1;
-    CU_ASSERT(simpar_moe_block_build(&m, 3, 0, 4, 1, 0, &e5) == NULL);
+    CU_ASSERT(simpar_moe_block_build(&m, 3, 1, 0, 4, 1, 0, &e5) == NULL);
     CU_ASSERT(e5 != NULL && strstr(e5->message, "--ep 3") != NULL);
 }
 
@@ -743,7 +823,7 @@ test_a_predicted_all_to_all_moves_the_busiest_experts_rows(void)
         m.moe.imbalance = imbalance[i];
         guint C = simpar_moe_capacity(&m, T);
         CU_ASSERT_EQUAL(C, rows[i]);
-        g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, ep, 0, T, 7, C, NULL);
+        g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, ep, 1, 0, T, 7, C, NULL);
         guint n_a2a = 0;
         for (guint o = 0; o < simpar_schedule_n_ops(sched); o++) {
             const SimparOp *op = simpar_schedule_op(sched, o);
@@ -775,8 +855,16 @@ static CU_TestInfo host_tests[] = {
      test_the_dispatch_all_to_all_moves_exactly_the_routed_tokens},
     {"a predicted all-to-all moves the busiest expert's rows (T k / E x imbalance)",
      test_a_predicted_all_to_all_moves_the_busiest_experts_rows},
-    {"shared experts beside the all-to-alls (flat and DeepEP's) equal the serial one at 1e-9",
+    {"shared experts beside the all-to-alls (flat, DeepEP's, ETP 2) equal the serial one at 1e-9",
      test_shared_experts_beside_the_all_to_alls_equal_the_serial_one},
+    {"ETP 2 x EP 2 with a shared expert equals the serial one at 1e-9 (every gradient)",
+     test_etp_2_with_ep_2_and_a_shared_expert_equals_the_serial_one},
+    {"ETP 2 x EP 4 (node-limited sigmoid; GeLU top-1) equals the serial one at 1e-9",
+     test_etp_2_with_ep_4_node_limited_and_gelu_equal_the_serial_one},
+    {"ETP 4 x EP 1, and ETP 2 with dropped tokens, equal the serial one at 1e-9",
+     test_etp_4_with_ep_1_and_dropped_tokens_equal_the_serial_one},
+    {"ETP's all-gather and reduce-scatter move E C h per rank; expert GEMMs are f_e/ETP wide",
+     test_etp_collectives_move_the_received_rows_and_gemms_split_the_columns},
     {"DeepEP's hops over 2 nodes of 2 ranks equal the serial one at 1e-9",
      test_deepep_hops_over_2_nodes_of_2_equal_the_serial_one},
     {"DeepEP's hops with node-limited routing (nodes of 2 and 4) equal the serial one at 1e-9",
@@ -795,6 +883,9 @@ static CU_TestInfo grid_tests[] = {
      test_a_2p5d_layer_with_the_moe_block_equals_the_serial_one},
     {"a 3-D layer (q=2) with the MoE block (EP 8, a shared expert) equals the serial one at 1e-9",
      test_a_3d_layer_with_the_moe_block_equals_the_serial_one},
+    {"2-D, 2.5-D and 3-D layers with the MoE block's experts EP x ETP 2 equal the serial one at "
+     "1e-9",
+     test_grid_layers_with_etp_2_experts_equal_the_serial_one},
     CU_TEST_INFO_NULL,
 };
 

@@ -497,6 +497,27 @@ test_ep_axis(void)
     CU_ASSERT_TRUE(number(csv, 0, "step_time_s") != number(csv, 1, "step_time_s"));
 }
 
+/* --etp is one value for every row: with --ep 1,2,4 over 8 GPUs (T 2 with --sp, D 4), each
+ * row equals simpar predict with the same --etp 2 and its EP, EP 4 x ETP 2 filling the stage. */
+static void
+test_etp_applies_to_every_row(void)
+{
+    g_autofree char *out = tmp_path("etp.csv");
+    const char *moe = "--model tiny --experts 8 --topk 2 --moe-ffn 64 --gpus 8 --tp-mode 1d "
+                      "--tp 2 --sp --pp 1 --global-batch 32 --etp 2";
+    g_free(run_ok("sweep --topology " TOPO " %s --ep 1,2,4 --jobs 1 -q -o %s", moe, out));
+    g_autoptr(SimparCsv) csv = read_csv(out);
+    CU_ASSERT_EQUAL_FATAL(simpar_csv_n_rows(csv), 3);
+    const char *ep[] = {"1", "2", "4"};
+    for (guint i = 0; i < 3; i++) {
+        CU_ASSERT_STRING_EQUAL(field(csv, i, "status"), "ok");
+        step_equals_predict(csv, i,
+                            run_ok("--topology " TOPO " --backend analytic %s --dp 4 --ep %s "
+                                   "--json",
+                                   moe, ep[i]));
+    }
+}
+
 /* --precision is a list axis, the innermost: one row per precision, each equal to simpar
  * predict with its --dtype and --fp8-recipe, the dtype column naming the recipe; MXFP8 on
  * Hopper is a skipped row that says why. One worker: the rows share its cache of layers, which
@@ -859,6 +880,8 @@ static CU_TestInfo sweep_tests[] = {
     {"--cp and --cp-mode lists sweep context parallelism; rows equal predict", test_cp_axis},
     {"--ep is a list axis; EP not dividing the experts or T x C x D is a skipped row",
      test_ep_axis},
+    {"--etp applies to every row, each equal to simpar predict with it",
+     test_etp_applies_to_every_row},
     {"without --micro-batch every mode gets whole sequences per GPU, so every mode runs",
      test_micro_batch_per_mode},
     {"--jobs 1 and --jobs 2 write the same bytes", test_jobs_do_not_change_the_output},
