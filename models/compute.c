@@ -867,6 +867,30 @@ compute_adam(const SimparGpu *gpu, SimparDtype dt, const SimparAdam *a)
     return fixed + compute_vector_time(gpu, SIMPAR_OP_ADAM, dt, flops * n, per_elem * n);
 }
 
+/* The gradient buffer zeroed before a step's first forward (schedule.h, SimparZeroGrad), as each
+ * kernel set's framework does it:
+ *   megatron  DistributedDataParallel.zero_grad_buffer (megatron/core/distributed/
+ *             distributed_data_parallel.py, called by train_step in megatron/training/training.py
+ *             at the start of every iteration) runs grad_data.zero_() on every gradient buffer
+ *             (param_and_grad_buffer.py, _ParamAndGradBuffer.reset): one write-only pass over the
+ *             whole buffer, elem_bytes per gradient (fp32 when gradients are accumulated and
+ *             reduced in fp32, which arguments.py makes the default for bf16; else the model's
+ *             dtype), the distributed optimizer's shards being views into it. The optimizer's own
+ *             zero_grad (optimizer.py) sets the fp32 main gradients to None: no kernel. Priced as
+ *             a streaming kernel (a memset is one) writing count x elem_bytes bytes.
+ *   pytorch   optimizer.zero_grad() sets gradients to None by default since PyTorch 2.0
+ *             (torch.optim.Optimizer.zero_grad, set_to_none=True): no kernel, 0.
+ *   unfused   simpar-exec runs one step on buffers allocated zeroed: no kernel, 0. */
+static double
+compute_zero_grad(const SimparGpu *gpu, const SimparZeroGrad *z)
+{
+    if ((SimparKernelSet) gpu->kernel_set != SIMPAR_KERNELS_MEGATRON || z->count == 0)
+        return 0;
+    return compute_kind_time(gpu, SIMPAR_OP_ZERO_GRAD,
+                             simpar_compute_op_bandwidth(gpu, SIMPAR_OP_ZERO_GRAD),
+                             (double) z->count * z->elem_bytes);
+}
+
 static double
 compute_op_time(const SimparGpu *gpu, const SimparSchedule *sched, const SimparOp *op,
                 SimparAttentionImpl attn)
@@ -883,6 +907,8 @@ compute_op_time(const SimparGpu *gpu, const SimparSchedule *sched, const SimparO
         return compute_vocab(gpu, dt, op);
     case SIMPAR_OP_ADAM:
         return compute_adam(gpu, dt, &op->u.adam);
+    case SIMPAR_OP_ZERO_GRAD:
+        return compute_zero_grad(gpu, &op->u.zero);
     case SIMPAR_OP_BLOCK:
         return 0; /* the interpreter times blocks by their key */
     case SIMPAR_OP_MOE_GATE:
@@ -945,6 +971,8 @@ simpar_compute_op_cost(const SimparSchedule *sched, const SimparOp *op, SimparAt
                           .mem_eff = 1,
                           .mem_bw_Bps = 1,
                           .kernel_set = SIMPAR_KERNELS_UNFUSED};
+    if (op->kind == SIMPAR_OP_ZERO_GRAD) /* simpar-exec runs none: the bytes Megatron's writes */
+        by_bytes.kernel_set = SIMPAR_KERNELS_MEGATRON;
     SimparGpu by_flops = by_bytes;
     by_flops.mem_bw_Bps = INFINITY;
     for (guint d = 0; d <= SIMPAR_DTYPE_FP8; d++)

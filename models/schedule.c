@@ -400,6 +400,8 @@ static const struct {
     [SIMPAR_OP_MOE_HOP_REDUCE] = {"moe-hop-reduce", SIMPAR_OP_CLASS_KERNELS, SIMPAR_KCLASS_STREAM},
     [SIMPAR_OP_MOE_HOP_REDUCE_BWD] = {"moe-hop-reduce-bwd", SIMPAR_OP_CLASS_KERNELS,
                                       SIMPAR_KCLASS_STREAM},
+    /* a write-only pass over the gradient buffer: the streaming kernels' bandwidth */
+    [SIMPAR_OP_ZERO_GRAD] = {"zero-grad", SIMPAR_OP_CLASS_OPTIMIZER, SIMPAR_KCLASS_STREAM},
 };
 
 const char *

@@ -98,6 +98,7 @@ typedef enum {
     SIMPAR_OP_MOE_HOP_BWD,      /* its gradients scattered back and summed */
     SIMPAR_OP_MOE_HOP_REDUCE,   /* DeepEP's combine, one hop: the dispatch's rows summed back */
     SIMPAR_OP_MOE_HOP_REDUCE_BWD, /* its gradients gathered again */
+    SIMPAR_OP_ZERO_GRAD, /* the gradient buffer set to zero before a step (SimparZeroGrad) */
     SIMPAR_N_OP_KINDS,
 } SimparOpKind;
 
@@ -364,6 +365,15 @@ typedef struct {
     double flops;
 } SimparBlockOp;
 
+/* The rank's gradient buffer set to zero at the start of a step built from timed blocks
+ * (models/step.c: Megatron-Core's DistributedDataParallel.zero_grad_buffer): `count` gradients of
+ * `elem_bytes` bytes each, written once. A timed op like a block: no data (executable steps have
+ * none; their buffers start at zero). */
+typedef struct {
+    gsize count;
+    double elem_bytes;
+} SimparZeroGrad;
+
 typedef struct {
     guint peer; /* global rank */
     guint tag;
@@ -389,6 +399,7 @@ typedef struct {
         SimparAdam adam;
         SimparBlockOp block;
         SimparMoe moe;
+        SimparZeroGrad zero;
     } u;
 } SimparOp;
 

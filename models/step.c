@@ -553,6 +553,19 @@ step_regions(const Step *st, guint ready, GArray *out)
     }
 }
 
+/* The rank's gradient buffer zeroed before the step's first forward, on the compute stream
+ * (Megatron-Core's zero_grad_buffer; compute.c prices it per kernel set), its gradients of
+ * simpar_train_grad_buffer_bytes each. Timed steps only: executable ones start from buffers
+ * allocated zeroed. */
+static void
+step_zero_grad(Step *st, guint step)
+{
+    double elem = simpar_train_grad_buffer_bytes(st->tr, st->model->dtype);
+    g_autofree char *name = g_strdup_printf("optimizer.zero-grad%u", step);
+    SimparOp op = {.kind = SIMPAR_OP_ZERO_GRAD, .u.zero = {st->n_grads, elem}};
+    st->last_compute = step_add(st, &op, STEP_COMPUTE, SIMPAR_PHASE_FORWARD, name);
+}
+
 /* Adam on [at, at + count) of the parameters, its moments at `moment`; after every
  * data-parallel reduction. */
 static guint
@@ -875,6 +888,8 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
                 st.prefetch[0] = st.prefetch[1] = G_MAXUINT;
                 st.open_count[STEP_DENSE] = st.open_count[STEP_EXPERT] = 0;
                 for (guint k = 0; k < steps; k++) {
+                    if (!ops)
+                        step_zero_grad(&st, k);
                     for (guint i = 0; i < order->len; i++) {
                         const SimparPipeItem *it = &g_array_index(order, SimparPipeItem, i);
                         if (it->backward)

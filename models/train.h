@@ -134,6 +134,10 @@ guint simpar_train_shard_group(const SimparTrain *t);
 /* Bytes per gradient element reduced and kept: 4 with --grad-reduce-dtype fp32, else the
  * model dtype's. */
 guint simpar_train_grad_bytes(const SimparTrain *t, SimparDtype dtype);
+/* Bytes per gradient of Megatron-Core's gradient buffer (what zero_grad_buffer writes): the
+ * --grad-reduce-dtype's where given, else fp32 for bf16 (megatron/training/arguments.py
+ * accumulates and reduces bf16 gradients in fp32 by default), else the model dtype's. */
+guint simpar_train_grad_buffer_bytes(const SimparTrain *t, SimparDtype dtype);
 /* The interleaved schedule's micro-batch group N (--vp-group, default P). */
 guint simpar_train_vp_group(const SimparTrain *t);
 gboolean simpar_pipe_schedule_parse(const char *name, SimparPipeSchedule *out, GError **error);

@@ -276,6 +276,8 @@ formula_stage(Formula *f, guint chain, guint p, const GArray *order)
     f->open = 0;
     f->seq[FORMULA_AXIS_DP] = f->seq[FORMULA_AXIS_TP] = 0;
     f->seq[FORMULA_AXIS_EMBED] = 0;
+    formula_add(f, FORMULA_ZERO, FORMULA_COMPUTE, formula_zero_time(f, formula_grads(f)), 0,
+                FORMULA_NONE); /* models/step.c's step_zero_grad */
     guint *first =
         f->item_first != NULL ? f->item_first + (chain * f->P + p) * (order->len + 1) : NULL;
     for (guint i = 0; i < order->len; i++) {
@@ -415,6 +417,10 @@ formula_charge(const Formula *f, const FormulaOp *op, double gap, double busy, d
         fig[op->axis == FORMULA_AXIS_TP ? FORMULA_P2P : FORMULA_DP_EXPOSED] += busy;
         fig[FORMULA_OTHER] += gap;
         break;
+    case FORMULA_ZERO:
+        fig[FORMULA_OPTIMIZER] += busy;
+        fig[FORMULA_OTHER] += gap;
+        break;
     default: /* Adam */
         fig[FORMULA_OPTIMIZER] += busy;
         fig[FORMULA_DP_EXPOSED] += gap;
@@ -442,7 +448,7 @@ formula_figures(const Formula *f, double *fig)
         const FormulaOp *op = formula_op(f, i);
         if (op->chain * f->P + op->stage != crit || op->end <= 0 || op->start >= step)
             continue;
-        if (op->kind != FORMULA_BLOCK && op->kind != FORMULA_ADAM)
+        if (op->kind != FORMULA_BLOCK && op->kind != FORMULA_ADAM && op->kind != FORMULA_ZERO)
             fig[FORMULA_BYTES] += op->bytes;
         if (op->stream != FORMULA_COMPUTE)
             continue;

@@ -31,6 +31,7 @@ typedef enum {
     FORMULA_SEND,
     FORMULA_COLL,
     FORMULA_ADAM,
+    FORMULA_ZERO, /* the gradient buffer zeroed before the first forward (models/step.c) */
 } FormulaKind;
 
 enum {
@@ -100,7 +101,8 @@ typedef struct {
     gint64 kv_heads, mlp, norm, no_bias, fp8;
     gint64 paper, act, layer_params, ends, proto, max_chunks, mode, m;
     double dsize, chunk_bytes, block_s[FORMULA_N_KEYS], block_c[FORMULA_N_KEYS], adam[6];
-    double pg8; /* --fp8-param-gather: the layers' parameters' wire bytes over bf16's */
+    double zgrad[5]; /* what the zero-grad op's time depends on but its count (compute.c) */
+    double pg8;      /* --fp8-param-gather: the layers' parameters' wire bytes over bf16's */
     const void *net, *algo, *tp_mode; /* tp_mode: the row of the generator table */
 } FormulaConfig;
 
@@ -147,6 +149,7 @@ typedef struct {
  * op gives it), one group's time or, with one chain, the time every group takes. */
 double formula_coll_time(Formula *f, SimparCollKind kind, gsize count, FormulaAxis axis);
 double formula_adam_time(Formula *f, gsize count);
+double formula_zero_time(Formula *f, gsize count);
 
 /* The micro-batches of one period of the schedule's table (interleaved: its groups of N). */
 guint formula_period(const Formula *f);

@@ -103,6 +103,31 @@ formula_adam_time(Formula *f, gsize count)
     return t;
 }
 
+/* models/step.c's zero-grad op of `count` gradients, as simpar_compute_times times it. */
+double
+formula_zero_time(Formula *f, gsize count)
+{
+    struct {
+        gint64 what, count;
+        double gpu[5];
+    } key;
+
+    memset(&key, 0, sizeof key);
+    key.what = 3, key.count = (gint64) count;
+    memcpy(key.gpu, f->c.zgrad, sizeof key.gpu);
+    double t;
+    if (simpar_predict_cache_get(f->cache, &key, sizeof key, &t, sizeof t))
+        return t;
+    g_autoptr(SimparSchedule) s = simpar_schedule_new(1, (SimparDtype) f->c.dtype);
+    SimparOp op = {.kind = SIMPAR_OP_ZERO_GRAD,
+                   .name = "optimizer.zero-grad",
+                   .u.zero = {count, f->c.zgrad[4]}};
+    simpar_schedule_add_op(s, &op);
+    simpar_compute_times(f->tm->gpu, s, f->tm->attn, &t);
+    simpar_predict_cache_put(f->cache, &key, sizeof key, &t, sizeof t);
+    return t;
+}
+
 /* ----- one chain for all, or every chain ----- */
 
 static gboolean
@@ -417,7 +442,11 @@ formula_config(Formula *f, const SimparBlockTimes *bt, const SimparModel *model,
     c->adam[2] = simpar_compute_op_bandwidth(gpu, SIMPAR_OP_ADAM);
     c->adam[3] = gpu->launch_s, c->adam[4] = simpar_compute_op_floor(gpu, SIMPAR_OP_ADAM);
     c->adam[5] = gpu->kernel_set; /* the framework's optimizer passes (compute.c) */
-    c->pg8 = 1;                   /* models/step.c's */
+    c->zgrad[0] = simpar_compute_op_bandwidth(gpu, SIMPAR_OP_ZERO_GRAD);
+    c->zgrad[1] = gpu->launch_s, c->zgrad[2] = simpar_compute_op_floor(gpu, SIMPAR_OP_ZERO_GRAD);
+    c->zgrad[3] = gpu->kernel_set;
+    c->zgrad[4] = simpar_train_grad_buffer_bytes(tr, model->dtype);
+    c->pg8 = 1; /* models/step.c's */
     if (tr->fp8_param_gather) {
         double lin = simpar_model_layer_weights(model);
         double fp8 = model->fp8 == SIMPAR_FP8_MXFP8 ? 1 + 1.0 / 32 : 1; /* bytes per weight */

@@ -484,6 +484,10 @@ breakdown_rank(Breakdown *b, guint rank, double from, double to)
             row->step.optimizer_s += busy;
             row->step.dp_exposed_s += gap;
             break;
+        case SIMPAR_OP_ZERO_GRAD: /* before the step's first forward */
+            row->step.optimizer_s += busy;
+            row->other_s += gap;
+            break;
         default:
             row->compute_s += busy;
             row->other_s += gap;

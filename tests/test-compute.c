@@ -556,6 +556,45 @@ test_step_ops_flop_bound(void)
                    (AdamCost){38, 14, 3}); /* the same, from the formulas */
 }
 
+/* The gradient buffer zeroed before a step (compute.c, compute_zero_grad): Megatron-Core's
+ * zero_grad_buffer writes count x elem_bytes once at the streaming kernels' bandwidth (a measured
+ * stream class where the GPU has one), one launch; PyTorch sets gradients to None and simpar-exec
+ * starts from zeroed buffers: nothing. 1e6 fp32 gradients on the H100 at mem_eff: 5e-6 + 4e6 /
+ * (3.35e12 x 0.8) s; at a measured 2.9e12 B/s: 5e-6 + 4e6 / 2.9e12. */
+static void
+test_zero_grad(void)
+{
+    SimparGpu gpu;
+    gpu_h100(&gpu);
+    g_autoptr(SimparSchedule) sched = simpar_schedule_new(1, SIMPAR_DTYPE_BF16);
+    const double elem[] = {4, 2};
+    for (guint i = 0; i < G_N_ELEMENTS(elem); i++) {
+        SimparOp op = {.kind = SIMPAR_OP_ZERO_GRAD, .name = "optimizer.zero-grad0"};
+        op.u.zero = (SimparZeroGrad){(gsize) ADAM_N, elem[i]};
+        simpar_schedule_add_op(sched, &op);
+    }
+    CU_ASSERT_TRUE(simpar_schedule_check(sched, NULL));
+    double t[2];
+    const SimparKernelSet sets[] = {SIMPAR_KERNELS_MEGATRON, SIMPAR_KERNELS_PYTORCH,
+                                    SIMPAR_KERNELS_UNFUSED};
+    for (guint k = 0; k < G_N_ELEMENTS(sets); k++) {
+        gpu.kernel_set = sets[k];
+        simpar_compute_times(&gpu, sched, SIMPAR_ATTENTION_UNFUSED, t);
+        gboolean priced = sets[k] == SIMPAR_KERNELS_MEGATRON;
+        CU_ASSERT(near(t[0], priced ? 5e-6 + 4 * ADAM_N / (3350e9 * 0.8) : 0));
+        CU_ASSERT(near(t[1], priced ? 5e-6 + 2 * ADAM_N / (3350e9 * 0.8) : 0));
+    }
+    gpu.kernel_set = SIMPAR_KERNELS_MEGATRON;
+    gpu.kernel_bw[SIMPAR_KCLASS_STREAM] = 2.9e12; /* the stream class's, measured */
+    simpar_compute_times(&gpu, sched, SIMPAR_ATTENTION_UNFUSED, t);
+    CU_ASSERT(near(t[0], 5e-6 + 4 * ADAM_N / 2.9e12));
+    double flops, bytes; /* its cost: the bytes Megatron's writes, whatever the set */
+    simpar_compute_op_cost(sched, simpar_schedule_op(sched, 0), SIMPAR_ATTENTION_UNFUSED, &flops,
+                           &bytes);
+    CU_ASSERT(near(bytes, 4 * ADAM_N));
+    CU_ASSERT_EQUAL(flops, 0);
+}
+
 /* ----- attention ----- */
 
 /* One rank: an attention forward (op 0) and backward (op 1), bf16. */
@@ -1614,6 +1653,9 @@ static CU_TestInfo compute_tests[] = {
     {"embedding, cross-entropy and the optimizer step cost their bytes (Adam by kernel set), a "
      "block 0",
      test_step_ops},
+    {"the gradient buffer's zeroing writes its bytes once under the megatron set, nothing under "
+     "pytorch and unfused",
+     test_zero_grad},
     {"with slow vector units the cross-entropy and Adam flops set the time",
      test_step_ops_flop_bound},
     {"validation names the missing or insane GPU figure and the dtype", test_validate},

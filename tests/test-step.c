@@ -44,6 +44,7 @@ typedef struct {
     SimparNet net;
     SimparGpu gpu;
     SimparReportRow row;
+    gboolean time_ops; /* the ops but blocks timed by simpar_compute_times on gpu, else free */
 } StepCase;
 
 static void
@@ -97,6 +98,8 @@ step_case_run(StepCase *c, double tf, double tb, double head_f, double head_b)
     }
     guint n = simpar_schedule_n_ops(c->step), ranks = simpar_schedule_n_ranks(c->step);
     c->compute = g_new0(double, n);
+    if (c->time_ops)
+        simpar_compute_times(&c->gpu, c->step, SIMPAR_ATTENTION_UNFUSED, c->compute);
     for (guint i = 0; i < n; i++) {
         const SimparOp *op = simpar_schedule_op(c->step, i);
         if (op->kind == SIMPAR_OP_BLOCK)
@@ -741,6 +744,62 @@ step_ops_vs_blocks_time(const SimparStepTimer *tm, const SimparSchedule *step,
     return end;
 }
 
+/* Megatron-Core's zero_grad_buffer: every rank zeroes its whole gradient buffer once per step,
+ * the first op of its compute stream: its parameters (a tiny layer at T = 1 holds 12 h^2 + 13 h =
+ * 49984, an end V h = 65536; 4 layers and one end per stage of P = 2), fp32 gradients of 4 bytes
+ * for fp32 and bf16 (Megatron-LM accumulates bf16 gradients in fp32) and for fp16 with
+ * --grad-reduce-dtype fp32, else the dtype's 2, the same whatever ZeRO shards (its shards are
+ * views of the buffer). On one GPU with the op timed (megatron set: a launch and 4 bytes per
+ * parameter at 0.8 of 1e12 B/s; Adam's two fp32 passes), the step is the blocks, the zeroing and
+ * Adam, and the optimizer figure the zeroing and Adam. */
+static void
+test_step_zero_grad(void)
+{
+    const struct {
+        SimparDtype dtype;
+        gboolean fp32_grads;
+        gint64 zero;
+        double elem;
+    } cases[] = {{SIMPAR_DTYPE_FP32, FALSE, 0, 4},
+                 {SIMPAR_DTYPE_BF16, FALSE, 1, 4},
+                 {SIMPAR_DTYPE_FP16, FALSE, 0, 2},
+                 {SIMPAR_DTYPE_FP16, TRUE, 1, 4}};
+
+    const double layer = 12 * 64 * 64 + 13 * 64, end = 1024 * 64;
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        StepCase c;
+        step_case_init(&c, 8, 2, 2, SIMPAR_PIPE_1F1B, 1, 4);
+        c.model.dtype = cases[i].dtype, c.train.zero = cases[i].zero;
+        c.train.grad_dtype_set = cases[i].fp32_grads, c.train.grad_dtype = SIMPAR_DTYPE_FP32;
+        step_case_run(&c, 1.0, 2.0, 0, 0);
+        for (guint r = 0; r < simpar_schedule_n_ranks(c.step); r++) {
+            guint n, zeros = 0;
+            const guint *ops = simpar_schedule_rank_ops(c.step, r, &n);
+            for (guint k = 0; k < n; k++) {
+                const SimparOp *op = simpar_schedule_op(c.step, ops[k]);
+                if (op->kind != SIMPAR_OP_ZERO_GRAD)
+                    continue;
+                zeros++;
+                CU_ASSERT_EQUAL(k, 0); /* before anything else of the rank */
+                CU_ASSERT_EQUAL(op->stream, 0);
+                CU_ASSERT_EQUAL(op->u.zero.count, (gsize) (4 * layer + end));
+                CU_ASSERT_EQUAL(op->u.zero.elem_bytes, cases[i].elem);
+            }
+            CU_ASSERT_EQUAL(zeros, 1);
+        }
+        step_case_clear(&c);
+    }
+    StepCase c;
+    step_case_init(&c, 8, 1, 1, SIMPAR_PIPE_1F1B, 1, 1);
+    c.time_ops = TRUE;
+    step_case_run(&c, 1.0, 2.0, 0, 0);
+    double n = 8 * layer + 2 * end, bw = 1e12 * 0.8;
+    double zero = 5e-6 + 4 * n / bw, adam = 2 * 5e-6 + fmax(14 * n / 1e12, 32 * n / bw);
+    CU_ASSERT_DOUBLE_EQUAL(c.row.step_s, 3.0 + zero + adam, EPS);
+    CU_ASSERT_DOUBLE_EQUAL(c.row.step.optimizer_s, zero + adam, EPS);
+    step_case_clear(&c);
+}
+
 static void
 test_step_ops_vs_blocks(void)
 {
@@ -826,6 +885,9 @@ static CU_TestInfo step_tests[] = {
      test_step_dense_layers},
     {"model FLOPs", test_step_model_flops},
     {"timed blocks agree with the step op by op", test_step_ops_vs_blocks},
+    {"every rank zeroes its whole gradient buffer once per step before its first forward, 4 bytes "
+     "a parameter with fp32 gradients; one GPU's step adds its time",
+     test_step_zero_grad},
     CU_TEST_INFO_NULL,
 };
 
