@@ -406,8 +406,11 @@ typedef struct {
 typedef struct {
     const char *axis; /* interned, e.g. "row" */
     guint size;
-    guint first; /* into the schedule's member array */
-    guint step;  /* members[i] = members[0] + i * step, or 0 when they do not step evenly */
+    guint first;   /* into the schedule's member array */
+    guint step;    /* members[i] = members[0] + i * step, or 0 when they do not step evenly */
+    gboolean idle; /* its collectives are latency-bound scalars (the optimizer's, models/step.c):
+                      every backend times them at their closed form on an idle network, moving
+                      no flows (simpar_schedule_set_group_idle) */
 } SimparGroup;
 
 typedef struct {
@@ -451,6 +454,8 @@ guint simpar_schedule_add_stream(SimparSchedule *sched, const char *name);
 guint simpar_schedule_add_buffer(SimparSchedule *sched, guint rank, const char *name, gsize elems);
 guint simpar_schedule_add_group(SimparSchedule *sched, const char *axis, const guint *ranks,
                                 guint size);
+/* Marks `group`'s collectives as latency-bound scalars (SimparGroup.idle). */
+void simpar_schedule_set_group_idle(SimparSchedule *sched, guint group);
 /* Appends `op` (its rank, stream, kind and payload set by the caller); returns its index. */
 guint simpar_schedule_add_op(SimparSchedule *sched, const SimparOp *op);
 /* `op` waits for `first`, an earlier op of the same rank (usually on another stream). */

@@ -57,6 +57,17 @@ typedef enum {
     SIMPAR_MOE_DEEPEP,
 } SimparMoeDispatcher;
 
+/* The scalar all-reduces of the optimizer step and the loss that a framework runs (models/step.c
+ * emits them; the predictor sets them from the kernel set, models/compute.h). */
+typedef enum {
+    SIMPAR_SCALARS_NONE,     /* none: simpar-exec's step, and the default */
+    SIMPAR_SCALARS_MEGATRON, /* Megatron-Core: the gradient norm (and fp16's inf/nan flag) over
+                                the optimizer's gradient-statistics group, the loss over the
+                                data-parallel group of the last stage */
+    SIMPAR_SCALARS_PYTORCH,  /* PyTorch: FSDP's clip_grad_norm_ (and fp16's sharded grad scaler)
+                                over the shard group under ZeRO >= 1; nothing under DDP */
+} SimparScalars;
+
 typedef struct {
     SimparPlan tp;         /* tensor-parallel plan of one stage (mode, T, sp, recompute); its
                             * seed is the base of the dropout seeds (simpar_train_dropout_seed) */
@@ -88,6 +99,7 @@ typedef struct {
     gint64 first_stage_layers, last_stage_layers; /* layers of stage 0 / P-1; 0: the spread */
     SimparTrainAxis order[SIMPAR_N_TRAIN_AXES];   /* placement, innermost first */
     SimparAdamConfig adam;
+    gint64 scalars; /* SimparScalars */
     /* derived by simpar_train_validate */
     gint64 micro_batches;               /* m */
     gint64 layers_per_chunk;            /* L / (P * v), or 0 when the chunks differ */

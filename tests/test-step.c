@@ -800,6 +800,121 @@ test_step_zero_grad(void)
     step_case_clear(&c);
 }
 
+/* The optimizer step's scalar all-reduces on rank r of a step: the collectives over groups of
+ * `axis` (their sizes in size[], reductions in red[]) and the "optimizer.tp-stats" blocks' count;
+ * FALSE unless each scalar sits after the rank's data-parallel reductions and before Adam, the
+ * loss after it. */
+static gboolean
+step_scalars_of(const SimparSchedule *step, guint r, const char *axis, guint *n, guint size[4],
+                SimparRedOp red[4], gsize *count, guint *tp_blocks)
+{
+    guint n_ops;
+    const guint *ops = simpar_schedule_rank_ops(step, r, &n_ops);
+    gboolean adam = FALSE, ok = TRUE, loss = g_str_equal(axis, "loss");
+    *n = 0, *tp_blocks = 0;
+    for (guint k = 0; k < n_ops; k++) {
+        const SimparOp *op = simpar_schedule_op(step, ops[k]);
+        adam = adam || op->kind == SIMPAR_OP_ADAM;
+        if (op->kind == SIMPAR_OP_BLOCK && g_str_equal(op->u.block.key, "optimizer.tp-stats")) {
+            *tp_blocks += op->u.block.count;
+            ok = ok && !adam && op->stream == 0;
+        }
+        if (op->kind != SIMPAR_OP_COLLECTIVE)
+            continue;
+        const SimparGroup *g = simpar_schedule_group(step, op->u.coll.group);
+        if (!g_str_equal(g->axis, axis))
+            continue;
+        g_assert(*n < 4);
+        size[*n] = g->size, red[*n] = op->u.coll.red, *count = op->u.coll.count;
+        (*n)++;
+        ok = ok && op->stream == 0 && adam == loss;
+        const guint *deps = simpar_schedule_deps(step, op); /* every reduction of the rank */
+        for (guint d = 0; d < op->n_deps; d++)
+            ok = ok && simpar_schedule_op(step, deps[d])->stream == 4;
+    }
+    return ok;
+}
+
+/* The scalar all-reduces (models/step.c, step_scalars and step_loss) at T = 2, P = 2, D = 2:
+ *   Megatron, ZeRO 0, bf16: the norm (one fp32: 2 bf16 elements) over the model-parallel group,
+ *     its tensor-parallel part a block, the rest over the 2 stages; the loss and its token count
+ *     (8 bytes: 4 elements) over the 2 replicas of the last stage after Adam;
+ *   Megatron, ZeRO 1, fp16: the inf/nan flag (MAX) and the norm over the whole distributed-
+ *     optimizer instance, tensor-parallel part 2 blocks, the rest all 4 (d, p) (also with the
+ *     pipeline innermost: --order pp,tp,dp);
+ *   PyTorch: none under DDP, the norm over the 2 replicas (the shard group) under ZeRO 1;
+ *   none without a framework (simpar-exec's, the default). */
+static void
+test_step_scalars(void)
+{
+    const struct {
+        SimparScalars scalars;
+        SimparDtype dtype;
+        gint zero;
+        gboolean pp_inside;
+        guint n, size, tp_blocks, loss;
+        gsize count;
+    } cases[] = {
+        {SIMPAR_SCALARS_MEGATRON, SIMPAR_DTYPE_BF16, 0, FALSE, 1, 2, 1, 1, 2},
+        {SIMPAR_SCALARS_MEGATRON, SIMPAR_DTYPE_FP16, 1, FALSE, 2, 4, 2, 1, 2},
+        {SIMPAR_SCALARS_MEGATRON, SIMPAR_DTYPE_FP16, 1, TRUE, 2, 4, 2, 1, 2},
+        {SIMPAR_SCALARS_PYTORCH, SIMPAR_DTYPE_BF16, 0, FALSE, 0, 0, 0, 0, 0},
+        {SIMPAR_SCALARS_PYTORCH, SIMPAR_DTYPE_BF16, 1, FALSE, 1, 2, 0, 0, 2},
+        {SIMPAR_SCALARS_NONE, SIMPAR_DTYPE_BF16, 1, FALSE, 0, 0, 0, 0, 0},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        StepCase c;
+        step_case_init(&c, 8, 2, 2, SIMPAR_PIPE_1F1B, 1, 4);
+        c.model.dtype = cases[i].dtype, c.train.zero = cases[i].zero;
+        c.train.tp.tp = 2, c.train.scalars = cases[i].scalars;
+        if (cases[i].pp_inside)
+            g_assert(simpar_train_order_parse("pp,tp,dp", c.train.order, NULL));
+        step_case_run(&c, 1.0, 2.0, 0, 0);
+        for (guint r = 0; r < 8; r++) {
+            guint n, size[4], tp_blocks;
+            SimparRedOp red[4];
+            gsize count = 0;
+            guint t = r / (guint) c.train.stride[SIMPAR_AXIS_TP] % 2; /* the rank's t */
+            gboolean last = r == simpar_train_rank(&c.train, t, 0, 1) ||
+                            r == simpar_train_rank(&c.train, t, 1, 1);
+            CU_ASSERT_TRUE(
+                step_scalars_of(c.step, r, "grad-stats", &n, size, red, &count, &tp_blocks));
+            CU_ASSERT_EQUAL(n, cases[i].n);
+            CU_ASSERT_EQUAL(tp_blocks, cases[i].tp_blocks);
+            for (guint k = 0; k < n; k++) {
+                CU_ASSERT_EQUAL(size[k], cases[i].size);
+                CU_ASSERT_EQUAL(red[k], k + 1 < n ? SIMPAR_RED_MAX : SIMPAR_RED_SUM);
+                CU_ASSERT_EQUAL(count, cases[i].count);
+            }
+            CU_ASSERT_TRUE(step_scalars_of(c.step, r, "loss", &n, size, red, &count, &tp_blocks));
+            CU_ASSERT_EQUAL(n, last ? cases[i].loss : 0);
+            if (n > 0)
+                CU_ASSERT(size[0] == 2 && count == 4);
+        }
+        step_case_clear(&c);
+    }
+}
+
+/* The norm's all-reduce joins the stages: GPipe over P = 2 at m = 1 (tF = 1, tB = 2, each stage's
+ * activation and gradient one message of latency a on an idle uniform network) ends at 6 + 2 a
+ * on stage 0 and 4 + a on stage 1; the all-reduce of one fp32 over the two stages starts when
+ * stage 0 arrives, so the step is 6 + 2 a plus its closed form (two messages: 2 a), all of it in
+ * the optimizer figure, with no data-parallel wait. */
+static void
+test_step_scalars_time(void)
+{
+    StepCase c;
+    step_case_init(&c, 8, 2, 1, SIMPAR_PIPE_GPIPE, 1, 1);
+    c.tnet = (TestNet){1e-5, 1e30, 8};
+    c.train.scalars = SIMPAR_SCALARS_MEGATRON;
+    step_case_run(&c, 1.0, 2.0, 0, 0);
+    CU_ASSERT_DOUBLE_EQUAL(c.row.step_s, 6.0 + 2 * 1e-5 + 2 * 1e-5, EPS);
+    CU_ASSERT_DOUBLE_EQUAL(c.row.step.optimizer_s, 2 * 1e-5, EPS);
+    CU_ASSERT_DOUBLE_EQUAL(c.row.step.dp_exposed_s, 0, EPS);
+    step_case_clear(&c);
+}
+
 static void
 test_step_ops_vs_blocks(void)
 {
@@ -885,6 +1000,12 @@ static CU_TestInfo step_tests[] = {
      test_step_dense_layers},
     {"model FLOPs", test_step_model_flops},
     {"timed blocks agree with the step op by op", test_step_ops_vs_blocks},
+    {"the optimizer's scalar all-reduces per framework: Megatron's norm (and fp16's inf/nan flag) "
+     "over the model-parallel group or the distributed optimizer's, the loss over the last "
+     "stage's replicas, PyTorch's over FSDP's shard group",
+     test_step_scalars},
+    {"the norm's all-reduce joins the stages: the step is the pipeline's plus its closed form",
+     test_step_scalars_time},
     {"every rank zeroes its whole gradient buffer once per step before its first forward, 4 bytes "
      "a parameter with fp32 gradients; one GPU's step adds its time",
      test_step_zero_grad},
