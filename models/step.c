@@ -986,7 +986,10 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
         st.embed_group = step_groups(&st, "embed", st.T, st.D, 2, step_embed_member);
     st.n_scalars = ops ? 0 : simpar_step_n_scalars(tr, simpar_schedule_dtype(layer));
     guint n_stats = 0; /* groups of the gradient statistics: (outer, inner) */
-    if (st.n_scalars > 0 && tr->scalars == SIMPAR_SCALARS_MEGATRON) {
+    /* local parallelism: each chunk trains on its own loss, its statistics its own (no group
+     * across the chunks, which would join their asynchronous steps) */
+    gboolean megatron = st.n_scalars > 0 && tr->scalars == SIMPAR_SCALARS_MEGATRON;
+    if (megatron && !st.local) {
         if (tr->zero == 0 && st.P > 1) {
             st.stats_group = step_groups(&st, "grad-stats", st.T, st.D, st.P, step_stats_member);
             n_stats = st.T * st.D;
@@ -995,7 +998,7 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
                 step_groups(&st, "grad-stats", st.Ttp, st.R, st.S * st.P, step_stats_member);
             n_stats = st.Ttp * st.R;
         }
-    } else if (st.n_scalars > 0) { /* PyTorch's FSDP: the shard group */
+    } else if (st.n_scalars > 0 && tr->scalars == SIMPAR_SCALARS_PYTORCH) { /* FSDP's shards */
         st.stats_group =
             step_groups(&st, "grad-stats", st.Ttp, st.P * st.R, st.S, step_shard_member);
         n_stats = st.Ttp * st.P * st.R;
