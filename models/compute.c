@@ -820,14 +820,19 @@ compute_moe(const SimparGpu *gpu, SimparDtype dt, const SimparOp *op)
  *             training the weight is its own master: the gradient read, the weight, momentum and
  *             variance read and written, 7 ds.
  *   megatron  Megatron-Core's MixedPrecisionOptimizer.step (megatron/core/optimizer/optimizer.py
- *             and clip_grads.py, core_v0.12.0): in fp16, the fp16 gradient buffer copied into
- *             fp32 main gradients (2 + 4) and unscaled with the inf/nan check (4 + 4); the
- *             gradient norm for clipping (multi_tensor_l2norm over the fp32 gradients, 4; the
- *             rescale runs only when the norm is past the limit, and is not counted); Adam on the
- *             fp32 master weights with fp32 gradients (4 + 24: bf16 training accumulates and
- *             reduces its gradients in fp32, which Megatron-LM forces); the master weights copied
- *             to the 16-bit model weights (4 + 2). bf16: 38 bytes in 3 kernels; fp16: 52 in 5.
- *             fp32 or fp64 training (FP32Optimizer): the norm and Adam, 8 ds in 2.
+ *             and clip_grads.py, core_v0.12.0 to core_v0.19.0): in fp16, the fp16 gradient buffer
+ *             copied into fp32 main gradients (2 + 4) and unscaled with the inf/nan check
+ *             (4 + 4); the gradient norm for clipping (multi_tensor_l2norm over the fp32
+ *             gradients, 4); the gradients rescaled by the clip coefficient (multi_tensor_scale,
+ *             4 + 4: --clip-grad defaults to 1.0, and since core_v0.18.0, where Transformer
+ *             Engine provides multi_tensor_scale_tensor, clip_grad_by_total_norm_fp32 rescales
+ *             every step by the coefficient clamped to 1 without reading the norm back; before,
+ *             only when the norm was past the limit, which early training's norms often are:
+ *             counted every step); Adam on the fp32 master weights with fp32 gradients (4 + 24:
+ *             bf16 training accumulates and reduces its gradients in fp32, which Megatron-LM
+ *             forces); the master weights copied to the 16-bit model weights (4 + 2). bf16: 46
+ *             bytes in 4 kernels; fp16: 60 in 6. fp32 or fp64 training (FP32Optimizer): the norm,
+ *             the rescale and Adam, 10 ds in 3.
  *   pytorch   torch.nn.utils.clip_grad_norm_ (torch/nn/utils/clip_grad.py: the gradients' norm,
  *             then every gradient times the clamped coefficient, unconditionally: 1 + 2 gradient
  *             sizes) and torch.optim.AdamW(fused=True) on the master weights (7 sizes); with a
@@ -844,7 +849,8 @@ compute_adam(const SimparGpu *gpu, SimparDtype dt, const SimparAdam *a)
     gboolean half = ds == 2;
     switch ((SimparKernelSet) gpu->kernel_set) {
     case SIMPAR_KERNELS_MEGATRON:
-        per_elem = half ? 4 + (4 + 24) + (4 + 2) : 8 * ds, passes = half ? 3 : 2, flops += 2;
+        per_elem = half ? 4 + (4 + 4) + (4 + 24) + (4 + 2) : 10 * ds, passes = half ? 4 : 3;
+        flops += 3; /* the norm's 2, the rescale's 1 */
         if (dt == SIMPAR_DTYPE_FP16)
             per_elem += (2 + 4) + (4 + 4), passes += 2, flops += 1;
         break;
@@ -859,6 +865,30 @@ compute_adam(const SimparGpu *gpu, SimparDtype dt, const SimparAdam *a)
     }
     double fixed = (passes - 1) * (gpu->launch_s + simpar_compute_op_floor(gpu, SIMPAR_OP_ADAM));
     return fixed + compute_vector_time(gpu, SIMPAR_OP_ADAM, dt, flops * n, per_elem * n);
+}
+
+/* The gradient buffer zeroed before a step's first forward (schedule.h, SimparZeroGrad), as each
+ * kernel set's framework does it:
+ *   megatron  DistributedDataParallel.zero_grad_buffer (megatron/core/distributed/
+ *             distributed_data_parallel.py, called by train_step in megatron/training/training.py
+ *             at the start of every iteration) runs grad_data.zero_() on every gradient buffer
+ *             (param_and_grad_buffer.py, _ParamAndGradBuffer.reset): one write-only pass over the
+ *             whole buffer, elem_bytes per gradient (fp32 when gradients are accumulated and
+ *             reduced in fp32, which arguments.py makes the default for bf16; else the model's
+ *             dtype), the distributed optimizer's shards being views into it. The optimizer's own
+ *             zero_grad (optimizer.py) sets the fp32 main gradients to None: no kernel. Priced as
+ *             a streaming kernel (a memset is one) writing count x elem_bytes bytes.
+ *   pytorch   optimizer.zero_grad() sets gradients to None by default since PyTorch 2.0
+ *             (torch.optim.Optimizer.zero_grad, set_to_none=True): no kernel, 0.
+ *   unfused   simpar-exec runs one step on buffers allocated zeroed: no kernel, 0. */
+static double
+compute_zero_grad(const SimparGpu *gpu, const SimparZeroGrad *z)
+{
+    if ((SimparKernelSet) gpu->kernel_set != SIMPAR_KERNELS_MEGATRON || z->count == 0)
+        return 0;
+    return compute_kind_time(gpu, SIMPAR_OP_ZERO_GRAD,
+                             simpar_compute_op_bandwidth(gpu, SIMPAR_OP_ZERO_GRAD),
+                             (double) z->count * z->elem_bytes);
 }
 
 static double
@@ -877,6 +907,8 @@ compute_op_time(const SimparGpu *gpu, const SimparSchedule *sched, const SimparO
         return compute_vocab(gpu, dt, op);
     case SIMPAR_OP_ADAM:
         return compute_adam(gpu, dt, &op->u.adam);
+    case SIMPAR_OP_ZERO_GRAD:
+        return compute_zero_grad(gpu, &op->u.zero);
     case SIMPAR_OP_BLOCK:
         return 0; /* the interpreter times blocks by their key */
     case SIMPAR_OP_MOE_GATE:
@@ -939,6 +971,8 @@ simpar_compute_op_cost(const SimparSchedule *sched, const SimparOp *op, SimparAt
                           .mem_eff = 1,
                           .mem_bw_Bps = 1,
                           .kernel_set = SIMPAR_KERNELS_UNFUSED};
+    if (op->kind == SIMPAR_OP_ZERO_GRAD) /* simpar-exec runs none: the bytes Megatron's writes */
+        by_bytes.kernel_set = SIMPAR_KERNELS_MEGATRON;
     SimparGpu by_flops = by_bytes;
     by_flops.mem_bw_Bps = INFINITY;
     for (guint d = 0; d <= SIMPAR_DTYPE_FP8; d++)

@@ -153,8 +153,9 @@ const char *simpar_attention_name(SimparAttentionImpl impl);
 
 /* Seconds for every op of `sched` (times[i] for op i; collectives, send and recv get 0), with
  * the fusion rules above. SIMPAR_OP_BLOCK ops get 0 as well: the interpreter times a block
- * itself, `count` times the time it was given for the block's key. Embedding, cross-entropy
- * and Adam ops are memory bound, one launch each (their bytes: compute.c). */
+ * itself, `count` times the time it was given for the block's key. Embedding, cross-entropy,
+ * Adam and zero-grad ops are memory bound, one launch each (their bytes: compute.c; a zero-grad
+ * op costs only under the megatron set, whose framework alone runs a kernel for it). */
 void simpar_compute_times(const SimparGpu *gpu, const SimparSchedule *sched,
                           SimparAttentionImpl attn, double *times);
 /* Whether `gpu` can run FP8 recipe `recipe` (FP8 tensor cores: a peak_fp8_flops; mxfp8: block-

@@ -379,6 +379,7 @@ simpar_op_accesses(const SimparSchedule *sched, const SimparOp *op,
         access_adam(op, out, &n);
         break;
     case SIMPAR_OP_BLOCK: /* an opaque timed span: no data */
+    case SIMPAR_OP_ZERO_GRAD:
         break;
     default:
         if (simpar_op_is_moe(op->kind))
@@ -430,6 +431,7 @@ simpar_op_view_fields(SimparOp *op, SimparView *out[SIMPAR_MAX_VIEWS])
         out[n++] = &op->u.adam.m, out[n++] = &op->u.adam.v;
         break;
     case SIMPAR_OP_BLOCK:
+    case SIMPAR_OP_ZERO_GRAD:
         break;
     default:
         if (simpar_op_is_moe(op->kind)) {
@@ -605,6 +607,12 @@ check_params(guint i, const SimparOp *op, GError **error)
         return check_adam(i, op, error);
     case SIMPAR_OP_BLOCK:
         return check_block(i, op, error);
+    case SIMPAR_OP_ZERO_GRAD:
+        if (!(op->u.zero.elem_bytes > 0 && op->u.zero.elem_bytes <= 8))
+            return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,
+                              "zeroes gradients of %g bytes (valid: 0 < bytes <= 8)",
+                              op->u.zero.elem_bytes);
+        return TRUE;
     case SIMPAR_OP_LN_APPLY:
     case SIMPAR_OP_LN_BWD_APPLY:
         if (op->u.kern.hidden == 0 && op->u.kern.rows > 0)

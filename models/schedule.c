@@ -113,10 +113,17 @@ simpar_schedule_add_group(SimparSchedule *sched, const char *axis, const guint *
     for (guint i = 2; step > 0 && i < size; i++)
         if (ranks[i] != ranks[i - 1] + step)
             step = 0;
-    SimparGroup g = {g_intern_string(axis), size, sched->members->len, step};
+    SimparGroup g = {g_intern_string(axis), size, sched->members->len, step, FALSE};
     g_array_append_vals(sched->members, ranks, size);
     g_array_append_val(sched->groups, g);
     return sched->groups->len - 1;
+}
+
+void
+simpar_schedule_set_group_idle(SimparSchedule *sched, guint group)
+{
+    g_return_if_fail(group < sched->groups->len);
+    g_array_index(sched->groups, SimparGroup, group).idle = TRUE;
 }
 
 guint
@@ -400,6 +407,8 @@ static const struct {
     [SIMPAR_OP_MOE_HOP_REDUCE] = {"moe-hop-reduce", SIMPAR_OP_CLASS_KERNELS, SIMPAR_KCLASS_STREAM},
     [SIMPAR_OP_MOE_HOP_REDUCE_BWD] = {"moe-hop-reduce-bwd", SIMPAR_OP_CLASS_KERNELS,
                                       SIMPAR_KCLASS_STREAM},
+    /* a write-only pass over the gradient buffer: the streaming kernels' bandwidth */
+    [SIMPAR_OP_ZERO_GRAD] = {"zero-grad", SIMPAR_OP_CLASS_OPTIMIZER, SIMPAR_KCLASS_STREAM},
 };
 
 const char *

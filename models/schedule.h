@@ -98,6 +98,7 @@ typedef enum {
     SIMPAR_OP_MOE_HOP_BWD,      /* its gradients scattered back and summed */
     SIMPAR_OP_MOE_HOP_REDUCE,   /* DeepEP's combine, one hop: the dispatch's rows summed back */
     SIMPAR_OP_MOE_HOP_REDUCE_BWD, /* its gradients gathered again */
+    SIMPAR_OP_ZERO_GRAD, /* the gradient buffer set to zero before a step (SimparZeroGrad) */
     SIMPAR_N_OP_KINDS,
 } SimparOpKind;
 
@@ -367,6 +368,15 @@ typedef struct {
     double flops;
 } SimparBlockOp;
 
+/* The rank's gradient buffer set to zero at the start of a step built from timed blocks
+ * (models/step.c: Megatron-Core's DistributedDataParallel.zero_grad_buffer): `count` gradients of
+ * `elem_bytes` bytes each, written once. A timed op like a block: no data (executable steps have
+ * none; their buffers start at zero). */
+typedef struct {
+    gsize count;
+    double elem_bytes;
+} SimparZeroGrad;
+
 typedef struct {
     guint peer; /* global rank */
     guint tag;
@@ -392,14 +402,18 @@ typedef struct {
         SimparAdam adam;
         SimparBlockOp block;
         SimparMoe moe;
+        SimparZeroGrad zero;
     } u;
 } SimparOp;
 
 typedef struct {
     const char *axis; /* interned, e.g. "row" */
     guint size;
-    guint first; /* into the schedule's member array */
-    guint step;  /* members[i] = members[0] + i * step, or 0 when they do not step evenly */
+    guint first;   /* into the schedule's member array */
+    guint step;    /* members[i] = members[0] + i * step, or 0 when they do not step evenly */
+    gboolean idle; /* its collectives are latency-bound scalars (the optimizer's, models/step.c):
+                      every backend times them at their closed form on an idle network, moving
+                      no flows (simpar_schedule_set_group_idle) */
 } SimparGroup;
 
 typedef struct {
@@ -443,6 +457,8 @@ guint simpar_schedule_add_stream(SimparSchedule *sched, const char *name);
 guint simpar_schedule_add_buffer(SimparSchedule *sched, guint rank, const char *name, gsize elems);
 guint simpar_schedule_add_group(SimparSchedule *sched, const char *axis, const guint *ranks,
                                 guint size);
+/* Marks `group`'s collectives as latency-bound scalars (SimparGroup.idle). */
+void simpar_schedule_set_group_idle(SimparSchedule *sched, guint group);
 /* Appends `op` (its rank, stream, kind and payload set by the caller); returns its index. */
 guint simpar_schedule_add_op(SimparSchedule *sched, const SimparOp *op);
 /* `op` waits for `first`, an earlier op of the same rank (usually on another stream). */

@@ -58,9 +58,12 @@ typedef struct {
     SimparTrain numbering;     /* ranks: tr itself, or the slice's split with T = 1 */
     gboolean local;
     guint *dp_group, *tp_group, *embed_group;
-    guint S, R;                     /* ZeRO shard groups of S replicas, R = D / S of them */
-    guint *shard_group, *rep_group; /* per (t, p, d / S) and (t, p, d % S); NULL if S = D */
-    guint gf;                       /* gradient elements per dtype element (fp32 reduction) */
+    guint *stats_group, *loss_group; /* the scalar all-reduces' groups (step.c, step_scalars) */
+    guint n_scalars;                 /* the optimizer's scalar all-reduces per step */
+    guint scalar_buf;                /* the rank's buffer for them */
+    guint S, R;                      /* ZeRO shard groups of S replicas, R = D / S of them */
+    guint *shard_group, *rep_group;  /* per (t, p, d / S) and (t, p, d % S); NULL if S = D */
+    guint gf;                        /* gradient elements per dtype element (fp32 reduction) */
     guint DE;               /* the expert-data-parallel group's ranks (1: no expert gradients) */
     guint *edp_group;       /* per (p, expert-parallel rank x ETP + expert-tensor rank) */
     guint e_group, e_index; /* the rank's expert-DP group and its place in it */

@@ -553,6 +553,108 @@ step_regions(const Step *st, guint ready, GArray *out)
     }
 }
 
+/* The rank's gradient buffer zeroed before the step's first forward, on the compute stream
+ * (Megatron-Core's zero_grad_buffer; compute.c prices it per kernel set), its gradients of
+ * simpar_train_grad_buffer_bytes each. Timed steps only: executable ones start from buffers
+ * allocated zeroed. */
+static void
+step_zero_grad(Step *st, guint step)
+{
+    double elem = simpar_train_grad_buffer_bytes(st->tr, st->model->dtype);
+    g_autofree char *name = g_strdup_printf("optimizer.zero-grad%u", step);
+    SimparOp op = {.kind = SIMPAR_OP_ZERO_GRAD, .u.zero = {st->n_grads, elem}};
+    st->last_compute = step_add(st, &op, STEP_COMPUTE, SIMPAR_PHASE_FORWARD, name);
+}
+
+/* ----- the optimizer's scalar all-reduces ----- */
+
+guint
+simpar_step_n_scalars(const SimparTrain *tr, SimparDtype dt)
+{
+    guint fp16 = dt == SIMPAR_DTYPE_FP16;
+    switch ((SimparScalars) tr->scalars) {
+    case SIMPAR_SCALARS_MEGATRON: /* clip_grad defaults to 1.0: the norm every step */
+        return 1 + fp16;
+    case SIMPAR_SCALARS_PYTORCH: /* DDP's gradients are the same on every replica: local norm */
+        return tr->zero >= 1 && simpar_train_shard_group(tr) > 1 ? 1 + fp16 : 0;
+    default:
+        return 0;
+    }
+}
+
+gsize
+simpar_step_scalar_count(SimparDtype dt, gsize bytes)
+{
+    return MAX(bytes / simpar_dtype_size(dt), (gsize) 1);
+}
+
+/* One scalar all-reduce of `count` elements over group g on the compute stream, after every
+ * data-parallel reduction of the step (as Adam). */
+static guint
+step_scalar(Step *st, guint g, gsize count, SimparRedOp red, const char *what, guint step)
+{
+    g_autofree char *name = g_strdup_printf("optimizer.%s%u", what, step);
+    SimparView v = {st->scalar_buf, 0};
+    SimparOp op = {.kind = SIMPAR_OP_COLLECTIVE,
+                   .u.coll = {SIMPAR_COLL_ALL_REDUCE, g, count, 0, v, v, red}};
+    guint i = step_add(st, &op, STEP_COMPUTE, SIMPAR_PHASE_BACKWARD, name);
+    for (guint k = 0; k < st->dp_ops->len; k++)
+        simpar_schedule_add_dep(st->s, i, g_array_index(st->dp_ops, guint, k));
+    return st->last_compute = i;
+}
+
+/* Before Adam, the gradient statistics' all-reduces of one fp32 each: fp16's inf/nan flag (MAX)
+ * and the squared gradient norm (SUM). Megatron-Core (megatron/core/optimizer/optimizer.py,
+ * MixedPrecisionOptimizer.step: _unscale_main_grads_and_check_for_nan, then clip_grad_norm's
+ * get_grad_norm_fp32 in clip_grads.py) reduces both over get_grad_stats_parallel_group: the
+ * model-parallel group (tensor x pipeline) without the distributed optimizer, the whole
+ * distributed-optimizer instance (every rank; with --shard-group its shard group's) with it
+ * (distrib_optimizer.py). simpar splits the group as NCCL's hierarchical algorithms do: its
+ * tensor-parallel part a timed block ("optimizer.tp-stats", the first tensor-parallel group's
+ * all-reduce: the ranks of a stage run alike), the rest a collective over the rank's other
+ * members (its pipeline stages, and its replicas under ZeRO >= 1), which a tensor-parallel slice
+ * holds whole. PyTorch's FSDP clip_grad_norm_ and ShardedGradScaler reduce over the shard group;
+ * its DDP runs none (the norm is local: every replica holds the reduced gradients). */
+static void
+step_scalars(Step *st, guint step)
+{
+    guint g = G_MAXUINT;
+    if (st->stats_group != NULL && st->tr->scalars == SIMPAR_SCALARS_MEGATRON)
+        g = st->stats_group[st->tr->zero == 0
+                                ? st->t * st->D + st->d
+                                : (st->t % st->Ttp) * st->R + step_dp_index(st) / st->S];
+    else if (st->stats_group != NULL)
+        g = st->stats_group[((st->t % st->Ttp) * st->P + st->p) * st->R +
+                            step_dp_index(st) / st->S];
+    if (st->tr->scalars == SIMPAR_SCALARS_MEGATRON && st->Ttp > 1) {
+        guint b = step_block(st, "optimizer.tp-stats", st->n_scalars, SIMPAR_PHASE_BACKWARD);
+        for (guint k = 0; k < st->dp_ops->len; k++)
+            simpar_schedule_add_dep(st->s, b, g_array_index(st->dp_ops, guint, k));
+    }
+    gsize count = simpar_step_scalar_count(simpar_schedule_dtype(st->s), 4);
+    if (g != G_MAXUINT && st->n_scalars > 1) /* fp16 */
+        step_scalar(st, g, count, SIMPAR_RED_MAX, "found-inf", step);
+    if (g != G_MAXUINT)
+        step_scalar(st, g, count, SIMPAR_RED_SUM, "grad-norm", step);
+}
+
+/* After Adam, on the last stage, Megatron-LM's train_step (megatron/training/training.py)
+ * all-reduces the loss summed over the micro-batches and its token count (two fp32) over the
+ * data-parallel group with context parallelism, for logging. */
+static void
+step_loss(Step *st, guint step)
+{
+    if (st->loss_group == NULL || st->p + 1 != st->P)
+        return;
+    gsize count = simpar_step_scalar_count(simpar_schedule_dtype(st->s), 8);
+    g_autofree char *name = g_strdup_printf("optimizer.loss%u", step);
+    SimparView v = {st->scalar_buf, 0};
+    SimparOp op = {.kind = SIMPAR_OP_COLLECTIVE,
+                   .u.coll = {SIMPAR_COLL_ALL_REDUCE, st->loss_group[st->t % st->Ttp], count, 0, v,
+                              v, SIMPAR_RED_SUM}};
+    st->last_compute = step_add(st, &op, STEP_COMPUTE, SIMPAR_PHASE_BACKWARD, name);
+}
+
 /* Adam on [at, at + count) of the parameters, its moments at `moment`; after every
  * data-parallel reduction. */
 static guint
@@ -617,6 +719,8 @@ step_optimizer(Step *st, guint step)
                   st->ends, (SimparView){st->grads, off}, (SimparView){st->grads, off},
                   "embed.all-reduce-tied");
     }
+    if (st->n_scalars > 0)
+        step_scalars(st, step);
     gboolean experts_apart = st->tr->zero >= 1 && st->n_expert > 0;
     gsize nd = experts_apart ? st->n_grads - st->n_expert : st->n_grads; /* ZeRO 0: all, whole */
     gsize count = st->tr->zero >= 1 ? nd / st->S : nd, at = 0;
@@ -635,6 +739,7 @@ step_optimizer(Step *st, guint step)
         a = step_adam(st, step, at, count, 0);
     }
     guint ae = experts_apart ? step_adam_experts(st, step, nd, count) : G_MAXUINT;
+    step_loss(st, step);
     g_array_set_size(st->dp_ops, 0);
     if (ae != G_MAXUINT && st->DE > 1 && (st->tr->zero == 1 || st->tr->zero == 2)) {
         gsize shard = st->n_expert / st->DE;
@@ -706,6 +811,8 @@ step_rank_layout(Step *st)
         opt = nd / st->S + st->n_expert / st->DE + 2;
     st->opt_m = simpar_schedule_add_buffer(st->s, st->rank, "adam.m", opt);
     st->opt_v = simpar_schedule_add_buffer(st->s, st->rank, "adam.v", opt);
+    if (st->n_scalars > 0 || st->loss_group != NULL)
+        st->scalar_buf = simpar_schedule_add_buffer(st->s, st->rank, "optimizer.scalars", 4);
     gsize act = st->facts.act_elems;
     st->act_in = simpar_schedule_add_buffer(st->s, st->rank, "p2p.act-in", act);
     st->act_out = simpar_schedule_add_buffer(st->s, st->rank, "p2p.act-out", act);
@@ -765,6 +872,36 @@ static guint
 step_embed_member(const Step *st, guint t, guint d, guint k)
 {
     return step_rank(st, t, d, k == 0 ? 0 : st->P - 1);
+}
+
+/* The first n of `groups` (NULL: none) that this build holds carry latency-bound scalars. */
+static void
+step_groups_idle(Step *st, const guint *groups, guint n)
+{
+    for (guint i = 0; groups != NULL && i < n; i++)
+        if (groups[i] != G_MAXUINT)
+            simpar_schedule_set_group_idle(st->s, groups[i]);
+}
+
+/* Megatron's gradient-statistics group less its tensor-parallel part (step_scalars): without
+ * the distributed optimizer the stages of (t, d); with it the S replicas of a shard group on
+ * every stage (inner: the shard group), the axis of the smaller rank stride inside. */
+static guint
+step_stats_member(const Step *st, guint t, guint inner, guint k)
+{
+    if (st->tr->zero == 0)
+        return step_rank(st, t, inner, k);
+    if (st->tr->stride[SIMPAR_AXIS_PP] < st->tr->stride[SIMPAR_AXIS_DP])
+        return step_shard_member(st, t, k % st->P * st->R + inner, k / st->P);
+    return step_shard_member(st, t, k / st->S * st->R + inner, k % st->S);
+}
+
+/* The data-parallel group (D x C) of the last stage: the loss's. */
+static guint
+step_loss_member(const Step *st, guint t, guint inner, guint k)
+{
+    (void) inner;
+    return step_dp_member(st, t, st->P - 1, k);
 }
 
 /* The k-th of the expert-data-parallel group of stage p and (expert-parallel rank x ETP +
@@ -847,6 +984,29 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
         st.tp_group = step_groups(&st, "tp", st.D, st.P, st.T, step_tp_member);
     if (tr->tied_embeddings && st.P > 1)
         st.embed_group = step_groups(&st, "embed", st.T, st.D, 2, step_embed_member);
+    st.n_scalars = ops ? 0 : simpar_step_n_scalars(tr, simpar_schedule_dtype(layer));
+    guint n_stats = 0; /* groups of the gradient statistics: (outer, inner) */
+    /* local parallelism: each chunk trains on its own loss, its statistics its own (no group
+     * across the chunks, which would join their asynchronous steps) */
+    gboolean megatron = st.n_scalars > 0 && tr->scalars == SIMPAR_SCALARS_MEGATRON;
+    if (megatron && !st.local) {
+        if (tr->zero == 0 && st.P > 1) {
+            st.stats_group = step_groups(&st, "grad-stats", st.T, st.D, st.P, step_stats_member);
+            n_stats = st.T * st.D;
+        } else if (tr->zero >= 1 && st.S * st.P > 1) {
+            st.stats_group =
+                step_groups(&st, "grad-stats", st.Ttp, st.R, st.S * st.P, step_stats_member);
+            n_stats = st.Ttp * st.R;
+        }
+    } else if (st.n_scalars > 0 && tr->scalars == SIMPAR_SCALARS_PYTORCH) { /* FSDP's shards */
+        st.stats_group =
+            step_groups(&st, "grad-stats", st.Ttp, st.P * st.R, st.S, step_shard_member);
+        n_stats = st.Ttp * st.P * st.R;
+    }
+    if (!ops && tr->scalars == SIMPAR_SCALARS_MEGATRON && st.DR > 1)
+        st.loss_group = step_groups(&st, "loss", st.Ttp, 1, st.DR, step_loss_member);
+    step_groups_idle(&st, st.stats_group, n_stats);
+    step_groups_idle(&st, st.loss_group, st.Ttp);
     st.DE = simpar_model_is_moe(model) ? simpar_train_expert_replicas(tr) : 1;
     if (st.DE > 1) /* the experts' gradients (slices have none: simpar_step_build_slice) */
         st.edp_group = step_groups(&st, "edp", st.P, (guint) (MAX(tr->ep, 1) * MAX(tr->etp, 1)),
@@ -875,6 +1035,8 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
                 st.prefetch[0] = st.prefetch[1] = G_MAXUINT;
                 st.open_count[STEP_DENSE] = st.open_count[STEP_EXPERT] = 0;
                 for (guint k = 0; k < steps; k++) {
+                    if (!ops)
+                        step_zero_grad(&st, k);
                     for (guint i = 0; i < order->len; i++) {
                         const SimparPipeItem *it = &g_array_index(order, SimparPipeItem, i);
                         if (it->backward)
@@ -892,6 +1054,7 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
         step_ops_free(&st);
     g_free(st.dp_group), g_free(st.tp_group), g_free(st.embed_group);
     g_free(st.shard_group), g_free(st.rep_group), g_free(st.edp_group);
+    g_free(st.stats_group), g_free(st.loss_group);
     return st.s; /* (transfer full) */
 }
 

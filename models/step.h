@@ -31,6 +31,8 @@
  *                              layer's forward (the executable steps below have none: their
  *                              FP8 GEMMs are timed without the weights' casts)
  *   "dense.fp8.cast"           the same for an MoE model's dense layers' weights
+ *   "optimizer.tp-stats"       the tensor-parallel part of an optimizer scalar all-reduce (one
+ *                              fp32 over the first tensor-parallel group), x count
  *
  * Data parallelism (reference 4): buckets of train->bucket_params parameters over the
  * gradient buffer in reverse layer order; with --overlap-grad-reduce bucket k starts when the
@@ -80,6 +82,12 @@ SimparSchedule *simpar_step_build_slice(const SimparModel *model, const SimparTr
 SimparSchedule *simpar_step_build_ops(const SimparModel *model, const SimparTrain *train,
                                       const SimparSchedule *layer,
                                       GError **error); /* (transfer full) */
+
+/* The optimizer step's scalar all-reduces (train->scalars, train.h): how many a step runs
+ * before Adam (the gradient norm, and the inf/nan flag with fp16), and the elements of `dt`
+ * that carry `bytes` (one fp32: 4; the loss and its token count: 8), at least one. */
+guint simpar_step_n_scalars(const SimparTrain *train, SimparDtype dt);
+gsize simpar_step_scalar_count(SimparDtype dt, gsize bytes);
 
 G_END_DECLS
 #endif /* SIMPAR_STEP_H */

@@ -98,6 +98,14 @@ simpar_train_grad_bytes(const SimparTrain *t, SimparDtype dtype)
 }
 
 guint
+simpar_train_grad_buffer_bytes(const SimparTrain *t, SimparDtype dtype)
+{
+    if (t->grad_dtype_set)
+        return simpar_dtype_size(t->grad_dtype);
+    return simpar_dtype_size(dtype == SIMPAR_DTYPE_BF16 ? SIMPAR_DTYPE_FP32 : dtype);
+}
+
+guint
 simpar_train_vp_group(const SimparTrain *t)
 {
     return (guint) (t->vp_group > 0 ? t->vp_group : t->pp);

@@ -57,6 +57,17 @@ typedef enum {
     SIMPAR_MOE_DEEPEP,
 } SimparMoeDispatcher;
 
+/* The scalar all-reduces of the optimizer step and the loss that a framework runs (models/step.c
+ * emits them; the predictor sets them from the kernel set, models/compute.h). */
+typedef enum {
+    SIMPAR_SCALARS_NONE,     /* none: simpar-exec's step, and the default */
+    SIMPAR_SCALARS_MEGATRON, /* Megatron-Core: the gradient norm (and fp16's inf/nan flag) over
+                                the optimizer's gradient-statistics group, the loss over the
+                                data-parallel group of the last stage */
+    SIMPAR_SCALARS_PYTORCH,  /* PyTorch: FSDP's clip_grad_norm_ (and fp16's sharded grad scaler)
+                                over the shard group under ZeRO >= 1; nothing under DDP */
+} SimparScalars;
+
 typedef struct {
     SimparPlan tp;         /* tensor-parallel plan of one stage (mode, T, sp, recompute); its
                             * seed is the base of the dropout seeds (simpar_train_dropout_seed) */
@@ -88,6 +99,7 @@ typedef struct {
     gint64 first_stage_layers, last_stage_layers; /* layers of stage 0 / P-1; 0: the spread */
     SimparTrainAxis order[SIMPAR_N_TRAIN_AXES];   /* placement, innermost first */
     SimparAdamConfig adam;
+    gint64 scalars; /* SimparScalars */
     /* derived by simpar_train_validate */
     gint64 micro_batches;               /* m */
     gint64 layers_per_chunk;            /* L / (P * v), or 0 when the chunks differ */
@@ -134,6 +146,10 @@ guint simpar_train_shard_group(const SimparTrain *t);
 /* Bytes per gradient element reduced and kept: 4 with --grad-reduce-dtype fp32, else the
  * model dtype's. */
 guint simpar_train_grad_bytes(const SimparTrain *t, SimparDtype dtype);
+/* Bytes per gradient of Megatron-Core's gradient buffer (what zero_grad_buffer writes): the
+ * --grad-reduce-dtype's where given, else fp32 for bf16 (megatron/training/arguments.py
+ * accumulates and reduces bf16 gradients in fp32 by default), else the model dtype's. */
+guint simpar_train_grad_buffer_bytes(const SimparTrain *t, SimparDtype dtype);
 /* The interleaved schedule's micro-batch group N (--vp-group, default P). */
 guint simpar_train_vp_group(const SimparTrain *t);
 gboolean simpar_pipe_schedule_parse(const char *name, SimparPipeSchedule *out, GError **error);

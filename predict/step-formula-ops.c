@@ -75,16 +75,19 @@ static guint
 formula_coll(Formula *f, guint stream, SimparCollKind kind, gsize count, FormulaAxis axis,
              guint dep)
 {
-    guint n = axis == FORMULA_AXIS_DP ? f->D : axis == FORMULA_AXIS_TP ? f->T : 2;
+    guint n = formula_axis_size(f, axis);
     gboolean per_rank = kind == SIMPAR_COLL_ALL_GATHER || kind == SIMPAR_COLL_REDUCE_SCATTER;
     guint i = formula_add(f, FORMULA_COLL, stream, formula_coll_time(f, kind, count, axis), 0, dep);
     FormulaOp *op = formula_op(f, i);
     op->axis = axis, op->bytes = (double) (per_rank ? count * n : count) * f->c.dsize;
-    if (f->n_chains == 1 && axis != FORMULA_AXIS_EMBED)
+    gboolean stages = axis == FORMULA_AXIS_EMBED || (axis == FORMULA_AXIS_STATS && f->P > 1);
+    if (f->n_chains == 1 && !stages)
         return i; /* the other members run alike */
-    guint group = axis == FORMULA_AXIS_DP   ? f->t * f->P + f->p
-                  : axis == FORMULA_AXIS_TP ? f->d * f->P + f->p
-                                            : f->chain; /* stages 0 and P-1 of the chain */
+    guint group = axis == FORMULA_AXIS_DP || axis == FORMULA_AXIS_OPT_DP ? f->t * f->P + f->p
+                  : axis == FORMULA_AXIS_TP                              ? f->d * f->P + f->p
+                  : axis == FORMULA_AXIS_STATS && f->c.zero >= 1
+                      ? f->t
+                      : f->chain; /* its stages in the chain */
     guint64 key = ((guint64) axis << 60) | ((guint64) group << 32) | f->seq[axis]++;
     gpointer first;
     if (g_hash_table_lookup_extended(f->ring, &key, NULL, &first))
@@ -241,6 +244,29 @@ formula_grads(const Formula *f)
     return f->p == 0 ? n + ends : n;
 }
 
+/* models/step.c's step_scalars: Megatron's tensor-parallel block and its gradient statistics'
+ * all-reduces, or PyTorch's over the shard group (formula: the replicas). */
+static void
+formula_scalars(Formula *f)
+{
+    guint n = (guint) f->c.n_scalars;
+    if (n == 0)
+        return;
+    gboolean megatron = f->c.scalars == SIMPAR_SCALARS_MEGATRON;
+    if (megatron && f->T > 1) {
+        guint i = formula_add(f, FORMULA_BLOCK, FORMULA_COMPUTE, n * f->c.block_s[FORMULA_TP_STATS],
+                              0, f->last_dp);
+        FormulaOp *op = formula_op(f, i);
+        op->key = FORMULA_TP_STATS, op->count = n, op->phase = SIMPAR_PHASE_BACKWARD;
+    }
+    if (megatron && !formula_stats_group(f))
+        return;
+    gsize count = simpar_step_scalar_count((SimparDtype) f->c.dtype, 4);
+    for (guint k = 0; k < n; k++) /* fp16's inf/nan flag, then the norm */
+        formula_coll(f, FORMULA_COMPUTE, SIMPAR_COLL_ALL_REDUCE, count,
+                     megatron ? FORMULA_AXIS_STATS : FORMULA_AXIS_OPT_DP, f->last_dp);
+}
+
 static void
 formula_optimizer(Formula *f)
 {
@@ -253,9 +279,14 @@ formula_optimizer(Formula *f)
     if (f->c.tied && f->P > 1 && (f->p == 0 || f->p + 1 == f->P))
         formula_coll(f, FORMULA_COMPUTE, SIMPAR_COLL_ALL_REDUCE, (gsize) f->c.ends,
                      FORMULA_AXIS_EMBED, FORMULA_NONE);
+    formula_scalars(f);
     gsize count = f->c.zero >= 1 ? formula_grads(f) / f->D : formula_grads(f);
     guint adam =
         formula_add(f, FORMULA_ADAM, FORMULA_COMPUTE, formula_adam_time(f, count), 0, f->last_dp);
+    if (f->c.scalars == SIMPAR_SCALARS_MEGATRON && f->p + 1 == f->P && f->D > 1)
+        formula_coll(f, FORMULA_COMPUTE, SIMPAR_COLL_ALL_REDUCE,
+                     simpar_step_scalar_count((SimparDtype) f->c.dtype, 8), FORMULA_AXIS_OPT_DP,
+                     FORMULA_NONE); /* models/step.c's step_loss */
     if (f->D > 1 && (f->c.zero == 1 || f->c.zero == 2)) {
         /* the layers' share of the rank's parameters gathered in FP8, the ends' in bf16, as
          * models/step.c counts them */
@@ -275,7 +306,9 @@ formula_stage(Formula *f, guint chain, guint p, const GArray *order)
     f->last_compute = f->last_dp = FORMULA_NONE;
     f->open = 0;
     f->seq[FORMULA_AXIS_DP] = f->seq[FORMULA_AXIS_TP] = 0;
-    f->seq[FORMULA_AXIS_EMBED] = 0;
+    f->seq[FORMULA_AXIS_EMBED] = f->seq[FORMULA_AXIS_STATS] = f->seq[FORMULA_AXIS_OPT_DP] = 0;
+    formula_add(f, FORMULA_ZERO, FORMULA_COMPUTE, formula_zero_time(f, formula_grads(f)), 0,
+                FORMULA_NONE); /* models/step.c's step_zero_grad */
     guint *first =
         f->item_first != NULL ? f->item_first + (chain * f->P + p) * (order->len + 1) : NULL;
     for (guint i = 0; i < order->len; i++) {
@@ -392,6 +425,13 @@ formula_evaluate(Formula *f)
 static void
 formula_charge(const Formula *f, const FormulaOp *op, double gap, double busy, double *fig)
 {
+    if ((op->kind == FORMULA_BLOCK && op->key == FORMULA_TP_STATS) ||
+        (op->kind == FORMULA_COLL &&
+         (op->axis == FORMULA_AXIS_STATS || op->axis == FORMULA_AXIS_OPT_DP))) {
+        fig[FORMULA_OPTIMIZER] += busy; /* the optimizer's scalars wait for the reductions */
+        fig[FORMULA_DP_EXPOSED] += gap;
+        return;
+    }
     switch (op->kind) {
     case FORMULA_BLOCK: {
         double c = MIN(op->count * f->c.block_c[op->key], busy);
@@ -413,6 +453,10 @@ formula_charge(const Formula *f, const FormulaOp *op, double gap, double busy, d
     }
     case FORMULA_COLL:
         fig[op->axis == FORMULA_AXIS_TP ? FORMULA_P2P : FORMULA_DP_EXPOSED] += busy;
+        fig[FORMULA_OTHER] += gap;
+        break;
+    case FORMULA_ZERO:
+        fig[FORMULA_OPTIMIZER] += busy;
         fig[FORMULA_OTHER] += gap;
         break;
     default: /* Adam */
@@ -442,7 +486,7 @@ formula_figures(const Formula *f, double *fig)
         const FormulaOp *op = formula_op(f, i);
         if (op->chain * f->P + op->stage != crit || op->end <= 0 || op->start >= step)
             continue;
-        if (op->kind != FORMULA_BLOCK && op->kind != FORMULA_ADAM)
+        if (op->kind != FORMULA_BLOCK && op->kind != FORMULA_ADAM && op->kind != FORMULA_ZERO)
             fig[FORMULA_BYTES] += op->bytes;
         if (op->stream != FORMULA_COMPUTE)
             continue;

@@ -31,6 +31,7 @@ typedef enum {
     FORMULA_SEND,
     FORMULA_COLL,
     FORMULA_ADAM,
+    FORMULA_ZERO, /* the gradient buffer zeroed before the first forward (models/step.c) */
 } FormulaKind;
 
 enum {
@@ -50,14 +51,20 @@ typedef enum {
     FORMULA_HEAD_FWD,
     FORMULA_HEAD_BWD,
     FORMULA_FP8_CAST,
+    FORMULA_TP_STATS, /* "optimizer.tp-stats" */
     FORMULA_N_KEYS,
 } FormulaKey;
 
 /* The group axes of the step's collectives. */
 typedef enum {
-    FORMULA_AXIS_DP,    /* over d: gradient reductions, parameter all-gathers */
-    FORMULA_AXIS_TP,    /* over t: scatter/gather's all-gather after a recv */
-    FORMULA_AXIS_EMBED, /* stages 0 and P-1: tied embeddings */
+    FORMULA_AXIS_DP,     /* over d: gradient reductions, parameter all-gathers */
+    FORMULA_AXIS_TP,     /* over t: scatter/gather's all-gather after a recv */
+    FORMULA_AXIS_EMBED,  /* stages 0 and P-1: tied embeddings */
+    FORMULA_AXIS_STATS,  /* Megatron's gradient statistics but their tensor-parallel part
+                            (models/step.c, step_scalars): the stages of (t, d), or with ZeRO >= 1
+                            every (d, p) of t */
+    FORMULA_AXIS_OPT_DP, /* the optimizer's scalars over the ranks of d: PyTorch's FSDP norm,
+                            Megatron's loss on the last stage */
     FORMULA_N_AXES,
 } FormulaAxis;
 
@@ -100,9 +107,16 @@ typedef struct {
     gint64 kv_heads, mlp, norm, no_bias, fp8;
     gint64 paper, act, layer_params, ends, proto, max_chunks, mode, m;
     double dsize, chunk_bytes, block_s[FORMULA_N_KEYS], block_c[FORMULA_N_KEYS], adam[6];
+    double zgrad[5]; /* what the zero-grad op's time depends on but its count (compute.c) */
+    gint64 scalars, n_scalars; /* the optimizer's scalar all-reduces (models/train.h, step.h) */
     double pg8; /* --fp8-param-gather: the layers' parameters' wire bytes over bf16's */
     const void *net, *algo, *tp_mode; /* tp_mode: the row of the generator table */
 } FormulaConfig;
+
+/* A group's members as rank distances from its first: k % n stride + k / n stride2, k < n n2. */
+typedef struct {
+    guint stride, n, stride2, n2;
+} FormulaShape;
 
 /* formula_run's arrays, kept by the cache between evaluations (simpar_predict_cache_scratch). */
 typedef enum {
@@ -147,6 +161,11 @@ typedef struct {
  * op gives it), one group's time or, with one chain, the time every group takes. */
 double formula_coll_time(Formula *f, SimparCollKind kind, gsize count, FormulaAxis axis);
 double formula_adam_time(Formula *f, gsize count);
+/* The ranks of a group of `axis`; whether Megatron's gradient statistics leave a group beside
+ * their tensor-parallel part. */
+guint formula_axis_size(const Formula *f, FormulaAxis axis);
+gboolean formula_stats_group(const Formula *f);
+double formula_zero_time(Formula *f, gsize count);
 
 /* The micro-batches of one period of the schedule's table (interleaved: its groups of N). */
 guint formula_period(const Formula *f);

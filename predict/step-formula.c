@@ -7,7 +7,8 @@
 #include <string.h>
 
 static const char *const formula_keys[FORMULA_N_KEYS] = {
-    "layer.fwd", "layer.bwd", "embed.fwd", "embed.bwd", "head.fwd", "head.bwd", "fp8.cast"};
+    "layer.fwd", "layer.bwd", "embed.fwd", "embed.bwd",
+    "head.fwd",  "head.bwd",  "fp8.cast",  "optimizer.tp-stats"};
 
 /* ----- closed forms of collectives and Adam (memoised) ----- */
 
@@ -28,21 +29,31 @@ formula_coll_key(const Formula *f, gint64 what, SimparCollKind kind, gsize elems
     k->net = f->c.net, k->algo = f->c.algo;
 }
 
-/* A collective over GPUs first + k stride (k < n), as the replay times it (replay.c). */
+/* Member k of a group of shape sh, as a rank distance from its first. */
+static guint
+formula_member(const FormulaShape *sh, guint k)
+{
+    return k % sh->n * sh->stride + k / sh->n * sh->stride2;
+}
+
+/* A collective over GPUs first + member k (k < n n2), as the replay times it (replay.c). */
 static double
-formula_group_time(Formula *f, SimparCollKind kind, gsize elems, guint first, guint stride, guint n)
+formula_group_time(Formula *f, SimparCollKind kind, gsize elems, guint first,
+                   const FormulaShape *sh)
 {
     FormulaCollKey key; /* the group alone, whatever the split */
     formula_coll_key(f, 0, kind, elems, &key);
-    key.T = key.D = key.P = key.st[0] = key.st[1] = key.st[2] = 0;
-    key.first = first, key.stride = stride, key.n = n;
+    key.T = key.D = key.P = key.st[2] = 0;
+    key.first = first, key.stride = sh->stride, key.n = sh->n;
+    key.st[0] = sh->stride2, key.st[1] = sh->n2; /* the outer axis (1: none) */
     double t;
     if (simpar_predict_cache_get(f->cache, &key, sizeof key, &t, sizeof t))
         return t;
     const SimparRun *run = &f->tm->base;
+    guint n = sh->n * sh->n2;
     g_autofree guint *gpus = g_new(guint, n);
     for (guint k = 0; k < n; k++)
-        gpus[k] = first + k * stride;
+        gpus[k] = first + formula_member(sh, k);
     SimparCollGroup g = {n, gpus, run->net};
     double bytes = (double) elems * f->c.dsize;
     gboolean forced = run->algo != NULL && (run->algo->kinds & (1u << kind)) != 0;
@@ -53,20 +64,39 @@ formula_group_time(Formula *f, SimparCollKind kind, gsize elems, guint first, gu
     return t;
 }
 
-static guint
+guint
 formula_axis_size(const Formula *f, FormulaAxis axis)
 {
-    return axis == FORMULA_AXIS_DP ? f->D : axis == FORMULA_AXIS_TP ? f->T : 2;
+    switch (axis) {
+    case FORMULA_AXIS_DP:
+    case FORMULA_AXIS_OPT_DP:
+        return f->D;
+    case FORMULA_AXIS_TP:
+        return f->T;
+    case FORMULA_AXIS_STATS:
+        return f->c.zero == 0 ? f->P : f->D * f->P;
+    default:
+        return 2;
+    }
 }
 
-/* The rank distance between consecutive members of a group of `axis`. */
-static guint
-formula_axis_stride(const Formula *f, FormulaAxis axis)
+/* The members of a group of `axis` as rank distances from its first: one axis, or ZeRO >= 1's
+ * gradient statistics over (d, p), the axis of the smaller stride inside (models/step.c,
+ * step_stats_member). */
+static void
+formula_axis_shape(const Formula *f, FormulaAxis axis, FormulaShape *sh)
 {
     const gint64 *st = f->tr->stride;
-    return axis == FORMULA_AXIS_DP   ? (guint) st[SIMPAR_AXIS_DP]
-           : axis == FORMULA_AXIS_TP ? (guint) st[SIMPAR_AXIS_TP]
-                                     : (f->P - 1) * (guint) st[SIMPAR_AXIS_PP];
+    guint sd = (guint) st[SIMPAR_AXIS_DP], sp = (guint) st[SIMPAR_AXIS_PP];
+    *sh = (FormulaShape){0, formula_axis_size(f, axis), 0, 1};
+    if (axis == FORMULA_AXIS_STATS && f->c.zero >= 1 && f->D > 1 && f->P > 1)
+        *sh = sp < sd ? (FormulaShape){sp, f->P, sd, f->D} : (FormulaShape){sd, f->D, sp, f->P};
+    else if (axis == FORMULA_AXIS_STATS)
+        sh->stride = f->c.zero >= 1 && f->P == 1 ? sd : sp;
+    else
+        sh->stride = axis == FORMULA_AXIS_DP || axis == FORMULA_AXIS_OPT_DP ? sd
+                     : axis == FORMULA_AXIS_TP ? (guint) st[SIMPAR_AXIS_TP]
+                                               : (f->P - 1) * sp;
 }
 
 double
@@ -74,11 +104,15 @@ formula_coll_time(Formula *f, SimparCollKind kind, gsize count, FormulaAxis axis
 {
     guint n = formula_axis_size(f, axis);
     gboolean per_rank = kind == SIMPAR_COLL_ALL_GATHER || kind == SIMPAR_COLL_REDUCE_SCATTER;
-    guint p = f->n_chains == 1 || axis == FORMULA_AXIS_EMBED ? 0 : f->p; /* one chain: alike */
-    guint first = simpar_train_rank(f->tr, axis == FORMULA_AXIS_TP ? 0 : f->t,
-                                    axis == FORMULA_AXIS_DP ? 0 : f->d, p);
-    return formula_group_time(f, kind, per_rank ? count * n : count, first,
-                              formula_axis_stride(f, axis), n);
+    gboolean stats = axis == FORMULA_AXIS_STATS, over_d = axis == FORMULA_AXIS_DP ||
+                                                          axis == FORMULA_AXIS_OPT_DP ||
+                                                          (stats && f->c.zero >= 1);
+    guint p = f->n_chains == 1 || axis == FORMULA_AXIS_EMBED || stats ? 0 : f->p; /* alike */
+    guint first =
+        simpar_train_rank(f->tr, axis == FORMULA_AXIS_TP ? 0 : f->t, over_d ? 0 : f->d, p);
+    FormulaShape sh;
+    formula_axis_shape(f, axis, &sh);
+    return formula_group_time(f, kind, per_rank ? count * n : count, first, &sh);
 }
 
 double
@@ -103,6 +137,31 @@ formula_adam_time(Formula *f, gsize count)
     return t;
 }
 
+/* models/step.c's zero-grad op of `count` gradients, as simpar_compute_times times it. */
+double
+formula_zero_time(Formula *f, gsize count)
+{
+    struct {
+        gint64 what, count;
+        double gpu[5];
+    } key;
+
+    memset(&key, 0, sizeof key);
+    key.what = 3, key.count = (gint64) count;
+    memcpy(key.gpu, f->c.zgrad, sizeof key.gpu);
+    double t;
+    if (simpar_predict_cache_get(f->cache, &key, sizeof key, &t, sizeof t))
+        return t;
+    g_autoptr(SimparSchedule) s = simpar_schedule_new(1, (SimparDtype) f->c.dtype);
+    SimparOp op = {.kind = SIMPAR_OP_ZERO_GRAD,
+                   .name = "optimizer.zero-grad",
+                   .u.zero = {count, f->c.zgrad[4]}};
+    simpar_schedule_add_op(s, &op);
+    simpar_compute_times(f->tm->gpu, s, f->tm->attn, &t);
+    simpar_predict_cache_put(f->cache, &key, sizeof key, &t, sizeof t);
+    return t;
+}
+
 /* ----- one chain for all, or every chain ----- */
 
 static gboolean
@@ -111,16 +170,17 @@ formula_route_equal(const SimparRoute *a, const SimparRoute *b)
     return a->lat_s == b->lat_s && a->bw_Bps == b->bw_Bps;
 }
 
-/* Whether the groups of GPUs a + k stride and b + k stride (k < n) take the same time in every
- * closed form: member by member the same routes, and the same members sharing a node (all that
- * sim/collectives reads of a group). */
+/* Whether the groups of GPUs a + member k and b + member k (formula_member) take the same time
+ * in every closed form: member by member the same routes, and the same members sharing a node
+ * (all that sim/collectives reads of a group). */
 static gboolean
-formula_groups_alike(const SimparNet *net, guint a, guint b, guint stride, guint n)
+formula_groups_alike(const SimparNet *net, guint a, guint b, const FormulaShape *sh)
 {
+    guint n = sh->n * sh->n2;
     for (guint i = 0; i < n; i++)
         for (guint j = 0; j < n; j++) {
-            guint ai = a + i * stride, aj = a + j * stride, bi = b + i * stride,
-                  bj = b + j * stride;
+            guint mi = formula_member(sh, i), mj = formula_member(sh, j);
+            guint ai = a + mi, aj = a + mj, bi = b + mi, bj = b + mj;
             SimparRoute ra, rb;
             if (i == j)
                 continue;
@@ -138,16 +198,19 @@ formula_groups_alike(const SimparNet *net, guint a, guint b, guint stride, guint
 static gboolean
 formula_axis_alike(const Formula *f, FormulaAxis axis)
 {
-    guint n = formula_axis_size(f, axis), ref = simpar_train_rank(f->tr, 0, 0, 0);
-    guint n_t = axis == FORMULA_AXIS_TP ? 1 : f->T, n_d = axis == FORMULA_AXIS_DP ? 1 : f->D;
-    guint n_p = axis == FORMULA_AXIS_EMBED ? 1 : f->P;
+    guint ref = simpar_train_rank(f->tr, 0, 0, 0);
+    FormulaShape sh;
+    formula_axis_shape(f, axis, &sh);
+    gboolean stats = axis == FORMULA_AXIS_STATS;
+    guint n_t = axis == FORMULA_AXIS_TP ? 1 : f->T;
+    guint n_d = axis == FORMULA_AXIS_DP || (stats && f->c.zero >= 1) ? 1 : f->D;
+    guint n_p = axis == FORMULA_AXIS_EMBED || stats ? 1 : f->P;
     gboolean alike = TRUE;
     for (guint p = 0; p < n_p && alike; p++)
         for (guint t = 0; t < n_t && alike; t++)
             for (guint d = 0; d < n_d && alike; d++)
-                alike =
-                    formula_groups_alike(f->tm->base.net, ref, simpar_train_rank(f->tr, t, d, p),
-                                         formula_axis_stride(f, axis), n);
+                alike = formula_groups_alike(f->tm->base.net, ref,
+                                             simpar_train_rank(f->tr, t, d, p), &sh);
     return alike;
 }
 
@@ -176,6 +239,13 @@ formula_routes_alike(const Formula *f)
     return TRUE;
 }
 
+gboolean
+formula_stats_group(const Formula *f)
+{
+    return f->c.n_scalars > 0 && f->c.scalars == SIMPAR_SCALARS_MEGATRON &&
+           formula_axis_size(f, FORMULA_AXIS_STATS) > 1;
+}
+
 /* Whether the ranks of a stage all run alike (memoised per placement and layer shares). */
 static gboolean
 formula_one_chain(Formula *f, gboolean facts_alike)
@@ -183,13 +253,15 @@ formula_one_chain(Formula *f, gboolean facts_alike)
     FormulaCollKey key;
     formula_coll_key(f, 3, 0, f->v > 1, &key);
     key.first = f->c.sg, key.stride = f->c.tied, key.n = facts_alike;
+    key.kind = f->c.scalars * 4 + MIN(f->c.zero, 1); /* the gradient statistics' groups */
     gboolean alike;
     if (simpar_predict_cache_get(f->cache, &key, sizeof key, &alike, sizeof alike))
         return alike;
     alike = facts_alike && formula_routes_alike(f) &&
             (f->D == 1 || formula_axis_alike(f, FORMULA_AXIS_DP)) &&
             (!f->c.sg || formula_axis_alike(f, FORMULA_AXIS_TP)) &&
-            (!f->c.tied || f->P == 1 || formula_axis_alike(f, FORMULA_AXIS_EMBED));
+            (!f->c.tied || f->P == 1 || formula_axis_alike(f, FORMULA_AXIS_EMBED)) &&
+            (!formula_stats_group(f) || formula_axis_alike(f, FORMULA_AXIS_STATS));
     simpar_predict_cache_put(f->cache, &key, sizeof key, &alike, sizeof alike);
     return alike;
 }
@@ -417,7 +489,14 @@ formula_config(Formula *f, const SimparBlockTimes *bt, const SimparModel *model,
     c->adam[2] = simpar_compute_op_bandwidth(gpu, SIMPAR_OP_ADAM);
     c->adam[3] = gpu->launch_s, c->adam[4] = simpar_compute_op_floor(gpu, SIMPAR_OP_ADAM);
     c->adam[5] = gpu->kernel_set; /* the framework's optimizer passes (compute.c) */
-    c->pg8 = 1;                   /* models/step.c's */
+    c->zgrad[0] = simpar_compute_op_bandwidth(gpu, SIMPAR_OP_ZERO_GRAD);
+    c->zgrad[1] = gpu->launch_s, c->zgrad[2] = simpar_compute_op_floor(gpu, SIMPAR_OP_ZERO_GRAD);
+    c->zgrad[3] = gpu->kernel_set;
+    c->zgrad[4] = simpar_train_grad_buffer_bytes(tr, model->dtype);
+    SimparTrain with = *tr; /* the kernel set's framework's scalar all-reduces */
+    with.scalars = c->scalars = simpar_step_scalars_of(gpu);
+    c->n_scalars = simpar_step_n_scalars(&with, (SimparDtype) c->dtype);
+    c->pg8 = 1; /* models/step.c's */
     if (tr->fp8_param_gather) {
         double lin = simpar_model_layer_weights(model);
         double fp8 = model->fp8 == SIMPAR_FP8_MXFP8 ? 1 + 1.0 / 32 : 1; /* bytes per weight */

@@ -285,6 +285,40 @@ block_ends(const SimparStepTimer *tm, const SimparSchedule *ends, const guint *g
     }
 }
 
+/* "optimizer.tp-stats": one fp32 all-reduced over the first tensor-parallel group, the
+ * tensor-parallel part of the optimizer step's scalar all-reduces (models/step.c, step_scalars). */
+static void
+block_scalars(const SimparStepTimer *tm, const SimparTrain *train, const SimparSchedule *layer,
+              const guint *gpus, SimparBlockTimes *bt)
+{
+    guint T = simpar_train_group(train), Ttp = (guint) train->tp.tp;
+    if (Ttp < 2)
+        return;
+    SimparDtype dt = simpar_schedule_dtype(layer);
+    g_autoptr(SimparSchedule) s = simpar_schedule_new(T, dt);
+    g_autofree guint *ranks = g_new(guint, Ttp);
+    for (guint t = 0; t < Ttp; t++)
+        ranks[t] = t;
+    guint g = simpar_schedule_add_group(s, "tp", ranks, Ttp);
+    simpar_schedule_set_group_idle(s, g);
+    gsize count = simpar_step_scalar_count(dt, 4);
+    for (guint t = 0; t < Ttp; t++) {
+        SimparView v = {simpar_schedule_add_buffer(s, t, "optimizer.scalars", count), 0};
+        SimparOp op = {.kind = SIMPAR_OP_COLLECTIVE,
+                       .rank = t,
+                       .name = "optimizer.tp-stats",
+                       .u.coll = {SIMPAR_COLL_ALL_REDUCE, g, count, 0, v, v, SIMPAR_RED_SUM}};
+        simpar_schedule_add_op(s, &op);
+    }
+    SimparRun run;
+    g_autofree double *compute = NULL;
+    g_autofree SimparSpan *sp = block_run(tm, s, 1, gpus, &run, &compute);
+    double end = 0;
+    for (guint i = 0; i < simpar_schedule_n_ops(s); i++)
+        end = MAX(end, sp[i].end);
+    block_set(bt, "optimizer.tp-stats", end, 0);
+}
+
 guint *
 simpar_block_gpus(const SimparTrain *train)
 {
@@ -314,6 +348,7 @@ simpar_block_times_measure(const SimparStepTimer *tm, const SimparModel *model,
     g_autoptr(SimparSchedule) ends = simpar_ends_build(model, &train->tp, layer, model->vocab,
                                                        SIMPAR_ENDS_EMBED | SIMPAR_ENDS_HEAD);
     block_ends(tm, ends, gpus, bt);
+    block_scalars(tm, train, layer, gpus, bt);
     if (model->fp8 != SIMPAR_FP8_NONE) { /* compute alone, one layer's on one rank */
         double cast = simpar_compute_fp8_weight_cast_time(tm->gpu, layer);
         block_set(bt, "fp8.cast", cast, cast);
@@ -326,6 +361,19 @@ simpar_block_times_measure(const SimparStepTimer *tm, const SimparModel *model,
         g_autoptr(SimparSchedule) aux =
             simpar_ends_build(model, &train->tp, layer, train->aux_head_width, SIMPAR_ENDS_AUX);
         block_ends(tm, aux, gpus, bt);
+    }
+}
+
+SimparScalars
+simpar_step_scalars_of(const SimparGpu *gpu)
+{
+    switch ((SimparKernelSet) gpu->kernel_set) {
+    case SIMPAR_KERNELS_MEGATRON:
+        return SIMPAR_SCALARS_MEGATRON;
+    case SIMPAR_KERNELS_PYTORCH:
+        return SIMPAR_SCALARS_PYTORCH;
+    default:
+        return SIMPAR_SCALARS_NONE;
     }
 }
 
@@ -431,6 +479,19 @@ breakdown_waits_on_dp(const SimparRun *run, const SimparOp *op)
     return FALSE;
 }
 
+/* Whether `op` is one of the optimizer step's scalar all-reduces (models/step.c, step_scalars
+ * and step_loss): their tensor-parallel block or a collective over their groups. */
+static gboolean
+step_optimizer_scalar(const SimparSchedule *s, const SimparOp *op)
+{
+    if (op->kind == SIMPAR_OP_BLOCK)
+        return g_str_equal(op->u.block.key, "optimizer.tp-stats");
+    if (op->kind != SIMPAR_OP_COLLECTIVE)
+        return FALSE;
+    const char *axis = simpar_schedule_group(s, op->u.coll.group)->axis;
+    return g_str_equal(axis, "grad-stats") || g_str_equal(axis, "loss");
+}
+
 /* Walks the compute stream of `rank` from `from` to `to`. */
 static void
 breakdown_rank(Breakdown *b, guint rank, double from, double to)
@@ -454,6 +515,12 @@ breakdown_rank(Breakdown *b, guint rank, double from, double to)
         if (op->stream != 0)
             continue;
         double gap = MAX(sp->start - t, 0.0), busy = sp->end - MAX(sp->start, t);
+        if (step_optimizer_scalar(s, op)) { /* waits for the reductions, as Adam */
+            row->step.optimizer_s += busy;
+            row->step.dp_exposed_s += gap;
+            t = MAX(t, sp->end);
+            continue;
+        }
         switch (op->kind) {
         case SIMPAR_OP_BLOCK: {
             const char *key = op->u.block.key;
@@ -487,6 +554,10 @@ breakdown_rank(Breakdown *b, guint rank, double from, double to)
         case SIMPAR_OP_ADAM:
             row->step.optimizer_s += busy;
             row->step.dp_exposed_s += gap;
+            break;
+        case SIMPAR_OP_ZERO_GRAD: /* before the step's first forward */
+            row->step.optimizer_s += busy;
+            row->other_s += gap;
             break;
         default:
             row->compute_s += busy;

@@ -72,6 +72,9 @@ SimparSpan *simpar_block_moe_spans(const SimparStepTimer *tm, const SimparModel 
                                    double part_s[2]);
 
 /* The step's spans (transfer full) with `run` filled; `step` is simpar_step_build's. */
+/* The scalar all-reduces (models/train.h) of the framework of gpu's kernel set: Megatron-Core's
+ * for megatron, PyTorch's for pytorch, none for unfused (simpar-exec runs none). */
+SimparScalars simpar_step_scalars_of(const SimparGpu *gpu);
 SimparSpan *simpar_step_run(const SimparStepTimer *tm, const SimparSchedule *step,
                             const SimparBlockTimes *bt, const guint *gpus, SimparRun *run,
                             double **compute);

@@ -3,6 +3,7 @@
 #include "collectives.h"
 #include "platform.h"
 #include "replay.h"
+#include "step-predict.h"
 #include "step.h"
 #include <string.h>
 
@@ -58,7 +59,7 @@ slice_pairs(const SimparRun *run, guint n_job)
     g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     for (guint c = 0; c < r->colls->len; c++) {
         const SimparReplayColl *rc = &g_array_index(r->colls, SimparReplayColl, c);
-        if (rc->group.n < 2)
+        if (rc->group.n < 2 || rc->idle) /* an idle one moves nothing */
             continue;
         GString *key = g_string_new(NULL);
         g_string_printf(key, "%s %d %u:", rc->algo->name, rc->kind, rc->root);
@@ -246,6 +247,9 @@ simpar_step_plan(const SimparStepTimer *tm, const SimparModel *model, const Simp
 {
     guint n_job = (guint) (simpar_train_group(train) * train->pp * train->dp);
     *out = (SimparStepPlan){.job_gpus = g_new(guint, n_job), .slices = 1};
+    SimparTrain with = *train; /* the scalar all-reduces of the GPU's kernel set's framework */
+    with.scalars = simpar_step_scalars_of(tm->gpu);
+    train = &with;
     for (guint i = 0; i < n_job; i++)
         out->job_gpus[i] = i;
     if (slice && train->tp.tp > 1 && slice_try(tm, model, train, layer, out))

@@ -88,7 +88,7 @@ analytic_finish(Analytic *a, guint coll, AnalyticColl *c, guint self)
 {
     const SimparReplayColl *rc = &g_array_index(a->r->colls, SimparReplayColl, coll);
     guint n = rc->group.n;
-    if (a->r->run->mode == SIMPAR_COLL_MODE_EXACT && n > 1) {
+    if (a->r->run->mode == SIMPAR_COLL_MODE_EXACT && n > 1 && !rc->idle) {
         g_autofree double *end = g_new(double, n);
         if (rc->algo->eval_idle != NULL) /* the same result without the expansion's memory */
             rc->algo->eval_idle(rc->kind, &rc->group, rc->bytes, &a->r->run->coll, c->ready, end);

@@ -272,7 +272,7 @@ simgrid_collective(SimgridStream *st, guint inst, const SimparOp *op)
     const SimparReplayColl *rc = &g_array_index(r->colls, SimparReplayColl, coll);
     if (rc->group.n < 2)
         return;
-    if (st->sg->q != NULL && st->sg->q->idle[coll]) {
+    if ((st->sg->q != NULL && st->sg->q->idle[coll]) || rc->idle) {
         sg_actor_sleep_for(rc->time_s);
         return;
     }

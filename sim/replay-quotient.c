@@ -481,8 +481,11 @@ quotient_coll(Quotient *q, guint rank, guint a, guint b)
     const SimparReplayColl *ca = &g_array_index(r->colls, SimparReplayColl, r->coll_of_op[a]);
     const SimparReplayColl *cb = &g_array_index(r->colls, SimparReplayColl, r->coll_of_op[b]);
     if (ca->algo != cb->algo || ca->kind != cb->kind || ca->bytes != cb->bytes ||
-        ca->root != cb->root || ca->group.n != cb->group.n || ca->time_s != cb->time_s)
+        ca->root != cb->root || ca->group.n != cb->group.n || ca->time_s != cb->time_s ||
+        ca->idle != cb->idle)
         return FALSE;
+    if (cb->idle) /* timed idle in every run (SimparColl.idle) */
+        return idle[r->coll_of_op[b]] = TRUE;
     if (ca->group.n < 2 || idle[r->coll_of_op[b]] || quotient_xfers(q, rank, a, b))
         return TRUE;
     if (!quotient_merged_experts(q, a) &&
@@ -695,7 +698,7 @@ simpar_replay_activities(SimparReplay *r, guint *n_sim)
             continue; /* not simulated */
         if (op->kind == SIMPAR_OP_COLLECTIVE) {
             guint coll = r->coll_of_op[i];
-            if (quotient && q.idle[coll])
+            if ((quotient && q.idle[coll]) || g_array_index(r->colls, SimparReplayColl, coll).idle)
                 sum += 1; /* a sleep */
             else if (g_array_index(r->colls, SimparReplayColl, coll).group.n > 1)
                 sum +=

@@ -114,6 +114,7 @@ replay_coll_key(SimparReplay *r, GHashTable *seen, const SimparOp *op)
         .kind = c->kind,
         .bytes = (double) simpar_op_coll_elems(s, op) * simpar_dtype_size(simpar_schedule_dtype(s)),
         .root = c->root,
+        .idle = g->idle,
     };
     rc.algo = replay_coll_algo(r->run, &rc.group, rc.kind, rc.bytes);
     rc.time_s = g->size < 2

@@ -32,6 +32,7 @@ typedef struct {
     double bytes; /* nccl-tests S */
     guint root;
     double time_s;        /* closed form */
+    gboolean idle;        /* its group's (SimparGroup.idle): timed at time_s, no transfers */
     SimparExpansion *exp; /* built on demand (simgrid backend) */
 } SimparReplayColl;
 

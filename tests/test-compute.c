@@ -501,8 +501,9 @@ step_ops_check(const SimparGpu *gpu, SimparDtype dtype, double ds, AdamCost adam
 
 /* The optimizer step per element, by kernel set (compute.c names each pass's source):
  * simpar-exec's one Adam kernel, 28 bytes in 16-bit and fp32 training (56 in fp64);
- * Megatron-Core's gradient norm, Adam on fp32 gradients and the copy to the 16-bit weights,
- * 38 bytes in bf16, plus fp16's gradient copy to fp32 and unscale, 52; its FP32Optimizer 8 sizes;
+ * Megatron-Core's gradient norm, the clip's rescale, Adam on fp32 gradients and the copy to the
+ * 16-bit weights, 46 bytes in bf16, plus fp16's gradient copy to fp32 and unscale, 60; its
+ * FP32Optimizer 10 sizes;
  * PyTorch's clip_grad_norm_ (norm and rescale) and fused AdamW on fp32 masters, 40 bytes (48
  * with fp16's unscale). */
 static void
@@ -521,10 +522,10 @@ test_step_ops(void)
         {SIMPAR_KERNELS_UNFUSED, SIMPAR_DTYPE_FP16, 2, {28, 12, 1}},
         {SIMPAR_KERNELS_UNFUSED, SIMPAR_DTYPE_FP32, 4, {28, 12, 1}},
         {SIMPAR_KERNELS_UNFUSED, SIMPAR_DTYPE_FP64, 8, {56, 12, 1}},
-        {SIMPAR_KERNELS_MEGATRON, SIMPAR_DTYPE_BF16, 2, {38, 14, 3}},
-        {SIMPAR_KERNELS_MEGATRON, SIMPAR_DTYPE_FP16, 2, {52, 15, 5}},
-        {SIMPAR_KERNELS_MEGATRON, SIMPAR_DTYPE_FP32, 4, {32, 14, 2}},
-        {SIMPAR_KERNELS_MEGATRON, SIMPAR_DTYPE_FP64, 8, {64, 14, 2}},
+        {SIMPAR_KERNELS_MEGATRON, SIMPAR_DTYPE_BF16, 2, {46, 15, 4}},
+        {SIMPAR_KERNELS_MEGATRON, SIMPAR_DTYPE_FP16, 2, {60, 16, 6}},
+        {SIMPAR_KERNELS_MEGATRON, SIMPAR_DTYPE_FP32, 4, {40, 15, 3}},
+        {SIMPAR_KERNELS_MEGATRON, SIMPAR_DTYPE_FP64, 8, {80, 15, 3}},
         {SIMPAR_KERNELS_PYTORCH, SIMPAR_DTYPE_BF16, 2, {40, 15, 3}},
         {SIMPAR_KERNELS_PYTORCH, SIMPAR_DTYPE_FP16, 2, {48, 16, 4}},
         {SIMPAR_KERNELS_PYTORCH, SIMPAR_DTYPE_FP32, 4, {40, 15, 3}},
@@ -551,9 +552,48 @@ test_step_ops_flop_bound(void)
     simpar_compute_times(&gpu, sched, SIMPAR_ATTENTION_UNFUSED, times);
     CU_ASSERT(near(times[3], gpu.launch_s + 4 * VOCAB_R * VOCAB_V / 1e9));
     CU_ASSERT(near(times[5], gpu.launch_s + 4 * VOCAB_R * VOCAB_V / 1e9));
-    CU_ASSERT(near(times[6], 3 * gpu.launch_s + 14 * ADAM_N / 1e9)); /* Megatron's 3 passes */
+    CU_ASSERT(near(times[6], 4 * gpu.launch_s + 15 * ADAM_N / 1e9)); /* Megatron's 4 passes */
     step_ops_check(&gpu, SIMPAR_DTYPE_BF16, 2,
-                   (AdamCost){38, 14, 3}); /* the same, from the formulas */
+                   (AdamCost){46, 15, 4}); /* the same, from the formulas */
+}
+
+/* The gradient buffer zeroed before a step (compute.c, compute_zero_grad): Megatron-Core's
+ * zero_grad_buffer writes count x elem_bytes once at the streaming kernels' bandwidth (a measured
+ * stream class where the GPU has one), one launch; PyTorch sets gradients to None and simpar-exec
+ * starts from zeroed buffers: nothing. 1e6 fp32 gradients on the H100 at mem_eff: 5e-6 + 4e6 /
+ * (3.35e12 x 0.8) s; at a measured 2.9e12 B/s: 5e-6 + 4e6 / 2.9e12. */
+static void
+test_zero_grad(void)
+{
+    SimparGpu gpu;
+    gpu_h100(&gpu);
+    g_autoptr(SimparSchedule) sched = simpar_schedule_new(1, SIMPAR_DTYPE_BF16);
+    const double elem[] = {4, 2};
+    for (guint i = 0; i < G_N_ELEMENTS(elem); i++) {
+        SimparOp op = {.kind = SIMPAR_OP_ZERO_GRAD, .name = "optimizer.zero-grad0"};
+        op.u.zero = (SimparZeroGrad){(gsize) ADAM_N, elem[i]};
+        simpar_schedule_add_op(sched, &op);
+    }
+    CU_ASSERT_TRUE(simpar_schedule_check(sched, NULL));
+    double t[2];
+    const SimparKernelSet sets[] = {SIMPAR_KERNELS_MEGATRON, SIMPAR_KERNELS_PYTORCH,
+                                    SIMPAR_KERNELS_UNFUSED};
+    for (guint k = 0; k < G_N_ELEMENTS(sets); k++) {
+        gpu.kernel_set = sets[k];
+        simpar_compute_times(&gpu, sched, SIMPAR_ATTENTION_UNFUSED, t);
+        gboolean priced = sets[k] == SIMPAR_KERNELS_MEGATRON;
+        CU_ASSERT(near(t[0], priced ? 5e-6 + 4 * ADAM_N / (3350e9 * 0.8) : 0));
+        CU_ASSERT(near(t[1], priced ? 5e-6 + 2 * ADAM_N / (3350e9 * 0.8) : 0));
+    }
+    gpu.kernel_set = SIMPAR_KERNELS_MEGATRON;
+    gpu.kernel_bw[SIMPAR_KCLASS_STREAM] = 2.9e12; /* the stream class's, measured */
+    simpar_compute_times(&gpu, sched, SIMPAR_ATTENTION_UNFUSED, t);
+    CU_ASSERT(near(t[0], 5e-6 + 4 * ADAM_N / 2.9e12));
+    double flops, bytes; /* its cost: the bytes Megatron's writes, whatever the set */
+    simpar_compute_op_cost(sched, simpar_schedule_op(sched, 0), SIMPAR_ATTENTION_UNFUSED, &flops,
+                           &bytes);
+    CU_ASSERT(near(bytes, 4 * ADAM_N));
+    CU_ASSERT_EQUAL(flops, 0);
 }
 
 /* ----- attention ----- */
@@ -1614,6 +1654,9 @@ static CU_TestInfo compute_tests[] = {
     {"embedding, cross-entropy and the optimizer step cost their bytes (Adam by kernel set), a "
      "block 0",
      test_step_ops},
+    {"the gradient buffer's zeroing writes its bytes once under the megatron set, nothing under "
+     "pytorch and unfused",
+     test_zero_grad},
     {"with slow vector units the cross-entropy and Adam flops set the time",
      test_step_ops_flop_bound},
     {"validation names the missing or insane GPU figure and the dtype", test_validate},

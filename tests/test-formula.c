@@ -533,6 +533,7 @@ test_unlike_routes(void)
         o.train.tied_embeddings = TRUE, o.train.bucket_params = 20000;
         o.onet = (OracleNet){2e-6, 1e9, 2};
         CU_ASSERT_TRUE_FATAL(oracle_run(&o, 1e-3, 2e-3, NULL));
+        o.train.scalars = simpar_step_scalars_of(o.tm.gpu); /* as simpar_step_plan builds it */
         g_autoptr(SimparSchedule) step = simpar_step_build(&o.model, &o.train, o.layer);
         guint ranks = simpar_schedule_n_ranks(step);
         g_autofree guint *gpus = g_new(guint, ranks);

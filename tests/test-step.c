@@ -44,6 +44,7 @@ typedef struct {
     SimparNet net;
     SimparGpu gpu;
     SimparReportRow row;
+    gboolean time_ops; /* the ops but blocks timed by simpar_compute_times on gpu, else free */
 } StepCase;
 
 static void
@@ -97,6 +98,8 @@ step_case_run(StepCase *c, double tf, double tb, double head_f, double head_b)
     }
     guint n = simpar_schedule_n_ops(c->step), ranks = simpar_schedule_n_ranks(c->step);
     c->compute = g_new0(double, n);
+    if (c->time_ops)
+        simpar_compute_times(&c->gpu, c->step, SIMPAR_ATTENTION_UNFUSED, c->compute);
     for (guint i = 0; i < n; i++) {
         const SimparOp *op = simpar_schedule_op(c->step, i);
         if (op->kind == SIMPAR_OP_BLOCK)
@@ -741,6 +744,177 @@ step_ops_vs_blocks_time(const SimparStepTimer *tm, const SimparSchedule *step,
     return end;
 }
 
+/* Megatron-Core's zero_grad_buffer: every rank zeroes its whole gradient buffer once per step,
+ * the first op of its compute stream: its parameters (a tiny layer at T = 1 holds 12 h^2 + 13 h =
+ * 49984, an end V h = 65536; 4 layers and one end per stage of P = 2), fp32 gradients of 4 bytes
+ * for fp32 and bf16 (Megatron-LM accumulates bf16 gradients in fp32) and for fp16 with
+ * --grad-reduce-dtype fp32, else the dtype's 2, the same whatever ZeRO shards (its shards are
+ * views of the buffer). On one GPU with the op timed (megatron set: a launch and 4 bytes per
+ * parameter at 0.8 of 1e12 B/s; Adam's three fp32 passes), the step is the blocks, the zeroing and
+ * Adam, and the optimizer figure the zeroing and Adam. */
+static void
+test_step_zero_grad(void)
+{
+    const struct {
+        SimparDtype dtype;
+        gboolean fp32_grads;
+        gint64 zero;
+        double elem;
+    } cases[] = {{SIMPAR_DTYPE_FP32, FALSE, 0, 4},
+                 {SIMPAR_DTYPE_BF16, FALSE, 1, 4},
+                 {SIMPAR_DTYPE_FP16, FALSE, 0, 2},
+                 {SIMPAR_DTYPE_FP16, TRUE, 1, 4}};
+
+    const double layer = 12 * 64 * 64 + 13 * 64, end = 1024 * 64;
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        StepCase c;
+        step_case_init(&c, 8, 2, 2, SIMPAR_PIPE_1F1B, 1, 4);
+        c.model.dtype = cases[i].dtype, c.train.zero = cases[i].zero;
+        c.train.grad_dtype_set = cases[i].fp32_grads, c.train.grad_dtype = SIMPAR_DTYPE_FP32;
+        step_case_run(&c, 1.0, 2.0, 0, 0);
+        for (guint r = 0; r < simpar_schedule_n_ranks(c.step); r++) {
+            guint n, zeros = 0;
+            const guint *ops = simpar_schedule_rank_ops(c.step, r, &n);
+            for (guint k = 0; k < n; k++) {
+                const SimparOp *op = simpar_schedule_op(c.step, ops[k]);
+                if (op->kind != SIMPAR_OP_ZERO_GRAD)
+                    continue;
+                zeros++;
+                CU_ASSERT_EQUAL(k, 0); /* before anything else of the rank */
+                CU_ASSERT_EQUAL(op->stream, 0);
+                CU_ASSERT_EQUAL(op->u.zero.count, (gsize) (4 * layer + end));
+                CU_ASSERT_EQUAL(op->u.zero.elem_bytes, cases[i].elem);
+            }
+            CU_ASSERT_EQUAL(zeros, 1);
+        }
+        step_case_clear(&c);
+    }
+    StepCase c;
+    step_case_init(&c, 8, 1, 1, SIMPAR_PIPE_1F1B, 1, 1);
+    c.time_ops = TRUE;
+    step_case_run(&c, 1.0, 2.0, 0, 0);
+    double n = 8 * layer + 2 * end, bw = 1e12 * 0.8;
+    double zero = 5e-6 + 4 * n / bw, adam = 3 * 5e-6 + fmax(15 * n / 1e12, 40 * n / bw);
+    CU_ASSERT_DOUBLE_EQUAL(c.row.step_s, 3.0 + zero + adam, EPS);
+    CU_ASSERT_DOUBLE_EQUAL(c.row.step.optimizer_s, zero + adam, EPS);
+    step_case_clear(&c);
+}
+
+/* The optimizer step's scalar all-reduces on rank r of a step: the collectives over groups of
+ * `axis` (their sizes in size[], reductions in red[]) and the "optimizer.tp-stats" blocks' count;
+ * FALSE unless each scalar sits after the rank's data-parallel reductions and before Adam, the
+ * loss after it. */
+static gboolean
+step_scalars_of(const SimparSchedule *step, guint r, const char *axis, guint *n, guint size[4],
+                SimparRedOp red[4], gsize *count, guint *tp_blocks)
+{
+    guint n_ops;
+    const guint *ops = simpar_schedule_rank_ops(step, r, &n_ops);
+    gboolean adam = FALSE, ok = TRUE, loss = g_str_equal(axis, "loss");
+    *n = 0, *tp_blocks = 0;
+    for (guint k = 0; k < n_ops; k++) {
+        const SimparOp *op = simpar_schedule_op(step, ops[k]);
+        adam = adam || op->kind == SIMPAR_OP_ADAM;
+        if (op->kind == SIMPAR_OP_BLOCK && g_str_equal(op->u.block.key, "optimizer.tp-stats")) {
+            *tp_blocks += op->u.block.count;
+            ok = ok && !adam && op->stream == 0;
+        }
+        if (op->kind != SIMPAR_OP_COLLECTIVE)
+            continue;
+        const SimparGroup *g = simpar_schedule_group(step, op->u.coll.group);
+        if (!g_str_equal(g->axis, axis))
+            continue;
+        g_assert(*n < 4);
+        size[*n] = g->size, red[*n] = op->u.coll.red, *count = op->u.coll.count;
+        (*n)++;
+        ok = ok && op->stream == 0 && adam == loss;
+        const guint *deps = simpar_schedule_deps(step, op); /* every reduction of the rank */
+        for (guint d = 0; d < op->n_deps; d++)
+            ok = ok && simpar_schedule_op(step, deps[d])->stream == 4;
+    }
+    return ok;
+}
+
+/* The scalar all-reduces (models/step.c, step_scalars and step_loss) at T = 2, P = 2, D = 2:
+ *   Megatron, ZeRO 0, bf16: the norm (one fp32: 2 bf16 elements) over the model-parallel group,
+ *     its tensor-parallel part a block, the rest over the 2 stages; the loss and its token count
+ *     (8 bytes: 4 elements) over the 2 replicas of the last stage after Adam;
+ *   Megatron, ZeRO 1, fp16: the inf/nan flag (MAX) and the norm over the whole distributed-
+ *     optimizer instance, tensor-parallel part 2 blocks, the rest all 4 (d, p) (also with the
+ *     pipeline innermost: --order pp,tp,dp);
+ *   PyTorch: none under DDP, the norm over the 2 replicas (the shard group) under ZeRO 1;
+ *   none without a framework (simpar-exec's, the default). */
+static void
+test_step_scalars(void)
+{
+    const struct {
+        SimparScalars scalars;
+        SimparDtype dtype;
+        gint zero;
+        gboolean pp_inside;
+        guint n, size, tp_blocks, loss;
+        gsize count;
+    } cases[] = {
+        {SIMPAR_SCALARS_MEGATRON, SIMPAR_DTYPE_BF16, 0, FALSE, 1, 2, 1, 1, 2},
+        {SIMPAR_SCALARS_MEGATRON, SIMPAR_DTYPE_FP16, 1, FALSE, 2, 4, 2, 1, 2},
+        {SIMPAR_SCALARS_MEGATRON, SIMPAR_DTYPE_FP16, 1, TRUE, 2, 4, 2, 1, 2},
+        {SIMPAR_SCALARS_PYTORCH, SIMPAR_DTYPE_BF16, 0, FALSE, 0, 0, 0, 0, 0},
+        {SIMPAR_SCALARS_PYTORCH, SIMPAR_DTYPE_BF16, 1, FALSE, 1, 2, 0, 0, 2},
+        {SIMPAR_SCALARS_NONE, SIMPAR_DTYPE_BF16, 1, FALSE, 0, 0, 0, 0, 0},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        StepCase c;
+        step_case_init(&c, 8, 2, 2, SIMPAR_PIPE_1F1B, 1, 4);
+        c.model.dtype = cases[i].dtype, c.train.zero = cases[i].zero;
+        c.train.tp.tp = 2, c.train.scalars = cases[i].scalars;
+        if (cases[i].pp_inside)
+            g_assert(simpar_train_order_parse("pp,tp,dp", c.train.order, NULL));
+        step_case_run(&c, 1.0, 2.0, 0, 0);
+        for (guint r = 0; r < 8; r++) {
+            guint n, size[4], tp_blocks;
+            SimparRedOp red[4];
+            gsize count = 0;
+            guint t = r / (guint) c.train.stride[SIMPAR_AXIS_TP] % 2; /* the rank's t */
+            gboolean last = r == simpar_train_rank(&c.train, t, 0, 1) ||
+                            r == simpar_train_rank(&c.train, t, 1, 1);
+            CU_ASSERT_TRUE(
+                step_scalars_of(c.step, r, "grad-stats", &n, size, red, &count, &tp_blocks));
+            CU_ASSERT_EQUAL(n, cases[i].n);
+            CU_ASSERT_EQUAL(tp_blocks, cases[i].tp_blocks);
+            for (guint k = 0; k < n; k++) {
+                CU_ASSERT_EQUAL(size[k], cases[i].size);
+                CU_ASSERT_EQUAL(red[k], k + 1 < n ? SIMPAR_RED_MAX : SIMPAR_RED_SUM);
+                CU_ASSERT_EQUAL(count, cases[i].count);
+            }
+            CU_ASSERT_TRUE(step_scalars_of(c.step, r, "loss", &n, size, red, &count, &tp_blocks));
+            CU_ASSERT_EQUAL(n, last ? cases[i].loss : 0);
+            if (n > 0)
+                CU_ASSERT(size[0] == 2 && count == 4);
+        }
+        step_case_clear(&c);
+    }
+}
+
+/* The norm's all-reduce joins the stages: GPipe over P = 2 at m = 1 (tF = 1, tB = 2, each stage's
+ * activation and gradient one message of latency a on an idle uniform network) ends at 6 + 2 a
+ * on stage 0 and 4 + a on stage 1; the all-reduce of one fp32 over the two stages starts when
+ * stage 0 arrives, so the step is 6 + 2 a plus its closed form (two messages: 2 a), all of it in
+ * the optimizer figure, with no data-parallel wait. */
+static void
+test_step_scalars_time(void)
+{
+    StepCase c;
+    step_case_init(&c, 8, 2, 1, SIMPAR_PIPE_GPIPE, 1, 1);
+    c.tnet = (TestNet){1e-5, 1e30, 8};
+    c.train.scalars = SIMPAR_SCALARS_MEGATRON;
+    step_case_run(&c, 1.0, 2.0, 0, 0);
+    CU_ASSERT_DOUBLE_EQUAL(c.row.step_s, 6.0 + 2 * 1e-5 + 2 * 1e-5, EPS);
+    CU_ASSERT_DOUBLE_EQUAL(c.row.step.optimizer_s, 2 * 1e-5, EPS);
+    CU_ASSERT_DOUBLE_EQUAL(c.row.step.dp_exposed_s, 0, EPS);
+    step_case_clear(&c);
+}
+
 static void
 test_step_ops_vs_blocks(void)
 {
@@ -826,6 +1000,15 @@ static CU_TestInfo step_tests[] = {
      test_step_dense_layers},
     {"model FLOPs", test_step_model_flops},
     {"timed blocks agree with the step op by op", test_step_ops_vs_blocks},
+    {"the optimizer's scalar all-reduces per framework: Megatron's norm (and fp16's inf/nan flag) "
+     "over the model-parallel group or the distributed optimizer's, the loss over the last "
+     "stage's replicas, PyTorch's over FSDP's shard group",
+     test_step_scalars},
+    {"the norm's all-reduce joins the stages: the step is the pipeline's plus its closed form",
+     test_step_scalars_time},
+    {"every rank zeroes its whole gradient buffer once per step before its first forward, 4 bytes "
+     "a parameter with fp32 gradients; one GPU's step adds its time",
+     test_step_zero_grad},
     CU_TEST_INFO_NULL,
 };
 
