@@ -192,8 +192,10 @@ simpar_schedule_rank_facts(const SimparSchedule *sched)
     const SimparShard *sh = simpar_schedule_shards(sched, &n);
     const char *x = g_intern_static_string("x"), *dy = g_intern_static_string("dy");
     const char *experts = g_intern_static_string("moe.experts");
+    /* an MoE layer's inputs from its MoE block (tp-moe.c): activations, not parameters */
+    const char *moe_y = g_intern_static_string("moe.y"), *moe_dx = g_intern_static_string("moe.dx");
     for (guint i = 0; i < n; i++) {
-        if (sh[i].role != SIMPAR_SHARD_INPUT)
+        if (sh[i].role != SIMPAR_SHARD_INPUT || sh[i].tensor == moe_y || sh[i].tensor == moe_dx)
             continue;
         if (sh[i].tensor == x)
             out[sh[i].rank].act_elems = sh[i].rows * sh[i].cols;

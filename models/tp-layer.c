@@ -718,8 +718,9 @@ layer_attn_input(const SimparLayerCtx *c)
 
 /* ----- the layer ----- */
 
-/* Whether the layer has its dense MLP: an MoE model's layers leave their MLP part, the second
- * layer norm included, to the MoE block (moe.h), timed and placed on the expert-parallel group. */
+/* Whether the layer has its dense MLP: an MoE model's layers leave their MLP part after the
+ * second norm to the MoE block (moe.h), timed and placed on the expert-parallel group; the norm
+ * (Megatron-Core's pre_mlp_layernorm) and the residual add stay here, as the dense layer's. */
 static gboolean
 layer_has_mlp(const SimparLayerCtx *c)
 {
@@ -754,12 +755,12 @@ layer_forward(SimparLayerCtx *c, LayerActs *a)
     SimparView o = simpar_layer_linear_fwd(c, SIMPAR_LIN_PROJ, a->ctx, inner);
     o = layer_dropout(c, SIMPAR_DROPOUT_PROJ, "proj.dropout", o, FALSE);
     a->r1 = simpar_layer_elementwise(c, SIMPAR_OP_ADD, "residual1", res->rows, res->cols, a->x, o);
+    SimparView u2 = simpar_layer_norm_fwd(c, &a->ln[1], a->r1);
     if (!layer_has_mlp(c)) { /* an MoE layer: its MLP part is moe.c's block (tp-moe.c) */
         if (!c->recomputing)
-            layer_shard(c, "y", SIMPAR_SHARD_OUTPUT, simpar_moe_part.fwd(c, a->r1), res);
+            layer_shard(c, "y", SIMPAR_SHARD_OUTPUT, simpar_moe_part.fwd(c, u2, a->r1), res);
         return;
     }
-    SimparView u2 = simpar_layer_norm_fwd(c, &a->ln[1], a->r1);
     a->z1 = simpar_layer_linear_fwd(c, SIMPAR_LIN_FC1, u2, res->rows);
     SimparView g1 = layer_activation_fwd(c, inner, a->z1);
     SimparView z2 = simpar_layer_linear_fwd(c, SIMPAR_LIN_FC2, g1, inner);
@@ -799,16 +800,18 @@ layer_backward(SimparLayerCtx *c, LayerActs *a)
     c->phase = SIMPAR_PHASE_BACKWARD;
     if (c->plan->recompute == SIMPAR_RECOMPUTE_FULL)
         layer_recompute_forward(c, a);
-    SimparView dr1 = layer_has_mlp(c) ? a->dy : simpar_moe_part.bwd(c, a->dy);
+    SimparView du2;
     if (layer_has_mlp(c)) {
         SimparView dz2 = layer_dropout(c, SIMPAR_DROPOUT_FC2, "fc2.dropout-bwd", a->dy, TRUE);
         SimparView dg1 = simpar_layer_linear_bwd(c, SIMPAR_LIN_FC2, dz2);
         SimparView dz1 = layer_activation_bwd(c, inner, dg1, a->z1);
-        SimparView du2 = simpar_layer_linear_bwd(c, SIMPAR_LIN_FC1, dz1);
-        dr1 = simpar_layer_norm_bwd(c, &a->ln[1], du2);
-        dr1 = simpar_layer_elementwise(c, SIMPAR_OP_ADD, "residual1-bwd", res->rows, res->cols, dr1,
-                                       a->dy);
+        du2 = simpar_layer_linear_bwd(c, SIMPAR_LIN_FC1, dz1);
+    } else {
+        du2 = simpar_moe_part.bwd(c, a->dy); /* the MoE block's input gradient */
     }
+    SimparView dr1 = simpar_layer_norm_bwd(c, &a->ln[1], du2);
+    dr1 = simpar_layer_elementwise(c, SIMPAR_OP_ADD, "residual1-bwd", res->rows, res->cols, dr1,
+                                   a->dy);
     SimparView d_o = layer_dropout(c, SIMPAR_DROPOUT_PROJ, "proj.dropout-bwd", dr1, TRUE);
     SimparView dctx = simpar_layer_linear_bwd(c, SIMPAR_LIN_PROJ, d_o);
     SimparView dqkv;
@@ -844,6 +847,7 @@ layer_inputs(SimparLayerCtx *c, LayerActs *a)
         layer_params_ln(c, &a->ln[1], "ln2");
         return;
     }
+    layer_params_ln(c, &a->ln[1], "ln2"); /* the pre-MLP norm, whose output the MoE block takes */
     /* the MoE block's parameters on this rank (moe.h), for the step's gradient reductions:
      * the router's and shared experts' over the data-parallel group, the routed experts' over
      * the expert-data-parallel group */

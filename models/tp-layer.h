@@ -193,12 +193,12 @@ typedef struct {
 
 extern const SimparAttnInput simpar_mla_input;
 
-/* An MoE layer's MLP part as the attention part meets it (tp-moe.c): in a grid mode, fwd
- * all-to-alls r1 into the MoE block's token layout ("moe.x") and its output ("moe.y") back,
- * added to r1, and bwd likewise ("moe.dy", "moe.dx"), returning dr1; in 1-D the rows are the
- * block's already: r1 and dy. */
+/* An MoE layer's MLP part as the attention part meets it (tp-moe.c): fwd hands the second
+ * norm's output u2 to the MoE block ("moe.x"; a grid mode all-to-alls it into the block's token
+ * layout) and returns its output ("moe.y") added to r1: y; bwd hands dy to the block ("moe.dy")
+ * and returns its input gradient ("moe.dx") in the layer's layout, for the norm's backward. */
 typedef struct {
-    SimparView (*fwd)(SimparLayerCtx *c, SimparView r1);
+    SimparView (*fwd)(SimparLayerCtx *c, SimparView u2, SimparView r1);
     SimparView (*bwd)(SimparLayerCtx *c, SimparView dy);
 } SimparMoePart;
 

@@ -12,15 +12,19 @@
  * all-gather over the row then a local slice would move g times the bytes; this moves each
  * element once, as the 1-D block's own tokens need.
  *
- *   r1 [R x h/g] --all-to-all row--> g x [R/g x h/g] --unpack--> moe.x [R/g x h]  (MoE input)
+ *   u2 = norm(r1) [R x h/g] --all-to-all row--> g x [R/g x h/g] --unpack--> moe.x [R/g x h]
  *   moe.y [R/g x h] --pack--> g x [R/g x h/g] --all-to-all row--> [R x h/g] + r1 = y
- *   dy likewise into moe.dy; moe.dx back, + dy = the attention part's dr1
+ *   dy likewise into moe.dy; moe.dx back = du2, the norm's backward's input (tp-layer.c adds
+ *   its output to dy: the attention part's dr1)
+ *
+ * 1-D has the block's rows already: moe.x is u2 itself, moe.dy is dy, and moe.y and moe.dx are
+ * INPUT shards of the residual stream's rows (all of them without sequence parallelism).
  *
  * moe.x and moe.dy are OUTPUT shards, moe.y and moe.dx INPUT shards in the tokens' layout
  * (rows R0 + j R/g): the MoE block's x, dy, y and dx. The block itself is timed on the
  * expert-parallel GPUs (predict/); the host executor joins the two through these shards
  * (tests/test-moe.c). Buffers are the schedule's own, outside a full recompute's replay: the
- * recomputed forward stops at r1, the block keeps its own input.
+ * recomputed forward stops at the second norm's output, the block keeps its own input.
  */
 #include "tp-layer.h"
 
@@ -111,7 +115,8 @@ moe_to_tokens(SimparLayerCtx *c, const MoeRows *r, SimparView v, const char *ten
     moe_shard(c, tensor, SIMPAR_SHARD_OUTPUT, tokens, r);
 }
 
-/* The INPUT shard `tensor` [tr x h] back into the rank's block, added to `v`. */
+/* The INPUT shard `tensor` [tr x h] back into the rank's block, added to `v` (SIMPAR_NO_VIEW:
+ * not added). */
 static SimparView
 moe_from_tokens(SimparLayerCtx *c, const MoeRows *r, SimparView v, const char *tensor)
 {
@@ -120,10 +125,13 @@ moe_from_tokens(SimparLayerCtx *c, const MoeRows *r, SimparView v, const char *t
     g_autofree char *sum_name = g_strconcat(tensor, ".sum", NULL);
     guint tokens = moe_buffer(c, tensor, r->tr * r->h),
           send = moe_buffer(c, send_name, r->R * r->w);
-    guint back = moe_buffer(c, back_name, r->R * r->w), sum = moe_buffer(c, sum_name, r->R * r->w);
+    guint back = moe_buffer(c, back_name, r->R * r->w);
     moe_shard(c, tensor, SIMPAR_SHARD_INPUT, tokens, r);
     moe_cols(c, "moe.pack-tokens", r, tokens, send, FALSE);
     moe_all_to_all(c, "moe.redistribute-from-tokens", r, send, back);
+    if (v.buf == SIMPAR_NO_VIEW.buf)
+        return simpar_view(back, 0);
+    guint sum = moe_buffer(c, sum_name, r->R * r->w);
     SimparKernel add = {.rows = (guint) r->R, .cols = (guint) r->w, .in = {v, {back, 0}}};
     add.out[0] = simpar_view(sum, 0);
     g_assert(v.off == 0);
@@ -131,24 +139,48 @@ moe_from_tokens(SimparLayerCtx *c, const MoeRows *r, SimparView v, const char *t
     return simpar_view(sum, 0);
 }
 
-static SimparView
-moe_part_fwd(SimparLayerCtx *c, SimparView r1)
+/* 1-D: the block's tensor `tensor` in the residual stream's own rows (all h columns). */
+static void
+moe_line_shard(SimparLayerCtx *c, const char *tensor, SimparShardRole role, SimparView v)
 {
-    if (!moe_grid(c))
-        return r1; /* the layer's output is the block's input, in its own layout */
+    const SimparBlock *res = &c->geom.res;
+    SimparShard s = {tensor, role, c->rank, v, res->row0, res->rows, 0, res->cols, c->cp_group};
+    simpar_schedule_add_shard(c->sched, &s);
+}
+
+static SimparView
+moe_part_fwd(SimparLayerCtx *c, SimparView u2, SimparView r1)
+{
+    if (!moe_grid(c)) { /* the rows are the block's already: u2 is its input */
+        const SimparBlock *res = &c->geom.res;
+        guint y = moe_buffer(c, "moe.y", res->rows * res->cols),
+              sum = moe_buffer(c, "moe.y.sum", res->rows * res->cols);
+        moe_line_shard(c, "moe.x", SIMPAR_SHARD_OUTPUT, u2);
+        moe_line_shard(c, "moe.y", SIMPAR_SHARD_INPUT, simpar_view(y, 0));
+        SimparKernel add = {
+            .rows = (guint) res->rows, .cols = (guint) res->cols, .in = {r1, {y, 0}}};
+        add.out[0] = simpar_view(sum, 0);
+        simpar_layer_kernel(c, SIMPAR_OP_ADD, G_MAXUINT, "moe.residual", add);
+        return simpar_view(sum, 0);
+    }
     MoeRows r = moe_rows(c);
-    moe_to_tokens(c, &r, r1, "moe.x");
+    moe_to_tokens(c, &r, u2, "moe.x");
     return moe_from_tokens(c, &r, r1, "moe.y");
 }
 
 static SimparView
 moe_part_bwd(SimparLayerCtx *c, SimparView dy)
 {
-    if (!moe_grid(c))
-        return dy;
+    if (!moe_grid(c)) {
+        const SimparBlock *res = &c->geom.res;
+        guint dx = moe_buffer(c, "moe.dx", res->rows * res->cols);
+        moe_line_shard(c, "moe.dy", SIMPAR_SHARD_OUTPUT, dy);
+        moe_line_shard(c, "moe.dx", SIMPAR_SHARD_INPUT, simpar_view(dx, 0));
+        return simpar_view(dx, 0);
+    }
     MoeRows r = moe_rows(c);
     moe_to_tokens(c, &r, dy, "moe.dy");
-    return moe_from_tokens(c, &r, dy, "moe.dx");
+    return moe_from_tokens(c, &r, SIMPAR_NO_VIEW, "moe.dx");
 }
 
 const SimparMoePart simpar_moe_part = {moe_part_fwd, moe_part_bwd};

@@ -320,7 +320,7 @@ ref_linear_backward(const double *x, const double *wt, const double *dy, gsize r
 
 /* out = (z - mean) / sqrt(var + eps) * gamma + beta, per row; keeps mean and 1/sqrt(var+eps).
  * RMSNorm (beta NULL): out = z / sqrt(mean(z^2) + eps) * gamma, mean 0. */
-static void
+void
 ref_ln_forward(const double *z, const double *gamma, const double *beta, double eps, gsize rows,
                gsize h, double *out, double *mu, double *rstd)
 {
@@ -342,7 +342,7 @@ ref_ln_forward(const double *z, const double *gamma, const double *beta, double 
 
 /* dz = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = dout * gamma;
  * RMSNorm (dbeta NULL): the mean(dxhat) term is 0. */
-static void
+void
 ref_ln_backward(const double *z, const double *mu, const double *rstd, const double *gamma,
                 const double *dout, gsize rows, gsize h, double *dz, double *dgamma, double *dbeta)
 {

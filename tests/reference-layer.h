@@ -105,6 +105,14 @@ const char *ref_tensor_name(RefTensor t); /* (transfer none) "x", "qkv.weight.gr
 void ref_tensor_shape(const RefShape *shape, RefTensor t, guint64 *rows, guint64 *cols);
 void ref_layer_run(const RefShape *shape, double *const t[REF_N_TENSORS]);
 void ref_fill_random(double *a, gsize n, GRand *rng); /* uniform in [-1, 1) */
+/* The layer's norms on their own, `rows` rows of h: out = (z - mean) rstd gamma + beta with the
+ * rows' mean and rstd kept (RMSNorm: beta NULL, mean 0), and its backward from dout into dz and
+ * the parameters' gradients (RMSNorm: dbeta NULL). */
+void ref_ln_forward(const double *z, const double *gamma, const double *beta, double eps,
+                    gsize rows, gsize h, double *out, double *mu, double *rstd);
+void ref_ln_backward(const double *z, const double *mu, const double *rstd, const double *gamma,
+                     const double *dout, gsize rows, gsize h, double *dz, double *dgamma,
+                     double *dbeta);
 
 G_END_DECLS
 #endif /* SIMPAR_REFERENCE_LAYER_H */

@@ -289,3 +289,38 @@ ref_moe_run(RefMoe *ref)
     for (guint64 n = 0; n < ref->n; n++)
         ref_moe_token(&r, n);
 }
+
+/* ----- the block as a layer's MLP ----- */
+
+void
+ref_moe_layer_run(RefMoe *ref, const RefShape *shape, double *t[REF_N_TENSORS],
+                  double *t2[REF_N_TENSORS], double *u2)
+{
+    ref_layer_run(shape, t); /* fc2 zero: t[REF_Y] = r1, t[REF_DX] from dr1 = dy */
+    gsize rows = (gsize) shape->b * shape->s, h = shape->h, n = rows * h;
+    const double *r1 = t[REF_Y], *beta = shape->rms ? NULL : t[REF_LN2_B];
+    g_autofree double *mu = g_new(double, rows), *rstd = g_new(double, rows);
+    ref_ln_forward(r1, t[REF_LN2_G], beta, shape->eps, rows, h, u2, mu, rstd);
+    RefMoeTensor *x = ref_moe_tensor(ref, "x"), *dy = ref_moe_tensor(ref, "dy");
+    memcpy(x->data, u2, sizeof(double) * n);
+    memcpy(dy->data, t[REF_DY], sizeof(double) * n);
+    ref_moe_run(ref);
+    const double *dx = ref_moe_tensor(ref, "dx")->data, *y = ref_moe_tensor(ref, "y")->data;
+    g_autofree double *dr1 = g_new(double, n), *dgamma = g_new(double, h),
+                      *dbeta = g_new(double, h);
+    ref_ln_backward(r1, mu, rstd, t[REF_LN2_G], dx, rows, h, dr1, dgamma,
+                    shape->rms ? NULL : dbeta);
+    for (guint i = 0; i < REF_N_TENSORS; i++) {
+        guint64 r, c;
+        ref_tensor_shape(shape, (RefTensor) i, &r, &c);
+        t2[i] = g_memdup2(t[i], sizeof(double) * r * c);
+    }
+    for (gsize e = 0; e < n; e++)
+        t2[REF_DY][e] += dr1[e];
+    ref_layer_run(shape, t2);
+    for (gsize e = 0; e < n; e++)
+        t2[REF_Y][e] = r1[e] + y[e];
+    memcpy(t2[REF_LN2_G_GRAD], dgamma, sizeof(double) * h);
+    if (!shape->rms)
+        memcpy(t2[REF_LN2_B_GRAD], dbeta, sizeof(double) * h);
+}

@@ -16,6 +16,7 @@
 #ifndef SIMPAR_REFERENCE_MOE_H
 #define SIMPAR_REFERENCE_MOE_H
 #include "moe.h"
+#include "reference-layer.h"
 
 typedef struct {
     const char *name;
@@ -37,6 +38,14 @@ void ref_moe_free(RefMoe *ref);
 RefMoeTensor *ref_moe_tensor(RefMoe *ref, const char *name);
 /* Fills every output from the inputs. */
 void ref_moe_run(RefMoe *ref);
+/* An MoE model's layer (reference-layer.h) with this block as its MLP, as Megatron-Core's
+ * TransformerLayer runs it: r1 = the layer's attention part (the serial layer of t[] with fc2
+ * zero, its y), u2 = the second norm of r1 (ln2's gamma and beta in t[]) into u2[], the block on
+ * x = u2 and dy = t[dy], y = r1 + the block's y; backward dr1 = dy + the norm's backward of the
+ * block's dx. t2[] gets t's inputs and every output: y, dx, the attention part's gradients
+ * (the serial layer again from dr1) and ln2's. (t2's tensors transfer full.) */
+void ref_moe_layer_run(RefMoe *ref, const RefShape *shape, double *t[REF_N_TENSORS],
+                       double *t2[REF_N_TENSORS], double *u2);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RefMoe, ref_moe_free)
 #endif /* SIMPAR_REFERENCE_MOE_H */

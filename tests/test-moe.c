@@ -465,15 +465,16 @@ test_the_dispatch_all_to_all_moves_exactly_the_routed_tokens(void)
     CU_ASSERT_EQUAL(wrong, 0);
 }
 
-/* ----- a grid mode's layer with the MoE block ----- */
+/* ----- a layer with the MoE block, every tensor-parallel mode ----- */
 
-/* The layer of an MoE model (its attention part, the all-to-alls to the MoE block's tokens and
- * back, tp-moe.c) and the MoE block on the same T ranks (EP = T, rank p the tokens
- * [p N/T, (p+1) N/T)), joined through the layer's "moe.x", "moe.dy" (outputs) and "moe.y",
- * "moe.dx" (inputs): the layer runs once for its MoE inputs, the block on them, the layer again
- * with the block's outputs. The serial oracle joins the two references the same way: r1 = the
- * layer without its MLP (fc2 zero), y = r1 + moe(r1), and the attention part's backward from
- * dy + moe's dx. */
+/* The layer of an MoE model (its attention part, its second norm, in a grid mode the
+ * all-to-alls to the MoE block's tokens and back, tp-moe.c) and the MoE block on the same T
+ * ranks (EP = T / ETP, rank p the tokens [p N/T, (p+1) N/T)), joined through the layer's
+ * "moe.x", "moe.dy" (outputs) and "moe.y", "moe.dx" (inputs): the layer runs once for its MoE
+ * inputs, the block on them, the layer again with the block's outputs. The serial oracle
+ * (ref_moe_layer_run) joins the two references the same way: r1 = the layer without its MLP
+ * (fc2 zero), y = r1 + moe(norm(r1)), and the attention part's backward from dy + the norm's
+ * backward of moe's dx. */
 
 typedef struct {
     double *data; /* global, row-major; (transfer none) */
@@ -566,52 +567,30 @@ grid_compare(const SimparSchedule *sched, SimparHost *host, GHashTable *tab, gui
 typedef struct {
     const char *mode;
     gint64 tp, depth, shared;
-    gint64 etp; /* the block's expert tensor parallelism: EP = T / ETP; 0: 1 */
+    gint64 etp;   /* the block's expert tensor parallelism: EP = T / ETP; 0: 1 */
+    gboolean sp;  /* 1-D: sequence parallelism */
+    gboolean rms; /* RMSNorm (no betas) */
 } GridCase;
 
-/* The oracle: the layer without its MLP (t[] in, t[REF_Y] = r1), the MoE block on r1 and dy,
- * then the attention part again from dy + its dx into t2[]. */
-static void
-grid_reference(const RefShape *shape, double *t[REF_N_TENSORS], double *t2[REF_N_TENSORS],
-               RefMoe *ref)
-{
-    ref_layer_run(shape, t);
-    guint64 n = (guint64) shape->b * shape->s * shape->h;
-    RefMoeTensor *x = ref_moe_tensor(ref, "x"), *dy = ref_moe_tensor(ref, "dy");
-    memcpy(x->data, t[REF_Y], sizeof(double) * n);
-    memcpy(dy->data, t[REF_DY], sizeof(double) * n);
-    ref_moe_run(ref);
-    const double *dx = ref_moe_tensor(ref, "dx")->data, *y = ref_moe_tensor(ref, "y")->data;
-    for (guint i = 0; i < REF_N_TENSORS; i++) {
-        guint64 rows, cols;
-        ref_tensor_shape(shape, (RefTensor) i, &rows, &cols);
-        t2[i] = g_memdup2(t[i], sizeof(double) * rows * cols);
-    }
-    for (guint64 e = 0; e < n; e++)
-        t2[REF_DY][e] += dx[e];
-    ref_layer_run(shape, t2);
-    for (guint64 e = 0; e < n; e++)
-        t2[REF_Y][e] = t[REF_Y][e] + y[e];
-}
-
-/* The layer's tensors: t's inputs and t2's outputs (the MLP's left out), the MoE block's input
- * r1 and dy (the oracle's, t[]) and its output y and dx (the distributed block's, moe[]). */
+/* The layer's tensors: t's inputs and t2's outputs (the dense MLP's left out, the second norm
+ * kept), the MoE block's input u2 and dy (the oracle's) and its output y and dx (the
+ * distributed block's, moe[]). */
 static GHashTable *
-grid_table(const RefShape *shape, double *t[REF_N_TENSORS], double *t2[REF_N_TENSORS],
+grid_table(const RefShape *shape, double *t[REF_N_TENSORS], double *t2[REF_N_TENSORS], double *u2,
            double *moe[4])
 {
     GHashTable *tab = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, grid_tensor_free);
     for (guint i = 0; i < REF_N_TENSORS; i++) {
         guint64 rows, cols;
         ref_tensor_shape(shape, (RefTensor) i, &rows, &cols);
-        gboolean mlp = (i >= REF_LN2_G && i <= REF_FC2_B) || i == REF_LN2_G_GRAD ||
-                       i == REF_LN2_B_GRAD || (i >= REF_FC1_W_GRAD && i <= REF_FC2_B_GRAD);
+        gboolean mlp =
+            (i >= REF_FC1_W && i <= REF_FC2_B) || (i >= REF_FC1_W_GRAD && i <= REF_FC2_B_GRAD);
         if (rows * cols > 0 && !mlp)
             grid_add(tab, ref_tensor_name((RefTensor) i), i >= REF_N_INPUTS ? t2[i] : t[i], rows,
                      cols, i >= REF_N_INPUTS);
     }
     guint64 n = (guint64) shape->b * shape->s;
-    grid_add(tab, "moe.x", t[REF_Y], n, shape->h, TRUE);
+    grid_add(tab, "moe.x", u2, n, shape->h, TRUE);
     grid_add(tab, "moe.dy", t[REF_DY], n, shape->h, TRUE);
     grid_add(tab, "moe.y", moe[2], n, shape->h, FALSE);
     grid_add(tab, "moe.dx", moe[3], n, shape->h, FALSE);
@@ -641,12 +620,13 @@ grid_check(const GridCase *gc)
 {
     SimparModel m = moe_model(8, 2, gc->shared, SIMPAR_MLP_SWIGLU);
     m.seq = 4, m.micro_batch = 4;
+    m.norm = gc->rms ? SIMPAR_NORM_RMSNORM : SIMPAR_NORM_LAYERNORM;
     CU_ASSERT_FATAL(simpar_model_validate(&m, NULL));
     SimparPlan plan;
     simpar_plan_init(&plan);
     guint etp = (guint) MAX(gc->etp, 1);
     plan.gen = simpar_generator_of(gc->mode), plan.tp = gc->tp, plan.depth = gc->depth;
-    plan.ep = gc->tp / etp, plan.etp = etp;
+    plan.ep = gc->tp / etp, plan.etp = etp, plan.sequence_parallel = gc->sp;
     plan.causal = TRUE, plan.p_hidden = 0, plan.p_attn = 0;
     g_autoptr(GError) error = NULL;
     g_autoptr(SimparSchedule) layer = simpar_generate_layer(&m, &plan, &error);
@@ -671,6 +651,7 @@ grid_check(const GridCase *gc)
                       .no_bias = TRUE};
     g_autoptr(GRand) rng = g_rand_new_with_seed(20261128);
     double *t[REF_N_TENSORS], *t2[REF_N_TENSORS], *moe[4];
+    g_autofree double *u2 = g_new0(double, (gsize) N *m.hidden);
     for (guint i = 0; i < REF_N_TENSORS; i++) {
         guint64 rows, cols;
         ref_tensor_shape(&shape, (RefTensor) i, &rows, &cols);
@@ -680,8 +661,8 @@ grid_check(const GridCase *gc)
     }
     for (guint i = 0; i < 4; i++)
         moe[i] = g_new0(double, (gsize) N *m.hidden);
-    grid_reference(&shape, t, t2, ref);
-    g_autoptr(GHashTable) tab = grid_table(&shape, t, t2, moe);
+    ref_moe_layer_run(ref, &shape, t, t2, u2);
+    g_autoptr(GHashTable) tab = grid_table(&shape, t, t2, u2, moe);
     g_autoptr(GHashTable) iface = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, g_free);
     grid_add(iface, "moe.x", moe[0], N, m.hidden, FALSE);
     grid_add(iface, "moe.dy", moe[1], N, m.hidden, FALSE);
@@ -696,44 +677,58 @@ grid_check(const GridCase *gc)
     grid_move(layer, second, tab, FALSE);
     CU_ASSERT_FATAL(simpar_host_run(second, &error));
     double layer_err = grid_compare(layer, second, tab, &layer_tensors);
-    printf("\n    %s T=%" G_GINT64_FORMAT
+    printf("\n    %s%s%s T=%" G_GINT64_FORMAT
            " EP %u ETP %u: MoE block %u tensors %.3g, layer %u tensors %.3g",
-           gc->mode, gc->tp, T / etp, etp, moe_tensors, moe_err, layer_tensors, layer_err);
+           gc->mode, gc->sp ? " sp" : "", gc->rms ? " rmsnorm" : "", gc->tp, T / etp, etp,
+           moe_tensors, moe_err, layer_tensors, layer_err);
     CU_ASSERT(moe_err <= MOE_TOL && layer_err <= MOE_TOL);
     CU_ASSERT_EQUAL(moe_tensors, gc->shared > 0 ? 7 : 5);
-    /* y, dx, moe.x, moe.dy, ln1's gamma and beta, qkv and proj weights */
-    CU_ASSERT_EQUAL(layer_tensors, 8);
+    /* y, dx, moe.x, moe.dy, ln1's and ln2's gamma and beta (RMSNorm: gamma), qkv and proj
+     * weights */
+    CU_ASSERT_EQUAL(layer_tensors, gc->rms ? 8 : 10);
     for (guint i = 0; i < REF_N_TENSORS; i++)
         g_free(t[i]), g_free(t2[i]);
     for (guint i = 0; i < 4; i++)
         g_free(moe[i]);
 }
 
+/* 1-D: the block takes the norm's output in the layer's own rows (every row on every GPU
+ * without sequence parallelism, B/T of them with it) */
+static void
+test_a_1d_layer_with_the_moe_block_equals_the_serial_one(void)
+{
+    grid_check(&(GridCase){"1d", 2, 0, 12, 0, FALSE, FALSE});
+    grid_check(&(GridCase){"1d", 2, 0, 0, 0, TRUE, FALSE});
+    grid_check(&(GridCase){"1d", 2, 0, 12, 0, TRUE, TRUE});
+    grid_check(&(GridCase){"1d", 2, 0, 12, 2, TRUE, FALSE});
+}
+
 static void
 test_a_2d_layer_with_the_moe_block_equals_the_serial_one(void)
 {
-    grid_check(&(GridCase){"2d", 4, 0, 12, 0});
+    grid_check(&(GridCase){"2d", 4, 0, 12, 0, FALSE, FALSE});
 }
 
 static void
 test_a_2p5d_layer_with_the_moe_block_equals_the_serial_one(void)
 {
-    grid_check(&(GridCase){"2.5d", 8, 2, 0, 0});
+    grid_check(&(GridCase){"2.5d", 8, 2, 0, 0, FALSE, TRUE});
+    grid_check(&(GridCase){"2.5d", 8, 2, 0, 0, FALSE, FALSE});
 }
 
 static void
 test_a_3d_layer_with_the_moe_block_equals_the_serial_one(void)
 {
-    grid_check(&(GridCase){"3d", 8, 0, 12, 0});
+    grid_check(&(GridCase){"3d", 8, 0, 12, 0, FALSE, FALSE});
 }
 
 /* The same layers with the block's 8 (2-D: 4) GPUs EP x ETP 2 */
 static void
 test_grid_layers_with_etp_2_experts_equal_the_serial_one(void)
 {
-    grid_check(&(GridCase){"2d", 4, 0, 12, 2});
-    grid_check(&(GridCase){"2.5d", 8, 2, 0, 2});
-    grid_check(&(GridCase){"3d", 8, 0, 12, 2});
+    grid_check(&(GridCase){"2d", 4, 0, 12, 2, FALSE, FALSE});
+    grid_check(&(GridCase){"2.5d", 8, 2, 0, 2, FALSE, FALSE});
+    grid_check(&(GridCase){"3d", 8, 0, 12, 2, FALSE, FALSE});
 }
 
 /* ----- routing ----- */
@@ -877,9 +872,13 @@ static CU_TestInfo host_tests[] = {
 };
 
 static CU_TestInfo grid_tests[] = {
+    {"a 1-D layer (T = 2, with and without SP, RMSNorm, ETP 2) with the MoE block equals the "
+     "serial one at 1e-9",
+     test_a_1d_layer_with_the_moe_block_equals_the_serial_one},
     {"a 2-D layer (q=2) with the MoE block (EP 4, a shared expert) equals the serial one at 1e-9",
      test_a_2d_layer_with_the_moe_block_equals_the_serial_one},
-    {"a 2.5-D layer (q=2, d=2) with the MoE block (EP 8) equals the serial one at 1e-9",
+    {"a 2.5-D layer (q=2, d=2) with the MoE block (EP 8), RMSNorm and LayerNorm, equals the serial "
+     "one at 1e-9",
      test_a_2p5d_layer_with_the_moe_block_equals_the_serial_one},
     {"a 3-D layer (q=2) with the MoE block (EP 8, a shared expert) equals the serial one at 1e-9",
      test_a_3d_layer_with_the_moe_block_equals_the_serial_one},
