@@ -160,7 +160,8 @@ memory_layer_activations(const SimparModel *m, const SimparPlan *plan, SimparAtt
     gboolean whole = simpar_plan_whole_rows(plan);
     if (recompute == SIMPAR_RECOMPUTE_FULL)
         return ds * sbh / (whole ? 1 : t);
-    /* the two layer-norm inputs, the qkv and fc1 inputs, two dropout masks: the "10sbh";
+    /* the two layer-norm inputs, the qkv and fc1 inputs (an MoE layer: the MoE block's, the
+     * second norm's output, tp-layer.c), two dropout masks: the "10sbh";
      * a model trained without dropout keeps no masks (PyTorch's dropout at p = 0 returns its
      * input) */
     double mask = m->no_dropout ? 0 : 1;

@@ -286,6 +286,29 @@ test_states_fp8(void)
     CU_ASSERT(near(step(&f8, &train, 0).fp8_B, 2 * lin / 8));
 }
 
+/* An MoE layer's stored activations by hand: the tiny model (h = 64, a = 4, s = 32, b = 8,
+ * fp32, GeLU, LayerNorm, dropout) with 8 experts of width 64, top-2, no shared expert, over
+ * T = 2 GPUs of 1-D with sequence parallelism, flash attention. Split over T: the second norm's
+ * input r1 and the MoE block's input (that norm's output), beside the first norm's and qkv's
+ * inputs, the "4 sbh" the dense layer keeps for its two norms and two input linears, 2 masks,
+ * Q, K, V and proj's input (4h), the lse (a s b fp32); the block's: the router's logits (s b / T
+ * x 8 fp32) and the busiest GPU's s b / T x 2 rows' input, output, fc1 and GeLU outputs. */
+static void
+test_activations_moe_layer_keeps_its_second_norm_input(void)
+{
+    SimparModel m;
+    g_assert(simpar_model_preset("tiny", &m, NULL));
+    m.moe = (SimparMoeConfig){.experts = 8, .top_k = 2, .moe_ffn = 64, .moe_every = 1};
+    SimparPlan plan;
+    simpar_plan_init(&plan);
+    plan.gen = simpar_generator_of("1d"), plan.tp = 2, plan.sequence_parallel = TRUE, plan.ep = 2;
+    double h = 64, a = 4, sb = 32 * 8, ds = 4, t = 2, tokens = sb / t;
+    double layer = (sb * h * (4 * ds + 2) + sb * 4 * h * ds + a * sb * 4) / t;
+    double block = tokens * 8 * 4 + tokens * 2 * (2 * h + 64 + 64) * ds;
+    CU_ASSERT(
+        near(simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_FLASH), layer + block));
+}
+
 /* An MoE layer of the tiny model (h = 64, s = 32, b = 8, fp32) with 8 experts of width 64,
  * top-2: 2-D (q = 2), 2.5-D (q = 2, d = 2) and 3-D (q = 2) split the attention's activations
  * over T as 1-D with sequence parallelism does, and give the MoE block the same s b / T tokens;
@@ -672,6 +695,9 @@ static CU_TestInfo memory_tests[] = {
     {"2-D, 2.5-D and 3-D MoE layers keep 1-D SP's activations and the block's redistributed "
      "input",
      test_activations_moe_grid},
+    {"an MoE layer keeps its second norm's input and the MoE block's input (s b h each, split "
+     "over T with SP), as a dense layer keeps its second norm's and fc1's",
+     test_activations_moe_layer_keeps_its_second_norm_input},
     {"1-D activations per layer are Korthikanti's table for every recompute and SP choice",
      test_activations_table},
     {"the layer-stack estimate honours selective recomputation", test_estimate_recompute},
