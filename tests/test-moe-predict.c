@@ -37,6 +37,19 @@ moe_member(JsonObject *o, const char *key)
     return json_object_has_member(o, key) ? json_object_get_double_member(o, key) : -1;
 }
 
+/* Whether the step's exposed communication has a group axis named `axis`. */
+static gboolean
+moe_has_axis(JsonObject *step, const char *axis)
+{
+    JsonArray *axes = json_object_get_array_member(step, "exposed_comm_by_axis");
+    for (guint i = 0; i < json_array_get_length(axes); i++) {
+        JsonObject *a = json_array_get_object_element(axes, i);
+        if (g_str_equal(json_object_get_string_member(a, "axis"), axis))
+            return TRUE;
+    }
+    return FALSE;
+}
+
 static void
 test_an_moe_step_names_dispatch_combine_and_expert_gemms(void)
 {
@@ -48,13 +61,7 @@ test_an_moe_step_names_dispatch_combine_and_expert_gemms(void)
     CU_ASSERT(dispatch > 0 && combine > 0 && experts > 0);
     /* the all-to-alls move the same rows both ways: equal within the network's rounding */
     CU_ASSERT(fabs(dispatch - combine) <= 1e-3 * dispatch);
-    JsonArray *axes = json_object_get_array_member(step, "exposed_comm_by_axis");
-    gboolean ep = FALSE;
-    for (guint i = 0; i < json_array_get_length(axes); i++) {
-        JsonObject *a = json_array_get_object_element(axes, i);
-        ep = ep || g_str_equal(json_object_get_string_member(a, "axis"), "ep");
-    }
-    CU_ASSERT(ep);
+    CU_ASSERT(moe_has_axis(step, "ep"));
 }
 
 /* The text's step line counts the expert-parallel all-to-alls among the layers' exposed
@@ -781,13 +788,7 @@ test_etp_2_times_its_all_gathers_and_reduce_scatters_as_the_collectives(void)
         if (fabs(got - want) > 1e-9 * want)
             printf("\n    %s: moe_expert_tp_s %.9g, collectives %.9g", backends[i], got, want);
         CU_ASSERT(fabs(got - want) <= 1e-9 * want);
-        JsonArray *axes = json_object_get_array_member(step, "exposed_comm_by_axis");
-        gboolean etp = FALSE;
-        for (guint k = 0; k < json_array_get_length(axes); k++) {
-            JsonObject *a = json_array_get_object_element(axes, k);
-            etp = etp || g_str_equal(json_object_get_string_member(a, "axis"), "etp");
-        }
-        CU_ASSERT(etp);
+        CU_ASSERT(moe_has_axis(step, "etp"));
         g_autofree char *one = g_strdup_printf(MOE_JOB " --backend %s", backends[i]);
         CU_ASSERT(!json_object_has_member(moe_step(one, &p1), "moe_expert_tp_s"));
     }
