@@ -316,17 +316,24 @@ meg_vocab(SimparMegatron *meg, gint64 tp, gint64 *vocab, GError **error)
     return TRUE;
 }
 
-/* The preset whose h, a and L the file gives (its name names the model), else default-4k. */
+/* The preset whose h, a, L and MLP the file gives, and of those the first whose experts (none,
+ * or their count and top-k) match too (its name names the model), else default-4k. */
 static const char *
 meg_base(const SimparModel *want)
 {
     guint n;
     const SimparModelPreset *p = simpar_model_presets(&n);
-    for (guint i = 0; i < n; i++)
-        if (p[i].model.hidden == want->hidden && p[i].model.heads == want->heads &&
-            p[i].model.layers == want->layers && p[i].model.mlp == want->mlp)
+    const char *shape = NULL;
+    for (guint i = 0; i < n; i++) {
+        const SimparModel *m = &p[i].model;
+        if (m->hidden != want->hidden || m->heads != want->heads || m->layers != want->layers ||
+            m->mlp != want->mlp)
+            continue;
+        if (m->moe.experts == want->moe.experts && m->moe.top_k == want->moe.top_k)
             return p[i].name;
-    return "default-4k";
+        shape = shape != NULL ? shape : p[i].name;
+    }
+    return shape != NULL ? shape : "default-4k";
 }
 
 /* The flags of the model's figures that differ from the base preset's. */
@@ -337,6 +344,8 @@ meg_model_args(SimparMegatron *meg, const SimparModel *w)
     SimparModel b;
     g_assert(simpar_model_preset(name, &b, NULL));
     meg_arg(meg, "--model=%s", name);
+    const SimparMoeConfig *e = &w->moe;
+    gboolean moe = e->experts > 0;
 
     const struct {
         const char *flag;
@@ -357,6 +366,15 @@ meg_model_args(SimparMegatron *meg, const SimparModel *w)
         {"qk-head-dim", w->mla.qk_head_dim, b.mla.qk_head_dim},
         {"qk-pos-emb-head-dim", w->mla.qk_pos_emb_head_dim, b.mla.qk_pos_emb_head_dim},
         {"v-head-dim", w->mla.v_head_dim, b.mla.v_head_dim},
+        /* the experts: the file's whole MoE (--experts 0 makes an MoE preset dense) */
+        {"experts", e->experts, b.moe.experts},
+        {"topk", e->top_k, moe ? b.moe.top_k : 0},
+        {"moe-ffn", moe ? (e->moe_ffn > 0 ? e->moe_ffn : w->ffn) : 0, moe ? b.moe.moe_ffn : 0},
+        {"shared-ffn", e->shared_ffn, moe ? b.moe.shared_ffn : 0},
+        {"dense-layers", e->dense_layers, moe ? b.moe.dense_layers : 0},
+        {"moe-every", moe ? MAX(e->moe_every, 1) : 0, moe ? MAX(b.moe.moe_every, 1) : 0},
+        {"expert-groups", e->groups, moe ? b.moe.groups : 0},
+        {"group-limit", e->group_limit, moe ? b.moe.group_limit : 0},
     };
 
     for (guint i = 0; i < G_N_ELEMENTS(ints); i++)
@@ -372,6 +390,8 @@ meg_model_args(SimparMegatron *meg, const SimparModel *w)
         meg_arg(meg, "--bias=%s", w->no_bias ? "off" : "on");
     if (w->no_dropout != b.no_dropout)
         meg_arg(meg, "--dropout=%s", w->no_dropout ? "off" : "on");
+    if (moe && e->router != (b.moe.experts > 0 ? b.moe.router : SIMPAR_ROUTER_SOFTMAX))
+        meg_arg(meg, "--router=%s", simpar_router_name((SimparRouterScore) e->router));
 }
 
 /* Shapes the file must give: Megatron needs them too. */
@@ -458,7 +478,11 @@ meg_flavour(SimparMegatron *meg, SimparModel *w, GError **error)
         return FALSE;
     if (!meg_int(meg, "kv-channels", 1, &kvc, &given, error))
         return FALSE;
-    if (given && kvc * w->heads != w->hidden)
+    if (given && w->mla.kv_lora_rank > 0)
+        meg_use(meg, "--kv-channels with --multi-latent-attention",
+                "none: MLA's heads are --qk-head-dim + --qk-pos-emb-head-dim wide (queries, "
+                "keys) and --v-head-dim (values)");
+    else if (given && kvc * w->heads != w->hidden)
         return meg_fail(meg, error,
                         "--kv-channels %" G_GINT64_FORMAT ": simpar's attention heads are "
                         "--hidden-size / --num-attention-heads = %" G_GINT64_FORMAT " wide",
@@ -497,50 +521,149 @@ meg_flavour(SimparMegatron *meg, SimparModel *w, GError **error)
 
 /* ---- the split ---------------------------------------------------------------------------- */
 
-/* --moe-layer-freq: an integer N (an MoE layer every N), or Megatron's pattern
- * "([0]*K+[1]*N)" (K dense layers, then MoE ones): *every and *dense. */
+/* Megatron's --moe-layer-freq list expression (arguments.py moe_freq_type, evaluated by Python):
+ * sums of lists "[a,b,...]", each factor repeated by "*N", parentheses grouping. Parsed into
+ * `out` (0 dense, 1 MoE), never longer than `cap`; FALSE on anything else. */
+typedef struct {
+    const char *at;
+    guint cap;   /* the most entries a list may hold: the layers */
+    guint depth; /* parentheses open, at most MEG_PATTERN_DEPTH */
+} MegPattern;
+
+#define MEG_PATTERN_DEPTH 32
+
+static gboolean meg_pattern_sum(MegPattern *p, GByteArray *out);
+
 static gboolean
-meg_moe_freq(const char *text, gint64 *every, gint64 *dense)
+meg_pattern_factor(MegPattern *p, GByteArray *out)
 {
-    gint64 k, n;
+    GByteArray *atom = g_byte_array_new();
+    gboolean ok = TRUE;
+    if (*p->at == '(' && p->depth < MEG_PATTERN_DEPTH) {
+        p->at++, p->depth++;
+        ok = meg_pattern_sum(p, atom) && *p->at == ')';
+        p->at += ok, p->depth--;
+    } else if (*p->at == '[') {
+        do {
+            p->at++;
+            ok = (*p->at == '0' || *p->at == '1') && atom->len < p->cap;
+            if (ok) {
+                guint8 bit = (guint8) (*p->at++ - '0');
+                g_byte_array_append(atom, &bit, 1);
+            }
+        } while (ok && *p->at == ',');
+        ok = ok && *p->at == ']';
+        p->at += ok;
+    } else
+        ok = FALSE;
+    while (ok && *p->at == '*') {
+        char *end;
+        p->at++;
+        if (!g_ascii_isdigit(*p->at))
+            ok = FALSE;
+        else {
+            guint64 n = g_ascii_strtoull(p->at, &end, 10);
+            p->at = end;
+            ok = n <= p->cap && (atom->len == 0 || n <= p->cap / atom->len);
+            g_autoptr(GBytes) unit = g_bytes_new(atom->data, atom->len);
+            gsize len;
+            const guint8 *bytes = g_bytes_get_data(unit, &len);
+            g_byte_array_set_size(atom, 0);
+            for (guint64 i = 0; ok && i < n; i++)
+                g_byte_array_append(atom, bytes, (guint) len);
+        }
+    }
+    ok = ok && out->len + atom->len <= p->cap;
+    if (ok)
+        g_byte_array_append(out, atom->data, atom->len);
+    g_byte_array_unref(atom);
+    return ok;
+}
+
+static gboolean
+meg_pattern_sum(MegPattern *p, GByteArray *out)
+{
+    if (!meg_pattern_factor(p, out))
+        return FALSE;
+    while (*p->at == '+') {
+        p->at++;
+        if (!meg_pattern_factor(p, out))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* --moe-layer-freq: an integer N (an MoE layer every N: layers 0, N, 2N, ...), or a list
+ * expression of `layers` entries that simpar's model holds: K dense layers, then an MoE layer
+ * every N (*every and *dense). */
+static gboolean
+meg_moe_freq(const char *text, gint64 layers, gint64 *every, gint64 *dense)
+{
     if (g_ascii_string_to_signed(text, 10, 1, SIMPAR_MODEL_MAX_DIM, every, NULL)) {
         *dense = 0;
         return TRUE;
     }
-    g_autofree char *squeezed = g_strdelimit(g_strdup(text), " '\"", ' ');
     g_autoptr(GString) t = g_string_new(NULL);
-    for (const char *c = squeezed; *c != '\0'; c++)
-        if (*c != ' ')
+    for (const char *c = text; *c != '\0'; c++)
+        if (!g_ascii_isspace(*c) && *c != '\'' && *c != '"')
             g_string_append_c(t, *c);
-    char tail;
-    if (sscanf(t->str, "([0]*%" G_GINT64_FORMAT "+[1]*%" G_GINT64_FORMAT ")%c", &k, &n, &tail) !=
-            2 ||
-        k < 0 || n < 1)
+    g_autoptr(GByteArray) bits = g_byte_array_new();
+    MegPattern p = {t->str, (guint) layers, 0};
+    if (!meg_pattern_sum(&p, bits) || *p.at != '\0' || bits->len != (guint) layers)
         return FALSE;
-    *every = 1, *dense = k;
+    guint k = 0, n = 0;
+    while (k < bits->len && bits->data[k] == 0)
+        k++;
+    for (guint i = k + 1; i < bits->len && n == 0; i++)
+        n = bits->data[i] ? i - k : 0;
+    if (k == bits->len) /* no MoE layer */
+        return FALSE;
+    n = n == 0 ? bits->len - k : n;
+    for (guint i = k; i < bits->len; i++)
+        if (bits->data[i] != ((i - k) % n == 0))
+            return FALSE;
+    *every = n, *dense = k;
     return TRUE;
 }
 
-/* --moe-token-dispatcher-type flex with --moe-enable-deepep (megatron/training/arguments.py:
- * DeepEP "only works with flex token dispatcher"): simpar's DeepEP hops. Any other dispatcher
- * is left to the ignored flags' note (simpar prices the alltoall one). */
+/* --moe-token-dispatcher-type flex: Megatron-Core's flex dispatcher runs the backend of
+ * --moe-flex-dispatcher-backend (transformer_config.py: default "deepep"; --moe-enable-deepep is
+ * its deprecated spelling). DeepEP is simpar's DeepEP hops; HybridEP (DeepEP's hybrid-ep branch)
+ * routes tokens the same way, each token once per destination node over RDMA and then over
+ * NVLink, and is priced as DeepEP's hops; NCCL's EP backend is not modelled. Any other
+ * dispatcher is left to the ignored flags' note (simpar prices the alltoall one). */
 static gboolean
 meg_deepep(SimparMegatron *meg, GError **error)
 {
     MegFlag *type = g_hash_table_lookup(meg->index, "moe-token-dispatcher-type");
     if (type == NULL || g_strcmp0(type->value, "flex") != 0)
         return TRUE;
-    const char *flex;
-    if (!meg_string(meg, "moe-token-dispatcher-type", NULL, &flex, error))
+    const char *flex, *backend;
+    if (!meg_string(meg, "moe-token-dispatcher-type", NULL, &flex, error) ||
+        !meg_string(meg, "moe-flex-dispatcher-backend", "deepep", &backend, error))
         return FALSE;
-    if (!meg_switch(meg, "moe-enable-deepep"))
+    gboolean deprecated = meg_switch(meg, "moe-enable-deepep");
+    if (deprecated && !g_str_equal(backend, "deepep"))
         return meg_fail(meg, error,
-                        "line %u: --moe-token-dispatcher-type flex without --moe-enable-deepep: "
-                        "Megatron's flex dispatcher runs DeepEP only (valid: add "
-                        "--moe-enable-deepep, or --moe-token-dispatcher-type alltoall)",
-                        type->line);
+                        "line %u: --moe-enable-deepep with --moe-flex-dispatcher-backend %s: "
+                        "Megatron refuses two backends; keep one",
+                        type->line, backend);
+    if (!g_str_equal(backend, "deepep") && !g_str_equal(backend, "hybridep"))
+        return meg_fail(meg, error,
+                        "--moe-flex-dispatcher-backend %s: simpar models deepep and hybridep "
+                        "(DeepEP's hops); valid: one of them, or --moe-token-dispatcher-type "
+                        "alltoall",
+                        backend);
     meg_arg(meg, "--moe-dispatcher=deepep");
-    meg_use(meg, "--moe-token-dispatcher-type flex --moe-enable-deepep", "--moe-dispatcher deepep");
+    meg_use(meg,
+            g_str_equal(backend, "hybridep")
+                ? "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep"
+            : deprecated ? "--moe-token-dispatcher-type flex --moe-enable-deepep"
+                         : "--moe-token-dispatcher-type flex (backend deepep, Megatron's default)",
+            g_str_equal(backend, "hybridep")
+                ? "--moe-dispatcher deepep (HybridEP priced as DeepEP's hops: each token once "
+                  "per node over RDMA, then NVLink; its own kernels are not modelled)"
+                : "--moe-dispatcher deepep");
     return TRUE;
 }
 
@@ -549,12 +672,15 @@ meg_deepep(SimparMegatron *meg, GError **error)
  * pattern, the score function (softmax), node-limited groups, a capacity factor (default
  * dropless), --expert-tensor-parallel-size (default the tensor-parallel size). */
 static gboolean
-meg_moe(SimparMegatron *meg, gint64 experts, gint64 ep, gint64 tp, GError **error)
+meg_moe(SimparMegatron *meg, SimparMoeConfig *moe, gint64 experts, gint64 ep, gint64 tp,
+        GError **error)
 {
     gint64 topk = 2, ffn = 0, shared = 0, groups = 0, limit = 0, etp = tp, every = 1, dense = 0;
+    gint64 layers = 1;
     gboolean has_ffn, has_etp;
     const char *score, *cf, *freq;
-    if (!meg_int(meg, "moe-router-topk", 1, &topk, NULL, error) ||
+    if (!meg_int(meg, "num-layers", 1, &layers, NULL, error) ||
+        !meg_int(meg, "moe-router-topk", 1, &topk, NULL, error) ||
         !meg_int(meg, "moe-ffn-hidden-size", 1, &ffn, &has_ffn, error) ||
         !meg_int(meg, "moe-shared-expert-intermediate-size", 1, &shared, NULL, error) ||
         !meg_int(meg, "moe-router-num-groups", 1, &groups, NULL, error) ||
@@ -564,31 +690,34 @@ meg_moe(SimparMegatron *meg, gint64 experts, gint64 ep, gint64 tp, GError **erro
         !meg_string(meg, "moe-expert-capacity-factor", NULL, &cf, error) ||
         !meg_string(meg, "moe-layer-freq", "1", &freq, error))
         return FALSE;
-    if (!meg_moe_freq(freq, &every, &dense))
+    if (!meg_moe_freq(freq, layers, &every, &dense))
         return meg_fail(meg, error,
-                        "--moe-layer-freq %s: valid are an integer N and the pattern "
-                        "([0]*K+[1]*N) (K dense layers, then MoE layers)",
-                        freq);
-    meg_arg(meg, "--experts=%" G_GINT64_FORMAT, experts);
-    meg_arg(meg, "--topk=%" G_GINT64_FORMAT, topk);
-    meg_arg(meg, "--router=%s", score);
+                        "--moe-layer-freq %s: valid are an integer N and a list of --num-layers "
+                        "(%" G_GINT64_FORMAT
+                        ") entries of 0 and 1 (e.g. ([0]*3+[1]*%" G_GINT64_FORMAT
+                        ")) whose MoE layers simpar's model holds: K dense layers, then an MoE "
+                        "layer every N",
+                        freq, layers, MAX(layers - 3, 1));
+    SimparRouterScore router;
+    if (!simpar_router_parse(score, &router, NULL))
+        return meg_fail(meg, error,
+                        "--moe-router-score-function %s: simpar models softmax and sigmoid", score);
+    *moe = (SimparMoeConfig){.experts = experts,
+                             .top_k = topk,
+                             .moe_ffn = has_ffn ? ffn : 0, /* 0: --ffn-hidden-size's */
+                             .shared_ffn = shared,
+                             .dense_layers = dense,
+                             .moe_every = every,
+                             .router = router,
+                             .groups = groups,
+                             .group_limit = limit};
     meg_use(meg, "--num-experts --moe-router-topk (default 2) --moe-router-score-function",
             "--experts %" G_GINT64_FORMAT " --topk %" G_GINT64_FORMAT " --router %s", experts, topk,
             score);
     if (has_ffn)
-        meg_arg(meg, "--moe-ffn=%" G_GINT64_FORMAT, ffn);
-    if (has_ffn)
         meg_use(meg, "--moe-ffn-hidden-size", "--moe-ffn %" G_GINT64_FORMAT, ffn);
     else
         meg_use(meg, "--moe-ffn-hidden-size (default --ffn-hidden-size)", "--moe-ffn: --ffn's");
-    if (shared > 0)
-        meg_arg(meg, "--shared-ffn=%" G_GINT64_FORMAT, shared);
-    if (dense > 0 || every > 1)
-        meg_arg(meg, "--dense-layers=%" G_GINT64_FORMAT, dense),
-            meg_arg(meg, "--moe-every=%" G_GINT64_FORMAT, every);
-    if (groups > 0)
-        meg_arg(meg, "--expert-groups=%" G_GINT64_FORMAT, groups),
-            meg_arg(meg, "--group-limit=%" G_GINT64_FORMAT, limit);
     if (cf != NULL)
         meg_arg(meg, "--capacity-factor=%s", cf);
     meg_arg(meg, "--ep=%" G_GINT64_FORMAT, ep);
@@ -605,22 +734,22 @@ meg_moe(SimparMegatron *meg, gint64 experts, gint64 ep, gint64 tp, GError **erro
 }
 
 static gboolean
-meg_parallel(SimparMegatron *meg, gint64 *tp, gint64 *pp, GError **error)
+meg_parallel(SimparMegatron *meg, SimparMoeConfig *moe, gint64 *tp, gint64 *pp, GError **error)
 {
     gint64 cp = 1, ep = 1, experts = 0;
-    gboolean moe;
+    gboolean has_moe;
     if (!meg_int(meg, "tensor-model-parallel-size", 1, tp, NULL, error) ||
         !meg_int(meg, "pipeline-model-parallel-size", 1, pp, NULL, error) ||
         !meg_int(meg, "context-parallel-size", 1, &cp, NULL, error) ||
         !meg_int(meg, "expert-model-parallel-size", 1, &ep, NULL, error) ||
-        !meg_int(meg, "num-experts", 1, &experts, &moe, error))
+        !meg_int(meg, "num-experts", 1, &experts, &has_moe, error))
         return FALSE;
-    if (!moe && ep > 1)
+    if (!has_moe && ep > 1)
         return meg_fail(meg, error,
                         "--expert-model-parallel-size %" G_GINT64_FORMAT
                         " without --num-experts: the model is dense",
                         ep);
-    if (moe && !meg_moe(meg, experts, ep, *tp, error))
+    if (has_moe && !meg_moe(meg, moe, experts, ep, *tp, error))
         return FALSE;
     /* Megatron's tensor parallelism is the baseline row's (1-D) */
     const char *line = simpar_generator_baseline()->name;
@@ -899,8 +1028,8 @@ static const struct {
     {(const char *const[]){"moe-grouped-gemm", "moe-permute-fusion", "moe-token-dispatcher-type",
                            NULL},
      "how Megatron runs the MoE block: simpar prices grouped GEMMs, fused permutations and the "
-     "alltoall dispatcher whatever these say (the allgather dispatcher is not modelled; flex with "
-     "--moe-enable-deepep is DeepEP's hops)"},
+     "alltoall dispatcher whatever these say (the allgather dispatcher is not modelled; flex "
+     "with the deepep or hybridep backend is DeepEP's hops)"},
     {(const char *const[]){"rampup-batch-size", "step-batch-size-schedule", NULL},
      "a batch-size ramp: simpar predicts the step at the full --global-batch-size"},
     {(const char *const[]){"save*", "load", "ckpt-*", "no-save-*", "no-load-*", "async-save",
@@ -981,7 +1110,7 @@ meg_translate(SimparMegatron *meg, GError **error)
     SimparModel w = {0};
     gint64 tp = 1, pp = 1, vocab;
     if (!meg_shapes(meg, &w, error) || !meg_flavour(meg, &w, error) ||
-        !meg_parallel(meg, &tp, &pp, error) || !meg_vocab(meg, tp, &vocab, error))
+        !meg_parallel(meg, &w.moe, &tp, &pp, error) || !meg_vocab(meg, tp, &vocab, error))
         return FALSE;
     w.vocab = vocab;
     g_autoptr(GPtrArray) split = g_steal_pointer(&meg->argv); /* the model's flags go first */

@@ -509,6 +509,8 @@ simpar_job_model(const SimparJobArgs *args, const char *fallback, SimparModel *m
                 {args->qk_pos_emb_head_dim, &m->mla.qk_pos_emb_head_dim},
                 {args->v_head_dim, &m->mla.v_head_dim}};
 
+    if (args->experts == 0) /* --experts 0: the model is dense, whatever experts it had */
+        m->moe = (SimparMoeConfig){0};
     for (guint i = 0; i < G_N_ELEMENTS(over); i++)
         if (over[i].given != SIMPAR_JOB_UNSET)
             *over[i].field = over[i].given;

@@ -238,8 +238,9 @@ test_refusals(void)
                      "--cp-comm-type is empty");
     megatron_refuses(MEG_SHAPE "--expert-model-parallel-size 2",
                      "--expert-model-parallel-size 2 without --num-experts");
-    megatron_refuses(MEG_SHAPE "--num-experts 8 --moe-layer-freq '[1,0]'",
-                     "--moe-layer-freq [1,0]: valid are an integer N and the pattern");
+    megatron_refuses(
+        MEG_SHAPE "--num-experts 8 --moe-layer-freq '[1,0]'",
+        "--moe-layer-freq [1,0]: valid are an integer N and a list of --num-layers (24)");
     megatron_refuses(MEG_SHAPE "--bf16 --fp16", "--bf16 and --fp16 together");
     megatron_refuses(MEG_SHAPE "--bf16 --fp8-format e5m2", "--fp8-format e5m2: valid are e4m3");
     megatron_refuses(MEG_SHAPE "--fp8-format hybrid", "--fp8-format hybrid without --bf16");
@@ -318,7 +319,9 @@ test_moe_flags(void)
         MEG_SHAPE "--num-experts 8 --expert-model-parallel-size 8 --moe-grouped-gemm "
                   "--moe-shared-expert-overlap");
     CU_ASSERT_PTR_NOT_NULL_FATAL(mixtral);
-    CU_ASSERT_PTR_NOT_NULL(strstr(mixtral, "--experts=8 --topk=2 --router=softmax --ep=8 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(mixtral, "--experts=8 --topk=2 --moe-ffn=8192 "));
+    CU_ASSERT_PTR_NULL(strstr(mixtral, "--router")); /* softmax, simpar's default */
+    CU_ASSERT_PTR_NOT_NULL(strstr(mixtral, " --ep=8 "));
     CU_ASSERT_PTR_NULL(strstr(mixtral, "--etp"));
     /* no shared experts: Megatron's overlap has none to run (transformer_config.py) */
     CU_ASSERT_PTR_NULL(strstr(mixtral, "--moe-shared-expert-overlap"));
@@ -331,10 +334,11 @@ test_moe_flags(void)
                   "--moe-shared-expert-overlap");
     CU_ASSERT_PTR_NOT_NULL_FATAL(deepseek);
     CU_ASSERT_PTR_NOT_NULL(strstr(deepseek, "--moe-shared-expert-overlap"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(deepseek, "--experts=256 --topk=8 --router=sigmoid "
-                                            "--moe-ffn=2048 --shared-ffn=2048 --dense-layers=3 "
-                                            "--moe-every=1 --expert-groups=8 --group-limit=4 "
-                                            "--ep=64 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(deepseek, "--experts=256 --topk=8 --moe-ffn=2048 "
+                                            "--shared-ffn=2048 --dense-layers=3 "
+                                            "--expert-groups=8 --group-limit=4 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(deepseek, " --router=sigmoid "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(deepseek, " --ep=64 "));
     g_autofree char *etp = megatron_flags(MEG_SHAPE "--num-experts 8 --tensor-model-parallel-size "
                                                     "2 --expert-model-parallel-size 4");
     CU_ASSERT_PTR_NOT_NULL_FATAL(etp);
@@ -353,9 +357,116 @@ test_moe_flags(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(deepep);
     CU_ASSERT_PTR_NOT_NULL(strstr(deepep, "--moe-dispatcher=deepep"));
     CU_ASSERT_PTR_NULL(strstr(mixtral, "--moe-dispatcher"));
+    /* Megatron-Core's flex backends: deepep by default (--moe-enable-deepep its deprecated
+     * spelling), hybridep priced as DeepEP's hops, ncclep not modelled */
+    const char *const flex[] = {"", "--moe-flex-dispatcher-backend deepep",
+                                "--moe-flex-dispatcher-backend hybridep"};
+    for (guint i = 0; i < G_N_ELEMENTS(flex); i++) {
+        g_autofree char *text =
+            g_strconcat(MEG_SHAPE "--num-experts 8 --expert-model-parallel-size 8 "
+                                  "--moe-token-dispatcher-type flex ",
+                        flex[i], NULL);
+        g_autofree char *got = megatron_flags(text);
+        CU_ASSERT_PTR_NOT_NULL(got != NULL ? strstr(got, "--moe-dispatcher=deepep") : NULL);
+    }
     megatron_refuses(MEG_SHAPE "--num-experts 8 --expert-model-parallel-size 8 "
-                               "--moe-token-dispatcher-type flex",
-                     "flex without --moe-enable-deepep");
+                               "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend "
+                               "ncclep",
+                     "--moe-flex-dispatcher-backend ncclep: simpar models deepep and hybridep");
+    megatron_refuses(MEG_SHAPE "--num-experts 8 --expert-model-parallel-size 8 "
+                               "--moe-token-dispatcher-type flex --moe-enable-deepep "
+                               "--moe-flex-dispatcher-backend hybridep",
+                     "Megatron refuses two backends");
+}
+
+/* --moe-layer-freq as Megatron evaluates it (a Python list expression of --num-layers entries):
+ * with or without parentheses, repeated groups; patterns simpar's model cannot hold refused */
+static void
+test_moe_layer_freq(void)
+{
+    const struct {
+        const char *freq, *want;
+    } cases[] = {
+        {"'([0]*3+[1]*21)'", "--dense-layers=3 --dtype"},
+        {"[0]*3+[1]*21", "--dense-layers=3 --dtype"},
+        {"'[0,1]*12'", "--dense-layers=1 --moe-every=2 "},
+        {"'([0]+[1,0,0]*7+[1,0])'", "--dense-layers=1 --moe-every=3 "},
+        {"'[0]*0+[1]*24'", "--experts=8 --topk=2 --moe-ffn=8192 --dtype"},
+        {"3", "--moe-ffn=8192 --moe-every=3 "},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *text =
+            g_strconcat(MEG_SHAPE "--num-experts 8 --moe-layer-freq ", cases[i].freq, NULL);
+        g_autofree char *got = megatron_flags(text);
+        g_autofree char *with_model = got != NULL ? g_strconcat(got, " --model", NULL) : NULL;
+        gboolean ok = with_model != NULL && strstr(with_model, cases[i].want) != NULL;
+        if (!ok)
+            printf("\n    %s -> %s (want %s)", cases[i].freq, got, cases[i].want);
+        CU_ASSERT_TRUE(ok);
+    }
+    const char *const refused[] = {"'([1]*3+[0]*1)*6'",
+                                   "'[0]*3+[1]*20'",
+                                   "'[0]*24'",
+                                   "'[0]*3+[1]*99999999999'",
+                                   "'[0]*3+[2]*21'",
+                                   "'[0]*3+[1]*21)'",
+                                   "'([0]*3+[1]*21'",
+                                   "'((((((((((((((((((((((((((((((((((([0]*3+[1]*21)))))))))))))))"
+                                   "))))))))))))))))))))'"};
+    for (guint i = 0; i < G_N_ELEMENTS(refused); i++) {
+        g_autofree char *text =
+            g_strconcat(MEG_SHAPE "--num-experts 8 --moe-layer-freq ", refused[i], NULL);
+        megatron_refuses(text, "entries of 0 and 1");
+    }
+}
+
+/* The base preset is the one whose experts match too (Mixtral's shape is Llama 3 8B's, and its
+ * vocabulary is Mixtral's), and a dense script of an MoE preset's shape is dense (--experts 0)
+ * and predicts; --kv-channels is unused under MLA */
+static void
+test_moe_base(void)
+{
+    const char *mixtral_shape = "--num-layers 32 --hidden-size 4096 --num-attention-heads 32 "
+                                "--seq-length 4096 --micro-batch-size 1 --swiglu ";
+    g_autofree char *dense_text = g_strconcat(mixtral_shape, "--ffn-hidden-size 14336", NULL);
+    g_autofree char *moe_text = g_strconcat(mixtral_shape,
+                                            "--ffn-hidden-size 14336 --num-experts 8 "
+                                            "--expert-model-parallel-size 8",
+                                            NULL);
+    g_autofree char *dense = megatron_flags(dense_text), *moe = megatron_flags(moe_text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dense);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(moe);
+    CU_ASSERT_TRUE(g_str_has_prefix(dense, "--model=llama3-8b "));
+    CU_ASSERT_TRUE(g_str_has_prefix(moe, "--model=mixtral-8x7b --kv-heads=32 "));
+    CU_ASSERT_PTR_NULL(strstr(moe, "--experts")); /* Mixtral's own: 8, top-2, 14336 */
+    CU_ASSERT_PTR_NULL(strstr(moe, "--moe-ffn"));
+    const char *ds_shape = "--num-layers 61 --hidden-size 7168 --num-attention-heads 128 "
+                           "--seq-length 4096 --micro-batch-size 1 --swiglu --bf16 "
+                           "--ffn-hidden-size 18432 --global-batch-size 128 ";
+    g_autofree char *ds_dense = megatron_flags(ds_shape);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ds_dense);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ds_dense, "--model=deepseek-v3 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(ds_dense, " --experts=0 "));
+    g_autofree char *path = g_build_filename(megatron_dir, "dense-ds.sh", NULL);
+    g_autofree char *script = g_strconcat("torchrun pretrain_gpt.py ", ds_shape, "\n", NULL);
+    CU_ASSERT_TRUE_FATAL(g_file_set_contents(path, script, -1, NULL));
+    g_autofree char *args =
+        g_strdup_printf("--megatron-args %s --topology %s --backend formula --json --jobs 1", path,
+                        megatron_a100x128);
+    SimparCliRun r = simpar_cli_run(args);
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NULL(strstr(r.out, "experts"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "\"step_time_s\""));
+    if (r.status != 0)
+        printf("\n    simpar %s -> %d: %s", args, r.status, r.err);
+    simpar_cli_run_clear(&r);
+    const char *mla = "--multi-latent-attention --q-lora-rank 1536 --kv-lora-rank 512 "
+                      "--qk-head-dim 128 --qk-pos-emb-head-dim 64 --v-head-dim 128 ";
+    g_autofree char *kvc_text = g_strconcat(ds_shape, mla, "--kv-channels 128", NULL);
+    g_autofree char *kvc = megatron_flags(kvc_text);
+    CU_ASSERT_PTR_NOT_NULL(kvc);
+    megatron_refuses(MEG_SHAPE "--kv-channels 64", "--kv-channels 64: simpar's attention heads");
 }
 
 /* --multi-latent-attention with DeepSeek-V3's sizes; without one of them, refused */
@@ -379,6 +490,9 @@ test_mla_flags(void)
 static CU_TestInfo megatron_tests[] = {
     {"Megatron's --multi-latent-attention and its sizes become simpar's MLA flags", test_mla_flags},
     {"Megatron's MoE flags become simpar's, with Megatron's defaults", test_moe_flags},
+    {"--moe-layer-freq is read as Megatron evaluates it", test_moe_layer_freq},
+    {"the base preset's experts match the script's; a dense script of an MoE shape is dense",
+     test_moe_base},
     {"Megatron's GPT-3 175B and Llama 3 70B scripts predict what simpar's flags predict",
      test_examples},
     {"Megatron's flag names on simpar's command line mean simpar's flags", test_aliases},
