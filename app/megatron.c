@@ -356,6 +356,8 @@ meg_model_args(SimparMegatron *meg, const SimparModel *w)
         /* multi-head attention stays so when the heads change */
         {"kv-heads", simpar_model_kv_heads(w) == w->heads ? w->heads : simpar_model_kv_heads(w),
          simpar_model_kv_heads(&b) == b.heads ? w->heads : simpar_model_kv_heads(&b)},
+        /* the heads' width the base preset gets with the file's h and a */
+        {"head-dim", simpar_model_head_dim(w), b.head_dim != 0 ? b.head_dim : w->hidden / w->heads},
         {"ffn", w->ffn, b.ffn},
         {"layers", w->layers, b.layers},
         {"seq", w->seq, b.seq},
@@ -478,15 +480,21 @@ meg_flavour(SimparMegatron *meg, SimparModel *w, GError **error)
         return FALSE;
     if (!meg_int(meg, "kv-channels", 1, &kvc, &given, error))
         return FALSE;
-    if (given && w->mla.kv_lora_rank > 0)
+    if (given && w->mla.kv_lora_rank > 0) {
         meg_use(meg, "--kv-channels with --multi-latent-attention",
                 "none: MLA's heads are --qk-head-dim + --qk-pos-emb-head-dim wide (queries, "
                 "keys) and --v-head-dim (values)");
-    else if (given && kvc * w->heads != w->hidden)
+    } else if (given) {
+        w->head_dim = kvc;
+        meg_use(meg, "--kv-channels", "--head-dim %" G_GINT64_FORMAT, kvc);
+    } else if (w->hidden % w->heads != 0) {
         return meg_fail(meg, error,
-                        "--kv-channels %" G_GINT64_FORMAT ": simpar's attention heads are "
-                        "--hidden-size / --num-attention-heads = %" G_GINT64_FORMAT " wide",
-                        kvc, w->hidden / w->heads);
+                        "--hidden-size %" G_GINT64_FORMAT " is not divisible by "
+                        "--num-attention-heads %" G_GINT64_FORMAT
+                        ": give the heads' width, --kv-channels (Megatron's default is the "
+                        "quotient)",
+                        w->hidden, w->heads);
+    }
     gboolean bf16 = meg_switch(meg, "bf16"), fp16 = meg_switch(meg, "fp16");
     if (bf16 && fp16)
         return meg_fail(meg, error, "--bf16 and --fp16 together: Megatron refuses them; keep one");

@@ -549,13 +549,13 @@ bench_kernel_group(Bench *bn, guint which, GError **error)
     return TRUE;
 }
 
-/* Sequence, heads, head dimension: quick (s, a/8, h/a); else s/4, s/2, s by a/8 and a at h/a,
- * and (s, a/8, 2h/a). */
+/* Sequence, heads, head dimension dh (h/a, or --head-dim): quick (s, a/8, dh); else s/4, s/2, s by
+ * a/8 and a at dh, and (s, a/8, 2 dh). */
 static guint
 bench_attention_shapes(const Bench *bn, guint shapes[][3])
 {
     const SimparModel *m = &bn->model;
-    guint a = (guint) m->heads, dh = (guint) (m->hidden / m->heads), s = (guint) m->seq;
+    guint a = (guint) m->heads, dh = (guint) simpar_model_head_dim(m), s = (guint) m->seq;
     guint heads[] = {MAX(a / 8, 1), a}, seqs[] = {s / 4, s / 2, s}, n = 0;
     for (guint i = bn->opts->quick ? 2 : 0; i < G_N_ELEMENTS(seqs); i++)
         for (guint j = 0; j < (bn->opts->quick || heads[0] == heads[1] ? 1 : 2); j++)

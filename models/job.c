@@ -21,6 +21,7 @@ simpar_job_args_init(SimparJobArgs *args)
                        &args->layers,
                        &args->vocab,
                        &args->kv_heads,
+                       &args->head_dim,
                        &args->tp,
                        &args->depth,
                        &args->cp,
@@ -91,6 +92,8 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
         {"kv-heads", 0, 0, G_OPTION_ARG_INT64, &a->kv_heads,
          "Key/value heads (grouped-query attention; a % kv == 0; default a, 1 = multi-query)",
          "KV"},
+        {"head-dim", 0, 0, G_OPTION_ARG_INT64, &a->head_dim,
+         "A head's query, key and value columns (Megatron's --kv-channels; default h/a)", "D"},
         {"mlp", 0, 0, G_OPTION_ARG_STRING, &a->mlp,
          "MLP: gelu (fc1 [h x f]) or swiglu (gate and up fused, fc1 [h x 2f])", "gelu|swiglu"},
         {"norm", 0, 0, G_OPTION_ARG_STRING, &a->norm, "Normalisation: layernorm or rmsnorm",
@@ -495,6 +498,7 @@ simpar_job_model(const SimparJobArgs *args, const char *fallback, SimparModel *m
                 {args->layers, &m->layers},
                 {args->vocab, &m->vocab},
                 {args->kv_heads, &m->kv_heads},
+                {args->head_dim, &m->head_dim},
                 {args->experts, &m->moe.experts},
                 {args->top_k, &m->moe.top_k},
                 {args->moe_ffn, &m->moe.moe_ffn},
@@ -516,6 +520,7 @@ simpar_job_model(const SimparJobArgs *args, const char *fallback, SimparModel *m
             *over[i].field = over[i].given;
     if (m->moe.experts > 0 && m->moe.moe_ffn == 0) /* Megatron's default: the dense width */
         m->moe.moe_ffn = m->ffn;
+    simpar_model_normalise_head_dim(m);
     if (args->kv_heads != SIMPAR_JOB_UNSET && args->kv_heads < 1) {
         g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
                     "--kv-heads %" G_GINT64_FORMAT " is out of range: it must be between 1 and "

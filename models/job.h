@@ -33,7 +33,7 @@ typedef enum {
 typedef struct {
     /* model (--model and its overrides) */
     char *model;
-    gint64 hidden, heads, seq, micro_batch, ffn, layers, vocab, kv_heads;
+    gint64 hidden, heads, seq, micro_batch, ffn, layers, vocab, kv_heads, head_dim;
     char *dtype, *mlp, *norm, *bias, *dropout;
     char *fp8_recipe;       /* --dtype fp8: delayed (default), current, mxfp8 */
     gboolean fp8_attention; /* --fp8-dot-product-attention: the attention core in FP8 */

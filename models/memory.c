@@ -179,7 +179,7 @@ memory_layer_activations(const SimparModel *m, const SimparPlan *plan, SimparAtt
     double qkv_cols =
         mla ? a * (2 * (double) simpar_model_qk_head_dim(m) + (double) simpar_model_v_head_dim(m))
             : qkv;
-    double o_cols = mla ? a * (double) simpar_model_v_head_dim(m) : h;
+    double o_cols = mla || m->head_dim != 0 ? a * (double) simpar_model_v_head_dim(m) : h;
     double qkv_B = ds, o8_B = 0;
     if (flash && plan->fp8_attention && m->fp8 != SIMPAR_FP8_NONE) {
         qkv_B = m->fp8 == SIMPAR_FP8_MXFP8 ? 1 + 1.0 / 32 : 1;

@@ -20,44 +20,44 @@ static const SimparModelPreset model_presets[] = {
     {"tiny",
      "h=64 a=4 s=32: for tests and quick looks",
      {"tiny", 64, 4, 32, 8, 2, 256, 1024, SIMPAR_DTYPE_FP32, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA, 0}},
     {"paper-3d",
      "h=2048 a=32 s=512 L=24, fp32: the Optimus / 3-D papers' V100 harness",
      {"paper-3d", 2048, 32, 512, 64, 24, 8192, 51200, SIMPAR_DTYPE_FP32, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA, 0}},
     {"default-4k",
      "h=4096 a=64 s=512 b=16 L=24 fp16: the default of simpar --topology; every mode splits it "
      "over 64 GPUs",
      {"default-4k", 4096, 64, 512, 16, 24, 16384, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA, 0}},
     {"gpt3-1.3b",
      "GPT-3 XL: h=2048 a=16 s=2048 L=24",
      {"gpt3-1.3b", 2048, 16, 2048, 4, 24, 8192, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA, 0}},
     {"gpt3-6.7b",
      "GPT-3 6.7B: h=4096 a=32 s=2048 L=32",
      {"gpt3-6.7b", 4096, 32, 2048, 4, 32, 16384, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA, 0}},
     {"gpt3-13b",
      "GPT-3 13B: h=5120 a=40 s=2048 L=40",
      {"gpt3-13b", 5120, 40, 2048, 4, 40, 20480, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA, 0}},
     {"gpt3-175b",
      "GPT-3 175B: h=12288 a=96 s=2048 L=96",
      {"gpt3-175b", 12288, 96, 2048, 1, 96, 49152, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA, 0}},
     {"llama3-8b",
      "Llama 3 8B: h=4096 a=32 kv=8 s=8192 L=32 f=14336 V=128256, SwiGLU, RMSNorm, bf16",
      {"llama3-8b", 4096, 32, 8192, 1, 32, 14336, 128256, SIMPAR_DTYPE_BF16, 8, SIMPAR_MLP_SWIGLU,
-      SIMPAR_NORM_RMSNORM, TRUE, TRUE, 0, MODEL_DENSE, MODEL_NO_MLA}},
+      SIMPAR_NORM_RMSNORM, TRUE, TRUE, 0, MODEL_DENSE, MODEL_NO_MLA, 0}},
     {"llama3-70b",
      "Llama 3 70B: h=8192 a=64 kv=8 s=8192 L=80 f=28672 V=128256, SwiGLU, RMSNorm, bf16",
      {"llama3-70b", 8192, 64, 8192, 1, 80, 28672, 128256, SIMPAR_DTYPE_BF16, 8, SIMPAR_MLP_SWIGLU,
-      SIMPAR_NORM_RMSNORM, TRUE, TRUE, 0, MODEL_DENSE, MODEL_NO_MLA}},
+      SIMPAR_NORM_RMSNORM, TRUE, TRUE, 0, MODEL_DENSE, MODEL_NO_MLA, 0}},
     {"llama3-405b",
      "Llama 3 405B: h=16384 a=128 kv=8 s=8192 L=126 f=53248 V=128256, SwiGLU, RMSNorm, bf16",
      {"llama3-405b", 16384, 128, 8192, 1, 126, 53248, 128256, SIMPAR_DTYPE_BF16, 8,
-      SIMPAR_MLP_SWIGLU, SIMPAR_NORM_RMSNORM, TRUE, TRUE, 0, MODEL_DENSE, MODEL_NO_MLA}},
+      SIMPAR_MLP_SWIGLU, SIMPAR_NORM_RMSNORM, TRUE, TRUE, 0, MODEL_DENSE, MODEL_NO_MLA, 0}},
     /* Mixtures of experts, as their released config.json files give them (sequence: the
      * pre-training length their reports give, 4K). Mixtral (Jiang et al., arXiv 2401.04088;
      * mistralai/Mixtral-8x7B-v0.1 and Mixtral-8x22B-v0.1 config.json): 8 experts, top-2,
@@ -86,7 +86,8 @@ static const SimparModelPreset model_presets[] = {
       TRUE,
       0,
       {8, 2, 14336, 0, 0, 1, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, 1, 0},
-      MODEL_NO_MLA}},
+      MODEL_NO_MLA,
+      0}},
     {"mixtral-8x22b",
      "Mixtral 8x22B: h=6144 a=48 kv=8 s=4096 L=56 V=32000, 8 experts f=16384 top-2",
      {"mixtral-8x22b",
@@ -105,9 +106,11 @@ static const SimparModelPreset model_presets[] = {
       TRUE,
       0,
       {8, 2, 16384, 0, 0, 1, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, 1, 0},
-      MODEL_NO_MLA}},
+      MODEL_NO_MLA,
+      0}},
     {"qwen3-235b-a22b",
-     "Qwen3-235B-A22B: h=4096 a=64 kv=4 s=4096 L=94 V=151936, 128 experts f=1536 top-8",
+     "Qwen3-235B-A22B: h=4096 a=64 kv=4 heads of 128 s=4096 L=94 V=151936, 128 experts f=1536 "
+     "top-8 (Qwen/Qwen3-235B-A22B config.json)",
      {"qwen3-235b-a22b",
       4096,
       64,
@@ -124,7 +127,8 @@ static const SimparModelPreset model_presets[] = {
       TRUE,
       0,
       {128, 8, 1536, 0, 0, 1, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, 1, 0},
-      MODEL_NO_MLA}},
+      MODEL_NO_MLA,
+      128}},
     {"deepseek-v3",
      "DeepSeek-V3: h=7168 a=128 s=4096 L=61 (3 dense, f=18432) V=129280, 256 experts f=2048 "
      "top-8 in 4 of 8 groups, 1 shared; MLA q 1536 kv 512, qk 128+64, v 128 (arXiv 2412.19437, "
@@ -145,7 +149,8 @@ static const SimparModelPreset model_presets[] = {
       TRUE,
       0,
       {256, 8, 2048, 2048, 3, 1, SIMPAR_ROUTER_SIGMOID, 8, 4, 0, 1, 0},
-      {1536, 512, 128, 64, 128}}},
+      {1536, 512, 128, 64, 128},
+      0}},
 };
 
 const SimparModelPreset *
@@ -365,6 +370,8 @@ simpar_model_flavour(const SimparModel *m)
     g_autoptr(GString) s = g_string_new(NULL);
     if (simpar_model_kv_heads(m) != m->heads)
         g_string_append_printf(s, " kv=%" G_GINT64_FORMAT, simpar_model_kv_heads(m));
+    if (m->head_dim != 0)
+        g_string_append_printf(s, " dh=%" G_GINT64_FORMAT, m->head_dim);
     if (m->mlp != SIMPAR_MLP_GELU)
         g_string_append_printf(s, " %s", simpar_mlp_name(m->mlp));
     if (m->norm != SIMPAR_NORM_LAYERNORM)
@@ -393,13 +400,26 @@ gint64
 simpar_model_qk_head_dim(const SimparModel *m)
 {
     return simpar_model_is_mla(m) ? m->mla.qk_head_dim + m->mla.qk_pos_emb_head_dim
-                                  : m->hidden / m->heads;
+                                  : simpar_model_head_dim(m);
 }
 
 gint64
 simpar_model_v_head_dim(const SimparModel *m)
 {
-    return simpar_model_is_mla(m) ? m->mla.v_head_dim : m->hidden / m->heads;
+    return simpar_model_is_mla(m) ? m->mla.v_head_dim : simpar_model_head_dim(m);
+}
+
+gint64
+simpar_model_head_dim(const SimparModel *m)
+{
+    return m->head_dim != 0 ? m->head_dim : m->hidden / m->heads;
+}
+
+void
+simpar_model_normalise_head_dim(SimparModel *m)
+{
+    if (m->heads > 0 && m->hidden % m->heads == 0 && m->head_dim == m->hidden / m->heads)
+        m->head_dim = 0;
 }
 
 /* MLA: q_down [h x q_lora], q_up [q_lora x a (qk + rope)], kv_down [h x (kv_lora + rope)],
@@ -408,8 +428,8 @@ double
 simpar_model_attention_weights(const SimparModel *m)
 {
     double h = (double) m->hidden, a = (double) m->heads;
-    if (!simpar_model_is_mla(m))
-        return h * ((double) simpar_model_qkv_cols(m) + h);
+    if (!simpar_model_is_mla(m)) /* qkv [h x (a + 2 kv) dh], proj [a dh x h] */
+        return h * ((double) simpar_model_qkv_cols(m) + a * (double) simpar_model_head_dim(m));
     const SimparMlaConfig *l = &m->mla;
     double q = (double) l->q_lora_rank, kv = (double) l->kv_lora_rank;
     double qk = (double) simpar_model_qk_head_dim(m), v = (double) l->v_head_dim;
@@ -426,7 +446,7 @@ simpar_model_kv_heads(const SimparModel *m)
 gint64
 simpar_model_qkv_cols(const SimparModel *m)
 {
-    return (m->heads + 2 * simpar_model_kv_heads(m)) * (m->hidden / m->heads);
+    return (m->heads + 2 * simpar_model_kv_heads(m)) * simpar_model_head_dim(m);
 }
 
 gint64
@@ -482,6 +502,7 @@ static const ModelField model_fields[] = {
     {"qk_head_dim", G_STRUCT_OFFSET(SimparModel, mla.qk_head_dim)},
     {"qk_pos_emb_head_dim", G_STRUCT_OFFSET(SimparModel, mla.qk_pos_emb_head_dim)},
     {"v_head_dim", G_STRUCT_OFFSET(SimparModel, mla.v_head_dim)},
+    {"head_dim", G_STRUCT_OFFSET(SimparModel, head_dim)},
 };
 
 typedef struct {
@@ -580,7 +601,7 @@ model_check_keys(JsonObject *obj, const char *path, GError **error)
                         "seq, micro_batch, layers, ffn, vocab, dtype, mlp, norm, bias, dropout, "
                         "experts, top_k, moe_ffn, shared_ffn, dense_layers, moe_every, router, "
                         "expert_groups, group_limit, capacity_factor, imbalance, q_lora_rank, "
-                        "kv_lora_rank, qk_head_dim, qk_pos_emb_head_dim, v_head_dim)",
+                        "kv_lora_rank, qk_head_dim, qk_pos_emb_head_dim, v_head_dim, head_dim)",
                         path, key);
             return FALSE;
         }
@@ -828,10 +849,23 @@ model_validate(const SimparModel *m, const char *const name[N_DIMS], GError **er
             return FALSE;
         }
     }
-    if (m->hidden % m->heads != 0) {
+    if (m->head_dim != 0 &&
+        (m->head_dim < 1 || m->head_dim > SIMPAR_MODEL_MAX_DIM || simpar_model_is_mla(m))) {
+        g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
+                    "%s %" G_GINT64_FORMAT ": valid is a head's columns from 1 to %" G_GINT64_FORMAT
+                    " (0: h/a)%s",
+                    name == dim_flags ? "--head-dim" : "\"head_dim\"", m->head_dim,
+                    SIMPAR_MODEL_MAX_DIM,
+                    simpar_model_is_mla(m) ? ", without multi-head latent attention (MLA's heads "
+                                             "are qk_head_dim + qk_pos_emb_head_dim and "
+                                             "v_head_dim wide)"
+                                           : "");
+        return FALSE;
+    }
+    if (m->hidden % m->heads != 0 && m->head_dim == 0) {
         g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
                     "%s %" G_GINT64_FORMAT " is not divisible by %s %" G_GINT64_FORMAT
-                    ": every head needs h/a columns",
+                    ": every head needs h/a columns (or give the heads' width, --head-dim)",
                     name[DIM_HIDDEN], m->hidden, name[DIM_HEADS], m->heads);
         return FALSE;
     }
@@ -896,6 +930,7 @@ simpar_model_load_json(const char *path, SimparModel *out, GError **error)
         g_prefix_error(error, "%s: ", path);
         return FALSE;
     }
+    simpar_model_normalise_head_dim(&m);
     *out = m;
     return TRUE;
 }

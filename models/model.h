@@ -138,6 +138,8 @@ typedef struct {
     gint64 fp8;          /* SimparFp8Recipe of the linears' GEMMs (dtype bf16); 0: none */
     SimparMoeConfig moe; /* mixture of experts; all zero: dense */
     SimparMlaConfig mla; /* multi-head latent attention; all zero: none */
+    gint64 head_dim;     /* a head's query, key and value columns without MLA (Megatron's
+                            kv_channels; Qwen3's 128 at h/a = 64); 0 = h/a */
 } SimparModel;
 
 typedef struct {
@@ -203,7 +205,11 @@ gboolean simpar_model_is_mla(const SimparModel *model);
  * v_head_dim); h/a each without MLA. */
 gint64 simpar_model_qk_head_dim(const SimparModel *model);
 gint64 simpar_model_v_head_dim(const SimparModel *model);
-/* Weights of one layer's attention: h (qkv + h), or MLA's five projections. */
+/* A head's columns without MLA: head_dim, or h/a when it is 0. */
+gint64 simpar_model_head_dim(const SimparModel *model);
+/* head_dim back to 0 where it is h/a (one model, one description). */
+void simpar_model_normalise_head_dim(SimparModel *model);
+/* Weights of one layer's attention: h (qkv + a dh), or MLA's five projections. */
 double simpar_model_attention_weights(const SimparModel *model);
 /* The key/value heads: kv_heads, or a when it is 0. */
 gint64 simpar_model_kv_heads(const SimparModel *model);

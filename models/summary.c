@@ -195,6 +195,10 @@ summary_json_plan(JsonBuilder *b, const SimparModel *m, const SimparPlan *p)
         json_builder_set_member_name(b, f[i].k);
         json_builder_add_int_value(b, f[i].v);
     }
+    if (m->head_dim != 0) { /* a head's width where it is not h/a */
+        json_builder_set_member_name(b, "head_dim");
+        json_builder_add_int_value(b, m->head_dim);
+    }
     json_builder_set_member_name(b, "dtype");
     json_builder_add_string_value(b, simpar_dtype_name(m->dtype));
     json_builder_set_member_name(b, "mlp");

@@ -449,7 +449,7 @@ static SimparKernel
 layer_kv_cols(const SimparLayerCtx *c)
 {
     const SimparLayerGeom *g = &c->geom;
-    guint dh = (guint) (c->model->hidden / c->model->heads), r = g->nh / g->nkv;
+    guint dh = (guint) simpar_model_head_dim(c->model), r = g->nh / g->nkv;
     return (SimparKernel){.rows = (guint) (g->nb * c->model->seq),
                           .cols = g->nkv * 2 * dh,
                           .ld = (g->nh + 2 * g->nkv) * dh,
@@ -556,7 +556,7 @@ layer_ring_op(const SimparLayerCtx *c, SimparOpKind kind, guint step)
     op.u.attn = (SimparAttention){.nb = c->geom.nb,
                                   .nh = c->geom.nh,
                                   .s = (guint) c->model->seq,
-                                  .dh = (guint) (c->model->hidden / c->model->heads),
+                                  .dh = (guint) simpar_model_head_dim(c->model),
                                   .nkv = c->geom.nkv,
                                   .cp = simpar_plan_cp(c->plan),
                                   .cp_rank = c->cp_rank,
@@ -581,9 +581,8 @@ layer_ring_fwd(SimparLayerCtx *c, SimparView qkv, SimparView kv, SimparView ctx,
     gsize rows = (gsize) c->geom.nb * c->geom.nh * c->model->seq;
     guint ring[2] = {simpar_layer_buffer(c, G_MAXUINT, "attn.kv-ring0", count),
                      simpar_layer_buffer(c, G_MAXUINT, "attn.kv-ring1", count)};
-    guint ob =
-        simpar_layer_buffer(c, G_MAXUINT, "attn.o-block",
-                            (gsize) k.rows * c->geom.nh * (c->model->hidden / c->model->heads));
+    guint ob = simpar_layer_buffer(c, G_MAXUINT, "attn.o-block",
+                                   (gsize) k.rows * c->geom.nh * simpar_model_head_dim(c->model));
     guint lb = simpar_layer_buffer(c, G_MAXUINT, "attn.lse-block", rows);
     SimparView cur = kv;
     for (guint i = 0; i < C; i++) {

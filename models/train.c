@@ -566,7 +566,7 @@ simpar_train_model_flops(const SimparModel *m, const SimparTrain *train)
     /* attention's QK^T and PV: 2 s a (qk + v) a token forward, 12 s h with h/a heads */
     double a = (double) m->heads;
     double attn =
-        simpar_model_is_mla(m)
+        simpar_model_is_mla(m) || m->head_dim != 0
             ? 6 * s * a * (double) (simpar_model_qk_head_dim(m) + simpar_model_v_head_dim(m))
             : 12 * s * h;
     double per_token = simpar_model_is_moe(m)

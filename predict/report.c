@@ -728,6 +728,7 @@ report_model_modified(const SimparModel *m)
         /* multi-head attention stays so when the heads change */
         {"kv_heads", (simpar_model_kv_heads(m) == m->heads ? 0 : simpar_model_kv_heads(m)) !=
                          (simpar_model_kv_heads(&p) == p.heads ? 0 : simpar_model_kv_heads(&p))},
+        {"head_dim", m->head_dim != p.head_dim},
         {"ffn", m->ffn != p.ffn},
         {"layers", m->layers != p.layers},
         {"seq", m->seq != p.seq},
@@ -828,6 +829,10 @@ report_json_model(JsonBuilder *b, const SimparModel *m)
     for (guint i = 0; i < G_N_ELEMENTS(dims); i++) {
         json_builder_set_member_name(b, dims[i].key);
         json_builder_add_int_value(b, dims[i].v);
+    }
+    if (m->head_dim != 0) { /* a head's width where it is not h/a */
+        json_builder_set_member_name(b, "head_dim");
+        json_builder_add_int_value(b, m->head_dim);
     }
     report_json_string(b, "dtype", simpar_dtype_name(m->dtype));
     report_json_string(b, "mlp", simpar_mlp_name(m->mlp));

@@ -90,13 +90,13 @@ ref_mla(const RefShape *sh)
 static gsize
 ref_dqk(const RefShape *sh)
 {
-    return ref_mla(sh) ? (gsize) sh->dn + sh->dpe : sh->h / sh->a;
+    return ref_mla(sh) ? (gsize) sh->dn + sh->dpe : sh->dh != 0 ? sh->dh : sh->h / sh->a;
 }
 
 static gsize
 ref_dv(const RefShape *sh)
 {
-    return ref_mla(sh) ? sh->dv : sh->h / sh->a;
+    return ref_mla(sh) ? sh->dv : sh->dh != 0 ? sh->dh : sh->h / sh->a;
 }
 
 /* Columns of qkv: a query heads and kv key and value heads of dh; with MLA a heads' q | k | v
@@ -106,7 +106,7 @@ ref_qkv_width(const RefShape *sh)
 {
     if (ref_mla(sh))
         return (gsize) sh->a * (2 * ref_dqk(sh) + ref_dv(sh));
-    return ((gsize) sh->a + 2 * (gsize) ref_kv(sh)) * (sh->h / sh->a);
+    return ((gsize) sh->a + 2 * (gsize) ref_kv(sh)) * ref_dqk(sh);
 }
 
 /* Columns of ctx (proj's rows). */
@@ -438,7 +438,7 @@ ref_qkv_at(const RefShape *sh, guint n, guint g, guint i, guint part)
         gsize dqk = ref_dqk(sh), col = g * (2 * dqk + ref_dv(sh)) + part * dqk;
         return ref_row(sh, n, i) * ref_qkv_width(sh) + col;
     }
-    gsize dh = sh->h / sh->a, r = sh->a / ref_kv(sh), group = g / r;
+    gsize dh = ref_dqk(sh), r = sh->a / ref_kv(sh), group = g / r;
     gsize col = group * (r + 2) * dh + (part == 0 ? (g % r) * dh : (r + part - 1) * dh);
     return ref_row(sh, n, i) * ref_qkv_width(sh) + col;
 }

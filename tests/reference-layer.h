@@ -38,7 +38,7 @@
 G_BEGIN_DECLS
 
 typedef struct {
-    guint b, s, h, a, f;     /* sequences, length, hidden, heads (dh = h/a), FFN width */
+    guint b, s, h, a, f;     /* sequences, length, hidden, heads (dh below), FFN width */
     gboolean causal;         /* mask j > i in attention */
     double eps;              /* layer-norm epsilon */
     double p_hidden, p_attn; /* dropout probabilities (proj and fc2 / attention probabilities) */
@@ -50,6 +50,7 @@ typedef struct {
     guint q_lora, kv_lora;   /* multi-head latent attention (kv_lora > 0): latent widths */
     guint dn, dpe, dv;       /* its heads' query/key columns without and with the shared key
                                 part (dn + dpe), and value columns */
+    guint dh;                /* without MLA, a head's columns; 0 = h/a */
 } RefShape;
 
 typedef enum {

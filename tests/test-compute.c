@@ -35,7 +35,8 @@ static const SimparModel mem_model = {"mem",
                                       FALSE,
                                       0,
                                       {0},
-                                      {0}};
+                                      {0},
+                                      0};
 static const SimparModel mem_model_fp32 = {"mem",
                                            64,
                                            4,
@@ -52,7 +53,8 @@ static const SimparModel mem_model_fp32 = {"mem",
                                            FALSE,
                                            0,
                                            {0},
-                                           {0}};
+                                           {0},
+                                           0};
 
 static void
 gpu_h100(SimparGpu *gpu)

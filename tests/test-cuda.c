@@ -209,7 +209,8 @@ cuda_test_layer(const CudaLayerCase *lc, SimparDtype dtype, RefShape *shape)
                      FALSE,
                      0,
                      {0},
-                     {0}};
+                     {0},
+                     0};
     SimparPlan plan;
     simpar_plan_init(&plan);
     plan.gen = simpar_generator_of(lc->mode), plan.tp = lc->tp, plan.depth = lc->depth;
@@ -342,7 +343,8 @@ cuda_test_step(const CudaStepCase *c, SimparDtype dtype, RefStepConfig *cfg)
                          FALSE,
                          0,
                          {0},
-                         {0}};
+                         {0},
+                         0};
     SimparTrain tr;
     simpar_train_init(&tr);
     tr.tp.gen = simpar_generator_of("1d");

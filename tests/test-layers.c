@@ -27,6 +27,7 @@ typedef struct {
     gint64 cp;      /* context parallelism (0: none): C x s tokens per sequence */
     gboolean ring;  /* --cp-mode ring */
     gboolean mla;   /* multi-head latent attention (layers_mla) */
+    gint64 dh;      /* a head's columns (--head-dim), 0 = h/a = 3 */
 } LayerCase;
 
 /* h = 36, a = 12, f = 72, s = 4: divisible by every grid below. */
@@ -219,7 +220,8 @@ layers_run_model(const LayerCase *lc, gboolean causal, double p, SimparRecompute
                      FALSE,
                      0,
                      {0},
-                     {0}};
+                     {0},
+                     lc->dh};
     if (moe)
         m.moe = (SimparMoeConfig){.experts = 4, .top_k = 2, .moe_ffn = 8, .moe_every = 1};
     if (lc->mla)
@@ -271,7 +273,8 @@ layers_run_model(const LayerCase *lc, gboolean causal, double p, SimparRecompute
                       0,
                       0,
                       0,
-                      0};
+                      0,
+                      (guint) lc->dh};
     if (lc->mla) {
         const SimparMlaConfig *l = &layers_mla;
         shape.q_lora = (guint) l->q_lora_rank, shape.kv_lora = (guint) l->kv_lora_rank;
@@ -317,12 +320,12 @@ static void
 test_moe_attention_part(void)
 {
     const LayerCase cases[] = {
-        {"1d", 1, 0, FALSE, TRUE, 2, 0, FALSE, 0, FALSE, FALSE},
-        {"1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 0, FALSE, FALSE},
-        {"2d", 4, 0, FALSE, TRUE, 4, 2, TRUE, 0, FALSE, FALSE},
-        {"3d", 8, 0, FALSE, FALSE, 4, 0, FALSE, 0, FALSE, FALSE},
-        {"1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 2, FALSE, FALSE},
-        {"2.5d", 8, 2, FALSE, TRUE, 4, 0, TRUE, 0, FALSE, FALSE},
+        {"1d", 1, 0, FALSE, TRUE, 2, 0, FALSE, 0, FALSE, FALSE, 0},
+        {"1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 0, FALSE, FALSE, 0},
+        {"2d", 4, 0, FALSE, TRUE, 4, 2, TRUE, 0, FALSE, FALSE, 0},
+        {"3d", 8, 0, FALSE, FALSE, 4, 0, FALSE, 0, FALSE, FALSE, 0},
+        {"1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 2, FALSE, FALSE, 0},
+        {"2.5d", 8, 2, FALSE, TRUE, 4, 0, TRUE, 0, FALSE, FALSE, 0},
     };
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++)
         for (SimparRecompute r = SIMPAR_RECOMPUTE_NONE; r <= SIMPAR_RECOMPUTE_FULL; r++) {
@@ -363,48 +366,58 @@ layers_case(const LayerCase *lc)
         layers_case(&lc);                                                                          \
     }
 
-LAYER_TEST(test_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 0, FALSE, 0, FALSE, FALSE)
-LAYER_TEST(test_1d_p4, "1d", 4, 0, FALSE, TRUE, 2, 0, FALSE, 0, FALSE, FALSE)
-LAYER_TEST(test_1d_p4_sp, "1d", 4, 0, TRUE, TRUE, 2, 0, FALSE, 0, FALSE, FALSE)
-LAYER_TEST(test_1d_p2_sp, "1d", 2, 0, TRUE, TRUE, 3, 0, FALSE, 0, FALSE, FALSE)
-LAYER_TEST(test_2d_q2, "2d", 4, 0, FALSE, TRUE, 4, 0, FALSE, 0, FALSE, FALSE)
-LAYER_TEST(test_2d_q3, "2d", 9, 0, FALSE, TRUE, 3, 0, FALSE, 0, FALSE, FALSE)
-LAYER_TEST(test_2p5d_q2_d2, "2.5d", 8, 2, FALSE, TRUE, 4, 0, FALSE, 0, FALSE, FALSE)
-LAYER_TEST(test_3d_q2_paper, "3d", 8, 0, FALSE, TRUE, 4, 0, FALSE, 0, FALSE, FALSE)
-LAYER_TEST(test_3d_q2_later, "3d", 8, 0, FALSE, FALSE, 4, 0, FALSE, 0, FALSE, FALSE)
-LAYER_TEST(test_3d_q3_paper, "3d", 27, 0, FALSE, TRUE, 9, 0, FALSE, 0, FALSE, FALSE)
-LAYER_TEST(test_3d_q3_later, "3d", 27, 0, FALSE, FALSE, 9, 0, FALSE, 0, FALSE, FALSE)
-LAYER_TEST(test_1d_p1, "1d", 1, 0, FALSE, TRUE, 2, 0, FALSE, 0, FALSE, FALSE)
+LAYER_TEST(test_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 0, FALSE, 0, FALSE, FALSE, 0)
+LAYER_TEST(test_1d_p4, "1d", 4, 0, FALSE, TRUE, 2, 0, FALSE, 0, FALSE, FALSE, 0)
+LAYER_TEST(test_1d_p4_sp, "1d", 4, 0, TRUE, TRUE, 2, 0, FALSE, 0, FALSE, FALSE, 0)
+LAYER_TEST(test_1d_p2_sp, "1d", 2, 0, TRUE, TRUE, 3, 0, FALSE, 0, FALSE, FALSE, 0)
+LAYER_TEST(test_2d_q2, "2d", 4, 0, FALSE, TRUE, 4, 0, FALSE, 0, FALSE, FALSE, 0)
+LAYER_TEST(test_2d_q3, "2d", 9, 0, FALSE, TRUE, 3, 0, FALSE, 0, FALSE, FALSE, 0)
+LAYER_TEST(test_2p5d_q2_d2, "2.5d", 8, 2, FALSE, TRUE, 4, 0, FALSE, 0, FALSE, FALSE, 0)
+LAYER_TEST(test_3d_q2_paper, "3d", 8, 0, FALSE, TRUE, 4, 0, FALSE, 0, FALSE, FALSE, 0)
+LAYER_TEST(test_3d_q2_later, "3d", 8, 0, FALSE, FALSE, 4, 0, FALSE, 0, FALSE, FALSE, 0)
+LAYER_TEST(test_3d_q3_paper, "3d", 27, 0, FALSE, TRUE, 9, 0, FALSE, 0, FALSE, FALSE, 0)
+LAYER_TEST(test_3d_q3_later, "3d", 27, 0, FALSE, FALSE, 9, 0, FALSE, 0, FALSE, FALSE, 0)
+LAYER_TEST(test_1d_p1, "1d", 1, 0, FALSE, TRUE, 2, 0, FALSE, 0, FALSE, FALSE, 0)
 /* grouped-query attention (12 heads on 6, 3 or 2 key/value heads, 1 = multi-query), SwiGLU and
  * RMSNorm in every mode */
-LAYER_TEST(test_llama_1d_p1_mqa, "1d", 1, 0, FALSE, TRUE, 2, 1, TRUE, 0, FALSE, FALSE)
-LAYER_TEST(test_llama_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 2, TRUE, 0, FALSE, FALSE)
-LAYER_TEST(test_llama_1d_p2_sp, "1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 0, FALSE, FALSE)
-LAYER_TEST(test_gqa_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 2, FALSE, 0, FALSE, FALSE)
-LAYER_TEST(test_llama_2d_q2, "2d", 4, 0, FALSE, TRUE, 4, 2, TRUE, 0, FALSE, FALSE)
-LAYER_TEST(test_llama_2p5d_q2_d2, "2.5d", 8, 2, FALSE, TRUE, 4, 6, TRUE, 0, FALSE, FALSE)
-LAYER_TEST(test_llama_3d_q2_later, "3d", 8, 0, FALSE, FALSE, 4, 2, TRUE, 0, FALSE, FALSE)
-LAYER_TEST(test_llama_3d_q3_paper, "3d", 27, 0, FALSE, TRUE, 9, 3, TRUE, 0, FALSE, FALSE)
+LAYER_TEST(test_llama_1d_p1_mqa, "1d", 1, 0, FALSE, TRUE, 2, 1, TRUE, 0, FALSE, FALSE, 0)
+LAYER_TEST(test_llama_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 2, TRUE, 0, FALSE, FALSE, 0)
+LAYER_TEST(test_llama_1d_p2_sp, "1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 0, FALSE, FALSE, 0)
+LAYER_TEST(test_gqa_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 2, FALSE, 0, FALSE, FALSE, 0)
+LAYER_TEST(test_llama_2d_q2, "2d", 4, 0, FALSE, TRUE, 4, 2, TRUE, 0, FALSE, FALSE, 0)
+LAYER_TEST(test_llama_2p5d_q2_d2, "2.5d", 8, 2, FALSE, TRUE, 4, 6, TRUE, 0, FALSE, FALSE, 0)
+LAYER_TEST(test_llama_3d_q2_later, "3d", 8, 0, FALSE, FALSE, 4, 2, TRUE, 0, FALSE, FALSE, 0)
+LAYER_TEST(test_llama_3d_q3_paper, "3d", 27, 0, FALSE, TRUE, 9, 3, TRUE, 0, FALSE, FALSE, 0)
 /* context parallelism (all-gathered keys and values), with every tensor-parallel mode */
-LAYER_TEST(test_cp2_1d_p1, "1d", 1, 0, FALSE, TRUE, 2, 0, FALSE, 2, FALSE, FALSE)
-LAYER_TEST(test_cp4_1d_p1_llama, "1d", 1, 0, FALSE, TRUE, 1, 3, TRUE, 4, FALSE, FALSE)
-LAYER_TEST(test_cp2_1d_p2_sp_llama, "1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 2, FALSE, FALSE)
-LAYER_TEST(test_cp2_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 0, FALSE, 2, FALSE, FALSE)
-LAYER_TEST(test_cp2_2d_q2_llama, "2d", 4, 0, FALSE, TRUE, 4, 2, TRUE, 2, FALSE, FALSE)
-LAYER_TEST(test_cp2_2p5d_q2_d2, "2.5d", 8, 2, FALSE, TRUE, 4, 0, FALSE, 2, FALSE, FALSE)
-LAYER_TEST(test_cp3_3d_q2_later_llama, "3d", 8, 0, FALSE, FALSE, 4, 2, TRUE, 3, FALSE, FALSE)
+LAYER_TEST(test_cp2_1d_p1, "1d", 1, 0, FALSE, TRUE, 2, 0, FALSE, 2, FALSE, FALSE, 0)
+LAYER_TEST(test_cp4_1d_p1_llama, "1d", 1, 0, FALSE, TRUE, 1, 3, TRUE, 4, FALSE, FALSE, 0)
+LAYER_TEST(test_cp2_1d_p2_sp_llama, "1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 2, FALSE, FALSE, 0)
+LAYER_TEST(test_cp2_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 0, FALSE, 2, FALSE, FALSE, 0)
+LAYER_TEST(test_cp2_2d_q2_llama, "2d", 4, 0, FALSE, TRUE, 4, 2, TRUE, 2, FALSE, FALSE, 0)
+LAYER_TEST(test_cp2_2p5d_q2_d2, "2.5d", 8, 2, FALSE, TRUE, 4, 0, FALSE, 2, FALSE, FALSE, 0)
+LAYER_TEST(test_cp3_3d_q2_later_llama, "3d", 8, 0, FALSE, FALSE, 4, 2, TRUE, 3, FALSE, FALSE, 0)
 /* multi-head latent attention (Megatron-Core's placement: duplicated down projections,
  * column-parallel up projections), GPT and Llama layers, with and without SP */
-LAYER_TEST(test_mla_1d_p1, "1d", 1, 0, FALSE, TRUE, 2, 0, FALSE, 0, FALSE, TRUE)
-LAYER_TEST(test_mla_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 0, TRUE, 0, FALSE, TRUE)
-LAYER_TEST(test_mla_1d_p2_sp, "1d", 2, 0, TRUE, TRUE, 2, 0, FALSE, 0, FALSE, TRUE)
-LAYER_TEST(test_mla_1d_p4, "1d", 4, 0, FALSE, TRUE, 2, 0, FALSE, 0, FALSE, TRUE)
-LAYER_TEST(test_mla_1d_p4_sp, "1d", 4, 0, TRUE, TRUE, 1, 0, TRUE, 0, FALSE, TRUE)
+LAYER_TEST(test_mla_1d_p1, "1d", 1, 0, FALSE, TRUE, 2, 0, FALSE, 0, FALSE, TRUE, 0)
+LAYER_TEST(test_mla_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 0, TRUE, 0, FALSE, TRUE, 0)
+LAYER_TEST(test_mla_1d_p2_sp, "1d", 2, 0, TRUE, TRUE, 2, 0, FALSE, 0, FALSE, TRUE, 0)
+LAYER_TEST(test_mla_1d_p4, "1d", 4, 0, FALSE, TRUE, 2, 0, FALSE, 0, FALSE, TRUE, 0)
+LAYER_TEST(test_mla_1d_p4_sp, "1d", 4, 0, TRUE, TRUE, 1, 0, TRUE, 0, FALSE, TRUE, 0)
 /* ring attention: key blocks passed around the context-parallel ring */
-LAYER_TEST(test_ring2_1d_p1, "1d", 1, 0, FALSE, TRUE, 2, 0, FALSE, 2, TRUE, FALSE)
-LAYER_TEST(test_ring4_1d_p2_sp_llama, "1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 4, TRUE, FALSE)
-LAYER_TEST(test_ring3_2d_q2, "2d", 4, 0, FALSE, TRUE, 4, 0, FALSE, 3, TRUE, FALSE)
-LAYER_TEST(test_ring2_3d_q2_llama, "3d", 8, 0, FALSE, FALSE, 4, 2, TRUE, 2, TRUE, FALSE)
+LAYER_TEST(test_ring2_1d_p1, "1d", 1, 0, FALSE, TRUE, 2, 0, FALSE, 2, TRUE, FALSE, 0)
+LAYER_TEST(test_ring4_1d_p2_sp_llama, "1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 4, TRUE, FALSE, 0)
+LAYER_TEST(test_ring3_2d_q2, "2d", 4, 0, FALSE, TRUE, 4, 0, FALSE, 3, TRUE, FALSE, 0)
+LAYER_TEST(test_ring2_3d_q2_llama, "3d", 8, 0, FALSE, FALSE, 4, 2, TRUE, 2, TRUE, FALSE, 0)
+/* heads of 5 columns where h/a = 3 (--head-dim, Qwen3's 128 at h/a = 64): qkv [h x (a + 2 kv)
+ * 5], proj [5 a x h], in every mode, with GQA, SP and both context-parallel modes */
+LAYER_TEST(test_dh5_1d_p1, "1d", 1, 0, FALSE, TRUE, 2, 0, FALSE, 0, FALSE, FALSE, 5)
+LAYER_TEST(test_dh5_1d_p2_sp_llama, "1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 0, FALSE, FALSE, 5)
+LAYER_TEST(test_dh5_1d_p4_gqa, "1d", 4, 0, FALSE, TRUE, 2, 4, TRUE, 0, FALSE, FALSE, 5)
+LAYER_TEST(test_dh5_2d_q2_llama, "2d", 4, 0, FALSE, TRUE, 4, 2, TRUE, 0, FALSE, FALSE, 5)
+LAYER_TEST(test_dh5_2p5d_q2_d2, "2.5d", 8, 2, FALSE, TRUE, 4, 0, FALSE, 0, FALSE, FALSE, 5)
+LAYER_TEST(test_dh5_3d_q2_later, "3d", 8, 0, FALSE, FALSE, 4, 2, TRUE, 0, FALSE, FALSE, 5)
+LAYER_TEST(test_dh5_cp2_1d_p2_llama, "1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 2, FALSE, FALSE, 5)
+LAYER_TEST(test_dh5_ring2_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 0, FALSE, 2, TRUE, FALSE, 5)
 
 /* The table's lists, as the help texts and refusals print them; a plan starts at the baseline. */
 static void
@@ -479,6 +492,15 @@ static CU_TestInfo layers_tests[] = {
     {"ring attention C=3 x 2-D q=2 equals the serial layer", test_ring3_2d_q2},
     {"ring attention C=2 x 3-D q=2 later, Llama layer, equals the serial layer",
      test_ring2_3d_q2_llama},
+    {"heads of 5 columns (h/a = 3), 1-D T=1, equal the serial layer", test_dh5_1d_p1},
+    {"heads of 5 columns, 1-D T=2 SP Llama, equal the serial layer", test_dh5_1d_p2_sp_llama},
+    {"heads of 5 columns, 1-D T=4 GQA, equal the serial layer", test_dh5_1d_p4_gqa},
+    {"heads of 5 columns, 2-D q=2 Llama, equal the serial layer", test_dh5_2d_q2_llama},
+    {"heads of 5 columns, 2.5-D q=2 d=2, equal the serial layer", test_dh5_2p5d_q2_d2},
+    {"heads of 5 columns, 3-D q=2 later, equal the serial layer", test_dh5_3d_q2_later},
+    {"heads of 5 columns, C=2 x 1-D T=2 SP Llama, equal the serial layer",
+     test_dh5_cp2_1d_p2_llama},
+    {"heads of 5 columns, ring C=2 x 1-D T=2, equal the serial layer", test_dh5_ring2_1d_p2},
     {"1-D T=4 equals the serial layer; recomputation changes no bit", test_1d_p4},
     {"1-D T=2 with sequence parallelism equals the serial layer; recomputation changes no bit",
      test_1d_p2_sp},

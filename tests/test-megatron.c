@@ -248,7 +248,11 @@ test_refusals(void)
                      "--fp8-recipe blockwise: valid are delayed, tensorwise and mxfp8");
     megatron_refuses(MEG_SHAPE "--normalization BatchNorm",
                      "--normalization BatchNorm: valid are LayerNorm and RMSNorm");
-    megatron_refuses(MEG_SHAPE "--kv-channels 64", "--kv-channels 64: simpar's attention heads");
+    megatron_refuses(
+        "--num-layers 24 --hidden-size 2048 --num-attention-heads 24 --seq-length 2048 "
+        "--micro-batch-size 2",
+        "--hidden-size 2048 is not divisible by --num-attention-heads 24: give the "
+        "heads' width, --kv-channels");
     megatron_refuses(MEG_SHAPE "--recompute-granularity full",
                      "--recompute-granularity full needs --recompute-method");
     megatron_refuses(MEG_SHAPE "--pipeline-model-parallel-size 2 --recompute-granularity full "
@@ -423,7 +427,7 @@ test_moe_layer_freq(void)
 
 /* The base preset is the one whose experts match too (Mixtral's shape is Llama 3 8B's, and its
  * vocabulary is Mixtral's), and a dense script of an MoE preset's shape is dense (--experts 0)
- * and predicts; --kv-channels is unused under MLA */
+ * and predicts; --kv-channels is unused under MLA, the heads' width without it */
 static void
 test_moe_base(void)
 {
@@ -466,7 +470,25 @@ test_moe_base(void)
     g_autofree char *kvc_text = g_strconcat(ds_shape, mla, "--kv-channels 128", NULL);
     g_autofree char *kvc = megatron_flags(kvc_text);
     CU_ASSERT_PTR_NOT_NULL(kvc);
-    megatron_refuses(MEG_SHAPE "--kv-channels 64", "--kv-channels 64: simpar's attention heads");
+    /* --kv-channels is the heads' width (--head-dim), written where it differs from the base
+     * preset's: Qwen3-235B-A22B's 128 at h/a = 64 */
+    g_autofree char *narrow = megatron_flags(MEG_SHAPE "--kv-channels 64");
+    g_autofree char *same = megatron_flags(MEG_SHAPE "--kv-channels 128");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(narrow);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(same);
+    CU_ASSERT_PTR_NOT_NULL(strstr(narrow, " --head-dim=64 "));
+    CU_ASSERT_PTR_NULL(strstr(same, "--head-dim"));
+    const char *qwen3 = "--num-layers 94 --hidden-size 4096 --num-attention-heads 64 "
+                        "--seq-length 4096 --micro-batch-size 1 --swiglu --ffn-hidden-size 12288 "
+                        "--group-query-attention --num-query-groups 4 --num-experts 128 "
+                        "--moe-ffn-hidden-size 1536 --moe-router-topk 8 ";
+    g_autofree char *qwen3_text = g_strconcat(qwen3, "--kv-channels 128", NULL);
+    g_autofree char *qwen3_flags = megatron_flags(qwen3_text), *qwen3_64 = megatron_flags(qwen3);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(qwen3_flags);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(qwen3_64);
+    CU_ASSERT_TRUE(g_str_has_prefix(qwen3_flags, "--model=qwen3-235b-a22b "));
+    CU_ASSERT_PTR_NULL(strstr(qwen3_flags, "--head-dim"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(qwen3_64, " --head-dim=64 ")); /* Megatron's default h/a */
 }
 
 /* --multi-latent-attention with DeepSeek-V3's sizes; without one of them, refused */

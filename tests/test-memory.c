@@ -29,7 +29,8 @@ static const SimparModel model16 = {"mem",
                                     FALSE,
                                     0,
                                     {0},
-                                    {0}};
+                                    {0},
+                                    0};
 
 static gboolean
 near(double got, double want)
@@ -167,6 +168,38 @@ test_deepseek_v3_params(void)
     CU_ASSERT(near(simpar_model_attention_weights(&m), 4 * h * h));
 }
 
+/* Qwen3-235B-A22B (Qwen/Qwen3-235B-A22B config.json): 64 query heads and 4 key/value heads of
+ * 128 columns where h/a = 64; 235B parameters, 22B of them active. The heads' width moves the
+ * attention's weights and the activations it keeps by closed forms. */
+static void
+test_qwen3_head_dim(void)
+{
+    SimparModel m;
+    CU_ASSERT_TRUE_FATAL(simpar_model_preset("qwen3-235b-a22b", &m, NULL));
+    double h = 4096, a = 64, kv = 4, dh = 128, V = 151936, L = 94, fe = 1536, E = 128, k = 8;
+    double attn = h * (a + 2 * kv) * dh + a * dh * h;
+    CU_ASSERT(near(simpar_model_attention_weights(&m), attn));
+    CU_ASSERT_EQUAL(simpar_model_qkv_cols(&m), (gint64) ((a + 2 * kv) * dh));
+    double expert = 3 * h * fe, norms = 2 * h;
+    double want = L * (attn + norms + h * E + E * expert) + 2 * V * h + h;
+    double got = simpar_memory_model_params(&m);
+    double active = L * (attn + norms + h * E + k * expert) + 2 * V * h + h;
+    printf("\n    qwen3-235b-a22b: %.6g parameters (published 235e9; %+.3g%%), %.4g active "
+           "(published 22e9)",
+           got, 100 * (got / 235e9 - 1), active);
+    CU_ASSERT(near(got, want));
+    CU_ASSERT_DOUBLE_EQUAL(got / 235e9, 1, 0.002);
+    CU_ASSERT_DOUBLE_EQUAL(active / 22e9, 1, 0.02);
+    /* the kept activations: qkv (a + 2 kv) dh and proj's input a dh columns a token, 2 bytes */
+    SimparTrain train = train_1d(1, SIMPAR_PIPE_1F1B, 1, 1, 1);
+    train.global_batch = m.micro_batch;
+    SimparModel narrow = m;
+    narrow.head_dim = 0; /* h/a = 64 */
+    double s = 4096, more = s * ((a + 2 * kv) + a) * (dh - h / a) * 2;
+    CU_ASSERT(
+        near(step(&m, &train, 0).activations_B - step(&narrow, &train, 0).activations_B, L * more));
+}
+
 /* ----- model states ----- */
 
 static void
@@ -204,7 +237,8 @@ static const SimparModel zero_model = {"zero",
                                        FALSE,
                                        0,
                                        {0},
-                                       {0}};
+                                       {0},
+                                       0};
 
 static void
 test_states_zero_example(void)
@@ -689,6 +723,8 @@ static CU_TestInfo memory_tests[] = {
     {"Llama 3 8B: the published parameter count, activations of GQA and SwiGLU", test_llama3_8b},
     {"DeepSeek-V3 with multi-head latent attention: 671B parameters, the attention by hand",
      test_deepseek_v3_params},
+    {"Qwen3-235B-A22B: 235B parameters with its heads of 128 columns, and their activations",
+     test_qwen3_head_dim},
     {"hybrid sharding, --no-reshard and fp32 gradients: their bytes per parameter",
      test_states_fsdp_options},
     {"context parallelism divides activations and logits by C", test_activations_cp},

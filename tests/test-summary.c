@@ -59,7 +59,8 @@ summary_check(const char *mode, gint64 tp, gint64 depth, gboolean sp, gboolean p
                      FALSE,
                      0,
                      {0},
-                     {0}};
+                     {0},
+                     0};
     SimparPlan plan;
     simpar_plan_init(&plan);
     plan.gen = simpar_generator_of(mode), plan.tp = tp, plan.depth = depth,
@@ -199,7 +200,8 @@ test_paper_table(void)
                      FALSE,
                      0,
                      {0},
-                     {0}};
+                     {0},
+                     0};
     guint64 h = 64, B = 16 * 8;
     SimparPlan p2, p3;
     simpar_plan_init(&p2);

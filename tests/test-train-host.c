@@ -178,7 +178,8 @@ train_host_setup(const TrainCase *c, SimparModel *model, SimparTrain *tr)
                            FALSE,
                            0,
                            {0},
-                           {0}};
+                           {0},
+                           0};
     if (c->llama == TH_MLA)
         model->mla = th_mla;
     simpar_train_init(tr);
