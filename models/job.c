@@ -88,7 +88,8 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
     const GOptionEntry model[] = {
         {"model", 'm', 0, G_OPTION_ARG_STRING, &a->model, g_intern_string(model_help), "NAME|FILE"},
         {"hidden", 0, 0, G_OPTION_ARG_INT64, &a->hidden, "Hidden size h", "H"},
-        {"heads", 0, 0, G_OPTION_ARG_INT64, &a->heads, "Attention heads a (h % a == 0)", "A"},
+        {"heads", 0, 0, G_OPTION_ARG_INT64, &a->heads,
+         "Attention heads a (h % a == 0 unless --head-dim)", "A"},
         {"kv-heads", 0, 0, G_OPTION_ARG_INT64, &a->kv_heads,
          "Key/value heads (grouped-query attention; a % kv == 0; default a, 1 = multi-query)",
          "KV"},
