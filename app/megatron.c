@@ -644,6 +644,10 @@ static gboolean
 meg_deepep(SimparMegatron *meg, GError **error)
 {
     MegFlag *type = g_hash_table_lookup(meg->index, "moe-token-dispatcher-type");
+    if (type == NULL) /* transformer_config.py: moe_token_dispatcher_type = "allgather" */
+        meg_use(meg, "(no --moe-token-dispatcher-type: Megatron's allgather)",
+                "--moe-dispatcher alltoall (simpar does not model the allgather dispatcher: "
+                "give --moe-token-dispatcher-type alltoall or flex to say which runs)");
     if (type == NULL || g_strcmp0(type->value, "flex") != 0)
         return TRUE;
     const char *flex, *backend;

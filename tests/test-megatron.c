@@ -325,6 +325,15 @@ test_moe_flags(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(mixtral);
     CU_ASSERT_PTR_NOT_NULL(strstr(mixtral, "--experts=8 --topk=2 --moe-ffn=8192 "));
     CU_ASSERT_PTR_NULL(strstr(mixtral, "--router")); /* softmax, simpar's default */
+    { /* Megatron's default dispatcher is allgather, which simpar prices as alltoall: said */
+        g_autoptr(GError) error = NULL;
+        g_autoptr(SimparMegatron) meg = simpar_megatron_parse(
+            MEG_SHAPE "--num-experts 8 --expert-model-parallel-size 8", "test.sh", &error);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(meg);
+        g_autofree char *text = simpar_megatron_describe(meg);
+        CU_ASSERT_PTR_NOT_NULL(strstr(text, "(no --moe-token-dispatcher-type: Megatron's "
+                                            "allgather) -> --moe-dispatcher alltoall"));
+    }
     CU_ASSERT_PTR_NOT_NULL(strstr(mixtral, " --ep=8 "));
     CU_ASSERT_PTR_NULL(strstr(mixtral, "--etp"));
     /* no shared experts: Megatron's overlap has none to run (transformer_config.py) */
