@@ -1,0 +1,1 @@
+torchrun pretrain_gpt.py --num-layers 8 --hidden-size 64 --num-attention-heads 4 --kv-channels 32 --seq-length 32 --micro-batch-size 1 --num-experts 4 --moe-layer-freq "([0]*2+[1,0]*3)" --moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep --expert-model-parallel-size 2
