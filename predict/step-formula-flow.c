@@ -37,8 +37,11 @@ gboolean
 formula_flow_applies(const Formula *f, guint m)
 {
     gboolean kind = f->c.schedule == SIMPAR_PIPE_GPIPE || f->c.schedule == SIMPAR_PIPE_1F1B;
+    /* 1F1B keeps 2 m P ends: up to 64 MiB (past that, periodic probes are cheaper) */
+    guint64 items = (guint64) f->P * m;
     return kind && f->v == 1 && f->n_chains == 1 && f->P > 1 && m >= 3 &&
-           (f->D == 1 || f->c.zero < 2) && (guint64) f->P * m <= G_MAXUINT / 4;
+           (f->D == 1 || f->c.zero < 2) &&
+           items <= (f->c.schedule == SIMPAR_PIPE_GPIPE ? G_MAXUINT / 4 : 1u << 22);
 }
 
 /* The compute-stream time of ops [a, b) one after another; with fig, `times` their figures as

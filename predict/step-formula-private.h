@@ -106,6 +106,7 @@ typedef struct {
     gint64 hidden, heads, seq, micro_batch, layers, ffn, vocab, dtype, recompute, sp, depth, q;
     gint64 kv_heads, mlp, norm, no_bias, fp8;
     gint64 paper, act, layer_params, ends, proto, max_chunks, mode, m;
+    gint64 flow; /* 1: the figures of formula_flow (no FORMULA_PERIODIC), else formula_run's */
     double dsize, chunk_bytes, block_s[FORMULA_N_KEYS], block_c[FORMULA_N_KEYS], adam[6];
     double zgrad[5]; /* what the zero-grad op's time depends on but its count (compute.c) */
     gint64 scalars, n_scalars; /* the optimizer's scalar all-reduces (models/train.h, step.h) */

@@ -303,20 +303,27 @@ formula_n_ends(const Formula *f)
     return f->n_chains * f->P;
 }
 
-/* The figures at m (memoised per configuration). */
+/* The figures at m (memoised per configuration): evaluated, or with `flow` from the stages'
+ * item times (formula_flow). */
 static void
-formula_at(Formula *f, guint m, double *fig)
+formula_eval_at(Formula *f, guint m, gboolean flow, double *fig)
 {
     gsize size = (FORMULA_N_FIGURES + formula_n_ends(f)) * sizeof(double);
-    f->c.m = m;
+    f->c.m = m, f->c.flow = flow;
     if (simpar_predict_cache_get(f->cache, &f->c, sizeof f->c, fig, size))
         return;
     memset(fig, 0, size);
-    if (f->lc == 0 && !formula_evaluate_all && formula_flow_applies(f, m))
-        formula_flow(f, m, fig); /* uneven stages of one chunk: from their items' times */
+    if (flow)
+        formula_flow(f, m, fig);
     else
         formula_run(f, m, fig);
     simpar_predict_cache_put(f->cache, &f->c, sizeof f->c, fig, size);
+}
+
+static void
+formula_at(Formula *f, guint m, double *fig)
+{
+    formula_eval_at(f, m, FALSE, fig);
 }
 
 /* Whether figure i of the probes p[0..3] (n figures each, at m0, m0 + u, m1, m1 + u) lies on
@@ -450,7 +457,7 @@ formula_figures_at(Formula *f, guint m, double *fig)
      * formula_flow takes the step (GPipe, 1F1B), else from probes known periodic */
     if (f->lc == 0) {
         if (formula_flow_applies(f, m))
-            formula_at(f, m, fig);
+            formula_eval_at(f, m, TRUE, fig);
         else
             formula_periodic_at(f, m, fig);
         return;
