@@ -23,6 +23,7 @@
  * breakdown's rank did before is its items' figures times their count, its waits its bubble. */
 #include "pipeline.h"
 #include "step-formula-private.h"
+#include <math.h>
 
 /* A stage's items in a step of 2 micro-batches: forwards 0 and 1, backwards 0 and 1 (final). */
 enum {
@@ -108,6 +109,88 @@ flow_gpipe(guint P, guint m, const double *t, double *r)
     }
 }
 
+/* 1F1B's recurrence: its ends (2 P m: the forwards' then the backwards', stage-major; < 0 not
+ * yet), each stage's compute stream free at r, the items' times t (zero, s0, s, sb: P each). */
+typedef struct {
+    guint P, m;
+    const double *t;
+    double *end, *r;
+} Flow1f1b;
+
+static double *
+flow_end(const Flow1f1b *w, gboolean bwd, guint p, guint j)
+{
+    return &w->end[(bwd * (gsize) w->P + p) * w->m + j];
+}
+
+/* Item j of stage p, forward or backward: FALSE while the message it receives is not there. */
+static gboolean
+flow_1f1b_run(Flow1f1b *w, gboolean bwd, guint p, guint j)
+{
+    guint P = w->P;
+    double in = w->r[p], dur = bwd ? w->t[3 * P + p] : j == 0 ? w->t[P + p] : w->t[2 * P + p];
+    if (bwd ? p + 1 < P : p > 0) { /* from the stage after or before */
+        double from = *flow_end(w, bwd, bwd ? p + 1 : p - 1, j);
+        if (from < 0)
+            return FALSE;
+        in = MAX(in, from);
+    }
+    w->r[p] = *flow_end(w, bwd, p, j) = in + dur;
+    return TRUE;
+}
+
+/* Whether steady round k (stage p's forward P - p - 1 + k and backward k) of every stage ends
+ * one common shift after round k - 1, to FORMULA_AFFINE_TOL of the step so far. */
+static gboolean
+flow_1f1b_shifted(const Flow1f1b *w, guint k)
+{
+    double d = *flow_end(w, TRUE, 0, k) - *flow_end(w, TRUE, 0, k - 1);
+    double tol = FORMULA_AFFINE_TOL * *flow_end(w, TRUE, 0, k);
+    for (guint p = 0; p < w->P; p++) {
+        guint f = w->P - p - 1 + k;
+        double df = *flow_end(w, FALSE, p, f) - *flow_end(w, FALSE, p, f - 1);
+        double db = *flow_end(w, TRUE, p, k) - *flow_end(w, TRUE, p, k - 1);
+        if (fabs(df - d) > tol || fabs(db - d) > tol)
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* The warm-ups, then the steady rounds k = 0 .. m - P that every stage runs (stage p's forward
+ * P - p - 1 + k, which stage p - 1 ended in round k - 1, and backward k, which stage p + 1 ended
+ * before it in round k). A round that ends every item of the round before one common shift
+ * later is the max-plus state of the next, which then ends that shift later again: round m - P
+ * is round k plus m - P - k shifts, item by item. Stage p then stands at item 2 (m - P + 1) +
+ * P - p - 1 of its order. */
+static void
+flow_1f1b_rounds(Flow1f1b *w, guint *pos)
+{
+    guint P = w->P, last = w->m - P;
+    gboolean ran = TRUE; /* every message is there: the stages run in their dependencies' order */
+    for (guint p = 0; p < P; p++)
+        for (guint j = 0; j < P - p - 1; j++)
+            ran = flow_1f1b_run(w, FALSE, p, j) && ran;
+    for (guint k = 0; k <= last; k++) {
+        for (guint p = P; p-- > 0;)
+            ran = flow_1f1b_run(w, FALSE, p, P - p - 1 + k) && flow_1f1b_run(w, TRUE, p, k) && ran;
+        if (k < 2 || k == last || !flow_1f1b_shifted(w, k))
+            continue;
+        for (guint p = 0; p < P; p++) {
+            guint f = P - p - 1 + k;
+            for (guint b = 0; b < 2; b++) {
+                double *at = flow_end(w, b, p, b ? k : f),
+                       *before = flow_end(w, b, p, b ? k - 1 : f - 1);
+                *flow_end(w, b, p, b ? last : f + last - k) = *at + (last - k) * (*at - *before);
+            }
+            w->r[p] = *flow_end(w, TRUE, p, last);
+        }
+        break;
+    }
+    g_assert(ran);
+    for (guint p = 0; p < P; p++)
+        pos[p] = 2 * (last + 1) + P - p - 1;
+}
+
 /* Item q of a 1F1B stage's order with warm-up w (pipeline.c's: w forwards, then forward w + i
  * and backward i in turn, then the backwards left): micro-batch *j, backward or not. */
 static gboolean
@@ -121,33 +204,29 @@ flow_1f1b_item(guint m, guint w, guint q, guint *j)
     return TRUE;
 }
 
-/* 1F1B: the same ends by the recurrence, each stage in its order as far as the stage it
- * receives from has gone (ends < 0: not yet), until every stage stands before its last
- * backward. end: 2 P m, the forwards' ends then the backwards', stage-major. */
+/* 1F1B: the ends by the recurrence, each stage in its order as far as the stage it receives
+ * from has gone, until every stage stands before its last backward (the steady rounds first,
+ * flow_1f1b_rounds, when there are 3 or more). end: 2 P m. */
 static void
 flow_1f1b(guint P, guint m, const double *t, double *end, double *r)
 {
-    const double *zero = t, *s0 = t + P, *s = t + 2 * P, *sb = t + 3 * P;
-    gsize n = (gsize) P * m;
-    for (gsize i = 0; i < 2 * n; i++)
+    Flow1f1b w = {P, m, t, end, r};
+    for (gsize i = 0; i < 2 * (gsize) P * m; i++)
         end[i] = -1;
     g_autofree guint *pos = g_new0(guint, 2 * P);
     guint *warm = pos + P;
     for (guint p = 0; p < P; p++)
-        r[p] = zero[p], warm[p] = simpar_pipeline_warmup(SIMPAR_PIPE_1F1B, P, 1, m, p);
+        r[p] = t[p], warm[p] = simpar_pipeline_warmup(SIMPAR_PIPE_1F1B, P, 1, m, p);
+    if (m >= P + 3)
+        flow_1f1b_rounds(&w, pos);
     for (gboolean moved = TRUE; moved;) {
         moved = FALSE;
         for (guint p = 0; p < P; p++)
             for (; pos[p] + 1 < 2 * m; pos[p]++, moved = TRUE) {
-                guint j, bwd = flow_1f1b_item(m, warm[p], pos[p], &j);
-                double in = r[p];
-                if (bwd ? p + 1 < P : p > 0) { /* its message, from the stage after or before */
-                    double from = end[bwd * n + (bwd ? p + 1 : p - 1) * m + j];
-                    if (from < 0)
-                        break;
-                    in = MAX(in, from);
-                }
-                r[p] = end[bwd * n + p * m + j] = in + (bwd ? sb[p] : j == 0 ? s0[p] : s[p]);
+                guint j;
+                gboolean bwd = flow_1f1b_item(m, warm[p], pos[p], &j);
+                if (!flow_1f1b_run(&w, bwd, p, j))
+                    break;
             }
     }
     for (guint p = 0; p < P; p++)
