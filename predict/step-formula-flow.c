@@ -17,7 +17,9 @@
  *   B(p, 0)  = max(B(p + 1, 0), F(p, m - 1)) + sb(p)
  *   B(p, j)  = max over k >= p of B(k, 0) + sb(p..k) + (j - 1) max sb[p..k]
  *
- * 1F1B's order runs the recurrence itself, 2 m P maxima. The ops from each stage's last
+ * 1F1B runs the recurrence over its steady rounds until one ends every item one common shift
+ * after the round before, then puts its last steady round that many shifts on (the max-plus
+ * state of a round is the round before it: flow_1f1b_rounds). The ops from each stage's last
  * backward on (the final micro-batch's reductions, the optimizer) are those of a step of 2
  * micro-batches whose last backward starts no earlier than that stage's end before it; what the
  * breakdown's rank did before is its items' figures times their count, its waits its bubble. */

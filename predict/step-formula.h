@@ -35,9 +35,9 @@
  * most 5e-14 of the step over tests/test-formula.c's grid); else m itself is evaluated.
  * Uneven stages (the chunks' layers differ): with one chain and one chunk a stage, GPipe from
  * its two flow shops' longest paths in closed form and 1F1B from the recurrence of its items'
- * ends (2 m P maxima), then a step of 2 micro-batches for the last backward and the optimizer
- * (step-formula-flow.c): the evaluation at m to rounding, at any m; else (interleaved, several
- * chains) from probes found periodic (step-formula.c).
+ * ends (its steady rounds until one shifts every item alike), then a step of 2 micro-batches for
+ * the last backward and the optimizer (step-formula-flow.c): the evaluation at m to rounding,
+ * at any m; else (interleaved, several chains) from probes found periodic (step-formula.c).
  * Figures are memoised per configuration and m: a sweep over batch sizes evaluates a split's
  * probes once.
  *
