@@ -20,8 +20,8 @@ BELOW = {"exec": {"models", "exec"}}  # exec sits on models only
 MODULES = {
     "step builder (step-private.h): the timed blocks and the same step op by op":
     ["models/step.c", "models/step-ops.c"],
-    "formula backend (step-formula-private.h): the evaluation and its ops":
-    ["predict/step-formula.c", "predict/step-formula-ops.c"],
+    "formula backend (step-formula-private.h): the evaluation, its ops, one chain's items":
+    ["predict/step-formula.c", "predict/step-formula-ops.c", "predict/step-formula-flow.c"],
     "platform (platform-private.h): the file's check, its graph, the child's network":
     ["sim/platform.c", "sim/platform-graph.c", "sim/platform-net.c"],
 }

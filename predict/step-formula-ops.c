@@ -382,7 +382,7 @@ formula_arrive(FormulaOrder *o, guint i)
 
 /* Every op's span. Each op waits for its stream predecessor and at most one dep, so a count per
  * op and the ops' dependents (one array, by op) order them. */
-static void
+void
 formula_evaluate(Formula *f)
 {
     guint n = f->ops->len;
@@ -421,8 +421,7 @@ formula_evaluate(Formula *f)
 
 /* ----- the breakdown: simpar_step_breakdown's walk of the rank that ends last ----- */
 
-/* One compute-stream op of that rank, `gap` after the previous one, `busy` long. */
-static void
+void
 formula_charge(const Formula *f, const FormulaOp *op, double gap, double busy, double *fig)
 {
     if ((op->kind == FORMULA_BLOCK && op->key == FORMULA_TP_STATS) ||
@@ -466,9 +465,8 @@ formula_charge(const Formula *f, const FormulaOp *op, double gap, double busy, d
     }
 }
 
-/* The figures of the evaluated ops. */
-static void
-formula_figures(const Formula *f, double *fig)
+void
+formula_ends(const Formula *f, double *fig)
 {
     double *end = fig + FORMULA_N_FIGURES;
     guint n_ends = f->n_chains * f->P, crit = 0;
@@ -481,8 +479,15 @@ formula_figures(const Formula *f, double *fig)
         if (end[k] > end[crit] || (end[k] == end[crit] && f->end_rank[k] < f->end_rank[crit]))
             crit = k;
     fig[FORMULA_CRIT] = crit;
-    double step = fig[FORMULA_STEP] = end[crit], t = 0;
-    for (guint i = 0; i < f->ops->len; i++) {
+    fig[FORMULA_STEP] = end[crit];
+}
+
+void
+formula_walk(const Formula *f, guint from, double t, double *fig)
+{
+    guint crit = (guint) fig[FORMULA_CRIT];
+    double step = fig[FORMULA_STEP];
+    for (guint i = from; i < f->ops->len; i++) {
         const FormulaOp *op = formula_op(f, i);
         if (op->chain * f->P + op->stage != crit || op->end <= 0 || op->start >= step)
             continue;
@@ -565,7 +570,7 @@ formula_periodic(const Formula *f, double tol)
 }
 
 void
-formula_run(Formula *f, guint m, double *fig)
+formula_emit(Formula *f, guint m, gboolean items)
 {
     f->m = m, f->n_vs = f->P * f->v;
     guint n_streams = f->n_chains * f->P * FORMULA_N_STREAMS;
@@ -581,7 +586,7 @@ formula_run(Formula *f, guint m, double *fig)
     memset(f->pending, 0xff, n_tags * sizeof(guint));
     f->ring = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
     f->buckets = g_array_new(FALSE, FALSE, sizeof(gsize));
-    if (f->lc == 0) /* uneven chunks: tell whether the step is periodic */
+    if (items) /* where each item's ops begin, per (chain, stage) */
         f->item_first = formula_buf(f, FORMULA_BUF_ITEMS,
                                     (gsize) f->n_chains * f->P * (2 * (gsize) m * f->v + 1));
     for (guint p = 0; p < f->P; p++) {
@@ -591,13 +596,26 @@ formula_run(Formula *f, guint m, double *fig)
             formula_stage(f, chain, p, order);
     }
     g_array_set_size(f->ops, f->n_ops);
-    formula_evaluate(f);
-    formula_figures(f, fig);
-    if (f->lc == 0)
-        fig[FORMULA_PERIODIC] = formula_periodic(f, FORMULA_AFFINE_TOL * fig[FORMULA_STEP]);
+}
+
+void
+formula_done(Formula *f)
+{
     for (guint i = 0; i < FORMULA_N_BUFS; i++)
         g_clear_pointer(&f->buf[i], g_array_unref);
     f->ops = NULL, f->last = f->pending = f->item_first = NULL;
     g_hash_table_unref(f->ring);
     g_array_unref(f->buckets);
+}
+
+void
+formula_run(Formula *f, guint m, double *fig)
+{
+    formula_emit(f, m, f->lc == 0); /* uneven chunks: tell whether the step is periodic */
+    formula_evaluate(f);
+    formula_ends(f, fig);
+    formula_walk(f, 0, 0, fig);
+    if (f->lc == 0)
+        fig[FORMULA_PERIODIC] = formula_periodic(f, FORMULA_AFFINE_TOL * fig[FORMULA_STEP]);
+    formula_done(f);
 }

@@ -106,6 +106,7 @@ typedef struct {
     gint64 hidden, heads, seq, micro_batch, layers, ffn, vocab, dtype, recompute, sp, depth, q;
     gint64 kv_heads, mlp, norm, no_bias, fp8;
     gint64 paper, act, layer_params, ends, proto, max_chunks, mode, m;
+    gint64 flow; /* 1: the figures of formula_flow (no FORMULA_PERIODIC), else formula_run's */
     double dsize, chunk_bytes, block_s[FORMULA_N_KEYS], block_c[FORMULA_N_KEYS], adam[6];
     double zgrad[5]; /* what the zero-grad op's time depends on but its count (compute.c) */
     gint64 scalars, n_scalars; /* the optimizer's scalar all-reduces (models/train.h, step.h) */
@@ -130,6 +131,7 @@ typedef enum {
     FORMULA_BUF_FILL,
     FORMULA_BUF_READY,
     FORMULA_N_BUFS,
+    FORMULA_BUF_FLOW = FORMULA_N_BUFS, /* step-formula-flow.c's ends (doubles) */
 } FormulaBuf;
 
 typedef struct {
@@ -175,6 +177,24 @@ guint formula_period(const Formula *f);
  * periodic regime before its end (formula_periodic): from there one more period of micro-batches
  * adds the same time to every op that follows. */
 void formula_run(Formula *f, guint m, double *fig);
+
+/* formula_run's parts: the ops of a step of m micro-batches (items: with item_first), their
+ * spans (an op's start, when set before, is the earliest it may start), the ends and the rank
+ * that ends last into fig, the breakdown's walk of that rank's ops from op `from` on, its
+ * compute stream free from t, and the arrays released. */
+void formula_emit(Formula *f, guint m, gboolean items);
+void formula_evaluate(Formula *f);
+void formula_ends(const Formula *f, double *fig);
+void formula_walk(const Formula *f, guint from, double t, double *fig);
+void formula_done(Formula *f);
+/* One compute-stream op of the walked rank, `gap` after the previous one, `busy` long. */
+void formula_charge(const Formula *f, const FormulaOp *op, double gap, double busy, double *fig);
+
+/* step-formula-flow.c: whether a GPipe or 1F1B step of m micro-batches has its stages' item
+ * times (one chain of one chunk a stage, no reduction before the last backward, m >= 3), and its
+ * figures as formula_run's from them. */
+gboolean formula_flow_applies(const Formula *f, guint m);
+void formula_flow(Formula *f, guint m, double *fig);
 
 G_END_DECLS
 #endif /* SIMPAR_STEP_FORMULA_PRIVATE_H */

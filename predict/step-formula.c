@@ -289,23 +289,41 @@ formula_chains(Formula *f, gboolean one)
 
 /* ----- figures at m: evaluated, or extrapolated from probes ----- */
 
+static gboolean formula_evaluate_all; /* simpar_step_formula_evaluate_all */
+
+void
+simpar_step_formula_evaluate_all(gboolean on)
+{
+    formula_evaluate_all = on;
+}
+
 static guint
 formula_n_ends(const Formula *f)
 {
     return f->n_chains * f->P;
 }
 
-/* The figures at m (memoised per configuration). */
+/* The figures at m (memoised per configuration): evaluated, or with `flow` from the stages'
+ * item times (formula_flow). */
 static void
-formula_at(Formula *f, guint m, double *fig)
+formula_eval_at(Formula *f, guint m, gboolean flow, double *fig)
 {
     gsize size = (FORMULA_N_FIGURES + formula_n_ends(f)) * sizeof(double);
-    f->c.m = m;
+    f->c.m = m, f->c.flow = flow;
     if (simpar_predict_cache_get(f->cache, &f->c, sizeof f->c, fig, size))
         return;
     memset(fig, 0, size);
-    formula_run(f, m, fig);
+    if (flow)
+        formula_flow(f, m, fig);
+    else
+        formula_run(f, m, fig);
     simpar_predict_cache_put(f->cache, &f->c, sizeof f->c, fig, size);
+}
+
+static void
+formula_at(Formula *f, guint m, double *fig)
+{
+    formula_eval_at(f, m, FALSE, fig);
 }
 
 /* Whether figure i of the probes p[0..3] (n figures each, at m0, m0 + u, m1, m1 + u) lies on
@@ -429,11 +447,19 @@ formula_figures_at(Formula *f, guint m, double *fig)
 {
     guint u = f->c.schedule == SIMPAR_PIPE_INTERLEAVED ? (guint) f->c.vp_group : 1;
     guint m0 = (2 * f->P * f->v + u - 1) / u * u, m1 = 2 * m0;
+    if (formula_evaluate_all) {
+        formula_at(f, m, fig);
+        return;
+    }
     /* uneven chunks: the stages ahead of the slowest one fill their in-flight windows for
      * longer than two rounds, and probes at m0 and m1 can lie on a line the step leaves later
-     * (24 layers over 16 stages at m = 256: 0.37% off): from probes known periodic */
+     * (24 layers over 16 stages at m = 256: 0.37% off): from the stages' item times where
+     * formula_flow takes the step (GPipe, 1F1B), else from probes known periodic */
     if (f->lc == 0) {
-        formula_periodic_at(f, m, fig);
+        if (formula_flow_applies(f, m))
+            formula_eval_at(f, m, TRUE, fig);
+        else
+            formula_periodic_at(f, m, fig);
         return;
     }
     if (m <= m1 + u || m % u != 0) {

@@ -33,6 +33,11 @@
  * lie on one line in every figure (to 1e-12 of the step) and the rank that ends last stays
  * ahead, the figures at m are that line's (off the replay's sums of m terms by rounding: at
  * most 5e-14 of the step over tests/test-formula.c's grid); else m itself is evaluated.
+ * Uneven stages (the chunks' layers differ): with one chain and one chunk a stage, GPipe from
+ * its two flow shops' longest paths in closed form and 1F1B from the recurrence of its items'
+ * ends (its steady rounds until one shifts every item alike), then a step of 2 micro-batches for
+ * the last backward and the optimizer (step-formula-flow.c): the evaluation at m to rounding,
+ * at any m; else (interleaved, several chains) from probes found periodic (step-formula.c).
  * Figures are memoised per configuration and m: a sweep over batch sizes evaluates a split's
  * probes once.
  *
@@ -65,6 +70,9 @@ gboolean simpar_step_formula(const SimparStepTimer *tm, const SimparBlockTimes *
                              const SimparModel *model, const SimparTrain *train,
                              const SimparSchedule *layer, SimparPredictCache *cache,
                              SimparReportRow *row, double *step_s);
+/* Tests: with TRUE, every step is evaluated at its own micro-batch count (no probes, no closed
+ * form in m), the reference the closed forms in m are held to. Process-wide; FALSE by default. */
+void simpar_step_formula_evaluate_all(gboolean on);
 
 G_END_DECLS
 #endif /* SIMPAR_STEP_FORMULA_H */

@@ -8,6 +8,11 @@
  *              the step and every breakdown term agree with the analytic backend's within
  *              FORMULA_TOL of the step, every case in closed forms, and the analytic figures
  *              do not depend on the cache
+ *   uneven     22, 25 and 31 layers over 3, 5, 7 and 16 stages (and Megatron-Core's first and
+ *              last stage counts), GPipe, 1F1B and interleaved, m from 1 to 300 (m < P
+ *              included): the row (GPipe's and 1F1B's from their items' times, interleaved's
+ *              from periodic probes) is the evaluation at m and the analytic replay's within
+ *              FORMULA_TOL
  *   oracles    on a network that costs nothing: 1F1B and GPipe take (m + P - 1)(tF + tB) with a
  *              bubble fraction (P - 1) / (m + P - 1), interleaved m (tF + tB) + (P - 1)(tF + tB)
  *              / v, up to m = 4096 (extrapolated); data-parallel reductions after the backward
@@ -38,13 +43,14 @@ static const char *const grid_plans[] = {"1d 2", "1d 4 sp", "2d 4", "3d 8", "1d 
 typedef struct {
     SimparPipeSchedule schedule;
     guint v, P, D, m, zero;
-    gboolean overlap, tied, sg, small_buckets, order;
+    gboolean overlap, tied, sg, small_buckets, order, fp8;
     gboolean llama;   /* 8 heads on 4 key/value heads, SwiGLU, RMSNorm */
     guint uneven;     /* 1: 22 layers (ends one short), 2: a first stage one layer short */
     gboolean big;     /* GPT-3 1.3B (24 layers) with selective recomputation, not tiny */
     const char *mode; /* interned */
     gint64 tp, depth;
     gboolean sp;
+    guint layers, first, last; /* > 0: the model's layers, the first and last stages' */
 } GridCase;
 
 static const guint grid_ps[] = {1, 2, 4}, grid_ds[] = {1, 2, 4}, grid_ms[] = {1, 3, 8, 40, 96};
@@ -140,6 +146,10 @@ grid_setup(const GridCase *c, SimparModel *model, SimparTrain *tr)
         model->layers = 22;
     else if (c->uneven == 2 && c->P > 1) /* Megatron-Core's shorter first stage */
         tr->first_stage_layers = model->layers / c->P - 1;
+    if (c->layers > 0)
+        model->layers = c->layers;
+    tr->first_stage_layers = c->first > 0 ? c->first : tr->first_stage_layers;
+    tr->last_stage_layers = c->last;
     return c->tp * c->P * c->D <= 64 && c->P * c->v <= (guint) model->layers;
 }
 
@@ -335,6 +345,137 @@ static void
 test_grid_v100(void)
 {
     grid_on("topologies/v100x64.xml", 1.0);
+}
+
+/* ----- uneven stages: the closed forms in m against the evaluation at m and the replay ----- */
+
+/* Layers over stages that do not divide them, or with Megatron-Core's first and last stage
+ * counts, GPipe, 1F1B and interleaved (v = 2 where P v <= layers), m from 1 to past the probes
+ * (m < P included): the formula's row (closed forms in m: GPipe's flow shops, 1F1B's and
+ * interleaved's periodic probes) against its evaluation at m and the analytic replay. */
+static const guint uneven_layers[] = {22, 25, 31}, uneven_ps[] = {3, 5, 7, 16};
+static const guint uneven_ms[] = {1, 2, 3, 4, 6, 15, 16, 19, 49, 97, 300};
+
+typedef struct {
+    guint n, flow; /* cases, and those GPipe or 1F1B with m >= 3 (step-formula-flow.c's) */
+    double max_full, max_replay;
+} UnevenResult;
+
+static void
+uneven_case(guint i, GridCase *c)
+{
+    guint n_m = G_N_ELEMENTS(uneven_ms), n_p = G_N_ELEMENTS(uneven_ps);
+    guint m = uneven_ms[i % n_m], k = i / n_m % 3, P = uneven_ps[i / n_m / 3 % n_p];
+    guint L = uneven_layers[i / n_m / 3 / n_p % G_N_ELEMENTS(uneven_layers)];
+    if (k == 2) /* interleaved: m a multiple of P */
+        m = (m + P - 1) / P * P;
+    *c = (GridCase){.schedule = k == 0   ? SIMPAR_PIPE_GPIPE
+                                : k == 1 ? SIMPAR_PIPE_1F1B
+                                         : SIMPAR_PIPE_INTERLEAVED,
+                    .v = k == 2 ? 2 : 1,
+                    .P = P,
+                    .D = i % 3 == 1 ? 2 : 1,
+                    .m = m,
+                    .zero = i % 6 == 1,
+                    .overlap = i % 4 == 1,
+                    .tied = i % 5 == 2,
+                    .sg = i % 7 == 3,
+                    .small_buckets = i % 2 == 0,
+                    .fp8 = i % 5 == 4,
+                    .mode = g_intern_static_string("1d"),
+                    .tp = i % 7 == 3 ? 2 : 1,
+                    .layers = L,
+                    .first = i % 4 == 2 ? L / P + 2 : 0,
+                    .last = i % 4 == 3 ? MAX(L / P, 2) - 1 : 0};
+}
+
+/* The formula's row of case i: closed forms (with the cache) or evaluated at m (without). */
+static gboolean
+uneven_row(SimparPredictContext *ctx, const char *backend, SimparPredictCache *cache, gboolean all,
+           const SimparModel *model, const SimparTrain *train, SimparReportRow *row)
+{
+    g_autoptr(GError) why = NULL, error = NULL;
+    g_assert(simpar_predict_backend_lookup(backend, &ctx->backend, NULL));
+    ctx->cache = cache;
+    SimparTrain t = *train;
+    SimparModel mo = *model;
+    simpar_step_formula_evaluate_all(all);
+    gboolean ok = simpar_predict_config(ctx, &mo, &t, row, &why, &error);
+    simpar_step_formula_evaluate_all(FALSE);
+    if (ok && why != NULL)
+        simpar_predict_row_clear(row);
+    return ok && why == NULL; /* else refused (a split the stages cannot take) */
+}
+
+static gboolean
+uneven_job(const SimparPlatform *platform, gpointer data, GString *out, GError **error)
+{
+    (void) data;
+    SimparGpu gpu;
+    if (!simpar_predict_gpu(platform, 64, NULL, &gpu, error))
+        return FALSE;
+    g_autoptr(SimparPredictCache) cache = simpar_predict_cache_new();
+    UnevenResult res = {0};
+    guint n = G_N_ELEMENTS(uneven_ms) * 3 * G_N_ELEMENTS(uneven_ps) * G_N_ELEMENTS(uneven_layers);
+    for (guint i = 0; i < n; i++) {
+        GridCase c;
+        uneven_case(i, &c);
+        SimparModel model;
+        SimparTrain train;
+        if (!grid_setup(&c, &model, &train))
+            continue;
+        if (c.fp8)
+            model.fp8 = SIMPAR_FP8_DELAYED;
+        SimparPredictContext ctx = {.attention = SIMPAR_ATTENTION_UNFUSED,
+                                    .platform = platform,
+                                    .gpu = &gpu,
+                                    .gpus = (guint) (c.tp * c.P * c.D),
+                                    .steps_to_target = G_MININT64};
+        simpar_coll_params_init(&ctx.run.coll);
+        ctx.run.mode = SIMPAR_COLL_MODE_FUSED;
+        SimparReportRow f, e, a;
+        if (!uneven_row(&ctx, "formula", cache, FALSE, &model, &train, &f))
+            continue; /* refused (a split the stages cannot take) */
+        g_assert(uneven_row(&ctx, "formula", NULL, TRUE, &model, &train, &e));
+        g_assert(uneven_row(&ctx, "analytic", NULL, FALSE, &model, &train, &a));
+        double full = MAX(grid_rel(f.step_s, e.step_s, e.step_s), grid_terms(&e, &f));
+        double replay = MAX(grid_rel(f.step_s, a.step_s, a.step_s), grid_terms(&a, &f));
+        res.n++, res.flow += c.schedule != SIMPAR_PIPE_INTERLEAVED && c.m >= 3;
+        res.max_full = MAX(res.max_full, full), res.max_replay = MAX(res.max_replay, replay);
+        if (full > FORMULA_TOL || replay > FORMULA_TOL)
+            g_string_append_printf(out,
+                                   "case %u (%s P=%u D=%u m=%u, %u layers, first %u last %u): "
+                                   "step %.12g, evaluated %.12g (terms %.3g), replay %.12g "
+                                   "(terms %.3g)\n",
+                                   i, simpar_pipe_schedule_name(c.schedule), c.P, c.D, c.m,
+                                   c.layers, c.first, c.last, f.step_s, e.step_s,
+                                   grid_terms(&e, &f), a.step_s, grid_terms(&a, &f));
+        simpar_predict_row_clear(&f), simpar_predict_row_clear(&e), simpar_predict_row_clear(&a);
+    }
+    g_string_append_printf(out, "n=%u flow=%u max_full=%.3g max_replay=%.3g\n", res.n, res.flow,
+                           res.max_full, res.max_replay);
+    return TRUE;
+}
+
+static void
+test_uneven(void)
+{
+    g_autoptr(GString) out = g_string_new(NULL);
+    g_autoptr(GError) error = NULL;
+    gboolean ran = simpar_platform_run("topologies/dgx-a100x64.xml", uneven_job, NULL, out, &error);
+    if (!ran)
+        printf("\n    %s", error->message);
+    CU_ASSERT_TRUE_FATAL(ran);
+    const char *summary = strstr(out->str, "n=");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(summary);
+    guint n = 0, flow = 0;
+    double full = 1, replay = 1;
+    CU_ASSERT_EQUAL(
+        sscanf(summary, "n=%u flow=%u max_full=%lg max_replay=%lg", &n, &flow, &full, &replay), 4);
+    printf("\n    %s", out->str);
+    CU_ASSERT(summary == out->str); /* no case disagreed */
+    CU_ASSERT(n == 290 && flow == 173);
+    CU_ASSERT(full <= FORMULA_TOL && replay <= FORMULA_TOL);
 }
 
 /* ----- closed forms, on a network that costs nothing (or whose replicas differ) ----- */
@@ -805,6 +946,8 @@ static CU_TestInfo grid_tests[] = {
     {"on the DGX A100 platform, the step and its breakdown are the analytic backend's",
      test_grid_dgx},
     {"on the V100 platform, the step and its breakdown are the analytic backend's", test_grid_v100},
+    {"uneven stages: the closed forms in m are the evaluation at m and the analytic replay",
+     test_uneven},
     CU_TEST_INFO_NULL,
 };
 
