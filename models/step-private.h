@@ -1,5 +1,5 @@
 /* step-private.h - the step builder's state, shared by its timed-block and executable modes
- * (step.c, step-ops.c; private to models/).
+ * (step.c, step-ops.c, step-overlap.c; private to models/).
  *
  * step.c walks every rank's pipeline order and emits receives, sends, data-parallel buckets
  * and the optimizer; what a chunk of layers or an end computes is a timed block there, and in
