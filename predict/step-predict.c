@@ -242,22 +242,23 @@ block_moe_nodes(const SimparSchedule *moe, const SimparSpan *sp, const double b[
                   block_moe_window(moe, sp, 0, SIMPAR_PHASE_BACKWARD, combine, &cb0, &cb1);
     g_assert(ok && d1 <= c0 && cb1 <= db0); /* the block's order (moe.c) */
     double fwd = simpar_block_time(bt, "layer.fwd"), bwd = simpar_block_time(bt, "layer.bwd");
+    /* the mlp nodes are compute; the pre-dispatch ones the rest of the layer's compute (their
+     * tensor-parallel collectives' exposure stays exposed); the all-to-all nodes none */
+    double cf = block_compute(bt, "layer.fwd") - (c0 - d1);
+    double cb = block_compute(bt, "layer.bwd") - (db0 - cb1);
 
     const struct {
         const char *key;
-        double t;
-        gboolean compute;
+        double t, compute;
     } node[] = {
-        {"moe.fwd.dispatch", d1 - d0, FALSE},   {"moe.fwd.mlp", c0 - d1, TRUE},
-        {"moe.fwd.combine", b[1] - c0, FALSE},  {"moe.fwd.pre", fwd - (b[1] - d0), TRUE},
-        {"moe.bwd.combine", cb1 - b[2], FALSE}, {"moe.bwd.mlp", db0 - cb1, TRUE},
-        {"moe.bwd.dispatch", db1 - db0, FALSE}, {"moe.bwd.pre", bwd - (db1 - b[2]), TRUE},
+        {"moe.fwd.dispatch", d1 - d0, 0},   {"moe.fwd.mlp", c0 - d1, c0 - d1},
+        {"moe.fwd.combine", b[1] - c0, 0},  {"moe.fwd.pre", fwd - (b[1] - d0), cf},
+        {"moe.bwd.combine", cb1 - b[2], 0}, {"moe.bwd.mlp", db0 - cb1, db0 - cb1},
+        {"moe.bwd.dispatch", db1 - db0, 0}, {"moe.bwd.pre", bwd - (db1 - b[2]), cb},
     };
 
-    for (guint k = 0; k < G_N_ELEMENTS(node); k++) {
-        double t = MAX(node[k].t, 0.0);
-        block_set(bt, node[k].key, t, node[k].compute ? t : 0);
-    }
+    for (guint k = 0; k < G_N_ELEMENTS(node); k++)
+        block_set(bt, node[k].key, node[k].t, node[k].compute);
 }
 
 /* An MoE layer's MLP part (moe.h) on the GPUs of the first expert-parallel group of the first
