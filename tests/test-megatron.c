@@ -331,6 +331,13 @@ test_moe_flags(void)
                   "--moe-shared-expert-overlap");
     CU_ASSERT_PTR_NOT_NULL_FATAL(deepseek);
     CU_ASSERT_PTR_NOT_NULL(strstr(deepseek, "--moe-shared-expert-overlap"));
+    CU_ASSERT_PTR_NULL(strstr(deepseek, "--overlap-moe-expert-parallel-comm"));
+    /* the combined 1F1B passes on as it stands (simpar refuses what Megatron-Core refuses) */
+    g_autofree char *merged =
+        megatron_flags(MEG_SHAPE "--num-experts 8 --expert-model-parallel-size 8 "
+                                 "--overlap-moe-expert-parallel-comm");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(merged);
+    CU_ASSERT_PTR_NOT_NULL(strstr(merged, "--ep=8 --overlap-moe-expert-parallel-comm"));
     CU_ASSERT_PTR_NOT_NULL(strstr(deepseek, "--experts=256 --topk=8 --router=sigmoid "
                                             "--moe-ffn=2048 --shared-ffn=2048 --dense-layers=3 "
                                             "--moe-every=1 --expert-groups=8 --group-limit=4 "
