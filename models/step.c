@@ -495,7 +495,7 @@ step_forward_pre(Step *st, guint step, const SimparPipeItem *it)
     step_fp8_cast(st, it->chunk, 0, step_lc(st, it->chunk), j == 0 && st->tr->zero < 3);
 }
 
-/* A forward's send, after its layers (`after`: the op it waits for, else the last compute). */
+/* A forward's send, after its layers (it waits for st->last_compute). */
 static void
 step_forward_send(Step *st, guint step, const SimparPipeItem *it)
 {
