@@ -502,6 +502,7 @@ simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GE
                                               "capacity-factor",
                                               "imbalance",
                                               "moe-shared-expert-overlap",
+                                              "overlap-moe-expert-parallel-comm",
                                               "etp",
                                               NULL};
     g_autofree GOptionEntry *job = simpar_job_option_entries(&a->job, job_singles);

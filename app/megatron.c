@@ -75,6 +75,7 @@ static const char *const meg_switches[] = {"bf16",
                                            "use-megatron-fsdp",
                                            "moe-enable-deepep",
                                            "moe-shared-expert-overlap",
+                                           "overlap-moe-expert-parallel-comm",
                                            "tp-comm-overlap",
                                            "use-mcore-models",
                                            "use-legacy-models",
@@ -741,6 +742,11 @@ meg_moe(SimparMegatron *meg, SimparMoeConfig *moe, gint64 experts, gint64 ep, gi
     if (shared > 0 && meg_switch(meg, "moe-shared-expert-overlap")) {
         meg_arg(meg, "--moe-shared-expert-overlap");
         meg_use(meg, "--moe-shared-expert-overlap", "--moe-shared-expert-overlap");
+    }
+    /* passed on as it stands: simpar refuses what transformer_config.py refuses with it */
+    if (meg_switch(meg, "overlap-moe-expert-parallel-comm")) {
+        meg_arg(meg, "--overlap-moe-expert-parallel-comm");
+        meg_use(meg, "--overlap-moe-expert-parallel-comm", "--overlap-moe-expert-parallel-comm");
     }
     return meg_deepep(meg, error);
 }

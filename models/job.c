@@ -153,6 +153,11 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
          "How tokens reach their experts: alltoall (Megatron-Core's flat all-to-all, default) or "
          "deepep (DeepEP: once per node over the rail, then over NVLink)",
          "alltoall|deepep"},
+        {"overlap-moe-expert-parallel-comm", 0, 0, G_OPTION_ARG_NONE, &a->ep_overlap,
+         "In the pipeline's steady state, merge each forward with a backward layer by layer, "
+         "one's all-to-alls under the other's compute (Megatron-Core's "
+         "--overlap-moe-expert-parallel-comm)",
+         NULL},
         {"moe-shared-expert-overlap", 0, 0, G_OPTION_ARG_NONE, &a->moe_shared_overlap,
          "The shared experts run beside the dispatch and combine all-to-alls (Megatron-Core's "
          "--moe-shared-expert-overlap)",
@@ -768,6 +773,7 @@ simpar_job_train(const SimparJobArgs *a, SimparTrain *t, GError **error)
         t->grad_dtype = dt, t->grad_dtype_set = TRUE;
     }
     t->overlap_grad_reduce = a->overlap_grad_reduce;
+    t->ep_overlap = a->ep_overlap;
     t->local_async = a->local_async;
     t->tied_embeddings = a->tied_embeddings;
     t->scatter_gather = a->scatter_gather;

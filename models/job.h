@@ -43,6 +43,7 @@ typedef struct {
     gint64 q_lora_rank, kv_lora_rank, qk_head_dim, qk_pos_emb_head_dim, v_head_dim;
     char *router, *capacity_factor, *imbalance, *moe_dispatcher;
     gboolean moe_shared_overlap; /* --moe-shared-expert-overlap */
+    gboolean ep_overlap;         /* --overlap-moe-expert-parallel-comm */
     /* tensor-parallel plan */
     char *tp_mode;
     gint64 tp, depth, cp;

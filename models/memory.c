@@ -434,6 +434,8 @@ simpar_memory_step(const SimparModel *model, const SimparTrain *train, guint sta
         layer_params += memory_layers_params(&dense_model, plan, split, dense);
     double head_params = memory_head_params(model, train, &st);
     double chunks = memory_chunks_in_flight(train->schedule, &st, stage);
+    if (train->ep_overlap) /* the merged 1F1B's one more warm-up forward (pipeline.h) */
+        chunks = MIN(chunks + 1, st.m * st.v);
     /* the routed experts' states: ZeRO shards them over the expert-data-parallel group */
     double experts = simpar_model_is_moe(model)
                          ? (layers - dense) * simpar_moe_expert_params(model, plan->ep, plan->etp)

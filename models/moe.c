@@ -269,6 +269,10 @@ typedef struct {
      * waits for (G_MAXUINT: none) */
     guint comm, last, wait;
     gboolean join;
+    /* without --moe-shared-expert-overlap, the all-to-alls' stream: 0, or the merged micro-batches'
+     * communication stream (simpar_moe_pair_build) */
+    guint a2a;
+    const char *prefix; /* the micro-batch's tensors' prefix: "" or "mb1." (the pair's second) */
 } MoeCtx;
 
 /* The start of buffer `buf`; G_MAXUINT: no view. */
@@ -362,7 +366,7 @@ moe_kernel(MoeCtx *c, SimparOpKind kind, const char *name, guint64 rows, guint64
 static void
 moe_all_to_all_in(MoeCtx *c, const char *name, guint group, guint64 count, guint send, guint recv)
 {
-    SimparOp op = {.kind = SIMPAR_OP_COLLECTIVE, .stream = c->comm == G_MAXUINT ? 0 : c->comm};
+    SimparOp op = {.kind = SIMPAR_OP_COLLECTIVE, .stream = c->comm == G_MAXUINT ? c->a2a : c->comm};
     op.u.coll = (SimparColl){SIMPAR_COLL_ALL_TO_ALL, group,          count,         0,
                              moe_view(send),         moe_view(recv), SIMPAR_RED_SUM};
     moe_add(c, &op, name);
@@ -433,13 +437,14 @@ moe_shard(MoeCtx *c, const char *tensor, SimparShardRole role, guint buf, guint6
 static void
 moe_expert_shards(MoeCtx *c, const char *tensor, guint w, guint dw, gboolean fc1)
 {
-    g_autofree char *grad = g_strconcat(tensor, ".grad", NULL);
+    g_autofree char *grad = g_strconcat(c->prefix, tensor, ".grad", NULL);
     const char *g = g_intern_string(grad);
     guint64 e0 = (guint64) c->route.ep_rank * c->El;
     if (fc1) {
         guint64 col0 = c->etp_rank * c->fc1e;
-        moe_shard_at(c, tensor, SIMPAR_SHARD_INPUT, moe_view(w), e0 * c->h, c->El * c->h, col0,
-                     c->fc1e);
+        if (w != G_MAXUINT) /* G_MAXUINT: another micro-batch's, its shards made */
+            moe_shard_at(c, tensor, SIMPAR_SHARD_INPUT, moe_view(w), e0 * c->h, c->El * c->h, col0,
+                         c->fc1e);
         moe_shard_at(c, g, SIMPAR_SHARD_OUTPUT, moe_view(dw), e0 * c->h, c->El * c->h, col0,
                      c->fc1e);
         return;
@@ -447,7 +452,8 @@ moe_expert_shards(MoeCtx *c, const char *tensor, guint w, guint dw, gboolean fc1
     for (guint64 i = 0; i < c->El; i++) {
         guint64 row0 = (e0 + i) * c->fe * c->etp + c->etp_rank * c->fe;
         gsize off = (gsize) (i * c->fe * c->h);
-        moe_shard_at(c, tensor, SIMPAR_SHARD_INPUT, (SimparView){w, off}, row0, c->fe, 0, c->h);
+        if (w != G_MAXUINT)
+            moe_shard_at(c, tensor, SIMPAR_SHARD_INPUT, (SimparView){w, off}, row0, c->fe, 0, c->h);
         moe_shard_at(c, g, SIMPAR_SHARD_OUTPUT, (SimparView){dw, off}, row0, c->fe, 0, c->h);
     }
 }
@@ -458,10 +464,23 @@ typedef struct {
     guint logits, scores, back, xs, z1, a1, s1, sa; /* kept for the backward */
     guint sc, z2;                                   /* DeepEP's hops: xs's scores, fc2's rows */
     guint ys, dsa, ds1; /* the shared experts' output, their gradients at fc2 and fc1 */
+    /* between the flat dispatcher's nodes (moe_fwd_* and moe_bwd_*): the all-to-alls' buffers,
+     * the scores' gradient */
+    guint send, recv, zu, dback, drecv, dxu, dsend, dscores;
 } MoeBufs;
 
+/* The name of `tensor` of the context's micro-batch (interned). */
+static const char *
+moe_name(const MoeCtx *c, const char *tensor)
+{
+    g_autofree char *name = g_strconcat(c->prefix, tensor, NULL);
+    return g_intern_string(name);
+}
+
+/* The rank's weights (or, `shared` not NULL, its weights: the pair's second micro-batch), their
+ * gradients, x, dy, y and dx, each with its shard. */
 static void
-moe_params(MoeCtx *c, MoeBufs *b)
+moe_params(MoeCtx *c, MoeBufs *b, const MoeBufs *shared)
 {
     guint64 T = c->T, h = c->h, p = c->rank, e = c->route.ep_rank;
 
@@ -483,23 +502,30 @@ moe_params(MoeCtx *c, MoeBufs *b)
     guint n = c->fs > 0 ? G_N_ELEMENTS(params) : 3;
     for (guint i = 0; i < n; i++) {
         g_autofree char *grad = g_strconcat(params[i].name, ".grad", NULL);
-        *params[i].w = moe_buf(c, params[i].name, params[i].rows * params[i].cols);
+        if (shared != NULL) { /* the same weights: their offsets in MoeBufs */
+            gsize off = (gsize) ((const char *) params[i].w - (const char *) b);
+            *params[i].w = G_STRUCT_MEMBER(guint, shared, off);
+        } else {
+            *params[i].w = moe_buf(c, params[i].name, params[i].rows * params[i].cols);
+        }
         *params[i].dw = moe_buf(c, grad, params[i].rows * params[i].cols);
         if (c->etp > 1 && (i == 1 || i == 2)) {
-            moe_expert_shards(c, params[i].name, *params[i].w, *params[i].dw, i == 1);
+            moe_expert_shards(c, params[i].name, shared != NULL ? G_MAXUINT : *params[i].w,
+                              *params[i].dw, i == 1);
             continue;
         }
-        moe_shard(c, params[i].name, SIMPAR_SHARD_INPUT, *params[i].w, params[i].row0,
-                  params[i].rows, params[i].cols);
-        moe_shard(c, g_intern_string(grad), params[i].grad, *params[i].dw, params[i].row0,
+        if (shared == NULL)
+            moe_shard(c, params[i].name, SIMPAR_SHARD_INPUT, *params[i].w, params[i].row0,
+                      params[i].rows, params[i].cols);
+        moe_shard(c, moe_name(c, grad), params[i].grad, *params[i].dw, params[i].row0,
                   params[i].rows, params[i].cols);
     }
     b->x = moe_buf(c, "x", T * h), b->dy = moe_buf(c, "dy", T * h);
     b->y = moe_buf(c, "y", T * h), b->dx = moe_buf(c, "dx", T * h);
-    moe_shard(c, "x", SIMPAR_SHARD_INPUT, b->x, p * T, T, h);
-    moe_shard(c, "dy", SIMPAR_SHARD_INPUT, b->dy, p * T, T, h);
-    moe_shard(c, "y", SIMPAR_SHARD_OUTPUT, b->y, p * T, T, h);
-    moe_shard(c, "dx", SIMPAR_SHARD_OUTPUT, b->dx, p * T, T, h);
+    moe_shard(c, moe_name(c, "x"), SIMPAR_SHARD_INPUT, b->x, p * T, T, h);
+    moe_shard(c, moe_name(c, "dy"), SIMPAR_SHARD_INPUT, b->dy, p * T, T, h);
+    moe_shard(c, moe_name(c, "y"), SIMPAR_SHARD_OUTPUT, b->y, p * T, T, h);
+    moe_shard(c, moe_name(c, "dx"), SIMPAR_SHARD_OUTPUT, b->dx, p * T, T, h);
 }
 
 /* The shared experts' fc1 and activation: x -> b->sa. */
@@ -577,24 +603,6 @@ moe_etp_scatter(MoeCtx *c, const char *buf, const char *name, guint in)
     return out;
 }
 
-/* Megatron's all-to-all dispatcher: x -> b->xs by one all-to-all over the group. */
-static void
-moe_dispatch_flat(MoeCtx *c, MoeBufs *b)
-{
-    guint64 blocks = c->E * c->C * c->h;
-    guint send = moe_buf(c, "moe.dispatch.send", blocks),
-          recv = moe_buf(c, "moe.dispatch.recv", blocks);
-    moe_route_op(c, SIMPAR_OP_MOE_DISPATCH, "moe.permute", b->x, G_MAXUINT, G_MAXUINT, send,
-                 G_MAXUINT);
-    moe_all_to_all(c, "moe.all-to-all-dispatch", send, recv);
-    if (moe_overlap(c))
-        moe_shared_fc1(c, b);
-    moe_join(c);
-    recv = moe_etp_gather(c, "moe.dispatch.gathered", "moe.all-gather-dispatch", recv);
-    b->xs = moe_buf(c, "experts.x", blocks * c->etp);
-    moe_route_op(c, SIMPAR_OP_MOE_SORT, "moe.sort", recv, G_MAXUINT, G_MAXUINT, b->xs, G_MAXUINT);
-}
-
 /* The widths of DeepEP's hops' rows: a token and its scores (DeepEP's dispatch sends the
  * top-k weights with the token, README "normal kernels"), so that the expert's GPU weights its
  * output and a node's rows are summed before the one transfer back (arXiv 2412.19437 section
@@ -666,11 +674,11 @@ moe_forward_shared(MoeCtx *c, MoeBufs *b, guint yr)
     moe_kernel(c, SIMPAR_OP_ADD, "moe.add-shared", c->T, c->h, yr, b->ys, b->y);
 }
 
-/* Router, dispatch, the local experts, combine and the shared experts. */
+/* The router: x -> logits -> scores. */
 static void
-moe_forward(MoeCtx *c, MoeBufs *b)
+moe_router(MoeCtx *c, MoeBufs *b)
 {
-    guint64 T = c->T, h = c->h, E = c->E, rows = c->rows, blocks = E * c->C * h;
+    guint64 T = c->T, h = c->h, E = c->E;
     b->logits = moe_buf(c, "router.logits", T * E);
     moe_gemm(c, "router.gemm", 1,
              &(SimparGemm){
@@ -678,10 +686,13 @@ moe_forward(MoeCtx *c, MoeBufs *b)
     b->scores = moe_buf(c, "router.scores", T * c->route.top_k);
     moe_route_op(c, SIMPAR_OP_MOE_GATE, "router.gate", b->logits, G_MAXUINT, G_MAXUINT, b->scores,
                  G_MAXUINT);
-    if (c->route.node_ranks > 0)
-        moe_dispatch_hops(c, b);
-    else
-        moe_dispatch_flat(c, b);
+}
+
+/* The local experts on b->xs: fc1, activation, fc2 into b->z2 (allocated). */
+static void
+moe_experts_forward(MoeCtx *c, MoeBufs *b)
+{
+    guint64 h = c->h, rows = c->rows, blocks = c->E * c->C * h;
     b->z1 = moe_buf(c, "experts.fc1.y", c->El * rows * c->fc1e);
     moe_gemm(
         c, "experts.fc1.gemm", c->El,
@@ -689,29 +700,89 @@ moe_forward(MoeCtx *c, MoeBufs *b)
             .m = rows, .n = c->fc1e, .k = h, .a = {b->xs, 0}, .b = {b->w1, 0}, .c = {b->z1, 0}});
     b->a1 = moe_buf(c, "experts.act", c->El * rows * c->fe);
     moe_act(c, "experts.act", c->El * rows, c->fe, b->z1, b->a1);
-    gboolean hops = c->route.node_ranks > 0;
-    guint z2 = b->z2 = moe_buf(c, "experts.fc2.y", blocks * c->etp),
-          zu = hops ? G_MAXUINT
-                    : moe_buf(c, c->etp > 1 ? "moe.combine.partial" : "moe.combine.send",
-                              blocks * c->etp);
+    b->z2 = moe_buf(c, "experts.fc2.y", blocks * c->etp);
+}
+
+/* The flat dispatcher's forward as Megatron-Core's --overlap-moe-expert-parallel-comm splits it
+ * (megatron/core/models/gpt/fine_grained_callables.py): pre-dispatch (router, permutation),
+ * dispatch (the all-to-all), mlp (expert-TP's gather, sort, experts, unsort, its
+ * reduce-scatter), combine (the all-to-all, unpermutation, shared experts). */
+static void
+moe_fwd_pre(MoeCtx *c, MoeBufs *b)
+{
+    guint64 blocks = c->E * c->C * c->h;
+    moe_router(c, b);
+    b->send = moe_buf(c, "moe.dispatch.send", blocks),
+    b->recv = moe_buf(c, "moe.dispatch.recv", blocks);
+    moe_route_op(c, SIMPAR_OP_MOE_DISPATCH, "moe.permute", b->x, G_MAXUINT, G_MAXUINT, b->send,
+                 G_MAXUINT);
+}
+
+static void
+moe_fwd_dispatch(MoeCtx *c, MoeBufs *b)
+{
+    moe_all_to_all(c, "moe.all-to-all-dispatch", b->send, b->recv);
+    if (moe_overlap(c))
+        moe_shared_fc1(c, b);
+    moe_join(c);
+}
+
+static void
+moe_fwd_mlp(MoeCtx *c, MoeBufs *b)
+{
+    guint64 blocks = c->E * c->C * c->h;
+    guint recv = moe_etp_gather(c, "moe.dispatch.gathered", "moe.all-gather-dispatch", b->recv);
+    b->xs = moe_buf(c, "experts.x", blocks * c->etp);
+    moe_route_op(c, SIMPAR_OP_MOE_SORT, "moe.sort", recv, G_MAXUINT, G_MAXUINT, b->xs, G_MAXUINT);
+    moe_experts_forward(c, b);
+    guint zu = moe_buf(c, c->etp > 1 ? "moe.combine.partial" : "moe.combine.send", blocks * c->etp);
     moe_gemm(c, "experts.fc2.gemm", c->El,
-             &(SimparGemm){
-                 .m = rows, .n = h, .k = c->fe, .a = {b->a1, 0}, .b = {b->w2, 0}, .c = {z2, 0}});
-    if (hops) {
-        moe_forward_shared(c, b, moe_combine_hops(c, b));
-        return;
-    }
-    moe_route_op(c, SIMPAR_OP_MOE_UNSORT, "moe.unsort", z2, G_MAXUINT, G_MAXUINT, zu, G_MAXUINT);
-    zu = moe_etp_scatter(c, "moe.combine.send", "moe.reduce-scatter-combine", zu);
-    b->back = moe_buf(c, "moe.combine.recv", blocks);
-    moe_all_to_all(c, "moe.all-to-all-combine", zu, b->back);
+             &(SimparGemm){.m = c->rows,
+                           .n = c->h,
+                           .k = c->fe,
+                           .a = {b->a1, 0},
+                           .b = {b->w2, 0},
+                           .c = {b->z2, 0}});
+    moe_route_op(c, SIMPAR_OP_MOE_UNSORT, "moe.unsort", b->z2, G_MAXUINT, G_MAXUINT, zu, G_MAXUINT);
+    b->zu = moe_etp_scatter(c, "moe.combine.send", "moe.reduce-scatter-combine", zu);
+}
+
+static void
+moe_fwd_combine(MoeCtx *c, MoeBufs *b)
+{
+    b->back = moe_buf(c, "moe.combine.recv", c->E * c->C * c->h);
+    moe_all_to_all(c, "moe.all-to-all-combine", b->zu, b->back);
     if (moe_overlap(c))
         moe_shared_fc2(c, b);
     moe_join(c);
-    guint yr = c->fs > 0 ? moe_buf(c, "moe.y", T * h) : b->y;
+    guint yr = c->fs > 0 ? moe_buf(c, "moe.y", c->T * c->h) : b->y;
     moe_route_op(c, SIMPAR_OP_MOE_COMBINE, "moe.unpermute", b->back, b->scores, G_MAXUINT, yr,
                  G_MAXUINT);
     moe_forward_shared(c, b, yr);
+}
+
+/* Router, dispatch, the local experts, combine and the shared experts. */
+static void
+moe_forward(MoeCtx *c, MoeBufs *b)
+{
+    if (c->route.node_ranks == 0) {
+        moe_fwd_pre(c, b);
+        moe_fwd_dispatch(c, b);
+        moe_fwd_mlp(c, b);
+        moe_fwd_combine(c, b);
+        return;
+    }
+    moe_router(c, b); /* DeepEP's hops */
+    moe_dispatch_hops(c, b);
+    moe_experts_forward(c, b);
+    moe_gemm(c, "experts.fc2.gemm", c->El,
+             &(SimparGemm){.m = c->rows,
+                           .n = c->h,
+                           .k = c->fe,
+                           .a = {b->a1, 0},
+                           .b = {b->w2, 0},
+                           .c = {b->z2, 0}});
+    moe_forward_shared(c, b, moe_combine_hops(c, b));
 }
 
 /* The experts' backward on the rank's sorted rows: dz2 -> dxs, dW1, dW2. */
@@ -816,8 +887,10 @@ static guint
 moe_shared_bwd_overlap(MoeCtx *c, MoeBufs *b, guint *sdx)
 {
     *sdx = G_MAXUINT;
-    if (!moe_overlap(c))
+    if (!moe_overlap(c)) {
+        moe_join(c); /* the all-to-all on the merged micro-batches' stream (moe_pair_build) */
         return b->dx;
+    }
     *sdx = moe_buf(c, "shared.x.grad", c->T * c->h);
     moe_shared_bwd_fc1(c, b, *sdx, FALSE);
     moe_join(c);
@@ -875,44 +948,56 @@ moe_backward_hops(MoeCtx *c, MoeBufs *b, guint dscores)
     moe_shared_bwd_sum(c, b, dx, sdx);
 }
 
+/* The flat dispatcher's backward in --overlap-moe-expert-parallel-comm's nodes: combine (the
+ * unpermutation's backward, the all-to-all), mlp (expert-TP's gather, sort, the experts'
+ * backward, unsort, its reduce-scatter), dispatch (the all-to-all), pre-dispatch (the
+ * permutation's backward, the router's, the shared experts'). */
 static void
-moe_backward(MoeCtx *c, MoeBufs *b)
+moe_bwd_combine(MoeCtx *c, MoeBufs *b)
 {
-    guint64 T = c->T, h = c->h, E = c->E, blocks = E * c->C * h;
-    guint dscores;
-    if (c->route.node_ranks > 0) {
-        dscores = moe_buf(c, "router.scores.grad", T * c->route.top_k);
-        moe_backward_hops(c, b, dscores);
-    } else {
-        guint dback = moe_buf(c, "moe.combine.recv.grad", blocks);
-        dscores = moe_buf(c, "router.scores.grad", T * c->route.top_k);
-        moe_route_op(c, SIMPAR_OP_MOE_COMBINE_BWD, "moe.unpermute", b->dy, b->scores, b->back,
-                     dback, dscores);
-        guint drecv = moe_buf(c, "moe.combine.send.grad", blocks);
-        moe_all_to_all(c, "moe.all-to-all-combine", dback, drecv);
-        if (moe_overlap(c))
-            moe_shared_bwd_fc2(c, b);
-        moe_join(c);
-        drecv = moe_etp_gather(c, "moe.combine.gathered.grad", "moe.all-gather-combine", drecv);
-        guint dz2 = moe_buf(c, "experts.fc2.y.grad", blocks * c->etp);
-        moe_route_op(c, SIMPAR_OP_MOE_SORT, "moe.sort", drecv, G_MAXUINT, G_MAXUINT, dz2,
-                     G_MAXUINT);
-        guint dxs = moe_experts_backward(c, b, dz2);
-        guint dxu = moe_buf(c, c->etp > 1 ? "moe.dispatch.partial.grad" : "moe.dispatch.recv.grad",
-                            blocks * c->etp);
-        moe_route_op(c, SIMPAR_OP_MOE_UNSORT, "moe.unsort", dxs, G_MAXUINT, G_MAXUINT, dxu,
-                     G_MAXUINT);
-        dxu = moe_etp_scatter(c, "moe.dispatch.recv.grad", "moe.reduce-scatter-dispatch", dxu);
-        guint dsend = moe_buf(c, "moe.dispatch.send.grad", blocks);
-        moe_all_to_all(c, "moe.all-to-all-dispatch", dxu, dsend);
-        guint sdx, dx = moe_shared_bwd_overlap(c, b, &sdx);
-        moe_route_op(c, SIMPAR_OP_MOE_DISPATCH_BWD, "moe.permute", dsend, G_MAXUINT, G_MAXUINT, dx,
-                     G_MAXUINT);
-        moe_shared_bwd_sum(c, b, dx, sdx);
-    }
+    guint64 blocks = c->E * c->C * c->h;
+    b->dback = moe_buf(c, "moe.combine.recv.grad", blocks);
+    b->dscores = moe_buf(c, "router.scores.grad", c->T * c->route.top_k);
+    moe_route_op(c, SIMPAR_OP_MOE_COMBINE_BWD, "moe.unpermute", b->dy, b->scores, b->back, b->dback,
+                 b->dscores);
+    b->drecv = moe_buf(c, "moe.combine.send.grad", blocks);
+    moe_all_to_all(c, "moe.all-to-all-combine", b->dback, b->drecv);
+    if (moe_overlap(c))
+        moe_shared_bwd_fc2(c, b);
+    moe_join(c);
+}
+
+static void
+moe_bwd_mlp(MoeCtx *c, MoeBufs *b)
+{
+    guint64 blocks = c->E * c->C * c->h;
+    guint drecv =
+        moe_etp_gather(c, "moe.combine.gathered.grad", "moe.all-gather-combine", b->drecv);
+    guint dz2 = moe_buf(c, "experts.fc2.y.grad", blocks * c->etp);
+    moe_route_op(c, SIMPAR_OP_MOE_SORT, "moe.sort", drecv, G_MAXUINT, G_MAXUINT, dz2, G_MAXUINT);
+    guint dxs = moe_experts_backward(c, b, dz2);
+    guint dxu = moe_buf(c, c->etp > 1 ? "moe.dispatch.partial.grad" : "moe.dispatch.recv.grad",
+                        blocks * c->etp);
+    moe_route_op(c, SIMPAR_OP_MOE_UNSORT, "moe.unsort", dxs, G_MAXUINT, G_MAXUINT, dxu, G_MAXUINT);
+    b->dxu = moe_etp_scatter(c, "moe.dispatch.recv.grad", "moe.reduce-scatter-dispatch", dxu);
+}
+
+static void
+moe_bwd_dispatch(MoeCtx *c, MoeBufs *b)
+{
+    b->dsend = moe_buf(c, "moe.dispatch.send.grad", c->E * c->C * c->h);
+    moe_all_to_all(c, "moe.all-to-all-dispatch", b->dxu, b->dsend);
+}
+
+/* The router's backward from the scores' gradient, and without the overlap the shared
+ * experts'. */
+static void
+moe_bwd_router(MoeCtx *c, MoeBufs *b)
+{
+    guint64 T = c->T, h = c->h, E = c->E;
     guint dlogits = moe_buf(c, "router.logits.grad", T * E);
-    moe_route_op(c, SIMPAR_OP_MOE_GATE_BWD, "router.gate", b->logits, dscores, G_MAXUINT, dlogits,
-                 G_MAXUINT);
+    moe_route_op(c, SIMPAR_OP_MOE_GATE_BWD, "router.gate", b->logits, b->dscores, G_MAXUINT,
+                 dlogits, G_MAXUINT);
     moe_gemm(c, "router.gemm-dw", 1,
              &(SimparGemm){.m = h,
                            .n = E,
@@ -934,6 +1019,31 @@ moe_backward(MoeCtx *c, MoeBufs *b)
         moe_shared_bwd_fc2(c, b);
         moe_shared_bwd_fc1(c, b, b->dx, TRUE);
     }
+}
+
+static void
+moe_bwd_pre(MoeCtx *c, MoeBufs *b)
+{
+    guint sdx, dx = moe_shared_bwd_overlap(c, b, &sdx);
+    moe_route_op(c, SIMPAR_OP_MOE_DISPATCH_BWD, "moe.permute", b->dsend, G_MAXUINT, G_MAXUINT, dx,
+                 G_MAXUINT);
+    moe_shared_bwd_sum(c, b, dx, sdx);
+    moe_bwd_router(c, b);
+}
+
+static void
+moe_backward(MoeCtx *c, MoeBufs *b)
+{
+    if (c->route.node_ranks > 0) { /* DeepEP's hops */
+        b->dscores = moe_buf(c, "router.scores.grad", c->T * c->route.top_k);
+        moe_backward_hops(c, b, b->dscores);
+        moe_bwd_router(c, b);
+        return;
+    }
+    moe_bwd_combine(c, b);
+    moe_bwd_mlp(c, b);
+    moe_bwd_dispatch(c, b);
+    moe_bwd_pre(c, b);
 }
 
 /* The routing every rank of the block shares; capacity from the model or the routing. */
@@ -1080,12 +1190,41 @@ moe_block_check(const SimparModel *model, guint ep, guint etp, guint node_ranks,
     return TRUE;
 }
 
-SimparSchedule *
-simpar_moe_block_build(const SimparModel *model, guint ep, guint etp, guint node_ranks,
-                       guint tokens, guint64 seed, guint capacity, GError **error)
+/* --overlap-moe-expert-parallel-comm on one MoE block, two micro-batches (the second's tensors
+ * "mb1."-prefixed, the same weights): F0 alone, then F1 merged with B0 in the order of Megatron-
+ * Core's TransformerLayerSchedulePlan.run (model_chunk_schedule_plan.py; models/step-overlap.c),
+ * the all-to-alls on the communication stream, each micro-batch's ops waiting for its own
+ * all-to-all as the nodes wait for their micro-batch's event; then B1 alone. */
+static void
+moe_pair_rank(MoeCtx *c0)
+{
+    MoeCtx c1 = *c0;
+    MoeBufs b0 = {0}, b1 = {0};
+    c1.prefix = "mb1.";
+    moe_params(c0, &b0, NULL);
+    moe_params(&c1, &b1, &b0);
+    c0->phase = SIMPAR_PHASE_FORWARD;
+    moe_forward(c0, &b0);
+    c0->phase = SIMPAR_PHASE_BACKWARD;
+    moe_bwd_combine(c0, &b0); /* comm: B combine | compute: F pre */
+    moe_fwd_pre(&c1, &b1);
+    moe_bwd_mlp(c0, &b0); /* compute: B mlp | comm: F dispatch, B dispatch */
+    moe_fwd_dispatch(&c1, &b1);
+    moe_bwd_dispatch(c0, &b0);
+    moe_fwd_mlp(&c1, &b1); /* compute: F mlp | comm: F combine */
+    moe_fwd_combine(&c1, &b1);
+    moe_bwd_pre(c0, &b0); /* compute: B pre */
+    c1.phase = SIMPAR_PHASE_BACKWARD;
+    moe_backward(&c1, &b1);
+}
+
+static SimparSchedule *
+moe_build(const SimparModel *model, guint ep, guint etp, guint node_ranks, guint tokens,
+          guint64 seed, guint capacity, gboolean pair, GError **error)
 {
     g_return_val_if_fail(model != NULL && ep > 0 && etp > 0 && tokens > 0, NULL);
     g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+    g_return_val_if_fail(!pair || (node_ranks == 0 && !model->moe.shared_overlap), NULL);
     if (!moe_block_check(model, ep, etp, node_ranks, error))
         return NULL;
     guint R = node_ranks, n = ep * etp;
@@ -1110,23 +1249,43 @@ simpar_moe_block_build(const SimparModel *model, guint ep, guint etp, guint node
                 .etp = etp,
                 .sum_group = all,
                 .rails = rails,
-                .nodes = nodes};
+                .nodes = nodes,
+                .prefix = ""};
     c.T = tokens, c.h = model->hidden, c.E = model->moe.experts, c.El = c.E / ep;
     c.C = c.route.capacity, c.fe = model->moe.moe_ffn / etp, c.fc1e = swiglu ? 2 * c.fe : c.fe;
     c.fs = model->moe.shared_ffn, c.fc1s = swiglu ? 2 * c.fs : c.fs;
     c.comm = model->moe.shared_overlap && c.fs > 0 ? simpar_schedule_add_stream(sched, "comm")
                                                    : G_MAXUINT;
     c.rows = (guint64) n * c.C;
+    c.a2a = pair ? simpar_schedule_add_stream(sched, "comm") : 0;
     for (guint p = 0; p < n; p++) {
         MoeBufs b = {0};
         c.last = c.wait = G_MAXUINT, c.join = FALSE;
         c.rank = p, c.route.ep_rank = p / etp, c.route.token0 = (guint64) p * tokens;
         c.etp_rank = p % etp, c.ep_group = ep_groups[p % etp], c.etp_group = etp_groups[p / etp];
-        moe_params(&c, &b);
+        if (pair) {
+            moe_pair_rank(&c);
+            continue;
+        }
+        moe_params(&c, &b, NULL);
         c.phase = SIMPAR_PHASE_FORWARD;
         moe_forward(&c, &b);
         c.phase = SIMPAR_PHASE_BACKWARD;
         moe_backward(&c, &b);
     }
     return g_steal_pointer(&sched); /* (transfer full) */
+}
+
+SimparSchedule *
+simpar_moe_block_build(const SimparModel *model, guint ep, guint etp, guint node_ranks,
+                       guint tokens, guint64 seed, guint capacity, GError **error)
+{
+    return moe_build(model, ep, etp, node_ranks, tokens, seed, capacity, FALSE, error);
+}
+
+SimparSchedule *
+simpar_moe_pair_build(const SimparModel *model, guint ep, guint etp, guint tokens, guint64 seed,
+                      guint capacity, GError **error)
+{
+    return moe_build(model, ep, etp, 0, tokens, seed, capacity, TRUE, error);
 }

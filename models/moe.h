@@ -79,6 +79,14 @@ guint simpar_moe_max_load(const SimparMoe *m);
 SimparSchedule *simpar_moe_block_build(const SimparModel *model, guint ep, guint etp,
                                        guint node_ranks, guint tokens, guint64 seed, guint capacity,
                                        GError **error);
+/* --overlap-moe-expert-parallel-comm (Megatron-Core's combined 1F1B) on the same block, for the
+ * executors: two micro-batches on the same weights, the second's tensors named "mb1.x",
+ * "mb1.dy", "mb1.y", "mb1.dx" and "mb1.<weight>.grad" (its own gradients); the first's forward
+ * alone, then the second's forward merged with the first's backward in Megatron-Core's node
+ * order (models/step-overlap.c), the all-to-alls on a second stream ("comm"), then the second's
+ * backward. The flat all-to-all only (node_ranks 0), not with shared_overlap. (transfer full) */
+SimparSchedule *simpar_moe_pair_build(const SimparModel *model, guint ep, guint etp, guint tokens,
+                                      guint64 seed, guint capacity, GError **error);
 /* DeepEP's hops (SIMPAR_MOE_DEEPEP, schedule.h): the ep ranks are nodes of node_ranks
  * consecutive ones. cap_node and cap_gpu of m (its routing, node_ranks and capacity set): the
  * most tokens one rank sends one node, and one rank forwards one GPU of its node, from the

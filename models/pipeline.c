@@ -167,15 +167,10 @@ simpar_pipeline_order(SimparPipeSchedule kind, guint p, guint v, guint m, guint 
     return simpar_pipeline_order_grouped(kind, p, v, m, p, stage);
 }
 
-GArray *
-simpar_pipeline_order_grouped(SimparPipeSchedule kind, guint p, guint v, guint m, guint n_group,
-                              guint stage)
+static GArray *
+pipeline_order(SimparPipeSchedule kind, guint v, guint m, guint n_group, guint w)
 {
-    g_return_val_if_fail(simpar_pipeline_validate_grouped(kind, p, v, m, n_group, NULL), NULL);
-    g_return_val_if_fail(stage < p, NULL);
-
     guint n = m * v;
-    guint w = simpar_pipeline_warmup_grouped(kind, p, v, m, n_group, stage);
     g_assert(w <= n);
     GArray *order = g_array_sized_new(FALSE, FALSE, sizeof(SimparPipeItem), 2 * n);
     for (guint k = 0; k < w; k++) {
@@ -194,4 +189,35 @@ simpar_pipeline_order_grouped(SimparPipeSchedule kind, guint p, guint v, guint m
     }
     g_assert(order->len == 2 * n);
     return order; /* (transfer full) */
+}
+
+GArray *
+simpar_pipeline_order_grouped(SimparPipeSchedule kind, guint p, guint v, guint m, guint n_group,
+                              guint stage)
+{
+    g_return_val_if_fail(simpar_pipeline_validate_grouped(kind, p, v, m, n_group, NULL), NULL);
+    g_return_val_if_fail(stage < p, NULL);
+    return pipeline_order(kind, v, m, n_group,
+                          simpar_pipeline_warmup_grouped(kind, p, v, m, n_group, stage));
+}
+
+/* ---------------------------------------------------------------- merged 1F1B */
+
+guint
+simpar_pipeline_warmup_merged(SimparPipeSchedule kind, guint p, guint v, guint m, guint n_group,
+                              guint stage)
+{
+    g_return_val_if_fail(kind == SIMPAR_PIPE_INTERLEAVED || (kind == SIMPAR_PIPE_1F1B && p == 1),
+                         0);
+    return MIN(simpar_pipeline_warmup_grouped(kind, p, v, m, n_group, stage) + 1, m * v);
+}
+
+GArray *
+simpar_pipeline_order_merged(SimparPipeSchedule kind, guint p, guint v, guint m, guint n_group,
+                             guint stage)
+{
+    g_return_val_if_fail(simpar_pipeline_validate_grouped(kind, p, v, m, n_group, NULL), NULL);
+    g_return_val_if_fail(stage < p, NULL);
+    return pipeline_order(kind, v, m, n_group,
+                          simpar_pipeline_warmup_merged(kind, p, v, m, n_group, stage));
 }

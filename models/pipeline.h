@@ -43,6 +43,16 @@ guint simpar_pipeline_warmup_grouped(SimparPipeSchedule kind, guint p, guint v, 
                                      guint n_group, guint stage);
 GArray *simpar_pipeline_order_grouped(SimparPipeSchedule kind, guint p, guint v, guint m,
                                       guint n_group, guint stage);
+/* Megatron-Core's combined 1F1B (--overlap-moe-expert-parallel-comm; interleaved, or 1F1B at
+ * P = 1): one more warm-up forward than the schedule's own, so that the forward and the backward
+ * of each steady-state pair are independent (megatron/core/pipeline_parallel/schedules.py,
+ * get_pp_rank_microbatches; without pipelining combined_1f1b.py's
+ * combined_1f1b_schedule_for_no_pipelining runs F0 alone, then (F j+1, B j), then B m-1). Each
+ * (F, B) item pair after the warm-up is one merged step (models/step.h). */
+guint simpar_pipeline_warmup_merged(SimparPipeSchedule kind, guint p, guint v, guint m,
+                                    guint n_group, guint stage);
+GArray *simpar_pipeline_order_merged(SimparPipeSchedule kind, guint p, guint v, guint m,
+                                     guint n_group, guint stage); /* (transfer full) */
 /* Megatron's warm-up count: the forwards device `stage` runs before its first (F, B) pair
  * (GPipe: m, no pairs; local: 0; 1F1B's last stage runs F0 B0 with warm-up 0). Interleaved
  * clamps to m v as today's Megatron does; older Megatron-LM releases made every forward warm-up

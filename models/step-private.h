@@ -1,5 +1,5 @@
 /* step-private.h - the step builder's state, shared by its timed-block and executable modes
- * (step.c, step-ops.c; private to models/).
+ * (step.c, step-ops.c, step-overlap.c; private to models/).
  *
  * step.c walks every rank's pipeline order and emits receives, sends, data-parallel buckets
  * and the optimizer; what a chunk of layers or an end computes is a timed block there, and in
@@ -15,6 +15,7 @@
  */
 #ifndef SIMPAR_STEP_PRIVATE_H
 #define SIMPAR_STEP_PRIVATE_H
+#include "pipeline.h"
 #include "step.h"
 G_BEGIN_DECLS
 
@@ -88,10 +89,28 @@ typedef struct {
     gsize open_off[STEP_N_KINDS];   /* start of the bucket being filled, per kind */
     gsize open_count[STEP_N_KINDS]; /* its parameters so far */
     guint last_compute;
+    guint join;           /* the next compute block waits for this op (G_MAXUINT: none) */
     GArray *dp_ops;       /* reduction ops of this rank in this step */
     guint prefetch[2];    /* ZeRO-3: the last two layer blocks (a gather waits for the older) */
     struct _StepOps *ops; /* the executable mode's state, or NULL for timed blocks */
 } Step;
+
+/* ----- shared by step.c and step-overlap.c ----- */
+
+/* A timed block of `count` x `key` on `stream`; on the compute stream it becomes the last
+ * compute op and waits for st->join. */
+guint step_node(Step *st, const char *key, guint count, guint stream, SimparPhase phase);
+gboolean step_reduces(const Step *st);
+void step_grads_ready(Step *st, guint kind, gsize off, gsize count, guint ready);
+guint step_lc(const Step *st, guint chunk);
+gboolean step_dense(const Step *st, guint chunk, guint l);
+void step_layer_place(const Step *st, guint chunk, guint l, gsize *off, gsize *lp, gsize *eoff,
+                      gsize *le);
+const char *step_layer_key(gboolean dense, gboolean backward);
+/* --overlap-moe-expert-parallel-comm: the layers of forward `f` and backward `b` merged
+ * (step-overlap.c); *f_last and *b_last: the last op of each so far, updated. */
+void step_overlap_layers(Step *st, const SimparPipeItem *f, guint *f_last, const SimparPipeItem *b,
+                         guint *b_last);
 
 /* ----- the executable mode (step-ops.c) ----- */
 

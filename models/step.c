@@ -25,12 +25,24 @@ step_add(Step *st, SimparOp *op, guint stream, SimparPhase phase, const char *na
     return simpar_schedule_add_op(st->s, op);
 }
 
+guint
+step_node(Step *st, const char *key, guint count, guint stream, SimparPhase phase)
+{
+    SimparOp op = {.kind = SIMPAR_OP_BLOCK, .u.block = {g_intern_string(key), count, 0}};
+    guint i = step_add(st, &op, stream, phase, key);
+    if (stream == STEP_COMPUTE) {
+        if (st->join != G_MAXUINT)
+            simpar_schedule_add_dep(st->s, i, st->join);
+        st->join = G_MAXUINT;
+        st->last_compute = i;
+    }
+    return i;
+}
+
 static guint
 step_block(Step *st, const char *key, guint count, SimparPhase phase)
 {
-    SimparOp op = {.kind = SIMPAR_OP_BLOCK, .u.block = {g_intern_string(key), count, 0}};
-    st->last_compute = step_add(st, &op, STEP_COMPUTE, phase, key);
-    return st->last_compute;
+    return step_node(st, key, count, STEP_COMPUTE, phase);
 }
 
 static guint
@@ -107,7 +119,7 @@ step_reducers(const Step *st, guint kind)
 }
 
 /* Whether the rank reduces any gradients. */
-static gboolean
+gboolean
 step_reduces(const Step *st)
 {
     return st->DR > 1 || (st->n_expert > 0 && st->DE > 1);
@@ -115,7 +127,7 @@ step_reduces(const Step *st)
 
 /* Gradients [off, off + count) of `kind` of the rank are final after `ready`: they join the
  * kind's open bucket, which closes when it reaches the bucket size. */
-static void
+void
 step_grads_ready(Step *st, guint kind, gsize off, gsize count, guint ready)
 {
     if (step_reducers(st, kind) == 1 || count == 0) /* nothing to reduce, whatever ZeRO */
@@ -288,7 +300,7 @@ step_gather_experts(Step *st, gsize off)
 }
 
 /* Layers of this rank's chunk `chunk` (virtual stage chunk P + p). */
-static guint
+guint
 step_lc(const Step *st, guint chunk)
 {
     return simpar_train_stage_layers(st->tr, chunk * st->P + st->p);
@@ -297,7 +309,7 @@ step_lc(const Step *st, guint chunk)
 /* Whether layer l of chunk `chunk` (the model's layer layer_first[chunk] + l) is one of an MoE
  * model's dense layers: the dense layer's blocks, its parameters, no experts. Every layer of a
  * dense model is a "layer" one. */
-static gboolean
+gboolean
 step_dense(const Step *st, guint chunk, guint l)
 {
     return st->dense_facts != NULL &&
@@ -316,7 +328,7 @@ step_n_dense(const Step *st, guint chunk, guint from, guint to)
 
 /* Layer l of chunk `chunk` in the rank's gradients (the chunk's layers last first): its
  * parameters but the experts' at *off, *lp of them, and its experts' at *eoff, *le. */
-static void
+void
 step_layer_place(const Step *st, guint chunk, guint l, gsize *off, gsize *lp, gsize *eoff,
                  gsize *le)
 {
@@ -330,7 +342,7 @@ step_layer_place(const Step *st, guint chunk, guint l, gsize *off, gsize *lp, gs
 }
 
 /* The block key of a layer of either kind, forward or backward (step.h). */
-static const char *
+const char *
 step_layer_key(gboolean dense, gboolean backward)
 {
     if (dense)
@@ -467,11 +479,11 @@ step_end_grads(Step *st, gsize off, gsize count, gboolean final)
     }
 }
 
+/* A forward's receive (or the embedding) and its FP8 casts, before its layers. */
 static void
-step_forward(Step *st, guint step, const SimparPipeItem *it)
+step_forward_pre(Step *st, guint step, const SimparPipeItem *it)
 {
     guint vs = it->chunk * st->P + st->p;
-    guint last = st->n_vs - 1;
     guint j = it->micro;
     if (vs > 0)
         step_recv(st, step_peer(st, vs - 1), step_tag(st, step, j, vs - 1, 0),
@@ -481,27 +493,50 @@ step_forward(Step *st, guint step, const SimparPipeItem *it)
     else
         step_end_block(st, "embed.fwd", st->embed_off, j, SIMPAR_PHASE_FORWARD);
     step_fp8_cast(st, it->chunk, 0, step_lc(st, it->chunk), j == 0 && st->tr->zero < 3);
-    step_layers(st, it->chunk, j, FALSE, FALSE);
-    if (vs < last)
+}
+
+/* A forward's send, after its layers (it waits for st->last_compute). */
+static void
+step_forward_send(Step *st, guint step, const SimparPipeItem *it)
+{
+    guint vs = it->chunk * st->P + st->p;
+    guint j = it->micro;
+    if (vs < st->n_vs - 1)
         step_send(st, step_peer(st, vs + 1), step_tag(st, step, j, vs, 0),
                   st->ops
                       ? step_ops_res(st, simpar_train_stage_first_layer(st->tr, vs + 1), j, FALSE)
                       : st->act_out,
                   STEP_SEND_FWD, SIMPAR_PHASE_FORWARD, "p2p.send-act");
-    if (vs == last)
-        step_end_block(st, "head.fwd", st->head_off, j, SIMPAR_PHASE_FORWARD);
+}
+
+/* The output layer and loss, or local parallelism's auxiliary head. */
+static void
+step_forward_head(Step *st, const SimparPipeItem *it)
+{
+    guint vs = it->chunk * st->P + st->p;
+    if (vs == st->n_vs - 1)
+        step_end_block(st, "head.fwd", st->head_off, it->micro, SIMPAR_PHASE_FORWARD);
     else if (st->local)
-        step_end_block(st, "aux.fwd", st->aux_off, j, SIMPAR_PHASE_FORWARD);
+        step_end_block(st, "aux.fwd", st->aux_off, it->micro, SIMPAR_PHASE_FORWARD);
 }
 
 static void
-step_backward(Step *st, guint step, const SimparPipeItem *it)
+step_forward(Step *st, guint step, const SimparPipeItem *it)
+{
+    step_forward_pre(st, step, it);
+    step_layers(st, it->chunk, it->micro, FALSE, FALSE);
+    step_forward_send(st, step, it);
+    step_forward_head(st, it);
+}
+
+/* A backward's head (or its receive of the gradient), before its layers. */
+static void
+step_backward_pre(Step *st, guint step, const SimparPipeItem *it)
 {
     guint vs = it->chunk * st->P + st->p;
-    guint last = st->n_vs - 1;
     guint j = it->micro;
     gboolean final = j + 1 == st->m;
-    if (vs == last) {
+    if (vs == st->n_vs - 1) {
         step_end_block(st, "head.bwd", st->head_off, j, SIMPAR_PHASE_BACKWARD);
         if (!(st->tr->tied_embeddings && st->P == 1)) /* else the embedding's table, below */
             step_end_grads(st, st->head_off, st->ends, final);
@@ -517,18 +552,65 @@ step_backward(Step *st, guint step, const SimparPipeItem *it)
                       : st->grad_in,
                   SIMPAR_PHASE_BACKWARD, "p2p.recv-grad");
     }
-    step_layers(st, it->chunk, j, TRUE, final);
-    if (vs == 0) {
-        step_end_block(st, "embed.bwd", st->embed_off, j, SIMPAR_PHASE_BACKWARD);
-        step_end_grads(st, st->embed_off, st->ends, final);
-    } else if (!st->local) {
+}
+
+/* A backward's send of the gradient (not on the first virtual stage). */
+static void
+step_backward_send(Step *st, guint step, const SimparPipeItem *it)
+{
+    guint vs = it->chunk * st->P + st->p;
+    guint j = it->micro;
+    if (vs > 0 && !st->local)
         step_send(st, step_peer(st, vs - 1), step_tag(st, step, j, vs - 1, 1),
                   st->ops ? step_ops_res(st, simpar_train_stage_first_layer(st->tr, vs), j, TRUE)
                           : st->grad_out,
                   STEP_SEND_BWD, SIMPAR_PHASE_BACKWARD, "p2p.send-grad");
+}
+
+/* The embedding's backward on the first virtual stage; the last micro-batch's open buckets. */
+static void
+step_backward_end(Step *st, const SimparPipeItem *it)
+{
+    guint vs = it->chunk * st->P + st->p;
+    gboolean final = it->micro + 1 == st->m;
+    if (vs == 0) {
+        step_end_block(st, "embed.bwd", st->embed_off, it->micro, SIMPAR_PHASE_BACKWARD);
+        step_end_grads(st, st->embed_off, st->ends, final);
     }
     if (final && step_reduces(st) && !simpar_train_reduce_each_micro(st->tr))
         step_flush_bucket(st, st->last_compute); /* buckets do not span chunks */
+}
+
+static void
+step_backward(Step *st, guint step, const SimparPipeItem *it)
+{
+    step_backward_pre(st, step, it);
+    step_layers(st, it->chunk, it->micro, TRUE, it->micro + 1 == st->m);
+    step_backward_send(st, step, it);
+    step_backward_end(st, it);
+}
+
+/* --overlap-moe-expert-parallel-comm: forward `f` and backward `b` merged as Megatron-Core's
+ * TransformerModelChunkSchedulePlan.run runs them (model_chunk_schedule_plan.py): f's receive
+ * (or embedding), b's head (or receive), the layers in pairs (step-overlap.c), f's send on its
+ * stream after f's last node, b's send, f's output layer, b's embedding. */
+static void
+step_pair(Step *st, guint step, const SimparPipeItem *f, const SimparPipeItem *b)
+{
+    step_forward_pre(st, step, f);
+    guint f_last = st->last_compute;
+    step_backward_pre(st, step, b);
+    guint b_last = st->last_compute;
+    step_overlap_layers(st, f, &f_last, b, &b_last);
+    guint keep = st->last_compute;
+    st->last_compute = f_last; /* the send and the head wait for f's combine */
+    step_forward_send(st, step, f);
+    st->last_compute = b_last, st->join = G_MAXUINT;
+    step_backward_send(st, step, b);
+    st->last_compute = keep, st->join = f_last;
+    step_forward_head(st, f);
+    st->join = G_MAXUINT;
+    step_backward_end(st, b);
 }
 
 /* The rank's parameter regions in layout order, each one bucket: the head, the layers of every
@@ -1018,8 +1100,10 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
     guint steps = st.local && tr->local_async ? STEP_ASYNC_STEPS : 1;
     g_autofree SimparRankFacts *facts = simpar_schedule_rank_facts(layer);
     for (guint p = 0; p < st.P; p++) {
-        g_autoptr(GArray) order = simpar_pipeline_order_grouped(tr->schedule, st.P, st.v, st.m,
-                                                                simpar_train_vp_group(tr), p);
+        gboolean merged = tr->ep_overlap && !ops;
+        g_autoptr(GArray) order =
+            (merged ? simpar_pipeline_order_merged : simpar_pipeline_order_grouped)(
+                tr->schedule, st.P, st.v, st.m, simpar_train_vp_group(tr), p);
         for (guint d = 0; d < st.D; d++)
             for (guint t = 0; t < st.T; t++) {
                 if (slice != G_MAXUINT && t % st.Ttp != slice)
@@ -1029,7 +1113,7 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
                 st.facts = facts[t];
                 step_rank_layout(&st);
                 step_rank_experts(&st);
-                st.last_compute = G_MAXUINT;
+                st.last_compute = st.join = G_MAXUINT;
                 if (ops)
                     step_ops_rank(&st);
                 st.prefetch[0] = st.prefetch[1] = G_MAXUINT;
@@ -1039,7 +1123,12 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
                         step_zero_grad(&st, k);
                     for (guint i = 0; i < order->len; i++) {
                         const SimparPipeItem *it = &g_array_index(order, SimparPipeItem, i);
-                        if (it->backward)
+                        const SimparPipeItem *next =
+                            i + 1 < order->len ? &g_array_index(order, SimparPipeItem, i + 1)
+                                               : NULL;
+                        if (merged && !it->backward && next != NULL && next->backward)
+                            step_pair(&st, k, it, next), i++; /* a steady-state pair */
+                        else if (it->backward)
                             step_backward(&st, k, it);
                         else
                             step_forward(&st, k, it);

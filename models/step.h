@@ -34,6 +34,13 @@
  *   "optimizer.tp-stats"       the tensor-parallel part of an optimizer scalar all-reduce (one
  *                              fp32 over the first tensor-parallel group), x count
  *
+ * --overlap-moe-expert-parallel-comm (train.h, Megatron-Core's combined 1F1B): the pipeline
+ * order has one more warm-up forward (pipeline.h, simpar_pipeline_order_merged) and each (F, B)
+ * pair after it is one merged step, its layers' nodes interleaved on the compute and "comm"
+ * streams (step-overlap.c): "moe.fwd.pre", "moe.fwd.dispatch", "moe.fwd.mlp", "moe.fwd.combine"
+ * and "moe.bwd.combine", "moe.bwd.mlp", "moe.bwd.dispatch", "moe.bwd.pre" (an MoE layer's
+ * parts; a dense layer stays one block). Timed blocks only.
+ *
  * Data parallelism (reference 4): buckets of train->bucket_params parameters over the
  * gradient buffer in reverse layer order; with --overlap-grad-reduce bucket k starts when the
  * last backward of the layers it holds ends (only the last micro-batch of each chunk produces

@@ -423,6 +423,55 @@ train_check_experts(const SimparTrain *t, const SimparModel *model, GError **err
     return TRUE;
 }
 
+/* --overlap-moe-expert-parallel-comm: what Megatron-Core refuses with it
+ * (megatron/core/transformer/transformer_config.py, __post_init__: PP > 1 only with a virtual
+ * pipeline, EP > 1, the alltoall or flex dispatcher, no full recomputation, bf16 or fp16, not with
+ * moe_shared_expert_overlap), and what simpar does not model with it (local parallelism, ZeRO 2
+ * and 3's per-micro-batch and per-layer collectives). */
+static gboolean
+train_check_ep_overlap(const SimparTrain *t, const SimparModel *model, GError **error)
+{
+    const char *flag = "--overlap-moe-expert-parallel-comm";
+    if (!t->ep_overlap)
+        return TRUE;
+    if (!simpar_model_is_moe(model) || MAX(t->ep, 1) < 2)
+        return train_fail(error,
+                          "%s hides the expert-parallel all-to-alls, and there are none (valid: "
+                          "a model with experts and --ep 2 or more, as Megatron-Core requires)",
+                          flag);
+    if (t->schedule == SIMPAR_PIPE_LOCAL || t->schedule == SIMPAR_PIPE_GPIPE ||
+        (t->pp > 1 && t->schedule != SIMPAR_PIPE_INTERLEAVED))
+        return train_fail(error,
+                          "%s with --pp %" G_GINT64_FORMAT " and --schedule %s: Megatron-Core "
+                          "merges a forward with a backward in its interleaved schedule only "
+                          "(with --pp above 1 it requires a virtual pipeline) or without "
+                          "pipelining (valid: --pp 1, or --schedule interleaved with "
+                          "--virtual-stages)",
+                          flag, t->pp, simpar_pipe_schedule_name(t->schedule));
+    if (t->tp.recompute == SIMPAR_RECOMPUTE_FULL)
+        return train_fail(error,
+                          "%s with --recompute full: Megatron-Core refuses full recomputation "
+                          "with it (valid: --recompute none or selective)",
+                          flag);
+    if (model->dtype != SIMPAR_DTYPE_BF16 && model->dtype != SIMPAR_DTYPE_FP16)
+        return train_fail(error,
+                          "%s with --dtype %s: Megatron-Core runs it with bf16 or fp16 models "
+                          "only (valid: --dtype bf16, fp16 or fp8)",
+                          flag, simpar_dtype_name(model->dtype));
+    if (model->moe.shared_overlap)
+        return train_fail(error,
+                          "%s with --moe-shared-expert-overlap: Megatron-Core refuses the two "
+                          "together (valid: one of them)",
+                          flag);
+    if (t->zero >= 2)
+        return train_fail(error,
+                          "%s with --zero %d: ZeRO 2's per-micro-batch and ZeRO 3's per-layer "
+                          "collectives are not modelled inside a merged forward and backward "
+                          "(valid: --zero 0 or 1)",
+                          flag, t->zero);
+    return TRUE;
+}
+
 gboolean
 simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GError **error)
 {
@@ -451,7 +500,7 @@ simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GE
                           " are used (--gpus or the platform): the product must equal them",
                           t->tp.tp, cp, pp_flag, t->pp, t->dp, t->tp.tp * C * t->pp * t->dp, gpus);
     }
-    if (!train_check_experts(t, model, error))
+    if (!train_check_experts(t, model, error) || !train_check_ep_overlap(t, model, error))
         return FALSE;
     t->tp.ep = simpar_model_is_moe(model) ? MAX(t->ep, 1) : 0;
     t->tp.etp = simpar_model_is_moe(model) ? MAX(t->etp, 1) : 0;

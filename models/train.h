@@ -93,6 +93,10 @@ typedef struct {
     gboolean grad_dtype_set;   /* --grad-reduce-dtype given: gradients are accumulated and */
     SimparDtype grad_dtype;    /* reduced in this type (fp32 with 16-bit training) */
     gboolean overlap_grad_reduce;
+    /* Megatron-Core's --overlap-moe-expert-parallel-comm (the combined 1F1B): in the steady
+     * state each forward runs merged with a backward, layer by layer, the all-to-alls of one on
+     * the communication stream under the other's compute (models/step.h, pipeline.h) */
+    gboolean ep_overlap;
     gboolean scatter_gather;  /* pipeline p2p: send 1/T of the activation, all-gather after */
     gboolean tied_embeddings; /* output layer shares the embedding table */
     gint64 bucket_params;     /* DP bucket size in parameters; 0: Megatron's max(4e7, 1e6*D) */

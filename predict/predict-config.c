@@ -230,6 +230,8 @@ predict_split(const SimparTrain *t)
         g_string_append_printf(out, " v=%" G_GINT64_FORMAT, t->virtual_stages);
     if (t->vp_group > 0)
         g_string_append_printf(out, " N=%" G_GINT64_FORMAT, t->vp_group);
+    if (t->ep_overlap) /* --overlap-moe-expert-parallel-comm */
+        g_string_append(out, " merged-1F1B");
     g_string_append_printf(
         out, " m=%" G_GINT64_FORMAT " B=%" G_GINT64_FORMAT " ZeRO-%d%s recompute %s",
         t->micro_batches, t->global_batch, t->zero, t->overlap_grad_reduce ? " overlap" : "",

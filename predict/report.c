@@ -612,6 +612,7 @@ simpar_report_config_init(SimparReportConfig *c, const SimparModel *model, const
     c->ep = simpar_model_is_moe(model) ? MAX(t->ep, 1) : 0;
     c->deepep = c->ep > 0 && t->moe_dispatcher == SIMPAR_MOE_DEEPEP;
     c->moe_shared_overlap = c->ep > 0 && model->moe.shared_overlap;
+    c->ep_overlap = c->ep > 0 && t->ep_overlap;
     c->fp8_attention = model->fp8 != SIMPAR_FP8_NONE && t->tp.fp8_attention;
     c->schedule = g_intern_string(simpar_pipe_schedule_name(t->schedule));
     c->recompute = g_intern_string(simpar_recompute_name(t->tp.recompute));
@@ -674,6 +675,10 @@ report_json_config(JsonBuilder *b, const SimparReportConfig *c, const char *mode
         json_builder_add_string_value(b, c->deepep ? "deepep" : "alltoall");
         json_builder_set_member_name(b, "moe_shared_expert_overlap");
         json_builder_add_boolean_value(b, c->moe_shared_overlap);
+        if (c->ep_overlap) {
+            json_builder_set_member_name(b, "overlap_moe_expert_parallel_comm");
+            json_builder_add_boolean_value(b, TRUE);
+        }
     }
     if (c->fp8_attention) { /* --fp8-dot-product-attention */
         json_builder_set_member_name(b, "fp8_attention");
@@ -707,6 +712,8 @@ report_json_read_config(JsonObject *o, SimparReportConfig *c)
                 g_str_equal(json_node_get_string(dispatcher), "deepep");
     c->moe_shared_overlap =
         json_object_get_boolean_member_with_default(j, "moe_shared_expert_overlap", FALSE);
+    c->ep_overlap =
+        json_object_get_boolean_member_with_default(j, "overlap_moe_expert_parallel_comm", FALSE);
     c->fp8_attention = json_object_get_boolean_member_with_default(j, "fp8_attention", FALSE);
 }
 

@@ -72,6 +72,8 @@ typedef struct {
     gboolean deepep; /* an MoE model's tokens dispatched as DeepEP does (--moe-dispatcher) */
     gboolean moe_shared_overlap; /* its shared experts beside the all-to-alls
                                     (--moe-shared-expert-overlap) */
+    gboolean ep_overlap;         /* forwards and backwards merged (JSON only when on:
+                                    --overlap-moe-expert-parallel-comm) */
     const char *schedule, *recompute, *cp_mode, *dtype, *grad_reduce_dtype;
     gboolean sp, tied_embeddings, overlap_grad_reduce;
     gboolean fp8_attention; /* the attention core in FP8 (SimparPlan.fp8_attention) */

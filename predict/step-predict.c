@@ -208,6 +208,59 @@ simpar_block_moe_build(const SimparModel *model, const SimparTrain *train, guint
     return moe; /* (transfer full) */
 }
 
+/* The first start and the last end of the ops of the second (`l` 1) or first (`l` 0) of two
+ * stacked blocks in phase `ph` whose name holds `what`; FALSE if there is none. */
+static gboolean
+block_moe_window(const SimparSchedule *moe, const SimparSpan *sp, guint l, SimparPhase ph,
+                 const char *what, double *from, double *to)
+{
+    guint n = simpar_schedule_n_ops(moe);
+    *from = G_MAXDOUBLE, *to = -G_MAXDOUBLE;
+    for (guint i = 0; i < n; i++) {
+        const SimparOp *op = simpar_schedule_op(moe, i);
+        if (op->phase == ph && op->kind == SIMPAR_OP_COLLECTIVE && strstr(op->name, what) != NULL)
+            *from = MIN(*from, sp[l * n + i].start), *to = MAX(*to, sp[l * n + i].end);
+    }
+    return *to >= *from;
+}
+
+/* --overlap-moe-expert-parallel-comm's nodes (models/step-overlap.c), the parts of "layer.fwd"
+ * and "layer.bwd" as the MoE block ran them (`b` its bounds, block_layer_bounds): the forward's
+ * pre-dispatch (the layer schedule's attention part and the block up to the dispatch's first
+ * all-to-all), dispatch (its all-to-alls), mlp (to the combine's first all-to-all), combine (the
+ * all-to-alls and what follows); the backward's combine (to the end of the combine's
+ * all-to-alls), mlp, dispatch, pre-dispatch (the rest and the attention part). */
+static void
+block_moe_nodes(const SimparSchedule *moe, const SimparSpan *sp, const double b[4],
+                SimparBlockTimes *bt)
+{
+    double d0, d1, c0, c1, db0, db1, cb0, cb1;
+    const char *dispatch = ".moe.all-to-all-dispatch", *combine = ".moe.all-to-all-combine";
+    gboolean ok = block_moe_window(moe, sp, 1, SIMPAR_PHASE_FORWARD, dispatch, &d0, &d1) &&
+                  block_moe_window(moe, sp, 1, SIMPAR_PHASE_FORWARD, combine, &c0, &c1) &&
+                  block_moe_window(moe, sp, 0, SIMPAR_PHASE_BACKWARD, dispatch, &db0, &db1) &&
+                  block_moe_window(moe, sp, 0, SIMPAR_PHASE_BACKWARD, combine, &cb0, &cb1);
+    g_assert(ok && d1 <= c0 && cb1 <= db0); /* the block's order (moe.c) */
+    double fwd = simpar_block_time(bt, "layer.fwd"), bwd = simpar_block_time(bt, "layer.bwd");
+    /* the mlp nodes are compute; the pre-dispatch ones the rest of the layer's compute (their
+     * tensor-parallel collectives' exposure stays exposed); the all-to-all nodes none */
+    double cf = block_compute(bt, "layer.fwd") - (c0 - d1);
+    double cb = block_compute(bt, "layer.bwd") - (db0 - cb1);
+
+    const struct {
+        const char *key;
+        double t, compute;
+    } node[] = {
+        {"moe.fwd.dispatch", d1 - d0, 0},   {"moe.fwd.mlp", c0 - d1, c0 - d1},
+        {"moe.fwd.combine", b[1] - c0, 0},  {"moe.fwd.pre", fwd - (b[1] - d0), cf},
+        {"moe.bwd.combine", cb1 - b[2], 0}, {"moe.bwd.mlp", db0 - cb1, db0 - cb1},
+        {"moe.bwd.dispatch", db1 - db0, 0}, {"moe.bwd.pre", bwd - (db1 - b[2]), cb},
+    };
+
+    for (guint k = 0; k < G_N_ELEMENTS(node); k++)
+        block_set(bt, node[k].key, node[k].t, node[k].compute);
+}
+
 /* An MoE layer's MLP part (moe.h) on the GPUs of the first expert-parallel group of the first
  * stage, as Megatron-Core's expert numbering places it (train.h), each with its own B/T tokens
  * (1-D's sequence-parallel rows; 2-D, 2.5-D and 3-D's after the layer's all-to-all, tp-moe.c),
@@ -229,6 +282,7 @@ block_moe(const SimparStepTimer *tm, const SimparModel *model, const SimparTrain
               block_mean_compute(moe, compute, NULL, SIMPAR_PHASE_FORWARD));
     block_add(bt, "layer.bwd", b[3] - b[2],
               block_mean_compute(moe, compute, NULL, SIMPAR_PHASE_BACKWARD));
+    block_moe_nodes(moe, sp, b, bt);
     const char *const parts[] = {"moe.dispatch", "moe.combine", "moe.experts"};
     for (guint k = 0; k < G_N_ELEMENTS(parts); k++)
         block_set(bt, parts[k], block_moe_part(moe, sp, k), 0);
@@ -479,6 +533,20 @@ breakdown_waits_on_dp(const SimparRun *run, const SimparOp *op)
     return FALSE;
 }
 
+/* Whether `op` waits for a block on another stream (--overlap-moe-expert-parallel-comm's
+ * all-to-all nodes, models/step-overlap.c). */
+static gboolean
+breakdown_waits_on_comm_block(const SimparRun *run, const SimparOp *op)
+{
+    const guint *deps = simpar_schedule_deps(run->sched, op);
+    for (guint d = 0; d < op->n_deps; d++) {
+        const SimparOp *dep = simpar_schedule_op(run->sched, deps[d]);
+        if (dep->kind == SIMPAR_OP_BLOCK && dep->stream != 0)
+            return TRUE;
+    }
+    return FALSE;
+}
+
 /* Whether `op` is one of the optimizer step's scalar all-reduces (models/step.c, step_scalars
  * and step_loss): their tensor-parallel block or a collective over their groups. */
 static gboolean
@@ -530,13 +598,18 @@ breakdown_rank(Breakdown *b, guint rank, double from, double to)
             row->compute_s += c;
             *(dense ? &b->dense_exposed : &b->tp_exposed) += busy - c;
             *(op->phase == SIMPAR_PHASE_FORWARD ? &row->forward_s : &row->backward_s) += busy;
-            if (g_str_has_prefix(key, "layer."))
+            if (g_str_has_prefix(key, "layer.") || g_str_equal(key, "moe.fwd.pre") ||
+                g_str_equal(key, "moe.bwd.pre")) /* a merged layer's nodes: one pre each way */
                 b->layer_blocks += op->u.block.count / 2.0;
             else if (dense)
                 b->dense_blocks += op->u.block.count / 2.0;
             else if (g_str_has_suffix(key, "fp8.cast"))
                 row->step.fp8_cast_s += busy;
-            *(breakdown_waits_on_dp(b->run, op) ? &row->step.dp_exposed_s : &row->other_s) += gap;
+            if (breakdown_waits_on_comm_block(b->run, op)) /* a merged layer's all-to-all */
+                b->tp_exposed += gap;
+            else
+                *(breakdown_waits_on_dp(b->run, op) ? &row->step.dp_exposed_s : &row->other_s) +=
+                    gap;
             break;
         }
         case SIMPAR_OP_RECV: {

@@ -987,6 +987,78 @@ static const BadCase cases[] = {
      "--topology " V100 " --model tiny --tp-mode 1d --gpus 8 --dp 8 --moe-shared-expert-overlap",
      2,
      {"--moe-shared-expert-overlap", "tiny has none"}},
+    /* --overlap-moe-expert-parallel-comm: what Megatron-Core's transformer_config.py refuses
+     * with it, and ZeRO 2 and 3, which simpar does not model with it */
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100
+     " --model tiny --tp-mode 1d --gpus 8 --dp 8 --overlap-moe-expert-parallel-comm",
+     2,
+     {"--overlap-moe-expert-parallel-comm", "there are none",
+      "--ep 2 or more"}}, /* a dense model: nothing to hide */
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model mixtral-8x7b --layers 4 --tp-mode 1d --gpus 8 --dtype fp16 "
+     "--dp 8 --overlap-moe-expert-parallel-comm",
+     2,
+     {"--overlap-moe-expert-parallel-comm", "--ep 2 or more"}}, /* EP 1 */
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model mixtral-8x7b --layers 4 --tp-mode 1d --gpus 8 --dtype fp16 "
+     "--pp 2 --dp 4 --ep 4 --overlap-moe-expert-parallel-comm",
+     2,
+     {"--overlap-moe-expert-parallel-comm with --pp 2 and --schedule 1f1b", "virtual pipeline",
+      "--pp 1, or --schedule interleaved"}}, /* PP 2 without a virtual pipeline */
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model mixtral-8x7b --layers 4 --tp-mode 1d --gpus 8 --dtype fp16 "
+     "--pp 2 --dp 4 --ep 4 --schedule gpipe --overlap-moe-expert-parallel-comm",
+     2,
+     {"--schedule gpipe", "--pp 1, or --schedule interleaved"}}, /* GPipe */
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model mixtral-8x7b --layers 4 --tp-mode 1d --gpus 8 --dtype fp16 "
+     "--dp 8 --ep 8 --recompute full --overlap-moe-expert-parallel-comm",
+     2,
+     {"--overlap-moe-expert-parallel-comm with --recompute full",
+      "none or selective"}}, /* full recomputation */
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model mixtral-8x7b --layers 4 --tp-mode 1d --gpus 8 "
+     "--dp 8 --ep 8 --dtype fp32 --overlap-moe-expert-parallel-comm",
+     2,
+     {"--overlap-moe-expert-parallel-comm with --dtype fp32", "bf16 or fp16"}}, /* fp32 */
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100
+     " --model tiny --experts 8 --topk 2 --moe-ffn 64 --shared-ffn 64 --tp-mode 1d --gpus 8 --dp 8 "
+     "--ep 8 --dtype fp16 --moe-shared-expert-overlap --overlap-moe-expert-parallel-comm",
+     2,
+     {"--overlap-moe-expert-parallel-comm with --moe-shared-expert-overlap",
+      "one of them"}}, /* with the shared experts' overlap */
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model mixtral-8x7b --layers 4 --tp-mode 1d --gpus 8 --dtype fp16 "
+     "--dp 8 --ep 8 --zero 3 --overlap-moe-expert-parallel-comm",
+     2,
+     {"--overlap-moe-expert-parallel-comm with --zero 3",
+      "--zero 0 or 1"}}, /* ZeRO 3 (not modelled) */
     {"cli",
      NULL,
      NULL,

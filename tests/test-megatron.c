@@ -352,6 +352,13 @@ test_moe_flags(void)
                                             "--expert-groups=8 --group-limit=4 "));
     CU_ASSERT_PTR_NOT_NULL(strstr(deepseek, " --router=sigmoid "));
     CU_ASSERT_PTR_NOT_NULL(strstr(deepseek, " --ep=64 "));
+    CU_ASSERT_PTR_NULL(strstr(deepseek, "--overlap-moe-expert-parallel-comm"));
+    /* the combined 1F1B passes on as it stands (simpar refuses what Megatron-Core refuses) */
+    g_autofree char *merged =
+        megatron_flags(MEG_SHAPE "--num-experts 8 --expert-model-parallel-size 8 "
+                                 "--overlap-moe-expert-parallel-comm");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(merged);
+    CU_ASSERT_PTR_NOT_NULL(strstr(merged, "--ep=8 --overlap-moe-expert-parallel-comm"));
     g_autofree char *etp = megatron_flags(MEG_SHAPE "--num-experts 8 --tensor-model-parallel-size "
                                                     "2 --expert-model-parallel-size 4");
     CU_ASSERT_PTR_NOT_NULL_FATAL(etp);

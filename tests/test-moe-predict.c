@@ -750,6 +750,75 @@ test_the_shared_experts_run_beside_the_all_to_alls(void)
     simpar_test_tmpdir_remove(g_steal_pointer(&dir));
 }
 
+/* The summed durations on GPU 0's trace of the merged layers' nodes named in `names` (n of
+ * them), each name's in sum[i]; `count` the events. */
+static void
+moe_trace_nodes(const char *path, const char *const *names, guint n, double *sum, guint *count)
+{
+    g_autoptr(JsonParser) p = json_parser_new();
+    CU_ASSERT_TRUE_FATAL(json_parser_load_from_file(p, path, NULL));
+    JsonArray *ev =
+        json_object_get_array_member(json_node_get_object(json_parser_get_root(p)), "traceEvents");
+    memset(sum, 0, n * sizeof *sum), *count = 0;
+    for (guint i = 0; i < json_array_get_length(ev); i++) {
+        JsonObject *e = json_array_get_object_element(ev, i);
+        if (!g_str_equal(json_object_get_string_member(e, "ph"), "X") ||
+            json_object_get_int_member(e, "pid") != 0)
+            continue;
+        for (guint k = 0; k < n; k++)
+            if (g_str_equal(json_object_get_string_member(e, "name"), names[k]))
+                sum[k] += moe_event_s(e, "dur"), (*count)++;
+    }
+}
+
+/* --overlap-moe-expert-parallel-comm (Megatron-Core's combined 1F1B; combined_1f1b.py,
+ * model_chunk_schedule_plan.py): one stage and two micro-batches run F0, then F1 merged with B0
+ * layer by layer, then B1. In each merged layer the backward's combine runs beside the forward's
+ * pre-dispatch node, the forward's dispatch beside the backward's mlp, the backward's dispatch
+ * beside the forward's mlp, the forward's combine beside the backward's pre-dispatch; here each
+ * communication node is the shorter of its pair, so by hand the merged layer takes its four
+ * compute nodes alone and the step is shorter by exactly the four communication nodes of each
+ * of the 2 layers, on the analytic backend (to the trace's nanosecond). Fails with the
+ * all-to-all nodes on the compute stream (no saving), or with a node waiting for the wrong one. */
+static void
+test_merged_forward_and_backward_hide_the_all_to_alls_exactly(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("simpar-moe-XXXXXX", NULL);
+    const char *job = "--topology " H100 " --json --model llama3-8b --layers 2 --seq 1024 "
+                      "--experts 16 --topk 2 --moe-ffn 1024 --tp-mode 1d --tp 1 --pp 1 --dp 64 "
+                      "--ep 8 --global-batch 128 --backend analytic";
+    g_autofree char *path = g_build_filename(dir, "on.json", NULL);
+    g_autofree char *on =
+        g_strdup_printf("%s --trace %s --overlap-moe-expert-parallel-comm", job, path);
+    g_autoptr(JsonParser) p0 = NULL, p1 = NULL;
+    JsonObject *off_row = moe_step(job, &p0), *on_row = moe_step(on, &p1);
+    double step[2] = {moe_member(off_row, "step_time_s"), moe_member(on_row, "step_time_s")};
+    CU_ASSERT_FALSE(json_object_has_member(json_object_get_object_member(off_row, "config"),
+                                           "overlap_moe_expert_parallel_comm"));
+    CU_ASSERT_TRUE(
+        json_object_get_boolean_member_with_default(json_object_get_object_member(on_row, "config"),
+                                                    "overlap_moe_expert_parallel_comm", FALSE));
+    /* beside each other: comm[k] runs beside compute[k] */
+    const char *const comm[] = {"moe.bwd.combine", "moe.fwd.dispatch", "moe.bwd.dispatch",
+                                "moe.fwd.combine"};
+    const char *const compute[] = {"moe.fwd.pre", "moe.bwd.mlp", "moe.fwd.mlp", "moe.bwd.pre"};
+    double c[4], k[4];
+    guint n_comm, n_compute;
+    moe_trace_nodes(path, comm, 4, c, &n_comm);
+    moe_trace_nodes(path, compute, 4, k, &n_compute);
+    CU_ASSERT_EQUAL(n_comm, 4 * 2); /* one merged pair of 2 layers */
+    CU_ASSERT_EQUAL(n_compute, 4 * 2);
+    double hidden = 0;
+    for (guint i = 0; i < 4; i++) {
+        CU_ASSERT(c[i] > 0 && c[i] < k[i]); /* the case computed by hand */
+        hidden += c[i];
+    }
+    double tol = 0.5e-9 * (n_comm + 2); /* whole nanoseconds: 0.5 ns an event */
+    printf("\n    step %.9g -> %.9g s, all-to-all nodes %.9g s", step[0], step[1], hidden);
+    CU_ASSERT(fabs(step[0] - step[1] - hidden) <= tol);
+    simpar_test_tmpdir_remove(g_steal_pointer(&dir));
+}
+
 /* The time simpar collective gives one collective of S bytes (nccl-tests' size) over the
  * first two GPUs on `backend`. */
 static double
@@ -823,6 +892,9 @@ static CU_TestInfo predict_tests[] = {
     {"--moe-shared-expert-overlap hides the shared experts under the all-to-alls exactly, on "
      "the analytic and SimGrid backends",
      test_the_shared_experts_run_beside_the_all_to_alls},
+    {"--overlap-moe-expert-parallel-comm hides one micro-batch's all-to-alls under the other's "
+     "compute exactly, as computed by hand on the analytic backend",
+     test_merged_forward_and_backward_hide_the_all_to_alls_exactly},
     {"an MoE step's trace shows the MoE block in every layer, with the prediction's times on "
      "every backend",
      test_an_moe_trace_shows_the_moe_block_with_the_prediction_s_times},

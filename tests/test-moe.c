@@ -41,16 +41,27 @@ moe_route_of(const SimparSchedule *sched)
     g_assert_not_reached();
 }
 
-/* Inputs from the reference's tensors into every INPUT shard. */
+/* Whether shard tensor `name` is the micro-batch's of `prefix` ("" the first, "mb1." the second
+ * of simpar_moe_pair_build's); *ref_name its name in the reference. */
+static gboolean
+moe_mine(const char *name, const char *prefix, const char **ref_name)
+{
+    gboolean second = g_str_has_prefix(name, "mb1.");
+    *ref_name = name + (second ? strlen("mb1.") : 0);
+    return *prefix != '\0' ? second : !second;
+}
+
+/* Inputs from the reference's tensors into every INPUT shard of the micro-batch of `prefix`. */
 static void
-moe_fill(const SimparSchedule *sched, SimparHost *host, RefMoe *ref)
+moe_fill_of(const SimparSchedule *sched, SimparHost *host, RefMoe *ref, const char *prefix)
 {
     guint n;
+    const char *name;
     const SimparShard *sh = simpar_schedule_shards(sched, &n);
     for (guint i = 0; i < n; i++) {
-        if (sh[i].role != SIMPAR_SHARD_INPUT)
+        if (sh[i].role != SIMPAR_SHARD_INPUT || !moe_mine(sh[i].tensor, prefix, &name))
             continue;
-        RefMoeTensor *t = ref_moe_tensor(ref, sh[i].tensor);
+        RefMoeTensor *t = ref_moe_tensor(ref, name);
         g_assert(t != NULL && sh[i].col0 + sh[i].cols <= t->cols);
         double *buf = simpar_host_buffer(host, sh[i].view.buf) + sh[i].view.off;
         for (guint64 r = 0; r < sh[i].rows; r++) /* a block of columns: expert TP's slices */
@@ -62,16 +73,18 @@ moe_fill(const SimparSchedule *sched, SimparHost *host, RefMoe *ref)
 /* The largest difference between the outputs (partial ones summed over their ranks) and the
  * reference, over the largest reference magnitude (at least 1); *compared counts the tensors. */
 static double
-moe_compare(const SimparSchedule *sched, SimparHost *host, RefMoe *ref, guint *compared)
+moe_compare_of(const SimparSchedule *sched, SimparHost *host, RefMoe *ref, const char *prefix,
+               guint *compared)
 {
     guint n;
+    const char *name;
     const SimparShard *sh = simpar_schedule_shards(sched, &n);
     g_autoptr(GHashTable) sums = g_hash_table_new_full(NULL, NULL, NULL, g_free);
     double worst = 0;
     for (guint i = 0; i < n; i++) {
-        if (sh[i].role == SIMPAR_SHARD_INPUT)
+        if (sh[i].role == SIMPAR_SHARD_INPUT || !moe_mine(sh[i].tensor, prefix, &name))
             continue;
-        RefMoeTensor *t = ref_moe_tensor(ref, sh[i].tensor);
+        RefMoeTensor *t = ref_moe_tensor(ref, name);
         g_assert(t != NULL);
         double *sum = g_hash_table_lookup(sums, t->name);
         if (sum == NULL) {
@@ -99,6 +112,18 @@ moe_compare(const SimparSchedule *sched, SimparHost *host, RefMoe *ref, guint *c
         (*compared)++;
     }
     return worst;
+}
+
+static void
+moe_fill(const SimparSchedule *sched, SimparHost *host, RefMoe *ref)
+{
+    moe_fill_of(sched, host, ref, "");
+}
+
+static double
+moe_compare(const SimparSchedule *sched, SimparHost *host, RefMoe *ref, guint *compared)
+{
+    return moe_compare_of(sched, host, ref, "", compared);
 }
 
 typedef struct {
@@ -217,6 +242,89 @@ test_shared_experts_beside_the_all_to_alls_equal_the_serial_one(void)
     }
     CU_ASSERT_EQUAL(a2a, 4 * 4); /* dispatch and combine, forward and backward, on 4 ranks */
     CU_ASSERT_EQUAL(beside, a2a);
+}
+
+/* ----- --overlap-moe-expert-parallel-comm ----- */
+
+/* One case of simpar_moe_pair_build: two micro-batches on the same weights, the second's forward
+ * merged with the first's backward; every output and gradient of each equals the serial
+ * reference's for its own x and dy (n_tensors each), and the hazard check passes. */
+static void
+moe_check_pair(const MoeCase *mc, guint n_tensors)
+{
+    SimparModel m = moe_model(mc->experts, mc->top_k, mc->shared, mc->mlp);
+    m.moe.router = mc->router, m.moe.groups = mc->groups, m.moe.group_limit = mc->limit;
+    m.moe.capacity = mc->capacity;
+    CU_ASSERT_FATAL(simpar_model_validate(&m, NULL));
+    g_autoptr(GError) error = NULL;
+    g_autoptr(SimparSchedule) sched =
+        simpar_moe_pair_build(&m, mc->ep, MAX(mc->etp, 1u), mc->tokens, 7, 0, &error);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+    CU_ASSERT_FATAL(simpar_schedule_check(sched, &error));
+    gboolean safe = simpar_schedule_check_hazards(sched, &error);
+    if (!safe)
+        printf("\n  %s", error->message);
+    CU_ASSERT_FATAL(safe);
+    SimparMoe route = moe_route_of(sched);
+    g_autoptr(RefMoe) ref0 = ref_moe_new(&m, &route, 11);
+    g_autoptr(RefMoe) ref1 = ref_moe_new(&m, &route, 13);
+    const char *const weights[] = {"router.weight", "experts.fc1.weight", "experts.fc2.weight",
+                                   "shared.fc1.weight", "shared.fc2.weight"};
+    for (guint i = 0; i < G_N_ELEMENTS(weights); i++) { /* the same weights, other x and dy */
+        RefMoeTensor *a = ref_moe_tensor(ref0, weights[i]), *b = ref_moe_tensor(ref1, weights[i]);
+        if (a != NULL)
+            memcpy(b->data, a->data, sizeof(double) * a->rows * a->cols);
+    }
+    g_autoptr(SimparHost) host = simpar_host_new(sched);
+    moe_fill_of(sched, host, ref0, "");
+    moe_fill_of(sched, host, ref1, "mb1.");
+    CU_ASSERT_FATAL(simpar_host_run(host, &error));
+    ref_moe_run(ref0);
+    ref_moe_run(ref1);
+    guint compared[2];
+    double err[2] = {moe_compare_of(sched, host, ref0, "", &compared[0]),
+                     moe_compare_of(sched, host, ref1, "mb1.", &compared[1])};
+    for (guint j = 0; j < 2; j++) {
+        if (err[j] > MOE_TOL || compared[j] != n_tensors)
+            printf("\n  micro-batch %u: %u tensors compared, worst relative error %.3g", j,
+                   compared[j], err[j]);
+        CU_ASSERT(err[j] <= MOE_TOL);
+        CU_ASSERT_EQUAL(compared[j], n_tensors);
+    }
+}
+
+/* --overlap-moe-expert-parallel-comm (Megatron-Core's combined 1F1B): micro-batch 1's forward
+ * merged with micro-batch 0's backward node by node, the all-to-alls on the second stream; the
+ * host executor gives each micro-batch's outputs and gradients as the serial reference does
+ * (with a shared expert, expert tensor parallelism, dropped tokens), and the hazard check proves
+ * the waits (fails with a micro-batch's op not waiting for its own all-to-all). On the second
+ * stream rank 0 runs F0's two all-to-alls, then B0's combine, F1's dispatch, B0's dispatch, F1's
+ * combine (model_chunk_schedule_plan.py's order), then B1's two. */
+static void
+test_merged_micro_batches_equal_the_serial_ones(void)
+{
+    MoeCase flat = {4, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 1};
+    moe_check_pair(&flat, 7);
+    MoeCase limited = {4, 10, 16, 4, 8, 4, 2, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SIGMOID, 0, 0, 1};
+    moe_check_pair(&limited, 7);
+    MoeCase etp = {2, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 2};
+    moe_check_pair(&etp, 7);
+    MoeCase drop = {4, 16, 8, 2, 0, 0, 0, SIMPAR_MLP_GELU, SIMPAR_ROUTER_SOFTMAX, 0.5, 0, 1};
+    moe_check_pair(&drop, 5);
+    SimparModel m = moe_model(8, 2, 12, SIMPAR_MLP_SWIGLU);
+    g_autoptr(SimparSchedule) sched = simpar_moe_pair_build(&m, 4, 1, 12, 7, 0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+    guint n;
+    const guint *ops = simpar_schedule_rank_ops(sched, 0, &n);
+    GString *order = g_string_new(NULL);
+    for (guint i = 0; i < n; i++) {
+        const SimparOp *op = simpar_schedule_op(sched, ops[i]);
+        CU_ASSERT_EQUAL(op->stream, op->kind == SIMPAR_OP_COLLECTIVE ? 1u : 0u);
+        if (op->stream == 1)
+            g_string_append_c(order, op->phase == SIMPAR_PHASE_FORWARD ? 'F' : 'B');
+    }
+    CU_ASSERT_STRING_EQUAL(order->str, "FFBFBFBB");
+    g_string_free(order, TRUE);
 }
 
 /* ----- expert tensor parallelism ----- */
@@ -852,6 +960,9 @@ static CU_TestInfo host_tests[] = {
      test_a_predicted_all_to_all_moves_the_busiest_experts_rows},
     {"shared experts beside the all-to-alls (flat, DeepEP's, ETP 2) equal the serial one at 1e-9",
      test_shared_experts_beside_the_all_to_alls_equal_the_serial_one},
+    {"--overlap-moe-expert-parallel-comm: one micro-batch's forward merged with another's "
+     "backward equals the serial ones, its waits hazard-free",
+     test_merged_micro_batches_equal_the_serial_ones},
     {"ETP 2 x EP 2 with a shared expert equals the serial one at 1e-9 (every gradient)",
      test_etp_2_with_ep_2_and_a_shared_expert_equals_the_serial_one},
     {"ETP 2 x EP 4 (node-limited sigmoid; GeLU top-1) equals the serial one at 1e-9",

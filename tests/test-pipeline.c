@@ -126,6 +126,45 @@ test_local(void)
     }
 }
 
+/* --overlap-moe-expert-parallel-comm: Megatron-Core's combined 1F1B warms up one forward more
+ * (schedules.py, get_pp_rank_microbatches), so every (F, B) pair after it is independent; without
+ * pipelining F0 runs alone, then (F j+1, B j), then B m-1 (combined_1f1b.py). */
+static void
+test_merged_1f1b_warms_up_one_forward_more(void)
+{
+    CU_ASSERT_EQUAL(simpar_pipeline_warmup_merged(ONEF1B, 1, 1, 4, 1, 0), 1);
+    CU_ASSERT_EQUAL(simpar_pipeline_warmup_merged(INTER, 4, 2, 8, 4, 0), 11);
+    CU_ASSERT_EQUAL(simpar_pipeline_warmup_merged(INTER, 4, 2, 8, 4, 3), 5);
+    CU_ASSERT_EQUAL(simpar_pipeline_warmup_merged(INTER, 2, 3, 2, 2, 0), 6); /* clamped to m v */
+
+    const struct {
+        SimparPipeSchedule kind;
+        guint p, v, m, stage;
+        const char *want;
+    } cases[] = {
+        {ONEF1B, 1, 1, 4, 0, "F0 F1 B0 F2 B1 F3 B2 B3"},
+        {INTER, 4, 2, 8, 3,
+         "F0.0 F1.0 F2.0 F3.0 F0.1 F1.1 B0.1 F2.1 B1.1 F3.1 B2.1 F4.0 B3.1 F5.0 B0.0 F6.0 B1.0 "
+         "F7.0 B2.0 F4.1 B3.0 F5.1 B4.1 F6.1 B5.1 F7.1 B6.1 B7.1 B4.0 B5.0 B6.0 B7.0"},
+    };
+
+    for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
+        g_autoptr(GArray) order = simpar_pipeline_order_merged(
+            cases[c].kind, cases[c].p, cases[c].v, cases[c].m, cases[c].p, cases[c].stage);
+        GString *s = g_string_new(NULL);
+        for (guint k = 0; k < order->len; k++) {
+            const SimparPipeItem *it = &g_array_index(order, SimparPipeItem, k);
+            g_string_append_printf(s, "%s%c%u", k ? " " : "", it->backward ? 'B' : 'F', it->micro);
+            if (cases[c].v > 1)
+                g_string_append_printf(s, ".%u", it->chunk);
+        }
+        if (g_strcmp0(s->str, cases[c].want) != 0)
+            g_printerr("\n  got  %s\n  want %s\n", s->str, cases[c].want);
+        CU_ASSERT_STRING_EQUAL(s->str, cases[c].want);
+        g_string_free(s, TRUE);
+    }
+}
+
 /* ---------------------------------------------------------------- invariants */
 
 typedef struct {
@@ -422,6 +461,8 @@ test_interleaved_groups(void)
 static CU_TestInfo pipeline_tests[] = {
     {"GPipe runs every forward, then every backward in micro-batch order", test_gpipe},
     {"1F1B warms up min(P-i-1, m) forwards, then pairs, then cools down", test_1f1b},
+    {"the merged 1F1B of --overlap-moe-expert-parallel-comm warms up one forward more",
+     test_merged_1f1b_warms_up_one_forward_more},
     {"interleaved P = 2 follows Megatron's table and warm-up on both devices", test_interleaved_p2},
     {"interleaved P = 4, v = 2, m = 8 warms up 10, 8, 6, 4 forwards", test_interleaved_p4},
     {"interleaved with micro-batch groups of N: Megatron's table, warm-up, any m, no deadlock",
