@@ -845,17 +845,16 @@ meg_recompute_modules(SimparMegatron *meg, gboolean moe_layer, GError **error)
     g_autoptr(GError) local = NULL;
     if (!simpar_recompute_modules_parse(list, &bits, &local))
         return meg_fail(meg, error, "%s", local->message);
-    if (moe_layer && !(bits & SIMPAR_RECOMPUTE_MOE)) { /* as Megatron appends it */
-        g_free(list);
-        list = g_strconcat(mods, " moe", NULL);
+    if (bits == 0)
+        bits = SIMPAR_RECOMPUTE_CORE_ATTN; /* what 0 means (plan.h) */
+    if (moe_layer)                         /* as Megatron appends it */
         bits |= SIMPAR_RECOMPUTE_MOE;
-    }
     if ((bits & SIMPAR_RECOMPUTE_MOE_ACT) && !meg_switch(meg, "moe-grouped-gemm"))
         return meg_fail(meg, error,
                         "--recompute-modules %s: moe_act in recompute_modules is only supported "
                         "with moe_grouped_gemm (Megatron refuses it; add --moe-grouped-gemm)",
                         mods);
-    if (bits == 0) /* core_attn: selective as it was */
+    if (bits == SIMPAR_RECOMPUTE_CORE_ATTN) /* selective as it was */
         return TRUE;
     g_autofree char *names = simpar_recompute_modules_name(bits);
     meg_arg(meg, "--recompute-modules=%s", names);
