@@ -76,6 +76,8 @@ static const char *const meg_switches[] = {"bf16",
                                            "moe-enable-deepep",
                                            "moe-shared-expert-overlap",
                                            "overlap-moe-expert-parallel-comm",
+                                           "moe-grouped-gemm",
+                                           "moe-layer-recompute",
                                            "tp-comm-overlap",
                                            "use-mcore-models",
                                            "use-legacy-models",
@@ -83,7 +85,7 @@ static const char *const meg_switches[] = {"bf16",
                                            NULL};
 
 /* Flags that take several values (nargs='+'). */
-static const char *const meg_lists[] = {"cp-comm-type", NULL};
+static const char *const meg_lists[] = {"cp-comm-type", "recompute-modules", NULL};
 
 static gboolean
 meg_is_flag(const MegWord *w)
@@ -847,8 +849,40 @@ meg_pipeline(SimparMegatron *meg, gint64 layers, gint64 pp, GError **error)
     return TRUE;
 }
 
-/* --recompute-*: simpar recomputes every layer's attention core (selective) or every layer's
- * whole forward (full), or nothing. */
+/* Selective's --recompute-modules (Megatron's default ["core_attn"]; --moe-layer-recompute adds
+ * moe) as simpar's, which refuses the modules simpar does not model and, as Megatron does,
+ * mla_up_proj without MLA (simpar_job_plan); moe_act needs --moe-grouped-gemm. */
+static gboolean
+meg_recompute_modules(SimparMegatron *meg, gboolean moe_layer, GError **error)
+{
+    const char *mods;
+    if (!meg_string(meg, "recompute-modules", "core_attn", &mods, error))
+        return FALSE;
+    g_autofree char *list = g_strdup(mods);
+    guint bits;
+    g_autoptr(GError) local = NULL;
+    if (!simpar_recompute_modules_parse(list, &bits, &local))
+        return meg_fail(meg, error, "%s", local->message);
+    if (bits == 0)
+        bits = SIMPAR_RECOMPUTE_CORE_ATTN; /* what 0 means (plan.h) */
+    if (moe_layer)                         /* as Megatron appends it */
+        bits |= SIMPAR_RECOMPUTE_MOE;
+    if ((bits & SIMPAR_RECOMPUTE_MOE_ACT) && !meg_switch(meg, "moe-grouped-gemm"))
+        return meg_fail(meg, error,
+                        "--recompute-modules %s: moe_act in recompute_modules is only supported "
+                        "with moe_grouped_gemm (Megatron refuses it; add --moe-grouped-gemm)",
+                        mods);
+    if (bits == SIMPAR_RECOMPUTE_CORE_ATTN) /* selective as it was */
+        return TRUE;
+    g_autofree char *names = simpar_recompute_modules_name(bits);
+    meg_arg(meg, "--recompute-modules=%s", names);
+    meg_use(meg, moe_layer ? "--recompute-modules/--moe-layer-recompute" : "--recompute-modules",
+            "--recompute-modules %s", names);
+    return TRUE;
+}
+
+/* --recompute-*: simpar recomputes every layer's attention core or the modules of
+ * --recompute-modules (selective) or every layer's whole forward (full), or nothing. */
 static gboolean
 meg_recompute(SimparMegatron *meg, gint64 layers, gint64 pp, GError **error)
 {
@@ -860,6 +894,14 @@ meg_recompute(SimparMegatron *meg, gint64 layers, gint64 pp, GError **error)
         !meg_int(meg, "recompute-num-layers", 1, &n, &has_n, error))
         return FALSE;
     if (meg_switch(meg, "recompute-activations"))
+        gran = "selective"; /* as Megatron sets it */
+    gboolean moe_layer = meg_switch(meg, "moe-layer-recompute");
+    if (moe_layer && g_strcmp0(gran, "full") == 0)
+        return meg_fail(meg, error,
+                        "--moe-layer-recompute with --recompute-granularity full: Megatron "
+                        "refuses it (use --recompute-granularity selective --recompute-modules "
+                        "moe)");
+    if (moe_layer)
         gran = "selective"; /* as Megatron sets it */
     if (gran == NULL)
         return TRUE;
@@ -886,7 +928,7 @@ meg_recompute(SimparMegatron *meg, gint64 layers, gint64 pp, GError **error)
                 ? " (every layer's forward again; the memory keeps one input per layer, where "
                   "uniform with more layers per unit keeps fewer)"
                 : "");
-    return TRUE;
+    return !g_str_equal(gran, "selective") || meg_recompute_modules(meg, moe_layer, error);
 }
 
 /* ZeRO from the distributed optimizer or an FSDP, gradients, buckets, embeddings, batch. */

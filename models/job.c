@@ -59,12 +59,25 @@ simpar_job_args_init(SimparJobArgs *args)
 void
 simpar_job_args_clear(SimparJobArgs *args)
 {
-    char **strs[] = {
-        &args->model,     &args->dtype,         &args->mlp,     &args->norm,
-        &args->bias,      &args->dropout,       &args->tp_mode, &args->variant,
-        &args->recompute, &args->schedule,      &args->order,   &args->grad_reduce_dtype,
-        &args->cp_mode,   &args->fp8_recipe,    &args->router,  &args->capacity_factor,
-        &args->imbalance, &args->moe_dispatcher};
+    char **strs[] = {&args->model,
+                     &args->dtype,
+                     &args->mlp,
+                     &args->norm,
+                     &args->bias,
+                     &args->dropout,
+                     &args->tp_mode,
+                     &args->variant,
+                     &args->recompute,
+                     &args->schedule,
+                     &args->order,
+                     &args->grad_reduce_dtype,
+                     &args->cp_mode,
+                     &args->fp8_recipe,
+                     &args->router,
+                     &args->capacity_factor,
+                     &args->imbalance,
+                     &args->moe_dispatcher,
+                     &args->recompute_modules};
     for (guint i = 0; i < G_N_ELEMENTS(strs); i++)
         g_clear_pointer(strs[i], g_free);
 }
@@ -205,6 +218,11 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
          "Activation recomputation: none (default), selective (attention core) or full (the "
          "whole forward, collectives included)",
          "R"},
+        {"recompute-modules", 0, 0, G_OPTION_ARG_STRING, &a->recompute_modules,
+         "--recompute selective: the modules recomputed, Megatron-Core's names comma- or "
+         "blank-separated: core_attn (default), moe_act, layernorm, mla_up_proj, mlp, moe, "
+         "shared_experts",
+         "LIST"},
         G_OPTION_ENTRY_NULL,
     };
     const GOptionEntry train[] = {
@@ -630,6 +648,43 @@ simpar_job_generator(const SimparJobArgs *args, GError **error)
     return simpar_generator_lookup(args->tp_mode, error); /* (transfer none) */
 }
 
+/* --recompute-modules: with --recompute selective only, and the combinations Megatron-Core
+ * refuses (transformer_config.py) refused the same. */
+static gboolean
+job_recompute_modules(const SimparJobArgs *args, const SimparModel *m, SimparPlan *plan,
+                      GError **error)
+{
+    if (args->recompute_modules == NULL)
+        return TRUE;
+    if (plan->recompute != SIMPAR_RECOMPUTE_SELECTIVE) {
+        g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
+                    "--recompute-modules %s: valid only with --recompute selective (got "
+                    "--recompute %s)",
+                    args->recompute_modules, simpar_recompute_name(plan->recompute));
+        return FALSE;
+    }
+    GError *local = NULL;
+    if (!simpar_recompute_modules_parse(args->recompute_modules, &plan->recompute_modules, &local))
+        return job_usage_from(error, local);
+    guint mods = plan->recompute_modules;
+    const char *why = NULL;
+    if ((mods & SIMPAR_RECOMPUTE_MLA_UP_PROJ) && !simpar_model_is_mla(m))
+        why = "mla_up_proj needs multi-head latent attention (--kv-lora-rank above 0, as "
+              "deepseek-v3 has)";
+    else if ((mods & SIMPAR_RECOMPUTE_SHARED_EXPERTS) && m->moe.shared_overlap)
+        why = "shared_experts cannot be recomputed with --moe-shared-expert-overlap (Megatron-Core "
+              "refuses it)";
+    else if ((mods & (SIMPAR_RECOMPUTE_MOE_ACT | SIMPAR_RECOMPUTE_LAYERNORM)) &&
+             m->fp8 == SIMPAR_FP8_DELAYED)
+        why = "moe_act and layernorm recomputation does not work with FP8's delayed scaling "
+              "(Megatron-Core refuses it; valid: --fp8-recipe current or mxfp8)";
+    if (why == NULL)
+        return TRUE;
+    g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE, "--recompute-modules %s: %s",
+                args->recompute_modules, why);
+    return FALSE;
+}
+
 gboolean
 simpar_job_plan(const SimparJobArgs *args, const SimparModel *model, const SimparGenerator *gen,
                 SimparPlan *plan, GError **error)
@@ -661,8 +716,10 @@ simpar_job_plan(const SimparJobArgs *args, const SimparModel *model, const Simpa
         }
         plan->paper_3d = g_str_equal(args->variant, "paper");
     }
-    return args->recompute == NULL ||
-           simpar_recompute_parse(args->recompute, &plan->recompute, error);
+    if (args->recompute != NULL &&
+        !simpar_recompute_parse(args->recompute, &plan->recompute, error))
+        return FALSE;
+    return job_recompute_modules(args, model, plan, error);
 }
 
 /* An integer option that must be at least `min` when given. */

@@ -48,9 +48,10 @@ typedef struct {
     char *tp_mode;
     gint64 tp, depth, cp;
     gboolean sp;
-    char *variant;   /* 3-D: paper, later */
-    char *cp_mode;   /* allgather, ring */
-    char *recompute; /* none, selective, full */
+    char *variant;           /* 3-D: paper, later */
+    char *cp_mode;           /* allgather, ring */
+    char *recompute;         /* none, selective, full */
+    char *recompute_modules; /* selective: Megatron's module names (plan.h) */
     /* training split */
     gint64 pp, dp, global_batch, virtual_stages, zero, local_chunks, aux_head_width, bucket_params;
     gint64 vp_group;    /* interleaved: micro-batches per virtual-stage group N */

@@ -53,9 +53,11 @@ simpar_memory_model_params(const SimparModel *m)
  * tokens; ETP times them with expert tensor parallelism) their input, fc1's output, the
  * activation's output and their output (the combine's backward reads it for the scores'
  * gradient); the shared experts' fc1 and activation outputs.
- * The block's input (the second norm's output) is among the layer's kept inputs. */
+ * The block's input (the second norm's output) is among the layer's kept inputs. Recomputed
+ * (plan.h's `mods`): moe keeps none of them, moe_act none of the activations' outputs,
+ * shared_experts none of the shared experts'. */
 static double
-memory_moe_activations(const SimparModel *m, const SimparPlan *plan)
+memory_moe_activations(const SimparModel *m, const SimparPlan *plan, guint mods)
 {
     const SimparMoeConfig *e = &m->moe;
     double ds = simpar_dtype_size(m->dtype), h = (double) m->hidden;
@@ -71,8 +73,12 @@ memory_moe_activations(const SimparModel *m, const SimparPlan *plan)
     /* expert tensor parallelism: the expert-TP group's rows all-gathered, ETP times the input
      * and output rows, each with its 1/ETP of fc1's and the activation's columns */
     double etp = (double) MAX(plan->etp, 1);
-    return tokens * (double) e->experts * 4 + routed * etp * (2 * h + (w * fe + fe) / etp) * ds +
-           tokens * (w * fs + fs) * ds + moved;
+    if (mods & SIMPAR_RECOMPUTE_MOE)
+        return moved; /* the block's input in its tokens' rows: the checkpoint's */
+    double act = mods & SIMPAR_RECOMPUTE_MOE_ACT ? 0 : fe; /* the activation's output */
+    double shared = mods & SIMPAR_RECOMPUTE_SHARED_EXPERTS ? 0 : tokens * (w * fs + fs) * ds;
+    return tokens * (double) e->experts * 4 + routed * etp * (2 * h + (w * fe + act) / etp) * ds +
+           shared + moved;
 }
 
 /* How many GPUs share one copy of the parameters: simpar_plan_weight_split. 1-D replicates the
@@ -143,10 +149,15 @@ memory_latent_cols(const SimparModel *m)
 /* One layer's stored activations per GPU and micro-batch, from Korthikanti et al.'s breakdown
  * (section 6.2) with ds bytes per value and 1 byte per dropout-mask element; at ds = 2 and
  * f = 4h it is their sbh(34 + 5as/h), and sbh(10 + 24/t + 5as/(ht)) for 1-D without sequence
- * parallelism. Selective recomputation drops the s^2 term, full keeps the layer input only. */
+ * parallelism. Full recomputation keeps the layer input only; selective's modules `mods`
+ * (plan.h) drop theirs: core_attn the s^2 term (flash attention: its log-sum-exp), layernorm
+ * the two norms' outputs (2sbh), mla_up_proj the latents' normalised parts and q, k, v, mlp
+ * fc1's and the activation's outputs (the dense MLP's), moe, moe_act and shared_experts the MoE
+ * block's (memory_moe_activations). What a module keeps as its checkpoint input is counted
+ * already: the norms' inputs, the MLP's (the second norm's output), the latents. */
 static double
 memory_layer_activations(const SimparModel *m, const SimparPlan *plan, SimparAttentionImpl attn,
-                         SimparRecompute recompute)
+                         SimparRecompute recompute, guint mods)
 {
     /* context parallelism: each rank keeps s / C tokens of every sequence, and its scores span
      * all s keys */
@@ -166,6 +177,10 @@ memory_layer_activations(const SimparModel *m, const SimparPlan *plan, SimparAtt
      * input) */
     double mask = m->no_dropout ? 0 : 1;
     double replicated = sbh * (4 * ds + 2 * mask) + s * b * memory_latent_cols(m) * ds;
+    if (mods & SIMPAR_RECOMPUTE_LAYERNORM) /* the qkv and fc1 inputs */
+        replicated -= 2 * sbh * ds;
+    if (mods & SIMPAR_RECOMPUTE_MLA_UP_PROJ) /* the latents after their norms */
+        replicated -= s * b * (double) (m->mla.q_lora_rank + m->mla.kv_lora_rank) * ds;
     /* softmax output, its dropout mask and output; flash attention stores none of them but
      * the log-sum-exp of every query row, in fp32 (as do ring attention's blocks) */
     gboolean ring = C > 1 && plan->cp_ring;
@@ -185,24 +200,51 @@ memory_layer_activations(const SimparModel *m, const SimparPlan *plan, SimparAtt
         qkv_B = m->fp8 == SIMPAR_FP8_MXFP8 ? 1 + 1.0 / 32 : 1;
         o8_B = m->fp8 == SIMPAR_FP8_DELAYED ? qkv_B : 0;
     }
-    double split = s * b * (qkv_cols * qkv_B + o_cols * (ds + o8_B)) + s * b * (fc1 + f) * ds;
-    gboolean no_scores = flash || recompute == SIMPAR_RECOMPUTE_SELECTIVE;
+    double up = mods & SIMPAR_RECOMPUTE_MLA_UP_PROJ ? 0 : qkv_cols * qkv_B;
+    double mlp = mods & SIMPAR_RECOMPUTE_MLP ? 0 : fc1 + f;
+    double split = s * b * (up + o_cols * (ds + o8_B)) + s * b * mlp * ds;
+    gboolean core = (mods & SIMPAR_RECOMPUTE_CORE_ATTN) != 0;
+    gboolean no_scores = flash || core;
     double scores = no_scores ? 0 : a * s * S * b * (ds + mask * (ds + 1));
-    if (flash && recompute == SIMPAR_RECOMPUTE_NONE)
+    if (flash && !core)
         scores = a * s * b * 4;
-    double experts = moe ? memory_moe_activations(m, plan) : 0;
+    double experts = moe ? memory_moe_activations(m, plan, mods) : 0;
     if (whole)
         return replicated + (split + scores) / t + experts;
     return (replicated + split + scores) / t + experts;
 }
 
+/* What the plan keeps of one layer's activations. */
+static double
+memory_layer_kept(const SimparModel *m, const SimparPlan *plan, SimparAttentionImpl attn)
+{
+    return memory_layer_activations(m, plan, attn, plan->recompute,
+                                    simpar_plan_recompute_set(plan));
+}
+
 /* What recomputation re-creates for one layer's backward, on top of what is stored: the
- * activations without recomputation less those kept. */
+ * activations without recomputation less those kept. Selective's modules re-create theirs in
+ * one of the backward's two parts, the MLP part's (the second norm, mlp, moe, moe_act,
+ * shared_experts) freed before the attention part's (the first norm, mla_up_proj, core_attn)
+ * is re-created: the larger part. */
 static double
 memory_recompute_peak(const SimparModel *m, const SimparPlan *plan, SimparAttentionImpl attn)
 {
-    return memory_layer_activations(m, plan, attn, SIMPAR_RECOMPUTE_NONE) -
-           memory_layer_activations(m, plan, attn, plan->recompute);
+    double none = memory_layer_activations(m, plan, attn, SIMPAR_RECOMPUTE_NONE, 0);
+    guint mods = simpar_plan_recompute_set(plan);
+    if (plan->recompute != SIMPAR_RECOMPUTE_SELECTIVE || mods == SIMPAR_RECOMPUTE_CORE_ATTN)
+        return none - memory_layer_kept(m, plan, attn);
+    const guint attn_part = SIMPAR_RECOMPUTE_CORE_ATTN | SIMPAR_RECOMPUTE_MLA_UP_PROJ;
+    const guint mlp_part = SIMPAR_RECOMPUTE_MLP | SIMPAR_RECOMPUTE_MOE | SIMPAR_RECOMPUTE_MOE_ACT |
+                           SIMPAR_RECOMPUTE_SHARED_EXPERTS;
+    double norm = 0; /* one norm's output: half of what layernorm drops */
+    if (mods & SIMPAR_RECOMPUTE_LAYERNORM)
+        norm = (none - memory_layer_activations(m, plan, attn, SIMPAR_RECOMPUTE_SELECTIVE,
+                                                SIMPAR_RECOMPUTE_LAYERNORM)) /
+               2;
+    double a = none - memory_layer_activations(m, plan, attn, plan->recompute, mods & attn_part);
+    double b = none - memory_layer_activations(m, plan, attn, plan->recompute, mods & mlp_part);
+    return MAX(a, b) + norm;
 }
 
 /* The largest sum of one rank's working buffers while the layer runs. A buffer lives from the
@@ -286,12 +328,10 @@ simpar_memory_estimate(const SimparModel *model, const SimparPlan *plan,
     double lin = layers * simpar_model_layer_weights(model) / split;
     out->weights_B -= memory_fp8(model, &unsplit, lin, bytes[0], &out->fp8_B);
     out->states_B = out->weights_B + out->grads_B + out->optimizer_B + out->fp8_B;
-    out->activations_B =
-        (layers - dense) * memory_layer_activations(model, plan, attn, plan->recompute);
+    out->activations_B = (layers - dense) * memory_layer_kept(model, plan, attn);
     out->recompute_B = layers > dense ? memory_recompute_peak(model, plan, attn) : 0;
     if (dense > 0) {
-        out->activations_B +=
-            dense * memory_layer_activations(&dense_model, plan, attn, plan->recompute);
+        out->activations_B += dense * memory_layer_kept(&dense_model, plan, attn);
         out->recompute_B = MAX(out->recompute_B, memory_recompute_peak(&dense_model, plan, attn));
     }
     out->in_flight = 1;
@@ -408,7 +448,7 @@ double
 simpar_memory_layer_activations(const SimparModel *model, const SimparPlan *plan,
                                 SimparAttentionImpl attn)
 {
-    return memory_layer_activations(model, plan, attn, plan->recompute);
+    return memory_layer_kept(model, plan, attn);
 }
 
 void
@@ -453,14 +493,13 @@ simpar_memory_step(const SimparModel *model, const SimparTrain *train, guint sta
     out->weights_B -= memory_fp8(model, train, lin, bytes[0], &out->fp8_B);
     out->states_B =
         out->weights_B + out->grads_B + out->optimizer_B + out->embedding_B + out->fp8_B;
-    double act = memory_layer_activations(model, plan, attn, plan->recompute);
+    double act = memory_layer_kept(model, plan, attn);
     /* the larger recomputation of the stage's kinds of layer (a stage of dense layers only: the
      * dense layer's) */
     double recompute = layers > dense ? memory_recompute_peak(model, plan, attn) : 0;
     if (dense > 0) { /* a layer's mean over the stage's */
-        act = ((layers - dense) * act +
-               dense * memory_layer_activations(&dense_model, plan, attn, plan->recompute)) /
-              layers;
+        act =
+            ((layers - dense) * act + dense * memory_layer_kept(&dense_model, plan, attn)) / layers;
         recompute = MAX(recompute, memory_recompute_peak(&dense_model, plan, attn));
     }
     out->activations_B = act * st.chunk_layers * chunks;

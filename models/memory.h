@@ -71,9 +71,9 @@ void simpar_memory_estimate(const SimparModel *model, const SimparPlan *plan,
  * must divide). `transient_B` is one layer's working buffers (the caller's schedule). */
 void simpar_memory_step(const SimparModel *model, const SimparTrain *train, guint stage,
                         double transient_B, SimparAttentionImpl attn, SimparMemory *out);
-/* One layer's stored activations per GPU and micro-batch under plan->recompute: what a layer's
- * forward keeps for its backward (a step's activations_B is this times the layers and
- * micro-batches held). */
+/* One layer's stored activations per GPU and micro-batch under plan->recompute (selective: its
+ * recompute_modules, plan.h): what a layer's forward keeps for its backward (a step's
+ * activations_B is this times the layers and micro-batches held). */
 double simpar_memory_layer_activations(const SimparModel *model, const SimparPlan *plan,
                                        SimparAttentionImpl attn);
 /* The whole model's parameters: the embedding and the output layer (untied, V h each), every

@@ -1,5 +1,6 @@
 /* moe.c - mixture-of-experts routing and the MoE block's schedule (see moe.h). */
 #include "moe.h"
+#include "plan.h"
 #include <math.h>
 
 /* ----- routing ----- */
@@ -272,7 +273,12 @@ typedef struct {
     /* without --moe-shared-expert-overlap, the all-to-alls' stream: 0, or the merged micro-batches'
      * communication stream (simpar_moe_pair_build) */
     guint a2a;
-    const char *prefix; /* the micro-batch's tensors' prefix: "" or "mb1." (the pair's second) */
+    const char *prefix;   /* the micro-batch's tensors' prefix: "" or "mb1." (the pair's second) */
+    guint recompute;      /* plan.h's module bits: moe, moe_act, shared_experts */
+    gboolean recomputing; /* emitting forward ops again in the backward ("bwd.recompute.") */
+    GArray *fwd_bufs;     /* moe, shared_experts: the buffers the forward made, in order */
+    guint n_replayed;     /* while recomputing: of them, handed out again */
+    guint shared_mark;    /* shared_experts: where their three buffers start among fwd_bufs */
 } MoeCtx;
 
 /* The start of buffer `buf`; G_MAXUINT: no view. */
@@ -282,10 +288,22 @@ moe_view(guint buf)
     return buf == G_MAXUINT ? SIMPAR_NO_VIEW : (SimparView){buf, 0};
 }
 
+/* A new buffer; while recomputing, the forward's made by the same request (the recomputed ops
+ * rewrite the kept activations in place). */
 static guint
 moe_buf(MoeCtx *c, const char *name, guint64 elems)
 {
-    return simpar_schedule_add_buffer(c->sched, c->rank, name, elems);
+    if (c->recomputing) {
+        g_assert(c->n_replayed < c->fwd_bufs->len);
+        guint buf = g_array_index(c->fwd_bufs, guint, c->n_replayed++);
+        const SimparBuffer *b = simpar_schedule_buffer(c->sched, buf);
+        g_assert(g_str_equal(b->name, name) && b->elems == elems); /* the forward is replayed */
+        return buf;
+    }
+    guint buf = simpar_schedule_add_buffer(c->sched, c->rank, name, elems);
+    if (c->fwd_bufs != NULL && c->phase == SIMPAR_PHASE_FORWARD)
+        g_array_append_val(c->fwd_bufs, buf);
+    return buf;
 }
 
 /* Appends `op` for the rank: on the compute stream unless the caller put it on c->comm, where
@@ -296,8 +314,8 @@ moe_add(MoeCtx *c, SimparOp *op, const char *name)
 {
     op->rank = c->rank;
     op->phase = c->phase;
-    g_autofree char *full =
-        g_strconcat(c->phase == SIMPAR_PHASE_FORWARD ? "fwd." : "bwd.", name, NULL);
+    g_autofree char *full = g_strconcat(c->phase == SIMPAR_PHASE_FORWARD ? "fwd." : "bwd.",
+                                        c->recomputing ? "recompute." : "", name, NULL);
     op->name = g_intern_string(full);
     guint idx = simpar_schedule_add_op(c->sched, op);
     if (op->stream != 0) {
@@ -551,6 +569,14 @@ moe_shared_fc2(MoeCtx *c, MoeBufs *b)
             .m = c->T, .n = c->h, .k = c->fs, .a = {b->sa, 0}, .b = {b->ws2, 0}, .c = {b->ys, 0}});
 }
 
+/* The shared experts' forward (moe_shared_fc1 and _fc2). */
+static void
+moe_shared_fwd(MoeCtx *c, MoeBufs *b)
+{
+    moe_shared_fc1(c, b);
+    moe_shared_fc2(c, b);
+}
+
 /* Megatron-Core's --moe-shared-expert-overlap (shared_experts.py, SharedExpertMLP on a stream
  * of its own; token_dispatcher.py): the all-to-alls run beside the compute stream, which goes on
  * with the shared experts' fc1 and activation during the dispatch and their fc2 during the
@@ -668,8 +694,9 @@ moe_forward_shared(MoeCtx *c, MoeBufs *b, guint yr)
     if (c->fs == 0)
         return;
     if (!moe_overlap(c)) {
-        moe_shared_fc1(c, b);
-        moe_shared_fc2(c, b);
+        if (!c->recomputing)
+            c->shared_mark = c->fwd_bufs != NULL ? c->fwd_bufs->len : 0;
+        moe_shared_fwd(c, b);
     }
     moe_kernel(c, SIMPAR_OP_ADD, "moe.add-shared", c->T, c->h, yr, b->ys, b->y);
 }
@@ -790,6 +817,11 @@ static guint
 moe_experts_backward(MoeCtx *c, MoeBufs *b, guint dz2)
 {
     guint64 h = c->h, rows = c->rows, blocks = c->E * c->C * h * c->etp;
+    if (c->recompute & SIMPAR_RECOMPUTE_MOE_ACT) { /* before fc2's backward, as its input */
+        c->recomputing = TRUE;
+        moe_act(c, "experts.act", c->El * rows, c->fe, b->z1, b->a1);
+        c->recomputing = FALSE;
+    }
     guint da1 = moe_buf(c, "experts.act.grad", c->El * rows * c->fe);
     moe_gemm(c, "experts.fc2.gemm-dx", c->El,
              &(SimparGemm){.m = rows,
@@ -948,6 +980,18 @@ moe_backward_hops(MoeCtx *c, MoeBufs *b, guint dscores)
     moe_shared_bwd_sum(c, b, dx, sdx);
 }
 
+/* The forward's ops from the buffer `from` to the end of what `fwd` makes, again (moe: the
+ * whole block; shared_experts: theirs). */
+static void
+moe_recompute(MoeCtx *c, MoeBufs *b, guint from, void (*fwd)(MoeCtx *c, MoeBufs *b), guint to)
+{
+    c->recomputing = TRUE;
+    c->n_replayed = from;
+    fwd(c, b);
+    g_assert(c->n_replayed == to);
+    c->recomputing = FALSE;
+}
+
 /* The flat dispatcher's backward in --overlap-moe-expert-parallel-comm's nodes: combine (the
  * unpermutation's backward, the all-to-all), mlp (expert-TP's gather, sort, the experts'
  * backward, unsort, its reduce-scatter), dispatch (the all-to-all), pre-dispatch (the
@@ -1016,6 +1060,8 @@ moe_bwd_router(MoeCtx *c, MoeBufs *b)
                            .b = {b->wr, 0},
                            .c = {b->dx, 0}});
     if (c->fs > 0 && !moe_overlap(c)) {
+        if (c->recompute & SIMPAR_RECOMPUTE_SHARED_EXPERTS)
+            moe_recompute(c, b, c->shared_mark, moe_shared_fwd, c->shared_mark + 3);
         moe_shared_bwd_fc2(c, b);
         moe_shared_bwd_fc1(c, b, b->dx, TRUE);
     }
@@ -1034,6 +1080,8 @@ moe_bwd_pre(MoeCtx *c, MoeBufs *b)
 static void
 moe_backward(MoeCtx *c, MoeBufs *b)
 {
+    if (c->recompute & SIMPAR_RECOMPUTE_MOE) /* the whole block, its all-to-alls too */
+        moe_recompute(c, b, 0, moe_forward, c->fwd_bufs->len);
     if (c->route.node_ranks > 0) { /* DeepEP's hops */
         b->dscores = moe_buf(c, "router.scores.grad", c->T * c->route.top_k);
         moe_backward_hops(c, b, b->dscores);
@@ -1220,11 +1268,13 @@ moe_pair_rank(MoeCtx *c0)
 
 static SimparSchedule *
 moe_build(const SimparModel *model, guint ep, guint etp, guint node_ranks, guint tokens,
-          guint64 seed, guint capacity, gboolean pair, GError **error)
+          guint64 seed, guint capacity, gboolean pair, guint recompute, GError **error)
 {
     g_return_val_if_fail(model != NULL && ep > 0 && etp > 0 && tokens > 0, NULL);
     g_return_val_if_fail(error == NULL || *error == NULL, NULL);
     g_return_val_if_fail(!pair || (node_ranks == 0 && !model->moe.shared_overlap), NULL);
+    /* the merged pair recomputes nothing of the block (predict-config.c refuses it) */
+    g_return_val_if_fail(!pair || recompute == 0, NULL);
     if (!moe_block_check(model, ep, etp, node_ranks, error))
         return NULL;
     guint R = node_ranks, n = ep * etp;
@@ -1250,7 +1300,8 @@ moe_build(const SimparModel *model, guint ep, guint etp, guint node_ranks, guint
                 .sum_group = all,
                 .rails = rails,
                 .nodes = nodes,
-                .prefix = ""};
+                .prefix = "",
+                .recompute = recompute};
     c.T = tokens, c.h = model->hidden, c.E = model->moe.experts, c.El = c.E / ep;
     c.C = c.route.capacity, c.fe = model->moe.moe_ffn / etp, c.fc1e = swiglu ? 2 * c.fe : c.fe;
     c.fs = model->moe.shared_ffn, c.fc1s = swiglu ? 2 * c.fs : c.fs;
@@ -1268,24 +1319,27 @@ moe_build(const SimparModel *model, guint ep, guint etp, guint node_ranks, guint
             continue;
         }
         moe_params(&c, &b, NULL);
+        if (recompute & (SIMPAR_RECOMPUTE_MOE | SIMPAR_RECOMPUTE_SHARED_EXPERTS))
+            c.fwd_bufs = g_array_new(FALSE, FALSE, sizeof(guint));
         c.phase = SIMPAR_PHASE_FORWARD;
         moe_forward(&c, &b);
         c.phase = SIMPAR_PHASE_BACKWARD;
         moe_backward(&c, &b);
+        g_clear_pointer(&c.fwd_bufs, g_array_unref);
     }
     return g_steal_pointer(&sched); /* (transfer full) */
 }
 
 SimparSchedule *
 simpar_moe_block_build(const SimparModel *model, guint ep, guint etp, guint node_ranks,
-                       guint tokens, guint64 seed, guint capacity, GError **error)
+                       guint tokens, guint64 seed, guint capacity, guint recompute, GError **error)
 {
-    return moe_build(model, ep, etp, node_ranks, tokens, seed, capacity, FALSE, error);
+    return moe_build(model, ep, etp, node_ranks, tokens, seed, capacity, FALSE, recompute, error);
 }
 
 SimparSchedule *
 simpar_moe_pair_build(const SimparModel *model, guint ep, guint etp, guint tokens, guint64 seed,
                       guint capacity, GError **error)
 {
-    return moe_build(model, ep, etp, 0, tokens, seed, capacity, TRUE, error);
+    return moe_build(model, ep, etp, 0, tokens, seed, capacity, TRUE, 0, error);
 }

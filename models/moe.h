@@ -74,11 +74,14 @@ guint simpar_moe_max_load(const SimparMoe *m);
  * shared: partial sums over every rank; etp > 1: the experts' column blocks). capacity 0: from the
  * model's capacity factor, else dropless (the largest count the routing gives); else that many
  * rows. node_ranks > 0: DeepEP's hops (train.h, SIMPAR_MOE_DEEPEP) over nodes of that many ranks;
- * 0: Megatron's flat all-to-all. (transfer full); NULL and a SIMPAR_MODEL_ERROR when the split
- * cannot be made. */
+ * 0: Megatron's flat all-to-all. recompute: plan.h's module bits (simpar_plan_recompute_set):
+ * moe runs the whole forward again, all-to-alls included, before the block's backward; moe_act
+ * the routed experts' activation before fc2's backward; shared_experts the shared experts'
+ * forward before their backward (ops "bwd.recompute.*", into the forward's buffers). (transfer
+ * full); NULL and a SIMPAR_MODEL_ERROR when the split cannot be made. */
 SimparSchedule *simpar_moe_block_build(const SimparModel *model, guint ep, guint etp,
                                        guint node_ranks, guint tokens, guint64 seed, guint capacity,
-                                       GError **error);
+                                       guint recompute, GError **error);
 /* --overlap-moe-expert-parallel-comm (Megatron-Core's combined 1F1B) on the same block, for the
  * executors: two micro-batches on the same weights, the second's tensors named "mb1.x",
  * "mb1.dy", "mb1.y", "mb1.dx" and "mb1.<weight>.grad" (its own gradients); the first's forward

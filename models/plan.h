@@ -36,6 +36,22 @@ typedef enum {
                                    collectives) is re-run before the layer's backward */
 } SimparRecompute;
 
+/* The modules --recompute selective recomputes (--recompute-modules, Megatron-Core's
+ * recompute_modules, megatron/core/transformer/transformer_config.py): a set of bits, 0 for
+ * Megatron's default ["core_attn"]. Output-discarding ones (moe_act, layernorm, mla_up_proj) drop
+ * the module's output once its consumer has used it and run the module again right before the
+ * consumer's backward; the others (core_attn, mlp, moe, shared_experts) keep only the module's
+ * input and run its whole forward, collectives included, right before its backward. */
+typedef enum {
+    SIMPAR_RECOMPUTE_CORE_ATTN = 1 << 0,      /* the attention core (its s x s scores) */
+    SIMPAR_RECOMPUTE_MOE_ACT = 1 << 1,        /* the routed experts' activation */
+    SIMPAR_RECOMPUTE_LAYERNORM = 1 << 2,      /* the two norms of the residual stream */
+    SIMPAR_RECOMPUTE_MLA_UP_PROJ = 1 << 3,    /* MLA's up projections (q, k, v) */
+    SIMPAR_RECOMPUTE_MLP = 1 << 4,            /* a dense layer's MLP: fc1, activation, fc2 */
+    SIMPAR_RECOMPUTE_MOE = 1 << 5,            /* an MoE layer's whole MoE block */
+    SIMPAR_RECOMPUTE_SHARED_EXPERTS = 1 << 6, /* an MoE block's shared experts */
+} SimparRecomputeModule;
+
 /* A row of the generator table (generators.h): the mode and its facts. */
 typedef struct _SimparGenerator SimparGenerator;
 
@@ -46,6 +62,7 @@ typedef struct {
     gboolean sequence_parallel; /* 1-D only */
     gboolean paper_3d;          /* 3-D: the paper-era variant (backward re-gathers) */
     SimparRecompute recompute;  /* activation recomputation */
+    guint recompute_modules;    /* selective: SimparRecomputeModule bits; 0: core_attn alone */
     gboolean causal;            /* causal attention mask */
     double p_hidden, p_attn;    /* dropout probabilities (0: no dropout kernels) */
     double eps;                 /* layer-norm epsilon */
@@ -64,6 +81,16 @@ guint simpar_plan_cp(const SimparPlan *plan);
 
 gboolean simpar_recompute_parse(const char *name, SimparRecompute *out, GError **error);
 const char *simpar_recompute_name(SimparRecompute r);
+/* A --recompute-modules list (Megatron's names, comma- or blank-separated) into bits; core_attn
+ * alone gives 0 (the default). */
+gboolean simpar_recompute_modules_parse(const char *list, guint *out, GError **error);
+/* The names of `modules`, comma-separated, in Megatron's order ("core_attn" for 0) (transfer
+ * full). */
+char *simpar_recompute_modules_name(guint modules);
+/* Whether the plan recomputes `module` (a SimparRecomputeModule bit): under selective only. */
+gboolean simpar_plan_recomputes(const SimparPlan *plan, guint module);
+/* The module bits a plan recomputes (0 without selective; core_attn for selective's default). */
+guint simpar_plan_recompute_set(const SimparPlan *plan);
 
 G_END_DECLS
 #endif /* SIMPAR_PLAN_H */

@@ -89,6 +89,27 @@ simpar_layer_buffer(SimparLayerCtx *c, guint which, const char *what, gsize elem
     return buf;
 }
 
+guint
+simpar_layer_mark(const SimparLayerCtx *c)
+{
+    return c->fwd_bufs != NULL ? c->fwd_bufs->len : 0;
+}
+
+void
+simpar_layer_replay_begin(SimparLayerCtx *c, guint from)
+{
+    g_assert(c->fwd_bufs != NULL && from <= c->fwd_bufs->len && !c->recomputing);
+    c->recomputing = TRUE;
+    c->n_replayed = from;
+}
+
+void
+simpar_layer_replay_end(SimparLayerCtx *c, guint to)
+{
+    g_assert(c->recomputing && c->n_replayed == to); /* the module's buffers, all of them */
+    c->recomputing = FALSE;
+}
+
 SimparView
 simpar_layer_output(SimparLayerCtx *c, guint which, const char *what, gsize elems)
 {
@@ -707,7 +728,8 @@ layer_qkv_bwd(SimparLayerCtx *c, SimparLayerNorm latent[2], SimparView dqkv)
     return simpar_layer_linear_bwd(c, SIMPAR_LIN_QKV, dqkv);
 }
 
-static const SimparAttnInput layer_qkv_input = {layer_qkv_params, layer_qkv_fwd, layer_qkv_bwd};
+static const SimparAttnInput layer_qkv_input = {layer_qkv_params, layer_qkv_fwd, layer_qkv_bwd,
+                                                NULL};
 
 static const SimparAttnInput *
 layer_attn_input(const SimparLayerCtx *c)
@@ -726,11 +748,39 @@ layer_has_mlp(const SimparLayerCtx *c)
     return !simpar_model_is_moe(c->model);
 }
 
+/* Selective recomputation's modules in the layer (plan.h): the first norm, the second, the
+ * dense MLP; each a [start, end) of the forward's buffers (simpar_layer_mark). */
+enum {
+    LAYER_MARK_LN1,
+    LAYER_MARK_LN2,
+    LAYER_MARK_MLP,
+    LAYER_N_MARKS
+};
+
 typedef struct {
     SimparLayerNorm ln[2], latent[2];       /* latent: MLA's query and key/value latents' norms */
     SimparView x, dy, qkv, kv, ctx, r1, z1; /* kv: context parallelism's gathered k | v */
+    SimparView u2;                          /* the second norm's output: the MLP's input */
     guint probs;
+    guint mark[LAYER_N_MARKS][2];
 } LayerActs;
+
+/* Whether the plan recomputes `module` (plan.h). */
+static gboolean
+layer_recomputes(const SimparLayerCtx *c, guint module)
+{
+    return simpar_plan_recomputes(c->plan, module);
+}
+
+/* The dense MLP forward: u2 -> fc2's output (before its dropout). */
+static SimparView
+layer_mlp_fwd(SimparLayerCtx *c, LayerActs *a)
+{
+    guint64 inner = (guint64) c->geom.nb * c->model->seq;
+    a->z1 = simpar_layer_linear_fwd(c, SIMPAR_LIN_FC1, a->u2, c->geom.res.rows);
+    SimparView g1 = layer_activation_fwd(c, inner, a->z1);
+    return simpar_layer_linear_fwd(c, SIMPAR_LIN_FC2, g1, inner);
+}
 
 static void
 layer_forward(SimparLayerCtx *c, LayerActs *a)
@@ -738,7 +788,9 @@ layer_forward(SimparLayerCtx *c, LayerActs *a)
     const SimparBlock *res = &c->geom.res;
     guint64 inner = (guint64) c->geom.nb * c->model->seq, s = c->model->seq;
     guint64 dv = simpar_model_v_head_dim(c->model), nh = c->geom.nh;
+    a->mark[LAYER_MARK_LN1][0] = simpar_layer_mark(c);
     SimparView u1 = simpar_layer_norm_fwd(c, &a->ln[0], a->x);
+    a->mark[LAYER_MARK_LN1][1] = simpar_layer_mark(c);
     a->qkv = layer_attn_input(c)->fwd(c, a->latent, u1);
     a->ctx = simpar_view(simpar_layer_buffer(c, G_MAXUINT, "attn.ctx", inner * nh * dv), 0);
     if (layer_ring(c)) { /* flash-like blocks: the row's log-sum-exp, no probabilities */
@@ -754,15 +806,16 @@ layer_forward(SimparLayerCtx *c, LayerActs *a)
     SimparView o = simpar_layer_linear_fwd(c, SIMPAR_LIN_PROJ, a->ctx, inner);
     o = layer_dropout(c, SIMPAR_DROPOUT_PROJ, "proj.dropout", o, FALSE);
     a->r1 = simpar_layer_elementwise(c, SIMPAR_OP_ADD, "residual1", res->rows, res->cols, a->x, o);
-    SimparView u2 = simpar_layer_norm_fwd(c, &a->ln[1], a->r1);
+    a->mark[LAYER_MARK_LN2][0] = simpar_layer_mark(c);
+    a->u2 = simpar_layer_norm_fwd(c, &a->ln[1], a->r1);
+    a->mark[LAYER_MARK_LN2][1] = a->mark[LAYER_MARK_MLP][0] = simpar_layer_mark(c);
     if (!layer_has_mlp(c)) { /* an MoE layer: its MLP part is moe.c's block (tp-moe.c) */
         if (!c->recomputing)
-            layer_shard(c, "y", SIMPAR_SHARD_OUTPUT, simpar_moe_part.fwd(c, u2, a->r1), res);
+            layer_shard(c, "y", SIMPAR_SHARD_OUTPUT, simpar_moe_part.fwd(c, a->u2, a->r1), res);
         return;
     }
-    a->z1 = simpar_layer_linear_fwd(c, SIMPAR_LIN_FC1, u2, res->rows);
-    SimparView g1 = layer_activation_fwd(c, inner, a->z1);
-    SimparView z2 = simpar_layer_linear_fwd(c, SIMPAR_LIN_FC2, g1, inner);
+    SimparView z2 = layer_mlp_fwd(c, a);
+    a->mark[LAYER_MARK_MLP][1] = simpar_layer_mark(c);
     z2 = layer_dropout(c, SIMPAR_DROPOUT_FC2, "fc2.dropout", z2, FALSE);
     guint y = simpar_layer_buffer(c, G_MAXUINT, "y", res->rows * res->cols);
     SimparKernel k = {.rows = res->rows, .cols = res->cols, .in = {a->r1, z2}, .out = {{y, 0}}};
@@ -791,6 +844,30 @@ layer_recompute_attention(SimparLayerCtx *c, LayerActs *a)
     c->recomputing = FALSE;
 }
 
+/* A module of the layer again, from its mark (plan.h's layernorm and mlp). */
+static void
+layer_recompute_module(SimparLayerCtx *c, LayerActs *a, guint which)
+{
+    simpar_layer_replay_begin(c, a->mark[which][0]);
+    if (which == LAYER_MARK_MLP)
+        layer_mlp_fwd(c, a);
+    else if (which == LAYER_MARK_LN1)
+        simpar_layer_norm_fwd(c, &a->ln[0], a->x);
+    else
+        simpar_layer_norm_fwd(c, &a->ln[1], a->r1);
+    simpar_layer_replay_end(c, a->mark[which][1]);
+}
+
+/* Before the MLP part's backward: the second norm's output (layernorm), the dense MLP (mlp). */
+static void
+layer_recompute_mlp_part(SimparLayerCtx *c, LayerActs *a)
+{
+    if (layer_recomputes(c, SIMPAR_RECOMPUTE_LAYERNORM))
+        layer_recompute_module(c, a, LAYER_MARK_LN2);
+    if (layer_has_mlp(c) && layer_recomputes(c, SIMPAR_RECOMPUTE_MLP))
+        layer_recompute_module(c, a, LAYER_MARK_MLP);
+}
+
 static void
 layer_backward(SimparLayerCtx *c, LayerActs *a)
 {
@@ -802,22 +879,28 @@ layer_backward(SimparLayerCtx *c, LayerActs *a)
     SimparView du2;
     if (layer_has_mlp(c)) {
         SimparView dz2 = layer_dropout(c, SIMPAR_DROPOUT_FC2, "fc2.dropout-bwd", a->dy, TRUE);
+        layer_recompute_mlp_part(c, a);
         SimparView dg1 = simpar_layer_linear_bwd(c, SIMPAR_LIN_FC2, dz2);
         SimparView dz1 = layer_activation_bwd(c, inner, dg1, a->z1);
         du2 = simpar_layer_linear_bwd(c, SIMPAR_LIN_FC1, dz1);
     } else {
+        layer_recompute_mlp_part(c, a);
         du2 = simpar_moe_part.bwd(c, a->dy); /* the MoE block's input gradient */
     }
     SimparView dr1 = simpar_layer_norm_bwd(c, &a->ln[1], du2);
     dr1 = simpar_layer_elementwise(c, SIMPAR_OP_ADD, "residual1-bwd", res->rows, res->cols, dr1,
                                    a->dy);
     SimparView d_o = layer_dropout(c, SIMPAR_DROPOUT_PROJ, "proj.dropout-bwd", dr1, TRUE);
+    if (layer_recomputes(c, SIMPAR_RECOMPUTE_LAYERNORM))
+        layer_recompute_module(c, a, LAYER_MARK_LN1);
     SimparView dctx = simpar_layer_linear_bwd(c, SIMPAR_LIN_PROJ, d_o);
+    if (layer_recomputes(c, SIMPAR_RECOMPUTE_MLA_UP_PROJ) && layer_attn_input(c)->recompute != NULL)
+        layer_attn_input(c)->recompute(c, a->latent);
     SimparView dqkv;
     if (layer_ring(c)) { /* recomputes its probabilities from the lse anyway */
         dqkv = layer_ring_bwd(c, a->qkv, a->kv, a->ctx, a->probs, dctx);
     } else {
-        if (c->plan->recompute == SIMPAR_RECOMPUTE_SELECTIVE)
+        if (layer_recomputes(c, SIMPAR_RECOMPUTE_CORE_ATTN))
             layer_recompute_attention(c, a);
         dqkv = layer_attention_bwd(c, a->qkv, a->kv, a->probs, dctx);
     }
@@ -922,7 +1005,9 @@ simpar_layer_build(const SimparModel *model, const SimparPlan *plan, const Simpa
         c.geom.res.row0 += (guint64) c.cp_rank * share.micro_batch * share.seq;
         LayerActs acts = {0};
         layer_inputs(&c, &acts);
-        if (plan->recompute == SIMPAR_RECOMPUTE_FULL)
+        guint replayed = SIMPAR_RECOMPUTE_LAYERNORM | SIMPAR_RECOMPUTE_MLP |
+                         SIMPAR_RECOMPUTE_MLA_UP_PROJ; /* the modules with buffers */
+        if (plan->recompute == SIMPAR_RECOMPUTE_FULL || simpar_plan_recomputes(plan, replayed))
             c.fwd_bufs = g_array_new(FALSE, FALSE, sizeof(guint));
         c.phase = SIMPAR_PHASE_FORWARD;
         layer_forward(&c, &acts);

@@ -30,9 +30,14 @@
  * Recomputation (plan->recompute) is the driver's too, so every scheme has it:
  *   selective   backward: ... proj bwd -> [attention] -> attention-bwd -> ...
  *   full        backward: [the whole forward again, collectives included] -> fc2 bwd -> ...
- * Recomputed ops are named "bwd.recompute.*" (backward phase). A full recompute replays the
+ * and selective's modules (plan.h, --recompute-modules), each run again where Megatron-Core runs
+ * it: layernorm's second norm and mlp's fc1 -> act -> fc2 before fc2's backward (an MoE layer:
+ * the norm before the MoE block's), the first norm before proj's backward, mla_up_proj's latent
+ * norms and up projections before the attention core's backward (and core_attn's attention).
+ * Recomputed ops are named "bwd.recompute.*" (backward phase). A recompute replays the
  * forward's buffer requests: simpar_layer_buffer hands back the buffers the forward made, in
- * the same order, so the recomputed forward rewrites the saved activations in place.
+ * the same order (from a mark: simpar_layer_mark), so the recomputed ops rewrite the saved
+ * activations in place.
  *
  * Ownership: the context borrows the schedule, model and plan; it owns its async list and its
  * list of forward buffers.
@@ -113,8 +118,12 @@ typedef struct {
     SimparLinearState lin[SIMPAR_N_LINEARS];
     GArray *async;        /* op indices of this rank on the comm stream */
     gboolean recomputing; /* emitting forward ops again in the backward */
-    GArray *fwd_bufs;     /* full recompute: buffers the forward made, in order; else NULL */
+    GArray *fwd_bufs;     /* full recompute or a module's: buffers the forward made, in order;
+                             else NULL */
     guint n_replayed;     /* while recomputing: forward buffers handed out again */
+    guint mla_mark[4];    /* mla_up_proj: where the query's and key/value's up parts' buffers
+                             start and end among fwd_bufs */
+    SimparView mla_in[2]; /* mla_up_proj: the query latent and the key/value latent (kept) */
 } SimparLayerCtx;
 
 typedef struct {
@@ -133,6 +142,13 @@ struct _SimparTpScheme {
 
 SimparSchedule *simpar_layer_build(const SimparModel *model, const SimparPlan *plan,
                                    const SimparTpScheme *scheme); /* (transfer full) */
+
+/* Where the forward's next buffer falls among fwd_bufs (0 when none are kept); replaying from
+ * such a mark recomputes (names "bwd.recompute.*") until the end, which asserts the replay
+ * reached the `to` mark. */
+guint simpar_layer_mark(const SimparLayerCtx *c);
+void simpar_layer_replay_begin(SimparLayerCtx *c, guint from);
+void simpar_layer_replay_end(SimparLayerCtx *c, guint to);
 
 /* Helpers for schemes. Names get the phase prefix ("fwd."/"bwd."/"bwd.recompute.") and the
  * linear's name. */
@@ -189,6 +205,8 @@ typedef struct {
     void (*params)(SimparLayerCtx *c, SimparLayerNorm latent[2]);
     SimparView (*fwd)(SimparLayerCtx *c, SimparLayerNorm latent[2], SimparView u);
     SimparView (*bwd)(SimparLayerCtx *c, SimparLayerNorm latent[2], SimparView dqkv);
+    /* mla_up_proj: the up part of fwd again (NULL: the QKV linear has none) */
+    void (*recompute)(SimparLayerCtx *c, SimparLayerNorm latent[2]);
 } SimparAttnInput;
 
 extern const SimparAttnInput simpar_mla_input;

@@ -50,6 +50,14 @@ mla_params(SimparLayerCtx *c, SimparLayerNorm latent[2])
     mla_params_latent(c, &latent[1], "kv_norm", c->model->mla.kv_lora_rank);
 }
 
+/* A latent's norm and its up projection, into the projection's destination. */
+static void
+mla_up(SimparLayerCtx *c, SimparLayerNorm *latent, guint which, SimparView x)
+{
+    SimparView n = simpar_layer_norm_fwd(c, latent, x);
+    simpar_layer_linear_fwd(c, which, n, c->geom.res.rows);
+}
+
 /* u (the first norm's output) -> the attention input in the latent layout, in one buffer: the
  * up projections write their regions, the shared key part is packed (and, with sequence
  * parallelism, gathered) into its own. */
@@ -62,9 +70,10 @@ mla_fwd(SimparLayerCtx *c, SimparLayerNorm *latent, SimparView u)
     SimparView qkv = simpar_view(
         simpar_layer_buffer(c, G_MAXUINT, "attn.qkv", simpar_layer_qkv_elems(c, at)), 0);
     SimparView qc = simpar_layer_linear_fwd(c, SIMPAR_LIN_Q_DOWN, u, rows);
-    qc = simpar_layer_norm_fwd(c, &latent[0], qc);
+    c->mla_in[0] = qc, c->mla_mark[0] = simpar_layer_mark(c);
     c->lin[SIMPAR_LIN_Q_UP].dest = qkv;
-    simpar_layer_linear_fwd(c, SIMPAR_LIN_Q_UP, qc, rows);
+    mla_up(c, &latent[0], SIMPAR_LIN_Q_UP, qc);
+    c->mla_mark[1] = simpar_layer_mark(c);
     SimparView kvc = simpar_layer_linear_fwd(c, SIMPAR_LIN_KV_DOWN, u, rows);
     guint kv = simpar_layer_buffer(c, G_MAXUINT, "mla.kv-latent", rows * l->kv_lora_rank);
     mla_cols(c, FALSE, "mla.pack-kv", rows, ld, 0, l->kv_lora_rank, kvc, simpar_view(kv, 0));
@@ -80,10 +89,26 @@ mla_fwd(SimparLayerCtx *c, SimparLayerNorm *latent, SimparView u)
         mla_cols(c, FALSE, "mla.pack-pe", rows, ld, l->kv_lora_rank, l->qk_pos_emb_head_dim, kvc,
                  pe_at);
     }
-    SimparView kvn = simpar_layer_norm_fwd(c, &latent[1], simpar_view(kv, 0));
+    c->mla_in[1] = simpar_view(kv, 0), c->mla_mark[2] = simpar_layer_mark(c);
     c->lin[SIMPAR_LIN_KV_UP].dest = simpar_view(qkv.buf, at[1]);
-    simpar_layer_linear_fwd(c, SIMPAR_LIN_KV_UP, kvn, rows);
+    mla_up(c, &latent[1], SIMPAR_LIN_KV_UP, c->mla_in[1]);
+    c->mla_mark[3] = simpar_layer_mark(c);
     return qkv;
+}
+
+/* mla_up_proj (plan.h): both up parts again from the kept latents, into their regions of the
+ * attention input, before the attention core's backward (Megatron-Core's qkv_up_checkpoint,
+ * multi_latent_attention.py; its up projections carry the latents' norms, Transformer Engine's
+ * fused norm-linears). */
+static void
+mla_recompute(SimparLayerCtx *c, SimparLayerNorm latent[2])
+{
+    const guint which[2] = {SIMPAR_LIN_Q_UP, SIMPAR_LIN_KV_UP};
+    for (guint i = 0; i < 2; i++) {
+        simpar_layer_replay_begin(c, c->mla_mark[2 * i]);
+        mla_up(c, &latent[i], which[i], c->mla_in[i]);
+        simpar_layer_replay_end(c, c->mla_mark[2 * i + 1]);
+    }
 }
 
 /* The shared key part's gradient, summed over the heads of every rank (reduce-scattered to the
@@ -129,4 +154,4 @@ mla_bwd(SimparLayerCtx *c, SimparLayerNorm *latent, SimparView dqkv)
     return simpar_layer_elementwise(c, SIMPAR_OP_ADD, "mla.du", rows, c->model->hidden, du, du2);
 }
 
-const SimparAttnInput simpar_mla_input = {mla_params, mla_fwd, mla_bwd};
+const SimparAttnInput simpar_mla_input = {mla_params, mla_fwd, mla_bwd, mla_recompute};

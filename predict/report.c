@@ -616,6 +616,10 @@ simpar_report_config_init(SimparReportConfig *c, const SimparModel *model, const
     c->fp8_attention = model->fp8 != SIMPAR_FP8_NONE && t->tp.fp8_attention;
     c->schedule = g_intern_string(simpar_pipe_schedule_name(t->schedule));
     c->recompute = g_intern_string(simpar_recompute_name(t->tp.recompute));
+    if (t->tp.recompute_modules != 0) {
+        g_autofree char *mods = simpar_recompute_modules_name(t->tp.recompute_modules);
+        c->recompute_modules = g_intern_string(mods);
+    }
     c->cp_mode = g_intern_static_string(simpar_job_cp_mode_name(t->tp.cp_ring));
     c->dtype = g_intern_string(simpar_dtype_name(model->dtype));
     c->grad_reduce_dtype =
@@ -684,6 +688,10 @@ report_json_config(JsonBuilder *b, const SimparReportConfig *c, const char *mode
         json_builder_set_member_name(b, "fp8_attention");
         json_builder_add_boolean_value(b, TRUE);
     }
+    if (c->recompute_modules != NULL) { /* --recompute-modules, other than core_attn alone */
+        json_builder_set_member_name(b, "recompute_modules");
+        json_builder_add_string_value(b, c->recompute_modules);
+    }
     json_builder_end_object(b);
 }
 
@@ -715,6 +723,8 @@ report_json_read_config(JsonObject *o, SimparReportConfig *c)
     c->ep_overlap =
         json_object_get_boolean_member_with_default(j, "overlap_moe_expert_parallel_comm", FALSE);
     c->fp8_attention = json_object_get_boolean_member_with_default(j, "fp8_attention", FALSE);
+    const char *mods = json_object_get_string_member_with_default(j, "recompute_modules", NULL);
+    c->recompute_modules = mods != NULL ? g_intern_string(mods) : NULL;
 }
 
 /* The model's figures that differ from the preset of its name, "hidden, heads" (transfer

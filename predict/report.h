@@ -76,7 +76,9 @@ typedef struct {
                                     --overlap-moe-expert-parallel-comm) */
     const char *schedule, *recompute, *cp_mode, *dtype, *grad_reduce_dtype;
     gboolean sp, tied_embeddings, overlap_grad_reduce;
-    gboolean fp8_attention; /* the attention core in FP8 (SimparPlan.fp8_attention) */
+    gboolean fp8_attention;        /* the attention core in FP8 (SimparPlan.fp8_attention) */
+    const char *recompute_modules; /* selective's modules (--recompute-modules), NULL for
+                                      core_attn alone (the default) */
 } SimparReportConfig;
 
 /* The fields of `train` (validated) and `model` that a row reports. */

@@ -499,7 +499,8 @@ formula_config(Formula *f, const SimparBlockTimes *bt, const SimparModel *model,
     c->kv_heads = simpar_model_kv_heads(model), c->mlp = model->mlp, c->norm = model->norm;
     c->no_bias = model->no_bias, c->fp8 = model->fp8;
     c->vocab = model->vocab, c->tp_mode = tr->tp.gen, c->q = tr->tp.q;
-    c->recompute = tr->tp.recompute, c->sp = tr->tp.sequence_parallel, c->depth = tr->tp.depth;
+    c->recompute = tr->tp.recompute + 8 * (gint64) tr->tp.recompute_modules; /* plan.h */
+    c->sp = tr->tp.sequence_parallel, c->depth = tr->tp.depth;
     c->paper = tr->tp.paper_3d;
     c->ends = (model->vocab + f->T - 1) / f->T * model->hidden; /* vocabulary-parallel ends */
     c->dtype = simpar_schedule_dtype(layer), c->dsize = simpar_dtype_size(c->dtype);

@@ -197,9 +197,9 @@ simpar_block_moe_build(const SimparModel *model, const SimparTrain *train, guint
                      (simpar_plan_whole_rows(&train->tp) ? 1 : (guint64) train->tp.tp);
     gboolean deepep = train->moe_dispatcher == SIMPAR_MOE_DEEPEP;
     g_assert(!deepep || train->ep_node > 0); /* the platform's nodes (predict-config.c) */
-    SimparSchedule *moe =
-        simpar_moe_block_build(model, ep, etp, deepep ? (guint) train->ep_node : 0, (guint) tokens,
-                               train->tp.seed, simpar_moe_capacity(model, (guint) tokens), NULL);
+    SimparSchedule *moe = simpar_moe_block_build(
+        model, ep, etp, deepep ? (guint) train->ep_node : 0, (guint) tokens, train->tp.seed,
+        simpar_moe_capacity(model, (guint) tokens), simpar_plan_recompute_set(&train->tp), NULL);
     g_assert(moe != NULL); /* simpar_train_validate checked E against EP, predict-config.c the
                               nodes against EP */
     *gpus = g_new(guint, ep * etp); /* block rank e ETP + t (moe.h) */

@@ -1011,6 +1011,16 @@ static const BadCase cases[] = {
      NULL,
      NULL,
      "--topology " V100 " --model mixtral-8x7b --layers 4 --tp-mode 1d --gpus 8 --dtype fp16 "
+     "--dp 8 --ep 8 --global-batch 8 --overlap-moe-expert-parallel-comm --recompute selective "
+     "--recompute-modules layernorm,moe",
+     2,
+     {"--overlap-moe-expert-parallel-comm with --recompute-modules layernorm,moe",
+      "Megatron-Core refuses moe with it"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model mixtral-8x7b --layers 4 --tp-mode 1d --gpus 8 --dtype fp16 "
      "--pp 2 --dp 4 --ep 4 --overlap-moe-expert-parallel-comm",
      2,
      {"--overlap-moe-expert-parallel-comm with --pp 2 and --schedule 1f1b", "virtual pipeline",

@@ -9,6 +9,7 @@
 #include "compute.h"
 #include "generators.h"
 #include "memory.h"
+#include "moe.h"
 #include "simpar-test.h"
 #include "topology.h"
 #include <glib/gstdio.h>
@@ -877,6 +878,81 @@ test_memory_activations(void)
     }
 }
 
+/* Selective's modules (plan.h) against their closed forms, by hand: what each drops from one
+ * layer's stored activations, and the recompute peak (the larger of the backward's two parts,
+ * memory.c). Dense layers: mem_model (s = 32, b = 16, h = 64, f = 256, fp16) on 1-D T = 4 with
+ * SP; an MoE layer with MLA: DeepSeek-V3's on 1-D T = 2 with SP, EP 8. */
+static double
+mem_modules(const SimparModel *m, gint64 tp, guint mods, SimparAttentionImpl attn, double *peak)
+{
+    SimparPlan plan;
+    simpar_plan_init(&plan);
+    plan.gen = simpar_generator_of("1d"), plan.tp = tp, plan.sequence_parallel = TRUE;
+    plan.ep = simpar_model_is_moe(m) ? 8 : 0;
+    plan.recompute = mods != G_MAXUINT ? SIMPAR_RECOMPUTE_SELECTIVE : SIMPAR_RECOMPUTE_NONE;
+    plan.recompute_modules = mods != G_MAXUINT ? mods : 0;
+    if (peak != NULL) {
+        g_autoptr(SimparSchedule) layer = simpar_generate_layer(m, &plan, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(layer);
+        SimparMemory mem;
+        simpar_memory_estimate(m, &plan, layer, attn, &mem);
+        *peak = mem.recompute_B;
+    }
+    return simpar_memory_layer_activations(m, &plan, attn);
+}
+
+static void
+test_memory_recompute_modules(void)
+{
+    const SimparModel *d = &mem_model;
+    double s = 32, b = 16, h = 64, f = 256, t = 4, ds = 2, sb = s * b;
+    double none = mem_modules(d, 4, G_MAXUINT, SIMPAR_ATTENTION_UNFUSED, NULL), peak;
+    /* layernorm: the qkv and fc1 inputs, 2 sbh ds / t; peak: one of them */
+    double ln =
+        none - mem_modules(d, 4, SIMPAR_RECOMPUTE_LAYERNORM, SIMPAR_ATTENTION_UNFUSED, &peak);
+    CU_ASSERT(near(ln, 2 * sb * h * ds / t));
+    CU_ASSERT(near(peak, sb * h * ds / t));
+    /* mlp: fc1's output and the GeLU's, s b (fc1 + f) ds / t; with layernorm the MLP part holds
+     * both, the second norm's output too */
+    double mlp = none - mem_modules(d, 4, SIMPAR_RECOMPUTE_MLP, SIMPAR_ATTENTION_UNFUSED, &peak);
+    CU_ASSERT(near(mlp, sb * (f + f) * ds / t));
+    CU_ASSERT(near(peak, mlp));
+    guint both = SIMPAR_RECOMPUTE_MLP | SIMPAR_RECOMPUTE_LAYERNORM;
+    CU_ASSERT(near(none - mem_modules(d, 4, both, SIMPAR_ATTENTION_UNFUSED, &peak), ln + mlp));
+    CU_ASSERT(near(peak, mlp + sb * h * ds / t));
+    /* core_attn with mlp: the attention part's 5 a s^2 b / t or the MLP part's, the larger */
+    guint ca = SIMPAR_RECOMPUTE_MLP | SIMPAR_RECOMPUTE_CORE_ATTN;
+    double scores = 5 * 4 * s * s * b / t;
+    CU_ASSERT(near(none - mem_modules(d, 4, ca, SIMPAR_ATTENTION_UNFUSED, &peak), scores + mlp));
+    CU_ASSERT(near(peak, MAX(scores, mlp)));
+
+    SimparModel v3;
+    g_assert(simpar_model_preset("deepseek-v3", &v3, NULL));
+    const SimparMlaConfig *l = &v3.mla;
+    double S = (double) v3.seq, B = (double) v3.micro_batch, H = (double) v3.hidden, T = 2;
+    double tok = S * B / T, k = (double) v3.moe.top_k, fe = (double) v3.moe.moe_ffn;
+    double fs = (double) v3.moe.shared_ffn, E = (double) v3.moe.experts, a = (double) v3.heads;
+    double dqk = (double) (l->qk_head_dim + l->qk_pos_emb_head_dim), dv = (double) l->v_head_dim;
+    SimparAttentionImpl fl = SIMPAR_ATTENTION_FLASH;
+    double v3none = mem_modules(&v3, 2, G_MAXUINT, fl, NULL);
+    /* mla_up_proj: the latents after their norms and q, k, v */
+    CU_ASSERT(near(v3none - mem_modules(&v3, 2, SIMPAR_RECOMPUTE_MLA_UP_PROJ, fl, NULL),
+                   tok * (double) (l->q_lora_rank + l->kv_lora_rank) * ds +
+                       tok * a * (2 * dqk + dv) * ds));
+    /* moe_act: the routed rows' activation outputs, T k f_e ds */
+    CU_ASSERT(
+        near(v3none - mem_modules(&v3, 2, SIMPAR_RECOMPUTE_MOE_ACT, fl, NULL), tok * k * fe * ds));
+    /* shared_experts: their fc1 (2 f_s with SwiGLU) and activation outputs */
+    CU_ASSERT(near(v3none - mem_modules(&v3, 2, SIMPAR_RECOMPUTE_SHARED_EXPERTS, fl, NULL),
+                   tok * 3 * fs * ds));
+    /* moe: the whole block's: fp32 logits, the routed rows' input, fc1 and activation outputs
+     * and output, the shared experts' */
+    CU_ASSERT(near(v3none - mem_modules(&v3, 2, SIMPAR_RECOMPUTE_MOE, fl, NULL),
+                   tok * E * 4 + tok * k * (2 * H + 3 * fe) * ds + tok * 3 * fs * ds));
+    /* mlp on an MoE layer: nothing (Megatron's is the dense layers') */
+    CU_ASSERT(near(mem_modules(&v3, 2, SIMPAR_RECOMPUTE_MLP, fl, NULL), v3none));
+}
+
 static void
 test_memory_2p5d(void)
 {
@@ -1279,6 +1355,119 @@ test_fp8_cast_bytes(void)
     CU_ASSERT(near(simpar_compute_fp8_cast_time(&gpu, &fwd, TRUE), 5e-6 + 33554432 / 2680e9));
 }
 
+/* ----- selective's modules: the backward's extra compute is the recomputed forward ops' ----- */
+
+/* Seconds of `phase`'s ops; with `prefixes` only the forward ops whose names (after "fwd.")
+ * start with one of them, but not with "fc2.dropout", and among "ln." only the norms of
+ * `cols` columns (0: any). */
+static double
+recompute_time(const SimparSchedule *sched, const double *times, SimparPhase phase,
+               const char *const *prefixes, guint64 ln_cols)
+{
+    double sum = 0;
+    for (guint i = 0; i < simpar_schedule_n_ops(sched); i++) {
+        const SimparOp *op = simpar_schedule_op(sched, i);
+        if (op->phase != phase)
+            continue;
+        gboolean want = prefixes == NULL;
+        const char *name = op->name + strlen("fwd.");
+        for (guint k = 0; prefixes != NULL && prefixes[k] != NULL; k++)
+            want |= g_str_has_prefix(name, prefixes[k]) && !g_str_has_prefix(name, "fc2.dropout");
+        if (want && g_str_has_prefix(name, "ln.") && ln_cols > 0)
+            want = op->u.kern.cols == ln_cols;
+        sum += want ? times[i] : 0;
+    }
+    return sum;
+}
+
+/* The module's schedule against the one without: the same forward, and a backward longer by
+ * the forward ops the module holds (`prefixes`), recomputed at the forward's cost; each op its
+ * own kernel (with Megatron's fused kernels a discarded output is not stored, which makes the
+ * forward's fused groups cheaper: a real effect, not this test's). */
+static void
+recompute_check(const SimparSchedule *none, const SimparSchedule *with, const char *const *prefixes,
+                guint64 ln_cols)
+{
+    SimparGpu gpu;
+    gpu_h100(&gpu);
+    gpu.kernel_set = SIMPAR_KERNELS_UNFUSED; /* each op its own kernel: no fusion across it */
+    g_autofree double *tn = tiny_times(&gpu, none), *tw = tiny_times(&gpu, with);
+    double fwd = recompute_time(none, tn, SIMPAR_PHASE_FORWARD, NULL, 0);
+    double held = recompute_time(none, tn, SIMPAR_PHASE_FORWARD, prefixes, ln_cols);
+    double extra = recompute_time(with, tw, SIMPAR_PHASE_BACKWARD, NULL, 0) -
+                   recompute_time(none, tn, SIMPAR_PHASE_BACKWARD, NULL, 0);
+    CU_ASSERT(held > 0);
+    CU_ASSERT(near(recompute_time(with, tw, SIMPAR_PHASE_FORWARD, NULL, 0), fwd));
+    CU_ASSERT(near(extra, held));
+}
+
+static SimparSchedule *
+recompute_layer(const SimparModel *m, gboolean sp, guint mods)
+{
+    SimparPlan plan;
+    simpar_plan_init(&plan);
+    plan.gen = simpar_generator_of("1d"), plan.tp = 2, plan.sequence_parallel = sp;
+    plan.recompute = mods != 0 ? SIMPAR_RECOMPUTE_SELECTIVE : SIMPAR_RECOMPUTE_NONE;
+    plan.recompute_modules = mods;
+    SimparSchedule *sched = simpar_generate_layer(m, &plan, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+    return sched; /* (transfer full) */
+}
+
+static void
+test_recompute_modules_compute(void)
+{
+    static const char *const ln[] = {"ln.", NULL}, *const mlp[] = {"fc1.", "gelu", "fc2.", NULL};
+    static const char *const up[] = {"q_up.", "kv_up.", "ln.", NULL};
+    SimparModel m;
+    g_assert(simpar_model_preset("tiny", &m, NULL));
+    m.dtype = SIMPAR_DTYPE_BF16;
+    for (gboolean sp = FALSE; sp <= TRUE; sp++) {
+        g_autoptr(SimparSchedule) none = recompute_layer(&m, sp, 0);
+        g_autoptr(SimparSchedule) with_ln = recompute_layer(&m, sp, SIMPAR_RECOMPUTE_LAYERNORM);
+        g_autoptr(SimparSchedule) with_mlp = recompute_layer(&m, sp, SIMPAR_RECOMPUTE_MLP);
+        recompute_check(none, with_ln, ln, 0);
+        recompute_check(none, with_mlp, mlp, 0);
+    }
+    /* MLA: the latents' norms (of q_lora and kv_lora columns) and both up projections */
+    SimparModel mla = m;
+    mla.mla = (SimparMlaConfig){16, 8, 8, 4, 8};
+    g_autoptr(SimparSchedule) none = recompute_layer(&mla, TRUE, 0);
+    g_autoptr(SimparSchedule) with_up = recompute_layer(&mla, TRUE, SIMPAR_RECOMPUTE_MLA_UP_PROJ);
+    SimparGpu gpu;
+    gpu_h100(&gpu);
+    gpu.kernel_set = SIMPAR_KERNELS_UNFUSED;
+    g_autofree double *tn = tiny_times(&gpu, none), *tw = tiny_times(&gpu, with_up);
+    double norms = recompute_time(none, tn, SIMPAR_PHASE_FORWARD, ln, 16) +
+                   recompute_time(none, tn, SIMPAR_PHASE_FORWARD, ln, 8);
+    double lin = recompute_time(none, tn, SIMPAR_PHASE_FORWARD, up, G_MAXUINT64);
+    double extra = recompute_time(with_up, tw, SIMPAR_PHASE_BACKWARD, NULL, 0) -
+                   recompute_time(none, tn, SIMPAR_PHASE_BACKWARD, NULL, 0);
+    CU_ASSERT(norms > 0 && lin > 0);
+    CU_ASSERT(near(extra, norms + lin));
+    /* the MoE block: moe its whole forward, moe_act the activation, shared_experts theirs */
+    SimparModel moe = m;
+    moe.moe = (SimparMoeConfig){
+        .experts = 4, .top_k = 2, .moe_ffn = 32, .shared_ffn = 16, .moe_every = 1};
+    g_autoptr(SimparSchedule) b0 = simpar_moe_block_build(&moe, 2, 1, 0, 8, 7, 0, 0, NULL);
+
+    const struct {
+        guint mods;
+        const char *const *prefixes;
+    } blocks[] = {
+        {SIMPAR_RECOMPUTE_MOE, NULL},
+        {SIMPAR_RECOMPUTE_MOE_ACT, (const char *const[]){"experts.act", NULL}},
+        {SIMPAR_RECOMPUTE_SHARED_EXPERTS, (const char *const[]){"shared.", NULL}},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(blocks); i++) {
+        g_autoptr(SimparSchedule) bm =
+            simpar_moe_block_build(&moe, 2, 1, 0, 8, 7, 0, blocks[i].mods, NULL);
+        CU_ASSERT_FATAL(b0 != NULL && bm != NULL);
+        recompute_check(b0, bm, blocks[i].prefixes, 0);
+    }
+}
+
 /* One layer's weight casts per rank, by hand: the tiny model (h = 64, f = 256, 4 h^2 + 2 h f =
  * 49152 linear weights) over T = 2 ranks of 1-D holds 24576 weights each in its 4 linears;
  * delayed scaling casts each with its transpose (4 bytes per weight) in one kernel: 4 launches
@@ -1616,6 +1805,10 @@ test_shipped_gemm_tables(void)
 }
 
 static CU_TestInfo compute_tests[] = {
+    {"selective's modules (layernorm, mlp, mla_up_proj; moe, moe_act, shared_experts): the "
+     "backward grows by the recomputed forward ops' time exactly, the forward not at all (each op "
+     "its own kernel)",
+     test_recompute_modules_compute},
     {"an FP8 GEMM: FP8 operands, bf16 result, the FP8 peak (closed form)",
      test_fp8_gemm_closed_form},
     {"the cast, transpose and amax kernels of each FP8 recipe move the bytes derived by hand",
@@ -1670,6 +1863,9 @@ static CU_TestInfo compute_tests[] = {
 static CU_TestInfo memory_tests[] = {
     {"3-D with q = 4 holds 16 bytes per parameter over 64 GPUs", test_memory_3d_states},
     {"stored activations follow Korthikanti et al. for every mode", test_memory_activations},
+    {"selective's modules drop their closed forms of a layer's activations (layernorm 2sbh, mlp "
+     "sb(fc1 + f), mla_up_proj, moe, moe_act, shared_experts), the peak the larger part",
+     test_memory_recompute_modules},
     {"2.5-D replicates parameters over depth and splits activations over it", test_memory_2p5d},
     {"flash attention removes the s^2 activation term", test_memory_flash},
     {"a model trained without dropout keeps no masks", test_memory_no_dropout},

@@ -201,7 +201,7 @@ layers_compare(const SimparSchedule *sched, SimparHost *host, const RefShape *sh
  */
 static GArray *
 layers_run_model(const LayerCase *lc, gboolean causal, double p, SimparRecompute recompute,
-                 gboolean moe)
+                 guint modules, gboolean moe)
 {
     gint64 cp = MAX(lc->cp, 1);
     SimparModel m = {"test",
@@ -233,6 +233,7 @@ layers_run_model(const LayerCase *lc, gboolean causal, double p, SimparRecompute
     plan.sequence_parallel = lc->sp, plan.paper_3d = lc->paper;
     plan.causal = causal, plan.p_hidden = p, plan.p_attn = p, plan.seed = layers_seed;
     plan.recompute = recompute, plan.cp = cp, plan.cp_ring = lc->ring;
+    plan.recompute_modules = modules;
     g_autoptr(GError) error = NULL;
     g_autoptr(SimparSchedule) sched = simpar_generate_layer(&m, &plan, &error);
     CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
@@ -297,6 +298,10 @@ layers_run_model(const LayerCase *lc, gboolean causal, double p, SimparRecompute
     layers_scatter(sched, host, &shape, t);
     CU_ASSERT_TRUE_FATAL(simpar_host_run(host, &error));
     double worst = layers_compare(sched, host, &shape, t, moe);
+    if (modules != 0) {
+        g_autofree char *names = simpar_recompute_modules_name(modules);
+        printf("\n    modules %s:", names);
+    }
     printf("\n    %s%s%s tp=%" G_GINT64_FORMAT " cp=%" G_GINT64_FORMAT "%s kv=%" G_GINT64_FORMAT
            "%s%s recompute %s: worst relative error %.3g ",
            moe ? "moe attention part " : "", lc->mla ? "mla " : "", lc->mode, lc->tp, cp,
@@ -311,7 +316,7 @@ layers_run_model(const LayerCase *lc, gboolean causal, double p, SimparRecompute
 static GArray *
 layers_run(const LayerCase *lc, gboolean causal, double p, SimparRecompute recompute)
 {
-    return layers_run_model(lc, causal, p, recompute, FALSE);
+    return layers_run_model(lc, causal, p, recompute, 0, FALSE);
 }
 
 /* An MoE model's layer schedule, every mode and recomputation: the attention part and the second
@@ -329,9 +334,15 @@ test_moe_attention_part(void)
     };
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++)
         for (SimparRecompute r = SIMPAR_RECOMPUTE_NONE; r <= SIMPAR_RECOMPUTE_FULL; r++) {
-            g_autoptr(GArray) out = layers_run_model(&cases[i], i % 2 == 0, 0.1 * (i % 2), r, TRUE);
+            g_autoptr(GArray) out =
+                layers_run_model(&cases[i], i % 2 == 0, 0.1 * (i % 2), r, 0, TRUE);
             CU_ASSERT(out->len > 0);
         }
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) { /* the second norm before the MoE block */
+        g_autoptr(GArray) out = layers_run_model(&cases[i], TRUE, 0.0, SIMPAR_RECOMPUTE_SELECTIVE,
+                                                 SIMPAR_RECOMPUTE_LAYERNORM, TRUE);
+        CU_ASSERT(out->len > 0);
+    }
 }
 
 /* Without recomputation, then selective and full: the same values, bit for bit. */
@@ -357,6 +368,98 @@ layers_case(const LayerCase *lc)
 {
     layers_case_recompute(lc, TRUE, 0.0);
     layers_case_recompute(lc, FALSE, 0.1);
+}
+
+/* The ops a module's recomputation issues: "bwd.recompute." and one of `prefixes` (NULL-ended). */
+static guint
+layers_count_recomputed(const SimparSchedule *sched, const char *const *prefixes)
+{
+    guint n = 0;
+    for (guint i = 0; i < simpar_schedule_n_ops(sched); i++) {
+        const char *name = simpar_schedule_op(sched, i)->name;
+        if (!g_str_has_prefix(name, "bwd.recompute."))
+            continue;
+        for (guint k = 0; prefixes[k] != NULL; k++)
+            n += g_str_has_prefix(name + strlen("bwd.recompute."), prefixes[k]);
+    }
+    return n;
+}
+
+/* Selective's modules (plan.h) one at a time and together: the schedule recomputes what the
+ * module holds (and only that) and still equals the serial layer (layers_run_model), every
+ * output and gradient the same bits as without recomputation. */
+static void
+test_recompute_modules(void)
+{
+    const LayerCase cases[] = {
+        {"1d", 1, 0, FALSE, TRUE, 2, 0, FALSE, 0, FALSE, FALSE, 0},
+        {"1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 0, FALSE, FALSE, 0},
+        {"1d", 4, 0, FALSE, TRUE, 2, 0, FALSE, 0, FALSE, TRUE, 0},
+        {"1d", 2, 0, TRUE, TRUE, 2, 0, TRUE, 0, FALSE, TRUE, 0},
+        {"1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 2, TRUE, FALSE, 0},
+        {"2d", 4, 0, FALSE, TRUE, 4, 2, TRUE, 0, FALSE, FALSE, 0},
+        {"2.5d", 8, 2, FALSE, TRUE, 4, 0, FALSE, 0, FALSE, FALSE, 0},
+        {"3d", 8, 0, FALSE, FALSE, 4, 2, TRUE, 0, FALSE, FALSE, 0},
+    };
+    const guint all = SIMPAR_RECOMPUTE_CORE_ATTN | SIMPAR_RECOMPUTE_LAYERNORM |
+                      SIMPAR_RECOMPUTE_MLP | SIMPAR_RECOMPUTE_MLA_UP_PROJ;
+    const guint modules[] = {SIMPAR_RECOMPUTE_LAYERNORM, SIMPAR_RECOMPUTE_MLP,
+                             SIMPAR_RECOMPUTE_MLA_UP_PROJ, all};
+    static const char *const ln[] = {"ln.", NULL}, *const mlp[] = {"fc1.", "fc2.", "gelu", "swiglu",
+                                                                   NULL};
+    static const char *const up[] = {"q_up.", "kv_up.", NULL};
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        const LayerCase *lc = &cases[i];
+        g_autoptr(GArray) none = layers_run_model(lc, TRUE, 0.0, SIMPAR_RECOMPUTE_NONE, 0, FALSE);
+        for (guint k = 0; k < G_N_ELEMENTS(modules); k++) {
+            guint mods = modules[k] & (lc->mla ? all : ~(guint) SIMPAR_RECOMPUTE_MLA_UP_PROJ);
+            if (mods != modules[k] && k != G_N_ELEMENTS(modules) - 1)
+                continue; /* mla_up_proj needs MLA */
+            g_autoptr(GArray) got =
+                layers_run_model(lc, TRUE, 0.0, SIMPAR_RECOMPUTE_SELECTIVE, mods, FALSE);
+            CU_ASSERT_EQUAL_FATAL(got->len, none->len);
+            CU_ASSERT_EQUAL(memcmp(got->data, none->data, sizeof(double) * got->len), 0);
+            /* the recomputed ops of each module, on rank 0's schedule */
+            SimparModel m = {"test",
+                             layers_h,
+                             layers_a,
+                             layers_s * MAX(lc->cp, 1),
+                             lc->b,
+                             1,
+                             layers_f,
+                             64,
+                             SIMPAR_DTYPE_FP64,
+                             lc->kv,
+                             lc->llama ? SIMPAR_MLP_SWIGLU : SIMPAR_MLP_GELU,
+                             lc->llama ? SIMPAR_NORM_RMSNORM : SIMPAR_NORM_LAYERNORM,
+                             lc->llama,
+                             FALSE,
+                             0,
+                             {0},
+                             {0},
+                             0};
+            if (lc->mla)
+                m.mla = layers_mla;
+            SimparPlan plan;
+            simpar_plan_init(&plan);
+            plan.gen = simpar_generator_of(lc->mode), plan.tp = lc->tp, plan.depth = lc->depth;
+            plan.sequence_parallel = lc->sp, plan.cp = MAX(lc->cp, 1), plan.cp_ring = lc->ring;
+            plan.recompute = SIMPAR_RECOMPUTE_SELECTIVE, plan.recompute_modules = mods;
+            g_autoptr(SimparSchedule) sched = simpar_generate_layer(&m, &plan, NULL);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+            guint n_ranks = simpar_schedule_n_ranks(sched);
+            /* layernorm: ln1 and ln2 (stats and apply each; MLA's latents' norms are mla_up_proj's)
+             */
+            guint n_ln = layers_count_recomputed(sched, ln);
+            guint want_ln = (mods & SIMPAR_RECOMPUTE_LAYERNORM ? 2 : 0) +
+                            (mods & SIMPAR_RECOMPUTE_MLA_UP_PROJ ? 2 : 0);
+            CU_ASSERT(n_ln >= 2 * want_ln * n_ranks && (want_ln > 0 || n_ln == 0));
+            guint n_mlp = layers_count_recomputed(sched, mlp);
+            CU_ASSERT((mods & SIMPAR_RECOMPUTE_MLP) ? n_mlp >= 3 * n_ranks : n_mlp == 0);
+            guint n_up = layers_count_recomputed(sched, up);
+            CU_ASSERT((mods & SIMPAR_RECOMPUTE_MLA_UP_PROJ) ? n_up >= 2 * n_ranks : n_up == 0);
+        }
+    }
 }
 
 #define LAYER_TEST(fn, ...)                                                                        \
@@ -453,11 +556,15 @@ test_generator_lists(void)
 }
 
 static CU_TestInfo layers_tests[] = {
+    {"selective's modules (layernorm, mlp, mla_up_proj, all with core_attn) recompute their ops "
+     "and equal the serial layer, every bit as without recomputation: 1-D (SP, MLA, ring CP), "
+     "2-D, 2.5-D, 3-D",
+     test_recompute_modules},
     {"the generator table's lists of modes are the help texts' and refusals' words",
      test_generator_lists},
     {"an MoE model's layer (its attention part) equals the serial layer without its MLP, 1-D "
      "(with SP, CP), 2-D, 2.5-D and 3-D (their all-to-alls to the MoE block and back), every "
-     "recomputation",
+     "recomputation (and selective's layernorm module)",
      test_moe_attention_part},
     {"one GPU (1-D T=1) equals the serial layer; recomputation changes no bit", test_1d_p1},
     {"1-D T=2 equals the serial layer; recomputation changes no bit", test_1d_p2},

@@ -197,6 +197,12 @@ test_shell_words(void)
         {MEG_SHAPE "--pipeline-model-parallel-size 4 --num-layers-per-virtual-pipeline-stage 3 "
                    "--recompute-activations",
          "--schedule=interleaved --virtual-stages=2 --recompute=selective"},
+        /* selective's modules in Megatron's order; --moe-layer-recompute adds moe */
+        {MEG_SHAPE "--recompute-granularity selective --recompute-modules mlp moe mla_up_proj "
+                   "layernorm",
+         "--recompute=selective --recompute-modules=layernorm,mla_up_proj,mlp,moe"},
+        {MEG_SHAPE "--moe-layer-recompute",
+         "--recompute=selective --recompute-modules=core_attn,moe"},
         /* FP8 as Transformer Engine runs it: Megatron's tensorwise is simpar's current */
         {MEG_SHAPE "--bf16 --fp8-format hybrid --fp8-recipe tensorwise --fp8-amax-history-len 16 "
                    "--use-distributed-optimizer --fp8-param-gather",
@@ -259,6 +265,13 @@ test_refusals(void)
                                "--recompute-method block --recompute-num-layers 4",
                      "a stage has 12 layers");
     megatron_refuses(MEG_SHAPE "--hidden-dropout 2", "--hidden-dropout 2: valid is a probability");
+    megatron_refuses(MEG_SHAPE "--recompute-granularity selective --recompute-modules moe_act",
+                     "moe_act in recompute_modules is only supported with moe_grouped_gemm");
+    megatron_refuses(MEG_SHAPE "--recompute-granularity selective --recompute-modules gdn_norm_out",
+                     "--recompute-modules gdn_norm_out: a module of Megatron's GatedDeltaNet");
+    megatron_refuses(MEG_SHAPE "--moe-layer-recompute --recompute-granularity full "
+                               "--recompute-method uniform",
+                     "--moe-layer-recompute with --recompute-granularity full: Megatron refuses");
 
     /* the binary: a file's fault exits 1, one line */
     CU_ASSERT_TRUE(simpar_cli_refused("--megatron-args /nonexistent/train.sh --topology "

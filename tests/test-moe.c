@@ -139,7 +139,8 @@ typedef struct {
 /* Builds, runs and compares one case, the shared experts beside the all-to-alls with `overlap`
  * (--moe-shared-expert-overlap); returns the choices the reference dropped. */
 static guint
-moe_check_overlap(const MoeCase *mc, guint n_tensors, gboolean overlap)
+moe_check_recompute(const MoeCase *mc, guint n_tensors, gboolean overlap, guint recompute,
+                    SimparSchedule **out)
 {
     SimparModel m = moe_model(mc->experts, mc->top_k, mc->shared, mc->mlp);
     m.moe.router = mc->router, m.moe.groups = mc->groups, m.moe.group_limit = mc->limit;
@@ -147,7 +148,7 @@ moe_check_overlap(const MoeCase *mc, guint n_tensors, gboolean overlap)
     CU_ASSERT_FATAL(simpar_model_validate(&m, NULL));
     g_autoptr(GError) error = NULL;
     g_autoptr(SimparSchedule) sched = simpar_moe_block_build(
-        &m, mc->ep, MAX(mc->etp, 1u), mc->node_ranks, mc->tokens, 7, 0, &error);
+        &m, mc->ep, MAX(mc->etp, 1u), mc->node_ranks, mc->tokens, 7, 0, recompute, &error);
     CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
     CU_ASSERT_FATAL(simpar_schedule_check(sched, &error));
     CU_ASSERT_FATAL(simpar_schedule_check_hazards(sched, &error));
@@ -165,13 +166,75 @@ moe_check_overlap(const MoeCase *mc, guint n_tensors, gboolean overlap)
                mc->ep, MAX(mc->etp, 1u), mc->experts, mc->top_k, compared, err);
     CU_ASSERT(err <= MOE_TOL);
     CU_ASSERT_EQUAL(compared, n_tensors);
+    if (out != NULL)
+        *out = g_steal_pointer(&sched);
     return ref->dropped;
+}
+
+static guint
+moe_check_overlap(const MoeCase *mc, guint n_tensors, gboolean overlap)
+{
+    return moe_check_recompute(mc, n_tensors, overlap, 0, NULL);
 }
 
 static guint
 moe_check(const MoeCase *mc, guint n_tensors)
 {
     return moe_check_overlap(mc, n_tensors, FALSE);
+}
+
+/* Rank 0's ops named "bwd.recompute." + prefix. */
+static guint
+moe_count_recomputed(const SimparSchedule *sched, const char *prefix)
+{
+    g_autofree char *want = g_strconcat("bwd.recompute.", prefix, NULL);
+    guint n = 0;
+    for (guint i = 0; i < simpar_schedule_n_ops(sched); i++) {
+        const SimparOp *op = simpar_schedule_op(sched, i);
+        n += op->rank == 0 && g_str_has_prefix(op->name, want);
+    }
+    return n;
+}
+
+/* Selective's MoE modules (plan.h): moe runs the block's whole forward again before its
+ * backward, both all-to-alls (or DeepEP's four hops) included; moe_act the routed experts'
+ * activation before fc2's backward; shared_experts the shared experts' fc1, activation and fc2
+ * before their backward. Each block, with each and all of them, still equals the serial one
+ * (every output and gradient; the hazard check passes), flat, DeepEP's hops and ETP 2. */
+static void
+test_recomputed_moe_modules_equal_the_serial_block(void)
+{
+    const MoeCase cases[] = {
+        {4, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0},
+        {8, 10, 16, 4, 8, 4, 2, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SIGMOID, 0, 2, 1},
+        {2, 8, 4, 2, 6, 0, 0, SIMPAR_MLP_GELU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 2},
+        {4, 16, 8, 2, 0, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0.5, 0, 0},
+    };
+    const guint mods[] = {
+        SIMPAR_RECOMPUTE_MOE, SIMPAR_RECOMPUTE_MOE_ACT, SIMPAR_RECOMPUTE_SHARED_EXPERTS,
+        SIMPAR_RECOMPUTE_MOE | SIMPAR_RECOMPUTE_MOE_ACT | SIMPAR_RECOMPUTE_SHARED_EXPERTS};
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        const MoeCase *mc = &cases[i];
+        guint n_tensors = mc->shared > 0 ? 7 : 5;
+        for (guint k = 0; k < G_N_ELEMENTS(mods); k++) {
+            SimparSchedule *sched = NULL;
+            moe_check_recompute(mc, n_tensors, FALSE, mods[k], &sched);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+            gboolean moe = mods[k] & SIMPAR_RECOMPUTE_MOE;
+            guint a2a = moe_count_recomputed(sched, "moe.all-to-all");
+            CU_ASSERT_EQUAL(a2a, moe ? (mc->node_ranks > 0 ? 4u : 2u) : 0u);
+            CU_ASSERT_EQUAL(moe_count_recomputed(sched, "router.gemm"), moe ? 1u : 0u);
+            CU_ASSERT_EQUAL(moe_count_recomputed(sched, "experts.fc1.gemm"), moe ? 1u : 0u);
+            guint act = (moe ? 1 : 0) + (mods[k] & SIMPAR_RECOMPUTE_MOE_ACT ? 1 : 0);
+            CU_ASSERT_EQUAL(moe_count_recomputed(sched, "experts.act"), act);
+            guint shared = mc->shared > 0
+                               ? (moe ? 1 : 0) + (mods[k] & SIMPAR_RECOMPUTE_SHARED_EXPERTS ? 1 : 0)
+                               : 0;
+            CU_ASSERT_EQUAL(moe_count_recomputed(sched, "shared.fc1.gemm"), shared);
+            CU_ASSERT_EQUAL(moe_count_recomputed(sched, "shared.fc2.gemm"), shared);
+            simpar_schedule_free(sched);
+        }
+    }
 }
 
 static void
@@ -230,7 +293,7 @@ test_shared_experts_beside_the_all_to_alls_equal_the_serial_one(void)
     /* the all-to-alls are on the second stream, nothing else is */
     SimparModel m = moe_model(8, 2, 12, SIMPAR_MLP_SWIGLU);
     m.moe.shared_overlap = TRUE;
-    g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, 4, 1, 0, 12, 7, 0, NULL);
+    g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, 4, 1, 0, 12, 7, 0, 0, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
     CU_ASSERT_EQUAL(simpar_schedule_n_streams(sched), 2);
     guint beside = 0, a2a = 0;
@@ -366,7 +429,7 @@ test_etp_collectives_move_the_received_rows_and_gemms_split_the_columns(void)
 {
     SimparModel m = moe_model(8, 2, 0, SIMPAR_MLP_SWIGLU);
     guint ep = 2, etp = 2, T = 12;
-    g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, ep, etp, 0, T, 7, 0, NULL);
+    g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, ep, etp, 0, T, 7, 0, 0, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
     SimparMoe route = moe_route_of(sched);
     guint64 C = route.capacity, per = 8 * C * 16, gathers = 0, scatters = 0;
@@ -478,8 +541,8 @@ test_deepep_sends_a_token_once_per_other_node(void)
         m.moe.groups = limited ? 4 : 0, m.moe.group_limit = limited ? 2 : 0;
         m.moe.router = SIMPAR_ROUTER_SIGMOID;
         CU_ASSERT_FATAL(simpar_model_validate(&m, NULL));
-        g_autoptr(SimparSchedule) flat = simpar_moe_block_build(&m, ep, 1, 0, T, 7, 0, NULL);
-        g_autoptr(SimparSchedule) deep = simpar_moe_block_build(&m, ep, 1, R, T, 7, 0, NULL);
+        g_autoptr(SimparSchedule) flat = simpar_moe_block_build(&m, ep, 1, 0, T, 7, 0, 0, NULL);
+        g_autoptr(SimparSchedule) deep = simpar_moe_block_build(&m, ep, 1, R, T, 7, 0, 0, NULL);
         CU_ASSERT_FATAL(flat != NULL && deep != NULL);
         /* the closed form: distinct (token, node other than its own) pairs x h x dtype size */
         SimparMoe route = moe_route_of(deep);
@@ -540,7 +603,7 @@ test_the_dispatch_all_to_all_moves_exactly_the_routed_tokens(void)
 {
     guint ep = 4, T = 12;
     SimparModel m = moe_model(8, 2, 0, SIMPAR_MLP_SWIGLU);
-    g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, ep, 1, 0, T, 7, 0, NULL);
+    g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, ep, 1, 0, T, 7, 0, 0, NULL);
     SimparMoe route = moe_route_of(sched);
     g_autoptr(RefMoe) ref = ref_moe_new(&m, &route, 11);
     g_autoptr(SimparHost) host = simpar_host_new(sched);
@@ -742,7 +805,7 @@ grid_check(const GridCase *gc)
     CU_ASSERT_FATAL(simpar_schedule_check_hazards(layer, &error));
     guint T = (guint) gc->tp, N = (guint) (m.micro_batch * m.seq);
     g_autoptr(SimparSchedule) block =
-        simpar_moe_block_build(&m, T / etp, etp, 0, N / T, 7, 0, &error);
+        simpar_moe_block_build(&m, T / etp, etp, 0, N / T, 7, 0, 0, &error);
     CU_ASSERT_PTR_NOT_NULL_FATAL(block);
     SimparMoe route = moe_route_of(block);
     g_autoptr(RefMoe) ref = ref_moe_new(&m, &route, 11);
@@ -911,7 +974,7 @@ test_impossible_expert_settings_are_refused_naming_the_flag(void)
     CU_ASSERT(e4 != NULL && strstr(e4->message, "--imbalance 0.5") != NULL);
     g_autoptr(GError) e5 = NULL;
     m.moe.imbalance = 1;
-    CU_ASSERT(simpar_moe_block_build(&m, 3, 1, 0, 4, 1, 0, &e5) == NULL);
+    CU_ASSERT(simpar_moe_block_build(&m, 3, 1, 0, 4, 1, 0, 0, &e5) == NULL);
     CU_ASSERT(e5 != NULL && strstr(e5->message, "--ep 3") != NULL);
 }
 
@@ -926,7 +989,7 @@ test_a_predicted_all_to_all_moves_the_busiest_experts_rows(void)
         m.moe.imbalance = imbalance[i];
         guint C = simpar_moe_capacity(&m, T);
         CU_ASSERT_EQUAL(C, rows[i]);
-        g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, ep, 1, 0, T, 7, C, NULL);
+        g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, ep, 1, 0, T, 7, C, 0, NULL);
         guint n_a2a = 0;
         for (guint o = 0; o < simpar_schedule_n_ops(sched); o++) {
             const SimparOp *op = simpar_schedule_op(sched, o);
@@ -963,6 +1026,9 @@ static CU_TestInfo host_tests[] = {
     {"--overlap-moe-expert-parallel-comm: one micro-batch's forward merged with another's "
      "backward equals the serial ones, its waits hazard-free",
      test_merged_micro_batches_equal_the_serial_ones},
+    {"selective's MoE modules (moe: the whole block again, its all-to-alls too; moe_act; "
+     "shared_experts) recompute their ops and equal the serial block: flat, DeepEP's hops, ETP 2",
+     test_recomputed_moe_modules_equal_the_serial_block},
     {"ETP 2 x EP 2 with a shared expert equals the serial one at 1e-9 (every gradient)",
      test_etp_2_with_ep_2_and_a_shared_expert_equals_the_serial_one},
     {"ETP 2 x EP 4 (node-limited sigmoid; GeLU top-1) equals the serial one at 1e-9",

@@ -242,6 +242,8 @@ row_job_args(const SimparSweep *sw, const SimparSweepConfig *c, SimparJobArgs *a
     a->depth = c->depth > 0 ? c->depth : SIMPAR_JOB_UNSET;
     a->pp = c->pp, a->dp = c->dp;
     a->schedule = (char *) c->schedule, a->recompute = (char *) c->recompute;
+    if (g_strcmp0(a->recompute, "selective") != 0) /* --recompute-modules: selective's rows */
+        a->recompute_modules = NULL;
     if (c->precision != NULL) { /* "fp8-current": --dtype fp8 --fp8-recipe current */
         gboolean fp8 = g_str_has_prefix(c->precision, "fp8");
         a->dtype = fp8 ? (char *) "fp8" : (char *) c->precision;
