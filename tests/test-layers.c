@@ -199,15 +199,14 @@ layers_compare(const SimparSchedule *sched, SimparHost *host, const RefShape *sh
  * the model has experts: its layer schedule is the attention part and the second norm, held against
  * the serial layer with fc2's weights and bias zero (its MLP adds nothing, and passes dy through).
  */
-static GArray *
-layers_run_model(const LayerCase *lc, gboolean causal, double p, SimparRecompute recompute,
-                 guint modules, gboolean moe)
+/* The case's model: fp64, C x s tokens per sequence, MLA's latents where the case has them. */
+static SimparModel
+layers_model(const LayerCase *lc)
 {
-    gint64 cp = MAX(lc->cp, 1);
     SimparModel m = {"test",
                      layers_h,
                      layers_a,
-                     layers_s * cp,
+                     layers_s * MAX(lc->cp, 1),
                      lc->b,
                      1,
                      layers_f,
@@ -222,10 +221,19 @@ layers_run_model(const LayerCase *lc, gboolean causal, double p, SimparRecompute
                      {0},
                      {0},
                      lc->dh};
-    if (moe)
-        m.moe = (SimparMoeConfig){.experts = 4, .top_k = 2, .moe_ffn = 8, .moe_every = 1};
     if (lc->mla)
         m.mla = layers_mla;
+    return m;
+}
+
+static GArray *
+layers_run_model(const LayerCase *lc, gboolean causal, double p, SimparRecompute recompute,
+                 guint modules, gboolean moe)
+{
+    gint64 cp = MAX(lc->cp, 1);
+    SimparModel m = layers_model(lc);
+    if (moe)
+        m.moe = (SimparMoeConfig){.experts = 4, .top_k = 2, .moe_ffn = 8, .moe_every = 1};
     SimparPlan plan;
     simpar_plan_init(&plan);
     plan.ep = moe ? 2 : 0;
@@ -420,26 +428,7 @@ test_recompute_modules(void)
             CU_ASSERT_EQUAL_FATAL(got->len, none->len);
             CU_ASSERT_EQUAL(memcmp(got->data, none->data, sizeof(double) * got->len), 0);
             /* the recomputed ops of each module, on rank 0's schedule */
-            SimparModel m = {"test",
-                             layers_h,
-                             layers_a,
-                             layers_s * MAX(lc->cp, 1),
-                             lc->b,
-                             1,
-                             layers_f,
-                             64,
-                             SIMPAR_DTYPE_FP64,
-                             lc->kv,
-                             lc->llama ? SIMPAR_MLP_SWIGLU : SIMPAR_MLP_GELU,
-                             lc->llama ? SIMPAR_NORM_RMSNORM : SIMPAR_NORM_LAYERNORM,
-                             lc->llama,
-                             FALSE,
-                             0,
-                             {0},
-                             {0},
-                             0};
-            if (lc->mla)
-                m.mla = layers_mla;
+            SimparModel m = layers_model(lc);
             SimparPlan plan;
             simpar_plan_init(&plan);
             plan.gen = simpar_generator_of(lc->mode), plan.tp = lc->tp, plan.depth = lc->depth;
