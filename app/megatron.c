@@ -1120,6 +1120,11 @@ static const struct {
                            "spec", NULL},
      "numerics or kernel fusion of the same layer: simpar's --kernels megatron prices "
      "Megatron-Core's fused kernels for these shapes"},
+    {(const char *const[]){"mtp-*", NULL},
+     "multi-token prediction is not priced: its modules on the last stage (a transformer layer, "
+     "the eh_proj linear and a second output layer and loss each) are left out of the step"},
+    {(const char *const[]){"qk-layernorm", NULL},
+     "the queries' and keys' own norms are not priced (two small per-head kernels a layer)"},
     {(const char *const[]){"fp8*", NULL},
      "FP8 without --fp8-format (not turned on), or a detail of its scaling (margin, amax "
      "history and algorithm, interval): simpar prices the recipe's kernels, not these"},

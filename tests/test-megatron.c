@@ -338,6 +338,18 @@ test_moe_flags(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(mixtral);
     CU_ASSERT_PTR_NOT_NULL(strstr(mixtral, "--experts=8 --topk=2 --moe-ffn=8192 "));
     CU_ASSERT_PTR_NULL(strstr(mixtral, "--router")); /* softmax, simpar's default */
+    { /* what simpar leaves out of a DeepSeek-V3 or Qwen3 script is said, with why */
+        g_autoptr(GError) error = NULL;
+        g_autoptr(SimparMegatron) meg = simpar_megatron_parse(
+            MEG_SHAPE "--mtp-num-layers 1 --mtp-loss-scaling-factor 0.1 --qk-layernorm", "test.sh",
+            &error);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(meg);
+        g_autofree char *text = simpar_megatron_describe(meg);
+        CU_ASSERT_PTR_NOT_NULL(strstr(text, "--mtp-num-layers: multi-token prediction is not "
+                                            "priced"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(text, "--mtp-loss-scaling-factor: multi-token prediction"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(text, "--qk-layernorm: the queries' and keys' own norms"));
+    }
     { /* Megatron's default dispatcher is allgather, which simpar prices as alltoall: said */
         g_autoptr(GError) error = NULL;
         g_autoptr(SimparMegatron) meg = simpar_megatron_parse(
