@@ -427,8 +427,7 @@ train_check_experts(const SimparTrain *t, const SimparModel *model, GError **err
  * (megatron/core/transformer/transformer_config.py, __post_init__: PP > 1 only with a virtual
  * pipeline, EP > 1, the alltoall or flex dispatcher, no full recomputation and no moe among the
  * recomputed modules, bf16 or fp16, not with moe_shared_expert_overlap), and what simpar does not
- * model with it (local parallelism, ZeRO 2 and 3's per-micro-batch and per-layer collectives, the
- * MoE block's moe_act and shared_experts recomputation). */
+ * model with it (local parallelism, ZeRO 2 and 3's per-micro-batch and per-layer collectives). */
 static gboolean
 train_check_ep_overlap(const SimparTrain *t, const SimparModel *model, GError **error)
 {
@@ -464,14 +463,13 @@ train_check_ep_overlap(const SimparTrain *t, const SimparModel *model, GError **
                           "%s with --moe-shared-expert-overlap: Megatron-Core refuses the two "
                           "together (valid: one of them)",
                           flag);
-    guint block = SIMPAR_RECOMPUTE_MOE | SIMPAR_RECOMPUTE_MOE_ACT | SIMPAR_RECOMPUTE_SHARED_EXPERTS;
-    if (t->tp.recompute == SIMPAR_RECOMPUTE_SELECTIVE && (t->tp.recompute_modules & block)) {
+    if (t->tp.recompute == SIMPAR_RECOMPUTE_SELECTIVE &&
+        (t->tp.recompute_modules & SIMPAR_RECOMPUTE_MOE)) {
         g_autofree char *names = simpar_recompute_modules_name(t->tp.recompute_modules);
         return train_fail(error,
-                          "%s with --recompute-modules %s: Megatron-Core refuses moe with it, "
-                          "and simpar does not split a block that recomputes moe_act or "
-                          "shared_experts into the merged nodes (valid: core_attn, layernorm, "
-                          "mla_up_proj, mlp)",
+                          "%s with --recompute-modules %s: Megatron-Core refuses moe with it "
+                          "(valid: the others: core_attn, moe_act, layernorm, mla_up_proj, mlp, "
+                          "shared_experts)",
                           flag, names);
     }
     if (t->zero >= 2)

@@ -821,6 +821,37 @@ test_merged_forward_and_backward_hide_the_all_to_alls_exactly(void)
 
 /* The time simpar collective gives one collective of S bytes (nccl-tests' size) over the
  * first two GPUs on `backend`. */
+
+/* --overlap-moe-expert-parallel-comm with the MoE block's moe_act and shared_experts
+ * recomputation, which Megatron-Core allows with it (it refuses moe): the merged nodes hold the
+ * recomputed ops, so the step's compute grows by exactly what it grows by without the flag, and
+ * the step with them. Fails when a recomputed op falls into an all-to-all node (no compute). */
+static void
+test_merged_layers_recompute_the_experts_activation_and_shared_experts(void)
+{
+    const char *job = "--topology " H100 " --json --model llama3-8b --layers 2 --seq 1024 "
+                      "--experts 16 --topk 2 --moe-ffn 1024 --shared-ffn 512 --tp-mode 1d --tp 1 "
+                      "--pp 1 --dp 64 --ep 8 --global-batch 128 --backend analytic "
+                      "--recompute selective --recompute-modules layernorm";
+    const char *const flags[] = {"", " --overlap-moe-expert-parallel-comm"};
+    double compute[2][2], step[2][2];
+    for (guint f = 0; f < 2; f++)
+        for (guint k = 0; k < 2; k++) {
+            g_autofree char *args =
+                g_strconcat(job, k ? ",moe_act,shared_experts" : "", flags[f], NULL);
+            g_autoptr(JsonParser) parser = NULL;
+            JsonObject *row = moe_step(args, &parser);
+            compute[f][k] = moe_member(row, "compute_s"),
+            step[f][k] = moe_member(row, "step_time_s");
+        }
+    double unmerged = compute[0][1] - compute[0][0], merged = compute[1][1] - compute[1][0];
+    printf("\n    recomputed compute: %.9g s unmerged, %.9g s merged; merged step %.9g -> %.9g s ",
+           unmerged, merged, step[1][0], step[1][1]);
+    CU_ASSERT(unmerged > 0);
+    CU_ASSERT_DOUBLE_EQUAL(merged, unmerged, 1e-9 * compute[1][1]);
+    CU_ASSERT(step[1][1] > step[1][0]);
+}
+
 static double
 moe_collective_s(const char *op, double bytes, const char *backend)
 {
@@ -895,6 +926,9 @@ static CU_TestInfo predict_tests[] = {
     {"--overlap-moe-expert-parallel-comm hides one micro-batch's all-to-alls under the other's "
      "compute exactly, as computed by hand on the analytic backend",
      test_merged_forward_and_backward_hide_the_all_to_alls_exactly},
+    {"--overlap-moe-expert-parallel-comm's merged nodes hold moe_act's and shared_experts' "
+     "recomputation",
+     test_merged_layers_recompute_the_experts_activation_and_shared_experts},
     {"an MoE step's trace shows the MoE block in every layer, with the prediction's times on "
      "every backend",
      test_an_moe_trace_shows_the_moe_block_with_the_prediction_s_times},
