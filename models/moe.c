@@ -293,17 +293,9 @@ moe_view(guint buf)
 static guint
 moe_buf(MoeCtx *c, const char *name, guint64 elems)
 {
-    if (c->recomputing) {
-        g_assert(c->n_replayed < c->fwd_bufs->len);
-        guint buf = g_array_index(c->fwd_bufs, guint, c->n_replayed++);
-        const SimparBuffer *b = simpar_schedule_buffer(c->sched, buf);
-        g_assert(g_str_equal(b->name, name) && b->elems == elems); /* the forward is replayed */
-        return buf;
-    }
-    guint buf = simpar_schedule_add_buffer(c->sched, c->rank, name, elems);
-    if (c->fwd_bufs != NULL && c->phase == SIMPAR_PHASE_FORWARD)
-        g_array_append_val(c->fwd_bufs, buf);
-    return buf;
+    return simpar_schedule_replay_buffer(c->sched, c->rank, name, elems, c->fwd_bufs,
+                                         c->phase == SIMPAR_PHASE_FORWARD, c->recomputing,
+                                         &c->n_replayed);
 }
 
 /* Appends `op` for the rank: on the compute stream unless the caller put it on c->comm, where

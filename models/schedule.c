@@ -102,6 +102,23 @@ simpar_schedule_add_buffer(SimparSchedule *sched, guint rank, const char *name, 
 }
 
 guint
+simpar_schedule_replay_buffer(SimparSchedule *sched, guint rank, const char *name, gsize elems,
+                              GArray *kept, gboolean forward, gboolean replay, guint *next)
+{
+    if (kept != NULL && replay) {
+        g_assert(*next < kept->len);
+        guint buf = g_array_index(kept, guint, (*next)++);
+        const SimparBuffer *b = simpar_schedule_buffer(sched, buf);
+        g_assert(g_str_equal(b->name, name) && b->elems == elems); /* the forward is replayed */
+        return buf;
+    }
+    guint buf = simpar_schedule_add_buffer(sched, rank, name, elems);
+    if (kept != NULL && forward)
+        g_array_append_val(kept, buf);
+    return buf;
+}
+
+guint
 simpar_schedule_add_group(SimparSchedule *sched, const char *axis, const guint *ranks, guint size)
 {
     g_return_val_if_fail(size > 0, G_MAXUINT);

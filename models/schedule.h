@@ -455,6 +455,13 @@ void simpar_schedule_set_fp8(SimparSchedule *sched, guint recipe, gboolean atten
 
 guint simpar_schedule_add_stream(SimparSchedule *sched, const char *name);
 guint simpar_schedule_add_buffer(SimparSchedule *sched, guint rank, const char *name, gsize elems);
+/* A buffer for a generator that replays forward ops in a backward (recomputation): with `kept`
+ * (the forward's buffers in the order made; NULL when none are kept) and `replay`, the kept
+ * buffer at *next, which must have this name and size (the forward is replayed), *next advanced;
+ * otherwise a new buffer, appended to `kept` when `forward`. */
+guint simpar_schedule_replay_buffer(SimparSchedule *sched, guint rank, const char *name,
+                                    gsize elems, GArray *kept, gboolean forward, gboolean replay,
+                                    guint *next);
 guint simpar_schedule_add_group(SimparSchedule *sched, const char *axis, const guint *ranks,
                                 guint size);
 /* Marks `group`'s collectives as latency-bound scalars (SimparGroup.idle). */

@@ -76,17 +76,9 @@ simpar_layer_buffer(SimparLayerCtx *c, guint which, const char *what, gsize elem
     gboolean lin = which < SIMPAR_N_LINEARS;
     g_autofree char *s =
         g_strconcat(lin ? layer_linear_names[which] : "", lin ? "." : "", what, NULL);
-    if (c->fwd_bufs != NULL && c->recomputing) {
-        g_assert(c->n_replayed < c->fwd_bufs->len);
-        guint buf = g_array_index(c->fwd_bufs, guint, c->n_replayed++);
-        const SimparBuffer *b = simpar_schedule_buffer(c->sched, buf);
-        g_assert(g_str_equal(b->name, s) && b->elems == elems); /* the forward is replayed */
-        return buf;
-    }
-    guint buf = simpar_schedule_add_buffer(c->sched, c->rank, s, elems);
-    if (c->fwd_bufs != NULL && c->phase == SIMPAR_PHASE_FORWARD)
-        g_array_append_val(c->fwd_bufs, buf);
-    return buf;
+    return simpar_schedule_replay_buffer(c->sched, c->rank, s, elems, c->fwd_bufs,
+                                         c->phase == SIMPAR_PHASE_FORWARD, c->recomputing,
+                                         &c->n_replayed);
 }
 
 guint

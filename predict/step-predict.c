@@ -282,7 +282,8 @@ block_moe(const SimparStepTimer *tm, const SimparModel *model, const SimparTrain
               block_mean_compute(moe, compute, NULL, SIMPAR_PHASE_FORWARD));
     block_add(bt, "layer.bwd", b[3] - b[2],
               block_mean_compute(moe, compute, NULL, SIMPAR_PHASE_BACKWARD));
-    block_moe_nodes(moe, sp, b, bt);
+    if (train->ep_overlap) /* the merged layers' nodes (moe recomputation is refused there) */
+        block_moe_nodes(moe, sp, b, bt);
     const char *const parts[] = {"moe.dispatch", "moe.combine", "moe.experts"};
     for (guint k = 0; k < G_N_ELEMENTS(parts); k++)
         block_set(bt, parts[k], block_moe_part(moe, sp, k), 0);
