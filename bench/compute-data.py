@@ -131,6 +131,18 @@ def deepbench_rows():
     return out
 
 
+def mamf_fp8():
+    """The FP8 MAMF rows: {gpu_model: flop/s at the best shape}."""
+    out = {}
+    with open(os.path.join(FID, "gemm-mamf-fp8.csv")) as f:
+        for line in f:
+            if line.startswith("#") or line.startswith("gpu_model,"):
+                continue
+            model, _, m, n, k, tflops = line.strip().split(",")
+            out[model] = float(tflops) * 1e12
+    return out
+
+
 def gemm_list(rows):
     return ";".join("%d %d %d %d %s %.6g" % r for r in rows)
 
@@ -141,6 +153,7 @@ def main():
     xla = xla_rows()
     b200_bf16, b200_fp8 = b200_rows()
     v100 = deepbench_rows()
+    fp8_max = mamf_fp8()
     keff = "\n".join("kernel_eff_%s = %.4f" % (k, v) for k, v in effs.items())
     head = """# compute.ini - the measured compute figures of each GPU model, compiled into simpar
 # (topologies/meson.build) and read by models/compute-data.c. Written by bench/compute-data.py
@@ -157,7 +170,10 @@ def main():
 # xla/backends/gpu/cost_model/matmul_interpolator_data.h; bench/fidelity/gemm-b200-xla.csv);
 # Baidu DeepBench's V100 fp16 (tensor core) and fp32 GEMMs, measured on a DGX-1's V100 SXM2 with
 # CUDA 10.1 (baidu-research/DeepBench da81ba7 results/train/DeepBench_NV_V100.xlsx;
-# bench/fidelity/gemm-v100-deepbench.csv), row-major, less the rows it ran padded.
+# bench/fidelity/gemm-v100-deepbench.csv), row-major, less the rows it ran padded; the FP8
+# maximum achievable matmul FLOPS of an H100 and an H200 (stas00/ml-engineering
+# compute/accelerator/README.md, snapshot 2026-08-22; bench/fidelity/gemm-mamf-fp8.csv):
+# gemm_fp8_max_flops, the most an FP8 GEMM of that GPU runs at any shape (the curve's ceiling).
 # GPUs other than the H200 take the H200's kernel fractions: extrapolated, and said so.
 # gemm_fp8: FP8 GEMMs (E4M3 inputs, bf16 out) of an FP8 recipe's linears. mxfp8: the GPU has
 # block-scaled (1 x 32, E8M0 scales) FP8 tensor cores, which the mxfp8 recipe needs: Blackwell's
@@ -168,11 +184,13 @@ def main():
     groups = [
         ("H200-SXM-141GB",
          "kernels measured on an H200 (PyTorch 2.11; simpar-exec's Adam); GEMMs measured on an "
-         "H200 (simpar-exec) and, below 4096, on an H100 (XLA's table)",
+         "H200 (simpar-exec) and, below 4096, on an H100 (XLA's table); FP8: the curve "
+         "under the measured best (MAMF)",
          xla + h200),
         ("H100-SXM5-80GB",
          "kernels: the H200's measured fractions of its bandwidth (extrapolated); GEMMs measured "
-         "on an H100 (XLA's table) and, for the large shapes, on an H200 (same SMs and clocks)",
+         "on an H100 (XLA's table) and, for the large shapes, on an H200 (same SMs and clocks); FP8: "
+         "the curve under the measured best (MAMF)",
          xla + h200),
         ("A100-SXM4-80GB",
          "kernels: the H200's measured fractions of its bandwidth (extrapolated); GEMMs: the "
@@ -201,6 +219,8 @@ def main():
         out.append("[%s]\nsummary = %s\n%s\n" % (name, summary, keff))
         if rows:
             out.append("gemm_bf16 = %s\ngemm_fp16 = %s\n" % (gemm_list(rows), gemm_list(rows)))
+        if name in fp8_max:
+            out.append("gemm_fp8_max_flops = %.5g\n" % fp8_max[name])
         out.append("\n")
     for name, summary in volta:
         out.append("[%s]\nsummary = %s\n%s\n" % (name, summary, keff))

@@ -321,6 +321,7 @@ typedef struct {
     const SimparGemmTable *gemm_table;
     const char *source; /* interned */
     gboolean mxfp8;     /* block-scaled FP8 tensor cores */
+    double fp8_max;     /* gemm_fp8_max_flops, 0: none */
 } GpuData;
 
 static gboolean
@@ -351,6 +352,16 @@ data_read(GKeyFile *data, const char *group, GpuData *out, GError **error)
     g_autofree char *source = g_key_file_get_string(data, group, "summary", NULL);
     out->source = source != NULL ? g_intern_string(source) : NULL;
     out->mxfp8 = g_key_file_get_boolean(data, group, "mxfp8", NULL);
+    if (g_key_file_has_key(data, group, "gemm_fp8_max_flops", NULL)) {
+        out->fp8_max = g_key_file_get_double(data, group, "gemm_fp8_max_flops", NULL);
+        if (!(out->fp8_max >= 1e6 && out->fp8_max <= 1e17)) {
+            g_set_error(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_INVALID,
+                        "compute data [%s]: gemm_fp8_max_flops = %g is not a throughput from "
+                        "1e6 to 1e17 flop/s",
+                        group, out->fp8_max);
+            return FALSE;
+        }
+    }
     return TRUE;
 }
 
@@ -387,6 +398,7 @@ simpar_gpu_load_data(SimparGpu *gpu, GKeyFile *data, GError **error)
     if (d->source != NULL)
         gpu->data_source = d->source;
     gpu->mxfp8 = d->mxfp8;
+    gpu->gemm_fp8_max_flops = d->fp8_max;
     return TRUE;
 }
 

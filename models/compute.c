@@ -303,12 +303,17 @@ compute_gemm_bytes(SimparDtype dtype, double m, double n, double k, double batch
            batch;
 }
 
-/* The shape curve alone. */
+/* The shape curve alone; an FP8 GEMM never faster than the most FP8 throughput measured at any
+ * shape (gemm_fp8_max_flops: Hopper's FP8 tops out at 71-73% of its datasheet peak where its
+ * bf16 reaches 80%, bench/fidelity/gemm-mamf-fp8.csv). */
 static double
 compute_gemm_curve(const SimparGpu *gpu, SimparDtype dtype, double m, double n, double k,
                    double batch, gboolean accumulate)
 {
-    return compute_roofline(gpu, dtype, 2 * m * n * k * batch, compute_gemm_eff(gpu, m, n, k),
+    double eff = compute_gemm_eff(gpu, m, n, k);
+    if (dtype == SIMPAR_DTYPE_FP8 && gpu->gemm_fp8_max_flops > 0)
+        eff = MIN(eff, gpu->gemm_fp8_max_flops / gpu->peak_flops[dtype]);
+    return compute_roofline(gpu, dtype, 2 * m * n * k * batch, eff,
                             compute_gemm_bytes(dtype, m, n, k, batch, accumulate));
 }
 
@@ -344,8 +349,9 @@ compute_gemm_op(const SimparGpu *gpu, SimparDtype dtype, const GemmQuery *q, gbo
     double t = compute_gemm_curve(gpu, dtype, q->m, q->n, q->k, q->batch, accumulate);
     GemmCtx ctx = {gpu, dtype};
     /* every figure compute_gemm_row_curve reads, for the table's kept row ratios */
-    const double key[] = {gpu->peak_flops[dtype], gpu->mem_bw_Bps,    gpu->mem_eff,  gpu->launch_s,
-                          gpu->gemm_eff_max,      gpu->gemm_half_dim, (double) dtype};
+    const double key[] = {gpu->peak_flops[dtype], gpu->mem_bw_Bps,        gpu->mem_eff,
+                          gpu->launch_s,          gpu->gemm_eff_max,      gpu->gemm_half_dim,
+                          (double) dtype,         gpu->gemm_fp8_max_flops};
     double ratio;
     if (gpu->gemm_table == NULL || !gemm_table_ratio(gpu->gemm_table, q, compute_gemm_row_curve,
                                                      &ctx, key, sizeof key, &ratio))
@@ -1270,14 +1276,15 @@ describe_kernels(GString *s, const SimparGpu *gpu, const SimparSchedule *sched)
         g_string_append_printf(s, " (extrapolated; at most %.0fx)", most);
 }
 
-/* "; FP8 (delayed recipe): 24 of 24 GEMMs in FP8 on the measured table, 1.23 ms, their input
+/* "; FP8 (delayed recipe): 24 of 24 GEMMs in FP8 on 19 measured FP8 GEMMs (3 more than 2x from
+ * them: extrapolated), 1.23 ms, their input
  * and gradient casts 0.45 ms, summed over the layer's ranks, and the weights' casts 0.12 ms per
  * rank once per step" for a layer with FP8 GEMMs, and whether its attention runs in FP8;
  * nothing otherwise. */
 static void
 describe_fp8(GString *s, const SimparGpu *gpu, const SimparSchedule *sched)
 {
-    guint fp8 = 0, gemms = 0, recipe = 0, rows = 0, attn = 0;
+    guint fp8 = 0, gemms = 0, recipe = 0, rows = 0, attn = 0, far = 0;
     double gemm_s = 0, cast_s = 0;
     rows = gemm_table_count(gpu->gemm_table, SIMPAR_DTYPE_FP8);
     for (guint i = 0; i < simpar_schedule_n_ops(sched); i++) {
@@ -1290,14 +1297,21 @@ describe_fp8(GString *s, const SimparGpu *gpu, const SimparSchedule *sched)
         if (g->fp8 == SIMPAR_FP8_NONE || !(gpu->peak_flops[SIMPAR_DTYPE_FP8] > 0))
             continue;
         fp8++, recipe = g->fp8;
+        far += simpar_compute_gemm_extrapolated(gpu, SIMPAR_DTYPE_FP8, g->m, g->n, g->k, g->batch);
         gemm_s += simpar_compute_gemm_time(gpu, SIMPAR_DTYPE_FP8, g->m, g->n, g->k, g->batch);
         cast_s += simpar_compute_fp8_cast_time(gpu, g, FALSE);
     }
     if (fp8 == 0)
         return;
-    g_autofree char *table = rows > 0 ? g_strdup_printf("%u measured FP8 GEMMs", rows)
-                                      : g_strdup("the shape curve at the FP8 peak (no measured "
-                                                 "FP8 GEMMs)");
+    g_autofree char *table =
+        rows > 0 ? g_strdup_printf("%u measured FP8 GEMMs (%u more than 2x from them: "
+                                   "extrapolated)",
+                                   rows, far)
+        : gpu->gemm_fp8_max_flops > 0
+            ? g_strdup_printf("the shape curve at the FP8 peak, never above the %.0f TFLOP/s "
+                              "measured at the best shape (no measured FP8 table)",
+                              gpu->gemm_fp8_max_flops / 1e12)
+            : g_strdup("the shape curve at the FP8 peak (no measured FP8 GEMMs)");
     g_string_append_printf(s,
                            "; FP8 (%s recipe): %u of %u GEMMs in FP8 on %s, %.4g ms, their "
                            "input and gradient casts %.4g ms, summed over the layer's ranks, "

@@ -96,6 +96,8 @@ typedef struct {
     const char *data_source;            /* interned: where the measured figures come from */
     gint64 kernel_set;                  /* SimparKernelSet */
     gint64 mxfp8; /* block-scaled (1 x 32) FP8 tensor cores (Blackwell; compute data's mxfp8) */
+    double gemm_fp8_max_flops; /* the most FP8 GEMM throughput measured at any shape (compute
+                                  data's gemm_fp8_max_flops): the curve's FP8 ceiling; 0: none */
 } SimparGpu;
 
 /* Defaults for the model parameters; figures (peaks, bandwidth, memory) zero. */

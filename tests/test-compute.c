@@ -1804,6 +1804,41 @@ test_shipped_gemm_tables(void)
     check_shipped_table("XLA sm_100 fp8", "gb200-nvl72", b8, 19, FALSE);
 }
 
+/* Hopper's FP8 ceiling (bench/fidelity/gemm-mamf-fp8.csv: the most FP8 throughput measured at
+ * any shape, through topologies/compute.ini): on each Hopper preset no FP8 GEMM runs faster than
+ * it, the large ones run at it, a small one keeps its curve, and the same GPU without the
+ * ceiling ran 8192^3 at the curve's 87% of the peak. */
+static void
+test_fp8_hopper_ceiling(void)
+{
+    const struct {
+        const char *preset;
+        double tflops;
+    } rows[] = {{"h100-sxm", 1402.6}, {"dgx-h100", 1402.6}, {"h200-sxm", 1453.4}};
+
+    for (guint i = 0; i < G_N_ELEMENTS(rows); i++) {
+        SimparGpu gpu;
+        preset_gpu(&gpu, rows[i].preset);
+        CU_ASSERT_DOUBLE_EQUAL(gpu.gemm_fp8_max_flops, rows[i].tflops * 1e12, 1e6);
+        const double x = 8192, flops = 2 * x * x * x;
+        double t = simpar_compute_gemm_time(&gpu, SIMPAR_DTYPE_FP8, x, x, x, 1);
+        CU_ASSERT(near(t, gpu.launch_s + flops / (rows[i].tflops * 1e12)));
+        SimparGpu open = gpu; /* without the ceiling */
+        open.gemm_fp8_max_flops = 0;
+        double t_open = simpar_compute_gemm_time(&open, SIMPAR_DTYPE_FP8, x, x, x, 1);
+        printf("\n    %s: FP8 8192^3 at %.1f%% of the FP8 peak (the curve alone %.1f%%)",
+               rows[i].preset, 100 * flops / (t - gpu.launch_s) / 1979e12,
+               100 * flops / (t_open - gpu.launch_s) / 1979e12);
+        CU_ASSERT(t_open < 0.9 * t);
+        /* a launch-bound GEMM keeps its curve */
+        CU_ASSERT(near(simpar_compute_gemm_time(&gpu, SIMPAR_DTYPE_FP8, 64, 64, 64, 1),
+                       simpar_compute_gemm_time(&open, SIMPAR_DTYPE_FP8, 64, 64, 64, 1)));
+        /* bf16 does not change */
+        CU_ASSERT_EQUAL(simpar_compute_gemm_time(&gpu, SIMPAR_DTYPE_BF16, x, x, x, 1),
+                        simpar_compute_gemm_time(&open, SIMPAR_DTYPE_BF16, x, x, x, 1));
+    }
+}
+
 static CU_TestInfo compute_tests[] = {
     {"selective's modules (layernorm, mlp, mla_up_proj; moe, moe_act, shared_experts): the "
      "backward grows by the recomputed forward ops' time exactly, the forward not at all (each op "
@@ -1821,6 +1856,9 @@ static CU_TestInfo compute_tests[] = {
     {"FP8 without FP8 tensor cores and MXFP8 without block scaling are refused", test_fp8_refused},
     {"the FP8 GEMM model is within 10% median of XLA's measured sm_100 FP8 table",
      test_fp8_measured_tables},
+    {"Hopper's FP8 GEMMs never run above the FP8 throughput measured at the best shape (70.9% of "
+     "the H100's peak, 73.4% of the H200's)",
+     test_fp8_hopper_ceiling},
     {"the GEMM model is within 10% median, 20% worst, of every measured table shipped",
      test_shipped_gemm_tables},
     {"kernel sets fuse as their frameworks do: megatron, pytorch (layer norm), unfused",
