@@ -7,6 +7,11 @@
  *     -> simpar --topology it --json --jobs 1 --backend B ARGS   (a process of its own)
  *     -> step_time_s, against 18.13: error = predicted / measured - 1
  *
+ * A table that publishes throughput instead (tokens per second per GPU: tokens_per_gpu_s, with the
+ * global batch and sequence length it ran, global_batch and seq) is held as the step time that
+ * throughput means on the case's GPUs, B s / (tokens_per_gpu_s x GPUs), once the prediction
+ * shows that its args ran that batch and sequence.
+ *
  * No figure of simpar is fitted to these tables; they show how far its predictions are from
  * what was measured. */
 #include "cli.h"
@@ -20,6 +25,8 @@ typedef struct {
     char *name, *description, *args, *split;
     double measured_s, predicted_s;
     guint gpus;
+    double tokens_per_gpu_s; /* > 0: the published figure is a throughput */
+    gint64 global_batch, seq;
 } PublishedCase;
 
 static void
@@ -76,6 +83,15 @@ published_predict(PublishedCase *c, const char *xml, const char *backend, GError
     c->predicted_s = json_object_get_double_member(row, "step_time_s");
     c->split = g_strdup(json_object_get_string_member(row, "split"));
     c->gpus = (guint) json_object_get_int_member(row, "gpus");
+    if (c->tokens_per_gpu_s > 0) {
+        gint64 batch = json_object_get_int_member(json_object_get_object_member(row, "config"),
+                                                  "global_batch");
+        gint64 seq =
+            json_object_get_int_member(json_object_get_object_member(row, "model_dims"), "seq");
+        /* our own data file: its args must run what was published */
+        g_assert(batch == c->global_batch && seq == c->seq);
+        c->measured_s = (double) batch * (double) seq / (c->tokens_per_gpu_s * c->gpus);
+    }
     return TRUE;
 }
 
@@ -101,7 +117,11 @@ published_run(GKeyFile *kf, const char *set, const char *backend, const char *di
                            NULL,
                            g_key_file_get_double(kf, groups[i], "measured_s", NULL),
                            0,
-                           0};
+                           0,
+                           g_key_file_get_double(kf, groups[i], "tokens_per_gpu_s", NULL),
+                           g_key_file_get_int64(kf, groups[i], "global_batch", NULL),
+                           g_key_file_get_int64(kf, groups[i], "seq", NULL)};
+        g_assert(c.measured_s > 0 || (c.tokens_per_gpu_s > 0 && c.global_batch > 0 && c.seq > 0));
         g_array_append_val(cases, c);
         g_autofree char *name = g_strdup_printf("%s-%u.xml", preset_name, nodes);
         g_autofree char *xml = g_build_filename(dir, name, NULL);
@@ -166,6 +186,10 @@ published_json(GString *out, const char *set, const char *source, const char *ba
         }
         json_builder_set_member_name(b, "gpus");
         json_builder_add_int_value(b, c->gpus);
+        if (c->tokens_per_gpu_s > 0) {
+            json_builder_set_member_name(b, "tokens_per_gpu_s");
+            json_builder_add_double_value(b, c->tokens_per_gpu_s);
+        }
 
         const struct {
             const char *key;

@@ -1286,14 +1286,45 @@ test_published(void)
                     json_object_get_double_member(first, "predicted_s"));
     g_remove(xml);
     CU_ASSERT_TRUE(simpar_cli_refused("validate --published narayanan", 2,
-                                      "--published narayanan: unknown (valid: korthikanti)"));
+                                      "--published narayanan: unknown (valid: korthikanti, "
+                                      "megatron-bridge)"));
     CU_ASSERT_TRUE(simpar_cli_refused("validate --published korthikanti --topology x.xml", 2,
                                       "drop --measured, --topology"));
     CU_ASSERT_TRUE(simpar_cli_refused("validate --published korthikanti --backend ns3", 2,
                                       "--backend ns3: unknown"));
 }
 
+/* A table of throughputs (megatron-bridge: tokens/s/GPU): each case held as the step time its
+ * throughput means on its GPUs, B s / (tokens/s/GPU x GPUs), the published figure passed on. */
+static void
+test_published_throughput(void)
+{
+    g_autoptr(JsonNode) root = run_ok("validate --published megatron-bridge --json", TRUE);
+    JsonArray *cases = json_object_get_array_member(json_node_get_object(root), "cases");
+
+    const struct {
+        double tokens, batch, seq, gpus;
+    } want[] = {{326, 1536, 8192, 1024},
+                {1664, 256, 8192, 64},
+                {8826, 1024, 4096, 16},
+                {1712, 8192, 4096, 256}};
+
+    CU_ASSERT_EQUAL_FATAL(json_array_get_length(cases), G_N_ELEMENTS(want));
+    for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+        JsonObject *c = json_array_get_object_element(cases, i);
+        CU_ASSERT_EQUAL(json_object_get_int_member(c, "gpus"), (gint64) want[i].gpus);
+        CU_ASSERT_EQUAL(json_object_get_double_member(c, "tokens_per_gpu_s"), want[i].tokens);
+        double m = json_object_get_double_member(c, "measured_s");
+        CU_ASSERT_DOUBLE_EQUAL(m, want[i].batch * want[i].seq / (want[i].tokens * want[i].gpus),
+                               1e-12);
+        double p = json_object_get_double_member(c, "predicted_s");
+        CU_ASSERT_TRUE(p > 0.5 * m && p < 2 * m);
+    }
+}
+
 static CU_TestInfo validate_tests[] = {
+    {"a published table of throughputs: each case's step time as its tokens/s/GPU mean it",
+     test_published_throughput},
     {"the published table: each case's time as published, its prediction as by hand",
      test_published},
     {"a run at 0.8x its prediction: every error +25%, at 1x every error 0", test_validate_scaled},
