@@ -174,7 +174,11 @@ test_algo_sizes(const SimparPlatform *p, const SimparCollAlgo *algo, SimparCollK
             if (!test_activities(&run, algo, &g, kind, bytes, root))
                 g_string_append_printf(out, "%s %s n=%u: activities are not the sends\n",
                                        algo->name, simpar_coll_kind_name(kind), n);
-            if (!test_close(exact, want, 1e-6) || !test_close(fused, want, 1e-6) ||
+            /* SimGrid moves whole bytes: an all-to-all block between nodes is 1.12 S/n wire
+             * bytes (pairwise.c), a fraction of a byte off a whole number */
+            double byte_s = kind == SIMPAR_COLL_ALL_TO_ALL ? 1.0 / XBAR_BW : 0.0;
+            if (!(fabs(exact - want) <= byte_s || test_close(exact, want, 1e-6)) ||
+                !(fabs(fused - want) <= byte_s || test_close(fused, want, 1e-6)) ||
                 !test_close(analytic, want, 1e-12))
                 g_string_append_printf(out,
                                        "%s %s n=%u S=%.0f: closed %.9g exact %.9g fused "

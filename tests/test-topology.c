@@ -620,13 +620,13 @@ test_blackwell_nccl_tests(void)
 }
 
 /* The all-to-all rows of bench/fidelity/nccl-tests.csv (each with its public source there):
- * every row is held from 1 MiB. A row on its machine's own preset is within 10% busbw (4 H100
- * of one HGX node, 500 MiB: +10.0%). A row on a stand-in platform (topology_options: two A100
- * nodes of 4 x 200 Gb/s NICs as clos-h100 at 8 x 100 Gb/s) is within 15% and above the figure:
- * simpar takes the NICs at 96% of their line rate where that run's reached about 91.5% (183 of
- * 200 Gb/s, the issue says), +13.5%. Before all rounds of the pairwise exchange shared the wire
- * at once, that row was -39%: each round waited for its cross-node pairs. Fused SimGrid runs
- * give the analytic figure. */
+ * every row from 1 MiB within 10% busbw, on one node (4 H100 of an HGX node at 500 MiB, 8 A100
+ * of an NDm A100 v4 at 1 GiB) and across two (two NDm A100 v4 nodes at 1 and 4 GiB; two A100
+ * nodes of 4 x 200 Gb/s NICs on a stand-in platform, topology_options: clos-h100 at 8 x 100
+ * Gb/s). Across nodes a block moves in NCCL's 128 KiB send/recv steps, 1.12 times its bytes on
+ * the wire (sim/collectives/pairwise.c): without that the cross-node rows are +13.5% to +19.0%.
+ * Before all rounds of the pairwise exchange shared the wire at once, the stand-in row was -39%:
+ * each round waited for its cross-node pairs. Fused SimGrid runs give the analytic figure. */
 static void
 test_alltoall_nccl_tests(void)
 {
@@ -634,7 +634,7 @@ test_alltoall_nccl_tests(void)
     CU_ASSERT_TRUE_FATAL(g_file_get_contents("bench/fidelity/nccl-tests.csv", &csv, NULL, NULL));
     topo_setup();
     g_auto(GStrv) lines = g_strsplit(csv, "\n", -1);
-    guint own = 0, stand_in = 0;
+    guint one_node = 0, across = 0, stand_in = 0;
     for (guint i = 0; lines[i] != NULL; i++) {
         g_auto(GStrv) f = g_strsplit(lines[i], ",", -1);
         if (g_strv_length(f) != 10 || lines[i][0] == '#' || !g_str_equal(f[4], "alltoall") ||
@@ -651,17 +651,19 @@ test_alltoall_nccl_tests(void)
         if (fabs(fused / got - 1) > 1e-3)
             printf("\n    %s fused %.2f GB/s, analytic %.2f", f[0], fused, got);
         CU_ASSERT_TRUE(fabs(fused / got - 1) <= 1e-3);
-        gboolean ok = *f[9] == '\0' ? fabs(err) <= 0.10 : err >= 0.0 && err <= 0.15;
-        if (!ok)
+        if (fabs(err) > 0.10)
             printf("\n    %s %s, %s GPUs, %s B: simpar %+.1f%% of nccl-tests' %.2f GB/s", f[0],
                    f[1], f[3], f[5], 100 * err, want);
-        CU_ASSERT_TRUE(ok);
-        if (*f[9] == '\0')
-            own++;
-        else
+        CU_ASSERT_TRUE(fabs(err) <= 0.10);
+        if (*f[9] != '\0')
             stand_in++;
+        else if (atoi(f[2]) > 1)
+            across++;
+        else
+            one_node++;
     }
-    CU_ASSERT_EQUAL(own, 1);      /* one HGX H100 node, 4 GPUs */
+    CU_ASSERT_EQUAL(one_node, 2); /* 4 H100 of an HGX node; 8 A100 of an NDm A100 v4 */
+    CU_ASSERT_EQUAL(across, 2);   /* two NDm A100 v4 nodes, 1 and 4 GiB */
     CU_ASSERT_EQUAL(stand_in, 1); /* two A100 nodes of 4 NICs */
     topo_teardown();
 }
@@ -723,8 +725,8 @@ static CU_TestInfo topology_tests[] = {
      test_rack_sizes},
     {"all-reduce on Blackwell presets is within 10% busbw of the public nccl-tests figures",
      test_blackwell_nccl_tests},
-    {"all-to-all is within 10% busbw of the public nccl-tests figures on its presets, 15% on a "
-     "stand-in platform",
+    {"all-to-all is within 10% busbw of the public nccl-tests figures from 1 MiB, in a node and "
+     "across nodes",
      test_alltoall_nccl_tests},
     CU_TEST_INFO_NULL,
 };

@@ -14,8 +14,40 @@
  * its cross-node blocks at the same time. Closed form: baseLat + every round's hwLat (ring row)
  * + the slowest of the n(n-1) transfers run at once (simpar_coll_hops_time). A net that gives no
  * links has each member's port carry its transfers one after another (its route latency once).
+ *
+ * Between nodes a block moves in smaller network messages than a collective's: NCCL's proxy
+ * posts one message per step, a collective's Simple step is DEFAULT_BUFFSIZE / NCCL_STEPS =
+ * 4 MiB / 8 = 512 KiB and a send/recv's, on a communicator of several nodes,
+ * NCCL_P2P_NET_CHUNKSIZE = 128 KiB (NVIDIA/nccl at 5067397c: src/init.cc computeBuffSizes,
+ * src/include/device.h). The presets' NIC figures are what rings of 512 KiB steps reach, NCCL's
+ * NET_BW: 12.0 GB/s per 100 Gb/s of a 12.5 GB/s line (src/graph/topo.h), 96%. Taking the 4% as a
+ * fixed cost per message, h = s_ring (1/B - 1/L), a message of s_p2p moves at
+ * 1 / (1/L + h / s_p2p): with r = s_ring / s_p2p = 4, at B / (r - (r-1) B/L) = B / 1.12. So a
+ * block between two nodes is 1.12 times its bytes on the wire (its NIC, PCIe and switch links);
+ * a block inside a node (NVLink, NCCL's P2P_NVL_CHUNKSIZE of 512 KiB) is its bytes.
  */
 #include "collectives-private.h"
+
+/* NCCL's step sizes and NET_BW's fraction of the line rate (above). */
+#define PAIRWISE_RING_STEP_BYTES    (4194304.0 / 8)
+#define PAIRWISE_P2P_NET_STEP_BYTES 131072.0
+#define PAIRWISE_NET_BW_OF_LINE     (12.0 / 12.5)
+
+static double
+pairwise_net_wire_factor(void)
+{
+    double r = PAIRWISE_RING_STEP_BYTES / PAIRWISE_P2P_NET_STEP_BYTES;
+    return r - (r - 1) * PAIRWISE_NET_BW_OF_LINE;
+}
+
+/* The wire bytes of member m's block for member d, of S = bytes: S/n, times the factor above
+ * between nodes. */
+static double
+pairwise_block(const SimparCollGroup *g, guint m, guint d, double bytes)
+{
+    gboolean net = simpar_net_node(g->net, g->gpus[m]) != simpar_net_node(g->net, g->gpus[d]);
+    return bytes / g->n * (net ? pairwise_net_wire_factor() : 1.0);
+}
 
 /* Round r-1 holds the transfers m -> m+r (transfer full). */
 static SimparRoundCost *
@@ -25,7 +57,8 @@ pairwise_costs(const SimparCollGroup *g, double bytes)
     SimparRoundCost *rc = g_new0(SimparRoundCost, n);
     for (guint r = 1; r < n; r++)
         for (guint m = 0; m < n; m++)
-            simpar_coll_round_add(&rc[r - 1], g, m, (m + r) % n, bytes / n);
+            simpar_coll_round_add(&rc[r - 1], g, m, (m + r) % n,
+                                  pairwise_block(g, m, (m + r) % n, bytes));
     return rc;
 }
 
@@ -48,7 +81,8 @@ pairwise_hops(const SimparCollGroup *g, double bytes, double *hop_s)
         g_autofree SimparHop *hops = g_new(SimparHop, n * k);
         for (guint m = 0; m < n; m++)
             for (guint r = 1; r < n; r++)
-                hops[m * k + r - 1] = (SimparHop){m, (m + r) % n, bytes / n};
+                hops[m * k + r - 1] =
+                    (SimparHop){m, (m + r) % n, pairwise_block(g, m, (m + r) % n, bytes)};
         simpar_coll_hops_time(g, hops, n * k, hop_s);
         return;
     }
@@ -61,7 +95,8 @@ pairwise_hops(const SimparCollGroup *g, double bytes, double *hop_s)
             SimparRoute rt;
             simpar_net_route(g->net, g->gpus[m], g->gpus[d], &rt);
             g_assert(rt.bw_Bps > 0.0);
-            out[m] += bytes / n / rt.bw_Bps, in[d] += bytes / n / rt.bw_Bps;
+            double b = pairwise_block(g, m, d, bytes);
+            out[m] += b / rt.bw_Bps, in[d] += b / rt.bw_Bps;
             lat[m] = MAX(lat[m], rt.lat_s), lat[d] = MAX(lat[d], rt.lat_s);
         }
     for (guint m = 0; m < n; m++)
@@ -113,9 +148,11 @@ simpar_coll_pairwise_expand(SimparCollKind kind, const SimparCollGroup *g, doubl
             continue;
         simpar_expansion_round(out, delay); /* every round's transfers at once */
         for (guint r = 1; r < n; r++) {
-            simpar_expansion_xfer_timed(out, (m + r) % n, TRUE, bytes / n, hop_s[m * k + r - 1]);
-            guint from = (m + n - r) % n;
-            simpar_expansion_xfer_timed(out, from, FALSE, bytes / n, hop_s[from * k + r - 1]);
+            guint to = (m + r) % n, from = (m + n - r) % n;
+            simpar_expansion_xfer_timed(out, to, TRUE, pairwise_block(g, m, to, bytes),
+                                        hop_s[m * k + r - 1]);
+            simpar_expansion_xfer_timed(out, from, FALSE, pairwise_block(g, from, m, bytes),
+                                        hop_s[from * k + r - 1]);
         }
     }
     simpar_expansion_end(out);
