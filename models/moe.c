@@ -1313,10 +1313,12 @@ moe_hop_groups(SimparSchedule *sched, guint ep, guint R, guint *rails, guint *no
 
 /* Expert tensor parallelism's groups over the ep x etp ranks (rank e etp + t, Megatron-Core's
  * expert numbering, train.h): ep_groups[t] the EP ranks of expert-TP index t, etp_groups[e] the
- * expert-TP group of EP rank e, *all every rank (the router's and shared experts' sums). */
+ * expert-TP group of EP rank e, *all every rank (the router's and shared experts' sums; the
+ * all-gather dispatcher's TP x EP group, axis "tp_ep" as Megatron-Core names it, with `gather`).
+ */
 static void
-moe_etp_groups(SimparSchedule *sched, guint ep, guint etp, guint *ep_groups, guint *etp_groups,
-               guint *all)
+moe_etp_groups(SimparSchedule *sched, guint ep, guint etp, gboolean gather, guint *ep_groups,
+               guint *etp_groups, guint *all)
 {
     g_autofree guint *members = g_new(guint, ep * etp);
     for (guint t = 0; t < etp; t++) {
@@ -1331,7 +1333,7 @@ moe_etp_groups(SimparSchedule *sched, guint ep, guint etp, guint *ep_groups, gui
     }
     for (guint r = 0; r < ep * etp; r++)
         members[r] = r;
-    *all = simpar_schedule_add_group(sched, "moe", members, ep * etp);
+    *all = simpar_schedule_add_group(sched, gather ? "tp_ep" : "moe", members, ep * etp);
 }
 
 static gboolean
@@ -1411,7 +1413,7 @@ moe_build(const SimparModel *model, guint ep, guint etp, guint node_ranks, guint
     g_autofree guint *ep_groups = g_new(guint, etp), *etp_groups = g_new(guint, ep);
     guint all;
     if (etp > 1) {
-        moe_etp_groups(sched, ep, etp, ep_groups, etp_groups, &all);
+        moe_etp_groups(sched, ep, etp, gather, ep_groups, etp_groups, &all);
     } else { /* one group, as ETP 1 has always numbered it */
         g_autofree guint *members = g_new(guint, ep);
         for (guint p = 0; p < ep; p++)

@@ -753,6 +753,7 @@ test_the_all_gather_dispatcher_gathers_t_h_plus_e_per_rank_over_tp_x_ep(void)
             continue;
         const SimparGroup *g = simpar_schedule_group(sched, op->u.coll.group);
         CU_ASSERT_EQUAL(g->size, G);
+        CU_ASSERT_STRING_EQUAL(g->axis, "tp_ep"); /* Megatron-Core's name for it */
         CU_ASSERT_EQUAL(simpar_group_index(sched, op->u.coll.group, op->rank), op->rank);
         guint k = 0;
         while (k < G_N_ELEMENTS(want) && !g_str_equal(op->name, want[k].name))
