@@ -637,32 +637,46 @@ meg_moe_freq(const char *text, gint64 layers, gint64 *every, gint64 *dense)
     return TRUE;
 }
 
-/* --moe-token-dispatcher-type flex: Megatron-Core's flex dispatcher runs the backend of
- * --moe-flex-dispatcher-backend (transformer_config.py: default "deepep"; --moe-enable-deepep is
- * its deprecated spelling). DeepEP is simpar's DeepEP hops; HybridEP (DeepEP's hybrid-ep branch)
- * routes tokens the same way, each token once per destination node over RDMA and then over
- * NVLink, and is priced as DeepEP's hops; NCCL's EP backend is not modelled. Any other
- * dispatcher is left to the ignored flags' note (simpar prices the alltoall one). */
+/* --moe-token-dispatcher-type (transformer_config.py: allgather, its default; alltoall; flex):
+ * allgather and alltoall are simpar's dispatchers of those names (alltoall simpar's default, no
+ * argument). The flex dispatcher runs the backend of --moe-flex-dispatcher-backend
+ * (transformer_config.py: default "deepep"; --moe-enable-deepep is its deprecated spelling).
+ * DeepEP is simpar's DeepEP hops; HybridEP (DeepEP's hybrid-ep branch) routes tokens the same
+ * way, each token once per destination node over RDMA and then over NVLink, and is priced as
+ * DeepEP's hops; NCCL's EP backend is not modelled. */
 static gboolean
-meg_deepep(SimparMegatron *meg, GError **error)
+meg_dispatcher(SimparMegatron *meg, GError **error)
 {
-    MegFlag *type = g_hash_table_lookup(meg->index, "moe-token-dispatcher-type");
-    if (type == NULL) /* transformer_config.py: moe_token_dispatcher_type = "allgather" */
-        meg_use(meg, "(no --moe-token-dispatcher-type: Megatron's allgather)",
-                "--moe-dispatcher alltoall (simpar does not model the allgather dispatcher: "
-                "give --moe-token-dispatcher-type alltoall or flex to say which runs)");
-    if (type == NULL || g_strcmp0(type->value, "flex") != 0)
+    const char *type;
+    if (!meg_string(meg, "moe-token-dispatcher-type", NULL, &type, error))
+        return FALSE;
+    if (type == NULL || g_str_equal(type, "allgather")) {
+        meg_arg(meg, "--moe-dispatcher=allgather");
+        meg_use(meg,
+                type == NULL ? "(no --moe-token-dispatcher-type: Megatron's default allgather)"
+                             : "--moe-token-dispatcher-type allgather",
+                "--moe-dispatcher allgather");
         return TRUE;
-    const char *flex, *backend;
-    if (!meg_string(meg, "moe-token-dispatcher-type", NULL, &flex, error) ||
-        !meg_string(meg, "moe-flex-dispatcher-backend", "deepep", &backend, error))
+    }
+    if (g_str_equal(type, "alltoall")) {
+        meg_use(meg, "--moe-token-dispatcher-type alltoall", "--moe-dispatcher alltoall");
+        return TRUE;
+    }
+    if (!g_str_equal(type, "flex"))
+        return meg_fail(meg, error,
+                        "--moe-token-dispatcher-type %s: valid are allgather (Megatron's "
+                        "default), alltoall and flex",
+                        type);
+    MegFlag *flag = g_hash_table_lookup(meg->index, "moe-token-dispatcher-type");
+    const char *backend;
+    if (!meg_string(meg, "moe-flex-dispatcher-backend", "deepep", &backend, error))
         return FALSE;
     gboolean deprecated = meg_switch(meg, "moe-enable-deepep");
     if (deprecated && !g_str_equal(backend, "deepep"))
         return meg_fail(meg, error,
                         "line %u: --moe-enable-deepep with --moe-flex-dispatcher-backend %s: "
                         "Megatron refuses two backends; keep one",
-                        type->line, backend);
+                        flag->line, backend);
     if (!g_str_equal(backend, "deepep") && !g_str_equal(backend, "hybridep"))
         return meg_fail(meg, error,
                         "--moe-flex-dispatcher-backend %s: simpar models deepep and hybridep "
@@ -750,7 +764,7 @@ meg_moe(SimparMegatron *meg, SimparMoeConfig *moe, gint64 experts, gint64 ep, gi
         meg_arg(meg, "--overlap-moe-expert-parallel-comm");
         meg_use(meg, "--overlap-moe-expert-parallel-comm", "--overlap-moe-expert-parallel-comm");
     }
-    return meg_deepep(meg, error);
+    return meg_dispatcher(meg, error);
 }
 
 static gboolean
@@ -1085,11 +1099,9 @@ static const struct {
                            "moe-router-topk-scaling-factor", "moe-router-pre-softmax", NULL},
      "the router's balancing and scaling: a few small kernels simpar does not price; --imbalance "
      "gives the load the balancing leaves"},
-    {(const char *const[]){"moe-grouped-gemm", "moe-permute-fusion", "moe-token-dispatcher-type",
-                           NULL},
-     "how Megatron runs the MoE block: simpar prices grouped GEMMs, fused permutations and the "
-     "alltoall dispatcher whatever these say (the allgather dispatcher is not modelled; flex "
-     "with the deepep or hybridep backend is DeepEP's hops)"},
+    {(const char *const[]){"moe-grouped-gemm", "moe-permute-fusion", NULL},
+     "how Megatron runs the MoE block's kernels: simpar prices grouped GEMMs and fused "
+     "permutations whatever these say"},
     {(const char *const[]){"rampup-batch-size", "step-batch-size-schedule", NULL},
      "a batch-size ramp: simpar predicts the step at the full --global-batch-size"},
     {(const char *const[]){"save*", "load", "ckpt-*", "no-save-*", "no-load-*", "async-save",

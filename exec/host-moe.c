@@ -1,6 +1,7 @@
 /* host-moe.c - the math of the mixture-of-experts ops (SimparMoe, models/schedule.h) in double
- * precision: router scores, the permutation into the all-to-all's expert-major blocks and back,
- * the blocks' reordering around the grouped GEMMs, and DeepEP's hops (rows gathered by the
+ * precision: router scores, the permutation into the all-to-all's expert-major blocks and back
+ * (or the all-gather dispatcher's local permutation of the gathered tokens), the blocks'
+ * reordering around the grouped GEMMs, and DeepEP's hops (rows gathered by the
  * routing, summed back). The routing comes from models/moe.c. */
 #include "exec-private.h"
 #include "moe.h"
@@ -33,9 +34,15 @@ moe_gate(const SimparHostBufs *host, const SimparOp *op)
     const double *logits = simpar_host_bufs_view(host, m->in[0]);
     double *scores = simpar_host_bufs_view(host, m->out[0]);
     g_autofree guint *chosen = g_new(guint, m->top_k);
+    g_autofree double *g = g_new(double, m->top_k);
+    if (m->gather > 0) /* Megatron-Core's dense probs: 0 off the chosen experts */
+        memset(scores, 0, sizeof(double) * m->tokens * m->experts);
     for (guint t = 0; t < m->tokens; t++) {
         simpar_moe_choose(m, m->token0 + t, chosen);
-        moe_scores(m, logits + (gsize) t * m->experts, chosen, scores + (gsize) t * m->top_k, NULL);
+        moe_scores(m, logits + (gsize) t * m->experts, chosen, g, NULL);
+        for (guint j = 0; j < m->top_k; j++)
+            scores[(gsize) t * (m->gather > 0 ? m->experts : m->top_k) +
+                   (m->gather > 0 ? chosen[j] : j)] = g[j];
     }
 }
 
@@ -49,13 +56,16 @@ moe_gate_bwd(const SimparHostBufs *host, const SimparOp *op)
     const double *dscores = simpar_host_bufs_view(host, m->in[1]);
     double *dlogits = simpar_host_bufs_view(host, m->out[0]);
     g_autofree guint *chosen = g_new(guint, m->top_k);
-    g_autofree double *g = g_new(double, m->top_k);
+    g_autofree double *g = g_new(double, m->top_k), *dg = g_new(double, m->top_k);
     memset(dlogits, 0, sizeof(double) * m->tokens * m->experts);
     for (guint t = 0; t < m->tokens; t++) {
-        const double *l = logits + (gsize) t * m->experts, *dg = dscores + (gsize) t * m->top_k;
+        const double *l = logits + (gsize) t * m->experts;
         double sum, dot = 0;
         simpar_moe_choose(m, m->token0 + t, chosen);
         moe_scores(m, l, chosen, g, &sum);
+        for (guint j = 0; j < m->top_k; j++) /* the chosen experts' (dense: their columns) */
+            dg[j] = m->gather > 0 ? dscores[(gsize) t * m->experts + chosen[j]]
+                                  : dscores[(gsize) t * m->top_k + j];
         for (guint j = 0; j < m->top_k; j++)
             dot += g[j] * dg[j];
         for (guint j = 0; j < m->top_k; j++) {
@@ -67,18 +77,48 @@ moe_gate_bwd(const SimparHostBufs *host, const SimparOp *op)
     }
 }
 
+/* The rows on the op's token side: the rank's tokens, or the all-gather dispatcher's gathered
+ * ones (schedule.h). */
+static gsize
+moe_tokens(const SimparMoe *m)
+{
+    return (gsize) m->tokens * MAX(m->gather, 1u);
+}
+
+/* The elements of the expert rows' side: every expert's blocks [E x capacity x hidden], or the
+ * all-gather dispatcher's local experts' [E/ep x gather x capacity x hidden]. */
 static gsize
 moe_blocks(const SimparMoe *m)
 {
-    return (gsize) m->experts * m->capacity * m->hidden;
+    gsize blocks = m->gather > 0 ? (gsize) m->experts / m->ep * m->gather : m->experts;
+    return blocks * m->capacity * m->hidden;
 }
 
-static gint64 *
-moe_rows(const SimparMoe *m)
+/* Each choice's row on the expert side (-1: dropped, or another rank's expert), and where its
+ * score lies: choice i, or the dense probs' (token, expert) (schedule.h). */
+typedef struct {
+    gint64 *rows;
+    gsize *score;
+} MoeRoute;
+
+static void
+moe_route(MoeRoute *r, const SimparMoe *m)
 {
-    gint64 *rows = g_new(gint64, (gsize) m->tokens * m->top_k);
-    simpar_moe_rows(m, rows, NULL);
-    return rows; /* (transfer full) */
+    gsize n = moe_tokens(m) * m->top_k;
+    g_autofree guint *experts = g_new(guint, n);
+    r->rows = g_new(gint64, n), r->score = g_new(gsize, n);
+    if (m->gather > 0)
+        simpar_moe_gathered_rows(m, r->rows, experts);
+    else
+        simpar_moe_rows(m, r->rows, experts);
+    for (gsize i = 0; i < n; i++)
+        r->score[i] = m->gather > 0 ? i / m->top_k * m->experts + experts[i] : i;
+}
+
+static void
+moe_route_clear(MoeRoute *r)
+{
+    g_free(r->rows), g_free(r->score);
 }
 
 static void
@@ -87,12 +127,14 @@ moe_dispatch(const SimparHostBufs *host, const SimparOp *op)
     const SimparMoe *m = &op->u.moe;
     const double *x = simpar_host_bufs_view(host, m->in[0]);
     double *send = simpar_host_bufs_view(host, m->out[0]);
-    g_autofree gint64 *rows = moe_rows(m);
+    MoeRoute r;
+    moe_route(&r, m);
     memset(send, 0, sizeof(double) * moe_blocks(m));
-    for (gsize i = 0; i < (gsize) m->tokens * m->top_k; i++)
-        if (rows[i] >= 0)
-            memcpy(send + rows[i] * m->hidden, x + i / m->top_k * m->hidden,
+    for (gsize i = 0; i < moe_tokens(m) * m->top_k; i++)
+        if (r.rows[i] >= 0)
+            memcpy(send + r.rows[i] * m->hidden, x + i / m->top_k * m->hidden,
                    sizeof(double) * m->hidden);
+    moe_route_clear(&r);
 }
 
 static void
@@ -101,12 +143,14 @@ moe_dispatch_bwd(const SimparHostBufs *host, const SimparOp *op)
     const SimparMoe *m = &op->u.moe;
     const double *dsend = simpar_host_bufs_view(host, m->in[0]);
     double *dx = simpar_host_bufs_view(host, m->out[0]);
-    g_autofree gint64 *rows = moe_rows(m);
-    memset(dx, 0, sizeof(double) * m->tokens * m->hidden);
-    for (gsize i = 0; i < (gsize) m->tokens * m->top_k; i++)
-        if (rows[i] >= 0)
+    MoeRoute r;
+    moe_route(&r, m);
+    memset(dx, 0, sizeof(double) * moe_tokens(m) * m->hidden);
+    for (gsize i = 0; i < moe_tokens(m) * m->top_k; i++)
+        if (r.rows[i] >= 0)
             for (guint c = 0; c < m->hidden; c++)
-                dx[i / m->top_k * m->hidden + c] += dsend[rows[i] * m->hidden + c];
+                dx[i / m->top_k * m->hidden + c] += dsend[r.rows[i] * m->hidden + c];
+    moe_route_clear(&r);
 }
 
 static void
@@ -116,12 +160,15 @@ moe_combine(const SimparHostBufs *host, const SimparOp *op)
     const double *back = simpar_host_bufs_view(host, m->in[0]);
     const double *scores = simpar_host_bufs_view(host, m->in[1]);
     double *y = simpar_host_bufs_view(host, m->out[0]);
-    g_autofree gint64 *rows = moe_rows(m);
-    memset(y, 0, sizeof(double) * m->tokens * m->hidden);
-    for (gsize i = 0; i < (gsize) m->tokens * m->top_k; i++)
-        if (rows[i] >= 0)
+    MoeRoute r;
+    moe_route(&r, m);
+    memset(y, 0, sizeof(double) * moe_tokens(m) * m->hidden);
+    for (gsize i = 0; i < moe_tokens(m) * m->top_k; i++)
+        if (r.rows[i] >= 0)
             for (guint c = 0; c < m->hidden; c++)
-                y[i / m->top_k * m->hidden + c] += scores[i] * back[rows[i] * m->hidden + c];
+                y[i / m->top_k * m->hidden + c] +=
+                    scores[r.score[i]] * back[r.rows[i] * m->hidden + c];
+    moe_route_clear(&r);
 }
 
 static void
@@ -133,18 +180,23 @@ moe_combine_bwd(const SimparHostBufs *host, const SimparOp *op)
     const double *back = simpar_host_bufs_view(host, m->in[2]);
     double *dback = simpar_host_bufs_view(host, m->out[0]);
     double *dscores = simpar_host_bufs_view(host, m->out[1]);
-    g_autofree gint64 *rows = moe_rows(m);
+    MoeRoute r;
+    moe_route(&r, m);
     memset(dback, 0, sizeof(double) * moe_blocks(m));
-    for (gsize i = 0; i < (gsize) m->tokens * m->top_k; i++) {
+    if (m->gather > 0)
+        memset(dscores, 0, sizeof(double) * moe_tokens(m) * m->experts);
+    for (gsize i = 0; i < moe_tokens(m) * m->top_k; i++) {
         const double *d = dy + i / m->top_k * m->hidden;
         double dot = 0;
-        if (rows[i] >= 0)
+        if (r.rows[i] >= 0)
             for (guint c = 0; c < m->hidden; c++) {
-                dback[rows[i] * m->hidden + c] = scores[i] * d[c];
-                dot += d[c] * back[rows[i] * m->hidden + c];
+                dback[r.rows[i] * m->hidden + c] = scores[r.score[i]] * d[c];
+                dot += d[c] * back[r.rows[i] * m->hidden + c];
             }
-        dscores[i] = dot;
+        if (r.rows[i] >= 0 || m->gather == 0)
+            dscores[r.score[i]] = dot;
     }
+    moe_route_clear(&r);
 }
 
 /* SORT: [ep][E/ep] blocks of capacity x hidden -> [E/ep][ep]; UNSORT the reverse. */

@@ -782,7 +782,10 @@ compute_vocab(const SimparGpu *gpu, SimparDtype dt, const SimparOp *op)
 
 /* Mixture-of-experts routing (schedule.h, SimparMoe) as Megatron-Core's fused permutation
  * kernels run it: each moves the routed rows (T k of h), not the all-to-all's padding; the gate
- * reads every logit (top-k) and writes the scores; sort and unsort move the received rows. */
+ * reads every logit (top-k) and writes the scores; sort and unsort move the received rows. The
+ * all-gather dispatcher's permutation runs over the gathered rows (G T of them, G the TP x EP
+ * group): the rank's experts' share of the choices (G T k / EP rows) moved, the gathered side
+ * read or written whole, and its probs' E/EP local columns; its gate writes the dense probs. */
 static double
 compute_moe(const SimparGpu *gpu, SimparDtype dt, const SimparOp *op)
 {
@@ -790,8 +793,18 @@ compute_moe(const SimparGpu *gpu, SimparDtype dt, const SimparOp *op)
     double ds = simpar_dtype_size(dt), T = m->tokens, k = m->top_k, h = m->hidden;
     double routed = T * k * h * ds, tokens = T * h * ds, scores = T * k * COMPUTE_STAT_BYTES;
     double logits = T * m->experts * COMPUTE_STAT_BYTES;
-    double received = (double) m->experts * m->capacity * h * ds;
+    double received = (double) m->experts * m->capacity * h * ds, map = 0;
     const double bw = simpar_compute_op_bandwidth(gpu, op->kind);
+    if (m->gather > 0) { /* the all-gather dispatcher (schedule.h) */
+        double n = m->gather, local = (double) m->experts / m->ep;
+        if (op->kind == SIMPAR_OP_MOE_GATE || op->kind == SIMPAR_OP_MOE_GATE_BWD)
+            scores = T * m->experts * COMPUTE_STAT_BYTES; /* the dense probs */
+        else /* the gathered rows' side whole, the local experts' share of the choices moved, the
+                probs' local columns of every gathered row (token_dispatcher.py's local_map and
+                local_probs slices) */
+            tokens = n * tokens, routed = n * routed / m->ep,
+            scores = map = n * T * local * COMPUTE_STAT_BYTES;
+    }
     switch (op->kind) {
     case SIMPAR_OP_MOE_GATE:
         return compute_vector_time(gpu, op->kind, dt, 4 * T * m->experts, logits + scores);
@@ -799,7 +812,7 @@ compute_moe(const SimparGpu *gpu, SimparDtype dt, const SimparOp *op)
         return compute_kind_time(gpu, op->kind, bw, 2 * logits + scores);
     case SIMPAR_OP_MOE_DISPATCH:
     case SIMPAR_OP_MOE_DISPATCH_BWD: /* routed rows one way, the tokens the other */
-        return compute_kind_time(gpu, op->kind, bw, routed + tokens);
+        return compute_kind_time(gpu, op->kind, bw, routed + tokens + map);
     case SIMPAR_OP_MOE_COMBINE:
         return compute_kind_time(gpu, op->kind, bw, routed + scores + tokens);
     case SIMPAR_OP_MOE_COMBINE_BWD:

@@ -163,9 +163,10 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
         {"imbalance", 0, 0, G_OPTION_ARG_STRING, &a->imbalance,
          "The busiest expert's tokens over the mean (>= 1, default 1: balanced)", "X"},
         {"moe-dispatcher", 0, 0, G_OPTION_ARG_STRING, &a->moe_dispatcher,
-         "How tokens reach their experts: alltoall (Megatron-Core's flat all-to-all, default) or "
-         "deepep (DeepEP: once per node over the rail, then over NVLink)",
-         "alltoall|deepep"},
+         "How tokens reach their experts: alltoall (Megatron-Core's flat all-to-all, default), "
+         "deepep (DeepEP: once per node over the rail, then over NVLink) or allgather "
+         "(Megatron-Core's all-gather dispatcher: every token gathered over the ETP x EP group)",
+         "alltoall|deepep|allgather"},
         {"overlap-moe-expert-parallel-comm", 0, 0, G_OPTION_ARG_NONE, &a->ep_overlap,
          "In the pipeline's steady state, merge each forward with a backward layer by layer, "
          "one's all-to-alls under the other's compute (Megatron-Core's "
@@ -768,14 +769,19 @@ simpar_job_train(const SimparJobArgs *a, SimparTrain *t, GError **error)
     if (a->etp != SIMPAR_JOB_UNSET)
         t->etp = a->etp;
     if (a->moe_dispatcher != NULL) {
-        if (g_strcmp0(a->moe_dispatcher, "deepep") != 0 &&
-            g_strcmp0(a->moe_dispatcher, "alltoall") != 0) {
+        static const char *const names[] = {[SIMPAR_MOE_ALLTOALL] = "alltoall",
+                                            [SIMPAR_MOE_DEEPEP] = "deepep",
+                                            [SIMPAR_MOE_ALLGATHER] = "allgather"};
+        guint d = 0;
+        while (d < G_N_ELEMENTS(names) && g_strcmp0(a->moe_dispatcher, names[d]) != 0)
+            d++;
+        if (d == G_N_ELEMENTS(names)) {
             g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
-                        "--moe-dispatcher %s: valid are alltoall and deepep", a->moe_dispatcher);
+                        "--moe-dispatcher %s: valid are alltoall, deepep and allgather",
+                        a->moe_dispatcher);
             return FALSE;
         }
-        t->moe_dispatcher =
-            g_str_equal(a->moe_dispatcher, "deepep") ? SIMPAR_MOE_DEEPEP : SIMPAR_MOE_ALLTOALL;
+        t->moe_dispatcher = d;
     }
     if (a->vp_group != SIMPAR_JOB_UNSET)
         t->vp_group = a->vp_group;

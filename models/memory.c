@@ -48,6 +48,16 @@ simpar_memory_model_params(const SimparModel *m)
     return 2 * (double) m->vocab * h + layers + norm;
 }
 
+/* The tokens one GPU's MoE block takes per micro-batch (1-D's sequence-parallel rows, a grid's
+ * after tp-moe.c's all-to-all; all of them without sequence parallelism). */
+static double
+memory_moe_tokens(const SimparModel *m, const SimparPlan *plan)
+{
+    gboolean whole = simpar_plan_whole_rows(plan);
+    return (double) m->seq / simpar_plan_cp(plan) * (double) m->micro_batch /
+           (whole ? 1 : (double) plan->tp);
+}
+
 /* An MoE layer's MLP part's stored activations per GPU and micro-batch (moe.h): the router's
  * fp32 logits, and for the rows the busiest GPU's experts get (T k x imbalance over its T
  * tokens; ETP times them with expert tensor parallelism) their input, fc1's output, the
@@ -63,9 +73,8 @@ memory_moe_activations(const SimparModel *m, const SimparPlan *plan, guint mods)
     double ds = simpar_dtype_size(m->dtype), h = (double) m->hidden;
     double w = m->mlp == SIMPAR_MLP_SWIGLU ? 2 : 1, fe = (double) e->moe_ffn;
     double fs = (double) e->shared_ffn;
-    gboolean whole = simpar_plan_whole_rows(plan), grid = !whole && !plan->sequence_parallel;
-    double tokens = (double) m->seq / simpar_plan_cp(plan) * (double) m->micro_batch /
-                    (whole ? 1 : (double) plan->tp);
+    gboolean grid = !simpar_plan_whole_rows(plan) && !plan->sequence_parallel;
+    double tokens = memory_moe_tokens(m, plan);
     double routed = tokens * (double) e->top_k * MAX(e->imbalance, 1.0);
     /* 2-D, 2.5-D and 3-D: the block's input all-to-all'd into its tokens' rows (tp-moe.c), a
      * second copy of the layer's [tokens x h] beside the grid's block of it */
@@ -303,6 +312,23 @@ memory_transient(const SimparSchedule *layer)
     return peak * simpar_dtype_size(simpar_schedule_dtype(layer));
 }
 
+/* The all-gather dispatcher's working set per GPU (moe.h; plan->moe_gather): while an MoE layer
+ * runs, the G = ETP x EP ranks' gathered tokens [G T x h] (token_dispatcher.py gathers them into
+ * the global memory buffer) beside their un-permuted expert rows [G T x h] before the
+ * reduce-scatter, and the gathered probs [G T x E]; the backward's gathered dy and the gathered
+ * tokens' gradients likewise. Nothing of it is kept for the backward (the permutations keep
+ * their indices; the experts' rows, counted in memory_moe_activations, are the all-to-all's);
+ * added to the layer's transient buffers, an upper bound. 0 when the group is one GPU. */
+static double
+memory_moe_gather(const SimparModel *m, const SimparPlan *plan)
+{
+    double G = (double) MAX(plan->ep, 1) * (double) MAX(plan->etp, 1);
+    if (!plan->moe_gather || !simpar_model_is_moe(m) || G < 2)
+        return 0;
+    return G * memory_moe_tokens(m, plan) * (2 * (double) m->hidden + (double) m->moe.experts) *
+           simpar_dtype_size(m->dtype);
+}
+
 void
 simpar_memory_estimate(const SimparModel *model, const SimparPlan *plan,
                        const SimparSchedule *layer, SimparAttentionImpl attn, SimparMemory *out)
@@ -335,7 +361,7 @@ simpar_memory_estimate(const SimparModel *model, const SimparPlan *plan,
         out->recompute_B = MAX(out->recompute_B, memory_recompute_peak(&dense_model, plan, attn));
     }
     out->in_flight = 1;
-    out->transient_B = memory_transient(layer);
+    out->transient_B = memory_transient(layer) + memory_moe_gather(model, plan);
     out->total_B = out->states_B + out->activations_B + out->recompute_B + out->transient_B;
 }
 

@@ -107,6 +107,30 @@ simpar_moe_rows(const SimparMoe *m, gint64 *rows, guint *experts)
     }
 }
 
+void
+simpar_moe_gathered_rows(const SimparMoe *m, gint64 *rows, guint *experts)
+{
+    guint El = m->experts / m->ep, e0 = m->ep_rank * El;
+    gsize n = (gsize) m->tokens * m->top_k;
+    g_autofree guint *own = experts == NULL ? g_new(guint, n * m->gather) : NULL;
+    guint *ex = experts != NULL ? experts : own;
+    for (guint p = 0; p < m->gather; p++) {
+        SimparMoe src = *m; /* source p's routing: its own tokens, its own capacity drops */
+        src.token0 = m->token0 + (guint64) p * m->tokens;
+        gint64 *r = rows + p * n;
+        guint *x = ex + p * n;
+        simpar_moe_rows(&src, r, x);
+        for (gsize i = 0; i < n; i++) {
+            if (r[i] < 0 || x[i] < e0 || x[i] >= e0 + El) {
+                r[i] = -1;
+                continue;
+            }
+            gint64 slot = r[i] - (gint64) x[i] * m->capacity;
+            r[i] = ((gint64) (x[i] - e0) * m->gather + p) * m->capacity + slot;
+        }
+    }
+}
+
 guint
 simpar_moe_max_load(const SimparMoe *m)
 {
@@ -477,6 +501,7 @@ typedef struct {
     /* between the flat dispatcher's nodes (moe_fwd_* and moe_bwd_*): the all-to-alls' buffers,
      * the scores' gradient */
     guint send, recv, zu, dback, drecv, dxu, dsend, dscores;
+    guint probs; /* the all-gather dispatcher's gathered probs */
 } MoeBufs;
 
 /* The name of `tensor` of the context's micro-batch (interned). */
@@ -693,6 +718,14 @@ moe_forward_shared(MoeCtx *c, MoeBufs *b, guint yr)
     moe_kernel(c, SIMPAR_OP_ADD, "moe.add-shared", c->T, c->h, yr, b->ys, b->y);
 }
 
+/* The columns of a token's scores: its top_k, or the all-gather dispatcher's dense probs over
+ * every expert (schedule.h). */
+static guint64
+moe_score_cols(const MoeCtx *c)
+{
+    return c->route.gather > 0 ? c->E : c->route.top_k;
+}
+
 /* The router: x -> logits -> scores. */
 static void
 moe_router(MoeCtx *c, MoeBufs *b)
@@ -702,7 +735,7 @@ moe_router(MoeCtx *c, MoeBufs *b)
     moe_gemm(c, "router.gemm", 1,
              &(SimparGemm){
                  .m = T, .n = E, .k = h, .a = {b->x, 0}, .b = {b->wr, 0}, .c = {b->logits, 0}});
-    b->scores = moe_buf(c, "router.scores", T * c->route.top_k);
+    b->scores = moe_buf(c, "router.scores", T * moe_score_cols(c));
     moe_route_op(c, SIMPAR_OP_MOE_GATE, "router.gate", b->logits, G_MAXUINT, G_MAXUINT, b->scores,
                  G_MAXUINT);
 }
@@ -780,10 +813,80 @@ moe_fwd_combine(MoeCtx *c, MoeBufs *b)
     moe_forward_shared(c, b, yr);
 }
 
+/* The all-gather dispatcher (moe.h; megatron/core/transformer/moe/token_dispatcher.py,
+ * MoEAllGatherTokenDispatcher): its collectives run over the TP x EP group (the block's every
+ * rank; none when it is one rank). ALL_GATHER: `count` elements of `in` from each rank into a
+ * new buffer `buf`, source-major; REDUCE_SCATTER: `in`'s [G x count] summed over the group, this
+ * rank's count into `out` (G_MAXUINT: a new buffer `buf`). Returns the result (`in` itself on
+ * one rank, or `out` when given). */
+static guint
+moe_tp_ep(MoeCtx *c, SimparCollKind kind, const char *buf, const char *name, guint64 count,
+          guint in, guint out)
+{
+    guint n = c->route.gather;
+    if (n == 1 && out == G_MAXUINT)
+        return in;
+    if (out == G_MAXUINT)
+        out = moe_buf(c, buf, kind == SIMPAR_COLL_ALL_GATHER ? count * n : count);
+    if (n == 1) /* a one-rank group gathers nothing: the permutation wrote `out` itself */
+        return out;
+    SimparOp op = {.kind = SIMPAR_OP_COLLECTIVE};
+    op.u.coll =
+        (SimparColl){kind, c->sum_group, count, 0, moe_view(in), moe_view(out), SIMPAR_RED_SUM};
+    moe_add(c, &op, name);
+    return out;
+}
+
+/* One of the all-gather dispatcher's permutation ops on the gathered tokens: token0 the TP x EP
+ * group's first (schedule.h). */
+static void
+moe_gathered_op(MoeCtx *c, SimparOpKind kind, const char *name, guint in0, guint in1, guint in2,
+                guint out0, guint out1)
+{
+    guint64 own = c->route.token0;
+    c->route.token0 -= (guint64) c->rank * c->T; /* the block's rank p holds tokens p T.. */
+    moe_route_op(c, kind, name, in0, in1, in2, out0, out1);
+    c->route.token0 = own;
+}
+
+/* The all-gather dispatcher's forward: the router, the probs and the tokens all-gathered over the
+ * TP x EP group (dispatch_preprocess, token_dispatch), the rows of the rank's experts picked from
+ * every gathered token (dispatch_postprocess's local permutation), the experts, their rows
+ * weighted by the probs and un-permuted into the gathered tokens (combine_preprocess), reduce-
+ * scattered back to each rank's own (token_combine), then the shared experts. */
+static void
+moe_forward_gather(MoeCtx *c, MoeBufs *b)
+{
+    guint64 T = c->T, h = c->h, n = c->route.gather;
+    moe_router(c, b);
+    b->probs = moe_tp_ep(c, SIMPAR_COLL_ALL_GATHER, "moe.dispatch.probs", "moe.all-gather-probs",
+                         T * c->E, b->scores, G_MAXUINT);
+    guint xg = moe_tp_ep(c, SIMPAR_COLL_ALL_GATHER, "moe.dispatch.gathered",
+                         "moe.all-gather-dispatch", T * h, b->x, G_MAXUINT);
+    b->xs = moe_buf(c, "experts.x", c->El * n * c->C * h);
+    moe_gathered_op(c, SIMPAR_OP_MOE_DISPATCH, "moe.permute", xg, G_MAXUINT, G_MAXUINT, b->xs,
+                    G_MAXUINT);
+    moe_experts_forward(c, b);
+    moe_gemm(
+        c, "experts.fc2.gemm", c->El,
+        &(SimparGemm){
+            .m = c->rows, .n = h, .k = c->fe, .a = {b->a1, 0}, .b = {b->w2, 0}, .c = {b->z2, 0}});
+    guint yr = c->fs > 0 ? moe_buf(c, "moe.y", T * h) : b->y;
+    guint yg = n > 1 ? moe_buf(c, "moe.combine.partial", n * T * h) : yr;
+    moe_gathered_op(c, SIMPAR_OP_MOE_COMBINE, "moe.unpermute", b->z2, b->probs, G_MAXUINT, yg,
+                    G_MAXUINT);
+    moe_tp_ep(c, SIMPAR_COLL_REDUCE_SCATTER, NULL, "moe.reduce-scatter-combine", T * h, yg, yr);
+    moe_forward_shared(c, b, yr);
+}
+
 /* Router, dispatch, the local experts, combine and the shared experts. */
 static void
 moe_forward(MoeCtx *c, MoeBufs *b)
 {
+    if (c->route.gather > 0) {
+        moe_forward_gather(c, b);
+        return;
+    }
     if (c->route.node_ranks == 0) {
         moe_fwd_pre(c, b);
         moe_fwd_dispatch(c, b);
@@ -1069,11 +1172,40 @@ moe_bwd_pre(MoeCtx *c, MoeBufs *b)
     moe_bwd_router(c, b);
 }
 
+/* Its backward: dy all-gathered (the reduce-scatter's backward), the rows' and the probs'
+ * gradients, the experts' backward, the gathered tokens' gradients summed back per token and
+ * reduce-scattered with the probs' (the all-gathers' backward) into dx and the router's. */
+static void
+moe_backward_gather(MoeCtx *c, MoeBufs *b)
+{
+    guint64 T = c->T, h = c->h, n = c->route.gather;
+    guint dyg = moe_tp_ep(c, SIMPAR_COLL_ALL_GATHER, "moe.combine.gathered.grad",
+                          "moe.all-gather-combine", T * h, b->dy, G_MAXUINT);
+    guint dz2 = moe_buf(c, "experts.fc2.y.grad", c->El * n * c->C * h);
+    b->dscores = moe_buf(c, "router.scores.grad", T * c->E);
+    guint dprobs = n > 1 ? moe_buf(c, "moe.dispatch.probs.grad", n * T * c->E) : b->dscores;
+    moe_gathered_op(c, SIMPAR_OP_MOE_COMBINE_BWD, "moe.unpermute", dyg, b->probs, b->z2, dz2,
+                    dprobs);
+    guint dxs = moe_experts_backward(c, b, dz2);
+    guint dxg = n > 1 ? moe_buf(c, "moe.dispatch.gathered.grad", n * T * h) : b->dx;
+    moe_gathered_op(c, SIMPAR_OP_MOE_DISPATCH_BWD, "moe.permute", dxs, G_MAXUINT, G_MAXUINT, dxg,
+                    G_MAXUINT);
+    moe_tp_ep(c, SIMPAR_COLL_REDUCE_SCATTER, NULL, "moe.reduce-scatter-dispatch", T * h, dxg,
+              b->dx);
+    moe_tp_ep(c, SIMPAR_COLL_REDUCE_SCATTER, NULL, "moe.reduce-scatter-probs", T * c->E, dprobs,
+              b->dscores);
+    moe_bwd_router(c, b);
+}
+
 static void
 moe_backward(MoeCtx *c, MoeBufs *b)
 {
     if (c->recompute & SIMPAR_RECOMPUTE_MOE) /* the whole block, its all-to-alls too */
         moe_recompute(c, b, 0, moe_forward, c->fwd_bufs->len);
+    if (c->route.gather > 0) {
+        moe_backward_gather(c, b);
+        return;
+    }
     if (c->route.node_ranks > 0) { /* DeepEP's hops */
         b->dscores = moe_buf(c, "router.scores.grad", c->T * c->route.top_k);
         moe_backward_hops(c, b, b->dscores);
@@ -1151,10 +1283,11 @@ moe_route_capacity(const SimparModel *m, guint ep, guint sources, guint tokens, 
 
 static SimparMoe
 moe_route_init(const SimparModel *m, guint ep, guint etp, guint node_ranks, guint tokens,
-               guint64 seed, guint capacity)
+               guint64 seed, guint capacity, gboolean gather)
 {
     SimparMoe r = moe_route_capacity(m, ep, ep * etp, tokens, seed, capacity);
     r.node_ranks = node_ranks;
+    r.gather = gather ? ep * etp : 0;
     r.etp = etp > 1 ? etp : 0; /* SORT's sources; 0 keeps ETP 1's ops as they were */
     if (node_ranks > 0)
         simpar_moe_hop_capacity(&r);
@@ -1180,10 +1313,12 @@ moe_hop_groups(SimparSchedule *sched, guint ep, guint R, guint *rails, guint *no
 
 /* Expert tensor parallelism's groups over the ep x etp ranks (rank e etp + t, Megatron-Core's
  * expert numbering, train.h): ep_groups[t] the EP ranks of expert-TP index t, etp_groups[e] the
- * expert-TP group of EP rank e, *all every rank (the router's and shared experts' sums). */
+ * expert-TP group of EP rank e, *all every rank (the router's and shared experts' sums; the
+ * all-gather dispatcher's TP x EP group, axis "tp_ep" as Megatron-Core names it, with `gather`).
+ */
 static void
-moe_etp_groups(SimparSchedule *sched, guint ep, guint etp, guint *ep_groups, guint *etp_groups,
-               guint *all)
+moe_etp_groups(SimparSchedule *sched, guint ep, guint etp, gboolean gather, guint *ep_groups,
+               guint *etp_groups, guint *all)
 {
     g_autofree guint *members = g_new(guint, ep * etp);
     for (guint t = 0; t < etp; t++) {
@@ -1198,7 +1333,7 @@ moe_etp_groups(SimparSchedule *sched, guint ep, guint etp, guint *ep_groups, gui
     }
     for (guint r = 0; r < ep * etp; r++)
         members[r] = r;
-    *all = simpar_schedule_add_group(sched, "moe", members, ep * etp);
+    *all = simpar_schedule_add_group(sched, gather ? "tp_ep" : "moe", members, ep * etp);
 }
 
 static gboolean
@@ -1260,13 +1395,17 @@ moe_pair_rank(MoeCtx *c0)
 
 static SimparSchedule *
 moe_build(const SimparModel *model, guint ep, guint etp, guint node_ranks, guint tokens,
-          guint64 seed, guint capacity, gboolean pair, guint recompute, GError **error)
+          guint64 seed, guint capacity, gboolean pair, gboolean gather, guint recompute,
+          GError **error)
 {
     g_return_val_if_fail(model != NULL && ep > 0 && etp > 0 && tokens > 0, NULL);
     g_return_val_if_fail(error == NULL || *error == NULL, NULL);
     g_return_val_if_fail(!pair || (node_ranks == 0 && !model->moe.shared_overlap), NULL);
     /* the merged pair recomputes nothing of the block (predict-config.c refuses it) */
     g_return_val_if_fail(!pair || recompute == 0, NULL);
+    /* Megatron-Core runs neither overlap with the all-gather dispatcher (transformer_config.py;
+     * simpar_train_validate refuses them) */
+    g_return_val_if_fail(!gather || (!pair && node_ranks == 0 && !model->moe.shared_overlap), NULL);
     if (!moe_block_check(model, ep, etp, node_ranks, error))
         return NULL;
     guint R = node_ranks, n = ep * etp;
@@ -1274,7 +1413,7 @@ moe_build(const SimparModel *model, guint ep, guint etp, guint node_ranks, guint
     g_autofree guint *ep_groups = g_new(guint, etp), *etp_groups = g_new(guint, ep);
     guint all;
     if (etp > 1) {
-        moe_etp_groups(sched, ep, etp, ep_groups, etp_groups, &all);
+        moe_etp_groups(sched, ep, etp, gather, ep_groups, etp_groups, &all);
     } else { /* one group, as ETP 1 has always numbered it */
         g_autofree guint *members = g_new(guint, ep);
         for (guint p = 0; p < ep; p++)
@@ -1287,7 +1426,7 @@ moe_build(const SimparModel *model, guint ep, guint etp, guint node_ranks, guint
     gboolean swiglu = model->mlp == SIMPAR_MLP_SWIGLU;
     MoeCtx c = {.sched = sched,
                 .model = model,
-                .route = moe_route_init(model, ep, etp, R, tokens, seed, capacity),
+                .route = moe_route_init(model, ep, etp, R, tokens, seed, capacity, gather),
                 .etp = etp,
                 .sum_group = all,
                 .rails = rails,
@@ -1326,12 +1465,20 @@ SimparSchedule *
 simpar_moe_block_build(const SimparModel *model, guint ep, guint etp, guint node_ranks,
                        guint tokens, guint64 seed, guint capacity, guint recompute, GError **error)
 {
-    return moe_build(model, ep, etp, node_ranks, tokens, seed, capacity, FALSE, recompute, error);
+    return moe_build(model, ep, etp, node_ranks, tokens, seed, capacity, FALSE, FALSE, recompute,
+                     error);
+}
+
+SimparSchedule *
+simpar_moe_gather_block_build(const SimparModel *model, guint ep, guint etp, guint tokens,
+                              guint64 seed, guint capacity, guint recompute, GError **error)
+{
+    return moe_build(model, ep, etp, 0, tokens, seed, capacity, FALSE, TRUE, recompute, error);
 }
 
 SimparSchedule *
 simpar_moe_pair_build(const SimparModel *model, guint ep, guint etp, guint tokens, guint64 seed,
                       guint capacity, GError **error)
 {
-    return moe_build(model, ep, etp, 0, tokens, seed, capacity, TRUE, 0, error);
+    return moe_build(model, ep, etp, 0, tokens, seed, capacity, TRUE, FALSE, 0, error);
 }

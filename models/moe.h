@@ -51,6 +51,30 @@
  *   experts' rows --hop 2 reduce (x scores)--> --all-to-all node--> --hop 1 reduce-->
  *     --all-to-all rail--> --hop 0 reduce--> y
  *
+ * Megatron-Core's all-gather dispatcher (train.h, SIMPAR_MOE_ALLGATHER; its default,
+ * megatron/core/transformer/moe/token_dispatcher.py, MoEAllGatherTokenDispatcher) needs no
+ * routing-dependent transfer: the TP x EP group (tp_ep_group: the block's ep x etp ranks) all-
+ * gathers every rank's router probs (dense [T x E], 0 off the chosen experts) and tokens, each
+ * rank picks from the G = etp ep gathered tokens the rows of its own E/ep experts (the local
+ * permutation, in the same [E/ep x G x C x h] rows as SORT's), runs its experts (its 1/etp
+ * columns with expert tensor parallelism: the ranks of an expert-TP group pick the same rows),
+ * weights their rows by the probs and un-permutes them into the gathered tokens, and a
+ * reduce-scatter over the group sums the experts' (and the expert-TP slices') contributions and
+ * hands each rank its own tokens back:
+ *
+ *   x --router--> probs [T x E] --all-gather tp_ep--> [G T x E]
+ *   x --all-gather tp_ep--> [G T x h] --local permute--> [E/ep x G x C x h] --fc1, act, fc2-->
+ *     --un-permute (x probs, summed per token)--> [G T x h] --reduce-scatter tp_ep--> [T x h]
+ *
+ * The backward all-gathers dy, and the local permutation's and the probs' gradients over the
+ * gathered tokens are reduce-scattered back (the gathers' backward in tensor_parallel/
+ * mappings.py). Megatron-Core also gathers the boolean routing map (1 byte per token and expert,
+ * under no_grad); simpar's routing is a function of the token, so that gather is left out. The
+ * probs are applied to the experts' activation in Megatron-Core (experts.py, TEGroupedMLP's
+ * bias_act_func) and at the un-permutation here, as for the all-to-all: fc2 is linear and has no
+ * bias, so the output and every gradient are the same. A capacity factor drops in the router,
+ * per rank over its own tokens (router.py, apply_router_token_dropping), as here.
+ *
  * Ownership: plain functions; the builder returns a schedule the caller owns.
  */
 #ifndef SIMPAR_MOE_H
@@ -64,6 +88,12 @@ void simpar_moe_choose(const SimparMoe *m, guint64 token, guint *experts);
  * blocks [E x capacity] it is dispatched to, or -1 when dropped; the choices' experts into
  * experts[tokens x top_k] (may be NULL). */
 void simpar_moe_rows(const SimparMoe *m, gint64 *rows, guint *experts);
+/* The all-gather dispatcher (schedule.h, gather > 0): for each of the gather x tokens gathered
+ * tokens (source p's the global tokens [token0 + p tokens, ...), each source's capacity drops its
+ * own) and choices j, rows[i top_k + j] its row among the rank's experts' [E/ep x gather x
+ * capacity], -1 when dropped or another rank's; the experts into experts[gather x tokens x
+ * top_k] (may be NULL). */
+void simpar_moe_gathered_rows(const SimparMoe *m, gint64 *rows, guint *experts);
 /* The most choices of one rank's tokens that one expert gets (the dropless capacity). */
 guint simpar_moe_max_load(const SimparMoe *m);
 
@@ -82,6 +112,12 @@ guint simpar_moe_max_load(const SimparMoe *m);
 SimparSchedule *simpar_moe_block_build(const SimparModel *model, guint ep, guint etp,
                                        guint node_ranks, guint tokens, guint64 seed, guint capacity,
                                        guint recompute, GError **error);
+/* The same block with Megatron-Core's all-gather dispatcher (the header's last diagram): the
+ * same tensors and shards; capacity and recompute as above. Neither --moe-shared-expert-overlap
+ * nor the merged pair (Megatron-Core runs neither with it). (transfer full) */
+SimparSchedule *simpar_moe_gather_block_build(const SimparModel *model, guint ep, guint etp,
+                                              guint tokens, guint64 seed, guint capacity,
+                                              guint recompute, GError **error);
 /* --overlap-moe-expert-parallel-comm (Megatron-Core's combined 1F1B) on the same block, for the
  * executors: two micro-batches on the same weights, the second's tensors named "mb1.x",
  * "mb1.dy", "mb1.y", "mb1.dx" and "mb1.<weight>.grad" (its own gradients); the first's forward

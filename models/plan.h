@@ -71,6 +71,7 @@ typedef struct {
     gboolean cp_ring;           /* ring attention instead of all-gathered keys and values */
     gint64 ep;                  /* MoE layers: expert parallelism (0, 1: none), from the split */
     gint64 etp;                 /* MoE layers: expert tensor parallelism (0, 1: none), likewise */
+    gboolean moe_gather;        /* MoE layers: the all-gather dispatcher (train.h), likewise */
     gboolean fp8_attention;     /* an FP8 model's attention core in FP8 too (cuDNN's fused FP8
                                    attention under flash attention; Transformer Engine's fp8_dpa) */
     guint q;                    /* derived: grid side (1-D: P) */

@@ -285,6 +285,13 @@ access_moe(const SimparOp *op, SimparAccess *out, guint *n)
     gsize x = access_mul(m->tokens, m->hidden), logits = access_mul(m->tokens, m->experts);
     gsize scores = access_mul(m->tokens, m->top_k);
     gsize blocks = access_mul(access_mul(m->experts, m->capacity), m->hidden);
+    if (m->gather > 0 && m->ep > 0) { /* the all-gather dispatcher (schedule.h) */
+        gboolean gate = op->kind == SIMPAR_OP_MOE_GATE || op->kind == SIMPAR_OP_MOE_GATE_BWD;
+        scores = gate ? logits : access_mul(logits, m->gather);
+        x = gate ? x : access_mul(x, m->gather);
+        blocks = access_mul(access_mul(access_mul(m->experts / m->ep, m->gather), m->capacity),
+                            m->hidden);
+    }
     /* lengths of in[0..2] and out[0..1] per kind */
     gsize in[3] = {0, 0, 0}, outl[2] = {0, 0};
     switch (op->kind) {
@@ -579,6 +586,7 @@ check_moe(guint i, const SimparOp *op, GError **error)
          (guint64) m->top_k <= (guint64) m->group_limit * (m->experts / m->groups));
     if (m->ep == 0 || m->experts == 0 || m->experts % m->ep != 0 || m->ep_rank >= m->ep ||
         m->top_k == 0 || m->top_k > m->experts || !groups_ok || m->router > SIMPAR_ROUTER_SIGMOID ||
+        m->gather % m->ep != 0 ||
         (op->kind >= SIMPAR_OP_MOE_HOP && (m->node_ranks == 0 || m->ep % m->node_ranks != 0 ||
                                            m->hop > 2 || m->cap_node == 0 || m->cap_gpu == 0)))
         return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,

@@ -326,6 +326,19 @@ typedef struct {
  *                 expert); out0 [E/ep x ep x capacity x hidden]. UNSORT: the reverse. With
  *                 expert tensor parallelism (etp > 1) the blocks are those of the etp x ep
  *                 sources the expert-TP group's all-gather joined: [etp ep x E/ep x ...].
+ * The all-gather dispatcher (gather > 0: the gather = etp x ep ranks of the TP x EP group; moe.h)
+ * keeps the routing in Megatron-Core's dense probs [tokens x E] (0 off the chosen experts) and
+ * permutes the group's gathered tokens, source p's the global tokens [token0 + p tokens, ...):
+ *   GATE, GATE_BWD  scores and d scores dense [tokens x E] (token0 the rank's own).
+ *   DISPATCH      in0 the gathered x [gather x tokens x hidden]; out0 the rank's experts' rows
+ *                 [E/ep x gather x capacity x hidden] (SORT's out0 layout: the i-th kept choice
+ *                 of local expert e from source p at row (e gather + p) capacity + i, the rest 0;
+ *                 the other ranks' experts' choices skipped).
+ *   DISPATCH_BWD  in0 d rows; out0 d gathered x: each gathered token's local rows summed.
+ *   COMBINE       in0 the rows, in1 the gathered probs [gather x tokens x E]; out0 [gather x
+ *                 tokens x hidden]: each token's local kept rows weighted by their probs, summed.
+ *   COMBINE_BWD   in0 d out0, in1 the gathered probs, in2 the rows; out0 d rows, out1 d gathered
+ *                 probs (0 off the local kept choices).
  * DeepEP's hierarchical dispatch (node_ranks > 0: the ep ranks are ep / node_ranks nodes of
  * node_ranks consecutive ranks; moe.h) moves rows in three hops, `hop` 0 to 2, each from its
  * "a" side to its "b" side (simpar_moe_hop_map gives every b row its a row, -1: padding):
@@ -346,7 +359,8 @@ typedef struct {
     guint tokens, hidden;
     guint experts, top_k;
     guint ep, ep_rank;
-    guint etp; /* SORT, UNSORT: expert tensor parallelism's etp x ep source blocks; 0 or 1: ep */
+    guint etp;    /* SORT, UNSORT: expert tensor parallelism's etp x ep source blocks; 0 or 1: ep */
+    guint gather; /* the all-gather dispatcher's gathered sources (etp x ep); 0: the rank's own */
     guint capacity;
     guint groups, group_limit; /* node-limited routing: top_k within group_limit of groups */
     guint router;              /* SimparRouterScore */

@@ -362,6 +362,14 @@ train_check_experts(const SimparTrain *t, const SimparModel *model, GError **err
                                  "of an expert-parallel group, and there is none (valid: a "
                                  "model with experts and --ep 2 or more, or --moe-dispatcher "
                                  "alltoall)");
+    /* transformer_config.py: moe_shared_expert_overlap "only works with alltoall or flex token
+     * dispatcher" */
+    if (t->moe_dispatcher == SIMPAR_MOE_ALLGATHER && simpar_model_is_moe(model) &&
+        model->moe.shared_overlap)
+        return train_fail(error, "--moe-shared-expert-overlap with --moe-dispatcher allgather: "
+                                 "Megatron-Core overlaps the shared experts with the all-to-all "
+                                 "and flex dispatchers only (valid: leave out "
+                                 "--moe-shared-expert-overlap, or --moe-dispatcher alltoall)");
     if (!simpar_model_is_moe(model)) {
         if (ep > 1 || etp > 1)
             return train_fail(error,
@@ -439,6 +447,14 @@ train_check_ep_overlap(const SimparTrain *t, const SimparModel *model, GError **
                           "%s hides the expert-parallel all-to-alls, and there are none (valid: "
                           "a model with experts and --ep 2 or more, as Megatron-Core requires)",
                           flag);
+    /* transformer_config.py: "overlap_moe_expert_parallel_comm is supported with alltoall/flex
+     * token dispatcher" */
+    if (t->moe_dispatcher == SIMPAR_MOE_ALLGATHER)
+        return train_fail(error,
+                          "%s with --moe-dispatcher allgather: Megatron-Core merges the layers "
+                          "around the all-to-all and flex dispatchers only (valid: "
+                          "--moe-dispatcher alltoall or deepep, or leave out %s)",
+                          flag, flag);
     if (t->schedule == SIMPAR_PIPE_LOCAL || t->schedule == SIMPAR_PIPE_GPIPE ||
         (t->pp > 1 && t->schedule != SIMPAR_PIPE_INTERLEAVED))
         return train_fail(error,
@@ -513,6 +529,7 @@ simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GE
         return FALSE;
     t->tp.ep = simpar_model_is_moe(model) ? MAX(t->ep, 1) : 0;
     t->tp.etp = simpar_model_is_moe(model) ? MAX(t->etp, 1) : 0;
+    t->tp.moe_gather = simpar_model_is_moe(model) && t->moe_dispatcher == SIMPAR_MOE_ALLGATHER;
     if (t->virtual_stages < 1 || t->virtual_stages > 1024)
         return train_fail(error,
                           "--virtual-stages %" G_GINT64_FORMAT ": must be between 1 and 1024",

@@ -48,13 +48,16 @@ typedef struct {
 
 /* How an MoE layer's tokens reach their experts (moe.h): Megatron-Core's all-to-all token
  * dispatcher (one flat all-to-all over the expert-parallel group, a copy per (token, expert)),
- * or DeepEP's hierarchical dispatch (Megatron-Core's flex dispatcher with DeepEP,
+ * DeepEP's hierarchical dispatch (Megatron-Core's flex dispatcher with DeepEP,
  * github.com/deepseek-ai/DeepEP "normal" kernels; DeepSeek-V3, arXiv 2412.19437 section
  * 3.2.2): a copy per (token, target node) over the rail, then one per (token, target GPU) over
- * NVLink. */
+ * NVLink, or Megatron-Core's all-gather dispatcher, its default (MoEAllGatherTokenDispatcher in
+ * megatron/core/transformer/moe/token_dispatcher.py): every token all-gathered over the ETP x
+ * EP group, the experts' outputs reduce-scattered back. */
 typedef enum {
     SIMPAR_MOE_ALLTOALL,
     SIMPAR_MOE_DEEPEP,
+    SIMPAR_MOE_ALLGATHER,
 } SimparMoeDispatcher;
 
 /* The scalar all-reduces of the optimizer step and the loss that a framework runs (models/step.c

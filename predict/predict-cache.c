@@ -23,7 +23,7 @@ typedef struct {
     gint64 dtype, recompute, attention, sp, paper_3d, causal, q;
     gint64 fp8, fp8_attention; /* FP8 GEMMs' recipe, FP8 attention */
     SimparMoeConfig moe;       /* integers and doubles only: no padding */
-    gint64 ep, etp;
+    gint64 ep, etp, moe_gather;
 } CacheLayerKey;
 
 /* What the block times depend on besides the layer. */
@@ -153,6 +153,7 @@ cache_layer_key(const SimparModel *m, const SimparPlan *plan, SimparAttentionImp
     k->p_hidden = plan->p_hidden, k->p_attn = plan->p_attn, k->eps = plan->eps;
     k->attention = attn;
     k->moe = m->moe, k->ep = plan->ep, k->etp = plan->etp;
+    k->moe_gather = plan->moe_gather;
 }
 
 const SimparSchedule *

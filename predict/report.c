@@ -344,13 +344,15 @@ report_text_axes(GString *out, const SimparReportRow *row, const SimparModel *m)
                                "forward)",
                                row->gen->name, st->fp8_cast_s);
     const char *hops = row->config.deepep ? "s (rail, then NVLink: DeepEP)" : "";
+    gboolean ag = row->config.allgather;
     if (st->moe_experts_s > 0)
         g_string_append_printf(
             out,
             "\n  %-5s one MoE layer (fwd + bwd) on an expert-parallel GPU: "
-            "dispatch all-to-all%s %.4f s, combine all-to-all%s %.4f s, "
-            "expert GEMMs %.4f s%s",
-            row->gen->name, hops, st->moe_dispatch_s, hops, st->moe_combine_s, st->moe_experts_s,
+            "dispatch %s%s %.4f s, combine %s%s %.4f s, expert GEMMs %.4f s%s",
+            row->gen->name, ag ? "all-gathers (TP x EP, and their reduce-scatters)" : "all-to-all",
+            hops, st->moe_dispatch_s, ag ? "reduce-scatter (and its all-gather)" : "all-to-all",
+            hops, st->moe_combine_s, st->moe_experts_s,
             row->config.moe_shared_overlap ? " (the shared experts run beside the all-to-alls)"
                                            : "");
     if (st->moe_expert_tp_s > 0)
@@ -611,6 +613,7 @@ simpar_report_config_init(SimparReportConfig *c, const SimparModel *model, const
                               .overlap_grad_reduce = t->overlap_grad_reduce};
     c->ep = simpar_model_is_moe(model) ? MAX(t->ep, 1) : 0;
     c->deepep = c->ep > 0 && t->moe_dispatcher == SIMPAR_MOE_DEEPEP;
+    c->allgather = c->ep > 0 && t->moe_dispatcher == SIMPAR_MOE_ALLGATHER;
     c->moe_shared_overlap = c->ep > 0 && model->moe.shared_overlap;
     c->ep_overlap = c->ep > 0 && t->ep_overlap;
     c->fp8_attention = model->fp8 != SIMPAR_FP8_NONE && t->tp.fp8_attention;
@@ -676,7 +679,9 @@ report_json_config(JsonBuilder *b, const SimparReportConfig *c, const char *mode
         json_builder_set_member_name(b, "ep");
         json_builder_add_int_value(b, c->ep);
         json_builder_set_member_name(b, "moe_dispatcher");
-        json_builder_add_string_value(b, c->deepep ? "deepep" : "alltoall");
+        json_builder_add_string_value(b, c->deepep      ? "deepep"
+                                         : c->allgather ? "allgather"
+                                                        : "alltoall");
         json_builder_set_member_name(b, "moe_shared_expert_overlap");
         json_builder_add_boolean_value(b, c->moe_shared_overlap);
         if (c->ep_overlap) {
@@ -715,9 +720,11 @@ report_json_read_config(JsonObject *o, SimparReportConfig *c)
     }
     c->ep = json_object_has_member(j, "ep") ? json_object_get_int_member(j, "ep") : 0;
     JsonNode *dispatcher = json_object_get_member(j, "moe_dispatcher");
-    c->deepep = dispatcher != NULL && JSON_NODE_HOLDS_VALUE(dispatcher) &&
-                json_node_get_value_type(dispatcher) == G_TYPE_STRING &&
-                g_str_equal(json_node_get_string(dispatcher), "deepep");
+    const char *name = dispatcher != NULL && JSON_NODE_HOLDS_VALUE(dispatcher) &&
+                               json_node_get_value_type(dispatcher) == G_TYPE_STRING
+                           ? json_node_get_string(dispatcher)
+                           : "";
+    c->deepep = g_str_equal(name, "deepep"), c->allgather = g_str_equal(name, "allgather");
     c->moe_shared_overlap =
         json_object_get_boolean_member_with_default(j, "moe_shared_expert_overlap", FALSE);
     c->ep_overlap =

@@ -68,8 +68,9 @@ typedef struct {
     gboolean set;
     gint64 tp, q, depth, cp, pp, vp, vp_group, dp, micro_batch, micro_batches, global_batch, zero,
         shard_group;
-    gint64 ep;       /* an MoE model's expert parallelism; 0 for a dense model */
-    gboolean deepep; /* an MoE model's tokens dispatched as DeepEP does (--moe-dispatcher) */
+    gint64 ep;          /* an MoE model's expert parallelism; 0 for a dense model */
+    gboolean deepep;    /* an MoE model's tokens dispatched as DeepEP does (--moe-dispatcher) */
+    gboolean allgather; /* or as Megatron-Core's all-gather dispatcher does */
     gboolean moe_shared_overlap; /* its shared experts beside the all-to-alls
                                     (--moe-shared-expert-overlap) */
     gboolean ep_overlap;         /* forwards and backwards merged (JSON only when on:

@@ -126,13 +126,21 @@ simpar_block_layer_spans(const SimparStepTimer *tm, const SimparTrain *train,
 /* Mean over the ranks of one of two stacked MoE blocks' time in part k: 0 the dispatch
  * all-to-alls, 1 the combine all-to-alls, 2 the experts' GEMMs; 3 the layer's all-to-alls
  * between a grid mode's layout and the block's tokens (tp-moe.c; `moe` the layer's schedule);
- * 4 and 5 expert tensor parallelism's all-gathers and reduce-scatters (moe.h). */
+ * 4 and 5 expert tensor parallelism's all-gathers and reduce-scatters (moe.h); the all-gather
+ * dispatcher's collectives: 6 the tokens' (fwd) and their gradients' (bwd), 7 the probs', 8 the
+ * combine's reduce-scatter and its backward's all-gather. */
 static double
 block_moe_part(const SimparSchedule *moe, const SimparSpan *sp, guint k)
 {
-    static const char *const what[] = {
-        ".moe.all-to-all-dispatch", ".moe.all-to-all-combine", ".experts.",
-        ".moe.redistribute-",       ".moe.all-gather-",        ".moe.reduce-scatter-"};
+    static const char *const what[] = {".moe.all-to-all-dispatch",
+                                       ".moe.all-to-all-combine",
+                                       ".experts.",
+                                       ".moe.redistribute-",
+                                       ".moe.all-gather-",
+                                       ".moe.reduce-scatter-",
+                                       "-dispatch",
+                                       "-probs",
+                                       "-combine"};
     guint n = simpar_schedule_n_ops(moe);
     double sum = 0;
     for (guint i = 0; i < n; i++) {
@@ -197,9 +205,14 @@ simpar_block_moe_build(const SimparModel *model, const SimparTrain *train, guint
                      (simpar_plan_whole_rows(&train->tp) ? 1 : (guint64) train->tp.tp);
     gboolean deepep = train->moe_dispatcher == SIMPAR_MOE_DEEPEP;
     g_assert(!deepep || train->ep_node > 0); /* the platform's nodes (predict-config.c) */
-    SimparSchedule *moe = simpar_moe_block_build(
-        model, ep, etp, deepep ? (guint) train->ep_node : 0, (guint) tokens, train->tp.seed,
-        simpar_moe_capacity(model, (guint) tokens), simpar_plan_recompute_set(&train->tp), NULL);
+    guint capacity = simpar_moe_capacity(model, (guint) tokens);
+    guint recompute = simpar_plan_recompute_set(&train->tp);
+    SimparSchedule *moe =
+        train->moe_dispatcher == SIMPAR_MOE_ALLGATHER
+            ? simpar_moe_gather_block_build(model, ep, etp, (guint) tokens, train->tp.seed,
+                                            capacity, recompute, NULL)
+            : simpar_moe_block_build(model, ep, etp, deepep ? (guint) train->ep_node : 0,
+                                     (guint) tokens, train->tp.seed, capacity, recompute, NULL);
     g_assert(moe != NULL); /* simpar_train_validate checked E against EP, predict-config.c the
                               nodes against EP */
     *gpus = g_new(guint, ep * etp); /* block rank e ETP + t (moe.h) */
@@ -287,7 +300,11 @@ block_moe(const SimparStepTimer *tm, const SimparModel *model, const SimparTrain
     const char *const parts[] = {"moe.dispatch", "moe.combine", "moe.experts"};
     for (guint k = 0; k < G_N_ELEMENTS(parts); k++)
         block_set(bt, parts[k], block_moe_part(moe, sp, k), 0);
-    if (train->etp > 1)
+    if (train->moe_dispatcher == SIMPAR_MOE_ALLGATHER) { /* its all-gathers and reduce-scatters,
+                                                            expert-TP's among them */
+        block_set(bt, "moe.dispatch", block_moe_part(moe, sp, 6) + block_moe_part(moe, sp, 7), 0);
+        block_set(bt, "moe.combine", block_moe_part(moe, sp, 8), 0);
+    } else if (train->etp > 1)
         block_set(bt, "moe.expert-tp", block_moe_part(moe, sp, 4) + block_moe_part(moe, sp, 5), 0);
     SimparReportRow row = {0};
     simpar_report_breakdown(&run, sp, &row);

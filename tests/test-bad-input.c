@@ -1095,7 +1095,28 @@ static const BadCase cases[] = {
      "--topology " V100 " --model tiny --experts 8 --topk 2 --moe-ffn 64 --tp-mode 1d --gpus 8 "
      "--dp 8 --ep 2 --moe-dispatcher nccl",
      2,
-     {"--moe-dispatcher nccl", "valid are alltoall and deepep"}},
+     {"--moe-dispatcher nccl", "valid are alltoall, deepep and allgather"}},
+    /* the all-gather dispatcher with what Megatron-Core's transformer_config.py runs with the
+     * alltoall and flex dispatchers only */
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model tiny --experts 8 --topk 2 --moe-ffn 64 --shared-ffn 64 "
+     "--tp-mode 1d --gpus 8 --dp 8 --ep 4 --moe-dispatcher allgather --moe-shared-expert-overlap",
+     2,
+     {"--moe-shared-expert-overlap with --moe-dispatcher allgather", "all-to-all and flex",
+      "--moe-dispatcher alltoall"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model mixtral-8x7b --layers 4 --tp-mode 1d --gpus 8 --dtype fp16 "
+     "--dp 8 --ep 8 --global-batch 8 --overlap-moe-expert-parallel-comm --moe-dispatcher "
+     "allgather",
+     2,
+     {"--overlap-moe-expert-parallel-comm with --moe-dispatcher allgather", "all-to-all and flex",
+      "--moe-dispatcher alltoall or deepep"}},
     {"cli",
      NULL,
      NULL,

@@ -1468,6 +1468,48 @@ test_recompute_modules_compute(void)
     }
 }
 
+/* The all-gather dispatcher's permutation ops priced over every gathered row, by hand: h = 16, 8
+ * experts, top-2, fp64, EP 4 (G = 4 GPUs, E/EP = 2 local experts), T = 12 tokens a GPU. The
+ * gathered rows' side is G T h ds = 6144 bytes, the local experts' share of the choices
+ * G T k h ds / EP = 3072, the probs' local columns G T E/EP x 4 = 384: the permutation and its
+ * backward 9600 each, the un-permutation 9600, its backward 6144 + 2 x 3072 + 2 x 384 = 13056;
+ * the gate writes the dense probs, T E x 4 = 384 beside its 384 of logits read. */
+static void
+test_the_all_gather_permutation_prices_every_gathered_row(void)
+{
+    SimparModel m;
+    CU_ASSERT_FATAL(simpar_model_preset("tiny", &m, NULL));
+    m.hidden = 16, m.heads = 2, m.dtype = SIMPAR_DTYPE_FP64, m.no_bias = TRUE;
+    m.moe = (SimparMoeConfig){.experts = 8, .top_k = 2, .moe_ffn = 8, .moe_every = 1};
+    g_autoptr(SimparSchedule) sched = simpar_moe_gather_block_build(&m, 4, 1, 12, 7, 0, 0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+
+    const struct {
+        SimparOpKind kind;
+        double bytes;
+    } want[] = {
+        {SIMPAR_OP_MOE_GATE, 384 + 384}, {SIMPAR_OP_MOE_GATE_BWD, 2 * 384 + 384},
+        {SIMPAR_OP_MOE_DISPATCH, 9600},  {SIMPAR_OP_MOE_DISPATCH_BWD, 9600},
+        {SIMPAR_OP_MOE_COMBINE, 9600},   {SIMPAR_OP_MOE_COMBINE_BWD, 13056},
+    };
+
+    guint seen = 0;
+    for (guint i = 0; i < simpar_schedule_n_ops(sched); i++) {
+        const SimparOp *op = simpar_schedule_op(sched, i);
+        for (guint k = 0; op->rank == 0 && k < G_N_ELEMENTS(want); k++) {
+            if (op->kind != want[k].kind)
+                continue;
+            double flops, bytes;
+            simpar_compute_op_cost(sched, op, SIMPAR_ATTENTION_UNFUSED, &flops, &bytes);
+            if (!near(bytes, want[k].bytes))
+                printf("\n    %s: %.0f bytes, want %.0f", op->name, bytes, want[k].bytes);
+            CU_ASSERT(near(bytes, want[k].bytes));
+            seen++;
+        }
+    }
+    CU_ASSERT_EQUAL(seen, G_N_ELEMENTS(want));
+}
+
 /* One layer's weight casts per rank, by hand: the tiny model (h = 64, f = 256, 4 h^2 + 2 h f =
  * 49152 linear weights) over T = 2 ranks of 1-D holds 24576 weights each in its 4 linears;
  * delayed scaling casts each with its transpose (4 bytes per weight) in one kernel: 4 launches
@@ -1840,6 +1882,8 @@ test_fp8_hopper_ceiling(void)
 }
 
 static CU_TestInfo compute_tests[] = {
+    {"the all-gather dispatcher's permutation is priced over every gathered row",
+     test_the_all_gather_permutation_prices_every_gathered_row},
     {"selective's modules (layernorm, mlp, mla_up_proj; moe, moe_act, shared_experts): the "
      "backward grows by the recomputed forward ops' time exactly, the forward not at all (each op "
      "its own kernel)",

@@ -290,7 +290,9 @@ test_refusals(void)
 }
 
 /* --expert-tensor-parallel-size 2 flows into a prediction: a Mixtral-shaped launch with TP 4,
- * sequence parallelism, EP 4 and ETP 2 predicts a step with the expert-TP collectives. */
+ * sequence parallelism, EP 4 and ETP 2 and the all-to-all dispatcher predicts a step with the
+ * expert-TP collectives; with Megatron's default dispatcher (allgather) the step's expert-TP
+ * ranks join the TP x EP group's all-gathers instead. */
 static void
 test_expert_tensor_parallel_size_predicts(void)
 {
@@ -301,7 +303,8 @@ test_expert_tensor_parallel_size_predicts(void)
                        "--global-batch-size 64 --swiglu --normalization RMSNorm "
                        "--disable-bias-linear --bf16 --vocab-size 32000 --num-experts 8 "
                        "--moe-router-topk 2 --tensor-model-parallel-size 4 --sequence-parallel "
-                       "--expert-model-parallel-size 4 --expert-tensor-parallel-size 2\n";
+                       "--expert-model-parallel-size 4 --expert-tensor-parallel-size 2 "
+                       "--moe-token-dispatcher-type alltoall\n";
     g_assert(g_file_set_contents(script, text, -1, NULL));
     g_autofree char *args =
         g_strdup_printf("--megatron-args %s --topology %s --backend analytic --json --jobs 1",
@@ -314,6 +317,16 @@ test_expert_tensor_parallel_size_predicts(void)
     if (r.status != 0)
         printf("\n    simpar %s -> %d: %s", args, r.status, r.err);
     simpar_cli_run_clear(&r);
+    /* the same without --moe-token-dispatcher-type: Megatron's allgather over ETP x EP = 8 */
+    char *a2a = strstr(text, " --moe-token-dispatcher-type alltoall");
+    g_autofree char *plain = g_strndup(text, (gsize) (a2a - text));
+    g_autofree char *line = g_strconcat(plain, "\n", NULL);
+    g_assert(g_file_set_contents(script, line, -1, NULL));
+    SimparCliRun ag = simpar_cli_run(args);
+    CU_ASSERT_EQUAL(ag.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ag.out, "\"moe_dispatcher\" : \"allgather\""));
+    CU_ASSERT_PTR_NULL(strstr(ag.out, "\"moe_expert_tp_s\""));
+    simpar_cli_run_clear(&ag);
 }
 
 static void
@@ -350,14 +363,39 @@ test_moe_flags(void)
         CU_ASSERT_PTR_NOT_NULL(strstr(text, "--mtp-loss-scaling-factor: multi-token prediction"));
         CU_ASSERT_PTR_NOT_NULL(strstr(text, "--qk-layernorm: the queries' and keys' own norms"));
     }
-    { /* Megatron's default dispatcher is allgather, which simpar prices as alltoall: said */
+    { /* Megatron's default dispatcher is allgather, and simpar prices it: said */
         g_autoptr(GError) error = NULL;
         g_autoptr(SimparMegatron) meg = simpar_megatron_parse(
             MEG_SHAPE "--num-experts 8 --expert-model-parallel-size 8", "test.sh", &error);
         CU_ASSERT_PTR_NOT_NULL_FATAL(meg);
         g_autofree char *text = simpar_megatron_describe(meg);
         CU_ASSERT_PTR_NOT_NULL(strstr(text, "(no --moe-token-dispatcher-type: Megatron's "
-                                            "allgather) -> --moe-dispatcher alltoall"));
+                                            "default allgather) -> --moe-dispatcher allgather"));
+        CU_ASSERT_PTR_NULL(strstr(text, "not modelled"));
+    }
+    { /* each type as given: allgather and alltoall used (alltoall simpar's default: no
+       * argument), anything else refused naming the valid ones */
+        const char *const types[] = {"allgather", "alltoall"};
+        for (guint i = 0; i < G_N_ELEMENTS(types); i++) {
+            g_autofree char *text =
+                g_strconcat(MEG_SHAPE "--num-experts 8 --expert-model-parallel-size 8 "
+                                      "--moe-token-dispatcher-type ",
+                            types[i], NULL);
+            g_autofree char *got = megatron_flags(text);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+            CU_ASSERT((strstr(got, "--moe-dispatcher=allgather") != NULL) == (i == 0));
+            CU_ASSERT_PTR_NULL(strstr(got, "--moe-dispatcher=alltoall"));
+            g_autoptr(SimparMegatron) meg = simpar_megatron_parse(text, "test.sh", NULL);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(meg);
+            g_autofree char *said = simpar_megatron_describe(meg);
+            g_autofree char *want = g_strdup_printf(
+                "--moe-token-dispatcher-type %s -> --moe-dispatcher %s", types[i], types[i]);
+            CU_ASSERT_PTR_NOT_NULL(strstr(said, want));
+        }
+        megatron_refuses(MEG_SHAPE "--num-experts 8 --expert-model-parallel-size 8 "
+                                   "--moe-token-dispatcher-type alltoall_seq",
+                         "--moe-token-dispatcher-type alltoall_seq: valid are allgather "
+                         "(Megatron's default), alltoall and flex");
     }
     CU_ASSERT_PTR_NOT_NULL(strstr(mixtral, " --ep=8 "));
     CU_ASSERT_PTR_NULL(strstr(mixtral, "--etp"));
@@ -401,7 +439,7 @@ test_moe_flags(void)
                                  "--moe-enable-deepep");
     CU_ASSERT_PTR_NOT_NULL_FATAL(deepep);
     CU_ASSERT_PTR_NOT_NULL(strstr(deepep, "--moe-dispatcher=deepep"));
-    CU_ASSERT_PTR_NULL(strstr(mixtral, "--moe-dispatcher"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(mixtral, "--moe-dispatcher=allgather")); /* Megatron's default */
     /* Megatron-Core's flex backends: deepep by default (--moe-enable-deepep its deprecated
      * spelling), hybridep priced as DeepEP's hops, ncclep not modelled */
     const char *const flex[] = {"", "--moe-flex-dispatcher-backend deepep",

@@ -602,6 +602,37 @@ test_expert_tensor_parallelism_splits_the_experts(void)
     CU_ASSERT(near(act[1] - act[0], 32.0 * 16 / 2 * 2 * 2 * 64 * 2));
 }
 
+/* Megatron-Core's all-gather dispatcher (plan.moe_gather): model16 with 8 experts (GeLU), 1-D
+ * T = 4 with sequence parallelism, EP 2 x ETP 2: the G = 4 GPUs' gathered tokens, their
+ * un-permuted rows and the gathered probs, G x s b / T x (2h + E) x 2 bytes = 4 x 128 x 136 x 2,
+ * join the layer's transient buffers, and nothing else changes; a one-GPU group gathers nothing. */
+static void
+test_the_all_gather_dispatcher_adds_its_gathered_tokens_to_the_working_set(void)
+{
+    SimparModel moe = model16;
+    moe.moe = (SimparMoeConfig){.experts = 8, .top_k = 2, .moe_ffn = 64, .moe_every = 1};
+
+    const struct {
+        gint64 ep, etp;
+        double more;
+    } cases[] = {{2, 2, 4.0 * 128 * (2 * 64 + 8) * 2}, {1, 1, 0}};
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        SimparPlan plan;
+        simpar_plan_init(&plan);
+        plan.tp = 4, plan.sequence_parallel = TRUE, plan.ep = cases[i].ep, plan.etp = cases[i].etp;
+        g_autoptr(SimparSchedule) layer = simpar_generate_layer(&moe, &plan, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(layer);
+        SimparMemory a2a, ag;
+        simpar_memory_estimate(&moe, &plan, layer, SIMPAR_ATTENTION_UNFUSED, &a2a);
+        plan.moe_gather = TRUE;
+        simpar_memory_estimate(&moe, &plan, layer, SIMPAR_ATTENTION_UNFUSED, &ag);
+        CU_ASSERT(near(ag.transient_B - a2a.transient_B, cases[i].more));
+        CU_ASSERT(near(ag.total_B - a2a.total_B, cases[i].more));
+        CU_ASSERT(ag.activations_B == a2a.activations_B && ag.states_B == a2a.states_B);
+    }
+}
+
 static void
 test_peak_stage(void)
 {
@@ -782,6 +813,8 @@ static CU_TestInfo memory_tests[] = {
      test_moe_dense_layers},
     {"expert tensor parallelism holds 1/ETP of the experts' weights, gradients and states",
      test_expert_tensor_parallelism_splits_the_experts},
+    {"the all-gather dispatcher adds G s b / T (2h + E) to the working set",
+     test_the_all_gather_dispatcher_adds_its_gathered_tokens_to_the_working_set},
     {"Llama 3 405B at 8K as its paper ran it fits in 80 GiB", test_llama3_405b_8k},
     CU_TEST_INFO_NULL,
 };

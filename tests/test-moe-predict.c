@@ -173,6 +173,65 @@ test_deepep_dispatches_faster_than_the_all_to_all_with_node_limited_routing(void
     simpar_cli_run_clear(&r);
 }
 
+/* The time of one `op` of `bytes` in all (nccl-tests' size) over the first `gpus` GPUs of H100,
+ * as simpar collective gives it on `backend`. */
+static double
+moe_collective_s(const char *op, guint gpus, double bytes, const char *backend)
+{
+    g_autofree char *args =
+        g_strdup_printf("collective --topology " H100 " --op %s --gpus %u --bytes %.0f --json "
+                        "--backend %s",
+                        op, gpus, bytes, backend);
+    g_autoptr(JsonParser) p = NULL;
+    JsonObject *row = moe_step(args, &p);
+    g_assert(json_object_get_int_member(row, "bytes") == (gint64) bytes);
+    return json_object_get_double_member(row, "time_s");
+}
+
+/* --moe-dispatcher allgather on an idle network (EP 8 on the 8 GPUs of node 0, T = 1024 tokens
+ * a GPU, h = 4096, E = 16, bf16): per layer the dispatch is the forward's all-gathers of the
+ * dense probs (T E) and the tokens (T h) and the backward's reduce-scatters of their gradients,
+ * the combine the forward's reduce-scatter (T h) and the backward's all-gather of dy, each at
+ * simpar collective's time for 8 x those elements (nccl-tests' size) on the same backend (the
+ * formula backend replays on the analytic one), to 1e-9; the text and the JSON name the
+ * dispatcher, and no all-to-all runs. */
+static void
+test_the_all_gather_dispatcher_s_collectives_take_their_collective_time(void)
+{
+    double T = 1024, h = 4096, E = 16, ds = 2, G = 8;
+    double probs = G * T * E * ds, tokens = G * T * h * ds;
+    const char *backends[] = {"analytic", "formula", "simgrid"};
+    for (guint b = 0; b < G_N_ELEMENTS(backends); b++) {
+        const char *be = b == 1 ? "analytic" : backends[b];
+        double ag = moe_collective_s("allgather", 8, tokens, be);
+        double rs = moe_collective_s("reducescatter", 8, tokens, be);
+        double dispatch = moe_collective_s("allgather", 8, probs, be) + ag + rs +
+                          moe_collective_s("reducescatter", 8, probs, be);
+        double combine = rs + ag;
+        g_autofree char *args =
+            g_strdup_printf(MOE_JOB " --moe-dispatcher allgather --backend %s", backends[b]);
+        g_autoptr(JsonParser) p = NULL;
+        JsonObject *row = moe_step(args, &p);
+        double d = moe_member(row, "moe_dispatch_s"), c = moe_member(row, "moe_combine_s");
+        printf("\n    %s: dispatch %.9g s (closed form %.9g), combine %.9g s (%.9g)", backends[b],
+               d, dispatch, c, combine);
+        CU_ASSERT(fabs(d - dispatch) <= 1e-9 * dispatch);
+        CU_ASSERT(fabs(c - combine) <= 1e-9 * combine);
+        JsonObject *config = json_object_get_object_member(row, "config");
+        CU_ASSERT_STRING_EQUAL(
+            json_object_get_string_member_with_default(config, "moe_dispatcher", ""), "allgather");
+    }
+    SimparCliRun r = simpar_cli_run(
+        "--topology " H100 " --model llama3-8b --layers 4 --seq 1024 --experts 16 --topk 2 "
+        "--moe-ffn 1024 --tp-mode 1d --tp 1 --pp 2 --dp 32 --ep 8 --global-batch 128 "
+        "--moe-dispatcher allgather --backend analytic");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(r.out, "dispatch all-gathers (TP x EP, and their reduce-scatters) "));
+    CU_ASSERT_PTR_NULL(strstr(r.out, "all-to-all"));
+    simpar_cli_run_clear(&r);
+}
+
 /* With EP 16 the experts' gradients reduce over expert-data-parallel pairs (T C D) / EP = 2 GPUs
  * 16 apart (models/step.c), which the fold of the data-parallel ring merges into one rank: the
  * SimGrid backend still simulates the step on fewer alike ranks, timing those reductions at their
@@ -875,19 +934,6 @@ test_recomputing_the_moe_block_repeats_its_all_to_alls(void)
     CU_ASSERT(moe_member(on, "step_time_s") > moe_member(off, "step_time_s"));
 }
 
-static double
-moe_collective_s(const char *op, double bytes, const char *backend)
-{
-    g_autofree char *args =
-        g_strdup_printf("collective --topology " H100 " --op %s --gpus 2 --bytes %.0f --json "
-                        "--backend %s",
-                        op, bytes, backend);
-    g_autoptr(JsonParser) p = NULL;
-    JsonObject *row = moe_step(args, &p);
-    g_assert(json_object_get_int_member(row, "bytes") == (gint64) bytes);
-    return json_object_get_double_member(row, "time_s");
-}
-
 /* Expert tensor parallelism 2 (MOE_JOB with --etp 2: 16 GPUs of one node are EP 8 x ETP 2,
  * each ETP pair two neighbours): an MoE layer runs two all-gathers (the dispatch's rows, the
  * combine's gradient) and two reduce-scatters (the experts' output, the dispatch's gradient) over
@@ -905,8 +951,8 @@ test_etp_2_times_its_all_gathers_and_reduce_scatters_as_the_collectives(void)
         g_autofree char *args = g_strdup_printf(MOE_JOB " --etp 2 --backend %s", backends[i]);
         g_autoptr(JsonParser) p = NULL, p1 = NULL;
         JsonObject *step = moe_step(args, &p);
-        double want = 2 * moe_collective_s("allgather", bytes, backends[i]) +
-                      2 * moe_collective_s("reducescatter", bytes, backends[i]);
+        double want = 2 * moe_collective_s("allgather", 2, bytes, backends[i]) +
+                      2 * moe_collective_s("reducescatter", 2, bytes, backends[i]);
         double got = moe_member(step, "moe_expert_tp_s");
         if (fabs(got - want) > 1e-9 * want)
             printf("\n    %s: moe_expert_tp_s %.9g, collectives %.9g", backends[i], got, want);
@@ -921,6 +967,9 @@ static CU_TestInfo predict_tests[] = {
     {"an MoE step names its dispatch and combine all-to-alls and expert GEMMs",
      test_an_moe_step_names_dispatch_combine_and_expert_gemms},
     {"a dense model has no MoE figures", test_a_dense_model_has_no_moe_figures},
+    {"the all-gather dispatcher's all-gathers and reduce-scatters take simpar collective's time "
+     "(analytic, formula, SimGrid)",
+     test_the_all_gather_dispatcher_s_collectives_take_their_collective_time},
     {"an MoE model's dense layers are timed as dense layers: a closed construction",
      test_dense_layers_are_timed_as_dense_layers},
     {"an MoE model's dense layers with pipelines, the formula's step the analytic one's, SimGrid's "

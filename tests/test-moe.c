@@ -134,7 +134,19 @@ typedef struct {
     double capacity;
     guint node_ranks; /* DeepEP's hops over nodes of this many ranks; 0: the flat all-to-all */
     guint etp;        /* expert tensor parallelism; 0: 1 */
+    gboolean gather;  /* Megatron-Core's all-gather dispatcher (simpar_moe_gather_block_build) */
 } MoeCase;
+
+/* The case's block: the all-to-all (or DeepEP's hops), or the all-gather dispatcher. */
+static SimparSchedule *
+moe_case_build(const MoeCase *mc, const SimparModel *m, guint recompute, GError **error)
+{
+    guint etp = MAX(mc->etp, 1u);
+    if (mc->gather)
+        return simpar_moe_gather_block_build(m, mc->ep, etp, mc->tokens, 7, 0, recompute, error);
+    return simpar_moe_block_build(m, mc->ep, etp, mc->node_ranks, mc->tokens, 7, 0, recompute,
+                                  error);
+}
 
 /* Builds, runs and compares one case, the shared experts beside the all-to-alls with `overlap`
  * (--moe-shared-expert-overlap); returns the choices the reference dropped. */
@@ -147,8 +159,7 @@ moe_check_recompute(const MoeCase *mc, guint n_tensors, gboolean overlap, guint 
     m.moe.capacity = mc->capacity, m.moe.shared_overlap = overlap;
     CU_ASSERT_FATAL(simpar_model_validate(&m, NULL));
     g_autoptr(GError) error = NULL;
-    g_autoptr(SimparSchedule) sched = simpar_moe_block_build(
-        &m, mc->ep, MAX(mc->etp, 1u), mc->node_ranks, mc->tokens, 7, 0, recompute, &error);
+    g_autoptr(SimparSchedule) sched = moe_case_build(mc, &m, recompute, &error);
     CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
     CU_ASSERT_FATAL(simpar_schedule_check(sched, &error));
     CU_ASSERT_FATAL(simpar_schedule_check_hazards(sched, &error));
@@ -162,8 +173,9 @@ moe_check_recompute(const MoeCase *mc, guint n_tensors, gboolean overlap, guint 
     double err = moe_compare(sched, host, ref, &compared);
     if (err > MOE_TOL || compared != n_tensors)
         printf("\n  ep %u etp %u E %" G_GINT64_FORMAT " top-%" G_GINT64_FORMAT
-               ": %u tensors compared, worst relative error %.3g\n",
-               mc->ep, MAX(mc->etp, 1u), mc->experts, mc->top_k, compared, err);
+               "%s: %u tensors compared, worst relative error %.3g\n",
+               mc->ep, MAX(mc->etp, 1u), mc->experts, mc->top_k, mc->gather ? " allgather" : "",
+               compared, err);
     CU_ASSERT(err <= MOE_TOL);
     CU_ASSERT_EQUAL(compared, n_tensors);
     if (out != NULL)
@@ -205,10 +217,10 @@ static void
 test_recomputed_moe_modules_equal_the_serial_block(void)
 {
     const MoeCase cases[] = {
-        {4, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0},
-        {8, 10, 16, 4, 8, 4, 2, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SIGMOID, 0, 2, 1},
-        {2, 8, 4, 2, 6, 0, 0, SIMPAR_MLP_GELU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 2},
-        {4, 16, 8, 2, 0, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0.5, 0, 0},
+        {4, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, FALSE},
+        {8, 10, 16, 4, 8, 4, 2, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SIGMOID, 0, 2, 1, FALSE},
+        {2, 8, 4, 2, 6, 0, 0, SIMPAR_MLP_GELU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 2, FALSE},
+        {4, 16, 8, 2, 0, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0.5, 0, 0, FALSE},
     };
     const guint mods[] = {
         SIMPAR_RECOMPUTE_MOE, SIMPAR_RECOMPUTE_MOE_ACT, SIMPAR_RECOMPUTE_SHARED_EXPERTS,
@@ -241,7 +253,7 @@ static void
 test_a_dropless_softmax_block_with_a_shared_expert_equals_the_serial_one(void)
 {
     /* y, dx, router, experts fc1 and fc2, shared fc1 and fc2 */
-    MoeCase mc = {4, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0};
+    MoeCase mc = {4, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, FALSE};
     CU_ASSERT_EQUAL(moe_check(&mc, 7), 0);
 }
 
@@ -249,14 +261,14 @@ static void
 test_sigmoid_node_limited_routing_equals_the_serial_one(void)
 {
     /* DeepSeek-V3's shape in small: 16 experts in 4 groups, top-4 within 2 groups */
-    MoeCase mc = {4, 10, 16, 4, 8, 4, 2, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SIGMOID, 0, 0, 0};
+    MoeCase mc = {4, 10, 16, 4, 8, 4, 2, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SIGMOID, 0, 0, 0, FALSE};
     CU_ASSERT_EQUAL(moe_check(&mc, 7), 0);
 }
 
 static void
 test_a_gelu_top_1_block_without_shared_experts_equals_the_serial_one(void)
 {
-    MoeCase mc = {2, 9, 4, 1, 0, 0, 0, SIMPAR_MLP_GELU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0};
+    MoeCase mc = {2, 9, 4, 1, 0, 0, 0, SIMPAR_MLP_GELU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, FALSE};
     CU_ASSERT_EQUAL(moe_check(&mc, 5), 0);
 }
 
@@ -264,7 +276,7 @@ static void
 test_a_capacity_factor_drops_the_same_choices_as_the_serial_one(void)
 {
     /* capacity ceil(16 x 2 / 8 x 0.5) = 2 rows per (rank, expert): some choices dropped */
-    MoeCase mc = {4, 16, 8, 2, 0, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0.5, 0, 0};
+    MoeCase mc = {4, 16, 8, 2, 0, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0.5, 0, 0, FALSE};
     guint dropped = moe_check(&mc, 5);
     CU_ASSERT(dropped > 0);
 }
@@ -272,7 +284,7 @@ test_a_capacity_factor_drops_the_same_choices_as_the_serial_one(void)
 static void
 test_one_rank_holding_every_expert_equals_the_serial_one(void)
 {
-    MoeCase mc = {1, 8, 4, 2, 8, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0};
+    MoeCase mc = {1, 8, 4, 2, 8, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, FALSE};
     CU_ASSERT_EQUAL(moe_check(&mc, 7), 0);
 }
 
@@ -283,12 +295,14 @@ test_one_rank_holding_every_expert_equals_the_serial_one(void)
 static void
 test_shared_experts_beside_the_all_to_alls_equal_the_serial_one(void)
 {
-    MoeCase flat = {4, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 1};
+    MoeCase flat = {4, 12, 8, 2,    12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX,
+                    0, 0,  1, FALSE};
     CU_ASSERT_EQUAL(moe_check_overlap(&flat, 7, TRUE), 0);
-    MoeCase hops = {8, 10, 16, 4, 8, 4, 2, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SIGMOID, 0, 2, 1};
+    MoeCase hops = {8, 10, 16, 4,    8, 4, 2, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SIGMOID,
+                    0, 2,  1,  FALSE};
     CU_ASSERT_EQUAL(moe_check_overlap(&hops, 7, TRUE), 0);
     /* with expert tensor parallelism: its all-gathers and reduce-scatters on the compute stream */
-    MoeCase etp = {2, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 2};
+    MoeCase etp = {2, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 2, FALSE};
     CU_ASSERT_EQUAL(moe_check_overlap(&etp, 7, TRUE), 0);
     /* the all-to-alls are on the second stream, nothing else is */
     SimparModel m = moe_model(8, 2, 12, SIMPAR_MLP_SWIGLU);
@@ -366,13 +380,15 @@ moe_check_pair(const MoeCase *mc, guint n_tensors)
 static void
 test_merged_micro_batches_equal_the_serial_ones(void)
 {
-    MoeCase flat = {4, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 1};
+    MoeCase flat = {4, 12, 8, 2,    12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX,
+                    0, 0,  1, FALSE};
     moe_check_pair(&flat, 7);
-    MoeCase limited = {4, 10, 16, 4, 8, 4, 2, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SIGMOID, 0, 0, 1};
+    MoeCase limited = {4, 10, 16, 4,    8, 4, 2, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SIGMOID,
+                       0, 0,  1,  FALSE};
     moe_check_pair(&limited, 7);
-    MoeCase etp = {2, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 2};
+    MoeCase etp = {2, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 2, FALSE};
     moe_check_pair(&etp, 7);
-    MoeCase drop = {4, 16, 8, 2, 0, 0, 0, SIMPAR_MLP_GELU, SIMPAR_ROUTER_SOFTMAX, 0.5, 0, 1};
+    MoeCase drop = {4, 16, 8, 2, 0, 0, 0, SIMPAR_MLP_GELU, SIMPAR_ROUTER_SOFTMAX, 0.5, 0, 1, FALSE};
     moe_check_pair(&drop, 5);
     SimparModel m = moe_model(8, 2, 12, SIMPAR_MLP_SWIGLU);
     g_autoptr(SimparSchedule) sched = simpar_moe_pair_build(&m, 4, 1, 12, 7, 0, NULL);
@@ -397,7 +413,7 @@ test_etp_2_with_ep_2_and_a_shared_expert_equals_the_serial_one(void)
 {
     /* 4 ranks: EP 2 x ETP 2, each expert's SwiGLU fc1 split into 2 column slices of (gate, up)
      * pairs; every output and gradient: y, dx, router, experts fc1 and fc2, shared fc1 and fc2 */
-    MoeCase mc = {2, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 2};
+    MoeCase mc = {2, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 2, FALSE};
     CU_ASSERT_EQUAL(moe_check(&mc, 7), 0);
 }
 
@@ -405,9 +421,9 @@ static void
 test_etp_2_with_ep_4_node_limited_and_gelu_equal_the_serial_one(void)
 {
     /* 8 ranks: EP 4 x ETP 2, sigmoid node-limited routing; then GeLU top-1 without shared */
-    MoeCase mc = {4, 10, 16, 4, 8, 4, 2, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SIGMOID, 0, 0, 2};
+    MoeCase mc = {4, 10, 16, 4, 8, 4, 2, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SIGMOID, 0, 0, 2, FALSE};
     CU_ASSERT_EQUAL(moe_check(&mc, 7), 0);
-    MoeCase gelu = {4, 9, 4, 1, 0, 0, 0, SIMPAR_MLP_GELU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 2};
+    MoeCase gelu = {4, 9, 4, 1, 0, 0, 0, SIMPAR_MLP_GELU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 2, FALSE};
     CU_ASSERT_EQUAL(moe_check(&gelu, 5), 0);
 }
 
@@ -416,9 +432,10 @@ test_etp_4_with_ep_1_and_dropped_tokens_equal_the_serial_one(void)
 {
     /* one EP rank, its experts split 4 ways (ETP 4 = the whole group); a capacity factor of 0.5
      * drops choices on each source rank as the serial one does */
-    MoeCase mc = {1, 8, 4, 2, 8, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 4};
+    MoeCase mc = {1, 8, 4, 2, 8, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 4, FALSE};
     CU_ASSERT_EQUAL(moe_check(&mc, 7), 0);
-    MoeCase drop = {2, 16, 8, 2, 0, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0.5, 0, 2};
+    MoeCase drop = {2,   16, 8, 2,    0, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX,
+                    0.5, 0,  2, FALSE};
     CU_ASSERT(moe_check(&drop, 5) > 0);
 }
 
@@ -457,7 +474,7 @@ static void
 test_deepep_hops_over_2_nodes_of_2_equal_the_serial_one(void)
 {
     /* every output and gradient: y, dx, router, experts fc1 and fc2, shared fc1 and fc2 */
-    MoeCase mc = {4, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 2, 0};
+    MoeCase mc = {4, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 2, 0, FALSE};
     CU_ASSERT_EQUAL(moe_check(&mc, 7), 0);
 }
 
@@ -466,7 +483,7 @@ test_deepep_hops_with_node_limited_routing_equal_the_serial_one(void)
 {
     /* 16 experts in 4 groups, top-4 within 2 of them, over 4 nodes of 2 ranks (one group a
      * node, as DeepSeek-V3 places them) and over 2 nodes of 4 */
-    MoeCase mc = {8, 10, 16, 4, 8, 4, 2, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SIGMOID, 0, 2, 0};
+    MoeCase mc = {8, 10, 16, 4, 8, 4, 2, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SIGMOID, 0, 2, 0, FALSE};
     CU_ASSERT_EQUAL(moe_check(&mc, 7), 0);
     mc.node_ranks = 4;
     CU_ASSERT_EQUAL(moe_check(&mc, 7), 0);
@@ -475,7 +492,7 @@ test_deepep_hops_with_node_limited_routing_equal_the_serial_one(void)
 static void
 test_deepep_hops_drop_the_same_choices_as_the_serial_one(void)
 {
-    MoeCase mc = {4, 16, 8, 2, 0, 0, 0, SIMPAR_MLP_GELU, SIMPAR_ROUTER_SOFTMAX, 0.5, 2, 0};
+    MoeCase mc = {4, 16, 8, 2, 0, 0, 0, SIMPAR_MLP_GELU, SIMPAR_ROUTER_SOFTMAX, 0.5, 2, 0, FALSE};
     CU_ASSERT(moe_check(&mc, 5) > 0);
     mc.node_ranks = 1, mc.capacity = 0; /* a node a rank: the rail is the whole group */
     CU_ASSERT_EQUAL(moe_check(&mc, 5), 0);
@@ -636,6 +653,180 @@ test_the_dispatch_all_to_all_moves_exactly_the_routed_tokens(void)
     CU_ASSERT_EQUAL(wrong, 0);
 }
 
+/* ----- Megatron-Core's all-gather dispatcher ----- */
+
+/* Every output and gradient (y, dx, router, experts' fc1 and fc2, shared fc1 and fc2) of the
+ * all-gather dispatcher's block equals the serial one: softmax with a shared expert, node-limited
+ * sigmoid top-4, GeLU top-1, dropped tokens (each rank's capacity over its own tokens), one rank
+ * (no collectives), and with expert tensor parallelism (ETP 2 x EP 2 and x EP 4, ETP 4 x EP 1,
+ * ETP 2 with drops: the expert-TP ranks pick the same rows, the reduce-scatter sums their
+ * slices). */
+static void
+test_the_all_gather_dispatcher_equals_the_serial_block(void)
+{
+    const struct {
+        MoeCase mc;
+        guint tensors;
+        gboolean drops;
+    } cases[] = {
+        {{4, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, TRUE}, 7, 0},
+        {{8, 10, 16, 4, 8, 4, 2, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SIGMOID, 0, 0, 0, TRUE}, 7, 0},
+        {{2, 9, 4, 1, 0, 0, 0, SIMPAR_MLP_GELU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, TRUE}, 5, 0},
+        {{4, 16, 8, 2, 0, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0.5, 0, 0, TRUE}, 5, 1},
+        {{1, 8, 4, 2, 8, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, TRUE}, 7, 0},
+        {{2, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 2, TRUE}, 7, 0},
+        {{4, 10, 16, 4, 8, 4, 2, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SIGMOID, 0, 0, 2, TRUE}, 7, 0},
+        {{1, 8, 4, 2, 0, 0, 0, SIMPAR_MLP_GELU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 4, TRUE}, 5, 0},
+        {{2, 16, 8, 2, 0, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0.5, 0, 2, TRUE}, 5, 1},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        guint dropped = moe_check(&cases[i].mc, cases[i].tensors);
+        CU_ASSERT(cases[i].drops ? dropped > 0 : dropped == 0);
+    }
+}
+
+/* Selective's MoE modules with the all-gather dispatcher: moe runs its two all-gathers and its
+ * reduce-scatter again; the block still equals the serial one. */
+static void
+test_recomputed_moe_modules_with_the_all_gather_dispatcher_equal_the_serial_block(void)
+{
+    const MoeCase cases[] = {
+        {4, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, TRUE},
+        {2, 8, 4, 2, 6, 0, 0, SIMPAR_MLP_GELU, SIMPAR_ROUTER_SOFTMAX, 0, 0, 2, TRUE},
+    };
+    const guint mods[] = {SIMPAR_RECOMPUTE_MOE, SIMPAR_RECOMPUTE_MOE_ACT,
+                          SIMPAR_RECOMPUTE_SHARED_EXPERTS,
+                          SIMPAR_RECOMPUTE_MOE | SIMPAR_RECOMPUTE_MOE_ACT};
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++)
+        for (guint k = 0; k < G_N_ELEMENTS(mods); k++) {
+            SimparSchedule *sched = NULL;
+            moe_check_recompute(&cases[i], 7, FALSE, mods[k], &sched);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+            gboolean moe = mods[k] & SIMPAR_RECOMPUTE_MOE;
+            CU_ASSERT_EQUAL(moe_count_recomputed(sched, "moe.all-gather"), moe ? 2u : 0u);
+            CU_ASSERT_EQUAL(moe_count_recomputed(sched, "moe.reduce-scatter"), moe ? 1u : 0u);
+            CU_ASSERT_EQUAL(moe_count_recomputed(sched, "moe.all-to-all"), 0u);
+            simpar_schedule_free(sched);
+        }
+}
+
+/* The all-gather dispatcher's collectives in closed form: every one over the whole TP x EP
+ * group (G = ETP x EP ranks, each at its own index), per rank the forward's all-gathers of its
+ * dense probs (T E) and tokens (T h) and the combine's reduce-scatter (T h), the backward's
+ * all-gather of dy (T h) and reduce-scatters of the tokens' and the probs' gradients; so a rank
+ * receives (G - 1) T (h + E) elements in the forward's gathers. No all-to-all; the experts'
+ * grouped GEMMs take G C rows of each of the E/EP local experts. */
+static void
+test_the_all_gather_dispatcher_gathers_t_h_plus_e_per_rank_over_tp_x_ep(void)
+{
+    SimparModel m = moe_model(8, 2, 0, SIMPAR_MLP_SWIGLU);
+    guint ep = 4, etp = 2, T = 12, G = ep * etp, h = 16, E = 8;
+    g_autoptr(SimparSchedule) sched = simpar_moe_gather_block_build(&m, ep, etp, T, 7, 0, 0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+    SimparMoe route = moe_route_of(sched);
+    CU_ASSERT_EQUAL(route.gather, G);
+
+    const struct {
+        const char *name;
+        SimparCollKind kind;
+        guint64 count;
+        SimparPhase phase;
+    } want[] = {
+        {"fwd.moe.all-gather-probs", SIMPAR_COLL_ALL_GATHER, T * E, SIMPAR_PHASE_FORWARD},
+        {"fwd.moe.all-gather-dispatch", SIMPAR_COLL_ALL_GATHER, T * h, SIMPAR_PHASE_FORWARD},
+        {"fwd.moe.reduce-scatter-combine", SIMPAR_COLL_REDUCE_SCATTER, T * h, SIMPAR_PHASE_FORWARD},
+        {"bwd.moe.all-gather-combine", SIMPAR_COLL_ALL_GATHER, T * h, SIMPAR_PHASE_BACKWARD},
+        {"bwd.moe.reduce-scatter-dispatch", SIMPAR_COLL_REDUCE_SCATTER, T * h,
+         SIMPAR_PHASE_BACKWARD},
+        {"bwd.moe.reduce-scatter-probs", SIMPAR_COLL_REDUCE_SCATTER, T * E, SIMPAR_PHASE_BACKWARD},
+    };
+
+    g_autofree guint *seen = g_new0(guint, G_N_ELEMENTS(want));
+    double gathered = 0;
+    for (guint i = 0; i < simpar_schedule_n_ops(sched); i++) {
+        const SimparOp *op = simpar_schedule_op(sched, i);
+        if (op->kind == SIMPAR_OP_GEMM && g_str_has_suffix(op->name, "experts.fc1.gemm"))
+            CU_ASSERT(op->u.gemm.m == G * route.capacity && op->u.gemm.batch == E / ep &&
+                      op->u.gemm.n == 2 * 8 / etp);
+        if (op->kind != SIMPAR_OP_COLLECTIVE)
+            continue;
+        const SimparGroup *g = simpar_schedule_group(sched, op->u.coll.group);
+        CU_ASSERT_EQUAL(g->size, G);
+        CU_ASSERT_STRING_EQUAL(g->axis, "tp_ep"); /* Megatron-Core's name for it */
+        CU_ASSERT_EQUAL(simpar_group_index(sched, op->u.coll.group, op->rank), op->rank);
+        guint k = 0;
+        while (k < G_N_ELEMENTS(want) && !g_str_equal(op->name, want[k].name))
+            k++;
+        CU_ASSERT_FATAL(k < G_N_ELEMENTS(want));
+        CU_ASSERT(op->u.coll.kind == want[k].kind && op->u.coll.count == want[k].count &&
+                  op->phase == want[k].phase);
+        seen[k]++;
+        if (op->rank == 0 && op->phase == SIMPAR_PHASE_FORWARD &&
+            op->u.coll.kind == SIMPAR_COLL_ALL_GATHER)
+            gathered += (double) (G - 1) * op->u.coll.count;
+    }
+    for (guint k = 0; k < G_N_ELEMENTS(want); k++)
+        CU_ASSERT_EQUAL(seen[k], G);
+    CU_ASSERT_EQUAL(gathered, (double) (G - 1) * T * (h + E));
+}
+
+/* The local permutation puts each gathered token's row on exactly the ranks of its experts:
+ * rank q's experts' rows [E/EP x G x C x h] hold, at ((e - e0) G + p) C + i, the token of source
+ * p that is the i-th kept choice of local expert e, and nothing else (EP 4 x ETP 2: the two
+ * expert-TP ranks of each EP rank the same rows). */
+static void
+test_the_local_permutation_puts_each_gathered_token_on_its_experts_ranks(void)
+{
+    guint ep = 4, etp = 2, T = 12, G = ep * etp;
+    SimparModel m = moe_model(8, 2, 0, SIMPAR_MLP_SWIGLU);
+    g_autoptr(SimparSchedule) sched = simpar_moe_gather_block_build(&m, ep, etp, T, 7, 0, 0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+    SimparMoe route = moe_route_of(sched);
+    g_autoptr(RefMoe) ref = ref_moe_new(&m, &route, 11);
+    g_autoptr(SimparHost) host = simpar_host_new(sched);
+    moe_fill(sched, host, ref);
+    CU_ASSERT_FATAL(simpar_host_run(host, NULL));
+    const double *x = ref_moe_tensor(ref, "x")->data;
+    guint h = m.hidden, El = 8 / ep, C = route.capacity, k = route.top_k;
+    guint placed = 0, wrong = 0, choices = 0;
+    g_autofree guint *chosen = g_new(guint, k);
+    for (guint q = 0; q < G; q++) {
+        const double *rows = NULL;
+        guint n;
+        const guint *ops = simpar_schedule_rank_ops(sched, q, &n);
+        for (guint i = 0; i < n && rows == NULL; i++) {
+            const SimparOp *op = simpar_schedule_op(sched, ops[i]);
+            if (op->kind == SIMPAR_OP_MOE_DISPATCH)
+                rows = simpar_host_buffer(host, op->u.moe.out[0].buf);
+        }
+        CU_ASSERT_PTR_NOT_NULL_FATAL(rows);
+        g_autofree gboolean *used = g_new0(gboolean, (gsize) El * G * C);
+        guint e0 = q / etp * El;
+        for (guint p = 0; p < G; p++) {
+            g_autofree guint *count = g_new0(guint, 8);
+            for (guint t = 0; t < T; t++) {
+                simpar_moe_choose(&route, (guint64) p * T + t, chosen);
+                for (guint j = 0; j < k; j++) {
+                    guint e = chosen[j], slot = count[e]++;
+                    if (e < e0 || e >= e0 + El || slot >= C)
+                        continue;
+                    gsize r = ((gsize) (e - e0) * G + p) * C + slot;
+                    used[r] = TRUE, choices++;
+                    if (moe_row_is(rows + r * h, x + ((gsize) p * T + t) * h, h))
+                        placed++;
+                }
+            }
+        }
+        for (gsize r = 0; r < (gsize) El * G * C; r++)
+            wrong += !used[r] && !moe_row_is(rows + r * h, NULL, h);
+    }
+    /* dropless: each of the G T k choices on the ETP ranks of its expert's EP rank */
+    CU_ASSERT_EQUAL(choices, G * T * k * etp);
+    CU_ASSERT_EQUAL(placed, choices);
+    CU_ASSERT_EQUAL(wrong, 0);
+}
+
 /* ----- a layer with the MoE block, every tensor-parallel mode ----- */
 
 /* The layer of an MoE model (its attention part, its second norm, in a grid mode the
@@ -738,9 +929,10 @@ grid_compare(const SimparSchedule *sched, SimparHost *host, GHashTable *tab, gui
 typedef struct {
     const char *mode;
     gint64 tp, depth, shared;
-    gint64 etp;   /* the block's expert tensor parallelism: EP = T / ETP; 0: 1 */
-    gboolean sp;  /* 1-D: sequence parallelism */
-    gboolean rms; /* RMSNorm (no betas) */
+    gint64 etp;      /* the block's expert tensor parallelism: EP = T / ETP; 0: 1 */
+    gboolean sp;     /* 1-D: sequence parallelism */
+    gboolean rms;    /* RMSNorm (no betas) */
+    gboolean gather; /* the block with Megatron-Core's all-gather dispatcher */
 } GridCase;
 
 /* The layer's tensors: t's inputs and t2's outputs (the dense MLP's left out, the second norm
@@ -791,6 +983,8 @@ grid_check(const GridCase *gc)
 {
     SimparModel m = moe_model(8, 2, gc->shared, SIMPAR_MLP_SWIGLU);
     m.seq = 4, m.micro_batch = 4;
+    if (g_str_equal(gc->mode, "1d") && gc->tp > m.heads) /* 1-D splits the heads */
+        m.heads = gc->tp;
     m.norm = gc->rms ? SIMPAR_NORM_RMSNORM : SIMPAR_NORM_LAYERNORM;
     CU_ASSERT_FATAL(simpar_model_validate(&m, NULL));
     SimparPlan plan;
@@ -804,8 +998,8 @@ grid_check(const GridCase *gc)
     CU_ASSERT_PTR_NOT_NULL_FATAL(layer);
     CU_ASSERT_FATAL(simpar_schedule_check_hazards(layer, &error));
     guint T = (guint) gc->tp, N = (guint) (m.micro_batch * m.seq);
-    g_autoptr(SimparSchedule) block =
-        simpar_moe_block_build(&m, T / etp, etp, 0, N / T, 7, 0, 0, &error);
+    MoeCase mc = {.ep = T / etp, .tokens = N / T, .etp = etp, .gather = gc->gather};
+    g_autoptr(SimparSchedule) block = moe_case_build(&mc, &m, 0, &error);
     CU_ASSERT_PTR_NOT_NULL_FATAL(block);
     SimparMoe route = moe_route_of(block);
     g_autoptr(RefMoe) ref = ref_moe_new(&m, &route, 11);
@@ -849,9 +1043,9 @@ grid_check(const GridCase *gc)
     CU_ASSERT_FATAL(simpar_host_run(second, &error));
     double layer_err = grid_compare(layer, second, tab, &layer_tensors);
     printf("\n    %s%s%s T=%" G_GINT64_FORMAT
-           " EP %u ETP %u: MoE block %u tensors %.3g, layer %u tensors %.3g",
+           " EP %u ETP %u%s: MoE block %u tensors %.3g, layer %u tensors %.3g",
            gc->mode, gc->sp ? " sp" : "", gc->rms ? " rmsnorm" : "", gc->tp, T / etp, etp,
-           moe_tensors, moe_err, layer_tensors, layer_err);
+           gc->gather ? " allgather" : "", moe_tensors, moe_err, layer_tensors, layer_err);
     CU_ASSERT(moe_err <= MOE_TOL && layer_err <= MOE_TOL);
     CU_ASSERT_EQUAL(moe_tensors, gc->shared > 0 ? 7 : 5);
     /* y, dx, moe.x, moe.dy, ln1's and ln2's gamma and beta (RMSNorm: gamma), qkv and proj
@@ -868,38 +1062,49 @@ grid_check(const GridCase *gc)
 static void
 test_a_1d_layer_with_the_moe_block_equals_the_serial_one(void)
 {
-    grid_check(&(GridCase){"1d", 2, 0, 12, 0, FALSE, FALSE});
-    grid_check(&(GridCase){"1d", 2, 0, 0, 0, TRUE, FALSE});
-    grid_check(&(GridCase){"1d", 2, 0, 12, 0, TRUE, TRUE});
-    grid_check(&(GridCase){"1d", 2, 0, 12, 2, TRUE, FALSE});
+    grid_check(&(GridCase){"1d", 2, 0, 12, 0, FALSE, FALSE, FALSE});
+    grid_check(&(GridCase){"1d", 2, 0, 0, 0, TRUE, FALSE, FALSE});
+    grid_check(&(GridCase){"1d", 2, 0, 12, 0, TRUE, TRUE, FALSE});
+    grid_check(&(GridCase){"1d", 2, 0, 12, 2, TRUE, FALSE, FALSE});
+}
+
+/* 1-D with sequence parallelism and the all-gather dispatcher: the block's TP x EP group
+ * gathers the B/T rows of every GPU (T = 2: EP 2, ETP 2; T = 4: EP 2 x ETP 2, EP 4) */
+static void
+test_a_1d_layer_with_the_all_gather_dispatcher_equals_the_serial_one(void)
+{
+    grid_check(&(GridCase){"1d", 2, 0, 12, 0, TRUE, FALSE, TRUE});
+    grid_check(&(GridCase){"1d", 2, 0, 0, 2, TRUE, TRUE, TRUE});
+    grid_check(&(GridCase){"1d", 4, 0, 12, 2, TRUE, FALSE, TRUE});
+    grid_check(&(GridCase){"1d", 4, 0, 12, 0, TRUE, TRUE, TRUE});
 }
 
 static void
 test_a_2d_layer_with_the_moe_block_equals_the_serial_one(void)
 {
-    grid_check(&(GridCase){"2d", 4, 0, 12, 0, FALSE, FALSE});
+    grid_check(&(GridCase){"2d", 4, 0, 12, 0, FALSE, FALSE, FALSE});
 }
 
 static void
 test_a_2p5d_layer_with_the_moe_block_equals_the_serial_one(void)
 {
-    grid_check(&(GridCase){"2.5d", 8, 2, 0, 0, FALSE, TRUE});
-    grid_check(&(GridCase){"2.5d", 8, 2, 0, 0, FALSE, FALSE});
+    grid_check(&(GridCase){"2.5d", 8, 2, 0, 0, FALSE, TRUE, FALSE});
+    grid_check(&(GridCase){"2.5d", 8, 2, 0, 0, FALSE, FALSE, FALSE});
 }
 
 static void
 test_a_3d_layer_with_the_moe_block_equals_the_serial_one(void)
 {
-    grid_check(&(GridCase){"3d", 8, 0, 12, 0, FALSE, FALSE});
+    grid_check(&(GridCase){"3d", 8, 0, 12, 0, FALSE, FALSE, FALSE});
 }
 
 /* The same layers with the block's 8 (2-D: 4) GPUs EP x ETP 2 */
 static void
 test_grid_layers_with_etp_2_experts_equal_the_serial_one(void)
 {
-    grid_check(&(GridCase){"2d", 4, 0, 12, 2, FALSE, FALSE});
-    grid_check(&(GridCase){"2.5d", 8, 2, 0, 2, FALSE, FALSE});
-    grid_check(&(GridCase){"3d", 8, 0, 12, 2, FALSE, FALSE});
+    grid_check(&(GridCase){"2d", 4, 0, 12, 2, FALSE, FALSE, FALSE});
+    grid_check(&(GridCase){"2.5d", 8, 2, 0, 2, FALSE, FALSE, FALSE});
+    grid_check(&(GridCase){"3d", 8, 0, 12, 2, FALSE, FALSE, FALSE});
 }
 
 /* ----- routing ----- */
@@ -1037,6 +1242,16 @@ static CU_TestInfo host_tests[] = {
      test_etp_4_with_ep_1_and_dropped_tokens_equal_the_serial_one},
     {"ETP's all-gather and reduce-scatter move E C h per rank; expert GEMMs are f_e/ETP wide",
      test_etp_collectives_move_the_received_rows_and_gemms_split_the_columns},
+    {"the all-gather dispatcher (softmax, node-limited sigmoid, GeLU top-1, drops, one rank, ETP "
+     "2 x EP 2 and 4, ETP 4, ETP 2 with drops) equals the serial block at 1e-9",
+     test_the_all_gather_dispatcher_equals_the_serial_block},
+    {"selective's MoE modules with the all-gather dispatcher (moe: its gathers and "
+     "reduce-scatter again) equal the serial block at 1e-9",
+     test_recomputed_moe_modules_with_the_all_gather_dispatcher_equal_the_serial_block},
+    {"the all-gather dispatcher gathers T (h + E) per rank over the TP x EP group",
+     test_the_all_gather_dispatcher_gathers_t_h_plus_e_per_rank_over_tp_x_ep},
+    {"the local permutation puts each gathered token on exactly its experts' ranks",
+     test_the_local_permutation_puts_each_gathered_token_on_its_experts_ranks},
     {"DeepEP's hops over 2 nodes of 2 ranks equal the serial one at 1e-9",
      test_deepep_hops_over_2_nodes_of_2_equal_the_serial_one},
     {"DeepEP's hops with node-limited routing (nodes of 2 and 4) equal the serial one at 1e-9",
@@ -1052,6 +1267,9 @@ static CU_TestInfo grid_tests[] = {
     {"a 1-D layer (T = 2, with and without SP, RMSNorm, ETP 2) with the MoE block equals the "
      "serial one at 1e-9",
      test_a_1d_layer_with_the_moe_block_equals_the_serial_one},
+    {"a 1-D layer (SP, T = 2 and 4, EP and ETP) with the all-gather dispatcher's block equals the "
+     "serial one at 1e-9",
+     test_a_1d_layer_with_the_all_gather_dispatcher_equals_the_serial_one},
     {"a 2-D layer (q=2) with the MoE block (EP 4, a shared expert) equals the serial one at 1e-9",
      test_a_2d_layer_with_the_moe_block_equals_the_serial_one},
     {"a 2.5-D layer (q=2, d=2) with the MoE block (EP 8), RMSNorm and LayerNorm, equals the serial "
