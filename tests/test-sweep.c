@@ -518,6 +518,34 @@ test_etp_applies_to_every_row(void)
     }
 }
 
+/* --moe-dispatcher is one value for every row: with --ep 1,2,4 over 8 GPUs, each row equals
+ * simpar predict with --moe-dispatcher allgather and its EP, and differs from the all-to-all's
+ * row where EP > 1. */
+static void
+test_moe_dispatcher_applies_to_every_row(void)
+{
+    g_autofree char *out = tmp_path("dispatcher.csv");
+    g_autofree char *a2a = tmp_path("dispatcher-a2a.csv");
+    const char *moe = "--model tiny --experts 8 --topk 2 --moe-ffn 64 --gpus 8 --tp-mode 1d "
+                      "--tp 2 --sp --pp 1 --global-batch 32";
+    g_free(run_ok("sweep --topology " TOPO " %s --moe-dispatcher allgather --ep 1,2,4 --jobs 1 "
+                  "-q -o %s",
+                  moe, out));
+    g_free(run_ok("sweep --topology " TOPO " %s --ep 1,2,4 --jobs 1 -q -o %s", moe, a2a));
+    g_autoptr(SimparCsv) csv = read_csv(out);
+    g_autoptr(SimparCsv) plain = read_csv(a2a);
+    CU_ASSERT_EQUAL_FATAL(simpar_csv_n_rows(csv), 3);
+    const char *ep[] = {"1", "2", "4"};
+    for (guint i = 0; i < 3; i++) {
+        CU_ASSERT_STRING_EQUAL_FATAL(field(csv, i, "status"), "ok");
+        step_equals_predict(csv, i,
+                            run_ok("--topology " TOPO " --backend analytic %s --dp 4 --ep %s "
+                                   "--moe-dispatcher allgather --json",
+                                   moe, ep[i]));
+    }
+    CU_ASSERT_TRUE(number(csv, 2, "step_time_s") != number(plain, 2, "step_time_s"));
+}
+
 /* --precision is a list axis, the innermost: one row per precision, each equal to simpar
  * predict with its --dtype and --fp8-recipe, the dtype column naming the recipe; MXFP8 on
  * Hopper is a skipped row that says why. One worker: the rows share its cache of layers, which
@@ -882,6 +910,8 @@ static CU_TestInfo sweep_tests[] = {
      test_ep_axis},
     {"--etp applies to every row, each equal to simpar predict with it",
      test_etp_applies_to_every_row},
+    {"--moe-dispatcher applies to every row, each equal to simpar predict with it",
+     test_moe_dispatcher_applies_to_every_row},
     {"without --micro-batch every mode gets whole sequences per GPU, so every mode runs",
      test_micro_batch_per_mode},
     {"--jobs 1 and --jobs 2 write the same bytes", test_jobs_do_not_change_the_output},
