@@ -35,8 +35,9 @@
  * 1 / (1/L + h / s_p2p): with r = s_ring / s_p2p = 4, at B / (r - (r-1) B/L) = B / 1.12. So a
  * Simple block between two nodes is 1.12 times its bytes on the wire (its NIC, PCIe and switch
  * links); a block inside a node (NVLink, NCCL's P2P_NVL_CHUNKSIZE of 512 KiB) is its bytes. An LL
- * block (16 KiB at most, 32 KiB of lines) is one network message whatever the step size: its
- * wire bytes are the protocol's alone.
+ * block (16 KiB at most, 32 KiB of lines) is one network message: LL's step is its 512 KiB buffer
+ * over 8 steps, halved on the network for a small send (init.cc DEFAULT_LL_BUFFSIZE, enqueue.cc
+ * line 943), 32 KiB; its wire bytes are the protocol's alone.
  */
 #include "collectives-private.h"
 
