@@ -242,8 +242,9 @@ per_node(guint n, guint stride)
 }
 
 /* NCCL's send/recv step between nodes (P2P_NET_CHUNKSIZE, 128 KiB) is a quarter of a
- * collective's (4 MiB / 8 steps), and a NIC's figure is 96% of its line (NET_BW): a block between
- * nodes is 4 - 3 x 0.96 times its bytes on the wire (pairwise.c). */
+ * collective's (4 MiB / 8 steps), and a NIC's figure is 96% of its line (NET_BW): a Simple block
+ * between nodes is 4 - 3 x 0.96 times its bytes on the wire (pairwise.c); an LL block is one
+ * message, its bytes. */
 #define P2P_NET_WIRE (4 - 3 * 0.96)
 
 /* All-to-all: the wire bytes of member m's blocks (or of those it receives: the same), in units
@@ -251,10 +252,10 @@ per_node(guint n, guint stride)
 static double
 a2a_blocks(const Case *c, guint m)
 {
-    double w = 0;
+    double w = 0, net = c->p.proto == SIMPAR_PROTO_LL ? 1.0 : P2P_NET_WIRE;
     for (guint d = 0; d < c->g.n; d++)
         if (d != m)
-            w += c->gpus[m] / 4 != c->gpus[d] / 4 ? P2P_NET_WIRE : 1.0;
+            w += c->gpus[m] / 4 != c->gpus[d] / 4 ? net : 1.0;
     return w;
 }
 
@@ -396,21 +397,32 @@ steps(const Case *c)
     if (g_str_equal(name, "ring") || g_str_equal(name, "hierarchical") ||
         g_str_equal(name, "nvls") || g_str_equal(name, "nvlstree")) /* the ring: no NVLS here */
         return (c->kind == AR ? 2 : 1) * (n - 1);
-    if (g_str_equal(name, "pairwise"))
-        return n - 1;
+    if (g_str_equal(name, "pairwise")) /* every round in flight at once: one hwLat */
+        return 1;
     if (g_str_equal(name, "chain"))
         return n - 1 + n_chunks(c->bytes) - 1;
     return 2 * tree_depth(c) + 4 * n_chunks(c->bytes / 2) - 3;
 }
 
+/* The protocol a collective runs: all-to-all's send/recv has no LL128 and runs it as Simple
+ * (NCCL enqueue.cc, addP2pToPlan), an index into the tables above. */
+static guint
+proto_ran(const Case *c)
+{
+    gboolean p2p = g_str_equal(c->algo->name, "pairwise");
+    return (p2p && c->p.proto == SIMPAR_PROTO_LL128 ? SIMPAR_PROTO_SIMPLE : c->p.proto) -
+           SIMPAR_PROTO_LL;
+}
+
 /* Wire bytes per byte of the protocol (NCCL tuning.cc: ring LL 1/2, LL128 0.92; tree LL
- * 1/3.8, LL128 7/9 on one node else 120/128, Simple 0.92; all-to-all at the link rate). */
+ * 1/3.8, LL128 7/9 on one node else 120/128, Simple 0.92; all-to-all's send/recv LL 1/2, Simple
+ * at the link rate). */
 static double
 wire_factor(const Case *c, gboolean one_node)
 {
-    guint pr = c->p.proto - SIMPAR_PROTO_LL;
+    guint pr = proto_ran(c);
     if (g_str_equal(c->algo->name, "pairwise"))
-        return 1;
+        return pr == 0 ? 2 : 1;
     if (g_str_equal(c->algo->name, "tree"))
         return (const double[]){3.8, one_node ? 9.0 / 7 : 128.0 / 120, 1 / 0.92}[pr];
     return (const double[]){2, 1 / 0.92, 1}[pr];
@@ -429,7 +441,7 @@ check_proto(Case *c, gpointer data)
     /* stride 1 and n <= 4: one node, NVLink only; stride 4: one GPU per node, NET only */
     if (c->stride == 1 && c->g.n > 4)
         return;
-    guint row = g_str_equal(c->algo->name, "tree"), pr = c->p.proto - SIMPAR_PROTO_LL;
+    guint row = g_str_equal(c->algo->name, "tree"), pr = proto_ran(c);
     double hw = (c->stride == 1 ? nvlink_us : net_us)[row][pr];
     Case wire = *c;
     wire.bytes = c->bytes * wire_factor(c, c->stride == 1);
@@ -470,7 +482,7 @@ static const MixedCase mixed[] = {
     {"chain", BC, 8, 0, 1 << 20, 6, 2},  /* C = 2: hop 3 -> 4 busy in rounds 3 and 4 */
     {"chain", BC, 8, 2, 1024, 5, 2},     /* 2 3|4 5 6 7|0 1 */
     {"chain", RD, 8, 2, 1024, 5, 2},     /* the same hops, towards the root */
-    {"pairwise", A2A, 8, 0, 1024, 0, 7}, /* m -> m+r crosses somewhere for every r */
+    {"pairwise", A2A, 8, 0, 1024, 0, 1}, /* every round at once; some cross: the net's hwLat */
 };
 
 static void
@@ -486,7 +498,7 @@ test_proto_mixed(void)
             c.g = (SimparCollGroup){mc->n, c.gpus, &uniform_net};
             simpar_coll_params_init(&c.p);
             c.p.proto = (SimparProto) proto;
-            guint pr = proto - SIMPAR_PROTO_LL;
+            guint pr = proto_ran(&c);
             double node = nvlink_us[0][pr];
             if (g_str_equal(mc->algo, "ring")) /* NCCL's network overhead on the node's steps */
                 node = MAX(node, proto == SIMPAR_PROTO_SIMPLE ? 3.0 : 1.0);
@@ -924,6 +936,44 @@ test_proto_auto(void)
     }
 }
 
+/* All-to-all runs as NCCL's send/recv, whose protocol its tuner does not choose (enqueue.cc,
+ * addP2pToPlan): LL while a peer's block is at most 16 KiB (P2P_LL_THRESHOLD), Simple above, never
+ * LL128, which runs as Simple when asked for; in a node and across nodes alike. */
+static void
+test_proto_p2p(void)
+{
+    guint gpus[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    const SimparCollAlgo *pairwise = NULL;
+    CU_ASSERT_TRUE_FATAL(simpar_coll_algo_lookup("pairwise", &pairwise, NULL));
+    for (guint n = 4; n <= 8; n += 4) {
+        SimparCollGroup g = {n, gpus, &uniform_net};
+
+        const struct {
+            double block;
+            SimparProto asked, want;
+        } cases[] = {
+            {1024, SIMPAR_PROTO_AUTO, SIMPAR_PROTO_LL},
+            {16384, SIMPAR_PROTO_AUTO, SIMPAR_PROTO_LL},
+            {16385, SIMPAR_PROTO_AUTO, SIMPAR_PROTO_SIMPLE},
+            {128.0 * 1024 * 1024, SIMPAR_PROTO_AUTO, SIMPAR_PROTO_SIMPLE},
+            {1024, SIMPAR_PROTO_LL128, SIMPAR_PROTO_SIMPLE},
+            {128.0 * 1024 * 1024, SIMPAR_PROTO_LL, SIMPAR_PROTO_LL},
+        };
+
+        for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+            SimparCollParams p, q;
+            simpar_coll_params_init(&p);
+            p.proto = cases[i].asked;
+            double s = cases[i].block * n;
+            CU_ASSERT_EQUAL(simpar_coll_proto(pairwise, A2A, &g, s, 0, &p), cases[i].want);
+            q = p;
+            q.proto = cases[i].want;
+            CU_ASSERT_EQUAL(pairwise->closed_form(A2A, &g, s, 0, &p),
+                            pairwise->closed_form(A2A, &g, s, 0, &q));
+        }
+    }
+}
+
 /* ---- (7) lookup, table, defaults ---------------------------------------------------------- */
 
 static void
@@ -1004,6 +1054,7 @@ static CU_TestInfo cost_tests[] = {
     {"LL, LL128 and Simple add baseLat once and hwLat per step", test_proto},
     {"a step pays NET hwLat when one of its hops crosses nodes", test_proto_mixed},
     {"auto: LL for 64 KiB, Simple for 256 MiB, the smallest closed form", test_proto_auto},
+    {"all-to-all's send/recv: LL up to 16 KiB a peer, Simple above, never LL128", test_proto_p2p},
     {"one slow hop paces every ring round and bounds the other algorithms", test_slow_hop},
     CU_TEST_INFO_NULL,
 };

@@ -43,11 +43,15 @@ coll_runs_as(guint a, const SimparCollGroup *g)
 /* How many wire bytes a protocol moves per byte of data: NCCL's tuner scales the bandwidth of
  * (algorithm, protocol) by these (tuning.cc at 5067397c, ncclTopoTuneModel): ring LL x 0.5,
  * LL128 x 0.92; tree LL x 1/3.8, LL128 x 7/9 on one node or 120/128 across nodes, Simple x
- * 0.92. All-to-all runs as point-to-point sends, at the link rate. */
+ * 0.92. All-to-all runs as point-to-point sends: Simple at the link rate, LL at half of it, as a
+ * send/recv's LL lines carry half data (enqueue.cc at 5067397c, addP2pToPlan: line 947 halves
+ * its chunk's data, line 1091 doubles its network bytes). */
 static double
 coll_wire_factor(guint a, SimparProto proto, gboolean one_node)
 {
-    if (proto == SIMPAR_PROTO_NONE || a == COLL_PAIRWISE)
+    if (a == COLL_PAIRWISE)
+        return proto == SIMPAR_PROTO_LL ? 2.0 : 1.0;
+    if (proto == SIMPAR_PROTO_NONE)
         return 1.0;
     if (coll_raw[a].row == SIMPAR_LAT_TREE)
         return proto == SIMPAR_PROTO_LL      ? 3.8
@@ -166,6 +170,23 @@ simpar_net_memo_free(SimparNetMemo *memo)
     g_free(memo);
 }
 
+/* NCCL's send/recv protocol, which its tuner does not choose (enqueue.cc at 5067397c,
+ * addP2pToPlan): LL while a peer's bytes are at most nChannels x NCCL_P2P_LL_THRESHOLD (16 KiB,
+ * lines 859 and 932), Simple above, never LL128 (line 933). nChannels is 1 up to the smallest part
+ * (line 919): an eighth of P2P_NVL_CHUNKSIZE (512 KiB) in a node, half of P2P_NET_CHUNKSIZE
+ * (128 KiB) across nodes (init.cc, computeBuffSizes), 64 KiB both, so LL carries the blocks of
+ * 16 KiB and less. A protocol asked for runs as given; LL128, which send/recv does not have, as
+ * Simple. */
+#define COLL_P2P_LL_THRESHOLD 16384.0
+
+static SimparProto
+coll_p2p_proto(SimparProto asked, double block_bytes)
+{
+    if (asked == SIMPAR_PROTO_AUTO)
+        return block_bytes <= COLL_P2P_LL_THRESHOLD ? SIMPAR_PROTO_LL : SIMPAR_PROTO_SIMPLE;
+    return asked == SIMPAR_PROTO_LL128 ? SIMPAR_PROTO_SIMPLE : asked;
+}
+
 /* The concrete protocol of this collective (`q`, from `p`) and the bytes its transfers carry. */
 static double
 coll_wire(guint a, SimparCollKind kind, const SimparCollGroup *g, double bytes, guint root,
@@ -174,6 +195,10 @@ coll_wire(guint a, SimparCollKind kind, const SimparCollGroup *g, double bytes, 
     *q = *p;
     if (p->proto == SIMPAR_PROTO_NONE)
         return bytes;
+    if (a == COLL_PAIRWISE) { /* a block of S/n to each peer */
+        q->proto = coll_p2p_proto(p->proto, bytes / g->n);
+        return bytes * coll_wire_factor(a, q->proto, FALSE);
+    }
     if (a == COLL_NVLS || a == COLL_NVLS_TREE) { /* Simple only (tuning.cc); own efficiency */
         q->proto = SIMPAR_PROTO_SIMPLE;
         return bytes;
