@@ -30,6 +30,7 @@ static const SimparModel model16 = {"mem",
                                     0,
                                     {0},
                                     {0},
+                                    0,
                                     0};
 
 static gboolean
@@ -238,6 +239,7 @@ static const SimparModel zero_model = {"zero",
                                        0,
                                        {0},
                                        {0},
+                                       0,
                                        0};
 
 static void
