@@ -453,6 +453,12 @@ train_check_ep_overlap(const SimparTrain *t, const SimparModel *model, GError **
                           "%s with --recompute full: Megatron-Core refuses full recomputation "
                           "with it (valid: --recompute none or selective)",
                           flag);
+    if (model->mtp_layers > 1)
+        return train_fail(error,
+                          "%s with --mtp-layers %" G_GINT64_FORMAT
+                          ": Megatron-Core supports at most one multi-token prediction module "
+                          "with it (transformer_config.py; valid: --mtp-layers 0 or 1)",
+                          flag, model->mtp_layers);
     if (model->dtype != SIMPAR_DTYPE_BF16 && model->dtype != SIMPAR_DTYPE_FP16)
         return train_fail(error,
                           "%s with --dtype %s: Megatron-Core runs it with bf16 or fp16 models "
