@@ -67,7 +67,12 @@ static const SimparModelPreset model_presets[] = {
      * routed experts of width 2048 plus one shared, top-8 by sigmoid scores within 4 of 8 expert
      * groups, the first 3 of 61 layers dense (width 18432); multi-head latent attention with
      * q_lora_rank 1536, kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64 and
-     * v_head_dim 128 (the same config.json; docs/usage.md). */
+     * v_head_dim 128 (the same config.json; docs/usage.md). It trained with one multi-token
+     * prediction module (the paper's sections 2.2 and 4.2, depth D = 1; config.json's
+     * num_nextn_predict_layers 1, whose layer 61 is that module; Megatron-LM's DeepSeek-V3
+     * launch, examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh, --mtp-num-layers 1): the
+     * preset has it, its 671B main-model parameters reported apart (--mtp-layers 0 for the main
+     * model alone). */
     {"mixtral-8x7b",
      "Mixtral 8x7B: h=4096 a=32 kv=8 s=4096 L=32 V=32000, 8 experts f=14336 top-2",
      {"mixtral-8x7b",
@@ -134,8 +139,8 @@ static const SimparModelPreset model_presets[] = {
       0}},
     {"deepseek-v3",
      "DeepSeek-V3: h=7168 a=128 s=4096 L=61 (3 dense, f=18432) V=129280, 256 experts f=2048 "
-     "top-8 in 4 of 8 groups, 1 shared; MLA q 1536 kv 512, qk 128+64, v 128 (arXiv 2412.19437, "
-     "deepseek-ai/DeepSeek-V3 config.json)",
+     "top-8 in 4 of 8 groups, 1 shared; MLA q 1536 kv 512, qk 128+64, v 128; 1 multi-token "
+     "prediction module (arXiv 2412.19437, deepseek-ai/DeepSeek-V3 config.json)",
      {"deepseek-v3",
       7168,
       128,
@@ -154,7 +159,7 @@ static const SimparModelPreset model_presets[] = {
       {256, 8, 2048, 2048, 3, 1, SIMPAR_ROUTER_SIGMOID, 8, 4, 0, 1, 0},
       {1536, 512, 128, 64, 128},
       0,
-      0}},
+      1}},
 };
 
 const SimparModelPreset *

@@ -79,9 +79,10 @@ def main():
          "--kv-lora-rank", "256", "--tp-mode", "1d", "--tp", "2", "--sp", "--pp", "2",
          "--ep", "8", "--group-limit", "1", "--dp", "16", "--global-batch", "64",
          "--backend", "formula"],
-        # multi-token prediction: its modules and the parameters apart in model_dims
+        # multi-token prediction: its modules (two: the preset's one modified) and the
+        # parameters apart in model_dims
         ["--topology", "topologies/dgx-h100x64.xml", "--model", "deepseek-v3", "--layers", "8",
-         "--mtp-layers", "1", "--tp-mode", "1d", "--tp", "1", "--pp", "4", "--ep", "8",
+         "--mtp-layers", "2", "--tp-mode", "1d", "--tp", "1", "--pp", "4", "--ep", "8",
          "--group-limit", "1", "--dp", "16", "--global-batch", "64", "--backend", "formula"],
     ]
     for args in cases:
@@ -102,8 +103,8 @@ def main():
             mla["mla"]["q_lora_rank"] != 1536:
         sys.exit("FAIL: the MLA figures as used are not in model_dims: %r" % mla)
     mtp = json.loads(run(*cases[-1], "--json"))[0]["model_dims"]
-    if mtp["modified"] != ["layers", "moe", "mtp_layers"] or mtp["mtp"]["layers"] != 1 or \
-            mtp["mtp"]["mtp_params"] != 11610067968:  # DeepSeek-V3's module (test-memory)
+    if mtp["modified"] != ["layers", "moe", "mtp_layers"] or mtp["mtp"]["layers"] != 2 or \
+            mtp["mtp"]["mtp_params"] != 2 * 11610067968:  # DeepSeek-V3's module (test-memory)
         sys.exit("FAIL: the multi-token prediction figures are not in model_dims: %r" % mtp)
 
     # collective and schedule

@@ -978,6 +978,8 @@ test_step_model_flops(void)
     SimparModel ds, all_moe, dense;
     g_assert(simpar_model_preset("deepseek-v3", &ds, NULL));
     CU_ASSERT_EQUAL(ds.moe.dense_layers, 3);
+    CU_ASSERT_EQUAL(ds.mtp_layers, 1); /* the main model's layers here; the module below */
+    ds.mtp_layers = 0;
     all_moe = ds, all_moe.moe.dense_layers = 0;
     simpar_model_dense_layer(&ds, &dense);
     double mix = 3.0 / 61 * simpar_train_model_flops(&dense, &t) +
