@@ -482,6 +482,19 @@ meg_mtp(SimparMegatron *meg, SimparModel *w, GError **error)
     if (w->mtp_layers > SIMPAR_MODEL_MAX_MTP)
         return meg_fail(meg, error, "--mtp-num-layers %" G_GINT64_FORMAT ": valid is 0 to %d",
                         w->mtp_layers, SIMPAR_MODEL_MAX_MTP);
+    /* megatron/training/arguments.py asserts rope or none for MTP, before it reads the
+     * deprecated --use-rotary-position-embeddings: the type itself (default learned_absolute)
+     * must say so; the flag stays listed as not priced */
+    const MegFlag *pos = g_hash_table_lookup(meg->index, "position-embedding-type");
+    const char *type = pos != NULL ? pos->value : "learned_absolute";
+    if (w->mtp_layers > 0 && (pos == NULL || pos->resolved) && type != NULL &&
+        !g_str_equal(type, "rope") && !g_str_equal(type, "none"))
+        return meg_fail(meg, error,
+                        "--mtp-num-layers %" G_GINT64_FORMAT
+                        " with --position-embedding-type %s%s: "
+                        "Megatron supports multi-token prediction with rope or none only (valid: "
+                        "--position-embedding-type rope)",
+                        w->mtp_layers, type, pos == NULL ? " (Megatron's default)" : "");
     if (scale != NULL && !meg_loss_weight(scale))
         return meg_fail(meg, error,
                         "--mtp-loss-scaling-factor %s: valid is a number from 0 (the weight of "

@@ -340,9 +340,10 @@ test_moe_flags(void)
     CU_ASSERT_PTR_NULL(strstr(mixtral, "--router")); /* softmax, simpar's default */
     { /* what simpar leaves out of a DeepSeek-V3 or Qwen3 script is said, with why */
         g_autoptr(GError) error = NULL;
-        g_autoptr(SimparMegatron) meg = simpar_megatron_parse(
-            MEG_SHAPE "--mtp-num-layers 1 --mtp-loss-scaling-factor 0.1 --qk-layernorm", "test.sh",
-            &error);
+        g_autoptr(SimparMegatron) meg =
+            simpar_megatron_parse(MEG_SHAPE "--position-embedding-type rope --mtp-num-layers 1 "
+                                            "--mtp-loss-scaling-factor 0.1 --qk-layernorm",
+                                  "test.sh", &error);
         CU_ASSERT_PTR_NOT_NULL_FATAL(meg);
         g_autofree char *text = simpar_megatron_describe(meg);
         /* multi-token prediction is priced: its modules are read (test_mtp_flags) */
@@ -557,7 +558,8 @@ static void
 test_mtp_flags(void)
 {
     g_autofree char *flags =
-        megatron_flags(MEG_SHAPE "--mtp-num-layers 1 --mtp-loss-scaling-factor 0.3");
+        megatron_flags(MEG_SHAPE "--position-embedding-type rope --mtp-num-layers 1 "
+                                 "--mtp-loss-scaling-factor 0.3");
     CU_ASSERT_PTR_NOT_NULL_FATAL(flags);
     CU_ASSERT_PTR_NOT_NULL(strstr(flags, " --mtp-layers=1 "));
     g_autofree char *none = megatron_flags(MEG_SHAPE);
@@ -567,6 +569,7 @@ test_mtp_flags(void)
     CU_ASSERT_TRUE_FATAL(g_file_set_contents(script,
                                              MEG_SHAPE "--tensor-model-parallel-size 2 "
                                                        "--pipeline-model-parallel-size 2 "
+                                                       "--position-embedding-type none "
                                                        "--mtp-num-layers 2 "
                                                        "--mtp-loss-scaling-factor 0.1\n",
                                              -1, NULL));
@@ -585,10 +588,19 @@ test_mtp_flags(void)
         "--model gpt3-1.3b --micro-batch 2 --mtp-num-layers 2 --mtp-loss-scaling-factor 0.1 "
         "--dtype fp32 --tp-mode 1d --tp 2 --pp 2 --tied-embeddings --attention flash",
         "--mtp-num-layers 2 -> --mtp-layers 2");
+    /* Megatron asserts rope or none, its default learned_absolute refused (the deprecated
+     * --use-rotary-position-embeddings is read after that assertion) */
+    megatron_refuses(MEG_SHAPE "--mtp-num-layers 1",
+                     "--mtp-num-layers 1 with --position-embedding-type learned_absolute "
+                     "(Megatron's default): Megatron supports multi-token prediction with rope "
+                     "or none only");
+    megatron_refuses(MEG_SHAPE "--use-rotary-position-embeddings --mtp-num-layers 1",
+                     "--position-embedding-type learned_absolute");
     megatron_refuses(MEG_SHAPE "--mtp-num-layers -1",
                      "--mtp-num-layers -1: valid is a whole number from 0");
     megatron_refuses(MEG_SHAPE "--mtp-num-layers 65", "--mtp-num-layers 65: valid is 0 to 64");
-    megatron_refuses(MEG_SHAPE "--mtp-num-layers 1 --mtp-loss-scaling-factor lots",
+    megatron_refuses(MEG_SHAPE "--position-embedding-type rope --mtp-num-layers 1 "
+                               "--mtp-loss-scaling-factor lots",
                      "--mtp-loss-scaling-factor lots: valid is a number from 0");
     CU_ASSERT_TRUE(simpar_cli_refused("--topology topologies/v100x64.xml --mtp-num-layers -1", 2,
                                       "--mtp-layers -1: valid is 0"));
