@@ -76,15 +76,6 @@ simpar_memory_mtp_params(const SimparModel *m)
            (memory_model_layer(m, m->layers - 1) + simpar_memory_mtp_proj_params(m, 1));
 }
 
-double
-simpar_memory_mtp_activations(const SimparModel *m, const SimparPlan *plan)
-{
-    double rows = (double) m->seq / simpar_plan_cp(plan) * (double) m->micro_batch;
-    double split = simpar_plan_whole_rows(plan) ? 1 : (double) plan->tp;
-    return m->mtp_layers > 0 ? 5 * rows * (double) m->hidden * simpar_dtype_size(m->dtype) / split
-                             : 0;
-}
-
 /* An MoE layer's MLP part's stored activations per GPU and micro-batch (moe.h): the router's
  * fp32 logits, and for the rows the busiest GPU's experts get (T k x imbalance over its T
  * tokens; ETP times them with expert tensor parallelism) their input, fc1's output, the
@@ -282,6 +273,23 @@ memory_recompute_peak(const SimparModel *m, const SimparPlan *plan, SimparAttent
     double a = none - memory_layer_activations(m, plan, attn, plan->recompute, mods & attn_part);
     double b = none - memory_layer_activations(m, plan, attn, plan->recompute, mods & mlp_part);
     return MAX(a, b) + norm;
+}
+
+double
+simpar_memory_mtp_activations(const SimparModel *m, const SimparPlan *plan,
+                              SimparAttentionImpl attn)
+{
+    double rows = (double) m->seq / simpar_plan_cp(plan) * (double) m->micro_batch;
+    double split = simpar_plan_whole_rows(plan) ? 1 : (double) plan->tp;
+    double token = (double) m->hidden * simpar_dtype_size(m->dtype) / split;
+    if (m->mtp_layers == 0)
+        return 0;
+    if (plan->recompute == SIMPAR_RECOMPUTE_FULL) /* the checkpoint's two inputs */
+        return 2 * rows * token;
+    SimparModel kind;
+    simpar_model_dense_layer(m, &kind);
+    const SimparModel *layer = simpar_model_mtp_is_moe(m) ? m : &kind;
+    return memory_layer_kept(layer, plan, attn) + 5 * rows * token;
 }
 
 /* The largest sum of one rank's working buffers while the layer runs. A buffer lives from the
@@ -562,9 +570,8 @@ simpar_memory_step(const SimparModel *model, const SimparTrain *train, guint sta
     }
     out->activations_B = act * st.chunk_layers * chunks;
     if (mtp > 0)
-        out->activations_B +=
-            mtp * (train->schedule == SIMPAR_PIPE_GPIPE ? st.m : 1) *
-            (memory_layer_kept(mtp_model, plan, attn) + simpar_memory_mtp_activations(model, plan));
+        out->activations_B += mtp * (train->schedule == SIMPAR_PIPE_GPIPE ? st.m : 1) *
+                              simpar_memory_mtp_activations(model, plan, attn);
     out->in_flight = chunks / st.v;
     out->head_B = memory_logits(model, train, &st);
     out->recompute_B = layers > 0 ? recompute : 0;

@@ -224,6 +224,13 @@ test_mtp_memory(void)
         CU_ASSERT(near(b1.activations_B - b0.activations_B, act + 5 * s * b * h * 2));
         CU_ASSERT(near(b1.head_B - b0.head_B, s * b * V / T * 4));
     }
+    /* full recomputation: the module's checkpoint keeps its two inputs, 2 s b h values */
+    train.tp.recompute = SIMPAR_RECOMPUTE_FULL;
+    SimparModel m = model16;
+    SimparMemory b0 = step(&m, &train, 1);
+    m.mtp_layers = 1;
+    SimparMemory b1 = step(&m, &train, 1);
+    CU_ASSERT(near(b1.activations_B - b0.activations_B, 2 * 32 * 16 * 64 * 2));
 }
 
 /* Qwen3-235B-A22B (Qwen/Qwen3-235B-A22B config.json): 64 query heads and 4 key/value heads of
