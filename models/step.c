@@ -515,6 +515,10 @@ step_mtp_module(Step *st, guint k, guint micro, gboolean backward)
         step_block(st, "mtp.fwd", 1, ph);
     } else {
         step_end_block(st, "head.bwd", st->head_off, micro, ph);
+        /* full recomputation: Megatron-Core checkpoints the module's projection and layer, so
+         * its backward runs the norms and eh_proj again (the layer's block holds its own) */
+        if (st->tr->tp.recompute == SIMPAR_RECOMPUTE_FULL)
+            step_block(st, "mtp.fwd", 1, ph);
     }
     guint gather = gathers && st->S > 1
                        ? step_gather(st, off, st->mtp_lp, "dp.all-gather-params", TRUE)

@@ -1060,6 +1060,15 @@ test_step_mtp(void)
                         tied += g_str_equal(simpar_schedule_op(c.step, i)->name,
                                             "embed.all-reduce-tied");
                     CU_ASSERT_EQUAL(tied, P > 1 && D > 0 ? 2 : 0);
+                    /* full recomputation runs each module's "mtp.fwd" again in its backward
+                     * (the layer's blocks are given, recomputation and all) */
+                    double plain = c.row.step_s;
+                    step_case_clear(&c);
+                    step_case_init(&c, 8, P, 1, kinds[k], 1, m);
+                    c.model.mtp_layers = D, c.train.tp.recompute = SIMPAR_RECOMPUTE_FULL;
+                    c.embed_f = ef, c.embed_b = eb, c.mtp_f = mf, c.mtp_b = mb;
+                    step_case_run(&c, tf, tb, hf, hb);
+                    CU_ASSERT_DOUBLE_EQUAL(c.row.step_s - plain, m * D * mf, EPS);
                     step_case_clear(&c);
                 }
 }
