@@ -505,6 +505,7 @@ simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GE
                                               "overlap-moe-expert-parallel-comm",
                                               "etp",
                                               "moe-dispatcher",
+                                              "mtp-layers",
                                               "recompute-modules",
                                               NULL};
     g_autofree GOptionEntry *job = simpar_job_option_entries(&a->job, job_singles);

@@ -380,6 +380,7 @@ meg_model_args(SimparMegatron *meg, const SimparModel *w)
         {"moe-every", moe ? MAX(e->moe_every, 1) : 0, moe ? MAX(b.moe.moe_every, 1) : 0},
         {"expert-groups", e->groups, moe ? b.moe.groups : 0},
         {"group-limit", e->group_limit, moe ? b.moe.group_limit : 0},
+        {"mtp-layers", w->mtp_layers, b.mtp_layers},
     };
 
     for (guint i = 0; i < G_N_ELEMENTS(ints); i++)
@@ -455,6 +456,59 @@ meg_mla(SimparMegatron *meg, SimparModel *w, GError **error)
             " --qk-head-dim %" G_GINT64_FORMAT " --qk-pos-emb-head-dim %" G_GINT64_FORMAT
             " --v-head-dim %" G_GINT64_FORMAT,
             l->q_lora_rank, l->kv_lora_rank, l->qk_head_dim, l->qk_pos_emb_head_dim, l->v_head_dim);
+    return TRUE;
+}
+
+/* A weight of the loss: a finite number from 0 (the MTP loss's lambda; Megatron's default 0.1,
+ * DeepSeek-V3's 0.3 then 0.1). */
+static gboolean
+meg_loss_weight(const char *value)
+{
+    char *end;
+    double x = g_ascii_strtod(value, &end);
+    return *value != '\0' && *end == '\0' && isfinite(x) && x >= 0;
+}
+
+/* Multi-token prediction (--mtp-num-layers: its modules on the last stage, model.h); the loss's
+ * weight is accepted and costs nothing (it scales a scalar). */
+static gboolean
+meg_mtp(SimparMegatron *meg, SimparModel *w, GError **error)
+{
+    gboolean given;
+    const char *scale;
+    if (!meg_int(meg, "mtp-num-layers", 0, &w->mtp_layers, &given, error) ||
+        !meg_string(meg, "mtp-loss-scaling-factor", NULL, &scale, error))
+        return FALSE;
+    if (w->mtp_layers > SIMPAR_MODEL_MAX_MTP)
+        return meg_fail(meg, error, "--mtp-num-layers %" G_GINT64_FORMAT ": valid is 0 to %d",
+                        w->mtp_layers, SIMPAR_MODEL_MAX_MTP);
+    /* megatron/training/arguments.py asserts rope or none for MTP, before it reads the
+     * deprecated --use-rotary-position-embeddings: the type itself (default learned_absolute)
+     * must say so; the flag stays listed as not priced */
+    const MegFlag *pos = g_hash_table_lookup(meg->index, "position-embedding-type");
+    const char *type = pos != NULL ? pos->value : "learned_absolute";
+    if (w->mtp_layers > 0 && (pos == NULL || pos->resolved) && type != NULL &&
+        !g_str_equal(type, "rope") && !g_str_equal(type, "none"))
+        return meg_fail(meg, error,
+                        "--mtp-num-layers %" G_GINT64_FORMAT
+                        " with --position-embedding-type %s%s: "
+                        "Megatron supports multi-token prediction with rope or none only (valid: "
+                        "--position-embedding-type rope)",
+                        w->mtp_layers, type, pos == NULL ? " (Megatron's default)" : "");
+    if (scale != NULL && !meg_loss_weight(scale))
+        return meg_fail(meg, error,
+                        "--mtp-loss-scaling-factor %s: valid is a number from 0 (the weight of "
+                        "the multi-token prediction loss)",
+                        scale);
+    if (given) {
+        g_autofree char *from =
+            g_strdup_printf("--mtp-num-layers %" G_GINT64_FORMAT, w->mtp_layers);
+        meg_use(meg, from, "--mtp-layers %" G_GINT64_FORMAT, w->mtp_layers);
+    }
+    if (scale != NULL) {
+        g_autofree char *from = g_strdup_printf("--mtp-loss-scaling-factor %s", scale);
+        meg_use(meg, from, "accepted: the loss's weight, no cost");
+    }
     return TRUE;
 }
 
@@ -1133,8 +1187,8 @@ static const struct {
      "numerics or kernel fusion of the same layer: simpar's --kernels megatron prices "
      "Megatron-Core's fused kernels for these shapes"},
     {(const char *const[]){"mtp-*", NULL},
-     "multi-token prediction is not priced: its modules on the last stage (a transformer layer, "
-     "the eh_proj linear and a second output layer and loss each) are left out of the step"},
+     "a detail of multi-token prediction simpar does not price: its modules come from "
+     "--mtp-num-layers (simpar's --mtp-layers), each as DeepSeek-V3's (arXiv 2412.19437)"},
     {(const char *const[]){"qk-layernorm", NULL},
      "the queries' and keys' own norms are not priced (two small per-head kernels a layer)"},
     {(const char *const[]){"fp8*", NULL},
@@ -1186,7 +1240,7 @@ meg_translate(SimparMegatron *meg, GError **error)
 {
     SimparModel w = {0};
     gint64 tp = 1, pp = 1, vocab;
-    if (!meg_shapes(meg, &w, error) || !meg_flavour(meg, &w, error) ||
+    if (!meg_shapes(meg, &w, error) || !meg_flavour(meg, &w, error) || !meg_mtp(meg, &w, error) ||
         !meg_parallel(meg, &w.moe, &tp, &pp, error) || !meg_vocab(meg, tp, &vocab, error))
         return FALSE;
     w.vocab = vocab;
@@ -1344,9 +1398,15 @@ meg_alias_cb(const char *option, const char *value, gpointer data, GError **erro
     else if (g_str_equal(name, "cp-comm-type") &&
              (g_str_equal(value, "p2p") || g_str_equal(value, "allgather")))
         meg_set(&a->cp_mode, simpar_job_cp_mode_name(g_str_equal(value, "p2p")));
-    else if (!g_str_equal(name, "untie-embeddings-and-output-weights") &&
-             !g_str_equal(name, "group-query-attention") &&
-             !g_str_equal(name, "moe-router-load-balancing-type")) {
+    else if (g_str_equal(name, "mtp-loss-scaling-factor") && !meg_loss_weight(value)) {
+        g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
+                    "%s %s: valid is a number from 0 (the multi-token prediction loss's weight)",
+                    option, value);
+        return FALSE;
+    } else if (!g_str_equal(name, "untie-embeddings-and-output-weights") &&
+               !g_str_equal(name, "mtp-loss-scaling-factor") &&
+               !g_str_equal(name, "group-query-attention") &&
+               !g_str_equal(name, "moe-router-load-balancing-type")) {
         g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE, "%s %s: valid are %s", option,
                     value,
                     g_str_equal(name, "normalization") ? "LayerNorm and RMSNorm"
@@ -1423,6 +1483,9 @@ simpar_megatron_aliases(SimparJobArgs *a)
          "--zero 1", NULL},
         {"accumulate-allreduce-grads-in-fp32", 0, G_OPTION_FLAG_NO_ARG, G_OPTION_ARG_CALLBACK, cb,
          "--grad-reduce-dtype fp32", NULL},
+        {"mtp-num-layers", 0, 0, G_OPTION_ARG_INT64, &a->mtp_layers, "--mtp-layers", "N"},
+        {"mtp-loss-scaling-factor", 0, 0, G_OPTION_ARG_CALLBACK, cb,
+         "accepted: the multi-token prediction loss's weight (no cost)", "F"},
         G_OPTION_ENTRY_NULL,
     };
     GOptionGroup *g = g_option_group_new(

@@ -8,6 +8,7 @@ typedef struct {
     guint64 rows, h, width, slice, vocab0, act;
     guint64 share; /* rows * h / T: one rank's part of whole rows in the gathers and scatters */
     gboolean full_rows; /* the layer keeps whole rows on every rank (1-D without SP) */
+    gboolean rms;       /* the model's norms are RMSNorms */
     const char *segment;
     SimparShard res; /* the rank's block of the residual stream (the layer's "x") */
 } Ends;
@@ -198,6 +199,152 @@ ends_head(Ends *e, gboolean aux, guint targets, double scale)
                    ends_to_blocks(e, dx, SIMPAR_PHASE_BACKWARD, "reduce-dx"));
 }
 
+/* The rows of the rank's block of the residual stream taken as whole rows of h (1-D: all rows,
+ * or its sequence-parallel share; the grid modes' tiles hold as many elements). */
+static guint64
+ends_block_rows(const Ends *e)
+{
+    return e->full_rows || e->T == 1 ? e->rows : MAX(e->share / e->h, (guint64) 1);
+}
+
+static void
+ends_kernel(Ends *e, SimparOpKind kind, SimparPhase phase, const char *what, SimparKernel k)
+{
+    SimparOp op = {.kind = kind, .u.kern = k};
+    ends_add(e, &op, phase, what);
+}
+
+/* A norm (the model's kind) over the rank's block rows x h of `x` into `out` (forward), or its
+ * backward from `x` the gradient into `out`; `name` tells the norms apart. */
+static void
+ends_norm(Ends *e, const char *name, guint x, guint out, gboolean backward)
+{
+    guint64 rows = ends_block_rows(e);
+    g_autofree char *n_stats = g_strdup_printf("%s.stats", name),
+                    *n_xhat = g_strdup_printf("%s.xhat", name),
+                    *n_rstd = g_strdup_printf("%s.rstd", name),
+                    *n_gamma = g_strdup_printf("%s.gamma", name),
+                    *n_grad = g_strdup_printf("%s.gamma.grad", name),
+                    *n_apply = g_strdup_printf("%s.apply", name);
+    guint stats = ends_buf(e, n_stats, 2 * rows), xhat = ends_buf(e, n_xhat, rows * e->h);
+    guint rstd = ends_buf(e, n_rstd, rows), gamma = ends_buf(e, n_gamma, 2 * e->h);
+    SimparKernel k = {
+        .rows = (guint) rows, .cols = (guint) e->h, .hidden = e->h, .eps = 1e-5, .rms = e->rms};
+    if (!backward) {
+        k.in[0] = (SimparView){x, 0}, k.out[0] = (SimparView){stats, 0};
+        ends_kernel(e, SIMPAR_OP_LN_STATS, SIMPAR_PHASE_FORWARD, n_stats, k);
+        k.in[1] = (SimparView){stats, 0}, k.in[2] = (SimparView){gamma, 0};
+        k.in[3] = e->rms ? SIMPAR_NO_VIEW : (SimparView){gamma, e->h};
+        k.out[0] = (SimparView){out, 0}, k.out[1] = (SimparView){xhat, 0};
+        k.out[2] = (SimparView){rstd, 0};
+        ends_kernel(e, SIMPAR_OP_LN_APPLY, SIMPAR_PHASE_FORWARD, n_apply, k);
+        return;
+    }
+    guint grad = ends_buf(e, n_grad, 2 * e->h);
+    k.in[0] = (SimparView){x, 0}, k.in[1] = (SimparView){xhat, 0}, k.in[2] = (SimparView){gamma, 0};
+    k.out[0] = (SimparView){stats, 0}, k.out[1] = (SimparView){grad, 0};
+    k.out[2] = e->rms ? SIMPAR_NO_VIEW : (SimparView){grad, e->h};
+    ends_kernel(e, SIMPAR_OP_LN_BWD_STATS, SIMPAR_PHASE_BACKWARD, n_stats, k);
+    k = (SimparKernel){.rows = (guint) rows, .cols = (guint) e->h, .hidden = e->h, .rms = e->rms};
+    k.in[0] = (SimparView){x, 0}, k.in[1] = (SimparView){xhat, 0}, k.in[2] = (SimparView){gamma, 0};
+    k.in[3] = (SimparView){rstd, 0}, k.in[4] = (SimparView){stats, 0};
+    k.out[0] = (SimparView){out, 0};
+    ends_kernel(e, SIMPAR_OP_LN_BWD_APPLY, SIMPAR_PHASE_BACKWARD, n_apply, k);
+}
+
+/* One multi-token prediction module's own ops (model.h; Megatron-Core's
+ * MultiTokenPredictionLayer._concat_embeddings and its final norm), "mtp.fwd": the shifted
+ * tokens' embedding and the main model's hidden state each normalised on the rank's rows,
+ * side by side as eh_proj's [rows x 2h] input (read where the norms write them: no copy op),
+ * whole rows gathered (all-gather unless 1-D without SP), eh_proj column-parallel
+ * [2h x h/T], its output all-gathered over the group (gather_from_tensor_model_parallel_region)
+ * and, with SP, the rank's rows kept; the final norm (after the module's layer in the model,
+ * here beside the other two: the same ops). "mtp.bwd": the final norm's backward, with SP the
+ * gradient's rows all-gathered (the scatter's backward), d input = dy M^T summed into the
+ * rank's rows (all-reduce, or reduce-scatter with SP), dM = input^T dy, the two norms'
+ * backwards and the hidden state's gradient added to the output layer's. */
+static void
+ends_mtp(Ends *e, gboolean backward)
+{
+    guint64 rows = ends_block_rows(e), blk = rows * e->h, h2 = 2 * e->h;
+    guint64 cols = (e->h + e->T - 1) / e->T; /* eh_proj's output columns on a rank */
+    gboolean gather = !(e->full_rows || e->T == 1);
+    if (!backward) {
+        e->segment = "mtp.fwd";
+        guint emb = ends_buf(e, "emb", MAX(e->act, blk)),
+              hid = ends_buf(e, "hidden", MAX(e->act, blk));
+        guint cat = ends_buf(e, "cat", 2 * blk);
+        ends_norm(e, "enorm", emb, cat, FALSE);
+        ends_norm(e, "hnorm", hid, cat, FALSE); /* its half: bytes and times, not values */
+        guint full = cat;
+        if (gather) {
+            full = ends_buf(e, "cat-full", e->rows * h2);
+            ends_coll(e, SIMPAR_COLL_ALL_GATHER, 2 * e->share, cat, full, SIMPAR_RED_SUM,
+                      SIMPAR_PHASE_FORWARD, "gather-x");
+        }
+        guint w = ends_buf(e, "eh_proj", h2 * cols), y = ends_buf(e, "y", e->rows * cols);
+        ends_gemm(e, SIMPAR_PHASE_FORWARD, "gemm",
+                  (SimparGemm){.m = (guint) e->rows,
+                               .n = (guint) cols,
+                               .k = (guint) h2,
+                               .a = {full, 0},
+                               .b = {w, 0},
+                               .c = {y, 0}});
+        guint yf = ends_buf(e, "y-full", e->rows * cols * e->T);
+        ends_coll(e, SIMPAR_COLL_ALL_GATHER, e->rows * cols, y, yf, SIMPAR_RED_SUM,
+                  SIMPAR_PHASE_FORWARD, "gather-y");
+        guint out = ends_buf(e, "out", blk);
+        ends_norm(e, "final-norm", e->T == 1 ? y : yf, out, FALSE);
+        return;
+    }
+    e->segment = "mtp.bwd";
+    guint dy = ends_buf(e, "dy", blk), dn = ends_buf(e, "dnorm", blk);
+    ends_norm(e, "final-norm", dy, dn, TRUE);
+    guint dfull = dn;
+    if (gather) {
+        dfull = ends_buf(e, "dy-full", e->rows * e->h);
+        ends_coll(e, SIMPAR_COLL_ALL_GATHER, e->share, dn, dfull, SIMPAR_RED_SUM,
+                  SIMPAR_PHASE_BACKWARD, "gather-dy");
+    }
+    guint w = ends_buf(e, "eh_proj", h2 * cols), x = ends_buf(e, "cat-full", e->rows * h2);
+    guint dx = ends_buf(e, "dx-partial", e->rows * h2), dw = ends_buf(e, "eh_proj.grad", h2 * cols);
+    /* the gradient's rank columns: a [rows x h/T] view of the whole rows (values aside) */
+    ends_gemm(e, SIMPAR_PHASE_BACKWARD, "gemm-dx",
+              (SimparGemm){.m = (guint) e->rows,
+                           .n = (guint) h2,
+                           .k = (guint) cols,
+                           .trans_b = TRUE,
+                           .a = {dfull, 0},
+                           .b = {w, 0},
+                           .c = {dx, 0}});
+    ends_gemm(e, SIMPAR_PHASE_BACKWARD, "gemm-dw",
+              (SimparGemm){.m = (guint) h2,
+                           .n = (guint) cols,
+                           .k = (guint) e->rows,
+                           .trans_a = TRUE,
+                           .a = {x, 0},
+                           .b = {dfull, 0},
+                           .c = {dw, 0}});
+    guint dcat = dx;
+    if (e->T > 1 && gather) {
+        dcat = ends_buf(e, "dcat", 2 * blk);
+        ends_coll(e, SIMPAR_COLL_REDUCE_SCATTER, 2 * e->share, dx, dcat, SIMPAR_RED_SUM,
+                  SIMPAR_PHASE_BACKWARD, "reduce-dx");
+    } else {
+        ends_coll(e, SIMPAR_COLL_ALL_REDUCE, e->rows * h2, dx, dx, SIMPAR_RED_SUM,
+                  SIMPAR_PHASE_BACKWARD, "reduce-dx");
+    }
+    guint de = ends_buf(e, "demb", blk), dh = ends_buf(e, "dhidden", blk);
+    ends_norm(e, "enorm", dcat, de, TRUE);
+    ends_norm(e, "hnorm", dcat, dh, TRUE);
+    guint head_dx = ends_buf(e, "head-dx", blk);
+    ends_kernel(e, SIMPAR_OP_ADD, SIMPAR_PHASE_BACKWARD, "add-dhidden",
+                (SimparKernel){.rows = (guint) rows,
+                               .cols = (guint) e->h,
+                               .in = {{head_dx, 0}, {dh, 0}},
+                               .out = {{head_dx, 0}}});
+}
+
 SimparSchedule *
 simpar_ends_build(const SimparModel *model, const SimparPlan *plan, const SimparSchedule *layer,
                   gint64 width, guint parts)
@@ -236,6 +383,9 @@ simpar_ends_build(const SimparModel *model, const SimparPlan *plan, const Simpar
             e.vocab0 = r * e.slice;
             ends_embedding(&e, tokens, FALSE);
         }
+        e.rms = model->norm == SIMPAR_NORM_RMSNORM;
+        if (parts & SIMPAR_ENDS_MTP)
+            ends_mtp(&e, FALSE);
         if (parts & (SIMPAR_ENDS_HEAD | SIMPAR_ENDS_AUX)) {
             guint targets = simpar_schedule_add_buffer(s, r, "targets", e.rows);
             ends_shard(&e, "targets", SIMPAR_SHARD_INPUT, targets, 0, e.rows, 0, 1);
@@ -244,6 +394,8 @@ simpar_ends_build(const SimparModel *model, const SimparPlan *plan, const Simpar
             e.vocab0 = r * e.slice;
             ends_head(&e, !(parts & SIMPAR_ENDS_HEAD), targets, scale);
         }
+        if (parts & SIMPAR_ENDS_MTP)
+            ends_mtp(&e, TRUE);
         if (parts & SIMPAR_ENDS_EMBED) {
             e.width = model->vocab;
             e.slice = ((guint64) model->vocab + T - 1) / T;

@@ -11,6 +11,9 @@
  *   head.bwd   d logits; dx = d logits W^T summed back into the layer's layout; dW = x^T d logits
  *   embed.bwd  whole-row gradient gathered; scatter-add into the table's gradient
  *   aux.*      local parallelism's auxiliary head: the head with width W instead of V
+ *   mtp.*      one multi-token prediction module's norms and eh_proj [2h x h], column-parallel
+ *              over T (model.h); its embedding, layer and head are the blocks above and the
+ *              layer's, which the step repeats for it
  *
  * Colossal-AI's 2-D/2.5-D/3-D classifiers split the vocabulary over the grid instead; simpar
  * keeps one vocabulary-parallel split for all modes (docs/how-it-works.md). In every mode the T
@@ -34,6 +37,8 @@ enum {
     SIMPAR_ENDS_EMBED = 1 << 0, /* embed.fwd first, embed.bwd last */
     SIMPAR_ENDS_HEAD = 1 << 1,  /* head.fwd, head.bwd */
     SIMPAR_ENDS_AUX = 1 << 2,   /* aux.fwd, aux.bwd (width `width`) */
+    SIMPAR_ENDS_MTP = 1 << 3,   /* mtp.fwd after embed.fwd, mtp.bwd before embed.bwd: one
+                                   multi-token prediction module's norms and eh_proj (ends.c) */
 };
 
 /* The ends of `parts` for the tensor-parallel group of `layer` (its one-layer schedule),

@@ -50,6 +50,7 @@ simpar_job_args_init(SimparJobArgs *args)
                        &args->qk_head_dim,
                        &args->qk_pos_emb_head_dim,
                        &args->v_head_dim,
+                       &args->mtp_layers,
                        &args->ep,
                        &args->etp};
     for (guint i = 0; i < G_N_ELEMENTS(unset); i++)
@@ -190,6 +191,9 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
          "D"},
         {"v-head-dim", 0, 0, G_OPTION_ARG_INT64, &a->v_head_dim,
          "Multi-head latent attention: a head's value columns", "D"},
+        {"mtp-layers", 0, 0, G_OPTION_ARG_INT64, &a->mtp_layers,
+         "Multi-token prediction modules on the last stage (Megatron's --mtp-num-layers; 0: none)",
+         "N"},
         G_OPTION_ENTRY_NULL,
     };
     const GOptionEntry plan[] = {
@@ -536,7 +540,8 @@ simpar_job_model(const SimparJobArgs *args, const char *fallback, SimparModel *m
                 {args->kv_lora_rank, &m->mla.kv_lora_rank},
                 {args->qk_head_dim, &m->mla.qk_head_dim},
                 {args->qk_pos_emb_head_dim, &m->mla.qk_pos_emb_head_dim},
-                {args->v_head_dim, &m->mla.v_head_dim}};
+                {args->v_head_dim, &m->mla.v_head_dim},
+                {args->mtp_layers, &m->mtp_layers}};
 
     if (args->experts == 0) /* --experts 0: the model is dense, whatever experts it had */
         m->moe = (SimparMoeConfig){0};

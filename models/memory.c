@@ -35,17 +35,45 @@ memory_layers_params(const SimparModel *m, const SimparPlan *plan, double split,
                      simpar_moe_rank_params(m, plan->ep, plan->etp));
 }
 
-double
-simpar_memory_model_params(const SimparModel *m)
+/* Layer l's parameters, whole (an MoE layer: its router, shared and routed experts). */
+static double
+memory_model_layer(const SimparModel *m, gint64 l)
 {
     double h = (double) m->hidden, mlp = ((double) simpar_model_fc1_cols(m) + m->ffn) * h;
     double mlp_small = m->no_bias ? 0 : (double) simpar_model_fc1_cols(m) + h;
-    double attention = memory_layer_params(m) - mlp - mlp_small, layers = 0;
+    double attention = memory_layer_params(m) - mlp - mlp_small;
+    return attention +
+           (simpar_model_layer_is_moe(m, l) ? simpar_moe_rank_params(m, 1, 1) : mlp + mlp_small);
+}
+
+/* One norm's parameters: h (RMSNorm) or 2h (LayerNorm). */
+static double
+memory_norm_params(const SimparModel *m)
+{
+    return m->norm == SIMPAR_NORM_RMSNORM ? (double) m->hidden : 2 * (double) m->hidden;
+}
+
+double
+simpar_memory_model_params(const SimparModel *m)
+{
+    double layers = 0;
     for (gint64 l = 0; l < m->layers; l++)
-        layers += attention + (simpar_model_layer_is_moe(m, l) ? simpar_moe_rank_params(m, 1, 1)
-                                                               : mlp + mlp_small);
-    double norm = m->norm == SIMPAR_NORM_RMSNORM ? h : 2 * h;
-    return 2 * (double) m->vocab * h + layers + norm;
+        layers += memory_model_layer(m, l);
+    return 2 * (double) m->vocab * (double) m->hidden + layers + memory_norm_params(m);
+}
+
+double
+simpar_memory_mtp_proj_params(const SimparModel *m, double T)
+{
+    double h = (double) m->hidden;
+    return m->mtp_layers > 0 ? 2 * h * h / T + 3 * memory_norm_params(m) : 0;
+}
+
+double
+simpar_memory_mtp_params(const SimparModel *m)
+{
+    return (double) m->mtp_layers *
+           (memory_model_layer(m, m->layers - 1) + simpar_memory_mtp_proj_params(m, 1));
 }
 
 /* The tokens one GPU's MoE block takes per micro-batch (1-D's sequence-parallel rows, a grid's
@@ -256,6 +284,23 @@ memory_recompute_peak(const SimparModel *m, const SimparPlan *plan, SimparAttent
     return MAX(a, b) + norm;
 }
 
+double
+simpar_memory_mtp_activations(const SimparModel *m, const SimparPlan *plan,
+                              SimparAttentionImpl attn)
+{
+    double rows = (double) m->seq / simpar_plan_cp(plan) * (double) m->micro_batch;
+    double split = simpar_plan_whole_rows(plan) ? 1 : (double) plan->tp;
+    double token = (double) m->hidden * simpar_dtype_size(m->dtype) / split;
+    if (m->mtp_layers == 0)
+        return 0;
+    if (plan->recompute == SIMPAR_RECOMPUTE_FULL) /* the checkpoint's two inputs */
+        return 2 * rows * token;
+    SimparModel kind;
+    simpar_model_dense_layer(m, &kind);
+    const SimparModel *layer = simpar_model_mtp_is_moe(m) ? m : &kind;
+    return memory_layer_kept(layer, plan, attn) + 5 * rows * token;
+}
+
 /* The largest sum of one rank's working buffers while the layer runs. A buffer lives from the
  * first op of its rank that reads or writes it to the last. Buffers both phases use are the
  * weights and what the forward keeps for the backward (model states and activations, counted
@@ -449,9 +494,19 @@ memory_head_params(const SimparModel *model, const SimparTrain *train, const Sim
         n += h * V / T;
     if (st->last && !(train->tied_embeddings && st->first))
         n += h * V / T;
+    if (st->last && !st->first && model->mtp_layers > 0 && !train->tied_embeddings &&
+        train->schedule != SIMPAR_PIPE_LOCAL) /* multi-token prediction's copy */
+        n += h * V / T;
     if (train->schedule == SIMPAR_PIPE_LOCAL && !st->last)
         n += h * W / T;
     return n;
+}
+
+/* The multi-token prediction modules on the device: the last stage's (model.h). */
+static gint64
+memory_mtp_modules(const SimparModel *model, const SimparTrain *train, const SimparMemoryStage *st)
+{
+    return st->last && train->schedule != SIMPAR_PIPE_LOCAL ? model->mtp_layers : 0;
 }
 
 /* Logits kept for the loss: b s V/T on the last stage (local parallelism: b s W/T on the
@@ -465,8 +520,9 @@ memory_logits(const SimparModel *model, const SimparTrain *train, const SimparMe
     double T = train->tp.tp;
     double ds = MAX(4, simpar_dtype_size(model->dtype)), V = model->vocab;
     double W = train->aux_head_width > 0 ? (double) train->aux_head_width : V;
-    if (st->last)
-        return sb * V / T * ds * (train->schedule == SIMPAR_PIPE_GPIPE ? st->m : 1);
+    if (st->last) /* the output layer's and each multi-token prediction module's */
+        return sb * V / T * ds * (train->schedule == SIMPAR_PIPE_GPIPE ? st->m : 1) *
+               (double) (1 + memory_mtp_modules(model, train, st));
     return train->schedule == SIMPAR_PIPE_LOCAL ? sb * W / T * ds : 0;
 }
 
@@ -498,13 +554,23 @@ simpar_memory_step(const SimparModel *model, const SimparTrain *train, guint sta
     double layer_params = memory_layers_params(model, plan, split, layers - dense);
     if (dense > 0)
         layer_params += memory_layers_params(&dense_model, plan, split, dense);
+    /* multi-token prediction on the last stage: its layers (the last layer's kind), eh_proj and
+     * norms with the layers' states; their activations for as many micro-batches as its last
+     * chunk holds (GPipe all m, the others one: a micro-batch's loss backward follows its
+     * forward) */
+    double mtp = (double) memory_mtp_modules(model, train, &st);
+    gboolean mtp_moe = simpar_model_mtp_is_moe(model);
+    const SimparModel *mtp_model = mtp_moe ? model : &dense_model;
+    layer_params += mtp * (memory_layers_params(mtp_model, plan, split, 1) +
+                           simpar_memory_mtp_proj_params(model, (double) plan->tp));
     double head_params = memory_head_params(model, train, &st);
     double chunks = memory_chunks_in_flight(train->schedule, &st, stage);
     if (train->ep_overlap) /* the merged 1F1B's one more warm-up forward (pipeline.h) */
         chunks = MIN(chunks + 1, st.m * st.v);
     /* the routed experts' states: ZeRO shards them over the expert-data-parallel group */
     double experts = simpar_model_is_moe(model)
-                         ? (layers - dense) * simpar_moe_expert_params(model, plan->ep, plan->etp)
+                         ? (layers - dense + (mtp_moe ? mtp : 0)) *
+                               simpar_moe_expert_params(model, plan->ep, plan->etp)
                          : 0,
            eb[3];
     memory_state_bytes_over(model->dtype, train, simpar_train_expert_replicas(train), eb);
@@ -515,7 +581,7 @@ simpar_memory_step(const SimparModel *model, const SimparTrain *train, guint sta
     out->embedding_B = head_params * (bytes[0] + bytes[1] + bytes[2]);
     out->embedding_weights_B = head_params * bytes[0];
     out->embedding_grads_B = head_params * bytes[1];
-    double lin = layers * simpar_model_layer_weights(model) / split;
+    double lin = (layers + mtp) * simpar_model_layer_weights(model) / split;
     out->weights_B -= memory_fp8(model, train, lin, bytes[0], &out->fp8_B);
     out->states_B =
         out->weights_B + out->grads_B + out->optimizer_B + out->embedding_B + out->fp8_B;
@@ -529,6 +595,9 @@ simpar_memory_step(const SimparModel *model, const SimparTrain *train, guint sta
         recompute = MAX(recompute, memory_recompute_peak(&dense_model, plan, attn));
     }
     out->activations_B = act * st.chunk_layers * chunks;
+    if (mtp > 0)
+        out->activations_B += mtp * (train->schedule == SIMPAR_PIPE_GPIPE ? st.m : 1) *
+                              simpar_memory_mtp_activations(model, plan, attn);
     out->in_flight = chunks / st.v;
     out->head_B = memory_logits(model, train, &st);
     out->recompute_B = layers > 0 ? recompute : 0;

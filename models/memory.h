@@ -80,6 +80,19 @@ double simpar_memory_layer_activations(const SimparModel *model, const SimparPla
  * layer (a dense layer's MLP, an MoE layer's router, shared and routed experts), the final
  * norm. */
 double simpar_memory_model_params(const SimparModel *model);
+/* Multi-token prediction (model.h): one module's eh_proj share and norms on a GPU of a
+ * T-wide tensor-parallel group (eh_proj [2h x h] column-parallel over the group as Megatron-Core
+ * splits it, its three norms whole); the whole model's modules' own parameters (their layers,
+ * eh_proj and norms, every layer as simpar_memory_model_params counts it); and the activations
+ * one module keeps per GPU and micro-batch: its layer's and its own, the embedding and hidden
+ * state the two norms read, their concatenation (eh_proj's input) and the final norm's input,
+ * 5 h values a token, split over T where the residual stream is; under full recomputation
+ * (Megatron-Core checkpoints the module's projection and layer whole) only those two inputs,
+ * 2 h a token. */
+double simpar_memory_mtp_proj_params(const SimparModel *model, double T);
+double simpar_memory_mtp_params(const SimparModel *model);
+double simpar_memory_mtp_activations(const SimparModel *model, const SimparPlan *plan,
+                                     SimparAttentionImpl attn);
 /* The stage with the largest total (the first of equals) and its figures. */
 void simpar_memory_step_peak(const SimparModel *model, const SimparTrain *train, double transient_B,
                              SimparAttentionImpl attn, SimparMemory *out, guint *stage);

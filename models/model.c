@@ -20,44 +20,44 @@ static const SimparModelPreset model_presets[] = {
     {"tiny",
      "h=64 a=4 s=32: for tests and quick looks",
      {"tiny", 64, 4, 32, 8, 2, 256, 1024, SIMPAR_DTYPE_FP32, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA, 0}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA, 0, 0}},
     {"paper-3d",
      "h=2048 a=32 s=512 L=24, fp32: the Optimus / 3-D papers' V100 harness",
      {"paper-3d", 2048, 32, 512, 64, 24, 8192, 51200, SIMPAR_DTYPE_FP32, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA, 0}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA, 0, 0}},
     {"default-4k",
      "h=4096 a=64 s=512 b=16 L=24 fp16: the default of simpar --topology; every mode splits it "
      "over 64 GPUs",
      {"default-4k", 4096, 64, 512, 16, 24, 16384, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA, 0}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA, 0, 0}},
     {"gpt3-1.3b",
      "GPT-3 XL: h=2048 a=16 s=2048 L=24",
      {"gpt3-1.3b", 2048, 16, 2048, 4, 24, 8192, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA, 0}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA, 0, 0}},
     {"gpt3-6.7b",
      "GPT-3 6.7B: h=4096 a=32 s=2048 L=32",
      {"gpt3-6.7b", 4096, 32, 2048, 4, 32, 16384, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA, 0}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA, 0, 0}},
     {"gpt3-13b",
      "GPT-3 13B: h=5120 a=40 s=2048 L=40",
      {"gpt3-13b", 5120, 40, 2048, 4, 40, 20480, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA, 0}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA, 0, 0}},
     {"gpt3-175b",
      "GPT-3 175B: h=12288 a=96 s=2048 L=96",
      {"gpt3-175b", 12288, 96, 2048, 1, 96, 49152, 51200, SIMPAR_DTYPE_FP16, 0, SIMPAR_MLP_GELU,
-      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA, 0}},
+      SIMPAR_NORM_LAYERNORM, FALSE, FALSE, 0, MODEL_DENSE, MODEL_NO_MLA, 0, 0}},
     {"llama3-8b",
      "Llama 3 8B: h=4096 a=32 kv=8 s=8192 L=32 f=14336 V=128256, SwiGLU, RMSNorm, bf16",
      {"llama3-8b", 4096, 32, 8192, 1, 32, 14336, 128256, SIMPAR_DTYPE_BF16, 8, SIMPAR_MLP_SWIGLU,
-      SIMPAR_NORM_RMSNORM, TRUE, TRUE, 0, MODEL_DENSE, MODEL_NO_MLA, 0}},
+      SIMPAR_NORM_RMSNORM, TRUE, TRUE, 0, MODEL_DENSE, MODEL_NO_MLA, 0, 0}},
     {"llama3-70b",
      "Llama 3 70B: h=8192 a=64 kv=8 s=8192 L=80 f=28672 V=128256, SwiGLU, RMSNorm, bf16",
      {"llama3-70b", 8192, 64, 8192, 1, 80, 28672, 128256, SIMPAR_DTYPE_BF16, 8, SIMPAR_MLP_SWIGLU,
-      SIMPAR_NORM_RMSNORM, TRUE, TRUE, 0, MODEL_DENSE, MODEL_NO_MLA, 0}},
+      SIMPAR_NORM_RMSNORM, TRUE, TRUE, 0, MODEL_DENSE, MODEL_NO_MLA, 0, 0}},
     {"llama3-405b",
      "Llama 3 405B: h=16384 a=128 kv=8 s=8192 L=126 f=53248 V=128256, SwiGLU, RMSNorm, bf16",
      {"llama3-405b", 16384, 128, 8192, 1, 126, 53248, 128256, SIMPAR_DTYPE_BF16, 8,
-      SIMPAR_MLP_SWIGLU, SIMPAR_NORM_RMSNORM, TRUE, TRUE, 0, MODEL_DENSE, MODEL_NO_MLA, 0}},
+      SIMPAR_MLP_SWIGLU, SIMPAR_NORM_RMSNORM, TRUE, TRUE, 0, MODEL_DENSE, MODEL_NO_MLA, 0, 0}},
     /* Mixtures of experts, as their released config.json files give them (sequence: the
      * pre-training length their reports give, 4K). Mixtral (Jiang et al., arXiv 2401.04088;
      * mistralai/Mixtral-8x7B-v0.1 and Mixtral-8x22B-v0.1 config.json): 8 experts, top-2,
@@ -67,7 +67,12 @@ static const SimparModelPreset model_presets[] = {
      * routed experts of width 2048 plus one shared, top-8 by sigmoid scores within 4 of 8 expert
      * groups, the first 3 of 61 layers dense (width 18432); multi-head latent attention with
      * q_lora_rank 1536, kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64 and
-     * v_head_dim 128 (the same config.json; docs/usage.md). */
+     * v_head_dim 128 (the same config.json; docs/usage.md). It trained with one multi-token
+     * prediction module (the paper's sections 2.2 and 4.2, depth D = 1; config.json's
+     * num_nextn_predict_layers 1, whose layer 61 is that module; Megatron-LM's DeepSeek-V3
+     * launch, examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh, --mtp-num-layers 1): the
+     * preset has it, its 671B main-model parameters reported apart (--mtp-layers 0 for the main
+     * model alone). */
     {"mixtral-8x7b",
      "Mixtral 8x7B: h=4096 a=32 kv=8 s=4096 L=32 V=32000, 8 experts f=14336 top-2",
      {"mixtral-8x7b",
@@ -87,6 +92,7 @@ static const SimparModelPreset model_presets[] = {
       0,
       {8, 2, 14336, 0, 0, 1, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, 1, 0},
       MODEL_NO_MLA,
+      0,
       0}},
     {"mixtral-8x22b",
      "Mixtral 8x22B: h=6144 a=48 kv=8 s=4096 L=56 V=32000, 8 experts f=16384 top-2",
@@ -107,6 +113,7 @@ static const SimparModelPreset model_presets[] = {
       0,
       {8, 2, 16384, 0, 0, 1, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, 1, 0},
       MODEL_NO_MLA,
+      0,
       0}},
     {"qwen3-235b-a22b",
      "Qwen3-235B-A22B: h=4096 a=64 kv=4 heads of 128 s=4096 L=94 V=151936, 128 experts f=1536 "
@@ -128,11 +135,12 @@ static const SimparModelPreset model_presets[] = {
       0,
       {128, 8, 1536, 0, 0, 1, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, 1, 0},
       MODEL_NO_MLA,
-      128}},
+      128,
+      0}},
     {"deepseek-v3",
      "DeepSeek-V3: h=7168 a=128 s=4096 L=61 (3 dense, f=18432) V=129280, 256 experts f=2048 "
-     "top-8 in 4 of 8 groups, 1 shared; MLA q 1536 kv 512, qk 128+64, v 128 (arXiv 2412.19437, "
-     "deepseek-ai/DeepSeek-V3 config.json)",
+     "top-8 in 4 of 8 groups, 1 shared; MLA q 1536 kv 512, qk 128+64, v 128; 1 multi-token "
+     "prediction module (arXiv 2412.19437, deepseek-ai/DeepSeek-V3 config.json)",
      {"deepseek-v3",
       7168,
       128,
@@ -150,7 +158,8 @@ static const SimparModelPreset model_presets[] = {
       0,
       {256, 8, 2048, 2048, 3, 1, SIMPAR_ROUTER_SIGMOID, 8, 4, 0, 1, 0},
       {1536, 512, 128, 64, 128},
-      0}},
+      0,
+      1}},
 };
 
 const SimparModelPreset *
@@ -336,6 +345,12 @@ simpar_model_layer_is_moe(const SimparModel *m, gint64 layer)
            (layer - m->moe.dense_layers) % every == 0;
 }
 
+gboolean
+simpar_model_mtp_is_moe(const SimparModel *m)
+{
+    return simpar_model_layer_is_moe(m, m->layers - 1);
+}
+
 /* The MoE layers among [0, n): from layer K on, one in every N, the first at K. */
 static gint64
 model_moe_layers_below(const SimparModel *m, gint64 n)
@@ -387,6 +402,8 @@ simpar_model_flavour(const SimparModel *m)
     if (simpar_model_is_mla(m))
         g_string_append_printf(s, " mla=%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT, m->mla.q_lora_rank,
                                m->mla.kv_lora_rank);
+    if (m->mtp_layers > 0)
+        g_string_append_printf(s, " mtp=%" G_GINT64_FORMAT, m->mtp_layers);
     return g_intern_string(s->str);
 }
 
@@ -503,6 +520,7 @@ static const ModelField model_fields[] = {
     {"qk_pos_emb_head_dim", G_STRUCT_OFFSET(SimparModel, mla.qk_pos_emb_head_dim)},
     {"v_head_dim", G_STRUCT_OFFSET(SimparModel, mla.v_head_dim)},
     {"head_dim", G_STRUCT_OFFSET(SimparModel, head_dim)},
+    {"mtp_layers", G_STRUCT_OFFSET(SimparModel, mtp_layers)},
 };
 
 typedef struct {
@@ -601,7 +619,8 @@ model_check_keys(JsonObject *obj, const char *path, GError **error)
                         "seq, micro_batch, layers, ffn, vocab, dtype, mlp, norm, bias, dropout, "
                         "experts, top_k, moe_ffn, shared_ffn, dense_layers, moe_every, router, "
                         "expert_groups, group_limit, capacity_factor, imbalance, q_lora_rank, "
-                        "kv_lora_rank, qk_head_dim, qk_pos_emb_head_dim, v_head_dim, head_dim)",
+                        "kv_lora_rank, qk_head_dim, qk_pos_emb_head_dim, v_head_dim, head_dim, "
+                        "mtp_layers)",
                         path, key);
             return FALSE;
         }
@@ -881,6 +900,14 @@ model_validate(const SimparModel *m, const char *const name[N_DIMS], GError **er
         g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
                     "FP8 training keeps bf16 outside the linears' GEMMs: the dtype must be bf16 "
                     "(--dtype fp8 sets it)");
+        return FALSE;
+    }
+    if (m->mtp_layers < 0 || m->mtp_layers > SIMPAR_MODEL_MAX_MTP) {
+        g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
+                    "%s %" G_GINT64_FORMAT ": valid is 0 (no multi-token prediction) to %d "
+                    "modules, each predicting one token further",
+                    name == dim_flags ? "--mtp-layers" : "\"mtp_layers\"", m->mtp_layers,
+                    SIMPAR_MODEL_MAX_MTP);
         return FALSE;
     }
     if (!model_validate_moe(m, name == dim_flags, error) ||

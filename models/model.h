@@ -117,6 +117,19 @@ typedef struct {
     gint64 v_head_dim;          /* a head's value columns */
 } SimparMlaConfig;
 
+/* Multi-token prediction (DeepSeek-V3, arXiv 2412.19437 section 2.2; Megatron-Core's
+ * megatron/core/transformer/multi_token_prediction.py): after the main model's layers, on the
+ * last pipeline stage, each of mtp_layers modules k = 1..D takes the previous depth's hidden
+ * state h (the main model's last one for k = 1) and the embedding e of the tokens k further,
+ *
+ *   [RMSNorm(e) | RMSNorm(h)] [rows x 2h] -> eh_proj M [2h x h] -> one transformer layer
+ *   -> final norm -> the shared output head -> cross-entropy (weighted by lambda)
+ *
+ * Its layer is of the kind of the model's last layer (Megatron-Core builds it from the last
+ * decoder layer's spec: DeepSeek-V3's an MoE layer with MLA); the embedding and the output head
+ * are the main model's. Its own parameters: a layer, M and three norms. */
+#define SIMPAR_MODEL_MAX_MTP 64
+
 /* The largest value any size field may take; bigger ones are refused as absurd. */
 #define SIMPAR_MODEL_MAX_DIM (G_GINT64_CONSTANT(1) << 24)
 
@@ -140,6 +153,8 @@ typedef struct {
     SimparMlaConfig mla; /* multi-head latent attention; all zero: none */
     gint64 head_dim;     /* a head's query, key and value columns without MLA (Megatron's
                             kv_channels; Qwen3's 128 at h/a = 64); 0 = h/a */
+    gint64 mtp_layers;   /* multi-token prediction's modules (DeepSeek-V3's depth D, Megatron's
+                            --mtp-num-layers), below; 0: none */
 } SimparModel;
 
 typedef struct {
@@ -189,6 +204,8 @@ gboolean simpar_model_validate(const SimparModel *model, GError **error);
 /* Whether the model has routed experts; whether layer `layer` (0-based) is an MoE layer. */
 gboolean simpar_model_is_moe(const SimparModel *model);
 gboolean simpar_model_layer_is_moe(const SimparModel *model, gint64 layer);
+/* Whether the multi-token prediction modules' layer is an MoE one: the kind of the last layer. */
+gboolean simpar_model_mtp_is_moe(const SimparModel *model);
 /* The MoE layers among layers [from, to) (0 for a dense model). */
 gint64 simpar_model_moe_layers(const SimparModel *model, gint64 from, gint64 to);
 /* Whether an MoE model has dense layers (--dense-layers, --moe-every): layers whose MLP is the

@@ -107,11 +107,13 @@ step_ops_supported(const SimparModel *model, const SimparTrain *tr, const Simpar
         flag = "--cp";
     else if (simpar_model_is_moe(model))
         flag = "--experts (MoE layers)";
+    else if (model->mtp_layers > 0)
+        flag = "--mtp-layers (multi-token prediction)";
     if (flag != NULL) {
         g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
                     "%s is modelled from timed blocks only; an executable step has ZeRO 0, 1 or "
-                    "3, untied embeddings, gradients in the model's dtype, dense layers and a "
-                    "pipeline schedule (gpipe, 1f1b, interleaved)",
+                    "3, untied embeddings, gradients in the model's dtype, dense layers without "
+                    "multi-token prediction and a pipeline schedule (gpipe, 1f1b, interleaved)",
                     flag);
         return FALSE;
     }

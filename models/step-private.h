@@ -85,7 +85,13 @@ typedef struct {
     SimparRankFacts *dense_facts;
     gsize lpd;
     gsize embed_off, head_off, aux_off, n_grads, n_expert; /* n_expert: of n_grads, experts */
-    GArray *buckets;                                       /* StepBucket */
+    /* multi-token prediction (model.h) on the last stage: its modules' parameters but the
+     * experts' at mtp_off (mtp_lp a module: its layer's, eh_proj's share and its norms), their
+     * experts' at mtp_eoff (mtp_le a module), and the embedding's copy at last_embed_off (the
+     * output layer's region when tied; G_MAXSIZE: none); mtp_n the modules on this rank */
+    gsize mtp_off, mtp_eoff, mtp_lp, mtp_le, last_embed_off;
+    guint mtp_n;
+    GArray *buckets;                /* StepBucket */
     gsize open_off[STEP_N_KINDS];   /* start of the bucket being filled, per kind */
     gsize open_count[STEP_N_KINDS]; /* its parameters so far */
     guint last_compute;

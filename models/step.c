@@ -1,5 +1,6 @@
 /* step.c - the schedule of one optimizer step built from timed blocks (see step.h). */
 #include "generators.h"
+#include "memory.h"
 #include "pipeline.h"
 #include "step-private.h"
 #include <math.h>
@@ -466,17 +467,97 @@ step_end_block(Step *st, const char *key, gsize off, guint micro, SimparPhase ph
         simpar_schedule_add_dep(st->s, b, gather);
 }
 
+/* Gradients [off, off + count) of `kind` after the last compute op: reduced now (ZeRO-2), or
+ * final with the last micro-batch. */
 static void
-step_end_grads(Step *st, gsize off, gsize count, gboolean final)
+step_region_grads(Step *st, guint kind, gsize off, gsize count, gboolean final)
 {
     if (count == 0)
         return;
     if (simpar_train_reduce_each_micro(st->tr)) {
-        StepBucket one = {off, count, st->last_compute, STEP_DENSE};
+        StepBucket one = {off, count, st->last_compute, kind};
         step_reduce_bucket(st, &one, st->last_compute);
     } else if (final) {
-        step_grads_ready(st, STEP_DENSE, off, count, st->last_compute);
+        step_grads_ready(st, kind, off, count, st->last_compute);
     }
+}
+
+static void
+step_end_grads(Step *st, gsize off, gsize count, gboolean final)
+{
+    step_region_grads(st, STEP_DENSE, off, count, final);
+}
+
+/* The embedding's table the multi-token prediction modules read: the first stage's own, or
+ * the last stage's copy (the output layer's when tied). */
+static gsize
+step_mtp_embed_off(const Step *st)
+{
+    return st->P == 1 ? st->embed_off : st->last_embed_off;
+}
+
+/* One multi-token prediction module (model.h) of micro-batch `micro`, forward: the shifted
+ * tokens' embedding, the two norms and eh_proj ("mtp.fwd"), its layer (the model's last
+ * layer's kind and block), the output layer and loss; backward the same in reverse. ZeRO-3
+ * gathers its layer's parameters (with the rest of the module's) before each use as it does a
+ * layer's; FP8 casts its layer's weights once a step. */
+static void
+step_mtp_module(Step *st, guint k, guint micro, gboolean backward)
+{
+    SimparPhase ph = backward ? SIMPAR_PHASE_BACKWARD : SIMPAR_PHASE_FORWARD;
+    /* an MoE model's dense layer's blocks where its last layer is dense */
+    gboolean dense = st->dense_facts != NULL && !simpar_model_mtp_is_moe(st->model);
+    gsize off = st->mtp_off + (st->mtp_n - 1 - k) * st->mtp_lp;
+    gsize eoff = st->mtp_eoff + (st->mtp_n - 1 - k) * st->mtp_le;
+    gboolean gathers = st->tr->zero == 3 && !(backward && st->tr->no_reshard);
+    if (!backward) {
+        step_end_block(st, "embed.fwd", step_mtp_embed_off(st), micro, ph);
+        step_block(st, "mtp.fwd", 1, ph);
+    } else {
+        step_end_block(st, "head.bwd", st->head_off, micro, ph);
+        /* full recomputation: Megatron-Core checkpoints the module's projection and layer, so
+         * its backward runs the norms and eh_proj again (the layer's block holds its own) */
+        if (st->tr->tp.recompute == SIMPAR_RECOMPUTE_FULL)
+            step_block(st, "mtp.fwd", 1, ph);
+    }
+    guint gather = gathers && st->S > 1
+                       ? step_gather(st, off, st->mtp_lp, "dp.all-gather-params", TRUE)
+                       : G_MAXUINT;
+    guint egather =
+        gathers && st->mtp_le > 0 && st->DE > 1 ? step_gather_experts(st, eoff) : G_MAXUINT;
+    guint first = G_MAXUINT;
+    if (!backward && st->model->fp8 != SIMPAR_FP8_NONE && (micro == 0 || st->tr->zero == 3))
+        first = step_block(st, dense ? "dense.fp8.cast" : "fp8.cast", 1, ph);
+    if (first != G_MAXUINT)
+        step_after_gathers(st, first, gather, egather);
+    guint b = step_block(st, step_layer_key(dense, backward), 1, ph);
+    if (first == G_MAXUINT)
+        step_after_gathers(st, b, gather, egather);
+    st->prefetch[0] = st->prefetch[1];
+    st->prefetch[1] = b;
+    if (!backward) {
+        step_end_block(st, "head.fwd", st->head_off, micro, ph);
+        return;
+    }
+    step_block(st, "mtp.bwd", 1, ph);
+    step_end_block(st, "embed.bwd", step_mtp_embed_off(st), micro, ph);
+}
+
+/* The multi-token prediction modules' backward on the last stage after the output layer's,
+ * then their gradients: the output layer's (final after the modules' heads), the modules',
+ * the embedding's copy. */
+static void
+step_mtp_backward(Step *st, guint micro)
+{
+    gboolean final = micro + 1 == st->m;
+    for (guint k = st->mtp_n; k-- > 0;)
+        step_mtp_module(st, k, micro, TRUE);
+    if (!(st->tr->tied_embeddings && st->P == 1))
+        step_end_grads(st, st->head_off, st->ends, final);
+    step_region_grads(st, STEP_DENSE, st->mtp_off, st->mtp_n * st->mtp_lp, final);
+    step_region_grads(st, STEP_EXPERT, st->mtp_eoff, st->mtp_n * st->mtp_le, final);
+    if (st->P > 1 && !st->tr->tied_embeddings)
+        step_end_grads(st, st->last_embed_off, st->ends, final);
 }
 
 /* A forward's receive (or the embedding) and its FP8 casts, before its layers. */
@@ -514,9 +595,11 @@ static void
 step_forward_head(Step *st, const SimparPipeItem *it)
 {
     guint vs = it->chunk * st->P + st->p;
-    if (vs == st->n_vs - 1)
+    if (vs == st->n_vs - 1) {
+        for (guint k = 0; k < st->mtp_n; k++)
+            step_mtp_module(st, k, it->micro, FALSE);
         step_end_block(st, "head.fwd", st->head_off, it->micro, SIMPAR_PHASE_FORWARD);
-    else if (st->local)
+    } else if (st->local)
         step_end_block(st, "aux.fwd", st->aux_off, it->micro, SIMPAR_PHASE_FORWARD);
 }
 
@@ -538,7 +621,9 @@ step_backward_pre(Step *st, guint step, const SimparPipeItem *it)
     gboolean final = j + 1 == st->m;
     if (vs == st->n_vs - 1) {
         step_end_block(st, "head.bwd", st->head_off, j, SIMPAR_PHASE_BACKWARD);
-        if (!(st->tr->tied_embeddings && st->P == 1)) /* else the embedding's table, below */
+        if (st->mtp_n > 0)
+            step_mtp_backward(st, j);
+        else if (!(st->tr->tied_embeddings && st->P == 1)) /* else the embedding's, below */
             step_end_grads(st, st->head_off, st->ends, final);
     } else if (st->local) {
         step_end_block(st, "aux.bwd", st->aux_off, j, SIMPAR_PHASE_BACKWARD);
@@ -796,7 +881,7 @@ step_optimizer(Step *st, guint step)
     }
     g_array_set_size(st->buckets, 0);
     if (st->embed_group != NULL && (st->p == 0 || st->p + 1 == st->P)) {
-        gsize off = st->p == 0 ? st->embed_off : st->head_off;
+        gsize off = st->p == 0 ? st->embed_off : st->last_embed_off;
         step_coll(st, STEP_COMPUTE, SIMPAR_COLL_ALL_REDUCE, st->embed_group[st->t * st->D + st->d],
                   st->ends, (SimparView){st->grads, off}, (SimparView){st->grads, off},
                   "embed.all-reduce-tied");
@@ -835,6 +920,8 @@ step_optimizer(Step *st, guint step)
         guint g = step_shard_group(st);
         /* the layers' share of the rank's parameters gathered in FP8, the ends' in bf16 */
         gsize ends = (st->p == 0 ? st->ends : 0) + (st->p + 1 == st->P ? st->ends : 0);
+        if (st->p + 1 == st->P && st->P > 1 && st->mtp_n > 0 && !st->tr->tied_embeddings)
+            ends += st->ends; /* the embedding's copy */
         double layers = nd > ends ? (double) (nd - ends) / nd : 0;
         gsize wire = (gsize) llround((double) count * (1 - layers * (1 - st->pg8)));
         guint i =
@@ -855,6 +942,8 @@ step_rank_layout(Step *st)
     gsize end = step_end_params(st->model, st->model->vocab, st->Ttp);
     st->embed_off = st->head_off = st->aux_off = 0;
     st->ends = 0;
+    st->last_embed_off = G_MAXSIZE;
+    st->mtp_n = st->p + 1 == st->P && !st->local ? (guint) st->model->mtp_layers : 0;
     /* the gradient buffer in the order gradients become final: the last virtual stage first */
     if (st->p + 1 == st->P || st->local) {
         gboolean real_head = st->p + 1 == st->P;
@@ -862,6 +951,19 @@ step_rank_layout(Step *st)
         st->head_off = st->aux_off = n;
         if (!(st->tr->tied_embeddings && st->P == 1 && real_head))
             n += st->ends;
+        if (real_head && st->tr->tied_embeddings)
+            st->last_embed_off = st->head_off;
+    }
+    /* multi-token prediction: its modules, then the embedding's copy (P > 1, untied) */
+    gboolean mtp_dense = !simpar_model_mtp_is_moe(st->model);
+    st->mtp_le = mtp_dense ? 0 : st->le;
+    st->mtp_lp = (mtp_dense && st->dense_facts != NULL ? st->lpd : st->lp) +
+                 (gsize) simpar_memory_mtp_proj_params(st->model, st->Ttp);
+    st->mtp_off = n;
+    n += st->mtp_n * st->mtp_lp;
+    if (st->mtp_n > 0 && st->P > 1 && !st->tr->tied_embeddings) {
+        st->last_embed_off = n;
+        n += end;
     }
     for (guint c = st->v; c-- > 0;) {
         guint lc = step_lc(st, c), dense = step_n_dense(st, c, 0, lc);
@@ -876,7 +978,9 @@ step_rank_layout(Step *st)
             st->head_off = st->embed_off;
     }
     gsize nd = n;
-    for (guint c = st->v; c-- > 0;) { /* the experts after the rest, in the same order */
+    st->mtp_eoff = n; /* the experts after the rest, in the same order */
+    n += st->mtp_n * st->mtp_le;
+    for (guint c = st->v; c-- > 0;) {
         guint lc = step_lc(st, c);
         st->expert_off[c] = n;
         n += (lc - step_n_dense(st, c, 0, lc)) * st->le;
@@ -1064,7 +1168,7 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
         st.rep_group = step_groups(&st, "dp-replica", st.Ttp, st.P * st.S, st.R, step_rep_member);
     if (tr->scatter_gather && st.T > 1)
         st.tp_group = step_groups(&st, "tp", st.D, st.P, st.T, step_tp_member);
-    if (tr->tied_embeddings && st.P > 1)
+    if ((tr->tied_embeddings || model->mtp_layers > 0) && st.P > 1 && !st.local)
         st.embed_group = step_groups(&st, "embed", st.T, st.D, 2, step_embed_member);
     st.n_scalars = ops ? 0 : simpar_step_n_scalars(tr, simpar_schedule_dtype(layer));
     guint n_stats = 0; /* groups of the gradient statistics: (outer, inner) */

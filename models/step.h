@@ -24,6 +24,11 @@
  *   "embed.fwd" / "embed.bwd"  vocabulary-parallel embedding over the tensor-parallel group
  *   "head.fwd" / "head.bwd"    output layer and cross-entropy (forward with the loss)
  *   "aux.fwd" / "aux.bwd"      local parallelism: a chunk's auxiliary head and local loss
+ *   "mtp.fwd" / "mtp.bwd"      a multi-token prediction module's norms and eh_proj (model.h);
+ *                              on the last virtual stage each module also runs "embed.*", one
+ *                              layer's block (the last layer's kind) and "head.*", its
+ *                              parameters after the output layer's, and with P > 1 the
+ *                              embedding's copy there is all-reduced with the first stage's
  *   "optimizer"                Adam over the rank's parameters (x count / 1e6: per million)
  *   "fp8.cast"                 FP8 models: one layer's weights cast to FP8, x count; once per
  *                              step before a chunk's first forward (Transformer Engine caches

@@ -469,6 +469,12 @@ train_check_ep_overlap(const SimparTrain *t, const SimparModel *model, GError **
                           "%s with --recompute full: Megatron-Core refuses full recomputation "
                           "with it (valid: --recompute none or selective)",
                           flag);
+    if (model->mtp_layers > 1)
+        return train_fail(error,
+                          "%s with --mtp-layers %" G_GINT64_FORMAT
+                          ": Megatron-Core supports at most one multi-token prediction module "
+                          "with it (transformer_config.py; valid: --mtp-layers 0 or 1)",
+                          flag, model->mtp_layers);
     if (model->dtype != SIMPAR_DTYPE_BF16 && model->dtype != SIMPAR_DTYPE_FP16)
         return train_fail(error,
                           "%s with --dtype %s: Megatron-Core runs it with bf16 or fp16 models "
@@ -601,6 +607,13 @@ simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GE
     if (t->tied_embeddings && local)
         return train_fail(error, "tied embeddings do not combine with local parallelism: each "
                                  "chunk's head would need the embedding's gradient every step");
+    if (model->mtp_layers > 0 && local)
+        return train_fail(error,
+                          "--mtp-layers %" G_GINT64_FORMAT
+                          " does not combine with local parallelism (--local-chunks): the "
+                          "multi-token prediction modules follow the whole model's last layer "
+                          "and loss (valid: --mtp-layers 0, or a pipeline schedule)",
+                          model->mtp_layers);
     t->layers = model->layers;
     t->layers_per_chunk =
         model->layers % chunks == 0 && t->first_stage_layers == 0 && t->last_stage_layers == 0
@@ -648,5 +661,12 @@ simpar_train_model_flops(const SimparModel *m, const SimparTrain *train)
                            ? moe * (6 * weights + attn) + others * (6 * dense + attn)
                            : others * (6 * weights + attn);
     per_token += 6 * h * (double) m->vocab;
+    /* multi-token prediction (model.h), as Megatron-LM's num_floating_point_operations counts
+     * it (megatron/training/training.py): each module a layer of the last layer's kind, its
+     * norms and eh_proj (3h + 2h^2 a token) and one more output layer */
+    double D = (double) m->mtp_layers;
+    gboolean mtp_moe = simpar_model_layer_is_moe(m, m->layers - 1);
+    per_token += D * (mtp_moe && simpar_model_is_moe(m) ? 6 * weights + attn : 6 * dense + attn) +
+                 D * 6 * (3 * h + 2 * h * h + h * (double) m->vocab);
     return per_token * (double) train->global_batch * s;
 }

@@ -398,6 +398,28 @@ report_text_axes(GString *out, const SimparReportRow *row, const SimparModel *m)
     g_string_append_c(out, '\n');
 }
 
+/* A parameter count in words: "671.03B", "13.21M", "5120" (transfer full). */
+static char *
+report_count_text(double n)
+{
+    if (n >= 1e9)
+        return g_strdup_printf("%.2fB", n / 1e9);
+    if (n >= 1e6)
+        return g_strdup_printf("%.2fM", n / 1e6);
+    return g_strdup_printf("%.0f", n);
+}
+
+/* The parameters of a model with multi-token prediction (model.h): [0] the main model's,
+ * [1] the modules' own, [2] as a checkpoint stores them (DeepSeek-V3's on Hugging Face: each
+ * module with its copy of the embedding and the output layer). */
+static void
+report_mtp_params(const SimparModel *m, double out[3])
+{
+    out[0] = simpar_memory_model_params(m);
+    out[1] = simpar_memory_mtp_params(m);
+    out[2] = out[0] + out[1] + (double) m->mtp_layers * 2 * (double) m->vocab * (double) m->hidden;
+}
+
 char *
 simpar_report_to_text(const SimparReport *rep)
 {
@@ -414,6 +436,17 @@ simpar_report_to_text(const SimparReport *rep)
                            rep->topology, m->name, m->hidden, m->heads, m->seq, m->micro_batch,
                            m->layers, m->ffn, m->vocab, simpar_model_flavour(m),
                            simpar_model_precision(m), rep->attention, rep->backend, rep->coll_mode);
+    if (m->mtp_layers > 0) {
+        double p[3];
+        report_mtp_params(m, p);
+        g_autofree char *main = report_count_text(p[0]), *mtp = report_count_text(p[1]);
+        g_autofree char *both = report_count_text(p[0] + p[1]), *stored = report_count_text(p[2]);
+        g_string_append_printf(out,
+                               "parameters: %s main model + %s multi-token prediction = %s (%s "
+                               "as a checkpoint stores them: each module with its copy of the "
+                               "embedding and output layer)\n\n",
+                               main, mtp, both, stored);
+    }
     g_string_append(out, "mode  grid       GPUs    step s    fwd s    bwd s  compute s  "
                          "exposed s  intra s  inter s mem GiB TFLOP/s  vs 1-D\n");
     const SimparReportRow *base = report_baseline(rep);
@@ -764,6 +797,7 @@ report_model_modified(const SimparModel *m)
         {"dropout", m->no_dropout != p.no_dropout},
         {"moe", memcmp(&m->moe, &p.moe, sizeof m->moe) != 0},
         {"mla", memcmp(&m->mla, &p.mla, sizeof m->mla) != 0},
+        {"mtp_layers", m->mtp_layers != p.mtp_layers},
     };
 
     GString *s = g_string_new(NULL);
@@ -823,6 +857,22 @@ report_json_mla(JsonBuilder *b, const SimparModel *m)
     json_builder_end_object(b);
 }
 
+/* "mtp": the multi-token prediction modules and the parameters with and without them. */
+static void
+report_json_mtp(JsonBuilder *b, const SimparModel *m)
+{
+    double p[3];
+    report_mtp_params(m, p);
+    json_builder_set_member_name(b, "mtp");
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "layers");
+    json_builder_add_int_value(b, m->mtp_layers);
+    report_json_count(b, "main_params", p[0]);
+    report_json_count(b, "mtp_params", p[1]);
+    report_json_count(b, "stored_params", p[2]);
+    json_builder_end_object(b);
+}
+
 /* "model": the name, "gpt3-13b (modified: hidden, heads)" when the flags changed a preset's
  * figures; "model_dims": the figures as used. */
 static void
@@ -869,6 +919,8 @@ report_json_model(JsonBuilder *b, const SimparModel *m)
         report_json_moe(b, m);
     if (simpar_model_is_mla(m))
         report_json_mla(b, m);
+    if (m->mtp_layers > 0)
+        report_json_mtp(b, m);
     json_builder_end_object(b);
 }
 

@@ -574,10 +574,10 @@ formula_fill(const Formula *f, const double *fig, const SimparBlockTimes *bt,
 /* What the closed forms cover; hybrid sharding, fp32 gradient reductions and the experts'
  * reductions over their own groups (an MoE model's, train.h) are replayed. */
 static gboolean
-formula_supported(const SimparStepTimer *tm, const SimparTrain *train)
+formula_supported(const SimparStepTimer *tm, const SimparModel *model, const SimparTrain *train)
 {
-    return train->schedule != SIMPAR_PIPE_LOCAL && train->zero < 3 && train->tp.ep == 0 &&
-           tm->base.mode == SIMPAR_COLL_MODE_FUSED &&
+    return model->mtp_layers == 0 && train->schedule != SIMPAR_PIPE_LOCAL && train->zero < 3 &&
+           train->tp.ep == 0 && tm->base.mode == SIMPAR_COLL_MODE_FUSED &&
            simpar_train_shard_group(train) == (guint) train->dp && !train->grad_dtype_set &&
            simpar_plan_cp(&train->tp) == 1;
 }
@@ -587,7 +587,7 @@ simpar_step_formula_bytes(const SimparStepTimer *tm, const SimparBlockTimes *bt,
                           const SimparModel *model, const SimparTrain *train,
                           const SimparSchedule *layer, SimparPredictCache *cache)
 {
-    if (!formula_supported(tm, train))
+    if (!formula_supported(tm, model, train))
         return 0;
     Formula f = {.tm = tm, .tr = train, .cache = cache};
     f.T = (guint) train->tp.tp, f.P = (guint) train->pp, f.D = (guint) train->dp;
@@ -612,7 +612,7 @@ simpar_step_formula(const SimparStepTimer *tm, const SimparBlockTimes *bt, const
                     SimparPredictCache *cache, SimparReportRow *row, double *step_s)
 {
     g_return_val_if_fail(row != NULL || step_s != NULL, FALSE);
-    if (!formula_supported(tm, train))
+    if (!formula_supported(tm, model, train))
         return FALSE;
     Formula f = {.tm = tm, .tr = train, .cache = cache};
     f.T = (guint) train->tp.tp, f.P = (guint) train->pp, f.D = (guint) train->dp;

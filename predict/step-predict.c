@@ -335,8 +335,8 @@ static void
 block_ends(const SimparStepTimer *tm, const SimparSchedule *ends, const guint *gpus,
            SimparBlockTimes *bt)
 {
-    static const char *const segs[] = {"embed.fwd", "head.fwd", "aux.fwd",
-                                       "head.bwd",  "aux.bwd",  "embed.bwd"};
+    static const char *const segs[] = {"embed.fwd", "mtp.fwd", "head.fwd", "aux.fwd",
+                                       "head.bwd",  "aux.bwd", "mtp.bwd",  "embed.bwd"};
     SimparRun run;
     g_autofree double *compute = NULL;
     SimparStepTimer ends_tm = *tm;
@@ -417,8 +417,9 @@ simpar_block_times_measure(const SimparStepTimer *tm, const SimparModel *model,
                                           : NULL;
     if (dense != NULL) /* validated with the model (simpar_predict_config) */
         block_layers(tm, dense, gpus, TRUE, bt);
+    guint mtp = model->mtp_layers > 0 ? SIMPAR_ENDS_MTP : 0; /* one module's "mtp.*" */
     g_autoptr(SimparSchedule) ends = simpar_ends_build(model, &train->tp, layer, model->vocab,
-                                                       SIMPAR_ENDS_EMBED | SIMPAR_ENDS_HEAD);
+                                                       SIMPAR_ENDS_EMBED | SIMPAR_ENDS_HEAD | mtp);
     block_ends(tm, ends, gpus, bt);
     block_scalars(tm, train, layer, gpus, bt);
     if (model->fp8 != SIMPAR_FP8_NONE) { /* compute alone, one layer's on one rank */

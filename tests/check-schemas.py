@@ -79,6 +79,11 @@ def main():
          "--kv-lora-rank", "256", "--tp-mode", "1d", "--tp", "2", "--sp", "--pp", "2",
          "--ep", "8", "--group-limit", "1", "--dp", "16", "--global-batch", "64",
          "--backend", "formula"],
+        # multi-token prediction: its modules (two: the preset's one modified) and the
+        # parameters apart in model_dims
+        ["--topology", "topologies/dgx-h100x64.xml", "--model", "deepseek-v3", "--layers", "8",
+         "--mtp-layers", "2", "--tp-mode", "1d", "--tp", "1", "--pp", "4", "--ep", "8",
+         "--group-limit", "1", "--dp", "16", "--global-batch", "64", "--backend", "formula"],
     ]
     for args in cases:
         rows = json.loads(run(*args, "--json"))
@@ -93,10 +98,14 @@ def main():
     if modified["model"] != "gpt3-13b (modified: hidden, heads)" or \
             modified["model_dims"]["modified"] != ["hidden", "heads"]:
         sys.exit("FAIL: a modified preset is not said so: %r" % modified["model"])
-    mla = json.loads(run(*cases[-1], "--json"))[0]["model_dims"]
+    mla = json.loads(run(*cases[-2], "--json"))[0]["model_dims"]
     if mla["modified"] != ["layers", "moe", "mla"] or mla["mla"]["kv_lora_rank"] != 256 or \
             mla["mla"]["q_lora_rank"] != 1536:
         sys.exit("FAIL: the MLA figures as used are not in model_dims: %r" % mla)
+    mtp = json.loads(run(*cases[-1], "--json"))[0]["model_dims"]
+    if mtp["modified"] != ["layers", "moe", "mtp_layers"] or mtp["mtp"]["layers"] != 2 or \
+            mtp["mtp"]["mtp_params"] != 2 * 11610067968:  # DeepSeek-V3's module (test-memory)
+        sys.exit("FAIL: the multi-token prediction figures are not in model_dims: %r" % mtp)
 
     # collective and schedule
     check("collective --json",

@@ -1110,8 +1110,66 @@ test_predict_trace_warning(void)
     simpar_test_tmpdir_remove(g_steal_pointer(&dir));
 }
 
+/* Multi-token prediction on every backend: the formula replays such a step (bit for bit the
+ * analytic backend's), SimGrid within 2%; the modules lengthen the step on all three and the
+ * parameters are reported apart, the main model's 2 V h + L layer + h's LayerNorm and the
+ * module's layer + eh_proj 2h^2 + three LayerNorms (tiny: h = 64, f = 256, V = 1024, L = 8). */
+static void
+test_mtp_backends(void)
+{
+    const char *backends[] = {"analytic", "formula", "simgrid"};
+    double step[3][2];
+    for (guint b = 0; b < G_N_ELEMENTS(backends); b++)
+        for (guint n = 0; n <= 1; n++) {
+            g_autofree char *args = g_strdup_printf(
+                "--topology topologies/v100x64.xml --model tiny --layers 8 --tp-mode 1d --tp 2 "
+                "--pp 4 --gpus 8 --dp 1 --global-batch 32 --mtp-layers %u --backend %s --json",
+                n, backends[b]);
+            g_autoptr(JsonParser) p = json_parser_new();
+            JsonArray *rows = cli_json_rows(p, args);
+            CU_ASSERT_EQUAL_FATAL(json_array_get_length(rows), 1);
+            JsonObject *row = json_array_get_object_element(rows, 0);
+            step[b][n] = json_object_get_double_member(row, "step_time_s");
+            JsonObject *dims = json_object_get_object_member(row, "model_dims");
+            CU_ASSERT_EQUAL(json_object_has_member(dims, "mtp"), n == 1);
+            if (n == 0)
+                continue;
+            JsonObject *mtp = json_object_get_object_member(dims, "mtp");
+            double h = 64, f = 256, V = 1024;
+            double layer = 4 * h * h + 2 * h * f + 3 * h + h + f + h + 4 * h;
+            CU_ASSERT_EQUAL(json_object_get_int_member(mtp, "layers"), 1);
+            CU_ASSERT_EQUAL(json_object_get_int_member(mtp, "main_params"),
+                            (gint64) (2 * V * h + 8 * layer + 2 * h));
+            CU_ASSERT_EQUAL(json_object_get_int_member(mtp, "mtp_params"),
+                            (gint64) (layer + 2 * h * h + 3 * 2 * h));
+            CU_ASSERT_EQUAL(
+                json_object_get_int_member(mtp, "stored_params"),
+                (gint64) (2 * V * h + 9 * layer + 2 * h + 2 * h * h + 6 * h + 2 * V * h));
+        }
+    printf("\n    step without / with one module: analytic %.9g / %.9g s, formula %.9g / %.9g s, "
+           "simgrid %.9g / %.9g s",
+           step[0][0], step[0][1], step[1][0], step[1][1], step[2][0], step[2][1]);
+    for (guint n = 0; n <= 1; n++) {
+        CU_ASSERT_EQUAL(step[1][n], step[0][n]);
+        CU_ASSERT_DOUBLE_EQUAL(step[2][n] / step[0][n], 1, 0.02);
+    }
+    for (guint b = 0; b < G_N_ELEMENTS(backends); b++)
+        CU_ASSERT_TRUE(step[b][1] > step[b][0]);
+    SimparCliRun r = simpar_cli_run("--topology topologies/v100x64.xml --model tiny --layers 8 "
+                                    "--tp-mode 1d --tp 2 --pp 4 --gpus 8 --dp 1 --global-batch 32 "
+                                    "--mtp-layers 1 --backend analytic");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, " mtp=1 "));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(r.out, "parameters: 531072 main model + 58560 multi-token prediction = 589632"));
+    simpar_cli_run_clear(&r);
+}
+
 static CU_TestInfo cli_tests[] = {
     {"--trace T.json.gz writes the trace gzip'ed; plot timeline reads it", test_predict_trace_gzip},
+    {"multi-token prediction: the formula replays it as the analytic backend, SimGrid within 2%; "
+     "parameters apart",
+     test_mtp_backends},
     {"sizes and lists: the old spellings and the new give the same runs", test_sizes_and_lists},
     {"the members of a collective joined by flow arrows in the trace, each to the next",
      test_predict_trace_collective_flows},

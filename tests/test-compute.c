@@ -37,6 +37,7 @@ static const SimparModel mem_model = {"mem",
                                       0,
                                       {0},
                                       {0},
+                                      0,
                                       0};
 static const SimparModel mem_model_fp32 = {"mem",
                                            64,
@@ -55,6 +56,7 @@ static const SimparModel mem_model_fp32 = {"mem",
                                            0,
                                            {0},
                                            {0},
+                                           0,
                                            0};
 
 static void

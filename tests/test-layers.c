@@ -220,7 +220,8 @@ layers_model(const LayerCase *lc)
                      0,
                      {0},
                      {0},
-                     lc->dh};
+                     lc->dh,
+                     0};
     if (lc->mla)
         m.mla = layers_mla;
     return m;

@@ -353,14 +353,15 @@ test_moe_flags(void)
     CU_ASSERT_PTR_NULL(strstr(mixtral, "--router")); /* softmax, simpar's default */
     { /* what simpar leaves out of a DeepSeek-V3 or Qwen3 script is said, with why */
         g_autoptr(GError) error = NULL;
-        g_autoptr(SimparMegatron) meg = simpar_megatron_parse(
-            MEG_SHAPE "--mtp-num-layers 1 --mtp-loss-scaling-factor 0.1 --qk-layernorm", "test.sh",
-            &error);
+        g_autoptr(SimparMegatron) meg =
+            simpar_megatron_parse(MEG_SHAPE "--position-embedding-type rope --mtp-num-layers 1 "
+                                            "--mtp-loss-scaling-factor 0.1 --qk-layernorm",
+                                  "test.sh", &error);
         CU_ASSERT_PTR_NOT_NULL_FATAL(meg);
         g_autofree char *text = simpar_megatron_describe(meg);
-        CU_ASSERT_PTR_NOT_NULL(strstr(text, "--mtp-num-layers: multi-token prediction is not "
-                                            "priced"));
-        CU_ASSERT_PTR_NOT_NULL(strstr(text, "--mtp-loss-scaling-factor: multi-token prediction"));
+        /* multi-token prediction is priced: its modules are read (test_mtp_flags) */
+        CU_ASSERT_PTR_NOT_NULL(strstr(text, "--mtp-num-layers 1 -> --mtp-layers 1"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(text, "--mtp-loss-scaling-factor 0.1 -> accepted"));
         CU_ASSERT_PTR_NOT_NULL(strstr(text, "--qk-layernorm: the queries' and keys' own norms"));
     }
     { /* Megatron's default dispatcher is allgather, and simpar prices it: said */
@@ -588,8 +589,67 @@ test_mla_flags(void)
                      "--multi-latent-attention without --qk-head-dim");
 }
 
+/* --mtp-num-layers becomes --mtp-layers (used, not ignored); --mtp-loss-scaling-factor is
+ * accepted at no cost; Megatron's names on simpar's command line mean the same; what Megatron
+ * refuses (a negative count, --overlap-moe-expert-parallel-comm with two modules) is refused. */
+static void
+test_mtp_flags(void)
+{
+    g_autofree char *flags =
+        megatron_flags(MEG_SHAPE "--position-embedding-type rope --mtp-num-layers 1 "
+                                 "--mtp-loss-scaling-factor 0.3");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(flags);
+    CU_ASSERT_PTR_NOT_NULL(strstr(flags, " --mtp-layers=1 "));
+    g_autofree char *none = megatron_flags(MEG_SHAPE);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(none);
+    CU_ASSERT_PTR_NULL(strstr(none, "mtp"));
+    g_autofree char *script = g_build_filename(megatron_dir, "mtp.sh", NULL);
+    CU_ASSERT_TRUE_FATAL(g_file_set_contents(script,
+                                             MEG_SHAPE "--tensor-model-parallel-size 2 "
+                                                       "--pipeline-model-parallel-size 2 "
+                                                       "--position-embedding-type none "
+                                                       "--mtp-num-layers 2 "
+                                                       "--mtp-loss-scaling-factor 0.1\n",
+                                             -1, NULL));
+    g_autofree char *args = g_strdup_printf("--megatron-args %s --topology %s --backend analytic",
+                                            script, megatron_a100x128);
+    SimparCliRun r = simpar_cli_run(args);
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "--mtp-num-layers 2 -> --mtp-layers 2"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "--mtp-loss-scaling-factor 0.1 -> accepted"));
+    CU_ASSERT_PTR_NULL(strstr(r.out, "    --mtp-num-layers:")); /* not among the ignored */
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, " mtp=2 "));
+    simpar_cli_run_clear(&r);
+    /* the aliases */
+    megatron_same(
+        script,
+        "--model gpt3-1.3b --micro-batch 2 --mtp-num-layers 2 --mtp-loss-scaling-factor 0.1 "
+        "--dtype fp32 --tp-mode 1d --tp 2 --pp 2 --tied-embeddings --attention flash",
+        "--mtp-num-layers 2 -> --mtp-layers 2");
+    /* Megatron asserts rope or none, its default learned_absolute refused (the deprecated
+     * --use-rotary-position-embeddings is read after that assertion) */
+    megatron_refuses(MEG_SHAPE "--mtp-num-layers 1",
+                     "--mtp-num-layers 1 with --position-embedding-type learned_absolute "
+                     "(Megatron's default): Megatron supports multi-token prediction with rope "
+                     "or none only");
+    megatron_refuses(MEG_SHAPE "--use-rotary-position-embeddings --mtp-num-layers 1",
+                     "--position-embedding-type learned_absolute");
+    megatron_refuses(MEG_SHAPE "--mtp-num-layers -1",
+                     "--mtp-num-layers -1: valid is a whole number from 0");
+    megatron_refuses(MEG_SHAPE "--mtp-num-layers 65", "--mtp-num-layers 65: valid is 0 to 64");
+    megatron_refuses(MEG_SHAPE "--position-embedding-type rope --mtp-num-layers 1 "
+                               "--mtp-loss-scaling-factor lots",
+                     "--mtp-loss-scaling-factor lots: valid is a number from 0");
+    CU_ASSERT_TRUE(simpar_cli_refused("--topology topologies/v100x64.xml --mtp-num-layers -1", 2,
+                                      "--mtp-layers -1: valid is 0"));
+    CU_ASSERT_TRUE(
+        simpar_cli_refused("--topology topologies/v100x64.xml --mtp-loss-scaling-factor -2", 2,
+                           "--mtp-loss-scaling-factor -2: valid is a number from 0"));
+}
+
 static CU_TestInfo megatron_tests[] = {
     {"Megatron's --multi-latent-attention and its sizes become simpar's MLA flags", test_mla_flags},
+    {"Megatron's --mtp-num-layers becomes --mtp-layers, its loss weight accepted", test_mtp_flags},
     {"Megatron's MoE flags become simpar's, with Megatron's defaults", test_moe_flags},
     {"--moe-layer-freq is read as Megatron evaluates it", test_moe_layer_freq},
     {"the base preset's experts match the script's; a dense script of an MoE shape is dense",

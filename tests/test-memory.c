@@ -30,6 +30,7 @@ static const SimparModel model16 = {"mem",
                                     0,
                                     {0},
                                     {0},
+                                    0,
                                     0};
 
 static gboolean
@@ -168,6 +169,70 @@ test_deepseek_v3_params(void)
     CU_ASSERT(near(simpar_model_attention_weights(&m), 4 * h * h));
 }
 
+/* DeepSeek-V3 with its multi-token prediction module (arXiv 2412.19437 section 2.2 and the
+ * Hugging Face model card: 671B main-model parameters + 14B of the module = 685B): the module's
+ * own parameters by hand (an MoE layer with MLA, eh_proj 2h x h, three RMSNorms), and as the
+ * checkpoint stores them, with its copies of the embedding and the output layer. */
+static void
+test_deepseek_v3_mtp_params(void)
+{
+    SimparModel m;
+    CU_ASSERT_TRUE_FATAL(simpar_model_preset("deepseek-v3", &m, NULL));
+    double h = 7168, a = 128, V = 129280, q = 1536, kv = 512, nope = 128, rope = 64, v = 128;
+    double attn = h * q + q * a * (nope + rope) + h * (kv + rope) + kv * a * (nope + v) + a * v * h;
+    double norms = 2 * h + q + kv, expert = 3 * h * 2048;
+    double layer = attn + norms + h * 256 + expert + 256 * expert; /* layer 61: an MoE layer */
+    m.mtp_layers = 0;
+    double main0 = simpar_memory_model_params(&m);
+    m.mtp_layers = 1;
+    double main = simpar_memory_model_params(&m), mtp = simpar_memory_mtp_params(&m);
+    CU_ASSERT(near(main, main0)); /* the main model's count leaves the module out */
+    CU_ASSERT(near(mtp, layer + 2 * h * h + 3 * h));
+    double stored = main + mtp + 2 * V * h;
+    printf("\n    deepseek-v3: %.6g main-model parameters (published 671e9; %+.3g%%), %.6g of "
+           "the module (%.6g stored with its embedding and head copies, published 14e9), %.6g in "
+           "all (published 685e9; %+.3g%%)",
+           main, 100 * (main / 671e9 - 1), mtp, stored - main, stored, 100 * (stored / 685e9 - 1));
+    CU_ASSERT_DOUBLE_EQUAL(main / 671e9, 1, 0.001);
+    CU_ASSERT_DOUBLE_EQUAL(stored / 685e9, 1, 0.001);
+    CU_ASSERT_DOUBLE_EQUAL((stored - main) / 14e9, 1, 0.05); /* 13.46e9 */
+    m.mtp_layers = 2;
+    CU_ASSERT(near(simpar_memory_mtp_params(&m), 2 * mtp));
+}
+
+/* Multi-token prediction's memory on the last stage of P = 2 (stage 0 unchanged): its layer's
+ * parameters over T, eh_proj's 2h^2 / T, three LayerNorms' 6h, the embedding's copy hV / T
+ * (none when tied), at 16 bytes each (fp16 with Adam); its layer's activations and its own
+ * 5 s b h values (fp16), one more logits buffer of s b V / T floats. */
+static void
+test_mtp_memory(void)
+{
+    SimparTrain train = train_1d(2, SIMPAR_PIPE_1F1B, 2, 1, 4);
+    for (guint tied = 0; tied <= 1; tied++) {
+        train.tied_embeddings = tied;
+        SimparModel m = model16;
+        SimparMemory a0 = step(&m, &train, 0), b0 = step(&m, &train, 1);
+        m.mtp_layers = 1;
+        SimparMemory a1 = step(&m, &train, 0), b1 = step(&m, &train, 1);
+        double h = 64, f = 256, V = 1000, T = 2, s = 32, b = 16;
+        double layer = 4 * h * h + 2 * h * f + 3 * h + h + f + h + 4 * h;
+        double own = layer / T + 2 * h * h / T + 3 * 2 * h + (tied ? 0 : h * V / T);
+        CU_ASSERT(near(a1.total_B, a0.total_B));
+        CU_ASSERT(near(b1.params - b0.params, own));
+        CU_ASSERT(near(b1.states_B - b0.states_B, 16 * own));
+        double act = simpar_memory_layer_activations(&m, &train.tp, SIMPAR_ATTENTION_UNFUSED);
+        CU_ASSERT(near(b1.activations_B - b0.activations_B, act + 5 * s * b * h * 2));
+        CU_ASSERT(near(b1.head_B - b0.head_B, s * b * V / T * 4));
+    }
+    /* full recomputation: the module's checkpoint keeps its two inputs, 2 s b h values */
+    train.tp.recompute = SIMPAR_RECOMPUTE_FULL;
+    SimparModel m = model16;
+    SimparMemory b0 = step(&m, &train, 1);
+    m.mtp_layers = 1;
+    SimparMemory b1 = step(&m, &train, 1);
+    CU_ASSERT(near(b1.activations_B - b0.activations_B, 2 * 32 * 16 * 64 * 2));
+}
+
 /* Qwen3-235B-A22B (Qwen/Qwen3-235B-A22B config.json): 64 query heads and 4 key/value heads of
  * 128 columns where h/a = 64; 235B parameters, 22B of them active. The heads' width moves the
  * attention's weights and the activations it keeps by closed forms. */
@@ -238,6 +303,7 @@ static const SimparModel zero_model = {"zero",
                                        0,
                                        {0},
                                        {0},
+                                       0,
                                        0};
 
 static void
@@ -783,6 +849,10 @@ static CU_TestInfo memory_tests[] = {
     {"Llama 3 8B: the published parameter count, activations of GQA and SwiGLU", test_llama3_8b},
     {"DeepSeek-V3 with multi-head latent attention: 671B parameters, the attention by hand",
      test_deepseek_v3_params},
+    {"DeepSeek-V3's multi-token prediction module: 671B + 14B = 685B, the module by hand",
+     test_deepseek_v3_mtp_params},
+    {"multi-token prediction's parameters, states and activations on the last stage",
+     test_mtp_memory},
     {"Qwen3-235B-A22B: 235B parameters with its heads of 128 columns, and their activations",
      test_qwen3_head_dim},
     {"hybrid sharding, --no-reshard and fp32 gradients: their bytes per parameter",

@@ -2,6 +2,7 @@
  * and Megatron-LM's interleaved 1F1B define them; data parallelism and ZeRO as DDP and
  * DeepSpeed run them): equal stages, blocks of given times, a network that costs nothing (or a
  * uniform one), the analytic backend. */
+#include "ends.h"
 #include "generators.h"
 #include "pipeline.h"
 #include "predict/step-predict.h"
@@ -45,6 +46,7 @@ typedef struct {
     SimparGpu gpu;
     SimparReportRow row;
     gboolean time_ops; /* the ops but blocks timed by simpar_compute_times on gpu, else free */
+    double embed_f, embed_b, mtp_f, mtp_b; /* the embedding's and "mtp.*" blocks (0: free) */
 } StepCase;
 
 static void
@@ -88,7 +90,11 @@ step_case_run(StepCase *c, double tf, double tb, double head_f, double head_b)
                  {"aux.fwd", head_f},
                  {"aux.bwd", head_b},
                  {"head.fwd", head_f},
-                 {"head.bwd", head_b}};
+                 {"head.bwd", head_b},
+                 {"embed.fwd", c->embed_f},
+                 {"embed.bwd", c->embed_b},
+                 {"mtp.fwd", c->mtp_f},
+                 {"mtp.bwd", c->mtp_b}};
 
     for (guint i = 0; i < G_N_ELEMENTS(times); i++) {
         double *t = g_new(double, 1), *z = g_new(double, 1);
@@ -972,12 +978,145 @@ test_step_model_flops(void)
     SimparModel ds, all_moe, dense;
     g_assert(simpar_model_preset("deepseek-v3", &ds, NULL));
     CU_ASSERT_EQUAL(ds.moe.dense_layers, 3);
+    CU_ASSERT_EQUAL(ds.mtp_layers, 1); /* the main model's layers here; the module below */
+    ds.mtp_layers = 0;
     all_moe = ds, all_moe.moe.dense_layers = 0;
     simpar_model_dense_layer(&ds, &dense);
     double mix = 3.0 / 61 * simpar_train_model_flops(&dense, &t) +
                  58.0 / 61 * simpar_train_model_flops(&all_moe, &t);
     CU_ASSERT_DOUBLE_EQUAL(simpar_train_model_flops(&ds, &t) / mix, 1.0, 1e-12);
     CU_ASSERT(simpar_train_model_flops(&ds, &t) < simpar_train_model_flops(&all_moe, &t));
+    /* multi-token prediction, as Megatron-LM counts it: a GPT-3 layer (72 h^2 + 12 s h a
+     * token), eh_proj and its norms (6 (2h^2 + 3h)) and an output layer (6 h V) per module */
+    SimparModel mtp = m;
+    mtp.mtp_layers = 2;
+    double add = 2 * B * s * (72 * h * h + 12 * s * h + 6 * (2 * h * h + 3 * h) + 6 * h * V);
+    CU_ASSERT_DOUBLE_EQUAL(
+        (simpar_train_model_flops(&mtp, &t) - simpar_train_model_flops(&m, &t)) / add, 1.0, 1e-12);
+    /* DeepSeek-V3's module is an MoE layer, its last layer's kind */
+    SimparModel ds_mtp = ds, all_mtp = all_moe;
+    ds_mtp.mtp_layers = all_mtp.mtp_layers = 1;
+    CU_ASSERT_DOUBLE_EQUAL(
+        simpar_train_model_flops(&ds_mtp, &t) - simpar_train_model_flops(&ds, &t),
+        (simpar_train_model_flops(&all_mtp, &t) - simpar_train_model_flops(&all_moe, &t)), 1e3);
+}
+
+/* The blocks of `key` on rank r of a step. */
+static guint
+step_count_blocks(const SimparSchedule *s, guint r, const char *key)
+{
+    guint n = 0;
+    for (guint i = 0; i < simpar_schedule_n_ops(s); i++) {
+        const SimparOp *op = simpar_schedule_op(s, i);
+        n += op->rank == r && op->kind == SIMPAR_OP_BLOCK && g_str_equal(op->u.block.key, key);
+    }
+    return n;
+}
+
+/* Multi-token prediction (model.h): D modules a micro-batch on the last stage, each the
+ * embedding, "mtp.*", one layer and the output layer forward and backward, so that with blocks
+ * of given times on a free network GPipe and 1F1B take (P - 1)(tF + tB) + m (tF + tB + tH + X),
+ * X = D (embed + mtp + a layer + head, forward and backward), the last stage never waiting; with
+ * P = 1 the embedding's own blocks add m (e.f + e.b). The modules' parameters are the last
+ * stage's; with P > 1 the embedding's copy there is all-reduced with the first stage's. */
+static void
+test_step_mtp(void)
+{
+    const SimparPipeSchedule kinds[] = {SIMPAR_PIPE_GPIPE, SIMPAR_PIPE_1F1B};
+    const guint ps[] = {1, 2, 4}, ms[] = {1, 4, 8}, ds[] = {0, 1, 2};
+    const double tf = 1.0, tb = 2.0, hf = 0.25, hb = 0.5, ef = 0.0625, eb = 0.125, mf = 0.03125,
+                 mb = 0.0078125;
+    for (guint k = 0; k < G_N_ELEMENTS(kinds); k++)
+        for (guint a = 0; a < G_N_ELEMENTS(ps); a++)
+            for (guint b = 0; b < G_N_ELEMENTS(ms); b++)
+                for (guint d = 0; d < G_N_ELEMENTS(ds); d++) {
+                    guint P = ps[a], m = ms[b], D = ds[d];
+                    StepCase c;
+                    step_case_init(&c, 8, P, 1, kinds[k], 1, m);
+                    c.model.mtp_layers = D;
+                    /* the first stage's own embedding free but for P = 1 (a closed form of
+                     * stages alike but the last) */
+                    c.embed_f = ef, c.embed_b = eb, c.mtp_f = mf, c.mtp_b = mb;
+                    step_case_run(&c, tf, tb, hf, hb);
+                    double lpc = 8.0 / P; /* layers a chunk: a layer's block is tF / lpc */
+                    double X = D * (ef + mf + tf / lpc + hf + hb + tb / lpc + mb + eb);
+                    double first = P == 1 ? m * (ef + eb) : (P - 1) * (ef + eb);
+                    double want = (P - 1) * (tf + tb) + m * (tf + tb + hf + hb + X) + first;
+                    if (P > 1) /* the first stage's embedding delays the pipeline's fill once */
+                        want = (P - 1) * (tf + tb) + ef + eb + m * (tf + tb + hf + hb + X);
+                    if (fabs(c.row.step_s - want) > EPS)
+                        printf("\n    %s P=%u m=%u D=%u: step %.9g, want %.9g",
+                               simpar_pipe_schedule_name(kinds[k]), P, m, D, c.row.step_s, want);
+                    CU_ASSERT_DOUBLE_EQUAL(c.row.step_s, want, EPS);
+                    guint last = simpar_train_rank(&c.train, 0, 0, P - 1);
+                    CU_ASSERT_EQUAL(step_count_blocks(c.step, last, "mtp.fwd"), m * D);
+                    CU_ASSERT_EQUAL(step_count_blocks(c.step, last, "mtp.bwd"), m * D);
+                    CU_ASSERT_EQUAL(step_count_blocks(c.step, last, "head.bwd"), m * (1 + D));
+                    CU_ASSERT_EQUAL(step_count_blocks(c.step, last, "embed.fwd"),
+                                    m * (D + (P == 1)));
+                    /* the embedding's copy all-reduced between the first and the last stage */
+                    guint tied = 0;
+                    for (guint i = 0; i < simpar_schedule_n_ops(c.step); i++)
+                        tied += g_str_equal(simpar_schedule_op(c.step, i)->name,
+                                            "embed.all-reduce-tied");
+                    CU_ASSERT_EQUAL(tied, P > 1 && D > 0 ? 2 : 0);
+                    /* full recomputation runs each module's "mtp.fwd" again in its backward
+                     * (the layer's blocks are given, recomputation and all) */
+                    double plain = c.row.step_s;
+                    step_case_clear(&c);
+                    step_case_init(&c, 8, P, 1, kinds[k], 1, m);
+                    c.model.mtp_layers = D, c.train.tp.recompute = SIMPAR_RECOMPUTE_FULL;
+                    c.embed_f = ef, c.embed_b = eb, c.mtp_f = mf, c.mtp_b = mb;
+                    step_case_run(&c, tf, tb, hf, hb);
+                    CU_ASSERT_DOUBLE_EQUAL(c.row.step_s - plain, m * D * mf, EPS);
+                    step_case_clear(&c);
+                }
+}
+
+/* One module's own ops ("mtp.*", ends.c): eh_proj's GEMMs 2 rows 2h h/T forward and twice that
+ * backward on each of T ranks, with 1-D's gathers (an all-gather of eh_proj's output; with SP
+ * its input's too) and reductions (all-reduce of d input, reduce-scatter with SP). */
+static void
+test_step_mtp_ends(void)
+{
+    for (guint sp = 0; sp <= 1; sp++) {
+        SimparModel m;
+        g_assert(simpar_model_preset("tiny", &m, NULL));
+        m.mtp_layers = 1;
+        SimparPlan plan;
+        simpar_plan_init(&plan);
+        plan.gen = simpar_generator_of("1d"), plan.tp = 2, plan.sequence_parallel = sp;
+        g_autoptr(GError) err = NULL;
+        g_autoptr(SimparSchedule) layer = simpar_generate_layer(&m, &plan, &err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(layer);
+        g_autoptr(SimparSchedule) ends =
+            simpar_ends_build(&m, &plan, layer, m.vocab, SIMPAR_ENDS_MTP);
+        CU_ASSERT_TRUE(simpar_schedule_check(ends, NULL));
+        double rows = (double) (m.micro_batch * m.seq), h = (double) m.hidden;
+        double gemm[2] = {0}, colls[2] = {0};
+        guint ag[2] = {0}, ar = 0, rs = 0;
+        for (guint i = 0; i < simpar_schedule_n_ops(ends); i++) {
+            const SimparOp *op = simpar_schedule_op(ends, i);
+            gboolean bwd = g_str_has_prefix(op->name, "mtp.bwd.");
+            CU_ASSERT_TRUE(bwd || g_str_has_prefix(op->name, "mtp.fwd."));
+            if (op->rank != 0)
+                continue;
+            if (op->kind == SIMPAR_OP_GEMM)
+                gemm[bwd] += 2.0 * op->u.gemm.m * op->u.gemm.n * op->u.gemm.k;
+            if (op->kind != SIMPAR_OP_COLLECTIVE)
+                continue;
+            colls[bwd]++;
+            ag[bwd] += op->u.coll.kind == SIMPAR_COLL_ALL_GATHER;
+            ar += op->u.coll.kind == SIMPAR_COLL_ALL_REDUCE;
+            rs += op->u.coll.kind == SIMPAR_COLL_REDUCE_SCATTER;
+        }
+        CU_ASSERT_DOUBLE_EQUAL(gemm[0], 2 * rows * 2 * h * h / 2, 1e-6);
+        CU_ASSERT_DOUBLE_EQUAL(gemm[1], 2 * gemm[0], 1e-6);
+        CU_ASSERT_EQUAL(ag[0], sp ? 2 : 1);
+        CU_ASSERT_EQUAL(ag[1], sp ? 1 : 0);
+        CU_ASSERT_EQUAL(ar, sp ? 0 : 1);
+        CU_ASSERT_EQUAL(rs, sp ? 1 : 0);
+    }
 }
 
 static CU_TestInfo step_tests[] = {
@@ -999,6 +1138,9 @@ static CU_TestInfo step_tests[] = {
     {"an MoE model's dense layers run their own blocks and hold their own parameters",
      test_step_dense_layers},
     {"model FLOPs", test_step_model_flops},
+    {"multi-token prediction: D modules on the last stage add m X to GPipe and 1F1B",
+     test_step_mtp},
+    {"multi-token prediction's own ops: eh_proj's GEMMs and 1-D's collectives", test_step_mtp_ends},
     {"timed blocks agree with the step op by op", test_step_ops_vs_blocks},
     {"the optimizer's scalar all-reduces per framework: Megatron's norm (and fp16's inf/nan flag) "
      "over the model-parallel group or the distributed optimizer's, the loss over the last "

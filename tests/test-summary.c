@@ -60,6 +60,7 @@ summary_check(const char *mode, gint64 tp, gint64 depth, gboolean sp, gboolean p
                      0,
                      {0},
                      {0},
+                     0,
                      0};
     SimparPlan plan;
     simpar_plan_init(&plan);
@@ -201,6 +202,7 @@ test_paper_table(void)
                      0,
                      {0},
                      {0},
+                     0,
                      0};
     guint64 h = 64, B = 16 * 8;
     SimparPlan p2, p3;

@@ -179,6 +179,7 @@ train_host_setup(const TrainCase *c, SimparModel *model, SimparTrain *tr)
                            0,
                            {0},
                            {0},
+                           0,
                            0};
     if (c->llama == TH_MLA)
         model->mla = th_mla;
