@@ -210,6 +210,7 @@ cuda_test_layer(const CudaLayerCase *lc, SimparDtype dtype, RefShape *shape)
                      0,
                      {0},
                      {0},
+                     0,
                      0};
     SimparPlan plan;
     simpar_plan_init(&plan);
@@ -344,6 +345,7 @@ cuda_test_step(const CudaStepCase *c, SimparDtype dtype, RefStepConfig *cfg)
                          0,
                          {0},
                          {0},
+                         0,
                          0};
     SimparTrain tr;
     simpar_train_init(&tr);
