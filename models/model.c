@@ -160,6 +160,57 @@ static const SimparModelPreset model_presets[] = {
       {1536, 512, 128, 64, 128},
       0,
       1}},
+    /* Qwen3-30B-A3B (arXiv 2505.09388; Qwen/Qwen3-30B-A3B config.json): 48 layers of h = 2048,
+     * 32 query and 4 key/value heads of 128, 128 experts of width 768, top-8, every layer MoE.
+     * Kimi K2 (arXiv 2507.20534; moonshotai/Kimi-K2-Instruct config.json): DeepSeek-V3's
+     * architecture with 384 routed experts and 64 heads, the first layer dense, no expert groups
+     * and no multi-token prediction module; it was trained with the MuonClip optimizer, which
+     * simpar prices as Adam. */
+    {"qwen3-30b-a3b",
+     "Qwen3-30B-A3B: h=2048 a=32 kv=4 heads of 128 s=4096 L=48 V=151936, 128 experts f=768 top-8 "
+     "(Qwen/Qwen3-30B-A3B config.json)",
+     {"qwen3-30b-a3b",
+      2048,
+      32,
+      4096,
+      1,
+      48,
+      6144,
+      151936,
+      SIMPAR_DTYPE_BF16,
+      4,
+      SIMPAR_MLP_SWIGLU,
+      SIMPAR_NORM_RMSNORM,
+      TRUE,
+      TRUE,
+      0,
+      {128, 8, 768, 0, 0, 1, SIMPAR_ROUTER_SOFTMAX, 0, 0, 0, 1, 0},
+      MODEL_NO_MLA,
+      128,
+      0}},
+    {"kimi-k2",
+     "Kimi K2: h=7168 a=64 s=4096 L=61 (1 dense, f=18432) V=163840, 384 experts f=2048 top-8, 1 "
+     "shared; MLA q 1536 kv 512, qk 128+64, v 128 (arXiv 2507.20534, moonshotai/Kimi-K2-Instruct "
+     "config.json; trained with MuonClip, priced as Adam)",
+     {"kimi-k2",
+      7168,
+      64,
+      4096,
+      1,
+      61,
+      18432,
+      163840,
+      SIMPAR_DTYPE_BF16,
+      0,
+      SIMPAR_MLP_SWIGLU,
+      SIMPAR_NORM_RMSNORM,
+      TRUE,
+      TRUE,
+      0,
+      {384, 8, 2048, 2048, 1, 1, SIMPAR_ROUTER_SIGMOID, 0, 0, 0, 1, 0},
+      {1536, 512, 128, 64, 128},
+      0,
+      0}},
 };
 
 const SimparModelPreset *

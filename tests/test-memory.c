@@ -265,6 +265,50 @@ test_qwen3_head_dim(void)
         near(step(&m, &train, 0).activations_B - step(&narrow, &train, 0).activations_B, L * more));
 }
 
+/* The presets without a closed form of their own elsewhere, against their published sizes:
+ * Qwen3-30B-A3B (Qwen/Qwen3-30B-A3B: 30.5B parameters, 3.3B active) and Kimi K2 (arXiv
+ * 2507.20534: "1 trillion total parameters", 32 billion activated). Qwen3's per-head query and key
+ * norms (2 dh each a layer) are not in simpar's count; Kimi K2's MLA and MoE are DeepSeek-V3's. */
+static void
+test_preset_sizes(void)
+{
+    SimparModel m;
+    CU_ASSERT_TRUE_FATAL(simpar_model_preset("qwen3-30b-a3b", &m, NULL));
+    double h = 2048, a = 32, kv = 4, dh = 128, V = 151936, L = 48, fe = 768, E = 128, k = 8;
+    double attn = h * (a + 2 * kv) * dh + a * dh * h, expert = 3 * h * fe, norms = 2 * h;
+    double want = L * (attn + norms + h * E + E * expert) + 2 * V * h + h;
+    double active = L * (attn + norms + h * E + k * expert) + 2 * V * h + h;
+    double got = simpar_memory_model_params(&m);
+    printf("\n    qwen3-30b-a3b: %.6g parameters (published 30.5e9; %+.3g%%), %.4g active "
+           "(published 3.3e9)",
+           got, 100 * (got / 30.5e9 - 1), active);
+    CU_ASSERT(near(got, want));
+    CU_ASSERT_DOUBLE_EQUAL(got / 30.5e9, 1, 0.01);
+    CU_ASSERT_DOUBLE_EQUAL(active / 3.3e9, 1, 0.05);
+    CU_ASSERT_TRUE_FATAL(simpar_model_preset("kimi-k2", &m, NULL));
+    /* MLA with 64 heads: q down and up, kv down (with the rotary key) and up, output */
+    double H = 7168, heads = 64, qk = 128 + 64,
+           mla = H * 1536 + 1536 * heads * qk + H * (512 + 64) + 512 * heads * (128 + 128) +
+                 heads * 128 * H;
+    double kexpert = 3 * H * 2048, kdense = 3 * H * 18432, kV = 163840;
+    double kimi_want = 61 * (mla + 2 * H + 2 * 512 + 1536) + kdense +
+                       60 * (H * 384 + 385 * kexpert) + 2 * kV * H + H;
+    double kimi = simpar_memory_model_params(&m);
+    double kimi_active = 61 * (mla + 2 * H + 2 * 512 + 1536) + kdense +
+                         60 * (H * 384 + 9 * kexpert) + 2 * kV * H + H;
+    printf("; kimi-k2: %.6g parameters (published 1e12; %+.3g%%), %.4g active (published 32e9)",
+           kimi, 100 * (kimi / 1e12 - 1), kimi_active);
+    CU_ASSERT_DOUBLE_EQUAL(kimi / kimi_want, 1, 1e-3);
+    CU_ASSERT_DOUBLE_EQUAL(kimi / 1e12, 1, 0.03);
+    CU_ASSERT_DOUBLE_EQUAL(kimi_active / 32e9, 1, 0.05);
+    /* against DeepSeek-V3's count: 128 more experts in 60 MoE layers (2 more dense), 64 fewer
+     * heads, 34,560 more vocabulary rows */
+    SimparModel ds;
+    CU_ASSERT_TRUE_FATAL(simpar_model_preset("deepseek-v3", &ds, NULL));
+    ds.mtp_layers = 0;
+    CU_ASSERT(simpar_memory_model_params(&m) > simpar_memory_model_params(&ds) + 0.3e12);
+}
+
 /* ----- model states ----- */
 
 static void
@@ -855,6 +899,8 @@ static CU_TestInfo memory_tests[] = {
      test_mtp_memory},
     {"Qwen3-235B-A22B: 235B parameters with its heads of 128 columns, and their activations",
      test_qwen3_head_dim},
+    {"the Qwen3-30B-A3B and Kimi K2 presets have their published parameter counts",
+     test_preset_sizes},
     {"hybrid sharding, --no-reshard and fp32 gradients: their bytes per parameter",
      test_states_fsdp_options},
     {"context parallelism divides activations and logits by C", test_activations_cp},
