@@ -17,7 +17,13 @@
  *              bubble fraction (P - 1) / (m + P - 1), interleaved m (tF + tB) + (P - 1)(tF + tB)
  *              / v, up to m = 4096 (extrapolated); data-parallel reductions after the backward
  *              add the same tail to every m; ranks on unlike routes against the replay
- *   fallbacks  local parallelism, ZeRO-3 and exact collectives are left to the replay
+ *   moe        a tiny MoE model over EP, ETP, top-k, capacity, imbalance, shared experts, dense
+ *              first layers, --moe-every, the all-to-all and DeepEP dispatchers, P x D, ZeRO
+ *              0-2, recomputation and the schedules, on dgx-h100x64 and v100x64 (fp16): every
+ *              row the analytic replay's within FORMULA_TOL, the merged 1F1B
+ *              (--overlap-moe-expert-parallel-comm) alone replayed
+ *   fallbacks  local parallelism, ZeRO-3, exact collectives and MoE dispatchers the closed forms
+ *              do not list are left to the replay
  *   cli        simpar predict and simpar sweep --backend formula print the analytic numbers
  */
 #include "app/csv-table.h"
@@ -438,8 +444,9 @@ moe_case(guint i, MoeCase *c)
                    .bf16 = i % 3 == 0};
 }
 
+/* The case's model and split; `volta`: fp16 for bf16, no FP8 (V100s have neither). */
 static gboolean
-moe_setup(const MoeCase *c, SimparModel *model, SimparTrain *tr)
+moe_setup(const MoeCase *c, gboolean volta, SimparModel *model, SimparTrain *tr)
 {
     g_assert(simpar_model_preset("tiny", model, NULL));
     model->layers = 8;
@@ -448,7 +455,8 @@ moe_setup(const MoeCase *c, SimparModel *model, SimparTrain *tr)
     model->moe.dense_layers = c->dense, model->moe.moe_every = c->every;
     model->moe.capacity = c->capacity, model->moe.imbalance = c->imbalance;
     if (c->fp8 || c->bf16) /* else tiny's fp32 */
-        model->dtype = SIMPAR_DTYPE_BF16, model->fp8 = c->fp8 ? SIMPAR_FP8_DELAYED : 0;
+        model->dtype = volta ? SIMPAR_DTYPE_FP16 : SIMPAR_DTYPE_BF16,
+        model->fp8 = c->fp8 && !volta ? SIMPAR_FP8_DELAYED : SIMPAR_FP8_NONE;
     simpar_train_init(tr);
     tr->tp.gen = simpar_generator_of("1d"), tr->tp.tp = c->tp;
     tr->tp.sequence_parallel = c->tp > 1; /* Megatron-LM's, with tensor and expert parallelism */
@@ -484,7 +492,7 @@ moe_what(const MoeCase *k)
 static gboolean
 moe_job(const SimparPlatform *platform, gpointer data, GString *out, GError **error)
 {
-    (void) data;
+    gboolean volta = data != NULL;
     SimparGpu gpu;
     if (!simpar_predict_gpu(platform, 64, NULL, &gpu, error))
         return FALSE;
@@ -496,7 +504,7 @@ moe_job(const SimparPlatform *platform, gpointer data, GString *out, GError **er
         moe_case(i, &c);
         SimparModel model;
         SimparTrain train;
-        if (!moe_setup(&c, &model, &train))
+        if (!moe_setup(&c, volta, &model, &train))
             continue;
         g_autofree char *what = moe_what(&c);
         guint n = res.n;
@@ -512,13 +520,15 @@ moe_job(const SimparPlatform *platform, gpointer data, GString *out, GError **er
     return TRUE;
 }
 
-/* Every MoE case but the merged 1F1B's in closed forms, each the analytic replay's. */
+/* Every MoE case but the merged 1F1B's in closed forms on `topology`, each the analytic
+ * replay's. */
 static void
-test_moe(void)
+moe_on(const char *topology, gboolean volta)
 {
     g_autoptr(GString) out = g_string_new(NULL);
     g_autoptr(GError) error = NULL;
-    gboolean ran = simpar_platform_run("topologies/dgx-h100x64.xml", moe_job, NULL, out, &error);
+    gboolean ran =
+        simpar_platform_run(topology, moe_job, volta ? GINT_TO_POINTER(1) : NULL, out, &error);
     if (!ran)
         printf("\n    %s", error->message);
     CU_ASSERT_TRUE_FATAL(ran);
@@ -535,6 +545,20 @@ test_moe(void)
     CU_ASSERT(n >= 60 && merged == MOE_MERGED);
     CU_ASSERT(fell_back == merged); /* the merged 1F1B's, and no other */
     CU_ASSERT(max_step <= FORMULA_TOL && max_term <= FORMULA_TOL);
+}
+
+static void
+test_moe(void)
+{
+    moe_on("topologies/dgx-h100x64.xml", FALSE);
+}
+
+/* The V100 platform: fp16 for bf16, no FP8 (test_unlike_routes holds a chain per (t, d), the
+ * experts' groups across them). */
+static void
+test_moe_v100(void)
+{
+    moe_on("topologies/v100x64.xml", TRUE);
 }
 
 /* ----- uneven stages: the closed forms in m against the evaluation at m and the replay ----- */
@@ -855,17 +879,23 @@ test_fallbacks(void)
 
 /* Replicas on unlike routes (T = 2, D = 2: replica 1's GPUs, g / 2 odd, have slower links, and
  * every group of replicas has a fast and a slow member): every (t, d) gets its own chain, and
- * the step and its breakdown are the analytic replay's. */
+ * the step and its breakdown are the analytic replay's; with an MoE model (EP 2) the experts'
+ * reductions join ranks of two chains (fails when their rings are keyed by another group). */
 static void
 test_unlike_routes(void)
 {
     const SimparPipeSchedule kinds[] = {SIMPAR_PIPE_1F1B, SIMPAR_PIPE_GPIPE,
                                         SIMPAR_PIPE_INTERLEAVED};
-    for (guint k = 0; k < G_N_ELEMENTS(kinds); k++) {
+    for (guint i = 0; i < 2 * G_N_ELEMENTS(kinds); i++) {
+        guint k = i % G_N_ELEMENTS(kinds);
         Oracle o;
         oracle_init(&o, 2, 2, kinds[k], k == 2 ? 2 : 1, 40);
         o.train.tp.tp = 2, o.train.overlap_grad_reduce = k == 0, o.train.zero = k == 1;
         o.train.tied_embeddings = TRUE, o.train.bucket_params = 20000;
+        if (i >= G_N_ELEMENTS(kinds)) /* MoE: the experts' groups of 2 across the chains */
+            o.model.moe.experts = 8, o.model.moe.top_k = 2, o.model.moe.moe_ffn = 128,
+            o.model.moe.moe_every = k == 1 ? 2 : 0, o.train.ep = 2,
+            o.train.tp.sequence_parallel = TRUE;
         o.onet = (OracleNet){2e-6, 1e9, 2};
         CU_ASSERT_TRUE_FATAL(oracle_run(&o, 1e-3, 2e-3, NULL));
         o.train.scalars = simpar_step_scalars_of(o.tm.gpu); /* as simpar_step_plan builds it */
@@ -1144,6 +1174,7 @@ static CU_TestInfo grid_tests[] = {
      test_uneven},
     {"mixtures of experts: the experts' gradients, dense layers and dispatchers as the replay",
      test_moe},
+    {"mixtures of experts on the V100 platform (fp16) as the replay", test_moe_v100},
     CU_TEST_INFO_NULL,
 };
 
@@ -1155,7 +1186,9 @@ static CU_TestInfo oracle_tests[] = {
      test_oracle_dp_tail},
     {"local parallelism, ZeRO-3, exact collectives and unlisted MoE dispatchers are replayed",
      test_fallbacks},
-    {"ranks on unlike routes each get a chain: the analytic replay's step", test_unlike_routes},
+    {"ranks on unlike routes each get a chain (an MoE model's experts' groups across them): the "
+     "analytic replay's step",
+     test_unlike_routes},
     CU_TEST_INFO_NULL,
 };
 
