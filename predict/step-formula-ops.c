@@ -184,9 +184,7 @@ formula_chunk_layers(const Formula *f, guint vs)
     return f->lc > 0 ? f->lc : simpar_train_stage_layers(f->tr, vs);
 }
 
-/* Whether layer l of virtual stage vs is one of an MoE model's dense layers (models/step.c's
- * step_dense), and how many of layers [from, to) are. */
-static gboolean
+gboolean
 formula_dense(const Formula *f, guint vs, guint l)
 {
     return f->dense_facts != NULL &&
@@ -220,6 +218,15 @@ static gsize
 formula_lpd(const Formula *f)
 {
     return f->dense_facts != NULL ? f->dense_facts[f->t].layer_params : 0;
+}
+
+guint
+formula_layer_runs_of(const Formula *f, guint vs)
+{
+    guint lc = formula_chunk_layers(f, vs), runs = lc > 0;
+    for (guint l = 1; l < lc && f->dense_facts != NULL; l++)
+        runs += formula_dense(f, vs, l) != formula_dense(f, vs, l - 1);
+    return runs;
 }
 
 /* A chunk's layers forward or backward, a block per run of layers of one kind in the order

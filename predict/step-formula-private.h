@@ -188,6 +188,10 @@ double formula_adam_time(Formula *f, gsize count);
  * their tensor-parallel part. */
 guint formula_axis_size(const Formula *f, FormulaAxis axis);
 gboolean formula_stats_group(const Formula *f);
+/* step-formula-ops.c: whether layer l of virtual stage vs is one of an MoE model's dense layers
+ * (models/step.c's step_dense), and the runs of layers of one kind of vs (its blocks a pass). */
+gboolean formula_dense(const Formula *f, guint vs, guint l);
+guint formula_layer_runs_of(const Formula *f, guint vs);
 /* The expert-data-parallel group of `rank` on stage p: its index (p, expert-parallel rank,
  * expert-tensor rank) and its first member into *first. */
 guint formula_edp_group(const Formula *f, guint rank, guint p, guint *first);

@@ -672,7 +672,10 @@ simpar_step_formula_bytes(const SimparStepTimer *tm, const SimparBlockTimes *bt,
     if (ok) { /* formula_run's arrays at m itself: the ops (an array grown to a power of two) */
         double m = (double) train->micro_batches,
                chains = formula_one_chain(&f, alike) ? 1 : f.T * f.D;
-        double ops = (6 * m + 8) * f.P * f.v * chains;
+        guint runs = 1; /* an MoE model's dense layers: a block per run of one kind */
+        for (guint vs = 0; vs < f.P * f.v && f.dense_facts != NULL; vs++)
+            runs = MAX(runs, formula_layer_runs_of(&f, vs));
+        double ops = (6 * m + 8 + 2 * (runs - 1) * m) * f.P * f.v * chains;
         bytes =
             exp2(ceil(log2(ops * sizeof(FormulaOp)))) + chains * m * f.P * f.v * 2 * sizeof(guint);
     }
