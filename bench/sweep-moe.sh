@@ -40,7 +40,8 @@ while [ "$r" -le "$rounds" ]; do
         fi
         rows=$(($(grep -vc '^#' "$work/s.csv") - 1))
         ok=$(grep -c ',ok,' "$work/s.csv" || true)
-        echo "$b $(awk '{ printf "%.3f %.3f", $1, $2 + $3 }' "$work/t") $rows $ok" >> "$work/all"
+        echo "$b $(awk '{ printf "%.3f %.3f %.3f %.3f", $1, $2 + $3, $2, $3 }' "$work/t") $rows $ok" \
+            >> "$work/all"
         i=$((i + 1))
     done
     r=$((r + 1))
@@ -52,14 +53,17 @@ done
     for b in "$@"; do
         grep "^$b " "$work/all" | cut -d' ' -f2 | sort -g > "$work/w"
         grep "^$b " "$work/all" | cut -d' ' -f3 | sort -g > "$work/c"
-        grep "^$b " "$work/all" | head -1 | cut -d' ' -f4-5 > "$work/n"
-        paste -d' ' "$work/w" "$work/c" | awk -v b="$b" -v n="$(cat "$work/n")" '
-            { w[NR] = $1; c[NR] = $2 }
+        grep "^$b " "$work/all" | sort -k3 -g | cut -d' ' -f4-5 > "$work/us"
+        grep "^$b " "$work/all" | head -1 | cut -d' ' -f6-7 > "$work/n"
+        paste -d' ' "$work/w" "$work/c" "$work/us" | awk -v b="$b" -v n="$(cat "$work/n")" '
+            { w[NR] = $1; c[NR] = $2; u[NR] = $3; s[NR] = $4 }
             END { split(n, x, " "); m = int((NR + 1) / 2)
                   printf "%s: %d configurations (%d ok); wall min %.2f s, median %.2f s " \
-                         "(%.0f rows/s at the median); CPU min %.2f s, median %.2f s " \
-                         "(%.0f rows per CPU second at the median) over %d runs\n",
-                         b, x[1], x[2], w[1], w[m], x[1] / w[m], c[1], c[m], x[1] / c[m], NR }'
+                         "(%.0f rows/s at the median); CPU (user + system) min %.2f s, " \
+                         "median %.2f s (user %.2f, system %.2f: %.0f rows per CPU second) " \
+                         "over %d runs\n",
+                         b, x[1], x[2], w[1], w[m], x[1] / w[m], c[1], c[m], u[m], s[m],
+                         x[1] / c[m], NR }'
     done
     echo "every build's CSV the same bytes as the first's (cmp)"
 } | tee "$out"
