@@ -627,6 +627,25 @@ formula_fill(const Formula *f, const double *fig, const SimparBlockTimes *bt,
                                  fig[FORMULA_DENSE_BLOCKS], row);
 }
 
+/* The layers per chunk where every chunk runs the same layers (train->layers_per_chunk), else
+ * 0: an MoE model's chunks of as many layers but other dense ones (--dense-layers, --moe-every)
+ * take other times, uneven stages (formula_figures_at). */
+static guint
+formula_even_layers(const SimparModel *model, const SimparTrain *train)
+{
+    guint lc = (guint) train->layers_per_chunk;
+    guint n_vs = (guint) (train->pp * train->virtual_stages);
+    gint64 first0 = simpar_train_stage_first_layer(train, 0);
+    for (guint vs = 1; vs < n_vs && lc > 0 && simpar_model_has_dense_layers(model); vs++) {
+        gint64 first = simpar_train_stage_first_layer(train, vs);
+        for (guint l = 0; l < lc; l++)
+            if (simpar_model_layer_is_moe(model, first + l) !=
+                simpar_model_layer_is_moe(model, first0 + l))
+                return 0;
+    }
+    return lc;
+}
+
 /* The token dispatchers whose MoE layers the closed forms take: the layer's blocks time them
  * (step-predict.c), the step holds their parameters and their experts' reductions. A
  * dispatcher not listed here is replayed until its layer is checked against the replay. */
@@ -665,7 +684,7 @@ simpar_step_formula_bytes(const SimparStepTimer *tm, const SimparBlockTimes *bt,
         return 0;
     Formula f = {.tm = tm, .tr = train, .model = model, .cache = cache};
     f.T = (guint) train->tp.tp, f.P = (guint) train->pp, f.D = (guint) train->dp;
-    f.v = (guint) train->virtual_stages, f.lc = (guint) train->layers_per_chunk;
+    f.v = (guint) train->virtual_stages, f.lc = formula_even_layers(model, train);
     formula_config(&f, bt, model, layer);
     gboolean alike, ok = formula_facts(&f, layer, &alike);
     double bytes = 0;
@@ -693,7 +712,7 @@ simpar_step_formula(const SimparStepTimer *tm, const SimparBlockTimes *bt, const
         return FALSE;
     Formula f = {.tm = tm, .tr = train, .model = model, .cache = cache};
     f.T = (guint) train->tp.tp, f.P = (guint) train->pp, f.D = (guint) train->dp;
-    f.v = (guint) train->virtual_stages, f.lc = (guint) train->layers_per_chunk;
+    f.v = (guint) train->virtual_stages, f.lc = formula_even_layers(model, train);
     formula_config(&f, bt, model, layer);
     gboolean alike, ok = formula_facts(&f, layer, &alike);
     if (ok) {

@@ -58,6 +58,9 @@
  * one kind), the routed experts' gradients in their own buckets, reduced over the
  * expert-data-parallel group (all-reduce, or with ZeRO 1/2 reduce-scatter, Adam on the shard
  * and all-gather over that group; ZeRO-2 per layer and micro-batch), as models/step.c does.
+ * Chunks of as many layers whose dense layers differ (--dense-layers 2 --moe-every 2 over 4
+ * stages: 3 dense layers on the first, 2 on the others) take other times: uneven stages, as
+ * below (from probes at m0, m1 such a step was 0.2% off, tests/test-formula.c).
  * (predict-config.c also replays for a Chrome trace, which wants every op's span.)
  *
  * Ownership: nothing is kept; numbers are memoised in the cache when one is given.
