@@ -37,6 +37,7 @@ typedef struct {
     gint64 ep_stride;  /* an MoE model's: where its expert-parallel group lies (train.h) */
     gint64 etp_stride; /* and its expert-tensor-parallel group (etp itself: the layer's key) */
     gint64 ep_hops;    /* DeepEP's hops: the EP ranks of a node (0: the flat all-to-all) */
+    gint64 ep_overlap; /* --overlap-moe-expert-parallel-comm: the merged layers' nodes timed */
 } CacheBlockKey;
 
 typedef struct {
@@ -197,6 +198,7 @@ cache_block_key(const SimparStepTimer *tm, const SimparModel *model, const Simpa
     k->ep_stride = simpar_model_is_moe(model) ? train->expert_stride[SIMPAR_AXIS_EP] : 0;
     k->etp_stride = simpar_model_is_moe(model) ? train->expert_stride[SIMPAR_AXIS_TP] : 0;
     k->ep_hops = train->moe_dispatcher == SIMPAR_MOE_DEEPEP ? train->ep_node : 0;
+    k->ep_overlap = simpar_model_is_moe(model) && train->ep_overlap; /* the merged nodes' blocks */
 }
 
 /* Another holder of `from`'s tables (a copy of its small axes array). */

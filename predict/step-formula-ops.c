@@ -83,15 +83,18 @@ formula_coll(Formula *f, guint stream, SimparCollKind kind, gsize count, Formula
     gboolean stages = axis == FORMULA_AXIS_EMBED || (axis == FORMULA_AXIS_STATS && f->P > 1);
     if (f->n_chains == 1 && !stages)
         return i; /* the other members run alike */
-    guint group = axis == FORMULA_AXIS_DP || axis == FORMULA_AXIS_OPT_DP ? f->t * f->P + f->p
-                  : axis == FORMULA_AXIS_TP                              ? f->d * f->P + f->p
-                  : axis == FORMULA_AXIS_STATS && f->c.zero >= 1
-                      ? f->t
-                      : f->chain; /* its stages in the chain */
+    guint first;
+    guint group =
+        axis == FORMULA_AXIS_EDP
+            ? formula_edp_group(f, simpar_train_rank(f->tr, f->t, f->d, f->p), f->p, &first)
+        : axis == FORMULA_AXIS_DP || axis == FORMULA_AXIS_OPT_DP ? f->t * f->P + f->p
+        : axis == FORMULA_AXIS_TP                                ? f->d * f->P + f->p
+        : axis == FORMULA_AXIS_STATS && f->c.zero >= 1           ? f->t
+                                                       : f->chain; /* its stages in the chain */
     guint64 key = ((guint64) axis << 60) | ((guint64) group << 32) | f->seq[axis]++;
-    gpointer first;
-    if (g_hash_table_lookup_extended(f->ring, &key, NULL, &first))
-        formula_join(f, GPOINTER_TO_UINT(first), i);
+    gpointer head;
+    if (g_hash_table_lookup_extended(f->ring, &key, NULL, &head))
+        formula_join(f, GPOINTER_TO_UINT(head), i);
     else
         g_hash_table_insert(f->ring, g_memdup2(&key, sizeof key), GUINT_TO_POINTER(i));
     return i;
@@ -124,44 +127,54 @@ formula_recv(Formula *f, guint k, guint micro, guint dir)
                      FORMULA_AXIS_TP, FORMULA_NONE);
 }
 
-/* One bucket's reduction over the replicas. */
-static void
-formula_reduce(Formula *f, gsize count, guint dep)
+/* The ranks that reduce gradients of `kind` together: the replicas, or the experts' group. */
+static guint
+formula_reducers(const Formula *f, guint kind)
 {
-    if (f->D == 1)
+    return kind == FORMULA_GRADS_EXPERT ? (guint) f->c.DE : f->D;
+}
+
+/* One bucket's reduction: over the replicas, or the experts' over their group (an all-reduce,
+ * or with ZeRO >= 1 a reduce-scatter: their optimizer is sharded over that group). */
+static void
+formula_reduce(Formula *f, guint kind, gsize count, guint dep)
+{
+    guint n = formula_reducers(f, kind);
+    FormulaAxis axis = kind == FORMULA_GRADS_EXPERT ? FORMULA_AXIS_EDP : FORMULA_AXIS_DP;
+    if (n == 1 || count == 0)
         return;
     if (f->c.zero == 0)
-        formula_coll(f, FORMULA_DP, SIMPAR_COLL_ALL_REDUCE, count, FORMULA_AXIS_DP, dep);
+        formula_coll(f, FORMULA_DP, SIMPAR_COLL_ALL_REDUCE, count, axis, dep);
     else
-        formula_coll(f, FORMULA_DP, SIMPAR_COLL_REDUCE_SCATTER, count / f->D, FORMULA_AXIS_DP, dep);
+        formula_coll(f, FORMULA_DP, SIMPAR_COLL_REDUCE_SCATTER, count / n, axis, dep);
 }
 
 static void
-formula_bucket(Formula *f, guint ready)
+formula_bucket(Formula *f, guint kind, guint ready)
 {
-    gsize b[2] = {f->open, ready};
-    g_array_append_vals(f->buckets, b, 2);
-    f->open = 0;
+    gsize b[3] = {f->open[kind], ready, kind};
+    g_array_append_vals(f->buckets, b, 3);
+    f->open[kind] = 0;
 }
 
-/* Gradients final after `ready` join the open bucket (ZeRO 0/1). */
+/* Gradients of `kind` final after `ready` join its open bucket (ZeRO 0/1). */
 static void
-formula_ready(Formula *f, gsize count, guint ready)
+formula_ready(Formula *f, guint kind, gsize count, guint ready)
 {
-    if (f->D == 1)
+    if (formula_reducers(f, kind) == 1 || count == 0)
         return; /* nothing is reduced */
-    f->open += count;
-    if ((gint64) f->open >= f->c.bucket_params)
-        formula_bucket(f, ready);
+    f->open[kind] += count;
+    if ((gint64) f->open[kind] >= f->c.bucket_params)
+        formula_bucket(f, kind, ready);
 }
 
 static void
 formula_end_grads(Formula *f, gboolean final)
 {
     if (f->c.zero >= 2)
-        formula_reduce(f, (gsize) f->c.ends, f->last_compute);
+        formula_reduce(f, FORMULA_GRADS_DENSE, (gsize) f->c.ends, f->last_compute);
     else if (final)
-        formula_ready(f, (gsize) f->c.ends, f->last_compute);
+        formula_ready(f, FORMULA_GRADS_DENSE, (gsize) f->c.ends, f->last_compute);
 }
 
 /* Layers of virtual stage `vs`: the chunks' common count, or the train's uneven split. */
@@ -171,40 +184,133 @@ formula_chunk_layers(const Formula *f, guint vs)
     return f->lc > 0 ? f->lc : simpar_train_stage_layers(f->tr, vs);
 }
 
+gboolean
+formula_dense(const Formula *f, guint vs, guint l)
+{
+    return f->dense_facts != NULL &&
+           !simpar_model_layer_is_moe(f->model, simpar_train_stage_first_layer(f->tr, vs) + l);
+}
+
+static guint
+formula_n_dense(const Formula *f, guint vs, guint from, guint to)
+{
+    if (f->dense_facts == NULL)
+        return 0;
+    gint64 first = simpar_train_stage_first_layer(f->tr, vs);
+    return to - from - (guint) simpar_model_moe_layers(f->model, first + from, first + to);
+}
+
+/* One layer's parameters of the rank: an MoE layer's but its experts', its experts', a dense
+ * layer's (an MoE model's; no experts). */
+static gsize
+formula_lp(const Formula *f)
+{
+    return f->facts[f->t].layer_params - f->facts[f->t].expert_params;
+}
+
+static gsize
+formula_le(const Formula *f)
+{
+    return f->facts[f->t].expert_params;
+}
+
+static gsize
+formula_lpd(const Formula *f)
+{
+    return f->dense_facts != NULL ? f->dense_facts[f->t].layer_params : 0;
+}
+
+guint
+formula_layer_runs_of(const Formula *f, guint vs)
+{
+    guint lc = formula_chunk_layers(f, vs), runs = lc > 0;
+    for (guint l = 1; l < lc && f->dense_facts != NULL; l++)
+        runs += formula_dense(f, vs, l) != formula_dense(f, vs, l - 1);
+    return runs;
+}
+
+/* A chunk's layers forward or backward, a block per run of layers of one kind in the order
+ * they run (one block but for an MoE model's dense layers). */
+static void
+formula_layer_runs(Formula *f, guint vs, gboolean backward)
+{
+    guint lc = formula_chunk_layers(f, vs);
+    SimparPhase ph = backward ? SIMPAR_PHASE_BACKWARD : SIMPAR_PHASE_FORWARD;
+    for (guint k = 0, run; k < lc; k += run) {
+        gboolean dense = formula_dense(f, vs, backward ? lc - 1 - k : k);
+        for (run = 1; k + run < lc; run++)
+            if (formula_dense(f, vs, backward ? lc - 1 - k - run : k + run) != dense)
+                break;
+        FormulaKey key = dense ? (backward ? FORMULA_DENSE_BWD : FORMULA_DENSE_FWD)
+                               : (backward ? FORMULA_LAYER_BWD : FORMULA_LAYER_FWD);
+        formula_block(f, key, run, ph);
+    }
+}
+
 static void
 formula_forward(Formula *f, const SimparPipeItem *it)
 {
-    guint vs = it->chunk * f->P + f->p;
+    guint vs = it->chunk * f->P + f->p, lc = formula_chunk_layers(f, vs);
     if (vs > 0)
         formula_recv(f, vs - 1, it->micro, 0);
     else
         formula_block(f, FORMULA_EMBED_FWD, 1, SIMPAR_PHASE_FORWARD);
-    if (f->c.fp8 != SIMPAR_FP8_NONE && it->micro == 0) /* models/step.c's step_fp8_cast */
-        formula_block(f, FORMULA_FP8_CAST, formula_chunk_layers(f, vs), SIMPAR_PHASE_FORWARD);
-    formula_block(f, FORMULA_LAYER_FWD, formula_chunk_layers(f, vs), SIMPAR_PHASE_FORWARD);
+    if (f->c.fp8 != SIMPAR_FP8_NONE && it->micro == 0) { /* models/step.c's step_fp8_cast */
+        guint dense = formula_n_dense(f, vs, 0, lc);
+        if (lc > dense)
+            formula_block(f, FORMULA_FP8_CAST, lc - dense, SIMPAR_PHASE_FORWARD);
+        if (dense > 0)
+            formula_block(f, FORMULA_DENSE_FP8_CAST, dense, SIMPAR_PHASE_FORWARD);
+    }
+    formula_layer_runs(f, vs, FALSE);
     if (vs + 1 < f->n_vs)
         formula_p2p(f, FORMULA_SEND, FORMULA_SEND_FWD, vs, it->micro, 0, f->last_compute);
     else
         formula_block(f, FORMULA_HEAD_FWD, 1, SIMPAR_PHASE_FORWARD);
 }
 
-/* A chunk's layers backward: one block, or one per layer where ZeRO-2 reduces each or the
- * replicas' buckets need to know when each is final. */
+/* The routed experts' gradients of the rank (its MoE layers' experts). */
+static gsize
+formula_expert_grads(const Formula *f)
+{
+    gsize n = 0;
+    for (guint c = 0; c < f->v; c++) {
+        guint vs = c * f->P + f->p, lc = formula_chunk_layers(f, vs);
+        n += (lc - formula_n_dense(f, vs, 0, lc)) * formula_le(f);
+    }
+    return n;
+}
+
+/* Whether the rank reduces any gradients (models/step.c's step_reduces). */
+static gboolean
+formula_reduces(const Formula *f)
+{
+    return f->D > 1 || (f->c.DE > 1 && formula_expert_grads(f) > 0);
+}
+
+/* A chunk's layers backward: a block per run, or one per layer where ZeRO-2 reduces each or the
+ * buckets need to know when each is final; each layer's gradients of both kinds. */
 static void
 formula_layers_bwd(Formula *f, guint vs, gboolean final)
 {
     gboolean zero2 = f->c.zero == 2;
     guint lc = formula_chunk_layers(f, vs);
-    if (!zero2 && !(final && f->D > 1)) {
-        formula_block(f, FORMULA_LAYER_BWD, lc, SIMPAR_PHASE_BACKWARD);
+    if (!zero2 && !(final && formula_reduces(f))) {
+        formula_layer_runs(f, vs, TRUE);
         return;
     }
     for (guint k = 0; k < lc; k++) {
-        guint b = formula_block(f, FORMULA_LAYER_BWD, 1, SIMPAR_PHASE_BACKWARD);
-        if (zero2)
-            formula_reduce(f, f->facts[f->t].layer_params, b);
-        else
-            formula_ready(f, f->facts[f->t].layer_params, b);
+        gboolean dense = formula_dense(f, vs, lc - 1 - k);
+        guint b = formula_block(f, dense ? FORMULA_DENSE_BWD : FORMULA_LAYER_BWD, 1,
+                                SIMPAR_PHASE_BACKWARD);
+        gsize lp = dense ? formula_lpd(f) : formula_lp(f), le = dense ? 0 : formula_le(f);
+        if (zero2) {
+            formula_reduce(f, FORMULA_GRADS_DENSE, lp, b);
+            formula_reduce(f, FORMULA_GRADS_EXPERT, le, b);
+        } else {
+            formula_ready(f, FORMULA_GRADS_DENSE, lp, b);
+            formula_ready(f, FORMULA_GRADS_EXPERT, le, b);
+        }
     }
 }
 
@@ -226,8 +332,9 @@ formula_backward(Formula *f, const SimparPipeItem *it)
     } else {
         formula_p2p(f, FORMULA_SEND, FORMULA_SEND_BWD, vs - 1, it->micro, 1, f->last_compute);
     }
-    if (final && f->D > 1 && f->c.zero < 2 && f->open > 0)
-        formula_bucket(f, f->last_compute); /* buckets do not span chunks */
+    for (guint kind = 0; final && f->c.zero < 2 && kind < 2; kind++)
+        if (f->open[kind] > 0) /* buckets do not span chunks */
+            formula_bucket(f, kind, f->last_compute);
 }
 
 /* The rank's gradients: its layers, the output layer on the last stage (unless tied to the
@@ -235,10 +342,12 @@ formula_backward(Formula *f, const SimparPipeItem *it)
 static gsize
 formula_grads(const Formula *f)
 {
-    gsize layers = 0, ends = (gsize) f->c.ends;
-    for (guint c = 0; c < f->v; c++)
-        layers += formula_chunk_layers(f, c * f->P + f->p);
-    gsize n = layers * f->facts[f->t].layer_params;
+    gsize n = 0, ends = (gsize) f->c.ends;
+    for (guint c = 0; c < f->v; c++) {
+        guint vs = c * f->P + f->p, lc = formula_chunk_layers(f, vs);
+        guint dense = formula_n_dense(f, vs, 0, lc);
+        n += (lc - dense) * f->facts[f->t].layer_params + dense * formula_lpd(f);
+    }
     if (f->p + 1 == f->P && !(f->c.tied && f->P == 1))
         n += ends;
     return f->p == 0 ? n + ends : n;
@@ -271,26 +380,37 @@ static void
 formula_optimizer(Formula *f)
 {
     guint end_bwd = f->last_compute;
-    for (guint k = 0; k < f->buckets->len; k += 2) {
+    for (guint k = 0; k < f->buckets->len; k += 3) {
         const gsize *b = &g_array_index(f->buckets, gsize, k);
-        formula_reduce(f, b[0], f->c.overlap ? (guint) b[1] : end_bwd);
+        formula_reduce(f, (guint) b[2], b[0], f->c.overlap ? (guint) b[1] : end_bwd);
     }
     g_array_set_size(f->buckets, 0);
     if (f->c.tied && f->P > 1 && (f->p == 0 || f->p + 1 == f->P))
         formula_coll(f, FORMULA_COMPUTE, SIMPAR_COLL_ALL_REDUCE, (gsize) f->c.ends,
                      FORMULA_AXIS_EMBED, FORMULA_NONE);
     formula_scalars(f);
-    gsize count = f->c.zero >= 1 ? formula_grads(f) / f->D : formula_grads(f);
+    /* ZeRO >= 1: the experts' optimizer sharded over their group, after the rest */
+    gsize ne = formula_expert_grads(f), nd = formula_grads(f);
+    gboolean apart = f->c.zero >= 1 && ne > 0;
+    nd -= apart ? ne : 0;
+    gsize count = f->c.zero >= 1 ? nd / f->D : nd;
     guint adam =
         formula_add(f, FORMULA_ADAM, FORMULA_COMPUTE, formula_adam_time(f, count), 0, f->last_dp);
+    guint eadam = apart ? formula_add(f, FORMULA_ADAM, FORMULA_COMPUTE,
+                                      formula_adam_time(f, ne / (gsize) f->c.DE), 0, f->last_dp)
+                        : FORMULA_NONE;
     if (f->c.scalars == SIMPAR_SCALARS_MEGATRON && f->p + 1 == f->P && f->D > 1)
         formula_coll(f, FORMULA_COMPUTE, SIMPAR_COLL_ALL_REDUCE,
                      simpar_step_scalar_count((SimparDtype) f->c.dtype, 8), FORMULA_AXIS_OPT_DP,
                      FORMULA_NONE); /* models/step.c's step_loss */
+    if (apart && f->c.DE > 1 && (f->c.zero == 1 || f->c.zero == 2))
+        formula_coll(f, FORMULA_DP, SIMPAR_COLL_ALL_GATHER,
+                     (gsize) llround((double) (ne / (gsize) f->c.DE) * f->c.pg8), FORMULA_AXIS_EDP,
+                     eadam);
     if (f->D > 1 && (f->c.zero == 1 || f->c.zero == 2)) {
         /* the layers' share of the rank's parameters gathered in FP8, the ends' in bf16, as
          * models/step.c counts them */
-        gsize n = formula_grads(f), ends = (gsize) f->c.ends;
+        gsize n = nd, ends = (gsize) f->c.ends;
         ends = (f->p == 0 ? ends : 0) + (f->p + 1 == f->P ? ends : 0);
         double layers = n > ends ? (double) (n - ends) / n : 0;
         gsize wire = (gsize) llround((double) count * (1 - layers * (1 - f->c.pg8)));
@@ -304,9 +424,8 @@ formula_stage(Formula *f, guint chain, guint p, const GArray *order)
     f->chain = chain, f->p = p;
     f->t = f->n_chains == 1 ? 0 : chain % f->T, f->d = f->n_chains == 1 ? 0 : chain / f->T;
     f->last_compute = f->last_dp = FORMULA_NONE;
-    f->open = 0;
-    f->seq[FORMULA_AXIS_DP] = f->seq[FORMULA_AXIS_TP] = 0;
-    f->seq[FORMULA_AXIS_EMBED] = f->seq[FORMULA_AXIS_STATS] = f->seq[FORMULA_AXIS_OPT_DP] = 0;
+    f->open[FORMULA_GRADS_DENSE] = f->open[FORMULA_GRADS_EXPERT] = 0;
+    memset(f->seq, 0, sizeof f->seq);
     formula_add(f, FORMULA_ZERO, FORMULA_COMPUTE, formula_zero_time(f, formula_grads(f)), 0,
                 FORMULA_NONE); /* models/step.c's step_zero_grad */
     guint *first =
@@ -435,11 +554,14 @@ formula_charge(const Formula *f, const FormulaOp *op, double gap, double busy, d
     case FORMULA_BLOCK: {
         double c = MIN(op->count * f->c.block_c[op->key], busy);
         fig[FORMULA_COMPUTE_S] += c;
-        fig[FORMULA_TP_EXPOSED] += busy - c;
+        gboolean dense = op->key == FORMULA_DENSE_FWD || op->key == FORMULA_DENSE_BWD;
+        fig[dense ? FORMULA_DENSE_EXPOSED : FORMULA_TP_EXPOSED] += busy - c;
         fig[op->phase == SIMPAR_PHASE_FORWARD ? FORMULA_FORWARD : FORMULA_BACKWARD] += busy;
         if (op->key == FORMULA_LAYER_FWD || op->key == FORMULA_LAYER_BWD)
             fig[FORMULA_LAYER_BLOCKS] += op->count / 2.0;
-        else if (op->key == FORMULA_FP8_CAST)
+        else if (dense)
+            fig[FORMULA_DENSE_BLOCKS] += op->count / 2.0;
+        else if (op->key == FORMULA_FP8_CAST || op->key == FORMULA_DENSE_FP8_CAST)
             fig[FORMULA_FP8_CAST_S] += busy;
         fig[FORMULA_OTHER] += gap; /* no block waits for a collective (no ZeRO-3) */
         break;

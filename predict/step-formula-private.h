@@ -51,7 +51,10 @@ typedef enum {
     FORMULA_HEAD_FWD,
     FORMULA_HEAD_BWD,
     FORMULA_FP8_CAST,
-    FORMULA_TP_STATS, /* "optimizer.tp-stats" */
+    FORMULA_TP_STATS,  /* "optimizer.tp-stats" */
+    FORMULA_DENSE_FWD, /* an MoE model's dense layers (--dense-layers, --moe-every) */
+    FORMULA_DENSE_BWD,
+    FORMULA_DENSE_FP8_CAST,
     FORMULA_N_KEYS,
 } FormulaKey;
 
@@ -65,6 +68,9 @@ typedef enum {
                             every (d, p) of t */
     FORMULA_AXIS_OPT_DP, /* the optimizer's scalars over the ranks of d: PyTorch's FSDP norm,
                             Megatron's loss on the last stage */
+    FORMULA_AXIS_EDP,    /* an MoE model's experts: their expert-data-parallel group (train.h,
+                            Megatron-Core's expert numbering), the ranks of the stage that hold
+                            the same experts */
     FORMULA_N_AXES,
 } FormulaAxis;
 
@@ -83,8 +89,10 @@ typedef enum {
     FORMULA_BYTES,
     FORMULA_TP_EXPOSED,
     FORMULA_LAYER_BLOCKS,
-    FORMULA_FP8_CAST_S, /* the "fp8.cast" blocks' time */
-    FORMULA_PERIODIC,   /* 1: the evaluation reached its periodic regime (formula_run) */
+    FORMULA_FP8_CAST_S,    /* the "fp8.cast" blocks' time */
+    FORMULA_DENSE_EXPOSED, /* an MoE model's dense layers' blocks: their exposure, their count */
+    FORMULA_DENSE_BLOCKS,
+    FORMULA_PERIODIC, /* 1: the evaluation reached its periodic regime (formula_run) */
     FORMULA_CRIT,
     FORMULA_N_FIGURES,
 } FormulaFigure;
@@ -112,7 +120,18 @@ typedef struct {
     gint64 scalars, n_scalars; /* the optimizer's scalar all-reduces (models/train.h, step.h) */
     double pg8; /* --fp8-param-gather: the layers' parameters' wire bytes over bf16's */
     const void *net, *algo, *tp_mode; /* tp_mode: the row of the generator table */
+    /* an MoE model (models/step.c's two kinds of gradients): whether it has experts, its
+     * expert-data-parallel ranks DE, the expert numbering's strides, a layer's experts' share
+     * of layer_params, a dense layer's parameters (0: none), where its MoE layers lie */
+    gint64 moe, DE, ep, etp, expert_stride[5], le, lpd, dense_layers, moe_every;
 } FormulaConfig;
+
+/* models/step.c's two kinds of gradients: the rest, reduced over the data-parallel group, and
+ * the routed experts', over the expert-data-parallel group. */
+enum {
+    FORMULA_GRADS_DENSE,
+    FORMULA_GRADS_EXPERT,
+};
 
 /* A group's members as rank distances from its first: k % n stride + k / n stride2, k < n n2. */
 typedef struct {
@@ -139,11 +158,13 @@ typedef struct {
     const SimparTrain *tr;
     SimparPredictCache *cache;
     FormulaConfig c;
-    guint T, P, D, v, lc;   /* lc: layers per chunk, 0 when the chunks differ */
-    guint n_chains;         /* 1: chain (0, 0) for all; else T x D, chain t + T d */
-    SimparRankFacts *facts; /* per tensor-parallel rank */
-    SimparRoute *fwd, *bwd; /* per (chain, stage p): to stage (p + 1) % P, and back */
-    guint *end_rank;        /* per (chain, stage): the lowest rank it stands for */
+    guint T, P, D, v, lc; /* lc: layers per chunk, 0 when the chunks differ */
+    guint n_chains;       /* 1: chain (0, 0) for all; else T x D, chain t + T d */
+    const SimparModel *model;
+    SimparRankFacts *facts;       /* per tensor-parallel rank */
+    SimparRankFacts *dense_facts; /* an MoE model's dense layer's, or NULL */
+    SimparRoute *fwd, *bwd;       /* per (chain, stage p): to stage (p + 1) % P, and back */
+    guint *end_rank;              /* per (chain, stage): the lowest rank it stands for */
     /* one evaluation */
     guint m, n_vs;
     GArray *ops;      /* FormulaOp, chain by chain, stage by stage in program order */
@@ -153,8 +174,8 @@ typedef struct {
     GHashTable *ring; /* (axis, group, sequence) -> the ring's first op */
     guint seq[FORMULA_N_AXES];
     guint chain, t, d, p, last_compute, last_dp;
-    gsize open; /* gradients in the open bucket */
-    GArray *buckets;
+    gsize open[2];     /* gradients in the open bucket of each kind (FORMULA_GRADS_*) */
+    GArray *buckets;   /* (count, ready, kind) */
     guint *item_first; /* uneven chunks: per (chain, stage), its items' first ops, 2 m v + 1 */
     GArray *buf[FORMULA_N_BUFS];
 } Formula;
@@ -167,6 +188,13 @@ double formula_adam_time(Formula *f, gsize count);
  * their tensor-parallel part. */
 guint formula_axis_size(const Formula *f, FormulaAxis axis);
 gboolean formula_stats_group(const Formula *f);
+/* step-formula-ops.c: whether layer l of virtual stage vs is one of an MoE model's dense layers
+ * (models/step.c's step_dense), and the runs of layers of one kind of vs (its blocks a pass). */
+gboolean formula_dense(const Formula *f, guint vs, guint l);
+guint formula_layer_runs_of(const Formula *f, guint vs);
+/* The expert-data-parallel group of `rank` on stage p: its index (p, expert-parallel rank,
+ * expert-tensor rank) and its first member into *first. */
+guint formula_edp_group(const Formula *f, guint rank, guint p, guint *first);
 double formula_zero_time(Formula *f, gsize count);
 
 /* The micro-batches of one period of the schedule's table (interleaved: its groups of N). */

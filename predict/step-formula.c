@@ -1,20 +1,22 @@
 /* step-formula.c - the step from closed forms: the configuration, its collectives' closed forms,
  * one chain or every one, the figures at m (evaluated or extrapolated) and the row (see
  * step-formula.h; the ops are step-formula-ops.c's). */
+#include "generators.h"
 #include "pipeline.h"
 #include "step-formula-private.h"
 #include <math.h>
 #include <string.h>
 
 static const char *const formula_keys[FORMULA_N_KEYS] = {
-    "layer.fwd", "layer.bwd", "embed.fwd", "embed.bwd",
-    "head.fwd",  "head.bwd",  "fp8.cast",  "optimizer.tp-stats"};
+    "layer.fwd", "layer.bwd",          "embed.fwd", "embed.bwd", "head.fwd",      "head.bwd",
+    "fp8.cast",  "optimizer.tp-stats", "dense.fwd", "dense.bwd", "dense.fp8.cast"};
 
 /* ----- closed forms of collectives and Adam (memoised) ----- */
 
 typedef struct {
     gint64 what, kind, elems, first, stride, n, T, D, P, st[3], proto, max_chunks;
-    double chunk_bytes;
+    gint64 est[8]; /* formula_one_chain: the experts' strides, EP, ETP, whether they reduce */
+    double chunk_bytes, dsize;
     const void *net, *algo;
 } FormulaCollKey;
 
@@ -26,6 +28,7 @@ formula_coll_key(const Formula *f, gint64 what, SimparCollKind kind, gsize elems
     k->T = f->T, k->D = f->D, k->P = f->P;
     memcpy(k->st, f->c.stride, sizeof k->st);
     k->proto = f->c.proto, k->max_chunks = f->c.max_chunks, k->chunk_bytes = f->c.chunk_bytes;
+    k->dsize = f->c.dsize; /* a group's time is of elems x dsize bytes */
     k->net = f->c.net, k->algo = f->c.algo;
 }
 
@@ -75,6 +78,8 @@ formula_axis_size(const Formula *f, FormulaAxis axis)
         return f->T;
     case FORMULA_AXIS_STATS:
         return f->c.zero == 0 ? f->P : f->D * f->P;
+    case FORMULA_AXIS_EDP:
+        return (guint) f->c.DE;
     default:
         return 2;
     }
@@ -89,7 +94,9 @@ formula_axis_shape(const Formula *f, FormulaAxis axis, FormulaShape *sh)
     const gint64 *st = f->tr->stride;
     guint sd = (guint) st[SIMPAR_AXIS_DP], sp = (guint) st[SIMPAR_AXIS_PP];
     *sh = (FormulaShape){0, formula_axis_size(f, axis), 0, 1};
-    if (axis == FORMULA_AXIS_STATS && f->c.zero >= 1 && f->D > 1 && f->P > 1)
+    if (axis == FORMULA_AXIS_EDP)
+        sh->stride = (guint) f->c.expert_stride[SIMPAR_AXIS_DP];
+    else if (axis == FORMULA_AXIS_STATS && f->c.zero >= 1 && f->D > 1 && f->P > 1)
         *sh = sp < sd ? (FormulaShape){sp, f->P, sd, f->D} : (FormulaShape){sd, f->D, sp, f->P};
     else if (axis == FORMULA_AXIS_STATS)
         sh->stride = f->c.zero >= 1 && f->P == 1 ? sd : sp;
@@ -97,6 +104,17 @@ formula_axis_shape(const Formula *f, FormulaAxis axis, FormulaShape *sh)
         sh->stride = axis == FORMULA_AXIS_DP || axis == FORMULA_AXIS_OPT_DP ? sd
                      : axis == FORMULA_AXIS_TP ? (guint) st[SIMPAR_AXIS_TP]
                                                : (f->P - 1) * sp;
+}
+
+guint
+formula_edp_group(const Formula *f, guint rank, guint p, guint *first)
+{
+    const gint64 *es = f->c.expert_stride;
+    guint etp = (guint) f->c.etp, ep = (guint) f->c.ep;
+    guint e_tp = rank / (guint) es[SIMPAR_AXIS_TP] % etp,
+          e_ep = rank / (guint) es[SIMPAR_AXIS_EP] % ep;
+    *first = simpar_train_expert_rank(f->tr, e_tp, e_ep, 0, p);
+    return (p * ep + e_ep) * etp + e_tp;
 }
 
 double
@@ -110,6 +128,8 @@ formula_coll_time(Formula *f, SimparCollKind kind, gsize count, FormulaAxis axis
     guint p = f->n_chains == 1 || axis == FORMULA_AXIS_EMBED || stats ? 0 : f->p; /* alike */
     guint first =
         simpar_train_rank(f->tr, axis == FORMULA_AXIS_TP ? 0 : f->t, over_d ? 0 : f->d, p);
+    if (axis == FORMULA_AXIS_EDP)
+        formula_edp_group(f, simpar_train_rank(f->tr, f->t, f->d, p), p, &first);
     FormulaShape sh;
     formula_axis_shape(f, axis, &sh);
     return formula_group_time(f, kind, per_rank ? count * n : count, first, &sh);
@@ -214,6 +234,23 @@ formula_axis_alike(const Formula *f, FormulaAxis axis)
     return alike;
 }
 
+/* Whether every expert-data-parallel group, on every stage, is alike the first. */
+static gboolean
+formula_edp_alike(const Formula *f)
+{
+    FormulaShape sh;
+    formula_axis_shape(f, FORMULA_AXIS_EDP, &sh);
+    guint ref = simpar_train_expert_rank(f->tr, 0, 0, 0, 0);
+    for (guint p = 0; p < f->P; p++)
+        for (guint e = 0; e < f->c.ep * f->c.etp; e++)
+            if (!formula_groups_alike(f->tm->base.net, ref,
+                                      simpar_train_expert_rank(f->tr, e % (guint) f->c.etp,
+                                                               e / (guint) f->c.etp, 0, p),
+                                      &sh))
+                return FALSE;
+    return TRUE;
+}
+
 /* Whether every (t, d) has (0, 0)'s routes between neighbouring stages, both ways. */
 static gboolean
 formula_routes_alike(const Formula *f)
@@ -254,6 +291,8 @@ formula_one_chain(Formula *f, gboolean facts_alike)
     formula_coll_key(f, 3, 0, f->v > 1, &key);
     key.first = f->c.sg, key.stride = f->c.tied, key.n = facts_alike;
     key.kind = f->c.scalars * 4 + MIN(f->c.zero, 1); /* the gradient statistics' groups */
+    memcpy(key.est, f->c.expert_stride, sizeof f->c.expert_stride); /* the experts' groups */
+    key.est[5] = f->c.ep, key.est[6] = f->c.etp, key.est[7] = f->c.moe && f->c.DE > 1;
     gboolean alike;
     if (simpar_predict_cache_get(f->cache, &key, sizeof key, &alike, sizeof alike))
         return alike;
@@ -261,7 +300,8 @@ formula_one_chain(Formula *f, gboolean facts_alike)
             (f->D == 1 || formula_axis_alike(f, FORMULA_AXIS_DP)) &&
             (!f->c.sg || formula_axis_alike(f, FORMULA_AXIS_TP)) &&
             (!f->c.tied || f->P == 1 || formula_axis_alike(f, FORMULA_AXIS_EMBED)) &&
-            (!formula_stats_group(f) || formula_axis_alike(f, FORMULA_AXIS_STATS));
+            (!formula_stats_group(f) || formula_axis_alike(f, FORMULA_AXIS_STATS)) &&
+            (!f->c.moe || f->c.DE == 1 || formula_edp_alike(f));
     simpar_predict_cache_put(f->cache, &key, sizeof key, &alike, sizeof alike);
     return alike;
 }
@@ -332,7 +372,7 @@ static gboolean
 formula_affine_at(const double *p, gsize n, guint i, guint k)
 {
     double a = p[i], b = p[n + i], c = p[2 * n + i], d = p[3 * n + i];
-    gboolean time = i != FORMULA_BYTES && i != FORMULA_LAYER_BLOCKS;
+    gboolean time = i != FORMULA_BYTES && i != FORMULA_LAYER_BLOCKS && i != FORMULA_DENSE_BLOCKS;
     double tol = FORMULA_AFFINE_TOL * (time ? p[3 * n + FORMULA_STEP] : fabs(d));
     return fabs((d - c) - (b - a)) <= tol && fabs(c - k * (d - c) - a) <= tol;
 }
@@ -530,6 +570,11 @@ formula_config(Formula *f, const SimparBlockTimes *bt, const SimparModel *model,
         c->pg8 = 1 - lin / (lin + simpar_model_layer_small_params(model)) *
                          (1 - fp8 / simpar_dtype_size(model->dtype));
     }
+    c->moe = simpar_model_is_moe(model);
+    c->DE = c->moe ? simpar_train_expert_replicas(tr) : 1;
+    c->ep = MAX(tr->ep, 1), c->etp = MAX(tr->etp, 1);
+    memcpy(c->expert_stride, tr->expert_stride, sizeof c->expert_stride);
+    c->dense_layers = model->moe.dense_layers, c->moe_every = model->moe.moe_every;
 }
 
 /* The layer's shares per tensor-parallel rank; FALSE when they differ where they must not:
@@ -538,12 +583,22 @@ static gboolean
 formula_facts(Formula *f, const SimparSchedule *layer, gboolean *alike)
 {
     f->facts = simpar_schedule_rank_facts(layer);
+    if (simpar_model_has_dense_layers(f->model)) { /* their parameters: the dense layer's */
+        g_autoptr(SimparSchedule) dense = simpar_generate_dense_layer(f->model, &f->tr->tp, NULL);
+        g_assert(dense != NULL); /* validated with the model (simpar_predict_config) */
+        f->dense_facts = simpar_schedule_rank_facts(dense);
+    }
     *alike = TRUE;
     for (guint t = 1; t < f->T; t++)
         *alike = *alike && f->facts[t].act_elems == f->facts[0].act_elems &&
-                 f->facts[t].layer_params == f->facts[0].layer_params;
+                 f->facts[t].layer_params == f->facts[0].layer_params &&
+                 f->facts[t].expert_params == f->facts[0].expert_params &&
+                 (f->dense_facts == NULL ||
+                  f->dense_facts[t].layer_params == f->dense_facts[0].layer_params);
     f->c.act = (gint64) f->facts[0].act_elems,
     f->c.layer_params = (gint64) f->facts[0].layer_params;
+    f->c.le = (gint64) f->facts[0].expert_params;
+    f->c.lpd = f->dense_facts != NULL ? (gint64) f->dense_facts[0].layer_params : 0;
     return *alike || !f->c.sg;
 }
 
@@ -568,18 +623,57 @@ formula_fill(const Formula *f, const double *fig, const SimparBlockTimes *bt,
     SimparRun run = f->tm->base;
     run.gpus = job_gpus;
     simpar_step_breakdown_finish(&run, job_gpus, bt, model, f->tr, fig[FORMULA_TP_EXPOSED],
-                                 fig[FORMULA_LAYER_BLOCKS], 0, 0, row); /* no MoE models */
+                                 fig[FORMULA_LAYER_BLOCKS], fig[FORMULA_DENSE_EXPOSED],
+                                 fig[FORMULA_DENSE_BLOCKS], row);
 }
 
-/* What the closed forms cover; hybrid sharding, fp32 gradient reductions and the experts'
- * reductions over their own groups (an MoE model's, train.h) are replayed. */
+/* The layers per chunk where every chunk runs the same layers (train->layers_per_chunk), else
+ * 0: an MoE model's chunks of as many layers but other dense ones (--dense-layers, --moe-every)
+ * take other times, uneven stages (formula_figures_at). */
+static guint
+formula_even_layers(const SimparModel *model, const SimparTrain *train)
+{
+    guint lc = (guint) train->layers_per_chunk;
+    guint n_vs = (guint) (train->pp * train->virtual_stages);
+    gint64 first0 = simpar_train_stage_first_layer(train, 0);
+    for (guint vs = 1; vs < n_vs && lc > 0 && simpar_model_has_dense_layers(model); vs++) {
+        gint64 first = simpar_train_stage_first_layer(train, vs);
+        for (guint l = 0; l < lc; l++)
+            if (simpar_model_layer_is_moe(model, first + l) !=
+                simpar_model_layer_is_moe(model, first0 + l))
+                return 0;
+    }
+    return lc;
+}
+
+/* The token dispatchers whose MoE layers the closed forms take: the layer's blocks time them
+ * (step-predict.c), the step holds their parameters and their experts' reductions. A
+ * dispatcher not listed here is replayed until its layer is checked against the replay. */
+static gboolean
+formula_dispatcher_covered(gint64 dispatcher)
+{
+    switch (dispatcher) {
+    case SIMPAR_MOE_ALLTOALL:
+    case SIMPAR_MOE_DEEPEP:
+        return TRUE;
+    default:
+        return FALSE;
+    }
+}
+
+/* What the closed forms cover; multi-token prediction, hybrid sharding, fp32 gradient
+ * reductions and, for an MoE model, the merged 1F1B of --overlap-moe-expert-parallel-comm (its
+ * layers' nodes on two streams) and other dispatchers than formula_dispatcher_covered's are
+ * replayed. */
 static gboolean
 formula_supported(const SimparStepTimer *tm, const SimparModel *model, const SimparTrain *train)
 {
+    gboolean moe = simpar_model_is_moe(model);
     return model->mtp_layers == 0 && train->schedule != SIMPAR_PIPE_LOCAL && train->zero < 3 &&
-           train->tp.ep == 0 && tm->base.mode == SIMPAR_COLL_MODE_FUSED &&
+           tm->base.mode == SIMPAR_COLL_MODE_FUSED &&
            simpar_train_shard_group(train) == (guint) train->dp && !train->grad_dtype_set &&
-           simpar_plan_cp(&train->tp) == 1;
+           simpar_plan_cp(&train->tp) == 1 &&
+           (!moe || (!train->ep_overlap && formula_dispatcher_covered(train->moe_dispatcher)));
 }
 
 double
@@ -589,20 +683,23 @@ simpar_step_formula_bytes(const SimparStepTimer *tm, const SimparBlockTimes *bt,
 {
     if (!formula_supported(tm, model, train))
         return 0;
-    Formula f = {.tm = tm, .tr = train, .cache = cache};
+    Formula f = {.tm = tm, .tr = train, .model = model, .cache = cache};
     f.T = (guint) train->tp.tp, f.P = (guint) train->pp, f.D = (guint) train->dp;
-    f.v = (guint) train->virtual_stages, f.lc = (guint) train->layers_per_chunk;
+    f.v = (guint) train->virtual_stages, f.lc = formula_even_layers(model, train);
     formula_config(&f, bt, model, layer);
     gboolean alike, ok = formula_facts(&f, layer, &alike);
     double bytes = 0;
     if (ok) { /* formula_run's arrays at m itself: the ops (an array grown to a power of two) */
         double m = (double) train->micro_batches,
                chains = formula_one_chain(&f, alike) ? 1 : f.T * f.D;
-        double ops = (6 * m + 8) * f.P * f.v * chains;
+        guint runs = 1; /* an MoE model's dense layers: a block per run of one kind */
+        for (guint vs = 0; vs < f.P * f.v && f.dense_facts != NULL; vs++)
+            runs = MAX(runs, formula_layer_runs_of(&f, vs));
+        double ops = (6 * m + 8 + 2 * (runs - 1) * m) * f.P * f.v * chains;
         bytes =
             exp2(ceil(log2(ops * sizeof(FormulaOp)))) + chains * m * f.P * f.v * 2 * sizeof(guint);
     }
-    g_free(f.facts);
+    g_free(f.facts), g_free(f.dense_facts);
     return bytes;
 }
 
@@ -614,9 +711,9 @@ simpar_step_formula(const SimparStepTimer *tm, const SimparBlockTimes *bt, const
     g_return_val_if_fail(row != NULL || step_s != NULL, FALSE);
     if (!formula_supported(tm, model, train))
         return FALSE;
-    Formula f = {.tm = tm, .tr = train, .cache = cache};
+    Formula f = {.tm = tm, .tr = train, .model = model, .cache = cache};
     f.T = (guint) train->tp.tp, f.P = (guint) train->pp, f.D = (guint) train->dp;
-    f.v = (guint) train->virtual_stages, f.lc = (guint) train->layers_per_chunk;
+    f.v = (guint) train->virtual_stages, f.lc = formula_even_layers(model, train);
     formula_config(&f, bt, model, layer);
     gboolean alike, ok = formula_facts(&f, layer, &alike);
     if (ok) {
@@ -631,6 +728,6 @@ simpar_step_formula(const SimparStepTimer *tm, const SimparBlockTimes *bt, const
         g_clear_pointer(&tmp.axes, g_array_unref);
         g_clear_pointer(&tmp.step.placement, g_free);
     }
-    g_free(f.facts), g_free(f.fwd), g_free(f.bwd), g_free(f.end_rank);
+    g_free(f.facts), g_free(f.dense_facts), g_free(f.fwd), g_free(f.bwd), g_free(f.end_rank);
     return ok;
 }

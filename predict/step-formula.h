@@ -46,8 +46,21 @@
  *   - ZeRO-3 (parameter gathers prefetched on their own stream, one per layer);
  *   - --collectives exact (each member's arrival enters the collective's expansion);
  *   - scatter/gather with tensor-parallel ranks whose activation shares differ;
- *   - mixtures of experts (the experts' gradients reduce over the expert-data-parallel groups,
- *     train.h, which the chains of one tensor-parallel index do not hold).
+ *   - an MoE model's merged 1F1B (--overlap-moe-expert-parallel-comm: its layers' nodes on two
+ *     streams) and token dispatchers other than the all-to-all and DeepEP's (a whitelist: a new
+ *     dispatcher is replayed until the closed forms are checked against it).
+ * Mixtures of experts are closed forms as dense models are: what an MoE layer computes and
+ * sends inside the layer (the router, the dispatch and combine all-to-alls or DeepEP's hops,
+ * expert tensor parallelism's all-gathers and reduce-scatters, the permutations, the grouped
+ * GEMMs under imbalance or capacity, shared experts, recomputation) is the "layer.fwd" and
+ * "layer.bwd" blocks' time (step-predict.c); the step adds the dense layers' own blocks
+ * ("dense.fwd", "dense.bwd", "dense.fp8.cast": --dense-layers, --moe-every, a block per run of
+ * one kind), the routed experts' gradients in their own buckets, reduced over the
+ * expert-data-parallel group (all-reduce, or with ZeRO 1/2 reduce-scatter, Adam on the shard
+ * and all-gather over that group; ZeRO-2 per layer and micro-batch), as models/step.c does.
+ * Chunks of as many layers whose dense layers differ (--dense-layers 2 --moe-every 2 over 4
+ * stages: 3 dense layers on the first, 2 on the others) take other times: uneven stages, as
+ * below (from probes at m0, m1 such a step was 0.2% off, tests/test-formula.c).
  * (predict-config.c also replays for a Chrome trace, which wants every op's span.)
  *
  * Ownership: nothing is kept; numbers are memoised in the cache when one is given.
