@@ -655,6 +655,7 @@ formula_dispatcher_covered(gint64 dispatcher)
     switch (dispatcher) {
     case SIMPAR_MOE_ALLTOALL:
     case SIMPAR_MOE_DEEPEP:
+    case SIMPAR_MOE_ALLGATHER:
         return TRUE;
     default:
         return FALSE;

@@ -18,9 +18,9 @@
  *              / v, up to m = 4096 (extrapolated); data-parallel reductions after the backward
  *              add the same tail to every m; ranks on unlike routes against the replay
  *   moe        a tiny MoE model over EP, ETP, top-k, capacity, imbalance, shared experts, dense
- *              first layers, --moe-every, the all-to-all and DeepEP dispatchers, P x D, ZeRO
- *              0-2, recomputation and the schedules, on dgx-h100x64 and v100x64 (fp16): every
- *              row the analytic replay's within FORMULA_TOL, the merged 1F1B
+ *              first layers, --moe-every, the all-to-all, DeepEP and all-gather dispatchers, P x D,
+ * ZeRO 0-2, recomputation and the schedules, on dgx-h100x64 and v100x64 (fp16): every row the
+ * analytic replay's within FORMULA_TOL, the merged 1F1B
  *              (--overlap-moe-expert-parallel-comm) alone replayed
  *   fallbacks  local parallelism, ZeRO-3, exact collectives and MoE dispatchers the closed forms
  *              do not list are left to the replay
@@ -375,9 +375,9 @@ test_grid_v100(void)
 
 /* A tiny MoE model (8 layers, 8 experts) over expert parallelism, expert tensor parallelism,
  * top-k, capacity, imbalance, shared experts (overlapped or not), dense first layers and
- * --moe-every, the all-to-all and DeepEP dispatchers, P x D, ZeRO 0-2, recomputation and the
- * schedules, dealt out by i; --overlap-moe-expert-parallel-comm (the merged 1F1B) is left to the
- * replay. */
+ * --moe-every, the all-to-all, DeepEP and all-gather dispatchers, P x D, ZeRO 0-2, recomputation
+ * and the schedules, dealt out by i; --overlap-moe-expert-parallel-comm (the merged 1F1B) is left
+ * to the replay. */
 #define MOE_N      96
 #define MOE_MERGED 4 /* past the grid: the merged 1F1B's splits (P = 1 or interleaved, EP >= 2) */
 /* then stages of as many layers but other dense ones (16 layers, dense 2 then every second
@@ -389,7 +389,7 @@ typedef struct {
     SimparPipeSchedule schedule;
     guint v, P, D, m, zero, ep, etp, tp, top_k, dense, every, recompute;
     double capacity, imbalance;
-    gboolean shared, shared_overlap, deepep, overlap, merged, small_buckets, fp8, bf16;
+    gboolean shared, shared_overlap, deepep, allgather, overlap, merged, small_buckets, fp8, bf16;
     guint layers; /* 0: 8 */
 } MoeCase;
 
@@ -461,6 +461,9 @@ moe_case(guint i, MoeCase *c)
                    .shared = i % 2 == 1,
                    .shared_overlap = i % 4 == 3,
                    .deepep = ep == 8 && i % 2 == 0,
+                   /* Megatron-Core runs neither overlap with the all-gather dispatcher */
+                   .allgather = ep > 1 && !(ep == 8 && i % 2 == 0) && i % 3 != 2 &&
+                                !(k == 3 && i % 8 == 7) && i % 4 != 3,
                    .overlap = i / 3 % 2,
                    .merged = k == 3 && i % 8 == 7,
                    .small_buckets = i % 4 == 0,
@@ -491,7 +494,9 @@ moe_setup(const MoeCase *c, gboolean volta, SimparModel *model, SimparTrain *tr)
     if (c->recompute == 4) /* the MoE block's routed experts' activation, the shared experts */
         tr->tp.recompute_modules = SIMPAR_RECOMPUTE_MOE_ACT | SIMPAR_RECOMPUTE_SHARED_EXPERTS;
     tr->ep = c->ep, tr->etp = c->etp;
-    tr->moe_dispatcher = c->deepep ? SIMPAR_MOE_DEEPEP : SIMPAR_MOE_ALLTOALL;
+    tr->moe_dispatcher = c->deepep      ? SIMPAR_MOE_DEEPEP
+                         : c->allgather ? SIMPAR_MOE_ALLGATHER
+                                        : SIMPAR_MOE_ALLTOALL;
     tr->ep_overlap = c->merged;
     tr->schedule = c->schedule, tr->virtual_stages = c->v;
     tr->pp = c->P, tr->dp = c->D, tr->global_batch = (gint64) c->m * model->micro_batch * c->D;
@@ -505,12 +510,12 @@ moe_what(const MoeCase *k)
 {
     return g_strdup_printf(
         "T=%u %s v=%u P=%u D=%u m=%u ZeRO-%u EP=%u ETP=%u top-%u dense %u every %u recompute "
-        "%u capacity %g imbalance %g%s%s%s%s%s%s%s%s",
+        "%u capacity %g imbalance %g%s%s%s%s%s%s%s%s%s",
         k->tp, simpar_pipe_schedule_name(k->schedule), k->v, k->P, k->D, k->m, k->zero, k->ep,
         k->etp, k->top_k, k->dense, k->every, k->recompute, k->capacity, k->imbalance,
         k->shared ? " shared" : "", k->shared_overlap ? " shared-overlap" : "",
-        k->deepep ? " deepep" : "", k->overlap ? " overlap" : "", k->merged ? " merged" : "",
-        k->small_buckets ? " small-buckets" : "", k->fp8 ? " fp8" : "",
+        k->deepep ? " deepep" : "", k->allgather ? " allgather" : "", k->overlap ? " overlap" : "",
+        k->merged ? " merged" : "", k->small_buckets ? " small-buckets" : "", k->fp8 ? " fp8" : "",
         k->bf16 && !k->fp8 ? " bf16" : ""); /* (transfer full) */
 }
 
@@ -523,7 +528,7 @@ moe_job(const SimparPlatform *platform, gpointer data, GString *out, GError **er
         return FALSE;
     g_autoptr(SimparPredictCache) cache = simpar_predict_cache_new();
     GridResult res = {.bad = out};
-    guint merged = 0;
+    guint merged = 0, allgather = 0;
     for (guint i = 0; i < MOE_N + MOE_MERGED + MOE_KINDS; i++) {
         MoeCase c;
         moe_case(i, &c);
@@ -535,13 +540,14 @@ moe_job(const SimparPlatform *platform, gpointer data, GString *out, GError **er
         guint n = res.n;
         grid_compare(platform, &gpu, cache, i, what, &model, &train, &res);
         merged += c.merged && res.n > n;
+        allgather += c.allgather && res.n > n;
     }
 
     g_string_append_printf(out,
                            "n=%u used=%u fell_back=%u max_step=%.3g max_term=%.3g worst=%u "
-                           "merged=%u\n",
+                           "merged=%u allgather=%u\n",
                            res.n, res.used, res.fell_back, res.max_step, res.max_term, res.worst,
-                           merged);
+                           merged, allgather);
     return TRUE;
 }
 
@@ -559,15 +565,17 @@ moe_on(const char *topology, gboolean volta)
     CU_ASSERT_TRUE_FATAL(ran);
     const char *summary = strstr(out->str, "n=");
     CU_ASSERT_PTR_NOT_NULL_FATAL(summary);
-    guint n = 0, used = 0, fell_back = 0, merged = 0, worst = 0;
+    guint n = 0, used = 0, fell_back = 0, merged = 0, worst = 0, allgather = 0;
     double max_step = 1, max_term = 1;
     CU_ASSERT_EQUAL(sscanf(summary,
-                           "n=%u used=%u fell_back=%u max_step=%lg max_term=%lg worst=%u merged=%u",
-                           &n, &used, &fell_back, &max_step, &max_term, &worst, &merged),
-                    7);
+                           "n=%u used=%u fell_back=%u max_step=%lg max_term=%lg worst=%u merged=%u "
+                           "allgather=%u",
+                           &n, &used, &fell_back, &max_step, &max_term, &worst, &merged,
+                           &allgather),
+                    8);
     printf("\n    %s", out->str);
     CU_ASSERT(summary == out->str); /* no case disagreed */
-    CU_ASSERT(n >= 60 && merged == MOE_MERGED);
+    CU_ASSERT(n >= 60 && merged == MOE_MERGED && allgather >= 10);
     CU_ASSERT(fell_back == merged); /* the merged 1F1B's, and no other */
     CU_ASSERT(max_step <= FORMULA_TOL && max_term <= FORMULA_TOL);
 }
@@ -888,9 +896,9 @@ test_fallbacks(void)
             o.train.schedule = SIMPAR_PIPE_LOCAL, o.train.aux_head_width = 64;
         else if (c == 1)
             o.train.zero = 3;
-        else if (c == 3) /* a dispatcher past DeepEP (one being added) */
+        else if (c == 3) /* a dispatcher past the all-gather (one being added) */
             o.model.moe.experts = 8, o.model.moe.top_k = 2, o.model.moe.moe_ffn = 128,
-            o.train.ep = 2, o.train.moe_dispatcher = SIMPAR_MOE_DEEPEP + 1;
+            o.train.ep = 2, o.train.moe_dispatcher = SIMPAR_MOE_ALLGATHER + 1;
         gboolean used = oracle_run(&o, 1.0, 2.0, NULL);
         if (c == 2) { /* exact collectives: the step again, in that mode */
             o.tm.base.mode = SIMPAR_COLL_MODE_EXACT;
