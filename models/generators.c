@@ -275,8 +275,17 @@ generators_validate_common(const SimparGenerator *gen, const SimparPlan *plan, G
     }
     if (!generators_flag_applies(gen, plan->depth != 0, SIMPAR_GEN_LAYERS, "--depth", error) ||
         !generators_flag_applies(gen, plan->sequence_parallel, SIMPAR_GEN_SP,
-                                 "--sp (sequence parallelism)", error))
+                                 "--sp (sequence parallelism)", error) ||
+        !generators_flag_applies(gen, plan->tp_comm_overlap, SIMPAR_GEN_SP, "--tp-comm-overlap",
+                                 error))
         return FALSE;
+    if (plan->tp_comm_overlap && !plan->sequence_parallel) {
+        g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
+                    "--tp-comm-overlap needs --sp: Transformer Engine's userbuffers overlap the "
+                    "sequence-parallel all-gathers and reduce-scatters (valid: --tp-mode 1d --sp "
+                    "--tp-comm-overlap)");
+        return FALSE;
+    }
     if (plan->cp < 0 || plan->cp > GENERATORS_MAX_TP || plan->cp * plan->tp > GENERATORS_MAX_TP) {
         g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
                     "--cp %" G_GINT64_FORMAT " is out of range: --tp x --cp must be between 1 and "
