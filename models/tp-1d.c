@@ -33,10 +33,10 @@
  *                  steps on copy engines); the GEMM runs block by block, each block as soon as
  *                  it is there: [copy own | GEMM r | GEMM r-1 | ... | GEMM r+1] beside
  *                  [send r, recv r-1 | send r-1, recv r-2 | ...].
- *   pipeline       proj and fc2 forward: the GEMM in num_splits = 4 chunks, chunk s the rows
- *                  s of every rank's block (a batched GEMM, its output chunk-major), each chunk's
- *                  reduce-scatter beside the next chunk's GEMM; the GEMMs run on the SMs the
- *                  communication kernels (num_sm = 16, set_sm_margin) leave.
+ *   pipeline       proj and fc2 forward: the GEMM in num_splits = 4 chunks, each chunk's
+ *                  reduce-scatter beside the next chunk's GEMM (tp1d_pipeline_gemm_rs); the
+ *                  GEMMs run on the SMs the communication kernels (num_sm = 16, set_sm_margin)
+ *                  leave.
  *   bulk           qkv and fc1 backward: the input's all-gather beside the data-gradient GEMM,
  *                  the data gradient's reduce-scatter beside the weight-gradient GEMM (what the
  *                  schedule does without the flag too), each GEMM on the SMs the communication
@@ -139,10 +139,11 @@ tp1d_ring_gemm(SimparLayerCtx *c, guint which, const char *what, SimparView loca
             guint tag = tp1d_ring_tag(c, which, (guint) i);
             simpar_layer_p2p(c, SIMPAR_OP_SEND, c->tp_send, which, "ring-send", cp + (r + 1) % P,
                              tag, simpar_view(full, j * blk), blk);
-            simpar_layer_p2p(c, SIMPAR_OP_RECV, c->comm, which, "ring-recv", cp + (r + P - 1) % P,
-                             tag, simpar_view(full, next * blk), blk);
+            simpar_layer_p2p(c, SIMPAR_OP_RECV, c->tp_recv, which, "ring-recv",
+                             cp + (r + P - 1) % P, tag, simpar_view(full, next * blk), blk);
         }
         SimparGemm chunk = *g;
+        chunk.chunk = (guint) i;
         chunk.a = simpar_view(full, g->a.off + j * blk);
         chunk.c.off = g->c.off + j * rows * g->n;
         simpar_layer_gemm(c, which, "gemm", &chunk);
@@ -151,8 +152,13 @@ tp1d_ring_gemm(SimparLayerCtx *c, guint which, const char *what, SimparView loca
 }
 
 /* Pipeline (--tp-comm-overlap): the row-parallel GEMM [B x k] . [k x N] and the reduce-scatter
- * of its partial sums in S chunks; chunk s holds rows s of each rank's block (batch P), and its
- * reduce-scatter writes rows s of this rank's [B/P x N] output. */
+ * of its partial sums in S chunks, each chunk's reduce-scatter beside the next chunk's GEMM.
+ * Chunk s holds rows s of every rank's block of B/P (a GEMM of P blocks of B/(P S) rows over the
+ * one weight, timed as one GEMM of B/S rows: compute.c), its output chunk-major, so that its
+ * reduce-scatter hands each rank rows s of its own [B/P x N] output. Transformer Engine
+ * (CommOverlapBase::split_overlap_rs) splits the weight's N columns instead and reduce-scatters
+ * each [B x N/S] chunk strided: the same flops and bytes per chunk; simpar's weights are
+ * row-major [K x N] blocks without a leading dimension, so the chunks split the tokens. */
 static SimparView
 tp1d_pipeline_gemm_rs(SimparLayerCtx *c, guint which, SimparView x, guint64 k, guint64 N)
 {
@@ -172,7 +178,8 @@ tp1d_pipeline_gemm_rs(SimparLayerCtx *c, guint which, SimparView x, guint64 k, g
                         .a = simpar_view(x.buf, x.off + s * sub * k),
                         .b = {c->lin[which].w, 0},
                         .c = simpar_view(partial, s * P * sub * N),
-                        .comm_sms = TP1D_UB_SMS};
+                        .comm_sms = TP1D_UB_SMS,
+                        .chunk = (guint) s};
         simpar_layer_gemm(c, which, "gemm", &g);
         SimparColl rs = {SIMPAR_COLL_REDUCE_SCATTER,
                          c->group[0],

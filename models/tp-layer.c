@@ -975,6 +975,7 @@ simpar_layer_build(const SimparModel *model, const SimparPlan *plan, const Simpa
     guint comm = simpar_schedule_add_stream(sched, "comm");
     guint cp_send = C > 1 && plan->cp_ring ? simpar_schedule_add_stream(sched, "cp-send") : comm;
     guint tp_send = plan->tp_comm_overlap ? simpar_schedule_add_stream(sched, "tp-send") : comm;
+    guint tp_recv = plan->tp_comm_overlap ? simpar_schedule_add_stream(sched, "tp-recv") : comm;
     guint n_axes = scheme->n_axes + (C > 1);
     g_autofree guint *table = g_new(guint, (gsize) SIMPAR_MAX_AXES * n);
     g_assert(n_axes <= SIMPAR_MAX_AXES);
@@ -995,7 +996,8 @@ simpar_layer_build(const SimparModel *model, const SimparPlan *plan, const Simpa
                                 C > 1 ? table[(gsize) scheme->n_axes * n + r] : SIMPAR_NO_GROUP,
                             .comm = comm,
                             .cp_send = cp_send,
-                            .tp_send = tp_send};
+                            .tp_send = tp_send,
+                            .tp_recv = tp_recv};
         c.async = g_array_new(FALSE, FALSE, sizeof(guint));
         for (guint w = 0; w < SIMPAR_N_LINEARS; w++)
             c.lin[w].dest = SIMPAR_NO_VIEW;

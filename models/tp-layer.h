@@ -111,7 +111,8 @@ typedef struct {
     guint cp_group; /* that group, or SIMPAR_NO_GROUP without context parallelism */
     guint comm;     /* the asynchronous communication stream */
     guint cp_send;  /* ring attention: the stream of its sends (its receives are on comm) */
-    guint tp_send;  /* --tp-comm-overlap: the stream of the ring exchange's sends */
+    guint tp_send;  /* --tp-comm-overlap: the streams of the ring exchange's sends and */
+    guint tp_recv;  /* receives (Transformer Engine's _stream_send, _stream_recv) */
     SimparPhase phase;
     guint coord[3];               /* the scheme's coordinates of this rank */
     guint group[SIMPAR_MAX_AXES]; /* the scheme's groups of this rank, by axis */

@@ -555,7 +555,7 @@ test_1d_tp_comm_overlap(void)
         g_autoptr(SimparSchedule) sched = simpar_generate_layer(&m, &plan, NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
         guint P = (guint) lc->tp, rows = (guint) (lc->b * layers_s / P);
-        guint S = rows % 4 == 0 ? 4 : rows % 2 == 0 ? 2 : 1;
+        guint S = rows % 4 == 0 ? 4 : rows % 2 == 0 ? 2 : 1; /* the pipeline's chunks */
         const char *col = lc->mla ? "fwd.q_up." : "fwd.qkv.";
         CU_ASSERT_EQUAL(layers_count_ops(sched, col, "ring-send"), P - 1);
         CU_ASSERT_EQUAL(layers_count_ops(sched, col, "ring-recv"), P - 1);
