@@ -441,7 +441,7 @@ simpar_compute_fp8_cast_bytes(const SimparGemm *g, gboolean weight, guint *launc
     g_return_val_if_fail(g != NULL && g->fp8 != SIMPAR_FP8_NONE, 0);
     double per_elem = compute_fp8_cast_per_elem((SimparFp8Recipe) g->fp8, 2);
     double batch = MAX(g->batch, 1u), a = (double) g->m * g->k * batch;
-    double b = (double) g->k * g->n * batch, bytes = 0;
+    double b = (double) g->k * g->n * (g->stride_b == 0 ? 1 : batch), bytes = 0; /* one b */
     gboolean forward = !g->trans_a && !g->trans_b, dgrad = g->trans_b && !g->trans_a;
     guint casts = 0;
     if (weight && forward && g->chunk == 0) /* W, once for a linear's chunks */
