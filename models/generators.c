@@ -275,15 +275,16 @@ generators_validate_common(const SimparGenerator *gen, const SimparPlan *plan, G
     }
     if (!generators_flag_applies(gen, plan->depth != 0, SIMPAR_GEN_LAYERS, "--depth", error) ||
         !generators_flag_applies(gen, plan->sequence_parallel, SIMPAR_GEN_SP,
-                                 "--sp (sequence parallelism)", error) ||
-        !generators_flag_applies(gen, plan->tp_comm_overlap, SIMPAR_GEN_SP, "--tp-comm-overlap",
-                                 error))
+                                 "--sp (sequence parallelism)", error))
         return FALSE;
-    if (plan->tp_comm_overlap && !plan->sequence_parallel) {
+    if (plan->tp_comm_overlap && !plan->sequence_parallel) { /* --sp: SP's modes only */
+        g_autofree char *modes = simpar_generator_list(SIMPAR_GEN_SP, SIMPAR_GEN_NAME, "or");
         g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
-                    "--tp-comm-overlap needs --sp: Transformer Engine's userbuffers overlap the "
-                    "sequence-parallel all-gathers and reduce-scatters (valid: --tp-mode 1d --sp "
-                    "--tp-comm-overlap)");
+                    "--tp-comm-overlap applies to --tp-mode %s with --sp only (Transformer "
+                    "Engine's userbuffers overlap the sequence-parallel all-gathers and "
+                    "reduce-scatters with the GEMMs), not --tp-mode %s%s",
+                    modes, gen->name,
+                    simpar_generator_has(gen, SIMPAR_GEN_SP) ? " without --sp" : "");
         return FALSE;
     }
     if (plan->cp < 0 || plan->cp > GENERATORS_MAX_TP || plan->cp * plan->tp > GENERATORS_MAX_TP) {
