@@ -529,7 +529,8 @@ layers_count_ops(const SimparSchedule *sched, const char *prefix, const char *su
 
 /* --tp-comm-overlap (Transformer Engine's userbuffers, tp-1d.c): the ring exchanges, the
  * pipelined reduce-scatters and the bulk overlaps compute the serial layer's outputs and
- * gradients (layers_run_model: 1e-9 in fp64), with recomputation, context parallelism (both
+ * gradients (layers_run_model: 1e-9 in fp64), with recomputation (full, selective, and
+ * selective's layernorm, mlp and mla_up_proj modules: the same bits), context parallelism (both
  * modes) and MLA; the schedule is the chunked one: P - 1 ring steps of one block each, one GEMM
  * per block, 4 pipelined chunks where a rank's rows divide by 4. */
 static void
@@ -547,6 +548,14 @@ test_1d_tp_comm_overlap(void)
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
         const LayerCase *lc = &cases[i];
         layers_case(lc);
+        /* selective's modules replay the ring exchanges and the pipeline: the same bits */
+        guint mods = SIMPAR_RECOMPUTE_LAYERNORM | SIMPAR_RECOMPUTE_MLP |
+                     (lc->mla ? SIMPAR_RECOMPUTE_MLA_UP_PROJ : 0);
+        g_autoptr(GArray) none = layers_run_model(lc, TRUE, 0.0, SIMPAR_RECOMPUTE_NONE, 0, FALSE);
+        g_autoptr(GArray) got =
+            layers_run_model(lc, TRUE, 0.0, SIMPAR_RECOMPUTE_SELECTIVE, mods, FALSE);
+        CU_ASSERT_EQUAL_FATAL(got->len, none->len);
+        CU_ASSERT_EQUAL(memcmp(got->data, none->data, sizeof(double) * got->len), 0);
         SimparModel m = layers_model(lc);
         SimparPlan plan;
         simpar_plan_init(&plan);
