@@ -867,11 +867,24 @@ meg_parallel(SimparMegatron *meg, SimparMoeConfig *moe, gint64 *tp, gint64 *pp, 
     meg_use(meg, "--context-parallel-size (default 1)", "--cp %" G_GINT64_FORMAT, cp);
     meg_use(meg, "--cp-comm-type (default p2p)", "--cp-mode %s%s", mode,
             cp > 1 ? "" : " (no context parallelism: unused)");
-    if (meg_switch(meg, "sequence-parallel")) {
+    gboolean sp = meg_switch(meg, "sequence-parallel");
+    if (sp) {
         if (*tp > 1)
             meg_arg(meg, "--sp");
         meg_use(meg, "--sequence-parallel",
                 *tp > 1 ? "--sp" : "none: Megatron disables it without tensor parallelism");
+    }
+    if (meg_switch(meg, "tp-comm-overlap")) { /* Megatron asserts it (training/arguments.py) */
+        if (!sp || *tp < 2)
+            return meg_fail(meg, error,
+                            "--tp-comm-overlap needs --sequence-parallel with "
+                            "--tensor-model-parallel-size 2 or more (Megatron: tensor parallel "
+                            "communication/GEMM overlap can happen only when sequence "
+                            "parallelism is enabled)");
+        meg_arg(meg, "--tp-comm-overlap");
+        meg_use(meg, "--tp-comm-overlap",
+                "--tp-comm-overlap (Transformer Engine's default userbuffers methods: ring "
+                "exchange, pipeline, bulk)");
     }
     return TRUE;
 }
@@ -1196,9 +1209,10 @@ static const struct {
      "history and algorithm, interval): simpar prices the recipe's kernels, not these"},
     {(const char *const[]){"first-last-layers-bf16", "num-layers-at-*", NULL},
      "the first and last layers' GEMMs are priced in FP8 as the others'"},
-    {(const char *const[]){"tp-comm-overlap*", "disable-tp-comm-*", NULL},
-     "simpar does not overlap tensor-parallel collectives with GEMMs (userbuffers): predicted "
-     "without that overlap"},
+    {(const char *const[]){"tp-comm-overlap-*", "disable-tp-comm-*", NULL},
+     "simpar prices Transformer Engine's default userbuffers configuration (--tp-comm-overlap): "
+     "a configuration file, another bootstrap or a method turned off is predicted with the "
+     "defaults"},
     {(const char *const[]){"overlap-param-gather*", "no-align-param-gather", NULL},
      "simpar all-gathers the distributed optimizer's parameters after the optimizer step, not "
      "overlapped with the next forward"},

@@ -179,7 +179,12 @@ def main():
 # block-scaled (1 x 32, E8M0 scales) FP8 tensor cores, which the mxfp8 recipe needs: Blackwell's
 # fifth-generation tensor cores (NVIDIA Blackwell architecture technical brief: MXFP8, MXFP6,
 # MXFP4 microscaling formats; Transformer Engine's MXFP8BlockScaling recipe requires compute
-# capability 10.0 and later).
+# capability 10.0 and later). sms: the GPU's streaming multiprocessors, from NVIDIA's architecture
+# whitepapers: H100 SXM5 132 (NVIDIA H100 Tensor Core GPU Architecture, v1.01, "the H100 SXM5
+# has 132 SMs"), the H200 the same GH100 configuration (its datasheet's compute peaks are the
+# H100 SXM's), A100 108 (NVIDIA A100 Tensor Core GPU Architecture, "108 SMs"), V100 80 (NVIDIA
+# Tesla V100 GPU Architecture, "80 SMs"); Blackwell's are not given (a GEMM beside
+# communication kernels is timed there as if it had every SM).
 """ % (overhead * 1e6)
     groups = [
         ("H200-SXM-141GB",
@@ -214,16 +219,18 @@ def main():
          "measured sm_100 table, bf16 and FP8 (Blackwell, not stated whether a B200 or a GB200: "
          "the GB200's 1200 W clocks may run faster; bench/fidelity/gemm-b200-xla.csv)"),
     ]
+    sms = {"H200-SXM-141GB": 132, "H100-SXM5-80GB": 132, "A100-SXM4-80GB": 108,
+           "V100-SXM2-16GB": 80, "V100-SXM3-32GB": 80}
     out = [head]
     for name, summary, rows in groups:
-        out.append("[%s]\nsummary = %s\n%s\n" % (name, summary, keff))
+        out.append("[%s]\nsummary = %s\n%s\nsms = %d\n" % (name, summary, keff, sms[name]))
         if rows:
             out.append("gemm_bf16 = %s\ngemm_fp16 = %s\n" % (gemm_list(rows), gemm_list(rows)))
         if name in fp8_max:
             out.append("gemm_fp8_max_flops = %.5g\n" % fp8_max[name])
         out.append("\n")
     for name, summary in volta:
-        out.append("[%s]\nsummary = %s\n%s\n" % (name, summary, keff))
+        out.append("[%s]\nsummary = %s\n%s\nsms = %d\n" % (name, summary, keff, sms[name]))
         out.append("gemm_fp16 = %s\ngemm_fp32 = %s\n\n"
                    % (gemm_list(v100["fp16"]), gemm_list(v100["fp32"])))
     for name, summary in blackwell:

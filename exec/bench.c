@@ -200,8 +200,8 @@ bench_gemm_add_op(SimparSchedule *s, const BenchGemm *g)
     guint b = simpar_schedule_add_buffer(s, 0, "b", (gsize) g->k * g->n);
     guint c = simpar_schedule_add_buffer(s, 0, "c", (gsize) g->m * g->n);
     SimparOp op = {.kind = SIMPAR_OP_GEMM, .name = "bench.gemm"};
-    op.u.gemm =
-        (SimparGemm){g->m, g->n, g->k, 1, g->ta, g->tb, FALSE, 0, 0, 0, {a, 0}, {b, 0}, {c, 0}, 0};
+    op.u.gemm = (SimparGemm){g->m, g->n, g->k,   1,      g->ta,  g->tb, FALSE, 0,
+                             0,    0,    {a, 0}, {b, 0}, {c, 0}, 0,     0,     0};
     simpar_schedule_add_op(s, &op);
 }
 

@@ -322,6 +322,7 @@ typedef struct {
     const char *source; /* interned */
     gboolean mxfp8;     /* block-scaled FP8 tensor cores */
     double fp8_max;     /* gemm_fp8_max_flops, 0: none */
+    gint64 sms;         /* streaming multiprocessors, 0: not given */
 } GpuData;
 
 static gboolean
@@ -362,6 +363,16 @@ data_read(GKeyFile *data, const char *group, GpuData *out, GError **error)
             return FALSE;
         }
     }
+    if (g_key_file_has_key(data, group, "sms", NULL)) {
+        out->sms = g_key_file_get_int64(data, group, "sms", NULL);
+        if (out->sms < 1 || out->sms > 4096) {
+            g_set_error(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_INVALID,
+                        "compute data [%s]: sms = %" G_GINT64_FORMAT
+                        " is not a count of streaming multiprocessors from 1 to 4096",
+                        group, out->sms);
+            return FALSE;
+        }
+    }
     return TRUE;
 }
 
@@ -399,6 +410,7 @@ simpar_gpu_load_data(SimparGpu *gpu, GKeyFile *data, GError **error)
         gpu->data_source = d->source;
     gpu->mxfp8 = d->mxfp8;
     gpu->gemm_fp8_max_flops = d->fp8_max;
+    gpu->sms = d->sms;
     return TRUE;
 }
 

@@ -367,6 +367,14 @@ compute_gemm(const SimparGpu *gpu, SimparDtype dtype, double m, double n, double
     return compute_gemm_op(gpu, dtype, &q, accumulate);
 }
 
+double
+simpar_compute_sm_share(const SimparGpu *gpu, const SimparGemm *g)
+{
+    if (g->comm_sms == 0 || gpu->sms <= (gint64) g->comm_sms)
+        return 1;
+    return (double) gpu->sms / (double) (gpu->sms - (gint64) g->comm_sms);
+}
+
 static gboolean
 compute_usable(const SimparGpu *gpu, SimparDtype dtype)
 {
@@ -433,17 +441,17 @@ simpar_compute_fp8_cast_bytes(const SimparGemm *g, gboolean weight, guint *launc
     g_return_val_if_fail(g != NULL && g->fp8 != SIMPAR_FP8_NONE, 0);
     double per_elem = compute_fp8_cast_per_elem((SimparFp8Recipe) g->fp8, 2);
     double batch = MAX(g->batch, 1u), a = (double) g->m * g->k * batch;
-    double b = (double) g->k * g->n * batch, bytes = 0;
+    double b = (double) g->k * g->n * (g->stride_b == 0 ? 1 : batch), bytes = 0; /* one b */
     gboolean forward = !g->trans_a && !g->trans_b, dgrad = g->trans_b && !g->trans_a;
     guint casts = 0;
-    if (weight && forward) /* W */
+    if (weight && forward && g->chunk == 0) /* W, once for a linear's chunks */
         bytes = b * per_elem, casts = 1;
     else if (!weight && (forward || dgrad)) /* X, or dY */
         bytes = a * per_elem, casts = 1;
     if (!weight && forward && g->fp8 == SIMPAR_FP8_DELAYED)
         bytes += 3 * 2 * COMPUTE_FP8_HISTORY * 4.0;
-    if (launches != NULL)
-        *launches = casts * (g->fp8 == SIMPAR_FP8_CURRENT ? 2 : 1);
+    if (launches != NULL) /* a linear's chunks: one cast of the whole input */
+        *launches = g->chunk > 0 ? 0 : casts * (g->fp8 == SIMPAR_FP8_CURRENT ? 2 : 1);
     return bytes;
 }
 
@@ -946,7 +954,9 @@ compute_op_time(const SimparGpu *gpu, const SimparSchedule *sched, const SimparO
     case SIMPAR_OP_GEMM: {
         SimparDtype gt = g->fp8 != SIMPAR_FP8_NONE ? SIMPAR_DTYPE_FP8 : dt;
         GemmQuery q = {gt, g->m, g->n, g->k, g->batch, g->trans_a, g->trans_b};
-        return compute_gemm_op(gpu, gt, &q, g->accumulate) +
+        if (g->batch > 1 && g->stride_b == 0 && !g->trans_a) /* blocks of rows, one b: */
+            q.m *= g->batch, q.batch = 1; /* the tiles of one GEMM of all the rows */
+        return compute_gemm_op(gpu, gt, &q, g->accumulate) * simpar_compute_sm_share(gpu, g) +
                (g->fp8 != SIMPAR_FP8_NONE ? simpar_compute_fp8_cast_time(gpu, g, FALSE) : 0);
     }
     case SIMPAR_OP_ATTENTION:

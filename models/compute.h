@@ -98,6 +98,9 @@ typedef struct {
     gint64 mxfp8; /* block-scaled (1 x 32) FP8 tensor cores (Blackwell; compute data's mxfp8) */
     double gemm_fp8_max_flops; /* the most FP8 GEMM throughput measured at any shape (compute
                                   data's gemm_fp8_max_flops): the curve's FP8 ceiling; 0: none */
+    gint64 sms; /* streaming multiprocessors (compute data's sms, the datasheet's); 0: unknown,
+                   and a GEMM beside communication kernels that hold SMs (SimparGemm.comm_sms)
+                   is timed as if it had them all */
 } SimparGpu;
 
 /* Defaults for the model parameters; figures (peaks, bandwidth, memory) zero. */
@@ -176,6 +179,10 @@ gboolean simpar_attention_check_fp8(gboolean fp8_attention, SimparAttentionImpl 
 double simpar_compute_fp8_cast_bytes(const SimparGemm *g, gboolean weight, guint *launches);
 /* Their time on `gpu`: launches x launch_s + bytes at the stream kernels' bandwidth. */
 double simpar_compute_fp8_cast_time(const SimparGpu *gpu, const SimparGemm *g, gboolean weight);
+/* The factor a GEMM's time takes while communication kernels hold g->comm_sms of the GPU's SMs
+ * (Transformer Engine's userbuffers, --tp-comm-overlap): sms / (sms - comm_sms), the GEMM's
+ * tiles spread over the SMs left; 1 without comm_sms or where the GPU's SM count is unknown. */
+double simpar_compute_sm_share(const SimparGpu *gpu, const SimparGemm *g);
 /* One layer's weight casts on one of its ranks (the mean over sched's ranks of its forward FP8
  * GEMMs' weight casts): the step's "fp8.cast" block per layer (models/step.h). Op times
  * (simpar_compute_times) leave them out. */

@@ -277,6 +277,16 @@ generators_validate_common(const SimparGenerator *gen, const SimparPlan *plan, G
         !generators_flag_applies(gen, plan->sequence_parallel, SIMPAR_GEN_SP,
                                  "--sp (sequence parallelism)", error))
         return FALSE;
+    if (plan->tp_comm_overlap && !plan->sequence_parallel) { /* --sp: SP's modes only */
+        g_autofree char *modes = simpar_generator_list(SIMPAR_GEN_SP, SIMPAR_GEN_NAME, "or");
+        g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
+                    "--tp-comm-overlap applies to --tp-mode %s with --sp only (Transformer "
+                    "Engine's userbuffers overlap the sequence-parallel all-gathers and "
+                    "reduce-scatters with the GEMMs), not --tp-mode %s%s",
+                    modes, gen->name,
+                    simpar_generator_has(gen, SIMPAR_GEN_SP) ? " without --sp" : "");
+        return FALSE;
+    }
     if (plan->cp < 0 || plan->cp > GENERATORS_MAX_TP || plan->cp * plan->tp > GENERATORS_MAX_TP) {
         g_set_error(error, SIMPAR_PLAN_ERROR, SIMPAR_PLAN_ERROR_INVALID,
                     "--cp %" G_GINT64_FORMAT " is out of range: --tp x --cp must be between 1 and "

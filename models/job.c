@@ -207,6 +207,10 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
          "T"},
         {"depth", 0, 0, G_OPTION_ARG_INT64, &a->depth, "2.5-D depth d (default q=d)", "D"},
         {"sp", 0, 0, G_OPTION_ARG_NONE, &a->sp, "1-D: sequence parallelism", NULL},
+        {"tp-comm-overlap", 0, 0, G_OPTION_ARG_NONE, &a->tp_comm_overlap,
+         "1-D with --sp: overlap the sequence-parallel all-gathers and reduce-scatters with the "
+         "GEMMs in chunks, as Transformer Engine's userbuffers do (Megatron's --tp-comm-overlap)",
+         NULL},
         {"cp", 0, 0, G_OPTION_ARG_INT64, &a->cp,
          "Context parallelism: C GPUs share each sequence (2C chunks; default 1), right after "
          "the tensor-parallel group unless --order places cp",
@@ -703,6 +707,7 @@ simpar_job_plan(const SimparJobArgs *args, const SimparModel *model, const Simpa
     plan->tp = args->tp;
     plan->depth = args->depth == SIMPAR_JOB_UNSET ? 0 : args->depth;
     plan->sequence_parallel = args->sp;
+    plan->tp_comm_overlap = args->tp_comm_overlap;
     plan->fp8_attention = args->fp8_attention; /* job_precision: only with --dtype fp8 */
     if (!job_cp_valid(args, error) || !simpar_job_check_ranges(args, error))
         return FALSE;

@@ -49,6 +49,7 @@ typedef struct {
     char *tp_mode;
     gint64 tp, depth, cp;
     gboolean sp;
+    gboolean tp_comm_overlap;
     char *variant;           /* 3-D: paper, later */
     char *cp_mode;           /* allgather, ring */
     char *recompute;         /* none, selective, full */

@@ -60,6 +60,9 @@ typedef struct {
     gint64 tp;                  /* GPUs in the tensor-parallel group */
     gint64 depth;               /* 2.5-D depth d; 0 when not given */
     gboolean sequence_parallel; /* 1-D only */
+    gboolean tp_comm_overlap;   /* 1-D with SP: Transformer Engine's userbuffers overlap of the
+                                   sequence-parallel gathers and scatters with the GEMMs
+                                   (--tp-comm-overlap; models/tp-1d.c) */
     gboolean paper_3d;          /* 3-D: the paper-era variant (backward re-gathers) */
     SimparRecompute recompute;  /* activation recomputation */
     guint recompute_modules;    /* selective: SimparRecomputeModule bits; 0: core_attn alone */

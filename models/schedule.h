@@ -153,8 +153,13 @@ typedef struct {
     gboolean accumulate;  /* c += instead of c = */
     gsize stride_a, stride_b, stride_c; /* elements between batch entries */
     SimparView a, b, c;
-    guint fp8; /* SimparFp8Recipe of a linear's GEMM run in FP8 (inputs cast by the recipe's
-                  kernels, bf16 out; compute.c); 0: in the schedule's dtype */
+    guint fp8;      /* SimparFp8Recipe of a linear's GEMM run in FP8 (inputs cast by the recipe's
+                       kernels, bf16 out; compute.c); 0: in the schedule's dtype */
+    guint comm_sms; /* SMs that communication kernels hold while it runs (Transformer Engine's
+                       userbuffers, --tp-comm-overlap): it runs on the GPU's other SMs */
+    guint chunk;    /* --tp-comm-overlap: its index among the chunks a linear's GEMM is split in
+                       (0: the first, or the whole GEMM); with FP8 the weight's cast and the
+                       launches of the input's are the first chunk's (compute.c) */
 } SimparGemm;
 
 /* Elementwise and row-wise kernels on a local block x[rows x cols] (row-major, rows = tokens).

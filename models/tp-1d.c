@@ -23,6 +23,24 @@
  *   SP:  [B/P x h] --q_down--> [B/P x q] --norm--AG--> [B x q] --q_up--> [B x a/P dqk]
  *                  --kv_down-> [B/P x kv | pe] --norm--AG--> [B x kv] --kv_up--> [B x a/P (dk+dv)]
  *                                          pe --AG--> [B x pe]
+ *
+ * --tp-comm-overlap (with SP): Transformer Engine's userbuffers as Megatron-Core turns them on
+ * (megatron/core/extensions/transformer_engine.py: ub_overlap_ag, ub_overlap_rs, ub_bulk_dgrad,
+ * ub_bulk_wgrad), with the methods of TE's defaults (transformer_engine/pytorch/module/base.py,
+ * initialize_ub: `methods` and get_default_config):
+ *   ring_exchange  qkv and fc1 forward, proj and fc2 data gradient: the gathered operand comes
+ *                  one rank's block of B/P rows at a time around the ring (P - 1 point-to-point
+ *                  steps on copy engines); the GEMM runs block by block, each block as soon as
+ *                  it is there: [copy own | GEMM r | GEMM r-1 | ... | GEMM r+1] beside
+ *                  [send r, recv r-1 | send r-1, recv r-2 | ...].
+ *   pipeline       proj and fc2 forward: the GEMM in num_splits = 4 chunks, each chunk's
+ *                  reduce-scatter beside the next chunk's GEMM (tp1d_pipeline_gemm_rs); the
+ *                  GEMMs run on the SMs the communication kernels (num_sm = 16, set_sm_margin)
+ *                  leave.
+ *   bulk           qkv and fc1 backward: the input's all-gather beside the data-gradient GEMM,
+ *                  the data gradient's reduce-scatter beside the weight-gradient GEMM (what the
+ *                  schedule does without the flag too), each GEMM on the SMs the communication
+ *                  kernels (num_sm = 16) leave.
  */
 #include "tp-layer.h"
 
@@ -81,6 +99,98 @@ tp1d_setup(SimparLayerCtx *c)
             g->bias_group[w] = sp ? c->group[0] : SIMPAR_NO_GROUP;
         }
     }
+}
+
+/* Transformer Engine's default userbuffers configuration (base.py, get_default_config): the
+ * pipeline's chunks and the SMs its and bulk's communication kernels take. */
+#define TP1D_UB_SPLITS 4
+#define TP1D_UB_SMS    16
+
+/* A ring exchange's messages, told apart by phase, recomputation, linear and step (above the
+ * ring attention's tags, tp-layer.c). */
+static guint
+tp1d_ring_tag(const SimparLayerCtx *c, guint which, guint step)
+{
+    guint base = ((guint) c->phase * 2 + (c->recomputing ? 1 : 0)) * SIMPAR_N_LINEARS + which;
+    return (1u << 20) + base * (guint) c->plan->tp + step;
+}
+
+/* Ring exchange (--tp-comm-overlap): `g` (its a and c views the gathered operand's and the
+ * output's starts, m the local block's rows) run block by block over the operand all-gathered
+ * from the local [rows x cols] blocks; returns the gathered operand, every block in place. */
+static SimparView
+tp1d_ring_gemm(SimparLayerCtx *c, guint which, const char *what, SimparView local, guint64 cols,
+               const SimparGemm *g)
+{
+    guint64 P = c->plan->tp, r = c->trank, rows = c->geom.res.rows, blk = rows * cols;
+    guint full = simpar_layer_buffer(c, which, what, P * blk);
+    guint cp = c->rank - c->trank; /* the schedule rank of this group's tensor-parallel rank 0 */
+    SimparKernel copy = {.rows = (guint) rows,
+                         .cols = (guint) cols,
+                         .in = {local},
+                         .out = {simpar_view(full, r * blk)},
+                         .ld = (guint) cols,
+                         .groups = 1,
+                         .width = (guint) cols};
+    simpar_layer_kernel(c, SIMPAR_OP_PACK_COLS, which, "ring-copy", copy);
+    for (guint64 i = 0; i < P; i++) {
+        guint64 j = (r + P - i) % P, next = (r + P - i - 1) % P;
+        if (i + 1 < P) {
+            guint tag = tp1d_ring_tag(c, which, (guint) i);
+            simpar_layer_p2p(c, SIMPAR_OP_SEND, c->tp_send, which, "ring-send", cp + (r + 1) % P,
+                             tag, simpar_view(full, j * blk), blk);
+            simpar_layer_p2p(c, SIMPAR_OP_RECV, c->tp_recv, which, "ring-recv",
+                             cp + (r + P - 1) % P, tag, simpar_view(full, next * blk), blk);
+        }
+        SimparGemm chunk = *g;
+        chunk.chunk = (guint) i;
+        chunk.a = simpar_view(full, g->a.off + j * blk);
+        chunk.c.off = g->c.off + j * rows * g->n;
+        simpar_layer_gemm(c, which, "gemm", &chunk);
+    }
+    return simpar_view(full, 0);
+}
+
+/* Pipeline (--tp-comm-overlap): the row-parallel GEMM [B x k] . [k x N] and the reduce-scatter
+ * of its partial sums in S chunks, each chunk's reduce-scatter beside the next chunk's GEMM.
+ * Chunk s holds rows s of every rank's block of B/P (a GEMM of P blocks of B/(P S) rows over the
+ * one weight, timed as one GEMM of B/S rows: compute.c), its output chunk-major, so that its
+ * reduce-scatter hands each rank rows s of its own [B/P x N] output. Transformer Engine
+ * (CommOverlapBase::split_overlap_rs) splits the weight's N columns instead and reduce-scatters
+ * each [B x N/S] chunk strided: the same flops and bytes per chunk; simpar's weights are
+ * row-major [K x N] blocks without a leading dimension, so the chunks split the tokens. */
+static SimparView
+tp1d_pipeline_gemm_rs(SimparLayerCtx *c, guint which, SimparView x, guint64 k, guint64 N)
+{
+    guint64 P = c->plan->tp, rows = c->geom.res.rows, S = TP1D_UB_SPLITS;
+    while (rows % S != 0)
+        S--;
+    guint64 sub = rows / S;
+    guint partial = simpar_layer_buffer(c, which, "y-partial", P * rows * N);
+    guint out = simpar_layer_buffer(c, which, "y", rows * N);
+    for (guint64 s = 0; s < S; s++) {
+        SimparGemm g = {.m = (guint) sub,
+                        .n = (guint) N,
+                        .k = (guint) k,
+                        .batch = (guint) P,
+                        .stride_a = rows * k,
+                        .stride_c = sub * N,
+                        .a = simpar_view(x.buf, x.off + s * sub * k),
+                        .b = {c->lin[which].w, 0},
+                        .c = simpar_view(partial, s * P * sub * N),
+                        .comm_sms = TP1D_UB_SMS,
+                        .chunk = (guint) s};
+        simpar_layer_gemm(c, which, "gemm", &g);
+        SimparColl rs = {SIMPAR_COLL_REDUCE_SCATTER,
+                         c->group[0],
+                         sub * N,
+                         0,
+                         simpar_view(partial, s * P * sub * N),
+                         simpar_view(out, s * sub * N),
+                         SIMPAR_RED_SUM};
+        simpar_layer_coll(c, which, "reduce-scatter-y", &rs, TRUE);
+    }
+    return simpar_view(out, 0);
 }
 
 /* SP: the full [B x cols] from the local [B/P x cols] block. */
@@ -145,9 +255,17 @@ tp1d_linear_fwd(SimparLayerCtx *c, guint which, SimparView x)
     gboolean sp = c->plan->sequence_parallel, col = tp1d_column(which);
     if (tp1d_duplicated(which))
         return tp1d_duplicated_fwd(c, which, x);
+    guint64 k = col ? K : K / P, n = col ? N / P : N;
+    if (c->plan->tp_comm_overlap && !col)
+        return tp1d_pipeline_gemm_rs(c, which, x, k, N);
+    if (c->plan->tp_comm_overlap) {
+        SimparView yv = simpar_layer_output(c, which, "y", B * n);
+        SimparGemm g = {.m = B / P, .n = n, .k = k, .b = {c->lin[which].w, 0}, .c = yv};
+        tp1d_ring_gemm(c, which, "all-gather-x", x, K, &g);
+        return yv;
+    }
     if (col && sp)
         x = tp1d_gather(c, which, "all-gather-x", x, K, FALSE);
-    guint64 k = col ? K : K / P, n = col ? N / P : N;
     SimparView yv = col ? simpar_layer_output(c, which, "y", B * n)
                         : simpar_view(simpar_layer_buffer(c, which, "y-partial", B * n), 0);
     guint y = yv.buf;
@@ -181,8 +299,15 @@ tp1d_column_bwd(SimparLayerCtx *c, guint which, SimparView dy)
     if (sp)
         x = tp1d_gather(c, which, "all-gather-x-again", x, K, TRUE);
     guint dxp = simpar_layer_buffer(c, which, sp ? "dx-partial" : "dx", B * K);
-    SimparGemm gx = {
-        .m = B, .n = K, .k = n, .trans_b = TRUE, .a = dy, .b = {c->lin[which].w, 0}, .c = {dxp, 0}};
+    guint bulk = c->plan->tp_comm_overlap ? TP1D_UB_SMS : 0; /* SMs of the bulk overlaps */
+    SimparGemm gx = {.m = B,
+                     .n = K,
+                     .k = n,
+                     .trans_b = TRUE,
+                     .a = dy,
+                     .b = {c->lin[which].w, 0},
+                     .c = {dxp, 0},
+                     .comm_sms = bulk};
     simpar_layer_gemm(c, which, "gemm-dx", &gx);
     SimparView dx = simpar_view(dxp, 0);
     if (sp) {
@@ -194,10 +319,30 @@ tp1d_column_bwd(SimparLayerCtx *c, guint which, SimparView dy)
         SimparColl ar = {SIMPAR_COLL_ALL_REDUCE, c->group[0], B * K, 0, dx, dx, SIMPAR_RED_SUM};
         simpar_layer_coll(c, which, "all-reduce-dx", &ar, TRUE);
     }
-    SimparGemm gw = {
-        .m = K, .n = n, .k = B, .trans_a = TRUE, .a = x, .b = dy, .c = {c->lin[which].dw, 0}};
+    SimparGemm gw = {.m = K,
+                     .n = n,
+                     .k = B,
+                     .trans_a = TRUE,
+                     .a = x,
+                     .b = dy,
+                     .c = {c->lin[which].dw, 0},
+                     .comm_sms = bulk};
     simpar_layer_gemm(c, which, "gemm-dw", &gw);
     return dx;
+}
+
+static void
+tp1d_row_wgrad(SimparLayerCtx *c, guint which, SimparView dy, guint64 k, guint64 N)
+{
+    const SimparModel *m = c->model;
+    SimparGemm gw = {.m = k,
+                     .n = N,
+                     .k = m->micro_batch * m->seq,
+                     .trans_a = TRUE,
+                     .a = c->lin[which].in,
+                     .b = dy,
+                     .c = {c->lin[which].dw, 0}};
+    simpar_layer_gemm(c, which, "gemm-dw", &gw);
 }
 
 static SimparView
@@ -206,20 +351,21 @@ tp1d_row_bwd(SimparLayerCtx *c, guint which, SimparView dy)
     const SimparModel *m = c->model;
     guint64 B = m->micro_batch * m->seq, P = c->plan->tp;
     guint64 k = simpar_layer_linear_in(m, which) / P, N = simpar_layer_linear_out(m, which);
+    if (c->plan->tp_comm_overlap) {
+        guint dx = simpar_layer_buffer(c, which, "dx", B * k);
+        SimparGemm gx = {
+            .m = B / P, .n = k, .k = N, .trans_b = TRUE, .b = {c->lin[which].w, 0}, .c = {dx, 0}};
+        dy = tp1d_ring_gemm(c, which, "all-gather-dy", dy, N, &gx);
+        tp1d_row_wgrad(c, which, dy, k, N);
+        return simpar_view(dx, 0);
+    }
     if (c->plan->sequence_parallel)
         dy = tp1d_gather(c, which, "all-gather-dy", dy, N, FALSE);
     guint dx = simpar_layer_buffer(c, which, "dx", B * k);
     SimparGemm gx = {
         .m = B, .n = k, .k = N, .trans_b = TRUE, .a = dy, .b = {c->lin[which].w, 0}, .c = {dx, 0}};
     simpar_layer_gemm(c, which, "gemm-dx", &gx);
-    SimparGemm gw = {.m = k,
-                     .n = N,
-                     .k = B,
-                     .trans_a = TRUE,
-                     .a = c->lin[which].in,
-                     .b = dy,
-                     .c = {c->lin[which].dw, 0}};
-    simpar_layer_gemm(c, which, "gemm-dw", &gw);
+    tp1d_row_wgrad(c, which, dy, k, N);
     return simpar_view(dx, 0);
 }
 

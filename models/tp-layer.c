@@ -541,12 +541,19 @@ layer_ring_tag(const SimparLayerCtx *c, guint kind, guint step)
     return base * (simpar_plan_cp(c->plan) + 1) + step;
 }
 
+void
+simpar_layer_p2p(SimparLayerCtx *c, SimparOpKind kind, guint stream, guint which, const char *what,
+                 guint peer, guint tag, SimparView v, gsize count)
+{
+    SimparOp op = {.kind = kind, .stream = stream, .u.p2p = {peer, tag, count, v}};
+    layer_add(c, &op, which, what);
+}
+
 static void
 layer_p2p(SimparLayerCtx *c, SimparOpKind kind, guint stream, guint peer, guint tag, guint buf,
           gsize count, const char *what)
 {
-    SimparOp op = {.kind = kind, .stream = stream, .u.p2p = {peer, tag, count, {buf, 0}}};
-    layer_add(c, &op, G_MAXUINT, what);
+    simpar_layer_p2p(c, kind, stream, G_MAXUINT, what, peer, tag, simpar_view(buf, 0), count);
 }
 
 /* Send `buf` to the next rank of the ring and receive the previous rank's into `into`, on two
@@ -967,6 +974,8 @@ simpar_layer_build(const SimparModel *model, const SimparPlan *plan, const Simpa
     g_autoptr(SimparSchedule) sched = simpar_schedule_new(n, model->dtype);
     guint comm = simpar_schedule_add_stream(sched, "comm");
     guint cp_send = C > 1 && plan->cp_ring ? simpar_schedule_add_stream(sched, "cp-send") : comm;
+    guint tp_send = plan->tp_comm_overlap ? simpar_schedule_add_stream(sched, "tp-send") : comm;
+    guint tp_recv = plan->tp_comm_overlap ? simpar_schedule_add_stream(sched, "tp-recv") : comm;
     guint n_axes = scheme->n_axes + (C > 1);
     g_autofree guint *table = g_new(guint, (gsize) SIMPAR_MAX_AXES * n);
     g_assert(n_axes <= SIMPAR_MAX_AXES);
@@ -986,7 +995,9 @@ simpar_layer_build(const SimparModel *model, const SimparPlan *plan, const Simpa
                             .cp_group =
                                 C > 1 ? table[(gsize) scheme->n_axes * n + r] : SIMPAR_NO_GROUP,
                             .comm = comm,
-                            .cp_send = cp_send};
+                            .cp_send = cp_send,
+                            .tp_send = tp_send,
+                            .tp_recv = tp_recv};
         c.async = g_array_new(FALSE, FALSE, sizeof(guint));
         for (guint w = 0; w < SIMPAR_N_LINEARS; w++)
             c.lin[w].dest = SIMPAR_NO_VIEW;

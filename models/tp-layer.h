@@ -111,6 +111,8 @@ typedef struct {
     guint cp_group; /* that group, or SIMPAR_NO_GROUP without context parallelism */
     guint comm;     /* the asynchronous communication stream */
     guint cp_send;  /* ring attention: the stream of its sends (its receives are on comm) */
+    guint tp_send;  /* --tp-comm-overlap: the streams of the ring exchange's sends and */
+    guint tp_recv;  /* receives (Transformer Engine's _stream_send, _stream_recv) */
     SimparPhase phase;
     guint coord[3];               /* the scheme's coordinates of this rank */
     guint group[SIMPAR_MAX_AXES]; /* the scheme's groups of this rank, by axis */
@@ -161,6 +163,9 @@ SimparView simpar_layer_output(SimparLayerCtx *c, guint which, const char *what,
 void simpar_layer_gemm(SimparLayerCtx *c, guint which, const char *what, const SimparGemm *g);
 void simpar_layer_coll(SimparLayerCtx *c, guint which, const char *what, const SimparColl *coll,
                        gboolean async);
+/* A send or receive of `count` elements at `v` to or from global rank `peer`, on `stream`. */
+void simpar_layer_p2p(SimparLayerCtx *c, SimparOpKind kind, guint stream, guint which,
+                      const char *what, guint peer, guint tag, SimparView v, gsize count);
 SimparView simpar_view(guint buf, gsize off);
 gboolean simpar_layer_require_divisible(const char *flag, gint64 value, gint64 by, const char *why,
                                         GError **error);

@@ -148,7 +148,8 @@ cache_layer_key(const SimparModel *m, const SimparPlan *plan, SimparAttentionImp
     k->dtype = m->dtype, k->fp8 = m->fp8, k->fp8_attention = plan->fp8_attention;
     k->gen = plan->gen, k->tp = plan->tp, k->depth = plan->depth;
     k->cp = simpar_plan_cp(plan) * (plan->cp_ring ? -1 : 1);
-    k->sp = plan->sequence_parallel, k->paper_3d = plan->paper_3d, k->q = plan->q;
+    k->sp = plan->sequence_parallel + 2 * plan->tp_comm_overlap, k->paper_3d = plan->paper_3d,
+    k->q = plan->q;
     k->recompute = plan->recompute + 8 * (gint64) plan->recompute_modules; /* plan.h */
     k->causal = plan->causal, k->seed = plan->seed;
     k->p_hidden = plan->p_hidden, k->p_attn = plan->p_attn, k->eps = plan->eps;

@@ -1042,6 +1042,22 @@ static const BadCase cases[] = {
      "--repeats 1 --warmup 0",
      2,
      {"--mtp-layers (multi-token prediction) is modelled from timed blocks only"}},
+    /* --tp-comm-overlap: 1-D with sequence parallelism only (Megatron asserts --sequence-parallel)
+     */
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model tiny --tp-mode 2d --tp 4 --gpus 8 --tp-comm-overlap",
+     2,
+     {"--tp-comm-overlap applies to --tp-mode 1d with --sp only", "not --tp-mode 2d"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model tiny --tp-mode 1d --tp 4 --gpus 8 --tp-comm-overlap",
+     2,
+     {"--tp-comm-overlap applies to --tp-mode 1d with --sp only", "without --sp"}},
     /* --overlap-moe-expert-parallel-comm: what Megatron-Core's transformer_config.py refuses
      * with it, and ZeRO 2 and 3, which simpar does not model with it */
     {"cli",

@@ -1883,9 +1883,60 @@ test_fp8_hopper_ceiling(void)
     }
 }
 
+/* --tp-comm-overlap's GEMMs (models/tp-1d.c): one beside communication kernels holding 16 SMs
+ * takes sms / (sms - 16) of its time, the H100's 132 SMs from the compute data (unknown SMs: no
+ * change); a GEMM of 8 row blocks of 128 over one shared weight (stride_b 0: the pipeline's
+ * chunk) takes the time of one GEMM of 1024 rows, its FP8 weight cast once; a later chunk casts
+ * no weight and launches no cast. Fails with the SM share left out, or the blocks timed as a
+ * batch of 128-row GEMMs. */
+static void
+test_userbuffers_gemms(void)
+{
+    SimparGpu gpu;
+    gpu_h100(&gpu);
+    gpu.peak_flops[SIMPAR_DTYPE_FP8] = 1979e12;
+    g_assert(simpar_gpu_load_data(&gpu, simpar_topology_compute_data(), NULL));
+    CU_ASSERT_EQUAL(gpu.sms, 132);
+    const guint m = 1024, n = 4096, k = 2048, P = 8;
+    g_autoptr(SimparSchedule) s = simpar_schedule_new(1, SIMPAR_DTYPE_BF16);
+    guint a = simpar_schedule_add_buffer(s, 0, "a", (gsize) m * k);
+    guint b = simpar_schedule_add_buffer(s, 0, "b", (gsize) k * n);
+    guint c = simpar_schedule_add_buffer(s, 0, "c", (gsize) m * n);
+    SimparGemm whole = {.m = m, .n = n, .k = k, .batch = 1, .a = {a, 0}, .b = {b, 0}, .c = {c, 0}};
+    SimparGemm beside = whole, blocks = whole, later = whole;
+    beside.comm_sms = 16;
+    blocks.m = m / P, blocks.batch = P, blocks.stride_a = (gsize) m / P * k;
+    blocks.stride_c = (gsize) m / P * n;
+    later.chunk = 1;
+    const SimparGemm *gemms[] = {&whole, &beside, &blocks, &later};
+    for (guint i = 0; i < G_N_ELEMENTS(gemms); i++) {
+        SimparOp op = {.kind = SIMPAR_OP_GEMM, .name = "gemm", .u.gemm = *gemms[i]};
+        simpar_schedule_add_op(s, &op);
+    }
+    double t[4];
+    simpar_compute_times(&gpu, s, SIMPAR_ATTENTION_UNFUSED, t);
+    CU_ASSERT(near(t[1], t[0] * 132.0 / 116.0));
+    CU_ASSERT(near(t[2], t[0]));
+    CU_ASSERT(near(t[3], t[0]));
+    gpu.sms = 0;
+    simpar_compute_times(&gpu, s, SIMPAR_ATTENTION_UNFUSED, t);
+    CU_ASSERT(near(t[1], t[0]));
+    /* FP8: the blocks cast the weight's k n elements once; a later chunk casts no weight */
+    whole.fp8 = blocks.fp8 = later.fp8 = SIMPAR_FP8_CURRENT;
+    guint launches;
+    double w = simpar_compute_fp8_cast_bytes(&whole, TRUE, &launches);
+    CU_ASSERT(w > 0 && launches == 2);
+    CU_ASSERT(near(simpar_compute_fp8_cast_bytes(&blocks, TRUE, NULL), w));
+    CU_ASSERT_EQUAL(simpar_compute_fp8_cast_bytes(&later, TRUE, &launches), 0);
+    CU_ASSERT_EQUAL(launches, 0);
+    CU_ASSERT(simpar_compute_fp8_cast_bytes(&later, FALSE, &launches) > 0 && launches == 0);
+}
+
 static CU_TestInfo compute_tests[] = {
     {"the all-gather dispatcher's permutation is priced over every gathered row",
      test_the_all_gather_permutation_prices_every_gathered_row},
+    {"userbuffers' GEMMs: the SMs communication holds, row blocks over one weight, chunks' casts",
+     test_userbuffers_gemms},
     {"selective's modules (layernorm, mlp, mla_up_proj; moe, moe_act, shared_experts): the "
      "backward grows by the recomputed forward ops' time exactly, the forward not at all (each op "
      "its own kernel)",

@@ -35,6 +35,8 @@ static const gint64 layers_h = 36, layers_a = 12, layers_f = 72, layers_s = 4;
 /* MLA's latents, head columns (4 + 2 for query and key, 5 for values: every width differs from
  * h/a = 3 and from the others) */
 static const SimparMlaConfig layers_mla = {10, 6, 4, 2, 5};
+/* --tp-comm-overlap for the cases run while it is set (test_1d_tp_comm_overlap) */
+static gboolean layers_tp_overlap;
 
 static RefTensor
 layers_tensor(const char *name)
@@ -243,6 +245,7 @@ layers_run_model(const LayerCase *lc, gboolean causal, double p, SimparRecompute
     plan.causal = causal, plan.p_hidden = p, plan.p_attn = p, plan.seed = layers_seed;
     plan.recompute = recompute, plan.cp = cp, plan.cp_ring = lc->ring;
     plan.recompute_modules = modules;
+    plan.tp_comm_overlap = layers_tp_overlap;
     g_autoptr(GError) error = NULL;
     g_autoptr(SimparSchedule) sched = simpar_generate_layer(&m, &plan, &error);
     CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
@@ -512,6 +515,72 @@ LAYER_TEST(test_dh5_3d_q2_later, "3d", 8, 0, FALSE, FALSE, 4, 2, TRUE, 0, FALSE,
 LAYER_TEST(test_dh5_cp2_1d_p2_llama, "1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 2, FALSE, FALSE, 5)
 LAYER_TEST(test_dh5_ring2_1d_p2, "1d", 2, 0, FALSE, TRUE, 2, 0, FALSE, 2, TRUE, FALSE, 5)
 
+/* The ops of rank 0 named `suffix` after the linear's name, e.g. "fwd.qkv." "ring-send". */
+static guint
+layers_count_ops(const SimparSchedule *sched, const char *prefix, const char *suffix)
+{
+    guint n = 0, n_ops;
+    const guint *ops = simpar_schedule_rank_ops(sched, 0, &n_ops);
+    for (guint i = 0; i < n_ops; i++) {
+        const char *name = simpar_schedule_op(sched, ops[i])->name;
+        n += g_str_has_prefix(name, prefix) && g_str_has_suffix(name, suffix);
+    }
+    return n;
+}
+
+/* --tp-comm-overlap (Transformer Engine's userbuffers, tp-1d.c): the ring exchanges, the
+ * pipelined reduce-scatters and the bulk overlaps compute the serial layer's outputs and
+ * gradients (layers_run_model: 1e-9 in fp64), with recomputation (full, selective, and
+ * selective's layernorm, mlp and mla_up_proj modules: the same bits), context parallelism (both
+ * modes) and MLA; the schedule is the chunked one: P - 1 ring steps of one block each, one GEMM
+ * per block, 4 pipelined chunks where a rank's rows divide by 4. */
+static void
+test_1d_tp_comm_overlap(void)
+{
+    const LayerCase cases[] = {
+        {"1d", 2, 0, TRUE, TRUE, 2, 0, FALSE, 0, FALSE, FALSE, 0},
+        {"1d", 4, 0, TRUE, TRUE, 4, 4, TRUE, 0, FALSE, FALSE, 0},
+        {"1d", 4, 0, TRUE, TRUE, 2, 0, FALSE, 0, FALSE, FALSE, 5},
+        {"1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 2, FALSE, FALSE, 0},
+        {"1d", 2, 0, TRUE, TRUE, 2, 6, TRUE, 4, TRUE, FALSE, 0},
+        {"1d", 2, 0, TRUE, TRUE, 2, 0, FALSE, 0, FALSE, TRUE, 0},
+    };
+    layers_tp_overlap = TRUE;
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        const LayerCase *lc = &cases[i];
+        layers_case(lc);
+        /* selective's modules replay the ring exchanges and the pipeline: the same bits */
+        guint mods = SIMPAR_RECOMPUTE_LAYERNORM | SIMPAR_RECOMPUTE_MLP |
+                     (lc->mla ? SIMPAR_RECOMPUTE_MLA_UP_PROJ : 0);
+        g_autoptr(GArray) none = layers_run_model(lc, TRUE, 0.0, SIMPAR_RECOMPUTE_NONE, 0, FALSE);
+        g_autoptr(GArray) got =
+            layers_run_model(lc, TRUE, 0.0, SIMPAR_RECOMPUTE_SELECTIVE, mods, FALSE);
+        CU_ASSERT_EQUAL_FATAL(got->len, none->len);
+        CU_ASSERT_EQUAL(memcmp(got->data, none->data, sizeof(double) * got->len), 0);
+        SimparModel m = layers_model(lc);
+        SimparPlan plan;
+        simpar_plan_init(&plan);
+        plan.gen = simpar_generator_of(lc->mode), plan.tp = lc->tp, plan.sequence_parallel = TRUE;
+        plan.cp = MAX(lc->cp, 1), plan.cp_ring = lc->ring, plan.tp_comm_overlap = TRUE;
+        g_autoptr(SimparSchedule) sched = simpar_generate_layer(&m, &plan, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+        guint P = (guint) lc->tp, rows = (guint) (lc->b * layers_s / P);
+        guint S = rows % 4 == 0 ? 4 : rows % 2 == 0 ? 2 : 1; /* the pipeline's chunks */
+        const char *col = lc->mla ? "fwd.q_up." : "fwd.qkv.";
+        CU_ASSERT_EQUAL(layers_count_ops(sched, col, "ring-send"), P - 1);
+        CU_ASSERT_EQUAL(layers_count_ops(sched, col, "ring-recv"), P - 1);
+        CU_ASSERT_EQUAL(layers_count_ops(sched, col, "gemm"), P);
+        CU_ASSERT_EQUAL(layers_count_ops(sched, "fwd.fc1.", "gemm"), P);
+        CU_ASSERT_EQUAL(layers_count_ops(sched, "bwd.fc2.", "ring-send"), P - 1);
+        CU_ASSERT_EQUAL(layers_count_ops(sched, "bwd.fc2.", "gemm-dx"), 0);
+        CU_ASSERT_EQUAL(layers_count_ops(sched, "bwd.fc2.", "gemm"), P);
+        CU_ASSERT_EQUAL(layers_count_ops(sched, "fwd.proj.", "reduce-scatter-y"), S);
+        CU_ASSERT_EQUAL(layers_count_ops(sched, "fwd.fc2.", "gemm"), S);
+        CU_ASSERT_EQUAL(layers_count_ops(sched, "fwd.proj.", "all-gather-x"), 0);
+    }
+    layers_tp_overlap = FALSE;
+}
+
 /* The table's lists, as the help texts and refusals print them; a plan starts at the baseline. */
 static void
 test_generator_lists(void)
@@ -603,6 +672,8 @@ static CU_TestInfo layers_tests[] = {
      test_1d_p2_sp},
     {"1-D T=4 with sequence parallelism equals the serial layer; recomputation changes no bit",
      test_1d_p4_sp},
+    {"1-D --tp-comm-overlap: ring exchanges, pipelined reduce-scatters, bulk overlaps",
+     test_1d_tp_comm_overlap},
     {"2-D q=2 equals the serial layer; recomputation changes no bit", test_2d_q2},
     {"2-D q=3 equals the serial layer; recomputation changes no bit", test_2d_q3},
     {"2.5-D q=2 d=2 equals the serial layer; recomputation changes no bit", test_2p5d_q2_d2},

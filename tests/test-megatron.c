@@ -647,10 +647,43 @@ test_mtp_flags(void)
                            "--mtp-loss-scaling-factor -2: valid is a number from 0"));
 }
 
+/* --tp-comm-overlap becomes simpar's (Transformer Engine's default methods), with
+ * --sequence-parallel and 2 or more tensor-parallel GPUs; without them Megatron asserts, and
+ * so does the importer; a configuration file is said to be predicted with the defaults. */
+static void
+test_tp_comm_overlap(void)
+{
+    g_autofree char *on = megatron_flags(MEG_SHAPE "--tensor-model-parallel-size 4 "
+                                                   "--sequence-parallel --tp-comm-overlap");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(on);
+    CU_ASSERT_PTR_NOT_NULL(strstr(on, " --sp --tp-comm-overlap"));
+    g_autofree char *off =
+        megatron_flags(MEG_SHAPE "--tensor-model-parallel-size 4 --sequence-parallel");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(off);
+    CU_ASSERT_PTR_NULL(strstr(off, "--tp-comm-overlap"));
+    megatron_refuses(MEG_SHAPE "--tensor-model-parallel-size 4 --tp-comm-overlap",
+                     "--tp-comm-overlap needs --sequence-parallel");
+    megatron_refuses(MEG_SHAPE "--sequence-parallel --tp-comm-overlap",
+                     "--tensor-model-parallel-size 2 or more");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(SimparMegatron) meg =
+        simpar_megatron_parse(MEG_SHAPE "--tensor-model-parallel-size 2 --sequence-parallel "
+                                        "--tp-comm-overlap --tp-comm-overlap-cfg ub.yaml",
+                              "test.sh", &error);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(meg);
+    g_autofree char *text = simpar_megatron_describe(meg);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "--tp-comm-overlap -> --tp-comm-overlap (Transformer "
+                                        "Engine's default userbuffers methods"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "--tp-comm-overlap-cfg: simpar prices Transformer "
+                                        "Engine's default userbuffers configuration"));
+}
+
 static CU_TestInfo megatron_tests[] = {
     {"Megatron's --multi-latent-attention and its sizes become simpar's MLA flags", test_mla_flags},
     {"Megatron's --mtp-num-layers becomes --mtp-layers, its loss weight accepted", test_mtp_flags},
     {"Megatron's MoE flags become simpar's, with Megatron's defaults", test_moe_flags},
+    {"--tp-comm-overlap becomes simpar's with --sequence-parallel, refused without",
+     test_tp_comm_overlap},
     {"--moe-layer-freq is read as Megatron evaluates it", test_moe_layer_freq},
     {"the base preset's experts match the script's; a dense script of an MoE shape is dense",
      test_moe_base},
