@@ -317,6 +317,8 @@ kt_gemm_case(SimparDtype dtype, gboolean ta, gboolean tb, gboolean acc)
                              kt_view(kt_buf(c, "a", 3 * sa, KT_SIGNED), 0),
                              kt_view(kt_buf(c, "b", 3 * sb, KT_SIGNED), 0),
                              kt_view(kt_buf(c, "c", 3 * sc, KT_SIGNED), 0),
+                             0,
+                             0,
                              0};
     simpar_schedule_add_op(c->sched, &op);
     kt_case_run(c);
