@@ -337,6 +337,8 @@ report_text_axes(GString *out, const SimparReportRow *row, const SimparModel *m)
                                row->gen->name, st->split, st->placement, notes->str, row->gen->name,
                                row->compute_s, layer_axes, st->tp_exposed_s, st->bubble_s,
                                st->pp_p2p_s, st->dp_exposed_s, st->optimizer_s, 100 * st->mfu);
+    if (st->split != NULL && st->fp8_cast_s > 0) /* FP8's GEMMs: up to twice that peak */
+        g_string_append(out, " of the bf16 peak");
     if (st->fp8_cast_s > 0)
         g_string_append_printf(out,
                                "\n  %-5s FP8 weight casts %.4f s of the step's compute (cached "
