@@ -131,9 +131,13 @@ SimparSchedule *simpar_moe_pair_build(const SimparModel *model, guint ep, guint 
  * most tokens one rank sends one node, and one rank forwards one GPU of its node, from the
  * routing of every rank's tokens. */
 void simpar_moe_hop_capacity(SimparMoe *m);
-/* Hop m->hop at rank m->ep_rank: for each row of its b side (schedule.h) the a row it copies,
- * -1 for padding, their count into *n_rows; hop 2: the token's choice of each row's expert into
- * choice[*n_rows] (may be NULL; rows without an a row left as they are). */
+/* DeepEP's group (SIMPAR_MOE_DEEPEP): its ranks, ep x etp (Megatron-Core's tp_ep group), and
+ * the scores a hop's row carries, top_k x etp (each choice's once per expert-TP rank). */
+guint simpar_moe_hop_ranks(const SimparMoe *m);
+guint simpar_moe_hop_scores(const SimparMoe *m);
+/* Hop m->hop at group rank m->ep_rank etp + m->etp_rank: for each row of its b side (schedule.h)
+ * the a row it copies, -1 for padding, their count into *n_rows; hop 2: the token's choice of each
+ * row's expert into choice[*n_rows] (may be NULL; rows without an a row left as they are). */
 gint64 *simpar_moe_hop_map(const SimparMoe *m, guint *choice, gsize *n_rows);
 /* The rows per (source rank, expert) a prediction gives the all-to-all's blocks and the grouped
  * GEMMs: ceil(T k / E cf) with a capacity factor, else the busiest expert's ceil(T k / E x

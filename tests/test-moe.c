@@ -590,6 +590,129 @@ test_deepep_sends_a_token_once_per_other_node(void)
     }
 }
 
+/* ----- DeepEP's hops with expert tensor parallelism ----- */
+
+/* Megatron-Core's flex dispatcher with ETP > 1 (token_dispatcher.py, MoEFlexTokenDispatcher):
+ * DeepEP runs over the TP x EP group of EP x ETP ranks, each choice sent to every expert-TP rank
+ * of its expert, the combine summing their partial fc2 rows. Every output and gradient equals the
+ * serial block's: ETP 2 x EP 2 over nodes of 2 (an expert's two ranks on one node), of 4 (one
+ * node) and of 1 (its two ranks on two nodes: two rail copies); ETP 2 x EP 4 node-limited over
+ * nodes of 2 and 4; dropped tokens; GeLU top-1 without shared experts; the shared experts beside
+ * the hops; each recomputed module. */
+static void
+test_deepep_hops_with_etp_2_equal_the_serial_one(void)
+{
+    MoeCase mc = {2, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 2, 2, FALSE};
+    const guint nodes[] = {2, 4, 1};
+    for (guint i = 0; i < G_N_ELEMENTS(nodes); i++) {
+        mc.node_ranks = nodes[i];
+        CU_ASSERT_EQUAL(moe_check(&mc, 7), 0);
+    }
+    MoeCase limited = {4, 10, 16, 4,    8, 4, 2, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SIGMOID,
+                       0, 2,  2,  FALSE};
+    CU_ASSERT_EQUAL(moe_check(&limited, 7), 0);
+    limited.node_ranks = 4;
+    CU_ASSERT_EQUAL(moe_check(&limited, 7), 0);
+    MoeCase drop = {2,   16, 8, 2,    0, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX,
+                    0.5, 4,  2, FALSE};
+    CU_ASSERT(moe_check(&drop, 5) > 0);
+    MoeCase gelu = {4, 9, 4, 1, 0, 0, 0, SIMPAR_MLP_GELU, SIMPAR_ROUTER_SOFTMAX, 0, 4, 2, FALSE};
+    CU_ASSERT_EQUAL(moe_check(&gelu, 5), 0);
+    CU_ASSERT_EQUAL(moe_check_overlap(&mc, 7, TRUE), 0);
+    const guint mods[] = {SIMPAR_RECOMPUTE_MOE, SIMPAR_RECOMPUTE_MOE_ACT,
+                          SIMPAR_RECOMPUTE_SHARED_EXPERTS};
+    mc.node_ranks = 2;
+    for (guint k = 0; k < G_N_ELEMENTS(mods); k++) {
+        SimparSchedule *sched = NULL;
+        moe_check_recompute(&mc, 7, FALSE, mods[k], &sched);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+        guint a2a = moe_count_recomputed(sched, "moe.all-to-all");
+        CU_ASSERT_EQUAL(a2a, mods[k] == SIMPAR_RECOMPUTE_MOE ? 4u : 0u);
+        simpar_schedule_free(sched);
+    }
+}
+
+/* The rows each hop of the forward dispatch moves, all ranks, against the closed form from the
+ * routing (dropless): a token crosses the rail once per node holding an expert-TP rank of one of
+ * its choices' EP ranks, NVLink once per such GPU (ETP per EP rank holding a choice), and lands
+ * ETP times per choice (G T k ETP rows in all). The all-to-alls run over the TP x EP group's
+ * rails and nodes, each row h + k ETP wide (the token and its expanded scores), the blocks as
+ * long as the fullest. No expert-TP all-gather or reduce-scatter. */
+static void
+test_deepep_hops_with_etp_move_the_closed_form_rows(void)
+{
+    guint ep = 4, etp = 2, G = ep * etp, T = 16, k = 4, E = 16, El = E / ep;
+    const guint nodes[] = {1, 2, 4, 8};
+    for (guint i = 0; i < G_N_ELEMENTS(nodes); i++) {
+        guint R = nodes[i];
+        SimparModel m = moe_model(E, k, 0, SIMPAR_MLP_SWIGLU);
+        g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, ep, etp, R, T, 7, 0, 0, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+        SimparMoe route = moe_route_of(sched);
+        double want[3] = {0, 0, 0};
+        g_autofree guint *chosen = g_new(guint, k);
+        for (guint p = 0; p < G; p++)
+            for (guint t = 0; t < T; t++) {
+                gboolean on_node[8] = {FALSE}, on_ep[4] = {FALSE};
+                simpar_moe_choose(&route, (guint64) p * T + t, chosen);
+                for (guint j = 0; j < k; j++) {
+                    guint o = chosen[j] / El;
+                    if (!on_ep[o])
+                        on_ep[o] = TRUE, want[1] += etp;
+                    for (guint s = 0; s < etp; s++) /* its expert-TP ranks o ETP + s */
+                        if (!on_node[(o * etp + s) / R])
+                            on_node[(o * etp + s) / R] = TRUE, want[0]++;
+                }
+            }
+        want[2] = (double) G * T * k * etp;
+        double got[3] = {0, 0, 0};
+        guint a2a = 0, etp_colls = 0;
+        for (guint o = 0; o < simpar_schedule_n_ops(sched); o++) {
+            const SimparOp *op = simpar_schedule_op(sched, o);
+            if (op->kind == SIMPAR_OP_COLLECTIVE && op->u.coll.kind != SIMPAR_COLL_ALL_TO_ALL)
+                etp_colls +=
+                    g_str_equal(simpar_schedule_group(sched, op->u.coll.group)->axis, "etp");
+            if (op->phase != SIMPAR_PHASE_FORWARD)
+                continue;
+            if (op->kind == SIMPAR_OP_COLLECTIVE && op->u.coll.kind == SIMPAR_COLL_ALL_TO_ALL) {
+                const SimparGroup *g = simpar_schedule_group(sched, op->u.coll.group);
+                gboolean rail = g_str_has_suffix(op->name, "-rail");
+                guint cap = rail ? route.cap_node : route.cap_gpu;
+                CU_ASSERT(g_str_equal(g->axis, "tp_ep") && g->size == (rail ? G / R : R));
+                if (strstr(op->name, "dispatch") != NULL)
+                    CU_ASSERT_EQUAL(op->u.coll.count, (guint64) cap * (m.hidden + k * etp));
+                a2a++;
+            }
+            if (op->kind != SIMPAR_OP_MOE_HOP)
+                continue;
+            gsize n;
+            g_autofree gint64 *src = simpar_moe_hop_map(&op->u.moe, NULL, &n);
+            for (gsize r = 0; r < n; r++)
+                got[op->u.moe.hop] += src[r] >= 0;
+        }
+        printf("\n  EP %u x ETP %u, nodes of %u: rail %.0f, NVLink %.0f, experts %.0f rows", ep,
+               etp, R, got[0], got[1], got[2]);
+        for (guint h = 0; h < 3; h++)
+            CU_ASSERT_EQUAL(got[h], want[h]);
+        CU_ASSERT_EQUAL(a2a, 4 * G); /* the dispatch's and the combine's two hops, each rank */
+        CU_ASSERT_EQUAL(etp_colls, 0);
+    }
+}
+
+/* DeepEP needs the TP x EP group to be whole nodes: EP 3 x ETP 2 over nodes of 4 is refused with
+ * a message naming both flags. */
+static void
+test_deepep_with_etp_refuses_a_group_that_does_not_fill_nodes(void)
+{
+    SimparModel m = moe_model(6, 2, 0, SIMPAR_MLP_SWIGLU);
+    g_autoptr(GError) error = NULL;
+    SimparSchedule *sched = simpar_moe_block_build(&m, 3, 2, 4, 8, 7, 0, 0, &error);
+    CU_ASSERT_PTR_NULL(sched);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(error);
+    CU_ASSERT(strstr(error->message, "(--ep 3 x --etp 2)") != NULL &&
+              strstr(error->message, "whole nodes of 4 ranks") != NULL);
+}
+
 /* ----- the all-to-all moves exactly the routed tokens ----- */
 
 /* The receive buffer of the forward dispatch all-to-all on `rank`. */
@@ -1260,6 +1383,13 @@ static CU_TestInfo host_tests[] = {
      test_deepep_hops_drop_the_same_choices_as_the_serial_one},
     {"DeepEP sends a token once per other node: fewer inter-node bytes than the all-to-all",
      test_deepep_sends_a_token_once_per_other_node},
+    {"DeepEP's hops with ETP 2 (nodes of 1, 2, 4; drops, overlap, recompute) equal the serial one "
+     "at 1e-9",
+     test_deepep_hops_with_etp_2_equal_the_serial_one},
+    {"DeepEP's hops with ETP 2 move the closed form's rows (rail, NVLink, experts)",
+     test_deepep_hops_with_etp_move_the_closed_form_rows},
+    {"DeepEP with ETP refuses a TP x EP group that does not fill nodes",
+     test_deepep_with_etp_refuses_a_group_that_does_not_fill_nodes},
     CU_TEST_INFO_NULL,
 };
 
