@@ -1052,10 +1052,11 @@ grid_compare(const SimparSchedule *sched, SimparHost *host, GHashTable *tab, gui
 typedef struct {
     const char *mode;
     gint64 tp, depth, shared;
-    gint64 etp;      /* the block's expert tensor parallelism: EP = T / ETP; 0: 1 */
-    gboolean sp;     /* 1-D: sequence parallelism */
-    gboolean rms;    /* RMSNorm (no betas) */
-    gboolean gather; /* the block with Megatron-Core's all-gather dispatcher */
+    gint64 etp;       /* the block's expert tensor parallelism: EP = T / ETP; 0: 1 */
+    gboolean sp;      /* 1-D: sequence parallelism */
+    gboolean rms;     /* RMSNorm (no betas) */
+    gboolean gather;  /* the block with Megatron-Core's all-gather dispatcher */
+    guint node_ranks; /* the block with DeepEP's hops over nodes of this many ranks; 0: none */
 } GridCase;
 
 /* The layer's tensors: t's inputs and t2's outputs (the dense MLP's left out, the second norm
@@ -1121,7 +1122,11 @@ grid_check(const GridCase *gc)
     CU_ASSERT_PTR_NOT_NULL_FATAL(layer);
     CU_ASSERT_FATAL(simpar_schedule_check_hazards(layer, &error));
     guint T = (guint) gc->tp, N = (guint) (m.micro_batch * m.seq);
-    MoeCase mc = {.ep = T / etp, .tokens = N / T, .etp = etp, .gather = gc->gather};
+    MoeCase mc = {.ep = T / etp,
+                  .tokens = N / T,
+                  .etp = etp,
+                  .gather = gc->gather,
+                  .node_ranks = gc->node_ranks};
     g_autoptr(SimparSchedule) block = moe_case_build(&mc, &m, 0, &error);
     CU_ASSERT_PTR_NOT_NULL_FATAL(block);
     SimparMoe route = moe_route_of(block);
@@ -1166,9 +1171,10 @@ grid_check(const GridCase *gc)
     CU_ASSERT_FATAL(simpar_host_run(second, &error));
     double layer_err = grid_compare(layer, second, tab, &layer_tensors);
     printf("\n    %s%s%s T=%" G_GINT64_FORMAT
-           " EP %u ETP %u%s: MoE block %u tensors %.3g, layer %u tensors %.3g",
+           " EP %u ETP %u%s%s: MoE block %u tensors %.3g, layer %u tensors %.3g",
            gc->mode, gc->sp ? " sp" : "", gc->rms ? " rmsnorm" : "", gc->tp, T / etp, etp,
-           gc->gather ? " allgather" : "", moe_tensors, moe_err, layer_tensors, layer_err);
+           gc->gather ? " allgather" : "", gc->node_ranks > 0 ? " deepep" : "", moe_tensors,
+           moe_err, layer_tensors, layer_err);
     CU_ASSERT(moe_err <= MOE_TOL && layer_err <= MOE_TOL);
     CU_ASSERT_EQUAL(moe_tensors, gc->shared > 0 ? 7 : 5);
     /* y, dx, moe.x, moe.dy, ln1's and ln2's gamma and beta (RMSNorm: gamma), qkv and proj
@@ -1185,10 +1191,10 @@ grid_check(const GridCase *gc)
 static void
 test_a_1d_layer_with_the_moe_block_equals_the_serial_one(void)
 {
-    grid_check(&(GridCase){"1d", 2, 0, 12, 0, FALSE, FALSE, FALSE});
-    grid_check(&(GridCase){"1d", 2, 0, 0, 0, TRUE, FALSE, FALSE});
-    grid_check(&(GridCase){"1d", 2, 0, 12, 0, TRUE, TRUE, FALSE});
-    grid_check(&(GridCase){"1d", 2, 0, 12, 2, TRUE, FALSE, FALSE});
+    grid_check(&(GridCase){"1d", 2, 0, 12, 0, FALSE, FALSE, FALSE, 0});
+    grid_check(&(GridCase){"1d", 2, 0, 0, 0, TRUE, FALSE, FALSE, 0});
+    grid_check(&(GridCase){"1d", 2, 0, 12, 0, TRUE, TRUE, FALSE, 0});
+    grid_check(&(GridCase){"1d", 2, 0, 12, 2, TRUE, FALSE, FALSE, 0});
 }
 
 /* 1-D with sequence parallelism and the all-gather dispatcher: the block's TP x EP group
@@ -1196,38 +1202,48 @@ test_a_1d_layer_with_the_moe_block_equals_the_serial_one(void)
 static void
 test_a_1d_layer_with_the_all_gather_dispatcher_equals_the_serial_one(void)
 {
-    grid_check(&(GridCase){"1d", 2, 0, 12, 0, TRUE, FALSE, TRUE});
-    grid_check(&(GridCase){"1d", 2, 0, 0, 2, TRUE, TRUE, TRUE});
-    grid_check(&(GridCase){"1d", 4, 0, 12, 2, TRUE, FALSE, TRUE});
-    grid_check(&(GridCase){"1d", 4, 0, 12, 0, TRUE, TRUE, TRUE});
+    grid_check(&(GridCase){"1d", 2, 0, 12, 0, TRUE, FALSE, TRUE, 0});
+    grid_check(&(GridCase){"1d", 2, 0, 0, 2, TRUE, TRUE, TRUE, 0});
+    grid_check(&(GridCase){"1d", 4, 0, 12, 2, TRUE, FALSE, TRUE, 0});
+    grid_check(&(GridCase){"1d", 4, 0, 12, 0, TRUE, TRUE, TRUE, 0});
 }
 
 static void
 test_a_2d_layer_with_the_moe_block_equals_the_serial_one(void)
 {
-    grid_check(&(GridCase){"2d", 4, 0, 12, 0, FALSE, FALSE, FALSE});
+    grid_check(&(GridCase){"2d", 4, 0, 12, 0, FALSE, FALSE, FALSE, 0});
 }
 
 static void
 test_a_2p5d_layer_with_the_moe_block_equals_the_serial_one(void)
 {
-    grid_check(&(GridCase){"2.5d", 8, 2, 0, 0, FALSE, TRUE, FALSE});
-    grid_check(&(GridCase){"2.5d", 8, 2, 0, 0, FALSE, FALSE, FALSE});
+    grid_check(&(GridCase){"2.5d", 8, 2, 0, 0, FALSE, TRUE, FALSE, 0});
+    grid_check(&(GridCase){"2.5d", 8, 2, 0, 0, FALSE, FALSE, FALSE, 0});
 }
 
 static void
 test_a_3d_layer_with_the_moe_block_equals_the_serial_one(void)
 {
-    grid_check(&(GridCase){"3d", 8, 0, 12, 0, FALSE, FALSE, FALSE});
+    grid_check(&(GridCase){"3d", 8, 0, 12, 0, FALSE, FALSE, FALSE, 0});
 }
 
 /* The same layers with the block's 8 (2-D: 4) GPUs EP x ETP 2 */
 static void
 test_grid_layers_with_etp_2_experts_equal_the_serial_one(void)
 {
-    grid_check(&(GridCase){"2d", 4, 0, 12, 2, FALSE, FALSE, FALSE});
-    grid_check(&(GridCase){"2.5d", 8, 2, 0, 2, FALSE, FALSE, FALSE});
-    grid_check(&(GridCase){"3d", 8, 0, 12, 2, FALSE, FALSE, FALSE});
+    grid_check(&(GridCase){"2d", 4, 0, 12, 2, FALSE, FALSE, FALSE, 0});
+    grid_check(&(GridCase){"2.5d", 8, 2, 0, 2, FALSE, FALSE, FALSE, 0});
+    grid_check(&(GridCase){"3d", 8, 0, 12, 2, FALSE, FALSE, FALSE, 0});
+}
+
+/* The layers with the block's EP x ETP 2 experts behind DeepEP's hops (1-D SP T 4 over nodes of
+ * 2, 2-D T 4 over nodes of 2, 3-D T 8 over nodes of 4) */
+static void
+test_layers_with_deepep_and_etp_2_equal_the_serial_one(void)
+{
+    grid_check(&(GridCase){"1d", 4, 0, 12, 2, TRUE, FALSE, FALSE, 2});
+    grid_check(&(GridCase){"2d", 4, 0, 12, 2, FALSE, FALSE, FALSE, 2});
+    grid_check(&(GridCase){"3d", 8, 0, 0, 2, FALSE, TRUE, FALSE, 4});
 }
 
 /* ----- routing ----- */
@@ -1410,6 +1426,9 @@ static CU_TestInfo grid_tests[] = {
     {"2-D, 2.5-D and 3-D layers with the MoE block's experts EP x ETP 2 equal the serial one at "
      "1e-9",
      test_grid_layers_with_etp_2_experts_equal_the_serial_one},
+    {"1-D, 2-D and 3-D layers with the experts EP x ETP 2 behind DeepEP's hops equal the serial "
+     "one at 1e-9",
+     test_layers_with_deepep_and_etp_2_equal_the_serial_one},
     CU_TEST_INFO_NULL,
 };
 
