@@ -223,17 +223,19 @@ typedef struct {
     guint *choice;
     gsize rows, a_rows; /* b rows, a rows */
     gsize w;            /* the dispatch's rows: a token and its scores */
+    gsize s;            /* of them, the scores: each choice's once per expert-TP rank */
 } MoeHop;
 
 static void
 moe_hop_init(MoeHop *hp, const SimparMoe *m)
 {
-    gsize R = m->node_ranks, nodes = m->ep / R;
+    gsize R = m->node_ranks, nodes = simpar_moe_hop_ranks(m) / R;
     gsize a_rows[3] = {m->tokens, nodes * m->cap_node, R * m->cap_gpu};
-    hp->choice = g_new0(guint, (gsize) m->experts * m->capacity);
+    hp->choice = g_new0(guint, (gsize) m->experts * m->capacity * MAX(m->etp, 1u));
     hp->src = simpar_moe_hop_map(m, hp->choice, &hp->rows);
     hp->a_rows = a_rows[m->hop];
-    hp->w = (gsize) m->hidden + m->top_k;
+    hp->s = simpar_moe_hop_scores(m);
+    hp->w = (gsize) m->hidden + hp->s;
 }
 
 static void
@@ -264,7 +266,8 @@ moe_hop(const SimparHostBufs *host, const SimparOp *op)
         if (m->hop == 0) {
             const double *scores = simpar_host_bufs_view(host, m->in[1]);
             memcpy(b + i * w, a + j * h, sizeof(double) * h);
-            memcpy(b + i * w + h, scores + j * k, sizeof(double) * k);
+            for (gsize c = 0; c < hp.s; c++) /* choice c / etp's score for its c % etp copy */
+                b[i * w + h + c] = scores[j * k + c * k / hp.s];
         } else if (m->hop == 1) {
             memcpy(b + i * w, a + j * w, sizeof(double) * w);
         } else {
@@ -298,8 +301,8 @@ moe_hop_bwd(const SimparHostBufs *host, const SimparOp *op)
         if (m->hop == 0) {
             for (gsize c = 0; c < h; c++)
                 da[j * h + c] += db[i * w + c];
-            for (gsize c = 0; c < k; c++)
-                dscores[j * k + c] += db[i * w + h + c];
+            for (gsize c = 0; c < hp.s; c++)
+                dscores[j * k + c * k / hp.s] += db[i * w + h + c];
         } else if (m->hop == 1) {
             for (gsize c = 0; c < w; c++)
                 da[j * w + c] += db[i * w + c];

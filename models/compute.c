@@ -17,6 +17,7 @@
  * The small shapes are carried by the launch overhead, the large ones by gemm_eff_max.
  */
 #include "compute-private.h"
+#include "moe.h"
 #include "schedule-private.h"
 #include <json-glib/json-glib.h>
 #include <math.h>
@@ -830,9 +831,9 @@ compute_moe(const SimparGpu *gpu, SimparDtype dt, const SimparOp *op)
         return compute_kind_time(gpu, op->kind, bw, 2 * received * MAX(m->etp, 1u));
     default: { /* DeepEP's hops: the a side read or written, the b side the other way */
         gboolean reduce = op->kind >= SIMPAR_OP_MOE_HOP_REDUCE;
-        double R = MAX(m->node_ranks, 1u), w = (h + (reduce ? 0 : k)) * ds;
-        double rail = (double) m->ep / R * m->cap_node * w, node = R * m->cap_gpu * w;
-        double sides[3] = {tokens + rail, rail + node, node + received};
+        double R = MAX(m->node_ranks, 1u), w = (h + (reduce ? 0 : simpar_moe_hop_scores(m))) * ds;
+        double rail = simpar_moe_hop_ranks(m) / R * m->cap_node * w, node = R * m->cap_gpu * w;
+        double sides[3] = {tokens + rail, rail + node, node + received * MAX(m->etp, 1u)};
         return compute_kind_time(gpu, op->kind, bw, sides[MIN(m->hop, 2u)]);
     }
     }

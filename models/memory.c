@@ -107,8 +107,10 @@ memory_moe_activations(const SimparModel *m, const SimparPlan *plan, guint mods)
     /* 2-D, 2.5-D and 3-D: the block's input all-to-all'd into its tokens' rows (tp-moe.c), a
      * second copy of the layer's [tokens x h] beside the grid's block of it */
     double moved = grid && plan->tp > 1 ? tokens * h * ds : 0;
-    /* expert tensor parallelism: the expert-TP group's rows all-gathered, ETP times the input
-     * and output rows, each with its 1/ETP of fc1's and the activation's columns */
+    /* expert tensor parallelism: the expert-TP group's rows all-gathered (the all-to-all
+     * dispatcher) or each token sent to every expert-TP rank of its experts (DeepEP's), ETP
+     * times the input and output rows either way, each with its 1/ETP of fc1's and the
+     * activation's columns */
     double etp = (double) MAX(plan->etp, 1);
     if (mods & SIMPAR_RECOMPUTE_MOE)
         return moved; /* the block's input in its tokens' rows: the checkpoint's */

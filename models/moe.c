@@ -148,28 +148,46 @@ simpar_moe_max_load(const SimparMoe *m)
 
 /* ----- DeepEP's hops ----- */
 
-/* The routing of every rank of the expert-parallel group: a hop's rows come from other ranks. */
+guint
+simpar_moe_hop_ranks(const SimparMoe *m)
+{
+    return m->ep * MAX(m->etp, 1u);
+}
+
+guint
+simpar_moe_hop_scores(const SimparMoe *m)
+{
+    return m->top_k * MAX(m->etp, 1u);
+}
+
+/* The routing of every rank of DeepEP's group (ep x etp: Megatron-Core's tp_ep group, rank
+ * e etp + t): a hop's rows come from other ranks. Each rank routes its own tokens; a kept choice
+ * of expert x goes to every expert-TP rank of its EP rank x / El, the etp ranks from
+ * (x / El) etp (MoEFlexTokenDispatcher._initialize_metadata's expanded routing map). */
 typedef struct {
-    guint T, k, R, N, El, C;
-    gint64 *rows;   /* [ep x T x k]: simpar_moe_rows of rank p, -1 dropped */
-    guint *experts; /* [ep x T x k] */
+    guint T, k, R, N, El, C, G, etp;
+    gint64 *rows;   /* [G x T x k]: simpar_moe_rows of rank p, -1 dropped */
+    guint *experts; /* [G x T x k] */
 } MoeWalk;
 
 static void
 moe_walk_init(MoeWalk *w, const SimparMoe *m)
 {
-    g_assert(m->node_ranks > 0 && m->ep % m->node_ranks == 0);
+    guint G = simpar_moe_hop_ranks(m);
+    g_assert(m->node_ranks > 0 && G % m->node_ranks == 0);
     *w = (MoeWalk){.T = m->tokens,
                    .k = m->top_k,
                    .R = m->node_ranks,
-                   .N = m->ep / m->node_ranks,
+                   .N = G / m->node_ranks,
                    .El = m->experts / m->ep,
-                   .C = m->capacity};
+                   .C = m->capacity,
+                   .G = G,
+                   .etp = MAX(m->etp, 1u)};
     gsize n = (gsize) m->tokens * m->top_k;
-    w->rows = g_new(gint64, n * m->ep), w->experts = g_new(guint, n * m->ep);
-    for (guint p = 0; p < m->ep; p++) {
+    w->rows = g_new(gint64, n * G), w->experts = g_new(guint, n * G);
+    for (guint p = 0; p < G; p++) {
         SimparMoe r = *m;
-        r.ep_rank = p, r.token0 = (guint64) p * m->tokens;
+        r.ep_rank = p / w->etp, r.token0 = (guint64) p * m->tokens;
         simpar_moe_rows(&r, w->rows + p * n, w->experts + p * n);
     }
 }
@@ -180,16 +198,24 @@ moe_walk_clear(MoeWalk *w)
     g_free(w->rows), g_free(w->experts);
 }
 
+/* Whether expert x's rows go to group rank q (q_node: to a rank of q's node). */
+static gboolean
+moe_walk_holds(const MoeWalk *w, guint x, guint q, gboolean q_node)
+{
+    guint first = x / w->El * w->etp; /* its expert-TP ranks: first .. first + etp - 1 */
+    if (!q_node)
+        return q / w->etp * w->etp == first;
+    return first / w->R <= q / w->R && q / w->R <= (first + w->etp - 1) / w->R;
+}
+
 /* Whether token t of source rank p has a kept choice on rank q (q_node: on q's node). */
 static gboolean
 moe_walk_on(const MoeWalk *w, guint p, guint t, guint q, gboolean q_node)
 {
     gsize i = ((gsize) p * w->T + t) * w->k;
-    for (guint j = 0; j < w->k; j++) {
-        guint owner = w->experts[i + j] / w->El;
-        if (w->rows[i + j] >= 0 && (q_node ? owner / w->R == q / w->R : owner == q))
+    for (guint j = 0; j < w->k; j++)
+        if (w->rows[i + j] >= 0 && moe_walk_holds(w, w->experts[i + j], q, q_node))
             return TRUE;
-    }
     return FALSE;
 }
 
@@ -198,10 +224,10 @@ simpar_moe_hop_capacity(SimparMoe *m)
 {
     MoeWalk w;
     moe_walk_init(&w, m);
-    g_autofree guint *node = g_new0(guint, (gsize) m->ep * w.N);
-    g_autofree guint *gpu = g_new0(guint, (gsize) m->ep * w.R);
+    g_autofree guint *node = g_new0(guint, (gsize) w.G * w.N);
+    g_autofree guint *gpu = g_new0(guint, (gsize) w.G * w.R);
     m->cap_node = m->cap_gpu = 1; /* an empty block still has a row: counts of 0 are refused */
-    for (guint p = 0; p < m->ep; p++)
+    for (guint p = 0; p < w.G; p++)
         for (guint t = 0; t < w.T; t++)
             for (guint n = 0; n < w.N; n++) {
                 if (!moe_walk_on(&w, p, t, n * w.R, TRUE))
@@ -223,10 +249,10 @@ simpar_moe_hop_map(const SimparMoe *m, guint *choice, gsize *n_rows)
 {
     MoeWalk w;
     moe_walk_init(&w, m);
-    guint r = m->ep_rank, home = r / w.R * w.R; /* the first rank of r's node */
+    guint r = m->ep_rank * w.etp + m->etp_rank, home = r / w.R * w.R; /* r's node's first rank */
     gsize n = m->hop == 0   ? (gsize) w.N * m->cap_node
               : m->hop == 1 ? (gsize) w.R * m->cap_gpu
-                            : (gsize) w.El * m->ep * w.C;
+                            : (gsize) w.El * w.G * w.C;
     gint64 *src = g_new(gint64, n);
     for (gsize i = 0; i < n; i++)
         src[i] = -1;
@@ -259,13 +285,13 @@ simpar_moe_hop_map(const SimparMoe *m, guint *choice, gsize *n_rows)
                 gsize i = ((gsize) p * w.T + t) * w.k;
                 for (guint j = 0; j < w.k; j++) {
                     guint e = w.experts[i + j];
-                    if (w.rows[i + j] < 0 || e / w.El != r)
+                    if (w.rows[i + j] < 0 || !moe_walk_holds(&w, e, r, FALSE))
                         continue;
-                    gsize b = (((gsize) (e % w.El) * m->ep + p) * w.C +
+                    gsize b = (((gsize) (e % w.El) * w.G + p) * w.C +
                                (gsize) (w.rows[i + j] - (gint64) e * w.C));
                     src[b] = (gint64) l * m->cap_gpu + slot;
-                    if (choice != NULL)
-                        choice[b] = j;
+                    if (choice != NULL) /* its score's column: choice j's copy for r */
+                        choice[b] = j * w.etp + r % w.etp;
                 }
                 slot++;
             }
@@ -653,14 +679,14 @@ moe_etp_scatter(MoeCtx *c, const char *buf, const char *name, guint in)
 static guint64
 moe_hop_width(const MoeCtx *c)
 {
-    return c->h + c->route.top_k;
+    return c->h + simpar_moe_hop_scores(&c->route);
 }
 
 /* DeepEP's dispatch: x and scores -> b->xs and b->sc over the rail, then the node. */
 static void
 moe_dispatch_hops(MoeCtx *c, MoeBufs *b)
 {
-    guint64 R = c->route.node_ranks, N = c->route.ep / R, w = moe_hop_width(c);
+    guint64 R = c->route.node_ranks, N = simpar_moe_hop_ranks(&c->route) / R, w = moe_hop_width(c);
     guint64 rail = N * c->route.cap_node * w, node = R * c->route.cap_gpu * w;
     guint s0 = moe_buf(c, "moe.dispatch.send", rail), r0 = moe_buf(c, "moe.dispatch.recv", rail);
     moe_hop_op(c, SIMPAR_OP_MOE_HOP, 0, "moe.permute", b->x, b->scores, G_MAXUINT, s0, G_MAXUINT);
@@ -673,8 +699,8 @@ moe_dispatch_hops(MoeCtx *c, MoeBufs *b)
     moe_hop_op(c, SIMPAR_OP_MOE_HOP, 1, "moe.forward", r0, G_MAXUINT, G_MAXUINT, s1, G_MAXUINT);
     moe_hop_all_to_all(c, "moe.all-to-all-dispatch-node", TRUE, w, s1, r1);
     moe_join(c);
-    b->xs = moe_buf(c, "experts.x", c->E * c->C * c->h);
-    b->sc = moe_buf(c, "experts.scores", c->E * c->C);
+    b->xs = moe_buf(c, "experts.x", c->E * c->C * c->h * c->etp);
+    b->sc = moe_buf(c, "experts.scores", c->E * c->C * c->etp);
     moe_hop_op(c, SIMPAR_OP_MOE_HOP, 2, "moe.sort", r1, G_MAXUINT, G_MAXUINT, b->xs, b->sc);
 }
 
@@ -683,7 +709,7 @@ moe_dispatch_hops(MoeCtx *c, MoeBufs *b)
 static guint
 moe_combine_hops(MoeCtx *c, MoeBufs *b)
 {
-    guint64 R = c->route.node_ranks, N = c->route.ep / R, h = c->h;
+    guint64 R = c->route.node_ranks, N = simpar_moe_hop_ranks(&c->route) / R, h = c->h;
     guint64 node = R * c->route.cap_gpu * h, rail = N * c->route.cap_node * h;
     guint s2 = moe_buf(c, "moe.combine.send", node), r2 = moe_buf(c, "moe.combine.forwarded", node);
     moe_hop_op(c, SIMPAR_OP_MOE_HOP_REDUCE, 2, "moe.unsort", b->z2, b->sc, G_MAXUINT, s2,
@@ -1040,7 +1066,8 @@ moe_shared_bwd_sum(MoeCtx *c, MoeBufs *b, guint dxr, guint sdx)
 static void
 moe_backward_hops(MoeCtx *c, MoeBufs *b, guint dscores)
 {
-    guint64 R = c->route.node_ranks, N = c->route.ep / R, h = c->h, w = moe_hop_width(c);
+    guint64 R = c->route.node_ranks, N = simpar_moe_hop_ranks(&c->route) / R, h = c->h;
+    guint64 w = moe_hop_width(c);
     guint64 rail = N * c->route.cap_node, node = R * c->route.cap_gpu;
     guint g0 = moe_buf(c, "moe.combine.recv.grad", rail * h),
           g0r = moe_buf(c, "moe.combine.forward.grad", rail * h);
@@ -1056,8 +1083,8 @@ moe_backward_hops(MoeCtx *c, MoeBufs *b, guint dscores)
                G_MAXUINT);
     moe_hop_all_to_all(c, "moe.all-to-all-combine-node", TRUE, h, g1, g1r);
     moe_join(c);
-    guint dz2 = moe_buf(c, "experts.fc2.y.grad", c->E * c->C * h),
-          dsc = moe_buf(c, "experts.scores.grad", c->E * c->C);
+    guint dz2 = moe_buf(c, "experts.fc2.y.grad", c->E * c->C * h * c->etp),
+          dsc = moe_buf(c, "experts.scores.grad", c->E * c->C * c->etp);
     moe_hop_op(c, SIMPAR_OP_MOE_HOP_REDUCE_BWD, 2, "moe.unsort", g1r, b->sc, b->z2, dz2, dsc);
     guint dxs = moe_experts_backward(c, b, dz2);
     guint d2 = moe_buf(c, "moe.dispatch.forwarded.grad", node * w),
@@ -1294,20 +1321,23 @@ moe_route_init(const SimparModel *m, guint ep, guint etp, guint node_ranks, guin
     return r;
 }
 
-/* DeepEP's groups: rails[l] the ranks of local index l of every node, nodes[n] node n's. */
+/* DeepEP's groups over its G ranks (ep x etp, rank e etp + t; axis "ep", or "tp_ep" with
+ * expert tensor parallelism as Megatron-Core names the group): rails[l] the ranks of local
+ * index l of every node, nodes[n] node n's. */
 static void
-moe_hop_groups(SimparSchedule *sched, guint ep, guint R, guint *rails, guint *nodes)
+moe_hop_groups(SimparSchedule *sched, guint G, guint etp, guint R, guint *rails, guint *nodes)
 {
-    g_autofree guint *members = g_new(guint, MAX(ep / R, R));
+    const char *axis = etp > 1 ? "tp_ep" : "ep";
+    g_autofree guint *members = g_new(guint, MAX(G / R, R));
     for (guint l = 0; l < R; l++) {
-        for (guint n = 0; n < ep / R; n++)
+        for (guint n = 0; n < G / R; n++)
             members[n] = n * R + l;
-        rails[l] = simpar_schedule_add_group(sched, "ep", members, ep / R);
+        rails[l] = simpar_schedule_add_group(sched, axis, members, G / R);
     }
-    for (guint n = 0; n < ep / R; n++) {
+    for (guint n = 0; n < G / R; n++) {
         for (guint l = 0; l < R; l++)
             members[l] = n * R + l;
-        nodes[n] = simpar_schedule_add_group(sched, "ep", members, R);
+        nodes[n] = simpar_schedule_add_group(sched, axis, members, R);
     }
 }
 
@@ -1346,20 +1376,19 @@ moe_block_check(const SimparModel *model, guint ep, guint etp, guint node_ranks,
                     model->moe.experts, ep);
         return FALSE;
     }
-    if (model->moe.moe_ffn % etp != 0 || (etp > 1 && node_ranks > 0)) {
+    if (model->moe.moe_ffn % etp != 0) {
         g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
                     "--etp %u: the experts' FFN width %" G_GINT64_FORMAT " must split into ETP "
-                    "column slices, with the all-to-all dispatcher (valid: --etp a divisor of "
-                    "--moe-ffn, and --moe-dispatcher alltoall)",
+                    "column slices (valid: --etp a divisor of --moe-ffn)",
                     etp, model->moe.moe_ffn);
         return FALSE;
     }
-    if (node_ranks > 0 && ep % node_ranks != 0) {
+    if (node_ranks > 0 && (ep * etp) % node_ranks != 0) {
         g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_INVALID,
-                    "--moe-dispatcher deepep: the expert-parallel group (--ep %u) must span whole "
-                    "nodes of %u ranks (valid: --ep a multiple of the node's ranks, or "
-                    "--moe-dispatcher alltoall)",
-                    ep, node_ranks);
+                    "--moe-dispatcher deepep: the expert-parallel group (--ep %u x --etp %u) must "
+                    "span whole nodes of %u ranks (valid: --ep x --etp a multiple of the node's "
+                    "ranks, or --moe-dispatcher alltoall)",
+                    ep, etp, node_ranks);
         return FALSE;
     }
     return TRUE;
@@ -1420,9 +1449,9 @@ moe_build(const SimparModel *model, guint ep, guint etp, guint node_ranks, guint
             members[p] = p;
         all = ep_groups[0] = simpar_schedule_add_group(sched, "ep", members, ep);
     }
-    g_autofree guint *rails = g_new(guint, MAX(R, 1u)), *nodes = g_new(guint, MAX(ep, 1u));
+    g_autofree guint *rails = g_new(guint, MAX(R, 1u)), *nodes = g_new(guint, MAX(n, 1u));
     if (R > 0)
-        moe_hop_groups(sched, ep, R, rails, nodes);
+        moe_hop_groups(sched, n, etp, R, rails, nodes);
     gboolean swiglu = model->mlp == SIMPAR_MLP_SWIGLU;
     MoeCtx c = {.sched = sched,
                 .model = model,
@@ -1444,6 +1473,7 @@ moe_build(const SimparModel *model, guint ep, guint etp, guint node_ranks, guint
         MoeBufs b = {0};
         c.last = c.wait = G_MAXUINT, c.join = FALSE;
         c.rank = p, c.route.ep_rank = p / etp, c.route.token0 = (guint64) p * tokens;
+        c.route.etp_rank = p % etp;
         c.etp_rank = p % etp, c.ep_group = ep_groups[p % etp], c.etp_group = etp_groups[p / etp];
         if (pair) {
             moe_pair_rank(&c);

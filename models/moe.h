@@ -34,8 +34,7 @@
  * The backward swaps them: the combine's all-to-all, an all-gather of dy's rows, the experts'
  * backward, a reduce-scatter of dx's partial rows, the dispatch's all-to-all. The router and
  * the shared experts are each rank's own, as at etp 1 (Megatron shards the shared experts with
- * the attention's tensor parallelism, shared_experts.py, not with the experts'). DeepEP's hops
- * are modelled with etp 1 only.
+ * the attention's tensor parallelism, shared_experts.py, not with the experts').
  *
  * DeepEP's dispatch (train.h, SIMPAR_MOE_DEEPEP; github.com/deepseek-ai/DeepEP "normal"
  * kernels, DeepSeek-V3 arXiv 2412.19437 section 3.2.2) replaces each all-to-all by two hops
@@ -50,6 +49,18 @@
  *     [R x cap_gpu x (h + k)] --all-to-all node--> --hop 2--> experts.x, experts.scores
  *   experts' rows --hop 2 reduce (x scores)--> --all-to-all node--> --hop 1 reduce-->
  *     --all-to-all rail--> --hop 0 reduce--> y
+ *
+ * With expert tensor parallelism DeepEP runs as Megatron-Core's flex dispatcher runs it
+ * (token_dispatcher.py, MoEFlexTokenDispatcher: one communication group, tp_ep_group, and the
+ * routing map expanded over it in _initialize_metadata): the hops' group is the block's G =
+ * ep x etp ranks, rank e etp + t, nodes of R consecutive ones (G a multiple of R), and a kept
+ * choice of expert x goes to every rank of x's expert-TP group, x / (E/ep) etp + s for s < etp
+ * (top_k x etp destinations, the choice's score carried once for each: rows h + top_k etp
+ * wide). A token crosses the rail once per node holding one of them and NVLink once per such
+ * GPU; each lands in that GPU's rows [E/ep x G x C x h], the rank runs its column slice on them
+ * and weights its partial fc2 rows by the score, and the combine's sums (per GPU, per node,
+ * home) add the etp slices' partial rows up with the experts'. No expert-TP all-gather or
+ * reduce-scatter.
  *
  * Megatron-Core's all-gather dispatcher (train.h, SIMPAR_MOE_ALLGATHER; its default,
  * megatron/core/transformer/moe/token_dispatcher.py, MoEAllGatherTokenDispatcher) needs no
@@ -131,9 +142,13 @@ SimparSchedule *simpar_moe_pair_build(const SimparModel *model, guint ep, guint 
  * most tokens one rank sends one node, and one rank forwards one GPU of its node, from the
  * routing of every rank's tokens. */
 void simpar_moe_hop_capacity(SimparMoe *m);
-/* Hop m->hop at rank m->ep_rank: for each row of its b side (schedule.h) the a row it copies,
- * -1 for padding, their count into *n_rows; hop 2: the token's choice of each row's expert into
- * choice[*n_rows] (may be NULL; rows without an a row left as they are). */
+/* DeepEP's group (SIMPAR_MOE_DEEPEP): its ranks, ep x etp (Megatron-Core's tp_ep group), and
+ * the scores a hop's row carries, top_k x etp (each choice's once per expert-TP rank). */
+guint simpar_moe_hop_ranks(const SimparMoe *m);
+guint simpar_moe_hop_scores(const SimparMoe *m);
+/* Hop m->hop at group rank m->ep_rank etp + m->etp_rank: for each row of its b side (schedule.h)
+ * the a row it copies, -1 for padding, their count into *n_rows; hop 2: the token's choice of each
+ * row's expert into choice[*n_rows] (may be NULL; rows without an a row left as they are). */
 gint64 *simpar_moe_hop_map(const SimparMoe *m, guint *choice, gsize *n_rows);
 /* The rows per (source rank, expert) a prediction gives the all-to-all's blocks and the grouped
  * GEMMs: ceil(T k / E cf) with a capacity factor, else the busiest expert's ceil(T k / E x

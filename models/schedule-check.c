@@ -1,6 +1,7 @@
 /* schedule-check.c - a schedule checks itself: bounds, collective matching, p2p matching, that it
  * runs to completion (no cycle, no deadlock), and that streams and deps order every data hazard.
  */
+#include "moe.h"
 #include "schedule-private.h"
 #include <math.h>
 #include <stdarg.h>
@@ -253,9 +254,11 @@ access_moe_hop(const SimparOp *op, gsize in[3], gsize outl[2])
 {
     const SimparMoe *m = &op->u.moe;
     gboolean reduce = op->kind >= SIMPAR_OP_MOE_HOP_REDUCE;
-    gsize w = m->hidden + (reduce ? 0 : m->top_k), R = MAX(m->node_ranks, 1u), N = m->ep / R;
+    gsize w = m->hidden + (reduce ? 0 : simpar_moe_hop_scores(m)), R = MAX(m->node_ranks, 1u);
+    gsize N = simpar_moe_hop_ranks(m) / R, etp = MAX(m->etp, 1u);
     gsize rows_a[3] = {m->tokens, N * m->cap_node, R * m->cap_gpu};
-    gsize rows_b[3] = {N * m->cap_node, R * m->cap_gpu, access_mul(m->experts, m->capacity)};
+    gsize rows_b[3] = {N * m->cap_node, R * m->cap_gpu,
+                       access_mul(access_mul(m->experts, m->capacity), etp)};
     guint hop = MIN(m->hop, 2u);
     gsize a[2] = {access_mul(rows_a[hop], hop == 0 ? m->hidden : w),
                   hop == 0 && !reduce ? access_mul(m->tokens, m->top_k) : 0};
@@ -587,8 +590,9 @@ check_moe(guint i, const SimparOp *op, GError **error)
     if (m->ep == 0 || m->experts == 0 || m->experts % m->ep != 0 || m->ep_rank >= m->ep ||
         m->top_k == 0 || m->top_k > m->experts || !groups_ok || m->router > SIMPAR_ROUTER_SIGMOID ||
         m->gather % m->ep != 0 ||
-        (op->kind >= SIMPAR_OP_MOE_HOP && (m->node_ranks == 0 || m->ep % m->node_ranks != 0 ||
-                                           m->hop > 2 || m->cap_node == 0 || m->cap_gpu == 0)))
+        (op->kind >= SIMPAR_OP_MOE_HOP &&
+         (m->node_ranks == 0 || simpar_moe_hop_ranks(m) % m->node_ranks != 0 ||
+          m->etp_rank >= MAX(m->etp, 1u) || m->hop > 2 || m->cap_node == 0 || m->cap_gpu == 0)))
         return check_fail(error, SIMPAR_SCHEDULE_ERROR_INVALID, i, op,
                           "routes to %u of %u experts (%u groups, limit %u, router %u) over rank "
                           "%u of %u",

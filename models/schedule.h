@@ -344,16 +344,19 @@ typedef struct {
  *                 tokens x hidden]: each token's local kept rows weighted by their probs, summed.
  *   COMBINE_BWD   in0 d out0, in1 the gathered probs, in2 the rows; out0 d rows, out1 d gathered
  *                 probs (0 off the local kept choices).
- * DeepEP's hierarchical dispatch (node_ranks > 0: the ep ranks are ep / node_ranks nodes of
- * node_ranks consecutive ranks; moe.h) moves rows in three hops, `hop` 0 to 2, each from its
- * "a" side to its "b" side (simpar_moe_hop_map gives every b row its a row, -1: padding):
+ * DeepEP's hierarchical dispatch (node_ranks > 0: the G = ep x etp ranks of the TP x EP group,
+ * rank ep_rank etp + etp_rank, are G / node_ranks nodes of node_ranks consecutive ranks; moe.h)
+ * moves rows in three hops, `hop` 0 to 2, each from its "a" side to its "b" side
+ * (simpar_moe_hop_map gives every b row its a row, -1: padding). A row carries its token and
+ * its S = top_k x etp scores (simpar_moe_hop_scores: each choice's score once per expert-TP rank
+ * of its expert, as Megatron-Core expands the routing map):
  *   hop 0  a: the tokens [tokens x hidden] and scores [tokens x top_k]; b: [nodes x cap_node x
- *          (hidden + top_k)], per target node the tokens with a kept choice there.
- *   hop 1  a: hop 0's b side as received over the rail [nodes x cap_node x (hidden + top_k)];
- *          b: [node_ranks x cap_gpu x (hidden + top_k)], per GPU of the node the rows going there.
- *   hop 2  a: hop 1's b side as received in the node [node_ranks x cap_gpu x (hidden + top_k)];
- *          b: the experts' rows [E/ep x ep x capacity x hidden] (SORT's out0) and each row's
- *          score [E/ep x ep x capacity].
+ *          (hidden + S)], per target node the tokens with a kept choice there.
+ *   hop 1  a: hop 0's b side as received over the rail [nodes x cap_node x (hidden + S)];
+ *          b: [node_ranks x cap_gpu x (hidden + S)], per GPU of the node the rows going there.
+ *   hop 2  a: hop 1's b side as received in the node [node_ranks x cap_gpu x (hidden + S)];
+ *          b: the experts' rows [E/ep x G x capacity x hidden] (SORT's out0, sources in group
+ *          rank order) and each row's score [E/ep x G x capacity].
  *   HOP            in0 (hop 0: and in1) the a side; out0 (hop 2: and out1) the b side.
  *   HOP_BWD        in0 (hop 2: and in1) d b side; out0 (hop 0: and out1) d a side, summed.
  *   HOP_REDUCE     in0 the b side's rows [.. x hidden] (hop 2: in1 their scores); out0 the a
@@ -364,12 +367,14 @@ typedef struct {
     guint tokens, hidden;
     guint experts, top_k;
     guint ep, ep_rank;
-    guint etp;    /* SORT, UNSORT: expert tensor parallelism's etp x ep source blocks; 0 or 1: ep */
-    guint gather; /* the all-gather dispatcher's gathered sources (etp x ep); 0: the rank's own */
+    guint etp;      /* SORT, UNSORT: expert tensor parallelism's etp x ep source blocks; 0 or 1: ep;
+                       HOP*: the TP x EP group's etp (DeepEP's G = ep x etp ranks) */
+    guint etp_rank; /* HOP*: the rank's expert-TP index: group rank ep_rank etp + etp_rank */
+    guint gather;   /* the all-gather dispatcher's gathered sources (etp x ep); 0: the rank's own */
     guint capacity;
     guint groups, group_limit; /* node-limited routing: top_k within group_limit of groups */
     guint router;              /* SimparRouterScore */
-    guint node_ranks;          /* DeepEP's hops: the ep ranks one node holds; 0: flat */
+    guint node_ranks;          /* DeepEP's hops: the group's ranks one node holds; 0: flat */
     guint hop;                 /* HOP*: which of the three */
     guint cap_node, cap_gpu;   /* HOP*: rows per (source, target node), (forwarder, target GPU) */
     guint64 seed;

@@ -400,16 +400,6 @@ train_check_experts(const SimparTrain *t, const SimparModel *model, GError **err
                           ": each expert's FFN splits into ETP equal column slices (valid: a "
                           "divisor of %" G_GINT64_FORMAT ")",
                           etp, model->moe.moe_ffn, model->moe.moe_ffn);
-    /* Megatron-Core's flex dispatcher (DeepEP) runs ETP > 1 otherwise than the all-to-all one:
-     * one TP x EP group, each token sent to every expert-TP rank of its expert
-     * (megatron/core/transformer/moe/token_dispatcher.py, MoEFlexTokenDispatcher) */
-    if (etp > 1 && t->moe_dispatcher == SIMPAR_MOE_DEEPEP)
-        return train_fail(
-            error,
-            "--etp %" G_GINT64_FORMAT " with --moe-dispatcher deepep: expert tensor "
-            "parallelism is modelled with the all-to-all dispatcher only (valid: "
-            "--etp 1 with deepep, or --moe-dispatcher alltoall with --etp %" G_GINT64_FORMAT ")",
-            etp, etp);
     /* 2-D, 2.5-D and 3-D hand the MoE block each GPU's B/T own tokens by an all-to-all over
      * the ranks sharing a block of rows (tp-moe.c): the rows split evenly over them */
     const SimparGenerator *gen = t->tp.gen;

@@ -776,27 +776,41 @@ predict_simulate(const SimparPredictContext *ctx, const SimparModel *model,
     return TRUE;
 }
 
-/* DeepEP's hops (--moe-dispatcher deepep) need the expert-parallel group to be whole nodes
- * of R consecutive EP ranks (the rail peers are EP ranks l, R + l, ...): train->ep_node = R,
- * else FALSE with *why set. */
+/* DeepEP's hops (--moe-dispatcher deepep) run over Megatron-Core's TP x EP group (tp_ep: the
+ * ep x etp ranks of the MoE block, rank e etp + t; MoEFlexTokenDispatcher), which must be
+ * whole nodes of R consecutive group ranks (the rail peers are group ranks l, R + l, ...):
+ * train->ep_node = R, else FALSE with *why set. */
 static gboolean
-predict_ep_nodes(const SimparNet *net, SimparTrain *train, guint nodes, GError **why)
+predict_ep_nodes(const SimparNet *net, SimparTrain *train, GError **why)
 {
-    guint ep = (guint) MAX(train->ep, 1), R = ep / MAX(nodes, 1u);
-    gboolean whole = ep % MAX(nodes, 1u) == 0;
-    for (guint i = 0; whole && i < ep; i++) {
-        guint node = simpar_net_node(net, simpar_train_expert_rank(train, 0, i, 0, 0));
-        whole = node == simpar_net_node(net, simpar_train_expert_rank(train, 0, i / R * R, 0, 0));
+    guint ep = (guint) MAX(train->ep, 1), etp = (guint) MAX(train->etp, 1), G = ep * etp;
+    guint nodes = 0;
+    g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+    for (guint i = 0; i < G; i++) {
+        guint node = simpar_net_node(net, simpar_train_expert_rank(train, i % etp, i / etp, 0, 0));
+        if (g_hash_table_add(seen, GUINT_TO_POINTER(node + 1)))
+            nodes++;
+    }
+    guint R = G / MAX(nodes, 1u);
+    gboolean whole = G % MAX(nodes, 1u) == 0;
+    for (guint i = 0; whole && i < G; i++) {
+        guint j = i / R * R; /* the first group rank of i's node */
+        guint node = simpar_net_node(net, simpar_train_expert_rank(train, i % etp, i / etp, 0, 0));
+        whole =
+            node == simpar_net_node(net, simpar_train_expert_rank(train, j % etp, j / etp, 0, 0));
     }
     if (whole) {
         train->ep_node = R;
         return TRUE;
     }
+    g_autofree char *group =
+        etp > 1 ? g_strdup_printf("TP x EP group (--ep %u x --etp %u = %u ranks)", ep, etp, G)
+                : g_strdup_printf("expert-parallel group (--ep %u)", ep);
     g_set_error(why, SIMPAR_PREDICT_ERROR, SIMPAR_PREDICT_ERROR_REFUSED,
-                "--moe-dispatcher deepep: the expert-parallel group (--ep %u) spans %u nodes "
-                "unevenly; DeepEP's rail needs each node to hold the same number of consecutive "
-                "EP ranks (valid: an --ep that fills whole nodes, or --moe-dispatcher alltoall)",
-                ep, nodes);
+                "--moe-dispatcher deepep: the %s spans %u nodes unevenly; DeepEP's rail needs "
+                "each node to hold the same number of consecutive %s ranks (valid: an %s that "
+                "fills whole nodes, or --moe-dispatcher alltoall)",
+                group, nodes, etp > 1 ? "group" : "EP", etp > 1 ? "--ep x --etp" : "--ep");
     return FALSE;
 }
 
@@ -818,7 +832,7 @@ predict_node_limit(const SimparPredictContext *ctx, const SimparModel *model, Si
         if (g_hash_table_add(seen, GUINT_TO_POINTER(node + 1)))
             nodes++;
     }
-    if (deepep && !predict_ep_nodes(net, train, nodes, why))
+    if (deepep && !predict_ep_nodes(net, train, why))
         return FALSE;
     if ((guint64) model->moe.group_limit <= nodes)
         return TRUE;

@@ -1148,17 +1148,17 @@ static const BadCase cases[] = {
      "--tp-mode 1d --gpus 48 --dp 48 --ep 12 --moe-dispatcher deepep --backend analytic",
      2,
      {"--moe-dispatcher deepep", "(--ep 12) spans 2 nodes unevenly", "fills whole nodes"}},
-    /* expert tensor parallelism with DeepEP's hops: Megatron-Core's flex dispatcher sends a
-     * token to every expert-TP rank, which simpar does not model */
+    /* expert tensor parallelism with DeepEP's hops: the TP x EP group (EP 6 x ETP 2 = 12
+     * ranks) holds 8 ranks of one node and 4 of the next, where DeepEP's rail needs equal ones */
     {"cli",
      NULL,
      NULL,
      NULL,
-     "--topology topologies/dgx-h100x64.xml --model tiny --experts 8 --topk 2 --moe-ffn 64 "
-     "--tp-mode 1d --gpus 16 --dp 16 --ep 8 --etp 2 --moe-dispatcher deepep --backend analytic",
+     "--topology topologies/dgx-h100x64.xml --model tiny --experts 12 --topk 2 --moe-ffn 64 "
+     "--tp-mode 1d --gpus 48 --dp 48 --ep 6 --etp 2 --moe-dispatcher deepep --backend analytic",
      2,
-     {"--etp 2 with --moe-dispatcher deepep", "valid: --etp 1 with deepep",
-      "--moe-dispatcher alltoall with --etp 2"}},
+     {"--moe-dispatcher deepep", "(--ep 6 x --etp 2 = 12 ranks) spans 2 nodes unevenly",
+      "an --ep x --etp that fills whole nodes"}},
     {"cli",
      NULL,
      NULL,

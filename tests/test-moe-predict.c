@@ -173,6 +173,41 @@ test_deepep_dispatches_faster_than_the_all_to_all_with_node_limited_routing(void
     simpar_cli_run_clear(&r);
 }
 
+/* DeepEP's hops with expert tensor parallelism (--etp 2, Megatron-Core's flex dispatcher over
+ * the TP x EP group): EP 16 x ETP 2 = 32 GPUs over 4 nodes of 8, node-limited routing. Every
+ * backend predicts it; its hops are exposed on axis tp_ep (inter- and intra-node) and no
+ * expert-TP collective runs (no axis etp, no moe_expert_tp_s), where the all-to-all dispatcher
+ * has both; its dispatch and its step are faster; the formula backend replays the step, giving
+ * the analytic figure. */
+static void
+test_deepep_with_etp_runs_over_the_tp_ep_group(void)
+{
+    const char *job = "--topology " H100 " --json --model llama3-8b --layers 4 --seq 1024 "
+                      "--experts 32 --topk 8 --router sigmoid --expert-groups 4 --group-limit 2 "
+                      "--moe-ffn 1024 --tp-mode 1d --tp 1 --pp 2 --dp 32 --ep 16 --etp 2 "
+                      "--global-batch 128";
+    const char *backends[] = {"simgrid", "analytic", "formula"};
+    double analytic = 0;
+    for (guint i = 0; i < G_N_ELEMENTS(backends); i++) {
+        g_autoptr(JsonParser) p1 = NULL, p2 = NULL;
+        g_autofree char *flat = g_strdup_printf("%s --backend %s", job, backends[i]);
+        g_autofree char *deep = g_strconcat(flat, " --moe-dispatcher deepep", NULL);
+        JsonObject *a2a = moe_step(flat, &p1), *hops = moe_step(deep, &p2);
+        double d1 = moe_member(a2a, "moe_dispatch_s"), d2 = moe_member(hops, "moe_dispatch_s");
+        double s1 = moe_member(a2a, "step_time_s"), s2 = moe_member(hops, "step_time_s");
+        printf("\n    %s: dispatch %.4g -> %.4g s, step %.4g -> %.4g s", backends[i], d1, d2, s1,
+               s2);
+        CU_ASSERT(d2 > 0 && d2 < d1 && s2 < s1);
+        CU_ASSERT(moe_member(a2a, "moe_expert_tp_s") > 0 && moe_has_axis(a2a, "etp"));
+        CU_ASSERT(moe_member(hops, "moe_expert_tp_s") <= 0 && !moe_has_axis(hops, "etp"));
+        CU_ASSERT(moe_has_axis(hops, "tp_ep") && !moe_has_axis(hops, "ep"));
+        if (i == 1)
+            analytic = s2;
+        if (i == 2)
+            CU_ASSERT_DOUBLE_EQUAL(s2, analytic, 1e-12);
+    }
+}
+
 /* The time of one `op` of `bytes` in all (nccl-tests' size) over the first `gpus` GPUs of H100,
  * as simpar collective gives it on `backend`. */
 static double
@@ -986,6 +1021,8 @@ static CU_TestInfo predict_tests[] = {
     {"--order places the expert-parallel groups", test_order_places_the_expert_parallel_groups},
     {"DeepEP dispatches faster than the all-to-all with node-limited routing, on every backend",
      test_deepep_dispatches_faster_than_the_all_to_all_with_node_limited_routing},
+    {"DeepEP with ETP 2 runs over the TP x EP group: axis tp_ep, no expert-TP collective, faster",
+     test_deepep_with_etp_runs_over_the_tp_ep_group},
     {"the experts' reductions leave the step on alike ranks, as every rank gives it",
      test_the_experts_reductions_leave_the_step_on_alike_ranks},
     {"2-D, 2.5-D and 3-D MoE steps time the all-to-alls to the MoE block's tokens on every "

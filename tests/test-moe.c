@@ -590,6 +590,129 @@ test_deepep_sends_a_token_once_per_other_node(void)
     }
 }
 
+/* ----- DeepEP's hops with expert tensor parallelism ----- */
+
+/* Megatron-Core's flex dispatcher with ETP > 1 (token_dispatcher.py, MoEFlexTokenDispatcher):
+ * DeepEP runs over the TP x EP group of EP x ETP ranks, each choice sent to every expert-TP rank
+ * of its expert, the combine summing their partial fc2 rows. Every output and gradient equals the
+ * serial block's: ETP 2 x EP 2 over nodes of 2 (an expert's two ranks on one node), of 4 (one
+ * node) and of 1 (its two ranks on two nodes: two rail copies); ETP 2 x EP 4 node-limited over
+ * nodes of 2 and 4; dropped tokens; GeLU top-1 without shared experts; the shared experts beside
+ * the hops; each recomputed module. */
+static void
+test_deepep_hops_with_etp_2_equal_the_serial_one(void)
+{
+    MoeCase mc = {2, 12, 8, 2, 12, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX, 0, 2, 2, FALSE};
+    const guint nodes[] = {2, 4, 1};
+    for (guint i = 0; i < G_N_ELEMENTS(nodes); i++) {
+        mc.node_ranks = nodes[i];
+        CU_ASSERT_EQUAL(moe_check(&mc, 7), 0);
+    }
+    MoeCase limited = {4, 10, 16, 4,    8, 4, 2, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SIGMOID,
+                       0, 2,  2,  FALSE};
+    CU_ASSERT_EQUAL(moe_check(&limited, 7), 0);
+    limited.node_ranks = 4;
+    CU_ASSERT_EQUAL(moe_check(&limited, 7), 0);
+    MoeCase drop = {2,   16, 8, 2,    0, 0, 0, SIMPAR_MLP_SWIGLU, SIMPAR_ROUTER_SOFTMAX,
+                    0.5, 4,  2, FALSE};
+    CU_ASSERT(moe_check(&drop, 5) > 0);
+    MoeCase gelu = {4, 9, 4, 1, 0, 0, 0, SIMPAR_MLP_GELU, SIMPAR_ROUTER_SOFTMAX, 0, 4, 2, FALSE};
+    CU_ASSERT_EQUAL(moe_check(&gelu, 5), 0);
+    CU_ASSERT_EQUAL(moe_check_overlap(&mc, 7, TRUE), 0);
+    const guint mods[] = {SIMPAR_RECOMPUTE_MOE, SIMPAR_RECOMPUTE_MOE_ACT,
+                          SIMPAR_RECOMPUTE_SHARED_EXPERTS};
+    mc.node_ranks = 2;
+    for (guint k = 0; k < G_N_ELEMENTS(mods); k++) {
+        SimparSchedule *sched = NULL;
+        moe_check_recompute(&mc, 7, FALSE, mods[k], &sched);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+        guint a2a = moe_count_recomputed(sched, "moe.all-to-all");
+        CU_ASSERT_EQUAL(a2a, mods[k] == SIMPAR_RECOMPUTE_MOE ? 4u : 0u);
+        simpar_schedule_free(sched);
+    }
+}
+
+/* The rows each hop of the forward dispatch moves, all ranks, against the closed form from the
+ * routing (dropless): a token crosses the rail once per node holding an expert-TP rank of one of
+ * its choices' EP ranks, NVLink once per such GPU (ETP per EP rank holding a choice), and lands
+ * ETP times per choice (G T k ETP rows in all). The all-to-alls run over the TP x EP group's
+ * rails and nodes, each row h + k ETP wide (the token and its expanded scores), the blocks as
+ * long as the fullest. No expert-TP all-gather or reduce-scatter. */
+static void
+test_deepep_hops_with_etp_move_the_closed_form_rows(void)
+{
+    guint ep = 4, etp = 2, G = ep * etp, T = 16, k = 4, E = 16, El = E / ep;
+    const guint nodes[] = {1, 2, 4, 8};
+    for (guint i = 0; i < G_N_ELEMENTS(nodes); i++) {
+        guint R = nodes[i];
+        SimparModel m = moe_model(E, k, 0, SIMPAR_MLP_SWIGLU);
+        g_autoptr(SimparSchedule) sched = simpar_moe_block_build(&m, ep, etp, R, T, 7, 0, 0, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(sched);
+        SimparMoe route = moe_route_of(sched);
+        double want[3] = {0, 0, 0};
+        g_autofree guint *chosen = g_new(guint, k);
+        for (guint p = 0; p < G; p++)
+            for (guint t = 0; t < T; t++) {
+                gboolean on_node[8] = {FALSE}, on_ep[4] = {FALSE};
+                simpar_moe_choose(&route, (guint64) p * T + t, chosen);
+                for (guint j = 0; j < k; j++) {
+                    guint o = chosen[j] / El;
+                    if (!on_ep[o])
+                        on_ep[o] = TRUE, want[1] += etp;
+                    for (guint s = 0; s < etp; s++) /* its expert-TP ranks o ETP + s */
+                        if (!on_node[(o * etp + s) / R])
+                            on_node[(o * etp + s) / R] = TRUE, want[0]++;
+                }
+            }
+        want[2] = (double) G * T * k * etp;
+        double got[3] = {0, 0, 0};
+        guint a2a = 0, etp_colls = 0;
+        for (guint o = 0; o < simpar_schedule_n_ops(sched); o++) {
+            const SimparOp *op = simpar_schedule_op(sched, o);
+            if (op->kind == SIMPAR_OP_COLLECTIVE && op->u.coll.kind != SIMPAR_COLL_ALL_TO_ALL)
+                etp_colls +=
+                    g_str_equal(simpar_schedule_group(sched, op->u.coll.group)->axis, "etp");
+            if (op->phase != SIMPAR_PHASE_FORWARD)
+                continue;
+            if (op->kind == SIMPAR_OP_COLLECTIVE && op->u.coll.kind == SIMPAR_COLL_ALL_TO_ALL) {
+                const SimparGroup *g = simpar_schedule_group(sched, op->u.coll.group);
+                gboolean rail = g_str_has_suffix(op->name, "-rail");
+                guint cap = rail ? route.cap_node : route.cap_gpu;
+                CU_ASSERT(g_str_equal(g->axis, "tp_ep") && g->size == (rail ? G / R : R));
+                if (strstr(op->name, "dispatch") != NULL)
+                    CU_ASSERT_EQUAL(op->u.coll.count, (guint64) cap * (m.hidden + k * etp));
+                a2a++;
+            }
+            if (op->kind != SIMPAR_OP_MOE_HOP)
+                continue;
+            gsize n;
+            g_autofree gint64 *src = simpar_moe_hop_map(&op->u.moe, NULL, &n);
+            for (gsize r = 0; r < n; r++)
+                got[op->u.moe.hop] += src[r] >= 0;
+        }
+        printf("\n  EP %u x ETP %u, nodes of %u: rail %.0f, NVLink %.0f, experts %.0f rows", ep,
+               etp, R, got[0], got[1], got[2]);
+        for (guint h = 0; h < 3; h++)
+            CU_ASSERT_EQUAL(got[h], want[h]);
+        CU_ASSERT_EQUAL(a2a, 4 * G); /* the dispatch's and the combine's two hops, each rank */
+        CU_ASSERT_EQUAL(etp_colls, 0);
+    }
+}
+
+/* DeepEP needs the TP x EP group to be whole nodes: EP 3 x ETP 2 over nodes of 4 is refused with
+ * a message naming both flags. */
+static void
+test_deepep_with_etp_refuses_a_group_that_does_not_fill_nodes(void)
+{
+    SimparModel m = moe_model(6, 2, 0, SIMPAR_MLP_SWIGLU);
+    g_autoptr(GError) error = NULL;
+    SimparSchedule *sched = simpar_moe_block_build(&m, 3, 2, 4, 8, 7, 0, 0, &error);
+    CU_ASSERT_PTR_NULL(sched);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(error);
+    CU_ASSERT(strstr(error->message, "(--ep 3 x --etp 2)") != NULL &&
+              strstr(error->message, "whole nodes of 4 ranks") != NULL);
+}
+
 /* ----- the all-to-all moves exactly the routed tokens ----- */
 
 /* The receive buffer of the forward dispatch all-to-all on `rank`. */
@@ -929,10 +1052,11 @@ grid_compare(const SimparSchedule *sched, SimparHost *host, GHashTable *tab, gui
 typedef struct {
     const char *mode;
     gint64 tp, depth, shared;
-    gint64 etp;      /* the block's expert tensor parallelism: EP = T / ETP; 0: 1 */
-    gboolean sp;     /* 1-D: sequence parallelism */
-    gboolean rms;    /* RMSNorm (no betas) */
-    gboolean gather; /* the block with Megatron-Core's all-gather dispatcher */
+    gint64 etp;       /* the block's expert tensor parallelism: EP = T / ETP; 0: 1 */
+    gboolean sp;      /* 1-D: sequence parallelism */
+    gboolean rms;     /* RMSNorm (no betas) */
+    gboolean gather;  /* the block with Megatron-Core's all-gather dispatcher */
+    guint node_ranks; /* the block with DeepEP's hops over nodes of this many ranks; 0: none */
 } GridCase;
 
 /* The layer's tensors: t's inputs and t2's outputs (the dense MLP's left out, the second norm
@@ -998,7 +1122,11 @@ grid_check(const GridCase *gc)
     CU_ASSERT_PTR_NOT_NULL_FATAL(layer);
     CU_ASSERT_FATAL(simpar_schedule_check_hazards(layer, &error));
     guint T = (guint) gc->tp, N = (guint) (m.micro_batch * m.seq);
-    MoeCase mc = {.ep = T / etp, .tokens = N / T, .etp = etp, .gather = gc->gather};
+    MoeCase mc = {.ep = T / etp,
+                  .tokens = N / T,
+                  .etp = etp,
+                  .gather = gc->gather,
+                  .node_ranks = gc->node_ranks};
     g_autoptr(SimparSchedule) block = moe_case_build(&mc, &m, 0, &error);
     CU_ASSERT_PTR_NOT_NULL_FATAL(block);
     SimparMoe route = moe_route_of(block);
@@ -1043,9 +1171,10 @@ grid_check(const GridCase *gc)
     CU_ASSERT_FATAL(simpar_host_run(second, &error));
     double layer_err = grid_compare(layer, second, tab, &layer_tensors);
     printf("\n    %s%s%s T=%" G_GINT64_FORMAT
-           " EP %u ETP %u%s: MoE block %u tensors %.3g, layer %u tensors %.3g",
+           " EP %u ETP %u%s%s: MoE block %u tensors %.3g, layer %u tensors %.3g",
            gc->mode, gc->sp ? " sp" : "", gc->rms ? " rmsnorm" : "", gc->tp, T / etp, etp,
-           gc->gather ? " allgather" : "", moe_tensors, moe_err, layer_tensors, layer_err);
+           gc->gather ? " allgather" : "", gc->node_ranks > 0 ? " deepep" : "", moe_tensors,
+           moe_err, layer_tensors, layer_err);
     CU_ASSERT(moe_err <= MOE_TOL && layer_err <= MOE_TOL);
     CU_ASSERT_EQUAL(moe_tensors, gc->shared > 0 ? 7 : 5);
     /* y, dx, moe.x, moe.dy, ln1's and ln2's gamma and beta (RMSNorm: gamma), qkv and proj
@@ -1062,10 +1191,10 @@ grid_check(const GridCase *gc)
 static void
 test_a_1d_layer_with_the_moe_block_equals_the_serial_one(void)
 {
-    grid_check(&(GridCase){"1d", 2, 0, 12, 0, FALSE, FALSE, FALSE});
-    grid_check(&(GridCase){"1d", 2, 0, 0, 0, TRUE, FALSE, FALSE});
-    grid_check(&(GridCase){"1d", 2, 0, 12, 0, TRUE, TRUE, FALSE});
-    grid_check(&(GridCase){"1d", 2, 0, 12, 2, TRUE, FALSE, FALSE});
+    grid_check(&(GridCase){"1d", 2, 0, 12, 0, FALSE, FALSE, FALSE, 0});
+    grid_check(&(GridCase){"1d", 2, 0, 0, 0, TRUE, FALSE, FALSE, 0});
+    grid_check(&(GridCase){"1d", 2, 0, 12, 0, TRUE, TRUE, FALSE, 0});
+    grid_check(&(GridCase){"1d", 2, 0, 12, 2, TRUE, FALSE, FALSE, 0});
 }
 
 /* 1-D with sequence parallelism and the all-gather dispatcher: the block's TP x EP group
@@ -1073,38 +1202,48 @@ test_a_1d_layer_with_the_moe_block_equals_the_serial_one(void)
 static void
 test_a_1d_layer_with_the_all_gather_dispatcher_equals_the_serial_one(void)
 {
-    grid_check(&(GridCase){"1d", 2, 0, 12, 0, TRUE, FALSE, TRUE});
-    grid_check(&(GridCase){"1d", 2, 0, 0, 2, TRUE, TRUE, TRUE});
-    grid_check(&(GridCase){"1d", 4, 0, 12, 2, TRUE, FALSE, TRUE});
-    grid_check(&(GridCase){"1d", 4, 0, 12, 0, TRUE, TRUE, TRUE});
+    grid_check(&(GridCase){"1d", 2, 0, 12, 0, TRUE, FALSE, TRUE, 0});
+    grid_check(&(GridCase){"1d", 2, 0, 0, 2, TRUE, TRUE, TRUE, 0});
+    grid_check(&(GridCase){"1d", 4, 0, 12, 2, TRUE, FALSE, TRUE, 0});
+    grid_check(&(GridCase){"1d", 4, 0, 12, 0, TRUE, TRUE, TRUE, 0});
 }
 
 static void
 test_a_2d_layer_with_the_moe_block_equals_the_serial_one(void)
 {
-    grid_check(&(GridCase){"2d", 4, 0, 12, 0, FALSE, FALSE, FALSE});
+    grid_check(&(GridCase){"2d", 4, 0, 12, 0, FALSE, FALSE, FALSE, 0});
 }
 
 static void
 test_a_2p5d_layer_with_the_moe_block_equals_the_serial_one(void)
 {
-    grid_check(&(GridCase){"2.5d", 8, 2, 0, 0, FALSE, TRUE, FALSE});
-    grid_check(&(GridCase){"2.5d", 8, 2, 0, 0, FALSE, FALSE, FALSE});
+    grid_check(&(GridCase){"2.5d", 8, 2, 0, 0, FALSE, TRUE, FALSE, 0});
+    grid_check(&(GridCase){"2.5d", 8, 2, 0, 0, FALSE, FALSE, FALSE, 0});
 }
 
 static void
 test_a_3d_layer_with_the_moe_block_equals_the_serial_one(void)
 {
-    grid_check(&(GridCase){"3d", 8, 0, 12, 0, FALSE, FALSE, FALSE});
+    grid_check(&(GridCase){"3d", 8, 0, 12, 0, FALSE, FALSE, FALSE, 0});
 }
 
 /* The same layers with the block's 8 (2-D: 4) GPUs EP x ETP 2 */
 static void
 test_grid_layers_with_etp_2_experts_equal_the_serial_one(void)
 {
-    grid_check(&(GridCase){"2d", 4, 0, 12, 2, FALSE, FALSE, FALSE});
-    grid_check(&(GridCase){"2.5d", 8, 2, 0, 2, FALSE, FALSE, FALSE});
-    grid_check(&(GridCase){"3d", 8, 0, 12, 2, FALSE, FALSE, FALSE});
+    grid_check(&(GridCase){"2d", 4, 0, 12, 2, FALSE, FALSE, FALSE, 0});
+    grid_check(&(GridCase){"2.5d", 8, 2, 0, 2, FALSE, FALSE, FALSE, 0});
+    grid_check(&(GridCase){"3d", 8, 0, 12, 2, FALSE, FALSE, FALSE, 0});
+}
+
+/* The layers with the block's EP x ETP 2 experts behind DeepEP's hops (1-D SP T 4 over nodes of
+ * 2, 2-D T 4 over nodes of 2, 3-D T 8 over nodes of 4) */
+static void
+test_layers_with_deepep_and_etp_2_equal_the_serial_one(void)
+{
+    grid_check(&(GridCase){"1d", 4, 0, 12, 2, TRUE, FALSE, FALSE, 2});
+    grid_check(&(GridCase){"2d", 4, 0, 12, 2, FALSE, FALSE, FALSE, 2});
+    grid_check(&(GridCase){"3d", 8, 0, 0, 2, FALSE, TRUE, FALSE, 4});
 }
 
 /* ----- routing ----- */
@@ -1260,6 +1399,13 @@ static CU_TestInfo host_tests[] = {
      test_deepep_hops_drop_the_same_choices_as_the_serial_one},
     {"DeepEP sends a token once per other node: fewer inter-node bytes than the all-to-all",
      test_deepep_sends_a_token_once_per_other_node},
+    {"DeepEP's hops with ETP 2 (nodes of 1, 2, 4; drops, overlap, recompute) equal the serial one "
+     "at 1e-9",
+     test_deepep_hops_with_etp_2_equal_the_serial_one},
+    {"DeepEP's hops with ETP 2 move the closed form's rows (rail, NVLink, experts)",
+     test_deepep_hops_with_etp_move_the_closed_form_rows},
+    {"DeepEP with ETP refuses a TP x EP group that does not fill nodes",
+     test_deepep_with_etp_refuses_a_group_that_does_not_fill_nodes},
     CU_TEST_INFO_NULL,
 };
 
@@ -1280,6 +1426,9 @@ static CU_TestInfo grid_tests[] = {
     {"2-D, 2.5-D and 3-D layers with the MoE block's experts EP x ETP 2 equal the serial one at "
      "1e-9",
      test_grid_layers_with_etp_2_experts_equal_the_serial_one},
+    {"1-D, 2-D and 3-D layers with the experts EP x ETP 2 behind DeepEP's hops equal the serial "
+     "one at 1e-9",
+     test_layers_with_deepep_and_etp_2_equal_the_serial_one},
     CU_TEST_INFO_NULL,
 };
 
