@@ -124,6 +124,23 @@ test_an_ep_group_across_nodes_is_exposed_between_nodes(void)
     CU_ASSERT(inter);
 }
 
+/* `job` on `backend` with the all-to-all dispatcher (*a2a) and with DeepEP's (*hops), parsed by
+ * *p1 and *p2 (the caller frees them): DeepEP's dispatch and step are the shorter. DeepEP's step
+ * time. */
+static double
+moe_deepep_faster(const char *job, const char *backend, JsonParser **p1, JsonParser **p2,
+                  JsonObject **a2a, JsonObject **hops)
+{
+    g_autofree char *flat = g_strdup_printf("%s --backend %s", job, backend);
+    g_autofree char *deep = g_strconcat(flat, " --moe-dispatcher deepep", NULL);
+    *a2a = moe_step(flat, p1), *hops = moe_step(deep, p2);
+    double d1 = moe_member(*a2a, "moe_dispatch_s"), d2 = moe_member(*hops, "moe_dispatch_s");
+    double s1 = moe_member(*a2a, "step_time_s"), s2 = moe_member(*hops, "step_time_s");
+    printf("\n    %s: dispatch %.4g -> %.4g s, step %.4g -> %.4g s", backend, d1, d2, s1, s2);
+    CU_ASSERT(d2 > 0 && d2 < d1 && s2 < s1);
+    return s2;
+}
+
 /* DeepEP's hops (--moe-dispatcher deepep) with node-limited routing, EP 32 over 4 nodes of 8:
  * the dispatch takes less time than the flat all-to-all on every backend, and part of it is the
  * nodes' NVLink hop (axis ep, intra-node). */
@@ -137,14 +154,8 @@ test_deepep_dispatches_faster_than_the_all_to_all_with_node_limited_routing(void
     const char *backends[] = {"simgrid", "analytic", "formula"};
     for (guint i = 0; i < G_N_ELEMENTS(backends); i++) {
         g_autoptr(JsonParser) p1 = NULL, p2 = NULL;
-        g_autofree char *flat = g_strdup_printf("%s --backend %s", job, backends[i]);
-        g_autofree char *deep = g_strconcat(flat, " --moe-dispatcher deepep", NULL);
-        JsonObject *a2a = moe_step(flat, &p1), *hops = moe_step(deep, &p2);
-        double d1 = moe_member(a2a, "moe_dispatch_s"), d2 = moe_member(hops, "moe_dispatch_s");
-        double s1 = moe_member(a2a, "step_time_s"), s2 = moe_member(hops, "step_time_s");
-        printf("\n    %s: dispatch %.4g -> %.4g s, step %.4g -> %.4g s", backends[i], d1, d2, s1,
-               s2);
-        CU_ASSERT(d2 > 0 && d2 < d1 && s2 < s1);
+        JsonObject *a2a, *hops;
+        moe_deepep_faster(job, backends[i], &p1, &p2, &a2a, &hops);
         /* the JSON's config names the dispatcher */
         const char *want[] = {"alltoall", "deepep"};
         JsonObject *rows[] = {a2a, hops};
@@ -190,14 +201,8 @@ test_deepep_with_etp_runs_over_the_tp_ep_group(void)
     double analytic = 0;
     for (guint i = 0; i < G_N_ELEMENTS(backends); i++) {
         g_autoptr(JsonParser) p1 = NULL, p2 = NULL;
-        g_autofree char *flat = g_strdup_printf("%s --backend %s", job, backends[i]);
-        g_autofree char *deep = g_strconcat(flat, " --moe-dispatcher deepep", NULL);
-        JsonObject *a2a = moe_step(flat, &p1), *hops = moe_step(deep, &p2);
-        double d1 = moe_member(a2a, "moe_dispatch_s"), d2 = moe_member(hops, "moe_dispatch_s");
-        double s1 = moe_member(a2a, "step_time_s"), s2 = moe_member(hops, "step_time_s");
-        printf("\n    %s: dispatch %.4g -> %.4g s, step %.4g -> %.4g s", backends[i], d1, d2, s1,
-               s2);
-        CU_ASSERT(d2 > 0 && d2 < d1 && s2 < s1);
+        JsonObject *a2a, *hops;
+        double s2 = moe_deepep_faster(job, backends[i], &p1, &p2, &a2a, &hops);
         CU_ASSERT(moe_member(a2a, "moe_expert_tp_s") > 0 && moe_has_axis(a2a, "etp"));
         CU_ASSERT(moe_member(hops, "moe_expert_tp_s") <= 0 && !moe_has_axis(hops, "etp"));
         CU_ASSERT(moe_has_axis(hops, "tp_ep") && !moe_has_axis(hops, "ep"));
