@@ -505,6 +505,7 @@ simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GE
                                               "overlap-moe-expert-parallel-comm",
                                               "etp",
                                               "moe-dispatcher",
+                                              "tp-comm-overlap",
                                               "mtp-layers",
                                               "recompute-modules",
                                               NULL};

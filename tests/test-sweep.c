@@ -546,6 +546,49 @@ test_moe_dispatcher_applies_to_every_row(void)
     CU_ASSERT_TRUE(number(csv, 2, "step_time_s") != number(plain, 2, "step_time_s"));
 }
 
+/* --tp-comm-overlap is one value for every row: 1-D rows with --sp over T 2 and 4 each equal
+ * simpar predict with it, their exposed tensor-parallel time below the rows' without it (on two
+ * small layers the step itself need not be shorter: the GEMMs give up SMs); other modes' rows
+ * are skipped with predict's reason. */
+static void
+test_tp_comm_overlap_applies_to_every_row(void)
+{
+    g_autofree char *topo = tmp_path("tpov-h100x8.xml");
+    g_free(run_ok("topology --preset dgx-h100 --nodes 1 -o %s", topo));
+    g_autofree char *out = tmp_path("tpov.csv");
+    g_autofree char *plain = tmp_path("tpov-plain.csv");
+    const char *job = "--model llama3-8b --layers 2 --seq 2048 --gpus 8 --sp --pp 1 "
+                      "--global-batch 8";
+    g_free(run_ok("sweep --topology %s %s --tp-mode 1d,2d --tp 2,4 --tp-comm-overlap --jobs 1 -q "
+                  "-o %s",
+                  topo, job, out));
+    g_free(
+        run_ok("sweep --topology %s %s --tp-mode 1d --tp 2,4 --jobs 1 -q -o %s", topo, job, plain));
+    g_autoptr(SimparCsv) csv = read_csv(out);
+    g_autoptr(SimparCsv) base = read_csv(plain);
+    guint ok = 0, skipped = 0;
+    for (guint i = 0; i < simpar_csv_n_rows(csv); i++) {
+        if (g_str_equal(field(csv, i, "status"), "ok")) {
+            CU_ASSERT_STRING_EQUAL(field(csv, i, "mode"), "1d");
+            step_equals_predict(csv, i,
+                                run_ok("--topology %s --backend analytic %s --tp-mode 1d --tp %s "
+                                       "--tp-comm-overlap --json",
+                                       topo, job, field(csv, i, "tp")));
+            ok++;
+        } else {
+            CU_ASSERT_PTR_NOT_NULL(strstr(field(csv, i, "reason"), "1d"));
+            skipped++;
+        }
+    }
+    CU_ASSERT_EQUAL(ok, 2);
+    CU_ASSERT(skipped >= 1);
+    for (guint i = 0; i < simpar_csv_n_rows(base); i++)
+        for (guint j = 0; j < simpar_csv_n_rows(csv); j++)
+            if (g_str_equal(field(csv, j, "status"), "ok") &&
+                g_str_equal(field(csv, j, "tp"), field(base, i, "tp")))
+                CU_ASSERT(number(csv, j, "tp_exposed_s") < number(base, i, "tp_exposed_s"));
+}
+
 /* --precision is a list axis, the innermost: one row per precision, each equal to simpar
  * predict with its --dtype and --fp8-recipe, the dtype column naming the recipe; MXFP8 on
  * Hopper is a skipped row that says why. One worker: the rows share its cache of layers, which
@@ -912,6 +955,8 @@ static CU_TestInfo sweep_tests[] = {
      test_etp_applies_to_every_row},
     {"--moe-dispatcher applies to every row, each equal to simpar predict with it",
      test_moe_dispatcher_applies_to_every_row},
+    {"--tp-comm-overlap applies to every row, each equal to simpar predict with it",
+     test_tp_comm_overlap_applies_to_every_row},
     {"without --micro-batch every mode gets whole sequences per GPU, so every mode runs",
      test_micro_batch_per_mode},
     {"--jobs 1 and --jobs 2 write the same bytes", test_jobs_do_not_change_the_output},
