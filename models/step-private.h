@@ -108,6 +108,8 @@ typedef struct {
     guint join;     /* the next compute block waits for this op (G_MAXUINT: none) */
     GArray *dp_ops; /* reduction ops of this rank in this step */
     GArray *pg;     /* --overlap-param-gather: the rank's StepParamBucket, gradient-bucket order */
+    GArray *pg_fwd; /* the forwards (SimparPipeItem) of the rank's pipeline order */
+    guint pg_forwards;    /* the forwards of this step emitted so far */
     guint prefetch[2];    /* ZeRO-3: the last two layer blocks (a gather waits for the older) */
     struct _StepOps *ops; /* the executable mode's state, or NULL for timed blocks */
 } Step;

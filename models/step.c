@@ -370,7 +370,10 @@ step_pg_find(Step *st, guint kind, gsize off)
 }
 
 /* A bucket's all-gather on the gather stream: the layers' parameters in FP8 with
- * --fp8-param-gather, the ends' in the model's dtype, as the optimizer's gather (below). */
+ * --fp8-param-gather, the ends' in the model's dtype, as the optimizer's gather (below).
+ * PyTorch's NCCL process group makes its stream wait for the work the compute stream holds
+ * when a collective is issued (ProcessGroupNCCL's syncStream): the gather waits for the last
+ * compute op emitted. */
 static void
 step_pg_issue(Step *st, StepParamBucket *b)
 {
@@ -384,6 +387,8 @@ step_pg_issue(Step *st, StepParamBucket *b)
     b->gather = step_coll(
         st, STEP_GATHER, SIMPAR_COLL_ALL_GATHER, e ? st->e_group : step_shard_group(st), wire, own,
         (SimparView){st->params, b->off}, e ? "edp.all-gather-params" : "dp.all-gather-params");
+    if (st->last_compute != G_MAXUINT)
+        simpar_schedule_add_dep(st->s, b->gather, st->last_compute);
 }
 
 /* Whether the step gathers parameters as --overlap-param-gather does (timed steps only). */
@@ -393,44 +398,63 @@ step_pg_on(const Step *st)
     return st->tr->overlap_param_gather && st->ops == NULL;
 }
 
-/* The step's start: every param bucket's all-gather of the parameters the previous step's Adam
- * updated (the steady state), on the gather stream, which nothing else holds then. Without
- * virtual stages in the order the forward first uses them: Megatron-Core's forward pre-hook
- * waits for a bucket and issues the next one (param_and_grad_buffer.py, finish_param_sync),
- * and the host, ahead of the GPUs, reaches each hook before the GPU runs the layer before it,
- * so the gathers run back to back. With virtual stages (align_param_gather, Megatron's
- * default there) the interleaved schedule issues each chunk's buckets in the buffer's order
- * (start_param_sync: the last layers first, the experts' after), chunk by chunk. */
+/* Whether the gathers are aligned across the pipeline (virtual stages): Megatron-LM sets
+ * align_param_gather with the interleaved schedule (megatron/training/arguments.py). */
+static gboolean
+step_pg_aligned(const Step *st)
+{
+    return st->v > 1;
+}
+
+/* Every bucket of chunk c: the dense ones in the buffer's order, then the experts', as
+ * DistributedDataParallel.start_param_sync loops over its bucket groups. */
+static void
+step_pg_issue_chunk(Step *st, guint c)
+{
+    for (guint kind = 0; kind < STEP_N_KINDS; kind++)
+        for (guint i = 0; i < st->pg->len; i++) {
+            StepParamBucket *b = &g_array_index(st->pg, StepParamBucket, i);
+            if (b->chunk == c && b->kind == kind)
+                step_pg_issue(st, b);
+        }
+}
+
+/* The step's start (the steady state: the gathers of the parameters the previous step's Adam
+ * updated, which Megatron-Core issues in the next iteration's forward). Aligned, the
+ * interleaved schedule issues the first two chunks' buckets before its first forward
+ * (schedules.py, param_sync_func); else the forward pre-hooks issue them (step_pg_wait). */
 static void
 step_pg_start(Step *st)
 {
     step_pg_buckets(st);
-    if (st->v > 1) {
-        for (guint c = 0; c < st->v; c++)
-            for (guint kind = 0; kind < STEP_N_KINDS; kind++)
-                for (guint i = 0; i < st->pg->len; i++) {
-                    StepParamBucket *b = &g_array_index(st->pg, StepParamBucket, i);
-                    if (b->chunk == c && b->kind == kind)
-                        step_pg_issue(st, b);
-                }
-        return;
-    }
-    gsize off, lp, eoff, le;
-    if (st->p == 0)
-        step_pg_issue(st, step_pg_find(st, STEP_DENSE, st->embed_off));
-    for (guint l = 0; l < step_lc(st, 0); l++) {
-        step_layer_place(st, 0, l, &off, &lp, &eoff, &le);
-        step_pg_issue(st, step_pg_find(st, STEP_DENSE, off));
-        step_pg_issue(st, step_pg_find(st, STEP_EXPERT, eoff));
-    }
-    /* the output layer, the multi-token prediction modules, an auxiliary head: what is left,
-     * the buffer's first buckets, the lower first */
-    for (guint i = st->pg->len; i-- > 0;)
-        step_pg_issue(st, &g_array_index(st->pg, StepParamBucket, i));
+    st->pg_forwards = 0;
+    for (guint c = 0; c < MIN(st->v, 2) && step_pg_aligned(st); c++)
+        step_pg_issue_chunk(st, c);
 }
 
-/* A forward's first use of parameter `off` of `kind`: the gather it waits for (G_MAXUINT: none
- * or waited for before). */
+/* Aligned, before the rank's forward x (its x-th, in the pipeline order's forwards `fwd`): the
+ * interleaved schedule issues chunk c + 1's buckets when its forward x + p is the first
+ * micro-batch of chunk c, for 1 < c + 1 < v (schedules.py, forward_step_helper_preprocess:
+ * the same virtual micro-batch across the stages). */
+static void
+step_pg_forward(Step *st, const GArray *fwd)
+{
+    if (!step_pg_on(st) || !step_pg_aligned(st))
+        return;
+    guint y = st->pg_forwards++ + st->p;
+    if (y >= fwd->len)
+        return;
+    const SimparPipeItem *it = &g_array_index(fwd, SimparPipeItem, y);
+    if (it->micro == 0 && it->chunk + 1 > 1 && it->chunk + 1 < st->v)
+        step_pg_issue_chunk(st, it->chunk + 1);
+}
+
+/* A forward's first use of parameter `off` of `kind`, Megatron-Core's forward pre-hook
+ * (DistributedDataParallel._make_forward_pre_hook, finish_param_sync in
+ * param_and_grad_buffer.py): the bucket's gather, issued now if it was not, is what the
+ * forward waits for (G_MAXUINT: none, or waited for before); not aligned, the hook then issues
+ * the next bucket's (the one before in the buffer: next_param_gather_bucket_group, the
+ * chunk's and kind's), which runs beside this bucket's layers. */
 static guint
 step_pg_wait(Step *st, guint kind, gsize off)
 {
@@ -438,7 +462,17 @@ step_pg_wait(Step *st, guint kind, gsize off)
     if (b == NULL || b->waited)
         return G_MAXUINT;
     b->waited = TRUE;
-    return b->gather;
+    step_pg_issue(st, b);
+    guint gather = b->gather;
+    for (guint i = (guint) (b - (StepParamBucket *) st->pg->data);
+         i-- > 0 && !step_pg_aligned(st);) {
+        StepParamBucket *next = &g_array_index(st->pg, StepParamBucket, i);
+        if (next->kind == b->kind && next->chunk == b->chunk) {
+            step_pg_issue(st, next);
+            break;
+        }
+    }
+    return gather;
 }
 
 /* Layers of this rank's chunk `chunk` (virtual stage chunk P + p). */
@@ -716,6 +750,7 @@ step_forward_pre(Step *st, guint step, const SimparPipeItem *it)
 {
     guint vs = it->chunk * st->P + st->p;
     guint j = it->micro;
+    step_pg_forward(st, st->pg_fwd);
     if (vs > 0)
         step_recv(st, step_peer(st, vs - 1), step_tag(st, step, j, vs - 1, 0),
                   st->ops ? step_ops_res(st, simpar_train_stage_first_layer(st->tr, vs), j, FALSE)
@@ -1353,6 +1388,7 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
     st.buckets = g_array_new(FALSE, FALSE, sizeof(StepBucket));
     st.dp_ops = g_array_new(FALSE, FALSE, sizeof(guint));
     st.pg = g_array_new(FALSE, FALSE, sizeof(StepParamBucket));
+    st.pg_fwd = g_array_new(FALSE, FALSE, sizeof(SimparPipeItem));
     if (ops)
         step_ops_init(&st);
     guint steps = st.local && tr->local_async ? STEP_ASYNC_STEPS : 1;
@@ -1362,6 +1398,10 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
         g_autoptr(GArray) order =
             (merged ? simpar_pipeline_order_merged : simpar_pipeline_order_grouped)(
                 tr->schedule, st.P, st.v, st.m, simpar_train_vp_group(tr), p);
+        g_array_set_size(st.pg_fwd, 0);
+        for (guint i = 0; i < order->len; i++)
+            if (!g_array_index(order, SimparPipeItem, i).backward)
+                g_array_append_val(st.pg_fwd, g_array_index(order, SimparPipeItem, i));
         for (guint d = 0; d < st.D; d++)
             for (guint t = 0; t < st.T; t++) {
                 if (slice != G_MAXUINT && t % st.Ttp != slice)
@@ -1403,6 +1443,7 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
     g_array_unref(st.buckets);
     g_array_unref(st.dp_ops);
     g_array_unref(st.pg);
+    g_array_unref(st.pg_fwd);
     if (ops)
         step_ops_free(&st);
     g_free(st.dp_group), g_free(st.tp_group), g_free(st.embed_group);

@@ -574,6 +574,36 @@ test_step_overlap_param_gather_experts(void)
     }
 }
 
+/* --overlap-param-gather with virtual stages (align_param_gather): on stage 0 of P = 2 with
+ * v = 3 chunks of 2 layers, a bucket each, the first two chunks' 5 gathers (the embedding's
+ * too) come before any forward, and chunk 2's when the stage's forward x + p is chunk 1's first
+ * micro-batch (x = 2: after chunk 0's two forwards, 4 layers). Fails with chunk 2 issued with
+ * the first two, or by its layers' hooks. */
+static void
+test_step_overlap_param_gather_aligned(void)
+{
+    StepCase c;
+    step_case_init(&c, 12, 2, 2, SIMPAR_PIPE_INTERLEAVED, 3, 4);
+    c.model.vocab = 1024;
+    c.train.zero = 1, c.train.bucket_params = 1, c.train.overlap_param_gather = TRUE;
+    step_case_run(&c, 1.0, 2.0, 0, 0);
+    guint n, gathers = 0, layers = 0, before[8] = {0};
+    const guint *ops = simpar_schedule_rank_ops(c.step, 0, &n);
+    for (guint i = 0; i < n; i++) {
+        const SimparOp *op = simpar_schedule_op(c.step, ops[i]);
+        if (op->kind == SIMPAR_OP_BLOCK && g_str_equal(op->u.block.key, "layer.fwd"))
+            layers += op->u.block.count;
+        else if (g_str_equal(op->name, "dp.all-gather-params") && gathers < G_N_ELEMENTS(before))
+            before[gathers++] = layers;
+    }
+    CU_ASSERT_EQUAL(gathers, 7); /* the embedding's and 6 layers' */
+    for (guint k = 0; k < 5; k++)
+        CU_ASSERT_EQUAL(before[k], 0);
+    CU_ASSERT_EQUAL(before[5], 4);
+    CU_ASSERT_EQUAL(before[6], 4);
+    step_case_clear(&c);
+}
+
 /* Megatron's placement: tensor-parallel innermost, then data, then pipeline; --order changes it. */
 static void
 test_step_placement(void)
@@ -1250,6 +1280,8 @@ static CU_TestInfo step_tests[] = {
      test_step_overlap_param_gather},
     {"--overlap-param-gather: the experts' buckets over their group; ZeRO 0 and 3 refused",
      test_step_overlap_param_gather_experts},
+    {"--overlap-param-gather with virtual stages: aligned, chunk by chunk",
+     test_step_overlap_param_gather_aligned},
     {"ZeRO with D = 1 and a tied embedding on one stage build and run", test_step_degenerate},
     {"placement and split validation", test_step_placement},
     {"experts' gradients reduce over the expert-data-parallel group", test_step_expert_groups},
