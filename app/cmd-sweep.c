@@ -486,6 +486,7 @@ simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GE
                                               "virtual-stages",
                                               "vp-group",
                                               "overlap-grad-reduce",
+                                              "overlap-param-gather",
                                               "bucket-params",
                                               "tied-embeddings",
                                               "scatter-gather",

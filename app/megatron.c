@@ -1049,6 +1049,11 @@ meg_data(SimparMegatron *meg, SimparDtype dtype, GError **error)
         meg_arg(meg, "--overlap-grad-reduce");
         meg_use(meg, "--overlap-grad-reduce", "--overlap-grad-reduce");
     }
+    /* the distributed optimizer's gathers under the next forward (FSDP's are ZeRO-3's own) */
+    if (zero == 1 && meg_switch(meg, "overlap-param-gather")) {
+        meg_arg(meg, "--overlap-param-gather");
+        meg_use(meg, "--overlap-param-gather", "--overlap-param-gather");
+    }
     /* bf16 accumulates and reduces gradients in fp32 unless --grad-reduce-in-bf16 */
     gboolean in_bf16 = meg_switch(meg, "grad-reduce-in-bf16");
     gboolean fp32 = meg_switch(meg, "accumulate-allreduce-grads-in-fp32") ||
@@ -1213,9 +1218,16 @@ static const struct {
      "simpar prices Transformer Engine's default userbuffers configuration (--tp-comm-overlap): "
      "a configuration file, another bootstrap or a method turned off is predicted with the "
      "defaults"},
-    {(const char *const[]){"overlap-param-gather*", "no-align-param-gather", NULL},
-     "simpar all-gathers the distributed optimizer's parameters after the optimizer step, not "
-     "overlapped with the next forward"},
+    {(const char *const[]){"overlap-param-gather", NULL},
+     "without the distributed optimizer: FSDP's parameter gathers are simpar's ZeRO-3 "
+     "prefetched gathers, overlapped with or without it"},
+    {(const char *const[]){"overlap-param-gather-with-optimizer-step", NULL},
+     "simpar's Adam is one update of the rank's shard after the step's last reduction, not "
+     "one per model chunk: the overlap of a chunk's gather with the next chunk's update has "
+     "no place in it (--overlap-param-gather gathers under the next forward)"},
+    {(const char *const[]){"no-align-param-gather", NULL},
+     "--overlap-param-gather's gathers with virtual stages are priced in align_param_gather's "
+     "order (Megatron's default), not issued by each bucket's forward pre-hook"},
     {(const char *const[]){"num-query-groups", NULL},
      "applies with --group-query-attention only, as Megatron reads it"},
     {(const char *const[]){"no-overlap-p2p-communication", "overlap-p2p-communication*",

@@ -268,6 +268,10 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
          "Gradient accumulation and reduction type: the model's dtype (default) or fp32", "T"},
         {"overlap-grad-reduce", 0, 0, G_OPTION_ARG_NONE, &a->overlap_grad_reduce,
          "Reduce gradient buckets during the last backward instead of after it", NULL},
+        {"overlap-param-gather", 0, 0, G_OPTION_ARG_NONE, &a->overlap_param_gather,
+         "ZeRO 1/2: all-gather the updated parameters bucket by bucket under the next step's "
+         "forward instead of after the optimizer",
+         NULL},
         {"bucket-params", 0, 0, G_OPTION_ARG_INT64, &a->bucket_params,
          "Data-parallel bucket size in parameters (default max(4e7, 1e6 x D))", "N"},
         {"tied-embeddings", 0, 0, G_OPTION_ARG_NONE, &a->tied_embeddings,
@@ -846,6 +850,7 @@ simpar_job_train(const SimparJobArgs *a, SimparTrain *t, GError **error)
         t->grad_dtype = dt, t->grad_dtype_set = TRUE;
     }
     t->overlap_grad_reduce = a->overlap_grad_reduce;
+    t->overlap_param_gather = a->overlap_param_gather;
     t->ep_overlap = a->ep_overlap;
     t->local_async = a->local_async;
     t->tied_embeddings = a->tied_embeddings;

@@ -61,7 +61,8 @@ typedef struct {
     gint64 first_stage_layers, last_stage_layers;
     char *schedule, *order, *grad_reduce_dtype;
     gint64 ep, etp; /* expert parallelism, expert tensor parallelism */
-    gboolean overlap_grad_reduce, local_async, tied_embeddings, scatter_gather, no_reshard;
+    gboolean overlap_grad_reduce, overlap_param_gather, local_async, tied_embeddings,
+        scatter_gather, no_reshard;
     gboolean fp8_param_gather; /* ZeRO/FSDP: FP8 parameters, gathered in FP8 */
 } SimparJobArgs;
 

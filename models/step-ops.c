@@ -99,6 +99,8 @@ step_ops_supported(const SimparModel *model, const SimparTrain *tr, const Simpar
         flag = "--local-chunks (local parallelism)";
     else if (tr->zero == 2)
         flag = "--zero 2";
+    else if (tr->overlap_param_gather)
+        flag = "--overlap-param-gather";
     else if (tr->tied_embeddings)
         flag = "--tied-embeddings";
     else if (tr->grad_dtype_set && tr->grad_dtype != model->dtype)

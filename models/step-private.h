@@ -48,6 +48,16 @@ typedef struct {
     guint kind;       /* STEP_DENSE or STEP_EXPERT */
 } StepBucket;
 
+/* --overlap-param-gather: one bucket of parameters all-gathered at the step's start */
+typedef struct {
+    gsize off, count; /* a range of the rank's parameters (a gradient bucket's) */
+    gsize ends;       /* of count, the ends' (gathered in the model's dtype under FP8) */
+    guint kind;       /* STEP_DENSE or STEP_EXPERT */
+    guint chunk;      /* the model chunk it belongs to */
+    guint gather;     /* its all-gather, or G_MAXUINT before it is issued */
+    gboolean waited;  /* a forward has waited for it */
+} StepParamBucket;
+
 typedef struct {
     SimparSchedule *s;
     const SimparModel *model;
@@ -95,8 +105,11 @@ typedef struct {
     gsize open_off[STEP_N_KINDS];   /* start of the bucket being filled, per kind */
     gsize open_count[STEP_N_KINDS]; /* its parameters so far */
     guint last_compute;
-    guint join;           /* the next compute block waits for this op (G_MAXUINT: none) */
-    GArray *dp_ops;       /* reduction ops of this rank in this step */
+    guint join;     /* the next compute block waits for this op (G_MAXUINT: none) */
+    GArray *dp_ops; /* reduction ops of this rank in this step */
+    GArray *pg;     /* --overlap-param-gather: the rank's StepParamBucket, gradient-bucket order */
+    GArray *pg_fwd; /* the forwards (SimparPipeItem) of the rank's pipeline order */
+    guint pg_forwards;    /* the forwards of this step emitted so far */
     guint prefetch[2];    /* ZeRO-3: the last two layer blocks (a gather waits for the older) */
     struct _StepOps *ops; /* the executable mode's state, or NULL for timed blocks */
 } Step;

@@ -300,6 +300,181 @@ step_gather_experts(Step *st, gsize off)
     return i;
 }
 
+/* ----- --overlap-param-gather ----- */
+
+/* A unit of parameters (a layer, an end, the multi-token prediction modules) joins the param
+ * buckets of its kind as step_grads_ready joins gradients to buckets: in the order gradients
+ * become final, a bucket closed when it reaches train->bucket_params, and at the end of each
+ * chunk (buckets do not span chunks). Only where the kind's parameters are gathered. */
+static void
+step_pg_unit(Step *st, guint kind, guint chunk, gsize off, gsize count, gboolean end)
+{
+    guint n = kind == STEP_EXPERT ? st->DE : st->S;
+    if (count == 0 || n <= 1)
+        return;
+    StepParamBucket *open = NULL;
+    for (guint i = st->pg->len; i-- > 0;) { /* the kind's newest bucket, if still open */
+        StepParamBucket *b = &g_array_index(st->pg, StepParamBucket, i);
+        if (b->kind == kind) {
+            if (b->chunk == chunk && (gint64) b->count < st->tr->bucket_params)
+                open = b;
+            break;
+        }
+    }
+    if (open == NULL) {
+        StepParamBucket b = {off, 0, 0, kind, chunk, G_MAXUINT, FALSE};
+        g_array_append_val(st->pg, b);
+        open = &g_array_index(st->pg, StepParamBucket, st->pg->len - 1);
+    }
+    g_assert(off == open->off + open->count); /* the layout follows the ready order */
+    open->count += count;
+    open->ends += end ? count : 0;
+}
+
+/* The rank's param buckets, in the gradient buckets' order (models/step.h). */
+static void
+step_pg_buckets(Step *st)
+{
+    g_array_set_size(st->pg, 0);
+    gsize off, lp, eoff, le;
+    for (guint c = st->v; c-- > 0;) {
+        if (c + 1 == st->v && (st->p + 1 == st->P || st->local)) {
+            gboolean real_head = st->p + 1 == st->P;
+            if (!(real_head && st->tr->tied_embeddings && st->P == 1))
+                step_pg_unit(st, STEP_DENSE, c, st->head_off, st->ends, TRUE);
+            step_pg_unit(st, STEP_DENSE, c, st->mtp_off, st->mtp_n * st->mtp_lp, FALSE);
+            if (st->mtp_n > 0 && st->P > 1 && !st->tr->tied_embeddings)
+                step_pg_unit(st, STEP_DENSE, c, st->last_embed_off, st->ends, TRUE);
+            step_pg_unit(st, STEP_EXPERT, c, st->mtp_eoff, st->mtp_n * st->mtp_le, FALSE);
+        }
+        for (guint l = step_lc(st, c); l-- > 0;) {
+            step_layer_place(st, c, l, &off, &lp, &eoff, &le);
+            step_pg_unit(st, STEP_DENSE, c, off, lp, FALSE);
+            step_pg_unit(st, STEP_EXPERT, c, eoff, le, FALSE);
+        }
+        if (c == 0 && st->p == 0)
+            step_pg_unit(st, STEP_DENSE, c, st->embed_off, st->ends, TRUE);
+    }
+}
+
+/* The param bucket of `kind` holding parameter `off`, or NULL (not gathered). */
+static StepParamBucket *
+step_pg_find(Step *st, guint kind, gsize off)
+{
+    for (guint i = 0; st->pg != NULL && i < st->pg->len; i++) {
+        StepParamBucket *b = &g_array_index(st->pg, StepParamBucket, i);
+        if (b->kind == kind && off >= b->off && off < b->off + b->count)
+            return b;
+    }
+    return NULL;
+}
+
+/* A bucket's all-gather on the gather stream: the layers' parameters in FP8 with
+ * --fp8-param-gather, the ends' in the model's dtype, as the optimizer's gather (below).
+ * PyTorch's NCCL process group makes its stream wait for the work the compute stream holds
+ * when a collective is issued (ProcessGroupNCCL's syncStream): the gather waits for the last
+ * compute op emitted. */
+static void
+step_pg_issue(Step *st, StepParamBucket *b)
+{
+    if (b == NULL || b->gather != G_MAXUINT)
+        return;
+    gboolean e = b->kind == STEP_EXPERT;
+    guint n = e ? st->DE : st->S;
+    gsize shard = b->count / n;
+    gsize wire = (gsize) llround(((double) (b->count - b->ends) * st->pg8 + (double) b->ends) / n);
+    SimparView own = {st->params, b->off + (e ? st->e_index : step_shard_index(st)) * shard};
+    b->gather = step_coll(
+        st, STEP_GATHER, SIMPAR_COLL_ALL_GATHER, e ? st->e_group : step_shard_group(st), wire, own,
+        (SimparView){st->params, b->off}, e ? "edp.all-gather-params" : "dp.all-gather-params");
+    if (st->last_compute != G_MAXUINT)
+        simpar_schedule_add_dep(st->s, b->gather, st->last_compute);
+}
+
+/* Whether the step gathers parameters as --overlap-param-gather does (timed steps only). */
+static gboolean
+step_pg_on(const Step *st)
+{
+    return st->tr->overlap_param_gather && st->ops == NULL;
+}
+
+/* Whether the gathers are aligned across the pipeline (virtual stages): Megatron-LM sets
+ * align_param_gather with the interleaved schedule (megatron/training/arguments.py). */
+static gboolean
+step_pg_aligned(const Step *st)
+{
+    return st->v > 1;
+}
+
+/* Every bucket of chunk c: the dense ones in the buffer's order, then the experts', as
+ * DistributedDataParallel.start_param_sync loops over its bucket groups. */
+static void
+step_pg_issue_chunk(Step *st, guint c)
+{
+    for (guint kind = 0; kind < STEP_N_KINDS; kind++)
+        for (guint i = 0; i < st->pg->len; i++) {
+            StepParamBucket *b = &g_array_index(st->pg, StepParamBucket, i);
+            if (b->chunk == c && b->kind == kind)
+                step_pg_issue(st, b);
+        }
+}
+
+/* The step's start (the steady state: the gathers of the parameters the previous step's Adam
+ * updated, which Megatron-Core issues in the next iteration's forward). Aligned, the
+ * interleaved schedule issues the first two chunks' buckets before its first forward
+ * (schedules.py, param_sync_func); else the forward pre-hooks issue them (step_pg_wait). */
+static void
+step_pg_start(Step *st)
+{
+    step_pg_buckets(st);
+    st->pg_forwards = 0;
+    for (guint c = 0; c < MIN(st->v, 2) && step_pg_aligned(st); c++)
+        step_pg_issue_chunk(st, c);
+}
+
+/* Aligned, before the rank's forward x (its x-th, in the pipeline order's forwards `fwd`): the
+ * interleaved schedule issues chunk c + 1's buckets when its forward x + p is the first
+ * micro-batch of chunk c, for 1 < c + 1 < v (schedules.py, forward_step_helper_preprocess:
+ * the same virtual micro-batch across the stages). */
+static void
+step_pg_forward(Step *st, const GArray *fwd)
+{
+    if (!step_pg_on(st) || !step_pg_aligned(st))
+        return;
+    guint y = st->pg_forwards++ + st->p;
+    if (y >= fwd->len)
+        return;
+    const SimparPipeItem *it = &g_array_index(fwd, SimparPipeItem, y);
+    if (it->micro == 0 && it->chunk + 1 > 1 && it->chunk + 1 < st->v)
+        step_pg_issue_chunk(st, it->chunk + 1);
+}
+
+/* A forward's first use of parameter `off` of `kind`, Megatron-Core's forward pre-hook
+ * (DistributedDataParallel._make_forward_pre_hook, finish_param_sync in
+ * param_and_grad_buffer.py): the bucket's gather, issued now if it was not, is what the
+ * forward waits for (G_MAXUINT: none, or waited for before); not aligned, the hook then issues
+ * the next bucket's (the one before in the buffer: next_param_gather_bucket_group, the
+ * chunk's and kind's), which runs beside this bucket's layers. */
+static guint
+step_pg_wait(Step *st, guint kind, gsize off)
+{
+    StepParamBucket *b = step_pg_find(st, kind, off);
+    if (b == NULL || b->waited)
+        return G_MAXUINT;
+    b->waited = TRUE;
+    step_pg_issue(st, b);
+    guint gather = b->gather;
+    for (guint i = (guint) (b - (StepParamBucket *) st->pg->data);
+         i-- > 0 && !step_pg_aligned(st);) {
+        StepParamBucket *next = &g_array_index(st->pg, StepParamBucket, i);
+        if (next->kind == b->kind && next->chunk == b->chunk) {
+            step_pg_issue(st, next);
+            break;
+        }
+    }
+    return gather;
+}
+
 /* Layers of this rank's chunk `chunk` (virtual stage chunk P + p). */
 guint
 step_lc(const Step *st, guint chunk)
@@ -390,7 +565,8 @@ step_layers(Step *st, guint chunk, guint micro, gboolean backward, gboolean fina
 {
     guint lc = step_lc(st, chunk);
     SimparPhase ph = backward ? SIMPAR_PHASE_BACKWARD : SIMPAR_PHASE_FORWARD;
-    gboolean per_layer = st->tr->zero == 3 ||
+    gboolean pg = !backward && micro == 0 && step_pg_on(st); /* the chunk's first forward */
+    gboolean per_layer = st->tr->zero == 3 || pg ||
                          (backward && simpar_train_reduce_each_micro(st->tr)) ||
                          (backward && final && step_reduces(st));
     gsize off, lp, eoff, le;
@@ -424,9 +600,13 @@ step_layers(Step *st, guint chunk, guint micro, gboolean backward, gboolean fina
         guint gather = gathers && st->S > 1 ? step_gather(st, off, lp, "dp.all-gather-params", TRUE)
                                             : G_MAXUINT;
         guint egather = gathers && le > 0 && st->DE > 1 ? step_gather_experts(st, eoff) : G_MAXUINT;
-        /* the gathered weights' cast (ZeRO-3 FP8), else the layer, waits for the gathers: an
-         * op's deps are added right after it */
-        guint first = step_fp8_cast(st, chunk, l, 1, !backward && st->tr->zero == 3);
+        if (pg)
+            gather = step_pg_wait(st, STEP_DENSE, off),
+            egather = step_pg_wait(st, STEP_EXPERT, eoff);
+        /* the gathered weights' cast (ZeRO-3 FP8; --overlap-param-gather's first forward casts
+         * each layer's after its gather), else the layer, waits for the gathers: an op's deps
+         * are added right after it */
+        guint first = step_fp8_cast(st, chunk, l, 1, !backward && (st->tr->zero == 3 || pg));
         if (first != G_MAXUINT)
             step_after_gathers(st, first, gather, egather);
         guint b = step_block(st, key, 1, ph);
@@ -462,6 +642,8 @@ step_end_block(Step *st, const char *key, gsize off, guint micro, SimparPhase ph
     gboolean kept = phase == SIMPAR_PHASE_BACKWARD && st->tr->no_reshard;
     if (st->tr->zero == 3 && st->S > 1 && !kept)
         gather = step_gather(st, off, st->ends, "dp.all-gather-params", FALSE);
+    if (phase == SIMPAR_PHASE_FORWARD && step_pg_on(st))
+        gather = step_pg_wait(st, STEP_DENSE, off);
     guint b = step_block(st, key, 1, phase);
     if (gather != G_MAXUINT)
         simpar_schedule_add_dep(st->s, b, gather);
@@ -525,6 +707,8 @@ step_mtp_module(Step *st, guint k, guint micro, gboolean backward)
                        : G_MAXUINT;
     guint egather =
         gathers && st->mtp_le > 0 && st->DE > 1 ? step_gather_experts(st, eoff) : G_MAXUINT;
+    if (!backward && step_pg_on(st))
+        gather = step_pg_wait(st, STEP_DENSE, off), egather = step_pg_wait(st, STEP_EXPERT, eoff);
     guint first = G_MAXUINT;
     if (!backward && st->model->fp8 != SIMPAR_FP8_NONE && (micro == 0 || st->tr->zero == 3))
         first = step_block(st, dense ? "dense.fp8.cast" : "fp8.cast", 1, ph);
@@ -566,6 +750,7 @@ step_forward_pre(Step *st, guint step, const SimparPipeItem *it)
 {
     guint vs = it->chunk * st->P + st->p;
     guint j = it->micro;
+    step_pg_forward(st, st->pg_fwd);
     if (vs > 0)
         step_recv(st, step_peer(st, vs - 1), step_tag(st, step, j, vs - 1, 0),
                   st->ops ? step_ops_res(st, simpar_train_stage_first_layer(st->tr, vs), j, FALSE)
@@ -573,7 +758,9 @@ step_forward_pre(Step *st, guint step, const SimparPipeItem *it)
                   SIMPAR_PHASE_FORWARD, "p2p.recv-act");
     else
         step_end_block(st, "embed.fwd", st->embed_off, j, SIMPAR_PHASE_FORWARD);
-    step_fp8_cast(st, it->chunk, 0, step_lc(st, it->chunk), j == 0 && st->tr->zero < 3);
+    /* with --overlap-param-gather each layer's cast follows its gather (step_layers) */
+    step_fp8_cast(st, it->chunk, 0, step_lc(st, it->chunk),
+                  j == 0 && st->tr->zero < 3 && !step_pg_on(st));
 }
 
 /* A forward's send, after its layers (it waits for st->last_compute). */
@@ -908,7 +1095,8 @@ step_optimizer(Step *st, guint step)
     guint ae = experts_apart ? step_adam_experts(st, step, nd, count) : G_MAXUINT;
     step_loss(st, step);
     g_array_set_size(st->dp_ops, 0);
-    if (ae != G_MAXUINT && st->DE > 1 && (st->tr->zero == 1 || st->tr->zero == 2)) {
+    gboolean gathers = (st->tr->zero == 1 || st->tr->zero == 2) && !step_pg_on(st);
+    if (ae != G_MAXUINT && st->DE > 1 && gathers) {
         gsize shard = st->n_expert / st->DE;
         guint i = step_coll(st, STEP_DP, SIMPAR_COLL_ALL_GATHER, st->e_group,
                             (gsize) llround((double) shard * st->pg8),
@@ -916,7 +1104,7 @@ step_optimizer(Step *st, guint step)
                             (SimparView){st->params, nd}, "edp.all-gather-params");
         simpar_schedule_add_dep(st->s, i, ae);
     }
-    if (st->S > 1 && (st->tr->zero == 1 || st->tr->zero == 2)) {
+    if (st->S > 1 && gathers) {
         guint g = step_shard_group(st);
         /* the layers' share of the rank's parameters gathered in FP8, the ends' in bf16 */
         gsize ends = (st->p == 0 ? st->ends : 0) + (st->p + 1 == st->P ? st->ends : 0);
@@ -1199,6 +1387,8 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
                                    st.DE, step_edp_member);
     st.buckets = g_array_new(FALSE, FALSE, sizeof(StepBucket));
     st.dp_ops = g_array_new(FALSE, FALSE, sizeof(guint));
+    st.pg = g_array_new(FALSE, FALSE, sizeof(StepParamBucket));
+    st.pg_fwd = g_array_new(FALSE, FALSE, sizeof(SimparPipeItem));
     if (ops)
         step_ops_init(&st);
     guint steps = st.local && tr->local_async ? STEP_ASYNC_STEPS : 1;
@@ -1208,6 +1398,10 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
         g_autoptr(GArray) order =
             (merged ? simpar_pipeline_order_merged : simpar_pipeline_order_grouped)(
                 tr->schedule, st.P, st.v, st.m, simpar_train_vp_group(tr), p);
+        g_array_set_size(st.pg_fwd, 0);
+        for (guint i = 0; i < order->len; i++)
+            if (!g_array_index(order, SimparPipeItem, i).backward)
+                g_array_append_val(st.pg_fwd, g_array_index(order, SimparPipeItem, i));
         for (guint d = 0; d < st.D; d++)
             for (guint t = 0; t < st.T; t++) {
                 if (slice != G_MAXUINT && t % st.Ttp != slice)
@@ -1225,12 +1419,17 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
                 for (guint k = 0; k < steps; k++) {
                     if (!ops)
                         step_zero_grad(&st, k);
+                    if (step_pg_on(&st))
+                        step_pg_start(&st);
                     for (guint i = 0; i < order->len; i++) {
                         const SimparPipeItem *it = &g_array_index(order, SimparPipeItem, i);
                         const SimparPipeItem *next =
                             i + 1 < order->len ? &g_array_index(order, SimparPipeItem, i + 1)
                                                : NULL;
-                        if (merged && !it->backward && next != NULL && next->backward)
+                        /* a chunk's first forward waits for its gathers layer by layer: on
+                         * its own (the merged order has it in the warm-up) */
+                        gboolean first = step_pg_on(&st) && it->micro == 0;
+                        if (merged && !it->backward && next != NULL && next->backward && !first)
                             step_pair(&st, k, it, next), i++; /* a steady-state pair */
                         else if (it->backward)
                             step_backward(&st, k, it);
@@ -1243,6 +1442,8 @@ step_build(const SimparModel *model, const SimparTrain *tr, const SimparSchedule
     }
     g_array_unref(st.buckets);
     g_array_unref(st.dp_ops);
+    g_array_unref(st.pg);
+    g_array_unref(st.pg_fwd);
     if (ops)
         step_ops_free(&st);
     g_free(st.dp_group), g_free(st.tp_group), g_free(st.embed_group);

@@ -52,6 +52,10 @@
  * final gradients), else after the whole backward. ZeRO 0: all-reduce; 1: reduce-scatter, Adam
  * on 1/D, all-gather of the parameters; 2: reduce-scatter after every micro-batch's backward;
  * 3: also all-gathers of every layer's parameters before its forward and its backward.
+ * --overlap-param-gather (ZeRO 1/2): no all-gather after Adam; the step is the steady state in
+ * which each bucket's is issued under the forward, as Megatron-Core's forward pre-hooks and
+ * interleaved schedule issue them, and each layer's first forward waits for its buckets'
+ * (docs/how-it-works.md, step 10).
  *
  * Ownership: the schedule is the caller's.
  */

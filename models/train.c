@@ -569,6 +569,11 @@ simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GE
         return train_fail(error, "--fp8-param-gather needs --dtype fp8 and --zero 1, 2 or 3 (the "
                                  "linears' parameters are all-gathered in FP8 by the distributed "
                                  "optimizer or FSDP)");
+    if (t->overlap_param_gather && t->zero != 1 && t->zero != 2)
+        return train_fail(error,
+                          "--overlap-param-gather with --zero %d: valid with --zero 1 or 2 (ZeRO 0 "
+                          "gathers no parameters; ZeRO 3 gathers each layer's before its use)",
+                          t->zero);
     if (t->no_reshard && t->zero != 3)
         return train_fail(error, "--no-reshard applies to --zero 3 (it keeps the parameters the "
                                  "forward gathered for the backward)");

@@ -96,6 +96,10 @@ typedef struct {
     gboolean grad_dtype_set;   /* --grad-reduce-dtype given: gradients are accumulated and */
     SimparDtype grad_dtype;    /* reduced in this type (fp32 with 16-bit training) */
     gboolean overlap_grad_reduce;
+    /* ZeRO 1/2: Megatron-Core's --overlap-param-gather. The parameter all-gathers after Adam are
+     * issued bucket by bucket at the next step's forward, each bucket's first forward waiting
+     * for its own (models/step.h); the step is that steady state. */
+    gboolean overlap_param_gather;
     /* Megatron-Core's --overlap-moe-expert-parallel-comm (the combined 1F1B): in the steady
      * state each forward runs merged with a backward, layer by layer, the all-to-alls of one on
      * the communication stream under the other's compute (models/step.h, pipeline.h) */

@@ -233,9 +233,9 @@ predict_split(const SimparTrain *t)
     if (t->ep_overlap) /* --overlap-moe-expert-parallel-comm */
         g_string_append(out, " merged-1F1B");
     g_string_append_printf(
-        out, " m=%" G_GINT64_FORMAT " B=%" G_GINT64_FORMAT " ZeRO-%d%s recompute %s",
+        out, " m=%" G_GINT64_FORMAT " B=%" G_GINT64_FORMAT " ZeRO-%d%s%s recompute %s",
         t->micro_batches, t->global_batch, t->zero, t->overlap_grad_reduce ? " overlap" : "",
-        simpar_recompute_name(t->tp.recompute));
+        t->overlap_param_gather ? " gather-overlap" : "", simpar_recompute_name(t->tp.recompute));
     if (t->tp.recompute_modules != 0) { /* selective's modules, when not core_attn alone */
         g_autofree char *mods = simpar_recompute_modules_name(t->tp.recompute_modules);
         g_string_append_printf(out, " (%s)", mods);

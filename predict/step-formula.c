@@ -663,9 +663,10 @@ formula_dispatcher_covered(gint64 dispatcher)
 }
 
 /* What the closed forms cover; multi-token prediction, hybrid sharding, fp32 gradient
- * reductions and, for an MoE model, the merged 1F1B of --overlap-moe-expert-parallel-comm (its
- * layers' nodes on two streams) and other dispatchers than formula_dispatcher_covered's are
- * replayed. */
+ * reductions, --overlap-param-gather (its buckets' gathers at the step's start, each layer's
+ * first forward waiting for its own) and, for an MoE model, the merged 1F1B of
+ * --overlap-moe-expert-parallel-comm (its layers' nodes on two streams) and other dispatchers than
+ * formula_dispatcher_covered's are replayed. */
 static gboolean
 formula_supported(const SimparStepTimer *tm, const SimparModel *model, const SimparTrain *train)
 {
@@ -673,7 +674,7 @@ formula_supported(const SimparStepTimer *tm, const SimparModel *model, const Sim
     return model->mtp_layers == 0 && train->schedule != SIMPAR_PIPE_LOCAL && train->zero < 3 &&
            tm->base.mode == SIMPAR_COLL_MODE_FUSED &&
            simpar_train_shard_group(train) == (guint) train->dp && !train->grad_dtype_set &&
-           simpar_plan_cp(&train->tp) == 1 &&
+           simpar_plan_cp(&train->tp) == 1 && !train->overlap_param_gather &&
            (!moe || (!train->ep_overlap && formula_dispatcher_covered(train->moe_dispatcher)));
 }
 

@@ -44,6 +44,8 @@
  * Left to the replay (simpar_step_formula returns FALSE):
  *   - local parallelism (auxiliary heads, steps without a flush);
  *   - ZeRO-3 (parameter gathers prefetched on their own stream, one per layer);
+ *   - --overlap-param-gather (the buckets' parameter gathers at the step's start on their own
+ *     stream, each layer's first forward waiting for its bucket's);
  *   - --collectives exact (each member's arrival enters the collective's expansion);
  *   - scatter/gather with tensor-parallel ranks whose activation shares differ;
  *   - an MoE model's merged 1F1B (--overlap-moe-expert-parallel-comm: its layers' nodes on two

@@ -884,12 +884,13 @@ test_oracle_dp_tail(void)
     CU_ASSERT(REL(step[2] - step[1], (1000.0 - 9.0) * (step[1] - step[0])) <= FORMULA_TOL);
 }
 
-/* What the closed forms leave to the replay: local parallelism, ZeRO-3, exact collectives, and
- * an MoE model's tokens dispatched by a dispatcher the closed forms do not list. */
+/* What the closed forms leave to the replay: local parallelism, ZeRO-3, exact collectives, an
+ * MoE model's tokens dispatched by a dispatcher the closed forms do not list, and
+ * --overlap-param-gather. */
 static void
 test_fallbacks(void)
 {
-    for (guint c = 0; c < 4; c++) {
+    for (guint c = 0; c < 5; c++) {
         Oracle o;
         oracle_init(&o, c == 1 ? 1 : 2, 2, SIMPAR_PIPE_1F1B, 1, 8); /* ZeRO-3: no pipeline */
         if (c == 0) /* local parallelism: K = 2 chunks */
@@ -899,6 +900,8 @@ test_fallbacks(void)
         else if (c == 3) /* a dispatcher past the all-gather (one being added) */
             o.model.moe.experts = 8, o.model.moe.top_k = 2, o.model.moe.moe_ffn = 128,
             o.train.ep = 2, o.train.moe_dispatcher = SIMPAR_MOE_ALLGATHER + 1;
+        else if (c == 4)
+            o.train.zero = 1, o.train.overlap_param_gather = TRUE;
         gboolean used = oracle_run(&o, 1.0, 2.0, NULL);
         if (c == 2) { /* exact collectives: the step again, in that mode */
             o.tm.base.mode = SIMPAR_COLL_MODE_EXACT;

@@ -103,9 +103,9 @@ test_examples(void)
     megatron_same("tests/data/megatron-llama3-70b.sh",
                   "--model llama3-70b --vocab 129024 --tp-mode 1d --tp 8 --pp 4 --dp 4 --sp "
                   "--schedule interleaved --virtual-stages 4 --recompute full --zero 1 "
-                  "--overlap-grad-reduce --grad-reduce-dtype fp32 --global-batch 128 "
-                  "--attention flash",
-                  "--overlap-param-gather: simpar all-gathers");
+                  "--overlap-grad-reduce --overlap-param-gather --grad-reduce-dtype fp32 "
+                  "--global-batch 128 --attention flash",
+                  "--overlap-param-gather -> --overlap-param-gather");
 }
 
 static void
@@ -124,10 +124,10 @@ test_aliases(void)
                   "--normalization RMSNorm --disable-bias-linear --dropout off --bf16 "
                   "--tp-mode 1d --tp 8 --pp 4 --sequence-parallel --schedule interleaved "
                   "--virtual-stages 4 --recompute-granularity full --use-distributed-optimizer "
-                  "--overlap-grad-reduce --accumulate-allreduce-grads-in-fp32 "
-                  "--untie-embeddings-and-output-weights --global-batch-size 128 --attention "
-                  "flash",
-                  "ignored (36)");
+                  "--overlap-grad-reduce --overlap-param-gather "
+                  "--accumulate-allreduce-grads-in-fp32 --untie-embeddings-and-output-weights "
+                  "--global-batch-size 128 --attention flash",
+                  "ignored (35)");
 }
 
 /* pretrain_gpt.py's arguments after `--`, one word each: the same job as the script's */

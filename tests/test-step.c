@@ -461,6 +461,149 @@ test_step_ddp_exposed(void)
     CU_ASSERT_TRUE(exposed[1] < exposed[0]); /* overlap hides part of the reduction */
 }
 
+/* The last end of rank 0's ops named `name` (0: none), or the first one's, and how many there
+ * are. */
+static double
+step_rank0_end(const StepCase *c, const char *name, gboolean first, guint *count)
+{
+    guint n, k = 0;
+    const guint *ops = simpar_schedule_rank_ops(c->step, 0, &n);
+    double end = 0;
+    for (guint i = 0; i < n; i++)
+        if (g_str_equal(simpar_schedule_op(c->step, ops[i])->name, name)) {
+            double e = c->spans[ops[i]].end;
+            end = k == 0 ? e : first ? MIN(end, e) : MAX(end, e);
+            k++;
+        }
+    if (count != NULL)
+        *count = k;
+    return end;
+}
+
+/* --overlap-param-gather on an idle network (P = 1, D = 4, ZeRO-1, 4 layers, 2 micro-batches).
+ * Without it the step ends with the parameters' all-gather after Adam, exposed whole (its end
+ * minus Adam's; the report's data-parallel exposed time holds it). With it the buckets' gathers run
+ * back to back from the step's start, the embedding's first: with buckets of one layer (or end)
+ * each and every forward block at least as long as a layer's gather, only the embedding's gather is
+ * exposed, and the step is shorter by exactly the gather it no longer waits for less the
+ * embedding's. With one bucket there is nothing before the embedding's forward to hide it behind:
+ * the same gather, exposed at the start instead of the end, and the same step. Fails with the
+ * gathers issued at each forward (no overlap: each layer's gather then adds to its forward) or
+ * waiting for nothing. */
+static void
+test_step_overlap_param_gather(void)
+{
+    const gint64 bucket[] = {1, 1 << 30};
+    for (guint i = 0; i < G_N_ELEMENTS(bucket); i++) {
+        double step[2] = {0, 0}, exposed[2] = {0, 0}, dp[2] = {0, 0};
+        guint gathers[2] = {0, 0};
+        for (guint o = 0; o < 2; o++) {
+            StepCase c;
+            step_case_init(&c, 4, 1, 4, SIMPAR_PIPE_1F1B, 1, 2);
+            c.tnet = (TestNet){1e-6, 1e9, 1};
+            c.model.vocab = 1024;
+            c.embed_f = 1e-3, c.embed_b = 1e-3;
+            c.train.zero = 1, c.train.bucket_params = bucket[i];
+            c.train.overlap_param_gather = o;
+            step_case_run(&c, 4e-3, 8e-3, 1e-3, 1e-3);
+            step[o] = c.row.step_s;
+            double gather = step_rank0_end(&c, "dp.all-gather-params", o == 1, &gathers[o]);
+            if (o == 0) {
+                exposed[o] = gather - step_rank0_end(&c, "optimizer.step0", FALSE, NULL);
+            } else { /* the embedding's first forward waits for the first gather */
+                exposed[o] = gather;
+                CU_ASSERT_DOUBLE_EQUAL(step_rank0_end(&c, "embed.fwd", TRUE, NULL),
+                                       gather + c.embed_f, 1e-12);
+            }
+            dp[o] = c.row.step.dp_exposed_s;
+            step_case_clear(&c);
+        }
+        printf("\n    buckets of %" G_GINT64_FORMAT ": %u gathers, step %.6f -> %.6f s, exposed "
+               "gather %.6f -> %.6f s",
+               bucket[i], gathers[1], step[0], step[1], exposed[0], exposed[1]);
+        CU_ASSERT_EQUAL(gathers[0], 1);
+        CU_ASSERT_EQUAL(gathers[1], i == 0 ? 6 : 1); /* embedding, 4 layers, output layer */
+        CU_ASSERT_TRUE(exposed[0] > 0);
+        CU_ASSERT_DOUBLE_EQUAL(step[0] - step[1], exposed[0] - exposed[1], 1e-12);
+        CU_ASSERT_DOUBLE_EQUAL(dp[0] - dp[1], exposed[0] - exposed[1], 1e-12);
+        if (i == 0) {
+            CU_ASSERT_TRUE(exposed[1] < exposed[0] / 2);
+        } else {
+            CU_ASSERT_DOUBLE_EQUAL(step[1], step[0], 1e-12);
+        }
+    }
+}
+
+/* --overlap-param-gather with experts: their buckets are gathered over the expert-data-parallel
+ * group at the step's start, and every MoE layer's first forward waits for its experts' bucket
+ * (one layer a bucket) and its other parameters' as ZeRO 0 and 3 are refused. */
+static void
+test_step_overlap_param_gather_experts(void)
+{
+    StepCase c;
+    step_case_init(&c, 4, 1, 8, SIMPAR_PIPE_1F1B, 1, 2);
+    c.model.vocab = 1024;
+    c.model.moe = (SimparMoeConfig){.experts = 8, .top_k = 2, .moe_ffn = 32, .moe_every = 1};
+    c.train.ep = 4, c.train.zero = 2, c.train.bucket_params = 1;
+    c.train.overlap_param_gather = TRUE;
+    step_case_run(&c, 1.0, 2.0, 0, 0);
+    guint waits[2] = {0, 0}, n;
+    const char *names[2] = {"dp.all-gather-params", "edp.all-gather-params"};
+    const guint *ops = simpar_schedule_rank_ops(c.step, 0, &n);
+    for (guint i = 0; i < n; i++) {
+        const SimparOp *op = simpar_schedule_op(c.step, ops[i]);
+        if (op->kind != SIMPAR_OP_BLOCK || !g_str_equal(op->u.block.key, "layer.fwd"))
+            continue;
+        const guint *deps = simpar_schedule_deps(c.step, op);
+        for (guint k = 0; k < op->n_deps; k++)
+            for (guint j = 0; j < 2; j++)
+                waits[j] += g_str_equal(simpar_schedule_op(c.step, deps[k])->name, names[j]);
+    }
+    CU_ASSERT_EQUAL(waits[0], 4); /* the first micro-batch's 4 layers, each its two buckets */
+    CU_ASSERT_EQUAL(waits[1], 4);
+    step_case_clear(&c);
+    for (gint z = 0; z <= 3; z += 3) {
+        SimparTrain t;
+        SimparModel m;
+        g_assert(simpar_model_preset("tiny", &m, NULL));
+        simpar_train_init(&t);
+        t.dp = 2, t.zero = z, t.overlap_param_gather = TRUE;
+        g_autoptr(GError) err = NULL;
+        CU_ASSERT_FALSE(simpar_train_validate(&t, &m, 2, &err));
+        CU_ASSERT_PTR_NOT_NULL(err != NULL ? strstr(err->message, "--overlap-param-gather") : NULL);
+    }
+}
+
+/* --overlap-param-gather with virtual stages (align_param_gather): on stage 0 of P = 2 with
+ * v = 3 chunks of 2 layers, a bucket each, the first two chunks' 5 gathers (the embedding's
+ * too) come before any forward, and chunk 2's when the stage's forward x + p is chunk 1's first
+ * micro-batch (x = 2: after chunk 0's two forwards, 4 layers). Fails with chunk 2 issued with
+ * the first two, or by its layers' hooks. */
+static void
+test_step_overlap_param_gather_aligned(void)
+{
+    StepCase c;
+    step_case_init(&c, 12, 2, 2, SIMPAR_PIPE_INTERLEAVED, 3, 4);
+    c.model.vocab = 1024;
+    c.train.zero = 1, c.train.bucket_params = 1, c.train.overlap_param_gather = TRUE;
+    step_case_run(&c, 1.0, 2.0, 0, 0);
+    guint n, gathers = 0, layers = 0, before[8] = {0};
+    const guint *ops = simpar_schedule_rank_ops(c.step, 0, &n);
+    for (guint i = 0; i < n; i++) {
+        const SimparOp *op = simpar_schedule_op(c.step, ops[i]);
+        if (op->kind == SIMPAR_OP_BLOCK && g_str_equal(op->u.block.key, "layer.fwd"))
+            layers += op->u.block.count;
+        else if (g_str_equal(op->name, "dp.all-gather-params") && gathers < G_N_ELEMENTS(before))
+            before[gathers++] = layers;
+    }
+    CU_ASSERT_EQUAL(gathers, 7); /* the embedding's and 6 layers' */
+    for (guint k = 0; k < 5; k++)
+        CU_ASSERT_EQUAL(before[k], 0);
+    CU_ASSERT_EQUAL(before[5], 4);
+    CU_ASSERT_EQUAL(before[6], 4);
+    step_case_clear(&c);
+}
+
 /* Megatron's placement: tensor-parallel innermost, then data, then pipeline; --order changes it. */
 static void
 test_step_placement(void)
@@ -1132,6 +1275,13 @@ static CU_TestInfo step_tests[] = {
     {"ZeRO-3 FP8: each gathered layer's weight cast waits for its gather",
      test_step_zero3_fp8_cast},
     {"DDP exposed = last bucket end - backward end", test_step_ddp_exposed},
+    {"--overlap-param-gather: hidden gathers shorten the step by the exposed gather, an exposed "
+     "one does not",
+     test_step_overlap_param_gather},
+    {"--overlap-param-gather: the experts' buckets over their group; ZeRO 0 and 3 refused",
+     test_step_overlap_param_gather_experts},
+    {"--overlap-param-gather with virtual stages: aligned, chunk by chunk",
+     test_step_overlap_param_gather_aligned},
     {"ZeRO with D = 1 and a tied embedding on one stage build and run", test_step_degenerate},
     {"placement and split validation", test_step_placement},
     {"experts' gradients reduce over the expert-data-parallel group", test_step_expert_groups},
