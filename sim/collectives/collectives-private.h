@@ -112,7 +112,7 @@ typedef enum {
       SIMPAR_BOUND_ROUNDS, 0, SIMPAR_SHARES_ALWAYS,                                                \
       "reduce-scatter in node, all-reduce across nodes, all-gather in node")                       \
     X(PAIRWISE, "pairwise", pairwise, SIMPAR_COLL_A2A, SIMPAR_LAT_RING, SIMPAR_BOUND_PAIRS, 0,     \
-      SIMPAR_SHARES_ALWAYS, "n-1 rounds, round r sends S/n to member m+r")                         \
+      SIMPAR_SHARES_ALWAYS, "n-1 rounds at once, round r sends S/n to member m+r")                 \
     X(NVLS, "nvls", nvls, SIMPAR_COLL_AR, SIMPAR_LAT_RING, SIMPAR_BOUND_CHUNKS, 0,                 \
       SIMPAR_SHARES_NONE,                                                                          \
       "NVLink SHARP on one NVSwitch node that has it: S(n+1)/n each way per GPU (else the ring)")  \
