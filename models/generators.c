@@ -328,6 +328,14 @@ generators_validate_mla(const SimparGenerator *gen, const SimparModel *model,
     return TRUE;
 }
 
+gboolean
+simpar_generator_validate_attention(const SimparModel *model, const SimparPlan *plan,
+                                    GError **error)
+{
+    g_return_val_if_fail(model != NULL && plan != NULL && plan->gen != NULL, FALSE);
+    return generators_validate_mla(plan->gen, model, plan, error);
+}
+
 SimparSchedule *
 simpar_generate_layer(const SimparModel *model, SimparPlan *plan, GError **error)
 {

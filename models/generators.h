@@ -90,6 +90,10 @@ gboolean simpar_plan_whole_rows(const SimparPlan *plan);
 /* The split in words: "T=64", "T=8+SP", "q=8", "q=4 d=4", "q=4 later" (verbose: "T=8 +SP",
  * "q=4 variant=paper") (transfer full). */
 char *simpar_plan_grid_label(const SimparPlan *plan, gboolean verbose);
+/* Whether the plan's mode and context parallelism can run the model's attention (multi-head
+ * latent attention: 1-D without context parallelism); one error naming what is valid. */
+gboolean simpar_generator_validate_attention(const SimparModel *model, const SimparPlan *plan,
+                                             GError **error);
 /* Validates the plan (filling plan->q) and builds one layer, forward and backward. */
 SimparSchedule *simpar_generate_layer(const SimparModel *model, SimparPlan *plan,
                                       GError **error); /* (transfer full) */

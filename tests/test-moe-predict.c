@@ -1003,6 +1003,26 @@ test_etp_2_times_its_all_gathers_and_reduce_scatters_as_the_collectives(void)
     }
 }
 
+/* Every mode (no --tp-mode) of a model with multi-head latent attention: the 1-D row predicts,
+ * the other modes are rows that say why MLA does not run in them (it used to end the command
+ * with the 2-D mode's error); asked for explicitly, 2-D is the error. */
+static void
+test_an_mla_model_in_every_mode_predicts_1d_and_says_why_not_the_others(void)
+{
+    SimparCliRun r = simpar_cli_run("--topology " H100 " --model deepseek-v3 --layers 6 --tp 1 "
+                                    "--pp 2 --ep 32 --global-batch 64 --backend analytic");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "\n1d    T=1 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "2d    -            64   not simulated: --tp-mode 2d: "
+                                         "multi-head latent attention"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "3d    -            64   not simulated: --tp-mode 3d: "
+                                         "multi-head latent attention"));
+    simpar_cli_run_clear(&r);
+    CU_ASSERT_TRUE(simpar_cli_refused("--topology " H100 " --model deepseek-v3 --layers 6 "
+                                      "--tp-mode 2d --tp 1 --pp 2 --ep 32 --global-batch 64",
+                                      2, "runs in --tp-mode 1d only"));
+}
+
 static CU_TestInfo predict_tests[] = {
     {"an MoE step names its dispatch and combine all-to-alls and expert GEMMs",
      test_an_moe_step_names_dispatch_combine_and_expert_gemms},
@@ -1053,6 +1073,8 @@ static CU_TestInfo predict_tests[] = {
     {"ETP 2's all-gathers and reduce-scatters take the time simpar collective gives them, on "
      "the analytic and SimGrid backends",
      test_etp_2_times_its_all_gathers_and_reduce_scatters_as_the_collectives},
+    {"an MLA model in every mode predicts 1-D and says why not the others",
+     test_an_mla_model_in_every_mode_predicts_1d_and_says_why_not_the_others},
     CU_TEST_INFO_NULL,
 };
 
