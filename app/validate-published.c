@@ -143,15 +143,27 @@ published_text(GString *out, const char *set, const char *source, const char *ba
 {
     g_string_append_printf(out, "simpar against %s (backend %s)\nsource: %s\n\n", set, backend,
                            source);
-    g_string_append_printf(out, "%-28s %5s %10s %11s %8s  %s\n", "case", "GPUs", "measured s",
-                           "predicted s", "error", "split");
+    /* a table of throughputs also shows them: tokens/s/GPU published and predicted */
+    gboolean tokens = FALSE;
+    for (guint i = 0; i < cases->len; i++)
+        tokens = tokens || g_array_index(cases, PublishedCase, i).tokens_per_gpu_s > 0;
+    g_string_append_printf(out, "%-28s %5s %10s %11s %8s  %s%s\n", "case", "GPUs", "measured s",
+                           "predicted s", "error",
+                           tokens ? "tokens/s/GPU (published, predicted)  " : "", "split");
     double sum = 0, worst = 0;
     for (guint i = 0; i < cases->len; i++) {
         const PublishedCase *c = &g_array_index(cases, PublishedCase, i);
         double e = c->predicted_s / c->measured_s - 1;
         sum += fabs(e), worst = MAX(worst, fabs(e));
-        g_string_append_printf(out, "%-28s %5u %10.2f %11.2f %+7.1f%%  %s\n", c->name, c->gpus,
-                               c->measured_s, c->predicted_s, 100 * e, c->split);
+        /* the predicted throughput: the published one times measured over predicted time */
+        g_autofree char *pair =
+            c->tokens_per_gpu_s > 0
+                ? g_strdup_printf("%.0f, %.0f", c->tokens_per_gpu_s,
+                                  c->tokens_per_gpu_s * c->measured_s / c->predicted_s)
+                : g_strdup("-");
+        g_autofree char *rate = tokens ? g_strdup_printf("%-37s", pair) : g_strdup("");
+        g_string_append_printf(out, "%-28s %5u %10.2f %11.2f %+7.1f%%  %s%s\n", c->name, c->gpus,
+                               c->measured_s, c->predicted_s, 100 * e, rate, c->split);
     }
     g_string_append_printf(out,
                            "\nmean absolute error %.1f%%, largest %.1f%% (error = predicted / "

@@ -1320,6 +1320,17 @@ test_published_throughput(void)
         double p = json_object_get_double_member(c, "predicted_s");
         CU_ASSERT_TRUE(p > 0.5 * m && p < 2 * m);
     }
+    /* the text shows each case's throughput, published and as predicted (B s / (step x GPUs)) */
+    JsonObject *c70 = json_array_get_object_element(cases, 1);
+    g_autofree char *want70 = g_strdup_printf(
+        "1664, %.0f ", 256.0 * 8192 / (json_object_get_double_member(c70, "predicted_s") * 64));
+    SimparCliRun r = simpar_cli_run("validate --published megatron-bridge");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "tokens/s/GPU (published, predicted)"));
+    const char *row = strstr(r.out, "bridge Llama3-70B FP8");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(row);
+    CU_ASSERT_PTR_NOT_NULL(strstr(row, want70));
+    simpar_cli_run_clear(&r);
 }
 
 static CU_TestInfo validate_tests[] = {
