@@ -557,6 +557,38 @@ step_after_gathers(Step *st, guint i, guint gather, guint egather)
         simpar_schedule_add_dep(st->s, i, egather);
 }
 
+/* A layer's parameter gathers before its block (G_MAXUINT: none): ZeRO-3's before each use (not
+ * the backward's under --no-reshard), or, `pg`, the --overlap-param-gather buckets its first
+ * forward waits for (step_pg_wait). */
+static void
+step_layer_gathers(Step *st, gboolean backward, gboolean pg, gsize off, gsize lp, gsize eoff,
+                   gsize le, guint *gather, guint *egather)
+{
+    gboolean gathers = st->tr->zero == 3 && !(backward && st->tr->no_reshard);
+    *gather =
+        gathers && st->S > 1 ? step_gather(st, off, lp, "dp.all-gather-params", TRUE) : G_MAXUINT;
+    *egather = gathers && le > 0 && st->DE > 1 ? step_gather_experts(st, eoff) : G_MAXUINT;
+    if (pg)
+        *gather = step_pg_wait(st, STEP_DENSE, off), *egather = step_pg_wait(st, STEP_EXPERT, eoff);
+}
+
+/* A layer's block `key` after its weights' cast `first` (G_MAXUINT: none): the cast, else the
+ * block, waits for the gathers (an op's deps are added right after it); the block is the
+ * newest of the prefetch window. */
+static guint
+step_layer_block(Step *st, const char *key, SimparPhase ph, guint first, guint gather,
+                 guint egather)
+{
+    if (first != G_MAXUINT)
+        step_after_gathers(st, first, gather, egather);
+    guint b = step_block(st, key, 1, ph);
+    if (first == G_MAXUINT)
+        step_after_gathers(st, b, gather, egather);
+    st->prefetch[0] = st->prefetch[1];
+    st->prefetch[1] = b;
+    return b;
+}
+
 /* Layers of one chunk, forward or backward: a block per run of layers of one kind (one block
  * but for an MoE model's dense layers), or one per layer where data parallelism needs to know
  * when each layer's gradients are final (`final`), or ZeRO-3 gathers each layer's parameters. */
@@ -596,24 +628,12 @@ step_layers(Step *st, guint chunk, guint micro, gboolean backward, gboolean fina
         guint l = backward ? lc - 1 - k : k;
         step_layer_place(st, chunk, l, &off, &lp, &eoff, &le);
         const char *key = step_layer_key(step_dense(st, chunk, l), backward);
-        gboolean gathers = st->tr->zero == 3 && !(backward && st->tr->no_reshard);
-        guint gather = gathers && st->S > 1 ? step_gather(st, off, lp, "dp.all-gather-params", TRUE)
-                                            : G_MAXUINT;
-        guint egather = gathers && le > 0 && st->DE > 1 ? step_gather_experts(st, eoff) : G_MAXUINT;
-        if (pg)
-            gather = step_pg_wait(st, STEP_DENSE, off),
-            egather = step_pg_wait(st, STEP_EXPERT, eoff);
+        guint gather, egather;
+        step_layer_gathers(st, backward, pg, off, lp, eoff, le, &gather, &egather);
         /* the gathered weights' cast (ZeRO-3 FP8; --overlap-param-gather's first forward casts
-         * each layer's after its gather), else the layer, waits for the gathers: an op's deps
-         * are added right after it */
+         * each layer's after its gather) */
         guint first = step_fp8_cast(st, chunk, l, 1, !backward && (st->tr->zero == 3 || pg));
-        if (first != G_MAXUINT)
-            step_after_gathers(st, first, gather, egather);
-        guint b = step_block(st, key, 1, ph);
-        if (first == G_MAXUINT)
-            step_after_gathers(st, b, gather, egather);
-        st->prefetch[0] = st->prefetch[1];
-        st->prefetch[1] = b;
+        guint b = step_layer_block(st, key, ph, first, gather, egather);
         if (!backward)
             continue;
         if (simpar_train_reduce_each_micro(st->tr)) {
@@ -691,7 +711,6 @@ step_mtp_module(Step *st, guint k, guint micro, gboolean backward)
     gboolean dense = st->dense_facts != NULL && !simpar_model_mtp_is_moe(st->model);
     gsize off = st->mtp_off + (st->mtp_n - 1 - k) * st->mtp_lp;
     gsize eoff = st->mtp_eoff + (st->mtp_n - 1 - k) * st->mtp_le;
-    gboolean gathers = st->tr->zero == 3 && !(backward && st->tr->no_reshard);
     if (!backward) {
         step_end_block(st, "embed.fwd", step_mtp_embed_off(st), micro, ph);
         step_block(st, "mtp.fwd", 1, ph);
@@ -702,23 +721,13 @@ step_mtp_module(Step *st, guint k, guint micro, gboolean backward)
         if (st->tr->tp.recompute == SIMPAR_RECOMPUTE_FULL)
             step_block(st, "mtp.fwd", 1, ph);
     }
-    guint gather = gathers && st->S > 1
-                       ? step_gather(st, off, st->mtp_lp, "dp.all-gather-params", TRUE)
-                       : G_MAXUINT;
-    guint egather =
-        gathers && st->mtp_le > 0 && st->DE > 1 ? step_gather_experts(st, eoff) : G_MAXUINT;
-    if (!backward && step_pg_on(st))
-        gather = step_pg_wait(st, STEP_DENSE, off), egather = step_pg_wait(st, STEP_EXPERT, eoff);
+    guint gather, egather;
+    step_layer_gathers(st, backward, !backward && step_pg_on(st), off, st->mtp_lp, eoff, st->mtp_le,
+                       &gather, &egather);
     guint first = G_MAXUINT;
     if (!backward && st->model->fp8 != SIMPAR_FP8_NONE && (micro == 0 || st->tr->zero == 3))
         first = step_block(st, dense ? "dense.fp8.cast" : "fp8.cast", 1, ph);
-    if (first != G_MAXUINT)
-        step_after_gathers(st, first, gather, egather);
-    guint b = step_block(st, step_layer_key(dense, backward), 1, ph);
-    if (first == G_MAXUINT)
-        step_after_gathers(st, b, gather, egather);
-    st->prefetch[0] = st->prefetch[1];
-    st->prefetch[1] = b;
+    step_layer_block(st, step_layer_key(dense, backward), ph, first, gather, egather);
     if (!backward) {
         step_end_block(st, "head.fwd", st->head_off, micro, ph);
         return;
