@@ -814,33 +814,19 @@ predict_ep_nodes(const SimparNet *net, SimparTrain *train, GError **why)
     return FALSE;
 }
 
-/* Node-limited routing (--group-limit M): FALSE with *why set when the first expert-parallel
- * group (train.h's expert numbering, as block_moe places it) spans fewer than M nodes; DeepEP's
- * nodes (predict_ep_nodes). */
+/* DeepEP's nodes (predict_ep_nodes): FALSE with *why set where its rail cannot run. Group-limited
+ * routing (--expert-groups G, --group-limit M) selects M of G groups of experts per token, as
+ * Megatron-Core's group_limited_topk does (megatron/core/transformer/moe/moe_utils.py), wherever
+ * those experts live: a limit above the nodes the expert-parallel group spans (DeepSeek-V3's 4 of
+ * 8 groups with EP 64 in one NVLink domain, or EP 8 on one node) limits no traffic, and the
+ * traffic is what the routed experts' ranks make it. */
 static gboolean
 predict_node_limit(const SimparPredictContext *ctx, const SimparModel *model, SimparTrain *train,
                    GError **why)
 {
-    gboolean deepep = train->moe_dispatcher == SIMPAR_MOE_DEEPEP;
-    if (!simpar_model_is_moe(model) || (model->moe.groups == 0 && !deepep))
+    if (!simpar_model_is_moe(model) || train->moe_dispatcher != SIMPAR_MOE_DEEPEP)
         return TRUE;
-    const SimparNet *net = simpar_platform_net(ctx->platform);
-    guint ep = (guint) MAX(train->ep, 1), nodes = 0;
-    g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
-    for (guint i = 0; i < ep; i++) {
-        guint node = simpar_net_node(net, simpar_train_expert_rank(train, 0, i, 0, 0));
-        if (g_hash_table_add(seen, GUINT_TO_POINTER(node + 1)))
-            nodes++;
-    }
-    if (deepep && !predict_ep_nodes(net, train, why))
-        return FALSE;
-    if ((guint64) model->moe.group_limit <= nodes)
-        return TRUE;
-    g_set_error(why, SIMPAR_PREDICT_ERROR, SIMPAR_PREDICT_ERROR_REFUSED,
-                "--group-limit %" G_GINT64_FORMAT ": a token may reach that many nodes, but the "
-                "expert-parallel group (--ep %u) spans %u (valid: 1 to %u, or a larger --ep)",
-                model->moe.group_limit, ep, nodes, nodes);
-    return FALSE;
+    return predict_ep_nodes(simpar_platform_net(ctx->platform), train, why);
 }
 
 /* An MoE model's dense layers (--dense-layers, --moe-every) are timed as their own layer

@@ -960,14 +960,6 @@ static const BadCase cases[] = {
      NULL,
      NULL,
      NULL,
-     "--topology topologies/dgx-h100x64.xml --model deepseek-v3 --layers 16 --tp-mode 1d --tp 1 "
-     "--ep 8 --pp 4 --dp 16 --backend formula",
-     2,
-     {"--group-limit 4", "the expert-parallel group (--ep 8) spans 1", "valid: 1 to 1"}},
-    {"cli",
-     NULL,
-     NULL,
-     NULL,
      "--topology " V100 " --model tiny --experts 8 --topk 2 --moe-ffn 64 --tp-mode 1d --gpus 8 "
      "--dp 8 --moe-dispatcher deepep",
      2,

@@ -184,6 +184,44 @@ test_deepep_dispatches_faster_than_the_all_to_all_with_node_limited_routing(void
     simpar_cli_run_clear(&r);
 }
 
+/* Group-limited routing inside one node (DeepSeek-V3's 4 of 8 groups with EP 8 on one DGX, as
+ * Megatron-Core routes it on groups of experts wherever they live): it predicts, on every
+ * backend, its all-to-alls all within the node, the formula's step the analytic replay's. */
+static void
+test_group_limited_routing_inside_one_node_predicts(void)
+{
+    const char *job = "--topology " H100 " --json --model deepseek-v3 --layers 8 --seq 1024 "
+                      "--tp-mode 1d --tp 1 --pp 2 --ep 8 --dp 32 --global-batch 64";
+    const char *backends[] = {"simgrid", "analytic", "formula"};
+    double step[G_N_ELEMENTS(backends)];
+    for (guint i = 0; i < G_N_ELEMENTS(backends); i++) {
+        g_autofree char *args = g_strdup_printf("%s --backend %s", job, backends[i]);
+        SimparCliRun r = simpar_cli_run(args);
+        CU_ASSERT_EQUAL(r.status, 0);
+        step[i] = -1;
+        g_autoptr(JsonParser) p = json_parser_new();
+        if (r.status == 0 && json_parser_load_from_data(p, r.out, -1, NULL)) {
+            JsonObject *row =
+                json_array_get_object_element(json_node_get_array(json_parser_get_root(p)), 0);
+            step[i] = json_object_get_double_member(row, "step_time_s");
+            CU_ASSERT(moe_member(row, "moe_dispatch_s") > 0);
+            JsonArray *axes = json_object_get_array_member(row, "exposed_comm_by_axis");
+            for (guint j = 0; j < json_array_get_length(axes); j++) {
+                JsonObject *ax = json_array_get_object_element(axes, j);
+                if (g_str_equal(json_object_get_string_member(ax, "axis"), "ep"))
+                    CU_ASSERT_STRING_EQUAL(json_object_get_string_member(ax, "scope"),
+                                           "intra-node");
+            }
+        }
+        simpar_cli_run_clear(&r);
+    }
+    printf("\n    step %.6f / %.6f / %.6f s ", step[0], step[1], step[2]);
+    CU_ASSERT(step[0] > 0 && step[1] > 0 && step[2] > 0);
+    /* the analytic replay and the formula give one step; SimGrid's contention only adds */
+    CU_ASSERT(fabs(step[2] - step[1]) <= 1e-9 * step[1]);
+    CU_ASSERT(step[0] >= step[1] * (1 - 1e-9));
+}
+
 /* DeepEP's hops with expert tensor parallelism (--etp 2, Megatron-Core's flex dispatcher over
  * the TP x EP group): EP 16 x ETP 2 = 32 GPUs over 4 nodes of 8, node-limited routing. Every
  * backend predicts it; its hops are exposed on axis tp_ep (inter- and intra-node) and no
@@ -1046,6 +1084,9 @@ static CU_TestInfo predict_tests[] = {
     {"--order places the expert-parallel groups", test_order_places_the_expert_parallel_groups},
     {"DeepEP dispatches faster than the all-to-all with node-limited routing, on every backend",
      test_deepep_dispatches_faster_than_the_all_to_all_with_node_limited_routing},
+    {"group-limited routing inside one node predicts on every backend, its all-to-alls in the "
+     "node",
+     test_group_limited_routing_inside_one_node_predicts},
     {"DeepEP with ETP 2 runs over the TP x EP group: axis tp_ep, no expert-TP collective, faster",
      test_deepep_with_etp_runs_over_the_tp_ep_group},
     {"the experts' reductions leave the step on alike ranks, as every rank gives it",
