@@ -171,7 +171,7 @@ def main():
 # Baidu DeepBench's V100 fp16 (tensor core) and fp32 GEMMs, measured on a DGX-1's V100 SXM2 with
 # CUDA 10.1 (baidu-research/DeepBench da81ba7 results/train/DeepBench_NV_V100.xlsx;
 # bench/fidelity/gemm-v100-deepbench.csv), row-major, less the rows it ran padded; the FP8
-# maximum achievable matmul FLOPS of an H100 and an H200 (stas00/ml-engineering
+# maximum achievable matmul FLOPS of an H100, an H200, a B200 and a GB200 (stas00/ml-engineering
 # compute/accelerator/README.md, snapshot 2026-08-22; bench/fidelity/gemm-mamf-fp8.csv):
 # gemm_fp8_max_flops, the most an FP8 GEMM of that GPU runs at any shape (the curve's ceiling).
 # GPUs other than the H200 take the H200's kernel fractions: extrapolated, and said so.
@@ -213,11 +213,13 @@ def main():
     blackwell = [
         ("B200-SXM-180GB",
          "kernels: the H200's measured fractions of its bandwidth (extrapolated); GEMMs: XLA's "
-         "measured sm_100 table, bf16 and FP8 (Blackwell; bench/fidelity/gemm-b200-xla.csv)"),
+         "measured sm_100 table, bf16 and FP8 (Blackwell; bench/fidelity/gemm-b200-xla.csv); FP8: "
+         "under the measured best (MAMF)"),
         ("GB200-B200-186GB",
          "kernels: the H200's measured fractions of its bandwidth (extrapolated); GEMMs: XLA's "
          "measured sm_100 table, bf16 and FP8 (Blackwell, not stated whether a B200 or a GB200: "
-         "the GB200's 1200 W clocks may run faster; bench/fidelity/gemm-b200-xla.csv)"),
+         "the GB200's 1200 W clocks may run faster; bench/fidelity/gemm-b200-xla.csv); FP8: under "
+         "the GB200's measured best (MAMF)"),
     ]
     sms = {"H200-SXM-141GB": 132, "H100-SXM5-80GB": 132, "A100-SXM4-80GB": 108,
            "V100-SXM2-16GB": 80, "V100-SXM3-32GB": 80}
@@ -235,8 +237,11 @@ def main():
                    % (gemm_list(v100["fp16"]), gemm_list(v100["fp32"])))
     for name, summary in blackwell:
         out.append("[%s]\nsummary = %s\n%s\nmxfp8 = true\n" % (name, summary, keff))
-        out.append("gemm_bf16 = %s\ngemm_fp16 = %s\ngemm_fp8 = %s\n\n"
+        out.append("gemm_bf16 = %s\ngemm_fp16 = %s\ngemm_fp8 = %s\n"
                    % (gemm_list(b200_bf16), gemm_list(b200_bf16), gemm_list(b200_fp8)))
+        if name in fp8_max:
+            out.append("gemm_fp8_max_flops = %.5g\n" % fp8_max[name])
+        out.append("\n")
     with open(os.path.join(ROOT, "topologies", "compute.ini"), "w") as f:
         f.write("".join(out).rstrip("\n") + "\n")
 

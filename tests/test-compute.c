@@ -1883,6 +1883,49 @@ test_fp8_hopper_ceiling(void)
     }
 }
 
+/* Blackwell's FP8 ceiling (the same file's B200 and GB200 rows): loaded for both presets; no FP8
+ * GEMM of a transformer's shapes or a square up to 32768^3 runs faster than it; past XLA's table
+ * (4096^3 at most) the curve no longer climbs above the table's last ratio to it, where without
+ * the ceiling it did; the table's own shapes keep their times; bf16 does not change. Fails with
+ * the rows left out of compute.ini. */
+static void
+test_fp8_blackwell_ceiling(void)
+{
+    const struct {
+        const char *preset;
+        double tflops;
+    } rows[] = {{"b200-sxm", 3432.5}, {"dgx-b200", 3432.5}, {"gb200", 3615.6}};
+
+    const double shapes[][3] = {
+        {8192, 28672, 8192}, {8192, 8192, 28672}, {16384, 16384, 16384}, {32768, 32768, 32768}};
+    for (guint i = 0; i < G_N_ELEMENTS(rows); i++) {
+        SimparGpu gpu;
+        preset_gpu(&gpu, rows[i].preset);
+        CU_ASSERT_DOUBLE_EQUAL(gpu.gemm_fp8_max_flops, rows[i].tflops * 1e12, 1e6);
+        SimparGpu open = gpu; /* without the ceiling */
+        open.gemm_fp8_max_flops = 0;
+        double fastest = 0, fastest_open = 0;
+        for (guint k = 0; k < G_N_ELEMENTS(shapes); k++) {
+            const double *x = shapes[k], flops = 2 * x[0] * x[1] * x[2];
+            double t = simpar_compute_gemm_time(&gpu, SIMPAR_DTYPE_FP8, x[0], x[1], x[2], 1);
+            double t_open = simpar_compute_gemm_time(&open, SIMPAR_DTYPE_FP8, x[0], x[1], x[2], 1);
+            fastest = MAX(fastest, flops / (t - gpu.launch_s));
+            fastest_open = MAX(fastest_open, flops / (t_open - gpu.launch_s));
+            CU_ASSERT(flops / (t - gpu.launch_s) <= rows[i].tflops * 1e12 * (1 + 1e-9));
+            CU_ASSERT_EQUAL(
+                simpar_compute_gemm_time(&gpu, SIMPAR_DTYPE_BF16, x[0], x[1], x[2], 1),
+                simpar_compute_gemm_time(&open, SIMPAR_DTYPE_BF16, x[0], x[1], x[2], 1));
+        }
+        printf("\n    %s: fastest FP8 GEMM %.1f TFLOP/s (without the ceiling %.1f)", rows[i].preset,
+               fastest / 1e12, fastest_open / 1e12);
+        /* past the measured table the curve grows no more than the measured best allows */
+        CU_ASSERT(fastest < 0.95 * fastest_open);
+        /* the table's own shapes keep their measured times */
+        CU_ASSERT(near(simpar_compute_gemm_time(&gpu, SIMPAR_DTYPE_FP8, 4096, 4096, 4096, 1),
+                       simpar_compute_gemm_time(&open, SIMPAR_DTYPE_FP8, 4096, 4096, 4096, 1)));
+    }
+}
+
 /* --tp-comm-overlap's GEMMs (models/tp-1d.c): one beside communication kernels holding 16 SMs
  * takes sms / (sms - 16) of its time, the H100's 132 SMs from the compute data (unknown SMs: no
  * change); a GEMM of 8 row blocks of 128 over one shared weight (stride_b 0: the pipeline's
@@ -1956,6 +1999,8 @@ static CU_TestInfo compute_tests[] = {
     {"Hopper's FP8 GEMMs never run above the FP8 throughput measured at the best shape (70.9% of "
      "the H100's peak, 73.4% of the H200's)",
      test_fp8_hopper_ceiling},
+    {"Blackwell's FP8 GEMMs never run faster than the B200's and GB200's measured best",
+     test_fp8_blackwell_ceiling},
     {"the GEMM model is within 10% median, 20% worst, of every measured table shipped",
      test_shipped_gemm_tables},
     {"kernel sets fuse as their frameworks do: megatron, pytorch (layer norm), unfused",
