@@ -870,6 +870,32 @@ test_llama3_405b_8k(void)
     CU_ASSERT(mem.total_B > 70.0 * (1 << 30));
 }
 
+/* Llama 3.1 405B at 8K in FP8 (current scaling) on GB200s as NeMo Megatron-Bridge ran it (TP 4
+ * with sequence parallelism, PP 16 interleaved v = 4, DP 4, 384 micro-batches of one sequence,
+ * ZeRO-1, flash attention, no recomputation): stage 1 (8 layers in 4 chunks of 2) holds
+ * min(m v, 2 (P - 2) + (v - 1) P + 1) = 77 chunk-micro-batches. The closed form per layer and
+ * micro-batch (t = 4): the two norm inputs in bf16, the qkv and fc1 inputs in FP8, 6sbh;
+ * 2sb(qkv + h) (Q, K, V, and O once: proj keeps flash attention's bf16 O); 2sb 2f (SwiGLU's
+ * input) + sb f (fc2's FP8 input); 4asb, over t: 127.68 GiB (152.95 with every input in bf16). */
+static void
+test_llama3_405b_fp8_gb200(void)
+{
+    SimparModel m;
+    CU_ASSERT_TRUE_FATAL(simpar_model_preset("llama3-405b", &m, NULL));
+    m.dtype = SIMPAR_DTYPE_BF16, m.fp8 = SIMPAR_FP8_CURRENT;
+    SimparTrain train = train_1d(4, SIMPAR_PIPE_INTERLEAVED, 16, 4, 384);
+    train.tp.sequence_parallel = TRUE, train.dp = 4, train.zero = 1;
+    train.layers = m.layers, train.global_batch = 1536;
+    SimparMemory mem = {0};
+    simpar_memory_step(&m, &train, 1, 0, SIMPAR_ATTENTION_FLASH, &mem);
+    double s = 8192, b = 1, h = 16384, a = 128, f = 53248, qkv = h + 2 * 8 * 128, t = 4;
+    double per_layer =
+        (6 * s * b * h + 2 * s * b * (qkv + h) + 2 * s * b * 2 * f + s * b * f + 4 * a * s * b) / t;
+    CU_ASSERT(near(mem.in_flight * 4, 77));
+    CU_ASSERT(near(mem.activations_B, 77 * 2 * per_layer));
+    CU_ASSERT(near(mem.activations_B / (1 << 30), 127.681640625));
+}
+
 /* An MoE model's dense layers (--dense-layers) in a step's memory: a stage whose layers are all
  * dense holds what the model without experts' same stage holds, and a stage whose layers are all
  * MoE ones what the model with every layer an MoE one's holds (parameters, states, activations,
@@ -1007,6 +1033,8 @@ static CU_TestInfo memory_tests[] = {
     {"the all-gather dispatcher adds G s b / T (2h + E) to the working set",
      test_the_all_gather_dispatcher_adds_its_gathered_tokens_to_the_working_set},
     {"Llama 3 405B at 8K as its paper ran it fits in 80 GiB", test_llama3_405b_8k},
+    {"Llama 3.1 405B at 8K in FP8 on GB200s: stage 1's activations by hand",
+     test_llama3_405b_fp8_gb200},
     CU_TEST_INFO_NULL,
 };
 
