@@ -76,6 +76,16 @@ simpar_memory_mtp_params(const SimparModel *m)
            (memory_model_layer(m, m->layers - 1) + simpar_memory_mtp_proj_params(m, 1));
 }
 
+/* Bytes of one value of an FP8 tensor Transformer Engine holds in one usage (rowwise or
+ * columnwise) under the model's recipe: 1 with per-tensor scales (delayed, current: one fp32
+ * scale per tensor, not counted), 1 + 1/32 with mxfp8 (one E8M0 scale byte per 1 x 32 block;
+ * the scales' padding to [128 x 4] tiles not counted). */
+static double
+memory_fp8_value_B(const SimparModel *model)
+{
+    return model->fp8 == SIMPAR_FP8_MXFP8 ? 1 + 1.0 / 32 : 1;
+}
+
 /* The tokens one GPU's MoE block takes per micro-batch (1-D's sequence-parallel rows, a grid's
  * after tp-moe.c's all-to-all; all of them without sequence parallelism). */
 static double
@@ -90,7 +100,12 @@ memory_moe_tokens(const SimparModel *m, const SimparPlan *plan)
  * fp32 logits, and for the rows the busiest GPU's experts get (T k x imbalance over its T
  * tokens; ETP times them with expert tensor parallelism) their input, fc1's output, the
  * activation's output and their output (the combine's backward reads it for the scores'
- * gradient); the shared experts' fc1 and activation outputs.
+ * gradient); the shared experts' fc1 and activation outputs. FP8 (memory.h): the experts' fc1
+ * and fc2 keep their inputs (the rows' input, the activation's output) as one FP8 copy
+ * (Transformer Engine's module/grouped_linear.py: columnwise usage only), and so does the shared
+ * experts' fc2; the shared experts' fc1 keeps the router's bf16 input (Megatron-Core's
+ * moe/shared_experts.py: set_save_original_input(self.linear_fc1)), but under the delayed recipe,
+ * which keeps its FP8 copy beside.
  * The block's input (the second norm's output) is among the layer's kept inputs. Recomputed
  * (plan.h's `mods`): moe keeps none of them, moe_act none of the activations' outputs,
  * shared_experts none of the shared experts'. */
@@ -114,10 +129,14 @@ memory_moe_activations(const SimparModel *m, const SimparPlan *plan, guint mods)
     double etp = (double) MAX(plan->etp, 1);
     if (mods & SIMPAR_RECOMPUTE_MOE)
         return moved; /* the block's input in its tokens' rows: the checkpoint's */
+    double in_B = m->fp8 != SIMPAR_FP8_NONE ? memory_fp8_value_B(m) : ds; /* fc1's, fc2's */
     double act = mods & SIMPAR_RECOMPUTE_MOE_ACT ? 0 : fe; /* the activation's output */
-    double shared = mods & SIMPAR_RECOMPUTE_SHARED_EXPERTS ? 0 : tokens * (w * fs + fs) * ds;
-    return tokens * (double) e->experts * 4 + routed * etp * (2 * h + (w * fe + act) / etp) * ds +
-           shared + moved;
+    /* the delayed recipe's shared fc1 keeps its FP8 copy of the block's input too */
+    double shared_in = m->fp8 == SIMPAR_FP8_DELAYED && fs > 0 ? h * in_B : 0;
+    double shared =
+        mods & SIMPAR_RECOMPUTE_SHARED_EXPERTS ? 0 : tokens * (w * fs * ds + fs * in_B + shared_in);
+    return tokens * (double) e->experts * 4 +
+           routed * etp * (h * (in_B + ds) + (w * fe * ds + act * in_B) / etp) + shared + moved;
 }
 
 /* How many GPUs share one copy of the parameters: simpar_plan_weight_split. 1-D replicates the
@@ -150,16 +169,6 @@ static void
 memory_state_bytes(SimparDtype dtype, const SimparTrain *train, double bytes[3])
 {
     memory_state_bytes_over(dtype, train, simpar_train_shard_group(train), bytes);
-}
-
-/* Bytes of one value of an FP8 tensor Transformer Engine holds in one usage (rowwise or
- * columnwise) under the model's recipe: 1 with per-tensor scales (delayed, current: one fp32
- * scale per tensor, not counted), 1 + 1/32 with mxfp8 (one E8M0 scale byte per 1 x 32 block;
- * the scales' padding to [128 x 4] tiles not counted). */
-static double
-memory_fp8_value_B(const SimparModel *model)
-{
-    return model->fp8 == SIMPAR_FP8_MXFP8 ? 1 + 1.0 / 32 : 1;
 }
 
 /* The FP8 terms (memory.h) of `lin` linear weight elements held on the GPU, `held_B` bytes of

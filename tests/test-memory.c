@@ -579,6 +579,41 @@ test_activations_fp8_linears_gelu(void)
                    sb * h * (2 * 2 + 2 * 1 + 2) + sb * ((3 * h + f) * 2 + h + f) / t + scores));
 }
 
+/* FP8 in an MoE layer by hand: the tiny model in bf16 (h = 64, a = 4, s = 32, b = 8, GeLU,
+ * LayerNorm, dropout) with 8 experts of width 64, top-2, shared experts of width 32, over T = 2
+ * ranks of 1-D with sequence parallelism, EP 2, flash attention: per token of the rank's
+ * s b / T = 128, the attention part keeps the norms' inputs and the block's input (the router's,
+ * bf16), qkv's input in x bytes (1; mxfp8 1 + 1/32), two masks, Q, K, V and O once in bf16
+ * (current, mxfp8), the lse; the block the router's logits (8 fp32), and for its 2 routed rows
+ * the experts' input (Transformer Engine's GroupedLinear: x bytes) and output (bf16), fc1's
+ * output (bf16) and fc2's input (x bytes), for the shared experts fc1's output (bf16) and fc2's
+ * input (x bytes); delayed adds proj's FP8 O and the shared fc1's FP8 copy of the block's input
+ * (h each). */
+static void
+test_activations_fp8_moe_layer(void)
+{
+    SimparModel m;
+    g_assert(simpar_model_preset("tiny", &m, NULL));
+    m.dtype = SIMPAR_DTYPE_BF16;
+    m.moe = (SimparMoeConfig){
+        .experts = 8, .top_k = 2, .moe_ffn = 64, .shared_ffn = 32, .moe_every = 1};
+    SimparPlan plan;
+    simpar_plan_init(&plan);
+    plan.gen = simpar_generator_of("1d"), plan.tp = 2, plan.sequence_parallel = TRUE, plan.ep = 2;
+    double tok = 32 * 8 / 2, h = 64, a = 4, fe = 64, fs = 32;
+    const SimparFp8Recipe recipes[] = {SIMPAR_FP8_CURRENT, SIMPAR_FP8_MXFP8, SIMPAR_FP8_DELAYED};
+    const double x[] = {1, 1 + 1.0 / 32, 1};
+    for (guint i = 0; i < G_N_ELEMENTS(recipes); i++) {
+        m.fp8 = recipes[i];
+        double delayed = recipes[i] == SIMPAR_FP8_DELAYED ? 1 : 0;
+        double layer = tok * (h * (3 * 2 + x[i] + 2) + (3 * h + h) * 2 + delayed * h + a * 4);
+        double block = tok * 8 * 4 + tok * 2 * (h * (x[i] + 2) + fe * 2 + fe * x[i]) +
+                       tok * (fs * 2 + fs * x[i] + delayed * h);
+        CU_ASSERT(near(simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_FLASH),
+                       layer + block));
+    }
+}
+
 /* Context parallelism keeps s / C tokens of every sequence, and their scores against all s
  * keys: every term of the stored activations (Korthikanti's sbh terms, the a s^2 b scores) and
  * the logits fall by C; the states stay. */
@@ -991,6 +1026,8 @@ static CU_TestInfo memory_tests[] = {
      test_activations_fp8_linears_dense},
     {"FP8 linears keep their inputs in FP8, by hand: a GeLU layer (no SP, unfused attention)",
      test_activations_fp8_linears_gelu},
+    {"FP8 in an MoE layer, by hand: the experts' and shared experts' inputs, the router's bf16 one",
+     test_activations_fp8_moe_layer},
     {"Llama 3 8B: the published parameter count, activations of GQA and SwiGLU", test_llama3_8b},
     {"DeepSeek-V3 with multi-head latent attention: 671B parameters, the attention by hand",
      test_deepseek_v3_params},
