@@ -76,6 +76,16 @@ simpar_memory_mtp_params(const SimparModel *m)
            (memory_model_layer(m, m->layers - 1) + simpar_memory_mtp_proj_params(m, 1));
 }
 
+/* Bytes of one value of an FP8 tensor Transformer Engine holds in one usage (rowwise or
+ * columnwise) under the model's recipe: 1 with per-tensor scales (delayed, current: one fp32
+ * scale per tensor, not counted), 1 + 1/32 with mxfp8 (one E8M0 scale byte per 1 x 32 block;
+ * the scales' padding to [128 x 4] tiles not counted). */
+static double
+memory_fp8_value_B(const SimparModel *model)
+{
+    return model->fp8 == SIMPAR_FP8_MXFP8 ? 1 + 1.0 / 32 : 1;
+}
+
 /* The tokens one GPU's MoE block takes per micro-batch (1-D's sequence-parallel rows, a grid's
  * after tp-moe.c's all-to-all; all of them without sequence parallelism). */
 static double
@@ -90,7 +100,12 @@ memory_moe_tokens(const SimparModel *m, const SimparPlan *plan)
  * fp32 logits, and for the rows the busiest GPU's experts get (T k x imbalance over its T
  * tokens; ETP times them with expert tensor parallelism) their input, fc1's output, the
  * activation's output and their output (the combine's backward reads it for the scores'
- * gradient); the shared experts' fc1 and activation outputs.
+ * gradient); the shared experts' fc1 and activation outputs. FP8 (memory.h): the experts' fc1
+ * and fc2 keep their inputs (the rows' input, the activation's output) as one FP8 copy
+ * (Transformer Engine's module/grouped_linear.py: columnwise usage only), and so does the shared
+ * experts' fc2; the shared experts' fc1 keeps the router's bf16 input (Megatron-Core's
+ * moe/shared_experts.py: set_save_original_input(self.linear_fc1)), but under the delayed recipe,
+ * which keeps its FP8 copy beside.
  * The block's input (the second norm's output) is among the layer's kept inputs. Recomputed
  * (plan.h's `mods`): moe keeps none of them, moe_act none of the activations' outputs,
  * shared_experts none of the shared experts'. */
@@ -114,10 +129,14 @@ memory_moe_activations(const SimparModel *m, const SimparPlan *plan, guint mods)
     double etp = (double) MAX(plan->etp, 1);
     if (mods & SIMPAR_RECOMPUTE_MOE)
         return moved; /* the block's input in its tokens' rows: the checkpoint's */
+    double in_B = m->fp8 != SIMPAR_FP8_NONE ? memory_fp8_value_B(m) : ds; /* fc1's, fc2's */
     double act = mods & SIMPAR_RECOMPUTE_MOE_ACT ? 0 : fe; /* the activation's output */
-    double shared = mods & SIMPAR_RECOMPUTE_SHARED_EXPERTS ? 0 : tokens * (w * fs + fs) * ds;
-    return tokens * (double) e->experts * 4 + routed * etp * (2 * h + (w * fe + act) / etp) * ds +
-           shared + moved;
+    /* the delayed recipe's shared fc1 keeps its FP8 copy of the block's input too */
+    double shared_in = m->fp8 == SIMPAR_FP8_DELAYED && fs > 0 ? h * in_B : 0;
+    double shared =
+        mods & SIMPAR_RECOMPUTE_SHARED_EXPERTS ? 0 : tokens * (w * fs * ds + fs * in_B + shared_in);
+    return tokens * (double) e->experts * 4 +
+           routed * etp * (h * (in_B + ds) + (w * fe * ds + act * in_B) / etp) + shared + moved;
 }
 
 /* How many GPUs share one copy of the parameters: simpar_plan_weight_split. 1-D replicates the
@@ -162,7 +181,7 @@ memory_fp8(const SimparModel *model, const SimparTrain *train, double lin, doubl
     if (model->fp8 == SIMPAR_FP8_NONE)
         return 0;
     double ds = simpar_dtype_size(model->dtype), held = held_B / ds; /* copies of each element */
-    double copy = model->fp8 == SIMPAR_FP8_MXFP8 ? 1 + 1.0 / 32 : 1; /* bytes per element */
+    double copy = memory_fp8_value_B(model);                         /* bytes per element */
     /* ZeRO-3 holds 1/S of the weights between uses: so many of their copies */
     double kept = MIN(held, 1.0);
     if (!train->fp8_param_gather) {
@@ -185,6 +204,52 @@ memory_latent_cols(const SimparModel *m)
     return (double) (2 * l->q_lora_rank + 2 * l->kv_lora_rank + l->qk_pos_emb_head_dim);
 }
 
+/* Bytes per value of what one layer keeps of its linears' inputs for their weight gradients:
+ * the qkv and fc1 inputs (the norms' outputs), fc2's (the activation's output) and the
+ * attention's output O with every copy of it (proj's input). ds each without FP8. Under FP8
+ * (memory.h), as Transformer Engine and Megatron-Core keep them (Transformer Engine d0067d0d,
+ * Megatron-LM d98e8a64):
+ *   - LayerNormLinear (the qkv and fc1 linears of Megatron-Core's TE layer spec,
+ *     megatron/core/models/gpt/gpt_layer_specs.py) quantizes its norm's output and saves only
+ *     the FP8 copy, columnwise (or rowwise to all-gather it again under sequence parallelism,
+ *     per-tensor scaling), one usage: memory_fp8_value_B bytes
+ *     (transformer_engine/pytorch/module/layernorm_linear.py: ln_out.update_usage, then
+ *     prepare_for_saving(inputmat, ..., ln_out_to_save, mu, rsigma)); the norm's input stays
+ *     bf16 (counted as for bf16) and mu, rsigma are fp32 per token (not counted, as for bf16).
+ *     Multi-head latent attention's projections read a separate norm's output and an MoE
+ *     block's input is kept in bf16 by its router: those stay ds.
+ *   - Linear (fc2, proj: module/linear.py, "Discard row-wise data since it is not needed in
+ *     backward pass") saves its quantized input columnwise: fc2's input, the activation's
+ *     output, is held in FP8 only (the fused SwiGLU and GeLU keep their bf16 input, fc1's
+ *     output, megatron/core/fusions/fused_bias_swiglu.py).
+ *   - proj: under current scaling and mxfp8 Megatron-Core sets save_original_input on it
+ *     (megatron/core/transformer/attention.py: set_save_original_input(self.linear_proj)), so
+ *     it keeps the bf16 O flash attention keeps anyway: O once, ds. Under the delayed recipe
+ *     (refused by save_original_input) proj keeps its FP8 copy beside the bf16 O flash attention
+ *     (not recomputed) keeps; with FP8 attention the delayed recipe's attention keeps O in FP8
+ *     instead (FusedAttnFunc in transformer_engine/pytorch/attention/dot_product_attention/
+ *     backends.py), so the bf16 O is freed; the unfused core keeps no O. */
+typedef struct {
+    double qkv, fc1, fc2, o;
+} MemoryLinearInputs;
+
+static MemoryLinearInputs
+memory_linear_inputs(const SimparModel *m, const SimparPlan *plan, gboolean attn_keeps_o)
+{
+    double ds = simpar_dtype_size(m->dtype);
+    MemoryLinearInputs in = {ds, ds, ds, ds};
+    if (m->fp8 == SIMPAR_FP8_NONE)
+        return in;
+    double q = memory_fp8_value_B(m);
+    gboolean delayed = m->fp8 == SIMPAR_FP8_DELAYED;
+    gboolean fp8_o = attn_keeps_o && delayed && plan->fp8_attention;
+    in.qkv = simpar_model_is_mla(m) ? ds : q;
+    in.fc1 = simpar_model_is_moe(m) ? ds : q;
+    in.fc2 = q;
+    in.o = ((attn_keeps_o && !fp8_o) || !delayed ? ds : 0) + (fp8_o ? q : 0) + (delayed ? q : 0);
+    return in;
+}
+
 /* One layer's stored activations per GPU and micro-batch, from Korthikanti et al.'s breakdown
  * (section 6.2) with ds bytes per value and 1 byte per dropout-mask element; at ds = 2 and
  * f = 4h it is their sbh(34 + 5as/h), and sbh(10 + 24/t + 5as/(ht)) for 1-D without sequence
@@ -193,7 +258,8 @@ memory_latent_cols(const SimparModel *m)
  * the two norms' outputs (2sbh), mla_up_proj the latents' normalised parts and q, k, v, mlp
  * fc1's and the activation's outputs (the dense MLP's), moe, moe_act and shared_experts the MoE
  * block's (memory_moe_activations). What a module keeps as its checkpoint input is counted
- * already: the norms' inputs, the MLP's (the second norm's output), the latents. */
+ * already: the norms' inputs, the MLP's (the second norm's output), the latents. Under FP8 the
+ * linears' inputs take memory_linear_inputs' bytes. */
 static double
 memory_layer_activations(const SimparModel *m, const SimparPlan *plan, SimparAttentionImpl attn,
                          SimparRecompute recompute, guint mods)
@@ -210,39 +276,38 @@ memory_layer_activations(const SimparModel *m, const SimparPlan *plan, SimparAtt
     gboolean whole = simpar_plan_whole_rows(plan);
     if (recompute == SIMPAR_RECOMPUTE_FULL)
         return ds * sbh / (whole ? 1 : t);
+    /* softmax output, its dropout mask and output; flash attention stores none of them but
+     * the log-sum-exp of every query row, in fp32 (as do ring attention's blocks), and its
+     * output O unless the core is recomputed */
+    gboolean ring = C > 1 && plan->cp_ring;
+    gboolean flash = attn == SIMPAR_ATTENTION_FLASH || ring;
+    gboolean core = (mods & SIMPAR_RECOMPUTE_CORE_ATTN) != 0;
+    MemoryLinearInputs in = memory_linear_inputs(m, plan, flash && !core);
     /* the two layer-norm inputs, the qkv and fc1 inputs (an MoE layer: the MoE block's, the
      * second norm's output, tp-layer.c), two dropout masks: the "10sbh";
      * a model trained without dropout keeps no masks (PyTorch's dropout at p = 0 returns its
      * input) */
     double mask = m->no_dropout ? 0 : 1;
-    double replicated = sbh * (4 * ds + 2 * mask) + s * b * memory_latent_cols(m) * ds;
+    double replicated =
+        sbh * (2 * ds + in.qkv + in.fc1 + 2 * mask) + s * b * memory_latent_cols(m) * ds;
     if (mods & SIMPAR_RECOMPUTE_LAYERNORM) /* the qkv and fc1 inputs */
-        replicated -= 2 * sbh * ds;
+        replicated -= sbh * (in.qkv + in.fc1);
     if (mods & SIMPAR_RECOMPUTE_MLA_UP_PROJ) /* the latents after their norms */
         replicated -= s * b * (double) (m->mla.q_lora_rank + m->mla.kv_lora_rank) * ds;
-    /* softmax output, its dropout mask and output; flash attention stores none of them but
-     * the log-sum-exp of every query row, in fp32 (as do ring attention's blocks) */
-    gboolean ring = C > 1 && plan->cp_ring;
-    gboolean flash = attn == SIMPAR_ATTENTION_FLASH || ring;
     /* Q, K, V, the proj input, the GeLU and fc2 inputs (the "24sbh" at f = 4h); with GQA, K and
      * V are kv/a of Q, with SwiGLU the activation's input is fc1's 2f columns; with MLA every
      * head's q and k of qk + rope columns and v of v_head_dim, the proj input a v_head_dim; FP8
-     * attention keeps Q, K, V in FP8 and, under the delayed recipe, an FP8 copy of O beside
-     * proj's bf16 input (memory.h) */
+     * attention keeps Q, K, V in FP8 (memory.h) */
     gboolean mla = simpar_model_is_mla(m);
     double qkv_cols =
         mla ? a * (2 * (double) simpar_model_qk_head_dim(m) + (double) simpar_model_v_head_dim(m))
             : qkv;
     double o_cols = mla || m->head_dim != 0 ? a * (double) simpar_model_v_head_dim(m) : h;
-    double qkv_B = ds, o8_B = 0;
-    if (flash && plan->fp8_attention && m->fp8 != SIMPAR_FP8_NONE) {
-        qkv_B = m->fp8 == SIMPAR_FP8_MXFP8 ? 1 + 1.0 / 32 : 1;
-        o8_B = m->fp8 == SIMPAR_FP8_DELAYED ? qkv_B : 0;
-    }
+    double qkv_B =
+        flash && plan->fp8_attention && m->fp8 != SIMPAR_FP8_NONE ? memory_fp8_value_B(m) : ds;
     double up = mods & SIMPAR_RECOMPUTE_MLA_UP_PROJ ? 0 : qkv_cols * qkv_B;
-    double mlp = mods & SIMPAR_RECOMPUTE_MLP ? 0 : fc1 + f;
-    double split = s * b * (up + o_cols * (ds + o8_B)) + s * b * mlp * ds;
-    gboolean core = (mods & SIMPAR_RECOMPUTE_CORE_ATTN) != 0;
+    double mlp = mods & SIMPAR_RECOMPUTE_MLP ? 0 : fc1 * ds + f * in.fc2;
+    double split = s * b * (up + o_cols * in.o) + s * b * mlp;
     gboolean no_scores = flash || core;
     double scores = no_scores ? 0 : a * s * S * b * (ds + mask * (ds + 1));
     if (flash && !core)

@@ -9,7 +9,8 @@
  * the layers divided as the mode divides them (1-D P, 2-D q^2, 2.5-D q^2 (replicated over
  * depth), 3-D q^3); ZeRO stage 1 divides the optimizer states by D, 2 also the gradients, 3 also
  * the weights. Activations per layer follow Korthikanti et al. (arXiv 2205.05198, sections
- * 4.1-4.2 and Table 2) with the dtype's size for values and one byte per dropout-mask element;
+ * 4.1-4.2 and Table 2) with the dtype's size for values (FP8 models: the linears' inputs as
+ * Transformer Engine keeps them, below) and one byte per dropout-mask element;
  * flash attention and selective recomputation drop the s x s term, full recomputation keeps the
  * layer input (ds s b h, / T when it is split). The transient peak is one layer's buffers.
  *
@@ -49,16 +50,23 @@ typedef struct {
                            (in states_B; with --fp8-param-gather weights_B holds them in FP8) */
 } SimparMemory;
 
-/* FP8 (model->fp8): Transformer Engine keeps, for every linear weight element held, an FP8
- * copy and its transpose cache (Hopper's FP8 GEMMs take TN operands only), 2 bytes (mxfp8: a
- * rowwise and a columnwise copy with one scale byte per 32 values, 2 (1 + 1/32)); with
- * --fp8-param-gather the parameter itself is FP8 (1 byte, mxfp8 1 + 1/32, in place of the
- * model's 2) and only the transposed copy is added. Activations stay as for bf16 (not modelled:
- * Transformer Engine saving the linears' inputs in FP8), but for FP8 attention
- * (plan->fp8_attention, flash attention): Transformer Engine's FusedAttnFunc saves Q, K and V
- * for the backward in FP8 (1 byte, mxfp8 1 + 1/32) in place of bf16, and under the delayed
- * recipe O in FP8 as well, beside the bf16 O that proj keeps (current scaling and mxfp8 keep O
- * in bf16 only).
+/* FP8 (model->fp8): Transformer Engine keeps, for every linear weight element held, an FP8 copy and
+ * its transpose cache (Hopper's FP8 GEMMs take TN operands only), 2 bytes (mxfp8: a rowwise and a
+ * columnwise copy with one scale byte per 32 values, 2 (1 + 1/32)); with --fp8-param-gather the
+ * parameter itself is FP8 (1 byte, mxfp8 1 + 1/32, in place of the model's 2) and only the
+ * transposed copy is added. Activations: Transformer Engine's linears keep their inputs for the
+ * weight gradient as one FP8 copy (one usage, rowwise or columnwise: 1 byte, mxfp8 1 + 1/32 with
+ * its block scales), not in bf16: the qkv and fc1 inputs (the norms' outputs; their bf16 inputs
+ * stay) and fc2's (the activation's output; its bf16 input, fc1's output, stays); proj's input O is
+ * held in bf16 once under current scaling and mxfp8 (Megatron-Core's save_original_input: proj
+ * keeps the bf16 O flash attention keeps), and under the delayed recipe as proj's FP8 copy beside
+ * the bf16 O flash attention keeps (the unfused core keeps none); an MoE block's experts keep their
+ * fc1 and fc2 inputs in FP8, its shared experts fc2's (fc1 reads the router's bf16 input; the
+ * delayed recipe adds its FP8 copy). Multi-head latent attention's projections are counted as for
+ * bf16. FP8 attention (plan->fp8_attention, flash attention): Transformer Engine's FusedAttnFunc
+ * saves Q, K and V for the backward in FP8 (1 byte, mxfp8 1 + 1/32) in place of bf16, and under the
+ * delayed recipe O in FP8 in place of the bf16 O (current scaling and mxfp8 keep O in bf16).
+ * Sources and details: memory.c, memory_linear_inputs.
  *
  * `plan` must be validated (plan->q set); `layer` is the plan's one-layer schedule. All L layers
  * and one micro-batch; honours plan->recompute. */

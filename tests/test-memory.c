@@ -481,32 +481,137 @@ test_activations_moe_grid(void)
 
 /* FP8 attention by hand: a layer of the tiny model (h = 64, a = 4, s = 32, b = 8, f = 256, qkv
  * 3h = 192 columns) over T = 2 ranks of 1-D with sequence parallelism, flash attention, no
- * recomputation. Transformer Engine's FP8 attention keeps Q, K and V in FP8 for the backward, 1
- * byte in place of 2: s b 3h / T = 24576 bytes fewer; under the delayed recipe O in FP8 too,
- * beside proj's bf16 input: s b h / T = 8192 bytes more; mxfp8 adds a scale byte per 32 (768). The
- * unfused kernel has no FP8 form (the plan's flag changes nothing there), nor has a bf16 model. */
+ * recomputation, against the same recipe without it. Transformer Engine's FP8 attention keeps Q,
+ * K and V in FP8 for the backward, 1 byte in place of 2: s b 3h / T = 24576 bytes fewer; under
+ * the delayed recipe O in FP8 too, in place of the bf16 O flash attention keeps otherwise (proj
+ * keeps its own FP8 copy either way): s b h / T = 8192 bytes fewer; mxfp8 adds a scale byte per
+ * 32 (768). The unfused kernel has no FP8 form (the plan's flag changes nothing there), nor has a
+ * bf16 model. */
 static void
 test_activations_fp8_attention(void)
 {
     SimparModel m;
     g_assert(simpar_model_preset("tiny", &m, NULL));
-    m.dtype = SIMPAR_DTYPE_BF16, m.fp8 = SIMPAR_FP8_DELAYED;
+    m.dtype = SIMPAR_DTYPE_BF16;
     SimparPlan plan;
     simpar_plan_init(&plan);
     plan.gen = simpar_generator_of("1d"), plan.tp = 2, plan.sequence_parallel = TRUE, plan.q = 2;
-    double bf = simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_FLASH);
-    double un = simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_UNFUSED);
-    plan.fp8_attention = TRUE;
+    const SimparFp8Recipe recipes[] = {SIMPAR_FP8_DELAYED, SIMPAR_FP8_CURRENT, SIMPAR_FP8_MXFP8,
+                                       SIMPAR_FP8_NONE};
+    const double fewer[] = {24576 + 8192, 24576, 24576 - 768, 0};
+    for (guint i = 0; i < G_N_ELEMENTS(recipes); i++) {
+        m.fp8 = recipes[i];
+        plan.fp8_attention = FALSE;
+        double bf = simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_FLASH);
+        double un = simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_UNFUSED);
+        plan.fp8_attention = TRUE;
+        CU_ASSERT(near(simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_FLASH),
+                       bf - fewer[i]));
+        CU_ASSERT(near(simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_UNFUSED), un));
+    }
+}
+
+/* FP8 linears' inputs by hand (memory.h; Transformer Engine's module/linear.py and
+ * module/layernorm_linear.py, Megatron-Core's TE layer spec): a Llama-like layer of the tiny
+ * model in bf16 (h = 64, a = 4, 2 key/value heads of 16 columns: qkv 64 + 2 x 32 = 128 columns,
+ * SwiGLU of f = 256: fc1 2f = 512 columns, RMSNorm, no biases, no dropout), s = 32, b = 8 over
+ * T = 2 ranks of 1-D with sequence parallelism, flash attention: per token of the rank's
+ * s b / T = 128,
+ *   bf16     2h x 2 (the norms' inputs) + 2h x 2 (qkv's and fc1's inputs)
+ *            + (qkv + h (O) + 2f (fc1's output) + f (fc2's input)) x 2
+ *   FP8      the norms' inputs, Q, K, V, fc1's output stay bf16; qkv's, fc1's and fc2's inputs
+ *            take x bytes (1; mxfp8 1 + 1/32); O: bf16 once (current, mxfp8: proj keeps the
+ *            attention's bf16 output), bf16 and an FP8 copy (delayed: proj keeps its own)
+ * plus the log-sum-exp, a x 4 bytes per token. */
+static void
+test_activations_fp8_linears_dense(void)
+{
+    SimparModel m;
+    g_assert(simpar_model_preset("tiny", &m, NULL));
+    m.dtype = SIMPAR_DTYPE_BF16, m.kv_heads = 2, m.mlp = SIMPAR_MLP_SWIGLU;
+    m.norm = SIMPAR_NORM_RMSNORM, m.no_bias = TRUE, m.no_dropout = TRUE;
+    SimparPlan plan;
+    simpar_plan_init(&plan);
+    plan.gen = simpar_generator_of("1d"), plan.tp = 2, plan.sequence_parallel = TRUE, plan.q = 2;
+    double tok = 32 * 8 / 2, h = 64, qkv = 128, f = 256, lse = tok * 4 * 4, mx = 1 + 1.0 / 32;
     CU_ASSERT(near(simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_FLASH),
-                   bf - 24576 + 8192));
-    CU_ASSERT(near(simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_UNFUSED), un));
-    m.fp8 = SIMPAR_FP8_CURRENT; /* O kept in bf16 only */
-    CU_ASSERT(near(simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_FLASH), bf - 24576));
+                   tok * (4 * h * 2 + (qkv + h + 2 * f + f) * 2) + lse));
+    m.fp8 = SIMPAR_FP8_CURRENT;
+    CU_ASSERT(near(simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_FLASH),
+                   tok * (2 * h * 2 + 2 * h * 1 + (qkv + h + 2 * f) * 2 + f * 1) + lse));
+    m.fp8 = SIMPAR_FP8_MXFP8;
+    CU_ASSERT(near(simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_FLASH),
+                   tok * (2 * h * 2 + 2 * h * mx + (qkv + h + 2 * f) * 2 + f * mx) + lse));
+    m.fp8 = SIMPAR_FP8_DELAYED;
+    CU_ASSERT(near(simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_FLASH),
+                   tok * (2 * h * 2 + 2 * h * 1 + (qkv + h + 2 * f) * 2 + h * 1 + f * 1) + lse));
+}
+
+/* The same for a GeLU layer with dropout (the tiny model in bf16: h = 64, a = 4, f = 256, biases,
+ * LayerNorm), s = 32, b = 8 over T = 2 ranks of 1-D without sequence parallelism, the unfused
+ * attention core: every rank keeps the s b = 256 tokens' norm inputs, qkv's and fc1's inputs and
+ * two dropout masks (1 byte), and 1/T of Q, K, V (3h), O, GeLU's input and fc2's input (f each)
+ * and the scores (a s s b: softmax output 2 bytes, its mask 1, the masked output 2). Under FP8
+ * qkv's, fc1's and fc2's inputs take x bytes; the unfused core keeps no O, so proj's input is
+ * its bf16 O (current, mxfp8: save_original_input) or its FP8 copy alone (delayed). */
+static void
+test_activations_fp8_linears_gelu(void)
+{
+    SimparModel m;
+    g_assert(simpar_model_preset("tiny", &m, NULL));
+    m.dtype = SIMPAR_DTYPE_BF16;
+    SimparPlan plan;
+    simpar_plan_init(&plan);
+    plan.gen = simpar_generator_of("1d"), plan.tp = 2, plan.q = 2;
+    double sb = 32 * 8, t = 2, h = 64, f = 256, mx = 1 + 1.0 / 32;
+    double scores = 4 * sb * 32 * (2 + 1 + 2) / t;
+    CU_ASSERT(near(simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_UNFUSED),
+                   sb * h * (2 * 2 + 2 * 2 + 2) + sb * (3 * h + h + f + f) * 2 / t + scores));
+    m.fp8 = SIMPAR_FP8_CURRENT;
+    CU_ASSERT(near(simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_UNFUSED),
+                   sb * h * (2 * 2 + 2 * 1 + 2) + sb * ((3 * h + h + f) * 2 + f * 1) / t + scores));
     m.fp8 = SIMPAR_FP8_MXFP8;
     CU_ASSERT(
-        near(simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_FLASH), bf - 24576 + 768));
-    m.fp8 = SIMPAR_FP8_NONE;
-    CU_ASSERT(near(simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_FLASH), bf));
+        near(simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_UNFUSED),
+             sb * h * (2 * 2 + 2 * mx + 2) + sb * ((3 * h + h + f) * 2 + f * mx) / t + scores));
+    m.fp8 = SIMPAR_FP8_DELAYED;
+    CU_ASSERT(near(simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_UNFUSED),
+                   sb * h * (2 * 2 + 2 * 1 + 2) + sb * ((3 * h + f) * 2 + h + f) / t + scores));
+}
+
+/* FP8 in an MoE layer by hand: the tiny model in bf16 (h = 64, a = 4, s = 32, b = 8, GeLU,
+ * LayerNorm, dropout) with 8 experts of width 64, top-2, shared experts of width 32, over T = 2
+ * ranks of 1-D with sequence parallelism, EP 2, flash attention: per token of the rank's
+ * s b / T = 128, the attention part keeps the norms' inputs and the block's input (the router's,
+ * bf16), qkv's input in x bytes (1; mxfp8 1 + 1/32), two masks, Q, K, V and O once in bf16
+ * (current, mxfp8), the lse; the block the router's logits (8 fp32), and for its 2 routed rows
+ * the experts' input (Transformer Engine's GroupedLinear: x bytes) and output (bf16), fc1's
+ * output (bf16) and fc2's input (x bytes), for the shared experts fc1's output (bf16) and fc2's
+ * input (x bytes); delayed adds proj's FP8 O and the shared fc1's FP8 copy of the block's input
+ * (h each). */
+static void
+test_activations_fp8_moe_layer(void)
+{
+    SimparModel m;
+    g_assert(simpar_model_preset("tiny", &m, NULL));
+    m.dtype = SIMPAR_DTYPE_BF16;
+    m.moe = (SimparMoeConfig){
+        .experts = 8, .top_k = 2, .moe_ffn = 64, .shared_ffn = 32, .moe_every = 1};
+    SimparPlan plan;
+    simpar_plan_init(&plan);
+    plan.gen = simpar_generator_of("1d"), plan.tp = 2, plan.sequence_parallel = TRUE, plan.ep = 2;
+    double tok = 32 * 8 / 2, h = 64, a = 4, fe = 64, fs = 32;
+    const SimparFp8Recipe recipes[] = {SIMPAR_FP8_CURRENT, SIMPAR_FP8_MXFP8, SIMPAR_FP8_DELAYED};
+    const double x[] = {1, 1 + 1.0 / 32, 1};
+    for (guint i = 0; i < G_N_ELEMENTS(recipes); i++) {
+        m.fp8 = recipes[i];
+        double delayed = recipes[i] == SIMPAR_FP8_DELAYED ? 1 : 0;
+        double layer = tok * (h * (3 * 2 + x[i] + 2) + (3 * h + h) * 2 + delayed * h + a * 4);
+        double block = tok * 8 * 4 + tok * 2 * (h * (x[i] + 2) + fe * 2 + fe * x[i]) +
+                       tok * (fs * 2 + fs * x[i] + delayed * h);
+        CU_ASSERT(near(simpar_memory_layer_activations(&m, &plan, SIMPAR_ATTENTION_FLASH),
+                       layer + block));
+    }
 }
 
 /* Context parallelism keeps s / C tokens of every sequence, and their scores against all s
@@ -800,6 +905,32 @@ test_llama3_405b_8k(void)
     CU_ASSERT(mem.total_B > 70.0 * (1 << 30));
 }
 
+/* Llama 3.1 405B at 8K in FP8 (current scaling) on GB200s as NeMo Megatron-Bridge ran it (TP 4
+ * with sequence parallelism, PP 16 interleaved v = 4, DP 4, 384 micro-batches of one sequence,
+ * ZeRO-1, flash attention, no recomputation): stage 1 (8 layers in 4 chunks of 2) holds
+ * min(m v, 2 (P - 2) + (v - 1) P + 1) = 77 chunk-micro-batches. The closed form per layer and
+ * micro-batch (t = 4): the two norm inputs in bf16, the qkv and fc1 inputs in FP8, 6sbh;
+ * 2sb(qkv + h) (Q, K, V, and O once: proj keeps flash attention's bf16 O); 2sb 2f (SwiGLU's
+ * input) + sb f (fc2's FP8 input); 4asb, over t: 127.68 GiB (152.95 with every input in bf16). */
+static void
+test_llama3_405b_fp8_gb200(void)
+{
+    SimparModel m;
+    CU_ASSERT_TRUE_FATAL(simpar_model_preset("llama3-405b", &m, NULL));
+    m.dtype = SIMPAR_DTYPE_BF16, m.fp8 = SIMPAR_FP8_CURRENT;
+    SimparTrain train = train_1d(4, SIMPAR_PIPE_INTERLEAVED, 16, 4, 384);
+    train.tp.sequence_parallel = TRUE, train.dp = 4, train.zero = 1;
+    train.layers = m.layers, train.global_batch = 1536;
+    SimparMemory mem = {0};
+    simpar_memory_step(&m, &train, 1, 0, SIMPAR_ATTENTION_FLASH, &mem);
+    double s = 8192, b = 1, h = 16384, a = 128, f = 53248, qkv = h + 2 * 8 * 128, t = 4;
+    double per_layer =
+        (6 * s * b * h + 2 * s * b * (qkv + h) + 2 * s * b * 2 * f + s * b * f + 4 * a * s * b) / t;
+    CU_ASSERT(near(mem.in_flight * 4, 77));
+    CU_ASSERT(near(mem.activations_B, 77 * 2 * per_layer));
+    CU_ASSERT(near(mem.activations_B / (1 << 30), 127.681640625));
+}
+
 /* An MoE model's dense layers (--dense-layers) in a step's memory: a stage whose layers are all
  * dense holds what the model without experts' same stage holds, and a stage whose layers are all
  * MoE ones what the model with every layer an MoE one's holds (parameters, states, activations,
@@ -888,8 +1019,15 @@ static CU_TestInfo memory_tests[] = {
      test_dense_layers_of_an_moe_model},
     {"FP8 weight copies, transpose caches and FP8 parameters: their bytes by hand",
      test_states_fp8},
-    {"FP8 attention keeps Q, K, V (delayed: and O) in FP8, by hand; unfused and bf16 as before",
+    {"FP8 attention keeps Q, K, V (delayed: and O, for the bf16 O) in FP8, by hand; unfused and "
+     "bf16 as before",
      test_activations_fp8_attention},
+    {"FP8 linears keep their inputs in FP8, by hand: a Llama-like layer (SwiGLU, GQA, SP, flash)",
+     test_activations_fp8_linears_dense},
+    {"FP8 linears keep their inputs in FP8, by hand: a GeLU layer (no SP, unfused attention)",
+     test_activations_fp8_linears_gelu},
+    {"FP8 in an MoE layer, by hand: the experts' and shared experts' inputs, the router's bf16 one",
+     test_activations_fp8_moe_layer},
     {"Llama 3 8B: the published parameter count, activations of GQA and SwiGLU", test_llama3_8b},
     {"DeepSeek-V3 with multi-head latent attention: 671B parameters, the attention by hand",
      test_deepseek_v3_params},
@@ -932,6 +1070,8 @@ static CU_TestInfo memory_tests[] = {
     {"the all-gather dispatcher adds G s b / T (2h + E) to the working set",
      test_the_all_gather_dispatcher_adds_its_gathered_tokens_to_the_working_set},
     {"Llama 3 405B at 8K as its paper ran it fits in 80 GiB", test_llama3_405b_8k},
+    {"Llama 3.1 405B at 8K in FP8 on GB200s: stage 1's activations by hand",
+     test_llama3_405b_fp8_gb200},
     CU_TEST_INFO_NULL,
 };
 
