@@ -46,21 +46,22 @@ topology_check_preset(const char *name, GError **error)
     return p;
 }
 
-/* The most nodes (racks) of preset p: the node and the GPU limits. */
+/* The most nodes (racks) of `node_gpus` GPUs: the node and the GPU limits. */
 static gint64
-topology_max_nodes(const SimparTopologyPreset *p)
+topology_max_nodes(guint node_gpus)
 {
-    return MIN(SIMPAR_TOPOLOGY_MAX_NODES, SIMPAR_TOPOLOGY_MAX_GPUS / p->gpus_per_node);
+    return MIN(SIMPAR_TOPOLOGY_MAX_NODES, SIMPAR_TOPOLOGY_MAX_GPUS / node_gpus);
 }
 
-/* The count of nodes: --nodes, or --racks for a rack-scale preset (whose node is a rack). */
+/* The count of nodes of `node_gpus` GPUs: --nodes, or --racks for a rack-scale preset (whose
+ * node is a rack). */
 static gboolean
-topology_check_count(const SimparTopologyPreset *p, gint64 nodes, gint64 racks, gint64 *out,
-                     GError **error)
+topology_check_count(const SimparTopologyPreset *p, guint node_gpus, gint64 nodes, gint64 racks,
+                     gint64 *out, GError **error)
 {
     const char *flag = p->racks ? "--racks" : "--nodes";
     const char *what = p->racks ? "racks" : "nodes";
-    gint64 most = topology_max_nodes(p);
+    gint64 most = topology_max_nodes(node_gpus);
     if (p->racks ? nodes != TOPOLOGY_UNSET : racks != TOPOLOGY_UNSET) {
         g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
                     "simpar topology: --preset %s counts %s: give %s N, not %s (%s)", p->name, what,
@@ -76,11 +77,10 @@ topology_check_count(const SimparTopologyPreset *p, gint64 nodes, gint64 racks, 
         return FALSE;
     }
     if (*out < 1 || *out > most) {
-        g_autofree char *why =
-            most < SIMPAR_TOPOLOGY_MAX_NODES
-                ? g_strdup_printf(": %s of %u GPUs, at most %d GPUs in a file", what,
-                                  p->gpus_per_node, SIMPAR_TOPOLOGY_MAX_GPUS)
-                : g_strdup("");
+        g_autofree char *why = most < SIMPAR_TOPOLOGY_MAX_NODES
+                                   ? g_strdup_printf(": %s of %u GPUs, at most %d GPUs in a file",
+                                                     what, node_gpus, SIMPAR_TOPOLOGY_MAX_GPUS)
+                                   : g_strdup("");
         g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
                     "simpar topology: %s %" G_GINT64_FORMAT
                     " is out of range (1 to %" G_GINT64_FORMAT ")%s",
@@ -137,7 +137,24 @@ topology_rate(const char *flag, const char *text, double *out, GError **error)
     return TRUE;
 }
 
-/* The preset's fabric with the options given over it; NULL for a preset without one. */
+/* --rack-gpus G over the preset's racks (unset: the preset's). */
+static gboolean
+topology_rack_gpus(const SimparTopologyPreset *p, gint64 rack_gpus, SimparFabricSpec *out,
+                   GError **error)
+{
+    *out = p->fabric;
+    if (rack_gpus == TOPOLOGY_UNSET)
+        return TRUE;
+    g_autofree char *why = simpar_topology_rack_gpus_invalid(p, rack_gpus);
+    if (why != NULL) {
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE, "simpar topology: %s", why);
+        return FALSE;
+    }
+    out->rack_gpus = (guint) rack_gpus;
+    return TRUE;
+}
+
+/* The preset's Clos fabric with the options given over it (out: its racks' GPUs already). */
 static gboolean
 topology_fabric(const SimparTopologyPreset *p, const TopologyFabricArgs *a, SimparFabricSpec *out,
                 GError **error)
@@ -145,7 +162,6 @@ topology_fabric(const SimparTopologyPreset *p, const TopologyFabricArgs *a, Simp
     gboolean given = a->rack_nodes != TOPOLOGY_UNSET || a->pod_gpus != TOPOLOGY_UNSET ||
                      a->oversubscription != NULL || a->nic_gbps != NULL;
     GError *bad = NULL;
-    *out = p->fabric;
     if (a->rack_nodes != TOPOLOGY_UNSET)
         out->rack_nodes = topology_count("--rack-nodes", a->rack_nodes, &bad);
     if (bad == NULL && a->pod_gpus != TOPOLOGY_UNSET)
@@ -170,7 +186,7 @@ static gboolean
 topology_write(const SimparTopologyPreset *p, guint nodes, const SimparFabricSpec *fabric,
                const char *output, GError **error)
 {
-    g_autofree char *xml = simpar_topology_has_fabric(p)
+    g_autofree char *xml = simpar_topology_has_fabric(p) || p->racks
                                ? simpar_topology_generate_fabric(p, nodes, fabric)
                                : simpar_topology_generate(p, nodes);
     return simpar_output_write("-o", output, xml, strlen(xml), error);
@@ -180,7 +196,7 @@ gboolean
 simpar_cmd_topology(int argc, char **argv, GError **error)
 {
     g_autofree char *preset = NULL, *output = NULL;
-    gint64 nodes = TOPOLOGY_UNSET, racks = TOPOLOGY_UNSET, count = 0;
+    gint64 nodes = TOPOLOGY_UNSET, racks = TOPOLOGY_UNSET, rack_gpus = TOPOLOGY_UNSET, count = 0;
     gboolean list = FALSE;
     g_autofree char *over = NULL, *nic = NULL;
     TopologyFabricArgs fa = {TOPOLOGY_UNSET, TOPOLOGY_UNSET, NULL, NULL};
@@ -190,6 +206,10 @@ simpar_cmd_topology(int argc, char **argv, GError **error)
          "Number of nodes (1 to 16384, at most 262144 GPUs)", "N"},
         {"racks", 'r', 0, G_OPTION_ARG_INT64, &racks,
          "Rack-scale presets (gb200-nvl72): number of racks, each one NVLink domain", "N"},
+        {"rack-gpus", 0, 0, G_OPTION_ARG_INT64, &rack_gpus,
+         "Rack-scale presets: GPUs per rack, whole compute trays of 4 (gb200-nvl72: 72; 64 = 16 "
+         "trays, the others spares)",
+         "G"},
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Platform XML file to write", "FILE"},
         {"list", 0, 0, G_OPTION_ARG_NONE, &list, "Print the presets and exit", NULL},
         {"rack-nodes", 0, 0, G_OPTION_ARG_INT64, &fa.rack_nodes,
@@ -219,7 +239,9 @@ simpar_cmd_topology(int argc, char **argv, GError **error)
     SimparFabricSpec fabric;
     fa.oversubscription = over;
     fa.nic_gbps = nic;
-    return p != NULL && topology_check_count(p, nodes, racks, &count, error) &&
+    return p != NULL && topology_rack_gpus(p, rack_gpus, &fabric, error) &&
+           topology_check_count(p, simpar_topology_node_gpus(p, &fabric), nodes, racks, &count,
+                                error) &&
            topology_check_args(output, error) && topology_fabric(p, &fa, &fabric, error) &&
            topology_write(p, (guint) count, &fabric, output, error);
 }

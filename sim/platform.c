@@ -199,9 +199,10 @@ platform_generated(const char *text, gsize len, PlatformGenerated *out)
     guint nodes;
     SimparFabricSpec fabric;
     const SimparTopologyPreset *preset = simpar_topology_recognise(text, len, &nodes, &fabric);
+    guint node_gpus = preset != NULL ? simpar_topology_node_gpus(preset, &fabric) : 0;
     *out = preset == NULL ? (PlatformGenerated){0, 0, 0, 0}
-                          : (PlatformGenerated){preset->gpus_per_node, nodes, fabric.rack_nodes,
-                                                fabric.pod_gpus / preset->gpus_per_node};
+                          : (PlatformGenerated){node_gpus, nodes, fabric.rack_nodes,
+                                                fabric.pod_gpus / node_gpus};
 }
 
 /* Checks the file and finds whether `simpar topology` wrote it, once for every child. */

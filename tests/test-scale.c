@@ -106,8 +106,9 @@ test_platform(const char *preset, guint nodes)
 }
 
 /* Every pair: lat, bw and link names equal SimGrid's own route, and the route has a shape (none
- * on a Clos fabric); out gets "pairs bad rack_nodes pod_nodes", the last two what the platform
- * read from a Clos file's header (0 0 for the other styles). */
+ * on a Clos fabric); out gets "pairs bad rack_nodes pod_nodes gpus_per_node", the last three
+ * what the platform read from the file's header (rack and pod nodes 0 0 but on a Clos fabric;
+ * a rack-scale file's GPUs per rack). */
 static gboolean
 test_routes_job(const SimparPlatform *p, gpointer data, GString *out, GError **error)
 {
@@ -137,7 +138,8 @@ test_routes_job(const SimparPlatform *p, gpointer data, GString *out, GError **e
             xbt_dynar_free(&own);
             pairs++, bad += !same;
         }
-    g_string_printf(out, "%u %u %u %u", pairs, bad, p->rack_nodes, p->pod_nodes);
+    g_string_printf(out, "%u %u %u %u %u", pairs, bad, p->rack_nodes, p->pod_nodes,
+                    p->gpus_per_node);
     return TRUE;
 }
 
@@ -146,29 +148,32 @@ test_generated_routes(void)
 {
     /* a Clos of 9 nodes, 2 per rack, 4 per pod: pairs in one node, one rack, one pod, two pods,
      * and a last rack and pod of one node */
-    const SimparFabricSpec clos = {2, 32, 7, 400};
+    const SimparFabricSpec clos = {2, 32, 7, 400, 0};
+    /* 3 GB200 racks of 8 GPUs (2 of 18 compute trays): the representative routes of racks of 8 */
+    const SimparFabricSpec trays2 = {0, 0, 0, 0, 8};
 
     const struct {
         const char *preset;
         guint nodes;
         const SimparFabricSpec *fabric;
-        guint rack_nodes, pod_nodes;
-    } cases[] = {{"dgx-a100", 4, NULL, 0, 0},   {"dgx-h100", 3, NULL, 0, 0},
-                 {"dgx-2", 3, NULL, 0, 0},      {"v100-ac922", 4, NULL, 0, 0},
-                 {"clos-h100", 9, &clos, 2, 4}, {"dgx-b200", 3, NULL, 0, 0},
-                 {"gb200-nvl72", 2, NULL, 0, 0}};
+        guint rack_nodes, pod_nodes, gpus_per_node;
+    } cases[] = {{"dgx-a100", 4, NULL, 0, 0, 8},     {"dgx-h100", 3, NULL, 0, 0, 8},
+                 {"dgx-2", 3, NULL, 0, 0, 16},       {"v100-ac922", 4, NULL, 0, 0, 4},
+                 {"clos-h100", 9, &clos, 2, 4, 8},   {"dgx-b200", 3, NULL, 0, 0, 8},
+                 {"gb200-nvl72", 2, NULL, 0, 0, 72}, {"gb200-nvl72", 3, &trays2, 0, 0, 8}};
 
     for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
         g_autofree char *xml =
             test_platform_fabric(cases[c].preset, cases[c].nodes, cases[c].fabric);
         g_autoptr(GString) out = g_string_new(NULL);
         CU_ASSERT_TRUE_FATAL(simpar_platform_run(xml, test_routes_job, NULL, out, NULL));
-        guint pairs = 0, bad = 1, rack = 99, pod = 99;
-        CU_ASSERT_EQUAL(sscanf(out->str, "%u %u %u %u", &pairs, &bad, &rack, &pod), 4);
+        guint pairs = 0, bad = 1, rack = 99, pod = 99, gpus = 0;
+        CU_ASSERT_EQUAL(sscanf(out->str, "%u %u %u %u %u", &pairs, &bad, &rack, &pod, &gpus), 5);
         printf("\n    %s x %u: %u pairs, %u differ", cases[c].preset, cases[c].nodes, pairs, bad);
         CU_ASSERT_TRUE(pairs > 0 && bad == 0);
         CU_ASSERT_EQUAL(rack, cases[c].rack_nodes);
         CU_ASSERT_EQUAL(pod, cases[c].pod_nodes);
+        CU_ASSERT_EQUAL(gpus, cases[c].gpus_per_node);
         g_unlink(xml);
     }
 }
@@ -318,14 +323,14 @@ test_slices(void)
     const char *split = "--layers 4 --micro-batch 1 --global-batch 32";
     /* Clos fabrics whose rack and pod uplinks every slice crosses alike: 1/8 of a pod's uplink
      * is 64 (or 32) x 48 GB/s / 7 / 8 = 54.9 (27.4) GB/s, above (below) the NIC port's 48 */
-    const SimparFabricSpec pods64 = {2, 64, 7, 400}, pods32 = {2, 32, 7, 400};
+    const SimparFabricSpec pods64 = {2, 64, 7, 400, 0}, pods32 = {2, 32, 7, 400, 0};
     /* the step on a quotient of alike ranks (replay-quotient.c's links mode): the data- and
      * context-parallel ranks of a stage (a pod of 16 nodes, 2 per rack) fold 2:1, or 4:1 where
      * the pod's uplinks are not oversubscribed; the pods' uplinks carry 2 (4) lifts of every
      * pipeline send and run at 1/2 (1/4) of their slice's share, 110 / 2 (384 / 4) GB/s, above
      * the NIC's 48. With pods of 8 nodes, 1/2 of the uplink share (27 GB/s) would narrow the
      * routes: no quotient (measured 0.2% off every rank with one). */
-    const SimparFabricSpec pods128 = {2, 128, 7, 400}, pods128flat = {2, 128, 1, 400};
+    const SimparFabricSpec pods128 = {2, 128, 7, 400, 0}, pods128flat = {2, 128, 1, 400, 0};
     const char *cp_split = "--tp-mode 1d --tp 8 --cp 2 --pp 2 --dp 8 --seq 4096 --zero 3";
     /* Llama 3 405B on 32,768 clos-h100 GPUs in small: a stage of 16 nodes (C 2 x D 8) and pods
      * of 24, as stages of 256 nodes and pods of 384 there: stage 1 straddles pods 0 and 1, and
@@ -335,7 +340,7 @@ test_slices(void)
      * the pods' uplinks; the pipeline sends of replicas 4-7 cross pods where those of 0-3 do
      * not. The quotient is refused, and the step runs every rank of the slice. Flat pods, so
      * that the narrowest-link rule plays no part (pods of 16 nodes fold the same split 4:1). */
-    const SimparFabricSpec pods192flat = {2, 192, 1, 400};
+    const SimparFabricSpec pods192flat = {2, 192, 1, 400, 0};
     const TestSlice cases[] = {
         {"clos-h100", 32, cp_split, 8, &pods128, 16},
         {"clos-h100", 32, cp_split, 8, &pods128flat, 8},

@@ -564,9 +564,11 @@ test_rack_sizes(void)
     topo_teardown();
 }
 
-/* busbw_GBps of `simpar collective --op OP` on `gpus` GPUs of `path`, `bytes` each. */
+/* busbw_GBps of `simpar collective --op OP` on `gpus` GPUs of `path`, `bytes` each; *algo
+ * (unless NULL) the algorithm it ran (transfer full). */
 static double
-topo_busbw_run(const char *path, const char *op, guint gpus, const char *bytes, const char *how)
+topo_collective(const char *path, const char *op, guint gpus, const char *bytes, const char *how,
+                char **algo)
 {
     g_autofree char *args = g_strdup_printf("collective --topology %s --op %s --gpus %u "
                                             "--bytes %s %s --json",
@@ -575,8 +577,19 @@ topo_busbw_run(const char *path, const char *op, guint gpus, const char *bytes, 
     CU_ASSERT_EQUAL(r.status, 0);
     const char *at = strstr(r.out, "\"busbw_GBps\" : ");
     double busbw = at != NULL ? g_ascii_strtod(at + strlen("\"busbw_GBps\" : "), NULL) : 0;
+    const char *name = strstr(r.out, "\"algo\" : \"");
+    if (algo != NULL)
+        *algo = name != NULL ? g_strndup(name + strlen("\"algo\" : \""),
+                                         strcspn(name + strlen("\"algo\" : \""), "\""))
+                             : g_strdup("");
     simpar_cli_run_clear(&r);
     return busbw;
+}
+
+static double
+topo_busbw_run(const char *path, const char *op, guint gpus, const char *bytes, const char *how)
+{
+    return topo_collective(path, op, gpus, bytes, how, NULL);
 }
 
 static double
@@ -589,6 +602,72 @@ static double
 topo_busbw(const char *path, guint gpus, const char *bytes)
 {
     return topo_busbw_op(path, "allreduce", gpus, bytes);
+}
+
+/* GB200 NVL72 racks of 64 GPUs (--rack-gpus 64: 16 of the 18 compute trays), as training jobs
+ * use them: 2 racks hold node0-gpu0..63 and node1-gpu0..63, every GPU's figures, NVLink, NIC
+ * and rail the full rack's; the file is recognised as generated (its header read back: the
+ * preset's 72-GPU racks would not regenerate it) and the C API writes the same bytes. An
+ * all-reduce of 64 GPUs inside a rack has the same busbw on racks of 64 and of 72; of 128 GPUs,
+ * two racks of 64 run NVLink SHARP in each and NVLS-tree over InfiniBand between them, where
+ * 72 + 56 GPUs of two full racks fall back to the ring over the 48 GB/s NICs. */
+static void
+test_rack_gpus(void)
+{
+    const TopoExpect *full = &expects[G_N_ELEMENTS(expects) - 1];
+    CU_ASSERT_STRING_EQUAL_FATAL(full->preset, "gb200-nvl72");
+    TopoExpect e = *full;
+    e.gpus = 64;
+    e.pairs[0] = (TopoPair){"node0-gpu2", "node0-gpu63", 1e-6, 721.8e9, "node0-nvlink63"};
+    topo_setup();
+    g_autofree char *r72 = g_strdup_printf("%s/full.xml", topo_dir);
+    g_autofree char *r72_from = topo_generate(topo_dir, e.preset, 2);
+    g_assert(g_rename(r72_from, r72) == 0);
+    g_autofree char *path = topo_generate_with(topo_dir, e.preset, 2, " --rack-gpus 64");
+    topo_check_hosts(path, &e, 2); /* 128 hosts, node0-gpu0..63 and node1-gpu0..63 */
+    topo_check_routes(path, &e, 2);
+    g_autofree char *xml = NULL;
+    gsize len = 0;
+    g_assert(g_file_get_contents(path, &xml, &len, NULL));
+    CU_ASSERT_PTR_NOT_NULL(strstr(xml, "<!-- Preset gb200-nvl72, 2 nodes, 128 GPUs:"));
+    CU_ASSERT_PTR_NULL(strstr(xml, "node0-gpu64"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(xml, "<link id=\"node1-ib63\""));
+    CU_ASSERT_PTR_NULL(strstr(xml, "node1-ib64"));
+    guint nodes = 0;
+    SimparFabricSpec fabric;
+    const SimparTopologyPreset *p = simpar_topology_lookup("gb200-nvl72");
+    CU_ASSERT_PTR_EQUAL(simpar_topology_recognise(xml, len, &nodes, &fabric), p);
+    CU_ASSERT_EQUAL(nodes, 2);
+    CU_ASSERT_EQUAL(fabric.rack_gpus, 64);
+    CU_ASSERT_EQUAL(simpar_topology_node_gpus(p, &fabric), 64);
+    g_autofree char *api = simpar_topology_generate_racks(p, 2, 64);
+    CU_ASSERT_TRUE(strlen(api) == len && memcmp(api, xml, len) == 0);
+    /* 72: the preset's file byte for byte, recognised with its racks of 72 */
+    g_autofree char *api72 = simpar_topology_generate_racks(p, 2, 72), *xml72 = NULL;
+    g_assert(g_file_get_contents(r72, &xml72, &len, NULL));
+    CU_ASSERT_TRUE(strlen(api72) == len && memcmp(api72, xml72, len) == 0);
+    CU_ASSERT_PTR_EQUAL(simpar_topology_recognise(xml72, len, &nodes, &fabric), p);
+    CU_ASSERT_EQUAL(fabric.rack_gpus, 72);
+    /* the same per-GPU NVLink figures inside a rack, on both backends */
+    const char *backends[] = {"--backend analytic", "--backend simgrid"};
+    for (guint b = 0; b < G_N_ELEMENTS(backends); b++) {
+        double on64 = topo_busbw_run(path, "allreduce", 64, "1073741824", backends[b]);
+        double on72 = topo_busbw_run(r72, "allreduce", 64, "1073741824", backends[b]);
+        if (!(on64 > 600 && fabs(on64 / on72 - 1) <= 1e-12))
+            printf("\n    64 GPUs %s: %.6f GB/s on racks of 64, %.6f on racks of 72", backends[b],
+                   on64, on72);
+        CU_ASSERT_TRUE(on64 > 600 && fabs(on64 / on72 - 1) <= 1e-12);
+    }
+    /* 128 GPUs: two whole racks of 64 (NVLS-tree), or 72 + 56 of two full racks (the ring) */
+    g_autofree char *algo64 = NULL, *algo72 = NULL;
+    double tree = topo_collective(path, "allreduce", 128, "1073741824", "", &algo64);
+    double ring = topo_collective(r72, "allreduce", 128, "1073741824", "", &algo72);
+    printf("\n    128 GPUs: %s %.1f GB/s on 2 racks of 64, %s %.1f on 2 of 72", algo64, tree,
+           algo72, ring);
+    CU_ASSERT_STRING_EQUAL(algo64, "nvlstree");
+    CU_ASSERT_STRING_EQUAL(algo72, "ring");
+    CU_ASSERT_TRUE(ring < 48 && tree > 10 * ring);
+    topo_teardown();
 }
 
 /* The Blackwell rows of bench/fidelity/nccl-tests.csv (each with its public source there):
@@ -723,6 +802,9 @@ static CU_TestInfo topology_tests[] = {
     {"the GPU and link names written are the names read back", test_names},
     {"GB200 NVL72 files of 3, 8 and 37 racks have every rack's GPUs and route as one rack",
      test_rack_sizes},
+    {"GB200 NVL72 racks of 64 GPUs (--rack-gpus 64) have 64 hosts each, are recognised, and "
+     "keep the per-GPU NVLink figures",
+     test_rack_gpus},
     {"all-reduce on Blackwell presets is within 10% busbw of the public nccl-tests figures",
      test_blackwell_nccl_tests},
     {"all-to-all is within 10% busbw of the public nccl-tests figures from 1 MiB, in a node and "

@@ -444,11 +444,36 @@ nvswitch_rail_routes(GString *xml, const SimparTopologyPreset *p)
                             a, b, a, b);
 }
 
+/* A rack-scale preset's rack of `rack_gpus` GPUs (whole trays, checked): the preset with that
+ * many GPUs and their NICs, every figure and rail as in the full rack. */
+static SimparTopologyPreset
+nvswitch_rack(const SimparTopologyPreset *p, guint rack_gpus)
+{
+    SimparTopologyPreset rack = *p;
+    rack.gpus_per_node = rack_gpus;
+    rack.nics_per_node = rack_gpus / (p->gpus_per_node / p->nics_per_node);
+    g_assert(rack.nics_per_node % rack.rails == 0);
+    return rack;
+}
+
 static void
-nvswitch_write(GString *xml, const SimparTopologyPreset *p, guint nodes,
+nvswitch_write(GString *xml, const SimparTopologyPreset *preset, guint nodes,
                const SimparFabricSpec *fabric)
 {
-    (void) fabric;
+    /* racks of fewer GPUs than the preset's: its options say how many, and the header that
+     * the preset's description (a full rack) is not this file's shape */
+    guint rack_gpus = simpar_topology_node_gpus(preset, fabric);
+    gboolean own = rack_gpus != preset->gpus_per_node;
+    SimparTopologyPreset rack = nvswitch_rack(preset, rack_gpus);
+    const SimparTopologyPreset *p = &rack;
+    g_autofree char *options =
+        own ? g_strdup_printf(" with the options rack-gpus %u", rack_gpus) : g_strdup("");
+    g_autofree char *trays =
+        own ? g_strdup_printf("Each rack holds %u GPUs, %u of its %u compute trays of %u (the "
+                              "others spares). ",
+                              rack_gpus, rack_gpus / p->tray_gpus,
+                              preset->gpus_per_node / p->tray_gpus, p->tray_gpus)
+            : g_strdup("");
     const SimparLinkFigures *l = &p->links;
     g_assert(p->nics_per_node > 0 && p->gpus_per_node % p->nics_per_node == 0);
     g_autofree char *nv = topology_words(&l->nvlink), *pcie = topology_words(&l->pcie);
@@ -460,11 +485,11 @@ nvswitch_write(GString *xml, const SimparTopologyPreset *p, guint nodes,
             : g_strdup_printf("rail r mod %u (a rail-optimised fabric of %u rails)", p->rails,
                               p->rails);
     g_autofree char *style = g_strdup_printf(
-        "Each GPU links to its node's NVSwitch (%s) and over PCIe to its NIC (%s); %u NICs per "
+        "%sEach GPU links to its node's NVSwitch (%s) and over PCIe to its NIC (%s); %u NICs per "
         "node, NIC r's port (%s) into the switch of %s; one trunk per pair of rails (%s us, "
         "nodes x port rate: a non-blocking fat tree).",
-        nv, pcie, p->nics_per_node, ib, rails, topology_num(spine, l->spine.latency, 1e-6));
-    topology_open(xml, p, nodes, style, "", FALSE);
+        trays, nv, pcie, p->nics_per_node, ib, rails, topology_num(spine, l->spine.latency, 1e-6));
+    topology_open(xml, p, nodes, style, options, own);
     topology_append(xml, 1, "<zone id=\"world\" routing=\"DijkstraCache\">\n");
     g_autofree char *props = topology_gpu_props(&p->gpu, 3);
     for (guint n = 0; n < nodes; n++) {
@@ -707,6 +732,17 @@ topology_read(GKeyFile *kf, const char *group, SimparTopologyPreset *p)
     else
         g_free(topology_string(kf, group, "rails_source"));
     p->racks = g_key_file_get_boolean(kf, group, "racks", NULL);
+    if (p->racks) { /* a rack of whole trays keeps every rail and the GPUs per NIC */
+        p->tray_gpus = (guint) topology_double(kf, group, "tray_gpus", TRUE);
+        guint per_nic = p->gpus_per_node / p->nics_per_node;
+        if (!g_str_equal(style, "nvswitch") || p->tray_gpus == 0 ||
+            p->gpus_per_node % p->tray_gpus != 0 || p->tray_gpus % per_nic != 0 ||
+            (p->tray_gpus / per_nic) % p->rails != 0)
+            topology_bad(group, "tray_gpus (whole NICs on every rail, a divisor of gpus_per_node)",
+                         NULL);
+        g_free(topology_string(kf, group, "tray_source"));
+        p->fabric.rack_gpus = p->gpus_per_node;
+    }
     g_autofree char *model = topology_string(kf, group, "gpu_model");
     p->gpu = (SimparGpuSpec){g_intern_string(model),
                              topology_double(kf, group, "peak_fp16_flops", TRUE),
@@ -751,6 +787,7 @@ topology_read(GKeyFile *kf, const char *group, SimparTopologyPreset *p)
             (guint) topology_double(kf, group, "pod_gpus", TRUE),
             topology_double(kf, group, "oversubscription", TRUE),
             p->links.ib.bandwidth / SIMPAR_TOPOLOGY_NIC_BPS_PER_GBPS,
+            0,
         };
         g_free(topology_string(kf, group, "fabric_source"));
         g_autofree char *why = simpar_topology_fabric_invalid(p, &p->fabric);
@@ -848,13 +885,51 @@ simpar_topology_generate_fabric(const SimparTopologyPreset *preset, guint nodes,
                                 const SimparFabricSpec *fabric)
 {
     g_return_val_if_fail(preset != NULL, NULL);
-    g_return_val_if_fail(nodes >= 1 && nodes <= SIMPAR_TOPOLOGY_MAX_NODES, NULL);
-    g_return_val_if_fail((guint64) nodes * preset->gpus_per_node <= SIMPAR_TOPOLOGY_MAX_GPUS, NULL);
-    g_return_val_if_fail(fabric == NULL || simpar_topology_has_fabric(preset), NULL);
+    g_return_val_if_fail(fabric == NULL || simpar_topology_has_fabric(preset) || preset->racks,
+                         NULL);
     const SimparFabricSpec *f = fabric != NULL ? fabric : &preset->fabric;
-    GString *xml = g_string_sized_new(1024 * (gsize) nodes * preset->gpus_per_node);
+    guint node_gpus = simpar_topology_node_gpus(preset, f);
+    g_return_val_if_fail(nodes >= 1 && nodes <= SIMPAR_TOPOLOGY_MAX_NODES, NULL);
+    g_return_val_if_fail((guint64) nodes * node_gpus <= SIMPAR_TOPOLOGY_MAX_GPUS, NULL);
+    if (preset->racks) {
+        g_autofree char *why = simpar_topology_rack_gpus_invalid(preset, node_gpus);
+        g_return_val_if_fail(why == NULL, NULL);
+    }
+    GString *xml = g_string_sized_new(1024 * (gsize) nodes * node_gpus);
     preset->write(xml, preset, nodes, f);
     return g_string_free(xml, FALSE);
+}
+
+char *
+simpar_topology_generate_racks(const SimparTopologyPreset *preset, guint racks, guint rack_gpus)
+{
+    g_return_val_if_fail(preset != NULL && preset->racks, NULL);
+    SimparFabricSpec f = preset->fabric;
+    f.rack_gpus = rack_gpus;
+    return simpar_topology_generate_fabric(preset, racks, &f);
+}
+
+guint
+simpar_topology_node_gpus(const SimparTopologyPreset *preset, const SimparFabricSpec *fabric)
+{
+    const SimparFabricSpec *f = fabric != NULL ? fabric : &preset->fabric;
+    return preset->racks && f->rack_gpus > 0 ? f->rack_gpus : preset->gpus_per_node;
+}
+
+char *
+simpar_topology_rack_gpus_invalid(const SimparTopologyPreset *p, gint64 rack_gpus)
+{
+    if (!p->racks)
+        return g_strdup_printf("--rack-gpus is for rack-scale presets such as gb200-nvl72 (a node "
+                               "of preset %s holds its %u GPUs)",
+                               p->name, p->gpus_per_node);
+    guint tray = p->tray_gpus, most = p->gpus_per_node;
+    if (rack_gpus < tray || rack_gpus > most || rack_gpus % tray != 0)
+        return g_strdup_printf("--rack-gpus %" G_GINT64_FORMAT " is not a rack of preset %s: "
+                               "give a multiple of its compute tray's %u GPUs from %u to %u (%u "
+                               "trays per rack; 64 is 16 trays)",
+                               rack_gpus, p->name, tray, tray, most, most / tray);
+    return NULL;
 }
 
 gboolean
@@ -894,14 +969,22 @@ simpar_topology_fabric_invalid(const SimparTopologyPreset *p, const SimparFabric
 
 /* ----- reading a header back */
 
+/* Where the header comment at `head` names option `name`, or NULL. */
+static const char *
+topology_header_option(const char *head, const char *name)
+{
+    const char *at = strstr(head, name);
+    const char *end = strstr(head, "-->");
+    return at != NULL && end != NULL && at < end ? at : NULL;
+}
+
 /* A Clos file's fabric, from the words its header ends with (clos_options). */
 static gboolean
 topology_read_fabric(const char *head, const SimparTopologyPreset *preset, SimparFabricSpec *out)
 {
     /* the comment is wrapped at spaces, which sscanf's spaces match */
-    const char *at = strstr(head, "rack-nodes");
-    const char *end = strstr(head, "-->");
-    if (at == NULL || end == NULL || at > end ||
+    const char *at = topology_header_option(head, "rack-nodes");
+    if (at == NULL ||
         sscanf(at, "rack-nodes %u, pod-gpus %u, oversubscription %lf, nic-gbps %lf",
                &out->rack_nodes, &out->pod_gpus, &out->oversubscription, &out->nic_gbps) != 4)
         return FALSE;
@@ -909,26 +992,43 @@ topology_read_fabric(const char *head, const SimparTopologyPreset *preset, Simpa
     return why == NULL;
 }
 
+/* A rack-scale file's GPUs per rack: the option its header ends with (nvswitch_write), else
+ * the preset's. */
+static gboolean
+topology_read_rack_gpus(const char *head, const SimparTopologyPreset *preset, SimparFabricSpec *out)
+{
+    const char *at = topology_header_option(head, "rack-gpus");
+    out->rack_gpus = preset->gpus_per_node;
+    if (at != NULL && sscanf(at, "rack-gpus %u", &out->rack_gpus) != 1)
+        return FALSE;
+    g_autofree char *why = simpar_topology_rack_gpus_invalid(preset, out->rack_gpus);
+    return why == NULL;
+}
+
 const SimparTopologyPreset *
 simpar_topology_recognise(const char *text, gsize len, guint *nodes, SimparFabricSpec *fabric)
 {
     char name[64];
-    *fabric = (SimparFabricSpec){0, 0, 0, 0};
+    *fabric = (SimparFabricSpec){0, 0, 0, 0, 0};
     const char *head = strstr(text, "<!-- Preset "); /* topology_open's words */
     if (head == NULL || head - text > 512 ||
         sscanf(head, "<!-- Preset %63[a-z0-9-], %u nodes", name, nodes) != 2)
         return NULL;
     const SimparTopologyPreset *preset = simpar_topology_lookup(name);
-    /* a generated file holds ~900 bytes per GPU: a header asking for more than the file can
-     * hold names another file, and regenerating it could cost gigabytes */
-    if (preset == NULL || *nodes < 2 || *nodes > SIMPAR_TOPOLOGY_MAX_NODES ||
-        (guint64) *nodes * preset->gpus_per_node * 256 > len)
+    if (preset == NULL)
         return NULL;
     gboolean clos = simpar_topology_has_fabric(preset);
-    if (clos && !topology_read_fabric(head, preset, fabric))
+    if ((clos && !topology_read_fabric(head, preset, fabric)) ||
+        (preset->racks && !topology_read_rack_gpus(head, preset, fabric)))
         return NULL;
-    g_autofree char *generated = clos ? simpar_topology_generate_fabric(preset, *nodes, fabric)
-                                      : simpar_topology_generate(preset, *nodes);
+    /* a generated file holds ~900 bytes per GPU: a header asking for more than the file can
+     * hold names another file, and regenerating it could cost gigabytes */
+    if (*nodes < 2 || *nodes > SIMPAR_TOPOLOGY_MAX_NODES ||
+        (guint64) *nodes * simpar_topology_node_gpus(preset, fabric) * 256 > len)
+        return NULL;
+    g_autofree char *generated = clos || preset->racks
+                                     ? simpar_topology_generate_fabric(preset, *nodes, fabric)
+                                     : simpar_topology_generate(preset, *nodes);
     if (strlen(generated) != len || memcmp(generated, text, len) != 0)
         return NULL;
     return preset; /* (transfer none) */

@@ -72,12 +72,19 @@ typedef struct {
     SimparLinkSpec uplink; /* clos: one tier up (ToR to pod, pod to aggregation); latency only */
 } SimparLinkFigures;
 
-/* A Clos fabric's shape (style clos): the preset's, or `simpar topology`'s options. */
+/* A file's shape beyond its node count: the preset's, or `simpar topology`'s options. A Clos
+ * fabric's tiers (style clos; zeros for the other presets), and the GPUs of a rack-scale
+ * preset's rack. */
 typedef struct {
     guint rack_nodes;        /* servers behind one top-of-rack switch (--rack-nodes) */
     guint pod_gpus;          /* GPUs of a pod of full bisection, whole racks (--pod-gpus) */
     double oversubscription; /* of the aggregation tier: a pod's GPU ports over its uplink, >= 1 */
     double nic_gbps;         /* one NIC port's line rate, Gb/s (--nic-gbps) */
+    /* rack-scale presets (racks): the GPUs each rack holds (--rack-gpus), whole compute trays
+     * of tray_gpus, the others spares; each GPU with its NIC, its NVLink and its rail as in the
+     * preset's full rack. The preset's gpus_per_node in its own fabric; 0 (the preset's) for
+     * the other presets and in a fabric of one's own that leaves it unset. */
+    guint rack_gpus;
 } SimparFabricSpec;
 
 /* Bytes/s GPUs reach per Gb/s of NIC line rate: NCCL's NET_BW, 12.0 GB/s per 100 Gb/s. */
@@ -99,8 +106,11 @@ struct _SimparTopologyPreset {
     guint rails;
     /* a node is a rack-scale NVLink domain, counted by `simpar topology --racks` */
     gboolean racks;
+    /* racks: the GPUs of one compute tray, the step of `simpar topology --rack-gpus` (its NICs
+     * on rails 0 .. rails - 1, so a rack of whole trays keeps every rail); else 0 */
+    guint tray_gpus;
     SimparLinkFigures links;
-    SimparFabricSpec fabric; /* style clos: the preset's fabric; else zeros */
+    SimparFabricSpec fabric; /* style clos: the preset's fabric; racks: rack_gpus; else zeros */
     SimparTopologyWriter write;
 };
 
@@ -114,13 +124,30 @@ GKeyFile *simpar_topology_compute_data(void);
 GKeyFile *simpar_topology_published_data(void);
 char *simpar_topology_generate(const SimparTopologyPreset *preset,
                                guint nodes); /* (transfer full) */
-/* The same with a fabric of one's own (NULL: the preset's); style clos only. Check it first. */
+/* The same with a fabric of one's own (NULL: the preset's); style clos, or a rack-scale preset
+ * (its rack_gpus). Check it first (simpar_topology_fabric_invalid,
+ * simpar_topology_rack_gpus_invalid). */
 char *simpar_topology_generate_fabric(const SimparTopologyPreset *preset, guint nodes,
                                       const SimparFabricSpec *fabric); /* (transfer full) */
+/* `racks` racks of a rack-scale preset (gb200-nvl72), each of `rack_gpus` GPUs: whole compute
+ * trays (64 of an NVL72 rack's 72 GPUs: 16 of its 18 trays, as training jobs use them so that
+ * groups of 64 sit inside one NVLink domain), every per-GPU figure, NIC and rail the full
+ * rack's; rack_gpus = the preset's gpus_per_node writes the preset's file byte for byte. Check
+ * rack_gpus first (simpar_topology_rack_gpus_invalid). (transfer full) */
+char *simpar_topology_generate_racks(const SimparTopologyPreset *preset, guint racks,
+                                     guint rack_gpus);
+/* NULL when the preset's racks can hold `rack_gpus` GPUs (racks, a multiple of tray_gpus up to
+ * gpus_per_node); else why not, naming --rack-gpus, the value and what is valid (transfer
+ * full). */
+char *simpar_topology_rack_gpus_invalid(const SimparTopologyPreset *preset, gint64 rack_gpus);
+/* The GPUs of one node of a file of `preset` with `fabric` (NULL: the preset's): its rack_gpus
+ * for a rack-scale preset, else the preset's gpus_per_node. */
+guint simpar_topology_node_gpus(const SimparTopologyPreset *preset, const SimparFabricSpec *fabric);
 /* The preset that wrote `text` (transfer none), its nodes and its fabric (zeros but for a Clos
- * preset's): the file's header names them as topology.c writes it, and they regenerate the
- * file byte for byte; NULL for any other file (hand-written, edited, or a header naming more
- * GPUs than the file could hold, whose regeneration could cost gigabytes). */
+ * preset's tiers or a rack-scale preset's rack_gpus): the file's header names them as
+ * topology.c writes it, and they regenerate the file byte for byte; NULL for any other file
+ * (hand-written, edited, or a header naming more GPUs than the file could hold, whose
+ * regeneration could cost gigabytes). */
 const SimparTopologyPreset *simpar_topology_recognise(const char *text, gsize len, guint *nodes,
                                                       SimparFabricSpec *fabric);
 /* The names of a generated platform's GPUs and links: what the writers print and sim/ reads
