@@ -512,8 +512,9 @@ simpar_cmd_validate(int argc, char **argv, GError **error)
         {"published", 0, 0, G_OPTION_ARG_STRING, &v.published,
          "Instead of a measured run: every case of a published table of whole steps "
          "(korthikanti: arXiv 2205.05198's step times on DGX A100; megatron-bridge: NeMo "
-         "Megatron-Bridge's tokens/s/GPU on DGX H100, dense and MoE, FP8) predicted against its "
-         "published time; --backend default formula",
+         "Megatron-Bridge's tokens/s/GPU on DGX H100, dense and MoE, FP8; megatron-bridge-gb200: "
+         "the same on GB200 NVL72 racks, FP8 and MXFP8) predicted against its published time; "
+         "--backend default formula",
          "SET"},
         G_OPTION_ENTRY_NULL,
     };

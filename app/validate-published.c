@@ -3,7 +3,8 @@
  * user would predict it, against the published time.
  *
  *   published.ini [korthikanti 175B full]: dgx-a100 x 8 nodes, args, measured_s 18.13
- *     -> a platform of 8 DGX A100 nodes (simpar topology), in a private folder
+ *     -> a platform of 8 DGX A100 nodes (simpar topology; a rack-scale preset's racks of
+ *        rack_gpus GPUs where the case gives it), in a private folder
  *     -> simpar --topology it --json --jobs 1 --backend B ARGS   (a process of its own)
  *     -> step_time_s, against 18.13: error = predicted / measured - 1
  *
@@ -107,8 +108,13 @@ published_run(GKeyFile *kf, const char *set, const char *backend, const char *di
             continue;
         g_autofree char *preset_name = g_key_file_get_string(kf, groups[i], "preset", NULL);
         guint nodes = (guint) g_key_file_get_integer(kf, groups[i], "nodes", NULL);
+        /* a rack-scale preset's racks of fewer GPUs than the preset's (whole compute trays) */
+        guint rack_gpus = (guint) g_key_file_get_integer(kf, groups[i], "rack_gpus", NULL);
         const SimparTopologyPreset *preset = simpar_topology_lookup(preset_name);
         g_assert(preset != NULL && nodes > 0); /* the data file is part of the program */
+        g_autofree char *rack_why =
+            rack_gpus > 0 ? simpar_topology_rack_gpus_invalid(preset, rack_gpus) : NULL;
+        g_assert(rack_why == NULL);
         if (*source == NULL)
             *source = g_key_file_get_string(kf, groups[i], "source", NULL);
         PublishedCase c = {g_strdup(groups[i]),
@@ -123,10 +129,12 @@ published_run(GKeyFile *kf, const char *set, const char *backend, const char *di
                            g_key_file_get_int64(kf, groups[i], "seq", NULL)};
         g_assert(c.measured_s > 0 || (c.tokens_per_gpu_s > 0 && c.global_batch > 0 && c.seq > 0));
         g_array_append_val(cases, c);
-        g_autofree char *name = g_strdup_printf("%s-%u.xml", preset_name, nodes);
+        g_autofree char *name = g_strdup_printf("%s-%u-%u.xml", preset_name, nodes, rack_gpus);
         g_autofree char *xml = g_build_filename(dir, name, NULL);
         if (!g_file_test(xml, G_FILE_TEST_EXISTS)) {
-            g_autofree char *text = simpar_topology_generate(preset, nodes);
+            g_autofree char *text = rack_gpus > 0
+                                        ? simpar_topology_generate_racks(preset, nodes, rack_gpus)
+                                        : simpar_topology_generate(preset, nodes);
             if (!g_file_set_contents(xml, text, -1, error))
                 return FALSE;
         }
@@ -145,10 +153,14 @@ published_text(GString *out, const char *set, const char *source, const char *ba
                            source);
     /* a table of throughputs also shows them: tokens/s/GPU published and predicted */
     gboolean tokens = FALSE;
-    for (guint i = 0; i < cases->len; i++)
-        tokens = tokens || g_array_index(cases, PublishedCase, i).tokens_per_gpu_s > 0;
-    g_string_append_printf(out, "%-28s %5s %10s %11s %8s  %s%s\n", "case", "GPUs", "measured s",
-                           "predicted s", "error",
+    int width = 28; /* the case column: the longest name's */
+    for (guint i = 0; i < cases->len; i++) {
+        const PublishedCase *c = &g_array_index(cases, PublishedCase, i);
+        tokens = tokens || c->tokens_per_gpu_s > 0;
+        width = MAX(width, (int) strlen(c->name));
+    }
+    g_string_append_printf(out, "%-*s %5s %10s %11s %8s  %s%s\n", width, "case", "GPUs",
+                           "measured s", "predicted s", "error",
                            tokens ? "tokens/s/GPU (published, predicted)  " : "", "split");
     double sum = 0, worst = 0;
     for (guint i = 0; i < cases->len; i++) {
@@ -162,8 +174,8 @@ published_text(GString *out, const char *set, const char *source, const char *ba
                                   c->tokens_per_gpu_s * c->measured_s / c->predicted_s)
                 : g_strdup("-");
         g_autofree char *rate = tokens ? g_strdup_printf("%-37s", pair) : g_strdup("");
-        g_string_append_printf(out, "%-28s %5u %10.2f %11.2f %+7.1f%%  %s%s\n", c->name, c->gpus,
-                               c->measured_s, c->predicted_s, 100 * e, rate, c->split);
+        g_string_append_printf(out, "%-*s %5u %10.2f %11.2f %+7.1f%%  %s%s\n", width, c->name,
+                               c->gpus, c->measured_s, c->predicted_s, 100 * e, rate, c->split);
     }
     g_string_append_printf(out,
                            "\nmean absolute error %.1f%%, largest %.1f%% (error = predicted / "

@@ -1,0 +1,200 @@
+/* test-published.c - `simpar validate --published SET`: every set of published whole-step
+ * times and throughputs (topologies/published.ini) predicted as a user would, each case's
+ * published figure as the data file gives it, its prediction the one simpar gives that job by
+ * hand, and unknown sets refused. The binary's path comes from SIMPAR_BIN; the working
+ * directory is the source root. */
+#include "cli-run.h"
+#include "simpar-test.h"
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+#include <math.h>
+#include <string.h>
+
+static char *tmpdir;
+
+static int
+suite_init(void)
+{
+    tmpdir = g_dir_make_tmp("simpar-published-XXXXXX", NULL);
+    return tmpdir == NULL;
+}
+
+static int
+suite_clean(void)
+{
+    simpar_test_tmpdir_remove(tmpdir);
+    return 0;
+}
+
+static char *
+tmp_path(const char *name)
+{
+    return g_build_filename(tmpdir, name, NULL); /* (transfer full) */
+}
+
+/* Runs simpar, which must succeed; its stdout parsed as JSON (or NULL when `json` is FALSE). */
+static JsonNode *
+run_ok(const char *args, gboolean json)
+{
+    SimparCliRun r = simpar_cli_run(args);
+    if (r.status != 0)
+        printf("\n    simpar %s -> status %d, stderr: %s", args, r.status, r.err);
+    CU_ASSERT_EQUAL_FATAL(r.status, 0);
+    JsonNode *root = NULL;
+    if (json) {
+        g_autoptr(JsonParser) p = json_parser_new();
+        CU_ASSERT_TRUE_FATAL(json_parser_load_from_data(p, r.out, -1, NULL));
+        root = json_node_copy(json_parser_get_root(p));
+    }
+    simpar_cli_run_clear(&r);
+    return root; /* (transfer full) */
+}
+
+/* The step simpar gives `args` on a platform written by `topology` (simpar topology's
+ * options), by hand. */
+static double
+step_by_hand(const char *topology, const char *args)
+{
+    g_autofree char *xml = tmp_path("by-hand.xml");
+    g_autofree char *topo = g_strdup_printf("topology %s -o %s", topology, xml);
+    g_autoptr(JsonNode) none = run_ok(topo, FALSE);
+    g_autofree char *cmd = g_strdup_printf("--topology %s --json --backend formula %s", xml, args);
+    g_autoptr(JsonNode) rows = run_ok(cmd, TRUE);
+    g_remove(xml);
+    return json_object_get_double_member(
+        json_array_get_object_element(json_node_get_array(rows), 0), "step_time_s");
+}
+
+/* The published table: every case's published time as the data file gives it, its prediction
+ * the one simpar gives that job run by hand, and unknown sets refused. */
+static void
+test_published(void)
+{
+    g_autoptr(JsonNode) root = run_ok("validate --published korthikanti --json", TRUE);
+    JsonObject *o = json_node_get_object(root);
+    JsonArray *cases = json_object_get_array_member(o, "cases");
+    const double measured[] = {1.42, 1.10, 18.13, 13.75, 49.05, 37.83, 94.42, 71.49};
+    CU_ASSERT_EQUAL_FATAL(json_array_get_length(cases), G_N_ELEMENTS(measured));
+    for (guint i = 0; i < G_N_ELEMENTS(measured); i++) {
+        JsonObject *c = json_array_get_object_element(cases, i);
+        double m = json_object_get_double_member(c, "measured_s");
+        double p = json_object_get_double_member(c, "predicted_s");
+        CU_ASSERT_DOUBLE_EQUAL(m, measured[i], 1e-12);
+        CU_ASSERT_TRUE(p > 0.5 * m && p < 2 * m);
+        CU_ASSERT_DOUBLE_EQUAL(json_object_get_double_member(c, "error"), p / m - 1, 1e-12);
+    }
+    /* the 22B case by hand: the same prediction, bit for bit */
+    JsonObject *first = json_array_get_object_element(cases, 0);
+    CU_ASSERT_EQUAL(
+        step_by_hand("--preset dgx-a100 --nodes 1", json_object_get_string_member(first, "args")),
+        json_object_get_double_member(first, "predicted_s"));
+    CU_ASSERT_TRUE(simpar_cli_refused("validate --published narayanan", 2,
+                                      "--published narayanan: unknown (valid: korthikanti, "
+                                      "megatron-bridge, megatron-bridge-gb200)"));
+    CU_ASSERT_TRUE(simpar_cli_refused("validate --published korthikanti --topology x.xml", 2,
+                                      "drop --measured, --topology"));
+    CU_ASSERT_TRUE(simpar_cli_refused("validate --published korthikanti --backend ns3", 2,
+                                      "--backend ns3: unknown"));
+}
+
+/* A table of throughputs (megatron-bridge: tokens/s/GPU): each case held as the step time its
+ * throughput means on its GPUs, B s / (tokens/s/GPU x GPUs), the published figure passed on. */
+static void
+test_published_throughput(void)
+{
+    g_autoptr(JsonNode) root = run_ok("validate --published megatron-bridge --json", TRUE);
+    JsonArray *cases = json_object_get_array_member(json_node_get_object(root), "cases");
+
+    const struct {
+        double tokens, batch, seq, gpus;
+    } want[] = {{326, 1536, 8192, 1024},
+                {1664, 256, 8192, 64},
+                {8826, 1024, 4096, 16},
+                {1712, 8192, 4096, 256}};
+
+    CU_ASSERT_EQUAL_FATAL(json_array_get_length(cases), G_N_ELEMENTS(want));
+    for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+        JsonObject *c = json_array_get_object_element(cases, i);
+        CU_ASSERT_EQUAL(json_object_get_int_member(c, "gpus"), (gint64) want[i].gpus);
+        CU_ASSERT_EQUAL(json_object_get_double_member(c, "tokens_per_gpu_s"), want[i].tokens);
+        double m = json_object_get_double_member(c, "measured_s");
+        CU_ASSERT_DOUBLE_EQUAL(m, want[i].batch * want[i].seq / (want[i].tokens * want[i].gpus),
+                               1e-12);
+        double p = json_object_get_double_member(c, "predicted_s");
+        CU_ASSERT_TRUE(p > 0.5 * m && p < 2 * m);
+    }
+    /* the text shows each case's throughput, published and as predicted (B s / (step x GPUs)) */
+    JsonObject *c70 = json_array_get_object_element(cases, 1);
+    g_autofree char *want70 = g_strdup_printf(
+        "1664, %.0f ", 256.0 * 8192 / (json_object_get_double_member(c70, "predicted_s") * 64));
+    SimparCliRun r = simpar_cli_run("validate --published megatron-bridge");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "tokens/s/GPU (published, predicted)"));
+    const char *row = strstr(r.out, "bridge Llama3-70B FP8");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(row);
+    CU_ASSERT_PTR_NOT_NULL(strstr(row, want70));
+    simpar_cli_run_clear(&r);
+}
+
+/* The GB200 table (megatron-bridge-gb200): each case's throughput held as its step time on its
+ * GPUs, its prediction within 2x; the 256-GPU cases run on 4 racks of 64 GPUs (rack_gpus): the
+ * Llama 3.1 405B case is the prediction by hand on `simpar topology --preset gb200-nvl72 --racks
+ * 4 --rack-gpus 64`, bit for bit, and not the one on the first 256 GPUs of 4 full racks of 72
+ * (its data-parallel groups of 16 would then straddle racks). */
+static void
+test_published_gb200(void)
+{
+    g_autoptr(JsonNode) root = run_ok("validate --published megatron-bridge-gb200 --json", TRUE);
+    JsonArray *cases = json_object_get_array_member(json_node_get_object(root), "cases");
+
+    const struct {
+        double tokens, batch, seq, gpus;
+    } want[] = {{843, 1536, 8192, 256},
+                {3712, 256, 8192, 64},
+                {39936, 512, 4096, 8},
+                {7280, 8192, 4096, 256},
+                {4912, 4096, 4096, 256}};
+
+    CU_ASSERT_EQUAL_FATAL(json_array_get_length(cases), G_N_ELEMENTS(want));
+    for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+        JsonObject *c = json_array_get_object_element(cases, i);
+        CU_ASSERT_EQUAL(json_object_get_int_member(c, "gpus"), (gint64) want[i].gpus);
+        CU_ASSERT_EQUAL(json_object_get_double_member(c, "tokens_per_gpu_s"), want[i].tokens);
+        double m = json_object_get_double_member(c, "measured_s");
+        CU_ASSERT_DOUBLE_EQUAL(m, want[i].batch * want[i].seq / (want[i].tokens * want[i].gpus),
+                               1e-12);
+        double p = json_object_get_double_member(c, "predicted_s");
+        CU_ASSERT_TRUE(p > 0.5 * m && p < 2 * m);
+    }
+    JsonObject *first = json_array_get_object_element(cases, 0);
+    const char *args = json_object_get_string_member(first, "args");
+    double p = json_object_get_double_member(first, "predicted_s");
+    double racks64 = step_by_hand("--preset gb200-nvl72 --racks 4 --rack-gpus 64", args);
+    double racks72 = step_by_hand("--preset gb200-nvl72 --racks 4", args);
+    printf("\n    Llama 3.1 405B on 256 GB200: %.6f s in the set, %.6f on racks of 64, %.6f on "
+           "racks of 72 ",
+           p, racks64, racks72);
+    CU_ASSERT_EQUAL(p, racks64);
+    CU_ASSERT_NOT_EQUAL(p, racks72);
+}
+
+static CU_TestInfo published_tests[] = {
+    {"the published table: each case's time as published, its prediction as by hand",
+     test_published},
+    {"a published table of throughputs: each case's step time as its tokens/s/GPU mean it",
+     test_published_throughput},
+    {"the GB200 table: its cases on racks of 64 GPUs, the 405B case's prediction as by hand",
+     test_published_gb200},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"published", suite_init, suite_clean, NULL, NULL, published_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+int
+main(void)
+{
+    return simpar_test_main(suites);
+}
