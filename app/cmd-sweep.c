@@ -478,6 +478,7 @@ simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GE
                                               "fp8-recipe",
                                               "fp8-param-gather",
                                               "fp8-dot-product-attention",
+                                              "fp8-output-proj",
                                               "sp",
                                               "variant",
                                               "zero",

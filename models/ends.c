@@ -9,6 +9,7 @@ typedef struct {
     guint64 share; /* rows * h / T: one rank's part of whole rows in the gathers and scatters */
     gboolean full_rows; /* the layer keeps whole rows on every rank (1-D without SP) */
     gboolean rms;       /* the model's norms are RMSNorms */
+    guint head_fp8;     /* the output layer's GEMMs' FP8 recipe (--fp8-output-proj), else 0 */
     const char *segment;
     SimparShard res; /* the rank's block of the residual stream (the layer's "x") */
 } Ends;
@@ -154,6 +155,7 @@ ends_head(Ends *e, gboolean aux, guint targets, double scale)
               (SimparGemm){.m = (guint) e->rows,
                            .n = (guint) e->slice,
                            .k = (guint) e->h,
+                           .fp8 = e->head_fp8,
                            .a = {xf, 0},
                            .b = {w, 0},
                            .c = {logits, 0}});
@@ -184,6 +186,7 @@ ends_head(Ends *e, gboolean aux, guint targets, double scale)
                            .n = (guint) e->h,
                            .k = (guint) e->slice,
                            .trans_b = TRUE,
+                           .fp8 = e->head_fp8,
                            .a = {dlogits, 0},
                            .b = {w, 0},
                            .c = {dx, 0}});
@@ -192,6 +195,7 @@ ends_head(Ends *e, gboolean aux, guint targets, double scale)
                            .n = (guint) e->slice,
                            .k = (guint) e->rows,
                            .trans_a = TRUE,
+                           .fp8 = e->head_fp8,
                            .a = {xf, 0},
                            .b = {dlogits, 0},
                            .c = {dw, 0}});
@@ -384,6 +388,9 @@ simpar_ends_build(const SimparModel *model, const SimparPlan *plan, const Simpar
             ends_embedding(&e, tokens, FALSE);
         }
         e.rms = model->norm == SIMPAR_NORM_RMSNORM;
+        /* Megatron-Core's fp8_output_proj: the LM head (the MTP modules share it) under MXFP8 */
+        e.head_fp8 =
+            plan->fp8_output_proj && model->fp8 == SIMPAR_FP8_MXFP8 ? (guint) model->fp8 : 0;
         if (parts & SIMPAR_ENDS_MTP)
             ends_mtp(&e, FALSE);
         if (parts & (SIMPAR_ENDS_HEAD | SIMPAR_ENDS_AUX)) {

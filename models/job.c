@@ -137,6 +137,10 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
          "With --dtype fp8 and --attention flash: the attention core in FP8 as well (cuDNN's "
          "fused FP8 attention; Transformer Engine's fp8_dpa)",
          NULL},
+        {"fp8-output-proj", 0, 0, G_OPTION_ARG_NONE, &a->fp8_output_proj,
+         "With --dtype fp8 --fp8-recipe mxfp8: the output layer's GEMMs (the LM head, and a "
+         "multi-token prediction module's) in MXFP8 as well (Megatron-Core's fp8_output_proj)",
+         NULL},
         {"experts", 0, 0, G_OPTION_ARG_INT64, &a->experts,
          "Mixture of experts: routed experts E per MoE layer (0: dense)", "E"},
         {"topk", 0, 0, G_OPTION_ARG_INT64, &a->top_k, "Experts each token is routed to (<= E)",
@@ -446,6 +450,21 @@ job_precision(const SimparJobArgs *args, SimparModel *m, GError **error)
     return TRUE;
 }
 
+/* --fp8-output-proj: Megatron-Core's fp8_output_proj runs the LM head under MXFP8 only
+ * (transformer_config.py refuses it without fp8 or with another recipe). */
+static gboolean
+job_check_fp8_output_proj(const SimparJobArgs *args, const SimparModel *m, GError **error)
+{
+    if (!args->fp8_output_proj || m->fp8 == SIMPAR_FP8_MXFP8)
+        return TRUE;
+    g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
+                "--fp8-output-proj needs --dtype fp8 --fp8-recipe mxfp8 (the output layer "
+                "under MXFP8, as Megatron-Core's fp8_output_proj; the model trains in %s)",
+                m->fp8 != SIMPAR_FP8_NONE ? simpar_model_precision(m)
+                                          : simpar_dtype_name(m->dtype));
+    return FALSE;
+}
+
 static gboolean
 job_switch(const char *flag, const char *value, gboolean *off, GError **error)
 {
@@ -566,7 +585,7 @@ simpar_job_model(const SimparJobArgs *args, const char *fallback, SimparModel *m
                     args->kv_heads, m->heads);
         return FALSE;
     }
-    if (!job_precision(args, m, error))
+    if (!job_precision(args, m, error) || !job_check_fp8_output_proj(args, m, error))
         return FALSE;
     if (args->mlp != NULL && !simpar_mlp_parse(args->mlp, &m->mlp, &local)) {
         g_prefix_error(&local, "--mlp: ");
@@ -712,7 +731,8 @@ simpar_job_plan(const SimparJobArgs *args, const SimparModel *model, const Simpa
     plan->depth = args->depth == SIMPAR_JOB_UNSET ? 0 : args->depth;
     plan->sequence_parallel = args->sp;
     plan->tp_comm_overlap = args->tp_comm_overlap;
-    plan->fp8_attention = args->fp8_attention; /* job_precision: only with --dtype fp8 */
+    plan->fp8_attention = args->fp8_attention;     /* job_precision: only with --dtype fp8 */
+    plan->fp8_output_proj = args->fp8_output_proj; /* only with --fp8-recipe mxfp8 */
     if (!job_cp_valid(args, error) || !simpar_job_check_ranges(args, error))
         return FALSE;
     plan->cp = args->cp != SIMPAR_JOB_UNSET ? args->cp : 1;

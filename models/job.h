@@ -35,8 +35,9 @@ typedef struct {
     char *model;
     gint64 hidden, heads, seq, micro_batch, ffn, layers, vocab, kv_heads, head_dim;
     char *dtype, *mlp, *norm, *bias, *dropout;
-    char *fp8_recipe;       /* --dtype fp8: delayed (default), current, mxfp8 */
-    gboolean fp8_attention; /* --fp8-dot-product-attention: the attention core in FP8 */
+    char *fp8_recipe;         /* --dtype fp8: delayed (default), current, mxfp8 */
+    gboolean fp8_attention;   /* --fp8-dot-product-attention: the attention core in FP8 */
+    gboolean fp8_output_proj; /* --fp8-output-proj: the output layer's GEMMs in MXFP8 */
     /* mixture of experts (model.h, SimparMoeConfig) */
     gint64 experts, top_k, moe_ffn, shared_ffn, dense_layers, moe_every, expert_groups, group_limit;
     /* multi-head latent attention (model.h, SimparMlaConfig) */

@@ -77,6 +77,8 @@ typedef struct {
     gboolean moe_gather;        /* MoE layers: the all-gather dispatcher (train.h), likewise */
     gboolean fp8_attention;     /* an FP8 model's attention core in FP8 too (cuDNN's fused FP8
                                    attention under flash attention; Transformer Engine's fp8_dpa) */
+    gboolean fp8_output_proj;   /* an MXFP8 model's output layer in MXFP8 too (Megatron-Core's
+                                   fp8_output_proj: TELMHeadColumnParallelLinear) */
     guint q;                    /* derived: grid side (1-D: P) */
 } SimparPlan;
 

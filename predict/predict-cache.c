@@ -21,7 +21,7 @@ typedef struct {
     guint64 seed;
     const SimparGenerator *gen; /* the mode: a row of the table */
     gint64 dtype, recompute, attention, sp, paper_3d, causal, q;
-    gint64 fp8, fp8_attention; /* FP8 GEMMs' recipe, FP8 attention */
+    gint64 fp8, fp8_attention; /* FP8 GEMMs' recipe, FP8 attention (+ 2: FP8 output layer) */
     SimparMoeConfig moe;       /* integers and doubles only: no padding */
     gint64 ep, etp, moe_gather;
 } CacheLayerKey;
@@ -145,7 +145,8 @@ cache_layer_key(const SimparModel *m, const SimparPlan *plan, SimparAttentionImp
     k->kv_heads = simpar_model_kv_heads(m), k->mlp = m->mlp, k->norm = m->norm;
     k->no_bias = m->no_bias;
     k->no_dropout = m->no_dropout;
-    k->dtype = m->dtype, k->fp8 = m->fp8, k->fp8_attention = plan->fp8_attention;
+    k->dtype = m->dtype, k->fp8 = m->fp8;
+    k->fp8_attention = plan->fp8_attention + 2 * (gint64) plan->fp8_output_proj; /* two bits */
     k->gen = plan->gen, k->tp = plan->tp, k->depth = plan->depth;
     k->cp = simpar_plan_cp(plan) * (plan->cp_ring ? -1 : 1);
     k->sp = plan->sequence_parallel + 2 * plan->tp_comm_overlap, k->paper_3d = plan->paper_3d,

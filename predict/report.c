@@ -652,6 +652,7 @@ simpar_report_config_init(SimparReportConfig *c, const SimparModel *model, const
     c->moe_shared_overlap = c->ep > 0 && model->moe.shared_overlap;
     c->ep_overlap = c->ep > 0 && t->ep_overlap;
     c->fp8_attention = model->fp8 != SIMPAR_FP8_NONE && t->tp.fp8_attention;
+    c->fp8_output_proj = model->fp8 == SIMPAR_FP8_MXFP8 && t->tp.fp8_output_proj;
     c->tp_comm_overlap = t->tp.tp_comm_overlap;
     c->schedule = g_intern_string(simpar_pipe_schedule_name(t->schedule));
     c->recompute = g_intern_string(simpar_recompute_name(t->tp.recompute));
@@ -733,6 +734,10 @@ report_json_config(JsonBuilder *b, const SimparReportConfig *c, const char *mode
         json_builder_set_member_name(b, "fp8_attention");
         json_builder_add_boolean_value(b, TRUE);
     }
+    if (c->fp8_output_proj) { /* --fp8-output-proj */
+        json_builder_set_member_name(b, "fp8_output_proj");
+        json_builder_add_boolean_value(b, TRUE);
+    }
     if (c->recompute_modules != NULL) { /* --recompute-modules, other than core_attn alone */
         json_builder_set_member_name(b, "recompute_modules");
         json_builder_add_string_value(b, c->recompute_modules);
@@ -770,6 +775,7 @@ report_json_read_config(JsonObject *o, SimparReportConfig *c)
     c->ep_overlap =
         json_object_get_boolean_member_with_default(j, "overlap_moe_expert_parallel_comm", FALSE);
     c->fp8_attention = json_object_get_boolean_member_with_default(j, "fp8_attention", FALSE);
+    c->fp8_output_proj = json_object_get_boolean_member_with_default(j, "fp8_output_proj", FALSE);
     c->tp_comm_overlap = json_object_get_boolean_member_with_default(j, "tp_comm_overlap", FALSE);
     const char *mods = json_object_get_string_member_with_default(j, "recompute_modules", NULL);
     c->recompute_modules = mods != NULL ? g_intern_string(mods) : NULL;

@@ -78,6 +78,7 @@ typedef struct {
     const char *schedule, *recompute, *cp_mode, *dtype, *grad_reduce_dtype;
     gboolean sp, tied_embeddings, overlap_grad_reduce;
     gboolean fp8_attention;        /* the attention core in FP8 (SimparPlan.fp8_attention) */
+    gboolean fp8_output_proj;      /* the output layer in MXFP8 (SimparPlan.fp8_output_proj) */
     gboolean tp_comm_overlap;      /* --tp-comm-overlap (SimparPlan.tp_comm_overlap) */
     const char *recompute_modules; /* selective's modules (--recompute-modules), NULL for
                                       core_attn alone (the default) */

@@ -62,10 +62,10 @@ def main():
          "--backend", "formula"],
         ["--megatron-args", "tests/data/megatron-llama3-70b.sh", "--topology", a100,
          "--backend", "formula"],
-        # FP8 training: its weight copies among the kinds
+        # FP8 training: its weight copies among the kinds; config.fp8_output_proj
         ["--topology", b200, "--model", "llama3-70b", "--dtype", "fp8", "--fp8-recipe",
-         "mxfp8", "--tp-mode", "1d", "--tp", "8", "--sp", "--pp", "4", "--dp", "2",
-         "--global-batch", "64", "--micro-batch", "1", "--backend", "formula"],
+         "mxfp8", "--fp8-output-proj", "--tp-mode", "1d", "--tp", "8", "--sp", "--pp", "4",
+         "--dp", "2", "--global-batch", "64", "--micro-batch", "1", "--backend", "formula"],
         # FP8 attention: config.fp8_attention, the step's weight casts
         ["--topology", b200, "--model", "llama3-70b", "--dtype", "fp8", "--attention", "flash",
          "--fp8-dot-product-attention", "--tp-mode", "1d", "--tp", "8", "--sp", "--pp", "4",

@@ -1262,8 +1262,48 @@ test_step_mtp_ends(void)
     }
 }
 
+/* --fp8-output-proj (Megatron-Core's fp8_output_proj): the output layer's three GEMMs, and an
+ * auxiliary head's, carry the MXFP8 recipe; without the flag, or under another recipe, none
+ * does, and the head's other ops are the same. Fails with the flag left out of ends.c. */
+static void
+test_step_fp8_output_proj(void)
+{
+    const SimparFp8Recipe recipes[] = {SIMPAR_FP8_MXFP8, SIMPAR_FP8_CURRENT};
+    for (guint r = 0; r < G_N_ELEMENTS(recipes); r++)
+        for (guint on = 0; on <= 1; on++) {
+            SimparModel m;
+            g_assert(simpar_model_preset("tiny", &m, NULL));
+            m.dtype = SIMPAR_DTYPE_BF16, m.fp8 = recipes[r];
+            SimparPlan plan;
+            simpar_plan_init(&plan);
+            plan.gen = simpar_generator_of("1d"), plan.tp = 2, plan.fp8_output_proj = on;
+            g_autoptr(GError) err = NULL;
+            g_autoptr(SimparSchedule) layer = simpar_generate_layer(&m, &plan, &err);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(layer);
+            guint parts[] = {SIMPAR_ENDS_HEAD, SIMPAR_ENDS_AUX};
+            for (guint p = 0; p < G_N_ELEMENTS(parts); p++) {
+                g_autoptr(SimparSchedule) ends = simpar_ends_build(&m, &plan, layer, 512, parts[p]);
+                CU_ASSERT_TRUE(simpar_schedule_check(ends, NULL));
+                guint gemms = 0, fp8 = 0;
+                for (guint i = 0; i < simpar_schedule_n_ops(ends); i++) {
+                    const SimparOp *op = simpar_schedule_op(ends, i);
+                    if (op->kind != SIMPAR_OP_GEMM)
+                        continue;
+                    gemms++;
+                    fp8 += op->u.gemm.fp8 == SIMPAR_FP8_MXFP8;
+                    CU_ASSERT(op->u.gemm.fp8 == SIMPAR_FP8_NONE ||
+                              op->u.gemm.fp8 == SIMPAR_FP8_MXFP8);
+                }
+                CU_ASSERT_EQUAL(gemms, 3 * 2); /* forward, dx, dw on each of 2 ranks */
+                CU_ASSERT_EQUAL(fp8, on && recipes[r] == SIMPAR_FP8_MXFP8 ? gemms : 0);
+            }
+        }
+}
+
 static CU_TestInfo step_tests[] = {
     {"GPipe and 1F1B: (m+P-1)(tF+tB), bubble (P-1)/m", test_step_gpipe_1f1b},
+    {"--fp8-output-proj: the output layer's GEMMs in MXFP8, under that recipe only",
+     test_step_fp8_output_proj},
     {"interleaved: bubble (P-1)/(v m)", test_step_interleaved},
     {"local parallelism: synchronous and asynchronous", test_step_local},
     {"ZeRO-3 moves 1.5x DDP's data", test_step_zero_volume},

@@ -249,6 +249,9 @@ row_job_args(const SimparSweep *sw, const SimparSweepConfig *c, SimparJobArgs *a
         a->dtype = fp8 ? (char *) "fp8" : (char *) c->precision;
         a->fp8_recipe = fp8 && c->precision[3] == '-' ? (char *) c->precision + 4 : NULL;
         a->fp8_attention = fp8 && a->fp8_attention; /* the FP8 rows' attention */
+        /* the MXFP8 rows' output layer */
+        a->fp8_output_proj =
+            a->fp8_recipe != NULL && g_str_equal(a->fp8_recipe, "mxfp8") && a->fp8_output_proj;
     }
 }
 
