@@ -662,6 +662,38 @@ test_precision_fp8_attention(void)
     simpar_cli_run_clear(&r);
 }
 
+/* --fp8-output-proj as a sweep job option: the MXFP8 row of --precision runs its output layer in
+ * MXFP8, the current-scaling and bf16 rows as without it, each equal to simpar predict of its
+ * own flags; the MXFP8 row faster than the same row without the flag. */
+static void
+test_precision_fp8_output_proj(void)
+{
+    g_autofree char *topo = tmp_path("b200x8-proj.xml");
+    g_free(run_ok("topology --preset dgx-b200 --nodes 1 -o %s", topo));
+    g_autofree char *out = tmp_path("proj.csv"), *plain = tmp_path("proj-plain.csv");
+    const char *job = "--model llama3-8b --layers 2 --seq 4096 --gpus 8 --tp-mode 1d --tp 8 "
+                      "--pp 1 --global-batch 8";
+    g_free(run_ok("sweep --topology %s %s --precision bf16,fp8-current,fp8-mxfp8 "
+                  "--fp8-output-proj -q --jobs 1 -o %s",
+                  topo, job, out));
+    g_free(run_ok("sweep --topology %s %s --precision bf16,fp8-current,fp8-mxfp8 -q --jobs 1 -o %s",
+                  topo, job, plain));
+    g_autoptr(SimparCsv) csv = read_csv(out);
+    g_autoptr(SimparCsv) without = read_csv(plain);
+    CU_ASSERT_EQUAL_FATAL(simpar_csv_n_rows(csv), 3);
+    const char *flags[] = {"--dtype bf16", "--dtype fp8 --fp8-recipe current",
+                           "--dtype fp8 --fp8-recipe mxfp8 --fp8-output-proj"};
+    for (guint i = 0; i < 3; i++) {
+        CU_ASSERT_STRING_EQUAL_FATAL(field(csv, i, "status"), "ok");
+        step_equals_predict(
+            csv, i,
+            run_ok("--topology %s --backend analytic %s --dp 1 %s --json", topo, job, flags[i]));
+        double with = g_ascii_strtod(field(csv, i, "step_time_s"), NULL);
+        double wo = g_ascii_strtod(field(without, i, "step_time_s"), NULL);
+        CU_ASSERT(i < 2 ? with == wo : with < wo);
+    }
+}
+
 /* Without --micro-batch each grid gets the model's micro-batch (Llama 3's 1, on a small shape)
  * rounded up to whole sequences per GPU of its grid: 1-D 1, 2-D q, 2.5-D q d, 3-D q^2, so every
  * mode has a row that runs, each equal to simpar predict of its configuration; with --micro-batch 1
@@ -947,6 +979,8 @@ static CU_TestInfo sweep_tests[] = {
      test_precision_axis},
     {"--fp8-dot-product-attention runs the FP8 rows' attention in FP8, each row simpar predict's",
      test_precision_fp8_attention},
+    {"--fp8-output-proj runs the MXFP8 rows' output layer in MXFP8, each row simpar predict's",
+     test_precision_fp8_output_proj},
     {"a --kv-heads list sweeps grouped-query attention; rows equal predict", test_kv_heads_axis},
     {"--cp and --cp-mode lists sweep context parallelism; rows equal predict", test_cp_axis},
     {"--ep is a list axis; EP not dividing the experts or T x C x D is a skipped row",
