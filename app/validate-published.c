@@ -26,7 +26,8 @@ typedef struct {
     char *name, *description, *args, *split;
     double measured_s, predicted_s;
     guint gpus;
-    double tokens_per_gpu_s; /* > 0: the published figure is a throughput */
+    double tokens_per_gpu_s;         /* > 0: the published figure is a throughput */
+    double memory_gib, capacity_gib; /* predicted memory per GPU (the most loaded), capacity */
     gint64 global_batch, seq;
 } PublishedCase;
 
@@ -84,6 +85,9 @@ published_predict(PublishedCase *c, const char *xml, const char *backend, GError
     c->predicted_s = json_object_get_double_member(row, "step_time_s");
     c->split = g_strdup(json_object_get_string_member(row, "split"));
     c->gpus = (guint) json_object_get_int_member(row, "gpus");
+    c->memory_gib = json_object_get_double_member(row, "memory_per_gpu_gib");
+    c->capacity_gib =
+        json_object_get_double_member(json_object_get_object_member(row, "memory"), "capacity_gib");
     if (c->tokens_per_gpu_s > 0) {
         gint64 batch = json_object_get_int_member(json_object_get_object_member(row, "config"),
                                                   "global_batch");
@@ -117,16 +121,14 @@ published_run(GKeyFile *kf, const char *set, const char *backend, const char *di
         g_assert(rack_why == NULL);
         if (*source == NULL)
             *source = g_key_file_get_string(kf, groups[i], "source", NULL);
-        PublishedCase c = {g_strdup(groups[i]),
-                           g_key_file_get_string(kf, groups[i], "description", NULL),
-                           g_key_file_get_string(kf, groups[i], "args", NULL),
-                           NULL,
-                           g_key_file_get_double(kf, groups[i], "measured_s", NULL),
-                           0,
-                           0,
-                           g_key_file_get_double(kf, groups[i], "tokens_per_gpu_s", NULL),
-                           g_key_file_get_int64(kf, groups[i], "global_batch", NULL),
-                           g_key_file_get_int64(kf, groups[i], "seq", NULL)};
+        PublishedCase c = {
+            .name = g_strdup(groups[i]),
+            .description = g_key_file_get_string(kf, groups[i], "description", NULL),
+            .args = g_key_file_get_string(kf, groups[i], "args", NULL),
+            .measured_s = g_key_file_get_double(kf, groups[i], "measured_s", NULL),
+            .tokens_per_gpu_s = g_key_file_get_double(kf, groups[i], "tokens_per_gpu_s", NULL),
+            .global_batch = g_key_file_get_int64(kf, groups[i], "global_batch", NULL),
+            .seq = g_key_file_get_int64(kf, groups[i], "seq", NULL)};
         g_assert(c.measured_s > 0 || (c.tokens_per_gpu_s > 0 && c.global_batch > 0 && c.seq > 0));
         g_array_append_val(cases, c);
         g_autofree char *name = g_strdup_printf("%s-%u-%u.xml", preset_name, nodes, rack_gpus);
@@ -159,10 +161,12 @@ published_text(GString *out, const char *set, const char *source, const char *ba
         tokens = tokens || c->tokens_per_gpu_s > 0;
         width = MAX(width, (int) strlen(c->name));
     }
-    g_string_append_printf(out, "%-*s %5s %10s %11s %8s  %s%s\n", width, "case", "GPUs",
+    g_string_append_printf(out, "%-*s %5s %10s %11s %8s  %s%-22s  %s\n", width, "case", "GPUs",
                            "measured s", "predicted s", "error",
-                           tokens ? "tokens/s/GPU (published, predicted)  " : "", "split");
+                           tokens ? "tokens/s/GPU (published, predicted)  " : "", "memory GiB of",
+                           "split");
     double sum = 0, worst = 0;
+    guint over = 0; /* cases that ran as published but do not fit as simpar counts memory */
     for (guint i = 0; i < cases->len; i++) {
         const PublishedCase *c = &g_array_index(cases, PublishedCase, i);
         double e = c->predicted_s / c->measured_s - 1;
@@ -174,13 +178,23 @@ published_text(GString *out, const char *set, const char *source, const char *ba
                                   c->tokens_per_gpu_s * c->measured_s / c->predicted_s)
                 : g_strdup("-");
         g_autofree char *rate = tokens ? g_strdup_printf("%-37s", pair) : g_strdup("");
-        g_string_append_printf(out, "%-*s %5u %10.2f %11.2f %+7.1f%%  %s%s\n", width, c->name,
-                               c->gpus, c->measured_s, c->predicted_s, 100 * e, rate, c->split);
+        gboolean fits = c->memory_gib <= c->capacity_gib;
+        over += !fits;
+        g_autofree char *mem = g_strdup_printf("%.1f of %.1f%s", c->memory_gib, c->capacity_gib,
+                                               fits ? "" : " (over)");
+        g_string_append_printf(out, "%-*s %5u %10.2f %11.2f %+7.1f%%  %s%-22s  %s\n", width,
+                               c->name, c->gpus, c->measured_s, c->predicted_s, 100 * e, rate, mem,
+                               c->split);
     }
     g_string_append_printf(out,
                            "\nmean absolute error %.1f%%, largest %.1f%% (error = predicted / "
                            "measured - 1; negative: simpar is optimistic)\n",
                            100 * sum / cases->len, 100 * worst);
+    /* every case ran as published: a case over capacity is simpar's memory model's miss */
+    g_string_append_printf(out,
+                           "memory: %u of %u cases over the GPU's capacity as simpar counts it "
+                           "(each ran as published)\n",
+                           over, cases->len);
 }
 
 static void
@@ -220,7 +234,9 @@ published_json(GString *out, const char *set, const char *source, const char *ba
             double v;
         } nums[] = {{"measured_s", c->measured_s},
                     {"predicted_s", c->predicted_s},
-                    {"error", c->predicted_s / c->measured_s - 1}};
+                    {"error", c->predicted_s / c->measured_s - 1},
+                    {"memory_per_gpu_gib", c->memory_gib},
+                    {"capacity_gib", c->capacity_gib}};
 
         for (guint k = 0; k < G_N_ELEMENTS(nums); k++) {
             json_builder_set_member_name(b, nums[k].key);

@@ -51,9 +51,9 @@ run_ok(const char *args, gboolean json)
 }
 
 /* The step simpar gives `args` on a platform written by `topology` (simpar topology's
- * options), by hand. */
+ * options), by hand; its memory per GPU in *memory_gib where not NULL. */
 static double
-step_by_hand(const char *topology, const char *args)
+step_by_hand(const char *topology, const char *args, double *memory_gib)
 {
     g_autofree char *xml = tmp_path("by-hand.xml");
     g_autofree char *topo = g_strdup_printf("topology %s -o %s", topology, xml);
@@ -61,8 +61,10 @@ step_by_hand(const char *topology, const char *args)
     g_autofree char *cmd = g_strdup_printf("--topology %s --json --backend formula %s", xml, args);
     g_autoptr(JsonNode) rows = run_ok(cmd, TRUE);
     g_remove(xml);
-    return json_object_get_double_member(
-        json_array_get_object_element(json_node_get_array(rows), 0), "step_time_s");
+    JsonObject *row = json_array_get_object_element(json_node_get_array(rows), 0);
+    if (memory_gib != NULL)
+        *memory_gib = json_object_get_double_member(row, "memory_per_gpu_gib");
+    return json_object_get_double_member(row, "step_time_s");
 }
 
 /* The published table: every case's published time as the data file gives it, its prediction
@@ -85,9 +87,13 @@ test_published(void)
     }
     /* the 22B case by hand: the same prediction, bit for bit */
     JsonObject *first = json_array_get_object_element(cases, 0);
-    CU_ASSERT_EQUAL(
-        step_by_hand("--preset dgx-a100 --nodes 1", json_object_get_string_member(first, "args")),
-        json_object_get_double_member(first, "predicted_s"));
+    double memory = 0;
+    CU_ASSERT_EQUAL(step_by_hand("--preset dgx-a100 --nodes 1",
+                                 json_object_get_string_member(first, "args"), &memory),
+                    json_object_get_double_member(first, "predicted_s"));
+    /* its memory the prediction's, against the A100's 80 GB */
+    CU_ASSERT_EQUAL(json_object_get_double_member(first, "memory_per_gpu_gib"), memory);
+    CU_ASSERT_DOUBLE_EQUAL(json_object_get_double_member(first, "capacity_gib"), 80.0, 1e-9);
     CU_ASSERT_TRUE(simpar_cli_refused("validate --published narayanan", 2,
                                       "--published narayanan: unknown (valid: korthikanti, "
                                       "megatron-bridge, megatron-bridge-gb200)"));
@@ -169,13 +175,31 @@ test_published_gb200(void)
     JsonObject *first = json_array_get_object_element(cases, 0);
     const char *args = json_object_get_string_member(first, "args");
     double p = json_object_get_double_member(first, "predicted_s");
-    double racks64 = step_by_hand("--preset gb200-nvl72 --racks 4 --rack-gpus 64", args);
-    double racks72 = step_by_hand("--preset gb200-nvl72 --racks 4", args);
+    double racks64 = step_by_hand("--preset gb200-nvl72 --racks 4 --rack-gpus 64", args, NULL);
+    double racks72 = step_by_hand("--preset gb200-nvl72 --racks 4", args, NULL);
     printf("\n    Llama 3.1 405B on 256 GB200: %.6f s in the set, %.6f on racks of 64, %.6f on "
            "racks of 72 ",
            p, racks64, racks72);
     CU_ASSERT_EQUAL(p, racks64);
     CU_ASSERT_NOT_EQUAL(p, racks72);
+    /* memory: every case ran, and the one simpar says does not fit is named in the text */
+    guint over = 0;
+    for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+        JsonObject *c = json_array_get_object_element(cases, i);
+        over += json_object_get_double_member(c, "memory_per_gpu_gib") >
+                json_object_get_double_member(c, "capacity_gib");
+    }
+    CU_ASSERT_EQUAL(over, 1);
+    SimparCliRun r = simpar_cli_run("validate --published megatron-bridge-gb200");
+    CU_ASSERT_EQUAL(r.status, 0);
+    g_autofree char *line =
+        g_strdup_printf("memory: %u of %u cases over the GPU's capacity as simpar counts it", over,
+                        (guint) G_N_ELEMENTS(want));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, line));
+    const char *q30 = strstr(r.out, "bridge GB200 Qwen3-30B-A3B MXFP8");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(q30);
+    CU_ASSERT_PTR_NOT_NULL(strstr(q30, " (over)"));
+    simpar_cli_run_clear(&r);
 }
 
 static CU_TestInfo published_tests[] = {
