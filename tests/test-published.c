@@ -3,7 +3,7 @@
  * published figure as the data file gives it, its prediction the one simpar gives that job by
  * hand, and unknown sets refused. The binary's path comes from SIMPAR_BIN; the working
  * directory is the source root. */
-#include "cli-run.h"
+#include "cli-run-json.h"
 #include "simpar-test.h"
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
@@ -36,18 +36,7 @@ tmp_path(const char *name)
 static JsonNode *
 run_ok(const char *args, gboolean json)
 {
-    SimparCliRun r = simpar_cli_run(args);
-    if (r.status != 0)
-        printf("\n    simpar %s -> status %d, stderr: %s", args, r.status, r.err);
-    CU_ASSERT_EQUAL_FATAL(r.status, 0);
-    JsonNode *root = NULL;
-    if (json) {
-        g_autoptr(JsonParser) p = json_parser_new();
-        CU_ASSERT_TRUE_FATAL(json_parser_load_from_data(p, r.out, -1, NULL));
-        root = json_node_copy(json_parser_get_root(p));
-    }
-    simpar_cli_run_clear(&r);
-    return root; /* (transfer full) */
+    return simpar_cli_run_ok(args, json); /* (transfer full) */
 }
 
 /* The step simpar gives `args` on a platform written by `topology` (simpar topology's
@@ -103,23 +92,22 @@ test_published(void)
                                       "--backend ns3: unknown"));
 }
 
-/* A table of throughputs (megatron-bridge: tokens/s/GPU): each case held as the step time its
- * throughput means on its GPUs, B s / (tokens/s/GPU x GPUs), the published figure passed on. */
-static void
-test_published_throughput(void)
+/* A published throughput as a table gives it: tokens/s/GPU, global batch, sequence, GPUs. */
+typedef struct {
+    double tokens, batch, seq, gpus;
+} PublishedRate;
+
+/* `set`'s cases (--json), each held against `want`: its GPUs and published throughput, its
+ * measured step the time that throughput means (B s / (tokens/s/GPU x GPUs)), its prediction
+ * within 2x. *root keeps the cases alive. */
+static JsonArray *
+published_rates(const char *set, const PublishedRate *want, guint n, JsonNode **root)
 {
-    g_autoptr(JsonNode) root = run_ok("validate --published megatron-bridge --json", TRUE);
-    JsonArray *cases = json_object_get_array_member(json_node_get_object(root), "cases");
-
-    const struct {
-        double tokens, batch, seq, gpus;
-    } want[] = {{326, 1536, 8192, 1024},
-                {1664, 256, 8192, 64},
-                {8826, 1024, 4096, 16},
-                {1712, 8192, 4096, 256}};
-
-    CU_ASSERT_EQUAL_FATAL(json_array_get_length(cases), G_N_ELEMENTS(want));
-    for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+    g_autofree char *cmd = g_strdup_printf("validate --published %s --json", set);
+    *root = run_ok(cmd, TRUE);
+    JsonArray *cases = json_object_get_array_member(json_node_get_object(*root), "cases");
+    CU_ASSERT_EQUAL_FATAL(json_array_get_length(cases), n);
+    for (guint i = 0; i < n; i++) {
         JsonObject *c = json_array_get_object_element(cases, i);
         CU_ASSERT_EQUAL(json_object_get_int_member(c, "gpus"), (gint64) want[i].gpus);
         CU_ASSERT_EQUAL(json_object_get_double_member(c, "tokens_per_gpu_s"), want[i].tokens);
@@ -129,6 +117,20 @@ test_published_throughput(void)
         double p = json_object_get_double_member(c, "predicted_s");
         CU_ASSERT_TRUE(p > 0.5 * m && p < 2 * m);
     }
+    return cases;
+}
+
+/* A table of throughputs (megatron-bridge: tokens/s/GPU): each case held as the step time its
+ * throughput means on its GPUs, B s / (tokens/s/GPU x GPUs), the published figure passed on. */
+static void
+test_published_throughput(void)
+{
+    const PublishedRate want[] = {{326, 1536, 8192, 1024},
+                                  {1664, 256, 8192, 64},
+                                  {8826, 1024, 4096, 16},
+                                  {1712, 8192, 4096, 256}};
+    g_autoptr(JsonNode) root = NULL;
+    JsonArray *cases = published_rates("megatron-bridge", want, G_N_ELEMENTS(want), &root);
     /* the text shows each case's throughput, published and as predicted (B s / (step x GPUs)) */
     JsonObject *c70 = json_array_get_object_element(cases, 1);
     g_autofree char *want70 = g_strdup_printf(
@@ -150,28 +152,13 @@ test_published_throughput(void)
 static void
 test_published_gb200(void)
 {
-    g_autoptr(JsonNode) root = run_ok("validate --published megatron-bridge-gb200 --json", TRUE);
-    JsonArray *cases = json_object_get_array_member(json_node_get_object(root), "cases");
-
-    const struct {
-        double tokens, batch, seq, gpus;
-    } want[] = {{843, 1536, 8192, 256},
-                {3712, 256, 8192, 64},
-                {39936, 512, 4096, 8},
-                {7280, 8192, 4096, 256},
-                {4912, 4096, 4096, 256}};
-
-    CU_ASSERT_EQUAL_FATAL(json_array_get_length(cases), G_N_ELEMENTS(want));
-    for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
-        JsonObject *c = json_array_get_object_element(cases, i);
-        CU_ASSERT_EQUAL(json_object_get_int_member(c, "gpus"), (gint64) want[i].gpus);
-        CU_ASSERT_EQUAL(json_object_get_double_member(c, "tokens_per_gpu_s"), want[i].tokens);
-        double m = json_object_get_double_member(c, "measured_s");
-        CU_ASSERT_DOUBLE_EQUAL(m, want[i].batch * want[i].seq / (want[i].tokens * want[i].gpus),
-                               1e-12);
-        double p = json_object_get_double_member(c, "predicted_s");
-        CU_ASSERT_TRUE(p > 0.5 * m && p < 2 * m);
-    }
+    const PublishedRate want[] = {{843, 1536, 8192, 256},
+                                  {3712, 256, 8192, 64},
+                                  {39936, 512, 4096, 8},
+                                  {7280, 8192, 4096, 256},
+                                  {4912, 4096, 4096, 256}};
+    g_autoptr(JsonNode) root = NULL;
+    JsonArray *cases = published_rates("megatron-bridge-gb200", want, G_N_ELEMENTS(want), &root);
     JsonObject *first = json_array_get_object_element(cases, 0);
     const char *args = json_object_get_string_member(first, "args");
     double p = json_object_get_double_member(first, "predicted_s");

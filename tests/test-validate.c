@@ -12,7 +12,7 @@
  *
  * The binary's path comes from SIMPAR_BIN; the working directory is the source root.
  */
-#include "cli-run.h"
+#include "cli-run-json.h"
 #include "job.h"
 #include "predict/step-predict.h"
 #include "sim/platform.h"
@@ -57,18 +57,7 @@ refuses(const char *args, int status, const char *want)
 static JsonNode *
 run_ok(const char *args, gboolean json)
 {
-    SimparCliRun r = simpar_cli_run(args);
-    if (r.status != 0)
-        printf("\n    simpar %s -> status %d, stderr: %s", args, r.status, r.err);
-    CU_ASSERT_EQUAL_FATAL(r.status, 0);
-    JsonNode *root = NULL;
-    if (json) {
-        g_autoptr(JsonParser) p = json_parser_new();
-        CU_ASSERT_TRUE_FATAL(json_parser_load_from_data(p, r.out, -1, NULL));
-        root = json_node_copy(json_parser_get_root(p));
-    }
-    simpar_cli_run_clear(&r);
-    return root; /* (transfer full) */
+    return simpar_cli_run_ok(args, json); /* (transfer full) */
 }
 
 /* gnuplot is on PATH (the plots need it). */
