@@ -214,15 +214,19 @@ simpar_csv_append_row(GString *out, const char *const *fields, guint n_fields)
 {
     for (guint i = 0; i < n_fields; i++) {
         const char *f = fields[i] != NULL ? fields[i] : "";
-        gsize len = strlen(f);
+        gboolean special = FALSE; /* a separator, a quote or a line break */
+        const char *end = f;
+        for (; *end != '\0'; end++)
+            special = special || *end == ',' || *end == '"' || *end == '\r' || *end == '\n';
+        gsize len = (gsize) (end - f);
         if (i > 0)
             g_string_append_c(out, ',');
         /* quoted: separators, quotes, line breaks, spaces at either end (libcsv trims them
          * off unquoted fields), "" alone (an empty line is no row) and a leading '#' (a
          * comment line at the top) */
-        gboolean padded = len > 0 && (strchr(" \t", f[0]) != NULL || strchr(" \t", f[len - 1]));
-        if (strpbrk(f, ",\"\r\n") == NULL && !padded && (len > 0 || n_fields > 1) &&
-            (i > 0 || f[0] != '#')) {
+        gboolean padded =
+            len > 0 && (f[0] == ' ' || f[0] == '\t' || end[-1] == ' ' || end[-1] == '\t');
+        if (!special && !padded && (len > 0 || n_fields > 1) && (i > 0 || f[0] != '#')) {
             g_string_append_len(out, f, (gssize) len);
             continue;
         }
