@@ -274,28 +274,41 @@ simpar_csv_get_double(const SimparCsv *csv, guint row, int column, double *out, 
 void
 simpar_csv_append_row(GString *out, const char *const *fields, guint n_fields)
 {
+    /* the fields' lengths as written (negative: quoted), then the row in one piece */
+    gssize small[64], *len = n_fields <= G_N_ELEMENTS(small) ? small : g_new(gssize, n_fields);
+    gsize total = MAX(n_fields, 1); /* the commas and the '\n' */
     for (guint i = 0; i < n_fields; i++) {
         const char *f = fields[i] != NULL ? fields[i] : "";
         gboolean special = FALSE; /* a separator, a quote or a line break */
         const char *end = f;
         for (; *end != '\0'; end++)
             special = special || *end == ',' || *end == '"' || *end == '\r' || *end == '\n';
-        gsize len = (gsize) (end - f);
-        if (i > 0)
-            g_string_append_c(out, ',');
+        gsize n = (gsize) (end - f);
         /* quoted: separators, quotes, line breaks, spaces at either end (libcsv trims them
          * off unquoted fields), "" alone (an empty line is no row) and a leading '#' (a
          * comment line at the top) */
         gboolean padded =
-            len > 0 && (f[0] == ' ' || f[0] == '\t' || end[-1] == ' ' || end[-1] == '\t');
-        if (!special && !padded && (len > 0 || n_fields > 1) && (i > 0 || f[0] != '#')) {
-            g_string_append_len(out, f, (gssize) len);
-            continue;
-        }
-        gsize need = csv_write(NULL, 0, f, len); /* quoted, inner quotes doubled */
-        gsize at = out->len;
-        g_string_set_size(out, at + need);
-        csv_write(out->str + at, need, f, len);
+            n > 0 && (f[0] == ' ' || f[0] == '\t' || end[-1] == ' ' || end[-1] == '\t');
+        if (!special && !padded && (n > 0 || n_fields > 1) && (i > 0 || f[0] != '#'))
+            len[i] = (gssize) n;
+        else
+            len[i] = -(gssize) csv_write(NULL, 0, f, n); /* quoted, inner quotes doubled */
+        total += (gsize) ABS(len[i]);
     }
-    g_string_append_c(out, '\n');
+    gsize at = out->len;
+    g_string_set_size(out, at + total);
+    char *p = out->str + at;
+    for (guint i = 0; i < n_fields; i++) {
+        const char *f = fields[i] != NULL ? fields[i] : "";
+        if (i > 0)
+            *p++ = ',';
+        if (len[i] >= 0)
+            memcpy(p, f, (gsize) len[i]);
+        else
+            csv_write(p, (gsize) -len[i], f, strlen(f));
+        p += ABS(len[i]);
+    }
+    *p = '\n';
+    if (len != small)
+        g_free(len);
 }
