@@ -77,14 +77,79 @@ csv_comments(SimparCsv *csv, const char *data, gsize len, guint *line)
     return pos;
 }
 
-/* Feeds the table one physical line at a time, so that rows know their line. */
+/* One line of fields as libcsv reads them, without libcsv (a sweep's journal holds tens of
+ * thousands of lines, and libcsv calls back byte by byte): `line` (`len` bytes, its '\n' not
+ * counted) at the start of a row, when its fields are plain (no quote, no space or tab at either
+ * end: libcsv trims those) or quoted whole ("" for a quote inside) and end on the line, and it
+ * holds no '\r' and is not empty (libcsv skips it). The line is copied into the table's strings
+ * once and its fields cut out of the copy in place (a quoted one's text moves left over its
+ * quotes). FALSE, nothing read, otherwise. */
+static gboolean
+csv_simple_line(CsvRead *r, const char *line, gsize len)
+{
+    if (len == 0 || memchr(line, '\r', len) != NULL)
+        return FALSE;
+    char *s = g_string_chunk_insert_len(r->csv->strings, line, (gssize) len);
+    for (gsize i = 0;; i++) { /* a field from i, then past its comma */
+        char *field = s + i;
+        if (i < len && s[i] == '"') {
+            char *w = field;
+            for (gsize j = i + 1;;) {
+                const char *q = memchr(s + j, '"', len - j);
+                if (q == NULL) /* it goes on past the line */
+                    goto libcsv;
+                gsize k = (gsize) (q - s);
+                memmove(w, s + j, k - j);
+                w += k - j;
+                if (k + 1 < len && s[k + 1] == '"') {
+                    *w++ = '"';
+                    j = k + 2;
+                    continue;
+                }
+                i = k + 1;
+                break;
+            }
+            if (i < len && s[i] != ',')
+                goto libcsv;
+            *w = '\0';
+        } else {
+            const char *comma = memchr(s + i, ',', len - i);
+            gsize to = comma != NULL ? (gsize) (comma - s) : len;
+            if (memchr(s + i, '"', to - i) != NULL ||
+                (to > i && (s[i] == ' ' || s[i] == '\t' || s[to - 1] == ' ' || s[to - 1] == '\t')))
+                goto libcsv;
+            s[to] = '\0';
+            i = to;
+        }
+        g_ptr_array_add(r->row, field);
+        if (i == len)
+            break;
+    }
+    csv_row(0, r);
+    return TRUE;
+libcsv:
+    g_ptr_array_set_size(r->row, 0); /* the fields read so far: libcsv reads the line again */
+    return FALSE;
+}
+
+/* Feeds the table one physical line at a time, so that rows know their line. A line that
+ * begins outside quotes (the quotes fed to libcsv so far even) and ends in '\n' is read without
+ * libcsv where it can be (csv_simple_line). */
 static gboolean
 csv_feed(CsvRead *r, struct csv_parser *p, const char *data, gsize len)
 {
     gsize pos = 0;
+    gboolean quotes_odd = FALSE;
     while (pos < len && r->error == NULL) {
         const char *nl = memchr(data + pos, '\n', len - pos);
         gsize end = nl != NULL ? (gsize) (nl - data) + 1 : len;
+        if (nl != NULL && !quotes_odd && csv_simple_line(r, data + pos, end - pos - 1)) {
+            pos = end;
+            r->line++;
+            continue;
+        }
+        for (gsize i = pos; i < end; i++)
+            quotes_odd ^= data[i] == '"';
         if (csv_parse(p, data + pos, end - pos, csv_field, csv_row, r) != end - pos) {
             if (r->error == NULL) /* else a row of the wrong length came first on this line */
                 g_set_error(&r->error, SIMPAR_CSV_ERROR, SIMPAR_CSV_ERROR_PARSE, "%s:%u: %s",
@@ -212,24 +277,40 @@ simpar_csv_get_double(const SimparCsv *csv, guint row, int column, double *out, 
 void
 simpar_csv_append_row(GString *out, const char *const *fields, guint n_fields)
 {
+    /* the fields' lengths as written (negative: quoted), then the row in one piece */
+    gssize small[64], *len = n_fields <= G_N_ELEMENTS(small) ? small : g_new(gssize, n_fields);
+    gsize total = MAX(n_fields, 1); /* the commas and the '\n' */
     for (guint i = 0; i < n_fields; i++) {
         const char *f = fields[i] != NULL ? fields[i] : "";
-        gsize len = strlen(f);
-        if (i > 0)
-            g_string_append_c(out, ',');
+        gsize n = strcspn(f, ",\"\r\n");
+        gboolean special = f[n] != '\0'; /* a separator, a quote or a line break */
+        n += special ? strlen(f + n) : 0;
+        const char *end = f + n;
         /* quoted: separators, quotes, line breaks, spaces at either end (libcsv trims them
          * off unquoted fields), "" alone (an empty line is no row) and a leading '#' (a
          * comment line at the top) */
-        gboolean padded = len > 0 && (strchr(" \t", f[0]) != NULL || strchr(" \t", f[len - 1]));
-        if (strpbrk(f, ",\"\r\n") == NULL && !padded && (len > 0 || n_fields > 1) &&
-            (i > 0 || f[0] != '#')) {
-            g_string_append_len(out, f, (gssize) len);
-            continue;
-        }
-        gsize need = csv_write(NULL, 0, f, len); /* quoted, inner quotes doubled */
-        gsize at = out->len;
-        g_string_set_size(out, at + need);
-        csv_write(out->str + at, need, f, len);
+        gboolean padded =
+            n > 0 && (f[0] == ' ' || f[0] == '\t' || end[-1] == ' ' || end[-1] == '\t');
+        if (!special && !padded && (n > 0 || n_fields > 1) && (i > 0 || f[0] != '#'))
+            len[i] = (gssize) n;
+        else
+            len[i] = -(gssize) csv_write(NULL, 0, f, n); /* quoted, inner quotes doubled */
+        total += (gsize) ABS(len[i]);
     }
-    g_string_append_c(out, '\n');
+    gsize at = out->len;
+    g_string_set_size(out, at + total);
+    char *p = out->str + at;
+    for (guint i = 0; i < n_fields; i++) {
+        const char *f = fields[i] != NULL ? fields[i] : "";
+        if (i > 0)
+            *p++ = ',';
+        if (len[i] >= 0)
+            memcpy(p, f, (gsize) len[i]);
+        else
+            csv_write(p, (gsize) -len[i], f, strlen(f));
+        p += ABS(len[i]);
+    }
+    *p = '\n';
+    if (len != small)
+        g_free(len);
 }

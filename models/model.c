@@ -224,15 +224,16 @@ gboolean
 simpar_model_preset(const char *name, SimparModel *out, GError **error)
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-    g_autoptr(GString) valid = g_string_new(NULL);
-    for (guint i = 0; i < G_N_ELEMENTS(model_presets); i++) {
+    for (guint i = 0; i < G_N_ELEMENTS(model_presets); i++)
         if (g_strcmp0(model_presets[i].name, name) == 0) {
             *out = model_presets[i].model;
             out->name = g_intern_string(out->name);
             return TRUE;
         }
+    g_autoptr(GString) valid = g_string_new(NULL); /* the names, for the error alone (a sweep
+                                                      looks a preset up every row) */
+    for (guint i = 0; i < G_N_ELEMENTS(model_presets); i++)
         g_string_append_printf(valid, "%s%s", i ? ", " : "", model_presets[i].name);
-    }
     g_set_error(error, SIMPAR_MODEL_ERROR, SIMPAR_MODEL_ERROR_UNKNOWN_PRESET,
                 "--model %s: no such preset (valid: %s, or a .json file)", name, valid->str);
     return FALSE;

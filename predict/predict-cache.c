@@ -1,14 +1,15 @@
 /* predict-cache.c - layer schedules, memory estimates, block times and numbers by key (see
  * predict-cache.h). Keys are plain structs, zeroed before they are filled (no padding garbage),
- * hashed and compared as bytes. */
+ * hashed and compared as bytes; a lookup hashes the caller's bytes where they lie (a sweep looks
+ * keys up several times per row: no copy, no allocation). */
 #include "predict-cache.h"
 #include "generators.h"
 #include <string.h>
 
 struct _SimparPredictCache {
-    GHashTable *layers; /* GBytes (CacheLayerKey) -> CacheLayer */
-    GHashTable *blocks; /* GBytes (CacheBlockKey) -> SimparBlockTimes */
-    GHashTable *memo;   /* GBytes (the caller's key) -> GBytes */
+    GHashTable *layers; /* CacheKey (CacheLayerKey) -> CacheLayer */
+    GHashTable *blocks; /* CacheKey (CacheBlockKey) -> SimparBlockTimes */
+    GHashTable *memo;   /* CacheKey (the caller's key) -> CacheKey (the value's bytes) */
     GArray *scratch[SIMPAR_PREDICT_CACHE_SCRATCH];
 };
 
@@ -60,32 +61,69 @@ cache_blocks_free(gpointer p)
     g_free(p);
 }
 
-/* FNV-1a over 8-byte words: keys are a few hundred bytes of integers and doubles, and a sweep
- * looks one up several times per row (g_bytes_hash goes byte by byte). */
+/* A key or a value: `size` bytes at `data`, their hash. A stored one holds its bytes right
+ * after itself (cache_key_new); a lookup's points at the caller's. */
+typedef struct {
+    const guint8 *data;
+    gsize size;
+    guint hash;
+} CacheKey;
+
+/* Four FNV-1a lanes over 8-byte words, folded: keys are a few hundred bytes of integers and
+ * doubles, and one lane's multiplies wait on each other (a sweep hashes several keys a row). */
+static guint
+cache_hash_bytes(const guint8 *d, gsize n)
+{
+    const guint64 prime = G_GUINT64_CONSTANT(1099511628211);
+    guint64 h[4] = {G_GUINT64_CONSTANT(14695981039346656037), G_GUINT64_CONSTANT(1),
+                    G_GUINT64_CONSTANT(2), G_GUINT64_CONSTANT(3)},
+            w[4];
+    gsize i = 0;
+    for (; i + sizeof w <= n; i += sizeof w) {
+        memcpy(w, d + i, sizeof w);
+        for (guint k = 0; k < 4; k++)
+            h[k] = (h[k] ^ w[k]) * prime;
+    }
+    for (guint k = 0; i < n; i += sizeof w[0], k++) {
+        w[0] = 0;
+        memcpy(&w[0], d + i, MIN(sizeof w[0], n - i));
+        h[k] = (h[k] ^ w[0]) * prime;
+    }
+    guint64 x = ((h[0] * prime ^ h[1]) * prime ^ h[2]) * prime ^ h[3] ^ n;
+    return (guint) (x ^ (x >> 32));
+}
+
 static guint
 cache_hash(gconstpointer key)
 {
-    gsize n;
-    const guint8 *d = g_bytes_get_data((GBytes *) key, &n);
-    guint64 h = G_GUINT64_CONSTANT(14695981039346656037), w;
-    for (gsize i = 0; i < n; i += sizeof w) {
-        w = 0;
-        memcpy(&w, d + i, MIN(sizeof w, n - i));
-        h = (h ^ w) * G_GUINT64_CONSTANT(1099511628211);
-    }
-    return (guint) (h ^ (h >> 32));
+    return ((const CacheKey *) key)->hash;
+}
+
+static gboolean
+cache_equal(gconstpointer a, gconstpointer b)
+{
+    const CacheKey *x = a, *y = b;
+    return x->hash == y->hash && x->size == y->size && memcmp(x->data, y->data, x->size) == 0;
+}
+
+/* A stored copy of `size` bytes at `data` (one allocation; g_free frees it). */
+static CacheKey *
+cache_key_new(const void *data, gsize size, guint hash)
+{
+    CacheKey *k = g_malloc(sizeof *k + size);
+    guint8 *copy = (guint8 *) (k + 1);
+    memcpy(copy, data, size);
+    *k = (CacheKey){copy, size, hash};
+    return k; /* (transfer full) */
 }
 
 SimparPredictCache *
 simpar_predict_cache_new(void)
 {
     SimparPredictCache *c = g_new0(SimparPredictCache, 1);
-    GHashFunc h = cache_hash;
-    GEqualFunc eq = g_bytes_equal;
-    c->layers = g_hash_table_new_full(h, eq, (GDestroyNotify) g_bytes_unref, cache_layer_free);
-    c->blocks = g_hash_table_new_full(h, eq, (GDestroyNotify) g_bytes_unref, cache_blocks_free);
-    c->memo = g_hash_table_new_full(h, eq, (GDestroyNotify) g_bytes_unref,
-                                    (GDestroyNotify) g_bytes_unref);
+    c->layers = g_hash_table_new_full(cache_hash, cache_equal, g_free, cache_layer_free);
+    c->blocks = g_hash_table_new_full(cache_hash, cache_equal, g_free, cache_blocks_free);
+    c->memo = g_hash_table_new_full(cache_hash, cache_equal, g_free, g_free);
     return c; /* (transfer full) */
 }
 
@@ -123,16 +161,14 @@ simpar_predict_cache_scratch(SimparPredictCache *c, guint slot, guint elem_size,
 static gpointer
 cache_find(GHashTable *table, const void *key, gsize size)
 {
-    GBytes *k = g_bytes_new_static(key, size);
-    gpointer found = g_hash_table_lookup(table, k);
-    g_bytes_unref(k);
-    return found;
+    CacheKey k = {key, size, cache_hash_bytes(key, size)};
+    return g_hash_table_lookup(table, &k);
 }
 
 static void
 cache_add(GHashTable *table, const void *key, gsize size, gpointer value)
 {
-    g_hash_table_insert(table, g_bytes_new(key, size), value);
+    g_hash_table_insert(table, cache_key_new(key, size, cache_hash_bytes(key, size)), value);
 }
 
 static void
@@ -240,11 +276,11 @@ gboolean
 simpar_predict_cache_get(SimparPredictCache *c, const void *key, gsize key_size, void *value,
                          gsize value_size)
 {
-    GBytes *v = c != NULL ? cache_find(c->memo, key, key_size) : NULL;
+    const CacheKey *v = c != NULL ? cache_find(c->memo, key, key_size) : NULL;
     if (v == NULL)
         return FALSE;
-    g_assert(g_bytes_get_size(v) == value_size); /* one key, one kind of value */
-    memcpy(value, g_bytes_get_data(v, NULL), value_size);
+    g_assert(v->size == value_size); /* one key, one kind of value */
+    memcpy(value, v->data, value_size);
     return TRUE;
 }
 
@@ -253,14 +289,14 @@ simpar_predict_cache_put(SimparPredictCache *c, const void *key, gsize key_size,
                          gsize value_size)
 {
     if (c != NULL)
-        cache_add(c->memo, key, key_size, g_bytes_new(value, value_size));
+        cache_add(c->memo, key, key_size, cache_key_new(value, value_size, 0));
 }
 
 const char *
 simpar_predict_cache_text(SimparPredictCache *c, const void *key, gsize key_size)
 {
-    GBytes *v = c != NULL ? cache_find(c->memo, key, key_size) : NULL;
-    return v != NULL ? g_bytes_get_data(v, NULL) : NULL;
+    const CacheKey *v = c != NULL ? cache_find(c->memo, key, key_size) : NULL;
+    return v != NULL ? (const char *) v->data : NULL;
 }
 
 void
@@ -268,5 +304,5 @@ simpar_predict_cache_put_text(SimparPredictCache *c, const void *key, gsize key_
                               const char *text)
 {
     if (c != NULL)
-        cache_add(c->memo, key, key_size, g_bytes_new(text, strlen(text) + 1));
+        cache_add(c->memo, key, key_size, cache_key_new(text, strlen(text) + 1, 0));
 }

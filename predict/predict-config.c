@@ -218,11 +218,12 @@ static char *
 predict_split(const SimparTrain *t)
 {
     GString *out = g_string_new(NULL);
-    g_autofree char *cp_label = g_strdup_printf(" C=%u", simpar_plan_cp(&t->tp));
+    g_autofree char *cp_label =
+        simpar_plan_cp(&t->tp) > 1 ? g_strdup_printf(" C=%u", simpar_plan_cp(&t->tp)) : NULL;
     g_string_append_printf(
         out, "T=%" G_GINT64_FORMAT "%s %s=%" G_GINT64_FORMAT " D=%" G_GINT64_FORMAT " %s", t->tp.tp,
-        simpar_plan_cp(&t->tp) > 1 ? cp_label : "", t->schedule == SIMPAR_PIPE_LOCAL ? "K" : "P",
-        t->pp, t->dp, simpar_pipe_schedule_name(t->schedule));
+        cp_label != NULL ? cp_label : "", t->schedule == SIMPAR_PIPE_LOCAL ? "K" : "P", t->pp,
+        t->dp, simpar_pipe_schedule_name(t->schedule));
     if (t->schedule == SIMPAR_PIPE_LOCAL)
         g_string_append_printf(out, "%s W=%" G_GINT64_FORMAT, t->local_async ? " async" : " sync",
                                t->aux_head_width);
@@ -756,7 +757,7 @@ predict_simulate(const SimparPredictContext *ctx, const SimparModel *model,
 {
     row->step.split = predict_split(train);
     simpar_report_config_init(&row->config, model, train);
-    g_autofree char *what = g_strdup_printf("%s %s", row->gen->name, row->grid);
+    g_autofree char *what = g_strconcat(row->gen->name, " ", row->grid, NULL);
     if (!predict_step(ctx, model, train, layer, what, row, NULL, why))
         return FALSE;
     row->step.mfu = row->model_flops / row->step_s / ctx->gpus / ctx->gpu->peak_flops[model->dtype];

@@ -505,18 +505,17 @@ breakdown_placement(const SimparRun *run, const guint *job_gpus, const SimparTra
             ranks[k] = simpar_train_rank(tr, a == SIMPAR_AXIS_TP ? k : 0,
                                          a == SIMPAR_AXIS_DP ? k : 0, a == SIMPAR_AXIS_PP ? k : 0);
         inter[a] = breakdown_inter(run, job_gpus, ranks, size[a]);
-        g_string_append_printf(out, "%s%s %s", a ? ", " : "", simpar_train_axis_name(a),
-                               size[a] == 1 ? "1 GPU"
-                               : inter[a]   ? "inter-node"
-                                            : "intra-node");
+        g_string_append(out, a ? ", " : ""); /* no printf: three a row of a sweep */
+        g_string_append(out, simpar_train_axis_name(a));
+        g_string_append(out, size[a] == 1 ? " 1 GPU" : inter[a] ? " inter-node" : " intra-node");
     }
     guint C = simpar_plan_cp(&tr->tp);
     if (C > 1) { /* context parallelism: the layer ranks t + T c */
         g_autofree guint *ranks = g_new(guint, C);
         for (guint c = 0; c < C; c++)
             ranks[c] = simpar_train_rank(tr, c * (guint) tr->tp.tp, 0, 0);
-        g_string_append_printf(
-            out, ", cp %s", breakdown_inter(run, job_gpus, ranks, C) ? "inter-node" : "intra-node");
+        g_string_append(out, breakdown_inter(run, job_gpus, ranks, C) ? ", cp inter-node"
+                                                                      : ", cp intra-node");
     }
     guint ep = (guint) MAX(tr->ep, 1);
     inter[SIMPAR_AXIS_EP] = FALSE;
@@ -525,7 +524,7 @@ breakdown_placement(const SimparRun *run, const guint *job_gpus, const SimparTra
         for (guint k = 0; k < ep; k++)
             ranks[k] = simpar_train_expert_rank(tr, 0, k, 0, 0);
         inter[SIMPAR_AXIS_EP] = breakdown_inter(run, job_gpus, ranks, ep);
-        g_string_append_printf(out, ", ep %s", inter[SIMPAR_AXIS_EP] ? "inter-node" : "intra-node");
+        g_string_append(out, inter[SIMPAR_AXIS_EP] ? ", ep inter-node" : ", ep intra-node");
     }
     return g_string_free(out, FALSE); /* (transfer full) */
 }

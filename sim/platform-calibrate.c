@@ -4,6 +4,7 @@
 #include "collectives.h"
 #include "platform-private.h"
 #include <json-glib/json-glib.h>
+#include <string.h>
 
 /* ------------------------------------------------------------ link calibration, in the child */
 
@@ -147,6 +148,7 @@ simpar_platform_set_net_figures(const SimparPlatform *p, const SimparNetFigures 
     if (f->fabric_bw_Bps > 0) /* a generated fabric's trunks, given outright */
         platform_set_links(intra, FALSE, f->fabric_bw_Bps, 0, 0, -1);
     g_hash_table_remove_all(p->routes); /* routes seen before now are stale */
+    memset(p->route_memo, 0, PLATFORM_ROUTE_MEMO * sizeof *p->route_memo);
     simpar_net_memo_clear(p->net.memo); /* and so are the collectives' plans */
 }
 

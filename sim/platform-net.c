@@ -105,6 +105,11 @@ platform_route(const SimparNet *net, guint src, guint dst, SimparRoute *out)
     SimparPlatform *p = (SimparPlatform *) ((char *) net - G_STRUCT_OFFSET(SimparPlatform, net));
     platform_representative(p, &src, &dst);
     guint64 key = (guint64) src << 32 | dst;
+    PlatformRouteSlot *slot = &p->route_memo[platform_route_hash(&key) % PLATFORM_ROUTE_MEMO];
+    if (slot->tag == key + 1) {
+        *out = slot->route;
+        return;
+    }
     SimparRoute *r = g_hash_table_lookup(p->routes, &key);
     if (r == NULL) {
         r = g_new(SimparRoute, 1);
@@ -121,6 +126,7 @@ platform_route(const SimparNet *net, guint src, guint dst, SimparRoute *out)
         }
         g_hash_table_insert(p->routes, g_memdup2(&key, sizeof key), r);
     }
+    *slot = (PlatformRouteSlot){key + 1, *r};
     *out = *r;
 }
 

@@ -414,6 +414,7 @@ platform_child(SimparPlatform *p, int out, int err)
         platform_route,   platform_node, p->hosts,           simpar_platform_route_links,
         platform_link_bw, platform_nvls, platform_nvls_tree, simpar_net_memo_new()};
     p->routes = g_hash_table_new_full(platform_route_hash, g_int64_equal, g_free, g_free);
+    p->route_memo = g_new0(PlatformRouteSlot, PLATFORM_ROUTE_MEMO);
     p->route_links = g_hash_table_new_full(platform_route_hash, g_int64_equal, g_free,
                                            (GDestroyNotify) g_ptr_array_unref);
     if (p->n_gpus == 0) {

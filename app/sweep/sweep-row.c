@@ -15,16 +15,46 @@ const char *const simpar_sweep_columns[SIMPAR_SWEEP_N_COLUMNS] = {
 #undef SWEEP_COLUMN_NAME
 };
 
-/* The fields of one row, owned; NULL prints as an empty field. */
+/* The fields of one row: each in `text` (NUL-terminated) at its offset, -1 for an empty field.
+ * One buffer a row (a field set again is written anew), not an allocation a field. */
 typedef struct {
-    char *f[SIMPAR_SWEEP_N_COLUMNS];
+    GString *text;
+    gssize at[SIMPAR_SWEEP_N_COLUMNS];
 } SweepRow;
 
 static void
+row_init(SweepRow *r)
+{
+    r->text = g_string_sized_new(1024);
+    for (guint i = 0; i < SIMPAR_SWEEP_N_COLUMNS; i++)
+        r->at[i] = -1;
+}
+
+/* Field `col` is `len` bytes at `v` (NULL: empty). */
+static void
+row_set_len(SweepRow *r, SimparSweepColumn col, const char *v, gsize len)
+{
+    if (v == NULL) {
+        r->at[col] = -1;
+        return;
+    }
+    r->at[col] = (gssize) r->text->len;
+    g_string_append_len(r->text, v, (gssize) len);
+    g_string_append_c(r->text, '\0');
+}
+
+static void
+row_set_text(SweepRow *r, SimparSweepColumn col, const char *v)
+{
+    row_set_len(r, col, v, v != NULL ? strlen(v) : 0);
+}
+
+/* Field `col` is `owned`, which is freed. */
+static void
 row_set(SweepRow *r, SimparSweepColumn col, char *owned)
 {
-    g_free(r->f[col]);
-    r->f[col] = owned;
+    row_set_text(r, col, owned);
+    g_free(owned);
 }
 
 /* ----- numbers: printf's "%.9g" and "%d" without printf ----- */
@@ -114,12 +144,31 @@ simpar_sweep_format_number(double v, char *out)
     *p = '\0';
 }
 
+/* v as printf's "%" G_GINT64_FORMAT writes it, at p; the end. */
+static char *
+row_signed(char *p, gint64 v)
+{
+    if (v < 0)
+        *p++ = '-';
+    return row_digits(p, v < 0 ? -(guint64) v : (guint64) v);
+}
+
 static void
 row_int(SweepRow *r, SimparSweepColumn col, gint64 v)
 {
     char text[24];
-    *row_digits(text, (guint64) MAX(v, 0)) = '\0';
-    row_set(r, col, v > 0 ? g_strdup(text) : NULL);
+    if (v <= 0) {
+        row_set_text(r, col, NULL);
+        return;
+    }
+    row_set_len(r, col, text, (gsize) (row_digits(text, (guint64) v) - text));
+}
+
+static void
+row_signed_int(SweepRow *r, SimparSweepColumn col, gint64 v)
+{
+    char text[24];
+    row_set_len(r, col, text, (gsize) (row_signed(text, v) - text));
 }
 
 static void
@@ -127,27 +176,29 @@ row_num(SweepRow *r, SimparSweepColumn col, double v)
 {
     char text[SIMPAR_SWEEP_NUMBER_LEN];
     simpar_sweep_format_number(v, text);
-    row_set(r, col, g_strdup(text));
+    row_set_text(r, col, text);
 }
 
 static void
 row_finish(SweepRow *r, GString *line)
 {
-    simpar_csv_append_row(line, (const char *const *) r->f, SIMPAR_SWEEP_N_COLUMNS);
+    const char *f[SIMPAR_SWEEP_N_COLUMNS];
     for (guint i = 0; i < SIMPAR_SWEEP_N_COLUMNS; i++)
-        g_free(r->f[i]);
+        f[i] = r->at[i] >= 0 ? r->text->str + r->at[i] : NULL;
+    simpar_csv_append_row(line, f, SIMPAR_SWEEP_N_COLUMNS);
+    g_string_free(r->text, TRUE);
 }
 
 /* A reason on one line (the journal is read back line by line). */
 static void
 row_status(SweepRow *r, const char *status, const char *reason)
 {
-    row_set(r, SIMPAR_SWEEP_COL_STATUS, g_strdup(status));
-    char *text = reason != NULL ? g_strdup(reason) : NULL;
-    for (char *p = text; p != NULL && *p != '\0'; p++)
+    row_set_text(r, SIMPAR_SWEEP_COL_STATUS, status);
+    row_set_text(r, SIMPAR_SWEEP_COL_REASON, reason);
+    for (char *p = reason != NULL ? r->text->str + r->at[SIMPAR_SWEEP_COL_REASON] : NULL;
+         p != NULL && *p != '\0'; p++)
         if (*p == '\n' || *p == '\r')
             *p = ' ';
-    row_set(r, SIMPAR_SWEEP_COL_REASON, text);
 }
 
 static guint
@@ -159,25 +210,33 @@ row_nodes(const SimparSweep *sw, guint gpus)
                                            : 0;
 }
 
-static char *
-row_grid(const SimparSweepConfig *c, gboolean sp)
+/* "T=4+SP", "q=2 d=2" or "q=2" (printf's, without printf). */
+static void
+row_grid(SweepRow *r, const SimparSweepConfig *c, gboolean sp)
 {
-    if (c->gen->grid == SIMPAR_GRID_LINE)
-        return g_strdup_printf("T=%" G_GINT64_FORMAT "%s", c->tp, sp ? "+SP" : "");
-    if (c->depth > 0)
-        return g_strdup_printf("q=%" G_GINT64_FORMAT " d=%" G_GINT64_FORMAT, c->q, c->depth);
-    return g_strdup_printf("q=%" G_GINT64_FORMAT, c->q);
+    char text[64], *p = text;
+    gboolean line = c->gen->grid == SIMPAR_GRID_LINE;
+    *p++ = line ? 'T' : 'q', *p++ = '=';
+    p = row_signed(p, line ? c->tp : c->q);
+    if (line && sp)
+        memcpy(p, "+SP", 3), p += 3;
+    if (!line && c->depth > 0)
+        *p++ = ' ', *p++ = 'd', *p++ = '=', p = row_signed(p, c->depth);
+    row_set_len(r, SIMPAR_SWEEP_COL_GRID, text, (gsize) (p - text));
 }
 
 /* The dtype column: the model's precision, or the row's --precision item in its words. */
-static char *
-row_precision(const SimparSweepConfig *c, const SimparModel *base)
+static void
+row_precision(SweepRow *r, const SimparSweepConfig *c, const SimparModel *base)
 {
     if (c->precision == NULL)
-        return g_strdup(simpar_model_precision(base));
-    if (!g_str_has_prefix(c->precision, "fp8"))
-        return g_strdup(c->precision);
-    return g_strdup_printf("fp8 (%s)", c->precision[3] == '-' ? c->precision + 4 : "delayed");
+        row_set_text(r, SIMPAR_SWEEP_COL_DTYPE, simpar_model_precision(base));
+    else if (!g_str_has_prefix(c->precision, "fp8"))
+        row_set_text(r, SIMPAR_SWEEP_COL_DTYPE, c->precision);
+    else
+        row_set(
+            r, SIMPAR_SWEEP_COL_DTYPE,
+            g_strconcat("fp8 (", c->precision[3] == '-' ? c->precision + 4 : "delayed", ")", NULL));
 }
 
 /* What the configuration itself says, before any prediction. */
@@ -188,40 +247,39 @@ row_config(const SimparSweep *sw, const SimparSweepConfig *c, const SimparBacken
     const SimparModel *base = &g_array_index(sw->models, SimparModel, c->model);
     const SimparJobArgs *j = &sw->args.job;
     char index[24];
-    *row_digits(index, c->index) = '\0';
-    r->f[SIMPAR_SWEEP_COL_INDEX] = g_strdup(index);
-    row_set(r, SIMPAR_SWEEP_COL_MODEL, g_strdup(base->name));
+    row_set_len(r, SIMPAR_SWEEP_COL_INDEX, index, (gsize) (row_digits(index, c->index) - index));
+    row_set_text(r, SIMPAR_SWEEP_COL_MODEL, base->name);
     row_int(r, SIMPAR_SWEEP_COL_HIDDEN, c->hidden);
     row_int(r, SIMPAR_SWEEP_COL_HEADS, c->heads);
     row_int(r, SIMPAR_SWEEP_COL_KV_HEADS, c->kv_heads != SIMPAR_JOB_UNSET ? c->kv_heads : c->heads);
     row_int(r, SIMPAR_SWEEP_COL_LAYERS, c->layers);
     row_int(r, SIMPAR_SWEEP_COL_SEQ, c->seq);
-    row_set(r, SIMPAR_SWEEP_COL_DTYPE, row_precision(c, base));
-    row_set(r, SIMPAR_SWEEP_COL_PRESET,
-            sw->preset != NULL ? g_strdup(sw->preset->name)
-                               : g_path_get_basename(sw->args.topology));
+    row_precision(r, c, base);
+    if (sw->preset != NULL)
+        row_set_text(r, SIMPAR_SWEEP_COL_PRESET, sw->preset->name);
+    else
+        row_set(r, SIMPAR_SWEEP_COL_PRESET, g_path_get_basename(sw->args.topology));
     row_int(r, SIMPAR_SWEEP_COL_NODES, row_nodes(sw, c->gpus));
     row_int(r, SIMPAR_SWEEP_COL_GPUS, c->gpus);
-    row_set(r, SIMPAR_SWEEP_COL_MODE, g_strdup(c->gen->name));
-    row_set(r, SIMPAR_SWEEP_COL_GRID, row_grid(c, j->sp));
+    row_set_text(r, SIMPAR_SWEEP_COL_MODE, c->gen->name);
+    row_grid(r, c, j->sp);
     row_int(r, SIMPAR_SWEEP_COL_TP, c->tp);
     row_int(r, SIMPAR_SWEEP_COL_CP, c->cp);
-    row_set(r, SIMPAR_SWEEP_COL_CP_MODE, g_strdup(c->cp_mode != NULL ? c->cp_mode : "allgather"));
+    row_set_text(r, SIMPAR_SWEEP_COL_CP_MODE, c->cp_mode != NULL ? c->cp_mode : "allgather");
     row_int(r, SIMPAR_SWEEP_COL_EP, c->ep != SIMPAR_JOB_UNSET ? c->ep : 1);
     row_int(r, SIMPAR_SWEEP_COL_Q, c->q);
     row_int(r, SIMPAR_SWEEP_COL_DEPTH, c->depth);
     row_int(r, SIMPAR_SWEEP_COL_PP, c->pp);
     row_int(r, SIMPAR_SWEEP_COL_DP, c->dp);
-    row_set(r, SIMPAR_SWEEP_COL_SCHEDULE, g_strdup(c->schedule != NULL ? c->schedule : "1f1b"));
+    row_set_text(r, SIMPAR_SWEEP_COL_SCHEDULE, c->schedule != NULL ? c->schedule : "1f1b");
     row_int(r, SIMPAR_SWEEP_COL_MICRO_BATCH, c->micro_batch);
     row_int(r, SIMPAR_SWEEP_COL_GLOBAL_BATCH,
             c->global_batch != SIMPAR_JOB_UNSET ? c->global_batch : c->micro_batch * c->dp);
-    row_set(r, SIMPAR_SWEEP_COL_RECOMPUTE, g_strdup(c->recompute != NULL ? c->recompute : "none"));
-    row_set(r, SIMPAR_SWEEP_COL_ZERO,
-            g_strdup_printf("%" G_GINT64_FORMAT, j->zero != SIMPAR_JOB_UNSET ? j->zero : 0));
+    row_set_text(r, SIMPAR_SWEEP_COL_RECOMPUTE, c->recompute != NULL ? c->recompute : "none");
+    row_signed_int(r, SIMPAR_SWEEP_COL_ZERO, j->zero != SIMPAR_JOB_UNSET ? j->zero : 0);
     row_int(r, SIMPAR_SWEEP_COL_SHARD_GROUP,
             c->shard_group != SIMPAR_JOB_UNSET ? c->shard_group : c->dp);
-    row_set(r, SIMPAR_SWEEP_COL_BACKEND, g_strdup(backend->name));
+    row_set_text(r, SIMPAR_SWEEP_COL_BACKEND, backend->name);
 }
 
 /* The job options of the configuration: `simpar predict` given these (and --gpus, --topology
@@ -333,11 +391,11 @@ row_figures(SweepRow *r, const SimparReportRow *row, const SimparTrain *t, gint6
 static void
 row_train(SweepRow *r, const SimparTrain *t)
 {
-    row_set(r, SIMPAR_SWEEP_COL_SCHEDULE, g_strdup(simpar_pipe_schedule_name(t->schedule)));
+    row_set_text(r, SIMPAR_SWEEP_COL_SCHEDULE, simpar_pipe_schedule_name(t->schedule));
     row_int(r, SIMPAR_SWEEP_COL_VIRTUAL_STAGES, t->virtual_stages);
     row_int(r, SIMPAR_SWEEP_COL_GLOBAL_BATCH, t->global_batch);
-    row_set(r, SIMPAR_SWEEP_COL_RECOMPUTE, g_strdup(simpar_recompute_name(t->tp.recompute)));
-    row_set(r, SIMPAR_SWEEP_COL_ZERO, g_strdup_printf("%d", t->zero));
+    row_set_text(r, SIMPAR_SWEEP_COL_RECOMPUTE, simpar_recompute_name(t->tp.recompute));
+    row_signed_int(r, SIMPAR_SWEEP_COL_ZERO, t->zero);
 }
 
 /* The model, the GPU's dtype, the split as options: the checks before the prediction. */
@@ -363,7 +421,8 @@ simpar_sweep_row_predict(const SimparSweep *sw, const SimparSweepConfig *c,
                          const SimparPlatform *platform, const SimparGpu *gpu,
                          const SimparBackend *backend, SimparPredictCache *cache, GString *line)
 {
-    SweepRow r = {0};
+    SweepRow r;
+    row_init(&r);
     row_config(sw, c, backend, &r);
     g_autoptr(GError) why = NULL, failure = NULL;
     SimparModel model;
@@ -392,7 +451,7 @@ simpar_sweep_row_predict(const SimparSweep *sw, const SimparSweepConfig *c,
         return;
     }
     if (!g_str_equal(row.grid, "-"))
-        row_set(&r, SIMPAR_SWEEP_COL_GRID, g_strdup(row.grid));
+        row_set_text(&r, SIMPAR_SWEEP_COL_GRID, row.grid);
     if (why == NULL || row.memory.total_B > 0)
         row_train(&r, &train);
     row_memory(&r, &row);
@@ -407,7 +466,8 @@ void
 simpar_sweep_row_failed(const SimparSweep *sw, const SimparSweepConfig *c,
                         const SimparBackend *backend, const char *reason, GString *line)
 {
-    SweepRow r = {0};
+    SweepRow r;
+    row_init(&r);
     row_config(sw, c, backend, &r);
     row_status(&r, "failed", reason);
     row_finish(&r, line);

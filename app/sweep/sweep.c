@@ -203,8 +203,10 @@ sweep_best(GPtrArray *const *rows, const GArray *order, const SimparSweepColumn 
     for (guint i = 0; i < order->len; i++) {
         const GPtrArray *row = rows[g_array_index(order, SweepRank, i).index];
         GString *key = g_string_new(NULL);
-        for (guint c = 0; c < n_cols; c++)
-            g_string_append_printf(key, "%s,", sweep_field(row, cols[c]));
+        for (guint c = 0; c < n_cols; c++) { /* "field,"s, without printf: a row each */
+            g_string_append(key, sweep_field(row, cols[c]));
+            g_string_append_c(key, ',');
+        }
         SweepRank r = {g_ascii_strtod(sweep_field(row, SIMPAR_SWEEP_COL_GPUS), NULL), i};
         if (g_hash_table_add(seen, g_string_free(key, FALSE)))
             g_array_append_val(best, r);

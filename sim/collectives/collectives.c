@@ -61,16 +61,17 @@ coll_wire_factor(guint a, SimparProto proto, gboolean one_node)
 }
 
 /* The protocols AUTO resolved to, kept in the net's memo, as collectives are asked about again
- * and again (fused transfers member by member, blocks instance by instance). Keyed by the
- * group's array and figures; a hit also compares the GPUs (an array freed and reused). At most
- * COLL_WIRE_MAX are kept. */
+ * and again (fused transfers member by member, blocks instance by instance, the same group of
+ * GPUs in many arrays: every layer's block times, the formula mode's groups). Keyed by the
+ * group's GPUs (their ids, wherever they lie) and figures: all the answer depends on on one net.
+ * At most COLL_WIRE_MAX are kept. */
 #define COLL_WIRE_MAX 65536
 
 typedef struct {
     guint a, n, root, kind, max_chunks;
-    const guint *gpus_at;
+    const guint *gpus_at; /* the group's GPUs: the caller's, or gpus */
     double bytes, chunk_bytes;
-    guint *gpus;       /* a copy */
+    guint *gpus;       /* a copy (kept keys) */
     SimparProto proto; /* the answer */
     gboolean one_node;
 } CollWireKey;
@@ -79,8 +80,10 @@ static guint
 coll_wire_hash(gconstpointer p)
 {
     const CollWireKey *k = p;
-    return g_direct_hash(k->gpus_at) ^ g_double_hash(&k->bytes) ^
-           (k->a * 131 + k->kind * 31 + k->root * 7 + k->n);
+    guint h = k->a * 131 + k->kind * 31 + k->root * 7 + k->n;
+    for (guint i = 0; i < k->n; i++)
+        h = h * 16777619u ^ k->gpus_at[i];
+    return h ^ g_double_hash(&k->bytes);
 }
 
 static gboolean
@@ -88,8 +91,9 @@ coll_wire_equal(gconstpointer p, gconstpointer q)
 {
     const CollWireKey *x = p, *y = q;
     return x->a == y->a && x->n == y->n && x->root == y->root && x->kind == y->kind &&
-           x->max_chunks == y->max_chunks && x->gpus_at == y->gpus_at && x->bytes == y->bytes &&
-           x->chunk_bytes == y->chunk_bytes;
+           x->max_chunks == y->max_chunks && x->bytes == y->bytes &&
+           x->chunk_bytes == y->chunk_bytes &&
+           memcmp(x->gpus_at, y->gpus_at, x->n * sizeof *x->gpus_at) == 0;
 }
 
 static void
@@ -115,7 +119,7 @@ coll_wire_known(guint a, SimparCollKind kind, const SimparCollGroup *g, double b
     CollWireKey key = coll_wire_key(a, kind, g, bytes, root, p);
     g_mutex_lock(&memo->lock);
     const CollWireKey *k = memo->wire != NULL ? g_hash_table_lookup(memo->wire, &key) : NULL;
-    gboolean hit = k != NULL && memcmp(k->gpus, g->gpus, g->n * sizeof *g->gpus) == 0;
+    gboolean hit = k != NULL;
     if (hit)
         *proto = k->proto, *one_node = k->one_node;
     g_mutex_unlock(&memo->lock);
@@ -129,6 +133,7 @@ coll_wire_keep(guint a, SimparCollKind kind, const SimparCollGroup *g, double by
     CollWireKey *k = g_new(CollWireKey, 1);
     *k = coll_wire_key(a, kind, g, bytes, root, p);
     k->gpus = g_memdup2(g->gpus, g->n * sizeof *g->gpus);
+    k->gpus_at = k->gpus; /* the caller's array may be freed and reused */
     k->proto = proto, k->one_node = one_node;
     SimparNetMemo *memo = g->net->memo;
     g_mutex_lock(&memo->lock);
