@@ -11,9 +11,10 @@ G_DEFINE_QUARK(simpar_csv_error_quark, simpar_csv_error)
 /* Parser state shared with libcsv's callbacks. */
 typedef struct {
     SimparCsv *csv;
-    GPtrArray *row; /* the row being read */
-    guint line;     /* the physical line being fed */
-    GError *error;  /* the first row of the wrong length */
+    GPtrArray *row;    /* the row being read */
+    GString *unquoted; /* csv_simple_line's quoted field, its quotes undone */
+    guint line;        /* the physical line being fed */
+    GError *error;     /* the first row of the wrong length */
 } CsvRead;
 
 static void
@@ -81,47 +82,42 @@ csv_comments(SimparCsv *csv, const char *data, gsize len, guint *line)
  * thousands of lines, and libcsv calls back byte by byte): `line` (`len` bytes, its '\n' not
  * counted) at the start of a row, when its fields are plain (no quote, no space or tab at either
  * end: libcsv trims those) or quoted whole ("" for a quote inside) and end on the line, and it
- * holds no '\r' and is not empty (libcsv skips it). The line is copied into the table's strings
- * once and its fields cut out of the copy in place (a quoted one's text moves left over its
- * quotes). FALSE, nothing read, otherwise. */
+ * holds no '\r' and is not empty (libcsv skips it). FALSE, nothing read, otherwise. */
 static gboolean
 csv_simple_line(CsvRead *r, const char *line, gsize len)
 {
     if (len == 0 || memchr(line, '\r', len) != NULL)
         return FALSE;
-    char *s = g_string_chunk_insert_len(r->csv->strings, line, (gssize) len);
     for (gsize i = 0;; i++) { /* a field from i, then past its comma */
-        char *field = s + i;
-        if (i < len && s[i] == '"') {
-            char *w = field;
+        if (i < len && line[i] == '"') {
+            g_string_truncate(r->unquoted, 0);
             for (gsize j = i + 1;;) {
-                const char *q = memchr(s + j, '"', len - j);
+                const char *q = memchr(line + j, '"', len - j);
                 if (q == NULL) /* it goes on past the line */
                     goto libcsv;
-                gsize k = (gsize) (q - s);
-                memmove(w, s + j, k - j);
-                w += k - j;
-                if (k + 1 < len && s[k + 1] == '"') {
-                    *w++ = '"';
+                gsize k = (gsize) (q - line);
+                g_string_append_len(r->unquoted, line + j, (gssize) (k - j));
+                if (k + 1 < len && line[k + 1] == '"') {
+                    g_string_append_c(r->unquoted, '"');
                     j = k + 2;
                     continue;
                 }
                 i = k + 1;
                 break;
             }
-            if (i < len && s[i] != ',')
+            if (i < len && line[i] != ',')
                 goto libcsv;
-            *w = '\0';
+            csv_field(r->unquoted->str, r->unquoted->len, r);
         } else {
-            const char *comma = memchr(s + i, ',', len - i);
-            gsize to = comma != NULL ? (gsize) (comma - s) : len;
-            if (memchr(s + i, '"', to - i) != NULL ||
-                (to > i && (s[i] == ' ' || s[i] == '\t' || s[to - 1] == ' ' || s[to - 1] == '\t')))
+            const char *comma = memchr(line + i, ',', len - i);
+            gsize to = comma != NULL ? (gsize) (comma - line) : len;
+            if (memchr(line + i, '"', to - i) != NULL ||
+                (to > i && (line[i] == ' ' || line[i] == '\t' || line[to - 1] == ' ' ||
+                            line[to - 1] == '\t')))
                 goto libcsv;
-            s[to] = '\0';
+            csv_field((void *) (line + i), to - i, r);
             i = to;
         }
-        g_ptr_array_add(r->row, field);
         if (i == len)
             break;
     }
@@ -177,7 +173,7 @@ simpar_csv_parse(const char *data, gsize len, const char *name, SimparCsvFlags f
     csv->rows = g_ptr_array_new_with_free_func((GDestroyNotify) g_ptr_array_unref);
     csv->lines = g_array_new(FALSE, FALSE, sizeof(guint));
     csv->strings = g_string_chunk_new(MAX(len, 64));
-    CsvRead r = {csv, g_ptr_array_new(), 1, NULL};
+    CsvRead r = {csv, g_ptr_array_new(), g_string_new(NULL), 1, NULL};
     gsize start = csv_comments(csv, data, len, &r.line);
     if ((flags & SIMPAR_CSV_DROP_TORN_TAIL) && len > start && data[len - 1] != '\n') {
         const char *last = g_strrstr_len(data + start, (gssize) (len - start), "\n");
@@ -190,6 +186,7 @@ simpar_csv_parse(const char *data, gsize len, const char *name, SimparCsvFlags f
     gboolean ok = csv_feed(&r, &p, data + start, len - start);
     csv_free(&p);
     g_ptr_array_free(r.row, TRUE);
+    g_string_free(r.unquoted, TRUE);
     if (ok && csv->header == NULL)
         g_set_error(&r.error, SIMPAR_CSV_ERROR, SIMPAR_CSV_ERROR_PARSE,
                     "%s: no header row (an empty file?)", name);
@@ -282,10 +279,11 @@ simpar_csv_append_row(GString *out, const char *const *fields, guint n_fields)
     gsize total = MAX(n_fields, 1); /* the commas and the '\n' */
     for (guint i = 0; i < n_fields; i++) {
         const char *f = fields[i] != NULL ? fields[i] : "";
-        gsize n = strcspn(f, ",\"\r\n");
-        gboolean special = f[n] != '\0'; /* a separator, a quote or a line break */
-        n += special ? strlen(f + n) : 0;
-        const char *end = f + n;
+        gboolean special = FALSE; /* a separator, a quote or a line break */
+        const char *end = f;
+        for (; *end != '\0'; end++)
+            special = special || *end == ',' || *end == '"' || *end == '\r' || *end == '\n';
+        gsize n = (gsize) (end - f);
         /* quoted: separators, quotes, line breaks, spaces at either end (libcsv trims them
          * off unquoted fields), "" alone (an empty line is no row) and a leading '#' (a
          * comment line at the top) */
