@@ -11,10 +11,9 @@ G_DEFINE_QUARK(simpar_csv_error_quark, simpar_csv_error)
 /* Parser state shared with libcsv's callbacks. */
 typedef struct {
     SimparCsv *csv;
-    GPtrArray *row;    /* the row being read */
-    GString *unquoted; /* csv_simple_line's quoted field, its quotes undone */
-    guint line;        /* the physical line being fed */
-    GError *error;     /* the first row of the wrong length */
+    GPtrArray *row; /* the row being read */
+    guint line;     /* the physical line being fed */
+    GError *error;  /* the first row of the wrong length */
 } CsvRead;
 
 static void
@@ -78,74 +77,14 @@ csv_comments(SimparCsv *csv, const char *data, gsize len, guint *line)
     return pos;
 }
 
-/* One line of fields as libcsv reads them, without libcsv (a sweep's journal holds tens of
- * thousands of lines, and libcsv calls back byte by byte): `line` (`len` bytes, its '\n' not
- * counted) at the start of a row, when its fields are plain (no quote, no space or tab at either
- * end: libcsv trims those) or quoted whole ("" for a quote inside) and end on the line, and it
- * holds no '\r' and is not empty (libcsv skips it). FALSE, nothing read, otherwise. */
-static gboolean
-csv_simple_line(CsvRead *r, const char *line, gsize len)
-{
-    if (len == 0 || memchr(line, '\r', len) != NULL)
-        return FALSE;
-    for (gsize i = 0;; i++) { /* a field from i, then past its comma */
-        if (i < len && line[i] == '"') {
-            g_string_truncate(r->unquoted, 0);
-            for (gsize j = i + 1;;) {
-                const char *q = memchr(line + j, '"', len - j);
-                if (q == NULL) /* it goes on past the line */
-                    goto libcsv;
-                gsize k = (gsize) (q - line);
-                g_string_append_len(r->unquoted, line + j, (gssize) (k - j));
-                if (k + 1 < len && line[k + 1] == '"') {
-                    g_string_append_c(r->unquoted, '"');
-                    j = k + 2;
-                    continue;
-                }
-                i = k + 1;
-                break;
-            }
-            if (i < len && line[i] != ',')
-                goto libcsv;
-            csv_field(r->unquoted->str, r->unquoted->len, r);
-        } else {
-            const char *comma = memchr(line + i, ',', len - i);
-            gsize to = comma != NULL ? (gsize) (comma - line) : len;
-            if (memchr(line + i, '"', to - i) != NULL ||
-                (to > i && (line[i] == ' ' || line[i] == '\t' || line[to - 1] == ' ' ||
-                            line[to - 1] == '\t')))
-                goto libcsv;
-            csv_field((void *) (line + i), to - i, r);
-            i = to;
-        }
-        if (i == len)
-            break;
-    }
-    csv_row(0, r);
-    return TRUE;
-libcsv:
-    g_ptr_array_set_size(r->row, 0); /* the fields read so far: libcsv reads the line again */
-    return FALSE;
-}
-
-/* Feeds the table one physical line at a time, so that rows know their line. A line that
- * begins outside quotes (the quotes fed to libcsv so far even) and ends in '\n' is read without
- * libcsv where it can be (csv_simple_line). */
+/* Feeds the table one physical line at a time, so that rows know their line. */
 static gboolean
 csv_feed(CsvRead *r, struct csv_parser *p, const char *data, gsize len)
 {
     gsize pos = 0;
-    gboolean quotes_odd = FALSE;
     while (pos < len && r->error == NULL) {
         const char *nl = memchr(data + pos, '\n', len - pos);
         gsize end = nl != NULL ? (gsize) (nl - data) + 1 : len;
-        if (nl != NULL && !quotes_odd && csv_simple_line(r, data + pos, end - pos - 1)) {
-            pos = end;
-            r->line++;
-            continue;
-        }
-        for (gsize i = pos; i < end; i++)
-            quotes_odd ^= data[i] == '"';
         if (csv_parse(p, data + pos, end - pos, csv_field, csv_row, r) != end - pos) {
             if (r->error == NULL) /* else a row of the wrong length came first on this line */
                 g_set_error(&r->error, SIMPAR_CSV_ERROR, SIMPAR_CSV_ERROR_PARSE, "%s:%u: %s",
@@ -173,7 +112,7 @@ simpar_csv_parse(const char *data, gsize len, const char *name, SimparCsvFlags f
     csv->rows = g_ptr_array_new_with_free_func((GDestroyNotify) g_ptr_array_unref);
     csv->lines = g_array_new(FALSE, FALSE, sizeof(guint));
     csv->strings = g_string_chunk_new(MAX(len, 64));
-    CsvRead r = {csv, g_ptr_array_new(), g_string_new(NULL), 1, NULL};
+    CsvRead r = {csv, g_ptr_array_new(), 1, NULL};
     gsize start = csv_comments(csv, data, len, &r.line);
     if ((flags & SIMPAR_CSV_DROP_TORN_TAIL) && len > start && data[len - 1] != '\n') {
         const char *last = g_strrstr_len(data + start, (gssize) (len - start), "\n");
@@ -186,7 +125,6 @@ simpar_csv_parse(const char *data, gsize len, const char *name, SimparCsvFlags f
     gboolean ok = csv_feed(&r, &p, data + start, len - start);
     csv_free(&p);
     g_ptr_array_free(r.row, TRUE);
-    g_string_free(r.unquoted, TRUE);
     if (ok && csv->header == NULL)
         g_set_error(&r.error, SIMPAR_CSV_ERROR, SIMPAR_CSV_ERROR_PARSE,
                     "%s: no header row (an empty file?)", name);

@@ -1,8 +1,7 @@
 /* test-csv.c - CSV tables (sim/csv.h): quoting round trip, comments, line numbers in errors,
- * torn last lines, numbers, plain lines read as libcsv reads them. */
+ * torn last lines, numbers. */
 #include "csv-table.h"
 #include "simpar-test.h"
-#include <csv.h>
 #include <string.h>
 
 static SimparCsv *
@@ -96,97 +95,10 @@ test_torn_tail(void)
     CU_ASSERT_EQUAL(simpar_csv_n_rows(header_only), 0);
 }
 
-/* libcsv's reading of a whole table (the oracle): its rows of fields, "|"-joined, one a line. */
-typedef struct {
-    GString *out;
-    gboolean begun;
-} CsvOracle;
-
-static void
-csv_oracle_field(void *s, size_t len, void *data)
-{
-    CsvOracle *o = data;
-    if (o->begun)
-        g_string_append_c(o->out, '|');
-    g_string_append_len(o->out, s != NULL ? s : "", s != NULL ? (gssize) len : 0);
-    o->begun = TRUE;
-}
-
-static void
-csv_oracle_row(int c, void *data)
-{
-    (void) c;
-    CsvOracle *o = data;
-    g_string_append_c(o->out, '\n');
-    o->begun = FALSE;
-}
-
-static char *
-csv_oracle(const char *s)
-{
-    struct csv_parser p;
-    CsvOracle o = {g_string_new(NULL), FALSE};
-    g_assert(csv_init(&p, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL) == 0);
-    g_assert(csv_parse(&p, s, strlen(s), csv_oracle_field, csv_oracle_row, &o) == strlen(s));
-    g_assert(csv_fini(&p, csv_oracle_field, csv_oracle_row, &o) == 0);
-    csv_free(&p);
-    return g_string_free(o.out, FALSE);
-}
-
-/* Lines of plain fields are split without libcsv; each table's fields are libcsv's: empty
- * fields, spaces and tabs at a field's ends (trimmed), inside it (kept), CR LF, an empty line, a
- * quoted field over two lines followed by plain lines, one over three whose middle line is
- * plain, a closing quote followed by spaces, quoted fields on one line (empty, with quotes and
- * commas inside, a quote then a comma that stay inside), a line of one comma. The line a row ends
- * on is counted through both. */
-static void
-test_plain_lines(void)
-{
-    const char *tables[] = {
-        "a,b,c\n1,,3\n,2,\n",
-        "a,b\n x,y \n\tx,y\t\nx y,z\n",
-        "a,b\r\n1,2\r\n3,4\n",
-        "a,b\n\n1,2\n",
-        "a,b\n\"1\n2,3\",4\n5,6\n7,8\n",
-        "a,b\n\"x\" ,y\nu,v\n",
-        "a,b\n\"1\nplain,x\n2\",3\n4,5\n",
-        "a,b\n\"\",\"\"\n\"x\"\"\",y\n\"a,b\",\"c\"\"d\"\n\"\"\",x\",y\n,\n",
-        "a,b\n1,\"say \"\"hi\"\"\"\n\"\"\"\n\",2\n3,4\n",
-    };
-    for (guint i = 0; i < G_N_ELEMENTS(tables); i++) {
-        g_autoptr(GError) error = NULL;
-        g_autoptr(SimparCsv) csv = csv_parse_str(tables[i], SIMPAR_CSV_NONE, &error);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(csv);
-        g_autoptr(GString) got = g_string_new(NULL);
-        for (guint r = 0; r <= csv->rows->len; r++) {
-            GPtrArray *row = r == 0 ? csv->header : g_ptr_array_index(csv->rows, r - 1);
-            for (guint f = 0; f < row->len; f++)
-                g_string_append_printf(got, "%s%s", f > 0 ? "|" : "",
-                                       (const char *) g_ptr_array_index(row, f));
-            g_string_append_c(got, '\n');
-        }
-        g_autofree char *want = csv_oracle(tables[i]);
-        CU_ASSERT_STRING_EQUAL(got->str, want);
-    }
-    g_autoptr(GError) error = NULL;
-    g_autoptr(SimparCsv) two = csv_parse_str("a,b\n\"1\n2\",3\n4,5\n", SIMPAR_CSV_NONE, &error);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(two);
-    CU_ASSERT_EQUAL(g_array_index(two->lines, guint, 0), 3);
-    CU_ASSERT_EQUAL(g_array_index(two->lines, guint, 1), 4);
-    g_autoptr(SimparCsv) short_row = csv_parse_str("a,b\n\"1\n2\",3\n4\n", 0, &error);
-    CU_ASSERT_PTR_NULL(short_row);
-    CU_ASSERT_TRUE(error != NULL && strstr(error->message, "t.csv:4: 1 fields") != NULL);
-    g_clear_error(&error);
-    g_autoptr(SimparCsv) after_quote = csv_parse_str("a,b\n\"x\"y,z\n", 0, &error);
-    CU_ASSERT_PTR_NULL(after_quote); /* strict: a closing quote is followed by a comma */
-    CU_ASSERT_TRUE(error != NULL && strstr(error->message, "t.csv:2") != NULL);
-}
-
 static CU_TestInfo csv_tests[] = {
     {"fields with commas, quotes and line breaks round-trip; comments kept", test_round_trip},
     {"short rows, open quotes, stray quotes and missing files name the file and line", test_errors},
     {"an unfinished last line is dropped only when asked", test_torn_tail},
-    {"lines of plain fields are read as libcsv reads them", test_plain_lines},
     CU_TEST_INFO_NULL,
 };
 
