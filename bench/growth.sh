@@ -6,7 +6,9 @@
 # of 2048), with the SimGrid backend (the default) and the analytic one: wall time, peak RSS,
 # the ranks simulated (what the slice and the fold of alike ranks left) and the step. Also the
 # platform's generation time and size. One line per run into
-# bench/results/growth-<GPUs>.txt, with the machine's load when it ran.
+# bench/results/growth-<GPUs>.txt, with the machine's load when it ran. BACKENDS (default
+# "simgrid analytic") names the backends to run, e.g. BACKENDS=analytic where SimGrid would not
+# finish.
 set -eu
 build=${1:-build}
 [ $# -gt 0 ] && shift
@@ -26,7 +28,7 @@ for gpus in $sizes; do
     end=$(date +%s.%N)
     printf 'topology --preset clos-h100 --nodes %d: %.2f s wall, %d MiB\n' "$nodes" \
         "$(echo "$end - $start" | bc -l)" "$(($(wc -c < "$dir/p.xml") / 1048576))" | tee -a "$out"
-    for backend in simgrid analytic; do
+    for backend in ${BACKENDS:-simgrid analytic}; do
         start=$(date +%s.%N)
         /usr/bin/time -f '%M' -o "$dir/rss" "$bin" predict --topology "$dir/p.xml" \
             --model llama3-405b --dtype bf16 --attention flash --zero 3 --schedule interleaved \
