@@ -179,7 +179,11 @@ def main():
 # block-scaled (1 x 32, E8M0 scales) FP8 tensor cores, which the mxfp8 recipe needs: Blackwell's
 # fifth-generation tensor cores (NVIDIA Blackwell architecture technical brief: MXFP8, MXFP6,
 # MXFP4 microscaling formats; Transformer Engine's MXFP8BlockScaling recipe requires compute
-# capability 10.0 and later). sms: the GPU's streaming multiprocessors, from NVIDIA's architecture
+# capability 10.0 and later). fp8_any_layout: the GPU's FP8 GEMMs take every operand layout, so a
+# per-tensor FP8 tensor is one copy without its transpose (Transformer Engine's
+# nvte_is_non_tn_fp8_gemm_supported, transformer_engine/common/transformer_engine.cpp at
+# d0067d0d: compute capability 10.0 to 11.x and 13.0 on, Blackwell; Hopper takes only TN). sms:
+# the GPU's streaming multiprocessors, from NVIDIA's architecture
 # whitepapers: H100 SXM5 132 (NVIDIA H100 Tensor Core GPU Architecture, v1.01, "the H100 SXM5
 # has 132 SMs"), the H200 the same GH100 configuration (its datasheet's compute peaks are the
 # H100 SXM's), A100 108 (NVIDIA A100 Tensor Core GPU Architecture, "108 SMs"), V100 80 (NVIDIA
@@ -236,7 +240,8 @@ def main():
         out.append("gemm_fp16 = %s\ngemm_fp32 = %s\n\n"
                    % (gemm_list(v100["fp16"]), gemm_list(v100["fp32"])))
     for name, summary in blackwell:
-        out.append("[%s]\nsummary = %s\n%s\nmxfp8 = true\n" % (name, summary, keff))
+        out.append("[%s]\nsummary = %s\n%s\nmxfp8 = true\nfp8_any_layout = true\n"
+                   % (name, summary, keff))
         out.append("gemm_bf16 = %s\ngemm_fp16 = %s\ngemm_fp8 = %s\n"
                    % (gemm_list(b200_bf16), gemm_list(b200_bf16), gemm_list(b200_fp8)))
         if name in fp8_max:

@@ -323,6 +323,7 @@ typedef struct {
     gboolean mxfp8;     /* block-scaled FP8 tensor cores */
     double fp8_max;     /* gemm_fp8_max_flops, 0: none */
     gint64 sms;         /* streaming multiprocessors, 0: not given */
+    gboolean any_layout; /* FP8 GEMMs of every layout */
 } GpuData;
 
 static gboolean
@@ -353,6 +354,7 @@ data_read(GKeyFile *data, const char *group, GpuData *out, GError **error)
     g_autofree char *source = g_key_file_get_string(data, group, "summary", NULL);
     out->source = source != NULL ? g_intern_string(source) : NULL;
     out->mxfp8 = g_key_file_get_boolean(data, group, "mxfp8", NULL);
+    out->any_layout = g_key_file_get_boolean(data, group, "fp8_any_layout", NULL);
     if (g_key_file_has_key(data, group, "gemm_fp8_max_flops", NULL)) {
         out->fp8_max = g_key_file_get_double(data, group, "gemm_fp8_max_flops", NULL);
         if (!(out->fp8_max >= 1e6 && out->fp8_max <= 1e17)) {
@@ -409,6 +411,7 @@ simpar_gpu_load_data(SimparGpu *gpu, GKeyFile *data, GError **error)
     if (d->source != NULL)
         gpu->data_source = d->source;
     gpu->mxfp8 = d->mxfp8;
+    gpu->fp8_any_layout = d->any_layout;
     gpu->gemm_fp8_max_flops = d->fp8_max;
     gpu->sms = d->sms;
     return TRUE;

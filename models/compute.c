@@ -436,11 +436,11 @@ compute_fp8_cast_per_elem(SimparFp8Recipe recipe, double copies)
     return 2 + copies * one + (recipe == SIMPAR_FP8_CURRENT ? 2 : 0);
 }
 
-double
-simpar_compute_fp8_cast_bytes(const SimparGemm *g, gboolean weight, guint *launches)
+/* The cast's bytes with `copies` FP8 copies of an operand (compute_fp8_cast_per_elem). */
+static double
+compute_fp8_cast_bytes_copies(const SimparGemm *g, gboolean weight, guint *launches, double copies)
 {
-    g_return_val_if_fail(g != NULL && g->fp8 != SIMPAR_FP8_NONE, 0);
-    double per_elem = compute_fp8_cast_per_elem((SimparFp8Recipe) g->fp8, 2);
+    double per_elem = compute_fp8_cast_per_elem((SimparFp8Recipe) g->fp8, copies);
     double batch = MAX(g->batch, 1u), a = (double) g->m * g->k * batch;
     double b = (double) g->k * g->n * (g->stride_b == 0 ? 1 : batch), bytes = 0; /* one b */
     gboolean forward = !g->trans_a && !g->trans_b, dgrad = g->trans_b && !g->trans_a;
@@ -457,11 +457,30 @@ simpar_compute_fp8_cast_bytes(const SimparGemm *g, gboolean weight, guint *launc
 }
 
 double
+simpar_compute_fp8_cast_bytes(const SimparGemm *g, gboolean weight, guint *launches)
+{
+    g_return_val_if_fail(g != NULL && g->fp8 != SIMPAR_FP8_NONE, 0);
+    return compute_fp8_cast_bytes_copies(g, weight, launches, 2);
+}
+
+/* The FP8 copies a cast writes of an operand on `gpu`: mxfp8 its rowwise and columnwise ones
+ * (block scales run along one direction); a per-tensor recipe the operand and its transpose
+ * where FP8 GEMMs take only the TN layout (Hopper), one copy where they take every layout
+ * (Blackwell: Transformer Engine's quantizers write no transpose where
+ * nvte_is_non_tn_fp8_gemm_supported, transformer_engine/pytorch/csrc/quantizer.cpp). */
+static double
+compute_fp8_copies(const SimparGpu *gpu, SimparFp8Recipe recipe)
+{
+    return recipe != SIMPAR_FP8_MXFP8 && gpu->fp8_any_layout ? 1 : 2;
+}
+
+double
 simpar_compute_fp8_cast_time(const SimparGpu *gpu, const SimparGemm *g, gboolean weight)
 {
     g_return_val_if_fail(gpu != NULL && g != NULL && g->fp8 != SIMPAR_FP8_NONE, 0);
     guint launches;
-    double bytes = simpar_compute_fp8_cast_bytes(g, weight, &launches);
+    double bytes = compute_fp8_cast_bytes_copies(g, weight, &launches,
+                                                 compute_fp8_copies(gpu, (SimparFp8Recipe) g->fp8));
     return launches * gpu->launch_s +
            bytes / simpar_compute_kernel_bandwidth(gpu, SIMPAR_KCLASS_STREAM);
 }

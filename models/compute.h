@@ -101,6 +101,8 @@ typedef struct {
     gint64 sms; /* streaming multiprocessors (compute data's sms, the datasheet's); 0: unknown,
                    and a GEMM beside communication kernels that hold SMs (SimparGemm.comm_sms)
                    is timed as if it had them all */
+    gint64 fp8_any_layout; /* FP8 GEMMs of every operand layout (compute data's fp8_any_layout:
+                              Blackwell): a per-tensor FP8 tensor is one copy, no transpose */
 } SimparGpu;
 
 /* Defaults for the model parameters; figures (peaks, bandwidth, memory) zero. */

@@ -184,8 +184,10 @@ memory_fp8(const SimparModel *model, const SimparTrain *train, double lin, doubl
     double copy = memory_fp8_value_B(model);                         /* bytes per element */
     /* ZeRO-3 holds 1/S of the weights between uses: so many of their copies */
     double kept = MIN(held, 1.0);
-    if (!train->fp8_param_gather) {
-        *fp8_B = lin * kept * 2 * copy;
+    if (!train->fp8_param_gather) { /* the weight's FP8 copy and, on Hopper, its transpose
+                                       (compute.c, compute_fp8_copies) */
+        double copies = train->fp8_any_layout && model->fp8 != SIMPAR_FP8_MXFP8 ? 1 : 2;
+        *fp8_B = lin * kept * copies * copy;
         return 0;
     }
     *fp8_B = lin * kept * copy;

@@ -52,21 +52,23 @@ typedef struct {
 
 /* FP8 (model->fp8): Transformer Engine keeps, for every linear weight element held, an FP8 copy and
  * its transpose cache (Hopper's FP8 GEMMs take TN operands only), 2 bytes (mxfp8: a rowwise and a
- * columnwise copy with one scale byte per 32 values, 2 (1 + 1/32)); with --fp8-param-gather the
- * parameter itself is FP8 (1 byte, mxfp8 1 + 1/32, in place of the model's 2) and only the
- * transposed copy is added. Activations: Transformer Engine's linears keep their inputs for the
- * weight gradient as one FP8 copy (one usage, rowwise or columnwise: 1 byte, mxfp8 1 + 1/32 with
- * its block scales), not in bf16: the qkv and fc1 inputs (the norms' outputs; their bf16 inputs
- * stay) and fc2's (the activation's output; its bf16 input, fc1's output, stays); proj's input O is
- * held in bf16 once under current scaling and mxfp8 (Megatron-Core's save_original_input: proj
- * keeps the bf16 O flash attention keeps), and under the delayed recipe as proj's FP8 copy beside
- * the bf16 O flash attention keeps (the unfused core keeps none); an MoE block's experts keep their
- * fc1 and fc2 inputs in FP8, its shared experts fc2's (fc1 reads the router's bf16 input; the
- * delayed recipe adds its FP8 copy). Multi-head latent attention's projections are counted as for
- * bf16. FP8 attention (plan->fp8_attention, flash attention): Transformer Engine's FusedAttnFunc
- * saves Q, K and V for the backward in FP8 (1 byte, mxfp8 1 + 1/32) in place of bf16, and under the
- * delayed recipe O in FP8 in place of the bf16 O (current scaling and mxfp8 keep O in bf16).
- * Sources and details: memory.c, memory_linear_inputs.
+ * columnwise copy with one scale byte per 32 values, 2 (1 + 1/32)); on a GPU whose FP8 GEMMs take
+ * every layout (train->fp8_any_layout, Blackwell) a per-tensor recipe's copy alone, 1 byte
+ * (quantizer.cpp writes no transpose where nvte_is_non_tn_fp8_gemm_supported); with
+ * --fp8-param-gather the parameter itself is FP8 (1 byte, mxfp8 1 + 1/32, in place of the model's
+ * 2) and only the transposed copy is added. Activations: Transformer Engine's linears keep their
+ * inputs for the weight gradient as one FP8 copy (one usage, rowwise or columnwise: 1 byte, mxfp8 1
+ * + 1/32 with its block scales), not in bf16: the qkv and fc1 inputs (the norms' outputs; their
+ * bf16 inputs stay) and fc2's (the activation's output; its bf16 input, fc1's output, stays);
+ * proj's input O is held in bf16 once under current scaling and mxfp8 (Megatron-Core's
+ * save_original_input: proj keeps the bf16 O flash attention keeps), and under the delayed recipe
+ * as proj's FP8 copy beside the bf16 O flash attention keeps (the unfused core keeps none); an MoE
+ * block's experts keep their fc1 and fc2 inputs in FP8, its shared experts fc2's (fc1 reads the
+ * router's bf16 input; the delayed recipe adds its FP8 copy). Multi-head latent attention's
+ * projections are counted as for bf16. FP8 attention (plan->fp8_attention, flash attention):
+ * Transformer Engine's FusedAttnFunc saves Q, K and V for the backward in FP8 (1 byte, mxfp8 1 +
+ * 1/32) in place of bf16, and under the delayed recipe O in FP8 in place of the bf16 O (current
+ * scaling and mxfp8 keep O in bf16). Sources and details: memory.c, memory_linear_inputs.
  *
  * `plan` must be validated (plan->q set); `layer` is the plan's one-layer schedule. All L layers
  * and one micro-batch; honours plan->recompute. */

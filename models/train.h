@@ -93,6 +93,8 @@ typedef struct {
     gboolean no_reshard;       /* ZeRO-3: keep the forward's gathered parameters for the backward */
     gboolean fp8_param_gather; /* FP8 model, ZeRO >= 1: the linears' parameters held in FP8 and
                                   all-gathered in FP8 (Megatron's --fp8-param-gather) */
+    gboolean fp8_any_layout;   /* the GPU's FP8 GEMMs take every layout (SimparGpu's, set by the
+                                  prediction): a per-tensor FP8 weight copy has no transpose */
     gboolean grad_dtype_set;   /* --grad-reduce-dtype given: gradients are accumulated and */
     SimparDtype grad_dtype;    /* reduced in this type (fp32 with 16-bit training) */
     gboolean overlap_grad_reduce;

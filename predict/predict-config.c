@@ -855,6 +855,7 @@ simpar_predict_config(const SimparPredictContext *ctx, const SimparModel *model,
     g_return_val_if_fail(why != NULL && *why == NULL, FALSE);
     const SimparGenerator *gen = train->tp.gen;
     *row = (SimparReportRow){.gen = gen, .gpus = ctx->gpus, .mem_capacity_B = ctx->gpu->mem_bytes};
+    train->fp8_any_layout = ctx->gpu->fp8_any_layout != 0; /* the FP8 weight copies it holds */
     if (!gen->validate(model, &train->tp, why) ||
         !simpar_generator_validate_attention(model, &train->tp, why) ||
         !predict_dense_valid(model, &train->tp, why)) {

@@ -1355,6 +1355,17 @@ test_fp8_cast_bytes(void)
     fwd.fp8 = SIMPAR_FP8_DELAYED;
     CU_ASSERT(near(simpar_compute_fp8_cast_time(&gpu, &fwd, FALSE), 5e-6 + 134242304 / 2680e9));
     CU_ASSERT(near(simpar_compute_fp8_cast_time(&gpu, &fwd, TRUE), 5e-6 + 33554432 / 2680e9));
+    /* on a GPU whose FP8 GEMMs take every layout (Blackwell, compute.ini's fp8_any_layout) a
+     * per-tensor cast writes one copy: delayed 3 mk + 24576, current 5 mk; mxfp8 still two */
+    gpu.fp8_any_layout = TRUE;
+    CU_ASSERT(near(simpar_compute_fp8_cast_time(&gpu, &fwd, FALSE),
+                   5e-6 + (3 * 33554432.0 + 24576) / 2680e9));
+    CU_ASSERT(near(simpar_compute_fp8_cast_time(&gpu, &fwd, TRUE), 5e-6 + 3 * 8388608.0 / 2680e9));
+    fwd.fp8 = SIMPAR_FP8_CURRENT;
+    CU_ASSERT(
+        near(simpar_compute_fp8_cast_time(&gpu, &fwd, FALSE), 2 * 5e-6 + 5 * 33554432.0 / 2680e9));
+    fwd.fp8 = SIMPAR_FP8_MXFP8;
+    CU_ASSERT(near(simpar_compute_fp8_cast_time(&gpu, &fwd, FALSE), 5e-6 + 136314880 / 2680e9));
 }
 
 /* ----- selective's modules: the backward's extra compute is the recomputed forward ops' ----- */
@@ -1864,6 +1875,7 @@ test_fp8_hopper_ceiling(void)
         SimparGpu gpu;
         preset_gpu(&gpu, rows[i].preset);
         CU_ASSERT_DOUBLE_EQUAL(gpu.gemm_fp8_max_flops, rows[i].tflops * 1e12, 1e6);
+        CU_ASSERT_FALSE(gpu.fp8_any_layout); /* Hopper's FP8 GEMMs take TN only */
         const double x = 8192, flops = 2 * x * x * x;
         double t = simpar_compute_gemm_time(&gpu, SIMPAR_DTYPE_FP8, x, x, x, 1);
         CU_ASSERT(near(t, gpu.launch_s + flops / (rows[i].tflops * 1e12)));
@@ -1902,7 +1914,8 @@ test_fp8_blackwell_ceiling(void)
         SimparGpu gpu;
         preset_gpu(&gpu, rows[i].preset);
         CU_ASSERT_DOUBLE_EQUAL(gpu.gemm_fp8_max_flops, rows[i].tflops * 1e12, 1e6);
-        SimparGpu open = gpu; /* without the ceiling */
+        CU_ASSERT_TRUE(gpu.fp8_any_layout); /* Blackwell's FP8 GEMMs take every layout */
+        SimparGpu open = gpu;               /* without the ceiling */
         open.gemm_fp8_max_flops = 0;
         double fastest = 0, fastest_open = 0;
         for (guint k = 0; k < G_N_ELEMENTS(shapes); k++) {

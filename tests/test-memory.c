@@ -401,8 +401,9 @@ test_states_fsdp_options(void)
  * elements (tensor parallelism 1), gain Transformer Engine's FP8 copy and transpose cache, 2
  * bytes each (delayed and current), 2 x 33/32 with mxfp8 (a scale byte per 32); with
  * --fp8-param-gather the weights are FP8 themselves (1 byte in place of 2) and only the
- * transposed copy is added, 1 byte: the states are those of bf16. ZeRO-3 over groups of 8 holds
- * an eighth of the weights, and of their copies. */
+ * transposed copy is added, 1 byte: the states are those of bf16. On Blackwell (FP8 GEMMs of every
+ * layout) a per-tensor recipe keeps the copy alone, 1 byte. ZeRO-3 over groups of 8 holds an
+ * eighth of the weights, and of their copies. */
 static void
 test_states_fp8(void)
 {
@@ -426,6 +427,14 @@ test_states_fp8(void)
     CU_ASSERT(near(b.weights_B - g.weights_B, lin));
     CU_ASSERT(near(g.states_B, b.states_B));
     train.fp8_param_gather = FALSE;
+    /* on a GPU whose FP8 GEMMs take every layout (Blackwell) a per-tensor copy alone, 1 byte;
+     * mxfp8 keeps its two */
+    train.fp8_any_layout = TRUE;
+    CU_ASSERT(near(step(&f8, &train, 0).fp8_B, lin));
+    f8.fp8 = SIMPAR_FP8_MXFP8;
+    CU_ASSERT(near(step(&f8, &train, 0).fp8_B, 2 * 33.0 / 32 * lin));
+    f8.fp8 = SIMPAR_FP8_CURRENT;
+    train.fp8_any_layout = FALSE;
     train.zero = 3, train.shard_group = 8;
     CU_ASSERT(near(step(&f8, &train, 0).fp8_B, 2 * lin / 8));
 }
