@@ -30,12 +30,19 @@ for gpus in $sizes; do
         "$(echo "$end - $start" | bc -l)" "$(($(wc -c < "$dir/p.xml") / 1048576))" | tee -a "$out"
     for backend in ${BACKENDS:-simgrid analytic}; do
         start=$(date +%s.%N)
+        status=0
         /usr/bin/time -f '%M' -o "$dir/rss" "$bin" predict --topology "$dir/p.xml" \
             --model llama3-405b --dtype bf16 --attention flash --zero 3 --schedule interleaved \
             --virtual-stages 2 --micro-batch 1 --tp-mode 1d --tp 8 --sp --cp 16 --pp 16 \
             --dp "$dp" --seq 131072 --global-batch $((16 * dp)) --backend "$backend" \
-            > "$dir/pred.txt"
+            > "$dir/pred.txt" 2> "$dir/err.txt" || status=$?
         end=$(date +%s.%N)
+        if [ "$status" -ne 0 ]; then # a refusal (e.g. the step's memory cap): its reason
+            printf 'llama3-405b cp16 x %d GPUs, %s: refused after %.2f s (exit %d): %s\n' \
+                "$gpus" "$backend" "$(echo "$end - $start" | bc -l)" "$status" \
+                "$(grep -v '^Command exited' "$dir/err.txt" | head -n 1)" | tee -a "$out"
+            continue
+        fi
         step=$(awk -v g="$gpus" '$1 == "1d" { for (i = 2; i < NF; i++) if ($i == g) { print $(i + 1)
                                                                             exit } }' \
             "$dir/pred.txt")
