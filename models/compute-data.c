@@ -319,10 +319,10 @@ data_gemm_rows(GKeyFile *data, const char *group, SimparGemmTable *t, GError **e
 typedef struct {
     double kernel_eff[SIMPAR_KCLASS_N];
     const SimparGemmTable *gemm_table;
-    const char *source; /* interned */
-    gboolean mxfp8;     /* block-scaled FP8 tensor cores */
-    double fp8_max;     /* gemm_fp8_max_flops, 0: none */
-    gint64 sms;         /* streaming multiprocessors, 0: not given */
+    const char *source;  /* interned */
+    gboolean mxfp8;      /* block-scaled FP8 tensor cores */
+    double fp8_max;      /* gemm_fp8_max_flops, 0: none */
+    gint64 sms;          /* streaming multiprocessors, 0: not given */
     gboolean any_layout; /* FP8 GEMMs of every layout */
 } GpuData;
 
