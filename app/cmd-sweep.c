@@ -390,6 +390,10 @@ simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GE
          "Node design (simpar topology --list): a platform generated per GPU count", "NAME"},
         {"topology", 't', 0, G_OPTION_ARG_FILENAME, &a->topology,
          "A fixed platform file instead of --preset", "FILE"},
+        {"rack-gpus", 0, 0, G_OPTION_ARG_INT64, &a->rack_gpus,
+         "With a rack-scale --preset (gb200-nvl72): racks of G GPUs, whole compute trays "
+         "(simpar topology --rack-gpus)",
+         "G"},
         {"gpus", 0, 0, G_OPTION_ARG_STRING, &n[SIMPAR_SWEEP_GPUS],
          "GPU counts (--topology: default all its GPUs)", "LIST"},
         {"tp-mode", 0, 0, G_OPTION_ARG_STRING, &s[SIMPAR_SWEEP_MODES],

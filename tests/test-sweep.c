@@ -694,6 +694,25 @@ test_precision_fp8_output_proj(void)
     }
 }
 
+/* --rack-gpus with a rack-scale --preset: the row runs on racks of that many GPUs, its step the
+ * one simpar predict gives on `simpar topology --preset gb200-nvl72 --racks 2 --rack-gpus 64`;
+ * the nodes column counts those racks (2 for 128 GPUs, as on racks of 72). */
+static void
+test_rack_gpus(void)
+{
+    g_autofree char *topo = tmp_path("gb200-2x64.xml"), *out = tmp_path("racks.csv");
+    g_free(run_ok("topology --preset gb200-nvl72 --racks 2 --rack-gpus 64 -o %s", topo));
+    const char *job = "--model llama3-8b --layers 4 --tp-mode 1d --tp 8 --pp 2 --global-batch 64";
+    g_free(run_ok("sweep --preset gb200-nvl72 --rack-gpus 64 --gpus 128 %s -q --jobs 1 -o %s", job,
+                  out));
+    g_autoptr(SimparCsv) csv = read_csv(out);
+    CU_ASSERT_EQUAL_FATAL(simpar_csv_n_rows(csv), 1);
+    CU_ASSERT_STRING_EQUAL(field(csv, 0, "status"), "ok");
+    CU_ASSERT_STRING_EQUAL(field(csv, 0, "nodes"), "2");
+    step_equals_predict(
+        csv, 0, run_ok("--topology %s --backend analytic --gpus 128 %s --dp 8 --json", topo, job));
+}
+
 /* Without --micro-batch each grid gets the model's micro-batch (Llama 3's 1, on a small shape)
  * rounded up to whole sequences per GPU of its grid: 1-D 1, 2-D q, 2.5-D q d, 3-D q^2, so every
  * mode has a row that runs, each equal to simpar predict of its configuration; with --micro-batch 1
@@ -981,6 +1000,7 @@ static CU_TestInfo sweep_tests[] = {
      test_precision_fp8_attention},
     {"--fp8-output-proj runs the MXFP8 rows' output layer in MXFP8, each row simpar predict's",
      test_precision_fp8_output_proj},
+    {"--rack-gpus runs a rack-scale preset's rows on racks of that many GPUs", test_rack_gpus},
     {"a --kv-heads list sweeps grouped-query attention; rows equal predict", test_kv_heads_axis},
     {"--cp and --cp-mode lists sweep context parallelism; rows equal predict", test_cp_axis},
     {"--ep is a list axis; EP not dividing the experts or T x C x D is a skipped row",

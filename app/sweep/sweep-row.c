@@ -205,7 +205,7 @@ static guint
 row_nodes(const SimparSweep *sw, guint gpus)
 {
     if (sw->preset != NULL)
-        return (gpus + sw->preset->gpus_per_node - 1) / sw->preset->gpus_per_node;
+        return (gpus + simpar_sweep_node_gpus(sw) - 1) / simpar_sweep_node_gpus(sw);
     return gpus <= sw->platform_nodes->len ? g_array_index(sw->platform_nodes, guint, gpus - 1) + 1
                                            : 0;
 }

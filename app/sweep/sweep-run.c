@@ -168,13 +168,15 @@ sweep_platform(SweepRun *r, guint gpus, GError **error)
     const SimparTopologyPreset *preset = r->sw->preset;
     if (preset == NULL)
         return r->sw->args.topology;
-    guint nodes = (gpus + preset->gpus_per_node - 1) / preset->gpus_per_node;
+    guint per = simpar_sweep_node_gpus(r->sw), nodes = (gpus + per - 1) / per;
     const char *path = g_hash_table_lookup(r->platforms, GUINT_TO_POINTER(nodes));
     if (path != NULL)
         return path;
     g_autofree char *name = g_strdup_printf("%s-%u.xml", preset->name, nodes);
     char *file = g_build_filename(r->tmpdir, name, NULL);
-    g_autofree char *xml = simpar_topology_generate(preset, nodes);
+    g_autofree char *xml = r->sw->args.rack_gpus > 0
+                               ? simpar_topology_generate_racks(preset, nodes, per)
+                               : simpar_topology_generate(preset, nodes);
     g_hash_table_insert(r->platforms, GUINT_TO_POINTER(nodes), file);
     return g_file_set_contents(file, xml, -1, error) ? file : NULL;
 }

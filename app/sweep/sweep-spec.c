@@ -281,6 +281,13 @@ sweep_resolve_run(SimparSweep *sw, GError **error)
     return TRUE;
 }
 
+guint
+simpar_sweep_node_gpus(const SimparSweep *sw)
+{
+    g_return_val_if_fail(sw->preset != NULL, 1);
+    return sw->args.rack_gpus > 0 ? (guint) sw->args.rack_gpus : sw->preset->gpus_per_node;
+}
+
 static gboolean
 sweep_resolve_platform(SimparSweep *sw, GError **error)
 {
@@ -295,11 +302,17 @@ sweep_resolve_platform(SimparSweep *sw, GError **error)
     if (a->preset != NULL && a->numbers[SIMPAR_SWEEP_GPUS] == NULL)
         return simpar_cli_usage(error, "--preset %s needs --gpus LIST (e.g. --gpus 64..4096)",
                                 a->preset);
+    if (a->rack_gpus != 0 && (sw->preset == NULL || !sw->preset->racks))
+        return simpar_cli_usage(error, "--rack-gpus is for a rack-scale --preset such as "
+                                       "gb200-nvl72 (each rack one NVLink domain)");
+    g_autofree char *rack_why =
+        a->rack_gpus != 0 ? simpar_topology_rack_gpus_invalid(sw->preset, a->rack_gpus) : NULL;
+    if (rack_why != NULL)
+        return simpar_cli_usage(error, "%s", rack_why);
     GArray *gpus = sw->numbers[SIMPAR_SWEEP_GPUS];
     for (guint i = 0; sw->preset != NULL && i < gpus->len; i++) {
-        gint64 g = g_array_index(gpus, gint64, i);
-        if ((g + sw->preset->gpus_per_node - 1) / sw->preset->gpus_per_node >
-            SIMPAR_TOPOLOGY_MAX_NODES)
+        gint64 g = g_array_index(gpus, gint64, i), per = simpar_sweep_node_gpus(sw);
+        if ((g + per - 1) / per > SIMPAR_TOPOLOGY_MAX_NODES)
             return simpar_cli_usage(error, "--gpus %" G_GINT64_FORMAT ": more than %d nodes of %s",
                                     g, SIMPAR_TOPOLOGY_MAX_NODES, sw->preset->name);
     }
@@ -660,6 +673,8 @@ simpar_sweep_spec_text(const SimparSweep *sw)
     g_autofree char *topo = a->topology != NULL ? sweep_file_tag(a->topology) : NULL;
     g_string_append_printf(s, "%s=%s", a->preset != NULL ? "preset" : "topology",
                            a->preset != NULL ? a->preset : topo);
+    if (a->rack_gpus != 0) /* the identity of a sweep without it as before */
+        g_string_append_printf(s, ";rack-gpus=%" G_GINT64_FORMAT, a->rack_gpus);
     for (guint i = 0; i < SIMPAR_SWEEP_N_NUMBERS; i++) {
         if (i == SIMPAR_SWEEP_EP && sw->numbers[i]->len == 0)
             continue; /* the identity of a sweep without --ep as before it had one */

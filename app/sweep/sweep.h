@@ -114,6 +114,7 @@ typedef struct {
     char *summary;        /* --summary FILE.json, or NULL */
     GPtrArray *spec_keys; /* the flags (without "--") whose values came from --spec, or NULL */
     gint64 jobs, refine;
+    gint64 rack_gpus; /* --rack-gpus: a rack-scale preset's racks of this many GPUs; 0: its own */
     gboolean merge, quiet;
 } SimparSweepArgs;
 
@@ -171,6 +172,8 @@ gboolean simpar_sweep_parse_list(const char *flag, const char *text, gboolean do
                                  gint64 max, GArray *out, GError **error);
 /* Checks every option and expands the lists; the platform facts are filled later. */
 gboolean simpar_sweep_resolve(SimparSweep *sw, GError **error);
+/* The GPUs of one node of a --preset sweep's platforms: the preset's, or --rack-gpus. */
+guint simpar_sweep_node_gpus(const SimparSweep *sw);
 /* Calls visit() for every configuration in index order; stops at the first FALSE. */
 gboolean simpar_sweep_enumerate(const SimparSweep *sw, SimparSweepVisit visit, gpointer data,
                                 GError **error);
