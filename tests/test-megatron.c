@@ -679,7 +679,8 @@ test_tp_comm_overlap(void)
 }
 
 /* --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split become
- * simpar's flags of the same names, each alone or both, listed as used (not ignored). */
+ * simpar's flags of the same names, each alone or both, listed as used (not ignored); with one
+ * pipeline stage they change nothing and are not passed on. */
 static void
 test_accounted_split(void)
 {
@@ -703,6 +704,16 @@ test_accounted_split(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "--account-for-embedding-in-pipeline-split -> "
                                         "--account-for-embedding-in-pipeline-split"));
     CU_ASSERT_PTR_NULL(strstr(text, "not modelled"));
+    /* one stage: no effect (Megatron builds the L layers), not passed on */
+    g_autofree char *one = megatron_flags(MEG_SHAPE "--account-for-loss-in-pipeline-split");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(one);
+    CU_ASSERT_PTR_NULL(strstr(one, "account-for"));
+    g_autoptr(SimparMegatron) meg1 =
+        simpar_megatron_parse(MEG_SHAPE "--account-for-loss-in-pipeline-split", "test.sh", &error);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(meg1);
+    g_autofree char *text1 = simpar_megatron_describe(meg1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text1, "--account-for-loss-in-pipeline-split -> nothing (one "
+                                         "pipeline stage holds every layer)"));
 }
 
 static CU_TestInfo megatron_tests[] = {
