@@ -64,6 +64,8 @@ static const char *const meg_switches[] = {"bf16",
                                            "use-distributed-optimizer",
                                            "overlap-grad-reduce",
                                            "overlap-param-gather",
+                                           "account-for-embedding-in-pipeline-split",
+                                           "account-for-loss-in-pipeline-split",
                                            "disable-bias-linear",
                                            "add-bias-linear",
                                            "use-flash-attn",
@@ -927,6 +929,20 @@ meg_pipeline(SimparMegatron *meg, gint64 layers, gint64 pp, GError **error)
         meg_arg(meg, "--first-stage-layers=%" G_GINT64_FORMAT, first);
     if (has_last)
         meg_arg(meg, "--last-stage-layers=%" G_GINT64_FORMAT, last);
+    /* the embedding and the loss as layers of the split (transformer_block.py), same names; with
+     * one stage Megatron builds the L layers either way, and simpar refuses the flags there */
+    const char *const accounted[] = {"--account-for-embedding-in-pipeline-split",
+                                     "--account-for-loss-in-pipeline-split"};
+    for (guint i = 0; i < G_N_ELEMENTS(accounted); i++) {
+        if (!meg_switch(meg, accounted[i] + 2))
+            continue;
+        if (pp < 2) { /* one stage builds every layer either way */
+            meg_use(meg, accounted[i], "nothing (one pipeline stage holds every layer)");
+            continue;
+        }
+        meg_arg(meg, "%s", accounted[i]);
+        meg_use(meg, accounted[i], "%s", accounted[i]);
+    }
     return TRUE;
 }
 
@@ -1236,7 +1252,7 @@ static const struct {
                            "ddp-num-buckets", "ddp-pad-buckets-for-high-nccl-busbw",
                            "use-cpu-initialization", "manual-gc*", "empty-unused-memory-level",
                            "check-for-*", "distributed-timeout-minutes", "distributed-backend",
-                           "local-rank", "account-for-*", NULL},
+                           "local-rank", NULL},
      "not modelled: simpar's step runs as its own pipeline and data-parallel schedule"},
 };
 

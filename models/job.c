@@ -256,6 +256,12 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
          "N"},
         {"last-stage-layers", 0, 0, G_OPTION_ARG_INT64, &a->last_stage_layers,
          "Layers of the last pipeline stage (--decoder-last-pipeline-num-layers)", "N"},
+        {"account-for-embedding-in-pipeline-split", 0, 0, G_OPTION_ARG_NONE, &a->account_embedding,
+         "The first virtual stage counts the embedding as a layer of the split (Megatron-Core's "
+         "flag; L + embedding + loss must divide over --pp x --virtual-stages)",
+         NULL},
+        {"account-for-loss-in-pipeline-split", 0, 0, G_OPTION_ARG_NONE, &a->account_loss,
+         "The last virtual stage counts the output layer and loss as a layer of the split", NULL},
         {"global-batch", 0, 0, G_OPTION_ARG_INT64, &a->global_batch,
          "Sequences per optimizer step over all replicas (default micro-batch x D: m = 1)", "B"},
         {"zero", 0, 0, G_OPTION_ARG_INT64, &a->zero,
@@ -874,6 +880,7 @@ simpar_job_train(const SimparJobArgs *a, SimparTrain *t, GError **error)
     t->ep_overlap = a->ep_overlap;
     t->local_async = a->local_async;
     t->tied_embeddings = a->tied_embeddings;
+    t->account_embedding = a->account_embedding, t->account_loss = a->account_loss;
     t->scatter_gather = a->scatter_gather;
     return a->order == NULL || simpar_train_order_parse(a->order, t->order, error);
 }

@@ -63,7 +63,7 @@ typedef struct {
     char *schedule, *order, *grad_reduce_dtype;
     gint64 ep, etp; /* expert parallelism, expert tensor parallelism */
     gboolean overlap_grad_reduce, overlap_param_gather, local_async, tied_embeddings,
-        scatter_gather, no_reshard;
+        scatter_gather, no_reshard, account_embedding, account_loss;
     gboolean fp8_param_gather; /* ZeRO/FSDP: FP8 parameters, gathered in FP8 */
 } SimparJobArgs;
 

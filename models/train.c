@@ -54,6 +54,11 @@ guint
 simpar_train_stage_layers(const SimparTrain *t, guint vs)
 {
     guint P = (guint) t->pp, v = (guint) t->virtual_stages, p = vs % P, c = vs / P;
+    if (t->account_embedding || t->account_loss) { /* transformer_block.py's slots */
+        guint e = t->account_embedding, l = t->account_loss;
+        guint slots = ((guint) t->layers + e + l) / (P * v);
+        return slots - (vs == 0 ? e : 0) - (vs == P * v - 1 ? l : 0);
+    }
     guint n = train_device_layers(t, p);
     return n / v + (c < n % v ? 1 : 0);
 }
@@ -217,6 +222,51 @@ train_fail(GError **error, const char *fmt, ...)
     return FALSE;
 }
 
+/* Megatron-Core's accounted split (transformer_config.py, transformer_block.py): L + e + l
+ * divisible by the P v chunks; simpar also needs a decoder layer in every chunk, where
+ * Megatron-Core lets the first or last hold the embedding or loss alone. */
+static gboolean
+train_check_accounted(const SimparTrain *t, gint64 L, gint64 F, gint64 E, gint64 chunks,
+                      GError **error)
+{
+    const char *both = "--account-for-embedding-in-pipeline-split and "
+                       "--account-for-loss-in-pipeline-split";
+    const char *flags = t->account_embedding && t->account_loss ? both
+                        : t->account_embedding ? "--account-for-embedding-in-pipeline-split"
+                                               : "--account-for-loss-in-pipeline-split";
+    gint64 e = t->account_embedding, l = t->account_loss, total = L + e + l;
+    if (F > 0 || E > 0)
+        return train_fail(error,
+                          "%s: not combinable with --first-stage-layers and --last-stage-layers "
+                          "(Megatron-Core refuses the mix too): use one or the other",
+                          flags);
+    if (t->schedule == SIMPAR_PIPE_LOCAL || t->pp < 2)
+        return train_fail(
+            error,
+            "%s: valid only with a pipeline schedule and --pp 2 or more (got %s %" G_GINT64_FORMAT
+            ")",
+            flags, t->schedule == SIMPAR_PIPE_LOCAL ? "--local-chunks" : "--pp", t->pp);
+    if (total % chunks != 0)
+        return train_fail(error,
+                          "%s: --layers %" G_GINT64_FORMAT " + %" G_GINT64_FORMAT
+                          " = %" G_GINT64_FORMAT " is not divisible by --pp %" G_GINT64_FORMAT
+                          " x --virtual-stages %" G_GINT64_FORMAT " = %" G_GINT64_FORMAT
+                          " chunks (Megatron-Core asserts it): choose a split that divides it",
+                          flags, L, e + l, total, t->pp, t->virtual_stages, chunks);
+    if (total / chunks - MAX(e, l) < 1)
+        return train_fail(error,
+                          "%s: --layers %" G_GINT64_FORMAT " + %" G_GINT64_FORMAT
+                          " over --pp %" G_GINT64_FORMAT " x --virtual-stages %" G_GINT64_FORMAT
+                          " = %" G_GINT64_FORMAT " chunks gives each %" G_GINT64_FORMAT
+                          " slot, leaving the %s chunk no decoder layer: every chunk needs one "
+                          "(use fewer chunks)",
+                          flags, L, e + l, t->pp, t->virtual_stages, chunks, total / chunks,
+                          e > 0 && l > 0 ? "first and last"
+                          : e > 0        ? "first"
+                                         : "last");
+    return TRUE;
+}
+
 /* The layer split: every chunk at least one layer; local parallelism's chunks equal. */
 static gboolean
 train_check_layers(const SimparTrain *t, const SimparModel *model, gint64 chunks,
@@ -224,6 +274,9 @@ train_check_layers(const SimparTrain *t, const SimparModel *model, gint64 chunks
 {
     gint64 L = model->layers, F = t->first_stage_layers, E = t->last_stage_layers;
     gint64 v = t->virtual_stages, given = (F > 0) + (E > 0);
+    if ((t->account_embedding || t->account_loss) &&
+        !train_check_accounted(t, L, F, E, chunks, error))
+        return FALSE;
     if (t->schedule == SIMPAR_PIPE_LOCAL && (L % chunks != 0 || given > 0))
         return train_fail(error,
                           "--layers %" G_GINT64_FORMAT " cannot be split into %s %" G_GINT64_FORMAT
@@ -610,10 +663,11 @@ simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GE
                           "and loss (valid: --mtp-layers 0, or a pipeline schedule)",
                           model->mtp_layers);
     t->layers = model->layers;
-    t->layers_per_chunk =
-        model->layers % chunks == 0 && t->first_stage_layers == 0 && t->last_stage_layers == 0
-            ? model->layers / chunks
-            : 0;
+    t->layers_per_chunk = model->layers % chunks == 0 && t->first_stage_layers == 0 &&
+                                  t->last_stage_layers == 0 && !t->account_embedding &&
+                                  !t->account_loss
+                              ? model->layers / chunks
+                              : 0;
     train_strides(t);
     return !simpar_model_is_moe(model) || train_check_expert_stages(t, error);
 }

@@ -110,7 +110,11 @@ typedef struct {
     gboolean tied_embeddings; /* output layer shares the embedding table */
     gint64 bucket_params;     /* DP bucket size in parameters; 0: Megatron's max(4e7, 1e6*D) */
     gint64 first_stage_layers, last_stage_layers; /* layers of stage 0 / P-1; 0: the spread */
-    SimparTrainAxis order[SIMPAR_N_TRAIN_AXES];   /* placement, innermost first */
+    /* Megatron-Core's --account-for-embedding-in-pipeline-split and
+     * --account-for-loss-in-pipeline-split: the first (last) virtual stage counts the embedding
+     * (the output layer and loss) as one layer of the L + e + l split evenly over the P v chunks */
+    gboolean account_embedding, account_loss;
+    SimparTrainAxis order[SIMPAR_N_TRAIN_AXES]; /* placement, innermost first */
     SimparAdamConfig adam;
     gint64 scalars; /* SimparScalars */
     /* derived by simpar_train_validate */

@@ -872,6 +872,46 @@ static const BadCase cases[] = {
      "--topology " V100 " --model tiny --tp-mode 1d --kernels apex",
      2,
      {"--kernels apex: unknown", "megatron", "pytorch", "unfused"}},
+    /* Megatron-Core's accounted pipeline split: L + e + l over the P v chunks, every chunk a
+     * decoder layer (Llama 3.1 405B's 126 + 2 over 16 x 8 leaves the ends none), not mixed with
+     * the first and last stages' counts, a pipeline of 2 or more stages */
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model tiny --layers 24 --tp-mode 1d --gpus 4 --pp 4 "
+     "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split",
+     2,
+     {"--account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split",
+      "--layers 24 + 2 = 26", "not divisible by --pp 4 x --virtual-stages 1 = 4 chunks"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model llama3-405b --dtype fp16 --tp-mode 1d --tp 4 --pp 16 --schedule "
+     "interleaved --virtual-stages 8 --global-batch 16 "
+     "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split",
+     2,
+     {"--layers 126 + 2 over --pp 16 x --virtual-stages 8 = 128 chunks gives each 1 slot",
+      "leaving the first and last chunk no decoder layer", "every chunk needs one"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model tiny --layers 23 --tp-mode 1d --gpus 4 --pp 4 "
+     "--account-for-loss-in-pipeline-split --first-stage-layers 5",
+     2,
+     {"--account-for-loss-in-pipeline-split: not combinable with --first-stage-layers",
+      "Megatron-Core refuses the mix too"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model tiny --layers 23 --tp-mode 1d --gpus 4 "
+     "--account-for-embedding-in-pipeline-split",
+     2,
+     {"--account-for-embedding-in-pipeline-split: valid only with a pipeline schedule and --pp 2 "
+      "or more (got --pp 1)"}},
     {"cli",
      NULL,
      NULL,

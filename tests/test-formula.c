@@ -9,7 +9,8 @@
  *              FORMULA_TOL of the step, every case in closed forms, and the analytic figures
  *              do not depend on the cache
  *   uneven     22, 25 and 31 layers over 3, 5, 7 and 16 stages (and Megatron-Core's first and
- *              last stage counts), GPipe, 1F1B and interleaved, m from 1 to 300 (m < P
+ *              last stage counts, and its split with the embedding and the loss accounted over
+ *              4 and 7 stages), GPipe, 1F1B and interleaved, m from 1 to 300 (m < P
  *              included): the row (GPipe's and 1F1B's from their items' times, interleaved's
  *              from periodic probes) is the evaluation at m and the analytic replay's within
  *              FORMULA_TOL
@@ -57,6 +58,7 @@ typedef struct {
     gint64 tp, depth;
     gboolean sp;
     guint layers, first, last; /* > 0: the model's layers, the first and last stages' */
+    guint accounted; /* 1: the embedding, 2: the loss, 3: both counted in the pipeline split */
 } GridCase;
 
 static const guint grid_ps[] = {1, 2, 4}, grid_ds[] = {1, 2, 4}, grid_ms[] = {1, 3, 8, 40, 96};
@@ -156,6 +158,7 @@ grid_setup(const GridCase *c, SimparModel *model, SimparTrain *tr)
         model->layers = c->layers;
     tr->first_stage_layers = c->first > 0 ? c->first : tr->first_stage_layers;
     tr->last_stage_layers = c->last;
+    tr->account_embedding = (c->accounted & 1) != 0, tr->account_loss = (c->accounted & 2) != 0;
     return c->tp * c->P * c->D <= 64 && c->P * c->v <= (guint) model->layers;
 }
 
@@ -602,15 +605,53 @@ test_moe_v100(void)
  * interleaved's periodic probes) against its evaluation at m and the analytic replay. */
 static const guint uneven_layers[] = {22, 25, 31}, uneven_ps[] = {3, 5, 7, 16};
 static const guint uneven_ms[] = {1, 2, 3, 4, 6, 15, 16, 19, 49, 97, 300};
+/* Megatron-Core's accounted splits (--account-for-embedding-in-pipeline-split, --account-for-
+ * loss-in-pipeline-split): 24 - e - l layers over 4 stages, 28 - e - l over 7, 1F1B and
+ * interleaved (v = 2), the embedding, the loss or both counted (the FP8 cases refused, as the
+ * grid's: the tiny model is fp16) */
+static const guint accounted_ps[] = {4, 7}, accounted_ms[] = {1, 3, 6, 16, 49, 300};
+#define UNEVEN_N                                                                                   \
+    (G_N_ELEMENTS(uneven_ms) * 3 * G_N_ELEMENTS(uneven_ps) * G_N_ELEMENTS(uneven_layers))
+#define ACCOUNTED_N (G_N_ELEMENTS(accounted_ms) * 2 * 3 * G_N_ELEMENTS(accounted_ps))
 
 typedef struct {
-    guint n, flow; /* cases, and those GPipe or 1F1B with m >= 3 (step-formula-flow.c's) */
+    guint n, flow;   /* cases, and those GPipe or 1F1B with m >= 3 (step-formula-flow.c's) */
+    guint accounted; /* cases of an accounted split */
     double max_full, max_replay;
 } UnevenResult;
+
+/* Case j of the accounted splits, after the uneven ones. */
+static void
+accounted_case(guint j, GridCase *c)
+{
+    guint n_m = G_N_ELEMENTS(accounted_ms);
+    guint m = accounted_ms[j % n_m], k = j / n_m % 2, a = 1 + j / n_m / 2 % 3;
+    guint P = accounted_ps[j / n_m / 6 % G_N_ELEMENTS(accounted_ps)];
+    if (k == 1) /* interleaved: m a multiple of P */
+        m = (m + P - 1) / P * P;
+    *c = (GridCase){.schedule = k == 0 ? SIMPAR_PIPE_1F1B : SIMPAR_PIPE_INTERLEAVED,
+                    .v = k == 1 ? 2 : 1,
+                    .P = P,
+                    .D = j % 3 == 1 ? 2 : 1,
+                    .m = m,
+                    .zero = j % 6 == 1,
+                    .overlap = j % 4 == 1,
+                    .tied = j % 5 == 2,
+                    .small_buckets = j % 2 == 0,
+                    .fp8 = j % 5 == 4,
+                    .mode = g_intern_static_string("1d"),
+                    .tp = j % 7 == 3 ? 2 : 1,
+                    .layers = (P == 4 ? 24 : 28) - (a & 1) - (a >> 1),
+                    .accounted = a};
+}
 
 static void
 uneven_case(guint i, GridCase *c)
 {
+    if (i >= UNEVEN_N) {
+        accounted_case(i - (guint) UNEVEN_N, c);
+        return;
+    }
     guint n_m = G_N_ELEMENTS(uneven_ms), n_p = G_N_ELEMENTS(uneven_ps);
     guint m = uneven_ms[i % n_m], k = i / n_m % 3, P = uneven_ps[i / n_m / 3 % n_p];
     guint L = uneven_layers[i / n_m / 3 / n_p % G_N_ELEMENTS(uneven_layers)];
@@ -663,7 +704,7 @@ uneven_job(const SimparPlatform *platform, gpointer data, GString *out, GError *
         return FALSE;
     g_autoptr(SimparPredictCache) cache = simpar_predict_cache_new();
     UnevenResult res = {0};
-    guint n = G_N_ELEMENTS(uneven_ms) * 3 * G_N_ELEMENTS(uneven_ps) * G_N_ELEMENTS(uneven_layers);
+    guint n = (guint) (UNEVEN_N + ACCOUNTED_N);
     for (guint i = 0; i < n; i++) {
         GridCase c;
         uneven_case(i, &c);
@@ -688,19 +729,21 @@ uneven_job(const SimparPlatform *platform, gpointer data, GString *out, GError *
         double full = MAX(grid_rel(f.step_s, e.step_s, e.step_s), grid_terms(&e, &f));
         double replay = MAX(grid_rel(f.step_s, a.step_s, a.step_s), grid_terms(&a, &f));
         res.n++, res.flow += c.schedule != SIMPAR_PIPE_INTERLEAVED && c.m >= 3;
+        res.accounted += c.accounted > 0;
         res.max_full = MAX(res.max_full, full), res.max_replay = MAX(res.max_replay, replay);
         if (full > FORMULA_TOL || replay > FORMULA_TOL)
             g_string_append_printf(out,
-                                   "case %u (%s P=%u D=%u m=%u, %u layers, first %u last %u): "
+                                   "case %u (%s P=%u D=%u m=%u, %u layers, first %u last %u, "
+                                   "accounted %u): "
                                    "step %.12g, evaluated %.12g (terms %.3g), replay %.12g "
                                    "(terms %.3g)\n",
                                    i, simpar_pipe_schedule_name(c.schedule), c.P, c.D, c.m,
-                                   c.layers, c.first, c.last, f.step_s, e.step_s,
+                                   c.layers, c.first, c.last, c.accounted, f.step_s, e.step_s,
                                    grid_terms(&e, &f), a.step_s, grid_terms(&a, &f));
         simpar_predict_row_clear(&f), simpar_predict_row_clear(&e), simpar_predict_row_clear(&a);
     }
-    g_string_append_printf(out, "n=%u flow=%u max_full=%.3g max_replay=%.3g\n", res.n, res.flow,
-                           res.max_full, res.max_replay);
+    g_string_append_printf(out, "n=%u flow=%u accounted=%u max_full=%.3g max_replay=%.3g\n", res.n,
+                           res.flow, res.accounted, res.max_full, res.max_replay);
     return TRUE;
 }
 
@@ -715,13 +758,14 @@ test_uneven(void)
     CU_ASSERT_TRUE_FATAL(ran);
     const char *summary = strstr(out->str, "n=");
     CU_ASSERT_PTR_NOT_NULL_FATAL(summary);
-    guint n = 0, flow = 0;
+    guint n = 0, flow = 0, accounted = 0;
     double full = 1, replay = 1;
-    CU_ASSERT_EQUAL(
-        sscanf(summary, "n=%u flow=%u max_full=%lg max_replay=%lg", &n, &flow, &full, &replay), 4);
+    CU_ASSERT_EQUAL(sscanf(summary, "n=%u flow=%u accounted=%u max_full=%lg max_replay=%lg", &n,
+                           &flow, &accounted, &full, &replay),
+                    5);
     printf("\n    %s", out->str);
-    CU_ASSERT(summary == out->str); /* no case disagreed */
-    CU_ASSERT(n == 290 && flow == 173);
+    CU_ASSERT(summary == out->str);                        /* no case disagreed */
+    CU_ASSERT(n == 348 && flow == 197 && accounted == 58); /* 290 and 173 without the accounted */
     CU_ASSERT(full <= FORMULA_TOL && replay <= FORMULA_TOL);
 }
 

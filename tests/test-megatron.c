@@ -678,7 +678,46 @@ test_tp_comm_overlap(void)
                                         "Engine's default userbuffers configuration"));
 }
 
+/* --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split become
+ * simpar's flags of the same names, each alone or both, listed as used (not ignored); with one
+ * pipeline stage they change nothing and are not passed on. */
+static void
+test_accounted_split(void)
+{
+    g_autofree char *both = megatron_flags(MEG_SHAPE "--pipeline-model-parallel-size 2 "
+                                                     "--account-for-embedding-in-pipeline-split "
+                                                     "--account-for-loss-in-pipeline-split");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(both);
+    CU_ASSERT_PTR_NOT_NULL(strstr(both, " --account-for-embedding-in-pipeline-split "
+                                        "--account-for-loss-in-pipeline-split"));
+    g_autofree char *loss = megatron_flags(MEG_SHAPE "--pipeline-model-parallel-size 5 "
+                                                     "--account-for-loss-in-pipeline-split");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(loss);
+    CU_ASSERT_PTR_NOT_NULL(strstr(loss, " --account-for-loss-in-pipeline-split"));
+    CU_ASSERT_PTR_NULL(strstr(loss, "embedding-in-pipeline"));
+    g_autoptr(GError) error = NULL;
+    g_autoptr(SimparMegatron) meg = simpar_megatron_parse(
+        MEG_SHAPE "--pipeline-model-parallel-size 2 --account-for-embedding-in-pipeline-split",
+        "test.sh", &error);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(meg);
+    g_autofree char *text = simpar_megatron_describe(meg);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "--account-for-embedding-in-pipeline-split -> "
+                                        "--account-for-embedding-in-pipeline-split"));
+    CU_ASSERT_PTR_NULL(strstr(text, "not modelled"));
+    /* one stage: no effect (Megatron builds the L layers), not passed on */
+    g_autofree char *one = megatron_flags(MEG_SHAPE "--account-for-loss-in-pipeline-split");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(one);
+    CU_ASSERT_PTR_NULL(strstr(one, "account-for"));
+    g_autoptr(SimparMegatron) meg1 =
+        simpar_megatron_parse(MEG_SHAPE "--account-for-loss-in-pipeline-split", "test.sh", &error);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(meg1);
+    g_autofree char *text1 = simpar_megatron_describe(meg1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text1, "--account-for-loss-in-pipeline-split -> nothing (one "
+                                         "pipeline stage holds every layer)"));
+}
+
 static CU_TestInfo megatron_tests[] = {
+    {"Megatron's --account-for-*-in-pipeline-split become simpar's", test_accounted_split},
     {"Megatron's --multi-latent-attention and its sizes become simpar's MLA flags", test_mla_flags},
     {"Megatron's --mtp-num-layers becomes --mtp-layers, its loss weight accepted", test_mtp_flags},
     {"Megatron's MoE flags become simpar's, with Megatron's defaults", test_moe_flags},

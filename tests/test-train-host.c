@@ -45,10 +45,11 @@ typedef struct {
     double p; /* dropout */
     SimparRecompute recompute;
     gboolean scatter_gather;
-    gint llama;   /* TRUE: 4 heads on 2 key/value heads, SwiGLU, RMSNorm; TH_MLA: SwiGLU,
-                     RMSNorm and multi-head latent attention (th_mla) */
-    gint zero;    /* ZeRO-1: only the updated weights are compared */
-    gint64 shard; /* --shard-group (0: D) */
+    gint llama;     /* TRUE: 4 heads on 2 key/value heads, SwiGLU, RMSNorm; TH_MLA: SwiGLU,
+                       RMSNorm and multi-head latent attention (th_mla) */
+    gint zero;      /* ZeRO-1: only the updated weights are compared */
+    gint64 shard;   /* --shard-group (0: D) */
+    gint accounted; /* 1: the embedding, 2: the loss, 3: both counted in the pipeline split */
 } TrainCase;
 
 typedef struct {
@@ -192,6 +193,7 @@ train_host_setup(const TrainCase *c, SimparModel *model, SimparTrain *tr)
     tr->pp = c->pp, tr->dp = c->dp, tr->virtual_stages = c->v, tr->schedule = c->schedule;
     tr->scatter_gather = c->scatter_gather;
     tr->zero = c->zero, tr->shard_group = c->shard;
+    tr->account_embedding = (c->accounted & 1) != 0, tr->account_loss = (c->accounted & 2) != 0;
     tr->global_batch = c->m * c->b * c->dp;
     /* eps well above rounding: a gradient that is zero in exact arithmetic (the key bias's)
      * comes out as +-1e-17 from either side, and Adam would turn that into +-lr */
@@ -284,36 +286,36 @@ train_host_case(const TrainCase *c)
 
 /* mode, T, depth, P, D, v, m, b, L, schedule, sp, causal, p, recompute[, scatter-gather] */
 TRAIN_TEST(test_issue_case, "1d", 2, 0, 2, 2, 1, 2, 1, 2, SIMPAR_PIPE_1F1B, FALSE, TRUE, 0.0,
-           SIMPAR_RECOMPUTE_NONE, FALSE, FALSE, 0, 0)
+           SIMPAR_RECOMPUTE_NONE, FALSE, FALSE, 0, 0, 0)
 TRAIN_TEST(test_scatter_gather, "1d", 2, 0, 2, 2, 1, 2, 1, 2, SIMPAR_PIPE_1F1B, FALSE, TRUE, 0.0,
-           SIMPAR_RECOMPUTE_NONE, TRUE, FALSE, 0, 0)
+           SIMPAR_RECOMPUTE_NONE, TRUE, FALSE, 0, 0, 0)
 TRAIN_TEST(test_gpipe_dropout, "1d", 2, 0, 2, 2, 1, 3, 1, 2, SIMPAR_PIPE_GPIPE, FALSE, FALSE, 0.1,
-           SIMPAR_RECOMPUTE_NONE, FALSE, FALSE, 0, 0)
+           SIMPAR_RECOMPUTE_NONE, FALSE, FALSE, 0, 0, 0)
 TRAIN_TEST(test_1f1b_sp_full, "1d", 2, 0, 2, 1, 1, 4, 2, 4, SIMPAR_PIPE_1F1B, TRUE, FALSE, 0.1,
-           SIMPAR_RECOMPUTE_FULL, FALSE, FALSE, 0, 0)
+           SIMPAR_RECOMPUTE_FULL, FALSE, FALSE, 0, 0, 0)
 TRAIN_TEST(test_interleaved, "1d", 2, 0, 2, 1, 2, 4, 1, 4, SIMPAR_PIPE_INTERLEAVED, FALSE, FALSE,
-           0.1, SIMPAR_RECOMPUTE_SELECTIVE, FALSE, FALSE, 0, 0)
+           0.1, SIMPAR_RECOMPUTE_SELECTIVE, FALSE, FALSE, 0, 0, 0)
 TRAIN_TEST(test_t4_sp_interleaved_dp, "1d", 4, 0, 2, 2, 2, 4, 1, 4, SIMPAR_PIPE_INTERLEAVED, TRUE,
-           TRUE, 0.1, SIMPAR_RECOMPUTE_FULL, FALSE, FALSE, 0, 0)
+           TRUE, 0.1, SIMPAR_RECOMPUTE_FULL, FALSE, FALSE, 0, 0, 0)
 
 /* Llama layers (GQA, SwiGLU, RMSNorm), 3 layers on 2 stages (2 + 1: the uneven spread) */
 TRAIN_TEST(test_llama_uneven, "1d", 2, 0, 2, 2, 1, 3, 1, 3, SIMPAR_PIPE_1F1B, TRUE, TRUE, 0.1,
-           SIMPAR_RECOMPUTE_SELECTIVE, FALSE, TRUE, 0, 0)
+           SIMPAR_RECOMPUTE_SELECTIVE, FALSE, TRUE, 0, 0, 0)
 
 /* Llama layers with multi-head latent attention: the duplicated down projections' gradients
  * summed over the tensor-parallel group with SP, then with the data-parallel replicas */
 TRAIN_TEST(test_mla_sp_dp, "1d", 2, 0, 2, 2, 1, 3, 1, 3, SIMPAR_PIPE_1F1B, TRUE, TRUE, 0.1,
-           SIMPAR_RECOMPUTE_SELECTIVE, FALSE, TH_MLA, 0, 0)
+           SIMPAR_RECOMPUTE_SELECTIVE, FALSE, TH_MLA, 0, 0, 0)
 TRAIN_TEST(test_mla_zero1, "1d", 2, 0, 1, 2, 1, 2, 1, 2, SIMPAR_PIPE_1F1B, FALSE, TRUE, 0.0,
-           SIMPAR_RECOMPUTE_NONE, FALSE, TH_MLA, 1, 0)
+           SIMPAR_RECOMPUTE_NONE, FALSE, TH_MLA, 1, 0, 0)
 
 /* ZeRO-1 (the distributed optimizer): gradients reduce-scattered, Adam on each rank's shard,
  * parameters all-gathered; over all 4 replicas, and with hybrid sharding over groups of 2 (the
  * shard all-reduced across the 2 groups). The updated weights equal the serial step. */
 TRAIN_TEST(test_zero1, "1d", 2, 0, 1, 4, 1, 2, 1, 3, SIMPAR_PIPE_1F1B, FALSE, TRUE, 0.0,
-           SIMPAR_RECOMPUTE_NONE, FALSE, FALSE, 1, 0)
+           SIMPAR_RECOMPUTE_NONE, FALSE, FALSE, 1, 0, 0)
 TRAIN_TEST(test_zero1_hybrid, "1d", 2, 0, 2, 4, 1, 2, 1, 3, SIMPAR_PIPE_1F1B, TRUE, TRUE, 0.1,
-           SIMPAR_RECOMPUTE_NONE, FALSE, TRUE, 1, 2)
+           SIMPAR_RECOMPUTE_NONE, FALSE, TRUE, 1, 2, 0)
 
 /* ZeRO-3 (FSDP): each rank holds only its piece of every layer's and end's parameters (the
  * inputs fill nothing else), gathers a layer's before each use, forward and backward, every
@@ -321,11 +323,82 @@ TRAIN_TEST(test_zero1_hybrid, "1d", 2, 0, 2, 4, 1, 2, 1, 3, SIMPAR_PIPE_1F1B, TR
  * piece. The updated pieces equal the serial step: over 2 replicas; interleaved with full
  * recomputation; Llama layers over 4 replicas sharded in groups of 2 (hybrid). */
 TRAIN_TEST(test_zero3, "1d", 2, 0, 2, 2, 1, 2, 1, 2, SIMPAR_PIPE_1F1B, FALSE, TRUE, 0.0,
-           SIMPAR_RECOMPUTE_NONE, FALSE, FALSE, 3, 0)
+           SIMPAR_RECOMPUTE_NONE, FALSE, FALSE, 3, 0, 0)
 TRAIN_TEST(test_zero3_interleaved, "1d", 2, 0, 2, 2, 2, 4, 1, 4, SIMPAR_PIPE_INTERLEAVED, FALSE,
-           FALSE, 0.1, SIMPAR_RECOMPUTE_FULL, FALSE, FALSE, 3, 0)
+           FALSE, 0.1, SIMPAR_RECOMPUTE_FULL, FALSE, FALSE, 3, 0, 0)
 TRAIN_TEST(test_zero3_hybrid, "1d", 2, 0, 2, 4, 1, 2, 1, 3, SIMPAR_PIPE_1F1B, TRUE, TRUE, 0.1,
-           SIMPAR_RECOMPUTE_SELECTIVE, FALSE, TRUE, 3, 2)
+           SIMPAR_RECOMPUTE_SELECTIVE, FALSE, TRUE, 3, 2, 0)
+
+/* Megatron-Core's accounted split (--account-for-embedding-in-pipeline-split and
+ * --account-for-loss-in-pipeline-split): 6 layers + the embedding + the loss over 2 stages x 2
+ * chunks, 1, 2, 2, 1 layers, interleaved; 5 layers + the loss over 2 stages, 3 + 2, 1F1B. The
+ * step equals the serial one. */
+TRAIN_TEST(test_accounted_interleaved, "1d", 2, 0, 2, 2, 2, 4, 1, 6, SIMPAR_PIPE_INTERLEAVED, TRUE,
+           TRUE, 0.1, SIMPAR_RECOMPUTE_SELECTIVE, FALSE, TRUE, 0, 0, 3)
+TRAIN_TEST(test_accounted_loss, "1d", 2, 0, 2, 2, 1, 3, 1, 5, SIMPAR_PIPE_1F1B, FALSE, TRUE, 0.0,
+           SIMPAR_RECOMPUTE_NONE, FALSE, FALSE, 0, 0, 2)
+
+/* The accounted split's layers per virtual stage, as Megatron-Core's get_num_layers_to_build
+ * gives them: (L + e + l) / (P v) each, the first (last) one fewer with the embedding (loss). */
+static void
+test_accounted_counts(void)
+{
+    static const struct {
+        gint64 layers, pp, v;
+        gint accounted;
+        guint first, middle, last; /* virtual stage 0's, the others', the last's */
+    } cases[] = {
+        {126, 8, 8, 3, 1, 2, 1},                            /* Llama 3.1 405B: 128 / 64 */
+        {126, 16, 4, 3, 1, 2, 1},                           /* 128 / 64 */
+        {126, 2, 1, 3, 63, 64, 63}, {23, 4, 2, 2, 3, 3, 2}, /* the loss alone: 24 / 8 */
+        {31, 4, 1, 1, 7, 8, 8},                             /* the embedding alone: 32 / 4 */
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        gint64 P = cases[i].pp, v = cases[i].v;
+        const TrainCase c = {"1d",
+                             1,
+                             0,
+                             P,
+                             1,
+                             v,
+                             P,
+                             1,
+                             cases[i].layers,
+                             v > 1 ? SIMPAR_PIPE_INTERLEAVED : SIMPAR_PIPE_1F1B,
+                             FALSE,
+                             TRUE,
+                             0.0,
+                             SIMPAR_RECOMPUTE_NONE,
+                             FALSE,
+                             FALSE,
+                             0,
+                             0,
+                             cases[i].accounted};
+        SimparModel model;
+        SimparTrain tr;
+        train_host_setup(&c, &model, &tr);
+        g_autoptr(GError) error = NULL;
+        gboolean ok = simpar_train_validate(&tr, &model, (guint64) P, &error);
+        if (!ok)
+            printf("\n    %s", error->message);
+        CU_ASSERT_TRUE_FATAL(ok);
+        guint n = (guint) (P * v), sum = 0, wrong = 0;
+        for (guint vs = 0; vs < n; vs++) {
+            guint want = vs == 0 ? cases[i].first : vs == n - 1 ? cases[i].last : cases[i].middle;
+            guint got = simpar_train_stage_layers(&tr, vs);
+            wrong += got != want || simpar_train_stage_first_layer(&tr, vs) != sum;
+            sum += got;
+        }
+        if (wrong > 0 || sum != (guint) cases[i].layers)
+            printf("\n    L=%" G_GINT64_FORMAT " P=%" G_GINT64_FORMAT " v=%" G_GINT64_FORMAT
+                   ": %u virtual stages wrong, %u layers",
+                   cases[i].layers, P, v, wrong, sum);
+        CU_ASSERT_EQUAL(wrong, 0);
+        CU_ASSERT_EQUAL(sum, (guint) cases[i].layers);
+        CU_ASSERT_EQUAL(tr.layers_per_chunk, 0);
+    }
+}
 
 /* What the executable mode cannot run is refused, naming the flag. */
 static void
@@ -352,7 +425,8 @@ test_refusals(void)
                              FALSE, TRUE,
                              0.0,   SIMPAR_RECOMPUTE_NONE,
                              FALSE, FALSE,
-                             0,     0};
+                             0,     0,
+                             0};
         SimparModel model;
         SimparTrain tr;
         train_host_setup(&c, &model, &tr);
@@ -403,6 +477,11 @@ static CU_TestInfo train_host_tests[] = {
     {"ZeRO-3 over 2 replicas, 2 stages: updated pieces equal the serial step", test_zero3},
     {"ZeRO-3, interleaved v=2, full recomputation, dropout", test_zero3_interleaved},
     {"ZeRO-3 sharded over groups of 2 of 4 replicas, Llama layers, SP", test_zero3_hybrid},
+    {"accounted split: 6 layers + embedding + loss over 2 x 2 chunks, interleaved",
+     test_accounted_interleaved},
+    {"accounted split: 5 layers + loss over 2 stages, 1F1B", test_accounted_loss},
+    {"accounted split: layers per virtual stage as Megatron-Core builds them",
+     test_accounted_counts},
     {"refusals name the flag", test_refusals},
     CU_TEST_INFO_NULL,
 };
