@@ -621,6 +621,21 @@ typedef struct {
 } UnevenResult;
 
 /* Case j of the accounted splits, after the uneven ones. */
+/* What an uneven case i mixes in besides its split: data parallelism, ZeRO, overlap, tied
+ * embeddings, bucket sizes, FP8 and tensor parallelism, each on its own period. */
+static void
+uneven_mix(guint i, GridCase *c)
+{
+    c->D = i % 3 == 1 ? 2 : 1;
+    c->zero = i % 6 == 1;
+    c->overlap = i % 4 == 1;
+    c->tied = i % 5 == 2;
+    c->small_buckets = i % 2 == 0;
+    c->fp8 = i % 5 == 4;
+    c->mode = g_intern_static_string("1d");
+    c->tp = i % 7 == 3 ? 2 : 1;
+}
+
 static void
 accounted_case(guint j, GridCase *c)
 {
@@ -632,17 +647,10 @@ accounted_case(guint j, GridCase *c)
     *c = (GridCase){.schedule = k == 0 ? SIMPAR_PIPE_1F1B : SIMPAR_PIPE_INTERLEAVED,
                     .v = k == 1 ? 2 : 1,
                     .P = P,
-                    .D = j % 3 == 1 ? 2 : 1,
                     .m = m,
-                    .zero = j % 6 == 1,
-                    .overlap = j % 4 == 1,
-                    .tied = j % 5 == 2,
-                    .small_buckets = j % 2 == 0,
-                    .fp8 = j % 5 == 4,
-                    .mode = g_intern_static_string("1d"),
-                    .tp = j % 7 == 3 ? 2 : 1,
                     .layers = (P == 4 ? 24 : 28) - (a & 1) - (a >> 1),
                     .accounted = a};
+    uneven_mix(j, c);
 }
 
 static void
@@ -662,19 +670,12 @@ uneven_case(guint i, GridCase *c)
                                          : SIMPAR_PIPE_INTERLEAVED,
                     .v = k == 2 ? 2 : 1,
                     .P = P,
-                    .D = i % 3 == 1 ? 2 : 1,
                     .m = m,
-                    .zero = i % 6 == 1,
-                    .overlap = i % 4 == 1,
-                    .tied = i % 5 == 2,
                     .sg = i % 7 == 3,
-                    .small_buckets = i % 2 == 0,
-                    .fp8 = i % 5 == 4,
-                    .mode = g_intern_static_string("1d"),
-                    .tp = i % 7 == 3 ? 2 : 1,
                     .layers = L,
                     .first = i % 4 == 2 ? L / P + 2 : 0,
                     .last = i % 4 == 3 ? MAX(L / P, 2) - 1 : 0};
+    uneven_mix(i, c);
 }
 
 /* The formula's row of case i: closed forms (with the cache) or evaluated at m (without). */
