@@ -634,8 +634,12 @@ simpar_memory_step(const SimparModel *model, const SimparTrain *train, guint sta
                            simpar_memory_mtp_proj_params(model, (double) plan->tp));
     double head_params = memory_head_params(model, train, &st);
     double chunks = memory_chunks_in_flight(train->schedule, &st, stage);
-    if (train->ep_overlap) /* the merged 1F1B's one more warm-up forward (pipeline.h) */
-        chunks = MIN(chunks + 1, st.m * st.v);
+    /* The merged 1F1B (pipeline.h) runs one more warm-up forward, but its steady-state forward
+     * runs layer by layer beside a backward that frees a layer as the forward keeps one
+     * (Megatron-Core's model_chunk_schedule_plan.py, TransformerModelChunkSchedulePlan.run:
+     * forward layer i with backward layer n - 1 - i): the same chunks as the schedule's own, and
+     * one layer more, where a steady state follows the warm-up. */
+    double merged_layer = train->ep_overlap && chunks < st.m * st.v ? 1 : 0;
     /* the routed experts' states: ZeRO shards them over the expert-data-parallel group */
     double experts = simpar_model_is_moe(model)
                          ? (layers - dense + (mtp_moe ? mtp : 0)) *
@@ -663,11 +667,11 @@ simpar_memory_step(const SimparModel *model, const SimparTrain *train, guint sta
             ((layers - dense) * act + dense * memory_layer_kept(&dense_model, plan, attn)) / layers;
         recompute = MAX(recompute, memory_recompute_peak(&dense_model, plan, attn));
     }
-    out->activations_B = act * st.chunk_layers * chunks;
+    out->activations_B = act * (st.chunk_layers * chunks + merged_layer);
     if (mtp > 0)
         out->activations_B += mtp * (train->schedule == SIMPAR_PIPE_GPIPE ? st.m : 1) *
                               simpar_memory_mtp_activations(model, plan, attn);
-    out->in_flight = chunks / st.v;
+    out->in_flight = (chunks + merged_layer / MAX(st.chunk_layers, 1)) / st.v;
     out->head_B = memory_logits(model, train, &st);
     out->recompute_B = layers > 0 ? recompute : 0;
     out->transient_B = transient_B;

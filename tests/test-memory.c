@@ -994,36 +994,44 @@ test_dense_layers_of_an_moe_model(void)
     }
 }
 
-/* --overlap-moe-expert-parallel-comm: the merged 1F1B's one more warm-up forward holds one more
- * micro-batch's activations (pipeline.h): 1F1B at P = 1 holds 2 for 1, the interleaved
- * schedule's device 1 of P = 2, v = 2, m = 4 holds min(8, 2 + 1 + 1) = 4 chunks for 3, each a
- * chunk's layers' activations; the states are the same. */
+/* --overlap-moe-expert-parallel-comm: the merged 1F1B runs one more warm-up forward, but each
+ * steady-state forward keeps a layer as its paired backward frees one (pipeline.h,
+ * Megatron-Core's TransformerModelChunkSchedulePlan.run), so a device holds the schedule's own
+ * chunks and one layer more: 1F1B at P = 1 (16 layers in one chunk) 16 + 1 layers for 16; the
+ * interleaved schedule's device 1 of P = 2, v = 2, m = 4 (4 layers a chunk) 3 chunks, 12 + 1
+ * layers; device 0 of P = 2, v = 2, m = 2 runs all m v = 4 forwards as its warm-up, no steady
+ * state, 16 layers either way. The states are the same. */
 static void
-test_the_merged_1f1b_holds_one_more_micro_batch(void)
+test_the_merged_1f1b_holds_one_more_layer(void)
 {
     const struct {
         SimparPipeSchedule kind;
         gint64 P, v, m;
         guint stage;
-        double before, after;
-    } cases[] = {{SIMPAR_PIPE_1F1B, 1, 1, 4, 0, 1, 2}, {SIMPAR_PIPE_INTERLEAVED, 2, 2, 4, 1, 3, 4}};
+        double layers_off, layers_on;
+    } cases[] = {{SIMPAR_PIPE_1F1B, 1, 1, 4, 0, 16, 17},
+                 {SIMPAR_PIPE_INTERLEAVED, 2, 2, 4, 1, 12, 13},
+                 {SIMPAR_PIPE_INTERLEAVED, 2, 2, 2, 0, 16, 16}};
 
+    g_assert(model16.layers == 16);
     for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
         SimparTrain train = train_1d(2, cases[c].kind, cases[c].P, cases[c].v, cases[c].m);
         SimparMemory off = step(&model16, &train, cases[c].stage);
         train.ep_overlap = TRUE;
         SimparMemory on = step(&model16, &train, cases[c].stage);
-        CU_ASSERT_DOUBLE_EQUAL(off.in_flight * cases[c].v, cases[c].before, 1e-12);
-        CU_ASSERT_DOUBLE_EQUAL(on.in_flight * cases[c].v, cases[c].after, 1e-12);
-        CU_ASSERT_DOUBLE_EQUAL(on.activations_B * cases[c].before,
-                               off.activations_B * cases[c].after, 1e-6 * on.activations_B);
+        double per_layer = off.activations_B / cases[c].layers_off;
+        CU_ASSERT(per_layer > 0);
+        CU_ASSERT_DOUBLE_EQUAL(on.activations_B, per_layer * cases[c].layers_on,
+                               1e-9 * on.activations_B);
+        CU_ASSERT_DOUBLE_EQUAL(on.in_flight * 16 / cases[c].P, cases[c].layers_on, 1e-12);
+        CU_ASSERT_DOUBLE_EQUAL(off.in_flight * 16 / cases[c].P, cases[c].layers_off, 1e-12);
         CU_ASSERT_DOUBLE_EQUAL(on.states_B, off.states_B, 0);
     }
 }
 
 static CU_TestInfo memory_tests[] = {
-    {"the merged 1F1B of --overlap-moe-expert-parallel-comm holds one more micro-batch",
-     test_the_merged_1f1b_holds_one_more_micro_batch},
+    {"the merged 1F1B of --overlap-moe-expert-parallel-comm holds one layer more",
+     test_the_merged_1f1b_holds_one_more_layer},
     {"an MoE model's dense layers hold the memory of the model without experts",
      test_dense_layers_of_an_moe_model},
     {"FP8 weight copies, transpose caches and FP8 parameters: their bytes by hand",
