@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""bench/readme-figures.py - the README's measured figures, written from bench/results/.
+"""bench/readme-figures.py - the measured figures of README.md and docs/*.md, written from
+bench/results/.
 
-The README marks each figure it quotes from a benchmark:
+A document marks each figure it quotes from a benchmark:
 
     <!-- bench:NAME -->text<!-- /bench -->
 
@@ -14,9 +15,15 @@ where the file gives one):
                                                  (bench/predict-llama3-405b-16k.sh)
     readme-sweep     the capacity-planning sweep bench/results/readme-sweep.txt
                                                  (bench/readme-sweep.sh)
+    growth           docs/speed.md's growth past bench/results/growth-<GPUs>.txt
+                     16,384 GPUs, a table        (bench/growth.sh)
+    results/FILE     bench/results/FILE whole, indented as a code block, less its line of wall
+                     time and load (e.g. results/validate-published-korthikanti-formula.txt,
+                     bench/validate-published.sh); a Markdown FILE (.md) as it is
+                     (results/fidelity.md, bench/fidelity/run.sh)
 
-    python3 bench/readme-figures.py            rewrites README.md
-    python3 bench/readme-figures.py --check    exits 1, naming each figure, when README.md is
+    python3 bench/readme-figures.py            rewrites README.md and docs/*.md
+    python3 bench/readme-figures.py --check    exits 1, naming each figure, when a document is
                                                not what the results give (a test: no timing)
 
 Run from the repository root, or give the root as the last argument.
@@ -25,7 +32,9 @@ import os
 import re
 import sys
 
-MARK = re.compile(r"<!-- bench:([a-z0-9-]+) -->(.*?)<!-- /bench -->", re.S)
+MARK = re.compile(r"<!-- bench:([a-z0-9./-]+) -->(.*?)<!-- /bench -->", re.S)
+# a results file's last line: how long it ran and at what load (not a figure)
+TIMING = re.compile(r"^\(.* wall, .*\)$")
 LOAD = re.compile(r"load ([0-9.]+) ([0-9.]+) ([0-9.]+)")
 
 
@@ -67,43 +76,118 @@ def readme_sweep(root):
     return f"{m.group(1)} s and {gb:.1f} GB of memory for its {m.group(3)} rows{at_load(line)}"
 
 
-FIGURES = {"predict-v100x64": predict_v100x64, "llama16k": llama16k, "readme-sweep": readme_sweep}
+def growth(root):
+    """docs/speed.md's growth table from bench/results/growth-<GPUs>.txt (bench/growth.sh)."""
+    files = [f for f in os.listdir(os.path.join(root, "bench", "results"))
+             if re.fullmatch(r"growth-[0-9]+\.txt", f)]
+    rows = ["| GPUs | step ranks simulated (of the slice's) | SimGrid | analytic | load |",
+            "|---|---|---|---|---|"]
+    for f in sorted(files, key=lambda f: int(f[len("growth-"):-len(".txt")])):
+        gpus = int(f[len("growth-"):-len(".txt")])
+        cells, ranks, load = {}, None, ""
+        for line in read(root, f).split("\n"):
+            m = re.match(r".* x [0-9]+ GPUs, (simgrid|analytic): (.*)$", line)
+            if m:
+                backend, rest = m.groups()
+                ok = re.match(r"([0-9.]+) s wall, peak RSS ([0-9]+) MiB, step [0-9.]+ s \((.*)\)$",
+                              rest)
+                if ok:
+                    cells[backend] = f"{ok.group(1)} s, {int(ok.group(2)):,} MiB"
+                    fold = re.search(r"step simulated on ([0-9]+) of its ([0-9]+) ranks",
+                                     ok.group(3))
+                    slices = re.search(r"1 of ([0-9]+) alike tensor-parallel slices", ok.group(3))
+                    if fold:
+                        ranks = f"{int(fold.group(1)):,} of {int(fold.group(2)):,}"
+                    elif ranks is None and slices:
+                        ranks = f"{gpus // int(slices.group(1)):,} (no fold)"
+                    continue
+                no = re.match(r"refused after ([0-9.]+) s \(exit [0-9]+\): .* would need about "
+                              r"([0-9.]+ GiB) of memory, more than the ([0-9.]+ GiB)", rest)
+                if not no:
+                    raise ValueError(f"{f}: an unknown {backend} line")
+                cells[backend] = (f"refused after {float(no.group(1)):.0f} s: the step's ops would "
+                                  f"need {no.group(2)}, past simpar's cap of {no.group(3)}")
+            m = re.search(r"load average ([0-9.]+)", line)
+            if m and line.startswith("("):
+                load = f"{float(m.group(1)):.1f}"
+        rows.append(f"| {gpus:,} | {ranks or '-'} | {cells.get('simgrid', '-')} | "
+                    f"{cells.get('analytic', '-')} | {load} |")
+    return "\n" + "\n".join(rows) + "\n"
 
 
-def main(argv):
-    check = "--check" in argv
-    args = [a for a in argv[1:] if a != "--check"]
-    root = args[0] if args else "."
-    path = os.path.join(root, "README.md")
+DOCS_ONLY = {"growth"}  # figures of docs/*.md, not the README's
+FIGURES = {"predict-v100x64": predict_v100x64, "llama16k": llama16k, "readme-sweep": readme_sweep,
+           "growth": growth}
+
+
+def results_block(root, name):
+    """bench/results/FILE as an indented code block between blank lines, less its timing line;
+    a Markdown file (.md) as it is."""
+    if name.endswith(".md"):
+        return "\n" + read(root, name)
+    lines = read(root, name).rstrip("\n").split("\n")
+    body = [l for l in lines if not TIMING.match(l)]
+    return "\n\n" + "\n".join("    " + l if l else "" for l in body) + "\n\n"
+
+
+def figure(root, name):
+    if name.startswith("results/") and "/" not in name[len("results/"):] and name != "results/":
+        return results_block(root, name[len("results/"):])
+    if name not in FIGURES:
+        raise KeyError(name)
+    return FIGURES[name](root)
+
+
+def document(root, rel, check):
+    """Writes (or checks) the figures of one document; its wrong figures, described."""
+    path = os.path.join(root, rel)
     with open(path, encoding="utf-8") as f:
         text = f.read()
     wrong = []
 
     def write(m):
         name, old = m.group(1), m.group(2)
-        if name not in FIGURES:
+        try:
+            new = figure(root, name)
+        except KeyError:
             raise SystemExit(f"{path}: bench:{name} is no figure this script writes "
-                             f"(valid: {', '.join(FIGURES)})")
-        new = FIGURES[name](root)
+                             f"(valid: {', '.join(FIGURES)}, results/FILE)")
+        except FileNotFoundError:
+            raise SystemExit(f"{path}: bench:{name}: no such file under bench/results/")
         if new != old:
             pairs = zip(old.strip().split("\n") + [""], new.strip().split("\n") + [""])
-            was, now = next((a, b) for a, b in pairs if a != b)
-            wrong.append(f"bench:{name}: README has {was.strip()!r}, the results give "
-                         f"{now.strip()!r}")
+            was, now = next(((a, b) for a, b in pairs if a != b), ("(blank lines)", "(others)"))
+            wrong.append(f"{path}: bench:{name}: the document has {was.strip()!r}, the results "
+                         f"give {now.strip()!r}")
         return f"<!-- bench:{name} -->{new}<!-- /bench -->"
 
     out = MARK.sub(write, text)
-    found = {m.group(1) for m in MARK.finditer(text)}
-    missing = [n for n in FIGURES if n not in found]
-    if missing:
-        raise SystemExit(f"{path}: no mark for {', '.join(missing)} (<!-- bench:NAME -->)")
-    if check:
-        for w in wrong:
-            print(f"{path}: {w}; run python3 bench/readme-figures.py", file=sys.stderr)
-        return 1 if wrong else 0
-    if out != text:
+    if not check and out != text:
         with open(path, "w", encoding="utf-8") as f:
             f.write(out)
+    return text, wrong
+
+
+def main(argv):
+    check = "--check" in argv
+    args = [a for a in argv[1:] if a != "--check"]
+    root = args[0] if args else "."
+    docs = sorted(os.path.join("docs", d) for d in os.listdir(os.path.join(root, "docs"))
+                  if d.endswith(".md"))
+    wrong = []
+    for rel in ["README.md"] + docs:
+        text, w = document(root, rel, check)
+        wrong += w
+        if rel == "README.md":
+            found = {m.group(1) for m in MARK.finditer(text)}
+            missing = [n for n in FIGURES if n not in found and n not in DOCS_ONLY]
+            if missing:
+                raise SystemExit(f"{os.path.join(root, rel)}: no mark for "
+                                 f"{', '.join(missing)} (<!-- bench:NAME -->)")
+    if check:
+        for w in wrong:
+            print(f"{w}; run python3 bench/readme-figures.py", file=sys.stderr)
+        return 1 if wrong else 0
     return 0
 
 

@@ -215,10 +215,6 @@ printf '\n' >> bench/results/fidelity.md
 cat "$compute" >> bench/results/fidelity.md
 cat "$compute" >> bench/results/fidelity.txt
 
-# docs/fidelity.md's table is the results file, between its markers
-awk -v table=bench/results/fidelity.md '
-  /^<!-- bench\/fidelity\/run.sh writes/ { print; while ((getline line < table) > 0) print line; skip = 1; next }
-  /^<!-- end of table -->/ { skip = 0 }
-  !skip' docs/fidelity.md > "$work/fidelity.md"
-cp "$work/fidelity.md" docs/fidelity.md
+# docs/fidelity.md's tables are the results files, between their marks (bench/readme-figures.py)
+python3 bench/readme-figures.py
 cat bench/results/fidelity.txt
