@@ -85,7 +85,8 @@ test_published(void)
     CU_ASSERT_DOUBLE_EQUAL(json_object_get_double_member(first, "capacity_gib"), 80.0, 1e-9);
     CU_ASSERT_TRUE(simpar_cli_refused("validate --published narayanan", 2,
                                       "--published narayanan: unknown (valid: korthikanti, "
-                                      "megatron-bridge, megatron-bridge-gb200)"));
+                                      "megatron-bridge, megatron-bridge-gb200, "
+                                      "megatron-bridge-gb300)"));
     CU_ASSERT_TRUE(simpar_cli_refused("validate --published korthikanti --topology x.xml", 2,
                                       "drop --measured, --topology"));
     CU_ASSERT_TRUE(simpar_cli_refused("validate --published korthikanti --backend ns3", 2,
@@ -190,6 +191,39 @@ test_published_gb200(void)
     simpar_cli_run_clear(&r);
 }
 
+/* The GB300 table (megatron-bridge-gb300): each case's throughput held as its step time; the
+ * Qwen3-30B-A3B case is its job by hand on `simpar topology --preset gb300-nvl72 --racks 1
+ * --rack-gpus 8`, bit for bit, on GPUs of 279 GB. Inside one NVLink domain the GB300's figures
+ * are the GB200's (the same peaks, NVLink and GEMM data; only its NICs and memory differ), so the
+ * same job takes the same time on a GB200 rack, where its 244 GiB at micro-batch 8 would not fit
+ * (the GB200 recipe runs micro-batch 4). */
+static void
+test_published_gb300(void)
+{
+    const PublishedRate want[] = {{44544, 512, 4096, 8}, {8816, 8192, 4096, 256}};
+    g_autoptr(JsonNode) root = NULL;
+    JsonArray *cases = published_rates("megatron-bridge-gb300", want, G_N_ELEMENTS(want), &root);
+    JsonObject *q30 = json_array_get_object_element(cases, 0);
+    const char *args = json_object_get_string_member(q30, "args");
+    double mem300, mem200;
+    double gb300 = step_by_hand("--preset gb300-nvl72 --racks 1 --rack-gpus 8", args, &mem300);
+    double gb200 = step_by_hand("--preset gb200-nvl72 --racks 1 --rack-gpus 8", args, &mem200);
+    printf("\n    Qwen3-30B-A3B MXFP8 at micro-batch 8 on 8 GB300: %.6f s (%.2f GiB), on 8 GB200: "
+           "%.6f s (%.2f GiB) ",
+           gb300, mem300, gb200, mem200);
+    CU_ASSERT_EQUAL(json_object_get_double_member(q30, "predicted_s"), gb300);
+    CU_ASSERT_DOUBLE_EQUAL(json_object_get_double_member(q30, "capacity_gib"),
+                           279e9 / (1024.0 * 1024 * 1024), 1e-9);
+    CU_ASSERT_EQUAL(gb300, gb200);
+    CU_ASSERT_DOUBLE_EQUAL(mem300, mem200, 1e-9); /* the same job holds the same bytes */
+    CU_ASSERT(mem300 < 279e9 / (1024.0 * 1024 * 1024) && mem300 > 186e9 / (1024.0 * 1024 * 1024));
+    for (guint i = 0; i < G_N_ELEMENTS(want); i++) { /* each fits the GB300's 279 GB */
+        JsonObject *c = json_array_get_object_element(cases, i);
+        CU_ASSERT(json_object_get_double_member(c, "memory_per_gpu_gib") <
+                  json_object_get_double_member(c, "capacity_gib"));
+    }
+}
+
 static CU_TestInfo published_tests[] = {
     {"the published table: each case's time as published, its prediction as by hand",
      test_published},
@@ -197,6 +231,8 @@ static CU_TestInfo published_tests[] = {
      test_published_throughput},
     {"the GB200 table: its cases on racks of 64 GPUs, the 405B case's prediction as by hand",
      test_published_gb200},
+    {"the GB300 table: its cases' throughputs, the Qwen3-30B-A3B case as by hand on GB300 racks",
+     test_published_gb300},
     CU_TEST_INFO_NULL,
 };
 
