@@ -13,7 +13,9 @@
  *              4 and 7 stages), GPipe, 1F1B and interleaved, m from 1 to 300 (m < P
  *              included): the row (GPipe's and 1F1B's from their items' times, interleaved's
  *              from periodic probes) is the evaluation at m and the analytic replay's within
- *              FORMULA_TOL
+ *              FORMULA_TOL; so are Megatron-Core's layouts (--pipeline-model-parallel-layout)
+ *              and accounted splits whose chunks hold no decoder layer (the embedding alone,
+ *              the loss alone, an empty middle chunk) over P x v
  *   oracles    on a network that costs nothing: 1F1B and GPipe take (m + P - 1)(tF + tB) with a
  *              bubble fraction (P - 1) / (m + P - 1), interleaved m (tF + tB) + (P - 1)(tF + tB)
  *              / v, up to m = 4096 (extrapolated); data-parallel reductions after the backward
@@ -58,7 +60,8 @@ typedef struct {
     gint64 tp, depth;
     gboolean sp;
     guint layers, first, last; /* > 0: the model's layers, the first and last stages' */
-    guint accounted; /* 1: the embedding, 2: the loss, 3: both counted in the pipeline split */
+    guint accounted;    /* 1: the embedding, 2: the loss, 3: both counted in the pipeline split */
+    const char *layout; /* --pipeline-model-parallel-layout, or NULL */
 } GridCase;
 
 static const guint grid_ps[] = {1, 2, 4}, grid_ds[] = {1, 2, 4}, grid_ms[] = {1, 3, 8, 40, 96};
@@ -159,7 +162,9 @@ grid_setup(const GridCase *c, SimparModel *model, SimparTrain *tr)
     tr->first_stage_layers = c->first > 0 ? c->first : tr->first_stage_layers;
     tr->last_stage_layers = c->last;
     tr->account_embedding = (c->accounted & 1) != 0, tr->account_loss = (c->accounted & 2) != 0;
-    return c->tp * c->P * c->D <= 64 && c->P * c->v <= (guint) model->layers;
+    tr->layout = c->layout != NULL ? g_intern_string(c->layout) : NULL;
+    return c->tp * c->P * c->D <= 64 &&
+           (c->P * c->v <= (guint) model->layers || c->layout != NULL || c->accounted > 0);
 }
 
 typedef struct {
@@ -614,9 +619,33 @@ static const guint accounted_ps[] = {4, 7}, accounted_ms[] = {1, 3, 6, 16, 49, 3
     (G_N_ELEMENTS(uneven_ms) * 3 * G_N_ELEMENTS(uneven_ps) * G_N_ELEMENTS(uneven_layers))
 #define ACCOUNTED_N (G_N_ELEMENTS(accounted_ms) * 2 * 3 * G_N_ELEMENTS(accounted_ps))
 
+/* Megatron-Core's layouts (--pipeline-model-parallel-layout), chunks that hold no decoder layer
+ * among them: the embedding alone, the loss alone, an empty middle chunk, both ends, over
+ * P x v; and accounted splits that leave the ends no decoder layer (2 + 2 over 4 chunks, 6 + 2
+ * over 4 x 2). Each with GPipe (v = 1), 1F1B (v = 1) or interleaved (v = 2). */
+static const struct {
+    guint P, v, layers, accounted;
+    const char *layout;
+} layout_cases[] = {
+    {4, 1, 24, 0, "E|t*8|t*8|t*8,L"},
+    {4, 1, 24, 0, "Et*8|t*8|t*8|L"},
+    {7, 1, 24, 0, "E|(t*4|)*5t*4L"},
+    {3, 1, 24, 0, "Et*10|t*10|t*4L"},
+    {4, 2, 18, 0, "E|(t*3|)*6,L"},
+    {4, 2, 20, 0, "Et*2|t*4|t*3||t*5|t*3|t*2|tL"},
+    {2, 2, 24, 0, "E|t*12|t*12|L"},
+    {4, 2, 24, 0, "Et*4|(t*2|)*5t*5|t*5L"},
+    {4, 1, 2, 3, NULL},
+    {4, 2, 6, 3, NULL},
+};
+
+static const guint layout_ms[] = {1, 3, 6, 16, 49, 300};
+#define LAYOUT_N (G_N_ELEMENTS(layout_ms) * 2 * G_N_ELEMENTS(layout_cases))
+
 typedef struct {
     guint n, flow;   /* cases, and those GPipe or 1F1B with m >= 3 (step-formula-flow.c's) */
     guint accounted; /* cases of an accounted split */
+    guint layouts;   /* cases with a chunk of no decoder layer (a layout or an accounted split) */
     double max_full, max_replay;
 } UnevenResult;
 
@@ -653,9 +682,34 @@ accounted_case(guint j, GridCase *c)
     uneven_mix(j, c);
 }
 
+/* Case j of the layouts, after the accounted splits. */
+static void
+layout_case(guint j, GridCase *c)
+{
+    guint n_m = G_N_ELEMENTS(layout_ms), k = j / n_m % 2;
+    guint idx = (guint) (j / n_m / 2 % G_N_ELEMENTS(layout_cases)), m = layout_ms[j % n_m];
+    guint P = layout_cases[idx].P, v = layout_cases[idx].v;
+    if (v > 1) /* interleaved: m a multiple of P */
+        m = (m + P - 1) / P * P;
+    *c = (GridCase){.schedule = v > 1    ? SIMPAR_PIPE_INTERLEAVED
+                                : k == 0 ? SIMPAR_PIPE_GPIPE
+                                         : SIMPAR_PIPE_1F1B,
+                    .v = v,
+                    .P = P,
+                    .m = m,
+                    .layers = layout_cases[idx].layers,
+                    .accounted = layout_cases[idx].accounted,
+                    .layout = layout_cases[idx].layout};
+    uneven_mix(j, c);
+}
+
 static void
 uneven_case(guint i, GridCase *c)
 {
+    if (i >= UNEVEN_N + ACCOUNTED_N) {
+        layout_case(i - (guint) (UNEVEN_N + ACCOUNTED_N), c);
+        return;
+    }
     if (i >= UNEVEN_N) {
         accounted_case(i - (guint) UNEVEN_N, c);
         return;
@@ -705,7 +759,7 @@ uneven_job(const SimparPlatform *platform, gpointer data, GString *out, GError *
         return FALSE;
     g_autoptr(SimparPredictCache) cache = simpar_predict_cache_new();
     UnevenResult res = {0};
-    guint n = (guint) (UNEVEN_N + ACCOUNTED_N);
+    guint n = (guint) (UNEVEN_N + ACCOUNTED_N + LAYOUT_N);
     for (guint i = 0; i < n; i++) {
         GridCase c;
         uneven_case(i, &c);
@@ -730,21 +784,24 @@ uneven_job(const SimparPlatform *platform, gpointer data, GString *out, GError *
         double full = MAX(grid_rel(f.step_s, e.step_s, e.step_s), grid_terms(&e, &f));
         double replay = MAX(grid_rel(f.step_s, a.step_s, a.step_s), grid_terms(&a, &f));
         res.n++, res.flow += c.schedule != SIMPAR_PIPE_INTERLEAVED && c.m >= 3;
-        res.accounted += c.accounted > 0;
+        res.accounted += c.accounted > 0 && i < UNEVEN_N + ACCOUNTED_N;
+        res.layouts += i >= UNEVEN_N + ACCOUNTED_N;
         res.max_full = MAX(res.max_full, full), res.max_replay = MAX(res.max_replay, replay);
         if (full > FORMULA_TOL || replay > FORMULA_TOL)
             g_string_append_printf(out,
                                    "case %u (%s P=%u D=%u m=%u, %u layers, first %u last %u, "
-                                   "accounted %u): "
+                                   "accounted %u, layout %s): "
                                    "step %.12g, evaluated %.12g (terms %.3g), replay %.12g "
                                    "(terms %.3g)\n",
                                    i, simpar_pipe_schedule_name(c.schedule), c.P, c.D, c.m,
-                                   c.layers, c.first, c.last, c.accounted, f.step_s, e.step_s,
+                                   c.layers, c.first, c.last, c.accounted,
+                                   c.layout != NULL ? c.layout : "none", f.step_s, e.step_s,
                                    grid_terms(&e, &f), a.step_s, grid_terms(&a, &f));
         simpar_predict_row_clear(&f), simpar_predict_row_clear(&e), simpar_predict_row_clear(&a);
     }
-    g_string_append_printf(out, "n=%u flow=%u accounted=%u max_full=%.3g max_replay=%.3g\n", res.n,
-                           res.flow, res.accounted, res.max_full, res.max_replay);
+    g_string_append_printf(
+        out, "n=%u flow=%u accounted=%u layouts=%u max_full=%.3g max_replay=%.3g\n", res.n,
+        res.flow, res.accounted, res.layouts, res.max_full, res.max_replay);
     return TRUE;
 }
 
@@ -759,14 +816,16 @@ test_uneven(void)
     CU_ASSERT_TRUE_FATAL(ran);
     const char *summary = strstr(out->str, "n=");
     CU_ASSERT_PTR_NOT_NULL_FATAL(summary);
-    guint n = 0, flow = 0, accounted = 0;
+    guint n = 0, flow = 0, accounted = 0, layouts = 0;
     double full = 1, replay = 1;
-    CU_ASSERT_EQUAL(sscanf(summary, "n=%u flow=%u accounted=%u max_full=%lg max_replay=%lg", &n,
-                           &flow, &accounted, &full, &replay),
-                    5);
+    CU_ASSERT_EQUAL(sscanf(summary,
+                           "n=%u flow=%u accounted=%u layouts=%u max_full=%lg max_replay=%lg", &n,
+                           &flow, &accounted, &layouts, &full, &replay),
+                    6);
     printf("\n    %s", out->str);
-    CU_ASSERT(summary == out->str);                        /* no case disagreed */
-    CU_ASSERT(n == 348 && flow == 197 && accounted == 58); /* 290 and 173 without the accounted */
+    CU_ASSERT(summary == out->str); /* no case disagreed */
+    /* 290 and 173 without the accounted, 348 and 197 without the layouts */
+    CU_ASSERT(n == 444 && flow == 237 && accounted == 58 && layouts == 96);
     CU_ASSERT(full <= FORMULA_TOL && replay <= FORMULA_TOL);
 }
 

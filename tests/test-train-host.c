@@ -45,11 +45,12 @@ typedef struct {
     double p; /* dropout */
     SimparRecompute recompute;
     gboolean scatter_gather;
-    gint llama;     /* TRUE: 4 heads on 2 key/value heads, SwiGLU, RMSNorm; TH_MLA: SwiGLU,
-                       RMSNorm and multi-head latent attention (th_mla) */
-    gint zero;      /* ZeRO-1: only the updated weights are compared */
-    gint64 shard;   /* --shard-group (0: D) */
-    gint accounted; /* 1: the embedding, 2: the loss, 3: both counted in the pipeline split */
+    gint llama;         /* TRUE: 4 heads on 2 key/value heads, SwiGLU, RMSNorm; TH_MLA: SwiGLU,
+                           RMSNorm and multi-head latent attention (th_mla) */
+    gint zero;          /* ZeRO-1: only the updated weights are compared */
+    gint64 shard;       /* --shard-group (0: D) */
+    gint accounted;     /* 1: the embedding, 2: the loss, 3: both counted in the pipeline split */
+    const char *layout; /* --pipeline-model-parallel-layout, or NULL */
 } TrainCase;
 
 typedef struct {
@@ -194,6 +195,7 @@ train_host_setup(const TrainCase *c, SimparModel *model, SimparTrain *tr)
     tr->scatter_gather = c->scatter_gather;
     tr->zero = c->zero, tr->shard_group = c->shard;
     tr->account_embedding = (c->accounted & 1) != 0, tr->account_loss = (c->accounted & 2) != 0;
+    tr->layout = c->layout != NULL ? g_intern_string(c->layout) : NULL;
     tr->global_batch = c->m * c->b * c->dp;
     /* eps well above rounding: a gradient that is zero in exact arithmetic (the key bias's)
      * comes out as +-1e-17 from either side, and Adam would turn that into +-lr */
@@ -280,7 +282,14 @@ train_host_case(const TrainCase *c)
 #define TRAIN_TEST(fn, ...)                                                                        \
     static void fn(void)                                                                           \
     {                                                                                              \
-        const TrainCase c = {__VA_ARGS__};                                                         \
+        const TrainCase c = {__VA_ARGS__, .layout = NULL};                                         \
+        train_host_case(&c);                                                                       \
+    }
+/* The same with Megatron-Core's layout string `layout` */
+#define TRAIN_LAYOUT_TEST(fn, layout_, ...)                                                        \
+    static void fn(void)                                                                           \
+    {                                                                                              \
+        const TrainCase c = {__VA_ARGS__, .layout = layout_};                                      \
         train_host_case(&c);                                                                       \
     }
 
@@ -338,6 +347,21 @@ TRAIN_TEST(test_accounted_interleaved, "1d", 2, 0, 2, 2, 2, 4, 1, 6, SIMPAR_PIPE
 TRAIN_TEST(test_accounted_loss, "1d", 2, 0, 2, 2, 1, 3, 1, 5, SIMPAR_PIPE_1F1B, FALSE, TRUE, 0.0,
            SIMPAR_RECOMPUTE_NONE, FALSE, FALSE, 0, 0, 2)
 
+/* Chunks that hold no decoder layer: the accounted split of 2 layers + the embedding + the loss
+ * over 2 x 2 chunks (the embedding alone, 1, 1, the loss alone); Megatron-Core's layouts with the
+ * embedding alone on the first stage (1F1B), both ends alone (interleaved) and empty middle
+ * chunks. The step equals the serial one. */
+TRAIN_TEST(test_accounted_empty_ends, "1d", 2, 0, 2, 2, 2, 4, 1, 2, SIMPAR_PIPE_INTERLEAVED, TRUE,
+           TRUE, 0.1, SIMPAR_RECOMPUTE_SELECTIVE, FALSE, TRUE, 0, 0, 3)
+TRAIN_LAYOUT_TEST(test_layout_embedding_alone, "E|t*3L", "1d", 2, 0, 2, 2, 1, 3, 1, 3,
+                  SIMPAR_PIPE_1F1B, FALSE, TRUE, 0.1, SIMPAR_RECOMPUTE_NONE, FALSE, FALSE, 0, 0, 0)
+TRAIN_LAYOUT_TEST(test_layout_ends_alone, "E|(t*2|)*2L", "1d", 2, 0, 2, 2, 2, 4, 1, 4,
+                  SIMPAR_PIPE_INTERLEAVED, TRUE, TRUE, 0.1, SIMPAR_RECOMPUTE_FULL, FALSE, TRUE, 0,
+                  0, 0)
+TRAIN_LAYOUT_TEST(test_layout_empty_middle, "Et||t|,|t|L", "1d", 2, 0, 2, 1, 3, 6, 1, 3,
+                  SIMPAR_PIPE_INTERLEAVED, FALSE, TRUE, 0.0, SIMPAR_RECOMPUTE_NONE, FALSE, FALSE, 1,
+                  0, 0)
+
 /* The accounted split's layers per virtual stage, as Megatron-Core's get_num_layers_to_build
  * gives them: (L + e + l) / (P v) each, the first (last) one fewer with the embedding (loss). */
 static void
@@ -374,7 +398,8 @@ test_accounted_counts(void)
                              FALSE,
                              0,
                              0,
-                             cases[i].accounted};
+                             cases[i].accounted,
+                             NULL};
         SimparModel model;
         SimparTrain tr;
         train_host_setup(&c, &model, &tr);
@@ -426,7 +451,7 @@ test_refusals(void)
                              0.0,   SIMPAR_RECOMPUTE_NONE,
                              FALSE, FALSE,
                              0,     0,
-                             0};
+                             0,     NULL};
         SimparModel model;
         SimparTrain tr;
         train_host_setup(&c, &model, &tr);
@@ -482,6 +507,12 @@ static CU_TestInfo train_host_tests[] = {
     {"accounted split: 5 layers + loss over 2 stages, 1F1B", test_accounted_loss},
     {"accounted split: layers per virtual stage as Megatron-Core builds them",
      test_accounted_counts},
+    {"accounted split of 2 layers over 2 x 2 chunks: the ends hold no decoder layer",
+     test_accounted_empty_ends},
+    {"layout E|t*3L over 2 stages: the first holds the embedding alone, 1F1B",
+     test_layout_embedding_alone},
+    {"layout E|(t*2|)*2L over 2 x 2 chunks: the ends alone, interleaved", test_layout_ends_alone},
+    {"layout Et||t|,|t|L over 2 x 3 chunks: empty middle chunks, ZeRO-1", test_layout_empty_middle},
     {"refusals name the flag", test_refusals},
     CU_TEST_INFO_NULL,
 };
