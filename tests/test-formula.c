@@ -829,6 +829,109 @@ test_uneven(void)
     CU_ASSERT(full <= FORMULA_TOL && replay <= FORMULA_TOL);
 }
 
+/* ----- a layout that describes another split gives the same step ----- */
+
+/* The layout string of a validated split: "E", each virtual stage's t*n, "L". */
+static char *
+same_layout_of(const SimparTrain *tr)
+{
+    GString *out = g_string_new("E");
+    guint n = (guint) (tr->pp * tr->virtual_stages);
+    for (guint vs = 0; vs < n; vs++)
+        g_string_append_printf(out, "%st*%u", vs > 0 ? "|" : "", simpar_train_stage_layers(tr, vs));
+    g_string_append_c(out, 'L');
+    return g_string_free(out, FALSE);
+}
+
+/* The even split, the uneven spread, --first-stage-layers / --last-stage-layers and the
+ * accounted splits, each against the layout that lists its layers: the analytic replay's and
+ * the formula's steps, every term and the memory per GPU bit for bit. */
+static gboolean
+same_job(const SimparPlatform *platform, gpointer data, GString *out, GError **error)
+{
+    (void) data;
+    SimparGpu gpu;
+    if (!simpar_predict_gpu(platform, 64, NULL, &gpu, error))
+        return FALSE;
+
+    static const struct {
+        guint P, v, layers, first, last, accounted, m;
+    } cases[] = {
+        {4, 1, 24, 0, 0, 0, 8}, {4, 2, 24, 0, 0, 0, 8},  {4, 1, 22, 0, 0, 0, 5},
+        {4, 1, 24, 3, 0, 0, 8}, {4, 2, 24, 0, 5, 0, 12}, {4, 2, 24, 5, 4, 0, 8},
+        {4, 2, 22, 0, 0, 3, 8}, {7, 1, 27, 0, 0, 1, 9},  {3, 1, 25, 0, 0, 0, 2},
+    };
+
+    guint n = 0, differ = 0;
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        GridCase c = {.schedule = cases[i].v > 1 ? SIMPAR_PIPE_INTERLEAVED : SIMPAR_PIPE_1F1B,
+                      .v = cases[i].v,
+                      .P = cases[i].P,
+                      .m = cases[i].m,
+                      .layers = cases[i].layers,
+                      .first = cases[i].first,
+                      .last = cases[i].last,
+                      .accounted = cases[i].accounted};
+        uneven_mix(i, &c);
+        c.fp8 = FALSE;
+        SimparModel model;
+        SimparTrain train, check;
+        g_assert(grid_setup(&c, &model, &train));
+        check = train;
+        g_assert(simpar_train_validate(&check, &model, (guint64) (c.tp * c.P * c.D), NULL));
+        g_autofree char *layout = same_layout_of(&check);
+        SimparTrain as_layout = train;
+        as_layout.first_stage_layers = as_layout.last_stage_layers = 0;
+        as_layout.account_embedding = as_layout.account_loss = FALSE;
+        as_layout.layout = g_intern_string(layout);
+        SimparPredictContext ctx = {.attention = SIMPAR_ATTENTION_UNFUSED,
+                                    .platform = platform,
+                                    .gpu = &gpu,
+                                    .gpus = (guint) (c.tp * c.P * c.D),
+                                    .steps_to_target = G_MININT64};
+        simpar_coll_params_init(&ctx.run.coll);
+        ctx.run.mode = SIMPAR_COLL_MODE_FUSED;
+        const char *const backends[] = {"analytic", "formula"};
+        for (guint b = 0; b < G_N_ELEMENTS(backends); b++) {
+            SimparReportRow x, y;
+            g_assert(uneven_row(&ctx, backends[b], NULL, FALSE, &model, &train, &x));
+            g_assert(uneven_row(&ctx, backends[b], NULL, FALSE, &model, &as_layout, &y));
+            gboolean same = x.step_s == y.step_s && grid_terms(&x, &y) == 0 &&
+                            x.memory.total_B == y.memory.total_B &&
+                            x.memory.activations_B == y.memory.activations_B &&
+                            x.step.peak_stage == y.step.peak_stage;
+            n++, differ += !same;
+            if (!same)
+                g_string_append_printf(out,
+                                       "%s: %u layers P=%u v=%u first %u last %u accounted %u "
+                                       "as %s: step %.17g vs %.17g, memory %.17g vs %.17g\n",
+                                       backends[b], c.layers, c.P, c.v, c.first, c.last,
+                                       c.accounted, layout, x.step_s, y.step_s, x.memory.total_B,
+                                       y.memory.total_B);
+            simpar_predict_row_clear(&x), simpar_predict_row_clear(&y);
+        }
+    }
+    g_string_append_printf(out, "n=%u differ=%u\n", n, differ);
+    return TRUE;
+}
+
+static void
+test_layout_same(void)
+{
+    g_autoptr(GString) out = g_string_new(NULL);
+    g_autoptr(GError) error = NULL;
+    gboolean ran = simpar_platform_run("topologies/dgx-a100x64.xml", same_job, NULL, out, &error);
+    if (!ran)
+        printf("\n    %s", error->message);
+    CU_ASSERT_TRUE_FATAL(ran);
+    printf("\n    %s", out->str);
+    guint n = 0, differ = 1;
+    const char *summary = strstr(out->str, "n=");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(summary);
+    CU_ASSERT_EQUAL(sscanf(summary, "n=%u differ=%u", &n, &differ), 2);
+    CU_ASSERT(n == 18 && differ == 0);
+}
+
 /* ----- closed forms, on a network that costs nothing (or whose replicas differ) ----- */
 
 typedef struct {
@@ -1336,6 +1439,8 @@ static CU_TestInfo grid_tests[] = {
     {"on the V100 platform, the step and its breakdown are the analytic backend's", test_grid_v100},
     {"uneven stages: the closed forms in m are the evaluation at m and the analytic replay",
      test_uneven},
+    {"a layout that lists another split's layers gives its step and memory, bit for bit",
+     test_layout_same},
     {"mixtures of experts: the experts' gradients, dense layers and dispatchers as the replay",
      test_moe},
     {"mixtures of experts on the V100 platform (fp16) as the replay", test_moe_v100},
