@@ -9,8 +9,9 @@
  *                               node), then data, then pipeline (Megatron-LM's order)
  *
  *   stage p holds layers [p*L/P, (p+1)*L/P); interleaved: device p holds v chunks, chunk c is
- *   virtual stage c*P + p with L/(P*v) layers; the embedding sits on the first (virtual) stage,
- *   the output layer and loss on the last.
+ *   virtual stage c*P + p with L/(P*v) layers (or as Megatron-Core's layout string or its
+ *   accounted split gives them, a chunk possibly none); the embedding sits on the first
+ *   (virtual) stage, the output layer and loss on the last.
  *
  * simpar_train_validate() derives m, the layer split and the rank strides, and refuses what no
  * implementation would run, naming the flag and what would be valid.
@@ -170,7 +171,9 @@ guint simpar_train_group(const SimparTrain *t);
  * data-parallel group with context parallelism). */
 guint simpar_train_replicas(const SimparTrain *t);
 /* Layers of virtual stage vs (chunk c of device p is vs = c P + p) and the global index of its
- * first layer. Device p holds --first-stage-layers (p = 0), --last-stage-layers (p = P-1) or an
+ * first layer. With a layout (--pipeline-model-parallel-layout) the stage's t count, possibly 0;
+ * with the accounting flags the accounted split's slots, the first (last) possibly 0. Else device
+ * p holds --first-stage-layers (p = 0), --last-stage-layers (p = P-1) or an
  * even share of the rest; without them L / P each, and when P does not divide L the devices
  * one layer short are the first and last ones (as Llama 3 405B's 126 layers on 16 stages). A
  * device's layers go to its v chunks as evenly as they can, the earlier chunks taking the
