@@ -892,6 +892,37 @@ meg_parallel(SimparMegatron *meg, SimparMoeConfig *moe, gint64 *tp, gint64 *pp, 
 }
 
 /* Interleaving and uneven stages. */
+/* --pipeline-model-parallel-layout: Megatron's virtual stages are its stages over PP
+ * (megatron/training/arguments.py, which refuses it beside
+ * --num-layers-per-virtual-pipeline-stage and --num-virtual-stages-per-pipeline-rank); passed on
+ * under the same name. */
+static gboolean
+meg_layout(SimparMegatron *meg, const char *layout, gint64 pp, gboolean other_vp, gint64 *v,
+           GError **error)
+{
+    const char *flag = "--pipeline-model-parallel-layout";
+    if (other_vp)
+        return meg_fail(meg, error,
+                        "%s with --num-layers-per-virtual-pipeline-stage or "
+                        "--num-virtual-stages-per-pipeline-rank: Megatron refuses more than one "
+                        "of them (valid: the layout alone; its stages give the virtual stages)",
+                        flag);
+    g_autoptr(GError) local = NULL;
+    const SimparLayout *lay = simpar_layout_parse(layout, &local);
+    if (lay == NULL)
+        return meg_fail(meg, error, "%s", local->message);
+    if (lay->chunks % (guint) pp != 0)
+        return meg_fail(meg, error,
+                        "%s \"%s\": %u stages are not divisible by "
+                        "--pipeline-model-parallel-size %" G_GINT64_FORMAT
+                        " (Megatron asserts it; valid: a multiple of it)",
+                        flag, layout, lay->chunks, pp);
+    *v = (gint64) lay->chunks / pp;
+    meg_arg(meg, "%s=%s", flag, layout);
+    meg_use(meg, flag, "%s %s", flag, layout);
+    return TRUE;
+}
+
 static gboolean
 meg_pipeline(SimparMegatron *meg, gint64 layers, gint64 pp, GError **error)
 {
@@ -905,6 +936,13 @@ meg_pipeline(SimparMegatron *meg, gint64 layers, gint64 pp, GError **error)
         !meg_int(meg, "decoder-first-pipeline-num-layers", 1, &first, &has_first, error) ||
         !meg_int(meg, "decoder-last-pipeline-num-layers", 1, &last, &has_last, error))
         return FALSE;
+    const char *layout = NULL;
+    if (!meg_string(meg, "pipeline-model-parallel-layout", NULL, &layout, error))
+        return FALSE;
+    if (layout != NULL && !meg_layout(meg, layout, pp, has_per || has_v, &v, error))
+        return FALSE;
+    if (layout != NULL) /* Megatron's VP is the layout's (arguments.py) */
+        has_v = TRUE, has_vold = has_per = FALSE;
     if (has_vold && !has_v)
         v = vold, has_v = TRUE;
     if (has_per && !has_v) {

@@ -78,7 +78,8 @@ simpar_job_args_clear(SimparJobArgs *args)
                      &args->capacity_factor,
                      &args->imbalance,
                      &args->moe_dispatcher,
-                     &args->recompute_modules};
+                     &args->recompute_modules,
+                     &args->layout};
     for (guint i = 0; i < G_N_ELEMENTS(strs); i++)
         g_clear_pointer(strs[i], g_free);
 }
@@ -262,6 +263,11 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
          NULL},
         {"account-for-loss-in-pipeline-split", 0, 0, G_OPTION_ARG_NONE, &a->account_loss,
          "The last virtual stage counts the output layer and loss as a layer of the split", NULL},
+        {"pipeline-model-parallel-layout", 0, 0, G_OPTION_ARG_STRING, &a->layout,
+         "Megatron-Core's layout: every virtual stage's layers in virtual-stage order, '|' "
+         "between stages, E embedding, t decoder layer, m MTP layer, L loss, x*N and (..)*N "
+         "repeat (e.g. \"Et*4|(t*4|)*14tmL\"); replaces the other split flags",
+         "LAYOUT"},
         {"global-batch", 0, 0, G_OPTION_ARG_INT64, &a->global_batch,
          "Sequences per optimizer step over all replicas (default micro-batch x D: m = 1)", "B"},
         {"zero", 0, 0, G_OPTION_ARG_INT64, &a->zero,
@@ -881,6 +887,7 @@ simpar_job_train(const SimparJobArgs *a, SimparTrain *t, GError **error)
     t->local_async = a->local_async;
     t->tied_embeddings = a->tied_embeddings;
     t->account_embedding = a->account_embedding, t->account_loss = a->account_loss;
+    t->layout = a->layout != NULL ? g_intern_string(a->layout) : NULL;
     t->scatter_gather = a->scatter_gather;
     return a->order == NULL || simpar_train_order_parse(a->order, t->order, error);
 }

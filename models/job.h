@@ -61,6 +61,7 @@ typedef struct {
     gint64 shard_group; /* ZeRO: hybrid sharding over groups of N replicas */
     gint64 first_stage_layers, last_stage_layers;
     char *schedule, *order, *grad_reduce_dtype;
+    char *layout;   /* --pipeline-model-parallel-layout */
     gint64 ep, etp; /* expert parallelism, expert tensor parallelism */
     gboolean overlap_grad_reduce, overlap_param_gather, local_async, tied_embeddings,
         scatter_gather, no_reshard, account_embedding, account_loss;

@@ -425,8 +425,7 @@ step_ops_sent(Step *st, guint buf, guint send)
     g_hash_table_insert(st->ops->sent, GUINT_TO_POINTER(buf), GUINT_TO_POINTER(send + 1));
 }
 
-/* Op `to` waits for the sends that read what it writes. */
-static void
+void
 step_ops_after_sends(Step *st, guint to)
 {
     SimparAccess acc[SIMPAR_MAX_ACCESSES];

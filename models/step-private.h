@@ -153,6 +153,10 @@ guint step_ops_res(Step *st, guint level, guint j, gboolean grad);
 /* `send` reads `buf`: a later op writing it (a full recomputation rewrites its layer's output
  * in place) waits for it. */
 void step_ops_sent(Step *st, guint buf, guint send);
+/* Op `to` waits for the sends that read what it writes (a receive into the buffer an earlier
+ * send of the rank reads: a chunk of no layers sends what it received, at the level the rank's
+ * other chunk receives at). */
+void step_ops_after_sends(Step *st, guint to);
 
 G_END_DECLS
 #endif /* SIMPAR_STEP_PRIVATE_H */

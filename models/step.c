@@ -85,6 +85,8 @@ step_recv(Step *st, guint from, guint tag, guint buf, SimparPhase phase, const c
     SimparView own = {buf, sg ? st->t * count : 0}; /* this rank's part */
     SimparOp op = {.kind = SIMPAR_OP_RECV, .u.p2p = {from, tag, count, own}};
     st->last_compute = step_add(st, &op, STEP_COMPUTE, phase, name);
+    if (st->ops != NULL)
+        step_ops_after_sends(st, st->last_compute);
     if (sg) { /* Narayanan et al.: 1/T per rank across nodes, all-gather inside the node */
         SimparOp ag = {.kind = SIMPAR_OP_COLLECTIVE,
                        .u.coll = {SIMPAR_COLL_ALL_GATHER,
@@ -95,6 +97,8 @@ step_recv(Step *st, guint from, guint tag, guint buf, SimparPhase phase, const c
                                   {buf, 0},
                                   SIMPAR_RED_SUM}};
         st->last_compute = step_add(st, &ag, STEP_COMPUTE, phase, "p2p.all-gather");
+        if (st->ops != NULL)
+            step_ops_after_sends(st, st->last_compute);
     }
 }
 

@@ -54,6 +54,8 @@ guint
 simpar_train_stage_layers(const SimparTrain *t, guint vs)
 {
     guint P = (guint) t->pp, v = (guint) t->virtual_stages, p = vs % P, c = vs / P;
+    if (t->split != NULL)
+        return t->split->layers[vs];
     if (t->account_embedding || t->account_loss) { /* transformer_block.py's slots */
         guint e = t->account_embedding, l = t->account_loss;
         guint slots = ((guint) t->layers + e + l) / (P * v);
@@ -66,6 +68,8 @@ simpar_train_stage_layers(const SimparTrain *t, guint vs)
 guint
 simpar_train_stage_first_layer(const SimparTrain *t, guint vs)
 {
+    if (t->split != NULL)
+        return t->split->first_layer[vs];
     guint first = 0;
     for (guint k = 0; k < vs; k++)
         first += simpar_train_stage_layers(t, k);
@@ -223,8 +227,8 @@ train_fail(GError **error, const char *fmt, ...)
 }
 
 /* Megatron-Core's accounted split (transformer_config.py, transformer_block.py): L + e + l
- * divisible by the P v chunks; simpar also needs a decoder layer in every chunk, where
- * Megatron-Core lets the first or last hold the embedding or loss alone. */
+ * divisible by the P v chunks; the first or last chunk may hold the embedding or the loss
+ * alone (Llama 3.1 405B's 126 + 2 over PP 16 x v 8). */
 static gboolean
 train_check_accounted(const SimparTrain *t, gint64 L, gint64 F, gint64 E, gint64 chunks,
                       GError **error)
@@ -253,30 +257,66 @@ train_check_accounted(const SimparTrain *t, gint64 L, gint64 F, gint64 E, gint64
                           " x --virtual-stages %" G_GINT64_FORMAT " = %" G_GINT64_FORMAT
                           " chunks (Megatron-Core asserts it): choose a split that divides it",
                           flags, L, e + l, total, t->pp, t->virtual_stages, chunks);
-    if (total / chunks - MAX(e, l) < 1)
+    return TRUE;
+}
+
+/* Megatron-Core's layout (pipeline_parallel_layer_layout.py's validate_layer_layout and the
+ * stage count against PP x VP), alone: it replaces the other split flags. */
+static gboolean
+train_check_layout(SimparTrain *t, const SimparModel *model, gint64 chunks, GError **error)
+{
+    const char *flag = "--pipeline-model-parallel-layout";
+    const SimparLayout *lay = simpar_layout_parse(t->layout, error);
+    if (lay == NULL)
+        return FALSE;
+    if (t->first_stage_layers > 0 || t->last_stage_layers > 0 || t->account_embedding ||
+        t->account_loss)
         return train_fail(error,
-                          "%s: --layers %" G_GINT64_FORMAT " + %" G_GINT64_FORMAT
-                          " over --pp %" G_GINT64_FORMAT " x --virtual-stages %" G_GINT64_FORMAT
-                          " = %" G_GINT64_FORMAT " chunks gives each %" G_GINT64_FORMAT
-                          " slot, leaving the %s chunk no decoder layer: every chunk needs one "
-                          "(use fewer chunks)",
-                          flags, L, e + l, t->pp, t->virtual_stages, chunks, total / chunks,
-                          e > 0 && l > 0 ? "first and last"
-                          : e > 0        ? "first"
-                                         : "last");
+                          "%s: not combinable with --first-stage-layers, --last-stage-layers, "
+                          "--account-for-embedding-in-pipeline-split or "
+                          "--account-for-loss-in-pipeline-split (the layout gives every stage's "
+                          "layers): use one or the other",
+                          flag);
+    if (t->schedule == SIMPAR_PIPE_LOCAL)
+        return train_fail(error,
+                          "%s: valid only with a pipeline schedule, not with "
+                          "--local-chunks",
+                          flag);
+    g_autofree char *v = lay->chunks % (guint) t->pp == 0
+                             ? g_strdup_printf("%u", lay->chunks / (guint) t->pp)
+                             : g_strdup("that divides it by --pp");
+    if ((gint64) lay->chunks != chunks)
+        return train_fail(error,
+                          "%s \"%s\": %u virtual stages ('|'-separated), but --pp %" G_GINT64_FORMAT
+                          " x --virtual-stages %" G_GINT64_FORMAT " = %" G_GINT64_FORMAT
+                          " chunks (valid: a layout of that many stages, or --virtual-stages %s)",
+                          flag, t->layout, lay->chunks, t->pp, t->virtual_stages, chunks, v);
+    if ((gint64) lay->total != model->layers)
+        return train_fail(error,
+                          "%s \"%s\": %u decoder layers (t), but --layers %" G_GINT64_FORMAT
+                          " (valid: a layout with that many t)",
+                          flag, t->layout, lay->total, model->layers);
+    if ((gint64) lay->mtp != model->mtp_layers)
+        return train_fail(
+            error,
+            "%s \"%s\": %u MTP layers (m), but the model has --mtp-layers %" G_GINT64_FORMAT
+            " (valid: as many m as MTP layers, as Megatron-Core requires)",
+            flag, t->layout, lay->mtp, model->mtp_layers);
+    t->split = lay;
     return TRUE;
 }
 
 /* The layer split: every chunk at least one layer; local parallelism's chunks equal. */
 static gboolean
-train_check_layers(const SimparTrain *t, const SimparModel *model, gint64 chunks,
-                   const char *pp_flag, GError **error)
+train_check_layers(SimparTrain *t, const SimparModel *model, gint64 chunks, const char *pp_flag,
+                   GError **error)
 {
     gint64 L = model->layers, F = t->first_stage_layers, E = t->last_stage_layers;
     gint64 v = t->virtual_stages, given = (F > 0) + (E > 0);
-    if ((t->account_embedding || t->account_loss) &&
-        !train_check_accounted(t, L, F, E, chunks, error))
-        return FALSE;
+    if (t->layout != NULL)
+        return train_check_layout(t, model, chunks, error);
+    if (t->account_embedding || t->account_loss) /* its chunks may hold no decoder layer */
+        return train_check_accounted(t, L, F, E, chunks, error);
     if (t->schedule == SIMPAR_PIPE_LOCAL && (L % chunks != 0 || given > 0))
         return train_fail(error,
                           "--layers %" G_GINT64_FORMAT " cannot be split into %s %" G_GINT64_FORMAT
@@ -550,6 +590,7 @@ gboolean
 simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GError **error)
 {
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    t->split = NULL;
     gboolean local = t->schedule == SIMPAR_PIPE_LOCAL;
     const char *pp_flag = local ? "--local-chunks" : "--pp";
     if (t->pp < 1 || t->pp > TRAIN_MAX_SPLIT)
@@ -668,6 +709,9 @@ simpar_train_validate(SimparTrain *t, const SimparModel *model, guint64 gpus, GE
                                   !t->account_loss
                               ? model->layers / chunks
                               : 0;
+    for (guint vs = 0; t->split != NULL && vs < (guint) chunks; vs++) /* a layout: as even? */
+        if (t->split->layers[vs] != (guint) t->layers_per_chunk)
+            t->layers_per_chunk = 0;
     train_strides(t);
     return !simpar_model_is_moe(model) || train_check_expert_stages(t, error);
 }

@@ -9,8 +9,9 @@
  *                               node), then data, then pipeline (Megatron-LM's order)
  *
  *   stage p holds layers [p*L/P, (p+1)*L/P); interleaved: device p holds v chunks, chunk c is
- *   virtual stage c*P + p with L/(P*v) layers; the embedding sits on the first (virtual) stage,
- *   the output layer and loss on the last.
+ *   virtual stage c*P + p with L/(P*v) layers (or as Megatron-Core's layout string or its
+ *   accounted split gives them, a chunk possibly none); the embedding sits on the first
+ *   (virtual) stage, the output layer and loss on the last.
  *
  * simpar_train_validate() derives m, the layer split and the rank strides, and refuses what no
  * implementation would run, naming the flag and what would be valid.
@@ -114,6 +115,9 @@ typedef struct {
      * --account-for-loss-in-pipeline-split: the first (last) virtual stage counts the embedding
      * (the output layer and loss) as one layer of the L + e + l split evenly over the P v chunks */
     gboolean account_embedding, account_loss;
+    /* Megatron-Core's --pipeline-model-parallel-layout (interned; NULL: none): the layers of
+     * every virtual stage, as simpar_layout_parse reads them */
+    const char *layout;
     SimparTrainAxis order[SIMPAR_N_TRAIN_AXES]; /* placement, innermost first */
     SimparAdamConfig adam;
     gint64 scalars; /* SimparScalars */
@@ -121,10 +125,30 @@ typedef struct {
     gint64 micro_batches;               /* m */
     gint64 layers_per_chunk;            /* L / (P * v), or 0 when the chunks differ */
     gint64 layers;                      /* L */
+    const struct SimparLayout_ *split;  /* the parsed --pipeline-model-parallel-layout, or NULL */
     gint64 stride[SIMPAR_N_TRAIN_AXES]; /* rank = sum coord[a] * stride[a] */
     /* the experts' numbering of the same ranks: axis tp is ETP, dp expert-DP, cp 1 */
     gint64 expert_stride[SIMPAR_N_TRAIN_AXES];
 } SimparTrain;
+
+/* Megatron-Core's pipeline layout (megatron/core/transformer/pipeline_parallel_layer_layout.py):
+ * one string listing the layers of every virtual stage in virtual-stage order (vs = c P + p),
+ * stages separated by '|': E the embedding, t a decoder layer, m a multi-token prediction
+ * layer, L the output layer and loss; "x*N" and "(group)*N" repeat, commas are ignored. A stage
+ * may hold no decoder layer ("E|t*4|...|L", Megatron-Core's empty stages included). */
+typedef struct SimparLayout_ {
+    const char *text;   /* interned */
+    guint chunks;       /* virtual stages */
+    guint *layers;      /* decoder layers of each */
+    guint *first_layer; /* chunks + 1 prefix sums */
+    guint total;        /* decoder layers */
+    guint mtp;          /* MTP layers, all in the last virtual stage with the loss */
+} SimparLayout;
+
+/* Parses `text` (E first, L last, each once, the MTP layers after every decoder layer and with
+ * the loss), naming the flag, the position and what is valid. The result lives as long as the
+ * process (interned, as its text). */
+const SimparLayout *simpar_layout_parse(const char *text, GError **error);
 
 /* Defaults: P = D = v = 1, 1F1B, global batch = micro-batch (m = 1), ZeRO 0, no overlap,
  * untied embeddings, order tp,dp,pp; Adam lr 1e-4, betas 0.9 / 0.95, eps 1e-8, no decay. */
@@ -147,7 +171,9 @@ guint simpar_train_group(const SimparTrain *t);
  * data-parallel group with context parallelism). */
 guint simpar_train_replicas(const SimparTrain *t);
 /* Layers of virtual stage vs (chunk c of device p is vs = c P + p) and the global index of its
- * first layer. Device p holds --first-stage-layers (p = 0), --last-stage-layers (p = P-1) or an
+ * first layer. With a layout (--pipeline-model-parallel-layout) the stage's t count, possibly 0;
+ * with the accounting flags the accounted split's slots, the first (last) possibly 0. Else device
+ * p holds --first-stage-layers (p = 0), --last-stage-layers (p = P-1) or an
  * even share of the rest; without them L / P each, and when P does not divide L the devices
  * one layer short are the first and last ones (as Llama 3 405B's 126 layers on 16 stages). A
  * device's layers go to its v chunks as evenly as they can, the earlier chunks taking the

@@ -660,6 +660,7 @@ simpar_report_config_init(SimparReportConfig *c, const SimparModel *model, const
         g_autofree char *mods = simpar_recompute_modules_name(t->tp.recompute_modules);
         c->recompute_modules = g_intern_string(mods);
     }
+    c->pipeline_layout = t->layout;
     c->cp_mode = g_intern_static_string(simpar_job_cp_mode_name(t->tp.cp_ring));
     c->dtype = g_intern_string(simpar_dtype_name(model->dtype));
     c->grad_reduce_dtype =
@@ -742,6 +743,10 @@ report_json_config(JsonBuilder *b, const SimparReportConfig *c, const char *mode
         json_builder_set_member_name(b, "recompute_modules");
         json_builder_add_string_value(b, c->recompute_modules);
     }
+    if (c->pipeline_layout != NULL) { /* --pipeline-model-parallel-layout, as given */
+        json_builder_set_member_name(b, "pipeline_layout");
+        json_builder_add_string_value(b, c->pipeline_layout);
+    }
     json_builder_end_object(b);
 }
 
@@ -779,6 +784,8 @@ report_json_read_config(JsonObject *o, SimparReportConfig *c)
     c->tp_comm_overlap = json_object_get_boolean_member_with_default(j, "tp_comm_overlap", FALSE);
     const char *mods = json_object_get_string_member_with_default(j, "recompute_modules", NULL);
     c->recompute_modules = mods != NULL ? g_intern_string(mods) : NULL;
+    const char *layout = json_object_get_string_member_with_default(j, "pipeline_layout", NULL);
+    c->pipeline_layout = layout != NULL ? g_intern_string(layout) : NULL;
 }
 
 /* The model's figures that differ from the preset of its name, "hidden, heads" (transfer

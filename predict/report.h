@@ -82,6 +82,7 @@ typedef struct {
     gboolean tp_comm_overlap;      /* --tp-comm-overlap (SimparPlan.tp_comm_overlap) */
     const char *recompute_modules; /* selective's modules (--recompute-modules), NULL for
                                       core_attn alone (the default) */
+    const char *pipeline_layout;   /* --pipeline-model-parallel-layout as given, or NULL */
 } SimparReportConfig;
 
 /* The fields of `train` (validated) and `model` that a row reports. */

@@ -111,6 +111,7 @@ typedef struct {
     gint64 T, P, D, v, lc, zero, sg, overlap, tied, bucket_params, schedule, stride[3], wide;
     gint64 first_layers, last_layers; /* lc 0: the uneven split (with layers) */
     gint64 accounted;                 /* the embedding (1) and the loss (2) counted in the split */
+    const void *split;                /* the pipeline layout (train.h's SimparLayout), or NULL */
     gint64 vp_group;                  /* interleaved: micro-batches per virtual-stage group */
     gint64 hidden, heads, seq, micro_batch, layers, ffn, vocab, dtype, recompute, sp, depth, q;
     gint64 kv_heads, mlp, norm, no_bias, fp8;

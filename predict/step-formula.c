@@ -545,6 +545,7 @@ formula_config(Formula *f, const SimparBlockTimes *bt, const SimparModel *model,
     c->T = f->T, c->P = f->P, c->D = f->D, c->v = f->v, c->lc = f->lc;
     c->first_layers = tr->first_stage_layers, c->last_layers = tr->last_stage_layers;
     c->accounted = tr->account_embedding + 2 * (gint64) tr->account_loss;
+    c->split = tr->split;
     c->zero = tr->zero, c->sg = tr->scatter_gather && f->T > 1;
     c->overlap = tr->overlap_grad_reduce, c->tied = tr->tied_embeddings;
     c->bucket_params = tr->bucket_params, c->schedule = tr->schedule;

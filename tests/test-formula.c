@@ -13,7 +13,9 @@
  *              4 and 7 stages), GPipe, 1F1B and interleaved, m from 1 to 300 (m < P
  *              included): the row (GPipe's and 1F1B's from their items' times, interleaved's
  *              from periodic probes) is the evaluation at m and the analytic replay's within
- *              FORMULA_TOL
+ *              FORMULA_TOL; so are Megatron-Core's layouts (--pipeline-model-parallel-layout)
+ *              and accounted splits whose chunks hold no decoder layer (the embedding alone,
+ *              the loss alone, an empty middle chunk) over P x v
  *   oracles    on a network that costs nothing: 1F1B and GPipe take (m + P - 1)(tF + tB) with a
  *              bubble fraction (P - 1) / (m + P - 1), interleaved m (tF + tB) + (P - 1)(tF + tB)
  *              / v, up to m = 4096 (extrapolated); data-parallel reductions after the backward
@@ -58,7 +60,8 @@ typedef struct {
     gint64 tp, depth;
     gboolean sp;
     guint layers, first, last; /* > 0: the model's layers, the first and last stages' */
-    guint accounted; /* 1: the embedding, 2: the loss, 3: both counted in the pipeline split */
+    guint accounted;    /* 1: the embedding, 2: the loss, 3: both counted in the pipeline split */
+    const char *layout; /* --pipeline-model-parallel-layout, or NULL */
 } GridCase;
 
 static const guint grid_ps[] = {1, 2, 4}, grid_ds[] = {1, 2, 4}, grid_ms[] = {1, 3, 8, 40, 96};
@@ -159,7 +162,9 @@ grid_setup(const GridCase *c, SimparModel *model, SimparTrain *tr)
     tr->first_stage_layers = c->first > 0 ? c->first : tr->first_stage_layers;
     tr->last_stage_layers = c->last;
     tr->account_embedding = (c->accounted & 1) != 0, tr->account_loss = (c->accounted & 2) != 0;
-    return c->tp * c->P * c->D <= 64 && c->P * c->v <= (guint) model->layers;
+    tr->layout = c->layout != NULL ? g_intern_string(c->layout) : NULL;
+    return c->tp * c->P * c->D <= 64 &&
+           (c->P * c->v <= (guint) model->layers || c->layout != NULL || c->accounted > 0);
 }
 
 typedef struct {
@@ -614,9 +619,33 @@ static const guint accounted_ps[] = {4, 7}, accounted_ms[] = {1, 3, 6, 16, 49, 3
     (G_N_ELEMENTS(uneven_ms) * 3 * G_N_ELEMENTS(uneven_ps) * G_N_ELEMENTS(uneven_layers))
 #define ACCOUNTED_N (G_N_ELEMENTS(accounted_ms) * 2 * 3 * G_N_ELEMENTS(accounted_ps))
 
+/* Megatron-Core's layouts (--pipeline-model-parallel-layout), chunks that hold no decoder layer
+ * among them: the embedding alone, the loss alone, an empty middle chunk, both ends, over
+ * P x v; and accounted splits that leave the ends no decoder layer (2 + 2 over 4 chunks, 6 + 2
+ * over 4 x 2). Each with GPipe (v = 1), 1F1B (v = 1) or interleaved (v = 2). */
+static const struct {
+    guint P, v, layers, accounted;
+    const char *layout;
+} layout_cases[] = {
+    {4, 1, 24, 0, "E|t*8|t*8|t*8,L"},
+    {4, 1, 24, 0, "Et*8|t*8|t*8|L"},
+    {7, 1, 24, 0, "E|(t*4|)*5t*4L"},
+    {3, 1, 24, 0, "Et*10|t*10|t*4L"},
+    {4, 2, 18, 0, "E|(t*3|)*6,L"},
+    {4, 2, 20, 0, "Et*2|t*4|t*3||t*5|t*3|t*2|tL"},
+    {2, 2, 24, 0, "E|t*12|t*12|L"},
+    {4, 2, 24, 0, "Et*4|(t*2|)*5t*5|t*5L"},
+    {4, 1, 2, 3, NULL},
+    {4, 2, 6, 3, NULL},
+};
+
+static const guint layout_ms[] = {1, 3, 6, 16, 49, 300};
+#define LAYOUT_N (G_N_ELEMENTS(layout_ms) * 2 * G_N_ELEMENTS(layout_cases))
+
 typedef struct {
     guint n, flow;   /* cases, and those GPipe or 1F1B with m >= 3 (step-formula-flow.c's) */
     guint accounted; /* cases of an accounted split */
+    guint layouts;   /* cases with a chunk of no decoder layer (a layout or an accounted split) */
     double max_full, max_replay;
 } UnevenResult;
 
@@ -653,9 +682,34 @@ accounted_case(guint j, GridCase *c)
     uneven_mix(j, c);
 }
 
+/* Case j of the layouts, after the accounted splits. */
+static void
+layout_case(guint j, GridCase *c)
+{
+    guint n_m = G_N_ELEMENTS(layout_ms), k = j / n_m % 2;
+    guint idx = (guint) (j / n_m / 2 % G_N_ELEMENTS(layout_cases)), m = layout_ms[j % n_m];
+    guint P = layout_cases[idx].P, v = layout_cases[idx].v;
+    if (v > 1) /* interleaved: m a multiple of P */
+        m = (m + P - 1) / P * P;
+    *c = (GridCase){.schedule = v > 1    ? SIMPAR_PIPE_INTERLEAVED
+                                : k == 0 ? SIMPAR_PIPE_GPIPE
+                                         : SIMPAR_PIPE_1F1B,
+                    .v = v,
+                    .P = P,
+                    .m = m,
+                    .layers = layout_cases[idx].layers,
+                    .accounted = layout_cases[idx].accounted,
+                    .layout = layout_cases[idx].layout};
+    uneven_mix(j, c);
+}
+
 static void
 uneven_case(guint i, GridCase *c)
 {
+    if (i >= UNEVEN_N + ACCOUNTED_N) {
+        layout_case(i - (guint) (UNEVEN_N + ACCOUNTED_N), c);
+        return;
+    }
     if (i >= UNEVEN_N) {
         accounted_case(i - (guint) UNEVEN_N, c);
         return;
@@ -705,7 +759,7 @@ uneven_job(const SimparPlatform *platform, gpointer data, GString *out, GError *
         return FALSE;
     g_autoptr(SimparPredictCache) cache = simpar_predict_cache_new();
     UnevenResult res = {0};
-    guint n = (guint) (UNEVEN_N + ACCOUNTED_N);
+    guint n = (guint) (UNEVEN_N + ACCOUNTED_N + LAYOUT_N);
     for (guint i = 0; i < n; i++) {
         GridCase c;
         uneven_case(i, &c);
@@ -730,21 +784,24 @@ uneven_job(const SimparPlatform *platform, gpointer data, GString *out, GError *
         double full = MAX(grid_rel(f.step_s, e.step_s, e.step_s), grid_terms(&e, &f));
         double replay = MAX(grid_rel(f.step_s, a.step_s, a.step_s), grid_terms(&a, &f));
         res.n++, res.flow += c.schedule != SIMPAR_PIPE_INTERLEAVED && c.m >= 3;
-        res.accounted += c.accounted > 0;
+        res.accounted += c.accounted > 0 && i < UNEVEN_N + ACCOUNTED_N;
+        res.layouts += i >= UNEVEN_N + ACCOUNTED_N;
         res.max_full = MAX(res.max_full, full), res.max_replay = MAX(res.max_replay, replay);
         if (full > FORMULA_TOL || replay > FORMULA_TOL)
             g_string_append_printf(out,
                                    "case %u (%s P=%u D=%u m=%u, %u layers, first %u last %u, "
-                                   "accounted %u): "
+                                   "accounted %u, layout %s): "
                                    "step %.12g, evaluated %.12g (terms %.3g), replay %.12g "
                                    "(terms %.3g)\n",
                                    i, simpar_pipe_schedule_name(c.schedule), c.P, c.D, c.m,
-                                   c.layers, c.first, c.last, c.accounted, f.step_s, e.step_s,
+                                   c.layers, c.first, c.last, c.accounted,
+                                   c.layout != NULL ? c.layout : "none", f.step_s, e.step_s,
                                    grid_terms(&e, &f), a.step_s, grid_terms(&a, &f));
         simpar_predict_row_clear(&f), simpar_predict_row_clear(&e), simpar_predict_row_clear(&a);
     }
-    g_string_append_printf(out, "n=%u flow=%u accounted=%u max_full=%.3g max_replay=%.3g\n", res.n,
-                           res.flow, res.accounted, res.max_full, res.max_replay);
+    g_string_append_printf(
+        out, "n=%u flow=%u accounted=%u layouts=%u max_full=%.3g max_replay=%.3g\n", res.n,
+        res.flow, res.accounted, res.layouts, res.max_full, res.max_replay);
     return TRUE;
 }
 
@@ -759,15 +816,120 @@ test_uneven(void)
     CU_ASSERT_TRUE_FATAL(ran);
     const char *summary = strstr(out->str, "n=");
     CU_ASSERT_PTR_NOT_NULL_FATAL(summary);
-    guint n = 0, flow = 0, accounted = 0;
+    guint n = 0, flow = 0, accounted = 0, layouts = 0;
     double full = 1, replay = 1;
-    CU_ASSERT_EQUAL(sscanf(summary, "n=%u flow=%u accounted=%u max_full=%lg max_replay=%lg", &n,
-                           &flow, &accounted, &full, &replay),
-                    5);
+    CU_ASSERT_EQUAL(sscanf(summary,
+                           "n=%u flow=%u accounted=%u layouts=%u max_full=%lg max_replay=%lg", &n,
+                           &flow, &accounted, &layouts, &full, &replay),
+                    6);
     printf("\n    %s", out->str);
-    CU_ASSERT(summary == out->str);                        /* no case disagreed */
-    CU_ASSERT(n == 348 && flow == 197 && accounted == 58); /* 290 and 173 without the accounted */
+    CU_ASSERT(summary == out->str); /* no case disagreed */
+    /* 290 and 173 without the accounted, 348 and 197 without the layouts */
+    CU_ASSERT(n == 444 && flow == 237 && accounted == 58 && layouts == 96);
     CU_ASSERT(full <= FORMULA_TOL && replay <= FORMULA_TOL);
+}
+
+/* ----- a layout that describes another split gives the same step ----- */
+
+/* The layout string of a validated split: "E", each virtual stage's t*n, "L". */
+static char *
+same_layout_of(const SimparTrain *tr)
+{
+    GString *out = g_string_new("E");
+    guint n = (guint) (tr->pp * tr->virtual_stages);
+    for (guint vs = 0; vs < n; vs++)
+        g_string_append_printf(out, "%st*%u", vs > 0 ? "|" : "", simpar_train_stage_layers(tr, vs));
+    g_string_append_c(out, 'L');
+    return g_string_free(out, FALSE);
+}
+
+/* The even split, the uneven spread, --first-stage-layers / --last-stage-layers and the
+ * accounted splits, each against the layout that lists its layers: the analytic replay's and
+ * the formula's steps, every term and the memory per GPU bit for bit. */
+static gboolean
+same_job(const SimparPlatform *platform, gpointer data, GString *out, GError **error)
+{
+    (void) data;
+    SimparGpu gpu;
+    if (!simpar_predict_gpu(platform, 64, NULL, &gpu, error))
+        return FALSE;
+
+    static const struct {
+        guint P, v, layers, first, last, accounted, m;
+    } cases[] = {
+        {4, 1, 24, 0, 0, 0, 8}, {4, 2, 24, 0, 0, 0, 8},  {4, 1, 22, 0, 0, 0, 5},
+        {4, 1, 24, 3, 0, 0, 8}, {4, 2, 24, 0, 5, 0, 12}, {4, 2, 24, 5, 4, 0, 8},
+        {4, 2, 22, 0, 0, 3, 8}, {7, 1, 27, 0, 0, 1, 9},  {3, 1, 25, 0, 0, 0, 2},
+    };
+
+    guint n = 0, differ = 0;
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        GridCase c = {.schedule = cases[i].v > 1 ? SIMPAR_PIPE_INTERLEAVED : SIMPAR_PIPE_1F1B,
+                      .v = cases[i].v,
+                      .P = cases[i].P,
+                      .m = cases[i].m,
+                      .layers = cases[i].layers,
+                      .first = cases[i].first,
+                      .last = cases[i].last,
+                      .accounted = cases[i].accounted};
+        uneven_mix(i, &c);
+        c.fp8 = FALSE;
+        SimparModel model;
+        SimparTrain train, check;
+        g_assert(grid_setup(&c, &model, &train));
+        check = train;
+        g_assert(simpar_train_validate(&check, &model, (guint64) (c.tp * c.P * c.D), NULL));
+        g_autofree char *layout = same_layout_of(&check);
+        SimparTrain as_layout = train;
+        as_layout.first_stage_layers = as_layout.last_stage_layers = 0;
+        as_layout.account_embedding = as_layout.account_loss = FALSE;
+        as_layout.layout = g_intern_string(layout);
+        SimparPredictContext ctx = {.attention = SIMPAR_ATTENTION_UNFUSED,
+                                    .platform = platform,
+                                    .gpu = &gpu,
+                                    .gpus = (guint) (c.tp * c.P * c.D),
+                                    .steps_to_target = G_MININT64};
+        simpar_coll_params_init(&ctx.run.coll);
+        ctx.run.mode = SIMPAR_COLL_MODE_FUSED;
+        const char *const backends[] = {"analytic", "formula"};
+        for (guint b = 0; b < G_N_ELEMENTS(backends); b++) {
+            SimparReportRow x, y;
+            g_assert(uneven_row(&ctx, backends[b], NULL, FALSE, &model, &train, &x));
+            g_assert(uneven_row(&ctx, backends[b], NULL, FALSE, &model, &as_layout, &y));
+            gboolean same = x.step_s == y.step_s && grid_terms(&x, &y) == 0 &&
+                            x.memory.total_B == y.memory.total_B &&
+                            x.memory.activations_B == y.memory.activations_B &&
+                            x.step.peak_stage == y.step.peak_stage;
+            n++, differ += !same;
+            if (!same)
+                g_string_append_printf(out,
+                                       "%s: %u layers P=%u v=%u first %u last %u accounted %u "
+                                       "as %s: step %.17g vs %.17g, memory %.17g vs %.17g\n",
+                                       backends[b], c.layers, c.P, c.v, c.first, c.last,
+                                       c.accounted, layout, x.step_s, y.step_s, x.memory.total_B,
+                                       y.memory.total_B);
+            simpar_predict_row_clear(&x), simpar_predict_row_clear(&y);
+        }
+    }
+    g_string_append_printf(out, "n=%u differ=%u\n", n, differ);
+    return TRUE;
+}
+
+static void
+test_layout_same(void)
+{
+    g_autoptr(GString) out = g_string_new(NULL);
+    g_autoptr(GError) error = NULL;
+    gboolean ran = simpar_platform_run("topologies/dgx-a100x64.xml", same_job, NULL, out, &error);
+    if (!ran)
+        printf("\n    %s", error->message);
+    CU_ASSERT_TRUE_FATAL(ran);
+    printf("\n    %s", out->str);
+    guint n = 0, differ = 1;
+    const char *summary = strstr(out->str, "n=");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(summary);
+    CU_ASSERT_EQUAL(sscanf(summary, "n=%u differ=%u", &n, &differ), 2);
+    CU_ASSERT(n == 18 && differ == 0);
 }
 
 /* ----- closed forms, on a network that costs nothing (or whose replicas differ) ----- */
@@ -1277,6 +1439,8 @@ static CU_TestInfo grid_tests[] = {
     {"on the V100 platform, the step and its breakdown are the analytic backend's", test_grid_v100},
     {"uneven stages: the closed forms in m are the evaluation at m and the analytic replay",
      test_uneven},
+    {"a layout that lists another split's layers gives its step and memory, bit for bit",
+     test_layout_same},
     {"mixtures of experts: the experts' gradients, dense layers and dispatchers as the replay",
      test_moe},
     {"mixtures of experts on the V100 platform (fp16) as the replay", test_moe_v100},

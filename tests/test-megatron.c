@@ -5,7 +5,7 @@
  *
  * The binary's path comes from SIMPAR_BIN; the working directory is the source root.
  */
-#include "cli-run.h"
+#include "cli-run-json.h"
 #include "megatron.h"
 #include "simpar-test.h"
 #include <glib/gstdio.h>
@@ -716,7 +716,62 @@ test_accounted_split(void)
                                          "pipeline stage holds every layer)"));
 }
 
+/* --pipeline-model-parallel-layout becomes simpar's flag of the same name, its stages over
+ * --pipeline-model-parallel-size the virtual stages (interleaved above 1), as Megatron's
+ * arguments.py derives them, over any --virtual-pipeline-model-parallel-size; refused beside the
+ * other virtual-stage flags and when its stages do not divide over PP; a quoted layout read
+ * whole. */
+static void
+test_layout(void)
+{
+    g_autofree char *v2 =
+        megatron_flags(MEG_SHAPE "--pipeline-model-parallel-size 2 "
+                                 "--virtual-pipeline-model-parallel-size 3 "
+                                 "--pipeline-model-parallel-layout \"E|(t*8|)*2t*8L\"");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(v2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(v2, " --pipeline-model-parallel-layout=E|(t*8|)*2t*8L "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(v2, " --schedule=interleaved --virtual-stages=2"));
+    CU_ASSERT_PTR_NULL(strstr(v2, "--virtual-stages=3"));
+    g_autofree char *v1 =
+        megatron_flags(MEG_SHAPE "--pipeline-model-parallel-size 2 "
+                                 "--pipeline-model-parallel-layout 'Et*12|t*12L'");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(v1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(v1, " --pipeline-model-parallel-layout=Et*12|t*12L"));
+    CU_ASSERT_PTR_NULL(strstr(v1, "--virtual-stages"));
+    g_autoptr(GError) error = NULL;
+    g_autoptr(SimparMegatron) meg =
+        simpar_megatron_parse(MEG_SHAPE "--pipeline-model-parallel-size 2 "
+                                        "--pipeline-model-parallel-layout 'Et*12|t*12L'",
+                              "test.sh", &error);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(meg);
+    g_autofree char *text = simpar_megatron_describe(meg);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "--pipeline-model-parallel-layout -> "
+                                        "--pipeline-model-parallel-layout Et*12|t*12L"));
+    megatron_refuses(MEG_SHAPE "--pipeline-model-parallel-size 2 "
+                               "--num-layers-per-virtual-pipeline-stage 6 "
+                               "--pipeline-model-parallel-layout 'Et*12|t*12L'",
+                     "Megatron refuses more than one of them");
+    megatron_refuses(MEG_SHAPE "--pipeline-model-parallel-size 2 "
+                               "--pipeline-model-parallel-layout 'E|t*12|t*12L'",
+                     "3 stages are not divisible by --pipeline-model-parallel-size 2");
+    megatron_refuses(MEG_SHAPE "--pipeline-model-parallel-size 2 "
+                               "--pipeline-model-parallel-layout 'Et*12|t*1x2L'",
+                     "at position 10, 'x' is not a layer symbol");
+    /* the JSON rows' config echoes the layout as given */
+    g_autoptr(JsonNode) root =
+        simpar_cli_run_ok("--topology topologies/v100x64.xml --model tiny --layers 24 --tp-mode "
+                          "1d --gpus 4 --pp 2 --dp 2 --backend analytic --json "
+                          "--pipeline-model-parallel-layout 'Et*24|,L'",
+                          TRUE);
+    JsonObject *row = json_array_get_object_element(json_node_get_array(root), 0);
+    JsonObject *config = json_object_get_object_member(row, "config");
+    CU_ASSERT_STRING_EQUAL(
+        json_object_get_string_member_with_default(config, "pipeline_layout", ""), "Et*24|,L");
+}
+
 static CU_TestInfo megatron_tests[] = {
+    {"Megatron's --pipeline-model-parallel-layout becomes simpar's, its virtual stages too",
+     test_layout},
     {"Megatron's --account-for-*-in-pipeline-split become simpar's", test_accounted_split},
     {"Megatron's --multi-latent-attention and its sizes become simpar's MLA flags", test_mla_flags},
     {"Megatron's --mtp-num-layers becomes --mtp-layers, its loss weight accepted", test_mtp_flags},

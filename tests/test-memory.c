@@ -994,6 +994,41 @@ test_dense_layers_of_an_moe_model(void)
     }
 }
 
+/* Megatron-Core's layout (--pipeline-model-parallel-layout) with a stage of no decoder layer:
+ * "E|t*8|t*8|t*8L" over 4 stages. Stage 0 holds the embedding alone: no layer weights,
+ * gradients, optimizer states or layer activations; stages 1 and 2 hold 8 layers each, 8/6 of
+ * what the even split's 6 layers a stage hold. Fails with the layout's stages read as the even
+ * split's. */
+static void
+test_layout_stage_of_no_layer(void)
+{
+    SimparModel m;
+    CU_ASSERT_TRUE_FATAL(simpar_model_preset("tiny", &m, NULL));
+    m.layers = 24;
+    SimparTrain even = train_1d(1, SIMPAR_PIPE_1F1B, 4, 1, 8), lay = even;
+    even.layers = lay.layers = m.layers;
+    even.layers_per_chunk = 6;
+    lay.layout = g_intern_static_string("E|t*8|t*8|t*8L");
+    lay.split = simpar_layout_parse(lay.layout, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(lay.split);
+    SimparMemory first = step(&m, &lay, 0), first_even = step(&m, &even, 0);
+    printf("\n    stage 0: layer weights %.0f B, activations %.0f B (even split: %.0f, %.0f); "
+           "embedding %.0f B",
+           first.weights_B, first.activations_B, first_even.weights_B, first_even.activations_B,
+           first.embedding_B);
+    CU_ASSERT_EQUAL(first.weights_B, 0);
+    CU_ASSERT_EQUAL(first.grads_B, 0);
+    CU_ASSERT_EQUAL(first.optimizer_B, 0);
+    CU_ASSERT_EQUAL(first.activations_B, 0);
+    CU_ASSERT(first.embedding_B > 0 && near(first.embedding_B, first_even.embedding_B));
+    for (guint p = 1; p < 3; p++) {
+        SimparMemory a = step(&m, &lay, p), b = step(&m, &even, p);
+        CU_ASSERT(near(a.weights_B, b.weights_B * 8 / 6));
+        CU_ASSERT(near(a.optimizer_B, b.optimizer_B * 8 / 6));
+        CU_ASSERT(near(a.activations_B, b.activations_B * 8 / 6));
+    }
+}
+
 /* --overlap-moe-expert-parallel-comm: the merged 1F1B runs one more warm-up forward, but each
  * steady-state forward keeps a layer as its paired backward frees one (pipeline.h,
  * Megatron-Core's TransformerModelChunkSchedulePlan.run), so a device holds the schedule's own
@@ -1034,6 +1069,8 @@ static CU_TestInfo memory_tests[] = {
      test_the_merged_1f1b_holds_one_more_layer},
     {"an MoE model's dense layers hold the memory of the model without experts",
      test_dense_layers_of_an_moe_model},
+    {"a layout's stage of no decoder layer holds no layer's memory, the others their layers'",
+     test_layout_stage_of_no_layer},
     {"FP8 weight copies, transpose caches and FP8 parameters: their bytes by hand",
      test_states_fp8},
     {"FP8 attention keeps Q, K, V (delayed: and O, for the bf16 O) in FP8, by hand; unfused and "

@@ -153,11 +153,9 @@ test_published_throughput(void)
 static void
 test_published_gb200(void)
 {
-    const PublishedRate want[] = {{843, 1536, 8192, 256},
-                                  {3712, 256, 8192, 64},
-                                  {39936, 512, 4096, 8},
-                                  {7280, 8192, 4096, 256},
-                                  {4912, 4096, 4096, 256}};
+    const PublishedRate want[] = {{843, 1536, 8192, 256},  {783, 1536, 8192, 256},
+                                  {3712, 256, 8192, 64},   {39936, 512, 4096, 8},
+                                  {7280, 8192, 4096, 256}, {4912, 4096, 4096, 256}};
     g_autoptr(JsonNode) root = NULL;
     JsonArray *cases = published_rates("megatron-bridge-gb200", want, G_N_ELEMENTS(want), &root);
     JsonObject *first = json_array_get_object_element(cases, 0);
@@ -200,7 +198,8 @@ test_published_gb200(void)
 static void
 test_published_gb300(void)
 {
-    const PublishedRate want[] = {{44544, 512, 4096, 8}, {8816, 8192, 4096, 256}};
+    const PublishedRate want[] = {
+        {44544, 512, 4096, 8}, {8816, 8192, 4096, 256}, {6288, 4096, 4096, 256}};
     g_autoptr(JsonNode) root = NULL;
     JsonArray *cases = published_rates("megatron-bridge-gb300", want, G_N_ELEMENTS(want), &root);
     JsonObject *q30 = json_array_get_object_element(cases, 0);

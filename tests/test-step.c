@@ -755,20 +755,24 @@ test_step_expert_groups(void)
  * ("dense.*" where simpar_model_layer_is_moe says no), and the stage's parameters (one Adam over
  * all at ZeRO 0; the data-parallel and expert-data-parallel reductions) must be the ends' plus
  * each layer's own: a dense layer's (its schedule's share) or an MoE layer's with its experts.
- * Fails with the blocks or the layout of every layer an MoE one's. */
+ * Megatron-Core's layouts too, with virtual stages of no decoder layer (the embedding or the
+ * loss alone). Fails with the blocks or the layout of every layer an MoE one's. */
 static void
 test_step_dense_layers(void)
 {
     const struct {
         gint64 layers, pp, v, first, dense, every, dp, m, zero;
         gboolean overlap;
+        const char *layout; /* --pipeline-model-parallel-layout, or NULL */
     } cases[] = {
-        {6, 2, 1, 0, 1, 1, 1, 2, 0, FALSE}, /* DeepSeek-V3's shape: the first layers dense */
-        {8, 2, 2, 0, 1, 2, 1, 4, 0, FALSE}, /* interleaved, alternating */
-        {7, 2, 1, 2, 3, 2, 2, 2, 0, TRUE},  /* uneven stages, per-layer buckets */
-        {6, 1, 1, 0, 2, 3, 2, 2, 0, TRUE},  /* one stage, every third layer MoE */
-        {7, 3, 1, 3, 2, 2, 2, 2, 1, FALSE}, /* ZeRO-1 */
-        {6, 1, 1, 0, 5, 1, 2, 2, 2, FALSE}, /* ZeRO-2: per layer and micro-batch; one MoE */
+        {6, 2, 1, 0, 1, 1, 1, 2, 0, FALSE, NULL}, /* DeepSeek-V3's shape: the first layers dense */
+        {8, 2, 2, 0, 1, 2, 1, 4, 0, FALSE, NULL}, /* interleaved, alternating */
+        {7, 2, 1, 2, 3, 2, 2, 2, 0, TRUE, NULL},  /* uneven stages, per-layer buckets */
+        {6, 1, 1, 0, 2, 3, 2, 2, 0, TRUE, NULL},  /* one stage, every third layer MoE */
+        {7, 3, 1, 3, 2, 2, 2, 2, 1, FALSE, NULL}, /* ZeRO-1 */
+        {6, 1, 1, 0, 5, 1, 2, 2, 2, FALSE, NULL}, /* ZeRO-2: per layer and micro-batch; one MoE */
+        {6, 2, 2, 0, 1, 2, 1, 4, 0, FALSE, "E|t*3|t*3|L"}, /* the ends alone, interleaved */
+        {7, 3, 1, 0, 2, 2, 2, 2, 1, TRUE, "E|t*7|L"},      /* ZeRO-1, per-layer buckets */
     };
 
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -782,6 +786,7 @@ test_step_dense_layers(void)
                                         .dense_layers = cases[i].dense,
                                         .moe_every = cases[i].every};
         c.train.first_stage_layers = cases[i].first;
+        c.train.layout = cases[i].layout != NULL ? g_intern_string(cases[i].layout) : NULL;
         c.train.zero = cases[i].zero, c.train.overlap_grad_reduce = cases[i].overlap;
         c.train.bucket_params = 1000;
         step_case_run(&c, 1.0, 2.0, 0, 0);

@@ -45,11 +45,12 @@ typedef struct {
     double p; /* dropout */
     SimparRecompute recompute;
     gboolean scatter_gather;
-    gint llama;     /* TRUE: 4 heads on 2 key/value heads, SwiGLU, RMSNorm; TH_MLA: SwiGLU,
-                       RMSNorm and multi-head latent attention (th_mla) */
-    gint zero;      /* ZeRO-1: only the updated weights are compared */
-    gint64 shard;   /* --shard-group (0: D) */
-    gint accounted; /* 1: the embedding, 2: the loss, 3: both counted in the pipeline split */
+    gint llama;         /* TRUE: 4 heads on 2 key/value heads, SwiGLU, RMSNorm; TH_MLA: SwiGLU,
+                           RMSNorm and multi-head latent attention (th_mla) */
+    gint zero;          /* ZeRO-1: only the updated weights are compared */
+    gint64 shard;       /* --shard-group (0: D) */
+    gint accounted;     /* 1: the embedding, 2: the loss, 3: both counted in the pipeline split */
+    const char *layout; /* --pipeline-model-parallel-layout, or NULL */
 } TrainCase;
 
 typedef struct {
@@ -194,6 +195,7 @@ train_host_setup(const TrainCase *c, SimparModel *model, SimparTrain *tr)
     tr->scatter_gather = c->scatter_gather;
     tr->zero = c->zero, tr->shard_group = c->shard;
     tr->account_embedding = (c->accounted & 1) != 0, tr->account_loss = (c->accounted & 2) != 0;
+    tr->layout = c->layout != NULL ? g_intern_string(c->layout) : NULL;
     tr->global_batch = c->m * c->b * c->dp;
     /* eps well above rounding: a gradient that is zero in exact arithmetic (the key bias's)
      * comes out as +-1e-17 from either side, and Adam would turn that into +-lr */
@@ -280,7 +282,14 @@ train_host_case(const TrainCase *c)
 #define TRAIN_TEST(fn, ...)                                                                        \
     static void fn(void)                                                                           \
     {                                                                                              \
-        const TrainCase c = {__VA_ARGS__};                                                         \
+        const TrainCase c = {__VA_ARGS__, .layout = NULL};                                         \
+        train_host_case(&c);                                                                       \
+    }
+/* The same with Megatron-Core's layout string `layout` */
+#define TRAIN_LAYOUT_TEST(fn, layout_, ...)                                                        \
+    static void fn(void)                                                                           \
+    {                                                                                              \
+        const TrainCase c = {__VA_ARGS__, .layout = layout_};                                      \
         train_host_case(&c);                                                                       \
     }
 
@@ -338,6 +347,73 @@ TRAIN_TEST(test_accounted_interleaved, "1d", 2, 0, 2, 2, 2, 4, 1, 6, SIMPAR_PIPE
 TRAIN_TEST(test_accounted_loss, "1d", 2, 0, 2, 2, 1, 3, 1, 5, SIMPAR_PIPE_1F1B, FALSE, TRUE, 0.0,
            SIMPAR_RECOMPUTE_NONE, FALSE, FALSE, 0, 0, 2)
 
+/* Chunks that hold no decoder layer: the accounted split of 2 layers + the embedding + the loss
+ * over 2 x 2 chunks (the embedding alone, 1, 1, the loss alone); Megatron-Core's layouts with the
+ * embedding alone on the first stage (1F1B), both ends alone (interleaved) and empty middle
+ * chunks. The step equals the serial one. */
+TRAIN_TEST(test_accounted_empty_ends, "1d", 2, 0, 2, 2, 2, 4, 1, 2, SIMPAR_PIPE_INTERLEAVED, TRUE,
+           TRUE, 0.1, SIMPAR_RECOMPUTE_SELECTIVE, FALSE, TRUE, 0, 0, 3)
+TRAIN_LAYOUT_TEST(test_layout_embedding_alone, "E|t*3L", "1d", 2, 0, 2, 2, 1, 3, 1, 3,
+                  SIMPAR_PIPE_1F1B, FALSE, TRUE, 0.1, SIMPAR_RECOMPUTE_NONE, FALSE, FALSE, 0, 0, 0)
+TRAIN_LAYOUT_TEST(test_layout_ends_alone, "E|(t*2|)*2L", "1d", 2, 0, 2, 2, 2, 4, 1, 4,
+                  SIMPAR_PIPE_INTERLEAVED, TRUE, TRUE, 0.1, SIMPAR_RECOMPUTE_FULL, FALSE, TRUE, 0,
+                  0, 0)
+TRAIN_LAYOUT_TEST(test_layout_empty_middle, "Et||t|,|t|L", "1d", 2, 0, 2, 1, 3, 6, 1, 3,
+                  SIMPAR_PIPE_INTERLEAVED, FALSE, TRUE, 0.0, SIMPAR_RECOMPUTE_NONE, FALSE, FALSE, 1,
+                  0, 0)
+
+/* Megatron-Core's layout strings (pipeline_parallel_layer_layout.py's parse_str_to_list):
+ * repetition of a symbol and of a group, commas, empty stages, the recipes' own (DeepSeek-V3 on
+ * GB200, Llama 3 70B on H100): each virtual stage's decoder layers and first layer. */
+static void
+test_layout_counts(void)
+{
+    static const struct {
+        const char *text;
+        guint chunks, total, mtp;
+        const char *want; /* the decoder layers per virtual stage, "a,b,..." */
+    } cases[] = {
+        {"Et*3|t*2,L", 2, 5, 0, "3,2"},
+        {"E|t*8|t*8|t*8,L", 4, 24, 0, "0,8,8,8"},
+        {"E(tt|)*3L", 4, 6, 0, "2,2,2,0"},
+        {"Et||t|,|t|L", 6, 3, 0, "1,0,1,0,1,0"},
+        {"E(t*2|t|)*2t*10mL", 5, 16, 1, "2,1,2,1,10"},
+        {"Et*4|(tttt|)*14tmL", 16, 61, 1, "4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,1"},
+        {"Et*2|(t*2|)*34,t*3|(t*2|)*3,tL", 40, 80, 0,
+         "2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,3,2,2,2,1"},
+        {"Et*0|t*2L", 2, 2, 0, "0,2"},
+        {"E|*3t*2L", 4, 2, 0, "0,0,0,2"},
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(GError) error = NULL;
+        const SimparLayout *lay = simpar_layout_parse(cases[i].text, &error);
+        if (lay == NULL)
+            printf("\n    %s", error->message);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(lay);
+        g_autoptr(GString) got = g_string_new(NULL);
+        guint sum = 0, wrong = 0;
+        for (guint vs = 0; vs < lay->chunks; vs++) {
+            g_string_append_printf(got, "%s%u", vs > 0 ? "," : "", lay->layers[vs]);
+            wrong += lay->first_layer[vs] != sum;
+            sum += lay->layers[vs];
+        }
+        if (!g_str_equal(got->str, cases[i].want) || lay->chunks != cases[i].chunks)
+            printf("\n    %s: %u stages %s, want %u: %s", cases[i].text, lay->chunks, got->str,
+                   cases[i].chunks, cases[i].want);
+        CU_ASSERT_STRING_EQUAL(got->str, cases[i].want);
+        CU_ASSERT_EQUAL(lay->chunks, cases[i].chunks);
+        CU_ASSERT_EQUAL(lay->total, cases[i].total);
+        CU_ASSERT_EQUAL(lay->mtp, cases[i].mtp);
+        CU_ASSERT_EQUAL(wrong, 0);
+        CU_ASSERT(simpar_layout_parse(cases[i].text, NULL) == lay); /* parsed once */
+    }
+    /* Megatron-Core's own example gives the MTP layer a stage of its own: refused */
+    g_autoptr(GError) error = NULL;
+    CU_ASSERT_PTR_NULL(simpar_layout_parse("Et*3|(tt|)*29,m|L", &error));
+    CU_ASSERT(error != NULL && strstr(error->message, "must sit in the last virtual stage"));
+}
+
 /* The accounted split's layers per virtual stage, as Megatron-Core's get_num_layers_to_build
  * gives them: (L + e + l) / (P v) each, the first (last) one fewer with the embedding (loss). */
 static void
@@ -374,7 +450,8 @@ test_accounted_counts(void)
                              FALSE,
                              0,
                              0,
-                             cases[i].accounted};
+                             cases[i].accounted,
+                             NULL};
         SimparModel model;
         SimparTrain tr;
         train_host_setup(&c, &model, &tr);
@@ -426,7 +503,7 @@ test_refusals(void)
                              0.0,   SIMPAR_RECOMPUTE_NONE,
                              FALSE, FALSE,
                              0,     0,
-                             0};
+                             0,     NULL};
         SimparModel model;
         SimparTrain tr;
         train_host_setup(&c, &model, &tr);
@@ -482,6 +559,13 @@ static CU_TestInfo train_host_tests[] = {
     {"accounted split: 5 layers + loss over 2 stages, 1F1B", test_accounted_loss},
     {"accounted split: layers per virtual stage as Megatron-Core builds them",
      test_accounted_counts},
+    {"layout strings: every virtual stage's decoder layers", test_layout_counts},
+    {"accounted split of 2 layers over 2 x 2 chunks: the ends hold no decoder layer",
+     test_accounted_empty_ends},
+    {"layout E|t*3L over 2 stages: the first holds the embedding alone, 1F1B",
+     test_layout_embedding_alone},
+    {"layout E|(t*2|)*2L over 2 x 2 chunks: the ends alone, interleaved", test_layout_ends_alone},
+    {"layout Et||t|,|t|L over 2 x 3 chunks: empty middle chunks, ZeRO-1", test_layout_empty_middle},
     {"refusals name the flag", test_refusals},
     CU_TEST_INFO_NULL,
 };

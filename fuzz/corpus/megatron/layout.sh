@@ -1,0 +1,1 @@
+torchrun pretrain_gpt.py --num-layers 8 --hidden-size 64 --num-attention-heads 4 --seq-length 32 --micro-batch-size 1 --global-batch-size 8 --pipeline-model-parallel-size 2 --position-embedding-type rope --mtp-num-layers 1 --pipeline-model-parallel-layout "E|(t*2|)*2,t*4mL"
