@@ -233,6 +233,17 @@ predict_split(const SimparTrain *t)
         g_string_append_printf(out, " N=%" G_GINT64_FORMAT, t->vp_group);
     if (t->ep_overlap) /* --overlap-moe-expert-parallel-comm */
         g_string_append(out, " merged-1F1B");
+    if (t->layout != NULL) /* --pipeline-model-parallel-layout */
+        g_string_append_printf(out, " layout=%s", t->layout);
+    if (t->first_stage_layers > 0)
+        g_string_append_printf(out, " first-stage=%" G_GINT64_FORMAT, t->first_stage_layers);
+    if (t->last_stage_layers > 0)
+        g_string_append_printf(out, " last-stage=%" G_GINT64_FORMAT, t->last_stage_layers);
+    if (t->account_embedding || t->account_loss) /* --account-for-*-in-pipeline-split */
+        g_string_append_printf(out, " accounted=%s",
+                               t->account_embedding && t->account_loss ? "embedding+loss"
+                               : t->account_embedding                  ? "embedding"
+                                                                       : "loss");
     g_string_append_printf(
         out, " m=%" G_GINT64_FORMAT " B=%" G_GINT64_FORMAT " ZeRO-%d%s%s recompute %s",
         t->micro_batches, t->global_batch, t->zero, t->overlap_grad_reduce ? " overlap" : "",

@@ -168,6 +168,8 @@ test_published_gb200(void)
            p, racks64, racks72);
     CU_ASSERT_EQUAL(p, racks64);
     CU_ASSERT_NOT_EQUAL(p, racks72);
+    CU_ASSERT_PTR_NOT_NULL(strstr(json_object_get_string_member(first, "split"),
+                                  " v=4 accounted=embedding+loss m=384 "));
     /* memory: every case ran, and simpar says each fits (Qwen3-30B-A3B at micro-batch 4 under
      * the merged 1F1B too: one micro-batch's activations and a layer, not two micro-batches') */
     guint over = 0;
@@ -216,6 +218,10 @@ test_published_gb300(void)
     CU_ASSERT_EQUAL(gb300, gb200);
     CU_ASSERT_DOUBLE_EQUAL(mem300, mem200, 1e-9); /* the same job holds the same bytes */
     CU_ASSERT(mem300 < 279e9 / (1024.0 * 1024 * 1024) && mem300 > 186e9 / (1024.0 * 1024 * 1024));
+    /* the split shows the recipe's layout */
+    JsonObject *ds = json_array_get_object_element(cases, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(json_object_get_string_member(ds, "split"),
+                                  "interleaved v=8 merged-1F1B layout=Et*4|(t*4|)*14tmL m=32 "));
     for (guint i = 0; i < G_N_ELEMENTS(want); i++) { /* each fits the GB300's 279 GB */
         JsonObject *c = json_array_get_object_element(cases, i);
         CU_ASSERT(json_object_get_double_member(c, "memory_per_gpu_gib") <
