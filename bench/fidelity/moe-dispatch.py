@@ -68,16 +68,9 @@ def predict(simpar, work, r):
     return span(DISPATCH), span(COMBINE)
 
 
-def main():
-    args = sys.argv[1:]
-    only = None
-    if "--only" in args:
-        i = args.index("--only")
-        only, args = args[i + 1], args[:i] + args[i + 2:]
-    build = args[0] if args else "build"
-    simpar = os.path.join(build, "app", "simpar")
-    if not os.access(simpar, os.X_OK):
-        sys.exit(f"moe-dispatch: {simpar} not found (meson compile -C {build} first)")
+def compare(simpar, only=None):
+    """[(row, measured s, predicted s, predicted algbw GB/s)] for the rows with a preset (of
+    expert-parallel size `only` if given), each job predicted once."""
     table = [r for r in rows(os.path.join(HERE, "moe-dispatch.csv"))
              if r["preset"] and (only is None or r["ep"] == only)]
     cache, out = {}, []
@@ -90,6 +83,20 @@ def main():
             b = logical_bytes(r)
             measured = b / (float(r["algbw_GBps"]) * 1e9)
             out.append((r, measured, t, b / t / 1e9))
+    return out
+
+
+def main():
+    args = sys.argv[1:]
+    only = None
+    if "--only" in args:
+        i = args.index("--only")
+        only, args = args[i + 1], args[:i] + args[i + 2:]
+    build = args[0] if args else "build"
+    simpar = os.path.join(build, "app", "simpar")
+    if not os.access(simpar, os.X_OK):
+        sys.exit(f"moe-dispatch: {simpar} not found (meson compile -C {build} first)")
+    out = compare(simpar, only)
     head = ("source         preset   nodes  EP  hidden SMs measure op        measured us "
             "predicted us  algbw GB/s (measured, predicted)   error")
     lines = [head]
