@@ -4,12 +4,14 @@ against the public dispatch and combine measurements of bench/fidelity/moe-dispa
 
 For every row with a preset, the benchmark's job is one MoE layer of `hidden` with `experts`
 routed experts (their FFN width is irrelevant to the hops), top-`topk`, `tokens` tokens per GPU
-(--seq tokens, --micro-batch 1), expert parallelism `ep` over `nodes` nodes of the preset, bf16,
-on the formula backend. From a Chrome trace of rank 0 it reads the forward's dispatch (the rail
+(--seq tokens, --micro-batch 1), expert parallelism `ep` over `nodes` nodes of the preset (racks
+of 36 GPUs for gb200-nvl72, of which the first `ep`), bf16, on the formula backend. From a Chrome trace of rank 0 it reads the forward's dispatch (the rail
 all-to-all, the NVLink forwarding copy, the NVLink all-to-all) and combine (the same three in
 reverse); the measured time is the benchmark's bytes over its algbw, the bytes as the benchmarks
-count them: tokens x the expected number of distinct nodes a token's top-k experts, drawn
-uniformly without replacement, sit on (nodes x (1 - C(E - E/nodes, k) / C(E, k))) x hidden x 2.
+count them: over nodes, tokens x the expected number of distinct nodes a token's top-k experts,
+drawn uniformly without replacement, sit on (nodes x (1 - C(E - E/nodes, k) / C(E, k))) x
+hidden x 2; in one NVLink domain, the rows rank 0 receives (ep x tokens x (1 - C(E - E/ep, k) /
+C(E, k))) x hidden x 2.
 Prints, per row, measured and predicted time and algbw and the error, and writes the table to
 bench/results/moe-dispatch.txt. `--only EP` keeps the rows of one expert-parallel size.
 """
@@ -32,9 +34,20 @@ def rows(path):
         return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
+def one_domain(r):
+    """Whether the row's GPUs share one NVLink domain (a rack of gb200-nvl72, one node else)."""
+    return r["preset"] == "gb200-nvl72" or int(r["ep"]) <= 8
+
+
 def logical_bytes(r):
-    """The benchmarks' byte count for rank 0 (tests/test_hybrid_ep.py, tests/legacy/test_internode.py)."""
-    t, h, k, e, n = (int(r[x]) for x in ("tokens", "hidden", "topk", "experts", "nodes"))
+    """The benchmarks' byte count for rank 0 (tests/test_hybrid_ep.py, tests/legacy/test_internode.py):
+    over nodes, tokens x the distinct nodes a token's choices sit on; in one NVLink domain, the
+    rows rank 0 receives (every rank's tokens with a choice on it)."""
+    t, h, k, e, ep = (int(r[x]) for x in ("tokens", "hidden", "topk", "experts", "ep"))
+    if one_domain(r):
+        miss = math.comb(e - e // ep, k) / math.comb(e, k)  # no choice on rank 0
+        return ep * t * (1 - miss) * h * 2
+    n = int(r["nodes"])
     miss = math.comb(e - e // n, k) / math.comb(e, k)  # no choice on a given node
     return t * n * (1 - miss) * h * 2
 
@@ -42,12 +55,14 @@ def logical_bytes(r):
 def predict(simpar, work, r):
     """Forward dispatch and combine seconds of rank 0 on the row's job."""
     plat = os.path.join(work, f"{r['preset']}-{r['nodes']}.xml")
+    size = (["--racks", r["nodes"], "--rack-gpus", "36"] if r["preset"] == "gb200-nvl72"
+            else ["--nodes", r["nodes"]])
     if not os.path.exists(plat):
-        subprocess.run([simpar, "topology", "--preset", r["preset"], "--nodes", r["nodes"],
-                        "-o", plat], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([simpar, "topology", "--preset", r["preset"], *size, "-o", plat],
+                       check=True, stdout=subprocess.DEVNULL)
     trace = os.path.join(work, "trace.json")
     h = int(r["hidden"])
-    subprocess.run([simpar, "predict", "--topology", plat, "--backend", "formula",
+    subprocess.run([simpar, "predict", "--topology", plat, "--gpus", r["ep"], "--backend", "formula",
                     "--tp-mode", "1d", "--tp", "1", "--ep", r["ep"], "--layers", "1",
                     "--hidden", str(h), "--heads", str(h // 128), "--ffn", str(4 * h),
                     "--moe-ffn", "2048", "--experts", r["experts"], "--topk", r["topk"],
@@ -68,11 +83,12 @@ def predict(simpar, work, r):
     return span(DISPATCH), span(COMBINE)
 
 
-def compare(simpar, only=None):
+def compare(simpar, only=None, preset=None):
     """[(row, measured s, predicted s, predicted algbw GB/s)] for the rows with a preset (of
-    expert-parallel size `only` if given), each job predicted once."""
+    expert-parallel size `only` and that preset if given), each job predicted once."""
     table = [r for r in rows(os.path.join(HERE, "moe-dispatch.csv"))
-             if r["preset"] and (only is None or r["ep"] == only)]
+             if r["preset"] and (only is None or r["ep"] == only)
+             and (preset is None or r["preset"] == preset)]
     cache, out = {}, []
     with tempfile.TemporaryDirectory() as work:
         for r in table:
