@@ -511,6 +511,7 @@ simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GE
                                               "overlap-moe-expert-parallel-comm",
                                               "etp",
                                               "moe-dispatcher",
+                                              "moe-flex-backend",
                                               "tp-comm-overlap",
                                               "mtp-layers",
                                               "recompute-modules",

@@ -699,7 +699,8 @@ meg_moe_freq(const char *text, gint64 layers, gint64 *every, gint64 *dense)
  * (transformer_config.py: default "deepep"; --moe-enable-deepep is its deprecated spelling).
  * DeepEP is simpar's DeepEP hops; HybridEP (DeepEP's hybrid-ep branch) routes tokens the same
  * way, each token once per destination node over RDMA and then over NVLink, and is priced as
- * DeepEP's hops; NCCL's EP backend is not modelled. */
+ * DeepEP's hops after its all-gather of the routing maps (--moe-flex-backend hybridep); NCCL's
+ * EP backend is not modelled. */
 static gboolean
 meg_dispatcher(SimparMegatron *meg, GError **error)
 {
@@ -740,14 +741,17 @@ meg_dispatcher(SimparMegatron *meg, GError **error)
                         "alltoall",
                         backend);
     meg_arg(meg, "--moe-dispatcher=deepep");
+    if (g_str_equal(backend, "hybridep"))
+        meg_arg(meg, "--moe-flex-backend=hybridep");
     meg_use(meg,
             g_str_equal(backend, "hybridep")
                 ? "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep"
             : deprecated ? "--moe-token-dispatcher-type flex --moe-enable-deepep"
                          : "--moe-token-dispatcher-type flex (backend deepep, Megatron's default)",
             g_str_equal(backend, "hybridep")
-                ? "--moe-dispatcher deepep (HybridEP priced as DeepEP's hops: each token once "
-                  "per node over RDMA, then NVLink; its own kernels are not modelled)"
+                ? "--moe-dispatcher deepep --moe-flex-backend hybridep (HybridEP priced as "
+                  "DeepEP's hops, each token once per node over RDMA, then NVLink, after the "
+                  "routing maps' all-gather; its preprocessing kernel is not modelled)"
                 : "--moe-dispatcher deepep");
     return TRUE;
 }

@@ -78,6 +78,7 @@ simpar_job_args_clear(SimparJobArgs *args)
                      &args->capacity_factor,
                      &args->imbalance,
                      &args->moe_dispatcher,
+                     &args->moe_flex_backend,
                      &args->recompute_modules,
                      &args->layout};
     for (guint i = 0; i < G_N_ELEMENTS(strs); i++)
@@ -173,6 +174,11 @@ job_entries(SimparJobArgs *a, SimparJobOptions set, GOptionEntry *out)
          "deepep (DeepEP: once per node over the rail, then over NVLink) or allgather "
          "(Megatron-Core's all-gather dispatcher: every token gathered over the ETP x EP group)",
          "alltoall|deepep|allgather"},
+        {"moe-flex-backend", 0, 0, G_OPTION_ARG_STRING, &a->moe_flex_backend,
+         "--moe-dispatcher deepep's library, Megatron-Core's --moe-flex-dispatcher-backend: "
+         "deepep (default) or hybridep (Hybrid-EP: each forward dispatch first all-gathers the "
+         "routing maps over the group)",
+         "deepep|hybridep"},
         {"overlap-moe-expert-parallel-comm", 0, 0, G_OPTION_ARG_NONE, &a->ep_overlap,
          "In the pipeline's steady state, merge each forward with a backward layer by layer, "
          "one's all-to-alls under the other's compute (Megatron-Core's "
@@ -535,6 +541,25 @@ job_moe(const SimparJobArgs *args, SimparModel *m, GError **error)
             return FALSE;
         }
         m->moe.shared_overlap = 1;
+    }
+    if (args->moe_flex_backend != NULL) {
+        gboolean hybridep = g_strcmp0(args->moe_flex_backend, "hybridep") == 0;
+        if (!hybridep && g_strcmp0(args->moe_flex_backend, "deepep") != 0) {
+            g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
+                        "--moe-flex-backend %s: valid are deepep and hybridep",
+                        args->moe_flex_backend);
+            return FALSE;
+        }
+        if (g_strcmp0(args->moe_dispatcher, "deepep") != 0) {
+            g_set_error(error, SIMPAR_JOB_ERROR, SIMPAR_JOB_ERROR_USAGE,
+                        "--moe-flex-backend %s picks the library of --moe-dispatcher deepep, and "
+                        "the dispatcher is %s (valid: --moe-dispatcher deepep with it, or leave "
+                        "--moe-flex-backend out)",
+                        args->moe_flex_backend,
+                        args->moe_dispatcher != NULL ? args->moe_dispatcher : "alltoall");
+            return FALSE;
+        }
+        m->moe.hybridep = hybridep;
     }
     return job_real("--capacity-factor", args->capacity_factor, 0, FALSE,
                     "rows per expert over the mean; leave it out for dropless routing",

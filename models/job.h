@@ -43,7 +43,7 @@ typedef struct {
     /* multi-head latent attention (model.h, SimparMlaConfig) */
     gint64 q_lora_rank, kv_lora_rank, qk_head_dim, qk_pos_emb_head_dim, v_head_dim;
     gint64 mtp_layers; /* multi-token prediction modules */
-    char *router, *capacity_factor, *imbalance, *moe_dispatcher;
+    char *router, *capacity_factor, *imbalance, *moe_dispatcher, *moe_flex_backend;
     gboolean moe_shared_overlap; /* --moe-shared-expert-overlap */
     gboolean ep_overlap;         /* --overlap-moe-expert-parallel-comm */
     /* tensor-parallel plan */

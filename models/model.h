@@ -101,6 +101,9 @@ typedef struct {
     double imbalance;      /* the busiest expert's tokens over the mean, >= 1 (0 reads 1) */
     gint64 shared_overlap; /* 1: the shared experts run beside the dispatch and combine
                               all-to-alls (--moe-shared-expert-overlap; not a model file key) */
+    gint64 hybridep;       /* 1: DeepEP's hops as Hybrid-EP runs them, each forward dispatch's
+                              routing maps all-gathered over the group first (--moe-flex-backend
+                              hybridep; not a model file key) */
 } SimparMoeConfig;
 
 /* Multi-head latent attention (DeepSeek-V2/V3, arXiv 2405.04434 and 2412.19437; all zero:

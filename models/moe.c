@@ -682,6 +682,30 @@ moe_hop_width(const MoeCtx *c)
     return c->h + simpar_moe_hop_scores(&c->route);
 }
 
+/* Hybrid-EP's metadata preprocessing (--moe-flex-backend hybridep): before its dispatch kernel
+ * each rank's routing map, a byte per token and expert, is all-gathered over the group with NCCL
+ * (DeepEP's hybrid-ep branch, csrc/hybrid_ep/executor/executor.cu Executor::allgather_routing_map:
+ * all_gather_into_tensor across nodes, and in one node unless enable_custom_allgather, off by
+ * default), once per forward dispatch (the backward reuses the handle: Megatron-Core's
+ * fused_a2a.py HybridEPDispatch.backward and HybridEPCombine.backward). The map is held in
+ * elements of the schedule's type, T E bytes rounded up; the preprocessing kernel that reads the
+ * gathered maps is not priced. */
+static void
+moe_routing_gather(MoeCtx *c)
+{
+    guint G = simpar_moe_hop_ranks(&c->route);
+    if (!c->model->moe.hybridep || G == 1)
+        return;
+    guint64 ds = simpar_dtype_size(simpar_schedule_dtype(c->sched));
+    guint64 count = (c->T * c->E + ds - 1) / ds;
+    guint map = moe_buf(c, "moe.routing-map", count);
+    guint gathered = moe_buf(c, "moe.routing-map.gathered", count * G);
+    SimparOp op = {.kind = SIMPAR_OP_COLLECTIVE, .stream = c->comm == G_MAXUINT ? c->a2a : c->comm};
+    op.u.coll = (SimparColl){SIMPAR_COLL_ALL_GATHER, c->sum_group,       count,         0,
+                             moe_view(map),          moe_view(gathered), SIMPAR_RED_SUM};
+    moe_add(c, &op, "moe.routing-map-all-gather");
+}
+
 /* DeepEP's dispatch: x and scores -> b->xs and b->sc over the rail, then the node. */
 static void
 moe_dispatch_hops(MoeCtx *c, MoeBufs *b)
@@ -690,6 +714,7 @@ moe_dispatch_hops(MoeCtx *c, MoeBufs *b)
     guint64 rail = N * c->route.cap_node * w, node = R * c->route.cap_gpu * w;
     guint s0 = moe_buf(c, "moe.dispatch.send", rail), r0 = moe_buf(c, "moe.dispatch.recv", rail);
     moe_hop_op(c, SIMPAR_OP_MOE_HOP, 0, "moe.permute", b->x, b->scores, G_MAXUINT, s0, G_MAXUINT);
+    moe_routing_gather(c); /* next to the hops, as the merged layers' dispatch node begins */
     moe_hop_all_to_all(c, "moe.all-to-all-dispatch-rail", FALSE, w, s0, r0);
     if (moe_overlap(c))
         moe_shared_fc1(c, b);

@@ -345,7 +345,10 @@ report_text_axes(GString *out, const SimparReportRow *row, const SimparModel *m)
                                "for the micro-batches: once per step, under ZeRO-3 at every "
                                "forward)",
                                row->gen->name, st->fp8_cast_s);
-    const char *hops = row->config.deepep ? "s (rail, then NVLink: DeepEP)" : "";
+    const char *hops = row->config.hybridep ? "s (rail, then NVLink: Hybrid-EP; its routing maps' "
+                                              "all-gather apart)"
+                       : row->config.deepep ? "s (rail, then NVLink: DeepEP)"
+                                            : "";
     gboolean ag = row->config.allgather;
     if (st->moe_experts_s > 0)
         g_string_append_printf(
@@ -648,6 +651,7 @@ simpar_report_config_init(SimparReportConfig *c, const SimparModel *model, const
                               .overlap_grad_reduce = t->overlap_grad_reduce};
     c->ep = simpar_model_is_moe(model) ? MAX(t->ep, 1) : 0;
     c->deepep = c->ep > 0 && t->moe_dispatcher == SIMPAR_MOE_DEEPEP;
+    c->hybridep = c->deepep && model->moe.hybridep;
     c->allgather = c->ep > 0 && t->moe_dispatcher == SIMPAR_MOE_ALLGATHER;
     c->moe_shared_overlap = c->ep > 0 && model->moe.shared_overlap;
     c->ep_overlap = c->ep > 0 && t->ep_overlap;
@@ -720,6 +724,10 @@ report_json_config(JsonBuilder *b, const SimparReportConfig *c, const char *mode
         json_builder_add_string_value(b, c->deepep      ? "deepep"
                                          : c->allgather ? "allgather"
                                                         : "alltoall");
+        if (c->hybridep) {
+            json_builder_set_member_name(b, "moe_flex_backend");
+            json_builder_add_string_value(b, "hybridep");
+        }
         json_builder_set_member_name(b, "moe_shared_expert_overlap");
         json_builder_add_boolean_value(b, c->moe_shared_overlap);
         if (c->ep_overlap) {
@@ -775,6 +783,9 @@ report_json_read_config(JsonObject *o, SimparReportConfig *c)
                            ? json_node_get_string(dispatcher)
                            : "";
     c->deepep = g_str_equal(name, "deepep"), c->allgather = g_str_equal(name, "allgather");
+    c->hybridep = c->deepep &&
+                  g_strcmp0(json_object_get_string_member_with_default(j, "moe_flex_backend", NULL),
+                            "hybridep") == 0;
     c->moe_shared_overlap =
         json_object_get_boolean_member_with_default(j, "moe_shared_expert_overlap", FALSE);
     c->ep_overlap =

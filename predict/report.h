@@ -70,6 +70,8 @@ typedef struct {
         shard_group;
     gint64 ep;          /* an MoE model's expert parallelism; 0 for a dense model */
     gboolean deepep;    /* an MoE model's tokens dispatched as DeepEP does (--moe-dispatcher) */
+    gboolean hybridep;  /* deepep's hops as Hybrid-EP runs them (JSON only when on:
+                           --moe-flex-backend hybridep) */
     gboolean allgather; /* or as Megatron-Core's all-gather dispatcher does */
     gboolean moe_shared_overlap; /* its shared experts beside the all-to-alls
                                     (--moe-shared-expert-overlap) */

@@ -240,9 +240,10 @@ block_moe_window(const SimparSchedule *moe, const SimparSpan *sp, guint l, Simpa
 /* --overlap-moe-expert-parallel-comm's nodes (models/step-overlap.c), the parts of "layer.fwd"
  * and "layer.bwd" as the MoE block ran them (`b` its bounds, block_layer_bounds): the forward's
  * pre-dispatch (the layer schedule's attention part and the block up to the dispatch's first
- * all-to-all), dispatch (its all-to-alls), mlp (to the combine's first all-to-all), combine (the
- * all-to-alls and what follows); the backward's combine (to the end of the combine's
- * all-to-alls), mlp, dispatch, pre-dispatch (the rest and the attention part). */
+ * collective), dispatch (its all-to-alls, after Hybrid-EP's all-gather of the routing maps), mlp
+ * (to the combine's first all-to-all), combine (the all-to-alls and what follows); the backward's
+ * combine (to the end of the combine's all-to-alls), mlp, dispatch, pre-dispatch (the rest and the
+ * attention part). */
 static void
 block_moe_nodes(const SimparSchedule *moe, const SimparSpan *sp, const double b[4],
                 SimparBlockTimes *bt)
@@ -254,6 +255,10 @@ block_moe_nodes(const SimparSchedule *moe, const SimparSpan *sp, const double b[
                   block_moe_window(moe, sp, 0, SIMPAR_PHASE_BACKWARD, dispatch, &db0, &db1) &&
                   block_moe_window(moe, sp, 0, SIMPAR_PHASE_BACKWARD, combine, &cb0, &cb1);
     g_assert(ok && d1 <= c0 && cb1 <= db0); /* the block's order (moe.c) */
+    double g0,
+        g1; /* --moe-flex-backend hybridep: the routing maps' all-gather opens the dispatch */
+    if (block_moe_window(moe, sp, 1, SIMPAR_PHASE_FORWARD, ".moe.routing-map-all-gather", &g0, &g1))
+        d0 = MIN(d0, g0);
     double fwd = simpar_block_time(bt, "layer.fwd"), bwd = simpar_block_time(bt, "layer.bwd");
     /* the mlp nodes are compute; the pre-dispatch ones the rest of the layer's compute (their
      * tensor-parallel collectives' exposure stays exposed); the all-to-all nodes none */

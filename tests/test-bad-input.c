@@ -1365,6 +1365,24 @@ static const BadCase cases[] = {
      "--dp 8 --ep 2 --moe-dispatcher nccl",
      2,
      {"--moe-dispatcher nccl", "valid are alltoall, deepep and allgather"}},
+    /* --moe-flex-backend: a library of the flex dispatcher, simpar's deepep, and one it knows */
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model tiny --experts 8 --topk 2 --moe-ffn 64 --tp-mode 1d --gpus 8 "
+     "--dp 8 --ep 2 --moe-dispatcher deepep --moe-flex-backend nccl",
+     2,
+     {"--moe-flex-backend nccl", "valid are deepep and hybridep"}},
+    {"cli",
+     NULL,
+     NULL,
+     NULL,
+     "--topology " V100 " --model tiny --experts 8 --topk 2 --moe-ffn 64 --tp-mode 1d --gpus 8 "
+     "--dp 8 --ep 2 --moe-flex-backend hybridep",
+     2,
+     {"--moe-flex-backend hybridep", "the dispatcher is alltoall",
+      "--moe-dispatcher deepep with it"}},
     /* the all-gather dispatcher with what Megatron-Core's transformer_config.py runs with the
      * alltoall and flex dispatchers only */
     {"cli",

@@ -452,6 +452,8 @@ test_moe_flags(void)
                         flex[i], NULL);
         g_autofree char *got = megatron_flags(text);
         CU_ASSERT_PTR_NOT_NULL(got != NULL ? strstr(got, "--moe-dispatcher=deepep") : NULL);
+        /* HybridEP's routing maps' all-gather: hybridep alone */
+        CU_ASSERT((got != NULL && strstr(got, "--moe-flex-backend=hybridep") != NULL) == (i == 2));
     }
     megatron_refuses(MEG_SHAPE "--num-experts 8 --expert-model-parallel-size 8 "
                                "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend "

@@ -310,6 +310,50 @@ test_the_all_gather_dispatcher_s_collectives_take_their_collective_time(void)
     simpar_cli_run_clear(&r);
 }
 
+/* --moe-flex-backend hybridep: Hybrid-EP's routing maps (T E bytes a GPU, held as T E / 2 bf16
+ * elements) all-gathered over the EP group before each forward's hops, and nothing else: on EP 16
+ * over 2 nodes (T = 1024 tokens, E = 16), L = 4 layers and m = 8 micro-batches with nothing to
+ * overlap it, the step grows by exactly L m times simpar collective's time for that all-gather
+ * (16 x 16384 bytes, nccl-tests' size) on the same backend, to 1e-9; the hops' own times do not
+ * change; the JSON says the backend, the text names Hybrid-EP; without the flag nothing of it. */
+static void
+test_hybridep_gathers_the_routing_maps_before_each_forward_dispatch(void)
+{
+    const char *job =
+        "--topology " H100 " --json --model llama3-8b --layers 4 --seq 1024 "
+        "--experts 16 --topk 2 --moe-ffn 1024 --tp-mode 1d --tp 1 --gpus 16 --dp 16 --ep 16 "
+        "--global-batch 128 --moe-dispatcher deepep";
+    double L = 4, m = 128 / 16, G = 16, T = 1024, E = 16;
+    const char *backends[] = {"analytic", "formula"};
+    for (guint b = 0; b < G_N_ELEMENTS(backends); b++) {
+        double ag = moe_collective_s("allgather", 16, G * T * E, "analytic");
+        g_autofree char *deep = g_strdup_printf("%s --backend %s", job, backends[b]);
+        g_autofree char *hyb =
+            g_strdup_printf("%s --backend %s --moe-flex-backend hybridep", job, backends[b]);
+        g_autoptr(JsonParser) p1 = NULL;
+        g_autoptr(JsonParser) p2 = NULL;
+        JsonObject *r1 = moe_step(deep, &p1), *r2 = moe_step(hyb, &p2);
+        double d = moe_member(r2, "step_time_s") - moe_member(r1, "step_time_s");
+        printf("\n    %s: the step grows by %.9g s, L m x the all-gather %.9g s", backends[b], d,
+               L * m * ag);
+        CU_ASSERT(fabs(d - L * m * ag) <= 1e-9 * L * m * ag);
+        CU_ASSERT_EQUAL(moe_member(r2, "moe_dispatch_s"), moe_member(r1, "moe_dispatch_s"));
+        CU_ASSERT_EQUAL(moe_member(r2, "moe_combine_s"), moe_member(r1, "moe_combine_s"));
+        JsonObject *c1 = json_object_get_object_member(r1, "config");
+        JsonObject *c2 = json_object_get_object_member(r2, "config");
+        CU_ASSERT_FALSE(json_object_has_member(c1, "moe_flex_backend"));
+        CU_ASSERT_STRING_EQUAL(
+            json_object_get_string_member_with_default(c2, "moe_flex_backend", ""), "hybridep");
+    }
+    SimparCliRun r = simpar_cli_run(
+        "--topology " H100 " --model llama3-8b --layers 4 --seq 1024 --experts 16 --topk 2 "
+        "--moe-ffn 1024 --tp-mode 1d --tp 1 --gpus 16 --dp 16 --ep 16 --global-batch 128 "
+        "--moe-dispatcher deepep --moe-flex-backend hybridep --backend analytic");
+    CU_ASSERT_EQUAL(r.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "NVLink: Hybrid-EP; its routing maps' all-gather apart"));
+    simpar_cli_run_clear(&r);
+}
+
 /* With EP 16 the experts' gradients reduce over expert-data-parallel pairs (T C D) / EP = 2 GPUs
  * 16 apart (models/step.c), which the fold of the data-parallel ring merges into one rank: the
  * SimGrid backend still simulates the step on fewer alike ranks, timing those reductions at their
@@ -1114,6 +1158,9 @@ static CU_TestInfo predict_tests[] = {
     {"ETP 2's all-gathers and reduce-scatters take the time simpar collective gives them, on "
      "the analytic and SimGrid backends",
      test_etp_2_times_its_all_gathers_and_reduce_scatters_as_the_collectives},
+    {"--moe-flex-backend hybridep all-gathers the routing maps before each forward dispatch: the "
+     "step grows by layers x micro-batches x simpar collective's time",
+     test_hybridep_gathers_the_routing_maps_before_each_forward_dispatch},
     {"an MLA model in every mode predicts 1-D and says why not the others",
      test_an_mla_model_in_every_mode_predicts_1d_and_says_why_not_the_others},
     CU_TEST_INFO_NULL,

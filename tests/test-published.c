@@ -143,6 +143,32 @@ test_published_throughput(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(row);
     CU_ASSERT_PTR_NOT_NULL(strstr(row, want70));
     simpar_cli_run_clear(&r);
+    /* Qwen3-30B-A3B runs Hybrid-EP (--moe-flex-backend hybridep): its step is the one of DeepEP's
+     * hops alone plus, for each of its 48 layers' forwards in each of 64 micro-batches, the
+     * all-gather of the 16 GPUs' routing maps (4096 tokens x 128 experts, a byte each: 8 MiB,
+     * nccl-tests' size) at simpar collective's time on the same 2 DGX H100, to 1e-9 */
+    JsonObject *q30 = json_array_get_object_element(cases, 2);
+    const char *args = json_object_get_string_member(q30, "args");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(strstr(args, " --moe-flex-backend hybridep"));
+    g_autofree char *deep = g_strdup(args);
+    char *flag = strstr(deep, " --moe-flex-backend hybridep");
+    memmove(flag, flag + strlen(" --moe-flex-backend hybridep"),
+            strlen(flag + strlen(" --moe-flex-backend hybridep")) + 1);
+    double with = json_object_get_double_member(q30, "predicted_s");
+    double without = step_by_hand("--preset dgx-h100 --nodes 2", deep, NULL);
+    g_autofree char *xml = tmp_path("h100x16.xml");
+    g_autofree char *topo = g_strdup_printf("topology --preset dgx-h100 --nodes 2 -o %s", xml);
+    g_autoptr(JsonNode) none = run_ok(topo, FALSE);
+    g_autofree char *coll = g_strdup_printf(
+        "collective --topology %s --op allgather --gpus 16 --bytes 8388608 --json", xml);
+    g_autoptr(JsonNode) ag = run_ok(coll, TRUE);
+    double t = json_object_get_double_member(
+        json_array_get_object_element(json_node_get_array(ag), 0), "time_s");
+    g_remove(xml);
+    printf("\n    Qwen3-30B-A3B: %.6f s with Hybrid-EP's all-gathers, %.6f without, 48 x 64 x "
+           "%.3f us",
+           with, without, t * 1e6);
+    CU_ASSERT(fabs(with - without - 48 * 64 * t) <= 1e-9 * with);
 }
 
 /* The GB200 table (megatron-bridge-gb200): each case's throughput held as its step time on its
