@@ -80,6 +80,14 @@ double simpar_collective_time(const SimparPlatform *platform, const SimparBacken
  * table or JSON into `out`. */
 gboolean simpar_validate_published(const char *set, const char *backend, gboolean json,
                                    GString *out, GError **error);
+/* The prediction row that a published case's run printed (`out`, simpar --json): the first
+ * element of a JSON array, an object with a positive "step_time_s", a "split", "gpus",
+ * "memory_per_gpu_gib", "memory": {"capacity_gib"}, "config": {"global_batch"} and
+ * "model_dims": {"seq"}. NULL, with one line naming case `name` and its `err` output, when the
+ * run printed anything else (nothing, a cut or empty array): never a row of zeros.
+ * (transfer none: owned by `parser`) */
+JsonObject *simpar_published_row(JsonParser *parser, const char *name, const char *out,
+                                 const char *err, GError **error);
 /* A calibration file's "format": "simpar-calibration" and "version" (docs/schemas/), first in
  * the object `b` is writing (calibrate-nccl.c; cmd-calibrate.c too). */
 void simpar_calibration_json_head(JsonBuilder *b);

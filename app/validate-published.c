@@ -53,6 +53,56 @@ published_sets(GKeyFile *kf)
     return g_strjoinv(", ", (char **) sets->pdata);
 }
 
+/* Whether `o` has member `key` of a number (or, with `text`, a string) value. */
+static gboolean
+published_has(JsonObject *o, const char *key, gboolean text)
+{
+    JsonNode *n = o != NULL ? json_object_get_member(o, key) : NULL;
+    return n != NULL && JSON_NODE_HOLDS_VALUE(n) &&
+           (text ? json_node_get_value_type(n) == G_TYPE_STRING
+                 : json_node_get_value_type(n) == G_TYPE_DOUBLE ||
+                       json_node_get_value_type(n) == G_TYPE_INT64);
+}
+
+/* `key`'s object member of `o`, or NULL. */
+static JsonObject *
+published_object(JsonObject *o, const char *key)
+{
+    JsonNode *n = o != NULL ? json_object_get_member(o, key) : NULL;
+    return n != NULL && JSON_NODE_HOLDS_OBJECT(n) ? json_node_get_object(n) : NULL;
+}
+
+JsonObject *
+simpar_published_row(JsonParser *parser, const char *name, const char *out, const char *err,
+                     GError **error)
+{
+    JsonNode *root = NULL;
+    JsonObject *row = NULL;
+    if (out != NULL && json_parser_load_from_data(parser, out, -1, NULL))
+        root = json_parser_get_root(parser);
+    if (root != NULL && JSON_NODE_HOLDS_ARRAY(root) &&
+        json_array_get_length(json_node_get_array(root)) > 0) {
+        JsonNode *first = json_array_get_element(json_node_get_array(root), 0);
+        row = JSON_NODE_HOLDS_OBJECT(first) ? json_node_get_object(first) : NULL;
+    }
+    gboolean ok = published_has(row, "step_time_s", FALSE) &&
+                  json_object_get_double_member(row, "step_time_s") > 0 &&
+                  published_has(row, "split", TRUE) && published_has(row, "gpus", FALSE) &&
+                  published_has(row, "memory_per_gpu_gib", FALSE) &&
+                  published_has(published_object(row, "memory"), "capacity_gib", FALSE) &&
+                  published_has(published_object(row, "config"), "global_batch", FALSE) &&
+                  published_has(published_object(row, "model_dims"), "seq", FALSE);
+    if (!ok) {
+        g_autofree char *said = g_strstrip(g_strdup(err != NULL ? err : ""));
+        g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
+                    "--published: case \"%s\" gave no prediction (its run printed no row of "
+                    "simpar --json with a step time)%s%s",
+                    name, *said != '\0' ? ": " : "", said);
+        return NULL;
+    }
+    return row;
+}
+
 /* simpar's prediction of one case on `xml`: its step and split. */
 static gboolean
 published_predict(PublishedCase *c, const char *xml, const char *backend, GError **error)
@@ -73,15 +123,15 @@ published_predict(PublishedCase *c, const char *xml, const char *backend, GError
                                      &out, &err, &wait, error))
         return exe != NULL || simpar_cli_usage(error, "--published: cannot find simpar itself");
     g_autoptr(JsonParser) parser = json_parser_new();
-    if (!g_spawn_check_wait_status(wait, NULL) ||
-        !json_parser_load_from_data(parser, out, -1, NULL)) {
+    if (!g_spawn_check_wait_status(wait, NULL)) {
         g_set_error(error, SIMPAR_CLI_ERROR, SIMPAR_CLI_ERROR_USAGE,
                     "--published: case \"%s\" (simpar %s) failed: %s", c->name, c->args,
                     g_strstrip(err));
         return FALSE;
     }
-    JsonObject *row =
-        json_array_get_object_element(json_node_get_array(json_parser_get_root(parser)), 0);
+    JsonObject *row = simpar_published_row(parser, c->name, out, err, error);
+    if (row == NULL)
+        return FALSE;
     c->predicted_s = json_object_get_double_member(row, "step_time_s");
     c->split = g_strdup(json_object_get_string_member(row, "split"));
     c->gpus = (guint) json_object_get_int_member(row, "gpus");

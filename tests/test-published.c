@@ -4,6 +4,7 @@
  * hand, and unknown sets refused. The binary's path comes from SIMPAR_BIN; the working
  * directory is the source root. */
 #include "cli-run-json.h"
+#include "cli.h"
 #include "simpar-test.h"
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
@@ -255,9 +256,42 @@ test_published_gb300(void)
     }
 }
 
+/* A case's run that printed no prediction row (nothing, a cut array, an empty one, a row
+ * without its step) is refused naming the case and what the run said, never read as zeros; a
+ * whole row is read. */
+static void
+test_published_row(void)
+{
+    const char *bad[] = {NULL,
+                         "",
+                         "[]",
+                         "{}",
+                         "[{}]",
+                         "[3]",
+                         "[{\"step_time_s\": 1.5, \"split\": \"T=1\"",
+                         "[{\"step_time_s\": 0, \"split\": \"T=1\", \"gpus\": 8}]"};
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autoptr(JsonParser) parser = json_parser_new();
+        g_autoptr(GError) error = NULL;
+        CU_ASSERT_PTR_NULL(simpar_published_row(parser, "bridge X", bad[i], "killed\n", &error));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(error);
+        CU_ASSERT_PTR_NOT_NULL(strstr(error->message, "case \"bridge X\" gave no prediction"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(error->message, ": killed"));
+    }
+    const char *good = "[{\"step_time_s\": 1.5, \"split\": \"T=1\", \"gpus\": 8, "
+                       "\"memory_per_gpu_gib\": 12.5, \"memory\": {\"capacity_gib\": 80}, "
+                       "\"config\": {\"global_batch\": 16}, \"model_dims\": {\"seq\": 2048}}]";
+    g_autoptr(JsonParser) parser = json_parser_new();
+    JsonObject *row = simpar_published_row(parser, "bridge X", good, "", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(row);
+    CU_ASSERT_EQUAL(json_object_get_double_member(row, "step_time_s"), 1.5);
+}
+
 static CU_TestInfo published_tests[] = {
     {"the published table: each case's time as published, its prediction as by hand",
      test_published},
+    {"a case's run that printed no prediction row is refused, never read as zeros",
+     test_published_row},
     {"a published table of throughputs: each case's step time as its tokens/s/GPU mean it",
      test_published_throughput},
     {"the GB200 table: its cases on racks of 64 GPUs, the 405B case's prediction as by hand",
