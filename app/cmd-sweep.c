@@ -515,6 +515,8 @@ simpar_sweep_parse_args(SimparSweep *sw, int argc, char **argv, GStrv *parts, GE
                                               "tp-comm-overlap",
                                               "mtp-layers",
                                               "recompute-modules",
+                                              "account-for-embedding-in-pipeline-split",
+                                              "account-for-loss-in-pipeline-split",
                                               NULL};
     g_autofree GOptionEntry *job = simpar_job_option_entries(&a->job, job_singles);
     g_autofree GOptionEntry *predict = simpar_predict_option_entries(

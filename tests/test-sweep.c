@@ -694,6 +694,41 @@ test_precision_fp8_output_proj(void)
     }
 }
 
+/* --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split as sweep
+ * job options: a pipelined row (P >= 2) runs the accounted split, its step simpar predict's
+ * with the two flags and not the row's without them (6 layers over P = 2 x v = 2: chunks of
+ * 1, 2, 2, 1 layers instead of 2, 1, 2, 1); the row of one stage, which has no split to
+ * account, is simpar predict's without them. */
+static void
+test_accounted_split(void)
+{
+    g_autofree char *topo = tmp_path("h100x8-acct.xml");
+    g_free(run_ok("topology --preset dgx-h100 --nodes 1 -o %s", topo));
+    g_autofree char *out = tmp_path("acct.csv"), *plain = tmp_path("acct-plain.csv");
+    const char *job = "--model llama3-8b --layers 6 --seq 1024 --gpus 8 --tp-mode 1d --tp 2 "
+                      "--global-batch 32";
+    const char *acct = "--account-for-embedding-in-pipeline-split "
+                       "--account-for-loss-in-pipeline-split";
+    const char *rows[] = {"--pp 1 --schedule 1f1b",
+                          "--pp 2 --schedule interleaved --virtual-stages 2"};
+    const char *dp[] = {"--dp 4", "--dp 2"};
+    for (guint i = 0; i < G_N_ELEMENTS(rows); i++) {
+        g_free(run_ok("sweep --topology %s %s %s %s -q --jobs 1 -o %s", topo, job, rows[i], acct,
+                      out));
+        g_free(run_ok("sweep --topology %s %s %s -q --jobs 1 -o %s", topo, job, rows[i], plain));
+        g_autoptr(SimparCsv) csv = read_csv(out);
+        g_autoptr(SimparCsv) without = read_csv(plain);
+        CU_ASSERT_EQUAL_FATAL(simpar_csv_n_rows(csv), 1);
+        CU_ASSERT_STRING_EQUAL_FATAL(field(csv, 0, "status"), "ok");
+        step_equals_predict(csv, 0,
+                            run_ok("--topology %s --backend analytic %s %s %s %s --json", topo, job,
+                                   rows[i], dp[i], i > 0 ? acct : ""));
+        double with = g_ascii_strtod(field(csv, 0, "step_time_s"), NULL);
+        double wo = g_ascii_strtod(field(without, 0, "step_time_s"), NULL);
+        CU_ASSERT(i == 0 ? with == wo : with != wo);
+    }
+}
+
 /* --rack-gpus with a rack-scale --preset: the row runs on racks of that many GPUs, its step the
  * one simpar predict gives on `simpar topology --preset gb200-nvl72 --racks 2 --rack-gpus 64`;
  * the nodes column counts those racks (2 for 128 GPUs, as on racks of 72). */
@@ -1000,6 +1035,8 @@ static CU_TestInfo sweep_tests[] = {
      test_precision_fp8_attention},
     {"--fp8-output-proj runs the MXFP8 rows' output layer in MXFP8, each row simpar predict's",
      test_precision_fp8_output_proj},
+    {"the accounting flags run each pipelined row's accounted split, each row simpar predict's",
+     test_accounted_split},
     {"--rack-gpus runs a rack-scale preset's rows on racks of that many GPUs", test_rack_gpus},
     {"a --kv-heads list sweeps grouped-query attention; rows equal predict", test_kv_heads_axis},
     {"--cp and --cp-mode lists sweep context parallelism; rows equal predict", test_cp_axis},

@@ -300,6 +300,10 @@ row_job_args(const SimparSweep *sw, const SimparSweepConfig *c, SimparJobArgs *a
     a->depth = c->depth > 0 ? c->depth : SIMPAR_JOB_UNSET;
     a->pp = c->pp, a->dp = c->dp;
     a->schedule = (char *) c->schedule, a->recompute = (char *) c->recompute;
+    /* the accounted split (--account-for-*-in-pipeline-split): the rows of a pipeline */
+    gboolean piped = c->pp >= 2;
+    a->account_embedding = piped && a->account_embedding;
+    a->account_loss = piped && a->account_loss;
     if (g_strcmp0(a->recompute, "selective") != 0) /* --recompute-modules: selective's rows */
         a->recompute_modules = NULL;
     if (c->precision != NULL) { /* "fp8-current": --dtype fp8 --fp8-recipe current */
