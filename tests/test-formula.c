@@ -340,15 +340,27 @@ grid_job(const SimparPlatform *platform, gpointer data, GString *out, GError **e
     return TRUE;
 }
 
+/* Runs `job` on `topology` into `out` and returns its "n=..." summary line (a failed run or a
+ * text without one fails the test). */
+static const char *
+job_summary(const char *topology, SimparPlatformJob job, gpointer data, GString *out)
+{
+    g_autoptr(GError) error = NULL;
+    gboolean ran = simpar_platform_run(topology, job, data, out, &error);
+    if (!ran)
+        printf("\n    %s", error->message);
+    CU_ASSERT_TRUE_FATAL(ran);
+    const char *summary = strstr(out->str, "n=");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(summary);
+    return summary;
+}
+
 /* The grid on `topology`; at least `min_used` of its cases in closed forms. */
 static void
 grid_on(const char *topology, double min_used)
 {
     g_autoptr(GString) out = g_string_new(NULL);
-    g_autoptr(GError) error = NULL;
-    CU_ASSERT_TRUE_FATAL(simpar_platform_run(topology, grid_job, NULL, out, &error));
-    const char *summary = strstr(out->str, "n=");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(summary);
+    const char *summary = job_summary(topology, grid_job, NULL, out);
     guint n = 0, used = 0, fell_back = 0;
     double max_step = 1, max_term = 1;
     CU_ASSERT_EQUAL(sscanf(summary, "n=%u used=%u fell_back=%u max_step=%lg max_term=%lg", &n,
@@ -565,14 +577,7 @@ static void
 moe_on(const char *topology, gboolean volta)
 {
     g_autoptr(GString) out = g_string_new(NULL);
-    g_autoptr(GError) error = NULL;
-    gboolean ran =
-        simpar_platform_run(topology, moe_job, volta ? GINT_TO_POINTER(1) : NULL, out, &error);
-    if (!ran)
-        printf("\n    %s", error->message);
-    CU_ASSERT_TRUE_FATAL(ran);
-    const char *summary = strstr(out->str, "n=");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(summary);
+    const char *summary = job_summary(topology, moe_job, volta ? GINT_TO_POINTER(1) : NULL, out);
     guint n = 0, used = 0, fell_back = 0, merged = 0, worst = 0, allgather = 0;
     double max_step = 1, max_term = 1;
     CU_ASSERT_EQUAL(sscanf(summary,
@@ -809,13 +814,7 @@ static void
 test_uneven(void)
 {
     g_autoptr(GString) out = g_string_new(NULL);
-    g_autoptr(GError) error = NULL;
-    gboolean ran = simpar_platform_run("topologies/dgx-a100x64.xml", uneven_job, NULL, out, &error);
-    if (!ran)
-        printf("\n    %s", error->message);
-    CU_ASSERT_TRUE_FATAL(ran);
-    const char *summary = strstr(out->str, "n=");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(summary);
+    const char *summary = job_summary("topologies/dgx-a100x64.xml", uneven_job, NULL, out);
     guint n = 0, flow = 0, accounted = 0, layouts = 0;
     double full = 1, replay = 1;
     CU_ASSERT_EQUAL(sscanf(summary,
@@ -919,15 +918,9 @@ static void
 test_layout_same(void)
 {
     g_autoptr(GString) out = g_string_new(NULL);
-    g_autoptr(GError) error = NULL;
-    gboolean ran = simpar_platform_run("topologies/dgx-a100x64.xml", same_job, NULL, out, &error);
-    if (!ran)
-        printf("\n    %s", error->message);
-    CU_ASSERT_TRUE_FATAL(ran);
+    const char *summary = job_summary("topologies/dgx-a100x64.xml", same_job, NULL, out);
     printf("\n    %s", out->str);
     guint n = 0, differ = 1;
-    const char *summary = strstr(out->str, "n=");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(summary);
     CU_ASSERT_EQUAL(sscanf(summary, "n=%u differ=%u", &n, &differ), 2);
     CU_ASSERT(n == 18 && differ == 0);
 }

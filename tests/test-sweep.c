@@ -662,6 +662,21 @@ test_precision_fp8_attention(void)
     simpar_cli_run_clear(&r);
 }
 
+/* The rows of `sweep ARGS EXTRA` and of the same sweep without EXTRA, read (`name`: the
+ * files' stem). */
+static void
+sweep_with_without(const char *name, const char *args, const char *extra, SimparCsv **with,
+                   SimparCsv **without)
+{
+    g_autofree char *base = g_strdup_printf("%s.csv", name);
+    g_autofree char *plain_name = g_strdup_printf("%s-plain.csv", name);
+    g_autofree char *out = tmp_path(base), *plain = tmp_path(plain_name);
+    g_free(run_ok("sweep %s %s -q --jobs 1 -o %s", args, extra, out));
+    g_free(run_ok("sweep %s -q --jobs 1 -o %s", args, plain));
+    *with = read_csv(out);
+    *without = read_csv(plain);
+}
+
 /* --fp8-output-proj as a sweep job option: the MXFP8 row of --precision runs its output layer in
  * MXFP8, the current-scaling and bf16 rows as without it, each equal to simpar predict of its
  * own flags; the MXFP8 row faster than the same row without the flag. */
@@ -670,16 +685,14 @@ test_precision_fp8_output_proj(void)
 {
     g_autofree char *topo = tmp_path("b200x8-proj.xml");
     g_free(run_ok("topology --preset dgx-b200 --nodes 1 -o %s", topo));
-    g_autofree char *out = tmp_path("proj.csv"), *plain = tmp_path("proj-plain.csv");
     const char *job = "--model llama3-8b --layers 2 --seq 4096 --gpus 8 --tp-mode 1d --tp 8 "
                       "--pp 1 --global-batch 8";
-    g_free(run_ok("sweep --topology %s %s --precision bf16,fp8-current,fp8-mxfp8 "
-                  "--fp8-output-proj -q --jobs 1 -o %s",
-                  topo, job, out));
-    g_free(run_ok("sweep --topology %s %s --precision bf16,fp8-current,fp8-mxfp8 -q --jobs 1 -o %s",
-                  topo, job, plain));
-    g_autoptr(SimparCsv) csv = read_csv(out);
-    g_autoptr(SimparCsv) without = read_csv(plain);
+    g_autofree char *args = g_strdup_printf("--topology %s %s --precision "
+                                            "bf16,fp8-current,fp8-mxfp8",
+                                            topo, job);
+    g_autoptr(SimparCsv) csv = NULL;
+    g_autoptr(SimparCsv) without = NULL;
+    sweep_with_without("proj", args, "--fp8-output-proj", &csv, &without);
     CU_ASSERT_EQUAL_FATAL(simpar_csv_n_rows(csv), 3);
     const char *flags[] = {"--dtype bf16", "--dtype fp8 --fp8-recipe current",
                            "--dtype fp8 --fp8-recipe mxfp8 --fp8-output-proj"};
@@ -688,8 +701,7 @@ test_precision_fp8_output_proj(void)
         step_equals_predict(
             csv, i,
             run_ok("--topology %s --backend analytic %s --dp 1 %s --json", topo, job, flags[i]));
-        double with = g_ascii_strtod(field(csv, i, "step_time_s"), NULL);
-        double wo = g_ascii_strtod(field(without, i, "step_time_s"), NULL);
+        double with = number(csv, i, "step_time_s"), wo = number(without, i, "step_time_s");
         CU_ASSERT(i < 2 ? with == wo : with < wo);
     }
 }
@@ -704,7 +716,6 @@ test_accounted_split(void)
 {
     g_autofree char *topo = tmp_path("h100x8-acct.xml");
     g_free(run_ok("topology --preset dgx-h100 --nodes 1 -o %s", topo));
-    g_autofree char *out = tmp_path("acct.csv"), *plain = tmp_path("acct-plain.csv");
     const char *job = "--model llama3-8b --layers 6 --seq 1024 --gpus 8 --tp-mode 1d --tp 2 "
                       "--global-batch 32";
     const char *acct = "--account-for-embedding-in-pipeline-split "
@@ -713,18 +724,16 @@ test_accounted_split(void)
                           "--pp 2 --schedule interleaved --virtual-stages 2"};
     const char *dp[] = {"--dp 4", "--dp 2"};
     for (guint i = 0; i < G_N_ELEMENTS(rows); i++) {
-        g_free(run_ok("sweep --topology %s %s %s %s -q --jobs 1 -o %s", topo, job, rows[i], acct,
-                      out));
-        g_free(run_ok("sweep --topology %s %s %s -q --jobs 1 -o %s", topo, job, rows[i], plain));
-        g_autoptr(SimparCsv) csv = read_csv(out);
-        g_autoptr(SimparCsv) without = read_csv(plain);
+        g_autofree char *args = g_strdup_printf("--topology %s %s %s", topo, job, rows[i]);
+        g_autoptr(SimparCsv) csv = NULL;
+        g_autoptr(SimparCsv) without = NULL;
+        sweep_with_without("acct", args, acct, &csv, &without);
         CU_ASSERT_EQUAL_FATAL(simpar_csv_n_rows(csv), 1);
         CU_ASSERT_STRING_EQUAL_FATAL(field(csv, 0, "status"), "ok");
         step_equals_predict(csv, 0,
                             run_ok("--topology %s --backend analytic %s %s %s %s --json", topo, job,
                                    rows[i], dp[i], i > 0 ? acct : ""));
-        double with = g_ascii_strtod(field(csv, 0, "step_time_s"), NULL);
-        double wo = g_ascii_strtod(field(without, 0, "step_time_s"), NULL);
+        double with = number(csv, 0, "step_time_s"), wo = number(without, 0, "step_time_s");
         CU_ASSERT(i == 0 ? with == wo : with != wo);
     }
 }
