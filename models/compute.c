@@ -526,8 +526,8 @@ simpar_gpu_check_fp8(const SimparGpu *gpu, SimparFp8Recipe recipe, gboolean fp8_
     if (recipe == SIMPAR_FP8_MXFP8 && !gpu->mxfp8) {
         g_set_error(error, SIMPAR_COMPUTE_ERROR, SIMPAR_COMPUTE_ERROR_OPTION,
                     "--fp8-recipe mxfp8: GPU %s has no block-scaled FP8 tensor cores (MXFP8 "
-                    "needs Blackwell: dgx-b200, b200-sxm, gb200-nvl72, gb200); valid here: "
-                    "delayed, current",
+                    "needs Blackwell: dgx-b200, b200-sxm, gb200-nvl72, gb300-nvl72, gb200); "
+                    "valid here: delayed, current",
                     gpu_name(gpu));
         return FALSE;
     }
