@@ -15,6 +15,8 @@ where the file gives one):
                                                  (bench/predict-llama3-405b-16k.sh)
     readme-sweep     the capacity-planning sweep bench/results/readme-sweep.txt
                                                  (bench/readme-sweep.sh)
+    published        the published steps' errors  bench/results/validate-published-*-formula.txt
+                     per set, a table            (bench/validate-published.sh)
     growth           docs/speed.md's growth past bench/results/growth-<GPUs>.txt
                      16,384 GPUs, a table        (bench/growth.sh)
     results/FILE     bench/results/FILE whole, indented as a code block, less its line of wall
@@ -115,9 +117,26 @@ def growth(root):
     return "\n" + "\n".join(rows) + "\n"
 
 
+def published(root):
+    """The README's table of the published whole steps: per set (validate --published, formula
+    backend), its source, its cases, the range of their errors and the mean absolute error."""
+    order = ["korthikanti", "megatron-bridge", "megatron-bridge-gb200", "megatron-bridge-gb300"]
+    rows = ["| set | source | cases | error range | mean absolute |", "|---|---|---|---|---|"]
+    for name in order:
+        lines = read(root, f"validate-published-{name}-formula.txt").split("\n")
+        source = next(l for l in lines if l.startswith("source: "))[len("source: "):]
+        errors = [float(m.group(1)) for l in lines
+                  for m in [re.search(r"\s([+-][0-9.]+)%\s", l)] if m and not l.startswith("(")]
+        mean = next(re.search(r"mean absolute error ([0-9.]+)%", l).group(1) for l in lines
+                    if l.startswith("mean absolute error"))
+        rows.append(f"| `{name}` | {source} | {len(errors)} | {min(errors):+.1f}% to "
+                    f"{max(errors):+.1f}% | {mean}% |")
+    return "\n" + "\n".join(rows) + "\n"
+
+
 DOCS_ONLY = {"growth"}  # figures of docs/*.md, not the README's
 FIGURES = {"predict-v100x64": predict_v100x64, "llama16k": llama16k, "readme-sweep": readme_sweep,
-           "growth": growth}
+           "growth": growth, "published": published}
 
 
 def results_block(root, name):
