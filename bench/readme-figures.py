@@ -120,9 +120,10 @@ def growth(root):
 def published(root):
     """The README's table of the published whole steps: per set (validate --published, formula
     backend), its source, its cases, the range of their errors and the mean absolute error."""
-    order = ["korthikanti", "megatron-bridge", "megatron-bridge-gb200", "megatron-bridge-gb300"]
+    files = sorted(f for f in os.listdir(os.path.join(root, "bench", "results"))
+                   if re.fullmatch(r"validate-published-[a-z0-9-]+-formula\.txt", f))
     rows = ["| set | source | cases | error range | mean absolute |", "|---|---|---|---|---|"]
-    for name in order:
+    for name in (f[len("validate-published-"):-len("-formula.txt")] for f in files):
         lines = read(root, f"validate-published-{name}-formula.txt").split("\n")
         source = next(l for l in lines if l.startswith("source: "))[len("source: "):]
         errors = [float(m.group(1)) for l in lines
