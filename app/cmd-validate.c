@@ -514,7 +514,7 @@ simpar_cmd_validate(int argc, char **argv, GError **error)
          "(korthikanti: arXiv 2205.05198's step times on DGX A100; megatron-bridge: NeMo "
          "Megatron-Bridge's tokens/s/GPU on DGX H100, dense and MoE, FP8; megatron-bridge-gb200: "
          "the same on GB200 NVL72 racks, FP8 and MXFP8; megatron-bridge-gb300: on GB300 NVL72 "
-         "racks, MXFP8) predicted against its published time; "
+         "racks, FP8 and MXFP8) predicted against its published time; "
          "--backend default formula",
          "SET"},
         G_OPTION_ENTRY_NULL,

@@ -227,11 +227,14 @@ test_published_gb200(void)
 static void
 test_published_gb300(void)
 {
-    const PublishedRate want[] = {
-        {44544, 512, 4096, 8}, {8816, 8192, 4096, 256}, {6288, 4096, 4096, 256}};
+    const PublishedRate want[] = {{1048, 1536, 8192, 256},
+                                  {952, 1536, 8192, 256},
+                                  {44544, 512, 4096, 8},
+                                  {8816, 8192, 4096, 256},
+                                  {6288, 4096, 4096, 256}};
     g_autoptr(JsonNode) root = NULL;
     JsonArray *cases = published_rates("megatron-bridge-gb300", want, G_N_ELEMENTS(want), &root);
-    JsonObject *q30 = json_array_get_object_element(cases, 0);
+    JsonObject *q30 = json_array_get_object_element(cases, 2);
     const char *args = json_object_get_string_member(q30, "args");
     double mem300, mem200;
     double gb300 = step_by_hand("--preset gb300-nvl72 --racks 1 --rack-gpus 8", args, &mem300);
@@ -246,7 +249,7 @@ test_published_gb300(void)
     CU_ASSERT_DOUBLE_EQUAL(mem300, mem200, 1e-9); /* the same job holds the same bytes */
     CU_ASSERT(mem300 < 279e9 / (1024.0 * 1024 * 1024) && mem300 > 186e9 / (1024.0 * 1024 * 1024));
     /* the split shows the recipe's layout */
-    JsonObject *ds = json_array_get_object_element(cases, 2);
+    JsonObject *ds = json_array_get_object_element(cases, 4);
     CU_ASSERT_PTR_NOT_NULL(strstr(json_object_get_string_member(ds, "split"),
                                   "interleaved v=8 merged-1F1B layout=Et*4|(t*4|)*14tmL m=32 "));
     for (guint i = 0; i < G_N_ELEMENTS(want); i++) { /* each fits the GB300's 279 GB */
