@@ -69,4 +69,23 @@ simpar_test_tmpdir_remove(char *dir)
     g_free(dir);
 }
 
+/* A suite's temporary folder: `tmpdir`, made by suite_init (from the g_dir_make_tmp template
+ * `templ`) and removed with its files by suite_clean, and tmp_path(name), a file in it. */
+#define SIMPAR_TEST_SUITE_TMPDIR(templ)                                                            \
+    static char *tmpdir;                                                                           \
+    static int suite_init(void)                                                                    \
+    {                                                                                              \
+        tmpdir = g_dir_make_tmp(templ, NULL);                                                      \
+        return tmpdir == NULL;                                                                     \
+    }                                                                                              \
+    static int suite_clean(void)                                                                   \
+    {                                                                                              \
+        simpar_test_tmpdir_remove(tmpdir);                                                         \
+        return 0;                                                                                  \
+    }                                                                                              \
+    static char *tmp_path(const char *name)                                                        \
+    {                                                                                              \
+        return g_build_filename(tmpdir, name, NULL); /* (transfer full) */                         \
+    }
+
 #endif /* SIMPAR_CLI_RUN_H */

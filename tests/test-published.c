@@ -11,27 +11,7 @@
 #include <math.h>
 #include <string.h>
 
-static char *tmpdir;
-
-static int
-suite_init(void)
-{
-    tmpdir = g_dir_make_tmp("simpar-published-XXXXXX", NULL);
-    return tmpdir == NULL;
-}
-
-static int
-suite_clean(void)
-{
-    simpar_test_tmpdir_remove(tmpdir);
-    return 0;
-}
-
-static char *
-tmp_path(const char *name)
-{
-    return g_build_filename(tmpdir, name, NULL); /* (transfer full) */
-}
+SIMPAR_TEST_SUITE_TMPDIR("simpar-published-XXXXXX")
 
 /* Runs simpar, which must succeed; its stdout parsed as JSON (or NULL when `json` is FALSE). */
 static JsonNode *

@@ -24,27 +24,7 @@
 
 #define HOST_XML "topologies/host.xml"
 
-static char *tmpdir;
-
-static int
-suite_init(void)
-{
-    tmpdir = g_dir_make_tmp("simpar-validate-XXXXXX", NULL);
-    return tmpdir == NULL;
-}
-
-static int
-suite_clean(void)
-{
-    simpar_test_tmpdir_remove(tmpdir);
-    return 0;
-}
-
-static char *
-tmp_path(const char *name)
-{
-    return g_build_filename(tmpdir, name, NULL); /* (transfer full) */
-}
+SIMPAR_TEST_SUITE_TMPDIR("simpar-validate-XXXXXX")
 
 /* Exits with `status`, nothing on stdout, one stderr line containing `want`. */
 static void
